@@ -1,0 +1,88 @@
+/* check.h -- the tiny test harness every simba test program uses.
+ *
+ *   TEST(name) { ... CHECK(cond); CHECK_EQ(a, b); CHECK_RC(call, SIMBA_OK); ... }
+ *   int main(int argc, char **argv) { RUN(name); ...; return check_report("suite"); }
+ *
+ * A failed CHECK prints file:line and the expression and marks the current test failed; the
+ * test goes on (so one run shows every failure). check_report() prints the closing line
+ * "suite: N passed, N failed" that CI reads, and returns the exit status.
+ * argv[1], when given, is a substring filter on test names.
+ */
+#ifndef SIMBA_CHECK_H
+#define SIMBA_CHECK_H
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static int check__passed, check__failed, check__cur_failed;
+static const char *check__filter;
+
+#define CHECK(cond)                                                                         \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
+            fprintf(stderr, "  FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);               \
+            check__cur_failed = 1;                                                          \
+        }                                                                                   \
+    } while (0)
+#define CHECK_EQ(a, b)                                                                      \
+    do {                                                                                    \
+        long long check__a = (long long)(a), check__b = (long long)(b);                     \
+        if (check__a != check__b) {                                                         \
+            fprintf(stderr, "  FAIL %s:%d: %s == %s (%lld != %lld)\n", __FILE__, __LINE__,  \
+                    #a, #b, check__a, check__b);                                            \
+            check__cur_failed = 1;                                                          \
+        }                                                                                   \
+    } while (0)
+#define CHECK_RC(call, want)                                                                \
+    do {                                                                                    \
+        int check__rc = (int)(call);                                                        \
+        if (check__rc != (int)(want)) {                                                     \
+            fprintf(stderr, "  FAIL %s:%d: %s -> %d (%s), want %s\n", __FILE__, __LINE__,   \
+                    #call, check__rc, simba_strerror(check__rc), #want);                    \
+            check__cur_failed = 1;                                                          \
+        }                                                                                   \
+    } while (0)
+#define CHECK_STR(a, b)                                                                     \
+    do {                                                                                    \
+        const char *check__sa = (a), *check__sb = (b);                                      \
+        if (!check__sa || !check__sb || strcmp(check__sa, check__sb) != 0) {                \
+            fprintf(stderr, "  FAIL %s:%d: %s == %s (\"%s\" != \"%s\")\n", __FILE__,        \
+                    __LINE__, #a, #b, check__sa ? check__sa : "(null)",                     \
+                    check__sb ? check__sb : "(null)");                                      \
+            check__cur_failed = 1;                                                          \
+        }                                                                                   \
+    } while (0)
+/* Stop the current test here if something already failed (avoid cascades / NULL use). */
+#define REQUIRE(cond)                                                                       \
+    do {                                                                                    \
+        CHECK(cond);                                                                        \
+        if (check__cur_failed) return;                                                      \
+    } while (0)
+
+#define TEST(name) static void name(void)
+
+static double check__wall(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void check__run(const char *name, void (*fn)(void)) {
+    if (check__filter && !strstr(name, check__filter)) return;
+    double t0 = check__wall();
+    check__cur_failed = 0;
+    fprintf(stderr, "- %s\n", name);
+    fn();
+    if (check__cur_failed) check__failed++; else check__passed++;
+    fprintf(stderr, "  %s %s (%.2fs)\n", check__cur_failed ? "FAILED" : "ok", name, check__wall() - t0);
+}
+#define RUN(name) check__run(#name, name)
+#define CHECK_INIT(argc, argv) (check__filter = (argc) > 1 ? (argv)[1] : NULL)
+
+static int check_report(const char *suite) {
+    printf("%s: %d passed, %d failed\n", suite, check__passed, check__failed);
+    fflush(stdout);
+    return check__failed ? 1 : 0;
+}
+#endif
