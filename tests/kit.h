@@ -1,0 +1,34 @@
+/* kit.h -- the shared backend test kit: one suite, written once, run per backend.
+ *
+ * A backend test program fills a kit_backend and calls kit_run():
+ *
+ *     static simba_result open_mine(simba_loop *loop, void *ctx, simba_backend **out) {...}
+ *     int main(int argc, char **argv) {
+ *         kit_backend kb = { .name = "sqlite", .open = open_mine, .ctx = &cfg,
+ *                            .ttl_ms = 2000, .transition_ms = 1000 };
+ *         return kit_run(&kb, argc, argv);
+ *     }
+ *
+ * open() is called once per simulated process: every contender that must look like a
+ * separate client gets its own loop and its own backend from it. The cases use real time
+ * (the system monotonic clock) and wait with deadlines, never bare sleeps. Mutex names are
+ * made unique per run (a random suffix) so that leftovers of earlier runs do not interfere.
+ */
+#ifndef SIMBA_KIT_H
+#define SIMBA_KIT_H
+#include "../simba.h"
+
+typedef struct kit_backend {
+    const char *name;
+    simba_result (*open)(simba_loop *loop, void *ctx, simba_backend **out);
+    void *ctx;
+    int64_t ttl_ms, transition_ms; /* timing the cases use; 0/0 -> 2000/1000 */
+    int64_t multi_ms;              /* length of multiContend; 0 -> 30000 */
+    /* Optional: called between cases (e.g. to check the server is still up). */
+    void (*between)(void *ctx);
+} kit_backend;
+
+/* Runs every case (argv[1] = optional name filter), prints the closing
+   "<name> kit: N passed, N failed" line and returns the exit status. */
+int kit_run(const kit_backend *kb, int argc, char **argv);
+#endif
