@@ -1,0 +1,740 @@
+/* test_sql.c -- SQLite-specific tests of simba_sql.h against a real database file.
+ *
+ * Every case works in its own file under one mkdtemp() directory (removed at the end).
+ * Cases that check the row semantics call the backend's executor directly (exact, no
+ * timers); the rest go through the core (simba_contend) like an application would.
+ */
+#define SIMBA_IMPLEMENTATION
+#include "../simba_sql.h"
+#include "check.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char tmpdir[256];
+static int dbseq;
+
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A fresh database path in the temp dir. */
+static const char *newdb(char *buf, size_t cap) {
+    snprintf(buf, cap, "%s/t%d.db", tmpdir, ++dbseq);
+    return buf;
+}
+
+static simba_loop *newloop(void) {
+    simba_loop *loop = NULL;
+    simba_loop_desc d;
+    memset(&d, 0, sizeof d);
+    if (simba_loop_new(&d, &loop) != SIMBA_OK) return NULL;
+    return loop;
+}
+
+static simba_result open_be(simba_loop *loop, const char *path, const char *table, simba_backend **out) {
+    simba_sql_desc d;
+    memset(&d, 0, sizeof d);
+    d.path = path;
+    d.table = table;
+    return simba_sql_open(loop, &d, out);
+}
+
+static simba__sql *impl_of(simba_backend *be) { return (simba__sql *)simba_backend_impl(be); }
+
+/* One request straight through the executor, retrying while the database is locked. */
+static simba_result exec_op(simba_backend *be, simba_op op, const char *mutex, const char *who, int64_t ttl,
+                            int64_t tr, simba_reply *rep, char *owner, size_t cap) {
+    int64_t until = mono_ms() + 2000;
+    int rc;
+    while ((rc = simba__sql_exec(impl_of(be), op, mutex, who, ttl, tr, rep)) == SIMBA__SQL_BUSY) {
+        if (mono_ms() > until) return SIMBA_EBUSY;
+        poll(NULL, 0, 1);
+    }
+    snprintf(owner, cap, "%s", rep->owner ? rep->owner : "");
+    rep->owner = owner;
+    return rep->rc;
+}
+
+/* A raw connection for looking at the table from outside. */
+static sqlite3 *raw_open(const char *path) {
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+        sqlite3_close(db);
+        return NULL;
+    }
+    sqlite3_busy_timeout(db, 2000);
+    return db;
+}
+
+static int64_t raw_int(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *st = NULL;
+    int64_t v = -999;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* ---- database time ------------------------------------------------------------------ */
+
+/* The backend relies on SQLite evaluating 'now' once per sqlite3_step(): check it over a
+   statement that runs long enough to cross many milliseconds. */
+TEST(now_is_stable_within_a_step) {
+    char path[300];
+    sqlite3 *db = raw_open(newdb(path, sizeof path));
+    sqlite3_stmt *st = NULL;
+    int64_t t0, t1, lo, hi, rows;
+    REQUIRE(db != NULL);
+    REQUIRE(sqlite3_prepare_v2(db,
+                               "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 400000)"
+                               " SELECT min(t), max(t), count(*) FROM (SELECT " SIMBA__SQLITE_NOW
+                               " AS t, randomblob(16) FROM c)",
+                               -1, &st, NULL) == SQLITE_OK);
+    t0 = mono_ms();
+    CHECK_EQ(sqlite3_step(st), SQLITE_ROW);
+    t1 = mono_ms();
+    lo = sqlite3_column_int64(st, 0);
+    hi = sqlite3_column_int64(st, 1);
+    rows = sqlite3_column_int64(st, 2);
+    sqlite3_finalize(st);
+    fprintf(stderr, "  one step took %lld ms over %lld rows; now spread %lld ms\n", (long long)(t1 - t0),
+            (long long)rows, (long long)(hi - lo));
+    CHECK(t1 - t0 >= 5); /* otherwise the check proves nothing */
+    CHECK_EQ(hi, lo);
+    /* and it is the epoch in ms */
+    CHECK(llabs((long long)(lo - wall_ms())) < 5000);
+    sqlite3_close(db);
+}
+
+/* ---- opening ------------------------------------------------------------------------ */
+
+TEST(open_errors) {
+    simba_loop *loop = newloop();
+    simba_backend *be = (simba_backend *)1;
+    simba_sql_desc d;
+    char err[512], path[300], bad[300];
+    FILE *f;
+    REQUIRE(loop != NULL);
+    memset(&d, 0, sizeof d);
+    d.errbuf = err;
+    d.errbuf_cap = sizeof err;
+
+    CHECK_RC(simba_sql_open(NULL, &d, &be), SIMBA_EINVAL);
+    CHECK_RC(simba_sql_open(loop, NULL, &be), SIMBA_EINVAL);
+    CHECK_RC(simba_sql_open(loop, &d, NULL), SIMBA_EINVAL);
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL); /* no path */
+    CHECK(be == NULL);
+    d.path = "";
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+
+    /* a path under a regular file: fails even for root */
+    d.path = "/etc/passwd/x.db";
+    err[0] = 0;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EBACKEND);
+    CHECK(be == NULL);
+    CHECK(strstr(err, "unable to open") != NULL);
+    fprintf(stderr, "  /etc/passwd/x.db: %s\n", err);
+
+    /* a directory that does not exist */
+    snprintf(bad, sizeof bad, "%s/no/such/dir/x.db", tmpdir);
+    d.path = bad;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EBACKEND);
+
+    /* a directory instead of a file */
+    d.path = tmpdir;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EBACKEND);
+
+    /* a file that is not a database */
+    newdb(path, sizeof path);
+    f = fopen(path, "wb");
+    REQUIRE(f != NULL);
+    {
+        int i;
+        for (i = 0; i < 64; i++) fputs("this is not an sqlite database, just text. ", f);
+    }
+    fclose(f);
+    d.path = path;
+    err[0] = 0;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EBACKEND);
+    CHECK(strstr(err, "not a database") != NULL);
+    fprintf(stderr, "  garbage file: %s\n", err);
+
+    /* table names: identifiers only */
+    d.path = newdb(path, sizeof path);
+    {
+        static const char *bad_tables[] = {"bad name", "x;drop", "a\"b", "a'b", "1abc", "sqlite_master",
+                                           "SQLITE_x", "t-1", "\xc3\xa9t\xc3\xa9",
+                                           "a1234567890123456789012345678901234567890123456789012345678901234"};
+        size_t i;
+        for (i = 0; i < sizeof bad_tables / sizeof bad_tables[0]; i++) {
+            d.table = bad_tables[i];
+            CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+        }
+    }
+    d.table = "_Locks_2";
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_OK);
+    CHECK(err[0] == 0);
+    CHECK_RC(simba_backend_free(be), SIMBA_OK);
+    d.table = NULL;
+    d.busy_retry_ms = -1;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+TEST(tables_are_separate) {
+    char path[300], owner[SIMBA_ID_MAX + 1];
+    simba_loop *loop = newloop();
+    simba_backend *a = NULL, *b = NULL;
+    simba_reply rep;
+    sqlite3 *db;
+    REQUIRE(loop != NULL);
+    newdb(path, sizeof path);
+    REQUIRE(open_be(loop, path, NULL, &a) == SIMBA_OK);
+    REQUIRE(open_be(loop, path, "other_locks", &b) == SIMBA_OK);
+    CHECK_RC(exec_op(a, SIMBA_OP_ACQUIRE, "m", "A", 5000, 1000, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    CHECK_RC(exec_op(b, SIMBA_OP_ACQUIRE, "m", "B", 5000, 1000, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "B");
+    db = raw_open(path);
+    REQUIRE(db != NULL);
+    CHECK_EQ(raw_int(db, "SELECT count(*) FROM simba_mutex"), 1);
+    CHECK_EQ(raw_int(db, "SELECT count(*) FROM other_locks"), 1);
+    sqlite3_close(db);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* ---- names -------------------------------------------------------------------------- */
+
+TEST(bad_names_rejected_table_unaffected) {
+    char path[300], owner[SIMBA_ID_MAX + 1], longname[SIMBA_NAME_MAX + 2], longid[SIMBA_ID_MAX + 2];
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_service *svc = NULL;
+    simba_contend_desc cd;
+    simba_reply rep;
+    sqlite3 *db;
+    size_t i;
+    static const char *bad[] = {"a'b", "x'; DROP TABLE simba_mutex; --", "x\";DROP TABLE simba_mutex;--",
+                                "a b", "", ".", "..", "tab\t", "new\nline", "semi;'quote"};
+    REQUIRE(loop != NULL);
+    REQUIRE(open_be(loop, newdb(path, sizeof path), NULL, &be) == SIMBA_OK);
+    /* one legitimate row first, to see that it survives */
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "keep", "A", 60000, 1000, &rep, owner, sizeof owner), SIMBA_OK);
+
+    memset(longname, 'n', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0; /* SIMBA_NAME_MAX + 1 bytes */
+    memset(longid, 'i', sizeof longid - 1);
+    longid[sizeof longid - 1] = 0;
+
+    memset(&cd, 0, sizeof cd);
+    cd.contender_id = "A";
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cd.mutex = bad[i];
+        svc = (simba_service *)1;
+        CHECK_RC(simba_contend(loop, be, &cd, &svc), SIMBA_EINVAL);
+    }
+    cd.mutex = longname;
+    CHECK_RC(simba_contend(loop, be, &cd, &svc), SIMBA_EINVAL);
+    cd.mutex = "fine";
+    cd.contender_id = longid;
+    CHECK_RC(simba_contend(loop, be, &cd, &svc), SIMBA_EINVAL);
+    cd.contender_id = "has space";
+    CHECK_RC(simba_contend(loop, be, &cd, &svc), SIMBA_EINVAL);
+    cd.contender_id = "quote'd"; /* printable: a legal id, bound as a parameter */
+    CHECK_RC(simba_contend(loop, be, &cd, &svc), SIMBA_OK);
+    CHECK_RC(simba_service_free(svc), SIMBA_OK);
+
+    /* the backend's own checks, below the core */
+    {
+        char ob[8];
+        CHECK_RC(simba_sql_read(be, "a'b", &rep, ob, sizeof ob), SIMBA_EINVAL);
+        CHECK_RC(simba_sql_read(be, longname, &rep, ob, sizeof ob), SIMBA_EINVAL);
+        CHECK_RC(simba_sql_read(be, NULL, &rep, ob, sizeof ob), SIMBA_EINVAL);
+        CHECK_RC(simba_sql_read(NULL, "ok", &rep, ob, sizeof ob), SIMBA_EINVAL);
+        CHECK_RC(simba_sql_read(be, "ok", NULL, ob, sizeof ob), SIMBA_EINVAL);
+        CHECK_RC(simba_sql_read(be, "ok", &rep, NULL, 0), SIMBA_EINVAL);
+        CHECK_RC(simba_sql_read(be, "keep", &rep, ob, 1), SIMBA_EINVAL); /* "A" does not fit */
+    }
+
+    /* legal names with SQL-ish characters are data, nothing else */
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "x;DROP", "B'); DROP TABLE simba_mutex;--", 60000, 1000, &rep, owner,
+                     sizeof owner),
+             SIMBA_OK);
+    CHECK_STR(owner, "B');");
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "x;DROP", "B');", 60000, 1000, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "B');");
+
+    db = raw_open(path);
+    REQUIRE(db != NULL);
+    CHECK_EQ(raw_int(db, "SELECT count(*) FROM simba_mutex"), 2);
+    CHECK_EQ(raw_int(db, "SELECT count(*) FROM simba_mutex WHERE mutex = 'keep' AND owner_id = 'A'"), 1);
+    CHECK_EQ(raw_int(db, "SELECT count(*) FROM simba_mutex WHERE mutex = 'x;DROP'"), 1);
+    sqlite3_close(db);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* ---- row semantics (executor, exact) --------------------------------------------------- */
+
+/* Waits (bounded) until the database reports nobody as the owner of m. */
+static int wait_no_owner(simba_backend *be, const char *m, int64_t max_ms) {
+    int64_t until = mono_ms() + max_ms;
+    char owner[SIMBA_ID_MAX + 1];
+    simba_reply rep;
+    for (;;) {
+        if (exec_op(be, SIMBA_OP_READ, m, "", 0, 0, &rep, owner, sizeof owner) == SIMBA_OK && !owner[0]) return 1;
+        if (mono_ms() > until) return 0;
+        poll(NULL, 0, 5);
+    }
+}
+
+TEST(acquire_renew_release_fence) {
+    char path[300], owner[SIMBA_ID_MAX + 1];
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_reply rep;
+    sqlite3 *db;
+    int64_t t0;
+    REQUIRE(loop != NULL);
+    REQUIRE(open_be(loop, newdb(path, sizeof path), NULL, &be) == SIMBA_OK);
+    db = raw_open(path);
+    REQUIRE(db != NULL);
+
+    /* READ of an unknown mutex: nobody, and no row is created */
+    CHECK_RC(exec_op(be, SIMBA_OP_READ, "m", "", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "");
+    CHECK_EQ(rep.fence, 0);
+    CHECK(rep.held_ms < 0);
+    CHECK_EQ(raw_int(db, "SELECT count(*) FROM simba_mutex"), 0);
+
+    /* first acquire creates the row: fence 1, full lease remaining */
+    t0 = mono_ms();
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "m", "A", 3000, 2000, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    CHECK_EQ(rep.fence, 1);
+    CHECK(rep.ttl_left_ms > 2900 && rep.ttl_left_ms <= 3000);
+    CHECK(rep.transition_left_ms > 4900 && rep.transition_left_ms <= 5000);
+    CHECK(rep.held_ms >= 0 && rep.held_ms < 100);
+
+    /* another contender cannot take it, and learns the owner */
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "m", "B", 3000, 2000, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    CHECK_EQ(rep.fence, 1);
+
+    /* renewal: same fence, acquired_at kept (held grows), lease extended */
+    while (mono_ms() - t0 < 30) poll(NULL, 0, 5);
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "m", "A", 3000, 2000, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    CHECK_EQ(rep.fence, 1);
+    CHECK(rep.held_ms >= 25);
+    CHECK(rep.ttl_left_ms > 2900);
+    CHECK_EQ(raw_int(db, "SELECT version FROM simba_mutex WHERE mutex = 'm'"), 2);
+
+    /* release by a non-owner changes nothing */
+    CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "m", "B", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    CHECK_EQ(rep.fence, 1);
+
+    /* release by the owner: nobody, the stored fence stays */
+    CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "m", "A", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "");
+    CHECK_EQ(rep.fence, 0);
+    CHECK_EQ(raw_int(db, "SELECT fence FROM simba_mutex WHERE mutex = 'm'"), 1);
+
+    /* the next ownership, even by the same contender, gets a greater fence */
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "m", "A", 3000, 2000, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    CHECK_EQ(rep.fence, 2);
+    CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "m", "A", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "m", "B", 3000, 2000, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "B");
+    CHECK_EQ(rep.fence, 3);
+    CHECK(rep.held_ms >= 0 && rep.held_ms < 100);
+    CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "m", "B", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
+
+    /* expiry: short lease. Inside ttl and inside transition nobody else may take it; the
+       owner may renew inside the transition; after it, anyone may. */
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "e", "A", 150, 150, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_EQ(rep.fence, 1);
+    t0 = mono_ms();
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "e", "B", 150, 150, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    {
+        /* wait until the ttl is over but the transition is not (database view) */
+        int in_transition = 0;
+        int64_t until = mono_ms() + 1000;
+        while (mono_ms() < until) {
+            CHECK_RC(exec_op(be, SIMBA_OP_READ, "e", "", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
+            if (rep.ttl_left_ms < 0 && rep.transition_left_ms > 30) {
+                in_transition = 1;
+                break;
+            }
+            poll(NULL, 0, 2);
+        }
+        CHECK(in_transition);
+        CHECK_STR(owner, "A");
+        CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "e", "B", 150, 150, &rep, owner, sizeof owner), SIMBA_OK);
+        CHECK_STR(owner, "A"); /* B still refused in transition */
+        CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "e", "A", 150, 150, &rep, owner, sizeof owner), SIMBA_OK);
+        CHECK_STR(owner, "A"); /* the owner renews in transition */
+        CHECK_EQ(rep.fence, 1);
+        CHECK(rep.ttl_left_ms > 100);
+        CHECK(rep.held_ms >= mono_ms() - t0 - 5);
+    }
+    /* let it lapse completely: READ says nobody, then B takes it with a new fence */
+    CHECK(wait_no_owner(be, "e", 2000));
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "e", "B", 150, 150, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "B");
+    CHECK_EQ(rep.fence, 2);
+    CHECK(rep.held_ms < 100);
+    /* an expired owner re-acquiring is a new ownership too */
+    CHECK(wait_no_owner(be, "e", 2000));
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "e", "B", 150, 150, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "B");
+    CHECK_EQ(rep.fence, 3);
+
+    sqlite3_close(db);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* ---- through the core ----------------------------------------------------------------- */
+
+typedef struct counts {
+    int acquired, released;
+    uint64_t fence;
+} counts;
+
+static void on_acq(simba_service *svc, const simba_state *st, void *u) {
+    counts *c = (counts *)u;
+    (void)svc;
+    c->acquired++;
+    c->fence = st->after ? st->after->fence : 0;
+}
+static void on_rel(simba_service *svc, const simba_state *st, void *u) {
+    (void)svc;
+    (void)st;
+    ((counts *)u)->released++;
+}
+
+static simba_result contend(simba_loop *loop, simba_backend *be, const char *m, const char *id, int64_t ttl,
+                            int64_t tr, counts *c, simba_service **out) {
+    simba_contend_desc d;
+    memset(&d, 0, sizeof d);
+    d.mutex = m;
+    d.contender_id = id;
+    d.ttl_ms = ttl;
+    d.transition_ms = tr;
+    d.on_acquired = on_acq;
+    d.on_released = on_rel;
+    d.user_data = c;
+    return simba_contend(loop, be, &d, out);
+}
+
+/* Drives the loops (5 ms steps) until cond holds or max_ms passes; 1 when it held.
+   Also records the longest single simba_poll(). */
+static int64_t longest_poll_ms;
+static int drive(simba_loop **loops, int n, int64_t max_ms, int (*cond)(void *), void *arg) {
+    int64_t until = mono_ms() + max_ms;
+    for (;;) {
+        int i;
+        for (i = 0; i < n; i++) {
+            int64_t t0 = mono_ms(), w;
+            w = simba_poll(loops[i]);
+            if (mono_ms() - t0 > longest_poll_ms) longest_poll_ms = mono_ms() - t0;
+            (void)w;
+        }
+        if (cond && cond(arg)) return 1;
+        if (mono_ms() >= until) return 0;
+        poll(NULL, 0, 2);
+    }
+}
+
+static int is_owner_cond(void *p) { return simba_is_owner((simba_service *)p); }
+static int is_initial_cond(void *p) { return simba_service_status((simba_service *)p) == SIMBA_INITIAL; }
+static simba_service *pair[2];
+static int one_owner_cond(void *p) {
+    (void)p;
+    return simba_is_owner(pair[0]) || simba_is_owner(pair[1]);
+}
+
+TEST(service_lifecycle) {
+    char path[300], owner[SIMBA_ID_MAX + 1];
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_service *svc = NULL;
+    counts c = {0, 0, 0};
+    simba_reply rep;
+    uint64_t f1;
+    REQUIRE(loop != NULL);
+    REQUIRE(open_be(loop, newdb(path, sizeof path), NULL, &be) == SIMBA_OK);
+    REQUIRE(contend(loop, be, "life", "A", 2000, 1000, &c, &svc) == SIMBA_OK);
+    CHECK_RC(simba_start(svc), SIMBA_OK);
+    CHECK(drive(&loop, 1, 2000, is_owner_cond, svc));
+    CHECK_EQ(c.acquired, 1);
+    f1 = simba_fence(svc);
+    CHECK(f1 >= 1);
+    CHECK_EQ(c.fence, f1);
+    CHECK_RC(simba_sql_read(be, "life", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    CHECK_EQ(rep.fence, f1);
+    /* stop: released locally and in the database */
+    CHECK_RC(simba_stop(svc), SIMBA_OK);
+    CHECK(drive(&loop, 1, 2000, is_initial_cond, svc));
+    CHECK_EQ(c.released, 1);
+    CHECK_RC(simba_sql_read(be, "life", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "");
+    /* restart: a new ownership with a greater fence */
+    CHECK_RC(simba_start(svc), SIMBA_OK);
+    CHECK(drive(&loop, 1, 2000, is_owner_cond, svc));
+    CHECK_EQ(c.acquired, 2);
+    CHECK(simba_fence(svc) > f1);
+    CHECK_RC(simba_service_free(svc), SIMBA_OK);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* Two backends (connections) on one file in one process, each on its own loop. */
+TEST(two_connections_one_process) {
+    char path[300], owner[SIMBA_ID_MAX + 1];
+    simba_loop *loops[2];
+    simba_backend *be[2];
+    counts c[2];
+    simba_reply rep;
+    int i, winner;
+    uint64_t f1;
+    memset(c, 0, sizeof c);
+    newdb(path, sizeof path);
+    for (i = 0; i < 2; i++) {
+        loops[i] = newloop();
+        REQUIRE(loops[i] != NULL);
+        REQUIRE(open_be(loops[i], path, NULL, &be[i]) == SIMBA_OK);
+        REQUIRE(contend(loops[i], be[i], "two", i ? "B" : "A", 600, 300, &c[i], &pair[i]) == SIMBA_OK);
+    }
+    for (i = 0; i < 2; i++) CHECK_RC(simba_start(pair[i]), SIMBA_OK);
+    CHECK(drive(loops, 2, 3000, one_owner_cond, NULL));
+    winner = simba_is_owner(pair[0]) ? 0 : 1;
+    CHECK(!simba_is_owner(pair[1 - winner]));
+    f1 = simba_fence(pair[winner]);
+    /* both connections see the same row */
+    CHECK_RC(simba_sql_read(be[1 - winner], "two", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, winner ? "B" : "A");
+    CHECK_EQ(rep.fence, f1);
+    /* keep driving for a few renewals: ownership must not move, nor be doubled */
+    {
+        int64_t until = mono_ms() + 1500;
+        while (mono_ms() < until) {
+            drive(loops, 2, 0, NULL, NULL);
+            CHECK(!(simba_is_owner(pair[0]) && simba_is_owner(pair[1])));
+            poll(NULL, 0, 3);
+        }
+    }
+    CHECK(simba_is_owner(pair[winner]));
+    CHECK_EQ(c[winner].acquired, 1);
+    CHECK_EQ(c[winner].released, 0);
+    /* the winner stops: the other takes over with a greater fence */
+    CHECK_RC(simba_stop(pair[winner]), SIMBA_OK);
+    CHECK(drive(loops, 2, 4000, is_owner_cond, pair[1 - winner]));
+    CHECK(simba_fence(pair[1 - winner]) > f1);
+    CHECK_EQ(c[winner].released, 1);
+    for (i = 0; i < 2; i++) CHECK_RC(simba_loop_free(loops[i]), SIMBA_OK);
+}
+
+/* Another connection holds the write lock: polls stay fast, the request completes after
+   the lock goes away. */
+TEST(busy_database_does_not_block_poll) {
+    char path[300], owner[SIMBA_ID_MAX + 1];
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_service *svc = NULL;
+    counts c = {0, 0, 0};
+    simba_reply rep;
+    sqlite3 *db;
+    int64_t t0, took;
+    REQUIRE(loop != NULL);
+    REQUIRE(open_be(loop, newdb(path, sizeof path), NULL, &be) == SIMBA_OK);
+    db = raw_open(path);
+    REQUIRE(db != NULL);
+    CHECK_EQ(sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+
+    /* the executor itself reports busy at once */
+    t0 = mono_ms();
+    CHECK_EQ(simba__sql_exec(impl_of(be), SIMBA_OP_ACQUIRE, "busy", "A", 2000, 1000, &rep), SIMBA__SQL_BUSY);
+    CHECK(mono_ms() - t0 < 50);
+
+    REQUIRE(contend(loop, be, "busy", "A", 2000, 1000, &c, &svc) == SIMBA_OK);
+    t0 = mono_ms();
+    CHECK_RC(simba_start(svc), SIMBA_OK);
+    took = mono_ms() - t0;
+    CHECK(took < 50);
+    longest_poll_ms = 0;
+    CHECK(!drive(&loop, 1, 400, is_owner_cond, svc));
+    fprintf(stderr, "  locked for 400 ms: longest simba_poll %lld ms\n", (long long)longest_poll_ms);
+    CHECK(longest_poll_ms < 50);
+    CHECK(!simba_is_owner(svc));
+    /* the backend keeps retrying on a short deadline */
+    CHECK(simba__sql_deadline(impl_of(be)) <= simba_now(loop) + 1000);
+
+    CHECK_EQ(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    t0 = mono_ms();
+    CHECK(drive(&loop, 1, 2000, is_owner_cond, svc));
+    fprintf(stderr, "  acquired %lld ms after the lock was released\n", (long long)(mono_ms() - t0));
+    CHECK_EQ(c.acquired, 1);
+    CHECK_RC(simba_sql_read(be, "busy", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    sqlite3_close(db);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* A lock that outlasts the busy limit: the request fails with SIMBA_EBUSY (the core backs
+   off), and a later one succeeds. */
+TEST(busy_gives_up_after_limit) {
+    char path[300];
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_service *svc = NULL;
+    simba_sql_desc d;
+    counts c = {0, 0, 0};
+    sqlite3 *db;
+    simba__sql *s;
+    REQUIRE(loop != NULL);
+    memset(&d, 0, sizeof d);
+    d.path = newdb(path, sizeof path);
+    d.busy_max_ms = 100;
+    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
+    s = impl_of(be);
+    db = raw_open(path);
+    REQUIRE(db != NULL);
+    CHECK_EQ(sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+    REQUIRE(contend(loop, be, "gu", "A", 2000, 1000, &c, &svc) == SIMBA_OK);
+    CHECK_RC(simba_start(svc), SIMBA_OK);
+    CHECK(!drive(&loop, 1, 500, is_owner_cond, svc));
+    CHECK(s->head == NULL || s->head->next_ == NULL); /* requests do not pile up */
+    {
+        const char *msg = simba_backend_errmsg(be);
+        fprintf(stderr, "  backend errmsg: %s\n", msg ? msg : "(null)");
+        CHECK(msg && strstr(msg, "locked"));
+    }
+    CHECK_EQ(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    CHECK(drive(&loop, 1, 8000, is_owner_cond, svc));
+    sqlite3_close(db);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* N processes race to create and take the row of a fresh mutex at one instant. */
+TEST(row_creation_race) {
+    enum { N = 6 };
+    char path[300], owner[SIMBA_ID_MAX + 1];
+    int go[2], i, winners = 0, losers = 0, errors = 0;
+    pid_t pids[N];
+    sqlite3 *db;
+    newdb(path, sizeof path);
+    { /* the file and table exist, the row does not */
+        simba_loop *loop = newloop();
+        simba_backend *be = NULL;
+        REQUIRE(loop && open_be(loop, path, NULL, &be) == SIMBA_OK);
+        simba_loop_free(loop);
+    }
+    REQUIRE(pipe(go) == 0);
+    fflush(NULL);
+    for (i = 0; i < N; i++) {
+        pids[i] = fork();
+        REQUIRE(pids[i] >= 0);
+        if (pids[i] == 0) {
+            char id[16], b;
+            simba_loop *loop;
+            simba_backend *be = NULL;
+            simba_reply rep;
+            int code = 2;
+            close(go[1]);
+            snprintf(id, sizeof id, "P%d", i);
+            loop = newloop();
+            if (loop && open_be(loop, path, NULL, &be) == SIMBA_OK) {
+                if (read(go[0], &b, 1) == 0) { /* all start when the parent closes the pipe */
+                    if (exec_op(be, SIMBA_OP_ACQUIRE, "race", id, 10000, 1000, &rep, owner, sizeof owner) == SIMBA_OK)
+                        code = strcmp(owner, id) == 0 ? (rep.fence == 1 ? 0 : 3) : (owner[0] ? 1 : 2);
+                }
+            }
+            if (loop) simba_loop_free(loop);
+            _exit(code);
+        }
+    }
+    close(go[0]);
+    poll(NULL, 0, 100); /* let the children open their connections */
+    close(go[1]);
+    for (i = 0; i < N; i++) {
+        int st = 0;
+        waitpid(pids[i], &st, 0);
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) winners++;
+        else if (WIFEXITED(st) && WEXITSTATUS(st) == 1) losers++;
+        else errors++;
+    }
+    fprintf(stderr, "  %d processes: %d winner, %d saw the winner, %d errors\n", N, winners, losers, errors);
+    CHECK_EQ(winners, 1);
+    CHECK_EQ(losers, N - 1);
+    CHECK_EQ(errors, 0);
+    db = raw_open(path);
+    REQUIRE(db != NULL);
+    CHECK_EQ(raw_int(db, "SELECT count(*) FROM simba_mutex"), 1);
+    CHECK_EQ(raw_int(db, "SELECT fence FROM simba_mutex WHERE mutex = 'race'"), 1);
+    sqlite3_close(db);
+}
+
+/* simba_sql_read() refuses a backend that is not an SQL one. */
+TEST(read_needs_sql_backend) {
+    simba_loop *loop = newloop();
+    simba_memstore *st = NULL;
+    simba_backend *mem = NULL;
+    simba_reply rep;
+    char owner[16];
+    simba_memstore_desc md;
+    REQUIRE(loop != NULL);
+    memset(&md, 0, sizeof md);
+    REQUIRE(simba_memstore_new(&md, &st) == SIMBA_OK);
+    REQUIRE(simba_memory_open(loop, st, &mem) == SIMBA_OK);
+    CHECK_RC(simba_sql_read(mem, "m", &rep, owner, sizeof owner), SIMBA_EINVAL);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+    CHECK_RC(simba_memstore_free(st), SIMBA_OK);
+}
+
+static void rm_tmpdir(void) {
+    char cmd[600];
+    if (!tmpdir[0] || getenv("SIMBA_KEEP_TMP")) return;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+
+int main(int argc, char **argv) {
+    int rc;
+    CHECK_INIT(argc, argv);
+    snprintf(tmpdir, sizeof tmpdir, "%s/simba_sql_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    RUN(now_is_stable_within_a_step);
+    RUN(open_errors);
+    RUN(tables_are_separate);
+    RUN(bad_names_rejected_table_unaffected);
+    RUN(acquire_renew_release_fence);
+    RUN(service_lifecycle);
+    RUN(two_connections_one_process);
+    RUN(busy_database_does_not_block_poll);
+    RUN(busy_gives_up_after_limit);
+    RUN(row_creation_race);
+    RUN(read_needs_sql_backend);
+    rc = check_report("test_sql");
+    rm_tmpdir();
+    return rc;
+}
