@@ -107,6 +107,13 @@
 #ifndef SIMBA_H
 #define SIMBA_H
 
+/* The implementation needs POSIX 2008 (clock_gettime, poll, pipe). When this header is the
+   first include of the implementation file, ask for it here; otherwise compile with
+   -D_POSIX_C_SOURCE=200809L (or _GNU_SOURCE / _DEFAULT_SOURCE). */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE) && !defined(_DEFAULT_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -203,6 +210,8 @@ SIMBA_API simba_result simba_loop_new(const simba_loop_desc *desc, simba_loop **
    effort, without waiting). From inside a callback it is deferred until dispatch returns. */
 SIMBA_API simba_result simba_loop_free(simba_loop *loop);
 SIMBA_API int64_t simba_now(simba_loop *loop);
+/* Why the last call on this loop failed, in words ("" if none). */
+SIMBA_API const char *simba_loop_errmsg(const simba_loop *loop);
 
 /* Non-blocking step: checks simba's fds with a zero timeout, processes ready I/O, runs due
    timers and state machines, dispatches callbacks. Returns the ms until it wants to be
@@ -435,3 +444,2170 @@ SIMBA_API simba_result simba_memory_fault_set(simba_backend *be, const simba_mem
 }
 #endif
 #endif /* SIMBA_H */
+
+/* ==================================================================================== */
+/*                                   IMPLEMENTATION                                     */
+/* ==================================================================================== */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA__IMPLEMENTED)
+#define SIMBA__IMPLEMENTED
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef SIMBA_MALLOC
+#define SIMBA_MALLOC(sz) malloc(sz)
+#define SIMBA_FREE(p) free(p)
+#endif
+
+#define SIMBA__DEFAULT_TTL 10000
+#define SIMBA__DEFAULT_TRANSITION 6000
+#define SIMBA__DEFAULT_MIN_RETRY 50
+#define SIMBA__DEFAULT_BACKOFF_MIN 100
+#define SIMBA__DEFAULT_BACKOFF_MAX 5000
+#define SIMBA__DEFAULT_REFRESH 1000
+#define SIMBA__NEVER INT64_MAX
+#define SIMBA__MAX_ROUNDS 16
+
+/* ---- small helpers ----------------------------------------------------------------- */
+
+/* Times saturate instead of overflowing: an injected clock may sit anywhere in int64. */
+static int64_t simba__add(int64_t a, int64_t b) {
+    if (b > 0 && a > INT64_MAX - b) return INT64_MAX;
+    if (b < 0 && a < INT64_MIN - b) return INT64_MIN;
+    return a + b;
+}
+static int64_t simba__min(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t simba__max(int64_t a, int64_t b) { return a > b ? a : b; }
+
+static void simba__copy(char *dst, size_t cap, const char *src) {
+    size_t n = src ? strlen(src) : 0;
+    if (n >= cap) n = cap - 1;
+    if (n) memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
+static uint32_t simba__strhash(const char *s) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    while (*s) { h ^= (unsigned char)*s++; h *= 16777619u; }
+    return h;
+}
+
+static int64_t simba__sys_now(void *user) {
+    struct timespec ts;
+    (void)user;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+SIMBA_API const char *simba_strerror(int rc) {
+    switch (rc) {
+    case SIMBA_OK: return "ok";
+    case SIMBA_EINVAL: return "invalid argument";
+    case SIMBA_ESTATE: return "wrong state for this call";
+    case SIMBA_ENOMEM: return "out of memory";
+    case SIMBA_ETIMEDOUT: return "timed out";
+    case SIMBA_EBACKEND: return "backend failure";
+    case SIMBA_EBUSY: return "busy";
+    case SIMBA_EAGAIN: return "not yet, try again";
+    case SIMBA_ECLOSED: return "closed";
+    case SIMBA_EEXIST: return "contender already contends for this mutex";
+    case SIMBA_ECALLBACK: return "not allowed inside a simba callback";
+    case SIMBA_ECONN: return "not connected";
+    case SIMBA_ESYS: return "system call failed";
+    default: return "unknown error";
+    }
+}
+
+/* ---- names and ids ------------------------------------------------------------------ */
+
+static int simba__name_char(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.' || c == ':' || c == '@' || c == '+' || c == '=' || c == ',';
+}
+
+SIMBA_API simba_result simba_name_check(const char *mutex) {
+    size_t n = 0;
+    if (!mutex || !*mutex) return SIMBA_EINVAL;
+    for (; mutex[n]; n++) {
+        if (n >= SIMBA_NAME_MAX || !simba__name_char((unsigned char)mutex[n])) return SIMBA_EINVAL;
+    }
+    if (!strcmp(mutex, ".") || !strcmp(mutex, "..")) return SIMBA_EINVAL;
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_id_check(const char *id) {
+    size_t n = 0;
+    if (!id || !*id) return SIMBA_EINVAL;
+    for (; id[n]; n++) {
+        unsigned char c = (unsigned char)id[n];
+        if (n >= SIMBA_ID_MAX || c <= 0x20 || c >= 0x7f) return SIMBA_EINVAL;
+    }
+    return SIMBA_OK;
+}
+
+/* ---- owner predicates --------------------------------------------------------------- */
+
+SIMBA_API int simba_owner_is(const simba_owner *o, const char *id) {
+    return o && id && o->id[0] && strcmp(o->id, id) == 0;
+}
+SIMBA_API int simba_owner_in_ttl(const simba_owner *o, int64_t now) { return o && o->id[0] && o->ttl_at > now; }
+SIMBA_API int simba_owner_in_transition(const simba_owner *o, int64_t now) {
+    return o && o->id[0] && o->ttl_at <= now && now <= o->transition_at;
+}
+SIMBA_API int simba_owner_has_owner(const simba_owner *o, int64_t now) {
+    return o && o->id[0] && o->transition_at >= now;
+}
+
+/* ---- internal types ------------------------------------------------------------------ */
+
+typedef struct simba__timer {
+    int64_t at;
+    int idx; /* position in the heap, -1 when not queued */
+    int kind;
+} simba__timer;
+enum { SIMBA__T_SERVICE = 1, SIMBA__T_SCHED = 2 };
+
+/* Intrusive string-keyed hash table; allocation through the given pair so that the memory
+   store (which has no loop) can use it too. */
+typedef struct simba__hnode {
+    struct simba__hnode *hnext;
+    uint32_t hash;
+    const char *key;
+} simba__hnode;
+typedef struct simba__htab {
+    simba__hnode **b;
+    size_t nb, n;
+} simba__htab;
+typedef void *(*simba__alloc_fn)(void *u, size_t n);
+typedef void (*simba__free_fn)(void *u, void *p);
+
+static simba__hnode *simba__hfind(const simba__htab *t, const char *key) {
+    uint32_t h;
+    simba__hnode *n;
+    if (!t->nb) return NULL;
+    h = simba__strhash(key);
+    for (n = t->b[h & (t->nb - 1)]; n; n = n->hnext)
+        if (n->hash == h && strcmp(n->key, key) == 0) return n;
+    return NULL;
+}
+static int simba__hinsert(simba__htab *t, simba__hnode *node, simba__alloc_fn af, simba__free_fn ff, void *u) {
+    size_t i;
+    node->hash = simba__strhash(node->key);
+    if (t->n + 1 > t->nb) { /* load factor <= 1, power-of-two buckets */
+        size_t nb = t->nb ? t->nb * 2 : 16;
+        simba__hnode **b = (simba__hnode **)af(u, nb * sizeof *b);
+        if (!b) return 0;
+        memset(b, 0, nb * sizeof *b);
+        for (i = 0; i < t->nb; i++) {
+            simba__hnode *n = t->b[i], *next;
+            for (; n; n = next) {
+                next = n->hnext;
+                n->hnext = b[n->hash & (nb - 1)];
+                b[n->hash & (nb - 1)] = n;
+            }
+        }
+        if (t->b) ff(u, t->b);
+        t->b = b;
+        t->nb = nb;
+    }
+    node->hnext = t->b[node->hash & (t->nb - 1)];
+    t->b[node->hash & (t->nb - 1)] = node;
+    t->n++;
+    return 1;
+}
+static void simba__hremove(simba__htab *t, simba__hnode *node) {
+    simba__hnode **pp;
+    if (!t->nb) return;
+    for (pp = &t->b[node->hash & (t->nb - 1)]; *pp; pp = &(*pp)->hnext) {
+        if (*pp == node) { *pp = node->hnext; t->n--; return; }
+    }
+}
+
+/* One mutex name on one backend: the services that use it. */
+typedef struct simba__mx {
+    simba__hnode h;
+    simba_service *svcs;
+    int nsvcs;
+    char name[SIMBA_NAME_MAX + 1];
+} simba__mx;
+
+/* A pushed event, queued until the poll handles it. Nodes are recycled. */
+typedef struct simba__ev {
+    struct simba__ev *next;
+    simba_backend *be;
+    simba_event_kind kind;
+    int all_mutexes, all_contenders;
+    char mutex[SIMBA_NAME_MAX + 1];
+    char contender[SIMBA_ID_MAX + 1];
+    char owner[SIMBA_ID_MAX + 1];
+    simba_reply rep;
+} simba__ev;
+
+struct simba_backend {
+    simba_loop *loop;
+    const simba_backend_vt *vt;
+    void *impl;
+    simba_backend *next, *prev;
+    simba__htab mxs;
+    int users; /* services (live or finishing) */
+    int pfd_off, pfd_n;
+    char errmsg[256];
+};
+
+enum { SIMBA__KIND_CONTEND = 1, SIMBA__KIND_OBSERVE = 2 };
+enum {
+    SIMBA__F_INFLIGHT = 1u << 0,
+    SIMBA__F_OWNER = 1u << 1,      /* local belief: we own it (within lease_end) */
+    SIMBA__F_TOLD = 1u << 2,       /* the user was told on_acquired, not yet on_released */
+    SIMBA__F_WAKE = 1u << 3,       /* a push arrived while a request was in flight: retry after */
+    SIMBA__F_RELEASE_SENT = 1u << 4,
+    SIMBA__F_ZOMBIE = 1u << 5,     /* freed by the user; finishing its release */
+    SIMBA__F_GC = 1u << 6,         /* on the loop's list of things to free */
+    SIMBA__F_IMMEDIATE = 1u << 7   /* the last attempt was an immediate one (no owner) */
+};
+
+struct simba_service {
+    simba__timer tm;
+    simba_loop *loop;
+    simba_backend *be;
+    simba__mx *mx;
+    simba_service *mx_next, *mx_prev;
+    simba_service *all_next, *all_prev;
+    simba_service *gc_next;
+    int kind;
+    simba_status status;
+    unsigned flags;
+    uint64_t gen;
+    int64_t ttl, transition, renew_margin, jmin, jmax, min_retry, bmin, bmax, refresh;
+    int64_t backoff;     /* current error backoff, 0 after a success */
+    int64_t next_try;    /* next attempt (loop time) */
+    int64_t lease_end;   /* local end of our own lease: step down here without renewal */
+    uint64_t own_fence;
+    simba_state_fn on_acquired, on_released, on_owner;
+    void *user;
+    simba_req req;
+    simba_owner view; /* latest knowledge of the owner */
+    char id[SIMBA_ID_MAX + 1];
+    /* the answer to req, kept until the poll handles it */
+    simba_reply rep;
+    char rep_owner[SIMBA_ID_MAX + 1];
+};
+
+struct simba_loop {
+    int64_t (*now_fn)(void *);
+    void *clock_user;
+    uint32_t (*rand_fn)(void *);
+    void *rand_user;
+    uint64_t rng;
+    void *(*alloc_fn)(void *, size_t);
+    void (*free_fn)(void *, void *);
+    void *alloc_user;
+    void (*log_fn)(void *, simba_log_level, const char *);
+    void *log_user;
+    simba_log_level log_level;
+    int64_t now; /* cached during a poll */
+    simba__timer **heap;
+    int heap_n, heap_cap, ntimers;
+    simba_backend *backends;
+    simba_service *services;
+    simba_locker *lockers;
+    simba_scheduler *scheds;
+    simba_req *done_head, *done_tail;
+    simba__ev *ev_head, *ev_tail, *ev_free;
+    simba_service *gc;
+    int in_poll, in_cb, free_requested, closing;
+    struct pollfd *pfd;
+    int pfd_cap;
+    uint64_t id_counter;
+    int host_done;
+    char host[64];
+    char errmsg[256];
+};
+
+/* ---- loop basics ------------------------------------------------------------------- */
+
+static void *simba__default_alloc(void *u, size_t n) { (void)u; return SIMBA_MALLOC(n); }
+static void simba__default_free(void *u, void *p) { (void)u; SIMBA_FREE(p); }
+
+SIMBA_API void *simba_alloc(simba_loop *loop, size_t size) {
+    if (!loop || !size) return NULL;
+    return loop->alloc_fn(loop->alloc_user, size);
+}
+SIMBA_API void simba_free(simba_loop *loop, void *ptr) {
+    if (loop && ptr) loop->free_fn(loop->alloc_user, ptr);
+}
+static void *simba__lalloc(void *u, size_t n) { return simba_alloc((simba_loop *)u, n); }
+static void simba__lfree(void *u, void *p) { simba_free((simba_loop *)u, p); }
+
+static void simba__vlog(simba_loop *loop, simba_log_level level, const char *fmt, va_list ap) {
+    char buf[512];
+    if (!loop || !loop->log_fn || level < loop->log_level) return;
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    loop->log_fn(loop->log_user, level, buf);
+}
+SIMBA_API void simba_log(simba_loop *loop, simba_log_level level, const char *fmt, ...) {
+    va_list ap;
+    if (!loop || !fmt) return;
+    va_start(ap, fmt);
+    simba__vlog(loop, level, fmt, ap);
+    va_end(ap);
+}
+
+/* Record why a call failed (simba_loop_errmsg) and log it at WARN. Returns rc. */
+static simba_result simba__fail(simba_loop *loop, simba_result rc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static simba_result simba__fail(simba_loop *loop, simba_result rc, const char *fmt, ...) {
+    va_list ap;
+    if (!loop) return rc;
+    va_start(ap, fmt);
+    vsnprintf(loop->errmsg, sizeof loop->errmsg, fmt, ap);
+    va_end(ap);
+    simba_log(loop, SIMBA_LOG_WARN, "%s: %s", simba_strerror(rc), loop->errmsg);
+    return rc;
+}
+
+SIMBA_API const char *simba_loop_errmsg(const simba_loop *loop) { return loop ? loop->errmsg : "no loop"; }
+
+SIMBA_API int64_t simba_now(simba_loop *loop) {
+    if (!loop) return 0;
+    return loop->now_fn(loop->clock_user);
+}
+
+static uint32_t simba__rand(simba_loop *loop) {
+    uint64_t x;
+    if (loop->rand_fn) return loop->rand_fn(loop->rand_user);
+    x = loop->rng; /* xorshift64* */
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    loop->rng = x;
+    return (uint32_t)((x * 2685821657736338717ull) >> 32);
+}
+
+/* Uniform in [lo, hi) (hi > lo). */
+static int64_t simba__uniform(simba_loop *loop, int64_t lo, int64_t hi) {
+    uint64_t span = (uint64_t)(hi - lo);
+    uint64_t r = ((uint64_t)simba__rand(loop) << 32) | simba__rand(loop);
+    if (hi <= lo) return lo;
+    return lo + (int64_t)(r % span);
+}
+
+/* ---- timer heap ---------------------------------------------------------------------- */
+
+static int simba__heap_less(simba__timer *a, simba__timer *b) { return a->at < b->at; }
+static void simba__heap_swap(simba_loop *l, int i, int j) {
+    simba__timer *t = l->heap[i];
+    l->heap[i] = l->heap[j];
+    l->heap[j] = t;
+    l->heap[i]->idx = i;
+    l->heap[j]->idx = j;
+}
+static void simba__heap_up(simba_loop *l, int i) {
+    while (i > 0) {
+        int p = (i - 1) / 2;
+        if (!simba__heap_less(l->heap[i], l->heap[p])) break;
+        simba__heap_swap(l, i, p);
+        i = p;
+    }
+}
+static void simba__heap_down(simba_loop *l, int i) {
+    for (;;) {
+        int c = 2 * i + 1, m = i;
+        if (c < l->heap_n && simba__heap_less(l->heap[c], l->heap[m])) m = c;
+        if (c + 1 < l->heap_n && simba__heap_less(l->heap[c + 1], l->heap[m])) m = c + 1;
+        if (m == i) break;
+        simba__heap_swap(l, i, m);
+        i = m;
+    }
+}
+static void simba__heap_remove(simba_loop *l, simba__timer *t) {
+    int i = t->idx;
+    if (i < 0) return;
+    l->heap_n--;
+    if (i != l->heap_n) {
+        l->heap[i] = l->heap[l->heap_n];
+        l->heap[i]->idx = i;
+        simba__heap_down(l, i);
+        simba__heap_up(l, i);
+    }
+    t->idx = -1;
+}
+/* Every timer object gets its heap slot reserved when it is created, so that arming a
+   timer later can never fail for lack of memory. */
+static int simba__timer_init(simba_loop *l, simba__timer *t, int kind) {
+    if (l->ntimers + 1 > l->heap_cap) {
+        int cap = l->heap_cap ? l->heap_cap * 2 : 64;
+        simba__timer **h;
+        h = (simba__timer **)simba_alloc(l, (size_t)cap * sizeof *h);
+        if (!h) return 0;
+        if (l->heap_n) memcpy(h, l->heap, (size_t)l->heap_n * sizeof *h);
+        simba_free(l, l->heap);
+        l->heap = h;
+        l->heap_cap = cap;
+    }
+    l->ntimers++;
+    t->idx = -1;
+    t->kind = kind;
+    t->at = SIMBA__NEVER;
+    return 1;
+}
+static void simba__timer_fini(simba_loop *l, simba__timer *t);
+/* at == SIMBA__NEVER takes the timer out. Room was reserved when the owner was created. */
+static void simba__timer_set(simba_loop *l, simba__timer *t, int64_t at) {
+    if (at == SIMBA__NEVER) { simba__heap_remove(l, t); return; }
+    if (t->idx >= 0) {
+        int64_t old = t->at;
+        t->at = at;
+        if (at < old) simba__heap_up(l, t->idx); else simba__heap_down(l, t->idx);
+        return;
+    }
+    t->at = at;
+    t->idx = l->heap_n++;
+    l->heap[t->idx] = t;
+    simba__heap_up(l, t->idx);
+}
+static void simba__timer_fini(simba_loop *l, simba__timer *t) {
+    simba__heap_remove(l, t);
+    l->ntimers--;
+}
+
+/* ---- backends ------------------------------------------------------------------------ */
+
+SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_vt *vt, void *impl, simba_backend **out) {
+    simba_backend *be;
+    if (out) *out = NULL;
+    if (!loop || !vt || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: NULL argument");
+    if (!vt->submit || !vt->name) return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: vt needs name and submit");
+    be = (simba_backend *)simba_alloc(loop, sizeof *be);
+    if (!be) return simba__fail(loop, SIMBA_ENOMEM, "simba_backend_new: out of memory");
+    memset(be, 0, sizeof *be);
+    be->loop = loop;
+    be->vt = vt;
+    be->impl = impl;
+    be->next = loop->backends;
+    if (loop->backends) loop->backends->prev = be;
+    loop->backends = be;
+    *out = be;
+    return SIMBA_OK;
+}
+
+static void simba__backend_destroy(simba_backend *be) {
+    simba_loop *l = be->loop;
+    simba__ev *ev;
+    for (ev = l->ev_head; ev; ev = ev->next)
+        if (ev->be == be) ev->be = NULL; /* queued pushes for a backend that is gone */
+    if (be->vt->destroy) be->vt->destroy(be->impl);
+    simba_free(l, be->mxs.b);
+    if (be->prev) be->prev->next = be->next; else l->backends = be->next;
+    if (be->next) be->next->prev = be->prev;
+    simba_free(l, be);
+}
+
+SIMBA_API simba_result simba_backend_free(simba_backend *be) {
+    if (!be) return SIMBA_EINVAL;
+    if (be->users > 0)
+        return simba__fail(be->loop, SIMBA_EBUSY, "simba_backend_free: %d services still use backend '%s'", be->users, be->vt->name);
+    simba__backend_destroy(be);
+    return SIMBA_OK;
+}
+SIMBA_API const char *simba_backend_errmsg(const simba_backend *be) { return be ? be->errmsg : "no backend"; }
+SIMBA_API simba_loop *simba_backend_loop(const simba_backend *be) { return be ? be->loop : NULL; }
+SIMBA_API void *simba_backend_impl(const simba_backend *be) { return be ? be->impl : NULL; }
+
+static simba__mx *simba__mx_get(simba_backend *be, const char *name, simba_result *rc) {
+    simba_loop *l = be->loop;
+    simba__mx *mx = (simba__mx *)simba__hfind(&be->mxs, name);
+    *rc = SIMBA_OK;
+    if (mx) return mx;
+    mx = (simba__mx *)simba_alloc(l, sizeof *mx);
+    if (!mx) { *rc = SIMBA_ENOMEM; return NULL; }
+    memset(mx, 0, sizeof *mx);
+    simba__copy(mx->name, sizeof mx->name, name);
+    mx->h.key = mx->name;
+    if (be->vt->watch) {
+        simba_result w = be->vt->watch(be->impl, mx->name);
+        if (w != SIMBA_OK) { simba_free(l, mx); *rc = w; return NULL; }
+    }
+    if (!simba__hinsert(&be->mxs, &mx->h, simba__lalloc, simba__lfree, l)) {
+        if (be->vt->unwatch) be->vt->unwatch(be->impl, mx->name);
+        simba_free(l, mx);
+        *rc = SIMBA_ENOMEM;
+        return NULL;
+    }
+    return mx;
+}
+static void simba__mx_put(simba_backend *be, simba__mx *mx) {
+    if (mx->nsvcs > 0) return;
+    if (be->vt->unwatch) be->vt->unwatch(be->impl, mx->name);
+    simba__hremove(&be->mxs, &mx->h);
+    simba_free(be->loop, mx);
+}
+
+/* ---- completions and events (queued; handled inside the poll) ------------------------- */
+
+SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
+    simba_service *s;
+    simba_loop *l;
+    if (!req || !reply) return;
+    s = req->svc_;
+    if (req->done_) {
+        if (s) simba_log(s->loop, SIMBA_LOG_ERROR, "backend completed a request twice (mutex %s)", req->mutex);
+        return;
+    }
+    req->done_ = 1;
+    if (!s) return;
+    l = s->loop;
+    if (l->closing) return;
+    s->rep = *reply;
+    simba__copy(s->rep_owner, sizeof s->rep_owner, reply->owner);
+    s->rep.owner = s->rep_owner;
+    s->rep.errmsg = NULL;
+    if (reply->rc != SIMBA_OK) {
+        simba__copy(s->be->errmsg, sizeof s->be->errmsg, reply->errmsg ? reply->errmsg : simba_strerror(reply->rc));
+        simba_log(l, SIMBA_LOG_WARN, "%s: %s on mutex %s: %s", s->be->vt->name,
+                  req->op == SIMBA_OP_RELEASE ? "release" : req->op == SIMBA_OP_READ ? "read" : "acquire",
+                  req->mutex, s->be->errmsg);
+    }
+    req->done_next_ = NULL;
+    if (l->done_tail) l->done_tail->done_next_ = req; else l->done_head = req;
+    l->done_tail = req;
+}
+
+SIMBA_API void simba_backend_event(simba_backend *be, simba_event_kind kind, const char *mutex, const char *contender, const simba_reply *owner) {
+    simba_loop *l;
+    simba__ev *ev;
+    if (!be || kind < SIMBA_EV_RELEASED || kind > SIMBA_EV_LOST) return;
+    l = be->loop;
+    if (l->closing) return;
+    if (mutex && simba_name_check(mutex) != SIMBA_OK) return;
+    if (contender && simba_id_check(contender) != SIMBA_OK) return;
+    if (kind == SIMBA_EV_OWNER && !owner) return;
+    ev = l->ev_free;
+    if (ev) l->ev_free = ev->next;
+    else if (!(ev = (simba__ev *)simba_alloc(l, sizeof *ev))) {
+        /* Pushes are hints: losing one costs latency (timers remain), never safety. */
+        simba_log(l, SIMBA_LOG_WARN, "out of memory: dropped a %s event", be->vt->name);
+        return;
+    }
+    memset(ev, 0, sizeof *ev);
+    ev->be = be;
+    ev->kind = kind;
+    ev->all_mutexes = !mutex;
+    ev->all_contenders = !contender;
+    simba__copy(ev->mutex, sizeof ev->mutex, mutex);
+    simba__copy(ev->contender, sizeof ev->contender, contender);
+    if (owner) {
+        ev->rep = *owner;
+        simba__copy(ev->owner, sizeof ev->owner, owner->owner);
+        ev->rep.owner = ev->owner;
+        ev->rep.errmsg = NULL;
+    }
+    if (l->ev_tail) l->ev_tail->next = ev; else l->ev_head = ev;
+    l->ev_tail = ev;
+}
+
+/* ---- the service state machine ------------------------------------------------------ */
+
+static void simba__fire(simba_service *s, simba_state_fn fn, const simba_owner *before, const simba_owner *after) {
+    simba_state st;
+    if (!fn || (s->flags & SIMBA__F_ZOMBIE)) return;
+    st.before = before;
+    st.after = after;
+    s->loop->in_cb++;
+    fn(s, &st, s->user);
+    s->loop->in_cb--;
+}
+
+static void simba__arm(simba_service *s) {
+    simba_loop *l = s->loop;
+    int64_t at = SIMBA__NEVER;
+    if (s->status == SIMBA_STOPPING) {
+        if ((s->flags & SIMBA__F_TOLD) || !(s->flags & (SIMBA__F_INFLIGHT | SIMBA__F_RELEASE_SENT))) at = l->now;
+    } else if (s->status == SIMBA_RUNNING) {
+        if (!(s->flags & SIMBA__F_INFLIGHT)) at = s->next_try;
+        if (s->flags & SIMBA__F_OWNER) at = simba__min(at, s->lease_end);
+    }
+    simba__timer_set(l, &s->tm, at);
+}
+
+/* A new view of the owner; on_owner fires when the owner id or fence changed. */
+static void simba__set_view(simba_service *s, const simba_owner *nv) {
+    simba_owner before;
+    if (strcmp(s->view.id, nv->id) == 0 && s->view.fence == nv->fence) {
+        s->view = *nv;
+        return;
+    }
+    before = s->view;
+    s->view = *nv;
+    simba__fire(s, s->on_owner, &before, &s->view);
+}
+
+/* Ownership leaves this contender: local belief ends now, the user hears once. */
+static void simba__step_down(simba_service *s, const simba_owner *after) {
+    simba_owner before = s->view;
+    s->flags &= ~SIMBA__F_OWNER;
+    if (s->flags & SIMBA__F_TOLD) {
+        s->flags &= ~SIMBA__F_TOLD;
+        if (!simba_owner_is(&before, s->id)) { /* view already moved on: describe what we had */
+            simba__copy(before.id, sizeof before.id, s->id);
+            before.fence = s->own_fence;
+        }
+        simba__fire(s, s->on_released, &before, after);
+    }
+}
+
+static void simba__submit(simba_service *s, simba_op op) {
+    simba_req *r = &s->req;
+    simba_backend *be = s->be;
+    simba_result rc;
+    memset(r, 0, sizeof *r);
+    r->op = op;
+    r->mutex = s->mx->name;
+    r->contender = s->kind == SIMBA__KIND_OBSERVE ? "" : s->id;
+    r->ttl_ms = s->ttl;
+    r->transition_ms = s->transition;
+    /* The poll's cached time is never later than the real send time: the lease we count
+       from it can only end earlier than the server's. */
+    r->sent_at = s->loop->now;
+    r->svc_ = s;
+    r->gen_ = s->gen;
+    s->flags |= SIMBA__F_INFLIGHT;
+    if (op == SIMBA_OP_RELEASE) s->flags |= SIMBA__F_RELEASE_SENT;
+    rc = be->vt->submit(be->impl, r);
+    if (rc != SIMBA_OK && !r->done_) {
+        simba_reply rep;
+        memset(&rep, 0, sizeof rep);
+        rep.rc = rc;
+        rep.errmsg = be->errmsg[0] ? NULL : "submit refused";
+        simba_req_done(r, &rep); /* handled like any failed answer */
+    }
+}
+
+static void simba__attempt_failed(simba_service *s) {
+    int64_t now = s->loop->now, delay;
+    s->backoff = s->backoff ? simba__min(s->backoff * 2, s->bmax) : s->bmin;
+    delay = simba__uniform(s->loop, s->backoff / 2, s->backoff + 1);
+    /* An owner keeps trying while its lease lasts, at least twice before it ends. */
+    if (s->flags & SIMBA__F_OWNER) delay = simba__min(delay, simba__max(1, (s->lease_end - now) / 2));
+    s->next_try = simba__add(now, simba__max(delay, 1));
+    s->flags &= ~SIMBA__F_IMMEDIATE;
+}
+
+static void simba__owner_from_reply(simba_owner *nv, const simba_reply *rep, int64_t base, int64_t now) {
+    memset(nv, 0, sizeof *nv);
+    if (!rep->owner || !rep->owner[0]) return;
+    simba__copy(nv->id, sizeof nv->id, rep->owner);
+    nv->ttl_at = simba__add(base, rep->ttl_left_ms);
+    nv->transition_at = simba__add(base, simba__max(rep->transition_left_ms, rep->ttl_left_ms));
+    nv->acquired_at = rep->held_ms >= 0 ? simba__add(now, -rep->held_ms) : now;
+    nv->fence = rep->fence;
+}
+
+/* Next attempt of a contender that does not own the mutex, from what it just learned. */
+static int64_t simba__contender_next(simba_service *s, int first_in_line) {
+    int64_t now = s->loop->now, target;
+    if (!s->view.id[0] || s->view.transition_at < now) {
+        /* Nobody holds it: at once, but never twice in a row without a pause. */
+        if (s->flags & SIMBA__F_IMMEDIATE) return simba__add(now, s->min_retry);
+        s->flags |= SIMBA__F_IMMEDIATE;
+        return now;
+    }
+    s->flags &= ~SIMBA__F_IMMEDIATE;
+    /* The head of the line has no herd to spread: it tries right at lease end. */
+    target = simba__add(s->view.transition_at, first_in_line ? 1 : simba__uniform(s->loop, s->jmin, s->jmax));
+    return simba__max(target, simba__add(now, s->min_retry));
+}
+
+/* When an owner renews: renew_margin before its local ttl_at, never in the past, and with
+   room for a retry before the lease ends even when the answer came late. */
+static int64_t simba__renew_at(const simba_service *s, int64_t now) {
+    int64_t at = simba__add(s->lease_end, -s->renew_margin);
+    int64_t floor = simba__add(now, simba__max(1, simba__min(s->min_retry, (s->lease_end - now) / 2)));
+    return simba__max(at, floor);
+}
+
+static void simba__learn(simba_service *s, const simba_reply *rep, int64_t sent_at) {
+    simba_loop *l = s->loop;
+    int64_t now = l->now;
+    simba_owner nv, none;
+    int mine = s->kind == SIMBA__KIND_CONTEND && rep->owner && strcmp(rep->owner, s->id) == 0;
+    memset(&none, 0, sizeof none);
+    simba__owner_from_reply(&nv, rep, mine ? sent_at : now, now);
+    if (mine && nv.ttl_at > now) {
+        int gained = !(s->flags & SIMBA__F_OWNER) || s->own_fence != rep->fence;
+        if ((s->flags & SIMBA__F_OWNER) && s->own_fence != rep->fence) simba__step_down(s, &nv);
+        s->flags |= SIMBA__F_OWNER;
+        s->flags &= ~SIMBA__F_IMMEDIATE;
+        s->own_fence = rep->fence;
+        s->lease_end = nv.ttl_at;
+        if (simba_owner_is(&s->view, s->id) && s->view.fence == nv.fence) nv.acquired_at = s->view.acquired_at;
+        {
+            simba_owner before = s->view;
+            simba__set_view(s, &nv);
+            if (gained && !(s->flags & SIMBA__F_TOLD)) {
+                s->flags |= SIMBA__F_TOLD;
+                simba__fire(s, s->on_acquired, &before, &s->view);
+            }
+        }
+        /* Renew inside the TTL, never in the past; keep a retry before the lease ends. */
+        s->next_try = simba__renew_at(s, now);
+        return;
+    }
+    if (s->flags & SIMBA__F_OWNER) simba__step_down(s, mine ? &none : &nv);
+    if (mine) { /* our grant arrived after our own lease had lapsed locally: not owned */
+        simba__set_view(s, &none);
+        s->next_try = simba__add(now, s->min_retry);
+        return;
+    }
+    simba__set_view(s, &nv);
+    if (s->kind == SIMBA__KIND_OBSERVE) {
+        int64_t next = simba__add(now, s->refresh);
+        if (nv.id[0]) next = simba__min(next, simba__add(nv.transition_at, 1));
+        s->next_try = simba__max(next, simba__add(now, s->min_retry));
+    } else {
+        s->next_try = simba__contender_next(s, rep->first_in_line);
+    }
+}
+
+static void simba__gc_add(simba_service *s);
+
+/* A request of s was answered. */
+static void simba__complete(simba_service *s) {
+    simba_loop *l = s->loop;
+    simba_req *r = &s->req;
+    s->flags &= ~SIMBA__F_INFLIGHT;
+    if (s->status == SIMBA_STOPPING) {
+        if (r->op == SIMBA_OP_RELEASE || s->kind == SIMBA__KIND_OBSERVE) {
+            s->status = SIMBA_INITIAL;
+            s->flags &= ~(SIMBA__F_RELEASE_SENT | SIMBA__F_WAKE);
+            if (s->flags & SIMBA__F_ZOMBIE) simba__gc_add(s);
+        } else {
+            /* An acquire was in flight when stop came: it may have won. Release either way
+               (a release by a non-owner is a no-op that also leaves the wait queue). */
+            simba__submit(s, SIMBA_OP_RELEASE);
+        }
+        return;
+    }
+    if (s->status != SIMBA_RUNNING || r->gen_ != s->gen) return; /* an earlier run's answer */
+    if (s->rep.rc != SIMBA_OK) {
+        simba__attempt_failed(s);
+    } else {
+        s->backoff = 0;
+        simba__learn(s, &s->rep, r->sent_at);
+    }
+    if ((s->flags & SIMBA__F_WAKE) && !(s->flags & SIMBA__F_OWNER) && s->status == SIMBA_RUNNING) s->next_try = l->now;
+    s->flags &= ~SIMBA__F_WAKE;
+    simba__arm(s);
+}
+
+static void simba__wake(simba_service *s) {
+    if (s->flags & SIMBA__F_INFLIGHT) s->flags |= SIMBA__F_WAKE;
+    else s->next_try = s->loop->now;
+}
+
+static void simba__event_svc(simba_service *s, const simba__ev *ev) {
+    simba_loop *l = s->loop;
+    simba_owner nv, none;
+    if (s->status != SIMBA_RUNNING || (s->flags & SIMBA__F_ZOMBIE)) return;
+    if (!ev->all_contenders && (s->kind != SIMBA__KIND_CONTEND || strcmp(s->id, ev->contender) != 0)) return;
+    memset(&none, 0, sizeof none);
+    switch (ev->kind) {
+    case SIMBA_EV_RELEASED:
+        if (s->flags & SIMBA__F_OWNER) return;
+        s->flags &= ~SIMBA__F_IMMEDIATE;
+        simba__wake(s);
+        break;
+    case SIMBA_EV_RESET:
+        s->flags &= ~SIMBA__F_IMMEDIATE;
+        simba__wake(s);
+        break;
+    case SIMBA_EV_LOST:
+        if (s->flags & SIMBA__F_OWNER) {
+            simba__step_down(s, &none);
+            simba__set_view(s, &none);
+        }
+        s->flags &= ~SIMBA__F_IMMEDIATE;
+        simba__wake(s);
+        break;
+    case SIMBA_EV_OWNER:
+        /* Only our own request's answer makes us owner, and an owner trusts its renewals
+           over a broadcast that may be older than them. */
+        if (s->flags & SIMBA__F_OWNER) return;
+        if (s->kind == SIMBA__KIND_CONTEND && simba_owner_is(&s->view, s->id)) return;
+        if (ev->rep.owner[0] && s->kind == SIMBA__KIND_CONTEND && strcmp(ev->rep.owner, s->id) == 0) return;
+        simba__owner_from_reply(&nv, &ev->rep, l->now, l->now);
+        simba__set_view(s, &nv);
+        if (s->kind == SIMBA__KIND_CONTEND && !(s->flags & SIMBA__F_INFLIGHT)) s->next_try = simba__contender_next(s, 0);
+        break;
+    }
+    simba__arm(s);
+}
+
+static void simba__event_mx(simba__mx *mx, const simba__ev *ev) {
+    simba_service *s, *next;
+    for (s = mx->svcs; s; s = next) {
+        next = s->mx_next;
+        simba__event_svc(s, ev);
+    }
+}
+
+static void simba__handle_event(simba_loop *l, simba__ev *ev) {
+    simba_backend *be = ev->be;
+    (void)l;
+    if (!be) return;
+    if (ev->all_mutexes) {
+        size_t i;
+        for (i = 0; i < be->mxs.nb; i++) {
+            simba__hnode *n = be->mxs.b[i];
+            for (; n; n = n->hnext) simba__event_mx((simba__mx *)n, ev);
+        }
+    } else {
+        simba__mx *mx = (simba__mx *)simba__hfind(&be->mxs, ev->mutex);
+        if (mx) simba__event_mx(mx, ev);
+    }
+}
+
+/* The service's timer fired. */
+static void simba__svc_step(simba_service *s) {
+    simba_loop *l = s->loop;
+    int64_t now = l->now;
+    simba_owner none;
+    memset(&none, 0, sizeof none);
+    if (s->status == SIMBA_STOPPING) {
+        if (s->flags & SIMBA__F_TOLD) simba__step_down(s, &none); /* stop: the one on_released */
+        if (s->status == SIMBA_STOPPING && !(s->flags & (SIMBA__F_INFLIGHT | SIMBA__F_RELEASE_SENT))) {
+            if (s->kind == SIMBA__KIND_CONTEND) {
+                simba__submit(s, SIMBA_OP_RELEASE);
+            } else {
+                s->status = SIMBA_INITIAL;
+                if (s->flags & SIMBA__F_ZOMBIE) simba__gc_add(s);
+            }
+        }
+        simba__arm(s);
+        return;
+    }
+    if (s->status != SIMBA_RUNNING) return;
+    if ((s->flags & SIMBA__F_OWNER) && now >= s->lease_end) {
+        /* No confirmed renewal by our local ttl_at: step down before anyone else can win. */
+        simba_log(l, SIMBA_LOG_WARN, "mutex %s: lease not renewed in time, stepping down", s->mx->name);
+        simba__step_down(s, &none);
+        simba__set_view(s, &none);
+        s->next_try = simba__min(s->next_try, now);
+    }
+    if (s->status == SIMBA_RUNNING && !(s->flags & SIMBA__F_INFLIGHT) && now >= s->next_try)
+        simba__submit(s, s->kind == SIMBA__KIND_OBSERVE ? SIMBA_OP_READ : SIMBA_OP_ACQUIRE);
+    simba__arm(s);
+}
+
+/* ---- services: creation, lifecycle, queries ------------------------------------------ */
+
+static simba_result simba__timing(simba_loop *l, const char *what, int64_t *ttl, int64_t *transition) {
+    if (*ttl == 0 && *transition == 0) {
+        *ttl = SIMBA__DEFAULT_TTL;
+        *transition = SIMBA__DEFAULT_TRANSITION;
+        return SIMBA_OK;
+    }
+    if (*ttl <= 0 || *ttl > SIMBA_MAX_MS) return simba__fail(l, SIMBA_EINVAL, "%s: ttl_ms must be in 1..2^40 (got %lld)", what, (long long)*ttl);
+    if (*transition < 0 || *transition > SIMBA_MAX_MS)
+        return simba__fail(l, SIMBA_EINVAL, "%s: transition_ms must be in 0..2^40 (got %lld)", what, (long long)*transition);
+    return SIMBA_OK;
+}
+
+static simba_result simba__svc_new(simba_loop *l, simba_backend *be, const char *what, const char *mutex, const char *id,
+                                   int kind, simba_service **out) {
+    simba_service *s, *o;
+    simba__mx *mx;
+    simba_result rc;
+    if (l->closing || l->free_requested) return simba__fail(l, SIMBA_ESTATE, "%s: the loop is being freed", what);
+    if (be->loop != l) return simba__fail(l, SIMBA_EINVAL, "%s: backend belongs to another loop", what);
+    if (simba_name_check(mutex) != SIMBA_OK)
+        return simba__fail(l, SIMBA_EINVAL, "%s: bad mutex name (1..%d of [A-Za-z0-9-_.:@+=,])", what, SIMBA_NAME_MAX);
+    if (id && simba_id_check(id) != SIMBA_OK)
+        return simba__fail(l, SIMBA_EINVAL, "%s: bad contender id (1..%d printable non-space ASCII)", what, SIMBA_ID_MAX);
+    s = (simba_service *)simba_alloc(l, sizeof *s);
+    if (!s) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory", what);
+    memset(s, 0, sizeof *s);
+    if (kind == SIMBA__KIND_CONTEND) {
+        if (id) simba__copy(s->id, sizeof s->id, id);
+        else if ((rc = simba_contender_id_host(l, s->id, sizeof s->id)) != SIMBA_OK) { simba_free(l, s); return rc; }
+    }
+    mx = simba__mx_get(be, mutex, &rc);
+    if (!mx) { simba_free(l, s); return simba__fail(l, rc, "%s: cannot watch mutex %s on %s", what, mutex, be->vt->name); }
+    if (kind == SIMBA__KIND_CONTEND) {
+        for (o = mx->svcs; o; o = o->mx_next) {
+            if (o->kind == SIMBA__KIND_CONTEND && strcmp(o->id, s->id) == 0) {
+                simba_free(l, s);
+                simba__mx_put(be, mx);
+                return simba__fail(l, SIMBA_EEXIST, "%s: contender %s already contends for %s on this backend", what, id, mutex);
+            }
+        }
+    }
+    if (!simba__timer_init(l, &s->tm, SIMBA__T_SERVICE)) {
+        simba_free(l, s);
+        simba__mx_put(be, mx);
+        return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory", what);
+    }
+    s->loop = l;
+    s->be = be;
+    s->mx = mx;
+    s->kind = kind;
+    s->status = SIMBA_INITIAL;
+    s->mx_next = mx->svcs;
+    if (mx->svcs) mx->svcs->mx_prev = s;
+    mx->svcs = s;
+    mx->nsvcs++;
+    s->all_next = l->services;
+    if (l->services) l->services->all_prev = s;
+    l->services = s;
+    be->users++;
+    s->next_try = SIMBA__NEVER;
+    *out = s;
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_contend(simba_loop *loop, simba_backend *be, const simba_contend_desc *d, simba_service **out) {
+    int64_t ttl, tr, margin, jmin, jmax, retry, bmin, bmax;
+    simba_service *s;
+    simba_result rc;
+    if (out) *out = NULL;
+    if (!loop || !be || !d || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_contend: NULL argument");
+    ttl = d->ttl_ms;
+    tr = d->transition_ms;
+    if ((rc = simba__timing(loop, "simba_contend", &ttl, &tr)) != SIMBA_OK) return rc;
+    margin = d->renew_margin_ms ? d->renew_margin_ms : ttl / 3;
+    if (margin < 0 || margin >= ttl) return simba__fail(loop, SIMBA_EINVAL, "simba_contend: renew_margin_ms must be in 0..ttl_ms-1");
+    jmin = d->jitter_min_ms;
+    jmax = d->jitter_max_ms;
+    if (jmin == 0 && jmax == 0) {
+        jmin = tr == 0 ? 0 : -200;
+        jmax = 1000;
+    }
+    if (jmin >= jmax || jmin < -SIMBA_MAX_MS || jmax > SIMBA_MAX_MS)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_contend: need jitter_min_ms < jitter_max_ms, within 2^40");
+    retry = d->min_retry_ms ? d->min_retry_ms : SIMBA__DEFAULT_MIN_RETRY;
+    bmin = d->backoff_min_ms ? d->backoff_min_ms : SIMBA__DEFAULT_BACKOFF_MIN;
+    bmax = d->backoff_max_ms ? d->backoff_max_ms : simba__max(SIMBA__DEFAULT_BACKOFF_MAX, bmin);
+    if (retry < 0 || retry > SIMBA_MAX_MS || bmin < 0 || bmin > bmax || bmax > SIMBA_MAX_MS)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_contend: need min_retry_ms >= 0 and 0 <= backoff_min_ms <= backoff_max_ms");
+    if ((rc = simba__svc_new(loop, be, "simba_contend", d->mutex, d->contender_id, SIMBA__KIND_CONTEND, &s)) != SIMBA_OK) return rc;
+    s->ttl = ttl;
+    s->transition = tr;
+    s->renew_margin = margin;
+    s->jmin = jmin;
+    s->jmax = jmax;
+    s->min_retry = retry;
+    s->bmin = simba__max(bmin, 1);
+    s->bmax = simba__max(bmax, 1);
+    s->on_acquired = d->on_acquired;
+    s->on_released = d->on_released;
+    s->on_owner = d->on_owner;
+    s->user = d->user_data;
+    *out = s;
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_observe(simba_loop *loop, simba_backend *be, const simba_observe_desc *d, simba_service **out) {
+    simba_service *s;
+    simba_result rc;
+    if (out) *out = NULL;
+    if (!loop || !be || !d || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_observe: NULL argument");
+    if (d->refresh_ms < 0 || d->refresh_ms > SIMBA_MAX_MS) return simba__fail(loop, SIMBA_EINVAL, "simba_observe: refresh_ms out of range");
+    if ((rc = simba__svc_new(loop, be, "simba_observe", d->mutex, NULL, SIMBA__KIND_OBSERVE, &s)) != SIMBA_OK) return rc;
+    s->ttl = SIMBA__DEFAULT_TTL;
+    s->refresh = d->refresh_ms ? d->refresh_ms : SIMBA__DEFAULT_REFRESH;
+    s->min_retry = SIMBA__DEFAULT_MIN_RETRY;
+    s->bmin = SIMBA__DEFAULT_BACKOFF_MIN;
+    s->bmax = SIMBA__DEFAULT_BACKOFF_MAX;
+    s->jmin = 0;
+    s->jmax = 1;
+    s->on_owner = d->on_owner;
+    s->user = d->user_data;
+    *out = s;
+    return SIMBA_OK;
+}
+
+/* A freed handle is poisoned so that a use-after-free in the caller's code is caught as
+   EINVAL for as long as the memory has not been reused. */
+static int simba__svc_ok(const simba_service *s) { return s && s->loop && !(s->flags & SIMBA__F_ZOMBIE); }
+
+SIMBA_API simba_result simba_start(simba_service *s) {
+    simba_loop *l;
+    if (!simba__svc_ok(s)) return SIMBA_EINVAL;
+    l = s->loop;
+    if (s->status != SIMBA_INITIAL)
+        return simba__fail(l, SIMBA_ESTATE, "simba_start: cannot start mutex %s from state %d, expected INITIAL", s->mx->name, (int)s->status);
+    s->status = SIMBA_STARTING;
+    s->gen++;
+    s->flags &= ~(SIMBA__F_OWNER | SIMBA__F_TOLD | SIMBA__F_WAKE | SIMBA__F_RELEASE_SENT | SIMBA__F_IMMEDIATE);
+    memset(&s->view, 0, sizeof s->view);
+    s->backoff = 0;
+    s->own_fence = 0;
+    s->lease_end = 0;
+    if (!l->in_poll) l->now = simba_now(l);
+    s->next_try = l->now;
+    s->status = SIMBA_RUNNING;
+    simba__arm(s);
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_stop(simba_service *s) {
+    simba_loop *l;
+    if (!simba__svc_ok(s)) return SIMBA_EINVAL;
+    l = s->loop;
+    if (s->status != SIMBA_RUNNING)
+        return simba__fail(l, SIMBA_ESTATE, "simba_stop: cannot stop mutex %s from state %d, expected RUNNING", s->mx->name, (int)s->status);
+    /* Local ownership ends now; the user hears on_released from the next dispatch. */
+    s->status = SIMBA_STOPPING;
+    s->flags &= ~(SIMBA__F_OWNER | SIMBA__F_WAKE | SIMBA__F_RELEASE_SENT);
+    if (!l->in_poll) l->now = simba_now(l);
+    simba__arm(s);
+    return SIMBA_OK;
+}
+
+static void simba__svc_finalize(simba_service *s) {
+    simba_loop *l = s->loop;
+    simba_backend *be = s->be;
+    simba__mx *mx = s->mx;
+    if (s->mx_prev) s->mx_prev->mx_next = s->mx_next; else mx->svcs = s->mx_next;
+    if (s->mx_next) s->mx_next->mx_prev = s->mx_prev;
+    mx->nsvcs--;
+    simba__mx_put(be, mx);
+    if (s->all_prev) s->all_prev->all_next = s->all_next; else l->services = s->all_next;
+    if (s->all_next) s->all_next->all_prev = s->all_prev;
+    simba__timer_fini(l, &s->tm);
+    be->users--;
+    s->loop = NULL;
+    simba_free(l, s);
+}
+
+static void simba__gc_add(simba_service *s) {
+    simba_loop *l = s->loop;
+    if (s->flags & SIMBA__F_GC) return;
+    s->flags |= SIMBA__F_GC;
+    simba__timer_set(l, &s->tm, SIMBA__NEVER);
+    s->gc_next = l->gc;
+    l->gc = s;
+}
+
+static void simba__gc_run(simba_loop *l) {
+    while (l->gc) {
+        simba_service *s = l->gc;
+        l->gc = s->gc_next;
+        simba__svc_finalize(s);
+    }
+}
+
+SIMBA_API simba_result simba_service_free(simba_service *s) {
+    simba_loop *l;
+    if (!simba__svc_ok(s)) return SIMBA_EINVAL;
+    l = s->loop;
+    if (s->status == SIMBA_RUNNING) simba_stop(s);
+    /* No callback reaches a freed handle; the release still goes out. */
+    s->flags |= SIMBA__F_ZOMBIE;
+    s->on_acquired = s->on_released = s->on_owner = NULL;
+    if (s->status == SIMBA_INITIAL && !(s->flags & SIMBA__F_INFLIGHT)) {
+        if (l->in_poll) simba__gc_add(s); else simba__svc_finalize(s);
+    }
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_status simba_service_status(const simba_service *s) { return simba__svc_ok(s) ? s->status : SIMBA_INITIAL; }
+
+SIMBA_API int simba_is_owner(const simba_service *s) {
+    /* Time is checked too: if the caller's tick stalled past the lease, we do not own it
+       any more even though the step-down has not been dispatched yet. */
+    return simba__svc_ok(s) && s->status == SIMBA_RUNNING && (s->flags & SIMBA__F_OWNER) && simba_now(s->loop) < s->lease_end;
+}
+SIMBA_API uint64_t simba_fence(const simba_service *s) { return simba_is_owner(s) ? s->own_fence : 0; }
+SIMBA_API simba_result simba_owner_get(const simba_service *s, simba_owner *out) {
+    if (!simba__svc_ok(s) || !out) return SIMBA_EINVAL;
+    *out = s->view;
+    return SIMBA_OK;
+}
+SIMBA_API const char *simba_service_contender_id(const simba_service *s) { return simba__svc_ok(s) ? s->id : NULL; }
+SIMBA_API const char *simba_service_mutex(const simba_service *s) { return simba__svc_ok(s) ? s->mx->name : NULL; }
+SIMBA_API void *simba_service_user_data(const simba_service *s) { return simba__svc_ok(s) ? s->user : NULL; }
+
+/* ---- the poll ----------------------------------------------------------------------- */
+
+static void simba__sched_step(simba_scheduler *sc);
+
+/* Collect every backend's descriptors into loop->pfd; returns the count or -1. */
+static int simba__gather(simba_loop *l) {
+    simba_backend *be;
+    int n = 0;
+    for (be = l->backends; be; be = be->next) {
+        int want;
+        be->pfd_off = n;
+        be->pfd_n = 0;
+        if (!be->vt->fds) continue;
+        for (;;) {
+            want = be->vt->fds(be->impl, l->pfd ? l->pfd + n : NULL, l->pfd_cap - n);
+            if (want < 0) want = 0;
+            if (n + want <= l->pfd_cap) break;
+            {
+                int cap = l->pfd_cap ? l->pfd_cap * 2 : 16;
+                struct pollfd *p;
+                while (cap < n + want) cap *= 2;
+                p = (struct pollfd *)simba_alloc(l, (size_t)cap * sizeof *p);
+                if (!p) return -1;
+                if (n) memcpy(p, l->pfd, (size_t)n * sizeof *p);
+                simba_free(l, l->pfd);
+                l->pfd = p;
+                l->pfd_cap = cap;
+            }
+        }
+        be->pfd_n = want;
+        n += want;
+    }
+    return n;
+}
+
+static int simba__run_due(simba_loop *l) {
+    int steps = 0, budget = l->heap_n + 16;
+    while (l->heap_n > 0 && l->heap[0]->at <= l->now && budget-- > 0) {
+        simba__timer *t = l->heap[0];
+        simba__heap_remove(l, t);
+        if (t->kind == SIMBA__T_SERVICE) simba__svc_step((simba_service *)(void *)t);
+        else simba__sched_step((simba_scheduler *)(void *)t);
+        steps++;
+    }
+    return steps;
+}
+
+static int simba__drain(simba_loop *l) {
+    int n = 0;
+    l->now = simba_now(l);
+    while (l->done_head) {
+        simba_req *r = l->done_head;
+        l->done_head = r->done_next_;
+        if (!l->done_head) l->done_tail = NULL;
+        simba__complete(r->svc_);
+        n++;
+    }
+    while (l->ev_head) {
+        simba__ev *ev = l->ev_head;
+        l->ev_head = ev->next;
+        if (!l->ev_head) l->ev_tail = NULL;
+        simba__handle_event(l, ev);
+        ev->next = l->ev_free;
+        l->ev_free = ev;
+        n++;
+    }
+    return n + simba__run_due(l);
+}
+
+static void simba__loop_destroy(simba_loop *l);
+
+static int64_t simba__next_wait(simba_loop *l) {
+    int64_t at = SIMBA__NEVER, now = simba_now(l);
+    simba_backend *be;
+    if (l->done_head || l->ev_head) return 0;
+    if (l->heap_n) at = l->heap[0]->at;
+    for (be = l->backends; be; be = be->next)
+        if (be->vt->deadline) at = simba__min(at, be->vt->deadline(be->impl));
+    if (at == SIMBA__NEVER) return SIMBA_MAX_WAIT_MS;
+    return simba__max(0, simba__min(at - now, SIMBA_MAX_WAIT_MS));
+}
+
+enum { SIMBA__IO_OWN, SIMBA__IO_GIVEN, SIMBA__IO_POLLED };
+
+static int64_t simba__poll(simba_loop *l, int io, const struct pollfd *ready, int nready) {
+    simba_backend *be;
+    int n, i, j, round;
+    if (l->in_cb || l->in_poll) return SIMBA_ECALLBACK;
+    l->in_poll = 1;
+    l->now = simba_now(l);
+    if (io != SIMBA__IO_POLLED) {
+        n = simba__gather(l);
+        if (n < 0) n = 0;
+        if (io == SIMBA__IO_OWN && n > 0) {
+            if (poll(l->pfd, (nfds_t)n, 0) < 0)
+                for (i = 0; i < n; i++) l->pfd[i].revents = 0;
+        } else {
+            for (i = 0; i < n; i++) {
+                l->pfd[i].revents = 0;
+                for (j = 0; j < nready; j++)
+                    if (ready[j].fd == l->pfd[i].fd) l->pfd[i].revents |= (short)(ready[j].revents & (l->pfd[i].events | POLLERR | POLLHUP | POLLNVAL));
+            }
+        }
+    }
+    for (be = l->backends; be; be = be->next)
+        if (be->vt->process) be->vt->process(be->impl, be->pfd_n ? l->pfd + be->pfd_off : NULL, be->pfd_n, l->now);
+    /* Answers can arrive synchronously (SQLite, memory): handle them in the same poll so
+       that a step does not wait one tick per round trip; bounded so a poll always ends. */
+    for (round = 0; round < SIMBA__MAX_ROUNDS; round++) {
+        if (!simba__drain(l)) break;
+        /* what was just handled may have submitted requests: let backends send them now */
+        for (be = l->backends; be; be = be->next)
+            if (be->vt->process) be->vt->process(be->impl, NULL, 0, l->now);
+    }
+    simba__gc_run(l);
+    l->in_poll = 0;
+    if (l->free_requested) {
+        simba__loop_destroy(l);
+        return SIMBA_MAX_WAIT_MS;
+    }
+    return simba__next_wait(l);
+}
+
+SIMBA_API int64_t simba_poll(simba_loop *loop) {
+    if (!loop) return SIMBA_EINVAL;
+    return simba__poll(loop, SIMBA__IO_OWN, NULL, 0);
+}
+SIMBA_API int64_t simba_poll_ready(simba_loop *loop, const struct pollfd *ready, int n) {
+    if (!loop || n < 0 || (n > 0 && !ready)) return SIMBA_EINVAL;
+    return simba__poll(loop, SIMBA__IO_GIVEN, ready, n);
+}
+SIMBA_API int simba_fds(simba_loop *loop, struct pollfd *out, int cap) {
+    simba_backend *be;
+    int n = 0;
+    if (!loop || cap < 0 || (cap > 0 && !out)) return SIMBA_EINVAL;
+    for (be = loop->backends; be; be = be->next) {
+        int room = cap > n ? cap - n : 0, want;
+        if (!be->vt->fds) continue;
+        want = be->vt->fds(be->impl, room ? out + n : NULL, room);
+        if (want > 0) n += want;
+    }
+    return n;
+}
+SIMBA_API simba_result simba_wait(simba_loop *l, int64_t max_ms) {
+    int64_t wait, r;
+    int n;
+    if (!l) return SIMBA_EINVAL;
+    if (l->in_cb || l->in_poll) return SIMBA_ECALLBACK;
+    wait = simba__next_wait(l);
+    if (max_ms >= 0) wait = simba__min(wait, max_ms);
+    n = simba__gather(l);
+    if (n < 0) return SIMBA_ENOMEM;
+    if (n > 0) {
+        if (poll(l->pfd, (nfds_t)n, (int)wait) < 0) {
+            int i;
+            for (i = 0; i < n; i++) l->pfd[i].revents = 0;
+        }
+    } else if (wait > 0) {
+        struct timespec ts;
+        ts.tv_sec = (time_t)(wait / 1000);
+        ts.tv_nsec = (long)(wait % 1000) * 1000000L;
+        nanosleep(&ts, NULL);
+    }
+    r = simba__poll(l, SIMBA__IO_POLLED, NULL, 0);
+    return r < 0 ? (simba_result)r : SIMBA_OK;
+}
+
+/* ---- the loop ------------------------------------------------------------------------- */
+
+SIMBA_API simba_result simba_loop_new(const simba_loop_desc *d, simba_loop **out) {
+    simba_loop *l;
+    simba_loop_desc zero;
+    void *(*af)(void *, size_t);
+    void (*ff)(void *, void *);
+    if (!out) return SIMBA_EINVAL;
+    *out = NULL;
+    if (!d) { memset(&zero, 0, sizeof zero); d = &zero; }
+    if (!d->alloc != !d->free) return SIMBA_EINVAL; /* both or neither */
+    af = d->alloc ? d->alloc : simba__default_alloc;
+    ff = d->free ? d->free : simba__default_free;
+    l = (simba_loop *)af(d->alloc_user, sizeof *l);
+    if (!l) return SIMBA_ENOMEM;
+    memset(l, 0, sizeof *l);
+    l->alloc_fn = af;
+    l->free_fn = ff;
+    l->alloc_user = d->alloc_user;
+    l->now_fn = d->now_ms ? d->now_ms : simba__sys_now;
+    l->clock_user = d->clock_user;
+    l->rand_fn = d->random;
+    l->rand_user = d->random_user;
+    l->log_fn = d->log;
+    l->log_user = d->log_user;
+    l->log_level = d->log_level;
+    {
+        /* Seed: wall time, pid and this loop's address, so two loops never share a stream. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        l->rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)l;
+        l->rng = l->rng * 6364136223846793005ull + 1442695040888963407ull;
+        if (!l->rng) l->rng = 0x9e3779b97f4a7c15ull;
+    }
+    l->id_counter = simba__rand(l) & 0x7fffffffu;
+    l->now = simba_now(l);
+    *out = l;
+    return SIMBA_OK;
+}
+
+static void simba__locker_release_all(simba_loop *l);
+static void simba__sched_release_all(simba_loop *l);
+
+static void simba__loop_destroy(simba_loop *l) {
+    simba_service *s, *sn;
+    simba__ev *ev, *en;
+    l->now = simba_now(l);
+    /* Best effort: owners and waiters send their release now; the backends get one chance
+       to put it on the wire before they close. Nothing waits for the answer. */
+    for (s = l->services; s; s = s->all_next) {
+        if (s->kind == SIMBA__KIND_CONTEND && s->status != SIMBA_INITIAL && !(s->flags & SIMBA__F_INFLIGHT)) {
+            s->status = SIMBA_STOPPING;
+            simba__submit(s, SIMBA_OP_RELEASE);
+        }
+    }
+    {
+        simba_backend *be;
+        for (be = l->backends; be; be = be->next)
+            if (be->vt->process) be->vt->process(be->impl, NULL, 0, l->now);
+    }
+    l->closing = 1;
+    while (l->backends) {
+        simba_backend *be = l->backends;
+        if (be->vt->destroy) be->vt->destroy(be->impl);
+        be->vt = NULL;
+        l->backends = be->next;
+        {
+            size_t i;
+            for (i = 0; i < be->mxs.nb; i++) {
+                simba__hnode *n = be->mxs.b[i], *nn;
+                for (; n; n = nn) { nn = n->hnext; simba_free(l, n); }
+            }
+        }
+        simba_free(l, be->mxs.b);
+        simba_free(l, be);
+    }
+    simba__locker_release_all(l);
+    simba__sched_release_all(l);
+    for (s = l->services; s; s = sn) { sn = s->all_next; s->loop = NULL; simba_free(l, s); }
+    for (ev = l->ev_head; ev; ev = en) { en = ev->next; simba_free(l, ev); }
+    for (ev = l->ev_free; ev; ev = en) { en = ev->next; simba_free(l, ev); }
+    simba_free(l, l->heap);
+    simba_free(l, l->pfd);
+    l->free_fn(l->alloc_user, l);
+}
+
+SIMBA_API simba_result simba_loop_free(simba_loop *l) {
+    if (!l) return SIMBA_EINVAL;
+    if (l->in_poll || l->in_cb) { l->free_requested = 1; return SIMBA_OK; }
+    simba__loop_destroy(l);
+    return SIMBA_OK;
+}
+
+/* ---- contender ids ---------------------------------------------------------------------- */
+
+static void simba__find_host(simba_loop *l) {
+    struct ifaddrs *ifs = NULL, *i;
+    char buf[64];
+    l->host_done = 1;
+    simba__copy(l->host, sizeof l->host, "localhost");
+    if (getifaddrs(&ifs) == 0) {
+        int found = 0;
+        for (i = ifs; i; i = i->ifa_next) {
+            const struct sockaddr_in *sin;
+            if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & 0x1 /* IFF_UP */)) continue;
+            sin = (const struct sockaddr_in *)(const void *)i->ifa_addr;
+            if ((ntohl(sin->sin_addr.s_addr) >> 24) == 127) continue;
+            /* the last eligible address wins, as in the original */
+            if (inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof buf)) { simba__copy(l->host, sizeof l->host, buf); found = 1; }
+        }
+        freeifaddrs(ifs);
+        if (found) return;
+    }
+    if (gethostname(buf, sizeof buf) == 0) {
+        buf[sizeof buf - 1] = 0;
+        if (simba_id_check(buf) == SIMBA_OK) simba__copy(l->host, sizeof l->host, buf);
+    }
+}
+
+SIMBA_API simba_result simba_contender_id_host(simba_loop *l, char *buf, size_t cap) {
+    char tmp[SIMBA_ID_MAX + 64];
+    int n;
+    if (!l || !buf || !cap) return SIMBA_EINVAL;
+    if (!l->host_done) simba__find_host(l);
+    n = snprintf(tmp, sizeof tmp, "%llu:%ld@%s", (unsigned long long)l->id_counter, (long)getpid(), l->host);
+    if (n < 0 || (size_t)n >= cap || n > SIMBA_ID_MAX) return simba__fail(l, SIMBA_EINVAL, "simba_contender_id_host: buffer too small");
+    l->id_counter++;
+    memcpy(buf, tmp, (size_t)n + 1);
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_contender_id_random(simba_loop *l, char *buf, size_t cap) {
+    static const char hex[] = "0123456789abcdef";
+    int i;
+    if (!l || !buf || cap < 33) return SIMBA_EINVAL;
+    for (i = 0; i < 32; i += 8) {
+        uint32_t r = simba__rand(l);
+        int k;
+        for (k = 0; k < 8; k++) buf[i + k] = hex[(r >> (4 * k)) & 15];
+    }
+    buf[32] = 0;
+    return SIMBA_OK;
+}
+
+/* ---- locker --------------------------------------------------------------------------- */
+
+enum { SIMBA__LK_IDLE, SIMBA__LK_PENDING, SIMBA__LK_HELD, SIMBA__LK_LOST };
+
+struct simba_locker {
+    simba_loop *loop;
+    simba_service *svc;
+    simba_locker *next, *prev;
+    int state;
+    void (*on_lost)(simba_locker *, void *);
+    void *user;
+};
+
+static void simba__lk_acquired(simba_service *svc, const simba_state *st, void *u) {
+    simba_locker *lk = (simba_locker *)u;
+    (void)svc;
+    (void)st;
+    if (lk->state == SIMBA__LK_PENDING) lk->state = SIMBA__LK_HELD;
+}
+static void simba__lk_released(simba_service *svc, const simba_state *st, void *u) {
+    simba_locker *lk = (simba_locker *)u;
+    (void)st;
+    if (lk->state != SIMBA__LK_HELD) return;
+    /* The holder's critical section is no longer protected: stop contending (a lock is not
+       re-taken behind the holder's back) and say so. */
+    lk->state = SIMBA__LK_LOST;
+    simba_stop(svc);
+    if (lk->on_lost) lk->on_lost(lk, lk->user);
+}
+
+SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, const simba_locker_desc *d, simba_locker **out) {
+    simba_locker *lk;
+    simba_contend_desc cd;
+    simba_result rc;
+    if (out) *out = NULL;
+    if (!loop || !be || !d || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_locker_new: NULL argument");
+    lk = (simba_locker *)simba_alloc(loop, sizeof *lk);
+    if (!lk) return simba__fail(loop, SIMBA_ENOMEM, "simba_locker_new: out of memory");
+    memset(lk, 0, sizeof *lk);
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = d->mutex;
+    cd.contender_id = d->contender_id;
+    cd.ttl_ms = d->ttl_ms;
+    cd.transition_ms = d->transition_ms;
+    cd.on_acquired = simba__lk_acquired;
+    cd.on_released = simba__lk_released;
+    cd.user_data = lk;
+    if ((rc = simba_contend(loop, be, &cd, &lk->svc)) != SIMBA_OK) { simba_free(loop, lk); return rc; }
+    lk->loop = loop;
+    lk->on_lost = d->on_lost;
+    lk->user = d->user_data;
+    lk->next = loop->lockers;
+    if (loop->lockers) loop->lockers->prev = lk;
+    loop->lockers = lk;
+    *out = lk;
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_locker_try(simba_locker *lk) {
+    if (!lk || !lk->loop) return SIMBA_EINVAL;
+    switch (lk->state) {
+    case SIMBA__LK_HELD: return simba_locker_held(lk) ? SIMBA_OK : SIMBA_EAGAIN;
+    case SIMBA__LK_PENDING: return SIMBA_EAGAIN;
+    case SIMBA__LK_LOST: return simba__fail(lk->loop, SIMBA_ESTATE, "simba_locker_try: the lock was lost; unlock first");
+    default: break;
+    }
+    if (simba_service_status(lk->svc) != SIMBA_INITIAL) return SIMBA_EAGAIN; /* last release still going out */
+    if (simba_start(lk->svc) != SIMBA_OK) return SIMBA_ESTATE;
+    lk->state = SIMBA__LK_PENDING;
+    return SIMBA_EAGAIN;
+}
+
+SIMBA_API simba_result simba_locker_lock(simba_locker *lk, int64_t timeout_ms) {
+    simba_loop *l;
+    int64_t deadline;
+    simba_result rc;
+    if (!lk || !lk->loop) return SIMBA_EINVAL;
+    l = lk->loop;
+    if (l->in_cb || l->in_poll) return simba__fail(l, SIMBA_ECALLBACK, "simba_locker_lock: blocking call from a callback");
+    if (lk->state != SIMBA__LK_IDLE) return simba__fail(l, SIMBA_ESTATE, "simba_locker_lock: already held or pending (not reentrant)");
+    deadline = timeout_ms < 0 ? SIMBA__NEVER : simba__add(simba_now(l), simba__min(timeout_ms, SIMBA_MAX_MS));
+    for (;;) {
+        rc = simba_locker_try(lk);
+        if (rc == SIMBA_OK) return SIMBA_OK;
+        if (rc != SIMBA_EAGAIN) return rc;
+        {
+            int64_t left = deadline == SIMBA__NEVER ? -1 : deadline - simba_now(l);
+            if (deadline != SIMBA__NEVER && left < 0) break;
+            if ((rc = simba_wait(l, left)) != SIMBA_OK) break;
+        }
+        if (lk->state == SIMBA__LK_HELD && simba_locker_held(lk)) return SIMBA_OK;
+        if (deadline != SIMBA__NEVER && simba_now(l) >= deadline) break;
+    }
+    if (lk->state == SIMBA__LK_PENDING && simba_service_status(lk->svc) == SIMBA_RUNNING) simba_stop(lk->svc);
+    lk->state = SIMBA__LK_IDLE;
+    return rc != SIMBA_EAGAIN && rc != SIMBA_OK ? rc : simba__fail(l, SIMBA_ETIMEDOUT, "simba_locker_lock: %s not acquired in time", simba_service_mutex(lk->svc));
+}
+
+SIMBA_API simba_result simba_locker_unlock(simba_locker *lk) {
+    if (!lk || !lk->loop) return SIMBA_EINVAL;
+    if (lk->state == SIMBA__LK_IDLE) return simba__fail(lk->loop, SIMBA_ESTATE, "simba_locker_unlock: not locked");
+    lk->state = SIMBA__LK_IDLE;
+    if (simba_service_status(lk->svc) == SIMBA_RUNNING) simba_stop(lk->svc);
+    return SIMBA_OK;
+}
+SIMBA_API int simba_locker_held(const simba_locker *lk) { return lk && lk->state == SIMBA__LK_HELD && simba_is_owner(lk->svc); }
+SIMBA_API uint64_t simba_locker_fence(const simba_locker *lk) { return simba_locker_held(lk) ? simba_fence(lk->svc) : 0; }
+
+SIMBA_API simba_result simba_locker_free(simba_locker *lk) {
+    simba_loop *l;
+    if (!lk || !lk->loop) return SIMBA_EINVAL;
+    l = lk->loop;
+    simba_service_free(lk->svc); /* stops and releases; no callback reaches lk any more */
+    if (lk->prev) lk->prev->next = lk->next; else l->lockers = lk->next;
+    if (lk->next) lk->next->prev = lk->prev;
+    lk->loop = NULL;
+    simba_free(l, lk);
+    return SIMBA_OK;
+}
+SIMBA_API simba_result simba_lock(simba_loop *loop, simba_backend *be, const char *mutex, int64_t timeout_ms, simba_locker **out) {
+    simba_locker_desc d;
+    simba_result rc;
+    if (out) *out = NULL;
+    if (!out) return SIMBA_EINVAL;
+    memset(&d, 0, sizeof d);
+    d.mutex = mutex;
+    if ((rc = simba_locker_new(loop, be, &d, out)) != SIMBA_OK) return rc;
+    if ((rc = simba_locker_lock(*out, timeout_ms)) != SIMBA_OK) {
+        simba_locker_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+SIMBA_API simba_result simba_unlock(simba_locker *lk) {
+    if (!lk || !lk->loop) return SIMBA_EINVAL;
+    if (lk->state != SIMBA__LK_IDLE) simba_locker_unlock(lk);
+    return simba_locker_free(lk);
+}
+
+static void simba__locker_release_all(simba_loop *l) {
+    while (l->lockers) {
+        simba_locker *lk = l->lockers;
+        l->lockers = lk->next;
+        simba_free(l, lk);
+    }
+}
+
+/* ---- scheduler -------------------------------------------------------------------------- */
+
+struct simba_scheduler {
+    simba__timer tm; /* first: the heap hands back this pointer */
+    simba_loop *loop;
+    simba_service *svc;
+    simba_scheduler *next, *prev;
+    simba_schedule_strategy strategy;
+    int64_t initial_delay, period, next_run;
+    void (*work)(simba_scheduler *, void *);
+    void *user;
+    int running, leader, in_work, free_after;
+};
+
+static void simba__sc_acquired(simba_service *svc, const simba_state *st, void *u) {
+    simba_scheduler *sc = (simba_scheduler *)u;
+    (void)svc;
+    (void)st;
+    if (!sc->running) return;
+    sc->leader = 1;
+    sc->next_run = simba__add(sc->loop->now, sc->initial_delay);
+    simba__timer_set(sc->loop, &sc->tm, sc->next_run);
+}
+static void simba__sc_released(simba_service *svc, const simba_state *st, void *u) {
+    simba_scheduler *sc = (simba_scheduler *)u;
+    (void)svc;
+    (void)st;
+    sc->leader = 0;
+    simba__timer_set(sc->loop, &sc->tm, SIMBA__NEVER);
+}
+
+SIMBA_API simba_result simba_scheduler_new(simba_loop *loop, simba_backend *be, const simba_scheduler_desc *d, simba_scheduler **out) {
+    simba_scheduler *sc;
+    simba_contend_desc cd;
+    simba_result rc;
+    if (out) *out = NULL;
+    if (!loop || !be || !d || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_scheduler_new: NULL argument");
+    if (!d->work) return simba__fail(loop, SIMBA_EINVAL, "simba_scheduler_new: work is required");
+    if (d->period_ms <= 0 || d->period_ms > SIMBA_MAX_MS || d->initial_delay_ms < 0 || d->initial_delay_ms > SIMBA_MAX_MS)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_scheduler_new: need period_ms > 0 and initial_delay_ms >= 0, within 2^40");
+    if (d->strategy != SIMBA_FIXED_DELAY && d->strategy != SIMBA_FIXED_RATE)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_scheduler_new: unknown strategy");
+    sc = (simba_scheduler *)simba_alloc(loop, sizeof *sc);
+    if (!sc) return simba__fail(loop, SIMBA_ENOMEM, "simba_scheduler_new: out of memory");
+    memset(sc, 0, sizeof *sc);
+    if (!simba__timer_init(loop, &sc->tm, SIMBA__T_SCHED)) { simba_free(loop, sc); return SIMBA_ENOMEM; }
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = d->mutex;
+    cd.contender_id = d->contender_id;
+    cd.ttl_ms = d->ttl_ms;
+    cd.transition_ms = d->transition_ms;
+    cd.on_acquired = simba__sc_acquired;
+    cd.on_released = simba__sc_released;
+    cd.user_data = sc;
+    if ((rc = simba_contend(loop, be, &cd, &sc->svc)) != SIMBA_OK) {
+        simba__timer_fini(loop, &sc->tm);
+        simba_free(loop, sc);
+        return rc;
+    }
+    sc->loop = loop;
+    sc->strategy = d->strategy;
+    sc->initial_delay = d->initial_delay_ms;
+    sc->period = d->period_ms;
+    sc->work = d->work;
+    sc->user = d->user_data;
+    sc->next = loop->scheds;
+    if (loop->scheds) loop->scheds->prev = sc;
+    loop->scheds = sc;
+    *out = sc;
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_scheduler_start(simba_scheduler *sc) {
+    simba_result rc;
+    if (!sc || !sc->loop || sc->free_after) return SIMBA_EINVAL;
+    if (sc->running) return simba__fail(sc->loop, SIMBA_ESTATE, "simba_scheduler_start: already running");
+    if ((rc = simba_start(sc->svc)) != SIMBA_OK) return rc;
+    sc->running = 1;
+    return SIMBA_OK;
+}
+SIMBA_API simba_result simba_scheduler_stop(simba_scheduler *sc) {
+    if (!sc || !sc->loop || sc->free_after) return SIMBA_EINVAL;
+    if (!sc->running) return simba__fail(sc->loop, SIMBA_ESTATE, "simba_scheduler_stop: not running");
+    sc->running = 0;
+    sc->leader = 0;
+    simba__timer_set(sc->loop, &sc->tm, SIMBA__NEVER);
+    if (simba_service_status(sc->svc) == SIMBA_RUNNING) simba_stop(sc->svc);
+    return SIMBA_OK;
+}
+SIMBA_API int simba_scheduler_running(const simba_scheduler *sc) { return sc && sc->loop && sc->running; }
+SIMBA_API int simba_scheduler_is_leader(const simba_scheduler *sc) { return sc && sc->loop && sc->running && sc->leader && simba_is_owner(sc->svc); }
+
+static void simba__sched_destroy(simba_scheduler *sc) {
+    simba_loop *l = sc->loop;
+    simba__timer_fini(l, &sc->tm);
+    if (sc->prev) sc->prev->next = sc->next; else l->scheds = sc->next;
+    if (sc->next) sc->next->prev = sc->prev;
+    sc->loop = NULL;
+    simba_free(l, sc);
+}
+
+SIMBA_API simba_result simba_scheduler_free(simba_scheduler *sc) {
+    if (!sc || !sc->loop || sc->free_after) return SIMBA_EINVAL;
+    sc->running = 0;
+    sc->leader = 0;
+    simba_service_free(sc->svc);
+    if (sc->in_work) { sc->free_after = 1; return SIMBA_OK; } /* freed when work returns */
+    simba__sched_destroy(sc);
+    return SIMBA_OK;
+}
+
+static void simba__sched_step(simba_scheduler *sc) {
+    simba_loop *l = sc->loop;
+    if (!sc->running || !sc->leader) return;
+    if (!simba_is_owner(sc->svc)) return; /* lease lapsed; the step-down is on its way */
+    sc->in_work = 1;
+    l->in_cb++;
+    sc->work(sc, sc->user);
+    l->in_cb--;
+    sc->in_work = 0;
+    if (sc->free_after) { simba__sched_destroy(sc); return; }
+    if (!sc->running || !sc->leader) return;
+    if (sc->strategy == SIMBA_FIXED_RATE) {
+        /* Keep the grid; periods missed while the work ran long are skipped, not bursted. */
+        int64_t now = simba_now(l);
+        sc->next_run = simba__add(sc->next_run, sc->period);
+        if (sc->next_run <= now) sc->next_run = simba__add(sc->next_run, ((now - sc->next_run) / sc->period + 1) * sc->period);
+    } else {
+        sc->next_run = simba__add(simba_now(l), sc->period);
+    }
+    simba__timer_set(l, &sc->tm, sc->next_run);
+}
+
+static void simba__sched_release_all(simba_loop *l) {
+    while (l->scheds) {
+        simba_scheduler *sc = l->scheds;
+        l->scheds = sc->next;
+        simba_free(l, sc);
+    }
+}
+
+/* ---- in-memory backend ------------------------------------------------------------------ */
+
+/* The store plays the server: it keeps the truth under its own lock (loops on other
+   threads may share it) and pushes events into each client's inbox, waking that client's
+   loop through a pipe. */
+
+typedef struct simba__mclient simba__mclient;
+
+typedef struct simba__mwait {
+    char id[SIMBA_ID_MAX + 1];
+    simba__mclient *client;
+    int64_t expires;
+} simba__mwait;
+
+typedef struct simba__mentry {
+    simba__hnode h;
+    char name[SIMBA_NAME_MAX + 1];
+    char owner[SIMBA_ID_MAX + 1];
+    int64_t acquired_at, ttl_at, transition_at;
+    uint64_t fence; /* of the latest ownership; never goes back */
+    simba__mwait *w;
+    int nw, capw;
+} simba__mentry;
+
+typedef struct simba__mevent {
+    struct simba__mevent *next;
+    simba_event_kind kind;
+    int has_contender;
+    char mutex[SIMBA_NAME_MAX + 1];
+    char contender[SIMBA_ID_MAX + 1];
+    char owner[SIMBA_ID_MAX + 1];
+    simba_reply rep;
+} simba__mevent;
+
+typedef struct simba__mwatch {
+    simba__hnode h;
+    int count;
+    char name[SIMBA_NAME_MAX + 1];
+} simba__mwatch;
+
+struct simba__mclient {
+    simba_memstore *st;
+    simba_loop *loop;
+    simba_backend *be;
+    simba__mclient *next, *prev;
+    simba__htab watched;                   /* under st->lock */
+    simba__mevent *inbox, *inbox_tail;     /* under st->lock */
+    int pipefd[2];
+    simba_req *pend, *pend_tail;           /* loop thread only */
+    simba_memory_fault fault;              /* loop thread only */
+};
+
+struct simba_memstore {
+    pthread_mutex_t lock;
+    int64_t (*now_fn)(void *);
+    void *clock_user;
+    simba__htab entries;
+    simba__mclient *clients;
+};
+
+static void *simba__malloc_u(void *u, size_t n) { (void)u; return SIMBA_MALLOC(n); }
+static void simba__free_u(void *u, void *p) { (void)u; SIMBA_FREE(p); }
+
+SIMBA_API simba_result simba_memstore_new(const simba_memstore_desc *d, simba_memstore **out) {
+    simba_memstore *st;
+    if (!out) return SIMBA_EINVAL;
+    *out = NULL;
+    st = (simba_memstore *)SIMBA_MALLOC(sizeof *st);
+    if (!st) return SIMBA_ENOMEM;
+    memset(st, 0, sizeof *st);
+    if (pthread_mutex_init(&st->lock, NULL) != 0) { SIMBA_FREE(st); return SIMBA_ESYS; }
+    st->now_fn = d && d->now_ms ? d->now_ms : simba__sys_now;
+    st->clock_user = d ? d->clock_user : NULL;
+    *out = st;
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_memstore_free(simba_memstore *st) {
+    size_t i;
+    if (!st) return SIMBA_EINVAL;
+    pthread_mutex_lock(&st->lock);
+    if (st->clients) { pthread_mutex_unlock(&st->lock); return SIMBA_EBUSY; }
+    pthread_mutex_unlock(&st->lock);
+    for (i = 0; i < st->entries.nb; i++) {
+        simba__hnode *n = st->entries.b[i], *nn;
+        for (; n; n = nn) {
+            nn = n->hnext;
+            SIMBA_FREE(((simba__mentry *)n)->w);
+            SIMBA_FREE(n);
+        }
+    }
+    SIMBA_FREE(st->entries.b);
+    pthread_mutex_destroy(&st->lock);
+    SIMBA_FREE(st);
+    return SIMBA_OK;
+}
+
+static int simba__mlive(const simba__mentry *e, int64_t now) { return e->owner[0] && e->transition_at >= now; }
+
+static void simba__mreply(const simba__mentry *e, int64_t now, simba_reply *rep) {
+    memset(rep, 0, sizeof *rep);
+    rep->rc = SIMBA_OK;
+    rep->held_ms = -1;
+    if (!e || !simba__mlive(e, now)) return;
+    rep->owner = e->owner;
+    rep->ttl_left_ms = e->ttl_at - now;
+    rep->transition_left_ms = e->transition_at - now;
+    rep->held_ms = now - e->acquired_at;
+    rep->fence = e->fence;
+}
+
+/* Queue an event for one client (store locked). Allocation failure drops it: pushes are
+   hints, timers remain. */
+static void simba__mpost(simba__mclient *c, simba_event_kind kind, const char *mutex, const char *contender, const simba_reply *rep) {
+    simba__mevent *ev = (simba__mevent *)SIMBA_MALLOC(sizeof *ev);
+    char b = 1;
+    ssize_t w;
+    if (!ev) return;
+    memset(ev, 0, sizeof *ev);
+    ev->kind = kind;
+    simba__copy(ev->mutex, sizeof ev->mutex, mutex);
+    if (contender) { ev->has_contender = 1; simba__copy(ev->contender, sizeof ev->contender, contender); }
+    if (rep) {
+        ev->rep = *rep;
+        simba__copy(ev->owner, sizeof ev->owner, rep->owner);
+        ev->rep.owner = ev->owner;
+    }
+    if (c->inbox_tail) c->inbox_tail->next = ev; else c->inbox = ev;
+    c->inbox_tail = ev;
+    w = write(c->pipefd[1], &b, 1); /* full pipe = already awake */
+    (void)w;
+}
+
+static void simba__mbroadcast(simba_memstore *st, const simba__mentry *e, int64_t now) {
+    simba__mclient *c;
+    simba_reply rep;
+    simba__mreply(e, now, &rep);
+    for (c = st->clients; c; c = c->next)
+        if (simba__hfind(&c->watched, e->name)) simba__mpost(c, SIMBA_EV_OWNER, e->name, NULL, &rep);
+}
+
+static void simba__mwait_remove(simba__mentry *e, int i) {
+    memmove(&e->w[i], &e->w[i + 1], (size_t)(e->nw - i - 1) * sizeof *e->w);
+    e->nw--;
+}
+static void simba__mwait_purge(simba__mentry *e, int64_t now) {
+    int i;
+    for (i = 0; i < e->nw;)
+        if (e->w[i].expires < now) simba__mwait_remove(e, i); else i++;
+}
+static int simba__mwait_find(const simba__mentry *e, const char *id) {
+    int i;
+    for (i = 0; i < e->nw; i++)
+        if (strcmp(e->w[i].id, id) == 0) return i;
+    return -1;
+}
+
+/* Run one request against the store. Returns the reply (owner copied into owner_buf). */
+static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep, char *owner_buf) {
+    simba_memstore *st = c->st;
+    simba__mentry *e;
+    int64_t now;
+    pthread_mutex_lock(&st->lock);
+    now = st->now_fn(st->clock_user);
+    e = (simba__mentry *)simba__hfind(&st->entries, r->mutex);
+    if (!e && r->op == SIMBA_OP_ACQUIRE) {
+        e = (simba__mentry *)SIMBA_MALLOC(sizeof *e);
+        if (e) {
+            memset(e, 0, sizeof *e);
+            simba__copy(e->name, sizeof e->name, r->mutex);
+            e->h.key = e->name;
+            if (!simba__hinsert(&st->entries, &e->h, simba__malloc_u, simba__free_u, NULL)) { SIMBA_FREE(e); e = NULL; }
+        }
+        if (!e) {
+            pthread_mutex_unlock(&st->lock);
+            memset(rep, 0, sizeof *rep);
+            rep->rc = SIMBA_ENOMEM;
+            rep->errmsg = "memory store: out of memory";
+            return;
+        }
+    }
+    if (e) simba__mwait_purge(e, now);
+    if (e && r->op == SIMBA_OP_ACQUIRE) {
+        int i = simba__mwait_find(e, r->contender);
+        if (simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0) {
+            e->ttl_at = now + r->ttl_ms; /* renewal: fence and acquired_at stay */
+            e->transition_at = e->ttl_at + r->transition_ms;
+        } else if (!simba__mlive(e, now)) {
+            simba__copy(e->owner, sizeof e->owner, r->contender);
+            e->fence++;
+            e->acquired_at = now;
+            e->ttl_at = now + r->ttl_ms;
+            e->transition_at = e->ttl_at + r->transition_ms;
+            if (i >= 0) simba__mwait_remove(e, i);
+            simba__mbroadcast(st, e, now);
+        } else {
+            /* Waiting: join the line (arrival order), or refresh our place in it. */
+            int64_t exp = now + 2 * (r->ttl_ms + r->transition_ms) + 1000;
+            if (i >= 0) {
+                e->w[i].expires = exp;
+            } else {
+                if (e->nw == e->capw) {
+                    int cap = e->capw ? e->capw * 2 : 4;
+                    simba__mwait *w = (simba__mwait *)SIMBA_MALLOC((size_t)cap * sizeof *w);
+                    if (w) {
+                        if (e->nw) memcpy(w, e->w, (size_t)e->nw * sizeof *w);
+                        SIMBA_FREE(e->w);
+                        e->w = w;
+                        e->capw = cap;
+                    }
+                }
+                if (e->nw < e->capw) {
+                    simba__copy(e->w[e->nw].id, sizeof e->w[0].id, r->contender);
+                    e->w[e->nw].client = c;
+                    e->w[e->nw].expires = exp;
+                    e->nw++;
+                }
+            }
+        }
+    } else if (e && r->op == SIMBA_OP_RELEASE) {
+        if (simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0) {
+            e->owner[0] = 0;
+            e->ttl_at = e->transition_at = 0;
+            /* Wake only the oldest live waiter; it stays in line until it wins. */
+            if (e->nw > 0) simba__mpost(e->w[0].client, SIMBA_EV_RELEASED, e->name, e->w[0].id, NULL);
+            simba__mbroadcast(st, e, now);
+        } else {
+            int i = simba__mwait_find(e, r->contender);
+            if (i >= 0) simba__mwait_remove(e, i);
+        }
+    }
+    simba__mreply(e, now, rep);
+    if (rep->owner) {
+        simba__copy(owner_buf, SIMBA_ID_MAX + 1, rep->owner);
+        rep->owner = owner_buf;
+    }
+    if (e && r->op == SIMBA_OP_ACQUIRE && e->nw > 0 && strcmp(e->w[0].id, r->contender) == 0 && e->w[0].client == c)
+        rep->first_in_line = 1;
+    pthread_mutex_unlock(&st->lock);
+}
+
+static void simba__mrun(simba__mclient *c, int64_t now) {
+    simba_req *r = c->pend, *prev = NULL, *next;
+    for (; r; r = next) {
+        simba_reply rep;
+        char owner[SIMBA_ID_MAX + 1];
+        next = r->next_;
+        if (!c->fault.fail && (c->fault.hang || now < simba__add(r->sent_at, c->fault.delay_ms))) { prev = r; continue; }
+        if (prev) prev->next_ = next; else c->pend = next;
+        if (c->pend_tail == r) c->pend_tail = prev;
+        if (c->fault.fail) {
+            memset(&rep, 0, sizeof rep);
+            rep.rc = SIMBA_EBACKEND;
+            rep.errmsg = "memory backend: injected failure";
+        } else {
+            simba__mexec(c, r, &rep, owner);
+        }
+        simba_req_done(r, &rep);
+    }
+}
+
+static simba_result simba__msubmit(void *impl, simba_req *r) {
+    simba__mclient *c = (simba__mclient *)impl;
+    r->next_ = NULL;
+    if (c->pend_tail) c->pend_tail->next_ = r; else c->pend = r;
+    c->pend_tail = r;
+    simba__mrun(c, simba_now(c->loop));
+    return SIMBA_OK;
+}
+
+static int simba__mfds(void *impl, struct pollfd *out, int cap) {
+    simba__mclient *c = (simba__mclient *)impl;
+    if (cap >= 1) {
+        out[0].fd = c->pipefd[0];
+        out[0].events = POLLIN;
+        out[0].revents = 0;
+    }
+    return 1;
+}
+
+static void simba__mprocess(void *impl, const struct pollfd *ready, int n, int64_t now) {
+    simba__mclient *c = (simba__mclient *)impl;
+    simba__mevent *ev, *next;
+    char buf[64];
+    (void)ready;
+    (void)n;
+    while (read(c->pipefd[0], buf, sizeof buf) > 0) {
+    }
+    pthread_mutex_lock(&c->st->lock);
+    ev = c->inbox;
+    c->inbox = c->inbox_tail = NULL;
+    pthread_mutex_unlock(&c->st->lock);
+    for (; ev; ev = next) {
+        next = ev->next;
+        if (!c->fault.drop_events)
+            simba_backend_event(c->be, ev->kind, ev->mutex, ev->has_contender ? ev->contender : NULL, &ev->rep);
+        SIMBA_FREE(ev);
+    }
+    simba__mrun(c, now);
+}
+
+static int64_t simba__mdeadline(void *impl) {
+    simba__mclient *c = (simba__mclient *)impl;
+    int64_t at = SIMBA__NEVER;
+    simba_req *r;
+    if (c->fault.hang || c->fault.fail) return c->fault.fail && c->pend ? 0 : at;
+    for (r = c->pend; r; r = r->next_) at = simba__min(at, simba__add(r->sent_at, c->fault.delay_ms));
+    return at;
+}
+
+static simba_result simba__mem_watch(void *impl, const char *mutex) {
+    simba__mclient *c = (simba__mclient *)impl;
+    simba__mwatch *w;
+    simba_result rc = SIMBA_OK;
+    pthread_mutex_lock(&c->st->lock);
+    w = (simba__mwatch *)simba__hfind(&c->watched, mutex);
+    if (w) {
+        w->count++;
+    } else if ((w = (simba__mwatch *)SIMBA_MALLOC(sizeof *w)) != NULL) {
+        memset(w, 0, sizeof *w);
+        simba__copy(w->name, sizeof w->name, mutex);
+        w->h.key = w->name;
+        w->count = 1;
+        if (!simba__hinsert(&c->watched, &w->h, simba__malloc_u, simba__free_u, NULL)) { SIMBA_FREE(w); rc = SIMBA_ENOMEM; }
+    } else {
+        rc = SIMBA_ENOMEM;
+    }
+    pthread_mutex_unlock(&c->st->lock);
+    return rc;
+}
+
+static void simba__mem_unwatch(void *impl, const char *mutex) {
+    simba__mclient *c = (simba__mclient *)impl;
+    simba__mwatch *w;
+    pthread_mutex_lock(&c->st->lock);
+    w = (simba__mwatch *)simba__hfind(&c->watched, mutex);
+    if (w && --w->count == 0) {
+        simba__hremove(&c->watched, &w->h);
+        SIMBA_FREE(w);
+    }
+    pthread_mutex_unlock(&c->st->lock);
+}
+
+static void simba__mdestroy(void *impl) {
+    simba__mclient *c = (simba__mclient *)impl;
+    simba_memstore *st = c->st;
+    simba__mevent *ev, *next;
+    size_t i;
+    while (c->pend) {
+        simba_req *r = c->pend;
+        simba_reply rep;
+        c->pend = r->next_;
+        memset(&rep, 0, sizeof rep);
+        rep.rc = SIMBA_ECLOSED;
+        simba_req_done(r, &rep);
+    }
+    pthread_mutex_lock(&st->lock);
+    /* A vanished client leaves no waiter entries that point at it. */
+    for (i = 0; i < st->entries.nb; i++) {
+        simba__hnode *n = st->entries.b[i];
+        for (; n; n = n->hnext) {
+            simba__mentry *e = (simba__mentry *)n;
+            int k;
+            for (k = 0; k < e->nw;)
+                if (e->w[k].client == c) simba__mwait_remove(e, k); else k++;
+        }
+    }
+    if (c->prev) c->prev->next = c->next; else st->clients = c->next;
+    if (c->next) c->next->prev = c->prev;
+    ev = c->inbox;
+    pthread_mutex_unlock(&st->lock);
+    for (; ev; ev = next) { next = ev->next; SIMBA_FREE(ev); }
+    for (i = 0; i < c->watched.nb; i++) {
+        simba__hnode *n = c->watched.b[i], *nn;
+        for (; n; n = nn) { nn = n->hnext; SIMBA_FREE(n); }
+    }
+    SIMBA_FREE(c->watched.b);
+    close(c->pipefd[0]);
+    close(c->pipefd[1]);
+    simba_free(c->loop, c);
+}
+
+static const simba_backend_vt simba__memory_vt = {
+    "memory", simba__msubmit, simba__mfds, simba__mprocess, simba__mdeadline, simba__mem_watch, simba__mem_unwatch, simba__mdestroy,
+};
+
+SIMBA_API simba_result simba_memory_open(simba_loop *loop, simba_memstore *st, simba_backend **out) {
+    simba__mclient *c;
+    simba_result rc;
+    int i;
+    if (out) *out = NULL;
+    if (!loop || !st || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_memory_open: NULL argument");
+    c = (simba__mclient *)simba_alloc(loop, sizeof *c);
+    if (!c) return simba__fail(loop, SIMBA_ENOMEM, "simba_memory_open: out of memory");
+    memset(c, 0, sizeof *c);
+    if (pipe(c->pipefd) != 0) {
+        simba_free(loop, c);
+        return simba__fail(loop, SIMBA_ESYS, "simba_memory_open: pipe: %s", strerror(errno));
+    }
+    for (i = 0; i < 2; i++) {
+        fcntl(c->pipefd[i], F_SETFL, fcntl(c->pipefd[i], F_GETFL) | O_NONBLOCK);
+        fcntl(c->pipefd[i], F_SETFD, FD_CLOEXEC);
+    }
+    c->st = st;
+    c->loop = loop;
+    if ((rc = simba_backend_new(loop, &simba__memory_vt, c, &c->be)) != SIMBA_OK) {
+        close(c->pipefd[0]);
+        close(c->pipefd[1]);
+        simba_free(loop, c);
+        return rc;
+    }
+    pthread_mutex_lock(&st->lock);
+    c->next = st->clients;
+    if (st->clients) st->clients->prev = c;
+    st->clients = c;
+    pthread_mutex_unlock(&st->lock);
+    *out = c->be;
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_memory_fault_set(simba_backend *be, const simba_memory_fault *f) {
+    simba__mclient *c;
+    if (!be || !f || be->vt != &simba__memory_vt) return SIMBA_EINVAL;
+    if (f->delay_ms < 0 || f->delay_ms > SIMBA_MAX_MS) return SIMBA_EINVAL;
+    c = (simba__mclient *)be->impl;
+    c->fault = *f;
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_memstore_read(simba_memstore *st, const char *mutex, simba_reply *out, char *owner_buf, size_t cap) {
+    simba__mentry *e;
+    int64_t now;
+    if (!st || !out || simba_name_check(mutex) != SIMBA_OK || (owner_buf && cap == 0)) return SIMBA_EINVAL;
+    pthread_mutex_lock(&st->lock);
+    now = st->now_fn(st->clock_user);
+    e = (simba__mentry *)simba__hfind(&st->entries, mutex);
+    simba__mreply(e, now, out);
+    if (owner_buf) {
+        simba__copy(owner_buf, cap, out->owner);
+        out->owner = owner_buf;
+    } else {
+        out->owner = NULL;
+    }
+    pthread_mutex_unlock(&st->lock);
+    return SIMBA_OK;
+}
+
+#endif /* SIMBA_IMPLEMENTATION */
+
+/*
+MIT License
+
+Copyright (c) 2026 the simba authors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy of this software and
+associated documentation files (the "Software"), to deal in the Software without restriction,
+including without limitation the rights to use, copy, modify, merge, publish, distribute,
+sublicense, and/or sell copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all copies or
+substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT
+NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND
+NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM,
+DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT
+OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
+*/
