@@ -1,0 +1,58 @@
+/* kit_sql.c -- the shared backend kit (tests/kit.c) on SQLite.
+ *
+ * Every open() is a new connection (backend) on one database file in a fresh mkdtemp()
+ * directory, as separate processes on one file would be.
+ */
+#define SIMBA_IMPLEMENTATION
+#include "../simba_sql.h"
+#include "kit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct kit_sql_cfg {
+    char dir[256];
+    char path[300];
+} kit_sql_cfg;
+
+static simba_result open_sql(simba_loop *loop, void *ctx, simba_backend **out) {
+    kit_sql_cfg *cfg = (kit_sql_cfg *)ctx;
+    simba_sql_desc d;
+    char err[256];
+    simba_result rc;
+    memset(&d, 0, sizeof d);
+    d.path = cfg->path;
+    d.errbuf = err;
+    d.errbuf_cap = sizeof err;
+    rc = simba_sql_open(loop, &d, out);
+    if (rc != SIMBA_OK) fprintf(stderr, "kit_sql: open %s: %s (%s)\n", cfg->path, simba_strerror(rc), err);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    kit_sql_cfg cfg;
+    kit_backend kb;
+    int rc;
+    char cmd[600];
+    memset(&cfg, 0, sizeof cfg);
+    snprintf(cfg.dir, sizeof cfg.dir, "%s/simba_kit_sql_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(cfg.dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    snprintf(cfg.path, sizeof cfg.path, "%s/kit.db", cfg.dir);
+    memset(&kb, 0, sizeof kb);
+    kb.name = "sqlite";
+    kb.open = open_sql;
+    kb.ctx = &cfg;
+    kb.ttl_ms = 2000;
+    kb.transition_ms = 1000;
+    rc = kit_run(&kb, argc, argv);
+    if (!getenv("SIMBA_KEEP_TMP")) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", cfg.dir);
+        if (system(cmd) != 0) fprintf(stderr, "kit_sql: could not remove %s\n", cfg.dir);
+    }
+    return rc;
+}
