@@ -1,0 +1,1189 @@
+/*
+ * simba_redis.h -- Redis backend for simba (hiredis async API), stb-style single header.
+ *
+ * Do this:
+ *     #define SIMBA_IMPLEMENTATION
+ * before you include this file in *one* C or C++ file: that file then holds the core
+ * (simba.h) and this backend. Link with -lhiredis. Builds against hiredis 0.14 and 1.x.
+ *
+ *     simba_backend *be;
+ *     simba_redis_desc d = {0};
+ *     d.host = "127.0.0.1"; d.port = 6379;
+ *     simba_redis_open(loop, &d, &be);      // never blocks: connecting happens in simba_poll
+ *
+ * CONNECTIONS
+ *   Each backend has one command connection and, once a mutex is watched, one subscriber
+ *   connection. Both are non-blocking and driven only by simba_poll() through simba's own
+ *   hiredis event hooks; hiredis 0.14 has no timers, so connect and command deadlines are
+ *   kept here. A hung server (SIGSTOP, partition) never stalls the caller: a command that
+ *   is not answered within command_timeout_ms completes with SIMBA_ETIMEDOUT and its
+ *   connection is dropped and re-made (later replies on it could not be matched any more).
+ *   Lost connections are re-made with randomised doubling backoff
+ *   [reconnect_min_ms, reconnect_max_ms].
+ *
+ *   Requests submitted while a connection attempt is in progress are queued and sent when it
+ *   is up (or fail with SIMBA_ECONN when the attempt fails, at the latest after
+ *   connect_timeout_ms). Requests submitted while disconnected between attempts fail at
+ *   once with SIMBA_ECONN, so the core backs off instead of piling up work.
+ *
+ *   host must be a numeric IPv4/IPv6 address or "localhost": resolving a name could block
+ *   in getaddrinfo(), which the loop must never do. Resolve names yourself at start-up.
+ *
+ * DATA (every key of one mutex shares the hash tag {name}, so it is Redis Cluster safe;
+ * every key a script touches is passed in KEYS, names reach Redis only as KEYS/ARGV)
+ *   <prefix>{<name>}:owner  hash id/acq/ttl/fence, expiring after ttl+transition (the lease)
+ *   <prefix>{<name>}:fence  never expires: fence = max(previous + 1, server time in us), so
+ *                           fences keep increasing even after the server lost its data
+ *                           (provided its clock does not step back)
+ *   <prefix>{<name>}:queue  waiters by arrival (zset, score = arrival time in us)
+ *   <prefix>{<name>}:qexp   per-waiter expiry (zset): a waiter that does not come back
+ *                           within the owner's remaining lease + 3 s is considered gone
+ *   All times come from the server (TIME, PTTL); replies carry remaining durations only.
+ *   Requires Redis >= 5 (scripts that call TIME before writing).
+ *
+ * PUSH
+ *   <prefix>{<name>}:ev:<db>         owner announcements and "released" broadcasts
+ *   <prefix>{<name>}:wk:<db>:<id>    wake-up for one waiter
+ *   A release wakes only the oldest live waiter, on its own channel; a waiter whose channel
+ *   nobody listens to any more (its process is gone) is dropped from the queue and the next
+ *   one is tried. With no waiter to wake, "released" goes to every watcher of the mutex.
+ *   After a reconnect every channel is subscribed again and SIMBA_EV_RESET is raised for all
+ *   mutexes (messages may have been missed). Messages are hints; timers stay the fallback.
+ *   In Redis Cluster, PUBLISH only counts receivers on the node that runs the script, so
+ *   wake-ups may fall back to the broadcast; locking itself is unaffected.
+ *
+ * LICENSE: MIT, see the end of this file.
+ */
+#ifndef SIMBA_REDIS_H
+#define SIMBA_REDIS_H
+
+#include "simba.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct simba_redis_desc {
+    const char *host;      /* numeric address or "localhost"; NULL -> 127.0.0.1 */
+    int port;              /* 0 -> 6379 */
+    const char *unix_path; /* set: connect to this unix socket instead of host:port */
+    const char *username;  /* optional (Redis 6 ACL): AUTH username password */
+    const char *password;  /* optional: AUTH password */
+    int db;                /* SELECT db when not 0 */
+    const char *prefix;    /* key prefix, default "simba:" (<= 64 bytes, no braces) */
+    int64_t connect_timeout_ms;  /* 0 -> 2000: connect + AUTH/SELECT/SCRIPT LOAD */
+    int64_t command_timeout_ms;  /* 0 -> 2000 */
+    int64_t reconnect_min_ms, reconnect_max_ms; /* 0 -> 100 / 5000 */
+} simba_redis_desc;
+
+SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc *desc, simba_backend **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SIMBA_REDIS_H */
+
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_REDIS_IMPLEMENTED)
+#define SIMBA_REDIS_IMPLEMENTED
+
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SIMBA__REDIS_PREFIX_MAX 64
+#define SIMBA__REDIS_GRACE_MS "3000"
+/* Longest key or channel: prefix + {name} + ":wk:" + db + ":" + id, with room to spare. */
+#define SIMBA__REDIS_KEY_MAX (SIMBA__REDIS_PREFIX_MAX + SIMBA_NAME_MAX + SIMBA_ID_MAX + 48)
+
+/* ---- scripts ------------------------------------------------------------------------
+ * KEYS: owner, fence, queue, qexp. Every reply: {owner, ttl_left, lease_left, held, fence,
+ * first_in_line}; owner "" = nobody. Numbers that may exceed 1e14 are formatted with %.0f
+ * because Lua's default number format would round them. */
+#define SIMBA__REDIS_LUA_NOW                                                                \
+    "local t = redis.call('TIME')\n"                                                        \
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"              \
+    "local function s(x) return string.format('%.0f', x) end\n"
+#define SIMBA__REDIS_LUA_PURGE                                                              \
+    "local dead = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', s(now), 'LIMIT', 0, 64)\n"  \
+    "for i = 1, #dead do\n"                                                                 \
+    "  redis.call('ZREM', KEYS[3], dead[i])\n"                                              \
+    "  redis.call('ZREM', KEYS[4], dead[i])\n"                                              \
+    "end\n"
+#define SIMBA__REDIS_LUA_CURRENT                                                            \
+    "local function current(o)\n"                                                           \
+    "  if not o[1] then return {'', 0, 0, -1, '0', 0} end\n"                                \
+    "  local p = redis.call('PTTL', KEYS[1])\n"                                             \
+    "  if p < 0 then p = 0 end\n"                                                           \
+    "  return {o[1], tonumber(o[3]) - now, p, now - tonumber(o[2]), o[4], 0}\n"             \
+    "end\n"
+
+/* ARGV: contender, ttl, transition, event channel, waiter grace ms */
+static const char simba__redis_lua_acquire[] =
+    SIMBA__REDIS_LUA_NOW SIMBA__REDIS_LUA_PURGE
+    "local c = ARGV[1]\n"
+    "local ttl = tonumber(ARGV[2])\n"
+    "local lease = ttl + tonumber(ARGV[3])\n"
+    "local o = redis.call('HMGET', KEYS[1], 'id', 'acq', 'ttl', 'fence')\n"
+    "if not o[1] then\n"
+    "  local f = tonumber(redis.call('GET', KEYS[2]) or '0') + 1\n"
+    "  local us = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+    "  if us > f then f = us end\n"
+    "  f = s(f)\n"
+    "  redis.call('SET', KEYS[2], f)\n"
+    "  redis.call('HSET', KEYS[1], 'id', c, 'acq', s(now), 'ttl', s(now + ttl), 'fence', f)\n"
+    "  redis.call('PEXPIRE', KEYS[1], s(lease))\n"
+    "  redis.call('ZREM', KEYS[3], c)\n"
+    "  redis.call('ZREM', KEYS[4], c)\n"
+    "  redis.call('PUBLISH', ARGV[4], 'owner ' .. f .. ' ' .. s(ttl) .. ' ' .. s(lease) .. ' ' .. c)\n"
+    "  return {c, ttl, lease, 0, f, 0}\n"
+    "end\n"
+    "if o[1] == c then\n"
+    "  redis.call('HSET', KEYS[1], 'ttl', s(now + ttl))\n"
+    "  redis.call('PEXPIRE', KEYS[1], s(lease))\n"
+    "  redis.call('ZREM', KEYS[3], c)\n"
+    "  redis.call('ZREM', KEYS[4], c)\n"
+    "  return {c, ttl, lease, now - tonumber(o[2]), o[4], 0}\n"
+    "end\n"
+    "local p = redis.call('PTTL', KEYS[1])\n"
+    "if p < 0 then p = 0 end\n"
+    "redis.call('ZADD', KEYS[3], 'NX', s(tonumber(t[1]) * 1000000 + tonumber(t[2])), c)\n"
+    "redis.call('ZADD', KEYS[4], s(now + p + tonumber(ARGV[5])), c)\n"
+    "local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')\n"
+    "redis.call('PEXPIREAT', KEYS[3], s(tonumber(last[2])))\n"
+    "redis.call('PEXPIREAT', KEYS[4], s(tonumber(last[2])))\n"
+    "local head = redis.call('ZRANGE', KEYS[3], 0, 0)\n"
+    "local first = 0\n"
+    "if head[1] == c then first = 1 end\n"
+    "return {o[1], tonumber(o[3]) - now, p, now - tonumber(o[2]), o[4], first}\n";
+
+/* ARGV: contender, event channel, wake channel prefix (the waiter id is appended) */
+static const char simba__redis_lua_release[] =
+    SIMBA__REDIS_LUA_NOW SIMBA__REDIS_LUA_CURRENT
+    "local c = ARGV[1]\n"
+    "redis.call('ZREM', KEYS[3], c)\n"
+    "redis.call('ZREM', KEYS[4], c)\n"
+    "local o = redis.call('HMGET', KEYS[1], 'id', 'acq', 'ttl', 'fence')\n"
+    "if o[1] ~= c then return current(o) end\n"
+    "redis.call('DEL', KEYS[1])\n"
+    SIMBA__REDIS_LUA_PURGE
+    "for i = 1, 16 do\n"
+    "  local w = redis.call('ZRANGE', KEYS[3], 0, 0)\n"
+    "  if #w == 0 then break end\n"
+    "  if redis.call('PUBLISH', ARGV[3] .. w[1], 'released ' .. c) > 0 then\n"
+    "    return {'', 0, 0, -1, '0', 0}\n"
+    "  end\n"
+    "  redis.call('ZREM', KEYS[3], w[1])\n"
+    "  redis.call('ZREM', KEYS[4], w[1])\n"
+    "end\n"
+    "redis.call('PUBLISH', ARGV[2], 'released')\n"
+    "return {'', 0, 0, -1, '0', 0}\n";
+
+/* KEYS: owner only */
+static const char simba__redis_lua_read[] =
+    SIMBA__REDIS_LUA_NOW SIMBA__REDIS_LUA_CURRENT
+    "return current(redis.call('HMGET', KEYS[1], 'id', 'acq', 'ttl', 'fence'))\n";
+
+enum { SIMBA__RS_ACQUIRE, SIMBA__RS_RELEASE, SIMBA__RS_READ, SIMBA__RS_N };
+static const char *const simba__redis_lua[SIMBA__RS_N] = {
+    simba__redis_lua_acquire, simba__redis_lua_release, simba__redis_lua_read};
+
+/* ---- a small intrusive string-keyed hash map ----------------------------------------- */
+
+typedef struct simba__rnode {
+    struct simba__rnode *hnext;
+    char *key;
+    size_t klen;
+} simba__rnode;
+
+typedef struct simba__rmap {
+    simba__rnode **b;
+    size_t nb, n;
+} simba__rmap;
+
+static size_t simba__rhash(const char *s, size_t len) {
+    uint64_t h = 1469598103934665603ull;
+    size_t i;
+    for (i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return (size_t)(h ^ (h >> 29));
+}
+
+static simba__rnode *simba__rmap_get(const simba__rmap *m, const char *key, size_t len) {
+    simba__rnode *n;
+    if (!m->nb) return NULL;
+    for (n = m->b[simba__rhash(key, len) & (m->nb - 1)]; n; n = n->hnext)
+        if (n->klen == len && memcmp(n->key, key, len) == 0) return n;
+    return NULL;
+}
+
+static simba_result simba__rmap_put(simba_loop *loop, simba__rmap *m, simba__rnode *node) {
+    size_t i;
+    if (m->n + 1 > m->nb) {
+        size_t nb = m->nb ? m->nb * 2 : 16;
+        simba__rnode **b = (simba__rnode **)simba_alloc(loop, nb * sizeof(*b));
+        if (!b) return SIMBA_ENOMEM;
+        memset(b, 0, nb * sizeof(*b));
+        for (i = 0; i < m->nb; i++) {
+            simba__rnode *n = m->b[i], *next;
+            for (; n; n = next) {
+                size_t h = simba__rhash(n->key, n->klen) & (nb - 1);
+                next = n->hnext;
+                n->hnext = b[h];
+                b[h] = n;
+            }
+        }
+        simba_free(loop, m->b);
+        m->b = b;
+        m->nb = nb;
+    }
+    i = simba__rhash(node->key, node->klen) & (m->nb - 1);
+    node->hnext = m->b[i];
+    m->b[i] = node;
+    m->n++;
+    return SIMBA_OK;
+}
+
+static void simba__rmap_del(simba__rmap *m, simba__rnode *node) {
+    simba__rnode **p;
+    if (!m->nb) return;
+    for (p = &m->b[simba__rhash(node->key, node->klen) & (m->nb - 1)]; *p; p = &(*p)->hnext)
+        if (*p == node) {
+            *p = node->hnext;
+            m->n--;
+            return;
+        }
+}
+
+/* ---- state --------------------------------------------------------------------------- */
+
+struct simba__redis;
+struct simba__rmutex;
+
+/* One subscribed channel: a mutex's event channel or one contender's wake channel. */
+typedef struct simba__rsub {
+    simba__rnode node; /* key = channel */
+    struct simba__rsub *mnext;
+    struct simba__rmutex *m;
+    char *contender; /* NULL for the event channel */
+} simba__rsub;
+
+typedef struct simba__rmutex {
+    simba__rnode node; /* key = mutex name */
+    int refs;
+    simba__rsub *ev;
+    simba__rsub *wakes;
+} simba__rmutex;
+
+/* A request in flight (or queued for the connection). Pooled: steady state allocates
+   nothing of simba's own; hiredis' buffers are its own business. */
+typedef struct simba__rop {
+    struct simba__rop *next, *prev;
+    struct simba__rop *all_next;
+    struct simba__redis *r;
+    simba_req *req;
+    int64_t deadline;
+    int retried;
+} simba__rop;
+
+enum { SIMBA__RC_DOWN, SIMBA__RC_CONNECTING, SIMBA__RC_READY };
+
+struct simba__rconn;
+/* privdata of a handshake command */
+struct simba__rhs {
+    struct simba__rconn *c;
+    int script; /* index into simba__redis_lua, or -1 */
+};
+
+typedef struct simba__rconn {
+    struct simba__redis *r;
+    redisAsyncContext *ac;
+    int is_sub;
+    int state;
+    int rd, wr; /* events hiredis asked for */
+    int fd;
+    int hs_left, hs_failed;
+    int was_ready;
+    int64_t deadline; /* CONNECTING: connect deadline; DOWN: next attempt */
+    int64_t backoff;
+    struct simba__rhs hs[SIMBA__RS_N + 2]; /* AUTH, SELECT, scripts */
+} simba__rconn;
+
+typedef struct simba__redis {
+    simba_loop *loop;
+    simba_backend *be;
+    char *host, *unix_path, *username, *password, *prefix;
+    int port, db;
+    int64_t connect_to, cmd_to, rmin, rmax;
+    char sha[SIMBA__RS_N][41];
+    simba__rconn cmd, sub;
+    simba__rop *inflight, *inflight_tail; /* on cmd, in send order */
+    simba__rop *pending, *pending_tail;   /* waiting for cmd to come up */
+    simba__rop *free_ops, *all_ops;
+    simba__rmap mutexes, chans;
+    int reset_pending;
+    int destroying;
+    uint32_t rng;
+    char err[256];
+} simba__redis;
+
+/* ---- helpers --------------------------------------------------------------------------- */
+
+static char *simba__redis_strdup(simba_loop *loop, const char *s) {
+    size_t n;
+    char *p;
+    if (!s) return NULL;
+    n = strlen(s) + 1;
+    p = (char *)simba_alloc(loop, n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+static void simba__redis_seterr(simba__redis *r, const char *what, const char *detail) {
+    snprintf(r->err, sizeof(r->err), "redis %s%s%s", what, detail && *detail ? ": " : "",
+             detail ? detail : "");
+    simba_log(r->loop, SIMBA_LOG_WARN, "%s", r->err);
+}
+
+static int simba__redis_mkname(char *buf, size_t cap, const simba__redis *r, const char *mutex,
+                               const char *suffix) {
+    int n = snprintf(buf, cap, "%s{%s}%s", r->prefix, mutex, suffix);
+    return n > 0 && (size_t)n < cap ? n : -1;
+}
+
+static void simba__redis_evchan(char *buf, size_t cap, const simba__redis *r, const char *mutex) {
+    snprintf(buf, cap, "%s{%s}:ev:%d", r->prefix, mutex, r->db);
+}
+
+static void simba__redis_wkchan(char *buf, size_t cap, const simba__redis *r, const char *mutex,
+                                const char *contender) {
+    snprintf(buf, cap, "%s{%s}:wk:%d:%s", r->prefix, mutex, r->db, contender ? contender : "");
+}
+
+static int64_t simba__redis_jitter(simba__redis *r, int64_t base) {
+    uint32_t x = r->rng;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    r->rng = x;
+    /* [base/2, base]: spread reconnects of many clients after a server restart */
+    return base / 2 + (int64_t)(x % (uint32_t)(base / 2 + 1));
+}
+
+/* ---- request completion ------------------------------------------------------------------ */
+
+static void simba__rop_release(simba__redis *r, simba__rop *op) {
+    op->req = NULL;
+    op->next = r->free_ops;
+    op->prev = NULL;
+    r->free_ops = op;
+}
+
+static void simba__rop_fail(simba__redis *r, simba__rop *op, simba_result rc, const char *msg) {
+    simba_reply rep;
+    simba_req *req = op->req;
+    memset(&rep, 0, sizeof(rep));
+    rep.rc = rc;
+    rep.errmsg = msg && *msg ? msg : NULL;
+    rep.held_ms = -1;
+    simba__rop_release(r, op);
+    simba_req_done(req, &rep);
+}
+
+static void simba__rop_unlink(simba__redis *r, simba__rop *op) {
+    if (op->prev) op->prev->next = op->next; else r->inflight = op->next;
+    if (op->next) op->next->prev = op->prev; else r->inflight_tail = op->prev;
+    op->next = op->prev = NULL;
+}
+
+static void simba__rop_append(simba__redis *r, simba__rop *op) {
+    op->next = NULL;
+    op->prev = r->inflight_tail;
+    if (r->inflight_tail) r->inflight_tail->next = op; else r->inflight = op;
+    r->inflight_tail = op;
+}
+
+static int simba__redis_int(const redisReply *e, int64_t *out) {
+    if (e->type == REDIS_REPLY_INTEGER) {
+        *out = (int64_t)e->integer;
+        return 0;
+    }
+    if (e->type == REDIS_REPLY_STRING && e->len > 0 && e->len < 24) {
+        char *end;
+        long long v = strtoll(e->str, &end, 10);
+        if (*end) return -1;
+        *out = (int64_t)v;
+        return 0;
+    }
+    return -1;
+}
+
+/* Parses a script reply into rep (owner points into the reply). 0 on success. */
+static int simba__redis_parse(const redisReply *x, simba_reply *rep) {
+    int64_t fence_tmp = 0, first = 0;
+    const redisReply *f;
+    if (!x || x->type != REDIS_REPLY_ARRAY || x->elements != 6) return -1;
+    if (x->element[0]->type != REDIS_REPLY_STRING || x->element[0]->len > SIMBA_ID_MAX) return -1;
+    rep->owner = x->element[0]->str;
+    if (simba__redis_int(x->element[1], &rep->ttl_left_ms) ||
+        simba__redis_int(x->element[2], &rep->transition_left_ms) ||
+        simba__redis_int(x->element[3], &rep->held_ms) || simba__redis_int(x->element[5], &first))
+        return -1;
+    f = x->element[4];
+    if (f->type == REDIS_REPLY_STRING && f->len > 0 && f->len < 24) {
+        char *end;
+        unsigned long long v = strtoull(f->str, &end, 10);
+        if (*end) return -1;
+        rep->fence = (uint64_t)v;
+    } else if (simba__redis_int(f, &fence_tmp) == 0 && fence_tmp >= 0) {
+        rep->fence = (uint64_t)fence_tmp;
+    } else {
+        return -1;
+    }
+    rep->first_in_line = first != 0;
+    if (!rep->owner[0]) {
+        rep->owner = "";
+        rep->fence = 0;
+    }
+    /* PTTL and the stored ttl end are separate readings of the same lease: keep the
+       contract transition_left >= ttl_left even if a millisecond ticked in between. */
+    if (rep->transition_left_ms < rep->ttl_left_ms) rep->transition_left_ms = rep->ttl_left_ms;
+    return 0;
+}
+
+static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now);
+
+static void simba__redis_on_ignore(redisAsyncContext *ac, void *reply, void *priv) {
+    (void)ac;
+    (void)reply;
+    (void)priv;
+}
+
+static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv) {
+    simba__rop *op = (simba__rop *)priv;
+    simba__redis *r = op->r;
+    redisReply *x = (redisReply *)reply;
+    simba_reply rep;
+    simba_req *req;
+    simba__rop_unlink(r, op);
+    if (!x) {
+        /* The connection is being torn down: by destroy, after a timeout, or on error. */
+        simba_result rc = SIMBA_ECONN;
+        const char *msg = ac->c.errstr[0] ? ac->c.errstr : "redis connection lost";
+        if (r->destroying) {
+            rc = SIMBA_ECLOSED;
+            msg = "redis backend closed";
+        } else if (op->deadline <= simba_now(r->loop)) {
+            rc = SIMBA_ETIMEDOUT;
+            msg = "redis command timed out";
+        }
+        simba__rop_fail(r, op, rc, msg);
+        return;
+    }
+    if (x->type == REDIS_REPLY_ERROR && strncmp(x->str, "NOSCRIPT", 8) == 0 && !op->retried &&
+        !(ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING))) {
+        /* The script cache was flushed under us: load it again, then re-run. */
+        int idx = op->req->op == SIMBA_OP_ACQUIRE   ? SIMBA__RS_ACQUIRE
+                  : op->req->op == SIMBA_OP_RELEASE ? SIMBA__RS_RELEASE
+                                                    : SIMBA__RS_READ;
+        op->retried = 1;
+        redisAsyncCommand(ac, simba__redis_on_ignore, NULL, "SCRIPT LOAD %s", simba__redis_lua[idx]);
+        simba__redis_send(r, op, simba_now(r->loop));
+        return;
+    }
+    memset(&rep, 0, sizeof(rep));
+    if (x->type == REDIS_REPLY_ERROR) {
+        rep.rc = SIMBA_EBACKEND;
+        rep.errmsg = x->str;
+        rep.held_ms = -1;
+    } else if (simba__redis_parse(x, &rep) != 0) {
+        memset(&rep, 0, sizeof(rep));
+        rep.rc = SIMBA_EBACKEND;
+        rep.errmsg = "redis: unexpected script reply";
+        rep.held_ms = -1;
+    }
+    req = op->req;
+    simba__rop_release(r, op);
+    simba_req_done(req, &rep);
+}
+
+static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
+    char k[4][SIMBA__REDIS_KEY_MAX], ch[SIMBA__REDIS_KEY_MAX], wk[SIMBA__REDIS_KEY_MAX];
+    char ttl[24], tr[24];
+    const char *argv[16];
+    size_t lens[16];
+    int argc = 0, i, idx, nkeys;
+    const simba_req *req = op->req;
+    static const char *const suffix[4] = {":owner", ":fence", ":queue", ":qexp"};
+
+    if (!r->cmd.ac || r->cmd.state != SIMBA__RC_READY) {
+        simba__rop_fail(r, op, SIMBA_ECONN, r->err[0] ? r->err : "redis not connected");
+        return;
+    }
+    for (i = 0; i < 4; i++)
+        if (simba__redis_mkname(k[i], sizeof(k[i]), r, req->mutex, suffix[i]) < 0) {
+            simba__rop_fail(r, op, SIMBA_EINVAL, "redis: key too long");
+            return;
+        }
+    simba__redis_evchan(ch, sizeof(ch), r, req->mutex);
+    simba__redis_wkchan(wk, sizeof(wk), r, req->mutex, NULL);
+    idx = req->op == SIMBA_OP_ACQUIRE ? SIMBA__RS_ACQUIRE
+          : req->op == SIMBA_OP_RELEASE ? SIMBA__RS_RELEASE
+                                         : SIMBA__RS_READ;
+    nkeys = idx == SIMBA__RS_READ ? 1 : 4;
+    argv[argc++] = "EVALSHA";
+    argv[argc++] = r->sha[idx];
+    argv[argc++] = nkeys == 1 ? "1" : "4";
+    for (i = 0; i < nkeys; i++) argv[argc++] = k[i];
+    if (idx == SIMBA__RS_ACQUIRE) {
+        snprintf(ttl, sizeof(ttl), "%lld", (long long)req->ttl_ms);
+        snprintf(tr, sizeof(tr), "%lld", (long long)req->transition_ms);
+        argv[argc++] = req->contender;
+        argv[argc++] = ttl;
+        argv[argc++] = tr;
+        argv[argc++] = ch;
+        argv[argc++] = SIMBA__REDIS_GRACE_MS;
+    } else if (idx == SIMBA__RS_RELEASE) {
+        argv[argc++] = req->contender;
+        argv[argc++] = ch;
+        argv[argc++] = wk;
+    }
+    for (i = 0; i < argc; i++) lens[i] = strlen(argv[i]);
+    if (redisAsyncCommandArgv(r->cmd.ac, simba__redis_on_reply, op, argc, argv, lens) != REDIS_OK) {
+        simba__rop_fail(r, op, SIMBA_ECONN, "redis: cannot queue command");
+        return;
+    }
+    /* Requests go out in submission order with one timeout, so the head of the list always
+       holds the earliest deadline. */
+    op->deadline = now + r->cmd_to;
+    simba__rop_append(r, op);
+}
+
+/* ---- event hooks: hiredis tells us which events it wants; simba's poll delivers them ---- */
+
+static void simba__rev_add_read(void *p) { ((simba__rconn *)p)->rd = 1; }
+static void simba__rev_del_read(void *p) { ((simba__rconn *)p)->rd = 0; }
+static void simba__rev_add_write(void *p) { ((simba__rconn *)p)->wr = 1; }
+static void simba__rev_del_write(void *p) { ((simba__rconn *)p)->wr = 0; }
+static void simba__rev_cleanup(void *p) {
+    simba__rconn *c = (simba__rconn *)p;
+    /* The context is about to be freed (by hiredis on error, or by us): keep its last
+       error, forget the pointer. */
+    if (c->ac && c->ac->c.errstr[0] && !c->r->destroying)
+        simba__redis_seterr(c->r, c->is_sub ? "subscriber connection" : "connection", c->ac->c.errstr);
+    c->ac = NULL;
+    c->rd = c->wr = 0;
+    c->fd = -1;
+}
+
+/* ---- subscriptions --------------------------------------------------------------------- */
+
+static void simba__redis_unsubscribe(simba__redis *r, simba__rsub *s) {
+    const char *argv[2];
+    size_t lens[2];
+    if (!r->sub.ac) return; /* a reconnect subscribes only what is still recorded */
+    argv[0] = "UNSUBSCRIBE";
+    argv[1] = s->node.key;
+    lens[0] = 11;
+    lens[1] = s->node.klen;
+    /* 0.14 refuses UNSUBSCRIBE before the first SUBSCRIBE: nothing to undo then. */
+    redisAsyncCommandArgv(r->sub.ac, NULL, NULL, 2, argv, lens);
+}
+
+static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv);
+
+static void simba__redis_sub_send(simba__redis *r, simba__rsub *s) {
+    const char *argv[2];
+    size_t lens[2];
+    if (!r->sub.ac) return;
+    argv[0] = "SUBSCRIBE";
+    argv[1] = s->node.key;
+    lens[0] = 9;
+    lens[1] = s->node.klen;
+    /* privdata is the backend, not the subscription: hiredis may still deliver replies for
+       a channel after we dropped our record of it; those are looked up and ignored. */
+    redisAsyncCommandArgv(r->sub.ac, simba__redis_on_msg, r, 2, argv, lens);
+}
+
+static void simba__redis_sub_free(simba__redis *r, simba__rsub *s) {
+    simba__rmap_del(&r->chans, &s->node);
+    simba_free(r->loop, s->node.key);
+    simba_free(r->loop, s->contender);
+    simba_free(r->loop, s);
+}
+
+static simba__rsub *simba__redis_sub_new(simba__redis *r, simba__rmutex *m, const char *chan,
+                                         const char *contender) {
+    simba__rsub *s = (simba__rsub *)simba_alloc(r->loop, sizeof(*s));
+    if (!s) return NULL;
+    memset(s, 0, sizeof(*s));
+    s->m = m;
+    s->node.key = simba__redis_strdup(r->loop, chan);
+    s->node.klen = strlen(chan);
+    s->contender = contender ? simba__redis_strdup(r->loop, contender) : NULL;
+    if (!s->node.key || (contender && !s->contender) ||
+        simba__rmap_put(r->loop, &r->chans, &s->node) != SIMBA_OK) {
+        simba_free(r->loop, s->node.key);
+        simba_free(r->loop, s->contender);
+        simba_free(r->loop, s);
+        return NULL;
+    }
+    simba__redis_sub_send(r, s);
+    return s;
+}
+
+static simba__rmutex *simba__redis_mutex(simba__redis *r, const char *mutex) {
+    return (simba__rmutex *)simba__rmap_get(&r->mutexes, mutex, strlen(mutex));
+}
+
+static void simba__redis_wake_sub(simba__redis *r, const char *mutex, const char *contender, int on) {
+    simba__rmutex *m = simba__redis_mutex(r, mutex);
+    simba__rsub **p;
+    char chan[SIMBA__REDIS_KEY_MAX];
+    if (!m) return;
+    for (p = &m->wakes; *p; p = &(*p)->mnext)
+        if (strcmp((*p)->contender, contender) == 0) break;
+    if (on && !*p) {
+        simba__rsub *s;
+        simba__redis_wkchan(chan, sizeof(chan), r, mutex, contender);
+        s = simba__redis_sub_new(r, m, chan, contender);
+        if (s) { /* without it the waiter just relies on its timer */
+            s->mnext = m->wakes;
+            m->wakes = s;
+        }
+    } else if (!on && *p) {
+        simba__rsub *s = *p;
+        *p = s->mnext;
+        simba__redis_unsubscribe(r, s);
+        simba__redis_sub_free(r, s);
+    }
+}
+
+static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv) {
+    simba__redis *r = (simba__redis *)priv;
+    redisReply *x = (redisReply *)reply;
+    const redisReply *kind, *chan, *msg;
+    simba__rsub *s;
+    (void)ac;
+    if (!x || r->destroying || x->type != REDIS_REPLY_ARRAY || x->elements < 3) return;
+    kind = x->element[0];
+    chan = x->element[1];
+    msg = x->element[2];
+    if (kind->type != REDIS_REPLY_STRING || strcmp(kind->str, "message") != 0 ||
+        chan->type != REDIS_REPLY_STRING || msg->type != REDIS_REPLY_STRING)
+        return;
+    s = (simba__rsub *)simba__rmap_get(&r->chans, chan->str, chan->len);
+    if (!s) return;
+    if (strncmp(msg->str, "released", 8) == 0) {
+        /* A wake channel names its one waiter; the event channel's "released" is for all. */
+        simba_backend_event(r->be, SIMBA_EV_RELEASED, s->m->node.key, s->contender, NULL);
+    } else if (!s->contender && strncmp(msg->str, "owner ", 6) == 0) {
+        /* "owner <fence> <ttl> <lease> <id>" */
+        simba_reply rep;
+        char *p = msg->str + 6, *end;
+        unsigned long long fence = strtoull(p, &end, 10);
+        long long ttl, lease;
+        if (end == p || *end != ' ') return;
+        p = end + 1;
+        ttl = strtoll(p, &end, 10);
+        if (end == p || *end != ' ') return;
+        p = end + 1;
+        lease = strtoll(p, &end, 10);
+        if (end == p || *end != ' ' || !end[1] || strlen(end + 1) > SIMBA_ID_MAX) return;
+        memset(&rep, 0, sizeof(rep));
+        rep.rc = SIMBA_OK;
+        rep.owner = end + 1;
+        rep.ttl_left_ms = ttl;
+        rep.transition_left_ms = lease;
+        rep.held_ms = 0;
+        rep.fence = (uint64_t)fence;
+        simba_backend_event(r->be, SIMBA_EV_OWNER, s->m->node.key, NULL, &rep);
+    }
+}
+
+/* ---- connections ------------------------------------------------------------------------- */
+
+static void simba__redis_on_hs(redisAsyncContext *ac, void *reply, void *priv) {
+    struct simba__rhs *h = (struct simba__rhs *)priv;
+    simba__rconn *c = h->c;
+    redisReply *x = (redisReply *)reply;
+    (void)ac;
+    if (!x) return; /* going down anyway */
+    if (x->type == REDIS_REPLY_ERROR) {
+        simba__redis_seterr(c->r, h->script >= 0 ? "SCRIPT LOAD" : "handshake", x->str);
+        c->hs_failed = 1;
+    } else if (h->script >= 0) {
+        if (x->type == REDIS_REPLY_STRING && x->len == 40) {
+            memcpy(c->r->sha[h->script], x->str, 40);
+            c->r->sha[h->script][40] = 0;
+        } else {
+            simba__redis_seterr(c->r, "SCRIPT LOAD", "unexpected reply");
+            c->hs_failed = 1;
+        }
+    }
+    c->hs_left--;
+}
+
+static void simba__rconn_down(simba__rconn *c, int64_t now) {
+    simba__redis *r = c->r;
+    c->state = SIMBA__RC_DOWN;
+    c->rd = c->wr = 0;
+    c->fd = -1;
+    if (c->was_ready) r->reset_pending = 1;
+    c->deadline = now + simba__redis_jitter(r, c->backoff);
+    c->backoff = c->backoff * 2 > r->rmax ? r->rmax : c->backoff * 2;
+    if (!c->is_sub) {
+        /* They were waiting for this attempt; the core retries after its own backoff. */
+        while (r->pending) {
+            simba__rop *op = r->pending;
+            r->pending = op->next;
+            if (!r->pending) r->pending_tail = NULL;
+            simba__rop_fail(r, op, SIMBA_ECONN, r->err[0] ? r->err : "redis not connected");
+        }
+    }
+}
+
+/* Tear the context down; hiredis completes every callback with a NULL reply first. */
+static void simba__rconn_drop(simba__rconn *c, int64_t now) {
+    if (c->ac) redisAsyncFree(c->ac); /* cleanup hook clears c->ac */
+    c->ac = NULL;
+    if (c->state != SIMBA__RC_DOWN) simba__rconn_down(c, now);
+}
+
+static void simba__rconn_start(simba__rconn *c, int64_t now) {
+    simba__redis *r = c->r;
+    redisAsyncContext *ac;
+    const char *argv[3];
+    size_t lens[3];
+    int i, n = 0;
+    ac = r->unix_path ? redisAsyncConnectUnix(r->unix_path) : redisAsyncConnect(r->host, r->port);
+    c->hs_left = 0;
+    c->hs_failed = 0;
+    if (!ac || ac->err) {
+        simba__redis_seterr(r, "connect", ac ? ac->errstr : "out of memory");
+        if (ac) redisAsyncFree(ac);
+        c->state = SIMBA__RC_CONNECTING; /* so that down() counts it as an attempt */
+        simba__rconn_down(c, now);
+        return;
+    }
+    c->ac = ac;
+    c->fd = ac->c.fd;
+    c->state = SIMBA__RC_CONNECTING;
+    c->deadline = now + r->connect_to;
+    ac->ev.data = c;
+    ac->ev.addRead = simba__rev_add_read;
+    ac->ev.delRead = simba__rev_del_read;
+    ac->ev.addWrite = simba__rev_add_write;
+    ac->ev.delWrite = simba__rev_del_write;
+    ac->ev.cleanup = simba__rev_cleanup;
+    /* Completion of a non-blocking connect shows as writability. */
+    c->wr = 1;
+    c->rd = 0;
+    if (r->password) {
+        argv[n] = "AUTH";
+        lens[n++] = 4;
+        if (r->username) {
+            argv[n] = r->username;
+            lens[n] = strlen(r->username);
+            n++;
+        }
+        argv[n] = r->password;
+        lens[n] = strlen(r->password);
+        n++;
+        c->hs[0].c = c;
+        c->hs[0].script = -1;
+        if (redisAsyncCommandArgv(ac, simba__redis_on_hs, &c->hs[0], n, argv, lens) == REDIS_OK)
+            c->hs_left++;
+    }
+    if (!c->is_sub) {
+        if (r->db) {
+            c->hs[1].c = c;
+            c->hs[1].script = -1;
+            if (redisAsyncCommand(ac, simba__redis_on_hs, &c->hs[1], "SELECT %d", r->db) == REDIS_OK)
+                c->hs_left++;
+        }
+        for (i = 0; i < SIMBA__RS_N; i++) {
+            c->hs[2 + i].c = c;
+            c->hs[2 + i].script = i;
+            if (redisAsyncCommand(ac, simba__redis_on_hs, &c->hs[2 + i], "SCRIPT LOAD %s",
+                                  simba__redis_lua[i]) == REDIS_OK)
+                c->hs_left++;
+        }
+    } else {
+        size_t b;
+        for (b = 0; b < r->chans.nb; b++) {
+            simba__rnode *nd;
+            for (nd = r->chans.b[b]; nd; nd = nd->hnext) simba__redis_sub_send(r, (simba__rsub *)nd);
+        }
+    }
+}
+
+static void simba__rconn_ready(simba__rconn *c) {
+    simba__redis *r = c->r;
+    c->state = SIMBA__RC_READY;
+    c->was_ready = 1;
+    c->backoff = r->rmin;
+    if (!c->is_sub) {
+        simba__rop *op = r->pending;
+        int64_t now = simba_now(r->loop);
+        r->pending = r->pending_tail = NULL;
+        while (op) {
+            simba__rop *next = op->next;
+            simba__redis_send(r, op, now);
+            op = next;
+        }
+    }
+}
+
+/* After hiredis ran: notice what happened to the connection. */
+static void simba__rconn_settle(simba__rconn *c, int64_t now) {
+    if (c->state == SIMBA__RC_DOWN) return;
+    if (!c->ac) {
+        simba__rconn_down(c, now);
+        return;
+    }
+    if (c->hs_failed) {
+        simba__rconn_drop(c, now);
+        return;
+    }
+    if (c->state == SIMBA__RC_CONNECTING && (c->ac->c.flags & REDIS_CONNECTED) && c->hs_left <= 0)
+        simba__rconn_ready(c);
+}
+
+static void simba__rconn_io(simba__rconn *c, short revents, int64_t now) {
+    if (c->ac && (revents & (POLLIN | POLLERR | POLLHUP))) redisAsyncHandleRead(c->ac);
+    if (c->ac && c->wr && (revents & (POLLOUT | POLLERR | POLLHUP))) redisAsyncHandleWrite(c->ac);
+    simba__rconn_settle(c, now);
+}
+
+/* Write what is buffered now rather than a poll later (non-blocking; EAGAIN keeps wr). */
+static void simba__rconn_flush(simba__rconn *c, int64_t now) {
+    if (c->ac && c->wr && c->state == SIMBA__RC_READY) {
+        redisAsyncHandleWrite(c->ac);
+        simba__rconn_settle(c, now);
+    }
+}
+
+/* ---- vtable ------------------------------------------------------------------------------ */
+
+static simba_result simba__redis_submit(void *impl, simba_req *req) {
+    simba__redis *r = (simba__redis *)impl;
+    simba__rop *op;
+    int64_t now;
+    if (!r || !req || !req->mutex) return SIMBA_EINVAL;
+    if (r->destroying) return SIMBA_ECLOSED;
+    /* The core checks names too; braces would also move the cluster hash tag. */
+    if (simba_name_check(req->mutex) != SIMBA_OK || strpbrk(req->mutex, "{}")) return SIMBA_EINVAL;
+    if (req->op != SIMBA_OP_ACQUIRE && req->op != SIMBA_OP_RELEASE && req->op != SIMBA_OP_READ)
+        return SIMBA_EINVAL;
+    if (req->op != SIMBA_OP_READ && (!req->contender || simba_id_check(req->contender) != SIMBA_OK))
+        return SIMBA_EINVAL;
+    if (req->op == SIMBA_OP_ACQUIRE &&
+        (req->ttl_ms <= 0 || req->ttl_ms > SIMBA_MAX_MS || req->transition_ms < 0 ||
+         req->transition_ms > SIMBA_MAX_MS))
+        return SIMBA_EINVAL;
+    op = r->free_ops;
+    if (op) {
+        r->free_ops = op->next;
+    } else {
+        op = (simba__rop *)simba_alloc(r->loop, sizeof(*op));
+        if (!op) return SIMBA_ENOMEM;
+        memset(op, 0, sizeof(*op));
+        op->r = r;
+        op->all_next = r->all_ops;
+        r->all_ops = op;
+    }
+    op->next = op->prev = NULL;
+    op->req = req;
+    op->retried = 0;
+    op->deadline = INT64_MAX;
+    /* Subscribe to our wake channel before we can enter the wait queue, leave it with the
+       release (which also takes us out of the queue). */
+    if (req->op == SIMBA_OP_ACQUIRE) simba__redis_wake_sub(r, req->mutex, req->contender, 1);
+    else if (req->op == SIMBA_OP_RELEASE) simba__redis_wake_sub(r, req->mutex, req->contender, 0);
+    now = simba_now(r->loop);
+    if (r->cmd.state == SIMBA__RC_READY) {
+        simba__redis_send(r, op, now);
+        simba__rconn_flush(&r->cmd, now);
+    } else if (r->cmd.state == SIMBA__RC_CONNECTING) {
+        if (r->pending_tail) r->pending_tail->next = op; else r->pending = op;
+        r->pending_tail = op;
+    } else {
+        simba__rop_fail(r, op, SIMBA_ECONN, r->err[0] ? r->err : "redis not connected");
+    }
+    return SIMBA_OK;
+}
+
+static int simba__redis_fds(void *impl, struct pollfd *out, int cap) {
+    simba__redis *r = (simba__redis *)impl;
+    simba__rconn *cs[2];
+    int i, n = 0;
+    cs[0] = &r->cmd;
+    cs[1] = &r->sub;
+    for (i = 0; i < 2; i++) {
+        simba__rconn *c = cs[i];
+        short ev = (short)((c->rd ? POLLIN : 0) | (c->wr ? POLLOUT : 0));
+        if (!c->ac || c->fd < 0 || !ev) continue;
+        if (out && n < cap) {
+            out[n].fd = c->fd;
+            out[n].events = ev;
+            out[n].revents = 0;
+        }
+        n++;
+    }
+    return n;
+}
+
+static int simba__redis_sub_needed(const simba__redis *r) { return r->mutexes.n > 0; }
+
+static void simba__redis_process(void *impl, const struct pollfd *ready, int n, int64_t now) {
+    simba__redis *r = (simba__redis *)impl;
+    simba__rconn *cs[2];
+    short rev[2] = {0, 0};
+    int i, j;
+    if (!r || r->destroying) return;
+    cs[0] = &r->cmd;
+    cs[1] = &r->sub;
+    if (!ready) {
+        /* Tick mode: our own zero-timeout look at our descriptors. */
+        struct pollfd p[2];
+        int k = simba__redis_fds(r, p, 2), m = 0;
+        if (k > 0 && poll(p, (nfds_t)k, 0) > 0) {
+            for (i = 0; i < 2; i++)
+                if (cs[i]->ac && cs[i]->fd >= 0 && m < k && p[m].fd == cs[i]->fd &&
+                    (cs[i]->rd || cs[i]->wr))
+                    rev[i] = p[m++].revents;
+        }
+    } else {
+        for (i = 0; i < 2; i++)
+            for (j = 0; j < n; j++)
+                if (cs[i]->ac && cs[i]->fd >= 0 && ready[j].fd == cs[i]->fd) rev[i] |= ready[j].revents;
+    }
+    for (i = 0; i < 2; i++) {
+        simba__rconn *c = cs[i];
+        if (rev[i]) simba__rconn_io(c, rev[i], now);
+        if (c->state == SIMBA__RC_CONNECTING && now >= c->deadline) {
+            simba__redis_seterr(r, c->is_sub ? "subscriber connect" : "connect", "timed out");
+            simba__rconn_drop(c, now);
+        } else if (!c->is_sub && c->state == SIMBA__RC_READY && r->inflight &&
+                   r->inflight->deadline <= now) {
+            simba__redis_seterr(r, "command", "timed out; reconnecting");
+            simba__rconn_drop(c, now);
+            /* The server may be fine (one slow command): try again soon. */
+            c->deadline = now;
+        }
+        if (c->state == SIMBA__RC_DOWN && now >= c->deadline && (!c->is_sub || simba__redis_sub_needed(r)))
+            simba__rconn_start(c, now);
+        simba__rconn_flush(c, now);
+    }
+    if (r->reset_pending && r->cmd.state == SIMBA__RC_READY &&
+        (r->sub.state == SIMBA__RC_READY || !simba__redis_sub_needed(r))) {
+        r->reset_pending = 0;
+        simba_backend_event(r->be, SIMBA_EV_RESET, NULL, NULL, NULL);
+    }
+}
+
+static int64_t simba__redis_deadline(void *impl) {
+    simba__redis *r = (simba__redis *)impl;
+    int64_t d = INT64_MAX;
+    if (!r) return d;
+    if (r->cmd.state != SIMBA__RC_READY) d = r->cmd.deadline;
+    else if (r->inflight) d = r->inflight->deadline;
+    if (r->sub.state == SIMBA__RC_CONNECTING ||
+        (r->sub.state == SIMBA__RC_DOWN && simba__redis_sub_needed(r)))
+        if (r->sub.deadline < d) d = r->sub.deadline;
+    return d;
+}
+
+static simba_result simba__redis_watch(void *impl, const char *mutex) {
+    simba__redis *r = (simba__redis *)impl;
+    simba__rmutex *m;
+    char chan[SIMBA__REDIS_KEY_MAX];
+    if (!r || !mutex || simba_name_check(mutex) != SIMBA_OK || strpbrk(mutex, "{}")) return SIMBA_EINVAL;
+    m = simba__redis_mutex(r, mutex);
+    if (m) {
+        m->refs++;
+        return SIMBA_OK;
+    }
+    m = (simba__rmutex *)simba_alloc(r->loop, sizeof(*m));
+    if (!m) return SIMBA_ENOMEM;
+    memset(m, 0, sizeof(*m));
+    m->refs = 1;
+    m->node.key = simba__redis_strdup(r->loop, mutex);
+    m->node.klen = strlen(mutex);
+    if (!m->node.key || simba__rmap_put(r->loop, &r->mutexes, &m->node) != SIMBA_OK) {
+        simba_free(r->loop, m->node.key);
+        simba_free(r->loop, m);
+        return SIMBA_ENOMEM;
+    }
+    simba__redis_evchan(chan, sizeof(chan), r, mutex);
+    m->ev = simba__redis_sub_new(r, m, chan, NULL);
+    if (!m->ev) {
+        simba__rmap_del(&r->mutexes, &m->node);
+        simba_free(r->loop, m->node.key);
+        simba_free(r->loop, m);
+        return SIMBA_ENOMEM;
+    }
+    /* First watch: bring the subscriber connection up now rather than at the next poll. */
+    if (r->sub.state == SIMBA__RC_DOWN && !r->sub.was_ready && !r->sub.ac)
+        simba__rconn_start(&r->sub, simba_now(r->loop));
+    return SIMBA_OK;
+}
+
+static void simba__redis_mutex_free(simba__redis *r, simba__rmutex *m, int unsubscribe) {
+    while (m->wakes) {
+        simba__rsub *s = m->wakes;
+        m->wakes = s->mnext;
+        if (unsubscribe) simba__redis_unsubscribe(r, s);
+        simba__redis_sub_free(r, s);
+    }
+    if (m->ev) {
+        if (unsubscribe) simba__redis_unsubscribe(r, m->ev);
+        simba__redis_sub_free(r, m->ev);
+    }
+    simba__rmap_del(&r->mutexes, &m->node);
+    simba_free(r->loop, m->node.key);
+    simba_free(r->loop, m);
+}
+
+static void simba__redis_unwatch(void *impl, const char *mutex) {
+    simba__redis *r = (simba__redis *)impl;
+    simba__rmutex *m;
+    if (!r || !mutex) return;
+    m = simba__redis_mutex(r, mutex);
+    if (!m || --m->refs > 0) return;
+    simba__redis_mutex_free(r, m, 1);
+}
+
+static void simba__redis_destroy(void *impl) {
+    simba__redis *r = (simba__redis *)impl;
+    simba_loop *loop;
+    simba__rop *op;
+    size_t b;
+    if (!r) return;
+    loop = r->loop;
+    r->destroying = 1;
+    /* In-flight requests complete (SIMBA_ECLOSED) from hiredis' NULL-reply callbacks. */
+    if (r->cmd.ac) redisAsyncFree(r->cmd.ac);
+    if (r->sub.ac) redisAsyncFree(r->sub.ac);
+    while (r->pending) {
+        op = r->pending;
+        r->pending = op->next;
+        simba__rop_fail(r, op, SIMBA_ECLOSED, "redis backend closed");
+    }
+    for (b = 0; b < r->mutexes.nb; b++)
+        while (r->mutexes.b[b]) simba__redis_mutex_free(r, (simba__rmutex *)r->mutexes.b[b], 0);
+    simba_free(loop, r->mutexes.b);
+    simba_free(loop, r->chans.b);
+    while (r->all_ops) {
+        op = r->all_ops;
+        r->all_ops = op->all_next;
+        simba_free(loop, op);
+    }
+    simba_free(loop, r->host);
+    simba_free(loop, r->unix_path);
+    simba_free(loop, r->username);
+    simba_free(loop, r->password);
+    simba_free(loop, r->prefix);
+    simba_free(loop, r);
+}
+
+static const simba_backend_vt simba__redis_vt = {
+    "redis",
+    simba__redis_submit,
+    simba__redis_fds,
+    simba__redis_process,
+    simba__redis_deadline,
+    simba__redis_watch,
+    simba__redis_unwatch,
+    simba__redis_destroy,
+};
+
+static int simba__redis_ms_ok(int64_t v) { return v >= 0 && v <= SIMBA_MAX_MS; }
+
+SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc *desc, simba_backend **out) {
+    simba__redis *r;
+    const char *host, *prefix;
+    unsigned char addr[16];
+    simba_result rc;
+    if (out) *out = NULL;
+    if (!loop || !desc || !out) return SIMBA_EINVAL;
+    host = desc->host ? desc->host : "127.0.0.1";
+    if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
+    if (!desc->unix_path && inet_pton(AF_INET, host, addr) != 1 && inet_pton(AF_INET6, host, addr) != 1)
+        return SIMBA_EINVAL;
+    if (desc->unix_path && !desc->unix_path[0]) return SIMBA_EINVAL;
+    if (desc->port < 0 || desc->port > 65535 || desc->db < 0) return SIMBA_EINVAL;
+    if (desc->username && !desc->password) return SIMBA_EINVAL;
+    if (!simba__redis_ms_ok(desc->connect_timeout_ms) || !simba__redis_ms_ok(desc->command_timeout_ms) ||
+        !simba__redis_ms_ok(desc->reconnect_min_ms) || !simba__redis_ms_ok(desc->reconnect_max_ms))
+        return SIMBA_EINVAL;
+    prefix = desc->prefix ? desc->prefix : "simba:";
+    if (strlen(prefix) > SIMBA__REDIS_PREFIX_MAX || strpbrk(prefix, "{}")) return SIMBA_EINVAL;
+
+    r = (simba__redis *)simba_alloc(loop, sizeof(*r));
+    if (!r) return SIMBA_ENOMEM;
+    memset(r, 0, sizeof(*r));
+    r->loop = loop;
+    r->port = desc->port ? desc->port : 6379;
+    r->db = desc->db;
+    r->connect_to = desc->connect_timeout_ms ? desc->connect_timeout_ms : 2000;
+    r->cmd_to = desc->command_timeout_ms ? desc->command_timeout_ms : 2000;
+    r->rmin = desc->reconnect_min_ms ? desc->reconnect_min_ms : 100;
+    r->rmax = desc->reconnect_max_ms ? desc->reconnect_max_ms : 5000;
+    if (r->rmax < r->rmin) r->rmax = r->rmin;
+    r->host = simba__redis_strdup(loop, host);
+    r->unix_path = simba__redis_strdup(loop, desc->unix_path);
+    r->username = simba__redis_strdup(loop, desc->username);
+    r->password = simba__redis_strdup(loop, desc->password);
+    r->prefix = simba__redis_strdup(loop, prefix);
+    r->rng = (uint32_t)((uintptr_t)r >> 4) ^ (uint32_t)simba_now(loop) ^ 0x9e3779b9u;
+    if (!r->rng) r->rng = 1;
+    r->cmd.r = r->sub.r = r;
+    r->sub.is_sub = 1;
+    r->cmd.fd = r->sub.fd = -1;
+    r->cmd.backoff = r->sub.backoff = r->rmin;
+    if (!r->host || !r->prefix || (desc->unix_path && !r->unix_path) ||
+        (desc->username && !r->username) || (desc->password && !r->password)) {
+        simba__redis_destroy(r);
+        return SIMBA_ENOMEM;
+    }
+    rc = simba_backend_new(loop, &simba__redis_vt, r, &r->be);
+    if (rc != SIMBA_OK) {
+        simba__redis_destroy(r);
+        return rc;
+    }
+    simba__rconn_start(&r->cmd, simba_now(loop));
+    *out = r->be;
+    return SIMBA_OK;
+}
+
+#endif /* SIMBA_IMPLEMENTATION */
+
+/*
+------------------------------------------------------------------------------
+MIT License
+
+Copyright (c) 2026 the simba authors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy of
+this software and associated documentation files (the "Software"), to deal in
+the Software without restriction, including without limitation the rights to
+use, copy, modify, merge, publish, distribute, sublicense, and/or sell copies
+of the Software, and to permit persons to whom the Software is furnished to do
+so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+------------------------------------------------------------------------------
+*/
