@@ -1194,6 +1194,7 @@ static void simba__complete(simba_service *s) {
     if (s->status == SIMBA_STOPPING) {
         if (r->op == SIMBA_OP_RELEASE || s->kind == SIMBA__KIND_OBSERVE) {
             s->status = SIMBA_INITIAL;
+            memset(&s->view, 0, sizeof s->view); /* a stopped service knows no owner */
             s->flags &= ~(SIMBA__F_RELEASE_SENT | SIMBA__F_WAKE);
             if (s->flags & SIMBA__F_ZOMBIE) simba__gc_add(s);
         } else {
@@ -1295,6 +1296,7 @@ static void simba__svc_step(simba_service *s) {
                 simba__submit(s, SIMBA_OP_RELEASE);
             } else {
                 s->status = SIMBA_INITIAL;
+                memset(&s->view, 0, sizeof s->view);
                 if (s->flags & SIMBA__F_ZOMBIE) simba__gc_add(s);
             }
         }
@@ -1744,7 +1746,8 @@ SIMBA_API simba_result simba_loop_new(const simba_loop_desc *d, simba_loop **out
         l->rng = l->rng * 6364136223846793005ull + 1442695040888963407ull;
         if (!l->rng) l->rng = 0x9e3779b97f4a7c15ull;
     }
-    l->id_counter = simba__rand(l) & 0x7fffffffu;
+    /* The address keeps two live loops apart even when an injected random source repeats. */
+    l->id_counter = (simba__rand(l) ^ (uint32_t)((uintptr_t)l >> 4)) & 0x7fffffffu;
     l->now = simba_now(l);
     *out = l;
     return SIMBA_OK;

@@ -1,0 +1,1097 @@
+/* Core unit tests: the protocol on the in-memory backend with an injected clock and random
+   source, so every timing is exact and the suite runs in well under a second. */
+#define SIMBA_IMPLEMENTATION
+#include "../simba.h"
+#include "check.h"
+
+#include <poll.h>
+#include <stdlib.h>
+
+/* ---- fixtures ------------------------------------------------------------------------ */
+
+static int64_t fake_now = 1000000;
+static int64_t fake_clock(void *u) { (void)u; return fake_now; }
+static uint32_t fake_rand_value;
+static uint32_t fake_rand(void *u) { (void)u; return fake_rand_value; }
+
+typedef struct proc {
+    simba_loop *loop;
+    simba_backend *be;
+} proc;
+
+static simba_memstore *store;
+
+static void store_new(void) {
+    simba_memstore_desc sd = {0};
+    sd.now_ms = fake_clock;
+    CHECK_RC(simba_memstore_new(&sd, &store), SIMBA_OK);
+}
+static void store_free(void) { CHECK_RC(simba_memstore_free(store), SIMBA_OK); store = NULL; }
+
+static void proc_open(proc *p) {
+    simba_loop_desc d = {0};
+    d.now_ms = fake_clock;
+    d.random = fake_rand;
+    CHECK_RC(simba_loop_new(&d, &p->loop), SIMBA_OK);
+    CHECK_RC(simba_memory_open(p->loop, store, &p->be), SIMBA_OK);
+}
+static void proc_close(proc *p) { CHECK_RC(simba_loop_free(p->loop), SIMBA_OK); }
+
+/* Poll every loop until nothing more happens at this instant. */
+static void settle(proc *ps, int n) {
+    int round, i;
+    for (round = 0; round < 8; round++)
+        for (i = 0; i < n; i++) CHECK(simba_poll(ps[i].loop) >= 0);
+}
+/* Advance simulated time in steps of at most `step` ms, polling at every loop's deadline. */
+static void advance(proc *ps, int n, int64_t ms, int64_t step) {
+    int64_t end = fake_now + ms;
+    while (fake_now < end) {
+        int64_t next = end, i;
+        for (i = 0; i < n; i++) {
+            int64_t w = simba_poll(ps[i].loop);
+            CHECK(w >= 0);
+            if (fake_now + w < next) next = fake_now + w;
+        }
+        if (next - fake_now > step) next = fake_now + step;
+        if (next <= fake_now) next = fake_now + 1;
+        fake_now = next;
+        settle(ps, (int)n);
+    }
+}
+
+typedef struct counts {
+    int acquired, released, owner_changes;
+    uint64_t last_fence;
+    int64_t acquired_at, released_at;
+    simba_owner last_after;
+} counts;
+
+static void on_acq(simba_service *s, const simba_state *st, void *u) {
+    counts *c = (counts *)u;
+    c->acquired++;
+    c->acquired_at = fake_now;
+    c->last_fence = st->after->fence;
+    CHECK(simba_owner_is(st->after, simba_service_contender_id(s)));
+    CHECK(simba_is_owner(s));
+}
+static void on_rel(simba_service *s, const simba_state *st, void *u) {
+    counts *c = (counts *)u;
+    c->released++;
+    c->released_at = fake_now;
+    CHECK(simba_owner_is(st->before, simba_service_contender_id(s)));
+    CHECK(!simba_is_owner(s));
+}
+static void on_own(simba_service *s, const simba_state *st, void *u) {
+    counts *c = (counts *)u;
+    (void)s;
+    c->owner_changes++;
+    c->last_after = *st->after;
+}
+
+static simba_service *contender(proc *p, const char *mutex, const char *id, int64_t ttl, int64_t tr, counts *c) {
+    simba_contend_desc d = {0};
+    simba_service *s = NULL;
+    d.mutex = mutex;
+    d.contender_id = id;
+    d.ttl_ms = ttl;
+    d.transition_ms = tr;
+    d.on_acquired = on_acq;
+    d.on_released = on_rel;
+    d.on_owner = on_own;
+    d.user_data = c;
+    CHECK_RC(simba_contend(p->loop, p->be, &d, &s), SIMBA_OK);
+    return s;
+}
+
+/* ---- owner model ---------------------------------------------------------------------- */
+
+TEST(owner_predicates) {
+    simba_owner o;
+    memset(&o, 0, sizeof o);
+    CHECK(!simba_owner_has_owner(&o, 0));
+    CHECK(!simba_owner_in_ttl(&o, 0));
+    strcpy(o.id, "a");
+    o.ttl_at = 100;
+    o.transition_at = 200;
+    CHECK(simba_owner_in_ttl(&o, 99));
+    CHECK(!simba_owner_in_ttl(&o, 100)); /* strict */
+    CHECK(!simba_owner_in_transition(&o, 99));
+    CHECK(simba_owner_in_transition(&o, 100));
+    CHECK(simba_owner_in_transition(&o, 200)); /* inclusive */
+    CHECK(simba_owner_has_owner(&o, 200));
+    CHECK(!simba_owner_has_owner(&o, 201));
+    CHECK(simba_owner_is(&o, "a"));
+    CHECK(!simba_owner_is(&o, "b"));
+    CHECK(!simba_owner_is(&o, NULL));
+    o.id[0] = 0; /* a blank id with a future window is nobody (the original's hasOwner bug) */
+    CHECK(!simba_owner_has_owner(&o, 150));
+    CHECK(!simba_owner_is(&o, ""));
+    CHECK(!simba_owner_has_owner(NULL, 0));
+}
+
+TEST(names_and_ids) {
+    char longname[SIMBA_NAME_MAX + 2];
+    memset(longname, 'a', sizeof longname);
+    longname[SIMBA_NAME_MAX] = 0;
+    CHECK_RC(simba_name_check(longname), SIMBA_OK);
+    longname[SIMBA_NAME_MAX] = 'a';
+    longname[SIMBA_NAME_MAX + 1] = 0;
+    CHECK_RC(simba_name_check(longname), SIMBA_EINVAL);
+    CHECK_RC(simba_name_check("orders-leader.v2:eu@x+y=z,1_"), SIMBA_OK);
+    CHECK_RC(simba_name_check(NULL), SIMBA_EINVAL);
+    CHECK_RC(simba_name_check(""), SIMBA_EINVAL);
+    CHECK_RC(simba_name_check("a b"), SIMBA_EINVAL);
+    CHECK_RC(simba_name_check("a'b"), SIMBA_EINVAL);
+    CHECK_RC(simba_name_check("x;drop table"), SIMBA_EINVAL);
+    CHECK_RC(simba_name_check("{x}"), SIMBA_EINVAL);
+    CHECK_RC(simba_name_check("a/b"), SIMBA_EINVAL);
+    CHECK_RC(simba_name_check("."), SIMBA_EINVAL);
+    CHECK_RC(simba_name_check(".."), SIMBA_EINVAL);
+    CHECK_RC(simba_name_check("a\nb"), SIMBA_EINVAL);
+    CHECK_RC(simba_id_check("3:41234@10.0.0.5"), SIMBA_OK);
+    CHECK_RC(simba_id_check(""), SIMBA_EINVAL);
+    CHECK_RC(simba_id_check("a b"), SIMBA_EINVAL);
+    CHECK_RC(simba_id_check("a\x7f"), SIMBA_EINVAL);
+    CHECK_RC(simba_id_check(NULL), SIMBA_EINVAL);
+    CHECK_STR(simba_strerror(SIMBA_EINVAL), "invalid argument");
+    CHECK_STR(simba_strerror(12345), "unknown error");
+}
+
+TEST(contender_ids) {
+    simba_loop *l;
+    char a[SIMBA_ID_MAX + 1], b[SIMBA_ID_MAX + 1], small[4];
+    unsigned long long ca, cb;
+    long pa;
+    int i;
+    CHECK_RC(simba_loop_new(NULL, &l), SIMBA_OK);
+    CHECK_RC(simba_contender_id_host(l, a, sizeof a), SIMBA_OK);
+    CHECK_RC(simba_contender_id_host(l, b, sizeof b), SIMBA_OK);
+    CHECK(sscanf(a, "%llu:%ld@", &ca, &pa) == 2);
+    CHECK(sscanf(b, "%llu:", &cb) == 1);
+    CHECK_EQ(cb, ca + 1);
+    CHECK_EQ(pa, (long)getpid());
+    CHECK(strchr(a, '@') && strchr(a, '@')[1]);
+    CHECK_RC(simba_id_check(a), SIMBA_OK);
+    CHECK_RC(simba_contender_id_host(l, small, sizeof small), SIMBA_EINVAL);
+    CHECK_RC(simba_contender_id_random(l, a, sizeof a), SIMBA_OK);
+    CHECK_RC(simba_contender_id_random(l, b, sizeof b), SIMBA_OK);
+    CHECK_EQ(strlen(a), 32);
+    for (i = 0; i < 32; i++) CHECK(strchr("0123456789abcdef", a[i]) != NULL);
+    CHECK(strcmp(a, b) != 0);
+    CHECK_RC(simba_contender_id_random(l, small, sizeof small), SIMBA_EINVAL);
+    CHECK_RC(simba_contender_id_random(NULL, a, sizeof a), SIMBA_EINVAL);
+    CHECK_RC(simba_loop_free(l), SIMBA_OK);
+}
+
+/* ---- timing ------------------------------------------------------------------------------ */
+
+TEST(owner_renews_at_ttl_minus_margin) {
+    proc p;
+    counts c = {0};
+    simba_service *s;
+    simba_reply r;
+    int64_t t0;
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "renew", "a", 900, 600, &c);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    t0 = fake_now;
+    settle(&p, 1);
+    CHECK_EQ(c.acquired, 1);
+    CHECK(simba_is_owner(s));
+    CHECK_EQ(s->lease_end, t0 + 900);
+    CHECK_EQ(s->next_try, t0 + 900 - 300); /* default margin ttl/3 */
+    fake_now = t0 + 599;
+    settle(&p, 1);
+    CHECK_RC(simba_memstore_read(store, "renew", &r, NULL, 0), SIMBA_OK);
+    CHECK_EQ(r.ttl_left_ms, 900 - 599); /* not renewed yet */
+    fake_now = t0 + 600;
+    settle(&p, 1);
+    CHECK_RC(simba_memstore_read(store, "renew", &r, NULL, 0), SIMBA_OK);
+    CHECK_EQ(r.ttl_left_ms, 900); /* renewed exactly at ttl_at - margin */
+    CHECK_EQ(r.held_ms, 600);     /* acquired_at kept */
+    CHECK_EQ(s->lease_end, t0 + 600 + 900);
+    advance(&p, 1, 10000, 50);
+    CHECK_EQ(c.acquired, 1); /* renewals are silent */
+    CHECK_EQ(c.released, 0);
+    CHECK_EQ(c.owner_changes, 1);
+    proc_close(&p);
+    store_free();
+}
+
+TEST(non_owner_jitter_bounds) {
+    proc p[2];
+    counts ca = {0}, cb = {0};
+    simba_service *a, *b;
+    int64_t t0;
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    a = contender(&p[0], "jit", "a", 1000, 600, &ca);
+    b = contender(&p[1], "jit", "b", 1000, 600, &cb);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 1);
+    t0 = fake_now;
+    fake_rand_value = 0; /* lowest jitter: jitter_min = -200 */
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    settle(p, 2);
+    CHECK_EQ(b->view.transition_at, t0 + 1600);
+    CHECK_EQ(b->next_try, t0 + 1600 - 200);
+    CHECK_STR(b->view.id, "a");
+    /* highest jitter: (2^64-1) mod 1200 above jitter_min, i.e. just below jitter_max */
+    fake_rand_value = 0xffffffffu;
+    simba__learn(b, &(simba_reply){.owner = "a", .ttl_left_ms = 1000, .transition_left_ms = 1600, .fence = a->own_fence}, fake_now);
+    CHECK_EQ(b->next_try, t0 + 1600 - 200 + (int64_t)(UINT64_MAX % 1200u));
+    CHECK(b->next_try < t0 + 1600 + 1000);
+    /* the head of the line tries right at lease end, no jitter */
+    simba__learn(b, &(simba_reply){.owner = "a", .ttl_left_ms = 1000, .transition_left_ms = 1600, .first_in_line = 1}, fake_now);
+    CHECK_EQ(b->next_try, t0 + 1600 + 1);
+    /* an attempt inside the window never retries sooner than min_retry (the original spun) */
+    fake_rand_value = 0;
+    simba__learn(b, &(simba_reply){.owner = "a", .ttl_left_ms = 10, .transition_left_ms = 20}, fake_now);
+    CHECK_EQ(b->next_try, fake_now + 50);
+    CHECK_EQ(cb.acquired, 0);
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    store_free();
+    fake_rand_value = 0;
+}
+
+TEST(transition_zero_jitter_and_no_owner_at_once) {
+    proc p;
+    counts c = {0};
+    simba_service *s;
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "tz", "a", 1000, 0, &c);
+    CHECK_EQ(s->jmin, 0);
+    CHECK_EQ(s->jmax, 1000);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    CHECK_EQ(s->next_try, fake_now); /* nobody known: at once */
+    fake_rand_value = 0;
+    simba__learn(s, &(simba_reply){.owner = "zz", .ttl_left_ms = 500, .transition_left_ms = 500}, fake_now);
+    CHECK_EQ(s->next_try, fake_now + 500); /* jitter 0 at the low end */
+    simba__learn(s, &(simba_reply){.owner = NULL}, fake_now);
+    CHECK_EQ(s->next_try, fake_now); /* nobody: at once */
+    simba__learn(s, &(simba_reply){.owner = NULL}, fake_now);
+    CHECK_EQ(s->next_try, fake_now + 50); /* but not twice in a row */
+    proc_close(&p);
+    store_free();
+}
+
+TEST(backoff_after_errors_is_bounded) {
+    proc p;
+    counts c = {0};
+    simba_service *s;
+    simba_memory_fault f = {0};
+    int i;
+    int64_t prev_backoff = 0;
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "bo", "a", 1000, 500, &c);
+    f.fail = 1;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    for (i = 0; i < 12; i++) {
+        settle(&p, 1);
+        CHECK(s->backoff >= prev_backoff);
+        CHECK(s->backoff >= 100 && s->backoff <= 5000);
+        CHECK(s->next_try >= fake_now + s->backoff / 2 && s->next_try <= fake_now + s->backoff);
+        prev_backoff = s->backoff;
+        fake_now = s->next_try;
+    }
+    CHECK_EQ(s->backoff, 5000);
+    CHECK(strstr(simba_backend_errmsg(p.be), "injected") != NULL);
+    f.fail = 0;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    settle(&p, 1);
+    CHECK_EQ(c.acquired, 1);
+    CHECK_EQ(s->backoff, 0);
+    proc_close(&p);
+    store_free();
+}
+
+/* ---- lifecycle ---------------------------------------------------------------------------- */
+
+TEST(illegal_lifecycle_calls) {
+    proc p;
+    counts c = {0};
+    simba_service *s, *s2;
+    simba_contend_desc d = {0};
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "life", "a", 1000, 500, &c);
+    CHECK_EQ(simba_service_status(s), SIMBA_INITIAL);
+    CHECK_RC(simba_stop(s), SIMBA_ESTATE);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    CHECK_RC(simba_start(s), SIMBA_ESTATE);
+    settle(&p, 1);
+    CHECK_EQ(c.acquired, 1);
+    CHECK_RC(simba_stop(s), SIMBA_OK);
+    CHECK(!simba_is_owner(s));
+    CHECK_EQ(simba_fence(s), 0);
+    CHECK_RC(simba_stop(s), SIMBA_ESTATE);
+    CHECK_RC(simba_start(s), SIMBA_ESTATE); /* still STOPPING until the release is answered */
+    CHECK_EQ(simba_service_status(s), SIMBA_STOPPING);
+    CHECK_EQ(c.released, 0); /* callbacks only inside the poll */
+    settle(&p, 1);
+    CHECK_EQ(c.released, 1);
+    CHECK_EQ(simba_service_status(s), SIMBA_INITIAL);
+    CHECK_RC(simba_start(s), SIMBA_OK); /* restart, same id */
+    settle(&p, 1);
+    CHECK_EQ(c.acquired, 2);
+    CHECK_STR(simba_service_contender_id(s), "a");
+    /* duplicate contender id on the same mutex and backend */
+    d.mutex = "life";
+    d.contender_id = "a";
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s2), SIMBA_EEXIST);
+    CHECK(s2 == NULL);
+    /* bad arguments */
+    CHECK_RC(simba_start(NULL), SIMBA_EINVAL);
+    CHECK_RC(simba_stop(NULL), SIMBA_EINVAL);
+    CHECK_RC(simba_service_free(NULL), SIMBA_EINVAL);
+    CHECK_RC(simba_contend(NULL, p.be, &d, &s2), SIMBA_EINVAL);
+    CHECK_RC(simba_contend(p.loop, NULL, &d, &s2), SIMBA_EINVAL);
+    CHECK_RC(simba_contend(p.loop, p.be, NULL, &s2), SIMBA_EINVAL);
+    CHECK_RC(simba_contend(p.loop, p.be, &d, NULL), SIMBA_EINVAL);
+    d.contender_id = "b";
+    d.ttl_ms = -1;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s2), SIMBA_EINVAL);
+    d.ttl_ms = 0;
+    d.transition_ms = 5;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s2), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "ttl_ms") != NULL);
+    d.ttl_ms = 10;
+    d.transition_ms = -1;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s2), SIMBA_EINVAL);
+    d.transition_ms = SIMBA_MAX_MS + 1;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s2), SIMBA_EINVAL);
+    d.transition_ms = 0;
+    d.ttl_ms = INT64_MAX;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s2), SIMBA_EINVAL);
+    d.ttl_ms = 100;
+    d.renew_margin_ms = 100;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s2), SIMBA_EINVAL);
+    d.renew_margin_ms = 0;
+    d.jitter_min_ms = 10;
+    d.jitter_max_ms = 10;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s2), SIMBA_EINVAL);
+    d.jitter_min_ms = d.jitter_max_ms = 0;
+    d.backoff_min_ms = 200;
+    d.backoff_max_ms = 100;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s2), SIMBA_EINVAL);
+    d.backoff_min_ms = d.backoff_max_ms = 0;
+    d.mutex = "bad name";
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s2), SIMBA_EINVAL);
+    d.mutex = "ok";
+    d.contender_id = "bad id";
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s2), SIMBA_EINVAL);
+    /* nothing above disturbed the owner */
+    CHECK(simba_is_owner(s));
+    CHECK_EQ(c.acquired, 2);
+    CHECK_RC(simba_service_free(s), SIMBA_OK);
+    settle(&p, 1);
+    {
+        simba_reply r;
+        CHECK_RC(simba_memstore_read(store, "life", &r, NULL, 0), SIMBA_OK);
+        CHECK(r.owner == NULL); /* free released it */
+    }
+    proc_close(&p);
+    store_free();
+}
+
+TEST(defaults_and_zero_desc) {
+    proc p;
+    simba_service *s;
+    simba_contend_desc d = {0};
+    store_new();
+    proc_open(&p);
+    d.mutex = "defaults";
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s), SIMBA_OK);
+    CHECK_EQ(s->ttl, 10000);
+    CHECK_EQ(s->transition, 6000);
+    CHECK_EQ(s->renew_margin, 3333);
+    CHECK_EQ(s->jmin, -200);
+    CHECK_EQ(s->jmax, 1000);
+    CHECK_EQ(s->min_retry, 50);
+    CHECK(simba_id_check(simba_service_contender_id(s)) == SIMBA_OK);
+    CHECK(strchr(simba_service_contender_id(s), '@') != NULL);
+    proc_close(&p);
+    store_free();
+}
+
+static simba_loop *cb_loop;
+static int cb_poll_rc, cb_wait_rc;
+static void acq_tries_poll(simba_service *s, const simba_state *st, void *u) {
+    (void)st;
+    (void)u;
+    cb_poll_rc = (int)simba_poll(cb_loop);
+    cb_wait_rc = simba_wait(cb_loop, 0);
+    CHECK_RC(simba_stop(s), SIMBA_OK); /* deferred until dispatch returns */
+    CHECK_EQ(simba_service_status(s), SIMBA_STOPPING);
+}
+
+TEST(poll_from_callback_refused_stop_deferred) {
+    proc p;
+    simba_service *s;
+    simba_contend_desc d = {0};
+    counts c = {0};
+    store_new();
+    proc_open(&p);
+    cb_loop = p.loop;
+    d.mutex = "cb";
+    d.contender_id = "a";
+    d.ttl_ms = 1000;
+    d.on_acquired = acq_tries_poll;
+    d.on_released = on_rel;
+    d.user_data = &c;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s), SIMBA_OK);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    CHECK_EQ(cb_poll_rc, SIMBA_ECALLBACK);
+    CHECK_EQ(cb_wait_rc, SIMBA_ECALLBACK);
+    CHECK_EQ(c.released, 1);
+    CHECK_EQ(simba_service_status(s), SIMBA_INITIAL);
+    proc_close(&p);
+    store_free();
+}
+
+static void acq_frees_self(simba_service *s, const simba_state *st, void *u) {
+    (void)st;
+    ++*(int *)u;
+    CHECK_RC(simba_service_free(s), SIMBA_OK);
+}
+
+TEST(free_from_callback_deferred) {
+    proc p;
+    simba_service *s;
+    simba_contend_desc d = {0};
+    int n = 0;
+    simba_reply r;
+    store_new();
+    proc_open(&p);
+    d.mutex = "cbfree";
+    d.contender_id = "a";
+    d.ttl_ms = 1000;
+    d.on_acquired = acq_frees_self;
+    d.user_data = &n;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s), SIMBA_OK);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    CHECK_EQ(n, 1);
+    CHECK_RC(simba_memstore_read(store, "cbfree", &r, NULL, 0), SIMBA_OK);
+    CHECK(r.owner == NULL);
+    CHECK(p.loop->services == NULL);
+    proc_close(&p);
+    store_free();
+}
+
+TEST(stale_acquire_after_stop_is_released) {
+    proc p;
+    counts c = {0};
+    simba_service *s;
+    simba_memory_fault f = {0};
+    simba_reply r;
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "stale", "a", 1000, 500, &c);
+    f.delay_ms = 100;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1); /* acquire in flight */
+    CHECK_RC(simba_stop(s), SIMBA_OK);
+    advance(&p, 1, 300, 10);
+    CHECK_EQ(c.acquired, 0); /* the late grant never reached the user */
+    CHECK_EQ(c.released, 0);
+    CHECK_EQ(simba_service_status(s), SIMBA_INITIAL);
+    CHECK_RC(simba_memstore_read(store, "stale", &r, NULL, 0), SIMBA_OK);
+    CHECK(r.owner == NULL); /* and was released */
+    proc_close(&p);
+    store_free();
+}
+
+/* ---- lease safety ------------------------------------------------------------------------- */
+
+TEST(hung_backend_owner_steps_down_before_anyone_wins) {
+    proc p[2];
+    counts ca = {0}, cb = {0};
+    simba_service *a, *b;
+    simba_memory_fault f = {0};
+    int64_t t_renewal_sent, deadline;
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    a = contender(&p[0], "safe", "a", 1000, 600, &ca);
+    b = contender(&p[1], "safe", "b", 1000, 600, &cb);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 1);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    settle(p, 2);
+    REQUIRE(ca.acquired == 1);
+    /* a's server stops answering: its renewals hang */
+    f.hang = 1;
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    deadline = a->lease_end;
+    t_renewal_sent = a->next_try;
+    advance(p, 2, 5000, 5);
+    CHECK(t_renewal_sent < deadline);
+    CHECK_EQ(ca.released, 1);
+    CHECK(ca.released_at <= deadline); /* by its local deadline */
+    CHECK_EQ(cb.acquired, 1);
+    CHECK(cb.acquired_at > ca.released_at);
+    CHECK(cb.acquired_at >= ca.released_at + 600); /* the transition window separates them */
+    CHECK(!simba_is_owner(a));
+    CHECK(simba_is_owner(b));
+    CHECK(cb.last_fence > ca.last_fence);
+    /* a late answer to the hung renewal must not make a believe it owns again */
+    f.hang = 0;
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    advance(p, 2, 3000, 5);
+    CHECK_EQ(ca.acquired, 1);
+    CHECK(simba_is_owner(b));
+    CHECK_STR(a->view.id, "b");
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    store_free();
+}
+
+TEST(is_owner_checks_time_even_without_poll) {
+    proc p;
+    counts c = {0};
+    simba_service *s;
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "stall", "a", 1000, 600, &c);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    CHECK(simba_is_owner(s));
+    fake_now += 1000; /* the caller's tick stalled: no poll ran */
+    CHECK(!simba_is_owner(s));
+    CHECK_EQ(simba_fence(s), 0);
+    proc_close(&p);
+    store_free();
+}
+
+TEST(late_grant_after_local_lapse_is_not_ownership) {
+    proc p;
+    counts c = {0};
+    simba_service *s;
+    simba_memory_fault f = {0};
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "late", "a", 1000, 600, &c);
+    f.delay_ms = 1200; /* the answer comes after the lease it grants has ended locally */
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    advance(&p, 1, 1250, 10);
+    CHECK_EQ(c.acquired, 0);
+    CHECK(!simba_is_owner(s));
+    proc_close(&p);
+    store_free();
+}
+
+/* ---- notification, push, fences, observers ------------------------------------------------- */
+
+TEST(release_push_wakes_head_waiter_at_once) {
+    proc p[3];
+    counts ca = {0}, cb = {0}, cc = {0};
+    simba_service *a, *b, *cs;
+    int64_t t;
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    proc_open(&p[2]);
+    a = contender(&p[0], "push", "a", 10000, 6000, &ca);
+    b = contender(&p[1], "push", "b", 10000, 6000, &cb);
+    cs = contender(&p[2], "push", "c", 10000, 6000, &cc);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 1);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    settle(p, 3);
+    fake_now += 10;
+    CHECK_RC(simba_start(cs), SIMBA_OK);
+    settle(p, 3);
+    CHECK(b->next_try > fake_now + 10000);
+    fake_now += 100;
+    t = fake_now;
+    CHECK_RC(simba_stop(a), SIMBA_OK);
+    settle(p, 3);
+    CHECK_EQ(ca.released, 1);
+    CHECK_EQ(cb.acquired, 1); /* b was first in line: woken by the push, no timer */
+    CHECK_EQ(cb.acquired_at, t);
+    CHECK_EQ(cc.acquired, 0); /* only one waiter is woken */
+    CHECK(cb.last_fence == ca.last_fence + 1);
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    proc_close(&p[2]);
+    store_free();
+}
+
+static void obs_cb(simba_service *s, const simba_state *st, void *u) {
+    char *log = (char *)u;
+    (void)s;
+    strcat(log, st->after->id[0] ? st->after->id : "-");
+    strcat(log, ",");
+}
+
+TEST(observer_sees_every_owner_change_and_fences_grow) {
+    proc p[3];
+    counts ca = {0}, cb = {0};
+    simba_service *a, *b, *o;
+    simba_observe_desc od = {0};
+    char log[256] = "";
+    uint64_t f1, f2, f3;
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    proc_open(&p[2]);
+    od.mutex = "obs";
+    od.on_owner = obs_cb;
+    od.user_data = log;
+    CHECK_RC(simba_observe(p[2].loop, p[2].be, &od, &o), SIMBA_OK);
+    CHECK_RC(simba_start(o), SIMBA_OK);
+    settle(p, 3);
+    a = contender(&p[0], "obs", "a", 1000, 500, &ca);
+    b = contender(&p[1], "obs", "b", 1000, 500, &cb);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 3);
+    f1 = ca.last_fence;
+    advance(p, 3, 3000, 10); /* renewals keep the fence */
+    CHECK_EQ(simba_fence(a), f1);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    settle(p, 3);
+    CHECK_RC(simba_stop(a), SIMBA_OK);
+    settle(p, 3);
+    f2 = cb.last_fence;
+    CHECK(f2 > f1);
+    CHECK_RC(simba_stop(b), SIMBA_OK);
+    settle(p, 3);
+    advance(p, 3, 100, 10);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 3);
+    f3 = ca.last_fence;
+    CHECK(f3 > f2);
+    CHECK_STR(log, "a,-,b,-,a,");
+    CHECK_STR(o->view.id, "a");
+    CHECK_EQ(o->view.fence, f3);
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    proc_close(&p[2]);
+    store_free();
+}
+
+/* ---- ten contenders, 30 simulated seconds ----------------------------------------------------- */
+
+static int owners_now, invariant_broken, total_acq;
+static void inv_acq(simba_service *s, const simba_state *st, void *u) {
+    (void)s;
+    (void)st;
+    (void)u;
+    owners_now++;
+    total_acq++;
+    if (owners_now != 1) invariant_broken++;
+}
+static void inv_rel(simba_service *s, const simba_state *st, void *u) {
+    (void)s;
+    (void)st;
+    (void)u;
+    owners_now--;
+    if (owners_now != 0) invariant_broken++;
+}
+
+TEST(ten_contenders_thirty_seconds) {
+    proc p[10];
+    simba_service *s[10];
+    int i, k;
+    char id[16];
+    simba_reply r;
+    char who[SIMBA_ID_MAX + 1];
+    store_new();
+    owners_now = invariant_broken = total_acq = 0;
+    srand(7);
+    for (i = 0; i < 10; i++) {
+        simba_contend_desc d = {0};
+        proc_open(&p[i]);
+        snprintf(id, sizeof id, "c%d", i);
+        d.mutex = "multi";
+        d.contender_id = id;
+        d.ttl_ms = 500;
+        d.transition_ms = 300;
+        d.on_acquired = inv_acq;
+        d.on_released = inv_rel;
+        CHECK_RC(simba_contend(p[i].loop, p[i].be, &d, &s[i]), SIMBA_OK);
+        CHECK_RC(simba_start(s[i]), SIMBA_OK);
+    }
+    /* 30 s with churn: now and then the owner stops (handoff) or its server hangs for a
+       while (step-down by deadline, takeover after the window). */
+    for (k = 0; k < 300; k++) {
+        advance(p, 10, 100, 7);
+        for (i = 0; i < 10; i++) {
+            if (simba_is_owner(s[i]) && rand() % 10 == 0) {
+                if (rand() % 2) {
+                    CHECK_RC(simba_stop(s[i]), SIMBA_OK);
+                } else {
+                    simba_memory_fault f = {0};
+                    f.hang = 1;
+                    CHECK_RC(simba_memory_fault_set(p[i].be, &f), SIMBA_OK);
+                }
+            } else if (simba_service_status(s[i]) == SIMBA_INITIAL && rand() % 5 == 0) {
+                CHECK_RC(simba_start(s[i]), SIMBA_OK);
+            } else if (p[i].loop && rand() % 20 == 0) {
+                simba_memory_fault f = {0};
+                CHECK_RC(simba_memory_fault_set(p[i].be, &f), SIMBA_OK);
+            }
+        }
+    }
+    CHECK_EQ(invariant_broken, 0);
+    CHECK(total_acq > 10); /* the churn really handed over many times */
+    /* the end: exactly one owner, and the store agrees */
+    for (i = 0; i < 10; i++) {
+        simba_memory_fault f = {0};
+        CHECK_RC(simba_memory_fault_set(p[i].be, &f), SIMBA_OK);
+    }
+    advance(p, 10, 100, 7); /* pending stops finish */
+    for (i = 0; i < 10; i++)
+        if (simba_service_status(s[i]) == SIMBA_INITIAL) CHECK_RC(simba_start(s[i]), SIMBA_OK);
+    advance(p, 10, 3000, 7);
+    CHECK_EQ(owners_now, 1);
+    CHECK_RC(simba_memstore_read(store, "multi", &r, who, sizeof who), SIMBA_OK);
+    for (k = 0, i = 0; i < 10; i++) {
+        if (simba_is_owner(s[i])) {
+            k++;
+            CHECK_STR(simba_service_contender_id(s[i]), who);
+        }
+        CHECK_STR(s[i]->view.id, who); /* everyone agrees */
+        CHECK_EQ(simba_service_status(s[i]), SIMBA_RUNNING);
+    }
+    CHECK_EQ(k, 1);
+    fprintf(stderr, "  %d acquisitions in 30 simulated seconds\n", total_acq);
+    for (i = 9; i >= 0; i--) proc_close(&p[i]);
+    store_free();
+}
+
+/* ---- locker and scheduler ---------------------------------------------------------------------- */
+
+TEST(locker_lock_timeout_try_unlock) {
+    proc p[2];
+    simba_locker *a, *b;
+    simba_locker_desc d = {0};
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    d.mutex = "job-42";
+    d.ttl_ms = 1000;
+    d.transition_ms = 500;
+    CHECK_RC(simba_locker_new(p[0].loop, p[0].be, &d, &a), SIMBA_OK);
+    CHECK_RC(simba_locker_new(p[1].loop, p[1].be, &d, &b), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(a, 0), SIMBA_OK); /* the memory backend answers at once */
+    CHECK(simba_locker_held(a));
+    CHECK(simba_locker_fence(a) > 0);
+    CHECK_RC(simba_locker_lock(a, 0), SIMBA_ESTATE); /* not reentrant */
+    CHECK_RC(simba_locker_lock(b, 0), SIMBA_ETIMEDOUT);
+    CHECK(!simba_locker_held(b));
+    CHECK_RC(simba_locker_try(b), SIMBA_EAGAIN);
+    settle(p, 2);
+    CHECK_RC(simba_locker_try(b), SIMBA_EAGAIN);
+    CHECK_RC(simba_locker_unlock(a), SIMBA_OK);
+    CHECK_RC(simba_locker_unlock(a), SIMBA_ESTATE);
+    settle(p, 2); /* the release is pushed to b, first in line */
+    CHECK_RC(simba_locker_try(b), SIMBA_OK);
+    CHECK(simba_locker_held(b));
+    CHECK(simba_locker_fence(b) > 0);
+    CHECK_RC(simba_locker_free(b), SIMBA_OK);
+    CHECK_RC(simba_locker_free(a), SIMBA_OK);
+    CHECK_RC(simba_locker_new(p[0].loop, p[0].be, NULL, &a), SIMBA_EINVAL);
+    CHECK_RC(simba_locker_lock(NULL, 0), SIMBA_EINVAL);
+    {
+        simba_locker *lk;
+        CHECK_RC(simba_lock(p[0].loop, p[0].be, "shorthand", 100, &lk), SIMBA_OK);
+        CHECK_RC(simba_unlock(lk), SIMBA_OK);
+        CHECK_RC(simba_lock(p[0].loop, p[0].be, "bad name", 100, &lk), SIMBA_EINVAL);
+        CHECK(lk == NULL);
+    }
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    store_free();
+}
+
+static int lost_calls;
+static void lk_lost(simba_locker *lk, void *u) {
+    (void)u;
+    lost_calls++;
+    CHECK(!simba_locker_held(lk));
+}
+
+TEST(locker_reports_lost_lock) {
+    proc p;
+    simba_locker *a;
+    simba_locker_desc d = {0};
+    simba_memory_fault f = {0};
+    store_new();
+    proc_open(&p);
+    d.mutex = "lost";
+    d.ttl_ms = 1000;
+    d.transition_ms = 500;
+    d.on_lost = lk_lost;
+    CHECK_RC(simba_locker_new(p.loop, p.be, &d, &a), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(a, 0), SIMBA_OK);
+    f.hang = 1;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    advance(&p, 1, 1100, 10);
+    CHECK_EQ(lost_calls, 1);
+    CHECK(!simba_locker_held(a));
+    CHECK_RC(simba_locker_try(a), SIMBA_ESTATE);
+    CHECK_RC(simba_locker_unlock(a), SIMBA_OK);
+    f.hang = 0;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    CHECK_RC(simba_locker_free(a), SIMBA_OK);
+    proc_close(&p);
+    store_free();
+}
+
+typedef struct work_log {
+    int runs, runs_not_leader;
+    int64_t at[64];
+    simba_scheduler **self;
+} work_log;
+static void work_fn(simba_scheduler *sc, void *u) {
+    work_log *w = (work_log *)u;
+    if (!simba_scheduler_is_leader(sc)) w->runs_not_leader++;
+    if (w->runs < 64) w->at[w->runs] = fake_now;
+    w->runs++;
+}
+
+TEST(scheduler_runs_only_while_owner) {
+    proc p[2];
+    simba_scheduler *sa, *sb;
+    simba_scheduler_desc d = {0};
+    work_log wa = {0}, wb = {0};
+    simba_memory_fault f = {0};
+    int runs;
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    d.mutex = "sched";
+    d.ttl_ms = 1000;
+    d.transition_ms = 500;
+    d.strategy = SIMBA_FIXED_RATE;
+    d.initial_delay_ms = 100;
+    d.period_ms = 200;
+    d.work = work_fn;
+    d.user_data = &wa;
+    CHECK_RC(simba_scheduler_new(p[0].loop, p[0].be, &d, &sa), SIMBA_OK);
+    d.user_data = &wb;
+    CHECK_RC(simba_scheduler_new(p[1].loop, p[1].be, &d, &sb), SIMBA_OK);
+    CHECK(!simba_scheduler_running(sa));
+    CHECK_RC(simba_scheduler_start(sa), SIMBA_OK);
+    CHECK_RC(simba_scheduler_start(sa), SIMBA_ESTATE);
+    settle(p, 2);
+    CHECK_RC(simba_scheduler_start(sb), SIMBA_OK);
+    CHECK(simba_scheduler_running(sa));
+    advance(p, 2, 1000, 5);
+    CHECK_EQ(wa.runs, 5); /* at +100, 300, 500, 700, 900 */
+    CHECK_EQ(wa.at[1] - wa.at[0], 200);
+    CHECK_EQ(wb.runs, 0);
+    /* a loses its server: its work stops by its lease deadline, b takes over later */
+    f.hang = 1;
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    advance(p, 2, 4000, 5);
+    runs = wa.runs;
+    CHECK(simba_scheduler_is_leader(sb));
+    CHECK(wb.runs > 0);
+    advance(p, 2, 1000, 5);
+    CHECK_EQ(wa.runs, runs); /* no work without ownership */
+    CHECK_EQ(wa.runs_not_leader, 0);
+    CHECK_EQ(wb.runs_not_leader, 0);
+    /* stop: the work stops at once */
+    CHECK_RC(simba_scheduler_stop(sb), SIMBA_OK);
+    CHECK_RC(simba_scheduler_stop(sb), SIMBA_ESTATE);
+    runs = wb.runs;
+    advance(p, 2, 1000, 5);
+    CHECK_EQ(wb.runs, runs);
+    CHECK(!simba_scheduler_running(sb));
+    /* bad descs */
+    d.period_ms = 0;
+    CHECK_RC(simba_scheduler_new(p[0].loop, p[0].be, &d, &sb), SIMBA_EINVAL);
+    d.period_ms = 10;
+    d.work = NULL;
+    CHECK_RC(simba_scheduler_new(p[0].loop, p[0].be, &d, &sb), SIMBA_EINVAL);
+    CHECK_RC(simba_scheduler_free(sa), SIMBA_OK);
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    store_free();
+}
+
+TEST(scheduler_fixed_delay) {
+    proc p;
+    simba_scheduler *sc;
+    simba_scheduler_desc d = {0};
+    work_log w = {0};
+    store_new();
+    proc_open(&p);
+    d.mutex = "fd";
+    d.ttl_ms = 1000;
+    d.transition_ms = 500;
+    d.strategy = SIMBA_FIXED_DELAY;
+    d.initial_delay_ms = 0;
+    d.period_ms = 300;
+    d.work = work_fn;
+    d.user_data = &w;
+    CHECK_RC(simba_scheduler_new(p.loop, p.be, &d, &sc), SIMBA_OK);
+    CHECK_RC(simba_scheduler_start(sc), SIMBA_OK);
+    advance(&p, 1, 1000, 5);
+    CHECK_EQ(w.runs, 4); /* 0, 300, 600, 900 */
+    CHECK_EQ(w.at[3] - w.at[0], 900);
+    CHECK_RC(simba_scheduler_free(sc), SIMBA_OK);
+    proc_close(&p);
+    store_free();
+}
+
+/* ---- loop mechanics ------------------------------------------------------------------------------ */
+
+static size_t allocs;
+static void *count_alloc(void *u, size_t n) { (void)u; allocs++; return malloc(n); }
+static void count_free(void *u, void *p) { (void)u; free(p); }
+
+TEST(steady_state_polling_allocates_nothing) {
+    simba_loop_desc ld = {0};
+    proc p;
+    simba_service *s[50];
+    int i;
+    size_t before;
+    store_new();
+    ld.now_ms = fake_clock;
+    ld.alloc = count_alloc;
+    ld.free = count_free;
+    CHECK_RC(simba_loop_new(&ld, &p.loop), SIMBA_OK);
+    CHECK_RC(simba_memory_open(p.loop, store, &p.be), SIMBA_OK);
+    for (i = 0; i < 50; i++) {
+        char name[16];
+        simba_contend_desc d = {0};
+        snprintf(name, sizeof name, "m%d", i);
+        d.mutex = name;
+        d.ttl_ms = 300;
+        d.transition_ms = 100;
+        CHECK_RC(simba_contend(p.loop, p.be, &d, &s[i]), SIMBA_OK);
+        CHECK_RC(simba_start(s[i]), SIMBA_OK);
+    }
+    advance(&p, 1, 1000, 10);
+    before = allocs;
+    advance(&p, 1, 10000, 10); /* ~1600 renewals */
+    CHECK_EQ(allocs, before);
+    for (i = 0; i < 50; i++) CHECK(simba_is_owner(s[i]));
+    CHECK_RC(simba_loop_free(p.loop), SIMBA_OK);
+    store_free();
+    CHECK_RC(simba_loop_new(&(simba_loop_desc){.alloc = count_alloc}, &p.loop), SIMBA_EINVAL); /* both or neither */
+}
+
+TEST(fds_and_wait) {
+    proc p;
+    struct pollfd fds[4];
+    int n;
+    store_new();
+    proc_open(&p);
+    n = simba_fds(p.loop, fds, 4);
+    CHECK_EQ(n, 1);
+    CHECK(fds[0].events & POLLIN);
+    CHECK_EQ(simba_fds(p.loop, NULL, 0), 1); /* asks for room */
+    CHECK_EQ(simba_fds(p.loop, NULL, 2), SIMBA_EINVAL);
+    CHECK_EQ(simba_poll(p.loop), SIMBA_MAX_WAIT_MS); /* nothing to do */
+    CHECK_RC(simba_wait(p.loop, 0), SIMBA_OK);
+    CHECK_EQ(simba_poll_ready(p.loop, fds, 1), SIMBA_MAX_WAIT_MS);
+    CHECK_EQ(simba_poll_ready(p.loop, NULL, 1), SIMBA_EINVAL);
+    CHECK_EQ(simba_poll(NULL), SIMBA_EINVAL);
+    CHECK_RC(simba_wait(NULL, 0), SIMBA_EINVAL);
+    CHECK_RC(simba_loop_free(NULL), SIMBA_EINVAL);
+    CHECK_RC(simba_memstore_free(store), SIMBA_EBUSY); /* a client is open */
+    CHECK_RC(simba_backend_free(p.be), SIMBA_OK);
+    proc_close(&p);
+    store_free();
+}
+
+TEST(backend_free_refused_while_used) {
+    proc p;
+    counts c = {0};
+    simba_service *s;
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "busy", "a", 1000, 500, &c);
+    CHECK_RC(simba_backend_free(p.be), SIMBA_EBUSY);
+    CHECK_RC(simba_service_free(s), SIMBA_OK);
+    CHECK_RC(simba_backend_free(p.be), SIMBA_OK);
+    proc_close(&p);
+    store_free();
+}
+
+/* Two loops on two threads share one store, on the real clock. */
+typedef struct thr {
+    simba_memstore *st;
+    int acquired;
+    simba_service *svc;
+} thr;
+static void thr_acq(simba_service *s, const simba_state *st, void *u) { (void)s; (void)st; ((thr *)u)->acquired++; }
+static void *thr_main(void *u) {
+    thr *t = (thr *)u;
+    simba_loop *l;
+    simba_backend *be;
+    simba_contend_desc d = {0};
+    int64_t end;
+    simba_loop_new(NULL, &l);
+    simba_memory_open(l, t->st, &be);
+    d.mutex = "threads";
+    d.ttl_ms = 200;
+    d.transition_ms = 100;
+    d.on_acquired = thr_acq;
+    d.user_data = t;
+    simba_contend(l, be, &d, &t->svc);
+    simba_start(t->svc);
+    end = simba_now(l) + 600;
+    while (simba_now(l) < end) simba_wait(l, end - simba_now(l));
+    simba_loop_free(l);
+    return NULL;
+}
+TEST(loops_on_threads_share_a_store) {
+    simba_memstore *st;
+    thr a = {0}, b = {0};
+    pthread_t ta, tb;
+    CHECK_RC(simba_memstore_new(NULL, &st), SIMBA_OK);
+    a.st = b.st = st;
+    pthread_create(&ta, NULL, thr_main, &a);
+    pthread_create(&tb, NULL, thr_main, &b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    CHECK(a.acquired + b.acquired >= 1);
+    CHECK_RC(simba_memstore_free(st), SIMBA_OK);
+}
+
+int main(int argc, char **argv) {
+    CHECK_INIT(argc, argv);
+    RUN(owner_predicates);
+    RUN(names_and_ids);
+    RUN(contender_ids);
+    RUN(owner_renews_at_ttl_minus_margin);
+    RUN(non_owner_jitter_bounds);
+    RUN(transition_zero_jitter_and_no_owner_at_once);
+    RUN(backoff_after_errors_is_bounded);
+    RUN(illegal_lifecycle_calls);
+    RUN(defaults_and_zero_desc);
+    RUN(poll_from_callback_refused_stop_deferred);
+    RUN(free_from_callback_deferred);
+    RUN(stale_acquire_after_stop_is_released);
+    RUN(hung_backend_owner_steps_down_before_anyone_wins);
+    RUN(is_owner_checks_time_even_without_poll);
+    RUN(late_grant_after_local_lapse_is_not_ownership);
+    RUN(release_push_wakes_head_waiter_at_once);
+    RUN(observer_sees_every_owner_change_and_fences_grow);
+    RUN(ten_contenders_thirty_seconds);
+    RUN(locker_lock_timeout_try_unlock);
+    RUN(locker_reports_lost_lock);
+    RUN(scheduler_runs_only_while_owner);
+    RUN(scheduler_fixed_delay);
+    RUN(steady_state_polling_allocates_nothing);
+    RUN(fds_and_wait);
+    RUN(backend_free_refused_while_used);
+    RUN(loops_on_threads_share_a_store);
+    return check_report("core");
+}
