@@ -235,6 +235,7 @@ int main(int argc, char **argv) {
             if (status == SIMBA_INITIAL) {
                 stopping = 0;
                 rest_until = now + opt.rest_ms;
+                wake = rest_until;
             }
         } else if (rest_until >= 0) {
             if (now >= rest_until) {

@@ -229,7 +229,7 @@ TEST(bad_names_rejected_table_unaffected) {
     sqlite3 *db;
     size_t i;
     static const char *bad[] = {"a'b", "x'; DROP TABLE simba_mutex; --", "x\";DROP TABLE simba_mutex;--",
-                                "a b", "", ".", "..", "tab\t", "new\nline", "semi;'quote"};
+                                "a b", "", ".", "..", "tab\t", "new\nline", "semi;'quote", "x;DROP", ";"};
     REQUIRE(loop != NULL);
     REQUIRE(open_be(loop, newdb(path, sizeof path), NULL, &be) == SIMBA_OK);
     /* one legitimate row first, to see that it survives */
@@ -271,18 +271,22 @@ TEST(bad_names_rejected_table_unaffected) {
     }
 
     /* legal names with SQL-ish characters are data, nothing else */
-    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "x;DROP", "B'); DROP TABLE simba_mutex;--", 60000, 1000, &rep, owner,
-                     sizeof owner),
-             SIMBA_OK);
-    CHECK_STR(owner, "B');");
-    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "x;DROP", "B');", 60000, 1000, &rep, owner, sizeof owner), SIMBA_OK);
-    CHECK_STR(owner, "B');");
+    {
+        static const char evil[] = "B');DROP/**/TABLE/**/simba_mutex;--";
+        CHECK_RC(simba_id_check(evil), SIMBA_OK);
+        CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "x,DROP=1", evil, 60000, 1000, &rep, owner, sizeof owner), SIMBA_OK);
+        CHECK_STR(owner, evil);
+        CHECK_EQ(rep.fence, 1);
+        CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "x,DROP=1", evil, 60000, 1000, &rep, owner, sizeof owner), SIMBA_OK);
+        CHECK_STR(owner, evil);
+        CHECK_EQ(rep.fence, 1);
+    }
 
     db = raw_open(path);
     REQUIRE(db != NULL);
     CHECK_EQ(raw_int(db, "SELECT count(*) FROM simba_mutex"), 2);
     CHECK_EQ(raw_int(db, "SELECT count(*) FROM simba_mutex WHERE mutex = 'keep' AND owner_id = 'A'"), 1);
-    CHECK_EQ(raw_int(db, "SELECT count(*) FROM simba_mutex WHERE mutex = 'x;DROP'"), 1);
+    CHECK_EQ(raw_int(db, "SELECT count(*) FROM simba_mutex WHERE mutex = 'x,DROP=1'"), 1);
     sqlite3_close(db);
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
