@@ -1,0 +1,477 @@
+/* kit.c -- the shared backend test kit (see kit.h). Real time, real backend; every wait has
+   a deadline and is an event wait (poll(2) on the loops' fds up to their next deadline). */
+#include "kit.h"
+#include "check.h"
+
+#include <poll.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define KIT_MAXP 16
+
+typedef struct kit_proc {
+    simba_loop *loop;
+    simba_backend *be;
+} kit_proc;
+
+static const kit_backend *K;
+static kit_proc kp[KIT_MAXP];
+static int nkp;
+static char run_tag[32];
+static int64_t TTL, TR;
+
+static int64_t kit_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *kit_name(const char *base) {
+    static char buf[8][64];
+    static int i;
+    i = (i + 1) % 8;
+    snprintf(buf[i], sizeof buf[i], "kit-%s-%s", run_tag, base);
+    return buf[i];
+}
+
+/* A simulated process: its own loop and its own backend (own connection / session). */
+static kit_proc *kit_open(void) {
+    kit_proc *p;
+    if (nkp >= KIT_MAXP) return NULL;
+    p = &kp[nkp];
+    if (simba_loop_new(NULL, &p->loop) != SIMBA_OK) return NULL;
+    if (K->open(p->loop, K->ctx, &p->be) != SIMBA_OK) {
+        fprintf(stderr, "  kit: cannot open backend %s: %s\n", K->name, simba_loop_errmsg(p->loop));
+        simba_loop_free(p->loop);
+        return NULL;
+    }
+    nkp++;
+    return p;
+}
+
+static void kit_close_all(void) {
+    int i;
+    for (i = 0; i < nkp; i++) simba_loop_free(kp[i].loop);
+    nkp = 0;
+}
+
+/* One event-driven step over every open loop: wait on all their fds up to the earliest
+   deadline (at most max_ms), then poll each. */
+static void kit_step(int64_t max_ms) {
+    struct pollfd fds[64];
+    int i, n = 0;
+    int64_t wait = max_ms;
+    for (i = 0; i < nkp; i++) {
+        int64_t w = simba_poll(kp[i].loop);
+        int k;
+        if (w >= 0 && w < wait) wait = w;
+        k = simba_fds(kp[i].loop, fds + n, 64 - n);
+        if (k > 0) n += k < 64 - n ? k : 64 - n;
+    }
+    if (wait > 0) poll(fds, (nfds_t)n, (int)wait);
+    for (i = 0; i < nkp; i++) simba_poll(kp[i].loop);
+}
+
+/* Drive the loops until cond holds or ms pass. */
+#define WAIT_UNTIL(cond, ms)                                                                  \
+    do {                                                                                      \
+        int64_t kit__end = kit_now() + (ms);                                                  \
+        while (!(cond) && kit_now() < kit__end) kit_step(20);                                 \
+    } while (0)
+#define CHECK_UNTIL(cond, ms)                                                                 \
+    do {                                                                                      \
+        WAIT_UNTIL(cond, ms);                                                                 \
+        CHECK(cond);                                                                          \
+    } while (0)
+#define REQUIRE_UNTIL(cond, ms)                                                               \
+    do {                                                                                      \
+        WAIT_UNTIL(cond, ms);                                                                 \
+        REQUIRE(cond);                                                                        \
+    } while (0)
+/* Drive the loops for ms, checking inv at every step. */
+#define KIT_HOLD(inv, ms)                                                                     \
+    do {                                                                                      \
+        int64_t kit__end = kit_now() + (ms);                                                  \
+        while (kit_now() < kit__end) {                                                        \
+            kit_step(20);                                                                     \
+            CHECK(inv);                                                                       \
+            if (check__cur_failed) break;                                                     \
+        }                                                                                     \
+    } while (0)
+
+typedef struct kit_counts {
+    int acquired, released;
+    uint64_t fence;
+} kit_counts;
+
+static void kc_acq(simba_service *s, const simba_state *st, void *u) {
+    kit_counts *c = (kit_counts *)u;
+    c->acquired++;
+    c->fence = st->after->fence;
+    CHECK(simba_owner_is(st->after, simba_service_contender_id(s)));
+}
+static void kc_rel(simba_service *s, const simba_state *st, void *u) {
+    (void)s;
+    (void)st;
+    ((kit_counts *)u)->released++;
+}
+
+static simba_service *kit_contender(kit_proc *p, const char *mutex, kit_counts *c) {
+    simba_contend_desc d = {0};
+    simba_service *s = NULL;
+    d.mutex = mutex;
+    d.ttl_ms = TTL;
+    d.transition_ms = TR;
+    d.on_acquired = kc_acq;
+    d.on_released = kc_rel;
+    d.user_data = c;
+    CHECK_RC(simba_contend(p->loop, p->be, &d, &s), SIMBA_OK);
+    return s;
+}
+
+/* Long enough for a free mutex to be taken: a round trip, plus a leftover lease. */
+#define ACQ_MS (TTL + TR + 5000)
+
+TEST(kit_start) {
+    kit_proc *p = kit_open();
+    kit_counts c = {0};
+    simba_service *s;
+    REQUIRE(p);
+    s = kit_contender(p, kit_name("start"), &c);
+    REQUIRE(s);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    CHECK_UNTIL(c.acquired == 1, ACQ_MS);
+    CHECK(simba_is_owner(s));
+    CHECK(simba_fence(s) > 0);
+    CHECK_RC(simba_stop(s), SIMBA_OK);
+    CHECK(!simba_is_owner(s));
+    CHECK_UNTIL(c.released == 1, 5000);
+    CHECK_UNTIL(simba_service_status(s) == SIMBA_INITIAL, 5000);
+    CHECK_EQ(c.acquired, 1);
+    kit_close_all();
+}
+
+TEST(kit_restart) {
+    kit_proc *p = kit_open();
+    kit_counts c = {0};
+    simba_service *s;
+    uint64_t f1;
+    char id[SIMBA_ID_MAX + 1];
+    REQUIRE(p);
+    s = kit_contender(p, kit_name("restart"), &c);
+    REQUIRE(s);
+    snprintf(id, sizeof id, "%s", simba_service_contender_id(s));
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    CHECK_UNTIL(c.acquired == 1, ACQ_MS);
+    f1 = c.fence;
+    CHECK_RC(simba_stop(s), SIMBA_OK);
+    CHECK_UNTIL(c.released == 1 && simba_service_status(s) == SIMBA_INITIAL, 5000);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    /* the release went to the backend: the same id gets it again at once, not after a lease */
+    CHECK_UNTIL(c.acquired == 2, 3000);
+    CHECK(simba_is_owner(s));
+    CHECK_STR(simba_service_contender_id(s), id);
+    CHECK(c.fence > f1);
+    CHECK_RC(simba_stop(s), SIMBA_OK);
+    CHECK_UNTIL(c.released == 2 && simba_service_status(s) == SIMBA_INITIAL, 5000);
+    kit_close_all();
+}
+
+TEST(kit_guard) {
+    kit_proc *p = kit_open();
+    kit_counts c = {0};
+    simba_service *s;
+    simba_owner o;
+    uint64_t f;
+    REQUIRE(p);
+    s = kit_contender(p, kit_name("guard"), &c);
+    REQUIRE(s);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    REQUIRE_UNTIL(c.acquired == 1, ACQ_MS);
+    f = simba_fence(s);
+    /* several renewals: ownership never lapses, no callback, the fence stays */
+    KIT_HOLD(simba_is_owner(s) && c.released == 0 && c.acquired == 1, 3 * TTL + 500);
+    CHECK_EQ(simba_fence(s), f);
+    CHECK_RC(simba_owner_get(s, &o), SIMBA_OK);
+    CHECK_STR(o.id, simba_service_contender_id(s));
+    CHECK(o.ttl_at > simba_now(p->loop));
+    CHECK_RC(simba_stop(s), SIMBA_OK);
+    CHECK_UNTIL(c.released == 1, 5000);
+    kit_close_all();
+}
+
+/* multiContend: the one-owner invariant is checked on every callback of every contender. */
+static int mc_owners, mc_violations, mc_acquisitions;
+static char mc_current[SIMBA_ID_MAX + 1];
+static void mc_acq(simba_service *s, const simba_state *st, void *u) {
+    (void)u;
+    (void)st;
+    mc_owners++;
+    mc_acquisitions++;
+    snprintf(mc_current, sizeof mc_current, "%s", simba_service_contender_id(s));
+    if (mc_owners != 1) {
+        mc_violations++;
+        fprintf(stderr, "  violation: %d owners after %s acquired\n", mc_owners, mc_current);
+    }
+}
+static void mc_rel(simba_service *s, const simba_state *st, void *u) {
+    (void)s;
+    (void)st;
+    (void)u;
+    mc_owners--;
+    if (mc_owners != 0) {
+        mc_violations++;
+        fprintf(stderr, "  violation: %d owners after a release\n", mc_owners);
+    }
+}
+
+TEST(kit_multi_contend) {
+    simba_service *s[10];
+    int i, owners = 0, handoffs = 0;
+    const char *m = kit_name("multiContend");
+    int64_t end, next_handoff, len = K->multi_ms ? K->multi_ms : 30000;
+    mc_owners = mc_violations = mc_acquisitions = 0;
+    for (i = 0; i < 10; i++) {
+        kit_proc *p = kit_open();
+        simba_contend_desc d = {0};
+        REQUIRE(p);
+        d.mutex = m;
+        d.ttl_ms = TTL;
+        d.transition_ms = TR;
+        d.on_acquired = mc_acq;
+        d.on_released = mc_rel;
+        CHECK_RC(simba_contend(p->loop, p->be, &d, &s[i]), SIMBA_OK);
+        CHECK_RC(simba_start(s[i]), SIMBA_OK);
+    }
+    REQUIRE_UNTIL(mc_acquisitions >= 1, ACQ_MS);
+    /* a few voluntary handoffs during the run; otherwise stable renewal keeps the owner */
+    end = kit_now() + len;
+    next_handoff = kit_now() + len / 4;
+    while (kit_now() < end) {
+        kit_step(20);
+        if (kit_now() >= next_handoff && handoffs < 3) {
+            for (i = 0; i < 10; i++) {
+                if (simba_is_owner(s[i])) {
+                    CHECK_RC(simba_stop(s[i]), SIMBA_OK);
+                    handoffs++;
+                    break;
+                }
+            }
+            next_handoff = kit_now() + len / 4;
+        }
+        for (i = 0; i < 10; i++)
+            if (simba_service_status(s[i]) == SIMBA_INITIAL) CHECK_RC(simba_start(s[i]), SIMBA_OK);
+    }
+    /* settle: the last handoff completes, then everybody agrees */
+    CHECK_UNTIL(mc_owners == 1, ACQ_MS);
+    for (i = 0; i < 10; i++)
+        if (simba_service_status(s[i]) == SIMBA_INITIAL) CHECK_RC(simba_start(s[i]), SIMBA_OK);
+    {
+        int64_t e2 = kit_now() + TTL + TR + 3000;
+        int agree = 0;
+        while (kit_now() < e2 && !agree) {
+            simba_owner o;
+            kit_step(20);
+            agree = 1;
+            for (i = 0; i < 10; i++) {
+                simba_owner_get(s[i], &o);
+                if (strcmp(o.id, mc_current) != 0) agree = 0;
+            }
+        }
+        CHECK(agree);
+    }
+    for (i = 0; i < 10; i++) {
+        if (simba_is_owner(s[i])) {
+            owners++;
+            CHECK_STR(simba_service_contender_id(s[i]), mc_current);
+        }
+    }
+    CHECK_EQ(owners, 1);
+    CHECK_EQ(mc_owners, 1);
+    CHECK_EQ(mc_violations, 0);
+    CHECK(mc_acquisitions >= 1 + handoffs);
+    fprintf(stderr, "  %d acquisitions, %d voluntary handoffs in %lld ms\n", mc_acquisitions, handoffs, (long long)len);
+    for (i = 9; i >= 0; i--)
+        if (simba_service_status(s[i]) == SIMBA_RUNNING) simba_stop(s[i]);
+    WAIT_UNTIL(mc_owners == 0, 5000);
+    CHECK_EQ(mc_violations, 0);
+    kit_close_all();
+}
+
+static int sched_runs, sched_bad;
+static void sched_work(simba_scheduler *sc, void *u) {
+    (void)u;
+    sched_runs++;
+    if (!simba_scheduler_is_leader(sc)) sched_bad++;
+}
+
+TEST(kit_schedule) {
+    kit_proc *p = kit_open(), *q = kit_open();
+    simba_scheduler *a, *b;
+    simba_scheduler_desc d = {0};
+    int runs;
+    REQUIRE(p && q);
+    sched_runs = sched_bad = 0;
+    d.mutex = kit_name("schedule");
+    d.ttl_ms = TTL;
+    d.transition_ms = TR;
+    d.strategy = SIMBA_FIXED_DELAY;
+    d.initial_delay_ms = 0;
+    d.period_ms = 200;
+    d.work = sched_work;
+    CHECK_RC(simba_scheduler_new(p->loop, p->be, &d, &a), SIMBA_OK);
+    CHECK_RC(simba_scheduler_new(q->loop, q->be, &d, &b), SIMBA_OK);
+    CHECK(!simba_scheduler_running(a));
+    CHECK_RC(simba_scheduler_start(a), SIMBA_OK);
+    CHECK(simba_scheduler_running(a));
+    CHECK_UNTIL(sched_runs >= 1, ACQ_MS);
+    CHECK_RC(simba_scheduler_start(b), SIMBA_OK);
+    CHECK_UNTIL(sched_runs >= 5, 5000);
+    CHECK(simba_scheduler_is_leader(a));
+    CHECK(!simba_scheduler_is_leader(b));
+    CHECK_RC(simba_scheduler_stop(a), SIMBA_OK);
+    CHECK(!simba_scheduler_running(a));
+    /* leadership moves to b; work goes on there only */
+    CHECK_UNTIL(simba_scheduler_is_leader(b), ACQ_MS);
+    runs = sched_runs;
+    CHECK_UNTIL(sched_runs >= runs + 3, 5000);
+    CHECK_RC(simba_scheduler_stop(b), SIMBA_OK);
+    runs = sched_runs;
+    KIT_HOLD(sched_runs == runs, 600);
+    CHECK_EQ(sched_bad, 0);
+    CHECK_RC(simba_scheduler_free(a), SIMBA_OK);
+    CHECK_RC(simba_scheduler_free(b), SIMBA_OK);
+    kit_close_all();
+}
+
+TEST(kit_locker) {
+    kit_proc *p = kit_open(), *q = kit_open();
+    simba_locker *a, *b;
+    simba_locker_desc d = {0};
+    int64_t t;
+    REQUIRE(p && q);
+    d.mutex = kit_name("locker");
+    d.ttl_ms = TTL;
+    d.transition_ms = TR;
+    CHECK_RC(simba_locker_new(p->loop, p->be, &d, &a), SIMBA_OK);
+    CHECK_RC(simba_locker_new(q->loop, q->be, &d, &b), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(a, ACQ_MS), SIMBA_OK);
+    CHECK(simba_locker_held(a));
+    CHECK_RC(simba_locker_lock(a, 0), SIMBA_ESTATE);
+    /* b times out while a holds (b's loop is driven by its lock; a's renewals are due
+       later than that) */
+    t = kit_now();
+    CHECK_RC(simba_locker_lock(b, 500), SIMBA_ETIMEDOUT);
+    CHECK(kit_now() - t >= 500);
+    CHECK(kit_now() - t < 3000);
+    CHECK(!simba_locker_held(b));
+    /* handoff after unlock */
+    CHECK_RC(simba_locker_try(b), SIMBA_EAGAIN);
+    CHECK_RC(simba_locker_unlock(a), SIMBA_OK);
+    CHECK_UNTIL(simba_locker_try(b) == SIMBA_OK, ACQ_MS);
+    CHECK(simba_locker_held(b));
+    CHECK(!simba_locker_held(a));
+    CHECK_RC(simba_locker_unlock(b), SIMBA_OK);
+    CHECK_RC(simba_locker_free(a), SIMBA_OK);
+    CHECK_RC(simba_locker_free(b), SIMBA_OK);
+    kit_close_all();
+}
+
+static char obs_log[512];
+static int obs_n;
+static uint64_t obs_fences[16];
+static void obs_owner(simba_service *s, const simba_state *st, void *u) {
+    (void)s;
+    (void)u;
+    if (st->after->id[0] && obs_n < 16) obs_fences[obs_n++] = st->after->fence;
+    if (strlen(obs_log) + strlen(st->after->id) + 3 < sizeof obs_log) {
+        strcat(obs_log, st->after->id[0] ? st->after->id : "-");
+        strcat(obs_log, "|");
+    }
+}
+
+TEST(kit_observer) {
+    kit_proc *o = kit_open(), *p = kit_open(), *q = kit_open();
+    simba_service *obs, *a, *b;
+    simba_observe_desc od = {0};
+    kit_counts ca = {0}, cb = {0};
+    char want[512];
+    simba_owner view;
+    const char *m = kit_name("observer");
+    REQUIRE(o && p && q);
+    obs_log[0] = 0;
+    obs_n = 0;
+    od.mutex = m;
+    od.on_owner = obs_owner;
+    od.refresh_ms = 100;
+    CHECK_RC(simba_observe(o->loop, o->be, &od, &obs), SIMBA_OK);
+    CHECK_RC(simba_start(obs), SIMBA_OK);
+    a = kit_contender(p, m, &ca);
+    b = kit_contender(q, m, &cb);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    CHECK_UNTIL(ca.acquired == 1, ACQ_MS);
+    CHECK_UNTIL(simba_owner_get(obs, &view) == SIMBA_OK && strcmp(view.id, simba_service_contender_id(a)) == 0, 5000);
+    CHECK_RC(simba_stop(a), SIMBA_OK);
+    CHECK_UNTIL(simba_owner_get(obs, &view) == SIMBA_OK && view.id[0] == 0, 5000);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    CHECK_UNTIL(cb.acquired == 1, ACQ_MS);
+    CHECK_UNTIL(simba_owner_get(obs, &view) == SIMBA_OK && strcmp(view.id, simba_service_contender_id(b)) == 0, 5000);
+    snprintf(want, sizeof want, "%s|-|%s|", simba_service_contender_id(a), simba_service_contender_id(b));
+    CHECK_STR(obs_log, want);
+    CHECK_EQ(obs_n, 2);
+    CHECK(obs_fences[1] > obs_fences[0]);
+    CHECK_EQ(obs_fences[0], ca.fence);
+    CHECK_EQ(obs_fences[1], cb.fence);
+    kit_close_all();
+}
+
+TEST(kit_fencing) {
+    kit_proc *p = kit_open(), *q = kit_open();
+    kit_counts ca = {0}, cb = {0};
+    simba_service *a, *b;
+    uint64_t f[4];
+    const char *m = kit_name("fencing");
+    REQUIRE(p && q);
+    a = kit_contender(p, m, &ca);
+    b = kit_contender(q, m, &cb);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    REQUIRE_UNTIL(ca.acquired == 1, ACQ_MS);
+    f[0] = simba_fence(a);
+    CHECK(f[0] > 0);
+    KIT_HOLD(simba_fence(a) == f[0], TTL + 500); /* renewals keep it */
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    CHECK_RC(simba_stop(a), SIMBA_OK);
+    REQUIRE_UNTIL(cb.acquired == 1, ACQ_MS);
+    f[1] = simba_fence(b);
+    CHECK(f[1] > f[0]);
+    CHECK_UNTIL(simba_service_status(a) == SIMBA_INITIAL, 5000);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    CHECK_RC(simba_stop(b), SIMBA_OK);
+    REQUIRE_UNTIL(ca.acquired == 2, ACQ_MS);
+    f[2] = simba_fence(a);
+    CHECK(f[2] > f[1]);
+    CHECK_EQ(ca.fence, f[2]);
+    kit_close_all();
+}
+
+int kit_run(const kit_backend *kb, int argc, char **argv) {
+    char title[64];
+    struct timespec ts;
+    K = kb;
+    TTL = kb->ttl_ms;
+    TR = kb->transition_ms;
+    if (TTL == 0 && TR == 0) { TTL = 2000; TR = 1000; }
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(run_tag, sizeof run_tag, "%lx%x", (unsigned long)ts.tv_sec & 0xffffff, (unsigned)getpid() & 0xffff);
+    CHECK_INIT(argc, argv);
+    RUN(kit_start);
+    RUN(kit_restart);
+    RUN(kit_guard);
+    RUN(kit_fencing);
+    RUN(kit_locker);
+    RUN(kit_observer);
+    RUN(kit_schedule);
+    RUN(kit_multi_contend);
+    snprintf(title, sizeof title, "%s kit", kb->name);
+    return check_report(title);
+}
