@@ -711,7 +711,9 @@ static void simba__redis_on_hs(redisAsyncContext *ac, void *reply, void *priv) {
     redisReply *x = (redisReply *)reply;
     (void)ac;
     if (!x) return; /* going down anyway */
-    if (x->type == REDIS_REPLY_ERROR) {
+    if (c->hs_failed) {
+        /* keep the first error (AUTH): what follows it only fails because of it */
+    } else if (x->type == REDIS_REPLY_ERROR) {
         simba__redis_seterr(c->r, h->script >= 0 ? "SCRIPT LOAD" : "handshake", x->str);
         c->hs_failed = 1;
     } else if (h->script >= 0) {

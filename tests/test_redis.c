@@ -1,0 +1,819 @@
+/* test_redis.c -- Redis-specific tests of simba_redis.h against real redis-server processes.
+ *
+ * The shared server: 127.0.0.1:$SIMBA_REDIS_PORT (default 6390), started beforehand with
+ * scripts/redis-start.sh. A test that cannot reach it fails; nothing is skipped.
+ * Cases that restart, stop (SIGSTOP) or reconfigure a server use a private one on
+ * $SIMBA_REDIS_PORT2 (default: port + 1) that this program starts and stops itself with
+ * scripts/redis-start.sh / redis-stop.sh ($SIMBA_SCRIPTS, default "scripts").
+ *
+ * Every simulated process gets its own loop and backend (its own connections); all loops
+ * are driven from one poll(2) over their descriptors, and every simba_poll call is timed.
+ */
+#define SIMBA_IMPLEMENTATION
+#include "../simba_redis.h"
+#include "check.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int port1, port2;
+static char dir2[256];
+static const char *scripts = "scripts";
+static char prefix[64]; /* unique per run: leftovers of earlier runs never interfere */
+static int64_t poll_limit_us = 10000; /* "no simba_poll call takes more than a few ms" */
+
+static int64_t mono_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+static int64_t mono_ms(void) { return mono_us() / 1000; }
+
+/* ---- raw (blocking) inspection connection: test side only ------------------------------ */
+
+static redisContext *raw_connect(int port) {
+    struct timeval tv = {1, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
+    if (c && c->err) {
+        fprintf(stderr, "  raw connect to %d: %s\n", port, c->errstr);
+        redisFree(c);
+        return NULL;
+    }
+    if (c) redisSetTimeout(c, tv);
+    return c;
+}
+
+/* Runs a command, returns its integer reply (or -1), or 1 for +OK/PONG. */
+static long long raw_cmd(int port, const char *fmt, ...) {
+    redisContext *c = raw_connect(port);
+    redisReply *x;
+    long long v = -1;
+    va_list ap;
+    if (!c) return -1;
+    va_start(ap, fmt);
+    x = (redisReply *)redisvCommand(c, fmt, ap);
+    va_end(ap);
+    if (x) {
+        if (x->type == REDIS_REPLY_INTEGER) v = x->integer;
+        else if (x->type == REDIS_REPLY_STATUS) v = 1;
+        else if (x->type == REDIS_REPLY_ARRAY) v = (long long)x->elements;
+        else if (x->type == REDIS_REPLY_ERROR) fprintf(stderr, "  raw: %s\n", x->str);
+        freeReplyObject(x);
+    }
+    redisFree(c);
+    return v;
+}
+
+/* ---- servers -------------------------------------------------------------------------- */
+
+static int run(const char *fmt, ...) {
+    char cmd[512];
+    va_list ap;
+    int rc;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    rc = system(cmd);
+    return rc == 0 ? 0 : -1;
+}
+static int server2_start(void) { return run("%s/redis-start.sh %d %s >/dev/null", scripts, port2, dir2); }
+static int server2_stop(void) { return run("%s/redis-stop.sh %s >/dev/null", scripts, dir2); }
+static pid_t server2_pid(void) {
+    char path[300];
+    FILE *f;
+    long pid = -1;
+    snprintf(path, sizeof path, "%s/redis.pid", dir2);
+    f = fopen(path, "r");
+    if (!f) return -1;
+    if (fscanf(f, "%ld", &pid) != 1) pid = -1;
+    fclose(f);
+    return (pid_t)pid;
+}
+
+/* ---- loops and the driver ------------------------------------------------------------- */
+
+typedef struct drv {
+    simba_loop *l[8];
+    int64_t wait[8];
+    int n;
+    int use_ready;       /* hand our poll(2) results in with simba_poll_ready */
+    int64_t max_poll_us; /* longest single simba_poll call */
+    long polls;
+} drv;
+
+static simba_loop *newloop(void) {
+    simba_loop *loop = NULL;
+    if (simba_loop_new(NULL, &loop) != SIMBA_OK) return NULL;
+    return loop;
+}
+
+static simba_result open_redis(simba_loop *loop, int port, simba_backend **out) {
+    simba_redis_desc d;
+    memset(&d, 0, sizeof d);
+    d.port = port;
+    d.prefix = prefix;
+    return simba_redis_open(loop, &d, out);
+}
+
+static simba_loop *drv_add(drv *d) {
+    simba_loop *l = newloop();
+    if (l && d->n < 8) {
+        d->l[d->n] = l;
+        d->wait[d->n++] = 0;
+    }
+    return l;
+}
+
+static void drv_once(drv *d, int64_t max_ms) {
+    struct pollfd p[64];
+    int cnt = 0, i;
+    int64_t wait = max_ms;
+    for (i = 0; i < d->n; i++) {
+        int k;
+        if (!d->l[i]) continue;
+        k = simba_fds(d->l[i], p + cnt, 64 - cnt);
+        if (k > 64 - cnt) k = 64 - cnt;
+        if (k > 0) cnt += k;
+        if (d->wait[i] < wait) wait = d->wait[i];
+    }
+    if (wait < 0) wait = 0;
+    if (poll(p, (nfds_t)cnt, (int)wait) < 0)
+        for (i = 0; i < cnt; i++) p[i].revents = 0;
+    for (i = 0; i < d->n; i++) {
+        int64_t t0, dt, w;
+        if (!d->l[i]) continue;
+        t0 = mono_us();
+        w = d->use_ready ? simba_poll_ready(d->l[i], p, cnt) : simba_poll(d->l[i]);
+        dt = mono_us() - t0;
+        if (dt > d->max_poll_us) d->max_poll_us = dt;
+        d->polls++;
+        d->wait[i] = w < 0 ? 10 : w;
+    }
+}
+
+#define WAIT_FOR(d, cond, ms)                                                               \
+    do {                                                                                    \
+        int64_t wf__end = mono_ms() + (ms);                                                 \
+        while (!(cond) && mono_ms() < wf__end) drv_once((d), 20);                           \
+    } while (0)
+
+/* After a call from outside the poll (stop, start): the waits we cached are stale. */
+static void drv_kick(drv *d) {
+    int i;
+    for (i = 0; i < d->n; i++) d->wait[i] = 0;
+}
+
+static void drv_run(drv *d, int64_t ms) {
+    int64_t end = mono_ms() + ms;
+    while (mono_ms() < end) drv_once(d, end - mono_ms());
+}
+
+static void drv_free(drv *d) {
+    int i;
+    for (i = 0; i < d->n; i++)
+        if (d->l[i]) simba_loop_free(d->l[i]);
+    d->n = 0;
+}
+
+/* ---- services ------------------------------------------------------------------------- */
+
+typedef struct rec {
+    int acq, rel;
+    int64_t acq_us, rel_us;
+    uint64_t fence;
+} rec;
+
+static void on_acq(simba_service *s, const simba_state *st, void *u) {
+    rec *r = (rec *)u;
+    (void)s;
+    r->acq++;
+    r->acq_us = mono_us();
+    r->fence = st->after->fence;
+}
+static void on_rel(simba_service *s, const simba_state *st, void *u) {
+    rec *r = (rec *)u;
+    (void)s;
+    (void)st;
+    r->rel++;
+    r->rel_us = mono_us();
+}
+
+static simba_service *contend(simba_loop *l, simba_backend *be, const char *mutex, const char *id,
+                              int64_t ttl, int64_t tr, rec *r) {
+    simba_contend_desc cd;
+    simba_service *s = NULL;
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = mutex;
+    cd.contender_id = id;
+    cd.ttl_ms = ttl;
+    cd.transition_ms = tr;
+    cd.on_acquired = on_acq;
+    cd.on_released = on_rel;
+    cd.user_data = r;
+    if (simba_contend(l, be, &cd, &s) != SIMBA_OK) return NULL;
+    if (simba_start(s) != SIMBA_OK) return NULL;
+    return s;
+}
+
+static const char *viewed_owner(simba_service *s) {
+    static simba_owner o;
+    if (simba_owner_get(s, &o) != SIMBA_OK) return "";
+    return o.id;
+}
+
+static void mname(char *buf, size_t cap, const char *what) { snprintf(buf, cap, "%s", what); }
+
+/* ---- cases ------------------------------------------------------------------------------ */
+
+TEST(server_reachable) {
+    CHECK_EQ(raw_cmd(port1, "PING"), 1);
+    CHECK_EQ(raw_cmd(port2, "PING"), 1);
+}
+
+TEST(acquire_read_observe) {
+    drv d;
+    simba_backend *b1, *b2;
+    simba_service *a, *obs;
+    simba_observe_desc od;
+    simba_owner o;
+    rec ra;
+    char key[256];
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    REQUIRE(drv_add(&d) && drv_add(&d));
+    REQUIRE(open_redis(d.l[0], port1, &b1) == SIMBA_OK);
+    REQUIRE(open_redis(d.l[1], port1, &b2) == SIMBA_OK);
+    /* every character the name rule allows, to see the key layout and hash tag */
+    a = contend(d.l[0], b1, "a-b_c.d:e@f+g=h,i", "A", 10000, 6000, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    CHECK(simba_is_owner(a));
+    CHECK(simba_fence(a) > 0);
+    snprintf(key, sizeof key, "%s{a-b_c.d:e@f+g=h,i}:owner", prefix);
+    CHECK_EQ(raw_cmd(port1, "EXISTS %s", key), 1);
+    CHECK(raw_cmd(port1, "PTTL %s", key) > 15000);
+    memset(&od, 0, sizeof od);
+    od.mutex = "a-b_c.d:e@f+g=h,i";
+    REQUIRE(simba_observe(d.l[1], b2, &od, &obs) == SIMBA_OK);
+    REQUIRE(simba_start(obs) == SIMBA_OK);
+    WAIT_FOR(&d, strcmp(viewed_owner(obs), "A") == 0, 3000);
+    CHECK_RC(simba_owner_get(obs, &o), SIMBA_OK);
+    CHECK_STR(o.id, "A");
+    CHECK(o.fence == simba_fence(a));
+    /* the remaining lease as the observer sees it: about ttl / ttl+transition */
+    CHECK(o.ttl_at - simba_now(d.l[1]) > 9000 && o.ttl_at - simba_now(d.l[1]) <= 10000);
+    CHECK(o.transition_at - simba_now(d.l[1]) > 15000);
+    CHECK(simba_stop(a) == SIMBA_OK);
+    drv_kick(&d);
+    WAIT_FOR(&d, raw_cmd(port1, "EXISTS %s", key) == 0, 3000);
+    CHECK_EQ(raw_cmd(port1, "EXISTS %s", key), 0);
+    CHECK_EQ(ra.acq, 1);
+    CHECK_EQ(ra.rel, 1);
+    drv_free(&d);
+}
+
+/* The waiter takes over within a few ms of the release: its timer (lease 16 s) cannot be the
+   reason. Each contender has its own loop, backend and connections. */
+TEST(handoff_by_push) {
+    drv d;
+    simba_backend *b1, *b2;
+    simba_service *a, *b;
+    rec ra, rb;
+    int64_t t_stop, gap;
+    char m[64];
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    d.use_ready = 1;
+    mname(m, sizeof m, "handoff");
+    REQUIRE(drv_add(&d) && drv_add(&d));
+    REQUIRE(open_redis(d.l[0], port1, &b1) == SIMBA_OK);
+    REQUIRE(open_redis(d.l[1], port1, &b2) == SIMBA_OK);
+    a = contend(d.l[0], b1, m, "A", 10000, 6000, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    REQUIRE(simba_is_owner(a));
+    b = contend(d.l[1], b2, m, "B", 10000, 6000, &rb);
+    REQUIRE(b);
+    WAIT_FOR(&d, strcmp(viewed_owner(b), "A") == 0, 3000);
+    drv_run(&d, 100); /* let B's wake subscription settle */
+    t_stop = mono_us();
+    CHECK(simba_stop(a) == SIMBA_OK);
+    drv_kick(&d);
+    WAIT_FOR(&d, simba_is_owner(b), 3000);
+    CHECK(simba_is_owner(b));
+    gap = rb.acq_us - t_stop;
+    fprintf(stderr, "  handoff gap %.2f ms (timer would be >= 16000 ms)\n", (double)gap / 1000.0);
+    CHECK(rb.acq == 1 && gap < 50000);
+    CHECK(rb.fence > ra.fence);
+    CHECK(d.max_poll_us < poll_limit_us);
+    drv_free(&d);
+}
+
+/* Fences strictly increase over ownerships, survive renewals unchanged. */
+TEST(fence_strictly_increasing) {
+    drv d;
+    simba_backend *be[3];
+    simba_service *s[3];
+    rec r[3];
+    uint64_t fences[8], f0;
+    int i, k, handoffs = 0;
+    memset(&d, 0, sizeof d);
+    memset(r, 0, sizeof r);
+    for (i = 0; i < 3; i++) {
+        char id[8];
+        REQUIRE(drv_add(&d));
+        REQUIRE(open_redis(d.l[i], port1, &be[i]) == SIMBA_OK);
+        snprintf(id, sizeof id, "C%d", i);
+        s[i] = contend(d.l[i], be[i], "fence", id, 10000, 6000, &r[i]);
+        REQUIRE(s[i]);
+    }
+    for (k = 0; k < 6; k++) {
+        int owner = -1;
+        WAIT_FOR(&d, simba_is_owner(s[0]) + simba_is_owner(s[1]) + simba_is_owner(s[2]) == 1, 3000);
+        for (i = 0; i < 3; i++)
+            if (simba_is_owner(s[i])) owner = i;
+        REQUIRE(owner >= 0);
+        fences[handoffs++] = simba_fence(s[owner]);
+        drv_run(&d, 30);
+        /* stop and restart the owner: the next one takes over by push */
+        CHECK(simba_stop(s[owner]) == SIMBA_OK);
+        drv_kick(&d);
+        WAIT_FOR(&d, simba_service_status(s[owner]) == SIMBA_INITIAL, 3000);
+        CHECK(simba_start(s[owner]) == SIMBA_OK);
+        drv_kick(&d);
+    }
+    for (k = 1; k < handoffs; k++) CHECK(fences[k] > fences[k - 1]);
+    drv_free(&d);
+
+    /* renewals keep the fence: ttl 300 renews every ~200 ms */
+    memset(&d, 0, sizeof d);
+    memset(r, 0, sizeof r);
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_redis(d.l[0], port1, &be[0]) == SIMBA_OK);
+    s[0] = contend(d.l[0], be[0], "fence-renew", "R", 300, 200, &r[0]);
+    REQUIRE(s[0]);
+    WAIT_FOR(&d, simba_is_owner(s[0]), 3000);
+    f0 = simba_fence(s[0]);
+    drv_run(&d, 1200);
+    CHECK(simba_is_owner(s[0]));
+    CHECK(simba_fence(s[0]) == f0);
+    CHECK_EQ(r[0].acq, 1);
+    CHECK_EQ(r[0].rel, 0);
+    drv_free(&d);
+}
+
+/* Data loss (FLUSHDB) and a flushed script cache: the owner finds no owner record on its next
+   renewal; it steps down and takes the mutex again with a larger fence. */
+TEST(renew_after_data_loss) {
+    drv d;
+    simba_backend *be;
+    simba_service *a;
+    simba_redis_desc rd;
+    rec ra;
+    uint64_t f0;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    REQUIRE(drv_add(&d));
+    memset(&rd, 0, sizeof rd);
+    rd.port = port1;
+    rd.prefix = prefix;
+    rd.db = 9; /* FLUSHDB there leaves the other tests' data alone */
+    REQUIRE(simba_redis_open(d.l[0], &rd, &be) == SIMBA_OK);
+    a = contend(d.l[0], be, "loss", "A", 600, 400, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    REQUIRE(simba_is_owner(a));
+    f0 = simba_fence(a);
+    {
+        redisContext *c = raw_connect(port1);
+        redisReply *x;
+        REQUIRE(c);
+        x = (redisReply *)redisCommand(c, "SELECT 9");
+        freeReplyObject(x);
+        x = (redisReply *)redisCommand(c, "FLUSHDB");
+        freeReplyObject(x);
+        x = (redisReply *)redisCommand(c, "SCRIPT FLUSH");
+        freeReplyObject(x);
+        redisFree(c);
+    }
+    WAIT_FOR(&d, ra.acq == 2, 3000);
+    CHECK_EQ(ra.rel, 1);
+    CHECK_EQ(ra.acq, 2);
+    CHECK(simba_is_owner(a));
+    CHECK(simba_fence(a) > f0);
+    drv_free(&d);
+}
+
+/* A real restart of a server without persistence: reconnect, resubscribe, re-acquire. */
+TEST(renew_after_server_restart) {
+    drv d;
+    simba_backend *b1, *b2;
+    simba_service *a, *b;
+    rec ra, rb;
+    uint64_t f0;
+    int64_t t0;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(drv_add(&d) && drv_add(&d));
+    REQUIRE(open_redis(d.l[0], port2, &b1) == SIMBA_OK);
+    REQUIRE(open_redis(d.l[1], port2, &b2) == SIMBA_OK);
+    a = contend(d.l[0], b1, "restart", "A", 1000, 1000, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    REQUIRE(simba_is_owner(a));
+    b = contend(d.l[1], b2, "restart", "B", 1000, 1000, &rb);
+    REQUIRE(b);
+    WAIT_FOR(&d, strcmp(viewed_owner(b), "A") == 0, 3000);
+    f0 = simba_fence(a);
+    REQUIRE(server2_stop() == 0);
+    t0 = mono_ms();
+    drv_run(&d, 300);
+    REQUIRE(server2_start() == 0);
+    /* someone owns it again, with a fence above every earlier one */
+    WAIT_FOR(&d, (simba_is_owner(a) && simba_fence(a) != f0) || simba_is_owner(b), 8000);
+    CHECK((simba_is_owner(a) && simba_fence(a) > f0) || (simba_is_owner(b) && simba_fence(b) > f0));
+    fprintf(stderr, "  owner again %lld ms after the stop\n", (long long)(mono_ms() - t0));
+    CHECK(d.max_poll_us < poll_limit_us);
+    drv_free(&d);
+}
+
+/* SIGSTOP: the owner steps down by its local deadline; no simba_poll call ever blocks. */
+TEST(sigstop_server) {
+    drv d;
+    simba_backend *be;
+    simba_service *a;
+    simba_redis_desc rd;
+    rec ra;
+    pid_t pid = server2_pid();
+    int64_t t_stop, last_ok;
+    REQUIRE(pid > 0);
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    REQUIRE(drv_add(&d));
+    memset(&rd, 0, sizeof rd);
+    rd.port = port2;
+    rd.prefix = prefix;
+    rd.connect_timeout_ms = 500;
+    rd.command_timeout_ms = 500;
+    REQUIRE(simba_redis_open(d.l[0], &rd, &be) == SIMBA_OK);
+    a = contend(d.l[0], be, "sigstop", "A", 1000, 1000, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    REQUIRE(simba_is_owner(a));
+    drv_run(&d, 200);
+    d.max_poll_us = 0;
+    last_ok = mono_us();
+    REQUIRE(kill(pid, SIGSTOP) == 0);
+    t_stop = mono_us();
+    WAIT_FOR(&d, !simba_is_owner(a), 3000);
+    CHECK(!simba_is_owner(a));
+    CHECK_EQ(ra.rel, 1);
+    /* the last confirmed renewal was before the stop: ttl 1000 bounds the step-down */
+    fprintf(stderr, "  stepped down %.1f ms after SIGSTOP\n", (double)(ra.rel_us - t_stop) / 1000.0);
+    CHECK(ra.rel_us - last_ok <= 1000000 + 20000);
+    drv_run(&d, 2500); /* command timeouts, reconnects, connect timeouts against a frozen server */
+    fprintf(stderr, "  %ld polls, longest %.2f ms\n", d.polls, (double)d.max_poll_us / 1000.0);
+    CHECK(d.max_poll_us < poll_limit_us);
+    CHECK(!simba_is_owner(a));
+    CHECK(kill(pid, SIGCONT) == 0);
+    WAIT_FOR(&d, simba_is_owner(a), 8000);
+    CHECK(simba_is_owner(a));
+    drv_free(&d);
+}
+
+/* A waiter process that dies (SIGKILL) or hangs (SIGSTOP) while queued does not swallow the
+   wake-up: a dead one has nobody on its channel, a hung one's entry expires. */
+static void child_waiter(const char *mutex, int64_t ttl, int64_t tr, int fd) {
+    drv d;
+    simba_backend *be;
+    simba_service *w;
+    rec r;
+    memset(&d, 0, sizeof d);
+    memset(&r, 0, sizeof r);
+    if (!drv_add(&d) || open_redis(d.l[0], port1, &be) != SIMBA_OK) _exit(2);
+    w = contend(d.l[0], be, mutex, "W1", ttl, tr, &r);
+    if (!w) _exit(3);
+    WAIT_FOR(&d, strcmp(viewed_owner(w), "A") == 0, 3000);
+    drv_run(&d, 100);
+    if (write(fd, "x", 1) != 1) _exit(4);
+    for (;;) drv_once(&d, 100);
+}
+
+static void crashed_waiter_case(int hang) {
+    drv d;
+    simba_backend *b1, *b2;
+    simba_service *a, *w2;
+    rec ra, rw;
+    int pfd[2], status;
+    char c;
+    pid_t pid;
+    const char *m = hang ? "crash-hang" : "crash-kill";
+    int64_t ttl = hang ? 2000 : 10000, tr = hang ? 1000 : 6000, t_rel, gap;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    memset(&rw, 0, sizeof rw);
+    REQUIRE(drv_add(&d) && drv_add(&d));
+    REQUIRE(open_redis(d.l[0], port1, &b1) == SIMBA_OK);
+    a = contend(d.l[0], b1, m, "A", ttl, tr, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    REQUIRE(simba_is_owner(a));
+    REQUIRE(pipe(pfd) == 0);
+    fflush(NULL);
+    pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        close(pfd[0]);
+        child_waiter(m, ttl, tr, pfd[1]);
+        _exit(0);
+    }
+    close(pfd[1]);
+    /* the owner keeps renewing while the child queues up */
+    {
+        struct pollfd p;
+        int64_t end = mono_ms() + 5000;
+        int got = 0;
+        while (!got && mono_ms() < end) {
+            p.fd = pfd[0];
+            p.events = POLLIN;
+            if (poll(&p, 1, 0) == 1) got = read(pfd[0], &c, 1) == 1;
+            else drv_once(&d, 10);
+        }
+        CHECK(got);
+    }
+    close(pfd[0]);
+    REQUIRE(open_redis(d.l[1], port1, &b2) == SIMBA_OK);
+    w2 = contend(d.l[1], b2, m, "W2", ttl, tr, &rw);
+    REQUIRE(w2);
+    WAIT_FOR(&d, strcmp(viewed_owner(w2), "A") == 0, 3000);
+    drv_run(&d, 100);
+    if (hang) {
+        /* alive connection, gone process: only the entry's expiry can tell (<= lease 3 s +
+           grace 3 s after its last attempt) */
+        kill(pid, SIGSTOP);
+        drv_run(&d, 6500);
+    } else {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        drv_run(&d, 200); /* the server notices the closed connection */
+    }
+    t_rel = mono_us();
+    CHECK(simba_stop(a) == SIMBA_OK);
+    drv_kick(&d);
+    WAIT_FOR(&d, simba_is_owner(w2), 3000);
+    CHECK(simba_is_owner(w2));
+    gap = rw.acq_us - t_rel;
+    fprintf(stderr, "  W2 took over %.2f ms after the release\n", (double)gap / 1000.0);
+    CHECK(gap < 50000);
+    if (hang) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    drv_free(&d);
+}
+TEST(crashed_waiter_killed) { crashed_waiter_case(0); }
+TEST(crashed_waiter_hung) { crashed_waiter_case(1); }
+
+/* Bad names never reach Redis; nothing is written. */
+TEST(bad_names_rejected) {
+    drv d;
+    simba_backend *be;
+    simba_service *s = NULL;
+    simba_contend_desc cd;
+    simba_req req;
+    char longname[SIMBA_NAME_MAX + 2];
+    const char *bad[] = {"a{b", "a}b", "{x}", "a b", "a\"b", "a'b", "a\\b", "a*b", "", "a\nb", ".", ".."};
+    size_t i;
+    long long before, after;
+    memset(&d, 0, sizeof d);
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_redis(d.l[0], port1, &be) == SIMBA_OK);
+    drv_run(&d, 50);
+    before = raw_cmd(port1, "KEYS %s*", prefix);
+    memset(longname, 'a', sizeof longname);
+    longname[SIMBA_NAME_MAX + 1] = 0;
+    memset(&cd, 0, sizeof cd);
+    cd.contender_id = "X";
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cd.mutex = bad[i];
+        CHECK_RC(simba_contend(d.l[0], be, &cd, &s), SIMBA_EINVAL);
+    }
+    cd.mutex = longname;
+    CHECK_RC(simba_contend(d.l[0], be, &cd, &s), SIMBA_EINVAL);
+    cd.mutex = NULL;
+    CHECK_RC(simba_contend(d.l[0], be, &cd, &s), SIMBA_EINVAL);
+    /* the backend's own guard, below the core */
+    memset(&req, 0, sizeof req);
+    req.op = SIMBA_OP_ACQUIRE;
+    req.contender = "X";
+    req.ttl_ms = 1000;
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        req.mutex = bad[i];
+        CHECK_RC(simba__redis_vt.submit(simba_backend_impl(be), &req), SIMBA_EINVAL);
+    }
+    req.mutex = "ok";
+    req.contender = "bad id";
+    CHECK_RC(simba__redis_vt.submit(simba_backend_impl(be), &req), SIMBA_EINVAL);
+    req.contender = "X";
+    req.ttl_ms = 0;
+    CHECK_RC(simba__redis_vt.submit(simba_backend_impl(be), &req), SIMBA_EINVAL);
+    CHECK_RC(simba__redis_vt.watch(simba_backend_impl(be), "a{b"), SIMBA_EINVAL);
+    drv_run(&d, 100);
+    after = raw_cmd(port1, "KEYS %s*", prefix);
+    CHECK_EQ(after, before);
+    CHECK_EQ(raw_cmd(port1, "KEYS %s", "*a{b*"), 0);
+    CHECK_EQ(raw_cmd(port1, "KEYS %s", "*a b*"), 0);
+    drv_free(&d);
+}
+
+TEST(bad_host_port) {
+    drv d;
+    simba_backend *be = NULL;
+    simba_redis_desc rd;
+    simba_locker *lk = NULL;
+    int64_t t0;
+    memset(&d, 0, sizeof d);
+    REQUIRE(drv_add(&d));
+    memset(&rd, 0, sizeof rd);
+    CHECK_RC(simba_redis_open(NULL, &rd, &be), SIMBA_EINVAL);
+    CHECK_RC(simba_redis_open(d.l[0], NULL, &be), SIMBA_EINVAL);
+    CHECK_RC(simba_redis_open(d.l[0], &rd, NULL), SIMBA_EINVAL);
+    rd.host = "no-such-host.invalid"; /* names would block in getaddrinfo: refused */
+    CHECK_RC(simba_redis_open(d.l[0], &rd, &be), SIMBA_EINVAL);
+    rd.host = "256.1.1.1";
+    CHECK_RC(simba_redis_open(d.l[0], &rd, &be), SIMBA_EINVAL);
+    rd.host = NULL;
+    rd.port = -1;
+    CHECK_RC(simba_redis_open(d.l[0], &rd, &be), SIMBA_EINVAL);
+    rd.port = 70000;
+    CHECK_RC(simba_redis_open(d.l[0], &rd, &be), SIMBA_EINVAL);
+    rd.port = port1;
+    rd.db = -1;
+    CHECK_RC(simba_redis_open(d.l[0], &rd, &be), SIMBA_EINVAL);
+    rd.db = 0;
+    rd.prefix = "x{y}:";
+    CHECK_RC(simba_redis_open(d.l[0], &rd, &be), SIMBA_EINVAL);
+    rd.prefix = NULL;
+    rd.command_timeout_ms = -5;
+    CHECK_RC(simba_redis_open(d.l[0], &rd, &be), SIMBA_EINVAL);
+    rd.command_timeout_ms = 0;
+    rd.username = "u"; /* a user without a password */
+    CHECK_RC(simba_redis_open(d.l[0], &rd, &be), SIMBA_EINVAL);
+
+    /* nothing listens there: an error after a bounded time, polls never block */
+    memset(&rd, 0, sizeof rd);
+    rd.host = "::1";
+    rd.port = port2 + 7;
+    rd.prefix = prefix;
+    REQUIRE(simba_redis_open(d.l[0], &rd, &be) == SIMBA_OK);
+    {
+        simba_locker_desc ld;
+        memset(&ld, 0, sizeof ld);
+        ld.mutex = "nowhere";
+        ld.ttl_ms = 2000;
+        ld.transition_ms = 1000;
+        REQUIRE(simba_locker_new(d.l[0], be, &ld, &lk) == SIMBA_OK);
+    }
+    t0 = mono_ms();
+    CHECK_RC(simba_locker_try(lk), SIMBA_EAGAIN);
+    drv_run(&d, 800);
+    CHECK_RC(simba_locker_try(lk), SIMBA_EAGAIN);
+    CHECK(!simba_locker_held(lk));
+    fprintf(stderr, "  errmsg: %s\n", simba_backend_errmsg(be));
+    CHECK(strlen(simba_backend_errmsg(be)) > 0);
+    CHECK(d.max_poll_us < poll_limit_us);
+    CHECK(mono_ms() - t0 < 2000);
+    /* a unix socket that does not exist */
+    memset(&rd, 0, sizeof rd);
+    rd.unix_path = "/nonexistent/redis.sock";
+    REQUIRE(simba_redis_open(d.l[0], &rd, &be) == SIMBA_OK);
+    drv_run(&d, 100);
+    drv_free(&d);
+}
+
+/* AUTH on both connections; a wrong password is an error with the server's message. */
+TEST(auth_and_db) {
+    drv d;
+    simba_backend *be, *bad;
+    simba_service *a, *b;
+    simba_redis_desc rd;
+    rec ra, rb;
+    char key[256];
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(raw_cmd(port2, "CONFIG SET requirepass s3cret") == 1);
+    REQUIRE(drv_add(&d) && drv_add(&d));
+    memset(&rd, 0, sizeof rd);
+    rd.port = port2;
+    rd.prefix = prefix;
+    rd.password = "s3cret";
+    rd.db = 3;
+    REQUIRE(simba_redis_open(d.l[0], &rd, &be) == SIMBA_OK);
+    rd.password = "wrong";
+    REQUIRE(simba_redis_open(d.l[1], &rd, &bad) == SIMBA_OK);
+    a = contend(d.l[0], be, "auth", "A", 2000, 1000, &ra);
+    b = contend(d.l[1], bad, "auth", "B", 2000, 1000, &rb);
+    REQUIRE(a && b);
+    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    CHECK(simba_is_owner(a));
+    drv_run(&d, 300);
+    CHECK(!simba_is_owner(b));
+    fprintf(stderr, "  wrong password: %s\n", simba_backend_errmsg(bad));
+    CHECK(strstr(simba_backend_errmsg(bad), "WRONGPASS") || strstr(simba_backend_errmsg(bad), "invalid"));
+    {
+        redisContext *c = raw_connect(port2);
+        redisReply *x;
+        REQUIRE(c);
+        x = (redisReply *)redisCommand(c, "AUTH s3cret");
+        freeReplyObject(x);
+        x = (redisReply *)redisCommand(c, "SELECT 3");
+        freeReplyObject(x);
+        snprintf(key, sizeof key, "%s{auth}:owner", prefix);
+        x = (redisReply *)redisCommand(c, "EXISTS %s", key);
+        CHECK(x && x->type == REDIS_REPLY_INTEGER && x->integer == 1);
+        freeReplyObject(x);
+        x = (redisReply *)redisCommand(c, "CONFIG SET requirepass %s", "");
+        freeReplyObject(x);
+        redisFree(c);
+    }
+    drv_free(&d);
+}
+
+/* Requests in flight or queued when the backend goes away complete exactly once. */
+TEST(destroy_with_pending) {
+    drv d;
+    simba_backend *be;
+    rec r[4];
+    int i;
+    memset(&d, 0, sizeof d);
+    memset(r, 0, sizeof r);
+    /* queued before the connection is up */
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_redis(d.l[0], port1, &be) == SIMBA_OK);
+    for (i = 0; i < 4; i++) {
+        char m[32];
+        snprintf(m, sizeof m, "pending-%d", i);
+        CHECK(contend(d.l[0], be, m, "P", 2000, 1000, &r[i]) != NULL);
+    }
+    simba_poll(d.l[0]);
+    drv_free(&d);
+    /* in flight on a frozen server */
+    {
+        pid_t pid = server2_pid();
+        REQUIRE(pid > 0);
+        memset(&d, 0, sizeof d);
+        REQUIRE(drv_add(&d));
+        REQUIRE(open_redis(d.l[0], port2, &be) == SIMBA_OK);
+        drv_run(&d, 100);
+        REQUIRE(kill(pid, SIGSTOP) == 0);
+        for (i = 0; i < 4; i++) {
+            char m[32];
+            snprintf(m, sizeof m, "frozen-%d", i);
+            CHECK(contend(d.l[0], be, m, "P", 2000, 1000, &r[i]) != NULL);
+        }
+        drv_run(&d, 50);
+        drv_free(&d);
+        kill(pid, SIGCONT);
+    }
+}
+
+int main(int argc, char **argv) {
+    const char *e;
+    CHECK_INIT(argc, argv);
+    e = getenv("SIMBA_REDIS_PORT");
+    port1 = e && *e ? atoi(e) : 6390;
+    e = getenv("SIMBA_REDIS_PORT2");
+    port2 = e && *e ? atoi(e) : port1 + 1;
+    e = getenv("SIMBA_SCRIPTS");
+    if (e && *e) scripts = e;
+    e = getenv("SIMBA_POLL_LIMIT_US"); /* e.g. larger under valgrind */
+    if (e && *e) poll_limit_us = atoll(e);
+    snprintf(dir2, sizeof dir2, "/tmp/simba-redis-test-%d", port2);
+    snprintf(prefix, sizeof prefix, "t%d.%lld:", (int)getpid(), (long long)(mono_us() % 1000000));
+    signal(SIGPIPE, SIG_IGN);
+    if (server2_start() != 0) fprintf(stderr, "could not start the private server on port %d\n", port2);
+    RUN(server_reachable);
+    RUN(acquire_read_observe);
+    RUN(handoff_by_push);
+    RUN(fence_strictly_increasing);
+    RUN(renew_after_data_loss);
+    RUN(sigstop_server);
+    RUN(renew_after_server_restart);
+    RUN(crashed_waiter_killed);
+    RUN(crashed_waiter_hung);
+    RUN(bad_names_rejected);
+    RUN(bad_host_port);
+    RUN(auth_and_db);
+    RUN(destroy_with_pending);
+    server2_stop();
+    return check_report("redis");
+}
