@@ -155,7 +155,10 @@ int main(int argc, char **argv) {
     /* The application's loop: here simply simba_wait(); a real program would do its own
        work between the calls, or poll simba_fds() together with its own descriptors. */
     end = run_ms > 0 ? simba_now(loop) + run_ms : INT64_MAX;
-    while (!quit && simba_now(loop) < end) simba_wait(loop, 1000);
+    while (!quit && simba_now(loop) < end) {
+        int64_t left = end - simba_now(loop);
+        simba_wait(loop, left < 1000 ? left : 1000);
+    }
 
     /* Step down cleanly: on_released fires, the release reaches the database. */
     simba_stop(svc);
