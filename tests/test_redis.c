@@ -327,7 +327,7 @@ TEST(fence_strictly_increasing) {
     memset(&d, 0, sizeof d);
     memset(r, 0, sizeof r);
     for (i = 0; i < 3; i++) {
-        char id[8];
+        char id[16];
         REQUIRE(drv_add(&d));
         REQUIRE(open_redis(d.l[i], port1, &be[i]) == SIMBA_OK);
         snprintf(id, sizeof id, "C%d", i);
