@@ -1,0 +1,85 @@
+/* tick_loop.c -- simba in a game-style tick loop: one simba_poll() per frame, no fds, no
+ * threads. Two "servers" in one process contend for leadership of "world-sim" through an
+ * in-memory store; halfway through, the leader shuts down and the other takes over.
+ *
+ *   build/tick_loop [seconds]      (default 4)
+ */
+#define SIMBA_IMPLEMENTATION
+#include "../simba.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+typedef struct node {
+    const char *name;
+    simba_loop *loop;
+    simba_backend *be;
+    simba_service *svc;
+    long frames_as_leader;
+} node;
+
+static void became_leader(simba_service *svc, const simba_state *st, void *user) {
+    node *n = (node *)user;
+    (void)svc;
+    printf("[%s] leader now (fence %llu)\n", n->name, (unsigned long long)st->after->fence);
+}
+static void lost_leader(simba_service *svc, const simba_state *st, void *user) {
+    node *n = (node *)user;
+    (void)svc;
+    (void)st;
+    printf("[%s] no longer leader\n", n->name);
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts;
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (ms % 1000) * 1000000L;
+    nanosleep(&ts, NULL);
+}
+
+int main(int argc, char **argv) {
+    simba_memstore *store;
+    node nodes[2] = {{"east", 0, 0, 0, 0}, {"west", 0, 0, 0, 0}};
+    long frames = (argc > 1 ? atol(argv[1]) : 4) * 60, f;
+    int i;
+    if (frames <= 0) frames = 240;
+    if (simba_memstore_new(NULL, &store) != SIMBA_OK) return 1;
+    for (i = 0; i < 2; i++) {
+        simba_contend_desc d = {0};
+        node *n = &nodes[i];
+        d.mutex = "world-sim";
+        d.ttl_ms = 1000;
+        d.transition_ms = 500;
+        d.on_acquired = became_leader;
+        d.on_released = lost_leader;
+        d.user_data = n;
+        if (simba_loop_new(NULL, &n->loop) != SIMBA_OK || simba_memory_open(n->loop, store, &n->be) != SIMBA_OK ||
+            simba_contend(n->loop, n->be, &d, &n->svc) != SIMBA_OK || simba_start(n->svc) != SIMBA_OK) {
+            fprintf(stderr, "setup failed: %s\n", n->loop ? simba_loop_errmsg(n->loop) : "no loop");
+            return 1;
+        }
+    }
+    for (f = 0; f < frames; f++) { /* 60 frames a second */
+        for (i = 0; i < 2; i++) {
+            node *n = &nodes[i];
+            if (simba_poll(n->loop) < 0) return 1; /* never blocks */
+            if (simba_is_owner(n->svc)) n->frames_as_leader++; /* the leader simulates the world */
+        }
+        if (f == frames / 2) {
+            for (i = 0; i < 2; i++)
+                if (simba_is_owner(nodes[i].svc)) {
+                    printf("[%s] shutting down\n", nodes[i].name);
+                    simba_stop(nodes[i].svc);
+                    break;
+                }
+        }
+        sleep_ms(16);
+    }
+    for (i = 0; i < 2; i++) {
+        printf("[%s] led for %ld frames\n", nodes[i].name, nodes[i].frames_as_leader);
+        simba_loop_free(nodes[i].loop);
+    }
+    simba_memstore_free(store);
+    return nodes[0].frames_as_leader > 0 && nodes[1].frames_as_leader > 0 ? 0 : 1;
+}

@@ -1,0 +1,97 @@
+#!/bin/bash
+# test.sh -- run every suite (called by `make test` after the build). Starts redis-server and
+# ZooKeeper on loopback ports of its own, stops them (by PID) on exit, prints each suite's
+# result and a closing "total: N passed, N failed" line. Exit status 0 only if all passed.
+#   SIMBA_TEST_ONLY="core sql" limits the run to some groups (core asan sql redis zk).
+set -u
+cd "$(dirname "$0")/.."
+B=build
+LOGS=$B/logs
+mkdir -p "$LOGS"
+export SIMBA_REDIS_PORT=${SIMBA_REDIS_PORT:-6390}
+export SIMBA_REDIS_DIR=${SIMBA_REDIS_DIR:-$PWD/$B/redis}
+export SIMBA_ZK_PORT=${SIMBA_ZK_PORT:-2191}
+export SIMBA_ZK_DIR=${SIMBA_ZK_DIR:-$PWD/$B/zk}
+ONLY=${SIMBA_TEST_ONLY:-core asan sql redis zk}
+PASS=0
+FAIL=0
+FAILED=""
+T0=$(date +%s)
+
+cleanup() {
+    [ -f "$SIMBA_REDIS_DIR/redis.pid" ] && sh scripts/redis-stop.sh "$SIMBA_REDIS_DIR" >/dev/null 2>&1
+    [ -f "$SIMBA_ZK_DIR/zk.pid" ] && sh scripts/zk-stop.sh "$SIMBA_ZK_DIR" >/dev/null 2>&1
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# run NAME CMD...: a suite's own "N passed, N failed" line counts; a program without one
+# counts as one test, passed if it exits 0.
+run() {
+    local name=$1 t=$(date +%s) rc p f line
+    shift
+    echo "== $name: $*"
+    "$@" >"$LOGS/$name.log" 2>&1
+    rc=$?
+    line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$LOGS/$name.log" | tail -1)
+    if [ -n "$line" ]; then
+        p=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
+        f=$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')
+        [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+    elif [ "$rc" -eq 0 ]; then p=1 f=0; else p=0 f=1; fi
+    PASS=$((PASS + p))
+    FAIL=$((FAIL + f))
+    if [ "$f" -ne 0 ] || [ "$rc" -ne 0 ]; then
+        FAILED="$FAILED $name"
+        echo "   FAILED (exit $rc) after $(( $(date +%s) - t ))s; log $LOGS/$name.log:"
+        grep -E 'FAIL|error|Error|ERROR' "$LOGS/$name.log" | head -40 | sed 's/^/   | /'
+    else
+        echo "   ${line:-ok} ($(( $(date +%s) - t ))s)"
+    fi
+}
+want() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+if want core; then
+    run core $B/test_core
+    run two_tu $B/two_tu
+    run cxx_check $B/cxx_check
+    run tick_loop $B/tick_loop 2
+    run poll_loop $B/poll_loop 2 </dev/null
+    run kit_memory $B/kit_memory
+fi
+if want asan; then
+    run asan_core $B/asan/test_core
+    run asan_kit_memory $B/asan/kit_memory
+    run asan_sql $B/asan/test_sql
+fi
+if want sql; then
+    run sql $B/test_sql
+    run kit_sql $B/kit_sql
+    run multiprocess_sql env MP_WORKER=$B/mp_worker MP_CHECK=$B/mp_check sh scripts/mp_test.sh
+fi
+if want redis; then
+    if sh scripts/redis-start.sh "$SIMBA_REDIS_PORT" "$SIMBA_REDIS_DIR" >"$LOGS/redis-server.log" 2>&1; then
+        run redis $B/test_redis
+        run asan_redis $B/asan/test_redis
+        run kit_redis $B/kit_redis
+        sh scripts/redis-stop.sh "$SIMBA_REDIS_DIR" >/dev/null 2>&1
+    else
+        echo "== redis: could not start redis-server (see $LOGS/redis-server.log)"
+        FAIL=$((FAIL + 1)); FAILED="$FAILED redis-server"
+    fi
+fi
+if want zk; then
+    if sh scripts/zk-start.sh "$SIMBA_ZK_PORT" "$SIMBA_ZK_DIR" >"$LOGS/zk-server.log" 2>&1; then
+        run zk $B/test_zk
+        run asan_zk $B/asan/test_zk
+        run kit_zk $B/kit_zk
+        sh scripts/zk-stop.sh "$SIMBA_ZK_DIR" >/dev/null 2>&1
+    else
+        echo "== zk: could not start ZooKeeper (see $LOGS/zk-server.log)"
+        FAIL=$((FAIL + 1)); FAILED="$FAILED zk-server"
+    fi
+fi
+
+echo "suites took $(( $(date +%s) - T0 ))s${FAILED:+; failed:$FAILED}"
+echo "total: $PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]

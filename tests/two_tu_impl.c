@@ -1,0 +1,3 @@
+/* The one translation unit that instantiates simba (stb-style). */
+#define SIMBA_IMPLEMENTATION
+#include "../simba.h"
