@@ -1,0 +1,1551 @@
+/*
+ * simba_zk.h -- ZooKeeper backend for simba (libzookeeper_mt), stb-style single header.
+ *
+ *     #define SIMBA_IMPLEMENTATION
+ *     #include "simba_zk.h"          // in one C file; others include it plainly
+ *
+ *     cc ... app.c -lzookeeper_mt -lpthread
+ *
+ * The header includes <zookeeper/zookeeper.h> (Debian: libzookeeper-mt-dev), so no -I is
+ * needed, and -DTHREADED is not needed either (it only declares the synchronous API, which
+ * this backend does not use).
+ *
+ *     simba_backend *be;
+ *     simba_zk_open(loop, &(simba_zk_desc){ .hosts = "127.0.0.1:2181" }, &be);
+ *
+ * RECIPE
+ *   Mutex M lives at <root>/M (persistent, created on demand; root defaults to "/simba").
+ *   A contender C that acquires creates one EPHEMERAL|SEQUENTIAL child
+ *       <root>/M/n-<tag>-<10-digit sequence>
+ *   whose data is "<tag> <session timeout ms> <C>". The tag is unique per contender and
+ *   backend (a random per-backend token plus a counter), so after a lost connection the
+ *   backend recognises a node that its create may or may not have made (ZooKeeper's
+ *   "protected" create) and never mistakes another client's node for its own; duplicates
+ *   are deleted. The lowest sequence owns. Every reply names the owner: non-owners and
+ *   observers read the owner node's data (the original library told them nothing). A
+ *   waiter watches only its predecessor: when that node goes, exactly that waiter gets
+ *   SIMBA_EV_RELEASED (no herd), and the waiter whose predecessor is the owner is reported
+ *   first_in_line. The core re-sends ACQUIRE periodically: for the owner that is the
+ *   renewal, and it re-checks that the node still exists and is still the lowest.
+ *   RELEASE deletes the contender's node. READ lists the children and reads the lowest.
+ *   While a service observes a mutex (vt watch), READs also leave a child watch, and a
+ *   change of the lowest node is pushed as SIMBA_EV_OWNER.
+ *
+ * FENCE
+ *   The owner node's creation zxid (czxid). Owners succeed each other in sequence order,
+ *   which is creation order, so czxid strictly increases from one ownership to the next;
+ *   unlike the sequence number it keeps increasing even if <root>/M is deleted and made
+ *   again. A renewal is the same node, so the fence is constant. Note: an owner that
+ *   steps down locally while its session survives (a disconnect shorter than the session
+ *   timeout) and then re-acquires still holds the same node, so it gets the same fence --
+ *   on the server the ownership never moved, nobody else held the mutex in between.
+ *
+ * LEASE
+ *   The lease is the ZooKeeper session. The server expires a session no earlier than one
+ *   negotiated session timeout T after it last heard from the client, and every reply to
+ *   a request was evaluated after the request was sent. So an owner's reply carries
+ *   ttl_left_ms = 2T/3 and transition_left_ms = T counted from the request's sent_at (the
+ *   core counts from there): the owner stops believing it owns at sent_at + 2T/3, nobody
+ *   else can win before sent_at + T. The ttl_ms / transition_ms of a request are ignored;
+ *   choose a session timeout that fits (the owner renews at ttl_at - renew_margin, so a
+ *   renew_margin below 2T/3 is needed). Non-owners get the owner's values from its node
+ *   data (its session timeout as it knew it when it created the node). held_ms is -1.
+ *     Disconnect (ZOO_CONNECTING_STATE): with step_down_on_disconnect the owner steps down
+ *   at once (SIMBA_EV_LOST) and replies that would confirm ownership are refused with
+ *   SIMBA_ECONN until reconnected; otherwise it keeps its lease until its local deadline
+ *   (renewals just fail). On reconnect SIMBA_EV_RESET makes every service re-check at once.
+ *     Session expiry: SIMBA_EV_LOST for every mutex at once, the handle is closed, a new
+ *   session is opened, and once it is connected SIMBA_EV_RESET makes services re-contend
+ *   (nodes are created again lazily by the next ACQUIRE).
+ *
+ * REQUESTS BEFORE THE CONNECTION
+ *   simba_zk_open() does not block on the network (zookeeper_init is asynchronous; give
+ *   numeric addresses: host names are resolved inside zookeeper_init by getaddrinfo).
+ *   Requests made while the client is (re)connecting are queued by the client library and
+ *   sent once connected; if a connection attempt fails they fail with SIMBA_ECONN. Every
+ *   request also has a deadline of session timeout + 1 s, after which it completes with
+ *   SIMBA_ETIMEDOUT. Every request completes exactly once, on destroy with SIMBA_ECLOSED.
+ *
+ * THREADS
+ *   libzookeeper_mt runs an I/O thread and a completion thread per handle; they are kept
+ *   because the I/O thread keeps the session alive while the caller's loop is busy. Their
+ *   callbacks here only copy results into preallocated buffers, append them to a
+ *   mutex-protected queue and write one byte to a pipe whose read end simba_fds() reports.
+ *   vt process (inside simba_poll, on the caller's thread) drains the pipe and the queue
+ *   and only there calls simba_req_done() / simba_backend_event(): no simba or user
+ *   callback ever runs on a ZooKeeper thread, and nothing is allocated there. Everything
+ *   those threads can touch (the backend context, the session record, in-flight call
+ *   records) is freed only after zookeeper_close() has joined them.
+ *   The client library logs through zk_log (NULL = silent); its log hook has no context
+ *   pointer, so it cannot be routed to the loop's log.
+ *
+ * NAMES
+ *   Mutex names pass simba_name_check() (no '/', not "." or ".."), so they are always one
+ *   valid path component. root must be an absolute path of such components, not under
+ *   /zookeeper, at most 256 bytes.
+ *
+ * LICENSE: MIT, see the end of this file.
+ */
+#ifndef SIMBA_ZK_H
+#define SIMBA_ZK_H
+
+#include "simba.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct simba_zk_desc {
+    const char *hosts;          /* required, e.g. "127.0.0.1:2181" or "h1:2181,h2:2181" */
+    int session_timeout_ms;     /* 0 -> 10000; the server may negotiate it into its bounds */
+    const char *root;           /* NULL -> "/simba" */
+    const char *auth_scheme;    /* optional, e.g. "digest" */
+    const char *auth;           /* its credentials, e.g. "user:password" */
+    int acl_creator_only;       /* nodes get CREATOR_ALL_ACL (needs auth_scheme) */
+    int step_down_on_disconnect;/* 1: owners step down at once on disconnect; 0: at their
+                                   local deadline */
+    void (*zk_log)(const char *message); /* client library log lines; NULL = silent. Called
+                                   from ZooKeeper threads: must be thread-safe. */
+} simba_zk_desc;
+
+typedef struct simba_zk_stats {
+    int connected;              /* the session is connected now (as last processed) */
+    int64_t session_timeout_ms; /* negotiated (the requested one before connecting) */
+    int64_t session_id;         /* 0 before the first connection */
+    char session_passwd[16];
+    uint64_t sessions;          /* sessions opened: 1 + one per expiry */
+    uint64_t requests;          /* requests submitted */
+    uint64_t zk_calls;          /* asynchronous ZooKeeper calls issued */
+    uint64_t released_events;   /* SIMBA_EV_RELEASED raised (a watched predecessor went) */
+    uint64_t owner_events;      /* SIMBA_EV_OWNER raised */
+    uint64_t reset_events;      /* SIMBA_EV_RESET raised */
+    uint64_t lost_events;       /* SIMBA_EV_LOST raised */
+} simba_zk_stats;
+
+/* Opens a ZooKeeper session (asynchronously) and registers the backend on loop. */
+SIMBA_API simba_result simba_zk_open(simba_loop *loop, const simba_zk_desc *desc, simba_backend **out);
+/* Counters and session facts of a backend that simba_zk_open() made (others: undefined). */
+SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SIMBA_ZK_H */
+
+/* ==================================================================================== */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_ZK_IMPLEMENTED)
+#define SIMBA_ZK_IMPLEMENTED
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zookeeper/zookeeper.h>
+
+#define SIMBA__ZK_MAGIC 0x7a6b6265u
+#define SIMBA__ZK_ROOT_MAX 256
+#define SIMBA__ZK_NODE_MAX 64
+#define SIMBA__ZK_PATH_MAX (SIMBA__ZK_ROOT_MAX + SIMBA_NAME_MAX + SIMBA__ZK_NODE_MAX + 4)
+#define SIMBA__ZK_DATA_MAX (SIMBA_ID_MAX + 64)
+#define SIMBA__ZK_TAG_LEN 24
+#define SIMBA__ZK_EXTRA_MAX 4
+#define SIMBA__ZK_RING 64
+#define SIMBA__ZK_TRIES 8
+
+enum { SIMBA__ZK_CREATE, SIMBA__ZK_LIST, SIMBA__ZK_GET, SIMBA__ZK_EXISTS, SIMBA__ZK_DELETE,
+       SIMBA__ZK_MKDIR, SIMBA__ZK_AUTH, SIMBA__ZK_PARENT };
+/* job kinds beyond simba_op */
+enum { SIMBA__ZK_J_REFRESH = 100 };
+/* job steps */
+enum { SIMBA__ZK_S_LIST, SIMBA__ZK_S_CREATE, SIMBA__ZK_S_GET, SIMBA__ZK_S_EXISTS, SIMBA__ZK_S_DELETE,
+       SIMBA__ZK_S_SWEEP };
+
+typedef struct simba__zk simba__zk;
+typedef struct simba__zk_sess simba__zk_sess;
+typedef struct simba__zk_job simba__zk_job;
+typedef struct simba__zk_cont simba__zk_cont;
+typedef struct simba__zk_mtx simba__zk_mtx;
+
+/* One asynchronous ZooKeeper call. Inputs are written before the call; outputs are written
+   by the completion thread before it queues the record under zk->mu; the caller's thread
+   reads them after dequeuing under zk->mu. */
+typedef struct simba__zk_op {
+    struct simba__zk_op *qnext;         /* done queue, under zk->mu */
+    struct simba__zk_op *onext, *oprev; /* outstanding list, caller thread */
+    simba__zk *zk;
+    simba__zk_sess *sess;
+    simba__zk_job *job; /* NULL = fire and forget */
+    int kind;
+    char tag[SIMBA__ZK_TAG_LEN + 1]; /* LIST: whose nodes to find */
+    char mutex[SIMBA_NAME_MAX + 1];  /* PARENT: whose parent is watched */
+    int rc;
+    int count;                                        /* LIST: n- children */
+    char lowest[SIMBA__ZK_NODE_MAX];                  /* LIST */
+    char mine[SIMBA__ZK_NODE_MAX];                    /* LIST: our lowest */
+    char pred[SIMBA__ZK_NODE_MAX];                    /* LIST: the node just before mine */
+    int nextra;                                       /* LIST: our other nodes */
+    char extra[SIMBA__ZK_EXTRA_MAX][SIMBA__ZK_NODE_MAX];
+    char name[SIMBA__ZK_NODE_MAX]; /* CREATE: the node made */
+    int64_t czxid;                 /* CREATE, GET */
+    char data[SIMBA__ZK_DATA_MAX + 1];
+} simba__zk_op;
+
+struct simba__zk_sess {
+    simba__zk *zk;
+    zhandle_t *zh;
+    uint64_t gen;
+    int connected; /* caller thread's view, from processed events */
+    int ever_connected;
+    int dead; /* expired or auth failed */
+};
+
+typedef struct simba__zk_evt {
+    uint64_t gen;
+    int type, state;
+    char path[SIMBA__ZK_PATH_MAX];
+} simba__zk_evt;
+
+struct simba__zk_mtx {
+    simba__zk_mtx *next;
+    char name[SIMBA_NAME_MAX + 1];
+    int watchers;   /* vt watch count */
+    int refreshing; /* an internal refresh job runs */
+    int refresh_again;
+    int pushed; /* last_* hold what was pushed with SIMBA_EV_OWNER */
+    char last_owner[SIMBA_ID_MAX + 1];
+    uint64_t last_fence;
+    simba__zk_cont *conts;
+};
+
+struct simba__zk_cont {
+    simba__zk_cont *next;
+    simba__zk_mtx *mtx;
+    char id[SIMBA_ID_MAX + 1];
+    char tag[SIMBA__ZK_TAG_LEN + 1];
+    char node[SIMBA__ZK_NODE_MAX]; /* our node in this session, "" = none known */
+    int64_t czxid;                 /* of node, 0 = unknown */
+    char watch_pred[SIMBA__ZK_NODE_MAX];
+    int dirty;     /* a node of ours may exist that we do not know of */
+    int want_gone; /* released: any node of ours must go */
+    simba__zk_job *q_head, *q_tail;
+};
+
+struct simba__zk_job {
+    simba__zk_job *next, *prev; /* zk->jobs */
+    simba__zk_job *cnext;       /* cont queue */
+    simba_req *req;             /* NULL once answered */
+    simba__zk_cont *cont;
+    simba__zk_mtx *mtx;
+    int kind; /* SIMBA_OP_* or SIMBA__ZK_J_REFRESH */
+    int internal;
+    int step;
+    int tries;
+    int mkdirs;
+    int created;
+    int64_t deadline;
+    simba__zk_op *op; /* the call in flight */
+    char lowest[SIMBA__ZK_NODE_MAX], pred[SIMBA__ZK_NODE_MAX];
+};
+
+struct simba__zk {
+    uint32_t magic;
+    simba_loop *loop;
+    simba_backend *be;
+    char *hosts, *scheme, *auth;
+    char root[SIMBA__ZK_ROOT_MAX + 1];
+    int timeout_ms, creator_only, step_down;
+    void (*zk_log)(const char *message);
+    char token[17];
+    uint32_t counter;
+    int closing;
+    /* shared with the ZooKeeper threads, under mu */
+    pthread_mutex_t mu;
+    int pipe_r, pipe_w;
+    int signalled;
+    simba__zk_op *done_head, *done_tail;
+    simba__zk_evt ring[SIMBA__ZK_RING];
+    unsigned ring_head, ring_len;
+    int overflow;
+    /* caller thread only */
+    simba__zk_sess *sess;
+    uint64_t gen;
+    int64_t reopen_at;
+    simba__zk_op *outstanding;
+    simba__zk_job *jobs;
+    simba__zk_mtx *mtxs;
+    simba_zk_stats stats;
+    simba__zk_evt evt; /* scratch for draining the ring */
+};
+
+/* ---- ZooKeeper threads: copy, queue, wake ------------------------------------------- */
+
+static void simba__zk_signal_locked(simba__zk *zk) {
+    if (!zk->signalled) {
+        char c = 1;
+        ssize_t w = write(zk->pipe_w, &c, 1);
+        (void)w; /* the pipe is empty when signalled == 0, so it cannot be full */
+        zk->signalled = 1;
+    }
+}
+
+static void simba__zk_post(simba__zk_op *op, int rc) {
+    simba__zk *zk = op->zk;
+    op->rc = rc;
+    pthread_mutex_lock(&zk->mu);
+    op->qnext = NULL;
+    if (zk->done_tail) zk->done_tail->qnext = op;
+    else zk->done_head = op;
+    zk->done_tail = op;
+    simba__zk_signal_locked(zk);
+    pthread_mutex_unlock(&zk->mu);
+    /* op may be freed by the caller's thread from here on */
+}
+
+static void simba__zk_copy(char *dst, size_t cap, const char *src) {
+    size_t n = src ? strlen(src) : 0;
+    if (n >= cap) n = cap - 1;
+    if (n) memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
+static const char *simba__zk_last(const char *path) {
+    const char *s = path ? strrchr(path, '/') : NULL;
+    return s ? s + 1 : (path ? path : "");
+}
+
+static void simba__zk_cb_create(int rc, const char *value, const struct Stat *st, const void *data) {
+    simba__zk_op *op = (simba__zk_op *)data;
+    if (rc == ZOK) {
+        simba__zk_copy(op->name, sizeof op->name, simba__zk_last(value));
+        op->czxid = st ? st->czxid : 0;
+    }
+    simba__zk_post(op, rc);
+}
+
+static void simba__zk_cb_string(int rc, const char *value, const void *data) {
+    (void)value;
+    simba__zk_post((simba__zk_op *)data, rc);
+}
+
+static void simba__zk_cb_void(int rc, const void *data) { simba__zk_post((simba__zk_op *)data, rc); }
+
+static void simba__zk_cb_stat(int rc, const struct Stat *st, const void *data) {
+    (void)st;
+    simba__zk_post((simba__zk_op *)data, rc);
+}
+
+static void simba__zk_cb_get(int rc, const char *value, int len, const struct Stat *st, const void *data) {
+    simba__zk_op *op = (simba__zk_op *)data;
+    if (rc == ZOK) {
+        size_t n = value && len > 0 ? (size_t)len : 0;
+        if (n > SIMBA__ZK_DATA_MAX) n = SIMBA__ZK_DATA_MAX;
+        if (n) memcpy(op->data, value, n);
+        op->data[n] = 0;
+        op->czxid = st ? st->czxid : 0;
+    }
+    simba__zk_post(op, rc);
+}
+
+/* "n-<tag>-<seq>": the sequence, or -1 when the child is not one of ours (any client's). */
+static long long simba__zk_seq(const char *name, const char **tag, size_t *tag_len) {
+    const char *dash;
+    long long v = 0;
+    const char *p;
+    if (strncmp(name, "n-", 2) != 0) return -1;
+    dash = strrchr(name, '-');
+    if (!dash || dash < name + 2 || !dash[1]) return -1;
+    for (p = dash + 1; *p; p++) {
+        if (*p < '0' || *p > '9' || v > (LLONG_MAX - 9) / 10) return -1;
+        v = v * 10 + (*p - '0');
+    }
+    *tag = name + 2;
+    *tag_len = (size_t)(dash - (name + 2));
+    return v;
+}
+
+static void simba__zk_cb_list(int rc, const struct String_vector *sv, const void *data) {
+    simba__zk_op *op = (simba__zk_op *)data;
+    if (rc == ZOK && sv) {
+        long long low = -1, mine = -1, pred = -1;
+        size_t taglen = strlen(op->tag);
+        int32_t i;
+        for (i = 0; i < sv->count; i++) {
+            const char *t;
+            size_t tl;
+            long long s = simba__zk_seq(sv->data[i], &t, &tl);
+            if (s < 0) continue;
+            op->count++;
+            if (low < 0 || s < low) {
+                low = s;
+                simba__zk_copy(op->lowest, sizeof op->lowest, sv->data[i]);
+            }
+            if (taglen && tl == taglen && memcmp(t, op->tag, tl) == 0 && (mine < 0 || s < mine)) {
+                mine = s;
+                simba__zk_copy(op->mine, sizeof op->mine, sv->data[i]);
+            }
+        }
+        for (i = 0; mine >= 0 && i < sv->count; i++) {
+            const char *t;
+            size_t tl;
+            long long s = simba__zk_seq(sv->data[i], &t, &tl);
+            if (s < 0) continue;
+            if (s < mine && s > pred) {
+                pred = s;
+                simba__zk_copy(op->pred, sizeof op->pred, sv->data[i]);
+            }
+            if (s != mine && tl == taglen && memcmp(t, op->tag, tl) == 0 && op->nextra < SIMBA__ZK_EXTRA_MAX)
+                simba__zk_copy(op->extra[op->nextra++], SIMBA__ZK_NODE_MAX, sv->data[i]);
+        }
+    }
+    simba__zk_post(op, rc);
+}
+
+static void simba__zk_push_evt(simba__zk_sess *sess, int type, int state, const char *path) {
+    simba__zk *zk = sess->zk;
+    pthread_mutex_lock(&zk->mu);
+    if (zk->ring_len == SIMBA__ZK_RING) {
+        zk->overflow = 1; /* the caller's thread resynchronises everything */
+    } else {
+        simba__zk_evt *e = &zk->ring[(zk->ring_head + zk->ring_len) % SIMBA__ZK_RING];
+        e->gen = sess->gen;
+        e->type = type;
+        e->state = state;
+        simba__zk_copy(e->path, sizeof e->path, path);
+        zk->ring_len++;
+    }
+    simba__zk_signal_locked(zk);
+    pthread_mutex_unlock(&zk->mu);
+}
+
+/* The handle's default watcher: session state changes only. */
+static void simba__zk_session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx) {
+    (void)zh;
+    if (ctx && type == ZOO_SESSION_EVENT) simba__zk_push_evt((simba__zk_sess *)ctx, type, state, path);
+}
+
+/* Node and child watches. The client also hands every session event to each registered
+   watch; the default watcher reports those once already. */
+static void simba__zk_node_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx) {
+    (void)zh;
+    if (ctx && type != ZOO_SESSION_EVENT) simba__zk_push_evt((simba__zk_sess *)ctx, type, state, path);
+}
+
+static void simba__zk_log_silent(const char *message) { (void)message; }
+
+/* ---- caller's thread ---------------------------------------------------------------- */
+
+static simba_result simba__zk_rc(int rc) {
+    if (rc == ZOK) return SIMBA_OK;
+    if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONEXPIRED || rc == ZSESSIONMOVED ||
+        rc == ZINVALIDSTATE)
+        return SIMBA_ECONN;
+    if (rc == ZCLOSING) return SIMBA_ECLOSED;
+    return SIMBA_EBACKEND;
+}
+
+static int simba__zk_path(const simba__zk *zk, char *buf, const char *mutex, const char *node) {
+    int n;
+    if (node) n = snprintf(buf, SIMBA__ZK_PATH_MAX, "%s/%s/%s", zk->root, mutex, node);
+    else if (mutex) n = snprintf(buf, SIMBA__ZK_PATH_MAX, "%s/%s", zk->root, mutex);
+    else n = snprintf(buf, SIMBA__ZK_PATH_MAX, "%s", zk->root);
+    return n > 0 && n < SIMBA__ZK_PATH_MAX;
+}
+
+static void simba__zk_event(simba__zk *zk, simba_event_kind kind, const char *mutex, const char *contender,
+                            const simba_reply *owner) {
+    if (zk->closing) return;
+    if (kind == SIMBA_EV_RELEASED) zk->stats.released_events++;
+    else if (kind == SIMBA_EV_OWNER) zk->stats.owner_events++;
+    else if (kind == SIMBA_EV_RESET) zk->stats.reset_events++;
+    else if (kind == SIMBA_EV_LOST) zk->stats.lost_events++;
+    simba_backend_event(zk->be, kind, mutex, contender, owner);
+}
+
+static simba__zk_op *simba__zk_op_new(simba__zk *zk, simba__zk_job *job, int kind) {
+    simba__zk_op *op = (simba__zk_op *)simba_alloc(zk->loop, sizeof *op);
+    if (!op) return NULL;
+    memset(op, 0, sizeof *op);
+    op->zk = zk;
+    op->sess = zk->sess;
+    op->job = job;
+    op->kind = kind;
+    return op;
+}
+
+/* Records op as outstanding once the library accepted it; frees it when it did not. */
+static int simba__zk_op_issued(simba__zk *zk, simba__zk_op *op, int zrc) {
+    if (zrc != ZOK) {
+        simba_free(zk->loop, op);
+        return zrc;
+    }
+    zk->stats.zk_calls++;
+    op->oprev = NULL;
+    op->onext = zk->outstanding;
+    if (zk->outstanding) zk->outstanding->oprev = op;
+    zk->outstanding = op;
+    if (op->job) op->job->op = op;
+    return ZOK;
+}
+
+static void simba__zk_op_unlink(simba__zk *zk, simba__zk_op *op) {
+    if (op->oprev) op->oprev->onext = op->onext;
+    else if (zk->outstanding == op) zk->outstanding = op->onext;
+    if (op->onext) op->onext->oprev = op->oprev;
+    op->onext = op->oprev = NULL;
+}
+
+static int simba__zk_usable(const simba__zk *zk) { return zk->sess && !zk->sess->dead && !zk->closing; }
+
+/* Fire-and-forget delete of one of our nodes. */
+static void simba__zk_delete_node(simba__zk *zk, const char *mutex, const char *node) {
+    char path[SIMBA__ZK_PATH_MAX];
+    simba__zk_op *op;
+    if (!simba__zk_usable(zk) || !simba__zk_path(zk, path, mutex, node)) return;
+    op = simba__zk_op_new(zk, NULL, SIMBA__ZK_DELETE);
+    if (!op) return;
+    simba__zk_op_issued(zk, op, zoo_adelete(zk->sess->zh, path, -1, simba__zk_cb_void, op));
+}
+
+static simba__zk_mtx *simba__zk_mtx_find(simba__zk *zk, const char *name, int create) {
+    simba__zk_mtx *m;
+    for (m = zk->mtxs; m; m = m->next)
+        if (strcmp(m->name, name) == 0) return m;
+    if (!create) return NULL;
+    m = (simba__zk_mtx *)simba_alloc(zk->loop, sizeof *m);
+    if (!m) return NULL;
+    memset(m, 0, sizeof *m);
+    simba__zk_copy(m->name, sizeof m->name, name);
+    m->next = zk->mtxs;
+    zk->mtxs = m;
+    return m;
+}
+
+static simba__zk_cont *simba__zk_cont_find(simba__zk *zk, simba__zk_mtx *m, const char *id, int create) {
+    simba__zk_cont *c;
+    for (c = m->conts; c; c = c->next)
+        if (strcmp(c->id, id) == 0) return c;
+    if (!create) return NULL;
+    c = (simba__zk_cont *)simba_alloc(zk->loop, sizeof *c);
+    if (!c) return NULL;
+    memset(c, 0, sizeof *c);
+    c->mtx = m;
+    simba__zk_copy(c->id, sizeof c->id, id);
+    snprintf(c->tag, sizeof c->tag, "%s%08x", zk->token, (unsigned)++zk->counter);
+    c->next = m->conts;
+    m->conts = c;
+    return c;
+}
+
+static void simba__zk_mtx_gc(simba__zk *zk, simba__zk_mtx *m) {
+    simba__zk_mtx **pp;
+    if (m->conts || m->watchers || m->refreshing) return;
+    for (pp = &zk->mtxs; *pp; pp = &(*pp)->next)
+        if (*pp == m) {
+            *pp = m->next;
+            simba_free(zk->loop, m);
+            return;
+        }
+}
+
+static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job);
+static void simba__zk_job_end(simba__zk *zk, simba__zk_job *job);
+
+/* A contender with nothing queued: make sure a released contender leaves no node behind,
+   and forget contenders that hold nothing. */
+static void simba__zk_cont_idle(simba__zk *zk, simba__zk_cont *c) {
+    simba__zk_cont **pp;
+    simba__zk_mtx *m = c->mtx;
+    if (c->q_head || !c->want_gone || zk->closing) return;
+    if (c->node[0] || c->dirty) {
+        simba__zk_job *job;
+        if (!simba__zk_usable(zk)) return; /* retried on reconnect */
+        job = (simba__zk_job *)simba_alloc(zk->loop, sizeof *job);
+        if (!job) return;
+        memset(job, 0, sizeof *job);
+        job->kind = SIMBA_OP_RELEASE;
+        job->internal = 1;
+        job->cont = c;
+        job->mtx = m;
+        job->deadline = INT64_MAX;
+        job->next = zk->jobs;
+        if (zk->jobs) zk->jobs->prev = job;
+        zk->jobs = job;
+        c->q_head = c->q_tail = job;
+        simba__zk_job_run(zk, job);
+        return;
+    }
+    for (pp = &m->conts; *pp; pp = &(*pp)->next)
+        if (*pp == c) {
+            *pp = c->next;
+            simba_free(zk->loop, c);
+            break;
+        }
+    simba__zk_mtx_gc(zk, m);
+}
+
+static void simba__zk_reply(simba__zk *zk, simba__zk_job *job, const simba_reply *r) {
+    (void)zk;
+    if (job->req) {
+        simba_req *req = job->req;
+        job->req = NULL;
+        simba_req_done(req, r);
+    }
+}
+
+static void simba__zk_fail(simba__zk *zk, simba__zk_job *job, simba_result rc, const char *msg) {
+    simba_reply r;
+    memset(&r, 0, sizeof r);
+    r.rc = rc;
+    r.errmsg = msg;
+    simba__zk_reply(zk, job, &r);
+    simba__zk_job_end(zk, job);
+}
+
+static void simba__zk_job_end(simba__zk *zk, simba__zk_job *job) {
+    simba__zk_cont *c = job->cont;
+    simba__zk_mtx *m = job->mtx;
+    if (job->req) { /* never leave a request unanswered */
+        simba_reply r;
+        memset(&r, 0, sizeof r);
+        r.rc = zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN;
+        simba__zk_reply(zk, job, &r);
+    }
+    if (job->op) job->op->job = NULL; /* its result is still processed for side effects */
+    if (job->prev) job->prev->next = job->next;
+    else if (zk->jobs == job) zk->jobs = job->next;
+    if (job->next) job->next->prev = job->prev;
+    if (c) {
+        simba__zk_job **pp = &c->q_head, *prev = NULL;
+        for (; *pp; prev = *pp, pp = &(*pp)->cnext)
+            if (*pp == job) {
+                *pp = job->cnext;
+                if (c->q_tail == job) c->q_tail = prev;
+                break;
+            }
+    }
+    if (job->kind == SIMBA__ZK_J_REFRESH && m) m->refreshing = 0;
+    simba_free(zk->loop, job);
+    if (zk->closing) return;
+    if (c) {
+        if (c->q_head && !c->q_head->op) simba__zk_job_run(zk, c->q_head);
+        else if (!c->q_head) simba__zk_cont_idle(zk, c);
+    } else if (m && m->refresh_again && !m->refreshing) {
+        simba__zk_job *nj;
+        m->refresh_again = 0;
+        nj = (simba__zk_job *)simba_alloc(zk->loop, sizeof *nj);
+        if (nj) {
+            memset(nj, 0, sizeof *nj);
+            nj->kind = SIMBA__ZK_J_REFRESH;
+            nj->internal = 1;
+            nj->mtx = m;
+            nj->deadline = INT64_MAX;
+            nj->next = zk->jobs;
+            if (zk->jobs) zk->jobs->prev = nj;
+            zk->jobs = nj;
+            m->refreshing = 1;
+            simba__zk_job_run(zk, nj);
+        }
+    } else if (m) {
+        simba__zk_mtx_gc(zk, m);
+    }
+}
+
+static void simba__zk_refresh(simba__zk *zk, simba__zk_mtx *m) {
+    simba__zk_job *job;
+    if (m->refreshing) {
+        m->refresh_again = 1;
+        return;
+    }
+    if (!simba__zk_usable(zk)) return;
+    job = (simba__zk_job *)simba_alloc(zk->loop, sizeof *job);
+    if (!job) return;
+    memset(job, 0, sizeof *job);
+    job->kind = SIMBA__ZK_J_REFRESH;
+    job->internal = 1;
+    job->mtx = m;
+    job->deadline = INT64_MAX;
+    job->next = zk->jobs;
+    if (zk->jobs) zk->jobs->prev = job;
+    zk->jobs = job;
+    m->refreshing = 1;
+    simba__zk_job_run(zk, job);
+}
+
+/* Issues the call for the job's current step; on a refused call the job fails. */
+static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
+    char path[SIMBA__ZK_PATH_MAX];
+    simba__zk_op *op;
+    int zrc = ZOK;
+    zhandle_t *zh;
+    simba__zk_cont *c = job->cont;
+    const char *mutex = job->mtx->name;
+    if (!simba__zk_usable(zk)) {
+        simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN,
+                       zk->sess && zk->sess->dead ? "zookeeper session unusable" : "no zookeeper session");
+        return;
+    }
+    zh = zk->sess->zh;
+    if (job->kind == SIMBA_OP_RELEASE && job->step == SIMBA__ZK_S_LIST) {
+        /* RELEASE starts by deleting the node it knows, which hands over at once */
+        if (c->node[0]) job->step = SIMBA__ZK_S_DELETE;
+        else if (c->dirty) job->step = SIMBA__ZK_S_SWEEP;
+        else {
+            simba_reply r;
+            memset(&r, 0, sizeof r);
+            simba__zk_reply(zk, job, &r);
+            simba__zk_job_end(zk, job);
+            return;
+        }
+    }
+    switch (job->step) {
+    case SIMBA__ZK_S_LIST:
+    case SIMBA__ZK_S_SWEEP:
+        if (!simba__zk_path(zk, path, mutex, NULL)) break;
+        op = simba__zk_op_new(zk, job, SIMBA__ZK_LIST);
+        if (!op) goto nomem;
+        if (c) simba__zk_copy(op->tag, sizeof op->tag, c->tag);
+        if (!c && job->mtx->watchers > 0)
+            zrc = simba__zk_op_issued(zk, op, zoo_awget_children(zh, path, simba__zk_node_watcher, zk->sess,
+                                                                 simba__zk_cb_list, op));
+        else
+            zrc = simba__zk_op_issued(zk, op, zoo_aget_children(zh, path, 0, simba__zk_cb_list, op));
+        break;
+    case SIMBA__ZK_S_CREATE: {
+        char data[SIMBA__ZK_DATA_MAX + 1];
+        const struct ACL_vector *acl = zk->creator_only ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+        char node[SIMBA__ZK_NODE_MAX];
+        int n = snprintf(data, sizeof data, "%s %d %s", c->tag, zoo_recv_timeout(zh), c->id);
+        snprintf(node, sizeof node, "n-%s-", c->tag);
+        if (n <= 0 || n >= (int)sizeof data || !simba__zk_path(zk, path, mutex, node)) break;
+        op = simba__zk_op_new(zk, job, SIMBA__ZK_CREATE);
+        if (!op) goto nomem;
+        c->dirty = 1; /* until a listing or the reply says what happened */
+        zrc = simba__zk_op_issued(zk, op, zoo_acreate2(zh, path, data, n, acl, ZOO_EPHEMERAL_SEQUENTIAL,
+                                                       simba__zk_cb_create, op));
+        break;
+    }
+    case SIMBA__ZK_S_GET:
+        if (!simba__zk_path(zk, path, mutex, job->lowest)) break;
+        op = simba__zk_op_new(zk, job, SIMBA__ZK_GET);
+        if (!op) goto nomem;
+        zrc = simba__zk_op_issued(zk, op, zoo_aget(zh, path, 0, simba__zk_cb_get, op));
+        break;
+    case SIMBA__ZK_S_EXISTS:
+        if (!simba__zk_path(zk, path, mutex, job->pred)) break;
+        op = simba__zk_op_new(zk, job, SIMBA__ZK_EXISTS);
+        if (!op) goto nomem;
+        zrc = simba__zk_op_issued(zk, op, zoo_awexists(zh, path, simba__zk_node_watcher, zk->sess,
+                                                       simba__zk_cb_stat, op));
+        break;
+    case SIMBA__ZK_S_DELETE:
+        if (!simba__zk_path(zk, path, mutex, c->node)) break;
+        op = simba__zk_op_new(zk, job, SIMBA__ZK_DELETE);
+        if (!op) goto nomem;
+        zrc = simba__zk_op_issued(zk, op, zoo_adelete(zh, path, -1, simba__zk_cb_void, op));
+        break;
+    default:
+        break;
+    }
+    if (!job->op) {
+        char msg[96];
+        if (zrc == ZOK) { /* a path did not fit: names are bounded, so this is a bug */
+            simba__zk_fail(zk, job, SIMBA_EINVAL, "zookeeper path too long");
+            return;
+        }
+        snprintf(msg, sizeof msg, "zookeeper: %s", zerror(zrc));
+        simba__zk_fail(zk, job, simba__zk_rc(zrc), msg);
+    }
+    return;
+nomem:
+    simba__zk_fail(zk, job, SIMBA_ENOMEM, NULL);
+}
+
+/* Creates the persistent parents of <root>/<mutex>, in order, without waiting: the
+   session's requests are applied in order, so the create issued next finds them. */
+static void simba__zk_mkdirs(simba__zk *zk, const char *mutex) {
+    char path[SIMBA__ZK_PATH_MAX];
+    size_t i, n;
+    const struct ACL_vector *acl = zk->creator_only ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+    if (!simba__zk_path(zk, path, mutex, NULL)) return;
+    n = strlen(path);
+    for (i = 1; i <= n; i++) {
+        if (i == n || path[i] == '/') {
+            simba__zk_op *op = simba__zk_op_new(zk, NULL, SIMBA__ZK_MKDIR);
+            char save = path[i];
+            if (!op) return;
+            path[i] = 0;
+            simba__zk_op_issued(zk, op, zoo_acreate(zk->sess->zh, path, "", 0, acl, ZOO_PERSISTENT,
+                                                    simba__zk_cb_string, op));
+            path[i] = save;
+        }
+    }
+}
+
+/* "<tag> <timeout> <id>" */
+static int simba__zk_parse(const char *data, char *id, size_t cap, int64_t *timeout) {
+    const char *a = strchr(data, ' '), *b;
+    long long t = 0;
+    const char *p;
+    if (!a) return 0;
+    b = strchr(a + 1, ' ');
+    if (!b || !b[1]) return 0;
+    for (p = a + 1; p < b; p++) {
+        if (*p < '0' || *p > '9' || t > 1000000000LL) return 0;
+        t = t * 10 + (*p - '0');
+    }
+    *timeout = t;
+    simba__zk_copy(id, cap, b + 1);
+    return simba_id_check(id) == SIMBA_OK;
+}
+
+static int64_t simba__zk_timeout(const simba__zk *zk) {
+    int t = zk->sess && zk->sess->zh ? zoo_recv_timeout(zk->sess->zh) : zk->timeout_ms;
+    return t > 0 ? t : zk->timeout_ms;
+}
+
+static void simba__zk_owner_reply(simba_reply *r, const char *owner, int64_t timeout, uint64_t fence) {
+    memset(r, 0, sizeof *r);
+    r->rc = SIMBA_OK;
+    r->owner = owner;
+    r->ttl_left_ms = timeout * 2 / 3;
+    r->transition_left_ms = timeout;
+    r->held_ms = -1;
+    r->fence = fence;
+}
+
+static void simba__zk_retry(simba__zk *zk, simba__zk_job *job) {
+    if (++job->tries > SIMBA__ZK_TRIES) {
+        simba__zk_fail(zk, job, SIMBA_EBACKEND, "zookeeper: the queue kept changing under the request");
+        return;
+    }
+    job->step = SIMBA__ZK_S_LIST;
+    simba__zk_job_run(zk, job);
+}
+
+/* An observed mutex without a node yet: a child watch cannot be left on a missing node,
+   so watch for its creation instead (ZOO_CREATED_EVENT starts a refresh). */
+static void simba__zk_watch_parent(simba__zk *zk, const char *mutex) {
+    char path[SIMBA__ZK_PATH_MAX];
+    simba__zk_op *op;
+    if (!simba__zk_usable(zk) || !simba__zk_path(zk, path, mutex, NULL)) return;
+    op = simba__zk_op_new(zk, NULL, SIMBA__ZK_PARENT);
+    if (!op) return;
+    simba__zk_copy(op->mutex, sizeof op->mutex, mutex);
+    simba__zk_op_issued(zk, op, zoo_awexists(zk->sess->zh, path, simba__zk_node_watcher, zk->sess,
+                                             simba__zk_cb_stat, op));
+}
+
+static void simba__zk_reply_none(simba__zk *zk, simba__zk_job *job) {
+    simba_reply r;
+    memset(&r, 0, sizeof r);
+    if (job->kind == SIMBA__ZK_J_REFRESH) {
+        simba__zk_mtx *m = job->mtx;
+        if (!m->pushed || m->last_owner[0]) {
+            m->pushed = 1;
+            m->last_owner[0] = 0;
+            m->last_fence = 0;
+            simba__zk_event(zk, SIMBA_EV_OWNER, m->name, NULL, &r);
+        }
+    }
+    simba__zk_reply(zk, job, &r);
+    simba__zk_job_end(zk, job);
+}
+
+static void simba__zk_reply_self(simba__zk *zk, simba__zk_job *job) {
+    simba__zk_cont *c = job->cont;
+    simba_reply r;
+    if (zk->step_down && !zk->sess->connected) { /* policy: no ownership while disconnected */
+        simba__zk_fail(zk, job, SIMBA_ECONN, "zookeeper disconnected");
+        return;
+    }
+    c->watch_pred[0] = 0;
+    simba__zk_owner_reply(&r, c->id, simba__zk_timeout(zk), (uint64_t)c->czxid);
+    simba__zk_reply(zk, job, &r);
+    simba__zk_job_end(zk, job);
+}
+
+static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *op) {
+    simba__zk_cont *c = job->cont;
+    if (job->step == SIMBA__ZK_S_SWEEP) { /* RELEASE: whatever of ours is left goes */
+        simba_reply r;
+        if (c->node[0]) simba__zk_delete_node(zk, c->mtx->name, c->node);
+        c->node[0] = 0;
+        c->czxid = 0;
+        memset(&r, 0, sizeof r);
+        simba__zk_reply(zk, job, &r);
+        simba__zk_job_end(zk, job);
+        return;
+    }
+    if (job->kind == SIMBA_OP_ACQUIRE && !op->mine[0]) {
+        if (job->created) { /* made it, and it is gone already: the session is in trouble */
+            simba__zk_fail(zk, job, SIMBA_ECONN, "zookeeper: our node vanished");
+            return;
+        }
+        job->step = SIMBA__ZK_S_CREATE;
+        simba__zk_job_run(zk, job);
+        return;
+    }
+    if (op->rc == ZNONODE || !op->lowest[0]) { /* READ / refresh: nobody owns it */
+        if (op->rc == ZNONODE && job->mtx->watchers > 0) simba__zk_watch_parent(zk, job->mtx->name);
+        simba__zk_reply_none(zk, job);
+        return;
+    }
+    simba__zk_copy(job->lowest, sizeof job->lowest, op->lowest);
+    simba__zk_copy(job->pred, sizeof job->pred, op->pred);
+    if (job->kind == SIMBA_OP_ACQUIRE && strcmp(op->mine, op->lowest) == 0 && c->czxid > 0) {
+        simba__zk_reply_self(zk, job);
+        return;
+    }
+    job->step = SIMBA__ZK_S_GET; /* read the owner's id and creation zxid */
+    simba__zk_job_run(zk, job);
+}
+
+static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op) {
+    simba__zk_cont *c = job->cont;
+    char owner[SIMBA_ID_MAX + 1];
+    int64_t timeout = 0;
+    simba_reply r;
+    if (op->rc == ZNONODE) { /* the owner left between listing and reading */
+        simba__zk_retry(zk, job);
+        return;
+    }
+    if (!simba__zk_parse(op->data, owner, sizeof owner, &timeout)) {
+        simba__zk_fail(zk, job, SIMBA_EBACKEND, "zookeeper: owner node holds foreign data");
+        return;
+    }
+    if (timeout <= 0) timeout = simba__zk_timeout(zk);
+    if (job->kind == SIMBA_OP_ACQUIRE && strcmp(job->lowest, c->node) == 0) {
+        c->czxid = op->czxid;
+        simba__zk_reply_self(zk, job);
+        return;
+    }
+    simba__zk_owner_reply(&r, owner, timeout, (uint64_t)op->czxid);
+    if (job->kind == SIMBA__ZK_J_REFRESH) {
+        simba__zk_mtx *m = job->mtx;
+        if (!m->pushed || strcmp(m->last_owner, owner) != 0 || m->last_fence != r.fence) {
+            m->pushed = 1;
+            simba__zk_copy(m->last_owner, sizeof m->last_owner, owner);
+            m->last_fence = r.fence;
+            simba__zk_event(zk, SIMBA_EV_OWNER, m->name, NULL, &r);
+        }
+    }
+    if (job->kind != SIMBA_OP_ACQUIRE) {
+        simba__zk_reply(zk, job, &r);
+        simba__zk_job_end(zk, job);
+        return;
+    }
+    /* A waiter: answer now, then watch the predecessor (only it: no herd). A predecessor
+       that goes in between is caught by the exists call (ZNONODE -> SIMBA_EV_RELEASED). */
+    r.first_in_line = strcmp(job->pred, job->lowest) == 0;
+    simba__zk_reply(zk, job, &r);
+    job->internal = 1;
+    if (strcmp(c->watch_pred, job->pred) == 0 && c->watch_pred[0]) {
+        /* already watched in this session: the watch stays until the node goes */
+        simba__zk_job_end(zk, job);
+        return;
+    }
+    job->step = SIMBA__ZK_S_EXISTS;
+    simba__zk_job_run(zk, job);
+}
+
+/* Result of a call, on the caller's thread. */
+static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
+    simba__zk_job *job = op->job;
+    simba__zk_cont *c = job ? job->cont : NULL;
+    int live = zk->sess && op->sess == zk->sess && !zk->sess->dead && !zk->closing;
+    int rc = op->rc;
+    char msg[96];
+    simba__zk_op_unlink(zk, op);
+    if (job) job->op = NULL;
+
+    /* side effects that matter even when nobody waits for the answer */
+    if (live && c && op->kind == SIMBA__ZK_CREATE && rc == ZOK) {
+        simba__zk_copy(c->node, sizeof c->node, op->name);
+        c->czxid = op->czxid;
+        c->dirty = 0;
+    }
+    if (live && c && op->kind == SIMBA__ZK_DELETE && (rc == ZOK || rc == ZNONODE)) {
+        c->node[0] = 0;
+        c->czxid = 0;
+    }
+    if (live && c && op->kind == SIMBA__ZK_LIST && (rc == ZOK || rc == ZNONODE)) {
+        int i;
+        if (rc == ZOK && op->mine[0]) {
+            if (strcmp(c->node, op->mine) != 0) c->czxid = 0;
+            simba__zk_copy(c->node, sizeof c->node, op->mine);
+        } else {
+            c->node[0] = 0;
+            c->czxid = 0;
+        }
+        c->dirty = 0;
+        for (i = 0; i < op->nextra; i++) simba__zk_delete_node(zk, c->mtx->name, op->extra[i]);
+    }
+
+    if (!job) {
+        /* fire and forget; a parent that appeared before its watch was set: read it now */
+        if (live && op->kind == SIMBA__ZK_PARENT && rc == ZOK) {
+            simba__zk_mtx *m = simba__zk_mtx_find(zk, op->mutex, 0);
+            if (m && m->watchers > 0) simba__zk_refresh(zk, m);
+        }
+    } else if (!live) {
+        simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN, "zookeeper session lost");
+    } else if (!job->req && !job->internal) { /* answered already (timed out) */
+        simba__zk_job_end(zk, job);
+    } else if (rc != ZOK && rc != ZNONODE) {
+        snprintf(msg, sizeof msg, "zookeeper: %s", zerror(rc));
+        simba__zk_fail(zk, job, simba__zk_rc(rc), msg);
+    } else if (op->kind == SIMBA__ZK_LIST) {
+        simba__zk_on_list(zk, job, op);
+    } else if (op->kind == SIMBA__ZK_GET) {
+        simba__zk_on_get(zk, job, op);
+    } else if (op->kind == SIMBA__ZK_CREATE) {
+        if (rc == ZNONODE && !job->mkdirs) {
+            job->mkdirs = 1;
+            simba__zk_mkdirs(zk, job->mtx->name);
+            simba__zk_job_run(zk, job); /* the create again, behind the mkdirs */
+        } else if (rc == ZNONODE) {
+            simba__zk_fail(zk, job, SIMBA_EBACKEND, "zookeeper: cannot create the mutex node");
+        } else {
+            job->created = 1;
+            job->step = SIMBA__ZK_S_LIST;
+            simba__zk_job_run(zk, job);
+        }
+    } else if (op->kind == SIMBA__ZK_EXISTS) {
+        if (rc == ZNONODE) { /* the predecessor is gone already: re-check at once */
+            c->watch_pred[0] = 0;
+            simba__zk_event(zk, SIMBA_EV_RELEASED, c->mtx->name, c->id, NULL);
+        } else {
+            simba__zk_copy(c->watch_pred, sizeof c->watch_pred, job->pred);
+        }
+        simba__zk_job_end(zk, job);
+    } else if (op->kind == SIMBA__ZK_DELETE && job->kind == SIMBA_OP_RELEASE && c->dirty) {
+        job->step = SIMBA__ZK_S_SWEEP;
+        simba__zk_job_run(zk, job);
+    } else {
+        simba_reply r;
+        memset(&r, 0, sizeof r);
+        simba__zk_reply(zk, job, &r);
+        simba__zk_job_end(zk, job);
+    }
+    simba_free(zk->loop, op);
+}
+
+/* ---- sessions ----------------------------------------------------------------------- */
+
+static void simba__zk_drain(simba__zk *zk);
+
+static int simba__zk_session_open(simba__zk *zk) {
+    simba__zk_sess *s = (simba__zk_sess *)simba_alloc(zk->loop, sizeof *s);
+    if (!s) return SIMBA_ENOMEM;
+    memset(s, 0, sizeof *s);
+    s->zk = zk;
+    s->gen = ++zk->gen;
+    s->zh = zookeeper_init2(zk->hosts, simba__zk_session_watcher, zk->timeout_ms, NULL, s, 0,
+                            zk->zk_log ? zk->zk_log : simba__zk_log_silent);
+    if (!s->zh) {
+        int e = errno;
+        simba_free(zk->loop, s);
+        simba_log(zk->loop, SIMBA_LOG_ERROR, "simba_zk: zookeeper_init(%s) failed: %s", zk->hosts, strerror(e));
+        return e == EINVAL ? SIMBA_EINVAL : SIMBA_ESYS;
+    }
+    if (zk->scheme) {
+        simba__zk_op *op = simba__zk_op_new(zk, NULL, SIMBA__ZK_AUTH);
+        zk->sess = s;
+        if (op) {
+            op->sess = s;
+            simba__zk_op_issued(zk, op, zoo_add_auth(s->zh, zk->scheme, zk->auth, (int)strlen(zk->auth),
+                                                     simba__zk_cb_void, op));
+        }
+    }
+    zk->sess = s;
+    zk->stats.sessions++;
+    zk->stats.connected = 0;
+    zk->stats.session_timeout_ms = zk->timeout_ms;
+    return SIMBA_OK;
+}
+
+/* Closes the current session's handle (which joins its threads), then settles every call
+   the library will no longer answer. */
+static void simba__zk_session_close(simba__zk *zk) {
+    simba__zk_sess *s = zk->sess;
+    simba__zk_op *op, *next;
+    simba__zk_mtx *m;
+    if (!s) return;
+    zk->sess = NULL; /* from here on, results of s count as lost */
+    zookeeper_close(s->zh);
+    s->zh = NULL;
+    simba__zk_drain(zk);
+    for (op = zk->outstanding; op; op = next) {
+        next = op->onext;
+        if (op->sess == s) {
+            op->rc = ZCLOSING;
+            simba__zk_on_op(zk, op);
+            next = zk->outstanding; /* the list may have changed: start over */
+        }
+    }
+    for (m = zk->mtxs; m; m = m->next) {
+        simba__zk_cont *c;
+        m->pushed = 0;
+        for (c = m->conts; c; c = c->next) { /* the session's nodes and watches are gone */
+            c->node[0] = 0;
+            c->czxid = 0;
+            c->watch_pred[0] = 0;
+            c->dirty = 0;
+        }
+    }
+    simba_free(zk->loop, s);
+}
+
+static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
+    simba__zk_sess *s = zk->sess;
+    if (state == ZOO_CONNECTED_STATE || state == ZOO_READONLY_STATE) {
+        simba__zk_mtx *m, *mn;
+        const clientid_t *id;
+        int first = !s->ever_connected && zk->stats.sessions == 1;
+        if (s->connected) return;
+        s->connected = 1;
+        s->ever_connected = 1;
+        zk->stats.connected = 1;
+        zk->stats.session_timeout_ms = zoo_recv_timeout(s->zh);
+        id = zoo_client_id(s->zh);
+        if (id) {
+            zk->stats.session_id = id->client_id;
+            memcpy(zk->stats.session_passwd, id->passwd, sizeof zk->stats.session_passwd);
+        }
+        /* released contenders whose delete could not go out: now it can */
+        for (m = zk->mtxs; m; m = mn) {
+            simba__zk_cont *c, *cn;
+            mn = m->next;
+            for (c = m->conts; c; c = cn) {
+                cn = c->next;
+                if (!c->q_head) simba__zk_cont_idle(zk, c);
+            }
+        }
+        if (!first) simba__zk_event(zk, SIMBA_EV_RESET, NULL, NULL, NULL);
+    } else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE) {
+        if (!s->connected) return;
+        s->connected = 0;
+        zk->stats.connected = 0;
+        if (zk->step_down) simba__zk_event(zk, SIMBA_EV_LOST, NULL, NULL, NULL);
+    } else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
+        int rc;
+        simba_log(zk->loop, SIMBA_LOG_WARN, "simba_zk: session %s; opening a new one",
+                  state == ZOO_EXPIRED_SESSION_STATE ? "expired" : "failed authentication");
+        s->dead = 1;
+        s->connected = 0;
+        zk->stats.connected = 0;
+        simba__zk_event(zk, SIMBA_EV_LOST, NULL, NULL, NULL);
+        simba__zk_session_close(zk);
+        if (state == ZOO_AUTH_FAILED_STATE) {
+            zk->reopen_at = now + 1000; /* credentials will not get better by hammering */
+            return;
+        }
+        rc = simba__zk_session_open(zk);
+        if (rc != SIMBA_OK) zk->reopen_at = now + 1000;
+    }
+}
+
+static void simba__zk_on_path(simba__zk *zk, int type, const char *path) {
+    size_t rl = strlen(zk->root);
+    const char *rest, *slash;
+    char name[SIMBA_NAME_MAX + 1];
+    simba__zk_mtx *m;
+    if (strncmp(path, zk->root, rl) != 0 || path[rl] != '/') return;
+    rest = path + rl + 1;
+    slash = strchr(rest, '/');
+    if ((size_t)(slash ? slash - rest : (ptrdiff_t)strlen(rest)) > SIMBA_NAME_MAX) return;
+    simba__zk_copy(name, (size_t)(slash ? slash - rest : (ptrdiff_t)strlen(rest)) + 1, rest);
+    m = simba__zk_mtx_find(zk, name, 0);
+    if (!m) return;
+    if (!slash) { /* child list changed, or the mutex node appeared: observers' watches */
+        if ((type == ZOO_CHILD_EVENT || type == ZOO_CREATED_EVENT) && m->watchers > 0) simba__zk_refresh(zk, m);
+        return;
+    }
+    if (type == ZOO_DELETED_EVENT) {
+        simba__zk_cont *c;
+        const char *node = slash + 1;
+        for (c = m->conts; c; c = c->next) {
+            if (c->watch_pred[0] && strcmp(c->watch_pred, node) == 0) {
+                c->watch_pred[0] = 0;
+                simba__zk_event(zk, SIMBA_EV_RELEASED, m->name, c->id, NULL);
+            }
+        }
+    }
+}
+
+/* Takes everything the ZooKeeper threads queued and handles it. */
+static void simba__zk_drain(simba__zk *zk) {
+    simba__zk_op *done;
+    int overflow;
+    char buf[64];
+    while (read(zk->pipe_r, buf, sizeof buf) > 0) {
+    }
+    pthread_mutex_lock(&zk->mu);
+    zk->signalled = 0;
+    done = zk->done_head;
+    zk->done_head = zk->done_tail = NULL;
+    overflow = zk->overflow;
+    zk->overflow = 0;
+    pthread_mutex_unlock(&zk->mu);
+    while (done) {
+        simba__zk_op *next = done->qnext;
+        simba__zk_on_op(zk, done);
+        done = next;
+    }
+    (void)overflow;
+    if (overflow && !zk->closing) {
+        /* events were dropped: everybody re-checks now, observers re-read */
+        simba__zk_mtx *m;
+        simba__zk_event(zk, SIMBA_EV_RESET, NULL, NULL, NULL);
+        for (m = zk->mtxs; m; m = m->next)
+            if (m->watchers > 0) simba__zk_refresh(zk, m);
+    }
+}
+
+static void simba__zk_events(simba__zk *zk, int64_t now) {
+    for (;;) {
+        simba__zk_evt *e = &zk->evt;
+        int have = 0;
+        pthread_mutex_lock(&zk->mu);
+        if (zk->ring_len) {
+            *e = zk->ring[zk->ring_head];
+            zk->ring_head = (zk->ring_head + 1) % SIMBA__ZK_RING;
+            zk->ring_len--;
+            have = 1;
+        }
+        pthread_mutex_unlock(&zk->mu);
+        if (!have) return;
+        if (!zk->sess || e->gen != zk->sess->gen || zk->closing) continue; /* an older session's */
+        if (e->type == ZOO_SESSION_EVENT) simba__zk_on_session(zk, e->state, now);
+        else simba__zk_on_path(zk, e->type, e->path);
+    }
+}
+
+/* ---- the vtable ------------------------------------------------------------------------ */
+
+static simba_result simba__zk_submit(void *impl, simba_req *req) {
+    simba__zk *zk = (simba__zk *)impl;
+    simba__zk_job *job;
+    simba__zk_mtx *m;
+    simba__zk_cont *c = NULL;
+    if (!zk || !req || zk->closing) return SIMBA_EINVAL;
+    if (simba_name_check(req->mutex) != SIMBA_OK) return SIMBA_EINVAL;
+    if (req->op != SIMBA_OP_ACQUIRE && req->op != SIMBA_OP_RELEASE && req->op != SIMBA_OP_READ) return SIMBA_EINVAL;
+    if (req->op != SIMBA_OP_READ && simba_id_check(req->contender) != SIMBA_OK) return SIMBA_EINVAL;
+    zk->stats.requests++;
+    if (!simba__zk_usable(zk)) {
+        simba_reply r;
+        memset(&r, 0, sizeof r);
+        r.rc = SIMBA_ECONN;
+        r.errmsg = "no usable zookeeper session (reopening)";
+        simba_req_done(req, &r);
+        return SIMBA_OK;
+    }
+    m = simba__zk_mtx_find(zk, req->mutex, req->op != SIMBA_OP_RELEASE);
+    if (m && req->op != SIMBA_OP_READ) c = simba__zk_cont_find(zk, m, req->contender, req->op == SIMBA_OP_ACQUIRE);
+    if (req->op == SIMBA_OP_RELEASE && !c) { /* nothing of ours there */
+        simba_reply r;
+        memset(&r, 0, sizeof r);
+        simba_req_done(req, &r);
+        return SIMBA_OK;
+    }
+    if (!m || (req->op == SIMBA_OP_ACQUIRE && !c)) {
+        if (m) simba__zk_mtx_gc(zk, m);
+        return SIMBA_ENOMEM;
+    }
+    job = (simba__zk_job *)simba_alloc(zk->loop, sizeof *job);
+    if (!job) {
+        if (c && !c->q_head) simba__zk_cont_idle(zk, c);
+        else simba__zk_mtx_gc(zk, m);
+        return SIMBA_ENOMEM;
+    }
+    memset(job, 0, sizeof *job);
+    job->req = req;
+    job->kind = req->op;
+    job->cont = c;
+    job->mtx = m;
+    job->deadline = simba_now(zk->loop) + zk->timeout_ms + 1000;
+    job->next = zk->jobs;
+    if (zk->jobs) zk->jobs->prev = job;
+    zk->jobs = job;
+    if (c) {
+        c->want_gone = req->op == SIMBA_OP_RELEASE;
+        if (c->q_tail) { /* one job per contender at a time; this one waits its turn */
+            c->q_tail->cnext = job;
+            c->q_tail = job;
+            return SIMBA_OK;
+        }
+        c->q_head = c->q_tail = job;
+    }
+    simba__zk_job_run(zk, job);
+    return SIMBA_OK;
+}
+
+static int simba__zk_fds(void *impl, struct pollfd *out, int cap) {
+    simba__zk *zk = (simba__zk *)impl;
+    if (cap >= 1 && out) {
+        out[0].fd = zk->pipe_r;
+        out[0].events = POLLIN;
+        out[0].revents = 0;
+    }
+    return 1;
+}
+
+static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int64_t now) {
+    simba__zk *zk = (simba__zk *)impl;
+    simba__zk_job *job, *next;
+    (void)ready;
+    (void)n; /* the queue is checked on every call: it costs one uncontended lock */
+    if (zk->closing) return;
+    simba__zk_events(zk, now);
+    simba__zk_drain(zk);
+    if (!zk->sess && zk->reopen_at <= now) {
+        zk->reopen_at = INT64_MAX;
+        if (simba__zk_session_open(zk) != SIMBA_OK) zk->reopen_at = now + 1000;
+    }
+    for (job = zk->jobs; job; job = next) {
+        next = job->next;
+        if (job->req && job->deadline <= now) {
+            simba_reply r;
+            memset(&r, 0, sizeof r);
+            r.rc = SIMBA_ETIMEDOUT;
+            r.errmsg = "zookeeper did not answer in time";
+            simba__zk_reply(zk, job, &r);
+            if (!job->op) { /* still waiting for its turn: nothing in flight */
+                simba__zk_job_end(zk, job);
+                next = zk->jobs; /* ending may start or free others: rescan */
+            }
+        }
+    }
+}
+
+static int64_t simba__zk_deadline(void *impl) {
+    simba__zk *zk = (simba__zk *)impl;
+    int64_t d = zk->sess ? INT64_MAX : zk->reopen_at;
+    simba__zk_job *job;
+    for (job = zk->jobs; job; job = job->next)
+        if (job->req && job->deadline < d) d = job->deadline;
+    return d;
+}
+
+static simba_result simba__zk_watch(void *impl, const char *mutex) {
+    simba__zk *zk = (simba__zk *)impl;
+    simba__zk_mtx *m;
+    if (!zk || simba_name_check(mutex) != SIMBA_OK) return SIMBA_EINVAL;
+    m = simba__zk_mtx_find(zk, mutex, 1);
+    if (!m) return SIMBA_ENOMEM;
+    m->watchers++;
+    return SIMBA_OK;
+}
+
+static void simba__zk_unwatch(void *impl, const char *mutex) {
+    simba__zk *zk = (simba__zk *)impl;
+    simba__zk_mtx *m;
+    simba__zk_cont *c, *cn;
+    if (!zk || simba_name_check(mutex) != SIMBA_OK) return;
+    m = simba__zk_mtx_find(zk, mutex, 0);
+    if (!m) return;
+    if (m->watchers > 0) m->watchers--;
+    if (m->watchers > 0) return;
+    /* no service of this backend uses the mutex any more: none of our nodes may stay */
+    for (c = m->conts; c; c = cn) {
+        cn = c->next;
+        c->want_gone = 1;
+        if (!c->q_head) simba__zk_cont_idle(zk, c);
+    }
+    m = simba__zk_mtx_find(zk, mutex, 0);
+    if (m) simba__zk_mtx_gc(zk, m);
+}
+
+static void simba__zk_destroy(void *impl) {
+    simba__zk *zk = (simba__zk *)impl;
+    simba__zk_mtx *m, *mn;
+    if (!zk) return;
+    zk->closing = 1;
+    /* closing the session deletes our ephemeral nodes on the server at once */
+    simba__zk_session_close(zk);
+    simba__zk_drain(zk);
+    while (zk->outstanding) { /* e.g. calls of sessions closed earlier: none expected */
+        simba__zk_op *op = zk->outstanding;
+        op->rc = ZCLOSING;
+        simba__zk_on_op(zk, op);
+    }
+    while (zk->jobs) {
+        simba__zk_job *job = zk->jobs;
+        simba__zk_fail(zk, job, SIMBA_ECLOSED, "zookeeper backend closed");
+    }
+    for (m = zk->mtxs; m; m = mn) {
+        simba__zk_cont *c, *cn;
+        mn = m->next;
+        for (c = m->conts; c; c = cn) {
+            cn = c->next;
+            simba_free(zk->loop, c);
+        }
+        simba_free(zk->loop, m);
+    }
+    close(zk->pipe_r);
+    close(zk->pipe_w);
+    pthread_mutex_destroy(&zk->mu);
+    simba_free(zk->loop, zk->hosts);
+    if (zk->scheme) simba_free(zk->loop, zk->scheme);
+    if (zk->auth) simba_free(zk->loop, zk->auth);
+    zk->magic = 0;
+    simba_free(zk->loop, zk);
+}
+
+static const simba_backend_vt simba__zk_vt = {
+    "zookeeper", simba__zk_submit, simba__zk_fds, simba__zk_process, simba__zk_deadline,
+    simba__zk_watch, simba__zk_unwatch, simba__zk_destroy,
+};
+
+/* ---- public ----------------------------------------------------------------------------- */
+
+static int simba__zk_root_ok(const char *root) {
+    size_t n, i, start = 1;
+    if (!root || root[0] != '/') return 0;
+    n = strlen(root);
+    if (n < 2 || n > SIMBA__ZK_ROOT_MAX || root[n - 1] == '/') return 0;
+    for (i = 1; i <= n; i++) {
+        if (i == n || root[i] == '/') {
+            char comp[SIMBA__ZK_ROOT_MAX + 1];
+            size_t len = i - start;
+            if (len == 0 || len > SIMBA_NAME_MAX) return 0;
+            memcpy(comp, root + start, len);
+            comp[len] = 0;
+            if (simba_name_check(comp) != SIMBA_OK) return 0;
+            if (start == 1 && strcmp(comp, "zookeeper") == 0) return 0; /* the server's own */
+            start = i + 1;
+        }
+    }
+    return 1;
+}
+
+static char *simba__zk_strdup(simba_loop *loop, const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = (char *)simba_alloc(loop, n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+static int simba__zk_pipe(int fd[2]) {
+    int i;
+    if (pipe(fd) != 0) return -1;
+    for (i = 0; i < 2; i++) {
+        int fl = fcntl(fd[i], F_GETFL);
+        if (fl < 0 || fcntl(fd[i], F_SETFL, fl | O_NONBLOCK) != 0 || fcntl(fd[i], F_SETFD, FD_CLOEXEC) != 0) {
+            close(fd[0]);
+            close(fd[1]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+SIMBA_API simba_result simba_zk_open(simba_loop *loop, const simba_zk_desc *desc, simba_backend **out) {
+    simba__zk *zk;
+    const char *root;
+    char rnd[33];
+    int fds[2];
+    int rc;
+    if (out) *out = NULL;
+    if (!loop || !desc || !out || !desc->hosts || !desc->hosts[0] || strlen(desc->hosts) > 4096) return SIMBA_EINVAL;
+    if (desc->session_timeout_ms < 0) return SIMBA_EINVAL;
+    root = desc->root ? desc->root : "/simba";
+    if (!simba__zk_root_ok(root)) return SIMBA_EINVAL;
+    if ((desc->auth_scheme == NULL) != (desc->auth == NULL)) return SIMBA_EINVAL;
+    if (desc->auth_scheme && (!desc->auth_scheme[0] || strlen(desc->auth_scheme) > 64 || strlen(desc->auth) > 4096))
+        return SIMBA_EINVAL;
+    if (desc->acl_creator_only && !desc->auth_scheme) return SIMBA_EINVAL; /* CREATOR_ALL needs an identity */
+    rc = simba_contender_id_random(loop, rnd, sizeof rnd);
+    if (rc != SIMBA_OK) return (simba_result)rc;
+    zk = (simba__zk *)simba_alloc(loop, sizeof *zk);
+    if (!zk) return SIMBA_ENOMEM;
+    memset(zk, 0, sizeof *zk);
+    zk->magic = SIMBA__ZK_MAGIC;
+    zk->loop = loop;
+    zk->timeout_ms = desc->session_timeout_ms ? desc->session_timeout_ms : 10000;
+    zk->creator_only = desc->acl_creator_only != 0;
+    zk->step_down = desc->step_down_on_disconnect != 0;
+    zk->zk_log = desc->zk_log;
+    zk->reopen_at = INT64_MAX;
+    memcpy(zk->token, rnd, 16);
+    zk->token[16] = 0;
+    simba__zk_copy(zk->root, sizeof zk->root, root);
+    zk->hosts = simba__zk_strdup(loop, desc->hosts);
+    if (desc->auth_scheme) {
+        zk->scheme = simba__zk_strdup(loop, desc->auth_scheme);
+        zk->auth = simba__zk_strdup(loop, desc->auth);
+    }
+    if (!zk->hosts || (desc->auth_scheme && (!zk->scheme || !zk->auth))) {
+        rc = SIMBA_ENOMEM;
+        goto fail_strings;
+    }
+    if (simba__zk_pipe(fds) != 0) {
+        rc = SIMBA_ESYS;
+        goto fail_strings;
+    }
+    zk->pipe_r = fds[0];
+    zk->pipe_w = fds[1];
+    if (pthread_mutex_init(&zk->mu, NULL) != 0) {
+        rc = SIMBA_ESYS;
+        goto fail_pipe;
+    }
+    rc = simba_backend_new(loop, &simba__zk_vt, zk, &zk->be);
+    if (rc != SIMBA_OK) goto fail_mutex;
+    rc = simba__zk_session_open(zk);
+    if (rc != SIMBA_OK) {
+        /* the backend owns zk now: freeing it runs destroy */
+        simba_backend_free(zk->be);
+        return (simba_result)rc;
+    }
+    *out = zk->be;
+    return SIMBA_OK;
+fail_mutex:
+    pthread_mutex_destroy(&zk->mu);
+fail_pipe:
+    close(zk->pipe_r);
+    close(zk->pipe_w);
+fail_strings:
+    if (zk->hosts) simba_free(loop, zk->hosts);
+    if (zk->scheme) simba_free(loop, zk->scheme);
+    if (zk->auth) simba_free(loop, zk->auth);
+    simba_free(loop, zk);
+    return (simba_result)rc;
+}
+
+SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out) {
+    simba__zk *zk;
+    if (!be || !out) return SIMBA_EINVAL;
+    zk = (simba__zk *)simba_backend_impl(be);
+    if (!zk || zk->magic != SIMBA__ZK_MAGIC) return SIMBA_EINVAL;
+    *out = zk->stats;
+    return SIMBA_OK;
+}
+
+#endif /* SIMBA_IMPLEMENTATION */
+
+/*
+MIT License
+
+Copyright (c) 2026 the simba authors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy of this software and
+associated documentation files (the "Software"), to deal in the Software without restriction,
+including without limitation the rights to use, copy, modify, merge, publish, distribute,
+sublicense, and/or sell copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all copies or
+substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT
+NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND
+NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM,
+DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT
+OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
+*/

@@ -1,0 +1,87 @@
+/* kit_zk.c -- the shared backend kit (tests/kit.c) on ZooKeeper.
+ *
+ * Every open() is a new ZooKeeper session (a new backend), as separate processes would
+ * be. Session timeout 2000 ms: owners report ttl 1333 ms / transition 2000 ms.
+ * Needs a server: scripts/zk-start.sh 2191 build/zk (port from SIMBA_ZK_PORT, default
+ * 2191). An unreachable server fails the run; it is not skipped.
+ */
+#define SIMBA_IMPLEMENTATION
+#include "../simba_zk.h"
+#include "kit.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+typedef struct kit_zk_cfg {
+    char hosts[64];
+    int port;
+} kit_zk_cfg;
+
+static simba_result open_zk(simba_loop *loop, void *ctx, simba_backend **out) {
+    kit_zk_cfg *cfg = (kit_zk_cfg *)ctx;
+    simba_zk_desc d;
+    simba_result rc;
+    memset(&d, 0, sizeof d);
+    d.hosts = cfg->hosts;
+    d.session_timeout_ms = 2000;
+    d.root = "/simba-kit";
+    rc = simba_zk_open(loop, &d, out);
+    if (rc != SIMBA_OK) fprintf(stderr, "kit_zk: open %s: %s\n", cfg->hosts, simba_strerror(rc));
+    return rc;
+}
+
+/* The four-letter word "srvr" answers with a "Mode:" line when the server serves. */
+static int zk_serving(int port) {
+    struct sockaddr_in a;
+    char buf[2048];
+    size_t got = 0;
+    ssize_t n;
+    struct timeval tv = {2, 0};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return 0;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 || write(fd, "srvr", 4) != 4) {
+        close(fd);
+        return 0;
+    }
+    while (got < sizeof buf - 1 && (n = read(fd, buf + got, sizeof buf - 1 - got)) > 0) got += (size_t)n;
+    buf[got] = 0;
+    close(fd);
+    return strstr(buf, "Mode:") != NULL;
+}
+
+static void between(void *ctx) {
+    kit_zk_cfg *cfg = (kit_zk_cfg *)ctx;
+    if (!zk_serving(cfg->port)) fprintf(stderr, "kit_zk: WARNING: server on port %d does not answer srvr\n", cfg->port);
+}
+
+int main(int argc, char **argv) {
+    kit_zk_cfg cfg;
+    kit_backend kb;
+    const char *p = getenv("SIMBA_ZK_PORT");
+    memset(&cfg, 0, sizeof cfg);
+    cfg.port = p && atoi(p) > 0 ? atoi(p) : 2191;
+    snprintf(cfg.hosts, sizeof cfg.hosts, "127.0.0.1:%d", cfg.port);
+    if (!zk_serving(cfg.port)) {
+        fprintf(stderr, "kit_zk: no ZooKeeper on 127.0.0.1:%d (scripts/zk-start.sh %d DIR)\n", cfg.port, cfg.port);
+        printf("zookeeper kit: 0 passed, 1 failed\n");
+        return 1;
+    }
+    memset(&kb, 0, sizeof kb);
+    kb.name = "zookeeper";
+    kb.open = open_zk;
+    kb.ctx = &cfg;
+    kb.ttl_ms = 2000;
+    kb.transition_ms = 1000;
+    kb.between = between;
+    return kit_run(&kb, argc, argv);
+}

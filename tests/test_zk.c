@@ -1,0 +1,876 @@
+/* test_zk.c -- the ZooKeeper backend against a real server.
+ *
+ *   scripts/zk-start.sh 2191 build/zk
+ *   SIMBA_ZK_PORT=2191 SIMBA_ZK_DIR=build/zk build/test_zk [filter]
+ *   scripts/zk-stop.sh build/zk
+ *
+ * SIMBA_ZK_DIR is the directory zk-start.sh used: the restart case stops and starts that
+ * server with the scripts (SIMBA_ZK_SCRIPTS, default "scripts"). An unreachable server
+ * is a failure, not a skip. Every simulated process is its own loop and ZooKeeper
+ * session; the kill -9 case runs this binary again as a child (--child).
+ */
+#define SIMBA_IMPLEMENTATION
+#include "../simba_zk.h"
+#include "check.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SESSION_MS 2000
+
+static int g_port = 2191;
+static char g_hosts[64];
+static const char *g_dir = "build/zk";
+static const char *g_scripts = "scripts";
+static char g_self[4096];
+static int g_twice; /* core log lines about double completion: must stay 0 */
+
+static double now_ms(void) { return check__wall() * 1000.0; }
+
+/* ---- simulated processes ------------------------------------------------------------ */
+
+typedef struct proc {
+    simba_loop *loop;
+    simba_backend *be;
+    int used;
+} proc;
+
+#define MAXP 12
+static proc g_procs[MAXP];
+
+static void log_hook(void *user, simba_log_level level, const char *msg) {
+    (void)user;
+    if (strstr(msg, "twice")) g_twice++;
+    if (level >= SIMBA_LOG_ERROR || getenv("SIMBA_TEST_VERBOSE")) fprintf(stderr, "    [log] %s\n", msg);
+}
+
+static proc *proc_open_ex(int step_down, const char *hosts) {
+    int i;
+    for (i = 0; i < MAXP; i++) {
+        if (!g_procs[i].used) {
+            proc *p = &g_procs[i];
+            simba_loop_desc ld;
+            simba_zk_desc zd;
+            memset(&ld, 0, sizeof ld);
+            ld.log = log_hook;
+            ld.log_level = SIMBA_LOG_INFO;
+            if (simba_loop_new(&ld, &p->loop) != SIMBA_OK) return NULL;
+            memset(&zd, 0, sizeof zd);
+            zd.hosts = hosts ? hosts : g_hosts;
+            zd.session_timeout_ms = SESSION_MS;
+            zd.root = "/simba-test";
+            zd.step_down_on_disconnect = step_down;
+            if (simba_zk_open(p->loop, &zd, &p->be) != SIMBA_OK) {
+                simba_loop_free(p->loop);
+                return NULL;
+            }
+            p->used = 1;
+            return p;
+        }
+    }
+    return NULL;
+}
+static proc *proc_open(void) { return proc_open_ex(0, NULL); }
+
+static void proc_close(proc *p) {
+    if (!p || !p->used) return;
+    simba_loop_free(p->loop);
+    memset(p, 0, sizeof *p);
+}
+
+/* Polls every open loop once, after waiting up to max_ms on all their descriptors. */
+static void pump(int max_ms) {
+    struct pollfd fds[64];
+    int n = 0, i;
+    int64_t wait = max_ms;
+    for (i = 0; i < MAXP; i++) {
+        if (!g_procs[i].used) continue;
+        {
+            int k = simba_fds(g_procs[i].loop, fds + n, 64 - n);
+            if (k > 0) n += k < 64 - n ? k : 64 - n;
+        }
+    }
+    if (poll(fds, (nfds_t)n, (int)wait) < 0) { /* EINTR: just poll the loops */
+    }
+    for (i = 0; i < MAXP; i++) {
+        if (!g_procs[i].used) continue;
+        {
+            int64_t w = simba_poll(g_procs[i].loop);
+            (void)w;
+        }
+    }
+}
+
+#define WAIT_FOR(cond, ms)                                                                 \
+    do {                                                                                   \
+        double wf_t0_ = now_ms();                                                          \
+        while (!(cond) && now_ms() - wf_t0_ < (ms)) pump(5);                               \
+    } while (0)
+
+/* ---- services with recorded callbacks ----------------------------------------------- */
+
+typedef struct rec {
+    int acquired, released, owner_changes;
+    double t_acquired, t_released;
+    char owner[SIMBA_ID_MAX + 1]; /* last on_owner after-id */
+    uint64_t fence;               /* fence at the last acquire */
+    uint64_t owner_fence;         /* fence of the last on_owner */
+} rec;
+
+static void on_acq(simba_service *s, const simba_state *st, void *u) {
+    rec *r = (rec *)u;
+    (void)s;
+    r->acquired++;
+    r->t_acquired = now_ms();
+    r->fence = st->after->fence;
+}
+static void on_rel(simba_service *s, const simba_state *st, void *u) {
+    rec *r = (rec *)u;
+    (void)s;
+    (void)st;
+    r->released++;
+    r->t_released = now_ms();
+}
+static void on_own(simba_service *s, const simba_state *st, void *u) {
+    rec *r = (rec *)u;
+    (void)s;
+    r->owner_changes++;
+    snprintf(r->owner, sizeof r->owner, "%s", st->after->id);
+    r->owner_fence = st->after->fence;
+}
+
+static simba_service *contend(proc *p, const char *mutex, const char *id, rec *r) {
+    simba_contend_desc d;
+    simba_service *s = NULL;
+    memset(&d, 0, sizeof d);
+    d.mutex = mutex;
+    d.contender_id = id;
+    d.ttl_ms = SESSION_MS; /* ignored by ZooKeeper: the session is the lease */
+    d.transition_ms = 1000;
+    d.on_acquired = on_acq;
+    d.on_released = on_rel;
+    d.on_owner = on_own;
+    d.user_data = r;
+    if (simba_contend(p->loop, p->be, &d, &s) != SIMBA_OK) return NULL;
+    if (simba_start(s) != SIMBA_OK) return NULL;
+    return s;
+}
+
+static simba_service *observe(proc *p, const char *mutex, rec *r) {
+    simba_observe_desc d;
+    simba_service *s = NULL;
+    memset(&d, 0, sizeof d);
+    d.mutex = mutex;
+    d.on_owner = on_own;
+    d.user_data = r;
+    d.refresh_ms = 5000; /* long: changes must arrive by the child watch push */
+    if (simba_observe(p->loop, p->be, &d, &s) != SIMBA_OK) return NULL;
+    if (simba_start(s) != SIMBA_OK) return NULL;
+    return s;
+}
+
+static const char *view_id(simba_service *s) {
+    static simba_owner o;
+    if (simba_owner_get(s, &o) != SIMBA_OK) return "?";
+    return o.id;
+}
+
+static void mname(char *buf, size_t cap, const char *what) {
+    snprintf(buf, cap, "%s-%d-%ld", what, (int)getpid(), (long)(time(NULL) % 100000));
+}
+
+static simba_zk_stats stats(proc *p) {
+    simba_zk_stats st;
+    memset(&st, 0, sizeof st);
+    simba_zk_stats_get(p->be, &st);
+    return st;
+}
+
+/* ---- servers and scripts -------------------------------------------------------------- */
+
+static int zk_serving(void) {
+    struct sockaddr_in a;
+    char buf[2048];
+    size_t got = 0;
+    ssize_t n;
+    struct timeval tv = {2, 0};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return 0;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)g_port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 || write(fd, "srvr", 4) != 4) {
+        close(fd);
+        return 0;
+    }
+    while (got < sizeof buf - 1 && (n = read(fd, buf + got, sizeof buf - 1 - got)) > 0) got += (size_t)n;
+    buf[got] = 0;
+    close(fd);
+    return strstr(buf, "Mode:") != NULL;
+}
+
+/* Runs a script in a child so that the loops keep being polled meanwhile. */
+static pid_t script_start(const char *script, int with_port) {
+    char path[512], port[16];
+    pid_t pid;
+    snprintf(path, sizeof path, "%s/%s", g_scripts, script);
+    snprintf(port, sizeof port, "%d", g_port);
+    pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", 1);
+        if (devnull >= 0) dup2(devnull, 1);
+        if (with_port) execl("/bin/bash", "bash", path, port, g_dir, (char *)NULL);
+        else execl("/bin/bash", "bash", path, g_dir, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+static int script_wait(pid_t pid, double max_ms) {
+    double t0 = now_ms();
+    int st = 0;
+    while (now_ms() - t0 < max_ms) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+        pump(5);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return -1;
+}
+
+/* ---- cases ---------------------------------------------------------------------------- */
+
+TEST(args) {
+    simba_loop *loop;
+    simba_backend *be = NULL;
+    simba_zk_desc d;
+    const char *bad_roots[] = {"", "/", "simba", "/a/", "/a//b", "/zookeeper", "/zookeeper/x", "/a/..", "/a/.", "/a b", "/a/b\n"};
+    size_t i;
+    REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK || simba_loop_new(&(simba_loop_desc){0}, &loop) == SIMBA_OK);
+    memset(&d, 0, sizeof d);
+    CHECK_RC(simba_zk_open(NULL, &d, &be), SIMBA_EINVAL);
+    CHECK_RC(simba_zk_open(loop, NULL, &be), SIMBA_EINVAL);
+    CHECK_RC(simba_zk_open(loop, &d, &be), SIMBA_EINVAL); /* no hosts */
+    d.hosts = g_hosts;
+    CHECK_RC(simba_zk_open(loop, &d, NULL), SIMBA_EINVAL);
+    for (i = 0; i < sizeof bad_roots / sizeof bad_roots[0]; i++) {
+        d.root = bad_roots[i];
+        CHECK_RC(simba_zk_open(loop, &d, &be), SIMBA_EINVAL);
+    }
+    d.root = NULL;
+    d.session_timeout_ms = -1;
+    CHECK_RC(simba_zk_open(loop, &d, &be), SIMBA_EINVAL);
+    d.session_timeout_ms = 0;
+    d.auth_scheme = "digest"; /* without credentials */
+    CHECK_RC(simba_zk_open(loop, &d, &be), SIMBA_EINVAL);
+    d.auth_scheme = NULL;
+    d.acl_creator_only = 1; /* needs an identity */
+    CHECK_RC(simba_zk_open(loop, &d, &be), SIMBA_EINVAL);
+    d.acl_creator_only = 0;
+    d.root = "/simba-test/deeper/x_y";
+    CHECK_RC(simba_zk_open(loop, &d, &be), SIMBA_OK);
+    CHECK(be != NULL);
+    CHECK_RC(simba_zk_stats_get(NULL, NULL), SIMBA_EINVAL);
+    CHECK_RC(simba_backend_free(be), SIMBA_OK);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+TEST(acquire_renew_release) {
+    proc *a = proc_open();
+    char m[64];
+    rec ra;
+    simba_service *s;
+    uint64_t f;
+    simba_zk_stats st;
+    memset(&ra, 0, sizeof ra);
+    REQUIRE(a != NULL);
+    mname(m, sizeof m, "arr");
+    s = contend(a, m, "A", &ra);
+    REQUIRE(s != NULL);
+    WAIT_FOR(ra.acquired, 10000);
+    REQUIRE(ra.acquired == 1);
+    st = stats(a);
+    CHECK(st.connected);
+    CHECK_EQ(st.session_timeout_ms, SESSION_MS);
+    CHECK(st.session_id != 0);
+    f = simba_fence(s);
+    CHECK(f > 0);
+    /* several renewals (ttl 1333 ms): no new acquire, same fence, still owner */
+    {
+        double t0 = now_ms();
+        WAIT_FOR(now_ms() - t0 > 4500, 5000);
+    }
+    CHECK(simba_is_owner(s));
+    CHECK_EQ(ra.acquired, 1);
+    CHECK_EQ(ra.released, 0);
+    CHECK(simba_fence(s) == f);
+    CHECK(stats(a).requests >= 4);
+    CHECK_RC(simba_stop(s), SIMBA_OK);
+    WAIT_FOR(simba_service_status(s) == SIMBA_INITIAL, 5000);
+    CHECK_EQ(ra.released, 1);
+    CHECK(!simba_is_owner(s));
+    proc_close(a);
+}
+
+TEST(unreachable_server) {
+    /* nothing listens on port 1: requests fail with ECONN, nobody owns, close is clean */
+    proc *a = proc_open_ex(0, "127.0.0.1:1");
+    char m[64];
+    rec ra;
+    simba_service *s;
+    memset(&ra, 0, sizeof ra);
+    REQUIRE(a != NULL);
+    mname(m, sizeof m, "unreach");
+    s = contend(a, m, "A", &ra);
+    REQUIRE(s != NULL);
+    {
+        double t0 = now_ms();
+        WAIT_FOR(now_ms() - t0 > 1500, 2000);
+    }
+    CHECK_EQ(ra.acquired, 0);
+    CHECK(!simba_is_owner(s));
+    CHECK(!stats(a).connected);
+    CHECK(strlen(simba_backend_errmsg(a->be)) > 0);
+    proc_close(a); /* with a request in flight: completes with ECLOSED, no leak */
+}
+
+TEST(observer_and_waiters_see_owner) {
+    proc *a = proc_open(), *b = proc_open(), *o = proc_open();
+    char m[64];
+    rec ra, rb, ro;
+    simba_service *sa, *sb, *so;
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    memset(&ro, 0, sizeof ro);
+    REQUIRE(a && b && o);
+    mname(m, sizeof m, "obs");
+    so = observe(o, m, &ro);
+    REQUIRE(so != NULL);
+    sa = contend(a, m, "owner-A", &ra);
+    REQUIRE(sa != NULL);
+    WAIT_FOR(ra.acquired, 10000);
+    REQUIRE(ra.acquired == 1);
+    sb = contend(b, m, "waiter-B", &rb);
+    REQUIRE(sb != NULL);
+    WAIT_FOR(strcmp(rb.owner, "owner-A") == 0 && strcmp(ro.owner, "owner-A") == 0, 5000);
+    CHECK_STR(rb.owner, "owner-A"); /* a non-owner learns the owner id (the original did not) */
+    CHECK_STR(ro.owner, "owner-A"); /* so does an observer */
+    CHECK(ro.owner_fence == ra.fence);
+    CHECK_STR(view_id(so), "owner-A");
+    /* hand-over: the observer hears of it by the child watch push, not its 5 s refresh */
+    {
+        double t0;
+        CHECK_RC(simba_stop(sa), SIMBA_OK);
+        t0 = now_ms();
+        WAIT_FOR(rb.acquired && strcmp(ro.owner, "waiter-B") == 0, 4000);
+        CHECK(rb.acquired == 1);
+        CHECK_STR(ro.owner, "waiter-B");
+        CHECK(ro.owner_fence == rb.fence);
+        CHECK(rb.fence > ra.fence);
+        fprintf(stderr, "  observer saw the new owner %.0f ms after the stop\n", now_ms() - t0);
+        CHECK(now_ms() - t0 < 1500);
+        CHECK(stats(o).owner_events >= 1);
+    }
+    proc_close(a);
+    proc_close(b);
+    proc_close(o);
+}
+
+TEST(fence_strictly_increases) {
+    proc *a = proc_open(), *b = proc_open();
+    char m[64];
+    rec ra, rb;
+    simba_service *sa, *sb;
+    uint64_t f1, f2, f3;
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(a && b);
+    mname(m, sizeof m, "fence");
+    sa = contend(a, m, "A", &ra);
+    REQUIRE(sa != NULL);
+    WAIT_FOR(ra.acquired == 1, 10000);
+    REQUIRE(ra.acquired == 1);
+    f1 = ra.fence;
+    sb = contend(b, m, "B", &rb);
+    REQUIRE(sb != NULL);
+    WAIT_FOR(strcmp(rb.owner, "A") == 0, 5000);
+    CHECK_RC(simba_stop(sa), SIMBA_OK);
+    WAIT_FOR(rb.acquired == 1, 5000);
+    REQUIRE(rb.acquired == 1);
+    f2 = rb.fence;
+    WAIT_FOR(simba_service_status(sa) == SIMBA_INITIAL, 5000);
+    CHECK_RC(simba_start(sa), SIMBA_OK); /* A again, a new node */
+    WAIT_FOR(strcmp(ra.owner, "B") == 0, 5000);
+    CHECK_RC(simba_stop(sb), SIMBA_OK);
+    WAIT_FOR(ra.acquired == 2, 5000);
+    REQUIRE(ra.acquired == 2);
+    f3 = ra.fence;
+    fprintf(stderr, "  fences: %llu < %llu < %llu\n", (unsigned long long)f1, (unsigned long long)f2,
+            (unsigned long long)f3);
+    CHECK(f1 > 0);
+    CHECK(f2 > f1);
+    CHECK(f3 > f2);
+    proc_close(a);
+    proc_close(b);
+}
+
+TEST(waiters_woken_one_at_a_time) {
+    enum { NW = 4 };
+    proc *p[NW + 1];
+    rec r[NW + 1];
+    simba_service *s[NW + 1];
+    char m[64], id[16];
+    int i, k;
+    mname(m, sizeof m, "line");
+    memset(r, 0, sizeof r);
+    for (i = 0; i <= NW; i++) {
+        p[i] = proc_open();
+        REQUIRE(p[i] != NULL);
+    }
+    /* p[0] owns, p[1..NW] queue up in this order */
+    for (i = 0; i <= NW; i++) {
+        snprintf(id, sizeof id, "C%d", i);
+        s[i] = contend(p[i], m, id, &r[i]);
+        REQUIRE(s[i] != NULL);
+        if (i == 0) WAIT_FOR(r[0].acquired, 10000);
+        else WAIT_FOR(strcmp(r[i].owner, "C0") == 0, 5000);
+        REQUIRE(strcmp(i == 0 ? view_id(s[0]) : r[i].owner, "C0") == 0);
+    }
+    for (k = 0; k < NW; k++) {
+        uint64_t before[NW + 1];
+        double t0;
+        for (i = 0; i <= NW; i++) before[i] = stats(p[i]).released_events;
+        CHECK_RC(simba_stop(s[k]), SIMBA_OK);
+        t0 = now_ms();
+        WAIT_FOR(r[k + 1].acquired == 1, 5000);
+        CHECK_EQ(r[k + 1].acquired, 1);
+        fprintf(stderr, "  stop of C%d -> C%d owns: %.1f ms\n", k, k + 1, r[k + 1].t_acquired - t0);
+        CHECK(r[k + 1].t_acquired - t0 < 500);
+        WAIT_FOR(0, 300); /* let any wrongly woken waiter show itself */
+        for (i = k + 2; i <= NW; i++) {
+            CHECK_EQ(stats(p[i]).released_events, before[i]); /* not woken */
+            CHECK_EQ(r[i].acquired, 0);
+        }
+        CHECK_EQ(stats(p[k + 1]).released_events, before[k + 1] + 1); /* exactly the next */
+    }
+    for (i = 0; i <= NW; i++) proc_close(p[i]);
+}
+
+/* ---- a TCP proxy that can cut a client off (a partition) ------------------------------- */
+
+#include <pthread.h>
+
+typedef struct proxy {
+    int lfd, port;
+    pthread_t th;
+    pthread_mutex_t mu;
+    int frozen, stop; /* under mu */
+    int cli[32], srv[32], n;
+} proxy;
+
+static int proxy_flag(proxy *px, int *f) {
+    int v;
+    pthread_mutex_lock(&px->mu);
+    v = *f;
+    pthread_mutex_unlock(&px->mu);
+    return v;
+}
+static void proxy_set(proxy *px, int *f, int v) {
+    pthread_mutex_lock(&px->mu);
+    *f = v;
+    pthread_mutex_unlock(&px->mu);
+}
+
+static void proxy_drop(proxy *px, int i) {
+    close(px->cli[i]);
+    close(px->srv[i]);
+    px->cli[i] = px->cli[px->n - 1];
+    px->srv[i] = px->srv[px->n - 1];
+    px->n--;
+}
+
+static int write_all(int fd, const char *b, ssize_t n) {
+    while (n > 0) {
+        ssize_t w = write(fd, b, (size_t)n);
+        if (w <= 0) return -1;
+        b += w;
+        n -= w;
+    }
+    return 0;
+}
+
+/* While frozen nothing is read, forwarded or accepted: both ends see silence, as in a
+   partition (TCP stays up, so nobody gets a quick connection error). */
+static void *proxy_main(void *arg) {
+    proxy *px = (proxy *)arg;
+    while (!proxy_flag(px, &px->stop)) {
+        struct pollfd pf[65];
+        int i, np = 0, frozen = proxy_flag(px, &px->frozen);
+        if (!frozen) {
+            pf[np].fd = px->lfd;
+            pf[np++].events = POLLIN;
+            for (i = 0; i < px->n; i++) {
+                pf[np].fd = px->cli[i];
+                pf[np++].events = POLLIN;
+                pf[np].fd = px->srv[i];
+                pf[np++].events = POLLIN;
+            }
+        }
+        if (poll(pf, (nfds_t)np, 20) <= 0 || frozen) continue;
+        for (i = px->n - 1; i >= 0; i--) {
+            char buf[65536];
+            int k;
+            for (k = 0; k < 2; k++) {
+                int from = k ? px->srv[i] : px->cli[i], to = k ? px->cli[i] : px->srv[i];
+                if (pf[1 + 2 * i + k].revents & (POLLIN | POLLHUP | POLLERR)) {
+                    ssize_t r = read(from, buf, sizeof buf);
+                    if (r <= 0 || write_all(to, buf, r) != 0) {
+                        proxy_drop(px, i);
+                        break;
+                    }
+                }
+            }
+        }
+        if ((pf[0].revents & POLLIN) && px->n < 32) {
+            int c = accept(px->lfd, NULL, NULL), sfd;
+            struct sockaddr_in a;
+            if (c < 0) continue;
+            memset(&a, 0, sizeof a);
+            a.sin_family = AF_INET;
+            a.sin_port = htons((uint16_t)g_port);
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            sfd = socket(AF_INET, SOCK_STREAM, 0);
+            if (sfd < 0 || connect(sfd, (struct sockaddr *)&a, sizeof a) != 0) {
+                close(c);
+                if (sfd >= 0) close(sfd);
+                continue;
+            }
+            px->cli[px->n] = c;
+            px->srv[px->n] = sfd;
+            px->n++;
+        }
+    }
+    while (px->n) proxy_drop(px, 0);
+    return NULL;
+}
+
+static int proxy_start(proxy *px) {
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+    memset(px, 0, sizeof *px);
+    px->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    if (px->lfd < 0) return -1;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(px->lfd, (struct sockaddr *)&a, sizeof a) != 0 || listen(px->lfd, 16) != 0 ||
+        getsockname(px->lfd, (struct sockaddr *)&a, &al) != 0) {
+        close(px->lfd);
+        return -1;
+    }
+    px->port = ntohs(a.sin_port);
+    pthread_mutex_init(&px->mu, NULL);
+    if (pthread_create(&px->th, NULL, proxy_main, px) != 0) {
+        close(px->lfd);
+        pthread_mutex_destroy(&px->mu);
+        return -1;
+    }
+    return 0;
+}
+
+static void proxy_stop(proxy *px) {
+    proxy_set(px, &px->stop, 1);
+    pthread_join(px->th, NULL);
+    close(px->lfd);
+    pthread_mutex_destroy(&px->mu);
+}
+
+/* The owner is cut off from the server long enough for its session to expire there: it
+   must step down (by its local deadline) before the other contender can own, then learn
+   of the expiry when the partition heals, open a new session and queue up again. */
+TEST(session_expiry) {
+    proxy px;
+    char hosts[64], m[64];
+    proc *a, *b;
+    rec ra, rb;
+    simba_service *sa, *sb;
+    double t0;
+    int both = 0;
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(proxy_start(&px) == 0);
+    snprintf(hosts, sizeof hosts, "127.0.0.1:%d", px.port);
+    a = proc_open_ex(0, hosts);
+    b = proc_open();
+    REQUIRE(a && b);
+    mname(m, sizeof m, "expiry");
+    sa = contend(a, m, "A", &ra);
+    REQUIRE(sa != NULL);
+    WAIT_FOR(ra.acquired == 1, 10000);
+    REQUIRE(ra.acquired == 1);
+    sb = contend(b, m, "B", &rb);
+    REQUIRE(sb != NULL);
+    WAIT_FOR(strcmp(rb.owner, "A") == 0, 5000);
+    proxy_set(&px, &px.frozen, 1);
+    t0 = now_ms();
+    while (now_ms() - t0 < 8000 && !rb.acquired) {
+        pump(5);
+        if (simba_is_owner(sa) && simba_is_owner(sb)) both++;
+    }
+    CHECK_EQ(both, 0);
+    CHECK_EQ(ra.released, 1);
+    CHECK_EQ(rb.acquired, 1);
+    CHECK(ra.t_released <= rb.t_acquired);
+    fprintf(stderr, "  partition: A stepped down after %.0f ms, its session expired and B owns after %.0f ms\n",
+            ra.t_released - t0, rb.t_acquired - t0);
+    proxy_set(&px, &px.frozen, 0);
+    t0 = now_ms();
+    WAIT_FOR(stats(a).sessions == 2 && stats(a).connected, 10000);
+    CHECK_EQ(stats(a).sessions, 2);
+    CHECK(stats(a).lost_events >= 1);
+    fprintf(stderr, "  healed: A is in a new session after %.0f ms\n", now_ms() - t0);
+    /* A re-contends in its new session and queues behind B */
+    WAIT_FOR(strcmp(ra.owner, "B") == 0, 6000);
+    CHECK_STR(ra.owner, "B");
+    CHECK(!simba_is_owner(sa));
+    CHECK(simba_is_owner(sb));
+    CHECK_RC(simba_stop(sb), SIMBA_OK);
+    WAIT_FOR(ra.acquired == 2, 5000);
+    CHECK_EQ(ra.acquired, 2);
+    CHECK(ra.fence > rb.fence);
+    proc_close(a);
+    proc_close(b);
+    proxy_stop(&px);
+}
+
+/* The server goes away and comes back (same data dir, so sessions survive). Nobody may
+   believe it owns past its local deadline meanwhile; afterwards ownership comes back. */
+TEST(server_restart) {
+    proc *a = proc_open(), *b = proc_open(), *c = proc_open_ex(1, NULL);
+    char m[64], m2[64];
+    rec ra, rb, rc;
+    simba_service *sa, *sb, *sc;
+    pid_t pid;
+    double t_dead, t_up, t_own;
+    int violations = 0;
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    memset(&rc, 0, sizeof rc);
+    REQUIRE(a && b && c);
+    mname(m, sizeof m, "restart");
+    mname(m2, sizeof m2, "restart-sd");
+    sa = contend(a, m, "A", &ra);
+    REQUIRE(sa != NULL);
+    WAIT_FOR(ra.acquired == 1, 10000);
+    sb = contend(b, m, "B", &rb);
+    sc = contend(c, m2, "C", &rc); /* step_down_on_disconnect = 1 */
+    REQUIRE(sb && sc);
+    WAIT_FOR(strcmp(rb.owner, "A") == 0 && rc.acquired == 1, 5000);
+    REQUIRE(ra.acquired == 1 && rc.acquired == 1);
+
+    pid = script_start("zk-stop.sh", 0);
+    CHECK_EQ(script_wait(pid, 20000), 0);
+    t_dead = now_ms();
+    CHECK(!zk_serving());
+    /* The last renewal was sent before the server died, so A's local deadline (2/3 of
+       the 2000 ms session) is at most 1333 ms away: after that nobody may own. */
+    while (now_ms() - t_dead < 4000) {
+        pump(5);
+        if (now_ms() - t_dead > 1333 + 100 && (simba_is_owner(sa) || simba_is_owner(sb) || simba_is_owner(sc)))
+            violations++;
+    }
+    CHECK_EQ(violations, 0);
+    CHECK_EQ(ra.released, 1);
+    CHECK_EQ(rc.released, 1);
+    fprintf(stderr, "  server gone: A stepped down %+.0f ms, C (step down on disconnect) %+.0f ms from then\n",
+            ra.t_released - t_dead, rc.t_released - t_dead);
+    CHECK(rc.t_released <= ra.t_released);
+
+    pid = script_start("zk-start.sh", 1);
+    CHECK_EQ(script_wait(pid, 40000), 0);
+    t_up = now_ms();
+    WAIT_FOR((ra.acquired == 2 || rb.acquired == 1) && rc.acquired == 2, 15000);
+    t_own = now_ms();
+    CHECK_EQ(ra.acquired + rb.acquired, 2);
+    CHECK_EQ(simba_is_owner(sa) + simba_is_owner(sb), 1);
+    CHECK_EQ(rc.acquired, 2);
+    fprintf(stderr, "  ownership re-established %.0f ms after the server answered again (owner %s)\n",
+            t_own - t_up, simba_is_owner(sa) ? "A" : "B");
+    WAIT_FOR(strcmp(simba_is_owner(sa) ? rb.owner : ra.owner, simba_is_owner(sa) ? "A" : "B") == 0, 6000);
+    CHECK_STR(simba_is_owner(sa) ? rb.owner : ra.owner, simba_is_owner(sa) ? "A" : "B");
+    proc_close(a);
+    proc_close(b);
+    proc_close(c);
+}
+
+/* The child of kill9: contends, says "OWNER" on stdout when it owns, runs until killed. */
+static int child_main(const char *mutex, const char *id) {
+    proc *p = proc_open();
+    rec r;
+    simba_service *s;
+    double t0 = now_ms();
+    int told = 0;
+    memset(&r, 0, sizeof r);
+    if (!p) return 2;
+    s = contend(p, mutex, id, &r);
+    if (!s) return 3;
+    while (now_ms() - t0 < 60000) {
+        pump(20);
+        if (r.acquired && !told) {
+            printf("OWNER\n");
+            fflush(stdout);
+            told = 1;
+        }
+    }
+    return 0;
+}
+
+TEST(kill9_owner) {
+    proc *b = proc_open();
+    char m[64];
+    rec rb;
+    simba_service *sb;
+    int fds[2];
+    pid_t pid;
+    char line[64];
+    ssize_t n;
+    size_t got = 0;
+    double t0, t_kill;
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(b != NULL);
+    REQUIRE(pipe(fds) == 0);
+    mname(m, sizeof m, "kill9");
+    pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        execl(g_self, g_self, "--child", m, "child-K", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    /* wait for the child's OWNER line, keeping our loop alive */
+    t0 = now_ms();
+    memset(line, 0, sizeof line);
+    while (now_ms() - t0 < 15000 && !strstr(line, "OWNER")) {
+        struct pollfd pf = {fds[0], POLLIN, 0};
+        if (poll(&pf, 1, 10) > 0) {
+            n = read(fds[0], line + got, sizeof line - 1 - got);
+            if (n <= 0) break;
+            got += (size_t)n;
+        }
+    }
+    CHECK(strstr(line, "OWNER") != NULL);
+    if (strstr(line, "OWNER")) {
+        sb = contend(b, m, "B", &rb);
+        REQUIRE(sb != NULL);
+        WAIT_FOR(strcmp(rb.owner, "child-K") == 0, 5000);
+        CHECK_STR(rb.owner, "child-K");
+        {
+            double t = now_ms();
+            WAIT_FOR(now_ms() - t > 500, 600); /* B settled in line */
+        }
+        kill(pid, SIGKILL);
+        t_kill = now_ms();
+        WAIT_FOR(rb.acquired == 1, 10000);
+        CHECK_EQ(rb.acquired, 1);
+        fprintf(stderr, "  kill -9 of the owner -> B owns: %.0f ms (session timeout %d ms)\n", rb.t_acquired - t_kill,
+                SESSION_MS);
+        /* the server expires the session T after it last heard from the child (its last
+           ping, up to T/3 before the kill), rounded up to its tick */
+        CHECK(rb.t_acquired - t_kill >= SESSION_MS * 2 / 3 - 100);
+        CHECK(rb.t_acquired - t_kill < SESSION_MS + 2000);
+    } else {
+        kill(pid, SIGKILL);
+    }
+    close(fds[0]);
+    waitpid(pid, NULL, 0);
+    proc_close(b);
+}
+
+TEST(auth_creator_only) {
+    proc *p;
+    simba_loop_desc ld;
+    simba_zk_desc zd;
+    char m[64];
+    rec r;
+    simba_service *s;
+    int i;
+    memset(&r, 0, sizeof r);
+    for (i = 0; i < MAXP && g_procs[i].used; i++) {
+    }
+    REQUIRE(i < MAXP);
+    p = &g_procs[i];
+    memset(&ld, 0, sizeof ld);
+    ld.log = log_hook;
+    REQUIRE(simba_loop_new(&ld, &p->loop) == SIMBA_OK);
+    memset(&zd, 0, sizeof zd);
+    zd.hosts = g_hosts;
+    zd.session_timeout_ms = SESSION_MS;
+    zd.root = "/simba-test-acl";
+    zd.auth_scheme = "digest";
+    zd.auth = "simba:secret";
+    zd.acl_creator_only = 1;
+    REQUIRE(simba_zk_open(p->loop, &zd, &p->be) == SIMBA_OK);
+    p->used = 1;
+    mname(m, sizeof m, "acl");
+    s = contend(p, m, "A", &r);
+    REQUIRE(s != NULL);
+    WAIT_FOR(r.acquired == 1, 10000);
+    CHECK_EQ(r.acquired, 1);
+    CHECK(simba_fence(s) > 0);
+    proc_close(p);
+}
+
+int main(int argc, char **argv) {
+    const char *e;
+    ssize_t n;
+    if (argc == 4 && strcmp(argv[1], "--child") == 0) {
+        e = getenv("SIMBA_ZK_PORT");
+        g_port = e && atoi(e) > 0 ? atoi(e) : 2191;
+        snprintf(g_hosts, sizeof g_hosts, "127.0.0.1:%d", g_port);
+        return child_main(argv[2], argv[3]);
+    }
+    CHECK_INIT(argc, argv);
+    signal(SIGPIPE, SIG_IGN);
+    e = getenv("SIMBA_ZK_PORT");
+    g_port = e && atoi(e) > 0 ? atoi(e) : 2191;
+    snprintf(g_hosts, sizeof g_hosts, "127.0.0.1:%d", g_port);
+    if ((e = getenv("SIMBA_ZK_DIR")) && e[0]) g_dir = e;
+    if ((e = getenv("SIMBA_ZK_SCRIPTS")) && e[0]) g_scripts = e;
+    n = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
+    if (n <= 0) snprintf(g_self, sizeof g_self, "%s", argv[0]);
+    else g_self[n] = 0;
+    if (!zk_serving()) {
+        fprintf(stderr, "test_zk: no ZooKeeper answers on 127.0.0.1:%d (scripts/zk-start.sh %d %s)\n", g_port, g_port,
+                g_dir);
+        check__failed++;
+        return check_report("zookeeper");
+    }
+    RUN(args);
+    RUN(acquire_renew_release);
+    RUN(unreachable_server);
+    RUN(observer_and_waiters_see_owner);
+    RUN(fence_strictly_increases);
+    RUN(waiters_woken_one_at_a_time);
+    RUN(session_expiry);
+    RUN(kill9_owner);
+    RUN(auth_creator_only);
+    RUN(server_restart); /* last: it bounces the server */
+    if (g_twice) {
+        fprintf(stderr, "a request was completed twice (%d)\n", g_twice);
+        check__failed++;
+    }
+    return check_report("zookeeper");
+}
