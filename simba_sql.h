@@ -34,6 +34,14 @@
  *   are short local transactions: executing them inside submit() is the design.
  *   Several processes on one file, and several backends (connections) in one process, work.
  *
+ * CLOCK AND ROWS
+ *   "The database's clock" is, for SQLite, the wall clock of the host running each process:
+ *   all processes on one file must share a host (SQLite itself does not support network
+ *   file systems). A forward step of that clock shortens every lease in real time, by the
+ *   size of the step, and the owner's monotonic step-down cannot see it; keep the clock
+ *   slewed (NTP does), not stepped. Never delete rows: the row keeps the fence, and a
+ *   recreated row would start again at 1.
+ *
  * SAFETY OF INPUT
  *   Names reach SQL only as bound parameters. The table name cannot be bound: it must match
  *   [A-Za-z_][A-Za-z0-9_]{0,63} and not start with "sqlite_", and it is quoted besides.
