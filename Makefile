@@ -112,3 +112,8 @@ demo: deps $(B)/leader_demo
 
 clean:
 	rm -rf $(B)
+
+# the README's example must keep compiling
+$(B)/readme: examples/readme.c $(HDR_SQL) | $(B)
+	$(CC) $(CFLAGS) -Wno-unused-parameter -I. -o $@ examples/readme.c -lsqlite3 -lpthread
+all: $(B)/readme
