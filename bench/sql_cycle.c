@@ -3,6 +3,10 @@
  *
  *   sql_cycle [SECONDS_PER_MEASURE (default 2)] [DB_PATH (default: a temp file)]
  *
+ * Each measure gets SECONDS in total, split into 5 interleaved rounds (raw, backend, locker,
+ * raw, ...) so that load from elsewhere on the machine hits all three alike; the median
+ * round of each is printed.
+ *
  * raw     one autocommit "UPDATE ... SET version = version + 1 WHERE mutex = ?" per op,
  *         same connection settings as the backend (WAL, synchronous=NORMAL): the floor
  *         cost of one write transaction.
@@ -27,6 +31,19 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+#define ROUNDS 5
+
+static double median(double *v) {
+    int i, j;
+    for (i = 1; i < ROUNDS; i++)
+        for (j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double x = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = x;
+        }
+    return v[ROUNDS / 2];
+}
+
 static int die(const char *what, const char *msg) {
     fprintf(stderr, "sql_cycle: %s: %s\n", what, msg);
     return 1;
@@ -42,7 +59,10 @@ int main(int argc, char **argv) {
     simba_reply rep;
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
-    double t0, t, raw_rate, be_rate, lk_rate;
+    double t0, t, raw_rate, be_rate, lk_rate, raw[ROUNDS], bec[ROUNDS], lkc[ROUNDS];
+    simba_locker *lk = NULL;
+    simba_locker_desc kd;
+    int round;
     long n;
     char err[512];
     int tmp = argc <= 2;
@@ -72,49 +92,53 @@ int main(int argc, char **argv) {
         SQLITE_OK)
         return die("raw prepare", sqlite3_errmsg(db));
     sqlite3_bind_text(st, 1, "raw", -1, SQLITE_STATIC);
-    t0 = now_s();
-    for (n = 0; (t = now_s()) - t0 < secs; n++) {
-        if (sqlite3_step(st) != SQLITE_DONE) return die("raw step", sqlite3_errmsg(db));
-        sqlite3_reset(st);
-    }
-    raw_rate = (double)n / (t - t0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
+    memset(&kd, 0, sizeof kd);
+    kd.mutex = "bench-locker";
+    kd.contender_id = "me";
+    kd.ttl_ms = 10000;
+    kd.transition_ms = 5000;
+    if (simba_locker_new(loop, be, &kd, &lk) != SIMBA_OK) return die("locker", "new failed");
 
-    /* backend executor: acquire + release */
-    t0 = now_s();
-    for (n = 0; (t = now_s()) - t0 < secs; n++) {
+    /* Interleaved rounds, so that load from elsewhere hits all three alike; medians. */
+    for (round = 0; round < ROUNDS; round++) {
+        double slice = secs / ROUNDS;
         simba__sql *s = (simba__sql *)simba_backend_impl(be);
-        if (simba__sql_exec(s, SIMBA_OP_ACQUIRE, "bench", "me", 10000, 5000, &rep) || rep.rc != SIMBA_OK ||
-            strcmp(rep.owner, "me") != 0)
-            return die("acquire", rep.errmsg ? rep.errmsg : "not acquired");
-        if (simba__sql_exec(s, SIMBA_OP_RELEASE, "bench", "me", 0, 0, &rep) || rep.rc != SIMBA_OK || rep.owner[0])
-            return die("release", rep.errmsg ? rep.errmsg : "not released");
-    }
-    be_rate = (double)n / (t - t0);
-
-    /* through the core */
-    {
-        simba_locker *lk = NULL;
-        simba_locker_desc kd;
-        memset(&kd, 0, sizeof kd);
-        kd.mutex = "bench-locker";
-        kd.contender_id = "me";
-        kd.ttl_ms = 10000;
-        kd.transition_ms = 5000;
-        if (simba_locker_new(loop, be, &kd, &lk) != SIMBA_OK) return die("locker", "new failed");
         t0 = now_s();
-        for (n = 0; (t = now_s()) - t0 < secs; n++) {
+        for (n = 0; (t = now_s()) - t0 < slice; n++) {
+            if (sqlite3_step(st) != SQLITE_DONE) return die("raw step", sqlite3_errmsg(db));
+            sqlite3_reset(st);
+        }
+        raw[round] = (double)n / (t - t0);
+
+        t0 = now_s();
+        for (n = 0; (t = now_s()) - t0 < slice; n++) {
+            if (simba__sql_exec(s, SIMBA_OP_ACQUIRE, "bench", "me", 10000, 5000, &rep) || rep.rc != SIMBA_OK ||
+                strcmp(rep.owner, "me") != 0)
+                return die("acquire", rep.errmsg ? rep.errmsg : "not acquired");
+            if (simba__sql_exec(s, SIMBA_OP_RELEASE, "bench", "me", 0, 0, &rep) || rep.rc != SIMBA_OK ||
+                rep.owner[0])
+                return die("release", rep.errmsg ? rep.errmsg : "not released");
+        }
+        bec[round] = (double)n / (t - t0);
+
+        t0 = now_s();
+        for (n = 0; (t = now_s()) - t0 < slice; n++) {
             simba_result r = simba_locker_lock(lk, 5000);
             if (r != SIMBA_OK) return die("locker lock", simba_strerror(r));
             r = simba_locker_unlock(lk);
             if (r != SIMBA_OK) return die("locker unlock", simba_strerror(r));
         }
-        lk_rate = (double)n / (t - t0);
-        simba_locker_free(lk);
+        lkc[round] = (double)n / (t - t0);
     }
+    simba_locker_free(lk);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    raw_rate = median(raw);
+    be_rate = median(bec);
+    lk_rate = median(lkc);
 
-    printf("sql_cycle: sqlite %s, %s, %.1f s per measure\n", sqlite3_libversion(), tmp ? "temp file" : path, secs);
+    printf("sql_cycle: sqlite %s, %s, %.1f s per measure in %d interleaved rounds, medians\n", sqlite3_libversion(),
+           tmp ? "temp file" : path, secs, ROUNDS);
     printf("  raw UPDATE (autocommit)        %9.0f ops/s\n", raw_rate);
     printf("  backend acquire+release        %9.0f cycles/s  (one cycle costs %.1f raw UPDATEs)\n", be_rate,
            raw_rate / be_rate);
