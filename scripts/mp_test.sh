@@ -1,5 +1,6 @@
 #!/bin/sh
-# mp_test.sh -- several contender processes on one SQLite file, then the overlap/fence check.
+# mp_test.sh -- several contender processes on one mutex, then the overlap/fence check.
+# Default backend: one SQLite file in a temp dir.
 #
 #   scripts/mp_test.sh [WORKER_BIN CHECK_BIN]
 #
@@ -7,6 +8,8 @@
 # (default build/mp_worker, build/mp_check). Tunables (environment):
 #   MP_WORKERS=4  MP_SECONDS=20  MP_TTL=500  MP_TRANSITION=300  MP_HOLD=200  MP_REST=600
 #   MP_MIN_OWNERSHIPS (default 10)  MP_KEEP=1 keeps the temp dir
+#   MP_BACKEND=sql (default) | redis | zk (the worker must be built with that backend) and
+#   MP_BACKEND_ARGS, e.g. "--port 6390" or "--hosts 127.0.0.1:2191" (sql: "--path" is set)
 # Exit status: the checker's (0 = no overlap, no fence violation), 1 on setup failure.
 set -u
 
@@ -19,6 +22,7 @@ TRANSITION=${MP_TRANSITION:-300}
 HOLD=${MP_HOLD:-200}
 REST=${MP_REST:-600}
 MIN_OWN=${MP_MIN_OWNERSHIPS:-10}
+BACKEND=${MP_BACKEND:-sql}
 
 for b in "$WORKER" "$CHECK"; do
     if [ ! -x "$b" ]; then
@@ -48,10 +52,21 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-echo "mp_test: $N workers x ${SECONDS_RUN}s on $DIR/mp.db (ttl $TTL, transition $TRANSITION, hold $HOLD, rest $REST)"
+BARGS=${MP_BACKEND_ARGS:-}
+if [ "$BACKEND" = sql ]; then
+    set -- --path "$DIR/mp.db"
+    WHERE="$DIR/mp.db"
+else
+    set --
+    WHERE="$BACKEND $BARGS"
+fi
+MUTEX="mp-leader-$$-$(date +%s)" # fresh on a server that outlives the run
+
+echo "mp_test: $N workers x ${SECONDS_RUN}s on $WHERE (ttl $TTL, transition $TRANSITION, hold $HOLD, rest $REST)"
 i=0
 while [ "$i" -lt "$N" ]; do
-    "$WORKER" --backend sql --path "$DIR/mp.db" --mutex mp-leader --duration-ms $((SECONDS_RUN * 1000)) \
+    # shellcheck disable=SC2086 # BARGS is a list of options
+    "$WORKER" --backend "$BACKEND" "$@" $BARGS --mutex "$MUTEX" --duration-ms $((SECONDS_RUN * 1000)) \
         --ttl-ms "$TTL" --transition-ms "$TRANSITION" --hold-ms "$HOLD" --rest-ms "$REST" \
         --log "$DIR/worker$i.log" 2>"$DIR/worker$i.err" &
     PIDS="$PIDS $!"
@@ -84,5 +99,11 @@ RC=$?
 if [ "$RC" -eq 0 ] && [ "$FAILED" -ne 0 ]; then
     RC=1
 fi
-echo "mp_test: $([ "$RC" -eq 0 ] && echo PASS || echo FAIL)"
+if [ "$RC" -eq 0 ]; then
+    echo "mp_test: PASS"
+    echo "mp_test: 1 passed, 0 failed"
+else
+    echo "mp_test: FAIL"
+    echo "mp_test: 0 passed, 1 failed"
+fi
 exit "$RC"

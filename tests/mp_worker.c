@@ -13,8 +13,9 @@
  * after R ms, default 1000) so that ownership changes hands. On SIGTERM/SIGINT or at the
  * end it stops, waits for the release, and exits 0; exit 1 on a usage or backend error.
  *
- * Backends: "sql" always; others are added under #ifdef SIMBA_HAVE_REDIS / SIMBA_HAVE_ZK,
- * each with its own options (see the backends[] table).
+ * Backends: "sql" always; "redis" when built with -DSIMBA_HAVE_REDIS (-lhiredis), "zk" with
+ * -DSIMBA_HAVE_ZK (-I/usr/include/zookeeper -DTHREADED -lzookeeper_mt), each with its own
+ * options (see the backends[] table; a new backend is one more row).
  */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_sql.h"
@@ -41,6 +42,14 @@ static struct {
     int64_t duration_ms, ttl_ms, transition_ms, hold_ms, rest_ms;
     /* sql */
     const char *sql_path, *sql_table;
+#ifdef SIMBA_HAVE_REDIS
+    const char *redis_host, *redis_prefix;
+    int64_t redis_port;
+#endif
+#ifdef SIMBA_HAVE_ZK
+    const char *zk_hosts, *zk_root;
+    int64_t zk_session_ms;
+#endif
 } opt;
 
 static int parse_ms(const char *s, int64_t *out) {
@@ -84,10 +93,62 @@ static simba_result sql_open(simba_loop *loop, simba_backend **out, char *err, s
     return simba_sql_open(loop, &d, out);
 }
 
+#ifdef SIMBA_HAVE_REDIS
+static int redis_option(const char *key, const char *val) {
+    if (strcmp(key, "host") == 0) opt.redis_host = val;
+    else if (strcmp(key, "prefix") == 0) opt.redis_prefix = val;
+    else if (strcmp(key, "port") == 0) return parse_ms(val, &opt.redis_port) && opt.redis_port < 65536 ? 1 : -1;
+    else return 0;
+    return 1;
+}
+
+static simba_result redis_open(simba_loop *loop, simba_backend **out, char *err, size_t cap) {
+    simba_redis_desc d;
+    simba_result rc;
+    memset(&d, 0, sizeof d);
+    d.host = opt.redis_host;
+    d.port = (int)opt.redis_port;
+    d.prefix = opt.redis_prefix;
+    rc = simba_redis_open(loop, &d, out);
+    if (rc != SIMBA_OK) snprintf(err, cap, "%s", simba_strerror(rc));
+    return rc;
+}
+#endif
+
+#ifdef SIMBA_HAVE_ZK
+static int zk_option(const char *key, const char *val) {
+    if (strcmp(key, "hosts") == 0) opt.zk_hosts = val;
+    else if (strcmp(key, "root") == 0) opt.zk_root = val;
+    else if (strcmp(key, "session-ms") == 0) return parse_ms(val, &opt.zk_session_ms) && opt.zk_session_ms < 1000000 ? 1 : -1;
+    else return 0;
+    return 1;
+}
+
+static simba_result zk_open(simba_loop *loop, simba_backend **out, char *err, size_t cap) {
+    simba_zk_desc d;
+    simba_result rc;
+    if (!opt.zk_hosts) {
+        snprintf(err, cap, "--hosts is required for --backend zk");
+        return SIMBA_EINVAL;
+    }
+    memset(&d, 0, sizeof d);
+    d.hosts = opt.zk_hosts;
+    d.root = opt.zk_root;
+    d.session_timeout_ms = (int)opt.zk_session_ms;
+    rc = simba_zk_open(loop, &d, out);
+    if (rc != SIMBA_OK) snprintf(err, cap, "%s", simba_strerror(rc));
+    return rc;
+}
+#endif
+
 static const worker_backend backends[] = {
     {"sql", "--path FILE [--table NAME]", sql_option, sql_open},
-    /* #ifdef SIMBA_HAVE_REDIS: {"redis", "--host H --port P", redis_option, redis_open}, */
-    /* #ifdef SIMBA_HAVE_ZK:    {"zk", "--hosts H:P[,...]", zk_option, zk_open}, */
+#ifdef SIMBA_HAVE_REDIS
+    {"redis", "[--host 127.0.0.1] [--port 6379] [--prefix simba:]", redis_option, redis_open},
+#endif
+#ifdef SIMBA_HAVE_ZK
+    {"zk", "--hosts H:P[,...] [--root /simba] [--session-ms N]", zk_option, zk_open},
+#endif
 };
 #define NBACKENDS (sizeof backends / sizeof backends[0])
 
@@ -170,7 +231,7 @@ int main(int argc, char **argv) {
         else {
             int used = 0;
             for (k = 0; k < NBACKENDS && !used; k++) used = backends[k].option(a, v);
-            ok = used > 0;
+            ok = used > 0; /* 0: nobody knows it, -1: a bad value */
         }
         if (!ok) {
             fprintf(stderr, "mp_worker: bad option --%s %s\n", a, v);
