@@ -77,7 +77,19 @@
  *   those threads can touch (the backend context, the session record, in-flight call
  *   records) is freed only after zookeeper_close() has joined them.
  *   The client library logs through zk_log (NULL = silent); its log hook has no context
- *   pointer, so it cannot be routed to the loop's log.
+ *   pointer, so it cannot be routed to the loop's log. libzookeeper_mt 3.8 formats some log
+ *   lines into a static buffer shared by all handles, a data race inside the library when a
+ *   process has several sessions (ThreadSanitizer reports it; a garbled log line at worst).
+ *   zoo_set_debug_level((ZooLogLevel)0) stops that formatting, process-wide; simba_zk does
+ *   not change that global setting itself (the tests do).
+ *   Destroy (simba_backend_free / simba_loop_free) calls zookeeper_close, which sends the
+ *   close (so the server deletes our nodes at once, a prompt hand-over) and joins the
+ *   library's threads: it can block for up to about 3 s if the server hangs. A session
+ *   expiry closes the dead handle inside simba_poll, which only joins the threads.
+ *
+ * STATS
+ *   simba_zk_stats_get() reports the session (id, password, negotiated timeout, connected)
+ *   and counters (requests, ZooKeeper calls, pushed events by kind) for monitoring and tests.
  *
  * NAMES
  *   Mutex names pass simba_name_check() (no '/', not "." or ".."), so they are always one
@@ -1197,7 +1209,6 @@ static void simba__zk_drain(simba__zk *zk) {
         simba__zk_on_op(zk, done);
         done = next;
     }
-    (void)overflow;
     if (overflow && !zk->closing) {
         /* events were dropped: everybody re-checks now, observers re-read */
         simba__zk_mtx *m;

@@ -3,6 +3,8 @@
 # config, data and pid file under DIR. Safe to run again on the same DIR after zk-stop.sh
 # (the data survives, so sessions and znodes survive a restart, as with a real server).
 # Waits until the server answers `srvr` with a "Mode:" line (that is later than `ruok`).
+# Callers may run it with sh: it needs bash (/dev/tcp, SECONDS).
+if [ -z "${BASH_VERSION:-}" ]; then exec bash "$0" "$@"; fi
 set -euo pipefail
 if [ $# -ne 2 ]; then echo "usage: $0 PORT DIR" >&2; exit 2; fi
 PORT=$1

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # zk-stop.sh DIR -- stop the ZooKeeper that zk-start.sh started in DIR (by its PID) and wait
 # until it is gone. SIGTERM first, SIGKILL after 10 s. The data in DIR stays (for restarts).
+# Callers may run it with sh: it needs bash (/dev/tcp, SECONDS).
+if [ -z "${BASH_VERSION:-}" ]; then exec bash "$0" "$@"; fi
 set -euo pipefail
 if [ $# -ne 1 ]; then echo "usage: $0 DIR" >&2; exit 2; fi
 PIDF=$1/zk.pid
