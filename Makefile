@@ -54,7 +54,7 @@ $(B)/test_sql: tests/test_sql.c $(HDR_SQL) tests/check.h | $(B)
 $(B)/kit_sql: tests/kit_sql.c $(HDR_SQL) $(KIT) | $(B)
 	$(CC) $(CFLAGS) -o $@ tests/kit_sql.c tests/kit.c -lsqlite3 -lpthread
 $(B)/mp_worker: tests/mp_worker.c $(HDR_SQL) simba_redis.h simba_zk.h | $(B)
-	$(CC) $(CFLAGS) -o $@ tests/mp_worker.c -lsqlite3 -lpthread
+	$(CC) $(CFLAGS) -DSIMBA_HAVE_REDIS -DSIMBA_HAVE_ZK $(ZKINC) -o $@ tests/mp_worker.c -lsqlite3 -lhiredis -lzookeeper_mt -lpthread
 $(B)/mp_check: tests/mp_check.c | $(B)
 	$(CC) $(CFLAGS) -o $@ tests/mp_check.c
 $(B)/leader_demo: examples/leader_demo.c $(HDR_SQL) | $(B)
@@ -117,3 +117,6 @@ clean:
 $(B)/readme: examples/readme.c $(HDR_SQL) | $(B)
 	$(CC) $(CFLAGS) -Wno-unused-parameter -I. -o $@ examples/readme.c -lsqlite3 -lpthread
 all: $(B)/readme
+
+# Further targets (bench, reliability) live in mk/*.mk.
+-include mk/*.mk

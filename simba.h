@@ -81,9 +81,10 @@
  *   backoff_min/max_ms     0 -> 100 / 5000: after a backend error, doubling, randomised
  *
  * NAMES
- *   Mutex names: 1..SIMBA_NAME_MAX bytes of [A-Za-z0-9] and - _ . : @ + = , ; not "." or
- *   "..". The same rule holds on every backend so a name never works on one and fails on
- *   another. Contender ids: 1..SIMBA_ID_MAX printable non-space ASCII bytes.
+ *   Mutex names: 1..SIMBA_NAME_MAX bytes, each a letter, a digit or one of  - _ . : @ + = ,
+ *   (nothing else: no space, quote, semicolon, slash or brace), and not "." or "..". The
+ *   same rule holds on every backend so a name never works on one and fails on another.
+ *   Contender ids: 1..SIMBA_ID_MAX printable non-space ASCII bytes.
  *
  * ERRORS
  *   Every public function checks its arguments and returns a simba_result (or, where it
@@ -398,6 +399,9 @@ SIMBA_API simba_result simba_backend_free(simba_backend *be);
 SIMBA_API const char *simba_backend_errmsg(const simba_backend *be);
 SIMBA_API simba_loop *simba_backend_loop(const simba_backend *be);
 SIMBA_API void *simba_backend_impl(const simba_backend *be);
+/* The vt the backend was registered with: lets a backend header check that a handle is its
+   own before it touches the impl. */
+SIMBA_API const simba_backend_vt *simba_backend_vt_get(const simba_backend *be);
 /* Complete a request exactly once. Safe from inside submit/process; handled in the poll. */
 SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply);
 /* Push an event. mutex NULL = every mutex of this backend; contender NULL = every service
@@ -928,6 +932,7 @@ SIMBA_API simba_result simba_backend_free(simba_backend *be) {
 SIMBA_API const char *simba_backend_errmsg(const simba_backend *be) { return be ? be->errmsg : "no backend"; }
 SIMBA_API simba_loop *simba_backend_loop(const simba_backend *be) { return be ? be->loop : NULL; }
 SIMBA_API void *simba_backend_impl(const simba_backend *be) { return be ? be->impl : NULL; }
+SIMBA_API const simba_backend_vt *simba_backend_vt_get(const simba_backend *be) { return be ? be->vt : NULL; }
 
 static simba__mx *simba__mx_get(simba_backend *be, const char *name, simba_result *rc) {
     simba_loop *l = be->loop;

@@ -2,7 +2,7 @@
 # test.sh -- run every suite (called by `make test` after the build). Starts redis-server and
 # ZooKeeper on loopback ports of its own, stops them (by PID) on exit, prints each suite's
 # result and a closing "total: N passed, N failed" line. Exit status 0 only if all passed.
-#   SIMBA_TEST_ONLY="core sql" limits the run to some groups (core asan sql redis zk).
+#   SIMBA_TEST_ONLY="core sql" limits the run to some groups (core asan sql redis zk reliability).
 set -u
 cd "$(dirname "$0")/.."
 B=build
@@ -12,7 +12,7 @@ export SIMBA_REDIS_PORT=${SIMBA_REDIS_PORT:-6390}
 export SIMBA_REDIS_DIR=${SIMBA_REDIS_DIR:-$PWD/$B/redis}
 export SIMBA_ZK_PORT=${SIMBA_ZK_PORT:-2191}
 export SIMBA_ZK_DIR=${SIMBA_ZK_DIR:-$PWD/$B/zk}
-ONLY=${SIMBA_TEST_ONLY:-core asan sql redis zk}
+ONLY=${SIMBA_TEST_ONLY:-core asan sql redis zk reliability}
 PASS=0
 FAIL=0
 FAILED=""
@@ -90,6 +90,10 @@ if want zk; then
         echo "== zk: could not start ZooKeeper (see $LOGS/zk-server.log)"
         FAIL=$((FAIL + 1)); FAILED="$FAILED zk-server"
     fi
+fi
+if want reliability && [ -f scripts/test_reliability.sh ]; then
+    # fault harness, bad-input table, short fuzz run: starts its own servers on its own ports
+    run reliability bash scripts/test_reliability.sh
 fi
 
 echo "suites took $(( $(date +%s) - T0 ))s${FAILED:+; failed:$FAILED}"
