@@ -580,6 +580,7 @@ SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simb
     simba_reply rep;
     size_t n;
     if (!be || !out || !owner_buf || cap == 0 || !mutex || simba_name_check(mutex) != SIMBA_OK) return SIMBA_EINVAL;
+    if (simba_backend_vt_get(be) != &simba__sql_vt) return SIMBA_EINVAL; /* not a SQL backend */
     s = (simba__sql *)simba_backend_impl(be);
     if (!s || s->magic != SIMBA__SQL_MAGIC) return SIMBA_EINVAL;
     if (simba__sql_exec(s, SIMBA_OP_READ, mutex, "", 0, 0, &rep) == SIMBA__SQL_BUSY) return SIMBA_EBUSY;
