@@ -283,6 +283,21 @@ typedef struct simba_locker_desc {
     void *user_data;
 } simba_locker_desc;
 
+/* Lockers and schedulers are built on a contender of their own. */
+static simba_result simba__inner_contender(simba_loop *loop, simba_backend *be, const char *mutex, const char *id, int64_t ttl,
+                                           int64_t tr, simba_state_fn acq, simba_state_fn rel, void *user, simba_service **out) {
+    simba_contend_desc cd;
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = mutex;
+    cd.contender_id = id;
+    cd.ttl_ms = ttl;
+    cd.transition_ms = tr;
+    cd.on_acquired = acq;
+    cd.on_released = rel;
+    cd.user_data = user;
+    return simba_contend(loop, be, &cd, out);
+}
+
 SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, const simba_locker_desc *desc, simba_locker **out);
 /* Blocks, driving the loop, until owned (SIMBA_OK) or timeout_ms passes (SIMBA_ETIMEDOUT;
    timeout_ms < 0 = no limit). Already held or pending: SIMBA_ESTATE. */
@@ -1894,22 +1909,15 @@ static void simba__lk_released(simba_service *svc, const simba_state *st, void *
 
 SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, const simba_locker_desc *d, simba_locker **out) {
     simba_locker *lk;
-    simba_contend_desc cd;
     simba_result rc;
     if (out) *out = NULL;
     if (!loop || !be || !d || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_locker_new: NULL argument");
     lk = (simba_locker *)simba_alloc(loop, sizeof *lk);
     if (!lk) return simba__fail(loop, SIMBA_ENOMEM, "simba_locker_new: out of memory");
     memset(lk, 0, sizeof *lk);
-    memset(&cd, 0, sizeof cd);
-    cd.mutex = d->mutex;
-    cd.contender_id = d->contender_id;
-    cd.ttl_ms = d->ttl_ms;
-    cd.transition_ms = d->transition_ms;
-    cd.on_acquired = simba__lk_acquired;
-    cd.on_released = simba__lk_released;
-    cd.user_data = lk;
-    if ((rc = simba_contend(loop, be, &cd, &lk->svc)) != SIMBA_OK) { simba_free(loop, lk); return rc; }
+    rc = simba__inner_contender(loop, be, d->mutex, d->contender_id, d->ttl_ms, d->transition_ms, simba__lk_acquired,
+                                simba__lk_released, lk, &lk->svc);
+    if (rc != SIMBA_OK) { simba_free(loop, lk); return rc; }
     lk->loop = loop;
     lk->on_lost = d->on_lost;
     lk->user = d->user_data;
@@ -2042,7 +2050,6 @@ static void simba__sc_released(simba_service *svc, const simba_state *st, void *
 
 SIMBA_API simba_result simba_scheduler_new(simba_loop *loop, simba_backend *be, const simba_scheduler_desc *d, simba_scheduler **out) {
     simba_scheduler *sc;
-    simba_contend_desc cd;
     simba_result rc;
     if (out) *out = NULL;
     if (!loop || !be || !d || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_scheduler_new: NULL argument");
@@ -2055,15 +2062,9 @@ SIMBA_API simba_result simba_scheduler_new(simba_loop *loop, simba_backend *be, 
     if (!sc) return simba__fail(loop, SIMBA_ENOMEM, "simba_scheduler_new: out of memory");
     memset(sc, 0, sizeof *sc);
     if (!simba__timer_init(loop, &sc->tm, SIMBA__T_SCHED)) { simba_free(loop, sc); return SIMBA_ENOMEM; }
-    memset(&cd, 0, sizeof cd);
-    cd.mutex = d->mutex;
-    cd.contender_id = d->contender_id;
-    cd.ttl_ms = d->ttl_ms;
-    cd.transition_ms = d->transition_ms;
-    cd.on_acquired = simba__sc_acquired;
-    cd.on_released = simba__sc_released;
-    cd.user_data = sc;
-    if ((rc = simba_contend(loop, be, &cd, &sc->svc)) != SIMBA_OK) {
+    rc = simba__inner_contender(loop, be, d->mutex, d->contender_id, d->ttl_ms, d->transition_ms, simba__sc_acquired,
+                                simba__sc_released, sc, &sc->svc);
+    if (rc != SIMBA_OK) {
         simba__timer_fini(loop, &sc->tm);
         simba_free(loop, sc);
         return rc;
