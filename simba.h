@@ -283,21 +283,6 @@ typedef struct simba_locker_desc {
     void *user_data;
 } simba_locker_desc;
 
-/* Lockers and schedulers are built on a contender of their own. */
-static simba_result simba__inner_contender(simba_loop *loop, simba_backend *be, const char *mutex, const char *id, int64_t ttl,
-                                           int64_t tr, simba_state_fn acq, simba_state_fn rel, void *user, simba_service **out) {
-    simba_contend_desc cd;
-    memset(&cd, 0, sizeof cd);
-    cd.mutex = mutex;
-    cd.contender_id = id;
-    cd.ttl_ms = ttl;
-    cd.transition_ms = tr;
-    cd.on_acquired = acq;
-    cd.on_released = rel;
-    cd.user_data = user;
-    return simba_contend(loop, be, &cd, out);
-}
-
 SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, const simba_locker_desc *desc, simba_locker **out);
 /* Blocks, driving the loop, until owned (SIMBA_OK) or timeout_ms passes (SIMBA_ETIMEDOUT;
    timeout_ms < 0 = no limit). Already held or pending: SIMBA_ESTATE. */
@@ -1905,6 +1890,21 @@ static void simba__lk_released(simba_service *svc, const simba_state *st, void *
     lk->state = SIMBA__LK_LOST;
     simba_stop(svc);
     if (lk->on_lost) lk->on_lost(lk, lk->user);
+}
+
+/* Lockers and schedulers are built on a contender of their own. */
+static simba_result simba__inner_contender(simba_loop *loop, simba_backend *be, const char *mutex, const char *id, int64_t ttl,
+                                           int64_t tr, simba_state_fn acq, simba_state_fn rel, void *user, simba_service **out) {
+    simba_contend_desc cd;
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = mutex;
+    cd.contender_id = id;
+    cd.ttl_ms = ttl;
+    cd.transition_ms = tr;
+    cd.on_acquired = acq;
+    cd.on_released = rel;
+    cd.user_data = user;
+    return simba_contend(loop, be, &cd, out);
 }
 
 SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, const simba_locker_desc *d, simba_locker **out) {
