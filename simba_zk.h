@@ -1190,15 +1190,24 @@ static void simba__zk_on_path(simba__zk *zk, int type, const char *path) {
     }
 }
 
-/* Takes everything the ZooKeeper threads queued and handles it. */
+/* Re-arms the wake-up before the queues are looked at: whatever is queued after this
+   writes a new byte, so a caller sleeping in poll(2) on the pipe cannot miss it. */
+static void simba__zk_ack(simba__zk *zk) {
+    char buf[64];
+    pthread_mutex_lock(&zk->mu);
+    if (zk->signalled) { /* at most one byte is in the pipe: written when signalled was 0 */
+        while (read(zk->pipe_r, buf, sizeof buf) > 0) {
+        }
+        zk->signalled = 0;
+    }
+    pthread_mutex_unlock(&zk->mu);
+}
+
+/* Takes the finished calls the ZooKeeper threads queued and handles them. */
 static void simba__zk_drain(simba__zk *zk) {
     simba__zk_op *done;
     int overflow;
-    char buf[64];
-    while (read(zk->pipe_r, buf, sizeof buf) > 0) {
-    }
     pthread_mutex_lock(&zk->mu);
-    zk->signalled = 0;
     done = zk->done_head;
     zk->done_head = zk->done_tail = NULL;
     overflow = zk->overflow;
@@ -1313,7 +1322,8 @@ static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int
     (void)ready;
     (void)n; /* the queue is checked on every call: it costs one uncontended lock */
     if (zk->closing) return;
-    simba__zk_events(zk, now);
+    simba__zk_ack(zk);
+    simba__zk_events(zk, now); /* first: an expiry settles the dead session's calls itself */
     simba__zk_drain(zk);
     if (!zk->sess && zk->reopen_at <= now) {
         zk->reopen_at = INT64_MAX;
