@@ -583,7 +583,8 @@ static void simba__rev_cleanup(void *p) {
 static void simba__redis_unsubscribe(simba__redis *r, simba__rsub *s) {
     const char *argv[2];
     size_t lens[2];
-    if (!r->sub.ac) return; /* a reconnect subscribes only what is still recorded */
+    /* Not ready: nothing was sent on this connection yet, ready() sends what is recorded. */
+    if (!r->sub.ac || r->sub.state != SIMBA__RC_READY) return;
     argv[0] = "UNSUBSCRIBE";
     argv[1] = s->node.key;
     lens[0] = 11;
@@ -597,7 +598,7 @@ static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv);
 static void simba__redis_sub_send(simba__redis *r, simba__rsub *s) {
     const char *argv[2];
     size_t lens[2];
-    if (!r->sub.ac) return;
+    if (!r->sub.ac || r->sub.state != SIMBA__RC_READY) return; /* ready() subscribes all */
     argv[0] = "SUBSCRIBE";
     argv[1] = s->node.key;
     lens[0] = 9;
@@ -813,12 +814,6 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
                                   simba__redis_lua[i]) == REDIS_OK)
                 c->hs_left++;
         }
-    } else {
-        size_t b;
-        for (b = 0; b < r->chans.nb; b++) {
-            simba__rnode *nd;
-            for (nd = r->chans.b[b]; nd; nd = nd->hnext) simba__redis_sub_send(r, (simba__rsub *)nd);
-        }
     }
 }
 
@@ -827,7 +822,14 @@ static void simba__rconn_ready(simba__rconn *c) {
     c->state = SIMBA__RC_READY;
     c->was_ready = 1;
     c->backoff = r->rmin;
-    if (!c->is_sub) {
+    if (c->is_sub) {
+        /* Only now, after AUTH: a SUBSCRIBE refused with NOAUTH would hide the real error. */
+        size_t b;
+        for (b = 0; b < r->chans.nb; b++) {
+            simba__rnode *nd;
+            for (nd = r->chans.b[b]; nd; nd = nd->hnext) simba__redis_sub_send(r, (simba__rsub *)nd);
+        }
+    } else {
         simba__rop *op = r->pending;
         int64_t now = simba_now(r->loop);
         r->pending = r->pending_tail = NULL;
