@@ -57,6 +57,9 @@
  *     Session expiry: SIMBA_EV_LOST for every mutex at once, the handle is closed, a new
  *   session is opened, and once it is connected SIMBA_EV_RESET makes services re-contend
  *   (nodes are created again lazily by the next ACQUIRE).
+ *     With an ensemble, reads are served by the server the client is connected to, which
+ *   may lag the leader a little (no sync() is issued before listing): an owner check is as
+ *   fresh as that server. Tested against a single server.
  *
  * REQUESTS BEFORE THE CONNECTION
  *   simba_zk_open() does not block on the network (zookeeper_init is asynchronous; give
