@@ -1,38 +1,69 @@
-/* mp_check.c -- checks the merged logs of mp_worker processes.
+/* mp_check.c -- checks the merged logs of mp_worker processes (and of the fault harness).
  *
- *   mp_check [--min-ownerships N] [--min-contenders K] LOG... (or - / nothing for stdin)
+ *   mp_check [--min-ownerships N] [--min-contenders K] [--need-inspect] [--quiet-figures]
+ *            LOG... (or - / nothing for stdin)
+ *   mp_check --now        prints CLOCK_MONOTONIC in ms (3 decimals), for scripts
  *
- * Each line: <pid> <contender> <fence> acquired|released <monotonic ms>.
- * Builds the ownership intervals [acquired, released] per contender and reports
- *   overlaps          two intervals of different contenders that intersect (more than
+ * Each line: <pid> <contender> <fence> <what> <monotonic ms> [<ms>], what one of
+ *   acquired / released   an ownership as the callbacks told it; "released" may carry the
+ *                         end of the local lease as the worker last knew it: the ownership
+ *                         ends at the earlier of the two (a process frozen past its lease
+ *                         writes its "released" late, but could not act after the lease)
+ *   work                  the worker acted as owner (simba_is_owner() said yes)
+ *   violation:<kind>      the worker caught simba_is_owner() and the callbacks disagreeing
+ *   killed                (from the harness; contender "-") the process <pid> was killed
+ *                         at or before this time: its open ownership ends here
+ *   fault:<kind>          (from the harness) a fault was injected
+ *   inspect-free / inspect-leaked   the final inspector owned the mutex / found it held
+ * CLOCK_MONOTONIC is system-wide on Linux, so lines of different processes compare.
+ *
+ * Reports
+ *   overlaps          two ownerships of different contenders that intersect (more than
  *                     touching): mutual exclusion was broken;
- *   fence violations  an ownership whose fence is <= that of an ownership that began
- *                     earlier: fences must strictly increase;
+ *   fence violations  an ownership whose fence is not above every fence seen before it --
+ *                     except the same contender directly re-acquiring with the same fence,
+ *                     no other ownership in between (an owner that stepped down because a
+ *                     renewal answer was late, then got it confirmed: the server saw one
+ *                     continuous ownership);
+ *   acts while not owner  work outside the worker's own ownership (or inside another's),
+ *                     plus the workers' violation lines;
+ *   leaked locks      inspect-leaked lines (with --need-inspect, a missing inspector line
+ *                     counts as a leak);
  *   protocol errors   acquired twice without a release, a release without an acquire or
  *                     with another fence, an ownership never released, a bad line.
- * Prints its figures and exits 1 on any violation (or fewer ownerships / contenders than
- * asked for), 0 otherwise.
+ * Exits 1 on any of these (or fewer ownerships / contenders than asked for), 0 otherwise.
  */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define ID_MAX 160
+#define WORK_SLACK_MS 5.0 /* work is logged just after simba_is_owner() said yes */
+
+enum { E_ACQ, E_REL, E_WORK, E_VIOL, E_KILLED, E_FAULT, E_FREE, E_LEAKED };
 
 typedef struct ev {
     long pid;
     char who[ID_MAX];
+    char what[48];
     unsigned long long fence;
-    int acquired; /* 1 acquired, 0 released */
-    double t;
-    int order; /* input order, to keep equal times stable */
+    int kind;
+    double t, extra; /* extra < 0: absent */
+    int order;       /* input order, to keep equal times stable */
 } ev;
 
 typedef struct own {
     char who[ID_MAX + 24]; /* "pid/contender" */
+    long pid;
     unsigned long long fence;
-    double from, to; /* to < 0: never released */
+    double from, to; /* to: effective end; < 0 while open */
+    double notice;   /* when the release was written (or the kill noticed) */
+    int killed;
 } own;
 
 static ev *evs;
@@ -53,21 +84,35 @@ static void *grow(void *p, size_t *cap, size_t need, size_t size) {
     return p;
 }
 
+static int kind_of(const char *w) {
+    if (strcmp(w, "acquired") == 0) return E_ACQ;
+    if (strcmp(w, "released") == 0) return E_REL;
+    if (strcmp(w, "work") == 0) return E_WORK;
+    if (strncmp(w, "violation:", 10) == 0) return E_VIOL;
+    if (strcmp(w, "killed") == 0) return E_KILLED;
+    if (strncmp(w, "fault:", 6) == 0) return E_FAULT;
+    if (strcmp(w, "inspect-free") == 0) return E_FREE;
+    if (strcmp(w, "inspect-leaked") == 0) return E_LEAKED;
+    return -1;
+}
+
 static void read_file(FILE *f, const char *name) {
-    char line[512], what[32];
+    char line[512];
     int lineno = 0;
     while (fgets(line, sizeof line, f)) {
         ev e;
+        int n;
         lineno++;
         if (line[0] == '\n' || line[0] == '#') continue;
         memset(&e, 0, sizeof e);
-        if (sscanf(line, "%ld %159s %llu %31s %lf", &e.pid, e.who, &e.fence, what, &e.t) != 5 ||
-            (strcmp(what, "acquired") != 0 && strcmp(what, "released") != 0)) {
+        e.extra = -1;
+        n = sscanf(line, "%ld %159s %llu %47s %lf %lf", &e.pid, e.who, &e.fence, e.what, &e.t, &e.extra);
+        if (n < 5 || (e.kind = kind_of(e.what)) < 0) {
             fprintf(stderr, "mp_check: %s:%d: bad line: %s", name, lineno, line);
             errors++;
             continue;
         }
-        e.acquired = strcmp(what, "acquired") == 0;
+        if (n < 6) e.extra = -1;
         evs = (ev *)grow(evs, &cap_ev, nev + 1, sizeof *evs);
         e.order = (int)nev;
         evs[nev++] = e;
@@ -86,19 +131,51 @@ static int by_from(const void *a, const void *b) {
     return 0;
 }
 
+static own *open_of(const char *key) {
+    size_t j;
+    for (j = nown; j-- > 0;)
+        if (strcmp(owns[j].who, key) == 0) return owns[j].to < 0 ? &owns[j] : NULL;
+    return NULL;
+}
+
+/* Fault kinds and their counts, for the summary. */
+static char fault_names[32][48];
+static int fault_counts[32], nfault_kinds, nfaults;
+static void count_fault(const char *what) {
+    int i;
+    nfaults++;
+    for (i = 0; i < nfault_kinds; i++)
+        if (strcmp(fault_names[i], what + 6) == 0) {
+            fault_counts[i]++;
+            return;
+        }
+    if (nfault_kinds < 32) {
+        snprintf(fault_names[nfault_kinds], sizeof fault_names[0], "%s", what + 6);
+        fault_counts[nfault_kinds++] = 1;
+    }
+}
+
 int main(int argc, char **argv) {
     long min_own = 1, min_contenders = 1;
     size_t i, j;
-    int nfiles = 0, overlaps = 0, fence_viol = 0, handoffs = 0, contenders = 0;
-    double first = 0, last = 0, held = 0, gap_min = 0, gap_max = 0, gap_sum = 0;
+    int nfiles = 0, need_inspect = 0, overlaps = 0, fence_viol = 0, handoffs = 0, contenders = 0, reacquired = 0;
+    int acts = 0, worker_viol = 0, leaked = 0, inspected = 0, late_notices = 0, nwork = 0, nkilled = 0;
+    double first = 0, last = 0, held = 0, gap_min = 0, gap_max = 0, gap_sum = 0, margin_min = -1;
     int ngaps = 0;
     unsigned long long max_fence = 0;
 
     for (i = 1; i < (size_t)argc; i++) {
-        if (strcmp(argv[i], "--min-ownerships") == 0 && i + 1 < (size_t)argc) {
+        if (strcmp(argv[i], "--now") == 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            printf("%.3f\n", (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6);
+            return 0;
+        } else if (strcmp(argv[i], "--min-ownerships") == 0 && i + 1 < (size_t)argc) {
             min_own = atol(argv[++i]);
         } else if (strcmp(argv[i], "--min-contenders") == 0 && i + 1 < (size_t)argc) {
             min_contenders = atol(argv[++i]);
+        } else if (strcmp(argv[i], "--need-inspect") == 0) {
+            need_inspect = 1;
         } else if (strcmp(argv[i], "-") == 0) {
             read_file(stdin, "stdin");
             nfiles++;
@@ -120,71 +197,103 @@ int main(int argc, char **argv) {
     for (i = 0; i < nev; i++) {
         ev *e = &evs[i];
         char key[ID_MAX + 24];
-        own *open_own = NULL;
+        own *o;
         snprintf(key, sizeof key, "%ld/%s", e->pid, e->who);
-        for (j = nown; j-- > 0;)
-            if (strcmp(owns[j].who, key) == 0) {
-                if (owns[j].to < 0) open_own = &owns[j];
-                break;
-            }
-        if (e->acquired) {
-            if (open_own) {
-                fprintf(stderr, "mp_check: %s acquired at %.3f while already owning since %.3f\n", key, e->t,
-                        open_own->from);
+        if (i == 0 || e->t < first) first = e->t;
+        if (e->t > last) last = e->t;
+        switch (e->kind) {
+        case E_FAULT: count_fault(e->what); continue;
+        case E_FREE: inspected++; continue;
+        case E_LEAKED:
+            inspected++;
+            leaked++;
+            fprintf(stderr, "mp_check: LEAKED: the inspector found the mutex still held (fence %llu)\n", e->fence);
+            continue;
+        case E_VIOL:
+            worker_viol++;
+            if (worker_viol <= 10) fprintf(stderr, "mp_check: WORKER %s at %.3f: %s (fence %llu)\n", key, e->t, e->what, e->fence);
+            continue;
+        case E_WORK: nwork++; continue; /* checked against the ownerships below */
+        case E_KILLED:
+            nkilled++;
+            /* every open ownership of that process ends here */
+            for (j = 0; j < nown; j++)
+                if (owns[j].pid == e->pid && owns[j].to < 0) {
+                    owns[j].to = e->t;
+                    owns[j].notice = e->t;
+                    owns[j].killed = 1;
+                }
+            continue;
+        default: break;
+        }
+        o = open_of(key);
+        if (e->kind == E_ACQ) {
+            if (o) {
+                fprintf(stderr, "mp_check: %s acquired at %.3f while already owning since %.3f\n", key, e->t, o->from);
                 errors++;
-                open_own->to = e->t;
+                o->to = o->notice = e->t;
             }
             owns = (own *)grow(owns, &cap_own, nown + 1, sizeof *owns);
             memset(&owns[nown], 0, sizeof owns[nown]);
             snprintf(owns[nown].who, sizeof owns[nown].who, "%s", key);
+            owns[nown].pid = e->pid;
             owns[nown].fence = e->fence;
             owns[nown].from = e->t;
             owns[nown].to = -1;
             nown++;
-        } else if (!open_own) {
+        } else if (!o) {
             fprintf(stderr, "mp_check: %s released at %.3f without owning\n", key, e->t);
             errors++;
         } else {
-            if (open_own->fence != e->fence) {
-                fprintf(stderr, "mp_check: %s released fence %llu but acquired fence %llu\n", key, e->fence,
-                        open_own->fence);
+            if (o->fence != e->fence) {
+                fprintf(stderr, "mp_check: %s released fence %llu but acquired fence %llu\n", key, e->fence, o->fence);
                 errors++;
             }
-            open_own->to = e->t;
+            o->notice = e->t;
+            o->to = e->t;
+            /* the lease end, when known and earlier, is when the ownership really ended */
+            if (e->extra >= 0 && e->extra < o->to) o->to = e->extra < o->from ? o->from : e->extra;
         }
-    }
-    if (nev) {
-        first = evs[0].t;
-        last = evs[nev - 1].t;
     }
     for (i = 0; i < nown; i++)
         if (owns[i].to < 0) {
             fprintf(stderr, "mp_check: %s acquired at %.3f (fence %llu) and never released\n", owns[i].who,
                     owns[i].from, owns[i].fence);
             errors++;
-            owns[i].to = 1e300; /* counts as held to the end for the overlap check */
+            owns[i].to = owns[i].notice = 1e300; /* counts as held to the end for the overlap check */
         }
     qsort(owns, nown, sizeof *owns, by_from);
 
     for (i = 0; i < nown; i++) {
         int seen = 0;
         for (j = 0; j < i; j++) {
-            if (strcmp(owns[j].who, owns[i].who) == 0) seen = 1;
-            /* intervals that only touch are not an overlap */
-            if (owns[j].to > owns[i].from && strcmp(owns[j].who, owns[i].who) != 0) {
+            int same = strcmp(owns[j].who, owns[i].who) == 0;
+            if (same) seen = 1;
+            if (!same && owns[j].to > owns[i].from) { /* intervals that only touch are no overlap */
                 if (overlaps < 10)
                     fprintf(stderr, "mp_check: OVERLAP %s [%.3f, %.3f] fence %llu with %s [%.3f, %.3f] fence %llu\n",
                             owns[j].who, owns[j].from, owns[j].to, owns[j].fence, owns[i].who, owns[i].from,
                             owns[i].to, owns[i].fence);
                 overlaps++;
             }
+            if (!same && owns[j].notice > owns[i].from && owns[j].to <= owns[i].from) late_notices++;
+        }
+        if (i > 0 && !seen) {
+            /* margin between the end of the previous ownership and this one */
+            double m = owns[i].from - owns[i - 1].to;
+            if (owns[i - 1].to < 1e299 && (margin_min < 0 || m < margin_min)) margin_min = m;
         }
         if (!seen) contenders++;
         if (i > 0 && owns[i].fence <= max_fence) {
-            if (fence_viol < 10)
-                fprintf(stderr, "mp_check: FENCE %s at %.3f has fence %llu, not above %llu seen before\n", owns[i].who,
-                        owns[i].from, owns[i].fence, max_fence);
-            fence_viol++;
+            if (owns[i].fence == max_fence && strcmp(owns[i - 1].who, owns[i].who) == 0 &&
+                owns[i - 1].fence == owns[i].fence) {
+                reacquired++;
+            } else {
+                if (fence_viol < 10)
+                    fprintf(stderr, "mp_check: FENCE %s at %.3f has fence %llu, not above %llu seen before\n",
+                            owns[i].who, owns[i].from, owns[i].fence, max_fence);
+                fence_viol++;
+            }
         }
         if (owns[i].fence > max_fence) max_fence = owns[i].fence;
         if (i > 0) {
@@ -200,18 +309,60 @@ int main(int argc, char **argv) {
         if (owns[i].to < 1e299) held += owns[i].to - owns[i].from;
     }
 
-    printf("mp_check: %zu events, %zu ownerships by %d contenders, %d handoffs, fences up to %llu\n", nev, nown,
-           contenders, handoffs, max_fence);
+    /* Every work line inside its own ownership (same fence), inside nobody else's. */
+    for (i = 0; i < nev; i++) {
+        ev *e = &evs[i];
+        char key[ID_MAX + 24];
+        int mine = 0, other = -1;
+        if (e->kind != E_WORK) continue;
+        snprintf(key, sizeof key, "%ld/%s", e->pid, e->who);
+        for (j = 0; j < nown; j++) {
+            const own *o = &owns[j];
+            if (strcmp(o->who, key) == 0) {
+                if (o->fence == e->fence && e->t >= o->from && e->t <= o->to + WORK_SLACK_MS) mine = 1;
+            } else if (e->t > o->from && e->t < o->to) {
+                other = (int)j;
+            }
+        }
+        if (!mine || other >= 0) {
+            if (acts < 10) {
+                if (!mine)
+                    fprintf(stderr, "mp_check: ACTS %s worked at %.3f (fence %llu) outside its own ownership\n", key,
+                            e->t, e->fence);
+                else
+                    fprintf(stderr, "mp_check: ACTS %s worked at %.3f (fence %llu) while %s owned [%.3f, %.3f]\n", key,
+                            e->t, e->fence, owns[other].who, owns[other].from, owns[other].to);
+            }
+            acts++;
+        }
+    }
+    if (need_inspect && !inspected) {
+        fprintf(stderr, "mp_check: LEAKED: no inspector line (the final check did not run)\n");
+        leaked++;
+    }
+
+    printf("mp_check: %zu events, %zu ownerships by %d contenders, %d handoffs, %d same-fence re-acquisitions, "
+           "fences up to %llu\n",
+           nev, nown, contenders, handoffs, reacquired, max_fence);
     printf("mp_check: span %.0f ms, owned %.1f%% of it; gap between ownerships min %.1f / avg %.1f / max %.1f ms\n",
-           last - first, last > first ? 100.0 * held / (last - first) : 0.0, gap_min,
-           ngaps ? gap_sum / ngaps : 0.0, gap_max);
-    printf("mp_check: overlaps %d, fence violations %d, protocol errors %d\n", overlaps, fence_viol, errors);
+           last - first, last > first ? 100.0 * held / (last - first) : 0.0, gap_min, ngaps ? gap_sum / ngaps : 0.0,
+           gap_max);
+    printf("mp_check: %d work lines, %d processes killed, %d late release notices (frozen owners, harmless), "
+           "smallest handoff margin %.1f ms\n",
+           nwork, nkilled, late_notices, margin_min);
+    printf("mp_check: faults injected %d", nfaults);
+    for (i = 0; i < (size_t)nfault_kinds; i++) printf("%s%s %d", i ? ", " : " (", fault_names[i], fault_counts[i]);
+    printf("%s\n", nfault_kinds ? ")" : "");
+    printf("mp_check: ownerships %zu, overlaps %d, fence violations %d, leaked locks %d, acts while not owner %d, "
+           "protocol errors %d\n",
+           nown, overlaps, fence_viol, leaked, acts + worker_viol, errors);
     if ((long)nown < min_own) printf("mp_check: FAIL: %zu ownerships, wanted at least %ld\n", nown, min_own);
     if (contenders < min_contenders)
         printf("mp_check: FAIL: %d contenders owned, wanted at least %ld\n", contenders, min_contenders);
     free(evs);
     free(owns);
-    if (overlaps || fence_viol || errors || (long)nown < min_own || contenders < min_contenders) {
+    if (overlaps || fence_viol || errors || leaked || acts || worker_viol || (long)nown < min_own ||
+        contenders < min_contenders) {
         printf("mp_check: FAIL\n");
         return 1;
     }

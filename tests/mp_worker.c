@@ -13,6 +13,28 @@
  * after R ms, default 1000) so that ownership changes hands. On SIGTERM/SIGINT or at the
  * end it stops, waits for the release, and exits 0; exit 1 on a usage or backend error.
  *
+ * Acting as owner (the fault harness, tests/fault_run.sh): the worker drives the loop with
+ * its own poll(2) + simba_poll() and, right after every poll, asks simba_is_owner(). While
+ * that says yes it "works": a line
+ *     <pid> <contender> <fence> work <ms>
+ * at most every --work-ms (default 20; 0 = never), and always after a gap of more than 100
+ * ms between polls (a pause: SIGSTOP). mp_check verifies that every work line lies inside
+ * this contender's own ownership and nobody else's. Right after each poll the worker also
+ * compares simba_is_owner() with what the callbacks told it, and logs
+ *     <pid> <contender> <fence> violation:owner-not-told <ms>   owner, but no on_acquired
+ *     <pid> <contender> <fence> violation:told-after-lapse <ms> on_acquired without
+ *         on_released although the lease had ended before the poll began
+ *     <pid> <contender> <fence> violation:fence-changed <ms>    simba_fence() moved within
+ *         one ownership
+ * A "released" line carries a sixth field: the end of the local lease as last known (the
+ * ownership cannot have been used after it, since simba_is_owner() checks the time); for
+ * a process frozen past its lease, that is when its ownership really ended.
+ *
+ * Inspector (--inspect-ms N): contends with the id "inspector-<pid>" after every worker
+ * has stopped and waits up to N ms to own the mutex; appends "inspect-free" (owned it,
+ * then released) or "inspect-leaked" (someone still holds it: the owner id it saw is
+ * printed) to the log, and exits 0 or 3.
+ *
  * Backends: "sql" always; "redis" when built with -DSIMBA_HAVE_REDIS (-lhiredis), "zk" with
  * -DSIMBA_HAVE_ZK (-I/usr/include/zookeeper -DTHREADED -lzookeeper_mt), each with its own
  * options (see the backends[] table; a new backend is one more row).
@@ -28,6 +50,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +62,7 @@
 
 static struct {
     const char *backend, *mutex, *log, *id;
-    int64_t duration_ms, ttl_ms, transition_ms, hold_ms, rest_ms;
+    int64_t duration_ms, ttl_ms, transition_ms, hold_ms, rest_ms, work_ms, inspect_ms;
     /* sql */
     const char *sql_path, *sql_table;
 #ifdef SIMBA_HAVE_REDIS
@@ -160,31 +183,57 @@ static void on_signal(int sig) { stop_signal = sig; }
 static int logfd = -1;
 static char contender[SIMBA_ID_MAX + 1];
 static int64_t acquired_at = -1; /* loop ms of the current ownership, -1 when none */
-static int n_acquired, n_released;
+static int n_acquired, n_released, n_work, n_violations;
+static int told;              /* on_acquired seen, on_released not yet */
+static uint64_t told_fence;   /* fence of the told ownership */
+static int64_t lease_end = -1; /* local lease end of the told ownership, as last seen */
 
-static void log_event(uint64_t fence, const char *what) {
+static int64_t mono_ms(double *frac) {
     struct timespec ts;
-    char line[SIMBA_ID_MAX + 128];
-    int n;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    n = snprintf(line, sizeof line, "%ld %s %llu %s %lld.%03ld\n", (long)getpid(), contender, (unsigned long long)fence,
-                 what, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, (long)(ts.tv_nsec / 1000 % 1000));
+    if (frac) *frac = (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* extra < 0: no sixth field */
+static void log_event2(uint64_t fence, const char *what, int64_t extra) {
+    double t;
+    char line[SIMBA_ID_MAX + 160];
+    int n;
+    mono_ms(&t);
+    if (extra >= 0)
+        n = snprintf(line, sizeof line, "%ld %s %llu %s %.3f %lld\n", (long)getpid(), contender,
+                     (unsigned long long)fence, what, t, (long long)extra);
+    else
+        n = snprintf(line, sizeof line, "%ld %s %llu %s %.3f\n", (long)getpid(), contender, (unsigned long long)fence,
+                     what, t);
     /* one write(2) per line on an O_APPEND descriptor: lines of several writers never mix */
     if (write(logfd, line, (size_t)n) != n) perror("mp_worker: log write");
 }
+static void log_event(uint64_t fence, const char *what) { log_event2(fence, what, -1); }
 
 static void on_acquired(simba_service *svc, const simba_state *st, void *u) {
-    (void)u;
-    log_event(st->after ? st->after->fence : simba_fence(svc), "acquired");
+    uint64_t f = st->after ? st->after->fence : simba_fence(svc);
+    log_event(f, "acquired");
     acquired_at = simba_now((simba_loop *)u);
+    told = 1;
+    told_fence = f;
+    lease_end = st->after ? st->after->ttl_at : -1;
     n_acquired++;
 }
 
 static void on_released(simba_service *svc, const simba_state *st, void *u) {
+    int64_t now = simba_now((simba_loop *)u), end = now;
     (void)svc;
-    (void)u;
-    log_event(st->before ? st->before->fence : 0, "released");
+    /* The view before the step-down is our own lease when it still names us. */
+    if (st->before && strcmp(st->before->id, contender) == 0 && st->before->fence == told_fence &&
+        st->before->ttl_at > lease_end)
+        lease_end = st->before->ttl_at;
+    if (lease_end >= 0 && lease_end < end) end = lease_end;
+    log_event2(st->before ? st->before->fence : 0, "released", end);
     acquired_at = -1;
+    told = 0;
+    lease_end = -1;
     n_released++;
 }
 
@@ -192,8 +241,96 @@ static void usage(void) {
     size_t i;
     fprintf(stderr,
             "usage: mp_worker --backend NAME --mutex M --duration-ms N --ttl-ms T --transition-ms X\n"
-            "                 --log FILE [--hold-ms H] [--rest-ms R] [--id ID] BACKEND-OPTIONS\n");
+            "                 --log FILE [--hold-ms H] [--rest-ms R] [--id ID] [--work-ms W]\n"
+            "                 [--inspect-ms N] BACKEND-OPTIONS\n");
     for (i = 0; i < NBACKENDS; i++) fprintf(stderr, "  --backend %s %s\n", backends[i].name, backends[i].usage);
+}
+
+/* Waits up to ms on the loop's descriptors (EINTR ends the wait early: a signal). */
+static void wait_fds(simba_loop *loop, int64_t ms) {
+    struct pollfd pfd[16];
+    int n = simba_fds(loop, pfd, 16);
+    if (n < 0) n = 0;
+    if (n > 16) n = 16;
+    if (ms > 1000) ms = 1000;
+    if (ms < 0) ms = 0;
+    if (poll(pfd, (nfds_t)n, (int)ms) < 0 && errno != EINTR) perror("mp_worker: poll");
+}
+
+/* After every poll: act as owner only if simba_is_owner() says so, and check it against the
+   callbacks. */
+static void after_poll(simba_service *svc, int64_t poll_began, int64_t gap) {
+    static int64_t last_work = -1;
+    int own = simba_is_owner(svc);
+    int64_t now = mono_ms(NULL);
+    if (own) {
+        simba_owner o;
+        uint64_t f = simba_fence(svc);
+        if (simba_owner_get(svc, &o) == SIMBA_OK && strcmp(o.id, contender) == 0 && o.ttl_at > lease_end)
+            lease_end = o.ttl_at;
+        if (!told) {
+            log_event(f, "violation:owner-not-told");
+            n_violations++;
+        } else if (f != told_fence) {
+            log_event(f, "violation:fence-changed");
+            n_violations++;
+        }
+        if (opt.work_ms > 0 && (last_work < 0 || now - last_work >= opt.work_ms || gap > 100)) {
+            log_event(f, "work");
+            last_work = now;
+            n_work++;
+        }
+    } else if (told && lease_end >= 0 && lease_end < poll_began) {
+        /* The lease had ended before this poll began: the poll had to step down. */
+        log_event(told_fence, "violation:told-after-lapse");
+        n_violations++;
+    }
+}
+
+static int inspect(simba_loop *loop, simba_backend *be) {
+    simba_service *svc = NULL;
+    simba_contend_desc cd;
+    simba_owner o;
+    char seen[SIMBA_ID_MAX + 1] = "";
+    uint64_t seen_fence = 0;
+    int64_t t0 = simba_now(loop), deadline = t0 + opt.inspect_ms;
+    int got = 0;
+    snprintf(contender, sizeof contender, "inspector-%ld", (long)getpid());
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = opt.mutex;
+    cd.contender_id = contender;
+    cd.ttl_ms = opt.ttl_ms;
+    cd.transition_ms = opt.transition_ms;
+    if (simba_contend(loop, be, &cd, &svc) != SIMBA_OK || simba_start(svc) != SIMBA_OK) return 1;
+    while (simba_now(loop) < deadline && !stop_signal) {
+        int64_t w = simba_poll(loop);
+        if (simba_is_owner(svc)) {
+            got = 1;
+            break;
+        }
+        if (simba_owner_get(svc, &o) == SIMBA_OK && o.id[0] && strcmp(o.id, contender) != 0) {
+            snprintf(seen, sizeof seen, "%s", o.id);
+            seen_fence = o.fence;
+        }
+        wait_fds(loop, w < 0 ? 10 : w > 50 ? 50 : w);
+    }
+    if (got) {
+        log_event(simba_fence(svc), "inspect-free");
+        fprintf(stderr, "mp_worker inspect: %s is free (owned after %lld ms%s%s)\n", opt.mutex,
+                (long long)(simba_now(loop) - t0), seen[0] ? "; earlier owner seen: " : "", seen);
+    } else {
+        log_event(seen_fence, "inspect-leaked");
+        fprintf(stderr, "mp_worker inspect: %s still held after %lld ms by %s (fence %llu)\n", opt.mutex,
+                (long long)opt.inspect_ms, seen[0] ? seen : "(unknown)", (unsigned long long)seen_fence);
+    }
+    /* give it back, bounded */
+    simba_stop(svc);
+    deadline = simba_now(loop) + 3000;
+    while (simba_service_status(svc) != SIMBA_INITIAL && simba_now(loop) < deadline) {
+        int64_t w = simba_poll(loop);
+        wait_fds(loop, w < 0 ? 10 : w > 50 ? 50 : w);
+    }
+    return got ? 0 : 3;
 }
 
 int main(int argc, char **argv) {
@@ -205,10 +342,11 @@ int main(int argc, char **argv) {
     simba_contend_desc cd;
     char err[512];
     int i, rc = 1, stopping = 0;
-    int64_t t_end, rest_until = -1;
+    int64_t t_end, rest_until = -1, last_poll;
     size_t k;
 
     opt.rest_ms = 1000;
+    opt.work_ms = 20;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;
@@ -228,6 +366,8 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "transition-ms") == 0) ok = parse_ms(v, &opt.transition_ms);
         else if (strcmp(a, "hold-ms") == 0) ok = parse_ms(v, &opt.hold_ms);
         else if (strcmp(a, "rest-ms") == 0) ok = parse_ms(v, &opt.rest_ms);
+        else if (strcmp(a, "work-ms") == 0) ok = parse_ms(v, &opt.work_ms);
+        else if (strcmp(a, "inspect-ms") == 0) ok = parse_ms(v, &opt.inspect_ms);
         else {
             int used = 0;
             for (k = 0; k < NBACKENDS && !used; k++) used = backends[k].option(a, v);
@@ -239,7 +379,7 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    if (!opt.backend || !opt.mutex || !opt.log || opt.duration_ms <= 0 || opt.ttl_ms <= 0) {
+    if (!opt.backend || !opt.mutex || !opt.log || (opt.duration_ms <= 0 && opt.inspect_ms <= 0) || opt.ttl_ms <= 0) {
         usage();
         return 1;
     }
@@ -270,6 +410,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "mp_worker: open %s backend: %s\n", wb->name, err);
         goto out;
     }
+    if (opt.inspect_ms > 0) {
+        rc = inspect(loop, be);
+        goto out;
+    }
     if (opt.id) snprintf(contender, sizeof contender, "%s", opt.id);
     else if (simba_contender_id_host(loop, contender, sizeof contender) != SIMBA_OK) goto out;
     memset(&cd, 0, sizeof cd);
@@ -285,8 +429,9 @@ int main(int argc, char **argv) {
         goto out;
     }
     t_end = simba_now(loop) + opt.duration_ms;
+    last_poll = simba_now(loop);
     for (;;) {
-        int64_t now = simba_now(loop), wake = t_end;
+        int64_t now = simba_now(loop), wake = t_end, w, began;
         simba_status status = simba_service_status(svc);
         if (stop_signal || now >= t_end) {
             if (status == SIMBA_RUNNING && simba_stop(svc) != SIMBA_OK) break;
@@ -314,14 +459,24 @@ int main(int argc, char **argv) {
             }
         }
         if (stopping) wake = now + 10;
-        if (simba_wait(loop, wake > now ? wake - now : 0) != SIMBA_OK && !stop_signal) {
-            fprintf(stderr, "mp_worker: simba_wait failed\n");
+        began = simba_now(loop);
+        w = simba_poll(loop);
+        if (w < 0) {
+            fprintf(stderr, "mp_worker: simba_poll failed: %s\n", simba_strerror((int)w));
             break;
         }
+        after_poll(svc, began, began - last_poll);
+        last_poll = simba_now(loop);
+        if (stop_signal) continue;
+        now = simba_now(loop);
+        if (wake > now + w) wake = now + w;
+        /* an owner works (and so polls) at least every work_ms */
+        if (told && opt.work_ms > 0 && now + opt.work_ms < wake) wake = now + opt.work_ms;
+        wait_fds(loop, wake - now);
     }
     rc = simba_service_status(svc) == SIMBA_INITIAL ? 0 : 1;
-    fprintf(stderr, "mp_worker %ld (%s): %d acquired, %d released%s\n", (long)getpid(), contender, n_acquired,
-            n_released, rc ? ", did not stop cleanly" : "");
+    fprintf(stderr, "mp_worker %ld (%s): %d acquired, %d released, %d work, %d violations%s\n", (long)getpid(),
+            contender, n_acquired, n_released, n_work, n_violations, rc ? ", did not stop cleanly" : "");
 out:
     if (loop) simba_loop_free(loop);
     if (logfd >= 0) close(logfd);
