@@ -1,0 +1,270 @@
+/* w1_cycle.c -- W1, uncontended cycle: one contender acquires and releases one mutex in a
+ * loop, next to the raw limit of the same server measured in the same run.
+ *
+ *   w1_cycle --backend memory|sqlite|redis|zk [--secs 6] [--rounds 5]
+ *            [--sql FILE] [--redis-port P] [--zk HOST:PORT] [--zk-session-ms T]
+ *
+ * One simba cycle, through the public API and nothing else:
+ *     simba_start(svc); simba_wait() until simba_is_owner(svc);
+ *     simba_stop(svc);  simba_wait() until simba_service_status(svc) == SIMBA_INITIAL
+ * i.e. an acquire and a release, both confirmed by the server (two round trips).
+ *
+ * The raw limit (one "op"):
+ *   redis   redis-benchmark -p P -c 1 -n N --csv EVALSHA <sha> 1 <key> of the one-key
+ *           script "return redis.call('GET', KEYS[1])": one script round trip
+ *   sqlite  one autocommit conditional UPDATE (the shape of the backend's acquire: owner,
+ *           ttl and transition from the database clock, WHERE the lease is over or ours) on
+ *           the same file, same table, same pragmas (WAL, synchronous=NORMAL): one write
+ *           transaction
+ *   zk      zoo_create of an EPHEMERAL node + zoo_delete of it (synchronous C API, own
+ *           session): the two round trips a lock needs at the very least
+ *   memory  none (reference only)
+ * Raw and simba alternate in --rounds interleaved slices of secs/rounds/2 each, so that
+ * load from elsewhere on the machine hits both alike; rates are the median slice, latency
+ * percentiles are over every cycle of every slice.
+ */
+#define SIMBA_IMPLEMENTATION
+#include "bench.h"
+
+#include <hiredis/hiredis.h>
+#include <zookeeper/zookeeper.h>
+
+#define PROG "w1_cycle"
+#define MAXR 15
+
+static const char *backend;
+
+/* ---- raw limits ----------------------------------------------------------------------- */
+
+static char redis_sha[64];
+
+static void redis_raw_setup(void) {
+    int port = atoi(b_opt("redis-port", "6395"));
+    redisContext *c = redisConnect("127.0.0.1", port);
+    redisReply *r;
+    if (!c || c->err) b_die(PROG, "redis connect on %d failed", port);
+    r = (redisReply *)redisCommand(c, "SCRIPT LOAD %s", "return redis.call('GET', KEYS[1])");
+    if (!r || r->type != REDIS_REPLY_STRING) b_die(PROG, "SCRIPT LOAD failed");
+    snprintf(redis_sha, sizeof redis_sha, "%s", r->str);
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+/* Runs redis-benchmark for about slice_s seconds; returns req/s, p50 in *p50_us. */
+static double redis_raw(double slice_s, double *p50_us) {
+    static double last_rate = 20000;
+    char cmd[512], line[1024];
+    long n = (long)(last_rate * slice_s);
+    double rps = 0;
+    FILE *f;
+    if (n < 2000) n = 2000;
+    if (n > 500000) n = 500000;
+    snprintf(cmd, sizeof cmd, "redis-benchmark -h 127.0.0.1 -p %s -c 1 -n %ld --csv EVALSHA %s 1 bench:{raw}:k 2>/dev/null",
+             b_opt("redis-port", "6395"), n, redis_sha);
+    f = popen(cmd, "r");
+    if (!f) b_die(PROG, "popen redis-benchmark failed");
+    while (fgets(line, sizeof line, f)) {
+        /* "EVALSHA ...","rps","avg","min","p50",... */
+        if (strncmp(line, "\"EVALSHA", 8) == 0) {
+            char *q = strstr(line, "\",\"");
+            if (q) {
+                rps = atof(q + 3);
+                {
+                    int k;
+                    char *p = q + 3;
+                    for (k = 0; k < 3 && p; k++) {
+                        p = strstr(p, "\",\"");
+                        if (p) p += 3;
+                    }
+                    if (p) *p50_us = atof(p) * 1000.0;
+                }
+            }
+        }
+    }
+    if (pclose(f) != 0 || rps <= 0) b_die(PROG, "redis-benchmark failed: %s", cmd);
+    last_rate = rps;
+    return rps;
+}
+
+static sqlite3 *raw_db;
+static sqlite3_stmt *raw_st;
+
+static void sql_raw_setup(void) {
+    const char *path = b_opt("sql", "build/bench-sql/bench.db");
+    if (sqlite3_open(path, &raw_db) != SQLITE_OK) b_die(PROG, "sqlite open %s", path);
+    sqlite3_exec(raw_db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, NULL);
+    /* the backend has created the table by now (simba_sql_open ran first) */
+    if (sqlite3_exec(raw_db, "INSERT OR IGNORE INTO simba_mutex (mutex) VALUES ('raw')", NULL, NULL, NULL) != SQLITE_OK)
+        b_die(PROG, "raw insert: %s", sqlite3_errmsg(raw_db));
+#define NOW "CAST((julianday('now') - 2440587.5) * 86400000.0 + 0.5 AS INTEGER)"
+    if (sqlite3_prepare_v2(raw_db,
+                           "UPDATE simba_mutex SET owner_id = ?2, ttl_at = " NOW " + ?3, transition_at = " NOW
+                           " + ?4, version = version + 1 WHERE mutex = ?1 AND (transition_at < " NOW
+                           " OR owner_id = ?2)",
+                           -1, &raw_st, NULL) != SQLITE_OK)
+        b_die(PROG, "raw prepare: %s", sqlite3_errmsg(raw_db));
+#undef NOW
+    sqlite3_bind_text(raw_st, 1, "raw", -1, SQLITE_STATIC);
+    sqlite3_bind_text(raw_st, 2, "me", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(raw_st, 3, 10000);
+    sqlite3_bind_int64(raw_st, 4, 16000);
+}
+
+static double sql_raw(double slice_s, b_samples *lat) {
+    double t0 = b_now_us(), t = t0, end = t0 + slice_s * 1e6;
+    long n;
+    for (n = 0; t < end; n++) {
+        double a = t;
+        if (sqlite3_step(raw_st) != SQLITE_DONE || sqlite3_changes(raw_db) != 1)
+            b_die(PROG, "raw update: %s", sqlite3_errmsg(raw_db));
+        sqlite3_reset(raw_st);
+        t = b_now_us();
+        b_add(lat, t - a);
+    }
+    return (double)n / ((t - t0) / 1e6);
+}
+
+static zhandle_t *zh;
+static void zk_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx) {
+    (void)h; (void)type; (void)state; (void)path; (void)ctx;
+}
+
+static void zk_raw_setup(void) {
+    double end = b_now_us() + 10e6;
+    int rc;
+    zoo_set_debug_level((ZooLogLevel)0);
+    zh = zookeeper_init(b_opt("zk", "127.0.0.1:2195"), zk_watcher, 2000, NULL, NULL, 0);
+    if (!zh) b_die(PROG, "zookeeper_init failed");
+    while (zoo_state(zh) != ZOO_CONNECTED_STATE) {
+        if (b_now_us() > end) b_die(PROG, "zk raw: not connected within 10 s");
+        b_sleep_ms(5);
+    }
+    rc = zoo_create(zh, "/simba_bench_raw", "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    if (rc != ZOK && rc != ZNODEEXISTS) b_die(PROG, "zk raw mkdir: %s", zerror(rc));
+}
+
+static double zk_raw(double slice_s, b_samples *lat) {
+    double t0 = b_now_us(), t = t0, end = t0 + slice_s * 1e6;
+    long n;
+    for (n = 0; t < end; n++) {
+        double a = t;
+        int rc = zoo_create(zh, "/simba_bench_raw/n", "x", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0);
+        if (rc != ZOK) b_die(PROG, "zk raw create: %s", zerror(rc));
+        rc = zoo_delete(zh, "/simba_bench_raw/n", -1);
+        if (rc != ZOK) b_die(PROG, "zk raw delete: %s", zerror(rc));
+        t = b_now_us();
+        b_add(lat, t - a);
+    }
+    return (double)n / ((t - t0) / 1e6);
+}
+
+/* ---- simba cycles ----------------------------------------------------------------------- */
+
+static double simba_cycles(simba_loop *loop, simba_service *svc, double slice_s, b_samples *lat) {
+    double t0 = b_now_us(), t = t0, end = t0 + slice_s * 1e6;
+    long n;
+    for (n = 0; t < end; n++) {
+        double a = t;
+        if (simba_start(svc) != SIMBA_OK) b_die(PROG, "simba_start: %s", simba_loop_errmsg(loop));
+        if (b_wait_until(loop, b_is_owner, svc, a + 5e6) != 0) b_die(PROG, "%s: not acquired within 5 s", backend);
+        if (simba_stop(svc) != SIMBA_OK) b_die(PROG, "simba_stop: %s", simba_loop_errmsg(loop));
+        if (b_wait_until(loop, b_is_initial, svc, a + 10e6) != 0) b_die(PROG, "%s: release not confirmed within 5 s", backend);
+        t = b_now_us();
+        b_add(lat, t - a);
+    }
+    return (double)n / ((t - t0) / 1e6);
+}
+
+int main(int argc, char **argv) {
+    double secs, slice, rate[MAXR], raw[MAXR], rb_p50[MAXR], simba_rate, raw_rate;
+    int rounds, r;
+    simba_loop *loop = NULL;
+    simba_memstore *store = NULL;
+    simba_backend *be = NULL;
+    simba_service *svc = NULL;
+    simba_contend_desc cd;
+    simba_result rc;
+    b_samples lat = {0}, rlat = {0};
+    int has_raw;
+    b_argc = argc;
+    b_argv = argv;
+    backend = b_opt("backend", "memory");
+    secs = b_optf("secs", 6);
+    rounds = (int)b_optf("rounds", 5);
+    if (rounds < 1) rounds = 1;
+    if (rounds > MAXR) rounds = MAXR;
+    slice = secs / rounds / 2;
+    has_raw = strcmp(backend, "memory") != 0;
+
+    if (simba_loop_new(NULL, &loop) != SIMBA_OK) b_die(PROG, "loop");
+    if ((rc = b_open(loop, backend, &store, &be)) != SIMBA_OK) b_die(PROG, "open %s: %s", backend, simba_strerror(rc));
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = "w1-cycle";
+    cd.contender_id = "w1-me";
+    cd.ttl_ms = 10000;
+    cd.transition_ms = 6000;
+    if (simba_contend(loop, be, &cd, &svc) != SIMBA_OK) b_die(PROG, "contend: %s", simba_loop_errmsg(loop));
+    /* warm-up: connection, scripts loaded, table and row created, caches warm */
+    {
+        b_samples warm = {0};
+        simba_cycles(loop, svc, 0.3, &warm);
+        free(warm.v);
+    }
+    if (strcmp(backend, "redis") == 0) redis_raw_setup();
+    if (strcmp(backend, "sqlite") == 0) sql_raw_setup();
+    if (strcmp(backend, "zk") == 0) zk_raw_setup();
+
+    for (r = 0; r < rounds; r++) {
+        rb_p50[r] = 0;
+        if (strcmp(backend, "redis") == 0) raw[r] = redis_raw(slice, &rb_p50[r]);
+        else if (strcmp(backend, "sqlite") == 0) raw[r] = sql_raw(slice, &rlat);
+        else if (strcmp(backend, "zk") == 0) raw[r] = zk_raw(slice, &rlat);
+        else raw[r] = 0;
+        rate[r] = simba_cycles(loop, svc, slice, &lat);
+        fprintf(stderr, "%s round %d: raw %.0f /s, simba %.0f cycles/s\n", backend, r, raw[r], rate[r]);
+    }
+    simba_rate = b_median_of(rate, rounds);
+    raw_rate = b_median_of(raw, rounds);
+    b_sort(&lat);
+    b_sort(&rlat);
+
+    {
+        const char *w = "W1 uncontended cycle";
+        const char *limit = "", *ratio = "", *target = "", *verdict = "";
+        const char *llat = "";
+        double pct = has_raw ? 100.0 * simba_rate / raw_rate : 0;
+        if (strcmp(backend, "redis") == 0) {
+            limit = b_fmt("%s req/s (redis-benchmark -c 1, EVALSHA 1-key script)", b_num(raw_rate));
+            ratio = b_fmt("%.1f %%", pct);
+            target = "≥ 45 %";
+            verdict = b_verdict_min(pct, 45, "pts");
+            llat = b_fmt("%.0f µs p50 per request (median of redis-benchmark runs)", b_median_of(rb_p50, rounds));
+        } else if (strcmp(backend, "sqlite") == 0) {
+            limit = b_fmt("%s UPDATE/s (autocommit conditional UPDATE)", b_num(raw_rate));
+            ratio = b_fmt("%.1f %%", pct);
+            target = "≥ 50 %";
+            verdict = b_verdict_min(pct, 50, "pts");
+            llat = b_fmt("%.0f / %.0f µs per UPDATE", b_pct(&rlat, 0.5), b_pct(&rlat, 0.99));
+        } else if (strcmp(backend, "zk") == 0) {
+            limit = b_fmt("%s create+delete/s (sync C API, ephemeral)", b_num(raw_rate));
+            ratio = b_fmt("%.1f %%", pct);
+            target = "(none)";
+            verdict = "";
+            llat = b_fmt("%.0f / %.0f µs per create+delete", b_pct(&rlat, 0.5), b_pct(&rlat, 0.99));
+        } else {
+            limit = "(reference: in-process store)";
+        }
+        b_row(w, backend, "cycles/s (acquire+release)", b_num(simba_rate), limit, ratio, target, verdict);
+        b_row(w, backend, "cycle latency p50 / p99", b_fmt("%.1f / %.1f µs", b_pct(&lat, 0.5), b_pct(&lat, 0.99)), llat,
+              "", "", "");
+    }
+    simba_service_free(svc);
+    simba_loop_free(loop);
+    if (store) simba_memstore_free(store);
+    if (raw_st) sqlite3_finalize(raw_st);
+    if (raw_db) sqlite3_close(raw_db);
+    if (zh) zookeeper_close(zh);
+    free(lat.v);
+    free(rlat.v);
+    return 0;
+}

@@ -1,0 +1,22 @@
+# Benchmarks (issue 6): `make bench` builds bench/*.c and runs scripts/bench.sh, which starts
+# its own redis-server and ZooKeeper on loopback, runs every workload and prints one
+# markdown table. Uses CC, CFLAGS, ZKINC and B from the Makefile.
+
+BENCH_PROGS = w1_cycle w2_handoff w3_failover w4_scale w5_stall
+BENCH_BINS  = $(addprefix $(B)/bench/,$(BENCH_PROGS))
+BENCH_HDRS  = bench/bench.h simba.h simba_sql.h simba_redis.h simba_zk.h
+BENCH_LIBS  = -lsqlite3 -lhiredis -lzookeeper_mt -lpthread
+
+$(B)/bench:
+	mkdir -p $@
+
+# -O2 after CFLAGS' -O1: figures of an optimised build, as users would ship it.
+$(B)/bench/%: bench/%.c $(BENCH_HDRS) | $(B)/bench
+	$(CC) $(CFLAGS) -O2 $(ZKINC) -o $@ $< $(BENCH_LIBS)
+
+bench-build: $(BENCH_BINS) $(B)/sql_cycle $(B)/redis_cycle
+
+bench: deps bench-build
+	@bash scripts/bench.sh
+
+.PHONY: bench-build
