@@ -1140,8 +1140,11 @@ static int64_t simba__contender_next(simba_service *s, int first_in_line) {
 
 /* When an owner renews: renew_margin before its local ttl_at, never in the past, and with
    room for a retry before the lease ends even when the answer came late. */
-static int64_t simba__renew_at(const simba_service *s, int64_t now) {
-    int64_t at = simba__add(s->lease_end, -s->renew_margin);
+static int64_t simba__renew_at(const simba_service *s, int64_t now, int64_t granted) {
+    /* A backend may grant less than ttl_ms (ZooKeeper: from the session timeout): the margin
+       never exceeds half of what was granted, or the owner would renew continuously. */
+    int64_t margin = simba__min(s->renew_margin, simba__max(0, granted / 2));
+    int64_t at = simba__add(s->lease_end, -margin);
     int64_t floor = simba__add(now, simba__max(1, simba__min(s->min_retry, (s->lease_end - now) / 2)));
     return simba__max(at, floor);
 }
@@ -1170,7 +1173,7 @@ static void simba__learn(simba_service *s, const simba_reply *rep, int64_t sent_
             }
         }
         /* Renew inside the TTL, never in the past; keep a retry before the lease ends. */
-        s->next_try = simba__renew_at(s, now);
+        s->next_try = simba__renew_at(s, now, rep->ttl_left_ms);
         return;
     }
     if (s->flags & SIMBA__F_OWNER) simba__step_down(s, mine ? &none : &nv);

@@ -220,6 +220,26 @@ TEST(owner_renews_at_ttl_minus_margin) {
     store_free();
 }
 
+TEST(renew_margin_capped_by_granted_lease) {
+    proc p;
+    counts c = {0};
+    simba_service *s;
+    int64_t t0;
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "cap", "a", 9000, 600, &c);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    t0 = fake_now;
+    /* the backend grants only 1200 ms (less than ttl_ms): renew at half of it, not at
+       lease_end - 3000 (which would be in the past and renew continuously) */
+    simba__learn(s, &(simba_reply){.owner = "a", .ttl_left_ms = 1200, .transition_left_ms = 1800, .fence = s->own_fence}, t0);
+    CHECK_EQ(s->lease_end, t0 + 1200);
+    CHECK_EQ(s->next_try, t0 + 600);
+    proc_close(&p);
+    store_free();
+}
+
 TEST(non_owner_jitter_bounds) {
     proc p[2];
     counts ca = {0}, cb = {0};
@@ -1071,6 +1091,7 @@ int main(int argc, char **argv) {
     RUN(names_and_ids);
     RUN(contender_ids);
     RUN(owner_renews_at_ttl_minus_margin);
+    RUN(renew_margin_capped_by_granted_lease);
     RUN(non_owner_jitter_bounds);
     RUN(transition_zero_jitter_and_no_owner_at_once);
     RUN(backoff_after_errors_is_bounded);
