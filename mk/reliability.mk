@@ -1,0 +1,83 @@
+# reliability.mk -- fault harness, bad input, fuzzing, sanitizers (issue 7).
+# Included by the Makefile; uses its CC, CFLAGS, ZKINC, SAN, B.
+#   make rel-bins       everything scripts/test_reliability.sh runs
+#   make chaos          the fault harness for minutes per backend (CHAOS_SECONDS=180 each)
+#   make fuzz           every libFuzzer target for FUZZ_SECONDS (default 300) each
+#   make tsan           core tests, memory kit and the ZooKeeper test under ThreadSanitizer
+#   make valgrind-all   the unit tests and kits under valgrind (servers started as needed)
+
+FUZZ_CC      ?= clang
+FUZZ_FLAGS    = -std=c99 -D_POSIX_C_SOURCE=200809L -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+TSAN          = -fsanitize=thread -fno-omit-frame-pointer
+CHAOS_SECONDS ?= 180
+FUZZ_SECONDS  ?= 300
+FUZZ_TARGETS  = fuzz_names fuzz_redis_reply fuzz_redis_msg fuzz_zk_node fuzz_sql_row
+FUZZ_BINS     = $(FUZZ_TARGETS:%=$(B)/fuzz/%)
+REL_BINS      = $(B)/mp_worker $(B)/mp_check $(B)/fault_sqlhold $(B)/fault_proxy $(B)/badinput $(B)/asan/badinput
+
+.PHONY: rel-bins chaos fuzz fuzz-bins tsan valgrind-all reliability
+rel-bins: $(REL_BINS)
+
+$(B)/fuzz $(B)/tsan:
+	mkdir -p $@
+
+$(B)/fault_sqlhold: tests/fault_sqlhold.c | $(B)
+	$(CC) $(CFLAGS) -o $@ tests/fault_sqlhold.c -lsqlite3
+$(B)/fault_proxy: tests/fault_proxy.c | $(B)
+	$(CC) $(CFLAGS) -o $@ tests/fault_proxy.c
+
+BADINPUT_DEPS = tests/badinput.c simba.h simba_sql.h simba_redis.h simba_zk.h tests/check.h
+BADINPUT_LIBS = -lsqlite3 -lhiredis -lzookeeper_mt -lpthread
+$(B)/badinput: $(BADINPUT_DEPS) | $(B)
+	$(CC) $(CFLAGS) $(ZKINC) -o $@ tests/badinput.c $(BADINPUT_LIBS)
+$(B)/asan/badinput: $(BADINPUT_DEPS) | $(B)/asan
+	$(CC) $(CFLAGS) $(SAN) $(ZKINC) -o $@ tests/badinput.c $(BADINPUT_LIBS)
+
+# ---- fault harness -------------------------------------------------------------------------
+chaos: $(B)/mp_worker $(B)/mp_check $(B)/fault_sqlhold $(B)/fault_proxy
+	@rc=0; for be in sql redis zk; do \
+	    echo "== chaos $$be: $(CHAOS_SECONDS) s"; \
+	    bash tests/fault_run.sh $$be $(CHAOS_SECONDS) > $(B)/chaos-$$be.log 2>&1 || rc=1; \
+	    grep -E '^mp_check: (faults|ownerships|OK|FAIL)|^fault_run: .*(PASS|FAIL)' $(B)/chaos-$$be.log; \
+	done; exit $$rc
+
+# ---- fuzzing (clang, libFuzzer) --------------------------------------------------------------
+fuzz-bins: $(FUZZ_BINS)
+$(B)/fuzz/fuzz_names: fuzz/fuzz_names.c simba.h | $(B)/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_names.c -lpthread
+$(B)/fuzz/fuzz_redis_reply: fuzz/fuzz_redis_reply.c simba.h simba_redis.h | $(B)/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_redis_reply.c -lhiredis -lpthread
+$(B)/fuzz/fuzz_redis_msg: fuzz/fuzz_redis_msg.c simba.h simba_redis.h | $(B)/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_redis_msg.c -lhiredis -lpthread
+$(B)/fuzz/fuzz_zk_node: fuzz/fuzz_zk_node.c simba.h simba_zk.h | $(B)/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(ZKINC) -o $@ fuzz/fuzz_zk_node.c -lzookeeper_mt -lpthread
+$(B)/fuzz/fuzz_sql_row: fuzz/fuzz_sql_row.c simba.h simba_sql.h | $(B)/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_sql_row.c -lsqlite3 -lpthread
+
+# Runs each target on a scratch copy of its corpus (fuzz/corpus/<target> stays small and
+# is only read); crashes land in $(B)/fuzz/<target>-crash-*.
+fuzz: $(FUZZ_BINS)
+	@rc=0; for t in $(FUZZ_TARGETS); do \
+	    sh fuzz/run.sh $(B)/fuzz/$$t fuzz/corpus/$$t $(FUZZ_SECONDS) || rc=1; \
+	done; exit $$rc
+
+# ---- sanitizers ------------------------------------------------------------------------------
+TSAN_BINS = $(B)/tsan/test_core $(B)/tsan/kit_memory $(B)/tsan/test_zk $(B)/tsan/kit_zk
+$(B)/tsan/test_core: tests/test_core.c $(HDR_CORE) tests/check.h | $(B)/tsan
+	$(CC) $(CFLAGS) $(TSAN) -o $@ tests/test_core.c -lpthread
+$(B)/tsan/kit_memory: tests/kit_memory.c $(HDR_CORE) $(KIT) | $(B)/tsan
+	$(CC) $(CFLAGS) $(TSAN) -o $@ tests/kit_memory.c tests/kit.c -lpthread
+$(B)/tsan/test_zk: tests/test_zk.c $(HDR_ZK) tests/check.h | $(B)/tsan
+	$(CC) $(CFLAGS) $(TSAN) $(ZKINC) -o $@ tests/test_zk.c -lzookeeper_mt -lpthread
+$(B)/tsan/kit_zk: tests/kit_zk.c $(HDR_ZK) $(KIT) | $(B)/tsan
+	$(CC) $(CFLAGS) $(TSAN) $(ZKINC) -o $@ tests/kit_zk.c tests/kit.c -lzookeeper_mt -lpthread
+
+tsan: $(TSAN_BINS)
+	@bash tests/fault_sanitizers.sh tsan
+
+valgrind-all: $(B)/test_core $(B)/kit_memory $(B)/test_sql $(B)/kit_sql $(B)/test_redis $(B)/kit_redis $(B)/test_zk $(B)/kit_zk $(B)/badinput
+	@bash tests/fault_sanitizers.sh valgrind
+
+# the whole reliability suite (what `make test` runs as its last group)
+reliability: rel-bins fuzz-bins
+	bash scripts/test_reliability.sh

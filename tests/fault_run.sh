@@ -1,0 +1,290 @@
+#!/usr/bin/env bash
+# fault_run.sh -- the fault harness: several mp_worker processes contend for one mutex on one
+# backend while faults are injected; then an inspector checks that the mutex is free, and
+# mp_check checks every log (overlaps, fences, acting while not owner, leaks).
+#
+#   tests/fault_run.sh sql|redis|zk SECONDS
+#
+# Starts its own server (redis-server / ZooKeeper, on its own loopback port, data under
+# $FAULT_DIR) and stops it, and every process it started, by PID on exit. Builds nothing:
+# the binaries come from build/ (make rel-bins). Environment:
+#   FAULT_DIR        work dir (default build/rel-<backend>), wiped first
+#   FAULT_WORKERS    contenders (default 4)
+#   FAULT_REDIS_PORT (default 6392)   FAULT_ZK_PORT (default 2193)
+#   FAULT_SEED       seed of bash's $RANDOM (default: the pid)
+# Faults, round robin over the backend's list (each with random parameters):
+#   all:   gc-pause   the owner is SIGSTOPped past its lease, then SIGCONTed
+#          kill-owner the owner is SIGKILLed (a new worker takes its place)
+#   sql:   db-locked  another process holds the file in an exclusive transaction
+#   redis: server-stop (SIGSTOP/SIGCONT), server-restart (down longer than a lease: the
+#          server keeps no data), client-kill (CLIENT KILL TYPE normal|pubsub),
+#          partition (the owner's own TCP proxy is SIGSTOPped), conn-reset (it closes all)
+#   zk:    server-stop, server-restart (data kept), partition longer than the session
+#          (the session expires on the server while the owner runs), conn-reset
+# The last line is the checker's verdict; exit 0 only if it passed.
+set -u
+cd "$(dirname "$0")/.."
+BACKEND=${1:-}
+SECS=${2:-}
+case "$BACKEND" in sql|redis|zk) ;; *) echo "usage: $0 sql|redis|zk SECONDS" >&2; exit 2 ;; esac
+case "$SECS" in ''|*[!0-9]*) echo "usage: $0 sql|redis|zk SECONDS" >&2; exit 2 ;; esac
+B=build
+WORKER=$B/mp_worker
+CHECK=$B/mp_check
+SQLHOLD=$B/fault_sqlhold
+PROXY=$B/fault_proxy
+for b in "$WORKER" "$CHECK" "$SQLHOLD" "$PROXY"; do
+    [ -x "$b" ] || { echo "fault_run: $b missing (make rel-bins)" >&2; exit 2; }
+done
+DIR=${FAULT_DIR:-$B/rel-$BACKEND}
+N=${FAULT_WORKERS:-4}
+RPORT=${FAULT_REDIS_PORT:-6392}
+ZPORT=${FAULT_ZK_PORT:-2193}
+RANDOM=${FAULT_SEED:-$$}
+rm -rf "$DIR"
+mkdir -p "$DIR"
+DIR=$(cd "$DIR" && pwd)
+FAULTS=$DIR/faults.log
+: >"$FAULTS"
+MUTEX="fault-$BACKEND-$$"
+
+# Timing. sql/redis: the lease is ttl + transition. zk: the lease is the session (the
+# request's ttl only sets the renew margin, ttl/3).
+TTL=600
+TRANSITION=400
+ZK_SESSION=2000
+if [ "$BACKEND" = zk ]; then LEASE=$ZK_SESSION; else LEASE=$((TTL + TRANSITION)); fi
+
+now_ms() { "$CHECK" --now; }
+# sleep_ms N: a pacing pause between faults (never used to wait for a result)
+sleep_ms() { sleep "$(awk -v m="$1" 'BEGIN { printf "%.3f", m / 1000 }')"; }
+rnd() { echo $(($1 + RANDOM % ($2 - $1 + 1))); } # rnd LO HI
+note() { echo "0 - 0 fault:$1 $(now_ms)" >>"$FAULTS"; echo "fault_run: $(date +%T) $*"; }
+alive() { [ -r "/proc/$1/stat" ] && ! grep -q ') Z ' "/proc/$1/stat" 2>/dev/null; }
+# wait_gone PID MS: up to MS for PID to exit; 1 if still running
+wait_gone() {
+    local end=$(($(date +%s%N) / 1000000 + $2))
+    while alive "$1"; do
+        [ $(($(date +%s%N) / 1000000)) -ge "$end" ] && return 1
+        sleep 0.02
+    done
+    return 0
+}
+
+SERVER_PID=""
+declare -a W_PID W_LOG P_PID P_PORT
+NLOG=0
+
+server_start() {
+    case "$BACKEND" in
+    redis)
+        sh scripts/redis-start.sh "$RPORT" "$DIR/redis" >>"$DIR/server.log" 2>&1 || return 1
+        SERVER_PID=$(cat "$DIR/redis/redis.pid") ;;
+    zk)
+        bash scripts/zk-start.sh "$ZPORT" "$DIR/zk" >>"$DIR/server.log" 2>&1 || return 1
+        SERVER_PID=$(cat "$DIR/zk/zk.pid") ;;
+    esac
+    return 0
+}
+server_stop() {
+    case "$BACKEND" in
+    redis) [ -f "$DIR/redis/redis.pid" ] && sh scripts/redis-stop.sh "$DIR/redis" >>"$DIR/server.log" 2>&1 ;;
+    zk) [ -f "$DIR/zk/zk.pid" ] && { kill -CONT "$SERVER_PID" 2>/dev/null; bash scripts/zk-stop.sh "$DIR/zk" >>"$DIR/server.log" 2>&1; } ;;
+    esac
+    SERVER_PID=""
+}
+
+cleanup() {
+    local p
+    for p in "${W_PID[@]:-}" "${P_PID[@]:-}" $SERVER_PID; do
+        [ -n "$p" ] && kill -CONT "$p" 2>/dev/null
+    done
+    for p in "${W_PID[@]:-}" "${P_PID[@]:-}"; do
+        [ -n "$p" ] && kill -KILL "$p" 2>/dev/null
+    done
+    server_stop
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+proxy_start() { # proxy_start SLOT TARGET_PORT
+    local i=$1 f=$DIR/proxy$1.port t
+    rm -f "$f"
+    "$PROXY" "$2" "$f" 2>>"$DIR/proxy.err" &
+    P_PID[$i]=$!
+    t=0
+    while [ ! -s "$f" ]; do
+        t=$((t + 1))
+        [ $t -gt 100 ] && { echo "fault_run: proxy $i did not start" >&2; return 1; }
+        sleep 0.02
+    done
+    P_PORT[$i]=$(cat "$f")
+}
+
+worker_start() { # worker_start SLOT
+    local i=$1 args
+    NLOG=$((NLOG + 1))
+    W_LOG[$i]=$DIR/w$i-$NLOG.log
+    case "$BACKEND" in
+    sql) args=(--path "$DIR/locks.db") ;;
+    redis) args=(--port "${P_PORT[$i]}" --prefix "rel:") ;;
+    zk) args=(--hosts "127.0.0.1:${P_PORT[$i]}" --root /simba-rel --session-ms "$ZK_SESSION") ;;
+    esac
+    "$WORKER" --backend "$BACKEND" "${args[@]}" --mutex "$MUTEX" --duration-ms $(((SECS + 120) * 1000)) \
+        --ttl-ms "$TTL" --transition-ms "$TRANSITION" --hold-ms "$(rnd 800 2500)" --rest-ms "$(rnd 200 800)" \
+        --log "${W_LOG[$i]}" 2>>"$DIR/w$i.err" &
+    W_PID[$i]=$!
+}
+
+# owner_slot: the slot whose worker last logged "acquired" (empty if none)
+owner_slot() {
+    local i line
+    for ((i = 0; i < N; i++)); do
+        line=$(grep -E ' (acquired|released) ' "${W_LOG[$i]}" 2>/dev/null | tail -1)
+        case "$line" in *" acquired "*) echo "$i"; return ;; esac
+    done
+}
+# wait_owner MS: the owner's slot, waiting up to MS for one
+wait_owner() {
+    local end=$(($(date +%s%N) / 1000000 + $1)) s
+    while :; do
+        s=$(owner_slot)
+        [ -n "$s" ] && { echo "$s"; return 0; }
+        [ $(($(date +%s%N) / 1000000)) -ge "$end" ] && return 1
+        sleep 0.05
+    done
+}
+
+# ---- faults -------------------------------------------------------------------------------
+f_gc_pause() {
+    local s p ms
+    s=$(wait_owner 4000) || { echo "fault_run: no owner for gc-pause"; return; }
+    p=${W_PID[$s]}
+    ms=$((LEASE + $(rnd 200 1500)))
+    kill -STOP "$p" && note gc-pause "owner slot $s pid $p frozen ${ms} ms"
+    sleep_ms "$ms"
+    kill -CONT "$p"
+}
+f_kill_owner() {
+    local s p
+    s=$(wait_owner 4000) || { echo "fault_run: no owner for kill-owner"; return; }
+    p=${W_PID[$s]}
+    kill -KILL "$p" || return
+    wait "$p" 2>/dev/null
+    echo "$p - 0 killed $(now_ms)" >>"$FAULTS"
+    note kill-owner "owner slot $s pid $p killed"
+    worker_start "$s"
+}
+f_db_locked() {
+    local ms
+    if [ $((RANDOM % 2)) = 0 ]; then ms=$(rnd 50 $((TTL / 2))); else ms=$(rnd $((LEASE)) $((LEASE * 2))); fi
+    note db-locked "exclusive transaction for ${ms} ms"
+    "$SQLHOLD" "$DIR/locks.db" "$ms" || echo "fault_run: fault_sqlhold failed" >&2
+}
+f_server_stop() {
+    local ms
+    if [ "$BACKEND" = zk ]; then ms=$(rnd 300 $((ZK_SESSION * 2))); else ms=$(rnd 200 2500); fi
+    kill -STOP "$SERVER_PID" && note server-stop "server pid $SERVER_PID frozen ${ms} ms"
+    sleep_ms "$ms"
+    kill -CONT "$SERVER_PID"
+}
+f_server_restart() {
+    local ms
+    # redis keeps no data here: it stays down longer than any lease, as a real deployment
+    # without persistence must (otherwise a restart hands out a held mutex)
+    if [ "$BACKEND" = zk ]; then ms=$(rnd 200 $((ZK_SESSION * 2))); else ms=$((LEASE + $(rnd 100 800))); fi
+    note server-restart "down ${ms} ms"
+    server_stop
+    sleep_ms "$ms"
+    server_start || { echo "fault_run: server did not come back" >&2; return 1; }
+}
+f_client_kill() {
+    local t=normal
+    [ $((RANDOM % 3)) = 0 ] && t=pubsub
+    redis-cli -p "$RPORT" CLIENT KILL TYPE "$t" >/dev/null 2>&1
+    note client-kill "CLIENT KILL TYPE $t"
+}
+f_partition() {
+    local s p ms
+    s=$(wait_owner 4000) || { echo "fault_run: no owner for partition"; return; }
+    p=${P_PID[$s]}
+    if [ "$BACKEND" = zk ]; then ms=$(rnd $((ZK_SESSION + 500)) $((ZK_SESSION * 2))); else ms=$(rnd 300 2500); fi
+    kill -STOP "$p" && note partition "owner slot $s cut off ${ms} ms"
+    sleep_ms "$ms"
+    kill -CONT "$p"
+}
+f_conn_reset() {
+    local s
+    s=$(owner_slot)
+    [ -z "$s" ] && s=$((RANDOM % N))
+    kill -USR1 "${P_PID[$s]}" && note conn-reset "slot $s connections closed"
+}
+
+case "$BACKEND" in
+sql) LIST=(gc_pause db_locked kill_owner db_locked) ;;
+redis) LIST=(gc_pause server_stop client_kill kill_owner partition server_restart conn_reset) ;;
+zk) LIST=(gc_pause partition server_stop kill_owner conn_reset server_restart) ;;
+esac
+
+# ---- the run ------------------------------------------------------------------------------
+server_start || { echo "fault_run: could not start the $BACKEND server (see $DIR/server.log)"; exit 1; }
+for ((i = 0; i < N; i++)); do
+    case "$BACKEND" in
+    redis) proxy_start "$i" "$RPORT" || exit 1 ;;
+    zk) proxy_start "$i" "$ZPORT" || exit 1 ;;
+    esac
+    worker_start "$i"
+done
+T0=$(date +%s)
+QUIET=$((LEASE / 1000 + 3)) # no fault in the last seconds: killed owners' leases run out
+echo "fault_run: $BACKEND, $N workers, ${SECS}s, lease ${LEASE} ms, mutex $MUTEX, dir $DIR"
+k=0
+while [ $(($(date +%s) - T0)) -lt $((SECS - QUIET)) ]; do
+    sleep_ms "$(rnd 700 1800)"
+    "f_${LIST[$((k % ${#LIST[@]}))]}"
+    k=$((k + 1))
+    for ((i = 0; i < N; i++)); do # a worker that died by itself is a failure: note it, replace it
+        if ! alive "${W_PID[$i]}"; then
+            wait "${W_PID[$i]}"
+            echo "fault_run: worker slot $i pid ${W_PID[$i]} exited by itself (status $?)" | tee -a "$DIR/unexpected"
+            echo "${W_PID[$i]} - 0 killed $(now_ms)" >>"$FAULTS"
+            worker_start "$i"
+        fi
+    done
+done
+while [ $(($(date +%s) - T0)) -lt "$SECS" ]; do sleep 0.2; done
+
+# every worker stops (releasing), bounded
+for ((i = 0; i < N; i++)); do kill -CONT "${W_PID[$i]}" 2>/dev/null; kill -TERM "${W_PID[$i]}" 2>/dev/null; done
+STUCK=0
+for ((i = 0; i < N; i++)); do
+    if ! wait_gone "${W_PID[$i]}" 10000; then
+        echo "fault_run: worker ${W_PID[$i]} did not stop within 10 s" | tee -a "$DIR/unexpected"
+        kill -KILL "${W_PID[$i]}" 2>/dev/null
+        STUCK=1
+    fi
+    wait "${W_PID[$i]}" || echo "fault_run: worker ${W_PID[$i]} exit status $?" | tee -a "$DIR/unexpected"
+done
+W_PID=()
+# the inspector: the mutex must be free now (direct connection, no proxy)
+case "$BACKEND" in
+sql) IARGS=(--path "$DIR/locks.db") ;;
+redis) IARGS=(--port "$RPORT" --prefix "rel:") ;;
+zk) IARGS=(--hosts "127.0.0.1:$ZPORT" --root /simba-rel --session-ms "$ZK_SESSION") ;;
+esac
+timeout 30 "$WORKER" --backend "$BACKEND" "${IARGS[@]}" --mutex "$MUTEX" --ttl-ms "$TTL" \
+    --transition-ms "$TRANSITION" --inspect-ms $((LEASE + 3000)) --log "$DIR/inspect.log" 2>>"$DIR/inspect.err"
+cat "$DIR/inspect.err"
+for p in "${P_PID[@]:-}"; do [ -n "$p" ] && kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+P_PID=()
+server_stop
+grep -h 'mp_worker' "$DIR"/w*.err | grep -v ' 0 violations' | head -5
+UNEXPECTED=0
+[ -s "$DIR/unexpected" ] && UNEXPECTED=1
+"$CHECK" --min-ownerships 5 --min-contenders 2 --need-inspect "$DIR"/w*-*.log "$DIR/inspect.log" "$FAULTS"
+RC=$?
+[ "$UNEXPECTED" = 1 ] && { echo "fault_run: unexpected worker exits:"; cat "$DIR/unexpected"; RC=1; }
+[ "$STUCK" = 1 ] && RC=1
+if [ $RC = 0 ]; then echo "fault_run: $BACKEND PASS"; else echo "fault_run: $BACKEND FAIL (logs in $DIR)"; fi
+exit $RC
