@@ -679,7 +679,8 @@ enum {
     SIMBA__F_RELEASE_SENT = 1u << 4,
     SIMBA__F_ZOMBIE = 1u << 5,     /* freed by the user; finishing its release */
     SIMBA__F_GC = 1u << 6,         /* on the loop's list of things to free */
-    SIMBA__F_IMMEDIATE = 1u << 7   /* the last attempt was an immediate one (no owner) */
+    SIMBA__F_IMMEDIATE = 1u << 7,  /* the last attempt was an immediate one (no owner) */
+    SIMBA__F_FIRST = 1u << 8       /* the backend last said we are first in line */
 };
 
 struct simba_service {
@@ -1188,6 +1189,7 @@ static void simba__learn(simba_service *s, const simba_reply *rep, int64_t sent_
         if (nv.id[0]) next = simba__min(next, simba__add(nv.transition_at, 1));
         s->next_try = simba__max(next, simba__add(now, s->min_retry));
     } else {
+        if (rep->first_in_line) s->flags |= SIMBA__F_FIRST; else s->flags &= ~SIMBA__F_FIRST;
         s->next_try = simba__contender_next(s, rep->first_in_line);
     }
 }
@@ -1261,7 +1263,8 @@ static void simba__event_svc(simba_service *s, const simba__ev *ev) {
         if (ev->rep.owner[0] && s->kind == SIMBA__KIND_CONTEND && strcmp(ev->rep.owner, s->id) == 0) return;
         simba__owner_from_reply(&nv, &ev->rep, l->now, l->now);
         simba__set_view(s, &nv);
-        if (s->kind == SIMBA__KIND_CONTEND && !(s->flags & SIMBA__F_INFLIGHT)) s->next_try = simba__contender_next(s, 0);
+        if (s->kind == SIMBA__KIND_CONTEND && !(s->flags & SIMBA__F_INFLIGHT))
+            s->next_try = simba__contender_next(s, (s->flags & SIMBA__F_FIRST) != 0);
         break;
     }
     simba__arm(s);
