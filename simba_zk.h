@@ -139,7 +139,7 @@ typedef struct simba_zk_stats {
 
 /* Opens a ZooKeeper session (asynchronously) and registers the backend on loop. */
 SIMBA_API simba_result simba_zk_open(simba_loop *loop, const simba_zk_desc *desc, simba_backend **out);
-/* Counters and session facts of a backend that simba_zk_open() made (others: undefined). */
+/* Counters and session facts of a backend that simba_zk_open() made (others: SIMBA_EINVAL). */
 SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out);
 
 #ifdef __cplusplus
@@ -1544,7 +1544,7 @@ fail_strings:
 
 SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out) {
     simba__zk *zk;
-    if (!be || !out) return SIMBA_EINVAL;
+    if (!be || !out || simba_backend_vt_get(be) != &simba__zk_vt) return SIMBA_EINVAL;
     zk = (simba__zk *)simba_backend_impl(be);
     if (!zk || zk->magic != SIMBA__ZK_MAGIC) return SIMBA_EINVAL;
     *out = zk->stats;
