@@ -241,6 +241,29 @@ B_FN int b_wait_until(simba_loop *loop, int (*done)(void *), void *arg, double d
     return 0;
 }
 
+/* One turn of an application's event loop: poll(2) on simba_fds() for up to wait_ms (or sleep
+   when there is no descriptor), then one simba_poll(), whose duration goes to *poll_us.
+   Returns what simba_poll returned: the ms until it wants to be called again. */
+B_FN int64_t b_tick(simba_loop *loop, int64_t wait_ms, double *poll_us) {
+    struct pollfd p[16];
+    int n = simba_fds(loop, p, 16);
+    double t;
+    int64_t w;
+    if (n < 0) n = 0;
+    if (n > 16) n = 16;
+    if (wait_ms > 0) {
+        if (n > 0) {
+            if (poll(p, (nfds_t)n, (int)wait_ms) < 0 && errno != EINTR) perror("poll");
+        } else {
+            b_sleep_ms((double)wait_ms);
+        }
+    }
+    t = b_now_us();
+    w = simba_poll(loop);
+    *poll_us = b_now_us() - t;
+    return w;
+}
+
 B_FN int b_is_owner(void *svc) { return simba_is_owner((simba_service *)svc); }
 B_FN int b_is_initial(void *svc) { return simba_service_status((simba_service *)svc) == SIMBA_INITIAL; }
 
