@@ -76,6 +76,15 @@ $(B)/test_zk: tests/test_zk.c $(HDR_ZK) tests/check.h | $(B)
 $(B)/kit_zk: tests/kit_zk.c $(HDR_ZK) $(KIT) | $(B)
 	$(CC) $(CFLAGS) $(ZKINC) -o $@ tests/kit_zk.c tests/kit.c -lzookeeper_mt -lpthread
 
+# ---- the same sources under clang / clang++ (gcc is the default cc) ------------------------
+$(B)/clang:
+	mkdir -p $@
+$(B)/clang/test_core: tests/test_core.c $(HDR_CORE) | $(B)/clang
+	clang $(CFLAGS) -o $@ tests/test_core.c -lpthread
+$(B)/clang/cxx_check: tests/cxx_check.cpp simba.h simba_sql.h simba_redis.h simba_zk.h | $(B)/clang
+	clang++ -std=c++11 $(WARN) -o $@ tests/cxx_check.cpp -lsqlite3 -lhiredis -lzookeeper_mt -lpthread
+CLANG_BINS = $(B)/clang/test_core $(B)/clang/cxx_check
+
 # ---- sanitizer builds ---------------------------------------------------------------------
 $(B)/asan/test_core: tests/test_core.c $(HDR_CORE) | $(B)/asan
 	$(CC) $(CFLAGS) $(SAN) -o $@ tests/test_core.c -lpthread
@@ -92,7 +101,7 @@ $(B)/asan/test_zk: tests/test_zk.c $(HDR_ZK) | $(B)/asan
 # The whole suite: unit tests, the kit on every backend, the multi-process test, the
 # sanitizer run. Servers are started and stopped by scripts/test.sh.
 test: deps
-	$(MAKE) --no-print-directory all $(ASAN_BINS)
+	$(MAKE) --no-print-directory all $(ASAN_BINS) $(CLANG_BINS)
 	@sh scripts/test.sh
 
 # Quick: core only, no servers, no packages.

@@ -2,7 +2,7 @@
 # install-deps.sh -- install the Debian packages simba's build, tests and demo need, if any
 # is missing. Needs root (CI runs as root); prints what it does.
 set -eu
-PKGS="build-essential libsqlite3-dev libhiredis-dev redis-server redis-tools libzookeeper-mt-dev zookeeper default-jre-headless"
+PKGS="build-essential clang valgrind libsqlite3-dev libhiredis-dev redis-server redis-tools libzookeeper-mt-dev zookeeper default-jre-headless"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

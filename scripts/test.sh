@@ -58,6 +58,9 @@ if want core; then
     run tick_loop $B/tick_loop 2
     run poll_loop $B/poll_loop 2 </dev/null
     run kit_memory $B/kit_memory
+    run clang_core $B/clang/test_core
+    run clang_cxx_check $B/clang/cxx_check
+    run valgrind_core valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite $B/test_core
 fi
 if want asan; then
     run asan_core $B/asan/test_core
