@@ -286,5 +286,11 @@ UNEXPECTED=0
 RC=$?
 [ "$UNEXPECTED" = 1 ] && { echo "fault_run: unexpected worker exits:"; cat "$DIR/unexpected"; RC=1; }
 [ "$STUCK" = 1 ] && RC=1
-if [ $RC = 0 ]; then echo "fault_run: $BACKEND PASS"; else echo "fault_run: $BACKEND FAIL (logs in $DIR)"; fi
+if [ $RC = 0 ]; then
+    echo "fault_run: $BACKEND PASS"
+    echo "fault_run $BACKEND: 1 passed, 0 failed"
+else
+    echo "fault_run: $BACKEND FAIL (logs in $DIR)"
+    echo "fault_run $BACKEND: 0 passed, 1 failed"
+fi
 exit $RC

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# test_reliability.sh -- the reliability suite (issue 7), run by scripts/test.sh as its last
+# group, or alone: bash scripts/test_reliability.sh
+#   1. bad input: build/badinput and its ASan+UBSan build
+#   2. the fault harness, short: tests/fault_run.sh on sql, redis and zk (each starts its
+#      own server on its own loopback port -- redis 6392, ZooKeeper 2193 -- under
+#      build/rel-*, and stops it by PID)
+#   3. a short fuzz run of every libFuzzer target (needs clang; skipped without it)
+# Builds only through make targets of mk/reliability.mk. Prints "N passed, N failed" last.
+# Tunables: REL_SQL_SECONDS=20 REL_REDIS_SECONDS=25 REL_ZK_SECONDS=30 REL_FUZZ_SECONDS=8
+set -u
+cd "$(dirname "$0")/.."
+B=build
+LOGS=$B/logs
+mkdir -p "$LOGS"
+PASS=0
+FAIL=0
+FAILED=""
+T0=$(date +%s)
+CHILD=""
+
+cleanup() { # fault_run.sh stops its own servers; here only a suite still running
+    if [ -n "$CHILD" ] && kill -0 "$CHILD" 2>/dev/null; then
+        kill -TERM "$CHILD" 2>/dev/null
+        sleep 1
+        kill -KILL "$CHILD" 2>/dev/null
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# step NAME LIMIT_S CMD...: one suite with a time limit; its own "N passed, N failed" line
+# counts, else exit 0 = 1 passed.
+step() {
+    local name=$1 limit=$2 t=$(date +%s) rc line p f
+    shift 2
+    echo "== $name: $*"
+    timeout -k 30 "$limit" "$@" >"$LOGS/rel_$name.log" 2>&1 &
+    CHILD=$!
+    wait "$CHILD"
+    rc=$?
+    CHILD=""
+    line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$LOGS/rel_$name.log" | tail -1)
+    if [ -n "$line" ]; then
+        p=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
+        f=$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')
+        [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+    elif [ "$rc" -eq 0 ]; then p=1 f=0; else p=0 f=1; fi
+    PASS=$((PASS + p))
+    FAIL=$((FAIL + f))
+    grep -E '^mp_check: (faults|ownerships)|runs in' "$LOGS/rel_$name.log" | sed 's/^/   /'
+    if [ "$f" -ne 0 ] || [ "$rc" -ne 0 ]; then
+        FAILED="$FAILED $name"
+        echo "   FAILED (exit $rc) after $(($(date +%s) - t))s; log $LOGS/rel_$name.log:"
+        grep -E 'FAIL|OVERLAP|FENCE|ACTS|LEAKED|ERROR|error' "$LOGS/rel_$name.log" | head -20 | sed 's/^/   | /'
+    else
+        echo "   ${line:-ok} ($(($(date +%s) - t))s)"
+    fi
+}
+
+echo "== build: make rel-bins"
+if ! make --no-print-directory rel-bins >"$LOGS/rel_build.log" 2>&1; then
+    echo "   build failed, see $LOGS/rel_build.log"
+    tail -20 "$LOGS/rel_build.log"
+    echo "reliability: 0 passed, 1 failed"
+    exit 1
+fi
+HAVE_FUZZ=0
+if command -v clang >/dev/null 2>&1 && make --no-print-directory fuzz-bins >"$LOGS/rel_fuzz_build.log" 2>&1; then
+    HAVE_FUZZ=1
+fi
+
+step badinput 120 $B/badinput
+step asan_badinput 300 $B/asan/badinput
+step fault_sql $((${REL_SQL_SECONDS:-20} + 60)) bash tests/fault_run.sh sql "${REL_SQL_SECONDS:-20}"
+step fault_redis $((${REL_REDIS_SECONDS:-25} + 90)) bash tests/fault_run.sh redis "${REL_REDIS_SECONDS:-25}"
+step fault_zk $((${REL_ZK_SECONDS:-30} + 150)) bash tests/fault_run.sh zk "${REL_ZK_SECONDS:-30}"
+if [ "$HAVE_FUZZ" = 1 ]; then
+    for t in fuzz_names fuzz_redis_reply fuzz_redis_msg fuzz_zk_node fuzz_sql_row; do
+        step "$t" $((${REL_FUZZ_SECONDS:-8} + 70)) sh fuzz/run.sh "$B/fuzz/$t" "fuzz/corpus/$t" "${REL_FUZZ_SECONDS:-8}"
+    done
+else
+    echo "== fuzz: skipped (no clang or the fuzz build failed, see $LOGS/rel_fuzz_build.log)"
+fi
+
+echo "reliability took $(($(date +%s) - T0))s${FAILED:+; failed:$FAILED}"
+echo "reliability: $PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
