@@ -224,6 +224,33 @@ B_FN simba_result b_open(simba_loop *loop, const char *name, simba_memstore **st
     return SIMBA_EINVAL;
 }
 
+/* redis-benchmark -c 1 -n n --csv <command> against 127.0.0.1:port: returns requests/s (0 on
+   failure) and the p50 latency in *p50_us. */
+B_FN double b_redis_benchmark(int port, long n, const char *command, double *p50_us) {
+    char cmd[512], line[1024];
+    double rps = 0;
+    FILE *f;
+    snprintf(cmd, sizeof cmd, "redis-benchmark -h 127.0.0.1 -p %d -c 1 -n %ld --csv %s 2>/dev/null", port, n, command);
+    f = popen(cmd, "r");
+    if (!f) return 0;
+    while (fgets(line, sizeof line, f)) {
+        /* "<command>","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",... */
+        char *q;
+        int k;
+        if (line[0] != '"' || strncmp(line, "\"test\"", 6) == 0) continue;
+        q = strstr(line, "\",\"");
+        if (!q) continue;
+        rps = atof(q + 3);
+        for (k = 0, q += 3; k < 3 && q; k++) {
+            q = strstr(q, "\",\"");
+            if (q) q += 3;
+        }
+        if (q && p50_us) *p50_us = atof(q) * 1000.0;
+    }
+    if (pclose(f) != 0) return 0;
+    return rps;
+}
+
 /* Drives the loop the way an application with nothing else to do would: simba_wait, which
    poll(2)s simba's descriptors up to the next deadline. Stops when done(arg) is true;
    returns 0, or -1 once deadline_us (CLOCK_MONOTONIC, us) has passed. */

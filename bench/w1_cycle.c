@@ -3,6 +3,7 @@
  *
  *   w1_cycle --backend memory|sqlite|redis|zk [--secs 6] [--rounds 5]
  *            [--sql FILE] [--redis-port P] [--zk HOST:PORT] [--zk-session-ms T]
+ *   w1_cycle --versions      (the library versions it was built with, for the table header)
  *
  * One simba cycle, through the public API and nothing else:
  *     simba_start(svc); simba_wait() until simba_is_owner(svc);
@@ -53,35 +54,14 @@ static void redis_raw_setup(void) {
 /* Runs redis-benchmark for about slice_s seconds; returns req/s, p50 in *p50_us. */
 static double redis_raw(double slice_s, double *p50_us) {
     static double last_rate = 20000;
-    char cmd[512], line[1024];
     long n = (long)(last_rate * slice_s);
-    double rps = 0;
-    FILE *f;
+    double rps;
+    char args[128];
     if (n < 2000) n = 2000;
     if (n > 500000) n = 500000;
-    snprintf(cmd, sizeof cmd, "redis-benchmark -h 127.0.0.1 -p %s -c 1 -n %ld --csv EVALSHA %s 1 bench:{raw}:k 2>/dev/null",
-             b_opt("redis-port", "6395"), n, redis_sha);
-    f = popen(cmd, "r");
-    if (!f) b_die(PROG, "popen redis-benchmark failed");
-    while (fgets(line, sizeof line, f)) {
-        /* "EVALSHA ...","rps","avg","min","p50",... */
-        if (strncmp(line, "\"EVALSHA", 8) == 0) {
-            char *q = strstr(line, "\",\"");
-            if (q) {
-                rps = atof(q + 3);
-                {
-                    int k;
-                    char *p = q + 3;
-                    for (k = 0; k < 3 && p; k++) {
-                        p = strstr(p, "\",\"");
-                        if (p) p += 3;
-                    }
-                    if (p) *p50_us = atof(p) * 1000.0;
-                }
-            }
-        }
-    }
-    if (pclose(f) != 0 || rps <= 0) b_die(PROG, "redis-benchmark failed: %s", cmd);
+    snprintf(args, sizeof args, "EVALSHA %s 1 bench:{raw}:k", redis_sha);
+    rps = b_redis_benchmark(atoi(b_opt("redis-port", "6395")), n, args, p50_us);
+    if (rps <= 0) b_die(PROG, "redis-benchmark failed");
     last_rate = rps;
     return rps;
 }
@@ -188,6 +168,11 @@ int main(int argc, char **argv) {
     int has_raw;
     b_argc = argc;
     b_argv = argv;
+    if (argc == 2 && strcmp(argv[1], "--versions") == 0) { /* for the table's header */
+        printf("simba %s, sqlite %s, hiredis %d.%d.%d, zookeeper C client %s\n", SIMBA_VERSION, sqlite3_libversion(),
+               HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH, ZOO_VERSION);
+        return 0;
+    }
     backend = b_opt("backend", "memory");
     secs = b_optf("secs", 6);
     rounds = (int)b_optf("rounds", 5);

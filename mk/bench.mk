@@ -14,7 +14,7 @@ $(B)/bench:
 $(B)/bench/%: bench/%.c $(BENCH_HDRS) | $(B)/bench
 	$(CC) $(CFLAGS) -O2 $(ZKINC) -o $@ $< $(BENCH_LIBS)
 
-bench-build: $(BENCH_BINS) $(B)/sql_cycle $(B)/redis_cycle
+bench-build: $(BENCH_BINS)
 
 bench: deps bench-build
 	@bash scripts/bench.sh

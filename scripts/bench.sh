@@ -1,0 +1,149 @@
+#!/bin/bash
+# bench.sh -- run every benchmark workload (called by `make bench` after the build) and print
+# ONE markdown table, with the machine and versions on top. Starts its own redis-server and
+# ZooKeeper on loopback ports of its own, stops them (by PID) on exit, whatever happens.
+# Programs' diagnostics go to build/bench-logs/; the table is also saved to
+# build/bench-results.md. See bench/README.md for what each figure means.
+#   BENCH_ONLY="w1 w3"      run only some workloads (w1 w2 w3 w4 w5)
+#   BENCH_REDIS_PORT=6395 BENCH_ZK_PORT=2195   the servers' ports
+set -u
+cd "$(dirname "$0")/.."
+B=build
+BIN=$B/bench
+LOGS=$B/bench-logs
+ROWS=$B/bench-rows.md
+OUT=$B/bench-results.md
+REDIS_PORT=${BENCH_REDIS_PORT:-6395}
+ZK_PORT=${BENCH_ZK_PORT:-2195}
+REDIS_DIR=$PWD/$B/bench-redis
+ZK_DIR=$PWD/$B/bench-zk
+SQL_DIR=$PWD/$B/bench-sql
+ONLY=${BENCH_ONLY:-w1 w2 w3 w4 w5}
+T0=$(date +%s)
+
+mkdir -p "$LOGS"
+rm -rf "$SQL_DIR" "$ZK_DIR/data"
+mkdir -p "$SQL_DIR"
+: >"$ROWS"
+
+ZK_STARTER=""
+cleanup() {
+    # A SIGSTOPped server (W5) must be continued before it can act on SIGTERM.
+    if [ -s "$REDIS_DIR/redis.pid" ]; then
+        kill -CONT "$(cat "$REDIS_DIR/redis.pid")" 2>/dev/null
+        sh scripts/redis-stop.sh "$REDIS_DIR" >>"$LOGS/servers.log" 2>&1
+    fi
+    if [ -n "$ZK_STARTER" ]; then wait "$ZK_STARTER" 2>/dev/null; fi
+    if [ -s "$ZK_DIR/zk.pid" ]; then
+        kill -CONT "$(cat "$ZK_DIR/zk.pid")" 2>/dev/null
+        bash scripts/zk-stop.sh "$ZK_DIR" >>"$LOGS/servers.log" 2>&1
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+want() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+# run LOGNAME CMD...: the program's table rows (lines starting with "| ") are kept, the
+# rest goes to the log; a failed program leaves a row that says so.
+run() {
+    local name=$1 t=$(date +%s) rc
+    shift
+    printf '%-28s' "$name" >&2
+    "$@" >"$LOGS/$name.out" 2>"$LOGS/$name.log"
+    rc=$?
+    grep '^| ' "$LOGS/$name.out" >>"$ROWS"
+    if [ $rc -ne 0 ]; then
+        echo "| $name | | **failed** (exit $rc) | see $LOGS/$name.log | | | | |" >>"$ROWS"
+        echo "FAILED (exit $rc, $(( $(date +%s) - t )) s): $(tail -n 3 "$LOGS/$name.log" | tr '\n' ' ')" >&2
+    else
+        echo "ok ($(( $(date +%s) - t )) s)" >&2
+    fi
+}
+
+need_redis=0
+need_zk=0
+if want w1 || want w2 || want w3 || want w5; then need_redis=1; need_zk=1; fi
+
+# ZooKeeper takes a few seconds to come up: start it first, in the background.
+if [ $need_zk = 1 ]; then
+    bash scripts/zk-start.sh "$ZK_PORT" "$ZK_DIR" >"$LOGS/zk-start.log" 2>&1 &
+    ZK_STARTER=$!
+fi
+if [ $need_redis = 1 ]; then
+    if ! sh scripts/redis-start.sh "$REDIS_PORT" "$REDIS_DIR" >"$LOGS/redis-start.log" 2>&1; then
+        echo "bench: could not start redis-server on $REDIS_PORT:" >&2
+        cat "$LOGS/redis-start.log" >&2
+        exit 1
+    fi
+fi
+
+RP="--redis-port $REDIS_PORT"
+ZP="--zk 127.0.0.1:$ZK_PORT --zk-session-ms 2000"
+SP="--sql $SQL_DIR/bench.db"
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# Wait for ZooKeeper before measuring anything: a starting JVM eats CPU.
+if [ $need_zk = 1 ]; then
+    if ! wait "$ZK_STARTER"; then
+        ZK_STARTER=""
+        echo "bench: could not start ZooKeeper on $ZK_PORT:" >&2
+        cat "$LOGS/zk-start.log" >&2
+        exit 1
+    fi
+    ZK_STARTER=""
+fi
+if want w4; then
+    run w4_poll $BIN/w4_scale --part poll --sizes 1000,10000,100000
+fi
+if want w1; then
+    run w1_memory $BIN/w1_cycle --backend memory --secs 6
+    run w1_sqlite $BIN/w1_cycle --backend sqlite --secs 6 $SP
+    run w1_redis $BIN/w1_cycle --backend redis --secs 6 $RP
+    run w1_zk $BIN/w1_cycle --backend zk --secs 6 $ZP
+fi
+if want w2; then
+    # rest 10 ms: the releaser stays out of the next race (pure handoff gap);
+    # rest 0: it re-contends at once (who wins the next round: fairness).
+    for rest in 10 0; do
+        run w2_redis_rest$rest $BIN/w2_handoff --backend redis --secs 6 --rest-ms $rest $RP
+        run w2_sqlite_rest$rest $BIN/w2_handoff --backend sqlite --secs 6 --rest-ms $rest --ttl-ms 2000 --transition-ms 1000 $SP
+        run w2_zk_rest$rest $BIN/w2_handoff --backend zk --secs 6 --rest-ms $rest $ZP
+    done
+fi
+if want w3; then
+    run w3_redis $BIN/w3_failover --backend redis --runs 5 --ttl-ms 2000 --transition-ms 1000 $RP
+    run w3_sqlite $BIN/w3_failover --backend sqlite --runs 5 --ttl-ms 2000 --transition-ms 1000 $SP
+    run w3_zk $BIN/w3_failover --backend zk --runs 5 $ZP
+fi
+if want w4; then
+    run w4_memory $BIN/w4_scale --part steady --backend memory --mutexes 10000 --secs 20 --ttl-ms 10000
+    run w4_sqlite $BIN/w4_scale --part steady --backend sqlite --mutexes 10000 --secs 20 --ttl-ms 10000 --sql "$SQL_DIR/w4.db"
+fi
+if want w5; then
+    run w5_redis $BIN/w5_stall --backend redis --server-pid "$(cat "$REDIS_DIR/redis.pid")" --stop-s 5 $RP
+    run w5_zk $BIN/w5_stall --backend zk --server-pid "$(cat "$ZK_DIR/zk.pid")" --stop-s 5 $ZP
+fi
+
+# ---- the table -----------------------------------------------------------------------------
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+gccv=$(${CC:-cc} --version 2>/dev/null | head -n1)
+libs=$($BIN/w1_cycle --versions 2>/dev/null)
+redisv=$(redis-server --version 2>/dev/null | grep -o 'v=[0-9.]*' | cut -d= -f2)
+zkv=$(dpkg-query -W -f='${Version}' zookeeper 2>/dev/null)
+{
+    echo "### simba benchmarks ($(date -u '+%Y-%m-%d %H:%M UTC'), \`make bench\`, $(( $(date +%s) - T0 )) s)"
+    echo
+    echo "- machine: $(nproc) CPUs ($cpu), Linux $(uname -r), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM;" \
+         "load average (1/5/15 min) at start $LOAD0, at end $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "- compiler: $gccv, -O2"
+    echo "- libraries: $libs"
+    echo "- servers (loopback, started by this run): redis-server $redisv (port $REDIS_PORT, no persistence)," \
+         "ZooKeeper $zkv standalone (port $ZK_PORT, tickTime 500 ms); SQLite files under $B/bench-sql (WAL, synchronous=NORMAL)"
+    echo
+    echo "| workload | backend | figure | simba | limit / reference (same run) | simba / limit | target | verdict |"
+    echo "|---|---|---|---|---|---|---|---|"
+    cat "$ROWS"
+} | tee "$OUT"
+if grep -q '\*\*failed\*\*' "$ROWS"; then exit 1; fi
+exit 0
