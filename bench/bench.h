@@ -29,11 +29,14 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Not every program uses every helper. */
+/* Not every program uses every helper (the format attribute sits on a separate
+   declaration, which gcc allows before a definition, clang only as a prototype). */
 #if defined(__GNUC__)
 #define B_FN static __attribute__((unused))
+#define B_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
 #define B_FN static
+#define B_PRINTF(a, b)
 #endif
 
 /* ---- time ---------------------------------------------------------------------------- */
@@ -110,11 +113,7 @@ B_FN void b_row(const char *workload, const char *backend, const char *figure, c
 }
 
 /* snprintf into one of a few rotating static buffers: for building row cells inline. */
-static const char *b_fmt(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
+B_FN B_PRINTF(1, 2) const char *b_fmt(const char *fmt, ...);
 B_FN const char *b_fmt(const char *fmt, ...) {
     static char bufs[16][256];
     static int next;
@@ -154,11 +153,9 @@ B_FN const char *b_verdict_min(double value, double floor, const char *unit) {
     return b_fmt("**missed** by %.3g %s", floor - value, unit);
 }
 
-B_FN void b_die(const char *prog, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3), noreturn))
+B_FN B_PRINTF(2, 3) __attribute__((noreturn)) void b_die(const char *prog, const char *fmt, ...);
 #endif
-    ;
 B_FN void b_die(const char *prog, const char *fmt, ...) {
     va_list ap;
     fprintf(stderr, "%s: ", prog);

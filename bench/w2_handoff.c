@@ -224,7 +224,8 @@ int main(int argc, char **argv) {
                                          : b_fmt("**missed**: p50 %s, p99 %s", p50 <= 0.3 ? "met" : b_fmt("+%.3f ms", p50 - 0.3),
                                                  p99 <= 2 ? "met" : b_fmt("+%.3f ms", p99 - 2)));
         } else {
-            b_row(w, backend, "gap release → next acquire p50 / p99", b_fmt("%.3f / %.3f ms", p50, p99), "", "", "(none)", "");
+            b_row(w, backend, "gap release → next acquire p50 / p99",
+                  gaps.n ? b_fmt("%.3f / %.3f ms", p50, p99) : "n/a (no handoff to another process)", "", "", "(none)", "");
         }
     }
     if (overlaps) return 2;
