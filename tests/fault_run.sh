@@ -12,6 +12,11 @@
 #   FAULT_WORKERS    contenders (default 4)
 #   FAULT_REDIS_PORT (default 6392)   FAULT_ZK_PORT (default 2193)
 #   FAULT_SEED       seed of bash's $RANDOM (default: the pid)
+#   FAULT_TTL=600 FAULT_TRANSITION=400 (sql, redis)   FAULT_ZK_SESSION=2000 (zk, >= 1000)
+#   FAULT_UNSAFE=1   redis only: adds server-restart-fast, a restart without persistence
+#                    that is SHORTER than a lease -- a known way to break mutual exclusion
+#                    on Redis (the data is gone, the old owner's lease is not); for
+#                    demonstrating the limit, never part of the normal runs
 # Faults, round robin over the backend's list (each with random parameters):
 #   all:   gc-pause   the owner is SIGSTOPped past its lease, then SIGCONTed
 #          kill-owner the owner is SIGKILLed (a new worker takes its place)
@@ -50,9 +55,9 @@ MUTEX="fault-$BACKEND-$$"
 
 # Timing. sql/redis: the lease is ttl + transition. zk: the lease is the session (the
 # request's ttl only sets the renew margin, ttl/3).
-TTL=600
-TRANSITION=400
-ZK_SESSION=2000
+TTL=${FAULT_TTL:-600}
+TRANSITION=${FAULT_TRANSITION:-400}
+ZK_SESSION=${FAULT_ZK_SESSION:-2000}
 if [ "$BACKEND" = zk ]; then LEASE=$ZK_SESSION; else LEASE=$((TTL + TRANSITION)); fi
 
 now_ms() { "$CHECK" --now; }
@@ -199,6 +204,11 @@ f_server_restart() {
     sleep_ms "$ms"
     server_start || { echo "fault_run: server did not come back" >&2; return 1; }
 }
+f_server_restart_fast() {
+    note server-restart-fast "down about 100 ms, data lost"
+    server_stop
+    server_start || { echo "fault_run: server did not come back" >&2; return 1; }
+}
 f_client_kill() {
     local t=normal
     [ $((RANDOM % 3)) = 0 ] && t=pubsub
@@ -223,7 +233,8 @@ f_conn_reset() {
 
 case "$BACKEND" in
 sql) LIST=(gc_pause db_locked kill_owner db_locked) ;;
-redis) LIST=(gc_pause server_stop client_kill kill_owner partition server_restart conn_reset) ;;
+redis) LIST=(gc_pause server_stop client_kill kill_owner partition server_restart conn_reset)
+    [ "${FAULT_UNSAFE:-0}" = 1 ] && LIST=(server_restart_fast server_restart_fast client_kill) ;;
 zk) LIST=(gc_pause partition server_stop kill_owner conn_reset server_restart) ;;
 esac
 

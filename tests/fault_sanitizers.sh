@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # fault_sanitizers.sh tsan|valgrind -- runs test programs under ThreadSanitizer or valgrind
 # (make tsan / make valgrind-all build what is needed first). Starts redis-server
-# (127.0.0.1:6394, the Redis test makes its private second server on 6395) and ZooKeeper
-# (127.0.0.1:2195) under build/rel-san when a program needs them, and stops them by PID.
+# (127.0.0.1:16394, the Redis test makes its private second server on 16395) and ZooKeeper
+# (127.0.0.1:12195; ports away from the other suites and benches) under build/rel-san when a program needs them, and stops them by PID.
 # One line per program (clean, or how many reports), then "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -11,7 +11,7 @@ B=build
 DIR=$PWD/$B/rel-san
 LOGS=$B/logs
 mkdir -p "$DIR" "$LOGS"
-export SIMBA_REDIS_PORT=6394 SIMBA_REDIS_PORT2=6395 SIMBA_ZK_PORT=2195 SIMBA_ZK_DIR=$DIR/zk
+export SIMBA_REDIS_PORT=16394 SIMBA_REDIS_PORT2=16395 SIMBA_ZK_PORT=12195 SIMBA_ZK_DIR=$DIR/zk
 PASS=0
 FAIL=0
 REDIS_UP=0
@@ -29,12 +29,12 @@ trap 'exit 143' TERM
 
 need_redis() {
     [ "$REDIS_UP" = 1 ] && return 0
-    sh scripts/redis-start.sh 6394 "$DIR/redis" >"$LOGS/san_redis.log" 2>&1 && REDIS_UP=1
+    sh scripts/redis-start.sh 16394 "$DIR/redis" >"$LOGS/san_redis.log" 2>&1 && REDIS_UP=1
 }
 need_zk() {
     [ "$ZK_UP" = 1 ] && return 0
     rm -rf "$DIR/zk"
-    bash scripts/zk-start.sh 2195 "$DIR/zk" >"$LOGS/san_zk.log" 2>&1 && ZK_UP=1
+    bash scripts/zk-start.sh 12195 "$DIR/zk" >"$LOGS/san_zk.log" 2>&1 && ZK_UP=1
 }
 
 # one NAME LIMIT_S CMD...: runs it, counts sanitizer reports in its log
