@@ -34,6 +34,7 @@ static char tmpdir[64];
 static char longname[SIMBA_NAME_MAX + 2]; /* 129 bytes: one too many */
 static char maxname[SIMBA_NAME_MAX + 1];  /* 128 bytes: just right */
 static char longid[SIMBA_ID_MAX + 2];
+static char unix107[108], unix108[109]; /* "/tmp/xxx...": 107 and 108 bytes */
 
 enum { EX_ERR = 1000, EX_ANY = 1001, EX_TRUE = 1002 };
 
@@ -645,7 +646,11 @@ static int loop_desc_rows(void) {
     X(redis_open_reconnect_reversed, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, NULL, NULL, 0, NULL, 0, 0, 5000, 100}), EX_ANY) /* clamped */ \
     X(redis_open_user_no_password, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, "user", NULL, 0, NULL, 0, 0, 0, 0}), SIMBA_EINVAL) \
     X(redis_open_unix_empty, redis_with((simba_redis_desc){NULL, 0, "", NULL, NULL, 0, NULL, 0, 0, 0, 0}), SIMBA_EINVAL) \
-    X(redis_open_unix_long, redis_with((simba_redis_desc){NULL, 0, longname, NULL, NULL, 0, NULL, 0, 0, 0, 0}), EX_ANY) \
+    /* sun_path holds 107 bytes and a NUL: hiredis 0.14 truncates a longer path silently and \
+       leaves it unterminated (valgrind: connect() reads uninitialised bytes) */            \
+    X(redis_open_unix_long, redis_with((simba_redis_desc){NULL, 0, longname, NULL, NULL, 0, NULL, 0, 0, 0, 0}), SIMBA_EINVAL) \
+    X(redis_open_unix_108, redis_with((simba_redis_desc){NULL, 0, unix108, NULL, NULL, 0, NULL, 0, 0, 0, 0}), SIMBA_EINVAL) \
+    X(redis_open_unix_107_ok, redis_with((simba_redis_desc){NULL, 0, unix107, NULL, NULL, 0, NULL, 0, 0, 0, 0}), SIMBA_OK) \
     X(redis_open_closed_port_ok, redis_with(redisd()), SIMBA_OK)                                          \
     X(zk_open_null_loop, simba_zk_open(NULL, &(simba_zk_desc){"127.0.0.1:1", 0, NULL, NULL, NULL, 0, 0, NULL}, &(simba_backend *){0}), SIMBA_EINVAL) \
     X(zk_open_null_desc, simba_zk_open(L, NULL, &(simba_backend *){0}), SIMBA_EINVAL)                     \
@@ -726,13 +731,14 @@ static int run_isolated(const row *r, long long *got) {
     return 1;
 }
 
-static int failed_rows;
+static int failed_rows, ran_rows;
 static void run_rows(void) {
     size_t i;
     int isolate = !getenv("BADINPUT_NO_FORK");
     for (i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         long long got = 0;
         if (row_filter && !strstr(rows[i].name, row_filter)) continue;
+        ran_rows++;
         if (isolate && !run_isolated(&rows[i], &got)) {
             failed_rows++;
             continue;
@@ -754,9 +760,8 @@ static void run_rows(void) {
 }
 
 TEST(table) {
-    size_t n = sizeof rows / sizeof rows[0];
     run_rows();
-    fprintf(stderr, "  %zu rows, %d failed, %d crashed or hung\n", n, failed_rows, crashed);
+    fprintf(stderr, "  %d rows, %d failed, %d crashed or hung\n", ran_rows, failed_rows, crashed);
     CHECK_EQ(failed_rows, 0);
     CHECK_EQ(crashed, 0);
 }
@@ -775,6 +780,10 @@ int main(int argc, char **argv) {
     memset(longname, 'n', SIMBA_NAME_MAX + 1);
     memset(maxname, 'm', SIMBA_NAME_MAX);
     memset(longid, 'i', SIMBA_ID_MAX + 1);
+    memset(unix107, 'u', 107);
+    memcpy(unix107, "/tmp/", 5);
+    memset(unix108, 'u', 108);
+    memcpy(unix108, "/tmp/", 5);
     snprintf(tmpdir, sizeof tmpdir, "/tmp/simba_badinput.XXXXXX");
     if (!mkdtemp(tmpdir)) {
         perror("mkdtemp");
