@@ -483,6 +483,8 @@ SIMBA_API simba_result simba_memory_fault_set(simba_backend *be, const simba_mem
 #define SIMBA__DEFAULT_REFRESH 1000
 #define SIMBA__NEVER INT64_MAX
 #define SIMBA__MAX_ROUNDS 16
+#define SIMBA__POLL_BUDGET_US 500 /* due timers one poll runs before it yields */
+#define SIMBA__EV_FREE_MAX 64     /* recycled event nodes kept */
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
@@ -731,6 +733,8 @@ struct simba_loop {
     simba_scheduler *scheds;
     simba_req *done_head, *done_tail;
     simba__ev *ev_head, *ev_tail, *ev_free;
+    int ev_nfree, more;
+    int64_t poll_start_us;
     simba_service *gc;
     int in_poll, in_cb, free_requested, closing;
     struct pollfd *pfd;
@@ -1004,7 +1008,10 @@ SIMBA_API void simba_backend_event(simba_backend *be, simba_event_kind kind, con
     if (contender && simba_id_check(contender) != SIMBA_OK) return;
     if (kind == SIMBA_EV_OWNER && !owner) return;
     ev = l->ev_free;
-    if (ev) l->ev_free = ev->next;
+    if (ev) {
+        l->ev_free = ev->next;
+        l->ev_nfree--;
+    }
     else if (!(ev = (simba__ev *)simba_alloc(l, sizeof *ev))) {
         /* Pushes are hints: losing one costs latency (timers remain), never safety. */
         simba_log(l, SIMBA_LOG_WARN, "out of memory: dropped a %s event", be->vt->name);
@@ -1145,7 +1152,9 @@ static int64_t simba__renew_at(const simba_service *s, int64_t now, int64_t gran
     /* A backend may grant less than ttl_ms (ZooKeeper: from the session timeout): the margin
        never exceeds half of what was granted, or the owner would renew continuously. */
     int64_t margin = simba__min(s->renew_margin, simba__max(0, granted / 2));
-    int64_t at = simba__add(s->lease_end, -margin);
+    /* Up to an eighth of the margin earlier, at random: owners that started together do
+       not renew in one burst forever after. */
+    int64_t at = simba__add(s->lease_end, -margin - simba__uniform(s->loop, 0, margin / 8 + 1));
     int64_t floor = simba__add(now, simba__max(1, simba__min(s->min_retry, (s->lease_end - now) / 2)));
     return simba__max(at, floor);
 }
@@ -1591,10 +1600,24 @@ static int simba__gather(simba_loop *l) {
     return n;
 }
 
+/* Real time in µs, for the poll's own time budget (independent of an injected clock). */
+static int64_t simba__real_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static int simba__run_due(simba_loop *l) {
     int steps = 0, budget = l->heap_n + 16;
     while (l->heap_n > 0 && l->heap[0]->at <= l->now && budget-- > 0) {
         simba__timer *t = l->heap[0];
+        /* Thousands of timers can fall due together (services started together renew
+           together): past the budget, leave the rest for the next poll, which is asked for
+           at once, so that one poll never stalls the caller's tick. */
+        if (steps > 0 && simba__real_us() - l->poll_start_us >= SIMBA__POLL_BUDGET_US) {
+            l->more = 1;
+            break;
+        }
         simba__heap_remove(l, t);
         if (t->kind == SIMBA__T_SERVICE) simba__svc_step((simba_service *)(void *)t);
         else simba__sched_step((simba_scheduler *)(void *)t);
@@ -1618,8 +1641,13 @@ static int simba__drain(simba_loop *l) {
         l->ev_head = ev->next;
         if (!l->ev_head) l->ev_tail = NULL;
         simba__handle_event(l, ev);
-        ev->next = l->ev_free;
-        l->ev_free = ev;
+        if (l->ev_nfree < SIMBA__EV_FREE_MAX) { /* a burst of pushes leaves no lasting memory */
+            ev->next = l->ev_free;
+            l->ev_free = ev;
+            l->ev_nfree++;
+        } else {
+            simba_free(l, ev);
+        }
         n++;
     }
     return n + simba__run_due(l);
@@ -1630,7 +1658,7 @@ static void simba__loop_destroy(simba_loop *l);
 static int64_t simba__next_wait(simba_loop *l) {
     int64_t at = SIMBA__NEVER, now = simba_now(l);
     simba_backend *be;
-    if (l->done_head || l->ev_head) return 0;
+    if (l->done_head || l->ev_head || l->more) return 0;
     if (l->heap_n) at = l->heap[0]->at;
     for (be = l->backends; be; be = be->next)
         if (be->vt->deadline) at = simba__min(at, be->vt->deadline(be->impl));
@@ -1645,6 +1673,8 @@ static int64_t simba__poll(simba_loop *l, int io, const struct pollfd *ready, in
     int n, i, j, round;
     if (l->in_cb || l->in_poll) return SIMBA_ECALLBACK;
     l->in_poll = 1;
+    l->more = 0;
+    l->poll_start_us = simba__real_us();
     l->now = simba_now(l);
     if (io != SIMBA__IO_POLLED) {
         n = simba__gather(l);
@@ -1669,6 +1699,7 @@ static int64_t simba__poll(simba_loop *l, int io, const struct pollfd *ready, in
         /* what was just handled may have submitted requests: let backends send them now */
         for (be = l->backends; be; be = be->next)
             if (be->vt->process) be->vt->process(be->impl, NULL, 0, l->now);
+        if (l->more) break;
     }
     simba__gc_run(l);
     l->in_poll = 0;

@@ -1006,6 +1006,37 @@ TEST(steady_state_polling_allocates_nothing) {
     CHECK_RC(simba_loop_new(&(simba_loop_desc){.alloc = count_alloc}, &p.loop), SIMBA_EINVAL); /* both or neither */
 }
 
+TEST(poll_yields_when_many_timers_fall_due) {
+    proc p;
+    static simba_service *s[5000];
+    int i, polls = 0, owners = 0;
+    int64_t worst = 0;
+    store_new();
+    proc_open(&p);
+    for (i = 0; i < 5000; i++) {
+        char name[16];
+        simba_contend_desc d = {0};
+        snprintf(name, sizeof name, "herd%d", i);
+        d.mutex = name;
+        d.ttl_ms = 1000;
+        CHECK_RC(simba_contend(p.loop, p.be, &d, &s[i]), SIMBA_OK);
+        CHECK_RC(simba_start(s[i]), SIMBA_OK); /* all due at the same instant */
+    }
+    while (owners < 5000 && polls < 100000) {
+        int64_t t0 = simba__real_us(), w = simba_poll(p.loop), dt = simba__real_us() - t0;
+        if (dt > worst) worst = dt;
+        polls++;
+        for (owners = 0, i = 0; i < 5000; i++) owners += simba_is_owner(s[i]);
+        if (owners < 5000) CHECK_EQ(w, 0); /* work left: call again at once */
+    }
+    CHECK_EQ(owners, 5000);
+    CHECK(polls > 1); /* the work was spread over several polls */
+    CHECK(worst < 50000);
+    fprintf(stderr, "  5000 simultaneous starts: %d polls, longest %lld us\n", polls, (long long)worst);
+    proc_close(&p);
+    store_free();
+}
+
 TEST(fds_and_wait) {
     proc p;
     struct pollfd fds[4];
@@ -1111,6 +1142,7 @@ int main(int argc, char **argv) {
     RUN(scheduler_runs_only_while_owner);
     RUN(scheduler_fixed_delay);
     RUN(steady_state_polling_allocates_nothing);
+    RUN(poll_yields_when_many_timers_fall_due);
     RUN(fds_and_wait);
     RUN(backend_free_refused_while_used);
     RUN(loops_on_threads_share_a_store);
