@@ -21,9 +21,10 @@
  *   the row once transition_at < now (the lease is fully over), the owner may renew while
  *   transition_at >= now. acquired_at and fence change only when the owner changes; a new
  *   owner gets fence + 1, and release never resets the fence, so fences strictly increase
- *   from one ownership to the next. The row is created on first use (INSERT OR IGNORE inside
- *   the same transaction, so two creators cannot race). Release clears the row only for its
- *   owner.
+ *   from one ownership to the next. The UPDATE returns the row it wrote (RETURNING), so a
+ *   renewal or a win is one autocommit statement. The row is created on first use (INSERT OR
+ *   IGNORE, then the UPDATE again: two creators cannot race). Release clears the row only
+ *   for its owner.
  *
  * NEVER BLOCKS THE POLL
  *   The connection runs with busy_timeout 0, WAL journal, synchronous=NORMAL. A request that
@@ -114,11 +115,8 @@ SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simb
 typedef struct simba__sql_text {
     const char *dialect;
     const char *setup[4]; /* once per connection, in order; NULL ends the list */
-    const char *begin;    /* a write transaction, the write lock taken at once */
-    const char *commit;
-    const char *rollback;
     const char *create_row; /* ?1: the row of a mutex, if it does not exist yet */
-    const char *acquire;    /* ?1 ?2 ?3 ?4 */
+    const char *acquire;    /* ?1 ?2 ?3 ?4 -> the row as READ gives it, if we won or renewed */
     const char *release;    /* ?1 ?2 */
     const char *read;       /* ?1 -> owner_id, ttl_left, transition_left, held, fence */
 } simba__sql_text;
@@ -146,14 +144,12 @@ static const simba__sql_text simba__sqlite_text = {
         " version INTEGER NOT NULL DEFAULT 0"
         ") WITHOUT ROWID",
         NULL},
-    /* [sqlite] IMMEDIATE takes the write lock up front, so a busy database is seen here,
-       before anything changed (elsewhere: a row lock by the UPDATE itself). */
-    "BEGIN IMMEDIATE",
-    "COMMIT",
-    "ROLLBACK",
     /* [sqlite] INSERT OR IGNORE (MySQL: INSERT IGNORE, PostgreSQL: ON CONFLICT DO NOTHING). */
     "INSERT OR IGNORE INTO {T} (mutex) VALUES (?1)",
-    /* The whole mutual exclusion. SET expressions see the row as it was before the UPDATE. */
+    /* The whole mutual exclusion, one autocommit statement: the hot path (renewal, or a
+       free row) is a single write transaction. SET expressions see the row as it was before
+       the UPDATE; RETURNING sees it after, at the same NOW. [sqlite] RETURNING (3.35+;
+       PostgreSQL has it too, MySQL would read the row back in the same transaction). */
     "UPDATE {T} SET"
     " fence = CASE WHEN " SIMBA__SQL_OWNS " THEN fence ELSE fence + 1 END,"
     " acquired_at = CASE WHEN " SIMBA__SQL_OWNS " THEN acquired_at ELSE " SIMBA__SQL_NOW " END,"
@@ -161,7 +157,9 @@ static const simba__sql_text simba__sqlite_text = {
     " ttl_at = " SIMBA__SQL_NOW " + ?3,"
     " transition_at = " SIMBA__SQL_NOW " + ?4,"
     " version = version + 1"
-    " WHERE mutex = ?1 AND (transition_at < " SIMBA__SQL_NOW " OR " SIMBA__SQL_OWNS ")",
+    " WHERE mutex = ?1 AND (transition_at < " SIMBA__SQL_NOW " OR " SIMBA__SQL_OWNS ")"
+    " RETURNING owner_id, ttl_at - " SIMBA__SQL_NOW ", transition_at - " SIMBA__SQL_NOW ", "
+    SIMBA__SQL_NOW " - acquired_at, fence",
     /* No time condition: while owner_id is still ours nobody else has taken the row, so
        clearing it is always right. The fence stays. */
     "UPDATE {T} SET owner_id = '', acquired_at = 0, ttl_at = 0, transition_at = 0,"
@@ -170,8 +168,7 @@ static const simba__sql_text simba__sqlite_text = {
     SIMBA__SQL_NOW " - acquired_at, fence FROM {T} WHERE mutex = ?1",
 };
 
-enum { SIMBA__SQL_BEGIN, SIMBA__SQL_COMMIT, SIMBA__SQL_ROLLBACK, SIMBA__SQL_CREATE_ROW,
-       SIMBA__SQL_ACQUIRE, SIMBA__SQL_RELEASE, SIMBA__SQL_READ, SIMBA__SQL_NSTMT };
+enum { SIMBA__SQL_CREATE_ROW, SIMBA__SQL_ACQUIRE, SIMBA__SQL_RELEASE, SIMBA__SQL_READ, SIMBA__SQL_NSTMT };
 
 #define SIMBA__SQL_MAGIC 0x53514c31u /* "SQL1": simba_sql_read() checks it */
 #define SIMBA__SQL_BUSY 1            /* internal: database locked, nothing changed */
@@ -254,9 +251,6 @@ static int simba__sql_setup(simba__sql *s) {
             return rc;
         }
     }
-    src[SIMBA__SQL_BEGIN] = s->text->begin;
-    src[SIMBA__SQL_COMMIT] = s->text->commit;
-    src[SIMBA__SQL_ROLLBACK] = s->text->rollback;
     src[SIMBA__SQL_CREATE_ROW] = s->text->create_row;
     src[SIMBA__SQL_ACQUIRE] = s->text->acquire;
     src[SIMBA__SQL_RELEASE] = s->text->release;
@@ -285,17 +279,18 @@ static int simba__sql_run(simba__sql *s, int which) {
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* The READ statement into rep (owner into s->owner). */
-static int simba__sql_read_row(simba__sql *s, const char *mutex, simba_reply *rep) {
-    sqlite3_stmt *st = s->st[SIMBA__SQL_READ];
+/* Steps a bound statement that yields at most one row (owner_id, ttl_left, transition_left,
+   held, fence) into rep (owner into s->owner), and resets it; *got says whether a row came. */
+static int simba__sql_row(simba__sql *s, int which, simba_reply *rep, int *got) {
+    sqlite3_stmt *st = s->st[which];
     int rc;
+    *got = 0;
     s->owner[0] = 0;
     rep->owner = s->owner;
     rep->ttl_left_ms = 0;
     rep->transition_left_ms = 0;
     rep->held_ms = -1;
     rep->fence = 0;
-    sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         const unsigned char *o = sqlite3_column_text(st, 0);
@@ -314,15 +309,32 @@ static int simba__sql_read_row(simba__sql *s, const char *mutex, simba_reply *re
             rep->held_ms = sqlite3_column_int64(st, 3);
             rep->fence = (uint64_t)sqlite3_column_int64(st, 4);
         }
+        *got = 1;
         rc = sqlite3_step(st); /* primary key: no second row */
     }
     if (rc != SQLITE_DONE) {
-        simba__sql_seterr(s, "read", rc);
+        simba__sql_seterr(s, which == SIMBA__SQL_READ ? "read" : "acquire", rc);
         sqlite3_reset(st);
         return rc;
     }
     sqlite3_reset(st);
     return SQLITE_OK;
+}
+
+static int simba__sql_read_row(simba__sql *s, const char *mutex, simba_reply *rep) {
+    int got;
+    sqlite3_bind_text(s->st[SIMBA__SQL_READ], 1, mutex, -1, SQLITE_STATIC);
+    return simba__sql_row(s, SIMBA__SQL_READ, rep, &got);
+}
+
+static int simba__sql_acquire_row(simba__sql *s, const char *mutex, const char *contender, int64_t ttl_ms,
+                                  int64_t transition_ms, simba_reply *rep, int *got) {
+    sqlite3_stmt *st = s->st[SIMBA__SQL_ACQUIRE];
+    sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, ttl_ms);
+    sqlite3_bind_int64(st, 4, ttl_ms + transition_ms);
+    return simba__sql_row(s, SIMBA__SQL_ACQUIRE, rep, got);
 }
 
 /* Executes one request. Returns SIMBA__SQL_BUSY when the database was locked (nothing
@@ -334,35 +346,32 @@ static int simba__sql_exec(simba__sql *s, simba_op op, const char *mutex, const 
     memset(rep, 0, sizeof *rep);
     rep->held_ms = -1;
     rc = simba__sql_setup(s);
-    if (rc != SQLITE_OK) goto fail_no_txn;
+    if (rc != SQLITE_OK) goto fail;
     if (op == SIMBA_OP_READ) {
         rc = simba__sql_read_row(s, mutex, rep);
-        if (rc != SQLITE_OK) goto fail_no_txn;
+        if (rc != SQLITE_OK) goto fail;
         rep->rc = SIMBA_OK;
         return 0;
     }
-    rc = simba__sql_run(s, SIMBA__SQL_BEGIN);
-    if (rc != SQLITE_OK) {
-        simba__sql_seterr(s, "begin", rc);
-        goto fail_no_txn;
-    }
     if (op == SIMBA_OP_ACQUIRE) {
-        sqlite3_stmt *st = s->st[SIMBA__SQL_CREATE_ROW];
-        sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
-        rc = simba__sql_run(s, SIMBA__SQL_CREATE_ROW);
-        if (rc != SQLITE_OK) {
-            simba__sql_seterr(s, "insert", rc);
-            goto fail;
-        }
-        st = s->st[SIMBA__SQL_ACQUIRE];
-        sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, ttl_ms);
-        sqlite3_bind_int64(st, 4, ttl_ms + transition_ms);
-        rc = simba__sql_run(s, SIMBA__SQL_ACQUIRE);
-        if (rc != SQLITE_OK) {
-            simba__sql_seterr(s, "acquire", rc);
-            goto fail;
+        /* Hot path: one UPDATE ... RETURNING (renewal, or a free row). Only a row that does
+           not exist yet costs an INSERT and a second try; a lost attempt reads the winner.
+           Each statement is atomic on its own: the reads only inform, the UPDATE decides. */
+        int got;
+        rc = simba__sql_acquire_row(s, mutex, contender, ttl_ms, transition_ms, rep, &got);
+        if (rc != SQLITE_OK) goto fail;
+        if (!got) {
+            sqlite3_bind_text(s->st[SIMBA__SQL_CREATE_ROW], 1, mutex, -1, SQLITE_STATIC);
+            rc = simba__sql_run(s, SIMBA__SQL_CREATE_ROW);
+            if (rc != SQLITE_OK) {
+                simba__sql_seterr(s, "insert", rc);
+                goto fail;
+            }
+            if (sqlite3_changes(s->db) > 0) {
+                rc = simba__sql_acquire_row(s, mutex, contender, ttl_ms, transition_ms, rep, &got);
+                if (rc != SQLITE_OK) goto fail;
+            }
+            if (!got && (rc = simba__sql_read_row(s, mutex, rep)) != SQLITE_OK) goto fail;
         }
     } else {
         sqlite3_stmt *st = s->st[SIMBA__SQL_RELEASE];
@@ -373,20 +382,12 @@ static int simba__sql_exec(simba__sql *s, simba_op op, const char *mutex, const 
             simba__sql_seterr(s, "release", rc);
             goto fail;
         }
-    }
-    rc = simba__sql_read_row(s, mutex, rep);
-    if (rc != SQLITE_OK) goto fail;
-    rc = simba__sql_run(s, SIMBA__SQL_COMMIT);
-    if (rc != SQLITE_OK) {
-        simba__sql_seterr(s, "commit", rc);
-        goto fail;
+        /* Released: nobody owns it now. Not ours: say who does. */
+        if (sqlite3_changes(s->db) == 0 && (rc = simba__sql_read_row(s, mutex, rep)) != SQLITE_OK) goto fail;
     }
     rep->rc = SIMBA_OK;
     return 0;
 fail:
-    /* The transaction changed nothing that survives a rollback. */
-    if (!sqlite3_get_autocommit(s->db)) simba__sql_run(s, SIMBA__SQL_ROLLBACK);
-fail_no_txn:
     if (simba__sql_is_busy(rc)) return SIMBA__SQL_BUSY;
     memset(rep, 0, sizeof *rep);
     rep->held_ms = -1;

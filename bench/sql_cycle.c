@@ -11,7 +11,7 @@
  *         same connection settings as the backend (WAL, synchronous=NORMAL): the floor
  *         cost of one write transaction.
  * backend acquire + release through the backend's executor (two write transactions, each
- *         BEGIN IMMEDIATE / INSERT OR IGNORE / UPDATE / SELECT / COMMIT or the release
+ *         one UPDATE ... RETURNING for the acquire, one UPDATE for the release
  *         equivalent): what the SQL itself costs.
  * locker  simba_locker_lock + simba_locker_unlock through the core on the same backend:
  *         what an application sees, including the loop and the service state machine.
@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
                 strcmp(rep.owner, "me") != 0)
                 return die("acquire", rep.errmsg ? rep.errmsg : "not acquired");
             if (simba__sql_exec(s, SIMBA_OP_RELEASE, "bench", "me", 0, 0, &rep) || rep.rc != SIMBA_OK ||
-                rep.owner[0])
+                (rep.owner && rep.owner[0]))
                 return die("release", rep.errmsg ? rep.errmsg : "not released");
         }
         bec[round] = (double)n / (t - t0);
