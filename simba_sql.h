@@ -361,17 +361,22 @@ static int simba__sql_exec(simba__sql *s, simba_op op, const char *mutex, const 
         rc = simba__sql_acquire_row(s, mutex, contender, ttl_ms, transition_ms, rep, &got);
         if (rc != SQLITE_OK) goto fail;
         if (!got) {
-            sqlite3_bind_text(s->st[SIMBA__SQL_CREATE_ROW], 1, mutex, -1, SQLITE_STATIC);
-            rc = simba__sql_run(s, SIMBA__SQL_CREATE_ROW);
-            if (rc != SQLITE_OK) {
-                simba__sql_seterr(s, "insert", rc);
-                goto fail;
-            }
-            if (sqlite3_changes(s->db) > 0) {
+            /* Lost (the usual case for a waiter: a read, no second write) or no row yet. */
+            int exists;
+            sqlite3_bind_text(s->st[SIMBA__SQL_READ], 1, mutex, -1, SQLITE_STATIC);
+            rc = simba__sql_row(s, SIMBA__SQL_READ, rep, &exists);
+            if (rc != SQLITE_OK) goto fail;
+            if (!exists) {
+                sqlite3_bind_text(s->st[SIMBA__SQL_CREATE_ROW], 1, mutex, -1, SQLITE_STATIC);
+                rc = simba__sql_run(s, SIMBA__SQL_CREATE_ROW);
+                if (rc != SQLITE_OK) {
+                    simba__sql_seterr(s, "insert", rc);
+                    goto fail;
+                }
                 rc = simba__sql_acquire_row(s, mutex, contender, ttl_ms, transition_ms, rep, &got);
                 if (rc != SQLITE_OK) goto fail;
+                if (!got && (rc = simba__sql_read_row(s, mutex, rep)) != SQLITE_OK) goto fail;
             }
-            if (!got && (rc = simba__sql_read_row(s, mutex, rep)) != SQLITE_OK) goto fail;
         }
     } else {
         sqlite3_stmt *st = s->st[SIMBA__SQL_RELEASE];
