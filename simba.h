@@ -983,6 +983,11 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     if (!s) return;
     l = s->loop;
     if (l->closing) return;
+    if (reply->rc == SIMBA_OK && reply->owner && reply->owner[0] && simba_id_check(reply->owner) != SIMBA_OK) {
+        /* Whatever the store holds, users only ever see well-formed ids. */
+        static const simba_reply bad = {SIMBA_EBACKEND, "backend reported a malformed owner id", NULL, 0, 0, -1, 0, 0};
+        reply = &bad;
+    }
     s->rep = *reply;
     simba__copy(s->rep_owner, sizeof s->rep_owner, reply->owner);
     s->rep.owner = s->rep_owner;
@@ -1006,7 +1011,7 @@ SIMBA_API void simba_backend_event(simba_backend *be, simba_event_kind kind, con
     if (l->closing) return;
     if (mutex && simba_name_check(mutex) != SIMBA_OK) return;
     if (contender && simba_id_check(contender) != SIMBA_OK) return;
-    if (kind == SIMBA_EV_OWNER && !owner) return;
+    if (kind == SIMBA_EV_OWNER && (!owner || (owner->owner && owner->owner[0] && simba_id_check(owner->owner) != SIMBA_OK))) return;
     ev = l->ev_free;
     if (ev) {
         l->ev_free = ev->next;
@@ -1143,6 +1148,9 @@ static int64_t simba__contender_next(simba_service *s, int first_in_line) {
     s->flags &= ~SIMBA__F_IMMEDIATE;
     /* The head of the line has no herd to spread: it tries right at lease end. */
     target = simba__add(s->view.transition_at, first_in_line ? 1 : simba__uniform(s->loop, s->jmin, s->jmax));
+    /* Never wait longer than our own lease and jitter: an announcement with a forged or
+       mistaken lease must not keep a crashed owner's waiters asleep for days. */
+    target = simba__min(target, simba__add(now, s->ttl + s->transition + s->jmax));
     return simba__max(target, simba__add(now, s->min_retry));
 }
 

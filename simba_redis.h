@@ -89,6 +89,7 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
 #include <arpa/inet.h>
+#include <sys/un.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,91 +102,120 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
 
 /* ---- scripts ------------------------------------------------------------------------
  * KEYS: owner, fence, queue, qexp. Every reply: {owner, ttl_left, lease_left, held, fence,
- * first_in_line}; owner "" = nobody. Numbers that may exceed 1e14 are formatted with %.0f
- * because Lua's default number format would round them. */
-#define SIMBA__REDIS_LUA_NOW                                                                \
-    "local t = redis.call('TIME')\n"                                                        \
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"              \
-    "local function s(x) return string.format('%.0f', x) end\n"
-#define SIMBA__REDIS_LUA_PURGE                                                              \
-    "local dead = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', s(now), 'LIMIT', 0, 64)\n"  \
-    "for i = 1, #dead do\n"                                                                 \
-    "  redis.call('ZREM', KEYS[3], dead[i])\n"                                              \
-    "  redis.call('ZREM', KEYS[4], dead[i])\n"                                              \
-    "end\n"
-#define SIMBA__REDIS_LUA_CURRENT                                                            \
-    "local function current(o)\n"                                                           \
-    "  if not o[1] then return {'', 0, 0, -1, '0', 0} end\n"                                \
-    "  local p = redis.call('PTTL', KEYS[1])\n"                                             \
+ * first_in_line}; owner "" = nobody.
+ * The owner record is one string "<fence> <acquired> <ttl end> <lease end> <id>" (server ms,
+ * fence in us) set with PX = the lease, so that a grant or a renewal is one SET and a read
+ * one GET; the lease end is stored rather than read back with PTTL. Millisecond times have
+ * 13 digits, which Lua's own number-to-string keeps exact; the fence (16 digits) and queue
+ * scores go through %.0f. The hot paths touch the queue only when it exists: queue and qexp
+ * always hold the same members, so a ZREM that found nothing in one needs no ZREM in the
+ * other. */
+#define SIMBA__REDIS_LUA_REC                                                                \
+    "local function rec(v)\n"                                                               \
+    "  local f, acq, te, le, id = string.match(v, '^(%d+) (%d+) (%d+) (%d+) (.+)$')\n"     \
+    "  if not id then return redis.error_reply('simba: unreadable owner record') end\n"    \
+    "  return {f, tonumber(acq), tonumber(te), tonumber(le), id}\n"                         \
+    "end\n"                                                                                 \
+    "local function now_ms()\n"                                                             \
+    "  local t = redis.call('TIME')\n"                                                      \
+    "  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t\n"              \
+    "end\n"                                                                                 \
+    "local function current(o, now)\n"                                                      \
+    "  if not o then return {'', 0, 0, -1, '0', 0} end\n"                                   \
+    "  local p = o[4] - now\n"                                                              \
     "  if p < 0 then p = 0 end\n"                                                           \
-    "  return {o[1], tonumber(o[3]) - now, p, now - tonumber(o[2]), o[4], 0}\n"             \
+    "  return {o[5], o[3] - now, p, now - o[2], o[1], 0}\n"                                 \
+    "end\n"
+/* Waiters whose expiry passed (crashed or hung processes) leave the queue. */
+#define SIMBA__REDIS_LUA_PURGE                                                              \
+    "local function purge(now)\n"                                                           \
+    "  local dead = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '' .. now, 'LIMIT', 0, 64)\n" \
+    "  if #dead > 0 then\n"                                                                 \
+    "    redis.call('ZREM', KEYS[3], unpack(dead))\n"                                       \
+    "    redis.call('ZREM', KEYS[4], unpack(dead))\n"                                       \
+    "  end\n"                                                                               \
     "end\n"
 
-/* ARGV: contender, ttl, transition, event channel, waiter grace ms */
+/* ARGV: contender, ttl, lease (ttl + transition), owner channel, waiter grace ms */
 static const char simba__redis_lua_acquire[] =
-    SIMBA__REDIS_LUA_NOW SIMBA__REDIS_LUA_PURGE
+    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_PURGE
     "local c = ARGV[1]\n"
     "local ttl = tonumber(ARGV[2])\n"
-    "local lease = ttl + tonumber(ARGV[3])\n"
-    "local o = redis.call('HMGET', KEYS[1], 'id', 'acq', 'ttl', 'fence')\n"
-    "if not o[1] then\n"
-    "  local f = tonumber(redis.call('GET', KEYS[2]) or '0') + 1\n"
+    "local lease = tonumber(ARGV[3])\n"
+    "local now, t = now_ms()\n"
+    "local v = redis.call('GET', KEYS[1])\n"
+    "if not v then\n"
     "  local us = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
+    "  local f = tonumber(redis.call('GET', KEYS[2]) or '0') + 1\n"
     "  if us > f then f = us end\n"
-    "  f = s(f)\n"
+    "  f = string.format('%.0f', f)\n"
     "  redis.call('SET', KEYS[2], f)\n"
-    "  redis.call('HSET', KEYS[1], 'id', c, 'acq', s(now), 'ttl', s(now + ttl), 'fence', f)\n"
-    "  redis.call('PEXPIRE', KEYS[1], s(lease))\n"
-    "  redis.call('ZREM', KEYS[3], c)\n"
-    "  redis.call('ZREM', KEYS[4], c)\n"
-    "  redis.call('PUBLISH', ARGV[4], 'owner ' .. f .. ' ' .. s(ttl) .. ' ' .. s(lease) .. ' ' .. c)\n"
+    "  redis.call('SET', KEYS[1], f .. ' ' .. now .. ' ' .. (now + ttl) .. ' ' .. (now + lease) .. ' ' .. c, 'PX', ARGV[3])\n"
+    "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"
+    /* Observers' processes listen here; nobody else does, so a handoff wakes no waiter. */
+    "  redis.call('PUBLISH', ARGV[4], 'owner ' .. f .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c)\n"
     "  return {c, ttl, lease, 0, f, 0}\n"
     "end\n"
-    "if o[1] == c then\n"
-    "  redis.call('HSET', KEYS[1], 'ttl', s(now + ttl))\n"
-    "  redis.call('PEXPIRE', KEYS[1], s(lease))\n"
-    "  redis.call('ZREM', KEYS[3], c)\n"
-    "  redis.call('ZREM', KEYS[4], c)\n"
-    "  return {c, ttl, lease, now - tonumber(o[2]), o[4], 0}\n"
+    "local o = rec(v)\n"
+    "if o.err then return o end\n"
+    "if o[5] == c then\n"
+    "  redis.call('SET', KEYS[1], o[1] .. ' ' .. o[2] .. ' ' .. (now + ttl) .. ' ' .. (now + lease) .. ' ' .. c, 'PX', ARGV[3])\n"
+    "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"
+    "  return {c, ttl, lease, now - o[2], o[1], 0}\n"
     "end\n"
-    "local p = redis.call('PTTL', KEYS[1])\n"
+    "local p = o[4] - now\n"
     "if p < 0 then p = 0 end\n"
-    "redis.call('ZADD', KEYS[3], 'NX', s(tonumber(t[1]) * 1000000 + tonumber(t[2])), c)\n"
-    "redis.call('ZADD', KEYS[4], s(now + p + tonumber(ARGV[5])), c)\n"
+    "purge(now)\n"
+    "redis.call('ZADD', KEYS[3], 'NX', string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2])), c)\n"
+    "redis.call('ZADD', KEYS[4], '' .. (now + p + tonumber(ARGV[5])), c)\n"
+    /* Both keys expire with their latest waiter; an earlier one already set them as far. */
     "local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')\n"
-    "redis.call('PEXPIREAT', KEYS[3], s(tonumber(last[2])))\n"
-    "redis.call('PEXPIREAT', KEYS[4], s(tonumber(last[2])))\n"
+    "if last[1] == c then\n"
+    "  local at = string.format('%.0f', tonumber(last[2]))\n"
+    "  redis.call('PEXPIREAT', KEYS[3], at)\n"
+    "  redis.call('PEXPIREAT', KEYS[4], at)\n"
+    "end\n"
     "local head = redis.call('ZRANGE', KEYS[3], 0, 0)\n"
     "local first = 0\n"
     "if head[1] == c then first = 1 end\n"
-    "return {o[1], tonumber(o[3]) - now, p, now - tonumber(o[2]), o[4], first}\n";
+    "return {o[5], o[3] - now, p, now - o[2], o[1], first}\n";
 
 /* ARGV: contender, event channel, wake channel prefix (the waiter id is appended) */
 static const char simba__redis_lua_release[] =
-    SIMBA__REDIS_LUA_NOW SIMBA__REDIS_LUA_CURRENT
+    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_PURGE
     "local c = ARGV[1]\n"
-    "redis.call('ZREM', KEYS[3], c)\n"
-    "redis.call('ZREM', KEYS[4], c)\n"
-    "local o = redis.call('HMGET', KEYS[1], 'id', 'acq', 'ttl', 'fence')\n"
-    "if o[1] ~= c then return current(o) end\n"
+    "local v = redis.call('GET', KEYS[1])\n"
+    "local o = v and rec(v)\n"
+    "if o and o.err then return o end\n"
+    "if not o or o[5] ~= c then\n"
+    "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"
+    "  return current(o, now_ms())\n"
+    "end\n"
     "redis.call('DEL', KEYS[1])\n"
-    SIMBA__REDIS_LUA_PURGE
-    "for i = 1, 16 do\n"
-    "  local w = redis.call('ZRANGE', KEYS[3], 0, 0)\n"
-    "  if #w == 0 then break end\n"
-    "  if redis.call('PUBLISH', ARGV[3] .. w[1], 'released ' .. c) > 0 then\n"
-    "    return {'', 0, 0, -1, '0', 0}\n"
+    /* An owner is never queued (its grant and renewals take it out): an empty queue needs
+       neither the clock nor a purge. */
+    "if #redis.call('ZRANGE', KEYS[3], 0, 0) > 0 then\n"
+    "  purge(now_ms())\n"
+    "  for i = 1, 16 do\n"
+    "    local w = redis.call('ZRANGE', KEYS[3], 0, 0)\n"
+    "    if #w == 0 then break end\n"
+    "    if w[1] ~= c and redis.call('PUBLISH', ARGV[3] .. w[1], 'released ' .. c) > 0 then\n"
+    "      return {'', 0, 0, -1, '0', 0}\n"
+    "    end\n"
+    "    redis.call('ZREM', KEYS[3], w[1])\n"
+    "    redis.call('ZREM', KEYS[4], w[1])\n"
     "  end\n"
-    "  redis.call('ZREM', KEYS[3], w[1])\n"
-    "  redis.call('ZREM', KEYS[4], w[1])\n"
     "end\n"
     "redis.call('PUBLISH', ARGV[2], 'released')\n"
     "return {'', 0, 0, -1, '0', 0}\n";
 
 /* KEYS: owner only */
 static const char simba__redis_lua_read[] =
-    SIMBA__REDIS_LUA_NOW SIMBA__REDIS_LUA_CURRENT
-    "return current(redis.call('HMGET', KEYS[1], 'id', 'acq', 'ttl', 'fence'))\n";
+    SIMBA__REDIS_LUA_REC
+    "local v = redis.call('GET', KEYS[1])\n"
+    "local o = v and rec(v)\n"
+    "if o and o.err then return o end\n"
+    "return current(o, now_ms())\n";
 
 enum { SIMBA__RS_ACQUIRE, SIMBA__RS_RELEASE, SIMBA__RS_READ, SIMBA__RS_N };
 static const char *const simba__redis_lua[SIMBA__RS_N] = {
@@ -262,19 +292,31 @@ static void simba__rmap_del(simba__rmap *m, simba__rnode *node) {
 struct simba__redis;
 struct simba__rmutex;
 
-/* One subscribed channel: a mutex's event channel or one contender's wake channel. */
+/* Idle wake subscriptions kept per mutex (their contenders released): a contender that
+   comes back finds its channel subscribed, churning ids do not pile up. */
+#define SIMBA__REDIS_IDLE_WAKES 8
+
+enum { SIMBA__RSUB_EV, SIMBA__RSUB_OW, SIMBA__RSUB_WAKE };
+
+/* One subscribed channel: a mutex's event or owner channel, or one contender's wake
+   channel. */
 typedef struct simba__rsub {
     simba__rnode node; /* key = channel */
     struct simba__rsub *mnext;
     struct simba__rmutex *m;
-    char *contender; /* NULL for the event channel */
+    char *contender; /* wake channels only */
+    int kind;
+    int idle;         /* wake: its contender released since its last acquire */
+    uint32_t acq_seq; /* wake: acquires submitted, so a late release answer is recognised */
 } simba__rsub;
 
 typedef struct simba__rmutex {
     simba__rnode node; /* key = mutex name */
     int refs;
+    int nidle;
     simba__rsub *ev;
-    simba__rsub *wakes;
+    simba__rsub *ow;    /* once this backend has read the mutex (an observer) */
+    simba__rsub *wakes; /* most recently acquired first */
 } simba__rmutex;
 
 /* A request in flight (or queued for the connection). Pooled: steady state allocates
@@ -286,6 +328,7 @@ typedef struct simba__rop {
     simba_req *req;
     int64_t deadline;
     int retried;
+    uint32_t seq; /* RELEASE: its contender's acq_seq when submitted */
 } simba__rop;
 
 enum { SIMBA__RC_DOWN, SIMBA__RC_CONNECTING, SIMBA__RC_READY };
@@ -357,6 +400,10 @@ static void simba__redis_evchan(char *buf, size_t cap, const simba__redis *r, co
     snprintf(buf, cap, "%s{%s}:ev:%d", r->prefix, mutex, r->db);
 }
 
+static void simba__redis_owchan(char *buf, size_t cap, const simba__redis *r, const char *mutex) {
+    snprintf(buf, cap, "%s{%s}:ow:%d", r->prefix, mutex, r->db);
+}
+
 static void simba__redis_wkchan(char *buf, size_t cap, const simba__redis *r, const char *mutex,
                                 const char *contender) {
     snprintf(buf, cap, "%s{%s}:wk:%d:%s", r->prefix, mutex, r->db, contender ? contender : "");
@@ -381,9 +428,12 @@ static void simba__rop_release(simba__redis *r, simba__rop *op) {
     r->free_ops = op;
 }
 
+static void simba__redis_wake_released(simba__redis *r, const simba_req *req, uint32_t seq, int ok);
+
 static void simba__rop_fail(simba__redis *r, simba__rop *op, simba_result rc, const char *msg) {
     simba_reply rep;
     simba_req *req = op->req;
+    if (req->op == SIMBA_OP_RELEASE) simba__redis_wake_released(r, req, op->seq, 0);
     memset(&rep, 0, sizeof(rep));
     rep.rc = rc;
     rep.errmsg = msg && *msg ? msg : NULL;
@@ -505,13 +555,14 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
         rep.held_ms = -1;
     }
     req = op->req;
+    if (req->op == SIMBA_OP_RELEASE) simba__redis_wake_released(r, req, op->seq, rep.rc == SIMBA_OK);
     simba__rop_release(r, op);
     simba_req_done(req, &rep);
 }
 
 static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
     char k[4][SIMBA__REDIS_KEY_MAX], ch[SIMBA__REDIS_KEY_MAX], wk[SIMBA__REDIS_KEY_MAX];
-    char ttl[24], tr[24];
+    char ttl[24], lease[24], ow[SIMBA__REDIS_KEY_MAX];
     const char *argv[16];
     size_t lens[16];
     int argc = 0, i, idx, nkeys;
@@ -527,8 +578,6 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
             simba__rop_fail(r, op, SIMBA_EINVAL, "redis: key too long");
             return;
         }
-    simba__redis_evchan(ch, sizeof(ch), r, req->mutex);
-    simba__redis_wkchan(wk, sizeof(wk), r, req->mutex, NULL);
     idx = req->op == SIMBA_OP_ACQUIRE ? SIMBA__RS_ACQUIRE
           : req->op == SIMBA_OP_RELEASE ? SIMBA__RS_RELEASE
                                          : SIMBA__RS_READ;
@@ -539,13 +588,16 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
     for (i = 0; i < nkeys; i++) argv[argc++] = k[i];
     if (idx == SIMBA__RS_ACQUIRE) {
         snprintf(ttl, sizeof(ttl), "%lld", (long long)req->ttl_ms);
-        snprintf(tr, sizeof(tr), "%lld", (long long)req->transition_ms);
+        snprintf(lease, sizeof(lease), "%lld", (long long)(req->ttl_ms + req->transition_ms));
+        simba__redis_owchan(ow, sizeof(ow), r, req->mutex);
         argv[argc++] = req->contender;
         argv[argc++] = ttl;
-        argv[argc++] = tr;
-        argv[argc++] = ch;
+        argv[argc++] = lease;
+        argv[argc++] = ow;
         argv[argc++] = SIMBA__REDIS_GRACE_MS;
     } else if (idx == SIMBA__RS_RELEASE) {
+        simba__redis_evchan(ch, sizeof(ch), r, req->mutex);
+        simba__redis_wkchan(wk, sizeof(wk), r, req->mutex, NULL);
         argv[argc++] = req->contender;
         argv[argc++] = ch;
         argv[argc++] = wk;
@@ -616,11 +668,12 @@ static void simba__redis_sub_free(simba__redis *r, simba__rsub *s) {
 }
 
 static simba__rsub *simba__redis_sub_new(simba__redis *r, simba__rmutex *m, const char *chan,
-                                         const char *contender) {
+                                         const char *contender, int kind) {
     simba__rsub *s = (simba__rsub *)simba_alloc(r->loop, sizeof(*s));
     if (!s) return NULL;
     memset(s, 0, sizeof(*s));
     s->m = m;
+    s->kind = kind;
     s->node.key = simba__redis_strdup(r->loop, chan);
     s->node.klen = strlen(chan);
     s->contender = contender ? simba__redis_strdup(r->loop, contender) : NULL;
@@ -639,27 +692,83 @@ static simba__rmutex *simba__redis_mutex(simba__redis *r, const char *mutex) {
     return (simba__rmutex *)simba__rmap_get(&r->mutexes, mutex, strlen(mutex));
 }
 
-static void simba__redis_wake_sub(simba__redis *r, const char *mutex, const char *contender, int on) {
-    simba__rmutex *m = simba__redis_mutex(r, mutex);
+static simba__rsub **simba__redis_wake_find(simba__rmutex *m, const char *contender) {
     simba__rsub **p;
-    char chan[SIMBA__REDIS_KEY_MAX];
-    if (!m) return;
     for (p = &m->wakes; *p; p = &(*p)->mnext)
         if (strcmp((*p)->contender, contender) == 0) break;
-    if (on && !*p) {
-        simba__rsub *s;
-        simba__redis_wkchan(chan, sizeof(chan), r, mutex, contender);
-        s = simba__redis_sub_new(r, m, chan, contender);
-        if (s) { /* without it the waiter just relies on its timer */
-            s->mnext = m->wakes;
-            m->wakes = s;
-        }
-    } else if (!on && *p) {
-        simba__rsub *s = *p;
+    return p;
+}
+
+static void simba__redis_wake_drop(simba__redis *r, simba__rsub **p) {
+    simba__rsub *s = *p;
+    *p = s->mnext;
+    if (s->idle) s->m->nidle--;
+    simba__redis_unsubscribe(r, s);
+    simba__redis_sub_free(r, s);
+}
+
+/* An acquire: subscribe to the contender's wake channel before it can enter the wait queue
+   (or keep the subscription it has). */
+static void simba__redis_wake_acquire(simba__redis *r, const char *mutex, const char *contender) {
+    simba__rmutex *m = simba__redis_mutex(r, mutex);
+    simba__rsub **p, *s;
+    char chan[SIMBA__REDIS_KEY_MAX];
+    if (!m) return;
+    p = simba__redis_wake_find(m, contender);
+    if (*p) {
+        s = *p;
         *p = s->mnext;
-        simba__redis_unsubscribe(r, s);
-        simba__redis_sub_free(r, s);
+        if (s->idle) m->nidle--;
+        s->idle = 0;
+    } else {
+        simba__redis_wkchan(chan, sizeof(chan), r, mutex, contender);
+        s = simba__redis_sub_new(r, m, chan, contender, SIMBA__RSUB_WAKE);
+        if (!s) return; /* without it the waiter just relies on its timer */
     }
+    s->acq_seq++;
+    s->mnext = m->wakes;
+    m->wakes = s;
+}
+
+static uint32_t simba__redis_wake_seq(simba__redis *r, const char *mutex, const char *contender) {
+    simba__rmutex *m = simba__redis_mutex(r, mutex);
+    simba__rsub **p;
+    if (!m) return 0;
+    p = simba__redis_wake_find(m, contender);
+    return *p ? (*p)->acq_seq : 0;
+}
+
+/* A release was answered. Done: the contender left the queue, so the channel may stay
+   subscribed for its next acquire (at most SIMBA__REDIS_IDLE_WAKES such per mutex). Failed:
+   it may still be queued, and a wake-up must not be taken by a process that will not act
+   on it, so the channel goes. Unless an acquire came after the release. */
+static void simba__redis_wake_released(simba__redis *r, const simba_req *req, uint32_t seq, int ok) {
+    simba__rmutex *m;
+    simba__rsub **p, **oldest = NULL;
+    if (r->destroying || !req->mutex || !req->contender) return;
+    m = simba__redis_mutex(r, req->mutex);
+    if (!m) return;
+    p = simba__redis_wake_find(m, req->contender);
+    if (!*p || (*p)->acq_seq != seq) return;
+    if (!ok) {
+        simba__redis_wake_drop(r, p);
+        return;
+    }
+    if ((*p)->idle) return;
+    (*p)->idle = 1;
+    if (++m->nidle <= SIMBA__REDIS_IDLE_WAKES) return;
+    for (p = &m->wakes; *p; p = &(*p)->mnext)
+        if ((*p)->idle) oldest = p;
+    if (oldest) simba__redis_wake_drop(r, oldest);
+}
+
+/* A read means an observer in this process: from now on it hears owner announcements. */
+static void simba__redis_owner_sub(simba__redis *r, const char *mutex) {
+    simba__rmutex *m = simba__redis_mutex(r, mutex);
+    char chan[SIMBA__REDIS_KEY_MAX];
+    if (!m || m->ow) return;
+    simba__redis_owchan(chan, sizeof(chan), r, mutex);
+    m->ow = simba__redis_sub_new(r, m, chan, NULL, SIMBA__RSUB_OW);
 }
 
 static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv) {
@@ -677,10 +786,10 @@ static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv) 
         return;
     s = (simba__rsub *)simba__rmap_get(&r->chans, chan->str, chan->len);
     if (!s) return;
-    if (strncmp(msg->str, "released", 8) == 0) {
+    if (s->kind != SIMBA__RSUB_OW && strncmp(msg->str, "released", 8) == 0) {
         /* A wake channel names its one waiter; the event channel's "released" is for all. */
         simba_backend_event(r->be, SIMBA_EV_RELEASED, s->m->node.key, s->contender, NULL);
-    } else if (!s->contender && strncmp(msg->str, "owner ", 6) == 0) {
+    } else if (s->kind == SIMBA__RSUB_OW && strncmp(msg->str, "owner ", 6) == 0) {
         /* "owner <fence> <ttl> <lease> <id>" */
         simba_reply rep;
         char *p = msg->str + 6, *end;
@@ -903,10 +1012,10 @@ static simba_result simba__redis_submit(void *impl, simba_req *req) {
     op->req = req;
     op->retried = 0;
     op->deadline = INT64_MAX;
-    /* Subscribe to our wake channel before we can enter the wait queue, leave it with the
-       release (which also takes us out of the queue). */
-    if (req->op == SIMBA_OP_ACQUIRE) simba__redis_wake_sub(r, req->mutex, req->contender, 1);
-    else if (req->op == SIMBA_OP_RELEASE) simba__redis_wake_sub(r, req->mutex, req->contender, 0);
+    op->seq = 0;
+    if (req->op == SIMBA_OP_ACQUIRE) simba__redis_wake_acquire(r, req->mutex, req->contender);
+    else if (req->op == SIMBA_OP_RELEASE) op->seq = simba__redis_wake_seq(r, req->mutex, req->contender);
+    else simba__redis_owner_sub(r, req->mutex);
     now = simba_now(r->loop);
     if (r->cmd.state == SIMBA__RC_READY) {
         simba__redis_send(r, op, now);
@@ -1023,7 +1132,7 @@ static simba_result simba__redis_watch(void *impl, const char *mutex) {
         return SIMBA_ENOMEM;
     }
     simba__redis_evchan(chan, sizeof(chan), r, mutex);
-    m->ev = simba__redis_sub_new(r, m, chan, NULL);
+    m->ev = simba__redis_sub_new(r, m, chan, NULL, SIMBA__RSUB_EV);
     if (!m->ev) {
         simba__rmap_del(&r->mutexes, &m->node);
         simba_free(r->loop, m->node.key);
@@ -1046,6 +1155,10 @@ static void simba__redis_mutex_free(simba__redis *r, simba__rmutex *m, int unsub
     if (m->ev) {
         if (unsubscribe) simba__redis_unsubscribe(r, m->ev);
         simba__redis_sub_free(r, m->ev);
+    }
+    if (m->ow) {
+        if (unsubscribe) simba__redis_unsubscribe(r, m->ow);
+        simba__redis_sub_free(r, m->ow);
     }
     simba__rmap_del(&r->mutexes, &m->node);
     simba_free(r->loop, m->node.key);
@@ -1118,7 +1231,9 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
     if (!desc->unix_path && inet_pton(AF_INET, host, addr) != 1 && inet_pton(AF_INET6, host, addr) != 1)
         return SIMBA_EINVAL;
-    if (desc->unix_path && !desc->unix_path[0]) return SIMBA_EINVAL;
+    /* hiredis 0.14 copies sun_path without terminating an over-long one */
+    if (desc->unix_path && (!desc->unix_path[0] || strlen(desc->unix_path) >= sizeof(((struct sockaddr_un *)0)->sun_path)))
+        return SIMBA_EINVAL;
     if (desc->port < 0 || desc->port > 65535 || desc->db < 0) return SIMBA_EINVAL;
     if (desc->username && !desc->password) return SIMBA_EINVAL;
     if (!simba__redis_ms_ok(desc->connect_timeout_ms) || !simba__redis_ms_ok(desc->command_timeout_ms) ||

@@ -82,9 +82,8 @@ valgrind-all: $(B)/test_core $(B)/kit_memory $(B)/test_sql $(B)/kit_sql $(B)/tes
 reliability: rel-bins fuzz-bins
 	bash scripts/test_reliability.sh
 
-# A known failing case (see tests/fault_forged.c): not part of test_reliability.sh until
-# the core bounds what a pushed owner announcement can postpone. Needs a redis-server on
-# $(FORGED_PORT) (make fault-forged starts and stops one).
+# A forged owner announcement must not postpone failover by more than one lease (see
+# tests/fault_forged.c). Needs a redis-server on $(FORGED_PORT): it starts and stops one.
 FORGED_PORT ?= 6392
 $(B)/fault_forged: tests/fault_forged.c $(HDR_REDIS) tests/check.h | $(B)
 	$(CC) $(CFLAGS) -o $@ tests/fault_forged.c -lhiredis -lpthread

@@ -278,6 +278,38 @@ TEST(non_owner_jitter_bounds) {
     fake_rand_value = 0;
 }
 
+TEST(forged_announcement_delays_at_most_one_lease) {
+    proc p;
+    counts c = {0};
+    simba_service *s;
+    simba_reply forged = {0};
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "forged", "a", 1000, 600, &c);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    forged.owner = "ghost";
+    forged.ttl_left_ms = 1000000000; /* eleven days */
+    forged.transition_left_ms = 1000000000;
+    forged.fence = 99;
+    simba_stop(s);
+    settle(&p, 1);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    simba_backend_event(p.be, SIMBA_EV_OWNER, "forged", NULL, &forged);
+    fake_rand_value = 0;
+    settle(&p, 1);
+    /* the store says nobody owns it, so s owns it; but a waiter that believed the forged
+       announcement would wait at most ttl + transition + jitter_max */
+    simba__learn(s, &(simba_reply){.owner = "ghost", .ttl_left_ms = 1000000000, .transition_left_ms = 1000000000}, fake_now);
+    CHECK(s->next_try <= fake_now + 1000 + 600 + 1000);
+    /* malformed owner ids from a backend never reach the user */
+    simba_backend_event(p.be, SIMBA_EV_OWNER, "forged", NULL, &(simba_reply){.owner = "bad id"});
+    settle(&p, 1);
+    CHECK(strcmp(s->view.id, "bad id") != 0);
+    proc_close(&p);
+    store_free();
+}
+
 TEST(transition_zero_jitter_and_no_owner_at_once) {
     proc p;
     counts c = {0};
@@ -1124,6 +1156,7 @@ int main(int argc, char **argv) {
     RUN(owner_renews_at_ttl_minus_margin);
     RUN(renew_margin_capped_by_granted_lease);
     RUN(non_owner_jitter_bounds);
+    RUN(forged_announcement_delays_at_most_one_lease);
     RUN(transition_zero_jitter_and_no_owner_at_once);
     RUN(backoff_after_errors_is_bounded);
     RUN(illegal_lifecycle_calls);
