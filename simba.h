@@ -346,6 +346,9 @@ struct simba_req {
     const char *contender;
     int64_t ttl_ms, transition_ms;
     int64_t sent_at;    /* loop clock when submitted */
+    int expect_win;     /* ACQUIRE by a contender that owns the mutex or knows of no live
+                           owner: a backend may try the write first; otherwise (someone else
+                           holds it, as far as we know) a read first is usually enough */
     void *backend_data; /* free for the backend's use while the request is in flight */
     simba_req *next_;   /* free for the backend's use as a list link while in flight */
     /* private to the core */
@@ -1102,6 +1105,8 @@ static void simba__submit(simba_service *s, simba_op op) {
     /* The poll's cached time is never later than the real send time: the lease we count
        from it can only end earlier than the server's. */
     r->sent_at = s->loop->now;
+    r->expect_win = op == SIMBA_OP_ACQUIRE && ((s->flags & SIMBA__F_OWNER) || !simba_owner_has_owner(&s->view, s->loop->now) ||
+                                               simba_owner_is(&s->view, s->id));
     r->svc_ = s;
     r->gen_ = s->gen;
     s->flags |= SIMBA__F_INFLIGHT;

@@ -341,7 +341,7 @@ static int simba__sql_acquire_row(simba__sql *s, const char *mutex, const char *
    changed: try again later); otherwise 0 with *rep filled (rep->owner, rep->errmsg point
    into s until the next call). */
 static int simba__sql_exec(simba__sql *s, simba_op op, const char *mutex, const char *contender,
-                           int64_t ttl_ms, int64_t transition_ms, simba_reply *rep) {
+                           int64_t ttl_ms, int64_t transition_ms, int expect_win, simba_reply *rep) {
     int rc;
     memset(rep, 0, sizeof *rep);
     rep->held_ms = -1;
@@ -354,10 +354,22 @@ static int simba__sql_exec(simba__sql *s, simba_op op, const char *mutex, const 
         return 0;
     }
     if (op == SIMBA_OP_ACQUIRE) {
-        /* Hot path: one UPDATE ... RETURNING (renewal, or a free row). Only a row that does
-           not exist yet costs an INSERT and a second try; a lost attempt reads the winner.
-           Each statement is atomic on its own: the reads only inform, the UPDATE decides. */
-        int got;
+        /* Hot path: one UPDATE ... RETURNING (renewal, or a free row). A waiter reads first:
+           while someone else's lease lasts the UPDATE could not succeed, and a read is
+           cheaper than a write. Only a row that does not exist yet costs an INSERT and a
+           second try. Each statement is atomic on its own: reads only inform, the UPDATE
+           decides. */
+        int got = 0;
+        if (!expect_win) {
+            int exists;
+            sqlite3_bind_text(s->st[SIMBA__SQL_READ], 1, mutex, -1, SQLITE_STATIC);
+            rc = simba__sql_row(s, SIMBA__SQL_READ, rep, &exists);
+            if (rc != SQLITE_OK) goto fail;
+            if (exists && s->owner[0] && strcmp(s->owner, contender) != 0) { /* held by another */
+                rep->rc = SIMBA_OK;
+                return 0;
+            }
+        }
         rc = simba__sql_acquire_row(s, mutex, contender, ttl_ms, transition_ms, rep, &got);
         if (rc != SQLITE_OK) goto fail;
         if (!got) {
@@ -413,7 +425,7 @@ static void simba__sql_drain(simba__sql *s, int64_t now) {
     while (s->head) {
         simba_req *r = s->head;
         simba_reply rep;
-        if (simba__sql_exec(s, r->op, r->mutex, r->contender, r->ttl_ms, r->transition_ms, &rep) == SIMBA__SQL_BUSY) {
+        if (simba__sql_exec(s, r->op, r->mutex, r->contender, r->ttl_ms, r->transition_ms, r->expect_win, &rep) == SIMBA__SQL_BUSY) {
             int64_t waited = now - r->sent_at;
             if (waited < simba__sql_busy_limit(s, r)) {
                 s->next_try = now + s->retry_ms;
@@ -589,7 +601,7 @@ SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simb
     if (simba_backend_vt_get(be) != &simba__sql_vt) return SIMBA_EINVAL; /* not a SQL backend */
     s = (simba__sql *)simba_backend_impl(be);
     if (!s || s->magic != SIMBA__SQL_MAGIC) return SIMBA_EINVAL;
-    if (simba__sql_exec(s, SIMBA_OP_READ, mutex, "", 0, 0, &rep) == SIMBA__SQL_BUSY) return SIMBA_EBUSY;
+    if (simba__sql_exec(s, SIMBA_OP_READ, mutex, "", 0, 0, 0, &rep) == SIMBA__SQL_BUSY) return SIMBA_EBUSY;
     *out = rep;
     owner_buf[0] = 0;
     out->owner = owner_buf;

@@ -112,10 +112,10 @@ int main(int argc, char **argv) {
 
         t0 = now_s();
         for (n = 0; (t = now_s()) - t0 < slice; n++) {
-            if (simba__sql_exec(s, SIMBA_OP_ACQUIRE, "bench", "me", 10000, 5000, &rep) || rep.rc != SIMBA_OK ||
+            if (simba__sql_exec(s, SIMBA_OP_ACQUIRE, "bench", "me", 10000, 5000, 1, &rep) || rep.rc != SIMBA_OK ||
                 strcmp(rep.owner, "me") != 0)
                 return die("acquire", rep.errmsg ? rep.errmsg : "not acquired");
-            if (simba__sql_exec(s, SIMBA_OP_RELEASE, "bench", "me", 0, 0, &rep) || rep.rc != SIMBA_OK ||
+            if (simba__sql_exec(s, SIMBA_OP_RELEASE, "bench", "me", 0, 0, 0, &rep) || rep.rc != SIMBA_OK ||
                 (rep.owner && rep.owner[0]))
                 return die("release", rep.errmsg ? rep.errmsg : "not released");
         }

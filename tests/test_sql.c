@@ -60,7 +60,7 @@ static simba_result exec_op(simba_backend *be, simba_op op, const char *mutex, c
                             int64_t tr, simba_reply *rep, char *owner, size_t cap) {
     int64_t until = mono_ms() + 2000;
     int rc;
-    while ((rc = simba__sql_exec(impl_of(be), op, mutex, who, ttl, tr, rep)) == SIMBA__SQL_BUSY) {
+    while ((rc = simba__sql_exec(impl_of(be), op, mutex, who, ttl, tr, 0, rep)) == SIMBA__SQL_BUSY) {
         if (mono_ms() > until) return SIMBA_EBUSY;
         poll(NULL, 0, 1);
     }
@@ -577,7 +577,7 @@ TEST(busy_database_does_not_block_poll) {
 
     /* the executor itself reports busy at once */
     t0 = mono_ms();
-    CHECK_EQ(simba__sql_exec(impl_of(be), SIMBA_OP_ACQUIRE, "busy", "A", 2000, 1000, &rep), SIMBA__SQL_BUSY);
+    CHECK_EQ(simba__sql_exec(impl_of(be), SIMBA_OP_ACQUIRE, "busy", "A", 2000, 1000, 1, &rep), SIMBA__SQL_BUSY);
     CHECK(mono_ms() - t0 < 50);
 
     REQUIRE(contend(loop, be, "busy", "A", 2000, 1000, &c, &svc) == SIMBA_OK);
