@@ -25,29 +25,15 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# run NAME CMD...: a suite's own "N passed, N failed" line counts; a program without one
-# counts as one test, passed if it exits 0.
+# run NAME CMD...: runs one suite into its log and tallies it (scripts/suite_lib.sh).
+. scripts/suite_lib.sh
 run() {
-    local name=$1 t=$(date +%s) rc p f line
+    local name=$1 t=$(date +%s) rc
     shift
     echo "== $name: $*"
     "$@" >"$LOGS/$name.log" 2>&1
     rc=$?
-    line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$LOGS/$name.log" | tail -1)
-    if [ -n "$line" ]; then
-        p=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
-        f=$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')
-        [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
-    elif [ "$rc" -eq 0 ]; then p=1 f=0; else p=0 f=1; fi
-    PASS=$((PASS + p))
-    FAIL=$((FAIL + f))
-    if [ "$f" -ne 0 ] || [ "$rc" -ne 0 ]; then
-        FAILED="$FAILED $name"
-        echo "   FAILED (exit $rc) after $(( $(date +%s) - t ))s; log $LOGS/$name.log:"
-        grep -E 'FAIL|error|Error|ERROR' "$LOGS/$name.log" | head -40 | sed 's/^/   | /'
-    else
-        echo "   ${line:-ok} ($(( $(date +%s) - t ))s)"
-    fi
+    tally "$name" "$LOGS/$name.log" "$rc" "$t"
 }
 want() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 

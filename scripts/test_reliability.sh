@@ -10,6 +10,7 @@
 # Tunables: REL_SQL_SECONDS=20 REL_REDIS_SECONDS=25 REL_ZK_SECONDS=30 REL_FUZZ_SECONDS=8
 set -u
 cd "$(dirname "$0")/.."
+. scripts/suite_lib.sh
 B=build
 LOGS=$B/logs
 mkdir -p "$LOGS"
@@ -30,10 +31,9 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# step NAME LIMIT_S CMD...: one suite with a time limit; its own "N passed, N failed" line
-# counts, else exit 0 = 1 passed.
+# step NAME LIMIT_S CMD...: one suite with a time limit, tallied by scripts/suite_lib.sh.
 step() {
-    local name=$1 limit=$2 t=$(date +%s) rc line p f
+    local name=$1 limit=$2 t=$(date +%s) rc
     shift 2
     echo "== $name: $*"
     timeout -k 30 "$limit" "$@" >"$LOGS/rel_$name.log" 2>&1 &
@@ -41,22 +41,7 @@ step() {
     wait "$CHILD"
     rc=$?
     CHILD=""
-    line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$LOGS/rel_$name.log" | tail -1)
-    if [ -n "$line" ]; then
-        p=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
-        f=$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')
-        [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
-    elif [ "$rc" -eq 0 ]; then p=1 f=0; else p=0 f=1; fi
-    PASS=$((PASS + p))
-    FAIL=$((FAIL + f))
-    grep -E '^mp_check: (faults|ownerships)|runs in' "$LOGS/rel_$name.log" | sed 's/^/   /'
-    if [ "$f" -ne 0 ] || [ "$rc" -ne 0 ]; then
-        FAILED="$FAILED $name"
-        echo "   FAILED (exit $rc) after $(($(date +%s) - t))s; log $LOGS/rel_$name.log:"
-        grep -E 'FAIL|OVERLAP|FENCE|ACTS|LEAKED|ERROR|error' "$LOGS/rel_$name.log" | head -20 | sed 's/^/   | /'
-    else
-        echo "   ${line:-ok} ($(($(date +%s) - t))s)"
-    fi
+    EXTRA_GREP='^mp_check: (faults|ownerships)|runs in' tally "$name" "$LOGS/rel_$name.log" "$rc" "$t"
 }
 
 echo "== build: make rel-bins"
