@@ -31,22 +31,32 @@
  *
  * DATA (every key of one mutex shares the hash tag {name}, so it is Redis Cluster safe;
  * every key a script touches is passed in KEYS, names reach Redis only as KEYS/ARGV)
- *   <prefix>{<name>}:owner  hash id/acq/ttl/fence, expiring after ttl+transition (the lease)
+ *   <prefix>{<name>}:owner  string "<fence> <acquired> <ttl end> <lease end> <id>" (server
+ *                           times), expiring after ttl+transition (the lease)
  *   <prefix>{<name>}:fence  never expires: fence = max(previous + 1, server time in us), so
  *                           fences keep increasing even after the server lost its data
  *                           (provided its clock does not step back)
  *   <prefix>{<name>}:queue  waiters by arrival (zset, score = arrival time in us)
  *   <prefix>{<name>}:qexp   per-waiter expiry (zset): a waiter that does not come back
  *                           within the owner's remaining lease + 3 s is considered gone
- *   All times come from the server (TIME, PTTL); replies carry remaining durations only.
+ *   All times come from the server (TIME); replies carry remaining durations only.
  *   Requires Redis >= 5 (scripts that call TIME before writing).
  *
  * PUSH
- *   <prefix>{<name>}:ev:<db>         owner announcements and "released" broadcasts
+ *   <prefix>{<name>}:ev:<db>         "released" broadcasts, to every watcher of the mutex
+ *   <prefix>{<name>}:ow:<db>         owner announcements, for observers
  *   <prefix>{<name>}:wk:<db>:<id>    wake-up for one waiter
  *   A release wakes only the oldest live waiter, on its own channel; a waiter whose channel
  *   nobody listens to any more (its process is gone) is dropped from the queue and the next
  *   one is tried. With no waiter to wake, "released" goes to every watcher of the mutex.
+ *   A backend subscribes a mutex's owner channel once it has read that mutex (which only
+ *   observers do), so a new owner's grant wakes observers' processes and nobody else:
+ *   contenders learn the owner from their own attempts, and a handoff does not wake every
+ *   waiting process just when the new owner needs the CPU. A contender's wake channel stays
+ *   subscribed after its release (at most 8 such idle channels per mutex, the least recently
+ *   used go first; all of them when the mutex is unwatched), so acquiring again costs no
+ *   SUBSCRIBE; a release that failed unsubscribes at once, since the waiter may still be
+ *   queued and must not take wake-ups it will not act on.
  *   After a reconnect every channel is subscribed again and SIMBA_EV_RESET is raised for all
  *   mutexes (messages may have been missed). Messages are hints; timers stay the fallback.
  *   In Redis Cluster, PUBLISH only counts receivers on the node that runs the script, so
@@ -368,6 +378,7 @@ typedef struct simba__redis {
     simba__rmap mutexes, chans;
     int reset_pending;
     int destroying;
+    int64_t io_at; /* loop time of the last process() that was handed a ready set */
     uint32_t rng;
     char err[256];
 } simba__redis;
@@ -1059,8 +1070,11 @@ static void simba__redis_process(void *impl, const struct pollfd *ready, int n, 
     if (!r || r->destroying) return;
     cs[0] = &r->cmd;
     cs[1] = &r->sub;
-    if (!ready) {
-        /* Tick mode: our own zero-timeout look at our descriptors. */
+    if (!ready && r->io_at != now) {
+        /* Tick mode: our own zero-timeout look at our descriptors. Not again when the loop
+           looked at them in this same poll (it calls us once more after every round of
+           answers, so that new requests go out): that costs a syscall per round trip and
+           anything that arrives later still wakes the caller's poll. */
         struct pollfd p[2];
         int k = simba__redis_fds(r, p, 2), m = 0;
         if (k > 0 && poll(p, (nfds_t)k, 0) > 0) {
@@ -1069,7 +1083,8 @@ static void simba__redis_process(void *impl, const struct pollfd *ready, int n, 
                     (cs[i]->rd || cs[i]->wr))
                     rev[i] = p[m++].revents;
         }
-    } else {
+    } else if (ready) {
+        r->io_at = now;
         for (i = 0; i < 2; i++)
             for (j = 0; j < n; j++)
                 if (cs[i]->ac && cs[i]->fd >= 0 && ready[j].fd == cs[i]->fd) rev[i] |= ready[j].revents;
@@ -1258,6 +1273,7 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     r->username = simba__redis_strdup(loop, desc->username);
     r->password = simba__redis_strdup(loop, desc->password);
     r->prefix = simba__redis_strdup(loop, prefix);
+    r->io_at = INT64_MIN;
     r->rng = (uint32_t)((uintptr_t)r >> 4) ^ (uint32_t)simba_now(loop) ^ 0x9e3779b9u;
     if (!r->rng) r->rng = 1;
     r->cmd.r = r->sub.r = r;
