@@ -192,7 +192,7 @@ static const char simba__redis_lua_acquire[] =
 
 /* ARGV: contender, event channel, wake channel prefix (the waiter id is appended) */
 static const char simba__redis_lua_release[] =
-    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_PURGE
+    SIMBA__REDIS_LUA_REC
     "local c = ARGV[1]\n"
     "local v = redis.call('GET', KEYS[1])\n"
     "local o = v and rec(v)\n"
@@ -203,17 +203,24 @@ static const char simba__redis_lua_release[] =
     "end\n"
     "redis.call('DEL', KEYS[1])\n"
     /* An owner is never queued (its grant and renewals take it out): an empty queue needs
-       neither the clock nor a purge. */
-    "if #redis.call('ZRANGE', KEYS[3], 0, 0) > 0 then\n"
-    "  purge(now_ms())\n"
+       no clock. Only the head's expiry is checked, not a purge of the whole queue: a live
+       head costs one ZSCORE, and dead entries behind it go when they come to the head or
+       when the next waiter enters. */
+    "local w = redis.call('ZRANGE', KEYS[3], 0, 0)\n"
+    "if #w > 0 then\n"
+    "  local now = now_ms()\n"
     "  for i = 1, 16 do\n"
-    "    local w = redis.call('ZRANGE', KEYS[3], 0, 0)\n"
-    "    if #w == 0 then break end\n"
-    "    if w[1] ~= c and redis.call('PUBLISH', ARGV[3] .. w[1], 'released ' .. c) > 0 then\n"
-    "      return {'', 0, 0, -1, '0', 0}\n"
+    "    if w[1] ~= c then\n"
+    "      local e = redis.call('ZSCORE', KEYS[4], w[1])\n"
+    "      if e and tonumber(e) > now and\n"
+    "         redis.call('PUBLISH', ARGV[3] .. w[1], 'released ' .. c) > 0 then\n"
+    "        return {'', 0, 0, -1, '0', 0}\n"
+    "      end\n"
     "    end\n"
     "    redis.call('ZREM', KEYS[3], w[1])\n"
     "    redis.call('ZREM', KEYS[4], w[1])\n"
+    "    w = redis.call('ZRANGE', KEYS[3], 0, 0)\n"
+    "    if #w == 0 then break end\n"
     "  end\n"
     "end\n"
     "redis.call('PUBLISH', ARGV[2], 'released')\n"
