@@ -113,33 +113,38 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
 /* ---- scripts ------------------------------------------------------------------------
  * KEYS: owner, fence, queue, qexp. Every reply: {owner, ttl_left, lease_left, held, fence,
  * first_in_line}; owner "" = nobody.
- * The owner record is one string "<fence> <acquired> <ttl end> <lease end> <id>" (server ms,
- * fence in us) set with PX = the lease, so that a grant or a renewal is one SET and a read
- * one GET; the lease end is stored rather than read back with PTTL. Millisecond times have
- * 13 digits, which Lua's own number-to-string keeps exact; the fence (16 digits) and queue
- * scores go through %.0f. The hot paths touch the queue only when it exists: queue and qexp
- * always hold the same members, so a ZREM that found nothing in one needs no ZREM in the
- * other. */
+ * The owner record is one string "<fence> <acquired> <granted> <ttl> <lease> <id>" (server
+ * ms: when the ownership began, when it was last granted or renewed; the ttl and the lease
+ * = ttl + transition as durations; the fence in us) set with PX = the lease, so that a grant
+ * or a renewal is one SET and a read one GET. It is built from strings only (TIME's digits,
+ * ARGV): in Redis' Lua a number-to-string conversion costs about as much as a redis.call.
+ * The hot paths touch the queue only when it exists: queue and qexp always hold the same
+ * members, so a ZREM that found nothing in one needs no ZREM in the other. */
 #define SIMBA__REDIS_LUA_REC                                                                \
     "local function rec(v)\n"                                                               \
-    "  local f, acq, te, le, id = string.match(v, '^(%d+) (%d+) (%d+) (%d+) (.+)$')\n"     \
+    "  local f, acq, at, ttl, lease, id =\n"                                                \
+    "    string.match(v, '^(%d+) (%d+) (%d+) (%d+) (%d+) (.+)$')\n"                         \
     "  if not id then return redis.error_reply('simba: unreadable owner record') end\n"    \
-    "  return {f, tonumber(acq), tonumber(te), tonumber(le), id}\n"                         \
+    "  at = tonumber(at)\n"                                                                 \
+    "  return {f, acq, tonumber(acq), at + tonumber(ttl), at + tonumber(lease), id}\n"      \
     "end\n"                                                                                 \
-    "local function now_ms()\n"                                                             \
+    /* server time: ms and us as digit strings (t[2] has no leading zeros), ms as number */ \
+    "local function clock()\n"                                                              \
     "  local t = redis.call('TIME')\n"                                                      \
-    "  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t\n"              \
+    "  local u = string.sub('00000' .. t[2], -6)\n"                                         \
+    "  local ms = t[1] .. string.sub(u, 1, 3)\n"                                            \
+    "  return tonumber(ms), ms, t[1] .. u\n"                                                \
     "end\n"                                                                                 \
     "local function current(o, now)\n"                                                      \
     "  if not o then return {'', 0, 0, -1, '0', 0} end\n"                                   \
-    "  local p = o[4] - now\n"                                                              \
+    "  local p = o[5] - now\n"                                                              \
     "  if p < 0 then p = 0 end\n"                                                           \
-    "  return {o[5], o[3] - now, p, now - o[2], o[1], 0}\n"                                 \
+    "  return {o[6], o[4] - now, p, now - o[3], o[1], 0}\n"                                 \
     "end\n"
 /* Waiters whose expiry passed (crashed or hung processes) leave the queue. */
 #define SIMBA__REDIS_LUA_PURGE                                                              \
-    "local function purge(now)\n"                                                           \
-    "  local dead = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '' .. now, 'LIMIT', 0, 64)\n" \
+    "local function purge(ms)\n"                                                            \
+    "  local dead = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', ms, 'LIMIT', 0, 64)\n"    \
     "  if #dead > 0 then\n"                                                                 \
     "    redis.call('ZREM', KEYS[3], unpack(dead))\n"                                       \
     "    redis.call('ZREM', KEYS[4], unpack(dead))\n"                                       \
@@ -152,15 +157,15 @@ static const char simba__redis_lua_acquire[] =
     "local c = ARGV[1]\n"
     "local ttl = tonumber(ARGV[2])\n"
     "local lease = tonumber(ARGV[3])\n"
-    "local now, t = now_ms()\n"
+    "local now, ms, us = clock()\n"
     "local v = redis.call('GET', KEYS[1])\n"
     "if not v then\n"
-    "  local us = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
-    "  local f = tonumber(redis.call('GET', KEYS[2]) or '0') + 1\n"
-    "  if us > f then f = us end\n"
-    "  f = string.format('%.0f', f)\n"
+    "  local f = us\n"
+    "  local last = redis.call('GET', KEYS[2])\n"
+    /* fence = max(last + 1, server time in us); both well below 2^53 */
+    "  if last and tonumber(last) >= tonumber(us) then f = string.format('%.0f', tonumber(last) + 1) end\n"
     "  redis.call('SET', KEYS[2], f)\n"
-    "  redis.call('SET', KEYS[1], f .. ' ' .. now .. ' ' .. (now + ttl) .. ' ' .. (now + lease) .. ' ' .. c, 'PX', ARGV[3])\n"
+    "  redis.call('SET', KEYS[1], f .. ' ' .. ms .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c, 'PX', ARGV[3])\n"
     "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"
     /* Observers' processes listen here; nobody else does, so a handoff wakes no waiter. */
     "  redis.call('PUBLISH', ARGV[4], 'owner ' .. f .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c)\n"
@@ -168,16 +173,16 @@ static const char simba__redis_lua_acquire[] =
     "end\n"
     "local o = rec(v)\n"
     "if o.err then return o end\n"
-    "if o[5] == c then\n"
-    "  redis.call('SET', KEYS[1], o[1] .. ' ' .. o[2] .. ' ' .. (now + ttl) .. ' ' .. (now + lease) .. ' ' .. c, 'PX', ARGV[3])\n"
+    "if o[6] == c then\n"
+    "  redis.call('SET', KEYS[1], o[1] .. ' ' .. o[2] .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c, 'PX', ARGV[3])\n"
     "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"
-    "  return {c, ttl, lease, now - o[2], o[1], 0}\n"
+    "  return {c, ttl, lease, now - o[3], o[1], 0}\n"
     "end\n"
-    "local p = o[4] - now\n"
+    "local p = o[5] - now\n"
     "if p < 0 then p = 0 end\n"
-    "purge(now)\n"
-    "redis.call('ZADD', KEYS[3], 'NX', string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2])), c)\n"
-    "redis.call('ZADD', KEYS[4], '' .. (now + p + tonumber(ARGV[5])), c)\n"
+    "purge(ms)\n"
+    "redis.call('ZADD', KEYS[3], 'NX', us, c)\n"
+    "redis.call('ZADD', KEYS[4], string.format('%.0f', now + p + tonumber(ARGV[5])), c)\n"
     /* Both keys expire with their latest waiter; an earlier one already set them as far. */
     "local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')\n"
     "if last[1] == c then\n"
@@ -188,7 +193,7 @@ static const char simba__redis_lua_acquire[] =
     "local head = redis.call('ZRANGE', KEYS[3], 0, 0)\n"
     "local first = 0\n"
     "if head[1] == c then first = 1 end\n"
-    "return {o[5], o[3] - now, p, now - o[2], o[1], first}\n";
+    "return {o[6], o[4] - now, p, now - o[3], o[1], first}\n";
 
 /* ARGV: contender, event channel, wake channel prefix (the waiter id is appended) */
 static const char simba__redis_lua_release[] =
@@ -197,9 +202,9 @@ static const char simba__redis_lua_release[] =
     "local v = redis.call('GET', KEYS[1])\n"
     "local o = v and rec(v)\n"
     "if o and o.err then return o end\n"
-    "if not o or o[5] ~= c then\n"
+    "if not o or o[6] ~= c then\n"
     "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"
-    "  return current(o, now_ms())\n"
+    "  return current(o, (clock()))\n"
     "end\n"
     "redis.call('DEL', KEYS[1])\n"
     /* An owner is never queued (its grant and renewals take it out): an empty queue needs
@@ -208,7 +213,7 @@ static const char simba__redis_lua_release[] =
        when the next waiter enters. */
     "local w = redis.call('ZRANGE', KEYS[3], 0, 0)\n"
     "if #w > 0 then\n"
-    "  local now = now_ms()\n"
+    "  local now = clock()\n"
     "  for i = 1, 16 do\n"
     "    if w[1] ~= c then\n"
     "      local e = redis.call('ZSCORE', KEYS[4], w[1])\n"
@@ -232,7 +237,7 @@ static const char simba__redis_lua_read[] =
     "local v = redis.call('GET', KEYS[1])\n"
     "local o = v and rec(v)\n"
     "if o and o.err then return o end\n"
-    "return current(o, now_ms())\n";
+    "return current(o, (clock()))\n";
 
 enum { SIMBA__RS_ACQUIRE, SIMBA__RS_RELEASE, SIMBA__RS_READ, SIMBA__RS_N };
 static const char *const simba__redis_lua[SIMBA__RS_N] = {
