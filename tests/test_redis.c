@@ -331,6 +331,89 @@ TEST(handoff_by_push) {
     drv_free(&d);
 }
 
+/* Wake channels stay subscribed after a release (the next acquire needs no SUBSCRIBE), but
+   contender ids that come and go on a mutex that stays watched do not pile up: at most 8
+   idle ones per mutex. A waiter that comes back is still woken on release. */
+TEST(wake_subs_bounded) {
+    drv d;
+    simba_backend *b1, *b2;
+    simba_service *k, *w, *obs;
+    simba_observe_desc od;
+    rec rk, rw;
+    char m[64], pat[256], id[16];
+    int i;
+    long long n;
+    memset(&d, 0, sizeof d);
+    memset(&rk, 0, sizeof rk);
+    mname(m, sizeof m, "wake-subs");
+    snprintf(pat, sizeof pat, "%s{%s}:wk:*", prefix, m);
+    REQUIRE(drv_add(&d) && drv_add(&d));
+    REQUIRE(open_redis(d.l[0], port1, &b1) == SIMBA_OK);
+    REQUIRE(open_redis(d.l[1], port1, &b2) == SIMBA_OK);
+    k = contend(d.l[1], b2, m, "K", 10000, 6000, &rk);
+    REQUIRE(k);
+    WAIT_FOR(&d, simba_is_owner(k), 3000);
+    REQUIRE(simba_is_owner(k));
+    /* an observer keeps the mutex watched on b1 while contenders come and go */
+    memset(&od, 0, sizeof od);
+    od.mutex = m;
+    REQUIRE(simba_observe(d.l[0], b1, &od, &obs) == SIMBA_OK);
+    REQUIRE(simba_start(obs) == SIMBA_OK);
+    for (i = 0; i < 20; i++) {
+        memset(&rw, 0, sizeof rw);
+        snprintf(id, sizeof id, "W%d", i);
+        w = contend(d.l[0], b1, m, id, 10000, 6000, &rw);
+        REQUIRE(w);
+        WAIT_FOR(&d, strcmp(viewed_owner(w), "K") == 0, 3000);
+        CHECK_STR(viewed_owner(w), "K");
+        CHECK(simba_stop(w) == SIMBA_OK);
+        WAIT_FOR(&d, simba_service_status(w) == SIMBA_INITIAL, 3000);
+        CHECK(simba_service_status(w) == SIMBA_INITIAL);
+        if (i < 19) simba_service_free(w);
+    }
+    drv_run(&d, 100);
+    n = raw_cmd(port1, "PUBSUB CHANNELS %s", pat);
+    fprintf(stderr, "  %lld wake channels subscribed after 20 contender ids\n", n);
+    CHECK(n >= 2 && n <= 9); /* K's (on b2) and at most 8 idle ones of b1 */
+    /* the last one, idle but subscribed, is woken by K's release at once */
+    memset(&rw, 0, sizeof rw);
+    CHECK(simba_start(w) == SIMBA_OK);
+    WAIT_FOR(&d, strcmp(viewed_owner(w), "K") == 0, 3000);
+    drv_run(&d, 50);
+    CHECK(simba_stop(k) == SIMBA_OK);
+    drv_kick(&d);
+    WAIT_FOR(&d, simba_is_owner(w), 3000);
+    CHECK(simba_is_owner(w));
+    drv_free(&d);
+    CHECK_EQ(raw_cmd(port1, "PUBSUB CHANNELS %s", pat), 0);
+}
+
+/* An owner record that is not ours (another writer, an older layout) is an error reply,
+   never a crash or a grant. */
+TEST(unreadable_owner_record) {
+    drv d;
+    simba_backend *b1;
+    simba_service *a;
+    rec ra;
+    char m[64], key[256];
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    mname(m, sizeof m, "bad-record");
+    snprintf(key, sizeof key, "%s{%s}:owner", prefix, m);
+    CHECK_EQ(raw_cmd(port1, "SET %s %s PX 5000", key, "not a record"), 1);
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_redis(d.l[0], port1, &b1) == SIMBA_OK);
+    a = contend(d.l[0], b1, m, "A", 1000, 500, &ra);
+    REQUIRE(a);
+    drv_run(&d, 300);
+    CHECK(!simba_is_owner(a));
+    CHECK(strstr(simba_backend_errmsg(b1), "unreadable owner record") != NULL);
+    CHECK_EQ(raw_cmd(port1, "DEL %s", key), 1);
+    WAIT_FOR(&d, simba_is_owner(a), 5000);
+    CHECK(simba_is_owner(a));
+    drv_free(&d);
+}
+
 /* Fences strictly increase over ownerships, survive renewals unchanged. */
 TEST(fence_strictly_increasing) {
     drv d;
@@ -870,6 +953,8 @@ int main(int argc, char **argv) {
     RUN(server_reachable);
     RUN(acquire_read_observe);
     RUN(handoff_by_push);
+    RUN(wake_subs_bounded);
+    RUN(unreadable_owner_record);
     RUN(fence_strictly_increasing);
     RUN(renew_after_data_loss);
     RUN(connections_killed);
