@@ -48,8 +48,10 @@
  *   <prefix>{<name>}:wk:<db>:<id>    wake-up for one waiter
  *   A release wakes only the oldest live waiter, on its own channel; a waiter whose channel
  *   nobody listens to any more (its process is gone) is dropped from the queue and the next
- *   one is tried. With no waiter to wake, "released" goes to every watcher of the mutex.
- *   A backend subscribes a mutex's owner channel once it has read that mutex (which only
+ *   one is tried. With no waiter to wake, "released" goes to every watcher of the mutex,
+ *   unless PUBSUB NUMSUB shows that the only one is the releasing process itself (its
+ *   subscription counted only once the server confirmed it), so an uncontended release
+ *   sends nothing back to its own process. A backend subscribes a mutex's owner channel once it has read that mutex (which only
  *   observers do), so a new owner's grant wakes observers' processes and nobody else:
  *   contenders learn the owner from their own attempts, and a handoff does not wake every
  *   waiting process just when the new owner needs the CPU. A contender's wake channel stays
@@ -195,7 +197,8 @@ static const char simba__redis_lua_acquire[] =
     "if head[1] == c then first = 1 end\n"
     "return {o[6], o[4] - now, p, now - o[3], o[1], first}\n";
 
-/* ARGV: contender, event channel, wake channel prefix (the waiter id is appended) */
+/* ARGV: contender, event channel, wake channel prefix (the waiter id is appended), how many
+   of the event channel's subscribers are the releaser's own (0 or 1) */
 static const char simba__redis_lua_release[] =
     SIMBA__REDIS_LUA_REC
     "local c = ARGV[1]\n"
@@ -228,7 +231,10 @@ static const char simba__redis_lua_release[] =
     "    if #w == 0 then break end\n"
     "  end\n"
     "end\n"
-    "redis.call('PUBLISH', ARGV[2], 'released')\n"
+    /* Nobody to wake: tell every watcher, unless the only one is the releaser itself. */
+    "if redis.call('PUBSUB', 'NUMSUB', ARGV[2])[2] > tonumber(ARGV[4]) then\n"
+    "  redis.call('PUBLISH', ARGV[2], 'released')\n"
+    "end\n"
     "return {'', 0, 0, -1, '0', 0}\n";
 
 /* KEYS: owner only */
@@ -328,6 +334,7 @@ typedef struct simba__rsub {
     struct simba__rmutex *m;
     char *contender; /* wake channels only */
     int kind;
+    int confirmed;    /* the server acknowledged the SUBSCRIBE on the current connection */
     int idle;         /* wake: its contender released since its last acquire */
     uint32_t acq_seq; /* wake: acquires submitted, so a late release answer is recognised */
 } simba__rsub;
@@ -583,6 +590,8 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
     simba_req_done(req, &rep);
 }
 
+static simba__rmutex *simba__redis_mutex(simba__redis *r, const char *mutex);
+
 static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
     char k[4][SIMBA__REDIS_KEY_MAX], ch[SIMBA__REDIS_KEY_MAX], wk[SIMBA__REDIS_KEY_MAX];
     char ttl[24], lease[24], ow[SIMBA__REDIS_KEY_MAX];
@@ -621,9 +630,13 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
     } else if (idx == SIMBA__RS_RELEASE) {
         simba__redis_evchan(ch, sizeof(ch), r, req->mutex);
         simba__redis_wkchan(wk, sizeof(wk), r, req->mutex, NULL);
+        simba__rmutex *m = simba__redis_mutex(r, req->mutex);
         argv[argc++] = req->contender;
         argv[argc++] = ch;
         argv[argc++] = wk;
+        /* Counted only once the server confirmed it: a SUBSCRIBE still on its way would make
+           the script skip a broadcast that another watcher needs. */
+        argv[argc++] = m && m->ev && m->ev->confirmed && r->sub.state == SIMBA__RC_READY ? "1" : "0";
     }
     for (i = 0; i < argc; i++) lens[i] = strlen(argv[i]);
     if (redisAsyncCommandArgv(r->cmd.ac, simba__redis_on_reply, op, argc, argv, lens) != REDIS_OK) {
@@ -673,6 +686,7 @@ static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv);
 static void simba__redis_sub_send(simba__redis *r, simba__rsub *s) {
     const char *argv[2];
     size_t lens[2];
+    s->confirmed = 0;
     if (!r->sub.ac || r->sub.state != SIMBA__RC_READY) return; /* ready() subscribes all */
     argv[0] = "SUBSCRIBE";
     argv[1] = s->node.key;
@@ -799,11 +813,16 @@ static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv) 
     redisReply *x = (redisReply *)reply;
     const redisReply *kind, *chan, *msg;
     simba__rsub *s;
-    (void)ac;
     if (!x || r->destroying || x->type != REDIS_REPLY_ARRAY || x->elements < 3) return;
     kind = x->element[0];
     chan = x->element[1];
     msg = x->element[2];
+    if (kind->type == REDIS_REPLY_STRING && strcmp(kind->str, "subscribe") == 0 &&
+        chan->type == REDIS_REPLY_STRING) {
+        s = (simba__rsub *)simba__rmap_get(&r->chans, chan->str, chan->len);
+        if (s && ac == r->sub.ac) s->confirmed = 1;
+        return;
+    }
     if (kind->type != REDIS_REPLY_STRING || strcmp(kind->str, "message") != 0 ||
         chan->type != REDIS_REPLY_STRING || msg->type != REDIS_REPLY_STRING)
         return;
@@ -867,6 +886,12 @@ static void simba__rconn_down(simba__rconn *c, int64_t now) {
     c->rd = c->wr = 0;
     c->fd = -1;
     if (c->was_ready) r->reset_pending = 1;
+    if (c->is_sub) {
+        size_t b;
+        simba__rnode *nd;
+        for (b = 0; b < r->chans.nb; b++)
+            for (nd = r->chans.b[b]; nd; nd = nd->hnext) ((simba__rsub *)nd)->confirmed = 0;
+    }
     c->deadline = now + simba__redis_jitter(r, c->backoff);
     c->backoff = c->backoff * 2 > r->rmax ? r->rmax : c->backoff * 2;
     if (!c->is_sub) {
