@@ -31,8 +31,9 @@
  *
  * DATA (every key of one mutex shares the hash tag {name}, so it is Redis Cluster safe;
  * every key a script touches is passed in KEYS, names reach Redis only as KEYS/ARGV)
- *   <prefix>{<name>}:owner  string "<fence> <acquired> <ttl end> <lease end> <id>" (server
- *                           times), expiring after ttl+transition (the lease)
+ *   <prefix>{<name>}:owner  string "<fence> <acquired> <granted> <ttl> <lease> <id>" (server
+ *                           ms; ttl, lease = ttl+transition as durations), expiring after
+ *                           the lease
  *   <prefix>{<name>}:fence  never expires: fence = max(previous + 1, server time in us), so
  *                           fences keep increasing even after the server lost its data
  *                           (provided its clock does not step back)
