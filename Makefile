@@ -71,9 +71,9 @@ $(B)/redis_cycle: bench/redis_cycle.c $(HDR_REDIS) | $(B)
 	$(CC) $(CFLAGS) -O2 -o $@ bench/redis_cycle.c -lhiredis -lpthread
 
 # ---- zookeeper ----------------------------------------------------------------------------
-$(B)/test_zk: tests/test_zk.c $(HDR_ZK) tests/check.h | $(B)
+$(B)/test_zk: tests/test_zk.c $(HDR_ZK) tests/check.h tests/zk_probe.h | $(B)
 	$(CC) $(CFLAGS) $(ZKINC) -o $@ tests/test_zk.c -lzookeeper_mt -lpthread
-$(B)/kit_zk: tests/kit_zk.c $(HDR_ZK) $(KIT) | $(B)
+$(B)/kit_zk: tests/kit_zk.c $(HDR_ZK) $(KIT) tests/zk_probe.h | $(B)
 	$(CC) $(CFLAGS) $(ZKINC) -o $@ tests/kit_zk.c tests/kit.c -lzookeeper_mt -lpthread
 
 # ---- the same sources under clang / clang++ (gcc is the default cc) ------------------------

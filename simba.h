@@ -1300,9 +1300,8 @@ static void simba__event_mx(simba__mx *mx, const simba__ev *ev) {
     }
 }
 
-static void simba__handle_event(simba_loop *l, simba__ev *ev) {
+static void simba__handle_event(simba__ev *ev) {
     simba_backend *be = ev->be;
-    (void)l;
     if (!be) return;
     if (ev->all_mutexes) {
         size_t i;
@@ -1476,8 +1475,7 @@ SIMBA_API simba_result simba_observe(simba_loop *loop, simba_backend *be, const 
     return SIMBA_OK;
 }
 
-/* A freed handle is poisoned so that a use-after-free in the caller's code is caught as
-   EINVAL for as long as the memory has not been reused. */
+/* A handle the user has freed (still finishing its release) is refused: EINVAL. */
 static int simba__svc_ok(const simba_service *s) { return s && s->loop && !(s->flags & SIMBA__F_ZOMBIE); }
 
 SIMBA_API simba_result simba_start(simba_service *s) {
@@ -1653,7 +1651,7 @@ static int simba__drain(simba_loop *l) {
         simba__ev *ev = l->ev_head;
         l->ev_head = ev->next;
         if (!l->ev_head) l->ev_tail = NULL;
-        simba__handle_event(l, ev);
+        simba__handle_event(ev);
         if (l->ev_nfree < SIMBA__EV_FREE_MAX) { /* a burst of pushes leaves no lasting memory */
             ev->next = l->ev_free;
             l->ev_free = ev;

@@ -8,6 +8,7 @@
 #include "../simba_redis.h"
 #include <assert.h>
 #include <stdlib.h>
+#include "fuzz_common.h"
 
 static simba_loop *loop;
 static simba_backend *be;
@@ -16,8 +17,6 @@ static simba_service *obs, *con;
 
 static void setup(void) {
     simba_redis_desc d;
-    simba_observe_desc od;
-    simba_contend_desc cd;
     if (loop) return;
     memset(&d, 0, sizeof d);
     d.host = "127.0.0.1";
@@ -25,16 +24,7 @@ static void setup(void) {
     d.reconnect_min_ms = d.reconnect_max_ms = 100000;
     if (simba_loop_new(NULL, &loop) != SIMBA_OK || simba_redis_open(loop, &d, &be) != SIMBA_OK) abort();
     r = (simba__redis *)simba_backend_impl(be);
-    memset(&od, 0, sizeof od);
-    od.mutex = "m";
-    memset(&cd, 0, sizeof cd);
-    cd.mutex = "m";
-    cd.contender_id = "me";
-    cd.ttl_ms = 1000;
-    cd.transition_ms = 500;
-    if (simba_observe(loop, be, &od, &obs) != SIMBA_OK || simba_start(obs) != SIMBA_OK ||
-        simba_contend(loop, be, &cd, &con) != SIMBA_OK || simba_start(con) != SIMBA_OK)
-        abort();
+    fuzz_watch_m(loop, be, &obs, &con);
 }
 
 static redisReply *str(const char *s, size_t len) {
@@ -45,21 +35,6 @@ static redisReply *str(const char *s, size_t len) {
     x->str[len] = 0;
     x->len = len;
     return x;
-}
-
-/* hiredis 0.14 allocates whatever a "*<n>" or "$<n>" header announces before the data
-   arrives: that is hiredis' business (and the server's), not simba's; keep it small */
-static int huge_count(const unsigned char *d, size_t n) {
-    size_t i;
-    for (i = 0; i + 1 < n; i++)
-        if ((d[i] == '*' || d[i] == '$') && (i == 0 || d[i - 1] == '\n')) {
-            long v = 0;
-            size_t k = i + 1;
-            if (k < n && d[k] == '-') continue;
-            for (; k < n && d[k] >= '0' && d[k] <= '9' && v < 1000000; k++) v = v * 10 + (d[k] - '0');
-            if (v > 4096) return 1;
-        }
-    return 0;
 }
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {

@@ -45,9 +45,9 @@ chaos: $(B)/mp_worker $(B)/mp_check $(B)/fault_sqlhold $(B)/fault_proxy
 fuzz-bins: $(FUZZ_BINS)
 $(B)/fuzz/fuzz_names: fuzz/fuzz_names.c simba.h | $(B)/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_names.c -lpthread
-$(B)/fuzz/fuzz_redis_reply: fuzz/fuzz_redis_reply.c simba.h simba_redis.h | $(B)/fuzz
+$(B)/fuzz/fuzz_redis_reply: fuzz/fuzz_redis_reply.c fuzz/fuzz_common.h simba.h simba_redis.h | $(B)/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_redis_reply.c -lhiredis -lpthread
-$(B)/fuzz/fuzz_redis_msg: fuzz/fuzz_redis_msg.c simba.h simba_redis.h | $(B)/fuzz
+$(B)/fuzz/fuzz_redis_msg: fuzz/fuzz_redis_msg.c fuzz/fuzz_common.h simba.h simba_redis.h | $(B)/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_redis_msg.c -lhiredis -lpthread
 $(B)/fuzz/fuzz_zk_node: fuzz/fuzz_zk_node.c simba.h simba_zk.h | $(B)/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(ZKINC) -o $@ fuzz/fuzz_zk_node.c -lzookeeper_mt -lpthread

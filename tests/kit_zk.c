@@ -8,6 +8,7 @@
 #define SIMBA_IMPLEMENTATION
 #include "../simba_zk.h"
 #include "kit.h"
+#include "zk_probe.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -34,30 +35,6 @@ static simba_result open_zk(simba_loop *loop, void *ctx, simba_backend **out) {
     rc = simba_zk_open(loop, &d, out);
     if (rc != SIMBA_OK) fprintf(stderr, "kit_zk: open %s: %s\n", cfg->hosts, simba_strerror(rc));
     return rc;
-}
-
-/* The four-letter word "srvr" answers with a "Mode:" line when the server serves. */
-static int zk_serving(int port) {
-    struct sockaddr_in a;
-    char buf[2048];
-    size_t got = 0;
-    ssize_t n;
-    struct timeval tv = {2, 0};
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) return 0;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 || write(fd, "srvr", 4) != 4) {
-        close(fd);
-        return 0;
-    }
-    while (got < sizeof buf - 1 && (n = read(fd, buf + got, sizeof buf - 1 - got)) > 0) got += (size_t)n;
-    buf[got] = 0;
-    close(fd);
-    return strstr(buf, "Mode:") != NULL;
 }
 
 static void between(void *ctx) {

@@ -12,6 +12,7 @@
 #define SIMBA_IMPLEMENTATION
 #include "../simba_zk.h"
 #include "check.h"
+#include "zk_probe.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -211,29 +212,6 @@ static simba_zk_stats stats(proc *p) {
 }
 
 /* ---- servers and scripts -------------------------------------------------------------- */
-
-static int zk_serving(void) {
-    struct sockaddr_in a;
-    char buf[2048];
-    size_t got = 0;
-    ssize_t n;
-    struct timeval tv = {2, 0};
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) return 0;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)g_port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 || write(fd, "srvr", 4) != 4) {
-        close(fd);
-        return 0;
-    }
-    while (got < sizeof buf - 1 && (n = read(fd, buf + got, sizeof buf - 1 - got)) > 0) got += (size_t)n;
-    buf[got] = 0;
-    close(fd);
-    return strstr(buf, "Mode:") != NULL;
-}
 
 /* Runs a script in a child so that the loops keep being polled meanwhile. */
 static pid_t script_start(const char *script, int with_port) {
@@ -701,7 +679,7 @@ TEST(server_restart) {
     pid = script_start("zk-stop.sh", 0);
     CHECK_EQ(script_wait(pid, 20000), 0);
     t_dead = now_ms();
-    CHECK(!zk_serving());
+    CHECK(!zk_serving(g_port));
     /* The last renewal was sent before the server died, so A's local deadline (2/3 of
        the 2000 ms session) is at most 1333 ms away: after that nobody may own. */
     while (now_ms() - t_dead < 4000) {
@@ -873,7 +851,7 @@ int main(int argc, char **argv) {
     n = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
     if (n <= 0) snprintf(g_self, sizeof g_self, "%s", argv[0]);
     else g_self[n] = 0;
-    if (!zk_serving()) {
+    if (!zk_serving(g_port)) {
         fprintf(stderr, "test_zk: no ZooKeeper answers on 127.0.0.1:%d (scripts/zk-start.sh %d %s)\n", g_port, g_port,
                 g_dir);
         check__failed++;
