@@ -809,9 +809,10 @@ static int simba__zk_parse(const char *data, char *id, size_t cap, int64_t *time
     if (!a) return 0;
     b = strchr(a + 1, ' ');
     if (!b || !b[1]) return 0;
-    for (p = a + 1; p < b; p++) {
-        if (*p < '0' || *p > '9' || t > 1000000000LL) return 0;
+    for (p = a + 1; p < b; p++) { /* at most 1e9 ms: no session lasts longer */
+        if (*p < '0' || *p > '9') return 0;
         t = t * 10 + (*p - '0');
+        if (t > 1000000000LL) return 0;
     }
     *timeout = t;
     simba__zk_copy(id, cap, b + 1);
