@@ -349,6 +349,11 @@ struct simba_req {
     int expect_win;     /* ACQUIRE by a contender that owns the mutex or knows of no live
                            owner: a backend may try the write first; otherwise (someone else
                            holds it, as far as we know) a read first is usually enough */
+    int renew;          /* ACQUIRE by a contender that owns the mutex locally (a renewal).
+                           0 = a new acquisition: if storage still names this contender as
+                           owner (a local step-down the server never saw, or a lost answer),
+                           the backend starts a new ownership (new fence, acquired now), so
+                           every on_acquired carries a fence above any seen before */
     void *backend_data; /* free for the backend's use while the request is in flight */
     simba_req *next_;   /* free for the backend's use as a list link while in flight */
     /* private to the core */
@@ -1107,6 +1112,7 @@ static void simba__submit(simba_service *s, simba_op op) {
     r->sent_at = s->loop->now;
     r->expect_win = op == SIMBA_OP_ACQUIRE && ((s->flags & SIMBA__F_OWNER) || !simba_owner_has_owner(&s->view, s->loop->now) ||
                                                simba_owner_is(&s->view, s->id));
+    r->renew = op == SIMBA_OP_ACQUIRE && (s->flags & SIMBA__F_OWNER) != 0;
     r->svc_ = s;
     r->gen_ = s->gen;
     s->flags |= SIMBA__F_INFLIGHT;
@@ -1239,6 +1245,11 @@ static void simba__complete(simba_service *s) {
     if (s->status != SIMBA_RUNNING || r->gen_ != s->gen) return; /* an earlier run's answer */
     if (s->rep.rc != SIMBA_OK) {
         simba__attempt_failed(s);
+    } else if (r->renew && !(s->flags & SIMBA__F_OWNER) && s->rep.owner && strcmp(s->rep.owner, s->id) == 0) {
+        /* A renewal confirmed after the local step-down: the tenure the user was told had
+           ended stays ended. Ask again at once as a new acquisition, which gets a new fence. */
+        s->backoff = 0;
+        s->next_try = l->now;
     } else {
         s->backoff = 0;
         simba__learn(s, &s->rep, r->sent_at);
@@ -2383,10 +2394,13 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
     if (e) simba__mwait_purge(e, now);
     if (e && r->op == SIMBA_OP_ACQUIRE) {
         int i = simba__mwait_find(e, r->contender);
-        if (simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0) {
+        int mine = simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0;
+        if (mine && r->renew) {
             e->ttl_at = now + r->ttl_ms; /* renewal: fence and acquired_at stay */
             e->transition_at = e->ttl_at + r->transition_ms;
-        } else if (!simba__mlive(e, now)) {
+        } else if (mine || !simba__mlive(e, now)) {
+            /* A new ownership, also for the stored owner that stepped down locally: its
+               next tenure needs a fence above the one its late writes may still carry. */
             simba__copy(e->owner, sizeof e->owner, r->contender);
             e->fence++;
             e->acquired_at = now;

@@ -608,6 +608,37 @@ TEST(hung_backend_owner_steps_down_before_anyone_wins) {
     store_free();
 }
 
+/* A renewal that is confirmed only after the owner stepped down locally ends that tenure:
+   the next on_acquired is a new ownership with a greater fence (late writes of the old
+   tenure stay rejectable). */
+TEST(reacquire_after_local_step_down_gets_new_fence) {
+    proc p;
+    counts c = {0};
+    simba_service *s;
+    simba_memory_fault f = {0};
+    uint64_t f1;
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "refence", "a", 1000, 600, &c);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    REQUIRE(c.acquired == 1);
+    f1 = c.last_fence;
+    f.delay_ms = 500; /* the renewal (sent at ttl - 333) is answered after the local ttl_at */
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    advance(&p, 1, 1000, 5);
+    CHECK_EQ(c.released, 1);
+    f.delay_ms = 0;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    advance(&p, 1, 2000, 5);
+    CHECK_EQ(c.acquired, 2);
+    CHECK(c.last_fence > f1);
+    CHECK(simba_is_owner(s));
+    CHECK_EQ(simba_fence(s), c.last_fence);
+    proc_close(&p);
+    store_free();
+}
+
 TEST(is_owner_checks_time_even_without_poll) {
     proc p;
     counts c = {0};
@@ -1167,6 +1198,7 @@ int main(int argc, char **argv) {
     RUN(hung_backend_owner_steps_down_before_anyone_wins);
     RUN(is_owner_checks_time_even_without_poll);
     RUN(late_grant_after_local_lapse_is_not_ownership);
+    RUN(reacquire_after_local_step_down_gets_new_fence);
     RUN(release_push_wakes_head_waiter_at_once);
     RUN(observer_sees_every_owner_change_and_fences_grow);
     RUN(ten_contenders_thirty_seconds);
