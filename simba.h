@@ -1,5 +1,5 @@
 /*
- * simba.h -- distributed mutex and leader election for C, stb-style single header.
+ * simba.h v0.1.0 -- distributed mutex and leader election for C, stb-style single header.
  *
  * Do this:
  *     #define SIMBA_IMPLEMENTATION
