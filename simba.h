@@ -66,6 +66,12 @@
  *   simba_scheduler_* leader-gated periodic work, fixed rate or fixed delay
  *   simba_contender_id_host / _random   "counter:pid@host" or 32 random hex digits
  *
+ * RELEASE REASONS AND STATISTICS
+ *   on_released gets state->reason: why ownership left (stopped, unlocked, lapsed, refused,
+ *   session, connection: see simba_reason); other callbacks get SIMBA_REASON_NONE.
+ *   simba_service_stats() / simba_loop_stats() count acquisitions, releases by reason,
+ *   renewals, waits, hold times and errors; counting and reading allocate nothing.
+ *
  * LIFECYCLE
  *   INITIAL --start--> RUNNING --stop--> STOPPING --(release done)--> INITIAL
  *   (STARTING is seen only inside simba_start). Start or stop from another state returns

@@ -7,7 +7,8 @@
 #   3. CMake from the source tree (add_subdirectory, as FetchContent does);
 #   4. CMake find_package after install (a real prefix and the relocated stage), with the
 #      version check refusing an incompatible request;
-#   5. `make uninstall` removes every file it installed.
+#   5. the README's Install snippets build as written;
+#   6. `make uninstall` removes every file it installed.
 # Each consumer (tests/install/*.c) is compiled with -Wall -Wextra -Wpedantic -Werror, linked
 # against the real sqlite3, hiredis and zookeeper_mt, and run. Needs cmake and pkg-config.
 set -u
@@ -108,7 +109,28 @@ else
     bad "find_package(simba $V) refused"
 fi
 
-# ---- 5. uninstall ------------------------------------------------------------------------------
+# ---- the README's Install snippets, as written ----------------------------------------------------
+echo "== README snippets"
+snippet() { awk -v m="<!-- test_install: $1 -->" '$0 == m { f = 1; next } f == 1 && /^```/ { f = 2; next } f == 2 && /^```/ { exit } f == 2 { print }' README.md; }
+for s in pkg-config find_package add_subdirectory; do
+    mkdir -p "$T/readme-$s"
+    cp tests/install/app_sqlite.c "$T/readme-$s/app.c"
+    snippet "$s" >"$T/readme-$s/snippet"
+    [ -s "$T/readme-$s/snippet" ] || bad "README has no '$s' snippet"
+done
+check "README pkg-config line builds app" sh -c 'cd "$1" && . ./snippet' _ "$T/readme-pkg-config"
+check "README pkg-config app runs" "$T/readme-pkg-config/app" "$T/readme-pc.db"
+cp "$T/readme-find_package/snippet" "$T/readme-find_package/CMakeLists.txt"
+check "README find_package snippet configures" cmake -S "$T/readme-find_package" -B "$T/readme-find_package/build" -DCMAKE_PREFIX_PATH="$P"
+check "README find_package snippet builds" cmake --build "$T/readme-find_package/build"
+check "README find_package app runs" "$T/readme-find_package/build/app" "$T/readme-fp.db"
+cp "$T/readme-add_subdirectory/snippet" "$T/readme-add_subdirectory/CMakeLists.txt"
+ln -s "$ROOT" "$T/readme-add_subdirectory/simba"
+check "README add_subdirectory snippet configures" cmake -S "$T/readme-add_subdirectory" -B "$T/readme-add_subdirectory/build"
+check "README add_subdirectory snippet builds" cmake --build "$T/readme-add_subdirectory/build"
+check "README add_subdirectory app runs" "$T/readme-add_subdirectory/build/app" "$T/readme-as.db"
+
+# ---- 6. uninstall ------------------------------------------------------------------------------
 echo "== make uninstall"
 check "make uninstall (prefix)" $MAKE -s uninstall PREFIX="$P"
 left=$(find "$P" -type f | sed "s|^$P/||")
