@@ -334,6 +334,11 @@ typedef struct simba_stats {
 SIMBA_API simba_result simba_service_stats(const simba_service *svc, simba_stats *out);
 /* Totals of every service the loop has had, freed ones included (services and owned: now). */
 SIMBA_API simba_result simba_loop_stats(const simba_loop *loop, simba_stats *out);
+/* Why a Locker's lock last left its holder (read it in on_lost, or after an unlock):
+   SIMBA_REASON_NONE if it never did. */
+SIMBA_API simba_reason simba_locker_last_reason(const simba_locker *lk);
+/* The Locker's contender, for simba_service_stats() (valid until the locker is freed). */
+SIMBA_API const simba_service *simba_locker_service(const simba_locker *lk);
 
 /* ---- locker ------------------------------------------------------------------------ */
 
@@ -357,11 +362,6 @@ SIMBA_API simba_result simba_locker_try(simba_locker *lk);
 SIMBA_API simba_result simba_locker_unlock(simba_locker *lk);
 SIMBA_API int simba_locker_held(const simba_locker *lk);
 SIMBA_API uint64_t simba_locker_fence(const simba_locker *lk);
-/* Why the lock last left its holder (read it in on_lost, or after an unlock):
-   SIMBA_REASON_NONE if it never did. */
-SIMBA_API simba_reason simba_locker_last_reason(const simba_locker *lk);
-/* The locker's contender, for simba_service_stats() (valid until the locker is freed). */
-SIMBA_API const simba_service *simba_locker_service(const simba_locker *lk);
 SIMBA_API simba_result simba_locker_free(simba_locker *lk);
 /* Shorthands: new + lock with default timing; unlock + free. */
 SIMBA_API simba_result simba_lock(simba_loop *loop, simba_backend *be, const char *mutex, int64_t timeout_ms, simba_locker **out);
