@@ -49,6 +49,7 @@ for f in include/simba/simba.h include/simba/simba_sql.h include/simba/simba_red
 done
 if [ -f tools/simba.c ]; then
     [ -x "$STAGE/usr/local/bin/simba" ] && ok "the simba tool is installed" || bad "bin/simba missing though tools/simba.c exists"
+    check "the installed simba tool answers --help" "$STAGE/usr/local/bin/simba" --help
 fi
 cmp -s simba.h "$STAGE/usr/local/include/simba/simba.h" && ok "headers installed unchanged" || bad "installed simba.h differs"
 grep -q '^prefix=/usr/local$' "$STAGE/usr/local/share/pkgconfig/simba.pc" && ok "simba.pc names the final prefix, not the stage" || bad "simba.pc prefix"
