@@ -4,7 +4,7 @@
 #      latest release, the pkg-config files and the CMake package agree;
 #   2. pkg-config after `make install DESTDIR=<stage> PREFIX=/usr/local` (staged, as a
 #      distribution package is built) and after `make install PREFIX=<tmp>`;
-#   3. CMake from the source tree (add_subdirectory, as FetchContent does);
+#   3. CMake from the source tree (add_subdirectory) and from a tarball (FetchContent);
 #   4. CMake find_package after install (a real prefix and the relocated stage), with the
 #      version check refusing an incompatible request;
 #   5. the README's Install snippets build as written;
@@ -76,6 +76,13 @@ grep -q "consumer: simba $V from the source tree" "$T/out" && ok "CMake (source 
 check "cmake build (add_subdirectory)" cmake --build "$T/sub"
 check "cmake (add_subdirectory): run consumer_core" "$T/sub/consumer_core"
 check "cmake (add_subdirectory): run consumer_all" "$T/sub/consumer_all" "$T/sub.db"
+
+# FetchContent from a release-style tarball of the files a user's checkout has
+tar -czf "$T/simba-src.tar.gz" -C "$ROOT" --transform 's|^|simba/|' CMakeLists.txt cmake simba.h simba_sql.h simba_redis.h simba_zk.h
+check "cmake configure (FetchContent)" cmake -S tests/install -B "$T/fetch" -DSIMBA_FETCH_URL="file://$T/simba-src.tar.gz" -DCMAKE_C_COMPILER="$CC"
+grep -q "consumer: simba $V from FetchContent" "$T/out" && ok "CMake (FetchContent) says version $V" || bad "CMake (FetchContent) version: $(grep 'consumer:' "$T/out")"
+check "cmake build (FetchContent)" cmake --build "$T/fetch"
+check "cmake (FetchContent): run consumer_all" "$T/fetch/consumer_all" "$T/fetch.db"
 
 # ---- 4. install into a prefix; pkg-config and CMake find_package ------------------------------
 P=$T/prefix
