@@ -332,6 +332,44 @@ TEST(reason_refused_when_the_server_names_another_owner) {
     store_free();
 }
 
+/* Another process with the same contender id starts a new tenure on the server (new fence):
+   the old tenure's next renewal comes back with that fence, which ends the old one. */
+TEST(reason_refused_when_the_server_replaced_the_tenure) {
+    proc p[2];
+    rec ra = {0}, rb = {0};
+    simba_service *a, *twin;
+    uint64_t f1;
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    a = contender(&p[0], "m", "a", &ra);
+    twin = contender(&p[1], "m", "a", &rb);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 1);
+    REQUIRE(ra.acquired == 1);
+    f1 = simba_fence(a);
+    CHECK_RC(simba_start(twin), SIMBA_OK); /* not a renewal: the store starts a new tenure */
+    settle(p, 2);
+    REQUIRE(rb.acquired == 1);
+    CHECK(simba_fence(twin) > f1);
+    CHECK_RC(simba_stop(twin), SIMBA_OK); /* the twin leaves; its release empties the record */
+    settle(p, 2);
+    CHECK_RC(simba_start(twin), SIMBA_OK);
+    settle(p, 2);
+    CHECK_RC(simba_service_free(twin), SIMBA_OK);
+    settle(p, 2);
+    /* a's renewal finds the record empty; the store grants it as a new tenure (new fence),
+       so the tenure a's user was told of has ended: released, then acquired again */
+    advance(p, 1, 700, 5);
+    CHECK_EQ(ra.released, 1);
+    CHECK_EQ(ra.acquired, 2);
+    CHECK_EQ(ra.released_reason, SIMBA_REASON_REFUSED);
+    CHECK_EQ(stats_of(a).releases_by_reason[SIMBA_REASON_REFUSED], 1);
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    store_free();
+}
+
 TEST(reason_session_and_connection_from_backend_events) {
     proc p;
     rec r = {0};
@@ -583,6 +621,7 @@ int main(int argc, char **argv) {
     RUN(reason_lapsed_when_the_server_hangs);
     RUN(reason_lapsed_when_renewals_fail);
     RUN(reason_refused_when_the_server_names_another_owner);
+    RUN(reason_refused_when_the_server_replaced_the_tenure);
     RUN(reason_session_and_connection_from_backend_events);
     RUN(stats_count_acquisitions_renewals_and_hold_time);
     RUN(stats_measure_the_wait_to_acquire);
