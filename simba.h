@@ -1,5 +1,5 @@
 /*
- * simba.h -- distributed mutex and leader election for C, stb-style single header.
+ * simba.h v0.1.0 -- distributed mutex and leader election for C, stb-style single header.
  *
  * Do this:
  *     #define SIMBA_IMPLEMENTATION
@@ -65,6 +65,12 @@
  *   simba_locker_*  blocking lock with timeout (drives the loop), non-blocking form, unlock
  *   simba_scheduler_* leader-gated periodic work, fixed rate or fixed delay
  *   simba_contender_id_host / _random   "counter:pid@host" or 32 random hex digits
+ *
+ * RELEASE REASONS AND STATISTICS
+ *   on_released gets state->reason: why ownership left (stopped, unlocked, lapsed, refused,
+ *   session, connection: see simba_reason); other callbacks get SIMBA_REASON_NONE.
+ *   simba_service_stats() / simba_loop_stats() count acquisitions, releases by reason,
+ *   renewals, waits, hold times and errors; counting and reading allocate nothing.
  *
  * LIFECYCLE
  *   INITIAL --start--> RUNNING --stop--> STOPPING --(release done)--> INITIAL
@@ -172,10 +178,28 @@ typedef struct simba_owner {
     uint64_t fence;            /* strictly increases from ownership to ownership */
 } simba_owner;
 
+/* Why ownership left this contender: on_released says it in simba_state.reason. */
+typedef enum simba_reason {
+    SIMBA_REASON_NONE = 0,   /* not a release (on_acquired, on_owner) */
+    SIMBA_REASON_STOPPED,    /* the user stopped or freed the service (simba_stop, ..._free) */
+    SIMBA_REASON_UNLOCKED,   /* a Locker's owner unlocked (simba_locker_unlock, simba_unlock) */
+    SIMBA_REASON_LAPSED,     /* no renewal confirmed by the local ttl_at (server hung or failing,
+                                answer too late) */
+    SIMBA_REASON_REFUSED,    /* the server answered a renewal with another owner or none */
+    SIMBA_REASON_SESSION,    /* the backend reported the ownership gone (SIMBA_EV_LOST:
+                                ZooKeeper session expired) */
+    SIMBA_REASON_CONNECTION, /* the backend lost its connection (SIMBA_EV_DISCONNECTED) */
+    SIMBA_REASON_COUNT_      /* number of reasons; may grow (see SIMBA_REASON_SLOTS) */
+} simba_reason;
+/* "stopped", "unlocked", "lapsed", "refused", "session", "connection", "none"; "unknown"
+   for a value out of range. */
+SIMBA_API const char *simba_reason_str(int reason);
+
 /* The pair handed to callbacks: the owner before and after a change. */
 typedef struct simba_state {
     const simba_owner *before;
     const simba_owner *after;
+    simba_reason reason; /* on_released: why; SIMBA_REASON_NONE in other callbacks */
 } simba_state;
 
 /* Time-based predicates (the original's hasOwner ignored time). */
@@ -271,6 +295,50 @@ SIMBA_API simba_result simba_owner_get(const simba_service *svc, simba_owner *ou
 SIMBA_API const char *simba_service_contender_id(const simba_service *svc);
 SIMBA_API const char *simba_service_mutex(const simba_service *svc);
 SIMBA_API void *simba_service_user_data(const simba_service *svc);
+
+/* ---- statistics ---------------------------------------------------------------------- */
+
+#define SIMBA_STATS_VERSION 1
+#define SIMBA_REASON_SLOTS 16 /* releases_by_reason[] room: reasons may be added later */
+
+/* Counters of one service, or of every service a loop has had (simba_loop_stats). Set size
+   to sizeof(simba_stats) before the call: a program built against an older, smaller struct
+   gets its prefix filled. Times are ms on the loop's clock. Reading allocates nothing. */
+typedef struct simba_stats {
+    uint32_t size;    /* in: sizeof(simba_stats) as the caller knows it; out: bytes filled */
+    uint32_t version; /* out: SIMBA_STATS_VERSION */
+    uint64_t services;     /* loop: services now open (contenders, observers); service: 1 */
+    uint64_t owned;        /* mutexes owned now (service: 0 or 1) */
+    uint64_t acquisitions; /* ownerships gained (on_acquired) */
+    uint64_t releases;     /* ownerships left (on_released), any reason */
+    uint64_t releases_by_reason[SIMBA_REASON_SLOTS]; /* indexed by simba_reason */
+    uint64_t step_downs;   /* releases the user did not ask for: lapsed, refused, session,
+                              connection */
+    uint64_t attempts;     /* ACQUIRE requests sent (renewals included) */
+    uint64_t renewals;     /* renewals the server confirmed in time */
+    uint64_t renewals_failed; /* renewals answered with an error, refused, or confirmed late */
+    uint64_t errors;       /* requests of any kind answered with an error */
+    int64_t hold_ms;       /* how long the current ownership has lasted (loop: the sum) */
+    int64_t hold_total_ms; /* all ownerships, the current one included */
+    uint64_t waits;        /* completed waits: from start (or the last release) to acquisition */
+    int64_t wait_total_ms;
+    int64_t wait_max_ms;
+    int64_t waiting_ms;    /* the wait in progress (loop: the longest), 0 when none */
+    int last_error;        /* simba_result of the latest failed request, SIMBA_OK if none */
+    int64_t last_error_at; /* loop time of it */
+    char last_error_msg[128];
+} simba_stats;
+
+/* Fill *out (out->size set by the caller, at least up to .version + the first counter).
+   A freed service is refused; an observer counts only attempts (reads) and errors. */
+SIMBA_API simba_result simba_service_stats(const simba_service *svc, simba_stats *out);
+/* Totals of every service the loop has had, freed ones included (services and owned: now). */
+SIMBA_API simba_result simba_loop_stats(const simba_loop *loop, simba_stats *out);
+/* Why a Locker's lock last left its holder (read it in on_lost, or after an unlock):
+   SIMBA_REASON_NONE if it never did. */
+SIMBA_API simba_reason simba_locker_last_reason(const simba_locker *lk);
+/* The Locker's contender, for simba_service_stats() (valid until the locker is freed). */
+SIMBA_API const simba_service *simba_locker_service(const simba_locker *lk);
 
 /* ---- locker ------------------------------------------------------------------------ */
 
@@ -379,7 +447,9 @@ typedef enum simba_event_kind {
     SIMBA_EV_RELEASED = 1, /* mutex was released: waiters (or the one named) try now */
     SIMBA_EV_OWNER = 2,    /* owner information pushed (owner fields of the reply) */
     SIMBA_EV_RESET = 3,    /* server state may be gone (reconnect): re-contend / renew now */
-    SIMBA_EV_LOST = 4      /* ownership is gone (session expired): owners step down now */
+    SIMBA_EV_LOST = 4,     /* ownership is gone (session expired): owners step down now */
+    SIMBA_EV_DISCONNECTED = 5 /* connection lost and the backend's policy is to step down:
+                                 owners step down now (reason SIMBA_REASON_CONNECTION) */
 } simba_event_kind;
 
 typedef struct simba_backend_vt {
@@ -680,6 +750,14 @@ struct simba_backend {
     char errmsg[256];
 };
 
+/* Statistics kept per service and per loop (the loop's outlive freed services). */
+typedef struct simba__counters {
+    uint64_t acquisitions, releases, by_reason[SIMBA_REASON_SLOTS], attempts, renewals, renewals_failed, errors, waits;
+    int64_t hold_total_ms, wait_total_ms, wait_max_ms, last_error_at;
+    int last_error;
+    char last_error_msg[128];
+} simba__counters;
+
 enum { SIMBA__KIND_CONTEND = 1, SIMBA__KIND_OBSERVE = 2 };
 enum {
     SIMBA__F_INFLIGHT = 1u << 0,
@@ -711,6 +789,10 @@ struct simba_service {
     int64_t lease_end;   /* local end of our own lease: step down here without renewal */
     uint64_t own_fence;
     simba_state_fn on_acquired, on_released, on_owner;
+    simba__counters cnt;  /* statistics (simba_service_stats) */
+    int64_t held_since;   /* loop time of the current ownership's on_acquired */
+    int64_t wait_since;   /* start of the wait in progress, SIMBA__NEVER when none */
+    simba_reason why_stop, last_reason; /* the reason a stop reports; the latest release's */
     void *user;
     simba_req req;
     simba_owner view; /* latest knowledge of the owner */
@@ -732,6 +814,7 @@ struct simba_loop {
     void (*log_fn)(void *, simba_log_level, const char *);
     void *log_user;
     simba_log_level log_level;
+    simba__counters cnt; /* totals of every service the loop has had */
     int64_t now; /* cached during a poll */
     simba__timer **heap;
     int heap_n, heap_cap, ntimers;
@@ -976,6 +1059,49 @@ static void simba__mx_put(simba_backend *be, simba__mx *mx) {
     simba_free(be->loop, mx);
 }
 
+/* >>stats: counter updates, called where ownership moves; they never allocate. */
+static void simba__stat_acquired(simba_service *s) {
+    simba_loop *l = s->loop;
+    s->cnt.acquisitions++;
+    l->cnt.acquisitions++;
+    s->held_since = l->now;
+    if (s->wait_since != SIMBA__NEVER) {
+        int64_t w = simba__max(0, l->now - s->wait_since);
+        s->cnt.waits++;
+        l->cnt.waits++;
+        s->cnt.wait_total_ms = simba__add(s->cnt.wait_total_ms, w);
+        l->cnt.wait_total_ms = simba__add(l->cnt.wait_total_ms, w);
+        s->cnt.wait_max_ms = simba__max(s->cnt.wait_max_ms, w);
+        l->cnt.wait_max_ms = simba__max(l->cnt.wait_max_ms, w);
+        s->wait_since = SIMBA__NEVER;
+    }
+}
+static void simba__stat_released(simba_service *s, simba_reason why) {
+    simba_loop *l = s->loop;
+    int64_t held = simba__max(0, l->now - s->held_since);
+    s->cnt.releases++;
+    l->cnt.releases++;
+    s->cnt.by_reason[why]++;
+    l->cnt.by_reason[why]++;
+    s->cnt.hold_total_ms = simba__add(s->cnt.hold_total_ms, held);
+    l->cnt.hold_total_ms = simba__add(l->cnt.hold_total_ms, held);
+    s->last_reason = why;
+    /* A contender still running waits for its next tenure from now on. */
+    if (s->status == SIMBA_RUNNING) s->wait_since = l->now;
+}
+static void simba__stat_error(simba_service *s, int rc, const char *msg) {
+    simba__counters *c[2];
+    int i;
+    c[0] = &s->cnt;
+    c[1] = &s->loop->cnt;
+    for (i = 0; i < 2; i++) {
+        c[i]->errors++;
+        c[i]->last_error = rc;
+        c[i]->last_error_at = s->loop->now;
+        simba__copy(c[i]->last_error_msg, sizeof c[i]->last_error_msg, msg);
+    }
+}
+
 /* ---- completions and events (queued; handled inside the poll) ------------------------- */
 
 SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
@@ -1002,6 +1128,7 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     s->rep.errmsg = NULL;
     if (reply->rc != SIMBA_OK) {
         simba__copy(s->be->errmsg, sizeof s->be->errmsg, reply->errmsg ? reply->errmsg : simba_strerror(reply->rc));
+        simba__stat_error(s, reply->rc, s->be->errmsg);
         simba_log(l, SIMBA_LOG_WARN, "%s: %s on mutex %s: %s", s->be->vt->name,
                   req->op == SIMBA_OP_RELEASE ? "release" : req->op == SIMBA_OP_READ ? "read" : "acquire",
                   req->mutex, s->be->errmsg);
@@ -1014,7 +1141,7 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
 SIMBA_API void simba_backend_event(simba_backend *be, simba_event_kind kind, const char *mutex, const char *contender, const simba_reply *owner) {
     simba_loop *l;
     simba__ev *ev;
-    if (!be || kind < SIMBA_EV_RELEASED || kind > SIMBA_EV_LOST) return;
+    if (!be || kind < SIMBA_EV_RELEASED || kind > SIMBA_EV_DISCONNECTED) return;
     l = be->loop;
     if (l->closing) return;
     if (mutex && simba_name_check(mutex) != SIMBA_OK) return;
@@ -1049,15 +1176,21 @@ SIMBA_API void simba_backend_event(simba_backend *be, simba_event_kind kind, con
 
 /* ---- the service state machine ------------------------------------------------------ */
 
-static void simba__fire(simba_service *s, simba_state_fn fn, const simba_owner *before, const simba_owner *after) {
+static void simba__fire_why(simba_service *s, simba_state_fn fn, const simba_owner *before, const simba_owner *after,
+                            simba_reason why) {
     simba_state st;
     if (!fn || (s->flags & SIMBA__F_ZOMBIE)) return;
     st.before = before;
     st.after = after;
+    st.reason = why;
     s->loop->in_cb++;
     fn(s, &st, s->user);
     s->loop->in_cb--;
 }
+static void simba__fire(simba_service *s, simba_state_fn fn, const simba_owner *before, const simba_owner *after) {
+    simba__fire_why(s, fn, before, after, SIMBA_REASON_NONE);
+}
+
 
 static void simba__arm(simba_service *s) {
     simba_loop *l = s->loop;
@@ -1084,7 +1217,7 @@ static void simba__set_view(simba_service *s, const simba_owner *nv) {
 }
 
 /* Ownership leaves this contender: local belief ends now, the user hears once. */
-static void simba__step_down(simba_service *s, const simba_owner *after) {
+static void simba__step_down(simba_service *s, const simba_owner *after, simba_reason why) {
     simba_owner before = s->view;
     s->flags &= ~SIMBA__F_OWNER;
     if (s->flags & SIMBA__F_TOLD) {
@@ -1093,7 +1226,8 @@ static void simba__step_down(simba_service *s, const simba_owner *after) {
             simba__copy(before.id, sizeof before.id, s->id);
             before.fence = s->own_fence;
         }
-        simba__fire(s, s->on_released, &before, after);
+        simba__stat_released(s, why);
+        simba__fire_why(s, s->on_released, &before, after, why);
     }
 }
 
@@ -1115,6 +1249,7 @@ static void simba__submit(simba_service *s, simba_op op) {
     r->renew = op == SIMBA_OP_ACQUIRE && (s->flags & SIMBA__F_OWNER) != 0;
     r->svc_ = s;
     r->gen_ = s->gen;
+    if (op != SIMBA_OP_RELEASE) { s->cnt.attempts++; s->loop->cnt.attempts++; }
     s->flags |= SIMBA__F_INFLIGHT;
     if (op == SIMBA_OP_RELEASE) s->flags |= SIMBA__F_RELEASE_SENT;
     rc = be->vt->submit(be->impl, r);
@@ -1187,7 +1322,8 @@ static void simba__learn(simba_service *s, const simba_reply *rep, int64_t sent_
     simba__owner_from_reply(&nv, rep, mine ? sent_at : now, now);
     if (mine && nv.ttl_at > now) {
         int gained = !(s->flags & SIMBA__F_OWNER) || s->own_fence != rep->fence;
-        if ((s->flags & SIMBA__F_OWNER) && s->own_fence != rep->fence) simba__step_down(s, &nv);
+        if ((s->flags & SIMBA__F_OWNER) && s->own_fence != rep->fence) simba__step_down(s, &nv, SIMBA_REASON_REFUSED);
+        if (!gained) { s->cnt.renewals++; l->cnt.renewals++; }
         s->flags |= SIMBA__F_OWNER;
         s->flags &= ~SIMBA__F_IMMEDIATE;
         s->own_fence = rep->fence;
@@ -1198,6 +1334,7 @@ static void simba__learn(simba_service *s, const simba_reply *rep, int64_t sent_
             simba__set_view(s, &nv);
             if (gained && !(s->flags & SIMBA__F_TOLD)) {
                 s->flags |= SIMBA__F_TOLD;
+                simba__stat_acquired(s);
                 simba__fire(s, s->on_acquired, &before, &s->view);
             }
         }
@@ -1205,7 +1342,8 @@ static void simba__learn(simba_service *s, const simba_reply *rep, int64_t sent_
         s->next_try = simba__renew_at(s, now, rep->ttl_left_ms);
         return;
     }
-    if (s->flags & SIMBA__F_OWNER) simba__step_down(s, mine ? &none : &nv);
+    /* mine here: our grant arrived after the local ttl_at; otherwise someone else or nobody */
+    if (s->flags & SIMBA__F_OWNER) simba__step_down(s, mine ? &none : &nv, mine ? SIMBA_REASON_LAPSED : SIMBA_REASON_REFUSED);
     if (mine) { /* our grant arrived after our own lease had lapsed locally: not owned */
         simba__set_view(s, &none);
         s->next_try = simba__add(now, s->min_retry);
@@ -1228,6 +1366,7 @@ static void simba__gc_add(simba_service *s);
 static void simba__complete(simba_service *s) {
     simba_loop *l = s->loop;
     simba_req *r = &s->req;
+    uint64_t renewals;
     s->flags &= ~SIMBA__F_INFLIGHT;
     if (s->status == SIMBA_STOPPING) {
         if (r->op == SIMBA_OP_RELEASE || s->kind == SIMBA__KIND_OBSERVE) {
@@ -1243,6 +1382,7 @@ static void simba__complete(simba_service *s) {
         return;
     }
     if (s->status != SIMBA_RUNNING || r->gen_ != s->gen) return; /* an earlier run's answer */
+    renewals = s->cnt.renewals;
     if (s->rep.rc != SIMBA_OK) {
         simba__attempt_failed(s);
     } else if (r->renew && !(s->flags & SIMBA__F_OWNER) && s->rep.owner && strcmp(s->rep.owner, s->id) == 0) {
@@ -1254,6 +1394,7 @@ static void simba__complete(simba_service *s) {
         s->backoff = 0;
         simba__learn(s, &s->rep, r->sent_at);
     }
+    if (r->renew && s->cnt.renewals == renewals) { s->cnt.renewals_failed++; l->cnt.renewals_failed++; }
     if ((s->flags & SIMBA__F_WAKE) && !(s->flags & SIMBA__F_OWNER) && s->status == SIMBA_RUNNING) s->next_try = l->now;
     s->flags &= ~SIMBA__F_WAKE;
     simba__arm(s);
@@ -1281,8 +1422,9 @@ static void simba__event_svc(simba_service *s, const simba__ev *ev) {
         simba__wake(s);
         break;
     case SIMBA_EV_LOST:
+    case SIMBA_EV_DISCONNECTED:
         if (s->flags & SIMBA__F_OWNER) {
-            simba__step_down(s, &none);
+            simba__step_down(s, &none, ev->kind == SIMBA_EV_LOST ? SIMBA_REASON_SESSION : SIMBA_REASON_CONNECTION);
             simba__set_view(s, &none);
         }
         s->flags &= ~SIMBA__F_IMMEDIATE;
@@ -1333,7 +1475,7 @@ static void simba__svc_step(simba_service *s) {
     simba_owner none;
     memset(&none, 0, sizeof none);
     if (s->status == SIMBA_STOPPING) {
-        if (s->flags & SIMBA__F_TOLD) simba__step_down(s, &none); /* stop: the one on_released */
+        if (s->flags & SIMBA__F_TOLD) simba__step_down(s, &none, s->why_stop ? s->why_stop : SIMBA_REASON_STOPPED); /* stop: the one on_released */
         if (s->status == SIMBA_STOPPING && !(s->flags & (SIMBA__F_INFLIGHT | SIMBA__F_RELEASE_SENT))) {
             if (s->kind == SIMBA__KIND_CONTEND) {
                 simba__submit(s, SIMBA_OP_RELEASE);
@@ -1350,7 +1492,7 @@ static void simba__svc_step(simba_service *s) {
     if ((s->flags & SIMBA__F_OWNER) && now >= s->lease_end) {
         /* No confirmed renewal by our local ttl_at: step down before anyone else can win. */
         simba_log(l, SIMBA_LOG_WARN, "mutex %s: lease not renewed in time, stepping down", s->mx->name);
-        simba__step_down(s, &none);
+        simba__step_down(s, &none, SIMBA_REASON_LAPSED);
         simba__set_view(s, &none);
         s->next_try = simba__min(s->next_try, now);
     }
@@ -1421,6 +1563,7 @@ static simba_result simba__svc_new(simba_loop *l, simba_backend *be, const char 
     l->services = s;
     be->users++;
     s->next_try = SIMBA__NEVER;
+    s->wait_since = SIMBA__NEVER;
     *out = s;
     return SIMBA_OK;
 }
@@ -1504,6 +1647,8 @@ SIMBA_API simba_result simba_start(simba_service *s) {
     s->lease_end = 0;
     if (!l->in_poll) l->now = simba_now(l);
     s->next_try = l->now;
+    s->wait_since = s->kind == SIMBA__KIND_CONTEND ? l->now : SIMBA__NEVER;
+    s->why_stop = SIMBA_REASON_NONE;
     s->status = SIMBA_RUNNING;
     simba__arm(s);
     return SIMBA_OK;
@@ -1517,6 +1662,8 @@ SIMBA_API simba_result simba_stop(simba_service *s) {
         return simba__fail(l, SIMBA_ESTATE, "simba_stop: cannot stop mutex %s from state %d, expected RUNNING", s->mx->name, (int)s->status);
     /* Local ownership ends now; the user hears on_released from the next dispatch. */
     s->status = SIMBA_STOPPING;
+    s->wait_since = SIMBA__NEVER; /* a wait given up is not a wait to acquire */
+    if (!s->why_stop) s->why_stop = SIMBA_REASON_STOPPED;
     s->flags &= ~(SIMBA__F_OWNER | SIMBA__F_WAKE | SIMBA__F_RELEASE_SENT);
     if (!l->in_poll) l->now = simba_now(l);
     simba__arm(s);
@@ -2031,6 +2178,7 @@ SIMBA_API simba_result simba_locker_unlock(simba_locker *lk) {
     if (!lk || !lk->loop) return SIMBA_EINVAL;
     if (lk->state == SIMBA__LK_IDLE) return simba__fail(lk->loop, SIMBA_ESTATE, "simba_locker_unlock: not locked");
     lk->state = SIMBA__LK_IDLE;
+    lk->svc->why_stop = SIMBA_REASON_UNLOCKED; /* what its on_released and last_reason say */
     if (simba_service_status(lk->svc) == SIMBA_RUNNING) simba_stop(lk->svc);
     return SIMBA_OK;
 }
@@ -2209,6 +2357,92 @@ static void simba__sched_release_all(simba_loop *l) {
         simba_free(l, sc);
     }
 }
+
+/* ---- >>stats: statistics and release reasons ------------------------------------------- */
+
+SIMBA_API const char *simba_reason_str(int reason) {
+    switch (reason) {
+    case SIMBA_REASON_NONE: return "none";
+    case SIMBA_REASON_STOPPED: return "stopped";
+    case SIMBA_REASON_UNLOCKED: return "unlocked";
+    case SIMBA_REASON_LAPSED: return "lapsed";
+    case SIMBA_REASON_REFUSED: return "refused";
+    case SIMBA_REASON_SESSION: return "session";
+    case SIMBA_REASON_CONNECTION: return "connection";
+    default: return "unknown";
+    }
+}
+
+/* The public struct from counters; the caller's size decides how much of it is copied. */
+static simba_result simba__stats_out(const simba__counters *c, const simba_stats *live, simba_stats *out) {
+    simba_stats t;
+    uint32_t n;
+    int i;
+    if (!out || out->size < offsetof(simba_stats, owned)) return SIMBA_EINVAL;
+    n = out->size < (uint32_t)sizeof t ? out->size : (uint32_t)sizeof t;
+    t = *live;
+    t.size = n;
+    t.version = SIMBA_STATS_VERSION;
+    t.acquisitions = c->acquisitions;
+    t.releases = c->releases;
+    t.step_downs = 0;
+    for (i = 0; i < SIMBA_REASON_SLOTS; i++) {
+        t.releases_by_reason[i] = c->by_reason[i];
+        if (i != SIMBA_REASON_NONE && i != SIMBA_REASON_STOPPED && i != SIMBA_REASON_UNLOCKED) t.step_downs += c->by_reason[i];
+    }
+    t.attempts = c->attempts;
+    t.renewals = c->renewals;
+    t.renewals_failed = c->renewals_failed;
+    t.errors = c->errors;
+    t.hold_total_ms = simba__add(c->hold_total_ms, t.hold_ms);
+    t.waits = c->waits;
+    t.wait_total_ms = c->wait_total_ms;
+    t.wait_max_ms = c->wait_max_ms;
+    t.last_error = c->last_error;
+    t.last_error_at = c->last_error_at;
+    memcpy(t.last_error_msg, c->last_error_msg, sizeof t.last_error_msg);
+    memcpy(out, &t, n);
+    return SIMBA_OK;
+}
+
+/* What a service holds and waits for right now, at loop time now. */
+static void simba__stats_live(const simba_service *s, int64_t now, simba_stats *t) {
+    if (s->status == SIMBA_RUNNING && (s->flags & SIMBA__F_OWNER) && now < s->lease_end) {
+        t->owned++;
+        t->hold_ms = simba__add(t->hold_ms, simba__max(0, now - s->held_since));
+    }
+    if (s->status == SIMBA_RUNNING && s->wait_since != SIMBA__NEVER)
+        t->waiting_ms = simba__max(t->waiting_ms, simba__max(0, now - s->wait_since));
+}
+
+SIMBA_API simba_result simba_service_stats(const simba_service *s, simba_stats *out) {
+    simba_stats t;
+    if (!simba__svc_ok(s)) return SIMBA_EINVAL;
+    memset(&t, 0, sizeof t);
+    t.services = 1;
+    simba__stats_live(s, simba_now(s->loop), &t);
+    return simba__stats_out(&s->cnt, &t, out);
+}
+
+SIMBA_API simba_result simba_loop_stats(const simba_loop *l, simba_stats *out) {
+    simba_stats t;
+    const simba_service *s;
+    int64_t now;
+    if (!l) return SIMBA_EINVAL;
+    now = l->now_fn(l->clock_user);
+    memset(&t, 0, sizeof t);
+    for (s = l->services; s; s = s->all_next) {
+        if (s->flags & SIMBA__F_ZOMBIE) continue;
+        t.services++;
+        simba__stats_live(s, now, &t);
+    }
+    return simba__stats_out(&l->cnt, &t, out);
+}
+
+SIMBA_API simba_reason simba_locker_last_reason(const simba_locker *lk) {
+    return lk && lk->loop && lk->svc ? lk->svc->last_reason : SIMBA_REASON_NONE;
+}
+SIMBA_API const simba_service *simba_locker_service(const simba_locker *lk) { return lk && lk->loop ? lk->svc : NULL; }
 
 /* ---- in-memory backend ------------------------------------------------------------------ */
 

@@ -1,5 +1,5 @@
 /*
- * simba_redis.h -- Redis backend for simba (hiredis async API), stb-style single header.
+ * simba_redis.h v0.1.0 -- Redis backend for simba (hiredis async API), stb-style single header.
  *
  * Do this:
  *     #define SIMBA_IMPLEMENTATION

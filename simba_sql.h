@@ -1,5 +1,5 @@
 /*
- * simba_sql.h -- SQL (SQLite) backend for simba, stb-style single header.
+ * simba_sql.h v0.1.0 -- SQL (SQLite) backend for simba, stb-style single header.
  *
  * Do this:
  *     #define SIMBA_IMPLEMENTATION

@@ -1,5 +1,5 @@
 /*
- * simba_zk.h -- ZooKeeper backend for simba (libzookeeper_mt), stb-style single header.
+ * simba_zk.h v0.1.0 -- ZooKeeper backend for simba (libzookeeper_mt), stb-style single header.
  *
  *     #define SIMBA_IMPLEMENTATION
  *     #include "simba_zk.h"          // in one C file; others include it plainly

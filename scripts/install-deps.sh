@@ -3,6 +3,7 @@
 # is missing. Needs root (CI runs as root); prints what it does.
 set -eu
 PKGS="build-essential clang valgrind libsqlite3-dev libhiredis-dev redis-server redis-tools libzookeeper-mt-dev zookeeper default-jre-headless"
+PKGS="$PKGS cmake pkgconf" # tests/test_install.sh builds consumers with both
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -47,10 +47,16 @@ if want core; then
     run clang_core $B/clang/test_core
     run clang_cxx_check $B/clang/cxx_check
     run valgrind_core valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite $B/test_core
+    # release reasons and statistics; the Prometheus example; make install + pkg-config + CMake
+    run stats $B/test_stats
+    run clang_stats $B/clang/test_stats
+    run stats_prometheus sh -c '"$1" 1 >"$2" && grep -q "^simba_releases_total{scope=\"loop\",reason=\"stopped\"} 1$" "$2"' _ $B/stats_prometheus $LOGS/stats_prometheus.prom
+    run install sh tests/test_install.sh
 fi
 if want asan; then
     run asan_core $B/asan/test_core
     run asan_kit_memory $B/asan/kit_memory
+    run asan_stats $B/asan/test_stats
     run asan_sql $B/asan/test_sql
 fi
 if want sql; then

@@ -1,0 +1,83 @@
+# simbaTargets.cmake -- the simba::core, simba::sqlite, simba::redis and simba::zk targets.
+# Shared by the source tree's CMakeLists.txt (add_subdirectory / FetchContent) and by the
+# installed simbaConfig.cmake (find_package). simba is header-only: each target is an
+# INTERFACE library carrying the include directory, the dependency's flags and libraries;
+# one C file of the program defines SIMBA_IMPLEMENTATION before including the headers.
+#
+#   simba__define_targets(<dir holding simba.h> <IMPORTED|"">)
+#
+# A backend target exists only when its dependency is found; SIMBA_<COMP>_FOUND says which
+# (core, sqlite, redis, zk).
+
+function(simba__define_targets inc imported)
+  if(TARGET simba::core) # defined already in this directory: just report what exists
+    foreach(t core sqlite redis zk)
+      string(TOUPPER "${t}" T)
+      if(TARGET simba::${t})
+        set(SIMBA_${T}_FOUND TRUE PARENT_SCOPE)
+      else()
+        set(SIMBA_${T}_FOUND FALSE PARENT_SCOPE)
+      endif()
+    endforeach()
+    return()
+  endif()
+  # installed: imported targets named simba::<c>; source tree: simba_<c> with an alias
+  if(imported)
+    set(kind INTERFACE IMPORTED)
+    set(p "simba::")
+  else()
+    set(kind INTERFACE)
+    set(p "simba_")
+  endif()
+
+  # core: the memory backend uses pthread
+  set(THREADS_PREFER_PTHREAD_FLAG ON)
+  find_package(Threads REQUIRED)
+  add_library(${p}core ${kind})
+  target_include_directories(${p}core INTERFACE "${inc}")
+  target_link_libraries(${p}core INTERFACE Threads::Threads)
+  set(SIMBA_CORE_FOUND TRUE PARENT_SCOPE)
+
+  # sqlite: FindSQLite3 (CMake >= 3.14) knows Debian's libsqlite3-dev
+  find_package(SQLite3 QUIET)
+  if(SQLite3_FOUND)
+    add_library(${p}sqlite ${kind})
+    target_link_libraries(${p}sqlite INTERFACE ${p}core SQLite::SQLite3)
+    set(SIMBA_SQLITE_FOUND TRUE PARENT_SCOPE)
+  else()
+    set(SIMBA_SQLITE_FOUND FALSE PARENT_SCOPE)
+  endif()
+
+  # redis: hiredis (Debian's HiredisConfig.cmake defines no target; find it ourselves)
+  find_path(SIMBA_HIREDIS_INCLUDE_DIR hiredis/hiredis.h)
+  find_library(SIMBA_HIREDIS_LIBRARY hiredis)
+  if(SIMBA_HIREDIS_INCLUDE_DIR AND SIMBA_HIREDIS_LIBRARY)
+    add_library(${p}redis ${kind})
+    target_include_directories(${p}redis INTERFACE "${SIMBA_HIREDIS_INCLUDE_DIR}")
+    target_link_libraries(${p}redis INTERFACE ${p}core "${SIMBA_HIREDIS_LIBRARY}")
+    set(SIMBA_REDIS_FOUND TRUE PARENT_SCOPE)
+  else()
+    set(SIMBA_REDIS_FOUND FALSE PARENT_SCOPE)
+  endif()
+
+  # zk: libzookeeper_mt (Debian: headers under /usr/include/zookeeper, no .pc, no config)
+  find_path(SIMBA_ZK_INCLUDE_DIR zookeeper.h PATH_SUFFIXES zookeeper)
+  find_library(SIMBA_ZK_LIBRARY zookeeper_mt)
+  if(SIMBA_ZK_INCLUDE_DIR AND SIMBA_ZK_LIBRARY)
+    add_library(${p}zk ${kind})
+    target_include_directories(${p}zk INTERFACE "${SIMBA_ZK_INCLUDE_DIR}")
+    target_compile_definitions(${p}zk INTERFACE THREADED)
+    target_link_libraries(${p}zk INTERFACE ${p}core "${SIMBA_ZK_LIBRARY}")
+    set(SIMBA_ZK_FOUND TRUE PARENT_SCOPE)
+  else()
+    set(SIMBA_ZK_FOUND FALSE PARENT_SCOPE)
+  endif()
+
+  if(NOT imported)
+    foreach(t core sqlite redis zk)
+      if(TARGET simba_${t})
+        add_library(simba::${t} ALIAS simba_${t})
+      endif()
+    endforeach()
+  endif()
+endfunction()
