@@ -1138,6 +1138,158 @@ TEST(backend_free_refused_while_used) {
     store_free();
 }
 
+/* ---- teardown that blocking callers survive ---------------------------------------------- */
+
+/* The set-up of the teardown cases: another loop owns "m"; on loop 0 a locker blocks on "m"
+   while a contender for "x" on the same loop acts from its on_acquired. Real clock: the
+   locker's wait is a real poll(2). */
+typedef struct teardown {
+    simba_loop *loop;
+    simba_locker *lk;
+    int frees_loop, calls;
+    simba_result free_rc;
+} teardown;
+static void td_acq(simba_service *s, const simba_state *st, void *u) {
+    teardown *t = (teardown *)u;
+    (void)s;
+    (void)st;
+    t->calls++;
+    t->free_rc = t->frees_loop ? simba_loop_free(t->loop) : simba_locker_free(t->lk);
+}
+static void td_setup(simba_memstore **st, simba_loop *l[2], simba_backend *be[2], teardown *t, simba_service **x) {
+    simba_service *owner;
+    simba_contend_desc d = {0};
+    simba_locker_desc ld = {0};
+    int i;
+    CHECK_RC(simba_memstore_new(NULL, st), SIMBA_OK);
+    for (i = 0; i < 2; i++) {
+        CHECK_RC(simba_loop_new(NULL, &l[i]), SIMBA_OK);
+        CHECK_RC(simba_memory_open(l[i], *st, &be[i]), SIMBA_OK);
+    }
+    d.mutex = "m";
+    d.contender_id = "other";
+    CHECK_RC(simba_contend(l[1], be[1], &d, &owner), SIMBA_OK);
+    CHECK_RC(simba_start(owner), SIMBA_OK);
+    for (i = 0; i < 100 && !simba_is_owner(owner); i++) simba_wait(l[1], 10);
+    CHECK(simba_is_owner(owner));
+    ld.mutex = "m";
+    ld.contender_id = "locker";
+    CHECK_RC(simba_locker_new(l[0], be[0], &ld, &t->lk), SIMBA_OK);
+    t->loop = l[0];
+    memset(&d, 0, sizeof d);
+    d.mutex = "x";
+    d.contender_id = "x";
+    d.on_acquired = td_acq;
+    d.user_data = t;
+    CHECK_RC(simba_contend(l[0], be[0], &d, x), SIMBA_OK);
+    CHECK_RC(simba_start(*x), SIMBA_OK);
+}
+
+/* Issue 13, 1: the poll that carries out a deferred loop free says so (SIMBA_ECLOSED), and
+   the blocked locker returns at once without touching the freed loop (ASan build). */
+TEST(loop_freed_from_callback_while_locker_blocks) {
+    simba_memstore *st;
+    simba_loop *l[2];
+    simba_backend *be[2];
+    simba_service *x;
+    teardown t;
+    int64_t t0;
+    memset(&t, 0, sizeof t);
+    t.frees_loop = 1;
+    td_setup(&st, l, be, &t, &x);
+    t0 = check__wall() * 1000;
+    CHECK_RC(simba_locker_lock(t.lk, 300), SIMBA_ECLOSED);
+    CHECK(check__wall() * 1000 - t0 < 250); /* at once, not at the timeout */
+    CHECK_EQ(t.calls, 1);
+    CHECK_RC(t.free_rc, SIMBA_OK);
+    CHECK_RC(simba_loop_free(l[1]), SIMBA_OK);
+    CHECK_RC(simba_memstore_free(st), SIMBA_OK);
+}
+
+/* The shorthand too: simba_lock hands out no locker when its loop went away. */
+TEST(loop_freed_from_callback_while_simba_lock_blocks) {
+    simba_memstore *st;
+    simba_loop *l[2];
+    simba_backend *be[2];
+    simba_service *x;
+    simba_locker *lk = (simba_locker *)&lk;
+    teardown t;
+    memset(&t, 0, sizeof t);
+    t.frees_loop = 1;
+    td_setup(&st, l, be, &t, &x);
+    CHECK_RC(simba_locker_free(t.lk), SIMBA_OK);
+    CHECK_RC(simba_lock(l[0], be[0], "m", 300, &lk), SIMBA_ECLOSED);
+    CHECK(lk == NULL);
+    CHECK_EQ(t.calls, 1);
+    CHECK_RC(simba_loop_free(l[1]), SIMBA_OK);
+    CHECK_RC(simba_memstore_free(st), SIMBA_OK);
+}
+
+/* An application loop of the form `while (simba_poll(loop) >= 0)` ends when a callback
+   freed the loop. */
+static void acq_frees_loop(simba_service *s, const simba_state *st, void *u) {
+    (void)s;
+    (void)st;
+    CHECK_RC(simba_loop_free((simba_loop *)u), SIMBA_OK);
+}
+TEST(poll_that_frees_the_loop_returns_eclosed) {
+    simba_memstore *st;
+    simba_loop *l;
+    simba_backend *be;
+    simba_service *s;
+    simba_contend_desc d = {0};
+    int64_t r;
+    int polls = 0;
+    CHECK_RC(simba_memstore_new(NULL, &st), SIMBA_OK);
+    CHECK_RC(simba_loop_new(NULL, &l), SIMBA_OK);
+    CHECK_RC(simba_memory_open(l, st, &be), SIMBA_OK);
+    d.mutex = "p";
+    d.on_acquired = acq_frees_loop;
+    d.user_data = l;
+    CHECK_RC(simba_contend(l, be, &d, &s), SIMBA_OK);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    while ((r = simba_poll(l)) >= 0 && polls < 1000) polls++;
+    CHECK_EQ(r, SIMBA_ECLOSED);
+    CHECK(polls < 1000);
+    /* the same through simba_wait */
+    CHECK_RC(simba_loop_new(NULL, &l), SIMBA_OK);
+    CHECK_RC(simba_memory_open(l, st, &be), SIMBA_OK);
+    d.user_data = l;
+    CHECK_RC(simba_contend(l, be, &d, &s), SIMBA_OK);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    polls = 0;
+    while ((r = simba_wait(l, 10)) == SIMBA_OK && polls < 100) polls++;
+    CHECK_EQ(r, SIMBA_ECLOSED);
+    CHECK_RC(simba_memstore_free(st), SIMBA_OK);
+}
+
+/* Issue 13, 2: a locker freed from a callback while its lock blocks is freed when the lock
+   returns (SIMBA_ECLOSED); its contender is released in the store. */
+TEST(locker_freed_from_callback_while_it_blocks) {
+    simba_memstore *st;
+    simba_loop *l[2];
+    simba_backend *be[2];
+    simba_service *x;
+    simba_reply r;
+    char who[SIMBA_ID_MAX + 1];
+    teardown t;
+    int i;
+    memset(&t, 0, sizeof t);
+    td_setup(&st, l, be, &t, &x);
+    CHECK_RC(simba_locker_lock(t.lk, 300), SIMBA_ECLOSED);
+    CHECK_EQ(t.calls, 1);
+    CHECK_RC(t.free_rc, SIMBA_OK);
+    CHECK(l[0]->lockers == NULL);
+    /* the loop lives on: x owns "x"; the freed locker's contender leaves "m" alone */
+    CHECK(simba_is_owner(x));
+    for (i = 0; i < 20; i++) simba_wait(l[0], 5);
+    CHECK_RC(simba_memstore_read(st, "m", &r, who, sizeof who), SIMBA_OK);
+    CHECK_STR(who, "other");
+    CHECK_RC(simba_loop_free(l[0]), SIMBA_OK);
+    CHECK_RC(simba_loop_free(l[1]), SIMBA_OK);
+    CHECK_RC(simba_memstore_free(st), SIMBA_OK);
+}
+
 /* Two loops on two threads share one store, on the real clock. */
 typedef struct thr {
     simba_memstore *st;
@@ -1211,5 +1363,9 @@ int main(int argc, char **argv) {
     RUN(fds_and_wait);
     RUN(backend_free_refused_while_used);
     RUN(loops_on_threads_share_a_store);
+    RUN(loop_freed_from_callback_while_locker_blocks);
+    RUN(loop_freed_from_callback_while_simba_lock_blocks);
+    RUN(poll_that_frees_the_loop_returns_eclosed);
+    RUN(locker_freed_from_callback_while_it_blocks);
     return check_report("core");
 }
