@@ -296,11 +296,14 @@ typedef struct simba_locker_desc {
 
 SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, const simba_locker_desc *desc, simba_locker **out);
 /* Blocks, driving the loop, until owned (SIMBA_OK) or timeout_ms passes (SIMBA_ETIMEDOUT;
-   timeout_ms < 0 = no limit). Already held or pending: SIMBA_ESTATE. SIMBA_ECLOSED: a
-   callback freed the loop or this locker while it waited; the handle is gone. */
+   timeout_ms < 0 = no limit). timeout_ms bounds the wait for another owner, not for the
+   backend: the first answer that names an owner is always awaited (at most ttl_ms), so
+   timeout 0 means one attempt on every backend: SIMBA_OK if the mutex was free,
+   SIMBA_ETIMEDOUT if someone else holds it. Already held or pending: SIMBA_ESTATE.
+   SIMBA_ECLOSED: a callback freed the loop or this locker while it waited; handle gone. */
 SIMBA_API simba_result simba_locker_lock(simba_locker *lk, int64_t timeout_ms);
-/* Non-blocking form: starts contending if idle; SIMBA_OK once held, SIMBA_EAGAIN while
-   pending. Call again from the tick loop. */
+/* Non-blocking form: starts contending if idle (once an earlier release has been
+   answered); SIMBA_OK once held, SIMBA_EAGAIN while pending. Call again from the tick loop. */
 SIMBA_API simba_result simba_locker_try(simba_locker *lk);
 /* Releases (or gives up a pending try). Not held and not pending: SIMBA_ESTATE. */
 SIMBA_API simba_result simba_locker_unlock(simba_locker *lk);

@@ -377,6 +377,47 @@ TEST(kit_locker) {
     kit_close_all();
 }
 
+/* Issue 14, 3 and 4: timeout 0 means one attempt whose answer is awaited, on every
+   backend: a free mutex is taken, a held one times out after one answer; after a timed-out
+   lock, try and unlock agree about the pending state. */
+TEST(kit_locker_timeout_zero) {
+    kit_proc *p = kit_open(), *q = kit_open();
+    simba_locker *a, *b;
+    simba_locker_desc d = {0};
+    int64_t t;
+    REQUIRE(p && q);
+    d.mutex = kit_name("locker0");
+    d.ttl_ms = TTL;
+    d.transition_ms = TR;
+    CHECK_RC(simba_locker_new(p->loop, p->be, &d, &a), SIMBA_OK);
+    CHECK_RC(simba_locker_new(q->loop, q->be, &d, &b), SIMBA_OK);
+    t = kit_now();
+    CHECK_RC(simba_locker_lock(a, 0), SIMBA_OK); /* free: the first answer grants it */
+    CHECK(simba_locker_held(a));
+    CHECK(simba_locker_fence(a) > 0);
+    CHECK(kit_now() - t <= TTL);
+    t = kit_now();
+    CHECK_RC(simba_locker_lock(b, 0), SIMBA_ETIMEDOUT); /* held: one answer names a */
+    CHECK(kit_now() - t < TTL);
+    CHECK(!simba_locker_held(b));
+    /* the pending state after a timed-out lock: try says pending, unlock gives it up */
+    CHECK_RC(simba_locker_try(b), SIMBA_EAGAIN);
+    CHECK_RC(simba_locker_unlock(b), SIMBA_OK);
+    CHECK_RC(simba_locker_unlock(b), SIMBA_ESTATE);
+    CHECK_RC(simba_locker_lock(b, 0), SIMBA_ETIMEDOUT);
+    CHECK_RC(simba_locker_try(b), SIMBA_EAGAIN);
+    CHECK_RC(simba_locker_try(b), SIMBA_EAGAIN);
+    /* that pending try takes the lock once a gives it up */
+    CHECK_RC(simba_locker_unlock(a), SIMBA_OK);
+    CHECK_UNTIL(simba_locker_try(b) == SIMBA_OK, ACQ_MS);
+    CHECK(simba_locker_held(b));
+    CHECK(simba_locker_fence(b) > 0);
+    CHECK_RC(simba_locker_unlock(b), SIMBA_OK);
+    CHECK_RC(simba_locker_free(a), SIMBA_OK);
+    CHECK_RC(simba_locker_free(b), SIMBA_OK);
+    kit_close_all();
+}
+
 static char obs_log[512];
 static int obs_n;
 static uint64_t obs_fences[16];
@@ -469,6 +510,7 @@ int kit_run(const kit_backend *kb, int argc, char **argv) {
     RUN(kit_guard);
     RUN(kit_fencing);
     RUN(kit_locker);
+    RUN(kit_locker_timeout_zero);
     RUN(kit_observer);
     RUN(kit_schedule);
     RUN(kit_multi_contend);
