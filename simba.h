@@ -419,7 +419,9 @@ typedef struct simba_backend_vt {
 } simba_backend_vt;
 
 SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_vt *vt, void *impl, simba_backend **out);
-/* SIMBA_EBUSY while services, lockers or schedulers still use it. */
+/* SIMBA_EBUSY while services, lockers or schedulers that the caller has not freed use it.
+   When only freed ones remain, finishing their release, it returns SIMBA_OK at once and
+   the backend goes when the last of them is done (the handle is invalid at once). */
 SIMBA_API simba_result simba_backend_free(simba_backend *be);
 SIMBA_API const char *simba_backend_errmsg(const simba_backend *be);
 SIMBA_API simba_loop *simba_backend_loop(const simba_backend *be);
@@ -693,6 +695,7 @@ struct simba_backend {
     simba_backend *next, *prev;
     simba__htab mxs;
     int users; /* services (live or finishing) */
+    int free_requested; /* freed by the user while freed services finish their release */
     int pfd_off, pfd_n;
     char errmsg[256];
 };
@@ -953,9 +956,23 @@ static void simba__backend_destroy(simba_backend *be) {
 }
 
 SIMBA_API simba_result simba_backend_free(simba_backend *be) {
-    if (!be) return SIMBA_EINVAL;
-    if (be->users > 0)
-        return simba__fail(be->loop, SIMBA_EBUSY, "simba_backend_free: %d services still use backend '%s'", be->users, be->vt->name);
+    size_t i;
+    int live = 0;
+    if (!be || be->free_requested) return SIMBA_EINVAL;
+    for (i = 0; i < be->mxs.nb; i++) {
+        simba__hnode *n;
+        for (n = be->mxs.b[i]; n; n = n->hnext) {
+            simba_service *s;
+            for (s = ((simba__mx *)n)->svcs; s; s = s->mx_next)
+                if (!(s->flags & SIMBA__F_ZOMBIE)) live++;
+        }
+    }
+    if (live > 0)
+        return simba__fail(be->loop, SIMBA_EBUSY, "simba_backend_free: %d services, lockers or schedulers still use backend '%s'",
+                           live, be->vt->name);
+    /* Only services the caller already freed remain, finishing their release: the last of
+       them frees the backend (the caller owns nothing here any more). */
+    if (be->users > 0) { be->free_requested = 1; return SIMBA_OK; }
     simba__backend_destroy(be);
     return SIMBA_OK;
 }
@@ -1397,6 +1414,7 @@ static simba_result simba__svc_new(simba_loop *l, simba_backend *be, const char 
     simba_result rc;
     if (l->closing || l->free_requested) return simba__fail(l, SIMBA_ESTATE, "%s: the loop is being freed", what);
     if (be->loop != l) return simba__fail(l, SIMBA_EINVAL, "%s: backend belongs to another loop", what);
+    if (be->free_requested) return simba__fail(l, SIMBA_EINVAL, "%s: backend '%s' has been freed", what, be->vt->name);
     if (simba_name_check(mutex) != SIMBA_OK)
         return simba__fail(l, SIMBA_EINVAL, "%s: bad mutex name (1..%d of [A-Za-z0-9-_.:@+=,])", what, SIMBA_NAME_MAX);
     if (id && simba_id_check(id) != SIMBA_OK)
@@ -1554,6 +1572,7 @@ static void simba__svc_finalize(simba_service *s) {
     be->users--;
     s->loop = NULL;
     simba_free(l, s);
+    if (be->free_requested && be->users == 0) simba__backend_destroy(be);
 }
 
 static void simba__gc_add(simba_service *s) {

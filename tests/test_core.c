@@ -1138,6 +1138,56 @@ TEST(backend_free_refused_while_used) {
     store_free();
 }
 
+/* Issue 14, 8: right after the caller freed the last service (an owner, its release still
+   to go out), freeing the backend succeeds; the backend goes once the release is done. */
+TEST(backend_free_after_last_service_free_is_deferred) {
+    proc p;
+    counts c = {0};
+    simba_service *s, *t;
+    simba_locker *lk;
+    simba_locker_desc ld = {0};
+    simba_reply r;
+    simba_memory_fault f = {0};
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "bf", "a", 1000, 500, &c);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    REQUIRE(c.acquired == 1);
+    ld.mutex = "bf2";
+    CHECK_RC(simba_locker_new(p.loop, p.be, &ld, &lk), SIMBA_OK);
+    CHECK_RC(simba_service_free(s), SIMBA_OK);
+    CHECK_RC(simba_backend_free(p.be), SIMBA_EBUSY); /* the locker is the caller's */
+    CHECK_RC(simba_locker_free(lk), SIMBA_OK);
+    CHECK_RC(simba_backend_free(p.be), SIMBA_OK); /* the release has not gone out yet */
+    CHECK(p.loop->backends == p.be);
+    CHECK_RC(simba_backend_free(p.be), SIMBA_EINVAL); /* once */
+    CHECK_RC(simba_contend(p.loop, p.be, &(simba_contend_desc){.mutex = "late"}, &t), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "freed") != NULL);
+    settle(&p, 1);
+    CHECK(p.loop->backends == NULL);
+    CHECK_RC(simba_memstore_read(store, "bf", &r, NULL, 0), SIMBA_OK);
+    CHECK(r.owner == NULL); /* released before the backend went */
+    CHECK_RC(simba_memstore_free(store), SIMBA_OK); /* its client is closed */
+    store = NULL;
+    CHECK_RC(simba_loop_free(p.loop), SIMBA_OK);
+    /* a silent server: the deferred backend is closed with the loop at the latest */
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "bf", "a", 1000, 500, &c);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    f.hang = 1;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    CHECK_RC(simba_service_free(s), SIMBA_OK);
+    settle(&p, 1);
+    CHECK_RC(simba_backend_free(p.be), SIMBA_OK);
+    settle(&p, 1);
+    CHECK(p.loop->backends == p.be); /* still waiting for the release's answer */
+    proc_close(&p);
+    store_free();
+}
+
 /* ---- teardown that blocking callers survive ---------------------------------------------- */
 
 /* The set-up of the teardown cases: another loop owns "m"; on loop 0 a locker blocks on "m"
@@ -1362,6 +1412,7 @@ int main(int argc, char **argv) {
     RUN(poll_yields_when_many_timers_fall_due);
     RUN(fds_and_wait);
     RUN(backend_free_refused_while_used);
+    RUN(backend_free_after_last_service_free_is_deferred);
     RUN(loops_on_threads_share_a_store);
     RUN(loop_freed_from_callback_while_locker_blocks);
     RUN(loop_freed_from_callback_while_simba_lock_blocks);
