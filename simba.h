@@ -336,6 +336,9 @@ SIMBA_API simba_result simba_scheduler_start(simba_scheduler *s);
 SIMBA_API simba_result simba_scheduler_stop(simba_scheduler *s);
 SIMBA_API int simba_scheduler_running(const simba_scheduler *s);
 SIMBA_API int simba_scheduler_is_leader(const simba_scheduler *s);
+/* The fence of the current tenure (0 when not leader): work hands it to what it writes, so
+   that a store can reject a former leader's late writes. */
+SIMBA_API uint64_t simba_scheduler_fence(const simba_scheduler *s);
 SIMBA_API simba_result simba_scheduler_free(simba_scheduler *s);
 
 /* ---- contender ids and names ------------------------------------------------------- */
@@ -2240,6 +2243,7 @@ SIMBA_API simba_result simba_scheduler_stop(simba_scheduler *sc) {
 }
 SIMBA_API int simba_scheduler_running(const simba_scheduler *sc) { return sc && sc->loop && sc->running; }
 SIMBA_API int simba_scheduler_is_leader(const simba_scheduler *sc) { return sc && sc->loop && sc->running && sc->leader && simba_is_owner(sc->svc); }
+SIMBA_API uint64_t simba_scheduler_fence(const simba_scheduler *sc) { return simba_scheduler_is_leader(sc) ? simba_fence(sc->svc) : 0; }
 
 static void simba__sched_destroy(simba_scheduler *sc) {
     simba_loop *l = sc->loop;

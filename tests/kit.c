@@ -299,10 +299,14 @@ TEST(kit_multi_contend) {
 }
 
 static int sched_runs, sched_bad;
+static uint64_t sched_fence[2]; /* the fence the work saw on a (0) and on b (1) */
 static void sched_work(simba_scheduler *sc, void *u) {
-    (void)u;
+    uint64_t f = simba_scheduler_fence(sc), *seen = (uint64_t *)u;
     sched_runs++;
     if (!simba_scheduler_is_leader(sc)) sched_bad++;
+    /* one tenure, one fence: never 0, never changing while it lasts */
+    if (f == 0 || (*seen && *seen != f)) sched_bad++;
+    *seen = f;
 }
 
 TEST(kit_schedule) {
@@ -312,6 +316,7 @@ TEST(kit_schedule) {
     int runs;
     REQUIRE(p && q);
     sched_runs = sched_bad = 0;
+    sched_fence[0] = sched_fence[1] = 0;
     d.mutex = kit_name("schedule");
     d.ttl_ms = TTL;
     d.transition_ms = TR;
@@ -319,7 +324,9 @@ TEST(kit_schedule) {
     d.initial_delay_ms = 0;
     d.period_ms = 200;
     d.work = sched_work;
+    d.user_data = &sched_fence[0];
     CHECK_RC(simba_scheduler_new(p->loop, p->be, &d, &a), SIMBA_OK);
+    d.user_data = &sched_fence[1];
     CHECK_RC(simba_scheduler_new(q->loop, q->be, &d, &b), SIMBA_OK);
     CHECK(!simba_scheduler_running(a));
     CHECK_RC(simba_scheduler_start(a), SIMBA_OK);
@@ -335,7 +342,11 @@ TEST(kit_schedule) {
     CHECK_UNTIL(simba_scheduler_is_leader(b), ACQ_MS);
     runs = sched_runs;
     CHECK_UNTIL(sched_runs >= runs + 3, 5000);
+    CHECK(sched_fence[0] > 0);
+    CHECK(sched_fence[1] > sched_fence[0]); /* the new leader's writes outrank the old one's */
+    CHECK_EQ(simba_scheduler_fence(b), sched_fence[1]);
     CHECK_RC(simba_scheduler_stop(b), SIMBA_OK);
+    CHECK_EQ(simba_scheduler_fence(b), 0);
     runs = sched_runs;
     KIT_HOLD(sched_runs == runs, 600);
     CHECK_EQ(sched_bad, 0);

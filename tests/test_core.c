@@ -936,12 +936,14 @@ TEST(locker_reports_lost_lock) {
 typedef struct work_log {
     int runs, runs_not_leader;
     int64_t at[64];
+    uint64_t fence[64];
     simba_scheduler **self;
 } work_log;
 static void work_fn(simba_scheduler *sc, void *u) {
     work_log *w = (work_log *)u;
     if (!simba_scheduler_is_leader(sc)) w->runs_not_leader++;
     if (w->runs < 64) w->at[w->runs] = fake_now;
+    if (w->runs < 64) w->fence[w->runs] = simba_scheduler_fence(sc);
     w->runs++;
 }
 
@@ -987,6 +989,18 @@ TEST(scheduler_runs_only_while_owner) {
     CHECK_EQ(wa.runs, runs); /* no work without ownership */
     CHECK_EQ(wa.runs_not_leader, 0);
     CHECK_EQ(wb.runs_not_leader, 0);
+    /* issue 14, 9: work sees its tenure's fence; the next leader's is greater */
+    {
+        simba_reply r;
+        CHECK_RC(simba_memstore_read(store, "sched", &r, NULL, 0), SIMBA_OK);
+        CHECK(wa.fence[0] > 0);
+        CHECK_EQ(wa.fence[4], wa.fence[0]);
+        CHECK(wb.fence[0] > wa.fence[0]);
+        CHECK_EQ(wb.fence[0], r.fence);
+        CHECK_EQ(simba_scheduler_fence(sb), r.fence);
+        CHECK_EQ(simba_scheduler_fence(sa), 0);
+        CHECK_EQ(simba_scheduler_fence(NULL), 0);
+    }
     /* stop: the work stops at once */
     CHECK_RC(simba_scheduler_stop(sb), SIMBA_OK);
     CHECK_RC(simba_scheduler_stop(sb), SIMBA_ESTATE);
