@@ -500,6 +500,12 @@ SIMBA_API simba_result simba_memory_fault_set(simba_backend *be, const simba_mem
 #include <time.h>
 #include <unistd.h>
 
+/* A system header included before this one under -std=c99 fixes the C library to plain ISO
+   C: say what to do here rather than fail deep inside with 'CLOCK_MONOTONIC undeclared'. */
+#if !defined(CLOCK_MONOTONIC)
+#error "simba.h needs POSIX 2008, which a system header included earlier has left out (-std=c99). Put the SIMBA_IMPLEMENTATION include first in this file, or compile with -D_POSIX_C_SOURCE=200809L"
+#endif
+
 #ifndef SIMBA_MALLOC
 #define SIMBA_MALLOC(sz) malloc(sz)
 #define SIMBA_FREE(p) free(p)
