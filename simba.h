@@ -2050,7 +2050,7 @@ SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, con
 static void simba__lk_start(simba_locker *lk) {
     if (simba_service_status(lk->svc) != SIMBA_INITIAL) return; /* last release still going out */
     lk->seen_owner = 0;
-    if (simba_start(lk->svc) != SIMBA_OK) return;
+    (void)simba_start(lk->svc); /* INITIAL and valid: cannot fail */
 }
 
 SIMBA_API simba_result simba_locker_try(simba_locker *lk) {

@@ -1210,7 +1210,7 @@ TEST(backend_free_after_last_service_free_is_deferred) {
 typedef struct teardown {
     simba_loop *loop;
     simba_locker *lk;
-    int frees_loop, calls;
+    int frees_loop, unlocks, calls;
     simba_result free_rc;
 } teardown;
 static void td_acq(simba_service *s, const simba_state *st, void *u) {
@@ -1218,7 +1218,8 @@ static void td_acq(simba_service *s, const simba_state *st, void *u) {
     (void)s;
     (void)st;
     t->calls++;
-    t->free_rc = t->frees_loop ? simba_loop_free(t->loop) : simba_locker_free(t->lk);
+    if (t->unlocks) t->free_rc = simba_locker_unlock(t->lk);
+    else t->free_rc = t->frees_loop ? simba_loop_free(t->loop) : simba_locker_free(t->lk);
 }
 static void td_setup(simba_memstore **st, simba_loop *l[2], simba_backend *be[2], teardown *t, simba_service **x) {
     simba_service *owner;
@@ -1354,6 +1355,28 @@ TEST(locker_freed_from_callback_while_it_blocks) {
     CHECK_RC(simba_memstore_free(st), SIMBA_OK);
 }
 
+/* An unlock from a callback ends the blocked lock (SIMBA_ESTATE) instead of being undone by
+   it; the locker stays usable. */
+TEST(locker_unlocked_from_callback_while_it_blocks) {
+    simba_memstore *st;
+    simba_loop *l[2];
+    simba_backend *be[2];
+    simba_service *x;
+    teardown t;
+    memset(&t, 0, sizeof t);
+    t.unlocks = 1;
+    td_setup(&st, l, be, &t, &x);
+    CHECK_RC(simba_locker_lock(t.lk, 300), SIMBA_ESTATE);
+    CHECK_EQ(t.calls, 1);
+    CHECK_RC(t.free_rc, SIMBA_OK);
+    CHECK(strstr(simba_loop_errmsg(l[0]), "unlocked") != NULL);
+    CHECK_RC(simba_locker_lock(t.lk, 0), SIMBA_ETIMEDOUT); /* "other" still holds it */
+    CHECK_RC(simba_locker_free(t.lk), SIMBA_OK);
+    CHECK_RC(simba_loop_free(l[0]), SIMBA_OK);
+    CHECK_RC(simba_loop_free(l[1]), SIMBA_OK);
+    CHECK_RC(simba_memstore_free(st), SIMBA_OK);
+}
+
 /* Two loops on two threads share one store, on the real clock. */
 typedef struct thr {
     simba_memstore *st;
@@ -1432,5 +1455,6 @@ int main(int argc, char **argv) {
     RUN(loop_freed_from_callback_while_simba_lock_blocks);
     RUN(poll_that_frees_the_loop_returns_eclosed);
     RUN(locker_freed_from_callback_while_it_blocks);
+    RUN(locker_unlocked_from_callback_while_it_blocks);
     return check_report("core");
 }
