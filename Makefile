@@ -124,7 +124,7 @@ clean:
 
 # the README's example must keep compiling
 $(B)/readme: examples/readme.c $(HDR_SQL) | $(B)
-	$(CC) $(CFLAGS) -Wno-unused-parameter -I. -o $@ examples/readme.c -lsqlite3 -lpthread
+	$(CC) $(CFLAGS) -I. -o $@ examples/readme.c -lsqlite3 -lpthread
 all: $(B)/readme
 
 # Further targets (bench, reliability) live in mk/*.mk.

@@ -52,6 +52,13 @@
  *   simba_poll()/simba_wait() from a callback returns SIMBA_ECALLBACK. simba_stop() or a free
  *   requested from a callback takes effect when the dispatch returns.
  *
+ * TEARDOWN
+ *   simba_loop_free() from a callback is carried out by the poll that dispatched it, which
+ *   then returns SIMBA_ECLOSED (simba_wait() passes it on); a simba_locker_lock() or
+ *   simba_lock() blocking on that loop returns SIMBA_ECLOSED at once. The same holds for a
+ *   locker freed from a callback while its lock blocks. After SIMBA_ECLOSED every handle of
+ *   the freed object is invalid: do not free it again.
+ *
  * THREADS
  *   simba creates no threads (simba_zk's client library does; it only hands events over
  *   through a pipe). A loop is not thread-safe: call every function of one loop, and receive
@@ -232,7 +239,9 @@ typedef struct simba_loop_desc {
 
 SIMBA_API simba_result simba_loop_new(const simba_loop_desc *desc, simba_loop **out);
 /* Frees every service, locker, scheduler and backend of the loop (owners release, best
-   effort, without waiting). From inside a callback it is deferred until dispatch returns. */
+   effort, without waiting). From inside a callback it is deferred until dispatch returns:
+   the simba_poll()/simba_wait() that carries it out returns SIMBA_ECLOSED, and a blocking
+   simba_locker_lock()/simba_lock() returns SIMBA_ECLOSED at once; every handle is gone. */
 SIMBA_API simba_result simba_loop_free(simba_loop *loop);
 SIMBA_API int64_t simba_now(simba_loop *loop);
 /* Why the last call on this loop failed, in words ("" if none). */
@@ -240,7 +249,9 @@ SIMBA_API const char *simba_loop_errmsg(const simba_loop *loop);
 
 /* Non-blocking step: checks simba's fds with a zero timeout, processes ready I/O, runs due
    timers and state machines, dispatches callbacks. Returns the ms until it wants to be
-   called again (0..SIMBA_MAX_WAIT_MS), or a negative simba_result. */
+   called again (0..SIMBA_MAX_WAIT_MS), or a negative simba_result: SIMBA_ECLOSED when a
+   callback freed the loop and this poll carried the free out (stop using the handle), so
+   `while (simba_poll(loop) >= 0)` ends there. */
 SIMBA_API int64_t simba_poll(simba_loop *loop);
 /* The same, for a caller that has already polled the fds from simba_fds() itself: hands in
    the revents it got (n may be 0: then no I/O is attempted beyond what timers need). */
@@ -249,7 +260,7 @@ SIMBA_API int64_t simba_poll_ready(simba_loop *loop, const struct pollfd *ready,
    cap: call again with more room), or a negative simba_result. */
 SIMBA_API int simba_fds(simba_loop *loop, struct pollfd *out, int cap);
 /* Blocking convenience: poll(2) on simba_fds() until the next deadline or max_ms
-   (negative = no cap), then simba_poll(). */
+   (negative = no cap), then simba_poll(). Passes SIMBA_ECLOSED through (loop freed). */
 SIMBA_API simba_result simba_wait(simba_loop *loop, int64_t max_ms);
 
 /* ---- contenders and observers -------------------------------------------------------- */
@@ -353,15 +364,21 @@ typedef struct simba_locker_desc {
 
 SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, const simba_locker_desc *desc, simba_locker **out);
 /* Blocks, driving the loop, until owned (SIMBA_OK) or timeout_ms passes (SIMBA_ETIMEDOUT;
-   timeout_ms < 0 = no limit). Already held or pending: SIMBA_ESTATE. */
+   timeout_ms < 0 = no limit). timeout_ms bounds the wait for another owner, not for the
+   backend: the first answer that names an owner is always awaited (at most ttl_ms), so
+   timeout 0 means one attempt on every backend: SIMBA_OK if the mutex was free,
+   SIMBA_ETIMEDOUT if someone else holds it. Already held or pending: SIMBA_ESTATE.
+   SIMBA_ECLOSED: a callback freed the loop or this locker while it waited; handle gone. */
 SIMBA_API simba_result simba_locker_lock(simba_locker *lk, int64_t timeout_ms);
-/* Non-blocking form: starts contending if idle; SIMBA_OK once held, SIMBA_EAGAIN while
-   pending. Call again from the tick loop. */
+/* Non-blocking form: starts contending if idle (once an earlier release has been
+   answered); SIMBA_OK once held, SIMBA_EAGAIN while pending. Call again from the tick loop. */
 SIMBA_API simba_result simba_locker_try(simba_locker *lk);
 /* Releases (or gives up a pending try). Not held and not pending: SIMBA_ESTATE. */
 SIMBA_API simba_result simba_locker_unlock(simba_locker *lk);
 SIMBA_API int simba_locker_held(const simba_locker *lk);
 SIMBA_API uint64_t simba_locker_fence(const simba_locker *lk);
+/* Unlocks if needed and frees. From a callback while simba_locker_lock() blocks on this
+   locker, the memory goes when that call returns (SIMBA_ECLOSED). */
 SIMBA_API simba_result simba_locker_free(simba_locker *lk);
 /* Shorthands: new + lock with default timing; unlock + free. */
 SIMBA_API simba_result simba_lock(simba_loop *loop, simba_backend *be, const char *mutex, int64_t timeout_ms, simba_locker **out);
@@ -387,6 +404,9 @@ SIMBA_API simba_result simba_scheduler_start(simba_scheduler *s);
 SIMBA_API simba_result simba_scheduler_stop(simba_scheduler *s);
 SIMBA_API int simba_scheduler_running(const simba_scheduler *s);
 SIMBA_API int simba_scheduler_is_leader(const simba_scheduler *s);
+/* The fence of the current tenure (0 when not leader): work hands it to what it writes, so
+   that a store can reject a former leader's late writes. */
+SIMBA_API uint64_t simba_scheduler_fence(const simba_scheduler *s);
 SIMBA_API simba_result simba_scheduler_free(simba_scheduler *s);
 
 /* ---- contender ids and names ------------------------------------------------------- */
@@ -472,7 +492,9 @@ typedef struct simba_backend_vt {
 } simba_backend_vt;
 
 SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_vt *vt, void *impl, simba_backend **out);
-/* SIMBA_EBUSY while services, lockers or schedulers still use it. */
+/* SIMBA_EBUSY while services, lockers or schedulers that the caller has not freed use it.
+   When only freed ones remain, finishing their release, it returns SIMBA_OK at once and
+   the backend goes when the last of them is done (the handle is invalid at once). */
 SIMBA_API simba_result simba_backend_free(simba_backend *be);
 SIMBA_API const char *simba_backend_errmsg(const simba_backend *be);
 SIMBA_API simba_loop *simba_backend_loop(const simba_backend *be);
@@ -547,6 +569,12 @@ SIMBA_API simba_result simba_memory_fault_set(simba_backend *be, const simba_mem
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+/* A system header included before this one under -std=c99 fixes the C library to plain ISO
+   C: say what to do here rather than fail deep inside with 'CLOCK_MONOTONIC undeclared'. */
+#if !defined(CLOCK_MONOTONIC)
+#error "simba.h needs POSIX 2008, which a system header included earlier has left out (-std=c99). Put the SIMBA_IMPLEMENTATION include first in this file, or compile with -D_POSIX_C_SOURCE=200809L"
+#endif
 
 #ifndef SIMBA_MALLOC
 #define SIMBA_MALLOC(sz) malloc(sz)
@@ -746,6 +774,7 @@ struct simba_backend {
     simba_backend *next, *prev;
     simba__htab mxs;
     int users; /* services (live or finishing) */
+    int free_requested; /* freed by the user while freed services finish their release */
     int pfd_off, pfd_n;
     char errmsg[256];
 };
@@ -1019,9 +1048,23 @@ static void simba__backend_destroy(simba_backend *be) {
 }
 
 SIMBA_API simba_result simba_backend_free(simba_backend *be) {
-    if (!be) return SIMBA_EINVAL;
-    if (be->users > 0)
-        return simba__fail(be->loop, SIMBA_EBUSY, "simba_backend_free: %d services still use backend '%s'", be->users, be->vt->name);
+    size_t i;
+    int live = 0;
+    if (!be || be->free_requested) return SIMBA_EINVAL;
+    for (i = 0; i < be->mxs.nb; i++) {
+        simba__hnode *n;
+        for (n = be->mxs.b[i]; n; n = n->hnext) {
+            simba_service *s;
+            for (s = ((simba__mx *)n)->svcs; s; s = s->mx_next)
+                if (!(s->flags & SIMBA__F_ZOMBIE)) live++;
+        }
+    }
+    if (live > 0)
+        return simba__fail(be->loop, SIMBA_EBUSY, "simba_backend_free: %d services, lockers or schedulers still use backend '%s'",
+                           live, be->vt->name);
+    /* Only services the caller already freed remain, finishing their release: the last of
+       them frees the backend (the caller owns nothing here any more). */
+    if (be->users > 0) { be->free_requested = 1; return SIMBA_OK; }
     simba__backend_destroy(be);
     return SIMBA_OK;
 }
@@ -1522,6 +1565,7 @@ static simba_result simba__svc_new(simba_loop *l, simba_backend *be, const char 
     simba_result rc;
     if (l->closing || l->free_requested) return simba__fail(l, SIMBA_ESTATE, "%s: the loop is being freed", what);
     if (be->loop != l) return simba__fail(l, SIMBA_EINVAL, "%s: backend belongs to another loop", what);
+    if (be->free_requested) return simba__fail(l, SIMBA_EINVAL, "%s: backend '%s' has been freed", what, be->vt->name);
     if (simba_name_check(mutex) != SIMBA_OK)
         return simba__fail(l, SIMBA_EINVAL, "%s: bad mutex name (1..%d of [A-Za-z0-9-_.:@+=,])", what, SIMBA_NAME_MAX);
     if (id && simba_id_check(id) != SIMBA_OK)
@@ -1684,6 +1728,7 @@ static void simba__svc_finalize(simba_service *s) {
     be->users--;
     s->loop = NULL;
     simba_free(l, s);
+    if (be->free_requested && be->users == 0) simba__backend_destroy(be);
 }
 
 static void simba__gc_add(simba_service *s) {
@@ -1873,8 +1918,9 @@ static int64_t simba__poll(simba_loop *l, int io, const struct pollfd *ready, in
     simba__gc_run(l);
     l->in_poll = 0;
     if (l->free_requested) {
+        /* The caller driving the loop must learn that its handle is gone. */
         simba__loop_destroy(l);
-        return SIMBA_MAX_WAIT_MS;
+        return SIMBA_ECLOSED;
     }
     return simba__next_wait(l);
 }
@@ -2077,9 +2123,20 @@ struct simba_locker {
     simba_service *svc;
     simba_locker *next, *prev;
     int state;
+    int in_lock;    /* simba_locker_lock() is blocking on it */
+    int free_after; /* freed from a callback during that lock: the lock frees it on return */
+    int seen_owner; /* this run of the contender has learned who owns the mutex */
     void (*on_lost)(simba_locker *, void *);
     void *user;
 };
+
+/* A handle freed from a callback stays allocated until its blocking lock returns: refused. */
+static int simba__lk_ok(const simba_locker *lk) { return lk && lk->loop && !lk->free_after; }
+
+static void simba__lk_owner(simba_service *svc, const simba_state *st, void *u) {
+    (void)svc;
+    if (st->after->id[0]) ((simba_locker *)u)->seen_owner = 1;
+}
 
 static void simba__lk_acquired(simba_service *svc, const simba_state *st, void *u) {
     simba_locker *lk = (simba_locker *)u;
@@ -2100,7 +2157,8 @@ static void simba__lk_released(simba_service *svc, const simba_state *st, void *
 
 /* Lockers and schedulers are built on a contender of their own. */
 static simba_result simba__inner_contender(simba_loop *loop, simba_backend *be, const char *mutex, const char *id, int64_t ttl,
-                                           int64_t tr, simba_state_fn acq, simba_state_fn rel, void *user, simba_service **out) {
+                                           int64_t tr, simba_state_fn acq, simba_state_fn rel, simba_state_fn own, void *user,
+                                           simba_service **out) {
     simba_contend_desc cd;
     memset(&cd, 0, sizeof cd);
     cd.mutex = mutex;
@@ -2110,6 +2168,7 @@ static simba_result simba__inner_contender(simba_loop *loop, simba_backend *be, 
     cd.on_acquired = acq;
     cd.on_released = rel;
     cd.user_data = user;
+    cd.on_owner = own;
     return simba_contend(loop, be, &cd, out);
 }
 
@@ -2122,7 +2181,7 @@ SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, con
     if (!lk) return simba__fail(loop, SIMBA_ENOMEM, "simba_locker_new: out of memory");
     memset(lk, 0, sizeof *lk);
     rc = simba__inner_contender(loop, be, d->mutex, d->contender_id, d->ttl_ms, d->transition_ms, simba__lk_acquired,
-                                simba__lk_released, lk, &lk->svc);
+                                simba__lk_released, simba__lk_owner, lk, &lk->svc);
     if (rc != SIMBA_OK) { simba_free(loop, lk); return rc; }
     lk->loop = loop;
     lk->on_lost = d->on_lost;
@@ -2134,84 +2193,114 @@ SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, con
     return SIMBA_OK;
 }
 
+/* Starts a run of the contender once the previous run's release has been answered. */
+static void simba__lk_start(simba_locker *lk) {
+    if (simba_service_status(lk->svc) != SIMBA_INITIAL) return; /* last release still going out */
+    lk->seen_owner = 0;
+    (void)simba_start(lk->svc); /* INITIAL and valid: cannot fail */
+}
+
 SIMBA_API simba_result simba_locker_try(simba_locker *lk) {
-    if (!lk || !lk->loop) return SIMBA_EINVAL;
+    if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
     switch (lk->state) {
     case SIMBA__LK_HELD: return simba_locker_held(lk) ? SIMBA_OK : SIMBA_EAGAIN;
-    case SIMBA__LK_PENDING: return SIMBA_EAGAIN;
     case SIMBA__LK_LOST: return simba__fail(lk->loop, SIMBA_ESTATE, "simba_locker_try: the lock was lost; unlock first");
     default: break;
     }
-    if (simba_service_status(lk->svc) != SIMBA_INITIAL) return SIMBA_EAGAIN; /* last release still going out */
-    if (simba_start(lk->svc) != SIMBA_OK) return SIMBA_ESTATE;
+    /* Pending from here on, even while an earlier release is still going out, so that
+       simba_locker_unlock() agrees with what this call said. */
     lk->state = SIMBA__LK_PENDING;
+    simba__lk_start(lk);
     return SIMBA_EAGAIN;
+}
+
+static void simba__lk_destroy(simba_locker *lk) {
+    simba_loop *l = lk->loop;
+    if (lk->prev) lk->prev->next = lk->next; else l->lockers = lk->next;
+    if (lk->next) lk->next->prev = lk->prev;
+    lk->loop = NULL;
+    simba_free(l, lk);
 }
 
 SIMBA_API simba_result simba_locker_lock(simba_locker *lk, int64_t timeout_ms) {
     simba_loop *l;
-    int64_t deadline;
+    int64_t start, deadline, answer_by;
     simba_result rc;
-    if (!lk || !lk->loop) return SIMBA_EINVAL;
+    if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
     l = lk->loop;
     if (l->in_cb || l->in_poll) return simba__fail(l, SIMBA_ECALLBACK, "simba_locker_lock: blocking call from a callback");
     if (lk->state != SIMBA__LK_IDLE) return simba__fail(l, SIMBA_ESTATE, "simba_locker_lock: already held or pending (not reentrant)");
-    deadline = timeout_ms < 0 ? SIMBA__NEVER : simba__add(simba_now(l), simba__min(timeout_ms, SIMBA_MAX_MS));
+    start = simba_now(l);
+    deadline = timeout_ms < 0 ? SIMBA__NEVER : simba__add(start, simba__min(timeout_ms, SIMBA_MAX_MS));
+    /* The timeout bounds the wait for another owner, not the backend's first answer: that
+       is awaited on every backend (timeout 0 = one attempt), at most one ttl, after which
+       no answer could grant a lease anyway. */
+    answer_by = simba__add(start, lk->svc->ttl);
+    lk->seen_owner = 0;
+    lk->in_lock = 1;
     for (;;) {
+        int64_t until, now;
         rc = simba_locker_try(lk);
-        if (rc == SIMBA_OK) return SIMBA_OK;
-        if (rc != SIMBA_EAGAIN) return rc;
-        {
-            int64_t left = deadline == SIMBA__NEVER ? -1 : deadline - simba_now(l);
-            if (deadline != SIMBA__NEVER && left < 0) break;
-            if ((rc = simba_wait(l, left)) != SIMBA_OK) break;
+        if (rc != SIMBA_EAGAIN) break;
+        now = simba_now(l);
+        until = lk->seen_owner || deadline == SIMBA__NEVER ? deadline : simba__max(deadline, answer_by);
+        if (until != SIMBA__NEVER && now >= until) { rc = SIMBA_ETIMEDOUT; break; }
+        rc = simba_wait(l, until == SIMBA__NEVER ? -1 : until - now);
+        /* SIMBA_ECLOSED: a callback freed the loop, and with it this locker: touch nothing. */
+        if (rc == SIMBA_ECLOSED) return rc;
+        if (lk->free_after) { simba__lk_destroy(lk); return SIMBA_ECLOSED; }
+        if (rc != SIMBA_OK) break;
+        if (lk->state == SIMBA__LK_HELD && simba_locker_held(lk)) { rc = SIMBA_OK; break; }
+        if (lk->state == SIMBA__LK_IDLE) { /* unlocked from a callback: the wait is over */
+            lk->in_lock = 0;
+            return simba__fail(l, SIMBA_ESTATE, "simba_locker_lock: unlocked from a callback while it waited");
         }
-        if (lk->state == SIMBA__LK_HELD && simba_locker_held(lk)) return SIMBA_OK;
-        if (deadline != SIMBA__NEVER && simba_now(l) >= deadline) break;
     }
+    lk->in_lock = 0;
+    if (rc == SIMBA_OK) return SIMBA_OK;
     if (lk->state == SIMBA__LK_PENDING && simba_service_status(lk->svc) == SIMBA_RUNNING) simba_stop(lk->svc);
-    lk->state = SIMBA__LK_IDLE;
-    return rc != SIMBA_EAGAIN && rc != SIMBA_OK ? rc : simba__fail(l, SIMBA_ETIMEDOUT, "simba_locker_lock: %s not acquired in time", simba_service_mutex(lk->svc));
+    if (lk->state == SIMBA__LK_PENDING) lk->state = SIMBA__LK_IDLE;
+    if (rc == SIMBA_ETIMEDOUT)
+        return simba__fail(l, SIMBA_ETIMEDOUT, "simba_locker_lock: %s not acquired in time%s", simba_service_mutex(lk->svc),
+                           lk->seen_owner ? " (another contender holds it)" : " (the backend gave no answer)");
+    return rc;
 }
 
 SIMBA_API simba_result simba_locker_unlock(simba_locker *lk) {
-    if (!lk || !lk->loop) return SIMBA_EINVAL;
+    if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
     if (lk->state == SIMBA__LK_IDLE) return simba__fail(lk->loop, SIMBA_ESTATE, "simba_locker_unlock: not locked");
     lk->state = SIMBA__LK_IDLE;
     lk->svc->why_stop = SIMBA_REASON_UNLOCKED; /* what its on_released and last_reason say */
     if (simba_service_status(lk->svc) == SIMBA_RUNNING) simba_stop(lk->svc);
     return SIMBA_OK;
 }
-SIMBA_API int simba_locker_held(const simba_locker *lk) { return lk && lk->state == SIMBA__LK_HELD && simba_is_owner(lk->svc); }
+SIMBA_API int simba_locker_held(const simba_locker *lk) { return simba__lk_ok(lk) && lk->state == SIMBA__LK_HELD && simba_is_owner(lk->svc); }
 SIMBA_API uint64_t simba_locker_fence(const simba_locker *lk) { return simba_locker_held(lk) ? simba_fence(lk->svc) : 0; }
 
 SIMBA_API simba_result simba_locker_free(simba_locker *lk) {
-    simba_loop *l;
-    if (!lk || !lk->loop) return SIMBA_EINVAL;
-    l = lk->loop;
+    if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
     simba_service_free(lk->svc); /* stops and releases; no callback reaches lk any more */
-    if (lk->prev) lk->prev->next = lk->next; else l->lockers = lk->next;
-    if (lk->next) lk->next->prev = lk->prev;
-    lk->loop = NULL;
-    simba_free(l, lk);
+    /* From a callback while simba_locker_lock() blocks on it: that call frees it on return. */
+    if (lk->in_lock) { lk->free_after = 1; return SIMBA_OK; }
+    simba__lk_destroy(lk);
     return SIMBA_OK;
 }
 SIMBA_API simba_result simba_lock(simba_loop *loop, simba_backend *be, const char *mutex, int64_t timeout_ms, simba_locker **out) {
     simba_locker_desc d;
     simba_result rc;
     if (out) *out = NULL;
-    if (!out) return SIMBA_EINVAL;
+    if (!out) return simba__fail(loop, SIMBA_EINVAL, "simba_lock: NULL out");
     memset(&d, 0, sizeof d);
     d.mutex = mutex;
     if ((rc = simba_locker_new(loop, be, &d, out)) != SIMBA_OK) return rc;
     if ((rc = simba_locker_lock(*out, timeout_ms)) != SIMBA_OK) {
-        simba_locker_free(*out);
+        if (rc != SIMBA_ECLOSED) simba_locker_free(*out); /* ECLOSED: already gone */
         *out = NULL;
     }
     return rc;
 }
 SIMBA_API simba_result simba_unlock(simba_locker *lk) {
-    if (!lk || !lk->loop) return SIMBA_EINVAL;
+    if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
     if (lk->state != SIMBA__LK_IDLE) simba_locker_unlock(lk);
     return simba_locker_free(lk);
 }
@@ -2270,7 +2359,7 @@ SIMBA_API simba_result simba_scheduler_new(simba_loop *loop, simba_backend *be, 
     memset(sc, 0, sizeof *sc);
     if (!simba__timer_init(loop, &sc->tm, SIMBA__T_SCHED)) { simba_free(loop, sc); return SIMBA_ENOMEM; }
     rc = simba__inner_contender(loop, be, d->mutex, d->contender_id, d->ttl_ms, d->transition_ms, simba__sc_acquired,
-                                simba__sc_released, sc, &sc->svc);
+                                simba__sc_released, NULL, sc, &sc->svc);
     if (rc != SIMBA_OK) {
         simba__timer_fini(loop, &sc->tm);
         simba_free(loop, sc);
@@ -2308,6 +2397,7 @@ SIMBA_API simba_result simba_scheduler_stop(simba_scheduler *sc) {
 }
 SIMBA_API int simba_scheduler_running(const simba_scheduler *sc) { return sc && sc->loop && sc->running; }
 SIMBA_API int simba_scheduler_is_leader(const simba_scheduler *sc) { return sc && sc->loop && sc->running && sc->leader && simba_is_owner(sc->svc); }
+SIMBA_API uint64_t simba_scheduler_fence(const simba_scheduler *sc) { return simba_scheduler_is_leader(sc) ? simba_fence(sc->svc) : 0; }
 
 static void simba__sched_destroy(simba_scheduler *sc) {
     simba_loop *l = sc->loop;

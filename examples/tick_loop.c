@@ -3,13 +3,23 @@
  * in-memory store; halfway through, the leader shuts down and the other takes over.
  *
  *   build/tick_loop [seconds]      (default 4)
+ *
+ * Ctrl-C (SIGINT) or SIGTERM ends it early: the loops are freed, which releases the mutex.
  */
 #define SIMBA_IMPLEMENTATION
 #include "../simba.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+static volatile sig_atomic_t quit;
+static void on_signal(int sig) {
+    (void)sig;
+    quit = 1;
+}
 
 typedef struct node {
     const char *name;
@@ -43,7 +53,14 @@ int main(int argc, char **argv) {
     node nodes[2] = {{"east", 0, 0, 0, 0}, {"west", 0, 0, 0, 0}};
     long frames = (argc > 1 ? atol(argv[1]) : 4) * 60, f;
     int i;
+    struct sigaction sa;
     if (frames <= 0) frames = 240;
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each line as it happens, into a pipe or file too */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     if (simba_memstore_new(NULL, &store) != SIMBA_OK) return 1;
     for (i = 0; i < 2; i++) {
         simba_contend_desc d = {0};
@@ -60,7 +77,7 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    for (f = 0; f < frames; f++) { /* 60 frames a second */
+    for (f = 0; f < frames && !quit; f++) { /* 60 frames a second */
         for (i = 0; i < 2; i++) {
             node *n = &nodes[i];
             if (simba_poll(n->loop) < 0) return 1; /* never blocks */
@@ -81,5 +98,6 @@ int main(int argc, char **argv) {
         simba_loop_free(nodes[i].loop);
     }
     simba_memstore_free(store);
+    if (quit) return 0; /* stopped by a signal: the run was cut short, not failed */
     return nodes[0].frames_as_leader > 0 && nodes[1].frames_as_leader > 0 ? 0 : 1;
 }

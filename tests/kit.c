@@ -299,10 +299,14 @@ TEST(kit_multi_contend) {
 }
 
 static int sched_runs, sched_bad;
+static uint64_t sched_fence[2]; /* the fence the work saw on a (0) and on b (1) */
 static void sched_work(simba_scheduler *sc, void *u) {
-    (void)u;
+    uint64_t f = simba_scheduler_fence(sc), *seen = (uint64_t *)u;
     sched_runs++;
     if (!simba_scheduler_is_leader(sc)) sched_bad++;
+    /* one tenure, one fence: never 0, never changing while it lasts */
+    if (f == 0 || (*seen && *seen != f)) sched_bad++;
+    *seen = f;
 }
 
 TEST(kit_schedule) {
@@ -312,6 +316,7 @@ TEST(kit_schedule) {
     int runs;
     REQUIRE(p && q);
     sched_runs = sched_bad = 0;
+    sched_fence[0] = sched_fence[1] = 0;
     d.mutex = kit_name("schedule");
     d.ttl_ms = TTL;
     d.transition_ms = TR;
@@ -319,7 +324,9 @@ TEST(kit_schedule) {
     d.initial_delay_ms = 0;
     d.period_ms = 200;
     d.work = sched_work;
+    d.user_data = &sched_fence[0];
     CHECK_RC(simba_scheduler_new(p->loop, p->be, &d, &a), SIMBA_OK);
+    d.user_data = &sched_fence[1];
     CHECK_RC(simba_scheduler_new(q->loop, q->be, &d, &b), SIMBA_OK);
     CHECK(!simba_scheduler_running(a));
     CHECK_RC(simba_scheduler_start(a), SIMBA_OK);
@@ -335,7 +342,11 @@ TEST(kit_schedule) {
     CHECK_UNTIL(simba_scheduler_is_leader(b), ACQ_MS);
     runs = sched_runs;
     CHECK_UNTIL(sched_runs >= runs + 3, 5000);
+    CHECK(sched_fence[0] > 0);
+    CHECK(sched_fence[1] > sched_fence[0]); /* the new leader's writes outrank the old one's */
+    CHECK_EQ(simba_scheduler_fence(b), sched_fence[1]);
     CHECK_RC(simba_scheduler_stop(b), SIMBA_OK);
+    CHECK_EQ(simba_scheduler_fence(b), 0);
     runs = sched_runs;
     KIT_HOLD(sched_runs == runs, 600);
     CHECK_EQ(sched_bad, 0);
@@ -371,6 +382,47 @@ TEST(kit_locker) {
     CHECK_UNTIL(simba_locker_try(b) == SIMBA_OK, ACQ_MS);
     CHECK(simba_locker_held(b));
     CHECK(!simba_locker_held(a));
+    CHECK_RC(simba_locker_unlock(b), SIMBA_OK);
+    CHECK_RC(simba_locker_free(a), SIMBA_OK);
+    CHECK_RC(simba_locker_free(b), SIMBA_OK);
+    kit_close_all();
+}
+
+/* Issue 14, 3 and 4: timeout 0 means one attempt whose answer is awaited, on every
+   backend: a free mutex is taken, a held one times out after one answer; after a timed-out
+   lock, try and unlock agree about the pending state. */
+TEST(kit_locker_timeout_zero) {
+    kit_proc *p = kit_open(), *q = kit_open();
+    simba_locker *a, *b;
+    simba_locker_desc d = {0};
+    int64_t t;
+    REQUIRE(p && q);
+    d.mutex = kit_name("locker0");
+    d.ttl_ms = TTL;
+    d.transition_ms = TR;
+    CHECK_RC(simba_locker_new(p->loop, p->be, &d, &a), SIMBA_OK);
+    CHECK_RC(simba_locker_new(q->loop, q->be, &d, &b), SIMBA_OK);
+    t = kit_now();
+    CHECK_RC(simba_locker_lock(a, 0), SIMBA_OK); /* free: the first answer grants it */
+    CHECK(simba_locker_held(a));
+    CHECK(simba_locker_fence(a) > 0);
+    CHECK(kit_now() - t <= TTL);
+    t = kit_now();
+    CHECK_RC(simba_locker_lock(b, 0), SIMBA_ETIMEDOUT); /* held: one answer names a */
+    CHECK(kit_now() - t < TTL);
+    CHECK(!simba_locker_held(b));
+    /* the pending state after a timed-out lock: try says pending, unlock gives it up */
+    CHECK_RC(simba_locker_try(b), SIMBA_EAGAIN);
+    CHECK_RC(simba_locker_unlock(b), SIMBA_OK);
+    CHECK_RC(simba_locker_unlock(b), SIMBA_ESTATE);
+    CHECK_RC(simba_locker_lock(b, 0), SIMBA_ETIMEDOUT);
+    CHECK_RC(simba_locker_try(b), SIMBA_EAGAIN);
+    CHECK_RC(simba_locker_try(b), SIMBA_EAGAIN);
+    /* that pending try takes the lock once a gives it up */
+    CHECK_RC(simba_locker_unlock(a), SIMBA_OK);
+    CHECK_UNTIL(simba_locker_try(b) == SIMBA_OK, ACQ_MS);
+    CHECK(simba_locker_held(b));
+    CHECK(simba_locker_fence(b) > 0);
     CHECK_RC(simba_locker_unlock(b), SIMBA_OK);
     CHECK_RC(simba_locker_free(a), SIMBA_OK);
     CHECK_RC(simba_locker_free(b), SIMBA_OK);
@@ -469,6 +521,7 @@ int kit_run(const kit_backend *kb, int argc, char **argv) {
     RUN(kit_guard);
     RUN(kit_fencing);
     RUN(kit_locker);
+    RUN(kit_locker_timeout_zero);
     RUN(kit_observer);
     RUN(kit_schedule);
     RUN(kit_multi_contend);

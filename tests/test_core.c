@@ -936,12 +936,14 @@ TEST(locker_reports_lost_lock) {
 typedef struct work_log {
     int runs, runs_not_leader;
     int64_t at[64];
+    uint64_t fence[64];
     simba_scheduler **self;
 } work_log;
 static void work_fn(simba_scheduler *sc, void *u) {
     work_log *w = (work_log *)u;
     if (!simba_scheduler_is_leader(sc)) w->runs_not_leader++;
     if (w->runs < 64) w->at[w->runs] = fake_now;
+    if (w->runs < 64) w->fence[w->runs] = simba_scheduler_fence(sc);
     w->runs++;
 }
 
@@ -987,6 +989,18 @@ TEST(scheduler_runs_only_while_owner) {
     CHECK_EQ(wa.runs, runs); /* no work without ownership */
     CHECK_EQ(wa.runs_not_leader, 0);
     CHECK_EQ(wb.runs_not_leader, 0);
+    /* issue 14, 9: work sees its tenure's fence; the next leader's is greater */
+    {
+        simba_reply r;
+        CHECK_RC(simba_memstore_read(store, "sched", &r, NULL, 0), SIMBA_OK);
+        CHECK(wa.fence[0] > 0);
+        CHECK_EQ(wa.fence[4], wa.fence[0]);
+        CHECK(wb.fence[0] > wa.fence[0]);
+        CHECK_EQ(wb.fence[0], r.fence);
+        CHECK_EQ(simba_scheduler_fence(sb), r.fence);
+        CHECK_EQ(simba_scheduler_fence(sa), 0);
+        CHECK_EQ(simba_scheduler_fence(NULL), 0);
+    }
     /* stop: the work stops at once */
     CHECK_RC(simba_scheduler_stop(sb), SIMBA_OK);
     CHECK_RC(simba_scheduler_stop(sb), SIMBA_ESTATE);
@@ -1138,6 +1152,231 @@ TEST(backend_free_refused_while_used) {
     store_free();
 }
 
+/* Issue 14, 8: right after the caller freed the last service (an owner, its release still
+   to go out), freeing the backend succeeds; the backend goes once the release is done. */
+TEST(backend_free_after_last_service_free_is_deferred) {
+    proc p;
+    counts c = {0};
+    simba_service *s, *t;
+    simba_locker *lk;
+    simba_locker_desc ld = {0};
+    simba_reply r;
+    simba_memory_fault f = {0};
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "bf", "a", 1000, 500, &c);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    REQUIRE(c.acquired == 1);
+    ld.mutex = "bf2";
+    CHECK_RC(simba_locker_new(p.loop, p.be, &ld, &lk), SIMBA_OK);
+    CHECK_RC(simba_service_free(s), SIMBA_OK);
+    CHECK_RC(simba_backend_free(p.be), SIMBA_EBUSY); /* the locker is the caller's */
+    CHECK_RC(simba_locker_free(lk), SIMBA_OK);
+    CHECK_RC(simba_backend_free(p.be), SIMBA_OK); /* the release has not gone out yet */
+    CHECK(p.loop->backends == p.be);
+    CHECK_RC(simba_backend_free(p.be), SIMBA_EINVAL); /* once */
+    CHECK_RC(simba_contend(p.loop, p.be, &(simba_contend_desc){.mutex = "late"}, &t), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "freed") != NULL);
+    settle(&p, 1);
+    CHECK(p.loop->backends == NULL);
+    CHECK_RC(simba_memstore_read(store, "bf", &r, NULL, 0), SIMBA_OK);
+    CHECK(r.owner == NULL); /* released before the backend went */
+    CHECK_RC(simba_memstore_free(store), SIMBA_OK); /* its client is closed */
+    store = NULL;
+    CHECK_RC(simba_loop_free(p.loop), SIMBA_OK);
+    /* a silent server: the deferred backend is closed with the loop at the latest */
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "bf", "a", 1000, 500, &c);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    f.hang = 1;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    CHECK_RC(simba_service_free(s), SIMBA_OK);
+    settle(&p, 1);
+    CHECK_RC(simba_backend_free(p.be), SIMBA_OK);
+    settle(&p, 1);
+    CHECK(p.loop->backends == p.be); /* still waiting for the release's answer */
+    proc_close(&p);
+    store_free();
+}
+
+/* ---- teardown that blocking callers survive ---------------------------------------------- */
+
+/* The set-up of the teardown cases: another loop owns "m"; on loop 0 a locker blocks on "m"
+   while a contender for "x" on the same loop acts from its on_acquired. Real clock: the
+   locker's wait is a real poll(2). */
+typedef struct teardown {
+    simba_loop *loop;
+    simba_locker *lk;
+    int frees_loop, unlocks, calls;
+    simba_result free_rc;
+} teardown;
+static void td_acq(simba_service *s, const simba_state *st, void *u) {
+    teardown *t = (teardown *)u;
+    (void)s;
+    (void)st;
+    t->calls++;
+    if (t->unlocks) t->free_rc = simba_locker_unlock(t->lk);
+    else t->free_rc = t->frees_loop ? simba_loop_free(t->loop) : simba_locker_free(t->lk);
+}
+static void td_setup(simba_memstore **st, simba_loop *l[2], simba_backend *be[2], teardown *t, simba_service **x) {
+    simba_service *owner;
+    simba_contend_desc d = {0};
+    simba_locker_desc ld = {0};
+    int i;
+    CHECK_RC(simba_memstore_new(NULL, st), SIMBA_OK);
+    for (i = 0; i < 2; i++) {
+        CHECK_RC(simba_loop_new(NULL, &l[i]), SIMBA_OK);
+        CHECK_RC(simba_memory_open(l[i], *st, &be[i]), SIMBA_OK);
+    }
+    d.mutex = "m";
+    d.contender_id = "other";
+    CHECK_RC(simba_contend(l[1], be[1], &d, &owner), SIMBA_OK);
+    CHECK_RC(simba_start(owner), SIMBA_OK);
+    for (i = 0; i < 100 && !simba_is_owner(owner); i++) simba_wait(l[1], 10);
+    CHECK(simba_is_owner(owner));
+    ld.mutex = "m";
+    ld.contender_id = "locker";
+    CHECK_RC(simba_locker_new(l[0], be[0], &ld, &t->lk), SIMBA_OK);
+    t->loop = l[0];
+    memset(&d, 0, sizeof d);
+    d.mutex = "x";
+    d.contender_id = "x";
+    d.on_acquired = td_acq;
+    d.user_data = t;
+    CHECK_RC(simba_contend(l[0], be[0], &d, x), SIMBA_OK);
+    CHECK_RC(simba_start(*x), SIMBA_OK);
+}
+
+/* Issue 13, 1: the poll that carries out a deferred loop free says so (SIMBA_ECLOSED), and
+   the blocked locker returns at once without touching the freed loop (ASan build). */
+TEST(loop_freed_from_callback_while_locker_blocks) {
+    simba_memstore *st;
+    simba_loop *l[2];
+    simba_backend *be[2];
+    simba_service *x;
+    teardown t;
+    int64_t t0;
+    memset(&t, 0, sizeof t);
+    t.frees_loop = 1;
+    td_setup(&st, l, be, &t, &x);
+    t0 = check__wall() * 1000;
+    CHECK_RC(simba_locker_lock(t.lk, 300), SIMBA_ECLOSED);
+    CHECK(check__wall() * 1000 - t0 < 250); /* at once, not at the timeout */
+    CHECK_EQ(t.calls, 1);
+    CHECK_RC(t.free_rc, SIMBA_OK);
+    CHECK_RC(simba_loop_free(l[1]), SIMBA_OK);
+    CHECK_RC(simba_memstore_free(st), SIMBA_OK);
+}
+
+/* The shorthand too: simba_lock hands out no locker when its loop went away. */
+TEST(loop_freed_from_callback_while_simba_lock_blocks) {
+    simba_memstore *st;
+    simba_loop *l[2];
+    simba_backend *be[2];
+    simba_service *x;
+    simba_locker *lk = (simba_locker *)&lk;
+    teardown t;
+    memset(&t, 0, sizeof t);
+    t.frees_loop = 1;
+    td_setup(&st, l, be, &t, &x);
+    CHECK_RC(simba_locker_free(t.lk), SIMBA_OK);
+    CHECK_RC(simba_lock(l[0], be[0], "m", 300, &lk), SIMBA_ECLOSED);
+    CHECK(lk == NULL);
+    CHECK_EQ(t.calls, 1);
+    CHECK_RC(simba_loop_free(l[1]), SIMBA_OK);
+    CHECK_RC(simba_memstore_free(st), SIMBA_OK);
+}
+
+/* An application loop of the form `while (simba_poll(loop) >= 0)` ends when a callback
+   freed the loop. */
+static void acq_frees_loop(simba_service *s, const simba_state *st, void *u) {
+    (void)s;
+    (void)st;
+    CHECK_RC(simba_loop_free((simba_loop *)u), SIMBA_OK);
+}
+TEST(poll_that_frees_the_loop_returns_eclosed) {
+    simba_memstore *st;
+    simba_loop *l;
+    simba_backend *be;
+    simba_service *s;
+    simba_contend_desc d = {0};
+    int64_t r;
+    int polls = 0;
+    CHECK_RC(simba_memstore_new(NULL, &st), SIMBA_OK);
+    CHECK_RC(simba_loop_new(NULL, &l), SIMBA_OK);
+    CHECK_RC(simba_memory_open(l, st, &be), SIMBA_OK);
+    d.mutex = "p";
+    d.on_acquired = acq_frees_loop;
+    d.user_data = l;
+    CHECK_RC(simba_contend(l, be, &d, &s), SIMBA_OK);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    while ((r = simba_poll(l)) >= 0 && polls < 1000) polls++;
+    CHECK_EQ(r, SIMBA_ECLOSED);
+    CHECK(polls < 1000);
+    /* the same through simba_wait */
+    CHECK_RC(simba_loop_new(NULL, &l), SIMBA_OK);
+    CHECK_RC(simba_memory_open(l, st, &be), SIMBA_OK);
+    d.user_data = l;
+    CHECK_RC(simba_contend(l, be, &d, &s), SIMBA_OK);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    polls = 0;
+    while ((r = simba_wait(l, 10)) == SIMBA_OK && polls < 100) polls++;
+    CHECK_EQ(r, SIMBA_ECLOSED);
+    CHECK_RC(simba_memstore_free(st), SIMBA_OK);
+}
+
+/* Issue 13, 2: a locker freed from a callback while its lock blocks is freed when the lock
+   returns (SIMBA_ECLOSED); its contender is released in the store. */
+TEST(locker_freed_from_callback_while_it_blocks) {
+    simba_memstore *st;
+    simba_loop *l[2];
+    simba_backend *be[2];
+    simba_service *x;
+    simba_reply r;
+    char who[SIMBA_ID_MAX + 1];
+    teardown t;
+    int i;
+    memset(&t, 0, sizeof t);
+    td_setup(&st, l, be, &t, &x);
+    CHECK_RC(simba_locker_lock(t.lk, 300), SIMBA_ECLOSED);
+    CHECK_EQ(t.calls, 1);
+    CHECK_RC(t.free_rc, SIMBA_OK);
+    CHECK(l[0]->lockers == NULL);
+    /* the loop lives on: x owns "x"; the freed locker's contender leaves "m" alone */
+    CHECK(simba_is_owner(x));
+    for (i = 0; i < 20; i++) simba_wait(l[0], 5);
+    CHECK_RC(simba_memstore_read(st, "m", &r, who, sizeof who), SIMBA_OK);
+    CHECK_STR(who, "other");
+    CHECK_RC(simba_loop_free(l[0]), SIMBA_OK);
+    CHECK_RC(simba_loop_free(l[1]), SIMBA_OK);
+    CHECK_RC(simba_memstore_free(st), SIMBA_OK);
+}
+
+/* An unlock from a callback ends the blocked lock (SIMBA_ESTATE) instead of being undone by
+   it; the locker stays usable. */
+TEST(locker_unlocked_from_callback_while_it_blocks) {
+    simba_memstore *st;
+    simba_loop *l[2];
+    simba_backend *be[2];
+    simba_service *x;
+    teardown t;
+    memset(&t, 0, sizeof t);
+    t.unlocks = 1;
+    td_setup(&st, l, be, &t, &x);
+    CHECK_RC(simba_locker_lock(t.lk, 300), SIMBA_ESTATE);
+    CHECK_EQ(t.calls, 1);
+    CHECK_RC(t.free_rc, SIMBA_OK);
+    CHECK(strstr(simba_loop_errmsg(l[0]), "unlocked") != NULL);
+    CHECK_RC(simba_locker_lock(t.lk, 0), SIMBA_ETIMEDOUT); /* "other" still holds it */
+    CHECK_RC(simba_locker_free(t.lk), SIMBA_OK);
+    CHECK_RC(simba_loop_free(l[0]), SIMBA_OK);
+    CHECK_RC(simba_loop_free(l[1]), SIMBA_OK);
+    CHECK_RC(simba_memstore_free(st), SIMBA_OK);
+}
+
 /* Two loops on two threads share one store, on the real clock. */
 typedef struct thr {
     simba_memstore *st;
@@ -1210,6 +1449,12 @@ int main(int argc, char **argv) {
     RUN(poll_yields_when_many_timers_fall_due);
     RUN(fds_and_wait);
     RUN(backend_free_refused_while_used);
+    RUN(backend_free_after_last_service_free_is_deferred);
     RUN(loops_on_threads_share_a_store);
+    RUN(loop_freed_from_callback_while_locker_blocks);
+    RUN(loop_freed_from_callback_while_simba_lock_blocks);
+    RUN(poll_that_frees_the_loop_returns_eclosed);
+    RUN(locker_freed_from_callback_while_it_blocks);
+    RUN(locker_unlocked_from_callback_while_it_blocks);
     return check_report("core");
 }
