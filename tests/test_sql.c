@@ -749,6 +749,272 @@ TEST(read_needs_sql_backend) {
     CHECK_RC(simba_memstore_free(st), SIMBA_OK);
 }
 
+/* ---- in-process databases and the test clock ------------------------------------------ */
+
+/* ":memory:" is one database for every backend of the process: two backends on one loop,
+   one contender each, contend for real (never two owners at one poll). */
+TEST(memory_two_backends_one_owner) {
+    simba_loop *loop = newloop();
+    simba_backend *be[2] = {NULL, NULL};
+    counts c[2];
+    int i, polls, owners, max_owners = 0, ever_owned = 0;
+    memset(c, 0, sizeof c);
+    REQUIRE(loop != NULL);
+    for (i = 0; i < 2; i++) {
+        REQUIRE(open_be(loop, ":memory:", NULL, &be[i]) == SIMBA_OK);
+        REQUIRE(contend(loop, be[i], "m", i ? "B" : "A", 2000, 1000, &c[i], &pair[i]) == SIMBA_OK);
+    }
+    for (i = 0; i < 2; i++) CHECK_RC(simba_start(pair[i]), SIMBA_OK);
+    for (polls = 0; polls < 50; polls++) {
+        simba_poll(loop);
+        owners = simba_is_owner(pair[0]) + simba_is_owner(pair[1]);
+        if (owners > max_owners) max_owners = owners;
+        if (owners) ever_owned = 1;
+    }
+    fprintf(stderr, "  most owners at one poll: %d; on_acquired A %d, B %d\n", max_owners, c[0].acquired,
+            c[1].acquired);
+    CHECK_EQ(max_owners, 1);
+    CHECK(ever_owned);
+    CHECK_EQ(c[0].acquired + c[1].acquired, 1);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* Paths that would give each connection its own database are refused with words; shared
+   in-process forms are accepted and really shared. */
+TEST(memory_private_databases_refused) {
+    static const char *private_paths[] = {"file::memory:", "file:priv.db?mode=memory", "file:priv?vfs=memdb", "file:",
+                                          "file:?mode=memory"};
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL, *be2 = NULL;
+    simba_sql_desc d;
+    char err[512], owner[SIMBA_ID_MAX + 1];
+    simba_reply rep;
+    size_t i;
+    REQUIRE(loop != NULL);
+    memset(&d, 0, sizeof d);
+    d.errbuf = err;
+    d.errbuf_cap = sizeof err;
+    d.path = "";
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), ":memory:") != NULL);
+    for (i = 0; i < sizeof private_paths / sizeof private_paths[0]; i++) {
+        d.path = private_paths[i];
+        err[0] = 0;
+        CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+        CHECK(be == NULL);
+        CHECK(strstr(err, "private") != NULL && strstr(err, ":memory:") != NULL);
+        CHECK(strstr(simba_loop_errmsg(loop), "private") != NULL);
+    }
+    fprintf(stderr, "  %s\n", err);
+    /* a named memdb database is shared by two connections of the process */
+    d.path = "file:/simba-test-named?vfs=memdb";
+    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
+    REQUIRE(simba_sql_open(loop, &d, &be2) == SIMBA_OK);
+    CHECK_RC(simba__sql_exec(impl_of(be), SIMBA_OP_ACQUIRE, "shared", "A", 5000, 1000, 1, &rep), 0);
+    CHECK_RC(simba_sql_read(be2, "shared", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    /* and is not the one ":memory:" names */
+    d.path = ":memory:";
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_OK);
+    CHECK_RC(simba_sql_read(be, "shared", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "");
+    /* shared-cache in-memory databases are shared too, so they stay allowed */
+    d.path = "file:simba_sc?mode=memory&cache=shared";
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_OK);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+static int64_t fake_now;
+static int64_t fake_clock(void *u) {
+    (void)u;
+    return fake_now;
+}
+static simba_loop *fakeloop(void) {
+    simba_loop *loop = NULL;
+    simba_loop_desc d;
+    memset(&d, 0, sizeof d);
+    d.now_ms = fake_clock;
+    if (simba_loop_new(&d, &loop) != SIMBA_OK) return NULL;
+    return loop;
+}
+static simba_result open_test_clock(simba_loop *loop, simba_backend **out) {
+    simba_sql_desc d;
+    memset(&d, 0, sizeof d);
+    d.path = ":memory:";
+    d.test_clock = 1;
+    return simba_sql_open(loop, &d, out);
+}
+
+/* With test_clock, leases follow the injected loop clock to the millisecond. */
+TEST(test_clock_expiry_exact) {
+    simba_loop *loop;
+    simba_backend *be = NULL;
+    simba_reply rep;
+    char owner[SIMBA_ID_MAX + 1];
+    fake_now = 5000000;
+    loop = fakeloop();
+    REQUIRE(loop != NULL);
+    REQUIRE(open_test_clock(loop, &be) == SIMBA_OK);
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "t", "A", 1000, 500, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    CHECK_EQ(rep.ttl_left_ms, 1000);
+    CHECK_EQ(rep.transition_left_ms, 1500);
+    CHECK_EQ(rep.held_ms, 0);
+    CHECK_EQ(rep.fence, 1);
+    fake_now += 1500; /* the last millisecond of the transition window: still A's */
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "t", "B", 1000, 500, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    CHECK_EQ(rep.ttl_left_ms, -500);
+    CHECK_EQ(rep.transition_left_ms, 0);
+    CHECK_EQ(rep.held_ms, 1500);
+    fake_now += 1; /* one millisecond later the lease is over */
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "t", "B", 1000, 500, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "B");
+    CHECK_EQ(rep.fence, 2);
+    CHECK_EQ(rep.ttl_left_ms, 1000);
+    /* the stored times are the loop's, not the wall clock's */
+    CHECK_EQ(raw_int(impl_of(be)->db, "SELECT ttl_at FROM simba_mutex WHERE mutex = 't'"), fake_now + 1000);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* The test clock where it cannot be safe, and clocks mixed on one in-memory database. */
+TEST(test_clock_refused_where_unsafe) {
+    simba_loop *loop;
+    simba_backend *wall = NULL, *be = NULL;
+    simba_sql_desc d;
+    char path[300], err[512];
+    struct stat sb;
+    fake_now = 1000;
+    loop = fakeloop();
+    REQUIRE(loop != NULL);
+    memset(&d, 0, sizeof d);
+    d.errbuf = err;
+    d.errbuf_cap = sizeof err;
+    d.test_clock = 1;
+    d.path = newdb(path, sizeof path);
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(err, "test_clock") != NULL && strstr(err, "wall clock") != NULL);
+    CHECK(stat(path, &sb) != 0); /* refused before anything was created */
+    fprintf(stderr, "  file: %s\n", err);
+    d.path = "file:/x?vfs=memdb&mode=ro";
+    d.test_clock = 2;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "test_clock") != NULL);
+    /* the first backend of ":memory:" fixes its clock */
+    d.path = ":memory:";
+    d.test_clock = 0;
+    REQUIRE(simba_sql_open(loop, &d, &wall) == SIMBA_OK);
+    d.test_clock = 1;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(err, "clock") != NULL);
+    fprintf(stderr, "  mixed: %s\n", err);
+    CHECK_RC(simba_backend_free(wall), SIMBA_OK); /* the database goes with its last backend */
+    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
+    d.test_clock = 0;
+    CHECK_RC(simba_sql_open(loop, &d, &wall), SIMBA_EINVAL);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* Steps the fake clock to the loop's next deadline (at most max_step ms) until cond holds
+   or until the clock passes limit; no sleeps. */
+static int run_fake(simba_loop *loop, int64_t limit, int64_t max_step, int (*cond)(void *), void *arg) {
+    for (;;) {
+        int64_t w = simba_poll(loop);
+        if (cond && cond(arg)) return 1;
+        if (fake_now >= limit) return 0;
+        if (w < 1) w = 1;
+        if (w > max_step) w = max_step;
+        if (fake_now + w > limit) w = limit - fake_now;
+        fake_now += w;
+    }
+}
+
+/* simba_sql_simulate_crash(): the owner's lease stays in the row until it ends, the release
+   never arrives, and the other contender takes over only after the lease. A clean stop
+   instead hands over without the clock moving. */
+TEST(simulated_crash_keeps_lease_until_it_ends) {
+    simba_loop *loop;
+    simba_backend *be[2];
+    counts c[2];
+    simba_reply rep;
+    char owner[SIMBA_ID_MAX + 1];
+    int64_t crash_at, lease_end, took_at;
+    uint64_t f1;
+    int i;
+    memset(c, 0, sizeof c);
+    fake_now = 7000000;
+    loop = fakeloop();
+    REQUIRE(loop != NULL);
+    for (i = 0; i < 2; i++) {
+        REQUIRE(open_test_clock(loop, &be[i]) == SIMBA_OK);
+        REQUIRE(contend(loop, be[i], "job", i ? "B" : "A", 1000, 500, &c[i], &pair[i]) == SIMBA_OK);
+    }
+    CHECK_RC(simba_start(pair[0]), SIMBA_OK);
+    CHECK(run_fake(loop, fake_now + 100, 10, is_owner_cond, pair[0]));
+    CHECK_RC(simba_start(pair[1]), SIMBA_OK);
+    run_fake(loop, fake_now + 2500, 10, NULL, NULL); /* a few renewals */
+    REQUIRE(simba_is_owner(pair[0]) && !simba_is_owner(pair[1]));
+    f1 = simba_fence(pair[0]);
+    CHECK_RC(simba_sql_read(be[1], "job", &rep, owner, sizeof owner), SIMBA_OK);
+    crash_at = fake_now;
+    lease_end = crash_at + rep.transition_left_ms; /* the last renewal's transition end */
+    CHECK_RC(simba_sql_simulate_crash(be[0]), SIMBA_OK);
+    CHECK(run_fake(loop, lease_end + 2000, 1, is_owner_cond, pair[1]));
+    took_at = fake_now;
+    fprintf(stderr, "  crash at +0, row's lease ends at +%lld, B owner at +%lld (jitter [-200, 1000))\n",
+            (long long)(lease_end - crash_at), (long long)(took_at - crash_at));
+    CHECK(took_at > lease_end);
+    CHECK(took_at <= lease_end + 1000 + 50);
+    CHECK_EQ(c[0].released, 1); /* A stepped down locally before B could win */
+    CHECK(simba_fence(pair[1]) > f1);
+    /* B stops: its release arrives, and A's crashed backend never writes again */
+    CHECK_RC(simba_sql_read(be[1], "job", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "B");
+    CHECK_RC(simba_sql_read(be[0], "job", &rep, owner, sizeof owner), SIMBA_ESTATE);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+
+    /* control: the same without the crash, the stop releases and B takes over at once */
+    memset(c, 0, sizeof c);
+    loop = fakeloop();
+    REQUIRE(loop != NULL);
+    for (i = 0; i < 2; i++) {
+        REQUIRE(open_test_clock(loop, &be[i]) == SIMBA_OK);
+        REQUIRE(contend(loop, be[i], "job", i ? "B" : "A", 1000, 500, &c[i], &pair[i]) == SIMBA_OK);
+    }
+    CHECK_RC(simba_start(pair[0]), SIMBA_OK);
+    CHECK(run_fake(loop, fake_now + 100, 10, is_owner_cond, pair[0]));
+    CHECK_RC(simba_start(pair[1]), SIMBA_OK);
+    run_fake(loop, fake_now + 300, 10, NULL, NULL);
+    CHECK_RC(simba_stop(pair[0]), SIMBA_OK);
+    crash_at = fake_now;
+    for (i = 0; i < 10 && !simba_is_owner(pair[1]); i++) simba_poll(loop); /* the clock stands still */
+    CHECK(simba_is_owner(pair[1]));
+    CHECK_EQ(fake_now, crash_at);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+
+    /* a crashed owner's loop free leaves its row as a dead process would */
+    loop = fakeloop();
+    REQUIRE(loop != NULL);
+    for (i = 0; i < 2; i++) REQUIRE(open_test_clock(loop, &be[i]) == SIMBA_OK);
+    {
+        simba_loop *l2 = fakeloop();
+        simba_backend *dead = NULL;
+        simba_service *svc = NULL;
+        counts cd = {0, 0, 0};
+        REQUIRE(l2 != NULL);
+        REQUIRE(open_test_clock(l2, &dead) == SIMBA_OK);
+        REQUIRE(contend(l2, dead, "job2", "D", 1000, 500, &cd, &svc) == SIMBA_OK);
+        CHECK_RC(simba_start(svc), SIMBA_OK);
+        CHECK(run_fake(l2, fake_now + 100, 10, is_owner_cond, svc));
+        CHECK_RC(simba_sql_simulate_crash(dead), SIMBA_OK);
+        CHECK_RC(simba_loop_free(l2), SIMBA_OK);
+    }
+    CHECK_RC(simba_sql_read(be[0], "job2", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "D");
+    CHECK_RC(simba_sql_simulate_crash(NULL), SIMBA_EINVAL);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
 static void rm_tmpdir(void) {
     char cmd[600];
     if (!tmpdir[0] || getenv("SIMBA_KEEP_TMP")) return;
@@ -776,6 +1042,11 @@ int main(int argc, char **argv) {
     RUN(open_while_locked);
     RUN(row_creation_race);
     RUN(read_needs_sql_backend);
+    RUN(memory_two_backends_one_owner);
+    RUN(memory_private_databases_refused);
+    RUN(test_clock_expiry_exact);
+    RUN(test_clock_refused_where_unsafe);
+    RUN(simulated_crash_keeps_lease_until_it_ends);
     rc = check_report("test_sql");
     rm_tmpdir();
     return rc;
