@@ -9,6 +9,7 @@
 #include "check.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -477,6 +478,38 @@ static int one_owner_cond(void *p) {
     return simba_is_owner(pair[0]) || simba_is_owner(pair[1]);
 }
 
+static int is_not_owner_cond(void *p) { return !simba_is_owner((simba_service *)p); }
+
+/* The fence of every on_acquired, in order. */
+typedef struct fence_log {
+    uint64_t fence[8];
+    int n, released;
+} fence_log;
+static void fl_acq(simba_service *svc, const simba_state *st, void *u) {
+    fence_log *f = (fence_log *)u;
+    (void)svc;
+    if (f->n < 8) f->fence[f->n] = st->after ? st->after->fence : 0;
+    f->n++;
+}
+static void fl_rel(simba_service *svc, const simba_state *st, void *u) {
+    (void)svc;
+    (void)st;
+    ((fence_log *)u)->released++;
+}
+static simba_result contend_fl(simba_loop *loop, simba_backend *be, const char *m, const char *id, int64_t ttl,
+                               int64_t tr, fence_log *f, simba_service **out) {
+    simba_contend_desc d;
+    memset(&d, 0, sizeof d);
+    d.mutex = m;
+    d.contender_id = id;
+    d.ttl_ms = ttl;
+    d.transition_ms = tr;
+    d.on_acquired = fl_acq;
+    d.on_released = fl_rel;
+    d.user_data = f;
+    return simba_contend(loop, be, &d, out);
+}
+
 TEST(service_lifecycle) {
     char path[300], owner[SIMBA_ID_MAX + 1];
     simba_loop *loop = newloop();
@@ -747,6 +780,195 @@ TEST(read_needs_sql_backend) {
     CHECK_RC(simba_sql_read(mem, "m", &rep, owner, sizeof owner), SIMBA_EINVAL);
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
     CHECK_RC(simba_memstore_free(st), SIMBA_OK);
+}
+
+/* ---- files that cannot work, desc ranges, the fence after a local step-down ---------- */
+
+/* A read-only database (and below, one whose table page is corrupt) is refused at open,
+   with the reason, instead of opening "ok" and never acquiring. */
+TEST(open_refuses_readonly) {
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_sql_desc d;
+    char err[512], path[300], uri[400], cmd[400];
+    simba_reply rep;
+    int fd, made_ro = 0;
+    REQUIRE(loop != NULL);
+    memset(&d, 0, sizeof d);
+    d.errbuf = err;
+    d.errbuf_cap = sizeof err;
+    /* a healthy database with a table and a row */
+    d.path = newdb(path, sizeof path);
+    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
+    CHECK_RC(simba__sql_exec(impl_of(be), SIMBA_OP_ACQUIRE, "m", "A", 5000, 1000, 1, &rep), 0);
+    CHECK_RC(simba_backend_free(be), SIMBA_OK);
+
+    /* opened read-only through a URI */
+    snprintf(uri, sizeof uri, "file:%s?mode=ro", path);
+    d.path = uri;
+    err[0] = 0;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EBACKEND);
+    CHECK(be == NULL);
+    CHECK(strstr(err, "read-only") != NULL);
+    fprintf(stderr, "  mode=ro: %s\n", err);
+    /* a file nobody may write: chmod, and for root (who ignores modes) the immutable flag */
+    CHECK_EQ(chmod(path, 0444), 0);
+    fd = open(path, O_RDWR);
+    if (fd >= 0) {
+        close(fd);
+        snprintf(cmd, sizeof cmd, "chattr +i '%s' 2>/dev/null", path);
+        if (system(cmd) == 0) made_ro = 2;
+    } else {
+        made_ro = 1;
+    }
+    CHECK(made_ro != 0); /* no way to make a read-only file here: the test cannot pass */
+    d.path = path;
+    err[0] = 0;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EBACKEND);
+    CHECK(strstr(err, "read-only") != NULL);
+    fprintf(stderr, "  %s file: %s\n", made_ro == 2 ? "immutable" : "0444", err);
+    if (made_ro == 2) {
+        snprintf(cmd, sizeof cmd, "chattr -i '%s'", path);
+        CHECK_EQ(system(cmd), 0);
+    }
+    CHECK_EQ(chmod(path, 0644), 0);
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_OK); /* writable again: fine */
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+TEST(open_refuses_corrupt_table) {
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_sql_desc d;
+    char err[512], path[300];
+    simba_reply rep;
+    REQUIRE(loop != NULL);
+    memset(&d, 0, sizeof d);
+    d.errbuf = err;
+    d.errbuf_cap = sizeof err;
+    d.path = newdb(path, sizeof path);
+    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
+    CHECK_RC(simba__sql_exec(impl_of(be), SIMBA_OP_ACQUIRE, "m", "A", 5000, 1000, 1, &rep), 0);
+    CHECK_RC(simba_backend_free(be), SIMBA_OK);
+    /* the table's root page overwritten with garbage; the file header stays good */
+    {
+        sqlite3 *db = raw_open(path);
+        int64_t root, psize;
+        char junk[512];
+        FILE *f;
+        REQUIRE(db != NULL);
+        CHECK_EQ(sqlite3_exec(db, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL), SQLITE_OK);
+        root = raw_int(db, "SELECT rootpage FROM sqlite_master WHERE name = 'simba_mutex'");
+        psize = raw_int(db, "PRAGMA page_size");
+        sqlite3_close(db);
+        REQUIRE(root > 1 && psize > 0);
+        memset(junk, 0xA5, sizeof junk);
+        f = fopen(path, "r+b");
+        REQUIRE(f != NULL);
+        CHECK_EQ(fseek(f, (long)((root - 1) * psize), SEEK_SET), 0);
+        CHECK_EQ(fwrite(junk, 1, sizeof junk, f), sizeof junk);
+        fclose(f);
+    }
+    err[0] = 0;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EBACKEND);
+    CHECK(be == NULL);
+    CHECK(strstr(err, "corrupt") != NULL || strstr(err, "malformed") != NULL);
+    fprintf(stderr, "  corrupt table page: %s\n", err);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* Every refusal of simba_sql_open says which field and why, in simba_loop_errmsg(). */
+TEST(open_desc_ranges_have_words) {
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_sql_desc d;
+    char path[300], err[8];
+    REQUIRE(loop != NULL);
+    memset(&d, 0, sizeof d);
+    newdb(path, sizeof path);
+    CHECK_RC(simba_sql_open(loop, NULL, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "desc") != NULL);
+    d.path = path;
+    CHECK_RC(simba_sql_open(loop, &d, NULL), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "out") != NULL);
+    d.path = NULL;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "path") != NULL);
+    d.path = path;
+    d.table = "no such";
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "table") != NULL);
+    d.table = NULL;
+    d.busy_retry_ms = -1;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "busy_retry_ms") != NULL);
+    d.busy_retry_ms = (int64_t)1 << 41;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "busy_retry_ms") != NULL);
+    d.busy_retry_ms = 0;
+    d.busy_max_ms = -5;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "busy_max_ms") != NULL);
+    /* an inversion: the first retry would come after giving up */
+    d.busy_retry_ms = 500;
+    d.busy_max_ms = 100;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "busy_retry_ms") != NULL && strstr(simba_loop_errmsg(loop), "busy_max_ms") != NULL);
+    fprintf(stderr, "  %s\n", simba_loop_errmsg(loop));
+    d.busy_retry_ms = 0;
+    d.busy_max_ms = 0;
+    d.errbuf = err;
+    d.errbuf_cap = 0; /* a buffer without its size */
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "errbuf") != NULL);
+    d.errbuf_cap = sizeof err;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_OK); /* a short errbuf is fine */
+    CHECK_RC(simba_sql_read(be, "bad name", NULL, NULL, 0), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "simba_sql_read") != NULL);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* The owner's renewals cannot reach the database (it is locked) until after the owner has
+   stepped down locally; its row still names it. Asking again (simba_req.renew = 0) must
+   start a new ownership: on_acquired with a greater fence, acquired_at = now. */
+TEST(reacquire_after_local_step_down_gets_new_fence) {
+    char path[300], owner[SIMBA_ID_MAX + 1];
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_service *svc = NULL;
+    simba_sql_desc d;
+    fence_log fl;
+    simba_reply rep;
+    sqlite3 *db;
+    REQUIRE(loop != NULL);
+    memset(&fl, 0, sizeof fl);
+    memset(&d, 0, sizeof d);
+    d.path = newdb(path, sizeof path);
+    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
+    REQUIRE(contend_fl(loop, be, "stepdown", "A", 600, 3000, &fl, &svc) == SIMBA_OK);
+    CHECK_RC(simba_start(svc), SIMBA_OK);
+    CHECK(drive(&loop, 1, 2000, is_owner_cond, svc));
+    REQUIRE(fl.n == 1);
+    db = raw_open(path);
+    REQUIRE(db != NULL);
+    CHECK_EQ(sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+    CHECK(drive(&loop, 1, 3000, is_not_owner_cond, svc)); /* local step-down at ttl_at */
+    CHECK_EQ(fl.released, 1);
+    CHECK_EQ(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    /* the row still names A inside its transition window */
+    CHECK_RC(simba_sql_read(be, "stepdown", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    CHECK_EQ(rep.fence, fl.fence[0]);
+    CHECK(drive(&loop, 1, 2000, is_owner_cond, svc));
+    fprintf(stderr, "  fences told: %llu then %llu\n", (unsigned long long)fl.fence[0],
+            (unsigned long long)(fl.n > 1 ? fl.fence[1] : 0));
+    CHECK_EQ(fl.n, 2);
+    CHECK(fl.fence[1] > fl.fence[0]);
+    CHECK_RC(simba_sql_read(be, "stepdown", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_EQ(rep.fence, fl.fence[1]);
+    CHECK(rep.held_ms >= 0 && rep.held_ms < 1000); /* acquired_at is the new tenure's */
+    sqlite3_close(db);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
 
 /* ---- in-process databases and the test clock ------------------------------------------ */
@@ -1042,6 +1264,10 @@ int main(int argc, char **argv) {
     RUN(open_while_locked);
     RUN(row_creation_race);
     RUN(read_needs_sql_backend);
+    RUN(open_refuses_readonly);
+    RUN(open_refuses_corrupt_table);
+    RUN(open_desc_ranges_have_words);
+    RUN(reacquire_after_local_step_down_gets_new_fence);
     RUN(memory_two_backends_one_owner);
     RUN(memory_private_databases_refused);
     RUN(test_clock_expiry_exact);
