@@ -88,14 +88,14 @@ typedef struct simba_sql_desc {
     int64_t busy_retry_ms; /* 0 -> 5: retry interval while the database is locked */
     int64_t busy_max_ms;   /* 0 -> acquire: ttl/2, release/read: 1000. Then SIMBA_EBUSY;
                               when set, at least busy_retry_ms */
+    /* Optional: receives the message when simba_sql_open() fails (always NUL-terminated
+       when errbuf_cap > 0). simba_loop_errmsg() has it too. */
+    char *errbuf;
+    size_t errbuf_cap;
     /* Test support, 0 or 1: 1 takes every time from the loop's clock (simba_loop_desc.now_ms)
        instead of the database's, so an injected clock expires leases exactly. Only with
        ":memory:" (see IN-PROCESS TESTS for why). */
     int test_clock;
-    /* Optional: receives the message when simba_sql_open() fails (always NUL-terminated
-       when errbuf_cap > 0); both set or both 0. simba_loop_errmsg() has it too. */
-    char *errbuf;
-    size_t errbuf_cap;
 } simba_sql_desc;
 
 /* Opens the database (creating file and table if needed) and registers a backend on loop.
@@ -772,8 +772,6 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
     if (!loop) return SIMBA_EINVAL;
     if (!desc) return simba__fail(loop, SIMBA_EINVAL, "simba_sql_open: desc is NULL");
     if (!out) return simba__sql_refuse(loop, desc, "simba_sql_open: out is NULL");
-    if (!desc->errbuf != !desc->errbuf_cap)
-        return simba__fail(loop, SIMBA_EINVAL, "simba_sql_open: errbuf and errbuf_cap go together (both set or both 0)");
     if (!desc->path || !desc->path[0])
         return simba__sql_refuse(loop, desc, "simba_sql_open: path is %s: give a database file, or \":memory:\" for the "
                                              "process's shared in-memory database (\"\" would be a private temporary one)",
