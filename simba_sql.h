@@ -19,12 +19,13 @@
  *   one clock; replies carry only remaining durations computed by the database.
  *   Acquire-or-renew is one conditional UPDATE in one short write transaction: anyone may take
  *   the row once transition_at < now (the lease is fully over), the owner may renew while
- *   transition_at >= now. acquired_at and fence change only when the owner changes; a new
- *   owner gets fence + 1, and release never resets the fence, so fences strictly increase
- *   from one ownership to the next. The UPDATE returns the row it wrote (RETURNING), so a
- *   renewal or a win is one autocommit statement. The row is created on first use (INSERT OR
- *   IGNORE, then the UPDATE again: two creators cannot race). Release clears the row only
- *   for its owner.
+ *   transition_at >= now. acquired_at and fence change only when an ownership begins: a new
+ *   owner, or the stored owner asking without simba_req.renew (it stepped down locally or
+ *   lost an answer), gets fence + 1 in the same UPDATE; release never resets the fence, so
+ *   fences strictly increase from one ownership to the next. The UPDATE returns the row it
+ *   wrote (RETURNING), so a renewal or a win is one autocommit statement. The row is created
+ *   on first use (INSERT OR IGNORE, then the UPDATE again: two creators cannot race).
+ *   Release clears the row only for its owner.
  *
  * NEVER BLOCKS THE POLL
  *   The connection runs with busy_timeout 0, WAL journal, synchronous=NORMAL. A request that
@@ -34,6 +35,8 @@
  *   backs off instead of waiting. Requests are executed in submission order. The statements
  *   are short local transactions: executing them inside submit() is the design.
  *   Several processes on one file, and several backends (connections) in one process, work.
+ *   At open, a database that cannot work is refused: read-only, or its table fails
+ *   PRAGMA quick_check (of that table only).
  *
  * CLOCK AND ROWS
  *   "The database's clock" is, for SQLite, the wall clock of the host running each process:
