@@ -111,7 +111,8 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
 /* Test support: this backend acts as if its process had died without releasing. It never
    touches the database again: its requests stay unanswered (an owner steps down locally at
    its ttl_at, as with a hung server) and the release that a stop or a free would send never
-   arrives, so its leases end on their own. Free the loop or the backend as usual. */
+   arrives, so its leases end on their own. Free the loop or the backend as usual;
+   simba_sql_read() on it returns SIMBA_ESTATE. */
 SIMBA_API simba_result simba_sql_simulate_crash(simba_backend *be);
 
 /* Synchronous, non-blocking inspection of one mutex as the database sees it (tools, tests).
@@ -742,26 +743,27 @@ static const char *simba__sql_vfs_name(sqlite3 *db) {
 static int simba__sql_clock_mark(simba__sql *s, int *clash) {
     sqlite3_stmt *st = NULL;
     int64_t want = s->loop_clock ? SIMBA__SQL_CLOCK_LOOP : SIMBA__SQL_CLOCK_WALL, have = 0;
-    int rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
+    int rc;
     *clash = 0;
+    /* One write transaction: two backends opening at once on two threads cannot both find
+       no mark and each write their own. */
+    rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
     if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         have = sqlite3_column_int64(st, 0);
         rc = SQLITE_OK;
     }
     sqlite3_finalize(st);
+    if (rc == SQLITE_OK && have != want && have != 0) *clash = 1;
+    if (rc == SQLITE_OK && have == 0)
+        rc = sqlite3_exec(s->db, want == SIMBA__SQL_CLOCK_LOOP ? "PRAGMA user_version = 1398210562"
+                                                                 : "PRAGMA user_version = 1398210561",
+                          NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
+        if (!sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         simba__sql_seterr(s, "setup (clock mark)", rc);
-        return rc;
     }
-    if (have == want) return SQLITE_OK;
-    if (have != 0) {
-        *clash = 1;
-        return SQLITE_OK;
-    }
-    rc = sqlite3_exec(s->db, want == SIMBA__SQL_CLOCK_LOOP ? "PRAGMA user_version = 1398210562"
-                                                             : "PRAGMA user_version = 1398210561",
-                      NULL, NULL, NULL);
-    if (rc != SQLITE_OK) simba__sql_seterr(s, "setup (clock mark)", rc);
     return rc;
 }
 
@@ -772,7 +774,10 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
     simba_result r;
     if (out) *out = NULL;
     if (desc) simba__sql_errout(desc, "");
-    if (!loop) return SIMBA_EINVAL;
+    if (!loop) {
+        simba__sql_errout(desc, "simba_sql_open: loop is NULL");
+        return SIMBA_EINVAL;
+    }
     if (!desc) return simba__fail(loop, SIMBA_EINVAL, "simba_sql_open: desc is NULL");
     if (!out) return simba__sql_refuse(loop, desc, "simba_sql_open: out is NULL");
     if (!desc->path || !desc->path[0])
@@ -837,11 +842,17 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
         rc = sqlite3_busy_timeout(s->db, 0);
     }
     if (rc == SQLITE_OK) {
-        rc = simba__sql_setup(s);
-        /* Locked by someone else right now: the first request finishes the setup. An
-           in-memory database is never left locked between statements, so it is set up here. */
+        int tries = 0;
+        for (;;) {
+            rc = simba__sql_setup(s);
+            if (rc == SQLITE_OK && s->memory) rc = simba__sql_clock_mark(s, &clash);
+            /* An in-memory database is locked only while another thread's statement runs
+               (microseconds): wait here, boundedly, so that its clock is checked at open. */
+            if (!simba__sql_is_busy(rc) || !s->memory || ++tries > 500) break;
+            poll(NULL, 0, 1);
+        }
+        /* A file locked by someone else right now: the first request finishes the setup. */
         if (simba__sql_is_busy(rc) && !s->memory) rc = SQLITE_OK;
-        if (rc == SQLITE_OK && s->memory) rc = simba__sql_clock_mark(s, &clash);
     } else {
         simba__sql_seterr(s, "open", rc);
     }
@@ -856,8 +867,8 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
         snprintf(msg, sizeof msg, "simba_sql_open(%s): %s", desc->path, s->err);
         simba_log(loop, SIMBA_LOG_ERROR, "%s", msg);
         simba__sql_errout(desc, msg);
+        simba__copy(loop->errmsg, sizeof loop->errmsg, msg);
         simba__sql_close(s);
-        (void)simba__fail(loop, SIMBA_EBACKEND, "%s", msg);
         return SIMBA_EBACKEND;
     }
     r = simba_backend_new(loop, &simba__sql_vt, s, &s->be);

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -1234,6 +1235,107 @@ TEST(simulated_crash_keeps_lease_until_it_ends) {
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
 
+/* ":memory:" from loops on two threads: the connections really contend (SQLITE_BUSY, retried
+   from the loop), tenures never overlap and fences increase from one to the next. Each
+   thread gives up ownership after holding it 30 ms and rests 20 ms, so ownership changes
+   hands often. */
+typedef struct mt_tenure {
+    int64_t from, to;
+    uint64_t fence;
+} mt_tenure;
+typedef struct mt_arg {
+    const char *id;
+    int64_t until;
+    int ok, tenures;
+    mt_tenure t[400];
+} mt_arg;
+static void mt_acq(simba_service *svc, const simba_state *st, void *u) {
+    mt_arg *a = (mt_arg *)u;
+    (void)svc;
+    if (a->tenures < 400) {
+        a->t[a->tenures].from = mono_ms();
+        a->t[a->tenures].to = -1;
+        a->t[a->tenures].fence = st->after ? st->after->fence : 0;
+    }
+}
+static void mt_rel(simba_service *svc, const simba_state *st, void *u) {
+    mt_arg *a = (mt_arg *)u;
+    (void)svc;
+    (void)st;
+    if (a->tenures < 400) a->t[a->tenures++].to = mono_ms();
+}
+static void *mt_run(void *p) {
+    mt_arg *a = (mt_arg *)p;
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_service *svc = NULL;
+    simba_contend_desc d;
+    int64_t held_since = -1, rest_until = 0;
+    if (!loop || open_be(loop, ":memory:", NULL, &be) != SIMBA_OK) {
+        fprintf(stderr, "  %s: open: %s\n", a->id, loop ? simba_loop_errmsg(loop) : "no loop");
+        if (loop) simba_loop_free(loop);
+        return NULL;
+    }
+    memset(&d, 0, sizeof d);
+    d.mutex = "mt";
+    d.contender_id = a->id;
+    d.ttl_ms = 400;
+    d.transition_ms = 200;
+    d.on_acquired = mt_acq;
+    d.on_released = mt_rel;
+    d.user_data = a;
+    if (simba_contend(loop, be, &d, &svc) != SIMBA_OK || simba_start(svc) != SIMBA_OK) return NULL;
+    while (mono_ms() < a->until) {
+        simba_wait(loop, 2);
+        if (simba_is_owner(svc) && held_since < 0) held_since = mono_ms();
+        if (held_since >= 0 && mono_ms() - held_since >= 30 && simba_service_status(svc) == SIMBA_RUNNING) {
+            simba_stop(svc);
+            held_since = -1;
+            rest_until = mono_ms() + 20; /* SQLite keeps no wait queue: let the other win */
+        }
+        if (simba_service_status(svc) == SIMBA_INITIAL && mono_ms() >= rest_until) simba_start(svc);
+    }
+    simba_stop(svc);
+    {
+        int64_t end = mono_ms() + 2000;
+        while (simba_service_status(svc) != SIMBA_INITIAL && mono_ms() < end) simba_wait(loop, 2);
+    }
+    a->ok = simba_loop_free(loop) == SIMBA_OK;
+    return NULL;
+}
+TEST(memory_shared_across_threads) {
+    mt_arg a[2];
+    pthread_t th[2];
+    mt_tenure all[800];
+    int i, j, n = 0, overlaps = 0, fence_bad = 0;
+    memset(a, 0, sizeof a);
+    a[0].id = "T0";
+    a[1].id = "T1";
+    a[0].until = a[1].until = mono_ms() + 1500;
+    for (i = 0; i < 2; i++) REQUIRE(pthread_create(&th[i], NULL, mt_run, &a[i]) == 0);
+    for (i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    CHECK(a[0].ok && a[1].ok);
+    for (i = 0; i < 2; i++)
+        for (j = 0; j < a[i].tenures; j++) all[n++] = a[i].t[j];
+    /* in order of start; each must end before the next starts, with a greater fence */
+    for (i = 0; i < n; i++)
+        for (j = i + 1; j < n; j++)
+            if (all[j].from < all[i].from) {
+                mt_tenure x = all[i];
+                all[i] = all[j];
+                all[j] = x;
+            }
+    for (i = 1; i < n; i++) {
+        if (all[i].from < all[i - 1].to) overlaps++;
+        if (all[i].fence <= all[i - 1].fence) fence_bad++;
+    }
+    fprintf(stderr, "  tenures: T0 %d, T1 %d; overlaps %d, fences not increasing %d\n", a[0].tenures, a[1].tenures,
+            overlaps, fence_bad);
+    CHECK(a[0].tenures >= 3 && a[1].tenures >= 3);
+    CHECK_EQ(overlaps, 0);
+    CHECK_EQ(fence_bad, 0);
+}
+
 static void rm_tmpdir(void) {
     char cmd[600];
     if (!tmpdir[0] || getenv("SIMBA_KEEP_TMP")) return;
@@ -1267,6 +1369,7 @@ int main(int argc, char **argv) {
     RUN(reacquire_after_local_step_down_gets_new_fence);
     RUN(memory_two_backends_one_owner);
     RUN(memory_private_databases_refused);
+    RUN(memory_shared_across_threads);
     RUN(test_clock_expiry_exact);
     RUN(test_clock_refused_where_unsafe);
     RUN(simulated_crash_keeps_lease_until_it_ends);
