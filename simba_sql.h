@@ -54,7 +54,9 @@
  *   each connection a private database ("", a temporary one, file::memory:, mode=memory
  *   without cache=shared, memdb without a leading "/") is refused: every backend would win.
  *   A release on an in-memory database is pushed to the other backends of the process
- *   (each checks PRAGMA data_version in its poll), so waiters take over at once.
+ *   (each checks PRAGMA data_version in its poll), so waiters take over at once. Loops on
+ *   other threads lock it only for a statement's microseconds; simba_sql_open() waits for
+ *   that (at most about 0.5 s), requests retry from the loop as on a file.
  *   test_clock = 1 writes and compares every time in the loop's clock, bound as a
  *   parameter, so that a test advancing an injected simba_loop_desc.now_ms expires leases
  *   to the millisecond. It is refused on a file: other processes could open the file with
