@@ -757,10 +757,11 @@ static int simba__sql_clock_mark(simba__sql *s, int *clash) {
     }
     sqlite3_finalize(st);
     if (rc == SQLITE_OK && have != want && have != 0) *clash = 1;
-    if (rc == SQLITE_OK && have == 0)
-        rc = sqlite3_exec(s->db, want == SIMBA__SQL_CLOCK_LOOP ? "PRAGMA user_version = 1398210562"
-                                                                 : "PRAGMA user_version = 1398210561",
-                          NULL, NULL, NULL);
+    if (rc == SQLITE_OK && have == 0) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %lld", (long long)want);
+        rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+    }
     if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
         if (!sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
