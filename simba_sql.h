@@ -827,11 +827,12 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
     if (rc == SQLITE_OK) {
         /* Refuse what gives this connection a database nobody else sees: each backend would
            win its own. Shared-cache in-memory databases are shared by the process. */
+        int memdb, shared_cache = is_uri && strstr(path, "cache=shared") != NULL;
         fname = sqlite3_db_filename(s->db, "main");
         vfs = simba__sql_vfs_name(s->db);
-        s->memory = strcmp(vfs, "memdb") == 0 && fname && fname[0] == '/';
-        if (!s->memory && (!fname || !fname[0] || strcmp(vfs, "memdb") == 0) &&
-            !(is_uri && strstr(path, "cache=shared") && !(strcmp(vfs, "memdb") == 0))) {
+        memdb = strcmp(vfs, "memdb") == 0;
+        s->memory = memdb && fname && fname[0] == '/';
+        if (!s->memory && (memdb || ((!fname || !fname[0]) && !shared_cache))) {
             simba__sql_close(s);
             return simba__sql_refuse(loop, desc, "simba_sql_open: path \"%.200s\" opens a database private to one "
                                                  "connection (temporary or in-memory): every backend would own alone; use "
