@@ -19,12 +19,13 @@
  *   one clock; replies carry only remaining durations computed by the database.
  *   Acquire-or-renew is one conditional UPDATE in one short write transaction: anyone may take
  *   the row once transition_at < now (the lease is fully over), the owner may renew while
- *   transition_at >= now. acquired_at and fence change only when the owner changes; a new
- *   owner gets fence + 1, and release never resets the fence, so fences strictly increase
- *   from one ownership to the next. The UPDATE returns the row it wrote (RETURNING), so a
- *   renewal or a win is one autocommit statement. The row is created on first use (INSERT OR
- *   IGNORE, then the UPDATE again: two creators cannot race). Release clears the row only
- *   for its owner.
+ *   transition_at >= now. acquired_at and fence change only when an ownership begins: a new
+ *   owner, or the stored owner asking without simba_req.renew (it stepped down locally or
+ *   lost an answer), gets fence + 1 in the same UPDATE; release never resets the fence, so
+ *   fences strictly increase from one ownership to the next. The UPDATE returns the row it
+ *   wrote (RETURNING), so a renewal or a win is one autocommit statement. The row is created
+ *   on first use (INSERT OR IGNORE, then the UPDATE again: two creators cannot race).
+ *   Release clears the row only for its owner.
  *
  * NEVER BLOCKS THE POLL
  *   The connection runs with busy_timeout 0, WAL journal, synchronous=NORMAL. A request that
@@ -34,6 +35,8 @@
  *   backs off instead of waiting. Requests are executed in submission order. The statements
  *   are short local transactions: executing them inside submit() is the design.
  *   Several processes on one file, and several backends (connections) in one process, work.
+ *   At open, a database that cannot work is refused: read-only, or its table fails
+ *   PRAGMA quick_check (of that table only).
  *
  * CLOCK AND ROWS
  *   "The database's clock" is, for SQLite, the wall clock of the host running each process:
@@ -42,6 +45,25 @@
  *   size of the step, and the owner's monotonic step-down cannot see it; keep the clock
  *   slewed (NTP does), not stepped. Never delete rows: the row keeps the fence, and a
  *   recreated row would start again at 1.
+ *
+ * IN-PROCESS TESTS
+ *   path ":memory:" is one database shared by every backend of the process (any loop, any
+ *   thread), SQLite's memdb VFS under the name file:/simba-memory?vfs=memdb: backends opened
+ *   on it contend as processes on one file do. It lives while one of them is open. For
+ *   separate databases in one process, give file:/NAME?vfs=memdb. A path that would give
+ *   each connection a private database ("", a temporary one, file::memory:, mode=memory
+ *   without cache=shared, memdb without a leading "/") is refused: every backend would win.
+ *   A release on an in-memory database is pushed to the other backends of the process
+ *   (each checks PRAGMA data_version in its poll), so waiters take over at once. Loops on
+ *   other threads lock it only for a statement's microseconds; simba_sql_open() waits for
+ *   that (at most about 0.5 s), requests retry from the loop as on a file.
+ *   test_clock = 1 writes and compares every time in the loop's clock, bound as a
+ *   parameter, so that a test advancing an injected simba_loop_desc.now_ms expires leases
+ *   to the millisecond. It is refused on a file: other processes could open the file with
+ *   the wall clock, and times of two clocks in one row would let two owners win. Within the
+ *   process the first backend of ":memory:" fixes its clock (test_clock or not) and a
+ *   backend with the other one is refused; loops sharing it with test_clock must share one
+ *   clock. simba_sql_simulate_crash() stands for a process that died while owning.
  *
  * SAFETY OF INPUT
  *   Names reach SQL only as bound parameters. The table name cannot be bound: it must match
@@ -64,21 +86,36 @@ extern "C" {
 #define SIMBA_SQL_TABLE_MAX 64
 
 typedef struct simba_sql_desc {
-    const char *path;      /* required: database file, created if missing */
+    /* required: a database file (created if missing), or ":memory:", the process's one
+       in-memory database (see IN-PROCESS TESTS); a file: URI works too. */
+    const char *path;
     const char *table;     /* NULL or "" -> "simba_mutex" */
     int64_t busy_retry_ms; /* 0 -> 5: retry interval while the database is locked */
-    int64_t busy_max_ms;   /* 0 -> acquire: ttl/2, release/read: 1000. Then SIMBA_EBUSY */
-    /* Optional: receives sqlite's message when simba_sql_open() fails (always
-       NUL-terminated when errbuf_cap > 0). The same message also goes to the loop's log. */
+    int64_t busy_max_ms;   /* 0 -> acquire: ttl/2, release/read: 1000. Then SIMBA_EBUSY;
+                              when set, at least busy_retry_ms */
+    /* Optional: receives the message when simba_sql_open() fails (always NUL-terminated
+       when errbuf_cap > 0). simba_loop_errmsg() has it too. */
     char *errbuf;
     size_t errbuf_cap;
+    /* Test support, 0 or 1: 1 takes every time from the loop's clock (simba_loop_desc.now_ms)
+       instead of the database's, so an injected clock expires leases exactly. Only with
+       ":memory:" (see IN-PROCESS TESTS for why). */
+    int test_clock;
 } simba_sql_desc;
 
 /* Opens the database (creating file and table if needed) and registers a backend on loop.
-   SIMBA_EINVAL for bad arguments (NULL, empty path, bad table name), SIMBA_EBACKEND when
-   sqlite cannot open or set up the database (nothing is leaked), SIMBA_ENOMEM.
-   If the database is merely locked at open, setup finishes on the first request instead. */
+   SIMBA_EINVAL for bad arguments (which field and why in simba_loop_errmsg() and errbuf),
+   SIMBA_EBACKEND when sqlite cannot open or set up the database, or it cannot work: not a
+   database, read-only, the table corrupt (nothing is leaked), SIMBA_ENOMEM. If the database
+   file is merely locked at open, setup finishes on the first request instead. */
 SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *desc, simba_backend **out);
+
+/* Test support: this backend acts as if its process had died without releasing. It never
+   touches the database again: its requests stay unanswered (an owner steps down locally at
+   its ttl_at, as with a hung server) and the release that a stop or a free would send never
+   arrives, so its leases end on their own. Free the loop or the backend as usual;
+   simba_sql_read() on it returns SIMBA_ESTATE. */
+SIMBA_API simba_result simba_sql_simulate_crash(simba_backend *be);
 
 /* Synchronous, non-blocking inspection of one mutex as the database sees it (tools, tests).
    be must come from simba_sql_open(). Fills *out like a READ reply (owner copied into
@@ -102,7 +139,8 @@ SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simb
 
 /* ---- all SQL text lives here ----------------------------------------------------------
  * {T} is replaced by the validated, quoted table name; every value is a bound parameter:
- *   ?1 mutex   ?2 contender   ?3 ttl_ms   ?4 ttl_ms + transition_ms
+ *   ?1 mutex   ?2 contender   ?3 ttl_ms   ?4 ttl_ms + transition_ms   ?5 renew (0/1)
+ *   ?6 now: the loop's clock, only in the test-clock text
  * A networked SQL engine would add a second simba__sql_text; the places where SQLite's
  * dialect is used are marked [sqlite]. */
 
@@ -111,64 +149,85 @@ SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simb
    sqlite3_step(): every use of NOW inside one statement sees the same instant
    (tests/test_sql.c checks this). */
 #define SIMBA__SQLITE_NOW "CAST((julianday('now') - 2440587.5) * 86400000.0 + 0.5 AS INTEGER)"
+/* The test clock: the loop's clock, bound once per statement, so it is one instant too. */
+#define SIMBA__SQL_LOOP_NOW "?6"
 
 typedef struct simba__sql_text {
     const char *dialect;
     const char *setup[4]; /* once per connection, in order; NULL ends the list */
     const char *create_row; /* ?1: the row of a mutex, if it does not exist yet */
-    const char *acquire;    /* ?1 ?2 ?3 ?4 -> the row as READ gives it, if we won or renewed */
+    const char *acquire;    /* ?1 ?2 ?3 ?4 ?5 -> the row as READ gives it, if we won or renewed */
     const char *release;    /* ?1 ?2 */
     const char *read;       /* ?1 -> owner_id, ttl_left, transition_left, held, fence */
 } simba__sql_text;
 
-#define SIMBA__SQL_NOW SIMBA__SQLITE_NOW
 /* Still the owner's lease: the owner may renew, nobody else may take it. */
-#define SIMBA__SQL_OWNS "(owner_id = ?2 AND transition_at >= " SIMBA__SQL_NOW ")"
+#define SIMBA__SQL_OWNS(NOW) "(owner_id = ?2 AND transition_at >= " NOW ")"
+
+#define SIMBA__SQL_SETUP                                                                        \
+    {/* [sqlite] WAL: readers never block the writer and the writer never blocks them (an      \
+        in-memory database keeps its own journal and ignores it). */                           \
+     "PRAGMA journal_mode=WAL",                                                                \
+     /* [sqlite] with WAL, NORMAL loses at most the last commits on power loss, never          \
+        consistency; a lease outlives such a loss anyway. */                                   \
+     "PRAGMA synchronous=NORMAL",                                                              \
+     /* [sqlite] WITHOUT ROWID: the primary key is the table. */                               \
+     "CREATE TABLE IF NOT EXISTS {T} ("                                                        \
+     " mutex TEXT NOT NULL PRIMARY KEY,"                                                       \
+     " acquired_at INTEGER NOT NULL DEFAULT 0,"                                                \
+     " ttl_at INTEGER NOT NULL DEFAULT 0,"                                                     \
+     " transition_at INTEGER NOT NULL DEFAULT 0,"                                              \
+     " owner_id TEXT NOT NULL DEFAULT '',"                                                     \
+     " fence INTEGER NOT NULL DEFAULT 0,"                                                      \
+     " version INTEGER NOT NULL DEFAULT 0"                                                     \
+     ") WITHOUT ROWID",                                                                        \
+     NULL}
+
+/* The whole mutual exclusion, one autocommit statement: the hot path (renewal, or a free
+   row) is a single write transaction. SET expressions see the row as it was before the
+   UPDATE; RETURNING sees it after, at the same NOW. Only a renewal (?5) keeps fence and
+   acquired_at: the stored owner asking anew (it stepped down locally, or lost an answer)
+   starts a new ownership. [sqlite] RETURNING (3.35+; PostgreSQL has it too, MySQL would
+   read the row back in the same transaction). */
+#define SIMBA__SQL_ACQUIRE_TEXT(NOW)                                                                 \
+    "UPDATE {T} SET"                                                                            \
+    " fence = CASE WHEN ?5 AND " SIMBA__SQL_OWNS(NOW) " THEN fence ELSE fence + 1 END,"         \
+    " acquired_at = CASE WHEN ?5 AND " SIMBA__SQL_OWNS(NOW) " THEN acquired_at ELSE " NOW " END," \
+    " owner_id = ?2,"                                                                           \
+    " ttl_at = " NOW " + ?3,"                                                                   \
+    " transition_at = " NOW " + ?4,"                                                            \
+    " version = version + 1"                                                                    \
+    " WHERE mutex = ?1 AND (transition_at < " NOW " OR " SIMBA__SQL_OWNS(NOW) ")"               \
+    " RETURNING owner_id, ttl_at - " NOW ", transition_at - " NOW ", " NOW " - acquired_at, fence"
+
+#define SIMBA__SQL_READ_TEXT(NOW)                                                                    \
+    "SELECT owner_id, ttl_at - " NOW ", transition_at - " NOW ", " NOW " - acquired_at, fence"   \
+    " FROM {T} WHERE mutex = ?1"
+
+/* [sqlite] INSERT OR IGNORE (MySQL: INSERT IGNORE, PostgreSQL: ON CONFLICT DO NOTHING). */
+#define SIMBA__SQL_CREATE_ROW_TEXT "INSERT OR IGNORE INTO {T} (mutex) VALUES (?1)"
+/* No time condition: while owner_id is still ours nobody else has taken the row, so
+   clearing it is always right. The fence stays. */
+#define SIMBA__SQL_RELEASE_TEXT                                                                    \
+    "UPDATE {T} SET owner_id = '', acquired_at = 0, ttl_at = 0, transition_at = 0,"             \
+    " version = version + 1 WHERE mutex = ?1 AND owner_id = ?2"
 
 static const simba__sql_text simba__sqlite_text = {
-    "sqlite",
-    {
-        /* [sqlite] WAL: readers never block the writer and the writer never blocks them. */
-        "PRAGMA journal_mode=WAL",
-        /* [sqlite] with WAL, NORMAL loses at most the last commits on power loss, never
-           consistency; a lease outlives such a loss anyway. */
-        "PRAGMA synchronous=NORMAL",
-        /* [sqlite] WITHOUT ROWID: the primary key is the table. */
-        "CREATE TABLE IF NOT EXISTS {T} ("
-        " mutex TEXT NOT NULL PRIMARY KEY,"
-        " acquired_at INTEGER NOT NULL DEFAULT 0,"
-        " ttl_at INTEGER NOT NULL DEFAULT 0,"
-        " transition_at INTEGER NOT NULL DEFAULT 0,"
-        " owner_id TEXT NOT NULL DEFAULT '',"
-        " fence INTEGER NOT NULL DEFAULT 0,"
-        " version INTEGER NOT NULL DEFAULT 0"
-        ") WITHOUT ROWID",
-        NULL},
-    /* [sqlite] INSERT OR IGNORE (MySQL: INSERT IGNORE, PostgreSQL: ON CONFLICT DO NOTHING). */
-    "INSERT OR IGNORE INTO {T} (mutex) VALUES (?1)",
-    /* The whole mutual exclusion, one autocommit statement: the hot path (renewal, or a
-       free row) is a single write transaction. SET expressions see the row as it was before
-       the UPDATE; RETURNING sees it after, at the same NOW. [sqlite] RETURNING (3.35+;
-       PostgreSQL has it too, MySQL would read the row back in the same transaction). */
-    "UPDATE {T} SET"
-    " fence = CASE WHEN " SIMBA__SQL_OWNS " THEN fence ELSE fence + 1 END,"
-    " acquired_at = CASE WHEN " SIMBA__SQL_OWNS " THEN acquired_at ELSE " SIMBA__SQL_NOW " END,"
-    " owner_id = ?2,"
-    " ttl_at = " SIMBA__SQL_NOW " + ?3,"
-    " transition_at = " SIMBA__SQL_NOW " + ?4,"
-    " version = version + 1"
-    " WHERE mutex = ?1 AND (transition_at < " SIMBA__SQL_NOW " OR " SIMBA__SQL_OWNS ")"
-    " RETURNING owner_id, ttl_at - " SIMBA__SQL_NOW ", transition_at - " SIMBA__SQL_NOW ", "
-    SIMBA__SQL_NOW " - acquired_at, fence",
-    /* No time condition: while owner_id is still ours nobody else has taken the row, so
-       clearing it is always right. The fence stays. */
-    "UPDATE {T} SET owner_id = '', acquired_at = 0, ttl_at = 0, transition_at = 0,"
-    " version = version + 1 WHERE mutex = ?1 AND owner_id = ?2",
-    "SELECT owner_id, ttl_at - " SIMBA__SQL_NOW ", transition_at - " SIMBA__SQL_NOW ", "
-    SIMBA__SQL_NOW " - acquired_at, fence FROM {T} WHERE mutex = ?1",
-};
+    "sqlite", SIMBA__SQL_SETUP, SIMBA__SQL_CREATE_ROW_TEXT, SIMBA__SQL_ACQUIRE_TEXT(SIMBA__SQLITE_NOW), SIMBA__SQL_RELEASE_TEXT,
+    SIMBA__SQL_READ_TEXT(SIMBA__SQLITE_NOW)};
+/* The same statements on the loop's clock (simba_sql_desc.test_clock). */
+static const simba__sql_text simba__sqlite_loop_clock_text = {
+    "sqlite, loop clock", SIMBA__SQL_SETUP, SIMBA__SQL_CREATE_ROW_TEXT, SIMBA__SQL_ACQUIRE_TEXT(SIMBA__SQL_LOOP_NOW),
+    SIMBA__SQL_RELEASE_TEXT, SIMBA__SQL_READ_TEXT(SIMBA__SQL_LOOP_NOW)};
 
-enum { SIMBA__SQL_CREATE_ROW, SIMBA__SQL_ACQUIRE, SIMBA__SQL_RELEASE, SIMBA__SQL_READ, SIMBA__SQL_NSTMT };
+enum { SIMBA__SQL_CREATE_ROW, SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_RELEASE_ST, SIMBA__SQL_READ_ST, SIMBA__SQL_DATA_VERSION,
+       SIMBA__SQL_NSTMT };
+
+/* ":memory:" names this database: SQLite's memdb VFS shares a name that starts with "/"
+   between the connections of one process, without shared-cache mode. */
+#define SIMBA__SQL_MEMORY_URI "file:/simba-memory?vfs=memdb"
+/* PRAGMA user_version of an in-memory database: which clock its rows are written in. */
+enum { SIMBA__SQL_CLOCK_WALL = 0x53570001, SIMBA__SQL_CLOCK_LOOP = 0x53570002 };
 
 #define SIMBA__SQL_MAGIC 0x53514c31u /* "SQL1": simba_sql_read() checks it */
 #define SIMBA__SQL_BUSY 1            /* internal: database locked, nothing changed */
@@ -182,7 +241,15 @@ typedef struct simba__sql {
     char table[SIMBA_SQL_TABLE_MAX + 1];
     int64_t retry_ms, busy_max_ms;
     int ready; /* setup done and statements prepared */
+    int memory;     /* the process's shared in-memory database (memdb VFS) */
+    int loop_clock; /* times come from the loop's clock (test_clock) */
+    int crashed;    /* simba_sql_simulate_crash(): never touches the database again */
     sqlite3_stmt *st[SIMBA__SQL_NSTMT];
+    /* In-memory database only: the mutexes of this backend's services and the last
+       PRAGMA data_version seen, so that a release by another connection is pushed. */
+    char **watched;
+    int nwatched, capwatched;
+    int64_t data_version;
     simba_req *head, *tail; /* requests waiting for the lock, in submission order */
     int64_t next_try;
     char err[512];
@@ -233,6 +300,32 @@ static void simba__sql_seterr(simba__sql *s, const char *what, int rc) {
     snprintf(s->err, sizeof s->err, "sqlite %s: %s (%d)", what, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc), rc);
 }
 
+/* [sqlite] PRAGMA quick_check of our table only (its pages, not the whole file, which may
+   be an application's own large database): a corrupt page is refused at open. */
+static int simba__sql_check_table(simba__sql *s) {
+    char sql[128];
+    sqlite3_stmt *st = NULL;
+    int rc;
+    snprintf(sql, sizeof sql, "PRAGMA quick_check(\"%s\")", s->table);
+    rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const char *v = (const char *)sqlite3_column_text(st, 0);
+        if (v && strcmp(v, "ok") == 0) {
+            rc = SQLITE_OK;
+        } else {
+            snprintf(s->err, sizeof s->err, "sqlite setup: table %s is corrupt: %.300s", s->table, v ? v : "?");
+            rc = SQLITE_CORRUPT;
+        }
+    } else if (rc == SQLITE_DONE) {
+        rc = SQLITE_OK;
+    } else {
+        simba__sql_seterr(s, "setup (quick_check)", rc);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 /* Setup statements and prepared statements; once per connection. Returns SQLITE_OK,
    a busy code (try later) or another error (message in s->err). */
 static int simba__sql_setup(simba__sql *s) {
@@ -251,10 +344,18 @@ static int simba__sql_setup(simba__sql *s) {
             return rc;
         }
     }
+    /* A file that cannot work is refused here, not found out by every later request. */
+    if (sqlite3_db_readonly(s->db, "main") == 1) {
+        snprintf(s->err, sizeof s->err, "sqlite setup: the database is read-only (file or directory permissions, "
+                                        "a read-only medium or mode=ro): simba writes its rows there");
+        return SQLITE_READONLY;
+    }
+    if ((rc = simba__sql_check_table(s)) != SQLITE_OK) return rc;
     src[SIMBA__SQL_CREATE_ROW] = s->text->create_row;
-    src[SIMBA__SQL_ACQUIRE] = s->text->acquire;
-    src[SIMBA__SQL_RELEASE] = s->text->release;
-    src[SIMBA__SQL_READ] = s->text->read;
+    src[SIMBA__SQL_ACQUIRE_ST] = s->text->acquire;
+    src[SIMBA__SQL_RELEASE_ST] = s->text->release;
+    src[SIMBA__SQL_READ_ST] = s->text->read;
+    src[SIMBA__SQL_DATA_VERSION] = "PRAGMA data_version";
     for (i = 0; i < SIMBA__SQL_NSTMT; i++) {
         if (s->st[i]) continue;
         if (!simba__sql_expand(s, src[i], sql, sizeof sql)) {
@@ -313,7 +414,7 @@ static int simba__sql_row(simba__sql *s, int which, simba_reply *rep, int *got) 
         rc = sqlite3_step(st); /* primary key: no second row */
     }
     if (rc != SQLITE_DONE) {
-        simba__sql_seterr(s, which == SIMBA__SQL_READ ? "read" : "acquire", rc);
+        simba__sql_seterr(s, which == SIMBA__SQL_READ_ST ? "read" : "acquire", rc);
         sqlite3_reset(st);
         return rc;
     }
@@ -323,30 +424,36 @@ static int simba__sql_row(simba__sql *s, int which, simba_reply *rep, int *got) 
 
 static int simba__sql_read_row(simba__sql *s, const char *mutex, simba_reply *rep) {
     int got;
-    sqlite3_bind_text(s->st[SIMBA__SQL_READ], 1, mutex, -1, SQLITE_STATIC);
-    return simba__sql_row(s, SIMBA__SQL_READ, rep, &got);
+    sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
+    return simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &got);
 }
 
 static int simba__sql_acquire_row(simba__sql *s, const char *mutex, const char *contender, int64_t ttl_ms,
-                                  int64_t transition_ms, simba_reply *rep, int *got) {
-    sqlite3_stmt *st = s->st[SIMBA__SQL_ACQUIRE];
+                                  int64_t transition_ms, int renew, simba_reply *rep, int *got) {
+    sqlite3_stmt *st = s->st[SIMBA__SQL_ACQUIRE_ST];
     sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, ttl_ms);
     sqlite3_bind_int64(st, 4, ttl_ms + transition_ms);
-    return simba__sql_row(s, SIMBA__SQL_ACQUIRE, rep, got);
+    sqlite3_bind_int(st, 5, renew != 0);
+    return simba__sql_row(s, SIMBA__SQL_ACQUIRE_ST, rep, got);
 }
 
-/* Executes one request. Returns SIMBA__SQL_BUSY when the database was locked (nothing
-   changed: try again later); otherwise 0 with *rep filled (rep->owner, rep->errmsg point
-   into s until the next call). */
-static int simba__sql_exec(simba__sql *s, simba_op op, const char *mutex, const char *contender,
-                           int64_t ttl_ms, int64_t transition_ms, int expect_win, simba_reply *rep) {
+/* Executes one request. renew: the contender owns the mutex locally (simba_req.renew).
+   Returns SIMBA__SQL_BUSY when the database was locked (nothing changed: try again later);
+   otherwise 0 with *rep filled (rep->owner, rep->errmsg point into s until the next call). */
+static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, const char *contender, int64_t ttl_ms,
+                               int64_t transition_ms, int expect_win, int renew, simba_reply *rep) {
     int rc;
     memset(rep, 0, sizeof *rep);
     rep->held_ms = -1;
     rc = simba__sql_setup(s);
     if (rc != SQLITE_OK) goto fail;
+    if (s->loop_clock) { /* one instant for the whole request, as the database clock gives */
+        int64_t now = simba_now(s->loop);
+        sqlite3_bind_int64(s->st[SIMBA__SQL_ACQUIRE_ST], 6, now);
+        sqlite3_bind_int64(s->st[SIMBA__SQL_READ_ST], 6, now);
+    }
     if (op == SIMBA_OP_READ) {
         rc = simba__sql_read_row(s, mutex, rep);
         if (rc != SQLITE_OK) goto fail;
@@ -362,21 +469,21 @@ static int simba__sql_exec(simba__sql *s, simba_op op, const char *mutex, const 
         int got = 0;
         if (!expect_win) {
             int exists;
-            sqlite3_bind_text(s->st[SIMBA__SQL_READ], 1, mutex, -1, SQLITE_STATIC);
-            rc = simba__sql_row(s, SIMBA__SQL_READ, rep, &exists);
+            sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
+            rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists);
             if (rc != SQLITE_OK) goto fail;
             if (exists && s->owner[0] && strcmp(s->owner, contender) != 0) { /* held by another */
                 rep->rc = SIMBA_OK;
                 return 0;
             }
         }
-        rc = simba__sql_acquire_row(s, mutex, contender, ttl_ms, transition_ms, rep, &got);
+        rc = simba__sql_acquire_row(s, mutex, contender, ttl_ms, transition_ms, renew, rep, &got);
         if (rc != SQLITE_OK) goto fail;
         if (!got) {
             /* Lost (the usual case for a waiter: a read, no second write) or no row yet. */
             int exists;
-            sqlite3_bind_text(s->st[SIMBA__SQL_READ], 1, mutex, -1, SQLITE_STATIC);
-            rc = simba__sql_row(s, SIMBA__SQL_READ, rep, &exists);
+            sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
+            rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists);
             if (rc != SQLITE_OK) goto fail;
             if (!exists) {
                 sqlite3_bind_text(s->st[SIMBA__SQL_CREATE_ROW], 1, mutex, -1, SQLITE_STATIC);
@@ -385,22 +492,28 @@ static int simba__sql_exec(simba__sql *s, simba_op op, const char *mutex, const 
                     simba__sql_seterr(s, "insert", rc);
                     goto fail;
                 }
-                rc = simba__sql_acquire_row(s, mutex, contender, ttl_ms, transition_ms, rep, &got);
+                rc = simba__sql_acquire_row(s, mutex, contender, ttl_ms, transition_ms, renew, rep, &got);
                 if (rc != SQLITE_OK) goto fail;
                 if (!got && (rc = simba__sql_read_row(s, mutex, rep)) != SQLITE_OK) goto fail;
             }
         }
     } else {
-        sqlite3_stmt *st = s->st[SIMBA__SQL_RELEASE];
+        sqlite3_stmt *st = s->st[SIMBA__SQL_RELEASE_ST];
         sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
-        rc = simba__sql_run(s, SIMBA__SQL_RELEASE);
+        rc = simba__sql_run(s, SIMBA__SQL_RELEASE_ST);
         if (rc != SQLITE_OK) {
             simba__sql_seterr(s, "release", rc);
             goto fail;
         }
         /* Released: nobody owns it now. Not ours: say who does. */
-        if (sqlite3_changes(s->db) == 0 && (rc = simba__sql_read_row(s, mutex, rep)) != SQLITE_OK) goto fail;
+        if (sqlite3_changes(s->db) == 0) {
+            if ((rc = simba__sql_read_row(s, mutex, rep)) != SQLITE_OK) goto fail;
+        } else if (s->memory && s->be) {
+            /* Other contenders of this backend learn at once (other connections through
+               PRAGMA data_version in process()). */
+            simba_backend_event(s->be, SIMBA_EV_RELEASED, mutex, NULL, NULL);
+        }
     }
     rep->rc = SIMBA_OK;
     return 0;
@@ -411,6 +524,12 @@ fail:
     rep->rc = SIMBA_EBACKEND;
     rep->errmsg = s->err;
     return 0;
+}
+
+/* The same, renewing when the stored owner is the contender (tools, benchmarks, tests). */
+static int simba__sql_exec(simba__sql *s, simba_op op, const char *mutex, const char *contender, int64_t ttl_ms,
+                           int64_t transition_ms, int expect_win, simba_reply *rep) {
+    return simba__sql_exec_req(s, op, mutex, contender, ttl_ms, transition_ms, expect_win, 1, rep);
 }
 
 static int64_t simba__sql_busy_limit(const simba__sql *s, const simba_req *r) {
@@ -425,7 +544,8 @@ static void simba__sql_drain(simba__sql *s, int64_t now) {
     while (s->head) {
         simba_req *r = s->head;
         simba_reply rep;
-        if (simba__sql_exec(s, r->op, r->mutex, r->contender, r->ttl_ms, r->transition_ms, r->expect_win, &rep) == SIMBA__SQL_BUSY) {
+        if (simba__sql_exec_req(s, r->op, r->mutex, r->contender, r->ttl_ms, r->transition_ms, r->expect_win, r->renew,
+                                &rep) == SIMBA__SQL_BUSY) {
             int64_t waited = now - r->sent_at;
             if (waited < simba__sql_busy_limit(s, r)) {
                 s->next_try = now + s->retry_ms;
@@ -472,22 +592,84 @@ static simba_result simba__sql_submit(void *impl, simba_req *req) {
     if (s->tail) s->tail->next_ = req;
     else s->head = req;
     s->tail = req;
+    /* A crashed process answers nothing: the request waits until the backend is freed. */
+    if (s->crashed) return SIMBA_OK;
     now = simba_now(s->loop);
     /* Behind a request that waits for the lock, a new one waits its turn (order). */
     if (s->head == req || now >= s->next_try) simba__sql_drain(s, now);
     return SIMBA_OK;
 }
 
+/* In-memory database: when another connection has committed since the last look, a watched
+   mutex whose row is now free gets SIMBA_EV_RELEASED, so that waiters do not sit out the
+   old lease. A hint like every push; one in-memory PRAGMA per poll while mutexes are
+   watched. */
+static void simba__sql_watch_check(simba__sql *s) {
+    sqlite3_stmt *st = s->st[SIMBA__SQL_DATA_VERSION];
+    int64_t dv;
+    int i;
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_reset(st);
+        return;
+    }
+    dv = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    if (dv == s->data_version) return;
+    s->data_version = dv;
+    if (s->loop_clock) sqlite3_bind_int64(s->st[SIMBA__SQL_READ_ST], 6, simba_now(s->loop));
+    for (i = 0; i < s->nwatched; i++) {
+        simba_reply rep;
+        if (simba__sql_read_row(s, s->watched[i], &rep) == SQLITE_OK && !s->owner[0])
+            simba_backend_event(s->be, SIMBA_EV_RELEASED, s->watched[i], NULL, NULL);
+    }
+}
+
 static void simba__sql_process(void *impl, const struct pollfd *ready, int n, int64_t now) {
     simba__sql *s = (simba__sql *)impl;
     (void)ready;
     (void)n;
+    if (s->crashed) return;
     if (s->head && now >= s->next_try) simba__sql_drain(s, now);
+    if (s->memory && s->nwatched > 0 && s->ready && !s->head) simba__sql_watch_check(s);
 }
 
 static int64_t simba__sql_deadline(void *impl) {
     simba__sql *s = (simba__sql *)impl;
-    return s->head ? s->next_try : INT64_MAX;
+    return s->head && !s->crashed ? s->next_try : INT64_MAX;
+}
+
+static simba_result simba__sql_watch(void *impl, const char *mutex) {
+    simba__sql *s = (simba__sql *)impl;
+    size_t n;
+    char *copy;
+    if (!s->memory) return SIMBA_OK;
+    if (s->nwatched == s->capwatched) {
+        int cap = s->capwatched ? s->capwatched * 2 : 8;
+        char **w = (char **)simba_alloc(s->loop, (size_t)cap * sizeof *w);
+        if (!w) return SIMBA_ENOMEM;
+        if (s->nwatched) memcpy(w, s->watched, (size_t)s->nwatched * sizeof *w);
+        simba_free(s->loop, s->watched);
+        s->watched = w;
+        s->capwatched = cap;
+    }
+    n = strlen(mutex);
+    copy = (char *)simba_alloc(s->loop, n + 1);
+    if (!copy) return SIMBA_ENOMEM;
+    memcpy(copy, mutex, n + 1);
+    s->watched[s->nwatched++] = copy;
+    return SIMBA_OK;
+}
+
+static void simba__sql_unwatch(void *impl, const char *mutex) {
+    simba__sql *s = (simba__sql *)impl;
+    int i;
+    for (i = 0; i < s->nwatched; i++) {
+        if (strcmp(s->watched[i], mutex) == 0) {
+            simba_free(s->loop, s->watched[i]);
+            s->watched[i] = s->watched[--s->nwatched];
+            return;
+        }
+    }
 }
 
 static void simba__sql_close(simba__sql *s) {
@@ -498,6 +680,8 @@ static void simba__sql_close(simba__sql *s) {
     }
     if (s->db) sqlite3_close(s->db);
     s->db = NULL;
+    for (i = 0; i < s->nwatched; i++) simba_free(s->loop, s->watched[i]);
+    simba_free(s->loop, s->watched);
     s->magic = 0;
     simba_free(s->loop, s);
 }
@@ -524,8 +708,8 @@ static const simba_backend_vt simba__sql_vt = {
     NULL, /* no descriptors: every request completes in submit() or at a deadline */
     simba__sql_process,
     simba__sql_deadline,
-    NULL,
-    NULL,
+    simba__sql_watch,
+    simba__sql_unwatch,
     simba__sql_destroy,
 };
 
@@ -533,54 +717,161 @@ static void simba__sql_errout(const simba_sql_desc *desc, const char *msg) {
     if (desc && desc->errbuf && desc->errbuf_cap > 0) snprintf(desc->errbuf, desc->errbuf_cap, "%s", msg);
 }
 
+/* A refused argument: the words go to simba_loop_errmsg() and to desc->errbuf. */
+static simba_result simba__sql_refuse(simba_loop *loop, const simba_sql_desc *desc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static simba_result simba__sql_refuse(simba_loop *loop, const simba_sql_desc *desc, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    simba__sql_errout(desc, msg);
+    return simba__fail(loop, SIMBA_EINVAL, "%s", msg);
+}
+
+/* [sqlite] The VFS the main database was opened with ("memdb" for in-memory ones). */
+static const char *simba__sql_vfs_name(sqlite3 *db) {
+    sqlite3_vfs *vfs = NULL;
+    if (sqlite3_file_control(db, "main", SQLITE_FCNTL_VFS_POINTER, &vfs) != SQLITE_OK || !vfs || !vfs->zName) return "";
+    return vfs->zName;
+}
+
+/* Which clock the rows of an in-memory database are written in: the first backend sets it,
+   a later one with the other clock is refused (its leases would mean nothing to the first). */
+static int simba__sql_clock_mark(simba__sql *s, int *clash) {
+    sqlite3_stmt *st = NULL;
+    int64_t want = s->loop_clock ? SIMBA__SQL_CLOCK_LOOP : SIMBA__SQL_CLOCK_WALL, have = 0;
+    int rc;
+    *clash = 0;
+    /* One write transaction: two backends opening at once on two threads cannot both find
+       no mark and each write their own. */
+    rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        have = sqlite3_column_int64(st, 0);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK && have != want && have != 0) *clash = 1;
+    if (rc == SQLITE_OK && have == 0) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %lld", (long long)want);
+        rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+    }
+    if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        if (!sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        simba__sql_seterr(s, "setup (clock mark)", rc);
+    }
+    return rc;
+}
+
 SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *desc, simba_backend **out) {
     simba__sql *s;
-    const char *table;
-    int rc;
+    const char *table, *path, *fname, *vfs;
+    int rc, clash = 0, is_uri;
     simba_result r;
     if (out) *out = NULL;
     if (desc) simba__sql_errout(desc, "");
-    if (!loop || !desc || !out) return SIMBA_EINVAL;
-    if (!desc->path || !desc->path[0]) {
-        simba__sql_errout(desc, "simba_sql_open: no path");
+    if (!loop) {
+        simba__sql_errout(desc, "simba_sql_open: loop is NULL");
         return SIMBA_EINVAL;
     }
+    if (!desc) return simba__fail(loop, SIMBA_EINVAL, "simba_sql_open: desc is NULL");
+    if (!out) return simba__sql_refuse(loop, desc, "simba_sql_open: out is NULL");
+    if (!desc->path || !desc->path[0])
+        return simba__sql_refuse(loop, desc, "simba_sql_open: path is %s: give a database file, or \":memory:\" for the "
+                                             "process's shared in-memory database (\"\" would be a private temporary one)",
+                                 desc->path ? "empty" : "NULL");
     table = desc->table && desc->table[0] ? desc->table : "simba_mutex";
-    if (!simba__sql_table_ok(table)) {
-        simba__sql_errout(desc, "simba_sql_open: bad table name");
-        return SIMBA_EINVAL;
-    }
-    if (desc->busy_retry_ms < 0 || desc->busy_retry_ms > SIMBA_MAX_MS || desc->busy_max_ms < 0 ||
-        desc->busy_max_ms > SIMBA_MAX_MS)
-        return SIMBA_EINVAL;
+    if (!simba__sql_table_ok(table))
+        return simba__sql_refuse(loop, desc, "simba_sql_open: table must match [A-Za-z_][A-Za-z0-9_]{0,63} and not start "
+                                             "with sqlite_ (got \"%.80s\")", table);
+    if (desc->busy_retry_ms < 0 || desc->busy_retry_ms > SIMBA_MAX_MS)
+        return simba__sql_refuse(loop, desc, "simba_sql_open: busy_retry_ms must be in 0..2^40 (0 = 5; got %lld)",
+                                 (long long)desc->busy_retry_ms);
+    if (desc->busy_max_ms < 0 || desc->busy_max_ms > SIMBA_MAX_MS)
+        return simba__sql_refuse(loop, desc, "simba_sql_open: busy_max_ms must be in 0..2^40 (0 = by request; got %lld)",
+                                 (long long)desc->busy_max_ms);
+    if (desc->busy_max_ms > 0 && desc->busy_retry_ms > desc->busy_max_ms)
+        return simba__sql_refuse(loop, desc, "simba_sql_open: busy_retry_ms %lld > busy_max_ms %lld: the first retry would "
+                                             "come after giving up", (long long)desc->busy_retry_ms, (long long)desc->busy_max_ms);
+    if (desc->test_clock != 0 && desc->test_clock != 1)
+        return simba__sql_refuse(loop, desc, "simba_sql_open: test_clock must be 0 or 1 (got %d)", desc->test_clock);
+    path = strcmp(desc->path, ":memory:") == 0 ? SIMBA__SQL_MEMORY_URI : desc->path;
+    is_uri = strncmp(path, "file:", 5) == 0;
+    /* Checked before anything is created: the test clock on a file that other processes may
+       open with the wall clock would let both win (see the desc). */
+    if (desc->test_clock && !(is_uri && strncmp(path, "file:/", 6) == 0 && strstr(path, "vfs=memdb")))
+        return simba__sql_refuse(loop, desc, "simba_sql_open: test_clock needs path \":memory:\" (or file:/NAME?vfs=memdb), "
+                                             "not \"%.200s\": other processes may open a file with the wall clock", desc->path);
     s = (simba__sql *)simba_alloc(loop, sizeof *s);
-    if (!s) return SIMBA_ENOMEM;
+    if (!s) return simba__fail(loop, SIMBA_ENOMEM, "simba_sql_open: out of memory");
     memset(s, 0, sizeof *s);
     s->magic = SIMBA__SQL_MAGIC;
     s->loop = loop;
-    s->text = &simba__sqlite_text;
+    s->loop_clock = desc->test_clock;
+    s->text = s->loop_clock ? &simba__sqlite_loop_clock_text : &simba__sqlite_text;
     memcpy(s->table, table, strlen(table) + 1);
     s->retry_ms = desc->busy_retry_ms > 0 ? desc->busy_retry_ms : 5;
     s->busy_max_ms = desc->busy_max_ms;
     s->next_try = INT64_MAX;
-    /* [sqlite] NOMUTEX: a loop is single-threaded, so the connection needs no lock of its own. */
-    rc = sqlite3_open_v2(desc->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    /* [sqlite] NOMUTEX: a loop is single-threaded, so the connection needs no lock of its own.
+       URI: ":memory:" becomes a memdb URI whatever SQLite's compile-time default. */
+    rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
+                         NULL);
     if (rc == SQLITE_OK) {
+        /* Refuse what gives this connection a database nobody else sees: each backend would
+           win its own. Shared-cache in-memory databases are shared by the process. */
+        int memdb, shared_cache = is_uri && strstr(path, "cache=shared") != NULL;
+        fname = sqlite3_db_filename(s->db, "main");
+        vfs = simba__sql_vfs_name(s->db);
+        memdb = strcmp(vfs, "memdb") == 0;
+        s->memory = memdb && fname && fname[0] == '/';
+        if (!s->memory && (memdb || ((!fname || !fname[0]) && !shared_cache))) {
+            simba__sql_close(s);
+            return simba__sql_refuse(loop, desc, "simba_sql_open: path \"%.200s\" opens a database private to one "
+                                                 "connection (temporary or in-memory): every backend would own alone; use "
+                                                 "\":memory:\" (one in-memory database per process) or a file", desc->path);
+        }
+        if (desc->test_clock && !s->memory) {
+            simba__sql_close(s);
+            return simba__sql_refuse(loop, desc, "simba_sql_open: test_clock needs an in-memory database (\":memory:\")");
+        }
         sqlite3_extended_result_codes(s->db, 1);
         rc = sqlite3_busy_timeout(s->db, 0);
     }
     if (rc == SQLITE_OK) {
-        rc = simba__sql_setup(s);
-        /* Locked by someone else right now: the first request finishes the setup. */
-        if (simba__sql_is_busy(rc)) rc = SQLITE_OK;
+        int tries = 0;
+        for (;;) {
+            rc = simba__sql_setup(s);
+            if (rc == SQLITE_OK && s->memory) rc = simba__sql_clock_mark(s, &clash);
+            /* An in-memory database is locked only while another thread's statement runs
+               (microseconds): wait here, boundedly, so that its clock is checked at open. */
+            if (!simba__sql_is_busy(rc) || !s->memory || ++tries > 500) break;
+            poll(NULL, 0, 1);
+        }
+        /* A file locked by someone else right now: the first request finishes the setup. */
+        if (simba__sql_is_busy(rc) && !s->memory) rc = SQLITE_OK;
     } else {
         simba__sql_seterr(s, "open", rc);
+    }
+    if (rc == SQLITE_OK && clash) {
+        simba__sql_close(s);
+        return simba__sql_refuse(loop, desc, "simba_sql_open: the in-memory database %s is open with the %s clock by "
+                                             "another backend of this process: open every backend of it with the same "
+                                             "test_clock", desc->path, desc->test_clock ? "wall" : "loop's (test_clock)");
     }
     if (rc != SQLITE_OK) {
         char msg[sizeof s->err + 64];
         snprintf(msg, sizeof msg, "simba_sql_open(%s): %s", desc->path, s->err);
         simba_log(loop, SIMBA_LOG_ERROR, "%s", msg);
         simba__sql_errout(desc, msg);
+        simba__copy(loop->errmsg, sizeof loop->errmsg, msg);
         simba__sql_close(s);
         return SIMBA_EBACKEND;
     }
@@ -593,21 +884,45 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
     return SIMBA_OK;
 }
 
+/* The backend of a handle, or NULL (with words in the loop's errmsg) when it is not ours. */
+static simba__sql *simba__sql_of(simba_backend *be, const char *what) {
+    simba__sql *s;
+    if (!be) return NULL;
+    if (simba_backend_vt_get(be) != &simba__sql_vt) {
+        (void)simba__fail(simba_backend_loop(be), SIMBA_EINVAL, "%s: be is a %s backend, not one from simba_sql_open()",
+                          what, simba_backend_vt_get(be) ? simba_backend_vt_get(be)->name : "?");
+        return NULL;
+    }
+    s = (simba__sql *)simba_backend_impl(be);
+    return s && s->magic == SIMBA__SQL_MAGIC ? s : NULL;
+}
+
+SIMBA_API simba_result simba_sql_simulate_crash(simba_backend *be) {
+    simba__sql *s = simba__sql_of(be, "simba_sql_simulate_crash");
+    if (!s) return SIMBA_EINVAL;
+    s->crashed = 1;
+    return SIMBA_OK;
+}
+
 SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simba_reply *out, char *owner_buf, size_t cap) {
     simba__sql *s;
     simba_reply rep;
     size_t n;
-    if (!be || !out || !owner_buf || cap == 0 || !mutex || simba_name_check(mutex) != SIMBA_OK) return SIMBA_EINVAL;
-    if (simba_backend_vt_get(be) != &simba__sql_vt) return SIMBA_EINVAL; /* not a SQL backend */
-    s = (simba__sql *)simba_backend_impl(be);
-    if (!s || s->magic != SIMBA__SQL_MAGIC) return SIMBA_EINVAL;
+    if (!be) return SIMBA_EINVAL;
+    if (!(s = simba__sql_of(be, "simba_sql_read"))) return SIMBA_EINVAL;
+    if (!out || !owner_buf || cap == 0)
+        return simba__fail(s->loop, SIMBA_EINVAL, "simba_sql_read: out and owner_buf are required, cap > 0");
+    if (!mutex || simba_name_check(mutex) != SIMBA_OK)
+        return simba__fail(s->loop, SIMBA_EINVAL, "simba_sql_read: bad mutex name (1..%d of [A-Za-z0-9-_.:@+=,])",
+                           SIMBA_NAME_MAX);
+    if (s->crashed) return simba__fail(s->loop, SIMBA_ESTATE, "simba_sql_read: the backend simulates a crashed process");
     if (simba__sql_exec(s, SIMBA_OP_READ, mutex, "", 0, 0, 0, &rep) == SIMBA__SQL_BUSY) return SIMBA_EBUSY;
     *out = rep;
     owner_buf[0] = 0;
     out->owner = owner_buf;
     if (rep.rc != SIMBA_OK) return rep.rc;
     n = strlen(s->owner);
-    if (n >= cap) return SIMBA_EINVAL;
+    if (n >= cap) return simba__fail(s->loop, SIMBA_EINVAL, "simba_sql_read: owner id needs %zu bytes, cap is %zu", n + 1, cap);
     memcpy(owner_buf, s->owner, n + 1);
     return SIMBA_OK;
 }

@@ -63,6 +63,8 @@ fi
 if want sql; then
     run sql $B/test_sql
     run kit_sql $B/kit_sql
+    run kit_sql_memory env SIMBA_KIT_SQL_MEMORY=1 $B/kit_sql
+    run test_with_simba $B/test_with_simba
     run multiprocess_sql env MP_WORKER=$B/mp_worker MP_CHECK=$B/mp_check sh scripts/mp_test.sh
 fi
 if want redis; then

@@ -612,23 +612,23 @@ static int loop_desc_rows(void) {
     X(memory_fault_null_desc, simba_memory_fault_set(be, NULL), SIMBA_EINVAL)                             \
     X(memory_fault_delay_negative, simba_memory_fault_set(be, &(simba_memory_fault){0, 0, -1, 0}), SIMBA_EINVAL) \
     X(memory_fault_delay_int64_max, simba_memory_fault_set(be, &(simba_memory_fault){0, 0, INT64_MAX, 0}), SIMBA_EINVAL) \
-    X(sql_open_null_loop, simba_sql_open(NULL, &(simba_sql_desc){"x.db", NULL, 0, 0, NULL, 0}, &(simba_backend *){0}), SIMBA_EINVAL) \
+    X(sql_open_null_loop, simba_sql_open(NULL, &(simba_sql_desc){"x.db", NULL, 0, 0, NULL, 0, 0}, &(simba_backend *){0}), SIMBA_EINVAL) \
     X(sql_open_null_desc, simba_sql_open(L, NULL, &(simba_backend *){0}), SIMBA_EINVAL)                   \
-    X(sql_open_null_out, simba_sql_open(L, &(simba_sql_desc){"x.db", NULL, 0, 0, NULL, 0}, NULL), SIMBA_EINVAL) \
-    X(sql_open_null_path, sql_with((simba_sql_desc){NULL, NULL, 0, 0, NULL, 0}), SIMBA_EINVAL)            \
-    X(sql_open_empty_path, sql_with((simba_sql_desc){"", NULL, 0, 0, NULL, 0}), SIMBA_EINVAL)             \
-    X(sql_open_dir_path, sql_with((simba_sql_desc){"/", NULL, 0, 0, NULL, 0}), SIMBA_EBACKEND)            \
-    X(sql_open_missing_dir, sql_with((simba_sql_desc){"/nonexistent-simba/x/y.db", NULL, 0, 0, NULL, 0}), SIMBA_EBACKEND) \
-    X(sql_open_table_digit, sql_with((simba_sql_desc){sqld().path, "1abc", 0, 0, NULL, 0}), SIMBA_EINVAL) \
-    X(sql_open_table_quote, sql_with((simba_sql_desc){sqld().path, "a\"b", 0, 0, NULL, 0}), SIMBA_EINVAL) \
-    X(sql_open_table_inject, sql_with((simba_sql_desc){sqld().path, "t; DROP TABLE x", 0, 0, NULL, 0}), SIMBA_EINVAL) \
-    X(sql_open_table_sqlite, sql_with((simba_sql_desc){sqld().path, "sqlite_master", 0, 0, NULL, 0}), SIMBA_EINVAL) \
-    X(sql_open_table_long, sql_with((simba_sql_desc){sqld().path, longname, 0, 0, NULL, 0}), SIMBA_EINVAL) \
-    X(sql_open_retry_negative, sql_with((simba_sql_desc){sqld().path, NULL, -1, 0, NULL, 0}), SIMBA_EINVAL) \
-    X(sql_open_busy_negative, sql_with((simba_sql_desc){sqld().path, NULL, 0, -1, NULL, 0}), SIMBA_EINVAL) \
-    X(sql_open_busy_int64_max, sql_with((simba_sql_desc){sqld().path, NULL, 0, INT64_MAX, NULL, 0}), SIMBA_EINVAL) \
-    X(sql_open_errbuf_cap0, sql_with((simba_sql_desc){"/", NULL, 0, 0, (char[1]){'x'}, 0}), SIMBA_EBACKEND) \
-    X(sql_open_errbuf_tiny, sql_with((simba_sql_desc){"/", NULL, 0, 0, (char[2]){0}, 2}), SIMBA_EBACKEND) \
+    X(sql_open_null_out, simba_sql_open(L, &(simba_sql_desc){"x.db", NULL, 0, 0, NULL, 0, 0}, NULL), SIMBA_EINVAL) \
+    X(sql_open_null_path, sql_with((simba_sql_desc){NULL, NULL, 0, 0, NULL, 0, 0}), SIMBA_EINVAL)            \
+    X(sql_open_empty_path, sql_with((simba_sql_desc){"", NULL, 0, 0, NULL, 0, 0}), SIMBA_EINVAL)             \
+    X(sql_open_dir_path, sql_with((simba_sql_desc){"/", NULL, 0, 0, NULL, 0, 0}), SIMBA_EBACKEND)            \
+    X(sql_open_missing_dir, sql_with((simba_sql_desc){"/nonexistent-simba/x/y.db", NULL, 0, 0, NULL, 0, 0}), SIMBA_EBACKEND) \
+    X(sql_open_table_digit, sql_with((simba_sql_desc){sqld().path, "1abc", 0, 0, NULL, 0, 0}), SIMBA_EINVAL) \
+    X(sql_open_table_quote, sql_with((simba_sql_desc){sqld().path, "a\"b", 0, 0, NULL, 0, 0}), SIMBA_EINVAL) \
+    X(sql_open_table_inject, sql_with((simba_sql_desc){sqld().path, "t; DROP TABLE x", 0, 0, NULL, 0, 0}), SIMBA_EINVAL) \
+    X(sql_open_table_sqlite, sql_with((simba_sql_desc){sqld().path, "sqlite_master", 0, 0, NULL, 0, 0}), SIMBA_EINVAL) \
+    X(sql_open_table_long, sql_with((simba_sql_desc){sqld().path, longname, 0, 0, NULL, 0, 0}), SIMBA_EINVAL) \
+    X(sql_open_retry_negative, sql_with((simba_sql_desc){sqld().path, NULL, -1, 0, NULL, 0, 0}), SIMBA_EINVAL) \
+    X(sql_open_busy_negative, sql_with((simba_sql_desc){sqld().path, NULL, 0, -1, NULL, 0, 0}), SIMBA_EINVAL) \
+    X(sql_open_busy_int64_max, sql_with((simba_sql_desc){sqld().path, NULL, 0, INT64_MAX, NULL, 0, 0}), SIMBA_EINVAL) \
+    X(sql_open_errbuf_cap0, sql_with((simba_sql_desc){"/", NULL, 0, 0, (char[1]){'x'}, 0, 0}), SIMBA_EBACKEND) \
+    X(sql_open_errbuf_tiny, sql_with((simba_sql_desc){"/", NULL, 0, 0, (char[2]){0}, 2, 0}), SIMBA_EBACKEND) \
     X(sql_open_ok, sql_with(sqld()), SIMBA_OK)                                                            \
     X(sql_read, sql_read_rows(), 0)                                                                       \
     X(redis_open_null_loop, simba_redis_open(NULL, &(simba_redis_desc){0}, &(simba_backend *){0}), SIMBA_EINVAL) \

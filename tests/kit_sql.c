@@ -1,7 +1,9 @@
 /* kit_sql.c -- the shared backend kit (tests/kit.c) on SQLite.
  *
  * Every open() is a new connection (backend) on one database file in a fresh mkdtemp()
- * directory, as separate processes on one file would be.
+ * directory, as separate processes on one file would be. With SIMBA_KIT_SQL_MEMORY=1 the
+ * same cases run on ":memory:", the process's one in-memory database, which must behave as
+ * a shared file does (multiContend shortened to 5 s).
  */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_sql.h"
@@ -45,6 +47,11 @@ int main(int argc, char **argv) {
     snprintf(cfg.path, sizeof cfg.path, "%s/kit.db", cfg.dir);
     memset(&kb, 0, sizeof kb);
     kb.name = "sqlite";
+    if (getenv("SIMBA_KIT_SQL_MEMORY") && strcmp(getenv("SIMBA_KIT_SQL_MEMORY"), "1") == 0) {
+        snprintf(cfg.path, sizeof cfg.path, ":memory:");
+        kb.name = "sqlite :memory:";
+        kb.multi_ms = 5000;
+    }
     kb.open = open_sql;
     kb.ctx = &cfg;
     kb.ttl_ms = 2000;

@@ -9,7 +9,9 @@
 #include "check.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -328,8 +330,8 @@ TEST(acquire_renew_release_fence) {
     CHECK_EQ(raw_int(db, "SELECT count(*) FROM simba_mutex"), 0);
 
     /* first acquire creates the row: fence 1, full lease remaining */
-    t0 = mono_ms();
     CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "m", "A", 3000, 2000, &rep, owner, sizeof owner), SIMBA_OK);
+    t0 = mono_ms(); /* after acquired_at, however slow the acquire was (valgrind) */
     CHECK_STR(owner, "A");
     CHECK_EQ(rep.fence, 1);
     CHECK(rep.ttl_left_ms > 2900 && rep.ttl_left_ms <= 3000);
@@ -475,6 +477,38 @@ static simba_service *pair[2];
 static int one_owner_cond(void *p) {
     (void)p;
     return simba_is_owner(pair[0]) || simba_is_owner(pair[1]);
+}
+
+static int is_not_owner_cond(void *p) { return !simba_is_owner((simba_service *)p); }
+
+/* The fence of every on_acquired, in order. */
+typedef struct fence_log {
+    uint64_t fence[8];
+    int n, released;
+} fence_log;
+static void fl_acq(simba_service *svc, const simba_state *st, void *u) {
+    fence_log *f = (fence_log *)u;
+    (void)svc;
+    if (f->n < 8) f->fence[f->n] = st->after ? st->after->fence : 0;
+    f->n++;
+}
+static void fl_rel(simba_service *svc, const simba_state *st, void *u) {
+    (void)svc;
+    (void)st;
+    ((fence_log *)u)->released++;
+}
+static simba_result contend_fl(simba_loop *loop, simba_backend *be, const char *m, const char *id, int64_t ttl,
+                               int64_t tr, fence_log *f, simba_service **out) {
+    simba_contend_desc d;
+    memset(&d, 0, sizeof d);
+    d.mutex = m;
+    d.contender_id = id;
+    d.ttl_ms = ttl;
+    d.transition_ms = tr;
+    d.on_acquired = fl_acq;
+    d.on_released = fl_rel;
+    d.user_data = f;
+    return simba_contend(loop, be, &d, out);
 }
 
 TEST(service_lifecycle) {
@@ -749,6 +783,559 @@ TEST(read_needs_sql_backend) {
     CHECK_RC(simba_memstore_free(st), SIMBA_OK);
 }
 
+/* ---- files that cannot work, desc ranges, the fence after a local step-down ---------- */
+
+/* A read-only database (and below, one whose table page is corrupt) is refused at open,
+   with the reason, instead of opening "ok" and never acquiring. */
+TEST(open_refuses_readonly) {
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_sql_desc d;
+    char err[512], path[300], uri[400], cmd[400];
+    simba_reply rep;
+    int fd, made_ro = 0;
+    REQUIRE(loop != NULL);
+    memset(&d, 0, sizeof d);
+    d.errbuf = err;
+    d.errbuf_cap = sizeof err;
+    /* a healthy database with a table and a row */
+    d.path = newdb(path, sizeof path);
+    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
+    CHECK_RC(simba__sql_exec(impl_of(be), SIMBA_OP_ACQUIRE, "m", "A", 5000, 1000, 1, &rep), 0);
+    CHECK_RC(simba_backend_free(be), SIMBA_OK);
+
+    /* opened read-only through a URI */
+    snprintf(uri, sizeof uri, "file:%s?mode=ro", path);
+    d.path = uri;
+    err[0] = 0;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EBACKEND);
+    CHECK(be == NULL);
+    CHECK(strstr(err, "read-only") != NULL);
+    fprintf(stderr, "  mode=ro: %s\n", err);
+    /* a file nobody may write: chmod, and for root (who ignores modes) the immutable flag */
+    CHECK_EQ(chmod(path, 0444), 0);
+    fd = open(path, O_RDWR);
+    if (fd >= 0) {
+        close(fd);
+        snprintf(cmd, sizeof cmd, "chattr +i '%s' 2>/dev/null", path);
+        if (system(cmd) == 0) made_ro = 2;
+    } else {
+        made_ro = 1;
+    }
+    CHECK(made_ro != 0); /* no way to make a read-only file here: the test cannot pass */
+    d.path = path;
+    err[0] = 0;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EBACKEND);
+    CHECK(strstr(err, "read-only") != NULL);
+    fprintf(stderr, "  %s file: %s\n", made_ro == 2 ? "immutable" : "0444", err);
+    if (made_ro == 2) {
+        snprintf(cmd, sizeof cmd, "chattr -i '%s'", path);
+        CHECK_EQ(system(cmd), 0);
+    }
+    CHECK_EQ(chmod(path, 0644), 0);
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_OK); /* writable again: fine */
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+TEST(open_refuses_corrupt_table) {
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_sql_desc d;
+    char err[512], path[300];
+    simba_reply rep;
+    REQUIRE(loop != NULL);
+    memset(&d, 0, sizeof d);
+    d.errbuf = err;
+    d.errbuf_cap = sizeof err;
+    d.path = newdb(path, sizeof path);
+    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
+    CHECK_RC(simba__sql_exec(impl_of(be), SIMBA_OP_ACQUIRE, "m", "A", 5000, 1000, 1, &rep), 0);
+    CHECK_RC(simba_backend_free(be), SIMBA_OK);
+    /* the table's root page overwritten with garbage; the file header stays good */
+    {
+        sqlite3 *db = raw_open(path);
+        int64_t root, psize;
+        char junk[512];
+        FILE *f;
+        REQUIRE(db != NULL);
+        CHECK_EQ(sqlite3_exec(db, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL), SQLITE_OK);
+        root = raw_int(db, "SELECT rootpage FROM sqlite_master WHERE name = 'simba_mutex'");
+        psize = raw_int(db, "PRAGMA page_size");
+        sqlite3_close(db);
+        REQUIRE(root > 1 && psize > 0);
+        memset(junk, 0xA5, sizeof junk);
+        f = fopen(path, "r+b");
+        REQUIRE(f != NULL);
+        CHECK_EQ(fseek(f, (long)((root - 1) * psize), SEEK_SET), 0);
+        CHECK_EQ(fwrite(junk, 1, sizeof junk, f), sizeof junk);
+        fclose(f);
+    }
+    err[0] = 0;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EBACKEND);
+    CHECK(be == NULL);
+    CHECK(strstr(err, "corrupt") != NULL || strstr(err, "malformed") != NULL);
+    fprintf(stderr, "  corrupt table page: %s\n", err);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* Every refusal of simba_sql_open says which field and why, in simba_loop_errmsg(). */
+TEST(open_desc_ranges_have_words) {
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_sql_desc d;
+    char path[300], err[8];
+    REQUIRE(loop != NULL);
+    memset(&d, 0, sizeof d);
+    newdb(path, sizeof path);
+    CHECK_RC(simba_sql_open(loop, NULL, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "desc") != NULL);
+    d.path = path;
+    CHECK_RC(simba_sql_open(loop, &d, NULL), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "out") != NULL);
+    d.path = NULL;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "path") != NULL);
+    d.path = path;
+    d.table = "no such";
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "table") != NULL);
+    d.table = NULL;
+    d.busy_retry_ms = -1;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "busy_retry_ms") != NULL);
+    d.busy_retry_ms = (int64_t)1 << 41;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "busy_retry_ms") != NULL);
+    d.busy_retry_ms = 0;
+    d.busy_max_ms = -5;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "busy_max_ms") != NULL);
+    /* an inversion: the first retry would come after giving up */
+    d.busy_retry_ms = 500;
+    d.busy_max_ms = 100;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "busy_retry_ms") != NULL && strstr(simba_loop_errmsg(loop), "busy_max_ms") != NULL);
+    fprintf(stderr, "  %s\n", simba_loop_errmsg(loop));
+    d.busy_retry_ms = 0;
+    d.busy_max_ms = 0;
+    d.errbuf = err;
+    d.errbuf_cap = sizeof err;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_OK); /* a short errbuf is fine */
+    CHECK_RC(simba_sql_read(be, "bad name", NULL, NULL, 0), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "simba_sql_read") != NULL);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* The owner's renewals cannot reach the database (it is locked) until after the owner has
+   stepped down locally; its row still names it. Asking again (simba_req.renew = 0) must
+   start a new ownership: on_acquired with a greater fence, acquired_at = now. */
+TEST(reacquire_after_local_step_down_gets_new_fence) {
+    char path[300], owner[SIMBA_ID_MAX + 1];
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_service *svc = NULL;
+    simba_sql_desc d;
+    fence_log fl;
+    simba_reply rep;
+    sqlite3 *db;
+    REQUIRE(loop != NULL);
+    memset(&fl, 0, sizeof fl);
+    memset(&d, 0, sizeof d);
+    d.path = newdb(path, sizeof path);
+    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
+    REQUIRE(contend_fl(loop, be, "stepdown", "A", 600, 3000, &fl, &svc) == SIMBA_OK);
+    CHECK_RC(simba_start(svc), SIMBA_OK);
+    CHECK(drive(&loop, 1, 2000, is_owner_cond, svc));
+    REQUIRE(fl.n == 1);
+    db = raw_open(path);
+    REQUIRE(db != NULL);
+    CHECK_EQ(sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+    CHECK(drive(&loop, 1, 3000, is_not_owner_cond, svc)); /* local step-down at ttl_at */
+    CHECK_EQ(fl.released, 1);
+    CHECK_EQ(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    /* the row still names A inside its transition window */
+    CHECK_RC(simba_sql_read(be, "stepdown", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    CHECK_EQ(rep.fence, fl.fence[0]);
+    CHECK(drive(&loop, 1, 2000, is_owner_cond, svc));
+    fprintf(stderr, "  fences told: %llu then %llu\n", (unsigned long long)fl.fence[0],
+            (unsigned long long)(fl.n > 1 ? fl.fence[1] : 0));
+    CHECK_EQ(fl.n, 2);
+    CHECK(fl.fence[1] > fl.fence[0]);
+    CHECK_RC(simba_sql_read(be, "stepdown", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_EQ(rep.fence, fl.fence[1]);
+    CHECK(rep.held_ms >= 0 && rep.held_ms < 1000); /* acquired_at is the new tenure's */
+    sqlite3_close(db);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* ---- in-process databases and the test clock ------------------------------------------ */
+
+/* ":memory:" is one database for every backend of the process: two backends on one loop,
+   one contender each, contend for real (never two owners at one poll). */
+TEST(memory_two_backends_one_owner) {
+    simba_loop *loop = newloop();
+    simba_backend *be[2] = {NULL, NULL};
+    counts c[2];
+    int i, polls, owners, max_owners = 0, ever_owned = 0;
+    memset(c, 0, sizeof c);
+    REQUIRE(loop != NULL);
+    for (i = 0; i < 2; i++) {
+        REQUIRE(open_be(loop, ":memory:", NULL, &be[i]) == SIMBA_OK);
+        REQUIRE(contend(loop, be[i], "m", i ? "B" : "A", 2000, 1000, &c[i], &pair[i]) == SIMBA_OK);
+    }
+    for (i = 0; i < 2; i++) CHECK_RC(simba_start(pair[i]), SIMBA_OK);
+    for (polls = 0; polls < 50; polls++) {
+        simba_poll(loop);
+        owners = simba_is_owner(pair[0]) + simba_is_owner(pair[1]);
+        if (owners > max_owners) max_owners = owners;
+        if (owners) ever_owned = 1;
+    }
+    fprintf(stderr, "  most owners at one poll: %d; on_acquired A %d, B %d\n", max_owners, c[0].acquired,
+            c[1].acquired);
+    CHECK_EQ(max_owners, 1);
+    CHECK(ever_owned);
+    CHECK_EQ(c[0].acquired + c[1].acquired, 1);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* Paths that would give each connection its own database are refused with words; shared
+   in-process forms are accepted and really shared. */
+TEST(memory_private_databases_refused) {
+    static const char *private_paths[] = {"file::memory:", "file:priv.db?mode=memory", "file:priv?vfs=memdb", "file:",
+                                          "file:?mode=memory"};
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL, *be2 = NULL;
+    simba_sql_desc d;
+    char err[512], owner[SIMBA_ID_MAX + 1];
+    simba_reply rep;
+    size_t i;
+    REQUIRE(loop != NULL);
+    memset(&d, 0, sizeof d);
+    d.errbuf = err;
+    d.errbuf_cap = sizeof err;
+    d.path = "";
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), ":memory:") != NULL);
+    for (i = 0; i < sizeof private_paths / sizeof private_paths[0]; i++) {
+        d.path = private_paths[i];
+        err[0] = 0;
+        CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+        CHECK(be == NULL);
+        CHECK(strstr(err, "private") != NULL && strstr(err, ":memory:") != NULL);
+        CHECK(strstr(simba_loop_errmsg(loop), "private") != NULL);
+    }
+    fprintf(stderr, "  %s\n", err);
+    /* a named memdb database is shared by two connections of the process */
+    d.path = "file:/simba-test-named?vfs=memdb";
+    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
+    REQUIRE(simba_sql_open(loop, &d, &be2) == SIMBA_OK);
+    CHECK_RC(simba__sql_exec(impl_of(be), SIMBA_OP_ACQUIRE, "shared", "A", 5000, 1000, 1, &rep), 0);
+    CHECK_RC(simba_sql_read(be2, "shared", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    /* and is not the one ":memory:" names */
+    d.path = ":memory:";
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_OK);
+    CHECK_RC(simba_sql_read(be, "shared", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "");
+    /* shared-cache in-memory databases are shared too, so they stay allowed */
+    d.path = "file:simba_sc?mode=memory&cache=shared";
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_OK);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+static int64_t fake_now;
+static int64_t fake_clock(void *u) {
+    (void)u;
+    return fake_now;
+}
+static simba_loop *fakeloop(void) {
+    simba_loop *loop = NULL;
+    simba_loop_desc d;
+    memset(&d, 0, sizeof d);
+    d.now_ms = fake_clock;
+    if (simba_loop_new(&d, &loop) != SIMBA_OK) return NULL;
+    return loop;
+}
+static simba_result open_test_clock(simba_loop *loop, simba_backend **out) {
+    simba_sql_desc d;
+    memset(&d, 0, sizeof d);
+    d.path = ":memory:";
+    d.test_clock = 1;
+    return simba_sql_open(loop, &d, out);
+}
+
+/* With test_clock, leases follow the injected loop clock to the millisecond. */
+TEST(test_clock_expiry_exact) {
+    simba_loop *loop;
+    simba_backend *be = NULL;
+    simba_reply rep;
+    char owner[SIMBA_ID_MAX + 1];
+    fake_now = 5000000;
+    loop = fakeloop();
+    REQUIRE(loop != NULL);
+    REQUIRE(open_test_clock(loop, &be) == SIMBA_OK);
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "t", "A", 1000, 500, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    CHECK_EQ(rep.ttl_left_ms, 1000);
+    CHECK_EQ(rep.transition_left_ms, 1500);
+    CHECK_EQ(rep.held_ms, 0);
+    CHECK_EQ(rep.fence, 1);
+    fake_now += 1500; /* the last millisecond of the transition window: still A's */
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "t", "B", 1000, 500, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    CHECK_EQ(rep.ttl_left_ms, -500);
+    CHECK_EQ(rep.transition_left_ms, 0);
+    CHECK_EQ(rep.held_ms, 1500);
+    fake_now += 1; /* one millisecond later the lease is over */
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "t", "B", 1000, 500, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "B");
+    CHECK_EQ(rep.fence, 2);
+    CHECK_EQ(rep.ttl_left_ms, 1000);
+    /* the stored times are the loop's, not the wall clock's */
+    CHECK_EQ(raw_int(impl_of(be)->db, "SELECT ttl_at FROM simba_mutex WHERE mutex = 't'"), fake_now + 1000);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* The test clock where it cannot be safe, and clocks mixed on one in-memory database. */
+TEST(test_clock_refused_where_unsafe) {
+    simba_loop *loop;
+    simba_backend *wall = NULL, *be = NULL;
+    simba_sql_desc d;
+    char path[300], err[512];
+    struct stat sb;
+    fake_now = 1000;
+    loop = fakeloop();
+    REQUIRE(loop != NULL);
+    memset(&d, 0, sizeof d);
+    d.errbuf = err;
+    d.errbuf_cap = sizeof err;
+    d.test_clock = 1;
+    d.path = newdb(path, sizeof path);
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(err, "test_clock") != NULL && strstr(err, "wall clock") != NULL);
+    CHECK(stat(path, &sb) != 0); /* refused before anything was created */
+    fprintf(stderr, "  file: %s\n", err);
+    d.path = "file:/x?vfs=memdb&mode=ro";
+    d.test_clock = 2;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "test_clock") != NULL);
+    /* the first backend of ":memory:" fixes its clock */
+    d.path = ":memory:";
+    d.test_clock = 0;
+    REQUIRE(simba_sql_open(loop, &d, &wall) == SIMBA_OK);
+    d.test_clock = 1;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(err, "clock") != NULL);
+    fprintf(stderr, "  mixed: %s\n", err);
+    CHECK_RC(simba_backend_free(wall), SIMBA_OK); /* the database goes with its last backend */
+    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
+    d.test_clock = 0;
+    CHECK_RC(simba_sql_open(loop, &d, &wall), SIMBA_EINVAL);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* Steps the fake clock to the loop's next deadline (at most max_step ms) until cond holds
+   or until the clock passes limit; no sleeps. */
+static int run_fake(simba_loop *loop, int64_t limit, int64_t max_step, int (*cond)(void *), void *arg) {
+    for (;;) {
+        int64_t w = simba_poll(loop);
+        if (cond && cond(arg)) return 1;
+        if (fake_now >= limit) return 0;
+        if (w < 1) w = 1;
+        if (w > max_step) w = max_step;
+        if (fake_now + w > limit) w = limit - fake_now;
+        fake_now += w;
+    }
+}
+
+/* simba_sql_simulate_crash(): the owner's lease stays in the row until it ends, the release
+   never arrives, and the other contender takes over only after the lease. A clean stop
+   instead hands over without the clock moving. */
+TEST(simulated_crash_keeps_lease_until_it_ends) {
+    simba_loop *loop;
+    simba_backend *be[2];
+    counts c[2];
+    simba_reply rep;
+    char owner[SIMBA_ID_MAX + 1];
+    int64_t crash_at, lease_end, took_at;
+    uint64_t f1;
+    int i;
+    memset(c, 0, sizeof c);
+    fake_now = 7000000;
+    loop = fakeloop();
+    REQUIRE(loop != NULL);
+    for (i = 0; i < 2; i++) {
+        REQUIRE(open_test_clock(loop, &be[i]) == SIMBA_OK);
+        REQUIRE(contend(loop, be[i], "job", i ? "B" : "A", 1000, 500, &c[i], &pair[i]) == SIMBA_OK);
+    }
+    CHECK_RC(simba_start(pair[0]), SIMBA_OK);
+    CHECK(run_fake(loop, fake_now + 100, 10, is_owner_cond, pair[0]));
+    CHECK_RC(simba_start(pair[1]), SIMBA_OK);
+    run_fake(loop, fake_now + 2500, 10, NULL, NULL); /* a few renewals */
+    REQUIRE(simba_is_owner(pair[0]) && !simba_is_owner(pair[1]));
+    f1 = simba_fence(pair[0]);
+    CHECK_RC(simba_sql_read(be[1], "job", &rep, owner, sizeof owner), SIMBA_OK);
+    crash_at = fake_now;
+    lease_end = crash_at + rep.transition_left_ms; /* the last renewal's transition end */
+    CHECK_RC(simba_sql_simulate_crash(be[0]), SIMBA_OK);
+    CHECK(run_fake(loop, lease_end + 2000, 1, is_owner_cond, pair[1]));
+    took_at = fake_now;
+    fprintf(stderr, "  crash at +0, row's lease ends at +%lld, B owner at +%lld (jitter [-200, 1000))\n",
+            (long long)(lease_end - crash_at), (long long)(took_at - crash_at));
+    CHECK(took_at > lease_end);
+    CHECK(took_at <= lease_end + 1000 + 50);
+    CHECK_EQ(c[0].released, 1); /* A stepped down locally before B could win */
+    CHECK(simba_fence(pair[1]) > f1);
+    /* B stops: its release arrives, and A's crashed backend never writes again */
+    CHECK_RC(simba_sql_read(be[1], "job", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "B");
+    CHECK_RC(simba_sql_read(be[0], "job", &rep, owner, sizeof owner), SIMBA_ESTATE);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+
+    /* control: the same without the crash, the stop releases and B takes over at once */
+    memset(c, 0, sizeof c);
+    loop = fakeloop();
+    REQUIRE(loop != NULL);
+    for (i = 0; i < 2; i++) {
+        REQUIRE(open_test_clock(loop, &be[i]) == SIMBA_OK);
+        REQUIRE(contend(loop, be[i], "job", i ? "B" : "A", 1000, 500, &c[i], &pair[i]) == SIMBA_OK);
+    }
+    CHECK_RC(simba_start(pair[0]), SIMBA_OK);
+    CHECK(run_fake(loop, fake_now + 100, 10, is_owner_cond, pair[0]));
+    CHECK_RC(simba_start(pair[1]), SIMBA_OK);
+    run_fake(loop, fake_now + 300, 10, NULL, NULL);
+    CHECK_RC(simba_stop(pair[0]), SIMBA_OK);
+    crash_at = fake_now;
+    for (i = 0; i < 10 && !simba_is_owner(pair[1]); i++) simba_poll(loop); /* the clock stands still */
+    CHECK(simba_is_owner(pair[1]));
+    CHECK_EQ(fake_now, crash_at);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+
+    /* a crashed owner's loop free leaves its row as a dead process would */
+    loop = fakeloop();
+    REQUIRE(loop != NULL);
+    for (i = 0; i < 2; i++) REQUIRE(open_test_clock(loop, &be[i]) == SIMBA_OK);
+    {
+        simba_loop *l2 = fakeloop();
+        simba_backend *dead = NULL;
+        simba_service *svc = NULL;
+        counts cd = {0, 0, 0};
+        REQUIRE(l2 != NULL);
+        REQUIRE(open_test_clock(l2, &dead) == SIMBA_OK);
+        REQUIRE(contend(l2, dead, "job2", "D", 1000, 500, &cd, &svc) == SIMBA_OK);
+        CHECK_RC(simba_start(svc), SIMBA_OK);
+        CHECK(run_fake(l2, fake_now + 100, 10, is_owner_cond, svc));
+        CHECK_RC(simba_sql_simulate_crash(dead), SIMBA_OK);
+        CHECK_RC(simba_loop_free(l2), SIMBA_OK);
+    }
+    CHECK_RC(simba_sql_read(be[0], "job2", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "D");
+    CHECK_RC(simba_sql_simulate_crash(NULL), SIMBA_EINVAL);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* ":memory:" from loops on two threads: the connections really contend (SQLITE_BUSY, retried
+   from the loop), tenures never overlap and fences increase from one to the next. Each
+   thread gives up ownership after holding it 30 ms and rests 20 ms, so ownership changes
+   hands often. */
+typedef struct mt_tenure {
+    int64_t from, to;
+    uint64_t fence;
+} mt_tenure;
+typedef struct mt_arg {
+    const char *id;
+    int64_t until;
+    int ok, tenures;
+    mt_tenure t[400];
+} mt_arg;
+static void mt_acq(simba_service *svc, const simba_state *st, void *u) {
+    mt_arg *a = (mt_arg *)u;
+    (void)svc;
+    if (a->tenures < 400) {
+        a->t[a->tenures].from = mono_ms();
+        a->t[a->tenures].to = -1;
+        a->t[a->tenures].fence = st->after ? st->after->fence : 0;
+    }
+}
+static void mt_rel(simba_service *svc, const simba_state *st, void *u) {
+    mt_arg *a = (mt_arg *)u;
+    (void)svc;
+    (void)st;
+    if (a->tenures < 400) a->t[a->tenures++].to = mono_ms();
+}
+static void *mt_run(void *p) {
+    mt_arg *a = (mt_arg *)p;
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_service *svc = NULL;
+    simba_contend_desc d;
+    int64_t held_since = -1, rest_until = 0;
+    if (!loop || open_be(loop, ":memory:", NULL, &be) != SIMBA_OK) {
+        fprintf(stderr, "  %s: open: %s\n", a->id, loop ? simba_loop_errmsg(loop) : "no loop");
+        if (loop) simba_loop_free(loop);
+        return NULL;
+    }
+    memset(&d, 0, sizeof d);
+    d.mutex = "mt";
+    d.contender_id = a->id;
+    d.ttl_ms = 400;
+    d.transition_ms = 200;
+    d.on_acquired = mt_acq;
+    d.on_released = mt_rel;
+    d.user_data = a;
+    if (simba_contend(loop, be, &d, &svc) != SIMBA_OK || simba_start(svc) != SIMBA_OK) return NULL;
+    while (mono_ms() < a->until) {
+        simba_wait(loop, 2);
+        if (simba_is_owner(svc) && held_since < 0) held_since = mono_ms();
+        if (held_since >= 0 && mono_ms() - held_since >= 30 && simba_service_status(svc) == SIMBA_RUNNING) {
+            simba_stop(svc);
+            held_since = -1;
+            rest_until = mono_ms() + 20; /* SQLite keeps no wait queue: let the other win */
+        }
+        if (simba_service_status(svc) == SIMBA_INITIAL && mono_ms() >= rest_until) simba_start(svc);
+    }
+    simba_stop(svc);
+    {
+        int64_t end = mono_ms() + 2000;
+        while (simba_service_status(svc) != SIMBA_INITIAL && mono_ms() < end) simba_wait(loop, 2);
+    }
+    a->ok = simba_loop_free(loop) == SIMBA_OK;
+    return NULL;
+}
+TEST(memory_shared_across_threads) {
+    mt_arg a[2];
+    pthread_t th[2];
+    mt_tenure all[800];
+    int i, j, n = 0, overlaps = 0, fence_bad = 0;
+    memset(a, 0, sizeof a);
+    a[0].id = "T0";
+    a[1].id = "T1";
+    a[0].until = a[1].until = mono_ms() + 1500;
+    for (i = 0; i < 2; i++) REQUIRE(pthread_create(&th[i], NULL, mt_run, &a[i]) == 0);
+    for (i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    CHECK(a[0].ok && a[1].ok);
+    for (i = 0; i < 2; i++)
+        for (j = 0; j < a[i].tenures; j++) all[n++] = a[i].t[j];
+    /* in order of start; each must end before the next starts, with a greater fence */
+    for (i = 0; i < n; i++)
+        for (j = i + 1; j < n; j++)
+            if (all[j].from < all[i].from) {
+                mt_tenure x = all[i];
+                all[i] = all[j];
+                all[j] = x;
+            }
+    for (i = 1; i < n; i++) {
+        if (all[i].from < all[i - 1].to) overlaps++;
+        if (all[i].fence <= all[i - 1].fence) fence_bad++;
+    }
+    fprintf(stderr, "  tenures: T0 %d, T1 %d; overlaps %d, fences not increasing %d\n", a[0].tenures, a[1].tenures,
+            overlaps, fence_bad);
+    CHECK(a[0].tenures >= 3 && a[1].tenures >= 3);
+    CHECK_EQ(overlaps, 0);
+    CHECK_EQ(fence_bad, 0);
+}
+
 static void rm_tmpdir(void) {
     char cmd[600];
     if (!tmpdir[0] || getenv("SIMBA_KEEP_TMP")) return;
@@ -776,6 +1363,16 @@ int main(int argc, char **argv) {
     RUN(open_while_locked);
     RUN(row_creation_race);
     RUN(read_needs_sql_backend);
+    RUN(open_refuses_readonly);
+    RUN(open_refuses_corrupt_table);
+    RUN(open_desc_ranges_have_words);
+    RUN(reacquire_after_local_step_down_gets_new_fence);
+    RUN(memory_two_backends_one_owner);
+    RUN(memory_private_databases_refused);
+    RUN(memory_shared_across_threads);
+    RUN(test_clock_expiry_exact);
+    RUN(test_clock_refused_where_unsafe);
+    RUN(simulated_crash_keeps_lease_until_it_ends);
     rc = check_report("test_sql");
     rm_tmpdir();
     return rc;

@@ -1,0 +1,7 @@
+# The SQLite recipe for users' tests (README "Testing your code with simba"): built by
+# `make all`, run by scripts/test.sh in the "sql" group. Uses CC, CFLAGS and B.
+$(B)/test_with_simba: examples/test_with_simba.c simba.h simba_sql.h | $(B)
+	$(CC) $(CFLAGS) -I. -o $@ examples/test_with_simba.c -lsqlite3 -lpthread
+$(B)/asan/test_with_simba: examples/test_with_simba.c simba.h simba_sql.h | $(B)/asan
+	$(CC) $(CFLAGS) $(SAN) -I. -o $@ examples/test_with_simba.c -lsqlite3 -lpthread
+all: $(B)/test_with_simba
