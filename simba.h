@@ -442,6 +442,10 @@ struct simba_req {
                            owner (a local step-down the server never saw, or a lost answer),
                            the backend starts a new ownership (new fence, acquired now), so
                            every on_acquired carries a fence above any seen before */
+    int64_t live_ms;    /* ACQUIRE: how long the backend keeps this contender's place in the
+                           wait queue without a new request from it. The core computes it from
+                           its own timing (a waiter asks again at least every ttl + transition
+                           + jitter max); backends keep no liveness constant of their own */
     void *backend_data; /* free for the backend's use while the request is in flight */
     simba_req *next_;   /* free for the backend's use as a list link while in flight */
     /* private to the core */
@@ -1290,6 +1294,9 @@ static void simba__submit(simba_service *s, simba_op op) {
     r->expect_win = op == SIMBA_OP_ACQUIRE && ((s->flags & SIMBA__F_OWNER) || !simba_owner_has_owner(&s->view, s->loop->now) ||
                                                simba_owner_is(&s->view, s->id));
     r->renew = op == SIMBA_OP_ACQUIRE && (s->flags & SIMBA__F_OWNER) != 0;
+    /* A waiter asks again by ttl + transition + jitter max at the latest (simba__contender_next);
+       a second of slack covers a loaded host's scheduling. */
+    r->live_ms = op == SIMBA_OP_ACQUIRE ? simba__add(s->ttl + s->transition + simba__max(s->jmax, 0), 1000) : 0;
     r->svc_ = s;
     r->gen_ = s->gen;
     if (op != SIMBA_OP_RELEASE) { s->cnt.attempts++; s->loop->cnt.attempts++; }
@@ -2734,7 +2741,7 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
             simba__mbroadcast(st, e, now);
         } else {
             /* Waiting: join the line (arrival order), or refresh our place in it. */
-            int64_t exp = now + 2 * (r->ttl_ms + r->transition_ms) + 1000;
+            int64_t exp = simba__add(now, r->live_ms);
             if (i >= 0) {
                 e->w[i].expires = exp;
             } else {
