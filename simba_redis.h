@@ -983,6 +983,8 @@ static void simba__redis_probe_refused(simba__redis *r, int bit, const char *wha
              bit == 1 ? "cannot check maxmemory-policy (it must be noeviction) nor detect restarts by run_id"
                       : "cannot tell whether a restart keeps every write; a restart quarantines");
     simba__redis_seterr(r, "probe", detail);
+    /* No request failed, so the core has not set the backend's message: set it here. */
+    simba__copy(r->be->errmsg, sizeof(r->be->errmsg), r->err);
 }
 
 /* INFO and CONFIG GET appendfsync answers: what the data-loss and eviction checks need. */

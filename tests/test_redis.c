@@ -1276,6 +1276,54 @@ TEST(reconnect_backoff_huge) {
     simba_loop_free(l);
 }
 
+/* A server whose INFO and CONFIG are refused (an ACL here; renamed commands alike): the
+   backend still works, says so once in the log and its message, and checks what it can. */
+static int probe_logs;
+static void count_probe_logs(void *u, simba_log_level lv, const char *msg) {
+    (void)u;
+    (void)lv;
+    if (strstr(msg, "refused")) probe_logs++;
+}
+TEST(refused_probes_said_once) {
+    drv d;
+    simba_backend *be;
+    simba_service *a;
+    simba_redis_desc rd;
+    simba_loop_desc ld;
+    simba_loop *l = NULL;
+    rec ra;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    REQUIRE(server3_start("") == 0);
+    REQUIRE(raw_cmd(port3, "ACL SETUSER lim on >pw ~* &* +@all -info -config") == 1);
+    memset(&ld, 0, sizeof ld);
+    ld.log = count_probe_logs;
+    ld.log_level = SIMBA_LOG_WARN;
+    REQUIRE(simba_loop_new(&ld, &l) == SIMBA_OK);
+    d.l[d.n] = l;
+    d.wait[d.n++] = 0;
+    memset(&rd, 0, sizeof rd);
+    rd.port = port3;
+    rd.prefix = prefix;
+    rd.username = "lim";
+    rd.password = "pw";
+    REQUIRE(simba_redis_open(l, &rd, &be) == SIMBA_OK);
+    WAIT_FOR(&d, probe_logs == 2, 3000);
+    fprintf(stderr, "  errmsg: %s\n", simba_backend_errmsg(be));
+    CHECK(strstr(simba_backend_errmsg(be), " refused (NOPERM") != NULL);
+    a = contend(l, be, "probes", "A", 500, 300, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 5000); /* run_id unknown: a first-use quarantine of 800 ms */
+    CHECK(simba_is_owner(a));
+    CHECK(raw_cmd(port3, "CLIENT KILL TYPE normal") >= 1); /* reconnect: probes again */
+    drv_run(&d, 1000);
+    CHECK(simba_is_owner(a));
+    fprintf(stderr, "  %d log lines about refused probes\n", probe_logs);
+    CHECK_EQ(probe_logs, 2); /* INFO once, CONFIG GET once */
+    drv_free(&d);
+    CHECK(server3_stop() == 0);
+}
+
 /* Runs last: over every case above, nothing was completed twice (or logged as an error). */
 TEST(no_error_logs) { CHECK_EQ(error_logs, 0); }
 
@@ -1313,6 +1361,7 @@ int main(int argc, char **argv) {
     RUN(data_loss_restart_no_second_owner);
     RUN(evicting_server_refused);
     RUN(durable_restart_no_quarantine);
+    RUN(refused_probes_said_once);
     RUN(reacquire_after_local_step_down_new_fence);
     RUN(open_refusals_say_why);
     RUN(reconnect_backoff_huge);
