@@ -29,8 +29,9 @@
  *   host must be a numeric IPv4/IPv6 address or "localhost": resolving a name could block
  *   in getaddrinfo(), which the loop must never do. Resolve names yourself at start-up.
  *
- * DATA (every key of one mutex shares the hash tag {name}, so it is Redis Cluster safe;
- * every key a script touches is passed in KEYS, names reach Redis only as KEYS/ARGV)
+ * DATA (every key of one mutex shares the hash tag {name}; the data-loss marker is per
+ * prefix, see DATA LOSS for Cluster; every key a script touches is passed in KEYS, names
+ * reach Redis only as KEYS/ARGV)
  *   <prefix>{<name>}:owner  string "<fence> <acquired> <granted> <ttl> <lease> <id>" (server
  *                           ms; ttl, lease = ttl+transition as durations), expiring after
  *                           the lease
@@ -40,8 +41,41 @@
  *   <prefix>{<name>}:queue  waiters by arrival (zset, score = arrival time in us)
  *   <prefix>{<name>}:qexp   per-waiter expiry (zset): a waiter that does not come back
  *                           within the owner's remaining lease + 3 s is considered gone
+ *   <prefix>alive           the data-loss marker "<since ms> <run_id>", never expires
+ *   simba:fresh             optional: the run_id of a server declared empty at its start
  *   All times come from the server (TIME); replies carry remaining durations only.
  *   Requires Redis >= 5 (scripts that call TIME before writing).
+ *
+ * DATA LOSS (a restart without persistence, FLUSHALL/FLUSHDB, eviction, a promoted replica)
+ *   The owner record can vanish while its owner still holds the lease. The acquire script
+ *   therefore grants (starts a new ownership) only when the marker <prefix>alive is present,
+ *   was written by the running server process (INFO run_id, read at connect), and is older
+ *   than a quarantine: the longest lease any contender may hold, max(this request's ttl +
+ *   transition, desc.max_lease_ms). A missing or stale marker is (re)installed with the
+ *   current time, so after a loss nobody is granted for one quarantine; the old owner's next
+ *   renewal finds its record gone, is told "nobody", and steps down within its own ttl,
+ *   before anyone else can win. Refused acquisitions fail with SIMBA_EBACKEND ("data-loss
+ *   quarantine ... ms"); contenders retry with their backoff. Renewals of a record that
+ *   exists never consult the marker: the steady state costs no round trip and no extra key.
+ *     first use of a prefix    one quarantine (the server may have restarted a moment ago),
+ *                              unless the server was declared empty: simba:fresh = run_id
+ *                              (scripts/redis-start.sh does it for the servers it creates)
+ *     restart, no persistence  one quarantine (the marker is gone)
+ *     restart, AOF with appendfsync always   none: the marker survives and a restart keeps
+ *                              every write (INFO aof_enabled, CONFIG GET appendfsync)
+ *     restart, other persistence (RDB, everysec)   one quarantine (run_id differs)
+ *     FLUSHALL / FLUSHDB / DEL of the prefix's keys   one quarantine
+ *   Eviction: at every connect INFO tells maxmemory_policy; anything but noeviction fails
+ *   every acquisition with SIMBA_EBACKEND and logs an ERROR, since an evicted owner record
+ *   hands out a held mutex (desc.allow_eviction accepts that risk). A server that refuses
+ *   INFO or CONFIG GET (renamed, ACL) is noted once in the log and backend message; restarts
+ *   are then seen by the marker alone and the policy is not checked.
+ *   Redis Cluster refuses scripts whose keys lie in several hash slots: a cluster mode passes
+ *   "<prefix>{<name>}:alive" (the mutex's own slot) as the marker and no simba:fresh key;
+ *   the script stays as it is, and the first use of each mutex waits one quarantine. A
+ *   promoted replica carries a marker with its old master's run_id: it quarantines unless
+ *   it runs AOF with appendfsync always, which does not make up for unreplicated writes (a
+ *   failover mode must not count it as durable).
  *
  * PUSH
  *   <prefix>{<name>}:ev:<db>         "released" broadcasts, to every watcher of the mutex
@@ -86,7 +120,10 @@ typedef struct simba_redis_desc {
     const char *prefix;    /* key prefix, default "simba:" (<= 64 bytes, no braces) */
     int64_t connect_timeout_ms;  /* 0 -> 2000: connect + AUTH/SELECT/SCRIPT LOAD */
     int64_t command_timeout_ms;  /* 0 -> 2000 */
-    int64_t reconnect_min_ms, reconnect_max_ms; /* 0 -> 100 / 5000 */
+    int64_t reconnect_min_ms, reconnect_max_ms; /* 0 -> 100 / max(5000, reconnect_min_ms) */
+    int64_t max_lease_ms;  /* 0 -> each request's ttl + transition: the data-loss quarantine.
+                              Raise it to the longest lease of any contender on this prefix */
+    int allow_eviction;    /* 1: accept a maxmemory-policy other than noeviction (unsafe) */
 } simba_redis_desc;
 
 SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc *desc, simba_backend **out);
@@ -110,6 +147,8 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
 
 #define SIMBA__REDIS_PREFIX_MAX 64
 #define SIMBA__REDIS_GRACE_MS "3000"
+/* Holds the run_id of a server declared empty when it started (see DATA LOSS). */
+#define SIMBA__REDIS_FRESH_KEY "simba:fresh"
 /* Longest key or channel: prefix + {name} + ":wk:" + db + ":" + id, with room to spare. */
 #define SIMBA__REDIS_KEY_MAX (SIMBA__REDIS_PREFIX_MAX + SIMBA_NAME_MAX + SIMBA_ID_MAX + 48)
 
@@ -154,15 +193,59 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     "  end\n"                                                                               \
     "end\n"
 
-/* ARGV: contender, ttl, lease (ttl + transition), owner channel, waiter grace ms */
+/* The data-loss marker (KEYS[5], "<since ms> <run_id>", never expires) is missing after a
+   restart without persistence, FLUSHALL/FLUSHDB or eviction, and names another server
+   process after a restart or failover. Then no lease granted before can be ruled out: no
+   grant until the quarantine (ARGV[7]: the longest lease any contender may hold) has passed
+   since the marker was (re)installed. Written back only when it changes. KEYS[6] holds the
+   run_id of a server declared empty at its start: nothing it could have granted is live.
+   Returns the ms of quarantine left (<= 0: none). */
+#define SIMBA__REDIS_LUA_QUARANTINE                                                         \
+    "local function quarantine(now, ms)\n"                                                  \
+    "  local m = redis.call('GET', KEYS[5])\n"                                              \
+    "  local at, rid\n"                                                                     \
+    "  if m then at, rid = string.match(m, '^(%d+) ?(%S*)$') end\n"                        \
+    "  local keep = at ~= nil\n"                                                            \
+    "  if keep and rid ~= ARGV[8] and rid ~= '' and ARGV[8] ~= '' and ARGV[9] ~= '1' then\n" \
+    "    keep = false\n"                                                                    \
+    "  end\n"                                                                               \
+    "  local sid = ARGV[8]\n"                                                               \
+    "  if sid == '' then sid = rid or '' end\n"                                             \
+    "  if not keep then\n"                                                                  \
+    "    if ARGV[8] ~= '' and redis.call('GET', KEYS[6]) == ARGV[8] then at = '0' else at = ms end\n" \
+    "  end\n"                                                                               \
+    "  if not keep or rid ~= sid then redis.call('SET', KEYS[5], at .. ' ' .. sid) end\n"  \
+    "  return tonumber(at) + tonumber(ARGV[7]) - now\n"                                     \
+    "end\n"
+
+/* ARGV: contender, ttl, lease (ttl + transition), owner channel, waiter grace ms, renew (1: the
+   contender believes it owns the mutex), quarantine ms, the server's run_id ('' = unknown),
+   durable (1: AOF with appendfsync always, so a restart keeps every write)
+   A grant (a new ownership) happens only where no owner record exists or where the record
+   names this contender but it does not renew (it stepped down locally, or lost an answer):
+   both pass the data-loss check. A renewal of a record that exists needs none. */
 static const char simba__redis_lua_acquire[] =
-    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_PURGE
+    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_PURGE SIMBA__REDIS_LUA_QUARANTINE
     "local c = ARGV[1]\n"
     "local ttl = tonumber(ARGV[2])\n"
     "local lease = tonumber(ARGV[3])\n"
     "local now, ms, us = clock()\n"
     "local v = redis.call('GET', KEYS[1])\n"
-    "if not v then\n"
+    "local o = v and rec(v)\n"
+    "if o and o.err then return o end\n"
+    "if o and o[6] == c and ARGV[6] == '1' then\n"
+    "  redis.call('SET', KEYS[1], o[1] .. ' ' .. o[2] .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c, 'PX', ARGV[3])\n"
+    "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"
+    "  return {c, ttl, lease, now - o[3], o[1], 0}\n"
+    "end\n"
+    "if not o or o[6] == c then\n"
+    "  local q = quarantine(now, ms)\n"
+    "  if q > 0 then\n"
+    /* The owner whose record is gone learns it at once and steps down. */
+    "    if ARGV[6] == '1' then return {'', 0, 0, -1, '0', 0} end\n"
+    "    return redis.error_reply('simba: data-loss quarantine: no grant for ' .. q ..\n"
+    "      ' ms (marker ' .. KEYS[5] .. ' was missing or stale: first use, restart without persistence, FLUSHALL or eviction)')\n"
+    "  end\n"
     "  local f = us\n"
     "  local last = redis.call('GET', KEYS[2])\n"
     /* fence = max(last + 1, server time in us); both well below 2^53 */
@@ -173,13 +256,6 @@ static const char simba__redis_lua_acquire[] =
     /* Observers' processes listen here; nobody else does, so a handoff wakes no waiter. */
     "  redis.call('PUBLISH', ARGV[4], 'owner ' .. f .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c)\n"
     "  return {c, ttl, lease, 0, f, 0}\n"
-    "end\n"
-    "local o = rec(v)\n"
-    "if o.err then return o end\n"
-    "if o[6] == c then\n"
-    "  redis.call('SET', KEYS[1], o[1] .. ' ' .. o[2] .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c, 'PX', ARGV[3])\n"
-    "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"
-    "  return {c, ttl, lease, now - o[3], o[1], 0}\n"
     "end\n"
     "local p = o[5] - now\n"
     "if p < 0 then p = 0 end\n"
@@ -362,12 +438,15 @@ typedef struct simba__rop {
 } simba__rop;
 
 enum { SIMBA__RC_DOWN, SIMBA__RC_CONNECTING, SIMBA__RC_READY };
+/* Handshake steps that are not scripts. The probes (INFO, CONFIG GET) may be refused by a
+   server that renamed them or an ACL: that is noted, never a reason to drop the connection. */
+enum { SIMBA__RHS_PLAIN = -1, SIMBA__RHS_INFO = -2, SIMBA__RHS_FSYNC = -3 };
 
 struct simba__rconn;
 /* privdata of a handshake command */
 struct simba__rhs {
     struct simba__rconn *c;
-    int script; /* index into simba__redis_lua, or -1 */
+    int script; /* index into simba__redis_lua, or one of SIMBA__RHS_* */
 };
 
 typedef struct simba__rconn {
@@ -381,7 +460,7 @@ typedef struct simba__rconn {
     int was_ready;
     int64_t deadline; /* CONNECTING: connect deadline; DOWN: next attempt */
     int64_t backoff;
-    struct simba__rhs hs[SIMBA__RS_N + 2]; /* AUTH, SELECT, scripts */
+    struct simba__rhs hs[SIMBA__RS_N + 4]; /* AUTH, SELECT, scripts, INFO, CONFIG GET */
 } simba__rconn;
 
 typedef struct simba__redis {
@@ -399,7 +478,14 @@ typedef struct simba__redis {
     int reset_pending;
     int destroying;
     int64_t io_at; /* loop time of the last process() that was handed a ready set */
-    uint32_t rng;
+    int64_t max_lease;     /* desc.max_lease_ms */
+    int allow_eviction;
+    /* What the server said at the last connect (INFO, CONFIG GET appendfsync). */
+    char run_id[48];       /* "" = unknown */
+    char policy[48];       /* maxmemory-policy, "" = unknown */
+    int aof_on, fsync_always;
+    int probe_noted;       /* 1: INFO refused, 2: CONFIG GET refused (said once) */
+    char evict_msg[200];
     char err[256];
 } simba__redis;
 
@@ -440,14 +526,10 @@ static void simba__redis_wkchan(char *buf, size_t cap, const simba__redis *r, co
     snprintf(buf, cap, "%s{%s}:wk:%d:%s", r->prefix, mutex, r->db, contender ? contender : "");
 }
 
+/* [base/2, base]: spread reconnects of many clients after a server restart. The loop's
+   random source covers the whole int64 range of a backoff (the option allows 2^40 ms). */
 static int64_t simba__redis_jitter(simba__redis *r, int64_t base) {
-    uint32_t x = r->rng;
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    r->rng = x;
-    /* [base/2, base]: spread reconnects of many clients after a server restart */
-    return base / 2 + (int64_t)(x % (uint32_t)(base / 2 + 1));
+    return simba__uniform(r->loop, base / 2, simba__add(base, 1));
 }
 
 /* ---- request completion ------------------------------------------------------------------ */
@@ -594,10 +676,10 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
 static simba__rmutex *simba__redis_mutex(simba__redis *r, const char *mutex);
 
 static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
-    char k[4][SIMBA__REDIS_KEY_MAX], ch[SIMBA__REDIS_KEY_MAX], wk[SIMBA__REDIS_KEY_MAX];
-    char ttl[24], lease[24], ow[SIMBA__REDIS_KEY_MAX];
-    const char *argv[16];
-    size_t lens[16];
+    char k[5][SIMBA__REDIS_KEY_MAX], ch[SIMBA__REDIS_KEY_MAX], wk[SIMBA__REDIS_KEY_MAX];
+    char ttl[24], lease[24], quar[24], ow[SIMBA__REDIS_KEY_MAX];
+    const char *argv[24];
+    size_t lens[24];
     int argc = 0, i, idx, nkeys;
     const simba_req *req = op->req;
     static const char *const suffix[4] = {":owner", ":fence", ":queue", ":qexp"};
@@ -614,20 +696,36 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
     idx = req->op == SIMBA_OP_ACQUIRE ? SIMBA__RS_ACQUIRE
           : req->op == SIMBA_OP_RELEASE ? SIMBA__RS_RELEASE
                                          : SIMBA__RS_READ;
-    nkeys = idx == SIMBA__RS_READ ? 1 : 4;
+    if (idx == SIMBA__RS_ACQUIRE && r->evict_msg[0]) {
+        /* A server that may evict an owner record can hand out a held mutex: no grants. */
+        simba__rop_fail(r, op, SIMBA_EBACKEND, r->evict_msg);
+        return;
+    }
+    nkeys = idx == SIMBA__RS_READ ? 1 : idx == SIMBA__RS_RELEASE ? 4 : 6;
     argv[argc++] = "EVALSHA";
     argv[argc++] = r->sha[idx];
-    argv[argc++] = nkeys == 1 ? "1" : "4";
-    for (i = 0; i < nkeys; i++) argv[argc++] = k[i];
+    argv[argc++] = nkeys == 1 ? "1" : nkeys == 4 ? "4" : "6";
+    for (i = 0; i < nkeys && i < 4; i++) argv[argc++] = k[i];
     if (idx == SIMBA__RS_ACQUIRE) {
+        int64_t lease_ms = req->ttl_ms + req->transition_ms;
+        /* Standalone: one marker per prefix (and db). A cluster mode passes
+           "<prefix>{<name>}:alive" instead, in the mutex's hash slot; the script is the same. */
+        snprintf(k[4], sizeof(k[4]), "%salive", r->prefix);
+        argv[argc++] = k[4];
+        argv[argc++] = SIMBA__REDIS_FRESH_KEY;
         snprintf(ttl, sizeof(ttl), "%lld", (long long)req->ttl_ms);
-        snprintf(lease, sizeof(lease), "%lld", (long long)(req->ttl_ms + req->transition_ms));
+        snprintf(lease, sizeof(lease), "%lld", (long long)lease_ms);
+        snprintf(quar, sizeof(quar), "%lld", (long long)(lease_ms > r->max_lease ? lease_ms : r->max_lease));
         simba__redis_owchan(ow, sizeof(ow), r, req->mutex);
         argv[argc++] = req->contender;
         argv[argc++] = ttl;
         argv[argc++] = lease;
         argv[argc++] = ow;
         argv[argc++] = SIMBA__REDIS_GRACE_MS;
+        argv[argc++] = req->renew ? "1" : "0";
+        argv[argc++] = quar;
+        argv[argc++] = r->run_id;
+        argv[argc++] = r->aof_on && r->fsync_always ? "1" : "0";
     } else if (idx == SIMBA__RS_RELEASE) {
         simba__redis_evchan(ch, sizeof(ch), r, req->mutex);
         simba__redis_wkchan(wk, sizeof(wk), r, req->mutex, NULL);
@@ -858,13 +956,65 @@ static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv) 
 
 /* ---- connections ------------------------------------------------------------------------- */
 
+/* Copies the value of "name:value" from an INFO reply ("" when absent). */
+static void simba__redis_info_field(const char *info, const char *name, char *out, size_t cap) {
+    size_t n = strlen(name), k = 0;
+    const char *p = info;
+    out[0] = 0;
+    while (p && *p) {
+        if (strncmp(p, name, n) == 0 && p[n] == ':') {
+            p += n + 1;
+            while (p[k] && p[k] != '\r' && p[k] != '\n' && k + 1 < cap) k++;
+            memcpy(out, p, k);
+            out[k] = 0;
+            return;
+        }
+        p = strchr(p, '\n');
+        if (p) p++;
+    }
+}
+
+/* A probe the server refused: said once per backend (log and errmsg), then assumed unsafe. */
+static void simba__redis_probe_refused(simba__redis *r, int bit, const char *what, const char *why) {
+    char detail[200];
+    if (r->probe_noted & bit) return;
+    r->probe_noted |= bit;
+    snprintf(detail, sizeof(detail), "%s refused (%s): %s", what, why,
+             bit == 1 ? "cannot check maxmemory-policy (it must be noeviction) nor detect restarts by run_id"
+                      : "cannot tell whether a restart keeps every write; a restart quarantines");
+    simba__redis_seterr(r, "probe", detail);
+    /* No request failed, so the core has not set the backend's message: set it here. */
+    simba__copy(r->be->errmsg, sizeof(r->be->errmsg), r->err);
+}
+
+/* INFO and CONFIG GET appendfsync answers: what the data-loss and eviction checks need. */
+static void simba__redis_on_probe(simba__redis *r, int kind, const redisReply *x) {
+    char v[48];
+    if (kind == SIMBA__RHS_INFO) {
+        if (x->type != REDIS_REPLY_STRING && x->type != REDIS_REPLY_STATUS) {
+            simba__redis_probe_refused(r, 1, "INFO", x->type == REDIS_REPLY_ERROR ? x->str : "unexpected reply");
+            return;
+        }
+        simba__redis_info_field(x->str, "run_id", r->run_id, sizeof(r->run_id));
+        simba__redis_info_field(x->str, "maxmemory_policy", r->policy, sizeof(r->policy));
+        simba__redis_info_field(x->str, "aof_enabled", v, sizeof(v));
+        r->aof_on = strcmp(v, "1") == 0;
+    } else if (x->type == REDIS_REPLY_ARRAY && x->elements == 2 && x->element[1]->type == REDIS_REPLY_STRING) {
+        r->fsync_always = strcmp(x->element[1]->str, "always") == 0;
+    } else {
+        simba__redis_probe_refused(r, 2, "CONFIG GET appendfsync", x->type == REDIS_REPLY_ERROR ? x->str : "unexpected reply");
+    }
+}
+
 static void simba__redis_on_hs(redisAsyncContext *ac, void *reply, void *priv) {
     struct simba__rhs *h = (struct simba__rhs *)priv;
     simba__rconn *c = h->c;
     redisReply *x = (redisReply *)reply;
     (void)ac;
     if (!x) return; /* going down anyway */
-    if (c->hs_failed) {
+    if (h->script <= SIMBA__RHS_INFO) {
+        if (!c->hs_failed) simba__redis_on_probe(c->r, h->script, x);
+    } else if (c->hs_failed) {
         /* keep the first error (AUTH): what follows it only fails because of it */
     } else if (x->type == REDIS_REPLY_ERROR) {
         simba__redis_seterr(c->r, h->script >= 0 ? "SCRIPT LOAD" : "handshake", x->str);
@@ -954,14 +1104,14 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
         lens[n] = strlen(r->password);
         n++;
         c->hs[0].c = c;
-        c->hs[0].script = -1;
+        c->hs[0].script = SIMBA__RHS_PLAIN;
         if (redisAsyncCommandArgv(ac, simba__redis_on_hs, &c->hs[0], n, argv, lens) == REDIS_OK)
             c->hs_left++;
     }
     if (!c->is_sub) {
         if (r->db) {
             c->hs[1].c = c;
-            c->hs[1].script = -1;
+            c->hs[1].script = SIMBA__RHS_PLAIN;
             if (redisAsyncCommand(ac, simba__redis_on_hs, &c->hs[1], "SELECT %d", r->db) == REDIS_OK)
                 c->hs_left++;
         }
@@ -972,6 +1122,18 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
                                   simba__redis_lua[i]) == REDIS_OK)
                 c->hs_left++;
         }
+        /* Asked at every connect, pipelined with the rest: a restart or a new policy shows
+           at the reconnect, and the steady-state acquire/release costs no extra round trip. */
+        r->run_id[0] = r->policy[0] = 0;
+        r->aof_on = r->fsync_always = 0;
+        c->hs[2 + SIMBA__RS_N].c = c;
+        c->hs[2 + SIMBA__RS_N].script = SIMBA__RHS_INFO;
+        if (redisAsyncCommand(ac, simba__redis_on_hs, &c->hs[2 + SIMBA__RS_N], "INFO") == REDIS_OK)
+            c->hs_left++;
+        c->hs[3 + SIMBA__RS_N].c = c;
+        c->hs[3 + SIMBA__RS_N].script = SIMBA__RHS_FSYNC;
+        if (redisAsyncCommand(ac, simba__redis_on_hs, &c->hs[3 + SIMBA__RS_N], "CONFIG GET appendfsync") == REDIS_OK)
+            c->hs_left++;
     }
 }
 
@@ -990,6 +1152,17 @@ static void simba__rconn_ready(simba__rconn *c) {
     } else {
         simba__rop *op = r->pending;
         int64_t now = simba_now(r->loop);
+        r->evict_msg[0] = 0;
+        if (r->policy[0] && strcmp(r->policy, "noeviction") != 0) {
+            /* Owner keys carry a TTL: volatile-* and allkeys-* may evict one under memory
+               pressure, and the mutex would go to a second owner. */
+            snprintf(r->evict_msg, sizeof(r->evict_msg),
+                     "redis maxmemory-policy is %s: an evicted owner record hands out a held mutex; "
+                     "set it to noeviction (or simba_redis_desc.allow_eviction)", r->policy);
+            simba_log(r->loop, r->allow_eviction ? SIMBA_LOG_WARN : SIMBA_LOG_ERROR, "%s%s", r->evict_msg,
+                      r->allow_eviction ? " [allowed by allow_eviction]" : "");
+            if (r->allow_eviction) r->evict_msg[0] = 0;
+        }
         r->pending = r->pending_tail = NULL;
         while (op) {
             simba__rop *next = op->next;
@@ -1271,29 +1444,51 @@ static const simba_backend_vt simba__redis_vt = {
     simba__redis_destroy,
 };
 
-static int simba__redis_ms_ok(int64_t v) { return v >= 0 && v <= SIMBA_MAX_MS; }
+/* A duration of the desc: 0 (default) .. 2^40 ms, like every duration the core accepts. */
+static simba_result simba__redis_ms_check(simba_loop *loop, const char *field, int64_t v) {
+    if (v >= 0 && v <= SIMBA_MAX_MS) return SIMBA_OK;
+    return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: %s must be in 0..2^40 ms (got %lld)", field, (long long)v);
+}
 
 SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc *desc, simba_backend **out) {
     simba__redis *r;
     const char *host, *prefix;
     unsigned char addr[16];
     simba_result rc;
+    size_t sun_cap = sizeof(((struct sockaddr_un *)0)->sun_path);
     if (out) *out = NULL;
-    if (!loop || !desc || !out) return SIMBA_EINVAL;
+    if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: NULL argument");
     host = desc->host ? desc->host : "127.0.0.1";
     if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
     if (!desc->unix_path && inet_pton(AF_INET, host, addr) != 1 && inet_pton(AF_INET6, host, addr) != 1)
-        return SIMBA_EINVAL;
+        return simba__fail(loop, SIMBA_EINVAL,
+                           "simba_redis_open: host \"%.64s\" must be a numeric IPv4/IPv6 address or \"localhost\" "
+                           "(resolving a name could block the loop)", host);
     /* hiredis 0.14 copies sun_path without terminating an over-long one */
-    if (desc->unix_path && (!desc->unix_path[0] || strlen(desc->unix_path) >= sizeof(((struct sockaddr_un *)0)->sun_path)))
-        return SIMBA_EINVAL;
-    if (desc->port < 0 || desc->port > 65535 || desc->db < 0) return SIMBA_EINVAL;
-    if (desc->username && !desc->password) return SIMBA_EINVAL;
-    if (!simba__redis_ms_ok(desc->connect_timeout_ms) || !simba__redis_ms_ok(desc->command_timeout_ms) ||
-        !simba__redis_ms_ok(desc->reconnect_min_ms) || !simba__redis_ms_ok(desc->reconnect_max_ms))
-        return SIMBA_EINVAL;
+    if (desc->unix_path && (!desc->unix_path[0] || strlen(desc->unix_path) >= sun_cap))
+        return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: unix_path must be 1..%u bytes (got %u)",
+                           (unsigned)(sun_cap - 1), (unsigned)strlen(desc->unix_path));
+    if (desc->port < 0 || desc->port > 65535)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: port must be in 0..65535 (got %d)", desc->port);
+    if (desc->db < 0) return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: db must be >= 0 (got %d)", desc->db);
+    if (desc->username && !desc->password)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: username given without a password");
+    if ((rc = simba__redis_ms_check(loop, "connect_timeout_ms", desc->connect_timeout_ms)) != SIMBA_OK ||
+        (rc = simba__redis_ms_check(loop, "command_timeout_ms", desc->command_timeout_ms)) != SIMBA_OK ||
+        (rc = simba__redis_ms_check(loop, "reconnect_min_ms", desc->reconnect_min_ms)) != SIMBA_OK ||
+        (rc = simba__redis_ms_check(loop, "reconnect_max_ms", desc->reconnect_max_ms)) != SIMBA_OK ||
+        (rc = simba__redis_ms_check(loop, "max_lease_ms", desc->max_lease_ms)) != SIMBA_OK)
+        return rc;
+    /* As simba_contend does with its backoff: an explicit inversion is a mistake. */
+    if (desc->reconnect_min_ms && desc->reconnect_max_ms && desc->reconnect_min_ms > desc->reconnect_max_ms)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: reconnect_min_ms (%lld) must not exceed reconnect_max_ms (%lld)",
+                           (long long)desc->reconnect_min_ms, (long long)desc->reconnect_max_ms);
+    if (desc->allow_eviction != 0 && desc->allow_eviction != 1)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: allow_eviction must be 0 or 1 (got %d)", desc->allow_eviction);
     prefix = desc->prefix ? desc->prefix : "simba:";
-    if (strlen(prefix) > SIMBA__REDIS_PREFIX_MAX || strpbrk(prefix, "{}")) return SIMBA_EINVAL;
+    if (strlen(prefix) > SIMBA__REDIS_PREFIX_MAX || strpbrk(prefix, "{}"))
+        return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: prefix must be at most %d bytes without braces",
+                           SIMBA__REDIS_PREFIX_MAX);
 
     r = (simba__redis *)simba_alloc(loop, sizeof(*r));
     if (!r) return SIMBA_ENOMEM;
@@ -1304,16 +1499,15 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     r->connect_to = desc->connect_timeout_ms ? desc->connect_timeout_ms : 2000;
     r->cmd_to = desc->command_timeout_ms ? desc->command_timeout_ms : 2000;
     r->rmin = desc->reconnect_min_ms ? desc->reconnect_min_ms : 100;
-    r->rmax = desc->reconnect_max_ms ? desc->reconnect_max_ms : 5000;
-    if (r->rmax < r->rmin) r->rmax = r->rmin;
+    r->rmax = desc->reconnect_max_ms ? desc->reconnect_max_ms : (r->rmin > 5000 ? r->rmin : 5000);
+    r->max_lease = desc->max_lease_ms;
+    r->allow_eviction = desc->allow_eviction;
     r->host = simba__redis_strdup(loop, host);
     r->unix_path = simba__redis_strdup(loop, desc->unix_path);
     r->username = simba__redis_strdup(loop, desc->username);
     r->password = simba__redis_strdup(loop, desc->password);
     r->prefix = simba__redis_strdup(loop, prefix);
     r->io_at = INT64_MIN;
-    r->rng = (uint32_t)((uintptr_t)r >> 4) ^ (uint32_t)simba_now(loop) ^ 0x9e3779b9u;
-    if (!r->rng) r->rng = 1;
     r->cmd.r = r->sub.r = r;
     r->sub.is_sub = 1;
     r->cmd.fd = r->sub.fd = -1;

@@ -13,17 +13,15 @@
 #   FAULT_REDIS_PORT (default 6392)   FAULT_ZK_PORT (default 2193)
 #   FAULT_SEED       seed of bash's $RANDOM (default: the pid)
 #   FAULT_TTL=600 FAULT_TRANSITION=400 (sql, redis)   FAULT_ZK_SESSION=2000 (zk, >= 1000)
-#   FAULT_UNSAFE=1   redis only: adds server-restart-fast, a restart without persistence
-#                    that is SHORTER than a lease -- a known way to break mutual exclusion
-#                    on Redis (the data is gone, the old owner's lease is not); for
-#                    demonstrating the limit, never part of the normal runs
 # Faults, round robin over the backend's list (each with random parameters):
 #   all:   gc-pause   the owner is SIGSTOPped past its lease, then SIGCONTed
 #          kill-owner the owner is SIGKILLed (a new worker takes its place)
 #   sql:   db-locked  another process holds the file in an exclusive transaction
 #   redis: server-stop (SIGSTOP/SIGCONT), server-restart (down longer than a lease: the
 #          server keeps no data), client-kill (CLIENT KILL TYPE normal|pubsub),
-#          partition (the owner's own TCP proxy is SIGSTOPped), conn-reset (it closes all)
+#          partition (the owner's own TCP proxy is SIGSTOPped), conn-reset (it closes all),
+#          flushall (FLUSHALL while an owner holds), restart-nopersist (the server is
+#          restarted at once, its data lost, while an owner holds: far shorter than a lease)
 #   zk:    server-stop, server-restart (data kept), partition longer than the session
 #          (the session expires on the server while the owner runs), conn-reset
 # The last line is the checker's verdict; exit 0 only if it passed.
@@ -83,7 +81,7 @@ NLOG=0
 server_start() {
     case "$BACKEND" in
     redis)
-        sh scripts/redis-start.sh "$RPORT" "$DIR/redis" >>"$DIR/server.log" 2>&1 || return 1
+        sh scripts/redis-start.sh "$RPORT" "$DIR/redis" ${1:-} >>"$DIR/server.log" 2>&1 || return 1
         SERVER_PID=$(cat "$DIR/redis/redis.pid") ;;
     zk)
         bash scripts/zk-start.sh "$ZPORT" "$DIR/zk" >>"$DIR/server.log" 2>&1 || return 1
@@ -202,12 +200,22 @@ f_server_restart() {
     note server-restart "down ${ms} ms"
     server_stop
     sleep_ms "$ms"
-    server_start || { echo "fault_run: server did not come back" >&2; return 1; }
+    server_start --restart || { echo "fault_run: server did not come back" >&2; return 1; }
 }
-f_server_restart_fast() {
-    note server-restart-fast "down about 100 ms, data lost"
+f_restart_nopersist() {
+    local s
+    s=$(wait_owner 4000) || { echo "fault_run: no owner for restart-nopersist"; return; }
+    note restart-nopersist "owner slot $s holds; server restarted at once, data lost"
     server_stop
-    server_start || { echo "fault_run: server did not come back" >&2; return 1; }
+    server_start --restart || { echo "fault_run: server did not come back" >&2; return 1; }
+}
+f_flushall() {
+    local s
+    s=$(wait_owner 4000) || { echo "fault_run: no owner for flushall"; return; }
+    redis-cli -p "$RPORT" FLUSHALL >/dev/null 2>&1
+    # waiters try at once, as a release push or their timers may make them do at any time
+    redis-cli -p "$RPORT" PUBLISH "rel:{$MUTEX}:ev:0" released >/dev/null 2>&1
+    note flushall "owner slot $s holds; FLUSHALL, waiters woken"
 }
 f_client_kill() {
     local t=normal
@@ -233,8 +241,8 @@ f_conn_reset() {
 
 case "$BACKEND" in
 sql) LIST=(gc_pause db_locked kill_owner db_locked) ;;
-redis) LIST=(gc_pause server_stop client_kill kill_owner partition server_restart conn_reset)
-    [ "${FAULT_UNSAFE:-0}" = 1 ] && LIST=(server_restart_fast server_restart_fast client_kill) ;;
+redis) LIST=(flushall gc_pause restart_nopersist server_stop client_kill kill_owner partition flushall server_restart
+    restart_nopersist conn_reset) ;;
 zk) LIST=(gc_pause partition server_stop kill_owner conn_reset server_restart) ;;
 esac
 

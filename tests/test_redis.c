@@ -5,6 +5,11 @@
  * Cases that restart, stop (SIGSTOP) or reconfigure a server use a private one on
  * $SIMBA_REDIS_PORT2 (default: port + 1) that this program starts and stops itself with
  * scripts/redis-start.sh / redis-stop.sh ($SIMBA_SCRIPTS, default "scripts").
+ * The per-run key prefix is declared unused on the shared server (see main), so no case waits
+ * a first-use quarantine; the private servers come from redis-start.sh, which declares them
+ * empty (simba:fresh).
+ * Cases that need a server with other settings (an evicting policy, AOF) start one on
+ * $SIMBA_REDIS_PORT3 (default 6397) and stop it by its PID.
  *
  * Every simulated process gets its own loop and backend (its own connections); all loops
  * are driven from one poll(2) over their descriptors, and every simba_poll call is timed.
@@ -22,8 +27,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int port1, port2;
-static char dir2[256];
+static int port1, port2, port3;
+static char dir2[256], dir3[256];
 static int started2;
 static const char *scripts = "scripts";
 static char prefix[64]; /* unique per run: leftovers of earlier runs never interfere */
@@ -83,8 +88,17 @@ static int run(const char *fmt, ...) {
     rc = system(cmd);
     return rc == 0 ? 0 : -1;
 }
+static int server3_start(const char *opts) {
+    return run("%s/redis-start.sh %d %s %s >/dev/null", scripts, port3, dir3, opts);
+}
+static int server3_stop(void) { return run("%s/redis-stop.sh %s >/dev/null", scripts, dir3); }
 static int server2_start(void) { return run("%s/redis-start.sh %d %s >/dev/null", scripts, port2, dir2); }
 static int server2_stop(void) { return run("%s/redis-stop.sh %s >/dev/null", scripts, dir2); }
+/* A restart: no declaration that the server is new (leases may be live). */
+static int server2_restart(void) {
+    if (server2_stop() != 0) return -1;
+    return run("%s/redis-start.sh %d %s --restart >/dev/null", scripts, port2, dir2);
+}
 static pid_t server2_pid(void) {
     char path[300];
     FILE *f;
@@ -109,9 +123,13 @@ typedef struct drv {
 } drv;
 
 /* The core logs an ERROR when a backend completes a request twice: count every ERROR. */
-static int error_logs;
+static int error_logs, policy_logs;
 static void count_errors(void *u, simba_log_level lv, const char *msg) {
     (void)u;
+    if (strstr(msg, "maxmemory-policy is")) {
+        policy_logs++; /* the configuration error the eviction case provokes */
+        return;
+    }
     if (lv == SIMBA_LOG_ERROR) {
         error_logs++;
         fprintf(stderr, "  core ERROR: %s\n", msg);
@@ -930,6 +948,385 @@ TEST(destroy_with_pending) {
     }
 }
 
+
+/* ---- data loss (issue 11) ------------------------------------------------------------------ */
+
+/* Drives until cond or ms passed, sampling both services after every poll: returns how many
+   samples had A and B owners at the same time. */
+static int drive_pair(drv *d, simba_service *a, simba_service *b, int64_t ms, int (*stop)(void *), void *u) {
+    int64_t end = mono_ms() + ms;
+    int both = 0;
+    while (mono_ms() < end && !(stop && stop(u))) {
+        drv_once(d, 20);
+        if (simba_is_owner(a) && simba_is_owner(b)) both++;
+    }
+    return both;
+}
+typedef struct pair {
+    simba_service *a, *b;
+    rec *ra, *rb;
+} pair;
+/* A stepped down and one of the two owns the mutex again. */
+static int owned_again(void *u) {
+    pair *p = (pair *)u;
+    return p->ra->rel > 0 && (simba_is_owner(p->a) || simba_is_owner(p->b));
+}
+/* The new ownership after a loss: when it began (us) and its fence, from the new owner. */
+static void new_owner(const pair *p, int64_t *at_us, uint64_t *fence) {
+    const rec *r = simba_is_owner(p->b) ? p->rb : p->ra;
+    *at_us = r->acq_us;
+    *fence = r->fence;
+}
+
+/* A holds (ttl 3000: its next renewal is 2 s away); the server loses every key; B is told to
+   try at once (a wake-up on its channel, as a release would send). Without a quarantine B is
+   granted while A still believes it owns the mutex. */
+TEST(data_loss_flushall_no_second_owner) {
+    drv d;
+    simba_backend *b1, *b2;
+    simba_service *a, *b;
+    rec ra, rb;
+    char chan[256];
+    int both;
+    int64_t t_loss, t_new;
+    uint64_t f0, f_new;
+    pair p;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(drv_add(&d) && drv_add(&d));
+    REQUIRE(open_redis(d.l[0], port2, &b1) == SIMBA_OK);
+    REQUIRE(open_redis(d.l[1], port2, &b2) == SIMBA_OK);
+    a = contend(d.l[0], b1, "loss-flush", "A", 3000, 1000, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    REQUIRE(simba_is_owner(a));
+    b = contend(d.l[1], b2, "loss-flush", "B", 3000, 1000, &rb);
+    REQUIRE(b);
+    WAIT_FOR(&d, strcmp(viewed_owner(b), "A") == 0, 3000);
+    drv_run(&d, 100); /* B's wake subscription settles */
+    f0 = ra.fence;
+    p.a = a, p.b = b, p.ra = &ra, p.rb = &rb;
+    REQUIRE(raw_cmd(port2, "FLUSHALL") == 1);
+    t_loss = mono_us();
+    snprintf(chan, sizeof chan, "%s{loss-flush}:wk:0:B", prefix);
+    CHECK(raw_cmd(port2, "PUBLISH %s %s", chan, "released A") == 1);
+    both = drive_pair(&d, a, b, 15000, owned_again, &p);
+    REQUIRE(owned_again(&p));
+    new_owner(&p, &t_new, &f_new);
+    fprintf(stderr, "  samples with two owners: %d; A stepped down %.0f ms, %s owner %.0f ms after FLUSHALL\n", both,
+            (double)(ra.rel_us - t_loss) / 1000.0, simba_is_owner(b) ? "B" : "A", (double)(t_new - t_loss) / 1000.0);
+    CHECK_EQ(both, 0);
+    CHECK_EQ(ra.rel, 1);
+    /* nobody is granted before a whole lease (ttl + transition) after the loss */
+    CHECK(t_new - t_loss >= 4000000 - 50000);
+    CHECK(ra.rel_us < t_new);
+    CHECK(f_new > f0);
+    drv_free(&d);
+}
+
+/* The server restarts without persistence while A holds; B's backend reconnects first (A's
+   only after about a second) and tries at once on the reset. */
+TEST(data_loss_restart_no_second_owner) {
+    drv d;
+    simba_backend *b1, *b2;
+    simba_service *a, *b;
+    simba_redis_desc rd;
+    rec ra, rb;
+    int both;
+    int64_t t_loss, t_new;
+    uint64_t f0, f_new;
+    pair p;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(drv_add(&d) && drv_add(&d));
+    memset(&rd, 0, sizeof rd);
+    rd.port = port2;
+    rd.prefix = prefix;
+    rd.reconnect_min_ms = rd.reconnect_max_ms = 2000;
+    REQUIRE(simba_redis_open(d.l[0], &rd, &b1) == SIMBA_OK);
+    rd.reconnect_min_ms = rd.reconnect_max_ms = 50;
+    REQUIRE(simba_redis_open(d.l[1], &rd, &b2) == SIMBA_OK);
+    a = contend(d.l[0], b1, "loss-restart", "A", 3000, 1000, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 6000); /* the FLUSHALL case above left a marker: no wait */
+    REQUIRE(simba_is_owner(a));
+    b = contend(d.l[1], b2, "loss-restart", "B", 3000, 1000, &rb);
+    REQUIRE(b);
+    WAIT_FOR(&d, strcmp(viewed_owner(b), "A") == 0, 3000);
+    f0 = ra.fence;
+    p.a = a, p.b = b, p.ra = &ra, p.rb = &rb;
+    REQUIRE(server2_restart() == 0);
+    t_loss = mono_us();
+    both = drive_pair(&d, a, b, 15000, owned_again, &p);
+    REQUIRE(owned_again(&p));
+    new_owner(&p, &t_new, &f_new);
+    fprintf(stderr, "  samples with two owners: %d; A stepped down %.0f ms, %s owner %.0f ms after the restart\n", both,
+            (double)(ra.rel_us - t_loss) / 1000.0, simba_is_owner(b) ? "B" : "A", (double)(t_new - t_loss) / 1000.0);
+    CHECK_EQ(both, 0);
+    CHECK_EQ(ra.rel, 1);
+    CHECK(ra.rel_us < t_new);
+    CHECK(f_new > f0);
+    drv_free(&d);
+    /* the servers of later cases start new: declared empty again */
+    CHECK(server2_stop() == 0);
+    CHECK(server2_start() == 0);
+}
+
+/* A server that may evict keys (any maxmemory-policy but noeviction) gets no grants: an
+   evicted owner record would hand out a held mutex. The application sees it in the
+   backend's errmsg and the log; allow_eviction accepts the risk. */
+TEST(evicting_server_refused) {
+    drv d;
+    simba_backend *be, *ok;
+    simba_service *a, *b;
+    simba_redis_desc rd;
+    rec ra, rb;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(server3_start("--maxmemory-policy allkeys-lru") == 0);
+    REQUIRE(drv_add(&d) && drv_add(&d));
+    memset(&rd, 0, sizeof rd);
+    rd.port = port3;
+    rd.prefix = prefix;
+    REQUIRE(simba_redis_open(d.l[0], &rd, &be) == SIMBA_OK);
+    a = contend(d.l[0], be, "evict", "A", 1000, 500, &ra);
+    REQUIRE(a);
+    drv_run(&d, 1500);
+    CHECK(!simba_is_owner(a));
+    CHECK_EQ(ra.acq, 0);
+    fprintf(stderr, "  errmsg: %s\n", simba_backend_errmsg(be));
+    CHECK(strstr(simba_backend_errmsg(be), "maxmemory-policy is allkeys-lru") != NULL);
+    CHECK(policy_logs >= 1);
+    rd.allow_eviction = 1;
+    REQUIRE(simba_redis_open(d.l[1], &rd, &ok) == SIMBA_OK);
+    b = contend(d.l[1], ok, "evict-ok", "B", 1000, 500, &rb);
+    REQUIRE(b);
+    WAIT_FOR(&d, simba_is_owner(b), 3000);
+    CHECK(simba_is_owner(b));
+    drv_free(&d);
+    CHECK(server3_stop() == 0);
+}
+
+/* A restart of a server whose AOF is fsynced on every write keeps every grant: no
+   quarantine. With appendfsync everysec the same restart quarantines for one lease. */
+static int64_t restart_then_acquire_ms(const char *opts) {
+    drv d;
+    simba_backend *be;
+    simba_service *a;
+    rec ra;
+    char restart[256];
+    int64_t t0, took = -1;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    if (run("rm -rf %s", dir3) != 0 || server3_start(opts) != 0) return -1;
+    if (drv_add(&d) && open_redis(d.l[0], port3, &be) == SIMBA_OK &&
+        (a = contend(d.l[0], be, "aof", "A", 2000, 1000, &ra)) != NULL) {
+        WAIT_FOR(&d, simba_is_owner(a), 3000);
+        if (simba_is_owner(a) && simba_stop(a) == SIMBA_OK) {
+            drv_kick(&d);
+            WAIT_FOR(&d, simba_service_status(a) == SIMBA_INITIAL, 3000);
+            snprintf(restart, sizeof restart, "--restart %s", opts);
+            if (server3_stop() == 0 && server3_start(restart) == 0) {
+                t0 = mono_ms();
+                drv_run(&d, 50);
+                simba_start(a);
+                drv_kick(&d);
+                WAIT_FOR(&d, simba_is_owner(a), 8000);
+                if (simba_is_owner(a)) took = mono_ms() - t0;
+            }
+        }
+    }
+    drv_free(&d);
+    server3_stop();
+    return took;
+}
+
+TEST(durable_restart_no_quarantine) {
+    int64_t always = restart_then_acquire_ms("--appendonly yes --appendfsync always");
+    int64_t everysec = restart_then_acquire_ms("--appendonly yes --appendfsync everysec");
+    fprintf(stderr, "  owner again after the restart: %lld ms (fsync always), %lld ms (everysec)\n",
+            (long long)always, (long long)everysec);
+    CHECK(always >= 0 && always < 2000);
+    CHECK(everysec >= 3000 - 100);
+}
+
+/* Issue 14 item 7: an owner that stepped down locally (its renewal answered late) asks again
+   without renew; the server still names it owner, and must start a new ownership with a new
+   fence, so that writes of the old tenure can be told from the new one's. */
+TEST(reacquire_after_local_step_down_new_fence) {
+    drv d;
+    simba_backend *be;
+    simba_service *a;
+    simba_redis_desc rd;
+    rec ra;
+    uint64_t f1;
+    pid_t pid = server2_pid();
+    REQUIRE(pid > 0);
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    REQUIRE(drv_add(&d));
+    memset(&rd, 0, sizeof rd);
+    rd.port = port2;
+    rd.prefix = prefix;
+    rd.command_timeout_ms = 5000; /* the late renewal is answered, not timed out */
+    REQUIRE(simba_redis_open(d.l[0], &rd, &be) == SIMBA_OK);
+    a = contend(d.l[0], be, "step-down", "A", 600, 4000, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    REQUIRE(simba_is_owner(a));
+    f1 = ra.fence;
+    REQUIRE(kill(pid, SIGSTOP) == 0); /* the renewal due in ~400 ms hangs */
+    WAIT_FOR(&d, ra.rel == 1, 3000);
+    CHECK(kill(pid, SIGCONT) == 0);
+    CHECK_EQ(ra.rel, 1);
+    WAIT_FOR(&d, ra.acq == 2, 3000);
+    CHECK_EQ(ra.acq, 2);
+    CHECK(simba_is_owner(a));
+    fprintf(stderr, "  fences %llu then %llu\n", (unsigned long long)f1, (unsigned long long)ra.fence);
+    CHECK(ra.fence > f1);
+    drv_free(&d);
+}
+
+/* Issue 14 items 5 and 6: every refusal of simba_redis_open names the field and why. */
+TEST(open_refusals_say_why) {
+    static const struct {
+        const char *field;
+        int which;
+    } cases[] = {{"host", 0},       {"unix_path", 1},        {"port", 2},          {"db", 3},
+                 {"username", 4},   {"connect_timeout_ms", 5}, {"command_timeout_ms", 6},
+                 {"reconnect_min_ms", 7}, {"reconnect_max_ms", 8}, {"max_lease_ms", 9},
+                 {"prefix", 10},    {"allow_eviction", 11}};
+    simba_loop *l = newloop();
+    simba_backend *be;
+    simba_redis_desc rd;
+    size_t i;
+    REQUIRE(l);
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        simba_result rc;
+        memset(&rd, 0, sizeof rd);
+        rd.port = port1;
+        switch (cases[i].which) {
+        case 0: rd.host = "redis.example.com"; break;
+        case 1: rd.unix_path = ""; break;
+        case 2: rd.port = 70000; break;
+        case 3: rd.db = -1; break;
+        case 4: rd.username = "u"; break;
+        case 5: rd.connect_timeout_ms = -1; break;
+        case 6: rd.command_timeout_ms = SIMBA_MAX_MS + 1; break;
+        case 7: rd.reconnect_min_ms = 5000; rd.reconnect_max_ms = 100; break;
+        case 8: rd.reconnect_max_ms = -3; break;
+        case 9: rd.max_lease_ms = -5; break;
+        case 10: rd.prefix = "a{b}"; break;
+        default: rd.allow_eviction = 2; break;
+        }
+        be = (simba_backend *)&rd; /* must be reset to NULL */
+        rc = simba_redis_open(l, &rd, &be);
+        CHECK_EQ(rc, SIMBA_EINVAL);
+        CHECK(be == NULL);
+        if (!strstr(simba_loop_errmsg(l), cases[i].field)) {
+            fprintf(stderr, "  %s: errmsg \"%s\"\n", cases[i].field, simba_loop_errmsg(l));
+            CHECK(!"errmsg names the field");
+        }
+    }
+    fprintf(stderr, "  e.g. %s\n", simba_loop_errmsg(l));
+    /* an explicit minimum above the default maximum raises the maximum, as simba_contend does */
+    memset(&rd, 0, sizeof rd);
+    rd.port = port1;
+    rd.prefix = prefix;
+    rd.reconnect_min_ms = 6000;
+    CHECK_EQ(simba_redis_open(l, &rd, &be), SIMBA_OK);
+    CHECK_EQ(((simba__redis *)simba_backend_impl(be))->rmax, 6000);
+    CHECK_EQ(simba_redis_open(l, NULL, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(l), "NULL") != NULL);
+    simba_loop_free(l);
+}
+
+/* Issue 13 item 3: a reconnect backoff of 8,589,934,590 ms is a valid setting (durations go
+   up to 2^40 ms); the reconnect jitter must neither divide by zero nor collapse to a point. */
+TEST(reconnect_backoff_huge) {
+    simba_loop *l = newloop();
+    simba_backend *be;
+    simba_redis_desc rd;
+    simba__redis *r;
+    int64_t base = 8589934590LL, lo = INT64_MAX, hi = INT64_MIN, now, left;
+    int i;
+    REQUIRE(l);
+    memset(&rd, 0, sizeof rd);
+    rd.port = 1; /* nothing listens: the first attempt fails, the backoff applies */
+    rd.connect_timeout_ms = 100;
+    rd.reconnect_min_ms = rd.reconnect_max_ms = base;
+    REQUIRE(simba_redis_open(l, &rd, &be) == SIMBA_OK);
+    r = (simba__redis *)simba_backend_impl(be);
+    for (i = 0; i < 50 && r->cmd.state != SIMBA__RC_DOWN; i++) {
+        simba_wait(l, 10);
+    }
+    REQUIRE(r->cmd.state == SIMBA__RC_DOWN);
+    now = simba_now(l);
+    left = r->cmd.deadline - now;
+    fprintf(stderr, "  next attempt in %lld ms\n", (long long)left);
+    CHECK(left >= base / 2 - 1000 && left <= base);
+    for (i = 0; i < 64; i++) {
+        int64_t j = simba__redis_jitter(r, (int64_t)1 << 34);
+        CHECK(j >= ((int64_t)1 << 33) && j <= ((int64_t)1 << 34));
+        if (j < lo) lo = j;
+        if (j > hi) hi = j;
+    }
+    /* 64 draws from [2^33, 2^34]: spread over far more than a quarter of the range */
+    CHECK(hi - lo > ((int64_t)1 << 31));
+    simba_loop_free(l);
+}
+
+/* A server whose INFO and CONFIG are refused (an ACL here; renamed commands alike): the
+   backend still works, says so once in the log and its message, and checks what it can. */
+static int probe_logs;
+static void count_probe_logs(void *u, simba_log_level lv, const char *msg) {
+    (void)u;
+    (void)lv;
+    if (strstr(msg, "refused")) probe_logs++;
+}
+TEST(refused_probes_said_once) {
+    drv d;
+    simba_backend *be;
+    simba_service *a;
+    simba_redis_desc rd;
+    simba_loop_desc ld;
+    simba_loop *l = NULL;
+    rec ra;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    REQUIRE(server3_start("") == 0);
+    REQUIRE(raw_cmd(port3, "ACL SETUSER lim on >pw ~* &* +@all -info -config") == 1);
+    memset(&ld, 0, sizeof ld);
+    ld.log = count_probe_logs;
+    ld.log_level = SIMBA_LOG_WARN;
+    REQUIRE(simba_loop_new(&ld, &l) == SIMBA_OK);
+    d.l[d.n] = l;
+    d.wait[d.n++] = 0;
+    memset(&rd, 0, sizeof rd);
+    rd.port = port3;
+    rd.prefix = prefix;
+    rd.username = "lim";
+    rd.password = "pw";
+    REQUIRE(simba_redis_open(l, &rd, &be) == SIMBA_OK);
+    WAIT_FOR(&d, probe_logs == 2, 3000);
+    fprintf(stderr, "  errmsg: %s\n", simba_backend_errmsg(be));
+    CHECK(strstr(simba_backend_errmsg(be), " refused (NOPERM") != NULL);
+    a = contend(l, be, "probes", "A", 500, 300, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 5000); /* run_id unknown: a first-use quarantine of 800 ms */
+    CHECK(simba_is_owner(a));
+    CHECK(raw_cmd(port3, "CLIENT KILL TYPE normal") >= 1); /* reconnect: probes again */
+    drv_run(&d, 1000);
+    CHECK(simba_is_owner(a));
+    fprintf(stderr, "  %d log lines about refused probes\n", probe_logs);
+    CHECK_EQ(probe_logs, 2); /* INFO once, CONFIG GET once */
+    drv_free(&d);
+    CHECK(server3_stop() == 0);
+}
+
 /* Runs last: over every case above, nothing was completed twice (or logged as an error). */
 TEST(no_error_logs) { CHECK_EQ(error_logs, 0); }
 
@@ -945,10 +1342,16 @@ int main(int argc, char **argv) {
     e = getenv("SIMBA_POLL_LIMIT_US"); /* e.g. larger under valgrind */
     if (e && *e) poll_limit_us = atoll(e);
     snprintf(dir2, sizeof dir2, "/tmp/simba-redis-test-%d", port2);
+    e = getenv("SIMBA_REDIS_PORT3");
+    port3 = e && *e ? atoi(e) : 6397;
+    snprintf(dir3, sizeof dir3, "/tmp/simba-redis-test-%d", port3);
     snprintf(prefix, sizeof prefix, "t%d.%lld:", (int)getpid(), (long long)(mono_us() % 1000000));
     signal(SIGPIPE, SIG_IGN);
     /* Stop at the end only what we started: another run's server is not ours to stop. */
     started2 = server2_start() == 0;
+    /* The per-run prefix was never used: declaring it so ("since 0") spares its first
+       acquisition on the shared server a data-loss quarantine, whoever started that server. */
+    raw_cmd(port1, "SET %salive 0", prefix);
     if (!started2) fprintf(stderr, "could not start the private server on port %d\n", port2);
     RUN(server_reachable);
     RUN(acquire_read_observe);
@@ -960,6 +1363,14 @@ int main(int argc, char **argv) {
     RUN(connections_killed);
     RUN(sigstop_server);
     RUN(renew_after_server_restart);
+    RUN(data_loss_flushall_no_second_owner);
+    RUN(data_loss_restart_no_second_owner);
+    RUN(evicting_server_refused);
+    RUN(durable_restart_no_quarantine);
+    RUN(refused_probes_said_once);
+    RUN(reacquire_after_local_step_down_new_fence);
+    RUN(open_refusals_say_why);
+    RUN(reconnect_backoff_huge);
     RUN(crashed_waiter_killed);
     RUN(crashed_waiter_hung);
     RUN(bad_names_rejected);
