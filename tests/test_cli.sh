@@ -25,6 +25,12 @@ PIDS=()
 cleanup() {
     local p
     for p in "${PIDS[@]}"; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+    # commands that a broken tool failed to stop: their process groups (pid = pgid)
+    for p in "$W"/*.pg "$W"/*.pg.*; do
+        [ -s "$p" ] || continue
+        p=$(cat "$p")
+        case $p in ''|*[!0-9]*) ;; *) [ "$p" -gt 1 ] && kill -KILL -- "-$p" 2>/dev/null ;; esac
+    done
     [ -f "$W/redis/redis.pid" ] && sh scripts/redis-stop.sh "$W/redis" >/dev/null 2>&1
     [ -f "$W/zk/zk.pid" ] && bash scripts/zk-stop.sh "$W/zk" >/dev/null 2>&1
     rm -rf "$W"
@@ -138,7 +144,7 @@ backend_suite() {
 
     # a holder: its environment, get, -n, -w, release --fence
     rm -f "$W/env" "$W/go"
-    "$SIMBA" run "$m" $FAST -- sh -c 'echo "$SIMBA_MUTEX $SIMBA_FENCE" > "$0"; while [ ! -e "$1" ]; do sleep 0.05; done' "$W/env" "$W/go" &
+    "$SIMBA" run "$m" $FAST -- sh -c 'echo "$SIMBA_MUTEX $SIMBA_FENCE" > "$0"; while [ ! -e "$1" ]; do sleep 0.05; done' "$W/env" "$W/go" >>"$W/bg.log" 2>&1 &
     hp=$!; PIDS+=("$hp")
     if wait_for 10 test -s "$W/env"; then ok "$be: holder runs its command"; else bad "$be: holder never ran"; fi
     read -r hm hf < "$W/env"
@@ -164,14 +170,14 @@ backend_suite() {
     expect_rc "$be: released on exit (get exits 1)" 1 "$SIMBA" get "$m"
 
     # forced release of a stuck owner: its lease ends, its command is signalled (76)
-    "$SIMBA" run "$m" $FAST -- sh -c 'echo $SIMBA_FENCE > "$0"; exec sleep 30' "$W/stuck" &
+    "$SIMBA" run "$m" $FAST -- sh -c 'echo $$ > "$0.pg"; echo $SIMBA_FENCE > "$0"; exec sleep 30' "$W/stuck-$be" >>"$W/bg.log" 2>&1 &
     hp=$!; PIDS+=("$hp")
-    rm -f "$W/stuck"
-    wait_for 10 test -s "$W/stuck" || true
-    f=$(cat "$W/stuck" 2>/dev/null)
+    wait_for 10 test -s "$W/stuck-$be" || true
+    f=$(cat "$W/stuck-$be" 2>/dev/null)
     expect_rc "$be: release --fence of the holder's fence" 0 "$SIMBA" release "$m" --fence "$f"
     wait_exit $hp 10
     check "$be: the forced-out holder exits 76 (got $RC)" test "$RC" -eq 76
+    check "$be: the forced-out holder's command is gone" eval '! kill -0 $(cat "$W/stuck-$be.pg") 2>/dev/null'
     expect_rc "$be: a new run gets it after the forced release" 0 "$SIMBA" run "$m" -w 10 $FAST -- sh -c 'echo $SIMBA_FENCE > "$0"' "$W/next"
     f2=$(cat "$W/next" 2>/dev/null)
     check "$be: with a greater fence ($f2 > $f)" test -n "$f2" -a "${f2:-0}" -gt "${f:-0}"
@@ -194,7 +200,7 @@ backend_suite() {
     : > "$W/iv-$be"
     pids=""
     for w in 1 2 3; do
-        ( for k in 1 2 3; do "$SIMBA" run "$m" $FAST -- sh -c "$HOLD" "$W/iv-$be" || echo "run failed: $?" >> "$W/iv-$be.err"; done ) &
+        ( for k in 1 2 3; do "$SIMBA" run "$m" $FAST -- sh -c "$HOLD" "$W/iv-$be" || echo "run failed: $?" >> "$W/iv-$be.err"; done ) >>"$W/bg.log" 2>&1 &
         pids="$pids $!"; PIDS+=("$!")
     done
     for pid in $pids; do wait_exit $pid 60; done
@@ -213,7 +219,7 @@ echo "== signals"
 export SIMBA_URL=$SQL
 rm -f "$W/sig" "$W/ready"
 "$SIMBA" run sigs $FAST -- sh -c 'trap "echo USR1 >> $0" USR1; trap "echo HUP >> $0" HUP; trap "echo TERM >> $0; exit 9" TERM
-    echo ready > $1; while :; do sleep 0.05; done' "$W/sig" "$W/ready" &
+    echo $$ > $1.pg; echo ready > $1; while :; do sleep 0.05; done' "$W/sig" "$W/ready" >>"$W/bg.log" 2>&1 &
 pid=$!; PIDS+=("$pid")
 wait_for 10 test -s "$W/ready" || true
 kill -USR1 $pid
@@ -227,10 +233,10 @@ check "TERM reaches the command, simba exits with its status 9 (got $RC)" test "
 expect_rc "released after the signalled command exits" 1 "$SIMBA" get sigs
 # a signal while still waiting for the lock: no command yet, simba exits 128+N
 rm -f "$W/go"
-"$SIMBA" run sigs $FAST -- sh -c 'while [ ! -e "$0" ]; do sleep 0.05; done' "$W/go" &
+"$SIMBA" run sigs $FAST -- sh -c 'while [ ! -e "$0" ]; do sleep 0.05; done' "$W/go" >>"$W/bg.log" 2>&1 &
 hp=$!; PIDS+=("$hp")
 wait_for 10 eval '"$SIMBA" get sigs >/dev/null 2>&1' || true
-"$SIMBA" run sigs -- sh -c 'echo ran > "$0"' "$W/nope" &
+"$SIMBA" run sigs -- sh -c 'echo ran > "$0"' "$W/nope" >>"$W/bg.log" 2>&1 &
 pid=$!; PIDS+=("$pid")
 sleep 0.5
 kill -INT $pid
@@ -244,11 +250,11 @@ fi
 if want elect; then
 echo "== elect"
 : > "$W/leaders"
-LEAD='echo "$SIMBA_FENCE $$" >> "$0"; exec sleep 30'
-"$SIMBA" elect boss $FAST -- sh -c "$LEAD" "$W/leaders" &
+LEAD='echo $$ > "$0.pg.$$"; echo "$SIMBA_FENCE $$" >> "$0"; exec sleep 30'
+"$SIMBA" elect boss $FAST -- sh -c "$LEAD" "$W/leaders" >>"$W/bg.log" 2>&1 &
 e1=$!; PIDS+=("$e1")
 wait_for 10 test -s "$W/leaders" || true
-"$SIMBA" elect boss $FAST -- sh -c "$LEAD" "$W/leaders" &
+"$SIMBA" elect boss $FAST -- sh -c "$LEAD" "$W/leaders" >>"$W/bg.log" 2>&1 &
 e2=$!; PIDS+=("$e2")
 sleep 0.5
 check "elect: one leader while both run" test "$(wc -l < "$W/leaders")" -eq 1
@@ -264,7 +270,7 @@ check "elect: the old command was stopped" eval '! kill -0 $(sed -n 2p "$W/leade
 check "elect: still running without --once" alive $e2
 f=$(sed -n 3p "$W/leaders" | cut -d' ' -f1)
 kill -TERM $e2; wait_exit $e2 10
-"$SIMBA" elect boss --once $FAST -- sh -c "$LEAD" "$W/leaders" &
+"$SIMBA" elect boss --once $FAST -- sh -c "$LEAD" "$W/leaders" >>"$W/bg.log" 2>&1 &
 e3=$!; PIDS+=("$e3")
 wait_for 10 eval 'test $(wc -l < "$W/leaders") -eq 4' || true
 f=$(sed -n 4p "$W/leaders" | cut -d' ' -f1)
@@ -284,16 +290,18 @@ part() {
     pp=$!; PIDS+=("$pp")
     wait_for 5 test -s "$W/pport" || { bad "$be: fault proxy did not start"; return; }
     pport=$(cat "$W/pport")
-    "$SIMBA" -u "${2//PPORT/$pport}" run part $FAST -- sh -c 'trap "echo T $(date +%s%N) >> $0; exit 0" TERM
-        while :; do echo H $(date +%s%N) >> $0; sleep 0.02; done' "$W/hb-$be" 2>"$W/part-$be.err" &
+    "$SIMBA" -u "${2//PPORT/$pport}" run part $FAST -- sh -c 'echo $$ > "$0.pg"; trap "echo T $(date +%s%N) >> $0; exit 0" TERM
+        while :; do echo H $(date +%s%N) >> $0; sleep 0.02; done' "$W/hb-$be" >"$W/part-$be.err" 2>&1 &
     hp=$!; PIDS+=("$hp")
     wait_for 10 test -s "$W/hb-$be" || { bad "$be: holder via the proxy never ran"; return; }
-    "$SIMBA" -u "$3" run part -w 20 $FAST -- sh -c 'date +%s%N > "$0"' "$W/b-$be" &
+    "$SIMBA" -u "$3" run part -w 20 $FAST -- sh -c 'date +%s%N > "$0"' "$W/b-$be" >>"$W/bg.log" 2>&1 &
     bp=$!; PIDS+=("$bp")
     sleep 0.3
     kill -STOP $pp
     wait_exit $hp 15
     check "$be: partitioned holder exits 76 (got $RC)" test "$RC" -eq 76
+    check "$be: partitioned holder's command is gone" eval '! kill -0 $(cat "$W/hb-$be.pg") 2>/dev/null'
+    kill -KILL -- "-$(cat "$W/hb-$be.pg")" 2>/dev/null
     wait_exit $bp 20
     check "$be: the other run gets the lock (got $RC)" test "$RC" -eq 0
     tk=$(tail -1 "$W/hb-$be" | cut -d' ' -f2)
