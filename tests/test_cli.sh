@@ -155,6 +155,7 @@ backend_suite() {
     check "$be: get shows an owner" grep -q '"owner":"' "$W/out"
     expect_rc "$be: -n while held" 75 "$SIMBA" run "$m" -n -- true
     check "  names the holder" err_has "held by"
+    expect_rc "$be: -w 0 while held (as -n)" 75 "$SIMBA" run "$m" -w 0 -- true
     local t1=$SECONDS
     expect_rc "$be: -w 1 while held" 75 "$SIMBA" run "$m" -w 1 -- true
     check "$be: -w waited about 1 s (not more than 3)" test $((SECONDS - t1)) -le 3

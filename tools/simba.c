@@ -87,7 +87,8 @@ static void usage(FILE *f) {
         "\n"
         "options:\n"
         "  -n, --nonblock       run/elect: fail at once (status 75) if someone holds the lock\n"
-        "  -w, --wait SEC       run/elect: give up after SEC seconds of waiting (status 75)\n"
+        "  -w, --wait SEC       run/elect: give up after SEC seconds of waiting (status 75);\n"
+        "                       -w 0 is -n\n"
         "  --ttl SEC            lease (default 10); the owner renews before it ends\n"
         "  --transition SEC     window after the lease in which nobody else may win (default 6)\n"
         "  -s, --signal SIG     signal for CMD's group when the lease is lost (default TERM)\n"
@@ -1275,6 +1276,7 @@ int main(int argc, char **argv) {
         int64_t window;
         if (!o.cmd) { die_msg("%s: missing the command: simba %s NAME -- CMD [ARG...]", cmd, cmd); return EXIT_USAGE; }
         if (o.nonblock && o.have_wait) { die_msg("%s: -n and -w exclude each other", cmd); return EXIT_USAGE; }
+        if (o.have_wait && o.wait_ms == 0) { o.nonblock = 1; o.have_wait = 0; } /* as flock -w 0 */
         if (o.once && strcmp(cmd, "elect")) { die_msg("run: --once is for elect"); return EXIT_USAGE; }
         if (!o.have_grace) o.grace_ms = o.transition_ms / 2;
         if (parse_url(o.url, &u)) return EXIT_USAGE;
