@@ -110,6 +110,8 @@ expect_rc "grace not shorter than transition" 64 "$SIMBA" -u "$SQL" run x --tran
 check "  explains why" err_has "transition window"
 expect_rc "bad signal name" 64 "$SIMBA" -u "$SQL" run x -s FOO -- true
 expect_rc "get: unreachable redis is a backend error" 69 "$SIMBA" -u redis://127.0.0.1:$DEAD get x
+expect_rc "run -w 1: unreachable redis is a backend error" 69 "$SIMBA" -u redis://127.0.0.1:$DEAD run x -w 1 -- true
+check "  and says what the backend reported" err_has "backend: .*refused"
 expect_rc "get: missing sqlite file is a backend error" 69 "$SIMBA" -u "sqlite:$W/nonexistent.db" get x
 check "  the file was not created" test ! -e "$W/nonexistent.db"
 expect_rc "get: wrong redis password is a backend error" 69 env SIMBA_REDIS_PASSWORD=wrong "$SIMBA" -u "redis://127.0.0.1:$RPORT" get x

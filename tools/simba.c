@@ -87,6 +87,7 @@ static void usage(FILE *f) {
         "\n"
         "options:\n"
         "  -n, --nonblock       run/elect: fail at once (status 75) if someone holds the lock\n"
+        "                       (waits up to 10 s for the backend's first answer, else 69)\n"
         "  -w, --wait SEC       run/elect: give up after SEC seconds of waiting (status 75);\n"
         "                       -w 0 is -n\n"
         "  --ttl SEC            lease (default 10); the owner renews before it ends\n"
@@ -687,6 +688,7 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
     int64_t start = mono_ms();
     int64_t decide_by = o->nonblock ? start + (o->have_wait ? o->wait_ms : 10000) : (o->have_wait ? start + o->wait_ms : 0);
     int started_once = 0;
+    char said[256] = "";
     memset(&r, 0, sizeof r);
     r.o = o;
     r.elect = elect;
@@ -753,6 +755,13 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
             else die_msg("timed out waiting for %s%s%s%s", o->name, be_err && *be_err ? " (backend: " : "", be_err && *be_err ? be_err : "", be_err && *be_err ? ")" : "");
             ret = r.other_seen || !(be_err && *be_err) ? EXIT_BUSY : EXIT_BACKEND;
             break;
+        }
+        if (!decide_by && !started_once) { /* waiting without limit: say why, once per message */
+            const char *e = simba_backend_errmsg(r.be);
+            if (e && *e && strcmp(e, said) != 0) {
+                die_msg("waiting for %s: backend: %s", o->name, e);
+                snprintf(said, sizeof said, "%s", e);
+            }
         }
         if (r.child > 0 && r.kill_at && r.kill_at - now < d) d = r.kill_at - now;
         if (decide_by && !started_once && decide_by - now < d) d = decide_by - now;
