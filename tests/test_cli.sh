@@ -221,14 +221,16 @@ if want signals; then
 echo "== signals"
 export SIMBA_URL=$SQL
 rm -f "$W/sig" "$W/ready"
-"$SIMBA" run sigs $FAST -- sh -c 'trap "echo USR1 >> $0" USR1; trap "echo HUP >> $0" HUP; trap "echo TERM >> $0; exit 9" TERM
+"$SIMBA" run sigs $FAST -- sh -c 'for s in USR1 USR2 HUP INT QUIT; do trap "echo $s >> $0" $s; done; trap "echo TERM >> $0; exit 9" TERM
     echo $$ > $1.pg; echo ready > $1; while :; do sleep 0.05; done' "$W/sig" "$W/ready" >>"$W/bg.log" 2>&1 &
 pid=$!; PIDS+=("$pid")
 wait_for 10 test -s "$W/ready" || true
 kill -USR1 $pid
 check "USR1 to simba reaches the command" wait_for 5 grep -q USR1 "$W/sig"
-kill -HUP $pid
-check "HUP to simba reaches the command" wait_for 5 grep -q HUP "$W/sig"
+for s in HUP USR2 INT QUIT; do
+    kill -$s $pid
+    check "$s to simba reaches the command" wait_for 5 grep -q "^$s" "$W/sig"
+done
 check "simba survives forwarded signals" alive $pid
 kill -TERM $pid
 wait_exit $pid 10
