@@ -68,7 +68,8 @@ static void usage(FILE *f) {
         "  run NAME [-n] [-w SEC] [lease options] -- CMD [ARG...]\n"
         "      wait for the lock NAME, run CMD while holding it, release when it exits, exit with\n"
         "      its status. CMD runs in its own process group with SIMBA_MUTEX and SIMBA_FENCE in\n"
-        "      its environment. INT TERM HUP QUIT USR1 USR2 sent to simba go to that group.\n"
+        "      its environment. INT TERM HUP QUIT USR1 USR2 sent to simba go to that group;\n"
+        "      run from a terminal, the group gets the terminal while it runs.\n"
         "  elect NAME [--once] [lease options] -- CMD [ARG...]\n"
         "      run CMD only while leader; when leadership is lost stop it and wait to lead\n"
         "      again (--once: exit with status 76 instead). If CMD exits by itself, leadership\n"
@@ -568,7 +569,20 @@ typedef struct runner {
     int stopping;       /* we release on purpose: on_released is not a loss */
     int status;         /* exit status of the last child */
     int reaped;
+    int tty;            /* terminal whose foreground we hand to the command, or -1 */
 } runner;
+
+/* Gives the terminal's foreground to process group pg. SIGTTOU is blocked because the
+   caller may be in a background group at that moment. */
+static void tty_give(int tty, pid_t pg) {
+    sigset_t ttou, old;
+    if (tty < 0) return;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    sigprocmask(SIG_BLOCK, &ttou, &old);
+    tcsetpgrp(tty, pg);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+}
 
 static void kill_group(runner *r, int sig) {
     if (r->child > 0) kill(-r->child, sig);
@@ -609,13 +623,14 @@ static void on_own(simba_service *svc, const simba_state *st, void *u) {
     }
 }
 
-static void child_exec(const opts_t *o, uint64_t fence) {
+static void child_exec(const opts_t *o, uint64_t fence, int tty) {
     char buf[32];
     struct sigaction sa;
     sigset_t none;
     int i;
     long maxfd;
     setpgid(0, 0);
+    tty_give(tty, getpid()); /* both sides: the command may read the terminal at once */
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = SIG_DFL;
     sigemptyset(&sa.sa_mask);
@@ -642,8 +657,9 @@ static void child_exec(const opts_t *o, uint64_t fence) {
 static int spawn(runner *r) {
     pid_t pid = fork();
     if (pid < 0) { die_msg("fork: %s", strerror(errno)); return -1; }
-    if (pid == 0) child_exec(r->o, r->fence);
+    if (pid == 0) child_exec(r->o, r->fence, r->tty);
     setpgid(pid, pid); /* both sides: whichever runs first makes the group */
+    tty_give(r->tty, pid);
     r->child = pid;
     r->lost = 0;
     r->kill_at = 0;
@@ -658,6 +674,7 @@ static void reap(runner *r) {
         if (p == r->child) {
             r->status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
             r->reaped = 1;
+            tty_give(r->tty, getpgrp());
             /* The group may outlive its leader: a lost lease takes all of it. */
             if (r->lost) kill(-r->child, SIGKILL);
             r->child = 0;
@@ -691,6 +708,9 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
     char said[256] = "";
     memset(&r, 0, sizeof r);
     r.o = o;
+    /* Run from a terminal as its foreground job: the command gets the terminal (it may read
+       it, ^C reaches it directly) and simba takes it back when the command ends. */
+    r.tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp() ? STDIN_FILENO : -1;
     r.elect = elect;
     if (setup_signals(1)) return EXIT_OSERR;
     rc = open_lib(u, o->ttl_ms, o->transition_ms, &r.loop, &r.be);
