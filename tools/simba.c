@@ -524,6 +524,8 @@ static int setup_signals(int with_child) {
     if (with_child) sigaction(SIGCHLD, &sa, NULL);
     sa.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &sa, NULL);
+    /* While the command has the terminal, our own messages must not stop us (TOSTOP). */
+    if (with_child) sigaction(SIGTTOU, &sa, NULL);
     return 0;
 }
 
@@ -637,6 +639,7 @@ static void child_exec(const opts_t *o, uint64_t fence, int tty) {
     for (i = 0; i < N_FWD; i++) sigaction(fwd_sigs[i], &sa, NULL);
     sigaction(SIGCHLD, &sa, NULL);
     sigaction(SIGPIPE, &sa, NULL);
+    sigaction(SIGTTOU, &sa, NULL);
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)fence);
