@@ -51,7 +51,7 @@ enum {
 
 static const char *prog = "simba";
 
-static void die_msg(const char *fmt, ...) {
+static void errorf(const char *fmt, ...) {
     va_list ap;
     fprintf(stderr, "%s: ", prog);
     va_start(ap, fmt);
@@ -145,11 +145,11 @@ static void iso_time(int64_t ms, char *buf, size_t cap) {
 static int parse_sec(const char *opt, const char *s, int64_t *out) {
     char *end;
     double v;
-    if (!s || !*s) { die_msg("%s: missing value (seconds)", opt); return -1; }
+    if (!s || !*s) { errorf("%s: missing value (seconds)", opt); return -1; }
     errno = 0;
     v = strtod(s, &end);
     if (errno || *end || v != v || v < 0 || v > 1e9) {
-        die_msg("%s: '%s' is not a number of seconds (0..1e9)", opt, s);
+        errorf("%s: '%s' is not a number of seconds (0..1e9)", opt, s);
         return -1;
     }
     *out = (int64_t)(v * 1000.0 + 0.5);
@@ -159,10 +159,10 @@ static int parse_sec(const char *opt, const char *s, int64_t *out) {
 static int parse_u64(const char *opt, const char *s, uint64_t *out) {
     char *end;
     unsigned long long v;
-    if (!s || !*s || !isdigit((unsigned char)s[0])) { die_msg("%s: '%s' is not a non-negative integer", opt, s ? s : ""); return -1; }
+    if (!s || !*s || !isdigit((unsigned char)s[0])) { errorf("%s: '%s' is not a non-negative integer", opt, s ? s : ""); return -1; }
     errno = 0;
     v = strtoull(s, &end, 10);
-    if (errno || *end) { die_msg("%s: '%s' is not a non-negative integer", opt, s); return -1; }
+    if (errno || *end) { errorf("%s: '%s' is not a non-negative integer", opt, s); return -1; }
     *out = (uint64_t)v;
     return 0;
 }
@@ -173,10 +173,10 @@ static const struct { const char *name; int sig; } sigtab[] = {
 
 static int parse_signal(const char *s, int *out) {
     int i;
-    if (!s || !*s) { die_msg("--signal: missing value"); return -1; }
+    if (!s || !*s) { errorf("--signal: missing value"); return -1; }
     if (isdigit((unsigned char)s[0])) {
         uint64_t v;
-        if (parse_u64("--signal", s, &v) || v < 1 || v > 64) { die_msg("--signal: '%s' is not a signal number", s); return -1; }
+        if (parse_u64("--signal", s, &v) || v < 1 || v > 64) { errorf("--signal: '%s' is not a signal number", s); return -1; }
         *out = (int)v;
         return 0;
     }
@@ -184,7 +184,7 @@ static int parse_signal(const char *s, int *out) {
     for (i = 0; sigtab[i].name; i++) {
         if (strcmp(s, sigtab[i].name) == 0) { *out = sigtab[i].sig; return 0; }
     }
-    die_msg("--signal: unknown signal '%s' (TERM INT HUP QUIT KILL USR1 USR2 ALRM or a number)", s);
+    errorf("--signal: unknown signal '%s' (TERM INT HUP QUIT KILL USR1 USR2 ALRM or a number)", s);
     return -1;
 }
 
@@ -216,12 +216,12 @@ typedef struct url_t {
 static int parse_port(const char *what, const char *s, size_t n, int *out) {
     int v = 0;
     size_t i;
-    if (n == 0 || n > 5) { die_msg("URL: %s: port '%.*s' is not 1..65535", what, (int)n, s); return -1; }
+    if (n == 0 || n > 5) { errorf("URL: %s: port '%.*s' is not 1..65535", what, (int)n, s); return -1; }
     for (i = 0; i < n; i++) {
-        if (!isdigit((unsigned char)s[i])) { die_msg("URL: %s: port '%.*s' is not a number", what, (int)n, s); return -1; }
+        if (!isdigit((unsigned char)s[i])) { errorf("URL: %s: port '%.*s' is not a number", what, (int)n, s); return -1; }
         v = v * 10 + (s[i] - '0');
     }
-    if (v < 1 || v > 65535) { die_msg("URL: %s: port %d is not 1..65535", what, v); return -1; }
+    if (v < 1 || v > 65535) { errorf("URL: %s: port %d is not 1..65535", what, v); return -1; }
     *out = v;
     return 0;
 }
@@ -229,14 +229,14 @@ static int parse_port(const char *what, const char *s, size_t n, int *out) {
 static int parse_url(const char *u, url_t *out) {
     memset(out, 0, sizeof *out);
     if (!u || !*u) {
-        die_msg("no backend: give -u URL or set SIMBA_URL (sqlite:PATH, redis://HOST:PORT[/DB], zk://HOST:PORT[/ROOT])");
+        errorf("no backend: give -u URL or set SIMBA_URL (sqlite:PATH, redis://HOST:PORT[/DB], zk://HOST:PORT[/ROOT])");
         return -1;
     }
     if (strncmp(u, "sqlite:", 7) == 0) {
         const char *p = u + 7;
         if (strncmp(p, "//", 2) == 0) p += 2; /* sqlite:///abs/path */
-        if (!*p) { die_msg("URL '%s': sqlite: the PATH is empty", u); return -1; }
-        if (strlen(p) >= sizeof out->path) { die_msg("URL: sqlite: PATH is too long"); return -1; }
+        if (!*p) { errorf("URL '%s': sqlite: the PATH is empty", u); return -1; }
+        if (strlen(p) >= sizeof out->path) { errorf("URL: sqlite: PATH is too long"); return -1; }
         out->kind = BE_SQLITE;
         strcpy(out->path, p);
         return 0;
@@ -247,20 +247,20 @@ static int parse_url(const char *u, url_t *out) {
         out->kind = BE_REDIS;
         out->port = 6379;
         if (strchr(p, '@')) {
-            die_msg("URL '%s': credentials in the URL are refused (they would show in ps): set SIMBA_REDIS_PASSWORD (and SIMBA_REDIS_USERNAME)", u);
+            errorf("URL '%s': credentials in the URL are refused (they would show in ps): set SIMBA_REDIS_PASSWORD (and SIMBA_REDIS_USERNAME)", u);
             return -1;
         }
         if (*p == '[') { /* [v6] */
             hend = strchr(p, ']');
-            if (!hend) { die_msg("URL '%s': redis: unterminated '[' in the host", u); return -1; }
+            if (!hend) { errorf("URL '%s': redis: unterminated '[' in the host", u); return -1; }
             hn = (size_t)(hend - p - 1);
-            if (hn == 0 || hn >= sizeof out->host) { die_msg("URL '%s': redis: bad host", u); return -1; }
+            if (hn == 0 || hn >= sizeof out->host) { errorf("URL '%s': redis: bad host", u); return -1; }
             memcpy(out->host, p + 1, hn);
             rest = hend + 1;
         } else {
             hn = strcspn(p, ":/?#");
-            if (hn == 0) { die_msg("URL '%s': redis: the HOST is empty", u); return -1; }
-            if (hn >= sizeof out->host) { die_msg("URL '%s': redis: the HOST is too long", u); return -1; }
+            if (hn == 0) { errorf("URL '%s': redis: the HOST is empty", u); return -1; }
+            if (hn >= sizeof out->host) { errorf("URL '%s': redis: the HOST is too long", u); return -1; }
             memcpy(out->host, p, hn);
             rest = p + hn;
         }
@@ -275,7 +275,7 @@ static int parse_url(const char *u, url_t *out) {
             if (*rest) {
                 size_t n = strcspn(rest, "?#");
                 char tmp[16];
-                if (n == 0 || n >= sizeof tmp) { die_msg("URL '%s': redis: DB '%s' is not a number", u, rest); return -1; }
+                if (n == 0 || n >= sizeof tmp) { errorf("URL '%s': redis: DB '%s' is not a number", u, rest); return -1; }
                 memcpy(tmp, rest, n);
                 tmp[n] = 0;
                 if (parse_u64("URL: redis: DB", tmp, &db) || db > 1000000) return -1;
@@ -283,36 +283,36 @@ static int parse_url(const char *u, url_t *out) {
                 rest += n;
             }
         }
-        if (*rest) { die_msg("URL '%s': redis: unexpected '%s' after HOST:PORT/DB", u, rest); return -1; }
+        if (*rest) { errorf("URL '%s': redis: unexpected '%s' after HOST:PORT/DB", u, rest); return -1; }
         return 0;
     }
     if (strncmp(u, "zk://", 5) == 0) {
         const char *p = u + 5, *slash = strchr(p, '/'), *q;
         size_t hn = slash ? (size_t)(slash - p) : strlen(p);
         out->kind = BE_ZK;
-        if (hn == 0) { die_msg("URL '%s': zk: no HOST:PORT", u); return -1; }
-        if (hn >= sizeof out->hosts) { die_msg("URL '%s': zk: host list too long", u); return -1; }
+        if (hn == 0) { errorf("URL '%s': zk: no HOST:PORT", u); return -1; }
+        if (hn >= sizeof out->hosts) { errorf("URL '%s': zk: host list too long", u); return -1; }
         memcpy(out->hosts, p, hn);
         /* every entry HOST:PORT */
         for (q = out->hosts; *q;) {
             size_t n = strcspn(q, ","), c;
             const char *colon;
-            if (n == 0) { die_msg("URL '%s': zk: empty entry in the host list", u); return -1; }
+            if (n == 0) { errorf("URL '%s': zk: empty entry in the host list", u); return -1; }
             colon = NULL;
             for (c = 0; c < n; c++) if (q[c] == ':') colon = q + c;
-            if (!colon || colon == q) { die_msg("URL '%s': zk: '%.*s' is not HOST:PORT", u, (int)n, q); return -1; }
+            if (!colon || colon == q) { errorf("URL '%s': zk: '%.*s' is not HOST:PORT", u, (int)n, q); return -1; }
             if (parse_port("zk", colon + 1, (size_t)(q + n - colon - 1), &out->port)) return -1;
             q += n;
             if (*q == ',') q++;
         }
         if (slash && slash[1]) {
             const char *r = slash;
-            if (strlen(slash) >= sizeof out->root) { die_msg("URL '%s': zk: ROOT too long", u); return -1; }
-            if (slash[strlen(slash) - 1] == '/') { die_msg("URL '%s': zk: ROOT must not end with '/'", u); return -1; }
+            if (strlen(slash) >= sizeof out->root) { errorf("URL '%s': zk: ROOT too long", u); return -1; }
+            if (slash[strlen(slash) - 1] == '/') { errorf("URL '%s': zk: ROOT must not end with '/'", u); return -1; }
             while (*r) { /* components: non-empty, not . or .. */
                 size_t n = strcspn(r + 1, "/");
                 if (n == 0 || (n == 1 && r[1] == '.') || (n == 2 && r[1] == '.' && r[2] == '.')) {
-                    die_msg("URL '%s': zk: ROOT '%s' has an empty, '.' or '..' component", u, slash);
+                    errorf("URL '%s': zk: ROOT '%s' has an empty, '.' or '..' component", u, slash);
                     return -1;
                 }
                 r += 1 + n;
@@ -325,7 +325,7 @@ static int parse_url(const char *u, url_t *out) {
     }
     {
         size_t n = strcspn(u, ":");
-        die_msg("URL '%s': unknown scheme '%.*s' (sqlite:PATH, redis://HOST:PORT[/DB], zk://HOST:PORT[/ROOT])", u, (int)n, u);
+        errorf("URL '%s': unknown scheme '%.*s' (sqlite:PATH, redis://HOST:PORT[/DB], zk://HOST:PORT[/ROOT])", u, (int)n, u);
     }
     return -1;
 }
@@ -343,7 +343,7 @@ static int resolve_redis_host(url_t *u) {
     hints.ai_socktype = SOCK_STREAM;
     rc = getaddrinfo(u->host, NULL, &hints, &res);
     if (rc != 0 || !res) {
-        die_msg("URL: redis: cannot resolve host '%s': %s", u->host, gai_strerror(rc));
+        errorf("URL: redis: cannot resolve host '%s': %s", u->host, gai_strerror(rc));
         return -1;
     }
     if (res->ai_family == AF_INET) inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)res->ai_addr)->sin_addr, u->host, sizeof u->host);
@@ -372,7 +372,7 @@ static int parse_opts(const char *cmd, int argc, char **argv, opts_t *o) {
     for (i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEEDV() do { if (!v) { die_msg("%s %s: missing value", cmd, a); return -1; } i++; } while (0)
+#define NEEDV() do { if (!v) { errorf("%s %s: missing value", cmd, a); return -1; } i++; } while (0)
         if (strcmp(a, "--") == 0) {
             o->cmd = argv + i + 1;
             if (!o->cmd[0]) o->cmd = NULL;
@@ -386,7 +386,7 @@ static int parse_opts(const char *cmd, int argc, char **argv, opts_t *o) {
         } else if (strcmp(a, "--ttl") == 0) {
             NEEDV();
             if (parse_sec(a, v, &o->ttl_ms)) return -1;
-            if (o->ttl_ms <= 0) { die_msg("--ttl: must be above 0"); return -1; }
+            if (o->ttl_ms <= 0) { errorf("--ttl: must be above 0"); return -1; }
         } else if (strcmp(a, "--transition") == 0) {
             NEEDV();
             if (parse_sec(a, v, &o->transition_ms)) return -1;
@@ -400,14 +400,14 @@ static int parse_opts(const char *cmd, int argc, char **argv, opts_t *o) {
         } else if (strcmp(a, "--refresh") == 0) {
             NEEDV();
             if (parse_sec(a, v, &o->refresh_ms)) return -1;
-            if (o->refresh_ms <= 0) { die_msg("--refresh: must be above 0"); return -1; }
+            if (o->refresh_ms <= 0) { errorf("--refresh: must be above 0"); return -1; }
         } else if (strcmp(a, "--fence") == 0) {
             NEEDV();
             if (parse_u64("--fence", v, &o->fence)) return -1;
             o->have_fence = 1;
         } else if (strcmp(a, "--id") == 0) {
             NEEDV();
-            if (simba_id_check(v) != SIMBA_OK) { die_msg("--id: '%s' is not a contender id (1..%d printable non-space bytes)", v, SIMBA_ID_MAX); return -1; }
+            if (simba_id_check(v) != SIMBA_OK) { errorf("--id: '%s' is not a contender id (1..%d printable non-space bytes)", v, SIMBA_ID_MAX); return -1; }
             o->id = v;
         } else if (strcmp(a, "--once") == 0) {
             o->once = 1;
@@ -419,11 +419,11 @@ static int parse_opts(const char *cmd, int argc, char **argv, opts_t *o) {
             NEEDV();
             o->url = v;
         } else if (a[0] == '-' && a[1]) {
-            die_msg("%s: unknown option '%s' (see simba --help)", cmd, a);
+            errorf("%s: unknown option '%s' (see simba --help)", cmd, a);
             return -1;
         } else {
             if (npos++ == 0) o->name = a;
-            else { die_msg("%s: unexpected argument '%s' (a command goes after --)", cmd, a); return -1; }
+            else { errorf("%s: unexpected argument '%s' (a command goes after --)", cmd, a); return -1; }
         }
 #undef NEEDV
     }
@@ -431,9 +431,9 @@ static int parse_opts(const char *cmd, int argc, char **argv, opts_t *o) {
 }
 
 static int check_name(const char *cmd, const char *name) {
-    if (!name) { die_msg("%s: missing the mutex NAME", cmd); return -1; }
+    if (!name) { errorf("%s: missing the mutex NAME", cmd); return -1; }
     if (simba_name_check(name) != SIMBA_OK) {
-        die_msg("%s: '%s' is not a mutex name (1..%d of letters, digits and - _ . : @ + = ,)", cmd, name, SIMBA_NAME_MAX);
+        errorf("%s: '%s' is not a mutex name (1..%d of letters, digits and - _ . : @ + = ,)", cmd, name, SIMBA_NAME_MAX);
         return -1;
     }
     return 0;
@@ -457,7 +457,7 @@ static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, simba
     ld.log = log_hook;
     ld.log_level = SIMBA_LOG_WARN;
     rc = simba_loop_new(&ld, loop);
-    if (rc != SIMBA_OK) { die_msg("simba_loop_new: %s", simba_strerror(rc)); return EXIT_SOFTWARE; }
+    if (rc != SIMBA_OK) { errorf("simba_loop_new: %s", simba_strerror(rc)); return EXIT_SOFTWARE; }
     if (u->kind == BE_SQLITE) {
         simba_sql_desc d;
         char err[512] = "";
@@ -466,7 +466,7 @@ static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, simba
         d.errbuf = err;
         d.errbuf_cap = sizeof err;
         rc = simba_sql_open(*loop, &d, be);
-        if (rc != SIMBA_OK) { die_msg("sqlite:%s: %s (%s)", u->path, err[0] ? err : simba_loop_errmsg(*loop), simba_strerror(rc)); return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND; }
+        if (rc != SIMBA_OK) { errorf("sqlite:%s: %s (%s)", u->path, err[0] ? err : simba_loop_errmsg(*loop), simba_strerror(rc)); return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND; }
     } else if (u->kind == BE_REDIS) {
         simba_redis_desc d;
         memset(&d, 0, sizeof d);
@@ -478,7 +478,7 @@ static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, simba
         if (d.password && !*d.password) d.password = NULL;
         if (d.username && !*d.username) d.username = NULL;
         rc = simba_redis_open(*loop, &d, be);
-        if (rc != SIMBA_OK) { die_msg("redis://%s:%d: %s (%s)", u->host, u->port, simba_loop_errmsg(*loop), simba_strerror(rc)); return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND; }
+        if (rc != SIMBA_OK) { errorf("redis://%s:%d: %s (%s)", u->host, u->port, simba_loop_errmsg(*loop), simba_strerror(rc)); return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND; }
     } else {
         simba_zk_desc d;
         int64_t t = ttl_ms + transition_ms;
@@ -488,7 +488,7 @@ static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, simba
         d.session_timeout_ms = t > 0 && t < 600000 ? (int)t : 10000;
         if (!getenv("SIMBA_DEBUG")) zoo_set_debug_level((ZooLogLevel)0);
         rc = simba_zk_open(*loop, &d, be);
-        if (rc != SIMBA_OK) { die_msg("zk://%s%s: %s (%s)", u->hosts, u->root, simba_loop_errmsg(*loop), simba_strerror(rc)); return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND; }
+        if (rc != SIMBA_OK) { errorf("zk://%s%s: %s (%s)", u->hosts, u->root, simba_loop_errmsg(*loop), simba_strerror(rc)); return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND; }
     }
     return EXIT_OK;
 }
@@ -511,7 +511,7 @@ static const int fwd_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR
 static int setup_signals(int with_child) {
     struct sigaction sa;
     int i;
-    if (pipe(sigpipe_fd) != 0) { die_msg("pipe: %s", strerror(errno)); return -1; }
+    if (pipe(sigpipe_fd) != 0) { errorf("pipe: %s", strerror(errno)); return -1; }
     for (i = 0; i < 2; i++) {
         fcntl(sigpipe_fd[i], F_SETFD, FD_CLOEXEC);
         fcntl(sigpipe_fd[i], F_SETFL, fcntl(sigpipe_fd[i], F_GETFL) | O_NONBLOCK);
@@ -548,7 +548,7 @@ static int wait_io(simba_loop *loop, int64_t wait_ms) {
     if (wait_ms > SIMBA_MAX_WAIT_MS) wait_ms = SIMBA_MAX_WAIT_MS;
     if (wait_ms < 0) wait_ms = 0;
     r = poll(fds, (nfds_t)(n + 1), (int)wait_ms);
-    if (r < 0 && errno != EINTR) { die_msg("poll: %s", strerror(errno)); return -1; }
+    if (r < 0 && errno != EINTR) { errorf("poll: %s", strerror(errno)); return -1; }
     return 0;
 }
 
@@ -659,7 +659,7 @@ static void child_exec(const opts_t *o, uint64_t fence, int tty) {
 
 static int spawn(runner *r) {
     pid_t pid = fork();
-    if (pid < 0) { die_msg("fork: %s", strerror(errno)); return -1; }
+    if (pid < 0) { errorf("fork: %s", strerror(errno)); return -1; }
     if (pid == 0) child_exec(r->o, r->fence, r->tty);
     setpgid(pid, pid); /* both sides: whichever runs first makes the group */
     tty_give(r->tty, pid);
@@ -730,14 +730,14 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
     rc = simba_contend(r.loop, r.be, &cd, &r.svc);
     if (rc == SIMBA_OK) rc = simba_start(r.svc);
     if (rc != SIMBA_OK) {
-        die_msg("contend %s: %s (%s)", o->name, simba_loop_errmsg(r.loop), simba_strerror(rc));
+        errorf("contend %s: %s (%s)", o->name, simba_loop_errmsg(r.loop), simba_strerror(rc));
         simba_loop_free(r.loop);
         return EXIT_SOFTWARE;
     }
     for (;;) {
         int64_t now, d = simba_poll(r.loop);
         int sig;
-        if (d < 0) { die_msg("poll: %s (%s)", simba_loop_errmsg(r.loop), simba_strerror((int)d)); ret = EXIT_SOFTWARE; break; }
+        if (d < 0) { errorf("poll: %s (%s)", simba_loop_errmsg(r.loop), simba_strerror((int)d)); ret = EXIT_SOFTWARE; break; }
         while ((sig = next_signal()) != 0) {
             if (sig == SIGCHLD) { reap(&r); continue; }
             if (r.child > 0) { kill_group(&r, sig); continue; }
@@ -750,7 +750,7 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
             r.reaped = 0;
             if (r.lost) {
                 if (elect && !o->once) { r.lost = 0; continue; } /* wait to lead again */
-                die_msg("lease of %s lost while the command ran: it was signalled (exit %d)", o->name, EXIT_LOST);
+                errorf("lease of %s lost while the command ran: it was signalled (exit %d)", o->name, EXIT_LOST);
                 finish(&r);
                 return EXIT_LOST;
             }
@@ -768,21 +768,21 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
             continue;
         }
         if (r.child == 0 && !r.owner && o->nonblock && r.other_seen && !started_once) {
-            die_msg("%s is held by %s (fence %llu)", o->name, r.other, (unsigned long long)r.other_fence);
+            errorf("%s is held by %s (fence %llu)", o->name, r.other, (unsigned long long)r.other_fence);
             ret = EXIT_BUSY;
             break;
         }
         if (decide_by && !started_once && now >= decide_by) {
             const char *be_err = simba_backend_errmsg(r.be);
-            if (r.other_seen) die_msg("timed out waiting for %s (held by %s, fence %llu)", o->name, r.other, (unsigned long long)r.other_fence);
-            else die_msg("timed out waiting for %s%s%s%s", o->name, be_err && *be_err ? " (backend: " : "", be_err && *be_err ? be_err : "", be_err && *be_err ? ")" : "");
+            if (r.other_seen) errorf("timed out waiting for %s (held by %s, fence %llu)", o->name, r.other, (unsigned long long)r.other_fence);
+            else errorf("timed out waiting for %s%s%s%s", o->name, be_err && *be_err ? " (backend: " : "", be_err && *be_err ? be_err : "", be_err && *be_err ? ")" : "");
             ret = r.other_seen || !(be_err && *be_err) ? EXIT_BUSY : EXIT_BACKEND;
             break;
         }
         if (!decide_by && !started_once) { /* waiting without limit: say why, once per message */
             const char *e = simba_backend_errmsg(r.be);
             if (e && *e && strcmp(e, said) != 0) {
-                die_msg("waiting for %s: backend: %s", o->name, e);
+                errorf("waiting for %s: backend: %s", o->name, e);
                 snprintf(said, sizeof said, "%s", e);
             }
         }
@@ -844,14 +844,14 @@ static int cmd_watch(const url_t *u, opts_t *o) {
     rc = simba_observe(w.loop, be, &od, &svc);
     if (rc == SIMBA_OK) rc = simba_start(svc);
     if (rc != SIMBA_OK) {
-        die_msg("observe %s: %s (%s)", o->name, simba_loop_errmsg(w.loop), simba_strerror(rc));
+        errorf("observe %s: %s (%s)", o->name, simba_loop_errmsg(w.loop), simba_strerror(rc));
         simba_loop_free(w.loop);
         return EXIT_SOFTWARE;
     }
     for (;;) {
         int64_t d = simba_poll(w.loop);
         int sig, quit = 0;
-        if (d < 0) { die_msg("poll: %s", simba_strerror((int)d)); simba_loop_free(w.loop); return EXIT_SOFTWARE; }
+        if (d < 0) { errorf("poll: %s", simba_strerror((int)d)); simba_loop_free(w.loop); return EXIT_SOFTWARE; }
         while ((sig = next_signal()) != 0)
             if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) quit = 1;
         if (quit) break;
@@ -886,9 +886,9 @@ static int store_open(store_t *s, const url_t *u, int write) {
     s->u = u;
     if (u->kind == BE_SQLITE) {
         int rc;
-        if (access(u->path, F_OK) != 0) { die_msg("sqlite:%s: no such database file", u->path); return EXIT_BACKEND; }
+        if (access(u->path, F_OK) != 0) { errorf("sqlite:%s: no such database file", u->path); return EXIT_BACKEND; }
         rc = sqlite3_open_v2(u->path, &s->db, write ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY, NULL);
-        if (rc != SQLITE_OK) { die_msg("sqlite:%s: %s", u->path, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc)); return EXIT_BACKEND; }
+        if (rc != SQLITE_OK) { errorf("sqlite:%s: %s", u->path, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc)); return EXIT_BACKEND; }
         sqlite3_busy_timeout(s->db, 2000);
         return EXIT_OK;
     }
@@ -897,12 +897,12 @@ static int store_open(store_t *s, const url_t *u, int write) {
         const char *pw = getenv("SIMBA_REDIS_PASSWORD"), *user = getenv("SIMBA_REDIS_USERNAME");
         redisReply *rep;
         s->rc = redisConnectWithTimeout(u->host, u->port, tv);
-        if (!s->rc || s->rc->err) { die_msg("redis://%s:%d: %s", u->host, u->port, s->rc ? s->rc->errstr : "out of memory"); return EXIT_BACKEND; }
+        if (!s->rc || s->rc->err) { errorf("redis://%s:%d: %s", u->host, u->port, s->rc ? s->rc->errstr : "out of memory"); return EXIT_BACKEND; }
         redisSetTimeout(s->rc, tv);
         if (pw && *pw) {
             rep = user && *user ? (redisReply *)redisCommand(s->rc, "AUTH %s %s", user, pw) : (redisReply *)redisCommand(s->rc, "AUTH %s", pw);
             if (!rep || rep->type == REDIS_REPLY_ERROR) {
-                die_msg("redis://%s:%d: AUTH: %s", u->host, u->port, rep ? rep->str : s->rc->errstr);
+                errorf("redis://%s:%d: AUTH: %s", u->host, u->port, rep ? rep->str : s->rc->errstr);
                 if (rep) freeReplyObject(rep);
                 return EXIT_BACKEND;
             }
@@ -911,7 +911,7 @@ static int store_open(store_t *s, const url_t *u, int write) {
         if (u->db) {
             rep = (redisReply *)redisCommand(s->rc, "SELECT %d", u->db);
             if (!rep || rep->type == REDIS_REPLY_ERROR) {
-                die_msg("redis://%s:%d/%d: SELECT: %s", u->host, u->port, u->db, rep ? rep->str : s->rc->errstr);
+                errorf("redis://%s:%d/%d: SELECT: %s", u->host, u->port, u->db, rep ? rep->str : s->rc->errstr);
                 if (rep) freeReplyObject(rep);
                 return EXIT_BACKEND;
             }
@@ -923,10 +923,10 @@ static int store_open(store_t *s, const url_t *u, int write) {
         int64_t end = mono_ms() + 5000;
         if (!getenv("SIMBA_DEBUG")) zoo_set_debug_level((ZooLogLevel)0);
         s->zh = zookeeper_init(u->hosts, NULL, 10000, NULL, NULL, 0);
-        if (!s->zh) { die_msg("zk://%s: %s", u->hosts, strerror(errno)); return EXIT_BACKEND; }
+        if (!s->zh) { errorf("zk://%s: %s", u->hosts, strerror(errno)); return EXIT_BACKEND; }
         while (zoo_state(s->zh) != ZOO_CONNECTED_STATE) {
             struct timespec ts = {0, 10 * 1000000};
-            if (mono_ms() > end) { die_msg("zk://%s: not connected within 5 s", u->hosts); return EXIT_BACKEND; }
+            if (mono_ms() > end) { errorf("zk://%s: not connected within 5 s", u->hosts); return EXIT_BACKEND; }
             nanosleep(&ts, NULL);
         }
         return EXIT_OK;
@@ -946,7 +946,7 @@ static int sql_read(store_t *s, const char *name, info_t *in) {
     int rc;
     const char *q = "SELECT owner_id, fence, acquired_at, " SQL_NOW " - acquired_at, ttl_at - " SQL_NOW ", transition_at - " SQL_NOW
                     " FROM simba_mutex WHERE mutex = ?1";
-    if (sqlite3_prepare_v2(s->db, q, -1, &st, NULL) != SQLITE_OK) { die_msg("sqlite:%s: %s", s->u->path, sqlite3_errmsg(s->db)); return -EXIT_BACKEND; }
+    if (sqlite3_prepare_v2(s->db, q, -1, &st, NULL) != SQLITE_OK) { errorf("sqlite:%s: %s", s->u->path, sqlite3_errmsg(s->db)); return -EXIT_BACKEND; }
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
@@ -966,7 +966,7 @@ static int sql_read(store_t *s, const char *name, info_t *in) {
     }
     sqlite3_finalize(st);
     if (rc == SQLITE_DONE) return 0;
-    die_msg("sqlite:%s: %s", s->u->path, sqlite3_errmsg(s->db));
+    errorf("sqlite:%s: %s", s->u->path, sqlite3_errmsg(s->db));
     return -EXIT_BACKEND;
 }
 
@@ -983,7 +983,7 @@ static int redis_read(store_t *s, const char *name, info_t *in) {
     snprintf(k2, sizeof k2, "simba:{%s}:fence", name);
     rep = (redisReply *)redisCommand(s->rc, "EVAL %s 2 %s %s", redis_read_lua, k1, k2);
     if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 3) {
-        die_msg("redis://%s:%d: read %s: %s", s->u->host, s->u->port, name, rep && rep->type == REDIS_REPLY_ERROR ? rep->str : s->rc->errstr);
+        errorf("redis://%s:%d: read %s: %s", s->u->host, s->u->port, name, rep && rep->type == REDIS_REPLY_ERROR ? rep->str : s->rc->errstr);
         if (rep) freeReplyObject(rep);
         return -EXIT_BACKEND;
     }
@@ -995,7 +995,7 @@ static int redis_read(store_t *s, const char *name, info_t *in) {
         int off = 0;
         long long now = strtoll(rep->element[2]->str, NULL, 10);
         if (sscanf(rep->element[0]->str, "%llu %llu %llu %llu %llu %n", &f, &acq, &at, &ttl, &lease, &off) != 5 || off == 0) {
-            die_msg("redis: unreadable owner record of %s: '%s'", name, rep->element[0]->str);
+            errorf("redis: unreadable owner record of %s: '%s'", name, rep->element[0]->str);
             freeReplyObject(rep);
             return -EXIT_BACKEND;
         }
@@ -1035,19 +1035,19 @@ static int zk_read(store_t *s, const char *name, info_t *in, char *node_path, si
     snprintf(in->name, sizeof in->name, "%s", name);
     rc = zoo_get_children(s->zh, path, 0, &v);
     if (rc == ZNONODE) return 0;
-    if (rc != ZOK) { die_msg("zk: list %s: %s", path, zerror(rc)); return -EXIT_BACKEND; }
+    if (rc != ZOK) { errorf("zk: list %s: %s", path, zerror(rc)); return -EXIT_BACKEND; }
     if (!zk_lowest(&v, low, sizeof low)) { deallocate_String_vector(&v); return 1; }
     deallocate_String_vector(&v);
     snprintf(path, sizeof path, "%s/%s/%s", s->u->root, name, low);
     rc = zoo_get(s->zh, path, 0, data, &len, &st);
     if (rc == ZNONODE) return 1; /* it went while we looked: nobody, as far as we know */
-    if (rc != ZOK) { die_msg("zk: read %s: %s", path, zerror(rc)); return -EXIT_BACKEND; }
+    if (rc != ZOK) { errorf("zk: read %s: %s", path, zerror(rc)); return -EXIT_BACKEND; }
     data[len > 0 ? len : 0] = 0;
     {
         char tag[128];
         long long sess;
         int off = 0;
-        if (sscanf(data, "%127s %lld %n", tag, &sess, &off) != 2 || off == 0) { die_msg("zk: unreadable owner node %s", path); return -EXIT_BACKEND; }
+        if (sscanf(data, "%127s %lld %n", tag, &sess, &off) != 2 || off == 0) { errorf("zk: unreadable owner node %s", path); return -EXIT_BACKEND; }
         snprintf(in->owner, sizeof in->owner, "%s", data + off);
         in->session_ms = sess;
     }
@@ -1130,19 +1130,19 @@ static int list_names(store_t *s, char ***out, int *n) {
         sqlite3_stmt *st;
         int rc;
         if (sqlite3_prepare_v2(s->db, "SELECT mutex FROM simba_mutex ORDER BY mutex", -1, &st, NULL) != SQLITE_OK) {
-            die_msg("sqlite:%s: %s", s->u->path, sqlite3_errmsg(s->db));
+            errorf("sqlite:%s: %s", s->u->path, sqlite3_errmsg(s->db));
             return -EXIT_BACKEND;
         }
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) PUSH((const char *)sqlite3_column_text(st, 0));
         sqlite3_finalize(st);
-        if (rc != SQLITE_DONE) { die_msg("sqlite:%s: %s", s->u->path, sqlite3_errmsg(s->db)); return -EXIT_BACKEND; }
+        if (rc != SQLITE_DONE) { errorf("sqlite:%s: %s", s->u->path, sqlite3_errmsg(s->db)); return -EXIT_BACKEND; }
     } else if (s->u->kind == BE_REDIS) {
         char cursor[32] = "0";
         do {
             redisReply *rep = (redisReply *)redisCommand(s->rc, "SCAN %s MATCH simba:{*}:fence COUNT 1000", cursor);
             size_t i;
             if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
-                die_msg("redis: SCAN: %s", rep && rep->type == REDIS_REPLY_ERROR ? rep->str : s->rc->errstr);
+                errorf("redis: SCAN: %s", rep && rep->type == REDIS_REPLY_ERROR ? rep->str : s->rc->errstr);
                 if (rep) freeReplyObject(rep);
                 return -EXIT_BACKEND;
             }
@@ -1161,7 +1161,7 @@ static int list_names(store_t *s, char ***out, int *n) {
         struct String_vector v;
         int i, rc = zoo_get_children(s->zh, s->u->root, 0, &v);
         if (rc == ZNONODE) return 0;
-        if (rc != ZOK) { die_msg("zk: list %s: %s", s->u->root, zerror(rc)); return -EXIT_BACKEND; }
+        if (rc != ZOK) { errorf("zk: list %s: %s", s->u->root, zerror(rc)); return -EXIT_BACKEND; }
         for (i = 0; i < v.count; i++) PUSH(v.data[i]);
         deallocate_String_vector(&v);
     }
@@ -1212,7 +1212,7 @@ static int cmd_release(const url_t *u, opts_t *o) {
     info_t in;
     int rc;
     if (!o->have_fence) {
-        die_msg("release: --fence N is required (see `simba get %s`): a release without it could hit a newer owner", o->name);
+        errorf("release: --fence N is required (see `simba get %s`): a release without it could hit a newer owner", o->name);
         return EXIT_USAGE;
     }
     rc = store_open(&s, u, 1);
@@ -1221,12 +1221,12 @@ static int cmd_release(const url_t *u, opts_t *o) {
         sqlite3_stmt *st;
         const char *q = "UPDATE simba_mutex SET owner_id = '', acquired_at = 0, ttl_at = 0, transition_at = 0, version = version + 1"
                         " WHERE mutex = ?1 AND fence = ?2 AND owner_id <> '' AND transition_at >= " SQL_NOW;
-        if (sqlite3_prepare_v2(s.db, q, -1, &st, NULL) != SQLITE_OK) { die_msg("sqlite:%s: %s", u->path, sqlite3_errmsg(s.db)); store_close(&s); return EXIT_BACKEND; }
+        if (sqlite3_prepare_v2(s.db, q, -1, &st, NULL) != SQLITE_OK) { errorf("sqlite:%s: %s", u->path, sqlite3_errmsg(s.db)); store_close(&s); return EXIT_BACKEND; }
         sqlite3_bind_text(st, 1, o->name, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, (sqlite3_int64)o->fence);
         rc = sqlite3_step(st);
         sqlite3_finalize(st);
-        if (rc != SQLITE_DONE) { die_msg("sqlite:%s: %s", u->path, sqlite3_errmsg(s.db)); store_close(&s); return EXIT_BACKEND; }
+        if (rc != SQLITE_DONE) { errorf("sqlite:%s: %s", u->path, sqlite3_errmsg(s.db)); store_close(&s); return EXIT_BACKEND; }
         rc = sqlite3_changes(s.db) == 1;
     } else if (u->kind == BE_REDIS) {
         char k1[SIMBA_NAME_MAX + 32], ch[SIMBA_NAME_MAX + 48], f[32];
@@ -1236,7 +1236,7 @@ static int cmd_release(const url_t *u, opts_t *o) {
         snprintf(f, sizeof f, "%llu", (unsigned long long)o->fence);
         rep = (redisReply *)redisCommand(s.rc, "EVAL %s 1 %s %s %s", redis_release_lua, k1, f, ch);
         if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
-            die_msg("redis: release %s: %s", o->name, rep && rep->type == REDIS_REPLY_ERROR ? rep->str : s.rc->errstr);
+            errorf("redis: release %s: %s", o->name, rep && rep->type == REDIS_REPLY_ERROR ? rep->str : s.rc->errstr);
             if (rep) freeReplyObject(rep);
             store_close(&s);
             return EXIT_BACKEND;
@@ -1255,7 +1255,7 @@ static int cmd_release(const url_t *u, opts_t *o) {
             /* the version check makes the delete conditional on the node we read */
             int zr = zoo_delete(s.zh, path, st.version);
             if (zr == ZOK) rc = 1;
-            else if (zr != ZNONODE && zr != ZBADVERSION) { die_msg("zk: delete %s: %s", path, zerror(zr)); store_close(&s); return EXIT_BACKEND; }
+            else if (zr != ZNONODE && zr != ZBADVERSION) { errorf("zk: delete %s: %s", path, zerror(zr)); store_close(&s); return EXIT_BACKEND; }
         }
     }
     if (rc) {
@@ -1264,9 +1264,9 @@ static int cmd_release(const url_t *u, opts_t *o) {
         return EXIT_OK;
     }
     if (store_read(&s, o->name, &in) >= 0 && in.owner[0])
-        die_msg("not released: %s is held by %s with fence %llu, not %llu", o->name, in.owner, (unsigned long long)in.fence, (unsigned long long)o->fence);
+        errorf("not released: %s is held by %s with fence %llu, not %llu", o->name, in.owner, (unsigned long long)in.fence, (unsigned long long)o->fence);
     else
-        die_msg("not released: nobody holds %s", o->name);
+        errorf("not released: nobody holds %s", o->name);
     store_close(&s);
     return EXIT_NO;
 }
@@ -1277,7 +1277,7 @@ int main(int argc, char **argv) {
     opts_t o;
     url_t u;
     const char *cmd;
-    int i = 1, rc;
+    int i = 1, j;
     memset(&o, 0, sizeof o);
     o.sig = SIGTERM;
     o.ttl_ms = 10000;
@@ -1288,41 +1288,41 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { usage(stdout); return EXIT_OK; }
         if (strcmp(argv[i], "--version") == 0) { printf("simba %s\n", SIMBA_VERSION); return EXIT_OK; }
         if ((strcmp(argv[i], "-u") == 0 || strcmp(argv[i], "--url") == 0) && i + 1 < argc) { o.url = argv[i + 1]; i += 2; continue; }
-        if (strcmp(argv[i], "-u") == 0 || strcmp(argv[i], "--url") == 0) { die_msg("-u: missing URL"); return EXIT_USAGE; }
-        die_msg("unknown option '%s' before the command (see simba --help)", argv[i]);
+        if (strcmp(argv[i], "-u") == 0 || strcmp(argv[i], "--url") == 0) { errorf("-u: missing URL"); return EXIT_USAGE; }
+        errorf("unknown option '%s' before the command (see simba --help)", argv[i]);
         return EXIT_USAGE;
     }
     if (i >= argc) { usage(stderr); return EXIT_USAGE; }
     cmd = argv[i++];
     if (strcmp(cmd, "help") == 0) { usage(stdout); return EXIT_OK; }
     if (strcmp(cmd, "run") && strcmp(cmd, "elect") && strcmp(cmd, "get") && strcmp(cmd, "watch") && strcmp(cmd, "ls") && strcmp(cmd, "release")) {
-        die_msg("unknown command '%s' (run, elect, get, watch, ls, release; see simba --help)", cmd);
+        errorf("unknown command '%s' (run, elect, get, watch, ls, release; see simba --help)", cmd);
         return EXIT_USAGE;
     }
-    for (rc = i; rc < argc && strcmp(argv[rc], "--"); rc++)
-        if (strcmp(argv[rc], "-h") == 0 || strcmp(argv[rc], "--help") == 0) { usage(stdout); return EXIT_OK; }
+    for (j = i; j < argc && strcmp(argv[j], "--"); j++) /* help anywhere before the command */
+        if (strcmp(argv[j], "-h") == 0 || strcmp(argv[j], "--help") == 0) { usage(stdout); return EXIT_OK; }
     if (parse_opts(cmd, argc - i, argv + i, &o)) return EXIT_USAGE;
     if (strcmp(cmd, "ls") != 0 && check_name(cmd, o.name)) return EXIT_USAGE;
-    if (strcmp(cmd, "ls") == 0 && o.name) { die_msg("ls: unexpected argument '%s'", o.name); return EXIT_USAGE; }
+    if (strcmp(cmd, "ls") == 0 && o.name) { errorf("ls: unexpected argument '%s'", o.name); return EXIT_USAGE; }
     if (!strcmp(cmd, "run") || !strcmp(cmd, "elect")) {
         int64_t window;
-        if (!o.cmd) { die_msg("%s: missing the command: simba %s NAME -- CMD [ARG...]", cmd, cmd); return EXIT_USAGE; }
-        if (o.nonblock && o.have_wait) { die_msg("%s: -n and -w exclude each other", cmd); return EXIT_USAGE; }
+        if (!o.cmd) { errorf("%s: missing the command: simba %s NAME -- CMD [ARG...]", cmd, cmd); return EXIT_USAGE; }
+        if (o.nonblock && o.have_wait) { errorf("%s: -n and -w exclude each other", cmd); return EXIT_USAGE; }
         if (o.have_wait && o.wait_ms == 0) { o.nonblock = 1; o.have_wait = 0; } /* as flock -w 0 */
-        if (o.once && strcmp(cmd, "elect")) { die_msg("run: --once is for elect"); return EXIT_USAGE; }
+        if (o.once && strcmp(cmd, "elect")) { errorf("run: --once is for elect"); return EXIT_USAGE; }
         if (!o.have_grace) o.grace_ms = o.transition_ms / 2;
         if (parse_url(o.url, &u)) return EXIT_USAGE;
         window = u.kind == BE_ZK ? (o.ttl_ms + o.transition_ms) / 3 : o.transition_ms;
         if (o.grace_ms > 0 && o.grace_ms >= window) {
-            die_msg("--grace %.3f s must be shorter than the transition window (%.3f s): the command must be gone before another contender can win",
+            errorf("--grace %.3f s must be shorter than the transition window (%.3f s): the command must be gone before another contender can win",
                     (double)o.grace_ms / 1000.0, (double)window / 1000.0);
             return EXIT_USAGE;
         }
     } else {
-        if (o.cmd) { die_msg("%s: takes no command after --", cmd); return EXIT_USAGE; }
+        if (o.cmd) { errorf("%s: takes no command after --", cmd); return EXIT_USAGE; }
         if (parse_url(o.url, &u)) return EXIT_USAGE;
     }
-    if (strcmp(cmd, "release") != 0 && o.have_fence) { die_msg("%s: --fence is for release", cmd); return EXIT_USAGE; }
+    if (strcmp(cmd, "release") != 0 && o.have_fence) { errorf("%s: --fence is for release", cmd); return EXIT_USAGE; }
     if (u.kind == BE_REDIS && resolve_redis_host(&u)) return EXIT_USAGE;
     verbose_log = getenv("SIMBA_DEBUG") != NULL;
     if (!o.refresh_ms) o.refresh_ms = 1000;
