@@ -89,6 +89,11 @@ if want zk; then
         FAIL=$((FAIL + 1)); FAILED="$FAILED zk-server"
     fi
 fi
+# the simba command-line tool: tests/test_cli.sh starts its own redis-server and ZooKeeper
+# (SIMBA_CLI_REDIS_PORT 6430, SIMBA_CLI_ZK_PORT 2221) and stops them by PID
+if want cli || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
+    run cli bash tests/test_cli.sh
+fi
 if want reliability && [ -f scripts/test_reliability.sh ]; then
     # fault harness, bad-input table, short fuzz run: starts its own servers on its own ports
     run reliability bash scripts/test_reliability.sh

@@ -1,0 +1,339 @@
+#!/usr/bin/env bash
+# test_cli.sh -- the simba command-line tool as a user runs it: real processes on a real
+# SQLite file, redis-server and ZooKeeper (started here on their own loopback ports, stopped
+# by PID on exit), the fault proxy for partitions. Prints "N passed, N failed"; exit 0 only
+# if every check passed. A server that cannot be started fails the run.
+#   SIMBA_CLI_REDIS_PORT (6430)  SIMBA_CLI_ZK_PORT (2221)  SIMBA_CLI_DEAD_PORT (6434, nothing
+#   listens there)  SIMBA_BIN (build/simba)  FAULT_PROXY (build/fault_proxy)
+#   SIMBA_CLI_ONLY="usage sqlite redis zk signals elect partition" runs some sections only.
+set -u
+cd "$(dirname "$0")/.."
+SIMBA=${SIMBA_BIN:-build/simba}
+PROXY=${FAULT_PROXY:-build/fault_proxy}
+RPORT=${SIMBA_CLI_REDIS_PORT:-6430}
+ZPORT=${SIMBA_CLI_ZK_PORT:-2221}
+DEAD=${SIMBA_CLI_DEAD_PORT:-6434}
+ONLY=${SIMBA_CLI_ONLY:-usage sqlite redis zk signals elect partition}
+want() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+W=$(mktemp -d "${TMPDIR:-/tmp}/simba-cli.XXXXXX")
+PASS=0
+FAIL=0
+T0=$SECONDS
+unset SIMBA_URL SIMBA_REDIS_PASSWORD SIMBA_REDIS_USERNAME
+
+PIDS=()
+# commands that a broken tool failed to stop: their process groups (pid = pgid)
+cleanup_groups() {
+    local p
+    for p in "$W"/*.pg "$W"/*.pg.*; do
+        [ -s "$p" ] || continue
+        p=$(cat "$p")
+        case $p in ''|*[!0-9]*) continue ;; esac
+        # only a live group that simba started (a pid may have been reused since)
+        grep -qa SIMBA_MUTEX= "/proc/$p/environ" 2>/dev/null && kill -KILL -- "-$p" 2>/dev/null
+    done
+}
+cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do # only our own children still running (pids get reused)
+        [ "$(ps -o ppid= -p "$p" 2>/dev/null | tr -d ' ')" = "$$" ] || continue
+        kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null
+    done
+    cleanup_groups
+    [ -f "$W/redis/redis.pid" ] && sh scripts/redis-stop.sh "$W/redis" >/dev/null 2>&1
+    [ -f "$W/zk/zk.pid" ] && bash scripts/zk-stop.sh "$W/zk" >/dev/null 2>&1
+    rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ok() { PASS=$((PASS + 1)); echo "ok   $*"; }
+bad() { FAIL=$((FAIL + 1)); echo "FAIL $*"; }
+check() { # check DESC COND...: passes when the command succeeds
+    local d=$1; shift
+    if "$@"; then ok "$d"; else bad "$d"; fi
+}
+# expect_rc DESC WANT CMD...: runs CMD (stderr to $W/err), checks its exit status
+expect_rc() {
+    local d=$1 want=$2 rc; shift 2
+    "$@" >"$W/out" 2>"$W/err"; rc=$?
+    if [ "$rc" -eq "$want" ]; then ok "$d (exit $rc)"; else bad "$d: exit $rc, want $want; stderr: $(head -c 300 "$W/err")"; fi
+}
+err_has() { grep -q -- "$1" "$W/err"; }
+now_ns() { date +%s%N; }
+# wait_for DEADLINE_S CMD...: polls CMD until it succeeds or the deadline passes
+wait_for() {
+    local end=$((SECONDS + $1)); shift
+    while ! "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.05; done
+    return 0
+}
+json_fence() { sed -n 's/.*"fence":\([0-9]*\).*/\1/p' "$1"; }
+alive() { kill -0 "$1" 2>/dev/null; }
+# wait_exit PID DEADLINE_S: waits for a background job, sets RC (124 when it did not end)
+wait_exit() {
+    if wait_for "$2" eval "! alive $1"; then wait "$1"; RC=$?; else RC=124; kill -KILL "$1" 2>/dev/null; wait "$1" 2>/dev/null; fi
+}
+
+[ -x "$SIMBA" ] || { echo "FAIL $SIMBA not built (make $SIMBA)"; echo "0 passed, 1 failed"; exit 1; }
+[ -x "$PROXY" ] || { echo "FAIL $PROXY not built (make $PROXY)"; echo "0 passed, 1 failed"; exit 1; }
+
+if ! sh scripts/redis-start.sh "$RPORT" "$W/redis" >"$W/redis.log" 2>&1; then
+    echo "FAIL redis-server on $RPORT: $(tail -3 "$W/redis.log")"; echo "0 passed, 1 failed"; exit 1
+fi
+if ! bash scripts/zk-start.sh "$ZPORT" "$W/zk" >"$W/zk.log" 2>&1; then
+    echo "FAIL ZooKeeper on $ZPORT: $(tail -3 "$W/zk.log")"; echo "0 passed, 1 failed"; exit 1
+fi
+SQL=sqlite:$W/locks.db
+RED=redis://127.0.0.1:$RPORT/2
+ZK=zk://127.0.0.1:$ZPORT/simba-cli
+FAST="--ttl 1 --transition 0.8"
+
+# ---- usage, URLs, options -----------------------------------------------------------------
+if want usage; then
+expect_rc "help lists exit statuses" 0 "$SIMBA" --help
+check "help documents 75 and 76" grep -q "76 lease lost" "$W/out"
+expect_rc "no URL is a usage error" 64 "$SIMBA" get x
+check "  and names SIMBA_URL" err_has SIMBA_URL
+expect_rc "unknown scheme" 64 "$SIMBA" -u foo:bar get x
+check "  names the scheme" err_has "unknown scheme 'foo'"
+expect_rc "empty sqlite path" 64 "$SIMBA" -u sqlite: get x
+check "  names PATH" err_has "PATH is empty"
+expect_rc "redis port out of range" 64 "$SIMBA" -u redis://127.0.0.1:70000 get x
+check "  names the port" err_has "port 70000"
+expect_rc "redis password in URL refused" 64 "$SIMBA" -u redis://u:secret@127.0.0.1:$RPORT get x
+check "  points to SIMBA_REDIS_PASSWORD" err_has SIMBA_REDIS_PASSWORD
+expect_rc "redis DB not a number" 64 "$SIMBA" -u redis://127.0.0.1:$RPORT/x get x
+check "  names DB" err_has "DB"
+expect_rc "zk without port" 64 "$SIMBA" -u zk://127.0.0.1 get x
+check "  names HOST:PORT" err_has "HOST:PORT"
+expect_rc "zk root with trailing slash" 64 "$SIMBA" -u zk://127.0.0.1:$ZPORT/a/ get x
+check "  names ROOT" err_has "ROOT"
+expect_rc "bad mutex name" 64 "$SIMBA" -u "$SQL" get "a b"
+expect_rc "release without --fence refused" 64 "$SIMBA" -u "$SQL" release x
+check "  says --fence is required" err_has "fence N is required"
+expect_rc "run without a command" 64 "$SIMBA" -u "$SQL" run x
+expect_rc "unknown option" 64 "$SIMBA" -u "$SQL" run x --frobnicate -- true
+check "  names the option" err_has "frobnicate"
+expect_rc "-n with -w" 64 "$SIMBA" -u "$SQL" run x -n -w 1 -- true
+expect_rc "grace not shorter than transition" 64 "$SIMBA" -u "$SQL" run x --transition 1 --grace 1 -- true
+check "  explains why" err_has "transition window"
+expect_rc "bad signal name" 64 "$SIMBA" -u "$SQL" run x -s FOO -- true
+expect_rc "get: unreachable redis is a backend error" 69 "$SIMBA" -u redis://127.0.0.1:$DEAD get x
+expect_rc "run -w 1: unreachable redis is a backend error" 69 "$SIMBA" -u redis://127.0.0.1:$DEAD run x -w 1 -- true
+check "  and says what the backend reported" err_has "backend: .*refused"
+expect_rc "get: missing sqlite file is a backend error" 69 "$SIMBA" -u "sqlite:$W/nonexistent.db" get x
+check "  the file was not created" test ! -e "$W/nonexistent.db"
+expect_rc "get: wrong redis password is a backend error" 69 env SIMBA_REDIS_PASSWORD=wrong "$SIMBA" -u "redis://127.0.0.1:$RPORT" get x
+fi
+
+# ---- per backend ---------------------------------------------------------------------------
+
+# no_overlap FILE N: every hold of the intervals file is S..E of one process, holds do not
+# overlap in time, and fences strictly increase from one hold to the next.
+no_overlap() {
+    sort -k2,2n "$1" | awk -v want="$2" '
+        $1 == "S" { if (open) { print "OVERLAP: " $0 " starts inside " opid; bad = 1 }
+                    if ($2 <= lastend) { print "OVERLAP: starts before the previous end"; bad = 1 }
+                    if (n && $3 <= lastf) { print "FENCE: " $3 " after " lastf; bad = 1 }
+                    open = 1; opid = $4; lastf = $3; n++ }
+        $1 == "E" { if (!open || $4 != opid) { print "OVERLAP: end of " $4 " while " opid " holds"; bad = 1 }
+                    open = 0; lastend = $2 }
+        END { if (n != want) { print "holds: " n ", want " want; bad = 1 } exit bad }'
+}
+
+HOLD='echo "S $(date +%s%N) $SIMBA_FENCE $$" >> "$0"; sleep 0.15; echo "E $(date +%s%N) $SIMBA_FENCE $$" >> "$0"'
+
+backend_suite() {
+    local be=$1 url=$2 m="job-$1" hp pid pids f f2 RC
+    echo "== $be ($url)"
+    export SIMBA_URL=$url
+
+    expect_rc "$be: run exits with the command's status" 7 "$SIMBA" run "$m" $FAST -- sh -c 'exit 7'
+    expect_rc "$be: command killed by a signal -> 128+N" 137 "$SIMBA" run "$m" $FAST -- sh -c 'kill -KILL $$'
+    expect_rc "$be: command not found -> 127" 127 "$SIMBA" run "$m" $FAST -- /nonexistent/cmd
+    expect_rc "$be: get on a free mutex exits 1" 1 "$SIMBA" get "$m"
+
+    # a holder: its environment, get, -n, -w, release --fence
+    rm -f "$W/env" "$W/go"
+    "$SIMBA" run "$m" $FAST -- sh -c 'echo "$SIMBA_MUTEX $SIMBA_FENCE" > "$0"; while [ ! -e "$1" ]; do sleep 0.05; done' "$W/env" "$W/go" >>"$W/bg.log" 2>&1 &
+    hp=$!; PIDS+=("$hp")
+    if wait_for 10 test -s "$W/env"; then ok "$be: holder runs its command"; else bad "$be: holder never ran"; fi
+    read -r hm hf < "$W/env"
+    check "$be: SIMBA_MUTEX is the name" test "$hm" = "$m"
+    expect_rc "$be: get --json while held" 0 "$SIMBA" get "$m" --json
+    f=$(json_fence "$W/out")
+    check "$be: get shows the holder's SIMBA_FENCE ($hf)" test -n "$hf" -a "$f" = "$hf"
+    check "$be: get shows an owner" grep -q '"owner":"' "$W/out"
+    expect_rc "$be: -n while held" 75 "$SIMBA" run "$m" -n -- true
+    check "  names the holder" err_has "held by"
+    expect_rc "$be: -w 0 while held (as -n)" 75 "$SIMBA" run "$m" -w 0 -- true
+    local t1=$SECONDS
+    expect_rc "$be: -w 1 while held" 75 "$SIMBA" run "$m" -w 1 -- true
+    check "$be: -w waited about 1 s (not more than 3)" test $((SECONDS - t1)) -le 3
+    expect_rc "$be: ls lists it" 0 "$SIMBA" ls
+    check "$be: ls shows the name and fence" grep -q "^$m .* $hf " "$W/out"
+    expect_rc "$be: release with a wrong fence" 1 "$SIMBA" release "$m" --fence $((hf + 1))
+    check "$be: holder still holds after the refused release" alive $hp
+    expect_rc "$be: still owned after the refused release" 0 "$SIMBA" get "$m" --json
+    check "  with the same fence" test "$(json_fence "$W/out")" = "$hf"
+    touch "$W/go"
+    wait_exit $hp 10
+    check "$be: holder exits 0 when its command does (got $RC)" test "$RC" -eq 0
+    expect_rc "$be: released on exit (get exits 1)" 1 "$SIMBA" get "$m"
+
+    # forced release of a stuck owner: its lease ends, its command is signalled (76)
+    "$SIMBA" run "$m" $FAST -- sh -c 'echo $$ > "$0.pg"; echo $SIMBA_FENCE > "$0"; exec sleep 30' "$W/stuck-$be" >>"$W/bg.log" 2>&1 &
+    hp=$!; PIDS+=("$hp")
+    wait_for 10 test -s "$W/stuck-$be" || true
+    f=$(cat "$W/stuck-$be" 2>/dev/null)
+    expect_rc "$be: release --fence of the holder's fence" 0 "$SIMBA" release "$m" --fence "$f"
+    wait_exit $hp 10
+    check "$be: the forced-out holder exits 76 (got $RC)" test "$RC" -eq 76
+    check "$be: the forced-out holder's command is gone" eval '! kill -0 $(cat "$W/stuck-$be.pg") 2>/dev/null'
+    expect_rc "$be: a new run gets it after the forced release" 0 "$SIMBA" run "$m" -w 10 $FAST -- sh -c 'echo $SIMBA_FENCE > "$0"' "$W/next"
+    f2=$(cat "$W/next" 2>/dev/null)
+    check "$be: with a greater fence ($f2 > $f)" test -n "$f2" -a "${f2:-0}" -gt "${f:-0}"
+
+    # watch: a line per owner change, exit 0 on INT
+    "$SIMBA" watch "$m" --refresh 0.2 > "$W/watch" 2>"$W/watch.err" &
+    pid=$!; PIDS+=("$pid")
+    sleep 0.5
+    "$SIMBA" run "$m" $FAST -- sh -c 'echo $SIMBA_FENCE > "$0"; sleep 0.8' "$W/w1"
+    "$SIMBA" run "$m" $FAST -- sh -c 'echo $SIMBA_FENCE > "$0"; sleep 0.8' "$W/w2"
+    # the last change it reports: free again after the second run
+    wait_for 5 eval 'tail -1 "$W/watch" | grep -q "owner=- "' || true
+    kill -INT $pid
+    wait_exit $pid 5
+    check "$be: watch exits 0 on INT (got $RC)" test "$RC" -eq 0
+    check "$be: watch saw the first owner (fence $(cat "$W/w1"))" grep -q "fence=$(cat "$W/w1") " "$W/watch"
+    check "$be: watch saw the second owner (fence $(cat "$W/w2"))" grep -q "fence=$(cat "$W/w2") " "$W/watch"
+    check "$be: watch saw the mutex free after the second run" eval 'tail -1 "$W/watch" | grep -q "owner=- "'
+
+    # two (three) simba run on one name never overlap; fences increase hold to hold
+    : > "$W/iv-$be"
+    pids=""
+    for w in 1 2 3; do
+        ( for k in 1 2 3; do "$SIMBA" run "$m" $FAST -- sh -c "$HOLD" "$W/iv-$be" || echo "run failed: $?" >> "$W/iv-$be.err"; done ) >>"$W/bg.log" 2>&1 &
+        pids="$pids $!"; PIDS+=("$!")
+    done
+    for pid in $pids; do wait_exit $pid 60; done
+    check "$be: 9 runs by 3 processes all succeeded" test ! -s "$W/iv-$be.err"
+    if no_overlap "$W/iv-$be" 9 > "$W/chk" 2>&1; then ok "$be: holds never overlap, fences increase (9 holds)"; else bad "$be: intervals: $(cat "$W/chk")"; fi
+    unset SIMBA_URL
+}
+
+want sqlite && backend_suite sqlite "$SQL"
+want redis && backend_suite redis "$RED"
+want zk && backend_suite zk "$ZK"
+
+# ---- signals (SQLite) ------------------------------------------------------------------------
+if want signals; then
+echo "== signals"
+export SIMBA_URL=$SQL
+rm -f "$W/sig" "$W/ready"
+"$SIMBA" run sigs $FAST -- sh -c 'for s in USR1 USR2 HUP INT QUIT; do trap "echo $s >> $0" $s; done; trap "echo TERM >> $0; exit 9" TERM
+    echo $$ > $1.pg; echo ready > $1; while :; do sleep 0.05; done' "$W/sig" "$W/ready" >>"$W/bg.log" 2>&1 &
+pid=$!; PIDS+=("$pid")
+wait_for 10 test -s "$W/ready" || true
+kill -USR1 $pid
+check "USR1 to simba reaches the command" wait_for 5 grep -q USR1 "$W/sig"
+for s in HUP USR2 INT QUIT; do
+    kill -$s $pid
+    check "$s to simba reaches the command" wait_for 5 grep -q "^$s" "$W/sig"
+done
+check "simba survives forwarded signals" alive $pid
+kill -TERM $pid
+wait_exit $pid 10
+check "TERM reaches the command, simba exits with its status 9 (got $RC)" test "$RC" -eq 9
+expect_rc "released after the signalled command exits" 1 "$SIMBA" get sigs
+# a signal while still waiting for the lock: no command yet, simba exits 128+N
+rm -f "$W/go"
+"$SIMBA" run sigs $FAST -- sh -c 'while [ ! -e "$0" ]; do sleep 0.05; done' "$W/go" >>"$W/bg.log" 2>&1 &
+hp=$!; PIDS+=("$hp")
+wait_for 10 eval '"$SIMBA" get sigs >/dev/null 2>&1' || true
+"$SIMBA" run sigs -- sh -c 'echo ran > "$0"' "$W/nope" >>"$W/bg.log" 2>&1 &
+pid=$!; PIDS+=("$pid")
+sleep 0.5
+kill -INT $pid
+wait_exit $pid 5
+check "INT while waiting: simba exits 130 (got $RC)" test "$RC" -eq 130
+check "  and never ran the command" test ! -e "$W/nope"
+touch "$W/go"; wait_exit $hp 10
+# from a terminal (script(1) gives one): the command is the foreground job and may read it
+printf 'hello\n' | timeout 20 script -qec "$SIMBA -u $SQL run tty $FAST -- sh -c 'echo \$\$ > $W/tty.pg; read x; echo got:\$x; exit 5'; echo simba-rc=\$?" /dev/null > "$W/tty" 2>&1
+check "a command run from a terminal reads it" grep -q "got:hello" "$W/tty"
+check "  simba exits with its status and the shell gets the terminal back" grep -q "simba-rc=5" "$W/tty"
+grep -q "simba-rc=" "$W/tty" || cleanup_groups   # a stuck command must not outlive the test
+fi
+
+# ---- elect ----------------------------------------------------------------------------------
+if want elect; then
+echo "== elect"
+: > "$W/leaders"
+LEAD='echo $$ > "$0.pg.$$"; echo "$SIMBA_FENCE $$" >> "$0"; exec sleep 30'
+"$SIMBA" elect boss $FAST -- sh -c "$LEAD" "$W/leaders" >>"$W/bg.log" 2>&1 &
+e1=$!; PIDS+=("$e1")
+wait_for 10 test -s "$W/leaders" || true
+"$SIMBA" elect boss $FAST -- sh -c "$LEAD" "$W/leaders" >>"$W/bg.log" 2>&1 &
+e2=$!; PIDS+=("$e2")
+sleep 0.5
+check "elect: one leader while both run" test "$(wc -l < "$W/leaders")" -eq 1
+kill -TERM $e1
+wait_exit $e1 10
+check "elect: TERM stops the leader's command; elect exits with its status 143 (got $RC)" test "$RC" -eq 143
+check "elect: the other takes over" wait_for 10 eval 'test $(wc -l < "$W/leaders") -eq 2'
+f=$(sed -n 2p "$W/leaders" | cut -d' ' -f1)
+"$SIMBA" release boss --fence "$f" >/dev/null 2>&1
+check "elect: after losing leadership it leads again (new command, new fence)" wait_for 10 eval 'test $(wc -l < "$W/leaders") -eq 3'
+check "elect: fences increase" test "$(cut -d' ' -f1 "$W/leaders" | sort -n | tr '\n' ' ')" = "$(cut -d' ' -f1 "$W/leaders" | tr '\n' ' ')"
+check "elect: the old command was stopped" eval '! kill -0 $(sed -n 2p "$W/leaders" | cut -d" " -f2) 2>/dev/null'
+check "elect: still running without --once" alive $e2
+f=$(sed -n 3p "$W/leaders" | cut -d' ' -f1)
+kill -TERM $e2; wait_exit $e2 10
+"$SIMBA" elect boss --once $FAST -- sh -c "$LEAD" "$W/leaders" >>"$W/bg.log" 2>&1 &
+e3=$!; PIDS+=("$e3")
+wait_for 10 eval 'test $(wc -l < "$W/leaders") -eq 4' || true
+f=$(sed -n 4p "$W/leaders" | cut -d' ' -f1)
+"$SIMBA" release boss --fence "$f" >/dev/null 2>&1
+wait_exit $e3 10
+check "elect --once: exits 76 when leadership is lost (got $RC)" test "$RC" -eq 76
+unset SIMBA_URL
+fi
+
+# ---- partition: the holder's command dies before anyone else can take the lock -------------
+# part BE URL_VIA_PROXY URL_DIRECT TARGET_PORT
+part() {
+    local be=$1 pport pp hp bp RC tk tb
+    echo "== partition $be"
+    rm -f "$W/pport" "$W/hb-$be" "$W/b-$be"
+    "$PROXY" "$4" "$W/pport" 2>/dev/null &
+    pp=$!; PIDS+=("$pp")
+    wait_for 5 test -s "$W/pport" || { bad "$be: fault proxy did not start"; return; }
+    pport=$(cat "$W/pport")
+    "$SIMBA" -u "${2//PPORT/$pport}" run part $FAST -- sh -c 'echo $$ > "$0.pg"; trap "echo T $(date +%s%N) >> $0; exit 0" TERM
+        while :; do echo H $(date +%s%N) >> $0; sleep 0.02; done' "$W/hb-$be" >"$W/part-$be.err" 2>&1 &
+    hp=$!; PIDS+=("$hp")
+    wait_for 10 test -s "$W/hb-$be" || { bad "$be: holder via the proxy never ran"; return; }
+    "$SIMBA" -u "$3" run part -w 20 $FAST -- sh -c 'date +%s%N > "$0"' "$W/b-$be" >>"$W/bg.log" 2>&1 &
+    bp=$!; PIDS+=("$bp")
+    sleep 0.3
+    kill -STOP $pp
+    wait_exit $hp 15
+    check "$be: partitioned holder exits 76 (got $RC)" test "$RC" -eq 76
+    check "$be: partitioned holder's command is gone" eval '! kill -0 $(cat "$W/hb-$be.pg") 2>/dev/null'
+    cleanup_groups
+    wait_exit $bp 20
+    check "$be: the other run gets the lock (got $RC)" test "$RC" -eq 0
+    tk=$(tail -1 "$W/hb-$be" | cut -d' ' -f2)
+    tb=$(cat "$W/b-$be" 2>/dev/null)
+    check "$be: holder's command ended before the other's began ($(( (${tb:-0} - ${tk:-0}) / 1000000 )) ms between)" test -n "$tb" -a -n "$tk" -a "${tb:-0}" -gt "${tk:-0}"
+    kill -CONT $pp; kill -TERM $pp; wait $pp 2>/dev/null
+}
+if want partition; then
+    part redis "redis://127.0.0.1:PPORT" "redis://127.0.0.1:$RPORT" "$RPORT"
+    part zk "zk://127.0.0.1:PPORT/simba-cli" "$ZK" "$ZPORT"
+fi
+
+echo "test_cli took $((SECONDS - T0)) s"
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]

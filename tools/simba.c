@@ -1,0 +1,1335 @@
+/*
+ * simba -- command-line tool for simba locks: run a command under a lock or as the elected
+ * leader, inspect, watch, list and force-release mutexes. One C file on the public API of
+ * simba.h, simba_sql.h, simba_redis.h and simba_zk.h. `simba --help` lists commands, options
+ * and exit statuses.
+ *
+ * run / elect / watch drive the library (simba_contend / simba_observe) from one poll(2) loop
+ * that also reads a self-pipe fed by the signal handlers (SIGCHLD and forwarded signals), so
+ * reaping and forwarding never delay a lease renewal. get / ls / release --fence read (and,
+ * for release, conditionally clear) the backend's storage with its own client library
+ * (sqlite3, hiredis, zookeeper), because simba.h has no read-by-name, list or forced release.
+ */
+#define _POSIX_C_SOURCE 200809L
+#define SIMBA_IMPLEMENTATION
+#include "../simba_sql.h"
+#include "../simba_redis.h"
+#include "../simba_zk.h"
+
+#include <sqlite3.h>
+#include <hiredis/hiredis.h>
+#include <zookeeper/zookeeper.h>
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- exit statuses (documented in usage() and the README) ------------------------------- */
+enum {
+    EXIT_OK = 0,
+    EXIT_NO = 1,        /* get: nobody owns it; release: not released (fence or owner differs) */
+    EXIT_USAGE = 64,    /* bad command line, option or URL */
+    EXIT_BACKEND = 69,  /* the backend failed or could not be reached */
+    EXIT_SOFTWARE = 70, /* library call failed unexpectedly */
+    EXIT_OSERR = 71,    /* a system call failed (fork, pipe, poll) */
+    EXIT_BUSY = 75,     /* run/elect: not acquired (-n and held, or -w timed out) */
+    EXIT_LOST = 76      /* run/elect: the lease was lost while the command ran; it was signalled */
+};
+
+static const char *prog = "simba";
+
+static void errorf(const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "%s: ", prog);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+        "usage: simba [-u URL] COMMAND [options] ...\n"
+        "\n"
+        "commands:\n"
+        "  run NAME [-n] [-w SEC] [lease options] -- CMD [ARG...]\n"
+        "      wait for the lock NAME, run CMD while holding it, release when it exits, exit with\n"
+        "      its status. CMD runs in its own process group with SIMBA_MUTEX and SIMBA_FENCE in\n"
+        "      its environment. INT TERM HUP QUIT USR1 USR2 sent to simba go to that group;\n"
+        "      run from a terminal, the group gets the terminal while it runs.\n"
+        "  elect NAME [--once] [lease options] -- CMD [ARG...]\n"
+        "      run CMD only while leader; when leadership is lost stop it and wait to lead\n"
+        "      again (--once: exit with status 76 instead). If CMD exits by itself, leadership\n"
+        "      is released and simba exits with its status.\n"
+        "  get NAME [--json]      owner, fence, acquired, time left (exit 1 when nobody owns it)\n"
+        "  watch NAME [--json] [--refresh SEC]\n"
+        "      a line per owner change seen, until INT or TERM (an observer, never contends)\n"
+        "  ls [--json]            every mutex the backend has stored, with its owner\n"
+        "  release NAME --fence N force-release NAME, only if its current owner holds fence N\n"
+        "\n"
+        "backend URL (-u URL, else $SIMBA_URL):\n"
+        "  sqlite:PATH                    SQLite file (table simba_mutex)\n"
+        "  redis://HOST[:PORT][/DB]       password from $SIMBA_REDIS_PASSWORD (user from\n"
+        "                                 $SIMBA_REDIS_USERNAME), never from the URL\n"
+        "  zk://HOST:PORT[,HOST:PORT...][/ROOT]   root defaults to /simba\n"
+        "\n"
+        "options:\n"
+        "  -n, --nonblock       run/elect: fail at once (status 75) if someone holds the lock\n"
+        "                       (waits up to 10 s for the backend's first answer, else 69)\n"
+        "  -w, --wait SEC       run/elect: give up after SEC seconds of waiting (status 75);\n"
+        "                       -w 0 is -n\n"
+        "  --ttl SEC            lease (default 10); the owner renews before it ends\n"
+        "  --transition SEC     window after the lease in which nobody else may win (default 6)\n"
+        "  -s, --signal SIG     signal for CMD's group when the lease is lost (default TERM)\n"
+        "  -g, --grace SEC      then SIGKILL after SEC (default transition/2); must be shorter\n"
+        "                       than the transition window (ZooKeeper: (ttl+transition)/3), so\n"
+        "                       that CMD is gone before another contender can win\n"
+        "  --id ID              contender id (default counter:pid@host)\n"
+        "  --once               elect: exit when leadership is lost\n"
+        "  --json               get/watch/ls: JSON output (watch: one object per line)\n"
+        "  --refresh SEC        watch: longest time between reads (default 1)\n"
+        "  --fence N            release: the fence the owner must still hold\n"
+        "  -v, --verbose        run/elect: report acquisitions and losses on stderr\n"
+        "ZooKeeper: the lease is the session; simba asks for a session timeout of ttl+transition.\n"
+        "get, ls and release --fence read or change the backend's storage with its own client\n"
+        "library (sqlite3, hiredis, zookeeper): the simba library has no read-by-name, listing\n"
+        "or forced release. A forced release lets the stuck owner's next renewal fail, or (SQLite,\n"
+        "Redis) win again as a new ownership with a new fence.\n"
+        "\n"
+        "exit status:\n"
+        "  run/elect: CMD's status; 128+N if CMD died of signal N; 126/127 CMD not executable /\n"
+        "             not found; 75 not acquired (-n held, -w timed out); 76 lease lost while CMD\n"
+        "             ran (CMD was signalled); 128+N if simba got signal N before CMD started\n"
+        "  get: 0 owned, 1 nobody owns it     release: 0 released, 1 fence or owner differs\n"
+        "  all: 64 bad usage or URL, 69 backend failed or unreachable, 70 internal error,\n"
+        "       71 system call failed\n");
+}
+
+/* ---- small utilities ------------------------------------------------------------------ */
+
+static int64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void iso_time(int64_t ms, char *buf, size_t cap) {
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    char tmp[32];
+    gmtime_r(&s, &tm);
+    strftime(tmp, sizeof tmp, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, cap, "%s.%03dZ", tmp, (int)(ms % 1000));
+}
+
+/* Seconds (decimal allowed) -> ms; 0 on success. */
+static int parse_sec(const char *opt, const char *s, int64_t *out) {
+    char *end;
+    double v;
+    if (!s || !*s) { errorf("%s: missing value (seconds)", opt); return -1; }
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || *end || v != v || v < 0 || v > 1e9) {
+        errorf("%s: '%s' is not a number of seconds (0..1e9)", opt, s);
+        return -1;
+    }
+    *out = (int64_t)(v * 1000.0 + 0.5);
+    return 0;
+}
+
+static int parse_u64(const char *opt, const char *s, uint64_t *out) {
+    char *end;
+    unsigned long long v;
+    if (!s || !*s || !isdigit((unsigned char)s[0])) { errorf("%s: '%s' is not a non-negative integer", opt, s ? s : ""); return -1; }
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno || *end) { errorf("%s: '%s' is not a non-negative integer", opt, s); return -1; }
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static const struct { const char *name; int sig; } sigtab[] = {
+    {"TERM", SIGTERM}, {"INT", SIGINT}, {"HUP", SIGHUP}, {"QUIT", SIGQUIT}, {"KILL", SIGKILL},
+    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"ALRM", SIGALRM}, {NULL, 0}};
+
+static int parse_signal(const char *s, int *out) {
+    int i;
+    if (!s || !*s) { errorf("--signal: missing value"); return -1; }
+    if (isdigit((unsigned char)s[0])) {
+        uint64_t v;
+        if (parse_u64("--signal", s, &v) || v < 1 || v > 64) { errorf("--signal: '%s' is not a signal number", s); return -1; }
+        *out = (int)v;
+        return 0;
+    }
+    if (strncmp(s, "SIG", 3) == 0) s += 3;
+    for (i = 0; sigtab[i].name; i++) {
+        if (strcmp(s, sigtab[i].name) == 0) { *out = sigtab[i].sig; return 0; }
+    }
+    errorf("--signal: unknown signal '%s' (TERM INT HUP QUIT KILL USR1 USR2 ALRM or a number)", s);
+    return -1;
+}
+
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* ---- backend URL ------------------------------------------------------------------------ */
+
+enum { BE_SQLITE = 1, BE_REDIS, BE_ZK };
+
+typedef struct url_t {
+    int kind;
+    char path[4096];  /* sqlite */
+    char host[256];   /* redis: numeric after resolve */
+    int port;
+    int db;
+    char hosts[1024]; /* zk */
+    char root[300];
+} url_t;
+
+static int parse_port(const char *what, const char *s, size_t n, int *out) {
+    int v = 0;
+    size_t i;
+    if (n == 0 || n > 5) { errorf("URL: %s: port '%.*s' is not 1..65535", what, (int)n, s); return -1; }
+    for (i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)s[i])) { errorf("URL: %s: port '%.*s' is not a number", what, (int)n, s); return -1; }
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v < 1 || v > 65535) { errorf("URL: %s: port %d is not 1..65535", what, v); return -1; }
+    *out = v;
+    return 0;
+}
+
+static int parse_url(const char *u, url_t *out) {
+    memset(out, 0, sizeof *out);
+    if (!u || !*u) {
+        errorf("no backend: give -u URL or set SIMBA_URL (sqlite:PATH, redis://HOST:PORT[/DB], zk://HOST:PORT[/ROOT])");
+        return -1;
+    }
+    if (strncmp(u, "sqlite:", 7) == 0) {
+        const char *p = u + 7;
+        if (strncmp(p, "//", 2) == 0) p += 2; /* sqlite:///abs/path */
+        if (!*p) { errorf("URL '%s': sqlite: the PATH is empty", u); return -1; }
+        if (strlen(p) >= sizeof out->path) { errorf("URL: sqlite: PATH is too long"); return -1; }
+        out->kind = BE_SQLITE;
+        strcpy(out->path, p);
+        return 0;
+    }
+    if (strncmp(u, "redis://", 8) == 0) {
+        const char *p = u + 8, *hend, *rest;
+        size_t hn;
+        out->kind = BE_REDIS;
+        out->port = 6379;
+        if (strchr(p, '@')) {
+            errorf("URL '%s': credentials in the URL are refused (they would show in ps): set SIMBA_REDIS_PASSWORD (and SIMBA_REDIS_USERNAME)", u);
+            return -1;
+        }
+        if (*p == '[') { /* [v6] */
+            hend = strchr(p, ']');
+            if (!hend) { errorf("URL '%s': redis: unterminated '[' in the host", u); return -1; }
+            hn = (size_t)(hend - p - 1);
+            if (hn == 0 || hn >= sizeof out->host) { errorf("URL '%s': redis: bad host", u); return -1; }
+            memcpy(out->host, p + 1, hn);
+            rest = hend + 1;
+        } else {
+            hn = strcspn(p, ":/?#");
+            if (hn == 0) { errorf("URL '%s': redis: the HOST is empty", u); return -1; }
+            if (hn >= sizeof out->host) { errorf("URL '%s': redis: the HOST is too long", u); return -1; }
+            memcpy(out->host, p, hn);
+            rest = p + hn;
+        }
+        if (*rest == ':') {
+            size_t n = strcspn(rest + 1, "/?#");
+            if (parse_port("redis", rest + 1, n, &out->port)) return -1;
+            rest += 1 + n;
+        }
+        if (*rest == '/') {
+            uint64_t db;
+            rest++;
+            if (*rest) {
+                size_t n = strcspn(rest, "?#");
+                char tmp[16];
+                if (n == 0 || n >= sizeof tmp) { errorf("URL '%s': redis: DB '%s' is not a number", u, rest); return -1; }
+                memcpy(tmp, rest, n);
+                tmp[n] = 0;
+                if (parse_u64("URL: redis: DB", tmp, &db) || db > 1000000) return -1;
+                out->db = (int)db;
+                rest += n;
+            }
+        }
+        if (*rest) { errorf("URL '%s': redis: unexpected '%s' after HOST:PORT/DB", u, rest); return -1; }
+        return 0;
+    }
+    if (strncmp(u, "zk://", 5) == 0) {
+        const char *p = u + 5, *slash = strchr(p, '/'), *q;
+        size_t hn = slash ? (size_t)(slash - p) : strlen(p);
+        out->kind = BE_ZK;
+        if (hn == 0) { errorf("URL '%s': zk: no HOST:PORT", u); return -1; }
+        if (hn >= sizeof out->hosts) { errorf("URL '%s': zk: host list too long", u); return -1; }
+        memcpy(out->hosts, p, hn);
+        /* every entry HOST:PORT */
+        for (q = out->hosts; *q;) {
+            size_t n = strcspn(q, ","), c;
+            const char *colon;
+            if (n == 0) { errorf("URL '%s': zk: empty entry in the host list", u); return -1; }
+            colon = NULL;
+            for (c = 0; c < n; c++) if (q[c] == ':') colon = q + c;
+            if (!colon || colon == q) { errorf("URL '%s': zk: '%.*s' is not HOST:PORT", u, (int)n, q); return -1; }
+            if (parse_port("zk", colon + 1, (size_t)(q + n - colon - 1), &out->port)) return -1;
+            q += n;
+            if (*q == ',') q++;
+        }
+        if (slash && slash[1]) {
+            const char *r = slash;
+            if (strlen(slash) >= sizeof out->root) { errorf("URL '%s': zk: ROOT too long", u); return -1; }
+            if (slash[strlen(slash) - 1] == '/') { errorf("URL '%s': zk: ROOT must not end with '/'", u); return -1; }
+            while (*r) { /* components: non-empty, not . or .. */
+                size_t n = strcspn(r + 1, "/");
+                if (n == 0 || (n == 1 && r[1] == '.') || (n == 2 && r[1] == '.' && r[2] == '.')) {
+                    errorf("URL '%s': zk: ROOT '%s' has an empty, '.' or '..' component", u, slash);
+                    return -1;
+                }
+                r += 1 + n;
+            }
+            strcpy(out->root, slash);
+        } else {
+            strcpy(out->root, "/simba");
+        }
+        return 0;
+    }
+    {
+        size_t n = strcspn(u, ":");
+        errorf("URL '%s': unknown scheme '%.*s' (sqlite:PATH, redis://HOST:PORT[/DB], zk://HOST:PORT[/ROOT])", u, (int)n, u);
+    }
+    return -1;
+}
+
+/* The library takes numeric hosts only (a name lookup could block its loop): resolve here,
+   once, before any loop runs. */
+static int resolve_redis_host(url_t *u) {
+    struct in6_addr a6;
+    struct in_addr a4;
+    struct addrinfo hints, *res = NULL;
+    int rc;
+    if (strcmp(u->host, "localhost") == 0 || inet_pton(AF_INET, u->host, &a4) == 1 || inet_pton(AF_INET6, u->host, &a6) == 1) return 0;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    rc = getaddrinfo(u->host, NULL, &hints, &res);
+    if (rc != 0 || !res) {
+        errorf("URL: redis: cannot resolve host '%s': %s", u->host, gai_strerror(rc));
+        return -1;
+    }
+    if (res->ai_family == AF_INET) inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)res->ai_addr)->sin_addr, u->host, sizeof u->host);
+    else inet_ntop(AF_INET6, &((struct sockaddr_in6 *)(void *)res->ai_addr)->sin6_addr, u->host, sizeof u->host);
+    freeaddrinfo(res);
+    return 0;
+}
+
+/* ---- command-line options ------------------------------------------------------------------ */
+
+typedef struct opts_t {
+    const char *url;
+    const char *name;
+    char **cmd; /* after "--" */
+    int nonblock, once, json, verbose, have_fence, have_wait;
+    int64_t wait_ms, ttl_ms, transition_ms, grace_ms, refresh_ms;
+    int have_grace;
+    int sig;
+    uint64_t fence;
+    const char *id;
+} opts_t;
+
+/* Options may come before or after NAME; "--" ends them (run/elect: CMD follows). */
+static int parse_opts(const char *cmd, int argc, char **argv, opts_t *o) {
+    int i, npos = 0;
+    for (i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEEDV() do { if (!v) { errorf("%s %s: missing value", cmd, a); return -1; } i++; } while (0)
+        if (strcmp(a, "--") == 0) {
+            o->cmd = argv + i + 1;
+            if (!o->cmd[0]) o->cmd = NULL;
+            break;
+        } else if (strcmp(a, "-n") == 0 || strcmp(a, "--nonblock") == 0) {
+            o->nonblock = 1;
+        } else if (strcmp(a, "-w") == 0 || strcmp(a, "--wait") == 0) {
+            NEEDV();
+            if (parse_sec(a, v, &o->wait_ms)) return -1;
+            o->have_wait = 1;
+        } else if (strcmp(a, "--ttl") == 0) {
+            NEEDV();
+            if (parse_sec(a, v, &o->ttl_ms)) return -1;
+            if (o->ttl_ms <= 0) { errorf("--ttl: must be above 0"); return -1; }
+        } else if (strcmp(a, "--transition") == 0) {
+            NEEDV();
+            if (parse_sec(a, v, &o->transition_ms)) return -1;
+        } else if (strcmp(a, "-s") == 0 || strcmp(a, "--signal") == 0) {
+            NEEDV();
+            if (parse_signal(v, &o->sig)) return -1;
+        } else if (strcmp(a, "-g") == 0 || strcmp(a, "--grace") == 0) {
+            NEEDV();
+            if (parse_sec(a, v, &o->grace_ms)) return -1;
+            o->have_grace = 1;
+        } else if (strcmp(a, "--refresh") == 0) {
+            NEEDV();
+            if (parse_sec(a, v, &o->refresh_ms)) return -1;
+            if (o->refresh_ms <= 0) { errorf("--refresh: must be above 0"); return -1; }
+        } else if (strcmp(a, "--fence") == 0) {
+            NEEDV();
+            if (parse_u64("--fence", v, &o->fence)) return -1;
+            o->have_fence = 1;
+        } else if (strcmp(a, "--id") == 0) {
+            NEEDV();
+            if (simba_id_check(v) != SIMBA_OK) { errorf("--id: '%s' is not a contender id (1..%d printable non-space bytes)", v, SIMBA_ID_MAX); return -1; }
+            o->id = v;
+        } else if (strcmp(a, "--once") == 0) {
+            o->once = 1;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = 1;
+        } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+            o->verbose = 1;
+        } else if (strcmp(a, "-u") == 0 || strcmp(a, "--url") == 0) {
+            NEEDV();
+            o->url = v;
+        } else if (a[0] == '-' && a[1]) {
+            errorf("%s: unknown option '%s' (see simba --help)", cmd, a);
+            return -1;
+        } else {
+            if (npos++ == 0) o->name = a;
+            else { errorf("%s: unexpected argument '%s' (a command goes after --)", cmd, a); return -1; }
+        }
+#undef NEEDV
+    }
+    return 0;
+}
+
+static int check_name(const char *cmd, const char *name) {
+    if (!name) { errorf("%s: missing the mutex NAME", cmd); return -1; }
+    if (simba_name_check(name) != SIMBA_OK) {
+        errorf("%s: '%s' is not a mutex name (1..%d of letters, digits and - _ . : @ + = ,)", cmd, name, SIMBA_NAME_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- library side: loop and backend --------------------------------------------------------- */
+
+static char last_log[512];
+static int verbose_log;
+
+static void log_hook(void *u, simba_log_level lv, const char *msg) {
+    (void)u;
+    if (lv >= SIMBA_LOG_WARN) snprintf(last_log, sizeof last_log, "%s", msg);
+    if (verbose_log) fprintf(stderr, "%s: log: %s\n", prog, msg);
+}
+
+static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, simba_loop **loop, simba_backend **be) {
+    simba_loop_desc ld;
+    int rc;
+    memset(&ld, 0, sizeof ld);
+    ld.log = log_hook;
+    ld.log_level = SIMBA_LOG_WARN;
+    rc = simba_loop_new(&ld, loop);
+    if (rc != SIMBA_OK) { errorf("simba_loop_new: %s", simba_strerror(rc)); return EXIT_SOFTWARE; }
+    if (u->kind == BE_SQLITE) {
+        simba_sql_desc d;
+        char err[512] = "";
+        memset(&d, 0, sizeof d);
+        d.path = u->path;
+        d.errbuf = err;
+        d.errbuf_cap = sizeof err;
+        rc = simba_sql_open(*loop, &d, be);
+        if (rc != SIMBA_OK) { errorf("sqlite:%s: %s (%s)", u->path, err[0] ? err : simba_loop_errmsg(*loop), simba_strerror(rc)); return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND; }
+    } else if (u->kind == BE_REDIS) {
+        simba_redis_desc d;
+        memset(&d, 0, sizeof d);
+        d.host = u->host;
+        d.port = u->port;
+        d.db = u->db;
+        d.password = getenv("SIMBA_REDIS_PASSWORD");
+        d.username = getenv("SIMBA_REDIS_USERNAME");
+        if (d.password && !*d.password) d.password = NULL;
+        if (d.username && !*d.username) d.username = NULL;
+        rc = simba_redis_open(*loop, &d, be);
+        if (rc != SIMBA_OK) { errorf("redis://%s:%d: %s (%s)", u->host, u->port, simba_loop_errmsg(*loop), simba_strerror(rc)); return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND; }
+    } else {
+        simba_zk_desc d;
+        int64_t t = ttl_ms + transition_ms;
+        memset(&d, 0, sizeof d);
+        d.hosts = u->hosts;
+        d.root = u->root;
+        d.session_timeout_ms = t > 0 && t < 600000 ? (int)t : 10000;
+        if (!getenv("SIMBA_DEBUG")) zoo_set_debug_level((ZooLogLevel)0);
+        rc = simba_zk_open(*loop, &d, be);
+        if (rc != SIMBA_OK) { errorf("zk://%s%s: %s (%s)", u->hosts, u->root, simba_loop_errmsg(*loop), simba_strerror(rc)); return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND; }
+    }
+    return EXIT_OK;
+}
+
+/* ---- signals: a self-pipe carries signal numbers into the poll loop ------------------------ */
+
+static int sigpipe_fd[2] = {-1, -1};
+
+static void on_signal(int sig) {
+    int e = errno;
+    unsigned char b = (unsigned char)sig;
+    ssize_t w = write(sigpipe_fd[1], &b, 1); /* full pipe: the loop is awake anyway */
+    (void)w;
+    errno = e;
+}
+
+static const int fwd_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+#define N_FWD ((int)(sizeof fwd_sigs / sizeof fwd_sigs[0]))
+
+static int setup_signals(int with_child) {
+    struct sigaction sa;
+    int i;
+    if (pipe(sigpipe_fd) != 0) { errorf("pipe: %s", strerror(errno)); return -1; }
+    for (i = 0; i < 2; i++) {
+        fcntl(sigpipe_fd[i], F_SETFD, FD_CLOEXEC);
+        fcntl(sigpipe_fd[i], F_SETFL, fcntl(sigpipe_fd[i], F_GETFL) | O_NONBLOCK);
+    }
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    for (i = 0; i < N_FWD; i++) sigaction(fwd_sigs[i], &sa, NULL);
+    if (with_child) sigaction(SIGCHLD, &sa, NULL);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+    /* While the command has the terminal, our own messages must not stop us (TOSTOP). */
+    if (with_child) sigaction(SIGTTOU, &sa, NULL);
+    return 0;
+}
+
+/* Next signal number from the self-pipe, or 0. */
+static int next_signal(void) {
+    unsigned char b;
+    ssize_t r = read(sigpipe_fd[0], &b, 1);
+    return r == 1 ? b : 0;
+}
+
+/* Waits on the library's descriptors and the self-pipe, up to wait_ms. */
+static int wait_io(simba_loop *loop, int64_t wait_ms) {
+    struct pollfd fds[64];
+    int n = simba_fds(loop, fds, 63), r;
+    if (n < 0) n = 0;
+    if (n > 63) n = 63; /* more fds than room: the poll's own zero-timeout check covers them */
+    fds[n].fd = sigpipe_fd[0];
+    fds[n].events = POLLIN;
+    fds[n].revents = 0;
+    if (wait_ms > SIMBA_MAX_WAIT_MS) wait_ms = SIMBA_MAX_WAIT_MS;
+    if (wait_ms < 0) wait_ms = 0;
+    r = poll(fds, (nfds_t)(n + 1), (int)wait_ms);
+    if (r < 0 && errno != EINTR) { errorf("poll: %s", strerror(errno)); return -1; }
+    return 0;
+}
+
+/* ---- run and elect ------------------------------------------------------------------------- */
+
+typedef struct runner {
+    simba_loop *loop;
+    simba_backend *be;
+    simba_service *svc;
+    const opts_t *o;
+    int elect;
+    int owner;          /* on_acquired seen, on_released not since */
+    uint64_t fence;     /* of the current ownership */
+    int other_seen;     /* another contender named as live owner (for -n) */
+    char other[SIMBA_ID_MAX + 1];
+    uint64_t other_fence;
+    pid_t child;        /* 0 = none */
+    int lost;           /* the lease ended while the child ran */
+    int64_t kill_at;    /* SIGKILL the group then (0 = not armed) */
+    int stopping;       /* we release on purpose: on_released is not a loss */
+    int status;         /* exit status of the last child */
+    int reaped;
+    int tty;            /* terminal whose foreground we hand to the command, or -1 */
+} runner;
+
+/* Gives the terminal's foreground to process group pg. SIGTTOU is blocked because the
+   caller may be in a background group at that moment. */
+static void tty_give(int tty, pid_t pg) {
+    sigset_t ttou, old;
+    if (tty < 0) return;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    sigprocmask(SIG_BLOCK, &ttou, &old);
+    tcsetpgrp(tty, pg);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+static void kill_group(runner *r, int sig) {
+    if (r->child > 0) kill(-r->child, sig);
+}
+
+static void on_acq(simba_service *svc, const simba_state *st, void *u) {
+    runner *r = (runner *)u;
+    (void)svc;
+    r->owner = 1;
+    r->fence = st->after->fence;
+    if (r->o->verbose) fprintf(stderr, "%s: acquired %s fence %llu\n", prog, r->o->name, (unsigned long long)r->fence);
+}
+
+static void on_rel(simba_service *svc, const simba_state *st, void *u) {
+    runner *r = (runner *)u;
+    (void)svc;
+    (void)st;
+    r->owner = 0;
+    if (r->stopping) return;
+    if (r->o->verbose) fprintf(stderr, "%s: lease of %s (fence %llu) lost\n", prog, r->o->name, (unsigned long long)r->fence);
+    if (r->child > 0 && !r->lost) {
+        /* Signal at once, from the dispatch: the grace period must end inside the
+           transition window, before anyone else can win. */
+        r->lost = 1;
+        kill_group(r, r->o->sig);
+        r->kill_at = mono_ms() + r->o->grace_ms;
+        if (r->o->grace_ms == 0) { kill_group(r, SIGKILL); r->kill_at = 0; }
+    }
+}
+
+static void on_own(simba_service *svc, const simba_state *st, void *u) {
+    runner *r = (runner *)u;
+    const char *me = simba_service_contender_id(svc);
+    if (st->after->id[0] && (!me || strcmp(st->after->id, me) != 0)) {
+        r->other_seen = 1;
+        snprintf(r->other, sizeof r->other, "%s", st->after->id);
+        r->other_fence = st->after->fence;
+    }
+}
+
+static void child_exec(const opts_t *o, uint64_t fence, int tty) {
+    char buf[32];
+    struct sigaction sa;
+    sigset_t none;
+    int i;
+    long maxfd;
+    setpgid(0, 0);
+    tty_give(tty, getpid()); /* both sides: the command may read the terminal at once */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    for (i = 0; i < N_FWD; i++) sigaction(fwd_sigs[i], &sa, NULL);
+    sigaction(SIGCHLD, &sa, NULL);
+    sigaction(SIGPIPE, &sa, NULL);
+    sigaction(SIGTTOU, &sa, NULL);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)fence);
+    setenv("SIMBA_FENCE", buf, 1);
+    setenv("SIMBA_MUTEX", o->name, 1);
+    /* The command must not hold the backend's sockets or database open after we exit. */
+    maxfd = sysconf(_SC_OPEN_MAX);
+    if (maxfd < 0 || maxfd > 65536) maxfd = 65536;
+    for (i = 3; i < maxfd; i++) close(i);
+    execvp(o->cmd[0], o->cmd);
+    {
+        int e = errno;
+        fprintf(stderr, "%s: cannot run '%s': %s\n", prog, o->cmd[0], strerror(e));
+        _exit(e == ENOENT ? 127 : 126);
+    }
+}
+
+static int spawn(runner *r) {
+    pid_t pid = fork();
+    if (pid < 0) { errorf("fork: %s", strerror(errno)); return -1; }
+    if (pid == 0) child_exec(r->o, r->fence, r->tty);
+    setpgid(pid, pid); /* both sides: whichever runs first makes the group */
+    tty_give(r->tty, pid);
+    r->child = pid;
+    r->lost = 0;
+    r->kill_at = 0;
+    r->reaped = 0;
+    return 0;
+}
+
+static void reap(runner *r) {
+    int st;
+    pid_t p;
+    while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+        if (p == r->child) {
+            r->status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
+            r->reaped = 1;
+            tty_give(r->tty, getpgrp());
+            /* The group may outlive its leader: a lost lease takes all of it. */
+            if (r->lost) kill(-r->child, SIGKILL);
+            r->child = 0;
+        }
+    }
+}
+
+/* Releases (bounded wait for the release to reach the server) and frees everything. */
+static void finish(runner *r) {
+    int64_t end = mono_ms() + 3000;
+    r->stopping = 1;
+    if (r->svc && simba_service_status(r->svc) != SIMBA_INITIAL) {
+        simba_stop(r->svc);
+        for (;;) {
+            int64_t d = simba_poll(r->loop), left = end - mono_ms();
+            if (d < 0 || simba_service_status(r->svc) == SIMBA_INITIAL || left <= 0) break;
+            if (wait_io(r->loop, d < left ? d : left)) break;
+        }
+    }
+    simba_loop_free(r->loop);
+    r->loop = NULL;
+}
+
+static int cmd_run(const url_t *u, opts_t *o, int elect) {
+    runner r;
+    simba_contend_desc cd;
+    int rc, ret = EXIT_OK;
+    int64_t start = mono_ms();
+    int64_t decide_by = o->nonblock ? start + (o->have_wait ? o->wait_ms : 10000) : (o->have_wait ? start + o->wait_ms : 0);
+    int started_once = 0;
+    char said[256] = "";
+    memset(&r, 0, sizeof r);
+    r.o = o;
+    /* Run from a terminal as its foreground job: the command gets the terminal (it may read
+       it, ^C reaches it directly) and simba takes it back when the command ends. */
+    r.tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp() ? STDIN_FILENO : -1;
+    r.elect = elect;
+    if (setup_signals(1)) return EXIT_OSERR;
+    rc = open_lib(u, o->ttl_ms, o->transition_ms, &r.loop, &r.be);
+    if (rc != EXIT_OK) return rc;
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = o->name;
+    cd.contender_id = o->id;
+    cd.ttl_ms = o->ttl_ms;
+    cd.transition_ms = o->transition_ms;
+    cd.on_acquired = on_acq;
+    cd.on_released = on_rel;
+    cd.on_owner = on_own;
+    cd.user_data = &r;
+    rc = simba_contend(r.loop, r.be, &cd, &r.svc);
+    if (rc == SIMBA_OK) rc = simba_start(r.svc);
+    if (rc != SIMBA_OK) {
+        errorf("contend %s: %s (%s)", o->name, simba_loop_errmsg(r.loop), simba_strerror(rc));
+        simba_loop_free(r.loop);
+        return EXIT_SOFTWARE;
+    }
+    for (;;) {
+        int64_t now, d = simba_poll(r.loop);
+        int sig;
+        if (d < 0) { errorf("poll: %s (%s)", simba_loop_errmsg(r.loop), simba_strerror((int)d)); ret = EXIT_SOFTWARE; break; }
+        while ((sig = next_signal()) != 0) {
+            if (sig == SIGCHLD) { reap(&r); continue; }
+            if (r.child > 0) { kill_group(&r, sig); continue; }
+            if (sig == SIGUSR1 || sig == SIGUSR2) continue; /* nobody to forward to */
+            finish(&r);
+            return 128 + sig;
+        }
+        now = mono_ms();
+        if (r.child == 0 && r.reaped) { /* the command has ended */
+            r.reaped = 0;
+            if (r.lost) {
+                if (elect && !o->once) { r.lost = 0; continue; } /* wait to lead again */
+                errorf("lease of %s lost while the command ran: it was signalled (exit %d)", o->name, EXIT_LOST);
+                finish(&r);
+                return EXIT_LOST;
+            }
+            ret = r.status;
+            break;
+        }
+        if (r.child > 0 && r.kill_at && now >= r.kill_at) {
+            kill_group(&r, SIGKILL);
+            r.kill_at = 0;
+        }
+        if (r.child == 0 && r.owner && simba_is_owner(r.svc) && (elect || !started_once)) {
+            if (spawn(&r)) { ret = EXIT_OSERR; break; }
+            started_once = 1;
+            decide_by = 0;
+            continue;
+        }
+        if (r.child == 0 && !r.owner && o->nonblock && r.other_seen && !started_once) {
+            errorf("%s is held by %s (fence %llu)", o->name, r.other, (unsigned long long)r.other_fence);
+            ret = EXIT_BUSY;
+            break;
+        }
+        if (decide_by && !started_once && now >= decide_by) {
+            const char *be_err = simba_backend_errmsg(r.be);
+            if (r.other_seen) errorf("timed out waiting for %s (held by %s, fence %llu)", o->name, r.other, (unsigned long long)r.other_fence);
+            else errorf("timed out waiting for %s%s%s%s", o->name, be_err && *be_err ? " (backend: " : "", be_err && *be_err ? be_err : "", be_err && *be_err ? ")" : "");
+            ret = r.other_seen || !(be_err && *be_err) ? EXIT_BUSY : EXIT_BACKEND;
+            break;
+        }
+        if (!decide_by && !started_once) { /* waiting without limit: say why, once per message */
+            const char *e = simba_backend_errmsg(r.be);
+            if (e && *e && strcmp(e, said) != 0) {
+                errorf("waiting for %s: backend: %s", o->name, e);
+                snprintf(said, sizeof said, "%s", e);
+            }
+        }
+        if (r.child > 0 && r.kill_at && r.kill_at - now < d) d = r.kill_at - now;
+        if (decide_by && !started_once && decide_by - now < d) d = decide_by - now;
+        if (wait_io(r.loop, d)) { ret = EXIT_OSERR; break; }
+    }
+    if (r.child > 0) { /* leaving with the command still running (an error): take it down */
+        kill_group(&r, SIGTERM);
+        kill_group(&r, SIGKILL);
+    }
+    finish(&r);
+    return ret;
+}
+
+/* ---- watch ------------------------------------------------------------------------------------ */
+
+typedef struct watcher {
+    const opts_t *o;
+    simba_loop *loop;
+} watcher;
+
+static void on_watch(simba_service *svc, const simba_state *st, void *u) {
+    watcher *w = (watcher *)u;
+    const simba_owner *a = st->after;
+    int64_t now = simba_now(w->loop);
+    char ts[40];
+    (void)svc;
+    iso_time(wall_ms(), ts, sizeof ts);
+    if (w->o->json) {
+        printf("{\"time\":\"%s\",\"mutex\":", ts);
+        json_str(stdout, w->o->name);
+        printf(",\"owner\":");
+        if (a->id[0]) json_str(stdout, a->id); else printf("null");
+        printf(",\"fence\":%llu,\"ttl_left_ms\":%lld}\n", (unsigned long long)a->fence, a->id[0] ? (long long)(a->ttl_at - now) : 0LL);
+    } else if (a->id[0]) {
+        printf("%s %s owner=%s fence=%llu ttl_left_ms=%lld\n", ts, w->o->name, a->id, (unsigned long long)a->fence, (long long)(a->ttl_at - now));
+    } else {
+        printf("%s %s owner=- fence=0\n", ts, w->o->name);
+    }
+    fflush(stdout);
+}
+
+static int cmd_watch(const url_t *u, opts_t *o) {
+    watcher w;
+    simba_observe_desc od;
+    simba_backend *be;
+    simba_service *svc;
+    int rc;
+    if (setup_signals(0)) return EXIT_OSERR;
+    w.o = o;
+    rc = open_lib(u, o->ttl_ms, o->transition_ms, &w.loop, &be);
+    if (rc != EXIT_OK) return rc;
+    memset(&od, 0, sizeof od);
+    od.mutex = o->name;
+    od.on_owner = on_watch;
+    od.refresh_ms = o->refresh_ms;
+    od.user_data = &w;
+    rc = simba_observe(w.loop, be, &od, &svc);
+    if (rc == SIMBA_OK) rc = simba_start(svc);
+    if (rc != SIMBA_OK) {
+        errorf("observe %s: %s (%s)", o->name, simba_loop_errmsg(w.loop), simba_strerror(rc));
+        simba_loop_free(w.loop);
+        return EXIT_SOFTWARE;
+    }
+    for (;;) {
+        int64_t d = simba_poll(w.loop);
+        int sig, quit = 0;
+        if (d < 0) { errorf("poll: %s", simba_strerror((int)d)); simba_loop_free(w.loop); return EXIT_SOFTWARE; }
+        while ((sig = next_signal()) != 0)
+            if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) quit = 1;
+        if (quit) break;
+        if (wait_io(w.loop, d)) break;
+    }
+    simba_loop_free(w.loop);
+    return EXIT_OK;
+}
+
+/* ---- storage access for get / ls / release (the backend's own client library) -------------- */
+
+typedef struct info_t {
+    char name[SIMBA_NAME_MAX + 1];
+    char owner[SIMBA_ID_MAX + 1]; /* "" = nobody */
+    uint64_t fence;               /* of the owner, or the last one (SQLite, Redis) */
+    int64_t acquired_ms;          /* epoch ms (server clock), -1 unknown */
+    int64_t held_ms, ttl_left_ms, transition_left_ms; /* -1 unknown (ZooKeeper: session based) */
+    int64_t session_ms;           /* ZooKeeper: owner's session timeout */
+} info_t;
+
+typedef struct store_t {
+    const url_t *u;
+    sqlite3 *db;
+    redisContext *rc;
+    zhandle_t *zh;
+} store_t;
+
+#define SQL_NOW "CAST((julianday('now') - 2440587.5) * 86400000.0 + 0.5 AS INTEGER)"
+
+static int store_open(store_t *s, const url_t *u, int write) {
+    memset(s, 0, sizeof *s);
+    s->u = u;
+    if (u->kind == BE_SQLITE) {
+        int rc;
+        if (access(u->path, F_OK) != 0) { errorf("sqlite:%s: no such database file", u->path); return EXIT_BACKEND; }
+        rc = sqlite3_open_v2(u->path, &s->db, write ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY, NULL);
+        if (rc != SQLITE_OK) { errorf("sqlite:%s: %s", u->path, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc)); return EXIT_BACKEND; }
+        sqlite3_busy_timeout(s->db, 2000);
+        return EXIT_OK;
+    }
+    if (u->kind == BE_REDIS) {
+        struct timeval tv = {2, 0};
+        const char *pw = getenv("SIMBA_REDIS_PASSWORD"), *user = getenv("SIMBA_REDIS_USERNAME");
+        redisReply *rep;
+        s->rc = redisConnectWithTimeout(u->host, u->port, tv);
+        if (!s->rc || s->rc->err) { errorf("redis://%s:%d: %s", u->host, u->port, s->rc ? s->rc->errstr : "out of memory"); return EXIT_BACKEND; }
+        redisSetTimeout(s->rc, tv);
+        if (pw && *pw) {
+            rep = user && *user ? (redisReply *)redisCommand(s->rc, "AUTH %s %s", user, pw) : (redisReply *)redisCommand(s->rc, "AUTH %s", pw);
+            if (!rep || rep->type == REDIS_REPLY_ERROR) {
+                errorf("redis://%s:%d: AUTH: %s", u->host, u->port, rep ? rep->str : s->rc->errstr);
+                if (rep) freeReplyObject(rep);
+                return EXIT_BACKEND;
+            }
+            freeReplyObject(rep);
+        }
+        if (u->db) {
+            rep = (redisReply *)redisCommand(s->rc, "SELECT %d", u->db);
+            if (!rep || rep->type == REDIS_REPLY_ERROR) {
+                errorf("redis://%s:%d/%d: SELECT: %s", u->host, u->port, u->db, rep ? rep->str : s->rc->errstr);
+                if (rep) freeReplyObject(rep);
+                return EXIT_BACKEND;
+            }
+            freeReplyObject(rep);
+        }
+        return EXIT_OK;
+    }
+    {
+        int64_t end = mono_ms() + 5000;
+        if (!getenv("SIMBA_DEBUG")) zoo_set_debug_level((ZooLogLevel)0);
+        s->zh = zookeeper_init(u->hosts, NULL, 10000, NULL, NULL, 0);
+        if (!s->zh) { errorf("zk://%s: %s", u->hosts, strerror(errno)); return EXIT_BACKEND; }
+        while (zoo_state(s->zh) != ZOO_CONNECTED_STATE) {
+            struct timespec ts = {0, 10 * 1000000};
+            if (mono_ms() > end) { errorf("zk://%s: not connected within 5 s", u->hosts); return EXIT_BACKEND; }
+            nanosleep(&ts, NULL);
+        }
+        return EXIT_OK;
+    }
+}
+
+static void store_close(store_t *s) {
+    if (s->db) sqlite3_close(s->db);
+    if (s->rc) redisFree(s->rc);
+    if (s->zh) zookeeper_close(s->zh);
+    memset(s, 0, sizeof *s);
+}
+
+/* 1 found (owner may be ""), 0 never stored, or -exit status. */
+static int sql_read(store_t *s, const char *name, info_t *in) {
+    sqlite3_stmt *st;
+    int rc;
+    const char *q = "SELECT owner_id, fence, acquired_at, " SQL_NOW " - acquired_at, ttl_at - " SQL_NOW ", transition_at - " SQL_NOW
+                    " FROM simba_mutex WHERE mutex = ?1";
+    if (sqlite3_prepare_v2(s->db, q, -1, &st, NULL) != SQLITE_OK) { errorf("sqlite:%s: %s", s->u->path, sqlite3_errmsg(s->db)); return -EXIT_BACKEND; }
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const char *o = (const char *)sqlite3_column_text(st, 0);
+        int64_t tl = sqlite3_column_int64(st, 5);
+        snprintf(in->name, sizeof in->name, "%s", name);
+        in->fence = (uint64_t)sqlite3_column_int64(st, 1);
+        if (o && *o && tl >= 0) { /* a lease fully over is nobody's */
+            snprintf(in->owner, sizeof in->owner, "%s", o);
+            in->acquired_ms = sqlite3_column_int64(st, 2);
+            in->held_ms = sqlite3_column_int64(st, 3);
+            in->ttl_left_ms = sqlite3_column_int64(st, 4);
+            in->transition_left_ms = tl;
+        }
+        sqlite3_finalize(st);
+        return 1;
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_DONE) return 0;
+    errorf("sqlite:%s: %s", s->u->path, sqlite3_errmsg(s->db));
+    return -EXIT_BACKEND;
+}
+
+static const char redis_read_lua[] =
+    "local t = redis.call('TIME')\n"
+    "local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "return {redis.call('GET', KEYS[1]) or '', redis.call('GET', KEYS[2]) or '', tostring(ms)}\n";
+
+static int redis_read(store_t *s, const char *name, info_t *in) {
+    char k1[SIMBA_NAME_MAX + 32], k2[SIMBA_NAME_MAX + 32];
+    redisReply *rep;
+    int found;
+    snprintf(k1, sizeof k1, "simba:{%s}:owner", name);
+    snprintf(k2, sizeof k2, "simba:{%s}:fence", name);
+    rep = (redisReply *)redisCommand(s->rc, "EVAL %s 2 %s %s", redis_read_lua, k1, k2);
+    if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 3) {
+        errorf("redis://%s:%d: read %s: %s", s->u->host, s->u->port, name, rep && rep->type == REDIS_REPLY_ERROR ? rep->str : s->rc->errstr);
+        if (rep) freeReplyObject(rep);
+        return -EXIT_BACKEND;
+    }
+    snprintf(in->name, sizeof in->name, "%s", name);
+    found = rep->element[1]->str && rep->element[1]->str[0];
+    if (found) in->fence = strtoull(rep->element[1]->str, NULL, 10);
+    if (rep->element[0]->str && rep->element[0]->str[0]) {
+        unsigned long long f, acq, at, ttl, lease;
+        int off = 0;
+        long long now = strtoll(rep->element[2]->str, NULL, 10);
+        if (sscanf(rep->element[0]->str, "%llu %llu %llu %llu %llu %n", &f, &acq, &at, &ttl, &lease, &off) != 5 || off == 0) {
+            errorf("redis: unreadable owner record of %s: '%s'", name, rep->element[0]->str);
+            freeReplyObject(rep);
+            return -EXIT_BACKEND;
+        }
+        snprintf(in->owner, sizeof in->owner, "%s", rep->element[0]->str + off);
+        in->fence = f;
+        in->acquired_ms = (int64_t)acq;
+        in->held_ms = now - (int64_t)acq;
+        in->ttl_left_ms = (int64_t)(at + ttl) - now;
+        in->transition_left_ms = (int64_t)(at + lease) - now;
+        found = 1;
+    }
+    freeReplyObject(rep);
+    return found;
+}
+
+/* The owner is the child with the lowest sequence: "n-<tag>-<10 digits>". */
+static int zk_lowest(const struct String_vector *v, char *out, size_t cap) {
+    int i, best = -1;
+    const char *bs = NULL;
+    for (i = 0; i < v->count; i++) {
+        const char *c = v->data[i];
+        size_t n = strlen(c);
+        if (strncmp(c, "n-", 2) != 0 || n < 12) continue;
+        if (!bs || strcmp(c + n - 10, bs) < 0) { best = i; bs = c + n - 10; }
+    }
+    if (best < 0) return 0;
+    snprintf(out, cap, "%s", v->data[best]);
+    return 1;
+}
+
+static int zk_read(store_t *s, const char *name, info_t *in, char *node_path, size_t cap, struct Stat *nst) {
+    char path[600], low[256], data[512];
+    struct String_vector v;
+    struct Stat st;
+    int rc, len = (int)sizeof data - 1;
+    snprintf(path, sizeof path, "%s/%s", s->u->root, name);
+    snprintf(in->name, sizeof in->name, "%s", name);
+    rc = zoo_get_children(s->zh, path, 0, &v);
+    if (rc == ZNONODE) return 0;
+    if (rc != ZOK) { errorf("zk: list %s: %s", path, zerror(rc)); return -EXIT_BACKEND; }
+    if (!zk_lowest(&v, low, sizeof low)) { deallocate_String_vector(&v); return 1; }
+    deallocate_String_vector(&v);
+    snprintf(path, sizeof path, "%s/%s/%s", s->u->root, name, low);
+    rc = zoo_get(s->zh, path, 0, data, &len, &st);
+    if (rc == ZNONODE) return 1; /* it went while we looked: nobody, as far as we know */
+    if (rc != ZOK) { errorf("zk: read %s: %s", path, zerror(rc)); return -EXIT_BACKEND; }
+    data[len > 0 ? len : 0] = 0;
+    {
+        char tag[128];
+        long long sess;
+        int off = 0;
+        if (sscanf(data, "%127s %lld %n", tag, &sess, &off) != 2 || off == 0) { errorf("zk: unreadable owner node %s", path); return -EXIT_BACKEND; }
+        snprintf(in->owner, sizeof in->owner, "%s", data + off);
+        in->session_ms = sess;
+    }
+    in->fence = (uint64_t)st.czxid;
+    in->acquired_ms = -1; /* the node's ctime is when it queued, not when it won */
+    if (node_path) snprintf(node_path, cap, "%s", path);
+    if (nst) *nst = st;
+    return 1;
+}
+
+static int store_read(store_t *s, const char *name, info_t *in) {
+    memset(in, 0, sizeof *in);
+    in->acquired_ms = in->held_ms = in->ttl_left_ms = in->transition_left_ms = in->session_ms = -1;
+    if (s->u->kind == BE_SQLITE) return sql_read(s, name, in);
+    if (s->u->kind == BE_REDIS) return redis_read(s, name, in);
+    return zk_read(s, name, in, NULL, 0, NULL);
+}
+
+static void print_info(const info_t *in, int json, int with_name_col) {
+    char ts[40] = "";
+    if (in->acquired_ms >= 0 && in->owner[0]) iso_time(in->acquired_ms, ts, sizeof ts);
+    if (json) {
+        printf("{\"mutex\":");
+        json_str(stdout, in->name);
+        printf(",\"owner\":");
+        if (in->owner[0]) json_str(stdout, in->owner); else printf("null");
+        printf(",\"fence\":%llu", (unsigned long long)in->fence);
+        if (ts[0]) printf(",\"acquired\":\"%s\",\"held_ms\":%lld", ts, (long long)in->held_ms);
+        else printf(",\"acquired\":null,\"held_ms\":null");
+        if (in->owner[0] && in->ttl_left_ms != -1) printf(",\"ttl_left_ms\":%lld,\"transition_left_ms\":%lld", (long long)in->ttl_left_ms, (long long)in->transition_left_ms);
+        else printf(",\"ttl_left_ms\":null,\"transition_left_ms\":null");
+        if (in->session_ms >= 0) printf(",\"session_timeout_ms\":%lld", (long long)in->session_ms);
+        printf("}");
+        return;
+    }
+    if (with_name_col) {
+        printf("%-24s %-40s %20llu %s\n", in->name, in->owner[0] ? in->owner : "-", (unsigned long long)in->fence, ts[0] ? ts : "-");
+        return;
+    }
+    printf("mutex: %s\n", in->name);
+    printf("owner: %s\n", in->owner[0] ? in->owner : "-");
+    printf("fence: %llu\n", (unsigned long long)in->fence);
+    if (!in->owner[0]) return;
+    if (ts[0]) printf("acquired: %s (held %lld ms)\n", ts, (long long)in->held_ms);
+    else printf("acquired: unknown\n");
+    if (in->ttl_left_ms != -1) {
+        printf("ttl_left_ms: %lld\n", (long long)in->ttl_left_ms);
+        printf("transition_left_ms: %lld\n", (long long)in->transition_left_ms);
+    } else {
+        printf("lease: the owner's ZooKeeper session (timeout %lld ms)\n", (long long)in->session_ms);
+    }
+}
+
+static int cmd_get(const url_t *u, opts_t *o) {
+    store_t s;
+    info_t in;
+    int rc = store_open(&s, u, 0);
+    if (rc != EXIT_OK) { store_close(&s); return rc; }
+    rc = store_read(&s, o->name, &in);
+    store_close(&s);
+    if (rc < 0) return -rc;
+    if (rc == 0) snprintf(in.name, sizeof in.name, "%s", o->name);
+    print_info(&in, o->json, 0);
+    if (o->json) printf("\n");
+    return in.owner[0] ? EXIT_OK : EXIT_NO;
+}
+
+/* ---- ls ---------------------------------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int list_names(store_t *s, char ***out, int *n) {
+    int cap = 0;
+    *out = NULL;
+    *n = 0;
+#define PUSH(str) do { \
+        if (*n == cap) { char **nn; cap = cap ? cap * 2 : 64; nn = (char **)realloc(*out, (size_t)cap * sizeof *nn); if (!nn) return -EXIT_OSERR; *out = nn; } \
+        (*out)[(*n)++] = strdup(str); } while (0)
+    if (s->u->kind == BE_SQLITE) {
+        sqlite3_stmt *st;
+        int rc;
+        if (sqlite3_prepare_v2(s->db, "SELECT mutex FROM simba_mutex ORDER BY mutex", -1, &st, NULL) != SQLITE_OK) {
+            errorf("sqlite:%s: %s", s->u->path, sqlite3_errmsg(s->db));
+            return -EXIT_BACKEND;
+        }
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) PUSH((const char *)sqlite3_column_text(st, 0));
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE) { errorf("sqlite:%s: %s", s->u->path, sqlite3_errmsg(s->db)); return -EXIT_BACKEND; }
+    } else if (s->u->kind == BE_REDIS) {
+        char cursor[32] = "0";
+        do {
+            redisReply *rep = (redisReply *)redisCommand(s->rc, "SCAN %s MATCH simba:{*}:fence COUNT 1000", cursor);
+            size_t i;
+            if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
+                errorf("redis: SCAN: %s", rep && rep->type == REDIS_REPLY_ERROR ? rep->str : s->rc->errstr);
+                if (rep) freeReplyObject(rep);
+                return -EXIT_BACKEND;
+            }
+            snprintf(cursor, sizeof cursor, "%s", rep->element[0]->str);
+            for (i = 0; i < rep->element[1]->elements; i++) {
+                const char *k = rep->element[1]->element[i]->str, *b = strchr(k, '{'), *e = strrchr(k, '}');
+                char nm[SIMBA_NAME_MAX + 1];
+                if (!b || !e || e <= b + 1 || (size_t)(e - b - 1) > SIMBA_NAME_MAX) continue;
+                memcpy(nm, b + 1, (size_t)(e - b - 1));
+                nm[e - b - 1] = 0;
+                if (simba_name_check(nm) == SIMBA_OK) PUSH(nm);
+            }
+            freeReplyObject(rep);
+        } while (strcmp(cursor, "0") != 0);
+    } else {
+        struct String_vector v;
+        int i, rc = zoo_get_children(s->zh, s->u->root, 0, &v);
+        if (rc == ZNONODE) return 0;
+        if (rc != ZOK) { errorf("zk: list %s: %s", s->u->root, zerror(rc)); return -EXIT_BACKEND; }
+        for (i = 0; i < v.count; i++) PUSH(v.data[i]);
+        deallocate_String_vector(&v);
+    }
+#undef PUSH
+    if (*n > 1) qsort(*out, (size_t)*n, sizeof **out, cmp_str);
+    return 0;
+}
+
+static int cmd_ls(const url_t *u, opts_t *o) {
+    store_t s;
+    char **names;
+    int i, n, rc = store_open(&s, u, 0), ret = EXIT_OK;
+    if (rc != EXIT_OK) { store_close(&s); return rc; }
+    rc = list_names(&s, &names, &n);
+    if (rc < 0) { store_close(&s); return -rc; }
+    if (o->json) printf("[");
+    else printf("%-24s %-40s %20s %s\n", "MUTEX", "OWNER", "FENCE", "ACQUIRED");
+    for (i = 0; i < n; i++) {
+        info_t in;
+        rc = store_read(&s, names[i], &in);
+        if (rc < 0) { ret = -rc; break; }
+        if (o->json) { if (i) printf(","); print_info(&in, 1, 0); }
+        else print_info(&in, 0, 1);
+    }
+    if (o->json) printf("]\n");
+    for (i = 0; i < n; i++) free(names[i]);
+    free(names);
+    store_close(&s);
+    return ret;
+}
+
+/* ---- release --fence ------------------------------------------------------------------------ */
+
+/* Clears the owner record only if it still carries the fence; waiters are told on the
+   mutex's "released" channel so they need not wait for their timers. */
+static const char redis_release_lua[] =
+    "local v = redis.call('GET', KEYS[1])\n"
+    "if not v then return {0, ''} end\n"
+    "local f, id = string.match(v, '^(%d+) %d+ %d+ %d+ %d+ (.+)$')\n"
+    "if not f then return redis.error_reply('unreadable owner record') end\n"
+    "if f ~= ARGV[1] then return {0, f .. ' ' .. id} end\n"
+    "redis.call('DEL', KEYS[1])\n"
+    "redis.call('PUBLISH', ARGV[2], 'released')\n"
+    "return {1, f .. ' ' .. id}\n";
+
+static int cmd_release(const url_t *u, opts_t *o) {
+    store_t s;
+    info_t in;
+    int rc;
+    if (!o->have_fence) {
+        errorf("release: --fence N is required (see `simba get %s`): a release without it could hit a newer owner", o->name);
+        return EXIT_USAGE;
+    }
+    rc = store_open(&s, u, 1);
+    if (rc != EXIT_OK) { store_close(&s); return rc; }
+    if (u->kind == BE_SQLITE) {
+        sqlite3_stmt *st;
+        const char *q = "UPDATE simba_mutex SET owner_id = '', acquired_at = 0, ttl_at = 0, transition_at = 0, version = version + 1"
+                        " WHERE mutex = ?1 AND fence = ?2 AND owner_id <> '' AND transition_at >= " SQL_NOW;
+        if (sqlite3_prepare_v2(s.db, q, -1, &st, NULL) != SQLITE_OK) { errorf("sqlite:%s: %s", u->path, sqlite3_errmsg(s.db)); store_close(&s); return EXIT_BACKEND; }
+        sqlite3_bind_text(st, 1, o->name, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)o->fence);
+        rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE) { errorf("sqlite:%s: %s", u->path, sqlite3_errmsg(s.db)); store_close(&s); return EXIT_BACKEND; }
+        rc = sqlite3_changes(s.db) == 1;
+    } else if (u->kind == BE_REDIS) {
+        char k1[SIMBA_NAME_MAX + 32], ch[SIMBA_NAME_MAX + 48], f[32];
+        redisReply *rep;
+        snprintf(k1, sizeof k1, "simba:{%s}:owner", o->name);
+        snprintf(ch, sizeof ch, "simba:{%s}:ev:%d", o->name, u->db);
+        snprintf(f, sizeof f, "%llu", (unsigned long long)o->fence);
+        rep = (redisReply *)redisCommand(s.rc, "EVAL %s 1 %s %s %s", redis_release_lua, k1, f, ch);
+        if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
+            errorf("redis: release %s: %s", o->name, rep && rep->type == REDIS_REPLY_ERROR ? rep->str : s.rc->errstr);
+            if (rep) freeReplyObject(rep);
+            store_close(&s);
+            return EXIT_BACKEND;
+        }
+        rc = rep->element[0]->integer == 1;
+        freeReplyObject(rep);
+    } else {
+        char path[700];
+        struct Stat st;
+        memset(&in, 0, sizeof in);
+        path[0] = 0;
+        rc = zk_read(&s, o->name, &in, path, sizeof path, &st);
+        if (rc < 0) { store_close(&s); return -rc; }
+        rc = 0;
+        if (path[0] && in.fence == o->fence) {
+            /* the version check makes the delete conditional on the node we read */
+            int zr = zoo_delete(s.zh, path, st.version);
+            if (zr == ZOK) rc = 1;
+            else if (zr != ZNONODE && zr != ZBADVERSION) { errorf("zk: delete %s: %s", path, zerror(zr)); store_close(&s); return EXIT_BACKEND; }
+        }
+    }
+    if (rc) {
+        printf("released %s (fence %llu)\n", o->name, (unsigned long long)o->fence);
+        store_close(&s);
+        return EXIT_OK;
+    }
+    if (store_read(&s, o->name, &in) >= 0 && in.owner[0])
+        errorf("not released: %s is held by %s with fence %llu, not %llu", o->name, in.owner, (unsigned long long)in.fence, (unsigned long long)o->fence);
+    else
+        errorf("not released: nobody holds %s", o->name);
+    store_close(&s);
+    return EXIT_NO;
+}
+
+/* ---- main ---------------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+    opts_t o;
+    url_t u;
+    const char *cmd;
+    int i = 1, j;
+    memset(&o, 0, sizeof o);
+    o.sig = SIGTERM;
+    o.ttl_ms = 10000;
+    o.transition_ms = 6000;
+    o.url = getenv("SIMBA_URL");
+    /* global options before the command */
+    while (i < argc && argv[i][0] == '-') {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { usage(stdout); return EXIT_OK; }
+        if (strcmp(argv[i], "--version") == 0) { printf("simba %s\n", SIMBA_VERSION); return EXIT_OK; }
+        if ((strcmp(argv[i], "-u") == 0 || strcmp(argv[i], "--url") == 0) && i + 1 < argc) { o.url = argv[i + 1]; i += 2; continue; }
+        if (strcmp(argv[i], "-u") == 0 || strcmp(argv[i], "--url") == 0) { errorf("-u: missing URL"); return EXIT_USAGE; }
+        errorf("unknown option '%s' before the command (see simba --help)", argv[i]);
+        return EXIT_USAGE;
+    }
+    if (i >= argc) { usage(stderr); return EXIT_USAGE; }
+    cmd = argv[i++];
+    if (strcmp(cmd, "help") == 0) { usage(stdout); return EXIT_OK; }
+    if (strcmp(cmd, "run") && strcmp(cmd, "elect") && strcmp(cmd, "get") && strcmp(cmd, "watch") && strcmp(cmd, "ls") && strcmp(cmd, "release")) {
+        errorf("unknown command '%s' (run, elect, get, watch, ls, release; see simba --help)", cmd);
+        return EXIT_USAGE;
+    }
+    for (j = i; j < argc && strcmp(argv[j], "--"); j++) /* help anywhere before the command */
+        if (strcmp(argv[j], "-h") == 0 || strcmp(argv[j], "--help") == 0) { usage(stdout); return EXIT_OK; }
+    if (parse_opts(cmd, argc - i, argv + i, &o)) return EXIT_USAGE;
+    if (strcmp(cmd, "ls") != 0 && check_name(cmd, o.name)) return EXIT_USAGE;
+    if (strcmp(cmd, "ls") == 0 && o.name) { errorf("ls: unexpected argument '%s'", o.name); return EXIT_USAGE; }
+    if (!strcmp(cmd, "run") || !strcmp(cmd, "elect")) {
+        int64_t window;
+        if (!o.cmd) { errorf("%s: missing the command: simba %s NAME -- CMD [ARG...]", cmd, cmd); return EXIT_USAGE; }
+        if (o.nonblock && o.have_wait) { errorf("%s: -n and -w exclude each other", cmd); return EXIT_USAGE; }
+        if (o.have_wait && o.wait_ms == 0) { o.nonblock = 1; o.have_wait = 0; } /* as flock -w 0 */
+        if (o.once && strcmp(cmd, "elect")) { errorf("run: --once is for elect"); return EXIT_USAGE; }
+        if (!o.have_grace) o.grace_ms = o.transition_ms / 2;
+        if (parse_url(o.url, &u)) return EXIT_USAGE;
+        window = u.kind == BE_ZK ? (o.ttl_ms + o.transition_ms) / 3 : o.transition_ms;
+        if (o.grace_ms > 0 && o.grace_ms >= window) {
+            errorf("--grace %.3f s must be shorter than the transition window (%.3f s): the command must be gone before another contender can win",
+                    (double)o.grace_ms / 1000.0, (double)window / 1000.0);
+            return EXIT_USAGE;
+        }
+    } else {
+        if (o.cmd) { errorf("%s: takes no command after --", cmd); return EXIT_USAGE; }
+        if (parse_url(o.url, &u)) return EXIT_USAGE;
+    }
+    if (strcmp(cmd, "release") != 0 && o.have_fence) { errorf("%s: --fence is for release", cmd); return EXIT_USAGE; }
+    if (u.kind == BE_REDIS && resolve_redis_host(&u)) return EXIT_USAGE;
+    verbose_log = getenv("SIMBA_DEBUG") != NULL;
+    if (!o.refresh_ms) o.refresh_ms = 1000;
+    if (!strcmp(cmd, "run")) return cmd_run(&u, &o, 0);
+    if (!strcmp(cmd, "elect")) return cmd_run(&u, &o, 1);
+    if (!strcmp(cmd, "get")) return cmd_get(&u, &o);
+    if (!strcmp(cmd, "watch")) return cmd_watch(&u, &o);
+    if (!strcmp(cmd, "ls")) return cmd_ls(&u, &o);
+    return cmd_release(&u, &o);
+}
