@@ -87,8 +87,16 @@
  *   not change that global setting itself (the tests do).
  *   Destroy (simba_backend_free / simba_loop_free) calls zookeeper_close, which sends the
  *   close (so the server deletes our nodes at once, a prompt hand-over) and joins the
- *   library's threads: it can block for up to about 3 s if the server hangs. A session
- *   expiry closes the dead handle inside simba_poll, which only joins the threads.
+ *   library's threads: against a server that hangs it blocks 1.5 s (the library's wait
+ *   for the close's answer), at most 4.5 s when the send itself stalls. A session expiry
+ *   closes the dead handle inside simba_poll, which only joins the threads.
+ *     Read-only sessions are refused: a server that grants one (an ensemble member without
+ *   quorum, or a foreign service whose reply happens to parse as a read-only handshake)
+ *   gets no request; they fail with SIMBA_ECONN and simba_backend_errmsg() says why, the
+ *   owner steps down as on a disconnect, and the client library keeps looking for a
+ *   read-write server. Its read-only probe reads with a blocking recv whose timeout
+ *   libzookeeper_mt 3.8 sets from an uninitialised field (often no timeout at all); destroy
+ *   shuts that probe's socket down first, so the bound above holds whatever listens there.
  *
  * STATS
  *   simba_zk_stats_get() reports the session (id, password, negotiated timeout, connected)
@@ -151,6 +159,8 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_ZK_IMPLEMENTED)
 #define SIMBA_ZK_IMPLEMENTED
 
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -159,6 +169,8 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
@@ -171,6 +183,8 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #define SIMBA__ZK_EXTRA_MAX 4
 #define SIMBA__ZK_RING 64
 #define SIMBA__ZK_TRIES 8
+#define SIMBA__ZK_ADDRS 16
+#define SIMBA__ZK_RO_MSG "zookeeper: the server granted a read-only session (no quorum, or not ZooKeeper): refused"
 
 enum { SIMBA__ZK_CREATE, SIMBA__ZK_LIST, SIMBA__ZK_GET, SIMBA__ZK_EXISTS, SIMBA__ZK_DELETE,
        SIMBA__ZK_MKDIR, SIMBA__ZK_AUTH, SIMBA__ZK_PARENT };
@@ -217,6 +231,8 @@ struct simba__zk_sess {
     int connected; /* caller thread's view, from processed events */
     int ever_connected;
     int dead; /* expired or auth failed */
+    int readonly;    /* caller thread: the server granted a read-only session (refused) */
+    int ro_seen;     /* under zk->mu: the library entered read-only mode at some point */
 };
 
 typedef struct simba__zk_evt {
@@ -272,6 +288,8 @@ struct simba__zk {
     simba_loop *loop;
     simba_backend *be;
     char *hosts, *scheme, *auth;
+    struct sockaddr_storage addrs[SIMBA__ZK_ADDRS]; /* numeric servers of hosts */
+    int naddrs;
     char root[SIMBA__ZK_ROOT_MAX + 1];
     int timeout_ms, creator_only, step_down;
     void (*zk_log)(const char *message);
@@ -440,7 +458,15 @@ static void simba__zk_push_evt(simba__zk_sess *sess, int type, int state, const 
 /* The handle's default watcher: session state changes only. */
 static void simba__zk_session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx) {
     (void)zh;
-    if (ctx && type == ZOO_SESSION_EVENT) simba__zk_push_evt((simba__zk_sess *)ctx, type, state, path);
+    if (ctx && type == ZOO_SESSION_EVENT) {
+        simba__zk_sess *s = (simba__zk_sess *)ctx;
+        if (state == ZOO_READONLY_STATE) { /* destroy must know even if the event is not processed yet */
+            pthread_mutex_lock(&s->zk->mu);
+            s->ro_seen = 1;
+            pthread_mutex_unlock(&s->zk->mu);
+        }
+        simba__zk_push_evt(s, type, state, path);
+    }
 }
 
 /* Node and child watches. The client also hands every session event to each registered
@@ -514,7 +540,14 @@ static void simba__zk_op_unlink(simba__zk *zk, simba__zk_op *op) {
     op->onext = op->oprev = NULL;
 }
 
-static int simba__zk_usable(const simba__zk *zk) { return zk->sess && !zk->sess->dead && !zk->closing; }
+static int simba__zk_usable(const simba__zk *zk) {
+    return zk->sess && !zk->sess->dead && !zk->sess->readonly && !zk->closing;
+}
+
+static const char *simba__zk_unusable_msg(const simba__zk *zk) {
+    if (zk->sess && zk->sess->readonly) return SIMBA__ZK_RO_MSG;
+    return zk->sess && zk->sess->dead ? "zookeeper session unusable" : "no zookeeper session";
+}
 
 /* Fire-and-forget delete of one of our nodes. */
 static void simba__zk_delete_node(simba__zk *zk, const char *mutex, const char *node) {
@@ -700,8 +733,7 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
     simba__zk_cont *c = job->cont;
     const char *mutex = job->mtx->name;
     if (!simba__zk_usable(zk)) {
-        simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN,
-                       zk->sess && zk->sess->dead ? "zookeeper session unusable" : "no zookeeper session");
+        simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN, simba__zk_unusable_msg(zk));
         return;
     }
     zh = zk->sess->zh;
@@ -1085,14 +1117,64 @@ static int simba__zk_session_open(simba__zk *zk) {
     return SIMBA_OK;
 }
 
+/* libzookeeper_mt 3.8 in read-only mode probes the server for a read-write one with a
+   blocking recv whose SO_RCVTIMEO it sets from an uninitialised timeval (EDOM: no timeout),
+   so its I/O thread, and zookeeper_close joining it, can wait as long as a foreign or hung
+   server stays silent. Shutting down the probe socket (the only blocking stream socket
+   connected to one of our servers: the session's own is non-blocking) ends that recv. */
+static void simba__zk_unblock_probe(const simba__zk *zk) {
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    if (!d) return;
+    while ((e = readdir(d)) != NULL) {
+        struct sockaddr_storage peer;
+        socklen_t pl = sizeof peer;
+        struct stat st;
+        int fd, type = 0, i;
+        socklen_t tl = sizeof type;
+        char *end;
+        long v = strtol(e->d_name, &end, 10);
+        if (*end || end == e->d_name || v < 0 || v > INT_MAX || (int)v == dirfd(d)) continue;
+        fd = (int)v;
+        if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) || (fcntl(fd, F_GETFL) & O_NONBLOCK)) continue;
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM) continue;
+        memset(&peer, 0, sizeof peer);
+        if (getpeername(fd, (struct sockaddr *)&peer, &pl) != 0) continue;
+        for (i = 0; i < zk->naddrs; i++) {
+            const struct sockaddr_storage *a = &zk->addrs[i];
+            int same = 0;
+            if (a->ss_family != peer.ss_family) continue;
+            if (a->ss_family == AF_INET) {
+                const struct sockaddr_in *x = (const struct sockaddr_in *)(const void *)a;
+                const struct sockaddr_in *y = (const struct sockaddr_in *)(const void *)&peer;
+                same = x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+            } else if (a->ss_family == AF_INET6) {
+                const struct sockaddr_in6 *x = (const struct sockaddr_in6 *)(const void *)a;
+                const struct sockaddr_in6 *y = (const struct sockaddr_in6 *)(const void *)&peer;
+                same = x->sin6_port == y->sin6_port && memcmp(&x->sin6_addr, &y->sin6_addr, sizeof x->sin6_addr) == 0;
+            }
+            if (same) {
+                shutdown(fd, SHUT_RDWR);
+                break;
+            }
+        }
+    }
+    closedir(d);
+}
+
 /* Closes the current session's handle (which joins its threads), then settles every call
    the library will no longer answer. */
 static void simba__zk_session_close(simba__zk *zk) {
     simba__zk_sess *s = zk->sess;
     simba__zk_op *op, *next;
     simba__zk_mtx *m;
+    int ro;
     if (!s) return;
     zk->sess = NULL; /* from here on, results of s count as lost */
+    pthread_mutex_lock(&zk->mu);
+    ro = s->ro_seen;
+    pthread_mutex_unlock(&zk->mu);
+    if (ro) simba__zk_unblock_probe(zk);
     zookeeper_close(s->zh);
     s->zh = NULL;
     simba__zk_drain(zk);
@@ -1119,10 +1201,37 @@ static void simba__zk_session_close(simba__zk *zk) {
 
 static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
     simba__zk_sess *s = zk->sess;
-    if (state == ZOO_CONNECTED_STATE || state == ZOO_READONLY_STATE) {
+    if (state == ZOO_READONLY_STATE) {
+        /* a read-only server can neither create nor delete nodes, and a garbage handshake
+           can claim read-only too: no grant from it; the library keeps looking for a r/w one */
+        simba__zk_job *job, *next;
+        if (!s->readonly)
+            simba_log(zk->loop, SIMBA_LOG_WARN, "simba_zk: %s (%s)", SIMBA__ZK_RO_MSG, zk->hosts);
+        s->readonly = 1;
+        if (s->connected) {
+            s->connected = 0;
+            zk->stats.connected = 0;
+            if (zk->step_down) simba__zk_event(zk, SIMBA_EV_LOST, NULL, NULL, NULL);
+        }
+        for (job = zk->jobs; job; job = next) { /* nothing will answer them usefully */
+            next = job->next;
+            if (job->req) {
+                simba_reply r;
+                memset(&r, 0, sizeof r);
+                r.rc = SIMBA_ECONN;
+                r.errmsg = SIMBA__ZK_RO_MSG;
+                simba__zk_reply(zk, job, &r);
+                if (!job->op) {
+                    simba__zk_job_end(zk, job);
+                    next = zk->jobs;
+                }
+            }
+        }
+    } else if (state == ZOO_CONNECTED_STATE) {
         simba__zk_mtx *m, *mn;
         const clientid_t *id;
         int first = !s->ever_connected && zk->stats.sessions == 1;
+        s->readonly = 0;
         if (s->connected) return;
         s->connected = 1;
         s->ever_connected = 1;
@@ -1266,7 +1375,7 @@ static simba_result simba__zk_submit(void *impl, simba_req *req) {
         simba_reply r;
         memset(&r, 0, sizeof r);
         r.rc = SIMBA_ECONN;
-        r.errmsg = "no usable zookeeper session (reopening)";
+        r.errmsg = zk->sess && zk->sess->readonly ? SIMBA__ZK_RO_MSG : "no usable zookeeper session (reopening)";
         simba_req_done(req, &r);
         return SIMBA_OK;
     }
@@ -1471,26 +1580,109 @@ static int simba__zk_pipe(int fd[2]) {
     return 0;
 }
 
+/* hosts: "ADDR:PORT[,ADDR:PORT...][/chroot]" with numeric IPv4 or IPv6 addresses (the client
+   library resolves names with a blocking getaddrinfo). Fills zk->addrs; 0 and why on error. */
+static int simba__zk_hosts_parse(simba__zk *zk, const char *hosts, char *why, size_t cap) {
+    const char *p = hosts, *stop = strchr(hosts, '/');
+    size_t total = stop ? (size_t)(stop - hosts) : strlen(hosts);
+    zk->naddrs = 0;
+    if (total == 0) {
+        snprintf(why, cap, "no server before the chroot");
+        return 0;
+    }
+    while (p < hosts + total) {
+        const char *comma = memchr(p, ',', (size_t)(hosts + total - p));
+        size_t len = comma ? (size_t)(comma - p) : (size_t)(hosts + total - p);
+        char item[64], *colon, *end;
+        long port;
+        struct sockaddr_storage *a = &zk->addrs[zk->naddrs];
+        if (len == 0 || len >= sizeof item) {
+            snprintf(why, cap, "entry %d is %s", zk->naddrs + 1, len ? "too long" : "empty");
+            return 0;
+        }
+        if (zk->naddrs == SIMBA__ZK_ADDRS) {
+            snprintf(why, cap, "more than %d servers", SIMBA__ZK_ADDRS);
+            return 0;
+        }
+        memcpy(item, p, len);
+        item[len] = 0;
+        colon = strrchr(item, ':');
+        if (!colon || !colon[1]) {
+            snprintf(why, cap, "'%s' has no :port", item);
+            return 0;
+        }
+        *colon = 0;
+        errno = 0;
+        port = strtol(colon + 1, &end, 10);
+        if (*end || errno || port < 1 || port > 65535) {
+            snprintf(why, cap, "'%s:%s': the port must be 1..65535", item, colon + 1);
+            return 0;
+        }
+        memset(a, 0, sizeof *a);
+        {
+            struct sockaddr_in *a4 = (struct sockaddr_in *)(void *)a;
+            struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)(void *)a;
+            if (inet_pton(AF_INET, item, &a4->sin_addr) == 1) {
+                a4->sin_family = AF_INET;
+                a4->sin_port = htons((uint16_t)port);
+            } else if (inet_pton(AF_INET6, item, &a6->sin6_addr) == 1) {
+                a6->sin6_family = AF_INET6;
+                a6->sin6_port = htons((uint16_t)port);
+            } else {
+                snprintf(why, cap, "'%s' is not a numeric IPv4 or IPv6 address (host names would be resolved "
+                         "by a blocking lookup)", item);
+                return 0;
+            }
+        }
+        zk->naddrs++;
+        p += len + (comma ? 1 : 0);
+        if (comma && p == hosts + total) {
+            snprintf(why, cap, "trailing ','");
+            return 0;
+        }
+    }
+    return 1;
+}
+
 SIMBA_API simba_result simba_zk_open(simba_loop *loop, const simba_zk_desc *desc, simba_backend **out) {
     simba__zk *zk;
     const char *root;
     char rnd[33];
     int fds[2];
     int rc;
+    char why[160];
     if (out) *out = NULL;
-    if (!loop || !desc || !out || !desc->hosts || !desc->hosts[0] || strlen(desc->hosts) > 4096) return SIMBA_EINVAL;
-    if (desc->session_timeout_ms < 0) return SIMBA_EINVAL;
+    if (!loop) return SIMBA_EINVAL;
+    if (!desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: %s is NULL", !desc ? "desc" : "out");
+    if (!desc->hosts || !desc->hosts[0])
+        return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: hosts is required (e.g. \"127.0.0.1:2181\")");
+    if (strlen(desc->hosts) > 4096) return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: hosts is over 4096 bytes");
+    if (desc->session_timeout_ms < 0 || desc->session_timeout_ms > 1000000000)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: session_timeout_ms %d is not in 0..1e9 (0 = 10000)",
+                           desc->session_timeout_ms);
     root = desc->root ? desc->root : "/simba";
-    if (!simba__zk_root_ok(root)) return SIMBA_EINVAL;
-    if ((desc->auth_scheme == NULL) != (desc->auth == NULL)) return SIMBA_EINVAL;
-    if (desc->auth_scheme && (!desc->auth_scheme[0] || strlen(desc->auth_scheme) > 64 || strlen(desc->auth) > 4096))
-        return SIMBA_EINVAL;
-    if (desc->acl_creator_only && !desc->auth_scheme) return SIMBA_EINVAL; /* CREATOR_ALL needs an identity */
+    if (!simba__zk_root_ok(root))
+        return simba__fail(loop, SIMBA_EINVAL,
+                           "simba_zk_open: root must be an absolute path of valid names, not under /zookeeper, "
+                           "at most %d bytes", SIMBA__ZK_ROOT_MAX);
+    if ((desc->auth_scheme == NULL) != (desc->auth == NULL))
+        return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: auth_scheme and auth go together (%s is NULL)",
+                           desc->auth_scheme ? "auth" : "auth_scheme");
+    if (desc->auth_scheme && (!desc->auth_scheme[0] || strlen(desc->auth_scheme) > 64))
+        return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: auth_scheme must be 1..64 bytes");
+    if (desc->auth_scheme && strlen(desc->auth) > 4096)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: auth is over 4096 bytes");
+    if (desc->acl_creator_only && !desc->auth_scheme) /* CREATOR_ALL needs an identity */
+        return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: acl_creator_only needs auth_scheme and auth");
     rc = simba_contender_id_random(loop, rnd, sizeof rnd);
     if (rc != SIMBA_OK) return (simba_result)rc;
     zk = (simba__zk *)simba_alloc(loop, sizeof *zk);
-    if (!zk) return SIMBA_ENOMEM;
+    if (!zk) return simba__fail(loop, SIMBA_ENOMEM, "simba_zk_open: out of memory");
     memset(zk, 0, sizeof *zk);
+    if (!simba__zk_hosts_parse(zk, desc->hosts, why, sizeof why)) {
+        simba_free(loop, zk);
+        return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: hosts \"%.64s\": %s", desc->hosts, why);
+    }
     zk->magic = SIMBA__ZK_MAGIC;
     zk->loop = loop;
     zk->timeout_ms = desc->session_timeout_ms ? desc->session_timeout_ms : 10000;

@@ -28,6 +28,8 @@
 
 
 #define SESSION_MS 2000
+/* simba_loop_free / simba_backend_free bound (simba_zk.h THREADS: "about 3 s") */
+#define FREE_BOUND_MS 3500
 
 static int g_port = 2191;
 static char g_hosts[64];
@@ -589,6 +591,182 @@ static void proxy_stop(proxy *px) {
     pthread_mutex_destroy(&px->mu);
 }
 
+
+/* ---- a listener that is not ZooKeeper ------------------------------------------------- */
+
+/* Answers what a client sends with garbage (an HTTP server's reply, kept open), with
+   silence, or with a well-formed handshake that grants a read-only session; the client
+   library's read-only probe ("isro" on a new connection) always meets silence, as a
+   hung or foreign server gives it. Bound to an ephemeral loopback port. */
+enum { FAKE_GARBAGE, FAKE_SILENT, FAKE_READONLY };
+
+typedef struct fake {
+    int lfd, port, mode;
+    pthread_t th;
+    pthread_mutex_t mu;
+    int stop;                /* under mu */
+    int isro, handshakes;    /* under mu: probes and session handshakes seen */
+    int cli[64], seen[64], n;
+} fake;
+
+static int fake_get(fake *f, int *v) {
+    int r;
+    pthread_mutex_lock(&f->mu);
+    r = *v;
+    pthread_mutex_unlock(&f->mu);
+    return r;
+}
+
+static void fake_answer(fake *f, int i, const char *buf, ssize_t got) {
+    static const char http[] = "HTTP/1.1 400 Bad Request\r\nServer: fake\r\nContent-Type: text/html\r\n"
+                               "Content-Length: 0\r\nConnection: keep-alive\r\n\r\n";
+    unsigned char ro[41];
+    uint32_t v;
+    int first = f->seen[i] == 0;
+    f->seen[i] += (int)got;
+    if (first && got >= 4 && memcmp(buf, "isro", 4) == 0) {
+        pthread_mutex_lock(&f->mu);
+        f->isro++;
+        pthread_mutex_unlock(&f->mu);
+        return; /* the probe waits for "rw" or "ro": it gets nothing */
+    }
+    if (!first || f->mode == FAKE_SILENT) return;
+    if (f->mode == FAKE_GARBAGE) {
+        (void)write_all(f->cli[i], http, (ssize_t)sizeof http - 1);
+        return;
+    }
+    /* ConnectResponse: length 37, protocol 0, timeout 2000, session id, 16-byte password, readOnly 1 */
+    memset(ro, 0, sizeof ro);
+    v = htonl(37);
+    memcpy(ro, &v, 4);
+    v = htonl(2000);
+    memcpy(ro + 8, &v, 4);
+    ro[19] = 0x5a; /* a session id */
+    v = htonl(16);
+    memcpy(ro + 20, &v, 4);
+    ro[40] = 1;
+    pthread_mutex_lock(&f->mu);
+    f->handshakes++;
+    pthread_mutex_unlock(&f->mu);
+    (void)write_all(f->cli[i], (const char *)ro, (ssize_t)sizeof ro);
+}
+
+static void *fake_main(void *arg) {
+    fake *f = (fake *)arg;
+    while (!fake_get(f, &f->stop)) {
+        struct pollfd pf[65];
+        int i;
+        pf[0].fd = f->lfd;
+        pf[0].events = POLLIN;
+        for (i = 0; i < f->n; i++) {
+            pf[1 + i].fd = f->cli[i];
+            pf[1 + i].events = POLLIN;
+        }
+        if (poll(pf, (nfds_t)(1 + f->n), 20) <= 0) continue;
+        for (i = f->n - 1; i >= 0; i--) {
+            if (pf[1 + i].revents & (POLLIN | POLLHUP | POLLERR)) {
+                char buf[4096];
+                ssize_t r = read(f->cli[i], buf, sizeof buf);
+                if (r <= 0) {
+                    close(f->cli[i]);
+                    f->cli[i] = f->cli[f->n - 1];
+                    f->seen[i] = f->seen[f->n - 1];
+                    f->n--;
+                } else {
+                    fake_answer(f, i, buf, r);
+                }
+            }
+        }
+        if ((pf[0].revents & POLLIN) && f->n < 64) {
+            int c = accept(f->lfd, NULL, NULL);
+            if (c >= 0) {
+                f->cli[f->n] = c;
+                f->seen[f->n] = 0;
+                f->n++;
+            }
+        }
+    }
+    while (f->n) close(f->cli[--f->n]);
+    return NULL;
+}
+
+static int fake_start(fake *f, int mode) {
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+    memset(f, 0, sizeof *f);
+    f->mode = mode;
+    f->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    if (f->lfd < 0) return -1;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(f->lfd, (struct sockaddr *)&a, sizeof a) != 0 || listen(f->lfd, 64) != 0 ||
+        getsockname(f->lfd, (struct sockaddr *)&a, &al) != 0) {
+        close(f->lfd);
+        return -1;
+    }
+    f->port = ntohs(a.sin_port);
+    pthread_mutex_init(&f->mu, NULL);
+    if (pthread_create(&f->th, NULL, fake_main, f) != 0) {
+        close(f->lfd);
+        pthread_mutex_destroy(&f->mu);
+        return -1;
+    }
+    return 0;
+}
+
+static void fake_stop(fake *f) {
+    pthread_mutex_lock(&f->mu);
+    f->stop = 1;
+    pthread_mutex_unlock(&f->mu);
+    pthread_join(f->th, NULL);
+    close(f->lfd);
+    pthread_mutex_destroy(&f->mu);
+}
+
+/* simba_loop_free must keep its documented bound whatever listens at the address; a
+   read-only session is refused (no grant) and said so in the backend's errmsg. */
+static void foreign_server_case(int mode, const char *what) {
+    int round;
+    for (round = 0; round < 3; round++) {
+        fake f;
+        char hosts[64], m[64];
+        proc *a;
+        rec ra;
+        simba_service *s;
+        double t0, took;
+        memset(&ra, 0, sizeof ra);
+        REQUIRE(fake_start(&f, mode) == 0);
+        snprintf(hosts, sizeof hosts, "127.0.0.1:%d", f.port);
+        a = proc_open_ex(0, hosts);
+        REQUIRE(a != NULL);
+        mname(m, sizeof m, what);
+        s = contend(a, m, "A", &ra);
+        REQUIRE(s != NULL);
+        t0 = now_ms();
+        /* long enough for the library's read-only probe (its first one is due 200 ms after
+           connecting) */
+        WAIT_FOR(now_ms() - t0 > 1200 && (mode != FAKE_READONLY || fake_get(&f, &f.isro) > 0), 3000);
+        CHECK_EQ(ra.acquired, 0);
+        if (mode == FAKE_READONLY) {
+            const char *em = simba_backend_errmsg(a->be);
+            CHECK(fake_get(&f, &f.handshakes) > 0);
+            CHECK(em && strstr(em, "read-only") != NULL);
+        }
+        t0 = now_ms();
+        proc_close(a);
+        took = now_ms() - t0;
+        fprintf(stderr, "  %s round %d: probes %d, simba_loop_free took %.0f ms\n", what, round, fake_get(&f, &f.isro),
+                took);
+        CHECK(took < FREE_BOUND_MS);
+        fake_stop(&f);
+    }
+}
+
+TEST(foreign_server_garbage) { foreign_server_case(FAKE_GARBAGE, "garbage"); }
+TEST(foreign_server_silent) { foreign_server_case(FAKE_SILENT, "silent"); }
+TEST(foreign_server_readonly) { foreign_server_case(FAKE_READONLY, "readonly"); }
+
 /* The owner is cut off from the server long enough for its session to expire there: it
    must step down (by its local deadline) before the other contender can own, then learn
    of the expiry when the partition heals, open a new session and queue up again. */
@@ -866,6 +1044,9 @@ int main(int argc, char **argv) {
     RUN(session_expiry);
     RUN(kill9_owner);
     RUN(auth_creator_only);
+    RUN(foreign_server_garbage);
+    RUN(foreign_server_silent);
+    RUN(foreign_server_readonly);
     RUN(server_restart); /* last: it bounces the server */
     if (g_twice) {
         fprintf(stderr, "a request was completed twice (%d)\n", g_twice);
