@@ -85,10 +85,12 @@
  *   process has several sessions (ThreadSanitizer reports it; a garbled log line at worst).
  *   zoo_set_debug_level((ZooLogLevel)0) stops that formatting, process-wide; simba_zk does
  *   not change that global setting itself (the tests do).
- *   Destroy (simba_backend_free / simba_loop_free) calls zookeeper_close, which sends the
- *   close (so the server deletes our nodes at once, a prompt hand-over) and joins the
- *   library's threads: against a server that hangs it blocks 1.5 s (the library's wait
- *   for the close's answer), at most 4.5 s when the send itself stalls. A session expiry
+ *   Destroy (simba_backend_free / simba_loop_free) deletes our nodes (a prompt hand-over)
+ *   and waits up to 1 s for the calls in flight to be answered (libzookeeper_mt 3.8 leaks
+ *   the completion of a call still pending at zookeeper_close), then calls zookeeper_close,
+ *   which sends the close and joins the library's threads. Against a connected server that
+ *   hangs it blocks 2.5 s (1 s + the library's 1.5 s wait for the close's answer), at most
+ *   5.5 s when the send itself stalls; against an unreachable one it does not wait. A session expiry
  *   closes the dead handle inside simba_poll, which only joins the threads.
  *     Read-only sessions are refused: a server that grants one (an ensemble member without
  *   quorum, or a foreign service whose reply happens to parse as a read-only handshake)
@@ -184,6 +186,7 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #define SIMBA__ZK_RING 64
 #define SIMBA__ZK_TRIES 8
 #define SIMBA__ZK_ADDRS 16
+#define SIMBA__ZK_SETTLE_MS 1000 /* destroy waits this long at most for calls in flight */
 #define SIMBA__ZK_RO_MSG "zookeeper: the server granted a read-only session (no quorum, or not ZooKeeper): refused"
 
 enum { SIMBA__ZK_CREATE, SIMBA__ZK_LIST, SIMBA__ZK_GET, SIMBA__ZK_EXISTS, SIMBA__ZK_DELETE,
@@ -210,6 +213,7 @@ typedef struct simba__zk_op {
     simba__zk_sess *sess;
     simba__zk_job *job; /* NULL = fire and forget */
     int kind;
+    int orphan; /* the library may or may not hold it (ZMARSHALLINGERROR): no job, not waited for */
     char tag[SIMBA__ZK_TAG_LEN + 1]; /* LIST: whose nodes to find */
     char mutex[SIMBA_NAME_MAX + 1];  /* PARENT: whose parent is watched */
     int rc;
@@ -278,6 +282,7 @@ struct simba__zk_job {
     int tries;
     int mkdirs;
     int created;
+    int pred_gone; /* the watched predecessor's deletion was processed before the exists answer */
     int64_t deadline;
     simba__zk_op *op; /* the call in flight */
     char lowest[SIMBA__ZK_NODE_MAX], pred[SIMBA__ZK_NODE_MAX];
@@ -1005,23 +1010,24 @@ static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op
 static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
     simba__zk_job *job = op->job;
     simba__zk_cont *c = job ? job->cont : NULL;
-    int live = zk->sess && op->sess == zk->sess && !zk->sess->dead && !zk->closing;
+    int same = zk->sess && op->sess == zk->sess && !zk->sess->dead; /* closing included: settle */
+    int live = same && !zk->closing;
     int rc = op->rc;
     char msg[96];
     simba__zk_op_unlink(zk, op);
     if (job) job->op = NULL;
 
     /* side effects that matter even when nobody waits for the answer */
-    if (live && c && op->kind == SIMBA__ZK_CREATE && rc == ZOK) {
+    if (same && c && op->kind == SIMBA__ZK_CREATE && rc == ZOK) {
         simba__zk_copy(c->node, sizeof c->node, op->name);
         c->czxid = op->czxid;
         c->dirty = 0;
     }
-    if (live && c && op->kind == SIMBA__ZK_DELETE && (rc == ZOK || rc == ZNONODE)) {
+    if (same && c && op->kind == SIMBA__ZK_DELETE && (rc == ZOK || rc == ZNONODE)) {
         c->node[0] = 0;
         c->czxid = 0;
     }
-    if (live && c && op->kind == SIMBA__ZK_LIST && (rc == ZOK || rc == ZNONODE)) {
+    if (same && c && op->kind == SIMBA__ZK_LIST && (rc == ZOK || rc == ZNONODE)) {
         int i;
         if (rc == ZOK && op->mine[0]) {
             if (strcmp(c->node, op->mine) != 0) c->czxid = 0;
@@ -1064,9 +1070,9 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
             simba__zk_job_run(zk, job);
         }
     } else if (op->kind == SIMBA__ZK_EXISTS) {
-        if (rc == ZNONODE) { /* the predecessor is gone already: re-check at once */
+        if (rc == ZNONODE || job->pred_gone) { /* the predecessor is gone already: re-check at once */
             c->watch_pred[0] = 0;
-            simba__zk_event(zk, SIMBA_EV_RELEASED, c->mtx->name, c->id, NULL);
+            if (!job->pred_gone) simba__zk_event(zk, SIMBA_EV_RELEASED, c->mtx->name, c->id, NULL);
         } else {
             simba__zk_copy(c->watch_pred, sizeof c->watch_pred, job->pred);
         }
@@ -1295,8 +1301,13 @@ static void simba__zk_on_path(simba__zk *zk, int type, const char *path) {
         simba__zk_cont *c;
         const char *node = slash + 1;
         for (c = m->conts; c; c = c->next) {
+            simba__zk_job *j = c->q_head;
             if (c->watch_pred[0] && strcmp(c->watch_pred, node) == 0) {
                 c->watch_pred[0] = 0;
+                simba__zk_event(zk, SIMBA_EV_RELEASED, m->name, c->id, NULL);
+            } else if (j && j->op && j->op->kind == SIMBA__ZK_EXISTS && strcmp(j->pred, node) == 0) {
+                /* events are handled before answers: the exists that set this watch is queued */
+                j->pred_gone = 1;
                 simba__zk_event(zk, SIMBA_EV_RELEASED, m->name, c->id, NULL);
             }
         }
@@ -1496,11 +1507,46 @@ static void simba__zk_unwatch(void *impl, const char *mutex) {
     if (m) simba__zk_mtx_gc(zk, m);
 }
 
+/* Lets the calls in flight (the releases just sent) be answered before zookeeper_close:
+   the library fakes a ZCLOSING answer for each call still pending there and queues it for
+   its completion thread, which may have stopped already (libzookeeper_mt 3.8 leaks them). */
+static void simba__zk_settle(simba__zk *zk) {
+    int64_t end = simba_now(zk->loop) + SIMBA__ZK_SETTLE_MS;
+    for (;;) {
+        simba__zk_op *op;
+        simba__zk_mtx *m;
+        struct pollfd pfd;
+        int64_t left = end - simba_now(zk->loop);
+        /* our nodes go now: a release still queued behind a renewal would never be sent */
+        for (m = zk->mtxs; m; m = m->next) {
+            simba__zk_cont *c;
+            for (c = m->conts; c; c = c->next) {
+                char path[SIMBA__ZK_PATH_MAX];
+                if (!c->node[0] || !simba__zk_path(zk, path, m->name, c->node)) continue;
+                c->node[0] = 0;
+                c->czxid = 0;
+                op = simba__zk_op_new(zk, NULL, SIMBA__ZK_DELETE);
+                if (op) simba__zk_op_issued(zk, op, zoo_adelete(zk->sess->zh, path, -1, simba__zk_cb_void, op));
+            }
+        }
+        for (op = zk->outstanding; op; op = op->onext)
+            if (op->sess == zk->sess && !op->orphan) break;
+        if (!op || left <= 0) return;
+        pfd.fd = zk->pipe_r;
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR) return;
+        simba__zk_ack(zk);
+        simba__zk_drain(zk); /* closing: answers are settled, nothing new is issued */
+    }
+}
+
 static void simba__zk_destroy(void *impl) {
     simba__zk *zk = (simba__zk *)impl;
     simba__zk_mtx *m, *mn;
     if (!zk) return;
     zk->closing = 1;
+    if (zk->sess && zk->sess->connected && !zk->sess->dead) simba__zk_settle(zk);
     /* closing the session deletes our ephemeral nodes on the server at once */
     simba__zk_session_close(zk);
     simba__zk_drain(zk);
