@@ -523,9 +523,25 @@ static simba__zk_op *simba__zk_op_new(simba__zk *zk, simba__zk_job *job, int kin
     return op;
 }
 
-/* Records op as outstanding once the library accepted it; frees it when it did not. */
+#ifdef SIMBA_ZK_TEST_FAULTS
+/* Test builds: the next N calls the library accepted are reported as ZMARSHALLINGERROR,
+   as libzookeeper 3.8 does when queueing a request fails after its completion is registered. */
+static int simba_zk_test_marshal_fail;
+#endif
+
+/* Records op as outstanding once the library accepted it; frees it when it did not.
+   ZMARSHALLINGERROR is ambiguous (the completion may be registered already: a failed
+   allocation after add_completion), so that op stays outstanding, detached from its job,
+   until its completion runs or the handle is closed. ZBADARGUMENTS and ZINVALIDSTATE come
+   before registration. */
 static int simba__zk_op_issued(simba__zk *zk, simba__zk_op *op, int zrc) {
-    if (zrc != ZOK) {
+#ifdef SIMBA_ZK_TEST_FAULTS
+    if (zrc == ZOK && simba_zk_test_marshal_fail > 0) {
+        simba_zk_test_marshal_fail--;
+        zrc = ZMARSHALLINGERROR;
+    }
+#endif
+    if (zrc != ZOK && zrc != ZMARSHALLINGERROR) {
         simba_free(zk->loop, op);
         return zrc;
     }
@@ -534,6 +550,11 @@ static int simba__zk_op_issued(simba__zk *zk, simba__zk_op *op, int zrc) {
     op->onext = zk->outstanding;
     if (zk->outstanding) zk->outstanding->oprev = op;
     zk->outstanding = op;
+    if (zrc == ZMARSHALLINGERROR) {
+        op->orphan = 1;
+        op->job = NULL; /* the job fails now; the op only waits for the library to let go */
+        return zrc;
+    }
     if (op->job) op->job->op = op;
     return ZOK;
 }

@@ -10,6 +10,7 @@
  * session; the kill -9 case runs this binary again as a child (--child).
  */
 #define SIMBA_IMPLEMENTATION
+#define SIMBA_ZK_TEST_FAULTS /* simba_zk_test_marshal_fail */
 #include "../simba_zk.h"
 #include "check.h"
 #include "zk_probe.h"
@@ -635,6 +636,37 @@ TEST(free_while_owning) {
     }
 }
 
+/* libzookeeper 3.8 can answer ZMARSHALLINGERROR with the completion registered already; its
+   thread then writes the result into the call record later. The hook reports accepted calls
+   as that error: the records must outlive the library's use (ASan build: use after free). */
+TEST(marshalling_error_keeps_call) {
+    proc *a = proc_open();
+    char m[64];
+    rec ra;
+    simba_service *s;
+    const char *em;
+    memset(&ra, 0, sizeof ra);
+    REQUIRE(a != NULL);
+    WAIT_FOR(stats(a).connected, 10000);
+    REQUIRE(stats(a).connected);
+    mname(m, sizeof m, "marshal");
+    simba_zk_test_marshal_fail = 3; /* the list, then the retries' first calls */
+    s = contend(a, m, "A", &ra);
+    REQUIRE(s != NULL);
+    WAIT_FOR(simba_zk_test_marshal_fail == 0 && ra.acquired == 1, 15000);
+    CHECK_EQ(simba_zk_test_marshal_fail, 0);
+    CHECK_EQ(ra.acquired, 1);
+    em = simba_backend_errmsg(a->be);
+    CHECK(em && strstr(em, "marshalling") != NULL); /* the refused call was reported */
+    WAIT_FOR(0, 300); /* the orphaned calls' answers arrive and are released */
+    simba_zk_test_marshal_fail = 2; /* a renewal's call, in an owned state */
+    WAIT_FOR(simba_zk_test_marshal_fail == 0, 5000);
+    CHECK_EQ(simba_zk_test_marshal_fail, 0);
+    simba_zk_test_marshal_fail = 1; /* and one left for the close to settle */
+    proc_close(a);
+    simba_zk_test_marshal_fail = 0;
+}
+
 /* ---- a listener that is not ZooKeeper ------------------------------------------------- */
 
 /* Answers what a client sends with garbage (an HTTP server's reply, kept open), with
@@ -1088,6 +1120,7 @@ int main(int argc, char **argv) {
     RUN(kill9_owner);
     RUN(auth_creator_only);
     RUN(free_while_owning);
+    RUN(marshalling_error_keeps_call);
     RUN(foreign_server_garbage);
     RUN(foreign_server_silent);
     RUN(foreign_server_readonly);
