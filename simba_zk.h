@@ -62,8 +62,9 @@
  *   fresh as that server. Tested against a single server.
  *
  * REQUESTS BEFORE THE CONNECTION
- *   simba_zk_open() does not block on the network (zookeeper_init is asynchronous; give
- *   numeric addresses: host names are resolved inside zookeeper_init by getaddrinfo).
+ *   simba_zk_open() does not block on the network (zookeeper_init is asynchronous; host
+ *   names are refused with SIMBA_EINVAL, as the client library would resolve them with a
+ *   blocking getaddrinfo). Every refusal says which field and why in simba_loop_errmsg().
  *   Requests made while the client is (re)connecting are queued by the client library and
  *   sent once connected; if a connection attempt fails they fail with SIMBA_ECONN. Every
  *   request also has a deadline of session timeout + 1 s, after which it completes with
@@ -121,8 +122,11 @@ extern "C" {
 #endif
 
 typedef struct simba_zk_desc {
-    const char *hosts;          /* required, e.g. "127.0.0.1:2181" or "h1:2181,h2:2181" */
-    int session_timeout_ms;     /* 0 -> 10000; the server may negotiate it into its bounds */
+    const char *hosts;          /* required: "ADDR:PORT[,ADDR:PORT...][/chroot]" with numeric
+                                   addresses, e.g. "127.0.0.1:2181,10.0.0.2:2181" or "::1:2181"
+                                   (IPv6 without brackets, as the client library parses it) */
+    int session_timeout_ms;     /* 0 -> 10000, at most 1e9; the server negotiates it into its
+                                   bounds */
     const char *root;           /* NULL -> "/simba" */
     const char *auth_scheme;    /* optional, e.g. "digest" */
     const char *auth;           /* its credentials, e.g. "user:password" */
@@ -1125,8 +1129,8 @@ static int simba__zk_session_open(simba__zk *zk) {
     if (!s->zh) {
         int e = errno;
         simba_free(zk->loop, s);
-        simba_log(zk->loop, SIMBA_LOG_ERROR, "simba_zk: zookeeper_init(%s) failed: %s", zk->hosts, strerror(e));
-        return e == EINVAL ? SIMBA_EINVAL : SIMBA_ESYS;
+        return simba__fail(zk->loop, e == EINVAL ? SIMBA_EINVAL : SIMBA_ESYS, "simba_zk: zookeeper_init(hosts %s) failed: %s",
+                           zk->hosts, strerror(e));
     }
     if (zk->scheme) {
         simba__zk_op *op = simba__zk_op_new(zk, NULL, SIMBA__ZK_AUTH);
@@ -1804,9 +1808,13 @@ fail_strings:
 
 SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out) {
     simba__zk *zk;
-    if (!be || !out || simba_backend_vt_get(be) != &simba__zk_vt) return SIMBA_EINVAL;
+    if (!be) return SIMBA_EINVAL;
+    if (!out) return simba__fail(simba_backend_loop(be), SIMBA_EINVAL, "simba_zk_stats_get: out is NULL");
+    if (simba_backend_vt_get(be) != &simba__zk_vt)
+        return simba__fail(simba_backend_loop(be), SIMBA_EINVAL, "simba_zk_stats_get: be is not a zookeeper backend");
     zk = (simba__zk *)simba_backend_impl(be);
-    if (!zk || zk->magic != SIMBA__ZK_MAGIC) return SIMBA_EINVAL;
+    if (!zk || zk->magic != SIMBA__ZK_MAGIC)
+        return simba__fail(simba_backend_loop(be), SIMBA_EINVAL, "simba_zk_stats_get: be is closed");
     *out = zk->stats;
     return SIMBA_OK;
 }

@@ -247,37 +247,81 @@ static int script_wait(pid_t pid, double max_ms) {
 
 /* ---- cases ---------------------------------------------------------------------------- */
 
+/* A refusal names the field in simba_loop_errmsg() (issue 14 item 6). */
+#define CHECK_REFUSED(call, word)                                                          \
+    do {                                                                                   \
+        CHECK_RC(call, SIMBA_EINVAL);                                                      \
+        if (!strstr(simba_loop_errmsg(loop), word)) {                                      \
+            fprintf(stderr, "  FAIL %s:%d: errmsg \"%s\" does not name %s\n", __FILE__,    \
+                    __LINE__, simba_loop_errmsg(loop), word);                              \
+            check__cur_failed = 1;                                                         \
+        }                                                                                  \
+    } while (0)
+
 TEST(args) {
     simba_loop *loop;
     simba_backend *be = NULL;
     simba_zk_desc d;
+    simba_zk_stats st;
     const char *bad_roots[] = {"", "/", "simba", "/a/", "/a//b", "/zookeeper", "/zookeeper/x", "/a/..", "/a/.", "/a b", "/a/b\n"};
+    const char *bad_hosts[] = {"localhost:2181", "127.0.0.1", "127.0.0.1:", "127.0.0.1:0", "127.0.0.1:65536",
+                               "127.0.0.1:21x", "127.0.0.1:2181,", ",127.0.0.1:2181", "127.0.0.1:2181,,127.0.0.2:2181",
+                               "zk.example:2181", "/chroot", "1.2.3:2181", "[::1]:2181"};
+    const char *good_hosts[] = {"127.0.0.1:1", "127.0.0.1:2181,127.0.0.2:2182", "::1:2181", "127.0.0.1:2181/chroot"};
+    char big[5000];
     size_t i;
     REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK || simba_loop_new(&(simba_loop_desc){0}, &loop) == SIMBA_OK);
     memset(&d, 0, sizeof d);
     CHECK_RC(simba_zk_open(NULL, &d, &be), SIMBA_EINVAL);
-    CHECK_RC(simba_zk_open(loop, NULL, &be), SIMBA_EINVAL);
-    CHECK_RC(simba_zk_open(loop, &d, &be), SIMBA_EINVAL); /* no hosts */
+    CHECK_REFUSED(simba_zk_open(loop, NULL, &be), "desc");
+    CHECK_REFUSED(simba_zk_open(loop, &d, &be), "hosts"); /* no hosts */
+    d.hosts = "";
+    CHECK_REFUSED(simba_zk_open(loop, &d, &be), "hosts");
+    memset(big, '1', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    d.hosts = big;
+    CHECK_REFUSED(simba_zk_open(loop, &d, &be), "hosts");
+    for (i = 0; i < sizeof bad_hosts / sizeof bad_hosts[0]; i++) {
+        d.hosts = bad_hosts[i];
+        CHECK_REFUSED(simba_zk_open(loop, &d, &be), "hosts");
+        CHECK(be == NULL);
+    }
+    for (i = 0; i < sizeof good_hosts / sizeof good_hosts[0]; i++) {
+        d.hosts = good_hosts[i];
+        CHECK_RC(simba_zk_open(loop, &d, &be), SIMBA_OK);
+        if (be) CHECK_RC(simba_backend_free(be), SIMBA_OK);
+        be = NULL;
+    }
     d.hosts = g_hosts;
-    CHECK_RC(simba_zk_open(loop, &d, NULL), SIMBA_EINVAL);
+    CHECK_REFUSED(simba_zk_open(loop, &d, NULL), "out");
     for (i = 0; i < sizeof bad_roots / sizeof bad_roots[0]; i++) {
         d.root = bad_roots[i];
-        CHECK_RC(simba_zk_open(loop, &d, &be), SIMBA_EINVAL);
+        CHECK_REFUSED(simba_zk_open(loop, &d, &be), "root");
     }
     d.root = NULL;
     d.session_timeout_ms = -1;
-    CHECK_RC(simba_zk_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK_REFUSED(simba_zk_open(loop, &d, &be), "session_timeout_ms");
+    d.session_timeout_ms = 1000000001;
+    CHECK_REFUSED(simba_zk_open(loop, &d, &be), "session_timeout_ms");
     d.session_timeout_ms = 0;
     d.auth_scheme = "digest"; /* without credentials */
-    CHECK_RC(simba_zk_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK_REFUSED(simba_zk_open(loop, &d, &be), "auth");
+    d.auth = "u:p";
+    d.auth_scheme = "";
+    CHECK_REFUSED(simba_zk_open(loop, &d, &be), "auth_scheme");
+    d.auth_scheme = "digest";
+    d.auth = big;
+    CHECK_REFUSED(simba_zk_open(loop, &d, &be), "auth");
     d.auth_scheme = NULL;
+    d.auth = NULL;
     d.acl_creator_only = 1; /* needs an identity */
-    CHECK_RC(simba_zk_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK_REFUSED(simba_zk_open(loop, &d, &be), "acl_creator_only");
     d.acl_creator_only = 0;
     d.root = "/simba-test/deeper/x_y";
     CHECK_RC(simba_zk_open(loop, &d, &be), SIMBA_OK);
     CHECK(be != NULL);
-    CHECK_RC(simba_zk_stats_get(NULL, NULL), SIMBA_EINVAL);
+    CHECK_RC(simba_zk_stats_get(NULL, &st), SIMBA_EINVAL); /* no loop to hold words */
+    CHECK_REFUSED(simba_zk_stats_get(be, NULL), "out");
     CHECK_RC(simba_backend_free(be), SIMBA_OK);
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
