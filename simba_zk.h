@@ -32,13 +32,15 @@
  *   change of the lowest node is pushed as SIMBA_EV_OWNER.
  *
  * FENCE
- *   The owner node's creation zxid (czxid). Owners succeed each other in sequence order,
- *   which is creation order, so czxid strictly increases from one ownership to the next;
- *   unlike the sequence number it keeps increasing even if <root>/M is deleted and made
- *   again. A renewal is the same node, so the fence is constant. Note: an owner that
- *   steps down locally while its session survives (a disconnect shorter than the session
- *   timeout) and then re-acquires still holds the same node, so it gets the same fence --
- *   on the server the ownership never moved, nobody else held the mutex in between.
+ *   The owner node's last-modified zxid (mzxid), which every reply and observer reads. A
+ *   new ownership (an ACQUIRE with renew == 0) gets a zxid above every earlier ownership's:
+ *   a node made for it and lowest with no child change since (the listing's pzxid equals
+ *   its czxid) keeps its creation zxid; otherwise -- a waiter whose turn came, an owner
+ *   asking again after a local step-down while its session and node survived -- the
+ *   backend rewrites the node's data (same bytes) and the write's zxid is the fence: one
+ *   more round trip on a hand-over. Zxids only grow, also across <root>/M being deleted
+ *   and made again. A renewal (renew == 1) writes nothing, so the fence is constant.
+ *   Observers keep a data watch on the owner node, so that write is pushed to them.
  *
  * LEASE
  *   The lease is the ZooKeeper session. The server expires a session no earlier than one
@@ -194,12 +196,12 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #define SIMBA__ZK_RO_MSG "zookeeper: the server granted a read-only session (no quorum, or not ZooKeeper): refused"
 
 enum { SIMBA__ZK_CREATE, SIMBA__ZK_LIST, SIMBA__ZK_GET, SIMBA__ZK_EXISTS, SIMBA__ZK_DELETE,
-       SIMBA__ZK_MKDIR, SIMBA__ZK_AUTH, SIMBA__ZK_PARENT };
+       SIMBA__ZK_MKDIR, SIMBA__ZK_AUTH, SIMBA__ZK_PARENT, SIMBA__ZK_SET };
 /* job kinds beyond simba_op */
 enum { SIMBA__ZK_J_REFRESH = 100 };
 /* job steps */
 enum { SIMBA__ZK_S_LIST, SIMBA__ZK_S_CREATE, SIMBA__ZK_S_GET, SIMBA__ZK_S_EXISTS, SIMBA__ZK_S_DELETE,
-       SIMBA__ZK_S_SWEEP };
+       SIMBA__ZK_S_SWEEP, SIMBA__ZK_S_SET };
 
 typedef struct simba__zk simba__zk;
 typedef struct simba__zk_sess simba__zk_sess;
@@ -229,6 +231,8 @@ typedef struct simba__zk_op {
     char extra[SIMBA__ZK_EXTRA_MAX][SIMBA__ZK_NODE_MAX];
     char name[SIMBA__ZK_NODE_MAX]; /* CREATE: the node made */
     int64_t czxid;                 /* CREATE, GET */
+    int64_t mzxid;                 /* CREATE, GET, SET */
+    int64_t pzxid;                 /* LIST: the mutex node's last child change */
     char data[SIMBA__ZK_DATA_MAX + 1];
 } simba__zk_op;
 
@@ -268,6 +272,7 @@ struct simba__zk_cont {
     char tag[SIMBA__ZK_TAG_LEN + 1];
     char node[SIMBA__ZK_NODE_MAX]; /* our node in this session, "" = none known */
     int64_t czxid;                 /* of node, 0 = unknown */
+    int64_t fence;                 /* of the tenure granted on node, 0 = none yet */
     char watch_pred[SIMBA__ZK_NODE_MAX];
     int dirty;     /* a node of ours may exist that we do not know of */
     int want_gone; /* released: any node of ours must go */
@@ -287,6 +292,7 @@ struct simba__zk_job {
     int mkdirs;
     int created;
     int pred_gone; /* the watched predecessor's deletion was processed before the exists answer */
+    int64_t pzxid; /* of the last listing */
     int64_t deadline;
     simba__zk_op *op; /* the call in flight */
     char lowest[SIMBA__ZK_NODE_MAX], pred[SIMBA__ZK_NODE_MAX];
@@ -365,6 +371,7 @@ static void simba__zk_cb_create(int rc, const char *value, const struct Stat *st
     if (rc == ZOK) {
         simba__zk_copy(op->name, sizeof op->name, simba__zk_last(value));
         op->czxid = st ? st->czxid : 0;
+        op->mzxid = st ? st->mzxid : 0;
     }
     simba__zk_post(op, rc);
 }
@@ -377,8 +384,9 @@ static void simba__zk_cb_string(int rc, const char *value, const void *data) {
 static void simba__zk_cb_void(int rc, const void *data) { simba__zk_post((simba__zk_op *)data, rc); }
 
 static void simba__zk_cb_stat(int rc, const struct Stat *st, const void *data) {
-    (void)st;
-    simba__zk_post((simba__zk_op *)data, rc);
+    simba__zk_op *op = (simba__zk_op *)data;
+    if (rc == ZOK && st) op->mzxid = st->mzxid;
+    simba__zk_post(op, rc);
 }
 
 static void simba__zk_cb_get(int rc, const char *value, int len, const struct Stat *st, const void *data) {
@@ -389,6 +397,7 @@ static void simba__zk_cb_get(int rc, const char *value, int len, const struct St
         if (n) memcpy(op->data, value, n);
         op->data[n] = 0;
         op->czxid = st ? st->czxid : 0;
+        op->mzxid = st ? st->mzxid : 0;
     }
     simba__zk_post(op, rc);
 }
@@ -410,8 +419,9 @@ static long long simba__zk_seq(const char *name, const char **tag, size_t *tag_l
     return v;
 }
 
-static void simba__zk_cb_list(int rc, const struct String_vector *sv, const void *data) {
+static void simba__zk_cb_list(int rc, const struct String_vector *sv, const struct Stat *st, const void *data) {
     simba__zk_op *op = (simba__zk_op *)data;
+    if (rc == ZOK && st) op->pzxid = st->pzxid;
     if (rc == ZOK && sv) {
         long long low = -1, mine = -1, pred = -1;
         size_t taglen = strlen(op->tag);
@@ -787,10 +797,10 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
         if (!op) goto nomem;
         if (c) simba__zk_copy(op->tag, sizeof op->tag, c->tag);
         if (!c && job->mtx->watchers > 0)
-            zrc = simba__zk_op_issued(zk, op, zoo_awget_children(zh, path, simba__zk_node_watcher, zk->sess,
-                                                                 simba__zk_cb_list, op));
+            zrc = simba__zk_op_issued(zk, op, zoo_awget_children2(zh, path, simba__zk_node_watcher, zk->sess,
+                                                                  simba__zk_cb_list, op));
         else
-            zrc = simba__zk_op_issued(zk, op, zoo_aget_children(zh, path, 0, simba__zk_cb_list, op));
+            zrc = simba__zk_op_issued(zk, op, zoo_aget_children2(zh, path, 0, simba__zk_cb_list, op));
         break;
     case SIMBA__ZK_S_CREATE: {
         char data[SIMBA__ZK_DATA_MAX + 1];
@@ -810,8 +820,20 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
         if (!simba__zk_path(zk, path, mutex, job->lowest)) break;
         op = simba__zk_op_new(zk, job, SIMBA__ZK_GET);
         if (!op) goto nomem;
-        zrc = simba__zk_op_issued(zk, op, zoo_aget(zh, path, 0, simba__zk_cb_get, op));
+        if (!c && job->mtx->watchers > 0) /* observed: a new tenure's write to the owner node is pushed */
+            zrc = simba__zk_op_issued(zk, op, zoo_awget(zh, path, simba__zk_node_watcher, zk->sess, simba__zk_cb_get, op));
+        else
+            zrc = simba__zk_op_issued(zk, op, zoo_aget(zh, path, 0, simba__zk_cb_get, op));
         break;
+    case SIMBA__ZK_S_SET: { /* a new tenure on a node we hold already: its write gives the fence */
+        char data[SIMBA__ZK_DATA_MAX + 1];
+        int n = snprintf(data, sizeof data, "%s %d %s", c->tag, zoo_recv_timeout(zh), c->id);
+        if (n <= 0 || n >= (int)sizeof data || !simba__zk_path(zk, path, mutex, c->node)) break;
+        op = simba__zk_op_new(zk, job, SIMBA__ZK_SET);
+        if (!op) goto nomem;
+        zrc = simba__zk_op_issued(zk, op, zoo_aset(zh, path, data, n, -1, simba__zk_cb_stat, op));
+        break;
+    }
     case SIMBA__ZK_S_EXISTS:
         if (!simba__zk_path(zk, path, mutex, job->pred)) break;
         op = simba__zk_op_new(zk, job, SIMBA__ZK_EXISTS);
@@ -942,9 +964,26 @@ static void simba__zk_reply_self(simba__zk *zk, simba__zk_job *job) {
         return;
     }
     c->watch_pred[0] = 0;
-    simba__zk_owner_reply(&r, c->id, simba__zk_timeout(zk), (uint64_t)c->czxid);
+    simba__zk_owner_reply(&r, c->id, simba__zk_timeout(zk), (uint64_t)c->fence);
     simba__zk_reply(zk, job, &r);
     simba__zk_job_end(zk, job);
+}
+
+/* Our node is the lowest. A renewal keeps its tenure's fence. A new acquisition needs a
+   fence above every earlier tenure's: our node's creation zxid if no child changed since it
+   was made (nobody held the mutex in between) and no tenure had it yet, else the zxid of a
+   write to our node (its mzxid), which observers read as the owner's fence as well. */
+static void simba__zk_own(simba__zk *zk, simba__zk_job *job) {
+    simba__zk_cont *c = job->cont;
+    if (job->req && job->req->renew && c->fence > 0) {
+        simba__zk_reply_self(zk, job);
+    } else if (c->fence == 0 && c->czxid > 0 && job->pzxid == c->czxid) {
+        c->fence = c->czxid;
+        simba__zk_reply_self(zk, job);
+    } else {
+        job->step = SIMBA__ZK_S_SET;
+        simba__zk_job_run(zk, job);
+    }
 }
 
 static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *op) {
@@ -954,6 +993,7 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
         if (c->node[0]) simba__zk_delete_node(zk, c->mtx->name, c->node);
         c->node[0] = 0;
         c->czxid = 0;
+        c->fence = 0;
         memset(&r, 0, sizeof r);
         simba__zk_reply(zk, job, &r);
         simba__zk_job_end(zk, job);
@@ -975,8 +1015,9 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
     }
     simba__zk_copy(job->lowest, sizeof job->lowest, op->lowest);
     simba__zk_copy(job->pred, sizeof job->pred, op->pred);
+    job->pzxid = op->pzxid;
     if (job->kind == SIMBA_OP_ACQUIRE && strcmp(op->mine, op->lowest) == 0 && c->czxid > 0) {
-        simba__zk_reply_self(zk, job);
+        simba__zk_own(zk, job);
         return;
     }
     job->step = SIMBA__ZK_S_GET; /* read the owner's id and creation zxid */
@@ -998,11 +1039,12 @@ static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op
     }
     if (timeout <= 0) timeout = simba__zk_timeout(zk);
     if (job->kind == SIMBA_OP_ACQUIRE && strcmp(job->lowest, c->node) == 0) {
+        if (c->czxid != op->czxid) c->fence = 0;
         c->czxid = op->czxid;
-        simba__zk_reply_self(zk, job);
+        simba__zk_own(zk, job);
         return;
     }
-    simba__zk_owner_reply(&r, owner, timeout, (uint64_t)op->czxid);
+    simba__zk_owner_reply(&r, owner, timeout, (uint64_t)op->mzxid);
     if (job->kind == SIMBA__ZK_J_REFRESH) {
         simba__zk_mtx *m = job->mtx;
         if (!m->pushed || strcmp(m->last_owner, owner) != 0 || m->last_fence != r.fence) {
@@ -1046,20 +1088,23 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
     if (same && c && op->kind == SIMBA__ZK_CREATE && rc == ZOK) {
         simba__zk_copy(c->node, sizeof c->node, op->name);
         c->czxid = op->czxid;
+        c->fence = 0;
         c->dirty = 0;
     }
     if (same && c && op->kind == SIMBA__ZK_DELETE && (rc == ZOK || rc == ZNONODE)) {
         c->node[0] = 0;
         c->czxid = 0;
+        c->fence = 0;
     }
     if (same && c && op->kind == SIMBA__ZK_LIST && (rc == ZOK || rc == ZNONODE)) {
         int i;
         if (rc == ZOK && op->mine[0]) {
-            if (strcmp(c->node, op->mine) != 0) c->czxid = 0;
+            if (strcmp(c->node, op->mine) != 0) c->czxid = c->fence = 0;
             simba__zk_copy(c->node, sizeof c->node, op->mine);
         } else {
             c->node[0] = 0;
             c->czxid = 0;
+            c->fence = 0;
         }
         c->dirty = 0;
         for (i = 0; i < op->nextra; i++) simba__zk_delete_node(zk, c->mtx->name, op->extra[i]);
@@ -1093,6 +1138,13 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
             job->created = 1;
             job->step = SIMBA__ZK_S_LIST;
             simba__zk_job_run(zk, job);
+        }
+    } else if (op->kind == SIMBA__ZK_SET) {
+        if (rc == ZNONODE) { /* our node went (session trouble): look again */
+            simba__zk_retry(zk, job);
+        } else {
+            c->fence = op->mzxid;
+            simba__zk_reply_self(zk, job);
         }
     } else if (op->kind == SIMBA__ZK_EXISTS) {
         if (rc == ZNONODE || job->pred_gone) { /* the predecessor is gone already: re-check at once */
@@ -1223,6 +1275,7 @@ static void simba__zk_session_close(simba__zk *zk) {
         for (c = m->conts; c; c = c->next) { /* the session's nodes and watches are gone */
             c->node[0] = 0;
             c->czxid = 0;
+            c->fence = 0;
             c->watch_pred[0] = 0;
             c->dirty = 0;
         }
@@ -1320,6 +1373,10 @@ static void simba__zk_on_path(simba__zk *zk, int type, const char *path) {
     if (!m) return;
     if (!slash) { /* child list changed, or the mutex node appeared: observers' watches */
         if ((type == ZOO_CHILD_EVENT || type == ZOO_CREATED_EVENT) && m->watchers > 0) simba__zk_refresh(zk, m);
+        return;
+    }
+    if (type == ZOO_CHANGED_EVENT && m->watchers > 0) { /* a new tenure wrote its fence */
+        simba__zk_refresh(zk, m);
         return;
     }
     if (type == ZOO_DELETED_EVENT) {
@@ -1662,7 +1719,7 @@ static int simba__zk_hosts_parse(simba__zk *zk, const char *hosts, char *why, si
         return 0;
     }
     while (p < hosts + total) {
-        const char *comma = memchr(p, ',', (size_t)(hosts + total - p));
+        const char *comma = (const char *)memchr(p, ',', (size_t)(hosts + total - p));
         size_t len = comma ? (size_t)(comma - p) : (size_t)(hosts + total - p);
         char item[64], *colon, *end;
         long port;

@@ -465,6 +465,61 @@ TEST(fence_strictly_increases) {
     proc_close(b);
 }
 
+/* An owner whose loop stalls past its local lease steps down while its session (kept
+   alive by the client library's thread) and node survive. Asking again is a new
+   acquisition (renew == 0): it must carry a greater fence, and so must the waiter that
+   follows it, whose node is older than that re-grant; observers report the same fences. */
+TEST(reacquire_after_local_step_down_new_fence) {
+    proc *a = proc_open(), *b = proc_open(), *o = proc_open();
+    char m[64];
+    rec ra, rb, ro;
+    simba_service *sa, *sb, *so;
+    uint64_t f1, f2;
+    struct timespec stall = {1, 800000000}; /* > 2T/3 = 1333 ms, < T = 2000 ms */
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    memset(&ro, 0, sizeof ro);
+    REQUIRE(a && b && o);
+    mname(m, sizeof m, "regrant");
+    so = observe(o, m, &ro);
+    REQUIRE(so != NULL);
+    sa = contend(a, m, "A", &ra);
+    REQUIRE(sa != NULL);
+    WAIT_FOR(ra.acquired == 1, 10000);
+    REQUIRE(ra.acquired == 1);
+    f1 = ra.fence;
+    sb = contend(b, m, "B", &rb);
+    REQUIRE(sb != NULL);
+    WAIT_FOR(strcmp(rb.owner, "A") == 0 && ro.owner_fence == f1, 5000);
+    CHECK(ro.owner_fence == f1);
+    nanosleep(&stall, NULL); /* the stalled frame: nobody is polled */
+    WAIT_FOR(ra.acquired == 2, 5000);
+    CHECK_EQ(ra.released, 1);
+    REQUIRE(ra.acquired == 2);
+    CHECK_EQ(stats(a).sessions, 1); /* the same session and node: only the tenure is new */
+    f2 = ra.fence;
+    fprintf(stderr, "  fence %llu, after the local step-down %llu\n", (unsigned long long)f1, (unsigned long long)f2);
+    CHECK(f2 > f1);
+    WAIT_FOR(ro.owner_fence == f2, 3000);
+    CHECK(ro.owner_fence == f2);
+    {   /* renewals keep it */
+        double t0 = now_ms();
+        WAIT_FOR(now_ms() - t0 > 1500, 2000);
+    }
+    CHECK(simba_fence(sa) == f2);
+    CHECK_EQ(ra.acquired, 2);
+    CHECK_RC(simba_stop(sa), SIMBA_OK);
+    WAIT_FOR(rb.acquired == 1, 5000);
+    REQUIRE(rb.acquired == 1);
+    fprintf(stderr, "  then B: %llu\n", (unsigned long long)rb.fence);
+    CHECK(rb.fence > f2);
+    WAIT_FOR(ro.owner_fence == rb.fence, 3000);
+    CHECK(ro.owner_fence == rb.fence);
+    proc_close(a);
+    proc_close(b);
+    proc_close(o);
+}
+
 TEST(waiters_woken_one_at_a_time) {
     enum { NW = 4 };
     proc *p[NW + 1];
@@ -1159,6 +1214,7 @@ int main(int argc, char **argv) {
     RUN(unreachable_server);
     RUN(observer_and_waiters_see_owner);
     RUN(fence_strictly_increases);
+    RUN(reacquire_after_local_step_down_new_fence);
     RUN(waiters_woken_one_at_a_time);
     RUN(session_expiry);
     RUN(kill9_owner);
