@@ -178,7 +178,6 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
@@ -1212,14 +1211,20 @@ static void simba__zk_unblock_probe(const simba__zk *zk) {
     while ((e = readdir(d)) != NULL) {
         struct sockaddr_storage peer;
         socklen_t pl = sizeof peer;
-        struct stat st;
+        char link[64], what[32];
+        ssize_t ln;
         int fd, type = 0, i;
         socklen_t tl = sizeof type;
         char *end;
         long v = strtol(e->d_name, &end, 10);
         if (*end || end == e->d_name || v < 0 || v > INT_MAX || (int)v == dirfd(d)) continue;
         fd = (int)v;
-        if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) || (fcntl(fd, F_GETFL) & O_NONBLOCK)) continue;
+        /* the link names sockets without touching the descriptor, which the library's
+           threads may be closing right now */
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ln = readlink(link, what, sizeof what - 1);
+        if (ln < 7 || memcmp(what, "socket:", 7) != 0) continue;
+        if (fcntl(fd, F_GETFL) & O_NONBLOCK) continue;
         if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM) continue;
         memset(&peer, 0, sizeof peer);
         if (getpeername(fd, (struct sockaddr *)&peer, &pl) != 0) continue;

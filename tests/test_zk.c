@@ -29,8 +29,21 @@
 
 
 #define SESSION_MS 2000
-/* simba_loop_free / simba_backend_free bound (simba_zk.h THREADS: "about 3 s") */
+/* simba_loop_free / simba_backend_free bound (simba_zk.h THREADS: 2.5 s against a hung server) */
 #define FREE_BOUND_MS 3500
+/* libzookeeper_mt reads an HTTP reply's text as a packet length and callocs it (up to 2 GB,
+   1.8 GB for our fake): free with lazy zero pages, but ThreadSanitizer fills and frees that
+   memory's shadow, which takes seconds inside the join. */
+#if defined(__SANITIZE_THREAD__)
+#define GARBAGE_FREE_BOUND_MS 30000
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GARBAGE_FREE_BOUND_MS 30000
+#endif
+#endif
+#ifndef GARBAGE_FREE_BOUND_MS
+#define GARBAGE_FREE_BOUND_MS FREE_BOUND_MS
+#endif
 
 static int g_port = 2191;
 static char g_hosts[64];
@@ -413,7 +426,8 @@ TEST(observer_and_waiters_see_owner) {
         double t0;
         CHECK_RC(simba_stop(sa), SIMBA_OK);
         t0 = now_ms();
-        WAIT_FOR(rb.acquired && strcmp(ro.owner, "waiter-B") == 0, 4000);
+        /* the new owner's fence comes with its write to its node: pushed by the data watch */
+        WAIT_FOR(rb.acquired && strcmp(ro.owner, "waiter-B") == 0 && ro.owner_fence == rb.fence, 4000);
         CHECK(rb.acquired == 1);
         CHECK_STR(ro.owner, "waiter-B");
         CHECK(ro.owner_fence == rb.fence);
@@ -902,7 +916,7 @@ static void fake_stop(fake *f) {
    read-only session is refused (no grant) and said so in the backend's errmsg. */
 static void foreign_server_case(int mode, const char *what) {
     int round;
-    for (round = 0; round < 3; round++) {
+    for (round = 0; round < 3 && !check__cur_failed; round++) {
         fake f;
         char hosts[64], m[64];
         proc *a;
@@ -932,7 +946,7 @@ static void foreign_server_case(int mode, const char *what) {
         took = now_ms() - t0;
         fprintf(stderr, "  %s round %d: probes %d, simba_loop_free took %.0f ms\n", what, round, fake_get(&f, &f.isro),
                 took);
-        CHECK(took < FREE_BOUND_MS);
+        CHECK(took < (mode == FAKE_GARBAGE ? GARBAGE_FREE_BOUND_MS : FREE_BOUND_MS));
         fake_stop(&f);
     }
 }
