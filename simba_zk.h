@@ -32,15 +32,17 @@
  *   change of the lowest node is pushed as SIMBA_EV_OWNER.
  *
  * FENCE
- *   The owner node's last-modified zxid (mzxid), which every reply and observer reads. A
- *   new ownership (an ACQUIRE with renew == 0) gets a zxid above every earlier ownership's:
- *   a node made for it and lowest with no child change since (the listing's pzxid equals
- *   its czxid) keeps its creation zxid; otherwise -- a waiter whose turn came, an owner
- *   asking again after a local step-down while its session and node survived -- the
- *   backend rewrites the node's data (same bytes) and the write's zxid is the fence: one
- *   more round trip on a hand-over. Zxids only grow, also across <root>/M being deleted
- *   and made again. A renewal (renew == 1) writes nothing, so the fence is constant.
- *   Observers keep a data watch on the owner node, so that write is pushed to them.
+ *   The owner node's last-modified zxid (mzxid), which every reply and observer reads; it
+ *   is the creation zxid unless the node was rewritten. Owners succeed each other in
+ *   sequence (creation) order, so the fence grows from one ownership to the next, also
+ *   across <root>/M being deleted and made again. A renewal (renew == 1) keeps it. A new
+ *   ownership on a node granted before -- an owner asking again (renew == 0) after a local
+ *   step-down while its session and node survived -- needs a greater fence: alone, the
+ *   backend rewrites the node (same bytes) and the write's zxid is the fence (any node made
+ *   later is younger); with waiters, whose nodes are older than such a write, the node
+ *   goes to the back of the queue (deleted and made again) and the head waiter owns next.
+ *   Observers keep a data watch on the owner node, so a rewrite is pushed to them, and a
+ *   waiter whose watched predecessor is rewritten sets its watch again.
  *
  * LEASE
  *   The lease is the ZooKeeper session. The server expires a session no earlier than one
@@ -195,7 +197,7 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #define SIMBA__ZK_RO_MSG "zookeeper: the server granted a read-only session (no quorum, or not ZooKeeper): refused"
 
 enum { SIMBA__ZK_CREATE, SIMBA__ZK_LIST, SIMBA__ZK_GET, SIMBA__ZK_EXISTS, SIMBA__ZK_DELETE,
-       SIMBA__ZK_MKDIR, SIMBA__ZK_AUTH, SIMBA__ZK_PARENT, SIMBA__ZK_SET };
+       SIMBA__ZK_MKDIR, SIMBA__ZK_AUTH, SIMBA__ZK_PARENT, SIMBA__ZK_SET, SIMBA__ZK_REWATCH };
 /* job kinds beyond simba_op */
 enum { SIMBA__ZK_J_REFRESH = 100 };
 /* job steps */
@@ -231,7 +233,6 @@ typedef struct simba__zk_op {
     char name[SIMBA__ZK_NODE_MAX]; /* CREATE: the node made */
     int64_t czxid;                 /* CREATE, GET */
     int64_t mzxid;                 /* CREATE, GET, SET */
-    int64_t pzxid;                 /* LIST: the mutex node's last child change */
     char data[SIMBA__ZK_DATA_MAX + 1];
 } simba__zk_op;
 
@@ -271,6 +272,7 @@ struct simba__zk_cont {
     char tag[SIMBA__ZK_TAG_LEN + 1];
     char node[SIMBA__ZK_NODE_MAX]; /* our node in this session, "" = none known */
     int64_t czxid;                 /* of node, 0 = unknown */
+    int64_t mzxid;                 /* of node as last read or written */
     int64_t fence;                 /* of the tenure granted on node, 0 = none yet */
     char watch_pred[SIMBA__ZK_NODE_MAX];
     int dirty;     /* a node of ours may exist that we do not know of */
@@ -291,7 +293,7 @@ struct simba__zk_job {
     int mkdirs;
     int created;
     int pred_gone; /* the watched predecessor's deletion was processed before the exists answer */
-    int64_t pzxid; /* of the last listing */
+    int count;     /* n- children in the last listing */
     int64_t deadline;
     simba__zk_op *op; /* the call in flight */
     char lowest[SIMBA__ZK_NODE_MAX], pred[SIMBA__ZK_NODE_MAX];
@@ -418,9 +420,8 @@ static long long simba__zk_seq(const char *name, const char **tag, size_t *tag_l
     return v;
 }
 
-static void simba__zk_cb_list(int rc, const struct String_vector *sv, const struct Stat *st, const void *data) {
+static void simba__zk_cb_list(int rc, const struct String_vector *sv, const void *data) {
     simba__zk_op *op = (simba__zk_op *)data;
-    if (rc == ZOK && st) op->pzxid = st->pzxid;
     if (rc == ZOK && sv) {
         long long low = -1, mine = -1, pred = -1;
         size_t taglen = strlen(op->tag);
@@ -796,10 +797,10 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
         if (!op) goto nomem;
         if (c) simba__zk_copy(op->tag, sizeof op->tag, c->tag);
         if (!c && job->mtx->watchers > 0)
-            zrc = simba__zk_op_issued(zk, op, zoo_awget_children2(zh, path, simba__zk_node_watcher, zk->sess,
-                                                                  simba__zk_cb_list, op));
+            zrc = simba__zk_op_issued(zk, op, zoo_awget_children(zh, path, simba__zk_node_watcher, zk->sess,
+                                                                 simba__zk_cb_list, op));
         else
-            zrc = simba__zk_op_issued(zk, op, zoo_aget_children2(zh, path, 0, simba__zk_cb_list, op));
+            zrc = simba__zk_op_issued(zk, op, zoo_aget_children(zh, path, 0, simba__zk_cb_list, op));
         break;
     case SIMBA__ZK_S_CREATE: {
         char data[SIMBA__ZK_DATA_MAX + 1];
@@ -968,19 +969,24 @@ static void simba__zk_reply_self(simba__zk *zk, simba__zk_job *job) {
     simba__zk_job_end(zk, job);
 }
 
-/* Our node is the lowest. A renewal keeps its tenure's fence. A new acquisition needs a
-   fence above every earlier tenure's: our node's creation zxid if no child changed since it
-   was made (nobody held the mutex in between) and no tenure had it yet, else the zxid of a
-   write to our node (its mzxid), which observers read as the owner's fence as well. */
+/* Our node is the lowest. A renewal keeps its tenure's fence. The first tenure on a node
+   takes its mzxid (its czxid: only an owner alone ever writes its node). A new tenure on a
+   node granted before (a re-grant after a local step-down) needs a greater fence: alone,
+   the node is rewritten and the write's zxid is the fence (any later node is younger);
+   with waiters, whose nodes are older than such a write, our node goes to the back of the
+   queue instead (deleted, made again) and the head waiter owns next. */
 static void simba__zk_own(simba__zk *zk, simba__zk_job *job) {
     simba__zk_cont *c = job->cont;
-    if (job->req && job->req->renew && c->fence > 0) {
+    if (c->fence > 0 && job->req && job->req->renew) {
         simba__zk_reply_self(zk, job);
-    } else if (c->fence == 0 && c->czxid > 0 && job->pzxid == c->czxid) {
-        c->fence = c->czxid;
+    } else if (c->fence == 0 && c->mzxid > 0) {
+        c->fence = c->mzxid;
         simba__zk_reply_self(zk, job);
-    } else {
+    } else if (job->count <= 1) {
         job->step = SIMBA__ZK_S_SET;
+        simba__zk_job_run(zk, job);
+    } else {
+        job->step = SIMBA__ZK_S_DELETE;
         simba__zk_job_run(zk, job);
     }
 }
@@ -1014,7 +1020,7 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
     }
     simba__zk_copy(job->lowest, sizeof job->lowest, op->lowest);
     simba__zk_copy(job->pred, sizeof job->pred, op->pred);
-    job->pzxid = op->pzxid;
+    job->count = op->count;
     if (job->kind == SIMBA_OP_ACQUIRE && strcmp(op->mine, op->lowest) == 0 && c->czxid > 0) {
         simba__zk_own(zk, job);
         return;
@@ -1040,6 +1046,7 @@ static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op
     if (job->kind == SIMBA_OP_ACQUIRE && strcmp(job->lowest, c->node) == 0) {
         if (c->czxid != op->czxid) c->fence = 0;
         c->czxid = op->czxid;
+        c->mzxid = op->mzxid;
         simba__zk_own(zk, job);
         return;
     }
@@ -1087,6 +1094,7 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
     if (same && c && op->kind == SIMBA__ZK_CREATE && rc == ZOK) {
         simba__zk_copy(c->node, sizeof c->node, op->name);
         c->czxid = op->czxid;
+        c->mzxid = op->mzxid;
         c->fence = 0;
         c->dirty = 0;
     }
@@ -1115,6 +1123,14 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
             simba__zk_mtx *m = simba__zk_mtx_find(zk, op->mutex, 0);
             if (m && m->watchers > 0) simba__zk_refresh(zk, m);
         }
+        if (live && op->kind == SIMBA__ZK_REWATCH && rc == ZNONODE) { /* it went before the watch was back */
+            simba__zk_mtx *m = simba__zk_mtx_find(zk, op->mutex, 0);
+            simba__zk_cont *wc = m ? simba__zk_cont_find(zk, m, op->data, 0) : NULL;
+            if (wc && strcmp(wc->watch_pred, op->name) == 0) {
+                wc->watch_pred[0] = 0;
+                simba__zk_event(zk, SIMBA_EV_RELEASED, m->name, wc->id, NULL);
+            }
+        }
     } else if (!live) {
         simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN, "zookeeper session lost");
     } else if (!job->req && !job->internal) { /* answered already (timed out) */
@@ -1142,7 +1158,7 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
         if (rc == ZNONODE) { /* our node went (session trouble): look again */
             simba__zk_retry(zk, job);
         } else {
-            c->fence = op->mzxid;
+            c->fence = c->mzxid = op->mzxid;
             simba__zk_reply_self(zk, job);
         }
     } else if (op->kind == SIMBA__ZK_EXISTS) {
@@ -1153,6 +1169,8 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
             simba__zk_copy(c->watch_pred, sizeof c->watch_pred, job->pred);
         }
         simba__zk_job_end(zk, job);
+    } else if (op->kind == SIMBA__ZK_DELETE && job->kind == SIMBA_OP_ACQUIRE) { /* re-queued: list again */
+        simba__zk_retry(zk, job);
     } else if (op->kind == SIMBA__ZK_DELETE && job->kind == SIMBA_OP_RELEASE && c->dirty) {
         job->step = SIMBA__ZK_S_SWEEP;
         simba__zk_job_run(zk, job);
@@ -1380,8 +1398,25 @@ static void simba__zk_on_path(simba__zk *zk, int type, const char *path) {
         if ((type == ZOO_CHILD_EVENT || type == ZOO_CREATED_EVENT) && m->watchers > 0) simba__zk_refresh(zk, m);
         return;
     }
-    if (type == ZOO_CHANGED_EVENT && m->watchers > 0) { /* a new tenure wrote its fence */
-        simba__zk_refresh(zk, m);
+    if (type == ZOO_CHANGED_EVENT) { /* a new tenure wrote its fence */
+        simba__zk_cont *c;
+        const char *node = slash + 1;
+        if (m->watchers > 0) simba__zk_refresh(zk, m);
+        /* that write also spent the exists watch of the waiter behind it: set it again */
+        for (c = m->conts; c; c = c->next) {
+            char p[SIMBA__ZK_PATH_MAX];
+            simba__zk_op *op;
+            if (!c->watch_pred[0] || strcmp(c->watch_pred, node) != 0 || !simba__zk_usable(zk) ||
+                !simba__zk_path(zk, p, m->name, node))
+                continue;
+            op = simba__zk_op_new(zk, NULL, SIMBA__ZK_REWATCH);
+            if (!op) continue;
+            simba__zk_copy(op->mutex, sizeof op->mutex, m->name);
+            simba__zk_copy(op->name, sizeof op->name, node);
+            simba__zk_copy(op->data, sizeof op->data, c->id);
+            simba__zk_op_issued(zk, op, zoo_awexists(zk->sess->zh, p, simba__zk_node_watcher, zk->sess,
+                                                     simba__zk_cb_stat, op));
+        }
         return;
     }
     if (type == ZOO_DELETED_EVENT) {

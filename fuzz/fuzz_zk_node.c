@@ -76,7 +76,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     }
     sv.count = n;
     sv.data = names;
-    simba__zk_cb_list(ZOK, &sv, NULL, op); /* no parent Stat: pzxid stays 0 */
+    simba__zk_cb_list(ZOK, &sv, op);
     unqueue();
     assert(op->count <= n);
     assert(nul_in(op->lowest, sizeof op->lowest) && nul_in(op->mine, sizeof op->mine) &&

@@ -481,15 +481,23 @@ TEST(fence_strictly_increases) {
 
 /* An owner whose loop stalls past its local lease steps down while its session (kept
    alive by the client library's thread) and node survive. Asking again is a new
-   acquisition (renew == 0): it must carry a greater fence, and so must the waiter that
-   follows it, whose node is older than that re-grant; observers report the same fences. */
+   acquisition (renew == 0) and must carry a greater fence. Alone, it keeps the mutex with a
+   new fence; with a waiter queued, whose node is older than any new write, the waiter owns
+   next and the re-asking owner queues behind it. Observers report the same fences. */
+static void stall_owner(proc *a, rec *ra, int acquired) {
+    struct timespec stall = {1, 800000000}; /* > 2T/3 = 1333 ms, < T = 2000 ms */
+    (void)a;
+    nanosleep(&stall, NULL); /* the stalled frame: nobody is polled */
+    WAIT_FOR(ra->released == acquired, 3000);
+    CHECK_EQ(ra->released, acquired);
+}
+
 TEST(reacquire_after_local_step_down_new_fence) {
     proc *a = proc_open(), *b = proc_open(), *o = proc_open();
     char m[64];
     rec ra, rb, ro;
     simba_service *sa, *sb, *so;
-    uint64_t f1, f2;
-    struct timespec stall = {1, 800000000}; /* > 2T/3 = 1333 ms, < T = 2000 ms */
+    uint64_t f1, f2, f3, f4;
     memset(&ra, 0, sizeof ra);
     memset(&rb, 0, sizeof rb);
     memset(&ro, 0, sizeof ro);
@@ -499,20 +507,15 @@ TEST(reacquire_after_local_step_down_new_fence) {
     REQUIRE(so != NULL);
     sa = contend(a, m, "A", &ra);
     REQUIRE(sa != NULL);
-    WAIT_FOR(ra.acquired == 1, 10000);
+    WAIT_FOR(ra.acquired == 1 && ro.owner_fence == ra.fence, 10000);
     REQUIRE(ra.acquired == 1);
     f1 = ra.fence;
-    sb = contend(b, m, "B", &rb);
-    REQUIRE(sb != NULL);
-    WAIT_FOR(strcmp(rb.owner, "A") == 0 && ro.owner_fence == f1, 5000);
-    CHECK(ro.owner_fence == f1);
-    nanosleep(&stall, NULL); /* the stalled frame: nobody is polled */
+    /* alone: the same node, a new tenure, a greater fence */
+    stall_owner(a, &ra, 1);
     WAIT_FOR(ra.acquired == 2, 5000);
-    CHECK_EQ(ra.released, 1);
     REQUIRE(ra.acquired == 2);
     CHECK_EQ(stats(a).sessions, 1); /* the same session and node: only the tenure is new */
     f2 = ra.fence;
-    fprintf(stderr, "  fence %llu, after the local step-down %llu\n", (unsigned long long)f1, (unsigned long long)f2);
     CHECK(f2 > f1);
     WAIT_FOR(ro.owner_fence == f2, 3000);
     CHECK(ro.owner_fence == f2);
@@ -522,13 +525,25 @@ TEST(reacquire_after_local_step_down_new_fence) {
     }
     CHECK(simba_fence(sa) == f2);
     CHECK_EQ(ra.acquired, 2);
-    CHECK_RC(simba_stop(sa), SIMBA_OK);
-    WAIT_FOR(rb.acquired == 1, 5000);
+    /* with a waiter: it owns next, with a greater fence; A queues behind it */
+    sb = contend(b, m, "B", &rb);
+    REQUIRE(sb != NULL);
+    WAIT_FOR(strcmp(rb.owner, "A") == 0, 5000);
+    stall_owner(a, &ra, 2);
+    WAIT_FOR(rb.acquired == 1 && strcmp(ra.owner, "B") == 0, 5000);
     REQUIRE(rb.acquired == 1);
-    fprintf(stderr, "  then B: %llu\n", (unsigned long long)rb.fence);
-    CHECK(rb.fence > f2);
-    WAIT_FOR(ro.owner_fence == rb.fence, 3000);
-    CHECK(ro.owner_fence == rb.fence);
+    f3 = rb.fence;
+    CHECK(f3 > f2);
+    CHECK_EQ(ra.acquired, 2);
+    WAIT_FOR(ro.owner_fence == f3, 3000);
+    CHECK(ro.owner_fence == f3);
+    CHECK_RC(simba_stop(sb), SIMBA_OK);
+    WAIT_FOR(ra.acquired == 3, 5000);
+    REQUIRE(ra.acquired == 3);
+    f4 = ra.fence;
+    CHECK(f4 > f3);
+    fprintf(stderr, "  fences: A %llu, A again %llu, B %llu, A %llu\n", (unsigned long long)f1,
+            (unsigned long long)f2, (unsigned long long)f3, (unsigned long long)f4);
     proc_close(a);
     proc_close(b);
     proc_close(o);
