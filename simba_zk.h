@@ -32,13 +32,17 @@
  *   change of the lowest node is pushed as SIMBA_EV_OWNER.
  *
  * FENCE
- *   The owner node's creation zxid (czxid). Owners succeed each other in sequence order,
- *   which is creation order, so czxid strictly increases from one ownership to the next;
- *   unlike the sequence number it keeps increasing even if <root>/M is deleted and made
- *   again. A renewal is the same node, so the fence is constant. Note: an owner that
- *   steps down locally while its session survives (a disconnect shorter than the session
- *   timeout) and then re-acquires still holds the same node, so it gets the same fence --
- *   on the server the ownership never moved, nobody else held the mutex in between.
+ *   The owner node's last-modified zxid (mzxid), which every reply and observer reads; it
+ *   is the creation zxid unless the node was rewritten. Owners succeed each other in
+ *   sequence (creation) order, so the fence grows from one ownership to the next, also
+ *   across <root>/M being deleted and made again. A renewal (renew == 1) keeps it. A new
+ *   ownership on a node granted before -- an owner asking again (renew == 0) after a local
+ *   step-down while its session and node survived -- needs a greater fence: alone, the
+ *   backend rewrites the node (same bytes) and the write's zxid is the fence (any node made
+ *   later is younger); with waiters, whose nodes are older than such a write, the node
+ *   goes to the back of the queue (deleted and made again) and the head waiter owns next.
+ *   Observers keep a data watch on the owner node, so a rewrite is pushed to them, and a
+ *   waiter whose watched predecessor is rewritten sets its watch again.
  *
  * LEASE
  *   The lease is the ZooKeeper session. The server expires a session no earlier than one
@@ -62,8 +66,9 @@
  *   fresh as that server. Tested against a single server.
  *
  * REQUESTS BEFORE THE CONNECTION
- *   simba_zk_open() does not block on the network (zookeeper_init is asynchronous; give
- *   numeric addresses: host names are resolved inside zookeeper_init by getaddrinfo).
+ *   simba_zk_open() does not block on the network (zookeeper_init is asynchronous; host
+ *   names are refused with SIMBA_EINVAL, as the client library would resolve them with a
+ *   blocking getaddrinfo). Every refusal says which field and why in simba_loop_errmsg().
  *   Requests made while the client is (re)connecting are queued by the client library and
  *   sent once connected; if a connection attempt fails they fail with SIMBA_ECONN. Every
  *   request also has a deadline of session timeout + 1 s, after which it completes with
@@ -85,10 +90,20 @@
  *   process has several sessions (ThreadSanitizer reports it; a garbled log line at worst).
  *   zoo_set_debug_level((ZooLogLevel)0) stops that formatting, process-wide; simba_zk does
  *   not change that global setting itself (the tests do).
- *   Destroy (simba_backend_free / simba_loop_free) calls zookeeper_close, which sends the
- *   close (so the server deletes our nodes at once, a prompt hand-over) and joins the
- *   library's threads: it can block for up to about 3 s if the server hangs. A session
- *   expiry closes the dead handle inside simba_poll, which only joins the threads.
+ *   Destroy (simba_backend_free / simba_loop_free) deletes our nodes (a prompt hand-over)
+ *   and waits up to 1 s for the calls in flight to be answered (libzookeeper_mt 3.8 leaks
+ *   the completion of a call still pending at zookeeper_close), then calls zookeeper_close,
+ *   which sends the close and joins the library's threads. Against a connected server that
+ *   hangs it blocks 2.5 s (1 s + the library's 1.5 s wait for the close's answer), at most
+ *   5.5 s when the send itself stalls; against an unreachable one it does not wait. A session expiry
+ *   closes the dead handle inside simba_poll, which only joins the threads.
+ *     Read-only sessions are refused: a server that grants one (an ensemble member without
+ *   quorum, or a foreign service whose reply happens to parse as a read-only handshake)
+ *   gets no request; they fail with SIMBA_ECONN and simba_backend_errmsg() says why, the
+ *   owner steps down as on a disconnect, and the client library keeps looking for a
+ *   read-write server. Its read-only probe reads with a blocking recv whose timeout
+ *   libzookeeper_mt 3.8 sets from an uninitialised field (often no timeout at all); destroy
+ *   shuts that probe's socket down first, so the bound above holds whatever listens there.
  *
  * STATS
  *   simba_zk_stats_get() reports the session (id, password, negotiated timeout, connected)
@@ -111,8 +126,11 @@ extern "C" {
 #endif
 
 typedef struct simba_zk_desc {
-    const char *hosts;          /* required, e.g. "127.0.0.1:2181" or "h1:2181,h2:2181" */
-    int session_timeout_ms;     /* 0 -> 10000; the server may negotiate it into its bounds */
+    const char *hosts;          /* required: "ADDR:PORT[,ADDR:PORT...][/chroot]" with numeric
+                                   addresses, e.g. "127.0.0.1:2181,10.0.0.2:2181" or "::1:2181"
+                                   (IPv6 without brackets, as the client library parses it) */
+    int session_timeout_ms;     /* 0 -> 10000, at most 1e9; the server negotiates it into its
+                                   bounds */
     const char *root;           /* NULL -> "/simba" */
     const char *auth_scheme;    /* optional, e.g. "digest" */
     const char *auth;           /* its credentials, e.g. "user:password" */
@@ -151,6 +169,8 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_ZK_IMPLEMENTED)
 #define SIMBA_ZK_IMPLEMENTED
 
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -159,6 +179,7 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
@@ -171,14 +192,17 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #define SIMBA__ZK_EXTRA_MAX 4
 #define SIMBA__ZK_RING 64
 #define SIMBA__ZK_TRIES 8
+#define SIMBA__ZK_ADDRS 16
+#define SIMBA__ZK_SETTLE_MS 1000 /* destroy waits this long at most for calls in flight */
+#define SIMBA__ZK_RO_MSG "zookeeper: the server granted a read-only session (no quorum, or not ZooKeeper): refused"
 
 enum { SIMBA__ZK_CREATE, SIMBA__ZK_LIST, SIMBA__ZK_GET, SIMBA__ZK_EXISTS, SIMBA__ZK_DELETE,
-       SIMBA__ZK_MKDIR, SIMBA__ZK_AUTH, SIMBA__ZK_PARENT };
+       SIMBA__ZK_MKDIR, SIMBA__ZK_AUTH, SIMBA__ZK_PARENT, SIMBA__ZK_SET, SIMBA__ZK_REWATCH };
 /* job kinds beyond simba_op */
 enum { SIMBA__ZK_J_REFRESH = 100 };
 /* job steps */
 enum { SIMBA__ZK_S_LIST, SIMBA__ZK_S_CREATE, SIMBA__ZK_S_GET, SIMBA__ZK_S_EXISTS, SIMBA__ZK_S_DELETE,
-       SIMBA__ZK_S_SWEEP };
+       SIMBA__ZK_S_SWEEP, SIMBA__ZK_S_SET };
 
 typedef struct simba__zk simba__zk;
 typedef struct simba__zk_sess simba__zk_sess;
@@ -196,6 +220,7 @@ typedef struct simba__zk_op {
     simba__zk_sess *sess;
     simba__zk_job *job; /* NULL = fire and forget */
     int kind;
+    int orphan; /* the library may or may not hold it (ZMARSHALLINGERROR): no job, not waited for */
     char tag[SIMBA__ZK_TAG_LEN + 1]; /* LIST: whose nodes to find */
     char mutex[SIMBA_NAME_MAX + 1];  /* PARENT: whose parent is watched */
     int rc;
@@ -207,6 +232,7 @@ typedef struct simba__zk_op {
     char extra[SIMBA__ZK_EXTRA_MAX][SIMBA__ZK_NODE_MAX];
     char name[SIMBA__ZK_NODE_MAX]; /* CREATE: the node made */
     int64_t czxid;                 /* CREATE, GET */
+    int64_t mzxid;                 /* CREATE, GET, SET */
     char data[SIMBA__ZK_DATA_MAX + 1];
 } simba__zk_op;
 
@@ -217,6 +243,8 @@ struct simba__zk_sess {
     int connected; /* caller thread's view, from processed events */
     int ever_connected;
     int dead; /* expired or auth failed */
+    int readonly;    /* caller thread: the server granted a read-only session (refused) */
+    int ro_seen;     /* under zk->mu: the library entered read-only mode at some point */
 };
 
 typedef struct simba__zk_evt {
@@ -244,6 +272,8 @@ struct simba__zk_cont {
     char tag[SIMBA__ZK_TAG_LEN + 1];
     char node[SIMBA__ZK_NODE_MAX]; /* our node in this session, "" = none known */
     int64_t czxid;                 /* of node, 0 = unknown */
+    int64_t mzxid;                 /* of node as last read or written */
+    int64_t fence;                 /* of the tenure granted on node, 0 = none yet */
     char watch_pred[SIMBA__ZK_NODE_MAX];
     int dirty;     /* a node of ours may exist that we do not know of */
     int want_gone; /* released: any node of ours must go */
@@ -262,6 +292,8 @@ struct simba__zk_job {
     int tries;
     int mkdirs;
     int created;
+    int pred_gone; /* the watched predecessor's deletion was processed before the exists answer */
+    int count;     /* n- children in the last listing */
     int64_t deadline;
     simba__zk_op *op; /* the call in flight */
     char lowest[SIMBA__ZK_NODE_MAX], pred[SIMBA__ZK_NODE_MAX];
@@ -272,6 +304,8 @@ struct simba__zk {
     simba_loop *loop;
     simba_backend *be;
     char *hosts, *scheme, *auth;
+    struct sockaddr_storage addrs[SIMBA__ZK_ADDRS]; /* numeric servers of hosts */
+    int naddrs;
     char root[SIMBA__ZK_ROOT_MAX + 1];
     int timeout_ms, creator_only, step_down;
     void (*zk_log)(const char *message);
@@ -338,6 +372,7 @@ static void simba__zk_cb_create(int rc, const char *value, const struct Stat *st
     if (rc == ZOK) {
         simba__zk_copy(op->name, sizeof op->name, simba__zk_last(value));
         op->czxid = st ? st->czxid : 0;
+        op->mzxid = st ? st->mzxid : 0;
     }
     simba__zk_post(op, rc);
 }
@@ -350,8 +385,9 @@ static void simba__zk_cb_string(int rc, const char *value, const void *data) {
 static void simba__zk_cb_void(int rc, const void *data) { simba__zk_post((simba__zk_op *)data, rc); }
 
 static void simba__zk_cb_stat(int rc, const struct Stat *st, const void *data) {
-    (void)st;
-    simba__zk_post((simba__zk_op *)data, rc);
+    simba__zk_op *op = (simba__zk_op *)data;
+    if (rc == ZOK && st) op->mzxid = st->mzxid;
+    simba__zk_post(op, rc);
 }
 
 static void simba__zk_cb_get(int rc, const char *value, int len, const struct Stat *st, const void *data) {
@@ -362,6 +398,7 @@ static void simba__zk_cb_get(int rc, const char *value, int len, const struct St
         if (n) memcpy(op->data, value, n);
         op->data[n] = 0;
         op->czxid = st ? st->czxid : 0;
+        op->mzxid = st ? st->mzxid : 0;
     }
     simba__zk_post(op, rc);
 }
@@ -440,7 +477,15 @@ static void simba__zk_push_evt(simba__zk_sess *sess, int type, int state, const 
 /* The handle's default watcher: session state changes only. */
 static void simba__zk_session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx) {
     (void)zh;
-    if (ctx && type == ZOO_SESSION_EVENT) simba__zk_push_evt((simba__zk_sess *)ctx, type, state, path);
+    if (ctx && type == ZOO_SESSION_EVENT) {
+        simba__zk_sess *s = (simba__zk_sess *)ctx;
+        if (state == ZOO_READONLY_STATE) { /* destroy must know even if the event is not processed yet */
+            pthread_mutex_lock(&s->zk->mu);
+            s->ro_seen = 1;
+            pthread_mutex_unlock(&s->zk->mu);
+        }
+        simba__zk_push_evt(s, type, state, path);
+    }
 }
 
 /* Node and child watches. The client also hands every session event to each registered
@@ -492,9 +537,25 @@ static simba__zk_op *simba__zk_op_new(simba__zk *zk, simba__zk_job *job, int kin
     return op;
 }
 
-/* Records op as outstanding once the library accepted it; frees it when it did not. */
+#ifdef SIMBA_ZK_TEST_FAULTS
+/* Test builds: the next N calls the library accepted are reported as ZMARSHALLINGERROR,
+   as libzookeeper 3.8 does when queueing a request fails after its completion is registered. */
+static int simba_zk_test_marshal_fail;
+#endif
+
+/* Records op as outstanding once the library accepted it; frees it when it did not.
+   ZMARSHALLINGERROR is ambiguous (the completion may be registered already: a failed
+   allocation after add_completion), so that op stays outstanding, detached from its job,
+   until its completion runs or the handle is closed. ZBADARGUMENTS and ZINVALIDSTATE come
+   before registration. */
 static int simba__zk_op_issued(simba__zk *zk, simba__zk_op *op, int zrc) {
-    if (zrc != ZOK) {
+#ifdef SIMBA_ZK_TEST_FAULTS
+    if (zrc == ZOK && simba_zk_test_marshal_fail > 0) {
+        simba_zk_test_marshal_fail--;
+        zrc = ZMARSHALLINGERROR;
+    }
+#endif
+    if (zrc != ZOK && zrc != ZMARSHALLINGERROR) {
         simba_free(zk->loop, op);
         return zrc;
     }
@@ -503,6 +564,11 @@ static int simba__zk_op_issued(simba__zk *zk, simba__zk_op *op, int zrc) {
     op->onext = zk->outstanding;
     if (zk->outstanding) zk->outstanding->oprev = op;
     zk->outstanding = op;
+    if (zrc == ZMARSHALLINGERROR) {
+        op->orphan = 1;
+        op->job = NULL; /* the job fails now; the op only waits for the library to let go */
+        return zrc;
+    }
     if (op->job) op->job->op = op;
     return ZOK;
 }
@@ -514,7 +580,14 @@ static void simba__zk_op_unlink(simba__zk *zk, simba__zk_op *op) {
     op->onext = op->oprev = NULL;
 }
 
-static int simba__zk_usable(const simba__zk *zk) { return zk->sess && !zk->sess->dead && !zk->closing; }
+static int simba__zk_usable(const simba__zk *zk) {
+    return zk->sess && !zk->sess->dead && !zk->sess->readonly && !zk->closing;
+}
+
+static const char *simba__zk_unusable_msg(const simba__zk *zk) {
+    if (zk->sess && zk->sess->readonly) return SIMBA__ZK_RO_MSG;
+    return zk->sess && zk->sess->dead ? "zookeeper session unusable" : "no zookeeper session";
+}
 
 /* Fire-and-forget delete of one of our nodes. */
 static void simba__zk_delete_node(simba__zk *zk, const char *mutex, const char *node) {
@@ -700,8 +773,7 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
     simba__zk_cont *c = job->cont;
     const char *mutex = job->mtx->name;
     if (!simba__zk_usable(zk)) {
-        simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN,
-                       zk->sess && zk->sess->dead ? "zookeeper session unusable" : "no zookeeper session");
+        simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN, simba__zk_unusable_msg(zk));
         return;
     }
     zh = zk->sess->zh;
@@ -748,8 +820,20 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
         if (!simba__zk_path(zk, path, mutex, job->lowest)) break;
         op = simba__zk_op_new(zk, job, SIMBA__ZK_GET);
         if (!op) goto nomem;
-        zrc = simba__zk_op_issued(zk, op, zoo_aget(zh, path, 0, simba__zk_cb_get, op));
+        if (!c && job->mtx->watchers > 0) /* observed: a new tenure's write to the owner node is pushed */
+            zrc = simba__zk_op_issued(zk, op, zoo_awget(zh, path, simba__zk_node_watcher, zk->sess, simba__zk_cb_get, op));
+        else
+            zrc = simba__zk_op_issued(zk, op, zoo_aget(zh, path, 0, simba__zk_cb_get, op));
         break;
+    case SIMBA__ZK_S_SET: { /* a new tenure on a node we hold already: its write gives the fence */
+        char data[SIMBA__ZK_DATA_MAX + 1];
+        int n = snprintf(data, sizeof data, "%s %d %s", c->tag, zoo_recv_timeout(zh), c->id);
+        if (n <= 0 || n >= (int)sizeof data || !simba__zk_path(zk, path, mutex, c->node)) break;
+        op = simba__zk_op_new(zk, job, SIMBA__ZK_SET);
+        if (!op) goto nomem;
+        zrc = simba__zk_op_issued(zk, op, zoo_aset(zh, path, data, n, -1, simba__zk_cb_stat, op));
+        break;
+    }
     case SIMBA__ZK_S_EXISTS:
         if (!simba__zk_path(zk, path, mutex, job->pred)) break;
         op = simba__zk_op_new(zk, job, SIMBA__ZK_EXISTS);
@@ -880,9 +964,31 @@ static void simba__zk_reply_self(simba__zk *zk, simba__zk_job *job) {
         return;
     }
     c->watch_pred[0] = 0;
-    simba__zk_owner_reply(&r, c->id, simba__zk_timeout(zk), (uint64_t)c->czxid);
+    simba__zk_owner_reply(&r, c->id, simba__zk_timeout(zk), (uint64_t)c->fence);
     simba__zk_reply(zk, job, &r);
     simba__zk_job_end(zk, job);
+}
+
+/* Our node is the lowest. A renewal keeps its tenure's fence. The first tenure on a node
+   takes its mzxid (its czxid: only an owner alone ever writes its node). A new tenure on a
+   node granted before (a re-grant after a local step-down) needs a greater fence: alone,
+   the node is rewritten and the write's zxid is the fence (any later node is younger);
+   with waiters, whose nodes are older than such a write, our node goes to the back of the
+   queue instead (deleted, made again) and the head waiter owns next. */
+static void simba__zk_own(simba__zk *zk, simba__zk_job *job) {
+    simba__zk_cont *c = job->cont;
+    if (c->fence > 0 && job->req && job->req->renew) {
+        simba__zk_reply_self(zk, job);
+    } else if (c->fence == 0 && c->mzxid > 0) {
+        c->fence = c->mzxid;
+        simba__zk_reply_self(zk, job);
+    } else if (job->count <= 1) {
+        job->step = SIMBA__ZK_S_SET;
+        simba__zk_job_run(zk, job);
+    } else {
+        job->step = SIMBA__ZK_S_DELETE;
+        simba__zk_job_run(zk, job);
+    }
 }
 
 static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *op) {
@@ -892,6 +998,7 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
         if (c->node[0]) simba__zk_delete_node(zk, c->mtx->name, c->node);
         c->node[0] = 0;
         c->czxid = 0;
+        c->fence = 0;
         memset(&r, 0, sizeof r);
         simba__zk_reply(zk, job, &r);
         simba__zk_job_end(zk, job);
@@ -913,8 +1020,9 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
     }
     simba__zk_copy(job->lowest, sizeof job->lowest, op->lowest);
     simba__zk_copy(job->pred, sizeof job->pred, op->pred);
+    job->count = op->count;
     if (job->kind == SIMBA_OP_ACQUIRE && strcmp(op->mine, op->lowest) == 0 && c->czxid > 0) {
-        simba__zk_reply_self(zk, job);
+        simba__zk_own(zk, job);
         return;
     }
     job->step = SIMBA__ZK_S_GET; /* read the owner's id and creation zxid */
@@ -936,11 +1044,13 @@ static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op
     }
     if (timeout <= 0) timeout = simba__zk_timeout(zk);
     if (job->kind == SIMBA_OP_ACQUIRE && strcmp(job->lowest, c->node) == 0) {
+        if (c->czxid != op->czxid) c->fence = 0;
         c->czxid = op->czxid;
-        simba__zk_reply_self(zk, job);
+        c->mzxid = op->mzxid;
+        simba__zk_own(zk, job);
         return;
     }
-    simba__zk_owner_reply(&r, owner, timeout, (uint64_t)op->czxid);
+    simba__zk_owner_reply(&r, owner, timeout, (uint64_t)op->mzxid);
     if (job->kind == SIMBA__ZK_J_REFRESH) {
         simba__zk_mtx *m = job->mtx;
         if (!m->pushed || strcmp(m->last_owner, owner) != 0 || m->last_fence != r.fence) {
@@ -973,30 +1083,35 @@ static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op
 static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
     simba__zk_job *job = op->job;
     simba__zk_cont *c = job ? job->cont : NULL;
-    int live = zk->sess && op->sess == zk->sess && !zk->sess->dead && !zk->closing;
+    int same = zk->sess && op->sess == zk->sess && !zk->sess->dead; /* closing included: settle */
+    int live = same && !zk->closing;
     int rc = op->rc;
     char msg[96];
     simba__zk_op_unlink(zk, op);
     if (job) job->op = NULL;
 
     /* side effects that matter even when nobody waits for the answer */
-    if (live && c && op->kind == SIMBA__ZK_CREATE && rc == ZOK) {
+    if (same && c && op->kind == SIMBA__ZK_CREATE && rc == ZOK) {
         simba__zk_copy(c->node, sizeof c->node, op->name);
         c->czxid = op->czxid;
+        c->mzxid = op->mzxid;
+        c->fence = 0;
         c->dirty = 0;
     }
-    if (live && c && op->kind == SIMBA__ZK_DELETE && (rc == ZOK || rc == ZNONODE)) {
+    if (same && c && op->kind == SIMBA__ZK_DELETE && (rc == ZOK || rc == ZNONODE)) {
         c->node[0] = 0;
         c->czxid = 0;
+        c->fence = 0;
     }
-    if (live && c && op->kind == SIMBA__ZK_LIST && (rc == ZOK || rc == ZNONODE)) {
+    if (same && c && op->kind == SIMBA__ZK_LIST && (rc == ZOK || rc == ZNONODE)) {
         int i;
         if (rc == ZOK && op->mine[0]) {
-            if (strcmp(c->node, op->mine) != 0) c->czxid = 0;
+            if (strcmp(c->node, op->mine) != 0) c->czxid = c->fence = 0;
             simba__zk_copy(c->node, sizeof c->node, op->mine);
         } else {
             c->node[0] = 0;
             c->czxid = 0;
+            c->fence = 0;
         }
         c->dirty = 0;
         for (i = 0; i < op->nextra; i++) simba__zk_delete_node(zk, c->mtx->name, op->extra[i]);
@@ -1007,6 +1122,14 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
         if (live && op->kind == SIMBA__ZK_PARENT && rc == ZOK) {
             simba__zk_mtx *m = simba__zk_mtx_find(zk, op->mutex, 0);
             if (m && m->watchers > 0) simba__zk_refresh(zk, m);
+        }
+        if (live && op->kind == SIMBA__ZK_REWATCH && rc == ZNONODE) { /* it went before the watch was back */
+            simba__zk_mtx *m = simba__zk_mtx_find(zk, op->mutex, 0);
+            simba__zk_cont *wc = m ? simba__zk_cont_find(zk, m, op->data, 0) : NULL;
+            if (wc && strcmp(wc->watch_pred, op->name) == 0) {
+                wc->watch_pred[0] = 0;
+                simba__zk_event(zk, SIMBA_EV_RELEASED, m->name, wc->id, NULL);
+            }
         }
     } else if (!live) {
         simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN, "zookeeper session lost");
@@ -1031,14 +1154,23 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
             job->step = SIMBA__ZK_S_LIST;
             simba__zk_job_run(zk, job);
         }
+    } else if (op->kind == SIMBA__ZK_SET) {
+        if (rc == ZNONODE) { /* our node went (session trouble): look again */
+            simba__zk_retry(zk, job);
+        } else {
+            c->fence = c->mzxid = op->mzxid;
+            simba__zk_reply_self(zk, job);
+        }
     } else if (op->kind == SIMBA__ZK_EXISTS) {
-        if (rc == ZNONODE) { /* the predecessor is gone already: re-check at once */
+        if (rc == ZNONODE || job->pred_gone) { /* the predecessor is gone already: re-check at once */
             c->watch_pred[0] = 0;
-            simba__zk_event(zk, SIMBA_EV_RELEASED, c->mtx->name, c->id, NULL);
+            if (!job->pred_gone) simba__zk_event(zk, SIMBA_EV_RELEASED, c->mtx->name, c->id, NULL);
         } else {
             simba__zk_copy(c->watch_pred, sizeof c->watch_pred, job->pred);
         }
         simba__zk_job_end(zk, job);
+    } else if (op->kind == SIMBA__ZK_DELETE && job->kind == SIMBA_OP_ACQUIRE) { /* re-queued: list again */
+        simba__zk_retry(zk, job);
     } else if (op->kind == SIMBA__ZK_DELETE && job->kind == SIMBA_OP_RELEASE && c->dirty) {
         job->step = SIMBA__ZK_S_SWEEP;
         simba__zk_job_run(zk, job);
@@ -1066,8 +1198,8 @@ static int simba__zk_session_open(simba__zk *zk) {
     if (!s->zh) {
         int e = errno;
         simba_free(zk->loop, s);
-        simba_log(zk->loop, SIMBA_LOG_ERROR, "simba_zk: zookeeper_init(%s) failed: %s", zk->hosts, strerror(e));
-        return e == EINVAL ? SIMBA_EINVAL : SIMBA_ESYS;
+        return simba__fail(zk->loop, e == EINVAL ? SIMBA_EINVAL : SIMBA_ESYS, "simba_zk: zookeeper_init(hosts %s) failed: %s",
+                           zk->hosts, strerror(e));
     }
     if (zk->scheme) {
         simba__zk_op *op = simba__zk_op_new(zk, NULL, SIMBA__ZK_AUTH);
@@ -1085,14 +1217,70 @@ static int simba__zk_session_open(simba__zk *zk) {
     return SIMBA_OK;
 }
 
+/* libzookeeper_mt 3.8 in read-only mode probes the server for a read-write one with a
+   blocking recv whose SO_RCVTIMEO it sets from an uninitialised timeval (EDOM: no timeout),
+   so its I/O thread, and zookeeper_close joining it, can wait as long as a foreign or hung
+   server stays silent. Shutting down the probe socket (the only blocking stream socket
+   connected to one of our servers: the session's own is non-blocking) ends that recv. */
+static void simba__zk_unblock_probe(const simba__zk *zk) {
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    if (!d) return;
+    while ((e = readdir(d)) != NULL) {
+        struct sockaddr_storage peer;
+        socklen_t pl = sizeof peer;
+        char link[64], what[32];
+        ssize_t ln;
+        int fd, type = 0, i;
+        socklen_t tl = sizeof type;
+        char *end;
+        long v = strtol(e->d_name, &end, 10);
+        if (*end || end == e->d_name || v < 0 || v > INT_MAX || (int)v == dirfd(d)) continue;
+        fd = (int)v;
+        /* the link names sockets without touching the descriptor, which the library's
+           threads may be closing right now */
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ln = readlink(link, what, sizeof what - 1);
+        if (ln < 7 || memcmp(what, "socket:", 7) != 0) continue;
+        if (fcntl(fd, F_GETFL) & O_NONBLOCK) continue;
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM) continue;
+        memset(&peer, 0, sizeof peer);
+        if (getpeername(fd, (struct sockaddr *)&peer, &pl) != 0) continue;
+        for (i = 0; i < zk->naddrs; i++) {
+            const struct sockaddr_storage *a = &zk->addrs[i];
+            int same = 0;
+            if (a->ss_family != peer.ss_family) continue;
+            if (a->ss_family == AF_INET) {
+                const struct sockaddr_in *x = (const struct sockaddr_in *)(const void *)a;
+                const struct sockaddr_in *y = (const struct sockaddr_in *)(const void *)&peer;
+                same = x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+            } else if (a->ss_family == AF_INET6) {
+                const struct sockaddr_in6 *x = (const struct sockaddr_in6 *)(const void *)a;
+                const struct sockaddr_in6 *y = (const struct sockaddr_in6 *)(const void *)&peer;
+                same = x->sin6_port == y->sin6_port && memcmp(&x->sin6_addr, &y->sin6_addr, sizeof x->sin6_addr) == 0;
+            }
+            if (same) {
+                shutdown(fd, SHUT_RDWR);
+                break;
+            }
+        }
+    }
+    closedir(d);
+}
+
 /* Closes the current session's handle (which joins its threads), then settles every call
    the library will no longer answer. */
 static void simba__zk_session_close(simba__zk *zk) {
     simba__zk_sess *s = zk->sess;
     simba__zk_op *op, *next;
     simba__zk_mtx *m;
+    int ro;
     if (!s) return;
     zk->sess = NULL; /* from here on, results of s count as lost */
+    pthread_mutex_lock(&zk->mu);
+    ro = s->ro_seen;
+    pthread_mutex_unlock(&zk->mu);
+    if (ro) simba__zk_unblock_probe(zk);
     zookeeper_close(s->zh);
     s->zh = NULL;
     simba__zk_drain(zk);
@@ -1110,6 +1298,7 @@ static void simba__zk_session_close(simba__zk *zk) {
         for (c = m->conts; c; c = c->next) { /* the session's nodes and watches are gone */
             c->node[0] = 0;
             c->czxid = 0;
+            c->fence = 0;
             c->watch_pred[0] = 0;
             c->dirty = 0;
         }
@@ -1119,10 +1308,37 @@ static void simba__zk_session_close(simba__zk *zk) {
 
 static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
     simba__zk_sess *s = zk->sess;
-    if (state == ZOO_CONNECTED_STATE || state == ZOO_READONLY_STATE) {
+    if (state == ZOO_READONLY_STATE) {
+        /* a read-only server can neither create nor delete nodes, and a garbage handshake
+           can claim read-only too: no grant from it; the library keeps looking for a r/w one */
+        simba__zk_job *job, *next;
+        if (!s->readonly)
+            simba_log(zk->loop, SIMBA_LOG_WARN, "simba_zk: %s (%s)", SIMBA__ZK_RO_MSG, zk->hosts);
+        s->readonly = 1;
+        if (s->connected) {
+            s->connected = 0;
+            zk->stats.connected = 0;
+            if (zk->step_down) simba__zk_event(zk, SIMBA_EV_LOST, NULL, NULL, NULL);
+        }
+        for (job = zk->jobs; job; job = next) { /* nothing will answer them usefully */
+            next = job->next;
+            if (job->req) {
+                simba_reply r;
+                memset(&r, 0, sizeof r);
+                r.rc = SIMBA_ECONN;
+                r.errmsg = SIMBA__ZK_RO_MSG;
+                simba__zk_reply(zk, job, &r);
+                if (!job->op) {
+                    simba__zk_job_end(zk, job);
+                    next = zk->jobs;
+                }
+            }
+        }
+    } else if (state == ZOO_CONNECTED_STATE) {
         simba__zk_mtx *m, *mn;
         const clientid_t *id;
         int first = !s->ever_connected && zk->stats.sessions == 1;
+        s->readonly = 0;
         if (s->connected) return;
         s->connected = 1;
         s->ever_connected = 1;
@@ -1182,12 +1398,38 @@ static void simba__zk_on_path(simba__zk *zk, int type, const char *path) {
         if ((type == ZOO_CHILD_EVENT || type == ZOO_CREATED_EVENT) && m->watchers > 0) simba__zk_refresh(zk, m);
         return;
     }
+    if (type == ZOO_CHANGED_EVENT) { /* a new tenure wrote its fence */
+        simba__zk_cont *c;
+        const char *node = slash + 1;
+        if (m->watchers > 0) simba__zk_refresh(zk, m);
+        /* that write also spent the exists watch of the waiter behind it: set it again */
+        for (c = m->conts; c; c = c->next) {
+            char p[SIMBA__ZK_PATH_MAX];
+            simba__zk_op *op;
+            if (!c->watch_pred[0] || strcmp(c->watch_pred, node) != 0 || !simba__zk_usable(zk) ||
+                !simba__zk_path(zk, p, m->name, node))
+                continue;
+            op = simba__zk_op_new(zk, NULL, SIMBA__ZK_REWATCH);
+            if (!op) continue;
+            simba__zk_copy(op->mutex, sizeof op->mutex, m->name);
+            simba__zk_copy(op->name, sizeof op->name, node);
+            simba__zk_copy(op->data, sizeof op->data, c->id);
+            simba__zk_op_issued(zk, op, zoo_awexists(zk->sess->zh, p, simba__zk_node_watcher, zk->sess,
+                                                     simba__zk_cb_stat, op));
+        }
+        return;
+    }
     if (type == ZOO_DELETED_EVENT) {
         simba__zk_cont *c;
         const char *node = slash + 1;
         for (c = m->conts; c; c = c->next) {
+            simba__zk_job *j = c->q_head;
             if (c->watch_pred[0] && strcmp(c->watch_pred, node) == 0) {
                 c->watch_pred[0] = 0;
+                simba__zk_event(zk, SIMBA_EV_RELEASED, m->name, c->id, NULL);
+            } else if (j && j->op && j->op->kind == SIMBA__ZK_EXISTS && strcmp(j->pred, node) == 0) {
+                /* events are handled before answers: the exists that set this watch is queued */
+                j->pred_gone = 1;
                 simba__zk_event(zk, SIMBA_EV_RELEASED, m->name, c->id, NULL);
             }
         }
@@ -1266,7 +1508,7 @@ static simba_result simba__zk_submit(void *impl, simba_req *req) {
         simba_reply r;
         memset(&r, 0, sizeof r);
         r.rc = SIMBA_ECONN;
-        r.errmsg = "no usable zookeeper session (reopening)";
+        r.errmsg = zk->sess && zk->sess->readonly ? SIMBA__ZK_RO_MSG : "no usable zookeeper session (reopening)";
         simba_req_done(req, &r);
         return SIMBA_OK;
     }
@@ -1387,11 +1629,46 @@ static void simba__zk_unwatch(void *impl, const char *mutex) {
     if (m) simba__zk_mtx_gc(zk, m);
 }
 
+/* Lets the calls in flight (the releases just sent) be answered before zookeeper_close:
+   the library fakes a ZCLOSING answer for each call still pending there and queues it for
+   its completion thread, which may have stopped already (libzookeeper_mt 3.8 leaks them). */
+static void simba__zk_settle(simba__zk *zk) {
+    int64_t end = simba_now(zk->loop) + SIMBA__ZK_SETTLE_MS;
+    for (;;) {
+        simba__zk_op *op;
+        simba__zk_mtx *m;
+        struct pollfd pfd;
+        int64_t left = end - simba_now(zk->loop);
+        /* our nodes go now: a release still queued behind a renewal would never be sent */
+        for (m = zk->mtxs; m; m = m->next) {
+            simba__zk_cont *c;
+            for (c = m->conts; c; c = c->next) {
+                char path[SIMBA__ZK_PATH_MAX];
+                if (!c->node[0] || !simba__zk_path(zk, path, m->name, c->node)) continue;
+                c->node[0] = 0;
+                c->czxid = 0;
+                op = simba__zk_op_new(zk, NULL, SIMBA__ZK_DELETE);
+                if (op) simba__zk_op_issued(zk, op, zoo_adelete(zk->sess->zh, path, -1, simba__zk_cb_void, op));
+            }
+        }
+        for (op = zk->outstanding; op; op = op->onext)
+            if (op->sess == zk->sess && !op->orphan) break;
+        if (!op || left <= 0) return;
+        pfd.fd = zk->pipe_r;
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR) return;
+        simba__zk_ack(zk);
+        simba__zk_drain(zk); /* closing: answers are settled, nothing new is issued */
+    }
+}
+
 static void simba__zk_destroy(void *impl) {
     simba__zk *zk = (simba__zk *)impl;
     simba__zk_mtx *m, *mn;
     if (!zk) return;
     zk->closing = 1;
+    if (zk->sess && zk->sess->connected && !zk->sess->dead) simba__zk_settle(zk);
     /* closing the session deletes our ephemeral nodes on the server at once */
     simba__zk_session_close(zk);
     simba__zk_drain(zk);
@@ -1471,26 +1748,109 @@ static int simba__zk_pipe(int fd[2]) {
     return 0;
 }
 
+/* hosts: "ADDR:PORT[,ADDR:PORT...][/chroot]" with numeric IPv4 or IPv6 addresses (the client
+   library resolves names with a blocking getaddrinfo). Fills zk->addrs; 0 and why on error. */
+static int simba__zk_hosts_parse(simba__zk *zk, const char *hosts, char *why, size_t cap) {
+    const char *p = hosts, *stop = strchr(hosts, '/');
+    size_t total = stop ? (size_t)(stop - hosts) : strlen(hosts);
+    zk->naddrs = 0;
+    if (total == 0) {
+        snprintf(why, cap, "no server before the chroot");
+        return 0;
+    }
+    while (p < hosts + total) {
+        const char *comma = (const char *)memchr(p, ',', (size_t)(hosts + total - p));
+        size_t len = comma ? (size_t)(comma - p) : (size_t)(hosts + total - p);
+        char item[64], *colon, *end;
+        long port;
+        struct sockaddr_storage *a = &zk->addrs[zk->naddrs];
+        if (len == 0 || len >= sizeof item) {
+            snprintf(why, cap, "entry %d is %s", zk->naddrs + 1, len ? "too long" : "empty");
+            return 0;
+        }
+        if (zk->naddrs == SIMBA__ZK_ADDRS) {
+            snprintf(why, cap, "more than %d servers", SIMBA__ZK_ADDRS);
+            return 0;
+        }
+        memcpy(item, p, len);
+        item[len] = 0;
+        colon = strrchr(item, ':');
+        if (!colon || !colon[1]) {
+            snprintf(why, cap, "'%s' has no :port", item);
+            return 0;
+        }
+        *colon = 0;
+        errno = 0;
+        port = strtol(colon + 1, &end, 10);
+        if (*end || errno || port < 1 || port > 65535) {
+            snprintf(why, cap, "'%s:%s': the port must be 1..65535", item, colon + 1);
+            return 0;
+        }
+        memset(a, 0, sizeof *a);
+        {
+            struct sockaddr_in *a4 = (struct sockaddr_in *)(void *)a;
+            struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)(void *)a;
+            if (inet_pton(AF_INET, item, &a4->sin_addr) == 1) {
+                a4->sin_family = AF_INET;
+                a4->sin_port = htons((uint16_t)port);
+            } else if (inet_pton(AF_INET6, item, &a6->sin6_addr) == 1) {
+                a6->sin6_family = AF_INET6;
+                a6->sin6_port = htons((uint16_t)port);
+            } else {
+                snprintf(why, cap, "'%s' is not a numeric IPv4 or IPv6 address (host names would be resolved "
+                         "by a blocking lookup)", item);
+                return 0;
+            }
+        }
+        zk->naddrs++;
+        p += len + (comma ? 1 : 0);
+        if (comma && p == hosts + total) {
+            snprintf(why, cap, "trailing ','");
+            return 0;
+        }
+    }
+    return 1;
+}
+
 SIMBA_API simba_result simba_zk_open(simba_loop *loop, const simba_zk_desc *desc, simba_backend **out) {
     simba__zk *zk;
     const char *root;
     char rnd[33];
     int fds[2];
     int rc;
+    char why[160];
     if (out) *out = NULL;
-    if (!loop || !desc || !out || !desc->hosts || !desc->hosts[0] || strlen(desc->hosts) > 4096) return SIMBA_EINVAL;
-    if (desc->session_timeout_ms < 0) return SIMBA_EINVAL;
+    if (!loop) return SIMBA_EINVAL;
+    if (!desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: %s is NULL", !desc ? "desc" : "out");
+    if (!desc->hosts || !desc->hosts[0])
+        return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: hosts is required (e.g. \"127.0.0.1:2181\")");
+    if (strlen(desc->hosts) > 4096) return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: hosts is over 4096 bytes");
+    if (desc->session_timeout_ms < 0 || desc->session_timeout_ms > 1000000000)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: session_timeout_ms %d is not in 0..1e9 (0 = 10000)",
+                           desc->session_timeout_ms);
     root = desc->root ? desc->root : "/simba";
-    if (!simba__zk_root_ok(root)) return SIMBA_EINVAL;
-    if ((desc->auth_scheme == NULL) != (desc->auth == NULL)) return SIMBA_EINVAL;
-    if (desc->auth_scheme && (!desc->auth_scheme[0] || strlen(desc->auth_scheme) > 64 || strlen(desc->auth) > 4096))
-        return SIMBA_EINVAL;
-    if (desc->acl_creator_only && !desc->auth_scheme) return SIMBA_EINVAL; /* CREATOR_ALL needs an identity */
+    if (!simba__zk_root_ok(root))
+        return simba__fail(loop, SIMBA_EINVAL,
+                           "simba_zk_open: root must be an absolute path of valid names, not under /zookeeper, "
+                           "at most %d bytes", SIMBA__ZK_ROOT_MAX);
+    if ((desc->auth_scheme == NULL) != (desc->auth == NULL))
+        return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: auth_scheme and auth go together (%s is NULL)",
+                           desc->auth_scheme ? "auth" : "auth_scheme");
+    if (desc->auth_scheme && (!desc->auth_scheme[0] || strlen(desc->auth_scheme) > 64))
+        return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: auth_scheme must be 1..64 bytes");
+    if (desc->auth_scheme && strlen(desc->auth) > 4096)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: auth is over 4096 bytes");
+    if (desc->acl_creator_only && !desc->auth_scheme) /* CREATOR_ALL needs an identity */
+        return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: acl_creator_only needs auth_scheme and auth");
     rc = simba_contender_id_random(loop, rnd, sizeof rnd);
     if (rc != SIMBA_OK) return (simba_result)rc;
     zk = (simba__zk *)simba_alloc(loop, sizeof *zk);
-    if (!zk) return SIMBA_ENOMEM;
+    if (!zk) return simba__fail(loop, SIMBA_ENOMEM, "simba_zk_open: out of memory");
     memset(zk, 0, sizeof *zk);
+    if (!simba__zk_hosts_parse(zk, desc->hosts, why, sizeof why)) {
+        simba_free(loop, zk);
+        return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: hosts \"%.64s\": %s", desc->hosts, why);
+    }
     zk->magic = SIMBA__ZK_MAGIC;
     zk->loop = loop;
     zk->timeout_ms = desc->session_timeout_ms ? desc->session_timeout_ms : 10000;
@@ -1545,9 +1905,13 @@ fail_strings:
 
 SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out) {
     simba__zk *zk;
-    if (!be || !out || simba_backend_vt_get(be) != &simba__zk_vt) return SIMBA_EINVAL;
+    if (!be) return SIMBA_EINVAL;
+    if (!out) return simba__fail(simba_backend_loop(be), SIMBA_EINVAL, "simba_zk_stats_get: out is NULL");
+    if (simba_backend_vt_get(be) != &simba__zk_vt)
+        return simba__fail(simba_backend_loop(be), SIMBA_EINVAL, "simba_zk_stats_get: be is not a zookeeper backend");
     zk = (simba__zk *)simba_backend_impl(be);
-    if (!zk || zk->magic != SIMBA__ZK_MAGIC) return SIMBA_EINVAL;
+    if (!zk || zk->magic != SIMBA__ZK_MAGIC)
+        return simba__fail(simba_backend_loop(be), SIMBA_EINVAL, "simba_zk_stats_get: be is closed");
     *out = zk->stats;
     return SIMBA_OK;
 }

@@ -83,6 +83,8 @@ if want zk; then
         run zk $B/test_zk
         run asan_zk $B/asan/test_zk
         run kit_zk $B/kit_zk
+        run zk_include $B/zk_include_c
+        run zk_include_cxx $B/zk_include_cxx
         sh scripts/zk-stop.sh "$SIMBA_ZK_DIR" >/dev/null 2>&1
     else
         echo "== zk: could not start ZooKeeper (see $LOGS/zk-server.log)"
