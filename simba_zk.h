@@ -55,8 +55,8 @@
  *   renew_margin below 2T/3 is needed). Non-owners get the owner's values from its node
  *   data (its session timeout as it knew it when it created the node). held_ms is -1.
  *     Disconnect (ZOO_CONNECTING_STATE): with step_down_on_disconnect the owner steps down
- *   at once (SIMBA_EV_LOST) and replies that would confirm ownership are refused with
- *   SIMBA_ECONN until reconnected; otherwise it keeps its lease until its local deadline
+ *   at once (SIMBA_EV_DISCONNECTED: on_released with reason "connection") and replies that
+ *   would confirm ownership are refused with SIMBA_ECONN until reconnected; otherwise it keeps its lease until its local deadline
  *   (renewals just fail). On reconnect SIMBA_EV_RESET makes every service re-check at once.
  *     Session expiry: SIMBA_EV_LOST for every mutex at once, the handle is closed, a new
  *   session is opened, and once it is connected SIMBA_EV_RESET makes services re-contend
@@ -152,7 +152,7 @@ typedef struct simba_zk_stats {
     uint64_t released_events;   /* SIMBA_EV_RELEASED raised (a watched predecessor went) */
     uint64_t owner_events;      /* SIMBA_EV_OWNER raised */
     uint64_t reset_events;      /* SIMBA_EV_RESET raised */
-    uint64_t lost_events;       /* SIMBA_EV_LOST raised */
+    uint64_t lost_events;       /* SIMBA_EV_LOST or SIMBA_EV_DISCONNECTED raised */
 } simba_zk_stats;
 
 /* Opens a ZooKeeper session (asynchronously) and registers the backend on loop. */
@@ -522,7 +522,7 @@ static void simba__zk_event(simba__zk *zk, simba_event_kind kind, const char *mu
     if (kind == SIMBA_EV_RELEASED) zk->stats.released_events++;
     else if (kind == SIMBA_EV_OWNER) zk->stats.owner_events++;
     else if (kind == SIMBA_EV_RESET) zk->stats.reset_events++;
-    else if (kind == SIMBA_EV_LOST) zk->stats.lost_events++;
+    else if (kind == SIMBA_EV_LOST || kind == SIMBA_EV_DISCONNECTED) zk->stats.lost_events++;
     simba_backend_event(zk->be, kind, mutex, contender, owner);
 }
 
@@ -1318,7 +1318,7 @@ static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
         if (s->connected) {
             s->connected = 0;
             zk->stats.connected = 0;
-            if (zk->step_down) simba__zk_event(zk, SIMBA_EV_LOST, NULL, NULL, NULL);
+            if (zk->step_down) simba__zk_event(zk, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
         }
         for (job = zk->jobs; job; job = next) { /* nothing will answer them usefully */
             next = job->next;
@@ -1363,7 +1363,7 @@ static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
         if (!s->connected) return;
         s->connected = 0;
         zk->stats.connected = 0;
-        if (zk->step_down) simba__zk_event(zk, SIMBA_EV_LOST, NULL, NULL, NULL);
+        if (zk->step_down) simba__zk_event(zk, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
     } else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
         int rc;
         simba_log(zk->loop, SIMBA_LOG_WARN, "simba_zk: session %s; opening a new one",

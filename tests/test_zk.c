@@ -156,6 +156,7 @@ typedef struct rec {
     char owner[SIMBA_ID_MAX + 1]; /* last on_owner after-id */
     uint64_t fence;               /* fence at the last acquire */
     uint64_t owner_fence;         /* fence of the last on_owner */
+    simba_reason reason;          /* why the last on_released fired */
 } rec;
 
 static void on_acq(simba_service *s, const simba_state *st, void *u) {
@@ -168,9 +169,9 @@ static void on_acq(simba_service *s, const simba_state *st, void *u) {
 static void on_rel(simba_service *s, const simba_state *st, void *u) {
     rec *r = (rec *)u;
     (void)s;
-    (void)st;
     r->released++;
     r->t_released = now_ms();
+    r->reason = st->reason;
 }
 static void on_own(simba_service *s, const simba_state *st, void *u) {
     rec *r = (rec *)u;
@@ -1071,6 +1072,8 @@ TEST(server_restart) {
     CHECK_EQ(violations, 0);
     CHECK_EQ(ra.released, 1);
     CHECK_EQ(rc.released, 1);
+    CHECK_EQ(ra.reason, SIMBA_REASON_LAPSED);     /* kept its lease to the local deadline */
+    CHECK_EQ(rc.reason, SIMBA_REASON_CONNECTION); /* step_down_on_disconnect */
     fprintf(stderr, "  server gone: A stepped down %+.0f ms, C (step down on disconnect) %+.0f ms from then\n",
             ra.t_released - t_dead, rc.t_released - t_dead);
     CHECK(rc.t_released <= ra.t_released);
