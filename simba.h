@@ -586,6 +586,8 @@ SIMBA_API simba_result simba_memory_fault_set(simba_backend *be, const simba_mem
 #endif
 
 #define SIMBA__DEFAULT_TTL 10000
+/* Longest interval between asks while a free mutex is kept for another waiter. */
+#define SIMBA__FREE_RETRY_MAX 1000
 #define SIMBA__DEFAULT_TRANSITION 6000
 #define SIMBA__DEFAULT_MIN_RETRY 50
 #define SIMBA__DEFAULT_BACKOFF_MIN 100
@@ -801,7 +803,8 @@ enum {
     SIMBA__F_ZOMBIE = 1u << 5,     /* freed by the user; finishing its release */
     SIMBA__F_GC = 1u << 6,         /* on the loop's list of things to free */
     SIMBA__F_IMMEDIATE = 1u << 7,  /* the last attempt was an immediate one (no owner) */
-    SIMBA__F_FIRST = 1u << 8       /* the backend last said we are first in line */
+    SIMBA__F_FIRST = 1u << 8,      /* the backend last said we are first in line */
+    SIMBA__F_ASKED = 1u << 9       /* an acquire was answered in this run (we hold a place) */
 };
 
 struct simba_service {
@@ -818,6 +821,8 @@ struct simba_service {
     uint64_t gen;
     int64_t ttl, transition, renew_margin, jmin, jmax, min_retry, bmin, bmax, refresh;
     int64_t backoff;     /* current error backoff, 0 after a success */
+    int64_t free_retry;  /* interval while a free mutex is kept for the queue's head */
+    simba_result release_rc; /* answer to the last release (simba_locker_unlock_wait) */
     int64_t next_try;    /* next attempt (loop time) */
     int64_t lease_end;   /* local end of our own lease: step down here without renewal */
     uint64_t own_fence;
@@ -1336,9 +1341,15 @@ static void simba__owner_from_reply(simba_owner *nv, const simba_reply *rep, int
 static int64_t simba__contender_next(simba_service *s, int first_in_line) {
     int64_t now = s->loop->now, target;
     if (!s->view.id[0] || s->view.transition_at < now) {
-        /* Nobody holds it: at once, but never twice in a row without a pause. */
-        if (s->flags & SIMBA__F_IMMEDIATE) return simba__add(now, s->min_retry);
+        /* Nobody holds it: at once. Found free and still not granted, it is kept for the
+           head of the backend's queue: ask again at doubling intervals until the head takes
+           it or its place lapses (live_ms), never in a tight loop. */
+        if (s->flags & SIMBA__F_IMMEDIATE) {
+            s->free_retry = s->free_retry ? simba__min(s->free_retry * 2, SIMBA__FREE_RETRY_MAX) : s->min_retry;
+            return simba__add(now, simba__max(s->free_retry, s->min_retry));
+        }
         s->flags |= SIMBA__F_IMMEDIATE;
+        s->free_retry = 0;
         return now;
     }
     s->flags &= ~SIMBA__F_IMMEDIATE;
@@ -1406,6 +1417,7 @@ static void simba__learn(simba_service *s, const simba_reply *rep, int64_t sent_
         s->next_try = simba__max(next, simba__add(now, s->min_retry));
     } else {
         if (rep->first_in_line) s->flags |= SIMBA__F_FIRST; else s->flags &= ~SIMBA__F_FIRST;
+        s->flags |= SIMBA__F_ASKED;
         s->next_try = simba__contender_next(s, rep->first_in_line);
     }
 }
@@ -1488,7 +1500,9 @@ static void simba__event_svc(simba_service *s, const simba__ev *ev) {
         if (ev->rep.owner[0] && s->kind == SIMBA__KIND_CONTEND && strcmp(ev->rep.owner, s->id) == 0) return;
         simba__owner_from_reply(&nv, &ev->rep, l->now, l->now);
         simba__set_view(s, &nv);
-        if (s->kind == SIMBA__KIND_CONTEND && !(s->flags & SIMBA__F_INFLIGHT))
+        /* A contender that has not asked yet still asks now: the fairness queue knows only
+           those who asked, so learning the owner from a push must not keep it out of line. */
+        if (s->kind == SIMBA__KIND_CONTEND && !(s->flags & SIMBA__F_INFLIGHT) && (s->flags & SIMBA__F_ASKED))
             s->next_try = simba__contender_next(s, (s->flags & SIMBA__F_FIRST) != 0);
         break;
     }
@@ -1691,7 +1705,7 @@ SIMBA_API simba_result simba_start(simba_service *s) {
         return simba__fail(l, SIMBA_ESTATE, "simba_start: cannot start mutex %s from state %d, expected INITIAL", s->mx->name, (int)s->status);
     s->status = SIMBA_STARTING;
     s->gen++;
-    s->flags &= ~(SIMBA__F_OWNER | SIMBA__F_TOLD | SIMBA__F_WAKE | SIMBA__F_RELEASE_SENT | SIMBA__F_IMMEDIATE);
+    s->flags &= ~(SIMBA__F_OWNER | SIMBA__F_TOLD | SIMBA__F_WAKE | SIMBA__F_RELEASE_SENT | SIMBA__F_IMMEDIATE | SIMBA__F_ASKED);
     memset(&s->view, 0, sizeof s->view);
     s->backoff = 0;
     s->own_fence = 0;
@@ -2726,10 +2740,13 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
     if (e && r->op == SIMBA_OP_ACQUIRE) {
         int i = simba__mwait_find(e, r->contender);
         int mine = simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0;
+        /* Fairness: a free mutex goes to the oldest live waiter; anyone else joins the line
+           (a releaser asking again at once included), so nobody overtakes a waiter. */
+        int turn = e->nw == 0 || i == 0;
         if (mine && r->renew) {
             e->ttl_at = now + r->ttl_ms; /* renewal: fence and acquired_at stay */
             e->transition_at = e->ttl_at + r->transition_ms;
-        } else if (mine || !simba__mlive(e, now)) {
+        } else if (mine || (!simba__mlive(e, now) && turn)) {
             /* A new ownership, also for the stored owner that stepped down locally: its
                next tenure needs a fence above the one its late writes may still carry. */
             simba__copy(e->owner, sizeof e->owner, r->contender);

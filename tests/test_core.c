@@ -257,8 +257,10 @@ TEST(non_owner_jitter_bounds) {
     CHECK_RC(simba_start(b), SIMBA_OK);
     settle(p, 2);
     CHECK_EQ(b->view.transition_at, t0 + 1600);
-    CHECK_EQ(b->next_try, t0 + 1600 - 200);
+    CHECK_EQ(b->next_try, t0 + 1600 + 1); /* b asked and is first in line: lease end */
     CHECK_STR(b->view.id, "a");
+    simba__learn(b, &(simba_reply){.owner = "a", .ttl_left_ms = 1000, .transition_left_ms = 1600, .fence = a->own_fence}, fake_now);
+    CHECK_EQ(b->next_try, t0 + 1600 - 200);
     /* highest jitter: (2^64-1) mod 1200 above jitter_min, i.e. just below jitter_max */
     fake_rand_value = 0xffffffffu;
     simba__learn(b, &(simba_reply){.owner = "a", .ttl_left_ms = 1000, .transition_left_ms = 1600, .fence = a->own_fence}, fake_now);
@@ -854,6 +856,137 @@ TEST(ten_contenders_thirty_seconds) {
     store_free();
 }
 
+/* ---- fairness: the wait queue ------------------------------------------------------------ */
+
+static char fair_log[64];
+static void fair_acq(simba_service *s, const simba_state *st, void *u) {
+    (void)st;
+    (void)u;
+    strcat(fair_log, simba_service_contender_id(s));
+}
+
+static simba_service *fair_contender(proc *p, const char *mutex, const char *id) {
+    simba_contend_desc d = {0};
+    simba_service *s = NULL;
+    d.mutex = mutex;
+    d.contender_id = id;
+    d.ttl_ms = 1000;
+    d.transition_ms = 600;
+    d.on_acquired = fair_acq;
+    CHECK_RC(simba_contend(p->loop, p->be, &d, &s), SIMBA_OK);
+    return s;
+}
+
+TEST(queued_waiters_acquire_in_arrival_order) {
+    proc p[4];
+    simba_service *s[4];
+    int i, k;
+    store_new();
+    fair_log[0] = 0;
+    for (i = 0; i < 4; i++) proc_open(&p[i]);
+    /* Arrival order is the reverse of polling order (1, 2, 3 = "z", "y", "x" polled last to
+       first), so that a free mutex taken by whoever asks first would show a wrong order. */
+    s[0] = fair_contender(&p[0], "fifo", "o");
+    s[3] = fair_contender(&p[3], "fifo", "x");
+    s[2] = fair_contender(&p[2], "fifo", "y");
+    s[1] = fair_contender(&p[1], "fifo", "z");
+    CHECK_RC(simba_start(s[0]), SIMBA_OK);
+    settle(p, 4);
+    for (i = 3; i >= 1; i--) {
+        fake_now += 5;
+        CHECK_RC(simba_start(s[i]), SIMBA_OK);
+        settle(p, 4);
+    }
+    CHECK_STR(fair_log, "o");
+    /* Each owner releases in turn; the next one is always the oldest waiter. */
+    for (k = 0; k < 3; k++) {
+        for (i = 0; i < 4; i++)
+            if (simba_is_owner(s[i])) break;
+        REQUIRE(i < 4);
+        fake_now += 10;
+        CHECK_RC(simba_stop(s[i]), SIMBA_OK);
+        settle(p, 4);
+    }
+    CHECK_STR(fair_log, "oxyz");
+    for (i = 0; i < 4; i++) proc_close(&p[i]);
+    store_free();
+}
+
+TEST(releaser_asking_again_at_once_goes_to_the_back) {
+    proc p[3];
+    simba_service *a, *b, *c;
+    int k;
+    store_new();
+    fair_log[0] = 0;
+    for (k = 0; k < 3; k++) proc_open(&p[k]);
+    a = fair_contender(&p[0], "back", "a");
+    b = fair_contender(&p[1], "back", "b");
+    c = fair_contender(&p[2], "back", "c");
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 1);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    settle(p, 3);
+    fake_now += 5;
+    CHECK_RC(simba_start(c), SIMBA_OK);
+    settle(p, 3);
+    /* a releases and asks again before anyone else runs: it joins the line behind c. */
+    for (k = 0; k < 3; k++) {
+        simba_service *owner = simba_is_owner(a) ? a : simba_is_owner(b) ? b : c;
+        fake_now += 10;
+        CHECK_RC(simba_stop(owner), SIMBA_OK);
+        settle(p, 1);
+        settle(p + 1, 2); /* only now do b and c get to run */
+        while (simba_service_status(owner) != SIMBA_INITIAL) settle(p, 3);
+        CHECK_RC(simba_start(owner), SIMBA_OK);
+        settle(p, 3);
+    }
+    CHECK_STR(fair_log, "abca");
+    for (k = 0; k < 3; k++) proc_close(&p[k]);
+    store_free();
+}
+
+TEST(dead_head_waiter_blocks_no_longer_than_its_liveness) {
+    proc p[3]; /* p[2] is the head waiter whose process stops running */
+    simba_service *a, *c, *dead;
+    simba_stats st;
+    int64_t joined, live;
+    store_new();
+    fair_log[0] = 0;
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    proc_open(&p[2]);
+    a = fair_contender(&p[0], "deadhead", "a");
+    c = fair_contender(&p[1], "deadhead", "c");
+    dead = fair_contender(&p[2], "deadhead", "d");
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 1);
+    joined = fake_now;
+    CHECK_RC(simba_start(dead), SIMBA_OK);
+    settle(p + 2, 1); /* d asks once: first in line; its process is never polled again */
+    live = dead->req.live_ms;
+    CHECK_EQ(live, 1000 + 600 + 1000 + 1000); /* ttl + transition + jitter max + 1 s */
+    fake_now += 5;
+    CHECK_RC(simba_start(c), SIMBA_OK);
+    settle(p, 2);
+    fake_now += 100;
+    CHECK_RC(simba_stop(a), SIMBA_OK); /* the push goes to d, which never answers */
+    advance(p, 2, joined + live - fake_now, 5);
+    CHECK_STR(fair_log, "a"); /* the mutex stays kept for d while d's place lasts */
+    advance(p, 2, SIMBA__FREE_RETRY_MAX + 10, 5);
+    CHECK_STR(fair_log, "ac");
+    CHECK(c->held_since > joined + live);
+    CHECK(c->held_since <= joined + live + SIMBA__FREE_RETRY_MAX + 1);
+    /* c asked at doubling intervals meanwhile, never in a tight loop */
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    CHECK_RC(simba_service_stats(c, &st), SIMBA_OK);
+    CHECK(st.attempts < 15);
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    proc_close(&p[2]);
+    store_free();
+}
+
 /* ---- locker and scheduler ---------------------------------------------------------------------- */
 
 TEST(locker_lock_timeout_try_unlock) {
@@ -1439,6 +1572,9 @@ int main(int argc, char **argv) {
     RUN(late_grant_after_local_lapse_is_not_ownership);
     RUN(reacquire_after_local_step_down_gets_new_fence);
     RUN(release_push_wakes_head_waiter_at_once);
+    RUN(queued_waiters_acquire_in_arrival_order);
+    RUN(releaser_asking_again_at_once_goes_to_the_back);
+    RUN(dead_head_waiter_blocks_no_longer_than_its_liveness);
     RUN(observer_sees_every_owner_change_and_fences_grow);
     RUN(ten_contenders_thirty_seconds);
     RUN(locker_lock_timeout_try_unlock);
