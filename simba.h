@@ -16,11 +16,40 @@
  *   non-owner tries at transition_at + jitter in [jitter_min, jitter_max) (default
  *   [-200, 1000) ms, [0, 1000) when transition is 0); with no owner it tries at once; a
  *   waiter that the backend reports as first in line tries exactly at lease end. A release
- *   is pushed to waiters where the backend can.
+ *   is pushed to the head waiter (see FAIRNESS).
  *
  *   Every ownership carries a 64-bit fence that strictly increases from one ownership of a
  *   mutex to the next (renewals keep it): pass it to the resource you protect so that it
  *   can reject a stale owner.
+ *
+ * FAIRNESS (one rule, kept in storage by every backend; the memory store is the reference)
+ *
+ *       owner                     wait queue, oldest first
+ *     +-------+  release   +------+------+------+
+ *     |   A   | ---------> |  B   |  C   |  D   | <-- A asks again at once: joins here
+ *     +-------+ push to B  +------+------+------+
+ *                              head
+ *
+ *   What the store does with each request (one line per transition):
+ *     ACQUIRE, free, queue empty or asker is the head -----> owner (new fence, leaves queue)
+ *     ACQUIRE, held by another, or free but asker not head -> queued at the back, or its
+ *                                                             place refreshed
+ *     ACQUIRE renew=1 by the owner inside its window ------> owner (same fence)
+ *     RELEASE by the owner -> free, push to the head; RELEASE by a waiter -> leaves queue
+ *     no request from a waiter within its live_ms ---------> dropped from the queue
+ *
+ *   - A free mutex (released, or its lease fully over) with live waiters queued goes to the
+ *     oldest live waiter only. A contender that finds it free but is not the head joins the
+ *     back of the queue; so does a releaser that asks again at once.
+ *   - The owner's renewal inside its window is not a new acquisition: unchanged by the queue.
+ *   - Every ACQUIRE refreshes the asker's place. A waiter not heard from within
+ *     req->live_ms (the core sends ttl + transition + jitter max + 1 s; a waiter asks again
+ *     by ttl + transition + jitter max) leaves the queue: a dead head keeps the mutex from
+ *     the others no longer than that.
+ *   - A release is pushed to the head; the head also tries right at lease end
+ *     (reply.first_in_line). The others keep their jittered timers; one that finds the
+ *     mutex free but kept for the head asks again at doubling intervals from min_retry up
+ *     to 1 s, until the head has taken it or its place has lapsed.
  *
  * LEASE SAFETY
  *   All local decisions use the monotonic clock. A backend reports remaining durations; the
