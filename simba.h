@@ -402,8 +402,19 @@ SIMBA_API simba_result simba_locker_lock(simba_locker *lk, int64_t timeout_ms);
 /* Non-blocking form: starts contending if idle (once an earlier release has been
    answered); SIMBA_OK once held, SIMBA_EAGAIN while pending. Call again from the tick loop. */
 SIMBA_API simba_result simba_locker_try(simba_locker *lk);
-/* Releases (or gives up a pending try). Not held and not pending: SIMBA_ESTATE. */
+/* Releases (or gives up a pending try). Not held and not pending: SIMBA_ESTATE.
+   Outside a callback the release is submitted to the backend before this returns (no user
+   callback runs from it); it is confirmed later, by a poll. From a callback it goes out
+   when the dispatch returns. If an acquire or renewal is in flight, the release follows
+   its answer. To be sure the backend has it (before sleeping or exiting), use
+   simba_locker_unlock_wait(). */
 SIMBA_API simba_result simba_locker_unlock(simba_locker *lk);
+/* Unlocks if held or pending, then blocks, driving the loop, until the backend has answered
+   the release: SIMBA_OK once it confirmed it (or when no release is going out), the
+   backend's error if the release failed (the lease then ends on its own at its ttl),
+   SIMBA_ETIMEDOUT after timeout_ms (< 0 = no limit; 0 = do not wait). From a callback:
+   SIMBA_ECALLBACK. SIMBA_ECLOSED as for simba_locker_lock(). */
+SIMBA_API simba_result simba_locker_unlock_wait(simba_locker *lk, int64_t timeout_ms);
 SIMBA_API int simba_locker_held(const simba_locker *lk);
 SIMBA_API uint64_t simba_locker_fence(const simba_locker *lk);
 /* Unlocks if needed and frees. From a callback while simba_locker_lock() blocks on this
@@ -1461,6 +1472,7 @@ static void simba__complete(simba_service *s) {
     s->flags &= ~SIMBA__F_INFLIGHT;
     if (s->status == SIMBA_STOPPING) {
         if (r->op == SIMBA_OP_RELEASE || s->kind == SIMBA__KIND_OBSERVE) {
+            if (r->op == SIMBA_OP_RELEASE) s->release_rc = s->rep.rc;
             s->status = SIMBA_INITIAL;
             memset(&s->view, 0, sizeof s->view); /* a stopped service knows no owner */
             s->flags &= ~(SIMBA__F_RELEASE_SENT | SIMBA__F_WAKE);
@@ -1737,6 +1749,7 @@ SIMBA_API simba_result simba_start(simba_service *s) {
     s->flags &= ~(SIMBA__F_OWNER | SIMBA__F_TOLD | SIMBA__F_WAKE | SIMBA__F_RELEASE_SENT | SIMBA__F_IMMEDIATE | SIMBA__F_ASKED);
     memset(&s->view, 0, sizeof s->view);
     s->backoff = 0;
+    s->release_rc = SIMBA_OK;
     s->own_fence = 0;
     s->lease_end = 0;
     if (!l->in_poll) l->now = simba_now(l);
@@ -2317,11 +2330,50 @@ SIMBA_API simba_result simba_locker_lock(simba_locker *lk, int64_t timeout_ms) {
 }
 
 SIMBA_API simba_result simba_locker_unlock(simba_locker *lk) {
+    simba_loop *l;
     if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
-    if (lk->state == SIMBA__LK_IDLE) return simba__fail(lk->loop, SIMBA_ESTATE, "simba_locker_unlock: not locked");
+    l = lk->loop;
+    if (lk->state == SIMBA__LK_IDLE) return simba__fail(l, SIMBA_ESTATE, "simba_locker_unlock: not locked");
     lk->state = SIMBA__LK_IDLE;
     lk->svc->why_stop = SIMBA_REASON_UNLOCKED; /* what its on_released and last_reason say */
     if (simba_service_status(lk->svc) == SIMBA_RUNNING) simba_stop(lk->svc);
+    /* Send the release now, not at the next poll: a process that unlocks and then sleeps or
+       exits must not keep the mutex for a whole lease. The step runs only the locker's own
+       callbacks (nothing of the user's: state is already idle) and the backend's answer is
+       queued for a poll, so the enqueue-only boundary holds. */
+    if (!l->in_poll && !l->in_cb && simba_service_status(lk->svc) == SIMBA_STOPPING) {
+        l->now = simba_now(l);
+        simba__svc_step(lk->svc);
+    }
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_locker_unlock_wait(simba_locker *lk, int64_t timeout_ms) {
+    simba_loop *l;
+    simba_result rc = SIMBA_OK;
+    int64_t deadline;
+    if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
+    l = lk->loop;
+    if (l->in_cb || l->in_poll) return simba__fail(l, SIMBA_ECALLBACK, "simba_locker_unlock_wait: blocking call from a callback");
+    if (lk->state != SIMBA__LK_IDLE && (rc = simba_locker_unlock(lk)) != SIMBA_OK) return rc;
+    deadline = timeout_ms < 0 ? SIMBA__NEVER : simba__add(simba_now(l), simba__min(timeout_ms, SIMBA_MAX_MS));
+    lk->in_lock = 1;
+    while (simba_service_status(lk->svc) != SIMBA_INITIAL) {
+        int64_t now = simba_now(l);
+        if (deadline != SIMBA__NEVER && now >= deadline) { rc = SIMBA_ETIMEDOUT; break; }
+        rc = simba_wait(l, deadline == SIMBA__NEVER ? -1 : deadline - now);
+        /* SIMBA_ECLOSED: a callback freed the loop, and with it this locker: touch nothing. */
+        if (rc == SIMBA_ECLOSED) return rc;
+        if (lk->free_after) { simba__lk_destroy(lk); return SIMBA_ECLOSED; }
+        if (rc != SIMBA_OK) break;
+    }
+    lk->in_lock = 0;
+    if (rc == SIMBA_ETIMEDOUT)
+        return simba__fail(l, rc, "simba_locker_unlock_wait: release of %s not answered in time", simba_service_mutex(lk->svc));
+    if (rc != SIMBA_OK) return rc;
+    if (lk->svc->release_rc != SIMBA_OK)
+        return simba__fail(l, lk->svc->release_rc, "simba_locker_unlock_wait: release of %s failed: %s", simba_service_mutex(lk->svc),
+                           simba_strerror(lk->svc->release_rc));
     return SIMBA_OK;
 }
 SIMBA_API int simba_locker_held(const simba_locker *lk) { return simba__lk_ok(lk) && lk->state == SIMBA__LK_HELD && simba_is_owner(lk->svc); }

@@ -1032,6 +1032,92 @@ TEST(locker_lock_timeout_try_unlock) {
     store_free();
 }
 
+/* Issue 12: unlock hands the release to the backend at once (a process that unlocks and then
+   sleeps or exits does not keep the mutex for a lease); unlock_wait waits for its answer. */
+TEST(locker_unlock_sends_release_at_once) {
+    proc p[2];
+    simba_locker *a, *b;
+    simba_locker_desc d = {0};
+    simba_memory_fault f = {0};
+    simba_reply r;
+    char who[SIMBA_ID_MAX + 1];
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    d.mutex = "unlock-now";
+    CHECK_RC(simba_locker_new(p[0].loop, p[0].be, &d, &a), SIMBA_OK);
+    CHECK_RC(simba_locker_new(p[1].loop, p[1].be, &d, &b), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(a, 0), SIMBA_OK);
+    CHECK_RC(simba_locker_try(b), SIMBA_EAGAIN);
+    settle(p + 1, 1); /* b is queued behind a */
+    CHECK_RC(simba_locker_unlock(a), SIMBA_OK);
+    /* no poll of a's loop: the store already has the release */
+    CHECK_RC(simba_memstore_read(store, "unlock-now", &r, who, sizeof who), SIMBA_OK);
+    CHECK(r.owner == NULL || r.owner[0] == 0);
+    CHECK(!simba_locker_held(a));
+    CHECK_EQ(simba_locker_last_reason(a), SIMBA_REASON_UNLOCKED);
+    settle(p + 1, 1); /* the push reaches b, the head of the line */
+    CHECK_RC(simba_locker_try(b), SIMBA_OK);
+    /* unlock_wait: confirmed by the backend; nothing going out: OK at once */
+    CHECK_RC(simba_locker_unlock_wait(b, -1), SIMBA_OK);
+    CHECK_EQ(simba_service_status(simba_locker_service(b)), SIMBA_INITIAL);
+    CHECK_RC(simba_locker_unlock_wait(b, 0), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(a, 0), SIMBA_OK);
+    /* a hung backend never confirms: timeout 0 returns at once */
+    f.hang = 1;
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    CHECK_RC(simba_locker_unlock_wait(a, 0), SIMBA_ETIMEDOUT);
+    CHECK(!simba_locker_held(a));
+    f.hang = 0;
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    CHECK_RC(simba_locker_unlock_wait(a, -1), SIMBA_OK); /* the pending release is answered */
+    /* a failing backend: the release's error is reported */
+    CHECK_RC(simba_locker_lock(a, 0), SIMBA_OK);
+    f.fail = 1;
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    CHECK_RC(simba_locker_unlock_wait(a, -1), SIMBA_EBACKEND);
+    CHECK(strstr(simba_loop_errmsg(p[0].loop), "release") != NULL);
+    f.fail = 0;
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    CHECK_RC(simba_locker_unlock_wait(NULL, 0), SIMBA_EINVAL);
+    CHECK_RC(simba_locker_free(a), SIMBA_OK);
+    CHECK_RC(simba_locker_free(b), SIMBA_OK);
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    store_free();
+}
+
+static simba_result unlock_wait_rc = SIMBA_OK;
+static simba_locker *unlock_wait_lk;
+static void unlock_wait_from_cb(simba_service *s, const simba_state *st, void *u) {
+    (void)s;
+    (void)st;
+    (void)u;
+    unlock_wait_rc = simba_locker_unlock_wait(unlock_wait_lk, 0);
+}
+
+TEST(locker_unlock_wait_refused_from_callback) {
+    proc p;
+    simba_locker_desc d = {0};
+    simba_contend_desc cd = {0};
+    simba_service *obs;
+    store_new();
+    proc_open(&p);
+    d.mutex = "unlock-cb";
+    CHECK_RC(simba_locker_new(p.loop, p.be, &d, &unlock_wait_lk), SIMBA_OK);
+    cd.mutex = "unlock-cb-other";
+    cd.on_acquired = unlock_wait_from_cb;
+    CHECK_RC(simba_contend(p.loop, p.be, &cd, &obs), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(unlock_wait_lk, 0), SIMBA_OK);
+    CHECK_RC(simba_start(obs), SIMBA_OK);
+    settle(&p, 1);
+    CHECK_EQ(unlock_wait_rc, SIMBA_ECALLBACK);
+    CHECK(simba_locker_held(unlock_wait_lk)); /* refused: nothing changed */
+    CHECK_RC(simba_locker_free(unlock_wait_lk), SIMBA_OK);
+    proc_close(&p);
+    store_free();
+}
+
 static int lost_calls;
 static void lk_lost(simba_locker *lk, void *u) {
     (void)u;
@@ -1578,6 +1664,8 @@ int main(int argc, char **argv) {
     RUN(observer_sees_every_owner_change_and_fences_grow);
     RUN(ten_contenders_thirty_seconds);
     RUN(locker_lock_timeout_try_unlock);
+    RUN(locker_unlock_sends_release_at_once);
+    RUN(locker_unlock_wait_refused_from_callback);
     RUN(locker_reports_lost_lock);
     RUN(scheduler_runs_only_while_owner);
     RUN(scheduler_fixed_delay);
