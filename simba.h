@@ -2285,6 +2285,18 @@ static void simba__lk_destroy(simba_locker *lk) {
     simba_free(l, lk);
 }
 
+/* Send a stopping locker's release now, not at the next poll: a process that unlocks (or
+   gives up waiting) and then sleeps or exits must not keep the mutex, or its place at the
+   head of the wait queue, for a whole lease. The step runs only the locker's own callbacks
+   (nothing of the user's: state is already idle) and the backend's answer is queued for a
+   poll, so the enqueue-only boundary holds. */
+static void simba__lk_send_release(simba_locker *lk) {
+    simba_loop *l = lk->loop;
+    if (l->in_poll || l->in_cb || simba_service_status(lk->svc) != SIMBA_STOPPING) return;
+    l->now = simba_now(l);
+    simba__svc_step(lk->svc);
+}
+
 SIMBA_API simba_result simba_locker_lock(simba_locker *lk, int64_t timeout_ms) {
     simba_loop *l;
     int64_t start, deadline, answer_by;
@@ -2323,6 +2335,7 @@ SIMBA_API simba_result simba_locker_lock(simba_locker *lk, int64_t timeout_ms) {
     if (rc == SIMBA_OK) return SIMBA_OK;
     if (lk->state == SIMBA__LK_PENDING && simba_service_status(lk->svc) == SIMBA_RUNNING) simba_stop(lk->svc);
     if (lk->state == SIMBA__LK_PENDING) lk->state = SIMBA__LK_IDLE;
+    simba__lk_send_release(lk); /* leave the wait queue now */
     if (rc == SIMBA_ETIMEDOUT)
         return simba__fail(l, SIMBA_ETIMEDOUT, "simba_locker_lock: %s not acquired in time%s", simba_service_mutex(lk->svc),
                            lk->seen_owner ? " (another contender holds it)" : " (the backend gave no answer)");
@@ -2337,14 +2350,7 @@ SIMBA_API simba_result simba_locker_unlock(simba_locker *lk) {
     lk->state = SIMBA__LK_IDLE;
     lk->svc->why_stop = SIMBA_REASON_UNLOCKED; /* what its on_released and last_reason say */
     if (simba_service_status(lk->svc) == SIMBA_RUNNING) simba_stop(lk->svc);
-    /* Send the release now, not at the next poll: a process that unlocks and then sleeps or
-       exits must not keep the mutex for a whole lease. The step runs only the locker's own
-       callbacks (nothing of the user's: state is already idle) and the backend's answer is
-       queued for a poll, so the enqueue-only boundary holds. */
-    if (!l->in_poll && !l->in_cb && simba_service_status(lk->svc) == SIMBA_STOPPING) {
-        l->now = simba_now(l);
-        simba__svc_step(lk->svc);
-    }
+    simba__lk_send_release(lk);
     return SIMBA_OK;
 }
 

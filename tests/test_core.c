@@ -1087,6 +1087,36 @@ TEST(locker_unlock_sends_release_at_once) {
     store_free();
 }
 
+/* A lock that timed out leaves the wait queue at once, without another poll: a caller that
+   gives up and goes to sleep must not hold the head of the line for its liveness bound. */
+TEST(locker_timeout_leaves_the_queue_at_once) {
+    proc p[3];
+    simba_locker *a, *b, *c;
+    simba_locker_desc d = {0};
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    proc_open(&p[2]);
+    d.mutex = "give-up";
+    CHECK_RC(simba_locker_new(p[0].loop, p[0].be, &d, &a), SIMBA_OK);
+    CHECK_RC(simba_locker_new(p[1].loop, p[1].be, &d, &b), SIMBA_OK);
+    CHECK_RC(simba_locker_new(p[2].loop, p[2].be, &d, &c), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(a, 0), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(b, 0), SIMBA_ETIMEDOUT); /* b queued, then gave up */
+    CHECK_RC(simba_locker_try(c), SIMBA_EAGAIN);
+    settle(p + 2, 1); /* c queued behind b's place, if b still had one */
+    CHECK_RC(simba_locker_unlock(a), SIMBA_OK);
+    settle(p + 2, 1); /* b's loop never runs again */
+    CHECK_RC(simba_locker_try(c), SIMBA_OK);
+    CHECK_RC(simba_locker_free(c), SIMBA_OK);
+    CHECK_RC(simba_locker_free(b), SIMBA_OK);
+    CHECK_RC(simba_locker_free(a), SIMBA_OK);
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    proc_close(&p[2]);
+    store_free();
+}
+
 static simba_result unlock_wait_rc = SIMBA_OK;
 static simba_locker *unlock_wait_lk;
 static void unlock_wait_from_cb(simba_service *s, const simba_state *st, void *u) {
@@ -1666,6 +1696,7 @@ int main(int argc, char **argv) {
     RUN(locker_lock_timeout_try_unlock);
     RUN(locker_unlock_sends_release_at_once);
     RUN(locker_unlock_wait_refused_from_callback);
+    RUN(locker_timeout_leaves_the_queue_at_once);
     RUN(locker_reports_lost_lock);
     RUN(scheduler_runs_only_while_owner);
     RUN(scheduler_fixed_delay);
