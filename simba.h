@@ -411,7 +411,7 @@ SIMBA_API simba_result simba_locker_try(simba_locker *lk);
 SIMBA_API simba_result simba_locker_unlock(simba_locker *lk);
 /* Unlocks if held or pending, then blocks, driving the loop, until the backend has answered
    the release: SIMBA_OK once it confirmed it (or when no release is going out), the
-   backend's error if the release failed (the lease then ends on its own at its ttl),
+   backend's error if the release failed (the mutex is then free when its lease ends),
    SIMBA_ETIMEDOUT after timeout_ms (< 0 = no limit; 0 = do not wait). From a callback:
    SIMBA_ECALLBACK. SIMBA_ECLOSED as for simba_locker_lock(). */
 SIMBA_API simba_result simba_locker_unlock_wait(simba_locker *lk, int64_t timeout_ms);
