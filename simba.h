@@ -99,6 +99,7 @@
  *   simba_contend   a contender: on_acquired / on_released, never for a mere renewal
  *   simba_observe   follows the owner of a mutex without contending (on_owner)
  *   simba_locker_*  blocking lock with timeout (drives the loop), non-blocking form, unlock
+ *                   (sent before it returns), unlock_wait (until the backend confirms)
  *   simba_scheduler_* leader-gated periodic work, fixed rate or fixed delay
  *   simba_contender_id_host / _random   "counter:pid@host" or 32 random hex digits
  *
