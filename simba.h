@@ -863,6 +863,7 @@ struct simba_service {
     int64_t ttl, transition, renew_margin, jmin, jmax, min_retry, bmin, bmax, refresh;
     int64_t backoff;     /* current error backoff, 0 after a success */
     int64_t free_retry;  /* interval while a free mutex is kept for the queue's head */
+    int64_t asked_at;    /* when the latest answered acquire was sent (its place's refresh) */
     simba_result release_rc; /* answer to the last release (simba_locker_unlock_wait) */
     int64_t next_try;    /* next attempt (loop time) */
     int64_t lease_end;   /* local end of our own lease: step down here without renewal */
@@ -1396,9 +1397,12 @@ static int64_t simba__contender_next(simba_service *s, int first_in_line) {
     s->flags &= ~SIMBA__F_IMMEDIATE;
     /* The head of the line has no herd to spread: it tries right at lease end. */
     target = simba__add(s->view.transition_at, first_in_line ? 1 : simba__uniform(s->loop, s->jmin, s->jmax));
-    /* Never wait longer than our own lease and jitter: an announcement with a forged or
-       mistaken lease must not keep a crashed owner's waiters asleep for days. */
-    target = simba__min(target, simba__add(now, s->ttl + s->transition + s->jmax));
+    /* Never wait longer than our own lease and jitter since we last asked: an announcement
+       with a forged or mistaken lease must not keep a crashed owner's waiters asleep for days,
+       and a waiter's place in the queue (live_ms from its last ask) must not lapse while it
+       sleeps through other owners' tenures. */
+    target = simba__min(target, simba__add((s->flags & SIMBA__F_ASKED) ? simba__min(s->asked_at, now) : now,
+                                           s->ttl + s->transition + s->jmax));
     return simba__max(target, simba__add(now, s->min_retry));
 }
 
@@ -1459,6 +1463,7 @@ static void simba__learn(simba_service *s, const simba_reply *rep, int64_t sent_
     } else {
         if (rep->first_in_line) s->flags |= SIMBA__F_FIRST; else s->flags &= ~SIMBA__F_FIRST;
         s->flags |= SIMBA__F_ASKED;
+        s->asked_at = sent_at;
         s->next_try = simba__contender_next(s, rep->first_in_line);
     }
 }

@@ -945,6 +945,44 @@ TEST(releaser_asking_again_at_once_goes_to_the_back) {
     store_free();
 }
 
+TEST(waiter_keeps_its_place_through_other_tenures) {
+    proc p[4];
+    simba_service *a, *b, *c, *d;
+    int64_t t0;
+    int k;
+    store_new();
+    fair_log[0] = 0;
+    for (k = 0; k < 4; k++) proc_open(&p[k]);
+    a = fair_contender(&p[0], "place", "a");
+    b = fair_contender(&p[1], "place", "b");
+    c = fair_contender(&p[2], "place", "c");
+    d = fair_contender(&p[3], "place", "d");
+    fake_rand_value = 367; /* (367 << 32 | 367) % 1200 = 1199: jitter max - 1, waiters sleep longest */
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 1);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    settle(p, 4);
+    fake_now += 5;
+    t0 = fake_now;
+    CHECK_RC(simba_start(c), SIMBA_OK); /* c: second in line, place lasts t0 + live_ms */
+    settle(p, 4);
+    advance(p, 4, 1500, 5);
+    CHECK_RC(simba_stop(a), SIMBA_OK); /* b takes over; the owner push moves c's timer */
+    settle(p, 4);
+    CHECK_STR(fair_log, "ab");
+    CHECK(c->next_try <= c->asked_at + 1000 + 600 + 1000); /* c asks again before its place lapses */
+    fake_now += 100;
+    CHECK_RC(simba_start(d), SIMBA_OK); /* d: behind c */
+    settle(p, 4);
+    advance(p, 4, t0 + 3700 - fake_now, 5); /* b renews past c's first live_ms */
+    CHECK_RC(simba_stop(b), SIMBA_OK);
+    settle(p, 4);
+    CHECK_STR(fair_log, "abc"); /* c, not d: c never lost its place */
+    fake_rand_value = 0;
+    for (k = 0; k < 4; k++) proc_close(&p[k]);
+    store_free();
+}
+
 TEST(dead_head_waiter_blocks_no_longer_than_its_liveness) {
     proc p[3]; /* p[2] is the head waiter whose process stops running */
     simba_service *a, *c, *dead;
@@ -1691,6 +1729,7 @@ int main(int argc, char **argv) {
     RUN(queued_waiters_acquire_in_arrival_order);
     RUN(releaser_asking_again_at_once_goes_to_the_back);
     RUN(dead_head_waiter_blocks_no_longer_than_its_liveness);
+    RUN(waiter_keeps_its_place_through_other_tenures);
     RUN(observer_sees_every_owner_change_and_fences_grow);
     RUN(ten_contenders_thirty_seconds);
     RUN(locker_lock_timeout_try_unlock);
