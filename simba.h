@@ -44,8 +44,8 @@
  *   - The owner's renewal inside its window is not a new acquisition: unchanged by the queue.
  *   - Every ACQUIRE refreshes the asker's place. A waiter not heard from within
  *     req->live_ms (the core sends ttl + transition + jitter max + 1 s; a waiter asks again
- *     by ttl + transition + jitter max) leaves the queue: a dead head keeps the mutex from
- *     the others no longer than that.
+ *     within ttl + transition + jitter max of its last ask) leaves the queue: a dead head
+ *     keeps the mutex from the others no longer than that.
  *   - A release is pushed to the head; the head also tries right at lease end
  *     (reply.first_in_line). The others keep their jittered timers; one that finds the
  *     mutex free but kept for the head asks again at doubling intervals from min_retry up
