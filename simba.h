@@ -16,11 +16,40 @@
  *   non-owner tries at transition_at + jitter in [jitter_min, jitter_max) (default
  *   [-200, 1000) ms, [0, 1000) when transition is 0); with no owner it tries at once; a
  *   waiter that the backend reports as first in line tries exactly at lease end. A release
- *   is pushed to waiters where the backend can.
+ *   is pushed to the head waiter (see FAIRNESS).
  *
  *   Every ownership carries a 64-bit fence that strictly increases from one ownership of a
  *   mutex to the next (renewals keep it): pass it to the resource you protect so that it
  *   can reject a stale owner.
+ *
+ * FAIRNESS (one rule, kept in storage by every backend; the memory store is the reference)
+ *
+ *       owner                     wait queue, oldest first
+ *     +-------+  release   +------+------+------+
+ *     |   A   | ---------> |  B   |  C   |  D   | <-- A asks again at once: joins here
+ *     +-------+ push to B  +------+------+------+
+ *                              head
+ *
+ *   What the store does with each request (one line per transition):
+ *     ACQUIRE, free, queue empty or asker is the head -----> owner (new fence, leaves queue)
+ *     ACQUIRE, held by another, or free but asker not head -> queued at the back, or its
+ *                                                             place refreshed
+ *     ACQUIRE renew=1 by the owner inside its window ------> owner (same fence)
+ *     RELEASE by the owner -> free, push to the head; RELEASE by a waiter -> leaves queue
+ *     no request from a waiter within its live_ms ---------> dropped from the queue
+ *
+ *   - A free mutex (released, or its lease fully over) with live waiters queued goes to the
+ *     oldest live waiter only. A contender that finds it free but is not the head joins the
+ *     back of the queue; so does a releaser that asks again at once.
+ *   - The owner's renewal inside its window is not a new acquisition: unchanged by the queue.
+ *   - Every ACQUIRE refreshes the asker's place. A waiter not heard from within
+ *     req->live_ms (the core sends ttl + transition + jitter max + 1 s; a waiter asks again
+ *     within ttl + transition + jitter max of its last ask) leaves the queue: a dead head
+ *     keeps the mutex from the others no longer than that.
+ *   - A release is pushed to the head; the head also tries right at lease end
+ *     (reply.first_in_line). The others keep their jittered timers; one that finds the
+ *     mutex free but kept for the head asks again at doubling intervals from min_retry up
+ *     to 1 s, until the head has taken it or its place has lapsed.
  *
  * LEASE SAFETY
  *   All local decisions use the monotonic clock. A backend reports remaining durations; the
@@ -70,6 +99,7 @@
  *   simba_contend   a contender: on_acquired / on_released, never for a mere renewal
  *   simba_observe   follows the owner of a mutex without contending (on_owner)
  *   simba_locker_*  blocking lock with timeout (drives the loop), non-blocking form, unlock
+ *                   (sent before it returns), unlock_wait (until the backend confirms)
  *   simba_scheduler_* leader-gated periodic work, fixed rate or fixed delay
  *   simba_contender_id_host / _random   "counter:pid@host" or 32 random hex digits
  *
@@ -373,8 +403,19 @@ SIMBA_API simba_result simba_locker_lock(simba_locker *lk, int64_t timeout_ms);
 /* Non-blocking form: starts contending if idle (once an earlier release has been
    answered); SIMBA_OK once held, SIMBA_EAGAIN while pending. Call again from the tick loop. */
 SIMBA_API simba_result simba_locker_try(simba_locker *lk);
-/* Releases (or gives up a pending try). Not held and not pending: SIMBA_ESTATE. */
+/* Releases (or gives up a pending try). Not held and not pending: SIMBA_ESTATE.
+   Outside a callback the release is submitted to the backend before this returns (no user
+   callback runs from it); it is confirmed later, by a poll. From a callback it goes out
+   when the dispatch returns. If an acquire or renewal is in flight, the release follows
+   its answer. To be sure the backend has it (before sleeping or exiting), use
+   simba_locker_unlock_wait(). */
 SIMBA_API simba_result simba_locker_unlock(simba_locker *lk);
+/* Unlocks if held or pending, then blocks, driving the loop, until the backend has answered
+   the release: SIMBA_OK once it confirmed it (or when no release is going out), the
+   backend's error if the release failed (the mutex is then free when its lease ends),
+   SIMBA_ETIMEDOUT after timeout_ms (< 0 = no limit; 0 = do not wait). From a callback:
+   SIMBA_ECALLBACK. SIMBA_ECLOSED as for simba_locker_lock(). */
+SIMBA_API simba_result simba_locker_unlock_wait(simba_locker *lk, int64_t timeout_ms);
 SIMBA_API int simba_locker_held(const simba_locker *lk);
 SIMBA_API uint64_t simba_locker_fence(const simba_locker *lk);
 /* Unlocks if needed and frees. From a callback while simba_locker_lock() blocks on this
@@ -586,6 +627,8 @@ SIMBA_API simba_result simba_memory_fault_set(simba_backend *be, const simba_mem
 #endif
 
 #define SIMBA__DEFAULT_TTL 10000
+/* Longest interval between asks while a free mutex is kept for another waiter. */
+#define SIMBA__FREE_RETRY_MAX 1000
 #define SIMBA__DEFAULT_TRANSITION 6000
 #define SIMBA__DEFAULT_MIN_RETRY 50
 #define SIMBA__DEFAULT_BACKOFF_MIN 100
@@ -801,7 +844,8 @@ enum {
     SIMBA__F_ZOMBIE = 1u << 5,     /* freed by the user; finishing its release */
     SIMBA__F_GC = 1u << 6,         /* on the loop's list of things to free */
     SIMBA__F_IMMEDIATE = 1u << 7,  /* the last attempt was an immediate one (no owner) */
-    SIMBA__F_FIRST = 1u << 8       /* the backend last said we are first in line */
+    SIMBA__F_FIRST = 1u << 8,      /* the backend last said we are first in line */
+    SIMBA__F_ASKED = 1u << 9       /* an acquire was answered in this run (we hold a place) */
 };
 
 struct simba_service {
@@ -818,6 +862,9 @@ struct simba_service {
     uint64_t gen;
     int64_t ttl, transition, renew_margin, jmin, jmax, min_retry, bmin, bmax, refresh;
     int64_t backoff;     /* current error backoff, 0 after a success */
+    int64_t free_retry;  /* interval while a free mutex is kept for the queue's head */
+    int64_t asked_at;    /* when the latest answered acquire was sent (its place's refresh) */
+    simba_result release_rc; /* answer to the last release (simba_locker_unlock_wait) */
     int64_t next_try;    /* next attempt (loop time) */
     int64_t lease_end;   /* local end of our own lease: step down here without renewal */
     uint64_t own_fence;
@@ -1336,17 +1383,26 @@ static void simba__owner_from_reply(simba_owner *nv, const simba_reply *rep, int
 static int64_t simba__contender_next(simba_service *s, int first_in_line) {
     int64_t now = s->loop->now, target;
     if (!s->view.id[0] || s->view.transition_at < now) {
-        /* Nobody holds it: at once, but never twice in a row without a pause. */
-        if (s->flags & SIMBA__F_IMMEDIATE) return simba__add(now, s->min_retry);
+        /* Nobody holds it: at once. Found free and still not granted, it is kept for the
+           head of the backend's queue: ask again at doubling intervals until the head takes
+           it or its place lapses (live_ms), never in a tight loop. */
+        if (s->flags & SIMBA__F_IMMEDIATE) {
+            s->free_retry = s->free_retry ? simba__min(s->free_retry * 2, SIMBA__FREE_RETRY_MAX) : s->min_retry;
+            return simba__add(now, simba__max(s->free_retry, s->min_retry));
+        }
         s->flags |= SIMBA__F_IMMEDIATE;
+        s->free_retry = 0;
         return now;
     }
     s->flags &= ~SIMBA__F_IMMEDIATE;
     /* The head of the line has no herd to spread: it tries right at lease end. */
     target = simba__add(s->view.transition_at, first_in_line ? 1 : simba__uniform(s->loop, s->jmin, s->jmax));
-    /* Never wait longer than our own lease and jitter: an announcement with a forged or
-       mistaken lease must not keep a crashed owner's waiters asleep for days. */
-    target = simba__min(target, simba__add(now, s->ttl + s->transition + s->jmax));
+    /* Never wait longer than our own lease and jitter since we last asked: an announcement
+       with a forged or mistaken lease must not keep a crashed owner's waiters asleep for days,
+       and a waiter's place in the queue (live_ms from its last ask) must not lapse while it
+       sleeps through other owners' tenures. */
+    target = simba__min(target, simba__add((s->flags & SIMBA__F_ASKED) ? simba__min(s->asked_at, now) : now,
+                                           s->ttl + s->transition + s->jmax));
     return simba__max(target, simba__add(now, s->min_retry));
 }
 
@@ -1406,6 +1462,8 @@ static void simba__learn(simba_service *s, const simba_reply *rep, int64_t sent_
         s->next_try = simba__max(next, simba__add(now, s->min_retry));
     } else {
         if (rep->first_in_line) s->flags |= SIMBA__F_FIRST; else s->flags &= ~SIMBA__F_FIRST;
+        s->flags |= SIMBA__F_ASKED;
+        s->asked_at = sent_at;
         s->next_try = simba__contender_next(s, rep->first_in_line);
     }
 }
@@ -1420,6 +1478,7 @@ static void simba__complete(simba_service *s) {
     s->flags &= ~SIMBA__F_INFLIGHT;
     if (s->status == SIMBA_STOPPING) {
         if (r->op == SIMBA_OP_RELEASE || s->kind == SIMBA__KIND_OBSERVE) {
+            if (r->op == SIMBA_OP_RELEASE) s->release_rc = s->rep.rc;
             s->status = SIMBA_INITIAL;
             memset(&s->view, 0, sizeof s->view); /* a stopped service knows no owner */
             s->flags &= ~(SIMBA__F_RELEASE_SENT | SIMBA__F_WAKE);
@@ -1488,7 +1547,9 @@ static void simba__event_svc(simba_service *s, const simba__ev *ev) {
         if (ev->rep.owner[0] && s->kind == SIMBA__KIND_CONTEND && strcmp(ev->rep.owner, s->id) == 0) return;
         simba__owner_from_reply(&nv, &ev->rep, l->now, l->now);
         simba__set_view(s, &nv);
-        if (s->kind == SIMBA__KIND_CONTEND && !(s->flags & SIMBA__F_INFLIGHT))
+        /* A contender that has not asked yet still asks now: the fairness queue knows only
+           those who asked, so learning the owner from a push must not keep it out of line. */
+        if (s->kind == SIMBA__KIND_CONTEND && !(s->flags & SIMBA__F_INFLIGHT) && (s->flags & SIMBA__F_ASKED))
             s->next_try = simba__contender_next(s, (s->flags & SIMBA__F_FIRST) != 0);
         break;
     }
@@ -1691,9 +1752,10 @@ SIMBA_API simba_result simba_start(simba_service *s) {
         return simba__fail(l, SIMBA_ESTATE, "simba_start: cannot start mutex %s from state %d, expected INITIAL", s->mx->name, (int)s->status);
     s->status = SIMBA_STARTING;
     s->gen++;
-    s->flags &= ~(SIMBA__F_OWNER | SIMBA__F_TOLD | SIMBA__F_WAKE | SIMBA__F_RELEASE_SENT | SIMBA__F_IMMEDIATE);
+    s->flags &= ~(SIMBA__F_OWNER | SIMBA__F_TOLD | SIMBA__F_WAKE | SIMBA__F_RELEASE_SENT | SIMBA__F_IMMEDIATE | SIMBA__F_ASKED);
     memset(&s->view, 0, sizeof s->view);
     s->backoff = 0;
+    s->release_rc = SIMBA_OK;
     s->own_fence = 0;
     s->lease_end = 0;
     if (!l->in_poll) l->now = simba_now(l);
@@ -2229,6 +2291,18 @@ static void simba__lk_destroy(simba_locker *lk) {
     simba_free(l, lk);
 }
 
+/* Send a stopping locker's release now, not at the next poll: a process that unlocks (or
+   gives up waiting) and then sleeps or exits must not keep the mutex, or its place at the
+   head of the wait queue, for a whole lease. The step runs only the locker's own callbacks
+   (nothing of the user's: state is already idle) and the backend's answer is queued for a
+   poll, so the enqueue-only boundary holds. */
+static void simba__lk_send_release(simba_locker *lk) {
+    simba_loop *l = lk->loop;
+    if (l->in_poll || l->in_cb || simba_service_status(lk->svc) != SIMBA_STOPPING) return;
+    l->now = simba_now(l);
+    simba__svc_step(lk->svc);
+}
+
 SIMBA_API simba_result simba_locker_lock(simba_locker *lk, int64_t timeout_ms) {
     simba_loop *l;
     int64_t start, deadline, answer_by;
@@ -2267,6 +2341,7 @@ SIMBA_API simba_result simba_locker_lock(simba_locker *lk, int64_t timeout_ms) {
     if (rc == SIMBA_OK) return SIMBA_OK;
     if (lk->state == SIMBA__LK_PENDING && simba_service_status(lk->svc) == SIMBA_RUNNING) simba_stop(lk->svc);
     if (lk->state == SIMBA__LK_PENDING) lk->state = SIMBA__LK_IDLE;
+    simba__lk_send_release(lk); /* leave the wait queue now */
     if (rc == SIMBA_ETIMEDOUT)
         return simba__fail(l, SIMBA_ETIMEDOUT, "simba_locker_lock: %s not acquired in time%s", simba_service_mutex(lk->svc),
                            lk->seen_owner ? " (another contender holds it)" : " (the backend gave no answer)");
@@ -2274,11 +2349,43 @@ SIMBA_API simba_result simba_locker_lock(simba_locker *lk, int64_t timeout_ms) {
 }
 
 SIMBA_API simba_result simba_locker_unlock(simba_locker *lk) {
+    simba_loop *l;
     if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
-    if (lk->state == SIMBA__LK_IDLE) return simba__fail(lk->loop, SIMBA_ESTATE, "simba_locker_unlock: not locked");
+    l = lk->loop;
+    if (lk->state == SIMBA__LK_IDLE) return simba__fail(l, SIMBA_ESTATE, "simba_locker_unlock: not locked");
     lk->state = SIMBA__LK_IDLE;
     lk->svc->why_stop = SIMBA_REASON_UNLOCKED; /* what its on_released and last_reason say */
     if (simba_service_status(lk->svc) == SIMBA_RUNNING) simba_stop(lk->svc);
+    simba__lk_send_release(lk);
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_locker_unlock_wait(simba_locker *lk, int64_t timeout_ms) {
+    simba_loop *l;
+    simba_result rc = SIMBA_OK;
+    int64_t deadline;
+    if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
+    l = lk->loop;
+    if (l->in_cb || l->in_poll) return simba__fail(l, SIMBA_ECALLBACK, "simba_locker_unlock_wait: blocking call from a callback");
+    if (lk->state != SIMBA__LK_IDLE && (rc = simba_locker_unlock(lk)) != SIMBA_OK) return rc;
+    deadline = timeout_ms < 0 ? SIMBA__NEVER : simba__add(simba_now(l), simba__min(timeout_ms, SIMBA_MAX_MS));
+    lk->in_lock = 1;
+    while (simba_service_status(lk->svc) != SIMBA_INITIAL) {
+        int64_t now = simba_now(l);
+        if (deadline != SIMBA__NEVER && now >= deadline) { rc = SIMBA_ETIMEDOUT; break; }
+        rc = simba_wait(l, deadline == SIMBA__NEVER ? -1 : deadline - now);
+        /* SIMBA_ECLOSED: a callback freed the loop, and with it this locker: touch nothing. */
+        if (rc == SIMBA_ECLOSED) return rc;
+        if (lk->free_after) { simba__lk_destroy(lk); return SIMBA_ECLOSED; }
+        if (rc != SIMBA_OK) break;
+    }
+    lk->in_lock = 0;
+    if (rc == SIMBA_ETIMEDOUT)
+        return simba__fail(l, rc, "simba_locker_unlock_wait: release of %s not answered in time", simba_service_mutex(lk->svc));
+    if (rc != SIMBA_OK) return rc;
+    if (lk->svc->release_rc != SIMBA_OK)
+        return simba__fail(l, lk->svc->release_rc, "simba_locker_unlock_wait: release of %s failed: %s", simba_service_mutex(lk->svc),
+                           simba_strerror(lk->svc->release_rc));
     return SIMBA_OK;
 }
 SIMBA_API int simba_locker_held(const simba_locker *lk) { return simba__lk_ok(lk) && lk->state == SIMBA__LK_HELD && simba_is_owner(lk->svc); }
@@ -2726,10 +2833,13 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
     if (e && r->op == SIMBA_OP_ACQUIRE) {
         int i = simba__mwait_find(e, r->contender);
         int mine = simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0;
+        /* Fairness: a free mutex goes to the oldest live waiter; anyone else joins the line
+           (a releaser asking again at once included), so nobody overtakes a waiter. */
+        int turn = e->nw == 0 || i == 0;
         if (mine && r->renew) {
             e->ttl_at = now + r->ttl_ms; /* renewal: fence and acquired_at stay */
             e->transition_at = e->ttl_at + r->transition_ms;
-        } else if (mine || !simba__mlive(e, now)) {
+        } else if (mine || (!simba__mlive(e, now) && turn)) {
             /* A new ownership, also for the stored owner that stepped down locally: its
                next tenure needs a fence above the one its late writes may still carry. */
             simba__copy(e->owner, sizeof e->owner, r->contender);

@@ -144,13 +144,17 @@ B_FN const char *b_num(double x) {
 }
 
 /* Verdicts: "met" or "missed by ...". */
+/* "12.3", "0.0889", "2960": three significant digits without an exponent. */
+B_FN const char *b_short(double d) {
+    return d >= 100 || d <= -100 ? b_fmt("%.0f", d) : b_fmt("%.3g", d);
+}
 B_FN const char *b_verdict_max(double value, double limit, const char *unit) {
     if (value <= limit) return "met";
-    return b_fmt("**missed** by %.3g %s", value - limit, unit);
+    return b_fmt("**missed** by %s%s%s", b_short(value - limit), *unit ? " " : "", unit);
 }
 B_FN const char *b_verdict_min(double value, double floor, const char *unit) {
     if (value >= floor) return "met";
-    return b_fmt("**missed** by %.3g %s", floor - value, unit);
+    return b_fmt("**missed** by %s%s%s", b_short(floor - value), *unit ? " " : "", unit);
 }
 
 #if defined(__GNUC__)

@@ -103,12 +103,20 @@ if want w1; then
     run w1_zk $BIN/w1_cycle --backend zk --secs 6 $ZP
 fi
 if want w2; then
-    # rest 10 ms: the releaser stays out of the next race (pure handoff gap);
-    # rest 0: it re-contends at once (who wins the next round: fairness).
-    for rest in 10 0; do
-        run w2_redis_rest$rest $BIN/w2_handoff --backend redis --secs 6 --rest-ms $rest $RP
-        run w2_sqlite_rest$rest $BIN/w2_handoff --backend sqlite --secs 6 --rest-ms $rest --ttl-ms 2000 --transition-ms 1000 $SP
-        run w2_zk_rest$rest $BIN/w2_handoff --backend zk --secs 6 --rest-ms $rest $ZP
+    # Issue 12, default timing (ttl 10 s / transition 6 s; ZooKeeper session 2 s) as a new
+    # user runs it. No pause: 4 processes re-contend at once after each 5 ms hold (fairness:
+    # Jain, longest wait). Pause: 8 processes, hold 50 ms, 310 ms after each unlock (ideal
+    # 20 acquisitions/s). Locker: 2 processes blocked in simba_locker_lock(), hold 100 ms,
+    # 20 ms after each confirmed unlock: unlock -> the other's lock returns.
+    # (The memory store lives inside one process: no cross-process W2 for it.)
+    for be in redis sqlite zk; do
+        case $be in redis) O=$RP ;; sqlite) O="--sql $SQL_DIR/w2-%s.db" ;; zk) O=$ZP ;; esac
+        run w2_${be}_nopause $BIN/w2_handoff --backend $be --secs 10 --procs 4 --hold-ms 5 --rest-ms 0 \
+            --label "W2 no pause (4 procs, hold 5 ms)" ${O//%s/nopause}
+        run w2_${be}_pause $BIN/w2_handoff --backend $be --secs 10 --procs 8 --hold-ms 50 --rest-ms 310 \
+            --label "W2 pause (8 procs, hold 50 ms, pause 310 ms)" ${O//%s/pause}
+        run w2_${be}_locker $BIN/w2_handoff --backend $be --part locker --secs 6 --procs 2 --hold-ms 100 --rest-ms 20 \
+            --label "Locker handoff (2 procs, default timing)" ${O//%s/locker}
     done
 fi
 if want w3; then

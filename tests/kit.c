@@ -4,7 +4,9 @@
 #include "check.h"
 
 #include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define KIT_MAXP 16
@@ -71,6 +73,22 @@ static void kit_step(int64_t max_ms) {
     if (wait > 0) poll(fds, (nfds_t)n, (int)wait);
     for (i = 0; i < nkp; i++) simba_poll(kp[i].loop);
 }
+
+/* Drive one loop only (the others stand still) until cond holds or ms pass. */
+static void kit_step_one(kit_proc *p, int64_t max_ms) {
+    struct pollfd fds[16];
+    int64_t w = simba_poll(p->loop);
+    int n = simba_fds(p->loop, fds, 16);
+    if (n > 16) n = 16;
+    if (w > max_ms) w = max_ms;
+    if (w > 0) poll(fds, (nfds_t)(n > 0 ? n : 0), (int)w);
+    simba_poll(p->loop);
+}
+#define WAIT_ONE_UNTIL(p, cond, ms)                                                           \
+    do {                                                                                      \
+        int64_t kit__end = kit_now() + (ms);                                                  \
+        while (!(cond) && kit_now() < kit__end) kit_step_one((p), 20);                        \
+    } while (0)
 
 /* Drive the loops until cond holds or ms pass. */
 #define WAIT_UNTIL(cond, ms)                                                                  \
@@ -506,6 +524,88 @@ TEST(kit_fencing) {
     kit_close_all();
 }
 
+/* Fairness (simba.h, FAIRNESS): with every contender queued, ownership goes round in arrival
+   order, and a releaser that asks again at once goes to the back instead of winning again.
+   Asserts the order of acquisitions, never their timing. */
+#define FQ_N 4
+#define FQ_HANDOFFS (2 * FQ_N)
+static int fq_order[FQ_HANDOFFS + 2], fq_n, fq_owners, fq_violations;
+static void fq_acq(simba_service *s, const simba_state *st, void *u) {
+    (void)s;
+    (void)st;
+    if (++fq_owners != 1) fq_violations++;
+    if (fq_n < FQ_HANDOFFS + 2) fq_order[fq_n++] = (int)(intptr_t)u;
+}
+static void fq_rel(simba_service *s, const simba_state *st, void *u) {
+    (void)s;
+    (void)st;
+    (void)u;
+    fq_owners--;
+}
+/* s has had an acquire answered that named the owner: it holds a place in the line. */
+static int fq_queued(const simba_service *s, const simba_service *owner) {
+    simba_stats st;
+    simba_owner o;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    if (simba_service_stats(s, &st) != SIMBA_OK || st.attempts < 1) return 0;
+    return simba_owner_get(s, &o) == SIMBA_OK && strcmp(o.id, simba_service_contender_id(owner)) == 0;
+}
+
+TEST(kit_fair_queue) {
+    simba_service *s[FQ_N];
+    kit_proc *fp[FQ_N];
+    const char *m = kit_name("fairQueue");
+    char got[FQ_HANDOFFS + 2], want[FQ_HANDOFFS + 2];
+    int i, k;
+    fq_n = fq_owners = fq_violations = 0;
+    for (i = 0; i < FQ_N; i++) {
+        kit_proc *p = fp[i] = kit_open();
+        simba_contend_desc d = {0};
+        REQUIRE(p);
+        d.mutex = m;
+        d.ttl_ms = TTL;
+        d.transition_ms = TR;
+        d.on_acquired = fq_acq;
+        d.on_released = fq_rel;
+        d.user_data = (void *)(intptr_t)i;
+        CHECK_RC(simba_contend(p->loop, p->be, &d, &s[i]), SIMBA_OK);
+    }
+    CHECK_RC(simba_start(s[0]), SIMBA_OK);
+    REQUIRE_UNTIL(fq_n == 1, ACQ_MS);
+    /* 3, 2, 1 join the line one after the other while 0 holds the mutex: arrival order is
+       not the order in which the loops are polled, so whoever asks first after a release
+       is not the oldest waiter. */
+    for (i = FQ_N - 1; i >= 1; i--) {
+        CHECK_RC(simba_start(s[i]), SIMBA_OK);
+        REQUIRE_UNTIL(fq_queued(s[i], s[0]), ACQ_MS);
+        KIT_HOLD(fq_n == 1, 200);
+    }
+    /* Each owner releases and asks again at once: the next is always the oldest waiter. */
+    for (k = 1; k <= FQ_HANDOFFS; k++) {
+        kit_proc *op = fp[fq_order[k - 1]];
+        simba_service *owner = s[fq_order[k - 1]];
+        CHECK_RC(simba_stop(owner), SIMBA_OK);
+        /* only the releaser runs until its release is answered and it has asked again */
+        WAIT_ONE_UNTIL(op, simba_service_status(owner) == SIMBA_INITIAL, ACQ_MS);
+        REQUIRE(simba_service_status(owner) == SIMBA_INITIAL);
+        CHECK_RC(simba_start(owner), SIMBA_OK);
+        kit_step_one(op, 0);
+        REQUIRE_UNTIL(fq_n > k, ACQ_MS);
+    }
+    for (k = 0; k <= FQ_HANDOFFS; k++) {
+        got[k] = (char)('0' + fq_order[k]);
+        want[k] = (char)('0' + (FQ_N - k % FQ_N) % FQ_N); /* 0, 3, 2, 1, 0, ... */
+    }
+    got[k] = want[k] = 0;
+    CHECK_STR(got, want);
+    CHECK_EQ(fq_violations, 0);
+    for (i = 0; i < FQ_N; i++)
+        if (simba_service_status(s[i]) == SIMBA_RUNNING) simba_stop(s[i]);
+    WAIT_UNTIL(fq_owners == 0, 5000);
+    kit_close_all();
+}
+
 int kit_run(const kit_backend *kb, int argc, char **argv) {
     char title[64];
     struct timespec ts;
@@ -525,6 +625,7 @@ int kit_run(const kit_backend *kb, int argc, char **argv) {
     RUN(kit_observer);
     RUN(kit_schedule);
     RUN(kit_multi_contend);
+    RUN(kit_fair_queue);
     snprintf(title, sizeof title, "%s kit", kb->name);
     return check_report(title);
 }

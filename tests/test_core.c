@@ -257,8 +257,10 @@ TEST(non_owner_jitter_bounds) {
     CHECK_RC(simba_start(b), SIMBA_OK);
     settle(p, 2);
     CHECK_EQ(b->view.transition_at, t0 + 1600);
-    CHECK_EQ(b->next_try, t0 + 1600 - 200);
+    CHECK_EQ(b->next_try, t0 + 1600 + 1); /* b asked and is first in line: lease end */
     CHECK_STR(b->view.id, "a");
+    simba__learn(b, &(simba_reply){.owner = "a", .ttl_left_ms = 1000, .transition_left_ms = 1600, .fence = a->own_fence}, fake_now);
+    CHECK_EQ(b->next_try, t0 + 1600 - 200);
     /* highest jitter: (2^64-1) mod 1200 above jitter_min, i.e. just below jitter_max */
     fake_rand_value = 0xffffffffu;
     simba__learn(b, &(simba_reply){.owner = "a", .ttl_left_ms = 1000, .transition_left_ms = 1600, .fence = a->own_fence}, fake_now);
@@ -854,6 +856,175 @@ TEST(ten_contenders_thirty_seconds) {
     store_free();
 }
 
+/* ---- fairness: the wait queue ------------------------------------------------------------ */
+
+static char fair_log[64];
+static void fair_acq(simba_service *s, const simba_state *st, void *u) {
+    (void)st;
+    (void)u;
+    strcat(fair_log, simba_service_contender_id(s));
+}
+
+static simba_service *fair_contender(proc *p, const char *mutex, const char *id) {
+    simba_contend_desc d = {0};
+    simba_service *s = NULL;
+    d.mutex = mutex;
+    d.contender_id = id;
+    d.ttl_ms = 1000;
+    d.transition_ms = 600;
+    d.on_acquired = fair_acq;
+    CHECK_RC(simba_contend(p->loop, p->be, &d, &s), SIMBA_OK);
+    return s;
+}
+
+TEST(queued_waiters_acquire_in_arrival_order) {
+    proc p[4];
+    simba_service *s[4];
+    int i, k;
+    store_new();
+    fair_log[0] = 0;
+    for (i = 0; i < 4; i++) proc_open(&p[i]);
+    /* Arrival order is the reverse of polling order (1, 2, 3 = "z", "y", "x" polled last to
+       first), so that a free mutex taken by whoever asks first would show a wrong order. */
+    s[0] = fair_contender(&p[0], "fifo", "o");
+    s[3] = fair_contender(&p[3], "fifo", "x");
+    s[2] = fair_contender(&p[2], "fifo", "y");
+    s[1] = fair_contender(&p[1], "fifo", "z");
+    CHECK_RC(simba_start(s[0]), SIMBA_OK);
+    settle(p, 4);
+    for (i = 3; i >= 1; i--) {
+        fake_now += 5;
+        CHECK_RC(simba_start(s[i]), SIMBA_OK);
+        settle(p, 4);
+    }
+    CHECK_STR(fair_log, "o");
+    /* Each owner releases in turn; the next one is always the oldest waiter. */
+    for (k = 0; k < 3; k++) {
+        for (i = 0; i < 4; i++)
+            if (simba_is_owner(s[i])) break;
+        REQUIRE(i < 4);
+        fake_now += 10;
+        CHECK_RC(simba_stop(s[i]), SIMBA_OK);
+        settle(p, 4);
+    }
+    CHECK_STR(fair_log, "oxyz");
+    for (i = 0; i < 4; i++) proc_close(&p[i]);
+    store_free();
+}
+
+TEST(releaser_asking_again_at_once_goes_to_the_back) {
+    proc p[3];
+    simba_service *a, *b, *c;
+    int k;
+    store_new();
+    fair_log[0] = 0;
+    for (k = 0; k < 3; k++) proc_open(&p[k]);
+    a = fair_contender(&p[0], "back", "a");
+    b = fair_contender(&p[1], "back", "b");
+    c = fair_contender(&p[2], "back", "c");
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 1);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    settle(p, 3);
+    fake_now += 5;
+    CHECK_RC(simba_start(c), SIMBA_OK);
+    settle(p, 3);
+    /* a releases and asks again before anyone else runs: it joins the line behind c. */
+    for (k = 0; k < 3; k++) {
+        simba_service *owner = simba_is_owner(a) ? a : simba_is_owner(b) ? b : c;
+        fake_now += 10;
+        CHECK_RC(simba_stop(owner), SIMBA_OK);
+        settle(p, 1);
+        settle(p + 1, 2); /* only now do b and c get to run */
+        while (simba_service_status(owner) != SIMBA_INITIAL) settle(p, 3);
+        CHECK_RC(simba_start(owner), SIMBA_OK);
+        settle(p, 3);
+    }
+    CHECK_STR(fair_log, "abca");
+    for (k = 0; k < 3; k++) proc_close(&p[k]);
+    store_free();
+}
+
+TEST(waiter_keeps_its_place_through_other_tenures) {
+    proc p[4];
+    simba_service *a, *b, *c, *d;
+    int64_t t0;
+    int k;
+    store_new();
+    fair_log[0] = 0;
+    for (k = 0; k < 4; k++) proc_open(&p[k]);
+    a = fair_contender(&p[0], "place", "a");
+    b = fair_contender(&p[1], "place", "b");
+    c = fair_contender(&p[2], "place", "c");
+    d = fair_contender(&p[3], "place", "d");
+    fake_rand_value = 367; /* (367 << 32 | 367) % 1200 = 1199: jitter max - 1, waiters sleep longest */
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 1);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    settle(p, 4);
+    fake_now += 5;
+    t0 = fake_now;
+    CHECK_RC(simba_start(c), SIMBA_OK); /* c: second in line, place lasts t0 + live_ms */
+    settle(p, 4);
+    advance(p, 4, 1500, 5);
+    CHECK_RC(simba_stop(a), SIMBA_OK); /* b takes over; the owner push moves c's timer */
+    settle(p, 4);
+    CHECK_STR(fair_log, "ab");
+    CHECK(c->next_try <= c->asked_at + 1000 + 600 + 1000); /* c asks again before its place lapses */
+    fake_now += 100;
+    CHECK_RC(simba_start(d), SIMBA_OK); /* d: behind c */
+    settle(p, 4);
+    advance(p, 4, t0 + 3700 - fake_now, 5); /* b renews past c's first live_ms */
+    CHECK_RC(simba_stop(b), SIMBA_OK);
+    settle(p, 4);
+    CHECK_STR(fair_log, "abc"); /* c, not d: c never lost its place */
+    fake_rand_value = 0;
+    for (k = 0; k < 4; k++) proc_close(&p[k]);
+    store_free();
+}
+
+TEST(dead_head_waiter_blocks_no_longer_than_its_liveness) {
+    proc p[3]; /* p[2] is the head waiter whose process stops running */
+    simba_service *a, *c, *dead;
+    simba_stats st;
+    int64_t joined, live;
+    store_new();
+    fair_log[0] = 0;
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    proc_open(&p[2]);
+    a = fair_contender(&p[0], "deadhead", "a");
+    c = fair_contender(&p[1], "deadhead", "c");
+    dead = fair_contender(&p[2], "deadhead", "d");
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 1);
+    joined = fake_now;
+    CHECK_RC(simba_start(dead), SIMBA_OK);
+    settle(p + 2, 1); /* d asks once: first in line; its process is never polled again */
+    live = dead->req.live_ms;
+    CHECK_EQ(live, 1000 + 600 + 1000 + 1000); /* ttl + transition + jitter max + 1 s */
+    fake_now += 5;
+    CHECK_RC(simba_start(c), SIMBA_OK);
+    settle(p, 2);
+    fake_now += 100;
+    CHECK_RC(simba_stop(a), SIMBA_OK); /* the push goes to d, which never answers */
+    advance(p, 2, joined + live - fake_now, 5);
+    CHECK_STR(fair_log, "a"); /* the mutex stays kept for d while d's place lasts */
+    advance(p, 2, SIMBA__FREE_RETRY_MAX + 10, 5);
+    CHECK_STR(fair_log, "ac");
+    CHECK(c->held_since > joined + live);
+    CHECK(c->held_since <= joined + live + SIMBA__FREE_RETRY_MAX + 1);
+    /* c asked at doubling intervals meanwhile, never in a tight loop */
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    CHECK_RC(simba_service_stats(c, &st), SIMBA_OK);
+    CHECK(st.attempts < 15);
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    proc_close(&p[2]);
+    store_free();
+}
+
 /* ---- locker and scheduler ---------------------------------------------------------------------- */
 
 TEST(locker_lock_timeout_try_unlock) {
@@ -896,6 +1067,122 @@ TEST(locker_lock_timeout_try_unlock) {
     }
     proc_close(&p[0]);
     proc_close(&p[1]);
+    store_free();
+}
+
+/* Issue 12: unlock hands the release to the backend at once (a process that unlocks and then
+   sleeps or exits does not keep the mutex for a lease); unlock_wait waits for its answer. */
+TEST(locker_unlock_sends_release_at_once) {
+    proc p[2];
+    simba_locker *a, *b;
+    simba_locker_desc d = {0};
+    simba_memory_fault f = {0};
+    simba_reply r;
+    char who[SIMBA_ID_MAX + 1];
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    d.mutex = "unlock-now";
+    CHECK_RC(simba_locker_new(p[0].loop, p[0].be, &d, &a), SIMBA_OK);
+    CHECK_RC(simba_locker_new(p[1].loop, p[1].be, &d, &b), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(a, 0), SIMBA_OK);
+    CHECK_RC(simba_locker_try(b), SIMBA_EAGAIN);
+    settle(p + 1, 1); /* b is queued behind a */
+    CHECK_RC(simba_locker_unlock(a), SIMBA_OK);
+    /* no poll of a's loop: the store already has the release */
+    CHECK_RC(simba_memstore_read(store, "unlock-now", &r, who, sizeof who), SIMBA_OK);
+    CHECK(r.owner == NULL || r.owner[0] == 0);
+    CHECK(!simba_locker_held(a));
+    CHECK_EQ(simba_locker_last_reason(a), SIMBA_REASON_UNLOCKED);
+    settle(p + 1, 1); /* the push reaches b, the head of the line */
+    CHECK_RC(simba_locker_try(b), SIMBA_OK);
+    /* unlock_wait: confirmed by the backend; nothing going out: OK at once */
+    CHECK_RC(simba_locker_unlock_wait(b, -1), SIMBA_OK);
+    CHECK_EQ(simba_service_status(simba_locker_service(b)), SIMBA_INITIAL);
+    CHECK_RC(simba_locker_unlock_wait(b, 0), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(a, 0), SIMBA_OK);
+    /* a hung backend never confirms: timeout 0 returns at once */
+    f.hang = 1;
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    CHECK_RC(simba_locker_unlock_wait(a, 0), SIMBA_ETIMEDOUT);
+    CHECK(!simba_locker_held(a));
+    f.hang = 0;
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    CHECK_RC(simba_locker_unlock_wait(a, -1), SIMBA_OK); /* the pending release is answered */
+    /* a failing backend: the release's error is reported */
+    CHECK_RC(simba_locker_lock(a, 0), SIMBA_OK);
+    f.fail = 1;
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    CHECK_RC(simba_locker_unlock_wait(a, -1), SIMBA_EBACKEND);
+    CHECK(strstr(simba_loop_errmsg(p[0].loop), "release") != NULL);
+    f.fail = 0;
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    CHECK_RC(simba_locker_unlock_wait(NULL, 0), SIMBA_EINVAL);
+    CHECK_RC(simba_locker_free(a), SIMBA_OK);
+    CHECK_RC(simba_locker_free(b), SIMBA_OK);
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    store_free();
+}
+
+/* A lock that timed out leaves the wait queue at once, without another poll: a caller that
+   gives up and goes to sleep must not hold the head of the line for its liveness bound. */
+TEST(locker_timeout_leaves_the_queue_at_once) {
+    proc p[3];
+    simba_locker *a, *b, *c;
+    simba_locker_desc d = {0};
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    proc_open(&p[2]);
+    d.mutex = "give-up";
+    CHECK_RC(simba_locker_new(p[0].loop, p[0].be, &d, &a), SIMBA_OK);
+    CHECK_RC(simba_locker_new(p[1].loop, p[1].be, &d, &b), SIMBA_OK);
+    CHECK_RC(simba_locker_new(p[2].loop, p[2].be, &d, &c), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(a, 0), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(b, 0), SIMBA_ETIMEDOUT); /* b queued, then gave up */
+    CHECK_RC(simba_locker_try(c), SIMBA_EAGAIN);
+    settle(p + 2, 1); /* c queued behind b's place, if b still had one */
+    CHECK_RC(simba_locker_unlock(a), SIMBA_OK);
+    settle(p + 2, 1); /* b's loop never runs again */
+    CHECK_RC(simba_locker_try(c), SIMBA_OK);
+    CHECK_RC(simba_locker_free(c), SIMBA_OK);
+    CHECK_RC(simba_locker_free(b), SIMBA_OK);
+    CHECK_RC(simba_locker_free(a), SIMBA_OK);
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    proc_close(&p[2]);
+    store_free();
+}
+
+static simba_result unlock_wait_rc = SIMBA_OK;
+static simba_locker *unlock_wait_lk;
+static void unlock_wait_from_cb(simba_service *s, const simba_state *st, void *u) {
+    (void)s;
+    (void)st;
+    (void)u;
+    unlock_wait_rc = simba_locker_unlock_wait(unlock_wait_lk, 0);
+}
+
+TEST(locker_unlock_wait_refused_from_callback) {
+    proc p;
+    simba_locker_desc d = {0};
+    simba_contend_desc cd = {0};
+    simba_service *obs;
+    store_new();
+    proc_open(&p);
+    d.mutex = "unlock-cb";
+    CHECK_RC(simba_locker_new(p.loop, p.be, &d, &unlock_wait_lk), SIMBA_OK);
+    cd.mutex = "unlock-cb-other";
+    cd.on_acquired = unlock_wait_from_cb;
+    CHECK_RC(simba_contend(p.loop, p.be, &cd, &obs), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(unlock_wait_lk, 0), SIMBA_OK);
+    CHECK_RC(simba_start(obs), SIMBA_OK);
+    settle(&p, 1);
+    CHECK_EQ(unlock_wait_rc, SIMBA_ECALLBACK);
+    CHECK(simba_locker_held(unlock_wait_lk)); /* refused: nothing changed */
+    CHECK_RC(simba_locker_free(unlock_wait_lk), SIMBA_OK);
+    proc_close(&p);
     store_free();
 }
 
@@ -1439,9 +1726,16 @@ int main(int argc, char **argv) {
     RUN(late_grant_after_local_lapse_is_not_ownership);
     RUN(reacquire_after_local_step_down_gets_new_fence);
     RUN(release_push_wakes_head_waiter_at_once);
+    RUN(queued_waiters_acquire_in_arrival_order);
+    RUN(releaser_asking_again_at_once_goes_to_the_back);
+    RUN(dead_head_waiter_blocks_no_longer_than_its_liveness);
+    RUN(waiter_keeps_its_place_through_other_tenures);
     RUN(observer_sees_every_owner_change_and_fences_grow);
     RUN(ten_contenders_thirty_seconds);
     RUN(locker_lock_timeout_try_unlock);
+    RUN(locker_unlock_sends_release_at_once);
+    RUN(locker_unlock_wait_refused_from_callback);
+    RUN(locker_timeout_leaves_the_queue_at_once);
     RUN(locker_reports_lost_lock);
     RUN(scheduler_runs_only_while_owner);
     RUN(scheduler_fixed_delay);
