@@ -369,6 +369,12 @@ check "stats: on redis too (acquisitions 1, owner true)" eval 'test "$(json_num 
 RC=$?
 check "stats: 200 gets during a run (exit $RC), $(json_num "$W/st-b" renewals) renewals, none failed, still acquisitions 1" \
     eval 'test $RC -eq 0 && test "$(json_num "$W/st-b" renewals)" -ge 1 && test "$(json_num "$W/st-b" renewals_failed)" = 0 && test "$(json_num "$W/st-b" acquisitions)" = 1'
+expect_rc "stats: --stats-file in a missing directory is refused before anything runs" 64 "$SIMBA" run st-c --stats-file "$W/nodir/x.prom" -- touch "$W/st-c-ran"
+check "  names the directory" err_has "cannot write in directory '$W/nodir'"
+check "  and the command did not run" test ! -e "$W/st-c-ran"
+expect_rc "stats: --stats is for get" 64 "$SIMBA" ls --stats "$W/x"
+expect_rc "stats: --stats-file is for run and elect" 64 "$SIMBA" get st-c --stats-file "$W/x"
+check "stats: help documents SIMBA_STATS_SOCKET and --stats-file" eval '"$SIMBA" --help | grep -q SIMBA_STATS_SOCKET && "$SIMBA" --help | grep -q -- "--stats-file FILE"'
 expect_rc "stats: --no-stats-socket: no SIMBA_STATS_SOCKET" 0 env SIMBA_STATS_SOCKET=/nonexistent "$SIMBA" run st-c --no-stats-socket $FAST -- sh -c 'test -z "${SIMBA_STATS_SOCKET:-}"'
 unset SIMBA_URL
 fi

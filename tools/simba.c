@@ -70,14 +70,16 @@ static void usage(FILE *f) {
         "commands:\n"
         "  run NAME [-n] [-w SEC] [lease options] -- CMD [ARG...]\n"
         "      wait for the lock NAME, run CMD while holding it, release when it exits, exit with\n"
-        "      its status. CMD runs in its own process group with SIMBA_MUTEX and SIMBA_FENCE in\n"
-        "      its environment. INT TERM HUP QUIT USR1 USR2 sent to simba go to that group;\n"
-        "      run from a terminal, the group gets the terminal while it runs.\n"
+        "      its status. CMD runs in its own process group with SIMBA_MUTEX, SIMBA_FENCE and\n"
+        "      SIMBA_STATS_SOCKET in its environment. INT TERM HUP QUIT USR1 USR2 sent to simba\n"
+        "      go to that group; run from a terminal, the group gets the terminal while it runs.\n"
         "  elect NAME [--once] [lease options] -- CMD [ARG...]\n"
         "      run CMD only while leader; when leadership is lost stop it and wait to lead\n"
         "      again (--once: exit with status 76 instead). If CMD exits by itself, leadership\n"
         "      is released and simba exits with its status.\n"
-        "  get NAME [--json]      owner, fence, acquired, time left (exit 1 when nobody owns it)\n"
+        "  get NAME [--json] [--stats SOCKET]\n"
+        "      owner, fence, acquired, time left (exit 1 when nobody owns it); inside a run or\n"
+        "      elect of NAME (or with --stats), also the statistics of the simba that holds it\n"
         "  watch NAME [--json] [--refresh SEC]\n"
         "      a line per owner change seen, until INT or TERM (an observer, never contends)\n"
         "  ls [--json]            every mutex the backend has stored, with its owner\n"
@@ -88,7 +90,8 @@ static void usage(FILE *f) {
         "  redis://HOST[:PORT][/DB]       password from $SIMBA_REDIS_PASSWORD (user from\n"
         "                                 $SIMBA_REDIS_USERNAME), never from the URL\n"
         "  zk://HOST:PORT[,HOST:PORT...][/ROOT]   root defaults to /simba\n"
-        "\n"
+        "\n");
+    fprintf(f, /* in parts: C99 promises string literals of 4095 bytes only */
         "options:\n"
         "  -n, --nonblock       run/elect: fail at once (status 75) if someone holds the lock\n"
         "                       (waits up to 10 s for the backend's first answer, else 69)\n"
@@ -106,17 +109,27 @@ static void usage(FILE *f) {
         "  --refresh SEC        watch: longest time between reads (default 1)\n"
         "  --fence N            release: the fence the owner must still hold\n"
         "  -v, --verbose        run/elect: report acquisitions and losses on stderr\n"
+        "  --stats-file FILE    run/elect: at exit, write the statistics and exit status to FILE\n"
+        "                       in the Prometheus text format (via FILE.tmp.PID, renamed)\n"
+        "  --no-stats-socket    run/elect: no statistics socket (and no SIMBA_STATS_SOCKET)\n"
+        "  --stats SOCKET       get: the statistics socket to ask (default $SIMBA_STATS_SOCKET,\n"
+        "                       used only when it serves NAME on the same backend)\n"
         "ZooKeeper: the lease is the session; simba asks for a session timeout of ttl+transition.\n"
         "get, ls and release --fence read or change the backend's storage with its own client\n"
         "library (sqlite3, hiredis, zookeeper): the simba library has no read-by-name, listing\n"
         "or forced release. A forced release lets the stuck owner's next renewal fail, or (SQLite,\n"
         "Redis) win again as a new ownership with a new fence.\n"
+        "Statistics: run and elect answer on a private socket (mode 0600 in a directory 0700\n"
+        "under $XDG_RUNTIME_DIR, $TMPDIR or /tmp, removed at exit) with the counters of their\n"
+        "service: acquisitions, releases by reason, step-downs, attempts, renewals, failed\n"
+        "renewals, errors, current and total hold, waits, last error.\n"
         "\n"
         "exit status:\n"
         "  run/elect: CMD's status; 128+N if CMD died of signal N; 126/127 CMD not executable /\n"
         "             not found; 75 not acquired (-n held, -w timed out); 76 lease lost while CMD\n"
         "             ran (CMD was signalled); 128+N if simba got signal N before CMD started\n"
         "  get: 0 owned, 1 nobody owns it     release: 0 released, 1 fence or owner differs\n"
+        "  get --stats: 64 the socket serves another mutex or backend, 69 it does not answer\n"
         "  all: 64 bad usage or URL, 69 backend failed or unreachable, 70 internal error,\n"
         "       71 system call failed\n");
 }
@@ -1742,6 +1755,18 @@ int main(int argc, char **argv) {
         if (parse_url(o.url, &u)) return EXIT_USAGE;
     }
     if (strcmp(cmd, "release") != 0 && o.have_fence) { errorf("%s: --fence is for release", cmd); return EXIT_USAGE; }
+    if ((o.stats_file || o.no_stats_socket) && strcmp(cmd, "run") && strcmp(cmd, "elect")) { errorf("%s: --stats-file and --no-stats-socket are for run and elect", cmd); return EXIT_USAGE; }
+    if (o.stats_sock && strcmp(cmd, "get")) { errorf("%s: --stats is for get", cmd); return EXIT_USAGE; }
+    if (o.stats_file) { /* said now, not after the command has run */
+        char dir[4096];
+        const char *sl = strrchr(o.stats_file, '/');
+        if (strlen(o.stats_file) >= sizeof dir - 32) { errorf("--stats-file: the path is too long"); return EXIT_USAGE; }
+        if (!sl) snprintf(dir, sizeof dir, ".");
+        else if (sl == o.stats_file) snprintf(dir, sizeof dir, "/");
+        else snprintf(dir, sizeof dir, "%.*s", (int)(sl - o.stats_file), o.stats_file);
+        if (sl && !sl[1]) { errorf("--stats-file '%s': names a directory, not a file", o.stats_file); return EXIT_USAGE; }
+        if (access(dir, W_OK | X_OK) != 0) { errorf("--stats-file '%s': cannot write in directory '%s': %s", o.stats_file, dir, strerror(errno)); return EXIT_USAGE; }
+    }
     if (u.kind == BE_REDIS && resolve_redis_host(&u)) return EXIT_USAGE;
     verbose_log = getenv("SIMBA_DEBUG") != NULL;
     if (!o.refresh_ms) o.refresh_ms = 1000;
