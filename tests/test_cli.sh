@@ -369,6 +369,27 @@ check "stats: on redis too (acquisitions 1, owner true)" eval 'test "$(json_num 
 RC=$?
 check "stats: 200 gets during a run (exit $RC), $(json_num "$W/st-b" renewals) renewals, none failed, still acquisitions 1" \
     eval 'test $RC -eq 0 && test "$(json_num "$W/st-b" renewals)" -ge 1 && test "$(json_num "$W/st-b" renewals_failed)" = 0 && test "$(json_num "$W/st-b" acquisitions)" = 1'
+# a stopped holder: get gives up within its 2 s and says so, and the holder carries on
+rm -f "$W/st-s" "$W/st-s.go"
+"$SIMBA" run st-s -- sh -c 'echo "$SIMBA_STATS_SOCKET" > "$0"; while [ ! -e "$0.go" ]; do sleep 0.05; done' "$W/st-s" >>"$W/bg.log" 2>&1 &
+hp=$!; PIDS+=("$hp")
+wait_for 10 test -s "$W/st-s" || true
+kill -STOP $hp
+t1=$(now_ns)
+expect_rc "stats: --stats of a stopped holder" 69 "$SIMBA" get st-s --stats "$(cat "$W/st-s")"
+t2=$(( ($(now_ns) - t1) / 1000000 ))
+check "  says it got no answer" err_has "no answer within 2 s"
+check "  gave up after about 2 s ($t2 ms)" test $t2 -ge 1900 -a $t2 -le 5000
+pids=""; t1=$(now_ns)
+for k in $(seq 24); do "$SIMBA" get st-s --stats "$(cat "$W/st-s")" >/dev/null 2>&1 & pids="$pids $!"; done
+for pid in $pids; do wait_exit $pid 8; [ $RC -eq 124 ] && break; done
+t2=$(( ($(now_ns) - t1) / 1000000 ))
+check "stats: 24 gets at once on a stopped holder (its backlog full) all give up ($t2 ms)" test $RC -ne 124 -a $t2 -le 6000
+kill -CONT $hp
+expect_rc "stats: the holder answers again after CONT" 0 "$SIMBA" get st-s --stats "$(cat "$W/st-s")" --json
+check "  with its statistics" grep -q '"acquisitions":1' "$W/out"
+touch "$W/st-s.go"; wait_exit $hp 10
+check "stats: the stopped holder still exits 0 (got $RC)" test "$RC" -eq 0
 expect_rc "stats: --stats-file in a missing directory is refused before anything runs" 64 "$SIMBA" run st-c --stats-file "$W/nodir/x.prom" -- touch "$W/st-c-ran"
 check "  names the directory" err_has "cannot write in directory '$W/nodir'"
 check "  and the command did not run" test ! -e "$W/st-c-ran"

@@ -1391,8 +1391,9 @@ static int stats_fetch(const char *path, stats_reply *sr, char *why, size_t cap)
     memcpy(sa.sun_path, path, strlen(path) + 1);
     fd = socket(AF_UNIX, SOCK_STREAM, 0);
     if (fd < 0) { snprintf(why, cap, "%s", strerror(errno)); return -1; }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); /* a full backlog (holder stopped) must not hang get */
     if (connect(fd, (struct sockaddr *)(void *)&sa, sizeof sa) != 0) {
-        snprintf(why, cap, "%s", strerror(errno));
+        snprintf(why, cap, "%s", errno == EAGAIN ? "the holder does not accept (stopped or overloaded)" : strerror(errno));
         close(fd);
         return -1;
     }
@@ -1405,7 +1406,7 @@ static int stats_fetch(const char *path, stats_reply *sr, char *why, size_t cap)
         p.revents = 0;
         if (left <= 0 || poll(&p, 1, (int)left) <= 0) { snprintf(why, cap, "no answer within 2 s"); close(fd); return -1; }
         r = read(fd, buf + len, sizeof buf - 1 - len);
-        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (r < 0) { snprintf(why, cap, "%s", strerror(errno)); close(fd); return -1; }
         if (r == 0 || (len += (size_t)r) == sizeof buf - 1) break;
     }
