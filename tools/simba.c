@@ -6,9 +6,11 @@
  *
  * run / elect / watch drive the library (simba_contend / simba_observe) from one poll(2) loop
  * that also reads a self-pipe fed by the signal handlers (SIGCHLD and forwarded signals), so
- * reaping and forwarding never delay a lease renewal. get / ls / release --fence read (and,
- * for release, conditionally clear) the backend's storage with its own client library
- * (sqlite3, hiredis, zookeeper), because simba.h has no read-by-name, list or forced release.
+ * reaping and forwarding never delay a lease renewal; the same poll serves the statistics
+ * socket whose path the command gets in SIMBA_STATS_SOCKET (`simba get` asks it).
+ * get / ls / release --fence read (and, for release, conditionally clear) the backend's
+ * storage with its own client library (sqlite3, hiredis, zookeeper), because simba.h has no
+ * read-by-name, list or forced release.
  */
 #define _POSIX_C_SOURCE 200809L
 #define _XOPEN_SOURCE 700 /* realpath */
