@@ -5,7 +5,7 @@
 # if every check passed. A server that cannot be started fails the run.
 #   SIMBA_CLI_REDIS_PORT (6430)  SIMBA_CLI_ZK_PORT (2221)  SIMBA_CLI_DEAD_PORT (6434, nothing
 #   listens there)  SIMBA_BIN (build/simba)  FAULT_PROXY (build/fault_proxy)
-#   SIMBA_CLI_ONLY="usage sqlite redis zk signals elect partition" runs some sections only.
+#   SIMBA_CLI_ONLY="usage sqlite redis zk signals elect stats partition" runs some sections only.
 set -u
 cd "$(dirname "$0")/.."
 SIMBA=${SIMBA_BIN:-build/simba}
@@ -13,7 +13,7 @@ PROXY=${FAULT_PROXY:-build/fault_proxy}
 RPORT=${SIMBA_CLI_REDIS_PORT:-6430}
 ZPORT=${SIMBA_CLI_ZK_PORT:-2221}
 DEAD=${SIMBA_CLI_DEAD_PORT:-6434}
-ONLY=${SIMBA_CLI_ONLY:-usage sqlite redis zk signals elect partition}
+ONLY=${SIMBA_CLI_ONLY:-usage sqlite redis zk signals elect stats partition}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 W=$(mktemp -d "${TMPDIR:-/tmp}/simba-cli.XXXXXX")
 PASS=0
@@ -300,6 +300,106 @@ check "elect --once: exits 76 when leadership is lost (got $RC)" test "$RC" -eq 
 unset SIMBA_URL
 fi
 
+# ---- statistics: simba get asks the simba run that holds the mutex --------------------------
+# json_num FILE KEY: the number after "KEY": in the stats object of a get --json line
+json_num() { sed -n 's/.*"stats":{.*"'"$2"'":\(-\{0,1\}[0-9]*\).*/\1/p' "$1"; }
+# stored_fence FILE: the fence get read from storage (the first "fence" of the line)
+stored_fence() { sed -n 's/^{"mutex":"[^"]*","owner":"[^"]*","fence":\([0-9]*\).*/\1/p' "$1"; }
+if want stats; then
+echo "== stats"
+export SIMBA_URL=$SQL
+rm -f "$W"/st-*
+# the command asks twice, 0.3 s apart, and records what else it sees
+"$SIMBA" run st-a $FAST --stats-file "$W/st-a.prom" -- sh -c '
+    S=$0; D=$1
+    echo "$SIMBA_FENCE" > "$D/st-fence"; echo "$SIMBA_STATS_SOCKET" > "$D/st-sock"
+    stat -c %a "$SIMBA_STATS_SOCKET" > "$D/st-mode"; stat -c %a "$(dirname "$SIMBA_STATS_SOCKET")" > "$D/st-dmode"
+    "$S" get st-a --json > "$D/st-j1"; sleep 0.3; "$S" get st-a --json > "$D/st-j2"
+    "$S" get st-a > "$D/st-text"
+    "$S" get st-other --json > "$D/st-other"; echo $? > "$D/st-other.rc"
+    "$S" get st-other --stats "$SIMBA_STATS_SOCKET" > /dev/null 2> "$D/st-wrong.err"; echo $? > "$D/st-wrong.rc"
+    "$S" -u "$2" get st-a --stats "$SIMBA_STATS_SOCKET" > /dev/null 2> "$D/st-wrongbe.err"; echo $? > "$D/st-wrongbe.rc"
+    exit 3' "$SIMBA" "$W" "$RED" >>"$W/bg.log" 2>&1
+RC=$?
+check "stats: run exits with the command's status (got $RC)" test "$RC" -eq 3
+check "stats: the command gets SIMBA_STATS_SOCKET" test -s "$W/st-sock"
+check "stats: socket mode 600, its directory 700 ($(cat "$W/st-mode" "$W/st-dmode" 2>/dev/null | tr '\n' ' '))" \
+    test "$(cat "$W/st-mode" 2>/dev/null)" = 600 -a "$(cat "$W/st-dmode" 2>/dev/null)" = 700
+check "stats: get --json inside run shows acquisitions 1" test "$(json_num "$W/st-j1" acquisitions)" = 1
+check "stats:   owner true, releases 0" grep -q '"owner":true,.*"releases":0' "$W/st-j1"
+f=$(cat "$W/st-fence" 2>/dev/null)
+check "stats:   the holder's fence is SIMBA_FENCE ($f) and the stored one" \
+    test -n "$f" -a "$(json_num "$W/st-j1" fence)" = "$f" -a "$(stored_fence "$W/st-j1")" = "$f"
+h1=$(json_num "$W/st-j1" hold_ms); h2=$(json_num "$W/st-j2" hold_ms)
+check "stats:   the hold time grows ($h1 ms, then $h2 ms; 0.3 s apart)" test -n "$h1" -a -n "$h2" -a "${h2:-0}" -ge $(( ${h1:-0} + 250 ))
+check "stats: plain get shows them too" grep -q "^  acquisitions: 1$" "$W/st-text"
+check "stats: get of another mutex leaves them out (exit 1, no stats)" \
+    eval 'test "$(cat "$W/st-other.rc")" = 1 && ! grep -q stats "$W/st-other"'
+check "stats: --stats SOCKET of another mutex is refused (exit 64)" test "$(cat "$W/st-wrong.rc" 2>/dev/null)" = 64
+check "stats:   with words" grep -q "belongs to mutex 'st-a', not 'st-other'" "$W/st-wrong.err"
+check "stats: --stats SOCKET with another backend is refused (exit 64)" test "$(cat "$W/st-wrongbe.rc" 2>/dev/null)" = 64
+check "stats:   with words" grep -q "holds 'st-a' on sqlite:.* not on redis://" "$W/st-wrongbe.err"
+s=$(cat "$W/st-sock" 2>/dev/null)
+check "stats: the socket and its directory are gone after exit" test -n "$s" -a ! -e "$s" -a ! -e "$(dirname "${s:-/nonexistent/x}")"
+expect_rc "stats: --stats with a socket nobody serves" 69 "$SIMBA" get st-a --stats "$s"
+check "  says why" err_has "No such file"
+check "stats: --stats-file has the Prometheus counters" grep -q '^simba_acquisitions_total{mutex="st-a",contender=".*"} 1$' "$W/st-a.prom"
+check "stats:   the release at exit" grep -q '^simba_releases_total{.*reason="stopped"} 1$' "$W/st-a.prom"
+check "stats:   and the exit status" grep -q '^simba_exit_status{.*} 3$' "$W/st-a.prom"
+check "stats: no temporary file left" eval '! ls "$W"/st-a.prom.tmp.* >/dev/null 2>&1'
+# elect: the statistics span leaderships (a forced release is a step-down, then a new term)
+: > "$W/st-e"
+"$SIMBA" elect st-e $FAST -- sh -c 'echo $$ > "$1.pg.$$"; "$0" get st-e --json >> "$1"; exec sleep 30' "$SIMBA" "$W/st-e" >>"$W/bg.log" 2>&1 &
+e1=$!; PIDS+=("$e1")
+wait_for 10 test -s "$W/st-e" || true
+f=$(stored_fence "$W/st-e")
+"$SIMBA" release st-e --fence "${f:-0}" >/dev/null 2>&1
+wait_for 10 eval 'test $(wc -l < "$W/st-e") -ge 2' || true
+sed -n 2p "$W/st-e" > "$W/st-e2"
+check "stats: elect's second term sees acquisitions 2" test "$(json_num "$W/st-e2" acquisitions)" = 2
+check "stats:   one step-down, one release" test "$(json_num "$W/st-e2" step_downs)" = 1 -a "$(json_num "$W/st-e2" releases)" = 1
+check "stats:   the release reason is refused (the renewal found another state)" grep -q '"refused":1' "$W/st-e2"
+check "stats:   and the new fence" test -n "$f" -a "$(json_num "$W/st-e2" fence)" -gt "${f:-0}"
+kill -TERM $e1; wait_exit $e1 10
+# on Redis: the same, through its own URL
+SIMBA_URL=$RED "$SIMBA" run st-r $FAST -- sh -c '"$0" get st-r --json > "$1"' "$SIMBA" "$W/st-r" >>"$W/bg.log" 2>&1
+check "stats: on redis too (acquisitions 1, owner true)" eval 'test "$(json_num "$W/st-r" acquisitions)" = 1 && grep -q "\"owner\":true" "$W/st-r"'
+# the socket never holds up renewals: 200 clients while the lease (1 s) is renewed
+"$SIMBA" run st-b $FAST -- sh -c 'i=0; while [ $i -lt 200 ]; do "$0" get st-b --json > /dev/null || exit 9; i=$((i+1)); done; "$0" get st-b --json > "$1"' "$SIMBA" "$W/st-b" >>"$W/bg.log" 2>&1
+RC=$?
+check "stats: 200 gets during a run (exit $RC), $(json_num "$W/st-b" renewals) renewals, none failed, still acquisitions 1" \
+    eval 'test $RC -eq 0 && test "$(json_num "$W/st-b" renewals)" -ge 1 && test "$(json_num "$W/st-b" renewals_failed)" = 0 && test "$(json_num "$W/st-b" acquisitions)" = 1'
+# a stopped holder: get gives up within its 2 s and says so, and the holder carries on
+rm -f "$W/st-s" "$W/st-s.go"
+"$SIMBA" run st-s -- sh -c 'echo "$SIMBA_STATS_SOCKET" > "$0"; while [ ! -e "$0.go" ]; do sleep 0.05; done' "$W/st-s" >>"$W/bg.log" 2>&1 &
+hp=$!; PIDS+=("$hp")
+wait_for 10 test -s "$W/st-s" || true
+kill -STOP $hp
+t1=$(now_ns)
+expect_rc "stats: --stats of a stopped holder" 69 "$SIMBA" get st-s --stats "$(cat "$W/st-s")"
+t2=$(( ($(now_ns) - t1) / 1000000 ))
+check "  says it got no answer" err_has "no answer within 2 s"
+check "  gave up after about 2 s ($t2 ms)" test $t2 -ge 1900 -a $t2 -le 5000
+pids=""; t1=$(now_ns)
+for k in $(seq 24); do "$SIMBA" get st-s --stats "$(cat "$W/st-s")" >/dev/null 2>&1 & pids="$pids $!"; done
+for pid in $pids; do wait_exit $pid 8; [ $RC -eq 124 ] && break; done
+t2=$(( ($(now_ns) - t1) / 1000000 ))
+check "stats: 24 gets at once on a stopped holder (its backlog full) all give up ($t2 ms)" test $RC -ne 124 -a $t2 -le 6000
+kill -CONT $hp
+expect_rc "stats: the holder answers again after CONT" 0 "$SIMBA" get st-s --stats "$(cat "$W/st-s")" --json
+check "  with its statistics" grep -q '"acquisitions":1' "$W/out"
+touch "$W/st-s.go"; wait_exit $hp 10
+check "stats: the stopped holder still exits 0 (got $RC)" test "$RC" -eq 0
+expect_rc "stats: --stats-file in a missing directory is refused before anything runs" 64 "$SIMBA" run st-c --stats-file "$W/nodir/x.prom" -- touch "$W/st-c-ran"
+check "  names the directory" err_has "cannot write in directory '$W/nodir'"
+check "  and the command did not run" test ! -e "$W/st-c-ran"
+expect_rc "stats: --stats is for get" 64 "$SIMBA" ls --stats "$W/x"
+expect_rc "stats: --stats-file is for run and elect" 64 "$SIMBA" get st-c --stats-file "$W/x"
+check "stats: help documents SIMBA_STATS_SOCKET and --stats-file" eval '"$SIMBA" --help | grep -q SIMBA_STATS_SOCKET && "$SIMBA" --help | grep -q -- "--stats-file FILE"'
+expect_rc "stats: --no-stats-socket: no SIMBA_STATS_SOCKET" 0 env SIMBA_STATS_SOCKET=/nonexistent "$SIMBA" run st-c --no-stats-socket $FAST -- sh -c 'test -z "${SIMBA_STATS_SOCKET:-}"'
+unset SIMBA_URL
+fi
+
 # ---- partition: the holder's command dies before anyone else can take the lock -------------
 # part BE URL_VIA_PROXY URL_DIRECT TARGET_PORT
 part() {
@@ -310,7 +410,7 @@ part() {
     pp=$!; PIDS+=("$pp")
     wait_for 5 test -s "$W/pport" || { bad "$be: fault proxy did not start"; return; }
     pport=$(cat "$W/pport")
-    "$SIMBA" -u "${2//PPORT/$pport}" run part $FAST -- sh -c 'echo $$ > "$0.pg"; trap "echo T $(date +%s%N) >> $0; exit 0" TERM
+    "$SIMBA" -u "${2//PPORT/$pport}" run part $FAST --stats-file "$W/part-$be.prom" -- sh -c 'echo $$ > "$0.pg"; trap "echo T $(date +%s%N) >> $0; exit 0" TERM
         while :; do echo H $(date +%s%N) >> $0; sleep 0.02; done' "$W/hb-$be" >"$W/part-$be.err" 2>&1 &
     hp=$!; PIDS+=("$hp")
     wait_for 10 test -s "$W/hb-$be" || { bad "$be: holder via the proxy never ran"; return; }
@@ -321,6 +421,8 @@ part() {
     wait_exit $hp 15
     check "$be: partitioned holder exits 76 (got $RC)" test "$RC" -eq 76
     check "$be: partitioned holder's command is gone" eval '! kill -0 $(cat "$W/hb-$be.pg") 2>/dev/null'
+    check "$be: its --stats-file counts one step-down ($(grep -o 'reason="[a-z]*"} 1' "$W/part-$be.prom" 2>/dev/null | tr '\n' ' ')) and exit 76" \
+        eval 'grep -q "^simba_step_downs_total{.*} 1$" "$W/part-$be.prom" && grep -q "^simba_exit_status{.*} 76$" "$W/part-$be.prom"'
     cleanup_groups
     wait_exit $bp 20
     check "$be: the other run gets the lock (got $RC)" test "$RC" -eq 0

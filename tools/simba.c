@@ -6,11 +6,14 @@
  *
  * run / elect / watch drive the library (simba_contend / simba_observe) from one poll(2) loop
  * that also reads a self-pipe fed by the signal handlers (SIGCHLD and forwarded signals), so
- * reaping and forwarding never delay a lease renewal. get / ls / release --fence read (and,
- * for release, conditionally clear) the backend's storage with its own client library
- * (sqlite3, hiredis, zookeeper), because simba.h has no read-by-name, list or forced release.
+ * reaping and forwarding never delay a lease renewal; the same poll serves the statistics
+ * socket whose path the command gets in SIMBA_STATS_SOCKET (`simba get` asks it).
+ * get / ls / release --fence read (and, for release, conditionally clear) the backend's
+ * storage with its own client library (sqlite3, hiredis, zookeeper), because simba.h has no
+ * read-by-name, list or forced release.
  */
 #define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* realpath */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_sql.h"
 #include "../simba_redis.h"
@@ -32,7 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,14 +72,16 @@ static void usage(FILE *f) {
         "commands:\n"
         "  run NAME [-n] [-w SEC] [lease options] -- CMD [ARG...]\n"
         "      wait for the lock NAME, run CMD while holding it, release when it exits, exit with\n"
-        "      its status. CMD runs in its own process group with SIMBA_MUTEX and SIMBA_FENCE in\n"
-        "      its environment. INT TERM HUP QUIT USR1 USR2 sent to simba go to that group;\n"
-        "      run from a terminal, the group gets the terminal while it runs.\n"
+        "      its status. CMD runs in its own process group with SIMBA_MUTEX, SIMBA_FENCE and\n"
+        "      SIMBA_STATS_SOCKET in its environment. INT TERM HUP QUIT USR1 USR2 sent to simba\n"
+        "      go to that group; run from a terminal, the group gets the terminal while it runs.\n"
         "  elect NAME [--once] [lease options] -- CMD [ARG...]\n"
         "      run CMD only while leader; when leadership is lost stop it and wait to lead\n"
         "      again (--once: exit with status 76 instead). If CMD exits by itself, leadership\n"
         "      is released and simba exits with its status.\n"
-        "  get NAME [--json]      owner, fence, acquired, time left (exit 1 when nobody owns it)\n"
+        "  get NAME [--json] [--stats SOCKET]\n"
+        "      owner, fence, acquired, time left (exit 1 when nobody owns it); inside a run or\n"
+        "      elect of NAME (or with --stats), also the statistics of the simba that holds it\n"
         "  watch NAME [--json] [--refresh SEC]\n"
         "      a line per owner change seen, until INT or TERM (an observer, never contends)\n"
         "  ls [--json]            every mutex the backend has stored, with its owner\n"
@@ -85,7 +92,8 @@ static void usage(FILE *f) {
         "  redis://HOST[:PORT][/DB]       password from $SIMBA_REDIS_PASSWORD (user from\n"
         "                                 $SIMBA_REDIS_USERNAME), never from the URL\n"
         "  zk://HOST:PORT[,HOST:PORT...][/ROOT]   root defaults to /simba\n"
-        "\n"
+        "\n");
+    fprintf(f, /* in parts: C99 promises string literals of 4095 bytes only */
         "options:\n"
         "  -n, --nonblock       run/elect: fail at once (status 75) if someone holds the lock\n"
         "                       (waits up to 10 s for the backend's first answer, else 69)\n"
@@ -103,17 +111,27 @@ static void usage(FILE *f) {
         "  --refresh SEC        watch: longest time between reads (default 1)\n"
         "  --fence N            release: the fence the owner must still hold\n"
         "  -v, --verbose        run/elect: report acquisitions and losses on stderr\n"
+        "  --stats-file FILE    run/elect: at exit, write the statistics and exit status to FILE\n"
+        "                       in the Prometheus text format (via FILE.tmp.PID, renamed)\n"
+        "  --no-stats-socket    run/elect: no statistics socket (and no SIMBA_STATS_SOCKET)\n"
+        "  --stats SOCKET       get: the statistics socket to ask (default $SIMBA_STATS_SOCKET,\n"
+        "                       used only when it serves NAME on the same backend)\n"
         "ZooKeeper: the lease is the session; simba asks for a session timeout of ttl+transition.\n"
         "get, ls and release --fence read or change the backend's storage with its own client\n"
         "library (sqlite3, hiredis, zookeeper): the simba library has no read-by-name, listing\n"
         "or forced release. A forced release lets the stuck owner's next renewal fail, or (SQLite,\n"
         "Redis) win again as a new ownership with a new fence.\n"
+        "Statistics: run and elect answer on a private socket (mode 0600 in a directory 0700\n"
+        "under $XDG_RUNTIME_DIR, $TMPDIR or /tmp, removed at exit) with the counters of their\n"
+        "service: acquisitions, releases by reason, step-downs, attempts, renewals, failed\n"
+        "renewals, errors, current and total hold, waits, last error.\n"
         "\n"
         "exit status:\n"
         "  run/elect: CMD's status; 128+N if CMD died of signal N; 126/127 CMD not executable /\n"
         "             not found; 75 not acquired (-n held, -w timed out); 76 lease lost while CMD\n"
         "             ran (CMD was signalled); 128+N if simba got signal N before CMD started\n"
         "  get: 0 owned, 1 nobody owns it     release: 0 released, 1 fence or owner differs\n"
+        "  get --stats: 64 the socket serves another mutex or backend, 69 it does not answer\n"
         "  all: 64 bad usage or URL, 69 backend failed or unreachable, 70 internal error,\n"
         "       71 system call failed\n");
 }
@@ -352,6 +370,20 @@ static int resolve_redis_host(url_t *u) {
     return 0;
 }
 
+/* The backend in one string, so that `get --stats` can tell whether a stats socket speaks of
+   the same store as its URL: sqlite by real path, redis by resolved host, zk as given. */
+static void backend_id(const url_t *u, char *out, size_t cap) {
+    if (u->kind == BE_SQLITE) {
+        char *rp = realpath(u->path, NULL);
+        snprintf(out, cap, "sqlite:%s", rp ? rp : u->path);
+        free(rp);
+    } else if (u->kind == BE_REDIS) {
+        snprintf(out, cap, strchr(u->host, ':') ? "redis://[%s]:%d/%d" : "redis://%s:%d/%d", u->host, u->port, u->db);
+    } else {
+        snprintf(out, cap, "zk://%s%s", u->hosts, u->root);
+    }
+}
+
 /* ---- command-line options ------------------------------------------------------------------ */
 
 typedef struct opts_t {
@@ -364,6 +396,9 @@ typedef struct opts_t {
     int sig;
     uint64_t fence;
     const char *id;
+    const char *stats_sock; /* get --stats SOCKET */
+    const char *stats_file; /* run/elect --stats-file FILE */
+    int no_stats_socket;    /* run/elect --no-stats-socket */
 } opts_t;
 
 /* Options may come before or after NAME; "--" ends them (run/elect: CMD follows). */
@@ -409,6 +444,16 @@ static int parse_opts(const char *cmd, int argc, char **argv, opts_t *o) {
             NEEDV();
             if (simba_id_check(v) != SIMBA_OK) { errorf("--id: '%s' is not a contender id (1..%d printable non-space bytes)", v, SIMBA_ID_MAX); return -1; }
             o->id = v;
+        } else if (strcmp(a, "--stats") == 0) {
+            NEEDV();
+            if (!*v) { errorf("--stats: the SOCKET path is empty"); return -1; }
+            o->stats_sock = v;
+        } else if (strcmp(a, "--stats-file") == 0) {
+            NEEDV();
+            if (!*v) { errorf("--stats-file: the FILE path is empty"); return -1; }
+            o->stats_file = v;
+        } else if (strcmp(a, "--no-stats-socket") == 0) {
+            o->no_stats_socket = 1;
         } else if (strcmp(a, "--once") == 0) {
             o->once = 1;
         } else if (strcmp(a, "--json") == 0) {
@@ -536,19 +581,29 @@ static int next_signal(void) {
     return r == 1 ? b : 0;
 }
 
-/* Waits on the library's descriptors and the self-pipe, up to wait_ms. */
+static int stats_fd = -1; /* run/elect: the listening statistics socket, -1 = none */
+static void stats_serve(void);
+
+/* Waits on the library's descriptors, the self-pipe and the stats socket, up to wait_ms. */
 static int wait_io(simba_loop *loop, int64_t wait_ms) {
-    struct pollfd fds[64];
-    int n = simba_fds(loop, fds, 63), r;
+    struct pollfd fds[65];
+    int n = simba_fds(loop, fds, 63), r, k;
     if (n < 0) n = 0;
     if (n > 63) n = 63; /* more fds than room: the poll's own zero-timeout check covers them */
-    fds[n].fd = sigpipe_fd[0];
-    fds[n].events = POLLIN;
-    fds[n].revents = 0;
+    k = n;
+    fds[k].fd = sigpipe_fd[0];
+    fds[k].events = POLLIN;
+    fds[k++].revents = 0;
+    if (stats_fd >= 0) {
+        fds[k].fd = stats_fd;
+        fds[k].events = POLLIN;
+        fds[k++].revents = 0;
+    }
     if (wait_ms > SIMBA_MAX_WAIT_MS) wait_ms = SIMBA_MAX_WAIT_MS;
     if (wait_ms < 0) wait_ms = 0;
-    r = poll(fds, (nfds_t)(n + 1), (int)wait_ms);
+    r = poll(fds, (nfds_t)k, (int)wait_ms);
     if (r < 0 && errno != EINTR) { errorf("poll: %s", strerror(errno)); return -1; }
+    if (r > 0 && stats_fd >= 0 && fds[k - 1].revents) stats_serve();
     return 0;
 }
 
@@ -573,6 +628,190 @@ typedef struct runner {
     int reaped;
     int tty;            /* terminal whose foreground we hand to the command, or -1 */
 } runner;
+
+/* ---- the statistics socket of run / elect ------------------------------------------------
+   The process that holds the service answers for its statistics: a private AF_UNIX stream
+   socket (directory 0700, socket 0600, removed at exit) whose path the command gets in
+   SIMBA_STATS_SOCKET. The server speaks first and reads nothing: accept, one non-blocking
+   write of a few hundred bytes, close, so no client can hold up a renewal. The reply is
+   text, a header line then "key value" lines:
+       simba-stats 1 / mutex / backend / contender / pid / command_pid / owner / fence /
+       acquisitions / releases / release.<reason> ... / step_downs / attempts / renewals /
+       renewals_failed / errors / hold_ms / hold_total_ms / waits / wait_total_ms /
+       wait_max_ms / waiting_ms / last_error [/ last_error_name / last_error_ago_ms /
+       last_error_msg]                                                                       */
+
+#define STATS_HEADER "simba-stats 1"
+
+static char stats_path[108];                   /* sun_path is 108 bytes on Linux */
+static char stats_dir[sizeof stats_path - sizeof "/stats.sock" + 1];
+static runner *stats_runner;
+static char stats_backend[4400];
+
+static void stats_close(void) {
+    if (stats_fd >= 0) close(stats_fd);
+    stats_fd = -1;
+    if (stats_path[0]) unlink(stats_path);
+    if (stats_dir[0]) rmdir(stats_dir);
+    stats_path[0] = stats_dir[0] = 0;
+}
+
+/* A directory of our own under $XDG_RUNTIME_DIR, $TMPDIR or /tmp (the first that is usable
+   and short enough for sun_path). 0 on success; else a warning and no socket. */
+static int stats_open(runner *r, const url_t *u) {
+    const char *base[3];
+    struct sockaddr_un sa;
+    mode_t old;
+    int i, fd;
+    base[0] = getenv("XDG_RUNTIME_DIR");
+    base[1] = getenv("TMPDIR");
+    base[2] = "/tmp";
+    for (i = 0; i < 3; i++) {
+        if (!base[i] || base[i][0] != '/' || strlen(base[i]) + sizeof "/simba-XXXXXX" > sizeof stats_dir) continue;
+        snprintf(stats_dir, sizeof stats_dir, "%s/simba-XXXXXX", base[i]);
+        if (mkdtemp(stats_dir)) break; /* mode 0700 */
+        stats_dir[0] = 0;
+    }
+    if (!stats_dir[0]) { errorf("stats socket: no usable directory ($XDG_RUNTIME_DIR, $TMPDIR, /tmp): running without it"); return -1; }
+    snprintf(stats_path, sizeof stats_path, "%s/stats.sock", stats_dir);
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    memcpy(sa.sun_path, stats_path, strlen(stats_path) + 1);
+    fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0) { errorf("stats socket: %s: running without it", strerror(errno)); stats_close(); return -1; }
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    old = umask(0177); /* the socket is born 0600: no window in which others may connect */
+    i = bind(fd, (struct sockaddr *)(void *)&sa, sizeof sa);
+    umask(old);
+    if (i != 0 || listen(fd, 16) != 0) {
+        errorf("stats socket %s: %s: running without it", stats_path, strerror(errno));
+        close(fd);
+        stats_close();
+        return -1;
+    }
+    stats_fd = fd;
+    stats_runner = r;
+    backend_id(u, stats_backend, sizeof stats_backend);
+    atexit(stats_close);
+    return 0;
+}
+
+/* Appends to buf at *n, never past cap. */
+static void put(char *buf, size_t cap, size_t *n, const char *fmt, ...) {
+    va_list ap;
+    int w;
+    if (*n >= cap) return;
+    va_start(ap, fmt);
+    w = vsnprintf(buf + *n, cap - *n, fmt, ap);
+    va_end(ap);
+    if (w > 0) *n = *n + (size_t)w < cap ? *n + (size_t)w : cap;
+}
+
+static size_t stats_format(const runner *r, char *buf, size_t cap) {
+    simba_stats st;
+    size_t n = 0;
+    int k;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    if (!r->svc || simba_service_stats(r->svc, &st) != SIMBA_OK) return 0;
+    put(buf, cap, &n, STATS_HEADER "\nmutex %s\nbackend %s\ncontender %s\npid %ld\ncommand_pid %ld\nowner %d\nfence %llu\n",
+        r->o->name, stats_backend, simba_service_contender_id(r->svc), (long)getpid(), (long)r->child,
+        simba_is_owner(r->svc) ? 1 : 0, (unsigned long long)simba_fence(r->svc));
+    put(buf, cap, &n, "acquisitions %llu\nreleases %llu\n", (unsigned long long)st.acquisitions, (unsigned long long)st.releases);
+    for (k = SIMBA_REASON_NONE + 1; k < SIMBA_REASON_COUNT_; k++)
+        put(buf, cap, &n, "release.%s %llu\n", simba_reason_str(k), (unsigned long long)st.releases_by_reason[k]);
+    put(buf, cap, &n, "step_downs %llu\nattempts %llu\nrenewals %llu\nrenewals_failed %llu\nerrors %llu\n",
+        (unsigned long long)st.step_downs, (unsigned long long)st.attempts, (unsigned long long)st.renewals,
+        (unsigned long long)st.renewals_failed, (unsigned long long)st.errors);
+    put(buf, cap, &n, "hold_ms %lld\nhold_total_ms %lld\nwaits %llu\nwait_total_ms %lld\nwait_max_ms %lld\nwaiting_ms %lld\nlast_error %d\n",
+        (long long)st.hold_ms, (long long)st.hold_total_ms, (unsigned long long)st.waits, (long long)st.wait_total_ms,
+        (long long)st.wait_max_ms, (long long)st.waiting_ms, st.last_error);
+    if (st.last_error != SIMBA_OK) {
+        char msg[sizeof st.last_error_msg];
+        size_t i;
+        snprintf(msg, sizeof msg, "%s", st.last_error_msg);
+        for (i = 0; msg[i]; i++)
+            if (msg[i] == '\n' || msg[i] == '\r') msg[i] = ' ';
+        put(buf, cap, &n, "last_error_name %s\nlast_error_ago_ms %lld\nlast_error_msg %s\n", simba_strerror(st.last_error),
+            (long long)(simba_now(r->loop) - st.last_error_at), msg);
+    }
+    return n;
+}
+
+/* Answers every pending client (at most 16 per wake-up): the socket is non-blocking and the
+   reply fits its buffer, so this never waits. */
+static void stats_serve(void) {
+    char buf[4096];
+    int i;
+    for (i = 0; i < 16 && stats_fd >= 0; i++) {
+        int c = accept(stats_fd, NULL, NULL);
+        size_t n;
+        if (c < 0) return;
+        fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
+        n = stats_runner ? stats_format(stats_runner, buf, sizeof buf) : 0;
+        if (n > 0) {
+            ssize_t w = send(c, buf, n, MSG_NOSIGNAL);
+            (void)w; /* a client that went away gets nothing */
+        }
+        close(c);
+    }
+}
+
+/* --stats-file: the service's counters in the Prometheus text format, written when simba
+   exits (to FILE.tmp, then renamed: a collector never reads half a file). */
+static void prom_label(char *out, size_t cap, const char *s) {
+    size_t n = 0;
+    for (; *s && n + 3 < cap; s++) {
+        if (*s == '"' || *s == '\\') out[n++] = '\\';
+        if (*s == '\n') { out[n++] = '\\'; out[n++] = 'n'; continue; }
+        out[n++] = *s;
+    }
+    out[n] = 0;
+}
+
+static void stats_file_write(const runner *r, const simba_stats *st, int status) {
+    char tmp[4200], lbl[4 * SIMBA_NAME_MAX + 4 * SIMBA_ID_MAX + 64], m[2 * SIMBA_NAME_MAX + 1], c[2 * SIMBA_ID_MAX + 1];
+    FILE *f;
+    int k;
+    const char *cid = r->svc ? simba_service_contender_id(r->svc) : NULL;
+    if (strlen(r->o->stats_file) + 24 > sizeof tmp) { errorf("--stats-file: path too long"); return; }
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", r->o->stats_file, (long)getpid());
+    prom_label(m, sizeof m, r->o->name);
+    prom_label(c, sizeof c, cid ? cid : "");
+    snprintf(lbl, sizeof lbl, "mutex=\"%s\",contender=\"%s\"", m, c);
+    f = fopen(tmp, "w");
+    if (!f) { errorf("--stats-file %s: %s", tmp, strerror(errno)); return; }
+#define PC(name, type, help, v) fprintf(f, "# HELP simba_" name " " help "\n# TYPE simba_" name " " type "\nsimba_" name "{%s} %llu\n", lbl, (unsigned long long)(v))
+#define PS(name, type, help, v) fprintf(f, "# HELP simba_" name " " help "\n# TYPE simba_" name " " type "\nsimba_" name "{%s} %.3f\n", lbl, (double)(v) / 1000.0)
+    PC("acquisitions_total", "counter", "Ownerships gained.", st->acquisitions);
+    fprintf(f, "# HELP simba_releases_total Ownerships left, by reason.\n# TYPE simba_releases_total counter\n");
+    for (k = SIMBA_REASON_NONE + 1; k < SIMBA_REASON_COUNT_; k++)
+        fprintf(f, "simba_releases_total{%s,reason=\"%s\"} %llu\n", lbl, simba_reason_str(k), (unsigned long long)st->releases_by_reason[k]);
+    PC("step_downs_total", "counter", "Releases simba did not ask for.", st->step_downs);
+    PC("attempts_total", "counter", "Acquire requests sent, renewals included.", st->attempts);
+    PC("renewals_total", "counter", "Renewals confirmed in time.", st->renewals);
+    PC("renewals_failed_total", "counter", "Renewals failed, refused or confirmed late.", st->renewals_failed);
+    PC("errors_total", "counter", "Requests answered with an error.", st->errors);
+    PS("hold_seconds_total", "counter", "Time spent owning, all ownerships.", st->hold_total_ms);
+    PC("waits_total", "counter", "Completed waits to acquire.", st->waits);
+    PS("wait_seconds_total", "counter", "Time spent waiting to acquire.", st->wait_total_ms);
+    PS("wait_seconds_max", "gauge", "Longest wait to acquire.", st->wait_max_ms);
+    PC("exit_status", "gauge", "Exit status of this simba run.", status);
+    PC("end_time_seconds", "gauge", "When this simba run ended (Unix time).", wall_ms() / 1000);
+#undef PC
+#undef PS
+    if (st->last_error != SIMBA_OK) {
+        char e[2 * sizeof st->last_error_msg + 1];
+        prom_label(e, sizeof e, st->last_error_msg);
+        fprintf(f, "# HELP simba_last_error_info The latest failed request (value 1).\n# TYPE simba_last_error_info gauge\n");
+        fprintf(f, "simba_last_error_info{%s,code=\"%d\",message=\"%s\"} 1\n", lbl, st->last_error, e);
+    }
+    if (fclose(f) != 0 || rename(tmp, r->o->stats_file) != 0) {
+        errorf("--stats-file %s: %s", r->o->stats_file, strerror(errno));
+        unlink(tmp);
+    }
+}
 
 /* Gives the terminal's foreground to process group pg. SIGTTOU is blocked because the
    caller may be in a background group at that moment. */
@@ -645,6 +884,8 @@ static void child_exec(const opts_t *o, uint64_t fence, int tty) {
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)fence);
     setenv("SIMBA_FENCE", buf, 1);
     setenv("SIMBA_MUTEX", o->name, 1);
+    if (stats_path[0] && stats_fd >= 0) setenv("SIMBA_STATS_SOCKET", stats_path, 1);
+    else unsetenv("SIMBA_STATS_SOCKET"); /* an outer simba's socket speaks of another service */
     /* The command must not hold the backend's sockets or database open after we exit. */
     maxfd = sysconf(_SC_OPEN_MAX);
     if (maxfd < 0 || maxfd > 65536) maxfd = 65536;
@@ -685,8 +926,9 @@ static void reap(runner *r) {
     }
 }
 
-/* Releases (bounded wait for the release to reach the server) and frees everything. */
-static void finish(runner *r) {
+/* Releases (bounded wait for the release to reach the server), writes --stats-file with the
+   final counters (the release included) and exit status, and frees everything. */
+static void finish(runner *r, int status) {
     int64_t end = mono_ms() + 3000;
     r->stopping = 1;
     if (r->svc && simba_service_status(r->svc) != SIMBA_INITIAL) {
@@ -696,6 +938,13 @@ static void finish(runner *r) {
             if (d < 0 || simba_service_status(r->svc) == SIMBA_INITIAL || left <= 0) break;
             if (wait_io(r->loop, d < left ? d : left)) break;
         }
+    }
+    stats_close();
+    if (r->o->stats_file && r->svc) {
+        simba_stats st;
+        memset(&st, 0, sizeof st);
+        st.size = sizeof st;
+        if (simba_service_stats(r->svc, &st) == SIMBA_OK) stats_file_write(r, &st, status);
     }
     simba_loop_free(r->loop);
     r->loop = NULL;
@@ -734,6 +983,7 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
         simba_loop_free(r.loop);
         return EXIT_SOFTWARE;
     }
+    if (!o->no_stats_socket) stats_open(&r, u); /* without it the lock still works */
     for (;;) {
         int64_t now, d = simba_poll(r.loop);
         int sig;
@@ -742,7 +992,7 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
             if (sig == SIGCHLD) { reap(&r); continue; }
             if (r.child > 0) { kill_group(&r, sig); continue; }
             if (sig == SIGUSR1 || sig == SIGUSR2) continue; /* nobody to forward to */
-            finish(&r);
+            finish(&r, 128 + sig);
             return 128 + sig;
         }
         now = mono_ms();
@@ -751,7 +1001,7 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
             if (r.lost) {
                 if (elect && !o->once) { r.lost = 0; continue; } /* wait to lead again */
                 errorf("lease of %s lost while the command ran: it was signalled (exit %d)", o->name, EXIT_LOST);
-                finish(&r);
+                finish(&r, EXIT_LOST);
                 return EXIT_LOST;
             }
             ret = r.status;
@@ -794,7 +1044,7 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
         kill_group(&r, SIGTERM);
         kill_group(&r, SIGKILL);
     }
-    finish(&r);
+    finish(&r, ret);
     return ret;
 }
 
@@ -1066,11 +1316,12 @@ static int store_read(store_t *s, const char *name, info_t *in) {
     return zk_read(s, name, in, NULL, 0, NULL);
 }
 
-static void print_info(const info_t *in, int json, int with_name_col) {
+/* The members of get's JSON object, without its braces. */
+static void print_info_members(const info_t *in) {
     char ts[40] = "";
     if (in->acquired_ms >= 0 && in->owner[0]) iso_time(in->acquired_ms, ts, sizeof ts);
-    if (json) {
-        printf("{\"mutex\":");
+    {
+        printf("\"mutex\":");
         json_str(stdout, in->name);
         printf(",\"owner\":");
         if (in->owner[0]) json_str(stdout, in->owner); else printf("null");
@@ -1080,6 +1331,15 @@ static void print_info(const info_t *in, int json, int with_name_col) {
         if (in->owner[0] && in->ttl_left_ms != -1) printf(",\"ttl_left_ms\":%lld,\"transition_left_ms\":%lld", (long long)in->ttl_left_ms, (long long)in->transition_left_ms);
         else printf(",\"ttl_left_ms\":null,\"transition_left_ms\":null");
         if (in->session_ms >= 0) printf(",\"session_timeout_ms\":%lld", (long long)in->session_ms);
+    }
+}
+
+static void print_info(const info_t *in, int json, int with_name_col) {
+    char ts[40] = "";
+    if (in->acquired_ms >= 0 && in->owner[0]) iso_time(in->acquired_ms, ts, sizeof ts);
+    if (json) {
+        printf("{");
+        print_info_members(in);
         printf("}");
         return;
     }
@@ -1101,17 +1361,192 @@ static void print_info(const info_t *in, int json, int with_name_col) {
     }
 }
 
+/* ---- get: statistics from a holder's socket ------------------------------------------------ */
+
+typedef struct stats_kv { char key[40]; char val[200]; } stats_kv;
+typedef struct stats_reply {
+    const char *path;
+    int n;
+    stats_kv kv[64];
+} stats_reply;
+
+static const char *kv_get(const stats_reply *sr, const char *key) {
+    int i;
+    for (i = 0; i < sr->n; i++)
+        if (strcmp(sr->kv[i].key, key) == 0) return sr->kv[i].val;
+    return NULL;
+}
+
+/* Reads the reply of the socket at path (2 s at most: a stopped holder must not hang get).
+   0 on success, else -1 with the reason in why. */
+static int stats_fetch(const char *path, stats_reply *sr, char *why, size_t cap) {
+    struct sockaddr_un sa;
+    char buf[8192], *line, *save = NULL;
+    size_t len = 0;
+    int fd;
+    int64_t end = mono_ms() + 2000;
+    memset(sr, 0, sizeof *sr);
+    sr->path = path;
+    if (strlen(path) >= sizeof sa.sun_path) { snprintf(why, cap, "the path is too long for a socket"); return -1; }
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0) { snprintf(why, cap, "%s", strerror(errno)); return -1; }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); /* a full backlog (holder stopped) must not hang get */
+    if (connect(fd, (struct sockaddr *)(void *)&sa, sizeof sa) != 0) {
+        snprintf(why, cap, "%s", errno == EAGAIN ? "the holder does not accept (stopped or overloaded)" : strerror(errno));
+        close(fd);
+        return -1;
+    }
+    for (;;) {
+        struct pollfd p;
+        ssize_t r;
+        int64_t left = end - mono_ms();
+        p.fd = fd;
+        p.events = POLLIN;
+        p.revents = 0;
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0) { snprintf(why, cap, "no answer within 2 s"); close(fd); return -1; }
+        r = read(fd, buf + len, sizeof buf - 1 - len);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (r < 0) { snprintf(why, cap, "%s", strerror(errno)); close(fd); return -1; }
+        if (r == 0 || (len += (size_t)r) == sizeof buf - 1) break;
+    }
+    close(fd);
+    buf[len] = 0;
+    line = strtok_r(buf, "\n", &save);
+    if (!line || strcmp(line, STATS_HEADER) != 0) { snprintf(why, cap, "not a simba statistics socket (no '%s' header)", STATS_HEADER); return -1; }
+    while ((line = strtok_r(NULL, "\n", &save)) != NULL && sr->n < (int)(sizeof sr->kv / sizeof sr->kv[0])) {
+        const char *sp = strchr(line, ' ');
+        size_t kn = sp ? (size_t)(sp - line) : strlen(line), i;
+        if (kn == 0 || kn >= sizeof sr->kv[0].key) continue;
+        for (i = 0; i < kn; i++)
+            if (!(islower((unsigned char)line[i]) || line[i] == '_' || line[i] == '.' || isdigit((unsigned char)line[i]))) break;
+        if (i < kn) continue; /* keys are [a-z0-9_.]: anything else is not ours */
+        memcpy(sr->kv[sr->n].key, line, kn);
+        sr->kv[sr->n].key[kn] = 0;
+        snprintf(sr->kv[sr->n].val, sizeof sr->kv[0].val, "%s", sp ? sp + 1 : "");
+        sr->n++;
+    }
+    if (!kv_get(sr, "mutex") || !kv_get(sr, "backend")) { snprintf(why, cap, "the reply names no mutex or backend"); return -1; }
+    return 0;
+}
+
+/* Which statistics get shows: --stats SOCKET (a mismatch is an error) or $SIMBA_STATS_SOCKET
+   (used only when it speaks of NAME on this backend: the command may look at other mutexes).
+   Returns 1 with *sr filled, 0 for none, or -exit status. */
+static int stats_for_get(const url_t *u, const opts_t *o, stats_reply *sr) {
+    const char *path = o->stats_sock, *env = getenv("SIMBA_STATS_SOCKET");
+    char why[256], me[4400];
+    int explicit_ = path != NULL;
+    if (!path) path = env && *env ? env : NULL;
+    if (!path) return 0;
+    if (stats_fetch(path, sr, why, sizeof why) != 0) {
+        if (explicit_) { errorf("--stats %s: %s", path, why); return -EXIT_BACKEND; }
+        errorf("SIMBA_STATS_SOCKET=%s: %s: statistics left out", path, why);
+        return 0;
+    }
+    if (strcmp(kv_get(sr, "mutex"), o->name) != 0) {
+        if (!explicit_) return 0;
+        errorf("--stats %s: that socket belongs to mutex '%s', not '%s'", path, kv_get(sr, "mutex"), o->name);
+        return -EXIT_USAGE;
+    }
+    backend_id(u, me, sizeof me);
+    if (strcmp(kv_get(sr, "backend"), me) != 0) {
+        if (!explicit_) return 0;
+        errorf("--stats %s: that socket holds '%s' on %s, not on %s", path, o->name, kv_get(sr, "backend"), me);
+        return -EXIT_USAGE;
+    }
+    return 1;
+}
+
+static int is_int(const char *s) {
+    if (*s == '-') s++;
+    if (!*s) return 0;
+    for (; *s; s++)
+        if (!isdigit((unsigned char)*s)) return 0;
+    return 1;
+}
+
+/* The reply as a JSON object: numbers as numbers, owner as a boolean, release.<reason>
+   gathered in "releases_by_reason". Keys the server adds later pass through. */
+static void stats_print_json(const stats_reply *sr) {
+    int i, rel_done = 0;
+    printf("{\"socket\":");
+    json_str(stdout, sr->path);
+    for (i = 0; i < sr->n; i++) {
+        const stats_kv *kv = &sr->kv[i];
+        if (strncmp(kv->key, "release.", 8) == 0) {
+            int j;
+            if (rel_done) continue;
+            rel_done = 1;
+            printf(",\"releases_by_reason\":{");
+            for (j = i; j < sr->n; j++) {
+                if (strncmp(sr->kv[j].key, "release.", 8) != 0) continue;
+                printf("%s", j == i ? "" : ",");
+                json_str(stdout, sr->kv[j].key + 8);
+                printf(":%s", is_int(sr->kv[j].val) ? sr->kv[j].val : "null");
+            }
+            printf("}");
+            continue;
+        }
+        printf(",\"%s\":", kv->key);
+        if (strcmp(kv->key, "owner") == 0) printf("%s", strcmp(kv->val, "1") == 0 ? "true" : "false");
+        else if (is_int(kv->val) && strcmp(kv->key, "contender") != 0 && strcmp(kv->key, "mutex") != 0 && strcmp(kv->key, "last_error_msg") != 0) printf("%s", kv->val);
+        else json_str(stdout, kv->val);
+    }
+    printf("}");
+}
+
+static void stats_print_text(const stats_reply *sr) {
+    int i, rel_done = 0;
+    const char *pid = kv_get(sr, "pid");
+    printf("stats: from simba pid %s (socket %s)\n", pid ? pid : "?", sr->path);
+    for (i = 0; i < sr->n; i++) {
+        const stats_kv *kv = &sr->kv[i];
+        if (!strcmp(kv->key, "mutex") || !strcmp(kv->key, "pid")) continue;
+        if (strncmp(kv->key, "release.", 8) == 0) {
+            int j;
+            if (rel_done) continue;
+            rel_done = 1;
+            printf("  releases_by_reason:");
+            for (j = i; j < sr->n; j++)
+                if (strncmp(sr->kv[j].key, "release.", 8) == 0) printf(" %s %s", sr->kv[j].key + 8, sr->kv[j].val);
+            printf("\n");
+            continue;
+        }
+        if (!strcmp(kv->key, "owner")) printf("  owner: %s\n", strcmp(kv->val, "1") == 0 ? "yes" : "no");
+        else printf("  %s: %s\n", kv->key, kv->val);
+    }
+}
+
 static int cmd_get(const url_t *u, opts_t *o) {
     store_t s;
     info_t in;
-    int rc = store_open(&s, u, 0);
+    stats_reply *sr;
+    int rc = store_open(&s, u, 0), have;
     if (rc != EXIT_OK) { store_close(&s); return rc; }
     rc = store_read(&s, o->name, &in);
     store_close(&s);
     if (rc < 0) return -rc;
     if (rc == 0) snprintf(in.name, sizeof in.name, "%s", o->name);
-    print_info(&in, o->json, 0);
-    if (o->json) printf("\n");
+    sr = (stats_reply *)calloc(1, sizeof *sr);
+    if (!sr) { errorf("out of memory"); return EXIT_OSERR; }
+    have = stats_for_get(u, o, sr);
+    if (have < 0) { free(sr); return -have; }
+    if (o->json) {
+        printf("{");
+        print_info_members(&in);
+        if (have) {
+            printf(",\"stats\":");
+            stats_print_json(sr);
+        }
+        printf("}\n");
+    } else {
+        print_info(&in, 0, 0);
+        if (have) stats_print_text(sr);
+    }
+    free(sr);
     return in.owner[0] ? EXIT_OK : EXIT_NO;
 }
 
@@ -1323,6 +1758,18 @@ int main(int argc, char **argv) {
         if (parse_url(o.url, &u)) return EXIT_USAGE;
     }
     if (strcmp(cmd, "release") != 0 && o.have_fence) { errorf("%s: --fence is for release", cmd); return EXIT_USAGE; }
+    if ((o.stats_file || o.no_stats_socket) && strcmp(cmd, "run") && strcmp(cmd, "elect")) { errorf("%s: --stats-file and --no-stats-socket are for run and elect", cmd); return EXIT_USAGE; }
+    if (o.stats_sock && strcmp(cmd, "get")) { errorf("%s: --stats is for get", cmd); return EXIT_USAGE; }
+    if (o.stats_file) { /* said now, not after the command has run */
+        char dir[4096];
+        const char *sl = strrchr(o.stats_file, '/');
+        if (strlen(o.stats_file) >= sizeof dir - 32) { errorf("--stats-file: the path is too long"); return EXIT_USAGE; }
+        if (!sl) snprintf(dir, sizeof dir, ".");
+        else if (sl == o.stats_file) snprintf(dir, sizeof dir, "/");
+        else snprintf(dir, sizeof dir, "%.*s", (int)(sl - o.stats_file), o.stats_file);
+        if (sl && !sl[1]) { errorf("--stats-file '%s': names a directory, not a file", o.stats_file); return EXIT_USAGE; }
+        if (access(dir, W_OK | X_OK) != 0) { errorf("--stats-file '%s': cannot write in directory '%s': %s", o.stats_file, dir, strerror(errno)); return EXIT_USAGE; }
+    }
     if (u.kind == BE_REDIS && resolve_redis_host(&u)) return EXIT_USAGE;
     verbose_log = getenv("SIMBA_DEBUG") != NULL;
     if (!o.refresh_ms) o.refresh_ms = 1000;
