@@ -15,7 +15,7 @@
 set -u
 cd "$(dirname "$0")/.."
 B=${1:-build}
-D=$B/readme
+D=$B/readme_blocks # not $B/readme: that is the example binary
 CC=${CC:-cc}
 CXX=${CXX:-c++}
 WARN="-Wall -Wextra -Wpedantic -Werror"
