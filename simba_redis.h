@@ -146,7 +146,6 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
 #include <string.h>
 
 #define SIMBA__REDIS_PREFIX_MAX 64
-#define SIMBA__REDIS_GRACE_MS "3000"
 /* Holds the run_id of a server declared empty when it started (see DATA LOSS). */
 #define SIMBA__REDIS_FRESH_KEY "simba:fresh"
 /* Longest key or channel: prefix + {name} + ":wk:" + db + ":" + id, with room to spare. */
@@ -218,18 +217,36 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     "  return tonumber(at) + tonumber(ARGV[7]) - now\n"                                     \
     "end\n"
 
-/* ARGV: contender, ttl, lease (ttl + transition), owner channel, waiter grace ms, renew (1: the
-   contender believes it owns the mutex), quarantine ms, the server's run_id ('' = unknown),
-   durable (1: AOF with appendfsync always, so a restart keeps every write)
+/* ARGV: contender, ttl, lease (ttl + transition), owner channel, live ms (how long this
+   waiter keeps its place without asking again, from the core), renew (1: the contender
+   believes it owns the mutex), quarantine ms, the server's run_id ('' = unknown), durable
+   (1: AOF with appendfsync always, so a restart keeps every write), wake channel prefix
    A grant (a new ownership) happens only where no owner record exists or where the record
    names this contender but it does not renew (it stepped down locally, or lost an answer):
-   both pass the data-loss check. A renewal of a record that exists needs none. */
+   both pass the data-loss check. A renewal of a record that exists needs none.
+   Fairness: a free mutex (no record: released, or its lease fully over) goes only to the
+   head of the queue; anyone else joins the line and is told "nobody", so that it asks
+   again later while the head keeps the mutex reserved. */
 static const char simba__redis_lua_acquire[] =
     SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_PURGE SIMBA__REDIS_LUA_QUARANTINE
     "local c = ARGV[1]\n"
     "local ttl = tonumber(ARGV[2])\n"
     "local lease = tonumber(ARGV[3])\n"
     "local now, ms, us = clock()\n"
+    /* Join the line (arrival order) or refresh our place; true when we are its head. */
+    "local function enqueue()\n"
+    "  purge(ms)\n"
+    "  redis.call('ZADD', KEYS[3], 'NX', us, c)\n"
+    "  redis.call('ZADD', KEYS[4], string.format('%.0f', now + tonumber(ARGV[5])), c)\n"
+    /* Both keys expire with their latest waiter; an earlier one already set them as far. */
+    "  local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')\n"
+    "  if last[1] == c then\n"
+    "    local at = string.format('%.0f', tonumber(last[2]))\n"
+    "    redis.call('PEXPIREAT', KEYS[3], at)\n"
+    "    redis.call('PEXPIREAT', KEYS[4], at)\n"
+    "  end\n"
+    "  return redis.call('ZRANGE', KEYS[3], 0, 0)[1] == c\n"
+    "end\n"
     "local v = redis.call('GET', KEYS[1])\n"
     "local o = v and rec(v)\n"
     "if o and o.err then return o end\n"
@@ -237,6 +254,26 @@ static const char simba__redis_lua_acquire[] =
     "  redis.call('SET', KEYS[1], o[1] .. ' ' .. o[2] .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c, 'PX', ARGV[3])\n"
     "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"
     "  return {c, ttl, lease, now - o[3], o[1], 0}\n"
+    "end\n"
+    "local inq\n"
+    "if not o then\n"
+    /* Free: it is the head's, if the head is alive (its place not lapsed and its process
+       still listening on its wake channel); a dead or garbage head leaves the line. An empty
+       queue costs one ZRANGE, as the ZREM it replaces did. */
+    "  local h = redis.call('ZRANGE', KEYS[3], 0, 0)[1]\n"
+    "  for i = 1, 16 do\n"
+    "    if not h or h == c then break end\n"
+    "    local e = redis.call('ZSCORE', KEYS[4], h)\n"
+    "    if e and tonumber(e) > now and redis.call('PUBSUB', 'NUMSUB', ARGV[10] .. h)[2] > 0 then break end\n"
+    "    redis.call('ZREM', KEYS[3], h)\n"
+    "    redis.call('ZREM', KEYS[4], h)\n"
+    "    h = redis.call('ZRANGE', KEYS[3], 0, 0)[1]\n"
+    "  end\n"
+    "  if h and h ~= c then\n"
+    "    enqueue()\n"
+    "    return {'', 0, 0, -1, '0', 0}\n"
+    "  end\n"
+    "  inq = h == c\n"
     "end\n"
     "if not o or o[6] == c then\n"
     "  local q = quarantine(now, ms)\n"
@@ -252,26 +289,15 @@ static const char simba__redis_lua_acquire[] =
     "  if last and tonumber(last) >= tonumber(us) then f = string.format('%.0f', tonumber(last) + 1) end\n"
     "  redis.call('SET', KEYS[2], f)\n"
     "  redis.call('SET', KEYS[1], f .. ' ' .. ms .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c, 'PX', ARGV[3])\n"
-    "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"
+    "  if inq ~= false and redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"
     /* Observers' processes listen here; nobody else does, so a handoff wakes no waiter. */
     "  redis.call('PUBLISH', ARGV[4], 'owner ' .. f .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c)\n"
     "  return {c, ttl, lease, 0, f, 0}\n"
     "end\n"
     "local p = o[5] - now\n"
     "if p < 0 then p = 0 end\n"
-    "purge(ms)\n"
-    "redis.call('ZADD', KEYS[3], 'NX', us, c)\n"
-    "redis.call('ZADD', KEYS[4], string.format('%.0f', now + p + tonumber(ARGV[5])), c)\n"
-    /* Both keys expire with their latest waiter; an earlier one already set them as far. */
-    "local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')\n"
-    "if last[1] == c then\n"
-    "  local at = string.format('%.0f', tonumber(last[2]))\n"
-    "  redis.call('PEXPIREAT', KEYS[3], at)\n"
-    "  redis.call('PEXPIREAT', KEYS[4], at)\n"
-    "end\n"
-    "local head = redis.call('ZRANGE', KEYS[3], 0, 0)\n"
     "local first = 0\n"
-    "if head[1] == c then first = 1 end\n"
+    "if enqueue() then first = 1 end\n"
     "return {o[6], o[4] - now, p, now - o[3], o[1], first}\n";
 
 /* ARGV: contender, event channel, wake channel prefix (the waiter id is appended), how many
@@ -677,7 +703,7 @@ static simba__rmutex *simba__redis_mutex(simba__redis *r, const char *mutex);
 
 static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
     char k[5][SIMBA__REDIS_KEY_MAX], ch[SIMBA__REDIS_KEY_MAX], wk[SIMBA__REDIS_KEY_MAX];
-    char ttl[24], lease[24], quar[24], ow[SIMBA__REDIS_KEY_MAX];
+    char ttl[24], lease[24], quar[24], live[24], ow[SIMBA__REDIS_KEY_MAX];
     const char *argv[24];
     size_t lens[24];
     int argc = 0, i, idx, nkeys;
@@ -716,16 +742,20 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
         snprintf(ttl, sizeof(ttl), "%lld", (long long)req->ttl_ms);
         snprintf(lease, sizeof(lease), "%lld", (long long)lease_ms);
         snprintf(quar, sizeof(quar), "%lld", (long long)(lease_ms > r->max_lease ? lease_ms : r->max_lease));
+        /* The core's liveness bound; a request without one keeps its place for its lease. */
+        snprintf(live, sizeof(live), "%lld", (long long)(req->live_ms > 0 ? req->live_ms : lease_ms));
         simba__redis_owchan(ow, sizeof(ow), r, req->mutex);
+        simba__redis_wkchan(wk, sizeof(wk), r, req->mutex, NULL);
         argv[argc++] = req->contender;
         argv[argc++] = ttl;
         argv[argc++] = lease;
         argv[argc++] = ow;
-        argv[argc++] = SIMBA__REDIS_GRACE_MS;
+        argv[argc++] = live;
         argv[argc++] = req->renew ? "1" : "0";
         argv[argc++] = quar;
         argv[argc++] = r->run_id;
         argv[argc++] = r->aof_on && r->fsync_always ? "1" : "0";
+        argv[argc++] = wk;
     } else if (idx == SIMBA__RS_RELEASE) {
         simba__redis_evchan(ch, sizeof(ch), r, req->mutex);
         simba__redis_wkchan(wk, sizeof(wk), r, req->mutex, NULL);
@@ -1217,7 +1247,7 @@ static simba_result simba__redis_submit(void *impl, simba_req *req) {
         return SIMBA_EINVAL;
     if (req->op == SIMBA_OP_ACQUIRE &&
         (req->ttl_ms <= 0 || req->ttl_ms > SIMBA_MAX_MS || req->transition_ms < 0 ||
-         req->transition_ms > SIMBA_MAX_MS))
+         req->transition_ms > SIMBA_MAX_MS || req->live_ms < 0 || req->live_ms > SIMBA_MAX_MS))
         return SIMBA_EINVAL;
     op = r->free_ops;
     if (op) {
