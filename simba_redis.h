@@ -40,11 +40,27 @@
  *                           (provided its clock does not step back)
  *   <prefix>{<name>}:queue  waiters by arrival (zset, score = arrival time in us)
  *   <prefix>{<name>}:qexp   per-waiter expiry (zset): a waiter that does not come back
- *                           within the owner's remaining lease + 3 s is considered gone
+ *                           within its req->live_ms (sent by the core) is considered gone
  *   <prefix>alive           the data-loss marker "<since ms> <run_id>", never expires
  *   simba:fresh             optional: the run_id of a server declared empty at its start
  *   All times come from the server (TIME); replies carry remaining durations only.
  *   Requires Redis >= 5 (scripts that call TIME before writing).
+ *
+ * FAIRNESS (the rule of simba.h, kept in the scripts)
+ *     ACQUIRE, no owner record, queue empty or asker is its head --> owner (new fence), leaves
+ *     ACQUIRE, no owner record, a live head before the asker -----> joins the back, "nobody"
+ *     ACQUIRE, held by another (ttl or transition) ----------------> joins the back, or its
+ *                                                                      place refreshed
+ *     ACQUIRE renew=1 by the recorded owner -----------------------> renewal (same fence)
+ *     RELEASE by the owner -> record deleted, "released" pushed to the head's wake channel
+ *   The head keeps a free mutex reserved while it is live: its expiry (the last request +
+ *   req->live_ms) is ahead and somebody listens on its wake channel (PUBSUB NUMSUB; a process
+ *   that died has closed its connection). A dead head, or a garbage entry (no expiry, no
+ *   listener), leaves the line at the next ask, so a SIGSTOPped head holds the others back
+ *   no longer than its live_ms, a SIGKILLed one not at all. A waiter told "nobody" asks again
+ *   at the core's doubling interval; the head is told first_in_line and tries at lease end.
+ *   Costs: an uncontended acquire reads the empty queue once (one ZRANGE, in place of the
+ *   ZREM it needed before); only a contended free mutex pays for the head check.
  *
  * DATA LOSS (a restart without persistence, FLUSHALL/FLUSHDB, eviction, a promoted replica)
  *   The owner record can vanish while its owner still holds the lease. The acquire script
@@ -81,9 +97,11 @@
  *   <prefix>{<name>}:ev:<db>         "released" broadcasts, to every watcher of the mutex
  *   <prefix>{<name>}:ow:<db>         owner announcements, for observers
  *   <prefix>{<name>}:wk:<db>:<id>    wake-up for one waiter
- *   A release wakes only the oldest live waiter, on its own channel; a waiter whose channel
- *   nobody listens to any more (its process is gone) is dropped from the queue and the next
- *   one is tried. With no waiter to wake, "released" goes to every watcher of the mutex,
+ *   A release wakes only the oldest live waiter, on its own channel, and the mutex is kept
+ *   for it (see FAIRNESS); a waiter whose channel nobody listens to any more (its process
+ *   is gone) is dropped from the queue and the next one is tried. A forged or stray wake-up
+ *   only makes a contender ask: the script decides.
+ *   With no waiter to wake, "released" goes to every watcher of the mutex,
  *   unless PUBSUB NUMSUB shows that the only one is the releasing process itself (its
  *   subscription counted only once the server confirmed it), so an uncontended release
  *   sends nothing back to its own process. A backend subscribes a mutex's owner channel once it has read that mutex (which only
@@ -97,7 +115,9 @@
  *   After a reconnect every channel is subscribed again and SIMBA_EV_RESET is raised for all
  *   mutexes (messages may have been missed). Messages are hints; timers stay the fallback.
  *   In Redis Cluster, PUBLISH only counts receivers on the node that runs the script, so
- *   wake-ups may fall back to the broadcast; locking itself is unaffected.
+ *   wake-ups may fall back to the broadcast, and the head check may drop a live head
+ *   subscribed on another node (it asks again and joins the back); locking itself is
+ *   unaffected.
  *
  * LICENSE: MIT, see the end of this file.
  */
