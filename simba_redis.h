@@ -59,7 +59,7 @@
  *   listener), leaves the line at the next ask, so a SIGSTOPped head holds the others back
  *   no longer than its live_ms, a SIGKILLed one not at all. A waiter told "nobody" asks again
  *   at the core's doubling interval; the head is told first_in_line and tries at lease end.
- *   Costs: an uncontended acquire reads the empty queue once (one ZRANGE, in place of the
+ *   Costs: an uncontended acquire looks at the empty queue once (one EXISTS, in place of the
  *   ZREM it needed before); only a contended free mutex pays for the head check.
  *
  * DATA LOSS (a restart without persistence, FLUSHALL/FLUSHDB, eviction, a promoted replica)
@@ -279,8 +279,8 @@ static const char simba__redis_lua_acquire[] =
     "if not o then\n"
     /* Free: it is the head's, if the head is alive (its place not lapsed and its process
        still listening on its wake channel); a dead or garbage head leaves the line. An empty
-       queue costs one ZRANGE, as the ZREM it replaces did. */
-    "  local h = redis.call('ZRANGE', KEYS[3], 0, 0)[1]\n"
+       queue costs one EXISTS, as the ZREM it replaces did. */
+    "  local h = redis.call('EXISTS', KEYS[3]) == 1 and redis.call('ZRANGE', KEYS[3], 0, 0)[1]\n"
     "  for i = 1, 16 do\n"
     "    if not h or h == c then break end\n"
     "    local e = redis.call('ZSCORE', KEYS[4], h)\n"

@@ -1070,6 +1070,10 @@ TEST(bad_names_rejected) {
     req.contender = "X";
     req.ttl_ms = 0;
     CHECK_RC(simba__redis_vt.submit(simba_backend_impl(be), &req), SIMBA_EINVAL);
+    /* a negative liveness bound is nobody's timing */
+    req.ttl_ms = 1000;
+    req.live_ms = -1;
+    CHECK_RC(simba__redis_vt.submit(simba_backend_impl(be), &req), SIMBA_EINVAL);
     CHECK_RC(simba__redis_vt.watch(simba_backend_impl(be), "a{b"), SIMBA_EINVAL);
     drv_run(&d, 100);
     after = raw_cmd(port1, "KEYS %s*", prefix);
