@@ -984,12 +984,13 @@ TEST(stopped_head_reserved_no_longer_than_live) {
     CHECK(!simba_is_owner(w2));
     CHECK_EQ(rw.acq, 0);
     /* the head's place lapses by its last request + live, which came before t_stop */
-    WAIT_FOR(&d, simba_is_owner(w2), live + 3000);
+    WAIT_FOR(&d, simba_is_owner(w2), live + 4000);
     CHECK(simba_is_owner(w2));
     fprintf(stderr, "  W2 took over %.0f ms after the release (head's liveness bound %lld ms)\n",
             (double)(rw.acq_us - t_rel) / 1000.0, (long long)live);
-    /* the core's retry interval while a free mutex is kept for the head is at most 1 s */
-    CHECK(rw.acq_us - t_stop <= (live + 1500) * 1000);
+    /* the core asks at most every 1 s while a free mutex is kept for the head; 1 s more
+       for a loaded host */
+    CHECK(rw.acq_us - t_stop <= (live + 2000) * 1000);
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
     drv_free(&d);
