@@ -57,7 +57,9 @@
  *   req->live_ms) is ahead and somebody listens on its wake channel (PUBSUB NUMSUB; a process
  *   that died has closed its connection). A dead head, or a garbage entry (no expiry, no
  *   listener), leaves the line at the next ask, so a SIGSTOPped head holds the others back
- *   no longer than its live_ms, a SIGKILLed one not at all. A waiter told "nobody" asks again
+ *   no longer than its live_ms, a SIGKILLed one not at all (a live head whose subscriber
+ *   connection is down at that moment loses its place too: it asks again after the
+ *   reconnect's SIMBA_EV_RESET and joins the back). A waiter told "nobody" asks again
  *   at the core's doubling interval; the head is told first_in_line and tries at lease end.
  *   Costs: an uncontended acquire looks at the empty queue once (one EXISTS, in place of the
  *   ZREM it needed before); only a contended free mutex pays for the head check.
