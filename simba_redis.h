@@ -40,11 +40,29 @@
  *                           (provided its clock does not step back)
  *   <prefix>{<name>}:queue  waiters by arrival (zset, score = arrival time in us)
  *   <prefix>{<name>}:qexp   per-waiter expiry (zset): a waiter that does not come back
- *                           within the owner's remaining lease + 3 s is considered gone
+ *                           within its req->live_ms (sent by the core) is considered gone
  *   <prefix>alive           the data-loss marker "<since ms> <run_id>", never expires
  *   simba:fresh             optional: the run_id of a server declared empty at its start
  *   All times come from the server (TIME); replies carry remaining durations only.
  *   Requires Redis >= 5 (scripts that call TIME before writing).
+ *
+ * FAIRNESS (the rule of simba.h, kept in the scripts)
+ *     ACQUIRE, no owner record, queue empty or asker is its head --> owner (new fence), leaves
+ *     ACQUIRE, no owner record, a live head before the asker -----> joins the back, "nobody"
+ *     ACQUIRE, held by another (ttl or transition) ----------------> joins the back, or its
+ *                                                                      place refreshed
+ *     ACQUIRE renew=1 by the recorded owner -----------------------> renewal (same fence)
+ *     RELEASE by the owner -> record deleted, "released" pushed to the head's wake channel
+ *   The head keeps a free mutex reserved while it is live: its expiry (the last request +
+ *   req->live_ms) is ahead and somebody listens on its wake channel (PUBSUB NUMSUB; a process
+ *   that died has closed its connection). A dead head, or a garbage entry (no expiry, no
+ *   listener), leaves the line at the next ask, so a SIGSTOPped head holds the others back
+ *   no longer than its live_ms, a SIGKILLed one not at all (a live head whose subscriber
+ *   connection is down at that moment loses its place too: it asks again after the
+ *   reconnect's SIMBA_EV_RESET and joins the back). A waiter told "nobody" asks again
+ *   at the core's doubling interval; the head is told first_in_line and tries at lease end.
+ *   Costs: an uncontended acquire looks at the empty queue once (one EXISTS, in place of the
+ *   ZREM it needed before); only a contended free mutex pays for the head check.
  *
  * DATA LOSS (a restart without persistence, FLUSHALL/FLUSHDB, eviction, a promoted replica)
  *   The owner record can vanish while its owner still holds the lease. The acquire script
@@ -81,9 +99,11 @@
  *   <prefix>{<name>}:ev:<db>         "released" broadcasts, to every watcher of the mutex
  *   <prefix>{<name>}:ow:<db>         owner announcements, for observers
  *   <prefix>{<name>}:wk:<db>:<id>    wake-up for one waiter
- *   A release wakes only the oldest live waiter, on its own channel; a waiter whose channel
- *   nobody listens to any more (its process is gone) is dropped from the queue and the next
- *   one is tried. With no waiter to wake, "released" goes to every watcher of the mutex,
+ *   A release wakes only the oldest live waiter, on its own channel, and the mutex is kept
+ *   for it (see FAIRNESS); a waiter whose channel nobody listens to any more (its process
+ *   is gone) is dropped from the queue and the next one is tried. A forged or stray wake-up
+ *   only makes a contender ask: the script decides.
+ *   With no waiter to wake, "released" goes to every watcher of the mutex,
  *   unless PUBSUB NUMSUB shows that the only one is the releasing process itself (its
  *   subscription counted only once the server confirmed it), so an uncontended release
  *   sends nothing back to its own process. A backend subscribes a mutex's owner channel once it has read that mutex (which only
@@ -97,7 +117,9 @@
  *   After a reconnect every channel is subscribed again and SIMBA_EV_RESET is raised for all
  *   mutexes (messages may have been missed). Messages are hints; timers stay the fallback.
  *   In Redis Cluster, PUBLISH only counts receivers on the node that runs the script, so
- *   wake-ups may fall back to the broadcast; locking itself is unaffected.
+ *   wake-ups may fall back to the broadcast, and the head check may drop a live head
+ *   subscribed on another node (it asks again and joins the back); locking itself is
+ *   unaffected.
  *
  * LICENSE: MIT, see the end of this file.
  */
@@ -146,7 +168,6 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
 #include <string.h>
 
 #define SIMBA__REDIS_PREFIX_MAX 64
-#define SIMBA__REDIS_GRACE_MS "3000"
 /* Holds the run_id of a server declared empty when it started (see DATA LOSS). */
 #define SIMBA__REDIS_FRESH_KEY "simba:fresh"
 /* Longest key or channel: prefix + {name} + ":wk:" + db + ":" + id, with room to spare. */
@@ -218,12 +239,16 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     "  return tonumber(at) + tonumber(ARGV[7]) - now\n"                                     \
     "end\n"
 
-/* ARGV: contender, ttl, lease (ttl + transition), owner channel, waiter grace ms, renew (1: the
-   contender believes it owns the mutex), quarantine ms, the server's run_id ('' = unknown),
-   durable (1: AOF with appendfsync always, so a restart keeps every write)
+/* ARGV: contender, ttl, lease (ttl + transition), owner channel, live ms (how long this
+   waiter keeps its place without asking again, from the core), renew (1: the contender
+   believes it owns the mutex), quarantine ms, the server's run_id ('' = unknown), durable
+   (1: AOF with appendfsync always, so a restart keeps every write), wake channel prefix
    A grant (a new ownership) happens only where no owner record exists or where the record
    names this contender but it does not renew (it stepped down locally, or lost an answer):
-   both pass the data-loss check. A renewal of a record that exists needs none. */
+   both pass the data-loss check. A renewal of a record that exists needs none.
+   Fairness: a free mutex (no record: released, or its lease fully over) goes only to the
+   head of the queue; anyone else joins the line and is told "nobody", so that it asks
+   again later while the head keeps the mutex reserved. */
 static const char simba__redis_lua_acquire[] =
     SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_PURGE SIMBA__REDIS_LUA_QUARANTINE
     "local c = ARGV[1]\n"
@@ -237,6 +262,40 @@ static const char simba__redis_lua_acquire[] =
     "  redis.call('SET', KEYS[1], o[1] .. ' ' .. o[2] .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c, 'PX', ARGV[3])\n"
     "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"
     "  return {c, ttl, lease, now - o[3], o[1], 0}\n"
+    "end\n"
+    /* Join the line (arrival order) or refresh our place; true when we are its head. */
+    "local function enqueue()\n"
+    "  purge(ms)\n"
+    "  redis.call('ZADD', KEYS[3], 'NX', us, c)\n"
+    "  redis.call('ZADD', KEYS[4], string.format('%.0f', now + tonumber(ARGV[5])), c)\n"
+    /* Both keys expire with their latest waiter; an earlier one already set them as far. */
+    "  local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')\n"
+    "  if last[1] == c then\n"
+    "    local at = string.format('%.0f', tonumber(last[2]))\n"
+    "    redis.call('PEXPIREAT', KEYS[3], at)\n"
+    "    redis.call('PEXPIREAT', KEYS[4], at)\n"
+    "  end\n"
+    "  return redis.call('ZRANGE', KEYS[3], 0, 0)[1] == c\n"
+    "end\n"
+    "local inq\n"
+    "if not o then\n"
+    /* Free: it is the head's, if the head is alive (its place not lapsed and its process
+       still listening on its wake channel); a dead or garbage head leaves the line. An empty
+       queue costs one EXISTS, as the ZREM it replaces did. */
+    "  local h = redis.call('EXISTS', KEYS[3]) == 1 and redis.call('ZRANGE', KEYS[3], 0, 0)[1]\n"
+    "  for i = 1, 16 do\n"
+    "    if not h or h == c then break end\n"
+    "    local e = redis.call('ZSCORE', KEYS[4], h)\n"
+    "    if e and tonumber(e) > now and redis.call('PUBSUB', 'NUMSUB', ARGV[10] .. h)[2] > 0 then break end\n"
+    "    redis.call('ZREM', KEYS[3], h)\n"
+    "    redis.call('ZREM', KEYS[4], h)\n"
+    "    h = redis.call('ZRANGE', KEYS[3], 0, 0)[1]\n"
+    "  end\n"
+    "  if h and h ~= c then\n"
+    "    enqueue()\n"
+    "    return {'', 0, 0, -1, '0', 0}\n"
+    "  end\n"
+    "  inq = h == c\n"
     "end\n"
     "if not o or o[6] == c then\n"
     "  local q = quarantine(now, ms)\n"
@@ -252,26 +311,15 @@ static const char simba__redis_lua_acquire[] =
     "  if last and tonumber(last) >= tonumber(us) then f = string.format('%.0f', tonumber(last) + 1) end\n"
     "  redis.call('SET', KEYS[2], f)\n"
     "  redis.call('SET', KEYS[1], f .. ' ' .. ms .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c, 'PX', ARGV[3])\n"
-    "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"
+    "  if inq ~= false and redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"
     /* Observers' processes listen here; nobody else does, so a handoff wakes no waiter. */
     "  redis.call('PUBLISH', ARGV[4], 'owner ' .. f .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c)\n"
     "  return {c, ttl, lease, 0, f, 0}\n"
     "end\n"
     "local p = o[5] - now\n"
     "if p < 0 then p = 0 end\n"
-    "purge(ms)\n"
-    "redis.call('ZADD', KEYS[3], 'NX', us, c)\n"
-    "redis.call('ZADD', KEYS[4], string.format('%.0f', now + p + tonumber(ARGV[5])), c)\n"
-    /* Both keys expire with their latest waiter; an earlier one already set them as far. */
-    "local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')\n"
-    "if last[1] == c then\n"
-    "  local at = string.format('%.0f', tonumber(last[2]))\n"
-    "  redis.call('PEXPIREAT', KEYS[3], at)\n"
-    "  redis.call('PEXPIREAT', KEYS[4], at)\n"
-    "end\n"
-    "local head = redis.call('ZRANGE', KEYS[3], 0, 0)\n"
     "local first = 0\n"
-    "if head[1] == c then first = 1 end\n"
+    "if enqueue() then first = 1 end\n"
     "return {o[6], o[4] - now, p, now - o[3], o[1], first}\n";
 
 /* ARGV: contender, event channel, wake channel prefix (the waiter id is appended), how many
@@ -677,7 +725,7 @@ static simba__rmutex *simba__redis_mutex(simba__redis *r, const char *mutex);
 
 static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
     char k[5][SIMBA__REDIS_KEY_MAX], ch[SIMBA__REDIS_KEY_MAX], wk[SIMBA__REDIS_KEY_MAX];
-    char ttl[24], lease[24], quar[24], ow[SIMBA__REDIS_KEY_MAX];
+    char ttl[24], lease[24], quar[24], live[24], ow[SIMBA__REDIS_KEY_MAX];
     const char *argv[24];
     size_t lens[24];
     int argc = 0, i, idx, nkeys;
@@ -716,16 +764,20 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
         snprintf(ttl, sizeof(ttl), "%lld", (long long)req->ttl_ms);
         snprintf(lease, sizeof(lease), "%lld", (long long)lease_ms);
         snprintf(quar, sizeof(quar), "%lld", (long long)(lease_ms > r->max_lease ? lease_ms : r->max_lease));
+        /* The core's liveness bound; a request without one keeps its place for its lease. */
+        snprintf(live, sizeof(live), "%lld", (long long)(req->live_ms > 0 ? req->live_ms : lease_ms));
         simba__redis_owchan(ow, sizeof(ow), r, req->mutex);
+        simba__redis_wkchan(wk, sizeof(wk), r, req->mutex, NULL);
         argv[argc++] = req->contender;
         argv[argc++] = ttl;
         argv[argc++] = lease;
         argv[argc++] = ow;
-        argv[argc++] = SIMBA__REDIS_GRACE_MS;
+        argv[argc++] = live;
         argv[argc++] = req->renew ? "1" : "0";
         argv[argc++] = quar;
         argv[argc++] = r->run_id;
         argv[argc++] = r->aof_on && r->fsync_always ? "1" : "0";
+        argv[argc++] = wk;
     } else if (idx == SIMBA__RS_RELEASE) {
         simba__redis_evchan(ch, sizeof(ch), r, req->mutex);
         simba__redis_wkchan(wk, sizeof(wk), r, req->mutex, NULL);
@@ -1217,7 +1269,7 @@ static simba_result simba__redis_submit(void *impl, simba_req *req) {
         return SIMBA_EINVAL;
     if (req->op == SIMBA_OP_ACQUIRE &&
         (req->ttl_ms <= 0 || req->ttl_ms > SIMBA_MAX_MS || req->transition_ms < 0 ||
-         req->transition_ms > SIMBA_MAX_MS))
+         req->transition_ms > SIMBA_MAX_MS || req->live_ms < 0 || req->live_ms > SIMBA_MAX_MS))
         return SIMBA_EINVAL;
     op = r->free_ops;
     if (op) {

@@ -217,6 +217,14 @@ f_flushall() {
     redis-cli -p "$RPORT" PUBLISH "rel:{$MUTEX}:ev:0" released >/dev/null 2>&1
     note flushall "owner slot $s holds; FLUSHALL, waiters woken"
 }
+f_forged_wake() {
+    # every waiter's wake channel gets a release nobody sent: it only makes waiters ask
+    local ch n=0
+    for ch in $(redis-cli -p "$RPORT" PUBSUB CHANNELS "rel:{$MUTEX}:wk:*" 2>/dev/null); do
+        redis-cli -p "$RPORT" PUBLISH "$ch" "released forged" >/dev/null 2>&1 && n=$((n + 1))
+    done
+    note forged-wake "forged release on $n wake channels"
+}
 f_client_kill() {
     local t=normal
     [ $((RANDOM % 3)) = 0 ] && t=pubsub
@@ -242,7 +250,7 @@ f_conn_reset() {
 case "$BACKEND" in
 sql) LIST=(gc_pause db_locked kill_owner db_locked) ;;
 redis) LIST=(flushall gc_pause restart_nopersist server_stop client_kill kill_owner partition flushall server_restart
-    restart_nopersist conn_reset) ;;
+    restart_nopersist conn_reset forged_wake) ;;
 zk) LIST=(gc_pause partition server_stop kill_owner conn_reset server_restart) ;;
 esac
 

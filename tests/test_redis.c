@@ -713,8 +713,8 @@ static void crashed_waiter_case(int hang) {
     WAIT_FOR(&d, strcmp(viewed_owner(w2), "A") == 0, 3000);
     drv_run(&d, 100);
     if (hang) {
-        /* alive connection, gone process: only the entry's expiry can tell (<= lease 3 s +
-           grace 3 s after its last attempt) */
+        /* alive connection, gone process: only the entry's expiry can tell (live_ms = ttl +
+           transition + jitter max + 1 s = 5 s after its last attempt) */
         kill(pid, SIGSTOP);
         drv_run(&d, 6500);
     } else {
@@ -738,6 +738,295 @@ static void crashed_waiter_case(int hang) {
 }
 TEST(crashed_waiter_killed) { crashed_waiter_case(0); }
 TEST(crashed_waiter_hung) { crashed_waiter_case(1); }
+
+/* ---- fairness: the free mutex goes to the head of the queue -------------------------- */
+
+static void qkey(char *buf, size_t cap, const char *mutex, const char *what) {
+    snprintf(buf, cap, "%s{%s}:%s", prefix, mutex, what);
+}
+
+/* A Locker process with the DEFAULT timing: lock, hold 5 ms, unlock, lock again at once;
+   each tenure is written to fd as one line "<id> <fence> <acq us> <rel us>". */
+static void fair_child(const char *mutex, int id, int rounds, int fd) {
+    simba_loop *l = newloop();
+    simba_backend *be;
+    simba_locker *lk;
+    simba_locker_desc ld;
+    char cid[16], line[128];
+    int i;
+    if (!l || open_redis(l, port1, &be) != SIMBA_OK) _exit(2);
+    snprintf(cid, sizeof cid, "P%d", id);
+    memset(&ld, 0, sizeof ld);
+    ld.mutex = mutex;
+    ld.contender_id = cid;
+    if (simba_locker_new(l, be, &ld, &lk) != SIMBA_OK) _exit(3);
+    for (i = 0; i < rounds; i++) {
+        int64_t a, b, until;
+        uint64_t fence;
+        int n;
+        if (simba_locker_lock(lk, 30000) != SIMBA_OK) _exit(4);
+        a = mono_us();
+        fence = simba_locker_fence(lk);
+        until = a + 5000;
+        while (mono_us() < until) simba_wait(l, (until - mono_us()) / 1000 + 1);
+        b = mono_us();
+        if (simba_locker_unlock(lk) != SIMBA_OK) _exit(5);
+        n = snprintf(line, sizeof line, "%d %llu %lld %lld\n", id, (unsigned long long)fence, (long long)a, (long long)b);
+        if (write(fd, line, (size_t)n) != n) _exit(6);
+    }
+    /* the last release goes out before the process ends */
+    {
+        int64_t end = mono_ms() + 3000;
+        while (simba_service_status(simba_locker_service(lk)) != SIMBA_INITIAL && mono_ms() < end)
+            if (simba_wait(l, 20) != SIMBA_OK) break;
+    }
+    simba_locker_free(lk);
+    simba_loop_free(l);
+    _exit(0);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Four processes, all queued behind a holder: ownership goes round in arrival order, a
+   releaser that asks again at once goes to the back (never wins twice while others wait),
+   and each handoff with the Locker's default timing takes milliseconds, not a lease. */
+TEST(fair_round_in_arrival_order) {
+    enum { NP = 4, ROUNDS = 12, TOTAL = NP * ROUNDS };
+    const char *m = "fair-round";
+    drv d;
+    simba_backend *be;
+    simba_service *a;
+    rec ra;
+    pid_t pid[NP];
+    int pfd[2], i, n = 0, ids[TOTAL], order[NP], status;
+    uint64_t fences[TOTAL];
+    int64_t acq[TOTAL], rel[TOTAL], gaps[TOTAL];
+    char qk[256], buf[8192];
+    size_t have = 0;
+    redisContext *rc;
+    redisReply *x;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_redis(d.l[0], port1, &be) == SIMBA_OK);
+    a = contend(d.l[0], be, m, "H", 10000, 6000, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    REQUIRE(simba_is_owner(a));
+    REQUIRE(pipe(pfd) == 0);
+    qkey(qk, sizeof qk, m, "queue");
+    fflush(NULL);
+    for (i = 0; i < NP; i++) {
+        pid[i] = fork();
+        REQUIRE(pid[i] >= 0);
+        if (pid[i] == 0) {
+            close(pfd[0]);
+            fair_child(m, i, ROUNDS, pfd[1]);
+        }
+        /* one at a time, so that the arrival order is known */
+        {
+            int64_t end = mono_ms() + 5000;
+            while (raw_cmd(port1, "ZCARD %s", qk) < i + 1 && mono_ms() < end) drv_once(&d, 10);
+        }
+        CHECK_EQ(raw_cmd(port1, "ZCARD %s", qk), i + 1);
+    }
+    close(pfd[1]);
+    rc = raw_connect(port1);
+    REQUIRE(rc);
+    x = (redisReply *)redisCommand(rc, "ZRANGE %s 0 -1", qk);
+    REQUIRE(x && x->type == REDIS_REPLY_ARRAY && x->elements == NP);
+    for (i = 0; i < NP; i++) order[i] = atoi(x->element[i]->str + 1);
+    freeReplyObject(x);
+    redisFree(rc);
+    CHECK(simba_stop(a) == SIMBA_OK);
+    drv_kick(&d);
+    {
+        int64_t end = mono_ms() + 60000;
+        struct pollfd p;
+        while (n < TOTAL && mono_ms() < end) {
+            char *nl;
+            p.fd = pfd[0];
+            p.events = POLLIN;
+            if (poll(&p, 1, 10) == 1) {
+                ssize_t k = read(pfd[0], buf + have, sizeof buf - have - 1);
+                if (k <= 0) break;
+                have += (size_t)k;
+                buf[have] = 0;
+                while ((nl = strchr(buf, '\n')) != NULL) {
+                    int id;
+                    unsigned long long f;
+                    long long t0, t1;
+                    if (n < TOTAL && sscanf(buf, "%d %llu %lld %lld", &id, &f, &t0, &t1) == 4) {
+                        ids[n] = id;
+                        fences[n] = f;
+                        acq[n] = t0;
+                        rel[n] = t1;
+                        n++;
+                    }
+                    memmove(buf, nl + 1, strlen(nl + 1) + 1);
+                    have = strlen(buf);
+                }
+            }
+            drv_once(&d, 0);
+        }
+    }
+    close(pfd[0]);
+    for (i = 0; i < NP; i++) {
+        CHECK(waitpid(pid[i], &status, 0) == pid[i]);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    CHECK_EQ(n, TOTAL);
+    if (n != TOTAL) { drv_free(&d); return; }
+    /* Lines arrive in release order, which is tenure order when tenures do not overlap. */
+    for (i = 1; i < TOTAL; i++) {
+        CHECK(acq[i] >= rel[i - 1]); /* no overlap */
+        CHECK(fences[i] > fences[i - 1]);
+        gaps[i - 1] = acq[i] - rel[i - 1];
+    }
+    for (i = 0; i < TOTAL; i++) {
+        /* the holder's queue first, then round and round in that order */
+        if (ids[i] != order[i % NP]) {
+            fprintf(stderr, "  tenure %d went to P%d, expected P%d\n", i, ids[i], order[i % NP]);
+            CHECK(ids[i] == order[i % NP]);
+            break;
+        }
+    }
+    qsort(gaps, TOTAL - 1, sizeof gaps[0], cmp_i64);
+    fprintf(stderr, "  handoff after unlock: p50 %.2f ms, max %.2f ms (%d tenures)\n", (double)gaps[(TOTAL - 1) / 2] / 1000.0,
+            (double)gaps[TOTAL - 2] / 1000.0, TOTAL);
+    /* default timing: a lease is 10 s; a push handoff takes milliseconds */
+    CHECK(gaps[(TOTAL - 1) / 2] < 100000);
+    CHECK(gaps[TOTAL - 2] < 2000000);
+    drv_free(&d);
+}
+
+static void child_head(const char *mutex, int64_t ttl, int64_t tr, int fd) {
+    drv d;
+    simba_backend *be;
+    simba_service *w;
+    rec r;
+    memset(&d, 0, sizeof d);
+    memset(&r, 0, sizeof r);
+    if (!drv_add(&d) || open_redis(d.l[0], port1, &be) != SIMBA_OK) _exit(2);
+    w = contend(d.l[0], be, mutex, "W1", ttl, tr, &r);
+    if (!w) _exit(3);
+    WAIT_FOR(&d, strcmp(viewed_owner(w), "A") == 0, 3000);
+    drv_run(&d, 100);
+    if (write(fd, "x", 1) != 1) _exit(4);
+    for (;;) drv_once(&d, 100);
+}
+
+/* The head of the line hangs (SIGSTOP) just as the owner releases: the mutex stays
+   reserved for it (a forged wake-up to the next waiter grants nothing) and goes to the
+   next waiter once the head's place lapses, within the liveness bound the core sends. */
+TEST(stopped_head_reserved_no_longer_than_live) {
+    const char *m = "head-stop";
+    const int64_t ttl = 600, tr = 300;
+    /* what the core sends: ttl + transition + jitter max (default 1000) + 1000 */
+    const int64_t live = ttl + tr + 1000 + 1000;
+    drv d;
+    simba_backend *b1, *b2;
+    simba_service *a, *w2;
+    rec ra, rw;
+    int pfd[2], status, got = 0;
+    char c, chan[256];
+    pid_t pid;
+    int64_t t_stop, t_rel;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    memset(&rw, 0, sizeof rw);
+    REQUIRE(drv_add(&d) && drv_add(&d));
+    REQUIRE(open_redis(d.l[0], port1, &b1) == SIMBA_OK);
+    REQUIRE(open_redis(d.l[1], port1, &b2) == SIMBA_OK);
+    a = contend(d.l[0], b1, m, "A", ttl, tr, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    REQUIRE(simba_is_owner(a));
+    REQUIRE(pipe(pfd) == 0);
+    fflush(NULL);
+    pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        close(pfd[0]);
+        child_head(m, ttl, tr, pfd[1]);
+        _exit(0);
+    }
+    close(pfd[1]);
+    {
+        struct pollfd p;
+        int64_t end = mono_ms() + 5000;
+        while (!got && mono_ms() < end) {
+            p.fd = pfd[0];
+            p.events = POLLIN;
+            if (poll(&p, 1, 0) == 1) got = read(pfd[0], &c, 1) == 1;
+            else drv_once(&d, 10);
+        }
+    }
+    close(pfd[0]);
+    CHECK(got);
+    w2 = contend(d.l[1], b2, m, "W2", ttl, tr, &rw);
+    REQUIRE(w2);
+    WAIT_FOR(&d, strcmp(viewed_owner(w2), "A") == 0, 3000);
+    drv_run(&d, 50);
+    t_stop = mono_us();
+    CHECK(kill(pid, SIGSTOP) == 0);
+    t_rel = mono_us();
+    CHECK(simba_stop(a) == SIMBA_OK);
+    drv_kick(&d);
+    WAIT_FOR(&d, simba_service_status(a) == SIMBA_INITIAL, 2000);
+    /* a forged wake-up: W2 asks at once, and must be told to wait for the head */
+    snprintf(chan, sizeof chan, "%s{%s}:wk:0:W2", prefix, m);
+    CHECK(raw_cmd(port1, "PUBLISH %s %s", chan, "released A") == 1);
+    drv_run(&d, 200);
+    CHECK(!simba_is_owner(w2));
+    CHECK_EQ(rw.acq, 0);
+    /* the head's place lapses by its last request + live, which came before t_stop */
+    WAIT_FOR(&d, simba_is_owner(w2), live + 4000);
+    CHECK(simba_is_owner(w2));
+    fprintf(stderr, "  W2 took over %.0f ms after the release (head's liveness bound %lld ms)\n",
+            (double)(rw.acq_us - t_rel) / 1000.0, (long long)live);
+    /* the core asks at most every 1 s while a free mutex is kept for the head; 1 s more
+       for a loaded host */
+    CHECK(rw.acq_us - t_stop <= (live + 2000) * 1000);
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    drv_free(&d);
+}
+
+/* Garbage in the queue (an entry without expiry, one with a far future expiry and nobody
+   listening, one that is not even a valid id) grants nothing and reserves nothing. */
+TEST(garbage_queue_entry_grants_nothing) {
+    const char *m = "garbage-q";
+    drv d;
+    simba_backend *be;
+    simba_service *w;
+    rec rw;
+    char qk[256], ek[256], ok[256];
+    int64_t t0;
+    memset(&d, 0, sizeof d);
+    memset(&rw, 0, sizeof rw);
+    qkey(qk, sizeof qk, m, "queue");
+    qkey(ek, sizeof ek, m, "qexp");
+    qkey(ok, sizeof ok, m, "owner");
+    CHECK_EQ(raw_cmd(port1, "ZADD %s 1 ghost 2 %s 3 noexp", qk, "bad id\x01"), 3);
+    CHECK_EQ(raw_cmd(port1, "ZADD %s 9000000000000000 ghost 9000000000000000 %s", ek, "bad id\x01"), 2);
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_redis(d.l[0], port1, &be) == SIMBA_OK);
+    t0 = mono_us();
+    w = contend(d.l[0], be, m, "W", 10000, 6000, &rw);
+    REQUIRE(w);
+    WAIT_FOR(&d, simba_is_owner(w), 2000);
+    CHECK(simba_is_owner(w));
+    CHECK(rw.acq_us - t0 < 1000000);
+    CHECK_STR(viewed_owner(w), "W");
+    /* the dead entries left the line */
+    CHECK_EQ(raw_cmd(port1, "ZCARD %s", qk), 0);
+    CHECK_EQ(raw_cmd(port1, "EXISTS %s", ok), 1);
+    drv_free(&d);
+}
 
 /* Bad names never reach Redis; nothing is written. */
 TEST(bad_names_rejected) {
@@ -781,6 +1070,10 @@ TEST(bad_names_rejected) {
     CHECK_RC(simba__redis_vt.submit(simba_backend_impl(be), &req), SIMBA_EINVAL);
     req.contender = "X";
     req.ttl_ms = 0;
+    CHECK_RC(simba__redis_vt.submit(simba_backend_impl(be), &req), SIMBA_EINVAL);
+    /* a negative liveness bound is nobody's timing */
+    req.ttl_ms = 1000;
+    req.live_ms = -1;
     CHECK_RC(simba__redis_vt.submit(simba_backend_impl(be), &req), SIMBA_EINVAL);
     CHECK_RC(simba__redis_vt.watch(simba_backend_impl(be), "a{b"), SIMBA_EINVAL);
     drv_run(&d, 100);
@@ -1373,6 +1666,9 @@ int main(int argc, char **argv) {
     RUN(reconnect_backoff_huge);
     RUN(crashed_waiter_killed);
     RUN(crashed_waiter_hung);
+    RUN(fair_round_in_arrival_order);
+    RUN(stopped_head_reserved_no_longer_than_live);
+    RUN(garbage_queue_entry_grants_nothing);
     RUN(bad_names_rejected);
     RUN(bad_host_port);
     RUN(auth_and_db);
