@@ -312,6 +312,9 @@ typedef struct simba_contend_desc {
     simba_state_fn on_released; /* ownership left this contender (lost, stepped down, stopped) */
     simba_state_fn on_owner;    /* optional: every change of owner id or fence it learns of */
     void *user_data;
+    /* 1: an owner steps down at once when its backend loses the connection (reason
+       "connection"); 0: it keeps its lease to the local deadline, as the server would */
+    int step_down_on_disconnect;
 } simba_contend_desc;
 
 typedef struct simba_observe_desc {
@@ -390,6 +393,7 @@ typedef struct simba_locker_desc {
     /* optional: the lock was lost while held (lease not renewed in time) */
     void (*on_lost)(simba_locker *lk, void *user_data);
     void *user_data;
+    int step_down_on_disconnect; /* as in simba_contend_desc */
 } simba_locker_desc;
 
 SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, const simba_locker_desc *desc, simba_locker **out);
@@ -438,6 +442,7 @@ typedef struct simba_scheduler_desc {
     int64_t period_ms;        /* > 0 */
     void (*work)(simba_scheduler *s, void *user_data); /* required; runs inside simba_poll */
     void *user_data;
+    int step_down_on_disconnect; /* as in simba_contend_desc */
 } simba_scheduler_desc;
 
 SIMBA_API simba_result simba_scheduler_new(simba_loop *loop, simba_backend *be, const simba_scheduler_desc *desc, simba_scheduler **out);
@@ -487,6 +492,8 @@ struct simba_req {
                            wait queue without a new request from it. The core computes it from
                            its own timing (a waiter asks again at least every ttl + transition
                            + jitter max); backends keep no liveness constant of their own */
+    int step_down_on_disconnect; /* ACQUIRE: the contender steps down on SIMBA_EV_DISCONNECTED,
+                                    so a backend that knows it is disconnected grants nothing */
     void *backend_data; /* free for the backend's use while the request is in flight */
     simba_req *next_;   /* free for the backend's use as a list link while in flight */
     /* private to the core */
@@ -513,9 +520,16 @@ typedef enum simba_event_kind {
     SIMBA_EV_OWNER = 2,    /* owner information pushed (owner fields of the reply) */
     SIMBA_EV_RESET = 3,    /* server state may be gone (reconnect): re-contend / renew now */
     SIMBA_EV_LOST = 4,     /* ownership is gone (session expired): owners step down now */
-    SIMBA_EV_DISCONNECTED = 5 /* connection lost and the backend's policy is to step down:
-                                 owners step down now (reason SIMBA_REASON_CONNECTION) */
+    SIMBA_EV_DISCONNECTED = 5 /* connection lost (every networked backend raises it): owners
+                                 with step_down_on_disconnect step down (reason "connection") */
 } simba_event_kind;
+
+/* The lease a backend grants, declared in its vt. */
+typedef enum simba_lease {
+    SIMBA_LEASE_ASKED = 0,  /* the requested ttl/transition: the core clamps grants to them */
+    SIMBA_LEASE_SESSION = 1 /* derived from its session (ZooKeeper): ttl/transition are ignored,
+                               the grant is taken as is and renewals fit inside it */
+} simba_lease;
 
 typedef struct simba_backend_vt {
     const char *name;
@@ -534,6 +548,7 @@ typedef struct simba_backend_vt {
     void (*unwatch)(void *impl, const char *mutex);
     /* Complete every pending request (rc SIMBA_ECLOSED), then free impl. */
     void (*destroy)(void *impl);
+    simba_lease lease; /* 0 = SIMBA_LEASE_ASKED */
 } simba_backend_vt;
 
 SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_vt *vt, void *impl, simba_backend **out);
@@ -845,7 +860,8 @@ enum {
     SIMBA__F_GC = 1u << 6,         /* on the loop's list of things to free */
     SIMBA__F_IMMEDIATE = 1u << 7,  /* the last attempt was an immediate one (no owner) */
     SIMBA__F_FIRST = 1u << 8,      /* the backend last said we are first in line */
-    SIMBA__F_ASKED = 1u << 9       /* an acquire was answered in this run (we hold a place) */
+    SIMBA__F_ASKED = 1u << 9,      /* an acquire was answered in this run (we hold a place) */
+    SIMBA__F_DISC_DOWN = 1u << 10  /* step down on SIMBA_EV_DISCONNECTED (the desc's policy) */
 };
 
 struct simba_service {
@@ -1344,6 +1360,7 @@ static void simba__submit(simba_service *s, simba_op op) {
     /* A waiter asks again by ttl + transition + jitter max at the latest (simba__contender_next);
        a second of slack covers a loaded host's scheduling. */
     r->live_ms = op == SIMBA_OP_ACQUIRE ? simba__add(s->ttl + s->transition + simba__max(s->jmax, 0), 1000) : 0;
+    r->step_down_on_disconnect = op == SIMBA_OP_ACQUIRE && (s->flags & SIMBA__F_DISC_DOWN) != 0;
     r->svc_ = s;
     r->gen_ = s->gen;
     if (op != SIMBA_OP_RELEASE) { s->cnt.attempts++; s->loop->cnt.attempts++; }
@@ -1409,9 +1426,10 @@ static int64_t simba__contender_next(simba_service *s, int first_in_line) {
 /* When an owner renews: renew_margin before its local ttl_at, never in the past, and with
    room for a retry before the lease ends even when the answer came late. */
 static int64_t simba__renew_at(const simba_service *s, int64_t now, int64_t granted) {
-    /* A backend may grant less than ttl_ms (ZooKeeper: from the session timeout): the margin
-       never exceeds half of what was granted, or the owner would renew continuously. */
-    int64_t margin = simba__min(s->renew_margin, simba__max(0, granted / 2));
+    /* A session lease may be shorter than ttl_ms: the margin never exceeds half of it, or
+       the owner would renew continuously. An asked lease is ttl_ms, the margin below it. */
+    int64_t margin = s->be->vt->lease == SIMBA_LEASE_SESSION ? simba__min(s->renew_margin, simba__max(0, granted / 2))
+                                                               : s->renew_margin;
     /* Up to an eighth of the margin earlier, at random: owners that started together do
        not renew in one burst forever after. */
     int64_t at = simba__add(s->lease_end, -margin - simba__uniform(s->loop, 0, margin / 8 + 1));
@@ -1419,12 +1437,20 @@ static int64_t simba__renew_at(const simba_service *s, int64_t now, int64_t gran
     return simba__max(at, floor);
 }
 
-static void simba__learn(simba_service *s, const simba_reply *rep, int64_t sent_at) {
+static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t sent_at) {
     simba_loop *l = s->loop;
     int64_t now = l->now;
     simba_owner nv, none;
+    simba_reply clamped = *rep_in;
+    const simba_reply *rep = &clamped;
     int mine = s->kind == SIMBA__KIND_CONTEND && rep->owner && strcmp(rep->owner, s->id) == 0;
     memset(&none, 0, sizeof none);
+    /* A backend that honours the request grants no more than was asked: a longer lease (a
+       clock or script fault) must not keep us owner past what every waiter expects. */
+    if (mine && s->be->vt->lease != SIMBA_LEASE_SESSION) {
+        clamped.ttl_left_ms = simba__min(clamped.ttl_left_ms, s->ttl);
+        clamped.transition_left_ms = simba__min(clamped.transition_left_ms, simba__add(s->ttl, s->transition));
+    }
     simba__owner_from_reply(&nv, rep, mine ? sent_at : now, now);
     if (mine && nv.ttl_at > now) {
         int gained = !(s->flags & SIMBA__F_OWNER) || s->own_fence != rep->fence;
@@ -1530,8 +1556,11 @@ static void simba__event_svc(simba_service *s, const simba__ev *ev) {
         s->flags &= ~SIMBA__F_IMMEDIATE;
         simba__wake(s);
         break;
-    case SIMBA_EV_LOST:
     case SIMBA_EV_DISCONNECTED:
+        /* Without the policy the lease runs to its local deadline, as on the server. */
+        if (!(s->flags & SIMBA__F_DISC_DOWN)) return;
+        /* fall through */
+    case SIMBA_EV_LOST:
         if (s->flags & SIMBA__F_OWNER) {
             simba__step_down(s, &none, ev->kind == SIMBA_EV_LOST ? SIMBA_REASON_SESSION : SIMBA_REASON_CONNECTION);
             simba__set_view(s, &none);
@@ -1717,6 +1746,7 @@ SIMBA_API simba_result simba_contend(simba_loop *loop, simba_backend *be, const 
     s->on_released = d->on_released;
     s->on_owner = d->on_owner;
     s->user = d->user_data;
+    if (d->step_down_on_disconnect) s->flags |= SIMBA__F_DISC_DOWN;
     *out = s;
     return SIMBA_OK;
 }
@@ -2227,7 +2257,7 @@ static void simba__lk_released(simba_service *svc, const simba_state *st, void *
 /* Lockers and schedulers are built on a contender of their own. */
 static simba_result simba__inner_contender(simba_loop *loop, simba_backend *be, const char *mutex, const char *id, int64_t ttl,
                                            int64_t tr, simba_state_fn acq, simba_state_fn rel, simba_state_fn own, void *user,
-                                           simba_service **out) {
+                                           int disc_down, simba_service **out) {
     simba_contend_desc cd;
     memset(&cd, 0, sizeof cd);
     cd.mutex = mutex;
@@ -2238,6 +2268,7 @@ static simba_result simba__inner_contender(simba_loop *loop, simba_backend *be, 
     cd.on_released = rel;
     cd.user_data = user;
     cd.on_owner = own;
+    cd.step_down_on_disconnect = disc_down;
     return simba_contend(loop, be, &cd, out);
 }
 
@@ -2250,7 +2281,7 @@ SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, con
     if (!lk) return simba__fail(loop, SIMBA_ENOMEM, "simba_locker_new: out of memory");
     memset(lk, 0, sizeof *lk);
     rc = simba__inner_contender(loop, be, d->mutex, d->contender_id, d->ttl_ms, d->transition_ms, simba__lk_acquired,
-                                simba__lk_released, simba__lk_owner, lk, &lk->svc);
+                                simba__lk_released, simba__lk_owner, lk, d->step_down_on_disconnect, &lk->svc);
     if (rc != SIMBA_OK) { simba_free(loop, lk); return rc; }
     lk->loop = loop;
     lk->on_lost = d->on_lost;
@@ -2473,7 +2504,7 @@ SIMBA_API simba_result simba_scheduler_new(simba_loop *loop, simba_backend *be, 
     memset(sc, 0, sizeof *sc);
     if (!simba__timer_init(loop, &sc->tm, SIMBA__T_SCHED)) { simba_free(loop, sc); return SIMBA_ENOMEM; }
     rc = simba__inner_contender(loop, be, d->mutex, d->contender_id, d->ttl_ms, d->transition_ms, simba__sc_acquired,
-                                simba__sc_released, NULL, sc, &sc->svc);
+                                simba__sc_released, NULL, sc, d->step_down_on_disconnect, &sc->svc);
     if (rc != SIMBA_OK) {
         simba__timer_fini(loop, &sc->tm);
         simba_free(loop, sc);
@@ -3038,6 +3069,7 @@ static void simba__mdestroy(void *impl) {
 
 static const simba_backend_vt simba__memory_vt = {
     "memory", simba__msubmit, simba__mfds, simba__mprocess, simba__mdeadline, simba__mem_watch, simba__mem_unwatch, simba__mdestroy,
+    SIMBA_LEASE_ASKED,
 };
 
 SIMBA_API simba_result simba_memory_open(simba_loop *loop, simba_memstore *st, simba_backend **out) {

@@ -20,6 +20,9 @@
  *   connection is dropped and re-made (later replies on it could not be matched any more).
  *   Lost connections are re-made with randomised doubling backoff
  *   [reconnect_min_ms, reconnect_max_ms].
+ *   Losing the command connection raises SIMBA_EV_DISCONNECTED: owners whose desc asks for
+ *   step_down_on_disconnect step down at once (reason "connection"), others keep their
+ *   lease to the local deadline. Grants are the requested ttl (SIMBA_LEASE_ASKED).
  *
  *   Requests submitted while a connection attempt is in progress are queued and sent when it
  *   is up (or fail with SIMBA_ECONN when the attempt fails, at the latest after
@@ -1085,6 +1088,8 @@ static void simba__redis_on_hs(redisAsyncContext *ac, void *reply, void *priv) {
 
 static void simba__rconn_down(simba__rconn *c, int64_t now) {
     simba__redis *r = c->r;
+    /* Losing the command connection is losing the server: the core's policy decides. */
+    if (!c->is_sub && c->state == SIMBA__RC_READY) simba_backend_event(r->be, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
     c->state = SIMBA__RC_DOWN;
     c->rd = c->wr = 0;
     c->fd = -1;
@@ -1494,6 +1499,7 @@ static const simba_backend_vt simba__redis_vt = {
     simba__redis_watch,
     simba__redis_unwatch,
     simba__redis_destroy,
+    SIMBA_LEASE_ASKED,
 };
 
 /* A duration of the desc: 0 (default) .. 2^40 ms, like every duration the core accepts. */

@@ -711,6 +711,7 @@ static const simba_backend_vt simba__sql_vt = {
     simba__sql_watch,
     simba__sql_unwatch,
     simba__sql_destroy,
+    SIMBA_LEASE_ASKED,
 };
 
 static void simba__sql_errout(const simba_sql_desc *desc, const char *msg) {

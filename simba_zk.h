@@ -54,10 +54,11 @@
  *   choose a session timeout that fits (the owner renews at ttl_at - renew_margin, so a
  *   renew_margin below 2T/3 is needed). Non-owners get the owner's values from its node
  *   data (its session timeout as it knew it when it created the node). held_ms is -1.
- *     Disconnect (ZOO_CONNECTING_STATE): with step_down_on_disconnect the owner steps down
- *   at once (SIMBA_EV_DISCONNECTED: on_released with reason "connection") and replies that
- *   would confirm ownership are refused with SIMBA_ECONN until reconnected; otherwise it keeps its lease until its local deadline
- *   (renewals just fail). On reconnect SIMBA_EV_RESET makes every service re-check at once.
+ *   The vt declares SIMBA_LEASE_SESSION, so the core takes these grants as they are.
+ *     Disconnect (ZOO_CONNECTING_STATE): SIMBA_EV_DISCONNECTED, always. An owner whose desc
+ *   asks for step_down_on_disconnect steps down at once (reason "connection") and replies
+ *   that would confirm its ownership are refused with SIMBA_ECONN until reconnected; other
+ *   owners keep their lease until the local deadline (renewals just fail). On reconnect SIMBA_EV_RESET makes every service re-check at once.
  *     Session expiry: SIMBA_EV_LOST for every mutex at once, the handle is closed, a new
  *   session is opened, and once it is connected SIMBA_EV_RESET makes services re-contend
  *   (nodes are created again lazily by the next ACQUIRE).
@@ -135,8 +136,6 @@ typedef struct simba_zk_desc {
     const char *auth_scheme;    /* optional, e.g. "digest" */
     const char *auth;           /* its credentials, e.g. "user:password" */
     int acl_creator_only;       /* nodes get CREATOR_ALL_ACL (needs auth_scheme) */
-    int step_down_on_disconnect;/* 1: owners step down at once on disconnect; 0: at their
-                                   local deadline */
     void (*zk_log)(const char *message); /* client library log lines; NULL = silent. Called
                                    from ZooKeeper threads: must be thread-safe. */
 } simba_zk_desc;
@@ -307,7 +306,7 @@ struct simba__zk {
     struct sockaddr_storage addrs[SIMBA__ZK_ADDRS]; /* numeric servers of hosts */
     int naddrs;
     char root[SIMBA__ZK_ROOT_MAX + 1];
-    int timeout_ms, creator_only, step_down;
+    int timeout_ms, creator_only;
     void (*zk_log)(const char *message);
     char token[17];
     uint32_t counter;
@@ -959,7 +958,7 @@ static void simba__zk_reply_none(simba__zk *zk, simba__zk_job *job) {
 static void simba__zk_reply_self(simba__zk *zk, simba__zk_job *job) {
     simba__zk_cont *c = job->cont;
     simba_reply r;
-    if (zk->step_down && !zk->sess->connected) { /* policy: no ownership while disconnected */
+    if (job->req && job->req->step_down_on_disconnect && !zk->sess->connected) { /* it would step down at once */
         simba__zk_fail(zk, job, SIMBA_ECONN, "zookeeper disconnected");
         return;
     }
@@ -1318,7 +1317,7 @@ static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
         if (s->connected) {
             s->connected = 0;
             zk->stats.connected = 0;
-            if (zk->step_down) simba__zk_event(zk, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
+            simba__zk_event(zk, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
         }
         for (job = zk->jobs; job; job = next) { /* nothing will answer them usefully */
             next = job->next;
@@ -1363,7 +1362,7 @@ static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
         if (!s->connected) return;
         s->connected = 0;
         zk->stats.connected = 0;
-        if (zk->step_down) simba__zk_event(zk, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
+        simba__zk_event(zk, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
     } else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
         int rc;
         simba_log(zk->loop, SIMBA_LOG_WARN, "simba_zk: session %s; opening a new one",
@@ -1703,6 +1702,7 @@ static void simba__zk_destroy(void *impl) {
 static const simba_backend_vt simba__zk_vt = {
     "zookeeper", simba__zk_submit, simba__zk_fds, simba__zk_process, simba__zk_deadline,
     simba__zk_watch, simba__zk_unwatch, simba__zk_destroy,
+    SIMBA_LEASE_SESSION, /* the session is the lease */
 };
 
 /* ---- public ----------------------------------------------------------------------------- */
@@ -1855,7 +1855,6 @@ SIMBA_API simba_result simba_zk_open(simba_loop *loop, const simba_zk_desc *desc
     zk->loop = loop;
     zk->timeout_ms = desc->session_timeout_ms ? desc->session_timeout_ms : 10000;
     zk->creator_only = desc->acl_creator_only != 0;
-    zk->step_down = desc->step_down_on_disconnect != 0;
     zk->zk_log = desc->zk_log;
     zk->reopen_at = INT64_MAX;
     memcpy(zk->token, rnd, 16);

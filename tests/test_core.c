@@ -65,6 +65,7 @@ typedef struct counts {
     uint64_t last_fence;
     int64_t acquired_at, released_at;
     simba_owner last_after;
+    simba_reason reason;
 } counts;
 
 static void on_acq(simba_service *s, const simba_state *st, void *u) {
@@ -79,6 +80,7 @@ static void on_rel(simba_service *s, const simba_state *st, void *u) {
     counts *c = (counts *)u;
     c->released++;
     c->released_at = fake_now;
+    c->reason = st->reason;
     CHECK(simba_owner_is(st->before, simba_service_contender_id(s)));
     CHECK(!simba_is_owner(s));
 }
@@ -88,6 +90,10 @@ static void on_own(simba_service *s, const simba_state *st, void *u) {
     c->owner_changes++;
     c->last_after = *st->after;
 }
+
+static int lk_lost_calls;
+static void lk_lost_count(simba_locker *lk, void *u) { (void)lk; (void)u; lk_lost_calls++; }
+static void noop_work(simba_scheduler *sc, void *u) { (void)sc; (void)u; }
 
 static simba_service *contender(proc *p, const char *mutex, const char *id, int64_t ttl, int64_t tr, counts *c) {
     simba_contend_desc d = {0};
@@ -220,22 +226,123 @@ TEST(owner_renews_at_ttl_minus_margin) {
     store_free();
 }
 
-TEST(renew_margin_capped_by_granted_lease) {
+/* The memory backend's vt, declaring a session-derived lease (as ZooKeeper's does). */
+static simba_backend_vt session_vt;
+static void declare_session_lease(proc *p) {
+    session_vt = *simba_backend_vt_get(p->be);
+    session_vt.lease = SIMBA_LEASE_SESSION;
+    p->be->vt = &session_vt;
+}
+
+TEST(renew_margin_capped_by_granted_session_lease) {
     proc p;
     counts c = {0};
     simba_service *s;
     int64_t t0;
     store_new();
     proc_open(&p);
+    declare_session_lease(&p);
     s = contender(&p, "cap", "a", 9000, 600, &c);
     CHECK_RC(simba_start(s), SIMBA_OK);
     settle(&p, 1);
     t0 = fake_now;
-    /* the backend grants only 1200 ms (less than ttl_ms): renew at half of it, not at
+    /* the session grants only 1200 ms (less than ttl_ms): renew at half of it, not at
        lease_end - 3000 (which would be in the past and renew continuously) */
     simba__learn(s, &(simba_reply){.owner = "a", .ttl_left_ms = 1200, .transition_left_ms = 1800, .fence = s->own_fence}, t0);
     CHECK_EQ(s->lease_end, t0 + 1200);
     CHECK_EQ(s->next_try, t0 + 600);
+    proc_close(&p);
+    store_free();
+}
+
+TEST(asked_lease_grant_clamped_to_what_was_asked) {
+    proc p;
+    counts c = {0};
+    simba_service *s;
+    int64_t t0;
+    store_new();
+    proc_open(&p);
+    CHECK_EQ(simba_backend_vt_get(p.be)->lease, SIMBA_LEASE_ASKED);
+    s = contender(&p, "clamp", "a", 900, 600, &c);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    t0 = fake_now;
+    /* a grant ten times longer than asked: the owner believes only what it asked for */
+    simba__learn(s, &(simba_reply){.owner = "a", .ttl_left_ms = 9000, .transition_left_ms = 15000, .fence = s->own_fence}, t0);
+    CHECK_EQ(s->lease_end, t0 + 900);
+    CHECK_EQ(s->view.ttl_at, t0 + 900);
+    CHECK_EQ(s->view.transition_at, t0 + 900 + 600);
+    CHECK_EQ(s->next_try, t0 + 600);
+    /* a session lease is taken as granted */
+    declare_session_lease(&p);
+    simba__learn(s, &(simba_reply){.owner = "a", .ttl_left_ms = 9000, .transition_left_ms = 15000, .fence = s->own_fence}, t0);
+    CHECK_EQ(s->lease_end, t0 + 9000);
+    CHECK_EQ(s->view.transition_at, t0 + 15000);
+    proc_close(&p);
+    store_free();
+}
+
+/* SIMBA_EV_DISCONNECTED steps down only the owners whose desc asks for it. */
+TEST(disconnect_steps_down_only_owners_that_ask) {
+    proc p;
+    counts keep = {0}, drop = {0};
+    simba_service *k, *d;
+    simba_contend_desc cd = {0};
+    simba_locker_desc ld = {0};
+    simba_scheduler_desc sd = {0};
+    simba_locker *lk;
+    simba_scheduler *sc;
+    simba_memory_fault f = {0};
+    int64_t t0;
+    store_new();
+    proc_open(&p);
+    k = contender(&p, "disc-keep", "a", 900, 600, &keep);
+    cd.mutex = "disc-drop";
+    cd.contender_id = "a";
+    cd.ttl_ms = 900;
+    cd.transition_ms = 600;
+    cd.on_acquired = on_acq;
+    cd.on_released = on_rel;
+    cd.user_data = &drop;
+    cd.step_down_on_disconnect = 1;
+    CHECK_RC(simba_contend(p.loop, p.be, &cd, &d), SIMBA_OK);
+    ld.mutex = "disc-locker";
+    ld.ttl_ms = 900;
+    ld.on_lost = lk_lost_count;
+    ld.step_down_on_disconnect = 1;
+    CHECK_RC(simba_locker_new(p.loop, p.be, &ld, &lk), SIMBA_OK);
+    sd.mutex = "disc-sched";
+    sd.ttl_ms = 900;
+    sd.period_ms = 100;
+    sd.work = noop_work;
+    sd.step_down_on_disconnect = 1;
+    CHECK_RC(simba_scheduler_new(p.loop, p.be, &sd, &sc), SIMBA_OK);
+    CHECK_RC(simba_start(k), SIMBA_OK);
+    CHECK_RC(simba_start(d), SIMBA_OK);
+    CHECK_RC(simba_scheduler_start(sc), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(lk, 0), SIMBA_OK);
+    settle(&p, 1);
+    CHECK(simba_is_owner(k) && simba_is_owner(d) && simba_scheduler_is_leader(sc));
+    t0 = fake_now;
+    lk_lost_calls = 0;
+    f.fail = 1; /* the server is out of reach: nobody gets it back at once */
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    simba_backend_event(p.be, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
+    settle(&p, 1);
+    CHECK_EQ(fake_now, t0);
+    CHECK_EQ(drop.released, 1);
+    CHECK_EQ(drop.reason, SIMBA_REASON_CONNECTION);
+    CHECK(!simba_is_owner(d));
+    CHECK_EQ(lk_lost_calls, 1);
+    CHECK(!simba_locker_held(lk));
+    CHECK(!simba_scheduler_is_leader(sc));
+    CHECK_EQ(keep.released, 0); /* keeps its lease: the server may still hold it */
+    CHECK(simba_is_owner(k));
+    f.fail = 0;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    CHECK_RC(simba_scheduler_free(sc), SIMBA_OK);
+    CHECK_RC(simba_locker_unlock(lk), SIMBA_OK);
+    CHECK_RC(simba_locker_free(lk), SIMBA_OK);
     proc_close(&p);
     store_free();
 }
@@ -1711,7 +1818,9 @@ int main(int argc, char **argv) {
     RUN(names_and_ids);
     RUN(contender_ids);
     RUN(owner_renews_at_ttl_minus_margin);
-    RUN(renew_margin_capped_by_granted_lease);
+    RUN(renew_margin_capped_by_granted_session_lease);
+    RUN(asked_lease_grant_clamped_to_what_was_asked);
+    RUN(disconnect_steps_down_only_owners_that_ask);
     RUN(non_owner_jitter_bounds);
     RUN(forged_announcement_delays_at_most_one_lease);
     RUN(transition_zero_jitter_and_no_owner_at_once);

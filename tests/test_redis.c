@@ -220,6 +220,7 @@ typedef struct rec {
     int acq, rel;
     int64_t acq_us, rel_us;
     uint64_t fence;
+    simba_reason reason;
 } rec;
 
 static void on_acq(simba_service *s, const simba_state *st, void *u) {
@@ -232,13 +233,13 @@ static void on_acq(simba_service *s, const simba_state *st, void *u) {
 static void on_rel(simba_service *s, const simba_state *st, void *u) {
     rec *r = (rec *)u;
     (void)s;
-    (void)st;
     r->rel++;
     r->rel_us = mono_us();
+    r->reason = st->reason;
 }
 
-static simba_service *contend(simba_loop *l, simba_backend *be, const char *mutex, const char *id,
-                              int64_t ttl, int64_t tr, rec *r) {
+static simba_service *contend_ex(simba_loop *l, simba_backend *be, const char *mutex, const char *id,
+                                 int64_t ttl, int64_t tr, rec *r, int step_down_on_disconnect) {
     simba_contend_desc cd;
     simba_service *s = NULL;
     memset(&cd, 0, sizeof cd);
@@ -249,9 +250,14 @@ static simba_service *contend(simba_loop *l, simba_backend *be, const char *mute
     cd.on_acquired = on_acq;
     cd.on_released = on_rel;
     cd.user_data = r;
+    cd.step_down_on_disconnect = step_down_on_disconnect;
     if (simba_contend(l, be, &cd, &s) != SIMBA_OK) return NULL;
     if (simba_start(s) != SIMBA_OK) return NULL;
     return s;
+}
+static simba_service *contend(simba_loop *l, simba_backend *be, const char *mutex, const char *id,
+                              int64_t ttl, int64_t tr, rec *r) {
+    return contend_ex(l, be, mutex, id, ttl, tr, r, 0);
 }
 
 static const char *viewed_owner(simba_service *s) {
@@ -599,6 +605,85 @@ TEST(connections_killed) {
     gap = rb.acq_us - t_stop;
     fprintf(stderr, "  handoff after reconnect %.2f ms\n", (double)gap / 1000.0);
     CHECK(gap < 50000);
+    drv_free(&d);
+}
+
+/* CLIENT KILL of the command connection raises SIMBA_EV_DISCONNECTED: the owner that asks
+   for step_down_on_disconnect steps down at once (reason "connection"), the other keeps
+   its lease and fence through the reconnect. */
+TEST(disconnect_policy_client_kill) {
+    drv d;
+    simba_backend *be;
+    simba_service *k, *x;
+    rec rk, rx;
+    uint64_t fk, fx;
+    memset(&d, 0, sizeof d);
+    memset(&rk, 0, sizeof rk);
+    memset(&rx, 0, sizeof rx);
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_redis(d.l[0], port2, &be) == SIMBA_OK);
+    k = contend_ex(d.l[0], be, "disc-keep", "A", 10000, 6000, &rk, 0);
+    x = contend_ex(d.l[0], be, "disc-drop", "A", 10000, 6000, &rx, 1);
+    REQUIRE(k && x);
+    WAIT_FOR(&d, simba_is_owner(k) && simba_is_owner(x), 3000);
+    REQUIRE(simba_is_owner(k) && simba_is_owner(x));
+    fk = simba_fence(k);
+    fx = simba_fence(x);
+    drv_run(&d, 100);
+    CHECK(raw_cmd(port2, "CLIENT KILL TYPE normal") >= 1);
+    WAIT_FOR(&d, rx.rel == 1, 3000);
+    CHECK_EQ(rx.rel, 1);
+    CHECK_EQ(rx.reason, SIMBA_REASON_CONNECTION);
+    CHECK_EQ(rk.rel, 0);
+    CHECK(simba_is_owner(k));
+    /* after the reconnect the one that stepped down owns again, in a new tenure */
+    WAIT_FOR(&d, rx.acq == 2, 3000);
+    CHECK_EQ(rx.acq, 2);
+    CHECK(simba_fence(x) > fx);
+    CHECK(simba_fence(k) == fk);
+    CHECK_EQ(rk.acq, 1);
+    drv_free(&d);
+}
+
+/* SIGSTOP with both settings: the renewal times out (command_timeout_ms), the dropped
+   connection steps the asking owner down then ("connection"); the other lapses at ttl. */
+TEST(disconnect_policy_sigstop) {
+    drv d;
+    simba_backend *be;
+    simba_service *k, *x;
+    simba_redis_desc rd;
+    rec rk, rx;
+    pid_t pid = server2_pid();
+    int64_t t_stop;
+    REQUIRE(pid > 0);
+    memset(&d, 0, sizeof d);
+    memset(&rk, 0, sizeof rk);
+    memset(&rx, 0, sizeof rx);
+    REQUIRE(drv_add(&d));
+    memset(&rd, 0, sizeof rd);
+    rd.port = port2;
+    rd.prefix = prefix;
+    rd.connect_timeout_ms = 300;
+    rd.command_timeout_ms = 300;
+    REQUIRE(simba_redis_open(d.l[0], &rd, &be) == SIMBA_OK);
+    k = contend_ex(d.l[0], be, "disc-stop-keep", "A", 3000, 1000, &rk, 0);
+    x = contend_ex(d.l[0], be, "disc-stop-drop", "A", 3000, 1000, &rx, 1);
+    REQUIRE(k && x);
+    WAIT_FOR(&d, simba_is_owner(k) && simba_is_owner(x), 3000);
+    REQUIRE(simba_is_owner(k) && simba_is_owner(x));
+    REQUIRE(kill(pid, SIGSTOP) == 0);
+    t_stop = mono_us();
+    WAIT_FOR(&d, rk.rel == 1 && rx.rel == 1, 5000);
+    CHECK(kill(pid, SIGCONT) == 0);
+    CHECK_EQ(rx.rel, 1);
+    CHECK_EQ(rk.rel, 1);
+    CHECK_EQ(rx.reason, SIMBA_REASON_CONNECTION);
+    CHECK_EQ(rk.reason, SIMBA_REASON_LAPSED);
+    fprintf(stderr, "  after SIGSTOP: stepped down on disconnect %+.0f ms, at lease end %+.0f ms\n",
+            (double)(rx.rel_us - t_stop) / 1000.0, (double)(rk.rel_us - t_stop) / 1000.0);
+    CHECK(rx.rel_us < rk.rel_us);
+    WAIT_FOR(&d, simba_is_owner(k) && simba_is_owner(x), 8000);
+    CHECK(simba_is_owner(k) && simba_is_owner(x));
     drv_free(&d);
 }
 
@@ -1654,6 +1739,8 @@ int main(int argc, char **argv) {
     RUN(fence_strictly_increasing);
     RUN(renew_after_data_loss);
     RUN(connections_killed);
+    RUN(disconnect_policy_client_kill);
+    RUN(disconnect_policy_sigstop);
     RUN(sigstop_server);
     RUN(renew_after_server_restart);
     RUN(data_loss_flushall_no_second_owner);

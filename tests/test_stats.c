@@ -96,7 +96,7 @@ static void on_own(simba_service *s, const simba_state *st, void *u) {
     r->owner_reason = st->reason;
 }
 
-static simba_service *contender(proc *p, const char *mutex, const char *id, rec *r) {
+static simba_service *contender_ex(proc *p, const char *mutex, const char *id, rec *r, int step_down_on_disconnect) {
     simba_contend_desc d = {0};
     simba_service *s = NULL;
     d.mutex = mutex;
@@ -107,9 +107,11 @@ static simba_service *contender(proc *p, const char *mutex, const char *id, rec 
     d.on_released = on_rel;
     d.on_owner = on_own;
     d.user_data = r;
+    d.step_down_on_disconnect = step_down_on_disconnect;
     CHECK_RC(simba_contend(p->loop, p->be, &d, &s), SIMBA_OK);
     return s;
 }
+static simba_service *contender(proc *p, const char *mutex, const char *id, rec *r) { return contender_ex(p, mutex, id, r, 0); }
 
 static simba_stats stats_of(const simba_service *s) {
     simba_stats st;
@@ -377,7 +379,7 @@ TEST(reason_session_and_connection_from_backend_events) {
     simba_stats st;
     store_new();
     proc_open(&p);
-    s = contender(&p, "m", "a", &r);
+    s = contender_ex(&p, "m", "a", &r, 1); /* steps down on SIMBA_EV_DISCONNECTED */
     CHECK_RC(simba_start(s), SIMBA_OK);
     settle(&p, 1);
     REQUIRE(r.acquired == 1);
