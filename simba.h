@@ -531,16 +531,24 @@ typedef enum simba_lease {
                                the grant is taken as is and renewals fit inside it */
 } simba_lease;
 
+/* What a call of vt->process is for (flags). */
+enum {
+    SIMBA_PROCESS_IO = 1,   /* ready[0..n) holds the revents of this backend's descriptors */
+    SIMBA_PROCESS_TICK = 2, /* the poll's call without readiness: check yourself, never block */
+    SIMBA_PROCESS_FLUSH = 4 /* after a dispatch: send what callbacks submitted (no readiness) */
+};
+
 typedef struct simba_backend_vt {
+    size_t size;      /* sizeof(simba_backend_vt): lets the vt grow; an unknown size is refused */
     const char *name;
     /* Start a request. Return SIMBA_OK and complete it later (or from inside this call)
        with simba_req_done(); or return an error and do not complete it. Must not block. */
     simba_result (*submit)(void *impl, simba_req *req);
     /* Optional: descriptors to wait on. Return count written (<= cap) or the needed count. */
     int (*fds)(void *impl, struct pollfd *out, int cap);
-    /* Optional: do ready I/O and due timers. ready may be NULL (tick mode: check yourself
-       without blocking). Called on every simba_poll. */
-    void (*process)(void *impl, const struct pollfd *ready, int n, int64_t now);
+    /* Optional: do ready I/O and due timers; flags say which call it is (SIMBA_PROCESS_*),
+       ready is NULL unless SIMBA_PROCESS_IO. Called on every simba_poll. */
+    void (*process)(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags);
     /* Optional: absolute loop time of the backend's next timer, or INT64_MAX. */
     int64_t (*deadline)(void *impl);
     /* Optional: first / last service for a mutex on this backend (subscribe, set watches). */
@@ -1088,6 +1096,10 @@ SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_v
     simba_backend *be;
     if (out) *out = NULL;
     if (!loop || !vt || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: NULL argument");
+    /* The one layout this core knows; a vt built for another one would be misread. */
+    if (vt->size != sizeof(simba_backend_vt))
+        return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: vt size %lu is not this core's (%lu): set .size = sizeof(simba_backend_vt)",
+                           (unsigned long)vt->size, (unsigned long)sizeof(simba_backend_vt));
     if (!vt->submit || !vt->name) return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: vt needs name and submit");
     be = (simba_backend *)simba_alloc(loop, sizeof *be);
     if (!be) return simba__fail(loop, SIMBA_ENOMEM, "simba_backend_new: out of memory");
@@ -2004,14 +2016,16 @@ static int64_t simba__poll(simba_loop *l, int io, const struct pollfd *ready, in
         }
     }
     for (be = l->backends; be; be = be->next)
-        if (be->vt->process) be->vt->process(be->impl, be->pfd_n ? l->pfd + be->pfd_off : NULL, be->pfd_n, l->now);
+        if (be->vt->process)
+            be->vt->process(be->impl, be->pfd_n ? l->pfd + be->pfd_off : NULL, be->pfd_n, l->now,
+                            be->pfd_n ? SIMBA_PROCESS_IO : SIMBA_PROCESS_TICK);
     /* Answers can arrive synchronously (SQLite, memory): handle them in the same poll so
        that a step does not wait one tick per round trip; bounded so a poll always ends. */
     for (round = 0; round < SIMBA__MAX_ROUNDS; round++) {
         if (!simba__drain(l)) break;
         /* what was just handled may have submitted requests: let backends send them now */
         for (be = l->backends; be; be = be->next)
-            if (be->vt->process) be->vt->process(be->impl, NULL, 0, l->now);
+            if (be->vt->process) be->vt->process(be->impl, NULL, 0, l->now, SIMBA_PROCESS_FLUSH);
         if (l->more) break;
     }
     simba__gc_run(l);
@@ -2127,7 +2141,7 @@ static void simba__loop_destroy(simba_loop *l) {
     {
         simba_backend *be;
         for (be = l->backends; be; be = be->next)
-            if (be->vt->process) be->vt->process(be->impl, NULL, 0, l->now);
+            if (be->vt->process) be->vt->process(be->impl, NULL, 0, l->now, SIMBA_PROCESS_FLUSH);
     }
     l->closing = 1;
     while (l->backends) {
@@ -2965,12 +2979,13 @@ static int simba__mfds(void *impl, struct pollfd *out, int cap) {
     return 1;
 }
 
-static void simba__mprocess(void *impl, const struct pollfd *ready, int n, int64_t now) {
+static void simba__mprocess(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__mclient *c = (simba__mclient *)impl;
     simba__mevent *ev, *next;
     char buf[64];
     (void)ready;
     (void)n;
+    (void)flags;
     while (read(c->pipefd[0], buf, sizeof buf) > 0) {
     }
     pthread_mutex_lock(&c->st->lock);
@@ -3068,7 +3083,7 @@ static void simba__mdestroy(void *impl) {
 }
 
 static const simba_backend_vt simba__memory_vt = {
-    "memory", simba__msubmit, simba__mfds, simba__mprocess, simba__mdeadline, simba__mem_watch, simba__mem_unwatch, simba__mdestroy,
+    sizeof(simba_backend_vt), "memory", simba__msubmit, simba__mfds, simba__mprocess, simba__mdeadline, simba__mem_watch, simba__mem_unwatch, simba__mdestroy,
     SIMBA_LEASE_ASKED,
 };
 

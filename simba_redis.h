@@ -799,7 +799,7 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
     }
     /* Requests go out in submission order with one timeout, so the head of the list always
        holds the earliest deadline. */
-    op->deadline = now + r->cmd_to;
+    op->deadline = simba__add(now, r->cmd_to);
     simba__rop_append(r, op);
 }
 
@@ -1100,7 +1100,7 @@ static void simba__rconn_down(simba__rconn *c, int64_t now) {
         for (b = 0; b < r->chans.nb; b++)
             for (nd = r->chans.b[b]; nd; nd = nd->hnext) ((simba__rsub *)nd)->confirmed = 0;
     }
-    c->deadline = now + simba__redis_jitter(r, c->backoff);
+    c->deadline = simba__add(now, simba__redis_jitter(r, c->backoff));
     c->backoff = c->backoff * 2 > r->rmax ? r->rmax : c->backoff * 2;
     if (!c->is_sub) {
         /* They were waiting for this attempt; the core retries after its own backoff. */
@@ -1139,7 +1139,7 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
     c->ac = ac;
     c->fd = ac->c.fd;
     c->state = SIMBA__RC_CONNECTING;
-    c->deadline = now + r->connect_to;
+    c->deadline = simba__add(now, r->connect_to);
     ac->ev.data = c;
     ac->ev.addRead = simba__rev_add_read;
     ac->ev.delRead = simba__rev_del_read;
@@ -1330,7 +1330,7 @@ static int simba__redis_fds(void *impl, struct pollfd *out, int cap) {
 
 static int simba__redis_sub_needed(const simba__redis *r) { return r->mutexes.n > 0; }
 
-static void simba__redis_process(void *impl, const struct pollfd *ready, int n, int64_t now) {
+static void simba__redis_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__redis *r = (simba__redis *)impl;
     simba__rconn *cs[2];
     short rev[2] = {0, 0};
@@ -1338,7 +1338,7 @@ static void simba__redis_process(void *impl, const struct pollfd *ready, int n, 
     if (!r || r->destroying) return;
     cs[0] = &r->cmd;
     cs[1] = &r->sub;
-    if (!ready && r->io_at != now) {
+    if (!(flags & SIMBA_PROCESS_IO) && r->io_at != now) {
         /* Tick mode: our own zero-timeout look at our descriptors. Not again when the loop
            looked at them in this same poll (it calls us once more after every round of
            answers, so that new requests go out): that costs a syscall per round trip and
@@ -1351,7 +1351,7 @@ static void simba__redis_process(void *impl, const struct pollfd *ready, int n, 
                     (cs[i]->rd || cs[i]->wr))
                     rev[i] = p[m++].revents;
         }
-    } else if (ready) {
+    } else if ((flags & SIMBA_PROCESS_IO) && ready) {
         r->io_at = now;
         for (i = 0; i < 2; i++)
             for (j = 0; j < n; j++)
@@ -1491,6 +1491,7 @@ static void simba__redis_destroy(void *impl) {
 }
 
 static const simba_backend_vt simba__redis_vt = {
+    sizeof(simba_backend_vt),
     "redis",
     simba__redis_submit,
     simba__redis_fds,

@@ -548,7 +548,7 @@ static void simba__sql_drain(simba__sql *s, int64_t now) {
                                 &rep) == SIMBA__SQL_BUSY) {
             int64_t waited = now - r->sent_at;
             if (waited < simba__sql_busy_limit(s, r)) {
-                s->next_try = now + s->retry_ms;
+                s->next_try = simba__add(now, s->retry_ms);
                 return;
             }
             memset(&rep, 0, sizeof rep);
@@ -624,10 +624,11 @@ static void simba__sql_watch_check(simba__sql *s) {
     }
 }
 
-static void simba__sql_process(void *impl, const struct pollfd *ready, int n, int64_t now) {
+static void simba__sql_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__sql *s = (simba__sql *)impl;
     (void)ready;
     (void)n;
+    (void)flags;
     if (s->crashed) return;
     if (s->head && now >= s->next_try) simba__sql_drain(s, now);
     if (s->memory && s->nwatched > 0 && s->ready && !s->head) simba__sql_watch_check(s);
@@ -703,6 +704,7 @@ static void simba__sql_destroy(void *impl) {
 }
 
 static const simba_backend_vt simba__sql_vt = {
+    sizeof(simba_backend_vt),
     "sql",
     simba__sql_submit,
     NULL, /* no descriptors: every request completes in submit() or at a deadline */

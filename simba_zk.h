@@ -1373,11 +1373,11 @@ static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
         simba__zk_event(zk, SIMBA_EV_LOST, NULL, NULL, NULL);
         simba__zk_session_close(zk);
         if (state == ZOO_AUTH_FAILED_STATE) {
-            zk->reopen_at = now + 1000; /* credentials will not get better by hammering */
+            zk->reopen_at = simba__add(now, 1000); /* credentials will not get better by hammering */
             return;
         }
         rc = simba__zk_session_open(zk);
-        if (rc != SIMBA_OK) zk->reopen_at = now + 1000;
+        if (rc != SIMBA_OK) zk->reopen_at = simba__add(now, 1000);
     }
 }
 
@@ -1561,10 +1561,11 @@ static int simba__zk_fds(void *impl, struct pollfd *out, int cap) {
     return 1;
 }
 
-static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int64_t now) {
+static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__zk *zk = (simba__zk *)impl;
     simba__zk_job *job, *next;
     (void)ready;
+    (void)flags;
     (void)n; /* the queue is checked on every call: it costs one uncontended lock */
     if (zk->closing) return;
     simba__zk_ack(zk);
@@ -1572,7 +1573,7 @@ static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int
     simba__zk_drain(zk);
     if (!zk->sess && zk->reopen_at <= now) {
         zk->reopen_at = INT64_MAX;
-        if (simba__zk_session_open(zk) != SIMBA_OK) zk->reopen_at = now + 1000;
+        if (simba__zk_session_open(zk) != SIMBA_OK) zk->reopen_at = simba__add(now, 1000);
     }
     for (job = zk->jobs; job; job = next) {
         next = job->next;
@@ -1700,7 +1701,7 @@ static void simba__zk_destroy(void *impl) {
 }
 
 static const simba_backend_vt simba__zk_vt = {
-    "zookeeper", simba__zk_submit, simba__zk_fds, simba__zk_process, simba__zk_deadline,
+    sizeof(simba_backend_vt), "zookeeper", simba__zk_submit, simba__zk_fds, simba__zk_process, simba__zk_deadline,
     simba__zk_watch, simba__zk_unwatch, simba__zk_destroy,
     SIMBA_LEASE_SESSION, /* the session is the lease */
 };

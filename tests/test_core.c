@@ -1532,6 +1532,63 @@ TEST(fds_and_wait) {
     store_free();
 }
 
+/* A vt says its size; the core refuses one whose layout it does not know. */
+TEST(backend_vt_of_unknown_size_refused) {
+    proc p;
+    simba_backend_vt vt;
+    simba_backend *b2 = NULL;
+    store_new();
+    proc_open(&p);
+    vt = *simba_backend_vt_get(p.be);
+    CHECK_EQ(vt.size, sizeof(simba_backend_vt));
+    vt.size = 0;
+    CHECK_RC(simba_backend_new(p.loop, &vt, NULL, &b2), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "size") != NULL);
+    vt.size = sizeof(simba_backend_vt) + 8; /* a later, larger layout */
+    CHECK_RC(simba_backend_new(p.loop, &vt, NULL, &b2), SIMBA_EINVAL);
+    CHECK(b2 == NULL);
+    proc_close(&p);
+    store_free();
+}
+
+/* The process flags: one call per poll with readiness or TICK, FLUSH after a dispatch. */
+static unsigned seen_flags[16];
+static int seen_n;
+static void (*mem_process)(void *, const struct pollfd *, int, int64_t, unsigned);
+static void spy_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
+    if (seen_n < 16) seen_flags[seen_n++] = flags;
+    CHECK((flags & SIMBA_PROCESS_IO) ? ready != NULL && n > 0 : ready == NULL);
+    mem_process(impl, ready, n, now, flags);
+}
+TEST(process_called_with_explicit_flags) {
+    proc p;
+    counts c = {0};
+    simba_service *s;
+    static simba_backend_vt spy;
+    int i, io = 0, flush = 0;
+    store_new();
+    proc_open(&p);
+    spy = *simba_backend_vt_get(p.be);
+    mem_process = spy.process;
+    spy.process = spy_process;
+    p.be->vt = &spy;
+    s = contender(&p, "flags", "a", 900, 600, &c);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    seen_n = 0;
+    CHECK(simba_poll(p.loop) >= 0); /* the memory backend has its pipe: readiness given */
+    CHECK_EQ(c.acquired, 1);
+    for (i = 0; i < seen_n; i++) {
+        if (seen_flags[i] == SIMBA_PROCESS_IO) io++;
+        else if (seen_flags[i] == SIMBA_PROCESS_FLUSH) flush++;
+        else CHECK(0);
+    }
+    CHECK_EQ(io, 1);
+    CHECK(flush >= 1); /* the acquire's answer was dispatched: a flush followed */
+    CHECK_EQ(seen_flags[0], SIMBA_PROCESS_IO);
+    proc_close(&p);
+    store_free();
+}
+
 TEST(backend_free_refused_while_used) {
     proc p;
     counts c = {0};
@@ -1851,6 +1908,8 @@ int main(int argc, char **argv) {
     RUN(steady_state_polling_allocates_nothing);
     RUN(poll_yields_when_many_timers_fall_due);
     RUN(fds_and_wait);
+    RUN(backend_vt_of_unknown_size_refused);
+    RUN(process_called_with_explicit_flags);
     RUN(backend_free_refused_while_used);
     RUN(backend_free_after_last_service_free_is_deferred);
     RUN(loops_on_threads_share_a_store);

@@ -1657,6 +1657,47 @@ TEST(reconnect_backoff_huge) {
     simba_loop_free(l);
 }
 
+/* The reconnect backoff draws from the loop's random source: with an injected clock and
+   random source every delay is exact, [base/2, base] doubling up to reconnect_max_ms. */
+static int64_t fx_now = 5000000;
+static int64_t fx_clock(void *u) { (void)u; return fx_now; }
+static uint32_t fx_rand(void *u) { (void)u; return 0x9E3779B9u; }
+TEST(reconnect_backoff_exact_under_injected_random) {
+    simba_loop *l = NULL;
+    simba_loop_desc ld;
+    simba_backend *be;
+    simba_redis_desc rd;
+    simba__redis *r;
+    const uint64_t draw = ((uint64_t)0x9E3779B9u << 32) | 0x9E3779B9u;
+    int64_t base = 1000, want;
+    int i, k;
+    memset(&ld, 0, sizeof ld);
+    ld.now_ms = fx_clock;
+    ld.random = fx_rand;
+    ld.log = count_errors;
+    ld.log_level = SIMBA_LOG_ERROR;
+    REQUIRE(simba_loop_new(&ld, &l) == SIMBA_OK);
+    memset(&rd, 0, sizeof rd);
+    rd.port = 1; /* nothing listens: every attempt is refused */
+    rd.connect_timeout_ms = 100;
+    rd.reconnect_min_ms = 1000;
+    rd.reconnect_max_ms = 4000;
+    REQUIRE(simba_redis_open(l, &rd, &be) == SIMBA_OK);
+    r = (simba__redis *)simba_backend_impl(be);
+    for (k = 0; k < 4; k++) {
+        for (i = 0; i < 200 && r->cmd.state != SIMBA__RC_DOWN; i++) simba_wait(l, 10);
+        REQUIRE(r->cmd.state == SIMBA__RC_DOWN);
+        want = base / 2 + (int64_t)(draw % (uint64_t)(base - base / 2 + 1));
+        CHECK_EQ(r->cmd.deadline - fx_now, want);
+        CHECK_EQ(simba_backend_vt_get(be)->deadline(r) , r->cmd.deadline);
+        fx_now = r->cmd.deadline; /* the next attempt is due */
+        simba_poll(l);
+        CHECK(r->cmd.state != SIMBA__RC_DOWN);
+        base = base * 2 > 4000 ? 4000 : base * 2;
+    }
+    simba_loop_free(l);
+}
+
 /* A server whose INFO and CONFIG are refused (an ACL here; renamed commands alike): the
    backend still works, says so once in the log and its message, and checks what it can. */
 static int probe_logs;
@@ -1751,6 +1792,7 @@ int main(int argc, char **argv) {
     RUN(reacquire_after_local_step_down_new_fence);
     RUN(open_refusals_say_why);
     RUN(reconnect_backoff_huge);
+    RUN(reconnect_backoff_exact_under_injected_random);
     RUN(crashed_waiter_killed);
     RUN(crashed_waiter_hung);
     RUN(fair_round_in_arrival_order);
