@@ -11,8 +11,8 @@ ZKINC   = -DTHREADED
 SAN     = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 B       = build
 
-HDR_CORE  = simba.h
-HDR_SQL   = simba.h simba_sql.h
+HDR_CORE  = simba.h simba_memory.h
+HDR_SQL   = simba.h simba_memory.h simba_sql.h
 HDR_REDIS = simba.h simba_redis.h
 HDR_ZK    = simba.h simba_zk.h
 KIT       = tests/kit.c tests/kit.h tests/check.h
@@ -42,7 +42,7 @@ $(B)/kit_memory: tests/kit_memory.c $(HDR_CORE) $(KIT) | $(B)
 $(B)/two_tu: tests/two_tu_main.c tests/two_tu_impl.c $(HDR_CORE) | $(B)
 	$(CC) $(CFLAGS) -o $@ tests/two_tu_main.c tests/two_tu_impl.c -lpthread
 # the headers compile as C++ too (gcc and clang)
-$(B)/cxx_check: tests/cxx_check.cpp simba.h simba_sql.h simba_redis.h simba_zk.h | $(B)
+$(B)/cxx_check: tests/cxx_check.cpp simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h | $(B)
 	$(CXX) -std=c++11 $(WARN) $(ZKINC) -o $@ tests/cxx_check.cpp -lsqlite3 -lhiredis -lzookeeper_mt -lpthread
 $(B)/tick_loop: examples/tick_loop.c $(HDR_CORE) | $(B)
 	$(CC) $(CFLAGS) -o $@ examples/tick_loop.c -lpthread
@@ -82,7 +82,7 @@ $(B)/clang:
 	mkdir -p $@
 $(B)/clang/test_core: tests/test_core.c $(HDR_CORE) | $(B)/clang
 	clang $(CFLAGS) -o $@ tests/test_core.c -lpthread
-$(B)/clang/cxx_check: tests/cxx_check.cpp simba.h simba_sql.h simba_redis.h simba_zk.h | $(B)/clang
+$(B)/clang/cxx_check: tests/cxx_check.cpp simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h | $(B)/clang
 	clang++ -std=c++11 $(WARN) -o $@ tests/cxx_check.cpp -lsqlite3 -lhiredis -lzookeeper_mt -lpthread
 CLANG_BINS = $(B)/clang/test_core $(B)/clang/cxx_check
 

@@ -26,7 +26,7 @@ $(B)/fault_sqlhold: tests/fault_sqlhold.c | $(B)
 $(B)/fault_proxy: tests/fault_proxy.c | $(B)
 	$(CC) $(CFLAGS) -o $@ tests/fault_proxy.c
 
-BADINPUT_DEPS = tests/badinput.c simba.h simba_sql.h simba_redis.h simba_zk.h tests/check.h
+BADINPUT_DEPS = tests/badinput.c simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h tests/check.h
 BADINPUT_LIBS = -lsqlite3 -lhiredis -lzookeeper_mt -lpthread
 $(B)/badinput: $(BADINPUT_DEPS) | $(B)
 	$(CC) $(CFLAGS) $(ZKINC) -o $@ tests/badinput.c $(BADINPUT_LIBS)
@@ -43,9 +43,9 @@ chaos: $(B)/mp_worker $(B)/mp_check $(B)/fault_sqlhold $(B)/fault_proxy
 
 # ---- fuzzing (clang, libFuzzer) --------------------------------------------------------------
 fuzz-bins: $(FUZZ_BINS)
-$(B)/fuzz/fuzz_names: fuzz/fuzz_names.c simba.h | $(B)/fuzz
+$(B)/fuzz/fuzz_names: fuzz/fuzz_names.c simba.h simba_memory.h | $(B)/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_names.c -lpthread
-$(B)/fuzz/fuzz_redis_reply: fuzz/fuzz_redis_reply.c fuzz/fuzz_common.h simba.h simba_redis.h | $(B)/fuzz
+$(B)/fuzz/fuzz_redis_reply: fuzz/fuzz_redis_reply.c fuzz/fuzz_common.h simba.h simba_memory.h simba_redis.h | $(B)/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_redis_reply.c -lhiredis -lpthread
 $(B)/fuzz/fuzz_redis_msg: fuzz/fuzz_redis_msg.c fuzz/fuzz_common.h simba.h simba_redis.h | $(B)/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_redis_msg.c -lhiredis -lpthread

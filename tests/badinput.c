@@ -11,6 +11,7 @@
  */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_sql.h"
+#include "../simba_memory.h"
 #include "../simba_redis.h"
 #include "../simba_zk.h"
 #include "check.h"

@@ -2,6 +2,7 @@
    source, so every timing is exact and the suite runs in well under a second. */
 #define SIMBA_IMPLEMENTATION
 #include "../simba.h"
+#include "../simba_memory.h"
 #include "check.h"
 
 #include <poll.h>

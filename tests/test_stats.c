@@ -3,6 +3,7 @@
    backend with an injected clock and random source so that every figure is exact. */
 #define SIMBA_IMPLEMENTATION
 #include "../simba.h"
+#include "../simba_memory.h"
 #include "check.h"
 
 #include <stdlib.h>
