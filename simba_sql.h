@@ -228,13 +228,15 @@ typedef struct simba__sql_text {
     " FROM {T} WHERE mutex = ?1"
 
 /* A waiter row is dead when its liveness passed, and garbage when it is not what
-   simba__sql_join writes (an id the core would refuse is also dropped where it is read). */
-#define SIMBA__SQL_Q_PURGE_TEXT(NOW)                                                                 \
-    "DELETE FROM {Q} WHERE mutex = ?1 AND NOT (typeof(expires_at) = 'integer' AND expires_at >= " NOW \
-    " AND typeof(seq) = 'integer' AND typeof(contender) = 'text' AND typeof(wake) = 'text'"    \
-    " AND length(contender) BETWEEN 1 AND 255)"
+   q_join writes (an id the core would refuse is also dropped where the head is read).
+   Only well-formed rows can head the line. */
+#define SIMBA__SQL_Q_WELL_FORMED(NOW)                                                                \
+    "(typeof(expires_at) = 'integer' AND expires_at >= " NOW " AND typeof(seq) = 'integer'"      \
+    " AND typeof(contender) = 'text' AND length(contender) BETWEEN 1 AND 128"                   \
+    " AND typeof(wake) = 'text' AND (wake = '' OR (wake GLOB 'u:*' AND length(wake) < 112)))"
+#define SIMBA__SQL_Q_PURGE_TEXT(NOW) "DELETE FROM {Q} WHERE mutex = ?1 AND NOT " SIMBA__SQL_Q_WELL_FORMED(NOW)
 #define SIMBA__SQL_Q_HEAD_TEXT(NOW)                                                                  \
-    "SELECT contender, wake FROM {Q} WHERE mutex = ?1 AND expires_at >= " NOW                   \
+    "SELECT contender, wake FROM {Q} WHERE mutex = ?1 AND " SIMBA__SQL_Q_WELL_FORMED(NOW)        \
     " ORDER BY seq LIMIT 1"
 /* [sqlite] UPSERT (3.24+; PostgreSQL ON CONFLICT too): a waiter that asks again keeps its
    place (seq) and pushes its liveness on. */
@@ -626,6 +628,17 @@ static void simba__sql_wake_recv(simba__sql *s) {
     }
 }
 
+static int simba__sql_leave(simba__sql *s, const char *mutex, const char *contender, int *changed) {
+    sqlite3_stmt *st = s->st[SIMBA__SQL_Q_LEAVE];
+    int rc;
+    sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
+    rc = simba__sql_run(s, SIMBA__SQL_Q_LEAVE);
+    if (rc != SQLITE_OK) simba__sql_seterr(s, "queue leave", rc);
+    else if (sqlite3_changes(s->db) > 0) *changed = 1;
+    return rc;
+}
+
 /* Reads the oldest live waiter into s->qhead / s->qhead_wake ("" when nobody waits). A row
    the core would refuse (a malformed id) is dropped here: garbage never stands in line. */
 static int simba__sql_head(simba__sql *s, const char *mutex, int *changed) {
@@ -662,34 +675,14 @@ static int simba__sql_head(simba__sql *s, const char *mutex, int *changed) {
             sqlite3_reset(st);
             return SQLITE_OK;
         }
-        /* Garbage: delete it by the exact bytes it has (the copy may be cut). */
-        {
-            sqlite3_stmt *del = s->st[SIMBA__SQL_Q_LEAVE];
-            sqlite3_bind_text(del, 1, mutex, -1, SQLITE_STATIC);
-            sqlite3_bind_value(del, 2, sqlite3_column_value(st, 0));
-            rc = simba__sql_run(s, SIMBA__SQL_Q_LEAVE);
-            sqlite3_reset(st);
-            if (rc != SQLITE_OK) {
-                simba__sql_seterr(s, "queue cleanup", rc);
-                return rc;
-            }
-            *changed = 1;
-        }
+        /* An id the core refuses (well-formed text otherwise): dropped, never a grant. */
+        sqlite3_reset(st);
+        if ((rc = simba__sql_leave(s, mutex, s->qhead, changed)) != SQLITE_OK) return rc;
     }
     s->qhead[0] = s->qhead_wake[0] = 0; /* more garbage than we clean per request: nobody leads */
     return SQLITE_OK;
 }
 
-static int simba__sql_leave(simba__sql *s, const char *mutex, const char *contender, int *changed) {
-    sqlite3_stmt *st = s->st[SIMBA__SQL_Q_LEAVE];
-    int rc;
-    sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
-    rc = simba__sql_run(s, SIMBA__SQL_Q_LEAVE);
-    if (rc != SQLITE_OK) simba__sql_seterr(s, "queue leave", rc);
-    else if (sqlite3_changes(s->db) > 0) *changed = 1;
-    return rc;
-}
 
 /* The live head of the line, after dropping heads whose process is gone (a wake-up to
    them is refused); wakes it when wake is set. In the caller's transaction. */
