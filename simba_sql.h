@@ -24,8 +24,55 @@
  *   lost an answer), gets fence + 1 in the same UPDATE; release never resets the fence, so
  *   fences strictly increase from one ownership to the next. The UPDATE returns the row it
  *   wrote (RETURNING), so a renewal or a win is one autocommit statement. The row is created
- *   on first use (INSERT OR IGNORE, then the UPDATE again: two creators cannot race).
- *   Release clears the row only for its owner.
+ *   on first use. Release clears the row only for its owner.
+ *
+ * FAIRNESS: THE WAIT QUEUE (same file, table "<table>_wait")
+ *   mutex, contender, seq (arrival order), expires_at (liveness), wake (datagram address)
+ *   The mutex row counts its waiter rows (column waiters), so the hot paths stay one
+ *   statement while nobody waits: a renewal, or a free row with waiters = 0, is the single
+ *   UPDATE above, a release one UPDATE (a second, RETURNING waiters, only when someone
+ *   waits). Everything else is decided in one BEGIN IMMEDIATE transaction
+ *   (simba__sql_contend), by the rule of simba.h:
+ *
+ *     request              row                     queue              result
+ *     owner renews         held by us              -                  renewed (fence kept)
+ *     acquire              free (or lease over)    empty or we head   granted, we leave it
+ *     acquire              free                    another heads      we join / keep our
+ *                                                                     place; head woken
+ *     acquire              held by another         -                  we join / refresh,
+ *                                                                     first_in_line if head
+ *     release by owner     cleared                 -                  head woken (datagram)
+ *     release by a waiter  -                       we leave it        next head woken if free
+ *
+ *   A waiter row lives until expires_at = the database time of its last request +
+ *   simba_req.live_ms (the core's bound: ttl + transition + jitter max + 1 s); dead rows,
+ *   rows that are not what the backend writes (wrong types, an id the core refuses, a
+ *   malformed address) and rows whose process is gone (its socket refuses a datagram) are
+ *   dropped when met and never stand in line, let alone own. A releaser that asks again at
+ *   once finds the row free but another at the head, and joins the back. A head that does
+ *   not come (SIGSTOPped, hung) keeps the mutex reserved until its liveness passes; others
+ *   then retry every min_retry_ms and the oldest live one wins. Processes of a version
+ *   without the queue ignore it: run one version per file. A table made before the queue
+ *   gets its waiters column at open (ALTER TABLE).
+ *
+ * WAKE-UPS (host-local push)
+ *   Every process on a SQLite file shares a host, so each backend binds a datagram socket of
+ *   its own: on Linux an autobound abstract AF_UNIX address (unique, no file to create or
+ *   clean up, gone with the process: a send to a dead waiter fails at once and drops it).
+ *   Its address goes into the backend's waiter rows, and its descriptor is in simba_fds()
+ *   while one of those rows may be live (an uncontended loop polls nothing). After a
+ *   release commits, one datagram goes to the oldest live waiter's backend, naming mutex
+ *   and contender; it raises SIMBA_EV_RELEASED for that contender only, which then asks the
+ *   database: a datagram never grants, and a lost or forged one costs at most one attempt
+ *   (at most 64 are read per poll). Timers stay the fallback: the head tries at lease end
+ *   (first_in_line), as on Redis. Without abstract sockets (not Linux) there is no socket
+ *   and handoff waits for those timers.
+ *
+ * OBSERVERS
+ *   On a file, observers are not pushed: a registration would make each observer read a
+ *   write and every release a fan-out, so they learn a release or a new owner at their
+ *   own refresh (reads only). On ":memory:" they get SIMBA_EV_RELEASED through PRAGMA
+ *   data_version (below) and read the new state at once.
  *
  * NEVER BLOCKS THE POLL
  *   The connection runs with busy_timeout 0, WAL journal, synchronous=NORMAL. A request that
@@ -54,7 +101,8 @@
  *   each connection a private database ("", a temporary one, file::memory:, mode=memory
  *   without cache=shared, memdb without a leading "/") is refused: every backend would win.
  *   A release on an in-memory database is pushed to the other backends of the process
- *   (each checks PRAGMA data_version in its poll), so waiters take over at once. Loops on
+ *   (each checks PRAGMA data_version in its poll, observers included) besides the head
+ *   waiter's datagram, so waiters take over at once. Loops on
  *   other threads lock it only for a statement's microseconds; simba_sql_open() waits for
  *   that (at most about 0.5 s), requests retry from the loop as on a file.
  *   test_clock = 1 writes and compares every time in the loop's clock, bound as a
@@ -165,7 +213,7 @@ typedef struct simba__sql_text {
     const char *acquire;    /* ?1 ?2 ?3 ?4 ?5 -> the row as READ gives it, if we won or renewed
                                and nobody waits (the hot path) */
     const char *grant;      /* the same, queue or not: the queue was checked in the transaction */
-    const char *release;    /* ?1 ?2 -> waiters, if we released */
+    const char *release;    /* ?1 ?2: release when nobody waits (changes() says) */
     const char *read;       /* ?1 -> owner_id, ttl_left, transition_left, held, fence, waiters */
     const char *q_purge;    /* ?1: drop dead (expired) and malformed waiter rows */
     const char *q_head;     /* ?1 -> contender, wake of the oldest live waiter */
@@ -250,10 +298,14 @@ typedef struct simba__sql_text {
 /* [sqlite] INSERT OR IGNORE (MySQL: INSERT IGNORE, PostgreSQL: ON CONFLICT DO NOTHING). */
 #define SIMBA__SQL_CREATE_ROW_TEXT "INSERT OR IGNORE INTO {T} (mutex) VALUES (?1)"
 /* No time condition: while owner_id is still ours nobody else has taken the row, so
-   clearing it is always right. The fence stays. RETURNING waiters: whom to wake. */
-#define SIMBA__SQL_RELEASE_TEXT                                                                    \
+   clearing it is always right. The fence stays. The hot release (nobody waits) has no
+   RETURNING, which costs SQLite about 5 % of an uncontended cycle; with waiters the second
+   form says so, to wake the head. */
+#define SIMBA__SQL_RELEASE_SET                                                                     \
     "UPDATE {T} SET owner_id = '', acquired_at = 0, ttl_at = 0, transition_at = 0,"             \
-    " version = version + 1 WHERE mutex = ?1 AND owner_id = ?2 RETURNING waiters"
+    " version = version + 1 WHERE mutex = ?1 AND owner_id = ?2"
+#define SIMBA__SQL_RELEASE_TEXT SIMBA__SQL_RELEASE_SET " AND waiters = 0"
+#define SIMBA__SQL_RELEASE_QUEUED_TEXT SIMBA__SQL_RELEASE_SET " RETURNING waiters"
 
 #define SIMBA__SQL_TEXTS(NOW)                                                                       \
     SIMBA__SQL_SETUP, SIMBA__SQL_CREATE_ROW_TEXT, SIMBA__SQL_ACQUIRE_TEXT(NOW), SIMBA__SQL_GRANT_TEXT(NOW), \
@@ -263,8 +315,8 @@ static const simba__sql_text simba__sqlite_text = {"sqlite", SIMBA__SQL_TEXTS(SI
 /* The same statements on the loop's clock (simba_sql_desc.test_clock). */
 static const simba__sql_text simba__sqlite_loop_clock_text = {"sqlite, loop clock", SIMBA__SQL_TEXTS(SIMBA__SQL_LOOP_NOW)};
 
-enum { SIMBA__SQL_CREATE_ROW, SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_GRANT_ST, SIMBA__SQL_RELEASE_ST, SIMBA__SQL_READ_ST,
-       SIMBA__SQL_Q_PURGE, SIMBA__SQL_Q_HEAD, SIMBA__SQL_Q_JOIN, SIMBA__SQL_Q_LEAVE, SIMBA__SQL_Q_COUNT, SIMBA__SQL_BEGIN,
+enum { SIMBA__SQL_CREATE_ROW, SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_GRANT_ST, SIMBA__SQL_RELEASE_ST, SIMBA__SQL_RELEASE_QUEUED,
+       SIMBA__SQL_READ_ST, SIMBA__SQL_Q_PURGE, SIMBA__SQL_Q_HEAD, SIMBA__SQL_Q_JOIN, SIMBA__SQL_Q_LEAVE, SIMBA__SQL_Q_COUNT, SIMBA__SQL_BEGIN,
        SIMBA__SQL_COMMIT, SIMBA__SQL_ROLLBACK, SIMBA__SQL_DATA_VERSION, SIMBA__SQL_NSTMT };
 
 /* ":memory:" names this database: SQLite's memdb VFS shares a name that starts with "/"
@@ -436,6 +488,7 @@ static int simba__sql_setup(simba__sql *s) {
     src[SIMBA__SQL_ACQUIRE_ST] = s->text->acquire;
     src[SIMBA__SQL_GRANT_ST] = s->text->grant;
     src[SIMBA__SQL_RELEASE_ST] = s->text->release;
+    src[SIMBA__SQL_RELEASE_QUEUED] = SIMBA__SQL_RELEASE_QUEUED_TEXT;
     src[SIMBA__SQL_READ_ST] = s->text->read;
     src[SIMBA__SQL_Q_PURGE] = s->text->q_purge;
     src[SIMBA__SQL_Q_HEAD] = s->text->q_head;
@@ -880,12 +933,21 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
         sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
         rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-            released = 1;
-            waiters = sqlite3_column_int64(st, 0);
-            rc = sqlite3_step(st);
-        }
         sqlite3_reset(st);
+        if (rc == SQLITE_DONE && sqlite3_changes(s->db) == 1) {
+            released = 1;
+        } else if (rc == SQLITE_DONE) { /* someone waits, or it is not ours */
+            st = s->st[SIMBA__SQL_RELEASE_QUEUED];
+            sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
+            rc = sqlite3_step(st);
+            if (rc == SQLITE_ROW) {
+                released = 1;
+                waiters = sqlite3_column_int64(st, 0);
+                rc = sqlite3_step(st);
+            }
+            sqlite3_reset(st);
+        }
         if (rc != SQLITE_DONE) {
             simba__sql_seterr(s, "release", rc);
             goto fail;
