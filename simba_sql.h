@@ -161,8 +161,9 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
 /* Test support: this backend acts as if its process had died without releasing. It never
    touches the database again: its requests stay unanswered (an owner steps down locally at
    its ttl_at, as with a hung server) and the release that a stop or a free would send never
-   arrives, so its leases end on their own. Free the loop or the backend as usual;
-   simba_sql_read() on it returns SIMBA_ESTATE. */
+   arrives, so its leases end on their own. Its wake-up socket closes, as a dead process's
+   does, so its places in wait queues are dropped at the next release. Free the loop or the
+   backend as usual; simba_sql_read() on it returns SIMBA_ESTATE. */
 SIMBA_API simba_result simba_sql_simulate_crash(simba_backend *be);
 
 /* Synchronous, non-blocking inspection of one mutex as the database sees it (tools, tests).
@@ -1377,6 +1378,9 @@ SIMBA_API simba_result simba_sql_simulate_crash(simba_backend *be) {
     simba__sql *s = simba__sql_of(be, "simba_sql_simulate_crash");
     if (!s) return SIMBA_EINVAL;
     s->crashed = 1;
+    /* A dead process's socket is gone: a release then drops its waiter rows at once. */
+    if (s->wake_fd >= 0) close(s->wake_fd);
+    s->wake_fd = -1;
     return SIMBA_OK;
 }
 
