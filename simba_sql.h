@@ -66,7 +66,10 @@
  *   database: a datagram never grants, and a lost or forged one costs at most one attempt
  *   (at most 64 are read per poll). Timers stay the fallback: the head tries at lease end
  *   (first_in_line), as on Redis. Without abstract sockets (not Linux) there is no socket
- *   and handoff waits for those timers.
+ *   and handoff waits for those timers. Abstract addresses belong to a network namespace:
+ *   processes in different namespaces (containers sharing a volume) cannot wake each other,
+ *   and a release drops such a waiter's row, which comes back at its next attempt; mutual
+ *   exclusion is unaffected, only order and handoff speed are.
  *
  * OBSERVERS
  *   On a file, observers are not pushed: a registration would make each observer read a
