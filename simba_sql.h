@@ -24,8 +24,58 @@
  *   lost an answer), gets fence + 1 in the same UPDATE; release never resets the fence, so
  *   fences strictly increase from one ownership to the next. The UPDATE returns the row it
  *   wrote (RETURNING), so a renewal or a win is one autocommit statement. The row is created
- *   on first use (INSERT OR IGNORE, then the UPDATE again: two creators cannot race).
- *   Release clears the row only for its owner.
+ *   on first use. Release clears the row only for its owner.
+ *
+ * FAIRNESS: THE WAIT QUEUE (same file, table "<table>_wait")
+ *   mutex, contender, seq (arrival order), expires_at (liveness), wake (datagram address)
+ *   The mutex row counts its waiter rows (column waiters), so the hot paths stay one
+ *   statement while nobody waits: a renewal, or a free row with waiters = 0, is the single
+ *   UPDATE above, a release one UPDATE (a second, RETURNING waiters, only when someone
+ *   waits). Everything else is decided in one BEGIN IMMEDIATE transaction
+ *   (simba__sql_contend), by the rule of simba.h:
+ *
+ *     request              row                     queue              result
+ *     owner renews         held by us              -                  renewed (fence kept)
+ *     acquire              free (or lease over)    empty or we head   granted, we leave it
+ *     acquire              free                    another heads      we join / keep our
+ *                                                                     place; head woken
+ *     acquire              held by another         -                  we join / refresh,
+ *                                                                     first_in_line if head
+ *     release by owner     cleared                 -                  head woken (datagram)
+ *     release by a waiter  -                       we leave it        next head woken if free
+ *
+ *   A waiter row lives until expires_at = the database time of its last request +
+ *   simba_req.live_ms (the core's bound: ttl + transition + jitter max + 1 s); dead rows,
+ *   rows that are not what the backend writes (wrong types, an id the core refuses, a
+ *   malformed address) and rows whose process is gone (its socket refuses a datagram) are
+ *   dropped when met and never stand in line, let alone own. A releaser that asks again at
+ *   once finds the row free but another at the head, and joins the back. A head that does
+ *   not come (SIGSTOPped, hung) keeps the mutex reserved until its liveness passes; others
+ *   then retry every min_retry_ms and the oldest live one wins. Processes of a version
+ *   without the queue ignore it: run one version per file. A table made before the queue
+ *   gets its waiters column at open (ALTER TABLE).
+ *
+ * WAKE-UPS (host-local push)
+ *   Every process on a SQLite file shares a host, so each backend binds a datagram socket of
+ *   its own: on Linux an autobound abstract AF_UNIX address (unique, no file to create or
+ *   clean up, gone with the process: a send to a dead waiter fails at once and drops it).
+ *   Its address goes into the backend's waiter rows, and its descriptor is in simba_fds()
+ *   while one of those rows may be live (an uncontended loop polls nothing). After a
+ *   release commits, one datagram goes to the oldest live waiter's backend, naming mutex
+ *   and contender; it raises SIMBA_EV_RELEASED for that contender only, which then asks the
+ *   database: a datagram never grants, and a lost or forged one costs at most one attempt
+ *   (at most 64 are read per poll). Timers stay the fallback: the head tries at lease end
+ *   (first_in_line), as on Redis. Without abstract sockets (not Linux) there is no socket
+ *   and handoff waits for those timers. Abstract addresses belong to a network namespace:
+ *   processes in different namespaces (containers sharing a volume) cannot wake each other,
+ *   and a release drops such a waiter's row, which comes back at its next attempt; mutual
+ *   exclusion is unaffected, only order and handoff speed are.
+ *
+ * OBSERVERS
+ *   On a file, observers are not pushed: a registration would make each observer read a
+ *   write and every release a fan-out, so they learn a release or a new owner at their
+ *   own refresh (reads only). On ":memory:" they get SIMBA_EV_RELEASED through PRAGMA
+ *   data_version (below) and read the new state at once.
  *
  * NEVER BLOCKS THE POLL
  *   The connection runs with busy_timeout 0, WAL journal, synchronous=NORMAL. A request that
@@ -54,7 +104,8 @@
  *   each connection a private database ("", a temporary one, file::memory:, mode=memory
  *   without cache=shared, memdb without a leading "/") is refused: every backend would win.
  *   A release on an in-memory database is pushed to the other backends of the process
- *   (each checks PRAGMA data_version in its poll), so waiters take over at once. Loops on
+ *   (each checks PRAGMA data_version in its poll, observers included) besides the head
+ *   waiter's datagram, so waiters take over at once. Loops on
  *   other threads lock it only for a statement's microseconds; simba_sql_open() waits for
  *   that (at most about 0.5 s), requests retry from the loop as on a file.
  *   test_clock = 1 writes and compares every time in the loop's clock, bound as a
@@ -113,8 +164,9 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
 /* Test support: this backend acts as if its process had died without releasing. It never
    touches the database again: its requests stay unanswered (an owner steps down locally at
    its ttl_at, as with a hung server) and the release that a stop or a free would send never
-   arrives, so its leases end on their own. Free the loop or the backend as usual;
-   simba_sql_read() on it returns SIMBA_ESTATE. */
+   arrives, so its leases end on their own. Its wake-up socket closes, as a dead process's
+   does, so its places in wait queues are dropped at the next release. Free the loop or the
+   backend as usual; simba_sql_read() on it returns SIMBA_ESTATE. */
 SIMBA_API simba_result simba_sql_simulate_crash(simba_backend *be);
 
 /* Synchronous, non-blocking inspection of one mutex as the database sees it (tools, tests).
@@ -134,13 +186,19 @@ SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simb
 #define SIMBA_SQL_IMPLEMENTATION_DONE
 
 #include <sqlite3.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 /* ---- all SQL text lives here ----------------------------------------------------------
  * {T} is replaced by the validated, quoted table name; every value is a bound parameter:
- *   ?1 mutex   ?2 contender   ?3 ttl_ms   ?4 ttl_ms + transition_ms   ?5 renew (0/1)
- *   ?6 now: the loop's clock, only in the test-clock text
+ *   ?1 mutex   ?2 contender   ?3 ttl_ms (q_join: live_ms)   ?4 ttl_ms + transition_ms
+ *   ?5 renew (0/1)   ?6 now: the loop's clock, only in the test-clock text   ?7 wake address
+ * {Q} is the wait queue "<table>_wait", {O} its index "<table>_wait_order".
  * A networked SQL engine would add a second simba__sql_text; the places where SQLite's
  * dialect is used are marked [sqlite]. */
 
@@ -154,11 +212,16 @@ SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simb
 
 typedef struct simba__sql_text {
     const char *dialect;
-    const char *setup[4]; /* once per connection, in order; NULL ends the list */
+    const char *setup[6]; /* once per connection, in order; NULL ends the list */
     const char *create_row; /* ?1: the row of a mutex, if it does not exist yet */
-    const char *acquire;    /* ?1 ?2 ?3 ?4 ?5 -> the row as READ gives it, if we won or renewed */
-    const char *release;    /* ?1 ?2 */
-    const char *read;       /* ?1 -> owner_id, ttl_left, transition_left, held, fence */
+    const char *acquire;    /* ?1 ?2 ?3 ?4 ?5 -> the row as READ gives it, if we won or renewed
+                               and nobody waits (the hot path) */
+    const char *grant;      /* the same, queue or not: the queue was checked in the transaction */
+    const char *release;    /* ?1 ?2: release when nobody waits (changes() says) */
+    const char *read;       /* ?1 -> owner_id, ttl_left, transition_left, held, fence, waiters */
+    const char *q_purge;    /* ?1: drop dead (expired) and malformed waiter rows */
+    const char *q_head;     /* ?1 -> contender, wake of the oldest live waiter */
+    const char *q_join;     /* ?1 ?2 ?3 live_ms ?7 wake: join the line or refresh our place */
 } simba__sql_text;
 
 /* Still the owner's lease: the owner may renew, nobody else may take it. */
@@ -171,7 +234,8 @@ typedef struct simba__sql_text {
      /* [sqlite] with WAL, NORMAL loses at most the last commits on power loss, never          \
         consistency; a lease outlives such a loss anyway. */                                   \
      "PRAGMA synchronous=NORMAL",                                                              \
-     /* [sqlite] WITHOUT ROWID: the primary key is the table. */                               \
+     /* [sqlite] WITHOUT ROWID: the primary key is the table. waiters counts the mutex's       \
+        rows in {Q}, so that the hot paths touch the queue only when it is not empty. */       \
      "CREATE TABLE IF NOT EXISTS {T} ("                                                        \
      " mutex TEXT NOT NULL PRIMARY KEY,"                                                       \
      " acquired_at INTEGER NOT NULL DEFAULT 0,"                                                \
@@ -179,17 +243,26 @@ typedef struct simba__sql_text {
      " transition_at INTEGER NOT NULL DEFAULT 0,"                                              \
      " owner_id TEXT NOT NULL DEFAULT '',"                                                     \
      " fence INTEGER NOT NULL DEFAULT 0,"                                                      \
-     " version INTEGER NOT NULL DEFAULT 0"                                                     \
+     " version INTEGER NOT NULL DEFAULT 0,"                                                    \
+     " waiters INTEGER NOT NULL DEFAULT 0"                                                     \
      ") WITHOUT ROWID",                                                                        \
+     /* The wait queue: seq orders arrivals per mutex; wake is the waiter's datagram address   \
+        ("" = none), expires_at its liveness (now + simba_req.live_ms at its last request). */ \
+     "CREATE TABLE IF NOT EXISTS {Q} ("                                                        \
+     " mutex TEXT NOT NULL, contender TEXT NOT NULL, seq INTEGER NOT NULL,"                    \
+     " expires_at INTEGER NOT NULL, wake TEXT NOT NULL DEFAULT '',"                            \
+     " PRIMARY KEY (mutex, contender)) WITHOUT ROWID",                                         \
+     "CREATE INDEX IF NOT EXISTS {O} ON {Q} (mutex, seq)",                                     \
      NULL}
 
 /* The whole mutual exclusion, one autocommit statement: the hot path (renewal, or a free
-   row) is a single write transaction. SET expressions see the row as it was before the
-   UPDATE; RETURNING sees it after, at the same NOW. Only a renewal (?5) keeps fence and
-   acquired_at: the stored owner asking anew (it stepped down locally, or lost an answer)
-   starts a new ownership. [sqlite] RETURNING (3.35+; PostgreSQL has it too, MySQL would
-   read the row back in the same transaction). */
-#define SIMBA__SQL_ACQUIRE_TEXT(NOW)                                                                 \
+   row nobody waits for) is a single write transaction. SET expressions see the row as it
+   was before the UPDATE; RETURNING sees it after, at the same NOW. Only a renewal (?5) keeps
+   fence and acquired_at: the stored owner asking anew (it stepped down locally, or lost an
+   answer) starts a new ownership. Fairness: with waiters queued a free row is not taken
+   here; the queue decides in a transaction (simba__sql_contend). [sqlite] RETURNING (3.35+;
+   PostgreSQL has it too, MySQL would read the row back in the same transaction). */
+#define SIMBA__SQL_TAKE_TEXT(NOW, FREE)                                                              \
     "UPDATE {T} SET"                                                                            \
     " fence = CASE WHEN ?5 AND " SIMBA__SQL_OWNS(NOW) " THEN fence ELSE fence + 1 END,"         \
     " acquired_at = CASE WHEN ?5 AND " SIMBA__SQL_OWNS(NOW) " THEN acquired_at ELSE " NOW " END," \
@@ -197,31 +270,58 @@ typedef struct simba__sql_text {
     " ttl_at = " NOW " + ?3,"                                                                   \
     " transition_at = " NOW " + ?4,"                                                            \
     " version = version + 1"                                                                    \
-    " WHERE mutex = ?1 AND (transition_at < " NOW " OR " SIMBA__SQL_OWNS(NOW) ")"               \
-    " RETURNING owner_id, ttl_at - " NOW ", transition_at - " NOW ", " NOW " - acquired_at, fence"
+    " WHERE mutex = ?1 AND (" FREE " OR " SIMBA__SQL_OWNS(NOW) ")"                              \
+    " RETURNING owner_id, ttl_at - " NOW ", transition_at - " NOW ", " NOW " - acquired_at, fence, waiters"
+#define SIMBA__SQL_ACQUIRE_TEXT(NOW) SIMBA__SQL_TAKE_TEXT(NOW, "(transition_at < " NOW " AND waiters = 0)")
+#define SIMBA__SQL_GRANT_TEXT(NOW) SIMBA__SQL_TAKE_TEXT(NOW, "transition_at < " NOW)
 
 #define SIMBA__SQL_READ_TEXT(NOW)                                                                    \
-    "SELECT owner_id, ttl_at - " NOW ", transition_at - " NOW ", " NOW " - acquired_at, fence"   \
+    "SELECT owner_id, ttl_at - " NOW ", transition_at - " NOW ", " NOW " - acquired_at, fence, waiters" \
     " FROM {T} WHERE mutex = ?1"
+
+/* A waiter row is dead when its liveness passed, and garbage when it is not what
+   q_join writes (an id the core would refuse is also dropped where the head is read).
+   Only well-formed rows can head the line. */
+#define SIMBA__SQL_Q_WELL_FORMED(NOW)                                                                \
+    "(typeof(expires_at) = 'integer' AND expires_at >= " NOW " AND typeof(seq) = 'integer'"      \
+    " AND typeof(contender) = 'text' AND length(contender) BETWEEN 1 AND 128"                   \
+    " AND typeof(wake) = 'text' AND (wake = '' OR (wake GLOB 'u:*' AND length(wake) < 112)))"
+#define SIMBA__SQL_Q_PURGE_TEXT(NOW) "DELETE FROM {Q} WHERE mutex = ?1 AND NOT " SIMBA__SQL_Q_WELL_FORMED(NOW)
+#define SIMBA__SQL_Q_HEAD_TEXT(NOW)                                                                  \
+    "SELECT contender, wake FROM {Q} WHERE mutex = ?1 AND " SIMBA__SQL_Q_WELL_FORMED(NOW)        \
+    " ORDER BY seq LIMIT 1"
+/* [sqlite] UPSERT (3.24+; PostgreSQL ON CONFLICT too): a waiter that asks again keeps its
+   place (seq) and pushes its liveness on. */
+#define SIMBA__SQL_Q_JOIN_TEXT(NOW)                                                                  \
+    "INSERT INTO {Q} (mutex, contender, seq, expires_at, wake) VALUES (?1, ?2,"                 \
+    " (SELECT coalesce(max(seq), 0) + 1 FROM {Q} WHERE mutex = ?1), " NOW " + ?3, ?7)"          \
+    " ON CONFLICT (mutex, contender) DO UPDATE SET expires_at = excluded.expires_at, wake = excluded.wake"
+#define SIMBA__SQL_Q_LEAVE_TEXT "DELETE FROM {Q} WHERE mutex = ?1 AND contender = ?2"
+#define SIMBA__SQL_Q_COUNT_TEXT "UPDATE {T} SET waiters = (SELECT count(*) FROM {Q} WHERE mutex = ?1) WHERE mutex = ?1"
 
 /* [sqlite] INSERT OR IGNORE (MySQL: INSERT IGNORE, PostgreSQL: ON CONFLICT DO NOTHING). */
 #define SIMBA__SQL_CREATE_ROW_TEXT "INSERT OR IGNORE INTO {T} (mutex) VALUES (?1)"
 /* No time condition: while owner_id is still ours nobody else has taken the row, so
-   clearing it is always right. The fence stays. */
-#define SIMBA__SQL_RELEASE_TEXT                                                                    \
+   clearing it is always right. The fence stays. The hot release (nobody waits) has no
+   RETURNING, which costs SQLite about 5 % of an uncontended cycle; with waiters the second
+   form says so, to wake the head. */
+#define SIMBA__SQL_RELEASE_SET                                                                     \
     "UPDATE {T} SET owner_id = '', acquired_at = 0, ttl_at = 0, transition_at = 0,"             \
     " version = version + 1 WHERE mutex = ?1 AND owner_id = ?2"
+#define SIMBA__SQL_RELEASE_TEXT SIMBA__SQL_RELEASE_SET " AND waiters = 0"
+#define SIMBA__SQL_RELEASE_QUEUED_TEXT SIMBA__SQL_RELEASE_SET " RETURNING waiters"
 
-static const simba__sql_text simba__sqlite_text = {
-    "sqlite", SIMBA__SQL_SETUP, SIMBA__SQL_CREATE_ROW_TEXT, SIMBA__SQL_ACQUIRE_TEXT(SIMBA__SQLITE_NOW), SIMBA__SQL_RELEASE_TEXT,
-    SIMBA__SQL_READ_TEXT(SIMBA__SQLITE_NOW)};
+#define SIMBA__SQL_TEXTS(NOW)                                                                       \
+    SIMBA__SQL_SETUP, SIMBA__SQL_CREATE_ROW_TEXT, SIMBA__SQL_ACQUIRE_TEXT(NOW), SIMBA__SQL_GRANT_TEXT(NOW), \
+        SIMBA__SQL_RELEASE_TEXT, SIMBA__SQL_READ_TEXT(NOW), SIMBA__SQL_Q_PURGE_TEXT(NOW), SIMBA__SQL_Q_HEAD_TEXT(NOW), \
+        SIMBA__SQL_Q_JOIN_TEXT(NOW)
+static const simba__sql_text simba__sqlite_text = {"sqlite", SIMBA__SQL_TEXTS(SIMBA__SQLITE_NOW)};
 /* The same statements on the loop's clock (simba_sql_desc.test_clock). */
-static const simba__sql_text simba__sqlite_loop_clock_text = {
-    "sqlite, loop clock", SIMBA__SQL_SETUP, SIMBA__SQL_CREATE_ROW_TEXT, SIMBA__SQL_ACQUIRE_TEXT(SIMBA__SQL_LOOP_NOW),
-    SIMBA__SQL_RELEASE_TEXT, SIMBA__SQL_READ_TEXT(SIMBA__SQL_LOOP_NOW)};
+static const simba__sql_text simba__sqlite_loop_clock_text = {"sqlite, loop clock", SIMBA__SQL_TEXTS(SIMBA__SQL_LOOP_NOW)};
 
-enum { SIMBA__SQL_CREATE_ROW, SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_RELEASE_ST, SIMBA__SQL_READ_ST, SIMBA__SQL_DATA_VERSION,
-       SIMBA__SQL_NSTMT };
+enum { SIMBA__SQL_CREATE_ROW, SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_GRANT_ST, SIMBA__SQL_RELEASE_ST, SIMBA__SQL_RELEASE_QUEUED,
+       SIMBA__SQL_READ_ST, SIMBA__SQL_Q_PURGE, SIMBA__SQL_Q_HEAD, SIMBA__SQL_Q_JOIN, SIMBA__SQL_Q_LEAVE, SIMBA__SQL_Q_COUNT, SIMBA__SQL_BEGIN,
+       SIMBA__SQL_COMMIT, SIMBA__SQL_ROLLBACK, SIMBA__SQL_DATA_VERSION, SIMBA__SQL_NSTMT };
 
 /* ":memory:" names this database: SQLite's memdb VFS shares a name that starts with "/"
    between the connections of one process, without shared-cache mode. */
@@ -231,6 +331,7 @@ enum { SIMBA__SQL_CLOCK_WALL = 0x53570001, SIMBA__SQL_CLOCK_LOOP = 0x53570002 };
 
 #define SIMBA__SQL_MAGIC 0x53514c31u /* "SQL1": simba_sql_read() checks it */
 #define SIMBA__SQL_BUSY 1            /* internal: database locked, nothing changed */
+#define SIMBA__SQL_WAKE_MAX 112      /* a wake address as text: "u:" + hex of an abstract name */
 
 typedef struct simba__sql {
     uint32_t magic;
@@ -254,6 +355,14 @@ typedef struct simba__sql {
     int64_t next_try;
     char err[512];
     char owner[SIMBA_ID_MAX + 1];
+    int64_t waiters; /* the waiters column of the last row read or written */
+    /* Host-local wake-ups: this backend's datagram socket (-1: none) and its address as
+       stored in its waiter rows. */
+    int wake_fd;
+    char wake_addr[SIMBA__SQL_WAKE_MAX];
+    char qhead[SIMBA_ID_MAX + 1]; /* the last queue head read */
+    char qhead_wake[SIMBA__SQL_WAKE_MAX];
+    int64_t queued_until; /* loop time until which a waiter row of ours may be live */
 } simba__sql;
 
 static int simba__sql_table_ok(const char *t) {
@@ -271,15 +380,20 @@ static int simba__sql_table_ok(const char *t) {
     return 1;
 }
 
-/* Replaces each {T} of src by the quoted table name. 0 when it does not fit. */
+/* Replaces each {T} of src by the quoted table name, {Q} by the queue's, {O} by its index's.
+   0 when it does not fit. */
 static int simba__sql_expand(const simba__sql *s, const char *src, char *dst, size_t cap) {
     size_t o = 0, tl = strlen(s->table);
     while (*src) {
-        if (src[0] == '{' && src[1] == 'T' && src[2] == '}') {
-            if (o + tl + 2 >= cap) return 0;
+        if (src[0] == '{' && (src[1] == 'T' || src[1] == 'Q' || src[1] == 'O') && src[2] == '}') {
+            const char *suffix = src[1] == 'T' ? "" : src[1] == 'Q' ? "_wait" : "_wait_order";
+            size_t sl = strlen(suffix);
+            if (o + tl + sl + 2 >= cap) return 0;
             dst[o++] = '"';
             memcpy(dst + o, s->table, tl);
             o += tl;
+            memcpy(dst + o, suffix, sl);
+            o += sl;
             dst[o++] = '"';
             src += 3;
         } else {
@@ -326,6 +440,28 @@ static int simba__sql_check_table(simba__sql *s) {
     return rc;
 }
 
+/* A table made before the wait queue existed gets its waiters column (0: nobody queued).
+   Two processes may both try: the loser's "duplicate column" is checked away. */
+static int simba__sql_add_waiters(simba__sql *s) {
+    char sql[256];
+    sqlite3_stmt *st = NULL;
+    int rc, tries;
+    for (tries = 0; tries < 2; tries++) {
+        if (!simba__sql_expand(s, "SELECT waiters FROM {T} LIMIT 0", sql, sizeof sql)) return SQLITE_ERROR;
+        rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+        sqlite3_finalize(st);
+        st = NULL;
+        if (rc == SQLITE_OK) return SQLITE_OK;
+        if (simba__sql_is_busy(rc)) return rc;
+        if (!simba__sql_expand(s, "ALTER TABLE {T} ADD COLUMN waiters INTEGER NOT NULL DEFAULT 0", sql, sizeof sql))
+            return SQLITE_ERROR;
+        rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+        if (simba__sql_is_busy(rc)) return rc;
+    }
+    simba__sql_seterr(s, "setup (waiters column)", rc);
+    return rc == SQLITE_OK ? SQLITE_ERROR : rc;
+}
+
 /* Setup statements and prepared statements; once per connection. Returns SQLITE_OK,
    a busy code (try later) or another error (message in s->err). */
 static int simba__sql_setup(simba__sql *s) {
@@ -333,7 +469,7 @@ static int simba__sql_setup(simba__sql *s) {
     int i, rc;
     const char *src[SIMBA__SQL_NSTMT];
     if (s->ready) return SQLITE_OK;
-    for (i = 0; i < 4 && s->text->setup[i]; i++) {
+    for (i = 0; i < 6 && s->text->setup[i]; i++) {
         if (!simba__sql_expand(s, s->text->setup[i], sql, sizeof sql)) {
             snprintf(s->err, sizeof s->err, "sqlite setup: statement too long");
             return SQLITE_ERROR;
@@ -351,10 +487,21 @@ static int simba__sql_setup(simba__sql *s) {
         return SQLITE_READONLY;
     }
     if ((rc = simba__sql_check_table(s)) != SQLITE_OK) return rc;
+    if ((rc = simba__sql_add_waiters(s)) != SQLITE_OK) return rc;
     src[SIMBA__SQL_CREATE_ROW] = s->text->create_row;
     src[SIMBA__SQL_ACQUIRE_ST] = s->text->acquire;
+    src[SIMBA__SQL_GRANT_ST] = s->text->grant;
     src[SIMBA__SQL_RELEASE_ST] = s->text->release;
+    src[SIMBA__SQL_RELEASE_QUEUED] = SIMBA__SQL_RELEASE_QUEUED_TEXT;
     src[SIMBA__SQL_READ_ST] = s->text->read;
+    src[SIMBA__SQL_Q_PURGE] = s->text->q_purge;
+    src[SIMBA__SQL_Q_HEAD] = s->text->q_head;
+    src[SIMBA__SQL_Q_JOIN] = s->text->q_join;
+    src[SIMBA__SQL_Q_LEAVE] = SIMBA__SQL_Q_LEAVE_TEXT;
+    src[SIMBA__SQL_Q_COUNT] = SIMBA__SQL_Q_COUNT_TEXT;
+    src[SIMBA__SQL_BEGIN] = "BEGIN IMMEDIATE";
+    src[SIMBA__SQL_COMMIT] = "COMMIT";
+    src[SIMBA__SQL_ROLLBACK] = "ROLLBACK";
     src[SIMBA__SQL_DATA_VERSION] = "PRAGMA data_version";
     for (i = 0; i < SIMBA__SQL_NSTMT; i++) {
         if (s->st[i]) continue;
@@ -392,8 +539,10 @@ static int simba__sql_row(simba__sql *s, int which, simba_reply *rep, int *got) 
     rep->transition_left_ms = 0;
     rep->held_ms = -1;
     rep->fence = 0;
+    s->waiters = 0;
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
+        s->waiters = sqlite3_column_int64(st, 5);
         const unsigned char *o = sqlite3_column_text(st, 0);
         int olen = sqlite3_column_bytes(st, 0);
         int64_t tr_left = sqlite3_column_int64(st, 2);
@@ -428,22 +577,322 @@ static int simba__sql_read_row(simba__sql *s, const char *mutex, simba_reply *re
     return simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &got);
 }
 
-static int simba__sql_acquire_row(simba__sql *s, const char *mutex, const char *contender, int64_t ttl_ms,
+static int simba__sql_acquire_row(simba__sql *s, int which, const char *mutex, const char *contender, int64_t ttl_ms,
                                   int64_t transition_ms, int renew, simba_reply *rep, int *got) {
-    sqlite3_stmt *st = s->st[SIMBA__SQL_ACQUIRE_ST];
+    sqlite3_stmt *st = s->st[which];
     sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, ttl_ms);
     sqlite3_bind_int64(st, 4, ttl_ms + transition_ms);
     sqlite3_bind_int(st, 5, renew != 0);
-    return simba__sql_row(s, SIMBA__SQL_ACQUIRE_ST, rep, got);
+    return simba__sql_row(s, which, rep, got);
 }
 
-/* Executes one request. renew: the contender owns the mutex locally (simba_req.renew).
+/* >>wake Host-local wake-ups. Every process on one SQLite file shares a host, so a release
+   reaches the head waiter as one datagram on its backend's own AF_UNIX socket. Linux:
+   an autobound abstract address (unique, no file to create or clean up, gone with the
+   process, so a send to a dead waiter fails with ECONNREFUSED). Elsewhere no socket: the
+   timers (the head tries at lease end) carry the handoff. A datagram only wakes: the
+   receiver raises SIMBA_EV_RELEASED for the named contender, which then asks the database. */
+#define SIMBA__SQL_WAKE_TAG "simba-sql-wake"
+
+static void simba__sql_wake_open(simba__sql *s) {
+    s->wake_fd = -1;
+    s->wake_addr[0] = 0;
+#if defined(__linux__)
+    {
+        struct sockaddr_un a;
+        socklen_t len = (socklen_t)sizeof(sa_family_t);
+        int fd = socket(AF_UNIX, SOCK_DGRAM, 0), i, n;
+        if (fd < 0) return;
+        memset(&a, 0, sizeof a);
+        a.sun_family = AF_UNIX;
+        /* An address of only the family autobinds to a fresh abstract name (unix(7)). */
+        if (bind(fd, (struct sockaddr *)&a, len) != 0 || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0 ||
+            fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+            close(fd);
+            return;
+        }
+        len = (socklen_t)sizeof a;
+        if (getsockname(fd, (struct sockaddr *)&a, &len) != 0 || len <= (socklen_t)sizeof(sa_family_t) + 1 ||
+            a.sun_path[0] != 0) {
+            close(fd);
+            return;
+        }
+        n = (int)len - (int)sizeof(sa_family_t) - 1; /* name bytes after the leading NUL */
+        if (2 + 2 * n + 1 > (int)sizeof s->wake_addr) {
+            close(fd);
+            return;
+        }
+        s->wake_addr[0] = 'u';
+        s->wake_addr[1] = ':';
+        for (i = 0; i < n; i++) snprintf(s->wake_addr + 2 + 2 * i, 3, "%02x", (unsigned char)a.sun_path[1 + i]);
+        s->wake_fd = fd;
+    }
+#endif
+}
+
+/* Sends one wake-up to the waiter at addr (as stored in its row). 1 sent (or its queue is
+   full: it is alive and already has one), 0 no address or nothing to send with, -1 nobody
+   listens there (the waiter's process is gone, or the row is garbage). */
+static int simba__sql_wake_send(simba__sql *s, const char *addr, const char *mutex, const char *contender) {
+#if defined(__linux__)
+    struct sockaddr_un a;
+    char msg[sizeof SIMBA__SQL_WAKE_TAG + SIMBA_NAME_MAX + SIMBA_ID_MAX + 4];
+    size_t n, i;
+    int len;
+    if (s->wake_fd < 0 || !addr || strncmp(addr, "u:", 2) != 0) return 0;
+    n = strlen(addr + 2);
+    if (n == 0 || n % 2 || n / 2 > sizeof a.sun_path - 1) return -1;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    for (i = 0; i < n / 2; i++) {
+        unsigned v;
+        if (sscanf(addr + 2 + 2 * i, "%2x", &v) != 1) return -1;
+        a.sun_path[1 + i] = (char)v;
+    }
+    len = snprintf(msg, sizeof msg, "%s %s %s", SIMBA__SQL_WAKE_TAG, mutex, contender);
+    if (len <= 0 || (size_t)len >= sizeof msg) return 0;
+    if (sendto(s->wake_fd, msg, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a,
+               (socklen_t)(sizeof(sa_family_t) + 1 + n / 2)) >= 0)
+        return 1;
+    return errno == ECONNREFUSED || errno == ENOENT ? -1 : 1;
+#else
+    (void)s, (void)addr, (void)mutex, (void)contender;
+    return 0;
+#endif
+}
+
+/* Datagrams that arrived: each names a mutex and a contender of this process and becomes
+   SIMBA_EV_RELEASED for that contender only. Anything else on the socket is dropped; a
+   burst is bounded per poll, so forged traffic costs at most attempts, never a grant. */
+static void simba__sql_wake_recv(simba__sql *s) {
+    char buf[sizeof SIMBA__SQL_WAKE_TAG + SIMBA_NAME_MAX + SIMBA_ID_MAX + 8];
+    int k;
+    if (s->wake_fd < 0) return;
+    for (k = 0; k < 64; k++) {
+        char *mutex, *contender;
+        ssize_t got = recv(s->wake_fd, buf, sizeof buf - 1, MSG_DONTWAIT);
+        if (got < 0) return;
+        buf[got] = 0;
+        if (strncmp(buf, SIMBA__SQL_WAKE_TAG " ", sizeof SIMBA__SQL_WAKE_TAG) != 0) continue;
+        mutex = buf + sizeof SIMBA__SQL_WAKE_TAG;
+        contender = strchr(mutex, ' ');
+        if (!contender) continue;
+        *contender++ = 0;
+        if (simba_name_check(mutex) != SIMBA_OK || simba_id_check(contender) != SIMBA_OK) continue;
+        simba_backend_event(s->be, SIMBA_EV_RELEASED, mutex, contender, NULL);
+    }
+}
+
+static int simba__sql_leave(simba__sql *s, const char *mutex, const char *contender, int *changed) {
+    sqlite3_stmt *st = s->st[SIMBA__SQL_Q_LEAVE];
+    int rc;
+    sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
+    rc = simba__sql_run(s, SIMBA__SQL_Q_LEAVE);
+    if (rc != SQLITE_OK) simba__sql_seterr(s, "queue leave", rc);
+    else if (sqlite3_changes(s->db) > 0) *changed = 1;
+    return rc;
+}
+
+/* Reads the oldest live waiter into s->qhead / s->qhead_wake ("" when nobody waits). A row
+   the core would refuse (a malformed id) is dropped here: garbage never stands in line. */
+static int simba__sql_head(simba__sql *s, const char *mutex, int *changed) {
+    sqlite3_stmt *st = s->st[SIMBA__SQL_Q_HEAD];
+    int rc, tries;
+    for (tries = 0; tries < 8; tries++) {
+        const unsigned char *c, *w;
+        int cl, wl;
+        s->qhead[0] = s->qhead_wake[0] = 0;
+        sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) {
+            sqlite3_reset(st);
+            return SQLITE_OK;
+        }
+        if (rc != SQLITE_ROW) {
+            simba__sql_seterr(s, "queue head", rc);
+            sqlite3_reset(st);
+            return rc;
+        }
+        c = sqlite3_column_text(st, 0);
+        cl = sqlite3_column_bytes(st, 0);
+        w = sqlite3_column_text(st, 1);
+        wl = sqlite3_column_bytes(st, 1);
+        if (c && cl > 0 && cl <= SIMBA_ID_MAX) {
+            memcpy(s->qhead, c, (size_t)cl);
+            s->qhead[cl] = 0;
+        }
+        if (w && wl > 0 && wl < (int)sizeof s->qhead_wake) {
+            memcpy(s->qhead_wake, w, (size_t)wl);
+            s->qhead_wake[wl] = 0;
+        }
+        if (s->qhead[0] && simba_id_check(s->qhead) == SIMBA_OK) {
+            sqlite3_reset(st);
+            return SQLITE_OK;
+        }
+        /* An id the core refuses (well-formed text otherwise): dropped, never a grant. */
+        sqlite3_reset(st);
+        if ((rc = simba__sql_leave(s, mutex, s->qhead, changed)) != SQLITE_OK) return rc;
+    }
+    s->qhead[0] = s->qhead_wake[0] = 0; /* more garbage than we clean per request: nobody leads */
+    return SQLITE_OK;
+}
+
+
+/* The live head of the line, after dropping heads whose process is gone (a wake-up to
+   them is refused); wakes it when wake is set. In the caller's transaction. */
+static int simba__sql_live_head(simba__sql *s, const char *mutex, const char *self, int wake, int *changed) {
+    int rc, k;
+    for (k = 0; k < 8; k++) {
+        if ((rc = simba__sql_head(s, mutex, changed)) != SQLITE_OK) return rc;
+        if (!s->qhead[0] || (self && strcmp(s->qhead, self) == 0) || !wake) return SQLITE_OK;
+        if (simba__sql_wake_send(s, s->qhead_wake, mutex, s->qhead) >= 0) return SQLITE_OK;
+        if ((rc = simba__sql_leave(s, mutex, s->qhead, changed)) != SQLITE_OK) return rc;
+    }
+    return SQLITE_OK;
+}
+
+static int simba__sql_step_simple(simba__sql *s, int which, const char *what) {
+    int rc = simba__sql_run(s, which);
+    if (rc != SQLITE_OK && !simba__sql_is_busy(rc)) simba__sql_seterr(s, what, rc);
+    return rc;
+}
+
+/* >>queue The fairness rule, in one write transaction (BEGIN IMMEDIATE: nobody else can
+   change the row or the queue between our reads and our writes):
+     owner asks           -> renew (or a new ownership, without simba_req.renew)
+     free, nobody queued  -> granted
+     free, we are head    -> granted, we leave the queue
+     free, another heads  -> we join (or keep our place); the head is woken (a dead one,
+                             whose socket is gone, is dropped first)
+     held by another      -> we join (or refresh our place), first_in_line when we head
+   Dead (liveness passed) and malformed rows are dropped first; the waiters count is
+   recomputed whenever the queue changed. */
+static int simba__sql_contend(simba__sql *s, const char *mutex, const char *contender, int64_t ttl_ms,
+                              int64_t transition_ms, int renew, int64_t live_ms, simba_reply *rep) {
+    int rc, exists = 0, got = 0, changed = 0, first = 0;
+    rc = sqlite3_step(s->st[SIMBA__SQL_BEGIN]);
+    sqlite3_reset(s->st[SIMBA__SQL_BEGIN]);
+    if (rc != SQLITE_DONE) {
+        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
+        return rc;
+    }
+    sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
+    rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists);
+    if (rc != SQLITE_OK) goto fail;
+    if (!exists) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_CREATE_ROW], 1, mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_CREATE_ROW, "insert")) != SQLITE_OK) goto fail;
+    }
+    if (s->waiters != 0) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_Q_PURGE], 1, mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_PURGE, "queue purge")) != SQLITE_OK) goto fail;
+        if (sqlite3_changes(s->db) > 0) changed = 1;
+        rc = simba__sql_live_head(s, mutex, contender, !s->owner[0], &changed);
+        if (rc != SQLITE_OK) goto fail;
+    } else {
+        s->qhead[0] = 0;
+    }
+    if (strcmp(s->owner, contender) == 0 || (!s->owner[0] && (!s->qhead[0] || strcmp(s->qhead, contender) == 0))) {
+        rc = simba__sql_acquire_row(s, SIMBA__SQL_GRANT_ST, mutex, contender, ttl_ms, transition_ms, renew, rep, &got);
+        if (rc != SQLITE_OK) goto fail;
+        if (s->qhead[0] && (rc = simba__sql_leave(s, mutex, contender, &changed)) != SQLITE_OK) goto fail;
+    }
+    if (!got) {
+        sqlite3_stmt *st = s->st[SIMBA__SQL_Q_JOIN];
+        sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, live_ms);
+        sqlite3_bind_text(st, 7, s->wake_addr, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_JOIN, "queue join")) != SQLITE_OK) goto fail;
+        changed = 1;
+        s->queued_until = simba__max(s->queued_until, simba__add(simba_now(s->loop), live_ms));
+        first = !s->qhead[0] || strcmp(s->qhead, contender) == 0;
+    }
+    if (changed) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_Q_COUNT], 1, mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_COUNT, "queue count")) != SQLITE_OK) goto fail;
+    }
+    if (!got) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists)) != SQLITE_OK) goto fail;
+    }
+    rc = sqlite3_step(s->st[SIMBA__SQL_COMMIT]);
+    sqlite3_reset(s->st[SIMBA__SQL_COMMIT]);
+    if (rc != SQLITE_DONE) {
+        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
+        goto fail;
+    }
+    rep->first_in_line = first;
+    return SQLITE_OK;
+fail:
+    if (!sqlite3_get_autocommit(s->db)) {
+        sqlite3_step(s->st[SIMBA__SQL_ROLLBACK]);
+        sqlite3_reset(s->st[SIMBA__SQL_ROLLBACK]);
+    }
+    return rc;
+}
+
+/* After a release committed: wake the oldest live waiter. The usual case is one read and
+   one datagram; a head whose process is gone is dropped in a transaction and the next one
+   woken (when the database is busy right now, the next contender's attempt drops it). */
+static void simba__sql_wake_head(simba__sql *s, const char *mutex) {
+    int changed = 0, rc;
+    if (simba__sql_head(s, mutex, &changed) != SQLITE_OK || !s->qhead[0]) return;
+    if (simba__sql_wake_send(s, s->qhead_wake, mutex, s->qhead) >= 0) return;
+    rc = sqlite3_step(s->st[SIMBA__SQL_BEGIN]);
+    sqlite3_reset(s->st[SIMBA__SQL_BEGIN]);
+    if (rc != SQLITE_DONE) return;
+    rc = simba__sql_live_head(s, mutex, NULL, 1, &changed);
+    if (rc == SQLITE_OK && changed) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_Q_COUNT], 1, mutex, -1, SQLITE_STATIC);
+        rc = simba__sql_run(s, SIMBA__SQL_Q_COUNT);
+    }
+    sqlite3_step(s->st[rc == SQLITE_OK ? SIMBA__SQL_COMMIT : SIMBA__SQL_ROLLBACK]);
+    sqlite3_reset(s->st[rc == SQLITE_OK ? SIMBA__SQL_COMMIT : SIMBA__SQL_ROLLBACK]);
+    if (!sqlite3_get_autocommit(s->db)) {
+        sqlite3_step(s->st[SIMBA__SQL_ROLLBACK]);
+        sqlite3_reset(s->st[SIMBA__SQL_ROLLBACK]);
+    }
+}
+
+/* A contender that stops while waiting leaves the line; when it headed the line of a free
+   mutex, the next waiter is woken. */
+static int simba__sql_quit_line(simba__sql *s, const char *mutex, const char *contender) {
+    int rc, changed = 0;
+    rc = sqlite3_step(s->st[SIMBA__SQL_BEGIN]);
+    sqlite3_reset(s->st[SIMBA__SQL_BEGIN]);
+    if (rc != SQLITE_DONE) {
+        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
+        return rc;
+    }
+    rc = simba__sql_leave(s, mutex, contender, &changed);
+    if (rc == SQLITE_OK && changed && !s->owner[0]) rc = simba__sql_live_head(s, mutex, NULL, 1, &changed);
+    if (rc == SQLITE_OK && changed) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_Q_COUNT], 1, mutex, -1, SQLITE_STATIC);
+        rc = simba__sql_step_simple(s, SIMBA__SQL_Q_COUNT, "queue count");
+    }
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(s->st[SIMBA__SQL_COMMIT]);
+        sqlite3_reset(s->st[SIMBA__SQL_COMMIT]);
+        rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+        if (rc != SQLITE_OK && !simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
+    }
+    if (!sqlite3_get_autocommit(s->db)) {
+        sqlite3_step(s->st[SIMBA__SQL_ROLLBACK]);
+        sqlite3_reset(s->st[SIMBA__SQL_ROLLBACK]);
+    }
+    return rc;
+}
+
+/* Executes one request. renew: the contender owns the mutex locally (simba_req.renew);
+   live_ms: how long its place in the wait queue lasts (simba_req.live_ms).
    Returns SIMBA__SQL_BUSY when the database was locked (nothing changed: try again later);
    otherwise 0 with *rep filled (rep->owner, rep->errmsg point into s until the next call). */
 static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, const char *contender, int64_t ttl_ms,
-                               int64_t transition_ms, int expect_win, int renew, simba_reply *rep) {
+                               int64_t transition_ms, int expect_win, int renew, int64_t live_ms, simba_reply *rep) {
     int rc;
     memset(rep, 0, sizeof *rep);
     rep->held_ms = -1;
@@ -451,8 +900,10 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
     if (rc != SQLITE_OK) goto fail;
     if (s->loop_clock) { /* one instant for the whole request, as the database clock gives */
         int64_t now = simba_now(s->loop);
-        sqlite3_bind_int64(s->st[SIMBA__SQL_ACQUIRE_ST], 6, now);
-        sqlite3_bind_int64(s->st[SIMBA__SQL_READ_ST], 6, now);
+        static const int with_now[] = {SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_GRANT_ST, SIMBA__SQL_READ_ST,
+                                       SIMBA__SQL_Q_PURGE,    SIMBA__SQL_Q_HEAD,   SIMBA__SQL_Q_JOIN};
+        size_t i;
+        for (i = 0; i < sizeof with_now / sizeof with_now[0]; i++) sqlite3_bind_int64(s->st[with_now[i]], 6, now);
     }
     if (op == SIMBA_OP_READ) {
         rc = simba__sql_read_row(s, mutex, rep);
@@ -461,58 +912,67 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
         return 0;
     }
     if (op == SIMBA_OP_ACQUIRE) {
-        /* Hot path: one UPDATE ... RETURNING (renewal, or a free row). A waiter reads first:
-           while someone else's lease lasts the UPDATE could not succeed, and a read is
-           cheaper than a write. Only a row that does not exist yet costs an INSERT and a
-           second try. Each statement is atomic on its own: reads only inform, the UPDATE
-           decides. */
-        int got = 0;
+        /* Hot path: one UPDATE ... RETURNING (renewal, or a free row nobody waits for). A
+           waiter reads first: while someone else's lease lasts the UPDATE could not
+           succeed. Everything else (a queue, another's lease, no row yet) is decided by
+           simba__sql_contend in one transaction. */
+        int got = 0, held = 0;
         if (!expect_win) {
             int exists;
             sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
             rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists);
             if (rc != SQLITE_OK) goto fail;
-            if (exists && s->owner[0] && strcmp(s->owner, contender) != 0) { /* held by another */
-                rep->rc = SIMBA_OK;
-                return 0;
-            }
+            held = exists && s->owner[0] && strcmp(s->owner, contender) != 0;
         }
-        rc = simba__sql_acquire_row(s, mutex, contender, ttl_ms, transition_ms, renew, rep, &got);
-        if (rc != SQLITE_OK) goto fail;
-        if (!got) {
-            /* Lost (the usual case for a waiter: a read, no second write) or no row yet. */
-            int exists;
-            sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
-            rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists);
+        if (!held) {
+            rc = simba__sql_acquire_row(s, SIMBA__SQL_ACQUIRE_ST, mutex, contender, ttl_ms, transition_ms, renew, rep, &got);
             if (rc != SQLITE_OK) goto fail;
-            if (!exists) {
-                sqlite3_bind_text(s->st[SIMBA__SQL_CREATE_ROW], 1, mutex, -1, SQLITE_STATIC);
-                rc = simba__sql_run(s, SIMBA__SQL_CREATE_ROW);
-                if (rc != SQLITE_OK) {
-                    simba__sql_seterr(s, "insert", rc);
-                    goto fail;
-                }
-                rc = simba__sql_acquire_row(s, mutex, contender, ttl_ms, transition_ms, renew, rep, &got);
-                if (rc != SQLITE_OK) goto fail;
-                if (!got && (rc = simba__sql_read_row(s, mutex, rep)) != SQLITE_OK) goto fail;
-            }
         }
+        if (!got && (rc = simba__sql_contend(s, mutex, contender, ttl_ms, transition_ms, renew, live_ms, rep)) != SQLITE_OK)
+            goto fail;
     } else {
         sqlite3_stmt *st = s->st[SIMBA__SQL_RELEASE_ST];
+        int64_t waiters = 0;
+        int released = 0;
         sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
-        rc = simba__sql_run(s, SIMBA__SQL_RELEASE_ST);
-        if (rc != SQLITE_OK) {
+        rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc == SQLITE_DONE && sqlite3_changes(s->db) == 1) {
+            released = 1;
+        } else if (rc == SQLITE_DONE) { /* someone waits, or it is not ours */
+            st = s->st[SIMBA__SQL_RELEASE_QUEUED];
+            sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
+            rc = sqlite3_step(st);
+            if (rc == SQLITE_ROW) {
+                released = 1;
+                waiters = sqlite3_column_int64(st, 0);
+                rc = sqlite3_step(st);
+            }
+            sqlite3_reset(st);
+        }
+        if (rc != SQLITE_DONE) {
             simba__sql_seterr(s, "release", rc);
             goto fail;
         }
-        /* Released: nobody owns it now. Not ours: say who does. */
-        if (sqlite3_changes(s->db) == 0) {
-            if ((rc = simba__sql_read_row(s, mutex, rep)) != SQLITE_OK) goto fail;
-        } else if (s->memory && s->be) {
+        if (released) {
+            /* Released: nobody owns it now; the oldest waiter hears of it at once. */
+            s->owner[0] = 0;
+            rep->owner = s->owner;
+            if (waiters > 0) simba__sql_wake_head(s, mutex);
             /* Other contenders of this backend learn at once (other connections through
                PRAGMA data_version in process()). */
-            simba_backend_event(s->be, SIMBA_EV_RELEASED, mutex, NULL, NULL);
+            if (s->memory && s->be) simba_backend_event(s->be, SIMBA_EV_RELEASED, mutex, NULL, NULL);
+        } else {
+            /* Not ours: say who owns it, and leave the line if we stood in it. */
+            if ((rc = simba__sql_read_row(s, mutex, rep)) != SQLITE_OK) goto fail;
+            if (s->waiters > 0) {
+                char owner[SIMBA_ID_MAX + 1];
+                memcpy(owner, s->owner, sizeof owner);
+                if ((rc = simba__sql_quit_line(s, mutex, contender)) != SQLITE_OK) goto fail;
+                memcpy(s->owner, owner, sizeof owner);
+            }
         }
     }
     rep->rc = SIMBA_OK;
@@ -526,10 +986,12 @@ fail:
     return 0;
 }
 
-/* The same, renewing when the stored owner is the contender (tools, benchmarks, tests). */
+/* The same, renewing when the stored owner is the contender (tools, benchmarks, tests);
+   a queued place lasts as long as the core would keep it for this timing. */
 static int simba__sql_exec(simba__sql *s, simba_op op, const char *mutex, const char *contender, int64_t ttl_ms,
                            int64_t transition_ms, int expect_win, simba_reply *rep) {
-    return simba__sql_exec_req(s, op, mutex, contender, ttl_ms, transition_ms, expect_win, 1, rep);
+    return simba__sql_exec_req(s, op, mutex, contender, ttl_ms, transition_ms, expect_win, 1,
+                               simba__add(simba__add(ttl_ms, transition_ms), 2000), rep);
 }
 
 static int64_t simba__sql_busy_limit(const simba__sql *s, const simba_req *r) {
@@ -545,6 +1007,7 @@ static void simba__sql_drain(simba__sql *s, int64_t now) {
         simba_req *r = s->head;
         simba_reply rep;
         if (simba__sql_exec_req(s, r->op, r->mutex, r->contender, r->ttl_ms, r->transition_ms, r->expect_win, r->renew,
+                                r->live_ms > 0 ? r->live_ms : simba__add(simba__add(r->ttl_ms, r->transition_ms), 2000),
                                 &rep) == SIMBA__SQL_BUSY) {
             int64_t waited = now - r->sent_at;
             if (waited < simba__sql_busy_limit(s, r)) {
@@ -626,12 +1089,25 @@ static void simba__sql_watch_check(simba__sql *s) {
 
 static void simba__sql_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__sql *s = (simba__sql *)impl;
-    (void)ready;
-    (void)n;
-    (void)flags;
+    int i, readable = 0;
     if (s->crashed) return;
+    for (i = 0; (flags & SIMBA_PROCESS_IO) && ready && i < n; i++)
+        if (ready[i].fd == s->wake_fd && (ready[i].revents & POLLIN)) readable = 1;
+    if (readable) simba__sql_wake_recv(s);
     if (s->head && now >= s->next_try) simba__sql_drain(s, now);
     if (s->memory && s->nwatched > 0 && s->ready && !s->head) simba__sql_watch_check(s);
+}
+
+static int simba__sql_fds(void *impl, struct pollfd *out, int cap) {
+    simba__sql *s = (simba__sql *)impl;
+    /* Only while a waiter row of ours may live: an uncontended loop polls nothing. */
+    if (s->wake_fd < 0 || s->crashed || s->loop->now > s->queued_until) return 0;
+    if (cap >= 1 && out) {
+        out[0].fd = s->wake_fd;
+        out[0].events = POLLIN;
+        out[0].revents = 0;
+    }
+    return 1;
 }
 
 static int64_t simba__sql_deadline(void *impl) {
@@ -681,6 +1157,8 @@ static void simba__sql_close(simba__sql *s) {
     }
     if (s->db) sqlite3_close(s->db);
     s->db = NULL;
+    if (s->wake_fd >= 0) close(s->wake_fd);
+    s->wake_fd = -1;
     for (i = 0; i < s->nwatched; i++) simba_free(s->loop, s->watched[i]);
     simba_free(s->loop, s->watched);
     s->magic = 0;
@@ -707,7 +1185,7 @@ static const simba_backend_vt simba__sql_vt = {
     sizeof(simba_backend_vt),
     "sql",
     simba__sql_submit,
-    NULL, /* no descriptors: every request completes in submit() or at a deadline */
+    simba__sql_fds, /* the wake-up socket; requests complete in submit() or at a deadline */
     simba__sql_process,
     simba__sql_deadline,
     simba__sql_watch,
@@ -823,6 +1301,7 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
     s->retry_ms = desc->busy_retry_ms > 0 ? desc->busy_retry_ms : 5;
     s->busy_max_ms = desc->busy_max_ms;
     s->next_try = INT64_MAX;
+    simba__sql_wake_open(s);
     /* [sqlite] NOMUTEX: a loop is single-threaded, so the connection needs no lock of its own.
        URI: ":memory:" becomes a memdb URI whatever SQLite's compile-time default. */
     rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
@@ -904,6 +1383,9 @@ SIMBA_API simba_result simba_sql_simulate_crash(simba_backend *be) {
     simba__sql *s = simba__sql_of(be, "simba_sql_simulate_crash");
     if (!s) return SIMBA_EINVAL;
     s->crashed = 1;
+    /* A dead process's socket is gone: a release then drops its waiter rows at once. */
+    if (s->wake_fd >= 0) close(s->wake_fd);
+    s->wake_fd = -1;
     return SIMBA_OK;
 }
 

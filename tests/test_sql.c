@@ -14,7 +14,10 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1337,6 +1340,361 @@ TEST(memory_shared_across_threads) {
     CHECK_EQ(fence_bad, 0);
 }
 
+/* ---- the wait queue and wake-ups (issue 12) ------------------------------------------ */
+
+/* One acquire through the executor with the core's liveness for this timing. */
+static simba_result q_acquire(simba_backend *be, const char *mutex, const char *who, simba_reply *rep, char *owner) {
+    int64_t until = mono_ms() + 2000;
+    int rc;
+    while ((rc = simba__sql_exec_req(impl_of(be), SIMBA_OP_ACQUIRE, mutex, who, 5000, 1000, 0, 0, 8000, rep)) ==
+           SIMBA__SQL_BUSY) {
+        if (mono_ms() > until) return SIMBA_EBUSY;
+        poll(NULL, 0, 1);
+    }
+    snprintf(owner, SIMBA_ID_MAX + 1, "%s", rep->owner ? rep->owner : "");
+    rep->owner = owner;
+    return rep->rc;
+}
+
+/* 1 when fd has a datagram within ms. */
+static int readable_within(int fd, int ms) {
+    struct pollfd p;
+    p.fd = fd;
+    p.events = POLLIN;
+    p.revents = 0;
+    return poll(&p, 1, ms) == 1 && (p.revents & POLLIN);
+}
+
+static void drain_fd(int fd) {
+    char buf[512];
+    while (recv(fd, buf, sizeof buf, MSG_DONTWAIT) >= 0) {}
+}
+
+/* The rule, row by row, with four connections on one file: arrival order, the releaser goes
+   to the back, a non-head that finds the mutex free does not take it, the waiters count
+   follows the queue, and a release wakes exactly the head's connection. */
+TEST(queue_arrival_order_and_releaser_to_the_back) {
+    static const char *ids[4] = {"A", "B", "C", "D"};
+    char path[300], owner[SIMBA_ID_MAX + 1], sql[200];
+    simba_loop *loop = newloop();
+    simba_backend *be[4];
+    simba_reply rep;
+    sqlite3 *raw;
+    int i, round;
+    REQUIRE(loop != NULL);
+    newdb(path, sizeof path);
+    for (i = 0; i < 4; i++) REQUIRE(open_be(loop, path, NULL, &be[i]) == SIMBA_OK);
+    for (i = 0; i < 4; i++) REQUIRE(impl_of(be[i])->wake_fd >= 0);
+    raw = raw_open(path);
+    REQUIRE(raw != NULL);
+    CHECK_RC(q_acquire(be[0], "q", "A", &rep, owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    for (i = 1; i < 4; i++) {
+        CHECK_RC(q_acquire(be[i], "q", ids[i], &rep, owner), SIMBA_OK);
+        CHECK_STR(owner, "A");
+        CHECK_EQ(rep.first_in_line, i == 1);
+    }
+    CHECK_EQ(raw_int(raw, "SELECT waiters FROM simba_mutex WHERE mutex = 'q'"), 3);
+    CHECK_EQ(raw_int(raw, "SELECT count(*) FROM simba_mutex_wait WHERE mutex = 'q'"), 3);
+    /* Around twice: the owner releases and asks again at once; the others, asking in any
+       order, get it only at the head. */
+    for (round = 0; round < 8; round++) {
+        int cur = round % 4, next = (round + 1) % 4, after = (round + 2) % 4;
+        for (i = 0; i < 4; i++) drain_fd(impl_of(be[i])->wake_fd);
+        CHECK_RC(exec_op(be[cur], SIMBA_OP_RELEASE, "q", ids[cur], 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
+        CHECK_STR(owner, "");
+        CHECK(readable_within(impl_of(be[next])->wake_fd, 1000)); /* the head is woken */
+        CHECK(!readable_within(impl_of(be[after])->wake_fd, 0));  /* nobody else */
+        CHECK_RC(q_acquire(be[cur], "q", ids[cur], &rep, owner), SIMBA_OK);
+        CHECK_STR(owner, ""); /* free, but reserved for the head: the releaser queues */
+        CHECK_EQ(rep.first_in_line, 0);
+        CHECK_RC(q_acquire(be[after], "q", ids[after], &rep, owner), SIMBA_OK);
+        CHECK_STR(owner, ""); /* not the head either */
+        CHECK_RC(q_acquire(be[next], "q", ids[next], &rep, owner), SIMBA_OK);
+        CHECK_STR(owner, ids[next]);
+        CHECK_EQ(raw_int(raw, "SELECT waiters FROM simba_mutex WHERE mutex = 'q'"), 3);
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM simba_mutex_wait WHERE mutex = 'q' AND contender = '%s'", ids[next]);
+        CHECK_EQ(raw_int(raw, sql), 0);
+    }
+    /* A waiter that stops leaves the line; the last owner's release then finds nobody. */
+    for (i = 0; i < 4; i++)
+        if (i != 0) CHECK_RC(exec_op(be[i], SIMBA_OP_RELEASE, "q", ids[i], 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_EQ(raw_int(raw, "SELECT waiters FROM simba_mutex WHERE mutex = 'q'"), 0);
+    CHECK_RC(exec_op(be[0], SIMBA_OP_RELEASE, "q", "A", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(q_acquire(be[2], "q", "C", &rep, owner), SIMBA_OK);
+    CHECK_STR(owner, "C");
+    sqlite3_close(raw);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* A waiter whose liveness (simba_req.live_ms) passed is dropped: it reserves nothing. */
+TEST(queue_dead_waiter_dropped_after_its_liveness) {
+    char path[300], owner[SIMBA_ID_MAX + 1];
+    simba_loop *loop = newloop();
+    simba_backend *be[3];
+    simba_reply rep;
+    int i, rc;
+    REQUIRE(loop != NULL);
+    newdb(path, sizeof path);
+    for (i = 0; i < 3; i++) REQUIRE(open_be(loop, path, NULL, &be[i]) == SIMBA_OK);
+    CHECK_RC(q_acquire(be[0], "d", "A", &rep, owner), SIMBA_OK);
+    /* B queues with a 300 ms liveness and never comes back */
+    while ((rc = simba__sql_exec_req(impl_of(be[1]), SIMBA_OP_ACQUIRE, "d", "B", 5000, 1000, 0, 0, 300, &rep)) ==
+           SIMBA__SQL_BUSY) poll(NULL, 0, 1);
+    CHECK_STR(rep.owner, "A");
+    CHECK_RC(exec_op(be[0], SIMBA_OP_RELEASE, "d", "A", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(q_acquire(be[2], "d", "C", &rep, owner), SIMBA_OK);
+    CHECK_STR(owner, ""); /* B still heads */
+    poll(NULL, 0, 400);
+    CHECK_RC(q_acquire(be[2], "d", "C", &rep, owner), SIMBA_OK);
+    CHECK_STR(owner, "C");
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* Child processes for the multi-process cases: each opens its own loop and backend. */
+static void child_contend(const char *path, const char *mutex, const char *id, int64_t ttl, int64_t tr, int out_fd) {
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_service *svc = NULL;
+    counts c = {0, 0, 0};
+    int told = 0;
+    pid_t parent = getppid();
+    if (!loop || open_be(loop, path, NULL, &be) != SIMBA_OK || contend(loop, be, mutex, id, ttl, tr, &c, &svc) != SIMBA_OK ||
+        simba_start(svc) != SIMBA_OK)
+        _exit(2);
+    for (;;) {
+        simba_wait(loop, 50);
+        if (getppid() != parent) _exit(0); /* the test is gone: never outlive it */
+        if (!told && simba_is_owner(svc)) {
+            if (write(out_fd, "O", 1) != 1) _exit(3);
+            told = 1;
+        }
+    }
+}
+
+static int64_t raw_waiters(sqlite3 *raw, const char *mutex) {
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM simba_mutex_wait WHERE mutex = '%s'", mutex);
+    return raw_int(raw, sql);
+}
+
+static int one_waiter_cond(void *raw) { return raw_waiters((sqlite3 *)raw, "f") == 1; }
+
+static int wait_waiters(sqlite3 *raw, const char *mutex, int64_t want, int ms) {
+    int64_t until = mono_ms() + ms;
+    while (raw_waiters(raw, mutex) != want) {
+        if (mono_ms() > until) return 0;
+        poll(NULL, 0, 5);
+    }
+    return 1;
+}
+
+/* A head waiter's process SIGKILLed (its socket gone: dropped at the release, the next one
+   woken at once) or SIGSTOPped (alive to the kernel: it keeps its place until its liveness
+   passes, and no longer). Timing ttl 1000, transition 500: liveness 1000 + 500 + 1000 +
+   1000 = 3.5 s after its last attempt, which is at most 2.5 s before the stop. */
+static void head_waiter_case(int sig) {
+    char path[300], owner[SIMBA_ID_MAX + 1];
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_reply rep;
+    sqlite3 *raw;
+    int p[2], i;
+    pid_t kid[2];
+    int64_t t0, took = -1;
+    REQUIRE(loop != NULL && pipe(p) == 0);
+    newdb(path, sizeof path);
+    REQUIRE(open_be(loop, path, NULL, &be) == SIMBA_OK);
+    raw = raw_open(path);
+    REQUIRE(raw != NULL);
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "h", "A", 60000, 1000, &rep, owner, sizeof owner), SIMBA_OK);
+    kid[0] = kid[1] = -1;
+    for (i = 0; i < 2; i++) {
+        kid[i] = fork();
+        CHECK(kid[i] >= 0);
+        if (kid[i] == 0) child_contend(path, "h", i ? "W2" : "W1", 1000, 500, p[1]);
+        CHECK(wait_waiters(raw, "h", i + 1, 5000));
+    }
+    if (kid[0] > 0) kill(kid[0], sig);
+    if (kid[0] > 0 && sig == SIGKILL) waitpid(kid[0], NULL, 0);
+    t0 = mono_ms();
+    CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "h", "A", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
+    while (mono_ms() - t0 < 10000) {
+        CHECK_RC(simba_sql_read(be, "h", &rep, owner, sizeof owner), SIMBA_OK);
+        if (strcmp(owner, "W2") == 0) {
+            took = mono_ms() - t0;
+            break;
+        }
+        CHECK(strcmp(owner, "W1") != 0 && strcmp(owner, "A") != 0);
+        poll(NULL, 0, 2);
+    }
+    fprintf(stderr, "  head waiter %s: the next waiter owns %lld ms after the release\n",
+            sig == SIGKILL ? "SIGKILLed" : "SIGSTOPped", (long long)took);
+    CHECK(took >= 0);
+    if (sig == SIGKILL) CHECK(took < 1000); /* no lease to wait for, no liveness either */
+    else CHECK(took <= 3500 + 1500);       /* within its liveness, with slack for a loaded host */
+    for (i = 0; i < 2; i++) {
+        if (kid[i] <= 0) continue;
+        kill(kid[i], SIGKILL);
+        waitpid(kid[i], NULL, 0);
+    }
+    close(p[0]);
+    close(p[1]);
+    sqlite3_close(raw);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+TEST(head_waiter_sigkilled_does_not_block_the_queue) { head_waiter_case(SIGKILL); }
+TEST(head_waiter_sigstopped_blocks_at_most_its_liveness) { head_waiter_case(SIGSTOP); }
+
+/* Locker handoff between processes with the DEFAULT timing (ttl 10 s, transition 6 s):
+   the release is pushed to the waiting process, which owns within milliseconds. */
+TEST(locker_handoff_default_timing_between_processes) {
+    char path[300];
+    int up[2], go[2];
+    pid_t kid;
+    char b;
+    simba_loop *loop;
+    simba_backend *be = NULL;
+    simba_locker *lk = NULL;
+    simba_locker_desc d;
+    simba_result rc = SIMBA_EAGAIN;
+    int64_t t0, took = -1;
+    REQUIRE(pipe(up) == 0 && pipe(go) == 0);
+    newdb(path, sizeof path);
+    kid = fork();
+    REQUIRE(kid >= 0);
+    if (kid == 0) {
+        pid_t parent = getppid();
+        simba_loop *cl = newloop();
+        simba_backend *cb = NULL;
+        simba_locker *clk = NULL;
+        struct pollfd pf;
+        if (!cl || open_be(cl, path, NULL, &cb) != SIMBA_OK || simba_lock(cl, cb, "handoff", 5000, &clk) != SIMBA_OK) _exit(2);
+        if (write(up[1], "L", 1) != 1) _exit(3);
+        pf.fd = go[0];
+        pf.events = POLLIN;
+        for (;;) { /* keep renewing until told to let go (or the test is gone) */
+            simba_wait(cl, 20);
+            if (poll(&pf, 1, 0) == 1) break;
+            if (getppid() != parent) _exit(0);
+        }
+        if (read(go[0], &b, 1) != 1) _exit(4);
+        simba_locker_unlock(clk);
+        for (t0 = mono_ms(); mono_ms() - t0 < 2000;) simba_wait(cl, 50); /* the release goes out */
+        _exit(0);
+    }
+    CHECK(read(up[0], &b, 1) == 1);
+    loop = newloop();
+    REQUIRE(loop != NULL);
+    REQUIRE(open_be(loop, path, NULL, &be) == SIMBA_OK);
+    memset(&d, 0, sizeof d);
+    d.mutex = "handoff";
+    REQUIRE(simba_locker_new(loop, be, &d, &lk) == SIMBA_OK);
+    /* queued behind the child: one answer naming it */
+    for (t0 = mono_ms(); mono_ms() - t0 < 3000;) {
+        CHECK_RC(simba_locker_try(lk), SIMBA_EAGAIN);
+        simba_wait(loop, 10);
+        simba_owner view;
+        memset(&view, 0, sizeof view);
+        simba_owner_get(simba_locker_service(lk), &view);
+        if (view.id[0]) break;
+    }
+    CHECK(write(go[1], "G", 1) == 1);
+    t0 = mono_ms();
+    while (mono_ms() - t0 < 8000) {
+        rc = simba_locker_try(lk);
+        if (rc != SIMBA_EAGAIN) break;
+        simba_wait(loop, 100);
+    }
+    took = mono_ms() - t0;
+    fprintf(stderr, "  default timing: the waiting process holds the lock %lld ms after the holder was told to unlock\n",
+            (long long)took);
+    CHECK_RC(rc, SIMBA_OK);
+    CHECK(took < 1000); /* not the old lease's 16 s */
+    waitpid(kid, NULL, 0);
+    CHECK_RC(simba_locker_free(lk), SIMBA_OK);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+    close(up[0]), close(up[1]), close(go[0]), close(go[1]);
+}
+
+/* A forged or malformed datagram only wakes (at most one attempt each, never a grant), and
+   garbage rows in the queue never become owner nor block the line. */
+TEST(forged_datagram_and_garbage_row_grant_nothing) {
+    char path[300], owner[SIMBA_ID_MAX + 1], addr[SIMBA__SQL_WAKE_MAX];
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL, *wbe = NULL;
+    simba_service *w = NULL;
+    counts c = {0, 0, 0};
+    simba_reply rep;
+    simba_stats st;
+    sqlite3 *raw;
+    uint64_t before;
+    int fd, k;
+    REQUIRE(loop != NULL);
+    newdb(path, sizeof path);
+    REQUIRE(open_be(loop, path, NULL, &be) == SIMBA_OK);
+    REQUIRE(open_be(loop, path, NULL, &wbe) == SIMBA_OK);
+    raw = raw_open(path);
+    REQUIRE(raw != NULL);
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "f", "A", 60000, 1000, &rep, owner, sizeof owner), SIMBA_OK);
+    REQUIRE(contend(loop, wbe, "f", "W", 20000, 5000, &c, &w) == SIMBA_OK);
+    CHECK_RC(simba_start(w), SIMBA_OK);
+    CHECK(drive(&loop, 1, 3000, one_waiter_cond, raw));
+    drive(&loop, 1, 100, NULL, NULL);
+    snprintf(addr, sizeof addr, "%s", impl_of(wbe)->wake_addr);
+    fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+    REQUIRE(fd >= 0);
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    simba_service_stats(w, &st);
+    before = st.attempts;
+    {
+        static const char *forged[] = {"simba-sql-wake f W", "simba-sql-wake f A", "simba-sql-wake f W extra junk",
+                                       "simba-sql-wake", "\xff\xfe garbage", "simba-sql-wake f' W"};
+        struct sockaddr_un a;
+        size_t n = strlen(addr + 2) / 2, i;
+        memset(&a, 0, sizeof a);
+        a.sun_family = AF_UNIX;
+        for (i = 0; i < n; i++) {
+            unsigned v;
+            sscanf(addr + 2 + 2 * i, "%2x", &v);
+            a.sun_path[1 + i] = (char)v;
+        }
+        for (k = 0; k < (int)(sizeof forged / sizeof forged[0]); k++)
+            CHECK(sendto(fd, forged[k], strlen(forged[k]), 0, (struct sockaddr *)&a,
+                         (socklen_t)(sizeof(sa_family_t) + 1 + n)) >= 0);
+    }
+    drive(&loop, 1, 300, NULL, NULL);
+    simba_service_stats(w, &st);
+    fprintf(stderr, "  6 forged datagrams (1 well-formed for W): W made %llu attempts\n",
+            (unsigned long long)(st.attempts - before));
+    CHECK(st.attempts - before <= 1);
+    CHECK(!simba_is_owner(w));
+    CHECK_RC(simba_sql_read(be, "f", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    /* garbage ahead of W: malformed ids, a text expiry, a blob; and a well-formed row of a
+       process that does not exist (no socket at its address) */
+    CHECK_EQ(sqlite3_exec(raw,
+                          "INSERT INTO simba_mutex_wait VALUES ('f', 'bad id!', -5, 99999999999999, 'u:00');"
+                          "INSERT INTO simba_mutex_wait VALUES ('f', '', -4, 99999999999999, '');"
+                          "INSERT INTO simba_mutex_wait VALUES ('f', 'T', -3, 'soon', 'u:41');"
+                          "INSERT INTO simba_mutex_wait VALUES ('f', x'00ff', -2, 99999999999999, 'zz');"
+                          "INSERT INTO simba_mutex_wait VALUES ('f', 'ghost', -1, 99999999999999, 'u:6e6f626f6479');"
+                          "UPDATE simba_mutex SET waiters = 6 WHERE mutex = 'f'",
+                          NULL, NULL, NULL),
+             SQLITE_OK);
+    CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "f", "A", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK(drive(&loop, 1, 3000, is_owner_cond, w));
+    CHECK_RC(simba_sql_read(be, "f", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "W");
+    CHECK_EQ(raw_waiters(raw, "f"), 0);
+    CHECK_EQ(raw_int(raw, "SELECT waiters FROM simba_mutex WHERE mutex = 'f'"), 0);
+    close(fd);
+    sqlite3_close(raw);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
 static void rm_tmpdir(void) {
     char cmd[600];
     if (!tmpdir[0] || getenv("SIMBA_KEEP_TMP")) return;
@@ -1374,6 +1732,12 @@ int main(int argc, char **argv) {
     RUN(test_clock_expiry_exact);
     RUN(test_clock_refused_where_unsafe);
     RUN(simulated_crash_keeps_lease_until_it_ends);
+    RUN(queue_arrival_order_and_releaser_to_the_back);
+    RUN(queue_dead_waiter_dropped_after_its_liveness);
+    RUN(head_waiter_sigkilled_does_not_block_the_queue);
+    RUN(head_waiter_sigstopped_blocks_at_most_its_liveness);
+    RUN(locker_handoff_default_timing_between_processes);
+    RUN(forged_datagram_and_garbage_row_grant_nothing);
     rc = check_report("test_sql");
     rm_tmpdir();
     return rc;
