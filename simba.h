@@ -4,8 +4,19 @@
  * Do this:
  *     #define SIMBA_IMPLEMENTATION
  * before you include this file in *one* C or C++ file to create the implementation.
- * Every other file includes it plainly. Backend headers (simba_sql.h, simba_redis.h,
- * simba_zk.h) include this file themselves and follow the same macro.
+ * Every other file includes it plainly. Backend headers (simba_memory.h, simba_sql.h,
+ * simba_redis.h, simba_zk.h) include this file themselves and follow the same macro: the
+ * umbrella SIMBA_IMPLEMENTATION instantiates every simba header that file includes;
+ * SIMBA_<NAME>_IMPLEMENTATION (CORE, MEMORY, SQL, REDIS, ZK) just one, plus the core, whose
+ * private helpers the backends use (so a backend is instantiated in the core's file).
+ *
+ * COMPILE-TIME OPTIONS (define before the implementation's include)
+ *   SIMBA_API                  storage of the public functions (default extern), e.g.
+ *                              static for a program-private copy, or a visibility attribute
+ *   SIMBA_MALLOC(sz), SIMBA_FREE(p)   allocator of loop-independent memory (default malloc
+ *                              / free; define both). Per-loop memory: simba_loop_desc alloc
+ *   SIMBA_IMPLEMENTATION, SIMBA_<NAME>_IMPLEMENTATION   see above
+ *   _POSIX_C_SOURCE            set to 200809L by the implementation when nothing was chosen
  *
  * WHAT IT DOES
  *   For each mutex name, at most one contender owns it at a time. Ownership is a lease:
@@ -154,7 +165,7 @@
 /* The implementation needs POSIX 2008 (clock_gettime, poll, pipe). When this header is the
    first include of the implementation file, ask for it here; otherwise compile with
    -D_POSIX_C_SOURCE=200809L (or _GNU_SOURCE / _DEFAULT_SOURCE). */
-#if defined(SIMBA_IMPLEMENTATION) && !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE) && !defined(_DEFAULT_SOURCE)
+#if (defined(SIMBA_IMPLEMENTATION) || defined(SIMBA_CORE_IMPLEMENTATION)) && !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE) && !defined(_DEFAULT_SOURCE)
 #define _POSIX_C_SOURCE 200809L
 #endif
 
@@ -219,7 +230,7 @@ typedef struct simba_owner {
 typedef enum simba_reason {
     SIMBA_REASON_NONE = 0,   /* not a release (on_acquired, on_owner) */
     SIMBA_REASON_STOPPED,    /* the user stopped or freed the service (simba_stop, ..._free) */
-    SIMBA_REASON_UNLOCKED,   /* a Locker's owner unlocked (simba_locker_unlock, simba_unlock) */
+    SIMBA_REASON_UNLOCKED,   /* a Locker's owner unlocked (simba_locker_unlock, simba_unlock_free) */
     SIMBA_REASON_LAPSED,     /* no renewal confirmed by the local ttl_at (server hung or failing,
                                 answer too late) */
     SIMBA_REASON_REFUSED,    /* the server answered a renewal with another owner or none */
@@ -295,7 +306,7 @@ SIMBA_API simba_result simba_wait(simba_loop *loop, int64_t max_ms);
 
 /* ---- contenders and observers -------------------------------------------------------- */
 
-typedef enum simba_status { SIMBA_INITIAL, SIMBA_STARTING, SIMBA_RUNNING, SIMBA_STOPPING } simba_status;
+typedef enum simba_status { SIMBA_INITIAL, SIMBA_RUNNING, SIMBA_STOPPING } simba_status;
 
 typedef void (*simba_state_fn)(simba_service *svc, const simba_state *state, void *user_data);
 
@@ -425,9 +436,10 @@ SIMBA_API uint64_t simba_locker_fence(const simba_locker *lk);
 /* Unlocks if needed and frees. From a callback while simba_locker_lock() blocks on this
    locker, the memory goes when that call returns (SIMBA_ECLOSED). */
 SIMBA_API simba_result simba_locker_free(simba_locker *lk);
-/* Shorthands: new + lock with default timing; unlock + free. */
+/* Shorthands: new + lock with default timing; unlock + free (the handle is gone after it,
+   unlike simba_locker_unlock's). */
 SIMBA_API simba_result simba_lock(simba_loop *loop, simba_backend *be, const char *mutex, int64_t timeout_ms, simba_locker **out);
-SIMBA_API simba_result simba_unlock(simba_locker *lk);
+SIMBA_API simba_result simba_unlock_free(simba_locker *lk);
 
 /* ---- scheduler --------------------------------------------------------------------- */
 
@@ -494,7 +506,6 @@ struct simba_req {
                            + jitter max); backends keep no liveness constant of their own */
     int step_down_on_disconnect; /* ACQUIRE: the contender steps down on SIMBA_EV_DISCONNECTED,
                                     so a backend that knows it is disconnected grants nothing */
-    void *backend_data; /* free for the backend's use while the request is in flight */
     simba_req *next_;   /* free for the backend's use as a list link while in flight */
     /* private to the core */
     simba_service *svc_;
@@ -592,8 +603,11 @@ SIMBA_API void simba_log(simba_loop *loop, simba_log_level level, const char *fm
 /* ==================================================================================== */
 /*                                   IMPLEMENTATION                                     */
 /* ==================================================================================== */
-#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA__IMPLEMENTED)
-#define SIMBA__IMPLEMENTED
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_CORE_IMPLEMENTATION)
+#define SIMBA_CORE_IMPLEMENTATION
+#endif
+#if defined(SIMBA_CORE_IMPLEMENTATION) && !defined(SIMBA__CORE_IMPLEMENTED)
+#define SIMBA__CORE_IMPLEMENTED
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1763,7 +1777,6 @@ SIMBA_API simba_result simba_start(simba_service *s) {
     l = s->loop;
     if (s->status != SIMBA_INITIAL)
         return simba__fail(l, SIMBA_ESTATE, "simba_start: cannot start mutex %s from state %d, expected INITIAL", s->mx->name, (int)s->status);
-    s->status = SIMBA_STARTING;
     s->gen++;
     s->flags &= ~(SIMBA__F_OWNER | SIMBA__F_TOLD | SIMBA__F_WAKE | SIMBA__F_RELEASE_SENT | SIMBA__F_IMMEDIATE | SIMBA__F_ASKED);
     memset(&s->view, 0, sizeof s->view);
@@ -2429,7 +2442,7 @@ SIMBA_API simba_result simba_lock(simba_loop *loop, simba_backend *be, const cha
     }
     return rc;
 }
-SIMBA_API simba_result simba_unlock(simba_locker *lk) {
+SIMBA_API simba_result simba_unlock_free(simba_locker *lk) {
     if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
     if (lk->state != SIMBA__LK_IDLE) simba_locker_unlock(lk);
     return simba_locker_free(lk);
@@ -2664,7 +2677,7 @@ SIMBA_API simba_reason simba_locker_last_reason(const simba_locker *lk) {
 }
 SIMBA_API const simba_service *simba_locker_service(const simba_locker *lk) { return lk && lk->loop ? lk->svc : NULL; }
 
-#endif /* SIMBA_IMPLEMENTATION */
+#endif /* SIMBA_CORE_IMPLEMENTATION */
 
 /*
 MIT License

@@ -18,6 +18,13 @@
  *
  * License: MIT, see the end of simba.h (the headers ship together).
  */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_MEMORY_IMPLEMENTATION)
+#define SIMBA_MEMORY_IMPLEMENTATION
+#endif
+/* Its implementation uses the core's private helpers: the core's goes into the same file. */
+#if defined(SIMBA_MEMORY_IMPLEMENTATION) && !defined(SIMBA_CORE_IMPLEMENTATION)
+#define SIMBA_CORE_IMPLEMENTATION
+#endif
 #ifndef SIMBA_MEMORY_H
 #define SIMBA_MEMORY_H
 
@@ -61,8 +68,12 @@ SIMBA_API simba_result simba_memory_fault_set(simba_backend *be, const simba_mem
 /* ==================================================================================== */
 /*                                   IMPLEMENTATION                                     */
 /* ==================================================================================== */
-#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_MEMORY_IMPLEMENTED)
-#define SIMBA_MEMORY_IMPLEMENTED
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_MEMORY_IMPLEMENTATION)
+#define SIMBA_MEMORY_IMPLEMENTATION
+#endif
+#if defined(SIMBA_MEMORY_IMPLEMENTATION) && !defined(SIMBA__MEMORY_IMPLEMENTED)
+#define SIMBA__MEMORY_IMPLEMENTED
+#include "simba.h" /* the core's implementation, when this file has not got it yet */
 
 #include <pthread.h>
 
@@ -519,4 +530,4 @@ SIMBA_API simba_result simba_memstore_read(simba_memstore *st, const char *mutex
     return SIMBA_OK;
 }
 
-#endif /* SIMBA_IMPLEMENTATION */
+#endif /* SIMBA_MEMORY_IMPLEMENTATION */

@@ -124,8 +124,15 @@
  *   subscribed on another node (it asks again and joins the back); locking itself is
  *   unaffected.
  *
- * LICENSE: MIT, see the end of this file.
+ * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_REDIS_IMPLEMENTATION)
+#define SIMBA_REDIS_IMPLEMENTATION
+#endif
+/* Its implementation uses the core's private helpers: the core's goes into the same file. */
+#if defined(SIMBA_REDIS_IMPLEMENTATION) && !defined(SIMBA_CORE_IMPLEMENTATION)
+#define SIMBA_CORE_IMPLEMENTATION
+#endif
 #ifndef SIMBA_REDIS_H
 #define SIMBA_REDIS_H
 
@@ -158,8 +165,15 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
 #endif
 #endif /* SIMBA_REDIS_H */
 
-#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_REDIS_IMPLEMENTED)
-#define SIMBA_REDIS_IMPLEMENTED
+/* ==================================================================================== */
+/*                                   IMPLEMENTATION                                     */
+/* ==================================================================================== */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_REDIS_IMPLEMENTATION)
+#define SIMBA_REDIS_IMPLEMENTATION
+#endif
+#if defined(SIMBA_REDIS_IMPLEMENTATION) && !defined(SIMBA__REDIS_IMPLEMENTED)
+#define SIMBA__REDIS_IMPLEMENTED
+#include "simba.h" /* the core's implementation, when this file has not got it yet */
 
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
@@ -1586,25 +1600,6 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     return SIMBA_OK;
 }
 
-#endif /* SIMBA_IMPLEMENTATION */
+#endif /* SIMBA_REDIS_IMPLEMENTATION */
 
-/*
-MIT License
-
-Copyright (c) 2026 the simba authors
-
-Permission is hereby granted, free of charge, to any person obtaining a copy of this software and
-associated documentation files (the "Software"), to deal in the Software without restriction,
-including without limitation the rights to use, copy, modify, merge, publish, distribute,
-sublicense, and/or sell copies of the Software, and to permit persons to whom the Software is
-furnished to do so, subject to the following conditions:
-
-The above copyright notice and this permission notice shall be included in all copies or
-substantial portions of the Software.
-
-THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT
-NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND
-NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM,
-DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT
-OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
-*/
+/* License: MIT, the full text at the end of simba.h (the headers ship together). */

@@ -115,8 +115,15 @@
  *   valid path component. root must be an absolute path of such components, not under
  *   /zookeeper, at most 256 bytes.
  *
- * LICENSE: MIT, see the end of this file.
+ * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_ZK_IMPLEMENTATION)
+#define SIMBA_ZK_IMPLEMENTATION
+#endif
+/* Its implementation uses the core's private helpers: the core's goes into the same file. */
+#if defined(SIMBA_ZK_IMPLEMENTATION) && !defined(SIMBA_CORE_IMPLEMENTATION)
+#define SIMBA_CORE_IMPLEMENTATION
+#endif
 #ifndef SIMBA_ZK_H
 #define SIMBA_ZK_H
 
@@ -144,7 +151,6 @@ typedef struct simba_zk_stats {
     int connected;              /* the session is connected now (as last processed) */
     int64_t session_timeout_ms; /* negotiated (the requested one before connecting) */
     int64_t session_id;         /* 0 before the first connection */
-    char session_passwd[16];
     uint64_t sessions;          /* sessions opened: 1 + one per expiry */
     uint64_t requests;          /* requests submitted */
     uint64_t zk_calls;          /* asynchronous ZooKeeper calls issued */
@@ -165,8 +171,14 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #endif /* SIMBA_ZK_H */
 
 /* ==================================================================================== */
-#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_ZK_IMPLEMENTED)
-#define SIMBA_ZK_IMPLEMENTED
+/*                                   IMPLEMENTATION                                     */
+/* ==================================================================================== */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_ZK_IMPLEMENTATION)
+#define SIMBA_ZK_IMPLEMENTATION
+#endif
+#if defined(SIMBA_ZK_IMPLEMENTATION) && !defined(SIMBA__ZK_IMPLEMENTED)
+#define SIMBA__ZK_IMPLEMENTED
+#include "simba.h" /* the core's implementation, when this file has not got it yet */
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -1346,7 +1358,6 @@ static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
         id = zoo_client_id(s->zh);
         if (id) {
             zk->stats.session_id = id->client_id;
-            memcpy(zk->stats.session_passwd, id->passwd, sizeof zk->stats.session_passwd);
         }
         /* released contenders whose delete could not go out: now it can */
         for (m = zk->mtxs; m; m = mn) {
@@ -1916,25 +1927,6 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
     return SIMBA_OK;
 }
 
-#endif /* SIMBA_IMPLEMENTATION */
+#endif /* SIMBA_ZK_IMPLEMENTATION */
 
-/*
-MIT License
-
-Copyright (c) 2026 the simba authors
-
-Permission is hereby granted, free of charge, to any person obtaining a copy of this software and
-associated documentation files (the "Software"), to deal in the Software without restriction,
-including without limitation the rights to use, copy, modify, merge, publish, distribute,
-sublicense, and/or sell copies of the Software, and to permit persons to whom the Software is
-furnished to do so, subject to the following conditions:
-
-The above copyright notice and this permission notice shall be included in all copies or
-substantial portions of the Software.
-
-THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT
-NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND
-NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM,
-DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT
-OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
-*/
+/* License: MIT, the full text at the end of simba.h (the headers ship together). */

@@ -239,16 +239,16 @@ static int locker_lifecycle(void) {
 static int lock_held_mutex(void) { /* held by the healthy owner: times out, touches nothing */
     simba_locker *lk = NULL;
     int rc = simba_lock(L, be, "healthy", 50, &lk), rc0;
-    if (rc == SIMBA_OK) simba_unlock(lk);
+    if (rc == SIMBA_OK) simba_unlock_free(lk);
     rc0 = simba_lock(L, be, "healthy", 0, &lk);
-    if (rc0 == SIMBA_OK) simba_unlock(lk);
+    if (rc0 == SIMBA_OK) simba_unlock_free(lk);
     return rc == SIMBA_ETIMEDOUT && rc0 == SIMBA_ETIMEDOUT ? SIMBA_ETIMEDOUT : (rc != SIMBA_ETIMEDOUT ? rc : rc0);
 }
 
 static int lock_negative_timeout_free(void) { /* < 0 = no limit, on a free mutex: OK */
     simba_locker *lk = NULL;
     int rc = simba_lock(L, be, "neg-timeout", -5, &lk);
-    if (rc == SIMBA_OK) return simba_unlock(lk);
+    if (rc == SIMBA_OK) return simba_unlock_free(lk);
     return rc;
 }
 
@@ -556,7 +556,7 @@ static int loop_desc_rows(void) {
     X(lock_null_out, simba_lock(L, be, "m", 0, NULL), SIMBA_EINVAL)                                       \
     X(lock_held_by_healthy, lock_held_mutex(), SIMBA_ETIMEDOUT)                                           \
     X(lock_negative_timeout, lock_negative_timeout_free(), SIMBA_OK)                                      \
-    X(unlock_null, simba_unlock(NULL), SIMBA_EINVAL)                                                      \
+    X(unlock_null, simba_unlock_free(NULL), SIMBA_EINVAL)                                                      \
     X(sched_null_desc, simba_scheduler_new(L, be, NULL, &(simba_scheduler *){0}), SIMBA_EINVAL)           \
     X(sched_null_out, simba_scheduler_new(L, be, &(simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, 0, 100, noop_work, NULL, 0}, NULL), SIMBA_EINVAL) \
     X(sched_no_work, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, 0, 100, NULL, NULL, 0}), SIMBA_EINVAL) \

@@ -1169,7 +1169,7 @@ TEST(locker_lock_timeout_try_unlock) {
     {
         simba_locker *lk;
         CHECK_RC(simba_lock(p[0].loop, p[0].be, "shorthand", 100, &lk), SIMBA_OK);
-        CHECK_RC(simba_unlock(lk), SIMBA_OK);
+        CHECK_RC(simba_unlock_free(lk), SIMBA_OK);
         CHECK_RC(simba_lock(p[0].loop, p[0].be, "bad name", 100, &lk), SIMBA_EINVAL);
         CHECK(lk == NULL);
     }
