@@ -66,12 +66,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/simba $(DESTDIR)$(CMAKEDIR) 2>/dev/null
 
 # ---- statistics and release reasons ---------------------------------------------------------
-$(B)/test_stats: tests/test_stats.c $(HDR_CORE) tests/check.h | $(B)
-	$(CC) $(CFLAGS) -o $@ tests/test_stats.c -lpthread
-$(B)/asan/test_stats: tests/test_stats.c $(HDR_CORE) tests/check.h | $(B)/asan
-	$(CC) $(CFLAGS) $(SAN) -o $@ tests/test_stats.c -lpthread
-$(B)/clang/test_stats: tests/test_stats.c $(HDR_CORE) tests/check.h | $(B)/clang
-	clang $(CFLAGS) -o $@ tests/test_stats.c -lpthread
+# test_stats in every variant: VARIANT_PROGS in the Makefile
 $(B)/stats_prometheus: examples/stats_prometheus.c $(HDR_CORE) | $(B)
 	$(CC) $(CFLAGS) -o $@ examples/stats_prometheus.c -lpthread
 

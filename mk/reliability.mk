@@ -63,14 +63,7 @@ fuzz: $(FUZZ_BINS)
 
 # ---- sanitizers ------------------------------------------------------------------------------
 TSAN_BINS = $(B)/tsan/test_core $(B)/tsan/kit_memory $(B)/tsan/test_zk $(B)/tsan/kit_zk
-$(B)/tsan/test_core: tests/test_core.c $(HDR_CORE) tests/check.h | $(B)/tsan
-	$(CC) $(CFLAGS) $(TSAN) -o $@ tests/test_core.c -lpthread
-$(B)/tsan/kit_memory: tests/kit_memory.c $(HDR_CORE) $(KIT) | $(B)/tsan
-	$(CC) $(CFLAGS) $(TSAN) -o $@ tests/kit_memory.c tests/kit.c -lpthread
-$(B)/tsan/test_zk: tests/test_zk.c $(HDR_ZK) tests/check.h | $(B)/tsan
-	$(CC) $(CFLAGS) $(TSAN) $(ZKINC) -o $@ tests/test_zk.c -lzookeeper_mt -lpthread
-$(B)/tsan/kit_zk: tests/kit_zk.c $(HDR_ZK) $(KIT) | $(B)/tsan
-	$(CC) $(CFLAGS) $(TSAN) $(ZKINC) -o $@ tests/kit_zk.c tests/kit.c -lzookeeper_mt -lpthread
+# the programs: VARIANT_PROGS pattern rules in the Makefile
 
 tsan: $(TSAN_BINS)
 	@bash tests/fault_sanitizers.sh tsan
