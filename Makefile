@@ -67,13 +67,13 @@ $(B)/redis_cycle: bench/redis_cycle.c $(HDR_REDIS) | $(B)
 # variant: $(B)/NAME, $(B)/clang/NAME, $(B)/asan/NAME, $(B)/tsan/NAME.
 VARIANT_PROGS  = test_core kit_memory test_stats test_sql kit_sql test_redis kit_redis test_zk kit_zk
 SRC_test_core  = tests/test_core.c
-DEP_test_core  = $(HDR_CORE) tests/check.h
+DEP_test_core  = $(HDR_CORE) tests/check.h tests/fixture.h
 LIB_test_core  = -lpthread
 SRC_kit_memory = tests/kit_memory.c tests/kit.c
 DEP_kit_memory = $(HDR_CORE) $(KIT)
 LIB_kit_memory = -lpthread
 SRC_test_stats = tests/test_stats.c
-DEP_test_stats = $(HDR_CORE) tests/check.h
+DEP_test_stats = $(HDR_CORE) tests/check.h tests/fixture.h
 LIB_test_stats = -lpthread
 SRC_test_sql   = tests/test_sql.c
 DEP_test_sql   = $(HDR_SQL) tests/check.h

@@ -8,107 +8,14 @@
 #include <poll.h>
 #include <stdlib.h>
 
-/* ---- fixtures ------------------------------------------------------------------------ */
-
-static int64_t fake_now = 1000000;
-static int64_t fake_clock(void *u) { (void)u; return fake_now; }
-static uint32_t fake_rand_value;
-static uint32_t fake_rand(void *u) { (void)u; return fake_rand_value; }
-
-typedef struct proc {
-    simba_loop *loop;
-    simba_backend *be;
-} proc;
-
-static simba_memstore *store;
-
-static void store_new(void) {
-    simba_memstore_desc sd = {0};
-    sd.now_ms = fake_clock;
-    CHECK_RC(simba_memstore_new(&sd, &store), SIMBA_OK);
-}
-static void store_free(void) { CHECK_RC(simba_memstore_free(store), SIMBA_OK); store = NULL; }
-
-static void proc_open(proc *p) {
-    simba_loop_desc d = {0};
-    d.now_ms = fake_clock;
-    d.random = fake_rand;
-    CHECK_RC(simba_loop_new(&d, &p->loop), SIMBA_OK);
-    CHECK_RC(simba_memory_open(p->loop, store, &p->be), SIMBA_OK);
-}
-static void proc_close(proc *p) { CHECK_RC(simba_loop_free(p->loop), SIMBA_OK); }
-
-/* Poll every loop until nothing more happens at this instant. */
-static void settle(proc *ps, int n) {
-    int round, i;
-    for (round = 0; round < 8; round++)
-        for (i = 0; i < n; i++) CHECK(simba_poll(ps[i].loop) >= 0);
-}
-/* Advance simulated time in steps of at most `step` ms, polling at every loop's deadline. */
-static void advance(proc *ps, int n, int64_t ms, int64_t step) {
-    int64_t end = fake_now + ms;
-    while (fake_now < end) {
-        int64_t next = end, i;
-        for (i = 0; i < n; i++) {
-            int64_t w = simba_poll(ps[i].loop);
-            CHECK(w >= 0);
-            if (fake_now + w < next) next = fake_now + w;
-        }
-        if (next - fake_now > step) next = fake_now + step;
-        if (next <= fake_now) next = fake_now + 1;
-        fake_now = next;
-        settle(ps, (int)n);
-    }
-}
-
-typedef struct counts {
-    int acquired, released, owner_changes;
-    uint64_t last_fence;
-    int64_t acquired_at, released_at;
-    simba_owner last_after;
-    simba_reason reason;
-} counts;
-
-static void on_acq(simba_service *s, const simba_state *st, void *u) {
-    counts *c = (counts *)u;
-    c->acquired++;
-    c->acquired_at = fake_now;
-    c->last_fence = st->after->fence;
-    CHECK(simba_owner_is(st->after, simba_service_contender_id(s)));
-    CHECK(simba_is_owner(s));
-}
-static void on_rel(simba_service *s, const simba_state *st, void *u) {
-    counts *c = (counts *)u;
-    c->released++;
-    c->released_at = fake_now;
-    c->reason = st->reason;
-    CHECK(simba_owner_is(st->before, simba_service_contender_id(s)));
-    CHECK(!simba_is_owner(s));
-}
-static void on_own(simba_service *s, const simba_state *st, void *u) {
-    counts *c = (counts *)u;
-    (void)s;
-    c->owner_changes++;
-    c->last_after = *st->after;
-}
+#include "fixture.h"
 
 static int lk_lost_calls;
 static void lk_lost_count(simba_locker *lk, void *u) { (void)lk; (void)u; lk_lost_calls++; }
 static void noop_work(simba_scheduler *sc, void *u) { (void)sc; (void)u; }
 
-static simba_service *contender(proc *p, const char *mutex, const char *id, int64_t ttl, int64_t tr, counts *c) {
-    simba_contend_desc d = {0};
-    simba_service *s = NULL;
-    d.mutex = mutex;
-    d.contender_id = id;
-    d.ttl_ms = ttl;
-    d.transition_ms = tr;
-    d.on_acquired = on_acq;
-    d.on_released = on_rel;
-    d.on_owner = on_own;
-    d.user_data = c;
-    CHECK_RC(simba_contend(p->loop, p->be, &d, &s), SIMBA_OK);
-    return s;
+static simba_service *contender(proc *p, const char *mutex, const char *id, int64_t ttl, int64_t tr, rec *c) {
+    return contend_rec(p, mutex, id, ttl, tr, c, 0);
 }
 
 /* ---- owner model ---------------------------------------------------------------------- */
@@ -195,7 +102,7 @@ TEST(contender_ids) {
 
 TEST(owner_renews_at_ttl_minus_margin) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     simba_reply r;
     int64_t t0;
@@ -237,7 +144,7 @@ static void declare_session_lease(proc *p) {
 
 TEST(renew_margin_capped_by_granted_session_lease) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     int64_t t0;
     store_new();
@@ -258,7 +165,7 @@ TEST(renew_margin_capped_by_granted_session_lease) {
 
 TEST(asked_lease_grant_clamped_to_what_was_asked) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     int64_t t0;
     store_new();
@@ -286,7 +193,7 @@ TEST(asked_lease_grant_clamped_to_what_was_asked) {
 /* SIMBA_EV_DISCONNECTED steps down only the owners whose desc asks for it. */
 TEST(disconnect_steps_down_only_owners_that_ask) {
     proc p;
-    counts keep = {0}, drop = {0};
+    rec keep = {0}, drop = {0};
     simba_service *k, *d;
     simba_contend_desc cd = {0};
     simba_locker_desc ld = {0};
@@ -350,7 +257,7 @@ TEST(disconnect_steps_down_only_owners_that_ask) {
 
 TEST(non_owner_jitter_bounds) {
     proc p[2];
-    counts ca = {0}, cb = {0};
+    rec ca = {0}, cb = {0};
     simba_service *a, *b;
     int64_t t0;
     store_new();
@@ -390,7 +297,7 @@ TEST(non_owner_jitter_bounds) {
 
 TEST(forged_announcement_delays_at_most_one_lease) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     simba_reply forged = {0};
     store_new();
@@ -422,7 +329,7 @@ TEST(forged_announcement_delays_at_most_one_lease) {
 
 TEST(transition_zero_jitter_and_no_owner_at_once) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     store_new();
     proc_open(&p);
@@ -444,7 +351,7 @@ TEST(transition_zero_jitter_and_no_owner_at_once) {
 
 TEST(backoff_after_errors_is_bounded) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     simba_memory_fault f = {0};
     int i;
@@ -478,7 +385,7 @@ TEST(backoff_after_errors_is_bounded) {
 
 TEST(illegal_lifecycle_calls) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s, *s2;
     simba_contend_desc d = {0};
     store_new();
@@ -598,7 +505,7 @@ TEST(poll_from_callback_refused_stop_deferred) {
     proc p;
     simba_service *s;
     simba_contend_desc d = {0};
-    counts c = {0};
+    rec c = {0};
     store_new();
     proc_open(&p);
     cb_loop = p.loop;
@@ -651,7 +558,7 @@ TEST(free_from_callback_deferred) {
 
 TEST(stale_acquire_after_stop_is_released) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     simba_memory_fault f = {0};
     simba_reply r;
@@ -677,7 +584,7 @@ TEST(stale_acquire_after_stop_is_released) {
 
 TEST(hung_backend_owner_steps_down_before_anyone_wins) {
     proc p[2];
-    counts ca = {0}, cb = {0};
+    rec ca = {0}, cb = {0};
     simba_service *a, *b;
     simba_memory_fault f = {0};
     int64_t t_renewal_sent, deadline;
@@ -723,7 +630,7 @@ TEST(hung_backend_owner_steps_down_before_anyone_wins) {
    tenure stay rejectable). */
 TEST(reacquire_after_local_step_down_gets_new_fence) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     simba_memory_fault f = {0};
     uint64_t f1;
@@ -751,7 +658,7 @@ TEST(reacquire_after_local_step_down_gets_new_fence) {
 
 TEST(is_owner_checks_time_even_without_poll) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     store_new();
     proc_open(&p);
@@ -768,7 +675,7 @@ TEST(is_owner_checks_time_even_without_poll) {
 
 TEST(late_grant_after_local_lapse_is_not_ownership) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     simba_memory_fault f = {0};
     store_new();
@@ -788,7 +695,7 @@ TEST(late_grant_after_local_lapse_is_not_ownership) {
 
 TEST(release_push_wakes_head_waiter_at_once) {
     proc p[3];
-    counts ca = {0}, cb = {0}, cc = {0};
+    rec ca = {0}, cb = {0}, cc = {0};
     simba_service *a, *b, *cs;
     int64_t t;
     store_new();
@@ -830,7 +737,7 @@ static void obs_cb(simba_service *s, const simba_state *st, void *u) {
 
 TEST(observer_sees_every_owner_change_and_fences_grow) {
     proc p[3];
-    counts ca = {0}, cb = {0};
+    rec ca = {0}, cb = {0};
     simba_service *a, *b, *o;
     simba_observe_desc od = {0};
     char log[256] = "";
@@ -1442,9 +1349,6 @@ TEST(scheduler_fixed_delay) {
 
 /* ---- loop mechanics ------------------------------------------------------------------------------ */
 
-static size_t allocs;
-static void *count_alloc(void *u, size_t n) { (void)u; allocs++; return malloc(n); }
-static void count_free(void *u, void *p) { (void)u; free(p); }
 
 TEST(steady_state_polling_allocates_nothing) {
     simba_loop_desc ld = {0};
@@ -1563,7 +1467,7 @@ static void spy_process(void *impl, const struct pollfd *ready, int n, int64_t n
 }
 TEST(process_called_with_explicit_flags) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     static simba_backend_vt spy;
     int i, io = 0, flush = 0;
@@ -1592,7 +1496,7 @@ TEST(process_called_with_explicit_flags) {
 
 TEST(backend_free_refused_while_used) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     store_new();
     proc_open(&p);
@@ -1608,7 +1512,7 @@ TEST(backend_free_refused_while_used) {
    to go out), freeing the backend succeeds; the backend goes once the release is done. */
 TEST(backend_free_after_last_service_free_is_deferred) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s, *t;
     simba_locker *lk;
     simba_locker_desc ld = {0};
