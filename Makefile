@@ -15,7 +15,7 @@ HDR_CORE  = simba.h simba_memory.h
 HDR_SQL   = simba.h simba_memory.h simba_sql.h
 HDR_REDIS = simba.h simba_redis.h
 HDR_ZK    = simba.h simba_zk.h
-KIT       = tests/kit.c tests/kit.h tests/check.h
+KIT       = tests/kit.c tests/kit.h tests/check.h tests/fixture.h
 
 CORE_BINS  = $(B)/test_core $(B)/kit_memory $(B)/two_tu $(B)/cxx_check $(B)/tick_loop $(B)/poll_loop
 SQL_BINS   = $(B)/test_sql $(B)/kit_sql $(B)/mp_worker $(B)/mp_check $(B)/leader_demo $(B)/sql_cycle
