@@ -1,0 +1,13 @@
+# The PostgreSQL backend (simba_pg.h): its tests, kit, fuzz target and bench. Uses CC, CFLAGS,
+# SAN and B. PGINC: where libpq-fe.h lives (Debian: /usr/include/postgresql).
+PGINC ?= $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
+HDR_PG = simba.h simba_pg.h
+$(B)/test_pg: tests/test_pg.c $(HDR_PG) tests/check.h | $(B)
+	$(CC) $(CFLAGS) $(PGINC) -o $@ tests/test_pg.c -lpq -lpthread
+$(B)/kit_pg: tests/kit_pg.c $(HDR_PG) $(KIT) | $(B)
+	$(CC) $(CFLAGS) $(PGINC) -o $@ tests/kit_pg.c tests/kit.c -lpq -lpthread
+$(B)/asan/test_pg: tests/test_pg.c $(HDR_PG) tests/check.h | $(B)/asan
+	$(CC) $(CFLAGS) $(SAN) $(PGINC) -o $@ tests/test_pg.c -lpq -lpthread
+$(B)/asan/kit_pg: tests/kit_pg.c $(HDR_PG) $(KIT) | $(B)/asan
+	$(CC) $(CFLAGS) $(SAN) $(PGINC) -o $@ tests/kit_pg.c tests/kit.c -lpq -lpthread
+all: $(B)/kit_pg
