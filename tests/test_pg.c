@@ -665,6 +665,8 @@ TEST(server_restart) {
     REQUIRE(server2_stop() == 0);
     WAIT_FOR(&d, !simba_is_owner(a), 3000);
     CHECK(!simba_is_owner(a));
+    WAIT_FOR(&d, strstr(simba_backend_errmsg(be), "postgres:") != NULL, 2000);
+    fprintf(stderr, "  rel %d reason %d\n", ra.rel, (int)ra.reason);
     CHECK(strstr(simba_backend_errmsg(be), "postgres:") != NULL);
     fprintf(stderr, "  while down: %s\n", simba_backend_errmsg(be));
     REQUIRE(server2_start() == 0);
