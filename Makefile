@@ -43,7 +43,7 @@ $(B)/two_tu: tests/two_tu_main.c tests/two_tu_impl.c $(HDR_CORE) | $(B)
 	$(CC) $(CFLAGS) -o $@ tests/two_tu_main.c tests/two_tu_impl.c -lpthread
 # the headers compile as C++ too (gcc and clang)
 $(B)/cxx_check: tests/cxx_check.cpp simba.h simba_sql.h simba_redis.h simba_zk.h | $(B)
-	$(CXX) -std=c++11 $(WARN) $(ZKINC) -o $@ tests/cxx_check.cpp -lsqlite3 -lhiredis -lzookeeper_mt -lpthread
+	$(CXX) -std=c++11 $(WARN) $(ZKINC) $(PGINC) -o $@ tests/cxx_check.cpp -lsqlite3 -lhiredis -lzookeeper_mt -lpq -lpthread
 $(B)/tick_loop: examples/tick_loop.c $(HDR_CORE) | $(B)
 	$(CC) $(CFLAGS) -o $@ examples/tick_loop.c -lpthread
 $(B)/poll_loop: examples/poll_loop.c $(HDR_CORE) | $(B)

@@ -11,3 +11,6 @@ $(B)/asan/test_pg: tests/test_pg.c $(HDR_PG) tests/check.h | $(B)/asan
 $(B)/asan/kit_pg: tests/kit_pg.c $(HDR_PG) $(KIT) | $(B)/asan
 	$(CC) $(CFLAGS) $(SAN) $(PGINC) -o $@ tests/kit_pg.c tests/kit.c -lpq -lpthread
 all: $(B)/kit_pg
+# tests/cxx_check.cpp includes simba_pg.h (the Makefile's rule adds PGINC and -lpq)
+$(B)/cxx_check: simba_pg.h
+all: $(B)/test_pg $(B)/asan/test_pg $(B)/fault_proxy
