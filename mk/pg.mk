@@ -14,3 +14,7 @@ all: $(B)/kit_pg
 # tests/cxx_check.cpp includes simba_pg.h (the Makefile's rule adds PGINC and -lpq)
 $(B)/cxx_check: simba_pg.h
 all: $(B)/test_pg $(B)/asan/test_pg $(B)/fault_proxy
+# tests/badinput.c has rows for simba_pg_open
+$(B)/badinput $(B)/asan/badinput: simba_pg.h
+$(B)/badinput $(B)/asan/badinput: ZKINC += $(PGINC)
+$(B)/badinput $(B)/asan/badinput: BADINPUT_LIBS += -lpq
