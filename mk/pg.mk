@@ -18,3 +18,4 @@ all: $(B)/test_pg $(B)/asan/test_pg $(B)/fault_proxy
 $(B)/badinput $(B)/asan/badinput: simba_pg.h
 $(B)/badinput $(B)/asan/badinput: ZKINC += $(PGINC)
 $(B)/badinput $(B)/asan/badinput: BADINPUT_LIBS += -lpq
+$(B)/mp_worker: simba_pg.h
