@@ -19,3 +19,9 @@ $(B)/badinput $(B)/asan/badinput: simba_pg.h
 $(B)/badinput $(B)/asan/badinput: ZKINC += $(PGINC)
 $(B)/badinput $(B)/asan/badinput: BADINPUT_LIBS += -lpq
 $(B)/mp_worker: simba_pg.h
+# the row parser's libFuzzer target (FUZZ_CC, FUZZ_FLAGS from mk/reliability.mk)
+$(B)/fuzz/fuzz_pg_row: fuzz/fuzz_pg_row.c simba.h simba_pg.h | $(B)/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(PGINC) -o $@ fuzz/fuzz_pg_row.c -lpq -lpthread
+fuzz-pg: $(B)/fuzz/fuzz_pg_row
+	sh fuzz/run.sh $(B)/fuzz/fuzz_pg_row fuzz/corpus/fuzz_pg_row $${FUZZ_SECONDS:-60}
+.PHONY: fuzz-pg
