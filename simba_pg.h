@@ -116,6 +116,12 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
 /* Any constant: every simba creator on a database takes the same advisory lock. */
 #define SIMBA__PG_LOCK_KEY "7308604897068483425"
 
+#ifdef LIBPQ_HAS_PIPELINING
+#define SIMBA__PG_SYNC(st) ((st) == PGRES_PIPELINE_SYNC)
+#else
+#define SIMBA__PG_SYNC(st) ((void)(st), 0)
+#endif
+
 enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY };
 
 /* >>sql  {T} = quoted table, {Q} = quoted queue table, {A} {R} {D} = quoted functions,
@@ -228,12 +234,15 @@ typedef struct simba__pg {
     PGconn *conn;
     int state, fd;
     int want_write; /* CONNECTING: PQconnectPoll asked for POLLOUT; else output not flushed */
-    int busy;       /* a statement is in flight (the setup or cur) */
+    int busy;       /* SETUP: the setup script is in flight */
+    int pipeline;   /* READY in libpq pipeline mode: every queued request goes out at once */
+    int phase;      /* READY: awaiting the head's result (0), its end (1), its sync (2) */
+    int nfl;        /* READY: statements in flight, fhead..ftail in order */
     int was_up;     /* a setup has completed before: the next one raises SIMBA_EV_RESET */
     int step_down;
     int64_t conn_to, stmt_to, rmin, rmax, backoff;
     int64_t conn_deadline, stmt_deadline, retry_at;
-    simba_req *cur, *head, *tail;
+    simba_req *fhead, *ftail, *head, *tail;
     simba_reply rep;
     char owner_buf[SIMBA_ID_MAX + 1];
     char err[256];
@@ -357,7 +366,14 @@ static void simba__pg_fail_all(simba__pg *p, simba_result rc, const char *msg) {
     rep.rc = rc;
     rep.errmsg = msg;
     rep.held_ms = -1;
-    if (p->cur) { simba_req *r = p->cur; p->cur = NULL; simba_req_done(r, &rep); }
+    while (p->fhead) {
+        simba_req *r = p->fhead;
+        p->fhead = r->next_;
+        simba_req_done(r, &rep);
+    }
+    p->ftail = NULL;
+    p->nfl = 0;
+    p->phase = 0;
     while (p->head) {
         simba_req *r = p->head;
         p->head = r->next_;
@@ -381,6 +397,7 @@ static void simba__pg_drop(simba__pg *p, int64_t now, simba_result rc) {
     p->conn = NULL;
     p->fd = -1;
     p->busy = 0;
+    p->pipeline = 0;
     p->want_write = 0;
     p->state = SIMBA__PG_DOWN;
     p->retry_at = simba__add(now, simba__uniform(p->loop, p->backoff / 2, p->backoff + 1));
@@ -419,16 +436,11 @@ static void simba__pg_flush(simba__pg *p, int64_t now) {
     p->want_write = f == 1;
 }
 
-static void simba__pg_send_next(simba__pg *p, int64_t now) {
-    simba_req *r;
+/* Puts one request's statement (and, in pipeline mode, its sync) into the output buffer. */
+static int simba__pg_send_one(simba__pg *p, simba_req *r) {
     const char *v[7];
     const char *sql;
-    int n, ok;
-    if (p->state != SIMBA__PG_READY || p->busy || !p->head) return;
-    r = p->head;
-    p->head = r->next_;
-    if (!p->head) p->tail = NULL;
-    p->cur = r;
+    int n;
     v[0] = r->mutex;
     v[1] = r->contender;
     if (r->op == SIMBA_OP_ACQUIRE) {
@@ -449,17 +461,32 @@ static void simba__pg_send_next(simba__pg *p, int64_t now) {
         sql = p->sql_read;
         n = 1;
     }
-    memset(&p->rep, 0, sizeof p->rep);
-    p->rep.rc = SIMBA_EBACKEND;
-    p->rep.errmsg = "postgres: statement returned no row";
-    ok = PQsendQueryParams(p->conn, sql, n, NULL, v, NULL, NULL, 0);
-    if (!ok) {
-        simba__pg_set_err(p, "send failed", PQerrorMessage(p->conn));
-        simba__pg_drop(p, now, SIMBA_ECONN);
-        return;
+    if (!PQsendQueryParams(p->conn, sql, n, NULL, v, NULL, NULL, 0)) return 0;
+#ifdef LIBPQ_HAS_PIPELINING
+    /* a sync per statement: each is its own transaction, one failure aborts nothing else */
+    if (p->pipeline && !PQpipelineSync(p->conn)) return 0;
+#endif
+    return 1;
+}
+
+/* Sends what is queued: all of it in pipeline mode (renewals due in one poll share the
+   round trip), else one statement at a time. */
+static void simba__pg_send_next(simba__pg *p, int64_t now) {
+    if (p->state != SIMBA__PG_READY) return;
+    while (p->head && (p->pipeline || p->nfl == 0)) {
+        simba_req *r = p->head;
+        p->head = r->next_;
+        if (!p->head) p->tail = NULL;
+        r->next_ = NULL;
+        if (p->ftail) p->ftail->next_ = r; else p->fhead = r;
+        p->ftail = r;
+        if (p->nfl++ == 0 && p->phase == 0) p->stmt_deadline = simba__add(now, p->stmt_to);
+        if (!simba__pg_send_one(p, r)) {
+            simba__pg_set_err(p, "send failed", PQerrorMessage(p->conn));
+            simba__pg_drop(p, now, SIMBA_ECONN);
+            return;
+        }
     }
-    p->busy = 1;
-    p->stmt_deadline = simba__add(now, p->stmt_to);
     simba__pg_flush(p, now);
 }
 
@@ -476,7 +503,7 @@ static void simba__pg_connected(simba__pg *p, int64_t now) {
     simba__pg_flush(p, now);
 }
 
-/* One result of the statement in flight. */
+/* One result of the setup, or of the oldest statement in flight (into p->rep). */
 static void simba__pg_result(simba__pg *p, PGresult *res) {
     ExecStatusType st = PQresultStatus(res);
     if (p->state == SIMBA__PG_SETUP) {
@@ -486,6 +513,7 @@ static void simba__pg_result(simba__pg *p, PGresult *res) {
         }
         return;
     }
+    memset(&p->rep, 0, sizeof p->rep);
     if (st == PGRES_TUPLES_OK && PQntuples(res) == 1) {
         const char *v[6];
         int i, nf = PQnfields(res);
@@ -497,6 +525,7 @@ static void simba__pg_result(simba__pg *p, PGresult *res) {
         }
     } else if (st == PGRES_TUPLES_OK) {
         snprintf(p->err, sizeof p->err, "postgres: statement returned %d rows, expected 1", PQntuples(res));
+        simba__copy(p->be->errmsg, sizeof p->be->errmsg, p->err);
         p->rep.rc = SIMBA_EBACKEND;
         p->rep.errmsg = p->err;
     } else {
@@ -507,24 +536,53 @@ static void simba__pg_result(simba__pg *p, PGresult *res) {
     }
 }
 
-/* The statement in flight is complete (PQgetResult returned NULL). */
-static void simba__pg_finished(simba__pg *p, int64_t now) {
+/* The setup script is complete (PQgetResult returned NULL). */
+static void simba__pg_setup_done(simba__pg *p, int64_t now) {
     p->busy = 0;
-    if (p->state == SIMBA__PG_SETUP) {
-        if (p->rep.rc == SIMBA_EBACKEND) { simba__pg_drop(p, now, SIMBA_ECONN); return; }
-        p->state = SIMBA__PG_READY;
-        p->backoff = p->rmin;
-        p->err[0] = 0;
-        simba_log(p->loop, SIMBA_LOG_INFO, "postgres: connected, listening on %s", p->chan);
-        /* pushes may have been missed while we were away */
-        if (p->was_up) simba_backend_event(p->be, SIMBA_EV_RESET, NULL, NULL, NULL);
-        p->was_up = 1;
-    } else if (p->cur) {
-        simba_req *r = p->cur;
-        p->cur = NULL;
-        simba_req_done(r, &p->rep);
-    }
+    if (p->rep.rc == SIMBA_EBACKEND) { simba__pg_drop(p, now, SIMBA_ECONN); return; }
+#ifdef LIBPQ_HAS_PIPELINING
+    p->pipeline = PQenterPipelineMode(p->conn) == 1;
+#endif
+    p->phase = 0;
+    p->state = SIMBA__PG_READY;
+    p->backoff = p->rmin;
+    p->err[0] = 0;
+    simba_log(p->loop, SIMBA_LOG_INFO, "postgres: connected, listening on %s%s", p->chan, p->pipeline ? " (pipeline mode)" : "");
+    /* pushes may have been missed while we were away */
+    if (p->was_up) simba_backend_event(p->be, SIMBA_EV_RESET, NULL, NULL, NULL);
+    p->was_up = 1;
     simba__pg_send_next(p, now);
+}
+
+/* READY: results in order, per statement: its result, NULL, and in pipeline mode its sync.
+   Any answer shows the server alive: the deadline restarts for the next one in flight. */
+static void simba__pg_results(simba__pg *p, int64_t now) {
+    while (p->conn && p->state == SIMBA__PG_READY && (p->nfl > 0 || p->phase == 2) && !PQisBusy(p->conn)) {
+        PGresult *res = PQgetResult(p->conn);
+        ExecStatusType st = res ? PQresultStatus(res) : PGRES_EMPTY_QUERY;
+        if (p->phase == 0) {
+            if (!res) break;
+            if (!SIMBA__PG_SYNC(st)) {
+                simba__pg_result(p, res);
+                p->phase = 1;
+            }
+        } else if (p->phase == 1) {
+            if (!res) {
+                simba_req *r = p->fhead;
+                p->fhead = r->next_;
+                if (!p->fhead) p->ftail = NULL;
+                p->nfl--;
+                p->phase = p->pipeline ? 2 : 0;
+                p->stmt_deadline = simba__add(now, p->stmt_to);
+                simba_req_done(r, &p->rep);
+                if (!p->pipeline) simba__pg_send_next(p, now);
+            }
+        } else {
+            if (!res) break;
+            if (SIMBA__PG_SYNC(st)) p->phase = 0;
+        }
+        if (res) PQclear(res);
+    }
 }
 
 static void simba__pg_notifies(simba__pg *p) {
@@ -549,12 +607,13 @@ static void simba__pg_read(simba__pg *p, int64_t now) {
         return;
     }
     simba__pg_notifies(p);
-    while (p->busy && p->conn && !PQisBusy(p->conn)) {
+    while (p->state == SIMBA__PG_SETUP && p->busy && p->conn && !PQisBusy(p->conn)) {
         PGresult *res = PQgetResult(p->conn);
-        if (!res) { simba__pg_finished(p, now); continue; }
+        if (!res) { simba__pg_setup_done(p, now); break; }
         simba__pg_result(p, res);
         PQclear(res);
     }
+    simba__pg_results(p, now);
     if (p->conn && PQstatus(p->conn) == CONNECTION_BAD) {
         simba__pg_set_err(p, "connection lost", PQerrorMessage(p->conn));
         simba__pg_drop(p, now, SIMBA_ECONN);
@@ -599,7 +658,7 @@ static void simba__pg_process(void *impl, const struct pollfd *ready, int n, int
     rv = simba__pg_ready(p->fd, (short)(POLLIN | (p->want_write ? POLLOUT : 0)));
     if (rv & POLLOUT) simba__pg_flush(p, now);
     if (p->conn && (rv & (POLLIN | POLLHUP | POLLERR))) simba__pg_read(p, now);
-    if (p->conn && p->busy && now >= p->stmt_deadline) {
+    if (p->conn && (p->busy || p->nfl > 0) && now >= p->stmt_deadline) {
         /* no answer in time: later answers could not be matched, so the connection goes */
         snprintf(p->err, sizeof p->err, "postgres: %s not answered within %lld ms, connection recycled",
                  p->state == SIMBA__PG_SETUP ? "setup" : "statement",
@@ -625,7 +684,7 @@ static int64_t simba__pg_deadline(void *impl) {
     simba__pg *p = (simba__pg *)impl;
     if (p->state == SIMBA__PG_DOWN) return p->retry_at;
     if (p->state == SIMBA__PG_CONNECTING) return p->conn_deadline;
-    return p->busy ? p->stmt_deadline : INT64_MAX;
+    return p->busy || p->nfl > 0 ? p->stmt_deadline : INT64_MAX;
 }
 
 static simba_result simba__pg_submit(void *impl, simba_req *req) {

@@ -739,6 +739,45 @@ TEST(partition_through_proxy) {
     drv_free(&d);
 }
 
+static int count_owners(simba_service **s, int n) {
+    int i, k = 0;
+    for (i = 0; i < n; i++) k += simba_is_owner(s[i]);
+    return k;
+}
+
+/* Requests due in one poll go out together (pipeline mode): 50 contenders started at once
+   have all their statements in flight after one simba_poll, and all of them win. */
+TEST(pipeline_sends_together) {
+    drv d;
+    simba_backend *be;
+    simba_service *s[50];
+    rec r[50];
+    simba__pg *p;
+    char m[32];
+    int i, owners = 0, most = 0;
+    memset(&d, 0, sizeof d);
+    memset(r, 0, sizeof r);
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_pg(d.l[0], port1, NULL, &be) == SIMBA_OK);
+    p = (simba__pg *)simba_backend_impl(be);
+    WAIT_FOR(&d, p->state == SIMBA__PG_READY, 3000);
+    REQUIRE(p->state == SIMBA__PG_READY);
+    CHECK(p->pipeline);
+    for (i = 0; i < 50; i++) {
+        snprintf(m, sizeof m, "pipe-%d", i);
+        s[i] = contend(d.l[0], be, m, "A", 5000, 2000, &r[i]);
+        REQUIRE(s[i]);
+    }
+    simba_poll(d.l[0]);
+    if (p->nfl > most) most = p->nfl;
+    fprintf(stderr, "  in flight after one poll: %d (queued %s)\n", most, p->head ? "some" : "none");
+    CHECK(most >= 50);
+    drv_kick(&d);
+    WAIT_FOR(&d, (owners = count_owners(s, 50)) == 50, 5000);
+    CHECK_EQ(owners, 50);
+    drv_free(&d);
+}
+
 /* Requests still in flight at free complete with SIMBA_ECLOSED; nothing leaks (ASan). */
 TEST(free_with_pending) {
     drv d;
@@ -790,6 +829,7 @@ int main(int argc, char **argv) {
     RUN(partition_through_proxy);
     RUN(sigstop_server);
     RUN(server_restart);
+    RUN(pipeline_sends_together);
     RUN(free_with_pending);
     if (started2) server2_stop();
     return check_report("test_pg");
