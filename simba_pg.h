@@ -30,13 +30,19 @@
  *   reconnect_max_ms]; requests submitted between attempts fail at once with SIMBA_ECONN so
  *   that the core backs off; requests submitted while an attempt runs wait for it.
  *
- *   Job states of the connection (one statement in flight at a time):
+ *   Job states of the connection:
  *
  *        open ──► CONNECTING ──(PQconnectPoll OK)──► SETUP ──(setup done)──► READY ◄─┐
  *                  │  ▲   (failed / connect_timeout_ms)  │ (error)            │ send │
  *                  ▼  │                                 ▼                    ▼      │
  *                  DOWN ◄──────────────────────────────────────────── BUSY ──(result)┘
  *            (backoff, then CONNECTING)   (lost / statement_timeout_ms: recycle)
+ *
+ *   READY/BUSY with libpq >= 14 runs in pipeline mode: every request queued when a poll
+ *   runs is sent at once, each statement followed by its own sync (its own transaction, so
+ *   one failure aborts nothing else), and the answers come back in order; so renewals of
+ *   many mutexes due in one poll share one round trip. Older libpq sends one at a time.
+ *   The statement deadline restarts at every answer: a server that answers is alive.
  *
  *   SETUP runs once per connection, in one round trip: under a transaction-level advisory
  *   lock (so that two creators never race) it creates the tables and the three functions
@@ -80,7 +86,8 @@ extern "C" {
 #endif
 
 typedef struct simba_pg_desc {
-    const char *conninfo;   /* optional libpq connection string or URI; fields below override it */
+    const char *conninfo;   /* optional libpq connection string or URI; fields below override it,
+                               and so do options (-c statement_timeout) and application_name (simba) */
     const char *hostaddr;   /* numeric IPv4/IPv6 address of the server */
     const char *socket_dir; /* or: unix socket directory (absolute path) */
     int port;               /* 0 -> conninfo's, else 5432 */

@@ -1,6 +1,6 @@
 /* pg_cycle.c -- PostgreSQL backend costs next to the raw statement round trip, one run.
  *
- *   pg_cycle [SECONDS_PER_MEASURE (default 3)] [PORT (default $SIMBA_PG_PORT or 5440)]
+ *   pg_cycle [SECONDS_PER_MEASURE (default 3)] [PORT (default $SIMBA_PG_PORT or 5440)] [MUTEXES]
  *
  * raw statement    one blocking libpq client (PQexecParams) calling the acquire function as
  *                  a renewal: the floor cost of one statement round trip from one client
@@ -8,12 +8,16 @@
  *                  cycle, driven by simba_poll): what the backend itself costs
  * locker (W1)      simba_locker_lock + simba_locker_unlock through the core: what an
  *                  application sees. Target: >= 0.85 of half the raw statement rate.
+ * W4 (MUTEXES > 0)  one loop and backend own MUTEXES mutexes at ttl 10 s / transition 5 s;
+ *                  this process's CPU (user + system) over 30 s of renewals, in % of a core
+ *                  (target <= 2 % for 10,000)
  * Server: 127.0.0.1:PORT, user postgres, password simba (scripts/pg-start.sh).
  */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_pg.h"
 
 #include <poll.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +149,41 @@ int main(int argc, char **argv) {
     }
     printf("  W1 / (raw / 2) = %.2f (target >= 0.85); backend cycle / (raw / 2) = %.2f\n", lk_rate / (raw_rate / 2),
            be_rate / (raw_rate / 2));
+    if (argc > 3 && atoi(argv[3]) > 0) {
+        int nm = atoi(argv[3]), i, owned = 0;
+        simba_service **sv = (simba_service **)calloc((size_t)nm, sizeof *sv);
+        struct rusage ru0, ru1;
+        double w0, cpu;
+        char m[32];
+        if (!sv) return die("calloc", "out of memory");
+        for (i = 0; i < nm; i++) {
+            simba_contend_desc cd;
+            memset(&cd, 0, sizeof cd);
+            snprintf(m, sizeof m, "w4-%d", i);
+            cd.mutex = m;
+            cd.contender_id = "me";
+            cd.ttl_ms = 10000;
+            cd.transition_ms = 5000;
+            if (simba_contend(loop, be, &cd, &sv[i]) != SIMBA_OK || simba_start(sv[i]) != SIMBA_OK) return die("w4", "contend failed");
+        }
+        t0 = now_us();
+        while (owned < nm && now_us() - t0 < 60e6) {
+            simba_wait(loop, 50);
+            for (owned = 0, i = 0; i < nm; i++) owned += simba_is_owner(sv[i]);
+        }
+        printf("  W4 %d mutexes owned after %.1f s\n", owned, (now_us() - t0) / 1e6);
+        getrusage(RUSAGE_SELF, &ru0);
+        w0 = now_us();
+        while (now_us() - w0 < 30e6) simba_wait(loop, 1000);
+        getrusage(RUSAGE_SELF, &ru1);
+        cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec + ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1e6 +
+              (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec + ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec);
+        for (owned = 0, i = 0; i < nm; i++) owned += simba_is_owner(sv[i]);
+        printf("  W4 %d mutexes at ttl 10 s: client CPU %.2f %% of a core over %.0f s; still owned %d\n", nm,
+               100.0 * cpu / (now_us() - w0), (now_us() - w0) / 1e6, owned);
+        for (i = 0; i < nm; i++) simba_service_free(sv[i]);
+        free(sv);
+    }
     simba_backend_free(be);
     simba_loop_free(loop);
     free(lat);
