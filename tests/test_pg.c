@@ -338,6 +338,47 @@ TEST(fence_rules_in_storage) {
     CHECK_EQ(f4, f3 + 1);
 }
 
+/* The first backend on the table creates it and its functions (for the raw-SQL cases). */
+static int ensure_table(void) {
+    drv d;
+    simba_backend *be;
+    simba__pg *p;
+    int ok;
+    memset(&d, 0, sizeof d);
+    if (!drv_add(&d) || open_pg(d.l[0], port1, NULL, &be) != SIMBA_OK) return 0;
+    p = (simba__pg *)simba_backend_impl(be);
+    WAIT_FOR(&d, p->state == SIMBA__PG_READY, 3000);
+    ok = p->state == SIMBA__PG_READY;
+    drv_free(&d);
+    return ok;
+}
+
+/* The queue in storage: a free mutex waits for the head waiter while its place is live
+   (live_ms from the request), and goes to the next one once that lapses. */
+TEST(queue_liveness_in_storage) {
+    char acq[300], rel[200], own[200];
+    snprintf(acq, sizeof acq, "SELECT o_first FROM \"%s_acq\"($1, $2, 5000, 1000, $3::bigint, false, 'none')", table);
+    snprintf(rel, sizeof rel, "SELECT o_fence FROM \"%s_rel\"($1, $2)", table);
+    snprintf(own, sizeof own, "SELECT count(*) FROM \"%s\" WHERE name = $1 AND owner = $2", table);
+    REQUIRE(ensure_table());
+    REQUIRE(raw_val(port1, acq, "liveness", "A", "60000") == 0);
+    CHECK_EQ(raw_val(port1, own, "liveness", "A", NULL), 1);
+    CHECK_EQ(raw_val(port1, acq, "liveness", "B", "400"), 1); /* queued, first in line */
+    CHECK_EQ(raw_val(port1, acq, "liveness", "C", "60000"), 0); /* queued behind B */
+    CHECK_EQ(raw_val(port1, rel, "liveness", "A", NULL), 0);
+    /* free, but B's place is live: A asking again at once and C both join the line */
+    CHECK_EQ(raw_val(port1, acq, "liveness", "A", "60000"), 0);
+    CHECK_EQ(raw_val(port1, acq, "liveness", "C", "60000"), 0);
+    CHECK_EQ(raw_val(port1, own, "liveness", "", NULL), 1);
+    {
+        struct timespec sl = {0, 500000000}; /* B's 400 ms lapse: it never came back */
+        nanosleep(&sl, NULL);
+    }
+    CHECK_EQ(raw_val(port1, acq, "liveness", "C", "60000"), 0); /* C: next in line, wins */
+    CHECK_EQ(raw_val(port1, own, "liveness", "C", NULL), 1);
+    CHECK_EQ(raw_val(port1, own, "liveness", "A", NULL), 0);
+}
+
 /* Fairness: queued contenders get the mutex in arrival order; the releaser re-asking at once
    goes to the back. Handoffs come by NOTIFY, long before any lease timer. */
 TEST(fairness_order_and_push) {
@@ -819,6 +860,7 @@ int main(int argc, char **argv) {
     RUN(acquire_read_observe);
     RUN(names_with_quotes);
     RUN(fence_rules_in_storage);
+    RUN(queue_liveness_in_storage);
     RUN(fairness_order_and_push);
     RUN(open_refusals_say_why);
     RUN(wrong_password);
