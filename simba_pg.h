@@ -627,24 +627,28 @@ static void simba__pg_read(simba__pg *p, int64_t now) {
     }
 }
 
-static short simba__pg_ready(int fd, short events) {
+/* Readiness of our descriptor: from the loop's poll when it covered it, else a zero-timeout
+   poll of our own (tick mode, or the descriptor changed since simba_fds). */
+static short simba__pg_ready(const simba__pg *p, const struct pollfd *ready, int n, short events) {
     struct pollfd pf;
-    pf.fd = fd;
+    int i;
+    if (p->fd < 0) return 0;
+    for (i = 0; ready && i < n; i++)
+        if (ready[i].fd == p->fd && (ready[i].events & events) == events) return (short)(ready[i].revents & (events | POLLHUP | POLLERR));
+    pf.fd = p->fd;
     pf.events = events;
     pf.revents = 0;
-    if (fd < 0 || poll(&pf, 1, 0) <= 0) return 0;
+    if (poll(&pf, 1, 0) <= 0) return 0;
     return pf.revents;
 }
 
-/* >>process  Readiness is checked here with a zero-timeout poll, in tick mode and in poll mode. */
+/* >>process */
 static void simba__pg_process(void *impl, const struct pollfd *ready, int n, int64_t now) {
     simba__pg *p = (simba__pg *)impl;
     short rv;
-    (void)ready;
-    (void)n;
     if (p->state == SIMBA__PG_DOWN && now >= p->retry_at) simba__pg_start(p, now);
     if (p->state == SIMBA__PG_CONNECTING) {
-        rv = simba__pg_ready(p->fd, p->want_write ? POLLOUT : POLLIN);
+        rv = simba__pg_ready(p, ready, n, p->want_write ? POLLOUT : POLLIN);
         if (rv) {
             PostgresPollingStatusType st = PQconnectPoll(p->conn);
             p->fd = PQsocket(p->conn); /* may change: libpq tries addresses in turn */
@@ -662,7 +666,7 @@ static void simba__pg_process(void *impl, const struct pollfd *ready, int n, int
         return;
     }
     if (p->state != SIMBA__PG_SETUP && p->state != SIMBA__PG_READY) return;
-    rv = simba__pg_ready(p->fd, (short)(POLLIN | (p->want_write ? POLLOUT : 0)));
+    rv = simba__pg_ready(p, ready, n, (short)(POLLIN | (p->want_write ? POLLOUT : 0)));
     if (rv & POLLOUT) simba__pg_flush(p, now);
     if (p->conn && (rv & (POLLIN | POLLHUP | POLLERR))) simba__pg_read(p, now);
     if (p->conn && (p->busy || p->nfl > 0) && now >= p->stmt_deadline) {
