@@ -607,8 +607,10 @@ static void simba__pg_notifies(simba__pg *p) {
     }
 }
 
-static void simba__pg_read(simba__pg *p, int64_t now) {
-    if (!PQconsumeInput(p->conn)) {
+/* Reads the socket when poll said so (read_socket), then handles whatever libpq holds:
+   a flush may have read answers into its buffer without the socket staying readable. */
+static void simba__pg_read(simba__pg *p, int64_t now, int read_socket) {
+    if (read_socket && !PQconsumeInput(p->conn)) {
         simba__pg_set_err(p, "connection lost", PQerrorMessage(p->conn));
         simba__pg_drop(p, now, SIMBA_ECONN);
         return;
@@ -668,7 +670,7 @@ static void simba__pg_process(void *impl, const struct pollfd *ready, int n, int
     if (p->state != SIMBA__PG_SETUP && p->state != SIMBA__PG_READY) return;
     rv = simba__pg_ready(p, ready, n, (short)(POLLIN | (p->want_write ? POLLOUT : 0)));
     if (rv & POLLOUT) simba__pg_flush(p, now);
-    if (p->conn && (rv & (POLLIN | POLLHUP | POLLERR))) simba__pg_read(p, now);
+    if (p->conn) simba__pg_read(p, now, (rv & (POLLIN | POLLHUP | POLLERR)) != 0);
     if (p->conn && (p->busy || p->nfl > 0) && now >= p->stmt_deadline) {
         /* no answer in time: later answers could not be matched, so the connection goes */
         snprintf(p->err, sizeof p->err, "postgres: %s not answered within %lld ms, connection recycled",
