@@ -98,7 +98,7 @@ if want pg; then
     # test_pg starts and stops a private server of its own on SIMBA_PG_PORT + 1
     if sh scripts/pg-start.sh "$SIMBA_PG_PORT" "$SIMBA_PG_DIR" >"$LOGS/pg-server.log" 2>&1; then
         run pg $B/test_pg
-        run asan_pg env SIMBA_POLL_LIMIT_US=5000 $B/asan/test_pg
+        run asan_pg env SIMBA_POLL_LIMIT_US=10000 $B/asan/test_pg
         run kit_pg $B/kit_pg
         sh scripts/pg-stop.sh "$SIMBA_PG_DIR" >/dev/null 2>&1
     else

@@ -427,6 +427,9 @@ TEST(fairness_order_and_push) {
     WAIT_FOR(&d, simba_is_owner(s[2]) || simba_is_owner(s[0]), 3000);
     CHECK(simba_is_owner(s[2]));
     CHECK(!simba_is_owner(s[0]));
+    if (!simba_is_owner(s[2]))
+        fprintf(stderr, "  A: acq %d rel %d fence %llu order %d; B: acq %d fence %llu order %d; C: acq %d\n", r[0].acq, r[0].rel,
+                (unsigned long long)r[0].fence, r[0].order, r[1].acq, (unsigned long long)r[1].fence, r[1].order, r[2].acq);
     fprintf(stderr, "  handoff B -> C by push: %.2f ms\n", (double)(r[2].acq_us - t_stop) / 1000.0);
     CHECK(simba_stop(s[2]) == SIMBA_OK);
     drv_kick(&d);
