@@ -40,7 +40,7 @@ $(B)/two_tu: tests/two_tu_main.c tests/two_tu_impl.c $(HDR_CORE) | $(B)
 	$(CC) $(CFLAGS) -o $@ tests/two_tu_main.c tests/two_tu_impl.c -lpthread
 # the headers compile as C++ too (gcc and clang)
 $(B)/cxx_check: tests/cxx_check.cpp simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h | $(B)
-	$(CXX) -std=c++11 $(WARN) $(ZKINC) -o $@ tests/cxx_check.cpp -lsqlite3 -lhiredis -lzookeeper_mt -lpthread
+	$(CXX) -std=c++11 $(WARN) $(ZKINC) $(PGINC) -o $@ tests/cxx_check.cpp -lsqlite3 -lhiredis -lzookeeper_mt -lpq -lpthread
 $(B)/tick_loop: examples/tick_loop.c $(HDR_CORE) | $(B)
 	$(CC) $(CFLAGS) -o $@ examples/tick_loop.c -lpthread
 $(B)/poll_loop: examples/poll_loop.c $(HDR_CORE) | $(B)
@@ -49,7 +49,7 @@ $(B)/poll_loop: examples/poll_loop.c $(HDR_CORE) | $(B)
 # ---- sqlite -------------------------------------------------------------------------------
 # test_sql, kit_sql: see VARIANT_PROGS below
 $(B)/mp_worker: tests/mp_worker.c $(HDR_SQL) simba_redis.h simba_zk.h | $(B)
-	$(CC) $(CFLAGS) -DSIMBA_HAVE_REDIS -DSIMBA_HAVE_ZK $(ZKINC) -o $@ tests/mp_worker.c -lsqlite3 -lhiredis -lzookeeper_mt -lpthread
+	$(CC) $(CFLAGS) -DSIMBA_HAVE_REDIS -DSIMBA_HAVE_ZK -DSIMBA_HAVE_PG $(ZKINC) $(PGINC) -o $@ tests/mp_worker.c -lsqlite3 -lhiredis -lzookeeper_mt -lpq -lpthread
 $(B)/mp_check: tests/mp_check.c | $(B)
 	$(CC) $(CFLAGS) -o $@ tests/mp_check.c
 $(B)/leader_demo: examples/leader_demo.c $(HDR_SQL) | $(B)

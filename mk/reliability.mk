@@ -11,7 +11,7 @@ FUZZ_FLAGS    = -std=c99 -D_POSIX_C_SOURCE=200809L -g -O1 -fsanitize=fuzzer,addr
 TSAN          = -fsanitize=thread -fno-omit-frame-pointer
 CHAOS_SECONDS ?= 180
 FUZZ_SECONDS  ?= 300
-FUZZ_TARGETS  = fuzz_names fuzz_redis_reply fuzz_redis_msg fuzz_zk_node fuzz_sql_row
+FUZZ_TARGETS  = fuzz_names fuzz_redis_reply fuzz_redis_msg fuzz_zk_node fuzz_sql_row fuzz_pg_row
 FUZZ_BINS     = $(FUZZ_TARGETS:%=$(B)/fuzz/%)
 REL_BINS      = $(B)/mp_worker $(B)/mp_check $(B)/fault_sqlhold $(B)/fault_proxy $(B)/badinput $(B)/asan/badinput
 
@@ -35,7 +35,7 @@ $(B)/asan/badinput: $(BADINPUT_DEPS) | $(B)/asan
 
 # ---- fault harness -------------------------------------------------------------------------
 chaos: $(B)/mp_worker $(B)/mp_check $(B)/fault_sqlhold $(B)/fault_proxy
-	@rc=0; for be in sql redis zk; do \
+	@rc=0; for be in sql redis zk pg; do \
 	    echo "== chaos $$be: $(CHAOS_SECONDS) s"; \
 	    bash tests/fault_run.sh $$be $(CHAOS_SECONDS) > $(B)/chaos-$$be.log 2>&1 || rc=1; \
 	    grep -E '^mp_check: (faults|ownerships|OK|FAIL)|^fault_run: .*(PASS|FAIL)' $(B)/chaos-$$be.log; \

@@ -2,7 +2,7 @@
 # test.sh -- run every suite (called by `make test` after the build). Starts redis-server and
 # ZooKeeper on loopback ports of its own, stops them (by PID) on exit, prints each suite's
 # result and a closing "total: N passed, N failed" line. Exit status 0 only if all passed.
-#   SIMBA_TEST_ONLY="core sql" limits the run to some groups (core asan sql redis zk reliability).
+#   SIMBA_TEST_ONLY="core sql" limits the run to some groups (core asan sql redis zk pg reliability).
 set -u
 cd "$(dirname "$0")/.."
 B=build
@@ -12,7 +12,9 @@ export SIMBA_REDIS_PORT=${SIMBA_REDIS_PORT:-6390}
 export SIMBA_REDIS_DIR=${SIMBA_REDIS_DIR:-$PWD/$B/redis}
 export SIMBA_ZK_PORT=${SIMBA_ZK_PORT:-2191}
 export SIMBA_ZK_DIR=${SIMBA_ZK_DIR:-$PWD/$B/zk}
-ONLY=${SIMBA_TEST_ONLY:-core asan sql redis zk reliability}
+export SIMBA_PG_PORT=${SIMBA_PG_PORT:-5440}
+export SIMBA_PG_DIR=${SIMBA_PG_DIR:-$PWD/$B/pg}
+ONLY=${SIMBA_TEST_ONLY:-core asan sql redis zk pg reliability}
 PASS=0
 FAIL=0
 FAILED=""
@@ -21,6 +23,7 @@ T0=$(date +%s)
 cleanup() {
     [ -f "$SIMBA_REDIS_DIR/redis.pid" ] && sh scripts/redis-stop.sh "$SIMBA_REDIS_DIR" >/dev/null 2>&1
     [ -f "$SIMBA_ZK_DIR/zk.pid" ] && sh scripts/zk-stop.sh "$SIMBA_ZK_DIR" >/dev/null 2>&1
+    [ -f "$SIMBA_PG_DIR/postgres.pid" ] && sh scripts/pg-stop.sh "$SIMBA_PG_DIR" >/dev/null 2>&1
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -89,6 +92,18 @@ if want zk; then
     else
         echo "== zk: could not start ZooKeeper (see $LOGS/zk-server.log)"
         FAIL=$((FAIL + 1)); FAILED="$FAILED zk-server"
+    fi
+fi
+if want pg; then
+    # test_pg starts and stops a private server of its own on SIMBA_PG_PORT + 1
+    if sh scripts/pg-start.sh "$SIMBA_PG_PORT" "$SIMBA_PG_DIR" >"$LOGS/pg-server.log" 2>&1; then
+        run pg $B/test_pg
+        run asan_pg env SIMBA_POLL_LIMIT_US=10000 $B/asan/test_pg
+        run kit_pg $B/kit_pg
+        sh scripts/pg-stop.sh "$SIMBA_PG_DIR" >/dev/null 2>&1
+    else
+        echo "== pg: could not start PostgreSQL (see $LOGS/pg-server.log)"
+        FAIL=$((FAIL + 1)); FAILED="$FAILED pg-server"
     fi
 fi
 # the simba command-line tool: tests/test_cli.sh starts its own redis-server and ZooKeeper

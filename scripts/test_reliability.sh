@@ -2,12 +2,12 @@
 # test_reliability.sh -- the reliability suite (issue 7), run by scripts/test.sh as its last
 # group, or alone: bash scripts/test_reliability.sh
 #   1. bad input: build/badinput and its ASan+UBSan build
-#   2. the fault harness, short: tests/fault_run.sh on sql, redis and zk (each starts its
-#      own server on its own loopback port -- redis 6392, ZooKeeper 2193 -- under
+#   2. the fault harness, short: tests/fault_run.sh on sql, redis, zk and pg (each starts its
+#      own server on its own loopback port -- redis 6392, ZooKeeper 2193, PostgreSQL 5442 -- under
 #      build/rel-*, and stops it by PID)
 #   3. a short fuzz run of every libFuzzer target (clang, installed by scripts/install-deps.sh)
 # Builds only through make targets of mk/reliability.mk. Prints "N passed, N failed" last.
-# Tunables: REL_SQL_SECONDS=20 REL_REDIS_SECONDS=25 REL_ZK_SECONDS=30 REL_FUZZ_SECONDS=8
+# Tunables: REL_SQL_SECONDS=20 REL_REDIS_SECONDS=25 REL_ZK_SECONDS=30 REL_PG_SECONDS=25 REL_FUZZ_SECONDS=8
 set -u
 cd "$(dirname "$0")/.."
 . scripts/suite_lib.sh
@@ -66,8 +66,9 @@ step fault_sql $((${REL_SQL_SECONDS:-20} + 60)) bash tests/fault_run.sh sql "${R
 step fault_redis $((${REL_REDIS_SECONDS:-25} + 90)) bash tests/fault_run.sh redis "${REL_REDIS_SECONDS:-25}"
 step fault_forged 60 make --no-print-directory fault-forged
 step fault_zk $((${REL_ZK_SECONDS:-30} + 150)) bash tests/fault_run.sh zk "${REL_ZK_SECONDS:-30}"
+step fault_pg $((${REL_PG_SECONDS:-25} + 90)) bash tests/fault_run.sh pg "${REL_PG_SECONDS:-25}"
 if [ "$HAVE_FUZZ" = 1 ]; then
-    for t in fuzz_names fuzz_redis_reply fuzz_redis_msg fuzz_zk_node fuzz_sql_row; do
+    for t in fuzz_names fuzz_redis_reply fuzz_redis_msg fuzz_zk_node fuzz_sql_row fuzz_pg_row; do
         step "$t" $((${REL_FUZZ_SECONDS:-8} + 70)) sh fuzz/run.sh "$B/fuzz/$t" "fuzz/corpus/$t" "${REL_FUZZ_SECONDS:-8}"
     done
 else

@@ -14,6 +14,7 @@
 #include "../simba_memory.h"
 #include "../simba_redis.h"
 #include "../simba_zk.h"
+#include "../simba_pg.h"
 #include "check.h"
 
 #include <limits.h>
@@ -143,6 +144,27 @@ static simba_zk_desc zkd(void) {
     memset(&d, 0, sizeof d);
     d.hosts = "127.0.0.1:1";
     d.session_timeout_ms = 2000;
+    return d;
+}
+
+/* simba_pg_open on a fresh loop: towards a closed port (nothing listens on 127.0.0.1:1). */
+static int pg_with(simba_pg_desc d) {
+    simba_loop *l2;
+    simba_backend *b = NULL;
+    int rc;
+    if (simba_loop_new(NULL, &l2) != SIMBA_OK) return -999;
+    rc = simba_pg_open(l2, &d, &b);
+    if (rc == SIMBA_OK) simba_poll(l2); /* a connection attempt to a closed port */
+    simba_loop_free(l2);
+    return rc;
+}
+static simba_pg_desc pgd(const char *conninfo, const char *hostaddr, const char *table) {
+    simba_pg_desc d;
+    memset(&d, 0, sizeof d);
+    d.conninfo = conninfo;
+    d.hostaddr = hostaddr;
+    d.port = 1;
+    d.table = table;
     return d;
 }
 
@@ -663,6 +685,20 @@ static int loop_desc_rows(void) {
     X(zk_open_root_relative, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "simba", NULL, NULL, 0, NULL}), SIMBA_EINVAL) \
     X(zk_open_root_slash, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/", NULL, NULL, 0, NULL}), SIMBA_EINVAL) \
     X(zk_open_root_double_slash, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/a//b", NULL, NULL, 0, NULL}), SIMBA_EINVAL) \
+    X(pg_open_null_loop, simba_pg_open(NULL, &(simba_pg_desc){0}, &(simba_backend *){0}), SIMBA_EINVAL)    \
+    X(pg_open_null_desc, simba_pg_open(L, NULL, &(simba_backend *){0}), SIMBA_EINVAL)                     \
+    X(pg_open_null_out, simba_pg_open(L, &(simba_pg_desc){0}, NULL), SIMBA_EINVAL)                        \
+    X(pg_open_host_name, pg_with(pgd("host=db.example.com", NULL, NULL)), SIMBA_EINVAL)                  \
+    X(pg_open_hostaddr_name, pg_with(pgd(NULL, "localhost", NULL)), SIMBA_EINVAL)                        \
+    X(pg_open_conninfo_garbage, pg_with(pgd("port=5432 =x '", "127.0.0.1", NULL)), SIMBA_EINVAL)        \
+    X(pg_open_conninfo_unknown_key, pg_with(pgd("nosuchkey=1", "127.0.0.1", NULL)), SIMBA_EINVAL)        \
+    X(pg_open_table_empty, pg_with(pgd(NULL, "127.0.0.1", "")), SIMBA_EINVAL)                            \
+    X(pg_open_table_dollar, pg_with(pgd(NULL, "127.0.0.1", "a$b")), SIMBA_EINVAL)                        \
+    X(pg_open_table_long, pg_with(pgd(NULL, "127.0.0.1", longname)), SIMBA_EINVAL)                       \
+    X(pg_open_table_newline, pg_with(pgd(NULL, "127.0.0.1", "a\nb")), SIMBA_EINVAL)                      \
+    X(pg_open_table_quotes_ok, pg_with(pgd(NULL, "127.0.0.1", "a\"b'c")), SIMBA_OK)                       \
+    X(pg_open_closed_port_ok, pg_with(pgd(NULL, "127.0.0.1", NULL)), SIMBA_OK)                           \
+    X(pg_open_socket_dir_ok, pg_with(pgd("host=/nonexistent/dir", NULL, NULL)), SIMBA_OK)                \
     X(zk_open_root_trailing, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/a/", NULL, NULL, 0, NULL}), SIMBA_EINVAL) \
     X(zk_open_root_dotdot, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/a/..", NULL, NULL, 0, NULL}), SIMBA_EINVAL) \
     X(zk_open_root_zookeeper, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/zookeeper/x", NULL, NULL, 0, NULL}), SIMBA_EINVAL) \

@@ -6,6 +6,7 @@
 #include "../simba_sql.h"
 #include "../simba_redis.h"
 #include "../simba_zk.h"
+#include "../simba_pg.h"
 #include <cstdio>
 
 int main() {

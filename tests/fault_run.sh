@@ -3,14 +3,14 @@
 # backend while faults are injected; then an inspector checks that the mutex is free, and
 # mp_check checks every log (overlaps, fences, acting while not owner, leaks).
 #
-#   tests/fault_run.sh sql|redis|zk SECONDS
+#   tests/fault_run.sh sql|redis|zk|pg SECONDS
 #
 # Starts its own server (redis-server / ZooKeeper, on its own loopback port, data under
 # $FAULT_DIR) and stops it, and every process it started, by PID on exit. Builds nothing:
 # the binaries come from build/ (make rel-bins). Environment:
 #   FAULT_DIR        work dir (default build/rel-<backend>), wiped first
 #   FAULT_WORKERS    contenders (default 4)
-#   FAULT_REDIS_PORT (default 6392)   FAULT_ZK_PORT (default 2193)
+#   FAULT_REDIS_PORT (default 6392)   FAULT_ZK_PORT (default 2193)   FAULT_PG_PORT (default 5442)
 #   FAULT_SEED       seed of bash's $RANDOM (default: the pid)
 #   FAULT_TTL=600 FAULT_TRANSITION=400 (sql, redis)   FAULT_ZK_SESSION=2000 (zk, >= 1000)
 # Faults, round robin over the backend's list (each with random parameters):
@@ -24,13 +24,16 @@
 #          restarted at once, its data lost, while an owner holds: far shorter than a lease)
 #   zk:    server-stop, server-restart (data kept), partition longer than the session
 #          (the session expires on the server while the owner runs), conn-reset
+#   pg:    server-stop (postmaster and every backend process SIGSTOPped), server-restart
+#          (data kept), client-kill (pg_terminate_backend of every simba connection),
+#          partition, conn-reset
 # The last line is the checker's verdict; exit 0 only if it passed.
 set -u
 cd "$(dirname "$0")/.."
 BACKEND=${1:-}
 SECS=${2:-}
-case "$BACKEND" in sql|redis|zk) ;; *) echo "usage: $0 sql|redis|zk SECONDS" >&2; exit 2 ;; esac
-case "$SECS" in ''|*[!0-9]*) echo "usage: $0 sql|redis|zk SECONDS" >&2; exit 2 ;; esac
+case "$BACKEND" in sql|redis|zk|pg) ;; *) echo "usage: $0 sql|redis|zk|pg SECONDS" >&2; exit 2 ;; esac
+case "$SECS" in ''|*[!0-9]*) echo "usage: $0 sql|redis|zk|pg SECONDS" >&2; exit 2 ;; esac
 B=build
 WORKER=$B/mp_worker
 CHECK=$B/mp_check
@@ -43,6 +46,7 @@ DIR=${FAULT_DIR:-$B/rel-$BACKEND}
 N=${FAULT_WORKERS:-4}
 RPORT=${FAULT_REDIS_PORT:-6392}
 ZPORT=${FAULT_ZK_PORT:-2193}
+PPORT=${FAULT_PG_PORT:-5442}
 RANDOM=${FAULT_SEED:-$$}
 rm -rf "$DIR"
 mkdir -p "$DIR"
@@ -86,13 +90,23 @@ server_start() {
     zk)
         bash scripts/zk-start.sh "$ZPORT" "$DIR/zk" >>"$DIR/server.log" 2>&1 || return 1
         SERVER_PID=$(cat "$DIR/zk/zk.pid") ;;
+    pg)
+        sh scripts/pg-start.sh "$PPORT" "$DIR/pg" >>"$DIR/server.log" 2>&1 || return 1
+        SERVER_PID=$(cat "$DIR/pg/postgres.pid") ;;
     esac
     return 0
+}
+# pg_signal SIG: the postmaster and each of its children (one process per connection)
+pg_signal() {
+    [ -n "$SERVER_PID" ] || return 0
+    kill -"$1" "$SERVER_PID" 2>/dev/null
+    for c in $(ps -o pid= --ppid "$SERVER_PID" 2>/dev/null); do kill -"$1" "$c" 2>/dev/null; done
 }
 server_stop() {
     case "$BACKEND" in
     redis) [ -f "$DIR/redis/redis.pid" ] && sh scripts/redis-stop.sh "$DIR/redis" >>"$DIR/server.log" 2>&1 ;;
     zk) [ -f "$DIR/zk/zk.pid" ] && { kill -CONT "$SERVER_PID" 2>/dev/null; bash scripts/zk-stop.sh "$DIR/zk" >>"$DIR/server.log" 2>&1; } ;;
+    pg) [ -f "$DIR/pg/postgres.pid" ] && { pg_signal CONT; sh scripts/pg-stop.sh "$DIR/pg" >>"$DIR/server.log" 2>&1; } ;;
     esac
     SERVER_PID=""
 }
@@ -133,6 +147,7 @@ worker_start() { # worker_start SLOT
     sql) args=(--path "$DIR/locks.db") ;;
     redis) args=(--port "${P_PORT[$i]}" --prefix "rel:") ;;
     zk) args=(--hosts "127.0.0.1:${P_PORT[$i]}" --root /simba-rel --session-ms "$ZK_SESSION") ;;
+    pg) args=(--pg-port "${P_PORT[$i]}" --pg-table rel_mutex --pg-user postgres --pg-password simba) ;;
     esac
     "$WORKER" --backend "$BACKEND" "${args[@]}" --mutex "$MUTEX" --duration-ms $(((SECS + 120) * 1000)) \
         --ttl-ms "$TTL" --transition-ms "$TRANSITION" --hold-ms "$(rnd 800 2500)" --rest-ms "$(rnd 200 800)" \
@@ -188,9 +203,10 @@ f_db_locked() {
 f_server_stop() {
     local ms
     if [ "$BACKEND" = zk ]; then ms=$(rnd 300 $((ZK_SESSION * 2))); else ms=$(rnd 200 2500); fi
-    kill -STOP "$SERVER_PID" && note server-stop "server pid $SERVER_PID frozen ${ms} ms"
+    if [ "$BACKEND" = pg ]; then pg_signal STOP; else kill -STOP "$SERVER_PID"; fi &&
+        note server-stop "server pid $SERVER_PID frozen ${ms} ms"
     sleep_ms "$ms"
-    kill -CONT "$SERVER_PID"
+    if [ "$BACKEND" = pg ]; then pg_signal CONT; else kill -CONT "$SERVER_PID"; fi
 }
 f_server_restart() {
     local ms
@@ -227,6 +243,12 @@ f_forged_wake() {
 }
 f_client_kill() {
     local t=normal
+    if [ "$BACKEND" = pg ]; then
+        PGPASSWORD=simba psql -q -h 127.0.0.1 -p "$PPORT" -U postgres -d postgres -Atc \
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'simba'" >/dev/null 2>&1
+        note client-kill "pg_terminate_backend of every simba connection"
+        return
+    fi
     [ $((RANDOM % 3)) = 0 ] && t=pubsub
     redis-cli -p "$RPORT" CLIENT KILL TYPE "$t" >/dev/null 2>&1
     note client-kill "CLIENT KILL TYPE $t"
@@ -252,6 +274,7 @@ sql) LIST=(gc_pause db_locked kill_owner db_locked) ;;
 redis) LIST=(flushall gc_pause restart_nopersist server_stop client_kill kill_owner partition flushall server_restart
     restart_nopersist conn_reset forged_wake) ;;
 zk) LIST=(gc_pause partition server_stop kill_owner conn_reset server_restart) ;;
+pg) LIST=(gc_pause server_stop client_kill kill_owner partition server_restart conn_reset) ;;
 esac
 
 # ---- the run ------------------------------------------------------------------------------
@@ -260,6 +283,7 @@ for ((i = 0; i < N; i++)); do
     case "$BACKEND" in
     redis) proxy_start "$i" "$RPORT" || exit 1 ;;
     zk) proxy_start "$i" "$ZPORT" || exit 1 ;;
+    pg) proxy_start "$i" "$PPORT" || exit 1 ;;
     esac
     worker_start "$i"
 done
@@ -299,6 +323,7 @@ case "$BACKEND" in
 sql) IARGS=(--path "$DIR/locks.db") ;;
 redis) IARGS=(--port "$RPORT" --prefix "rel:") ;;
 zk) IARGS=(--hosts "127.0.0.1:$ZPORT" --root /simba-rel --session-ms "$ZK_SESSION") ;;
+pg) IARGS=(--pg-port "$PPORT" --pg-table rel_mutex --pg-user postgres --pg-password simba) ;;
 esac
 timeout 30 "$WORKER" --backend "$BACKEND" "${IARGS[@]}" --mutex "$MUTEX" --ttl-ms "$TTL" \
     --transition-ms "$TRANSITION" --inspect-ms $((LEASE + 3000)) --log "$DIR/inspect.log" 2>>"$DIR/inspect.err"

@@ -36,7 +36,8 @@
  * printed) to the log, and exits 0 or 3.
  *
  * Backends: "sql" always; "redis" when built with -DSIMBA_HAVE_REDIS (-lhiredis), "zk" with
- * -DSIMBA_HAVE_ZK (-I/usr/include/zookeeper -DTHREADED -lzookeeper_mt), each with its own
+ * -DSIMBA_HAVE_ZK (-I/usr/include/zookeeper -DTHREADED -lzookeeper_mt), "pg" with
+ * -DSIMBA_HAVE_PG (-I/usr/include/postgresql -lpq), each with its own
  * options (see the backends[] table; a new backend is one more row).
  */
 #define SIMBA_IMPLEMENTATION
@@ -46,6 +47,9 @@
 #endif
 #ifdef SIMBA_HAVE_ZK
 #include "../simba_zk.h"
+#endif
+#ifdef SIMBA_HAVE_PG
+#include "../simba_pg.h"
 #endif
 
 #include <errno.h>
@@ -72,6 +76,10 @@ static struct {
 #ifdef SIMBA_HAVE_ZK
     const char *zk_hosts, *zk_root;
     int64_t zk_session_ms;
+#endif
+#ifdef SIMBA_HAVE_PG
+    const char *pg_host, *pg_table, *pg_user, *pg_password;
+    int64_t pg_port;
 #endif
 } opt;
 
@@ -164,6 +172,34 @@ static simba_result zk_open(simba_loop *loop, simba_backend **out, char *err, si
 }
 #endif
 
+#ifdef SIMBA_HAVE_PG
+/* Prefixed names: the first backend that knows an option takes it (sql has --table, redis --port). */
+static int pg_option(const char *key, const char *val) {
+    if (strcmp(key, "pg-host") == 0) opt.pg_host = val;
+    else if (strcmp(key, "pg-table") == 0) opt.pg_table = val;
+    else if (strcmp(key, "pg-user") == 0) opt.pg_user = val;
+    else if (strcmp(key, "pg-password") == 0) opt.pg_password = val;
+    else if (strcmp(key, "pg-port") == 0) return parse_ms(val, &opt.pg_port) && opt.pg_port < 65536 ? 1 : -1;
+    else return 0;
+    return 1;
+}
+
+static simba_result pg_open(simba_loop *loop, simba_backend **out, char *err, size_t cap) {
+    simba_pg_desc d;
+    simba_result rc;
+    memset(&d, 0, sizeof d);
+    d.hostaddr = opt.pg_host ? opt.pg_host : "127.0.0.1";
+    d.port = (int)opt.pg_port;
+    d.table = opt.pg_table;
+    d.user = opt.pg_user;
+    d.password = opt.pg_password;
+    d.dbname = "postgres";
+    rc = simba_pg_open(loop, &d, out);
+    if (rc != SIMBA_OK) snprintf(err, cap, "%s: %s", simba_strerror(rc), simba_loop_errmsg(loop));
+    return rc;
+}
+#endif
+
 static const worker_backend backends[] = {
     {"sql", "--path FILE [--table NAME]", sql_option, sql_open},
 #ifdef SIMBA_HAVE_REDIS
@@ -171,6 +207,9 @@ static const worker_backend backends[] = {
 #endif
 #ifdef SIMBA_HAVE_ZK
     {"zk", "--hosts H:P[,...] [--root /simba] [--session-ms N]", zk_option, zk_open},
+#endif
+#ifdef SIMBA_HAVE_PG
+    {"pg", "[--pg-host 127.0.0.1] [--pg-port 5432] [--pg-table simba_mutex] [--pg-user U] [--pg-password P]", pg_option, pg_open},
 #endif
 };
 #define NBACKENDS (sizeof backends / sizeof backends[0])

@@ -1,0 +1,48 @@
+/* fuzz_pg_row.c -- whatever a server (or a hand-edited table, or an older version of the
+ * functions) answers: the input becomes one answer row of 0..8 text columns (split at '\n';
+ * a column "\x01" is SQL NULL), and simba__pg_parse_row() turns it into a reply.
+ * Invariants: it answers 0 or -1 with a NUL-terminated message; on 0 an owner is a valid
+ * contender id copied NUL-terminated into the buffer, its durations are in range
+ * (transition_left >= ttl_left, held >= 0, fence > 0) and nobody means fence 0; nothing crashes. */
+#define SIMBA_IMPLEMENTATION
+#include "../simba_pg.h"
+#include <assert.h>
+#include <stdlib.h>
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
+    char buf[4096], owner[SIMBA_ID_MAX + 1], err[256];
+    const char *vals[8];
+    simba_reply rep;
+    int n = 0, rc;
+    size_t i, start = 0;
+    if (size >= sizeof buf) size = sizeof buf - 1;
+    memcpy(buf, data, size);
+    buf[size] = 0;
+    for (i = 0; i <= size && n < 8; i++) {
+        if (i == size || buf[i] == '\n') {
+            buf[i] = 0;
+            vals[n++] = strcmp(buf + start, "\x01") == 0 ? NULL : buf + start;
+            start = i + 1;
+        }
+    }
+    memset(owner, 'x', sizeof owner);
+    err[0] = 0;
+    rc = simba__pg_parse_row(n, vals, &rep, owner, err, sizeof err);
+    assert(rc == 0 || rc == -1);
+    if (rc != 0) {
+        assert(memchr(err, 0, sizeof err) && err[0]);
+        return 0;
+    }
+    assert(rep.rc == SIMBA_OK);
+    assert(rep.first_in_line == 0 || rep.first_in_line == 1);
+    if (rep.owner) {
+        assert(rep.owner == owner);
+        assert(memchr(owner, 0, sizeof owner));
+        assert(simba_id_check(owner) == SIMBA_OK);
+        assert(rep.transition_left_ms >= rep.ttl_left_ms && rep.held_ms >= 0 && rep.fence > 0);
+        assert(rep.ttl_left_ms <= SIMBA_MAX_MS && rep.transition_left_ms <= SIMBA_MAX_MS);
+    } else {
+        assert(rep.fence == 0 && rep.held_ms == -1);
+    }
+    return 0;
+}

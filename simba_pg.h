@@ -1,0 +1,912 @@
+/*
+ * simba_pg.h v0.1.0 -- PostgreSQL backend for simba (libpq non-blocking API), stb-style
+ * single header.
+ *
+ * Do this:
+ *     #define SIMBA_IMPLEMENTATION
+ * before you include this file in *one* C or C++ file: that file then holds the core
+ * (simba.h) and this backend. Link with -lpq (libpq >= 10); compile with the include path of
+ * libpq-fe.h (Debian: -I/usr/include/postgresql, or `pkg-config --cflags libpq`).
+ *
+ *     simba_backend *be;
+ *     simba_pg_desc d = {0};
+ *     d.hostaddr = "127.0.0.1"; d.port = 5432; d.user = "app"; d.password = "secret";
+ *     simba_pg_open(loop, &d, &be);        // never blocks: connecting happens in simba_poll
+ *
+ * COMPILE-TIME OPTIONS
+ *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE as in simba.h.
+ *
+ * CONNECTION (one per backend, never blocks the poll)
+ *   PQconnectStartParams + PQconnectPoll, then PQsendQueryParams / PQflush /
+ *   PQconsumeInput / PQisBusy. The descriptor (it may change during the connect, libpq tries
+ *   addresses and SSL in turn) and the next deadline go to the loop through simba_fds() and
+ *   simba_poll()'s return value. Host names would need a blocking resolver (getaddrinfo):
+ *   the server must be named by a numeric hostaddr (IPv4/IPv6) or a unix socket directory
+ *   (a host starting with '/', or none: libpq's default socket). Resolve names yourself at
+ *   start-up. A statement not answered within statement_timeout_ms completes with
+ *   SIMBA_ETIMEDOUT and its connection is closed and made anew (PQcancel would block on a
+ *   new connection; the server also gets statement_timeout so it gives up on its side).
+ *   Lost connections are re-made with randomised doubling backoff [reconnect_min_ms,
+ *   reconnect_max_ms]; requests submitted between attempts fail at once with SIMBA_ECONN so
+ *   that the core backs off; requests submitted while an attempt runs wait for it.
+ *
+ *   Job states of the connection:
+ *
+ *        open ──► CONNECTING ──(PQconnectPoll OK)──► SETUP ──(setup done)──► READY ◄─┐
+ *                  │  ▲   (failed / connect_timeout_ms)  │ (error)            │ send │
+ *                  ▼  │                                 ▼                    ▼      │
+ *                  DOWN ◄──────────────────────────────────────────── BUSY ──(result)┘
+ *            (backoff, then CONNECTING)   (lost / statement_timeout_ms: recycle)
+ *
+ *   READY/BUSY with libpq >= 14 runs in pipeline mode: every request queued when a poll
+ *   runs is sent at once, each statement followed by its own sync (its own transaction, so
+ *   one failure aborts nothing else), and the answers come back in order; so renewals of
+ *   many mutexes due in one poll share one round trip. Older libpq sends one at a time.
+ *   The statement deadline restarts at every answer: a server that answers is alive.
+ *
+ *   SETUP runs once per connection, in one round trip: under a transaction-level advisory
+ *   lock (so that two creators never race) it creates the tables and the three functions
+ *   if needed, then LISTENs on the backend's own channel. After a reconnect (not the first
+ *   connect) SIMBA_EV_RESET is raised for every mutex, since pushes may have been missed;
+ *   a lost connection raises SIMBA_EV_DISCONNECTED: owners whose desc asks for
+ *   step_down_on_disconnect step down at once (reason "connection"), others at their local
+ *   ttl. Grants are the requested ttl (SIMBA_LEASE_ASKED).
+ *
+ * DATA (the table name is checked and quoted; names and ids reach SQL only as parameters)
+ *   <table>     name PK, owner ('' = nobody), fence, acquired_ms, ttl_ms, transition_ms
+ *               (absolute server ms from clock_timestamp()); a row is never deleted, so a
+ *               fence never resets: it grows by one at each change of owner and at each
+ *               re-acquisition with renew = 0 (a local step-down the server never saw)
+ *   <table>_q   the wait queue: name, contender, channel, seq (arrival), expires_ms
+ *   <table>_acq / _rel / _read   PL/pgSQL functions: one statement = one round trip each;
+ *               acquire and release lock the mutex's row (FOR UPDATE), so one mutex's queue
+ *               changes are serialised; replies carry remaining durations only.
+ *
+ * FAIRNESS (the rule of every backend)
+ *   A free mutex (released, or its lease fully over) goes to the oldest live waiter; a
+ *   contender that finds it free but is not at the head joins the queue, so a releaser that
+ *   asks again at once goes to the back. A waiter's place lapses req->live_ms after its last
+ *   request (the core's bound). The owner's renewal is not an acquisition.
+ *
+ * PUSH
+ *   A release sends pg_notify(<head waiter's channel>, '<contender> <mutex>'); each backend
+ *   LISTENs on its own channel "simba_<random>" and raises SIMBA_EV_RELEASED for that waiter.
+ *   NOTIFY is a hint: timers stay the fallback (the head of the line tries at lease end).
+ *   LISTEN/NOTIFY does not survive a transaction-mode pooler (PgBouncer pool_mode =
+ *   transaction): there the push is lost and handoffs wait for the timers.
+ *
+ * LICENSE: MIT, see the end of this file.
+ */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_PG_IMPLEMENTATION)
+#define SIMBA_PG_IMPLEMENTATION
+#endif
+/* Its implementation uses the core's private helpers: the core's goes into the same file. */
+#if defined(SIMBA_PG_IMPLEMENTATION) && !defined(SIMBA_CORE_IMPLEMENTATION)
+#define SIMBA_CORE_IMPLEMENTATION
+#endif
+#ifndef SIMBA_PG_H
+#define SIMBA_PG_H
+
+#include "simba.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct simba_pg_desc {
+    const char *conninfo;   /* optional libpq connection string or URI; fields below override it,
+                               and so do options (-c statement_timeout) and application_name (simba) */
+    const char *hostaddr;   /* numeric IPv4/IPv6 address of the server */
+    const char *socket_dir; /* or: unix socket directory (absolute path) */
+    int port;               /* 0 -> conninfo's, else 5432 */
+    const char *dbname, *user, *password; /* optional */
+    const char *schema;     /* NULL -> the search_path's first schema (usually public) */
+    const char *table;      /* NULL -> "simba_mutex"; 1..48 printable bytes, no '$' */
+    int64_t connect_timeout_ms;   /* 0 -> 2000: connect + setup */
+    int64_t statement_timeout_ms; /* 0 -> 2000 */
+    int64_t reconnect_min_ms, reconnect_max_ms; /* 0 -> 100 / max(5000, reconnect_min_ms) */
+} simba_pg_desc;
+
+SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc, simba_backend **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SIMBA_PG_H */
+
+/* ==================================================================================== */
+/*                                   IMPLEMENTATION                                     */
+/* ==================================================================================== */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_PG_IMPLEMENTATION)
+#define SIMBA_PG_IMPLEMENTATION
+#endif
+#if defined(SIMBA_PG_IMPLEMENTATION) && !defined(SIMBA__PG_IMPLEMENTED)
+#define SIMBA__PG_IMPLEMENTED
+#include "simba.h" /* the core's implementation, when this file has not got it yet */
+
+#include <libpq-fe.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SIMBA__PG_TABLE_MAX 48
+#define SIMBA__PG_IDENT_MAX (2 * 64 + 8)           /* one quoted identifier, doubled quotes */
+#define SIMBA__PG_QNAME_MAX (2 * SIMBA__PG_IDENT_MAX + 2)
+/* Any constant: every simba creator on a database takes the same advisory lock. */
+#define SIMBA__PG_LOCK_KEY "7308604897068483425"
+
+#ifdef LIBPQ_HAS_PIPELINING
+#define SIMBA__PG_SYNC(st) ((st) == PGRES_PIPELINE_SYNC)
+#else
+#define SIMBA__PG_SYNC(st) ((void)(st), 0)
+#endif
+
+enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY };
+
+/* >>sql  {T} = quoted table, {Q} = quoted queue table, {A} {R} {D} = quoted functions,
+   {I} = quoted queue index (unqualified). Every function returns one row:
+   owner ('' = nobody), ttl_left, transition_left, held (-1 unknown), fence, first_in_line. */
+#define SIMBA__PG_OUT \
+    "OUT o_owner text, OUT o_ttl bigint, OUT o_tr bigint, OUT o_held bigint, OUT o_fence bigint, OUT o_first int"
+#define SIMBA__PG_NOW "now_ms := floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint;\n"
+#define SIMBA__PG_ANSWER                                                                          \
+    "  IF r.owner <> '' AND r.transition_ms >= now_ms THEN\n"                                      \
+    "    o_owner := r.owner; o_ttl := r.ttl_ms - now_ms; o_tr := r.transition_ms - now_ms;\n"      \
+    "    o_held := now_ms - r.acquired_ms; o_fence := r.fence;\n"                                  \
+    "  ELSE\n"                                                                                     \
+    "    o_owner := ''; o_ttl := 0; o_tr := 0; o_held := -1; o_fence := 0;\n"                      \
+    "  END IF;\n"
+
+static const char *const simba__pg_setup_sql[] = {
+    "BEGIN;\n"
+    "SELECT pg_advisory_xact_lock(" SIMBA__PG_LOCK_KEY ");\n"
+    "CREATE TABLE IF NOT EXISTS {T} (name text PRIMARY KEY, owner text NOT NULL DEFAULT '',\n"
+    "  fence bigint NOT NULL DEFAULT 0, acquired_ms bigint NOT NULL DEFAULT 0,\n"
+    "  ttl_ms bigint NOT NULL DEFAULT 0, transition_ms bigint NOT NULL DEFAULT 0);\n"
+    "CREATE TABLE IF NOT EXISTS {Q} (name text NOT NULL, contender text NOT NULL,\n"
+    "  channel text NOT NULL, seq bigserial, expires_ms bigint NOT NULL,\n"
+    "  PRIMARY KEY (name, contender));\n"
+    "CREATE INDEX IF NOT EXISTS {I} ON {Q} (name, seq);\n",
+    /* acquire: p_renew = the core believes it owns it (renewal keeps fence and acquired) */
+    "CREATE OR REPLACE FUNCTION {A}(p_name text, p_id text, p_ttl bigint, p_tr bigint,\n"
+    "  p_live bigint, p_renew boolean, p_chan text, " SIMBA__PG_OUT ")\n"
+    "LANGUAGE plpgsql AS $simba$\n"
+    "DECLARE r {T}%ROWTYPE; now_ms bigint; head text; live boolean;\n"
+    "BEGIN\n"
+    "  INSERT INTO {T} (name) VALUES (p_name) ON CONFLICT (name) DO NOTHING;\n"
+    "  SELECT * INTO r FROM {T} WHERE name = p_name FOR UPDATE;\n"
+    "  " SIMBA__PG_NOW
+    "  DELETE FROM {Q} WHERE name = p_name AND expires_ms < now_ms;\n"
+    "  live := r.owner <> '' AND r.transition_ms >= now_ms;\n"
+    "  IF live AND r.owner = p_id AND p_renew THEN\n"
+    "    UPDATE {T} SET ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr\n"
+    "      WHERE name = p_name;\n"
+    "  ELSE\n"
+    "    SELECT contender INTO head FROM {Q} WHERE name = p_name ORDER BY seq LIMIT 1;\n"
+    /* a stored owner re-acquiring after a local step-down starts a new tenure; a free
+       mutex goes to the head of the line (or anyone when nobody waits) */
+    "    IF (live AND r.owner = p_id) OR (NOT live AND (head IS NULL OR head = p_id)) THEN\n"
+    "      UPDATE {T} SET owner = p_id, fence = fence + 1, acquired_ms = now_ms,\n"
+    "        ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr WHERE name = p_name;\n"
+    "      DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"
+    "    ELSE\n"
+    "      INSERT INTO {Q} (name, contender, channel, expires_ms)\n"
+    "        VALUES (p_name, p_id, p_chan, now_ms + p_live)\n"
+    "        ON CONFLICT (name, contender) DO UPDATE\n"
+    "        SET channel = EXCLUDED.channel, expires_ms = EXCLUDED.expires_ms;\n"
+    "    END IF;\n"
+    "  END IF;\n"
+    "  SELECT * INTO r FROM {T} WHERE name = p_name;\n"
+    "  SELECT contender INTO head FROM {Q} WHERE name = p_name ORDER BY seq LIMIT 1;\n"
+    "  o_first := CASE WHEN head = p_id THEN 1 ELSE 0 END;\n"
+    SIMBA__PG_ANSWER
+    "END $simba$;\n",
+    /* release: clears the row for its live owner only and wakes the head waiter */
+    "CREATE OR REPLACE FUNCTION {R}(p_name text, p_id text, " SIMBA__PG_OUT ")\n"
+    "LANGUAGE plpgsql AS $simba$\n"
+    "DECLARE r {T}%ROWTYPE; now_ms bigint; hd text; ch text;\n"
+    "BEGIN\n"
+    "  SELECT * INTO r FROM {T} WHERE name = p_name FOR UPDATE;\n"
+    "  IF NOT FOUND THEN\n"
+    "    o_owner := ''; o_ttl := 0; o_tr := 0; o_held := -1; o_fence := 0; o_first := 0;\n"
+    "    RETURN;\n"
+    "  END IF;\n"
+    "  " SIMBA__PG_NOW
+    "  DELETE FROM {Q} WHERE name = p_name AND expires_ms < now_ms;\n"
+    "  IF r.owner = p_id AND r.transition_ms >= now_ms THEN\n"
+    "    UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0 WHERE name = p_name;\n"
+    "    r.owner := '';\n"
+    "    SELECT contender, channel INTO hd, ch FROM {Q} WHERE name = p_name ORDER BY seq LIMIT 1;\n"
+    "    IF hd IS NOT NULL THEN PERFORM pg_notify(ch, hd || ' ' || p_name); END IF;\n"
+    "  ELSE\n"
+    "    DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"
+    "  END IF;\n"
+    "  o_first := 0;\n"
+    SIMBA__PG_ANSWER
+    "END $simba$;\n",
+    "CREATE OR REPLACE FUNCTION {D}(p_name text, " SIMBA__PG_OUT ")\n"
+    "LANGUAGE plpgsql STABLE AS $simba$\n"
+    "DECLARE r {T}%ROWTYPE; now_ms bigint;\n"
+    "BEGIN\n"
+    "  " SIMBA__PG_NOW
+    "  SELECT * INTO r FROM {T} WHERE name = p_name;\n"
+    "  o_first := 0;\n"
+    "  IF NOT FOUND THEN r.owner := ''; END IF;\n"
+    SIMBA__PG_ANSWER
+    "END $simba$;\n"
+    "COMMIT;\n"
+    "LISTEN {C};\n",
+    NULL};
+
+#define SIMBA__PG_COLS "o_owner, o_ttl, o_tr, o_held, o_fence, o_first"
+
+typedef struct simba__pg {
+    simba_loop *loop;
+    simba_backend *be;
+    const char *keys[16], *vals[16];
+    int expand;
+    char *strs[8]; /* owned copies behind vals */
+    char port_s[16], opts[64];
+    char *setup;   /* setup script with the names filled in */
+    char sql_acq[SIMBA__PG_QNAME_MAX + 160], sql_rel[SIMBA__PG_QNAME_MAX + 160], sql_read[SIMBA__PG_QNAME_MAX + 160];
+    char chan[48];
+    PGconn *conn;
+    int state, fd;
+    int want_write; /* CONNECTING: PQconnectPoll asked for POLLOUT; else output not flushed */
+    int busy;       /* SETUP: the setup script is in flight */
+    int pipeline;   /* READY in libpq pipeline mode: every queued request goes out at once */
+    int phase;      /* READY: awaiting the head's result (0), its end (1), its sync (2) */
+    int nfl;        /* READY: statements in flight, fhead..ftail in order */
+    int was_up;     /* a setup has completed before: the next one raises SIMBA_EV_RESET */
+    int64_t conn_to, stmt_to, rmin, rmax, backoff;
+    int64_t conn_deadline, stmt_deadline, retry_at;
+    simba_req *fhead, *ftail, *head, *tail;
+    simba_reply rep;
+    char owner_buf[SIMBA_ID_MAX + 1];
+    char err[256];
+    char num[3][24];
+} simba__pg;
+
+/* >>row  One answer row (text format) into a reply; 0, or -1 with err set. Checks every
+   field: a value that does not parse never becomes an owner. */
+static int simba__pg_int(const char *s, int64_t *out) {
+    int neg = 0;
+    uint64_t v = 0;
+    if (!s || !*s) return -1;
+    if (*s == '-') { neg = 1; s++; }
+    if (!*s) return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9') return -1;
+        if (v > (UINT64_C(9223372036854775807) - (uint64_t)(*s - '0')) / 10) return -1;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return 0;
+}
+
+static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply *out, char *owner_buf, char *err, size_t errcap) {
+    int64_t n[5];
+    int i;
+    memset(out, 0, sizeof *out);
+    out->rc = SIMBA_OK;
+    out->held_ms = -1;
+    if (nfields != 6) { snprintf(err, errcap, "postgres: answer has %d columns, expected 6", nfields); return -1; }
+    for (i = 0; i < 6; i++)
+        if (!vals[i]) { snprintf(err, errcap, "postgres: answer column %d is NULL", i + 1); return -1; }
+    for (i = 0; i < 5; i++)
+        if (simba__pg_int(vals[i + 1], &n[i]) != 0) {
+            snprintf(err, errcap, "postgres: answer column %d is not an integer", i + 2);
+            return -1;
+        }
+    if (n[4] != 0 && n[4] != 1) { snprintf(err, errcap, "postgres: first_in_line must be 0 or 1"); return -1; }
+    out->first_in_line = (int)n[4];
+    if (!vals[0][0]) return 0; /* nobody: the durations mean nothing */
+    if (simba_id_check(vals[0]) != SIMBA_OK) { snprintf(err, errcap, "postgres: stored owner id is not a valid contender id"); return -1; }
+    if (n[0] > SIMBA_MAX_MS || n[1] > SIMBA_MAX_MS || n[0] < -SIMBA_MAX_MS || n[1] < 0 || n[1] < n[0] || n[2] < 0 ||
+        n[2] > SIMBA_MAX_MS || n[3] <= 0) {
+        snprintf(err, errcap, "postgres: owner row out of range (ttl %lld, transition %lld, held %lld, fence %lld)",
+                 (long long)n[0], (long long)n[1], (long long)n[2], (long long)n[3]);
+        return -1;
+    }
+    simba__copy(owner_buf, SIMBA_ID_MAX + 1, vals[0]);
+    out->owner = owner_buf;
+    out->ttl_left_ms = n[0];
+    out->transition_left_ms = n[1];
+    out->held_ms = n[2];
+    out->fence = (uint64_t)n[3];
+    return 0;
+}
+
+/* >>names  "name" with doubled quotes; 0 when it does not fit. */
+static int simba__pg_quote(char *dst, size_t cap, const char *schema, const char *name, const char *suffix) {
+    size_t o = 0;
+    int part;
+    for (part = schema ? 0 : 1; part < 2; part++) {
+        const char *s = part ? name : schema;
+        if (o + 1 >= cap) return 0;
+        dst[o++] = '"';
+        for (; *s; s++) {
+            if (o + 3 >= cap) return 0;
+            if (*s == '"') dst[o++] = '"';
+            dst[o++] = *s;
+        }
+        if (part) for (s = suffix; *s; s++) {
+            if (o + 3 >= cap) return 0;
+            dst[o++] = *s;
+        }
+        dst[o++] = '"';
+        if (!part) dst[o++] = '.';
+    }
+    dst[o] = 0;
+    return 1;
+}
+
+static int simba__pg_name_ok(const char *t) {
+    size_t n = strlen(t), i;
+    if (n < 1 || n > SIMBA__PG_TABLE_MAX) return 0;
+    for (i = 0; i < n; i++)
+        if ((unsigned char)t[i] < 0x20 || (unsigned char)t[i] > 0x7e || t[i] == '$') return 0;
+    return 1;
+}
+
+/* Joins the parts, replacing each {X} by subst[X - 'A'] (letters A..Z). NULL when out of memory. */
+static char *simba__pg_fill(simba_loop *loop, const char *const *parts, const char *const *subst) {
+    size_t need = 1, o = 0;
+    const char *p;
+    char *out;
+    int i;
+    for (i = 0; parts[i]; i++)
+    for (p = parts[i]; *p; p++) {
+        if (p[0] == '{' && p[1] >= 'A' && p[1] <= 'Z' && p[2] == '}' && subst[p[1] - 'A']) {
+            need += strlen(subst[p[1] - 'A']);
+            p += 2;
+        } else need++;
+    }
+    out = (char *)simba_alloc(loop, need);
+    if (!out) return NULL;
+    for (i = 0; parts[i]; i++)
+    for (p = parts[i]; *p; p++) {
+        if (p[0] == '{' && p[1] >= 'A' && p[1] <= 'Z' && p[2] == '}' && subst[p[1] - 'A']) {
+            size_t l = strlen(subst[p[1] - 'A']);
+            memcpy(out + o, subst[p[1] - 'A'], l);
+            o += l;
+            p += 2;
+        } else out[o++] = *p;
+    }
+    out[o] = 0;
+    return out;
+}
+
+/* >>conn */
+static void simba__pg_fail_all(simba__pg *p, simba_result rc, const char *msg) {
+    simba_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.rc = rc;
+    rep.errmsg = msg;
+    rep.held_ms = -1;
+    while (p->fhead) {
+        simba_req *r = p->fhead;
+        p->fhead = r->next_;
+        simba_req_done(r, &rep);
+    }
+    p->ftail = NULL;
+    p->nfl = 0;
+    p->phase = 0;
+    while (p->head) {
+        simba_req *r = p->head;
+        p->head = r->next_;
+        if (!p->head) p->tail = NULL;
+        simba_req_done(r, &rep);
+    }
+}
+
+static void simba__pg_set_err(simba__pg *p, const char *what, const char *detail) {
+    size_t n;
+    snprintf(p->err, sizeof p->err, "postgres: %s%s%s", what, detail && *detail ? ": " : "", detail ? detail : "");
+    n = strlen(p->err);
+    while (n > 0 && (p->err[n - 1] == '\n' || p->err[n - 1] == ' ')) p->err[--n] = 0;
+    simba__copy(p->be->errmsg, sizeof p->be->errmsg, p->err);
+}
+
+/* Closes the connection, fails what is in flight or queued, schedules the next attempt. */
+static void simba__pg_drop(simba__pg *p, int64_t now, simba_result rc) {
+    int was_ready = p->state == SIMBA__PG_READY;
+    if (p->conn) PQfinish(p->conn);
+    p->conn = NULL;
+    p->fd = -1;
+    p->busy = 0;
+    p->pipeline = 0;
+    p->want_write = 0;
+    p->state = SIMBA__PG_DOWN;
+    p->retry_at = simba__add(now, simba__uniform(p->loop, p->backoff / 2, p->backoff + 1));
+    p->backoff = simba__min(p->backoff * 2, p->rmax);
+    simba_log(p->loop, SIMBA_LOG_WARN, "%s (next attempt in %lld ms)", p->err, (long long)(p->retry_at - now));
+    simba__pg_fail_all(p, rc, p->err);
+    /* Losing the connection is losing the server: the core's policy decides. */
+    if (was_ready) simba_backend_event(p->be, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
+}
+
+static void simba__pg_notice(void *arg, const char *msg) {
+    (void)arg;
+    (void)msg;
+}
+
+static void simba__pg_start(simba__pg *p, int64_t now) {
+    p->conn = PQconnectStartParams(p->keys, p->vals, p->expand);
+    p->conn_deadline = simba__add(now, p->conn_to);
+    if (!p->conn || PQstatus(p->conn) == CONNECTION_BAD) {
+        simba__pg_set_err(p, "connect failed", p->conn ? PQerrorMessage(p->conn) : "out of memory");
+        simba__pg_drop(p, now, SIMBA_ECONN);
+        return;
+    }
+    PQsetNoticeProcessor(p->conn, simba__pg_notice, NULL); /* libpq prints notices to stderr */
+    p->state = SIMBA__PG_CONNECTING;
+    p->fd = PQsocket(p->conn);
+    p->want_write = 1; /* libpq: begin as if PQconnectPoll returned PGRES_POLLING_WRITING */
+}
+
+static void simba__pg_flush(simba__pg *p, int64_t now) {
+    int f = PQflush(p->conn);
+    if (f < 0) {
+        simba__pg_set_err(p, "send failed", PQerrorMessage(p->conn));
+        simba__pg_drop(p, now, SIMBA_ECONN);
+        return;
+    }
+    p->want_write = f == 1;
+}
+
+/* Puts one request's statement (and, in pipeline mode, its sync) into the output buffer. */
+static int simba__pg_send_one(simba__pg *p, simba_req *r) {
+    const char *v[7];
+    const char *sql;
+    int n;
+    v[0] = r->mutex;
+    v[1] = r->contender;
+    if (r->op == SIMBA_OP_ACQUIRE) {
+        snprintf(p->num[0], sizeof p->num[0], "%lld", (long long)r->ttl_ms);
+        snprintf(p->num[1], sizeof p->num[1], "%lld", (long long)r->transition_ms);
+        snprintf(p->num[2], sizeof p->num[2], "%lld", (long long)r->live_ms);
+        v[2] = p->num[0];
+        v[3] = p->num[1];
+        v[4] = p->num[2];
+        v[5] = r->renew ? "t" : "f";
+        v[6] = p->chan;
+        sql = p->sql_acq;
+        n = 7;
+    } else if (r->op == SIMBA_OP_RELEASE) {
+        sql = p->sql_rel;
+        n = 2;
+    } else {
+        sql = p->sql_read;
+        n = 1;
+    }
+    if (!PQsendQueryParams(p->conn, sql, n, NULL, v, NULL, NULL, 0)) return 0;
+#ifdef LIBPQ_HAS_PIPELINING
+    /* a sync per statement: each is its own transaction, one failure aborts nothing else */
+    if (p->pipeline && !PQpipelineSync(p->conn)) return 0;
+#endif
+    return 1;
+}
+
+/* Sends what is queued: all of it in pipeline mode (renewals due in one poll share the
+   round trip), else one statement at a time. */
+static void simba__pg_send_next(simba__pg *p, int64_t now) {
+    if (p->state != SIMBA__PG_READY) return;
+    while (p->head && (p->pipeline || p->nfl == 0)) {
+        simba_req *r = p->head;
+        p->head = r->next_;
+        if (!p->head) p->tail = NULL;
+        r->next_ = NULL;
+        if (p->ftail) p->ftail->next_ = r; else p->fhead = r;
+        p->ftail = r;
+        if (p->nfl++ == 0 && p->phase == 0) p->stmt_deadline = simba__add(now, p->stmt_to);
+        if (!simba__pg_send_one(p, r)) {
+            simba__pg_set_err(p, "send failed", PQerrorMessage(p->conn));
+            simba__pg_drop(p, now, SIMBA_ECONN);
+            return;
+        }
+    }
+    simba__pg_flush(p, now);
+}
+
+static void simba__pg_connected(simba__pg *p, int64_t now) {
+    if (PQsetnonblocking(p->conn, 1) != 0 || !PQsendQuery(p->conn, p->setup)) {
+        simba__pg_set_err(p, "setup failed", PQerrorMessage(p->conn));
+        simba__pg_drop(p, now, SIMBA_ECONN);
+        return;
+    }
+    p->state = SIMBA__PG_SETUP;
+    p->busy = 1;
+    p->rep.rc = SIMBA_OK;
+    p->stmt_deadline = p->conn_deadline; /* connect + setup share connect_timeout_ms */
+    simba__pg_flush(p, now);
+}
+
+/* One result of the setup, or of the oldest statement in flight (into p->rep). */
+static void simba__pg_result(simba__pg *p, PGresult *res) {
+    ExecStatusType st = PQresultStatus(res);
+    if (p->state == SIMBA__PG_SETUP) {
+        if (st == PGRES_FATAL_ERROR || st == PGRES_BAD_RESPONSE) {
+            simba__pg_set_err(p, "setup failed", PQresultErrorMessage(res));
+            p->rep.rc = SIMBA_EBACKEND; /* remembered until the setup's last result */
+        }
+        return;
+    }
+    memset(&p->rep, 0, sizeof p->rep);
+    if (st == PGRES_TUPLES_OK && PQntuples(res) == 1) {
+        const char *v[6];
+        int i, nf = PQnfields(res);
+        for (i = 0; i < 6 && i < nf; i++) v[i] = PQgetisnull(res, 0, i) ? NULL : PQgetvalue(res, 0, i);
+        if (simba__pg_parse_row(nf, v, &p->rep, p->owner_buf, p->err, sizeof p->err) != 0) {
+            memset(&p->rep, 0, sizeof p->rep);
+            p->rep.rc = SIMBA_EBACKEND;
+            p->rep.errmsg = p->err;
+        }
+    } else if (st == PGRES_TUPLES_OK) {
+        snprintf(p->err, sizeof p->err, "postgres: statement returned %d rows, expected 1", PQntuples(res));
+        simba__copy(p->be->errmsg, sizeof p->be->errmsg, p->err);
+        p->rep.rc = SIMBA_EBACKEND;
+        p->rep.errmsg = p->err;
+    } else {
+        simba__pg_set_err(p, "statement failed", PQresultErrorMessage(res));
+        memset(&p->rep, 0, sizeof p->rep);
+        p->rep.rc = SIMBA_EBACKEND;
+        p->rep.errmsg = p->err;
+    }
+}
+
+/* The setup script is complete (PQgetResult returned NULL). */
+static void simba__pg_setup_done(simba__pg *p, int64_t now) {
+    p->busy = 0;
+    if (p->rep.rc == SIMBA_EBACKEND) { simba__pg_drop(p, now, SIMBA_ECONN); return; }
+#ifdef LIBPQ_HAS_PIPELINING
+    p->pipeline = PQenterPipelineMode(p->conn) == 1;
+#endif
+    p->phase = 0;
+    p->state = SIMBA__PG_READY;
+    p->backoff = p->rmin;
+    p->err[0] = 0;
+    simba_log(p->loop, SIMBA_LOG_INFO, "postgres: connected, listening on %s%s", p->chan, p->pipeline ? " (pipeline mode)" : "");
+    /* pushes may have been missed while we were away */
+    if (p->was_up) simba_backend_event(p->be, SIMBA_EV_RESET, NULL, NULL, NULL);
+    p->was_up = 1;
+    simba__pg_send_next(p, now);
+}
+
+/* READY: results in order, per statement: its result, NULL, and in pipeline mode its sync.
+   Any answer shows the server alive: the deadline restarts for the next one in flight. */
+static void simba__pg_results(simba__pg *p, int64_t now) {
+    while (p->conn && p->state == SIMBA__PG_READY && (p->nfl > 0 || p->phase == 2) && !PQisBusy(p->conn)) {
+        PGresult *res = PQgetResult(p->conn);
+        ExecStatusType st = res ? PQresultStatus(res) : PGRES_EMPTY_QUERY;
+        if (p->phase == 0) {
+            if (!res) break;
+            if (!SIMBA__PG_SYNC(st)) {
+                simba__pg_result(p, res);
+                p->phase = 1;
+            }
+        } else if (p->phase == 1) {
+            if (!res) {
+                simba_req *r = p->fhead;
+                p->fhead = r->next_;
+                if (!p->fhead) p->ftail = NULL;
+                p->nfl--;
+                p->phase = p->pipeline ? 2 : 0;
+                p->stmt_deadline = simba__add(now, p->stmt_to);
+                simba_req_done(r, &p->rep);
+                if (!p->pipeline) simba__pg_send_next(p, now);
+            }
+        } else {
+            if (!res) break;
+            if (SIMBA__PG_SYNC(st)) p->phase = 0;
+        }
+        if (res) PQclear(res);
+    }
+}
+
+static void simba__pg_notifies(simba__pg *p) {
+    PGnotify *n;
+    while ((n = PQnotifies(p->conn)) != NULL) {
+        /* payload "<contender> <mutex>": ids hold no spaces, names may */
+        char id[SIMBA_ID_MAX + 1];
+        const char *sp = strchr(n->extra, ' ');
+        if (sp && (size_t)(sp - n->extra) <= SIMBA_ID_MAX && simba_name_check(sp + 1) == SIMBA_OK) {
+            memcpy(id, n->extra, (size_t)(sp - n->extra));
+            id[sp - n->extra] = 0;
+            if (simba_id_check(id) == SIMBA_OK) simba_backend_event(p->be, SIMBA_EV_RELEASED, sp + 1, id, NULL);
+        }
+        PQfreemem(n);
+    }
+}
+
+/* Reads the socket when poll said so (read_socket), then handles whatever libpq holds:
+   a flush may have read answers into its buffer without the socket staying readable. */
+static void simba__pg_read(simba__pg *p, int64_t now, int read_socket) {
+    if (read_socket && !PQconsumeInput(p->conn)) {
+        simba__pg_set_err(p, "connection lost", PQerrorMessage(p->conn));
+        simba__pg_drop(p, now, SIMBA_ECONN);
+        return;
+    }
+    simba__pg_notifies(p);
+    while (p->state == SIMBA__PG_SETUP && p->busy && p->conn && !PQisBusy(p->conn)) {
+        PGresult *res = PQgetResult(p->conn);
+        if (!res) { simba__pg_setup_done(p, now); break; }
+        simba__pg_result(p, res);
+        PQclear(res);
+    }
+    simba__pg_results(p, now);
+    if (p->conn && PQstatus(p->conn) == CONNECTION_BAD) {
+        simba__pg_set_err(p, "connection lost", PQerrorMessage(p->conn));
+        simba__pg_drop(p, now, SIMBA_ECONN);
+    }
+}
+
+/* Readiness of our descriptor: from the loop's poll when it covered it, else a zero-timeout
+   poll of our own (tick mode, or the descriptor changed since simba_fds). */
+static short simba__pg_ready(const simba__pg *p, const struct pollfd *ready, int n, short events) {
+    struct pollfd pf;
+    int i;
+    if (p->fd < 0) return 0;
+    for (i = 0; ready && i < n; i++)
+        if (ready[i].fd == p->fd && (ready[i].events & events) == events) return (short)(ready[i].revents & (events | POLLHUP | POLLERR));
+    pf.fd = p->fd;
+    pf.events = events;
+    pf.revents = 0;
+    if (poll(&pf, 1, 0) <= 0) return 0;
+    return pf.revents;
+}
+
+/* >>process */
+static void simba__pg_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
+    simba__pg *p = (simba__pg *)impl;
+    short rv;
+    (void)flags; /* ready is NULL without SIMBA_PROCESS_IO: simba__pg_ready polls itself */
+    if (p->state == SIMBA__PG_DOWN && now >= p->retry_at) simba__pg_start(p, now);
+    if (p->state == SIMBA__PG_CONNECTING) {
+        rv = simba__pg_ready(p, ready, n, p->want_write ? POLLOUT : POLLIN);
+        if (rv) {
+            PostgresPollingStatusType st = PQconnectPoll(p->conn);
+            p->fd = PQsocket(p->conn); /* may change: libpq tries addresses in turn */
+            if (st == PGRES_POLLING_OK) simba__pg_connected(p, now);
+            else if (st == PGRES_POLLING_FAILED) {
+                simba__pg_set_err(p, "connect failed", PQerrorMessage(p->conn));
+                simba__pg_drop(p, now, SIMBA_ECONN);
+            } else p->want_write = st == PGRES_POLLING_WRITING;
+        }
+        if (p->state == SIMBA__PG_CONNECTING && now >= p->conn_deadline) {
+            snprintf(p->err, sizeof p->err, "postgres: connect not done within %lld ms", (long long)p->conn_to);
+            simba__copy(p->be->errmsg, sizeof p->be->errmsg, p->err);
+            simba__pg_drop(p, now, SIMBA_ECONN);
+        }
+        return;
+    }
+    if (p->state != SIMBA__PG_SETUP && p->state != SIMBA__PG_READY) return;
+    rv = simba__pg_ready(p, ready, n, (short)(POLLIN | (p->want_write ? POLLOUT : 0)));
+    if (rv & POLLOUT) simba__pg_flush(p, now);
+    if (p->conn) simba__pg_read(p, now, (rv & (POLLIN | POLLHUP | POLLERR)) != 0);
+    if (p->conn && (p->busy || p->nfl > 0) && now >= p->stmt_deadline) {
+        /* no answer in time: later answers could not be matched, so the connection goes */
+        snprintf(p->err, sizeof p->err, "postgres: %s not answered within %lld ms, connection recycled",
+                 p->state == SIMBA__PG_SETUP ? "setup" : "statement",
+                 (long long)(p->state == SIMBA__PG_SETUP ? p->conn_to : p->stmt_to));
+        simba__copy(p->be->errmsg, sizeof p->be->errmsg, p->err);
+        simba__pg_drop(p, now, p->state == SIMBA__PG_SETUP ? SIMBA_ECONN : SIMBA_ETIMEDOUT);
+    }
+}
+
+static int simba__pg_fds(void *impl, struct pollfd *out, int cap) {
+    simba__pg *p = (simba__pg *)impl;
+    if (!p->conn || p->fd < 0 || p->state == SIMBA__PG_DOWN) return 0;
+    if (cap >= 1) {
+        out[0].fd = p->fd;
+        out[0].events = p->state == SIMBA__PG_CONNECTING ? (p->want_write ? POLLOUT : POLLIN)
+                                                          : (short)(POLLIN | (p->want_write ? POLLOUT : 0));
+        out[0].revents = 0;
+    }
+    return 1;
+}
+
+static int64_t simba__pg_deadline(void *impl) {
+    simba__pg *p = (simba__pg *)impl;
+    if (p->state == SIMBA__PG_DOWN) return p->retry_at;
+    if (p->state == SIMBA__PG_CONNECTING) return p->conn_deadline;
+    return p->busy || p->nfl > 0 ? p->stmt_deadline : INT64_MAX;
+}
+
+static simba_result simba__pg_submit(void *impl, simba_req *req) {
+    simba__pg *p = (simba__pg *)impl;
+    if (req->op != SIMBA_OP_ACQUIRE && req->op != SIMBA_OP_RELEASE && req->op != SIMBA_OP_READ) return SIMBA_EINVAL;
+    if (p->state == SIMBA__PG_DOWN) {
+        simba_reply rep;
+        memset(&rep, 0, sizeof rep);
+        rep.rc = SIMBA_ECONN;
+        rep.errmsg = p->err[0] ? p->err : "postgres: not connected";
+        rep.held_ms = -1;
+        simba_req_done(req, &rep);
+        return SIMBA_OK;
+    }
+    req->next_ = NULL;
+    if (p->tail) p->tail->next_ = req; else p->head = req;
+    p->tail = req;
+    simba__pg_send_next(p, simba_now(p->loop));
+    return SIMBA_OK;
+}
+
+static void simba__pg_destroy(void *impl) {
+    simba__pg *p = (simba__pg *)impl;
+    int i;
+    if (p->be) simba__pg_fail_all(p, SIMBA_ECLOSED, "postgres: backend closed");
+    if (p->conn) PQfinish(p->conn);
+    for (i = 0; i < 8; i++) simba_free(p->loop, p->strs[i]);
+    simba_free(p->loop, p->setup);
+    simba_free(p->loop, p);
+}
+
+static const simba_backend_vt simba__pg_vt = {
+    sizeof(simba_backend_vt),
+    "postgres",
+    simba__pg_submit,
+    simba__pg_fds,
+    simba__pg_process,
+    simba__pg_deadline,
+    NULL,
+    NULL,
+    simba__pg_destroy,
+    SIMBA_LEASE_ASKED,
+};
+
+/* >>open */
+static simba_result simba__pg_ms_check(simba_loop *loop, const char *field, int64_t v) {
+    if (v >= 0 && v <= SIMBA_MAX_MS) return SIMBA_OK;
+    return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: %s must be in 0..2^40 ms (got %lld)", field, (long long)v);
+}
+
+static int simba__pg_numeric(const char *a) {
+    unsigned char b[16];
+    return inet_pton(AF_INET, a, b) == 1 || inet_pton(AF_INET6, a, b) == 1;
+}
+
+/* The host libpq will use must not need a resolver: hostaddr numeric, or host a socket dir. */
+static simba_result simba__pg_host_check(simba_loop *loop, const simba_pg_desc *d) {
+    const char *host = NULL, *hostaddr = NULL;
+    PQconninfoOption *opts = NULL, *o;
+    if (d->conninfo) {
+        char *err = NULL;
+        opts = PQconninfoParse(d->conninfo, &err);
+        if (!opts) {
+            simba_result rc = simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: bad conninfo: %s", err ? err : "out of memory");
+            if (err) PQfreemem(err);
+            return rc;
+        }
+        for (o = opts; o->keyword; o++) {
+            if (!o->val || !*o->val) continue;
+            if (strcmp(o->keyword, "host") == 0) host = o->val;
+            if (strcmp(o->keyword, "hostaddr") == 0) hostaddr = o->val;
+        }
+    }
+    if (!host) host = getenv("PGHOST");
+    if (!hostaddr) hostaddr = getenv("PGHOSTADDR");
+    if (d->socket_dir) host = d->socket_dir;
+    if (d->hostaddr) hostaddr = d->hostaddr;
+    if (hostaddr && *hostaddr) {
+        if (!simba__pg_numeric(hostaddr)) {
+            simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: hostaddr \"%.64s\" must be one numeric IPv4/IPv6 address", hostaddr);
+            PQconninfoFree(opts);
+            return SIMBA_EINVAL;
+        }
+    } else if (host && *host && host[0] != '/' && host[0] != '@') {
+        simba__fail(loop, SIMBA_EINVAL,
+                    "simba_pg_open: host \"%.64s\" needs a resolver, which could block the loop: give a numeric hostaddr "
+                    "or a unix socket directory", host);
+        PQconninfoFree(opts);
+        return SIMBA_EINVAL;
+    }
+    PQconninfoFree(opts);
+    return SIMBA_OK;
+}
+
+static int simba__pg_kv(simba__pg *p, int *nk, int *ns, const char *k, const char *v) {
+    size_t l;
+    char *c;
+    if (!v) return 1;
+    l = strlen(v) + 1;
+    c = (char *)simba_alloc(p->loop, l);
+    if (!c) return 0;
+    memcpy(c, v, l);
+    p->strs[(*ns)++] = c;
+    p->keys[*nk] = k;
+    p->vals[(*nk)++] = c;
+    return 1;
+}
+
+SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc, simba_backend **out) {
+    simba__pg *p;
+    simba_result rc;
+    const char *table, *subst[26];
+    char qt[SIMBA__PG_QNAME_MAX], qq[SIMBA__PG_QNAME_MAX], qa[SIMBA__PG_QNAME_MAX], qr[SIMBA__PG_QNAME_MAX],
+        qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qc[64], rnd[40];
+    int nk = 0, ns = 0, ok;
+    if (out) *out = NULL;
+    if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: NULL argument");
+    table = desc->table ? desc->table : "simba_mutex";
+    if (!simba__pg_name_ok(table))
+        return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: table must be 1..%d printable ASCII bytes without '$'",
+                           SIMBA__PG_TABLE_MAX);
+    if (desc->schema && !simba__pg_name_ok(desc->schema))
+        return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: schema must be 1..%d printable ASCII bytes without '$'",
+                           SIMBA__PG_TABLE_MAX);
+    if (desc->port < 0 || desc->port > 65535)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: port must be in 0..65535 (got %d)", desc->port);
+    if (desc->socket_dir && desc->socket_dir[0] != '/')
+        return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: socket_dir must be an absolute path");
+    if ((rc = simba__pg_ms_check(loop, "connect_timeout_ms", desc->connect_timeout_ms)) != SIMBA_OK ||
+        (rc = simba__pg_ms_check(loop, "statement_timeout_ms", desc->statement_timeout_ms)) != SIMBA_OK ||
+        (rc = simba__pg_ms_check(loop, "reconnect_min_ms", desc->reconnect_min_ms)) != SIMBA_OK ||
+        (rc = simba__pg_ms_check(loop, "reconnect_max_ms", desc->reconnect_max_ms)) != SIMBA_OK)
+        return rc;
+    if (desc->reconnect_min_ms && desc->reconnect_max_ms && desc->reconnect_min_ms > desc->reconnect_max_ms)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: reconnect_min_ms (%lld) must not exceed reconnect_max_ms (%lld)",
+                           (long long)desc->reconnect_min_ms, (long long)desc->reconnect_max_ms);
+    if ((rc = simba__pg_host_check(loop, desc)) != SIMBA_OK) return rc;
+    if (simba_contender_id_random(loop, rnd, sizeof rnd) != SIMBA_OK) return simba__fail(loop, SIMBA_ESYS, "simba_pg_open: no random channel name");
+
+    p = (simba__pg *)simba_alloc(loop, sizeof *p);
+    if (!p) return simba__fail(loop, SIMBA_ENOMEM, "simba_pg_open: out of memory");
+    memset(p, 0, sizeof *p);
+    p->loop = loop;
+    p->fd = -1;
+    p->conn_to = desc->connect_timeout_ms ? desc->connect_timeout_ms : 2000;
+    p->stmt_to = desc->statement_timeout_ms ? desc->statement_timeout_ms : 2000;
+    p->rmin = desc->reconnect_min_ms ? desc->reconnect_min_ms : 100;
+    p->rmax = desc->reconnect_max_ms ? desc->reconnect_max_ms : (p->rmin > 5000 ? p->rmin : 5000);
+    p->backoff = p->rmin;
+    snprintf(p->chan, sizeof p->chan, "simba_%.32s", rnd);
+    /* the server gives up on a statement when we do: its row locks are not held for nothing */
+    snprintf(p->opts, sizeof p->opts, "-c statement_timeout=%lld", (long long)p->stmt_to);
+    if (desc->port) snprintf(p->port_s, sizeof p->port_s, "%d", desc->port);
+    p->expand = desc->conninfo != NULL;
+    ok = simba__pg_kv(p, &nk, &ns, "dbname", desc->conninfo) && simba__pg_kv(p, &nk, &ns, "hostaddr", desc->hostaddr) &&
+         simba__pg_kv(p, &nk, &ns, "host", desc->socket_dir) &&
+         simba__pg_kv(p, &nk, &ns, "port", desc->port ? p->port_s : NULL) &&
+         simba__pg_kv(p, &nk, &ns, "dbname", desc->dbname) && simba__pg_kv(p, &nk, &ns, "user", desc->user) &&
+         simba__pg_kv(p, &nk, &ns, "password", desc->password) && simba__pg_kv(p, &nk, &ns, "options", p->opts) &&
+         (p->keys[nk] = "application_name", p->vals[nk++] = "simba", 1);
+    p->keys[nk] = NULL;
+    p->vals[nk] = NULL;
+    memset((void *)subst, 0, sizeof subst);
+    ok = ok && simba__pg_quote(qt, sizeof qt, desc->schema, table, "") && simba__pg_quote(qq, sizeof qq, desc->schema, table, "_q") &&
+         simba__pg_quote(qa, sizeof qa, desc->schema, table, "_acq") && simba__pg_quote(qr, sizeof qr, desc->schema, table, "_rel") &&
+         simba__pg_quote(qd, sizeof qd, desc->schema, table, "_read") && simba__pg_quote(qi, sizeof qi, NULL, table, "_qi") &&
+         simba__pg_quote(qc, sizeof qc, NULL, p->chan, "");
+    if (ok) {
+        subst['T' - 'A'] = qt;
+        subst['Q' - 'A'] = qq;
+        subst['A' - 'A'] = qa;
+        subst['R' - 'A'] = qr;
+        subst['D' - 'A'] = qd;
+        subst['I' - 'A'] = qi;
+        subst['C' - 'A'] = qc;
+        p->setup = simba__pg_fill(loop, simba__pg_setup_sql, subst);
+        snprintf(p->sql_acq, sizeof p->sql_acq, "SELECT " SIMBA__PG_COLS " FROM %s($1, $2, $3::bigint, $4::bigint, $5::bigint, $6::boolean, $7)", qa);
+        snprintf(p->sql_rel, sizeof p->sql_rel, "SELECT " SIMBA__PG_COLS " FROM %s($1, $2)", qr);
+        snprintf(p->sql_read, sizeof p->sql_read, "SELECT " SIMBA__PG_COLS " FROM %s($1)", qd);
+    }
+    if (!ok || !p->setup) {
+        simba__pg_destroy(p);
+        return simba__fail(loop, SIMBA_ENOMEM, "simba_pg_open: out of memory");
+    }
+    rc = simba_backend_new(loop, &simba__pg_vt, p, &p->be);
+    if (rc != SIMBA_OK) {
+        simba__pg_destroy(p);
+        return rc;
+    }
+    simba__pg_start(p, simba_now(loop));
+    *out = p->be;
+    return SIMBA_OK;
+}
+
+#endif /* SIMBA_PG_IMPLEMENTATION */
+
+/* License: MIT, the full text at the end of simba.h (the headers ship together). */
