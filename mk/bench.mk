@@ -4,7 +4,7 @@
 
 BENCH_PROGS = w1_cycle w2_handoff w3_failover w4_scale w5_stall
 BENCH_BINS  = $(addprefix $(B)/bench/,$(BENCH_PROGS))
-BENCH_HDRS  = bench/bench.h simba.h simba_sql.h simba_redis.h simba_zk.h
+BENCH_HDRS  = bench/bench.h simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h
 BENCH_LIBS  = -lsqlite3 -lhiredis -lzookeeper_mt -lpthread -lm
 
 $(B)/bench:

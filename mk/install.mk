@@ -6,7 +6,7 @@
 #   make uninstall [PREFIX=/usr/local] [DESTDIR=]   removes exactly those files
 #
 # Layout under $(DESTDIR)$(PREFIX):
-#   include/simba/simba.h simba_sql.h simba_redis.h simba_zk.h
+#   include/simba/simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h
 #   share/pkgconfig/simba.pc simba-sqlite.pc simba-redis.pc simba-zk.pc
 #   share/cmake/simba/simbaConfig.cmake simbaConfigVersion.cmake simbaTargets.cmake
 #   bin/simba
@@ -26,7 +26,7 @@ INSTALL       ?= install
 # The one version, from simba.h; the pkg-config and CMake files are stamped with it.
 SIMBA_VERSION := $(shell sed -n 's/^\#define SIMBA_VERSION "\(.*\)"/\1/p' simba.h)
 
-SIMBA_HEADERS  = simba.h simba_sql.h simba_redis.h simba_zk.h
+SIMBA_HEADERS  = simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h
 SIMBA_PCS      = simba simba-sqlite simba-redis simba-zk
 SIMBA_PC_OUT   = $(SIMBA_PCS:%=$(B)/pkgconfig/%.pc)
 SIMBA_CMAKE_OUT = $(B)/cmake/simbaConfig.cmake $(B)/cmake/simbaConfigVersion.cmake
@@ -66,12 +66,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/simba $(DESTDIR)$(CMAKEDIR) 2>/dev/null
 
 # ---- statistics and release reasons ---------------------------------------------------------
-$(B)/test_stats: tests/test_stats.c $(HDR_CORE) tests/check.h | $(B)
-	$(CC) $(CFLAGS) -o $@ tests/test_stats.c -lpthread
-$(B)/asan/test_stats: tests/test_stats.c $(HDR_CORE) tests/check.h | $(B)/asan
-	$(CC) $(CFLAGS) $(SAN) -o $@ tests/test_stats.c -lpthread
-$(B)/clang/test_stats: tests/test_stats.c $(HDR_CORE) tests/check.h | $(B)/clang
-	clang $(CFLAGS) -o $@ tests/test_stats.c -lpthread
+# test_stats in every variant: VARIANT_PROGS in the Makefile
 $(B)/stats_prometheus: examples/stats_prometheus.c $(HDR_CORE) | $(B)
 	$(CC) $(CFLAGS) -o $@ examples/stats_prometheus.c -lpthread
 

@@ -32,7 +32,7 @@ WARN="-std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror"
 V=$(sed -n 's/^#define SIMBA_VERSION "\(.*\)"/\1/p' simba.h)
 echo "== version $V"
 echo "$V" | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+$' && ok "SIMBA_VERSION is x.y.z" || bad "SIMBA_VERSION '$V' is not x.y.z"
-for h in simba.h simba_sql.h simba_redis.h simba_zk.h; do
+for h in simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h; do
     sed -n 2p "$h" | grep -q "^ \* $h v$V -- " && ok "$h title line says v$V" || bad "$h title line: $(sed -n 2p "$h")"
 done
 CL=$(sed -n 's/^## \[\{0,1\}\([0-9][0-9.]*\)\]\{0,1\}.*/\1/p' CHANGELOG.md | head -1)
@@ -42,7 +42,7 @@ CL=$(sed -n 's/^## \[\{0,1\}\([0-9][0-9.]*\)\]\{0,1\}.*/\1/p' CHANGELOG.md | hea
 STAGE=$T/stage
 echo "== make install DESTDIR=$STAGE PREFIX=/usr/local"
 check "make install (staged)" $MAKE -s install DESTDIR="$STAGE" PREFIX=/usr/local
-for f in include/simba/simba.h include/simba/simba_sql.h include/simba/simba_redis.h include/simba/simba_zk.h \
+for f in include/simba/simba.h include/simba/simba_memory.h include/simba/simba_sql.h include/simba/simba_redis.h include/simba/simba_zk.h \
          share/pkgconfig/simba.pc share/pkgconfig/simba-sqlite.pc share/pkgconfig/simba-redis.pc share/pkgconfig/simba-zk.pc \
          share/cmake/simba/simbaConfig.cmake share/cmake/simba/simbaConfigVersion.cmake share/cmake/simba/simbaTargets.cmake; do
     [ -f "$STAGE/usr/local/$f" ] || bad "staged file $f missing"
@@ -78,7 +78,7 @@ check "cmake (add_subdirectory): run consumer_core" "$T/sub/consumer_core"
 check "cmake (add_subdirectory): run consumer_all" "$T/sub/consumer_all" "$T/sub.db"
 
 # FetchContent from a release-style tarball of the files a user's checkout has
-tar -czf "$T/simba-src.tar.gz" -C "$ROOT" --transform 's|^|simba/|' CMakeLists.txt cmake simba.h simba_sql.h simba_redis.h simba_zk.h
+tar -czf "$T/simba-src.tar.gz" -C "$ROOT" --transform 's|^|simba/|' CMakeLists.txt cmake simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h
 check "cmake configure (FetchContent)" cmake -S tests/install -B "$T/fetch" -DSIMBA_FETCH_URL="file://$T/simba-src.tar.gz" -DCMAKE_C_COMPILER="$CC"
 grep -q "consumer: simba $V from FetchContent" "$T/out" && ok "CMake (FetchContent) says version $V" || bad "CMake (FetchContent) version: $(grep 'consumer:' "$T/out")"
 check "cmake build (FetchContent)" cmake --build "$T/fetch"
