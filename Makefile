@@ -39,7 +39,7 @@ $(B) $(B)/asan:
 $(B)/two_tu: tests/two_tu_main.c tests/two_tu_impl.c $(HDR_CORE) | $(B)
 	$(CC) $(CFLAGS) -o $@ tests/two_tu_main.c tests/two_tu_impl.c -lpthread
 # the headers compile as C++ too (gcc and clang)
-$(B)/cxx_check: tests/cxx_check.cpp simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h | $(B)
+$(B)/cxx_check: tests/cxx_check.cpp simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h simba_pg.h | $(B)
 	$(CXX) -std=c++11 $(WARN) $(ZKINC) $(PGINC) -o $@ tests/cxx_check.cpp -lsqlite3 -lhiredis -lzookeeper_mt -lpq -lpthread
 $(B)/tick_loop: examples/tick_loop.c $(HDR_CORE) | $(B)
 	$(CC) $(CFLAGS) -o $@ examples/tick_loop.c -lpthread
@@ -109,8 +109,8 @@ $(VARIANT_PROGS:%=$(B)/tsan/%): $(B)/tsan/%: $$(SRC_$$*) $$(DEP_$$*) | $(B)/tsan
 # ---- the same sources under clang / clang++ (gcc is the default cc) ------------------------
 $(B)/clang:
 	mkdir -p $@
-$(B)/clang/cxx_check: tests/cxx_check.cpp simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h | $(B)/clang
-	clang++ -std=c++11 $(WARN) -o $@ tests/cxx_check.cpp -lsqlite3 -lhiredis -lzookeeper_mt -lpthread
+$(B)/clang/cxx_check: tests/cxx_check.cpp simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h simba_pg.h | $(B)/clang
+	clang++ -std=c++11 $(WARN) $(ZKINC) $(PGINC) -o $@ tests/cxx_check.cpp -lsqlite3 -lhiredis -lzookeeper_mt -lpq -lpthread
 CLANG_BINS = $(B)/clang/test_core $(B)/clang/cxx_check
 
 # ---- running ------------------------------------------------------------------------------
