@@ -380,13 +380,17 @@ static int steady(void) {
             b_die(PROG, "contend %ld: %s", i, simba_loop_errmsg(loop));
     }
     t = b_now_us();
-    while (owners < nm) {
-        if (b_now_us() - t > own_s * 1e6) b_die(PROG, "%s: only %ld of %ld mutexes owned after %.0f s", backend, owners, nm, own_s);
+    while (owners < nm && b_now_us() - t < own_s * 1e6) {
         wait = b_tick(loop, wait, &poll_us);
         if (wait < 0) b_die(PROG, "simba_poll: %s", simba_strerror((int)wait));
     }
     t_owned = b_now_us();
-    fprintf(stderr, "%s %s: %ld mutexes owned after %.2f s\n", PROG, backend, nm, (t_owned - t) / 1e6);
+    fprintf(stderr, "%s %s: %ld of %ld mutexes owned after %.2f s\n", PROG, backend, owners, nm, (t_owned - t) / 1e6);
+    /* A start-up that does not finish is a result too: say so, then measure what there is. */
+    b_row(b_fmt("W4 scale (%ld mutexes × 2, one loop)", nm), backend, "every mutex owned after start (all services at once)",
+          owners < nm ? b_fmt("only %ld of %ld after %.0f s", owners, nm, own_s) : b_fmt("%.2f s", (t_owned - t) / 1e6),
+          owners < nm ? "the window below is not steady state" : "", "", b_fmt("≤ %.0f s (--own-timeout-s)", own_s),
+          owners < nm ? "**missed**" : "met");
     /* Owners renew every ttl - margin (margin = ttl / 3): start half a period later so that
        a window of whole periods holds each renewal burst exactly once. */
     renew_period_ms = ttl - ttl / 3;

@@ -160,9 +160,9 @@ if want w4; then
     run w4_redis $BIN/w4_scale --part steady --backend redis --mutexes 10000 --secs 20 --ttl-ms 10000 $RP \
         --server-pid "$(cat "$REDIS_DIR/redis.pid")"
     run w4_zk $BIN/w4_scale --part steady --backend zk --mutexes 10000 --secs 20 --ttl-ms 10000 $ZP \
-        --server-pid "$(cat "$ZK_DIR/zk.pid")" --own-timeout-s 300
+        --server-pid "$(cat "$ZK_DIR/zk.pid")" --own-timeout-s 180
     run w4_pg $BIN/w4_scale --part steady --backend pg --mutexes 10000 --secs 20 --ttl-ms 10000 $PP \
-        --server-pid "$(cat "$PG_DIR/postgres.pid")" --with-children 1 --own-timeout-s 300
+        --server-pid "$(cat "$PG_DIR/postgres.pid")" --with-children 1 --own-timeout-s 180
 fi
 if want w5; then
     run w5_redis $BIN/w5_stall --backend redis --server-pid "$(cat "$REDIS_DIR/redis.pid")" --stop-s 5 $RP
