@@ -160,7 +160,7 @@ if want w4; then
     run w4_redis $BIN/w4_scale --part steady --backend redis --mutexes 10000 --secs 20 --ttl-ms 10000 $RP \
         --server-pid "$(cat "$REDIS_DIR/redis.pid")"
     run w4_zk $BIN/w4_scale --part steady --backend zk --mutexes 10000 --secs 20 --ttl-ms 10000 $ZP \
-        --server-pid "$(cat "$ZK_DIR/zk.pid")" --own-timeout-s 180
+        --server-pid "$(cat "$ZK_DIR/zk.pid")" --own-timeout-s 60
     run w4_pg $BIN/w4_scale --part steady --backend pg --mutexes 10000 --secs 20 --ttl-ms 10000 $PP \
         --server-pid "$(cat "$PG_DIR/postgres.pid")" --with-children 1 --own-timeout-s 180
 fi
