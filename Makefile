@@ -11,11 +11,11 @@ ZKINC   = -DTHREADED
 SAN     = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 B       = build
 
-HDR_CORE  = simba.h
-HDR_SQL   = simba.h simba_sql.h
+HDR_CORE  = simba.h simba_memory.h
+HDR_SQL   = simba.h simba_memory.h simba_sql.h
 HDR_REDIS = simba.h simba_redis.h
 HDR_ZK    = simba.h simba_zk.h
-KIT       = tests/kit.c tests/kit.h tests/check.h
+KIT       = tests/kit.c tests/kit.h tests/check.h tests/fixture.h
 
 CORE_BINS  = $(B)/test_core $(B)/kit_memory $(B)/two_tu $(B)/cxx_check $(B)/tick_loop $(B)/poll_loop
 SQL_BINS   = $(B)/test_sql $(B)/kit_sql $(B)/mp_worker $(B)/mp_check $(B)/leader_demo $(B)/sql_cycle
@@ -34,15 +34,12 @@ $(B) $(B)/asan:
 	mkdir -p $@
 
 # ---- core ---------------------------------------------------------------------------------
-$(B)/test_core: tests/test_core.c $(HDR_CORE) tests/check.h | $(B)
-	$(CC) $(CFLAGS) -o $@ tests/test_core.c -lpthread
-$(B)/kit_memory: tests/kit_memory.c $(HDR_CORE) $(KIT) | $(B)
-	$(CC) $(CFLAGS) -o $@ tests/kit_memory.c tests/kit.c -lpthread
+# test_core, kit_memory: see VARIANT_PROGS below
 # SIMBA_IMPLEMENTATION in exactly one translation unit of a two-file program
 $(B)/two_tu: tests/two_tu_main.c tests/two_tu_impl.c $(HDR_CORE) | $(B)
 	$(CC) $(CFLAGS) -o $@ tests/two_tu_main.c tests/two_tu_impl.c -lpthread
 # the headers compile as C++ too (gcc and clang)
-$(B)/cxx_check: tests/cxx_check.cpp simba.h simba_sql.h simba_redis.h simba_zk.h | $(B)
+$(B)/cxx_check: tests/cxx_check.cpp simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h | $(B)
 	$(CXX) -std=c++11 $(WARN) $(ZKINC) $(PGINC) -o $@ tests/cxx_check.cpp -lsqlite3 -lhiredis -lzookeeper_mt -lpq -lpthread
 $(B)/tick_loop: examples/tick_loop.c $(HDR_CORE) | $(B)
 	$(CC) $(CFLAGS) -o $@ examples/tick_loop.c -lpthread
@@ -50,10 +47,7 @@ $(B)/poll_loop: examples/poll_loop.c $(HDR_CORE) | $(B)
 	$(CC) $(CFLAGS) -o $@ examples/poll_loop.c -lpthread
 
 # ---- sqlite -------------------------------------------------------------------------------
-$(B)/test_sql: tests/test_sql.c $(HDR_SQL) tests/check.h | $(B)
-	$(CC) $(CFLAGS) -o $@ tests/test_sql.c -lsqlite3 -lpthread
-$(B)/kit_sql: tests/kit_sql.c $(HDR_SQL) $(KIT) | $(B)
-	$(CC) $(CFLAGS) -o $@ tests/kit_sql.c tests/kit.c -lsqlite3 -lpthread
+# test_sql, kit_sql: see VARIANT_PROGS below
 $(B)/mp_worker: tests/mp_worker.c $(HDR_SQL) simba_redis.h simba_zk.h | $(B)
 	$(CC) $(CFLAGS) -DSIMBA_HAVE_REDIS -DSIMBA_HAVE_ZK -DSIMBA_HAVE_PG $(ZKINC) $(PGINC) -o $@ tests/mp_worker.c -lsqlite3 -lhiredis -lzookeeper_mt -lpq -lpthread
 $(B)/mp_check: tests/mp_check.c | $(B)
@@ -64,39 +58,60 @@ $(B)/sql_cycle: bench/sql_cycle.c $(HDR_SQL) | $(B)
 	$(CC) $(CFLAGS) -O2 -o $@ bench/sql_cycle.c -lsqlite3 -lpthread
 
 # ---- redis --------------------------------------------------------------------------------
-$(B)/test_redis: tests/test_redis.c $(HDR_REDIS) tests/check.h | $(B)
-	$(CC) $(CFLAGS) -o $@ tests/test_redis.c -lhiredis -lpthread
-$(B)/kit_redis: tests/kit_redis.c $(HDR_REDIS) $(KIT) | $(B)
-	$(CC) $(CFLAGS) -o $@ tests/kit_redis.c tests/kit.c -lhiredis -lpthread
+# test_redis, kit_redis: see VARIANT_PROGS below
 $(B)/redis_cycle: bench/redis_cycle.c $(HDR_REDIS) | $(B)
 	$(CC) $(CFLAGS) -O2 -o $@ bench/redis_cycle.c -lhiredis -lpthread
 
-# ---- zookeeper ----------------------------------------------------------------------------
-$(B)/test_zk: tests/test_zk.c $(HDR_ZK) tests/check.h tests/zk_probe.h | $(B)
-	$(CC) $(CFLAGS) $(ZKINC) -o $@ tests/test_zk.c -lzookeeper_mt -lpthread
-$(B)/kit_zk: tests/kit_zk.c $(HDR_ZK) $(KIT) tests/zk_probe.h | $(B)
-	$(CC) $(CFLAGS) $(ZKINC) -o $@ tests/kit_zk.c tests/kit.c -lzookeeper_mt -lpthread
+# ---- test programs in every variant: plain, clang, ASan, TSan --------------------------------
+# One table (sources, headers they depend on, flags, libraries) and one pattern rule per
+# variant: $(B)/NAME, $(B)/clang/NAME, $(B)/asan/NAME, $(B)/tsan/NAME.
+VARIANT_PROGS  = test_core kit_memory test_stats test_sql kit_sql test_redis kit_redis test_zk kit_zk
+SRC_test_core  = tests/test_core.c
+DEP_test_core  = $(HDR_CORE) tests/check.h tests/fixture.h
+LIB_test_core  = -lpthread
+SRC_kit_memory = tests/kit_memory.c tests/kit.c
+DEP_kit_memory = $(HDR_CORE) $(KIT)
+LIB_kit_memory = -lpthread
+SRC_test_stats = tests/test_stats.c
+DEP_test_stats = $(HDR_CORE) tests/check.h tests/fixture.h
+LIB_test_stats = -lpthread
+SRC_test_sql   = tests/test_sql.c
+DEP_test_sql   = $(HDR_SQL) tests/check.h
+LIB_test_sql   = -lsqlite3 -lpthread
+SRC_kit_sql    = tests/kit_sql.c tests/kit.c
+DEP_kit_sql    = $(HDR_SQL) $(KIT)
+LIB_kit_sql    = -lsqlite3 -lpthread
+SRC_test_redis = tests/test_redis.c
+DEP_test_redis = $(HDR_REDIS) tests/check.h
+LIB_test_redis = -lhiredis -lpthread
+SRC_kit_redis  = tests/kit_redis.c tests/kit.c
+DEP_kit_redis  = $(HDR_REDIS) $(KIT)
+LIB_kit_redis  = -lhiredis -lpthread
+SRC_test_zk    = tests/test_zk.c
+DEP_test_zk    = $(HDR_ZK) tests/check.h tests/zk_probe.h
+FLG_test_zk    = $(ZKINC)
+LIB_test_zk    = -lzookeeper_mt -lpthread
+SRC_kit_zk     = tests/kit_zk.c tests/kit.c
+DEP_kit_zk     = $(HDR_ZK) $(KIT) tests/zk_probe.h
+FLG_kit_zk     = $(ZKINC)
+LIB_kit_zk     = -lzookeeper_mt -lpthread
+
+.SECONDEXPANSION:
+$(VARIANT_PROGS:%=$(B)/%): $(B)/%: $$(SRC_$$*) $$(DEP_$$*) | $(B)
+	$(CC) $(CFLAGS) $(FLG_$*) -o $@ $(SRC_$*) $(LIB_$*)
+$(VARIANT_PROGS:%=$(B)/clang/%): $(B)/clang/%: $$(SRC_$$*) $$(DEP_$$*) | $(B)/clang
+	clang $(CFLAGS) $(FLG_$*) -o $@ $(SRC_$*) $(LIB_$*)
+$(VARIANT_PROGS:%=$(B)/asan/%): $(B)/asan/%: $$(SRC_$$*) $$(DEP_$$*) | $(B)/asan
+	$(CC) $(CFLAGS) $(SAN) $(FLG_$*) -o $@ $(SRC_$*) $(LIB_$*)
+$(VARIANT_PROGS:%=$(B)/tsan/%): $(B)/tsan/%: $$(SRC_$$*) $$(DEP_$$*) | $(B)/tsan
+	$(CC) $(CFLAGS) $(TSAN) $(FLG_$*) -o $@ $(SRC_$*) $(LIB_$*)
 
 # ---- the same sources under clang / clang++ (gcc is the default cc) ------------------------
 $(B)/clang:
 	mkdir -p $@
-$(B)/clang/test_core: tests/test_core.c $(HDR_CORE) | $(B)/clang
-	clang $(CFLAGS) -o $@ tests/test_core.c -lpthread
-$(B)/clang/cxx_check: tests/cxx_check.cpp simba.h simba_sql.h simba_redis.h simba_zk.h | $(B)/clang
+$(B)/clang/cxx_check: tests/cxx_check.cpp simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h | $(B)/clang
 	clang++ -std=c++11 $(WARN) -o $@ tests/cxx_check.cpp -lsqlite3 -lhiredis -lzookeeper_mt -lpthread
 CLANG_BINS = $(B)/clang/test_core $(B)/clang/cxx_check
-
-# ---- sanitizer builds ---------------------------------------------------------------------
-$(B)/asan/test_core: tests/test_core.c $(HDR_CORE) | $(B)/asan
-	$(CC) $(CFLAGS) $(SAN) -o $@ tests/test_core.c -lpthread
-$(B)/asan/kit_memory: tests/kit_memory.c $(HDR_CORE) $(KIT) | $(B)/asan
-	$(CC) $(CFLAGS) $(SAN) -o $@ tests/kit_memory.c tests/kit.c -lpthread
-$(B)/asan/test_sql: tests/test_sql.c $(HDR_SQL) | $(B)/asan
-	$(CC) $(CFLAGS) $(SAN) -o $@ tests/test_sql.c -lsqlite3 -lpthread
-$(B)/asan/test_redis: tests/test_redis.c $(HDR_REDIS) | $(B)/asan
-	$(CC) $(CFLAGS) $(SAN) -o $@ tests/test_redis.c -lhiredis -lpthread
-$(B)/asan/test_zk: tests/test_zk.c $(HDR_ZK) | $(B)/asan
-	$(CC) $(CFLAGS) $(SAN) $(ZKINC) -o $@ tests/test_zk.c -lzookeeper_mt -lpthread
 
 # ---- running ------------------------------------------------------------------------------
 # The whole suite: unit tests, the kit on every backend, the multi-process test, the

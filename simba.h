@@ -4,8 +4,19 @@
  * Do this:
  *     #define SIMBA_IMPLEMENTATION
  * before you include this file in *one* C or C++ file to create the implementation.
- * Every other file includes it plainly. Backend headers (simba_sql.h, simba_redis.h,
- * simba_zk.h) include this file themselves and follow the same macro.
+ * Every other file includes it plainly. Backend headers (simba_memory.h, simba_sql.h,
+ * simba_redis.h, simba_zk.h) include this file themselves and follow the same macro: the
+ * umbrella SIMBA_IMPLEMENTATION instantiates every simba header that file includes;
+ * SIMBA_<NAME>_IMPLEMENTATION (CORE, MEMORY, SQL, REDIS, ZK) just one, plus the core, whose
+ * private helpers the backends use (so a backend is instantiated in the core's file).
+ *
+ * COMPILE-TIME OPTIONS (define before the implementation's include)
+ *   SIMBA_API                  storage of the public functions (default extern), e.g.
+ *                              static for a program-private copy, or a visibility attribute
+ *   SIMBA_MALLOC(sz), SIMBA_FREE(p)   allocator of loop-independent memory (default malloc
+ *                              / free; define both). Per-loop memory: simba_loop_desc alloc
+ *   SIMBA_IMPLEMENTATION, SIMBA_<NAME>_IMPLEMENTATION   see above
+ *   _POSIX_C_SOURCE            set to 200809L by the implementation when nothing was chosen
  *
  * WHAT IT DOES
  *   For each mutex name, at most one contender owns it at a time. Ownership is a lease:
@@ -62,7 +73,7 @@
  *       simba_loop *loop;
  *       simba_loop_new(&(simba_loop_desc){0}, &loop);          // zero-init = defaults
  *       simba_backend *be;
- *       simba_memory_open(loop, store, &be);                    // or simba_sql_open(...)
+ *       simba_sql_open(loop, &sql_desc, &be);                   // or any backend header
  *       simba_service *svc;
  *       simba_contend(loop, be, &(simba_contend_desc){
  *           .mutex = "orders-leader", .ttl_ms = 10000, .transition_ms = 6000,
@@ -93,7 +104,7 @@
  *   through a pipe). A loop is not thread-safe: call every function of one loop, and receive
  *   every callback, on the thread that polls it. Separate loops on separate threads are
  *   independent. There is no global state. A memory store may be shared by loops on
- *   different threads (it has its own lock).
+ *   different threads (it has its own lock; simba_memory.h).
  *
  * BUILDING BLOCKS
  *   simba_contend   a contender: on_acquired / on_released, never for a mere renewal
@@ -144,7 +155,7 @@
  *   simba_backend_new(). The core submits requests (acquire-or-renew, release, read); the
  *   backend completes each one exactly once, later, with simba_req_done(), and may push
  *   events (release, owner change, connection reset) with simba_backend_event(). See the
- *   comments at simba_backend_vt. The in-memory backend below is the reference.
+ *   comments at simba_backend_vt. The in-memory backend (simba_memory.h) is the reference.
  *
  * LICENSE: MIT, see the end of this file.
  */
@@ -154,7 +165,7 @@
 /* The implementation needs POSIX 2008 (clock_gettime, poll, pipe). When this header is the
    first include of the implementation file, ask for it here; otherwise compile with
    -D_POSIX_C_SOURCE=200809L (or _GNU_SOURCE / _DEFAULT_SOURCE). */
-#if defined(SIMBA_IMPLEMENTATION) && !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE) && !defined(_DEFAULT_SOURCE)
+#if (defined(SIMBA_IMPLEMENTATION) || defined(SIMBA_CORE_IMPLEMENTATION)) && !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE) && !defined(_DEFAULT_SOURCE)
 #define _POSIX_C_SOURCE 200809L
 #endif
 
@@ -219,7 +230,7 @@ typedef struct simba_owner {
 typedef enum simba_reason {
     SIMBA_REASON_NONE = 0,   /* not a release (on_acquired, on_owner) */
     SIMBA_REASON_STOPPED,    /* the user stopped or freed the service (simba_stop, ..._free) */
-    SIMBA_REASON_UNLOCKED,   /* a Locker's owner unlocked (simba_locker_unlock, simba_unlock) */
+    SIMBA_REASON_UNLOCKED,   /* a Locker's owner unlocked (simba_locker_unlock, simba_unlock_free) */
     SIMBA_REASON_LAPSED,     /* no renewal confirmed by the local ttl_at (server hung or failing,
                                 answer too late) */
     SIMBA_REASON_REFUSED,    /* the server answered a renewal with another owner or none */
@@ -295,7 +306,7 @@ SIMBA_API simba_result simba_wait(simba_loop *loop, int64_t max_ms);
 
 /* ---- contenders and observers -------------------------------------------------------- */
 
-typedef enum simba_status { SIMBA_INITIAL, SIMBA_STARTING, SIMBA_RUNNING, SIMBA_STOPPING } simba_status;
+typedef enum simba_status { SIMBA_INITIAL, SIMBA_RUNNING, SIMBA_STOPPING } simba_status;
 
 typedef void (*simba_state_fn)(simba_service *svc, const simba_state *state, void *user_data);
 
@@ -312,6 +323,9 @@ typedef struct simba_contend_desc {
     simba_state_fn on_released; /* ownership left this contender (lost, stepped down, stopped) */
     simba_state_fn on_owner;    /* optional: every change of owner id or fence it learns of */
     void *user_data;
+    /* 1: an owner steps down at once when its backend loses the connection (reason
+       "connection"); 0: it keeps its lease to the local deadline, as the server would */
+    int step_down_on_disconnect;
 } simba_contend_desc;
 
 typedef struct simba_observe_desc {
@@ -390,6 +404,7 @@ typedef struct simba_locker_desc {
     /* optional: the lock was lost while held (lease not renewed in time) */
     void (*on_lost)(simba_locker *lk, void *user_data);
     void *user_data;
+    int step_down_on_disconnect; /* as in simba_contend_desc */
 } simba_locker_desc;
 
 SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, const simba_locker_desc *desc, simba_locker **out);
@@ -421,9 +436,10 @@ SIMBA_API uint64_t simba_locker_fence(const simba_locker *lk);
 /* Unlocks if needed and frees. From a callback while simba_locker_lock() blocks on this
    locker, the memory goes when that call returns (SIMBA_ECLOSED). */
 SIMBA_API simba_result simba_locker_free(simba_locker *lk);
-/* Shorthands: new + lock with default timing; unlock + free. */
+/* Shorthands: new + lock with default timing; unlock + free (the handle is gone after it,
+   unlike simba_locker_unlock's). */
 SIMBA_API simba_result simba_lock(simba_loop *loop, simba_backend *be, const char *mutex, int64_t timeout_ms, simba_locker **out);
-SIMBA_API simba_result simba_unlock(simba_locker *lk);
+SIMBA_API simba_result simba_unlock_free(simba_locker *lk);
 
 /* ---- scheduler --------------------------------------------------------------------- */
 
@@ -438,6 +454,7 @@ typedef struct simba_scheduler_desc {
     int64_t period_ms;        /* > 0 */
     void (*work)(simba_scheduler *s, void *user_data); /* required; runs inside simba_poll */
     void *user_data;
+    int step_down_on_disconnect; /* as in simba_contend_desc */
 } simba_scheduler_desc;
 
 SIMBA_API simba_result simba_scheduler_new(simba_loop *loop, simba_backend *be, const simba_scheduler_desc *desc, simba_scheduler **out);
@@ -487,7 +504,8 @@ struct simba_req {
                            wait queue without a new request from it. The core computes it from
                            its own timing (a waiter asks again at least every ttl + transition
                            + jitter max); backends keep no liveness constant of their own */
-    void *backend_data; /* free for the backend's use while the request is in flight */
+    int step_down_on_disconnect; /* ACQUIRE: the contender steps down on SIMBA_EV_DISCONNECTED,
+                                    so a backend that knows it is disconnected grants nothing */
     simba_req *next_;   /* free for the backend's use as a list link while in flight */
     /* private to the core */
     simba_service *svc_;
@@ -513,20 +531,35 @@ typedef enum simba_event_kind {
     SIMBA_EV_OWNER = 2,    /* owner information pushed (owner fields of the reply) */
     SIMBA_EV_RESET = 3,    /* server state may be gone (reconnect): re-contend / renew now */
     SIMBA_EV_LOST = 4,     /* ownership is gone (session expired): owners step down now */
-    SIMBA_EV_DISCONNECTED = 5 /* connection lost and the backend's policy is to step down:
-                                 owners step down now (reason SIMBA_REASON_CONNECTION) */
+    SIMBA_EV_DISCONNECTED = 5 /* connection lost (every networked backend raises it): owners
+                                 with step_down_on_disconnect step down (reason "connection") */
 } simba_event_kind;
 
+/* The lease a backend grants, declared in its vt. */
+typedef enum simba_lease {
+    SIMBA_LEASE_ASKED = 0,  /* the requested ttl/transition: the core clamps grants to them */
+    SIMBA_LEASE_SESSION = 1 /* derived from its session (ZooKeeper): ttl/transition are ignored,
+                               the grant is taken as is and renewals fit inside it */
+} simba_lease;
+
+/* What a call of vt->process is for (flags). */
+enum {
+    SIMBA_PROCESS_IO = 1,   /* ready[0..n) holds the revents of this backend's descriptors */
+    SIMBA_PROCESS_TICK = 2, /* the poll's call without readiness: check yourself, never block */
+    SIMBA_PROCESS_FLUSH = 4 /* after a dispatch: send what callbacks submitted (no readiness) */
+};
+
 typedef struct simba_backend_vt {
+    size_t size;      /* sizeof(simba_backend_vt): lets the vt grow; an unknown size is refused */
     const char *name;
     /* Start a request. Return SIMBA_OK and complete it later (or from inside this call)
        with simba_req_done(); or return an error and do not complete it. Must not block. */
     simba_result (*submit)(void *impl, simba_req *req);
     /* Optional: descriptors to wait on. Return count written (<= cap) or the needed count. */
     int (*fds)(void *impl, struct pollfd *out, int cap);
-    /* Optional: do ready I/O and due timers. ready may be NULL (tick mode: check yourself
-       without blocking). Called on every simba_poll. */
-    void (*process)(void *impl, const struct pollfd *ready, int n, int64_t now);
+    /* Optional: do ready I/O and due timers; flags say which call it is (SIMBA_PROCESS_*),
+       ready is NULL unless SIMBA_PROCESS_IO. Called on every simba_poll. */
+    void (*process)(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags);
     /* Optional: absolute loop time of the backend's next timer, or INT64_MAX. */
     int64_t (*deadline)(void *impl);
     /* Optional: first / last service for a mutex on this backend (subscribe, set watches). */
@@ -534,6 +567,7 @@ typedef struct simba_backend_vt {
     void (*unwatch)(void *impl, const char *mutex);
     /* Complete every pending request (rc SIMBA_ECLOSED), then free impl. */
     void (*destroy)(void *impl);
+    simba_lease lease; /* 0 = SIMBA_LEASE_ASKED */
 } simba_backend_vt;
 
 SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_vt *vt, void *impl, simba_backend **out);
@@ -561,34 +595,6 @@ SIMBA_API void simba_log(simba_loop *loop, simba_log_level level, const char *fm
 #endif
     ;
 
-/* ---- in-memory backend -------------------------------------------------------------- */
-
-/* A store is the "server": several loops (even on different threads) may open it. */
-typedef struct simba_memstore simba_memstore;
-typedef struct simba_memstore_desc {
-    int64_t (*now_ms)(void *user); /* the store's clock; default CLOCK_MONOTONIC */
-    void *clock_user;
-} simba_memstore_desc;
-
-SIMBA_API simba_result simba_memstore_new(const simba_memstore_desc *desc, simba_memstore **out);
-/* SIMBA_EBUSY while backends are open on it. */
-SIMBA_API simba_result simba_memstore_free(simba_memstore *st);
-/* Inspect the stored owner of a mutex (store clock: remaining durations in the reply). */
-SIMBA_API simba_result simba_memstore_read(simba_memstore *st, const char *mutex, simba_reply *out, char *owner_buf, size_t cap);
-
-/* One client of a store, on one loop. */
-SIMBA_API simba_result simba_memory_open(simba_loop *loop, simba_memstore *st, simba_backend **out);
-
-/* Fault controls of one client (apply to requests submitted afterwards; hang and delay
-   also to queued ones). All zero = healthy. */
-typedef struct simba_memory_fault {
-    int fail;         /* answer every request with SIMBA_EBACKEND */
-    int hang;         /* stop answering: requests wait until hang is cleared */
-    int64_t delay_ms; /* answer this long after submission */
-    int drop_events;  /* do not deliver pushed events to this client */
-} simba_memory_fault;
-SIMBA_API simba_result simba_memory_fault_set(simba_backend *be, const simba_memory_fault *fault);
-
 #ifdef __cplusplus
 }
 #endif
@@ -597,8 +603,11 @@ SIMBA_API simba_result simba_memory_fault_set(simba_backend *be, const simba_mem
 /* ==================================================================================== */
 /*                                   IMPLEMENTATION                                     */
 /* ==================================================================================== */
-#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA__IMPLEMENTED)
-#define SIMBA__IMPLEMENTED
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_CORE_IMPLEMENTATION)
+#define SIMBA_CORE_IMPLEMENTATION
+#endif
+#if defined(SIMBA_CORE_IMPLEMENTATION) && !defined(SIMBA__CORE_IMPLEMENTED)
+#define SIMBA__CORE_IMPLEMENTED
 
 #include <errno.h>
 #include <fcntl.h>
@@ -606,7 +615,6 @@ SIMBA_API simba_result simba_memory_fault_set(simba_backend *be, const simba_mem
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -845,7 +853,8 @@ enum {
     SIMBA__F_GC = 1u << 6,         /* on the loop's list of things to free */
     SIMBA__F_IMMEDIATE = 1u << 7,  /* the last attempt was an immediate one (no owner) */
     SIMBA__F_FIRST = 1u << 8,      /* the backend last said we are first in line */
-    SIMBA__F_ASKED = 1u << 9       /* an acquire was answered in this run (we hold a place) */
+    SIMBA__F_ASKED = 1u << 9,      /* an acquire was answered in this run (we hold a place) */
+    SIMBA__F_DISC_DOWN = 1u << 10  /* step down on SIMBA_EV_DISCONNECTED (the desc's policy) */
 };
 
 struct simba_service {
@@ -1072,6 +1081,10 @@ SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_v
     simba_backend *be;
     if (out) *out = NULL;
     if (!loop || !vt || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: NULL argument");
+    /* The one layout this core knows; a vt built for another one would be misread. */
+    if (vt->size != sizeof(simba_backend_vt))
+        return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: vt size %lu is not this core's (%lu): set .size = sizeof(simba_backend_vt)",
+                           (unsigned long)vt->size, (unsigned long)sizeof(simba_backend_vt));
     if (!vt->submit || !vt->name) return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: vt needs name and submit");
     be = (simba_backend *)simba_alloc(loop, sizeof *be);
     if (!be) return simba__fail(loop, SIMBA_ENOMEM, "simba_backend_new: out of memory");
@@ -1344,6 +1357,7 @@ static void simba__submit(simba_service *s, simba_op op) {
     /* A waiter asks again by ttl + transition + jitter max at the latest (simba__contender_next);
        a second of slack covers a loaded host's scheduling. */
     r->live_ms = op == SIMBA_OP_ACQUIRE ? simba__add(s->ttl + s->transition + simba__max(s->jmax, 0), 1000) : 0;
+    r->step_down_on_disconnect = op == SIMBA_OP_ACQUIRE && (s->flags & SIMBA__F_DISC_DOWN) != 0;
     r->svc_ = s;
     r->gen_ = s->gen;
     if (op != SIMBA_OP_RELEASE) { s->cnt.attempts++; s->loop->cnt.attempts++; }
@@ -1409,9 +1423,10 @@ static int64_t simba__contender_next(simba_service *s, int first_in_line) {
 /* When an owner renews: renew_margin before its local ttl_at, never in the past, and with
    room for a retry before the lease ends even when the answer came late. */
 static int64_t simba__renew_at(const simba_service *s, int64_t now, int64_t granted) {
-    /* A backend may grant less than ttl_ms (ZooKeeper: from the session timeout): the margin
-       never exceeds half of what was granted, or the owner would renew continuously. */
-    int64_t margin = simba__min(s->renew_margin, simba__max(0, granted / 2));
+    /* A session lease may be shorter than ttl_ms: the margin never exceeds half of it, or
+       the owner would renew continuously. An asked lease is ttl_ms, the margin below it. */
+    int64_t margin = s->be->vt->lease == SIMBA_LEASE_SESSION ? simba__min(s->renew_margin, simba__max(0, granted / 2))
+                                                               : s->renew_margin;
     /* Up to an eighth of the margin earlier, at random: owners that started together do
        not renew in one burst forever after. */
     int64_t at = simba__add(s->lease_end, -margin - simba__uniform(s->loop, 0, margin / 8 + 1));
@@ -1419,12 +1434,20 @@ static int64_t simba__renew_at(const simba_service *s, int64_t now, int64_t gran
     return simba__max(at, floor);
 }
 
-static void simba__learn(simba_service *s, const simba_reply *rep, int64_t sent_at) {
+static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t sent_at) {
     simba_loop *l = s->loop;
     int64_t now = l->now;
     simba_owner nv, none;
+    simba_reply clamped = *rep_in;
+    const simba_reply *rep = &clamped;
     int mine = s->kind == SIMBA__KIND_CONTEND && rep->owner && strcmp(rep->owner, s->id) == 0;
     memset(&none, 0, sizeof none);
+    /* A backend that honours the request grants no more than was asked: a longer lease (a
+       clock or script fault) must not keep us owner past what every waiter expects. */
+    if (mine && s->be->vt->lease != SIMBA_LEASE_SESSION) {
+        clamped.ttl_left_ms = simba__min(clamped.ttl_left_ms, s->ttl);
+        clamped.transition_left_ms = simba__min(clamped.transition_left_ms, simba__add(s->ttl, s->transition));
+    }
     simba__owner_from_reply(&nv, rep, mine ? sent_at : now, now);
     if (mine && nv.ttl_at > now) {
         int gained = !(s->flags & SIMBA__F_OWNER) || s->own_fence != rep->fence;
@@ -1530,8 +1553,11 @@ static void simba__event_svc(simba_service *s, const simba__ev *ev) {
         s->flags &= ~SIMBA__F_IMMEDIATE;
         simba__wake(s);
         break;
-    case SIMBA_EV_LOST:
     case SIMBA_EV_DISCONNECTED:
+        /* Without the policy the lease runs to its local deadline, as on the server. */
+        if (!(s->flags & SIMBA__F_DISC_DOWN)) return;
+        /* fall through */
+    case SIMBA_EV_LOST:
         if (s->flags & SIMBA__F_OWNER) {
             simba__step_down(s, &none, ev->kind == SIMBA_EV_LOST ? SIMBA_REASON_SESSION : SIMBA_REASON_CONNECTION);
             simba__set_view(s, &none);
@@ -1717,6 +1743,7 @@ SIMBA_API simba_result simba_contend(simba_loop *loop, simba_backend *be, const 
     s->on_released = d->on_released;
     s->on_owner = d->on_owner;
     s->user = d->user_data;
+    if (d->step_down_on_disconnect) s->flags |= SIMBA__F_DISC_DOWN;
     *out = s;
     return SIMBA_OK;
 }
@@ -1750,7 +1777,6 @@ SIMBA_API simba_result simba_start(simba_service *s) {
     l = s->loop;
     if (s->status != SIMBA_INITIAL)
         return simba__fail(l, SIMBA_ESTATE, "simba_start: cannot start mutex %s from state %d, expected INITIAL", s->mx->name, (int)s->status);
-    s->status = SIMBA_STARTING;
     s->gen++;
     s->flags &= ~(SIMBA__F_OWNER | SIMBA__F_TOLD | SIMBA__F_WAKE | SIMBA__F_RELEASE_SENT | SIMBA__F_IMMEDIATE | SIMBA__F_ASKED);
     memset(&s->view, 0, sizeof s->view);
@@ -1974,14 +2000,16 @@ static int64_t simba__poll(simba_loop *l, int io, const struct pollfd *ready, in
         }
     }
     for (be = l->backends; be; be = be->next)
-        if (be->vt->process) be->vt->process(be->impl, be->pfd_n ? l->pfd + be->pfd_off : NULL, be->pfd_n, l->now);
+        if (be->vt->process)
+            be->vt->process(be->impl, be->pfd_n ? l->pfd + be->pfd_off : NULL, be->pfd_n, l->now,
+                            be->pfd_n ? SIMBA_PROCESS_IO : SIMBA_PROCESS_TICK);
     /* Answers can arrive synchronously (SQLite, memory): handle them in the same poll so
        that a step does not wait one tick per round trip; bounded so a poll always ends. */
     for (round = 0; round < SIMBA__MAX_ROUNDS; round++) {
         if (!simba__drain(l)) break;
         /* what was just handled may have submitted requests: let backends send them now */
         for (be = l->backends; be; be = be->next)
-            if (be->vt->process) be->vt->process(be->impl, NULL, 0, l->now);
+            if (be->vt->process) be->vt->process(be->impl, NULL, 0, l->now, SIMBA_PROCESS_FLUSH);
         if (l->more) break;
     }
     simba__gc_run(l);
@@ -2097,7 +2125,7 @@ static void simba__loop_destroy(simba_loop *l) {
     {
         simba_backend *be;
         for (be = l->backends; be; be = be->next)
-            if (be->vt->process) be->vt->process(be->impl, NULL, 0, l->now);
+            if (be->vt->process) be->vt->process(be->impl, NULL, 0, l->now, SIMBA_PROCESS_FLUSH);
     }
     l->closing = 1;
     while (l->backends) {
@@ -2227,7 +2255,7 @@ static void simba__lk_released(simba_service *svc, const simba_state *st, void *
 /* Lockers and schedulers are built on a contender of their own. */
 static simba_result simba__inner_contender(simba_loop *loop, simba_backend *be, const char *mutex, const char *id, int64_t ttl,
                                            int64_t tr, simba_state_fn acq, simba_state_fn rel, simba_state_fn own, void *user,
-                                           simba_service **out) {
+                                           int disc_down, simba_service **out) {
     simba_contend_desc cd;
     memset(&cd, 0, sizeof cd);
     cd.mutex = mutex;
@@ -2238,6 +2266,7 @@ static simba_result simba__inner_contender(simba_loop *loop, simba_backend *be, 
     cd.on_released = rel;
     cd.user_data = user;
     cd.on_owner = own;
+    cd.step_down_on_disconnect = disc_down;
     return simba_contend(loop, be, &cd, out);
 }
 
@@ -2250,7 +2279,7 @@ SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, con
     if (!lk) return simba__fail(loop, SIMBA_ENOMEM, "simba_locker_new: out of memory");
     memset(lk, 0, sizeof *lk);
     rc = simba__inner_contender(loop, be, d->mutex, d->contender_id, d->ttl_ms, d->transition_ms, simba__lk_acquired,
-                                simba__lk_released, simba__lk_owner, lk, &lk->svc);
+                                simba__lk_released, simba__lk_owner, lk, d->step_down_on_disconnect, &lk->svc);
     if (rc != SIMBA_OK) { simba_free(loop, lk); return rc; }
     lk->loop = loop;
     lk->on_lost = d->on_lost;
@@ -2413,7 +2442,7 @@ SIMBA_API simba_result simba_lock(simba_loop *loop, simba_backend *be, const cha
     }
     return rc;
 }
-SIMBA_API simba_result simba_unlock(simba_locker *lk) {
+SIMBA_API simba_result simba_unlock_free(simba_locker *lk) {
     if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
     if (lk->state != SIMBA__LK_IDLE) simba_locker_unlock(lk);
     return simba_locker_free(lk);
@@ -2473,7 +2502,7 @@ SIMBA_API simba_result simba_scheduler_new(simba_loop *loop, simba_backend *be, 
     memset(sc, 0, sizeof *sc);
     if (!simba__timer_init(loop, &sc->tm, SIMBA__T_SCHED)) { simba_free(loop, sc); return SIMBA_ENOMEM; }
     rc = simba__inner_contender(loop, be, d->mutex, d->contender_id, d->ttl_ms, d->transition_ms, simba__sc_acquired,
-                                simba__sc_released, NULL, sc, &sc->svc);
+                                simba__sc_released, NULL, sc, d->step_down_on_disconnect, &sc->svc);
     if (rc != SIMBA_OK) {
         simba__timer_fini(loop, &sc->tm);
         simba_free(loop, sc);
@@ -2648,460 +2677,7 @@ SIMBA_API simba_reason simba_locker_last_reason(const simba_locker *lk) {
 }
 SIMBA_API const simba_service *simba_locker_service(const simba_locker *lk) { return lk && lk->loop ? lk->svc : NULL; }
 
-/* ---- in-memory backend ------------------------------------------------------------------ */
-
-/* The store plays the server: it keeps the truth under its own lock (loops on other
-   threads may share it) and pushes events into each client's inbox, waking that client's
-   loop through a pipe. */
-
-typedef struct simba__mclient simba__mclient;
-
-typedef struct simba__mwait {
-    char id[SIMBA_ID_MAX + 1];
-    simba__mclient *client;
-    int64_t expires;
-} simba__mwait;
-
-typedef struct simba__mentry {
-    simba__hnode h;
-    char name[SIMBA_NAME_MAX + 1];
-    char owner[SIMBA_ID_MAX + 1];
-    int64_t acquired_at, ttl_at, transition_at;
-    uint64_t fence; /* of the latest ownership; never goes back */
-    simba__mwait *w;
-    int nw, capw;
-} simba__mentry;
-
-typedef struct simba__mevent {
-    struct simba__mevent *next;
-    simba_event_kind kind;
-    int has_contender;
-    char mutex[SIMBA_NAME_MAX + 1];
-    char contender[SIMBA_ID_MAX + 1];
-    char owner[SIMBA_ID_MAX + 1];
-    simba_reply rep;
-} simba__mevent;
-
-typedef struct simba__mwatch {
-    simba__hnode h;
-    int count;
-    char name[SIMBA_NAME_MAX + 1];
-} simba__mwatch;
-
-struct simba__mclient {
-    simba_memstore *st;
-    simba_loop *loop;
-    simba_backend *be;
-    simba__mclient *next, *prev;
-    simba__htab watched;                   /* under st->lock */
-    simba__mevent *inbox, *inbox_tail;     /* under st->lock */
-    int pipefd[2];
-    simba_req *pend, *pend_tail;           /* loop thread only */
-    simba_memory_fault fault;              /* loop thread only */
-};
-
-struct simba_memstore {
-    pthread_mutex_t lock;
-    int64_t (*now_fn)(void *);
-    void *clock_user;
-    simba__htab entries;
-    simba__mclient *clients;
-};
-
-static void *simba__malloc_u(void *u, size_t n) { (void)u; return SIMBA_MALLOC(n); }
-static void simba__free_u(void *u, void *p) { (void)u; SIMBA_FREE(p); }
-
-SIMBA_API simba_result simba_memstore_new(const simba_memstore_desc *d, simba_memstore **out) {
-    simba_memstore *st;
-    if (!out) return SIMBA_EINVAL;
-    *out = NULL;
-    st = (simba_memstore *)SIMBA_MALLOC(sizeof *st);
-    if (!st) return SIMBA_ENOMEM;
-    memset(st, 0, sizeof *st);
-    if (pthread_mutex_init(&st->lock, NULL) != 0) { SIMBA_FREE(st); return SIMBA_ESYS; }
-    st->now_fn = d && d->now_ms ? d->now_ms : simba__sys_now;
-    st->clock_user = d ? d->clock_user : NULL;
-    *out = st;
-    return SIMBA_OK;
-}
-
-SIMBA_API simba_result simba_memstore_free(simba_memstore *st) {
-    size_t i;
-    if (!st) return SIMBA_EINVAL;
-    pthread_mutex_lock(&st->lock);
-    if (st->clients) { pthread_mutex_unlock(&st->lock); return SIMBA_EBUSY; }
-    pthread_mutex_unlock(&st->lock);
-    for (i = 0; i < st->entries.nb; i++) {
-        simba__hnode *n = st->entries.b[i], *nn;
-        for (; n; n = nn) {
-            nn = n->hnext;
-            SIMBA_FREE(((simba__mentry *)n)->w);
-            SIMBA_FREE(n);
-        }
-    }
-    SIMBA_FREE(st->entries.b);
-    pthread_mutex_destroy(&st->lock);
-    SIMBA_FREE(st);
-    return SIMBA_OK;
-}
-
-static int simba__mlive(const simba__mentry *e, int64_t now) { return e->owner[0] && e->transition_at >= now; }
-
-static void simba__mreply(const simba__mentry *e, int64_t now, simba_reply *rep) {
-    memset(rep, 0, sizeof *rep);
-    rep->rc = SIMBA_OK;
-    rep->held_ms = -1;
-    if (!e || !simba__mlive(e, now)) return;
-    rep->owner = e->owner;
-    rep->ttl_left_ms = e->ttl_at - now;
-    rep->transition_left_ms = e->transition_at - now;
-    rep->held_ms = now - e->acquired_at;
-    rep->fence = e->fence;
-}
-
-/* Queue an event for one client (store locked). Allocation failure drops it: pushes are
-   hints, timers remain. */
-static void simba__mpost(simba__mclient *c, simba_event_kind kind, const char *mutex, const char *contender, const simba_reply *rep) {
-    simba__mevent *ev = (simba__mevent *)SIMBA_MALLOC(sizeof *ev);
-    char b = 1;
-    ssize_t w;
-    if (!ev) return;
-    memset(ev, 0, sizeof *ev);
-    ev->kind = kind;
-    simba__copy(ev->mutex, sizeof ev->mutex, mutex);
-    if (contender) { ev->has_contender = 1; simba__copy(ev->contender, sizeof ev->contender, contender); }
-    if (rep) {
-        ev->rep = *rep;
-        simba__copy(ev->owner, sizeof ev->owner, rep->owner);
-        ev->rep.owner = ev->owner;
-    }
-    if (c->inbox_tail) c->inbox_tail->next = ev; else c->inbox = ev;
-    c->inbox_tail = ev;
-    w = write(c->pipefd[1], &b, 1); /* full pipe = already awake */
-    (void)w;
-}
-
-static void simba__mbroadcast(simba_memstore *st, const simba__mentry *e, int64_t now) {
-    simba__mclient *c;
-    simba_reply rep;
-    simba__mreply(e, now, &rep);
-    for (c = st->clients; c; c = c->next)
-        if (simba__hfind(&c->watched, e->name)) simba__mpost(c, SIMBA_EV_OWNER, e->name, NULL, &rep);
-}
-
-static void simba__mwait_remove(simba__mentry *e, int i) {
-    memmove(&e->w[i], &e->w[i + 1], (size_t)(e->nw - i - 1) * sizeof *e->w);
-    e->nw--;
-}
-static void simba__mwait_purge(simba__mentry *e, int64_t now) {
-    int i;
-    for (i = 0; i < e->nw;)
-        if (e->w[i].expires < now) simba__mwait_remove(e, i); else i++;
-}
-static int simba__mwait_find(const simba__mentry *e, const char *id) {
-    int i;
-    for (i = 0; i < e->nw; i++)
-        if (strcmp(e->w[i].id, id) == 0) return i;
-    return -1;
-}
-
-/* Run one request against the store. Returns the reply (owner copied into owner_buf). */
-static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep, char *owner_buf) {
-    simba_memstore *st = c->st;
-    simba__mentry *e;
-    int64_t now;
-    pthread_mutex_lock(&st->lock);
-    now = st->now_fn(st->clock_user);
-    e = (simba__mentry *)simba__hfind(&st->entries, r->mutex);
-    if (!e && r->op == SIMBA_OP_ACQUIRE) {
-        e = (simba__mentry *)SIMBA_MALLOC(sizeof *e);
-        if (e) {
-            memset(e, 0, sizeof *e);
-            simba__copy(e->name, sizeof e->name, r->mutex);
-            e->h.key = e->name;
-            if (!simba__hinsert(&st->entries, &e->h, simba__malloc_u, simba__free_u, NULL)) { SIMBA_FREE(e); e = NULL; }
-        }
-        if (!e) {
-            pthread_mutex_unlock(&st->lock);
-            memset(rep, 0, sizeof *rep);
-            rep->rc = SIMBA_ENOMEM;
-            rep->errmsg = "memory store: out of memory";
-            return;
-        }
-    }
-    if (e) simba__mwait_purge(e, now);
-    if (e && r->op == SIMBA_OP_ACQUIRE) {
-        int i = simba__mwait_find(e, r->contender);
-        int mine = simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0;
-        /* Fairness: a free mutex goes to the oldest live waiter; anyone else joins the line
-           (a releaser asking again at once included), so nobody overtakes a waiter. */
-        int turn = e->nw == 0 || i == 0;
-        if (mine && r->renew) {
-            e->ttl_at = now + r->ttl_ms; /* renewal: fence and acquired_at stay */
-            e->transition_at = e->ttl_at + r->transition_ms;
-        } else if (mine || (!simba__mlive(e, now) && turn)) {
-            /* A new ownership, also for the stored owner that stepped down locally: its
-               next tenure needs a fence above the one its late writes may still carry. */
-            simba__copy(e->owner, sizeof e->owner, r->contender);
-            e->fence++;
-            e->acquired_at = now;
-            e->ttl_at = now + r->ttl_ms;
-            e->transition_at = e->ttl_at + r->transition_ms;
-            if (i >= 0) simba__mwait_remove(e, i);
-            simba__mbroadcast(st, e, now);
-        } else {
-            /* Waiting: join the line (arrival order), or refresh our place in it. */
-            int64_t exp = simba__add(now, r->live_ms);
-            if (i >= 0) {
-                e->w[i].expires = exp;
-            } else {
-                if (e->nw == e->capw) {
-                    int cap = e->capw ? e->capw * 2 : 4;
-                    simba__mwait *w = (simba__mwait *)SIMBA_MALLOC((size_t)cap * sizeof *w);
-                    if (w) {
-                        if (e->nw) memcpy(w, e->w, (size_t)e->nw * sizeof *w);
-                        SIMBA_FREE(e->w);
-                        e->w = w;
-                        e->capw = cap;
-                    }
-                }
-                if (e->nw < e->capw) {
-                    simba__copy(e->w[e->nw].id, sizeof e->w[0].id, r->contender);
-                    e->w[e->nw].client = c;
-                    e->w[e->nw].expires = exp;
-                    e->nw++;
-                }
-            }
-        }
-    } else if (e && r->op == SIMBA_OP_RELEASE) {
-        if (simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0) {
-            e->owner[0] = 0;
-            e->ttl_at = e->transition_at = 0;
-            /* Wake only the oldest live waiter; it stays in line until it wins. */
-            if (e->nw > 0) simba__mpost(e->w[0].client, SIMBA_EV_RELEASED, e->name, e->w[0].id, NULL);
-            simba__mbroadcast(st, e, now);
-        } else {
-            int i = simba__mwait_find(e, r->contender);
-            if (i >= 0) simba__mwait_remove(e, i);
-        }
-    }
-    simba__mreply(e, now, rep);
-    if (rep->owner) {
-        simba__copy(owner_buf, SIMBA_ID_MAX + 1, rep->owner);
-        rep->owner = owner_buf;
-    }
-    if (e && r->op == SIMBA_OP_ACQUIRE && e->nw > 0 && strcmp(e->w[0].id, r->contender) == 0 && e->w[0].client == c)
-        rep->first_in_line = 1;
-    pthread_mutex_unlock(&st->lock);
-}
-
-static void simba__mrun(simba__mclient *c, int64_t now) {
-    simba_req *r = c->pend, *prev = NULL, *next;
-    for (; r; r = next) {
-        simba_reply rep;
-        char owner[SIMBA_ID_MAX + 1];
-        next = r->next_;
-        if (!c->fault.fail && (c->fault.hang || now < simba__add(r->sent_at, c->fault.delay_ms))) { prev = r; continue; }
-        if (prev) prev->next_ = next; else c->pend = next;
-        if (c->pend_tail == r) c->pend_tail = prev;
-        if (c->fault.fail) {
-            memset(&rep, 0, sizeof rep);
-            rep.rc = SIMBA_EBACKEND;
-            rep.errmsg = "memory backend: injected failure";
-        } else {
-            simba__mexec(c, r, &rep, owner);
-        }
-        simba_req_done(r, &rep);
-    }
-}
-
-static simba_result simba__msubmit(void *impl, simba_req *r) {
-    simba__mclient *c = (simba__mclient *)impl;
-    r->next_ = NULL;
-    if (c->pend_tail) c->pend_tail->next_ = r; else c->pend = r;
-    c->pend_tail = r;
-    simba__mrun(c, simba_now(c->loop));
-    return SIMBA_OK;
-}
-
-static int simba__mfds(void *impl, struct pollfd *out, int cap) {
-    simba__mclient *c = (simba__mclient *)impl;
-    if (cap >= 1) {
-        out[0].fd = c->pipefd[0];
-        out[0].events = POLLIN;
-        out[0].revents = 0;
-    }
-    return 1;
-}
-
-static void simba__mprocess(void *impl, const struct pollfd *ready, int n, int64_t now) {
-    simba__mclient *c = (simba__mclient *)impl;
-    simba__mevent *ev, *next;
-    char buf[64];
-    (void)ready;
-    (void)n;
-    while (read(c->pipefd[0], buf, sizeof buf) > 0) {
-    }
-    pthread_mutex_lock(&c->st->lock);
-    ev = c->inbox;
-    c->inbox = c->inbox_tail = NULL;
-    pthread_mutex_unlock(&c->st->lock);
-    for (; ev; ev = next) {
-        next = ev->next;
-        if (!c->fault.drop_events)
-            simba_backend_event(c->be, ev->kind, ev->mutex, ev->has_contender ? ev->contender : NULL, &ev->rep);
-        SIMBA_FREE(ev);
-    }
-    simba__mrun(c, now);
-}
-
-static int64_t simba__mdeadline(void *impl) {
-    simba__mclient *c = (simba__mclient *)impl;
-    int64_t at = SIMBA__NEVER;
-    simba_req *r;
-    if (c->fault.hang || c->fault.fail) return c->fault.fail && c->pend ? 0 : at;
-    for (r = c->pend; r; r = r->next_) at = simba__min(at, simba__add(r->sent_at, c->fault.delay_ms));
-    return at;
-}
-
-static simba_result simba__mem_watch(void *impl, const char *mutex) {
-    simba__mclient *c = (simba__mclient *)impl;
-    simba__mwatch *w;
-    simba_result rc = SIMBA_OK;
-    pthread_mutex_lock(&c->st->lock);
-    w = (simba__mwatch *)simba__hfind(&c->watched, mutex);
-    if (w) {
-        w->count++;
-    } else if ((w = (simba__mwatch *)SIMBA_MALLOC(sizeof *w)) != NULL) {
-        memset(w, 0, sizeof *w);
-        simba__copy(w->name, sizeof w->name, mutex);
-        w->h.key = w->name;
-        w->count = 1;
-        if (!simba__hinsert(&c->watched, &w->h, simba__malloc_u, simba__free_u, NULL)) { SIMBA_FREE(w); rc = SIMBA_ENOMEM; }
-    } else {
-        rc = SIMBA_ENOMEM;
-    }
-    pthread_mutex_unlock(&c->st->lock);
-    return rc;
-}
-
-static void simba__mem_unwatch(void *impl, const char *mutex) {
-    simba__mclient *c = (simba__mclient *)impl;
-    simba__mwatch *w;
-    pthread_mutex_lock(&c->st->lock);
-    w = (simba__mwatch *)simba__hfind(&c->watched, mutex);
-    if (w && --w->count == 0) {
-        simba__hremove(&c->watched, &w->h);
-        SIMBA_FREE(w);
-    }
-    pthread_mutex_unlock(&c->st->lock);
-}
-
-static void simba__mdestroy(void *impl) {
-    simba__mclient *c = (simba__mclient *)impl;
-    simba_memstore *st = c->st;
-    simba__mevent *ev, *next;
-    size_t i;
-    while (c->pend) {
-        simba_req *r = c->pend;
-        simba_reply rep;
-        c->pend = r->next_;
-        memset(&rep, 0, sizeof rep);
-        rep.rc = SIMBA_ECLOSED;
-        simba_req_done(r, &rep);
-    }
-    pthread_mutex_lock(&st->lock);
-    /* A vanished client leaves no waiter entries that point at it. */
-    for (i = 0; i < st->entries.nb; i++) {
-        simba__hnode *n = st->entries.b[i];
-        for (; n; n = n->hnext) {
-            simba__mentry *e = (simba__mentry *)n;
-            int k;
-            for (k = 0; k < e->nw;)
-                if (e->w[k].client == c) simba__mwait_remove(e, k); else k++;
-        }
-    }
-    if (c->prev) c->prev->next = c->next; else st->clients = c->next;
-    if (c->next) c->next->prev = c->prev;
-    ev = c->inbox;
-    pthread_mutex_unlock(&st->lock);
-    for (; ev; ev = next) { next = ev->next; SIMBA_FREE(ev); }
-    for (i = 0; i < c->watched.nb; i++) {
-        simba__hnode *n = c->watched.b[i], *nn;
-        for (; n; n = nn) { nn = n->hnext; SIMBA_FREE(n); }
-    }
-    SIMBA_FREE(c->watched.b);
-    close(c->pipefd[0]);
-    close(c->pipefd[1]);
-    simba_free(c->loop, c);
-}
-
-static const simba_backend_vt simba__memory_vt = {
-    "memory", simba__msubmit, simba__mfds, simba__mprocess, simba__mdeadline, simba__mem_watch, simba__mem_unwatch, simba__mdestroy,
-};
-
-SIMBA_API simba_result simba_memory_open(simba_loop *loop, simba_memstore *st, simba_backend **out) {
-    simba__mclient *c;
-    simba_result rc;
-    int i;
-    if (out) *out = NULL;
-    if (!loop || !st || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_memory_open: NULL argument");
-    c = (simba__mclient *)simba_alloc(loop, sizeof *c);
-    if (!c) return simba__fail(loop, SIMBA_ENOMEM, "simba_memory_open: out of memory");
-    memset(c, 0, sizeof *c);
-    if (pipe(c->pipefd) != 0) {
-        simba_free(loop, c);
-        return simba__fail(loop, SIMBA_ESYS, "simba_memory_open: pipe: %s", strerror(errno));
-    }
-    for (i = 0; i < 2; i++) {
-        fcntl(c->pipefd[i], F_SETFL, fcntl(c->pipefd[i], F_GETFL) | O_NONBLOCK);
-        fcntl(c->pipefd[i], F_SETFD, FD_CLOEXEC);
-    }
-    c->st = st;
-    c->loop = loop;
-    if ((rc = simba_backend_new(loop, &simba__memory_vt, c, &c->be)) != SIMBA_OK) {
-        close(c->pipefd[0]);
-        close(c->pipefd[1]);
-        simba_free(loop, c);
-        return rc;
-    }
-    pthread_mutex_lock(&st->lock);
-    c->next = st->clients;
-    if (st->clients) st->clients->prev = c;
-    st->clients = c;
-    pthread_mutex_unlock(&st->lock);
-    *out = c->be;
-    return SIMBA_OK;
-}
-
-SIMBA_API simba_result simba_memory_fault_set(simba_backend *be, const simba_memory_fault *f) {
-    simba__mclient *c;
-    if (!be || !f || be->vt != &simba__memory_vt) return SIMBA_EINVAL;
-    if (f->delay_ms < 0 || f->delay_ms > SIMBA_MAX_MS) return SIMBA_EINVAL;
-    c = (simba__mclient *)be->impl;
-    c->fault = *f;
-    return SIMBA_OK;
-}
-
-SIMBA_API simba_result simba_memstore_read(simba_memstore *st, const char *mutex, simba_reply *out, char *owner_buf, size_t cap) {
-    simba__mentry *e;
-    int64_t now;
-    if (!st || !out || simba_name_check(mutex) != SIMBA_OK || (owner_buf && cap == 0)) return SIMBA_EINVAL;
-    pthread_mutex_lock(&st->lock);
-    now = st->now_fn(st->clock_user);
-    e = (simba__mentry *)simba__hfind(&st->entries, mutex);
-    simba__mreply(e, now, out);
-    if (owner_buf) {
-        simba__copy(owner_buf, cap, out->owner);
-        out->owner = owner_buf;
-    } else {
-        out->owner = NULL;
-    }
-    pthread_mutex_unlock(&st->lock);
-    return SIMBA_OK;
-}
-
-#endif /* SIMBA_IMPLEMENTATION */
+#endif /* SIMBA_CORE_IMPLEMENTATION */
 
 /*
 MIT License

@@ -48,8 +48,9 @@
  *   lock (so that two creators never race) it creates the tables and the three functions
  *   if needed, then LISTENs on the backend's own channel. After a reconnect (not the first
  *   connect) SIMBA_EV_RESET is raised for every mutex, since pushes may have been missed;
- *   with step_down_on_disconnect = 1 a lost connection raises SIMBA_EV_DISCONNECTED and
- *   owners step down at once (reason "connection") instead of at their local ttl.
+ *   a lost connection raises SIMBA_EV_DISCONNECTED: owners whose desc asks for
+ *   step_down_on_disconnect step down at once (reason "connection"), others at their local
+ *   ttl. Grants are the requested ttl (SIMBA_LEASE_ASKED).
  *
  * DATA (the table name is checked and quoted; names and ids reach SQL only as parameters)
  *   <table>     name PK, owner ('' = nobody), fence, acquired_ms, ttl_ms, transition_ms
@@ -76,6 +77,13 @@
  *
  * LICENSE: MIT, see the end of this file.
  */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_PG_IMPLEMENTATION)
+#define SIMBA_PG_IMPLEMENTATION
+#endif
+/* Its implementation uses the core's private helpers: the core's goes into the same file. */
+#if defined(SIMBA_PG_IMPLEMENTATION) && !defined(SIMBA_CORE_IMPLEMENTATION)
+#define SIMBA_CORE_IMPLEMENTATION
+#endif
 #ifndef SIMBA_PG_H
 #define SIMBA_PG_H
 
@@ -97,7 +105,6 @@ typedef struct simba_pg_desc {
     int64_t connect_timeout_ms;   /* 0 -> 2000: connect + setup */
     int64_t statement_timeout_ms; /* 0 -> 2000 */
     int64_t reconnect_min_ms, reconnect_max_ms; /* 0 -> 100 / max(5000, reconnect_min_ms) */
-    int step_down_on_disconnect;  /* 1: owners step down when the connection is lost */
 } simba_pg_desc;
 
 SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc, simba_backend **out);
@@ -107,8 +114,15 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
 #endif
 #endif /* SIMBA_PG_H */
 
-#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_PG_IMPLEMENTED)
-#define SIMBA_PG_IMPLEMENTED
+/* ==================================================================================== */
+/*                                   IMPLEMENTATION                                     */
+/* ==================================================================================== */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_PG_IMPLEMENTATION)
+#define SIMBA_PG_IMPLEMENTATION
+#endif
+#if defined(SIMBA_PG_IMPLEMENTATION) && !defined(SIMBA__PG_IMPLEMENTED)
+#define SIMBA__PG_IMPLEMENTED
+#include "simba.h" /* the core's implementation, when this file has not got it yet */
 
 #include <libpq-fe.h>
 #include <arpa/inet.h>
@@ -246,7 +260,6 @@ typedef struct simba__pg {
     int phase;      /* READY: awaiting the head's result (0), its end (1), its sync (2) */
     int nfl;        /* READY: statements in flight, fhead..ftail in order */
     int was_up;     /* a setup has completed before: the next one raises SIMBA_EV_RESET */
-    int step_down;
     int64_t conn_to, stmt_to, rmin, rmax, backoff;
     int64_t conn_deadline, stmt_deadline, retry_at;
     simba_req *fhead, *ftail, *head, *tail;
@@ -411,7 +424,8 @@ static void simba__pg_drop(simba__pg *p, int64_t now, simba_result rc) {
     p->backoff = simba__min(p->backoff * 2, p->rmax);
     simba_log(p->loop, SIMBA_LOG_WARN, "%s (next attempt in %lld ms)", p->err, (long long)(p->retry_at - now));
     simba__pg_fail_all(p, rc, p->err);
-    if (was_ready && p->step_down) simba_backend_event(p->be, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
+    /* Losing the connection is losing the server: the core's policy decides. */
+    if (was_ready) simba_backend_event(p->be, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
 }
 
 static void simba__pg_notice(void *arg, const char *msg) {
@@ -645,9 +659,10 @@ static short simba__pg_ready(const simba__pg *p, const struct pollfd *ready, int
 }
 
 /* >>process */
-static void simba__pg_process(void *impl, const struct pollfd *ready, int n, int64_t now) {
+static void simba__pg_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__pg *p = (simba__pg *)impl;
     short rv;
+    (void)flags; /* ready is NULL without SIMBA_PROCESS_IO: simba__pg_ready polls itself */
     if (p->state == SIMBA__PG_DOWN && now >= p->retry_at) simba__pg_start(p, now);
     if (p->state == SIMBA__PG_CONNECTING) {
         rv = simba__pg_ready(p, ready, n, p->want_write ? POLLOUT : POLLIN);
@@ -730,6 +745,7 @@ static void simba__pg_destroy(void *impl) {
 }
 
 static const simba_backend_vt simba__pg_vt = {
+    sizeof(simba_backend_vt),
     "postgres",
     simba__pg_submit,
     simba__pg_fds,
@@ -738,6 +754,7 @@ static const simba_backend_vt simba__pg_vt = {
     NULL,
     NULL,
     simba__pg_destroy,
+    SIMBA_LEASE_ASKED,
 };
 
 /* >>open */
@@ -824,9 +841,6 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: port must be in 0..65535 (got %d)", desc->port);
     if (desc->socket_dir && desc->socket_dir[0] != '/')
         return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: socket_dir must be an absolute path");
-    if (desc->step_down_on_disconnect != 0 && desc->step_down_on_disconnect != 1)
-        return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: step_down_on_disconnect must be 0 or 1 (got %d)",
-                           desc->step_down_on_disconnect);
     if ((rc = simba__pg_ms_check(loop, "connect_timeout_ms", desc->connect_timeout_ms)) != SIMBA_OK ||
         (rc = simba__pg_ms_check(loop, "statement_timeout_ms", desc->statement_timeout_ms)) != SIMBA_OK ||
         (rc = simba__pg_ms_check(loop, "reconnect_min_ms", desc->reconnect_min_ms)) != SIMBA_OK ||
@@ -843,7 +857,6 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     memset(p, 0, sizeof *p);
     p->loop = loop;
     p->fd = -1;
-    p->step_down = desc->step_down_on_disconnect;
     p->conn_to = desc->connect_timeout_ms ? desc->connect_timeout_ms : 2000;
     p->stmt_to = desc->statement_timeout_ms ? desc->statement_timeout_ms : 2000;
     p->rmin = desc->reconnect_min_ms ? desc->reconnect_min_ms : 100;
@@ -894,25 +907,6 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     return SIMBA_OK;
 }
 
-#endif /* SIMBA_IMPLEMENTATION */
+#endif /* SIMBA_PG_IMPLEMENTATION */
 
-/*
-MIT License
-
-Copyright (c) 2026 the simba authors
-
-Permission is hereby granted, free of charge, to any person obtaining a copy of this software and
-associated documentation files (the "Software"), to deal in the Software without restriction,
-including without limitation the rights to use, copy, modify, merge, publish, distribute,
-sublicense, and/or sell copies of the Software, and to permit persons to whom the Software is
-furnished to do so, subject to the following conditions:
-
-The above copyright notice and this permission notice shall be included in all copies or
-substantial portions of the Software.
-
-THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT
-NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND
-NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM,
-DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT
-OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
-*/
+/* License: MIT, the full text at the end of simba.h (the headers ship together). */

@@ -20,6 +20,9 @@
  *   connection is dropped and re-made (later replies on it could not be matched any more).
  *   Lost connections are re-made with randomised doubling backoff
  *   [reconnect_min_ms, reconnect_max_ms].
+ *   Losing the command connection raises SIMBA_EV_DISCONNECTED: owners whose desc asks for
+ *   step_down_on_disconnect step down at once (reason "connection"), others keep their
+ *   lease to the local deadline. Grants are the requested ttl (SIMBA_LEASE_ASKED).
  *
  *   Requests submitted while a connection attempt is in progress are queued and sent when it
  *   is up (or fail with SIMBA_ECONN when the attempt fails, at the latest after
@@ -121,8 +124,15 @@
  *   subscribed on another node (it asks again and joins the back); locking itself is
  *   unaffected.
  *
- * LICENSE: MIT, see the end of this file.
+ * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_REDIS_IMPLEMENTATION)
+#define SIMBA_REDIS_IMPLEMENTATION
+#endif
+/* Its implementation uses the core's private helpers: the core's goes into the same file. */
+#if defined(SIMBA_REDIS_IMPLEMENTATION) && !defined(SIMBA_CORE_IMPLEMENTATION)
+#define SIMBA_CORE_IMPLEMENTATION
+#endif
 #ifndef SIMBA_REDIS_H
 #define SIMBA_REDIS_H
 
@@ -155,8 +165,15 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
 #endif
 #endif /* SIMBA_REDIS_H */
 
-#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_REDIS_IMPLEMENTED)
-#define SIMBA_REDIS_IMPLEMENTED
+/* ==================================================================================== */
+/*                                   IMPLEMENTATION                                     */
+/* ==================================================================================== */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_REDIS_IMPLEMENTATION)
+#define SIMBA_REDIS_IMPLEMENTATION
+#endif
+#if defined(SIMBA_REDIS_IMPLEMENTATION) && !defined(SIMBA__REDIS_IMPLEMENTED)
+#define SIMBA__REDIS_IMPLEMENTED
+#include "simba.h" /* the core's implementation, when this file has not got it yet */
 
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
@@ -796,7 +813,7 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
     }
     /* Requests go out in submission order with one timeout, so the head of the list always
        holds the earliest deadline. */
-    op->deadline = now + r->cmd_to;
+    op->deadline = simba__add(now, r->cmd_to);
     simba__rop_append(r, op);
 }
 
@@ -1085,6 +1102,8 @@ static void simba__redis_on_hs(redisAsyncContext *ac, void *reply, void *priv) {
 
 static void simba__rconn_down(simba__rconn *c, int64_t now) {
     simba__redis *r = c->r;
+    /* Losing the command connection is losing the server: the core's policy decides. */
+    if (!c->is_sub && c->state == SIMBA__RC_READY) simba_backend_event(r->be, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
     c->state = SIMBA__RC_DOWN;
     c->rd = c->wr = 0;
     c->fd = -1;
@@ -1095,7 +1114,7 @@ static void simba__rconn_down(simba__rconn *c, int64_t now) {
         for (b = 0; b < r->chans.nb; b++)
             for (nd = r->chans.b[b]; nd; nd = nd->hnext) ((simba__rsub *)nd)->confirmed = 0;
     }
-    c->deadline = now + simba__redis_jitter(r, c->backoff);
+    c->deadline = simba__add(now, simba__redis_jitter(r, c->backoff));
     c->backoff = c->backoff * 2 > r->rmax ? r->rmax : c->backoff * 2;
     if (!c->is_sub) {
         /* They were waiting for this attempt; the core retries after its own backoff. */
@@ -1134,7 +1153,7 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
     c->ac = ac;
     c->fd = ac->c.fd;
     c->state = SIMBA__RC_CONNECTING;
-    c->deadline = now + r->connect_to;
+    c->deadline = simba__add(now, r->connect_to);
     ac->ev.data = c;
     ac->ev.addRead = simba__rev_add_read;
     ac->ev.delRead = simba__rev_del_read;
@@ -1325,7 +1344,7 @@ static int simba__redis_fds(void *impl, struct pollfd *out, int cap) {
 
 static int simba__redis_sub_needed(const simba__redis *r) { return r->mutexes.n > 0; }
 
-static void simba__redis_process(void *impl, const struct pollfd *ready, int n, int64_t now) {
+static void simba__redis_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__redis *r = (simba__redis *)impl;
     simba__rconn *cs[2];
     short rev[2] = {0, 0};
@@ -1333,7 +1352,7 @@ static void simba__redis_process(void *impl, const struct pollfd *ready, int n, 
     if (!r || r->destroying) return;
     cs[0] = &r->cmd;
     cs[1] = &r->sub;
-    if (!ready && r->io_at != now) {
+    if (!(flags & SIMBA_PROCESS_IO) && r->io_at != now) {
         /* Tick mode: our own zero-timeout look at our descriptors. Not again when the loop
            looked at them in this same poll (it calls us once more after every round of
            answers, so that new requests go out): that costs a syscall per round trip and
@@ -1346,7 +1365,7 @@ static void simba__redis_process(void *impl, const struct pollfd *ready, int n, 
                     (cs[i]->rd || cs[i]->wr))
                     rev[i] = p[m++].revents;
         }
-    } else if (ready) {
+    } else if ((flags & SIMBA_PROCESS_IO) && ready) {
         r->io_at = now;
         for (i = 0; i < 2; i++)
             for (j = 0; j < n; j++)
@@ -1486,6 +1505,7 @@ static void simba__redis_destroy(void *impl) {
 }
 
 static const simba_backend_vt simba__redis_vt = {
+    sizeof(simba_backend_vt),
     "redis",
     simba__redis_submit,
     simba__redis_fds,
@@ -1494,6 +1514,7 @@ static const simba_backend_vt simba__redis_vt = {
     simba__redis_watch,
     simba__redis_unwatch,
     simba__redis_destroy,
+    SIMBA_LEASE_ASKED,
 };
 
 /* A duration of the desc: 0 (default) .. 2^40 ms, like every duration the core accepts. */
@@ -1579,25 +1600,6 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     return SIMBA_OK;
 }
 
-#endif /* SIMBA_IMPLEMENTATION */
+#endif /* SIMBA_REDIS_IMPLEMENTATION */
 
-/*
-MIT License
-
-Copyright (c) 2026 the simba authors
-
-Permission is hereby granted, free of charge, to any person obtaining a copy of this software and
-associated documentation files (the "Software"), to deal in the Software without restriction,
-including without limitation the rights to use, copy, modify, merge, publish, distribute,
-sublicense, and/or sell copies of the Software, and to permit persons to whom the Software is
-furnished to do so, subject to the following conditions:
-
-The above copyright notice and this permission notice shall be included in all copies or
-substantial portions of the Software.
-
-THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT
-NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND
-NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM,
-DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT
-OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
-*/
+/* License: MIT, the full text at the end of simba.h (the headers ship together). */

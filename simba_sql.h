@@ -4,7 +4,8 @@
  * Do this:
  *     #define SIMBA_IMPLEMENTATION
  * before you include this file in *one* C or C++ file; the same macro instantiates simba.h,
- * which this header includes itself. Link with -lsqlite3.
+ * which this header includes itself. (SIMBA_SQL_IMPLEMENTATION instead: this header and the
+ * core only.) Link with -lsqlite3.
  *
  *     simba_backend *be;
  *     simba_sql_desc d = {0};
@@ -123,8 +124,15 @@
  * THREADS
  *   One backend is one sqlite3 connection, used only from its loop's thread.
  *
- * LICENSE: MIT, see the end of this file.
+ * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_SQL_IMPLEMENTATION)
+#define SIMBA_SQL_IMPLEMENTATION
+#endif
+/* Its implementation uses the core's private helpers: the core's goes into the same file. */
+#if defined(SIMBA_SQL_IMPLEMENTATION) && !defined(SIMBA_CORE_IMPLEMENTATION)
+#define SIMBA_CORE_IMPLEMENTATION
+#endif
 #ifndef SIMBA_SQL_H
 #define SIMBA_SQL_H
 
@@ -179,11 +187,15 @@ SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simb
 #endif
 #endif /* SIMBA_SQL_H */
 
-/* ===================================================================================== */
-
-#ifdef SIMBA_IMPLEMENTATION
-#ifndef SIMBA_SQL_IMPLEMENTATION_DONE
-#define SIMBA_SQL_IMPLEMENTATION_DONE
+/* ==================================================================================== */
+/*                                   IMPLEMENTATION                                     */
+/* ==================================================================================== */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_SQL_IMPLEMENTATION)
+#define SIMBA_SQL_IMPLEMENTATION
+#endif
+#if defined(SIMBA_SQL_IMPLEMENTATION) && !defined(SIMBA__SQL_IMPLEMENTED)
+#define SIMBA__SQL_IMPLEMENTED
+#include "simba.h" /* the core's implementation, when this file has not got it yet */
 
 #include <sqlite3.h>
 #include <errno.h>
@@ -1011,7 +1023,7 @@ static void simba__sql_drain(simba__sql *s, int64_t now) {
                                 &rep) == SIMBA__SQL_BUSY) {
             int64_t waited = now - r->sent_at;
             if (waited < simba__sql_busy_limit(s, r)) {
-                s->next_try = now + s->retry_ms;
+                s->next_try = simba__add(now, s->retry_ms);
                 return;
             }
             memset(&rep, 0, sizeof rep);
@@ -1087,11 +1099,11 @@ static void simba__sql_watch_check(simba__sql *s) {
     }
 }
 
-static void simba__sql_process(void *impl, const struct pollfd *ready, int n, int64_t now) {
+static void simba__sql_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__sql *s = (simba__sql *)impl;
     int i, readable = 0;
     if (s->crashed) return;
-    for (i = 0; i < n && ready; i++)
+    for (i = 0; (flags & SIMBA_PROCESS_IO) && ready && i < n; i++)
         if (ready[i].fd == s->wake_fd && (ready[i].revents & POLLIN)) readable = 1;
     if (readable) simba__sql_wake_recv(s);
     if (s->head && now >= s->next_try) simba__sql_drain(s, now);
@@ -1182,6 +1194,7 @@ static void simba__sql_destroy(void *impl) {
 }
 
 static const simba_backend_vt simba__sql_vt = {
+    sizeof(simba_backend_vt),
     "sql",
     simba__sql_submit,
     simba__sql_fds, /* the wake-up socket; requests complete in submit() or at a deadline */
@@ -1190,6 +1203,7 @@ static const simba_backend_vt simba__sql_vt = {
     simba__sql_watch,
     simba__sql_unwatch,
     simba__sql_destroy,
+    SIMBA_LEASE_ASKED,
 };
 
 static void simba__sql_errout(const simba_sql_desc *desc, const char *msg) {
@@ -1410,27 +1424,6 @@ SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simb
     return SIMBA_OK;
 }
 
-#endif /* SIMBA_SQL_IMPLEMENTATION_DONE */
-#endif /* SIMBA_IMPLEMENTATION */
+#endif /* SIMBA_SQL_IMPLEMENTATION */
 
-/*
- * MIT License
- *
- * Copyright (c) 2026 the simba authors
- *
- * Permission is hereby granted, free of charge, to any person obtaining a copy of this
- * software and associated documentation files (the "Software"), to deal in the Software
- * without restriction, including without limitation the rights to use, copy, modify, merge,
- * publish, distribute, sublicense, and/or sell copies of the Software, and to permit persons
- * to whom the Software is furnished to do so, subject to the following conditions:
- *
- * The above copyright notice and this permission notice shall be included in all copies or
- * substantial portions of the Software.
- *
- * THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED,
- * INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR
- * PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE
- * FOR ANY CLAIM, DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR
- * OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER
- * DEALINGS IN THE SOFTWARE.
- */
+/* License: MIT, the full text at the end of simba.h (the headers ship together). */

@@ -54,10 +54,11 @@
  *   choose a session timeout that fits (the owner renews at ttl_at - renew_margin, so a
  *   renew_margin below 2T/3 is needed). Non-owners get the owner's values from its node
  *   data (its session timeout as it knew it when it created the node). held_ms is -1.
- *     Disconnect (ZOO_CONNECTING_STATE): with step_down_on_disconnect the owner steps down
- *   at once (SIMBA_EV_DISCONNECTED: on_released with reason "connection") and replies that
- *   would confirm ownership are refused with SIMBA_ECONN until reconnected; otherwise it keeps its lease until its local deadline
- *   (renewals just fail). On reconnect SIMBA_EV_RESET makes every service re-check at once.
+ *   The vt declares SIMBA_LEASE_SESSION, so the core takes these grants as they are.
+ *     Disconnect (ZOO_CONNECTING_STATE): SIMBA_EV_DISCONNECTED, always. An owner whose desc
+ *   asks for step_down_on_disconnect steps down at once (reason "connection") and replies
+ *   that would confirm its ownership are refused with SIMBA_ECONN until reconnected; other
+ *   owners keep their lease until the local deadline (renewals just fail). On reconnect SIMBA_EV_RESET makes every service re-check at once.
  *     Session expiry: SIMBA_EV_LOST for every mutex at once, the handle is closed, a new
  *   session is opened, and once it is connected SIMBA_EV_RESET makes services re-contend
  *   (nodes are created again lazily by the next ACQUIRE).
@@ -114,8 +115,15 @@
  *   valid path component. root must be an absolute path of such components, not under
  *   /zookeeper, at most 256 bytes.
  *
- * LICENSE: MIT, see the end of this file.
+ * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_ZK_IMPLEMENTATION)
+#define SIMBA_ZK_IMPLEMENTATION
+#endif
+/* Its implementation uses the core's private helpers: the core's goes into the same file. */
+#if defined(SIMBA_ZK_IMPLEMENTATION) && !defined(SIMBA_CORE_IMPLEMENTATION)
+#define SIMBA_CORE_IMPLEMENTATION
+#endif
 #ifndef SIMBA_ZK_H
 #define SIMBA_ZK_H
 
@@ -135,8 +143,6 @@ typedef struct simba_zk_desc {
     const char *auth_scheme;    /* optional, e.g. "digest" */
     const char *auth;           /* its credentials, e.g. "user:password" */
     int acl_creator_only;       /* nodes get CREATOR_ALL_ACL (needs auth_scheme) */
-    int step_down_on_disconnect;/* 1: owners step down at once on disconnect; 0: at their
-                                   local deadline */
     void (*zk_log)(const char *message); /* client library log lines; NULL = silent. Called
                                    from ZooKeeper threads: must be thread-safe. */
 } simba_zk_desc;
@@ -145,7 +151,6 @@ typedef struct simba_zk_stats {
     int connected;              /* the session is connected now (as last processed) */
     int64_t session_timeout_ms; /* negotiated (the requested one before connecting) */
     int64_t session_id;         /* 0 before the first connection */
-    char session_passwd[16];
     uint64_t sessions;          /* sessions opened: 1 + one per expiry */
     uint64_t requests;          /* requests submitted */
     uint64_t zk_calls;          /* asynchronous ZooKeeper calls issued */
@@ -166,8 +171,14 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #endif /* SIMBA_ZK_H */
 
 /* ==================================================================================== */
-#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_ZK_IMPLEMENTED)
-#define SIMBA_ZK_IMPLEMENTED
+/*                                   IMPLEMENTATION                                     */
+/* ==================================================================================== */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_ZK_IMPLEMENTATION)
+#define SIMBA_ZK_IMPLEMENTATION
+#endif
+#if defined(SIMBA_ZK_IMPLEMENTATION) && !defined(SIMBA__ZK_IMPLEMENTED)
+#define SIMBA__ZK_IMPLEMENTED
+#include "simba.h" /* the core's implementation, when this file has not got it yet */
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -307,7 +318,7 @@ struct simba__zk {
     struct sockaddr_storage addrs[SIMBA__ZK_ADDRS]; /* numeric servers of hosts */
     int naddrs;
     char root[SIMBA__ZK_ROOT_MAX + 1];
-    int timeout_ms, creator_only, step_down;
+    int timeout_ms, creator_only;
     void (*zk_log)(const char *message);
     char token[17];
     uint32_t counter;
@@ -959,7 +970,7 @@ static void simba__zk_reply_none(simba__zk *zk, simba__zk_job *job) {
 static void simba__zk_reply_self(simba__zk *zk, simba__zk_job *job) {
     simba__zk_cont *c = job->cont;
     simba_reply r;
-    if (zk->step_down && !zk->sess->connected) { /* policy: no ownership while disconnected */
+    if (job->req && job->req->step_down_on_disconnect && !zk->sess->connected) { /* it would step down at once */
         simba__zk_fail(zk, job, SIMBA_ECONN, "zookeeper disconnected");
         return;
     }
@@ -1318,7 +1329,7 @@ static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
         if (s->connected) {
             s->connected = 0;
             zk->stats.connected = 0;
-            if (zk->step_down) simba__zk_event(zk, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
+            simba__zk_event(zk, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
         }
         for (job = zk->jobs; job; job = next) { /* nothing will answer them usefully */
             next = job->next;
@@ -1347,7 +1358,6 @@ static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
         id = zoo_client_id(s->zh);
         if (id) {
             zk->stats.session_id = id->client_id;
-            memcpy(zk->stats.session_passwd, id->passwd, sizeof zk->stats.session_passwd);
         }
         /* released contenders whose delete could not go out: now it can */
         for (m = zk->mtxs; m; m = mn) {
@@ -1363,7 +1373,7 @@ static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
         if (!s->connected) return;
         s->connected = 0;
         zk->stats.connected = 0;
-        if (zk->step_down) simba__zk_event(zk, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
+        simba__zk_event(zk, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
     } else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
         int rc;
         simba_log(zk->loop, SIMBA_LOG_WARN, "simba_zk: session %s; opening a new one",
@@ -1374,11 +1384,11 @@ static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
         simba__zk_event(zk, SIMBA_EV_LOST, NULL, NULL, NULL);
         simba__zk_session_close(zk);
         if (state == ZOO_AUTH_FAILED_STATE) {
-            zk->reopen_at = now + 1000; /* credentials will not get better by hammering */
+            zk->reopen_at = simba__add(now, 1000); /* credentials will not get better by hammering */
             return;
         }
         rc = simba__zk_session_open(zk);
-        if (rc != SIMBA_OK) zk->reopen_at = now + 1000;
+        if (rc != SIMBA_OK) zk->reopen_at = simba__add(now, 1000);
     }
 }
 
@@ -1562,10 +1572,11 @@ static int simba__zk_fds(void *impl, struct pollfd *out, int cap) {
     return 1;
 }
 
-static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int64_t now) {
+static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__zk *zk = (simba__zk *)impl;
     simba__zk_job *job, *next;
     (void)ready;
+    (void)flags;
     (void)n; /* the queue is checked on every call: it costs one uncontended lock */
     if (zk->closing) return;
     simba__zk_ack(zk);
@@ -1573,7 +1584,7 @@ static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int
     simba__zk_drain(zk);
     if (!zk->sess && zk->reopen_at <= now) {
         zk->reopen_at = INT64_MAX;
-        if (simba__zk_session_open(zk) != SIMBA_OK) zk->reopen_at = now + 1000;
+        if (simba__zk_session_open(zk) != SIMBA_OK) zk->reopen_at = simba__add(now, 1000);
     }
     for (job = zk->jobs; job; job = next) {
         next = job->next;
@@ -1701,8 +1712,9 @@ static void simba__zk_destroy(void *impl) {
 }
 
 static const simba_backend_vt simba__zk_vt = {
-    "zookeeper", simba__zk_submit, simba__zk_fds, simba__zk_process, simba__zk_deadline,
+    sizeof(simba_backend_vt), "zookeeper", simba__zk_submit, simba__zk_fds, simba__zk_process, simba__zk_deadline,
     simba__zk_watch, simba__zk_unwatch, simba__zk_destroy,
+    SIMBA_LEASE_SESSION, /* the session is the lease */
 };
 
 /* ---- public ----------------------------------------------------------------------------- */
@@ -1855,7 +1867,6 @@ SIMBA_API simba_result simba_zk_open(simba_loop *loop, const simba_zk_desc *desc
     zk->loop = loop;
     zk->timeout_ms = desc->session_timeout_ms ? desc->session_timeout_ms : 10000;
     zk->creator_only = desc->acl_creator_only != 0;
-    zk->step_down = desc->step_down_on_disconnect != 0;
     zk->zk_log = desc->zk_log;
     zk->reopen_at = INT64_MAX;
     memcpy(zk->token, rnd, 16);
@@ -1916,25 +1927,6 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
     return SIMBA_OK;
 }
 
-#endif /* SIMBA_IMPLEMENTATION */
+#endif /* SIMBA_ZK_IMPLEMENTATION */
 
-/*
-MIT License
-
-Copyright (c) 2026 the simba authors
-
-Permission is hereby granted, free of charge, to any person obtaining a copy of this software and
-associated documentation files (the "Software"), to deal in the Software without restriction,
-including without limitation the rights to use, copy, modify, merge, publish, distribute,
-sublicense, and/or sell copies of the Software, and to permit persons to whom the Software is
-furnished to do so, subject to the following conditions:
-
-The above copyright notice and this permission notice shall be included in all copies or
-substantial portions of the Software.
-
-THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT
-NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND
-NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM,
-DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT
-OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
-*/
+/* License: MIT, the full text at the end of simba.h (the headers ship together). */

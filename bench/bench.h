@@ -12,6 +12,7 @@
 #define SIMBA_BENCH_H
 
 #include "../simba_sql.h"
+#include "../simba_memory.h"
 #include "../simba_redis.h"
 #include "../simba_zk.h"
 #include "../simba_pg.h"

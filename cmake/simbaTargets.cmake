@@ -1,4 +1,4 @@
-# simbaTargets.cmake -- the simba::core, simba::sqlite, simba::redis and simba::zk targets.
+# simbaTargets.cmake -- the simba::core, simba::sqlite, simba::redis, simba::zk and simba::pg targets.
 # Shared by the source tree's CMakeLists.txt (add_subdirectory / FetchContent) and by the
 # installed simbaConfig.cmake (find_package). simba is header-only: each target is an
 # INTERFACE library carrying the include directory, the dependency's flags and libraries;
@@ -7,11 +7,11 @@
 #   simba__define_targets(<dir holding simba.h> <IMPORTED|"">)
 #
 # A backend target exists only when its dependency is found; SIMBA_<COMP>_FOUND says which
-# (core, sqlite, redis, zk).
+# (core, sqlite, redis, zk, pg).
 
 function(simba__define_targets inc imported)
   if(TARGET simba::core) # defined already in this directory: just report what exists
-    foreach(t core sqlite redis zk)
+    foreach(t core sqlite redis zk pg)
       string(TOUPPER "${t}" T)
       if(TARGET simba::${t})
         set(SIMBA_${T}_FOUND TRUE PARENT_SCOPE)
@@ -73,8 +73,18 @@ function(simba__define_targets inc imported)
     set(SIMBA_ZK_FOUND FALSE PARENT_SCOPE)
   endif()
 
+  # pg: libpq through CMake's FindPostgreSQL (PostgreSQL::PostgreSQL, CMake >= 3.14)
+  find_package(PostgreSQL QUIET)
+  if(PostgreSQL_FOUND)
+    add_library(${p}pg ${kind})
+    target_link_libraries(${p}pg INTERFACE ${p}core PostgreSQL::PostgreSQL)
+    set(SIMBA_PG_FOUND TRUE PARENT_SCOPE)
+  else()
+    set(SIMBA_PG_FOUND FALSE PARENT_SCOPE)
+  endif()
+
   if(NOT imported)
-    foreach(t core sqlite redis zk)
+    foreach(t core sqlite redis zk pg)
       if(TARGET simba_${t})
         add_library(simba::${t} ALIAS simba_${t})
       endif()

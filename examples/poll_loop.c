@@ -9,6 +9,7 @@
  */
 #define SIMBA_IMPLEMENTATION
 #include "../simba.h"
+#include "../simba_memory.h"
 
 #include <poll.h>
 #include <signal.h>

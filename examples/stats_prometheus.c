@@ -9,6 +9,7 @@
    HTTP handler: reading the statistics allocates nothing and never blocks. */
 #define SIMBA_IMPLEMENTATION
 #include "../simba.h"
+#include "../simba_memory.h"
 
 #include <stdio.h>
 #include <stdlib.h>

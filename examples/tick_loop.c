@@ -8,6 +8,7 @@
  */
 #define SIMBA_IMPLEMENTATION
 #include "../simba.h"
+#include "../simba_memory.h"
 
 #include <signal.h>
 #include <stdio.h>

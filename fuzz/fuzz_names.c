@@ -5,6 +5,7 @@
  * free mutex owns it after a poll; nothing leaks, nothing crashes. */
 #define SIMBA_IMPLEMENTATION
 #include "../simba.h"
+#include "../simba_memory.h"
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>

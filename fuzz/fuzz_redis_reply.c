@@ -7,6 +7,7 @@
  * nobody owns, transition_left >= ttl_left. */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_redis.h"
+#include "../simba_memory.h"
 #include <assert.h>
 #include <stdlib.h>
 #include "fuzz_common.h"

@@ -6,8 +6,8 @@
 #   make uninstall [PREFIX=/usr/local] [DESTDIR=]   removes exactly those files
 #
 # Layout under $(DESTDIR)$(PREFIX):
-#   include/simba/simba.h simba_sql.h simba_redis.h simba_zk.h
-#   share/pkgconfig/simba.pc simba-sqlite.pc simba-redis.pc simba-zk.pc
+#   include/simba/simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h simba_pg.h
+#   share/pkgconfig/simba.pc simba-sqlite.pc simba-redis.pc simba-zk.pc simba-pg.pc
 #   share/cmake/simba/simbaConfig.cmake simbaConfigVersion.cmake simbaTargets.cmake
 #   bin/simba
 # The headers are the library (nothing to compile), so the pkg-config and CMake files are
@@ -21,13 +21,14 @@ DATADIR       ?= $(PREFIX)/share
 PKGCONFIGDIR  ?= $(DATADIR)/pkgconfig
 CMAKEDIR      ?= $(DATADIR)/cmake/simba
 ZK_INCLUDEDIR ?= /usr/include/zookeeper
+PG_INCLUDEDIR ?= $(or $(shell pkg-config --variable=includedir libpq 2>/dev/null),/usr/include/postgresql)
 INSTALL       ?= install
 
 # The one version, from simba.h; the pkg-config and CMake files are stamped with it.
 SIMBA_VERSION := $(shell sed -n 's/^\#define SIMBA_VERSION "\(.*\)"/\1/p' simba.h)
 
-SIMBA_HEADERS  = simba.h simba_sql.h simba_redis.h simba_zk.h
-SIMBA_PCS      = simba simba-sqlite simba-redis simba-zk
+SIMBA_HEADERS  = simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h simba_pg.h
+SIMBA_PCS      = simba simba-sqlite simba-redis simba-zk simba-pg
 SIMBA_PC_OUT   = $(SIMBA_PCS:%=$(B)/pkgconfig/%.pc)
 SIMBA_CMAKE_OUT = $(B)/cmake/simbaConfig.cmake $(B)/cmake/simbaConfigVersion.cmake
 # The command-line tool is built by mk/cli.mk; installed when its source is there.
@@ -39,7 +40,7 @@ $(B)/pkgconfig $(B)/cmake:
 	mkdir -p $@
 
 $(B)/pkgconfig/%.pc: pkgconfig/%.pc.in simba.h mk/install.mk | $(B)/pkgconfig
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(SIMBA_VERSION)|g' -e 's|@ZK_INCLUDEDIR@|$(ZK_INCLUDEDIR)|g' $< > $@
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(SIMBA_VERSION)|g' -e 's|@ZK_INCLUDEDIR@|$(ZK_INCLUDEDIR)|g' -e 's|@PG_INCLUDEDIR@|$(PG_INCLUDEDIR)|g' $< > $@
 
 $(B)/cmake/%.cmake: cmake/%.cmake.in simba.h mk/install.mk | $(B)/cmake
 	sed -e 's|@VERSION@|$(SIMBA_VERSION)|g' $< > $@
@@ -66,12 +67,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/simba $(DESTDIR)$(CMAKEDIR) 2>/dev/null
 
 # ---- statistics and release reasons ---------------------------------------------------------
-$(B)/test_stats: tests/test_stats.c $(HDR_CORE) tests/check.h | $(B)
-	$(CC) $(CFLAGS) -o $@ tests/test_stats.c -lpthread
-$(B)/asan/test_stats: tests/test_stats.c $(HDR_CORE) tests/check.h | $(B)/asan
-	$(CC) $(CFLAGS) $(SAN) -o $@ tests/test_stats.c -lpthread
-$(B)/clang/test_stats: tests/test_stats.c $(HDR_CORE) tests/check.h | $(B)/clang
-	clang $(CFLAGS) -o $@ tests/test_stats.c -lpthread
+# test_stats in every variant: VARIANT_PROGS in the Makefile
 $(B)/stats_prometheus: examples/stats_prometheus.c $(HDR_CORE) | $(B)
 	$(CC) $(CFLAGS) -o $@ examples/stats_prometheus.c -lpthread
 

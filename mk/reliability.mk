@@ -26,7 +26,7 @@ $(B)/fault_sqlhold: tests/fault_sqlhold.c | $(B)
 $(B)/fault_proxy: tests/fault_proxy.c | $(B)
 	$(CC) $(CFLAGS) -o $@ tests/fault_proxy.c
 
-BADINPUT_DEPS = tests/badinput.c simba.h simba_sql.h simba_redis.h simba_zk.h tests/check.h
+BADINPUT_DEPS = tests/badinput.c simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h tests/check.h
 BADINPUT_LIBS = -lsqlite3 -lhiredis -lzookeeper_mt -lpthread
 $(B)/badinput: $(BADINPUT_DEPS) | $(B)
 	$(CC) $(CFLAGS) $(ZKINC) -o $@ tests/badinput.c $(BADINPUT_LIBS)
@@ -43,9 +43,9 @@ chaos: $(B)/mp_worker $(B)/mp_check $(B)/fault_sqlhold $(B)/fault_proxy
 
 # ---- fuzzing (clang, libFuzzer) --------------------------------------------------------------
 fuzz-bins: $(FUZZ_BINS)
-$(B)/fuzz/fuzz_names: fuzz/fuzz_names.c simba.h | $(B)/fuzz
+$(B)/fuzz/fuzz_names: fuzz/fuzz_names.c simba.h simba_memory.h | $(B)/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_names.c -lpthread
-$(B)/fuzz/fuzz_redis_reply: fuzz/fuzz_redis_reply.c fuzz/fuzz_common.h simba.h simba_redis.h | $(B)/fuzz
+$(B)/fuzz/fuzz_redis_reply: fuzz/fuzz_redis_reply.c fuzz/fuzz_common.h simba.h simba_memory.h simba_redis.h | $(B)/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_redis_reply.c -lhiredis -lpthread
 $(B)/fuzz/fuzz_redis_msg: fuzz/fuzz_redis_msg.c fuzz/fuzz_common.h simba.h simba_redis.h | $(B)/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_redis_msg.c -lhiredis -lpthread
@@ -63,14 +63,7 @@ fuzz: $(FUZZ_BINS)
 
 # ---- sanitizers ------------------------------------------------------------------------------
 TSAN_BINS = $(B)/tsan/test_core $(B)/tsan/kit_memory $(B)/tsan/test_zk $(B)/tsan/kit_zk
-$(B)/tsan/test_core: tests/test_core.c $(HDR_CORE) tests/check.h | $(B)/tsan
-	$(CC) $(CFLAGS) $(TSAN) -o $@ tests/test_core.c -lpthread
-$(B)/tsan/kit_memory: tests/kit_memory.c $(HDR_CORE) $(KIT) | $(B)/tsan
-	$(CC) $(CFLAGS) $(TSAN) -o $@ tests/kit_memory.c tests/kit.c -lpthread
-$(B)/tsan/test_zk: tests/test_zk.c $(HDR_ZK) tests/check.h | $(B)/tsan
-	$(CC) $(CFLAGS) $(TSAN) $(ZKINC) -o $@ tests/test_zk.c -lzookeeper_mt -lpthread
-$(B)/tsan/kit_zk: tests/kit_zk.c $(HDR_ZK) $(KIT) | $(B)/tsan
-	$(CC) $(CFLAGS) $(TSAN) $(ZKINC) -o $@ tests/kit_zk.c tests/kit.c -lzookeeper_mt -lpthread
+# the programs: VARIANT_PROGS pattern rules in the Makefile
 
 tsan: $(TSAN_BINS)
 	@bash tests/fault_sanitizers.sh tsan

@@ -11,6 +11,7 @@
  */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_sql.h"
+#include "../simba_memory.h"
 #include "../simba_redis.h"
 #include "../simba_zk.h"
 #include "../simba_pg.h"
@@ -260,16 +261,16 @@ static int locker_lifecycle(void) {
 static int lock_held_mutex(void) { /* held by the healthy owner: times out, touches nothing */
     simba_locker *lk = NULL;
     int rc = simba_lock(L, be, "healthy", 50, &lk), rc0;
-    if (rc == SIMBA_OK) simba_unlock(lk);
+    if (rc == SIMBA_OK) simba_unlock_free(lk);
     rc0 = simba_lock(L, be, "healthy", 0, &lk);
-    if (rc0 == SIMBA_OK) simba_unlock(lk);
+    if (rc0 == SIMBA_OK) simba_unlock_free(lk);
     return rc == SIMBA_ETIMEDOUT && rc0 == SIMBA_ETIMEDOUT ? SIMBA_ETIMEDOUT : (rc != SIMBA_ETIMEDOUT ? rc : rc0);
 }
 
 static int lock_negative_timeout_free(void) { /* < 0 = no limit, on a free mutex: OK */
     simba_locker *lk = NULL;
     int rc = simba_lock(L, be, "neg-timeout", -5, &lk);
-    if (rc == SIMBA_OK) return simba_unlock(lk);
+    if (rc == SIMBA_OK) return simba_unlock_free(lk);
     return rc;
 }
 
@@ -277,7 +278,7 @@ static int sched_lifecycle(void) {
     simba_scheduler *s;
     int bad = 0;
     if (simba_scheduler_new(L, be, &(simba_scheduler_desc){"sch-life", NULL, 1000, 500, SIMBA_FIXED_RATE, 0, 100,
-                                                           noop_work, NULL},
+                                                           noop_work, NULL, 0},
                             &s) != SIMBA_OK)
         return -999;
     bad += simba_scheduler_stop(s) != SIMBA_ESTATE;
@@ -433,7 +434,7 @@ static int misc_rows(void) {
 }
 
 static int backend_new_rows(void) {
-    static const simba_backend_vt novt = {"nosubmit", NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    static const simba_backend_vt novt = {sizeof(simba_backend_vt), "nosubmit", NULL, NULL, NULL, NULL, NULL, NULL, NULL, SIMBA_LEASE_ASKED};
     simba_backend *b2 = NULL;
     int bad = 0;
     bad += simba_backend_new(NULL, simba_backend_vt_get(be), NULL, &b2) != SIMBA_EINVAL;
@@ -491,10 +492,10 @@ static int loop_desc_rows(void) {
     X(wait_null, simba_wait(NULL, 0), SIMBA_EINVAL)                                                      \
     X(wait_int64_max, simba_wait(L, INT64_MAX), SIMBA_OK)                                                \
     X(wait_int64_min, simba_wait(L, INT64_MIN), SIMBA_OK)                                                \
-    X(contend_null_loop, simba_contend(NULL, be, &(simba_contend_desc){"m", 0,0,0,0,0,0,0,0,0,0,0,0,0}, &(simba_service *){0}), SIMBA_EINVAL) \
-    X(contend_null_backend, simba_contend(L, NULL, &(simba_contend_desc){"m", 0,0,0,0,0,0,0,0,0,0,0,0,0}, &(simba_service *){0}), SIMBA_EINVAL) \
+    X(contend_null_loop, simba_contend(NULL, be, &(simba_contend_desc){"m", 0,0,0,0,0,0,0,0,0,0,0,0,0, 0}, &(simba_service *){0}), SIMBA_EINVAL) \
+    X(contend_null_backend, simba_contend(L, NULL, &(simba_contend_desc){"m", 0,0,0,0,0,0,0,0,0,0,0,0,0, 0}, &(simba_service *){0}), SIMBA_EINVAL) \
     X(contend_null_desc, simba_contend(L, be, NULL, &(simba_service *){0}), SIMBA_EINVAL)                                  \
-    X(contend_null_out, simba_contend(L, be, &(simba_contend_desc){"m", 0,0,0,0,0,0,0,0,0,0,0,0,0}, NULL), SIMBA_EINVAL) \
+    X(contend_null_out, simba_contend(L, be, &(simba_contend_desc){"m", 0,0,0,0,0,0,0,0,0,0,0,0,0, 0}, NULL), SIMBA_EINVAL) \
     X(contend_mutex_null, contend_with(cdesc(NULL)), SIMBA_EINVAL)                                        \
     X(contend_mutex_empty, contend_with(cdesc("")), SIMBA_EINVAL)                                         \
     X(contend_mutex_long, contend_with(cdesc(longname)), SIMBA_EINVAL)                                    \
@@ -510,28 +511,28 @@ static int loop_desc_rows(void) {
     X(contend_mutex_utf8, contend_with(cdesc("caf\xc3\xa9")), SIMBA_EINVAL)                               \
     X(contend_mutex_high_byte, contend_with(cdesc("\xff")), SIMBA_EINVAL)                                 \
     X(contend_mutex_percent, contend_with(cdesc("%s%n")), SIMBA_EINVAL)                                   \
-    X(contend_id_empty, contend_with((simba_contend_desc){"m", "", 1000, 500, 0,0,0,0,0,0,0,0,0,0}), SIMBA_EINVAL) \
-    X(contend_id_space, contend_with((simba_contend_desc){"m", "a b", 1000, 500, 0,0,0,0,0,0,0,0,0,0}), SIMBA_EINVAL) \
-    X(contend_id_long, contend_with((simba_contend_desc){"m", longid, 1000, 500, 0,0,0,0,0,0,0,0,0,0}), SIMBA_EINVAL) \
-    X(contend_id_del, contend_with((simba_contend_desc){"m", "a\x7f", 1000, 500, 0,0,0,0,0,0,0,0,0,0}), SIMBA_EINVAL) \
-    X(contend_id_tab, contend_with((simba_contend_desc){"m", "a\tb", 1000, 500, 0,0,0,0,0,0,0,0,0,0}), SIMBA_EINVAL) \
-    X(contend_id_odd_ok, contend_with((simba_contend_desc){"m", "'\";{}%s\\", 1000, 500, 0,0,0,0,0,0,0,0,0,0}), SIMBA_OK) \
-    X(contend_ttl_negative, contend_with((simba_contend_desc){"m", NULL, -1, 500, 0,0,0,0,0,0,0,0,0,0}), SIMBA_EINVAL) \
-    X(contend_ttl_zero, contend_with((simba_contend_desc){"m", NULL, 0, 500, 0,0,0,0,0,0,0,0,0,0}), SIMBA_EINVAL) \
-    X(contend_ttl_int64_min, contend_with((simba_contend_desc){"m", NULL, INT64_MIN, 0, 0,0,0,0,0,0,0,0,0,0}), SIMBA_EINVAL) \
-    X(contend_ttl_int64_max, contend_with((simba_contend_desc){"m", NULL, INT64_MAX, 500, 0,0,0,0,0,0,0,0,0,0}), SIMBA_EINVAL) \
-    X(contend_ttl_over_max, contend_with((simba_contend_desc){"m", NULL, SIMBA_MAX_MS + 1, 500, 0,0,0,0,0,0,0,0,0,0}), SIMBA_EINVAL) \
-    X(contend_ttl_max_ok, contend_with((simba_contend_desc){"m", NULL, SIMBA_MAX_MS, SIMBA_MAX_MS, 0,0,0,0,0,0,0,0,0,0}), SIMBA_OK) \
-    X(contend_transition_negative, contend_with((simba_contend_desc){"m", NULL, 1000, -1, 0,0,0,0,0,0,0,0,0,0}), SIMBA_EINVAL) \
-    X(contend_transition_int64_max, contend_with((simba_contend_desc){"m", NULL, 1000, INT64_MAX, 0,0,0,0,0,0,0,0,0,0}), SIMBA_EINVAL) \
-    X(contend_margin_negative, contend_with((simba_contend_desc){"m", NULL, 1000, 500, -1,0,0,0,0,0,0,0,0,0}), SIMBA_EINVAL) \
-    X(contend_margin_over_ttl, contend_with((simba_contend_desc){"m", NULL, 1000, 500, 1000,0,0,0,0,0,0,0,0,0}), SIMBA_EINVAL) \
-    X(contend_jitter_reversed, contend_with((simba_contend_desc){"m", NULL, 1000, 500, 0, 500, 100, 0,0,0,0,0,0,0}), SIMBA_EINVAL) \
-    X(contend_jitter_int64, contend_with((simba_contend_desc){"m", NULL, 1000, 500, 0, INT64_MIN, INT64_MAX, 0,0,0,0,0,0,0}), SIMBA_EINVAL) \
-    X(contend_min_retry_negative, contend_with((simba_contend_desc){"m", NULL, 1000, 500, 0,0,0, -1, 0,0,0,0,0,0}), SIMBA_EINVAL) \
-    X(contend_backoff_negative, contend_with((simba_contend_desc){"m", NULL, 1000, 500, 0,0,0,0, -5, 0,0,0,0,0}), SIMBA_EINVAL) \
-    X(contend_backoff_reversed, contend_with((simba_contend_desc){"m", NULL, 1000, 500, 0,0,0,0, 5000, 100, 0,0,0,0}), SIMBA_EINVAL) \
-    X(contend_backoff_int64_max, contend_with((simba_contend_desc){"m", NULL, 1000, 500, 0,0,0,0, 100, INT64_MAX, 0,0,0,0}), SIMBA_EINVAL) \
+    X(contend_id_empty, contend_with((simba_contend_desc){"m", "", 1000, 500, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
+    X(contend_id_space, contend_with((simba_contend_desc){"m", "a b", 1000, 500, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
+    X(contend_id_long, contend_with((simba_contend_desc){"m", longid, 1000, 500, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
+    X(contend_id_del, contend_with((simba_contend_desc){"m", "a\x7f", 1000, 500, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
+    X(contend_id_tab, contend_with((simba_contend_desc){"m", "a\tb", 1000, 500, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
+    X(contend_id_odd_ok, contend_with((simba_contend_desc){"m", "'\";{}%s\\", 1000, 500, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_OK) \
+    X(contend_ttl_negative, contend_with((simba_contend_desc){"m", NULL, -1, 500, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
+    X(contend_ttl_zero, contend_with((simba_contend_desc){"m", NULL, 0, 500, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
+    X(contend_ttl_int64_min, contend_with((simba_contend_desc){"m", NULL, INT64_MIN, 0, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
+    X(contend_ttl_int64_max, contend_with((simba_contend_desc){"m", NULL, INT64_MAX, 500, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
+    X(contend_ttl_over_max, contend_with((simba_contend_desc){"m", NULL, SIMBA_MAX_MS + 1, 500, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
+    X(contend_ttl_max_ok, contend_with((simba_contend_desc){"m", NULL, SIMBA_MAX_MS, SIMBA_MAX_MS, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_OK) \
+    X(contend_transition_negative, contend_with((simba_contend_desc){"m", NULL, 1000, -1, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
+    X(contend_transition_int64_max, contend_with((simba_contend_desc){"m", NULL, 1000, INT64_MAX, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
+    X(contend_margin_negative, contend_with((simba_contend_desc){"m", NULL, 1000, 500, -1,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
+    X(contend_margin_over_ttl, contend_with((simba_contend_desc){"m", NULL, 1000, 500, 1000,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
+    X(contend_jitter_reversed, contend_with((simba_contend_desc){"m", NULL, 1000, 500, 0, 500, 100, 0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
+    X(contend_jitter_int64, contend_with((simba_contend_desc){"m", NULL, 1000, 500, 0, INT64_MIN, INT64_MAX, 0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
+    X(contend_min_retry_negative, contend_with((simba_contend_desc){"m", NULL, 1000, 500, 0,0,0, -1, 0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
+    X(contend_backoff_negative, contend_with((simba_contend_desc){"m", NULL, 1000, 500, 0,0,0,0, -5, 0,0,0,0,0, 0}), SIMBA_EINVAL) \
+    X(contend_backoff_reversed, contend_with((simba_contend_desc){"m", NULL, 1000, 500, 0,0,0,0, 5000, 100, 0,0,0,0, 0}), SIMBA_EINVAL) \
+    X(contend_backoff_int64_max, contend_with((simba_contend_desc){"m", NULL, 1000, 500, 0,0,0,0, 100, INT64_MAX, 0,0,0,0, 0}), SIMBA_EINVAL) \
     X(contend_duplicate_id, duplicate_contender(), SIMBA_EEXIST)                                          \
     X(contend_healthy_id_taken, healthy_id_taken(), SIMBA_EEXIST)                                         \
     X(contend_foreign_backend, foreign_backend(), SIMBA_EINVAL)                                           \
@@ -557,12 +558,12 @@ static int loop_desc_rows(void) {
     X(mutex_null, simba_service_mutex(NULL) == NULL, EX_TRUE)                                             \
     X(user_data_null, simba_service_user_data(NULL) == NULL, EX_TRUE)                                     \
     X(locker_new_null_desc, simba_locker_new(L, be, NULL, &(simba_locker *){0}), SIMBA_EINVAL)            \
-    X(locker_new_null_out, simba_locker_new(L, be, &(simba_locker_desc){"m", NULL, 0, 0, NULL, NULL}, NULL), SIMBA_EINVAL) \
-    X(locker_new_bad_name, locker_with((simba_locker_desc){"a b", NULL, 0, 0, NULL, NULL}), SIMBA_EINVAL) \
-    X(locker_new_bad_id, locker_with((simba_locker_desc){"m", "", 0, 0, NULL, NULL}), SIMBA_EINVAL)       \
-    X(locker_new_ttl_negative, locker_with((simba_locker_desc){"m", NULL, -1, 0, NULL, NULL}), SIMBA_EINVAL) \
-    X(locker_new_transition_negative, locker_with((simba_locker_desc){"m", NULL, 100, -1, NULL, NULL}), SIMBA_EINVAL) \
-    X(locker_new_ttl_int64_max, locker_with((simba_locker_desc){"m", NULL, INT64_MAX, 0, NULL, NULL}), SIMBA_EINVAL) \
+    X(locker_new_null_out, simba_locker_new(L, be, &(simba_locker_desc){"m", NULL, 0, 0, NULL, NULL, 0}, NULL), SIMBA_EINVAL) \
+    X(locker_new_bad_name, locker_with((simba_locker_desc){"a b", NULL, 0, 0, NULL, NULL, 0}), SIMBA_EINVAL) \
+    X(locker_new_bad_id, locker_with((simba_locker_desc){"m", "", 0, 0, NULL, NULL, 0}), SIMBA_EINVAL)       \
+    X(locker_new_ttl_negative, locker_with((simba_locker_desc){"m", NULL, -1, 0, NULL, NULL, 0}), SIMBA_EINVAL) \
+    X(locker_new_transition_negative, locker_with((simba_locker_desc){"m", NULL, 100, -1, NULL, NULL, 0}), SIMBA_EINVAL) \
+    X(locker_new_ttl_int64_max, locker_with((simba_locker_desc){"m", NULL, INT64_MAX, 0, NULL, NULL, 0}), SIMBA_EINVAL) \
     X(locker_lock_null, simba_locker_lock(NULL, 0), SIMBA_EINVAL)                                         \
     X(locker_try_null, simba_locker_try(NULL), SIMBA_EINVAL)                                              \
     X(locker_unlock_null, simba_locker_unlock(NULL), SIMBA_EINVAL)                                        \
@@ -577,18 +578,18 @@ static int loop_desc_rows(void) {
     X(lock_null_out, simba_lock(L, be, "m", 0, NULL), SIMBA_EINVAL)                                       \
     X(lock_held_by_healthy, lock_held_mutex(), SIMBA_ETIMEDOUT)                                           \
     X(lock_negative_timeout, lock_negative_timeout_free(), SIMBA_OK)                                      \
-    X(unlock_null, simba_unlock(NULL), SIMBA_EINVAL)                                                      \
+    X(unlock_null, simba_unlock_free(NULL), SIMBA_EINVAL)                                                      \
     X(sched_null_desc, simba_scheduler_new(L, be, NULL, &(simba_scheduler *){0}), SIMBA_EINVAL)           \
-    X(sched_null_out, simba_scheduler_new(L, be, &(simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, 0, 100, noop_work, NULL}, NULL), SIMBA_EINVAL) \
-    X(sched_no_work, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, 0, 100, NULL, NULL}), SIMBA_EINVAL) \
-    X(sched_period_zero, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, 0, 0, noop_work, NULL}), SIMBA_EINVAL) \
-    X(sched_period_negative, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, 0, -100, noop_work, NULL}), SIMBA_EINVAL) \
-    X(sched_period_int64_max, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, 0, INT64_MAX, noop_work, NULL}), SIMBA_EINVAL) \
-    X(sched_delay_negative, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, -1, 100, noop_work, NULL}), SIMBA_EINVAL) \
-    X(sched_delay_int64_max, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, INT64_MAX, 100, noop_work, NULL}), SIMBA_EINVAL) \
-    X(sched_bad_strategy, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, (simba_schedule_strategy)7, 0, 100, noop_work, NULL}), SIMBA_EINVAL) \
-    X(sched_bad_name, sched_with((simba_scheduler_desc){"", NULL, 0, 0, SIMBA_FIXED_RATE, 0, 100, noop_work, NULL}), SIMBA_EINVAL) \
-    X(sched_ttl_negative, sched_with((simba_scheduler_desc){"m", NULL, -5, 0, SIMBA_FIXED_RATE, 0, 100, noop_work, NULL}), SIMBA_EINVAL) \
+    X(sched_null_out, simba_scheduler_new(L, be, &(simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, 0, 100, noop_work, NULL, 0}, NULL), SIMBA_EINVAL) \
+    X(sched_no_work, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, 0, 100, NULL, NULL, 0}), SIMBA_EINVAL) \
+    X(sched_period_zero, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, 0, 0, noop_work, NULL, 0}), SIMBA_EINVAL) \
+    X(sched_period_negative, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, 0, -100, noop_work, NULL, 0}), SIMBA_EINVAL) \
+    X(sched_period_int64_max, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, 0, INT64_MAX, noop_work, NULL, 0}), SIMBA_EINVAL) \
+    X(sched_delay_negative, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, -1, 100, noop_work, NULL, 0}), SIMBA_EINVAL) \
+    X(sched_delay_int64_max, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, INT64_MAX, 100, noop_work, NULL, 0}), SIMBA_EINVAL) \
+    X(sched_bad_strategy, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, (simba_schedule_strategy)7, 0, 100, noop_work, NULL, 0}), SIMBA_EINVAL) \
+    X(sched_bad_name, sched_with((simba_scheduler_desc){"", NULL, 0, 0, SIMBA_FIXED_RATE, 0, 100, noop_work, NULL, 0}), SIMBA_EINVAL) \
+    X(sched_ttl_negative, sched_with((simba_scheduler_desc){"m", NULL, -5, 0, SIMBA_FIXED_RATE, 0, 100, noop_work, NULL, 0}), SIMBA_EINVAL) \
     X(sched_ok, sched_with(sdesc()), SIMBA_OK)                                                            \
     X(sched_start_null, simba_scheduler_start(NULL), SIMBA_EINVAL)                                        \
     X(sched_stop_null, simba_scheduler_stop(NULL), SIMBA_EINVAL)                                          \
@@ -674,16 +675,16 @@ static int loop_desc_rows(void) {
     X(redis_open_unix_108, redis_with((simba_redis_desc){NULL, 0, unix108, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0}), SIMBA_EINVAL) \
     X(redis_open_unix_107_ok, redis_with((simba_redis_desc){NULL, 0, unix107, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0}), SIMBA_OK) \
     X(redis_open_closed_port_ok, redis_with(redisd()), SIMBA_OK)                                          \
-    X(zk_open_null_loop, simba_zk_open(NULL, &(simba_zk_desc){"127.0.0.1:1", 0, NULL, NULL, NULL, 0, 0, NULL}, &(simba_backend *){0}), SIMBA_EINVAL) \
+    X(zk_open_null_loop, simba_zk_open(NULL, &(simba_zk_desc){"127.0.0.1:1", 0, NULL, NULL, NULL, 0, NULL}, &(simba_backend *){0}), SIMBA_EINVAL) \
     X(zk_open_null_desc, simba_zk_open(L, NULL, &(simba_backend *){0}), SIMBA_EINVAL)                     \
-    X(zk_open_null_out, simba_zk_open(L, &(simba_zk_desc){"127.0.0.1:1", 0, NULL, NULL, NULL, 0, 0, NULL}, NULL), SIMBA_EINVAL) \
-    X(zk_open_null_hosts, zk_with((simba_zk_desc){NULL, 0, NULL, NULL, NULL, 0, 0, NULL}), SIMBA_EINVAL)  \
-    X(zk_open_empty_hosts, zk_with((simba_zk_desc){"", 0, NULL, NULL, NULL, 0, 0, NULL}), SIMBA_EINVAL)   \
-    X(zk_open_timeout_negative, zk_with((simba_zk_desc){"127.0.0.1:1", -1, NULL, NULL, NULL, 0, 0, NULL}), SIMBA_EINVAL) \
-    X(zk_open_timeout_intmax, zk_with((simba_zk_desc){"127.0.0.1:1", INT_MAX, NULL, NULL, NULL, 0, 0, NULL}), EX_ANY) \
-    X(zk_open_root_relative, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "simba", NULL, NULL, 0, 0, NULL}), SIMBA_EINVAL) \
-    X(zk_open_root_slash, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/", NULL, NULL, 0, 0, NULL}), SIMBA_EINVAL) \
-    X(zk_open_root_double_slash, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/a//b", NULL, NULL, 0, 0, NULL}), SIMBA_EINVAL) \
+    X(zk_open_null_out, simba_zk_open(L, &(simba_zk_desc){"127.0.0.1:1", 0, NULL, NULL, NULL, 0, NULL}, NULL), SIMBA_EINVAL) \
+    X(zk_open_null_hosts, zk_with((simba_zk_desc){NULL, 0, NULL, NULL, NULL, 0, NULL}), SIMBA_EINVAL)  \
+    X(zk_open_empty_hosts, zk_with((simba_zk_desc){"", 0, NULL, NULL, NULL, 0, NULL}), SIMBA_EINVAL)   \
+    X(zk_open_timeout_negative, zk_with((simba_zk_desc){"127.0.0.1:1", -1, NULL, NULL, NULL, 0, NULL}), SIMBA_EINVAL) \
+    X(zk_open_timeout_intmax, zk_with((simba_zk_desc){"127.0.0.1:1", INT_MAX, NULL, NULL, NULL, 0, NULL}), EX_ANY) \
+    X(zk_open_root_relative, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "simba", NULL, NULL, 0, NULL}), SIMBA_EINVAL) \
+    X(zk_open_root_slash, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/", NULL, NULL, 0, NULL}), SIMBA_EINVAL) \
+    X(zk_open_root_double_slash, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/a//b", NULL, NULL, 0, NULL}), SIMBA_EINVAL) \
     X(pg_open_null_loop, simba_pg_open(NULL, &(simba_pg_desc){0}, &(simba_backend *){0}), SIMBA_EINVAL)    \
     X(pg_open_null_desc, simba_pg_open(L, NULL, &(simba_backend *){0}), SIMBA_EINVAL)                     \
     X(pg_open_null_out, simba_pg_open(L, &(simba_pg_desc){0}, NULL), SIMBA_EINVAL)                        \
@@ -698,12 +699,12 @@ static int loop_desc_rows(void) {
     X(pg_open_table_quotes_ok, pg_with(pgd(NULL, "127.0.0.1", "a\"b'c")), SIMBA_OK)                       \
     X(pg_open_closed_port_ok, pg_with(pgd(NULL, "127.0.0.1", NULL)), SIMBA_OK)                           \
     X(pg_open_socket_dir_ok, pg_with(pgd("host=/nonexistent/dir", NULL, NULL)), SIMBA_OK)                \
-    X(zk_open_root_trailing, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/a/", NULL, NULL, 0, 0, NULL}), SIMBA_EINVAL) \
-    X(zk_open_root_dotdot, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/a/..", NULL, NULL, 0, 0, NULL}), SIMBA_EINVAL) \
-    X(zk_open_root_zookeeper, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/zookeeper/x", NULL, NULL, 0, 0, NULL}), SIMBA_EINVAL) \
-    X(zk_open_root_space, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/a b", NULL, NULL, 0, 0, NULL}), SIMBA_EINVAL) \
-    X(zk_open_auth_half, zk_with((simba_zk_desc){"127.0.0.1:1", 0, NULL, "digest", NULL, 0, 0, NULL}), SIMBA_EINVAL) \
-    X(zk_open_acl_no_auth, zk_with((simba_zk_desc){"127.0.0.1:1", 0, NULL, NULL, NULL, 1, 0, NULL}), SIMBA_EINVAL) \
+    X(zk_open_root_trailing, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/a/", NULL, NULL, 0, NULL}), SIMBA_EINVAL) \
+    X(zk_open_root_dotdot, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/a/..", NULL, NULL, 0, NULL}), SIMBA_EINVAL) \
+    X(zk_open_root_zookeeper, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/zookeeper/x", NULL, NULL, 0, NULL}), SIMBA_EINVAL) \
+    X(zk_open_root_space, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/a b", NULL, NULL, 0, NULL}), SIMBA_EINVAL) \
+    X(zk_open_auth_half, zk_with((simba_zk_desc){"127.0.0.1:1", 0, NULL, "digest", NULL, 0, NULL}), SIMBA_EINVAL) \
+    X(zk_open_acl_no_auth, zk_with((simba_zk_desc){"127.0.0.1:1", 0, NULL, NULL, NULL, 1, NULL}), SIMBA_EINVAL) \
     X(zk_open_ok, zk_with(zkd()), SIMBA_OK)                                                               \
     X(zk_stats, stats_rows(), 0)
 

@@ -2,6 +2,7 @@
 // -Wextra -Wpedantic -Werror); running it exercises the memory backend once.
 #define SIMBA_IMPLEMENTATION
 #include "../simba.h"
+#include "../simba_memory.h"
 #include "../simba_sql.h"
 #include "../simba_redis.h"
 #include "../simba_zk.h"

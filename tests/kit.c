@@ -28,6 +28,11 @@ static int64_t kit_now(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* recorder callbacks and the contend helper, noting real time */
+#define FIXTURE_REAL_TIME
+#define FIXTURE_NOW() kit_now()
+#include "fixture.h"
+
 static const char *kit_name(const char *base) {
     static char buf[8][64];
     static int i;
@@ -117,34 +122,8 @@ static void kit_step_one(kit_proc *p, int64_t max_ms) {
         }                                                                                     \
     } while (0)
 
-typedef struct kit_counts {
-    int acquired, released;
-    uint64_t fence;
-} kit_counts;
-
-static void kc_acq(simba_service *s, const simba_state *st, void *u) {
-    kit_counts *c = (kit_counts *)u;
-    c->acquired++;
-    c->fence = st->after->fence;
-    CHECK(simba_owner_is(st->after, simba_service_contender_id(s)));
-}
-static void kc_rel(simba_service *s, const simba_state *st, void *u) {
-    (void)s;
-    (void)st;
-    ((kit_counts *)u)->released++;
-}
-
-static simba_service *kit_contender(kit_proc *p, const char *mutex, kit_counts *c) {
-    simba_contend_desc d = {0};
-    simba_service *s = NULL;
-    d.mutex = mutex;
-    d.ttl_ms = TTL;
-    d.transition_ms = TR;
-    d.on_acquired = kc_acq;
-    d.on_released = kc_rel;
-    d.user_data = c;
-    CHECK_RC(simba_contend(p->loop, p->be, &d, &s), SIMBA_OK);
-    return s;
+static simba_service *kit_contender(kit_proc *p, const char *mutex, rec *c) {
+    return contend_on(p->loop, p->be, mutex, NULL, TTL, TR, c, 0);
 }
 
 /* Long enough for a free mutex to be taken: a round trip, plus a leftover lease. */
@@ -152,7 +131,7 @@ static simba_service *kit_contender(kit_proc *p, const char *mutex, kit_counts *
 
 TEST(kit_start) {
     kit_proc *p = kit_open();
-    kit_counts c = {0};
+    rec c = {0};
     simba_service *s;
     REQUIRE(p);
     s = kit_contender(p, kit_name("start"), &c);
@@ -171,7 +150,7 @@ TEST(kit_start) {
 
 TEST(kit_restart) {
     kit_proc *p = kit_open();
-    kit_counts c = {0};
+    rec c = {0};
     simba_service *s;
     uint64_t f1;
     char id[SIMBA_ID_MAX + 1];
@@ -181,7 +160,7 @@ TEST(kit_restart) {
     snprintf(id, sizeof id, "%s", simba_service_contender_id(s));
     CHECK_RC(simba_start(s), SIMBA_OK);
     CHECK_UNTIL(c.acquired == 1, ACQ_MS);
-    f1 = c.fence;
+    f1 = c.last_fence;
     CHECK_RC(simba_stop(s), SIMBA_OK);
     CHECK_UNTIL(c.released == 1 && simba_service_status(s) == SIMBA_INITIAL, 5000);
     CHECK_RC(simba_start(s), SIMBA_OK);
@@ -189,7 +168,7 @@ TEST(kit_restart) {
     CHECK_UNTIL(c.acquired == 2, 3000);
     CHECK(simba_is_owner(s));
     CHECK_STR(simba_service_contender_id(s), id);
-    CHECK(c.fence > f1);
+    CHECK(c.last_fence > f1);
     CHECK_RC(simba_stop(s), SIMBA_OK);
     CHECK_UNTIL(c.released == 2 && simba_service_status(s) == SIMBA_INITIAL, 5000);
     kit_close_all();
@@ -197,7 +176,7 @@ TEST(kit_restart) {
 
 TEST(kit_guard) {
     kit_proc *p = kit_open();
-    kit_counts c = {0};
+    rec c = {0};
     simba_service *s;
     simba_owner o;
     uint64_t f;
@@ -464,7 +443,7 @@ TEST(kit_observer) {
     kit_proc *o = kit_open(), *p = kit_open(), *q = kit_open();
     simba_service *obs, *a, *b;
     simba_observe_desc od = {0};
-    kit_counts ca = {0}, cb = {0};
+    rec ca = {0}, cb = {0};
     char want[512];
     simba_owner view;
     const char *m = kit_name("observer");
@@ -490,14 +469,14 @@ TEST(kit_observer) {
     CHECK_STR(obs_log, want);
     CHECK_EQ(obs_n, 2);
     CHECK(obs_fences[1] > obs_fences[0]);
-    CHECK_EQ(obs_fences[0], ca.fence);
-    CHECK_EQ(obs_fences[1], cb.fence);
+    CHECK_EQ(obs_fences[0], ca.last_fence);
+    CHECK_EQ(obs_fences[1], cb.last_fence);
     kit_close_all();
 }
 
 TEST(kit_fencing) {
     kit_proc *p = kit_open(), *q = kit_open();
-    kit_counts ca = {0}, cb = {0};
+    rec ca = {0}, cb = {0};
     simba_service *a, *b;
     uint64_t f[4];
     const char *m = kit_name("fencing");
@@ -520,7 +499,7 @@ TEST(kit_fencing) {
     REQUIRE_UNTIL(ca.acquired == 2, ACQ_MS);
     f[2] = simba_fence(a);
     CHECK(f[2] > f[1]);
-    CHECK_EQ(ca.fence, f[2]);
+    CHECK_EQ(ca.last_fence, f[2]);
     kit_close_all();
 }
 

@@ -2,6 +2,7 @@
    shared store (real clock). */
 #define SIMBA_IMPLEMENTATION
 #include "../simba.h"
+#include "../simba_memory.h"
 #include "kit.h"
 
 static simba_result open_memory(simba_loop *loop, void *ctx, simba_backend **out) {

@@ -2,106 +2,20 @@
    source, so every timing is exact and the suite runs in well under a second. */
 #define SIMBA_IMPLEMENTATION
 #include "../simba.h"
+#include "../simba_memory.h"
 #include "check.h"
 
 #include <poll.h>
 #include <stdlib.h>
 
-/* ---- fixtures ------------------------------------------------------------------------ */
+#include "fixture.h"
 
-static int64_t fake_now = 1000000;
-static int64_t fake_clock(void *u) { (void)u; return fake_now; }
-static uint32_t fake_rand_value;
-static uint32_t fake_rand(void *u) { (void)u; return fake_rand_value; }
+static int lk_lost_calls;
+static void lk_lost_count(simba_locker *lk, void *u) { (void)lk; (void)u; lk_lost_calls++; }
+static void noop_work(simba_scheduler *sc, void *u) { (void)sc; (void)u; }
 
-typedef struct proc {
-    simba_loop *loop;
-    simba_backend *be;
-} proc;
-
-static simba_memstore *store;
-
-static void store_new(void) {
-    simba_memstore_desc sd = {0};
-    sd.now_ms = fake_clock;
-    CHECK_RC(simba_memstore_new(&sd, &store), SIMBA_OK);
-}
-static void store_free(void) { CHECK_RC(simba_memstore_free(store), SIMBA_OK); store = NULL; }
-
-static void proc_open(proc *p) {
-    simba_loop_desc d = {0};
-    d.now_ms = fake_clock;
-    d.random = fake_rand;
-    CHECK_RC(simba_loop_new(&d, &p->loop), SIMBA_OK);
-    CHECK_RC(simba_memory_open(p->loop, store, &p->be), SIMBA_OK);
-}
-static void proc_close(proc *p) { CHECK_RC(simba_loop_free(p->loop), SIMBA_OK); }
-
-/* Poll every loop until nothing more happens at this instant. */
-static void settle(proc *ps, int n) {
-    int round, i;
-    for (round = 0; round < 8; round++)
-        for (i = 0; i < n; i++) CHECK(simba_poll(ps[i].loop) >= 0);
-}
-/* Advance simulated time in steps of at most `step` ms, polling at every loop's deadline. */
-static void advance(proc *ps, int n, int64_t ms, int64_t step) {
-    int64_t end = fake_now + ms;
-    while (fake_now < end) {
-        int64_t next = end, i;
-        for (i = 0; i < n; i++) {
-            int64_t w = simba_poll(ps[i].loop);
-            CHECK(w >= 0);
-            if (fake_now + w < next) next = fake_now + w;
-        }
-        if (next - fake_now > step) next = fake_now + step;
-        if (next <= fake_now) next = fake_now + 1;
-        fake_now = next;
-        settle(ps, (int)n);
-    }
-}
-
-typedef struct counts {
-    int acquired, released, owner_changes;
-    uint64_t last_fence;
-    int64_t acquired_at, released_at;
-    simba_owner last_after;
-} counts;
-
-static void on_acq(simba_service *s, const simba_state *st, void *u) {
-    counts *c = (counts *)u;
-    c->acquired++;
-    c->acquired_at = fake_now;
-    c->last_fence = st->after->fence;
-    CHECK(simba_owner_is(st->after, simba_service_contender_id(s)));
-    CHECK(simba_is_owner(s));
-}
-static void on_rel(simba_service *s, const simba_state *st, void *u) {
-    counts *c = (counts *)u;
-    c->released++;
-    c->released_at = fake_now;
-    CHECK(simba_owner_is(st->before, simba_service_contender_id(s)));
-    CHECK(!simba_is_owner(s));
-}
-static void on_own(simba_service *s, const simba_state *st, void *u) {
-    counts *c = (counts *)u;
-    (void)s;
-    c->owner_changes++;
-    c->last_after = *st->after;
-}
-
-static simba_service *contender(proc *p, const char *mutex, const char *id, int64_t ttl, int64_t tr, counts *c) {
-    simba_contend_desc d = {0};
-    simba_service *s = NULL;
-    d.mutex = mutex;
-    d.contender_id = id;
-    d.ttl_ms = ttl;
-    d.transition_ms = tr;
-    d.on_acquired = on_acq;
-    d.on_released = on_rel;
-    d.on_owner = on_own;
-    d.user_data = c;
-    CHECK_RC(simba_contend(p->loop, p->be, &d, &s), SIMBA_OK);
-    return s;
+static simba_service *contender(proc *p, const char *mutex, const char *id, int64_t ttl, int64_t tr, rec *c) {
+    return contend_rec(p, mutex, id, ttl, tr, c, 0);
 }
 
 /* ---- owner model ---------------------------------------------------------------------- */
@@ -188,7 +102,7 @@ TEST(contender_ids) {
 
 TEST(owner_renews_at_ttl_minus_margin) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     simba_reply r;
     int64_t t0;
@@ -220,18 +134,27 @@ TEST(owner_renews_at_ttl_minus_margin) {
     store_free();
 }
 
-TEST(renew_margin_capped_by_granted_lease) {
+/* The memory backend's vt, declaring a session-derived lease (as ZooKeeper's does). */
+static simba_backend_vt session_vt;
+static void declare_session_lease(proc *p) {
+    session_vt = *simba_backend_vt_get(p->be);
+    session_vt.lease = SIMBA_LEASE_SESSION;
+    p->be->vt = &session_vt;
+}
+
+TEST(renew_margin_capped_by_granted_session_lease) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     int64_t t0;
     store_new();
     proc_open(&p);
+    declare_session_lease(&p);
     s = contender(&p, "cap", "a", 9000, 600, &c);
     CHECK_RC(simba_start(s), SIMBA_OK);
     settle(&p, 1);
     t0 = fake_now;
-    /* the backend grants only 1200 ms (less than ttl_ms): renew at half of it, not at
+    /* the session grants only 1200 ms (less than ttl_ms): renew at half of it, not at
        lease_end - 3000 (which would be in the past and renew continuously) */
     simba__learn(s, &(simba_reply){.owner = "a", .ttl_left_ms = 1200, .transition_left_ms = 1800, .fence = s->own_fence}, t0);
     CHECK_EQ(s->lease_end, t0 + 1200);
@@ -240,9 +163,101 @@ TEST(renew_margin_capped_by_granted_lease) {
     store_free();
 }
 
+TEST(asked_lease_grant_clamped_to_what_was_asked) {
+    proc p;
+    rec c = {0};
+    simba_service *s;
+    int64_t t0;
+    store_new();
+    proc_open(&p);
+    CHECK_EQ(simba_backend_vt_get(p.be)->lease, SIMBA_LEASE_ASKED);
+    s = contender(&p, "clamp", "a", 900, 600, &c);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    t0 = fake_now;
+    /* a grant ten times longer than asked: the owner believes only what it asked for */
+    simba__learn(s, &(simba_reply){.owner = "a", .ttl_left_ms = 9000, .transition_left_ms = 15000, .fence = s->own_fence}, t0);
+    CHECK_EQ(s->lease_end, t0 + 900);
+    CHECK_EQ(s->view.ttl_at, t0 + 900);
+    CHECK_EQ(s->view.transition_at, t0 + 900 + 600);
+    CHECK_EQ(s->next_try, t0 + 600);
+    /* a session lease is taken as granted */
+    declare_session_lease(&p);
+    simba__learn(s, &(simba_reply){.owner = "a", .ttl_left_ms = 9000, .transition_left_ms = 15000, .fence = s->own_fence}, t0);
+    CHECK_EQ(s->lease_end, t0 + 9000);
+    CHECK_EQ(s->view.transition_at, t0 + 15000);
+    proc_close(&p);
+    store_free();
+}
+
+/* SIMBA_EV_DISCONNECTED steps down only the owners whose desc asks for it. */
+TEST(disconnect_steps_down_only_owners_that_ask) {
+    proc p;
+    rec keep = {0}, drop = {0};
+    simba_service *k, *d;
+    simba_contend_desc cd = {0};
+    simba_locker_desc ld = {0};
+    simba_scheduler_desc sd = {0};
+    simba_locker *lk;
+    simba_scheduler *sc;
+    simba_memory_fault f = {0};
+    int64_t t0;
+    store_new();
+    proc_open(&p);
+    k = contender(&p, "disc-keep", "a", 900, 600, &keep);
+    cd.mutex = "disc-drop";
+    cd.contender_id = "a";
+    cd.ttl_ms = 900;
+    cd.transition_ms = 600;
+    cd.on_acquired = on_acq;
+    cd.on_released = on_rel;
+    cd.user_data = &drop;
+    cd.step_down_on_disconnect = 1;
+    CHECK_RC(simba_contend(p.loop, p.be, &cd, &d), SIMBA_OK);
+    ld.mutex = "disc-locker";
+    ld.ttl_ms = 900;
+    ld.on_lost = lk_lost_count;
+    ld.step_down_on_disconnect = 1;
+    CHECK_RC(simba_locker_new(p.loop, p.be, &ld, &lk), SIMBA_OK);
+    sd.mutex = "disc-sched";
+    sd.ttl_ms = 900;
+    sd.period_ms = 100;
+    sd.work = noop_work;
+    sd.step_down_on_disconnect = 1;
+    CHECK_RC(simba_scheduler_new(p.loop, p.be, &sd, &sc), SIMBA_OK);
+    CHECK_RC(simba_start(k), SIMBA_OK);
+    CHECK_RC(simba_start(d), SIMBA_OK);
+    CHECK_RC(simba_scheduler_start(sc), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(lk, 0), SIMBA_OK);
+    settle(&p, 1);
+    CHECK(simba_is_owner(k) && simba_is_owner(d) && simba_scheduler_is_leader(sc));
+    t0 = fake_now;
+    lk_lost_calls = 0;
+    f.fail = 1; /* the server is out of reach: nobody gets it back at once */
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    simba_backend_event(p.be, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
+    settle(&p, 1);
+    CHECK_EQ(fake_now, t0);
+    CHECK_EQ(drop.released, 1);
+    CHECK_EQ(drop.reason, SIMBA_REASON_CONNECTION);
+    CHECK(!simba_is_owner(d));
+    CHECK_EQ(lk_lost_calls, 1);
+    CHECK(!simba_locker_held(lk));
+    CHECK(!simba_scheduler_is_leader(sc));
+    CHECK_EQ(keep.released, 0); /* keeps its lease: the server may still hold it */
+    CHECK(simba_is_owner(k));
+    f.fail = 0;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    CHECK_RC(simba_scheduler_free(sc), SIMBA_OK);
+    CHECK_RC(simba_locker_unlock(lk), SIMBA_OK);
+    CHECK_RC(simba_locker_free(lk), SIMBA_OK);
+    proc_close(&p);
+    store_free();
+}
+
 TEST(non_owner_jitter_bounds) {
     proc p[2];
-    counts ca = {0}, cb = {0};
+    rec ca = {0}, cb = {0};
     simba_service *a, *b;
     int64_t t0;
     store_new();
@@ -282,7 +297,7 @@ TEST(non_owner_jitter_bounds) {
 
 TEST(forged_announcement_delays_at_most_one_lease) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     simba_reply forged = {0};
     store_new();
@@ -314,7 +329,7 @@ TEST(forged_announcement_delays_at_most_one_lease) {
 
 TEST(transition_zero_jitter_and_no_owner_at_once) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     store_new();
     proc_open(&p);
@@ -336,7 +351,7 @@ TEST(transition_zero_jitter_and_no_owner_at_once) {
 
 TEST(backoff_after_errors_is_bounded) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     simba_memory_fault f = {0};
     int i;
@@ -370,7 +385,7 @@ TEST(backoff_after_errors_is_bounded) {
 
 TEST(illegal_lifecycle_calls) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s, *s2;
     simba_contend_desc d = {0};
     store_new();
@@ -490,7 +505,7 @@ TEST(poll_from_callback_refused_stop_deferred) {
     proc p;
     simba_service *s;
     simba_contend_desc d = {0};
-    counts c = {0};
+    rec c = {0};
     store_new();
     proc_open(&p);
     cb_loop = p.loop;
@@ -543,7 +558,7 @@ TEST(free_from_callback_deferred) {
 
 TEST(stale_acquire_after_stop_is_released) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     simba_memory_fault f = {0};
     simba_reply r;
@@ -569,7 +584,7 @@ TEST(stale_acquire_after_stop_is_released) {
 
 TEST(hung_backend_owner_steps_down_before_anyone_wins) {
     proc p[2];
-    counts ca = {0}, cb = {0};
+    rec ca = {0}, cb = {0};
     simba_service *a, *b;
     simba_memory_fault f = {0};
     int64_t t_renewal_sent, deadline;
@@ -615,7 +630,7 @@ TEST(hung_backend_owner_steps_down_before_anyone_wins) {
    tenure stay rejectable). */
 TEST(reacquire_after_local_step_down_gets_new_fence) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     simba_memory_fault f = {0};
     uint64_t f1;
@@ -643,7 +658,7 @@ TEST(reacquire_after_local_step_down_gets_new_fence) {
 
 TEST(is_owner_checks_time_even_without_poll) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     store_new();
     proc_open(&p);
@@ -660,7 +675,7 @@ TEST(is_owner_checks_time_even_without_poll) {
 
 TEST(late_grant_after_local_lapse_is_not_ownership) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     simba_memory_fault f = {0};
     store_new();
@@ -680,7 +695,7 @@ TEST(late_grant_after_local_lapse_is_not_ownership) {
 
 TEST(release_push_wakes_head_waiter_at_once) {
     proc p[3];
-    counts ca = {0}, cb = {0}, cc = {0};
+    rec ca = {0}, cb = {0}, cc = {0};
     simba_service *a, *b, *cs;
     int64_t t;
     store_new();
@@ -722,7 +737,7 @@ static void obs_cb(simba_service *s, const simba_state *st, void *u) {
 
 TEST(observer_sees_every_owner_change_and_fences_grow) {
     proc p[3];
-    counts ca = {0}, cb = {0};
+    rec ca = {0}, cb = {0};
     simba_service *a, *b, *o;
     simba_observe_desc od = {0};
     char log[256] = "";
@@ -1061,7 +1076,7 @@ TEST(locker_lock_timeout_try_unlock) {
     {
         simba_locker *lk;
         CHECK_RC(simba_lock(p[0].loop, p[0].be, "shorthand", 100, &lk), SIMBA_OK);
-        CHECK_RC(simba_unlock(lk), SIMBA_OK);
+        CHECK_RC(simba_unlock_free(lk), SIMBA_OK);
         CHECK_RC(simba_lock(p[0].loop, p[0].be, "bad name", 100, &lk), SIMBA_EINVAL);
         CHECK(lk == NULL);
     }
@@ -1334,9 +1349,6 @@ TEST(scheduler_fixed_delay) {
 
 /* ---- loop mechanics ------------------------------------------------------------------------------ */
 
-static size_t allocs;
-static void *count_alloc(void *u, size_t n) { (void)u; allocs++; return malloc(n); }
-static void count_free(void *u, void *p) { (void)u; free(p); }
 
 TEST(steady_state_polling_allocates_nothing) {
     simba_loop_desc ld = {0};
@@ -1425,9 +1437,66 @@ TEST(fds_and_wait) {
     store_free();
 }
 
+/* A vt says its size; the core refuses one whose layout it does not know. */
+TEST(backend_vt_of_unknown_size_refused) {
+    proc p;
+    simba_backend_vt vt;
+    simba_backend *b2 = NULL;
+    store_new();
+    proc_open(&p);
+    vt = *simba_backend_vt_get(p.be);
+    CHECK_EQ(vt.size, sizeof(simba_backend_vt));
+    vt.size = 0;
+    CHECK_RC(simba_backend_new(p.loop, &vt, NULL, &b2), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "size") != NULL);
+    vt.size = sizeof(simba_backend_vt) + 8; /* a later, larger layout */
+    CHECK_RC(simba_backend_new(p.loop, &vt, NULL, &b2), SIMBA_EINVAL);
+    CHECK(b2 == NULL);
+    proc_close(&p);
+    store_free();
+}
+
+/* The process flags: one call per poll with readiness or TICK, FLUSH after a dispatch. */
+static unsigned seen_flags[16];
+static int seen_n;
+static void (*mem_process)(void *, const struct pollfd *, int, int64_t, unsigned);
+static void spy_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
+    if (seen_n < 16) seen_flags[seen_n++] = flags;
+    CHECK((flags & SIMBA_PROCESS_IO) ? ready != NULL && n > 0 : ready == NULL);
+    mem_process(impl, ready, n, now, flags);
+}
+TEST(process_called_with_explicit_flags) {
+    proc p;
+    rec c = {0};
+    simba_service *s;
+    static simba_backend_vt spy;
+    int i, io = 0, flush = 0;
+    store_new();
+    proc_open(&p);
+    spy = *simba_backend_vt_get(p.be);
+    mem_process = spy.process;
+    spy.process = spy_process;
+    p.be->vt = &spy;
+    s = contender(&p, "flags", "a", 900, 600, &c);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    seen_n = 0;
+    CHECK(simba_poll(p.loop) >= 0); /* the memory backend has its pipe: readiness given */
+    CHECK_EQ(c.acquired, 1);
+    for (i = 0; i < seen_n; i++) {
+        if (seen_flags[i] == SIMBA_PROCESS_IO) io++;
+        else if (seen_flags[i] == SIMBA_PROCESS_FLUSH) flush++;
+        else CHECK(0);
+    }
+    CHECK_EQ(io, 1);
+    CHECK(flush >= 1); /* the acquire's answer was dispatched: a flush followed */
+    CHECK_EQ(seen_flags[0], SIMBA_PROCESS_IO);
+    proc_close(&p);
+    store_free();
+}
+
 TEST(backend_free_refused_while_used) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s;
     store_new();
     proc_open(&p);
@@ -1443,7 +1512,7 @@ TEST(backend_free_refused_while_used) {
    to go out), freeing the backend succeeds; the backend goes once the release is done. */
 TEST(backend_free_after_last_service_free_is_deferred) {
     proc p;
-    counts c = {0};
+    rec c = {0};
     simba_service *s, *t;
     simba_locker *lk;
     simba_locker_desc ld = {0};
@@ -1711,7 +1780,9 @@ int main(int argc, char **argv) {
     RUN(names_and_ids);
     RUN(contender_ids);
     RUN(owner_renews_at_ttl_minus_margin);
-    RUN(renew_margin_capped_by_granted_lease);
+    RUN(renew_margin_capped_by_granted_session_lease);
+    RUN(asked_lease_grant_clamped_to_what_was_asked);
+    RUN(disconnect_steps_down_only_owners_that_ask);
     RUN(non_owner_jitter_bounds);
     RUN(forged_announcement_delays_at_most_one_lease);
     RUN(transition_zero_jitter_and_no_owner_at_once);
@@ -1742,6 +1813,8 @@ int main(int argc, char **argv) {
     RUN(steady_state_polling_allocates_nothing);
     RUN(poll_yields_when_many_timers_fall_due);
     RUN(fds_and_wait);
+    RUN(backend_vt_of_unknown_size_refused);
+    RUN(process_called_with_explicit_flags);
     RUN(backend_free_refused_while_used);
     RUN(backend_free_after_last_service_free_is_deferred);
     RUN(loops_on_threads_share_a_store);

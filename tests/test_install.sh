@@ -32,7 +32,7 @@ WARN="-std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror"
 V=$(sed -n 's/^#define SIMBA_VERSION "\(.*\)"/\1/p' simba.h)
 echo "== version $V"
 echo "$V" | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+$' && ok "SIMBA_VERSION is x.y.z" || bad "SIMBA_VERSION '$V' is not x.y.z"
-for h in simba.h simba_sql.h simba_redis.h simba_zk.h; do
+for h in simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h simba_pg.h; do
     sed -n 2p "$h" | grep -q "^ \* $h v$V -- " && ok "$h title line says v$V" || bad "$h title line: $(sed -n 2p "$h")"
 done
 CL=$(sed -n 's/^## \[\{0,1\}\([0-9][0-9.]*\)\]\{0,1\}.*/\1/p' CHANGELOG.md | head -1)
@@ -42,8 +42,8 @@ CL=$(sed -n 's/^## \[\{0,1\}\([0-9][0-9.]*\)\]\{0,1\}.*/\1/p' CHANGELOG.md | hea
 STAGE=$T/stage
 echo "== make install DESTDIR=$STAGE PREFIX=/usr/local"
 check "make install (staged)" $MAKE -s install DESTDIR="$STAGE" PREFIX=/usr/local
-for f in include/simba/simba.h include/simba/simba_sql.h include/simba/simba_redis.h include/simba/simba_zk.h \
-         share/pkgconfig/simba.pc share/pkgconfig/simba-sqlite.pc share/pkgconfig/simba-redis.pc share/pkgconfig/simba-zk.pc \
+for f in include/simba/simba.h include/simba/simba_memory.h include/simba/simba_sql.h include/simba/simba_redis.h include/simba/simba_zk.h include/simba/simba_pg.h \
+         share/pkgconfig/simba.pc share/pkgconfig/simba-sqlite.pc share/pkgconfig/simba-redis.pc share/pkgconfig/simba-zk.pc share/pkgconfig/simba-pg.pc \
          share/cmake/simba/simbaConfig.cmake share/cmake/simba/simbaConfigVersion.cmake share/cmake/simba/simbaTargets.cmake; do
     [ -f "$STAGE/usr/local/$f" ] || bad "staged file $f missing"
 done
@@ -55,18 +55,20 @@ cmp -s simba.h "$STAGE/usr/local/include/simba/simba.h" && ok "headers installed
 grep -q '^prefix=/usr/local$' "$STAGE/usr/local/share/pkgconfig/simba.pc" && ok "simba.pc names the final prefix, not the stage" || bad "simba.pc prefix"
 PC="pkg-config --define-variable=prefix=$STAGE/usr/local"
 export PKG_CONFIG_PATH="$STAGE/usr/local/share/pkgconfig"
-for p in simba simba-sqlite simba-redis simba-zk; do
+for p in simba simba-sqlite simba-redis simba-zk simba-pg; do
     [ "$($PC --modversion $p 2>&1)" = "$V" ] && ok "pkg-config --modversion $p = $V" || bad "pkg-config --modversion $p: $($PC --modversion $p 2>&1)"
 done
 $PC --print-requires simba-sqlite | grep -q '^sqlite3' && ok "simba-sqlite Requires sqlite3" || bad "simba-sqlite Requires"
 $PC --print-requires simba-redis | grep -q '^hiredis' && ok "simba-redis Requires hiredis" || bad "simba-redis Requires"
+PGF=$($PC --cflags --libs simba-pg)
+case "$PGF" in *-I/usr/include/postgresql*-lpq*) ok "simba-pg gives $PGF" ;; *) bad "simba-pg flags: $PGF" ;; esac
 ZKF=$($PC --cflags --libs simba-zk)
 case "$ZKF" in *-I/usr/include/zookeeper*-DTHREADED*-lzookeeper_mt*) ok "simba-zk gives $ZKF" ;; *) bad "simba-zk flags: $ZKF" ;; esac
 # shellcheck disable=SC2046
 check "pkg-config (staged): build consumer_core" $CC $WARN -o "$T/pc_core" tests/install/consumer_core.c $($PC --cflags --libs simba)
 check "pkg-config (staged): run consumer_core" "$T/pc_core"
 # shellcheck disable=SC2046
-check "pkg-config (staged): build consumer_all" $CC $WARN -o "$T/pc_all" tests/install/consumer_all.c $($PC --cflags --libs simba-sqlite simba-redis simba-zk)
+check "pkg-config (staged): build consumer_all" $CC $WARN -o "$T/pc_all" tests/install/consumer_all.c $($PC --cflags --libs simba-sqlite simba-redis simba-zk simba-pg)
 check "pkg-config (staged): run consumer_all" "$T/pc_all" "$T/pc.db"
 
 # ---- 3. CMake from the source tree ----------------------------------------------------------
@@ -78,7 +80,7 @@ check "cmake (add_subdirectory): run consumer_core" "$T/sub/consumer_core"
 check "cmake (add_subdirectory): run consumer_all" "$T/sub/consumer_all" "$T/sub.db"
 
 # FetchContent from a release-style tarball of the files a user's checkout has
-tar -czf "$T/simba-src.tar.gz" -C "$ROOT" --transform 's|^|simba/|' CMakeLists.txt cmake simba.h simba_sql.h simba_redis.h simba_zk.h
+tar -czf "$T/simba-src.tar.gz" -C "$ROOT" --transform 's|^|simba/|' CMakeLists.txt cmake simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h simba_pg.h
 check "cmake configure (FetchContent)" cmake -S tests/install -B "$T/fetch" -DSIMBA_FETCH_URL="file://$T/simba-src.tar.gz" -DCMAKE_C_COMPILER="$CC"
 grep -q "consumer: simba $V from FetchContent" "$T/out" && ok "CMake (FetchContent) says version $V" || bad "CMake (FetchContent) version: $(grep 'consumer:' "$T/out")"
 check "cmake build (FetchContent)" cmake --build "$T/fetch"
@@ -90,7 +92,7 @@ echo "== make install PREFIX=$P"
 check "make install (prefix)" $MAKE -s install PREFIX="$P"
 export PKG_CONFIG_PATH="$P/share/pkgconfig"
 # shellcheck disable=SC2046
-check "pkg-config (prefix): build consumer_all" $CC $WARN -o "$T/pp_all" tests/install/consumer_all.c $(pkg-config --cflags --libs simba-sqlite simba-redis simba-zk)
+check "pkg-config (prefix): build consumer_all" $CC $WARN -o "$T/pp_all" tests/install/consumer_all.c $(pkg-config --cflags --libs simba-sqlite simba-redis simba-zk simba-pg)
 check "pkg-config (prefix): run consumer_all" "$T/pp_all" "$T/pp.db"
 check "cmake configure (find_package, prefix)" cmake -S tests/install -B "$T/fp" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_C_COMPILER="$CC"
 grep -q "found simba $V in $P/share/cmake/simba" "$T/out" && ok "find_package found simba $V in the prefix" || bad "find_package did not report simba $V in $P"

@@ -211,7 +211,8 @@ static void on_rel(simba_service *s, const simba_state *st, void *u) {
     r->reason = st->reason;
 }
 
-static simba_service *contend(simba_loop *l, simba_backend *be, const char *mutex, const char *id, int64_t ttl, int64_t tr, rec *r) {
+static simba_service *contend_ex(simba_loop *l, simba_backend *be, const char *mutex, const char *id, int64_t ttl, int64_t tr,
+                                 rec *r, int step_down_on_disconnect) {
     simba_contend_desc cd;
     simba_service *s = NULL;
     memset(&cd, 0, sizeof cd);
@@ -222,9 +223,13 @@ static simba_service *contend(simba_loop *l, simba_backend *be, const char *mute
     cd.on_acquired = on_acq;
     cd.on_released = on_rel;
     cd.user_data = r;
+    cd.step_down_on_disconnect = step_down_on_disconnect;
     if (simba_contend(l, be, &cd, &s) != SIMBA_OK) return NULL;
     if (simba_start(s) != SIMBA_OK) return NULL;
     return s;
+}
+static simba_service *contend(simba_loop *l, simba_backend *be, const char *mutex, const char *id, int64_t ttl, int64_t tr, rec *r) {
+    return contend_ex(l, be, mutex, id, ttl, tr, r, 0);
 }
 
 static const char *viewed_owner(simba_service *s) {
@@ -487,8 +492,6 @@ TEST(open_refusals_say_why) {
     pd.reconnect_max_ms = 100;
     CHECK_RC(simba_pg_open(l, &pd, &be), SIMBA_EINVAL);
     pd.reconnect_min_ms = pd.reconnect_max_ms = 0;
-    pd.step_down_on_disconnect = 2;
-    CHECK_RC(simba_pg_open(l, &pd, &be), SIMBA_EINVAL);
     CHECK(be == NULL);
     simba_loop_free(l);
 }
@@ -546,7 +549,7 @@ TEST(nobody_listening) {
 }
 
 /* Our connection killed by the server: the backend reconnects, raises SIMBA_EV_RESET, and the
-   owner keeps its ownership (same fence) with step_down_on_disconnect = 0; with 1 it steps
+   owner keeps its ownership (same fence) without step_down_on_disconnect; with it, it steps
    down at once with reason "connection" and wins again afterwards with a greater fence. */
 static void terminate_case(int step_down) {
     drv d;
@@ -566,10 +569,9 @@ static void terminate_case(int step_down) {
     pd.password = "simba";
     pd.table = table;
     pd.reconnect_min_ms = 20;
-    pd.step_down_on_disconnect = step_down;
     REQUIRE(simba_pg_open(d.l[0], &pd, &be) == SIMBA_OK);
     snprintf(m, sizeof m, "terminate-%d", step_down);
-    a = contend(d.l[0], be, m, "A", 3000, 2000, &ra);
+    a = contend_ex(d.l[0], be, m, "A", 3000, 2000, &ra, step_down); /* the core's disconnect policy */
     REQUIRE(a);
     WAIT_FOR(&d, simba_is_owner(a), 3000);
     REQUIRE(simba_is_owner(a));

@@ -220,6 +220,7 @@ typedef struct rec {
     int acq, rel;
     int64_t acq_us, rel_us;
     uint64_t fence;
+    simba_reason reason;
 } rec;
 
 static void on_acq(simba_service *s, const simba_state *st, void *u) {
@@ -232,13 +233,13 @@ static void on_acq(simba_service *s, const simba_state *st, void *u) {
 static void on_rel(simba_service *s, const simba_state *st, void *u) {
     rec *r = (rec *)u;
     (void)s;
-    (void)st;
     r->rel++;
     r->rel_us = mono_us();
+    r->reason = st->reason;
 }
 
-static simba_service *contend(simba_loop *l, simba_backend *be, const char *mutex, const char *id,
-                              int64_t ttl, int64_t tr, rec *r) {
+static simba_service *contend_ex(simba_loop *l, simba_backend *be, const char *mutex, const char *id,
+                                 int64_t ttl, int64_t tr, rec *r, int step_down_on_disconnect) {
     simba_contend_desc cd;
     simba_service *s = NULL;
     memset(&cd, 0, sizeof cd);
@@ -249,9 +250,14 @@ static simba_service *contend(simba_loop *l, simba_backend *be, const char *mute
     cd.on_acquired = on_acq;
     cd.on_released = on_rel;
     cd.user_data = r;
+    cd.step_down_on_disconnect = step_down_on_disconnect;
     if (simba_contend(l, be, &cd, &s) != SIMBA_OK) return NULL;
     if (simba_start(s) != SIMBA_OK) return NULL;
     return s;
+}
+static simba_service *contend(simba_loop *l, simba_backend *be, const char *mutex, const char *id,
+                              int64_t ttl, int64_t tr, rec *r) {
+    return contend_ex(l, be, mutex, id, ttl, tr, r, 0);
 }
 
 static const char *viewed_owner(simba_service *s) {
@@ -599,6 +605,85 @@ TEST(connections_killed) {
     gap = rb.acq_us - t_stop;
     fprintf(stderr, "  handoff after reconnect %.2f ms\n", (double)gap / 1000.0);
     CHECK(gap < 50000);
+    drv_free(&d);
+}
+
+/* CLIENT KILL of the command connection raises SIMBA_EV_DISCONNECTED: the owner that asks
+   for step_down_on_disconnect steps down at once (reason "connection"), the other keeps
+   its lease and fence through the reconnect. */
+TEST(disconnect_policy_client_kill) {
+    drv d;
+    simba_backend *be;
+    simba_service *k, *x;
+    rec rk, rx;
+    uint64_t fk, fx;
+    memset(&d, 0, sizeof d);
+    memset(&rk, 0, sizeof rk);
+    memset(&rx, 0, sizeof rx);
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_redis(d.l[0], port2, &be) == SIMBA_OK);
+    k = contend_ex(d.l[0], be, "disc-keep", "A", 10000, 6000, &rk, 0);
+    x = contend_ex(d.l[0], be, "disc-drop", "A", 10000, 6000, &rx, 1);
+    REQUIRE(k && x);
+    WAIT_FOR(&d, simba_is_owner(k) && simba_is_owner(x), 3000);
+    REQUIRE(simba_is_owner(k) && simba_is_owner(x));
+    fk = simba_fence(k);
+    fx = simba_fence(x);
+    drv_run(&d, 100);
+    CHECK(raw_cmd(port2, "CLIENT KILL TYPE normal") >= 1);
+    WAIT_FOR(&d, rx.rel == 1, 3000);
+    CHECK_EQ(rx.rel, 1);
+    CHECK_EQ(rx.reason, SIMBA_REASON_CONNECTION);
+    CHECK_EQ(rk.rel, 0);
+    CHECK(simba_is_owner(k));
+    /* after the reconnect the one that stepped down owns again, in a new tenure */
+    WAIT_FOR(&d, rx.acq == 2, 3000);
+    CHECK_EQ(rx.acq, 2);
+    CHECK(simba_fence(x) > fx);
+    CHECK(simba_fence(k) == fk);
+    CHECK_EQ(rk.acq, 1);
+    drv_free(&d);
+}
+
+/* SIGSTOP with both settings: the renewal times out (command_timeout_ms), the dropped
+   connection steps the asking owner down then ("connection"); the other lapses at ttl. */
+TEST(disconnect_policy_sigstop) {
+    drv d;
+    simba_backend *be;
+    simba_service *k, *x;
+    simba_redis_desc rd;
+    rec rk, rx;
+    pid_t pid = server2_pid();
+    int64_t t_stop;
+    REQUIRE(pid > 0);
+    memset(&d, 0, sizeof d);
+    memset(&rk, 0, sizeof rk);
+    memset(&rx, 0, sizeof rx);
+    REQUIRE(drv_add(&d));
+    memset(&rd, 0, sizeof rd);
+    rd.port = port2;
+    rd.prefix = prefix;
+    rd.connect_timeout_ms = 300;
+    rd.command_timeout_ms = 300;
+    REQUIRE(simba_redis_open(d.l[0], &rd, &be) == SIMBA_OK);
+    k = contend_ex(d.l[0], be, "disc-stop-keep", "A", 3000, 1000, &rk, 0);
+    x = contend_ex(d.l[0], be, "disc-stop-drop", "A", 3000, 1000, &rx, 1);
+    REQUIRE(k && x);
+    WAIT_FOR(&d, simba_is_owner(k) && simba_is_owner(x), 3000);
+    REQUIRE(simba_is_owner(k) && simba_is_owner(x));
+    REQUIRE(kill(pid, SIGSTOP) == 0);
+    t_stop = mono_us();
+    WAIT_FOR(&d, rk.rel == 1 && rx.rel == 1, 5000);
+    CHECK(kill(pid, SIGCONT) == 0);
+    CHECK_EQ(rx.rel, 1);
+    CHECK_EQ(rk.rel, 1);
+    CHECK_EQ(rx.reason, SIMBA_REASON_CONNECTION);
+    CHECK_EQ(rk.reason, SIMBA_REASON_LAPSED);
+    fprintf(stderr, "  after SIGSTOP: stepped down on disconnect %+.0f ms, at lease end %+.0f ms\n",
+            (double)(rx.rel_us - t_stop) / 1000.0, (double)(rk.rel_us - t_stop) / 1000.0);
+    CHECK(rx.rel_us < rk.rel_us);
+    WAIT_FOR(&d, simba_is_owner(k) && simba_is_owner(x), 8000);
+    CHECK(simba_is_owner(k) && simba_is_owner(x));
     drv_free(&d);
 }
 
@@ -1572,6 +1657,47 @@ TEST(reconnect_backoff_huge) {
     simba_loop_free(l);
 }
 
+/* The reconnect backoff draws from the loop's random source: with an injected clock and
+   random source every delay is exact, [base/2, base] doubling up to reconnect_max_ms. */
+static int64_t fx_now = 5000000;
+static int64_t fx_clock(void *u) { (void)u; return fx_now; }
+static uint32_t fx_rand(void *u) { (void)u; return 0x9E3779B9u; }
+TEST(reconnect_backoff_exact_under_injected_random) {
+    simba_loop *l = NULL;
+    simba_loop_desc ld;
+    simba_backend *be;
+    simba_redis_desc rd;
+    simba__redis *r;
+    const uint64_t draw = ((uint64_t)0x9E3779B9u << 32) | 0x9E3779B9u;
+    int64_t base = 1000, want;
+    int i, k;
+    memset(&ld, 0, sizeof ld);
+    ld.now_ms = fx_clock;
+    ld.random = fx_rand;
+    ld.log = count_errors;
+    ld.log_level = SIMBA_LOG_ERROR;
+    REQUIRE(simba_loop_new(&ld, &l) == SIMBA_OK);
+    memset(&rd, 0, sizeof rd);
+    rd.port = 1; /* nothing listens: every attempt is refused */
+    rd.connect_timeout_ms = 100;
+    rd.reconnect_min_ms = 1000;
+    rd.reconnect_max_ms = 4000;
+    REQUIRE(simba_redis_open(l, &rd, &be) == SIMBA_OK);
+    r = (simba__redis *)simba_backend_impl(be);
+    for (k = 0; k < 4; k++) {
+        for (i = 0; i < 200 && r->cmd.state != SIMBA__RC_DOWN; i++) simba_wait(l, 10);
+        REQUIRE(r->cmd.state == SIMBA__RC_DOWN);
+        want = base / 2 + (int64_t)(draw % (uint64_t)(base - base / 2 + 1));
+        CHECK_EQ(r->cmd.deadline - fx_now, want);
+        CHECK_EQ(simba_backend_vt_get(be)->deadline(r) , r->cmd.deadline);
+        fx_now = r->cmd.deadline; /* the next attempt is due */
+        simba_poll(l);
+        CHECK(r->cmd.state != SIMBA__RC_DOWN);
+        base = base * 2 > 4000 ? 4000 : base * 2;
+    }
+    simba_loop_free(l);
+}
+
 /* A server whose INFO and CONFIG are refused (an ACL here; renamed commands alike): the
    backend still works, says so once in the log and its message, and checks what it can. */
 static int probe_logs;
@@ -1654,6 +1780,8 @@ int main(int argc, char **argv) {
     RUN(fence_strictly_increasing);
     RUN(renew_after_data_loss);
     RUN(connections_killed);
+    RUN(disconnect_policy_client_kill);
+    RUN(disconnect_policy_sigstop);
     RUN(sigstop_server);
     RUN(renew_after_server_restart);
     RUN(data_loss_flushall_no_second_owner);
@@ -1664,6 +1792,7 @@ int main(int argc, char **argv) {
     RUN(reacquire_after_local_step_down_new_fence);
     RUN(open_refusals_say_why);
     RUN(reconnect_backoff_huge);
+    RUN(reconnect_backoff_exact_under_injected_random);
     RUN(crashed_waiter_killed);
     RUN(crashed_waiter_hung);
     RUN(fair_round_in_arrival_order);

@@ -6,6 +6,7 @@
  */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_sql.h"
+#include "../simba_memory.h"
 #include "check.h"
 
 #include <errno.h>

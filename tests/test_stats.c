@@ -3,113 +3,17 @@
    backend with an injected clock and random source so that every figure is exact. */
 #define SIMBA_IMPLEMENTATION
 #include "../simba.h"
+#include "../simba_memory.h"
 #include "check.h"
 
 #include <stdlib.h>
 
-/* ---- fixtures ------------------------------------------------------------------------ */
+#include "fixture.h"
 
-static int64_t fake_now = 1000000;
-static int64_t store_skew; /* the store's clock runs this far ahead of the loops' */
-static int64_t fake_clock(void *u) { (void)u; return fake_now; }
-static int64_t store_clock(void *u) { (void)u; return fake_now + store_skew; }
-static uint32_t fake_rand(void *u) { (void)u; return 0; }
-
-static size_t allocs;
-static void *count_alloc(void *u, size_t n) { (void)u; allocs++; return malloc(n); }
-static void count_free(void *u, void *p) { (void)u; free(p); }
-
-typedef struct proc {
-    simba_loop *loop;
-    simba_backend *be;
-} proc;
-
-static simba_memstore *store;
-
-static void store_new(void) {
-    simba_memstore_desc sd = {0};
-    sd.now_ms = store_clock;
-    store_skew = 0;
-    CHECK_RC(simba_memstore_new(&sd, &store), SIMBA_OK);
+static simba_service *contender_ex(proc *p, const char *mutex, const char *id, rec *r, int step_down_on_disconnect) {
+    return contend_rec(p, mutex, id, 1000, 600, r, step_down_on_disconnect);
 }
-static void store_free(void) { CHECK_RC(simba_memstore_free(store), SIMBA_OK); store = NULL; }
-
-static void proc_open(proc *p) {
-    simba_loop_desc d = {0};
-    d.now_ms = fake_clock;
-    d.random = fake_rand;
-    d.alloc = count_alloc;
-    d.free = count_free;
-    CHECK_RC(simba_loop_new(&d, &p->loop), SIMBA_OK);
-    CHECK_RC(simba_memory_open(p->loop, store, &p->be), SIMBA_OK);
-}
-static void proc_close(proc *p) { CHECK_RC(simba_loop_free(p->loop), SIMBA_OK); }
-
-static void settle(proc *ps, int n) {
-    int round, i;
-    for (round = 0; round < 8; round++)
-        for (i = 0; i < n; i++) CHECK(simba_poll(ps[i].loop) >= 0);
-}
-/* Advance simulated time in steps of at most `step` ms, polling at every loop's deadline. */
-static void advance(proc *ps, int n, int64_t ms, int64_t step) {
-    int64_t end = fake_now + ms;
-    while (fake_now < end) {
-        int64_t next = end;
-        int i;
-        for (i = 0; i < n; i++) {
-            int64_t w = simba_poll(ps[i].loop);
-            CHECK(w >= 0);
-            if (fake_now + w < next) next = fake_now + w;
-        }
-        if (next - fake_now > step) next = fake_now + step;
-        if (next <= fake_now) next = fake_now + 1;
-        fake_now = next;
-        settle(ps, n);
-    }
-}
-
-/* What the callbacks saw. */
-typedef struct rec {
-    int acquired, released, owner_changes;
-    simba_reason acquired_reason, owner_reason, released_reason;
-    int64_t acquired_at, released_at;
-} rec;
-
-static void on_acq(simba_service *s, const simba_state *st, void *u) {
-    rec *r = (rec *)u;
-    (void)s;
-    r->acquired++;
-    r->acquired_at = fake_now;
-    r->acquired_reason = st->reason;
-}
-static void on_rel(simba_service *s, const simba_state *st, void *u) {
-    rec *r = (rec *)u;
-    r->released++;
-    r->released_at = fake_now;
-    r->released_reason = st->reason;
-    CHECK(simba_owner_is(st->before, simba_service_contender_id(s)));
-}
-static void on_own(simba_service *s, const simba_state *st, void *u) {
-    rec *r = (rec *)u;
-    (void)s;
-    r->owner_changes++;
-    r->owner_reason = st->reason;
-}
-
-static simba_service *contender(proc *p, const char *mutex, const char *id, rec *r) {
-    simba_contend_desc d = {0};
-    simba_service *s = NULL;
-    d.mutex = mutex;
-    d.contender_id = id;
-    d.ttl_ms = 1000;
-    d.transition_ms = 600;
-    d.on_acquired = on_acq;
-    d.on_released = on_rel;
-    d.on_owner = on_own;
-    d.user_data = r;
-    CHECK_RC(simba_contend(p->loop, p->be, &d, &s), SIMBA_OK);
-    return s;
-}
+static simba_service *contender(proc *p, const char *mutex, const char *id, rec *r) { return contender_ex(p, mutex, id, r, 0); }
 
 static simba_stats stats_of(const simba_service *s) {
     simba_stats st;
@@ -377,7 +281,7 @@ TEST(reason_session_and_connection_from_backend_events) {
     simba_stats st;
     store_new();
     proc_open(&p);
-    s = contender(&p, "m", "a", &r);
+    s = contender_ex(&p, "m", "a", &r, 1); /* steps down on SIMBA_EV_DISCONNECTED */
     CHECK_RC(simba_start(s), SIMBA_OK);
     settle(&p, 1);
     REQUIRE(r.acquired == 1);

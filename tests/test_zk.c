@@ -82,7 +82,7 @@ static void log_hook(void *user, simba_log_level level, const char *msg) {
     if (level >= SIMBA_LOG_ERROR || getenv("SIMBA_TEST_VERBOSE")) fprintf(stderr, "    [log] %s\n", msg);
 }
 
-static proc *proc_open_ex(int step_down, const char *hosts) {
+static proc *proc_open_ex(const char *hosts) {
     int i;
     for (i = 0; i < MAXP; i++) {
         if (!g_procs[i].used) {
@@ -97,7 +97,6 @@ static proc *proc_open_ex(int step_down, const char *hosts) {
             zd.hosts = hosts ? hosts : g_hosts;
             zd.session_timeout_ms = SESSION_MS;
             zd.root = "/simba-test";
-            zd.step_down_on_disconnect = step_down;
             if (simba_zk_open(p->loop, &zd, &p->be) != SIMBA_OK) {
                 simba_loop_free(p->loop);
                 return NULL;
@@ -108,7 +107,7 @@ static proc *proc_open_ex(int step_down, const char *hosts) {
     }
     return NULL;
 }
-static proc *proc_open(void) { return proc_open_ex(0, NULL); }
+static proc *proc_open(void) { return proc_open_ex(NULL); }
 
 static void proc_close(proc *p) {
     if (!p || !p->used) return;
@@ -181,7 +180,7 @@ static void on_own(simba_service *s, const simba_state *st, void *u) {
     r->owner_fence = st->after->fence;
 }
 
-static simba_service *contend(proc *p, const char *mutex, const char *id, rec *r) {
+static simba_service *contend_ex(proc *p, const char *mutex, const char *id, rec *r, int step_down_on_disconnect) {
     simba_contend_desc d;
     simba_service *s = NULL;
     memset(&d, 0, sizeof d);
@@ -193,10 +192,12 @@ static simba_service *contend(proc *p, const char *mutex, const char *id, rec *r
     d.on_released = on_rel;
     d.on_owner = on_own;
     d.user_data = r;
+    d.step_down_on_disconnect = step_down_on_disconnect;
     if (simba_contend(p->loop, p->be, &d, &s) != SIMBA_OK) return NULL;
     if (simba_start(s) != SIMBA_OK) return NULL;
     return s;
 }
+static simba_service *contend(proc *p, const char *mutex, const char *id, rec *r) { return contend_ex(p, mutex, id, r, 0); }
 
 static simba_service *observe(proc *p, const char *mutex, rec *r) {
     simba_observe_desc d;
@@ -379,7 +380,7 @@ TEST(acquire_renew_release) {
 
 TEST(unreachable_server) {
     /* nothing listens on port 1: requests fail with ECONN, nobody owns, close is clean */
-    proc *a = proc_open_ex(0, "127.0.0.1:1");
+    proc *a = proc_open_ex("127.0.0.1:1");
     char m[64];
     rec ra;
     simba_service *s;
@@ -942,7 +943,7 @@ static void foreign_server_case(int mode, const char *what) {
         memset(&ra, 0, sizeof ra);
         REQUIRE(fake_start(&f, mode) == 0);
         snprintf(hosts, sizeof hosts, "127.0.0.1:%d", f.port);
-        a = proc_open_ex(0, hosts);
+        a = proc_open_ex(hosts);
         REQUIRE(a != NULL);
         mname(m, sizeof m, what);
         s = contend(a, m, "A", &ra);
@@ -986,7 +987,7 @@ TEST(session_expiry) {
     memset(&rb, 0, sizeof rb);
     REQUIRE(proxy_start(&px) == 0);
     snprintf(hosts, sizeof hosts, "127.0.0.1:%d", px.port);
-    a = proc_open_ex(0, hosts);
+    a = proc_open_ex(hosts);
     b = proc_open();
     REQUIRE(a && b);
     mname(m, sizeof m, "expiry");
@@ -1036,7 +1037,7 @@ TEST(session_expiry) {
 /* The server goes away and comes back (same data dir, so sessions survive). Nobody may
    believe it owns past its local deadline meanwhile; afterwards ownership comes back. */
 TEST(server_restart) {
-    proc *a = proc_open(), *b = proc_open(), *c = proc_open_ex(1, NULL);
+    proc *a = proc_open(), *b = proc_open(), *c = proc_open();
     char m[64], m2[64];
     rec ra, rb, rc;
     simba_service *sa, *sb, *sc;
@@ -1053,7 +1054,7 @@ TEST(server_restart) {
     REQUIRE(sa != NULL);
     WAIT_FOR(ra.acquired == 1, 10000);
     sb = contend(b, m, "B", &rb);
-    sc = contend(c, m2, "C", &rc); /* step_down_on_disconnect = 1 */
+    sc = contend_ex(c, m2, "C", &rc, 1); /* the core's disconnect policy */
     REQUIRE(sb && sc);
     WAIT_FOR(strcmp(rb.owner, "A") == 0 && rc.acquired == 1, 5000);
     REQUIRE(ra.acquired == 1 && rc.acquired == 1);

@@ -1,5 +1,6 @@
 /* A second translation unit that only sees the declarations: links against two_tu_impl.c. */
 #include "../simba.h"
+#include "../simba_memory.h"
 #include <stdio.h>
 
 int main(void) {

@@ -2,6 +2,7 @@
    memory backend, stops, and prints the version, fence and release reason it saw. */
 #define SIMBA_IMPLEMENTATION
 #include <simba.h>
+#include <simba_memory.h>
 
 #include <stdio.h>
 #include <string.h>

@@ -1,0 +1,533 @@
+/*
+ * simba_memory.h v0.1.0 -- in-memory backend for simba (tests, simulations, one process),
+ * stb-style single header.
+ *
+ * Do this:
+ *     #define SIMBA_IMPLEMENTATION
+ * before you include this file in *one* C or C++ file; the same macro instantiates simba.h,
+ * which this header includes itself. Link with -lpthread.
+ *
+ *     simba_memstore *st;  simba_backend *be;
+ *     simba_memstore_new(NULL, &st);         // the "server": loops on any thread may share it
+ *     simba_memory_open(loop, st, &be);       // one client of it, on one loop
+ *
+ * The store is the reference implementation of the backend contract (simba__mexec): the
+ * fairness queue, renew vs new acquisition, live_ms. Fault injection (simba_memory_fault)
+ * makes a client fail, hang, answer late or miss pushes. Grants are what was asked
+ * (SIMBA_LEASE_ASKED); it raises no SIMBA_EV_DISCONNECTED (there is no connection).
+ *
+ * License: MIT, see the end of simba.h (the headers ship together).
+ */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_MEMORY_IMPLEMENTATION)
+#define SIMBA_MEMORY_IMPLEMENTATION
+#endif
+/* Its implementation uses the core's private helpers: the core's goes into the same file. */
+#if defined(SIMBA_MEMORY_IMPLEMENTATION) && !defined(SIMBA_CORE_IMPLEMENTATION)
+#define SIMBA_CORE_IMPLEMENTATION
+#endif
+#ifndef SIMBA_MEMORY_H
+#define SIMBA_MEMORY_H
+
+#include "simba.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A store is the "server": several loops (even on different threads) may open it. */
+typedef struct simba_memstore simba_memstore;
+typedef struct simba_memstore_desc {
+    int64_t (*now_ms)(void *user); /* the store's clock; default CLOCK_MONOTONIC */
+    void *clock_user;
+} simba_memstore_desc;
+
+SIMBA_API simba_result simba_memstore_new(const simba_memstore_desc *desc, simba_memstore **out);
+/* SIMBA_EBUSY while backends are open on it. */
+SIMBA_API simba_result simba_memstore_free(simba_memstore *st);
+/* Inspect the stored owner of a mutex (store clock: remaining durations in the reply). */
+SIMBA_API simba_result simba_memstore_read(simba_memstore *st, const char *mutex, simba_reply *out, char *owner_buf, size_t cap);
+
+/* One client of a store, on one loop. */
+SIMBA_API simba_result simba_memory_open(simba_loop *loop, simba_memstore *st, simba_backend **out);
+
+/* Fault controls of one client (apply to requests submitted afterwards; hang and delay
+   also to queued ones). All zero = healthy. */
+typedef struct simba_memory_fault {
+    int fail;         /* answer every request with SIMBA_EBACKEND */
+    int hang;         /* stop answering: requests wait until hang is cleared */
+    int64_t delay_ms; /* answer this long after submission */
+    int drop_events;  /* do not deliver pushed events to this client */
+} simba_memory_fault;
+SIMBA_API simba_result simba_memory_fault_set(simba_backend *be, const simba_memory_fault *fault);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SIMBA_MEMORY_H */
+
+/* ==================================================================================== */
+/*                                   IMPLEMENTATION                                     */
+/* ==================================================================================== */
+#if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_MEMORY_IMPLEMENTATION)
+#define SIMBA_MEMORY_IMPLEMENTATION
+#endif
+#if defined(SIMBA_MEMORY_IMPLEMENTATION) && !defined(SIMBA__MEMORY_IMPLEMENTED)
+#define SIMBA__MEMORY_IMPLEMENTED
+#include "simba.h" /* the core's implementation, when this file has not got it yet */
+
+#include <pthread.h>
+
+/* The store plays the server: it keeps the truth under its own lock (loops on other
+   threads may share it) and pushes events into each client's inbox, waking that client's
+   loop through a pipe. */
+
+typedef struct simba__mclient simba__mclient;
+
+typedef struct simba__mwait {
+    char id[SIMBA_ID_MAX + 1];
+    simba__mclient *client;
+    int64_t expires;
+} simba__mwait;
+
+typedef struct simba__mentry {
+    simba__hnode h;
+    char name[SIMBA_NAME_MAX + 1];
+    char owner[SIMBA_ID_MAX + 1];
+    int64_t acquired_at, ttl_at, transition_at;
+    uint64_t fence; /* of the latest ownership; never goes back */
+    simba__mwait *w;
+    int nw, capw;
+} simba__mentry;
+
+typedef struct simba__mevent {
+    struct simba__mevent *next;
+    simba_event_kind kind;
+    int has_contender;
+    char mutex[SIMBA_NAME_MAX + 1];
+    char contender[SIMBA_ID_MAX + 1];
+    char owner[SIMBA_ID_MAX + 1];
+    simba_reply rep;
+} simba__mevent;
+
+typedef struct simba__mwatch {
+    simba__hnode h;
+    int count;
+    char name[SIMBA_NAME_MAX + 1];
+} simba__mwatch;
+
+struct simba__mclient {
+    simba_memstore *st;
+    simba_loop *loop;
+    simba_backend *be;
+    simba__mclient *next, *prev;
+    simba__htab watched;                   /* under st->lock */
+    simba__mevent *inbox, *inbox_tail;     /* under st->lock */
+    int pipefd[2];
+    simba_req *pend, *pend_tail;           /* loop thread only */
+    simba_memory_fault fault;              /* loop thread only */
+};
+
+struct simba_memstore {
+    pthread_mutex_t lock;
+    int64_t (*now_fn)(void *);
+    void *clock_user;
+    simba__htab entries;
+    simba__mclient *clients;
+};
+
+static void *simba__malloc_u(void *u, size_t n) { (void)u; return SIMBA_MALLOC(n); }
+static void simba__free_u(void *u, void *p) { (void)u; SIMBA_FREE(p); }
+
+SIMBA_API simba_result simba_memstore_new(const simba_memstore_desc *d, simba_memstore **out) {
+    simba_memstore *st;
+    if (!out) return SIMBA_EINVAL;
+    *out = NULL;
+    st = (simba_memstore *)SIMBA_MALLOC(sizeof *st);
+    if (!st) return SIMBA_ENOMEM;
+    memset(st, 0, sizeof *st);
+    if (pthread_mutex_init(&st->lock, NULL) != 0) { SIMBA_FREE(st); return SIMBA_ESYS; }
+    st->now_fn = d && d->now_ms ? d->now_ms : simba__sys_now;
+    st->clock_user = d ? d->clock_user : NULL;
+    *out = st;
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_memstore_free(simba_memstore *st) {
+    size_t i;
+    if (!st) return SIMBA_EINVAL;
+    pthread_mutex_lock(&st->lock);
+    if (st->clients) { pthread_mutex_unlock(&st->lock); return SIMBA_EBUSY; }
+    pthread_mutex_unlock(&st->lock);
+    for (i = 0; i < st->entries.nb; i++) {
+        simba__hnode *n = st->entries.b[i], *nn;
+        for (; n; n = nn) {
+            nn = n->hnext;
+            SIMBA_FREE(((simba__mentry *)n)->w);
+            SIMBA_FREE(n);
+        }
+    }
+    SIMBA_FREE(st->entries.b);
+    pthread_mutex_destroy(&st->lock);
+    SIMBA_FREE(st);
+    return SIMBA_OK;
+}
+
+static int simba__mlive(const simba__mentry *e, int64_t now) { return e->owner[0] && e->transition_at >= now; }
+
+static void simba__mreply(const simba__mentry *e, int64_t now, simba_reply *rep) {
+    memset(rep, 0, sizeof *rep);
+    rep->rc = SIMBA_OK;
+    rep->held_ms = -1;
+    if (!e || !simba__mlive(e, now)) return;
+    rep->owner = e->owner;
+    rep->ttl_left_ms = e->ttl_at - now;
+    rep->transition_left_ms = e->transition_at - now;
+    rep->held_ms = now - e->acquired_at;
+    rep->fence = e->fence;
+}
+
+/* Queue an event for one client (store locked). Allocation failure drops it: pushes are
+   hints, timers remain. */
+static void simba__mpost(simba__mclient *c, simba_event_kind kind, const char *mutex, const char *contender, const simba_reply *rep) {
+    simba__mevent *ev = (simba__mevent *)SIMBA_MALLOC(sizeof *ev);
+    char b = 1;
+    ssize_t w;
+    if (!ev) return;
+    memset(ev, 0, sizeof *ev);
+    ev->kind = kind;
+    simba__copy(ev->mutex, sizeof ev->mutex, mutex);
+    if (contender) { ev->has_contender = 1; simba__copy(ev->contender, sizeof ev->contender, contender); }
+    if (rep) {
+        ev->rep = *rep;
+        simba__copy(ev->owner, sizeof ev->owner, rep->owner);
+        ev->rep.owner = ev->owner;
+    }
+    if (c->inbox_tail) c->inbox_tail->next = ev; else c->inbox = ev;
+    c->inbox_tail = ev;
+    w = write(c->pipefd[1], &b, 1); /* full pipe = already awake */
+    (void)w;
+}
+
+static void simba__mbroadcast(simba_memstore *st, const simba__mentry *e, int64_t now) {
+    simba__mclient *c;
+    simba_reply rep;
+    simba__mreply(e, now, &rep);
+    for (c = st->clients; c; c = c->next)
+        if (simba__hfind(&c->watched, e->name)) simba__mpost(c, SIMBA_EV_OWNER, e->name, NULL, &rep);
+}
+
+static void simba__mwait_remove(simba__mentry *e, int i) {
+    memmove(&e->w[i], &e->w[i + 1], (size_t)(e->nw - i - 1) * sizeof *e->w);
+    e->nw--;
+}
+static void simba__mwait_purge(simba__mentry *e, int64_t now) {
+    int i;
+    for (i = 0; i < e->nw;)
+        if (e->w[i].expires < now) simba__mwait_remove(e, i); else i++;
+}
+static int simba__mwait_find(const simba__mentry *e, const char *id) {
+    int i;
+    for (i = 0; i < e->nw; i++)
+        if (strcmp(e->w[i].id, id) == 0) return i;
+    return -1;
+}
+
+/* Run one request against the store. Returns the reply (owner copied into owner_buf). */
+static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep, char *owner_buf) {
+    simba_memstore *st = c->st;
+    simba__mentry *e;
+    int64_t now;
+    pthread_mutex_lock(&st->lock);
+    now = st->now_fn(st->clock_user);
+    e = (simba__mentry *)simba__hfind(&st->entries, r->mutex);
+    if (!e && r->op == SIMBA_OP_ACQUIRE) {
+        e = (simba__mentry *)SIMBA_MALLOC(sizeof *e);
+        if (e) {
+            memset(e, 0, sizeof *e);
+            simba__copy(e->name, sizeof e->name, r->mutex);
+            e->h.key = e->name;
+            if (!simba__hinsert(&st->entries, &e->h, simba__malloc_u, simba__free_u, NULL)) { SIMBA_FREE(e); e = NULL; }
+        }
+        if (!e) {
+            pthread_mutex_unlock(&st->lock);
+            memset(rep, 0, sizeof *rep);
+            rep->rc = SIMBA_ENOMEM;
+            rep->errmsg = "memory store: out of memory";
+            return;
+        }
+    }
+    if (e) simba__mwait_purge(e, now);
+    if (e && r->op == SIMBA_OP_ACQUIRE) {
+        int i = simba__mwait_find(e, r->contender);
+        int mine = simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0;
+        /* Fairness: a free mutex goes to the oldest live waiter; anyone else joins the line
+           (a releaser asking again at once included), so nobody overtakes a waiter. */
+        int turn = e->nw == 0 || i == 0;
+        if (mine && r->renew) {
+            e->ttl_at = now + r->ttl_ms; /* renewal: fence and acquired_at stay */
+            e->transition_at = e->ttl_at + r->transition_ms;
+        } else if (mine || (!simba__mlive(e, now) && turn)) {
+            /* A new ownership, also for the stored owner that stepped down locally: its
+               next tenure needs a fence above the one its late writes may still carry. */
+            simba__copy(e->owner, sizeof e->owner, r->contender);
+            e->fence++;
+            e->acquired_at = now;
+            e->ttl_at = now + r->ttl_ms;
+            e->transition_at = e->ttl_at + r->transition_ms;
+            if (i >= 0) simba__mwait_remove(e, i);
+            simba__mbroadcast(st, e, now);
+        } else {
+            /* Waiting: join the line (arrival order), or refresh our place in it. */
+            int64_t exp = simba__add(now, r->live_ms);
+            if (i >= 0) {
+                e->w[i].expires = exp;
+            } else {
+                if (e->nw == e->capw) {
+                    int cap = e->capw ? e->capw * 2 : 4;
+                    simba__mwait *w = (simba__mwait *)SIMBA_MALLOC((size_t)cap * sizeof *w);
+                    if (w) {
+                        if (e->nw) memcpy(w, e->w, (size_t)e->nw * sizeof *w);
+                        SIMBA_FREE(e->w);
+                        e->w = w;
+                        e->capw = cap;
+                    }
+                }
+                if (e->nw < e->capw) {
+                    simba__copy(e->w[e->nw].id, sizeof e->w[0].id, r->contender);
+                    e->w[e->nw].client = c;
+                    e->w[e->nw].expires = exp;
+                    e->nw++;
+                }
+            }
+        }
+    } else if (e && r->op == SIMBA_OP_RELEASE) {
+        if (simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0) {
+            e->owner[0] = 0;
+            e->ttl_at = e->transition_at = 0;
+            /* Wake only the oldest live waiter; it stays in line until it wins. */
+            if (e->nw > 0) simba__mpost(e->w[0].client, SIMBA_EV_RELEASED, e->name, e->w[0].id, NULL);
+            simba__mbroadcast(st, e, now);
+        } else {
+            int i = simba__mwait_find(e, r->contender);
+            if (i >= 0) simba__mwait_remove(e, i);
+        }
+    }
+    simba__mreply(e, now, rep);
+    if (rep->owner) {
+        simba__copy(owner_buf, SIMBA_ID_MAX + 1, rep->owner);
+        rep->owner = owner_buf;
+    }
+    if (e && r->op == SIMBA_OP_ACQUIRE && e->nw > 0 && strcmp(e->w[0].id, r->contender) == 0 && e->w[0].client == c)
+        rep->first_in_line = 1;
+    pthread_mutex_unlock(&st->lock);
+}
+
+static void simba__mrun(simba__mclient *c, int64_t now) {
+    simba_req *r = c->pend, *prev = NULL, *next;
+    for (; r; r = next) {
+        simba_reply rep;
+        char owner[SIMBA_ID_MAX + 1];
+        next = r->next_;
+        if (!c->fault.fail && (c->fault.hang || now < simba__add(r->sent_at, c->fault.delay_ms))) { prev = r; continue; }
+        if (prev) prev->next_ = next; else c->pend = next;
+        if (c->pend_tail == r) c->pend_tail = prev;
+        if (c->fault.fail) {
+            memset(&rep, 0, sizeof rep);
+            rep.rc = SIMBA_EBACKEND;
+            rep.errmsg = "memory backend: injected failure";
+        } else {
+            simba__mexec(c, r, &rep, owner);
+        }
+        simba_req_done(r, &rep);
+    }
+}
+
+static simba_result simba__msubmit(void *impl, simba_req *r) {
+    simba__mclient *c = (simba__mclient *)impl;
+    r->next_ = NULL;
+    if (c->pend_tail) c->pend_tail->next_ = r; else c->pend = r;
+    c->pend_tail = r;
+    simba__mrun(c, simba_now(c->loop));
+    return SIMBA_OK;
+}
+
+static int simba__mfds(void *impl, struct pollfd *out, int cap) {
+    simba__mclient *c = (simba__mclient *)impl;
+    if (cap >= 1) {
+        out[0].fd = c->pipefd[0];
+        out[0].events = POLLIN;
+        out[0].revents = 0;
+    }
+    return 1;
+}
+
+static void simba__mprocess(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
+    simba__mclient *c = (simba__mclient *)impl;
+    simba__mevent *ev, *next;
+    char buf[64];
+    (void)ready;
+    (void)n;
+    (void)flags;
+    while (read(c->pipefd[0], buf, sizeof buf) > 0) {
+    }
+    pthread_mutex_lock(&c->st->lock);
+    ev = c->inbox;
+    c->inbox = c->inbox_tail = NULL;
+    pthread_mutex_unlock(&c->st->lock);
+    for (; ev; ev = next) {
+        next = ev->next;
+        if (!c->fault.drop_events)
+            simba_backend_event(c->be, ev->kind, ev->mutex, ev->has_contender ? ev->contender : NULL, &ev->rep);
+        SIMBA_FREE(ev);
+    }
+    simba__mrun(c, now);
+}
+
+static int64_t simba__mdeadline(void *impl) {
+    simba__mclient *c = (simba__mclient *)impl;
+    int64_t at = SIMBA__NEVER;
+    simba_req *r;
+    if (c->fault.hang || c->fault.fail) return c->fault.fail && c->pend ? 0 : at;
+    for (r = c->pend; r; r = r->next_) at = simba__min(at, simba__add(r->sent_at, c->fault.delay_ms));
+    return at;
+}
+
+static simba_result simba__mem_watch(void *impl, const char *mutex) {
+    simba__mclient *c = (simba__mclient *)impl;
+    simba__mwatch *w;
+    simba_result rc = SIMBA_OK;
+    pthread_mutex_lock(&c->st->lock);
+    w = (simba__mwatch *)simba__hfind(&c->watched, mutex);
+    if (w) {
+        w->count++;
+    } else if ((w = (simba__mwatch *)SIMBA_MALLOC(sizeof *w)) != NULL) {
+        memset(w, 0, sizeof *w);
+        simba__copy(w->name, sizeof w->name, mutex);
+        w->h.key = w->name;
+        w->count = 1;
+        if (!simba__hinsert(&c->watched, &w->h, simba__malloc_u, simba__free_u, NULL)) { SIMBA_FREE(w); rc = SIMBA_ENOMEM; }
+    } else {
+        rc = SIMBA_ENOMEM;
+    }
+    pthread_mutex_unlock(&c->st->lock);
+    return rc;
+}
+
+static void simba__mem_unwatch(void *impl, const char *mutex) {
+    simba__mclient *c = (simba__mclient *)impl;
+    simba__mwatch *w;
+    pthread_mutex_lock(&c->st->lock);
+    w = (simba__mwatch *)simba__hfind(&c->watched, mutex);
+    if (w && --w->count == 0) {
+        simba__hremove(&c->watched, &w->h);
+        SIMBA_FREE(w);
+    }
+    pthread_mutex_unlock(&c->st->lock);
+}
+
+static void simba__mdestroy(void *impl) {
+    simba__mclient *c = (simba__mclient *)impl;
+    simba_memstore *st = c->st;
+    simba__mevent *ev, *next;
+    size_t i;
+    while (c->pend) {
+        simba_req *r = c->pend;
+        simba_reply rep;
+        c->pend = r->next_;
+        memset(&rep, 0, sizeof rep);
+        rep.rc = SIMBA_ECLOSED;
+        simba_req_done(r, &rep);
+    }
+    pthread_mutex_lock(&st->lock);
+    /* A vanished client leaves no waiter entries that point at it. */
+    for (i = 0; i < st->entries.nb; i++) {
+        simba__hnode *n = st->entries.b[i];
+        for (; n; n = n->hnext) {
+            simba__mentry *e = (simba__mentry *)n;
+            int k;
+            for (k = 0; k < e->nw;)
+                if (e->w[k].client == c) simba__mwait_remove(e, k); else k++;
+        }
+    }
+    if (c->prev) c->prev->next = c->next; else st->clients = c->next;
+    if (c->next) c->next->prev = c->prev;
+    ev = c->inbox;
+    pthread_mutex_unlock(&st->lock);
+    for (; ev; ev = next) { next = ev->next; SIMBA_FREE(ev); }
+    for (i = 0; i < c->watched.nb; i++) {
+        simba__hnode *n = c->watched.b[i], *nn;
+        for (; n; n = nn) { nn = n->hnext; SIMBA_FREE(n); }
+    }
+    SIMBA_FREE(c->watched.b);
+    close(c->pipefd[0]);
+    close(c->pipefd[1]);
+    simba_free(c->loop, c);
+}
+
+static const simba_backend_vt simba__memory_vt = {
+    sizeof(simba_backend_vt), "memory", simba__msubmit, simba__mfds, simba__mprocess, simba__mdeadline, simba__mem_watch, simba__mem_unwatch, simba__mdestroy,
+    SIMBA_LEASE_ASKED,
+};
+
+SIMBA_API simba_result simba_memory_open(simba_loop *loop, simba_memstore *st, simba_backend **out) {
+    simba__mclient *c;
+    simba_result rc;
+    int i;
+    if (out) *out = NULL;
+    if (!loop || !st || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_memory_open: NULL argument");
+    c = (simba__mclient *)simba_alloc(loop, sizeof *c);
+    if (!c) return simba__fail(loop, SIMBA_ENOMEM, "simba_memory_open: out of memory");
+    memset(c, 0, sizeof *c);
+    if (pipe(c->pipefd) != 0) {
+        simba_free(loop, c);
+        return simba__fail(loop, SIMBA_ESYS, "simba_memory_open: pipe: %s", strerror(errno));
+    }
+    for (i = 0; i < 2; i++) {
+        fcntl(c->pipefd[i], F_SETFL, fcntl(c->pipefd[i], F_GETFL) | O_NONBLOCK);
+        fcntl(c->pipefd[i], F_SETFD, FD_CLOEXEC);
+    }
+    c->st = st;
+    c->loop = loop;
+    if ((rc = simba_backend_new(loop, &simba__memory_vt, c, &c->be)) != SIMBA_OK) {
+        close(c->pipefd[0]);
+        close(c->pipefd[1]);
+        simba_free(loop, c);
+        return rc;
+    }
+    pthread_mutex_lock(&st->lock);
+    c->next = st->clients;
+    if (st->clients) st->clients->prev = c;
+    st->clients = c;
+    pthread_mutex_unlock(&st->lock);
+    *out = c->be;
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_memory_fault_set(simba_backend *be, const simba_memory_fault *f) {
+    simba__mclient *c;
+    if (!be || !f || be->vt != &simba__memory_vt) return SIMBA_EINVAL;
+    if (f->delay_ms < 0 || f->delay_ms > SIMBA_MAX_MS) return SIMBA_EINVAL;
+    c = (simba__mclient *)be->impl;
+    c->fault = *f;
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_memstore_read(simba_memstore *st, const char *mutex, simba_reply *out, char *owner_buf, size_t cap) {
+    simba__mentry *e;
+    int64_t now;
+    if (!st || !out || simba_name_check(mutex) != SIMBA_OK || (owner_buf && cap == 0)) return SIMBA_EINVAL;
+    pthread_mutex_lock(&st->lock);
+    now = st->now_fn(st->clock_user);
+    e = (simba__mentry *)simba__hfind(&st->entries, mutex);
+    simba__mreply(e, now, out);
+    if (owner_buf) {
+        simba__copy(owner_buf, cap, out->owner);
+        out->owner = owner_buf;
+    } else {
+        out->owner = NULL;
+    }
+    pthread_mutex_unlock(&st->lock);
+    return SIMBA_OK;
+}
+
+#endif /* SIMBA_MEMORY_IMPLEMENTATION */

@@ -1,0 +1,9 @@
+/* simba_zk.h alone, with its implementation, compiles warning-free (mk/core13.mk: C99 and C++11,
+   gcc and clang, -Wall -Wextra -Wpedantic -Werror). */
+#define SIMBA_IMPLEMENTATION
+#include "simba_zk.h"
+
+int main(void) {
+    simba_result rc = simba_zk_open(NULL, NULL, NULL);
+    return rc == SIMBA_OK;
+}
