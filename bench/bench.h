@@ -1,7 +1,7 @@
 /* bench.h -- helpers shared by the bench programs (not part of the library).
  *
  * Every bench program includes this file once, in its single translation unit, after
- * defining SIMBA_IMPLEMENTATION; it pulls in the three backends. Programs print their
+ * defining SIMBA_IMPLEMENTATION; it pulls in the four networked/file backends. Programs print their
  * figures as markdown table rows (lines starting with "| ") on stdout; everything else goes
  * to stderr. scripts/bench.sh collects the rows into one table.
  *
@@ -15,6 +15,7 @@
 #include "../simba_memory.h"
 #include "../simba_redis.h"
 #include "../simba_zk.h"
+#include "../simba_pg.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -189,9 +190,10 @@ B_FN double b_optf(const char *key, double def) {
 
 /* ---- backends ------------------------------------------------------------------------ */
 
-/* Opens the backend named by --backend (memory, sqlite, redis, zk) with the options
-   --sql PATH, --redis-port P, --zk HOST:PORT, --zk-session-ms T. A memory backend needs a
-   store: *store is created on first use and shared by later calls. */
+/* Opens the backend named by --backend (memory, sqlite, redis, zk, pg) with the options
+   --sql PATH, --redis-port P, --zk HOST:PORT, --zk-session-ms T, --pg-port P (127.0.0.1,
+   user postgres, password simba: scripts/pg-start.sh). A memory backend needs a store:
+   *store is created on first use and shared by later calls. */
 B_FN simba_result b_open(simba_loop *loop, const char *name, simba_memstore **store, simba_backend **out) {
     if (strcmp(name, "memory") == 0) {
         if (!*store && simba_memstore_new(NULL, store) != SIMBA_OK) return SIMBA_ENOMEM;
@@ -222,6 +224,17 @@ B_FN simba_result b_open(simba_loop *loop, const char *name, simba_memstore **st
         d.session_timeout_ms = atoi(b_opt("zk-session-ms", "2000"));
         d.root = "/simba_bench";
         return simba_zk_open(loop, &d, out);
+    }
+    if (strcmp(name, "pg") == 0) {
+        simba_pg_desc d;
+        memset(&d, 0, sizeof d);
+        d.hostaddr = "127.0.0.1";
+        d.port = atoi(b_opt("pg-port", "5445"));
+        d.user = "postgres";
+        d.password = "simba";
+        d.dbname = "postgres";
+        d.table = "simba_bench";
+        return simba_pg_open(loop, &d, out);
     }
     return SIMBA_EINVAL;
 }

@@ -1,8 +1,8 @@
 /* w1_cycle.c -- W1, uncontended cycle: one contender acquires and releases one mutex in a
  * loop, next to the raw limit of the same server measured in the same run.
  *
- *   w1_cycle --backend memory|sqlite|redis|zk [--secs 6] [--rounds 5]
- *            [--sql FILE] [--redis-port P] [--zk HOST:PORT] [--zk-session-ms T]
+ *   w1_cycle --backend memory|sqlite|redis|zk|pg [--secs 6] [--rounds 5]
+ *            [--sql FILE] [--redis-port P] [--zk HOST:PORT] [--zk-session-ms T] [--pg-port P]
  *   w1_cycle --versions      (the library versions it was built with, for the table header)
  *
  * One simba cycle, through the public API and nothing else:
@@ -19,6 +19,9 @@
  *           transaction
  *   zk      zoo_create of an EPHEMERAL node + zoo_delete of it (synchronous C API, own
  *           session): the two round trips a lock needs at the very least
+ *   pg      one blocking libpq client (PQexecParams) running the backend's own acquire
+ *           statement as a renewal of a row of its own: one statement round trip. A cycle
+ *           is two statements: target >= 0.85 of half that rate (issue 17)
  *   memory  none (reference only)
  * Raw and simba alternate in --rounds interleaved slices of secs/rounds/2 each, so that
  * load from elsewhere on the machine hits both alike; rates are the median slice, latency
@@ -138,6 +141,34 @@ static double zk_raw(double slice_s, b_samples *lat) {
     return (double)n / ((t - t0) / 1e6);
 }
 
+/* PostgreSQL: one blocking libpq client runs the backend's acquire statement (the table's
+   _acq function, text parameters, as the backend sends it) as a renewal of its own row. */
+static PGconn *pg_raw_c;
+static void pg_raw_setup(void) {
+    char ci[200];
+    snprintf(ci, sizeof ci, "hostaddr=127.0.0.1 port=%d user=postgres password=simba dbname=postgres",
+             atoi(b_opt("pg-port", "5445")));
+    pg_raw_c = PQconnectdb(ci);
+    if (PQstatus(pg_raw_c) != CONNECTION_OK) b_die(PROG, "pg raw connect: %s", PQerrorMessage(pg_raw_c));
+}
+
+static double pg_raw(double slice_s, b_samples *lat) {
+    static const char *sql = "SELECT " SIMBA__PG_COLS
+                             " FROM \"simba_bench_acq\"($1, $2, $3::bigint, $4::bigint, $5::bigint, $6::boolean, $7)";
+    const char *v[7] = {"w1-raw", "w1-raw-me", "10000", "6000", "17000", "true", "none"};
+    double t0 = b_now_us(), t = t0, end = t0 + slice_s * 1e6;
+    long n;
+    for (n = 0; t < end; n++) {
+        double a = t;
+        PGresult *r = PQexecParams(pg_raw_c, sql, 7, NULL, v, NULL, NULL, 0);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) b_die(PROG, "pg raw statement: %s", PQresultErrorMessage(r));
+        PQclear(r);
+        t = b_now_us();
+        b_add(lat, t - a);
+    }
+    return (double)n / ((t - t0) / 1e6);
+}
+
 /* ---- simba cycles ----------------------------------------------------------------------- */
 
 static double simba_cycles(simba_loop *loop, simba_service *svc, double slice_s, b_samples *lat) {
@@ -169,8 +200,8 @@ int main(int argc, char **argv) {
     b_argc = argc;
     b_argv = argv;
     if (argc == 2 && strcmp(argv[1], "--versions") == 0) { /* for the table's header */
-        printf("simba %s, sqlite %s, hiredis %d.%d.%d, zookeeper C client %s\n", SIMBA_VERSION, sqlite3_libversion(),
-               HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH, ZOO_VERSION);
+        printf("simba %s, sqlite %s, hiredis %d.%d.%d, zookeeper C client %s, libpq %d\n", SIMBA_VERSION,
+               sqlite3_libversion(), HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH, ZOO_VERSION, PQlibVersion());
         return 0;
     }
     backend = b_opt("backend", "memory");
@@ -198,12 +229,14 @@ int main(int argc, char **argv) {
     if (strcmp(backend, "redis") == 0) redis_raw_setup();
     if (strcmp(backend, "sqlite") == 0) sql_raw_setup();
     if (strcmp(backend, "zk") == 0) zk_raw_setup();
+    if (strcmp(backend, "pg") == 0) pg_raw_setup();
 
     for (r = 0; r < rounds; r++) {
         rb_p50[r] = 0;
         if (strcmp(backend, "redis") == 0) raw[r] = redis_raw(slice, &rb_p50[r]);
         else if (strcmp(backend, "sqlite") == 0) raw[r] = sql_raw(slice, &rlat);
         else if (strcmp(backend, "zk") == 0) raw[r] = zk_raw(slice, &rlat);
+        else if (strcmp(backend, "pg") == 0) raw[r] = pg_raw(slice, &rlat);
         else raw[r] = 0;
         rate[r] = simba_cycles(loop, svc, slice, &lat);
         fprintf(stderr, "%s round %d: raw %.0f /s, simba %.0f cycles/s\n", backend, r, raw[r], rate[r]);
@@ -236,6 +269,13 @@ int main(int argc, char **argv) {
             target = "(none)";
             verdict = "";
             llat = b_fmt("%.0f / %.0f µs per create+delete", b_pct(&rlat, 0.5), b_pct(&rlat, 0.99));
+        } else if (strcmp(backend, "pg") == 0) {
+            /* a cycle is two statements: target 0.85 of half the raw statement rate */
+            limit = b_fmt("%s statements/s (blocking libpq client, the acquire statement)", b_num(raw_rate));
+            ratio = b_fmt("%.1f %%", pct);
+            target = "≥ 42.5 % (0.85 × raw / 2)";
+            verdict = b_verdict_min(pct, 42.5, "pts");
+            llat = b_fmt("%.0f / %.0f µs per statement", b_pct(&rlat, 0.5), b_pct(&rlat, 0.99));
         } else {
             limit = "(reference: in-process store)";
         }
@@ -248,6 +288,7 @@ int main(int argc, char **argv) {
     if (store) simba_memstore_free(store);
     if (raw_st) sqlite3_finalize(raw_st);
     if (raw_db) sqlite3_close(raw_db);
+    if (pg_raw_c) PQfinish(pg_raw_c);
     if (zh) zookeeper_close(zh);
     free(lat.v);
     free(rlat.v);

@@ -1,8 +1,12 @@
 /* w5_stall.c -- W5, poll stall: the server is SIGSTOPped for 5 s while an owner and a
  * waiter run; the longest single simba_poll call.
  *
- *   w5_stall --backend redis|zk --server-pid PID [--stop-s 5] [--before-s 1] [--after-s 4]
- *            [--ttl-ms 2000] [--transition-ms 1000] [--zk-session-ms 2000]
+ *   w5_stall --backend redis|zk|pg --server-pid PID [--with-children 1] [--stop-s 5]
+ *            [--before-s 1] [--after-s 4] [--ttl-ms 2000] [--transition-ms 1000]
+ *            [--zk-session-ms 2000] [--pg-port P]
+ *
+ * --with-children 1: the server's direct children are stopped and continued with it
+ * (PostgreSQL: the postmaster's backends serve the connections, each its own process).
  *
  * One process, one loop, two backends (two connections, as two processes would have): an
  * owner contender and a waiter contender on one mutex. The loop is an application's:
@@ -16,11 +20,37 @@
 #define SIMBA_IMPLEMENTATION
 #include "bench.h"
 
+#include <dirent.h>
+
 #define PROG "w5_stall"
 
 static pid_t server;
+static pid_t kids[512];
+static int nkids;
 static void cont_server(void) {
+    int i;
     if (server > 0) kill(server, SIGCONT);
+    for (i = 0; i < nkids; i++) kill(kids[i], SIGCONT);
+}
+
+/* The server's direct children, from /proc/PID/stat (field 4 is the parent's pid). */
+static void find_children(void) {
+    char path[300], buf[512], *p;
+    struct dirent *e;
+    DIR *d = opendir("/proc");
+    FILE *f;
+    if (!d) return;
+    while ((e = readdir(d)) && nkids < (int)(sizeof kids / sizeof kids[0])) {
+        long ppid = 0;
+        if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        if (!(f = fopen(path, "r"))) continue;
+        if (fgets(buf, sizeof buf, f) && (p = strrchr(buf, ')')) && sscanf(p + 1, " %*c %ld", &ppid) == 1 &&
+            ppid == (long)server)
+            kids[nkids++] = (pid_t)atol(e->d_name);
+        fclose(f);
+    }
+    closedir(d);
 }
 static void on_signal(int sig) {
     cont_server();
@@ -102,11 +132,14 @@ int main(int argc, char **argv) {
     stepdowns = 0;
     t = b_now_us();
     wait = run_phase(loop, &ph[0], t + b_optf("before-s", 1) * 1e6, 0);
+    if (b_optf("with-children", 0) > 0) find_children();
     if (kill(server, SIGSTOP) != 0) b_die(PROG, "SIGSTOP %ld failed", (long)server);
+    for (i = 0; i < nkids; i++) kill(kids[i], SIGSTOP);
+    fprintf(stderr, "%s %s: stopped %ld and %d children\n", PROG, backend, (long)server, nkids);
     t_stop = b_now_us();
     wait = run_phase(loop, &ph[1], t_stop + b_optf("stop-s", 5) * 1e6, wait);
     stepdowns_stopped = stepdowns;
-    kill(server, SIGCONT);
+    cont_server();
     t_cont = b_now_us();
     last_acq = 0;
     wait = run_phase(loop, &ph[2], t_cont + b_optf("after-s", 4) * 1e6, wait);

@@ -1,18 +1,18 @@
 # Benchmarks (issue 6): `make bench` builds bench/*.c and runs scripts/bench.sh, which starts
-# its own redis-server and ZooKeeper on loopback, runs every workload and prints one
-# markdown table. Uses CC, CFLAGS, ZKINC and B from the Makefile.
+# its own redis-server, ZooKeeper and PostgreSQL on loopback, runs every workload and prints one
+# markdown table. Uses CC, CFLAGS, ZKINC, B (Makefile) and PGINC (mk/pg.mk).
 
 BENCH_PROGS = w1_cycle w2_handoff w3_failover w4_scale w5_stall
 BENCH_BINS  = $(addprefix $(B)/bench/,$(BENCH_PROGS))
-BENCH_HDRS  = bench/bench.h simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h
-BENCH_LIBS  = -lsqlite3 -lhiredis -lzookeeper_mt -lpthread -lm
+BENCH_HDRS  = bench/bench.h simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h simba_pg.h
+BENCH_LIBS  = -lsqlite3 -lhiredis -lzookeeper_mt -lpq -lpthread -lm
 
 $(B)/bench:
 	mkdir -p $@
 
 # -O2 after CFLAGS' -O1: figures of an optimised build, as users would ship it.
 $(B)/bench/%: bench/%.c $(BENCH_HDRS) | $(B)/bench
-	$(CC) $(CFLAGS) -O2 $(ZKINC) -o $@ $< $(BENCH_LIBS)
+	$(CC) $(CFLAGS) -O2 $(ZKINC) $(PGINC) -o $@ $< $(BENCH_LIBS)
 
 bench-build: $(BENCH_BINS)
 

@@ -1,11 +1,12 @@
 #!/bin/bash
 # bench.sh -- run every benchmark workload (called by `make bench` after the build) and print
-# ONE markdown table, with the machine and versions on top. Starts its own redis-server and
-# ZooKeeper on loopback ports of its own, stops them (by PID) on exit, whatever happens.
+# ONE markdown table, with the machine and versions on top. Starts its own redis-server,
+# ZooKeeper and PostgreSQL on loopback ports of its own, stops them (by PID) on exit, whatever
+# happens.
 # Programs' diagnostics go to build/bench-logs/; the table is also saved to
 # build/bench-results.md. See bench/README.md for what each figure means.
 #   BENCH_ONLY="w1 w3"      run only some workloads (w1 w2 w3 w4 w5)
-#   BENCH_REDIS_PORT=6395 BENCH_ZK_PORT=2195   the servers' ports
+#   BENCH_REDIS_PORT=6395 BENCH_ZK_PORT=2195 BENCH_PG_PORT=5445   the servers' ports
 set -u
 cd "$(dirname "$0")/.."
 B=build
@@ -15,8 +16,10 @@ ROWS=$B/bench-rows.md
 OUT=$B/bench-results.md
 REDIS_PORT=${BENCH_REDIS_PORT:-6395}
 ZK_PORT=${BENCH_ZK_PORT:-2195}
+PG_PORT=${BENCH_PG_PORT:-5445}
 REDIS_DIR=$PWD/$B/bench-redis
 ZK_DIR=$PWD/$B/bench-zk
+PG_DIR=$PWD/$B/bench-pg
 SQL_DIR=$PWD/$B/bench-sql
 ONLY=${BENCH_ONLY:-w1 w2 w3 w4 w5}
 T0=$(date +%s)
@@ -27,6 +30,13 @@ mkdir -p "$SQL_DIR"
 : >"$ROWS"
 
 ZK_STARTER=""
+PG_STARTED=0
+# kill -CONT to PID and its direct children (W5 stops PostgreSQL's backends with the postmaster)
+cont_tree() {
+    local c
+    kill -CONT "$1" 2>/dev/null
+    for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do kill -CONT "$c" 2>/dev/null; done
+}
 cleanup() {
     # A SIGSTOPped server (W5) must be continued before it can act on SIGTERM.
     if [ -s "$REDIS_DIR/redis.pid" ]; then
@@ -37,6 +47,10 @@ cleanup() {
     if [ -s "$ZK_DIR/zk.pid" ]; then
         kill -CONT "$(cat "$ZK_DIR/zk.pid")" 2>/dev/null
         bash scripts/zk-stop.sh "$ZK_DIR" >>"$LOGS/servers.log" 2>&1
+    fi
+    if [ $PG_STARTED = 1 ] && [ -s "$PG_DIR/postgres.pid" ]; then
+        cont_tree "$(cat "$PG_DIR/postgres.pid")"
+        sh scripts/pg-stop.sh "$PG_DIR" >>"$LOGS/servers.log" 2>&1
     fi
 }
 trap cleanup EXIT
@@ -63,7 +77,8 @@ run() {
 
 need_redis=0
 need_zk=0
-if want w1 || want w2 || want w3 || want w5; then need_redis=1; need_zk=1; fi
+need_pg=0
+if want w1 || want w2 || want w3 || want w4 || want w5; then need_redis=1; need_zk=1; need_pg=1; fi
 
 # ZooKeeper takes a few seconds to come up: start it first, in the background.
 if [ $need_zk = 1 ]; then
@@ -77,10 +92,22 @@ if [ $need_redis = 1 ]; then
         exit 1
     fi
 fi
+if [ $need_pg = 1 ]; then
+    # a fresh cluster each run (pg-start.sh would reuse an old data directory and its rows)
+    if [ -s "$PG_DIR/postgres.pid" ]; then sh scripts/pg-stop.sh "$PG_DIR" >>"$LOGS/servers.log" 2>&1; fi
+    rm -rf "$PG_DIR"
+    PG_STARTED=1
+    if ! sh scripts/pg-start.sh "$PG_PORT" "$PG_DIR" >"$LOGS/pg-start.log" 2>&1; then
+        echo "bench: could not start PostgreSQL on $PG_PORT:" >&2
+        cat "$LOGS/pg-start.log" >&2
+        exit 1
+    fi
+fi
 
 RP="--redis-port $REDIS_PORT"
 ZP="--zk 127.0.0.1:$ZK_PORT --zk-session-ms 2000"
 SP="--sql $SQL_DIR/bench.db"
+PP="--pg-port $PG_PORT"
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # Wait for ZooKeeper before measuring anything: a starting JVM eats CPU.
@@ -101,6 +128,7 @@ if want w1; then
     run w1_sqlite $BIN/w1_cycle --backend sqlite --secs 6 $SP
     run w1_redis $BIN/w1_cycle --backend redis --secs 6 $RP
     run w1_zk $BIN/w1_cycle --backend zk --secs 6 $ZP
+    run w1_pg $BIN/w1_cycle --backend pg --secs 6 $PP
 fi
 if want w2; then
     # Issue 12, default timing (ttl 10 s / transition 6 s; ZooKeeper session 2 s) as a new
@@ -109,8 +137,8 @@ if want w2; then
     # 20 acquisitions/s). Locker: 2 processes blocked in simba_locker_lock(), hold 100 ms,
     # 20 ms after each confirmed unlock: unlock -> the other's lock returns.
     # (The memory store lives inside one process: no cross-process W2 for it.)
-    for be in redis sqlite zk; do
-        case $be in redis) O=$RP ;; sqlite) O="--sql $SQL_DIR/w2-%s.db" ;; zk) O=$ZP ;; esac
+    for be in redis sqlite zk pg; do
+        case $be in redis) O=$RP ;; sqlite) O="--sql $SQL_DIR/w2-%s.db" ;; zk) O=$ZP ;; pg) O=$PP ;; esac
         run w2_${be}_nopause $BIN/w2_handoff --backend $be --secs 10 --procs 4 --hold-ms 5 --rest-ms 0 \
             --label "W2 no pause (4 procs, hold 5 ms)" ${O//%s/nopause}
         run w2_${be}_pause $BIN/w2_handoff --backend $be --secs 10 --procs 8 --hold-ms 50 --rest-ms 310 \
@@ -123,14 +151,24 @@ if want w3; then
     run w3_redis $BIN/w3_failover --backend redis --runs 5 --ttl-ms 2000 --transition-ms 1000 $RP
     run w3_sqlite $BIN/w3_failover --backend sqlite --runs 5 --ttl-ms 2000 --transition-ms 1000 $SP
     run w3_zk $BIN/w3_failover --backend zk --runs 5 $ZP
+    run w3_pg $BIN/w3_failover --backend pg --runs 5 --ttl-ms 2000 --transition-ms 1000 $PP
 fi
 if want w4; then
     run w4_memory $BIN/w4_scale --part steady --backend memory --mutexes 10000 --secs 20 --ttl-ms 10000
     run w4_sqlite $BIN/w4_scale --part steady --backend sqlite --mutexes 10000 --secs 20 --ttl-ms 10000 --sql "$SQL_DIR/w4.db"
+    # issue 20: the networked backends, with the server's own counters and CPU
+    run w4_redis $BIN/w4_scale --part steady --backend redis --mutexes 10000 --secs 20 --ttl-ms 10000 $RP \
+        --server-pid "$(cat "$REDIS_DIR/redis.pid")"
+    run w4_zk $BIN/w4_scale --part steady --backend zk --mutexes 10000 --secs 20 --ttl-ms 10000 $ZP \
+        --server-pid "$(cat "$ZK_DIR/zk.pid")" --own-timeout-s 60
+    run w4_pg $BIN/w4_scale --part steady --backend pg --mutexes 10000 --secs 20 --ttl-ms 10000 $PP \
+        --server-pid "$(cat "$PG_DIR/postgres.pid")" --with-children 1 --own-timeout-s 180
 fi
 if want w5; then
     run w5_redis $BIN/w5_stall --backend redis --server-pid "$(cat "$REDIS_DIR/redis.pid")" --stop-s 5 $RP
     run w5_zk $BIN/w5_stall --backend zk --server-pid "$(cat "$ZK_DIR/zk.pid")" --stop-s 5 $ZP
+    # the postmaster and its backends (each connection is served by a child process)
+    run w5_pg $BIN/w5_stall --backend pg --server-pid "$(cat "$PG_DIR/postgres.pid")" --with-children 1 --stop-s 5 $PP
 fi
 
 # ---- the table -----------------------------------------------------------------------------
@@ -139,6 +177,8 @@ gccv=$(${CC:-cc} --version 2>/dev/null | head -n1)
 libs=$($BIN/w1_cycle --versions 2>/dev/null)
 redisv=$(redis-server --version 2>/dev/null | grep -o 'v=[0-9.]*' | cut -d= -f2)
 zkv=$(dpkg-query -W -f='${Version}' zookeeper 2>/dev/null)
+pgv=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+pgv=$("$pgv/postgres" --version 2>/dev/null | grep -o '[0-9][0-9.]*' | head -n 1)
 {
     echo "### simba benchmarks ($(date -u '+%Y-%m-%d %H:%M UTC'), \`make bench\`, $(( $(date +%s) - T0 )) s)"
     echo
@@ -147,7 +187,7 @@ zkv=$(dpkg-query -W -f='${Version}' zookeeper 2>/dev/null)
     echo "- compiler: $gccv, -O2"
     echo "- libraries: $libs"
     echo "- servers (loopback, started by this run): redis-server $redisv (port $REDIS_PORT, no persistence)," \
-         "ZooKeeper $zkv standalone (port $ZK_PORT, tickTime 500 ms); SQLite files under $B/bench-sql (WAL, synchronous=NORMAL)"
+         "ZooKeeper $zkv standalone (port $ZK_PORT, tickTime 500 ms), PostgreSQL $pgv (port $PG_PORT, default durability); SQLite files under $B/bench-sql (WAL, synchronous=NORMAL)"
     echo
     echo "| workload | backend | figure | simba | limit / reference (same run) | simba / limit | target | verdict |"
     echo "|---|---|---|---|---|---|---|---|"
