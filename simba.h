@@ -313,6 +313,12 @@ SIMBA_API int64_t simba_poll_ready(simba_loop *loop, const struct pollfd *ready,
    polls a backend may close a descriptor and open another that gets the same number, so a
    caller that registers fds with epoll/kqueue must use fd_hook instead of diffing numbers. */
 SIMBA_API int simba_fds(simba_loop *loop, struct pollfd *out, int cap);
+/* Installs (or, with NULLs, removes) the fd and timer hooks of simba_loop_desc on a live
+   loop: the old fd hook is told to stop every descriptor, the new one to start each, and the
+   new timer hook gets the current wait. For adapters (adapters/). SIMBA_ECALLBACK from a
+   callback. */
+SIMBA_API simba_result simba_loop_set_hooks(simba_loop *loop, void (*fd_hook)(void *user, int fd, short events), void *fd_user,
+                                            void (*timer_hook)(void *user, int64_t wait_ms), void *timer_user);
 /* Blocking convenience: poll(2) on simba_fds() until the next deadline or max_ms
    (negative = no cap), then simba_poll(). Passes SIMBA_ECLOSED through (loop freed). */
 SIMBA_API simba_result simba_wait(simba_loop *loop, int64_t max_ms);
@@ -2175,6 +2181,19 @@ SIMBA_API int simba_fds(simba_loop *loop, struct pollfd *out, int cap) {
         if (want > 0) n += want;
     }
     return n;
+}
+SIMBA_API simba_result simba_loop_set_hooks(simba_loop *l, void (*fd_hook)(void *, int, short), void *fd_user,
+                                            void (*timer_hook)(void *, int64_t), void *timer_user) {
+    if (!l) return SIMBA_EINVAL;
+    if (l->in_cb || l->in_poll) return simba__fail(l, SIMBA_ECALLBACK, "simba_loop_set_hooks: not from a callback");
+    while (l->wfd_n > 0) simba__fd_unwatch(l, l->wfd_n - 1);
+    l->fd_hook = fd_hook;
+    l->fd_user = fd_user;
+    l->timer_hook = timer_hook;
+    l->timer_user = timer_user;
+    l->armed_at = SIMBA__NEVER; /* the new hook has learnt nothing yet */
+    simba__kick(l);
+    return SIMBA_OK;
 }
 SIMBA_API simba_result simba_wait(simba_loop *l, int64_t max_ms) {
     int64_t wait, r;

@@ -196,6 +196,29 @@ TEST(no_hooks_no_calls) {
     simba_memstore_free(st);
 }
 
+TEST(hooks_set_and_removed_on_a_live_loop) {
+    rec r;
+    simba_loop *l = NULL;
+    simba_memstore *st = NULL;
+    simba_backend *be = NULL;
+    memset(&r, 0, sizeof r);
+    REQUIRE(simba_loop_new(NULL, &l) == SIMBA_OK);
+    CHECK_RC(simba_memstore_new(NULL, &st), SIMBA_OK);
+    CHECK_RC(simba_memory_open(l, st, &be), SIMBA_OK);
+    CHECK_RC(simba_loop_set_hooks(NULL, fd_hook, &r, timer_hook, &r), SIMBA_EINVAL);
+    CHECK_RC(simba_loop_set_hooks(l, fd_hook, &r, timer_hook, &r), SIMBA_OK);
+    CHECK_EQ(r.starts, 1);       /* what is already watched is handed over at once */
+    CHECK_EQ(r.timer_calls, 1);  /* and so is the current wait */
+    CHECK(view_matches(l, &r));
+    CHECK_RC(simba_loop_set_hooks(l, NULL, NULL, NULL, NULL), SIMBA_OK);
+    CHECK_EQ(r.n, 0);
+    CHECK_EQ(r.stops, 1);
+    CHECK_EQ(r.stop_closed, 0);
+    CHECK_RC(simba_loop_free(l), SIMBA_OK);
+    CHECK_EQ(r.stops, 1); /* a removed hook hears nothing more */
+    simba_memstore_free(st);
+}
+
 TEST(sql_wake_socket_stopped_before_close) {
     char path[] = "/tmp/simba_hooks_XXXXXX";
     int fd = mkstemp(path);
@@ -312,6 +335,7 @@ int main(int argc, char **argv) {
     RUN(memory_pipe_started_and_stopped_before_close);
     RUN(timer_hook_on_calls_outside_the_poll);
     RUN(no_hooks_no_calls);
+    RUN(hooks_set_and_removed_on_a_live_loop);
     RUN(sql_wake_socket_stopped_before_close);
     RUN(redis_reconnect_stops_then_starts_every_socket);
     return check_report("hooks");

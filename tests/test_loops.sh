@@ -1,0 +1,28 @@
+#!/bin/bash
+# test_loops.sh -- event-loop hooks and adapters (issue 15) against a real redis-server that
+# this script starts on 127.0.0.1:${SIMBA_LOOPS_REDIS_PORT:-6500} and stops by its PID.
+# Runs tests/test_hooks.c (memory, SQLite, Redis) and tests/loops_check.c once per adapter
+# (libuv, libev, libevent). Usage: bash tests/test_loops.sh [build-dir]
+set -u
+B=${1:-build}
+PORT=${SIMBA_LOOPS_REDIS_PORT:-6500}
+cd "$(dirname "$0")/.."
+make -s "$B/test_hooks" "$B/loops_uv" "$B/loops_ev" "$B/loops_event" || { echo "loops: build FAILED"; exit 1; }
+DIR=$(mktemp -d /tmp/simba_loops.XXXXXX)
+redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$DIR" >"$DIR/redis.log" 2>&1 &
+RPID=$!
+cleanup() { kill -CONT "$RPID" 2>/dev/null; kill "$RPID" 2>/dev/null; wait "$RPID" 2>/dev/null; rm -rf "$DIR"; }
+trap cleanup EXIT
+up=0
+for _ in $(seq 1 100); do
+    if redis-cli -p "$PORT" ping 2>/dev/null | grep -q PONG; then up=1; break; fi
+    sleep 0.05
+done
+if [ "$up" != 1 ]; then echo "loops: redis-server on port $PORT did not start (FAILED)"; cat "$DIR/redis.log"; exit 1; fi
+fail=0
+SIMBA_HOOKS_REDIS_PORT=$PORT timeout 120 "$B/test_hooks" || fail=1
+for a in uv ev event; do
+    timeout 60 "$B/loops_$a" "$PORT" "$RPID" || fail=1
+done
+if [ "$fail" = 0 ]; then echo "loops: ok"; else echo "loops: FAILED"; fi
+exit "$fail"
