@@ -99,8 +99,55 @@ static int registered(int fd, short ev) {
         if (io->fd == fd) return io->e && event_pending(io->e, (short)(((ev & POLLIN) ? EV_READ : 0) | ((ev & POLLOUT) ? EV_WRITE : 0)), NULL);
     return 0;
 }
+#elif defined(LOOPS_EPOLL)
+#define LOOP_EPOLL_NO_MAIN
+#include "../examples/loop_epoll.c"
+#define ADAPTER "epoll"
+static ep_driver ed;
+static int64_t once_at = -1;
+static task_fn once_fn;
+static void fl_init(void) {}
+static void fl_run_once(void) {
+    int64_t now = mono_us(), max = 5;
+    if (once_at >= 0 && (once_at - now) / 1000 < max) max = once_at > now ? (once_at - now) / 1000 : 0;
+    if (ed.loop) ep_run_once(&ed, max); else { struct timespec ts = {0, 1000000}; nanosleep(&ts, NULL); }
+    if (once_at >= 0 && mono_us() >= once_at) { once_at = -1; once_fn(); }
+}
+static void fl_after(int ms, task_fn fn) { once_fn = fn; once_at = mono_us() + (int64_t)ms * 1000; }
+static int attach(simba_loop *l) { return ep_attach(&ed, l) == 0 ? SIMBA_OK : SIMBA_EINVAL; }
+static void detach(void) { ep_detach(&ed); }
+static int registered(int fd, short ev) {
+    struct epoll_event e;
+    memset(&e, 0, sizeof e);
+    e.events = ep_mask(ev);
+    e.data.fd = fd;
+    return epoll_ctl(ed.epfd, EPOLL_CTL_MOD, fd, &e) == 0; /* ENOENT: not in the set */
+}
+#elif defined(LOOPS_URING)
+#define LOOP_IOURING_NO_MAIN
+#include "../examples/loop_iouring.c"
+#define ADAPTER "io_uring"
+static ur_driver ud;
+static int64_t once_at = -1;
+static task_fn once_fn;
+static void fl_init(void) {}
+static void fl_run_once(void) {
+    int64_t now = mono_us(), max = 5;
+    if (once_at >= 0 && (once_at - now) / 1000 < max) max = once_at > now ? (once_at - now) / 1000 : 0;
+    if (ud.loop) ur_run_once(&ud, max); else { struct timespec ts = {0, 1000000}; nanosleep(&ts, NULL); }
+    if (once_at >= 0 && mono_us() >= once_at) { once_at = -1; once_fn(); }
+}
+static void fl_after(int ms, task_fn fn) { once_fn = fn; once_at = mono_us() + (int64_t)ms * 1000; }
+static int attach(simba_loop *l) { return ur_attach(&ud, l) == 0 ? SIMBA_OK : SIMBA_EINVAL; }
+static void detach(void) { ur_detach(&ud); }
+static int registered(int fd, short ev) {
+    int i;
+    for (i = 0; i < ud.nw; i++)
+        if (ud.w[i].fd == fd) return ud.w[i].events == ev && ud.w[i].armed;
+    return 0;
+}
 #else
-#error "build with -DLOOPS_UV, -DLOOPS_EV or -DLOOPS_EVENT"
+#error "build with -DLOOPS_UV, -DLOOPS_EV, -DLOOPS_EVENT, -DLOOPS_EPOLL or -DLOOPS_URING"
 #endif
 
 static simba_loop *loop;
@@ -204,6 +251,17 @@ int main(int argc, char **argv) {
     port = atoi(argv[1]);
     redis_pid = (pid_t)atoi(argv[2]);
     snprintf(mutex, sizeof mutex, "loops-%s-%d", ADAPTER, (int)getpid());
+#if defined(LOOPS_URING)
+    {
+        struct io_uring probe;
+        int rc = io_uring_queue_init(8, &probe, 0);
+        if (rc < 0) {
+            printf("io_uring: SKIPPED: the kernel refuses io_uring (io_uring_queue_init: %s)\n", strerror(-rc));
+            return 0;
+        }
+        io_uring_queue_exit(&probe);
+    }
+#endif
     if (pipe(go) != 0 || pipe(rep) != 0) return 2;
     child = fork();
     if (child == 0) _exit(child_main(port, mutex, go[0], rep[1]));

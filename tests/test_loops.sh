@@ -2,12 +2,14 @@
 # test_loops.sh -- event-loop hooks and adapters (issue 15) against a real redis-server that
 # this script starts on 127.0.0.1:${SIMBA_LOOPS_REDIS_PORT:-6500} and stops by its PID.
 # Runs tests/test_hooks.c (memory, SQLite, Redis) and tests/loops_check.c once per adapter
-# (libuv, libev, libevent). Usage: bash tests/test_loops.sh [build-dir]
+# (libuv, libev, libevent) and per example driver (epoll, io_uring; io_uring says SKIPPED only
+# where the kernel refuses it), then each example briefly. Usage: bash tests/test_loops.sh [build-dir]
 set -u
 B=${1:-build}
 PORT=${SIMBA_LOOPS_REDIS_PORT:-6500}
 cd "$(dirname "$0")/.."
-make -s "$B/test_hooks" "$B/loops_uv" "$B/loops_ev" "$B/loops_event" || { echo "loops: build FAILED"; exit 1; }
+make -s "$B/test_hooks" "$B/loops_uv" "$B/loops_ev" "$B/loops_event" "$B/loops_epoll" "$B/loops_uring" \
+    "$B/loop_epoll" "$B/loop_iouring" "$B/loop_libuv" "$B/loop_libev" "$B/loop_libevent" || { echo "loops: build FAILED"; exit 1; }
 DIR=$(mktemp -d /tmp/simba_loops.XXXXXX)
 redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$DIR" >"$DIR/redis.log" 2>&1 &
 RPID=$!
@@ -21,8 +23,18 @@ done
 if [ "$up" != 1 ]; then echo "loops: redis-server on port $PORT did not start (FAILED)"; cat "$DIR/redis.log"; exit 1; fi
 fail=0
 SIMBA_HOOKS_REDIS_PORT=$PORT timeout 120 "$B/test_hooks" || fail=1
-for a in uv ev event; do
+for a in uv ev event epoll uring; do
     timeout 60 "$B/loops_$a" "$PORT" "$RPID" || fail=1
+done
+for e in loop_libuv loop_libev loop_libevent loop_epoll loop_iouring; do
+    out=$(timeout 30 "$B/$e" "$PORT" 1 2>&1); rc=$?
+    echo "$out"
+    if [ "$rc" != 0 ]; then echo "$e: FAILED (exit $rc)"; fail=1; continue; fi
+    case "$out" in
+        *SKIPPED*) ;;
+        *acquired*released*) echo "$e: ok" ;;
+        *) echo "$e: FAILED (no acquire/release)"; fail=1 ;;
+    esac
 done
 if [ "$fail" = 0 ]; then echo "loops: ok"; else echo "loops: FAILED"; fi
 exit "$fail"
