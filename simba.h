@@ -86,8 +86,12 @@
  *       }
  *
  *   simba_poll() never blocks. simba_fds() gives the descriptors worth waiting on so that an
- *   existing poll/epoll/libuv loop can wake on a push instead of a timer. simba_wait() is the
+ *   existing poll(2) loop or tick can wake on a push instead of a timer. simba_wait() is the
  *   blocking convenience: poll(2) on those fds up to the next deadline, then simba_poll().
+ *   Callback-driven loops (epoll, io_uring, libuv, libev, libevent) use the hooks instead:
+ *   simba_loop_desc.fd_hook hears each descriptor start, change and stop (before its close),
+ *   timer_hook hears when a call outside the poll needs a poll sooner; adapters/ has libuv,
+ *   libev and libevent in one attach call each (simba_loop_set_hooks).
  *   Callbacks fire only inside simba_poll()/simba_wait(), on the caller's thread. Calling
  *   simba_poll()/simba_wait() from a callback returns SIMBA_ECALLBACK. simba_stop() or a free
  *   requested from a callback takes effect when the dispatch returns.
@@ -914,6 +918,9 @@ struct simba_service {
     char rep_owner[SIMBA_ID_MAX + 1];
 };
 
+/* A descriptor the fd hook was told about (seen: listed by the latest sync). */
+typedef struct simba__watched { simba_backend *be; int fd; short events; short seen; } simba__watched;
+
 struct simba_loop {
     int64_t (*now_fn)(void *);
     void *clock_user;
@@ -947,7 +954,7 @@ struct simba_loop {
     void *fd_user;
     void (*timer_hook)(void *, int64_t);
     void *timer_user;
-    struct simba__watched { simba_backend *be; int fd; short events; short seen; } *wfd;
+    simba__watched *wfd;
     int wfd_n, wfd_cap;
     int64_t armed_at;
     uint64_t id_counter;
@@ -2031,7 +2038,7 @@ static int simba__fd_slot(simba_loop *l, simba_backend *be, int fd) {
         if (l->wfd[i].fd == fd) return i;
     if (l->wfd_n == l->wfd_cap) {
         int cap = l->wfd_cap ? l->wfd_cap * 2 : 8;
-        struct simba__watched *w = (struct simba__watched *)simba_alloc(l, (size_t)cap * sizeof *w);
+        simba__watched *w = (simba__watched *)simba_alloc(l, (size_t)cap * sizeof *w);
         if (!w) {
             simba_log(l, SIMBA_LOG_ERROR, "out of memory: fd %d not handed to fd_hook", fd);
             return -1;
