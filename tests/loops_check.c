@@ -104,6 +104,7 @@ static int registered(int fd, short ev) {
 #include "../examples/loop_epoll.c"
 #define ADAPTER "epoll"
 static ep_driver ed;
+#define DRIVER ed
 static int64_t once_at = -1;
 static task_fn once_fn;
 static void fl_init(void) {}
@@ -128,6 +129,7 @@ static int registered(int fd, short ev) {
 #include "../examples/loop_iouring.c"
 #define ADAPTER "io_uring"
 static ur_driver ud;
+#define DRIVER ud
 static int64_t once_at = -1;
 static task_fn once_fn;
 static void fl_init(void) {}
@@ -353,6 +355,29 @@ int main(int argc, char **argv) {
             fail("the waiting process never acquired");
         }
     }
+#if defined(LOOPS_URING) || defined(LOOPS_EPOLL)
+    {
+        /* the loop freed while the driver is attached: each stop comes before its close, so
+           the server sees every connection go (an io_uring poll left armed would keep it) */
+        int64_t end;
+        int gone = 0;
+        nnew = our_ports(cur, 8);
+        simba_loop_free(loop);
+        loop = NULL;
+        DRIVER.loop = NULL;
+        end = mono_us() + 2000000;
+        while (!gone && mono_us() < end) {
+            struct timespec ts = {0, 20000000};
+            gone = 1;
+            for (i = 0; i < nnew; i++)
+                if (port_in_client_list(port, cur[i]) != 0) gone = 0;
+            if (!gone) nanosleep(&ts, NULL);
+        }
+        if (!gone || nnew < 1) fail("connections still on the server after simba_loop_free");
+        else printf("%s: simba_loop_free: the server saw our %d connection(s) close\n", ADAPTER, nnew);
+        detach();
+    }
+#endif
 out:
     if (child > 0) {
         if (write(go[1], "g", 1) < 0) {}
