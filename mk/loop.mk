@@ -35,3 +35,5 @@ $(B)/loop_libev: examples/loop_libev.c adapters/simba_libev.h simba.h simba_redi
 	$(CC) $(CFLAGS) -o $@ examples/loop_libev.c -lhiredis -lev
 $(B)/loop_libevent: examples/loop_libevent.c adapters/simba_libevent.h simba.h simba_redis.h | $(B)
 	$(CC) $(CFLAGS) -o $@ examples/loop_libevent.c -lhiredis -levent_core
+# the examples are part of `make all` (scripts/install-deps.sh installs their libraries)
+all: $(B)/loop_libuv $(B)/loop_libev $(B)/loop_libevent $(B)/loop_epoll $(B)/loop_iouring

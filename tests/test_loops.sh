@@ -9,7 +9,8 @@ B=${1:-build}
 PORT=${SIMBA_LOOPS_REDIS_PORT:-6500}
 cd "$(dirname "$0")/.."
 make -s "$B/test_hooks" "$B/loops_uv" "$B/loops_ev" "$B/loops_event" "$B/loops_epoll" "$B/loops_uring" \
-    "$B/loop_epoll" "$B/loop_iouring" "$B/loop_libuv" "$B/loop_libev" "$B/loop_libevent" || { echo "loops: build FAILED"; exit 1; }
+    "$B/loop_epoll" "$B/loop_iouring" "$B/loop_libuv" "$B/loop_libev" "$B/loop_libevent" \
+    "$B/asan/test_hooks" "$B/asan/loops_uv" || { echo "loops: build FAILED"; exit 1; }
 DIR=$(mktemp -d /tmp/simba_loops.XXXXXX)
 redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$DIR" >"$DIR/redis.log" 2>&1 &
 RPID=$!
@@ -23,6 +24,8 @@ done
 if [ "$up" != 1 ]; then echo "loops: redis-server on port $PORT did not start (FAILED)"; cat "$DIR/redis.log"; exit 1; fi
 fail=0
 SIMBA_HOOKS_REDIS_PORT=$PORT timeout 120 "$B/test_hooks" || fail=1
+SIMBA_HOOKS_REDIS_PORT=$PORT timeout 300 "$B/asan/test_hooks" || fail=1
+timeout 120 "$B/asan/loops_uv" "$PORT" "$RPID" || fail=1
 for a in uv ev event epoll uring; do
     timeout 60 "$B/loops_$a" "$PORT" "$RPID" || fail=1
 done
