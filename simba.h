@@ -2223,7 +2223,11 @@ SIMBA_API simba_result simba_wait(simba_loop *l, int64_t max_ms) {
         nanosleep(&ts, NULL);
     }
     r = simba__poll(l, SIMBA__IO_POLLED, NULL, 0);
-    return r < 0 ? (simba_result)r : SIMBA_OK;
+    if (r < 0) return (simba_result)r;
+    /* Its caller (often a blocking lock) does not see the wait: the timer hook hears it. */
+    l->armed_at = SIMBA__NEVER;
+    simba__kick(l);
+    return SIMBA_OK;
 }
 
 /* ---- the loop ------------------------------------------------------------------------- */

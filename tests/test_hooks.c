@@ -177,6 +177,11 @@ TEST(timer_hook_on_calls_outside_the_poll) {
     simba_poll(l);
     CHECK(!simba_is_owner(s));
     CHECK_EQ(simba_service_status(s), SIMBA_INITIAL);
+    /* simba_wait (the blocking calls' driver) hands its new deadline to the timer hook */
+    calls = r.timer_calls;
+    CHECK_RC(simba_wait(l, 0), SIMBA_OK);
+    CHECK_EQ(r.timer_calls, calls + 1);
+    CHECK(r.last_wait > 1000); /* idle again */
     CHECK_RC(simba_loop_free(l), SIMBA_OK);
     simba_memstore_free(st);
 }
