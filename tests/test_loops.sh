@@ -22,22 +22,23 @@ for _ in $(seq 1 100); do
     sleep 0.05
 done
 if [ "$up" != 1 ]; then echo "loops: redis-server on port $PORT did not start (FAILED)"; cat "$DIR/redis.log"; exit 1; fi
-fail=0
-SIMBA_HOOKS_REDIS_PORT=$PORT timeout 120 "$B/test_hooks" || fail=1
-SIMBA_HOOKS_REDIS_PORT=$PORT timeout 300 "$B/asan/test_hooks" || fail=1
-timeout 120 "$B/asan/loops_uv" "$PORT" "$RPID" || fail=1
+fail=0 npass=0 nfail=0
+check() { if "$@"; then npass=$((npass + 1)); else nfail=$((nfail + 1)); fail=1; fi; }
+check env SIMBA_HOOKS_REDIS_PORT="$PORT" timeout 120 "$B/test_hooks"
+check env SIMBA_HOOKS_REDIS_PORT="$PORT" timeout 300 "$B/asan/test_hooks"
+check timeout 120 "$B/asan/loops_uv" "$PORT" "$RPID"
 for a in uv ev event epoll uring; do
-    timeout 60 "$B/loops_$a" "$PORT" "$RPID" || fail=1
+    check timeout 60 "$B/loops_$a" "$PORT" "$RPID"
 done
 for e in loop_libuv loop_libev loop_libevent loop_epoll loop_iouring; do
     out=$(timeout 30 "$B/$e" "$PORT" 1 2>&1); rc=$?
     echo "$out"
-    if [ "$rc" != 0 ]; then echo "$e: FAILED (exit $rc)"; fail=1; continue; fi
+    if [ "$rc" != 0 ]; then echo "$e: FAILED (exit $rc)"; fail=1; nfail=$((nfail + 1)); continue; fi
     case "$out" in
         *SKIPPED*) ;;
-        *acquired*released*) echo "$e: ok" ;;
-        *) echo "$e: FAILED (no acquire/release)"; fail=1 ;;
+        *acquired*released*) echo "$e: ok"; npass=$((npass + 1)) ;;
+        *) echo "$e: FAILED (no acquire/release)"; fail=1; nfail=$((nfail + 1)) ;;
     esac
 done
-if [ "$fail" = 0 ]; then echo "loops: ok"; else echo "loops: FAILED"; fi
+echo "loops: $npass passed, $nfail failed"
 exit "$fail"
