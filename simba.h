@@ -86,8 +86,12 @@
  *       }
  *
  *   simba_poll() never blocks. simba_fds() gives the descriptors worth waiting on so that an
- *   existing poll/epoll/libuv loop can wake on a push instead of a timer. simba_wait() is the
+ *   existing poll(2) loop or tick can wake on a push instead of a timer. simba_wait() is the
  *   blocking convenience: poll(2) on those fds up to the next deadline, then simba_poll().
+ *   Callback-driven loops (epoll, io_uring, libuv, libev, libevent) use the hooks instead:
+ *   simba_loop_desc.fd_hook hears each descriptor start, change and stop (before its close),
+ *   timer_hook hears when a call outside the poll needs a poll sooner; adapters/ has libuv,
+ *   libev and libevent in one attach call each (simba_loop_set_hooks).
  *   Callbacks fire only inside simba_poll()/simba_wait(), on the caller's thread. Calling
  *   simba_poll()/simba_wait() from a callback returns SIMBA_ECALLBACK. simba_stop() or a free
  *   requested from a callback takes effect when the dispatch returns.
@@ -276,6 +280,17 @@ typedef struct simba_loop_desc {
     void (*log)(void *user, simba_log_level level, const char *msg);
     void *log_user;
     simba_log_level log_level; /* lowest level passed to log (default DEBUG when log set) */
+    /* Optional fd hook (event-loop adapters): events POLLIN/POLLOUT when simba starts watching
+       fd or changes its interest, 0 when it stops; a stop always comes before the fd is
+       closed, so a number reused by a new socket is reported as stop, then start. */
+    void (*fd_hook)(void *user, int fd, short events);
+    void *fd_user;
+    /* Optional timer hook: a call made outside simba_poll (start, stop, lock, try, unlock,
+       free, contend, a backend event) moved the next deadline earlier: poll within wait_ms.
+       Both hooks run on the loop's thread, inside simba_poll or inside such a call; they may
+       only (re)arm or cancel the caller's watchers and timers, never call simba functions. */
+    void (*timer_hook)(void *user, int64_t wait_ms);
+    void *timer_user;
 } simba_loop_desc;
 
 SIMBA_API simba_result simba_loop_new(const simba_loop_desc *desc, simba_loop **out);
@@ -298,8 +313,16 @@ SIMBA_API int64_t simba_poll(simba_loop *loop);
    the revents it got (n may be 0: then no I/O is attempted beyond what timers need). */
 SIMBA_API int64_t simba_poll_ready(simba_loop *loop, const struct pollfd *ready, int n);
 /* Writes up to cap descriptors worth waiting on. Returns how many there are (may exceed
-   cap: call again with more room), or a negative simba_result. */
+   cap: call again with more room), or a negative simba_result. It is a snapshot: between two
+   polls a backend may close a descriptor and open another that gets the same number, so a
+   caller that registers fds with epoll/kqueue must use fd_hook instead of diffing numbers. */
 SIMBA_API int simba_fds(simba_loop *loop, struct pollfd *out, int cap);
+/* Installs (or, with NULLs, removes) the fd and timer hooks of simba_loop_desc on a live
+   loop: the old fd hook is told to stop every descriptor, the new one to start each, and the
+   new timer hook gets the current wait. For adapters (adapters/). SIMBA_ECALLBACK from a
+   callback. */
+SIMBA_API simba_result simba_loop_set_hooks(simba_loop *loop, void (*fd_hook)(void *user, int fd, short events), void *fd_user,
+                                            void (*timer_hook)(void *user, int64_t wait_ms), void *timer_user);
 /* Blocking convenience: poll(2) on simba_fds() until the next deadline or max_ms
    (negative = no cap), then simba_poll(). Passes SIMBA_ECLOSED through (loop freed). */
 SIMBA_API simba_result simba_wait(simba_loop *loop, int64_t max_ms);
@@ -583,6 +606,10 @@ SIMBA_API void *simba_backend_impl(const simba_backend *be);
 SIMBA_API const simba_backend_vt *simba_backend_vt_get(const simba_backend *be);
 /* Complete a request exactly once. Safe from inside submit/process; handled in the poll. */
 SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply);
+/* Tell the loop's fd_hook about a descriptor: events 0 = stop watching. A backend must call
+   it with 0 before it closes a descriptor it has listed in vt->fds (the core learns starts
+   and interest changes from vt->fds after each poll and each call outside the poll). */
+SIMBA_API void simba_backend_fd(simba_backend *be, int fd, short events);
 /* Push an event. mutex NULL = every mutex of this backend; contender NULL = every service
    of the mutex; owner used by SIMBA_EV_OWNER. */
 SIMBA_API void simba_backend_event(simba_backend *be, simba_event_kind kind, const char *mutex, const char *contender, const simba_reply *owner);
@@ -891,6 +918,9 @@ struct simba_service {
     char rep_owner[SIMBA_ID_MAX + 1];
 };
 
+/* A descriptor the fd hook was told about (seen: listed by the latest sync). */
+typedef struct simba__watched { simba_backend *be; int fd; short events; short seen; } simba__watched;
+
 struct simba_loop {
     int64_t (*now_fn)(void *);
     void *clock_user;
@@ -916,9 +946,17 @@ struct simba_loop {
     int ev_nfree, more;
     int64_t poll_start_us;
     simba_service *gc;
-    int in_poll, in_cb, free_requested, closing;
+    int in_poll, in_cb, free_requested, closing, in_submit;
     struct pollfd *pfd;
     int pfd_cap;
+    /* descriptors the fd hook was told about, and the deadline the caller last learnt */
+    void (*fd_hook)(void *, int, short);
+    void *fd_user;
+    void (*timer_hook)(void *, int64_t);
+    void *timer_user;
+    simba__watched *wfd;
+    int wfd_n, wfd_cap;
+    int64_t armed_at;
     uint64_t id_counter;
     int host_done;
     char host[64];
@@ -1057,18 +1095,20 @@ static int simba__timer_init(simba_loop *l, simba__timer *t, int kind) {
 }
 static void simba__timer_fini(simba_loop *l, simba__timer *t);
 /* at == SIMBA__NEVER takes the timer out. Room was reserved when the owner was created. */
+static void simba__kick(simba_loop *l);
 static void simba__timer_set(simba_loop *l, simba__timer *t, int64_t at) {
     if (at == SIMBA__NEVER) { simba__heap_remove(l, t); return; }
     if (t->idx >= 0) {
         int64_t old = t->at;
         t->at = at;
         if (at < old) simba__heap_up(l, t->idx); else simba__heap_down(l, t->idx);
-        return;
+    } else {
+        t->at = at;
+        t->idx = l->heap_n++;
+        l->heap[t->idx] = t;
+        simba__heap_up(l, t->idx);
     }
-    t->at = at;
-    t->idx = l->heap_n++;
-    l->heap[t->idx] = t;
-    simba__heap_up(l, t->idx);
+    if (at < l->armed_at) simba__kick(l);
 }
 static void simba__timer_fini(simba_loop *l, simba__timer *t) {
     simba__heap_remove(l, t);
@@ -1105,6 +1145,7 @@ static void simba__backend_destroy(simba_backend *be) {
     for (ev = l->ev_head; ev; ev = ev->next)
         if (ev->be == be) ev->be = NULL; /* queued pushes for a backend that is gone */
     if (be->vt->destroy) be->vt->destroy(be->impl);
+    simba_backend_fd(be, -1, 0); /* whatever the backend left watched */
     simba_free(l, be->mxs.b);
     if (be->prev) be->prev->next = be->next; else l->backends = be->next;
     if (be->next) be->next->prev = be->prev;
@@ -1243,6 +1284,7 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     req->done_next_ = NULL;
     if (l->done_tail) l->done_tail->done_next_ = req; else l->done_head = req;
     l->done_tail = req;
+    simba__kick(l);
 }
 
 SIMBA_API void simba_backend_event(simba_backend *be, simba_event_kind kind, const char *mutex, const char *contender, const simba_reply *owner) {
@@ -1279,6 +1321,7 @@ SIMBA_API void simba_backend_event(simba_backend *be, simba_event_kind kind, con
     }
     if (l->ev_tail) l->ev_tail->next = ev; else l->ev_head = ev;
     l->ev_tail = ev;
+    simba__kick(l);
 }
 
 /* ---- the service state machine ------------------------------------------------------ */
@@ -1363,7 +1406,9 @@ static void simba__submit(simba_service *s, simba_op op) {
     if (op != SIMBA_OP_RELEASE) { s->cnt.attempts++; s->loop->cnt.attempts++; }
     s->flags |= SIMBA__F_INFLIGHT;
     if (op == SIMBA_OP_RELEASE) s->flags |= SIMBA__F_RELEASE_SENT;
+    s->loop->in_submit++; /* no hooks while the backend is inside submit */
     rc = be->vt->submit(be->impl, r);
+    s->loop->in_submit--;
     if (rc != SIMBA_OK && !r->done_) {
         simba_reply rep;
         memset(&rep, 0, sizeof rep);
@@ -1371,6 +1416,7 @@ static void simba__submit(simba_service *s, simba_op op) {
         rep.errmsg = be->errmsg[0] ? NULL : "submit refused";
         simba_req_done(r, &rep); /* handled like any failed answer */
     }
+    simba__kick(s->loop); /* what the backend now watches and when it times out */
 }
 
 static void simba__attempt_failed(simba_service *s) {
@@ -1977,6 +2023,102 @@ static int64_t simba__next_wait(simba_loop *l) {
 
 enum { SIMBA__IO_OWN, SIMBA__IO_GIVEN, SIMBA__IO_POLLED };
 
+/* ---- loop hooks: what the caller's event loop watches --------------------------------- */
+
+static void simba__fd_unwatch(simba_loop *l, int i) {
+    int fd = l->wfd[i].fd;
+    l->wfd[i] = l->wfd[--l->wfd_n];
+    l->fd_hook(l->fd_user, fd, 0);
+}
+
+/* Index of fd in the watched set, appended (events 0) when absent; -1 on no memory. */
+static int simba__fd_slot(simba_loop *l, simba_backend *be, int fd) {
+    int i;
+    for (i = 0; i < l->wfd_n; i++)
+        if (l->wfd[i].fd == fd) return i;
+    if (l->wfd_n == l->wfd_cap) {
+        int cap = l->wfd_cap ? l->wfd_cap * 2 : 8;
+        simba__watched *w = (simba__watched *)simba_alloc(l, (size_t)cap * sizeof *w);
+        if (!w) {
+            simba_log(l, SIMBA_LOG_ERROR, "out of memory: fd %d not handed to fd_hook", fd);
+            return -1;
+        }
+        if (l->wfd_n) memcpy(w, l->wfd, (size_t)l->wfd_n * sizeof *w);
+        simba_free(l, l->wfd);
+        l->wfd = w;
+        l->wfd_cap = cap;
+    }
+    l->wfd[l->wfd_n].be = be;
+    l->wfd[l->wfd_n].fd = fd;
+    l->wfd[l->wfd_n].events = 0;
+    l->wfd[l->wfd_n].seen = 0;
+    return l->wfd_n++;
+}
+
+static void simba__fd_set(simba_loop *l, simba_backend *be, int fd, short events) {
+    int i = simba__fd_slot(l, be, fd);
+    if (i < 0) return;
+    l->wfd[i].be = be;
+    l->wfd[i].seen = 1;
+    if (l->wfd[i].events != events) {
+        l->wfd[i].events = events;
+        l->fd_hook(l->fd_user, fd, events);
+    }
+}
+
+SIMBA_API void simba_backend_fd(simba_backend *be, int fd, short events) {
+    simba_loop *l;
+    int i;
+    if (!be || !be->loop) return;
+    l = be->loop;
+    if (!l->fd_hook) return;
+    events = (short)(events & (POLLIN | POLLOUT));
+    if (events) {
+        if (fd >= 0) simba__fd_set(l, be, fd, events);
+        return;
+    }
+    for (i = 0; i < l->wfd_n;) {
+        if (l->wfd[i].be == be && (fd < 0 || l->wfd[i].fd == fd)) simba__fd_unwatch(l, i);
+        else i++;
+    }
+}
+
+/* Bring the fd hook's view in line with what the backends list now. */
+static int simba__gather(simba_loop *l);
+static void simba__fds_sync(simba_loop *l) {
+    simba_backend *be;
+    int i, j, n;
+    if (!l->fd_hook) return;
+    n = simba__gather(l);
+    if (n < 0) return;
+    for (i = 0; i < l->wfd_n; i++) l->wfd[i].seen = 0;
+    for (be = l->backends; be; be = be->next)
+        for (j = be->pfd_off; j < be->pfd_off + be->pfd_n; j++) {
+            short ev = (short)(l->pfd[j].events & (POLLIN | POLLOUT));
+            if (l->pfd[j].fd >= 0 && ev) simba__fd_set(l, be, l->pfd[j].fd, ev);
+        }
+    for (i = 0; i < l->wfd_n;) {
+        if (!l->wfd[i].seen) simba__fd_unwatch(l, i);
+        else i++;
+    }
+}
+
+static int64_t simba__next_wait(simba_loop *l);
+
+/* After a call outside the poll changed something: tell the caller's loop at once. */
+static void simba__kick(simba_loop *l) {
+    int64_t w, at;
+    if (l->closing || l->in_poll || l->in_submit || (!l->fd_hook && !l->timer_hook)) return;
+    simba__fds_sync(l);
+    if (!l->timer_hook) return;
+    w = simba__next_wait(l);
+    at = simba__add(simba_now(l), w);
+    if (at < l->armed_at) {
+        l->armed_at = at;
+        l->timer_hook(l->timer_user, w);
+    }
+}
+
 static int64_t simba__poll(simba_loop *l, int io, const struct pollfd *ready, int nready) {
     simba_backend *be;
     int n, i, j, round;
@@ -2013,13 +2155,18 @@ static int64_t simba__poll(simba_loop *l, int io, const struct pollfd *ready, in
         if (l->more) break;
     }
     simba__gc_run(l);
+    if (!l->free_requested) simba__fds_sync(l);
     l->in_poll = 0;
     if (l->free_requested) {
         /* The caller driving the loop must learn that its handle is gone. */
         simba__loop_destroy(l);
         return SIMBA_ECLOSED;
     }
-    return simba__next_wait(l);
+    {
+        int64_t w = simba__next_wait(l);
+        l->armed_at = simba__add(simba_now(l), w); /* the caller sleeps until then */
+        return w;
+    }
 }
 
 SIMBA_API int64_t simba_poll(simba_loop *loop) {
@@ -2042,6 +2189,19 @@ SIMBA_API int simba_fds(simba_loop *loop, struct pollfd *out, int cap) {
     }
     return n;
 }
+SIMBA_API simba_result simba_loop_set_hooks(simba_loop *l, void (*fd_hook)(void *, int, short), void *fd_user,
+                                            void (*timer_hook)(void *, int64_t), void *timer_user) {
+    if (!l) return SIMBA_EINVAL;
+    if (l->in_cb || l->in_poll) return simba__fail(l, SIMBA_ECALLBACK, "simba_loop_set_hooks: not from a callback");
+    while (l->wfd_n > 0) simba__fd_unwatch(l, l->wfd_n - 1);
+    l->fd_hook = fd_hook;
+    l->fd_user = fd_user;
+    l->timer_hook = timer_hook;
+    l->timer_user = timer_user;
+    l->armed_at = SIMBA__NEVER; /* the new hook has learnt nothing yet */
+    simba__kick(l);
+    return SIMBA_OK;
+}
 SIMBA_API simba_result simba_wait(simba_loop *l, int64_t max_ms) {
     int64_t wait, r;
     int n;
@@ -2063,7 +2223,11 @@ SIMBA_API simba_result simba_wait(simba_loop *l, int64_t max_ms) {
         nanosleep(&ts, NULL);
     }
     r = simba__poll(l, SIMBA__IO_POLLED, NULL, 0);
-    return r < 0 ? (simba_result)r : SIMBA_OK;
+    if (r < 0) return (simba_result)r;
+    /* Its caller (often a blocking lock) does not see the wait: the timer hook hears it. */
+    l->armed_at = SIMBA__NEVER;
+    simba__kick(l);
+    return SIMBA_OK;
 }
 
 /* ---- the loop ------------------------------------------------------------------------- */
@@ -2092,6 +2256,11 @@ SIMBA_API simba_result simba_loop_new(const simba_loop_desc *d, simba_loop **out
     l->log_fn = d->log;
     l->log_user = d->log_user;
     l->log_level = d->log_level;
+    l->fd_hook = d->fd_hook;
+    l->fd_user = d->fd_user;
+    l->timer_hook = d->timer_hook;
+    l->timer_user = d->timer_user;
+    l->armed_at = SIMBA__NEVER;
     {
         /* Seed: wall time, pid and this loop's address, so two loops never share a stream. */
         struct timespec ts;
@@ -2131,6 +2300,7 @@ static void simba__loop_destroy(simba_loop *l) {
     while (l->backends) {
         simba_backend *be = l->backends;
         if (be->vt->destroy) be->vt->destroy(be->impl);
+        simba_backend_fd(be, -1, 0); /* whatever the backend left watched */
         be->vt = NULL;
         l->backends = be->next;
         {
@@ -2150,6 +2320,7 @@ static void simba__loop_destroy(simba_loop *l) {
     for (ev = l->ev_free; ev; ev = en) { en = ev->next; simba_free(l, ev); }
     simba_free(l, l->heap);
     simba_free(l, l->pfd);
+    simba_free(l, l->wfd);
     l->free_fn(l->alloc_user, l);
 }
 

@@ -459,6 +459,7 @@ static void simba__mdestroy(void *impl) {
         for (; n; n = nn) { nn = n->hnext; SIMBA_FREE(n); }
     }
     SIMBA_FREE(c->watched.b);
+    simba_backend_fd(c->be, c->pipefd[0], 0); /* the loop's watcher goes before the number does */
     close(c->pipefd[0]);
     close(c->pipefd[1]);
     simba_free(c->loop, c);

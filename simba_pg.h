@@ -413,6 +413,8 @@ static void simba__pg_set_err(simba__pg *p, const char *what, const char *detail
 /* Closes the connection, fails what is in flight or queued, schedules the next attempt. */
 static void simba__pg_drop(simba__pg *p, int64_t now, simba_result rc) {
     int was_ready = p->state == SIMBA__PG_READY;
+    /* the loop's watcher goes while the number is still this socket's */
+    if (p->conn && PQsocket(p->conn) >= 0) simba_backend_fd(p->be, PQsocket(p->conn), 0);
     if (p->conn) PQfinish(p->conn);
     p->conn = NULL;
     p->fd = -1;
@@ -738,6 +740,7 @@ static void simba__pg_destroy(void *impl) {
     simba__pg *p = (simba__pg *)impl;
     int i;
     if (p->be) simba__pg_fail_all(p, SIMBA_ECLOSED, "postgres: backend closed");
+    if (p->conn && PQsocket(p->conn) >= 0) simba_backend_fd(p->be, PQsocket(p->conn), 0);
     if (p->conn) PQfinish(p->conn);
     for (i = 0; i < 8; i++) simba_free(p->loop, p->strs[i]);
     simba_free(p->loop, p->setup);

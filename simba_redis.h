@@ -829,6 +829,9 @@ static void simba__rev_cleanup(void *p) {
        error, forget the pointer. */
     if (c->ac && c->ac->c.errstr[0] && !c->r->destroying)
         simba__redis_seterr(c->r, c->is_sub ? "subscriber connection" : "connection", c->ac->c.errstr);
+    /* hiredis closes the socket right after this: the loop's watchers go while the number is
+       still this socket's (a reconnect often gets the same number) */
+    if (c->ac && c->ac->c.fd >= 0) simba_backend_fd(c->r->be, c->ac->c.fd, 0);
     c->ac = NULL;
     c->rd = c->wr = 0;
     c->fd = -1;

@@ -1169,6 +1169,7 @@ static void simba__sql_close(simba__sql *s) {
     }
     if (s->db) sqlite3_close(s->db);
     s->db = NULL;
+    if (s->wake_fd >= 0) simba_backend_fd(s->be, s->wake_fd, 0); /* before the number is free */
     if (s->wake_fd >= 0) close(s->wake_fd);
     s->wake_fd = -1;
     for (i = 0; i < s->nwatched; i++) simba_free(s->loop, s->watched[i]);
@@ -1396,6 +1397,7 @@ SIMBA_API simba_result simba_sql_simulate_crash(simba_backend *be) {
     if (!s) return SIMBA_EINVAL;
     s->crashed = 1;
     /* A dead process's socket is gone: a release then drops its waiter rows at once. */
+    if (s->wake_fd >= 0) simba_backend_fd(s->be, s->wake_fd, 0);
     if (s->wake_fd >= 0) close(s->wake_fd);
     s->wake_fd = -1;
     return SIMBA_OK;

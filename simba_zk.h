@@ -1701,6 +1701,7 @@ static void simba__zk_destroy(void *impl) {
         }
         simba_free(zk->loop, m);
     }
+    simba_backend_fd(zk->be, zk->pipe_r, 0); /* the loop's watcher goes before the number does */
     close(zk->pipe_r);
     close(zk->pipe_w);
     pthread_mutex_destroy(&zk->mu);

@@ -5,6 +5,7 @@ set -eu
 PKGS="build-essential clang valgrind libsqlite3-dev libhiredis-dev redis-server redis-tools libzookeeper-mt-dev zookeeper default-jre-headless"
 PKGS="$PKGS cmake pkgconf" # tests/test_install.sh builds consumers with both
 PKGS="$PKGS postgresql libpq-dev" # simba_pg.h and its tests (scripts/pg-start.sh)
+PKGS="$PKGS libuv1-dev libev-dev libevent-dev liburing-dev" # adapters/ and the loop examples (tests/test_loops.sh)
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

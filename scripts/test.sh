@@ -111,6 +111,11 @@ fi
 if want cli || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
     run cli bash tests/test_cli.sh
 fi
+# event-loop hooks and adapters (issue 15): tests/test_loops.sh starts its own redis-server
+# (SIMBA_LOOPS_REDIS_PORT 6500) and stops it by PID
+if want loops || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
+    run loops bash tests/test_loops.sh "$B"
+fi
 if want reliability && [ -f scripts/test_reliability.sh ]; then
     # fault harness, bad-input table, short fuzz run: starts its own servers on its own ports
     run reliability bash scripts/test_reliability.sh
