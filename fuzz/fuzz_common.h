@@ -22,11 +22,13 @@ static void fuzz_watch_m(simba_loop *loop, simba_backend *be, simba_service **ob
 }
 
 /* hiredis 0.14 allocates whatever a "*<n>" or "$<n>" header announces before the data
-   arrives: that is hiredis' business (and the server's), not simba's; keep it small */
+   arrives: that is hiredis' business (and the server's), not simba's; keep it small. Any
+   '*' or '$' counts, not only at a line start: hiredis does not check a bulk's trailing CRLF,
+   so a header can start mid-line. */
 static int huge_count(const unsigned char *d, size_t n) {
     size_t i;
     for (i = 0; i + 1 < n; i++)
-        if ((d[i] == '*' || d[i] == '$') && (i == 0 || d[i - 1] == '\n')) {
+        if (d[i] == '*' || d[i] == '$') {
             long v = 0;
             size_t k = i + 1;
             if (k < n && d[k] == '-') continue;
