@@ -991,7 +991,14 @@ static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv) 
     if (kind->type == REDIS_REPLY_STRING && strcmp(kind->str, "subscribe") == 0 &&
         chan->type == REDIS_REPLY_STRING) {
         s = (simba__rsub *)simba__rmap_get(&r->chans, chan->str, chan->len);
-        if (s && ac == r->sub.ac) s->confirmed = 1;
+        if (s && ac == r->sub.ac) {
+            s->confirmed = 1;
+            /* The waiter's acquire went out on the other connection: a release that ran
+               before this SUBSCRIBE counted no listener, dropped the waiter from the line and
+               woke nobody. Ask once more now (a waiter only asks; an owner ignores it). */
+            if (s->kind == SIMBA__RSUB_WAKE && !s->idle)
+                simba_backend_event(r->be, SIMBA_EV_RELEASED, s->m->node.key, s->contender, NULL);
+        }
         return;
     }
     if (kind->type != REDIS_REPLY_STRING || strcmp(kind->str, "message") != 0 ||
