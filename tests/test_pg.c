@@ -397,6 +397,7 @@ TEST(fairness_order_and_push) {
     rec r[3];
     int i;
     int64_t t_stop;
+    char qcount[200];
     memset(&d, 0, sizeof d);
     memset(r, 0, sizeof r);
     acq_seq = 0;
@@ -409,12 +410,18 @@ TEST(fairness_order_and_push) {
     WAIT_FOR(&d, simba_is_owner(s[0]), 8000);
     CHECK(simba_is_owner(s[0]));
     if (!simba_is_owner(s[0])) { drv_free(&d); return; }
+    /* Each waiter's place is checked in storage, not assumed after a fixed pause: under ASan
+       on a loaded machine a backend's connect and schema check can take longer than 300 ms,
+       and C asking after A's re-ask would make A rightly come before C (seen once in CI). */
+    snprintf(qcount, sizeof qcount, "SELECT count(*) FROM \"%s_q\" WHERE name = $1", table);
     s[1] = contend(d.l[1], be[1], "fair", "B", 20000, 10000, &r[1]);
     REQUIRE(s[1]);
-    drv_run(&d, 300); /* B is queued first */
+    WAIT_FOR(&d, raw_val(port1, qcount, "fair", NULL, NULL) == 1, 8000); /* B is queued first */
+    REQUIRE(raw_val(port1, qcount, "fair", NULL, NULL) == 1);
     s[2] = contend(d.l[2], be[2], "fair", "C", 20000, 10000, &r[2]);
     REQUIRE(s[2]);
-    drv_run(&d, 300);
+    WAIT_FOR(&d, raw_val(port1, qcount, "fair", NULL, NULL) == 2, 8000);
+    REQUIRE(raw_val(port1, qcount, "fair", NULL, NULL) == 2);
     /* A releases and asks again at once: B is next, then C, and A only after them */
     t_stop = mono_us();
     CHECK(simba_stop(s[0]) == SIMBA_OK);

@@ -349,7 +349,7 @@ TEST(handoff_by_push) {
     CHECK(simba_is_owner(b));
     gap = rb.acq_us - t_stop;
     fprintf(stderr, "  handoff gap %.2f ms (timer would be >= 16000 ms)\n", (double)gap / 1000.0);
-    CHECK(rb.acq == 1 && gap < 50000);
+    CHECK(rb.acq == 1 && gap < 1000000);
     CHECK(rb.fence > ra.fence);
     CHECK(d.max_poll_us < poll_limit_us);
     drv_free(&d);
@@ -604,7 +604,7 @@ TEST(connections_killed) {
     CHECK(simba_is_owner(b));
     gap = rb.acq_us - t_stop;
     fprintf(stderr, "  handoff after reconnect %.2f ms\n", (double)gap / 1000.0);
-    CHECK(gap < 50000);
+    CHECK(gap < 1000000); /* the push, not the 16 s timer; loose for loaded machines */
     drv_free(&d);
 }
 
@@ -814,7 +814,9 @@ static void crashed_waiter_case(int hang) {
     CHECK(simba_is_owner(w2));
     gap = rw.acq_us - t_rel;
     fprintf(stderr, "  W2 took over %.2f ms after the release\n", (double)gap / 1000.0);
-    CHECK(gap < 50000);
+    /* the push, not a timer: the fallback would be the lease end (ttl 2 s / 10 s). A tighter
+       bound (50 ms) failed once at 114 ms while make bench loaded the machine. */
+    CHECK(gap < 1000000);
     if (hang) {
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
