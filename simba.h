@@ -291,6 +291,14 @@ typedef struct simba_loop_desc {
        only (re)arm or cancel the caller's watchers and timers, never call simba functions. */
     void (*timer_hook)(void *user, int64_t wait_ms);
     void *timer_user;
+    /* The work one simba_poll does before it returns 0 ("call me again at once") with the
+       rest queued: a time budget in µs of the real monotonic clock (default 500, so that the
+       step in progress and the I/O check still end within 1 ms), and optionally a count of
+       steps (a due timer, a completion, an event, a request a backend executes; 0 = no count
+       bound). Time is what a caller's tick cares about and costs one vDSO clock read per
+       step; the count bound makes the limit exact for tests with an injected clock. */
+    int64_t poll_budget_us;
+    int poll_max_steps;
 } simba_loop_desc;
 
 SIMBA_API simba_result simba_loop_new(const simba_loop_desc *desc, simba_loop **out);
@@ -326,6 +334,12 @@ SIMBA_API simba_result simba_loop_set_hooks(simba_loop *loop, void (*fd_hook)(vo
 /* Blocking convenience: poll(2) on simba_fds() until the next deadline or max_ms
    (negative = no cap), then simba_poll(). Passes SIMBA_ECLOSED through (loop freed). */
 SIMBA_API simba_result simba_wait(simba_loop *loop, int64_t max_ms);
+/* For backends that do synchronous work inside simba_poll (SQLite statements): call it
+   before each unit of work (one request executed). Returns 1 when the poll's budget
+   (simba_loop_desc.poll_budget_us / poll_max_steps) is spent: stop, keep the rest, and
+   report a deadline of now so the next poll, asked for at once, continues. Otherwise counts
+   the unit as a step and returns 0. Outside simba_poll it always returns 0. */
+SIMBA_API int simba_poll_budget_spent(simba_loop *loop);
 
 /* ---- contenders and observers -------------------------------------------------------- */
 
@@ -671,7 +685,7 @@ SIMBA_API void simba_log(simba_loop *loop, simba_log_level level, const char *fm
 #define SIMBA__DEFAULT_REFRESH 1000
 #define SIMBA__NEVER INT64_MAX
 #define SIMBA__MAX_ROUNDS 16
-#define SIMBA__POLL_BUDGET_US 500 /* due timers one poll runs before it yields */
+#define SIMBA__POLL_BUDGET_US 500 /* default simba_loop_desc.poll_budget_us */
 #define SIMBA__EV_FREE_MAX 64     /* recycled event nodes kept */
 
 /* ---- small helpers ----------------------------------------------------------------- */
@@ -944,7 +958,8 @@ struct simba_loop {
     simba_req *done_head, *done_tail;
     simba__ev *ev_head, *ev_tail, *ev_free;
     int ev_nfree, more;
-    int64_t poll_start_us;
+    int64_t poll_start_us, budget_us;
+    int max_steps, steps; /* count bound (0 = none) and the steps of the poll in progress */
     simba_service *gc;
     int in_poll, in_cb, free_requested, closing, in_submit;
     struct pollfd *pfd;
@@ -1962,17 +1977,30 @@ static int64_t simba__real_us(void) {
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* The poll's budget: 1 (and work left for the next poll, asked for at once) when spent.
+   The first step of a poll always runs, so that every poll makes progress. */
+static int simba__spent(simba_loop *l) {
+    if (l->steps > 0 && ((l->max_steps > 0 && l->steps >= l->max_steps) || simba__real_us() - l->poll_start_us >= l->budget_us)) {
+        l->more = 1;
+        return 1;
+    }
+    l->steps++;
+    return 0;
+}
+
+SIMBA_API int simba_poll_budget_spent(simba_loop *loop) {
+    if (!loop || !loop->in_poll || loop->in_cb) return 0;
+    return simba__spent(loop);
+}
+
+/* Thousands of timers can fall due together (services started together renew together):
+   past the budget the rest waits for the next poll, so that one poll never stalls the
+   caller's tick. */
 static int simba__run_due(simba_loop *l) {
-    int steps = 0, budget = l->heap_n + 16;
-    while (l->heap_n > 0 && l->heap[0]->at <= l->now && budget-- > 0) {
+    int steps = 0;
+    while (l->heap_n > 0 && l->heap[0]->at <= l->now) {
         simba__timer *t = l->heap[0];
-        /* Thousands of timers can fall due together (services started together renew
-           together): past the budget, leave the rest for the next poll, which is asked for
-           at once, so that one poll never stalls the caller's tick. */
-        if (steps > 0 && simba__real_us() - l->poll_start_us >= SIMBA__POLL_BUDGET_US) {
-            l->more = 1;
-            break;
-        }
+        if (simba__spent(l)) break;
         simba__heap_remove(l, t);
         if (t->kind == SIMBA__T_SERVICE) simba__svc_step((simba_service *)(void *)t);
         else simba__sched_step((simba_scheduler *)(void *)t);
@@ -1984,14 +2012,14 @@ static int simba__run_due(simba_loop *l) {
 static int simba__drain(simba_loop *l) {
     int n = 0;
     l->now = simba_now(l);
-    while (l->done_head) {
+    while (l->done_head && !simba__spent(l)) {
         simba_req *r = l->done_head;
         l->done_head = r->done_next_;
         if (!l->done_head) l->done_tail = NULL;
         simba__complete(r->svc_);
         n++;
     }
-    while (l->ev_head) {
+    while (l->ev_head && !simba__spent(l)) {
         simba__ev *ev = l->ev_head;
         l->ev_head = ev->next;
         if (!l->ev_head) l->ev_tail = NULL;
@@ -2125,6 +2153,7 @@ static int64_t simba__poll(simba_loop *l, int io, const struct pollfd *ready, in
     if (l->in_cb || l->in_poll) return SIMBA_ECALLBACK;
     l->in_poll = 1;
     l->more = 0;
+    l->steps = 0;
     l->poll_start_us = simba__real_us();
     l->now = simba_now(l);
     if (io != SIMBA__IO_POLLED) {
@@ -2241,6 +2270,7 @@ SIMBA_API simba_result simba_loop_new(const simba_loop_desc *d, simba_loop **out
     *out = NULL;
     if (!d) { memset(&zero, 0, sizeof zero); d = &zero; }
     if (!d->alloc != !d->free) return SIMBA_EINVAL; /* both or neither */
+    if (d->poll_budget_us < 0 || d->poll_max_steps < 0) return SIMBA_EINVAL;
     af = d->alloc ? d->alloc : simba__default_alloc;
     ff = d->free ? d->free : simba__default_free;
     l = (simba_loop *)af(d->alloc_user, sizeof *l);
@@ -2261,6 +2291,8 @@ SIMBA_API simba_result simba_loop_new(const simba_loop_desc *d, simba_loop **out
     l->timer_hook = d->timer_hook;
     l->timer_user = d->timer_user;
     l->armed_at = SIMBA__NEVER;
+    l->budget_us = d->poll_budget_us > 0 ? d->poll_budget_us : SIMBA__POLL_BUDGET_US;
+    l->max_steps = d->poll_max_steps > 0 ? d->poll_max_steps : 0;
     {
         /* Seed: wall time, pid and this loop's address, so two loops never share a stream. */
         struct timespec ts;

@@ -1413,6 +1413,75 @@ TEST(poll_yields_when_many_timers_fall_due) {
     store_free();
 }
 
+/* The count bound is exact: 10,000 owners started together renew together (a constant
+   random source gives every one the same jitter), yet no poll submits more than the
+   budget's steps; every renewal still happens in time and nobody loses ownership. */
+static int herd_submits;
+static simba_result (*mem_submit)(void *, simba_req *);
+static simba_result count_submit(void *impl, simba_req *r) { herd_submits++; return mem_submit(impl, r); }
+TEST(poll_budget_bounds_every_poll_of_a_renewal_herd) {
+    enum { N = 10000, MAX = 100 };
+    static simba_service *s[N];
+    static simba_backend_vt spy;
+    simba_loop_desc d;
+    simba_stats st;
+    proc p;
+    rec c = {0};
+    int i, owners = 0, worst = 0, cut = 0;
+    int64_t end;
+    store_new();
+    memset(&d, 0, sizeof d);
+    d.now_ms = fake_clock;
+    d.random = fake_rand;
+    d.poll_max_steps = MAX;
+    d.poll_budget_us = 3600000000; /* time never cuts: the count alone decides */
+    CHECK_RC(simba_loop_new(&d, &p.loop), SIMBA_OK);
+    CHECK_RC(simba_memory_open(p.loop, store, &p.be), SIMBA_OK);
+    spy = *simba_backend_vt_get(p.be);
+    mem_submit = spy.submit;
+    spy.submit = count_submit;
+    p.be->vt = &spy;
+    for (i = 0; i < N; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "herd%d", i);
+        s[i] = contender(&p, name, NULL, 1000, 500, &c);
+        CHECK_RC(simba_start(s[i]), SIMBA_OK);
+    }
+    end = fake_now + 5000; /* 7 renewal periods of 667 ms */
+    while (fake_now < end) {
+        int64_t w;
+        herd_submits = 0;
+        w = simba_poll(p.loop);
+        CHECK(w >= 0);
+        CHECK(herd_submits <= MAX);
+        if (herd_submits > worst) worst = herd_submits;
+        if (w == 0) { cut++; continue; } /* work left: called again at once, same instant */
+        fake_now += w < 10 ? w : 10;
+    }
+    for (i = 0; i < N; i++) owners += simba_is_owner(s[i]);
+    CHECK_EQ(owners, N);
+    CHECK_EQ(c.acquired, N);
+    CHECK_EQ(c.released, 0);
+    CHECK_EQ(worst, MAX); /* the bound was reached: the herd needed many polls */
+    CHECK(cut >= 7 * (N / MAX));
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    CHECK_RC(simba_loop_stats(p.loop, &st), SIMBA_OK);
+    CHECK(st.renewals >= (uint64_t)N * 7);
+    CHECK_EQ(st.renewals_failed, 0);
+    CHECK_EQ(st.step_downs, 0);
+    CHECK_RC(simba_loop_free(p.loop), SIMBA_OK);
+    store_free();
+    {
+        simba_loop *l = NULL;
+        d.poll_max_steps = -1;
+        CHECK_RC(simba_loop_new(&d, &l), SIMBA_EINVAL);
+        d.poll_max_steps = 0;
+        d.poll_budget_us = -1;
+        CHECK_RC(simba_loop_new(&d, &l), SIMBA_EINVAL);
+    }
+}
+
 TEST(fds_and_wait) {
     proc p;
     struct pollfd fds[4];
@@ -1812,6 +1881,7 @@ int main(int argc, char **argv) {
     RUN(scheduler_fixed_delay);
     RUN(steady_state_polling_allocates_nothing);
     RUN(poll_yields_when_many_timers_fall_due);
+    RUN(poll_budget_bounds_every_poll_of_a_renewal_herd);
     RUN(fds_and_wait);
     RUN(backend_vt_of_unknown_size_refused);
     RUN(process_called_with_explicit_flags);
