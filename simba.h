@@ -1483,14 +1483,15 @@ static int64_t simba__contender_next(simba_service *s, int first_in_line) {
 
 /* When an owner renews: renew_margin before its local ttl_at, never in the past, and with
    room for a retry before the lease ends even when the answer came late. */
-static int64_t simba__renew_at(const simba_service *s, int64_t now, int64_t granted) {
+static int64_t simba__renew_at(const simba_service *s, int64_t now, int64_t granted, int gained) {
     /* A session lease may be shorter than ttl_ms: the margin never exceeds half of it, or
        the owner would renew continuously. An asked lease is ttl_ms, the margin below it. */
     int64_t margin = s->be->vt->lease == SIMBA_LEASE_SESSION ? simba__min(s->renew_margin, simba__max(0, granted / 2))
                                                                : s->renew_margin;
-    /* Up to an eighth of the margin earlier, at random: owners that started together do
-       not renew in one burst forever after. */
-    int64_t at = simba__add(s->lease_end, -margin - simba__uniform(s->loop, 0, margin / 8 + 1));
+    /* Earlier, at random, never later: the first renewal of an ownership by up to half the
+       margin, so owners that started together spread their renewals over a sixth of the ttl
+       at once; later ones by up to an eighth, so the phases keep drifting apart. */
+    int64_t at = simba__add(s->lease_end, -margin - simba__uniform(s->loop, 0, (gained ? margin / 2 : margin / 8) + 1));
     int64_t floor = simba__add(now, simba__max(1, simba__min(s->min_retry, (s->lease_end - now) / 2)));
     return simba__max(at, floor);
 }
@@ -1529,7 +1530,7 @@ static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t se
             }
         }
         /* Renew inside the TTL, never in the past; keep a retry before the lease ends. */
-        s->next_try = simba__renew_at(s, now, rep->ttl_left_ms);
+        s->next_try = simba__renew_at(s, now, rep->ttl_left_ms, gained);
         return;
     }
     /* mine here: our grant arrived after the local ttl_at; otherwise someone else or nobody */

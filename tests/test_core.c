@@ -1482,6 +1482,75 @@ TEST(poll_budget_bounds_every_poll_of_a_renewal_herd) {
     }
 }
 
+/* Renewals spread: 10,000 owners granted at one instant (a seeded random source, so the
+   draws are fixed) never put more than 3 % of their renewals into one 10 ms slot (a sixth of the ttl is 50 slots), in the
+   first renewal burst or later; and every renewal is sent at or before ttl_at - margin. */
+static int spread_slot[2000];
+static int spread_late;
+static uint32_t spread_state = 2463534242u;
+static uint32_t spread_rand(void *u) {
+    (void)u;
+    spread_state ^= spread_state << 13;
+    spread_state ^= spread_state >> 17;
+    spread_state ^= spread_state << 5;
+    return spread_state;
+}
+static int64_t spread_t0;
+static simba_result spread_submit(void *impl, simba_req *r) {
+    if (r->renew) {
+        simba_service *sv = r->svc_;
+        int64_t k = (fake_now - spread_t0) / 10;
+        if (k >= 0 && k < 2000) spread_slot[k]++;
+        if (fake_now > sv->lease_end - sv->renew_margin) spread_late++;
+    }
+    return mem_submit(impl, r);
+}
+TEST(renewals_of_owners_started_together_spread) {
+    enum { N = 10000 };
+    static simba_service *s[N];
+    static simba_backend_vt spy;
+    simba_loop_desc d;
+    proc p;
+    rec c = {0};
+    int i, busiest = 0, total = 0;
+    store_new();
+    memset(&d, 0, sizeof d);
+    d.now_ms = fake_clock;
+    d.random = spread_rand;
+    d.poll_budget_us = 3600000000;
+    CHECK_RC(simba_loop_new(&d, &p.loop), SIMBA_OK);
+    CHECK_RC(simba_memory_open(p.loop, store, &p.be), SIMBA_OK);
+    spy = *simba_backend_vt_get(p.be);
+    mem_submit = spy.submit;
+    spy.submit = spread_submit;
+    p.be->vt = &spy;
+    for (i = 0; i < N; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "spread%d", i);
+        s[i] = contender(&p, name, NULL, 3000, 1000, &c);
+        CHECK_RC(simba_start(s[i]), SIMBA_OK);
+    }
+    settle(&p, 1);
+    CHECK_EQ(c.acquired, N); /* every lease began at the same instant */
+    spread_t0 = fake_now;
+    while (fake_now < spread_t0 + 10000) { /* 5 renewal periods of 2 s */
+        int64_t w = simba_poll(p.loop);
+        CHECK(w >= 0);
+        fake_now += w < 1 ? 0 : w < 5 ? w : 5;
+    }
+    for (i = 0; i < 2000; i++) {
+        total += spread_slot[i];
+        if (spread_slot[i] > busiest) busiest = spread_slot[i];
+    }
+    CHECK(total >= 4 * N);
+    CHECK(busiest <= N * 3 / 100);
+    CHECK_EQ(spread_late, 0);
+    CHECK_EQ(c.released, 0);
+    fprintf(stderr, "  %d renewals, busiest 10 ms: %d\n", total, busiest);
+    CHECK_RC(simba_loop_free(p.loop), SIMBA_OK);
+    store_free();
+}
+
 TEST(fds_and_wait) {
     proc p;
     struct pollfd fds[4];
@@ -1882,6 +1951,7 @@ int main(int argc, char **argv) {
     RUN(steady_state_polling_allocates_nothing);
     RUN(poll_yields_when_many_timers_fall_due);
     RUN(poll_budget_bounds_every_poll_of_a_renewal_herd);
+    RUN(renewals_of_owners_started_together_spread);
     RUN(fds_and_wait);
     RUN(backend_vt_of_unknown_size_refused);
     RUN(process_called_with_explicit_flags);
