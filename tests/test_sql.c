@@ -1101,6 +1101,192 @@ TEST(test_clock_expiry_exact) {
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
 
+
+/* ---- batching ------------------------------------------------------------------------- */
+
+/* What every contender observes, in order: acquisitions and releases with their fences, and
+   each owner it learns, at the simulated time. */
+static char blog[1 << 20];
+static size_t blog_n;
+static int64_t blog_t0;
+static void blog_add(simba_service *s, char what, const simba_owner *o) {
+    if (blog_n + 200 < sizeof blog)
+        blog_n += (size_t)snprintf(blog + blog_n, sizeof blog - blog_n, "%lld %s %c %s %llu\n", (long long)(fake_now - blog_t0),
+                                   simba_service_contender_id(s), what, o ? o->id : "-", o ? (unsigned long long)o->fence : 0ull);
+}
+static void blog_acq(simba_service *s, const simba_state *st, void *u) { (void)u; blog_add(s, 'A', st->after); }
+static void blog_rel(simba_service *s, const simba_state *st, void *u) { (void)u; blog_add(s, 'R', st->before); }
+static void blog_own(simba_service *s, const simba_state *st, void *u) { (void)u; blog_add(s, 'O', st->after); }
+static uint32_t const_rand(void *u) { (void)u; return 0x9e3779b9u; }
+static int commits;
+static int count_commit(void *u) { (void)u; commits++; return 0; }
+
+/* 100 mutexes, contenders "a" on one backend and "b" on another of the same database, half
+   of the a's stopping midway; returns the write transactions the backends committed. */
+static int batch_run(const char *path, int batch_max, uint64_t *batched) {
+    enum { N = 100 };
+    simba_loop *loop = NULL;
+    simba_loop_desc ld;
+    simba_sql_desc sd;
+    simba_backend *be[2];
+    static simba_service *sv[2][N];
+    int i, k, step;
+    memset(&ld, 0, sizeof ld);
+    ld.now_ms = fake_clock;
+    ld.random = const_rand;
+    if (simba_loop_new(&ld, &loop) != SIMBA_OK) return -1;
+    memset(&sd, 0, sizeof sd);
+    sd.path = path;
+    sd.test_clock = 1;
+    sd.batch_max = batch_max;
+    for (k = 0; k < 2; k++) {
+        if (simba_sql_open(loop, &sd, &be[k]) != SIMBA_OK) return -1;
+        sqlite3_commit_hook(impl_of(be[k])->db, count_commit, NULL);
+    }
+    commits = 0;
+    blog_n = 0;
+    blog_t0 = fake_now;
+    for (k = 0; k < 2; k++)
+        for (i = 0; i < N; i++) {
+            simba_contend_desc d;
+            char name[32], id[32];
+            memset(&d, 0, sizeof d);
+            snprintf(name, sizeof name, "batch%d", i);
+            snprintf(id, sizeof id, "%c%d", k ? 'b' : 'a', i);
+            d.mutex = name;
+            d.contender_id = id;
+            d.ttl_ms = 1000;
+            d.transition_ms = 500;
+            d.on_acquired = blog_acq;
+            d.on_released = blog_rel;
+            d.on_owner = blog_own;
+            if (simba_contend(loop, be[k], &d, &sv[k][i]) != SIMBA_OK) return -1;
+        }
+    for (step = 0; step < 500; step++) { /* 5 s in 10 ms steps */
+        int64_t w = 0;
+        int polls;
+        if (step == 0) for (i = 0; i < N; i++) CHECK_RC(simba_start(sv[0][i]), SIMBA_OK);
+        if (step == 5) for (i = 0; i < N; i++) CHECK_RC(simba_start(sv[1][i]), SIMBA_OK);
+        if (step == 200) for (i = 0; i < N; i += 2) CHECK_RC(simba_stop(sv[0][i]), SIMBA_OK);
+        for (polls = 0; polls < 1000 && (w = simba_poll(loop)) == 0; polls++) {
+        }
+        CHECK(w > 0);
+        for (i = 0; i < N; i++) CHECK(!(simba_is_owner(sv[0][i]) && simba_is_owner(sv[1][i])));
+        fake_now += 10;
+    }
+    for (i = 0; i < N; i++) {
+        CHECK(simba_is_owner(sv[i % 2 ? 0 : 1][i])); /* the a's that stopped were replaced by their b's */
+        CHECK(!simba_is_owner(sv[i % 2 ? 1 : 0][i]));
+    }
+    *batched = impl_of(be[0])->batched + impl_of(be[1])->batched;
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+    return commits;
+}
+
+/* Each contender's own lines in the order it saw them (contenders served in the same
+   instant may be served in another order: that is not something any of them observes). */
+static char *blog_lines[40000];
+static int blog_cmp(const void *a, const void *b) {
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    const char *xi = strchr(x, ' ') + 1, *yi = strchr(y, ' ') + 1;
+    size_t xl = strcspn(xi, " "), yl = strcspn(yi, " ");
+    int c = xl != yl ? (xl < yl ? -1 : 1) : strncmp(xi, yi, xl);
+    return c ? c : (x < y ? -1 : x > y);
+}
+static void blog_by_contender(char *buf) {
+    static char out[sizeof blog];
+    size_t n = 0, o = 0, i;
+    char *p = buf, *nl;
+    while ((nl = strchr(p, '\n')) != NULL && n < sizeof blog_lines / sizeof blog_lines[0]) {
+        *nl = 0;
+        blog_lines[n++] = p;
+        p = nl + 1;
+    }
+    qsort(blog_lines, n, sizeof blog_lines[0], blog_cmp);
+    for (i = 0; i < n; i++) o += (size_t)snprintf(out + o, sizeof out - o, "%s\n", blog_lines[i]);
+    memcpy(buf, out, o + 1);
+}
+
+/* Batching changes the cost, not what anyone sees: the same run with every request in its
+   own transaction and with batches gives every contender the same acquisitions, fences,
+   releases and owner views at the same instants, with several times fewer write
+   transactions. */
+TEST(batched_requests_observe_what_single_requests_do) {
+    static char single[sizeof blog];
+    uint64_t batched1 = 0, batched = 0;
+    int c1, cb;
+    fake_now = 7000000;
+    c1 = batch_run("file:/batch-single?vfs=memdb", 1, &batched1);
+    blog_by_contender(blog);
+    memcpy(single, blog, blog_n + 1);
+    fake_now = 7000000;
+    cb = batch_run("file:/batch-many?vfs=memdb", 0, &batched);
+    REQUIRE(c1 > 0 && cb > 0);
+    blog_by_contender(blog);
+    CHECK(blog_n > 1000);
+    CHECK(strcmp(single, blog) == 0);
+    CHECK_EQ(batched1, 0);
+    CHECK(batched > 1000);
+    CHECK(cb * 4 < c1);
+    fprintf(stderr, "  %d write transactions alone, %d batched (%llu requests in batches)\n", c1, cb, (unsigned long long)batched);
+    if (strcmp(single, blog) != 0) {
+        size_t i = 0;
+        while (single[i] && single[i] == blog[i]) i++;
+        while (i > 0 && single[i - 1] != '\n') i--;
+        fprintf(stderr, "  first difference:\n  alone:   %.120s\n  batched: %.120s\n", single + i, blog + i);
+    }
+}
+
+
+/* Synchronous statements count against the poll's budget: with a bound of 20 steps no poll
+   executes more than 20 requests, however many fall due together, and all are served. */
+TEST(sql_statements_count_against_the_poll_budget) {
+    enum { N = 500, MAX = 20 };
+    simba_loop *loop = NULL;
+    simba_loop_desc ld;
+    simba_sql_desc sd;
+    simba_backend *be = NULL;
+    static simba_service *sv[N];
+    int i, polls = 0, owners = 0;
+    uint64_t most = 0;
+    fake_now = 9000000;
+    memset(&ld, 0, sizeof ld);
+    ld.now_ms = fake_clock;
+    ld.poll_max_steps = MAX;
+    ld.poll_budget_us = 3600000000;
+    REQUIRE(simba_loop_new(&ld, &loop) == SIMBA_OK);
+    memset(&sd, 0, sizeof sd);
+    sd.path = "file:/budget?vfs=memdb";
+    sd.test_clock = 1;
+    REQUIRE(simba_sql_open(loop, &sd, &be) == SIMBA_OK);
+    for (i = 0; i < N; i++) {
+        simba_contend_desc d;
+        char name[32];
+        memset(&d, 0, sizeof d);
+        snprintf(name, sizeof name, "budget%d", i);
+        d.mutex = name;
+        d.ttl_ms = 1000;
+        d.transition_ms = 500;
+        REQUIRE(simba_contend(loop, be, &d, &sv[i]) == SIMBA_OK);
+        CHECK_RC(simba_start(sv[i]), SIMBA_OK);
+    }
+    while (owners < N && polls < 10000) {
+        uint64_t before = impl_of(be)->executed, did;
+        int64_t w = simba_poll(loop);
+        CHECK(w >= 0);
+        did = impl_of(be)->executed - before;
+        if (did > most) most = did;
+        polls++;
+        for (owners = 0, i = 0; i < N; i++) owners += simba_is_owner(sv[i]);
+        if (owners < N) CHECK_EQ(w, 0); /* work left: at once */
+    }
+    CHECK_EQ(owners, N);
+    CHECK(most <= MAX);
+    CHECK(most >= MAX / 2); /* batches did fill up to the bound */
+    CHECK(polls >= N / MAX);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
 /* The test clock where it cannot be safe, and clocks mixed on one in-memory database. */
 TEST(test_clock_refused_where_unsafe) {
     simba_loop *loop;
@@ -1731,6 +1917,8 @@ int main(int argc, char **argv) {
     RUN(memory_shared_across_threads);
     RUN(test_clock_expiry_exact);
     RUN(test_clock_refused_where_unsafe);
+    RUN(batched_requests_observe_what_single_requests_do);
+    RUN(sql_statements_count_against_the_poll_budget);
     RUN(simulated_crash_keeps_lease_until_it_ends);
     RUN(queue_arrival_order_and_releaser_to_the_back);
     RUN(queue_dead_waiter_dropped_after_its_liveness);
