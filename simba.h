@@ -525,24 +525,24 @@ typedef enum simba_op {
 /* A request, owned by the core. Its fields stay valid until simba_req_done(). */
 struct simba_req {
     simba_op op;
+    int expect_win;     /* ACQUIRE by a contender that owns the mutex or knows of no live
+                           owner: a backend may try the write first; otherwise (someone else
+                           holds it, as far as we know) a read first is usually enough */
     const char *mutex;
     const char *contender;
     int64_t ttl_ms, transition_ms;
     int64_t sent_at;    /* loop clock when submitted */
-    int expect_win;     /* ACQUIRE by a contender that owns the mutex or knows of no live
-                           owner: a backend may try the write first; otherwise (someone else
-                           holds it, as far as we know) a read first is usually enough */
     int renew;          /* ACQUIRE by a contender that owns the mutex locally (a renewal).
                            0 = a new acquisition: if storage still names this contender as
                            owner (a local step-down the server never saw, or a lost answer),
                            the backend starts a new ownership (new fence, acquired now), so
                            every on_acquired carries a fence above any seen before */
+    int step_down_on_disconnect; /* ACQUIRE: the contender steps down on SIMBA_EV_DISCONNECTED,
+                                    so a backend that knows it is disconnected grants nothing */
     int64_t live_ms;    /* ACQUIRE: how long the backend keeps this contender's place in the
                            wait queue without a new request from it. The core computes it from
                            its own timing (a waiter asks again at least every ttl + transition
                            + jitter max); backends keep no liveness constant of their own */
-    int step_down_on_disconnect; /* ACQUIRE: the contender steps down on SIMBA_EV_DISCONNECTED,
-                                    so a backend that knows it is disconnected grants nothing */
     simba_req *next_;   /* free for the backend's use as a list link while in flight */
     /* private to the core */
     simba_service *svc_;
@@ -687,6 +687,7 @@ SIMBA_API void simba_log(simba_loop *loop, simba_log_level level, const char *fm
 #define SIMBA__MAX_ROUNDS 16
 #define SIMBA__POLL_BUDGET_US 500 /* default simba_loop_desc.poll_budget_us */
 #define SIMBA__EV_FREE_MAX 64     /* recycled event nodes kept */
+#define SIMBA__ERRMSG_MAX 128     /* simba_stats.last_error_msg */
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
@@ -848,7 +849,7 @@ typedef struct simba__mx {
     simba__hnode h;
     simba_service *svcs;
     int nsvcs;
-    char name[SIMBA_NAME_MAX + 1];
+    char *name; /* stored once, right after the struct, at its own length */
 } simba__mx;
 
 /* A pushed event, queued until the poll handles it. Nodes are recycled. */
@@ -877,10 +878,13 @@ struct simba_backend {
 
 /* Statistics kept per service and per loop (the loop's outlive freed services). */
 typedef struct simba__counters {
-    uint64_t acquisitions, releases, by_reason[SIMBA_REASON_SLOTS], attempts, renewals, renewals_failed, errors, waits;
+    /* reasons that exist, not the public struct's room for later ones: 72 bytes a service */
+    uint64_t acquisitions, releases, by_reason[SIMBA_REASON_COUNT_], attempts, renewals, renewals_failed, errors, waits;
     int64_t hold_total_ms, wait_total_ms, wait_max_ms, last_error_at;
     int last_error;
-    char last_error_msg[128];
+    /* the loop's own buffer; a service's is allocated at its first error (most never fail,
+       and 128 bytes each would be a tenth of a service) */
+    char *last_error_msg;
 } simba__counters;
 
 enum { SIMBA__KIND_CONTEND = 1, SIMBA__KIND_OBSERVE = 2 };
@@ -909,12 +913,12 @@ struct simba_service {
     int kind;
     simba_status status;
     unsigned flags;
+    simba_result release_rc; /* answer to the last release (simba_locker_unlock_wait) */
     uint64_t gen;
     int64_t ttl, transition, renew_margin, jmin, jmax, min_retry, bmin, bmax, refresh;
     int64_t backoff;     /* current error backoff, 0 after a success */
     int64_t free_retry;  /* interval while a free mutex is kept for the queue's head */
     int64_t asked_at;    /* when the latest answered acquire was sent (its place's refresh) */
-    simba_result release_rc; /* answer to the last release (simba_locker_unlock_wait) */
     int64_t next_try;    /* next attempt (loop time) */
     int64_t lease_end;   /* local end of our own lease: step down here without renewal */
     uint64_t own_fence;
@@ -926,9 +930,14 @@ struct simba_service {
     void *user;
     simba_req req;
     simba_owner view; /* latest knowledge of the owner */
-    char id[SIMBA_ID_MAX + 1];
-    /* the answer to req, kept until the poll handles it */
-    simba_reply rep;
+    char *id; /* stored right after the struct, at its own length ("" for an observer) */
+    /* the answer to req, kept until the poll handles it (the simba_reply fields it needs) */
+    struct {
+        int64_t ttl_left_ms, transition_left_ms, held_ms;
+        uint64_t fence;
+        int32_t rc;
+        int32_t first_in_line;
+    } rep;
     char rep_owner[SIMBA_ID_MAX + 1];
 };
 
@@ -948,6 +957,7 @@ struct simba_loop {
     void *log_user;
     simba_log_level log_level;
     simba__counters cnt; /* totals of every service the loop has had */
+    char last_error_buf[SIMBA__ERRMSG_MAX];
     int64_t now; /* cached during a poll */
     simba__timer **heap;
     int heap_n, heap_cap, ntimers;
@@ -1198,10 +1208,11 @@ static simba__mx *simba__mx_get(simba_backend *be, const char *name, simba_resul
     simba__mx *mx = (simba__mx *)simba__hfind(&be->mxs, name);
     *rc = SIMBA_OK;
     if (mx) return mx;
-    mx = (simba__mx *)simba_alloc(l, sizeof *mx);
+    mx = (simba__mx *)simba_alloc(l, sizeof *mx + strlen(name) + 1);
     if (!mx) { *rc = SIMBA_ENOMEM; return NULL; }
     memset(mx, 0, sizeof *mx);
-    simba__copy(mx->name, sizeof mx->name, name);
+    mx->name = (char *)(mx + 1);
+    memcpy(mx->name, name, strlen(name) + 1);
     mx->h.key = mx->name;
     if (be->vt->watch) {
         simba_result w = be->vt->watch(be->impl, mx->name);
@@ -1257,11 +1268,12 @@ static void simba__stat_error(simba_service *s, int rc, const char *msg) {
     int i;
     c[0] = &s->cnt;
     c[1] = &s->loop->cnt;
+    if (!s->cnt.last_error_msg) s->cnt.last_error_msg = (char *)simba_alloc(s->loop, SIMBA__ERRMSG_MAX);
     for (i = 0; i < 2; i++) {
         c[i]->errors++;
         c[i]->last_error = rc;
         c[i]->last_error_at = s->loop->now;
-        simba__copy(c[i]->last_error_msg, sizeof c[i]->last_error_msg, msg);
+        if (c[i]->last_error_msg) simba__copy(c[i]->last_error_msg, SIMBA__ERRMSG_MAX, msg);
     }
 }
 
@@ -1285,10 +1297,13 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
         static const simba_reply bad = {SIMBA_EBACKEND, "backend reported a malformed owner id", NULL, 0, 0, -1, 0, 0};
         reply = &bad;
     }
-    s->rep = *reply;
+    s->rep.rc = reply->rc;
+    s->rep.first_in_line = reply->first_in_line != 0;
+    s->rep.ttl_left_ms = reply->ttl_left_ms;
+    s->rep.transition_left_ms = reply->transition_left_ms;
+    s->rep.held_ms = reply->held_ms;
+    s->rep.fence = reply->fence;
     simba__copy(s->rep_owner, sizeof s->rep_owner, reply->owner);
-    s->rep.owner = s->rep_owner;
-    s->rep.errmsg = NULL;
     if (reply->rc != SIMBA_OK) {
         simba__copy(s->be->errmsg, sizeof s->be->errmsg, reply->errmsg ? reply->errmsg : simba_strerror(reply->rc));
         simba__stat_error(s, reply->rc, s->be->errmsg);
@@ -1560,10 +1575,19 @@ static void simba__complete(simba_service *s) {
     simba_loop *l = s->loop;
     simba_req *r = &s->req;
     uint64_t renewals;
+    simba_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.rc = (simba_result)s->rep.rc;
+    rep.owner = s->rep_owner;
+    rep.ttl_left_ms = s->rep.ttl_left_ms;
+    rep.transition_left_ms = s->rep.transition_left_ms;
+    rep.held_ms = s->rep.held_ms;
+    rep.fence = s->rep.fence;
+    rep.first_in_line = s->rep.first_in_line;
     s->flags &= ~SIMBA__F_INFLIGHT;
     if (s->status == SIMBA_STOPPING) {
         if (r->op == SIMBA_OP_RELEASE || s->kind == SIMBA__KIND_OBSERVE) {
-            if (r->op == SIMBA_OP_RELEASE) s->release_rc = s->rep.rc;
+            if (r->op == SIMBA_OP_RELEASE) s->release_rc = rep.rc;
             s->status = SIMBA_INITIAL;
             memset(&s->view, 0, sizeof s->view); /* a stopped service knows no owner */
             s->flags &= ~(SIMBA__F_RELEASE_SENT | SIMBA__F_WAKE);
@@ -1577,16 +1601,16 @@ static void simba__complete(simba_service *s) {
     }
     if (s->status != SIMBA_RUNNING || r->gen_ != s->gen) return; /* an earlier run's answer */
     renewals = s->cnt.renewals;
-    if (s->rep.rc != SIMBA_OK) {
+    if (rep.rc != SIMBA_OK) {
         simba__attempt_failed(s);
-    } else if (r->renew && !(s->flags & SIMBA__F_OWNER) && s->rep.owner && strcmp(s->rep.owner, s->id) == 0) {
+    } else if (r->renew && !(s->flags & SIMBA__F_OWNER) && strcmp(rep.owner, s->id) == 0) {
         /* A renewal confirmed after the local step-down: the tenure the user was told had
            ended stays ended. Ask again at once as a new acquisition, which gets a new fence. */
         s->backoff = 0;
         s->next_try = l->now;
     } else {
         s->backoff = 0;
-        simba__learn(s, &s->rep, r->sent_at);
+        simba__learn(s, &rep, r->sent_at);
     }
     if (r->renew && s->cnt.renewals == renewals) { s->cnt.renewals_failed++; l->cnt.renewals_failed++; }
     if ((s->flags & SIMBA__F_WAKE) && !(s->flags & SIMBA__F_OWNER) && s->status == SIMBA_RUNNING) s->next_try = l->now;
@@ -1726,12 +1750,20 @@ static simba_result simba__svc_new(simba_loop *l, simba_backend *be, const char 
         return simba__fail(l, SIMBA_EINVAL, "%s: bad mutex name (1..%d of [A-Za-z0-9-_.:@+=,])", what, SIMBA_NAME_MAX);
     if (id && simba_id_check(id) != SIMBA_OK)
         return simba__fail(l, SIMBA_EINVAL, "%s: bad contender id (1..%d printable non-space ASCII)", what, SIMBA_ID_MAX);
-    s = (simba_service *)simba_alloc(l, sizeof *s);
-    if (!s) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory", what);
-    memset(s, 0, sizeof *s);
-    if (kind == SIMBA__KIND_CONTEND) {
-        if (id) simba__copy(s->id, sizeof s->id, id);
-        else if ((rc = simba_contender_id_host(l, s->id, sizeof s->id)) != SIMBA_OK) { simba_free(l, s); return rc; }
+    {
+        char idbuf[SIMBA_ID_MAX + 1];
+        size_t n;
+        idbuf[0] = 0;
+        if (kind == SIMBA__KIND_CONTEND) {
+            if (id) simba__copy(idbuf, sizeof idbuf, id);
+            else if ((rc = simba_contender_id_host(l, idbuf, sizeof idbuf)) != SIMBA_OK) return rc;
+        }
+        n = strlen(idbuf) + 1;
+        s = (simba_service *)simba_alloc(l, sizeof *s + n);
+        if (!s) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory", what);
+        memset(s, 0, sizeof *s);
+        s->id = (char *)(s + 1);
+        memcpy(s->id, idbuf, n);
     }
     mx = simba__mx_get(be, mutex, &rc);
     if (!mx) { simba_free(l, s); return simba__fail(l, rc, "%s: cannot watch mutex %s on %s", what, mutex, be->vt->name); }
@@ -1884,6 +1916,7 @@ static void simba__svc_finalize(simba_service *s) {
     simba__timer_fini(l, &s->tm);
     be->users--;
     s->loop = NULL;
+    simba_free(l, s->cnt.last_error_msg);
     simba_free(l, s);
     if (be->free_requested && be->users == 0) simba__backend_destroy(be);
 }
@@ -2292,6 +2325,7 @@ SIMBA_API simba_result simba_loop_new(const simba_loop_desc *d, simba_loop **out
     l->timer_hook = d->timer_hook;
     l->timer_user = d->timer_user;
     l->armed_at = SIMBA__NEVER;
+    l->cnt.last_error_msg = l->last_error_buf;
     l->budget_us = d->poll_budget_us > 0 ? d->poll_budget_us : SIMBA__POLL_BUDGET_US;
     l->max_steps = d->poll_max_steps > 0 ? d->poll_max_steps : 0;
     {
@@ -2823,7 +2857,8 @@ static simba_result simba__stats_out(const simba__counters *c, const simba_stats
     t.acquisitions = c->acquisitions;
     t.releases = c->releases;
     t.step_downs = 0;
-    for (i = 0; i < SIMBA_REASON_SLOTS; i++) {
+    for (i = 0; i < SIMBA_REASON_SLOTS; i++) t.releases_by_reason[i] = 0;
+    for (i = 0; i < SIMBA_REASON_COUNT_; i++) {
         t.releases_by_reason[i] = c->by_reason[i];
         if (i != SIMBA_REASON_NONE && i != SIMBA_REASON_STOPPED && i != SIMBA_REASON_UNLOCKED) t.step_downs += c->by_reason[i];
     }
@@ -2837,7 +2872,8 @@ static simba_result simba__stats_out(const simba__counters *c, const simba_stats
     t.wait_max_ms = c->wait_max_ms;
     t.last_error = c->last_error;
     t.last_error_at = c->last_error_at;
-    memcpy(t.last_error_msg, c->last_error_msg, sizeof t.last_error_msg);
+    if (c->last_error_msg) memcpy(t.last_error_msg, c->last_error_msg, sizeof t.last_error_msg);
+    else t.last_error_msg[0] = 0;
     memcpy(out, &t, n);
     return SIMBA_OK;
 }

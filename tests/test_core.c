@@ -1525,7 +1525,7 @@ TEST(renewals_of_owners_started_together_spread) {
     spy.submit = spread_submit;
     p.be->vt = &spy;
     for (i = 0; i < N; i++) {
-        char name[16];
+        char name[24];
         snprintf(name, sizeof name, "spread%d", i);
         s[i] = contender(&p, name, NULL, 3000, 1000, &c);
         CHECK_RC(simba_start(s[i]), SIMBA_OK);
@@ -1548,6 +1548,60 @@ TEST(renewals_of_owners_started_together_spread) {
     CHECK_EQ(c.released, 0);
     fprintf(stderr, "  %d renewals, busiest 10 ms: %d\n", total, busiest);
     CHECK_RC(simba_loop_free(p.loop), SIMBA_OK);
+    store_free();
+}
+
+/* Memory per service stays under 1 KiB (issue 20's target), measured as W4 does: live bytes
+   through the loop's allocator, 2 contenders per mutex, owners renewing, over services. */
+static long long live_bytes;
+static void *live_alloc(void *u, size_t n) { /* a 16-byte header keeps malloc's alignment */
+    size_t *p = (size_t *)malloc(n + 16);
+    (void)u;
+    if (!p) return NULL;
+    *p = n;
+    live_bytes += (long long)n;
+    return (char *)p + 16;
+}
+static void live_free(void *u, void *q) {
+    (void)u;
+    if (!q) return;
+    q = (char *)q - 16;
+    live_bytes -= (long long)*(size_t *)q;
+    free(q);
+}
+TEST(memory_per_service_under_a_kibibyte) {
+    enum { M = 2000 };
+    static simba_service *s[2 * M];
+    simba_loop_desc d;
+    proc p;
+    long long base;
+    int i, owners = 0;
+    store_new();
+    memset(&d, 0, sizeof d);
+    d.now_ms = fake_clock;
+    d.random = fake_rand;
+    d.alloc = live_alloc;
+    d.free = live_free;
+    CHECK_RC(simba_loop_new(&d, &p.loop), SIMBA_OK);
+    CHECK_RC(simba_memory_open(p.loop, store, &p.be), SIMBA_OK);
+    settle(&p, 1);
+    base = live_bytes;
+    for (i = 0; i < 2 * M; i++) {
+        char name[24];
+        simba_contend_desc cd = {0};
+        snprintf(name, sizeof name, "w4-m%06d", i / 2);
+        cd.mutex = name;
+        cd.contender_id = i % 2 ? "b" : "a";
+        CHECK_RC(simba_contend(p.loop, p.be, &cd, &s[i]), SIMBA_OK);
+        CHECK_RC(simba_start(s[i]), SIMBA_OK);
+    }
+    advance(&p, 1, 30000, 100); /* renewals and waiters' attempts in steady state */
+    for (i = 0; i < 2 * M; i++) owners += simba_is_owner(s[i]);
+    CHECK_EQ(owners, M);
+    fprintf(stderr, "  %lld B per service\n", (live_bytes - base) / (2 * M));
+    CHECK((live_bytes - base) / (2 * M) <= 1024);
+    CHECK_RC(simba_loop_free(p.loop), SIMBA_OK);
+    CHECK_EQ(live_bytes, 0);
     store_free();
 }
 
@@ -1952,6 +2006,7 @@ int main(int argc, char **argv) {
     RUN(poll_yields_when_many_timers_fall_due);
     RUN(poll_budget_bounds_every_poll_of_a_renewal_herd);
     RUN(renewals_of_owners_started_together_spread);
+    RUN(memory_per_service_under_a_kibibyte);
     RUN(fds_and_wait);
     RUN(backend_vt_of_unknown_size_refused);
     RUN(process_called_with_explicit_flags);
