@@ -2382,7 +2382,7 @@ static void simba__loop_destroy(simba_loop *l) {
     }
     simba__locker_release_all(l);
     simba__sched_release_all(l);
-    for (s = l->services; s; s = sn) { sn = s->all_next; s->loop = NULL; simba_free(l, s); }
+    for (s = l->services; s; s = sn) { sn = s->all_next; s->loop = NULL; simba_free(l, s->cnt.last_error_msg); simba_free(l, s); }
     for (ev = l->ev_head; ev; ev = en) { en = ev->next; simba_free(l, ev); }
     for (ev = l->ev_free; ev; ev = en) { en = ev->next; simba_free(l, ev); }
     simba_free(l, l->heap);
