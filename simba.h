@@ -1587,6 +1587,13 @@ static void simba__complete(simba_service *s) {
     s->flags &= ~SIMBA__F_INFLIGHT;
     if (s->status == SIMBA_STOPPING) {
         if (r->op == SIMBA_OP_RELEASE || s->kind == SIMBA__KIND_OBSERVE) {
+            /* The stop's own step may not have run yet (a poll's budget ended first): the
+               user hears on_released before the service is back to INITIAL, once. */
+            if (s->flags & SIMBA__F_TOLD) {
+                simba_owner none;
+                memset(&none, 0, sizeof none);
+                simba__step_down(s, &none, s->why_stop ? s->why_stop : SIMBA_REASON_STOPPED);
+            }
             if (r->op == SIMBA_OP_RELEASE) s->release_rc = rep.rc;
             s->status = SIMBA_INITIAL;
             memset(&s->view, 0, sizeof s->view); /* a stopped service knows no owner */

@@ -1605,6 +1605,46 @@ TEST(memory_per_service_under_a_kibibyte) {
     store_free();
 }
 
+/* A stop while a renewal is in flight: the renewal's answer sends the release, and the
+   release's answer may be handled before the stop's own timer step (a poll's budget ends
+   between them). on_released still fires exactly once. */
+TEST(stop_during_renewal_fires_on_released_once_whatever_the_budget) {
+    simba_loop_desc d;
+    simba_memory_fault f;
+    proc p;
+    rec c = {0};
+    simba_service *s;
+    int64_t t0;
+    int i;
+    store_new();
+    memset(&d, 0, sizeof d);
+    d.now_ms = fake_clock;
+    d.random = fake_rand;
+    d.poll_max_steps = 1; /* one completion or timer per poll */
+    CHECK_RC(simba_loop_new(&d, &p.loop), SIMBA_OK);
+    CHECK_RC(simba_memory_open(p.loop, store, &p.be), SIMBA_OK);
+    s = contender(&p, "stopx", "a", 900, 600, &c);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    t0 = fake_now;
+    settle(&p, 1);
+    CHECK_EQ(c.acquired, 1);
+    memset(&f, 0, sizeof f);
+    f.delay_ms = 100;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    fake_now = t0 + 600;
+    settle(&p, 1); /* the renewal is sent, its answer held back */
+    CHECK(s->flags & SIMBA__F_INFLIGHT);
+    CHECK_RC(simba_stop(s), SIMBA_OK);
+    f.delay_ms = 0;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    for (i = 0; i < 20; i++) CHECK(simba_poll(p.loop) >= 0);
+    CHECK_EQ(simba_service_status(s), SIMBA_INITIAL);
+    CHECK_EQ(c.released, 1);
+    CHECK_EQ(c.reason, SIMBA_REASON_STOPPED);
+    proc_close(&p);
+    store_free();
+}
+
 TEST(fds_and_wait) {
     proc p;
     struct pollfd fds[4];
@@ -2007,6 +2047,7 @@ int main(int argc, char **argv) {
     RUN(poll_budget_bounds_every_poll_of_a_renewal_herd);
     RUN(renewals_of_owners_started_together_spread);
     RUN(memory_per_service_under_a_kibibyte);
+    RUN(stop_during_renewal_fires_on_released_once_whatever_the_budget);
     RUN(fds_and_wait);
     RUN(backend_vt_of_unknown_size_refused);
     RUN(process_called_with_explicit_flags);
