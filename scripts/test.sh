@@ -24,6 +24,7 @@ cleanup() {
     [ -f "$SIMBA_REDIS_DIR/redis.pid" ] && sh scripts/redis-stop.sh "$SIMBA_REDIS_DIR" >/dev/null 2>&1
     [ -f "$SIMBA_ZK_DIR/zk.pid" ] && sh scripts/zk-stop.sh "$SIMBA_ZK_DIR" >/dev/null 2>&1
     [ -f "$SIMBA_PG_DIR/postgres.pid" ] && sh scripts/pg-stop.sh "$SIMBA_PG_DIR" >/dev/null 2>&1
+    [ -f "$PWD/$B/redis-scale/redis.pid" ] && sh scripts/redis-stop.sh "$PWD/$B/redis-scale" >/dev/null 2>&1
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -115,6 +116,18 @@ fi
 # (SIMBA_LOOPS_REDIS_PORT 6500) and stops it by PID
 if want loops || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
     run loops bash tests/test_loops.sh "$B"
+fi
+# 10,000 services on one loop renew and hand over, SQLite and Redis (issue 20): its own
+# redis-server (SIMBA_SCALE_REDIS_PORT 6470), stopped by PID
+if want scale || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
+    export SIMBA_SCALE_REDIS_PORT=${SIMBA_SCALE_REDIS_PORT:-6470}
+    if sh scripts/redis-start.sh "$SIMBA_SCALE_REDIS_PORT" "$PWD/$B/redis-scale" >"$LOGS/redis-scale.log" 2>&1; then
+        run scale $B/test_scale
+        sh scripts/redis-stop.sh "$PWD/$B/redis-scale" >/dev/null 2>&1
+    else
+        echo "== scale: could not start redis-server (see $LOGS/redis-scale.log)"
+        FAIL=$((FAIL + 1)); FAILED="$FAILED redis-scale"
+    fi
 fi
 if want reliability && [ -f scripts/test_reliability.sh ]; then
     # fault harness, bad-input table, short fuzz run: starts its own servers on its own ports
