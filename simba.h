@@ -539,6 +539,10 @@ struct simba_req {
                            every on_acquired carries a fence above any seen before */
     int step_down_on_disconnect; /* ACQUIRE: the contender steps down on SIMBA_EV_DISCONNECTED,
                                     so a backend that knows it is disconnected grants nothing */
+    int64_t next_ask_ms; /* ACQUIRE by a non-owner: it asks again within this long (its
+                            timer's bound), so a queued place whose liveness outlasts that
+                            needs no refresh now: a waiter that is not granted need not
+                            write. 0 = unknown (always refresh) */
     int64_t live_ms;    /* ACQUIRE: how long the backend keeps this contender's place in the
                            wait queue without a new request from it. The core computes it from
                            its own timing (a waiter asks again at least every ttl + transition
@@ -1424,12 +1428,19 @@ static void simba__submit(simba_service *s, simba_op op) {
     /* The poll's cached time is never later than the real send time: the lease we count
        from it can only end earlier than the server's. */
     r->sent_at = s->loop->now;
-    r->expect_win = op == SIMBA_OP_ACQUIRE && ((s->flags & SIMBA__F_OWNER) || !simba_owner_has_owner(&s->view, s->loop->now) ||
-                                               simba_owner_is(&s->view, s->id));
+    /* A free mutex last found kept for another head (not first in line) is not expected
+       to be ours either: the backend may read before it writes. */
+    r->expect_win = op == SIMBA_OP_ACQUIRE && ((s->flags & SIMBA__F_OWNER) || simba_owner_is(&s->view, s->id) ||
+                                               (!simba_owner_has_owner(&s->view, s->loop->now) &&
+                                                !((s->flags & SIMBA__F_ASKED) && !(s->flags & SIMBA__F_FIRST) && s->free_retry > 0)));
     r->renew = op == SIMBA_OP_ACQUIRE && (s->flags & SIMBA__F_OWNER) != 0;
     /* A waiter asks again by ttl + transition + jitter max at the latest (simba__contender_next);
        a second of slack covers a loaded host's scheduling. */
     r->live_ms = op == SIMBA_OP_ACQUIRE ? simba__add(s->ttl + s->transition + simba__max(s->jmax, 0), 1000) : 0;
+    /* simba__contender_next never waits longer than this after an answered ask. */
+    r->next_ask_ms = op == SIMBA_OP_ACQUIRE && !(s->flags & SIMBA__F_OWNER) && s->kind == SIMBA__KIND_CONTEND
+                         ? simba__add(s->ttl + s->transition, simba__max(s->jmax, 0))
+                         : 0;
     r->step_down_on_disconnect = op == SIMBA_OP_ACQUIRE && (s->flags & SIMBA__F_DISC_DOWN) != 0;
     r->svc_ = s;
     r->gen_ = s->gen;

@@ -247,6 +247,7 @@ typedef struct simba__sql_text {
     const char *q_purge;    /* ?1: drop dead (expired) and malformed waiter rows */
     const char *q_head;     /* ?1 -> contender, wake of the oldest live waiter */
     const char *q_join;     /* ?1 ?2 ?3 live_ms ?7 wake: join the line or refresh our place */
+    const char *q_self;     /* ?1 ?2 -> ms our well-formed place still lives */
 } simba__sql_text;
 
 /* Still the owner's lease: the owner may renew, nobody else may take it. */
@@ -322,6 +323,8 @@ typedef struct simba__sql_text {
     " (SELECT coalesce(max(seq), 0) + 1 FROM {Q} WHERE mutex = ?1), " NOW " + ?3, ?7)"          \
     " ON CONFLICT (mutex, contender) DO UPDATE SET expires_at = excluded.expires_at, wake = excluded.wake"
 #define SIMBA__SQL_Q_LEAVE_TEXT "DELETE FROM {Q} WHERE mutex = ?1 AND contender = ?2"
+#define SIMBA__SQL_Q_SELF_TEXT(NOW)                                                                  \
+    "SELECT expires_at - " NOW " FROM {Q} WHERE mutex = ?1 AND contender = ?2 AND " SIMBA__SQL_Q_WELL_FORMED(NOW)
 #define SIMBA__SQL_Q_COUNT_TEXT "UPDATE {T} SET waiters = (SELECT count(*) FROM {Q} WHERE mutex = ?1) WHERE mutex = ?1"
 
 /* [sqlite] INSERT OR IGNORE (MySQL: INSERT IGNORE, PostgreSQL: ON CONFLICT DO NOTHING). */
@@ -339,7 +342,7 @@ typedef struct simba__sql_text {
 #define SIMBA__SQL_TEXTS(NOW)                                                                       \
     SIMBA__SQL_SETUP, SIMBA__SQL_CREATE_ROW_TEXT, SIMBA__SQL_ACQUIRE_TEXT(NOW), SIMBA__SQL_GRANT_TEXT(NOW), \
         SIMBA__SQL_RELEASE_TEXT, SIMBA__SQL_READ_TEXT(NOW), SIMBA__SQL_Q_PURGE_TEXT(NOW), SIMBA__SQL_Q_HEAD_TEXT(NOW), \
-        SIMBA__SQL_Q_JOIN_TEXT(NOW)
+        SIMBA__SQL_Q_JOIN_TEXT(NOW), SIMBA__SQL_Q_SELF_TEXT(NOW)
 static const simba__sql_text simba__sqlite_text = {"sqlite", SIMBA__SQL_TEXTS(SIMBA__SQLITE_NOW)};
 /* The same statements on the loop's clock (simba_sql_desc.test_clock). */
 static const simba__sql_text simba__sqlite_loop_clock_text = {"sqlite, loop clock", SIMBA__SQL_TEXTS(SIMBA__SQL_LOOP_NOW)};
@@ -347,7 +350,7 @@ static const simba__sql_text simba__sqlite_loop_clock_text = {"sqlite, loop cloc
 enum { SIMBA__SQL_CREATE_ROW, SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_GRANT_ST, SIMBA__SQL_RELEASE_ST, SIMBA__SQL_RELEASE_QUEUED,
        SIMBA__SQL_READ_ST, SIMBA__SQL_Q_PURGE, SIMBA__SQL_Q_HEAD, SIMBA__SQL_Q_JOIN, SIMBA__SQL_Q_LEAVE, SIMBA__SQL_Q_COUNT, SIMBA__SQL_BEGIN,
        SIMBA__SQL_COMMIT, SIMBA__SQL_ROLLBACK, SIMBA__SQL_DATA_VERSION, SIMBA__SQL_SAVEPOINT, SIMBA__SQL_SP_RELEASE,
-       SIMBA__SQL_SP_ROLLBACK, SIMBA__SQL_NSTMT };
+       SIMBA__SQL_SP_ROLLBACK, SIMBA__SQL_Q_SELF, SIMBA__SQL_NSTMT };
 
 /* ":memory:" names this database: SQLite's memdb VFS shares a name that starts with "/"
    between the connections of one process, without shared-cache mode. */
@@ -408,6 +411,8 @@ typedef struct simba__sql {
     int batch_max;
     uint64_t batches, batched; /* write transactions of several requests, and their requests */
     uint64_t executed;         /* requests executed (answered by the database) */
+    uint64_t kept_places;      /* waiters' asks answered by reads alone (their place lasts) */
+    int64_t next_ask_ms;       /* simba_req.next_ask_ms of the request being executed */
 } simba__sql;
 
 static int simba__sql_table_ok(const char *t) {
@@ -551,6 +556,7 @@ static int simba__sql_setup(simba__sql *s) {
     src[SIMBA__SQL_SAVEPOINT] = "SAVEPOINT simba_step";
     src[SIMBA__SQL_SP_RELEASE] = "RELEASE simba_step";
     src[SIMBA__SQL_SP_ROLLBACK] = "ROLLBACK TO simba_step";
+    src[SIMBA__SQL_Q_SELF] = s->text->q_self;
     for (i = 0; i < SIMBA__SQL_NSTMT; i++) {
         if (s->st[i]) continue;
         if (!simba__sql_expand(s, src[i], sql, sizeof sql)) {
@@ -945,6 +951,42 @@ static int simba__sql_quit_line(simba__sql *s, const char *mutex, const char *co
     return rc;
 }
 
+/* >>kept A waiter that will not be granted now (the row is held by another, or free and
+   kept for another head) and whose place outlives its next ask needs no write: the answer
+   is the row as read and whether it heads the line, what the queue's transaction would
+   say. *kept = 0 sends it down the full path (it may win, or its place needs refreshing,
+   or a free row's head is gone and must be dropped). After the row was read into rep. */
+static int simba__sql_kept_place(simba__sql *s, const char *mutex, const char *contender, simba_reply *rep, int *kept) {
+    sqlite3_stmt *st = s->st[SIMBA__SQL_Q_SELF];
+    int rc, changed = 0, free_row = !s->owner[0];
+    int64_t left = -1;
+    char owner[SIMBA_ID_MAX + 1];
+    *kept = 0;
+    sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) left = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        simba__sql_seterr(s, "queue place", rc);
+        return rc;
+    }
+    if (left < s->next_ask_ms) return SQLITE_OK;
+    memcpy(owner, s->owner, sizeof owner);
+    if ((rc = simba__sql_head(s, mutex, &changed)) != SQLITE_OK) return rc;
+    memcpy(s->owner, owner, sizeof owner);
+    rep->owner = s->owner;
+    if (!s->qhead[0] || strcmp(s->qhead, contender) == 0) {
+        if (free_row) return SQLITE_OK; /* ours to take: the full path grants it */
+        rep->first_in_line = 1;
+    } else if (free_row && simba__sql_wake_send(s, s->qhead_wake, mutex, s->qhead) < 0) {
+        return SQLITE_OK; /* the head's process is gone: the full path drops it */
+    }
+    s->kept_places++;
+    *kept = 1;
+    return SQLITE_OK;
+}
+
 /* Executes one request. renew: the contender owns the mutex locally (simba_req.renew);
    live_ms: how long its place in the wait queue lasts (simba_req.live_ms).
    Returns SIMBA__SQL_BUSY when the database was locked (nothing changed: try again later);
@@ -959,7 +1001,8 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
     if (s->loop_clock) { /* one instant for the whole request, as the database clock gives */
         int64_t now = simba_now(s->loop);
         static const int with_now[] = {SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_GRANT_ST, SIMBA__SQL_READ_ST,
-                                       SIMBA__SQL_Q_PURGE,    SIMBA__SQL_Q_HEAD,   SIMBA__SQL_Q_JOIN};
+                                       SIMBA__SQL_Q_PURGE,    SIMBA__SQL_Q_HEAD,   SIMBA__SQL_Q_JOIN,
+                                       SIMBA__SQL_Q_SELF};
         size_t i;
         for (i = 0; i < sizeof with_now / sizeof with_now[0]; i++) sqlite3_bind_int64(s->st[with_now[i]], 6, now);
     }
@@ -981,6 +1024,14 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
             rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists);
             if (rc != SQLITE_OK) goto fail;
             held = exists && s->owner[0] && strcmp(s->owner, contender) != 0;
+            if (s->next_ask_ms > 0 && !renew && exists && s->waiters > 0 && (held || !s->owner[0])) {
+                int kept;
+                if ((rc = simba__sql_kept_place(s, mutex, contender, rep, &kept)) != SQLITE_OK) goto fail;
+                if (kept) {
+                    rep->rc = SIMBA_OK;
+                    return 0;
+                }
+            }
         }
         if (!held) {
             rc = simba__sql_acquire_row(s, SIMBA__SQL_ACQUIRE_ST, mutex, contender, ttl_ms, transition_ms, renew, rep, &got);
@@ -1061,9 +1112,13 @@ static int64_t simba__sql_busy_limit(const simba__sql *s, const simba_req *r) {
 }
 
 static int simba__sql_exec_one(simba__sql *s, const simba_req *r, simba_reply *rep) {
+    int rc;
     s->executed++;
-    return simba__sql_exec_req(s, r->op, r->mutex, r->contender, r->ttl_ms, r->transition_ms, r->expect_win, r->renew,
-                               r->live_ms > 0 ? r->live_ms : simba__add(simba__add(r->ttl_ms, r->transition_ms), 2000), rep);
+    s->next_ask_ms = r->op == SIMBA_OP_ACQUIRE && !r->renew ? r->next_ask_ms : 0;
+    rc = simba__sql_exec_req(s, r->op, r->mutex, r->contender, r->ttl_ms, r->transition_ms, r->expect_win, r->renew,
+                             r->live_ms > 0 ? r->live_ms : simba__add(simba__add(r->ttl_ms, r->transition_ms), 2000), rep);
+    s->next_ask_ms = 0;
+    return rc;
 }
 
 static simba_req *simba__sql_pop(simba__sql *s) {

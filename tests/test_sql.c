@@ -1287,6 +1287,73 @@ TEST(sql_statements_count_against_the_poll_budget) {
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
 
+
+/* A waiter that is not granted now and whose place outlives its next ask (simba_req.
+   next_ask_ms) is answered by reads alone: the same owner and place as the queue's
+   transaction would report, no write transaction. Without next_ask_ms it refreshes. */
+static simba_result kept_ask(simba_backend *be, const char *who, int64_t next_ask, simba_reply *rep, char *owner) {
+    int rc;
+    impl_of(be)->next_ask_ms = next_ask;
+    rc = simba__sql_exec_req(impl_of(be), SIMBA_OP_ACQUIRE, "kept", who, 5000, 1000, 0, 0, 8000, rep);
+    impl_of(be)->next_ask_ms = 0;
+    if (rc == SIMBA__SQL_BUSY) return SIMBA_EBUSY;
+    snprintf(owner, SIMBA_ID_MAX + 1, "%s", rep->owner ? rep->owner : "");
+    return rep->rc;
+}
+TEST(waiter_not_at_the_head_does_not_write) {
+    simba_loop *loop;
+    simba_backend *be = NULL;
+    simba_sql_desc sd;
+    simba_reply rep;
+    char owner[SIMBA_ID_MAX + 1];
+    fake_now = 11000000;
+    loop = fakeloop();
+    REQUIRE(loop != NULL);
+    memset(&sd, 0, sizeof sd);
+    sd.path = "file:/kept?vfs=memdb";
+    sd.test_clock = 1;
+    REQUIRE(simba_sql_open(loop, &sd, &be) == SIMBA_OK);
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "kept", "A", 5000, 1000, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    sqlite3_commit_hook(impl_of(be)->db, count_commit, NULL);
+    commits = 0;
+    CHECK_RC(kept_ask(be, "B", 7000, &rep, owner), SIMBA_OK); /* no place yet: joins */
+    CHECK_EQ(rep.first_in_line, 1);
+    CHECK_RC(kept_ask(be, "C", 7000, &rep, owner), SIMBA_OK);
+    CHECK_EQ(rep.first_in_line, 0);
+    CHECK_EQ(commits, 2);
+    fake_now += 10;
+    CHECK_RC(kept_ask(be, "C", 7000, &rep, owner), SIMBA_OK); /* place lasts 7990 ms >= 7000 */
+    CHECK_STR(owner, "A");
+    CHECK_EQ(rep.first_in_line, 0);
+    CHECK_EQ(rep.ttl_left_ms, 5000 - 10);
+    CHECK_RC(kept_ask(be, "B", 7000, &rep, owner), SIMBA_OK);
+    CHECK_EQ(rep.first_in_line, 1);
+    CHECK_EQ(commits, 2); /* read alone */
+    CHECK_EQ(impl_of(be)->kept_places, 2);
+    CHECK_RC(kept_ask(be, "C", 0, &rep, owner), SIMBA_OK); /* next ask unknown: refreshes */
+    CHECK_EQ(commits, 3);
+    fake_now += 1500;
+    CHECK_RC(kept_ask(be, "C", 7000, &rep, owner), SIMBA_OK); /* 6490 ms left: refreshes */
+    CHECK_EQ(commits, 4);
+    CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "kept", "A", 5000, 1000, &rep, owner, sizeof owner), SIMBA_OK);
+    commits = 0;
+    fake_now += 10;
+    CHECK_RC(kept_ask(be, "C", 7000, &rep, owner), SIMBA_OK); /* free, kept for B */
+    CHECK_STR(owner, "");
+    CHECK_EQ(rep.first_in_line, 0);
+    CHECK_EQ(commits, 0);
+    CHECK_RC(kept_ask(be, "B", 7000, &rep, owner), SIMBA_OK); /* the head takes it */
+    CHECK_STR(owner, "B");
+    CHECK_EQ(rep.fence, 2);
+    commits = 0;
+    CHECK_RC(kept_ask(be, "C", 7000, &rep, owner), SIMBA_OK);
+    CHECK_STR(owner, "B");
+    CHECK_EQ(rep.first_in_line, 1); /* C heads the line now */
+    CHECK_EQ(commits, 0);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
 /* The test clock where it cannot be safe, and clocks mixed on one in-memory database. */
 TEST(test_clock_refused_where_unsafe) {
     simba_loop *loop;
@@ -1919,6 +1986,7 @@ int main(int argc, char **argv) {
     RUN(test_clock_refused_where_unsafe);
     RUN(batched_requests_observe_what_single_requests_do);
     RUN(sql_statements_count_against_the_poll_budget);
+    RUN(waiter_not_at_the_head_does_not_write);
     RUN(simulated_crash_keeps_lease_until_it_ends);
     RUN(queue_arrival_order_and_releaser_to_the_back);
     RUN(queue_dead_waiter_dropped_after_its_liveness);
