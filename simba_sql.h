@@ -90,7 +90,8 @@
  *   PRAGMA quick_check (of that table only).
  *
  * BATCHING
- *   submit() only queues; the poll's process call runs the queue. Requests that one poll
+ *   Inside simba_poll submit() only queues, and the poll's process call runs the queue
+ *   (outside a poll, a request runs at once). Requests that one poll
  *   submits (a burst of renewals, releases, waiters' attempts) share one BEGIN IMMEDIATE
  *   write transaction, up to simba_sql_desc.batch_max (default 64), each in the order it
  *   was submitted and each step of the queue's rule a savepoint inside it, so every request
@@ -1265,9 +1266,14 @@ static simba_result simba__sql_submit(void *impl, simba_req *req) {
     s->tail = req;
     /* A crashed process answers nothing: the request waits until the backend is freed. */
     if (s->crashed) return SIMBA_OK;
-    /* Executed in the poll's process call, so that what one poll submits shares one write
-       transaction; behind a request that waits for the lock, a new one waits its turn. */
-    if (s->head == req) s->next_try = simba_now(s->loop);
+    /* Inside a poll, executed by its process call, so that what one poll submits shares one
+       write transaction; a call from outside (start, stop, unlock) runs at once, as a single
+       statement, with no poll's delay. Behind a request that waits for the lock, a new one
+       waits its turn. */
+    if (s->head == req) {
+        s->next_try = simba_now(s->loop);
+        if (!s->loop->in_poll) simba__sql_drain(s, s->next_try);
+    }
     return SIMBA_OK;
 }
 
