@@ -174,6 +174,11 @@ typedef struct simba_sql_desc {
     /* 0 -> 64: requests that one poll submits share one write transaction, up to this many
        (see BATCHING); 1 runs every request in its own. At most 4096. */
     int batch_max;
+    /* 0 -> SQLite's automatic WAL checkpoint (every 1000 pages), which runs inside the commit
+       that crosses it, fsync included: the one step of a poll no budget bounds (10-20 ms in
+       W4). -1: never on this connection; another connection (a thread or process of yours
+       running PRAGMA wal_checkpoint(PASSIVE)) must then keep the WAL from growing. */
+    int checkpoint;
 } simba_sql_desc;
 
 /* Opens the database (creating file and table if needed) and registers a backend on loop.
@@ -1500,6 +1505,9 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
     if (desc->batch_max < 0 || desc->batch_max > SIMBA__SQL_BATCH_LIMIT)
         return simba__sql_refuse(loop, desc, "simba_sql_open: batch_max must be in 0..%d (0 = %d; got %d)",
                                  SIMBA__SQL_BATCH_LIMIT, SIMBA__SQL_BATCH_DEFAULT, desc->batch_max);
+    if (desc->checkpoint != 0 && desc->checkpoint != -1)
+        return simba__sql_refuse(loop, desc, "simba_sql_open: checkpoint must be 0 (SQLite's automatic one) or -1 (never on "
+                                             "this connection; got %d)", desc->checkpoint);
     if (desc->test_clock != 0 && desc->test_clock != 1)
         return simba__sql_refuse(loop, desc, "simba_sql_open: test_clock must be 0 or 1 (got %d)", desc->test_clock);
     path = strcmp(desc->path, ":memory:") == 0 ? SIMBA__SQL_MEMORY_URI : desc->path;
@@ -1548,6 +1556,7 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
         }
         sqlite3_extended_result_codes(s->db, 1);
         rc = sqlite3_busy_timeout(s->db, 0);
+        if (rc == SQLITE_OK && desc->checkpoint == -1) rc = sqlite3_wal_autocheckpoint(s->db, 0);
     }
     if (rc == SQLITE_OK) {
         int tries = 0;

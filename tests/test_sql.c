@@ -922,6 +922,21 @@ TEST(open_desc_ranges_have_words) {
     fprintf(stderr, "  %s\n", simba_loop_errmsg(loop));
     d.busy_retry_ms = 0;
     d.busy_max_ms = 0;
+    d.batch_max = -1;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "batch_max") != NULL);
+    d.batch_max = 4097;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "batch_max") != NULL);
+    d.batch_max = 0;
+    d.checkpoint = 1;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "checkpoint") != NULL);
+    d.checkpoint = -1; /* never on this connection: SQLite's automatic checkpoint is off */
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_OK);
+    CHECK_EQ(raw_int(impl_of(be)->db, "PRAGMA wal_autocheckpoint"), 0);
+    CHECK_RC(simba_backend_free(be), SIMBA_OK);
+    d.checkpoint = 0;
     d.errbuf = err;
     d.errbuf_cap = sizeof err;
     CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_OK); /* a short errbuf is fine */
