@@ -204,6 +204,7 @@ B_FN simba_result b_open(simba_loop *loop, const char *name, simba_memstore **st
         static char err[512];
         memset(&d, 0, sizeof d);
         d.path = b_opt("sql", "build/bench-sql/bench.db");
+        d.checkpoint = atoi(b_opt("sql-checkpoint", "0")); /* -1: no automatic WAL checkpoint */
         d.errbuf = err;
         d.errbuf_cap = sizeof err;
         return simba_sql_open(loop, &d, out);

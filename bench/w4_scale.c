@@ -3,6 +3,7 @@
  *   w4_scale --part steady --backend memory|sqlite|redis|zk|pg [--mutexes 10000] [--secs 20]
  *            [--ttl-ms 10000] [--transition-ms 6000] [--sql FILE] [--redis-port P]
  *            [--zk HOST:PORT] [--pg-port P] [--server-pid PID [--with-children 1]]
+ *            [--sql-checkpoint -1]   (SQLite: no automatic WAL checkpoint in the loop)
  *            [--own-timeout-s 120]
  *   w4_scale --part poll [--sizes 1000,10000,100000]
  *
