@@ -1149,6 +1149,7 @@ static int batch_run(const char *path, int batch_max, uint64_t *batched) {
     memset(&ld, 0, sizeof ld);
     ld.now_ms = fake_clock;
     ld.random = const_rand;
+    ld.poll_budget_us = 3600000000; /* batches as large as the logic makes them, however slow the build */
     if (simba_loop_new(&ld, &loop) != SIMBA_OK) return -1;
     memset(&sd, 0, sizeof sd);
     sd.path = path;
