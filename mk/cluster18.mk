@@ -1,0 +1,17 @@
+# cluster18.mk -- Redis Cluster (issue 18): build/test_redis_cluster (and its ASan build) and
+# make test-cluster, which starts a loopback cluster (scripts/redis-cluster-start.sh, ports
+# SIMBA_CLUSTER_PORT..+5, default 6600), runs the cluster tests and the shared kit on it, and
+# stops it by PID.
+$(B)/test_redis_cluster: tests/test_redis_cluster.c simba.h simba_redis.h tests/check.h
+	mkdir -p $(B)
+	$(CC) $(CFLAGS) -o $@ tests/test_redis_cluster.c -lhiredis -lpthread
+$(B)/asan/test_redis_cluster: tests/test_redis_cluster.c simba.h simba_redis.h tests/check.h
+	mkdir -p $(B)/asan
+	$(CC) $(CFLAGS) $(SAN) -o $@ tests/test_redis_cluster.c -lhiredis -lpthread
+$(B)/clang/test_redis_cluster: tests/test_redis_cluster.c simba.h simba_redis.h tests/check.h
+	mkdir -p $(B)/clang
+	clang $(CFLAGS) -o $@ tests/test_redis_cluster.c -lhiredis -lpthread
+
+.PHONY: test-cluster
+test-cluster: $(B)/test_redis_cluster $(B)/asan/test_redis_cluster $(B)/kit_redis
+	sh scripts/test_redis_cluster.sh
