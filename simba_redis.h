@@ -190,6 +190,8 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
 #define SIMBA__REDIS_FRESH_KEY "simba:fresh"
 /* Longest key or channel: prefix + {name} + ":wk:" + db + ":" + id, with room to spare. */
 #define SIMBA__REDIS_KEY_MAX (SIMBA__REDIS_PREFIX_MAX + SIMBA_NAME_MAX + SIMBA_ID_MAX + 48)
+/* A Cluster slot's marker tag: at most 4 base-62 digits and the NUL. */
+#define SIMBA__RCL_TAG 5
 
 /* ---- scripts ------------------------------------------------------------------------
  * KEYS: owner, fence, queue, qexp. Every reply: {owner, ttl_left, lease_left, held, fence,
@@ -547,6 +549,7 @@ typedef struct simba__redis {
     struct simba__rcluster *router; /* the router this node serves, NULL when standalone */
     int moved_noted;               /* standalone: a MOVED or CROSSSLOT reply was logged */
     char cfg_msg[200];             /* its message */
+    char (*tags)[SIMBA__RCL_TAG];  /* Cluster node: the router's marker tag per slot */
     char *host, *unix_path, *username, *password, *prefix;
     int port, db;
     int64_t connect_to, cmd_to, rmin, rmax;
@@ -605,6 +608,52 @@ static void simba__redis_owchan(char *buf, size_t cap, const simba__redis *r, co
 static void simba__redis_wkchan(char *buf, size_t cap, const simba__redis *r, const char *mutex,
                                 const char *contender) {
     snprintf(buf, cap, "%s{%s}:wk:%d:%s", r->prefix, mutex, r->db, contender ? contender : "");
+}
+
+/* CRC16-CCITT (XMODEM), the Cluster's key hash. */
+static unsigned simba__rcl_crc16(const char *s, size_t n) {
+    unsigned crc = 0;
+    size_t i;
+    int b;
+    for (i = 0; i < n; i++) {
+        crc ^= (unsigned)(unsigned char)s[i] << 8;
+        for (b = 0; b < 8; b++) crc = (crc & 0x8000) ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+    }
+    return crc;
+}
+
+/* Every key and channel of a mutex carries the hash tag {name} (names have no braces), so
+   the slot is the name's. */
+static int simba__rcl_slot(const char *mutex) { return (int)(simba__rcl_crc16(mutex, strlen(mutex)) & 16383); }
+
+/* A Cluster slot's marker tag: the first short string (in the order of n = 0, 1, ...: base
+   62 digits) that hashes to the slot. Keys "<prefix>{<tag>}:alive" are then one per slot
+   and lie in the slot of every mutex that maps there, as a script's keys must. */
+static void simba__rcl_tagstr(unsigned long n, char out[SIMBA__RCL_TAG]) {
+    static const char dig[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    int k = 0;
+    do {
+        out[k++] = dig[n % 62];
+        n /= 62;
+    } while (n && k < SIMBA__RCL_TAG - 1);
+    out[k] = 0;
+}
+
+/* Fills tags[slot] for all 16384 slots (about 2 ms, once per Cluster backend). */
+static void simba__rcl_tags_fill(char (*tags)[SIMBA__RCL_TAG]) {
+    unsigned long n;
+    int left = 16384;
+    char t[SIMBA__RCL_TAG];
+    for (n = 0; n < 16384; n++) tags[n][0] = 0;
+    for (n = 0; left > 0 && n < 62ul * 62 * 62 * 62; n++) {
+        int s;
+        simba__rcl_tagstr(n, t);
+        s = simba__rcl_slot(t);
+        if (!tags[s][0]) {
+            memcpy(tags[s], t, SIMBA__RCL_TAG);
+            left--;
+        }
+    }
 }
 
 /* [base/2, base]: spread reconnects of many clients after a server restart. The loop's
@@ -819,9 +868,10 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
         /* Standalone: one marker per prefix (and db). A cluster mode passes
            "<prefix>{<name>}:alive" instead, in the mutex's hash slot; the script is the same. */
         if (r->cluster) {
-            /* Cluster: the marker and the (never set) fresh key in the mutex's own slot. */
-            simba__redis_mkname(k[4], sizeof(k[4]), r, req->mutex, ":alive");
-            simba__redis_mkname(k[5], sizeof(k[5]), r, req->mutex, ":fresh");
+            /* Cluster: the marker of the mutex's slot, and that slot's "declared empty" key. */
+            const char *tag = r->tags[simba__rcl_slot(req->mutex)];
+            snprintf(k[4], sizeof(k[4]), "%s{%s}:alive", r->prefix, tag);
+            snprintf(k[5], sizeof(k[5]), "%s{%s}", SIMBA__REDIS_FRESH_KEY, tag);
             argv[argc++] = k[4];
             argv[argc++] = k[5];
         } else {
@@ -1684,6 +1734,7 @@ typedef struct simba__rcluster {
     simba__redis *nodes[SIMBA__RCL_NODES_MAX];
     int nnodes, ask_from;
     int16_t *slots;        /* node index per slot; -1: no primary known */
+    char (*tags)[SIMBA__RCL_TAG]; /* marker tag per slot */
     int have_map, map_bad; /* map_bad: the last CLUSTER SLOTS was refused (not a cluster) */
     int map_want, map_busy;
     simba__redis *map_node;           /* asked for the map */
@@ -1695,22 +1746,6 @@ typedef struct simba__rcluster {
     int destroying;
     char err[256];
 } simba__rcluster;
-
-/* CRC16-CCITT (XMODEM), the Cluster's key hash. */
-static unsigned simba__rcl_crc16(const char *s, size_t n) {
-    unsigned crc = 0;
-    size_t i;
-    int b;
-    for (i = 0; i < n; i++) {
-        crc ^= (unsigned)(unsigned char)s[i] << 8;
-        for (b = 0; b < 8; b++) crc = (crc & 0x8000) ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
-    }
-    return crc;
-}
-
-/* Every key and channel of a mutex carries the hash tag {name} (names have no braces), so
-   the slot is the name's. */
-static int simba__rcl_slot(const char *mutex) { return (int)(simba__rcl_crc16(mutex, strlen(mutex)) & 16383); }
 
 static void simba__rcl_seterr(simba__rcluster *rc, int level, const char *msg) {
     simba__copy(rc->err, sizeof(rc->err), msg);
@@ -1741,6 +1776,7 @@ static simba__redis *simba__rcl_node(simba__rcluster *rc, const char *host, int 
     n->be = rc->be;
     n->router = rc;
     n->cluster = 1;
+    n->tags = rc->tags;
     rc->nodes[rc->nnodes++] = n;
     simba__rconn_start(&n->cmd, simba_now(rc->loop));
     return n;
@@ -2044,6 +2080,7 @@ static void simba__rcl_destroy(void *impl) {
     simba_free(loop, rc->mutexes.b);
     simba_free(loop, rc->pending);
     simba_free(loop, rc->slots);
+    simba_free(loop, rc->tags);
     simba_free(loop, (void *)rc->tmpl.username);
     simba_free(loop, (void *)rc->tmpl.password);
     simba_free(loop, (void *)rc->tmpl.prefix);
@@ -2076,12 +2113,14 @@ static simba_result simba__rcl_open(simba_loop *loop, const simba_redis_desc *de
     rc->tmpl.password = simba__redis_strdup(loop, desc->password);
     rc->tmpl.prefix = simba__redis_strdup(loop, desc->prefix ? desc->prefix : "simba:");
     rc->slots = (int16_t *)simba_alloc(loop, SIMBA__RCL_SLOTS * sizeof(*rc->slots));
-    if (!rc->slots || !rc->tmpl.prefix || (desc->username && !rc->tmpl.username) ||
+    rc->tags = (char (*)[SIMBA__RCL_TAG])simba_alloc(loop, SIMBA__RCL_SLOTS * sizeof(*rc->tags));
+    if (!rc->slots || !rc->tags || !rc->tmpl.prefix || (desc->username && !rc->tmpl.username) ||
         (desc->password && !rc->tmpl.password)) {
         simba__rcl_destroy(rc);
         return SIMBA_ENOMEM;
     }
     for (s = 0; s < SIMBA__RCL_SLOTS; s++) rc->slots[s] = -1;
+    simba__rcl_tags_fill(rc->tags);
     code = simba_backend_new(loop, &simba__rcl_vt, rc, &rc->be);
     if (code != SIMBA_OK) {
         simba__rcl_destroy(rc);

@@ -100,11 +100,22 @@ static int server_slot(const char *name) {
     return s;
 }
 
-/* A name new to the store: its data-loss marker says "never used" (true), so the first
-   grant does not wait a quarantine. */
+static char tags[16384][SIMBA__RCL_TAG];
+
+/* A name new to the store: its slot's data-loss marker for this prefix says "never used"
+   (true), so the first grant does not wait a quarantine. */
 static int declare(const char *name) {
-    int p = slot_port[name_slot(name)];
-    return raw_ok(p, "SET marker", raw(p, "SET %s{%s}:alive 0", prefix, name));
+    int s = name_slot(name), p = slot_port[s];
+    return raw_ok(p, "SET marker", raw(p, "SET %s{%s}:alive 0", prefix, tags[s]));
+}
+
+/* Without a declaration the first grant of a slot waits one quarantine (ttl + transition):
+   the marker is per slot, not per name, so a second name of the same slot does not. */
+static int tag_slot_ok(void) {
+    int s;
+    for (s = 0; s < 16384; s++)
+        if (!tags[s][0] || name_slot(tags[s]) != s) return 0;
+    return 1;
 }
 
 /* Names of the form <tag><i>, `per` on each primary. */
@@ -242,6 +253,7 @@ TEST(slot_of_name_matches_server) {
     size_t i;
     for (i = 0; i < sizeof names / sizeof *names; i++) CHECK_EQ(name_slot(names[i]), server_slot(names[i]));
     CHECK_EQ(simba__rcl_crc16("123456789", 9), 0x31C3); /* the CRC16/XMODEM check value */
+    CHECK(tag_slot_ok());
 }
 
 /* Names on all three primaries are owned through one seed; a release hands each to the
@@ -468,6 +480,7 @@ int main(int argc, char **argv) {
     if (!scripts || !*scripts) scripts = "scripts";
     check__filter = argc > 1 ? argv[1] : NULL;
     snprintf(prefix, sizeof prefix, "tcl%d.%lld:", (int)getpid(), (long long)(mono_ms() % 1000000));
+    simba__rcl_tags_fill(tags);
     if (!read_map()) {
         fprintf(stderr, "test_redis_cluster: no complete Redis Cluster answers on 127.0.0.1:%d "
                         "(scripts/redis-cluster-start.sh)\n", seed_port);
