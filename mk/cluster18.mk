@@ -14,4 +14,7 @@ $(B)/clang/test_redis_cluster: tests/test_redis_cluster.c simba.h simba_redis.h 
 
 .PHONY: test-cluster
 test-cluster: $(B)/test_redis_cluster $(B)/asan/test_redis_cluster $(B)/kit_redis
-	sh scripts/test_redis_cluster.sh
+	sh scripts/test_redis_cluster.sh --kit
+
+# make test (scripts/test.sh group "cluster") runs both builds of test_redis_cluster.
+all: $(B)/test_redis_cluster $(B)/asan/test_redis_cluster

@@ -116,6 +116,11 @@ fi
 if want loops || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
     run loops bash tests/test_loops.sh "$B"
 fi
+# Redis Cluster (issue 18): scripts/test_redis_cluster.sh starts its own loopback cluster
+# (SIMBA_CLUSTER_PORT 6600..6605, plain server 6606) and stops it by PID
+if want cluster || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
+    run cluster sh scripts/test_redis_cluster.sh
+fi
 if want reliability && [ -f scripts/test_reliability.sh ]; then
     # fault harness, bad-input table, short fuzz run: starts its own servers on its own ports
     run reliability bash scripts/test_reliability.sh

@@ -378,12 +378,12 @@ TEST(moved_after_slot_migration) {
     ba = open_be(la, seed_port, 1);
     bb = open_be(lb, seed_port, 1);
     REQUIRE(ba && bb);
-    REQUIRE((a.s = contend(la, ba, names[0], 1500, 1000, &a.c)) != NULL);
+    REQUIRE((a.s = contend(la, ba, names[0], 1000, 500, &a.c)) != NULL);
     REQUIRE(drive(la, lb, one_owns, &a, 10000));
     fa = simba_fence(a.s);
     REQUIRE(move_slot(slot, from, to, prim));
     /* Three ttls: every renewal now meets MOVED on the old primary and follows it. */
-    drive(la, lb, never, NULL, 4500);
+    drive(la, lb, never, NULL, 3000);
     CHECK(simba_is_owner(a.s));
     CHECK_EQ(a.c.released, 0);
     CHECK(simba_fence(a.s) == fa);
@@ -392,7 +392,7 @@ TEST(moved_after_slot_migration) {
         CHECK(x && x->type == REDIS_REPLY_STRING && strstr(x->str, simba_service_contender_id(a.s)));
         if (x) freeReplyObject(x);
     }
-    REQUIRE((b.s = contend(lb, bb, names[0], 1500, 1000, &b.c)) != NULL);
+    REQUIRE((b.s = contend(lb, bb, names[0], 1000, 500, &b.c)) != NULL);
     drive(la, lb, never, NULL, 300);
     CHECK_RC(simba_stop(a.s), SIMBA_OK);
     CHECK(drive(la, lb, one_owns, &b, 8000));

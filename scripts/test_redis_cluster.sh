@@ -1,0 +1,40 @@
+#!/bin/sh
+# test_redis_cluster.sh [--kit] -- Redis Cluster suites (issue 18): starts a loopback cluster
+# (scripts/redis-cluster-start.sh, ports $SIMBA_CLUSTER_PORT..+5, default 6600; the tests'
+# standalone server on $SIMBA_CLUSTER_PLAIN_PORT, default 6606) under build/redis-cluster,
+# runs build/test_redis_cluster and its ASan build (--kit: the shared kit too, about 45 s),
+# stops every server by PID and ends with "cluster: N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+B=${B:-build}
+export SIMBA_CLUSTER_PORT=${SIMBA_CLUSTER_PORT:-6600}
+export SIMBA_CLUSTER_PLAIN_PORT=${SIMBA_CLUSTER_PLAIN_PORT:-$((SIMBA_CLUSTER_PORT + 6))}
+DIR=${SIMBA_CLUSTER_DIR:-$PWD/$B/redis-cluster}
+P=0
+F=0
+trap 'sh scripts/redis-cluster-stop.sh "$DIR" >/dev/null 2>&1' EXIT
+trap 'exit 130' INT TERM
+if ! sh scripts/redis-cluster-start.sh "$DIR"; then
+    echo "cluster: 0 passed, 1 failed (the cluster did not start)"
+    exit 1
+fi
+# one suite: its closing "N passed, N failed" line counts; no such line counts as a failure
+suite() {
+    out=$("$@" 2>&1)
+    rc=$?
+    echo "$out"
+    line=$(echo "$out" | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -1)
+    p=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
+    f=$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')
+    [ -z "$line" ] && p=0 f=1
+    [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+    P=$((P + p))
+    F=$((F + f))
+}
+suite "$B/test_redis_cluster"
+suite "$B/asan/test_redis_cluster"
+if [ "${1:-}" = --kit ]; then
+    suite env SIMBA_REDIS_CLUSTER=1 "$B/kit_redis"
+fi
+echo "cluster: $P passed, $F failed"
+[ "$F" -eq 0 ]
