@@ -790,6 +790,8 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
         simba__redis_send(r, op, simba_now(r->loop));
         return;
     }
+    if (x->type == REDIS_REPLY_ERROR && r->router && strncmp(x->str, "CLUSTERDOWN", 11) == 0)
+        simba__rcl_want_map(r, x->str); /* the core backs off and asks again */
     if (x->type == REDIS_REPLY_ERROR && (strncmp(x->str, "MOVED ", 6) == 0 || strncmp(x->str, "ASK ", 4) == 0)) {
         /* Cluster: the op went on to the right node. Standalone: a configuration error. */
         if (simba__rcl_redirect(r, op, x->str)) return;
@@ -1255,6 +1257,8 @@ static void simba__rconn_down(simba__rconn *c, int64_t now) {
     simba__redis *r = c->r;
     /* Losing the command connection is losing the server: the core's policy decides. */
     if (!c->is_sub && c->state == SIMBA__RC_READY) simba__redis_event_all(r, SIMBA_EV_DISCONNECTED);
+    /* A Cluster node that went away may have been failed over: learn the map again. */
+    if (r->router && !c->is_sub) simba__rcl_want_map(r, "a node's connection was lost");
     c->state = SIMBA__RC_DOWN;
     c->rd = c->wr = 0;
     c->fd = -1;
@@ -1820,6 +1824,9 @@ static void simba__rcl_rehome(simba__rcluster *rc) {
 static void simba__rcl_route(simba__rcluster *rc, simba_req *req) {
     simba__redis *n = simba__rcl_owner(rc, req->mutex);
     char msg[96];
+    /* Its primary is unreachable: a replica may be taking over (asked at most every
+       reconnect_min_ms); this request fails now and the core retries with its backoff. */
+    if (n && n->cmd.state == SIMBA__RC_DOWN) simba__rcl_want_map(n, "a primary is unreachable");
     if (!n) {
         snprintf(msg, sizeof(msg), "redis cluster: no primary serves slot %d", simba__rcl_slot(req->mutex));
         simba__rcl_reqfail(req, SIMBA_EBACKEND, msg);

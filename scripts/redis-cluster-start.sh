@@ -4,6 +4,8 @@
 # cluster bus uses port + 10000), data under DIR/<port>/, no persistence unless the options
 # say otherwise, and wait until every node reports cluster_state:ok with all 16384 slots.
 # Stop it with redis-cluster-stop.sh DIR (by the PIDs in DIR/<port>/redis.pid).
+# redis-cluster-start.sh DIR --restart-node PORT starts one node of that cluster again (its
+# nodes.conf kept: it rejoins, a failed-over primary as a replica) and waits for its PING.
 # cluster-node-timeout is $SIMBA_CLUSTER_NODE_TIMEOUT ms (default 1000) so that a killed
 # primary's replica takes over in a few seconds; cluster-require-full-coverage is no, so
 # the other shards keep serving while one shard fails over.
@@ -22,6 +24,30 @@ if [ "$BASE" -gt 55530 ]; then echo "redis-cluster-start: port $BASE too high (b
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
+start_node() { # start_node PORT [options]
+    P=$1
+    shift
+    redis-server --port "$P" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
+        --pidfile "$DIR/$P/redis.pid" --dir "$DIR/$P" --logfile "$DIR/$P/redis.log" \
+        --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout "$NT" \
+        --cluster-require-full-coverage no --cluster-replica-validity-factor 0 "$@"
+}
+if [ "${1:-}" = --restart-node ]; then
+    P=${2:-}
+    case $P in ''|*[!0-9]*) echo "redis-cluster-start: bad port '$P'" >&2; exit 2 ;; esac
+    [ -f "$DIR/$P/nodes.conf" ] || { echo "redis-cluster-start: no node $P under $DIR" >&2; exit 1; }
+    shift 2
+    rm -f "$DIR/$P/redis.pid"
+    start_node "$P" "$@"
+    k=0
+    until [ "$(redis-cli -p "$P" ping 2>/dev/null)" = PONG ] && [ -s "$DIR/$P/redis.pid" ]; do
+        k=$((k + 1))
+        [ $k -ge 100 ] && { echo "redis-cluster-start: node $P did not answer PING within 5 s" >&2; exit 1; }
+        sleep 0.05
+    done
+    echo "redis-cluster-start: node $P pid $(cat "$DIR/$P/redis.pid") back"
+    exit 0
+fi
 NODES=""
 i=0
 while [ $i -lt 6 ]; do
@@ -33,10 +59,7 @@ while [ $i -lt 6 ]; do
     fi
     mkdir -p "$DIR/$P"
     rm -f "$DIR/$P/nodes.conf" "$DIR/$P/redis.pid"
-    redis-server --port "$P" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
-        --pidfile "$DIR/$P/redis.pid" --dir "$DIR/$P" --logfile "$DIR/$P/redis.log" \
-        --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout "$NT" \
-        --cluster-require-full-coverage no --cluster-replica-validity-factor 0 "$@"
+    start_node "$P" "$@"
     NODES="$NODES 127.0.0.1:$P"
     i=$((i + 1))
 done
