@@ -91,12 +91,11 @@
  *   hands out a held mutex (desc.allow_eviction accepts that risk). A server that refuses
  *   INFO or CONFIG GET (renamed, ACL) is noted once in the log and backend message; restarts
  *   are then seen by the marker alone and the policy is not checked.
- *   Redis Cluster refuses scripts whose keys lie in several hash slots: a cluster mode passes
- *   "<prefix>{<name>}:alive" (the mutex's own slot) as the marker and no simba:fresh key;
- *   the script stays as it is, and the first use of each mutex waits one quarantine. A
- *   promoted replica carries a marker with its old master's run_id: it quarantines unless
- *   it runs AOF with appendfsync always, which does not make up for unreplicated writes (a
- *   failover mode must not count it as durable).
+ *   Redis Cluster refuses scripts whose keys lie in several hash slots: there the marker is
+ *   one per slot, "<prefix>{<tag>}:alive" with <tag> a short string of that slot, and the
+ *   fresh key "simba:fresh{<tag>}" (see CLUSTER). A promoted replica carries a marker with
+ *   its old primary's run_id, a migrated slot one with its source's: both quarantine, and a
+ *   Cluster node never counts as durable (AOF cannot make up for unreplicated writes).
  *
  * PUSH
  *   <prefix>{<name>}:ev:<db>         "released" broadcasts, to every watcher of the mutex
@@ -119,10 +118,26 @@
  *   queued and must not take wake-ups it will not act on.
  *   After a reconnect every channel is subscribed again and SIMBA_EV_RESET is raised for all
  *   mutexes (messages may have been missed). Messages are hints; timers stay the fallback.
- *   In Redis Cluster, PUBLISH only counts receivers on the node that runs the script, so
- *   wake-ups may fall back to the broadcast, and the head check may drop a live head
- *   subscribed on another node (it asks again and joins the back); locking itself is
- *   unaffected.
+ *   In Redis Cluster the same channels are sharded (SSUBSCRIBE on the mutex's primary,
+ *   SPUBLISH and PUBSUB SHARDNUMSUB in the scripts): the mutex's shard counts and receives.
+ *
+ * CLUSTER (desc.cluster = 1; host:port is any node, a seed)
+ *   The seed is asked CLUSTER SLOTS once it is up; requests submitted before the first map
+ *   wait for it (at most connect_timeout_ms). Each primary gets a backend state of its own
+ *   (command + subscriber connection, scripts, INFO), made on first sight, numeric addresses
+ *   only. A name's slot is the CRC16 of the name (its keys' hash tag). MOVED updates that
+ *   slot, asks for the whole map again and re-sends the request to the named node; ASK
+ *   re-sends it there after ASKING; at most 5 redirections per request. CLUSTERDOWN, a lost
+ *   node connection or an unreachable primary ask for the map again (at most once per
+ *   reconnect_min_ms); the request fails and the core retries with its backoff. A mutex
+ *   whose slot moved is watched on its new primary and gets SIMBA_EV_RESET. Losing one
+ *   node raises SIMBA_EV_DISCONNECTED and SIMBA_EV_RESET for the mutexes it serves only.
+ *   Errors: CLUSTER SLOTS refused (a standalone server) fails every request with "not a
+ *   Redis Cluster node"; without desc.cluster a MOVED or CROSSSLOT reply is "it is a Redis
+ *   Cluster node ... simba_redis_desc.cluster = 1" (logged once), never retried as a
+ *   transient fault. hiredis 0.14 knows no sharded pub/sub: each channel is also SUBSCRIBEd
+ *   plainly (nobody publishes there), which makes hiredis hand the ssubscribe/smessage
+ *   pushes to that channel's callback.
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
@@ -1751,7 +1766,7 @@ typedef struct simba__rcluster {
     char err[256];
 } simba__rcluster;
 
-static void simba__rcl_seterr(simba__rcluster *rc, int level, const char *msg) {
+static void simba__rcl_seterr(simba__rcluster *rc, simba_log_level level, const char *msg) {
     simba__copy(rc->err, sizeof(rc->err), msg);
     simba_log(rc->loop, level, "%s", rc->err);
 }
