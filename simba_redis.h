@@ -962,6 +962,23 @@ static void simba__rev_cleanup(void *p) {
 
 /* ---- subscriptions --------------------------------------------------------------------- */
 
+/* hiredis 0.14 keeps a callback record for every command sent on a subscribed connection
+   (only an error reply, which drops the connection, would take one): the sharded commands
+   have none, so the records go at once instead of piling up until the next reconnect.
+   0.14 allocates them with malloc (hi_malloc is a plain wrapper there). */
+static void simba__redis_purge_invalid(redisAsyncContext *ac) {
+#if defined(HIREDIS_MAJOR) && HIREDIS_MAJOR == 0
+    redisCallback *cb = ac->sub.invalid.head, *next;
+    for (; cb; cb = next) {
+        next = cb->next;
+        free(cb);
+    }
+    ac->sub.invalid.head = ac->sub.invalid.tail = NULL;
+#else
+    (void)ac;
+#endif
+}
+
 static void simba__redis_unsubscribe(simba__redis *r, simba__rsub *s) {
     const char *argv[2];
     size_t lens[2];
@@ -973,6 +990,7 @@ static void simba__redis_unsubscribe(simba__redis *r, simba__rsub *s) {
         argv[0] = "SUNSUBSCRIBE";
         lens[0] = 12;
         redisAsyncCommandArgv(r->sub.ac, NULL, NULL, 2, argv, lens);
+        simba__redis_purge_invalid(r->sub.ac);
     }
     argv[0] = "UNSUBSCRIBE";
     lens[0] = 11;
@@ -1001,6 +1019,7 @@ static void simba__redis_sub_send(simba__redis *r, simba__rsub *s) {
         argv[0] = "SSUBSCRIBE";
         lens[0] = 10;
         redisAsyncCommandArgv(r->sub.ac, NULL, NULL, 2, argv, lens);
+        simba__redis_purge_invalid(r->sub.ac);
     }
 }
 
