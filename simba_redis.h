@@ -172,6 +172,10 @@ typedef struct simba_redis_desc {
                               Raise it to the longest lease of any contender on this prefix */
     int allow_eviction;    /* 1: accept a maxmemory-policy other than noeviction (unsafe) */
     int cluster;           /* 1: Redis Cluster; host:port is a seed node (see CLUSTER) */
+    /* Sentinel (see SENTINEL): NULL-terminated list of numeric "ip:port" sentinel addresses
+       (at most 8); host/port are then unused. master_name is required with it. */
+    const char *const *sentinels;
+    const char *master_name;
 } simba_redis_desc;
 
 SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc *desc, simba_backend **out);
@@ -533,7 +537,8 @@ typedef struct simba__rop {
 enum { SIMBA__RC_DOWN, SIMBA__RC_CONNECTING, SIMBA__RC_READY };
 /* Handshake steps that are not scripts. The probes (INFO, CONFIG GET) may be refused by a
    server that renamed them or an ACL: that is noted, never a reason to drop the connection. */
-enum { SIMBA__RHS_PLAIN = -1, SIMBA__RHS_INFO = -2, SIMBA__RHS_FSYNC = -3 };
+enum { SIMBA__RHS_PLAIN = -1, SIMBA__RHS_INFO = -2, SIMBA__RHS_FSYNC = -3, SIMBA__RHS_ROLE = -4 };
+#define SIMBA__REDIS_SENTINELS_MAX 8
 
 struct simba__rconn;
 /* privdata of a handshake command */
@@ -546,6 +551,7 @@ typedef struct simba__rconn {
     struct simba__redis *r;
     redisAsyncContext *ac;
     int is_sub;
+    int is_sen; /* the Sentinel connection */
     int state;
     int rd, wr; /* events hiredis asked for */
     int fd;
@@ -553,7 +559,7 @@ typedef struct simba__rconn {
     int was_ready;
     int64_t deadline; /* CONNECTING: connect deadline; DOWN: next attempt */
     int64_t backoff;
-    struct simba__rhs hs[SIMBA__RS_N + 4]; /* AUTH, SELECT, scripts, INFO, CONFIG GET */
+    struct simba__rhs hs[SIMBA__RS_N + 5]; /* AUTH, SELECT, scripts, INFO, CONFIG GET, ROLE */
 } simba__rconn;
 
 struct simba__rcluster;
@@ -565,6 +571,12 @@ typedef struct simba__redis {
     int moved_noted;               /* standalone: a MOVED or CROSSSLOT reply was logged */
     char cfg_msg[200];             /* its message */
     char (*tags)[SIMBA__RCL_TAG];  /* Cluster node: the router's marker tag per slot */
+    /* Sentinel: where to ask, and whether host:port is the primary they named */
+    char *master_name;
+    char sen_host[SIMBA__REDIS_SENTINELS_MAX][48];
+    int sen_port[SIMBA__REDIS_SENTINELS_MAX];
+    int nsen, sen_i, addr_ok;
+    simba__rconn sen;
     char *host, *unix_path, *username, *password, *prefix;
     int port, db;
     int64_t connect_to, cmd_to, rmin, rmax;
@@ -912,7 +924,7 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
         argv[argc++] = quar;
         argv[argc++] = r->run_id;
         /* A promoted replica or a migrated slot never counts as durable (see CLUSTER). */
-        argv[argc++] = r->aof_on && r->fsync_always && !r->cluster ? "1" : "0";
+        argv[argc++] = r->aof_on && r->fsync_always && !r->cluster && !r->nsen ? "1" : "0";
         argv[argc++] = wk;
     } else if (idx == SIMBA__RS_RELEASE) {
         simba__redis_evchan(ch, sizeof(ch), r, req->mutex);
@@ -947,7 +959,8 @@ static void simba__rev_cleanup(void *p) {
     /* The context is about to be freed (by hiredis on error, or by us): keep its last
        error, forget the pointer. */
     if (c->ac && c->ac->c.errstr[0] && !c->r->destroying) {
-        simba__redis_seterr(c->r, c->is_sub ? "subscriber connection" : "connection", c->ac->c.errstr);
+        simba__redis_seterr(c->r, c->is_sen ? "sentinel connection" : c->is_sub ? "subscriber connection" : "connection",
+                            c->ac->c.errstr);
         /* hiredis drops a subscriber connection on an error reply: a SSUBSCRIBE to a moved slot */
         if (c->r->router && (strncmp(c->ac->c.errstr, "MOVED", 5) == 0 || strncmp(c->ac->c.errstr, "ASK", 3) == 0))
             simba__rcl_want_map(c->r, c->ac->c.errstr);
@@ -1249,13 +1262,27 @@ static void simba__redis_on_probe(simba__redis *r, int kind, const redisReply *x
     }
 }
 
+static void simba__rconn_drop(simba__rconn *c, int64_t now);
+
 static void simba__redis_on_hs(redisAsyncContext *ac, void *reply, void *priv) {
     struct simba__rhs *h = (struct simba__rhs *)priv;
     simba__rconn *c = h->c;
     redisReply *x = (redisReply *)reply;
     (void)ac;
     if (!x) return; /* going down anyway */
-    if (h->script <= SIMBA__RHS_INFO) {
+    if (h->script == SIMBA__RHS_ROLE) {
+        const char *role = x->type == REDIS_REPLY_ARRAY && x->elements > 0 && x->element[0]->type == REDIS_REPLY_STRING
+                               ? x->element[0]->str : "unknown";
+        if (!c->hs_failed && strcmp(role, "master") != 0) {
+            char d[128];
+            snprintf(d, sizeof(d), "%s:%d is not the primary (ROLE %s): asking the sentinels again", c->r->host,
+                     c->r->port, role);
+            simba__redis_seterr(c->r, "sentinel", d);
+            c->hs_failed = 1;
+            c->r->addr_ok = 0;
+            if (c->r->sen.ac) simba__rconn_drop(&c->r->sen, simba_now(c->r->loop));
+        }
+    } else if (h->script <= SIMBA__RHS_INFO) {
         if (!c->hs_failed) simba__redis_on_probe(c->r, h->script, x);
     } else if (c->hs_failed) {
         /* keep the first error (AUTH): what follows it only fails because of it */
@@ -1290,13 +1317,15 @@ static void simba__redis_event_all(simba__redis *r, simba_event_kind kind) {
 static void simba__rconn_down(simba__rconn *c, int64_t now) {
     simba__redis *r = c->r;
     /* Losing the command connection is losing the server: the core's policy decides. */
-    if (!c->is_sub && c->state == SIMBA__RC_READY) simba__redis_event_all(r, SIMBA_EV_DISCONNECTED);
+    if (c == &r->cmd && c->state == SIMBA__RC_READY) simba__redis_event_all(r, SIMBA_EV_DISCONNECTED);
     /* A Cluster node that went away may have been failed over: learn the map again. */
-    if (r->router && !c->is_sub) simba__rcl_want_map(r, "a node's connection was lost");
+    if (r->router && c == &r->cmd) simba__rcl_want_map(r, "a node's connection was lost");
+    /* The next attempt asks the next sentinel. */
+    if (c->is_sen && r->nsen) r->sen_i = (r->sen_i + 1) % r->nsen;
     c->state = SIMBA__RC_DOWN;
     c->rd = c->wr = 0;
     c->fd = -1;
-    if (c->was_ready) r->reset_pending = 1;
+    if (c->was_ready && !c->is_sen) r->reset_pending = 1;
     if (c->is_sub) {
         size_t b;
         simba__rnode *nd;
@@ -1305,7 +1334,7 @@ static void simba__rconn_down(simba__rconn *c, int64_t now) {
     }
     c->deadline = simba__add(now, simba__redis_jitter(r, c->backoff));
     c->backoff = c->backoff * 2 > r->rmax ? r->rmax : c->backoff * 2;
-    if (!c->is_sub) {
+    if (c == &r->cmd) {
         /* They were waiting for this attempt; the core retries after its own backoff. */
         while (r->pending) {
             simba__rop *op = r->pending;
@@ -1329,7 +1358,8 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
     const char *argv[3];
     size_t lens[3];
     int i, n = 0;
-    ac = r->unix_path ? redisAsyncConnectUnix(r->unix_path) : redisAsyncConnect(r->host, r->port);
+    if (c->is_sen) ac = redisAsyncConnect(r->sen_host[r->sen_i], r->sen_port[r->sen_i]);
+    else ac = r->unix_path ? redisAsyncConnectUnix(r->unix_path) : redisAsyncConnect(r->host, r->port);
     c->hs_left = 0;
     c->hs_failed = 0;
     if (!ac || ac->err) {
@@ -1352,7 +1382,7 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
     /* Completion of a non-blocking connect shows as writability. */
     c->wr = 1;
     c->rd = 0;
-    if (r->password) {
+    if (r->password && !c->is_sen) {
         argv[n] = "AUTH";
         lens[n++] = 4;
         if (r->username) {
@@ -1368,7 +1398,7 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
         if (redisAsyncCommandArgv(ac, simba__redis_on_hs, &c->hs[0], n, argv, lens) == REDIS_OK)
             c->hs_left++;
     }
-    if (!c->is_sub) {
+    if (c == &r->cmd) {
         if (r->db) {
             c->hs[1].c = c;
             c->hs[1].script = SIMBA__RHS_PLAIN;
@@ -1394,15 +1424,25 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
         c->hs[3 + SIMBA__RS_N].script = SIMBA__RHS_FSYNC;
         if (redisAsyncCommand(ac, simba__redis_on_hs, &c->hs[3 + SIMBA__RS_N], "CONFIG GET appendfsync") == REDIS_OK)
             c->hs_left++;
+        /* Sentinel: the address they named must still be the primary (a stale answer, or
+           a demoted primary that came back). */
+        c->hs[4 + SIMBA__RS_N].c = c;
+        c->hs[4 + SIMBA__RS_N].script = SIMBA__RHS_ROLE;
+        if (r->nsen && redisAsyncCommand(ac, simba__redis_on_hs, &c->hs[4 + SIMBA__RS_N], "ROLE") == REDIS_OK)
+            c->hs_left++;
     }
 }
+
+static void simba__redis_on_master(redisAsyncContext *ac, void *reply, void *priv);
 
 static void simba__rconn_ready(simba__rconn *c) {
     simba__redis *r = c->r;
     c->state = SIMBA__RC_READY;
     c->was_ready = 1;
     c->backoff = r->rmin;
-    if (c->is_sub) {
+    if (c->is_sen) {
+        redisAsyncCommand(c->ac, simba__redis_on_master, r, "SENTINEL get-master-addr-by-name %s", r->master_name);
+    } else if (c->is_sub) {
         /* Only now, after AUTH: a SUBSCRIBE refused with NOAUTH would hide the real error. */
         size_t b;
         for (b = 0; b < r->chans.nb; b++) {
@@ -1445,6 +1485,69 @@ static void simba__rconn_settle(simba__rconn *c, int64_t now) {
     }
     if (c->state == SIMBA__RC_CONNECTING && (c->ac->c.flags & REDIS_CONNECTED) && c->hs_left <= 0)
         simba__rconn_ready(c);
+}
+
+/* ---- Sentinel --------------------------------------------------------------------------- */
+
+/* The sentinels named the primary: connections to another address go and are made again at
+   once (their reconnect raises SIMBA_EV_RESET; the new primary's run_id quarantines). */
+static void simba__redis_set_primary(simba__redis *r, const char *host, int port, const char *why) {
+    unsigned char addr[16];
+    int64_t now = simba_now(r->loop);
+    char *h;
+    if ((inet_pton(AF_INET, host, addr) != 1 && inet_pton(AF_INET6, host, addr) != 1) || port <= 0 || port > 65535) {
+        simba__redis_seterr(r, "sentinel", "named a primary that is not a numeric address");
+        return;
+    }
+    if (port == r->port && strcmp(host, r->host) == 0) {
+        r->addr_ok = 1;
+        return;
+    }
+    if (!(h = simba__redis_strdup(r->loop, host))) return;
+    simba_free(r->loop, r->host);
+    r->host = h;
+    r->port = port;
+    r->addr_ok = 1;
+    simba_log(r->loop, SIMBA_LOG_WARN, "redis sentinel: primary of %s is %s:%d (%s)", r->master_name, host, port, why);
+    if (r->cmd.state != SIMBA__RC_DOWN) simba__rconn_drop(&r->cmd, now);
+    if (r->sub.state != SIMBA__RC_DOWN) simba__rconn_drop(&r->sub, now);
+    r->cmd.deadline = r->sub.deadline = now;
+    r->cmd.backoff = r->sub.backoff = r->rmin;
+}
+
+/* "+switch-master <name> <old ip> <old port> <new ip> <new port>" */
+static void simba__redis_on_switch(redisAsyncContext *ac, void *reply, void *priv) {
+    simba__redis *r = (simba__redis *)priv;
+    redisReply *x = (redisReply *)reply;
+    char name[128], oh[48], nh[48];
+    int op, np;
+    (void)ac;
+    if (!x || r->destroying || x->type != REDIS_REPLY_ARRAY || x->elements < 3 ||
+        x->element[0]->type != REDIS_REPLY_STRING || strcmp(x->element[0]->str, "message") != 0 ||
+        x->element[2]->type != REDIS_REPLY_STRING)
+        return;
+    if (sscanf(x->element[2]->str, "%127s %47s %d %47s %d", name, oh, &op, nh, &np) != 5) return;
+    if (strcmp(name, r->master_name) == 0) simba__redis_set_primary(r, nh, np, "+switch-master");
+}
+
+/* SENTINEL get-master-addr-by-name: [ip, port], or nil for a name it does not monitor. */
+static void simba__redis_on_master(redisAsyncContext *ac, void *reply, void *priv) {
+    simba__redis *r = (simba__redis *)priv;
+    redisReply *x = (redisReply *)reply;
+    char port[8], d[320];
+    if (!x || r->destroying) return;
+    if (x->type == REDIS_REPLY_ARRAY && x->elements == 2 && x->element[0]->type == REDIS_REPLY_STRING &&
+        x->element[1]->type == REDIS_REPLY_STRING && x->element[1]->len < sizeof(port)) {
+        memcpy(port, x->element[1]->str, x->element[1]->len + 1);
+        simba__redis_set_primary(r, x->element[0]->str, atoi(port), "asked");
+        /* From now on this connection only listens for failovers. */
+        redisAsyncCommand(ac, simba__redis_on_switch, r, "SUBSCRIBE +switch-master");
+        return;
+    }
+    snprintf(d, sizeof(d), "%s:%d does not name a primary for \"%.64s\" (%.80s)", r->sen_host[r->sen_i],
+             r->sen_port[r->sen_i], r->master_name, x->type == REDIS_REPLY_ERROR ? x->str : "unknown master name");
+    simba__redis_seterr(r, "sentinel", d);
+    r->sen.hs_failed = 1; /* settle() drops it; the next attempt asks the next sentinel */
 }
 
 static void simba__rconn_io(simba__rconn *c, short revents, int64_t now) {
@@ -1526,11 +1629,12 @@ static simba_result simba__redis_submit(void *impl, simba_req *req) {
 
 static int simba__redis_fds(void *impl, struct pollfd *out, int cap) {
     simba__redis *r = (simba__redis *)impl;
-    simba__rconn *cs[2];
+    simba__rconn *cs[3];
     int i, n = 0;
     cs[0] = &r->cmd;
     cs[1] = &r->sub;
-    for (i = 0; i < 2; i++) {
+    cs[2] = &r->sen;
+    for (i = 0; i < 3; i++) {
         simba__rconn *c = cs[i];
         short ev = (short)((c->rd ? POLLIN : 0) | (c->wr ? POLLOUT : 0));
         if (!c->ac || c->fd < 0 || !ev) continue;
@@ -1546,47 +1650,55 @@ static int simba__redis_fds(void *impl, struct pollfd *out, int cap) {
 
 static int simba__redis_sub_needed(const simba__redis *r) { return r->mutexes.n > 0; }
 
+/* Whether a connection that is down should be made again now that its backoff has passed. */
+static int simba__rconn_wanted(const simba__redis *r, const simba__rconn *c) {
+    if (c->is_sen) return r->nsen > 0;
+    if (r->nsen && !r->addr_ok) return 0; /* the sentinels have not named the primary yet */
+    return !c->is_sub || simba__redis_sub_needed(r);
+}
+
 static void simba__redis_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__redis *r = (simba__redis *)impl;
-    simba__rconn *cs[2];
-    short rev[2] = {0, 0};
+    simba__rconn *cs[3];
+    short rev[3] = {0, 0, 0};
     int i, j;
     if (!r || r->destroying) return;
     cs[0] = &r->cmd;
     cs[1] = &r->sub;
+    cs[2] = &r->sen;
     if (!(flags & SIMBA_PROCESS_IO) && r->io_at != now) {
         /* Tick mode: our own zero-timeout look at our descriptors. Not again when the loop
            looked at them in this same poll (it calls us once more after every round of
            answers, so that new requests go out): that costs a syscall per round trip and
            anything that arrives later still wakes the caller's poll. */
-        struct pollfd p[2];
-        int k = simba__redis_fds(r, p, 2), m = 0;
+        struct pollfd p[3];
+        int k = simba__redis_fds(r, p, 3), m = 0;
         if (k > 0 && poll(p, (nfds_t)k, 0) > 0) {
-            for (i = 0; i < 2; i++)
+            for (i = 0; i < 3; i++)
                 if (cs[i]->ac && cs[i]->fd >= 0 && m < k && p[m].fd == cs[i]->fd &&
                     (cs[i]->rd || cs[i]->wr))
                     rev[i] = p[m++].revents;
         }
     } else if ((flags & SIMBA_PROCESS_IO) && ready) {
         r->io_at = now;
-        for (i = 0; i < 2; i++)
+        for (i = 0; i < 3; i++)
             for (j = 0; j < n; j++)
                 if (cs[i]->ac && cs[i]->fd >= 0 && ready[j].fd == cs[i]->fd) rev[i] |= ready[j].revents;
     }
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < 3; i++) {
         simba__rconn *c = cs[i];
         if (rev[i]) simba__rconn_io(c, rev[i], now);
         if (c->state == SIMBA__RC_CONNECTING && now >= c->deadline) {
-            simba__redis_seterr(r, c->is_sub ? "subscriber connect" : "connect", "timed out");
+            simba__redis_seterr(r, c->is_sen ? "sentinel connect" : c->is_sub ? "subscriber connect" : "connect", "timed out");
             simba__rconn_drop(c, now);
-        } else if (!c->is_sub && c->state == SIMBA__RC_READY && r->inflight &&
+        } else if (c == &r->cmd && c->state == SIMBA__RC_READY && r->inflight &&
                    r->inflight->deadline <= now) {
             simba__redis_seterr(r, "command", "timed out; reconnecting");
             simba__rconn_drop(c, now);
             /* The server may be fine (one slow command): try again soon. */
             c->deadline = now;
         }
-        if (c->state == SIMBA__RC_DOWN && now >= c->deadline && (!c->is_sub || simba__redis_sub_needed(r)))
+        if (c->state == SIMBA__RC_DOWN && now >= c->deadline && simba__rconn_wanted(r, c))
             simba__rconn_start(c, now);
         simba__rconn_flush(c, now);
     }
@@ -1601,10 +1713,12 @@ static int64_t simba__redis_deadline(void *impl) {
     simba__redis *r = (simba__redis *)impl;
     int64_t d = INT64_MAX;
     if (!r) return d;
-    if (r->cmd.state != SIMBA__RC_READY) d = r->cmd.deadline;
+    if (r->cmd.state != SIMBA__RC_READY && (r->cmd.state != SIMBA__RC_DOWN || simba__rconn_wanted(r, &r->cmd)))
+        d = r->cmd.deadline;
     else if (r->inflight) d = r->inflight->deadline;
+    if (r->nsen && r->sen.state != SIMBA__RC_READY && r->sen.deadline < d) d = r->sen.deadline;
     if (r->sub.state == SIMBA__RC_CONNECTING ||
-        (r->sub.state == SIMBA__RC_DOWN && simba__redis_sub_needed(r)))
+        (r->sub.state == SIMBA__RC_DOWN && simba__rconn_wanted(r, &r->sub)))
         if (r->sub.deadline < d) d = r->sub.deadline;
     return d;
 }
@@ -1684,6 +1798,7 @@ static void simba__redis_destroy(void *impl) {
     /* In-flight requests complete (SIMBA_ECLOSED) from hiredis' NULL-reply callbacks. */
     if (r->cmd.ac) redisAsyncFree(r->cmd.ac);
     if (r->sub.ac) redisAsyncFree(r->sub.ac);
+    if (r->sen.ac) redisAsyncFree(r->sen.ac);
     while (r->pending) {
         op = r->pending;
         r->pending = op->next;
@@ -1703,6 +1818,7 @@ static void simba__redis_destroy(void *impl) {
     simba_free(loop, r->username);
     simba_free(loop, r->password);
     simba_free(loop, r->prefix);
+    simba_free(loop, r->master_name);
     simba_free(loop, r);
 }
 
@@ -1741,11 +1857,20 @@ static simba__redis *simba__redis_make(simba_loop *loop, const simba_redis_desc 
     r->password = simba__redis_strdup(loop, desc->password);
     r->prefix = simba__redis_strdup(loop, desc->prefix ? desc->prefix : "simba:");
     r->io_at = INT64_MIN;
-    r->cmd.r = r->sub.r = r;
+    r->cmd.r = r->sub.r = r->sen.r = r;
     r->sub.is_sub = 1;
-    r->cmd.fd = r->sub.fd = -1;
-    r->cmd.backoff = r->sub.backoff = r->rmin;
-    if (!r->host || !r->prefix || (desc->unix_path && !r->unix_path) ||
+    r->sen.is_sen = 1;
+    r->cmd.fd = r->sub.fd = r->sen.fd = -1;
+    r->cmd.backoff = r->sub.backoff = r->sen.backoff = r->rmin;
+    if (desc->sentinels) {
+        for (; desc->sentinels[r->nsen] && r->nsen < SIMBA__REDIS_SENTINELS_MAX; r->nsen++) {
+            const char *a = desc->sentinels[r->nsen], *colon = strrchr(a, ':');
+            snprintf(r->sen_host[r->nsen], sizeof(r->sen_host[0]), "%.*s", (int)(colon - a), a);
+            r->sen_port[r->nsen] = atoi(colon + 1);
+        }
+        r->master_name = simba__redis_strdup(loop, desc->master_name);
+    }
+    if (!r->host || !r->prefix || (desc->sentinels && !r->master_name) || (desc->unix_path && !r->unix_path) ||
         (desc->username && !r->username) || (desc->password && !r->password)) {
         simba__redis_destroy(r);
         return NULL;
@@ -2226,6 +2351,31 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
         return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: cluster must be 0 or 1 (got %d)", desc->cluster);
     if (desc->cluster && (desc->unix_path || desc->db))
         return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: a Redis Cluster has no unix_path seed and only db 0");
+    if (desc->sentinels) {
+        int k;
+        if (desc->cluster || desc->unix_path)
+            return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: sentinels go with neither cluster nor unix_path");
+        if (!desc->master_name || !desc->master_name[0] || strlen(desc->master_name) > 127 ||
+            strpbrk(desc->master_name, " \t\r\n"))
+            return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: sentinels need a master_name (1..127 bytes, no spaces)");
+        for (k = 0; desc->sentinels[k]; k++) {
+            const char *a = desc->sentinels[k], *colon = strrchr(a, ':');
+            char h[48];
+            long pt;
+            char *end;
+            if (k >= SIMBA__REDIS_SENTINELS_MAX || !colon || colon == a || (size_t)(colon - a) >= sizeof(h))
+                return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: sentinels must be 1..%d numeric \"ip:port\" (entry %d)",
+                                   SIMBA__REDIS_SENTINELS_MAX, k);
+            memcpy(h, a, (size_t)(colon - a));
+            h[colon - a] = 0;
+            pt = strtol(colon + 1, &end, 10);
+            if (*end || pt <= 0 || pt > 65535 || (inet_pton(AF_INET, h, addr) != 1 && inet_pton(AF_INET6, h, addr) != 1))
+                return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: sentinel \"%.64s\" is not a numeric ip:port", a);
+        }
+        if (k == 0) return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: sentinels is empty");
+    } else if (desc->master_name) {
+        return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: master_name goes with sentinels");
+    }
     if (desc->cluster) return simba__rcl_open(loop, desc, host, out);
     r = simba__redis_make(loop, desc, host, desc->port ? desc->port : 6379);
     if (!r) return SIMBA_ENOMEM;
@@ -2234,7 +2384,8 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
         simba__redis_destroy(r);
         return rc;
     }
-    simba__rconn_start(&r->cmd, simba_now(loop));
+    /* Sentinel: the command connection waits until a sentinel has named the primary. */
+    simba__rconn_start(r->nsen ? &r->sen : &r->cmd, simba_now(loop));
     *out = r->be;
     return SIMBA_OK;
 }

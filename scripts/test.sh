@@ -116,8 +116,8 @@ fi
 if want loops || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
     run loops bash tests/test_loops.sh "$B"
 fi
-# Redis Cluster (issue 18): scripts/test_redis_cluster.sh starts its own loopback cluster
-# (SIMBA_CLUSTER_PORT 6600..6605, plain server 6606) and stops it by PID
+# Redis Cluster and Sentinel (issue 18): scripts/test_redis_cluster.sh starts its own loopback
+# cluster (SIMBA_CLUSTER_PORT 6600..6606) and sentinel setup (6650/6651, 26600..26602), stops them by PID
 if want cluster || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
     run cluster sh scripts/test_redis_cluster.sh
 fi

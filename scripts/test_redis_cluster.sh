@@ -1,9 +1,11 @@
 #!/bin/sh
-# test_redis_cluster.sh [--kit] -- Redis Cluster suites (issue 18): starts a loopback cluster
-# (scripts/redis-cluster-start.sh, ports $SIMBA_CLUSTER_PORT..+5, default 6600; the tests'
-# standalone server on $SIMBA_CLUSTER_PLAIN_PORT, default 6606) under build/redis-cluster,
-# runs build/test_redis_cluster and its ASan build (--kit: the shared kit too, about 45 s),
-# stops every server by PID and ends with "cluster: N passed, N failed".
+# test_redis_cluster.sh [--full] -- Redis Cluster and Sentinel suites (issue 18): starts a
+# loopback cluster (scripts/redis-cluster-start.sh, ports $SIMBA_CLUSTER_PORT..+5, default
+# 6600; the tests' standalone server on $SIMBA_CLUSTER_PLAIN_PORT, default 6606) under
+# build/redis-cluster, runs build/test_redis_cluster and build/test_redis_sentinel (which
+# starts its own primary, replica and sentinels: 6650/6651, 26600..26602); --full adds their
+# ASan builds and the shared kit on the cluster (about 90 s more). Stops every server by PID
+# and ends with "cluster: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 B=${B:-build}
@@ -32,8 +34,10 @@ suite() {
     F=$((F + f))
 }
 suite "$B/test_redis_cluster"
-suite "$B/asan/test_redis_cluster"
-if [ "${1:-}" = --kit ]; then
+suite "$B/test_redis_sentinel"
+if [ "${1:-}" = --full ]; then
+    suite "$B/asan/test_redis_cluster"
+    suite "$B/asan/test_redis_sentinel"
     suite env SIMBA_REDIS_CLUSTER=1 "$B/kit_redis"
 fi
 echo "cluster: $P passed, $F failed"
