@@ -139,6 +139,20 @@
  *   plainly (nobody publishes there), which makes hiredis hand the ssubscribe/smessage
  *   pushes to that channel's callback.
  *
+ * SENTINEL (desc.sentinels = {"ip:port", ..., NULL}, desc.master_name)
+ *   A third connection goes to a sentinel and asks SENTINEL get-master-addr-by-name; then it
+ *   stays subscribed to +switch-master. The command and subscriber connections are made to
+ *   the primary it named, and the command connection's handshake checks ROLE: an address
+ *   that is not the primary (any more) drops the connection and asks the sentinels again. A
+ *   failed or silent sentinel gives way to the next one in the list. +switch-master for our
+ *   name drops both connections and makes them to the new primary at once: owners see
+ *   SIMBA_EV_DISCONNECTED, then SIMBA_EV_RESET. The promoted replica has another run_id, so
+ *   its first grant waits one quarantine (see DATA LOSS): a grant that asynchronous
+ *   replication lost cannot be handed out again while its owner may still act; sentinel mode
+ *   never counts the server as durable. Sentinel AUTH is not supported (only the data
+ *   nodes' username/password are used). Requests before the first answer fail with
+ *   SIMBA_ECONN and are retried by the core.
+ *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
 #if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_REDIS_IMPLEMENTATION)
