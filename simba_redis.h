@@ -185,6 +185,9 @@ typedef struct simba_redis_desc {
     int64_t max_lease_ms;  /* 0 -> each request's ttl + transition: the data-loss quarantine.
                               Raise it to the longest lease of any contender on this prefix */
     int allow_eviction;    /* 1: accept a maxmemory-policy other than noeviction (unsafe) */
+    int wait_replicas;     /* > 0: a grant counts only once WAIT saw this many replicas take it
+                              (not with cluster); see SENTINEL */
+    int64_t wait_timeout_ms; /* WAIT's timeout; 0 -> 200, below command_timeout_ms */
     int cluster;           /* 1: Redis Cluster; host:port is a seed node (see CLUSTER) */
     /* Sentinel (see SENTINEL): NULL-terminated list of numeric "ip:port" sentinel addresses
        (at most 8); host/port are then unused. master_name is required with it. */
@@ -546,6 +549,12 @@ typedef struct simba__rop {
     int hops;     /* Cluster: MOVED/ASK redirections followed so far */
     int asking;   /* Cluster: send ASKING first (an ASK redirection) */
     uint32_t seq; /* RELEASE: its contender's acq_seq when submitted */
+    /* desc.wait_replicas: the script's answer, kept until the WAIT after it answers */
+    int waits, have;
+    long long acked;
+    simba_reply wrep;
+    char wowner[SIMBA_ID_MAX + 1];
+    char werr[200];
 } simba__rop;
 
 enum { SIMBA__RC_DOWN, SIMBA__RC_CONNECTING, SIMBA__RC_READY };
@@ -585,6 +594,8 @@ typedef struct simba__redis {
     int moved_noted;               /* standalone: a MOVED or CROSSSLOT reply was logged */
     char cfg_msg[200];             /* its message */
     char (*tags)[SIMBA__RCL_TAG];  /* Cluster node: the router's marker tag per slot */
+    int wait_replicas;
+    int64_t wait_to;
     /* Sentinel: where to ask, and whether host:port is the primary they named */
     char *master_name;
     char sen_host[SIMBA__REDIS_SENTINELS_MAX][48];
@@ -799,12 +810,76 @@ static void simba__redis_on_ignore(redisAsyncContext *ac, void *reply, void *pri
 static int simba__rcl_redirect(simba__redis *r, simba__rop *op, const char *err);
 static void simba__rcl_want_map(simba__redis *r, const char *why);
 
+/* desc.wait_replicas: the script's answer is kept (its reply object goes when this returns)
+   and the request completes at the WAIT after it. */
+static void simba__redis_keep(simba__rop *op, const redisReply *x) {
+    simba_reply *rep = &op->wrep;
+    memset(rep, 0, sizeof(*rep));
+    op->have = 1;
+    if (x->type != REDIS_REPLY_ERROR && simba__redis_parse(x, rep) == 0) {
+        simba__copy(op->wowner, sizeof(op->wowner), rep->owner);
+        rep->owner = op->wowner;
+        return;
+    }
+    memset(rep, 0, sizeof(*rep));
+    rep->rc = SIMBA_EBACKEND;
+    rep->held_ms = -1;
+    simba__copy(op->werr, sizeof(op->werr), x->type == REDIS_REPLY_ERROR ? x->str : "redis: unexpected script reply");
+    rep->errmsg = op->werr;
+}
+
+static void simba__redis_on_wait(redisAsyncContext *ac, void *reply, void *priv) {
+    simba__rop *op = (simba__rop *)priv;
+    simba__redis *r = op->r;
+    redisReply *x = (redisReply *)reply;
+    simba_reply rep;
+    simba_req *req;
+    (void)ac;
+    if (x && x->type == REDIS_REPLY_INTEGER) op->acked = x->integer;
+    if (--op->waits > 0) return; /* an earlier WAIT (NOSCRIPT re-send): the last one counts */
+    simba__rop_unlink(r, op);
+    if (!x || !op->have) {
+        simba__rop_fail(r, op, r->destroying ? SIMBA_ECLOSED : op->deadline <= simba_now(r->loop) ? SIMBA_ETIMEDOUT : SIMBA_ECONN,
+                        r->destroying ? "redis backend closed" : "redis connection lost");
+        return;
+    }
+    rep = op->wrep;
+    req = op->req;
+    if (rep.rc == SIMBA_OK && rep.owner[0] && strcmp(rep.owner, req->contender) == 0 && rep.held_ms == 0 &&
+        op->acked < r->wait_replicas) {
+        /* A new grant that too few replicas have: a failover could lose it. Not ownership;
+           the contender asks again (and is granted again once the replicas keep up). */
+        snprintf(op->werr, sizeof(op->werr), "redis: grant acknowledged by %lld of %d replicas within %lld ms (wait_replicas)",
+                 op->acked, r->wait_replicas, (long long)r->wait_to);
+        memset(&rep, 0, sizeof(rep));
+        rep.rc = SIMBA_EBACKEND;
+        rep.errmsg = op->werr;
+        rep.held_ms = -1;
+    }
+    simba__rop_release(r, op);
+    simba_req_done(req, &rep);
+}
+
 static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     simba__rop *op = (simba__rop *)priv;
     simba__redis *r = op->r;
     redisReply *x = (redisReply *)reply;
     simba_reply rep;
     simba_req *req;
+    if (op->waits) {
+        /* A WAIT follows: on_wait completes the request (on teardown too). */
+        if (!x) return;
+        if (x->type == REDIS_REPLY_ERROR && strncmp(x->str, "NOSCRIPT", 8) == 0 && !op->retried &&
+            !(ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING))) {
+            op->retried = 1;
+            simba__rop_unlink(r, op);
+            redisAsyncCommand(ac, simba__redis_on_ignore, NULL, "SCRIPT LOAD %s", simba__redis_lua[r->cluster][SIMBA__RS_ACQUIRE]);
+            simba__redis_send(r, op, simba_now(r->loop));
+            return;
+        }
+        simba__redis_keep(op, x);
+        return;
+    }
     simba__rop_unlink(r, op);
     if (!x) {
         /* The connection is being torn down: by destroy, after a timeout, or on error. */
@@ -956,6 +1031,10 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
         simba__rop_fail(r, op, SIMBA_ECONN, "redis: cannot queue command");
         return;
     }
+    op->have = 0;
+    if (idx == SIMBA__RS_ACQUIRE && r->wait_replicas > 0 &&
+        redisAsyncCommand(r->cmd.ac, simba__redis_on_wait, op, "WAIT %d %lld", r->wait_replicas, (long long)r->wait_to) == REDIS_OK)
+        op->waits++;
     /* Requests go out in submission order with one timeout, so the head of the list always
        holds the earliest deadline. */
     op->deadline = simba__add(now, r->cmd_to);
@@ -1619,6 +1698,8 @@ static simba_result simba__redis_submit_ex(simba__redis *r, simba_req *req, int 
     op->retried = 0;
     op->hops = hops;
     op->asking = asking;
+    op->waits = op->have = 0;
+    op->acked = 0;
     op->deadline = INT64_MAX;
     op->seq = 0;
     if (req->op == SIMBA_OP_ACQUIRE) simba__redis_wake_acquire(r, req->mutex, req->contender);
@@ -1865,6 +1946,8 @@ static simba__redis *simba__redis_make(simba_loop *loop, const simba_redis_desc 
     r->rmax = desc->reconnect_max_ms ? desc->reconnect_max_ms : (r->rmin > 5000 ? r->rmin : 5000);
     r->max_lease = desc->max_lease_ms;
     r->allow_eviction = desc->allow_eviction;
+    r->wait_replicas = desc->wait_replicas;
+    r->wait_to = desc->wait_timeout_ms ? desc->wait_timeout_ms : 200;
     r->host = simba__redis_strdup(loop, host);
     r->unix_path = simba__redis_strdup(loop, desc->unix_path);
     r->username = simba__redis_strdup(loop, desc->username);
@@ -2390,6 +2473,11 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     } else if (desc->master_name) {
         return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: master_name goes with sentinels");
     }
+    if (desc->wait_replicas < 0 || desc->wait_replicas > 64 || (desc->wait_replicas && desc->cluster))
+        return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: wait_replicas must be 0..64, and 0 with cluster");
+    if ((rc = simba__redis_ms_check(loop, "wait_timeout_ms", desc->wait_timeout_ms)) != SIMBA_OK) return rc;
+    if ((desc->wait_timeout_ms ? desc->wait_timeout_ms : 200) >= (desc->command_timeout_ms ? desc->command_timeout_ms : 2000))
+        return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: wait_timeout_ms must be below command_timeout_ms");
     if (desc->cluster) return simba__rcl_open(loop, desc, host, out);
     r = simba__redis_make(loop, desc, host, desc->port ? desc->port : 6379);
     if (!r) return SIMBA_ENOMEM;

@@ -41,9 +41,12 @@ static simba_loop *new_loop(void) {
     return simba_loop_new(&ld, &l) == SIMBA_OK ? l : NULL;
 }
 
+static int wait_n; /* desc.wait_replicas of the next open_be */
+
 static simba_result open_be(simba_loop *l, const char *master, simba_backend **be) {
     simba_redis_desc d;
     memset(&d, 0, sizeof d);
+    d.wait_replicas = wait_n;
     d.sentinels = sentinels;
     d.master_name = master;
     d.prefix = prefix;
@@ -115,6 +118,55 @@ TEST(unknown_master_name) {
     CHECK_RC(simba_loop_free(l), SIMBA_OK);
 }
 
+static long pid_of(int port) {
+    char path[300];
+    long pid = 0;
+    FILE *f;
+    snprintf(path, sizeof path, "%s/p%d/redis.pid", dir, port);
+    f = fopen(path, "r");
+    if (!f) return 0;
+    if (fscanf(f, "%ld", &pid) != 1) pid = 0;
+    fclose(f);
+    return pid;
+}
+
+static simba_result lock_try(simba_loop *l, simba_backend *be, const char *name, int64_t timeout_ms, simba_locker **out) {
+    simba_locker_desc d;
+    simba_result rc;
+    memset(&d, 0, sizeof d);
+    d.mutex = name;
+    d.ttl_ms = 1000;
+    d.transition_ms = 500;
+    if ((rc = simba_locker_new(l, be, &d, out)) != SIMBA_OK) return rc;
+    return simba_locker_lock(*out, timeout_ms);
+}
+
+/* wait_replicas = 1: a grant counts once the replica has it; with the replica frozen it
+   does not count (and says why), and once the replica is back it does. */
+TEST(wait_replicas_counts_grants) {
+    simba_loop *l = new_loop();
+    simba_backend *be = NULL;
+    simba_locker *a = NULL, *b = NULL;
+    long rpid = pid_of(rport + 1);
+    REQUIRE(l && rpid > 0);
+    wait_n = 1;
+    REQUIRE(open_be(l, "simba", &be) == SIMBA_OK);
+    wait_n = 0;
+    CHECK_RC(lock_try(l, be, "sen-wait-a", 5000, &a), SIMBA_OK);
+    REQUIRE(kill((pid_t)rpid, SIGSTOP) == 0);
+    CHECK(lock_try(l, be, "sen-wait-b", 1500, &b) != SIMBA_OK);
+    fprintf(stderr, "  replica frozen: %s\n", simba_backend_errmsg(be));
+    CHECK(strstr(simba_backend_errmsg(be), "acknowledged by 0 of 1 replicas") != NULL);
+    CHECK(!simba_locker_held(b));
+    kill((pid_t)rpid, SIGCONT);
+    CHECK_RC(simba_locker_lock(b, 8000), SIMBA_OK);
+    CHECK(simba_locker_held(a) && simba_locker_held(b));
+    simba_locker_free(a);
+    simba_locker_free(b);
+    CHECK_RC(simba_backend_free(be), SIMBA_OK);
+    CHECK_RC(simba_loop_free(l), SIMBA_OK);
+}
+
 /* The owner's primary is SIGKILLed: the sentinels promote the replica, +switch-master moves
    the backend there, the new primary's run_id quarantines one lease, and the mutex is owned
    again with a larger fence. */
@@ -130,8 +182,7 @@ TEST(failover_followed) {
     FILE *f;
     long pid = 0;
     REQUIRE(l);
-    snprintf(key, sizeof key, "%salive", prefix);
-    REQUIRE(raw_set(rport, key, "0")); /* a new prefix: no quarantine for the first grant */
+    (void)key;
     REQUIRE(open_be(l, "simba", &be) == SIMBA_OK);
     memset(&d, 0, sizeof d);
     memset(&c, 0, sizeof c);
@@ -192,8 +243,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "test_redis_sentinel: the primary, replica and sentinels did not start\n");
         check__failed++;
     } else {
+        char key[128];
+        snprintf(key, sizeof key, "%salive", prefix);
+        if (!raw_set(rport, key, "0")) /* a new prefix: no quarantine for its first grant */
+            fprintf(stderr, "test_redis_sentinel: cannot declare the prefix\n");
         RUN(desc_checks);
         RUN(unknown_master_name);
+        RUN(wait_replicas_counts_grants);
         RUN(failover_followed);
     }
     snprintf(cmd, sizeof cmd, "sh %s/redis-sentinel-stop.sh %s", scripts, dir);
