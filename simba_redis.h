@@ -185,8 +185,8 @@ typedef struct simba_redis_desc {
     int64_t max_lease_ms;  /* 0 -> each request's ttl + transition: the data-loss quarantine.
                               Raise it to the longest lease of any contender on this prefix */
     int allow_eviction;    /* 1: accept a maxmemory-policy other than noeviction (unsafe) */
-    int wait_replicas;     /* > 0: a grant counts only once WAIT saw this many replicas take it
-                              (not with cluster); see SENTINEL */
+    int wait_replicas;     /* > 0: a new grant counts only once WAIT saw this many replicas take
+                              it (renewals do not wait; not with cluster); see SENTINEL */
     int64_t wait_timeout_ms; /* WAIT's timeout; 0 -> 200, below command_timeout_ms */
     int cluster;           /* 1: Redis Cluster; host:port is a seed node (see CLUSTER) */
     /* Sentinel (see SENTINEL): NULL-terminated list of numeric "ip:port" sentinel addresses
@@ -836,7 +836,7 @@ static void simba__redis_on_wait(redisAsyncContext *ac, void *reply, void *priv)
     simba_req *req;
     (void)ac;
     if (x && x->type == REDIS_REPLY_INTEGER) op->acked = x->integer;
-    if (--op->waits > 0) return; /* an earlier WAIT (NOSCRIPT re-send): the last one counts */
+    op->waits = 0;
     simba__rop_unlink(r, op);
     if (!x || !op->have) {
         simba__rop_fail(r, op, r->destroying ? SIMBA_ECLOSED : op->deadline <= simba_now(r->loop) ? SIMBA_ETIMEDOUT : SIMBA_ECONN,
@@ -866,20 +866,6 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
     redisReply *x = (redisReply *)reply;
     simba_reply rep;
     simba_req *req;
-    if (op->waits) {
-        /* A WAIT follows: on_wait completes the request (on teardown too). */
-        if (!x) return;
-        if (x->type == REDIS_REPLY_ERROR && strncmp(x->str, "NOSCRIPT", 8) == 0 && !op->retried &&
-            !(ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING))) {
-            op->retried = 1;
-            simba__rop_unlink(r, op);
-            redisAsyncCommand(ac, simba__redis_on_ignore, NULL, "SCRIPT LOAD %s", simba__redis_lua[r->cluster][SIMBA__RS_ACQUIRE]);
-            simba__redis_send(r, op, simba_now(r->loop));
-            return;
-        }
-        simba__redis_keep(op, x);
-        return;
-    }
     simba__rop_unlink(r, op);
     if (!x) {
         /* The connection is being torn down: by destroy, after a timeout, or on error. */
@@ -937,6 +923,17 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
         rep.held_ms = -1;
     }
     req = op->req;
+    if (req->op == SIMBA_OP_ACQUIRE && r->wait_replicas > 0 && rep.rc == SIMBA_OK && rep.held_ms == 0 &&
+        strcmp(rep.owner, req->contender) == 0 && !(ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)) &&
+        redisAsyncCommand(ac, simba__redis_on_wait, op, "WAIT %d %lld", r->wait_replicas, (long long)r->wait_to) == REDIS_OK) {
+        /* A new grant: it counts once enough replicas have it (renewals never wait). The
+           request goes to the back of the line with a new deadline, as if sent now. */
+        simba__redis_keep(op, x);
+        op->waits = 1;
+        op->deadline = simba__add(simba_now(r->loop), r->cmd_to);
+        simba__rop_append(r, op);
+        return;
+    }
     if (req->op == SIMBA_OP_RELEASE) simba__redis_wake_released(r, req, op->seq, rep.rc == SIMBA_OK);
     simba__rop_release(r, op);
     simba_req_done(req, &rep);
@@ -1031,10 +1028,6 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
         simba__rop_fail(r, op, SIMBA_ECONN, "redis: cannot queue command");
         return;
     }
-    op->have = 0;
-    if (idx == SIMBA__RS_ACQUIRE && r->wait_replicas > 0 &&
-        redisAsyncCommand(r->cmd.ac, simba__redis_on_wait, op, "WAIT %d %lld", r->wait_replicas, (long long)r->wait_to) == REDIS_OK)
-        op->waits++;
     /* Requests go out in submission order with one timeout, so the head of the list always
        holds the earliest deadline. */
     op->deadline = simba__add(now, r->cmd_to);
