@@ -152,6 +152,9 @@
  *   never counts the server as durable. Sentinel AUTH is not supported (only the data
  *   nodes' username/password are used). Requests before the first answer fail with
  *   SIMBA_ECONN and are retried by the core.
+ *   desc.wait_replicas = N (standalone or Sentinel): after an acquire answered with a new
+ *   grant, WAIT N wait_timeout_ms; fewer acknowledgements fail the request (SIMBA_EBACKEND,
+ *   "acknowledged by k of N replicas") and the contender asks again. Renewals never wait.
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
