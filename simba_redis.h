@@ -1623,7 +1623,7 @@ static void simba__redis_on_switch(redisAsyncContext *ac, void *reply, void *pri
 static void simba__redis_on_master(redisAsyncContext *ac, void *reply, void *priv) {
     simba__redis *r = (simba__redis *)priv;
     redisReply *x = (redisReply *)reply;
-    char port[8], d[320];
+    char port[8], d[240];
     if (!x || r->destroying) return;
     if (x->type == REDIS_REPLY_ARRAY && x->elements == 2 && x->element[0]->type == REDIS_REPLY_STRING &&
         x->element[1]->type == REDIS_REPLY_STRING && x->element[1]->len < sizeof(port)) {
@@ -1633,7 +1633,7 @@ static void simba__redis_on_master(redisAsyncContext *ac, void *reply, void *pri
         redisAsyncCommand(ac, simba__redis_on_switch, r, "SUBSCRIBE +switch-master");
         return;
     }
-    snprintf(d, sizeof(d), "%s:%d does not name a primary for \"%.64s\" (%.80s)", r->sen_host[r->sen_i],
+    snprintf(d, sizeof(d), "%s:%d does not name a primary for \"%.64s\" (%.60s)", r->sen_host[r->sen_i],
              r->sen_port[r->sen_i], r->master_name, x->type == REDIS_REPLY_ERROR ? x->str : "unknown master name");
     simba__redis_seterr(r, "sentinel", d);
     r->sen.hs_failed = 1; /* settle() drops it; the next attempt asks the next sentinel */
