@@ -91,12 +91,11 @@
  *   hands out a held mutex (desc.allow_eviction accepts that risk). A server that refuses
  *   INFO or CONFIG GET (renamed, ACL) is noted once in the log and backend message; restarts
  *   are then seen by the marker alone and the policy is not checked.
- *   Redis Cluster refuses scripts whose keys lie in several hash slots: a cluster mode passes
- *   "<prefix>{<name>}:alive" (the mutex's own slot) as the marker and no simba:fresh key;
- *   the script stays as it is, and the first use of each mutex waits one quarantine. A
- *   promoted replica carries a marker with its old master's run_id: it quarantines unless
- *   it runs AOF with appendfsync always, which does not make up for unreplicated writes (a
- *   failover mode must not count it as durable).
+ *   Redis Cluster refuses scripts whose keys lie in several hash slots: there the marker is
+ *   one per slot, "<prefix>{<tag>}:alive" with <tag> a short string of that slot, and the
+ *   fresh key "simba:fresh{<tag>}" (see CLUSTER). A promoted replica carries a marker with
+ *   its old primary's run_id, a migrated slot one with its source's: both quarantine, and a
+ *   Cluster node never counts as durable (AOF cannot make up for unreplicated writes).
  *
  * PUSH
  *   <prefix>{<name>}:ev:<db>         "released" broadcasts, to every watcher of the mutex
@@ -119,10 +118,43 @@
  *   queued and must not take wake-ups it will not act on.
  *   After a reconnect every channel is subscribed again and SIMBA_EV_RESET is raised for all
  *   mutexes (messages may have been missed). Messages are hints; timers stay the fallback.
- *   In Redis Cluster, PUBLISH only counts receivers on the node that runs the script, so
- *   wake-ups may fall back to the broadcast, and the head check may drop a live head
- *   subscribed on another node (it asks again and joins the back); locking itself is
- *   unaffected.
+ *   In Redis Cluster the same channels are sharded (SSUBSCRIBE on the mutex's primary,
+ *   SPUBLISH and PUBSUB SHARDNUMSUB in the scripts): the mutex's shard counts and receives.
+ *
+ * CLUSTER (desc.cluster = 1; host:port is any node, a seed)
+ *   The seed is asked CLUSTER SLOTS once it is up; requests submitted before the first map
+ *   wait for it (at most connect_timeout_ms). Each primary gets a backend state of its own
+ *   (command + subscriber connection, scripts, INFO), made on first sight, numeric addresses
+ *   only. A name's slot is the CRC16 of the name (its keys' hash tag). MOVED updates that
+ *   slot, asks for the whole map again and re-sends the request to the named node; ASK
+ *   re-sends it there after ASKING; at most 5 redirections per request. CLUSTERDOWN, a lost
+ *   node connection or an unreachable primary ask for the map again (at most once per
+ *   reconnect_min_ms); the request fails and the core retries with its backoff. A mutex
+ *   whose slot moved is watched on its new primary and gets SIMBA_EV_RESET. Losing one
+ *   node raises SIMBA_EV_DISCONNECTED and SIMBA_EV_RESET for the mutexes it serves only.
+ *   Errors: CLUSTER SLOTS refused (a standalone server) fails every request with "not a
+ *   Redis Cluster node"; without desc.cluster a MOVED or CROSSSLOT reply is "it is a Redis
+ *   Cluster node ... simba_redis_desc.cluster = 1" (logged once), never retried as a
+ *   transient fault. hiredis 0.14 knows no sharded pub/sub: each channel is also SUBSCRIBEd
+ *   plainly (nobody publishes there), which makes hiredis hand the ssubscribe/smessage
+ *   pushes to that channel's callback.
+ *
+ * SENTINEL (desc.sentinels = {"ip:port", ..., NULL}, desc.master_name)
+ *   A third connection goes to a sentinel and asks SENTINEL get-master-addr-by-name; then it
+ *   stays subscribed to +switch-master. The command and subscriber connections are made to
+ *   the primary it named, and the command connection's handshake checks ROLE: an address
+ *   that is not the primary (any more) drops the connection and asks the sentinels again. A
+ *   failed or silent sentinel gives way to the next one in the list. +switch-master for our
+ *   name drops both connections and makes them to the new primary at once: owners see
+ *   SIMBA_EV_DISCONNECTED, then SIMBA_EV_RESET. The promoted replica has another run_id, so
+ *   its first grant waits one quarantine (see DATA LOSS): a grant that asynchronous
+ *   replication lost cannot be handed out again while its owner may still act; sentinel mode
+ *   never counts the server as durable. Sentinel AUTH is not supported (only the data
+ *   nodes' username/password are used). Requests before the first answer fail with
+ *   SIMBA_ECONN and are retried by the core.
+ *   desc.wait_replicas = N (standalone or Sentinel): after an acquire answered with a new
+ *   grant, WAIT N wait_timeout_ms; fewer acknowledgements fail the request (SIMBA_EBACKEND,
+ *   "acknowledged by k of N replicas") and the contender asks again. Renewals never wait.
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
@@ -156,6 +188,14 @@ typedef struct simba_redis_desc {
     int64_t max_lease_ms;  /* 0 -> each request's ttl + transition: the data-loss quarantine.
                               Raise it to the longest lease of any contender on this prefix */
     int allow_eviction;    /* 1: accept a maxmemory-policy other than noeviction (unsafe) */
+    int wait_replicas;     /* > 0: a new grant counts only once WAIT saw this many replicas take
+                              it (renewals do not wait; not with cluster); see SENTINEL */
+    int64_t wait_timeout_ms; /* WAIT's timeout; 0 -> 200, below command_timeout_ms */
+    int cluster;           /* 1: Redis Cluster; host:port is a seed node (see CLUSTER) */
+    /* Sentinel (see SENTINEL): NULL-terminated list of numeric "ip:port" sentinel addresses
+       (at most 8); host/port are then unused. master_name is required with it. */
+    const char *const *sentinels;
+    const char *master_name;
 } simba_redis_desc;
 
 SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc *desc, simba_backend **out);
@@ -189,6 +229,8 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
 #define SIMBA__REDIS_FRESH_KEY "simba:fresh"
 /* Longest key or channel: prefix + {name} + ":wk:" + db + ":" + id, with room to spare. */
 #define SIMBA__REDIS_KEY_MAX (SIMBA__REDIS_PREFIX_MAX + SIMBA_NAME_MAX + SIMBA_ID_MAX + 48)
+/* A Cluster slot's marker tag: at most 4 base-62 digits and the NUL. */
+#define SIMBA__RCL_TAG 5
 
 /* ---- scripts ------------------------------------------------------------------------
  * KEYS: owner, fence, queue, qexp. Every reply: {owner, ttl_left, lease_left, held, fence,
@@ -266,130 +308,138 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
    Fairness: a free mutex (no record: released, or its lease fully over) goes only to the
    head of the queue; anyone else joins the line and is told "nobody", so that it asks
    again later while the head keeps the mutex reserved. */
-static const char simba__redis_lua_acquire[] =
-    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_PURGE SIMBA__REDIS_LUA_QUARANTINE
-    "local c = ARGV[1]\n"
-    "local ttl = tonumber(ARGV[2])\n"
-    "local lease = tonumber(ARGV[3])\n"
-    "local now, ms, us = clock()\n"
-    "local v = redis.call('GET', KEYS[1])\n"
-    "local o = v and rec(v)\n"
-    "if o and o.err then return o end\n"
-    "if o and o[6] == c and ARGV[6] == '1' then\n"
-    "  redis.call('SET', KEYS[1], o[1] .. ' ' .. o[2] .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c, 'PX', ARGV[3])\n"
-    "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"
-    "  return {c, ttl, lease, now - o[3], o[1], 0}\n"
-    "end\n"
-    /* Join the line (arrival order) or refresh our place; true when we are its head. */
-    "local function enqueue()\n"
-    "  purge(ms)\n"
-    "  redis.call('ZADD', KEYS[3], 'NX', us, c)\n"
-    "  redis.call('ZADD', KEYS[4], string.format('%.0f', now + tonumber(ARGV[5])), c)\n"
-    /* Both keys expire with their latest waiter; an earlier one already set them as far. */
-    "  local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')\n"
-    "  if last[1] == c then\n"
-    "    local at = string.format('%.0f', tonumber(last[2]))\n"
-    "    redis.call('PEXPIREAT', KEYS[3], at)\n"
-    "    redis.call('PEXPIREAT', KEYS[4], at)\n"
-    "  end\n"
-    "  return redis.call('ZRANGE', KEYS[3], 0, 0)[1] == c\n"
-    "end\n"
-    "local inq\n"
-    "if not o then\n"
-    /* Free: it is the head's, if the head is alive (its place not lapsed and its process
-       still listening on its wake channel); a dead or garbage head leaves the line. An empty
-       queue costs one EXISTS, as the ZREM it replaces did. */
-    "  local h = redis.call('EXISTS', KEYS[3]) == 1 and redis.call('ZRANGE', KEYS[3], 0, 0)[1]\n"
-    "  for i = 1, 16 do\n"
-    "    if not h or h == c then break end\n"
-    "    local e = redis.call('ZSCORE', KEYS[4], h)\n"
-    "    if e and tonumber(e) > now and redis.call('PUBSUB', 'NUMSUB', ARGV[10] .. h)[2] > 0 then break end\n"
-    "    redis.call('ZREM', KEYS[3], h)\n"
-    "    redis.call('ZREM', KEYS[4], h)\n"
-    "    h = redis.call('ZRANGE', KEYS[3], 0, 0)[1]\n"
-    "  end\n"
-    "  if h and h ~= c then\n"
-    "    enqueue()\n"
-    "    return {'', 0, 0, -1, '0', 0}\n"
-    "  end\n"
-    "  inq = h == c\n"
-    "end\n"
-    "if not o or o[6] == c then\n"
-    "  local q = quarantine(now, ms)\n"
-    "  if q > 0 then\n"
-    /* The owner whose record is gone learns it at once and steps down. */
-    "    if ARGV[6] == '1' then return {'', 0, 0, -1, '0', 0} end\n"
-    "    return redis.error_reply('simba: data-loss quarantine: no grant for ' .. q ..\n"
-    "      ' ms (marker ' .. KEYS[5] .. ' was missing or stale: first use, restart without persistence, FLUSHALL or eviction)')\n"
-    "  end\n"
-    "  local f = us\n"
-    "  local last = redis.call('GET', KEYS[2])\n"
-    /* fence = max(last + 1, server time in us); both well below 2^53 */
-    "  if last and tonumber(last) >= tonumber(us) then f = string.format('%.0f', tonumber(last) + 1) end\n"
-    "  redis.call('SET', KEYS[2], f)\n"
-    "  redis.call('SET', KEYS[1], f .. ' ' .. ms .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c, 'PX', ARGV[3])\n"
-    "  if inq ~= false and redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"
-    /* Observers' processes listen here; nobody else does, so a handoff wakes no waiter. */
-    "  redis.call('PUBLISH', ARGV[4], 'owner ' .. f .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c)\n"
-    "  return {c, ttl, lease, 0, f, 0}\n"
-    "end\n"
-    "local p = o[5] - now\n"
-    "if p < 0 then p = 0 end\n"
-    "local first = 0\n"
-    "if enqueue() then first = 1 end\n"
-    "return {o[6], o[4] - now, p, now - o[3], o[1], first}\n";
+#define SIMBA__REDIS_LUA_ACQUIRE                                                            \
+    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_PURGE SIMBA__REDIS_LUA_QUARANTINE                 \
+    "local c = ARGV[1]\n"                                                                   \
+    "local ttl = tonumber(ARGV[2])\n"                                                       \
+    "local lease = tonumber(ARGV[3])\n"                                                     \
+    "local now, ms, us = clock()\n"                                                         \
+    "local v = redis.call('GET', KEYS[1])\n"                                                \
+    "local o = v and rec(v)\n"                                                              \
+    "if o and o.err then return o end\n"                                                    \
+    "if o and o[6] == c and ARGV[6] == '1' then\n"                                          \
+    "  redis.call('SET', KEYS[1], o[1] .. ' ' .. o[2] .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c, 'PX', ARGV[3])\n" \
+    "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"     \
+    "  return {c, ttl, lease, now - o[3], o[1], 0}\n"                                       \
+    "end\n"                                                                                 \
+    /* Join the line (arrival order) or refresh our place; true when we are its head. */    \
+    "local function enqueue()\n"                                                            \
+    "  purge(ms)\n"                                                                         \
+    "  redis.call('ZADD', KEYS[3], 'NX', us, c)\n"                                          \
+    "  redis.call('ZADD', KEYS[4], string.format('%.0f', now + tonumber(ARGV[5])), c)\n"    \
+    /* Both keys expire with their latest waiter; an earlier one already set them as far. */ \
+    "  local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')\n"                  \
+    "  if last[1] == c then\n"                                                              \
+    "    local at = string.format('%.0f', tonumber(last[2]))\n"                             \
+    "    redis.call('PEXPIREAT', KEYS[3], at)\n"                                            \
+    "    redis.call('PEXPIREAT', KEYS[4], at)\n"                                            \
+    "  end\n"                                                                               \
+    "  return redis.call('ZRANGE', KEYS[3], 0, 0)[1] == c\n"                                \
+    "end\n"                                                                                 \
+    "local inq\n"                                                                           \
+    "if not o then\n"                                                                       \
+    /* Free: it is the head's, if the head is alive (its place not lapsed and its process   \
+       still listening on its wake channel); a dead or garbage head leaves the line. An empty \
+       queue costs one EXISTS, as the ZREM it replaces did. */                              \
+    "  local h = redis.call('EXISTS', KEYS[3]) == 1 and redis.call('ZRANGE', KEYS[3], 0, 0)[1]\n" \
+    "  for i = 1, 16 do\n"                                                                  \
+    "    if not h or h == c then break end\n"                                               \
+    "    local e = redis.call('ZSCORE', KEYS[4], h)\n"                                      \
+    "    if e and tonumber(e) > now and redis.call('PUBSUB', NSUB, ARGV[10] .. h)[2] > 0 then break end\n" \
+    "    redis.call('ZREM', KEYS[3], h)\n"                                                  \
+    "    redis.call('ZREM', KEYS[4], h)\n"                                                  \
+    "    h = redis.call('ZRANGE', KEYS[3], 0, 0)[1]\n"                                      \
+    "  end\n"                                                                               \
+    "  if h and h ~= c then\n"                                                              \
+    "    enqueue()\n"                                                                       \
+    "    return {'', 0, 0, -1, '0', 0}\n"                                                   \
+    "  end\n"                                                                               \
+    "  inq = h == c\n"                                                                      \
+    "end\n"                                                                                 \
+    "if not o or o[6] == c then\n"                                                          \
+    "  local q = quarantine(now, ms)\n"                                                     \
+    "  if q > 0 then\n"                                                                     \
+    /* The owner whose record is gone learns it at once and steps down. */                  \
+    "    if ARGV[6] == '1' then return {'', 0, 0, -1, '0', 0} end\n"                        \
+    "    return redis.error_reply('simba: data-loss quarantine: no grant for ' .. q ..\n"   \
+    "      ' ms (marker ' .. KEYS[5] .. ' was missing or stale: first use, restart without persistence, FLUSHALL or eviction)')\n" \
+    "  end\n"                                                                               \
+    "  local f = us\n"                                                                      \
+    "  local last = redis.call('GET', KEYS[2])\n"                                           \
+    /* fence = max(last + 1, server time in us); both well below 2^53 */                    \
+    "  if last and tonumber(last) >= tonumber(us) then f = string.format('%.0f', tonumber(last) + 1) end\n" \
+    "  redis.call('SET', KEYS[2], f)\n"                                                     \
+    "  redis.call('SET', KEYS[1], f .. ' ' .. ms .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c, 'PX', ARGV[3])\n" \
+    "  if inq ~= false and redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n" \
+    /* Observers' processes listen here; nobody else does, so a handoff wakes no waiter. */ \
+    "  redis.call(PUB, ARGV[4], 'owner ' .. f .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c)\n" \
+    "  return {c, ttl, lease, 0, f, 0}\n"                                                   \
+    "end\n"                                                                                 \
+    "local p = o[5] - now\n"                                                                \
+    "if p < 0 then p = 0 end\n"                                                             \
+    "local first = 0\n"                                                                     \
+    "if enqueue() then first = 1 end\n"                                                     \
+    "return {o[6], o[4] - now, p, now - o[3], o[1], first}\n"
 
 /* ARGV: contender, event channel, wake channel prefix (the waiter id is appended), how many
    of the event channel's subscribers are the releaser's own (0 or 1) */
-static const char simba__redis_lua_release[] =
-    SIMBA__REDIS_LUA_REC
-    "local c = ARGV[1]\n"
-    "local v = redis.call('GET', KEYS[1])\n"
-    "local o = v and rec(v)\n"
-    "if o and o.err then return o end\n"
-    "if not o or o[6] ~= c then\n"
-    "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"
-    "  return current(o, (clock()))\n"
-    "end\n"
-    "redis.call('DEL', KEYS[1])\n"
-    /* An owner is never queued (its grant and renewals take it out): an empty queue needs
-       no clock. Only the head's expiry is checked, not a purge of the whole queue: a live
-       head costs one ZSCORE, and dead entries behind it go when they come to the head or
-       when the next waiter enters. */
-    "local w = redis.call('ZRANGE', KEYS[3], 0, 0)\n"
-    "if #w > 0 then\n"
-    "  local now = clock()\n"
-    "  for i = 1, 16 do\n"
-    "    if w[1] ~= c then\n"
-    "      local e = redis.call('ZSCORE', KEYS[4], w[1])\n"
-    "      if e and tonumber(e) > now and\n"
-    "         redis.call('PUBLISH', ARGV[3] .. w[1], 'released ' .. c) > 0 then\n"
-    "        return {'', 0, 0, -1, '0', 0}\n"
-    "      end\n"
-    "    end\n"
-    "    redis.call('ZREM', KEYS[3], w[1])\n"
-    "    redis.call('ZREM', KEYS[4], w[1])\n"
-    "    w = redis.call('ZRANGE', KEYS[3], 0, 0)\n"
-    "    if #w == 0 then break end\n"
-    "  end\n"
-    "end\n"
-    /* Nobody to wake: tell every watcher, unless the only one is the releaser itself. */
-    "if redis.call('PUBSUB', 'NUMSUB', ARGV[2])[2] > tonumber(ARGV[4]) then\n"
-    "  redis.call('PUBLISH', ARGV[2], 'released')\n"
-    "end\n"
-    "return {'', 0, 0, -1, '0', 0}\n";
+#define SIMBA__REDIS_LUA_RELEASE                                                            \
+    SIMBA__REDIS_LUA_REC                                                                    \
+    "local c = ARGV[1]\n"                                                                   \
+    "local v = redis.call('GET', KEYS[1])\n"                                                \
+    "local o = v and rec(v)\n"                                                              \
+    "if o and o.err then return o end\n"                                                    \
+    "if not o or o[6] ~= c then\n"                                                          \
+    "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"     \
+    "  return current(o, (clock()))\n"                                                      \
+    "end\n"                                                                                 \
+    "redis.call('DEL', KEYS[1])\n"                                                          \
+    /* An owner is never queued (its grant and renewals take it out): an empty queue needs  \
+       no clock. Only the head's expiry is checked, not a purge of the whole queue: a live  \
+       head costs one ZSCORE, and dead entries behind it go when they come to the head or   \
+       when the next waiter enters. */                                                      \
+    "local w = redis.call('ZRANGE', KEYS[3], 0, 0)\n"                                       \
+    "if #w > 0 then\n"                                                                      \
+    "  local now = clock()\n"                                                               \
+    "  for i = 1, 16 do\n"                                                                  \
+    "    if w[1] ~= c then\n"                                                               \
+    "      local e = redis.call('ZSCORE', KEYS[4], w[1])\n"                                 \
+    "      if e and tonumber(e) > now and\n"                                                \
+    "         redis.call(PUB, ARGV[3] .. w[1], 'released ' .. c) > 0 then\n"                \
+    "        return {'', 0, 0, -1, '0', 0}\n"                                               \
+    "      end\n"                                                                           \
+    "    end\n"                                                                             \
+    "    redis.call('ZREM', KEYS[3], w[1])\n"                                               \
+    "    redis.call('ZREM', KEYS[4], w[1])\n"                                               \
+    "    w = redis.call('ZRANGE', KEYS[3], 0, 0)\n"                                         \
+    "    if #w == 0 then break end\n"                                                       \
+    "  end\n"                                                                               \
+    "end\n"                                                                                 \
+    /* Nobody to wake: tell every watcher, unless the only one is the releaser itself. */   \
+    "if redis.call('PUBSUB', NSUB, ARGV[2])[2] > tonumber(ARGV[4]) then\n"                  \
+    "  redis.call(PUB, ARGV[2], 'released')\n"                                              \
+    "end\n"                                                                                 \
+    "return {'', 0, 0, -1, '0', 0}\n"
 
 /* KEYS: owner only */
-static const char simba__redis_lua_read[] =
-    SIMBA__REDIS_LUA_REC
-    "local v = redis.call('GET', KEYS[1])\n"
-    "local o = v and rec(v)\n"
-    "if o and o.err then return o end\n"
-    "return current(o, (clock()))\n";
+#define SIMBA__REDIS_LUA_READ                                                               \
+    SIMBA__REDIS_LUA_REC                                                                    \
+    "local v = redis.call('GET', KEYS[1])\n"                                                \
+    "local o = v and rec(v)\n"                                                              \
+    "if o and o.err then return o end\n"                                                    \
+    "return current(o, (clock()))\n"
 
 enum { SIMBA__RS_ACQUIRE, SIMBA__RS_RELEASE, SIMBA__RS_READ, SIMBA__RS_N };
-static const char *const simba__redis_lua[SIMBA__RS_N] = {
-    simba__redis_lua_acquire, simba__redis_lua_release, simba__redis_lua_read};
+/* Standalone scripts publish with PUBLISH and count listeners with PUBSUB NUMSUB; the
+   Cluster ones use sharded pub/sub (Redis >= 7), so a wake-up goes to the mutex's own shard
+   and PUBSUB SHARDNUMSUB counts the listeners there, not on whichever node runs the script. */
+#define SIMBA__REDIS_LUA_PLAIN "local PUB, NSUB = 'PUBLISH', 'NUMSUB'\n"
+#define SIMBA__REDIS_LUA_SHARD "local PUB, NSUB = 'SPUBLISH', 'SHARDNUMSUB'\n"
+static const char *const simba__redis_lua[2][SIMBA__RS_N] = {
+    {SIMBA__REDIS_LUA_PLAIN SIMBA__REDIS_LUA_ACQUIRE, SIMBA__REDIS_LUA_PLAIN SIMBA__REDIS_LUA_RELEASE,
+     SIMBA__REDIS_LUA_READ},
+    {SIMBA__REDIS_LUA_SHARD SIMBA__REDIS_LUA_ACQUIRE, SIMBA__REDIS_LUA_SHARD SIMBA__REDIS_LUA_RELEASE,
+     SIMBA__REDIS_LUA_READ}};
 
 /* ---- a small intrusive string-keyed hash map ----------------------------------------- */
 
@@ -499,13 +549,22 @@ typedef struct simba__rop {
     simba_req *req;
     int64_t deadline;
     int retried;
+    int hops;     /* Cluster: MOVED/ASK redirections followed so far */
+    int asking;   /* Cluster: send ASKING first (an ASK redirection) */
     uint32_t seq; /* RELEASE: its contender's acq_seq when submitted */
+    /* desc.wait_replicas: the script's answer, kept until the WAIT after it answers */
+    int waits, have;
+    long long acked;
+    simba_reply wrep;
+    char wowner[SIMBA_ID_MAX + 1];
+    char werr[200];
 } simba__rop;
 
 enum { SIMBA__RC_DOWN, SIMBA__RC_CONNECTING, SIMBA__RC_READY };
 /* Handshake steps that are not scripts. The probes (INFO, CONFIG GET) may be refused by a
    server that renamed them or an ACL: that is noted, never a reason to drop the connection. */
-enum { SIMBA__RHS_PLAIN = -1, SIMBA__RHS_INFO = -2, SIMBA__RHS_FSYNC = -3 };
+enum { SIMBA__RHS_PLAIN = -1, SIMBA__RHS_INFO = -2, SIMBA__RHS_FSYNC = -3, SIMBA__RHS_ROLE = -4 };
+#define SIMBA__REDIS_SENTINELS_MAX 8
 
 struct simba__rconn;
 /* privdata of a handshake command */
@@ -518,6 +577,7 @@ typedef struct simba__rconn {
     struct simba__redis *r;
     redisAsyncContext *ac;
     int is_sub;
+    int is_sen; /* the Sentinel connection */
     int state;
     int rd, wr; /* events hiredis asked for */
     int fd;
@@ -525,12 +585,26 @@ typedef struct simba__rconn {
     int was_ready;
     int64_t deadline; /* CONNECTING: connect deadline; DOWN: next attempt */
     int64_t backoff;
-    struct simba__rhs hs[SIMBA__RS_N + 4]; /* AUTH, SELECT, scripts, INFO, CONFIG GET */
+    struct simba__rhs hs[SIMBA__RS_N + 5]; /* AUTH, SELECT, scripts, INFO, CONFIG GET, ROLE */
 } simba__rconn;
 
+struct simba__rcluster;
 typedef struct simba__redis {
     simba_loop *loop;
     simba_backend *be;
+    int cluster;                   /* 1: a node of a Cluster router (sharded pub/sub, keys) */
+    struct simba__rcluster *router; /* the router this node serves, NULL when standalone */
+    int moved_noted;               /* standalone: a MOVED or CROSSSLOT reply was logged */
+    char cfg_msg[200];             /* its message */
+    char (*tags)[SIMBA__RCL_TAG];  /* Cluster node: the router's marker tag per slot */
+    int wait_replicas;
+    int64_t wait_to;
+    /* Sentinel: where to ask, and whether host:port is the primary they named */
+    char *master_name;
+    char sen_host[SIMBA__REDIS_SENTINELS_MAX][48];
+    int sen_port[SIMBA__REDIS_SENTINELS_MAX];
+    int nsen, sen_i, addr_ok;
+    simba__rconn sen;
     char *host, *unix_path, *username, *password, *prefix;
     int port, db;
     int64_t connect_to, cmd_to, rmin, rmax;
@@ -589,6 +663,52 @@ static void simba__redis_owchan(char *buf, size_t cap, const simba__redis *r, co
 static void simba__redis_wkchan(char *buf, size_t cap, const simba__redis *r, const char *mutex,
                                 const char *contender) {
     snprintf(buf, cap, "%s{%s}:wk:%d:%s", r->prefix, mutex, r->db, contender ? contender : "");
+}
+
+/* CRC16-CCITT (XMODEM), the Cluster's key hash. */
+static unsigned simba__rcl_crc16(const char *s, size_t n) {
+    unsigned crc = 0;
+    size_t i;
+    int b;
+    for (i = 0; i < n; i++) {
+        crc ^= (unsigned)(unsigned char)s[i] << 8;
+        for (b = 0; b < 8; b++) crc = (crc & 0x8000) ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+    }
+    return crc;
+}
+
+/* Every key and channel of a mutex carries the hash tag {name} (names have no braces), so
+   the slot is the name's. */
+static int simba__rcl_slot(const char *mutex) { return (int)(simba__rcl_crc16(mutex, strlen(mutex)) & 16383); }
+
+/* A Cluster slot's marker tag: the first short string (in the order of n = 0, 1, ...: base
+   62 digits) that hashes to the slot. Keys "<prefix>{<tag>}:alive" are then one per slot
+   and lie in the slot of every mutex that maps there, as a script's keys must. */
+static void simba__rcl_tagstr(unsigned long n, char out[SIMBA__RCL_TAG]) {
+    static const char dig[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    int k = 0;
+    do {
+        out[k++] = dig[n % 62];
+        n /= 62;
+    } while (n && k < SIMBA__RCL_TAG - 1);
+    out[k] = 0;
+}
+
+/* Fills tags[slot] for all 16384 slots (about 2 ms, once per Cluster backend). */
+static void simba__rcl_tags_fill(char (*tags)[SIMBA__RCL_TAG]) {
+    unsigned long n;
+    int left = 16384;
+    char t[SIMBA__RCL_TAG];
+    for (n = 0; n < 16384; n++) tags[n][0] = 0;
+    for (n = 0; left > 0 && n < 62ul * 62 * 62 * 62; n++) {
+        int s;
+        simba__rcl_tagstr(n, t);
+        s = simba__rcl_slot(t);
+        if (!tags[s][0]) {
+            memcpy(tags[s], t, SIMBA__RCL_TAG);
+            left--;
+        }
+    }
 }
 
 /* [base/2, base]: spread reconnects of many clients after a server restart. The loop's
@@ -689,6 +809,60 @@ static void simba__redis_on_ignore(redisAsyncContext *ac, void *reply, void *pri
     (void)priv;
 }
 
+/* Cluster hooks (defined with the router below). */
+static int simba__rcl_redirect(simba__redis *r, simba__rop *op, const char *err);
+static void simba__rcl_want_map(simba__redis *r, const char *why);
+
+/* desc.wait_replicas: the script's answer is kept (its reply object goes when this returns)
+   and the request completes at the WAIT after it. */
+static void simba__redis_keep(simba__rop *op, const redisReply *x) {
+    simba_reply *rep = &op->wrep;
+    memset(rep, 0, sizeof(*rep));
+    op->have = 1;
+    if (x->type != REDIS_REPLY_ERROR && simba__redis_parse(x, rep) == 0) {
+        simba__copy(op->wowner, sizeof(op->wowner), rep->owner);
+        rep->owner = op->wowner;
+        return;
+    }
+    memset(rep, 0, sizeof(*rep));
+    rep->rc = SIMBA_EBACKEND;
+    rep->held_ms = -1;
+    simba__copy(op->werr, sizeof(op->werr), x->type == REDIS_REPLY_ERROR ? x->str : "redis: unexpected script reply");
+    rep->errmsg = op->werr;
+}
+
+static void simba__redis_on_wait(redisAsyncContext *ac, void *reply, void *priv) {
+    simba__rop *op = (simba__rop *)priv;
+    simba__redis *r = op->r;
+    redisReply *x = (redisReply *)reply;
+    simba_reply rep;
+    simba_req *req;
+    (void)ac;
+    if (x && x->type == REDIS_REPLY_INTEGER) op->acked = x->integer;
+    op->waits = 0;
+    simba__rop_unlink(r, op);
+    if (!x || !op->have) {
+        simba__rop_fail(r, op, r->destroying ? SIMBA_ECLOSED : op->deadline <= simba_now(r->loop) ? SIMBA_ETIMEDOUT : SIMBA_ECONN,
+                        r->destroying ? "redis backend closed" : "redis connection lost");
+        return;
+    }
+    rep = op->wrep;
+    req = op->req;
+    if (rep.rc == SIMBA_OK && rep.owner[0] && strcmp(rep.owner, req->contender) == 0 && rep.held_ms == 0 &&
+        op->acked < r->wait_replicas) {
+        /* A new grant that too few replicas have: a failover could lose it. Not ownership;
+           the contender asks again (and is granted again once the replicas keep up). */
+        snprintf(op->werr, sizeof(op->werr), "redis: grant acknowledged by %lld of %d replicas within %lld ms (wait_replicas)",
+                 op->acked, r->wait_replicas, (long long)r->wait_to);
+        memset(&rep, 0, sizeof(rep));
+        rep.rc = SIMBA_EBACKEND;
+        rep.errmsg = op->werr;
+        rep.held_ms = -1;
+    }
+    simba__rop_release(r, op);
+    simba_req_done(req, &rep);
+}
+
 static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     simba__rop *op = (simba__rop *)priv;
     simba__redis *r = op->r;
@@ -717,12 +891,31 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
                   : op->req->op == SIMBA_OP_RELEASE ? SIMBA__RS_RELEASE
                                                     : SIMBA__RS_READ;
         op->retried = 1;
-        redisAsyncCommand(ac, simba__redis_on_ignore, NULL, "SCRIPT LOAD %s", simba__redis_lua[idx]);
+        redisAsyncCommand(ac, simba__redis_on_ignore, NULL, "SCRIPT LOAD %s", simba__redis_lua[r->cluster][idx]);
         simba__redis_send(r, op, simba_now(r->loop));
         return;
     }
+    if (x->type == REDIS_REPLY_ERROR && r->router && strncmp(x->str, "CLUSTERDOWN", 11) == 0)
+        simba__rcl_want_map(r, x->str); /* the core backs off and asks again */
+    if (x->type == REDIS_REPLY_ERROR && (strncmp(x->str, "MOVED ", 6) == 0 || strncmp(x->str, "ASK ", 4) == 0)) {
+        /* Cluster: the op went on to the right node. Standalone: a configuration error. */
+        if (simba__rcl_redirect(r, op, x->str)) return;
+    }
     memset(&rep, 0, sizeof(rep));
-    if (x->type == REDIS_REPLY_ERROR) {
+    if (x->type == REDIS_REPLY_ERROR && !r->router &&
+        (strncmp(x->str, "MOVED ", 6) == 0 || strncmp(x->str, "CROSSSLOT", 9) == 0)) {
+        /* A Cluster node: the keys live elsewhere (MOVED), or the prefix-wide data-loss
+           marker is in another slot than the mutex (CROSSSLOT). Retrying cannot help. */
+        snprintf(r->cfg_msg, sizeof(r->cfg_msg), "redis: the server answered %.*s: it is a Redis Cluster node, and "
+                 "this backend was opened without simba_redis_desc.cluster = 1", (int)strcspn(x->str, " "), x->str);
+        rep.rc = SIMBA_EBACKEND;
+        rep.errmsg = r->cfg_msg;
+        rep.held_ms = -1;
+        if (!r->moved_noted) {
+            r->moved_noted = 1;
+            simba_log(r->loop, SIMBA_LOG_ERROR, "%s (%s)", rep.errmsg, x->str);
+        }
+    } else if (x->type == REDIS_REPLY_ERROR) {
         rep.rc = SIMBA_EBACKEND;
         rep.errmsg = x->str;
         rep.held_ms = -1;
@@ -733,6 +926,17 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
         rep.held_ms = -1;
     }
     req = op->req;
+    if (req->op == SIMBA_OP_ACQUIRE && r->wait_replicas > 0 && rep.rc == SIMBA_OK && rep.held_ms == 0 &&
+        strcmp(rep.owner, req->contender) == 0 && !(ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)) &&
+        redisAsyncCommand(ac, simba__redis_on_wait, op, "WAIT %d %lld", r->wait_replicas, (long long)r->wait_to) == REDIS_OK) {
+        /* A new grant: it counts once enough replicas have it (renewals never wait). The
+           request goes to the back of the line with a new deadline, as if sent now. */
+        simba__redis_keep(op, x);
+        op->waits = 1;
+        op->deadline = simba__add(simba_now(r->loop), r->cmd_to);
+        simba__rop_append(r, op);
+        return;
+    }
     if (req->op == SIMBA_OP_RELEASE) simba__redis_wake_released(r, req, op->seq, rep.rc == SIMBA_OK);
     simba__rop_release(r, op);
     simba_req_done(req, &rep);
@@ -741,7 +945,7 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
 static simba__rmutex *simba__redis_mutex(simba__redis *r, const char *mutex);
 
 static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
-    char k[5][SIMBA__REDIS_KEY_MAX], ch[SIMBA__REDIS_KEY_MAX], wk[SIMBA__REDIS_KEY_MAX];
+    char k[6][SIMBA__REDIS_KEY_MAX], ch[SIMBA__REDIS_KEY_MAX], wk[SIMBA__REDIS_KEY_MAX];
     char ttl[24], lease[24], quar[24], live[24], ow[SIMBA__REDIS_KEY_MAX];
     const char *argv[24];
     size_t lens[24];
@@ -767,6 +971,12 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
         return;
     }
     nkeys = idx == SIMBA__RS_READ ? 1 : idx == SIMBA__RS_RELEASE ? 4 : 6;
+    /* ASK: the slot is moving and this key is already on the target; ASKING lets the next
+       command in (the NOSCRIPT re-send comes here again and asks again). */
+    if (op->asking && redisAsyncCommand(r->cmd.ac, simba__redis_on_ignore, NULL, "ASKING") != REDIS_OK) {
+        simba__rop_fail(r, op, SIMBA_ECONN, "redis: cannot queue command");
+        return;
+    }
     argv[argc++] = "EVALSHA";
     argv[argc++] = r->sha[idx];
     argv[argc++] = nkeys == 1 ? "1" : nkeys == 4 ? "4" : "6";
@@ -775,9 +985,18 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
         int64_t lease_ms = req->ttl_ms + req->transition_ms;
         /* Standalone: one marker per prefix (and db). A cluster mode passes
            "<prefix>{<name>}:alive" instead, in the mutex's hash slot; the script is the same. */
-        snprintf(k[4], sizeof(k[4]), "%salive", r->prefix);
-        argv[argc++] = k[4];
-        argv[argc++] = SIMBA__REDIS_FRESH_KEY;
+        if (r->cluster) {
+            /* Cluster: the marker of the mutex's slot, and that slot's "declared empty" key. */
+            const char *tag = r->tags[simba__rcl_slot(req->mutex)];
+            snprintf(k[4], sizeof(k[4]), "%s{%s}:alive", r->prefix, tag);
+            snprintf(k[5], sizeof(k[5]), "%s{%s}", SIMBA__REDIS_FRESH_KEY, tag);
+            argv[argc++] = k[4];
+            argv[argc++] = k[5];
+        } else {
+            snprintf(k[4], sizeof(k[4]), "%salive", r->prefix);
+            argv[argc++] = k[4];
+            argv[argc++] = SIMBA__REDIS_FRESH_KEY;
+        }
         snprintf(ttl, sizeof(ttl), "%lld", (long long)req->ttl_ms);
         snprintf(lease, sizeof(lease), "%lld", (long long)lease_ms);
         snprintf(quar, sizeof(quar), "%lld", (long long)(lease_ms > r->max_lease ? lease_ms : r->max_lease));
@@ -793,7 +1012,8 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
         argv[argc++] = req->renew ? "1" : "0";
         argv[argc++] = quar;
         argv[argc++] = r->run_id;
-        argv[argc++] = r->aof_on && r->fsync_always ? "1" : "0";
+        /* A promoted replica or a migrated slot never counts as durable (see CLUSTER). */
+        argv[argc++] = r->aof_on && r->fsync_always && !r->cluster && !r->nsen ? "1" : "0";
         argv[argc++] = wk;
     } else if (idx == SIMBA__RS_RELEASE) {
         simba__redis_evchan(ch, sizeof(ch), r, req->mutex);
@@ -827,8 +1047,13 @@ static void simba__rev_cleanup(void *p) {
     simba__rconn *c = (simba__rconn *)p;
     /* The context is about to be freed (by hiredis on error, or by us): keep its last
        error, forget the pointer. */
-    if (c->ac && c->ac->c.errstr[0] && !c->r->destroying)
-        simba__redis_seterr(c->r, c->is_sub ? "subscriber connection" : "connection", c->ac->c.errstr);
+    if (c->ac && c->ac->c.errstr[0] && !c->r->destroying) {
+        simba__redis_seterr(c->r, c->is_sen ? "sentinel connection" : c->is_sub ? "subscriber connection" : "connection",
+                            c->ac->c.errstr);
+        /* hiredis drops a subscriber connection on an error reply: a SSUBSCRIBE to a moved slot */
+        if (c->r->router && (strncmp(c->ac->c.errstr, "MOVED", 5) == 0 || strncmp(c->ac->c.errstr, "ASK", 3) == 0))
+            simba__rcl_want_map(c->r, c->ac->c.errstr);
+    }
     /* hiredis closes the socket right after this: the loop's watchers go while the number is
        still this socket's (a reconnect often gets the same number) */
     if (c->ac && c->ac->c.fd >= 0) simba_backend_fd(c->r->be, c->ac->c.fd, 0);
@@ -839,15 +1064,38 @@ static void simba__rev_cleanup(void *p) {
 
 /* ---- subscriptions --------------------------------------------------------------------- */
 
+/* hiredis 0.14 keeps a callback record for every command sent on a subscribed connection
+   (only an error reply, which drops the connection, would take one): the sharded commands
+   have none, so the records go at once instead of piling up until the next reconnect.
+   0.14 allocates them with malloc (hi_malloc is a plain wrapper there). */
+static void simba__redis_purge_invalid(redisAsyncContext *ac) {
+#if defined(HIREDIS_MAJOR) && HIREDIS_MAJOR == 0
+    redisCallback *cb = ac->sub.invalid.head, *next;
+    for (; cb; cb = next) {
+        next = cb->next;
+        free(cb);
+    }
+    ac->sub.invalid.head = ac->sub.invalid.tail = NULL;
+#else
+    (void)ac;
+#endif
+}
+
 static void simba__redis_unsubscribe(simba__redis *r, simba__rsub *s) {
     const char *argv[2];
     size_t lens[2];
     /* Not ready: nothing was sent on this connection yet, ready() sends what is recorded. */
     if (!r->sub.ac || r->sub.state != SIMBA__RC_READY) return;
-    argv[0] = "UNSUBSCRIBE";
     argv[1] = s->node.key;
-    lens[0] = 11;
     lens[1] = s->node.klen;
+    if (r->cluster) {
+        argv[0] = "SUNSUBSCRIBE";
+        lens[0] = 12;
+        redisAsyncCommandArgv(r->sub.ac, NULL, NULL, 2, argv, lens);
+        simba__redis_purge_invalid(r->sub.ac);
+    }
+    argv[0] = "UNSUBSCRIBE";
+    lens[0] = 11;
     /* 0.14 refuses UNSUBSCRIBE before the first SUBSCRIBE: nothing to undo then. */
     redisAsyncCommandArgv(r->sub.ac, NULL, NULL, 2, argv, lens);
 }
@@ -866,6 +1114,15 @@ static void simba__redis_sub_send(simba__redis *r, simba__rsub *s) {
     /* privdata is the backend, not the subscription: hiredis may still deliver replies for
        a channel after we dropped our record of it; those are looked up and ignored. */
     redisAsyncCommandArgv(r->sub.ac, simba__redis_on_msg, r, 2, argv, lens);
+    if (r->cluster) {
+        /* hiredis 0.14 knows no sharded pub/sub: it hands "ssubscribe"/"smessage" pushes to
+           the callback of the plain SUBSCRIBE of the same name above (which nobody publishes
+           to), so that SUBSCRIBE goes first and the SSUBSCRIBE has no callback of its own. */
+        argv[0] = "SSUBSCRIBE";
+        lens[0] = 10;
+        redisAsyncCommandArgv(r->sub.ac, NULL, NULL, 2, argv, lens);
+        simba__redis_purge_invalid(r->sub.ac);
+    }
 }
 
 static void simba__redis_sub_free(simba__redis *r, simba__rsub *s) {
@@ -988,7 +1245,16 @@ static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv) 
     kind = x->element[0];
     chan = x->element[1];
     msg = x->element[2];
-    if (kind->type == REDIS_REPLY_STRING && strcmp(kind->str, "subscribe") == 0 &&
+    if (kind->type == REDIS_REPLY_STRING && strcmp(kind->str, "sunsubscribe") == 0 && r->cluster) {
+        /* The server dropped a sharded subscription: its slot moved to another node. */
+        s = chan->type == REDIS_REPLY_STRING ? (simba__rsub *)simba__rmap_get(&r->chans, chan->str, chan->len) : NULL;
+        if (s && ac == r->sub.ac) {
+            s->confirmed = 0;
+            simba__rcl_want_map(r, "a sharded subscription was dropped by the server");
+        }
+        return;
+    }
+    if (kind->type == REDIS_REPLY_STRING && strcmp(kind->str, r->cluster ? "ssubscribe" : "subscribe") == 0 &&
         chan->type == REDIS_REPLY_STRING) {
         s = (simba__rsub *)simba__rmap_get(&r->chans, chan->str, chan->len);
         if (s && ac == r->sub.ac) {
@@ -1001,7 +1267,7 @@ static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv) 
         }
         return;
     }
-    if (kind->type != REDIS_REPLY_STRING || strcmp(kind->str, "message") != 0 ||
+    if (kind->type != REDIS_REPLY_STRING || strcmp(kind->str, r->cluster ? "smessage" : "message") != 0 ||
         chan->type != REDIS_REPLY_STRING || msg->type != REDIS_REPLY_STRING)
         return;
     s = (simba__rsub *)simba__rmap_get(&r->chans, chan->str, chan->len);
@@ -1085,13 +1351,27 @@ static void simba__redis_on_probe(simba__redis *r, int kind, const redisReply *x
     }
 }
 
+static void simba__rconn_drop(simba__rconn *c, int64_t now);
+
 static void simba__redis_on_hs(redisAsyncContext *ac, void *reply, void *priv) {
     struct simba__rhs *h = (struct simba__rhs *)priv;
     simba__rconn *c = h->c;
     redisReply *x = (redisReply *)reply;
     (void)ac;
     if (!x) return; /* going down anyway */
-    if (h->script <= SIMBA__RHS_INFO) {
+    if (h->script == SIMBA__RHS_ROLE) {
+        const char *role = x->type == REDIS_REPLY_ARRAY && x->elements > 0 && x->element[0]->type == REDIS_REPLY_STRING
+                               ? x->element[0]->str : "unknown";
+        if (!c->hs_failed && strcmp(role, "master") != 0) {
+            char d[128];
+            snprintf(d, sizeof(d), "%s:%d is not the primary (ROLE %s): asking the sentinels again", c->r->host,
+                     c->r->port, role);
+            simba__redis_seterr(c->r, "sentinel", d);
+            c->hs_failed = 1;
+            c->r->addr_ok = 0;
+            if (c->r->sen.ac) simba__rconn_drop(&c->r->sen, simba_now(c->r->loop));
+        }
+    } else if (h->script <= SIMBA__RHS_INFO) {
         if (!c->hs_failed) simba__redis_on_probe(c->r, h->script, x);
     } else if (c->hs_failed) {
         /* keep the first error (AUTH): what follows it only fails because of it */
@@ -1110,14 +1390,31 @@ static void simba__redis_on_hs(redisAsyncContext *ac, void *reply, void *priv) {
     c->hs_left--;
 }
 
+/* An event for every mutex of this backend; a Cluster node names the mutexes it serves, so
+   that losing one node does not touch owners on the others. */
+static void simba__redis_event_all(simba__redis *r, simba_event_kind kind) {
+    size_t b;
+    simba__rnode *nd;
+    if (!r->router) {
+        simba_backend_event(r->be, kind, NULL, NULL, NULL);
+        return;
+    }
+    for (b = 0; b < r->mutexes.nb; b++)
+        for (nd = r->mutexes.b[b]; nd; nd = nd->hnext) simba_backend_event(r->be, kind, nd->key, NULL, NULL);
+}
+
 static void simba__rconn_down(simba__rconn *c, int64_t now) {
     simba__redis *r = c->r;
     /* Losing the command connection is losing the server: the core's policy decides. */
-    if (!c->is_sub && c->state == SIMBA__RC_READY) simba_backend_event(r->be, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
+    if (c == &r->cmd && c->state == SIMBA__RC_READY) simba__redis_event_all(r, SIMBA_EV_DISCONNECTED);
+    /* A Cluster node that went away may have been failed over: learn the map again. */
+    if (r->router && c == &r->cmd) simba__rcl_want_map(r, "a node's connection was lost");
+    /* The next attempt asks the next sentinel. */
+    if (c->is_sen && r->nsen) r->sen_i = (r->sen_i + 1) % r->nsen;
     c->state = SIMBA__RC_DOWN;
     c->rd = c->wr = 0;
     c->fd = -1;
-    if (c->was_ready) r->reset_pending = 1;
+    if (c->was_ready && !c->is_sen) r->reset_pending = 1;
     if (c->is_sub) {
         size_t b;
         simba__rnode *nd;
@@ -1126,7 +1423,7 @@ static void simba__rconn_down(simba__rconn *c, int64_t now) {
     }
     c->deadline = simba__add(now, simba__redis_jitter(r, c->backoff));
     c->backoff = c->backoff * 2 > r->rmax ? r->rmax : c->backoff * 2;
-    if (!c->is_sub) {
+    if (c == &r->cmd) {
         /* They were waiting for this attempt; the core retries after its own backoff. */
         while (r->pending) {
             simba__rop *op = r->pending;
@@ -1150,7 +1447,8 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
     const char *argv[3];
     size_t lens[3];
     int i, n = 0;
-    ac = r->unix_path ? redisAsyncConnectUnix(r->unix_path) : redisAsyncConnect(r->host, r->port);
+    if (c->is_sen) ac = redisAsyncConnect(r->sen_host[r->sen_i], r->sen_port[r->sen_i]);
+    else ac = r->unix_path ? redisAsyncConnectUnix(r->unix_path) : redisAsyncConnect(r->host, r->port);
     c->hs_left = 0;
     c->hs_failed = 0;
     if (!ac || ac->err) {
@@ -1173,7 +1471,7 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
     /* Completion of a non-blocking connect shows as writability. */
     c->wr = 1;
     c->rd = 0;
-    if (r->password) {
+    if (r->password && !c->is_sen) {
         argv[n] = "AUTH";
         lens[n++] = 4;
         if (r->username) {
@@ -1189,7 +1487,7 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
         if (redisAsyncCommandArgv(ac, simba__redis_on_hs, &c->hs[0], n, argv, lens) == REDIS_OK)
             c->hs_left++;
     }
-    if (!c->is_sub) {
+    if (c == &r->cmd) {
         if (r->db) {
             c->hs[1].c = c;
             c->hs[1].script = SIMBA__RHS_PLAIN;
@@ -1200,7 +1498,7 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
             c->hs[2 + i].c = c;
             c->hs[2 + i].script = i;
             if (redisAsyncCommand(ac, simba__redis_on_hs, &c->hs[2 + i], "SCRIPT LOAD %s",
-                                  simba__redis_lua[i]) == REDIS_OK)
+                                  simba__redis_lua[r->cluster][i]) == REDIS_OK)
                 c->hs_left++;
         }
         /* Asked at every connect, pipelined with the rest: a restart or a new policy shows
@@ -1215,15 +1513,25 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
         c->hs[3 + SIMBA__RS_N].script = SIMBA__RHS_FSYNC;
         if (redisAsyncCommand(ac, simba__redis_on_hs, &c->hs[3 + SIMBA__RS_N], "CONFIG GET appendfsync") == REDIS_OK)
             c->hs_left++;
+        /* Sentinel: the address they named must still be the primary (a stale answer, or
+           a demoted primary that came back). */
+        c->hs[4 + SIMBA__RS_N].c = c;
+        c->hs[4 + SIMBA__RS_N].script = SIMBA__RHS_ROLE;
+        if (r->nsen && redisAsyncCommand(ac, simba__redis_on_hs, &c->hs[4 + SIMBA__RS_N], "ROLE") == REDIS_OK)
+            c->hs_left++;
     }
 }
+
+static void simba__redis_on_master(redisAsyncContext *ac, void *reply, void *priv);
 
 static void simba__rconn_ready(simba__rconn *c) {
     simba__redis *r = c->r;
     c->state = SIMBA__RC_READY;
     c->was_ready = 1;
     c->backoff = r->rmin;
-    if (c->is_sub) {
+    if (c->is_sen) {
+        redisAsyncCommand(c->ac, simba__redis_on_master, r, "SENTINEL get-master-addr-by-name %s", r->master_name);
+    } else if (c->is_sub) {
         /* Only now, after AUTH: a SUBSCRIBE refused with NOAUTH would hide the real error. */
         size_t b;
         for (b = 0; b < r->chans.nb; b++) {
@@ -1268,6 +1576,69 @@ static void simba__rconn_settle(simba__rconn *c, int64_t now) {
         simba__rconn_ready(c);
 }
 
+/* ---- Sentinel --------------------------------------------------------------------------- */
+
+/* The sentinels named the primary: connections to another address go and are made again at
+   once (their reconnect raises SIMBA_EV_RESET; the new primary's run_id quarantines). */
+static void simba__redis_set_primary(simba__redis *r, const char *host, int port, const char *why) {
+    unsigned char addr[16];
+    int64_t now = simba_now(r->loop);
+    char *h;
+    if ((inet_pton(AF_INET, host, addr) != 1 && inet_pton(AF_INET6, host, addr) != 1) || port <= 0 || port > 65535) {
+        simba__redis_seterr(r, "sentinel", "named a primary that is not a numeric address");
+        return;
+    }
+    if (port == r->port && strcmp(host, r->host) == 0) {
+        r->addr_ok = 1;
+        return;
+    }
+    if (!(h = simba__redis_strdup(r->loop, host))) return;
+    simba_free(r->loop, r->host);
+    r->host = h;
+    r->port = port;
+    r->addr_ok = 1;
+    simba_log(r->loop, SIMBA_LOG_WARN, "redis sentinel: primary of %s is %s:%d (%s)", r->master_name, host, port, why);
+    if (r->cmd.state != SIMBA__RC_DOWN) simba__rconn_drop(&r->cmd, now);
+    if (r->sub.state != SIMBA__RC_DOWN) simba__rconn_drop(&r->sub, now);
+    r->cmd.deadline = r->sub.deadline = now;
+    r->cmd.backoff = r->sub.backoff = r->rmin;
+}
+
+/* "+switch-master <name> <old ip> <old port> <new ip> <new port>" */
+static void simba__redis_on_switch(redisAsyncContext *ac, void *reply, void *priv) {
+    simba__redis *r = (simba__redis *)priv;
+    redisReply *x = (redisReply *)reply;
+    char name[128], oh[48], nh[48];
+    int op, np;
+    (void)ac;
+    if (!x || r->destroying || x->type != REDIS_REPLY_ARRAY || x->elements < 3 ||
+        x->element[0]->type != REDIS_REPLY_STRING || strcmp(x->element[0]->str, "message") != 0 ||
+        x->element[2]->type != REDIS_REPLY_STRING)
+        return;
+    if (sscanf(x->element[2]->str, "%127s %47s %d %47s %d", name, oh, &op, nh, &np) != 5) return;
+    if (strcmp(name, r->master_name) == 0) simba__redis_set_primary(r, nh, np, "+switch-master");
+}
+
+/* SENTINEL get-master-addr-by-name: [ip, port], or nil for a name it does not monitor. */
+static void simba__redis_on_master(redisAsyncContext *ac, void *reply, void *priv) {
+    simba__redis *r = (simba__redis *)priv;
+    redisReply *x = (redisReply *)reply;
+    char port[8], d[240];
+    if (!x || r->destroying) return;
+    if (x->type == REDIS_REPLY_ARRAY && x->elements == 2 && x->element[0]->type == REDIS_REPLY_STRING &&
+        x->element[1]->type == REDIS_REPLY_STRING && x->element[1]->len < sizeof(port)) {
+        memcpy(port, x->element[1]->str, x->element[1]->len + 1);
+        simba__redis_set_primary(r, x->element[0]->str, atoi(port), "asked");
+        /* From now on this connection only listens for failovers. */
+        redisAsyncCommand(ac, simba__redis_on_switch, r, "SUBSCRIBE +switch-master");
+        return;
+    }
+    snprintf(d, sizeof(d), "%s:%d does not name a primary for \"%.64s\" (%.60s)", r->sen_host[r->sen_i],
+             r->sen_port[r->sen_i], r->master_name, x->type == REDIS_REPLY_ERROR ? x->str : "unknown master name");
+    simba__redis_seterr(r, "sentinel", d);
+    r->sen.hs_failed = 1; /* settle() drops it; the next attempt asks the next sentinel */
+}
+
 static void simba__rconn_io(simba__rconn *c, short revents, int64_t now) {
     if (c->ac && (revents & (POLLIN | POLLERR | POLLHUP))) redisAsyncHandleRead(c->ac);
     if (c->ac && c->wr && (revents & (POLLOUT | POLLERR | POLLHUP))) redisAsyncHandleWrite(c->ac);
@@ -1284,12 +1655,8 @@ static void simba__rconn_flush(simba__rconn *c, int64_t now) {
 
 /* ---- vtable ------------------------------------------------------------------------------ */
 
-static simba_result simba__redis_submit(void *impl, simba_req *req) {
-    simba__redis *r = (simba__redis *)impl;
-    simba__rop *op;
-    int64_t now;
-    if (!r || !req || !req->mutex) return SIMBA_EINVAL;
-    if (r->destroying) return SIMBA_ECLOSED;
+static simba_result simba__redis_req_check(const simba_req *req) {
+    if (!req || !req->mutex) return SIMBA_EINVAL;
     /* The core checks names too; braces would also move the cluster hash tag. */
     if (simba_name_check(req->mutex) != SIMBA_OK || strpbrk(req->mutex, "{}")) return SIMBA_EINVAL;
     if (req->op != SIMBA_OP_ACQUIRE && req->op != SIMBA_OP_RELEASE && req->op != SIMBA_OP_READ)
@@ -1300,6 +1667,17 @@ static simba_result simba__redis_submit(void *impl, simba_req *req) {
         (req->ttl_ms <= 0 || req->ttl_ms > SIMBA_MAX_MS || req->transition_ms < 0 ||
          req->transition_ms > SIMBA_MAX_MS || req->live_ms < 0 || req->live_ms > SIMBA_MAX_MS))
         return SIMBA_EINVAL;
+    return SIMBA_OK;
+}
+
+/* hops, asking: a Cluster redirection (MOVED/ASK) brought the request to this node. */
+static simba_result simba__redis_submit_ex(simba__redis *r, simba_req *req, int hops, int asking) {
+    simba__rop *op;
+    int64_t now;
+    simba_result rc;
+    if (!r) return SIMBA_EINVAL;
+    if ((rc = simba__redis_req_check(req)) != SIMBA_OK) return rc;
+    if (r->destroying) return SIMBA_ECLOSED;
     op = r->free_ops;
     if (op) {
         r->free_ops = op->next;
@@ -1314,6 +1692,10 @@ static simba_result simba__redis_submit(void *impl, simba_req *req) {
     op->next = op->prev = NULL;
     op->req = req;
     op->retried = 0;
+    op->hops = hops;
+    op->asking = asking;
+    op->waits = op->have = 0;
+    op->acked = 0;
     op->deadline = INT64_MAX;
     op->seq = 0;
     if (req->op == SIMBA_OP_ACQUIRE) simba__redis_wake_acquire(r, req->mutex, req->contender);
@@ -1332,13 +1714,18 @@ static simba_result simba__redis_submit(void *impl, simba_req *req) {
     return SIMBA_OK;
 }
 
+static simba_result simba__redis_submit(void *impl, simba_req *req) {
+    return simba__redis_submit_ex((simba__redis *)impl, req, 0, 0);
+}
+
 static int simba__redis_fds(void *impl, struct pollfd *out, int cap) {
     simba__redis *r = (simba__redis *)impl;
-    simba__rconn *cs[2];
+    simba__rconn *cs[3];
     int i, n = 0;
     cs[0] = &r->cmd;
     cs[1] = &r->sub;
-    for (i = 0; i < 2; i++) {
+    cs[2] = &r->sen;
+    for (i = 0; i < 3; i++) {
         simba__rconn *c = cs[i];
         short ev = (short)((c->rd ? POLLIN : 0) | (c->wr ? POLLOUT : 0));
         if (!c->ac || c->fd < 0 || !ev) continue;
@@ -1354,54 +1741,62 @@ static int simba__redis_fds(void *impl, struct pollfd *out, int cap) {
 
 static int simba__redis_sub_needed(const simba__redis *r) { return r->mutexes.n > 0; }
 
+/* Whether a connection that is down should be made again now that its backoff has passed. */
+static int simba__rconn_wanted(const simba__redis *r, const simba__rconn *c) {
+    if (c->is_sen) return r->nsen > 0;
+    if (r->nsen && !r->addr_ok) return 0; /* the sentinels have not named the primary yet */
+    return !c->is_sub || simba__redis_sub_needed(r);
+}
+
 static void simba__redis_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__redis *r = (simba__redis *)impl;
-    simba__rconn *cs[2];
-    short rev[2] = {0, 0};
+    simba__rconn *cs[3];
+    short rev[3] = {0, 0, 0};
     int i, j;
     if (!r || r->destroying) return;
     cs[0] = &r->cmd;
     cs[1] = &r->sub;
+    cs[2] = &r->sen;
     if (!(flags & SIMBA_PROCESS_IO) && r->io_at != now) {
         /* Tick mode: our own zero-timeout look at our descriptors. Not again when the loop
            looked at them in this same poll (it calls us once more after every round of
            answers, so that new requests go out): that costs a syscall per round trip and
            anything that arrives later still wakes the caller's poll. */
-        struct pollfd p[2];
-        int k = simba__redis_fds(r, p, 2), m = 0;
+        struct pollfd p[3];
+        int k = simba__redis_fds(r, p, 3), m = 0;
         if (k > 0 && poll(p, (nfds_t)k, 0) > 0) {
-            for (i = 0; i < 2; i++)
+            for (i = 0; i < 3; i++)
                 if (cs[i]->ac && cs[i]->fd >= 0 && m < k && p[m].fd == cs[i]->fd &&
                     (cs[i]->rd || cs[i]->wr))
                     rev[i] = p[m++].revents;
         }
     } else if ((flags & SIMBA_PROCESS_IO) && ready) {
         r->io_at = now;
-        for (i = 0; i < 2; i++)
+        for (i = 0; i < 3; i++)
             for (j = 0; j < n; j++)
                 if (cs[i]->ac && cs[i]->fd >= 0 && ready[j].fd == cs[i]->fd) rev[i] |= ready[j].revents;
     }
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < 3; i++) {
         simba__rconn *c = cs[i];
         if (rev[i]) simba__rconn_io(c, rev[i], now);
         if (c->state == SIMBA__RC_CONNECTING && now >= c->deadline) {
-            simba__redis_seterr(r, c->is_sub ? "subscriber connect" : "connect", "timed out");
+            simba__redis_seterr(r, c->is_sen ? "sentinel connect" : c->is_sub ? "subscriber connect" : "connect", "timed out");
             simba__rconn_drop(c, now);
-        } else if (!c->is_sub && c->state == SIMBA__RC_READY && r->inflight &&
+        } else if (c == &r->cmd && c->state == SIMBA__RC_READY && r->inflight &&
                    r->inflight->deadline <= now) {
             simba__redis_seterr(r, "command", "timed out; reconnecting");
             simba__rconn_drop(c, now);
             /* The server may be fine (one slow command): try again soon. */
             c->deadline = now;
         }
-        if (c->state == SIMBA__RC_DOWN && now >= c->deadline && (!c->is_sub || simba__redis_sub_needed(r)))
+        if (c->state == SIMBA__RC_DOWN && now >= c->deadline && simba__rconn_wanted(r, c))
             simba__rconn_start(c, now);
         simba__rconn_flush(c, now);
     }
     if (r->reset_pending && r->cmd.state == SIMBA__RC_READY &&
         (r->sub.state == SIMBA__RC_READY || !simba__redis_sub_needed(r))) {
         r->reset_pending = 0;
-        simba_backend_event(r->be, SIMBA_EV_RESET, NULL, NULL, NULL);
+        simba__redis_event_all(r, SIMBA_EV_RESET);
     }
 }
 
@@ -1409,10 +1804,12 @@ static int64_t simba__redis_deadline(void *impl) {
     simba__redis *r = (simba__redis *)impl;
     int64_t d = INT64_MAX;
     if (!r) return d;
-    if (r->cmd.state != SIMBA__RC_READY) d = r->cmd.deadline;
+    if (r->cmd.state != SIMBA__RC_READY && (r->cmd.state != SIMBA__RC_DOWN || simba__rconn_wanted(r, &r->cmd)))
+        d = r->cmd.deadline;
     else if (r->inflight) d = r->inflight->deadline;
+    if (r->nsen && r->sen.state != SIMBA__RC_READY && r->sen.deadline < d) d = r->sen.deadline;
     if (r->sub.state == SIMBA__RC_CONNECTING ||
-        (r->sub.state == SIMBA__RC_DOWN && simba__redis_sub_needed(r)))
+        (r->sub.state == SIMBA__RC_DOWN && simba__rconn_wanted(r, &r->sub)))
         if (r->sub.deadline < d) d = r->sub.deadline;
     return d;
 }
@@ -1492,6 +1889,7 @@ static void simba__redis_destroy(void *impl) {
     /* In-flight requests complete (SIMBA_ECLOSED) from hiredis' NULL-reply callbacks. */
     if (r->cmd.ac) redisAsyncFree(r->cmd.ac);
     if (r->sub.ac) redisAsyncFree(r->sub.ac);
+    if (r->sen.ac) redisAsyncFree(r->sen.ac);
     while (r->pending) {
         op = r->pending;
         r->pending = op->next;
@@ -1511,6 +1909,7 @@ static void simba__redis_destroy(void *impl) {
     simba_free(loop, r->username);
     simba_free(loop, r->password);
     simba_free(loop, r->prefix);
+    simba_free(loop, r->master_name);
     simba_free(loop, r);
 }
 
@@ -1526,6 +1925,474 @@ static const simba_backend_vt simba__redis_vt = {
     simba__redis_destroy,
     SIMBA_LEASE_ASKED,
 };
+
+/* One backend's state for host:port (a standalone server or one Cluster node); NULL when
+   out of memory. Its connections start later. */
+static simba__redis *simba__redis_make(simba_loop *loop, const simba_redis_desc *desc, const char *host, int port) {
+    simba__redis *r = (simba__redis *)simba_alloc(loop, sizeof(*r));
+    if (!r) return NULL;
+    memset(r, 0, sizeof(*r));
+    r->loop = loop;
+    r->port = port;
+    r->db = desc->db;
+    r->cluster = desc->cluster;
+    r->connect_to = desc->connect_timeout_ms ? desc->connect_timeout_ms : 2000;
+    r->cmd_to = desc->command_timeout_ms ? desc->command_timeout_ms : 2000;
+    r->rmin = desc->reconnect_min_ms ? desc->reconnect_min_ms : 100;
+    r->rmax = desc->reconnect_max_ms ? desc->reconnect_max_ms : (r->rmin > 5000 ? r->rmin : 5000);
+    r->max_lease = desc->max_lease_ms;
+    r->allow_eviction = desc->allow_eviction;
+    r->wait_replicas = desc->wait_replicas;
+    r->wait_to = desc->wait_timeout_ms ? desc->wait_timeout_ms : 200;
+    r->host = simba__redis_strdup(loop, host);
+    r->unix_path = simba__redis_strdup(loop, desc->unix_path);
+    r->username = simba__redis_strdup(loop, desc->username);
+    r->password = simba__redis_strdup(loop, desc->password);
+    r->prefix = simba__redis_strdup(loop, desc->prefix ? desc->prefix : "simba:");
+    r->io_at = INT64_MIN;
+    r->cmd.r = r->sub.r = r->sen.r = r;
+    r->sub.is_sub = 1;
+    r->sen.is_sen = 1;
+    r->cmd.fd = r->sub.fd = r->sen.fd = -1;
+    r->cmd.backoff = r->sub.backoff = r->sen.backoff = r->rmin;
+    if (desc->sentinels) {
+        for (; desc->sentinels[r->nsen] && r->nsen < SIMBA__REDIS_SENTINELS_MAX; r->nsen++) {
+            const char *a = desc->sentinels[r->nsen], *colon = strrchr(a, ':');
+            snprintf(r->sen_host[r->nsen], sizeof(r->sen_host[0]), "%.*s", (int)(colon - a), a);
+            r->sen_port[r->nsen] = atoi(colon + 1);
+        }
+        r->master_name = simba__redis_strdup(loop, desc->master_name);
+    }
+    if (!r->host || !r->prefix || (desc->sentinels && !r->master_name) || (desc->unix_path && !r->unix_path) ||
+        (desc->username && !r->username) || (desc->password && !r->password)) {
+        simba__redis_destroy(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* ---- Redis Cluster: a router over one backend state per primary ------------------------- */
+
+#define SIMBA__RCL_SLOTS 16384
+#define SIMBA__RCL_NODES_MAX 64
+#define SIMBA__RCL_HOPS 5 /* redirections one request may follow before it fails */
+
+typedef struct simba__rcl_mutex {
+    simba__rnode node; /* key = mutex name */
+    int refs;
+    simba__redis *at; /* the node it is watched on, NULL while its slot is unknown */
+} simba__rcl_mutex;
+
+typedef struct simba__rcluster {
+    simba_loop *loop;
+    simba_backend *be;
+    simba_redis_desc tmpl; /* what every node is opened with; its strings are the nodes' */
+    simba__redis *nodes[SIMBA__RCL_NODES_MAX];
+    int nnodes, ask_from;
+    int16_t *slots;        /* node index per slot; -1: no primary known */
+    char (*tags)[SIMBA__RCL_TAG]; /* marker tag per slot */
+    int have_map, map_bad; /* map_bad: the last CLUSTER SLOTS was refused (not a cluster) */
+    int map_want, map_busy;
+    simba__redis *map_node;           /* asked for the map */
+    int64_t map_deadline, map_next;   /* busy: its answer's deadline; else: next ask */
+    simba_req **pending;              /* submitted before the first map */
+    size_t npending, cap_pending;
+    int64_t pending_deadline;
+    simba__rmap mutexes;
+    int destroying;
+    char err[256];
+} simba__rcluster;
+
+static void simba__rcl_seterr(simba__rcluster *rc, simba_log_level level, const char *msg) {
+    simba__copy(rc->err, sizeof(rc->err), msg);
+    simba_log(rc->loop, level, "%s", rc->err);
+}
+
+static void simba__rcl_reqfail(simba_req *req, simba_result code, const char *msg) {
+    simba_reply rep;
+    memset(&rep, 0, sizeof(rep));
+    rep.rc = code;
+    rep.errmsg = msg && *msg ? msg : NULL;
+    rep.held_ms = -1;
+    simba_req_done(req, &rep);
+}
+
+/* The node for a primary's address, made (and connecting) on first sight. */
+static simba__redis *simba__rcl_node(simba__rcluster *rc, const char *host, int port) {
+    simba__redis *n;
+    unsigned char addr[16];
+    int i;
+    for (i = 0; i < rc->nnodes; i++)
+        if (rc->nodes[i]->port == port && strcmp(rc->nodes[i]->host, host) == 0) return rc->nodes[i];
+    /* Only numeric addresses: resolving a name could block the loop. */
+    if (inet_pton(AF_INET, host, addr) != 1 && inet_pton(AF_INET6, host, addr) != 1) return NULL;
+    if (rc->nnodes >= SIMBA__RCL_NODES_MAX || port <= 0 || port > 65535) return NULL;
+    n = simba__redis_make(rc->loop, &rc->tmpl, host, port);
+    if (!n) return NULL;
+    n->be = rc->be;
+    n->router = rc;
+    n->cluster = 1;
+    n->tags = rc->tags;
+    rc->nodes[rc->nnodes++] = n;
+    simba__rconn_start(&n->cmd, simba_now(rc->loop));
+    return n;
+}
+
+static int simba__rcl_index(const simba__rcluster *rc, const simba__redis *n) {
+    int i;
+    for (i = 0; i < rc->nnodes; i++)
+        if (rc->nodes[i] == n) return i;
+    return -1;
+}
+
+static simba__redis *simba__rcl_owner(const simba__rcluster *rc, const char *mutex) {
+    int i = rc->have_map ? rc->slots[simba__rcl_slot(mutex)] : -1;
+    return i >= 0 && i < rc->nnodes ? rc->nodes[i] : NULL;
+}
+
+static void simba__rcl_want_map(simba__redis *r, const char *why) {
+    simba__rcluster *rc = r->router;
+    if (!rc || rc->destroying || rc->map_want || rc->map_busy) return;
+    simba_log(rc->loop, SIMBA_LOG_INFO, "redis cluster: refreshing the slot map (%s)", why);
+    rc->map_want = 1;
+}
+
+/* Each watched mutex lives on the node that serves its slot: a moved slot moves its watch
+   (and the subscriptions with it), and its services ask again (SIMBA_EV_RESET). */
+static void simba__rcl_rehome(simba__rcluster *rc) {
+    size_t b;
+    simba__rnode *nd;
+    for (b = 0; b < rc->mutexes.nb; b++)
+        for (nd = rc->mutexes.b[b]; nd; nd = nd->hnext) {
+            simba__rcl_mutex *m = (simba__rcl_mutex *)nd;
+            simba__redis *want = simba__rcl_owner(rc, nd->key);
+            if (want == m->at) continue;
+            if (m->at) simba__redis_unwatch(m->at, nd->key);
+            m->at = want && simba__redis_watch(want, nd->key) == SIMBA_OK ? want : NULL;
+            simba_backend_event(rc->be, SIMBA_EV_RESET, nd->key, NULL, NULL);
+        }
+}
+
+static void simba__rcl_route(simba__rcluster *rc, simba_req *req) {
+    simba__redis *n = simba__rcl_owner(rc, req->mutex);
+    char msg[96];
+    /* Its primary is unreachable: a replica may be taking over (asked at most every
+       reconnect_min_ms); this request fails now and the core retries with its backoff. */
+    if (n && n->cmd.state == SIMBA__RC_DOWN) simba__rcl_want_map(n, "a primary is unreachable");
+    if (!n) {
+        snprintf(msg, sizeof(msg), "redis cluster: no primary serves slot %d", simba__rcl_slot(req->mutex));
+        simba__rcl_reqfail(req, SIMBA_EBACKEND, msg);
+        rc->map_want = 1;
+        return;
+    }
+    if (simba__redis_submit_ex(n, req, 0, 0) != SIMBA_OK) simba__rcl_reqfail(req, SIMBA_EBACKEND, "redis cluster: cannot submit");
+}
+
+static void simba__rcl_flush_pending(simba__rcluster *rc, simba_result code) {
+    size_t i, n = rc->npending;
+    rc->npending = 0;
+    for (i = 0; i < n; i++) {
+        if (code == SIMBA_OK) simba__rcl_route(rc, rc->pending[i]);
+        else simba__rcl_reqfail(rc->pending[i], code, rc->err[0] ? rc->err : "redis cluster: no slot map");
+    }
+}
+
+/* CLUSTER SLOTS: [[start, end, [host, port, id, ...], replicas...], ...]. */
+static void simba__rcl_on_slots(redisAsyncContext *ac, void *reply, void *priv) {
+    simba__redis *asked = (simba__redis *)priv;
+    simba__rcluster *rc = asked->router;
+    redisReply *x = (redisReply *)reply;
+    char msg[256];
+    size_t i;
+    int s;
+    (void)ac;
+    if (!rc || rc->destroying || !rc->map_busy || rc->map_node != asked) return;
+    rc->map_busy = 0;
+    rc->map_node = NULL;
+    if (!x) {
+        rc->map_want = 1;
+        return;
+    }
+    if (x->type == REDIS_REPLY_ERROR) {
+        snprintf(msg, sizeof(msg), "redis cluster: %s:%d refused CLUSTER SLOTS (%.120s): it is not a Redis Cluster node; "
+                 "open it without simba_redis_desc.cluster", asked->host, asked->port, x->str);
+        simba__rcl_seterr(rc, SIMBA_LOG_ERROR, msg);
+        rc->map_bad = 1;
+        rc->map_next = simba__add(simba_now(rc->loop), asked->rmax);
+        rc->map_want = 1;
+        simba__rcl_flush_pending(rc, SIMBA_EBACKEND);
+        return;
+    }
+    if (x->type != REDIS_REPLY_ARRAY) {
+        rc->map_want = 1;
+        return;
+    }
+    for (s = 0; s < SIMBA__RCL_SLOTS; s++) rc->slots[s] = -1;
+    for (i = 0; i < x->elements; i++) {
+        const redisReply *e = x->element[i], *h;
+        char host[64];
+        long long a, z, port;
+        simba__redis *n;
+        int idx;
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 || e->element[0]->type != REDIS_REPLY_INTEGER ||
+            e->element[1]->type != REDIS_REPLY_INTEGER || e->element[2]->type != REDIS_REPLY_ARRAY ||
+            e->element[2]->elements < 2)
+            continue;
+        a = e->element[0]->integer;
+        z = e->element[1]->integer;
+        h = e->element[2];
+        if (h->element[0]->type != REDIS_REPLY_STRING || h->element[1]->type != REDIS_REPLY_INTEGER) continue;
+        port = h->element[1]->integer;
+        /* An empty host means "the address you reached me at". */
+        snprintf(host, sizeof(host), "%s", h->element[0]->len ? h->element[0]->str : asked->host);
+        if (a < 0 || z >= SIMBA__RCL_SLOTS || a > z || port <= 0 || port > 65535) continue;
+        n = simba__rcl_node(rc, host, (int)port);
+        if (!n) {
+            snprintf(msg, sizeof(msg), "redis cluster: cannot use primary %.64s:%lld (a numeric address is needed, "
+                     "at most %d nodes)", host, port, SIMBA__RCL_NODES_MAX);
+            simba__rcl_seterr(rc, SIMBA_LOG_ERROR, msg);
+            continue;
+        }
+        idx = simba__rcl_index(rc, n);
+        for (s = (int)a; s <= (int)z; s++) rc->slots[s] = (int16_t)idx;
+    }
+    rc->have_map = 1;
+    rc->map_bad = 0;
+    rc->map_want = 0;
+    simba__rcl_rehome(rc);
+    simba__rcl_flush_pending(rc, SIMBA_OK);
+}
+
+/* A node's op was answered MOVED or ASK: 1 when it went on to the named node. */
+static int simba__rcl_redirect(simba__redis *r, simba__rop *op, const char *err) {
+    simba__rcluster *rc = r->router;
+    int ask = strncmp(err, "ASK ", 4) == 0;
+    const char *p = err + (ask ? 4 : 6), *colon;
+    char host[64], *end;
+    long slot, port;
+    simba__redis *n;
+    simba_req *req;
+    int hops;
+    if (!rc || rc->destroying || op->hops >= SIMBA__RCL_HOPS) return 0;
+    slot = strtol(p, &end, 10);
+    if (end == p || *end != ' ' || slot < 0 || slot >= SIMBA__RCL_SLOTS) return 0;
+    p = end + 1;
+    colon = strrchr(p, ':');
+    if (!colon || colon == p || (size_t)(colon - p) >= sizeof(host)) return 0;
+    memcpy(host, p, (size_t)(colon - p));
+    host[colon - p] = 0;
+    port = strtol(colon + 1, &end, 10);
+    if (*end || port <= 0 || port > 65535) return 0;
+    n = simba__rcl_node(rc, host, (int)port);
+    if (!n) return 0;
+    if (!ask) {
+        /* The slot has moved for good: note it now, and learn the rest of the map. */
+        if (rc->have_map) rc->slots[slot] = (int16_t)simba__rcl_index(rc, n);
+        simba__rcl_want_map(r, err);
+        if (rc->have_map) simba__rcl_rehome(rc);
+    }
+    req = op->req;
+    hops = op->hops + 1;
+    simba__rop_release(r, op);
+    if (simba__redis_submit_ex(n, req, hops, ask) != SIMBA_OK) simba__rcl_reqfail(req, SIMBA_EBACKEND, err);
+    return 1;
+}
+
+static simba_result simba__rcl_submit(void *impl, simba_req *req) {
+    simba__rcluster *rc = (simba__rcluster *)impl;
+    simba_result code;
+    if (!rc) return SIMBA_EINVAL;
+    if ((code = simba__redis_req_check(req)) != SIMBA_OK) return code;
+    if (rc->destroying) return SIMBA_ECLOSED;
+    if (rc->have_map) {
+        simba__rcl_route(rc, req);
+        return SIMBA_OK;
+    }
+    if (rc->map_bad) {
+        simba__rcl_reqfail(req, SIMBA_EBACKEND, rc->err);
+        return SIMBA_OK;
+    }
+    /* No map yet: held until the first one arrives, for one connect timeout at most. */
+    if (rc->npending == rc->cap_pending) {
+        size_t cap = rc->cap_pending ? rc->cap_pending * 2 : 16;
+        simba_req **p = (simba_req **)simba_alloc(rc->loop, cap * sizeof(*p));
+        if (!p) return SIMBA_ENOMEM;
+        if (rc->npending) memcpy(p, rc->pending, rc->npending * sizeof(*p));
+        simba_free(rc->loop, rc->pending);
+        rc->pending = p;
+        rc->cap_pending = cap;
+    }
+    if (!rc->npending) rc->pending_deadline = simba__add(simba_now(rc->loop), rc->nodes[0]->connect_to);
+    rc->pending[rc->npending++] = req;
+    return SIMBA_OK;
+}
+
+static int simba__rcl_fds(void *impl, struct pollfd *out, int cap) {
+    simba__rcluster *rc = (simba__rcluster *)impl;
+    int i, n = 0;
+    for (i = 0; i < rc->nnodes; i++)
+        n += simba__redis_fds(rc->nodes[i], out && n < cap ? out + n : NULL, out && n < cap ? cap - n : 0);
+    return n;
+}
+
+static void simba__rcl_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
+    simba__rcluster *rc = (simba__rcluster *)impl;
+    int i;
+    if (!rc || rc->destroying) return;
+    for (i = 0; i < rc->nnodes; i++) simba__redis_process(rc->nodes[i], ready, n, now, flags);
+    if (rc->map_busy && now >= rc->map_deadline) {
+        rc->map_busy = 0;
+        rc->map_node = NULL;
+        rc->map_want = 1;
+        rc->ask_from++;
+    }
+    if ((rc->map_want || !rc->have_map) && !rc->map_busy && now >= rc->map_next) {
+        /* Ask the first node that is up, starting after the last one asked. */
+        for (i = 0; i < rc->nnodes; i++) {
+            simba__redis *nd = rc->nodes[(i + rc->ask_from) % rc->nnodes];
+            if (nd->cmd.state != SIMBA__RC_READY || !nd->cmd.ac) continue;
+            if (redisAsyncCommand(nd->cmd.ac, simba__rcl_on_slots, nd, "CLUSTER SLOTS") != REDIS_OK) continue;
+            rc->map_busy = 1;
+            rc->map_node = nd;
+            rc->map_deadline = simba__add(now, nd->cmd_to);
+            rc->map_next = simba__add(now, nd->rmin); /* at most one map per reconnect_min_ms */
+            rc->ask_from = (i + rc->ask_from) % rc->nnodes;
+            simba__rconn_flush(&nd->cmd, now);
+            break;
+        }
+    }
+    if (rc->npending && now >= rc->pending_deadline) {
+        if (!rc->err[0]) simba__copy(rc->err, sizeof(rc->err), "redis cluster: no slot map within connect_timeout_ms");
+        simba__rcl_flush_pending(rc, SIMBA_ECONN);
+    }
+}
+
+static int64_t simba__rcl_deadline(void *impl) {
+    simba__rcluster *rc = (simba__rcluster *)impl;
+    int64_t d = INT64_MAX, t;
+    int i;
+    if (!rc) return d;
+    for (i = 0; i < rc->nnodes; i++)
+        if ((t = simba__redis_deadline(rc->nodes[i])) < d) d = t;
+    if (rc->map_busy && rc->map_deadline < d) d = rc->map_deadline;
+    if (!rc->map_busy && (rc->map_want || !rc->have_map) && rc->map_next < d) d = rc->map_next;
+    if (rc->npending && rc->pending_deadline < d) d = rc->pending_deadline;
+    return d;
+}
+
+static simba_result simba__rcl_watch(void *impl, const char *mutex) {
+    simba__rcluster *rc = (simba__rcluster *)impl;
+    simba__rcl_mutex *m;
+    simba__redis *n;
+    if (!rc || !mutex || simba_name_check(mutex) != SIMBA_OK || strpbrk(mutex, "{}")) return SIMBA_EINVAL;
+    m = (simba__rcl_mutex *)simba__rmap_get(&rc->mutexes, mutex, strlen(mutex));
+    if (m) {
+        m->refs++;
+        return SIMBA_OK;
+    }
+    m = (simba__rcl_mutex *)simba_alloc(rc->loop, sizeof(*m));
+    if (!m) return SIMBA_ENOMEM;
+    memset(m, 0, sizeof(*m));
+    m->refs = 1;
+    m->node.key = simba__redis_strdup(rc->loop, mutex);
+    m->node.klen = strlen(mutex);
+    if (!m->node.key || simba__rmap_put(rc->loop, &rc->mutexes, &m->node) != SIMBA_OK) {
+        simba_free(rc->loop, m->node.key);
+        simba_free(rc->loop, m);
+        return SIMBA_ENOMEM;
+    }
+    n = simba__rcl_owner(rc, mutex);
+    if (n && simba__redis_watch(n, mutex) == SIMBA_OK) m->at = n;
+    return SIMBA_OK;
+}
+
+static void simba__rcl_unwatch(void *impl, const char *mutex) {
+    simba__rcluster *rc = (simba__rcluster *)impl;
+    simba__rcl_mutex *m;
+    if (!rc || !mutex) return;
+    m = (simba__rcl_mutex *)simba__rmap_get(&rc->mutexes, mutex, strlen(mutex));
+    if (!m || --m->refs > 0) return;
+    if (m->at) simba__redis_unwatch(m->at, mutex);
+    simba__rmap_del(&rc->mutexes, &m->node);
+    simba_free(rc->loop, m->node.key);
+    simba_free(rc->loop, m);
+}
+
+static void simba__rcl_destroy(void *impl) {
+    simba__rcluster *rc = (simba__rcluster *)impl;
+    simba_loop *loop;
+    size_t b;
+    int i;
+    if (!rc) return;
+    loop = rc->loop;
+    rc->destroying = 1;
+    simba__copy(rc->err, sizeof(rc->err), "redis backend closed");
+    simba__rcl_flush_pending(rc, SIMBA_ECLOSED);
+    for (i = 0; i < rc->nnodes; i++) simba__redis_destroy(rc->nodes[i]);
+    for (b = 0; b < rc->mutexes.nb; b++)
+        while (rc->mutexes.b[b]) {
+            simba__rcl_mutex *m = (simba__rcl_mutex *)rc->mutexes.b[b];
+            simba__rmap_del(&rc->mutexes, &m->node);
+            simba_free(loop, m->node.key);
+            simba_free(loop, m);
+        }
+    simba_free(loop, rc->mutexes.b);
+    simba_free(loop, rc->pending);
+    simba_free(loop, rc->slots);
+    simba_free(loop, rc->tags);
+    simba_free(loop, (void *)rc->tmpl.username);
+    simba_free(loop, (void *)rc->tmpl.password);
+    simba_free(loop, (void *)rc->tmpl.prefix);
+    simba_free(loop, rc);
+}
+
+static const simba_backend_vt simba__rcl_vt = {
+    sizeof(simba_backend_vt),
+    "redis",
+    simba__rcl_submit,
+    simba__rcl_fds,
+    simba__rcl_process,
+    simba__rcl_deadline,
+    simba__rcl_watch,
+    simba__rcl_unwatch,
+    simba__rcl_destroy,
+    SIMBA_LEASE_ASKED,
+};
+
+static simba_result simba__rcl_open(simba_loop *loop, const simba_redis_desc *desc, const char *host, simba_backend **out) {
+    simba__rcluster *rc = (simba__rcluster *)simba_alloc(loop, sizeof(*rc));
+    simba_result code;
+    int s;
+    if (!rc) return SIMBA_ENOMEM;
+    memset(rc, 0, sizeof(*rc));
+    rc->loop = loop;
+    rc->tmpl = *desc;
+    rc->tmpl.host = NULL;
+    rc->tmpl.username = simba__redis_strdup(loop, desc->username);
+    rc->tmpl.password = simba__redis_strdup(loop, desc->password);
+    rc->tmpl.prefix = simba__redis_strdup(loop, desc->prefix ? desc->prefix : "simba:");
+    rc->slots = (int16_t *)simba_alloc(loop, SIMBA__RCL_SLOTS * sizeof(*rc->slots));
+    rc->tags = (char (*)[SIMBA__RCL_TAG])simba_alloc(loop, SIMBA__RCL_SLOTS * sizeof(*rc->tags));
+    if (!rc->slots || !rc->tags || !rc->tmpl.prefix || (desc->username && !rc->tmpl.username) ||
+        (desc->password && !rc->tmpl.password)) {
+        simba__rcl_destroy(rc);
+        return SIMBA_ENOMEM;
+    }
+    for (s = 0; s < SIMBA__RCL_SLOTS; s++) rc->slots[s] = -1;
+    simba__rcl_tags_fill(rc->tags);
+    code = simba_backend_new(loop, &simba__rcl_vt, rc, &rc->be);
+    if (code != SIMBA_OK) {
+        simba__rcl_destroy(rc);
+        return code;
+    }
+    /* The seed: asked for the map once it is up; it serves slots only if the map says so. */
+    if (!simba__rcl_node(rc, host, desc->port ? desc->port : 6379)) {
+        simba_backend_free(rc->be);
+        return SIMBA_ENOMEM;
+    }
+    *out = rc->be;
+    return SIMBA_OK;
+}
 
 /* A duration of the desc: 0 (default) .. 2^40 ms, like every duration the core accepts. */
 static simba_result simba__redis_ms_check(simba_loop *loop, const char *field, int64_t v) {
@@ -1573,39 +2440,50 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
         return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: prefix must be at most %d bytes without braces",
                            SIMBA__REDIS_PREFIX_MAX);
 
-    r = (simba__redis *)simba_alloc(loop, sizeof(*r));
-    if (!r) return SIMBA_ENOMEM;
-    memset(r, 0, sizeof(*r));
-    r->loop = loop;
-    r->port = desc->port ? desc->port : 6379;
-    r->db = desc->db;
-    r->connect_to = desc->connect_timeout_ms ? desc->connect_timeout_ms : 2000;
-    r->cmd_to = desc->command_timeout_ms ? desc->command_timeout_ms : 2000;
-    r->rmin = desc->reconnect_min_ms ? desc->reconnect_min_ms : 100;
-    r->rmax = desc->reconnect_max_ms ? desc->reconnect_max_ms : (r->rmin > 5000 ? r->rmin : 5000);
-    r->max_lease = desc->max_lease_ms;
-    r->allow_eviction = desc->allow_eviction;
-    r->host = simba__redis_strdup(loop, host);
-    r->unix_path = simba__redis_strdup(loop, desc->unix_path);
-    r->username = simba__redis_strdup(loop, desc->username);
-    r->password = simba__redis_strdup(loop, desc->password);
-    r->prefix = simba__redis_strdup(loop, prefix);
-    r->io_at = INT64_MIN;
-    r->cmd.r = r->sub.r = r;
-    r->sub.is_sub = 1;
-    r->cmd.fd = r->sub.fd = -1;
-    r->cmd.backoff = r->sub.backoff = r->rmin;
-    if (!r->host || !r->prefix || (desc->unix_path && !r->unix_path) ||
-        (desc->username && !r->username) || (desc->password && !r->password)) {
-        simba__redis_destroy(r);
-        return SIMBA_ENOMEM;
+    if (desc->cluster != 0 && desc->cluster != 1)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: cluster must be 0 or 1 (got %d)", desc->cluster);
+    if (desc->cluster && (desc->unix_path || desc->db))
+        return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: a Redis Cluster has no unix_path seed and only db 0");
+    if (desc->sentinels) {
+        int k;
+        if (desc->cluster || desc->unix_path)
+            return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: sentinels go with neither cluster nor unix_path");
+        if (!desc->master_name || !desc->master_name[0] || strlen(desc->master_name) > 127 ||
+            strpbrk(desc->master_name, " \t\r\n"))
+            return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: sentinels need a master_name (1..127 bytes, no spaces)");
+        for (k = 0; desc->sentinels[k]; k++) {
+            const char *a = desc->sentinels[k], *colon = strrchr(a, ':');
+            char h[48];
+            long pt;
+            char *end;
+            if (k >= SIMBA__REDIS_SENTINELS_MAX || !colon || colon == a || (size_t)(colon - a) >= sizeof(h))
+                return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: sentinels must be 1..%d numeric \"ip:port\" (entry %d)",
+                                   SIMBA__REDIS_SENTINELS_MAX, k);
+            memcpy(h, a, (size_t)(colon - a));
+            h[colon - a] = 0;
+            pt = strtol(colon + 1, &end, 10);
+            if (*end || pt <= 0 || pt > 65535 || (inet_pton(AF_INET, h, addr) != 1 && inet_pton(AF_INET6, h, addr) != 1))
+                return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: sentinel \"%.64s\" is not a numeric ip:port", a);
+        }
+        if (k == 0) return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: sentinels is empty");
+    } else if (desc->master_name) {
+        return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: master_name goes with sentinels");
     }
+    if (desc->wait_replicas < 0 || desc->wait_replicas > 64 || (desc->wait_replicas && desc->cluster))
+        return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: wait_replicas must be 0..64, and 0 with cluster");
+    if ((rc = simba__redis_ms_check(loop, "wait_timeout_ms", desc->wait_timeout_ms)) != SIMBA_OK) return rc;
+    if ((desc->wait_timeout_ms ? desc->wait_timeout_ms : 200) >= (desc->command_timeout_ms ? desc->command_timeout_ms : 2000))
+        return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: wait_timeout_ms must be below command_timeout_ms");
+    if (desc->cluster) return simba__rcl_open(loop, desc, host, out);
+    r = simba__redis_make(loop, desc, host, desc->port ? desc->port : 6379);
+    if (!r) return SIMBA_ENOMEM;
     rc = simba_backend_new(loop, &simba__redis_vt, r, &r->be);
     if (rc != SIMBA_OK) {
         simba__redis_destroy(r);
         return rc;
     }
-    simba__rconn_start(&r->cmd, simba_now(loop));
+    /* Sentinel: the command connection waits until a sentinel has named the primary. */
+    simba__rconn_start(r->nsen ? &r->sen : &r->cmd, simba_now(loop));
     *out = r->be;
     return SIMBA_OK;
 }

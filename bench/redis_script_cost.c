@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
     }
     c = redisConnectWithTimeout("127.0.0.1", port, tv);
     if (!c || c->err) return fprintf(stderr, "redis_script_cost: cannot connect to %d\n", port), 1;
-    if (!load(c, simba__redis_lua[SIMBA__RS_ACQUIRE], sa) || !load(c, simba__redis_lua[SIMBA__RS_RELEASE], sr))
+    if (!load(c, simba__redis_lua[0][SIMBA__RS_ACQUIRE], sa) || !load(c, simba__redis_lua[0][SIMBA__RS_RELEASE], sr))
         return fprintf(stderr, "redis_script_cost: SCRIPT LOAD failed\n"), 1;
     snprintf(p, sizeof p, "cost%d:", (int)getpid());
     snprintf(k[0], sizeof k[0], "%s{m}:owner", p);

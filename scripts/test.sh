@@ -129,6 +129,11 @@ if want scale || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
         FAIL=$((FAIL + 1)); FAILED="$FAILED redis-scale"
     fi
 fi
+# Redis Cluster and Sentinel (issue 18): scripts/test_redis_cluster.sh starts its own loopback
+# cluster (SIMBA_CLUSTER_PORT 6600..6606) and sentinel setup (6650/6651, 26600..26602), stops them by PID
+if want cluster || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
+    run cluster sh scripts/test_redis_cluster.sh
+fi
 if want reliability && [ -f scripts/test_reliability.sh ]; then
     # fault harness, bad-input table, short fuzz run: starts its own servers on its own ports
     run reliability bash scripts/test_reliability.sh

@@ -659,23 +659,29 @@ static int loop_desc_rows(void) {
     X(redis_open_null_loop, simba_redis_open(NULL, &(simba_redis_desc){0}, &(simba_backend *){0}), SIMBA_EINVAL) \
     X(redis_open_null_desc, simba_redis_open(L, NULL, &(simba_backend *){0}), SIMBA_EINVAL)               \
     X(redis_open_null_out, simba_redis_open(L, &(simba_redis_desc){0}, NULL), SIMBA_EINVAL)               \
-    X(redis_open_port_negative, redis_with((simba_redis_desc){"127.0.0.1", -1, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0}), SIMBA_EINVAL) \
-    X(redis_open_port_big, redis_with((simba_redis_desc){"127.0.0.1", 70000, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0}), SIMBA_EINVAL) \
-    X(redis_open_host_name, redis_with((simba_redis_desc){"redis.example.com", 6379, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0}), SIMBA_EINVAL) \
-    X(redis_open_host_empty, redis_with((simba_redis_desc){"", 6379, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0}), SIMBA_EINVAL) \
-    X(redis_open_db_negative, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, NULL, NULL, -1, NULL, 0, 0, 0, 0, 0, 0}), SIMBA_EINVAL) \
-    X(redis_open_prefix_brace, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, NULL, NULL, 0, "a{b", 0, 0, 0, 0, 0, 0}), SIMBA_EINVAL) \
-    X(redis_open_prefix_long, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, NULL, NULL, 0, longname, 0, 0, 0, 0, 0, 0}), SIMBA_EINVAL) \
-    X(redis_open_timeout_negative, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, NULL, NULL, 0, NULL, -1, 0, 0, 0, 0, 0}), SIMBA_EINVAL) \
-    X(redis_open_timeout_int64_max, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, NULL, NULL, 0, NULL, 0, INT64_MAX, 0, 0, 0, 0}), SIMBA_EINVAL) \
-    X(redis_open_reconnect_reversed, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, NULL, NULL, 0, NULL, 0, 0, 5000, 100, 0, 0}), SIMBA_EINVAL) \
-    X(redis_open_user_no_password, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, "user", NULL, 0, NULL, 0, 0, 0, 0, 0, 0}), SIMBA_EINVAL) \
-    X(redis_open_unix_empty, redis_with((simba_redis_desc){NULL, 0, "", NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0}), SIMBA_EINVAL) \
+    X(redis_open_port_negative, redis_with((simba_redis_desc){"127.0.0.1", -1, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL}), SIMBA_EINVAL) \
+    X(redis_open_port_big, redis_with((simba_redis_desc){"127.0.0.1", 70000, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL}), SIMBA_EINVAL) \
+    X(redis_open_host_name, redis_with((simba_redis_desc){"redis.example.com", 6379, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL}), SIMBA_EINVAL) \
+    X(redis_open_host_empty, redis_with((simba_redis_desc){"", 6379, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL}), SIMBA_EINVAL) \
+    X(redis_open_db_negative, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, NULL, NULL, -1, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL}), SIMBA_EINVAL) \
+    X(redis_open_prefix_brace, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, NULL, NULL, 0, "a{b", 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL}), SIMBA_EINVAL) \
+    X(redis_open_prefix_long, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, NULL, NULL, 0, longname, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL}), SIMBA_EINVAL) \
+    X(redis_open_timeout_negative, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, NULL, NULL, 0, NULL, -1, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL}), SIMBA_EINVAL) \
+    X(redis_open_timeout_int64_max, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, NULL, NULL, 0, NULL, 0, INT64_MAX, 0, 0, 0, 0, 0, 0, 0, NULL, NULL}), SIMBA_EINVAL) \
+    X(redis_open_reconnect_reversed, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, NULL, NULL, 0, NULL, 0, 0, 5000, 100, 0, 0, 0, 0, 0, NULL, NULL}), SIMBA_EINVAL) \
+    X(redis_open_user_no_password, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, "user", NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL}), SIMBA_EINVAL) \
+    X(redis_open_cluster_two, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 2, NULL, NULL}), SIMBA_EINVAL) \
+    X(redis_open_cluster_db, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, NULL, NULL, 3, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 1, NULL, NULL}), SIMBA_EINVAL) \
+    X(redis_open_wait_negative, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, -1, 0, 0, NULL, NULL}), SIMBA_EINVAL) \
+    X(redis_open_wait_cluster, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 1, 0, 1, NULL, NULL}), SIMBA_EINVAL) \
+    X(redis_open_wait_timeout_long, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, NULL, NULL, 0, NULL, 0, 1000, 0, 0, 0, 0, 1, 1000, 0, NULL, NULL}), SIMBA_EINVAL) \
+    X(redis_open_master_no_sentinels, redis_with((simba_redis_desc){"127.0.0.1", 1, NULL, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, "m"}), SIMBA_EINVAL) \
+    X(redis_open_unix_empty, redis_with((simba_redis_desc){NULL, 0, "", NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL}), SIMBA_EINVAL) \
     /* sun_path holds 107 bytes and a NUL: hiredis 0.14 truncates a longer path silently and \
        leaves it unterminated (valgrind: connect() reads uninitialised bytes) */            \
-    X(redis_open_unix_long, redis_with((simba_redis_desc){NULL, 0, longname, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0}), SIMBA_EINVAL) \
-    X(redis_open_unix_108, redis_with((simba_redis_desc){NULL, 0, unix108, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0}), SIMBA_EINVAL) \
-    X(redis_open_unix_107_ok, redis_with((simba_redis_desc){NULL, 0, unix107, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0}), SIMBA_OK) \
+    X(redis_open_unix_long, redis_with((simba_redis_desc){NULL, 0, longname, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL}), SIMBA_EINVAL) \
+    X(redis_open_unix_108, redis_with((simba_redis_desc){NULL, 0, unix108, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL}), SIMBA_EINVAL) \
+    X(redis_open_unix_107_ok, redis_with((simba_redis_desc){NULL, 0, unix107, NULL, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL}), SIMBA_OK) \
     X(redis_open_closed_port_ok, redis_with(redisd()), SIMBA_OK)                                          \
     X(zk_open_null_loop, simba_zk_open(NULL, &(simba_zk_desc){"127.0.0.1:1", 0, NULL, NULL, NULL, 0, NULL}, &(simba_backend *){0}), SIMBA_EINVAL) \
     X(zk_open_null_desc, simba_zk_open(L, NULL, &(simba_backend *){0}), SIMBA_EINVAL)                     \

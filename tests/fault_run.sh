@@ -3,7 +3,7 @@
 # backend while faults are injected; then an inspector checks that the mutex is free, and
 # mp_check checks every log (overlaps, fences, acting while not owner, leaks).
 #
-#   tests/fault_run.sh sql|redis|zk|pg SECONDS
+#   tests/fault_run.sh sql|redis|zk|pg|redis-cluster SECONDS
 #
 # Starts its own server (redis-server / ZooKeeper, on its own loopback port, data under
 # $FAULT_DIR) and stops it, and every process it started, by PID on exit. Builds nothing:
@@ -27,13 +27,20 @@
 #   pg:    server-stop (postmaster and every backend process SIGSTOPped), server-restart
 #          (data kept), client-kill (pg_terminate_backend of every simba connection),
 #          partition, conn-reset
+#   redis-cluster (issue 18; 3 primaries + 3 replicas on FAULT_CLUSTER_PORT..+5, default
+#          6620, workers seeded at its first port): kill-primary (the mutex's primary is
+#          SIGKILLed, a replica takes over, the old one rejoins as a replica), move-slot (the
+#          mutex's slot migrates to another primary while contending)
 # The last line is the checker's verdict; exit 0 only if it passed.
 set -u
 cd "$(dirname "$0")/.."
 BACKEND=${1:-}
 SECS=${2:-}
-case "$BACKEND" in sql|redis|zk|pg) ;; *) echo "usage: $0 sql|redis|zk|pg SECONDS" >&2; exit 2 ;; esac
-case "$SECS" in ''|*[!0-9]*) echo "usage: $0 sql|redis|zk|pg SECONDS" >&2; exit 2 ;; esac
+case "$BACKEND" in sql|redis|zk|pg|redis-cluster) ;; *) echo "usage: $0 sql|redis|zk|pg|redis-cluster SECONDS" >&2; exit 2 ;; esac
+case "$SECS" in ''|*[!0-9]*) echo "usage: $0 sql|redis|zk|pg|redis-cluster SECONDS" >&2; exit 2 ;; esac
+WB=$BACKEND # mp_worker's backend
+[ "$BACKEND" = redis-cluster ] && WB=redis
+CPORT=${FAULT_CLUSTER_PORT:-6620}
 B=build
 WORKER=$B/mp_worker
 CHECK=$B/mp_check
@@ -93,6 +100,8 @@ server_start() {
     pg)
         sh scripts/pg-start.sh "$PPORT" "$DIR/pg" >>"$DIR/server.log" 2>&1 || return 1
         SERVER_PID=$(cat "$DIR/pg/postgres.pid") ;;
+    redis-cluster)
+        SIMBA_CLUSTER_PORT=$CPORT sh scripts/redis-cluster-start.sh "$DIR/cluster" >>"$DIR/server.log" 2>&1 || return 1 ;;
     esac
     return 0
 }
@@ -107,6 +116,7 @@ server_stop() {
     redis) [ -f "$DIR/redis/redis.pid" ] && sh scripts/redis-stop.sh "$DIR/redis" >>"$DIR/server.log" 2>&1 ;;
     zk) [ -f "$DIR/zk/zk.pid" ] && { kill -CONT "$SERVER_PID" 2>/dev/null; bash scripts/zk-stop.sh "$DIR/zk" >>"$DIR/server.log" 2>&1; } ;;
     pg) [ -f "$DIR/pg/postgres.pid" ] && { pg_signal CONT; sh scripts/pg-stop.sh "$DIR/pg" >>"$DIR/server.log" 2>&1; } ;;
+    redis-cluster) [ -d "$DIR/cluster" ] && sh scripts/redis-cluster-stop.sh "$DIR/cluster" >>"$DIR/server.log" 2>&1 ;;
     esac
     SERVER_PID=""
 }
@@ -148,8 +158,9 @@ worker_start() { # worker_start SLOT
     redis) args=(--port "${P_PORT[$i]}" --prefix "rel:") ;;
     zk) args=(--hosts "127.0.0.1:${P_PORT[$i]}" --root /simba-rel --session-ms "$ZK_SESSION") ;;
     pg) args=(--pg-port "${P_PORT[$i]}" --pg-table rel_mutex --pg-user postgres --pg-password simba) ;;
+    redis-cluster) args=(--port "$CPORT" --prefix "rel:" --cluster 1) ;;
     esac
-    "$WORKER" --backend "$BACKEND" "${args[@]}" --mutex "$MUTEX" --duration-ms $(((SECS + 120) * 1000)) \
+    "$WORKER" --backend "$WB" "${args[@]}" --mutex "$MUTEX" --duration-ms $(((SECS + 120) * 1000)) \
         --ttl-ms "$TTL" --transition-ms "$TRANSITION" --hold-ms "$(rnd 800 2500)" --rest-ms "$(rnd 200 800)" \
         --log "${W_LOG[$i]}" 2>>"$DIR/w$i.err" &
     W_PID[$i]=$!
@@ -269,7 +280,60 @@ f_conn_reset() {
     kill -USR1 "${P_PID[$s]}" && note conn-reset "slot $s connections closed"
 }
 
+# redis-cluster: the primary serving the mutex's slot (its port), asked of any live node
+c_slot() { local p; for ((p = CPORT; p < CPORT + 6; p++)); do redis-cli -p "$p" CLUSTER KEYSLOT "rel:{$MUTEX}:owner" 2>/dev/null && return; done; }
+c_primary() { # c_primary SLOT
+    local p
+    for ((p = CPORT; p < CPORT + 6; p++)); do
+        redis-cli -p "$p" CLUSTER NODES 2>/dev/null | awk -v s="$1" '$3 ~ /master/ && $3 !~ /fail/ {
+            for (i = 9; i <= NF; i++) { n = split($i, r, "-"); if (n == 1) r[2] = r[1];
+                if ($i !~ /^\[/ && s + 0 >= r[1] + 0 && s + 0 <= r[2] + 0) { split($2, a, "[:@]"); print a[2]; f = 1; exit } } }
+            END { exit !f }' && return 0
+    done
+}
+f_kill_primary() {
+    local slot port pid end np
+    slot=$(c_slot)
+    port=$(c_primary "$slot" | head -1)
+    [ -n "$port" ] || { echo "fault_run: no primary for slot $slot"; return; }
+    pid=$(cat "$DIR/cluster/$port/redis.pid" 2>/dev/null)
+    [ -n "$pid" ] || return
+    kill -KILL "$pid" && note kill-primary "primary $port (pid $pid) of slot $slot killed"
+    # a replica takes over (node timeout 1 s + election), then the old one comes back as a replica
+    end=$(($(date +%s) + 20))
+    while [ "$(date +%s)" -lt "$end" ]; do
+        np=$(c_primary "$slot" | head -1)
+        [ -n "$np" ] && [ "$np" != "$port" ] && break
+        sleep 0.1
+    done
+    echo "fault_run: slot $slot now on ${np:-nobody}"
+    SIMBA_CLUSTER_PORT=$CPORT sh scripts/redis-cluster-start.sh "$DIR/cluster" --restart-node "$port" >>"$DIR/server.log" 2>&1 ||
+        echo "fault_run: node $port did not come back" | tee -a "$DIR/unexpected"
+}
+f_move_slot() {
+    local slot from to p k ids idt
+    slot=$(c_slot)
+    from=$(c_primary "$slot" | head -1)
+    for ((p = CPORT; p < CPORT + 6; p++)); do
+        [ "$p" != "$from" ] && redis-cli -p "$p" ROLE 2>/dev/null | head -1 | grep -q master && { to=$p; break; }
+    done
+    [ -n "$from" ] && [ -n "${to:-}" ] || { echo "fault_run: no slot move ($from -> ${to:-})"; return; }
+    ids=$(redis-cli -p "$from" CLUSTER MYID)
+    idt=$(redis-cli -p "$to" CLUSTER MYID)
+    redis-cli -p "$to" CLUSTER SETSLOT "$slot" IMPORTING "$ids" >/dev/null
+    redis-cli -p "$from" CLUSTER SETSLOT "$slot" MIGRATING "$idt" >/dev/null
+    note move-slot "slot $slot from $from to $to"
+    while k=$(redis-cli -p "$from" CLUSTER GETKEYSINSLOT "$slot" 100) && [ -n "$k" ]; do
+        for key in $k; do redis-cli -p "$from" MIGRATE 127.0.0.1 "$to" "$key" 0 5000 >/dev/null; done
+    done
+    for ((p = CPORT; p < CPORT + 6; p++)); do
+        redis-cli -p "$p" ROLE 2>/dev/null | head -1 | grep -q master &&
+            redis-cli -p "$p" CLUSTER SETSLOT "$slot" NODE "$idt" >/dev/null
+    done
+}
+
 case "$BACKEND" in
+redis-cluster) LIST=(kill_primary gc_pause move_slot kill_owner move_slot gc_pause) ;;
 sql) LIST=(gc_pause db_locked kill_owner db_locked) ;;
 redis) LIST=(flushall gc_pause restart_nopersist server_stop client_kill kill_owner partition flushall server_restart
     restart_nopersist conn_reset forged_wake) ;;
@@ -324,8 +388,9 @@ sql) IARGS=(--path "$DIR/locks.db") ;;
 redis) IARGS=(--port "$RPORT" --prefix "rel:") ;;
 zk) IARGS=(--hosts "127.0.0.1:$ZPORT" --root /simba-rel --session-ms "$ZK_SESSION") ;;
 pg) IARGS=(--pg-port "$PPORT" --pg-table rel_mutex --pg-user postgres --pg-password simba) ;;
+redis-cluster) IARGS=(--port "$CPORT" --prefix "rel:" --cluster 1) ;;
 esac
-timeout 30 "$WORKER" --backend "$BACKEND" "${IARGS[@]}" --mutex "$MUTEX" --ttl-ms "$TTL" \
+timeout 30 "$WORKER" --backend "$WB" "${IARGS[@]}" --mutex "$MUTEX" --ttl-ms "$TTL" \
     --transition-ms "$TRANSITION" --inspect-ms $((LEASE + 3000)) --log "$DIR/inspect.log" 2>>"$DIR/inspect.err"
 cat "$DIR/inspect.err"
 for p in "${P_PID[@]:-}"; do [ -n "$p" ] && kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null; done

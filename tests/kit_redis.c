@@ -6,6 +6,9 @@
  * that cannot be reached makes the cases fail (the check below fails loudly first).
  * The new prefix is declared as never used (its data-loss marker set to "since 0"), which
  * is true, so that its first acquisition does not wait a quarantine on any server.
+ * SIMBA_REDIS_CLUSTER=1 runs the kit on a Redis Cluster seeded at 127.0.0.1:$SIMBA_CLUSTER_PORT
+ * (default 6600, scripts/redis-cluster-start.sh): the kit's names spread over the primaries;
+ * the data-loss marker is one per slot there, and the new prefix is declared on all 16384.
  */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_redis.h"
@@ -18,7 +21,7 @@
 #include <unistd.h>
 
 typedef struct kit_redis_cfg {
-    int port;
+    int port, cluster;
     char prefix[64];
 } kit_redis_cfg;
 
@@ -29,6 +32,7 @@ static simba_result open_redis(simba_loop *loop, void *ctx, simba_backend **out)
     memset(&d, 0, sizeof d);
     d.port = cfg->port;
     d.prefix = cfg->prefix;
+    d.cluster = cfg->cluster;
     rc = simba_redis_open(loop, &d, out);
     if (rc != SIMBA_OK) fprintf(stderr, "kit_redis: open port %d: %s\n", cfg->port, simba_strerror(rc));
     return rc;
@@ -47,6 +51,41 @@ static void between(void *ctx) {
     if (c) redisFree(c);
 }
 
+/* Cluster: "<prefix>{<tag>}:alive" = 0 for every slot, pipelined to the slot's primary. */
+static int declare_cluster(const kit_redis_cfg *cfg) {
+    static char tags[16384][SIMBA__RCL_TAG];
+    struct timeval tv = {2, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", cfg->port, tv);
+    redisReply *x = c && !c->err ? (redisReply *)redisCommand(c, "CLUSTER SLOTS") : NULL;
+    size_t i;
+    int s, done = 0;
+    if (c) redisFree(c);
+    if (!x || x->type != REDIS_REPLY_ARRAY) {
+        if (x) freeReplyObject(x);
+        return 0;
+    }
+    simba__rcl_tags_fill(tags);
+    for (i = 0; i < x->elements; i++) {
+        redisReply *e = x->element[i], *y;
+        int a = (int)e->element[0]->integer, z = (int)e->element[1]->integer, ok = 1;
+        c = redisConnectWithTimeout("127.0.0.1", (int)e->element[2]->element[1]->integer, tv);
+        if (!c || c->err) {
+            if (c) redisFree(c);
+            break;
+        }
+        for (s = a; s <= z; s++) redisAppendCommand(c, "SET %s{%s}:alive 0", cfg->prefix, tags[s]);
+        for (s = a; s <= z; s++) {
+            if (redisGetReply(c, (void **)&y) != REDIS_OK || !y) { ok = 0; break; }
+            if (y->type == REDIS_REPLY_STATUS) done++;
+            freeReplyObject(y);
+        }
+        redisFree(c);
+        if (!ok) break;
+    }
+    freeReplyObject(x);
+    return done == 16384;
+}
+
 int main(int argc, char **argv) {
     kit_redis_cfg cfg;
     kit_backend kb;
@@ -54,10 +93,17 @@ int main(int argc, char **argv) {
     const char *e = getenv("SIMBA_REDIS_PORT");
     memset(&cfg, 0, sizeof cfg);
     cfg.port = e && *e ? atoi(e) : 6390;
+    e = getenv("SIMBA_REDIS_CLUSTER");
+    cfg.cluster = e && strcmp(e, "1") == 0;
+    if (cfg.cluster) {
+        e = getenv("SIMBA_CLUSTER_PORT");
+        cfg.port = e && *e ? atoi(e) : 6600;
+    }
     clock_gettime(CLOCK_MONOTONIC, &ts);
     snprintf(cfg.prefix, sizeof cfg.prefix, "kit%d.%ld:", (int)getpid(), (long)(ts.tv_nsec / 1000));
     between(&cfg);
-    {
+    if (cfg.cluster && !declare_cluster(&cfg)) fprintf(stderr, "kit_redis: cannot declare the prefix %s on every slot\n", cfg.prefix);
+    if (!cfg.cluster) {
         struct timeval tv = {1, 0};
         redisContext *c = redisConnectWithTimeout("127.0.0.1", cfg.port, tv);
         redisReply *x = c && !c->err ? (redisReply *)redisCommand(c, "SET %salive 0", cfg.prefix) : NULL;
@@ -66,7 +112,7 @@ int main(int argc, char **argv) {
         if (c) redisFree(c);
     }
     memset(&kb, 0, sizeof kb);
-    kb.name = "redis";
+    kb.name = cfg.cluster ? "redis-cluster" : "redis";
     kb.open = open_redis;
     kb.ctx = &cfg;
     kb.ttl_ms = 2000;

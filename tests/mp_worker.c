@@ -72,6 +72,7 @@ static struct {
 #ifdef SIMBA_HAVE_REDIS
     const char *redis_host, *redis_prefix;
     int64_t redis_port;
+    int64_t redis_cluster; /* --cluster 1: a Redis Cluster seeded at host:port (issue 18) */
 #endif
 #ifdef SIMBA_HAVE_ZK
     const char *zk_hosts, *zk_root;
@@ -129,6 +130,7 @@ static int redis_option(const char *key, const char *val) {
     if (strcmp(key, "host") == 0) opt.redis_host = val;
     else if (strcmp(key, "prefix") == 0) opt.redis_prefix = val;
     else if (strcmp(key, "port") == 0) return parse_ms(val, &opt.redis_port) && opt.redis_port < 65536 ? 1 : -1;
+    else if (strcmp(key, "cluster") == 0) return parse_ms(val, &opt.redis_cluster) && opt.redis_cluster <= 1 ? 1 : -1;
     else return 0;
     return 1;
 }
@@ -140,6 +142,7 @@ static simba_result redis_open(simba_loop *loop, simba_backend **out, char *err,
     d.host = opt.redis_host;
     d.port = (int)opt.redis_port;
     d.prefix = opt.redis_prefix;
+    d.cluster = (int)opt.redis_cluster;
     rc = simba_redis_open(loop, &d, out);
     if (rc != SIMBA_OK) snprintf(err, cap, "%s", simba_strerror(rc));
     return rc;
@@ -203,7 +206,7 @@ static simba_result pg_open(simba_loop *loop, simba_backend **out, char *err, si
 static const worker_backend backends[] = {
     {"sql", "--path FILE [--table NAME]", sql_option, sql_open},
 #ifdef SIMBA_HAVE_REDIS
-    {"redis", "[--host 127.0.0.1] [--port 6379] [--prefix simba:]", redis_option, redis_open},
+    {"redis", "[--host 127.0.0.1] [--port 6379] [--prefix simba:] [--cluster 1]", redis_option, redis_open},
 #endif
 #ifdef SIMBA_HAVE_ZK
     {"zk", "--hosts H:P[,...] [--root /simba] [--session-ms N]", zk_option, zk_open},

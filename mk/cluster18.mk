@@ -1,0 +1,30 @@
+# cluster18.mk -- Redis Cluster (issue 18): build/test_redis_cluster (and its ASan build) and
+# make test-cluster, which starts a loopback cluster (scripts/redis-cluster-start.sh, ports
+# SIMBA_CLUSTER_PORT..+5, default 6600), runs the cluster tests and the shared kit on it, and
+# stops it by PID.
+$(B)/test_redis_cluster: tests/test_redis_cluster.c simba.h simba_redis.h tests/check.h
+	mkdir -p $(B)
+	$(CC) $(CFLAGS) -o $@ tests/test_redis_cluster.c -lhiredis -lpthread
+$(B)/asan/test_redis_cluster: tests/test_redis_cluster.c simba.h simba_redis.h tests/check.h
+	mkdir -p $(B)/asan
+	$(CC) $(CFLAGS) $(SAN) -o $@ tests/test_redis_cluster.c -lhiredis -lpthread
+$(B)/clang/test_redis_cluster: tests/test_redis_cluster.c simba.h simba_redis.h tests/check.h
+	mkdir -p $(B)/clang
+	clang $(CFLAGS) -o $@ tests/test_redis_cluster.c -lhiredis -lpthread
+
+.PHONY: test-cluster
+test-cluster: $(B)/test_redis_cluster $(B)/asan/test_redis_cluster $(B)/kit_redis \
+	      $(B)/test_redis_sentinel $(B)/asan/test_redis_sentinel
+	sh scripts/test_redis_cluster.sh --full
+
+# make test (scripts/test.sh group "cluster") runs test_redis_cluster and test_redis_sentinel.
+all: $(B)/test_redis_cluster $(B)/test_redis_sentinel
+
+# Sentinel (issue 18): build/test_redis_sentinel starts its own primary, replica and three
+# sentinels (SIMBA_SENTINEL_REDIS_PORT 6650/6651, SIMBA_SENTINEL_PORT 26600..26602).
+$(B)/test_redis_sentinel: tests/test_redis_sentinel.c simba.h simba_redis.h tests/check.h
+	mkdir -p $(B)
+	$(CC) $(CFLAGS) -o $@ tests/test_redis_sentinel.c -lhiredis -lpthread
+$(B)/asan/test_redis_sentinel: tests/test_redis_sentinel.c simba.h simba_redis.h tests/check.h
+	mkdir -p $(B)/asan
+	$(CC) $(CFLAGS) $(SAN) -o $@ tests/test_redis_sentinel.c -lhiredis -lpthread
