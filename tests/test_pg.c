@@ -388,6 +388,58 @@ TEST(queue_liveness_in_storage) {
     CHECK_EQ(raw_val(port1, own, "liveness", "A", NULL), 0);
 }
 
+/* What a transaction commits with: grants and renewals wait for the WAL flush (a lost grant
+   could make two owners after a server crash), releases and places in the queue do not (a
+   lost one costs a wait, and the next grant's flush covers it). In one transaction, a grant
+   or renewal wins whatever the order. The handoff path (release, then the waiter's acquire)
+   thereby waits for one flush instead of two. */
+static int commits_with_flush(PGconn *c, const char *const *stmts, int n) {
+    PGresult *r;
+    int i, flush = -1;
+    r = PQexec(c, "BEGIN");
+    PQclear(r);
+    for (i = 0; i < n; i++) {
+        r = PQexec(c, stmts[i]);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) fprintf(stderr, "  %s: %s", stmts[i], PQresultErrorMessage(r));
+        PQclear(r);
+    }
+    r = PQexec(c, "SELECT current_setting('synchronous_commit')");
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) flush = strcmp(PQgetvalue(r, 0, 0), "off") != 0;
+    PQclear(r);
+    r = PQexec(c, "COMMIT");
+    PQclear(r);
+    return flush;
+}
+TEST(durability_follows_the_outcome) {
+    char grant[300], renew[300], queue[300], rel[300];
+    const char *s[2];
+    PGconn *c;
+    REQUIRE(ensure_table());
+    snprintf(grant, sizeof grant, "SELECT * FROM \"%s_acq\"('durable', 'A', 60000, 1000, 60000, false, 'none')", table);
+    snprintf(renew, sizeof renew, "SELECT * FROM \"%s_acq\"('durable', 'A', 60000, 1000, 60000, true, 'none')", table);
+    snprintf(queue, sizeof queue, "SELECT * FROM \"%s_acq\"('durable', 'B', 60000, 1000, 60000, false, 'none')", table);
+    snprintf(rel, sizeof rel, "SELECT * FROM \"%s_rel\"('durable', 'A')", table);
+    c = raw_connect(port1);
+    REQUIRE(c);
+    s[0] = grant;
+    CHECK_EQ(commits_with_flush(c, s, 1), 1);
+    s[0] = renew;
+    CHECK_EQ(commits_with_flush(c, s, 1), 1);
+    s[0] = queue; /* B waits behind A */
+    CHECK_EQ(commits_with_flush(c, s, 1), 0);
+    s[0] = rel;
+    CHECK_EQ(commits_with_flush(c, s, 1), 0);
+    s[0] = grant; /* A again, and B (head of the line) is refused: a queue place */
+    CHECK_EQ(commits_with_flush(c, s, 1), 0);
+    s[0] = queue; /* B takes it: a grant */
+    s[1] = rel;   /* A leaves the line in the same transaction */
+    CHECK_EQ(commits_with_flush(c, s, 2), 1);
+    s[0] = rel;
+    s[1] = queue; /* a release, then a grant (B again, a new tenure): durable */
+    CHECK_EQ(commits_with_flush(c, s, 2), 1);
+    PQfinish(c);
+}
+
 /* Fairness: queued contenders get the mutex in arrival order; the releaser re-asking at once
    goes to the back. Handoffs come by NOTIFY, long before any lease timer. */
 TEST(fairness_order_and_push) {
@@ -965,6 +1017,7 @@ int main(int argc, char **argv) {
     RUN(names_with_quotes);
     RUN(fence_rules_in_storage);
     RUN(queue_liveness_in_storage);
+    RUN(durability_follows_the_outcome);
     RUN(fairness_order_and_push);
     RUN(open_refusals_say_why);
     RUN(wrong_password);
