@@ -15,6 +15,7 @@
  *
  * COMPILE-TIME OPTIONS
  *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE as in simba.h.
+ *   SIMBA_PG_BATCH_MS (50), SIMBA_PG_BATCH_MAX (64): see CONNECTION.
  *
  * CONNECTION (one per backend, never blocks the poll)
  *   PQconnectStartParams + PQconnectPoll, then PQsendQueryParams / PQflush /
@@ -38,11 +39,17 @@
  *                  DOWN ◄──────────────────────────────────────────── BUSY ──(result)┘
  *            (backoff, then CONNECTING)   (lost / statement_timeout_ms: recycle)
  *
- *   READY/BUSY with libpq >= 14 runs in pipeline mode: every request queued when a poll
- *   runs is sent at once, each statement followed by its own sync (its own transaction, so
- *   one failure aborts nothing else), and the answers come back in order; so renewals of
- *   many mutexes due in one poll share one round trip. Older libpq sends one at a time.
+ *   READY/BUSY with libpq >= 14 runs in pipeline mode: what is queued goes out at once as
+ *   prepared statements; consecutive renewals share one transaction (at most
+ *   SIMBA_PG_BATCH_MAX, sorted by name so batches never deadlock, one commit for all, and
+ *   answered only after it: a rolled-back renewal never reaches the core); anything else has
+ *   a transaction of its own. A renewal may wait min(ttl/64, SIMBA_PG_BATCH_MS) for company;
+ *   other requests go at once and take it along. One poll sends and answers at most
+ *   2 * SIMBA_PG_BATCH_MAX statements. Older libpq sends one at a time.
  *   The statement deadline restarts at every answer: a server that answers is alive.
+ *   Grants and renewals commit with the session's synchronous_commit; releases and places
+ *   in the line commit without waiting for the WAL flush (losing one in a server crash
+ *   costs a wait, never a second owner), so a handoff waits for one flush, not two.
  *
  *   SETUP runs once per connection, in one round trip: under a transaction-level advisory
  *   lock (so that two creators never race) it creates the tables and the three functions
@@ -131,8 +138,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
 #include <stdlib.h>
 #include <string.h>
 
-/* A renewal, or a waiter asking again while someone else owns the mutex, may wait this long
-   (at most ttl/64) for company: many mutexes then cost one round trip per window, not per
+/* A renewal may wait this long (at most ttl/64) for company: many mutexes then cost one round trip per window, not per
    request. 0 sends every request at once. */
 #ifndef SIMBA_PG_BATCH_MS
 #define SIMBA_PG_BATCH_MS 50
@@ -301,6 +307,7 @@ typedef struct simba__pg {
     int64_t conn_to, stmt_to, rmin, rmax, backoff;
     int64_t conn_deadline, stmt_deadline, retry_at;
     int64_t send_at; /* READY: the queued requests go out by then (INT64_MAX: none waits) */
+    int woken;       /* pushes received whose waiter's acquire has not been submitted yet */
     simba_req *fhead, *ftail, *head, *tail;
     simba_reply rep;
     char owner_buf[SIMBA_ID_MAX + 1];
@@ -586,7 +593,7 @@ static void simba__pg_fail_queued(simba__pg *p, simba_result rc, const char *msg
    one sync (renewals due in one poll share one round trip and one commit), sorted by name;
    else one statement at a time. */
 static void simba__pg_send_next(simba__pg *p, int64_t now) {
-    int sent = 0, flushed = 1, budget = 2 * SIMBA_PG_BATCH_MAX;
+    int sent = 0, flushed = 1, budget = 2 * SIMBA_PG_BATCH_MAX, last_renew = 0;
     if (p->state != SIMBA__PG_READY || !p->head || (!p->pipeline && p->nfl > 0)) return;
     p->send_at = INT64_MAX;
     while (p->head && (p->pipeline || p->nfl == 0)) {
@@ -596,7 +603,9 @@ static void simba__pg_send_next(simba__pg *p, int64_t now) {
             break;
         }
 #ifdef LIBPQ_HAS_PIPELINING
-        if (p->pipeline && sent == SIMBA_PG_BATCH_MAX) { /* this transaction is full */
+        /* renewals share a transaction (one commit for many); anything else, which may
+           change the line or wake a waiter, has one of its own, as it would alone */
+        if (p->pipeline && sent > 0 && (sent == SIMBA_PG_BATCH_MAX || !p->head->renew || !last_renew)) {
             if (!PQpipelineSync(p->conn)) {
                 simba__pg_set_err(p, "send failed", PQerrorMessage(p->conn));
                 simba__pg_drop(p, now, SIMBA_ECONN);
@@ -634,6 +643,7 @@ static void simba__pg_send_next(simba__pg *p, int64_t now) {
         }
         sent++;
         flushed = 0;
+        last_renew = r->op == SIMBA_OP_ACQUIRE && r->renew;
     }
 #ifdef LIBPQ_HAS_PIPELINING
     if (p->pipeline && sent) {
@@ -786,7 +796,11 @@ static void simba__pg_notifies(simba__pg *p) {
         if (sp && (size_t)(sp - n->extra) <= SIMBA_ID_MAX && simba_name_check(sp + 1) == SIMBA_OK) {
             memcpy(id, n->extra, (size_t)(sp - n->extra));
             id[sp - n->extra] = 0;
-            if (simba_id_check(id) == SIMBA_OK) simba_backend_event(p->be, SIMBA_EV_RELEASED, sp + 1, id, NULL);
+            if (simba_id_check(id) == SIMBA_OK) {
+                p->woken++;
+                p->send_at = 0; /* a waiter's ask held for company goes now: it is a handoff */
+                simba_backend_event(p->be, SIMBA_EV_RELEASED, sp + 1, id, NULL);
+            }
         }
         PQfreemem(n);
     }
@@ -904,9 +918,13 @@ static simba_result simba__pg_submit(void *impl, simba_req *req) {
     req->next_ = NULL;
     if (p->tail) p->tail->next_ = req; else p->head = req;
     p->tail = req;
-    /* nobody waits on a renewal or on a waiter's re-ask while another owns: they may wait
-       for company; anything else goes now and takes the waiting ones along */
-    if (req->op == SIMBA_OP_ACQUIRE && (req->renew || !req->expect_win) && SIMBA_PG_BATCH_MS > 0) {
+    /* nobody waits on a renewal: it may wait for company (a waiter's ask is not held: its
+       arrival decides its place in the line); anything else goes now and takes them along */
+    /* a waiter woken by a push still sees the old owner (expect_win 0): it is a handoff */
+    if (req->op == SIMBA_OP_ACQUIRE && !req->renew && p->woken > 0) {
+        p->woken--;
+        p->send_at = 0;
+    } else if (req->op == SIMBA_OP_ACQUIRE && req->renew && SIMBA_PG_BATCH_MS > 0) {
         int64_t hold = simba__min(req->ttl_ms / 64, SIMBA_PG_BATCH_MS);
         p->send_at = simba__min(p->send_at, simba__add(simba_now(p->loop), hold));
     } else p->send_at = 0;

@@ -13,6 +13,8 @@
  * driven from one poll(2) over their descriptors, and every simba_poll call is timed.
  */
 #define SIMBA_IMPLEMENTATION
+/* a long batch window: a request held by it shows as a wait of ttl/64 (see push_is_not_held) */
+#define SIMBA_PG_BATCH_MS 1000
 #include "../simba_pg.h"
 #include "check.h"
 
@@ -940,11 +942,11 @@ TEST(free_with_pending) {
     CHECK_EQ(error_logs, 0);
 }
 
-/* A pipelined batch is one transaction: when one of its statements fails, the others are
-   rolled back with it, so none of their grants may reach the core. A CHECK constraint makes
-   the acquire of one mutex fail; its batch mate (first by name, so it ran and was rolled
-   back) is owned by nobody, in storage and locally,
-   until the constraint goes; then both are owned. */
+/* A failing statement never leaves a grant behind that the core believes in: two first
+   acquires queued before the connection is ready leave together (each in a transaction of its
+   own; renewals share one, answered only after its commit); a CHECK constraint makes one fail;
+   whenever the other is owned locally, storage says so too; once the constraint goes, both
+   are owned. */
 TEST(batch_failure_grants_nothing) {
     drv d;
     simba_backend *be;
@@ -969,7 +971,7 @@ TEST(batch_failure_grants_nothing) {
     good = contend(d.l[0], be, "batch-1-good", "A", 3000, 1000, &rg);
     bad = contend(d.l[0], be, "batch-2-bad", "A", 3000, 1000, &rb);
     REQUIRE(good && bad);
-    /* queued until the setup is done, they leave together: one transaction */
+    /* queued until the setup is done, they leave together */
     end = mono_ms() + 1500;
     while (mono_ms() < end) {
         drv_once(&d, 20);
@@ -987,6 +989,39 @@ TEST(batch_failure_grants_nothing) {
     WAIT_FOR(&d, simba_is_owner(good) && simba_is_owner(bad), 8000);
     CHECK(simba_is_owner(good));
     CHECK(simba_is_owner(bad));
+    drv_free(&d);
+}
+
+/* A waiter woken by NOTIFY still sees the old owner, yet its acquire is a handoff: it goes
+   out at once, not after the batch window (here ttl/64 = 1000 ms). */
+TEST(push_is_not_held) {
+    drv d;
+    simba_backend *ba, *bb;
+    simba_service *a, *b;
+    rec ra, rb;
+    int64_t t0;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(drv_add(&d) && drv_add(&d));
+    REQUIRE(open_pg(d.l[0], port1, NULL, &ba) == SIMBA_OK);
+    REQUIRE(open_pg(d.l[1], port1, NULL, &bb) == SIMBA_OK);
+    a = contend(d.l[0], ba, "push-now", "A", 64000, 1000, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 5000);
+    REQUIRE(simba_is_owner(a));
+    b = contend(d.l[1], bb, "push-now", "B", 64000, 1000, &rb);
+    REQUIRE(b);
+    /* B has asked (and is queued) once it knows A owns it */
+    WAIT_FOR(&d, strcmp(viewed_owner(b), "A") == 0, 5000);
+    REQUIRE(strcmp(viewed_owner(b), "A") == 0);
+    drv_run(&d, 1200); /* B's first ask has surely reached the server, even if it was held */
+    t0 = mono_ms();
+    REQUIRE(simba_stop(a) == SIMBA_OK);
+    WAIT_FOR(&d, simba_is_owner(b), 5000);
+    fprintf(stderr, "  B owned %lld ms after A's stop\n", (long long)(mono_ms() - t0));
+    CHECK(simba_is_owner(b));
+    CHECK(mono_ms() - t0 < 700);
     drv_free(&d);
 }
 
@@ -1019,6 +1054,7 @@ int main(int argc, char **argv) {
     RUN(queue_liveness_in_storage);
     RUN(durability_follows_the_outcome);
     RUN(fairness_order_and_push);
+    RUN(push_is_not_held);
     RUN(open_refusals_say_why);
     RUN(wrong_password);
     RUN(nobody_listening);
