@@ -1025,6 +1025,58 @@ TEST(push_is_not_held) {
     drv_free(&d);
 }
 
+/* Renewals due together share one transaction: when one of them fails, the other is rolled
+   back with it and must be reported failed, never as a renewal the server does not hold. Both
+   are acquired in one batch (so their renewals fall due together); then a CHECK constraint
+   freezes one row's ttl_ms, so that its renewal fails. */
+static uint64_t renewals_failed(simba_service *s) {
+    simba_stats st;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    return simba_service_stats(s, &st) == SIMBA_OK ? st.renewals_failed : 0;
+}
+TEST(batch_of_renewals_rolls_back_together) {
+    drv d;
+    simba_backend *be;
+    simba_service *good, *bad;
+    simba__pg *p;
+    rec rg, rb;
+    char sql[400], qt[200], ttl[300];
+    long long frozen;
+    char fz[32];
+    memset(&d, 0, sizeof d);
+    memset(&rg, 0, sizeof rg);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(ensure_table());
+    REQUIRE(simba__pg_quote(qt, sizeof qt, NULL, table, ""));
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_pg(d.l[0], port1, NULL, &be) == SIMBA_OK);
+    p = (simba__pg *)simba_backend_impl(be);
+    REQUIRE(p->state != SIMBA__PG_READY); /* both first attempts wait for the connection */
+    good = contend(d.l[0], be, "rbatch-1-good", "A", 3000, 1000, &rg);
+    bad = contend(d.l[0], be, "rbatch-2-bad", "A", 3000, 1000, &rb);
+    REQUIRE(good && bad);
+    WAIT_FOR(&d, simba_is_owner(good) && simba_is_owner(bad), 5000);
+    REQUIRE(simba_is_owner(good) && simba_is_owner(bad));
+    snprintf(ttl, sizeof ttl, "SELECT ttl_ms FROM %s WHERE name = $1", qt);
+    frozen = raw_val(port1, ttl, "rbatch-2-bad", NULL, NULL);
+    REQUIRE(frozen > 0);
+    snprintf(fz, sizeof fz, "%lld", frozen);
+    snprintf(sql, sizeof sql, "ALTER TABLE %s ADD CONSTRAINT rbatch_freeze CHECK (name <> 'rbatch-2-bad' OR ttl_ms <= %s)", qt, fz);
+    REQUIRE(raw_val(port1, sql, NULL, NULL, NULL) == 0);
+    WAIT_FOR(&d, renewals_failed(bad) >= 1, 5000);
+    fprintf(stderr, "  renewals failed: bad %llu, good %llu; %s\n", (unsigned long long)renewals_failed(bad),
+            (unsigned long long)renewals_failed(good), simba_backend_errmsg(be));
+    CHECK(renewals_failed(bad) >= 1);
+    CHECK(renewals_failed(good) >= 1); /* rolled back with bad's, so reported failed */
+    snprintf(sql, sizeof sql, "ALTER TABLE %s DROP CONSTRAINT rbatch_freeze", qt);
+    CHECK(raw_val(port1, sql, NULL, NULL, NULL) == 0);
+    WAIT_FOR(&d, simba_is_owner(good) && simba_is_owner(bad), 8000);
+    CHECK(simba_is_owner(good));
+    CHECK(simba_is_owner(bad));
+    drv_free(&d);
+}
+
 int main(int argc, char **argv) {
     const char *e;
     struct timespec ts;
@@ -1068,6 +1120,7 @@ int main(int argc, char **argv) {
     RUN(many_mutexes_kept);
     RUN(free_with_pending);
     RUN(batch_failure_grants_nothing);
+    RUN(batch_of_renewals_rolls_back_together);
     if (started2) server2_stop();
     return check_report("test_pg");
 }
