@@ -1029,6 +1029,21 @@ TEST(push_is_not_held) {
    back with it and must be reported failed, never as a renewal the server does not hold. Both
    are acquired in one batch (so their renewals fall due together); then a CHECK constraint
    freezes one row's ttl_ms, so that its renewal fails. */
+static simba_service *contend_margin(simba_loop *l, simba_backend *be, const char *mutex, rec *r) {
+    simba_contend_desc cd;
+    simba_service *s = NULL;
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = mutex;
+    cd.contender_id = "A";
+    cd.ttl_ms = 3200;
+    cd.transition_ms = 1000;
+    cd.renew_margin_ms = 200;
+    cd.on_acquired = on_acq;
+    cd.on_released = on_rel;
+    cd.user_data = r;
+    if (simba_contend(l, be, &cd, &s) != SIMBA_OK || simba_start(s) != SIMBA_OK) return NULL;
+    return s;
+}
 static uint64_t renewals_failed(simba_service *s) {
     simba_stats st;
     memset(&st, 0, sizeof st);
@@ -1053,8 +1068,10 @@ TEST(batch_of_renewals_rolls_back_together) {
     REQUIRE(open_pg(d.l[0], port1, NULL, &be) == SIMBA_OK);
     p = (simba__pg *)simba_backend_impl(be);
     REQUIRE(p->state != SIMBA__PG_READY); /* both first attempts wait for the connection */
-    good = contend(d.l[0], be, "rbatch-1-good", "A", 3000, 1000, &rg);
-    bad = contend(d.l[0], be, "rbatch-2-bad", "A", 3000, 1000, &rb);
+    /* ttl 3200: renewals wait up to ttl/64 = 50 ms for company; a margin of 200 ms spreads
+       them by at most 200/8 = 25 ms (the core's jitter), so the two always go together */
+    good = contend_margin(d.l[0], be, "rbatch-1-good", &rg);
+    bad = contend_margin(d.l[0], be, "rbatch-2-bad", &rb);
     REQUIRE(good && bad);
     WAIT_FOR(&d, simba_is_owner(good) && simba_is_owner(bad), 5000);
     REQUIRE(simba_is_owner(good) && simba_is_owner(bad));
@@ -1064,7 +1081,7 @@ TEST(batch_of_renewals_rolls_back_together) {
     snprintf(fz, sizeof fz, "%lld", frozen);
     snprintf(sql, sizeof sql, "ALTER TABLE %s ADD CONSTRAINT rbatch_freeze CHECK (name <> 'rbatch-2-bad' OR ttl_ms <= %s)", qt, fz);
     REQUIRE(raw_val(port1, sql, NULL, NULL, NULL) == 0);
-    WAIT_FOR(&d, renewals_failed(bad) >= 1, 5000);
+    WAIT_FOR(&d, renewals_failed(bad) >= 1, 6000);
     fprintf(stderr, "  renewals failed: bad %llu, good %llu; %s\n", (unsigned long long)renewals_failed(bad),
             (unsigned long long)renewals_failed(good), simba_backend_errmsg(be));
     CHECK(renewals_failed(bad) >= 1);
