@@ -480,6 +480,9 @@ static void simba__pg_drop(simba__pg *p, int64_t now, simba_result rc) {
     p->busy = 0;
     p->pipeline = 0;
     p->want_write = 0;
+    p->more = 0;
+    p->woken = 0; /* a new connection starts with no push pending */
+    p->send_at = INT64_MAX;
     p->state = SIMBA__PG_DOWN;
     p->retry_at = simba__add(now, simba__uniform(p->loop, p->backoff / 2, p->backoff + 1));
     p->backoff = simba__min(p->backoff * 2, p->rmax);
