@@ -15,6 +15,7 @@
  *
  * COMPILE-TIME OPTIONS
  *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE as in simba.h.
+ *   SIMBA_PG_BATCH_MS (50), SIMBA_PG_BATCH_MAX (64): see CONNECTION.
  *
  * CONNECTION (one per backend, never blocks the poll)
  *   PQconnectStartParams + PQconnectPoll, then PQsendQueryParams / PQflush /
@@ -26,6 +27,12 @@
  *   start-up. A statement not answered within statement_timeout_ms completes with
  *   SIMBA_ETIMEDOUT and its connection is closed and made anew (PQcancel would block on a
  *   new connection; the server also gets statement_timeout so it gives up on its side).
+ *   Authentication runs inside PQconnectPoll: with scram-sha-256 (PostgreSQL's default for
+ *   TCP) one call computes the client proof (PBKDF2, 4096 iterations of HMAC-SHA-256), which
+ *   took 5-12 ms on the 2-CPU bench VM, so the simba_poll that runs it is that long, once per
+ *   connection (at start, and after a lost or recycled one, e.g. when a stopped server
+ *   comes back). md5 took 0.6 ms, trust 0.2 ms; a unix socket with peer or trust avoids the
+ *   cost, as does a SCRAM verifier with fewer iterations (scram_iterations, PostgreSQL 16).
  *   Lost connections are re-made with randomised doubling backoff [reconnect_min_ms,
  *   reconnect_max_ms]; requests submitted between attempts fail at once with SIMBA_ECONN so
  *   that the core backs off; requests submitted while an attempt runs wait for it.
@@ -38,11 +45,17 @@
  *                  DOWN ◄──────────────────────────────────────────── BUSY ──(result)┘
  *            (backoff, then CONNECTING)   (lost / statement_timeout_ms: recycle)
  *
- *   READY/BUSY with libpq >= 14 runs in pipeline mode: every request queued when a poll
- *   runs is sent at once, each statement followed by its own sync (its own transaction, so
- *   one failure aborts nothing else), and the answers come back in order; so renewals of
- *   many mutexes due in one poll share one round trip. Older libpq sends one at a time.
+ *   READY/BUSY with libpq >= 14 runs in pipeline mode: what is queued goes out at once as
+ *   prepared statements; consecutive renewals share one transaction (at most
+ *   SIMBA_PG_BATCH_MAX, sorted by name so batches never deadlock, one commit for all, and
+ *   answered only after it: a rolled-back renewal never reaches the core); anything else has
+ *   a transaction of its own. A renewal may wait min(ttl/64, SIMBA_PG_BATCH_MS) for company;
+ *   other requests go at once and take it along. One poll sends and answers at most
+ *   2 * SIMBA_PG_BATCH_MAX statements. Older libpq sends one at a time.
  *   The statement deadline restarts at every answer: a server that answers is alive.
+ *   Grants and renewals commit with the session's synchronous_commit; releases and places
+ *   in the line commit without waiting for the WAL flush (losing one in a server crash
+ *   costs a wait, never a second owner), so a handoff waits for one flush, not two.
  *
  *   SETUP runs once per connection, in one round trip: under a transaction-level advisory
  *   lock (so that two creators never race) it creates the tables and the three functions
@@ -131,6 +144,16 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
 #include <stdlib.h>
 #include <string.h>
 
+/* A renewal may wait this long (at most ttl/64) for company: many mutexes then cost one round trip per window, not per
+   request. 0 sends every request at once. */
+#ifndef SIMBA_PG_BATCH_MS
+#define SIMBA_PG_BATCH_MS 50
+#endif
+/* Statements per transaction (one sync): PostgreSQL before 17 counts statement_timeout from
+   the start of a pipelined transaction, and one poll answers at most one batch's worth. */
+#ifndef SIMBA_PG_BATCH_MAX
+#define SIMBA_PG_BATCH_MAX 64
+#endif
 #define SIMBA__PG_TABLE_MAX 48
 #define SIMBA__PG_IDENT_MAX (2 * 64 + 8)           /* one quoted identifier, doubled quotes */
 #define SIMBA__PG_QNAME_MAX (2 * SIMBA__PG_IDENT_MAX + 2)
@@ -159,6 +182,20 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY };
     "    o_owner := ''; o_ttl := 0; o_tr := 0; o_held := -1; o_fence := 0;\n"                      \
     "  END IF;\n"
 
+/* Durability follows what a lost commit would cost after a server crash. A grant or renewal
+   lost would let a second owner in while the first still believes it owns: it commits with
+   the session's synchronous_commit. A release or a place in the queue lost costs only a
+   wait: it commits without waiting for the WAL flush (the flush of the commit that grants
+   next covers it), unless the same transaction (a pipelined batch) also grants or renews. */
+#define SIMBA__PG_DURABLE                                                                         \
+    "    PERFORM set_config('simba.durable', 'on', true), set_config('synchronous_commit',\n"   \
+    "      coalesce(nullif(current_setting('simba.sc', true), ''), 'on'), true);\n"
+#define SIMBA__PG_LIGHT                                                                           \
+    "  IF current_setting('simba.durable', true) IS DISTINCT FROM 'on' THEN\n"                  \
+    "    PERFORM set_config('synchronous_commit', 'off', true);\n"                               \
+    "  END IF;\n"
+#define SIMBA__PG_COLS "o_owner, o_ttl, o_tr, o_held, o_fence, o_first"
+
 static const char *const simba__pg_setup_sql[] = {
     "BEGIN;\n"
     "SELECT pg_advisory_xact_lock(" SIMBA__PG_LOCK_KEY ");\n"
@@ -183,6 +220,7 @@ static const char *const simba__pg_setup_sql[] = {
     "  IF live AND r.owner = p_id AND p_renew THEN\n"
     "    UPDATE {T} SET ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr\n"
     "      WHERE name = p_name;\n"
+    SIMBA__PG_DURABLE
     "  ELSE\n"
     "    SELECT contender INTO head FROM {Q} WHERE name = p_name ORDER BY seq LIMIT 1;\n"
     /* a stored owner re-acquiring after a local step-down starts a new tenure; a free
@@ -191,11 +229,13 @@ static const char *const simba__pg_setup_sql[] = {
     "      UPDATE {T} SET owner = p_id, fence = fence + 1, acquired_ms = now_ms,\n"
     "        ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr WHERE name = p_name;\n"
     "      DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"
+    SIMBA__PG_DURABLE
     "    ELSE\n"
     "      INSERT INTO {Q} (name, contender, channel, expires_ms)\n"
     "        VALUES (p_name, p_id, p_chan, now_ms + p_live)\n"
     "        ON CONFLICT (name, contender) DO UPDATE\n"
     "        SET channel = EXCLUDED.channel, expires_ms = EXCLUDED.expires_ms;\n"
+    SIMBA__PG_LIGHT
     "    END IF;\n"
     "  END IF;\n"
     "  SELECT * INTO r FROM {T} WHERE name = p_name;\n"
@@ -224,6 +264,7 @@ static const char *const simba__pg_setup_sql[] = {
     "    DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"
     "  END IF;\n"
     "  o_first := 0;\n"
+    SIMBA__PG_LIGHT
     SIMBA__PG_ANSWER
     "END $simba$;\n",
     "CREATE OR REPLACE FUNCTION {D}(p_name text, " SIMBA__PG_OUT ")\n"
@@ -237,10 +278,14 @@ static const char *const simba__pg_setup_sql[] = {
     SIMBA__PG_ANSWER
     "END $simba$;\n"
     "COMMIT;\n"
+    /* the session's own durability, which grants and renewals restore (SIMBA__PG_DURABLE) */
+    "SELECT set_config('simba.sc', current_setting('synchronous_commit'), false);\n"
+    "PREPARE simba_acq (text, text, bigint, bigint, bigint, boolean, text) AS\n"
+    "  SELECT " SIMBA__PG_COLS " FROM {A}($1, $2, $3, $4, $5, $6, $7);\n"
+    "PREPARE simba_rel (text, text) AS SELECT " SIMBA__PG_COLS " FROM {R}($1, $2);\n"
+    "PREPARE simba_read (text) AS SELECT " SIMBA__PG_COLS " FROM {D}($1);\n"
     "LISTEN {C};\n",
     NULL};
-
-#define SIMBA__PG_COLS "o_owner, o_ttl, o_tr, o_held, o_fence, o_first"
 
 typedef struct simba__pg {
     simba_loop *loop;
@@ -250,18 +295,25 @@ typedef struct simba__pg {
     char *strs[8]; /* owned copies behind vals */
     char port_s[16], opts[64];
     char *setup;   /* setup script with the names filled in */
-    char sql_acq[SIMBA__PG_QNAME_MAX + 160], sql_rel[SIMBA__PG_QNAME_MAX + 160], sql_read[SIMBA__PG_QNAME_MAX + 160];
     char chan[48];
     PGconn *conn;
     int state, fd;
     int want_write; /* CONNECTING: PQconnectPoll asked for POLLOUT; else output not flushed */
     int busy;       /* SETUP: the setup script is in flight */
     int pipeline;   /* READY in libpq pipeline mode: every queued request goes out at once */
-    int phase;      /* READY: awaiting the head's result (0), its end (1), its sync (2) */
     int nfl;        /* READY: statements in flight, fhead..ftail in order */
+    int ngot;       /* READY: results held in res[] for the oldest ngot of them */
+    int rescap;     /* slots in res[] (grows to the most statements ever in flight) */
+    int await_null; /* READY: a statement's result came, its terminating NULL not yet */
+    int nsync;      /* READY (pipeline): batches sent whose sync has not come back */
+    int batch_err;  /* READY: a statement of the current batch failed (its message in err) */
+    PGresult **res; /* results of the current batch, answered only once it has committed */
+    int more;       /* READY: answers wait in libpq's buffer for the next poll (time budget) */
     int was_up;     /* a setup has completed before: the next one raises SIMBA_EV_RESET */
     int64_t conn_to, stmt_to, rmin, rmax, backoff;
     int64_t conn_deadline, stmt_deadline, retry_at;
+    int64_t send_at; /* READY: the queued requests go out by then (INT64_MAX: none waits) */
+    int woken;       /* pushes received whose waiter's acquire has not been submitted yet */
     simba_req *fhead, *ftail, *head, *tail;
     simba_reply rep;
     char owner_buf[SIMBA_ID_MAX + 1];
@@ -393,7 +445,14 @@ static void simba__pg_fail_all(simba__pg *p, simba_result rc, const char *msg) {
     }
     p->ftail = NULL;
     p->nfl = 0;
-    p->phase = 0;
+    p->await_null = 0;
+    p->nsync = 0;
+    p->batch_err = 0;
+    while (p->ngot > 0) {
+        p->ngot--;
+        PQclear(p->res[p->ngot]);
+        p->res[p->ngot] = NULL;
+    }
     while (p->head) {
         simba_req *r = p->head;
         p->head = r->next_;
@@ -421,6 +480,9 @@ static void simba__pg_drop(simba__pg *p, int64_t now, simba_result rc) {
     p->busy = 0;
     p->pipeline = 0;
     p->want_write = 0;
+    p->more = 0;
+    p->woken = 0; /* a new connection starts with no push pending */
+    p->send_at = INT64_MAX;
     p->state = SIMBA__PG_DOWN;
     p->retry_at = simba__add(now, simba__uniform(p->loop, p->backoff / 2, p->backoff + 1));
     p->backoff = simba__min(p->backoff * 2, p->rmax);
@@ -462,7 +524,7 @@ static void simba__pg_flush(simba__pg *p, int64_t now) {
 /* Puts one request's statement (and, in pipeline mode, its sync) into the output buffer. */
 static int simba__pg_send_one(simba__pg *p, simba_req *r) {
     const char *v[7];
-    const char *sql;
+    const char *stmt;
     int n;
     v[0] = r->mutex;
     v[1] = r->contender;
@@ -475,42 +537,134 @@ static int simba__pg_send_one(simba__pg *p, simba_req *r) {
         v[4] = p->num[2];
         v[5] = r->renew ? "t" : "f";
         v[6] = p->chan;
-        sql = p->sql_acq;
+        stmt = "simba_acq";
         n = 7;
     } else if (r->op == SIMBA_OP_RELEASE) {
-        sql = p->sql_rel;
+        stmt = "simba_rel";
         n = 2;
     } else {
-        sql = p->sql_read;
+        stmt = "simba_read";
         n = 1;
     }
-    if (!PQsendQueryParams(p->conn, sql, n, NULL, v, NULL, NULL, 0)) return 0;
-#ifdef LIBPQ_HAS_PIPELINING
-    /* a sync per statement: each is its own transaction, one failure aborts nothing else */
-    if (p->pipeline && !PQpipelineSync(p->conn)) return 0;
-#endif
-    return 1;
+    /* prepared by the setup: the server neither parses nor plans it again */
+    return PQsendQueryPrepared(p->conn, stmt, n, v, NULL, NULL, 0);
 }
 
-/* Sends what is queued: all of it in pipeline mode (renewals due in one poll share the
-   round trip), else one statement at a time. */
+/* Stable merge sort of a request list by mutex name: every batch locks its rows in one
+   global order, so two processes' batches never deadlock on each other; requests for one
+   mutex keep the order they were submitted in. */
+static simba_req *simba__pg_sort(simba_req *l) {
+    simba_req *slow = l, *fast, *b, *out = NULL, **to = &out;
+    if (!l || !l->next_) return l;
+    for (fast = l->next_; fast && fast->next_; fast = fast->next_->next_) slow = slow->next_;
+    b = slow->next_; /* the second half */
+    slow->next_ = NULL;
+    l = simba__pg_sort(l);
+    b = simba__pg_sort(b);
+    while (l && b) {
+        if (strcmp(b->mutex, l->mutex) < 0) { *to = b; b = b->next_; } else { *to = l; l = l->next_; }
+        to = &(*to)->next_;
+    }
+    *to = l ? l : b;
+    return out;
+}
+
+/* Sorts the next transaction's worth of queued requests (the front of the queue). */
+static void simba__pg_sort_front(simba__pg *p) {
+    simba_req *rest, *last;
+    int n = 1;
+    for (last = p->head; last->next_ && n < SIMBA_PG_BATCH_MAX; last = last->next_) n++;
+    if (n < 2) return;
+    rest = last->next_;
+    last->next_ = NULL;
+    p->head = simba__pg_sort(p->head);
+    for (last = p->head; last->next_; last = last->next_) {}
+    last->next_ = rest;
+    if (!rest) p->tail = last;
+}
+
+/* Fails the requests not yet sent (out of memory for their result slots). */
+static void simba__pg_fail_queued(simba__pg *p, simba_result rc, const char *msg) {
+    simba_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.rc = rc;
+    rep.errmsg = msg;
+    rep.held_ms = -1;
+    while (p->head) {
+        simba_req *r = p->head;
+        p->head = r->next_;
+        if (!p->head) p->tail = NULL;
+        simba_req_done(r, &rep);
+    }
+}
+
+/* Sends what is queued: in pipeline mode all of it as one batch, one transaction closed by
+   one sync (renewals due in one poll share one round trip and one commit), sorted by name;
+   else one statement at a time. */
 static void simba__pg_send_next(simba__pg *p, int64_t now) {
-    if (p->state != SIMBA__PG_READY) return;
+    int sent = 0, flushed = 1, budget = 2 * SIMBA_PG_BATCH_MAX, last_renew = 0;
+    if (p->state != SIMBA__PG_READY || !p->head || (!p->pipeline && p->nfl > 0)) return;
+    p->send_at = INT64_MAX;
     while (p->head && (p->pipeline || p->nfl == 0)) {
         simba_req *r = p->head;
+        if (budget-- == 0) { /* one poll sends two batches at most: the rest goes next poll */
+            p->send_at = 0;
+            break;
+        }
+#ifdef LIBPQ_HAS_PIPELINING
+        /* renewals share a transaction (one commit for many); anything else, which may
+           change the line or wake a waiter, has one of its own, as it would alone */
+        if (p->pipeline && sent > 0 && (sent == SIMBA_PG_BATCH_MAX || !p->head->renew || !last_renew)) {
+            if (!PQpipelineSync(p->conn)) {
+                simba__pg_set_err(p, "send failed", PQerrorMessage(p->conn));
+                simba__pg_drop(p, now, SIMBA_ECONN);
+                return;
+            }
+            p->nsync++;
+            sent = 0;
+        }
+        if (p->pipeline && sent == 0) simba__pg_sort_front(p);
+        r = p->head;
+#endif
+        if (p->nfl >= p->rescap) { /* a result slot per statement in flight, kept for reuse */
+            int cap = p->rescap ? p->rescap * 2 : 64;
+            PGresult **nr = (PGresult **)simba_alloc(p->loop, (size_t)cap * sizeof *nr);
+            if (!nr) {
+                simba__pg_fail_queued(p, SIMBA_ENOMEM, "postgres: out of memory");
+                break;
+            }
+            memset(nr, 0, (size_t)cap * sizeof *nr);
+            if (p->res) memcpy(nr, p->res, (size_t)p->rescap * sizeof *nr);
+            simba_free(p->loop, p->res);
+            p->res = nr;
+            p->rescap = cap;
+        }
         p->head = r->next_;
         if (!p->head) p->tail = NULL;
         r->next_ = NULL;
         if (p->ftail) p->ftail->next_ = r; else p->fhead = r;
         p->ftail = r;
-        if (p->nfl++ == 0 && p->phase == 0) p->stmt_deadline = simba__add(now, p->stmt_to);
+        if (p->nfl++ == 0 && p->nsync == 0) p->stmt_deadline = simba__add(now, p->stmt_to);
         if (!simba__pg_send_one(p, r)) {
             simba__pg_set_err(p, "send failed", PQerrorMessage(p->conn));
             simba__pg_drop(p, now, SIMBA_ECONN);
             return;
         }
+        sent++;
+        flushed = 0;
+        last_renew = r->op == SIMBA_OP_ACQUIRE && r->renew;
     }
-    simba__pg_flush(p, now);
+#ifdef LIBPQ_HAS_PIPELINING
+    if (p->pipeline && sent) {
+        if (!PQpipelineSync(p->conn)) {
+            simba__pg_set_err(p, "send failed", PQerrorMessage(p->conn));
+            simba__pg_drop(p, now, SIMBA_ECONN);
+            return;
+        }
+        p->nsync++;
+    }
+#endif
+    if (!flushed) simba__pg_flush(p, now);
 }
 
 static void simba__pg_connected(simba__pg *p, int64_t now) {
@@ -566,7 +720,6 @@ static void simba__pg_setup_done(simba__pg *p, int64_t now) {
 #ifdef LIBPQ_HAS_PIPELINING
     p->pipeline = PQenterPipelineMode(p->conn) == 1;
 #endif
-    p->phase = 0;
     p->state = SIMBA__PG_READY;
     p->backoff = p->rmin;
     p->err[0] = 0;
@@ -577,34 +730,69 @@ static void simba__pg_setup_done(simba__pg *p, int64_t now) {
     simba__pg_send_next(p, now);
 }
 
-/* READY: results in order, per statement: its result, NULL, and in pipeline mode its sync.
-   Any answer shows the server alive: the deadline restarts for the next one in flight. */
+/* A batch is over (its sync came back: committed, or rolled back if a statement failed):
+   its requests are answered in order. Nothing is answered before the commit, since a grant
+   that is rolled back with its batch must never reach the core. */
+static void simba__pg_batch_done(simba__pg *p, int64_t now) {
+    int i, k = p->ngot;
+    for (i = 0; i < k && p->fhead; i++) {
+        simba_req *r = p->fhead;
+        p->fhead = r->next_;
+        if (!p->fhead) p->ftail = NULL;
+        p->nfl--;
+        if (p->batch_err) {
+            memset(&p->rep, 0, sizeof p->rep);
+            p->rep.rc = SIMBA_EBACKEND;
+            p->rep.errmsg = p->err;
+            p->rep.held_ms = -1;
+        } else simba__pg_result(p, p->res[i]);
+        PQclear(p->res[i]);
+        p->res[i] = NULL;
+        simba_req_done(r, &p->rep);
+    }
+    p->ngot = 0;
+    p->batch_err = 0;
+    if (!p->pipeline) simba__pg_send_next(p, now);
+}
+
+/* READY: per statement its result, then NULL; in pipeline mode each batch ends with its
+   sync. Any answer shows the server alive: the deadline restarts for what is still out. */
 static void simba__pg_results(simba__pg *p, int64_t now) {
-    while (p->conn && p->state == SIMBA__PG_READY && (p->nfl > 0 || p->phase == 2) && !PQisBusy(p->conn)) {
+    int nulls = 0, batches = 0;
+    p->more = 0;
+    while (p->conn && p->state == SIMBA__PG_READY && (p->await_null || p->ngot < p->nfl || p->nsync > 0) &&
+           !PQisBusy(p->conn)) {
         PGresult *res = PQgetResult(p->conn);
-        ExecStatusType st = res ? PQresultStatus(res) : PGRES_EMPTY_QUERY;
-        if (p->phase == 0) {
-            if (!res) break;
-            if (!SIMBA__PG_SYNC(st)) {
-                simba__pg_result(p, res);
-                p->phase = 1;
-            }
-        } else if (p->phase == 1) {
-            if (!res) {
-                simba_req *r = p->fhead;
-                p->fhead = r->next_;
-                if (!p->fhead) p->ftail = NULL;
-                p->nfl--;
-                p->phase = p->pipeline ? 2 : 0;
-                p->stmt_deadline = simba__add(now, p->stmt_to);
-                simba_req_done(r, &p->rep);
-                if (!p->pipeline) simba__pg_send_next(p, now);
-            }
-        } else {
-            if (!res) break;
-            if (SIMBA__PG_SYNC(st)) p->phase = 0;
+        ExecStatusType st;
+        if (!res) {
+            if (p->await_null) {
+                p->await_null = 0;
+                if (!p->pipeline) simba__pg_batch_done(p, now); /* a batch of one */
+            } else if (++nulls > 1) break;
+            continue;
         }
-        if (res) PQclear(res);
+        nulls = 0;
+        st = PQresultStatus(res);
+        p->stmt_deadline = simba__add(now, p->stmt_to);
+        if (SIMBA__PG_SYNC(st)) {
+            PQclear(res);
+            if (p->nsync > 0) p->nsync--;
+            simba__pg_batch_done(p, now);
+            /* one poll answers two batches at most: the rest waits for the next call */
+            if (++batches == 2) { p->more = (p->nsync > 0 || p->nfl > 0) && !PQisBusy(p->conn); break; }
+            continue;
+        }
+        if (st != PGRES_TUPLES_OK && !p->batch_err) {
+            /* the first failure of the batch says why; the others were aborted with it */
+            simba__pg_set_err(p, "statement failed", PQresultErrorMessage(res));
+            p->batch_err = 1;
+        }
+        if (p->await_null || p->ngot >= p->nfl) { /* an error at commit, not a statement's */
+            PQclear(res);
+            continue;
+        }
+        p->res[p->ngot++] = res;
+        p->await_null = 1;
     }
 }
 
@@ -617,7 +805,11 @@ static void simba__pg_notifies(simba__pg *p) {
         if (sp && (size_t)(sp - n->extra) <= SIMBA_ID_MAX && simba_name_check(sp + 1) == SIMBA_OK) {
             memcpy(id, n->extra, (size_t)(sp - n->extra));
             id[sp - n->extra] = 0;
-            if (simba_id_check(id) == SIMBA_OK) simba_backend_event(p->be, SIMBA_EV_RELEASED, sp + 1, id, NULL);
+            if (simba_id_check(id) == SIMBA_OK) {
+                p->woken++;
+                p->send_at = 0; /* a waiter's ask held for company goes now: it is a handoff */
+                simba_backend_event(p->be, SIMBA_EV_RELEASED, sp + 1, id, NULL);
+            }
         }
         PQfreemem(n);
     }
@@ -688,7 +880,8 @@ static void simba__pg_process(void *impl, const struct pollfd *ready, int n, int
     rv = simba__pg_ready(p, ready, n, (short)(POLLIN | (p->want_write ? POLLOUT : 0)));
     if (rv & POLLOUT) simba__pg_flush(p, now);
     if (p->conn) simba__pg_read(p, now, (rv & (POLLIN | POLLHUP | POLLERR)) != 0);
-    if (p->conn && (p->busy || p->nfl > 0) && now >= p->stmt_deadline) {
+    if (p->conn && p->head && now >= p->send_at) simba__pg_send_next(p, now);
+    if (p->conn && (p->busy || p->nfl > 0 || p->nsync > 0) && now >= p->stmt_deadline) {
         /* no answer in time: later answers could not be matched, so the connection goes */
         snprintf(p->err, sizeof p->err, "postgres: %s not answered within %lld ms, connection recycled",
                  p->state == SIMBA__PG_SETUP ? "setup" : "statement",
@@ -714,7 +907,9 @@ static int64_t simba__pg_deadline(void *impl) {
     simba__pg *p = (simba__pg *)impl;
     if (p->state == SIMBA__PG_DOWN) return p->retry_at;
     if (p->state == SIMBA__PG_CONNECTING) return p->conn_deadline;
-    return p->busy || p->nfl > 0 ? p->stmt_deadline : INT64_MAX;
+    if (p->state == SIMBA__PG_READY && p->more) return 0;
+    return simba__min(p->busy || p->nfl > 0 || p->nsync > 0 ? p->stmt_deadline : INT64_MAX,
+                      p->state == SIMBA__PG_READY && p->head ? p->send_at : INT64_MAX);
 }
 
 static simba_result simba__pg_submit(void *impl, simba_req *req) {
@@ -732,7 +927,17 @@ static simba_result simba__pg_submit(void *impl, simba_req *req) {
     req->next_ = NULL;
     if (p->tail) p->tail->next_ = req; else p->head = req;
     p->tail = req;
-    simba__pg_send_next(p, simba_now(p->loop));
+    /* nobody waits on a renewal: it may wait for company (a waiter's ask is not held: its
+       arrival decides its place in the line); anything else goes now and takes them along */
+    /* a waiter woken by a push still sees the old owner (expect_win 0): it is a handoff */
+    if (req->op == SIMBA_OP_ACQUIRE && !req->renew && p->woken > 0) {
+        p->woken--;
+        p->send_at = 0;
+    } else if (req->op == SIMBA_OP_ACQUIRE && req->renew && SIMBA_PG_BATCH_MS > 0) {
+        int64_t hold = simba__min(req->ttl_ms / 64, SIMBA_PG_BATCH_MS);
+        p->send_at = simba__min(p->send_at, simba__add(simba_now(p->loop), hold));
+    } else p->send_at = 0;
+    if (simba_now(p->loop) >= p->send_at) simba__pg_send_next(p, simba_now(p->loop));
     return SIMBA_OK;
 }
 
@@ -743,6 +948,7 @@ static void simba__pg_destroy(void *impl) {
     if (p->conn && PQsocket(p->conn) >= 0) simba_backend_fd(p->be, PQsocket(p->conn), 0);
     if (p->conn) PQfinish(p->conn);
     for (i = 0; i < 8; i++) simba_free(p->loop, p->strs[i]);
+    simba_free(p->loop, p->res);
     simba_free(p->loop, p->setup);
     simba_free(p->loop, p);
 }
@@ -865,6 +1071,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     p->rmin = desc->reconnect_min_ms ? desc->reconnect_min_ms : 100;
     p->rmax = desc->reconnect_max_ms ? desc->reconnect_max_ms : (p->rmin > 5000 ? p->rmin : 5000);
     p->backoff = p->rmin;
+    p->send_at = INT64_MAX;
     snprintf(p->chan, sizeof p->chan, "simba_%.32s", rnd);
     /* the server gives up on a statement when we do: its row locks are not held for nothing */
     snprintf(p->opts, sizeof p->opts, "-c statement_timeout=%lld", (long long)p->stmt_to);
@@ -892,9 +1099,6 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         subst['I' - 'A'] = qi;
         subst['C' - 'A'] = qc;
         p->setup = simba__pg_fill(loop, simba__pg_setup_sql, subst);
-        snprintf(p->sql_acq, sizeof p->sql_acq, "SELECT " SIMBA__PG_COLS " FROM %s($1, $2, $3::bigint, $4::bigint, $5::bigint, $6::boolean, $7)", qa);
-        snprintf(p->sql_rel, sizeof p->sql_rel, "SELECT " SIMBA__PG_COLS " FROM %s($1, $2)", qr);
-        snprintf(p->sql_read, sizeof p->sql_read, "SELECT " SIMBA__PG_COLS " FROM %s($1)", qd);
     }
     if (!ok || !p->setup) {
         simba__pg_destroy(p);

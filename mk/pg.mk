@@ -29,3 +29,7 @@ fuzz-pg: $(B)/fuzz/fuzz_pg_row
 $(B)/bench/pg_cycle: bench/pg_cycle.c $(HDR_PG) | $(B)/bench
 	$(CC) $(CFLAGS) -O2 $(PGINC) -o $@ bench/pg_cycle.c -lpq -lpthread
 all: $(B)/bench/pg_cycle
+# the simba tool (tools/simba.c, rules in mk/cli.mk) speaks postgres:// too
+$(B)/simba $(B)/asan/simba $(B)/clang/simba: simba_pg.h
+$(B)/simba $(B)/asan/simba $(B)/clang/simba: ZKINC += $(PGINC)
+$(B)/simba $(B)/asan/simba $(B)/clang/simba: CLI_LIBS += -lpq

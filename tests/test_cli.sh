@@ -5,7 +5,8 @@
 # if every check passed. A server that cannot be started fails the run.
 #   SIMBA_CLI_REDIS_PORT (6430)  SIMBA_CLI_ZK_PORT (2221)  SIMBA_CLI_DEAD_PORT (6434, nothing
 #   listens there)  SIMBA_BIN (build/simba)  FAULT_PROXY (build/fault_proxy)
-#   SIMBA_CLI_ONLY="usage sqlite redis zk signals elect stats partition" runs some sections only.
+#   SIMBA_CLI_ONLY="usage sqlite redis zk signals elect stats partition pg" runs some sections only.
+#   SIMBA_CLI_PG_PORT (5447): PostgreSQL for section pg (scripts/pg-start.sh; password simba).
 set -u
 cd "$(dirname "$0")/.."
 SIMBA=${SIMBA_BIN:-build/simba}
@@ -13,7 +14,8 @@ PROXY=${FAULT_PROXY:-build/fault_proxy}
 RPORT=${SIMBA_CLI_REDIS_PORT:-6430}
 ZPORT=${SIMBA_CLI_ZK_PORT:-2221}
 DEAD=${SIMBA_CLI_DEAD_PORT:-6434}
-ONLY=${SIMBA_CLI_ONLY:-usage sqlite redis zk signals elect stats partition}
+ONLY=${SIMBA_CLI_ONLY:-usage sqlite redis zk signals elect stats partition pg}
+PGPORT_CLI=${SIMBA_CLI_PG_PORT:-5447}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 W=$(mktemp -d "${TMPDIR:-/tmp}/simba-cli.XXXXXX")
 PASS=0
@@ -42,6 +44,7 @@ cleanup() {
     cleanup_groups
     [ -f "$W/redis/redis.pid" ] && sh scripts/redis-stop.sh "$W/redis" >/dev/null 2>&1
     [ -f "$W/zk/zk.pid" ] && bash scripts/zk-stop.sh "$W/zk" >/dev/null 2>&1
+    [ -f "$W/pg/postgres.pid" ] && sh scripts/pg-stop.sh "$W/pg" >/dev/null 2>&1
     rm -rf "$W"
 }
 trap cleanup EXIT
@@ -225,6 +228,30 @@ backend_suite() {
 want sqlite && backend_suite sqlite "$SQL"
 want redis && backend_suite redis "$RED"
 want zk && backend_suite zk "$ZK"
+
+# ---- PostgreSQL: its URL, then the same suite ---------------------------------------------
+if want pg; then
+    chmod 711 "$W" # the cluster runs as user postgres, its directory is under $W
+    if ! sh scripts/pg-start.sh "$PGPORT_CLI" "$W/pg" >"$W/pg.log" 2>&1; then
+        bad "PostgreSQL on $PGPORT_CLI: $(tail -3 "$W/pg.log")"
+    else
+        PGU="postgres://postgres@127.0.0.1:$PGPORT_CLI/postgres?table=cli_locks"
+        export PGPASSWORD=simba
+        expect_rc "pg: password in the URL refused" 64 "$SIMBA" -u "postgres://postgres:simba@127.0.0.1:$PGPORT_CLI" get x
+        check "  points to PGPASSWORD" err_has PGPASSWORD
+        expect_rc "pg: host name refused (no resolver in the loop)" 64 "$SIMBA" -u "postgres://localhost:$PGPORT_CLI" get x
+        check "  says numeric" err_has numeric
+        expect_rc "pg: port out of range" 64 "$SIMBA" -u "postgresql://127.0.0.1:70000" get x
+        expect_rc "pg: unknown parameter" 64 "$SIMBA" -u "postgres://127.0.0.1:$PGPORT_CLI/postgres?sslmode=x" get x
+        check "  names table=" err_has "table=NAME"
+        expect_rc "pg: get before the table exists exits 1" 1 "$SIMBA" -u "$PGU" get x
+        expect_rc "pg: wrong password is a backend error" 69 env PGPASSWORD=wrong "$SIMBA" -u "$PGU" get x
+        expect_rc "pg: unreachable server is a backend error" 69 "$SIMBA" -u "postgres://127.0.0.1:$DEAD" get x
+        backend_suite pg "$PGU"
+        check "pg: the table of the URL holds the rows" test "$(PGPASSWORD=simba psql -h 127.0.0.1 -p "$PGPORT_CLI" -U postgres -Atc 'SELECT count(*) FROM cli_locks' postgres 2>/dev/null)" -ge 1
+        unset PGPASSWORD
+    fi
+fi
 
 # ---- signals (SQLite) ------------------------------------------------------------------------
 if want signals; then

@@ -13,6 +13,8 @@
  * driven from one poll(2) over their descriptors, and every simba_poll call is timed.
  */
 #define SIMBA_IMPLEMENTATION
+/* a long batch window: a request held by it shows as a wait of ttl/64 (see push_is_not_held) */
+#define SIMBA_PG_BATCH_MS 1000
 #include "../simba_pg.h"
 #include "check.h"
 
@@ -386,6 +388,58 @@ TEST(queue_liveness_in_storage) {
     CHECK_EQ(raw_val(port1, acq, "liveness", "C", "60000"), 0); /* C: next in line, wins */
     CHECK_EQ(raw_val(port1, own, "liveness", "C", NULL), 1);
     CHECK_EQ(raw_val(port1, own, "liveness", "A", NULL), 0);
+}
+
+/* What a transaction commits with: grants and renewals wait for the WAL flush (a lost grant
+   could make two owners after a server crash), releases and places in the queue do not (a
+   lost one costs a wait, and the next grant's flush covers it). In one transaction, a grant
+   or renewal wins whatever the order. The handoff path (release, then the waiter's acquire)
+   thereby waits for one flush instead of two. */
+static int commits_with_flush(PGconn *c, const char *const *stmts, int n) {
+    PGresult *r;
+    int i, flush = -1;
+    r = PQexec(c, "BEGIN");
+    PQclear(r);
+    for (i = 0; i < n; i++) {
+        r = PQexec(c, stmts[i]);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) fprintf(stderr, "  %s: %s", stmts[i], PQresultErrorMessage(r));
+        PQclear(r);
+    }
+    r = PQexec(c, "SELECT current_setting('synchronous_commit')");
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) flush = strcmp(PQgetvalue(r, 0, 0), "off") != 0;
+    PQclear(r);
+    r = PQexec(c, "COMMIT");
+    PQclear(r);
+    return flush;
+}
+TEST(durability_follows_the_outcome) {
+    char grant[300], renew[300], queue[300], rel[300];
+    const char *s[2];
+    PGconn *c;
+    REQUIRE(ensure_table());
+    snprintf(grant, sizeof grant, "SELECT * FROM \"%s_acq\"('durable', 'A', 60000, 1000, 60000, false, 'none')", table);
+    snprintf(renew, sizeof renew, "SELECT * FROM \"%s_acq\"('durable', 'A', 60000, 1000, 60000, true, 'none')", table);
+    snprintf(queue, sizeof queue, "SELECT * FROM \"%s_acq\"('durable', 'B', 60000, 1000, 60000, false, 'none')", table);
+    snprintf(rel, sizeof rel, "SELECT * FROM \"%s_rel\"('durable', 'A')", table);
+    c = raw_connect(port1);
+    REQUIRE(c);
+    s[0] = grant;
+    CHECK_EQ(commits_with_flush(c, s, 1), 1);
+    s[0] = renew;
+    CHECK_EQ(commits_with_flush(c, s, 1), 1);
+    s[0] = queue; /* B waits behind A */
+    CHECK_EQ(commits_with_flush(c, s, 1), 0);
+    s[0] = rel;
+    CHECK_EQ(commits_with_flush(c, s, 1), 0);
+    s[0] = grant; /* A again, and B (head of the line) is refused: a queue place */
+    CHECK_EQ(commits_with_flush(c, s, 1), 0);
+    s[0] = queue; /* B takes it: a grant */
+    s[1] = rel;   /* A leaves the line in the same transaction */
+    CHECK_EQ(commits_with_flush(c, s, 2), 1);
+    s[0] = rel;
+    s[1] = queue; /* a release, then a grant (B again, a new tenure): durable */
+    CHECK_EQ(commits_with_flush(c, s, 2), 1);
+    PQfinish(c);
 }
 
 /* Fairness: queued contenders get the mutex in arrival order; the releaser re-asking at once
@@ -888,6 +942,158 @@ TEST(free_with_pending) {
     CHECK_EQ(error_logs, 0);
 }
 
+/* A failing statement never leaves a grant behind that the core believes in: two first
+   acquires queued before the connection is ready leave together (each in a transaction of its
+   own; renewals share one, answered only after its commit); a CHECK constraint makes one fail;
+   whenever the other is owned locally, storage says so too; once the constraint goes, both
+   are owned. */
+TEST(batch_failure_grants_nothing) {
+    drv d;
+    simba_backend *be;
+    simba_service *good, *bad;
+    simba__pg *p;
+    rec rg, rb;
+    char sql[400], qt[200], own[300];
+    int owned_without_row = 0;
+    int64_t end;
+    memset(&d, 0, sizeof d);
+    memset(&rg, 0, sizeof rg);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(ensure_table());
+    REQUIRE(simba__pg_quote(qt, sizeof qt, NULL, table, ""));
+    snprintf(sql, sizeof sql, "ALTER TABLE %s ADD CONSTRAINT batch_bad CHECK (name <> 'batch-2-bad' OR owner = '')", qt);
+    REQUIRE(raw_val(port1, sql, NULL, NULL, NULL) == 0);
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_pg(d.l[0], port1, NULL, &be) == SIMBA_OK);
+    p = (simba__pg *)simba_backend_impl(be);
+    REQUIRE(p->state != SIMBA__PG_READY); /* both first attempts wait for the connection */
+    snprintf(own, sizeof own, "SELECT count(*) FROM %s WHERE name = $1 AND owner = $2", qt);
+    good = contend(d.l[0], be, "batch-1-good", "A", 3000, 1000, &rg);
+    bad = contend(d.l[0], be, "batch-2-bad", "A", 3000, 1000, &rb);
+    REQUIRE(good && bad);
+    /* queued until the setup is done, they leave together */
+    end = mono_ms() + 1500;
+    while (mono_ms() < end) {
+        drv_once(&d, 20);
+        if (simba_is_owner(good) &&
+            raw_val(port1, own, "batch-1-good", "A", NULL) != 1)
+            owned_without_row++;
+    }
+    fprintf(stderr, "  after 1.5 s: good owned %d (acquisitions %d), bad owned %d; %s\n", simba_is_owner(good), rg.acq,
+            simba_is_owner(bad), simba_backend_errmsg(be));
+    CHECK(strstr(simba_backend_errmsg(be), "batch_bad") != NULL);
+    CHECK_EQ(owned_without_row, 0);
+    CHECK_EQ(rb.acq, 0);
+    snprintf(sql, sizeof sql, "ALTER TABLE %s DROP CONSTRAINT batch_bad", qt);
+    CHECK(raw_val(port1, sql, NULL, NULL, NULL) == 0);
+    WAIT_FOR(&d, simba_is_owner(good) && simba_is_owner(bad), 8000);
+    CHECK(simba_is_owner(good));
+    CHECK(simba_is_owner(bad));
+    drv_free(&d);
+}
+
+/* A waiter woken by NOTIFY still sees the old owner, yet its acquire is a handoff: it goes
+   out at once, not after the batch window (here ttl/64 = 1000 ms). */
+TEST(push_is_not_held) {
+    drv d;
+    simba_backend *ba, *bb;
+    simba_service *a, *b;
+    rec ra, rb;
+    int64_t t0;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(drv_add(&d) && drv_add(&d));
+    REQUIRE(open_pg(d.l[0], port1, NULL, &ba) == SIMBA_OK);
+    REQUIRE(open_pg(d.l[1], port1, NULL, &bb) == SIMBA_OK);
+    a = contend(d.l[0], ba, "push-now", "A", 64000, 1000, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 5000);
+    REQUIRE(simba_is_owner(a));
+    b = contend(d.l[1], bb, "push-now", "B", 64000, 1000, &rb);
+    REQUIRE(b);
+    /* B has asked (and is queued) once it knows A owns it */
+    WAIT_FOR(&d, strcmp(viewed_owner(b), "A") == 0, 5000);
+    REQUIRE(strcmp(viewed_owner(b), "A") == 0);
+    drv_run(&d, 1200); /* B's first ask has surely reached the server, even if it was held */
+    t0 = mono_ms();
+    REQUIRE(simba_stop(a) == SIMBA_OK);
+    WAIT_FOR(&d, simba_is_owner(b), 5000);
+    fprintf(stderr, "  B owned %lld ms after A's stop\n", (long long)(mono_ms() - t0));
+    CHECK(simba_is_owner(b));
+    CHECK(mono_ms() - t0 < 700);
+    drv_free(&d);
+}
+
+/* Renewals due together share one transaction: when one of them fails, the other is rolled
+   back with it and must be reported failed, never as a renewal the server does not hold. Both
+   are acquired in one batch (so their renewals fall due together); then a CHECK constraint
+   freezes one row's ttl_ms, so that its renewal fails. */
+static simba_service *contend_margin(simba_loop *l, simba_backend *be, const char *mutex, rec *r) {
+    simba_contend_desc cd;
+    simba_service *s = NULL;
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = mutex;
+    cd.contender_id = "A";
+    cd.ttl_ms = 3200;
+    cd.transition_ms = 1000;
+    cd.renew_margin_ms = 200;
+    cd.on_acquired = on_acq;
+    cd.on_released = on_rel;
+    cd.user_data = r;
+    if (simba_contend(l, be, &cd, &s) != SIMBA_OK || simba_start(s) != SIMBA_OK) return NULL;
+    return s;
+}
+static uint64_t renewals_failed(simba_service *s) {
+    simba_stats st;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    return simba_service_stats(s, &st) == SIMBA_OK ? st.renewals_failed : 0;
+}
+TEST(batch_of_renewals_rolls_back_together) {
+    drv d;
+    simba_backend *be;
+    simba_service *good, *bad;
+    simba__pg *p;
+    rec rg, rb;
+    char sql[400], qt[200], ttl[300];
+    long long frozen;
+    char fz[32];
+    memset(&d, 0, sizeof d);
+    memset(&rg, 0, sizeof rg);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(ensure_table());
+    REQUIRE(simba__pg_quote(qt, sizeof qt, NULL, table, ""));
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_pg(d.l[0], port1, NULL, &be) == SIMBA_OK);
+    p = (simba__pg *)simba_backend_impl(be);
+    REQUIRE(p->state != SIMBA__PG_READY); /* both first attempts wait for the connection */
+    /* ttl 3200: renewals wait up to ttl/64 = 50 ms for company; a margin of 200 ms spreads
+       them by at most 200/8 = 25 ms (the core's jitter), so the two always go together */
+    good = contend_margin(d.l[0], be, "rbatch-1-good", &rg);
+    bad = contend_margin(d.l[0], be, "rbatch-2-bad", &rb);
+    REQUIRE(good && bad);
+    WAIT_FOR(&d, simba_is_owner(good) && simba_is_owner(bad), 5000);
+    REQUIRE(simba_is_owner(good) && simba_is_owner(bad));
+    snprintf(ttl, sizeof ttl, "SELECT ttl_ms FROM %s WHERE name = $1", qt);
+    frozen = raw_val(port1, ttl, "rbatch-2-bad", NULL, NULL);
+    REQUIRE(frozen > 0);
+    snprintf(fz, sizeof fz, "%lld", frozen);
+    snprintf(sql, sizeof sql, "ALTER TABLE %s ADD CONSTRAINT rbatch_freeze CHECK (name <> 'rbatch-2-bad' OR ttl_ms <= %s)", qt, fz);
+    REQUIRE(raw_val(port1, sql, NULL, NULL, NULL) == 0);
+    WAIT_FOR(&d, renewals_failed(bad) >= 1, 6000);
+    fprintf(stderr, "  renewals failed: bad %llu, good %llu; %s\n", (unsigned long long)renewals_failed(bad),
+            (unsigned long long)renewals_failed(good), simba_backend_errmsg(be));
+    CHECK(renewals_failed(bad) >= 1);
+    CHECK(renewals_failed(good) >= 1); /* rolled back with bad's, so reported failed */
+    snprintf(sql, sizeof sql, "ALTER TABLE %s DROP CONSTRAINT rbatch_freeze", qt);
+    CHECK(raw_val(port1, sql, NULL, NULL, NULL) == 0);
+    WAIT_FOR(&d, simba_is_owner(good) && simba_is_owner(bad), 8000);
+    CHECK(simba_is_owner(good));
+    CHECK(simba_is_owner(bad));
+    drv_free(&d);
+}
+
 int main(int argc, char **argv) {
     const char *e;
     struct timespec ts;
@@ -915,7 +1121,9 @@ int main(int argc, char **argv) {
     RUN(names_with_quotes);
     RUN(fence_rules_in_storage);
     RUN(queue_liveness_in_storage);
+    RUN(durability_follows_the_outcome);
     RUN(fairness_order_and_push);
+    RUN(push_is_not_held);
     RUN(open_refusals_say_why);
     RUN(wrong_password);
     RUN(nobody_listening);
@@ -928,6 +1136,8 @@ int main(int argc, char **argv) {
     RUN(pipeline_sends_together);
     RUN(many_mutexes_kept);
     RUN(free_with_pending);
+    RUN(batch_failure_grants_nothing);
+    RUN(batch_of_renewals_rolls_back_together);
     if (started2) server2_stop();
     return check_report("test_pg");
 }

@@ -18,10 +18,12 @@
 #include "../simba_sql.h"
 #include "../simba_redis.h"
 #include "../simba_zk.h"
+#include "../simba_pg.h"
 
 #include <sqlite3.h>
 #include <hiredis/hiredis.h>
 #include <zookeeper/zookeeper.h>
+#include <libpq-fe.h>
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -92,6 +94,9 @@ static void usage(FILE *f) {
         "  redis://HOST[:PORT][/DB]       password from $SIMBA_REDIS_PASSWORD (user from\n"
         "                                 $SIMBA_REDIS_USERNAME), never from the URL\n"
         "  zk://HOST:PORT[,HOST:PORT...][/ROOT]   root defaults to /simba\n"
+        "  postgres://[USER@]HOST[:PORT][/DB][?table=NAME]   HOST numeric (IPv4, [IPv6]); port\n"
+        "                                 5432, table simba_mutex; password from $PGPASSWORD\n"
+        "                                 (or ~/.pgpass), never from the URL; postgresql:// too\n"
         "\n");
     fprintf(f, /* in parts: C99 promises string literals of 4095 bytes only */
         "options:\n"
@@ -219,7 +224,7 @@ static void json_str(FILE *f, const char *s) {
 
 /* ---- backend URL ------------------------------------------------------------------------ */
 
-enum { BE_SQLITE = 1, BE_REDIS, BE_ZK };
+enum { BE_SQLITE = 1, BE_REDIS, BE_ZK, BE_PG };
 
 typedef struct url_t {
     int kind;
@@ -229,6 +234,7 @@ typedef struct url_t {
     int db;
     char hosts[1024]; /* zk */
     char root[300];
+    char user[64], dbname[64], table[64]; /* postgres (host and port above) */
 } url_t;
 
 static int parse_port(const char *what, const char *s, size_t n, int *out) {
@@ -247,7 +253,7 @@ static int parse_port(const char *what, const char *s, size_t n, int *out) {
 static int parse_url(const char *u, url_t *out) {
     memset(out, 0, sizeof *out);
     if (!u || !*u) {
-        errorf("no backend: give -u URL or set SIMBA_URL (sqlite:PATH, redis://HOST:PORT[/DB], zk://HOST:PORT[/ROOT])");
+        errorf("no backend: give -u URL or set SIMBA_URL (sqlite:PATH, redis://HOST:PORT[/DB], zk://HOST:PORT[/ROOT], postgres://HOST[:PORT][/DB])");
         return -1;
     }
     if (strncmp(u, "sqlite:", 7) == 0) {
@@ -304,6 +310,64 @@ static int parse_url(const char *u, url_t *out) {
         if (*rest) { errorf("URL '%s': redis: unexpected '%s' after HOST:PORT/DB", u, rest); return -1; }
         return 0;
     }
+    if (strncmp(u, "postgres://", 11) == 0 || strncmp(u, "postgresql://", 13) == 0) {
+        const char *p = strchr(u, ':') + 3, *at, *end, *hend, *q;
+        unsigned char addr[16];
+        size_t hn;
+        out->kind = BE_PG;
+        out->port = 5432;
+        snprintf(out->table, sizeof out->table, "simba_mutex");
+        end = p + strcspn(p, "/?");
+        at = memchr(p, '@', (size_t)(end - p));
+        if (at) {
+            if (memchr(p, ':', (size_t)(at - p))) {
+                errorf("URL '%s': credentials in the URL are refused (they would show in ps): set PGPASSWORD or use ~/.pgpass", u);
+                return -1;
+            }
+            if (at == p || (size_t)(at - p) >= sizeof out->user) { errorf("URL '%s': postgres: bad USER", u); return -1; }
+            memcpy(out->user, p, (size_t)(at - p));
+            p = at + 1;
+        }
+        if (*p == '[') {
+            hend = memchr(p, ']', (size_t)(end - p));
+            if (!hend) { errorf("URL '%s': postgres: unterminated '[' in the host", u); return -1; }
+            hn = (size_t)(hend - p - 1);
+            if (hn == 0 || hn >= sizeof out->host) { errorf("URL '%s': postgres: bad host", u); return -1; }
+            memcpy(out->host, p + 1, hn);
+            q = hend + 1;
+        } else {
+            hend = memchr(p, ':', (size_t)(end - p));
+            q = hend ? hend : end;
+            hn = (size_t)(q - p);
+            if (hn == 0) { errorf("URL '%s': postgres: the HOST is empty", u); return -1; }
+            if (hn >= sizeof out->host) { errorf("URL '%s': postgres: the HOST is too long", u); return -1; }
+            memcpy(out->host, p, hn);
+        }
+        out->host[hn] = 0;
+        if (inet_pton(AF_INET, out->host, addr) != 1 && inet_pton(AF_INET6, out->host, addr) != 1) {
+            errorf("URL '%s': postgres: HOST '%s' must be a numeric address (the backend never resolves names)", u, out->host);
+            return -1;
+        }
+        if (*q == ':') {
+            if (parse_port("postgres", q + 1, (size_t)(end - q - 1), &out->port)) return -1;
+        } else if (q != end) { errorf("URL '%s': postgres: unexpected '%.*s' after the HOST", u, (int)(end - q), q); return -1; }
+        p = end;
+        if (*p == '/') {
+            size_t n = strcspn(p + 1, "?");
+            if (n >= sizeof out->dbname) { errorf("URL '%s': postgres: DB too long", u); return -1; }
+            memcpy(out->dbname, p + 1, n);
+            out->dbname[n] = 0;
+            p += 1 + n;
+        }
+        if (*p == '?') {
+            if (strncmp(p + 1, "table=", 6) != 0 || !p[7] || strlen(p + 7) >= sizeof out->table || strpbrk(p + 7, "&=")) {
+                errorf("URL '%s': postgres: the only parameter is table=NAME (1..48 bytes)", u);
+                return -1;
+            }
+            snprintf(out->table, sizeof out->table, "%s", p + 7);
+        }
+        return 0;
+    }
     if (strncmp(u, "zk://", 5) == 0) {
         const char *p = u + 5, *slash = strchr(p, '/'), *q;
         size_t hn = slash ? (size_t)(slash - p) : strlen(p);
@@ -343,7 +407,7 @@ static int parse_url(const char *u, url_t *out) {
     }
     {
         size_t n = strcspn(u, ":");
-        errorf("URL '%s': unknown scheme '%.*s' (sqlite:PATH, redis://HOST:PORT[/DB], zk://HOST:PORT[/ROOT])", u, (int)n, u);
+        errorf("URL '%s': unknown scheme '%.*s' (sqlite:PATH, redis://HOST:PORT[/DB], zk://HOST:PORT[/ROOT], postgres://HOST[:PORT][/DB])", u, (int)n, u);
     }
     return -1;
 }
@@ -379,6 +443,9 @@ static void backend_id(const url_t *u, char *out, size_t cap) {
         free(rp);
     } else if (u->kind == BE_REDIS) {
         snprintf(out, cap, strchr(u->host, ':') ? "redis://[%s]:%d/%d" : "redis://%s:%d/%d", u->host, u->port, u->db);
+    } else if (u->kind == BE_PG) {
+        snprintf(out, cap, strchr(u->host, ':') ? "postgres://[%s]:%d/%s?table=%s" : "postgres://%s:%d/%s?table=%s", u->host, u->port,
+                 u->dbname, u->table);
     } else {
         snprintf(out, cap, "zk://%s%s", u->hosts, u->root);
     }
@@ -524,6 +591,16 @@ static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, simba
         if (d.username && !*d.username) d.username = NULL;
         rc = simba_redis_open(*loop, &d, be);
         if (rc != SIMBA_OK) { errorf("redis://%s:%d: %s (%s)", u->host, u->port, simba_loop_errmsg(*loop), simba_strerror(rc)); return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND; }
+    } else if (u->kind == BE_PG) {
+        simba_pg_desc d;
+        memset(&d, 0, sizeof d);
+        d.hostaddr = u->host;
+        d.port = u->port;
+        d.user = u->user[0] ? u->user : NULL;     /* else PGUSER, else the login name (libpq) */
+        d.dbname = u->dbname[0] ? u->dbname : NULL;
+        d.table = u->table;                        /* the password: PGPASSWORD or ~/.pgpass (libpq) */
+        rc = simba_pg_open(*loop, &d, be);
+        if (rc != SIMBA_OK) { errorf("postgres://%s:%d: %s (%s)", u->host, u->port, simba_loop_errmsg(*loop), simba_strerror(rc)); return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND; }
     } else {
         simba_zk_desc d;
         int64_t t = ttl_ms + transition_ms;
@@ -1124,6 +1201,8 @@ typedef struct info_t {
 
 typedef struct store_t {
     const url_t *u;
+    PGconn *pg;
+    char qt[160]; /* postgres: the quoted table */
     sqlite3 *db;
     redisContext *rc;
     zhandle_t *zh;
@@ -1140,6 +1219,30 @@ static int store_open(store_t *s, const url_t *u, int write) {
         rc = sqlite3_open_v2(u->path, &s->db, write ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY, NULL);
         if (rc != SQLITE_OK) { errorf("sqlite:%s: %s", u->path, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc)); return EXIT_BACKEND; }
         sqlite3_busy_timeout(s->db, 2000);
+        return EXIT_OK;
+    }
+    if (u->kind == BE_PG) {
+        const char *k[7], *v[7];
+        char port[16];
+        char *q;
+        int n = 0;
+        snprintf(port, sizeof port, "%d", u->port);
+        k[n] = "hostaddr"; v[n++] = u->host;
+        k[n] = "port"; v[n++] = port;
+        k[n] = "connect_timeout"; v[n++] = "5";
+        k[n] = "application_name"; v[n++] = "simba-tool";
+        if (u->user[0]) { k[n] = "user"; v[n++] = u->user; }
+        if (u->dbname[0]) { k[n] = "dbname"; v[n++] = u->dbname; }
+        k[n] = NULL; v[n] = NULL;
+        s->pg = PQconnectdbParams(k, v, 0);
+        if (!s->pg || PQstatus(s->pg) != CONNECTION_OK) {
+            errorf("postgres://%s:%d: %s", u->host, u->port, s->pg ? PQerrorMessage(s->pg) : "out of memory");
+            return EXIT_BACKEND;
+        }
+        q = PQescapeIdentifier(s->pg, u->table, strlen(u->table));
+        if (!q || strlen(q) >= sizeof s->qt) { errorf("postgres: bad table name"); if (q) PQfreemem(q); return EXIT_USAGE; }
+        snprintf(s->qt, sizeof s->qt, "%s", q);
+        PQfreemem(q);
         return EXIT_OK;
     }
     if (u->kind == BE_REDIS) {
@@ -1184,6 +1287,7 @@ static int store_open(store_t *s, const url_t *u, int write) {
 }
 
 static void store_close(store_t *s) {
+    if (s->pg) PQfinish(s->pg);
     if (s->db) sqlite3_close(s->db);
     if (s->rc) redisFree(s->rc);
     if (s->zh) zookeeper_close(s->zh);
@@ -1218,6 +1322,48 @@ static int sql_read(store_t *s, const char *name, info_t *in) {
     if (rc == SQLITE_DONE) return 0;
     errorf("sqlite:%s: %s", s->u->path, sqlite3_errmsg(s->db));
     return -EXIT_BACKEND;
+}
+
+#define PG_NOW "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+
+/* No table yet: nothing was ever stored there (the backend creates it on first use). */
+static int pg_no_table(const PGresult *r) {
+    const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    return PQresultStatus(r) == PGRES_FATAL_ERROR && st && strcmp(st, "42P01") == 0;
+}
+
+/* 1 found (owner may be ""), 0 never stored, or -exit status. */
+static int pg_read(store_t *s, const char *name, info_t *in) {
+    char q[600];
+    const char *v[1];
+    PGresult *r;
+    int found;
+    snprintf(q, sizeof q, "SELECT owner, fence, acquired_ms, %s - acquired_ms, ttl_ms - %s, transition_ms - %s FROM %s WHERE name = $1",
+             PG_NOW, PG_NOW, PG_NOW, s->qt);
+    v[0] = name;
+    r = PQexecParams(s->pg, q, 1, NULL, v, NULL, NULL, 0);
+    if (pg_no_table(r)) { PQclear(r); return 0; }
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        errorf("postgres: read %s: %s", name, PQresultErrorMessage(r));
+        PQclear(r);
+        return -EXIT_BACKEND;
+    }
+    found = PQntuples(r) == 1;
+    if (found) {
+        const char *o = PQgetvalue(r, 0, 0);
+        int64_t tl = strtoll(PQgetvalue(r, 0, 5), NULL, 10);
+        snprintf(in->name, sizeof in->name, "%s", name);
+        in->fence = strtoull(PQgetvalue(r, 0, 1), NULL, 10);
+        if (*o && tl >= 0) { /* a lease fully over is nobody's */
+            snprintf(in->owner, sizeof in->owner, "%s", o);
+            in->acquired_ms = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
+            in->held_ms = strtoll(PQgetvalue(r, 0, 3), NULL, 10);
+            in->ttl_left_ms = strtoll(PQgetvalue(r, 0, 4), NULL, 10);
+            in->transition_left_ms = tl;
+        }
+    }
+    PQclear(r);
+    return found;
 }
 
 static const char redis_read_lua[] =
@@ -1313,6 +1459,7 @@ static int store_read(store_t *s, const char *name, info_t *in) {
     in->acquired_ms = in->held_ms = in->ttl_left_ms = in->transition_left_ms = in->session_ms = -1;
     if (s->u->kind == BE_SQLITE) return sql_read(s, name, in);
     if (s->u->kind == BE_REDIS) return redis_read(s, name, in);
+    if (s->u->kind == BE_PG) return pg_read(s, name, in);
     return zk_read(s, name, in, NULL, 0, NULL);
 }
 
@@ -1571,6 +1718,20 @@ static int list_names(store_t *s, char ***out, int *n) {
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) PUSH((const char *)sqlite3_column_text(st, 0));
         sqlite3_finalize(st);
         if (rc != SQLITE_DONE) { errorf("sqlite:%s: %s", s->u->path, sqlite3_errmsg(s->db)); return -EXIT_BACKEND; }
+    } else if (s->u->kind == BE_PG) {
+        char q[256];
+        PGresult *r;
+        int i;
+        snprintf(q, sizeof q, "SELECT name FROM %s ORDER BY name", s->qt);
+        r = PQexec(s->pg, q);
+        if (pg_no_table(r)) { PQclear(r); return 0; }
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+            errorf("postgres: list: %s", PQresultErrorMessage(r));
+            PQclear(r);
+            return -EXIT_BACKEND;
+        }
+        for (i = 0; i < PQntuples(r); i++) PUSH(PQgetvalue(r, i, 0));
+        PQclear(r);
     } else if (s->u->kind == BE_REDIS) {
         char cursor[32] = "0";
         do {
@@ -1678,6 +1839,31 @@ static int cmd_release(const url_t *u, opts_t *o) {
         }
         rc = rep->element[0]->integer == 1;
         freeReplyObject(rep);
+    } else if (u->kind == BE_PG) {
+        /* one statement: clear the row if it still carries the fence, and wake the head
+           waiter (pg_notify runs only when the update did) as the backend's release does */
+        char q[1200], f[32];
+        const char *v[2];
+        PGresult *r;
+        snprintf(f, sizeof f, "%llu", (unsigned long long)o->fence);
+        snprintf(q, sizeof q,
+                 "WITH c AS (UPDATE %s SET owner = '', ttl_ms = 0, transition_ms = 0 WHERE name = $1 AND fence = $2::bigint"
+                 " AND owner <> '' AND transition_ms >= %s RETURNING name),"
+                 " w AS (SELECT pg_notify(channel, contender || ' ' || $1) FROM (SELECT channel, contender FROM %.*s_q\""
+                 " WHERE name = $1 AND expires_ms >= %s AND EXISTS (SELECT 1 FROM c) ORDER BY seq LIMIT 1) h)"
+                 " SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM w)",
+                 s.qt, PG_NOW, (int)strlen(s.qt) - 1, s.qt, PG_NOW);
+        v[0] = o->name;
+        v[1] = f;
+        r = PQexecParams(s.pg, q, 2, NULL, v, NULL, NULL, 0);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+            errorf("postgres: release %s: %s", o->name, PQresultErrorMessage(r));
+            PQclear(r);
+            store_close(&s);
+            return EXIT_BACKEND;
+        }
+        rc = strcmp(PQgetvalue(r, 0, 0), "1") == 0;
+        PQclear(r);
     } else {
         char path[700];
         struct Stat st;
