@@ -390,7 +390,7 @@ SIMBA_API void *simba_service_user_data(const simba_service *svc);
 
 /* ---- statistics ---------------------------------------------------------------------- */
 
-#define SIMBA_STATS_VERSION 1
+#define SIMBA_STATS_VERSION 2
 #define SIMBA_REASON_SLOTS 16 /* releases_by_reason[] room: reasons may be added later */
 
 /* Counters of one service, or of every service a loop has had (simba_loop_stats). Set size
@@ -419,6 +419,7 @@ typedef struct simba_stats {
     int last_error;        /* simba_result of the latest failed request, SIMBA_OK if none */
     int64_t last_error_at; /* loop time of it */
     char last_error_msg[128];
+    uint64_t in_flight;    /* requests sent and not yet answered (service: 0 or 1); version 2 */
 } simba_stats;
 
 /* Fill *out (out->size set by the caller, at least up to .version + the first counter).
@@ -2902,6 +2903,7 @@ static void simba__stats_live(const simba_service *s, int64_t now, simba_stats *
         t->owned++;
         t->hold_ms = simba__add(t->hold_ms, simba__max(0, now - s->held_since));
     }
+    if (s->flags & SIMBA__F_INFLIGHT) t->in_flight++;
     if (s->status == SIMBA_RUNNING && s->wait_since != SIMBA__NEVER)
         t->waiting_ms = simba__max(t->waiting_ms, simba__max(0, now - s->wait_since));
 }

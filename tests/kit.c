@@ -531,12 +531,23 @@ static int fq_queued(const simba_service *s, const simba_service *owner) {
     return simba_owner_get(s, &o) == SIMBA_OK && strcmp(o.id, simba_service_contender_id(owner)) == 0;
 }
 
+static simba_stats fq_stats(const simba_service *s) {
+    simba_stats st;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    if (simba_service_stats(s, &st) != SIMBA_OK) st.in_flight = 1;
+    return st;
+}
+static uint64_t fq_attempts(const simba_service *s) { return fq_stats(s).attempts; }
+static uint64_t fq_in_flight(const simba_service *s) { return fq_stats(s).in_flight; }
+
 TEST(kit_fair_queue) {
     simba_service *s[FQ_N];
     kit_proc *fp[FQ_N];
     const char *m = kit_name("fairQueue");
     char got[FQ_HANDOFFS + 2], want[FQ_HANDOFFS + 2];
     int i, k;
+    uint64_t before;
     fq_n = fq_owners = fq_violations = 0;
     for (i = 0; i < FQ_N; i++) {
         kit_proc *p = fp[i] = kit_open();
@@ -569,7 +580,13 @@ TEST(kit_fair_queue) {
         WAIT_ONE_UNTIL(op, simba_service_status(owner) == SIMBA_INITIAL, ACQ_MS);
         REQUIRE(simba_service_status(owner) == SIMBA_INITIAL);
         CHECK_RC(simba_start(owner), SIMBA_OK);
+        /* ... and until that ask is answered: a request sent is not yet a place in the line
+           (on PostgreSQL it can wait on the row lock, and a later ask from another process
+           can take the lock first: seen as the releaser of the next handoff passing it). */
+        before = fq_attempts(owner);
         kit_step_one(op, 0);
+        WAIT_ONE_UNTIL(op, fq_attempts(owner) > before && fq_in_flight(owner) == 0, ACQ_MS);
+        CHECK(fq_attempts(owner) > before && fq_in_flight(owner) == 0);
         REQUIRE_UNTIL(fq_n > k, ACQ_MS);
     }
     for (k = 0; k <= FQ_HANDOFFS; k++) {

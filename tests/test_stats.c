@@ -441,6 +441,31 @@ TEST(loop_stats_total_every_service_freed_ones_included) {
     store_free();
 }
 
+/* in_flight: a request sent and not yet answered counts 1 until its answer is handled. */
+TEST(stats_in_flight_until_answered) {
+    proc p;
+    rec r = {0};
+    simba_service *s;
+    simba_memory_fault f = {0};
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "m", "a", &r);
+    f.delay_ms = 50;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    CHECK_EQ(stats_of(s).in_flight, 0);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    advance(&p, 1, 10, 1);
+    CHECK_EQ(stats_of(s).in_flight, 1);
+    CHECK_EQ(loop_stats_of(p.loop).in_flight, 1);
+    CHECK_EQ(r.acquired, 0);
+    advance(&p, 1, 100, 5);
+    CHECK_EQ(r.acquired, 1);
+    CHECK_EQ(stats_of(s).in_flight, 0);
+    CHECK_EQ(loop_stats_of(p.loop).in_flight, 0);
+    proc_close(&p);
+    store_free();
+}
+
 TEST(stats_size_protocol_and_arguments) {
     proc p;
     rec r = {0};
@@ -531,6 +556,7 @@ int main(int argc, char **argv) {
     RUN(stats_measure_the_wait_to_acquire);
     RUN(loop_stats_total_every_service_freed_ones_included);
     RUN(stats_size_protocol_and_arguments);
+    RUN(stats_in_flight_until_answered);
     RUN(steady_state_polling_and_stats_allocate_nothing);
     return check_report("stats");
 }
