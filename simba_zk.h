@@ -310,14 +310,14 @@ struct simba__zk_mtx {
     int own_valid;   /* own_*: the lowest node as last read, unchanged since (watched) */
     int64_t own_fence, own_timeout;
     char own_node[SIMBA__ZK_NODE_MAX];
-    char own_id[SIMBA_ID_MAX + 1];
-    char name[SIMBA_NAME_MAX + 1];
+    char *own_id;   /* allocated to size (memory per mutex counts at 10,000 mutexes) */
+    char *name;     /* stored right after the record */
     int watchers;   /* vt watch count */
     int refreshing; /* an internal refresh job runs */
     int made;       /* its node was asked for (persistent) by this backend */
     int refresh_again;
     int pushed; /* last_* hold what was pushed with SIMBA_EV_OWNER */
-    char last_owner[SIMBA_ID_MAX + 1];
+    char *last_owner; /* allocated to size; NULL = none */
     uint64_t last_fence;
     simba__zk_cont *conts;
 };
@@ -325,7 +325,7 @@ struct simba__zk_mtx {
 struct simba__zk_cont {
     simba__zk_cont *next;
     simba__zk_mtx *mtx;
-    char id[SIMBA_ID_MAX + 1];
+    char *id; /* stored right after the record */
     char tag[SIMBA__ZK_TAG_LEN + 1];
     char node[SIMBA__ZK_NODE_MAX]; /* our node in this session, "" = none known */
     int64_t czxid;                 /* of node, 0 = unknown */
@@ -707,10 +707,11 @@ static simba__zk_mtx *simba__zk_mtx_find(simba__zk *zk, const char *name, int cr
         zk->mtab = t;
         zk->mtab_cap = cap;
     }
-    m = (simba__zk_mtx *)simba_alloc(zk->loop, sizeof *m);
+    m = (simba__zk_mtx *)simba_alloc(zk->loop, sizeof *m + strlen(name) + 1);
     if (!m) return NULL;
     memset(m, 0, sizeof *m);
-    simba__zk_copy(m->name, sizeof m->name, name);
+    m->name = (char *)(m + 1);
+    memcpy(m->name, name, strlen(name) + 1);
     m->hash = h;
     m->hnext = zk->mtab[h & (zk->mtab_cap - 1)];
     zk->mtab[h & (zk->mtab_cap - 1)] = m;
@@ -726,15 +727,35 @@ static simba__zk_cont *simba__zk_cont_find(simba__zk *zk, simba__zk_mtx *m, cons
     for (c = m->conts; c; c = c->next)
         if (strcmp(c->id, id) == 0) return c;
     if (!create) return NULL;
-    c = (simba__zk_cont *)simba_alloc(zk->loop, sizeof *c);
+    c = (simba__zk_cont *)simba_alloc(zk->loop, sizeof *c + strlen(id) + 1);
     if (!c) return NULL;
     memset(c, 0, sizeof *c);
     c->mtx = m;
-    simba__zk_copy(c->id, sizeof c->id, id);
+    c->id = (char *)(c + 1);
+    memcpy(c->id, id, strlen(id) + 1);
     snprintf(c->tag, sizeof c->tag, "%s%08x", zk->token, (unsigned)++zk->counter);
     c->next = m->conts;
     m->conts = c;
     return c;
+}
+
+/* *dst = a copy of s (NULL s: none); 0 when out of memory (*dst is then NULL). */
+static int simba__zk_setstr(simba__zk *zk, char **dst, const char *s) {
+    size_t n;
+    if (s && *dst && strcmp(*dst, s) == 0) return 1;
+    if (*dst) simba_free(zk->loop, *dst);
+    *dst = NULL;
+    if (!s) return 1;
+    n = strlen(s) + 1;
+    if (!(*dst = (char *)simba_alloc(zk->loop, n))) return 0;
+    memcpy(*dst, s, n);
+    return 1;
+}
+
+static void simba__zk_mtx_free(simba__zk *zk, simba__zk_mtx *m) {
+    simba__zk_setstr(zk, &m->own_id, NULL);
+    simba__zk_setstr(zk, &m->last_owner, NULL);
+    simba_free(zk->loop, m);
 }
 
 static void simba__zk_mtx_gc(simba__zk *zk, simba__zk_mtx *m) {
@@ -749,7 +770,7 @@ static void simba__zk_mtx_gc(simba__zk *zk, simba__zk_mtx *m) {
     else zk->mtxs = m->next;
     if (m->next) m->next->prev = m->prev;
     zk->nmtx--;
-    simba_free(zk->loop, m);
+    simba__zk_mtx_free(zk, m);
 }
 
 static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job);
@@ -1124,9 +1145,9 @@ static void simba__zk_reply_none(simba__zk *zk, simba__zk_job *job) {
     memset(&r, 0, sizeof r);
     if (job->kind == SIMBA__ZK_J_REFRESH) {
         simba__zk_mtx *m = job->mtx;
-        if (!m->pushed || m->last_owner[0]) {
+        if (!m->pushed || m->last_owner) {
             m->pushed = 1;
-            m->last_owner[0] = 0;
+            simba__zk_setstr(zk, &m->last_owner, NULL);
             m->last_fence = 0;
             simba__zk_event(zk, SIMBA_EV_OWNER, m->name, NULL, &r);
         }
@@ -1322,10 +1343,9 @@ static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op
     {
         simba__zk_mtx *lm = job->mtx;
         simba__zk_copy(lm->own_node, sizeof lm->own_node, job->lowest);
-        simba__zk_copy(lm->own_id, sizeof lm->own_id, owner);
         lm->own_timeout = timeout;
         lm->own_fence = op->mzxid;
-        lm->own_valid = 1;
+        lm->own_valid = simba__zk_setstr(zk, &lm->own_id, owner);
     }
     if (job->kind == SIMBA_OP_ACQUIRE && strcmp(job->lowest, c->node) == 0) {
         if (c->czxid != op->czxid) c->fence = 0;
@@ -1337,9 +1357,9 @@ static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op
     simba__zk_owner_reply(&r, owner, timeout, (uint64_t)op->mzxid);
     if (job->kind == SIMBA__ZK_J_REFRESH) {
         simba__zk_mtx *m = job->mtx;
-        if (!m->pushed || strcmp(m->last_owner, owner) != 0 || m->last_fence != r.fence) {
+        if (!m->pushed || !m->last_owner || strcmp(m->last_owner, owner) != 0 || m->last_fence != r.fence) {
             m->pushed = 1;
-            simba__zk_copy(m->last_owner, sizeof m->last_owner, owner);
+            simba__zk_setstr(zk, &m->last_owner, owner); /* out of memory: pushed again next time */
             m->last_fence = r.fence;
             simba__zk_event(zk, SIMBA_EV_OWNER, m->name, NULL, &r);
         }
@@ -2171,7 +2191,7 @@ static void simba__zk_destroy(void *impl) {
             cn = c->next;
             simba_free(zk->loop, c);
         }
-        simba_free(zk->loop, m);
+        simba__zk_mtx_free(zk, m);
     }
     if (zk->mtab) simba_free(zk->loop, zk->mtab);
     while (zk->zombies) { /* every call is settled: nothing names them */
