@@ -108,7 +108,8 @@
  *   not change that global setting itself (the tests do).
  *   Destroy (simba_backend_free / simba_loop_free) deletes our nodes (a prompt hand-over)
  *   and waits up to 1 s for the calls in flight to be answered (libzookeeper_mt 3.8 leaks
- *   the completion of a call still pending at zookeeper_close), then calls zookeeper_close,
+ *   the completion of a call still pending at zookeeper_close); while answers keep coming
+ *   (thousands of deletes) it waits on, 10 s at most in all. Then it calls zookeeper_close,
  *   which sends the close and joins the library's threads. Against a connected server that
  *   hangs it blocks 2.5 s (1 s + the library's 1.5 s wait for the close's answer), at most
  *   5.5 s when the send itself stalls; against an unreachable one it does not wait.
@@ -405,6 +406,7 @@ struct simba__zk {
     size_t mtab_cap, nmtx;
     simba_zk_stats stats;
     simba__zk_evt evt; /* scratch for draining the ring */
+    uint64_t answered; /* calls answered: destroy waits on while they keep coming */
 };
 
 /* ---- ZooKeeper threads: copy, queue, wake ------------------------------------------- */
@@ -1002,7 +1004,7 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
         int n = snprintf(data, sizeof data, "%s %d %s", c->tag, zoo_recv_timeout(zh), c->id);
         snprintf(node, sizeof node, "n-%s-", c->tag);
         if (n <= 0 || n >= (int)sizeof data || !simba__zk_path(zk, path, mutex, node)) break;
-        if (!job->mtx->made && !job->mkdirs) { /* ask for the parents first, in session order */
+        if (!job->mtx->made && !job->mkdirs && zk->sess->connected) { /* the parents first, in session order */
             job->mtx->made = 1;
             job->mkdirs = 1;
             simba__zk_mkdirs(zk, mutex);
@@ -1392,6 +1394,7 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
     int rc = op->rc;
     char msg[96];
     simba__zk_op_unlink(zk, op);
+    zk->answered++;
     if (job) {
         job->op = NULL;
         job->started = 1;
@@ -2132,7 +2135,8 @@ static void simba__zk_unwatch(void *impl, const char *mutex) {
    the library fakes a ZCLOSING answer for each call still pending there and queues it for
    its completion thread, which may have stopped already (libzookeeper_mt 3.8 leaks them). */
 static void simba__zk_settle(simba__zk *zk) {
-    int64_t end = simba_now(zk->loop) + SIMBA__ZK_SETTLE_MS;
+    int64_t start = simba_now(zk->loop), end = start + SIMBA__ZK_SETTLE_MS;
+    uint64_t seen = zk->answered;
     for (;;) {
         simba__zk_op *op;
         simba__zk_mtx *m;
@@ -2159,6 +2163,12 @@ static void simba__zk_settle(simba__zk *zk) {
         if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR) return;
         simba__zk_ack(zk);
         simba__zk_drain(zk); /* closing: answers are settled, nothing new is issued */
+        if (zk->answered != seen) { /* a live server answering thousands of deletes: keep waiting */
+            int64_t now = simba_now(zk->loop);
+            seen = zk->answered;
+            end = now + SIMBA__ZK_SETTLE_MS < start + 10 * SIMBA__ZK_SETTLE_MS ? now + SIMBA__ZK_SETTLE_MS
+                                                                                : start + 10 * SIMBA__ZK_SETTLE_MS;
+        }
     }
 }
 

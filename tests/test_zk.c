@@ -1170,6 +1170,40 @@ static int scale_owned(int who) { /* every mutex owned; who = -1 any, else by th
 }
 static int scale_all_owned(void) { return scale_owned(-1); }
 
+/* The test's 5,000 persistent mutex nodes go afterwards (a server kept across runs would
+   pile them up): asynchronous deletes on a handle of its own, awaited for 30 s at most. */
+static pthread_mutex_t g_del_mu = PTHREAD_MUTEX_INITIALIZER;
+static int g_del_done;
+static void scale_deleted(int rc, const void *data) {
+    (void)rc;
+    (void)data;
+    pthread_mutex_lock(&g_del_mu);
+    g_del_done++;
+    pthread_mutex_unlock(&g_del_mu);
+}
+static int scale_cleanup(const char *base) {
+    zhandle_t *zh = zookeeper_init(g_hosts, NULL, 10000, NULL, NULL, 0);
+    double t0 = now_ms();
+    int i, sent = 0, done = 0;
+    if (!zh) return -1;
+    while (zoo_state(zh) != ZOO_CONNECTED_STATE && now_ms() - t0 < 10000) usleep(5000);
+    g_del_done = 0;
+    for (i = 0; i < SCALE_MUTEXES; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "/simba-scale/%s-%d", base, i);
+        if (zoo_adelete(zh, path, -1, scale_deleted, NULL) == ZOK) sent++;
+    }
+    while (now_ms() - t0 < 30000) {
+        pthread_mutex_lock(&g_del_mu);
+        done = g_del_done;
+        pthread_mutex_unlock(&g_del_mu);
+        if (done >= sent) break;
+        usleep(5000);
+    }
+    zookeeper_close(zh);
+    return done >= sent && sent == SCALE_MUTEXES ? 0 : -1;
+}
+
 TEST(ten_thousand_services) {
     simba_loop *loop;
     simba_backend *be;
@@ -1259,6 +1293,7 @@ TEST(ten_thousand_services) {
     }
     fprintf(stderr, "  hand-over of %d mutexes to their waiters: %.1f s\n", SCALE_MUTEXES, (now_ms() - t0) / 1000);
     simba_loop_free(loop);
+    CHECK_EQ(scale_cleanup(base), 0);
 }
 
 TEST(kill9_owner) {
