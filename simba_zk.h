@@ -332,6 +332,7 @@ struct simba__zk_cont {
     int64_t czxid;                 /* of node, 0 = unknown */
     int64_t mzxid;                 /* of node as last read or written */
     int64_t fence;                 /* of the tenure granted on node, 0 = none yet */
+    int64_t granted_max;           /* the greatest fence ever granted to it: never again */
     char watch_pred[SIMBA__ZK_NODE_MAX];
     int self_watch;       /* 1: an exists watch on node is on its way, 2: it is set */
     int64_t self_czxid;   /* of the node that self_watch is about */
@@ -1186,6 +1187,7 @@ static void simba__zk_reply_self(simba__zk *zk, simba__zk_job *job) {
         return;
     }
     if (c->self_watch == 0 || c->self_czxid != c->czxid) simba__zk_watch_self(zk, c);
+    if (c->fence > c->granted_max) c->granted_max = c->fence;
     c->watch_pred[0] = 0;
     simba__zk_owner_reply(&r, c->id, simba__zk_timeout(zk), (uint64_t)c->fence);
     simba__zk_reply(zk, job, &r);
@@ -1278,7 +1280,9 @@ static void simba__zk_own(simba__zk *zk, simba__zk_job *job) {
     simba__zk_cont *c = job->cont;
     if (c->fence > 0 && job->req && job->req->renew) {
         simba__zk_reply_self(zk, job);
-    } else if (c->fence == 0 && c->mzxid > 0) {
+    } else if (c->fence == 0 && c->mzxid > c->granted_max) {
+        /* a node granted before whose fence we forgot (its mzxid is not above the last
+           grant) goes the re-grant way below */
         c->fence = c->mzxid;
         simba__zk_reply_self(zk, job);
     } else if (job->count <= 1) {
@@ -1294,10 +1298,11 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
     simba__zk_cont *c = job->cont;
     if (job->step == SIMBA__ZK_S_SWEEP) { /* RELEASE: whatever of ours is left goes */
         simba_reply r;
-        if (c->node[0]) simba__zk_delete_node(zk, c->mtx->name, c->node);
-        c->node[0] = 0;
-        c->czxid = 0;
-        c->fence = 0;
+        if (c->node[0]) { /* known again: forgotten only once its delete is confirmed */
+            job->step = SIMBA__ZK_S_DELETE;
+            simba__zk_job_run(zk, job);
+            return;
+        }
         memset(&r, 0, sizeof r);
         simba__zk_reply(zk, job, &r);
         simba__zk_job_end(zk, job);
