@@ -117,9 +117,10 @@
  *   joins the library's threads and zookeeper_init2 starts new ones (1-10 ms on a loaded
  *   machine), so a short-lived closer thread, started for that expiry only, makes the new
  *   handle and then closes the old one; it touches only the two handles and the pipe and
- *   queue above, and simba_poll picks the new handle up when the thread says so (joining
- *   a thread that has finished). This is the one thread simba itself starts, only on an
- *   expiry; destroy joins it.
+ *   queue above, and simba_poll picks the new handle up when the thread says so. The thread
+ *   is detached (a join would wait in the poll until it is scheduled again); it touches
+ *   nothing of ours after saying so. This is the one thread simba itself starts, only on
+ *   an expiry; destroy waits until it has said so.
  *     Read-only sessions are refused: a server that grants one (an ensemble member without
  *   quorum, or a foreign service whose reply happens to parse as a read-only handshake)
  *   gets no request; they fail with SIMBA_ECONN and simba_backend_errmsg() says why, the
@@ -288,7 +289,7 @@ struct simba__zk_sess {
     int readonly;    /* caller thread: the server granted a read-only session (refused) */
     int ro_seen;     /* under zk->mu: the library entered read-only mode at some point */
     int closed;      /* under zk->mu: the closer thread's zookeeper_close returned */
-    int closer;      /* a closer thread runs for this handle (join it) */
+    int closer;      /* a detached closer thread runs for this handle */
     int pending;     /* caller thread: its handle is being made by the closer thread */
     int inited;      /* under zk->mu: zookeeper_init2 returned (zh_new, init_errno) */
     int init_errno;
@@ -1515,6 +1516,7 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
 /* ---- sessions ----------------------------------------------------------------------- */
 
 static void simba__zk_drain(simba__zk *zk);
+static void simba__zk_ack(simba__zk *zk);
 
 static int simba__zk_session_open(simba__zk *zk) {
     simba__zk_sess *s = (simba__zk_sess *)simba_alloc(zk->loop, sizeof *s);
@@ -1625,7 +1627,7 @@ static void *simba__zk_closer_main(void *arg) {
 
 /* Frees what closed handles leave: calls whose completion will never come (the handle is
    closed and they were not queued), then the session record once no call names it.
-   wait: join closers still running (destroy). */
+   wait: wait for closers still running (destroy). */
 static void simba__zk_reap(simba__zk *zk, int wait) {
     simba__zk_sess **pp = &zk->zombies;
     while (*pp) {
@@ -1639,8 +1641,18 @@ static void simba__zk_reap(simba__zk *zk, int wait) {
             pp = &s->znext;
             continue;
         }
-        if (s->closer) pthread_join(s->th, NULL); /* it has finished, or destroy waits for it */
-        s->closer = 0;
+        while (!closed) { /* destroy: the detached closer signals the pipe when it is done */
+            struct pollfd pfd;
+            pfd.fd = zk->pipe_r;
+            pfd.events = POLLIN;
+            pfd.revents = 0;
+            poll(&pfd, 1, 10);
+            simba__zk_ack(zk);
+            pthread_mutex_lock(&zk->mu);
+            closed = s->closed;
+            pthread_mutex_unlock(&zk->mu);
+        }
+        s->closer = 0; /* detached: it touches nothing of ours after saying closed */
         pthread_mutex_lock(&zk->mu); /* posted is written under mu */
         for (op = zk->outstanding; op; op = next) {
             next = op->onext;
@@ -1707,6 +1719,7 @@ static int simba__zk_session_close(simba__zk *zk, int async, simba__zk_sess *nex
     zk->zombies = s;
     s->next_sess = async ? next_sess : NULL;
     if (async && s->zh && pthread_create(&s->th, NULL, simba__zk_closer_main, s) == 0) {
+        pthread_detach(s->th); /* never joined: a join would wait in the poll for it to be scheduled */
         s->closer = 1;
         zk->stats.closer_threads++;
         return next_sess != NULL;
