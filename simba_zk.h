@@ -27,6 +27,20 @@
  *   SIMBA_EV_RELEASED (no herd), and the waiter whose predecessor is the owner is reported
  *   first_in_line. The core re-sends ACQUIRE periodically: for the owner that is the
  *   renewal, and it re-checks that the node still exists and is still the lowest.
+ *
+ * SCALE (10,000 mutexes on one handle)
+ *   An owner also watches its own node, so its node cannot go unnoticed; its renewal then
+ *   needs no listing: one session check (an exists on the root) answers every renewal that
+ *   was sent before it, because the server evaluated it later and every watch event that
+ *   the server sent before it is handled first. Likewise for the waiter right behind the
+ *   owner, which watches the owner's node and whose read of it is unchanged since. At most
+ *   one check is in flight, 20 ms apart at least. A fired watch, a new session or dropped
+ *   events (the event queue holds 256) send requests the long way again. Mutexes are kept
+ *   in a hash table, deadlines in a FIFO (they grow with submission), and at most 256
+ *   calls are in flight: more wait, started ones and renewals first, so that a renewal
+ *   never queues behind thousands of start-up calls in the server. A contender that knows
+ *   it has no node creates one at once (no listing first); a mutex's persistent node is
+ *   asked for once, before its first create.
  *   RELEASE deletes the contender's node. READ lists the children and reads the lowest.
  *   While a service observes a mutex (vt watch), READs also leave a child watch, and a
  *   change of the lowest node is pushed as SIMBA_EV_OWNER.
@@ -64,7 +78,8 @@
  *   (nodes are created again lazily by the next ACQUIRE).
  *     With an ensemble, reads are served by the server the client is connected to, which
  *   may lag the leader a little (no sync() is issued before listing): an owner check is as
- *   fresh as that server. Tested against a single server.
+ *   fresh as that server. Tested against a single server and against a 3-node ensemble
+ *   (scripts/zk-ensemble-start.sh; the shared kit and tests/fault_zk_ensemble.sh).
  *
  * REQUESTS BEFORE THE CONNECTION
  *   simba_zk_open() does not block on the network (zookeeper_init is asynchronous; host
@@ -93,11 +108,19 @@
  *   not change that global setting itself (the tests do).
  *   Destroy (simba_backend_free / simba_loop_free) deletes our nodes (a prompt hand-over)
  *   and waits up to 1 s for the calls in flight to be answered (libzookeeper_mt 3.8 leaks
- *   the completion of a call still pending at zookeeper_close), then calls zookeeper_close,
+ *   the completion of a call still pending at zookeeper_close); while answers keep coming
+ *   (thousands of deletes) it waits on, 10 s at most in all. Then it calls zookeeper_close,
  *   which sends the close and joins the library's threads. Against a connected server that
  *   hangs it blocks 2.5 s (1 s + the library's 1.5 s wait for the close's answer), at most
- *   5.5 s when the send itself stalls; against an unreachable one it does not wait. A session expiry
- *   closes the dead handle inside simba_poll, which only joins the threads.
+ *   5.5 s when the send itself stalls; against an unreachable one it does not wait.
+ *     A session expiry does not close the dead handle inside simba_poll: zookeeper_close
+ *   joins the library's threads and zookeeper_init2 starts new ones (1-10 ms on a loaded
+ *   machine), so a short-lived closer thread, started for that expiry only, makes the new
+ *   handle and then closes the old one; it touches only the two handles and the pipe and
+ *   queue above, and simba_poll picks the new handle up when the thread says so. The thread
+ *   is detached (a join would wait in the poll until it is scheduled again); it touches
+ *   nothing of ours after saying so. This is the one thread simba itself starts, only on
+ *   an expiry; destroy waits until it has said so.
  *     Read-only sessions are refused: a server that grants one (an ensemble member without
  *   quorum, or a foreign service whose reply happens to parse as a read-only handshake)
  *   gets no request; they fail with SIMBA_ECONN and simba_backend_errmsg() says why, the
@@ -158,6 +181,9 @@ typedef struct simba_zk_stats {
     uint64_t owner_events;      /* SIMBA_EV_OWNER raised */
     uint64_t reset_events;      /* SIMBA_EV_RESET raised */
     uint64_t lost_events;       /* SIMBA_EV_LOST or SIMBA_EV_DISCONNECTED raised */
+    uint64_t session_checks;    /* session checks sent: one answers many renewals */
+    uint64_t checked;           /* requests answered by a session check, without a listing */
+    uint64_t closer_threads;    /* expired handles closed by a closer thread (not in the poll) */
 } simba_zk_stats;
 
 /* Opens a ZooKeeper session (asynchronously) and registers the backend on loop. */
@@ -201,14 +227,18 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #define SIMBA__ZK_DATA_MAX (SIMBA_ID_MAX + 64)
 #define SIMBA__ZK_TAG_LEN 24
 #define SIMBA__ZK_EXTRA_MAX 4
-#define SIMBA__ZK_RING 64
+#define SIMBA__ZK_RING 256 /* pushed events not yet processed; more make every service re-check */
 #define SIMBA__ZK_TRIES 8
 #define SIMBA__ZK_ADDRS 16
 #define SIMBA__ZK_SETTLE_MS 1000 /* destroy waits this long at most for calls in flight */
+#define SIMBA__ZK_PING_GAP_MS 20 /* session checks for cheap renewals: at most 50 a second */
+#define SIMBA__ZK_FLY_MAX 256    /* job calls in flight: more wait, so a renewal never queues
+                                    behind thousands of start-up calls in the server */
 #define SIMBA__ZK_RO_MSG "zookeeper: the server granted a read-only session (no quorum, or not ZooKeeper): refused"
 
 enum { SIMBA__ZK_CREATE, SIMBA__ZK_LIST, SIMBA__ZK_GET, SIMBA__ZK_EXISTS, SIMBA__ZK_DELETE,
-       SIMBA__ZK_MKDIR, SIMBA__ZK_AUTH, SIMBA__ZK_PARENT, SIMBA__ZK_SET, SIMBA__ZK_REWATCH };
+       SIMBA__ZK_MKDIR, SIMBA__ZK_AUTH, SIMBA__ZK_PARENT, SIMBA__ZK_SET, SIMBA__ZK_REWATCH,
+       SIMBA__ZK_SELF, SIMBA__ZK_PING };
 /* job kinds beyond simba_op */
 enum { SIMBA__ZK_J_REFRESH = 100 };
 /* job steps */
@@ -232,6 +262,8 @@ typedef struct simba__zk_op {
     simba__zk_job *job; /* NULL = fire and forget */
     int kind;
     int orphan; /* the library may or may not hold it (ZMARSHALLINGERROR): no job, not waited for */
+    int posted; /* under zk->mu: its completion queued it (a closed handle's other calls never come) */
+    int counted; /* in zk->nfly */
     char tag[SIMBA__ZK_TAG_LEN + 1]; /* LIST: whose nodes to find */
     char mutex[SIMBA_NAME_MAX + 1];  /* PARENT: whose parent is watched */
     int rc;
@@ -256,6 +288,15 @@ struct simba__zk_sess {
     int dead; /* expired or auth failed */
     int readonly;    /* caller thread: the server granted a read-only session (refused) */
     int ro_seen;     /* under zk->mu: the library entered read-only mode at some point */
+    int closed;      /* under zk->mu: the closer thread's zookeeper_close returned */
+    int closer;      /* a detached closer thread runs for this handle */
+    int pending;     /* caller thread: its handle is being made by the closer thread */
+    int inited;      /* under zk->mu: zookeeper_init2 returned (zh_new, init_errno) */
+    int init_errno;
+    zhandle_t *zh_new;
+    simba__zk_sess *next_sess; /* the session whose handle this one's closer thread makes */
+    pthread_t th;
+    simba__zk_sess *znext; /* zk->zombies */
 };
 
 typedef struct simba__zk_evt {
@@ -265,13 +306,20 @@ typedef struct simba__zk_evt {
 } simba__zk_evt;
 
 struct simba__zk_mtx {
-    simba__zk_mtx *next;
-    char name[SIMBA_NAME_MAX + 1];
+    simba__zk_mtx *next, *prev; /* zk->mtxs */
+    simba__zk_mtx *hnext;       /* zk->mtab bucket */
+    uint32_t hash;
+    int own_valid;   /* own_*: the lowest node as last read, unchanged since (watched) */
+    int64_t own_fence, own_timeout;
+    char own_node[SIMBA__ZK_NODE_MAX];
+    char *own_id;   /* allocated to size (memory per mutex counts at 10,000 mutexes) */
+    char *name;     /* stored right after the record */
     int watchers;   /* vt watch count */
     int refreshing; /* an internal refresh job runs */
+    int made;       /* its node was asked for (persistent) by this backend */
     int refresh_again;
     int pushed; /* last_* hold what was pushed with SIMBA_EV_OWNER */
-    char last_owner[SIMBA_ID_MAX + 1];
+    char *last_owner; /* allocated to size; NULL = none */
     uint64_t last_fence;
     simba__zk_cont *conts;
 };
@@ -279,13 +327,16 @@ struct simba__zk_mtx {
 struct simba__zk_cont {
     simba__zk_cont *next;
     simba__zk_mtx *mtx;
-    char id[SIMBA_ID_MAX + 1];
+    char *id; /* stored right after the record */
     char tag[SIMBA__ZK_TAG_LEN + 1];
     char node[SIMBA__ZK_NODE_MAX]; /* our node in this session, "" = none known */
     int64_t czxid;                 /* of node, 0 = unknown */
     int64_t mzxid;                 /* of node as last read or written */
     int64_t fence;                 /* of the tenure granted on node, 0 = none yet */
+    int64_t granted_max;           /* the greatest fence ever granted to it: never again */
     char watch_pred[SIMBA__ZK_NODE_MAX];
+    int self_watch;       /* 1: an exists watch on node is on its way, 2: it is set */
+    int64_t self_czxid;   /* of the node that self_watch is about */
     int dirty;     /* a node of ours may exist that we do not know of */
     int want_gone; /* released: any node of ours must go */
     simba__zk_job *q_head, *q_tail;
@@ -294,6 +345,9 @@ struct simba__zk_cont {
 struct simba__zk_job {
     simba__zk_job *next, *prev; /* zk->jobs */
     simba__zk_job *cnext;       /* cont queue */
+    simba__zk_job *tnext, *tprev; /* zk->thead: requests not answered yet, by deadline */
+    simba__zk_job *bnext, *bprev; /* zk->bq_wait or bq_fly: waits for a session check */
+    int timed, batch;
     simba_req *req;             /* NULL once answered */
     simba__zk_cont *cont;
     simba__zk_mtx *mtx;
@@ -304,6 +358,10 @@ struct simba__zk_job {
     int mkdirs;
     int created;
     int pred_gone; /* the watched predecessor's deletion was processed before the exists answer */
+    int full;      /* no session-only confirmation: list and read */
+    int started;   /* a call of it was answered: it goes before new ones */
+    int parked;    /* 1 + its zk->park queue: waits for room among the calls in flight */
+    simba__zk_job *pnext, *pprev;
     int count;     /* n- children in the last listing */
     int64_t deadline;
     simba__zk_op *op; /* the call in flight */
@@ -333,13 +391,24 @@ struct simba__zk {
     int overflow;
     /* caller thread only */
     simba__zk_sess *sess;
+    simba__zk_sess *zombies; /* closed sessions whose handles close off the caller's thread */
     uint64_t gen;
     int64_t reopen_at;
     simba__zk_op *outstanding;
     simba__zk_job *jobs;
+    simba__zk_job *thead, *ttail; /* deadlines grow with submission: a FIFO is sorted */
+    simba__zk_job *bq_wait, *bq_fly; /* cheap renewals: for the next / the flying check */
+    simba__zk_op *ping_op;           /* the session check in flight */
+    simba__zk_job *park_head[2], *park_tail[2]; /* [0]: started jobs and renewals, [1]: new */
+    int nfly;                        /* job calls in flight on the current session */
+    int root_made;                   /* the root's parents were asked for in this session */
+    int64_t ping_at;                 /* the next check no sooner than this */
     simba__zk_mtx *mtxs;
+    simba__zk_mtx **mtab; /* hash of mtxs by name */
+    size_t mtab_cap, nmtx;
     simba_zk_stats stats;
     simba__zk_evt evt; /* scratch for draining the ring */
+    uint64_t answered; /* calls answered: destroy waits on while they keep coming */
 };
 
 /* ---- ZooKeeper threads: copy, queue, wake ------------------------------------------- */
@@ -357,6 +426,7 @@ static void simba__zk_post(simba__zk_op *op, int rc) {
     simba__zk *zk = op->zk;
     op->rc = rc;
     pthread_mutex_lock(&zk->mu);
+    op->posted = 1;
     op->qnext = NULL;
     if (zk->done_tail) zk->done_tail->qnext = op;
     else zk->done_head = op;
@@ -580,7 +650,11 @@ static int simba__zk_op_issued(simba__zk *zk, simba__zk_op *op, int zrc) {
         op->job = NULL; /* the job fails now; the op only waits for the library to let go */
         return zrc;
     }
-    if (op->job) op->job->op = op;
+    if (op->job) {
+        op->job->op = op;
+        op->counted = 1;
+        zk->nfly++;
+    }
     return ZOK;
 }
 
@@ -592,7 +666,7 @@ static void simba__zk_op_unlink(simba__zk *zk, simba__zk_op *op) {
 }
 
 static int simba__zk_usable(const simba__zk *zk) {
-    return zk->sess && !zk->sess->dead && !zk->sess->readonly && !zk->closing;
+    return zk->sess && zk->sess->zh && !zk->sess->dead && !zk->sess->readonly && !zk->closing;
 }
 
 static const char *simba__zk_unusable_msg(const simba__zk *zk) {
@@ -610,17 +684,45 @@ static void simba__zk_delete_node(simba__zk *zk, const char *mutex, const char *
     simba__zk_op_issued(zk, op, zoo_adelete(zk->sess->zh, path, -1, simba__zk_cb_void, op));
 }
 
+static uint32_t simba__zk_hash(const char *s) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+/* Mutexes are found by a hash of their names: 10,000 mutexes on one backend are usual. */
 static simba__zk_mtx *simba__zk_mtx_find(simba__zk *zk, const char *name, int create) {
     simba__zk_mtx *m;
-    for (m = zk->mtxs; m; m = m->next)
-        if (strcmp(m->name, name) == 0) return m;
+    uint32_t h = simba__zk_hash(name);
+    if (zk->mtab)
+        for (m = zk->mtab[h & (zk->mtab_cap - 1)]; m; m = m->hnext)
+            if (m->hash == h && strcmp(m->name, name) == 0) return m;
     if (!create) return NULL;
-    m = (simba__zk_mtx *)simba_alloc(zk->loop, sizeof *m);
+    if (zk->nmtx + 1 > zk->mtab_cap) { /* grows at load 1: chains stay short */
+        size_t cap = zk->mtab_cap ? zk->mtab_cap * 2 : 64, i;
+        simba__zk_mtx **t = (simba__zk_mtx **)simba_alloc(zk->loop, cap * sizeof *t);
+        if (!t) return NULL;
+        for (i = 0; i < cap; i++) t[i] = NULL;
+        for (m = zk->mtxs; m; m = m->next) {
+            m->hnext = t[m->hash & (cap - 1)];
+            t[m->hash & (cap - 1)] = m;
+        }
+        if (zk->mtab) simba_free(zk->loop, zk->mtab);
+        zk->mtab = t;
+        zk->mtab_cap = cap;
+    }
+    m = (simba__zk_mtx *)simba_alloc(zk->loop, sizeof *m + strlen(name) + 1);
     if (!m) return NULL;
     memset(m, 0, sizeof *m);
-    simba__zk_copy(m->name, sizeof m->name, name);
+    m->name = (char *)(m + 1);
+    memcpy(m->name, name, strlen(name) + 1);
+    m->hash = h;
+    m->hnext = zk->mtab[h & (zk->mtab_cap - 1)];
+    zk->mtab[h & (zk->mtab_cap - 1)] = m;
     m->next = zk->mtxs;
+    if (zk->mtxs) zk->mtxs->prev = m;
     zk->mtxs = m;
+    zk->nmtx++;
     return m;
 }
 
@@ -629,26 +731,50 @@ static simba__zk_cont *simba__zk_cont_find(simba__zk *zk, simba__zk_mtx *m, cons
     for (c = m->conts; c; c = c->next)
         if (strcmp(c->id, id) == 0) return c;
     if (!create) return NULL;
-    c = (simba__zk_cont *)simba_alloc(zk->loop, sizeof *c);
+    c = (simba__zk_cont *)simba_alloc(zk->loop, sizeof *c + strlen(id) + 1);
     if (!c) return NULL;
     memset(c, 0, sizeof *c);
     c->mtx = m;
-    simba__zk_copy(c->id, sizeof c->id, id);
+    c->id = (char *)(c + 1);
+    memcpy(c->id, id, strlen(id) + 1);
     snprintf(c->tag, sizeof c->tag, "%s%08x", zk->token, (unsigned)++zk->counter);
     c->next = m->conts;
     m->conts = c;
     return c;
 }
 
+/* *dst = a copy of s (NULL s: none); 0 when out of memory (*dst is then NULL). */
+static int simba__zk_setstr(simba__zk *zk, char **dst, const char *s) {
+    size_t n;
+    if (s && *dst && strcmp(*dst, s) == 0) return 1;
+    if (*dst) simba_free(zk->loop, *dst);
+    *dst = NULL;
+    if (!s) return 1;
+    n = strlen(s) + 1;
+    if (!(*dst = (char *)simba_alloc(zk->loop, n))) return 0;
+    memcpy(*dst, s, n);
+    return 1;
+}
+
+static void simba__zk_mtx_free(simba__zk *zk, simba__zk_mtx *m) {
+    simba__zk_setstr(zk, &m->own_id, NULL);
+    simba__zk_setstr(zk, &m->last_owner, NULL);
+    simba_free(zk->loop, m);
+}
+
 static void simba__zk_mtx_gc(simba__zk *zk, simba__zk_mtx *m) {
     simba__zk_mtx **pp;
     if (m->conts || m->watchers || m->refreshing) return;
-    for (pp = &zk->mtxs; *pp; pp = &(*pp)->next)
+    for (pp = &zk->mtab[m->hash & (zk->mtab_cap - 1)]; *pp; pp = &(*pp)->hnext)
         if (*pp == m) {
-            *pp = m->next;
-            simba_free(zk->loop, m);
-            return;
+            *pp = m->hnext;
+            break;
         }
+    if (m->prev) m->prev->next = m->next;
+    else zk->mtxs = m->next;
+    if (m->next) m->next->prev = m->prev;
+    zk->nmtx--;
+    simba__zk_mtx_free(zk, m);
 }
 
 static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job);
@@ -687,11 +813,42 @@ static void simba__zk_cont_idle(simba__zk *zk, simba__zk_cont *c) {
     simba__zk_mtx_gc(zk, m);
 }
 
+static void simba__zk_tq_del(simba__zk *zk, simba__zk_job *job) {
+    if (!job->timed) return;
+    if (job->tprev) job->tprev->tnext = job->tnext;
+    else zk->thead = job->tnext;
+    if (job->tnext) job->tnext->tprev = job->tprev;
+    else zk->ttail = job->tprev;
+    job->tnext = job->tprev = NULL;
+    job->timed = 0;
+}
+
+static void simba__zk_park_del(simba__zk *zk, simba__zk_job *job) {
+    int q = job->parked - 1;
+    if (!job->parked) return;
+    if (job->pprev) job->pprev->pnext = job->pnext;
+    else zk->park_head[q] = job->pnext;
+    if (job->pnext) job->pnext->pprev = job->pprev;
+    else zk->park_tail[q] = job->pprev;
+    job->pnext = job->pprev = NULL;
+    job->parked = 0;
+}
+
+static void simba__zk_bq_del(simba__zk *zk, simba__zk_job *job) {
+    if (!job->batch) return;
+    if (job->bprev) job->bprev->bnext = job->bnext;
+    else if (job->batch == 1) zk->bq_wait = job->bnext;
+    else zk->bq_fly = job->bnext;
+    if (job->bnext) job->bnext->bprev = job->bprev;
+    job->bnext = job->bprev = NULL;
+    job->batch = 0;
+}
+
 static void simba__zk_reply(simba__zk *zk, simba__zk_job *job, const simba_reply *r) {
-    (void)zk;
     if (job->req) {
         simba_req *req = job->req;
         job->req = NULL;
+        simba__zk_tq_del(zk, job);
         simba_req_done(req, r);
     }
 }
@@ -715,6 +872,9 @@ static void simba__zk_job_end(simba__zk *zk, simba__zk_job *job) {
         simba__zk_reply(zk, job, &r);
     }
     if (job->op) job->op->job = NULL; /* its result is still processed for side effects */
+    simba__zk_tq_del(zk, job);
+    simba__zk_bq_del(zk, job);
+    simba__zk_park_del(zk, job);
     if (job->prev) job->prev->next = job->next;
     else if (zk->jobs == job) zk->jobs = job->next;
     if (job->next) job->next->prev = job->prev;
@@ -775,6 +935,10 @@ static void simba__zk_refresh(simba__zk *zk, simba__zk_mtx *m) {
     simba__zk_job_run(zk, job);
 }
 
+static int simba__zk_cheap(const simba__zk *zk, const simba__zk_job *job);
+static void simba__zk_ping(simba__zk *zk, int64_t now);
+static void simba__zk_mkdirs(simba__zk *zk, const char *mutex);
+
 /* Issues the call for the job's current step; on a refused call the job fails. */
 static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
     char path[SIMBA__ZK_PATH_MAX];
@@ -788,6 +952,28 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
         return;
     }
     zh = zk->sess->zh;
+    if (job->step == SIMBA__ZK_S_LIST && !job->full && !job->tries && !job->created && simba__zk_cheap(zk, job)) {
+        /* the watches vouch for the queue: one session check answers many such requests */
+        job->batch = 1;
+        job->bprev = NULL;
+        job->bnext = zk->bq_wait;
+        if (zk->bq_wait) zk->bq_wait->bprev = job;
+        zk->bq_wait = job;
+        simba__zk_ping(zk, simba_now(zk->loop));
+        return;
+    }
+    if (zk->nfly >= SIMBA__ZK_FLY_MAX) { /* waits for room; started jobs and renewals first */
+        int q = job->started || (job->req && job->req->renew) ? 0 : 1;
+        job->parked = q + 1;
+        job->pnext = NULL;
+        job->pprev = zk->park_tail[q];
+        if (zk->park_tail[q]) zk->park_tail[q]->pnext = job;
+        else zk->park_head[q] = job;
+        zk->park_tail[q] = job;
+        return;
+    }
+    if (job->kind == SIMBA_OP_ACQUIRE && job->step == SIMBA__ZK_S_LIST && !c->node[0] && !c->dirty && !job->tries)
+        job->step = SIMBA__ZK_S_CREATE; /* we know we have no node: nothing to list yet */
     if (job->kind == SIMBA_OP_RELEASE && job->step == SIMBA__ZK_S_LIST) {
         /* RELEASE starts by deleting the node it knows, which hands over at once */
         if (c->node[0]) job->step = SIMBA__ZK_S_DELETE;
@@ -820,6 +1006,11 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
         int n = snprintf(data, sizeof data, "%s %d %s", c->tag, zoo_recv_timeout(zh), c->id);
         snprintf(node, sizeof node, "n-%s-", c->tag);
         if (n <= 0 || n >= (int)sizeof data || !simba__zk_path(zk, path, mutex, node)) break;
+        if (!job->mtx->made && !job->mkdirs && zk->sess->connected) { /* the parents first, in session order */
+            job->mtx->made = 1;
+            job->mkdirs = 1;
+            simba__zk_mkdirs(zk, mutex);
+        }
         op = simba__zk_op_new(zk, job, SIMBA__ZK_CREATE);
         if (!op) goto nomem;
         c->dirty = 1; /* until a listing or the reply says what happened */
@@ -883,7 +1074,8 @@ static void simba__zk_mkdirs(simba__zk *zk, const char *mutex) {
     const struct ACL_vector *acl = zk->creator_only ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
     if (!simba__zk_path(zk, path, mutex, NULL)) return;
     n = strlen(path);
-    for (i = 1; i <= n; i++) {
+    /* the root's components once per session (10,000 mutexes share them) */
+    for (i = zk->root_made ? strlen(zk->root) + 1 : 1; i <= n; i++) {
         if (i == n || path[i] == '/') {
             simba__zk_op *op = simba__zk_op_new(zk, NULL, SIMBA__ZK_MKDIR);
             char save = path[i];
@@ -894,6 +1086,7 @@ static void simba__zk_mkdirs(simba__zk *zk, const char *mutex) {
             path[i] = save;
         }
     }
+    zk->root_made = 1;
 }
 
 /* "<tag> <timeout> <id>" */
@@ -956,15 +1149,35 @@ static void simba__zk_reply_none(simba__zk *zk, simba__zk_job *job) {
     memset(&r, 0, sizeof r);
     if (job->kind == SIMBA__ZK_J_REFRESH) {
         simba__zk_mtx *m = job->mtx;
-        if (!m->pushed || m->last_owner[0]) {
+        if (!m->pushed || m->last_owner) {
             m->pushed = 1;
-            m->last_owner[0] = 0;
+            simba__zk_setstr(zk, &m->last_owner, NULL);
             m->last_fence = 0;
             simba__zk_event(zk, SIMBA_EV_OWNER, m->name, NULL, &r);
         }
     }
     simba__zk_reply(zk, job, &r);
     simba__zk_job_end(zk, job);
+}
+
+/* An owner watches its own node, so that its renewals need only a session check: the node
+   cannot stop being the lowest without going, and its going is pushed. */
+static void simba__zk_watch_self(simba__zk *zk, simba__zk_cont *c) {
+    char path[SIMBA__ZK_PATH_MAX];
+    simba__zk_op *op;
+    if (!simba__zk_usable(zk) || !c->node[0] || c->czxid <= 0 || !simba__zk_path(zk, path, c->mtx->name, c->node))
+        return;
+    op = simba__zk_op_new(zk, NULL, SIMBA__ZK_SELF);
+    if (!op) return;
+    simba__zk_copy(op->mutex, sizeof op->mutex, c->mtx->name);
+    simba__zk_copy(op->name, sizeof op->name, c->node);
+    simba__zk_copy(op->data, sizeof op->data, c->id);
+    op->czxid = c->czxid; /* an input here: the answer only sets mzxid */
+    if (simba__zk_op_issued(zk, op, zoo_awexists(zk->sess->zh, path, simba__zk_node_watcher, zk->sess, simba__zk_cb_stat,
+                                                 op)) == ZOK) {
+        c->self_watch = 1;
+        c->self_czxid = c->czxid;
+    }
 }
 
 static void simba__zk_reply_self(simba__zk *zk, simba__zk_job *job) {
@@ -974,10 +1187,88 @@ static void simba__zk_reply_self(simba__zk *zk, simba__zk_job *job) {
         simba__zk_fail(zk, job, SIMBA_ECONN, "zookeeper disconnected");
         return;
     }
+    if (c->self_watch == 0 || c->self_czxid != c->czxid) simba__zk_watch_self(zk, c);
+    if (c->fence > c->granted_max) c->granted_max = c->fence;
     c->watch_pred[0] = 0;
     simba__zk_owner_reply(&r, c->id, simba__zk_timeout(zk), (uint64_t)c->fence);
     simba__zk_reply(zk, job, &r);
     simba__zk_job_end(zk, job);
+}
+
+/* A request that a session check alone can answer: 1 = an owner's renewal (its node is
+   watched: it exists, so it is still the lowest), 2 = the waiter right behind the owner (it
+   watches the owner's node, whose data was read and has not changed since). */
+static int simba__zk_cheap(const simba__zk *zk, const simba__zk_job *job) {
+    const simba__zk_cont *c = job->cont;
+    const simba__zk_mtx *m = job->mtx;
+    if (job->kind != SIMBA_OP_ACQUIRE || !job->req || !c || !c->node[0] || !zk->sess || !zk->sess->connected) return 0;
+    if (job->req->renew && c->fence > 0 && c->self_watch == 2 && c->self_czxid == c->czxid) return 1;
+    if (!job->req->renew && c->fence == 0 && c->watch_pred[0] && m->own_valid && strcmp(m->own_node, c->watch_pred) == 0)
+        return 2;
+    return 0;
+}
+
+static void simba__zk_reply_first(simba__zk *zk, simba__zk_job *job) {
+    simba__zk_mtx *m = job->mtx;
+    simba_reply r;
+    simba__zk_owner_reply(&r, m->own_id, m->own_timeout, (uint64_t)m->own_fence);
+    r.first_in_line = 1;
+    simba__zk_reply(zk, job, &r);
+    simba__zk_job_end(zk, job);
+}
+
+/* Sends one session check for every cheap request waiting (at most one in flight, and
+   SIMBA__ZK_PING_GAP_MS apart). Its answer was evaluated after each of them was sent, and
+   the watch events it follows were handled first: the session and the watched nodes are
+   as good as a listing would show. */
+static void simba__zk_ping(simba__zk *zk, int64_t now) {
+    simba__zk_job *job;
+    simba__zk_op *op = NULL;
+    int zrc = ZINVALIDSTATE;
+    if (!zk->bq_wait || zk->ping_op || now < zk->ping_at || zk->closing) return;
+    if (simba__zk_usable(zk) && (op = simba__zk_op_new(zk, NULL, SIMBA__ZK_PING)) != NULL)
+        zrc = simba__zk_op_issued(zk, op, zoo_aexists(zk->sess->zh, zk->root, 0, simba__zk_cb_stat, op));
+    else if (simba__zk_usable(zk))
+        zrc = ZSYSTEMERROR;
+    if (zrc != ZOK) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "zookeeper: %s", zrc == ZSYSTEMERROR ? "out of memory" : zerror(zrc));
+        while ((job = zk->bq_wait) != NULL)
+            simba__zk_fail(zk, job, zrc == ZSYSTEMERROR ? SIMBA_ENOMEM : simba__zk_rc(zrc), msg);
+        return;
+    }
+    zk->ping_op = op;
+    zk->stats.session_checks++;
+    zk->ping_at = simba__add(now, SIMBA__ZK_PING_GAP_MS);
+    zk->bq_fly = zk->bq_wait;
+    zk->bq_wait = NULL;
+    for (job = zk->bq_fly; job; job = job->bnext) job->batch = 2;
+}
+
+/* The session check came back: answer its requests, or send them the long way. */
+static void simba__zk_batch_done(simba__zk *zk, int live, int rc) {
+    simba__zk_job *job;
+    char msg[96];
+    snprintf(msg, sizeof msg, "zookeeper: %s", zerror(rc));
+    while ((job = zk->bq_fly) != NULL) {
+        int k;
+        simba__zk_bq_del(zk, job);
+        if (!live) {
+            simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN, "zookeeper session lost");
+        } else if (rc != ZOK && rc != ZNONODE) {
+            simba__zk_fail(zk, job, simba__zk_rc(rc), msg);
+        } else if ((k = simba__zk_cheap(zk, job)) == 1) {
+            zk->stats.checked++;
+            simba__zk_reply_self(zk, job);
+        } else if (k == 2) {
+            zk->stats.checked++;
+            simba__zk_reply_first(zk, job);
+        } else { /* a watch fired meanwhile: look */
+            job->full = 1;
+            simba__zk_job_run(zk, job);
+        }
+    }
+    simba__zk_ping(zk, simba_now(zk->loop));
 }
 
 /* Our node is the lowest. A renewal keeps its tenure's fence. The first tenure on a node
@@ -990,7 +1281,9 @@ static void simba__zk_own(simba__zk *zk, simba__zk_job *job) {
     simba__zk_cont *c = job->cont;
     if (c->fence > 0 && job->req && job->req->renew) {
         simba__zk_reply_self(zk, job);
-    } else if (c->fence == 0 && c->mzxid > 0) {
+    } else if (c->fence == 0 && c->mzxid > c->granted_max) {
+        /* a node granted before whose fence we forgot (its mzxid is not above the last
+           grant) goes the re-grant way below */
         c->fence = c->mzxid;
         simba__zk_reply_self(zk, job);
     } else if (job->count <= 1) {
@@ -1006,10 +1299,11 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
     simba__zk_cont *c = job->cont;
     if (job->step == SIMBA__ZK_S_SWEEP) { /* RELEASE: whatever of ours is left goes */
         simba_reply r;
-        if (c->node[0]) simba__zk_delete_node(zk, c->mtx->name, c->node);
-        c->node[0] = 0;
-        c->czxid = 0;
-        c->fence = 0;
+        if (c->node[0]) { /* known again: forgotten only once its delete is confirmed */
+            job->step = SIMBA__ZK_S_DELETE;
+            simba__zk_job_run(zk, job);
+            return;
+        }
         memset(&r, 0, sizeof r);
         simba__zk_reply(zk, job, &r);
         simba__zk_job_end(zk, job);
@@ -1054,6 +1348,13 @@ static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op
         return;
     }
     if (timeout <= 0) timeout = simba__zk_timeout(zk);
+    {
+        simba__zk_mtx *lm = job->mtx;
+        simba__zk_copy(lm->own_node, sizeof lm->own_node, job->lowest);
+        lm->own_timeout = timeout;
+        lm->own_fence = op->mzxid;
+        lm->own_valid = simba__zk_setstr(zk, &lm->own_id, owner);
+    }
     if (job->kind == SIMBA_OP_ACQUIRE && strcmp(job->lowest, c->node) == 0) {
         if (c->czxid != op->czxid) c->fence = 0;
         c->czxid = op->czxid;
@@ -1064,9 +1365,9 @@ static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op
     simba__zk_owner_reply(&r, owner, timeout, (uint64_t)op->mzxid);
     if (job->kind == SIMBA__ZK_J_REFRESH) {
         simba__zk_mtx *m = job->mtx;
-        if (!m->pushed || strcmp(m->last_owner, owner) != 0 || m->last_fence != r.fence) {
+        if (!m->pushed || !m->last_owner || strcmp(m->last_owner, owner) != 0 || m->last_fence != r.fence) {
             m->pushed = 1;
-            simba__zk_copy(m->last_owner, sizeof m->last_owner, owner);
+            simba__zk_setstr(zk, &m->last_owner, owner); /* out of memory: pushed again next time */
             m->last_fence = r.fence;
             simba__zk_event(zk, SIMBA_EV_OWNER, m->name, NULL, &r);
         }
@@ -1099,7 +1400,12 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
     int rc = op->rc;
     char msg[96];
     simba__zk_op_unlink(zk, op);
-    if (job) job->op = NULL;
+    zk->answered++;
+    if (job) {
+        job->op = NULL;
+        job->started = 1;
+    }
+    if (op->counted && same) zk->nfly--;
 
     /* side effects that matter even when nobody waits for the answer */
     if (same && c && op->kind == SIMBA__ZK_CREATE && rc == ZOK) {
@@ -1134,6 +1440,16 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
             simba__zk_mtx *m = simba__zk_mtx_find(zk, op->mutex, 0);
             if (m && m->watchers > 0) simba__zk_refresh(zk, m);
         }
+        if (op->kind == SIMBA__ZK_PING && op == zk->ping_op) {
+            zk->ping_op = NULL;
+            simba__zk_batch_done(zk, live, rc);
+        }
+        if (live && op->kind == SIMBA__ZK_SELF) {
+            simba__zk_mtx *m = simba__zk_mtx_find(zk, op->mutex, 0);
+            simba__zk_cont *wc = m ? simba__zk_cont_find(zk, m, op->data, 0) : NULL;
+            if (wc && wc->self_watch == 1 && wc->self_czxid == op->czxid && strcmp(wc->node, op->name) == 0)
+                wc->self_watch = rc == ZOK ? 2 : 0;
+        }
         if (live && op->kind == SIMBA__ZK_REWATCH && rc == ZNONODE) { /* it went before the watch was back */
             simba__zk_mtx *m = simba__zk_mtx_find(zk, op->mutex, 0);
             simba__zk_cont *wc = m ? simba__zk_cont_find(zk, m, op->data, 0) : NULL;
@@ -1156,6 +1472,7 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
     } else if (op->kind == SIMBA__ZK_CREATE) {
         if (rc == ZNONODE && !job->mkdirs) {
             job->mkdirs = 1;
+            zk->root_made = 0; /* the root itself may be gone */
             simba__zk_mkdirs(zk, job->mtx->name);
             simba__zk_job_run(zk, job); /* the create again, behind the mkdirs */
         } else if (rc == ZNONODE) {
@@ -1178,6 +1495,8 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
             if (!job->pred_gone) simba__zk_event(zk, SIMBA_EV_RELEASED, c->mtx->name, c->id, NULL);
         } else {
             simba__zk_copy(c->watch_pred, sizeof c->watch_pred, job->pred);
+            /* changed between our read and this watch: the cached owner data is stale */
+            if (strcmp(job->pred, c->mtx->own_node) == 0 && op->mzxid != c->mtx->own_fence) c->mtx->own_valid = 0;
         }
         simba__zk_job_end(zk, job);
     } else if (op->kind == SIMBA__ZK_DELETE && job->kind == SIMBA_OP_ACQUIRE) { /* re-queued: list again */
@@ -1197,6 +1516,7 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
 /* ---- sessions ----------------------------------------------------------------------- */
 
 static void simba__zk_drain(simba__zk *zk);
+static void simba__zk_ack(simba__zk *zk);
 
 static int simba__zk_session_open(simba__zk *zk) {
     simba__zk_sess *s = (simba__zk_sess *)simba_alloc(zk->loop, sizeof *s);
@@ -1279,42 +1599,168 @@ static void simba__zk_unblock_probe(const simba__zk *zk) {
     closedir(d);
 }
 
-/* Closes the current session's handle (which joins its threads), then settles every call
-   the library will no longer answer. */
-static void simba__zk_session_close(simba__zk *zk) {
+/* A closer thread: zookeeper_init2 (its threads, an address lookup) and zookeeper_close
+   (joining the old handle's threads) take milliseconds that the caller's poll must not wait
+   for. It makes the next session's handle first, then closes the old one, and reports each. */
+static void *simba__zk_closer_main(void *arg) {
+    simba__zk_sess *s = (simba__zk_sess *)arg;
+    simba__zk *zk = s->zk;
+    if (s->next_sess) {
+        simba__zk_sess *ns = s->next_sess;
+        zhandle_t *zh = zookeeper_init2(zk->hosts, simba__zk_session_watcher, zk->timeout_ms, NULL, ns, 0,
+                                        zk->zk_log ? zk->zk_log : simba__zk_log_silent);
+        int e = errno;
+        pthread_mutex_lock(&zk->mu);
+        ns->zh_new = zh;
+        ns->init_errno = e;
+        ns->inited = 1;
+        simba__zk_signal_locked(zk);
+        pthread_mutex_unlock(&zk->mu);
+    }
+    zookeeper_close(s->zh);
+    pthread_mutex_lock(&zk->mu);
+    s->closed = 1;
+    simba__zk_signal_locked(zk);
+    pthread_mutex_unlock(&zk->mu);
+    return NULL;
+}
+
+/* Frees what closed handles leave: calls whose completion will never come (the handle is
+   closed and they were not queued), then the session record once no call names it.
+   wait: wait for closers still running (destroy). */
+static void simba__zk_reap(simba__zk *zk, int wait) {
+    simba__zk_sess **pp = &zk->zombies;
+    while (*pp) {
+        simba__zk_sess *s = *pp;
+        simba__zk_op *op, *next;
+        int closed, left = 0;
+        pthread_mutex_lock(&zk->mu);
+        closed = s->closed;
+        pthread_mutex_unlock(&zk->mu);
+        if (!closed && !wait) {
+            pp = &s->znext;
+            continue;
+        }
+        while (!closed) { /* destroy: the detached closer signals the pipe when it is done */
+            struct pollfd pfd;
+            pfd.fd = zk->pipe_r;
+            pfd.events = POLLIN;
+            pfd.revents = 0;
+            poll(&pfd, 1, 10);
+            simba__zk_ack(zk);
+            pthread_mutex_lock(&zk->mu);
+            closed = s->closed;
+            pthread_mutex_unlock(&zk->mu);
+        }
+        s->closer = 0; /* detached: it touches nothing of ours after saying closed */
+        pthread_mutex_lock(&zk->mu); /* posted is written under mu */
+        for (op = zk->outstanding; op; op = next) {
+            next = op->onext;
+            if (op->sess != s) continue;
+            if (op->posted) {
+                left++; /* queued: the next drain frees it */
+                continue;
+            }
+            simba__zk_op_unlink(zk, op);
+            simba_free(zk->loop, op);
+        }
+        pthread_mutex_unlock(&zk->mu);
+        if (left) {
+            pp = &s->znext;
+            continue;
+        }
+        *pp = s->znext;
+        simba_free(zk->loop, s);
+    }
+}
+
+/* Closes the current session: its requests fail now, and its handle is closed by a closer
+   thread (async) or here (destroy), joining the library's threads. A closer thread also
+   makes next_sess's handle; returns 1 when it took next_sess. */
+static int simba__zk_session_close(simba__zk *zk, int async, simba__zk_sess *next_sess) {
     simba__zk_sess *s = zk->sess;
     simba__zk_op *op, *next;
     simba__zk_mtx *m;
+    simba__zk_job *job;
     int ro;
-    if (!s) return;
+    if (!s) return 0;
     zk->sess = NULL; /* from here on, results of s count as lost */
     pthread_mutex_lock(&zk->mu);
     ro = s->ro_seen;
     pthread_mutex_unlock(&zk->mu);
     if (ro) simba__zk_unblock_probe(zk);
-    zookeeper_close(s->zh);
-    s->zh = NULL;
-    simba__zk_drain(zk);
-    for (op = zk->outstanding; op; op = next) {
+    zk->ping_op = NULL;
+    zk->nfly = 0;
+    zk->root_made = 0;
+    while ((job = zk->bq_fly) != NULL || (job = zk->bq_wait) != NULL || (job = zk->park_head[0]) != NULL ||
+           (job = zk->park_head[1]) != NULL)
+        simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN, "zookeeper session lost");
+    for (op = zk->outstanding; op; op = next) { /* their answers no longer count: fail them now */
         next = op->onext;
-        if (op->sess == s) {
-            op->rc = ZCLOSING;
-            simba__zk_on_op(zk, op);
-            next = zk->outstanding; /* the list may have changed: start over */
+        if (op->sess == s && op->job) {
+            simba__zk_fail(zk, op->job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN, "zookeeper session lost");
+            next = zk->outstanding; /* ending a job may start others: start over */
         }
     }
     for (m = zk->mtxs; m; m = m->next) {
         simba__zk_cont *c;
         m->pushed = 0;
+        m->own_valid = 0;
         for (c = m->conts; c; c = c->next) { /* the session's nodes and watches are gone */
             c->node[0] = 0;
             c->czxid = 0;
             c->fence = 0;
             c->watch_pred[0] = 0;
+            c->self_watch = 0;
             c->dirty = 0;
         }
     }
-    simba_free(zk->loop, s);
+    s->znext = zk->zombies;
+    zk->zombies = s;
+    s->next_sess = async ? next_sess : NULL;
+    if (async && s->zh && pthread_create(&s->th, NULL, simba__zk_closer_main, s) == 0) {
+        pthread_detach(s->th); /* never joined: a join would wait in the poll for it to be scheduled */
+        s->closer = 1;
+        zk->stats.closer_threads++;
+        return next_sess != NULL;
+    }
+    s->next_sess = NULL;
+    if (s->zh) zookeeper_close(s->zh);
+    pthread_mutex_lock(&zk->mu);
+    s->closed = 1;
+    pthread_mutex_unlock(&zk->mu);
+    simba__zk_drain(zk);
+    simba__zk_reap(zk, 0);
+    return 0;
+}
+
+/* The closer thread made the pending session's handle: use it (or try again later). */
+static void simba__zk_adopt(simba__zk *zk, int64_t now) {
+    simba__zk_sess *s = zk->sess;
+    zhandle_t *zh;
+    int inited, e;
+    if (!s || !s->pending) return;
+    pthread_mutex_lock(&zk->mu);
+    inited = s->inited;
+    zh = s->zh_new;
+    e = s->init_errno;
+    pthread_mutex_unlock(&zk->mu);
+    if (!inited) return;
+    s->pending = 0;
+    if (!zh) {
+        simba_log(zk->loop, SIMBA_LOG_WARN, "simba_zk: zookeeper_init(hosts %s) failed: %s", zk->hosts, strerror(e));
+        zk->sess = NULL;
+        simba_free(zk->loop, s);
+        zk->reopen_at = simba__add(now, 1000);
+        return;
+    }
+    s->zh = zh;
+    if (zk->scheme) {
+        simba__zk_op *op = simba__zk_op_new(zk, NULL, SIMBA__ZK_AUTH);
+        if (op)
+            simba__zk_op_issued(zk, op, zoo_add_auth(s->zh, zk->scheme, zk->auth, (int)strlen(zk->auth),
+                                                     simba__zk_cb_void, op));
+    }
 }
 
 static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
@@ -1376,17 +1822,34 @@ static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
         simba__zk_event(zk, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
     } else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
         int rc;
+        simba__zk_sess *ns;
         simba_log(zk->loop, SIMBA_LOG_WARN, "simba_zk: session %s; opening a new one",
                   state == ZOO_EXPIRED_SESSION_STATE ? "expired" : "failed authentication");
         s->dead = 1;
         s->connected = 0;
         zk->stats.connected = 0;
         simba__zk_event(zk, SIMBA_EV_LOST, NULL, NULL, NULL);
-        simba__zk_session_close(zk);
         if (state == ZOO_AUTH_FAILED_STATE) {
+            simba__zk_session_close(zk, 1, NULL);
             zk->reopen_at = simba__add(now, 1000); /* credentials will not get better by hammering */
             return;
         }
+        /* the closer thread makes the new handle too: neither call runs inside the poll */
+        ns = (simba__zk_sess *)simba_alloc(zk->loop, sizeof *ns);
+        if (ns) {
+            memset(ns, 0, sizeof *ns);
+            ns->zk = zk;
+            ns->gen = ++zk->gen;
+            ns->pending = 1;
+        }
+        if (simba__zk_session_close(zk, 1, ns)) {
+            zk->sess = ns;
+            zk->stats.sessions++;
+            zk->stats.connected = 0;
+            zk->stats.session_timeout_ms = zk->timeout_ms;
+            return;
+        }
+        if (ns) simba_free(zk->loop, ns);
         rc = simba__zk_session_open(zk);
         if (rc != SIMBA_OK) zk->reopen_at = simba__add(now, 1000);
     }
@@ -1407,6 +1870,13 @@ static void simba__zk_on_path(simba__zk *zk, int type, const char *path) {
     if (!slash) { /* child list changed, or the mutex node appeared: observers' watches */
         if ((type == ZOO_CHILD_EVENT || type == ZOO_CREATED_EVENT) && m->watchers > 0) simba__zk_refresh(zk, m);
         return;
+    }
+    if (type == ZOO_CHANGED_EVENT || type == ZOO_DELETED_EVENT) { /* watches on that node are spent */
+        simba__zk_cont *c;
+        const char *node = slash + 1;
+        if (strcmp(m->own_node, node) == 0) m->own_valid = 0;
+        for (c = m->conts; c; c = c->next)
+            if (c->self_watch && strcmp(c->node, node) == 0) c->self_watch = 0;
     }
     if (type == ZOO_CHANGED_EVENT) { /* a new tenure wrote its fence */
         simba__zk_cont *c;
@@ -1459,16 +1929,28 @@ static void simba__zk_ack(simba__zk *zk) {
     pthread_mutex_unlock(&zk->mu);
 }
 
-/* Takes the finished calls the ZooKeeper threads queued and handles them. */
-static void simba__zk_drain(simba__zk *zk) {
+/* Takes the finished calls the ZooKeeper threads queued. */
+static simba__zk_op *simba__zk_take(simba__zk *zk, int *overflow) {
     simba__zk_op *done;
-    int overflow;
     pthread_mutex_lock(&zk->mu);
     done = zk->done_head;
     zk->done_head = zk->done_tail = NULL;
-    overflow = zk->overflow;
+    *overflow = zk->overflow;
     zk->overflow = 0;
     pthread_mutex_unlock(&zk->mu);
+    return done;
+}
+
+/* Handles finished calls that simba__zk_take() took. */
+static void simba__zk_handle(simba__zk *zk, simba__zk_op *done, int overflow) {
+    if (overflow) { /* dropped events may have spent any watch: no answer may rely on one */
+        simba__zk_mtx *m;
+        for (m = zk->mtxs; m; m = m->next) {
+            simba__zk_cont *c;
+            m->own_valid = 0;
+            for (c = m->conts; c; c = c->next) c->self_watch = 0;
+        }
+    }
     while (done) {
         simba__zk_op *next = done->qnext;
         simba__zk_on_op(zk, done);
@@ -1483,10 +1965,17 @@ static void simba__zk_drain(simba__zk *zk) {
     }
 }
 
+static void simba__zk_drain(simba__zk *zk) {
+    int overflow;
+    simba__zk_op *done = simba__zk_take(zk, &overflow);
+    simba__zk_handle(zk, done, overflow);
+}
+
 static void simba__zk_events(simba__zk *zk, int64_t now) {
     for (;;) {
         simba__zk_evt *e = &zk->evt;
         int have = 0;
+        if (zk->sess && zk->sess->pending) return; /* its events wait until its handle is ours */
         pthread_mutex_lock(&zk->mu);
         if (zk->ring_len) {
             *e = zk->ring[zk->ring_head];
@@ -1503,6 +1992,18 @@ static void simba__zk_events(simba__zk *zk, int64_t now) {
 }
 
 /* ---- the vtable ------------------------------------------------------------------------ */
+
+/* Starts parked jobs while there is room: started ones and renewals first. */
+static void simba__zk_unpark(simba__zk *zk) {
+    int q;
+    for (q = 0; q < 2; q++) {
+        simba__zk_job *job;
+        while (zk->nfly < SIMBA__ZK_FLY_MAX && (job = zk->park_head[q]) != NULL) {
+            simba__zk_park_del(zk, job);
+            simba__zk_job_run(zk, job);
+        }
+    }
+}
 
 static simba_result simba__zk_submit(void *impl, simba_req *req) {
     simba__zk *zk = (simba__zk *)impl;
@@ -1549,6 +2050,11 @@ static simba_result simba__zk_submit(void *impl, simba_req *req) {
     job->next = zk->jobs;
     if (zk->jobs) zk->jobs->prev = job;
     zk->jobs = job;
+    job->timed = 1;
+    job->tprev = zk->ttail;
+    if (zk->ttail) zk->ttail->tnext = job;
+    else zk->thead = job;
+    zk->ttail = job;
     if (c) {
         c->want_gone = req->op == SIMBA_OP_RELEASE;
         if (c->q_tail) { /* one job per contender at a time; this one waits its turn */
@@ -1574,40 +2080,43 @@ static int simba__zk_fds(void *impl, struct pollfd *out, int cap) {
 
 static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__zk *zk = (simba__zk *)impl;
-    simba__zk_job *job, *next;
+    simba__zk_job *job;
+    simba__zk_op *ops;
+    int overflow;
     (void)ready;
     (void)flags;
     (void)n; /* the queue is checked on every call: it costs one uncontended lock */
     if (zk->closing) return;
     simba__zk_ack(zk);
-    simba__zk_events(zk, now); /* first: an expiry settles the dead session's calls itself */
-    simba__zk_drain(zk);
+    if (zk->zombies) simba__zk_reap(zk, 0);
+    simba__zk_adopt(zk, now);
+    /* answers taken first, events handled first: every event that the ZooKeeper threads
+       delivered before an answer is handled before it (a watched node's deletion before
+       a session check that came after it) */
+    ops = simba__zk_take(zk, &overflow);
+    simba__zk_events(zk, now);
+    simba__zk_handle(zk, ops, overflow);
+    simba__zk_unpark(zk);
     if (!zk->sess && zk->reopen_at <= now) {
         zk->reopen_at = INT64_MAX;
         if (simba__zk_session_open(zk) != SIMBA_OK) zk->reopen_at = simba__add(now, 1000);
     }
-    for (job = zk->jobs; job; job = next) {
-        next = job->next;
-        if (job->req && job->deadline <= now) {
-            simba_reply r;
-            memset(&r, 0, sizeof r);
-            r.rc = SIMBA_ETIMEDOUT;
-            r.errmsg = "zookeeper did not answer in time";
-            simba__zk_reply(zk, job, &r);
-            if (!job->op) { /* still waiting for its turn: nothing in flight */
-                simba__zk_job_end(zk, job);
-                next = zk->jobs; /* ending may start or free others: rescan */
-            }
-        }
+    while ((job = zk->thead) != NULL && job->deadline <= now) {
+        simba_reply r;
+        memset(&r, 0, sizeof r);
+        r.rc = SIMBA_ETIMEDOUT;
+        r.errmsg = "zookeeper did not answer in time";
+        simba__zk_reply(zk, job, &r); /* leaves the FIFO */
+        if (!job->op) simba__zk_job_end(zk, job); /* still waiting for its turn: nothing in flight */
     }
+    simba__zk_ping(zk, now);
 }
 
 static int64_t simba__zk_deadline(void *impl) {
     simba__zk *zk = (simba__zk *)impl;
     int64_t d = zk->sess ? INT64_MAX : zk->reopen_at;
-    simba__zk_job *job;
-    for (job = zk->jobs; job; job = job->next)
-        if (job->req && job->deadline < d) d = job->deadline;
+    if (zk->thead && zk->thead->deadline < d) d = zk->thead->deadline;
+    if (zk->bq_wait && !zk->ping_op && zk->ping_at < d) d = zk->ping_at;
     return d;
 }
 
@@ -1644,7 +2153,8 @@ static void simba__zk_unwatch(void *impl, const char *mutex) {
    the library fakes a ZCLOSING answer for each call still pending there and queues it for
    its completion thread, which may have stopped already (libzookeeper_mt 3.8 leaks them). */
 static void simba__zk_settle(simba__zk *zk) {
-    int64_t end = simba_now(zk->loop) + SIMBA__ZK_SETTLE_MS;
+    int64_t start = simba_now(zk->loop), end = start + SIMBA__ZK_SETTLE_MS;
+    uint64_t seen = zk->answered;
     for (;;) {
         simba__zk_op *op;
         simba__zk_mtx *m;
@@ -1671,6 +2181,12 @@ static void simba__zk_settle(simba__zk *zk) {
         if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR) return;
         simba__zk_ack(zk);
         simba__zk_drain(zk); /* closing: answers are settled, nothing new is issued */
+        if (zk->answered != seen) { /* a live server answering thousands of deletes: keep waiting */
+            int64_t now = simba_now(zk->loop);
+            seen = zk->answered;
+            end = now + SIMBA__ZK_SETTLE_MS < start + 10 * SIMBA__ZK_SETTLE_MS ? now + SIMBA__ZK_SETTLE_MS
+                                                                                : start + 10 * SIMBA__ZK_SETTLE_MS;
+        }
     }
 }
 
@@ -1679,10 +2195,14 @@ static void simba__zk_destroy(void *impl) {
     simba__zk_mtx *m, *mn;
     if (!zk) return;
     zk->closing = 1;
+    simba__zk_reap(zk, 1); /* a closer thread may still be making the next handle */
+    simba__zk_adopt(zk, simba_now(zk->loop));
     if (zk->sess && zk->sess->connected && !zk->sess->dead) simba__zk_settle(zk);
     /* closing the session deletes our ephemeral nodes on the server at once */
-    simba__zk_session_close(zk);
+    simba__zk_session_close(zk, 0, NULL);
+    simba__zk_reap(zk, 1); /* joins closers still running */
     simba__zk_drain(zk);
+    simba__zk_reap(zk, 1);
     while (zk->outstanding) { /* e.g. calls of sessions closed earlier: none expected */
         simba__zk_op *op = zk->outstanding;
         op->rc = ZCLOSING;
@@ -1699,7 +2219,13 @@ static void simba__zk_destroy(void *impl) {
             cn = c->next;
             simba_free(zk->loop, c);
         }
-        simba_free(zk->loop, m);
+        simba__zk_mtx_free(zk, m);
+    }
+    if (zk->mtab) simba_free(zk->loop, zk->mtab);
+    while (zk->zombies) { /* every call is settled: nothing names them */
+        simba__zk_sess *s = zk->zombies;
+        zk->zombies = s->znext;
+        simba_free(zk->loop, s);
     }
     simba_backend_fd(zk->be, zk->pipe_r, 0); /* the loop's watcher goes before the number does */
     close(zk->pipe_r);

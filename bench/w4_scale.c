@@ -338,6 +338,7 @@ static int steady(void) {
     double t, t_owned, w0, w1, c0, c1, maxpoll = 0, poll_us, renew_period_ms, ref_us = 0;
     srv_sample sv0, sv1;
     simba_stats st0, st1;
+    simba_zk_stats zs0, zs1; /* zk: how many renewals one session check answered */
     long long live0, live_ss, store0 = 0, allocs0;
     simba_loop_desc ld;
     simba_loop *loop;
@@ -404,6 +405,9 @@ static int steady(void) {
     st0.size = sizeof st0;
     simba_loop_stats(loop, &st0);
     sv0 = srv_take(backend);
+    memset(&zs0, 0, sizeof zs0);
+    memset(&zs1, 0, sizeof zs1);
+    if (strcmp(backend, "zk") == 0) simba_zk_stats_get(be, &zs0);
     c0 = cpu_s();
     allocs0 = loop_allocs;
     w0 = b_now_us();
@@ -416,6 +420,7 @@ static int steady(void) {
         polls++;
     }
     c1 = cpu_s();
+    if (strcmp(backend, "zk") == 0) simba_zk_stats_get(be, &zs1);
     w1 = b_now_us();
     sv1 = srv_take(backend);
     st1.size = sizeof st1;
@@ -463,6 +468,13 @@ static int steady(void) {
                                                                                       : "server CPU: not measured (no --server-pid)";
                 b_row(w, backend, b_fmt("server-side cost: %s", what), b_fmt("%.0f", reqs), ref, "", cost, "");
             }
+            if (strcmp(backend, "zk") == 0)
+                b_row(w, backend, "requests answered by a session check (no listing)",
+                      b_fmt("%.0f of %.0f per s", (double)(zs1.checked - zs0.checked) / win,
+                            (double)(zs1.requests - zs0.requests) / win),
+                      b_fmt("%.1f session checks/s; %.0f ZooKeeper calls/s in all", (double)(zs1.session_checks - zs0.session_checks) / win,
+                            (double)(zs1.zk_calls - zs0.zk_calls) / win),
+                      "", "", "");
         }
     }
     simba_loop_free(loop);

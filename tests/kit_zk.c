@@ -3,7 +3,9 @@
  * Every open() is a new ZooKeeper session (a new backend), as separate processes would
  * be. Session timeout 2000 ms: owners report ttl 1333 ms / transition 2000 ms.
  * Needs a server: scripts/zk-start.sh 2191 build/zk (port from SIMBA_ZK_PORT, default
- * 2191). An unreachable server fails the run; it is not skipped.
+ * 2191), or an ensemble: SIMBA_ZK_HOSTS="127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3"
+ * (scripts/zk-ensemble-start.sh DIR prints it; the first member is probed). An unreachable
+ * server fails the run; it is not skipped.
  */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_zk.h"
@@ -20,7 +22,7 @@
 
 
 typedef struct kit_zk_cfg {
-    char hosts[64];
+    char hosts[256];
     int port;
 } kit_zk_cfg;
 
@@ -53,8 +55,14 @@ int main(int argc, char **argv) {
     memset(&cfg, 0, sizeof cfg);
     cfg.port = p && atoi(p) > 0 ? atoi(p) : 2191;
     snprintf(cfg.hosts, sizeof cfg.hosts, "127.0.0.1:%d", cfg.port);
+    if ((p = getenv("SIMBA_ZK_HOSTS")) && p[0]) { /* an ensemble: every member's address */
+        const char *colon = strchr(p, ':');
+        snprintf(cfg.hosts, sizeof cfg.hosts, "%s", p);
+        cfg.port = colon ? atoi(colon + 1) : 0;
+    }
     if (!zk_serving(cfg.port)) {
-        fprintf(stderr, "kit_zk: no ZooKeeper on 127.0.0.1:%d (scripts/zk-start.sh %d DIR)\n", cfg.port, cfg.port);
+        fprintf(stderr, "kit_zk: no ZooKeeper on 127.0.0.1:%d (scripts/zk-start.sh %d DIR) for %s\n", cfg.port, cfg.port,
+                cfg.hosts);
         printf("zookeeper kit: 0 passed, 1 failed\n");
         return 1;
     }

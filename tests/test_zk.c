@@ -9,6 +9,7 @@
  * is a failure, not a skip. Every simulated process is its own loop and ZooKeeper
  * session; the kill -9 case runs this binary again as a child (--child).
  */
+#define _GNU_SOURCE /* RTLD_NEXT */
 #define SIMBA_IMPLEMENTATION
 #define SIMBA_ZK_TEST_FAULTS /* simba_zk_test_marshal_fail */
 #include "../simba_zk.h"
@@ -16,8 +17,10 @@
 #include "zk_probe.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +57,21 @@ static int g_twice; /* core log lines about double completion: must stay 0 */
 static double g_max_poll; /* longest single simba_poll, ms */
 
 static double now_ms(void) { return check__wall() * 1000.0; }
+
+/* Which thread closes handles: closing joins the client library's threads, which the
+   polling thread must not wait for (this definition wins over the library's for the
+   header's calls; the library's own is called through). */
+static pthread_t g_main;
+static int g_in_poll, g_close_in_poll;
+int zookeeper_close(zhandle_t *zh) {
+    static int (*real)(zhandle_t *);
+    if (!real) {
+        void *f = dlsym(RTLD_NEXT, "zookeeper_close");
+        memcpy(&real, &f, sizeof f);
+    }
+    if (pthread_equal(pthread_self(), g_main) && g_in_poll) g_close_in_poll++;
+    return real(zh);
+}
 
 /* libzookeeper_mt formats endpoint names for its log lines into one static buffer that
    every handle's threads share: with several sessions in one process that is a data race
@@ -133,7 +151,10 @@ static void pump(int max_ms) {
         if (!g_procs[i].used) continue;
         {
             double t = now_ms();
-            int64_t w = simba_poll(g_procs[i].loop);
+            int64_t w;
+            g_in_poll = 1;
+            w = simba_poll(g_procs[i].loop);
+            g_in_poll = 0;
             (void)w;
             t = now_ms() - t;
             if (t > g_max_poll) g_max_poll = t;
@@ -1000,6 +1021,7 @@ TEST(session_expiry) {
     WAIT_FOR(strcmp(rb.owner, "A") == 0, 5000);
     proxy_set(&px, &px.frozen, 1);
     g_max_poll = 0;
+    g_close_in_poll = 0;
     t0 = now_ms();
     while (now_ms() - t0 < 8000 && !rb.acquired) {
         pump(5);
@@ -1016,6 +1038,9 @@ TEST(session_expiry) {
     WAIT_FOR(stats(a).sessions == 2 && stats(a).connected, 10000);
     CHECK_EQ(stats(a).sessions, 2);
     CHECK(stats(a).lost_events >= 1);
+    /* the expired handle was closed, but not inside simba_poll (issue 20) */
+    CHECK_EQ(stats(a).closer_threads, 1);
+    CHECK_EQ(g_close_in_poll, 0);
     fprintf(stderr, "  healed: A is in a new session after %.0f ms\n", now_ms() - t0);
     /* A re-contends in its new session and queues behind B */
     WAIT_FOR(strcmp(ra.owner, "B") == 0, 6000);
@@ -1116,6 +1141,159 @@ static int child_main(const char *mutex, const char *id) {
         }
     }
     return 0;
+}
+
+/* 10,000 services on one loop and one session (5,000 mutexes x 2, issue 20): every mutex
+   gets exactly one owner, renewals are answered by session checks instead of a listing
+   each, and when the owners stop, every waiter takes over with a greater fence. */
+#define SCALE_MUTEXES 5000
+static int scale_drive(simba_loop *loop, int64_t max_ms, int (*done)(void)) {
+    double t0 = now_ms();
+    while (!(done && done()) && now_ms() - t0 < (double)max_ms) {
+        int64_t w;
+        g_in_poll = 1;
+        w = simba_wait(loop, 20);
+        g_in_poll = 0;
+        if (w < 0) return (int)w;
+    }
+    return 0;
+}
+static rec g_sr[2][SCALE_MUTEXES];
+static simba_service *g_ss[2][SCALE_MUTEXES];
+static int scale_owned(int who) { /* every mutex owned; who = -1 any, else by that side */
+    int i;
+    for (i = 0; i < SCALE_MUTEXES; i++) {
+        int a = simba_is_owner(g_ss[0][i]), b = simba_is_owner(g_ss[1][i]);
+        if (who < 0 ? !(a || b) : !(who ? b : a)) return 0;
+    }
+    return 1;
+}
+static int scale_all_owned(void) { return scale_owned(-1); }
+
+/* The test's 5,000 persistent mutex nodes go afterwards (a server kept across runs would
+   pile them up): asynchronous deletes on a handle of its own, awaited for 30 s at most. */
+static pthread_mutex_t g_del_mu = PTHREAD_MUTEX_INITIALIZER;
+static int g_del_done;
+static void scale_deleted(int rc, const void *data) {
+    (void)rc;
+    (void)data;
+    pthread_mutex_lock(&g_del_mu);
+    g_del_done++;
+    pthread_mutex_unlock(&g_del_mu);
+}
+static int scale_cleanup(const char *base) {
+    zhandle_t *zh = zookeeper_init(g_hosts, NULL, 10000, NULL, NULL, 0);
+    double t0 = now_ms();
+    int i, sent = 0, done = 0;
+    if (!zh) return -1;
+    while (zoo_state(zh) != ZOO_CONNECTED_STATE && now_ms() - t0 < 10000) usleep(5000);
+    g_del_done = 0;
+    for (i = 0; i < SCALE_MUTEXES; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "/simba-scale/%s-%d", base, i);
+        if (zoo_adelete(zh, path, -1, scale_deleted, NULL) == ZOK) sent++;
+    }
+    while (now_ms() - t0 < 30000) {
+        pthread_mutex_lock(&g_del_mu);
+        done = g_del_done;
+        pthread_mutex_unlock(&g_del_mu);
+        if (done >= sent) break;
+        usleep(5000);
+    }
+    zookeeper_close(zh);
+    return done >= sent && sent == SCALE_MUTEXES ? 0 : -1;
+}
+
+TEST(ten_thousand_services) {
+    simba_loop *loop;
+    simba_backend *be;
+    simba_loop_desc ld;
+    simba_zk_desc zd;
+    simba_zk_stats s0, s1;
+    char base[48];
+    int i, side, both = 0, released0 = 0, released1 = 0;
+    double t0;
+    memset(&ld, 0, sizeof ld);
+    ld.log = log_hook;
+    ld.log_level = SIMBA_LOG_WARN;
+    REQUIRE(simba_loop_new(&ld, &loop) == SIMBA_OK);
+    memset(&zd, 0, sizeof zd);
+    zd.hosts = g_hosts;
+    zd.session_timeout_ms = 10000; /* renewals every ~3.3 s, as in make bench W4 */
+    zd.root = "/simba-scale";
+    REQUIRE(simba_zk_open(loop, &zd, &be) == SIMBA_OK);
+    mname(base, sizeof base, "scale");
+    memset(g_sr, 0, sizeof g_sr);
+    for (i = 0; i < SCALE_MUTEXES; i++)
+        for (side = 0; side < 2; side++) {
+            simba_contend_desc d;
+            char m[80];
+            snprintf(m, sizeof m, "%s-%d", base, i);
+            memset(&d, 0, sizeof d);
+            d.mutex = m;
+            d.contender_id = side ? "b" : "a";
+            d.ttl_ms = 10000;
+            d.transition_ms = 6000;
+            d.on_acquired = on_acq;
+            d.on_released = on_rel;
+            d.user_data = &g_sr[side][i];
+            REQUIRE(simba_contend(loop, be, &d, &g_ss[side][i]) == SIMBA_OK);
+            REQUIRE(simba_start(g_ss[side][i]) == SIMBA_OK);
+        }
+    t0 = now_ms();
+    CHECK_RC(scale_drive(loop, 120000, scale_all_owned), SIMBA_OK);
+    REQUIRE(scale_all_owned());
+    fprintf(stderr, "  %d services: every mutex owned after %.1f s\n", 2 * SCALE_MUTEXES, (now_ms() - t0) / 1000);
+    /* steady: two renewal periods, no ownership changes, many requests per call */
+    REQUIRE(simba_zk_stats_get(be, &s0) == SIMBA_OK);
+    for (i = 0; i < SCALE_MUTEXES; i++) released0 += g_sr[0][i].released + g_sr[1][i].released;
+    CHECK_RC(scale_drive(loop, 8000, NULL), SIMBA_OK);
+    REQUIRE(simba_zk_stats_get(be, &s1) == SIMBA_OK);
+    for (i = 0; i < SCALE_MUTEXES; i++) {
+        released1 += g_sr[0][i].released + g_sr[1][i].released;
+        if (simba_is_owner(g_ss[0][i]) && simba_is_owner(g_ss[1][i])) both++;
+    }
+    CHECK_EQ(released1, released0);
+    CHECK_EQ(both, 0);
+    CHECK(scale_all_owned());
+    fprintf(stderr, "  steady 8 s: %llu requests, %llu answered by %llu session checks, %llu ZooKeeper calls\n",
+            (unsigned long long)(s1.requests - s0.requests), (unsigned long long)(s1.checked - s0.checked),
+            (unsigned long long)(s1.session_checks - s0.session_checks), (unsigned long long)(s1.zk_calls - s0.zk_calls));
+    CHECK(s1.requests - s0.requests >= SCALE_MUTEXES); /* every owner renewed */
+    CHECK((s1.zk_calls - s0.zk_calls) * 10 <= s1.requests - s0.requests);
+    CHECK(s1.checked - s0.checked >= (s1.requests - s0.requests) * 9 / 10);
+    /* hand-over: stop every owner (mostly side a, which asked first) */
+    side = simba_is_owner(g_ss[0][0]) ? 0 : 1;
+    for (i = 0; i < SCALE_MUTEXES; i++)
+        if (simba_is_owner(g_ss[side][i])) CHECK_RC(simba_stop(g_ss[side][i]), SIMBA_OK);
+    for (i = 0; i < SCALE_MUTEXES; i++) /* a mutex whose owner is on the other side: stop that one */
+        if (simba_is_owner(g_ss[!side][i])) CHECK_RC(simba_stop(g_ss[!side][i]), SIMBA_OK);
+    t0 = now_ms();
+    {
+        int left = 0, stale = 0;
+        double tt = now_ms();
+        while (now_ms() - tt < 60000) {
+            CHECK_RC(scale_drive(loop, 50, NULL), SIMBA_OK);
+            left = 0;
+            for (i = 0; i < SCALE_MUTEXES; i++) {
+                int a = simba_is_owner(g_ss[0][i]), b = simba_is_owner(g_ss[1][i]);
+                if (a && b) both++;
+                if (!a && !b) left++;
+            }
+            if (!left) break;
+        }
+        CHECK_EQ(left, 0);
+        CHECK_EQ(both, 0);
+        for (i = 0; i < SCALE_MUTEXES; i++) { /* the new owner's fence is above every old one of its mutex */
+            int o = simba_is_owner(g_ss[0][i]) ? 0 : 1;
+            uint64_t old = g_sr[!o][i].fence;
+            if (g_sr[o][i].acquired < 1 || g_sr[o][i].fence <= old) stale++;
+        }
+        CHECK_EQ(stale, 0);
+    }
+    fprintf(stderr, "  hand-over of %d mutexes to their waiters: %.1f s\n", SCALE_MUTEXES, (now_ms() - t0) / 1000);
+    simba_loop_free(loop);
+    CHECK_EQ(scale_cleanup(base), 0);
 }
 
 TEST(kill9_owner) {
@@ -1226,6 +1404,7 @@ int main(int argc, char **argv) {
         return child_main(argv[2], argv[3]);
     }
     CHECK_INIT(argc, argv);
+    g_main = pthread_self();
     signal(SIGPIPE, SIG_IGN);
     quiet_zk_client();
     e = getenv("SIMBA_ZK_PORT");
@@ -1251,6 +1430,7 @@ int main(int argc, char **argv) {
     RUN(waiters_woken_one_at_a_time);
     RUN(session_expiry);
     RUN(kill9_owner);
+    RUN(ten_thousand_services);
     RUN(auth_creator_only);
     RUN(free_while_owning);
     RUN(marshalling_error_keeps_call);
