@@ -6,5 +6,5 @@ $(B)/test_scale: tests/test_scale.c $(SCALE_DEP) | $(B)
 	$(CC) $(CFLAGS) -o $@ tests/test_scale.c -lsqlite3 -lhiredis -lpthread
 all: $(B)/test_scale
 .PHONY: test-scale
-test-scale: $(B)/test_scale
+test-scale:: $(B)/test_scale
 	@SIMBA_TEST_ONLY=scale sh scripts/test.sh
