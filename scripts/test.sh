@@ -2,7 +2,7 @@
 # test.sh -- run every suite (called by `make test` after the build). Starts redis-server and
 # ZooKeeper on loopback ports of its own, stops them (by PID) on exit, prints each suite's
 # result and a closing "total: N passed, N failed" line. Exit status 0 only if all passed.
-#   SIMBA_TEST_ONLY="core sql" limits the run to some groups (core asan sql redis zk pg reliability).
+#   SIMBA_TEST_ONLY="core sql" limits the run to some groups (core asan sql redis zk pg reliability; cli loops scale cluster ensemble run in a full run).
 set -u
 cd "$(dirname "$0")/.."
 B=build
@@ -133,6 +133,11 @@ fi
 # cluster (SIMBA_CLUSTER_PORT 6600..6606) and sentinel setup (6650/6651, 26600..26602), stops them by PID
 if want cluster || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
     run cluster sh scripts/test_redis_cluster.sh
+fi
+# a 3-node ZooKeeper ensemble (issue 18): the shared kit on it, then the fault harness (kill the
+# leader, kill the clients' follower, lose quorum) for 30 s; three JVMs on 2272..2289, stopped by PID
+if want ensemble || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
+    run ensemble env ZK_ENSEMBLE_FAULT_SECONDS=${ZK_ENSEMBLE_FAULT_SECONDS:-30} bash scripts/zk-ensemble-test.sh
 fi
 if want reliability && [ -f scripts/test_reliability.sh ]; then
     # fault harness, bad-input table, short fuzz run: starts its own servers on its own ports
