@@ -1387,8 +1387,13 @@ TEST(poll_yields_when_many_timers_fall_due) {
     static simba_service *s[5000];
     int i, polls = 0, owners = 0;
     int64_t worst = 0;
+    simba_loop_desc ld;
     store_new();
-    proc_open(&p);
+    memset(&ld, 0, sizeof ld); /* proc_open's loop without its budget override: the default */
+    ld.now_ms = fake_clock;
+    ld.random = fake_rand;
+    CHECK_RC(simba_loop_new(&ld, &p.loop), SIMBA_OK);
+    CHECK_RC(simba_memory_open(p.loop, store, &p.be), SIMBA_OK);
     for (i = 0; i < 5000; i++) {
         char name[16];
         simba_contend_desc d = {0};
