@@ -36,7 +36,9 @@
 #          find the primary through the sentinels; FAULT_WAIT_REPLICAS=N sets wait_replicas):
 #          sen-kill-primary (SIGKILLed, the replica is promoted, the old one comes back as its
 #          replica), sen-partition (the primary is SIGSTOPped: shorter than down-after, or long
-#          enough for a failover, after which it resumes as a stale primary until demoted)
+#          enough for a failover, after which it resumes as a stale primary until demoted),
+#          sen-failover (SENTINEL FAILOVER while an owner holds: the replica is promoted, the
+#          primary demoted, nothing lost)
 # The last line is the checker's verdict; exit 0 only if it passed.
 set -u
 cd "$(dirname "$0")/.."
@@ -394,10 +396,23 @@ f_sen_partition() {
     np=$(s_settled "$port") || echo "fault_run: after the partition the sentinels name $np, $port not its replica" | tee -a "$DIR/unexpected"
     echo "fault_run: primary now $np"
 }
+f_sen_failover() {
+    local port np end
+    port=$(s_primary)
+    redis-cli -p "$SSP" SENTINEL FAILOVER simba >/dev/null 2>&1 && note sen-failover "SENTINEL FAILOVER of primary $port"
+    end=$(($(date +%s) + 20))
+    while [ "$(date +%s)" -lt "$end" ]; do
+        np=$(s_primary)
+        [ -n "$np" ] && [ "$np" != "$port" ] && break
+        sleep 0.1
+    done
+    s_settled "$port" >/dev/null || echo "fault_run: after SENTINEL FAILOVER $port is not a replica of ${np:-nobody}" | tee -a "$DIR/unexpected"
+    echo "fault_run: primary now ${np:-nobody}"
+}
 
 case "$BACKEND" in
 redis-cluster) LIST=(kill_primary gc_pause move_slot kill_owner move_slot gc_pause) ;;
-redis-sentinel) LIST=(sen_kill_primary gc_pause sen_partition kill_owner sen_partition gc_pause) ;;
+redis-sentinel) LIST=(sen_kill_primary gc_pause sen_partition kill_owner sen_failover sen_partition gc_pause) ;;
 sql) LIST=(gc_pause db_locked kill_owner db_locked) ;;
 redis) LIST=(flushall gc_pause restart_nopersist server_stop client_kill kill_owner partition flushall server_restart
     restart_nopersist conn_reset forged_wake) ;;
