@@ -116,7 +116,8 @@ server_start() {
     redis-cluster)
         SIMBA_CLUSTER_PORT=$CPORT sh scripts/redis-cluster-start.sh "$DIR/cluster" >>"$DIR/server.log" 2>&1 || return 1 ;;
     redis-sentinel)
-        SIMBA_SENTINEL_REDIS_PORT=$SRP SIMBA_SENTINEL_PORT=$SSP sh scripts/redis-sentinel-start.sh "$DIR/sentinel" >>"$DIR/server.log" 2>&1 || return 1 ;;
+        SIMBA_SENTINEL_REDIS_PORT=$SRP SIMBA_SENTINEL_PORT=$SSP sh scripts/redis-sentinel-start.sh "$DIR/sentinel" >>"$DIR/server.log" 2>&1 || return 1
+        s_settled $((SRP + 1)) >/dev/null || return 1 ;; # the replica in sync
     esac
     return 0
 }
@@ -354,14 +355,14 @@ f_move_slot() {
 s_primary() { local i; for i in 0 1 2; do redis-cli -p $((SSP + i)) SENTINEL get-master-addr-by-name simba 2>/dev/null | sed -n 2p && return; done; }
 s_pid() { cat "$DIR/sentinel/p$1/redis.pid" 2>/dev/null; }
 # s_settled OLD: up to 20 s until the sentinels name a primary that answers ROLE master and OLD
-# is its replica again (or still the primary)
+# is its replica again, in sync (or still the primary): the next fault meets a whole setup
 s_settled() {
     local end=$(($(date +%s) + 20)) np
     while [ "$(date +%s)" -lt "$end" ]; do
         np=$(s_primary)
         if [ -n "$np" ] && redis-cli -p "$np" ROLE 2>/dev/null | head -1 | grep -q master; then
             [ "$np" = "$1" ] && { echo "$np"; return 0; }
-            redis-cli -p "$1" ROLE 2>/dev/null | head -1 | grep -q slave && { echo "$np"; return 0; }
+            [ "$(redis-cli -p "$1" ROLE 2>/dev/null | sed -n '1p;4p' | tr '\n' ' ')" = "slave connected " ] && { echo "$np"; return 0; }
         fi
         sleep 0.1
     done
@@ -381,7 +382,7 @@ f_sen_kill_primary() {
         sleep 0.1
     done
     echo "fault_run: the sentinels name ${np:-nobody}"
-    sh scripts/redis-start.sh "$port" "$DIR/sentinel/p$port" --restart --replicaof 127.0.0.1 "${np:-0}" >>"$DIR/server.log" 2>&1 &&
+    sh scripts/redis-start.sh "$port" "$DIR/sentinel/p$port" --restart --repl-diskless-sync-delay 0 --replicaof 127.0.0.1 "${np:-0}" >>"$DIR/server.log" 2>&1 &&
         s_settled "$port" >/dev/null || echo "fault_run: $port did not come back as a replica" | tee -a "$DIR/unexpected"
 }
 f_sen_partition() {
