@@ -1,8 +1,8 @@
 /* w1_cycle.c -- W1, uncontended cycle: one contender acquires and releases one mutex in a
  * loop, next to the raw limit of the same server measured in the same run.
  *
- *   w1_cycle --backend memory|sqlite|redis|zk|pg [--secs 6] [--rounds 5]
- *            [--sql FILE] [--redis-port P] [--zk HOST:PORT] [--zk-session-ms T] [--pg-port P]
+ *   w1_cycle --backend memory|sqlite|redis|redis-cluster|zk|pg [--secs 6] [--rounds 5]
+ *            [--sql FILE] [--redis-port P] [--cluster-port P] [--zk HOST:PORT] [--zk-session-ms T] [--pg-port P]
  *   w1_cycle --versions      (the library versions it was built with, for the table header)
  *
  * One simba cycle, through the public API and nothing else:
@@ -22,6 +22,9 @@
  *   pg      one blocking libpq client (PQexecParams) running the backend's own acquire
  *           statement as a renewal of a row of its own: one statement round trip. A cycle
  *           is two statements: target >= 0.85 of half that rate (issue 17)
+ *   redis-cluster (issue 18; a cluster seeded at 127.0.0.1:--cluster-port, its prefix declared
+ *           with bench/redis_cluster_declare): as redis, against the primary that serves
+ *           the mutex's slot, on a key of that slot
  *   memory  none (reference only)
  * Raw and simba alternate in --rounds interleaved slices of secs/rounds/2 each, so that
  * load from elsewhere on the machine hits both alike; rates are the median slice, latency
@@ -41,11 +44,46 @@ static const char *backend;
 /* ---- raw limits ----------------------------------------------------------------------- */
 
 static char redis_sha[64];
+static int raw_port;
+static const char *raw_key = "bench:{raw}:k";
+
+/* Cluster: the port of the primary serving the slot of key (asked of the seed); 0 if none. */
+static int cluster_port_of(const char *key) {
+    redisContext *c = redisConnect("127.0.0.1", atoi(b_opt("cluster-port", "6680")));
+    redisReply *k = c && !c->err ? (redisReply *)redisCommand(c, "CLUSTER KEYSLOT %s", key) : NULL;
+    redisReply *m = k && k->type == REDIS_REPLY_INTEGER ? (redisReply *)redisCommand(c, "CLUSTER SLOTS") : NULL;
+    size_t i;
+    int port = 0;
+    for (i = 0; m && m->type == REDIS_REPLY_ARRAY && i < m->elements; i++)
+        if (k->integer >= m->element[i]->element[0]->integer && k->integer <= m->element[i]->element[1]->integer)
+            port = (int)m->element[i]->element[2]->element[1]->integer;
+    if (m) freeReplyObject(m);
+    if (k) freeReplyObject(k);
+    if (c) redisFree(c);
+    return port;
+}
+
+/* The cluster backend (bench.h's b_open knows the standalone one). */
+static simba_result w1_open(simba_loop *loop, simba_memstore **store, simba_backend **out) {
+    simba_redis_desc d;
+    if (strcmp(backend, "redis-cluster") != 0) return b_open(loop, backend, store, out);
+    memset(&d, 0, sizeof d);
+    d.host = "127.0.0.1";
+    d.port = atoi(b_opt("cluster-port", "6680"));
+    d.prefix = "bench:";
+    d.cluster = 1;
+    return simba_redis_open(loop, &d, out);
+}
 
 static void redis_raw_setup(void) {
-    int port = atoi(b_opt("redis-port", "6395"));
-    redisContext *c = redisConnect("127.0.0.1", port);
+    int port = raw_port = atoi(b_opt("redis-port", "6395"));
+    redisContext *c;
     redisReply *r;
+    if (strcmp(backend, "redis-cluster") == 0) {
+        raw_key = "bench:{w1-cycle}:k";
+        if (!(port = raw_port = cluster_port_of(raw_key))) b_die(PROG, "no primary for %s", raw_key);
+    }
+    c = redisConnect("127.0.0.1", port);
     if (!c || c->err) b_die(PROG, "redis connect on %d failed", port);
     r = (redisReply *)redisCommand(c, "SCRIPT LOAD %s", "return redis.call('GET', KEYS[1])");
     if (!r || r->type != REDIS_REPLY_STRING) b_die(PROG, "SCRIPT LOAD failed");
@@ -62,8 +100,8 @@ static double redis_raw(double slice_s, double *p50_us) {
     char args[128];
     if (n < 2000) n = 2000;
     if (n > 500000) n = 500000;
-    snprintf(args, sizeof args, "EVALSHA %s 1 bench:{raw}:k", redis_sha);
-    rps = b_redis_benchmark(atoi(b_opt("redis-port", "6395")), n, args, p50_us);
+    snprintf(args, sizeof args, "EVALSHA %s 1 %s", redis_sha, raw_key);
+    rps = b_redis_benchmark(raw_port, n, args, p50_us);
     if (rps <= 0) b_die(PROG, "redis-benchmark failed");
     last_rate = rps;
     return rps;
@@ -213,7 +251,7 @@ int main(int argc, char **argv) {
     has_raw = strcmp(backend, "memory") != 0;
 
     if (simba_loop_new(NULL, &loop) != SIMBA_OK) b_die(PROG, "loop");
-    if ((rc = b_open(loop, backend, &store, &be)) != SIMBA_OK) b_die(PROG, "open %s: %s", backend, simba_strerror(rc));
+    if ((rc = w1_open(loop, &store, &be)) != SIMBA_OK) b_die(PROG, "open %s: %s", backend, simba_strerror(rc));
     memset(&cd, 0, sizeof cd);
     cd.mutex = "w1-cycle";
     cd.contender_id = "w1-me";
@@ -226,14 +264,14 @@ int main(int argc, char **argv) {
         simba_cycles(loop, svc, 0.3, &warm);
         free(warm.v);
     }
-    if (strcmp(backend, "redis") == 0) redis_raw_setup();
+    if (strncmp(backend, "redis", 5) == 0) redis_raw_setup();
     if (strcmp(backend, "sqlite") == 0) sql_raw_setup();
     if (strcmp(backend, "zk") == 0) zk_raw_setup();
     if (strcmp(backend, "pg") == 0) pg_raw_setup();
 
     for (r = 0; r < rounds; r++) {
         rb_p50[r] = 0;
-        if (strcmp(backend, "redis") == 0) raw[r] = redis_raw(slice, &rb_p50[r]);
+        if (strncmp(backend, "redis", 5) == 0) raw[r] = redis_raw(slice, &rb_p50[r]);
         else if (strcmp(backend, "sqlite") == 0) raw[r] = sql_raw(slice, &rlat);
         else if (strcmp(backend, "zk") == 0) raw[r] = zk_raw(slice, &rlat);
         else if (strcmp(backend, "pg") == 0) raw[r] = pg_raw(slice, &rlat);
@@ -251,8 +289,9 @@ int main(int argc, char **argv) {
         const char *limit = "", *ratio = "", *target = "", *verdict = "";
         const char *llat = "";
         double pct = has_raw ? 100.0 * simba_rate / raw_rate : 0;
-        if (strcmp(backend, "redis") == 0) {
-            limit = b_fmt("%s req/s (redis-benchmark -c 1, EVALSHA 1-key script)", b_num(raw_rate));
+        if (strncmp(backend, "redis", 5) == 0) {
+            limit = b_fmt("%s req/s (redis-benchmark -c 1, EVALSHA 1-key script%s)", b_num(raw_rate),
+                          strcmp(backend, "redis-cluster") == 0 ? ", on the mutex's primary" : "");
             ratio = b_fmt("%.1f %%", pct);
             target = "≥ 45 %";
             verdict = b_verdict_min(pct, 45, "pts");

@@ -1,7 +1,7 @@
 /* w2_handoff.c -- W2, handoff: 4 contender processes on one mutex, each holds it 5 ms and
  * releases it, then contends again.
  *
- *   w2_handoff --backend sqlite|redis|zk [--secs 6] [--procs 4] [--hold-ms 5] [--rest-ms 0]
+ *   w2_handoff --backend sqlite|redis|redis-cluster|zk [--secs 6] [--procs 4] [--hold-ms 5] [--rest-ms 0]
  *              [--ttl-ms 10000] [--transition-ms 6000] [--part contend|locker]
  *              [--label TEXT] [backend options as in bench.h]
  *
@@ -28,6 +28,8 @@
  * simba_start() again to queue up. With rest 0 the releaser races the waiter its release
  * woke: that run shows fairness (who gets the mutex next). A rest of a few holds keeps the
  * releaser out of that race: that run shows the pure handoff gap.
+ * redis-cluster (issue 18): a cluster seeded at 127.0.0.1:--cluster-port (default 6680), its
+ * prefix declared with bench/redis_cluster_declare; targets and PING as for redis (the seed).
  * For Redis the parent then measures the PING round trip p50 (blocking hiredis), back to back
  * and after 5 ms of sleep (a handoff comes after 5 ms of quiet; on a VM, waking a sleeping
  * process costs several times a busy round trip): the gap is reported in those units.
@@ -69,6 +71,18 @@ static void log_ev(char kind, double t) {
     nev++;
 }
 
+/* The cluster backend (bench.h's b_open knows the standalone one). */
+static simba_result w2_open(simba_loop *loop, const char *backend, simba_memstore **store, simba_backend **out) {
+    simba_redis_desc d;
+    if (strcmp(backend, "redis-cluster") != 0) return b_open(loop, backend, store, out);
+    memset(&d, 0, sizeof d);
+    d.host = "127.0.0.1";
+    d.port = atoi(b_opt("cluster-port", "6680"));
+    d.prefix = "bench:";
+    d.cluster = 1;
+    return simba_redis_open(loop, &d, out);
+}
+
 static double acq_us;
 static int owner;
 static void on_acq(simba_service *s, const simba_state *st, void *u) {
@@ -95,7 +109,7 @@ static int worker_locker(void) {
     simba_result rc;
     long i;
     if (simba_loop_new(NULL, &loop) != SIMBA_OK) b_die(PROG, "loop");
-    if ((rc = b_open(loop, backend, &store, &be)) != SIMBA_OK) b_die(PROG, "open %s: %s", backend, simba_strerror(rc));
+    if ((rc = w2_open(loop, backend, &store, &be)) != SIMBA_OK) b_die(PROG, "open %s: %s", backend, simba_strerror(rc));
     memset(&d, 0, sizeof d);
     d.mutex = b_opt("mutex", "w2-handoff");
     d.contender_id = b_opt("id", "w2");
@@ -144,7 +158,7 @@ static int worker(void) {
     int restart = 0;
     long i;
     if (simba_loop_new(NULL, &loop) != SIMBA_OK) b_die(PROG, "loop");
-    if ((rc = b_open(loop, backend, &store, &be)) != SIMBA_OK) b_die(PROG, "open %s: %s", backend, simba_strerror(rc));
+    if ((rc = w2_open(loop, backend, &store, &be)) != SIMBA_OK) b_die(PROG, "open %s: %s", backend, simba_strerror(rc));
     memset(&cd, 0, sizeof cd);
     cd.mutex = b_opt("mutex", "w2-handoff");
     cd.contender_id = b_opt("id", "w2");
@@ -204,7 +218,8 @@ static int worker(void) {
    machine a process (and its vCPU) that slept costs much more to wake than one that is
    busy: measure both, with a plain blocking hiredis PING, p50. */
 static int ping_rtt(double *hot_us, double *cold_us) {
-    redisContext *c = redisConnect("127.0.0.1", atoi(b_opt("redis-port", "6395")));
+    int cl = strcmp(b_opt("backend", "redis"), "redis-cluster") == 0;
+    redisContext *c = redisConnect("127.0.0.1", atoi(cl ? b_opt("cluster-port", "6680") : b_opt("redis-port", "6395")));
     b_samples hot = {0}, cold = {0};
     int i;
     if (!c || c->err) {
@@ -329,7 +344,7 @@ int main(int argc, char **argv) {
             PROG, backend, acqs, gaps.n, self, overlaps);
     {
         int locker = strcmp(b_opt("part", "contend"), "locker") == 0;
-        int sq = strcmp(backend, "sqlite") == 0, rd = strcmp(backend, "redis") == 0;
+        int sq = strcmp(backend, "sqlite") == 0, rd = strncmp(backend, "redis", 5) == 0;
         int pg = strcmp(backend, "pg") == 0; /* issue 17: the targets as on Redis */
         double hold = b_optf("hold-ms", 5), rest = b_optf("rest-ms", 0);
         double ideal = 1000.0 / hold, per = procs * 1000.0 / (hold + rest);

@@ -28,3 +28,18 @@ $(B)/test_redis_sentinel: tests/test_redis_sentinel.c simba.h simba_redis.h test
 $(B)/asan/test_redis_sentinel: tests/test_redis_sentinel.c simba.h simba_redis.h tests/check.h
 	mkdir -p $(B)/asan
 	$(CC) $(CFLAGS) $(SAN) -o $@ tests/test_redis_sentinel.c -lhiredis -lpthread
+
+# make bench: W1/W2 on a Redis Cluster declare their prefix on every slot first (issue 18).
+bench-build: $(B)/bench/redis_cluster_declare
+
+# make chaos-redis-ha: the fault harness on the Redis topologies of issue 18, CHAOS_SECONDS
+# each (as make chaos): Cluster, Sentinel without and with wait_replicas = 1 (tests/fault_run.sh;
+# its ports FAULT_CLUSTER_PORT, FAULT_SENTINEL_REDIS_PORT, FAULT_SENTINEL_PORT).
+.PHONY: chaos-redis-ha
+chaos-redis-ha: $(B)/mp_worker $(B)/mp_check $(B)/fault_sqlhold $(B)/fault_proxy
+	@rc=0; for m in redis-cluster:0 redis-sentinel:0 redis-sentinel:1; do \
+	    be=$${m%:*}; w=$${m#*:}; \
+	    echo "== chaos $$be wait_replicas=$$w: $(CHAOS_SECONDS) s"; \
+	    FAULT_WAIT_REPLICAS=$$w bash tests/fault_run.sh $$be $(CHAOS_SECONDS) > $(B)/chaos-$$be-w$$w.log 2>&1 || rc=1; \
+	    grep -E '^mp_check: (faults|ownerships|stale|OK|FAIL)|^fault_run: .*(PASS|FAIL)' $(B)/chaos-$$be-w$$w.log; \
+	done; exit $$rc

@@ -7,6 +7,8 @@
 # build/bench-results.md. See bench/README.md for what each figure means.
 #   BENCH_ONLY="w1 w3"      run only some workloads (w1 w2 w3 w4 w5)
 #   BENCH_REDIS_PORT=6395 BENCH_ZK_PORT=2195 BENCH_PG_PORT=5445   the servers' ports
+#   BENCH_CLUSTER_PORT=6680   W1/W2's Redis Cluster (issue 18; 3 primaries + 3 replicas on
+#                             ..+5, scripts/redis-cluster-start.sh), next to the single node
 set -u
 cd "$(dirname "$0")/.."
 B=build
@@ -17,6 +19,9 @@ OUT=$B/bench-results.md
 REDIS_PORT=${BENCH_REDIS_PORT:-6395}
 ZK_PORT=${BENCH_ZK_PORT:-2195}
 PG_PORT=${BENCH_PG_PORT:-5445}
+CLUSTER_PORT=${BENCH_CLUSTER_PORT:-6680}
+CLUSTER_DIR=$PWD/$B/bench-cluster
+CLUSTER_STARTED=0
 REDIS_DIR=$PWD/$B/bench-redis
 ZK_DIR=$PWD/$B/bench-zk
 PG_DIR=$PWD/$B/bench-pg
@@ -48,6 +53,7 @@ cleanup() {
         kill -CONT "$(cat "$ZK_DIR/zk.pid")" 2>/dev/null
         bash scripts/zk-stop.sh "$ZK_DIR" >>"$LOGS/servers.log" 2>&1
     fi
+    if [ $CLUSTER_STARTED = 1 ]; then sh scripts/redis-cluster-stop.sh "$CLUSTER_DIR" >>"$LOGS/servers.log" 2>&1; fi
     if [ $PG_STARTED = 1 ] && [ -s "$PG_DIR/postgres.pid" ]; then
         cont_tree "$(cat "$PG_DIR/postgres.pid")"
         sh scripts/pg-stop.sh "$PG_DIR" >>"$LOGS/servers.log" 2>&1
@@ -104,7 +110,19 @@ if [ $need_pg = 1 ]; then
     fi
 fi
 
+# issue 18: W1/W2 on a Redis Cluster next to the single node (a new prefix declared on every slot)
+if want w1 || want w2; then
+    rm -rf "$CLUSTER_DIR"
+    CLUSTER_STARTED=1
+    if ! SIMBA_CLUSTER_PORT=$CLUSTER_PORT sh scripts/redis-cluster-start.sh "$CLUSTER_DIR" >"$LOGS/cluster-start.log" 2>&1 ||
+        ! $BIN/redis_cluster_declare "$CLUSTER_PORT" bench: >>"$LOGS/cluster-start.log" 2>&1; then
+        echo "bench: could not start the Redis Cluster on $CLUSTER_PORT:" >&2
+        cat "$LOGS/cluster-start.log" >&2
+        exit 1
+    fi
+fi
 RP="--redis-port $REDIS_PORT"
+CP="--cluster-port $CLUSTER_PORT"
 ZP="--zk 127.0.0.1:$ZK_PORT --zk-session-ms 2000"
 SP="--sql $SQL_DIR/bench.db"
 PP="--pg-port $PG_PORT"
@@ -127,6 +145,7 @@ if want w1; then
     run w1_memory $BIN/w1_cycle --backend memory --secs 6
     run w1_sqlite $BIN/w1_cycle --backend sqlite --secs 6 $SP
     run w1_redis $BIN/w1_cycle --backend redis --secs 6 $RP
+    run w1_redis_cluster $BIN/w1_cycle --backend redis-cluster --secs 6 $CP
     run w1_zk $BIN/w1_cycle --backend zk --secs 6 $ZP
     run w1_pg $BIN/w1_cycle --backend pg --secs 6 $PP
 fi
@@ -137,8 +156,8 @@ if want w2; then
     # 20 acquisitions/s). Locker: 2 processes blocked in simba_locker_lock(), hold 100 ms,
     # 20 ms after each confirmed unlock: unlock -> the other's lock returns.
     # (The memory store lives inside one process: no cross-process W2 for it.)
-    for be in redis sqlite zk pg; do
-        case $be in redis) O=$RP ;; sqlite) O="--sql $SQL_DIR/w2-%s.db" ;; zk) O=$ZP ;; pg) O=$PP ;; esac
+    for be in redis redis-cluster sqlite zk pg; do
+        case $be in redis) O=$RP ;; redis-cluster) O=$CP ;; sqlite) O="--sql $SQL_DIR/w2-%s.db" ;; zk) O=$ZP ;; pg) O=$PP ;; esac
         run w2_${be}_nopause $BIN/w2_handoff --backend $be --secs 10 --procs 4 --hold-ms 5 --rest-ms 0 \
             --label "W2 no pause (4 procs, hold 5 ms)" ${O//%s/nopause}
         run w2_${be}_pause $BIN/w2_handoff --backend $be --secs 10 --procs 8 --hold-ms 50 --rest-ms 310 \

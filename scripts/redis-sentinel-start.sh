@@ -20,8 +20,9 @@ fail() {
     sh "$HERE/redis-sentinel-stop.sh" "$DIR" >&2 || true
     exit 1
 }
-sh "$HERE/redis-start.sh" "$RP" "$DIR/p$RP" >/dev/null || fail "primary $RP did not start"
-sh "$HERE/redis-start.sh" "$((RP + 1))" "$DIR/p$((RP + 1))" --replicaof 127.0.0.1 "$RP" >/dev/null ||
+# a full sync starts at once (redis' default waits 5 s for more replicas to share it)
+sh "$HERE/redis-start.sh" "$RP" "$DIR/p$RP" --repl-diskless-sync-delay 0 >/dev/null || fail "primary $RP did not start"
+sh "$HERE/redis-start.sh" "$((RP + 1))" "$DIR/p$((RP + 1))" --repl-diskless-sync-delay 0 --replicaof 127.0.0.1 "$RP" >/dev/null ||
     fail "replica $((RP + 1)) did not start"
 i=0
 while [ $i -lt 3 ]; do

@@ -3,9 +3,11 @@
 # loopback cluster (scripts/redis-cluster-start.sh, ports $SIMBA_CLUSTER_PORT..+5, default
 # 6600; the tests' standalone server on $SIMBA_CLUSTER_PLAIN_PORT, default 6606) under
 # build/redis-cluster, runs build/test_redis_cluster and build/test_redis_sentinel (which
-# starts its own primary, replica and sentinels: 6650/6651, 26600..26602); --full adds their
-# ASan builds and the shared kit on the cluster (about 90 s more). Stops every server by PID
-# and ends with "cluster: N passed, N failed".
+# starts its own primary, replica and sentinels: 6650/6651, 26600..26602) and the shared kit
+# behind Sentinel (its own setup: $SIMBA_KIT_SENTINEL_REDIS_PORT, default 6652/6653, sentinels
+# $SIMBA_KIT_SENTINEL_PORT.., default 26603..26605; about 45 s); --full adds their ASan builds
+# and the shared kit on the cluster (about 90 s more). Stops every server by PID and ends
+# with "cluster: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 B=${B:-build}
@@ -14,7 +16,9 @@ export SIMBA_CLUSTER_PLAIN_PORT=${SIMBA_CLUSTER_PLAIN_PORT:-$((SIMBA_CLUSTER_POR
 DIR=${SIMBA_CLUSTER_DIR:-$PWD/$B/redis-cluster}
 P=0
 F=0
-trap 'sh scripts/redis-cluster-stop.sh "$DIR" >/dev/null 2>&1' EXIT
+KSP=${SIMBA_KIT_SENTINEL_PORT:-26603}
+KSDIR=$PWD/$B/redis-sentinel-kit
+trap 'sh scripts/redis-cluster-stop.sh "$DIR" >/dev/null 2>&1; sh scripts/redis-sentinel-stop.sh "$KSDIR" >/dev/null 2>&1' EXIT
 trap 'exit 130' INT TERM
 if ! sh scripts/redis-cluster-start.sh "$DIR"; then
     echo "cluster: 0 passed, 1 failed (the cluster did not start)"
@@ -35,6 +39,15 @@ suite() {
 }
 suite "$B/test_redis_cluster"
 suite "$B/test_redis_sentinel"
+# the shared kit behind Sentinel: every backend finds the primary through the sentinels
+if SIMBA_SENTINEL_REDIS_PORT=${SIMBA_KIT_SENTINEL_REDIS_PORT:-6652} SIMBA_SENTINEL_PORT=$KSP \
+    sh scripts/redis-sentinel-start.sh "$KSDIR"; then
+    suite env SIMBA_REDIS_SENTINELS="127.0.0.1:$KSP,127.0.0.1:$((KSP + 1)),127.0.0.1:$((KSP + 2))" "$B/kit_redis"
+    sh scripts/redis-sentinel-stop.sh "$KSDIR" >/dev/null 2>&1
+else
+    echo "cluster: the sentinel setup for the kit did not start"
+    F=$((F + 1))
+fi
 if [ "${1:-}" = --full ]; then
     suite "$B/asan/test_redis_cluster"
     suite "$B/asan/test_redis_sentinel"

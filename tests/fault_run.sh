@@ -3,7 +3,7 @@
 # backend while faults are injected; then an inspector checks that the mutex is free, and
 # mp_check checks every log (overlaps, fences, acting while not owner, leaks).
 #
-#   tests/fault_run.sh sql|redis|zk|pg|redis-cluster SECONDS
+#   tests/fault_run.sh sql|redis|zk|pg|redis-cluster|redis-sentinel SECONDS
 #
 # Starts its own server (redis-server / ZooKeeper, on its own loopback port, data under
 # $FAULT_DIR) and stops it, and every process it started, by PID on exit. Builds nothing:
@@ -31,15 +31,28 @@
 #          6620, workers seeded at its first port): kill-primary (the mutex's primary is
 #          SIGKILLed, a replica takes over, the old one rejoins as a replica), move-slot (the
 #          mutex's slot migrates to another primary while contending)
+#   redis-sentinel (issue 18; scripts/redis-sentinel-start.sh: primary FAULT_SENTINEL_REDIS_PORT
+#          (default 6660), replica +1, sentinels FAULT_SENTINEL_PORT.. (default 26610); workers
+#          find the primary through the sentinels; FAULT_WAIT_REPLICAS=N sets wait_replicas):
+#          sen-kill-primary (SIGKILLed, the replica is promoted, the old one comes back as its
+#          replica), sen-partition (the primary is SIGSTOPped: shorter than down-after, or long
+#          enough for a failover, after which it resumes as a stale primary until demoted),
+#          sen-failover (SENTINEL FAILOVER while an owner holds: the replica is promoted, the
+#          primary demoted, nothing lost)
 # The last line is the checker's verdict; exit 0 only if it passed.
 set -u
 cd "$(dirname "$0")/.."
 BACKEND=${1:-}
 SECS=${2:-}
-case "$BACKEND" in sql|redis|zk|pg|redis-cluster) ;; *) echo "usage: $0 sql|redis|zk|pg|redis-cluster SECONDS" >&2; exit 2 ;; esac
-case "$SECS" in ''|*[!0-9]*) echo "usage: $0 sql|redis|zk|pg|redis-cluster SECONDS" >&2; exit 2 ;; esac
+case "$BACKEND" in sql|redis|zk|pg|redis-cluster|redis-sentinel) ;; *) echo "usage: $0 sql|redis|zk|pg|redis-cluster|redis-sentinel SECONDS" >&2; exit 2 ;; esac
+case "$SECS" in ''|*[!0-9]*) echo "usage: $0 sql|redis|zk|pg|redis-cluster|redis-sentinel SECONDS" >&2; exit 2 ;; esac
 WB=$BACKEND # mp_worker's backend
 [ "$BACKEND" = redis-cluster ] && WB=redis
+[ "$BACKEND" = redis-sentinel ] && WB=redis
+SRP=${FAULT_SENTINEL_REDIS_PORT:-6660}
+SSP=${FAULT_SENTINEL_PORT:-26610}
+SENS="127.0.0.1:$SSP,127.0.0.1:$((SSP + 1)),127.0.0.1:$((SSP + 2))"
+SWAIT=${FAULT_WAIT_REPLICAS:-0}
 CPORT=${FAULT_CLUSTER_PORT:-6620}
 B=build
 WORKER=$B/mp_worker
@@ -102,6 +115,9 @@ server_start() {
         SERVER_PID=$(cat "$DIR/pg/postgres.pid") ;;
     redis-cluster)
         SIMBA_CLUSTER_PORT=$CPORT sh scripts/redis-cluster-start.sh "$DIR/cluster" >>"$DIR/server.log" 2>&1 || return 1 ;;
+    redis-sentinel)
+        SIMBA_SENTINEL_REDIS_PORT=$SRP SIMBA_SENTINEL_PORT=$SSP sh scripts/redis-sentinel-start.sh "$DIR/sentinel" >>"$DIR/server.log" 2>&1 || return 1
+        s_settled $((SRP + 1)) >/dev/null || return 1 ;; # the replica in sync
     esac
     return 0
 }
@@ -117,6 +133,8 @@ server_stop() {
     zk) [ -f "$DIR/zk/zk.pid" ] && { kill -CONT "$SERVER_PID" 2>/dev/null; bash scripts/zk-stop.sh "$DIR/zk" >>"$DIR/server.log" 2>&1; } ;;
     pg) [ -f "$DIR/pg/postgres.pid" ] && { pg_signal CONT; sh scripts/pg-stop.sh "$DIR/pg" >>"$DIR/server.log" 2>&1; } ;;
     redis-cluster) [ -d "$DIR/cluster" ] && sh scripts/redis-cluster-stop.sh "$DIR/cluster" >>"$DIR/server.log" 2>&1 ;;
+    redis-sentinel) [ -d "$DIR/sentinel" ] && { for f in "$DIR"/sentinel/p*/redis.pid; do [ -s "$f" ] && kill -CONT "$(cat "$f")" 2>/dev/null; done
+        sh scripts/redis-sentinel-stop.sh "$DIR/sentinel" >>"$DIR/server.log" 2>&1; } ;;
     esac
     SERVER_PID=""
 }
@@ -159,6 +177,7 @@ worker_start() { # worker_start SLOT
     zk) args=(--hosts "127.0.0.1:${P_PORT[$i]}" --root /simba-rel --session-ms "$ZK_SESSION") ;;
     pg) args=(--pg-port "${P_PORT[$i]}" --pg-table rel_mutex --pg-user postgres --pg-password simba) ;;
     redis-cluster) args=(--port "$CPORT" --prefix "rel:" --cluster 1) ;;
+    redis-sentinel) args=(--sentinels "$SENS" --master-name simba --prefix "rel:" --wait-replicas "$SWAIT") ;;
     esac
     "$WORKER" --backend "$WB" "${args[@]}" --mutex "$MUTEX" --duration-ms $(((SECS + 120) * 1000)) \
         --ttl-ms "$TTL" --transition-ms "$TRANSITION" --hold-ms "$(rnd 800 2500)" --rest-ms "$(rnd 200 800)" \
@@ -332,8 +351,69 @@ f_move_slot() {
     done
 }
 
+# redis-sentinel: the primary the sentinels name now (its port), and its pid
+s_primary() { local i; for i in 0 1 2; do redis-cli -p $((SSP + i)) SENTINEL get-master-addr-by-name simba 2>/dev/null | sed -n 2p && return; done; }
+s_pid() { cat "$DIR/sentinel/p$1/redis.pid" 2>/dev/null; }
+# s_settled OLD: up to 20 s until the sentinels name a primary that answers ROLE master and OLD
+# is its replica again, in sync (or still the primary): the next fault meets a whole setup
+s_settled() {
+    local end=$(($(date +%s) + 20)) np
+    while [ "$(date +%s)" -lt "$end" ]; do
+        np=$(s_primary)
+        if [ -n "$np" ] && redis-cli -p "$np" ROLE 2>/dev/null | head -1 | grep -q master; then
+            [ "$np" = "$1" ] && { echo "$np"; return 0; }
+            [ "$(redis-cli -p "$1" ROLE 2>/dev/null | sed -n '1p;4p' | tr '\n' ' ')" = "slave connected " ] && { echo "$np"; return 0; }
+        fi
+        sleep 0.1
+    done
+    echo "${np:-nobody}"
+    return 1
+}
+f_sen_kill_primary() {
+    local port pid end np
+    port=$(s_primary)
+    pid=$(s_pid "$port")
+    [ -n "$pid" ] || { echo "fault_run: no primary to kill"; return; }
+    kill -KILL "$pid" && note sen-kill-primary "primary $port (pid $pid) killed"
+    end=$(($(date +%s) + 20))
+    while [ "$(date +%s)" -lt "$end" ]; do # down-after 1 s, then the election
+        np=$(s_primary)
+        [ -n "$np" ] && [ "$np" != "$port" ] && break
+        sleep 0.1
+    done
+    echo "fault_run: the sentinels name ${np:-nobody}"
+    sh scripts/redis-start.sh "$port" "$DIR/sentinel/p$port" --restart --repl-diskless-sync-delay 0 --replicaof 127.0.0.1 "${np:-0}" >>"$DIR/server.log" 2>&1 &&
+        s_settled "$port" >/dev/null || echo "fault_run: $port did not come back as a replica" | tee -a "$DIR/unexpected"
+}
+f_sen_partition() {
+    local port pid ms np
+    port=$(s_primary)
+    pid=$(s_pid "$port")
+    [ -n "$pid" ] || { echo "fault_run: no primary to cut off"; return; }
+    if [ $((RANDOM % 3)) = 0 ]; then ms=$(rnd 200 800); else ms=$(rnd 3000 6000); fi
+    kill -STOP "$pid" && note sen-partition "primary $port (pid $pid) cut off ${ms} ms"
+    sleep_ms "$ms"
+    kill -CONT "$pid"
+    np=$(s_settled "$port") || echo "fault_run: after the partition the sentinels name $np, $port not its replica" | tee -a "$DIR/unexpected"
+    echo "fault_run: primary now $np"
+}
+f_sen_failover() {
+    local port np end
+    port=$(s_primary)
+    redis-cli -p "$SSP" SENTINEL FAILOVER simba >/dev/null 2>&1 && note sen-failover "SENTINEL FAILOVER of primary $port"
+    end=$(($(date +%s) + 20))
+    while [ "$(date +%s)" -lt "$end" ]; do
+        np=$(s_primary)
+        [ -n "$np" ] && [ "$np" != "$port" ] && break
+        sleep 0.1
+    done
+    s_settled "$port" >/dev/null || echo "fault_run: after SENTINEL FAILOVER $port is not a replica of ${np:-nobody}" | tee -a "$DIR/unexpected"
+    echo "fault_run: primary now ${np:-nobody}"
+}
+
 case "$BACKEND" in
 redis-cluster) LIST=(kill_primary gc_pause move_slot kill_owner move_slot gc_pause) ;;
+redis-sentinel) LIST=(sen_kill_primary gc_pause sen_partition kill_owner sen_failover sen_partition gc_pause) ;;
 sql) LIST=(gc_pause db_locked kill_owner db_locked) ;;
 redis) LIST=(flushall gc_pause restart_nopersist server_stop client_kill kill_owner partition flushall server_restart
     restart_nopersist conn_reset forged_wake) ;;
@@ -389,6 +469,7 @@ redis) IARGS=(--port "$RPORT" --prefix "rel:") ;;
 zk) IARGS=(--hosts "127.0.0.1:$ZPORT" --root /simba-rel --session-ms "$ZK_SESSION") ;;
 pg) IARGS=(--pg-port "$PPORT" --pg-table rel_mutex --pg-user postgres --pg-password simba) ;;
 redis-cluster) IARGS=(--port "$CPORT" --prefix "rel:" --cluster 1) ;;
+redis-sentinel) IARGS=(--sentinels "$SENS" --master-name simba --prefix "rel:") ;;
 esac
 timeout 30 "$WORKER" --backend "$WB" "${IARGS[@]}" --mutex "$MUTEX" --ttl-ms "$TTL" \
     --transition-ms "$TRANSITION" --inspect-ms $((LEASE + 3000)) --log "$DIR/inspect.log" 2>>"$DIR/inspect.err"

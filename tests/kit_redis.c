@@ -9,6 +9,9 @@
  * SIMBA_REDIS_CLUSTER=1 runs the kit on a Redis Cluster seeded at 127.0.0.1:$SIMBA_CLUSTER_PORT
  * (default 6600, scripts/redis-cluster-start.sh): the kit's names spread over the primaries;
  * the data-loss marker is one per slot there, and the new prefix is declared on all 16384.
+ * SIMBA_REDIS_SENTINELS="ip:port,ip:port,..." (and SIMBA_REDIS_MASTER, default "simba") runs
+ * it behind Redis Sentinel (scripts/redis-sentinel-start.sh): every backend finds the primary
+ * through the sentinels; the prefix is declared on the primary they name.
  */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_redis.h"
@@ -23,6 +26,8 @@
 typedef struct kit_redis_cfg {
     int port, cluster;
     char prefix[64];
+    const char *sentinels[9]; /* Sentinel mode: NULL-terminated "ip:port" list, else empty */
+    const char *master;
 } kit_redis_cfg;
 
 static simba_result open_redis(simba_loop *loop, void *ctx, simba_backend **out) {
@@ -33,6 +38,10 @@ static simba_result open_redis(simba_loop *loop, void *ctx, simba_backend **out)
     d.port = cfg->port;
     d.prefix = cfg->prefix;
     d.cluster = cfg->cluster;
+    if (cfg->sentinels[0]) {
+        d.sentinels = cfg->sentinels;
+        d.master_name = cfg->master;
+    }
     rc = simba_redis_open(loop, &d, out);
     if (rc != SIMBA_OK) fprintf(stderr, "kit_redis: open port %d: %s\n", cfg->port, simba_strerror(rc));
     return rc;
@@ -86,7 +95,30 @@ static int declare_cluster(const kit_redis_cfg *cfg) {
     return done == 16384;
 }
 
+/* Sentinel: the primary's port as the sentinels name it now (test side, blocking); 0 if none. */
+static int sentinel_primary(const kit_redis_cfg *cfg) {
+    struct timeval tv = {1, 0};
+    int i, port = 0;
+    for (i = 0; cfg->sentinels[i] && !port; i++) {
+        char host[64];
+        const char *colon = strrchr(cfg->sentinels[i], ':');
+        redisContext *c;
+        redisReply *x;
+        if (!colon || (size_t)(colon - cfg->sentinels[i]) >= sizeof host) continue;
+        memcpy(host, cfg->sentinels[i], (size_t)(colon - cfg->sentinels[i]));
+        host[colon - cfg->sentinels[i]] = 0;
+        c = redisConnectWithTimeout(host, atoi(colon + 1), tv);
+        x = c && !c->err ? (redisReply *)redisCommand(c, "SENTINEL get-master-addr-by-name %s", cfg->master) : NULL;
+        if (x && x->type == REDIS_REPLY_ARRAY && x->elements == 2 && x->element[1]->type == REDIS_REPLY_STRING)
+            port = atoi(x->element[1]->str);
+        if (x) freeReplyObject(x);
+        if (c) redisFree(c);
+    }
+    return port;
+}
+
 int main(int argc, char **argv) {
+    static char senbuf[512];
     kit_redis_cfg cfg;
     kit_backend kb;
     struct timespec ts;
@@ -98,6 +130,20 @@ int main(int argc, char **argv) {
     if (cfg.cluster) {
         e = getenv("SIMBA_CLUSTER_PORT");
         cfg.port = e && *e ? atoi(e) : 6600;
+    }
+    e = getenv("SIMBA_REDIS_SENTINELS");
+    if (e && *e) {
+        char *tok, *save = NULL;
+        int n = 0;
+        snprintf(senbuf, sizeof senbuf, "%s", e);
+        for (tok = strtok_r(senbuf, ",", &save); tok && n < 8; tok = strtok_r(NULL, ",", &save)) cfg.sentinels[n++] = tok;
+        e = getenv("SIMBA_REDIS_MASTER");
+        cfg.master = e && *e ? e : "simba";
+        cfg.port = sentinel_primary(&cfg);
+        if (!cfg.port) {
+            fprintf(stderr, "kit_redis: the sentinels %s name no primary for %s\n", getenv("SIMBA_REDIS_SENTINELS"), cfg.master);
+            return 1;
+        }
     }
     clock_gettime(CLOCK_MONOTONIC, &ts);
     snprintf(cfg.prefix, sizeof cfg.prefix, "kit%d.%ld:", (int)getpid(), (long)(ts.tv_nsec / 1000));
@@ -112,7 +158,7 @@ int main(int argc, char **argv) {
         if (c) redisFree(c);
     }
     memset(&kb, 0, sizeof kb);
-    kb.name = cfg.cluster ? "redis-cluster" : "redis";
+    kb.name = cfg.cluster ? "redis-cluster" : cfg.sentinels[0] ? "redis-sentinel" : "redis";
     kb.open = open_redis;
     kb.ctx = &cfg;
     kb.ttl_ms = 2000;

@@ -29,6 +29,10 @@
  *                     counts as a leak);
  *   protocol errors   acquired twice without a release, a release without an acquire or
  *                     with another fence, an ownership never released, a bad line.
+ * Also reported (issue 18): stale writes, work lines made after another contender's later
+ * ownership had begun, and whether a fenced resource (it keeps the highest fence written and
+ * refuses lower ones) refuses them: "let through" counts those accepted although a later
+ * ownership had a fence not above theirs (a fence that did not catch them).
  * Exits 1 on any of these (or fewer ownerships / contenders than asked for), 0 otherwise.
  */
 #ifndef _POSIX_C_SOURCE
@@ -329,6 +333,37 @@ int main(int argc, char **argv) {
             }
             acts++;
         }
+    }
+    /* Stale writes against a fenced resource, replayed in time order. */
+    {
+        unsigned long long top = 0;
+        int stale = 0, refused = 0, before = 0, through = 0;
+        for (i = 0; i < nev; i++) {
+            ev *e = &evs[i];
+            char key[ID_MAX + 24];
+            double mine_from = -1;
+            int later = 0, later_low = 0;
+            if (e->kind != E_WORK) continue;
+            snprintf(key, sizeof key, "%ld/%s", e->pid, e->who);
+            for (j = 0; j < nown; j++)
+                if (strcmp(owns[j].who, key) == 0 && owns[j].fence == e->fence && owns[j].from <= e->t) mine_from = owns[j].from;
+            for (j = 0; j < nown; j++)
+                if (strcmp(owns[j].who, key) != 0 && owns[j].from > mine_from && owns[j].from < e->t) {
+                    later = 1;
+                    if (owns[j].fence <= e->fence) later_low = 1;
+                }
+            if (later) stale++;
+            if (e->fence < top) {
+                if (later) refused++;
+            } else {
+                top = e->fence;
+                if (later && later_low) through++;
+                else if (later) before++;
+            }
+        }
+        printf("mp_check: stale writes %d: refused by the fence %d, accepted before the later owner's first write %d, "
+               "let through %d\n",
+               stale, refused, before, through);
     }
     if (need_inspect && !inspected) {
         fprintf(stderr, "mp_check: LEAKED: no inspector line (the final check did not run)\n");

@@ -73,6 +73,9 @@ static struct {
     const char *redis_host, *redis_prefix;
     int64_t redis_port;
     int64_t redis_cluster; /* --cluster 1: a Redis Cluster seeded at host:port (issue 18) */
+    char *redis_sentinels; /* --sentinels ip:port,...: behind Sentinel, with --master-name */
+    const char *redis_master;
+    int64_t redis_wait_replicas; /* --wait-replicas N: desc.wait_replicas */
 #endif
 #ifdef SIMBA_HAVE_ZK
     const char *zk_hosts, *zk_root;
@@ -131,6 +134,9 @@ static int redis_option(const char *key, const char *val) {
     else if (strcmp(key, "prefix") == 0) opt.redis_prefix = val;
     else if (strcmp(key, "port") == 0) return parse_ms(val, &opt.redis_port) && opt.redis_port < 65536 ? 1 : -1;
     else if (strcmp(key, "cluster") == 0) return parse_ms(val, &opt.redis_cluster) && opt.redis_cluster <= 1 ? 1 : -1;
+    else if (strcmp(key, "sentinels") == 0) opt.redis_sentinels = (char *)val; /* argv: split in place */
+    else if (strcmp(key, "master-name") == 0) opt.redis_master = val;
+    else if (strcmp(key, "wait-replicas") == 0) return parse_ms(val, &opt.redis_wait_replicas) && opt.redis_wait_replicas < 100 ? 1 : -1;
     else return 0;
     return 1;
 }
@@ -143,6 +149,15 @@ static simba_result redis_open(simba_loop *loop, simba_backend **out, char *err,
     d.port = (int)opt.redis_port;
     d.prefix = opt.redis_prefix;
     d.cluster = (int)opt.redis_cluster;
+    d.wait_replicas = (int)opt.redis_wait_replicas;
+    if (opt.redis_sentinels) {
+        static const char *sen[9];
+        char *save = NULL, *tok;
+        int n = 0;
+        for (tok = strtok_r(opt.redis_sentinels, ",", &save); tok && n < 8; tok = strtok_r(NULL, ",", &save)) sen[n++] = tok;
+        d.sentinels = sen;
+        d.master_name = opt.redis_master ? opt.redis_master : "simba";
+    }
     rc = simba_redis_open(loop, &d, out);
     if (rc != SIMBA_OK) snprintf(err, cap, "%s", simba_strerror(rc));
     return rc;
@@ -206,7 +221,7 @@ static simba_result pg_open(simba_loop *loop, simba_backend **out, char *err, si
 static const worker_backend backends[] = {
     {"sql", "--path FILE [--table NAME]", sql_option, sql_open},
 #ifdef SIMBA_HAVE_REDIS
-    {"redis", "[--host 127.0.0.1] [--port 6379] [--prefix simba:] [--cluster 1]", redis_option, redis_open},
+    {"redis", "[--host 127.0.0.1] [--port 6379] [--prefix simba:] [--cluster 1] [--sentinels IP:P,... [--master-name simba]] [--wait-replicas N]", redis_option, redis_open},
 #endif
 #ifdef SIMBA_HAVE_ZK
     {"zk", "--hosts H:P[,...] [--root /simba] [--session-ms N]", zk_option, zk_open},
