@@ -35,7 +35,7 @@ $(B)/asan/badinput: $(BADINPUT_DEPS) | $(B)/asan
 
 # ---- fault harness -------------------------------------------------------------------------
 chaos: $(B)/mp_worker $(B)/mp_check $(B)/fault_sqlhold $(B)/fault_proxy
-	@rc=0; for be in sql redis zk pg redis-cluster; do \
+	@rc=0; for be in sql redis zk pg redis-cluster redis-sentinel; do \
 	    echo "== chaos $$be: $(CHAOS_SECONDS) s"; \
 	    bash tests/fault_run.sh $$be $(CHAOS_SECONDS) > $(B)/chaos-$$be.log 2>&1 || rc=1; \
 	    grep -E '^mp_check: (faults|ownerships|OK|FAIL)|^fault_run: .*(PASS|FAIL)' $(B)/chaos-$$be.log; \
