@@ -99,6 +99,11 @@
  *   to the core, and a release's wake-up datagram sent, only after the commit. A request
  *   alone keeps its single autocommit statement. Each request executed is a step of the
  *   poll's budget (simba_poll_budget_spent): past it the rest waits for the next poll.
+ *   A renewal, and a waiter's ask that expects the mutex held, may wait for company up to
+ *   min(ttl/64, SIMBA_SQL_BATCH_MS) (compile-time, default 50; 0: never): owners renew long
+ *   before their lease ends, and the lease is counted from the send. Anything else (a
+ *   release, a handoff after a pushed release, a first ask) runs in the next poll and takes
+ *   the held ones along. With batch_max 1 nothing is held.
  *
  * CLOCK AND ROWS
  *   "The database's clock" is, for SQLite, the wall clock of the host running each process:
