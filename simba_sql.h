@@ -99,6 +99,11 @@
  *   to the core, and a release's wake-up datagram sent, only after the commit. A request
  *   alone keeps its single autocommit statement. Each request executed is a step of the
  *   poll's budget (simba_poll_budget_spent): past it the rest waits for the next poll.
+ *   A renewal, and a waiter's ask that expects the mutex held, may wait for company up to
+ *   min(ttl/64, SIMBA_SQL_BATCH_MS) (compile-time, default 50; 0: never): owners renew long
+ *   before their lease ends, and the lease is counted from the send. Anything else (a
+ *   release, a handoff after a pushed release, a first ask) runs in the next poll and takes
+ *   the held ones along. With batch_max 1 nothing is held.
  *
  * CLOCK AND ROWS
  *   "The database's clock" is, for SQLite, the wall clock of the host running each process:
@@ -371,6 +376,12 @@ enum { SIMBA__SQL_CLOCK_WALL = 0x53570001, SIMBA__SQL_CLOCK_LOOP = 0x53570002 };
    commit per 64 rows, few enough that the lock is held well under a millisecond. */
 #define SIMBA__SQL_BATCH_DEFAULT 64
 #define SIMBA__SQL_BATCH_LIMIT 4096
+/* A renewal, or a waiter's ask that expects to find the mutex held, may wait this long (at
+   most ttl/64) for company: many mutexes then share one write transaction, with its locks
+   and commit, per window instead of per poll. 0 runs every request in the next poll. */
+#ifndef SIMBA_SQL_BATCH_MS
+#define SIMBA_SQL_BATCH_MS 50
+#endif
 
 /* A request executed in a batch, its answer kept until the batch commits. */
 typedef struct simba__sql_done {
@@ -400,6 +411,7 @@ typedef struct simba__sql {
     int64_t data_version;
     simba_req *head, *tail; /* requests waiting for the lock, in submission order */
     int64_t next_try;
+    int woken; /* releases pushed and not yet asked after: such an ask is not held */
     char err[512];
     char owner[SIMBA_ID_MAX + 1];
     int64_t waiters; /* the waiters column of the last row read or written */
@@ -742,6 +754,7 @@ static void simba__sql_wake_recv(simba__sql *s) {
         *contender++ = 0;
         if (simba_name_check(mutex) != SIMBA_OK || simba_id_check(contender) != SIMBA_OK) continue;
         simba_backend_event(s->be, SIMBA_EV_RELEASED, mutex, contender, NULL);
+        s->woken++;
     }
 }
 
@@ -1275,9 +1288,18 @@ static simba_result simba__sql_submit(void *impl, simba_req *req) {
        write transaction; a call from outside (start, stop, unlock) runs at once, as a single
        statement, with no poll's delay. Behind a request that waits for the lock, a new one
        waits its turn. */
-    if (s->head == req) {
-        s->next_try = simba_now(s->loop);
-        if (!s->loop->in_poll) simba__sql_drain(s, s->next_try);
+    {
+        int64_t now = simba_now(s->loop), at = now;
+        /* Nobody waits on a renewal, nor on an ask that will find the mutex held: they may
+           wait for company. An ask after a pushed release is a handoff: it goes now, and
+           takes the held ones along. */
+        if (req->op == SIMBA_OP_ACQUIRE && !req->renew && !req->expect_win && s->woken > 0) s->woken--;
+        /* (":memory:" pushes a release to every watcher, uncounted: its waiters are not held) */
+        else if (req->op == SIMBA_OP_ACQUIRE && (req->renew || (!req->expect_win && !s->memory)) && s->done &&
+                 SIMBA_SQL_BATCH_MS > 0)
+            at = simba__add(now, simba__min(req->ttl_ms / 64, SIMBA_SQL_BATCH_MS));
+        if (s->head == req || at < s->next_try) s->next_try = at;
+        if (s->head == req && !s->loop->in_poll && s->next_try <= now) simba__sql_drain(s, now);
     }
     return SIMBA_OK;
 }

@@ -1518,6 +1518,13 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
 static void simba__zk_drain(simba__zk *zk);
 static void simba__zk_ack(simba__zk *zk);
 
+/* By default the client resolves the hosts string again each time its I/O thread checks the
+   socket (getaddrinfo: a socket, a netlink dump, /etc files, per wakeup); our hosts are
+   numeric, so only a lost connection needs them read again. */
+static void simba__zk_no_routine_lookup(zhandle_t *zh) {
+    if (zh) zoo_set_servers_resolution_delay(zh, -1);
+}
+
 static int simba__zk_session_open(simba__zk *zk) {
     simba__zk_sess *s = (simba__zk_sess *)simba_alloc(zk->loop, sizeof *s);
     if (!s) return SIMBA_ENOMEM;
@@ -1526,6 +1533,7 @@ static int simba__zk_session_open(simba__zk *zk) {
     s->gen = ++zk->gen;
     s->zh = zookeeper_init2(zk->hosts, simba__zk_session_watcher, zk->timeout_ms, NULL, s, 0,
                             zk->zk_log ? zk->zk_log : simba__zk_log_silent);
+    simba__zk_no_routine_lookup(s->zh);
     if (!s->zh) {
         int e = errno;
         simba_free(zk->loop, s);
@@ -1610,6 +1618,7 @@ static void *simba__zk_closer_main(void *arg) {
         zhandle_t *zh = zookeeper_init2(zk->hosts, simba__zk_session_watcher, zk->timeout_ms, NULL, ns, 0,
                                         zk->zk_log ? zk->zk_log : simba__zk_log_silent);
         int e = errno;
+        simba__zk_no_routine_lookup(zh);
         pthread_mutex_lock(&zk->mu);
         ns->zh_new = zh;
         ns->init_errno = e;

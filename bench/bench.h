@@ -287,10 +287,19 @@ B_FN int b_wait_until(simba_loop *loop, int (*done)(void *), void *arg, double d
 /* One turn of an application's event loop: poll(2) on simba_fds() for up to wait_ms (or sleep
    when there is no descriptor), then one simba_poll(), whose duration goes to *poll_us.
    Returns what simba_poll returned: the ms until it wants to be called again. */
+/* The calling thread's CPU time in µs: next to a poll's wall time it tells the poll's own
+   work from the time the OS had the thread descheduled. */
+B_FN double b_thread_cpu_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+static double b_last_poll_cpu_us; /* CPU time of the last simba_poll in b_tick */
+
 B_FN int64_t b_tick(simba_loop *loop, int64_t wait_ms, double *poll_us) {
     struct pollfd p[16];
     int n = simba_fds(loop, p, 16);
-    double t;
+    double t, c;
     int64_t w;
     if (n < 0) n = 0;
     if (n > 16) n = 16;
@@ -301,9 +310,11 @@ B_FN int64_t b_tick(simba_loop *loop, int64_t wait_ms, double *poll_us) {
             b_sleep_ms((double)wait_ms);
         }
     }
+    c = b_thread_cpu_us();
     t = b_now_us();
     w = simba_poll(loop);
     *poll_us = b_now_us() - t;
+    b_last_poll_cpu_us = b_thread_cpu_us() - c;
     return w;
 }
 

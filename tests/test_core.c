@@ -20,6 +20,43 @@ static simba_service *contender(proc *p, const char *mutex, const char *id, int6
 
 /* ---- owner model ---------------------------------------------------------------------- */
 
+/* The timer heap (4-ary, times kept in its slots): after any mix of arming, moving earlier or
+   later and taking out, timers leave it in time order, each queued one exactly once, and
+   every slot's time is its timer's. */
+TEST(timer_heap_keeps_time_order_under_moves_and_removals) {
+    enum { N = 3000 };
+    simba_loop *l;
+    static simba__timer t[N];
+    int64_t last = INT64_MIN;
+    int i, popped = 0, queued = 0;
+    uint64_t x = 88172645463325252ull;
+    CHECK_RC(simba_loop_new(NULL, &l), SIMBA_OK);
+    for (i = 0; i < N; i++) CHECK(simba__timer_init(l, &t[i], SIMBA__T_SCHED));
+    for (i = 0; i < 8 * N; i++) {
+        int k, op;
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        k = (int)(x % N);
+        op = (int)((x >> 20) % 4);
+        simba__timer_set(l, &t[k], op == 3 ? SIMBA__NEVER : (int64_t)((x >> 24) % 100000));
+    }
+    for (i = 0; i < l->heap_n; i++) {
+        CHECK_EQ(l->heap[i].at, l->heap[i].t->at);
+        CHECK_EQ(l->heap[i].t->idx, i);
+    }
+    for (i = 0; i < N; i++) queued += t[i].idx >= 0;
+    while (l->heap_n > 0) {
+        simba__timer *top = l->heap[0].t;
+        CHECK(top->at >= last);
+        last = top->at;
+        simba__heap_remove(l, top);
+        CHECK_EQ(top->idx, -1);
+        popped++;
+    }
+    CHECK_EQ(popped, queued);
+    for (i = 0; i < N; i++) simba__timer_fini(l, &t[i]);
+    simba_loop_free(l);
+}
+
 TEST(owner_predicates) {
     simba_owner o;
     memset(&o, 0, sizeof o);
@@ -2014,6 +2051,7 @@ TEST(loops_on_threads_share_a_store) {
 int main(int argc, char **argv) {
     CHECK_INIT(argc, argv);
     RUN(owner_predicates);
+    RUN(timer_heap_keeps_time_order_under_moves_and_removals);
     RUN(names_and_ids);
     RUN(contender_ids);
     RUN(owner_renews_at_ttl_minus_margin);

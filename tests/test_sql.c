@@ -1254,6 +1254,104 @@ TEST(batched_requests_observe_what_single_requests_do) {
 }
 
 
+/* Renewals due apart wait for company (at most ttl/64, here 50 ms): two owners whose
+   renewals fall due 30 ms apart renew in one write transaction, each within the hold of
+   its due time, and both stay owners. Without the hold each renewal commits alone. */
+TEST(renewals_due_apart_share_one_write_transaction) {
+    simba_loop *loop = NULL;
+    simba_loop_desc ld;
+    simba_sql_desc sd;
+    simba_backend *be = NULL;
+    simba_service *sv[2];
+    int k, c0, polls;
+    int64_t due[2], renewed[2] = {0, 0};
+    int sent[2] = {0, 0};
+    fake_now = 11000000;
+    memset(&ld, 0, sizeof ld);
+    ld.now_ms = fake_clock;
+    ld.random = const_rand;
+    ld.poll_budget_us = 3600000000; /* what is due runs in its injected millisecond, however slow the build */
+    REQUIRE(simba_loop_new(&ld, &loop) == SIMBA_OK);
+    memset(&sd, 0, sizeof sd);
+    sd.path = "file:/company?vfs=memdb";
+    sd.test_clock = 1;
+    REQUIRE(simba_sql_open(loop, &sd, &be) == SIMBA_OK);
+    sqlite3_commit_hook(impl_of(be)->db, count_commit, NULL);
+    for (k = 0; k < 2; k++) {
+        simba_contend_desc d;
+        memset(&d, 0, sizeof d);
+        d.mutex = k ? "company1" : "company0";
+        d.ttl_ms = 6400;
+        d.transition_ms = 3000;
+        REQUIRE(simba_contend(loop, be, &d, &sv[k]) == SIMBA_OK);
+        CHECK_RC(simba_start(sv[k]), SIMBA_OK);
+        for (polls = 0; polls < 100 && !simba_is_owner(sv[k]); polls++) simba_poll(loop);
+        REQUIRE(simba_is_owner(sv[k]));
+        due[k] = sv[k]->tm.at; /* its first renewal */
+        fake_now += 30;
+    }
+    CHECK_EQ(due[1] - due[0], 30);
+    /* 1 ms steps from just before the first renewal is due until both are answered */
+    fake_now = due[0] - 1;
+    simba_poll(loop);
+    c0 = commits;
+    while ((!renewed[0] || !renewed[1]) && fake_now < due[1] + 1000) {
+        fake_now++;
+        for (polls = 0; polls < 100 && simba_poll(loop) == 0; polls++) {
+        }
+        for (k = 0; k < 2; k++) { /* answered: sent (in flight) and no longer in flight */
+            if (sv[k]->flags & SIMBA__F_INFLIGHT) sent[k] = 1;
+            else if (sent[k] && !renewed[k]) renewed[k] = fake_now;
+        }
+    }
+    CHECK(renewed[0] && renewed[1]);
+    CHECK_EQ(commits - c0, 1);
+    CHECK(renewed[0] <= due[0] + 50);
+    CHECK(renewed[1] <= due[1] + 50);
+    CHECK(simba_is_owner(sv[0]) && simba_is_owner(sv[1]));
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* A waiter's ask that expects the mutex held may wait for company, but not once its
+   release was pushed: that ask is a handoff and goes at once. Here the loop's clock stands
+   still, so a held ask would never run: the woken waiter owns all the same. */
+TEST(woken_waiter_ask_is_not_held) {
+    char path[300];
+    simba_loop *loop = NULL;
+    simba_loop_desc ld;
+    simba_sql_desc sd;
+    simba_backend *be[2];
+    simba_service *sv[2];
+    int k, i;
+    int64_t t0;
+    fake_now = 13000000;
+    memset(&ld, 0, sizeof ld);
+    ld.now_ms = fake_clock;
+    REQUIRE(simba_loop_new(&ld, &loop) == SIMBA_OK);
+    memset(&sd, 0, sizeof sd);
+    sd.path = newdb(path, sizeof path); /* a file: wake-ups are datagrams (the database keeps its own clock) */
+    for (k = 0; k < 2; k++) {
+        simba_contend_desc d;
+        REQUIRE(simba_sql_open(loop, &sd, &be[k]) == SIMBA_OK);
+        REQUIRE(impl_of(be[k])->wake_fd >= 0);
+        memset(&d, 0, sizeof d);
+        d.mutex = "woken";
+        d.contender_id = k ? "b" : "a";
+        d.ttl_ms = 6400;
+        d.transition_ms = 3000;
+        REQUIRE(simba_contend(loop, be[k], &d, &sv[k]) == SIMBA_OK);
+        CHECK_RC(simba_start(sv[k]), SIMBA_OK);
+        for (i = 0; i < 100 && (sv[k]->flags & SIMBA__F_INFLIGHT || !(sv[k]->flags & SIMBA__F_ASKED)); i++) simba_poll(loop);
+    }
+    REQUIRE(simba_is_owner(sv[0]));
+    REQUIRE(!simba_is_owner(sv[1]));
+    fake_now += 100;
+    CHECK_RC(simba_stop(sv[0]), SIMBA_OK);
+    for (t0 = mono_ms(); mono_ms() - t0 < 5000 && !simba_is_owner(sv[1]);) simba_wait(loop, 20);
+    CHECK(simba_is_owner(sv[1]));
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
 /* Synchronous statements count against the poll's budget: with a bound of 20 steps no poll
    executes more than 20 requests, however many fall due together, and all are served. */
 TEST(sql_statements_count_against_the_poll_budget) {
@@ -2001,6 +2099,8 @@ int main(int argc, char **argv) {
     RUN(test_clock_expiry_exact);
     RUN(test_clock_refused_where_unsafe);
     RUN(batched_requests_observe_what_single_requests_do);
+    RUN(renewals_due_apart_share_one_write_transaction);
+    RUN(woken_waiter_ask_is_not_held);
     RUN(sql_statements_count_against_the_poll_budget);
     RUN(waiter_not_at_the_head_does_not_write);
     RUN(simulated_crash_keeps_lease_until_it_ends);

@@ -18,6 +18,7 @@
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -72,6 +73,21 @@ int zookeeper_close(zhandle_t *zh) {
     }
     if (pthread_equal(pthread_self(), g_main) && g_in_poll) g_close_in_poll++;
     return real(zh);
+}
+
+/* Host lookups by the library (its I/O threads call getaddrinfo), counted. */
+static int g_lookups;
+int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints, struct addrinfo **res) {
+    static int (*real)(const char *, const char *, const struct addrinfo *, struct addrinfo **);
+    int (*f)(const char *, const char *, const struct addrinfo *, struct addrinfo **);
+    __atomic_load(&real, &f, __ATOMIC_ACQUIRE);
+    if (!f) {
+        void *p = dlsym(RTLD_NEXT, "getaddrinfo");
+        memcpy(&f, &p, sizeof p);
+        __atomic_store(&real, &f, __ATOMIC_RELEASE);
+    }
+    __atomic_fetch_add(&g_lookups, 1, __ATOMIC_RELAXED);
+    return f(node, service, hints, res);
 }
 
 /* libzookeeper_mt formats endpoint names for its log lines into one static buffer that
@@ -397,6 +413,35 @@ TEST(acquire_renew_release) {
     WAIT_FOR(simba_service_status(s) == SIMBA_INITIAL, 5000);
     CHECK_EQ(ra.released, 1);
     CHECK(!simba_is_owner(s));
+    proc_close(a);
+}
+
+/* A connected session does not look its (numeric) hosts up again: by default the library
+   resolves them each time its I/O thread wakes, a dozen system calls per renewal. */
+TEST(connected_session_does_not_look_up_hosts_again) {
+    proc *a = proc_open();
+    char m[64];
+    rec ra;
+    simba_service *s;
+    int before;
+    double t0;
+    uint64_t req0;
+    memset(&ra, 0, sizeof ra);
+    REQUIRE(a != NULL);
+    mname(m, sizeof m, "lookup");
+    s = contend(a, m, "A", &ra);
+    REQUIRE(s != NULL);
+    WAIT_FOR(ra.acquired, 10000);
+    REQUIRE(ra.acquired == 1);
+    before = __atomic_load_n(&g_lookups, __ATOMIC_RELAXED);
+    req0 = stats(a).requests;
+    t0 = now_ms();
+    WAIT_FOR(now_ms() - t0 > 3000, 4000); /* renewals every ~0.9 s (ttl 1333 ms) */
+    CHECK(stats(a).requests >= req0 + 2);
+    CHECK(simba_is_owner(s));
+    CHECK_EQ(__atomic_load_n(&g_lookups, __ATOMIC_RELAXED) - before, 0);
+    CHECK_RC(simba_stop(s), SIMBA_OK);
+    WAIT_FOR(simba_service_status(s) == SIMBA_INITIAL, 5000);
     proc_close(a);
 }
 
@@ -1424,6 +1469,7 @@ int main(int argc, char **argv) {
     }
     RUN(args);
     RUN(acquire_renew_release);
+    RUN(connected_session_does_not_look_up_hosts_again);
     RUN(unreachable_server);
     RUN(observer_and_waiters_see_owner);
     RUN(fence_strictly_increases);
