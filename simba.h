@@ -105,7 +105,8 @@
  *
  * THREADS
  *   simba creates no threads (simba_zk's client library does; it only hands events over
- *   through a pipe). A loop is not thread-safe: call every function of one loop, and receive
+ *   through a pipe; on a session expiry simba_zk starts one short-lived thread to replace the
+ *   handle, since zookeeper_close joins the library's threads). A loop is not thread-safe: call every function of one loop, and receive
  *   every callback, on the thread that polls it. Separate loops on separate threads are
  *   independent. There is no global state. A memory store may be shared by loops on
  *   different threads (it has its own lock; simba_memory.h).
