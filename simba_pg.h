@@ -880,7 +880,10 @@ static void simba__pg_process(void *impl, const struct pollfd *ready, int n, int
     rv = simba__pg_ready(p, ready, n, (short)(POLLIN | (p->want_write ? POLLOUT : 0)));
     if (rv & POLLOUT) simba__pg_flush(p, now);
     if (p->conn) simba__pg_read(p, now, (rv & (POLLIN | POLLHUP | POLLERR)) != 0);
-    if (p->conn && p->head && now >= p->send_at) simba__pg_send_next(p, now);
+    /* a late poll runs due timers after this call (and past its budget, in the next poll):
+       what waits for company waits for them */
+    if (p->conn && p->head && now >= p->send_at && !simba__timer_due(p->loop, now))
+        simba__pg_send_next(p, now);
     if (p->conn && (p->busy || p->nfl > 0 || p->nsync > 0) && now >= p->stmt_deadline) {
         /* no answer in time: later answers could not be matched, so the connection goes */
         snprintf(p->err, sizeof p->err, "postgres: %s not answered within %lld ms, connection recycled",

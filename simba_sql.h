@@ -1335,7 +1335,10 @@ static void simba__sql_process(void *impl, const struct pollfd *ready, int n, in
     for (i = 0; (flags & SIMBA_PROCESS_IO) && ready && i < n; i++)
         if (ready[i].fd == s->wake_fd && (ready[i].revents & POLLIN)) readable = 1;
     if (readable) simba__sql_wake_recv(s);
-    if (s->head && now >= s->next_try) simba__sql_drain(s, now);
+    /* a late poll runs due timers after this call (and past its budget, in the next poll):
+       what waits for company waits for them */
+    if (s->head && now >= s->next_try && !simba__timer_due(s->loop, now))
+        simba__sql_drain(s, now);
     if (s->memory && s->nwatched > 0 && s->ready && !s->head) simba__sql_watch_check(s);
 }
 

@@ -1312,6 +1312,61 @@ TEST(renewals_due_apart_share_one_write_transaction) {
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
 
+/* A late poll must not split what waits for company: the first renewal is submitted in its
+   due millisecond and held; the next poll comes 60 ms late, after the first's hold and the
+   second's due time. The held renewal waits for the second's timer in that same poll, so
+   both commit in one write transaction. (Before, the backend sent the held one before the
+   loop ran the due timer: two transactions.) The held one's time is up, so they go at once. */
+TEST(late_poll_keeps_held_renewals_together) {
+    simba_loop *loop = NULL;
+    simba_loop_desc ld;
+    simba_sql_desc sd;
+    simba_backend *be = NULL;
+    simba_service *sv[2];
+    int k, c0, polls;
+    int64_t due[2];
+    fake_now = 12000000;
+    memset(&ld, 0, sizeof ld);
+    ld.now_ms = fake_clock;
+    ld.random = const_rand;
+    ld.poll_budget_us = 3600000000;
+    REQUIRE(simba_loop_new(&ld, &loop) == SIMBA_OK);
+    memset(&sd, 0, sizeof sd);
+    sd.path = "file:/latepoll?vfs=memdb";
+    sd.test_clock = 1;
+    REQUIRE(simba_sql_open(loop, &sd, &be) == SIMBA_OK);
+    sqlite3_commit_hook(impl_of(be)->db, count_commit, NULL);
+    for (k = 0; k < 2; k++) {
+        simba_contend_desc d;
+        memset(&d, 0, sizeof d);
+        d.mutex = k ? "late1" : "late0";
+        d.ttl_ms = 6400;
+        d.transition_ms = 3000;
+        REQUIRE(simba_contend(loop, be, &d, &sv[k]) == SIMBA_OK);
+        CHECK_RC(simba_start(sv[k]), SIMBA_OK);
+        for (polls = 0; polls < 100 && !simba_is_owner(sv[k]); polls++) simba_poll(loop);
+        REQUIRE(simba_is_owner(sv[k]));
+        due[k] = sv[k]->tm.at;
+        fake_now += 30;
+    }
+    CHECK_EQ(due[1] - due[0], 30);
+    fake_now = due[0];
+    c0 = commits;
+    simba_poll(loop);
+    CHECK(sv[0]->flags & SIMBA__F_INFLIGHT); /* submitted, held for company */
+    CHECK_EQ(commits - c0, 0);
+    fake_now = due[0] + 60;
+    for (polls = 0; polls < 100 && simba_poll(loop) == 0; polls++) {
+    }
+    CHECK_EQ(sv[1]->tm.at > due[1], 1); /* the late timer ran in that poll */
+    fake_now = due[0] + 200;
+    for (polls = 0; polls < 100 && ((sv[0]->flags | sv[1]->flags) & SIMBA__F_INFLIGHT); polls++) simba_poll(loop);
+    CHECK(!(sv[0]->flags & SIMBA__F_INFLIGHT) && !(sv[1]->flags & SIMBA__F_INFLIGHT));
+    CHECK_EQ(commits - c0, 1);
+    CHECK(simba_is_owner(sv[0]) && simba_is_owner(sv[1]));
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
 /* A waiter's ask that expects the mutex held may wait for company, but not once its
    release was pushed: that ask is a handoff and goes at once. Here the loop's clock stands
    still, so a held ask would never run: the woken waiter owns all the same. */
@@ -2100,6 +2155,7 @@ int main(int argc, char **argv) {
     RUN(test_clock_refused_where_unsafe);
     RUN(batched_requests_observe_what_single_requests_do);
     RUN(renewals_due_apart_share_one_write_transaction);
+    RUN(late_poll_keeps_held_renewals_together);
     RUN(woken_waiter_ask_is_not_held);
     RUN(sql_statements_count_against_the_poll_budget);
     RUN(waiter_not_at_the_head_does_not_write);
