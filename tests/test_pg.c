@@ -33,7 +33,10 @@ static int started2;
 static const char *scripts = "scripts";
 static const char *proxy_bin = "build/fault_proxy";
 static char table[64];                /* unique per run: leftovers never interfere */
-static int64_t poll_limit_us = 1000;  /* target: no simba_poll call takes more than 1 ms */
+/* No simba_poll call may wait on the server: a blocked call lasts a statement or connect timeout
+   (hundreds of ms). The 1 ms target is measured by make bench (W5); on a shared 2-core machine
+   a poll that is merely preempted took 1.5 ms, so a test that checked 1 ms was flaky. */
+static int64_t poll_limit_us = 10000;
 
 static int64_t mono_us(void) {
     struct timespec ts;
@@ -115,10 +118,18 @@ static void count_errors(void *u, simba_log_level lv, const char *msg) {
     }
 }
 
+/* Set by a test whose timers must fall due together: every service draws the same jitter. */
+static int drv_same_jitter;
+static uint32_t const_rand(void *u) {
+    (void)u;
+    return 0x9e3779b9u;
+}
+
 static simba_loop *drv_add(drv *d) {
     simba_loop *l = NULL;
     simba_loop_desc ld;
     memset(&ld, 0, sizeof ld);
+    if (drv_same_jitter) ld.random = const_rand;
     ld.log = count_errors;
     ld.log_level = SIMBA_LOG_ERROR;
     if (simba_loop_new(&ld, &l) != SIMBA_OK) return NULL;
@@ -720,7 +731,7 @@ static int server2_signal(pid_t pm, int sig) {
     return n;
 }
 
-/* SIGSTOP: the owner steps down by its local deadline; no simba_poll call blocks (target 1 ms). */
+/* SIGSTOP: the owner steps down by its local deadline; no simba_poll call blocks. */
 TEST(sigstop_server) {
     drv d;
     simba_backend *be;
@@ -1064,12 +1075,18 @@ TEST(batch_of_renewals_rolls_back_together) {
     memset(&rb, 0, sizeof rb);
     REQUIRE(ensure_table());
     REQUIRE(simba__pg_quote(qt, sizeof qt, NULL, table, ""));
+    drv_same_jitter = 1;
     REQUIRE(drv_add(&d));
+    drv_same_jitter = 0;
     REQUIRE(open_pg(d.l[0], port1, NULL, &be) == SIMBA_OK);
     p = (simba__pg *)simba_backend_impl(be);
     REQUIRE(p->state != SIMBA__PG_READY); /* both first attempts wait for the connection */
-    /* ttl 3200: renewals wait up to ttl/64 = 50 ms for company; a margin of 200 ms spreads
-       them by at most 200/8 = 25 ms (the core's jitter), so the two always go together */
+    /* Both asks go in one round trip, so both leases count from one sent_at. The core moves
+       an owner's first renewal earlier by a random part of half the margin (here up to
+       100 ms) and later ones by up to an eighth (25 ms): with the same draw for both
+       (drv_same_jitter) they fall due together, and renewals wait up to ttl/64 = 50 ms for
+       company, so the two always share a transaction. (With independent draws the first
+       renewals were more than 50 ms apart about one run in four: a flaky test.) */
     good = contend_margin(d.l[0], be, "rbatch-1-good", &rg);
     bad = contend_margin(d.l[0], be, "rbatch-2-bad", &rb);
     REQUIRE(good && bad);
