@@ -18,8 +18,15 @@ case "$BASE" in ''|*[!0-9]*) echo "zk-ensemble-start: bad SIMBA_ZK_ENSEMBLE_BASE
 
 JAR=/usr/share/java/zookeeper.jar
 [ -f "$JAR" ] || { echo "zk-ensemble-start: $JAR missing: apt-get install zookeeper" >&2; exit 1; }
+# SIMBA_ZK_ENSEMBLE_LOG=1: the members log at INFO (elections, session expiries) to DIR/zkN/zk.out,
+# each line stamped with the wall clock; otherwise they are silent.
 BIND=""
-for j in /usr/share/java/slf4j-nop.jar /usr/share/java/slf4j-simple.jar \
+JLOG=""
+if [ "${SIMBA_ZK_ENSEMBLE_LOG:-0}" = 1 ] && [ -f /usr/share/java/slf4j-simple.jar ]; then
+    BIND=/usr/share/java/slf4j-simple.jar
+    JLOG="-Dorg.slf4j.simpleLogger.showDateTime=true -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS"
+fi
+[ -n "$BIND" ] || for j in /usr/share/java/slf4j-nop.jar /usr/share/java/slf4j-simple.jar \
          /usr/share/java/slf4j-jdk14.jar /usr/share/java/slf4j-log4j12.jar; do
     if [ -f "$j" ]; then BIND=$j; break; fi
 done
@@ -66,7 +73,8 @@ CFG
     local cp="$d:$JAR"
     [ -n "$BIND" ] && cp="$cp:$BIND"
     # setsid: the member must not die with the caller's terminal or process group
-    setsid java -Xmx128m -Xss512k -XX:+UseSerialGC -Dzookeeper.jmx.log4j.disable=true -cp "$cp" \
+    # shellcheck disable=SC2086 # JLOG is a list of options
+    setsid java -Xmx128m -Xss512k -XX:+UseSerialGC -Dzookeeper.jmx.log4j.disable=true $JLOG -cp "$cp" \
         org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zoo.cfg" >>"$d/zk.out" 2>&1 </dev/null &
     echo $! >"$d/zk.pid"
 }

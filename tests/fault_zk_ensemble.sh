@@ -44,6 +44,10 @@ ENS=$DIR/ensemble
 FAULTS=$DIR/faults.log
 : >"$FAULTS"
 MUTEX="fault-zkens-$$"
+# what explains a verdict: the members log elections and session expiries (wall clock, in
+# ensemble/zkN/zk.out), the workers their client library's connects (monotonic ms, in wN.err);
+# clock.log pairs the two clocks
+export SIMBA_ZK_ENSEMBLE_LOG=1
 
 now_ms() { "$CHECK" --now; }
 sleep_ms() { sleep "$(awk -v m="$1" 'BEGIN { printf "%.3f", m / 1000 }')"; }
@@ -84,7 +88,7 @@ worker_start() { # worker_start SLOT
     W_LOG[$i]=$DIR/w$i-$NLOG.log
     "$WORKER" --backend zk --hosts "$HOSTS" --root /simba-ens --session-ms "$ZK_SESSION" --mutex "$MUTEX" \
         --duration-ms $(((SECS + 120) * 1000)) --ttl-ms "$TTL" --transition-ms "$TRANSITION" \
-        --hold-ms "$(rnd 800 2500)" --rest-ms "$(rnd 200 800)" --log "${W_LOG[$i]}" 2>>"$DIR/w$i.err" &
+        --hold-ms "$(rnd 800 2500)" --rest-ms "$(rnd 200 800)" --log "${W_LOG[$i]}" --zk-log 1 2>>"$DIR/w$i.err" &
     W_PID[$i]=$!
 }
 owner_slot() {
@@ -175,6 +179,7 @@ LIST=(kill_leader gc_pause kill_follower lose_quorum kill_owner)
 bash scripts/zk-ensemble-start.sh "$ENS" >>"$DIR/server.log" 2>&1 ||
     { echo "fault_zk_ensemble: could not start the ensemble (see $DIR/server.log)"; exit 1; }
 HOSTS=$(cat "$ENS/hosts")
+echo "monotonic $(now_ms) wall $(date +%T.%N)" >"$DIR/clock.log"
 for ((i = 0; i < N; i++)); do worker_start "$i"; done
 T0=$(date +%s)
 QUIET=$((LEASE / 1000 + 4)) # no fault in the last seconds: every lease runs out or renews

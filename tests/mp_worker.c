@@ -80,6 +80,7 @@ static struct {
 #ifdef SIMBA_HAVE_ZK
     const char *zk_hosts, *zk_root;
     int64_t zk_session_ms;
+    int zk_log; /* the client library's INFO lines on stderr, stamped with CLOCK_MONOTONIC ms */
 #endif
 #ifdef SIMBA_HAVE_PG
     const char *pg_host, *pg_table, *pg_user, *pg_password;
@@ -169,8 +170,17 @@ static int zk_option(const char *key, const char *val) {
     if (strcmp(key, "hosts") == 0) opt.zk_hosts = val;
     else if (strcmp(key, "root") == 0) opt.zk_root = val;
     else if (strcmp(key, "session-ms") == 0) return parse_ms(val, &opt.zk_session_ms) && opt.zk_session_ms < 1000000 ? 1 : -1;
+    else if (strcmp(key, "zk-log") == 0) opt.zk_log = strcmp(val, "0") != 0;
     else return 0;
     return 1;
+}
+
+/* Which server each session talked to, and when: what a fault run needs to explain a verdict.
+   Called on the client library's threads; one fprintf is one line. */
+static void zk_log_line(const char *message) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    fprintf(stderr, "zk %.3f %s\n", (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6, message);
 }
 
 static simba_result zk_open(simba_loop *loop, simba_backend **out, char *err, size_t cap) {
@@ -184,6 +194,10 @@ static simba_result zk_open(simba_loop *loop, simba_backend **out, char *err, si
     d.hosts = opt.zk_hosts;
     d.root = opt.zk_root;
     d.session_timeout_ms = (int)opt.zk_session_ms;
+    if (opt.zk_log) {
+        zoo_set_debug_level(ZOO_LOG_LEVEL_INFO);
+        d.zk_log = zk_log_line;
+    }
     rc = simba_zk_open(loop, &d, out);
     if (rc != SIMBA_OK) snprintf(err, cap, "%s", simba_strerror(rc));
     return rc;
@@ -224,7 +238,7 @@ static const worker_backend backends[] = {
     {"redis", "[--host 127.0.0.1] [--port 6379] [--prefix simba:] [--cluster 1] [--sentinels IP:P,... [--master-name simba]] [--wait-replicas N]", redis_option, redis_open},
 #endif
 #ifdef SIMBA_HAVE_ZK
-    {"zk", "--hosts H:P[,...] [--root /simba] [--session-ms N]", zk_option, zk_open},
+    {"zk", "--hosts H:P[,...] [--root /simba] [--session-ms N] [--zk-log 1]", zk_option, zk_open},
 #endif
 #ifdef SIMBA_HAVE_PG
     {"pg", "[--pg-host 127.0.0.1] [--pg-port 5432] [--pg-table simba_mutex] [--pg-user U] [--pg-password P]", pg_option, pg_open},
