@@ -2110,7 +2110,7 @@ static void simba__loop_destroy(simba_loop *l);
 /* A timer of the loop is due: this poll runs it after the backends' first process call.
    A backend holding requests for company waits for the flush that follows, so that a late
    poll does not send what is held before the due timers have added to it. */
-static int simba__timer_due(simba_loop *l, int64_t now) {
+static inline int simba__timer_due(simba_loop *l, int64_t now) {
     return l->heap_n > 0 && l->heap[0].at <= now;
 }
 

@@ -30,9 +30,10 @@
  *
  * SCALE (10,000 mutexes on one handle)
  *   An owner also watches its own node, so its node cannot go unnoticed; its renewal then
- *   needs no listing: one session check (an exists on the root) answers every renewal that
- *   was sent before it, because the server evaluated it later and every watch event that
- *   the server sent before it is handled first. Likewise for the waiter right behind the
+ *   needs no listing: one session check (a sync, which goes through the leader) answers
+ *   every renewal that was sent before it, because the leader evaluated it later, our server
+ *   applied everything the leader had committed before answering it, and every watch event
+ *   that the server sent before it is handled first. Likewise for the waiter right behind the
  *   owner, which watches the owner's node and whose read of it is unchanged since. At most
  *   one check is in flight, 20 ms apart at least. A fired watch, a new session or dropped
  *   events (the event queue holds 256) send requests the long way again. Mutexes are kept
@@ -59,14 +60,30 @@
  *   waiter whose watched predecessor is rewritten sets its watch again.
  *
  * LEASE
- *   The lease is the ZooKeeper session. The server expires a session no earlier than one
- *   negotiated session timeout T after it last heard from the client, and every reply to
- *   a request was evaluated after the request was sent. So an owner's reply carries
- *   ttl_left_ms = 2T/3 and transition_left_ms = T counted from the request's sent_at (the
- *   core counts from there): the owner stops believing it owns at sent_at + 2T/3, nobody
- *   else can win before sent_at + T. The ttl_ms / transition_ms of a request are ignored;
- *   choose a session timeout that fits (the owner renews at ttl_at - renew_margin, so a
- *   renew_margin below 2T/3 is needed). Non-owners get the owner's values from its node
+ *   The lease is the ZooKeeper session. Only the leader expires a session, no earlier than
+ *   one negotiated session timeout T after it last heard of the client; a new leader gives
+ *   every session a full T. The leader hears of us through our server: the server forwards
+ *   our touches when the leader pings it (every tickTime/2). A server cut off from the
+ *   leader (a frozen or partitioned leader) still answers reads from its own view for up to
+ *   syncLimit x tickTime before it drops its clients, and a leader that was frozen expires,
+ *   when continued, every session it has not heard of for T: an owner confirmed by such a
+ *   read believed it owned seconds after another was granted (CI found it; the test is
+ *   tests/fault_zk_isolated.sh). So nothing that grants or renews rests on our server's
+ *   view alone: a renewal's session check is a sync, a listing that may grant comes after a
+ *   sync (or after our own create), and both were evaluated by the leader after the request
+ *   was sent. A sync also touches the session: the backend sends one whenever T/6 passed
+ *   without a call (while it knows any mutex), as the client library pings only after T/3.
+ *   The leader then heard of us no earlier than sent_at - T/6 - tickTime/2 and cannot expire
+ *   the session before sent_at + 5T/6 - tickTime/2. An owner's reply carries
+ *   ttl_left_ms = T/2 and transition_left_ms = T counted from the request's sent_at (the
+ *   core counts from there): the owner stops believing it owns at sent_at + T/2, which
+ *   leaves T/3 - tickTime/2 for delays (ZooKeeper requires T >= 2 tickTime by default). Not
+ *   covered: a leader partitioned away with our server that has lost its quorum and not yet
+ *   noticed answers syncs for up to syncLimit x tickTime (with 3 members it cannot lose its
+ *   quorum while it and our server still talk; with 5 or more it can): choose
+ *   T > 2 x syncLimit x tickTime, or step_down_on_disconnect, if that partition matters.
+ *   The ttl_ms / transition_ms of a request are ignored; choose a session timeout that fits
+ *   (the owner renews at ttl_at - renew_margin, so a renew_margin below T/2 is needed). Non-owners get the owner's values from its node
  *   data (its session timeout as it knew it when it created the node). held_ms is -1.
  *   The vt declares SIMBA_LEASE_SESSION, so the core takes these grants as they are.
  *     Disconnect (ZOO_CONNECTING_STATE): SIMBA_EV_DISCONNECTED, always. An owner whose desc
@@ -76,10 +93,8 @@
  *     Session expiry: SIMBA_EV_LOST for every mutex at once, the handle is closed, a new
  *   session is opened, and once it is connected SIMBA_EV_RESET makes services re-contend
  *   (nodes are created again lazily by the next ACQUIRE).
- *     With an ensemble, reads are served by the server the client is connected to, which
- *   may lag the leader a little (no sync() is issued before listing): an owner check is as
- *   fresh as that server. Tested against a single server and against a 3-node ensemble
- *   (scripts/zk-ensemble-start.sh; the shared kit and tests/fault_zk_ensemble.sh).
+ *     Tested against a single server and against a 3-node ensemble (scripts/zk-ensemble-
+ *   start.sh; the shared kit, tests/fault_zk_ensemble.sh and tests/fault_zk_isolated.sh).
  *
  * REQUESTS BEFORE THE CONNECTION
  *   simba_zk_open() does not block on the network (zookeeper_init is asynchronous; host
@@ -184,6 +199,8 @@ typedef struct simba_zk_stats {
     uint64_t session_checks;    /* session checks sent: one answers many renewals */
     uint64_t checked;           /* requests answered by a session check, without a listing */
     uint64_t closer_threads;    /* expired handles closed by a closer thread (not in the poll) */
+    uint64_t syncs;             /* syncs sent before a listing that may grant ownership */
+    uint64_t keepalives;        /* syncs sent only to touch the session (see LEASE) */
 } simba_zk_stats;
 
 /* Opens a ZooKeeper session (asynchronously) and registers the backend on loop. */
@@ -238,12 +255,12 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 
 enum { SIMBA__ZK_CREATE, SIMBA__ZK_LIST, SIMBA__ZK_GET, SIMBA__ZK_EXISTS, SIMBA__ZK_DELETE,
        SIMBA__ZK_MKDIR, SIMBA__ZK_AUTH, SIMBA__ZK_PARENT, SIMBA__ZK_SET, SIMBA__ZK_REWATCH,
-       SIMBA__ZK_SELF, SIMBA__ZK_PING };
+       SIMBA__ZK_SELF, SIMBA__ZK_PING, SIMBA__ZK_SYNC };
 /* job kinds beyond simba_op */
 enum { SIMBA__ZK_J_REFRESH = 100 };
 /* job steps */
 enum { SIMBA__ZK_S_LIST, SIMBA__ZK_S_CREATE, SIMBA__ZK_S_GET, SIMBA__ZK_S_EXISTS, SIMBA__ZK_S_DELETE,
-       SIMBA__ZK_S_SWEEP, SIMBA__ZK_S_SET };
+       SIMBA__ZK_S_SWEEP, SIMBA__ZK_S_SET, SIMBA__ZK_S_SYNC };
 
 typedef struct simba__zk simba__zk;
 typedef struct simba__zk_sess simba__zk_sess;
@@ -357,6 +374,7 @@ struct simba__zk_job {
     int tries;
     int mkdirs;
     int created;
+    int synced;    /* a sync went through the leader after the request was sent */
     int pred_gone; /* the watched predecessor's deletion was processed before the exists answer */
     int full;      /* no session-only confirmation: list and read */
     int started;   /* a call of it was answered: it goes before new ones */
@@ -403,6 +421,7 @@ struct simba__zk {
     int nfly;                        /* job calls in flight on the current session */
     int root_made;                   /* the root's parents were asked for in this session */
     int64_t ping_at;                 /* the next check no sooner than this */
+    int64_t sent_at;                 /* the last call issued on the current session */
     simba__zk_mtx *mtxs;
     simba__zk_mtx **mtab; /* hash of mtxs by name */
     size_t mtab_cap, nmtx;
@@ -641,6 +660,7 @@ static int simba__zk_op_issued(simba__zk *zk, simba__zk_op *op, int zrc) {
         return zrc;
     }
     zk->stats.zk_calls++;
+    zk->sent_at = simba_now(zk->loop);
     op->oprev = NULL;
     op->onext = zk->outstanding;
     if (zk->outstanding) zk->outstanding->oprev = op;
@@ -974,6 +994,8 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
     }
     if (job->kind == SIMBA_OP_ACQUIRE && job->step == SIMBA__ZK_S_LIST && !c->node[0] && !c->dirty && !job->tries)
         job->step = SIMBA__ZK_S_CREATE; /* we know we have no node: nothing to list yet */
+    if (job->kind == SIMBA_OP_ACQUIRE && job->step == SIMBA__ZK_S_LIST && !job->created && !job->synced)
+        job->step = SIMBA__ZK_S_SYNC; /* a listing that may grant is only as fresh as its server: see LEASE */
     if (job->kind == SIMBA_OP_RELEASE && job->step == SIMBA__ZK_S_LIST) {
         /* RELEASE starts by deleting the node it knows, which hands over at once */
         if (c->node[0]) job->step = SIMBA__ZK_S_DELETE;
@@ -1042,6 +1064,13 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
         if (!op) goto nomem;
         zrc = simba__zk_op_issued(zk, op, zoo_awexists(zh, path, simba__zk_node_watcher, zk->sess,
                                                        simba__zk_cb_stat, op));
+        break;
+    case SIMBA__ZK_S_SYNC:
+        if (!simba__zk_path(zk, path, mutex, NULL)) break;
+        op = simba__zk_op_new(zk, job, SIMBA__ZK_SYNC);
+        if (!op) goto nomem;
+        zk->stats.syncs++;
+        zrc = simba__zk_op_issued(zk, op, zoo_async(zh, path, simba__zk_cb_string, op));
         break;
     case SIMBA__ZK_S_DELETE:
         if (!simba__zk_path(zk, path, mutex, c->node)) break;
@@ -1116,7 +1145,7 @@ static void simba__zk_owner_reply(simba_reply *r, const char *owner, int64_t tim
     memset(r, 0, sizeof *r);
     r->rc = SIMBA_OK;
     r->owner = owner;
-    r->ttl_left_ms = timeout * 2 / 3;
+    r->ttl_left_ms = timeout / 2; /* see LEASE */
     r->transition_left_ms = timeout;
     r->held_ms = -1;
     r->fence = fence;
@@ -1227,7 +1256,7 @@ static void simba__zk_ping(simba__zk *zk, int64_t now) {
     int zrc = ZINVALIDSTATE;
     if (!zk->bq_wait || zk->ping_op || now < zk->ping_at || zk->closing) return;
     if (simba__zk_usable(zk) && (op = simba__zk_op_new(zk, NULL, SIMBA__ZK_PING)) != NULL)
-        zrc = simba__zk_op_issued(zk, op, zoo_aexists(zk->sess->zh, zk->root, 0, simba__zk_cb_stat, op));
+        zrc = simba__zk_op_issued(zk, op, zoo_async(zk->sess->zh, zk->root, simba__zk_cb_string, op));
     else if (simba__zk_usable(zk))
         zrc = ZSYSTEMERROR;
     if (zrc != ZOK) {
@@ -1465,6 +1494,10 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
     } else if (rc != ZOK && rc != ZNONODE) {
         snprintf(msg, sizeof msg, "zookeeper: %s", zerror(rc));
         simba__zk_fail(zk, job, simba__zk_rc(rc), msg);
+    } else if (op->kind == SIMBA__ZK_SYNC) { /* our server has caught up with the leader: list */
+        job->synced = 1;
+        job->step = SIMBA__ZK_S_LIST;
+        simba__zk_job_run(zk, job);
     } else if (op->kind == SIMBA__ZK_LIST) {
         simba__zk_on_list(zk, job, op);
     } else if (op->kind == SIMBA__ZK_GET) {
@@ -2087,6 +2120,27 @@ static int simba__zk_fds(void *impl, struct pollfd *out, int cap) {
     return 1;
 }
 
+/* When the session must be touched next (see LEASE): T/6 after the last call, while any
+   mutex is known and the session is connected; INT64_MAX otherwise. */
+static int64_t simba__zk_touch_at(const simba__zk *zk) {
+    if (!zk->nmtx || !simba__zk_usable(zk) || !zk->sess->connected) return INT64_MAX;
+    return simba__add(zk->sent_at, simba__max(1, simba__zk_timeout(zk) / 6));
+}
+
+/* The client library pings only after T/3 without a call; the leader hears of a touch at
+   its next ping of our server. A sync now and then keeps what the leader knows recent. */
+static void simba__zk_keepalive(simba__zk *zk, int64_t now) {
+    simba__zk_op *op;
+    if (now < simba__zk_touch_at(zk) || (op = simba__zk_op_new(zk, NULL, SIMBA__ZK_SYNC)) == NULL) return;
+    int zrc = simba__zk_op_issued(zk, op, zoo_async(zk->sess->zh, zk->root, simba__zk_cb_string, op));
+    if (zrc == ZOK) {
+        zk->stats.keepalives++;
+    } else { /* refused (the library is reconnecting): said, and not again at once */
+        snprintf(zk->be->errmsg, sizeof zk->be->errmsg, "zookeeper: keepalive sync: %s", zerror(zrc));
+        zk->sent_at = now;
+    }
+}
+
 static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__zk *zk = (simba__zk *)impl;
     simba__zk_job *job;
@@ -2119,6 +2173,7 @@ static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int
         if (!job->op) simba__zk_job_end(zk, job); /* still waiting for its turn: nothing in flight */
     }
     simba__zk_ping(zk, now);
+    simba__zk_keepalive(zk, now);
 }
 
 static int64_t simba__zk_deadline(void *impl) {
@@ -2126,7 +2181,7 @@ static int64_t simba__zk_deadline(void *impl) {
     int64_t d = zk->sess ? INT64_MAX : zk->reopen_at;
     if (zk->thead && zk->thead->deadline < d) d = zk->thead->deadline;
     if (zk->bq_wait && !zk->ping_op && zk->ping_at < d) d = zk->ping_at;
-    return d;
+    return simba__min(d, simba__zk_touch_at(zk));
 }
 
 static simba_result simba__zk_watch(void *impl, const char *mutex) {
