@@ -2131,12 +2131,15 @@ static int64_t simba__zk_touch_at(const simba__zk *zk) {
    its next ping of our server. A sync now and then keeps what the leader knows recent. */
 static void simba__zk_keepalive(simba__zk *zk, int64_t now) {
     simba__zk_op *op;
-    if (now < simba__zk_touch_at(zk) || (op = simba__zk_op_new(zk, NULL, SIMBA__ZK_SYNC)) == NULL) return;
-    int zrc = simba__zk_op_issued(zk, op, zoo_async(zk->sess->zh, zk->root, simba__zk_cb_string, op));
+    int zrc;
+    if (now < simba__zk_touch_at(zk)) return;
+    op = simba__zk_op_new(zk, NULL, SIMBA__ZK_SYNC);
+    zrc = op ? simba__zk_op_issued(zk, op, zoo_async(zk->sess->zh, zk->root, simba__zk_cb_string, op)) : ZSYSTEMERROR;
     if (zrc == ZOK) {
         zk->stats.keepalives++;
-    } else { /* refused (the library is reconnecting): said, and not again at once */
-        snprintf(zk->be->errmsg, sizeof zk->be->errmsg, "zookeeper: keepalive sync: %s", zerror(zrc));
+    } else { /* refused (the library is reconnecting, or no memory): said, and not again at once */
+        snprintf(zk->be->errmsg, sizeof zk->be->errmsg, "zookeeper: keepalive sync: %s",
+                 op ? zerror(zrc) : "out of memory");
         zk->sent_at = now;
     }
 }
