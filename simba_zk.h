@@ -83,8 +83,9 @@
  *   quorum while it and our server still talk; with 5 or more it can): choose
  *   T > 2 x syncLimit x tickTime, or step_down_on_disconnect, if that partition matters.
  *   The ttl_ms / transition_ms of a request are ignored; choose a session timeout that fits
- *   (the owner renews at ttl_at - renew_margin, so a renew_margin below T/2 is needed). Non-owners get the owner's values from its node
- *   data (its session timeout as it knew it when it created the node). held_ms is -1.
+ *   (the owner renews at ttl_at - renew_margin, so a renew_margin below T/2 is needed).
+ *   Non-owners get the owner's values from its node data (its session timeout as it knew it
+ *   when it created the node). held_ms is -1.
  *   The vt declares SIMBA_LEASE_SESSION, so the core takes these grants as they are.
  *     Disconnect (ZOO_CONNECTING_STATE): SIMBA_EV_DISCONNECTED, always. An owner whose desc
  *   asks for step_down_on_disconnect steps down at once (reason "connection") and replies

@@ -4,8 +4,8 @@
 # SIMBA_ZK_ENSEMBLE_BASE, default 2272..2280), then the fault harness on an ensemble of its
 # own (tests/fault_zk_ensemble.sh, FAULT_ZK_ENSEMBLE_BASE default 2281..2289) for
 # ZK_ENSEMBLE_FAULT_SECONDS (default 60), then an owner whose server is cut off from a frozen
-# leader (tests/fault_zk_isolated.sh, 2290..2298, about 25 s). About 3 minutes. Every server is stopped by PID.
-# Ends with "zk-ensemble: N passed, N failed"; exit 0 only if both passed.
+# leader (tests/fault_zk_isolated.sh, 2290..2298, about 25 s). About 3 minutes. Every server
+# is stopped by PID. Ends with "zk-ensemble: N passed, N failed"; exit 0 only if all passed.
 if [ -z "${BASH_VERSION:-}" ]; then exec bash "$0" "$@"; fi
 set -u
 cd "$(dirname "$0")/.."

@@ -65,7 +65,9 @@ wait_line "$DIR/a.log" " acquired " 10000 || fail "A did not acquire"
 # shellcheck disable=SC2086
 $B/mp_worker $W --hosts "127.0.0.1:$(cport "$L"),127.0.0.1:$(cport "$F")" --hold-ms 1000 --rest-ms 200 --log "$DIR/b.log" 2>"$DIR/b.err" &
 PB=$!
-sleep 2.5 # B queues behind A; A renews a few times
+# B has a session (its first ask follows at once); the verdict does not depend on B being
+# queued before the freeze, only on A's step-down and on mp_check
+wait_line "$DIR/b.err" "session establishment complete" 10000 || fail "B did not connect"
 PL=$(cat "$ENS/zk$L/zk.pid")
 PF=$(cat "$ENS/zk$F/zk.pid")
 T0=$(now_ms)

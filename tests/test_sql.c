@@ -1254,43 +1254,57 @@ TEST(batched_requests_observe_what_single_requests_do) {
 }
 
 
-/* Renewals due apart wait for company (at most ttl/64, here 50 ms): two owners whose
-   renewals fall due 30 ms apart renew in one write transaction, each within the hold of
-   its due time, and both stay owners. Without the hold each renewal commits alone. */
-TEST(renewals_due_apart_share_one_write_transaction) {
+/* Two owners on one in-memory file whose first renewals fall due 30 ms apart (due[0], due[1]),
+   on an injected clock and a constant jitter, with commits counted. NULL if set-up failed. */
+static simba_loop *two_owners_due_apart(const char *path, const char *prefix, int64_t start, simba_service *sv[2],
+                                        int64_t due[2]) {
     simba_loop *loop = NULL;
     simba_loop_desc ld;
     simba_sql_desc sd;
     simba_backend *be = NULL;
-    simba_service *sv[2];
-    int k, c0, polls;
-    int64_t due[2], renewed[2] = {0, 0};
-    int sent[2] = {0, 0};
-    fake_now = 11000000;
+    int k, polls;
+    fake_now = start;
     memset(&ld, 0, sizeof ld);
     ld.now_ms = fake_clock;
     ld.random = const_rand;
     ld.poll_budget_us = 3600000000; /* what is due runs in its injected millisecond, however slow the build */
-    REQUIRE(simba_loop_new(&ld, &loop) == SIMBA_OK);
+    if (simba_loop_new(&ld, &loop) != SIMBA_OK) return NULL;
     memset(&sd, 0, sizeof sd);
-    sd.path = "file:/company?vfs=memdb";
+    sd.path = path;
     sd.test_clock = 1;
-    REQUIRE(simba_sql_open(loop, &sd, &be) == SIMBA_OK);
+    if (simba_sql_open(loop, &sd, &be) != SIMBA_OK) goto fail;
     sqlite3_commit_hook(impl_of(be)->db, count_commit, NULL);
     for (k = 0; k < 2; k++) {
+        char name[64];
         simba_contend_desc d;
+        snprintf(name, sizeof name, "%s%d", prefix, k);
         memset(&d, 0, sizeof d);
-        d.mutex = k ? "company1" : "company0";
+        d.mutex = name;
         d.ttl_ms = 6400;
         d.transition_ms = 3000;
-        REQUIRE(simba_contend(loop, be, &d, &sv[k]) == SIMBA_OK);
-        CHECK_RC(simba_start(sv[k]), SIMBA_OK);
+        if (simba_contend(loop, be, &d, &sv[k]) != SIMBA_OK || simba_start(sv[k]) != SIMBA_OK) goto fail;
         for (polls = 0; polls < 100 && !simba_is_owner(sv[k]); polls++) simba_poll(loop);
-        REQUIRE(simba_is_owner(sv[k]));
+        if (!simba_is_owner(sv[k])) goto fail;
         due[k] = sv[k]->tm.at; /* its first renewal */
         fake_now += 30;
     }
-    CHECK_EQ(due[1] - due[0], 30);
+    if (due[1] - due[0] == 30) return loop;
+fail:
+    simba_loop_free(loop);
+    return NULL;
+}
+
+/* Renewals due apart wait for company (at most ttl/64, here 50 ms): two owners whose
+   renewals fall due 30 ms apart renew in one write transaction, each within the hold of
+   its due time, and both stay owners. Without the hold each renewal commits alone. */
+TEST(renewals_due_apart_share_one_write_transaction) {
+    simba_loop *loop;
+    simba_service *sv[2];
+    int k, c0, polls;
+    int64_t due[2], renewed[2] = {0, 0};
+    int sent[2] = {0, 0};
+    loop = two_owners_due_apart("file:/company?vfs=memdb", "company", 11000000, sv, due);
+    REQUIRE(loop != NULL);
     /* 1 ms steps from just before the first renewal is due until both are answered */
     fake_now = due[0] - 1;
     simba_poll(loop);
@@ -1318,38 +1332,12 @@ TEST(renewals_due_apart_share_one_write_transaction) {
    both commit in one write transaction. (Before, the backend sent the held one before the
    loop ran the due timer: two transactions.) The held one's time is up, so they go at once. */
 TEST(late_poll_keeps_held_renewals_together) {
-    simba_loop *loop = NULL;
-    simba_loop_desc ld;
-    simba_sql_desc sd;
-    simba_backend *be = NULL;
+    simba_loop *loop;
     simba_service *sv[2];
-    int k, c0, polls;
+    int c0, polls;
     int64_t due[2];
-    fake_now = 12000000;
-    memset(&ld, 0, sizeof ld);
-    ld.now_ms = fake_clock;
-    ld.random = const_rand;
-    ld.poll_budget_us = 3600000000;
-    REQUIRE(simba_loop_new(&ld, &loop) == SIMBA_OK);
-    memset(&sd, 0, sizeof sd);
-    sd.path = "file:/latepoll?vfs=memdb";
-    sd.test_clock = 1;
-    REQUIRE(simba_sql_open(loop, &sd, &be) == SIMBA_OK);
-    sqlite3_commit_hook(impl_of(be)->db, count_commit, NULL);
-    for (k = 0; k < 2; k++) {
-        simba_contend_desc d;
-        memset(&d, 0, sizeof d);
-        d.mutex = k ? "late1" : "late0";
-        d.ttl_ms = 6400;
-        d.transition_ms = 3000;
-        REQUIRE(simba_contend(loop, be, &d, &sv[k]) == SIMBA_OK);
-        CHECK_RC(simba_start(sv[k]), SIMBA_OK);
-        for (polls = 0; polls < 100 && !simba_is_owner(sv[k]); polls++) simba_poll(loop);
-        REQUIRE(simba_is_owner(sv[k]));
-        due[k] = sv[k]->tm.at;
-        fake_now += 30;
-    }
-    CHECK_EQ(due[1] - due[0], 30);
+    loop = two_owners_due_apart("file:/latepoll?vfs=memdb", "late", 12000000, sv, due);
+    REQUIRE(loop != NULL);
     fake_now = due[0];
     c0 = commits;
     simba_poll(loop);
