@@ -19,6 +19,9 @@ tally() {
         FAILED="$FAILED $name"
         echo "   FAILED (exit $rc) after $(( $(date +%s) - t0 ))s; log $log:"
         grep -E 'FAIL|OVERLAP|FENCE|ACTS|LEAKED|error|Error|ERROR' "$log" | head -40 | sed 's/^/   | /'
+        # the figures around a failure are what explain it (CI keeps only this output)
+        echo "   last lines of the log:"
+        tail -n 30 "$log" | sed 's/^/   : /'
     else
         echo "   ${line:-ok} ($(( $(date +%s) - t0 ))s)"
     fi

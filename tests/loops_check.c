@@ -186,9 +186,12 @@ static int setup(int port, const char *mutex, const char *id) {
     memset(&cd, 0, sizeof cd);
     cd.mutex = mutex;
     cd.contender_id = id;
-    cd.ttl_ms = 3000;
-    cd.transition_ms = 1000;
-    cd.renew_margin_ms = 2000; /* renew 1 s after each grant: the stopped server sees one */
+    /* A long lease: a waiter that missed the push would ask again only at its end (up to
+       15 s after the owner's last renewal), so a handoff within 5 s can only be the push,
+       however slow the machine (the check is behaviour, not speed). */
+    cd.ttl_ms = 10000;
+    cd.transition_ms = 5000;
+    cd.renew_margin_ms = 9000; /* renew 1 s after each grant: the stopped server sees one */
     cd.on_acquired = on_acquired;
     cd.on_released = on_released;
     fl_init();
@@ -237,6 +240,18 @@ static int child_main(int port, const char *mutex, int go_fd, int report_fd) {
     if (!run_until(&owner, 1, 8000)) return 4;
     t = acquired_us;
     if (write(report_fd, &t, sizeof t) != (ssize_t)sizeof t) return 5;
+    {
+        /* what the waiter went through, printed by the parent next to the handoff figure */
+        char line[256];
+        simba_stats st;
+        memset(&st, 0, sizeof st);
+        memset(line, 0, sizeof line);
+        st.size = sizeof st;
+        if (simba_service_stats(svc, &st) == SIMBA_OK)
+            snprintf(line, sizeof line, "attempts %llu, errors %llu, wait %lld ms, last error: %s", (unsigned long long)st.attempts,
+                     (unsigned long long)st.errors, (long long)st.wait_max_ms, st.last_error_msg[0] ? st.last_error_msg : "none");
+        if (write(report_fd, line, sizeof line) != (ssize_t)sizeof line) return 5;
+    }
     simba_stop(svc);
     run_until(&released, 1, 2000);
     detach();
@@ -268,7 +283,7 @@ int main(int argc, char **argv) {
     child = fork();
     if (child == 0) _exit(child_main(port, mutex, go[0], rep[1]));
 
-    /* 1. acquire (a fresh server quarantines grants for one lease) */
+    /* 1. acquire (test_loops.sh declares its server empty: no data-loss quarantine) */
     if (!setup(port, mutex, "owner")) { fail("setup"); goto out; }
     if (!run_until(&owner, 1, 8000)) { fail("acquire"); goto out; }
     printf("%s: acquired\n", ADAPTER);
@@ -340,19 +355,27 @@ int main(int argc, char **argv) {
     else {
         double ms = (released_us - stop_called_us) / 1000.0;
         printf("%s: simba_stop from a foreign timer released in %.2f ms\n", ADAPTER, ms);
-        if (ms > 20) fail("stop took more than 20 ms");
+        /* without the kick to the foreign loop's timer it would wait for the next renewal
+           timer, up to 1 s away */
+        if (ms > 250) fail("stop took more than 250 ms (the foreign loop's timer not re-armed?)");
     }
     {
         struct pollfd p;
         int64_t t = 0;
+        char line[256];
         p.fd = rep[0];
         p.events = POLLIN;
         if (poll(&p, 1, 5000) == 1 && read(rep[0], &t, sizeof t) == (ssize_t)sizeof t) {
             double ms = (t - stop_called_us) / 1000.0;
             printf("%s: handoff to the waiting process in %.1f ms\n", ADAPTER, ms);
-            if (ms > 300) fail("handoff slower than 300 ms (not pushed?)");
+            if (read(rep[0], line, sizeof line) == (ssize_t)sizeof line) {
+                line[sizeof line - 1] = 0;
+                printf("%s: the waiting process: %s\n", ADAPTER, line);
+            }
+            if (ms > 5000) fail("handoff later than 5 s: the release was not pushed to the waiter");
         } else {
-            fail("the waiting process never acquired");
+            fail("the waiting process did not acquire within 5 s of the release (the push was lost; "
+                 "its own timer comes only at the lease end)");
         }
     }
 #if defined(LOOPS_URING) || defined(LOOPS_EPOLL)
