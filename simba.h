@@ -23,7 +23,9 @@
  *     acquired_at     when this ownership began (renewals keep it)
  *     ttl_at          the owner must renew before this
  *     transition_at   ttl_at + transition: only the owner may renew, nobody else may take it
- *   After transition_at anyone may take it. An owner renews at ttl_at - renew_margin; a
+ *   After transition_at anyone may take it. An owner renews at ttl_at - renew_margin (a
+ *   little earlier: at random, then down to a step of at most margin / 16 and 128 ms of the
+ *   loop clock, so that many owners renew in one poll and one batch); a
  *   non-owner tries at transition_at + jitter in [jitter_min, jitter_max) (default
  *   [-200, 1000) ms, [0, 1000) when transition is 0); with no owner it tries at once; a
  *   waiter that the backend reports as first in line tries exactly at lease end. A release
@@ -692,6 +694,7 @@ SIMBA_API void simba_log(simba_loop *loop, simba_log_level level, const char *fm
 #define SIMBA__NEVER INT64_MAX
 #define SIMBA__MAX_ROUNDS 16
 #define SIMBA__POLL_BUDGET_US 500 /* default simba_loop_desc.poll_budget_us */
+#define SIMBA__RENEW_GRID_MS 128 /* renewals are aligned down to this step at most */
 #define SIMBA__EV_FREE_MAX 64     /* recycled event nodes kept */
 #define SIMBA__ERRMSG_MAX 128     /* simba_stats.last_error_msg */
 
@@ -948,7 +951,12 @@ struct simba_service {
         int32_t rc;
         int32_t first_in_line;
     } rep;
-    char rep_owner[SIMBA_ID_MAX + 1];
+    /* The answer's owner: s->id (we own it), "" (nobody) or rep_other, a copy of another
+       contender's id allocated at its first such answer and grown as needed (most services
+       see one other owner: a fixed buffer of SIMBA_ID_MAX would be an eighth of a service). */
+    const char *rep_owner;
+    char *rep_other;
+    size_t rep_other_cap;
 };
 
 /* A descriptor the fd hook was told about (seen: listed by the latest sync). */
@@ -1300,6 +1308,16 @@ static void simba__stat_error(simba_service *s, int rc, const char *msg) {
 
 /* ---- completions and events (queued; handled inside the poll) ------------------------- */
 
+static int simba__grow_other(simba_service *s, size_t n) {
+    size_t cap = (n + 15) & ~(size_t)15;
+    char *p = (char *)simba_alloc(s->loop, cap);
+    if (!p) return 0;
+    simba_free(s->loop, s->rep_other);
+    s->rep_other = p;
+    s->rep_other_cap = cap;
+    return 1;
+}
+
 SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     simba_service *s;
     simba_loop *l;
@@ -1324,7 +1342,22 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     s->rep.transition_left_ms = reply->transition_left_ms;
     s->rep.held_ms = reply->held_ms;
     s->rep.fence = reply->fence;
-    simba__copy(s->rep_owner, sizeof s->rep_owner, reply->owner);
+    s->rep_owner = "";
+    if (reply->owner && reply->owner[0]) {
+        size_t n = strlen(reply->owner) + 1;
+        if (strcmp(reply->owner, s->id) == 0) {
+            s->rep_owner = s->id;
+        } else if (n <= s->rep_other_cap || simba__grow_other(s, n)) {
+            memcpy(s->rep_other, reply->owner, n);
+            s->rep_owner = s->rep_other;
+        } else {
+            /* The answer cannot be kept: like a request that failed, the core backs off. */
+            static const simba_reply oom = {SIMBA_ENOMEM, "out of memory keeping a backend's answer", NULL, 0, 0, -1, 0, 0};
+            reply = &oom;
+            s->rep.rc = reply->rc;
+            s->rep.held_ms = reply->held_ms;
+        }
+    }
     if (reply->rc != SIMBA_OK) {
         simba__copy(s->be->errmsg, sizeof s->be->errmsg, reply->errmsg ? reply->errmsg : simba_strerror(reply->rc));
         simba__stat_error(s, reply->rc, s->be->errmsg);
@@ -1536,6 +1569,14 @@ static int64_t simba__renew_at(const simba_service *s, int64_t now, int64_t gran
        at once; later ones by up to an eighth, so the phases keep drifting apart. */
     int64_t at = simba__add(s->lease_end, -margin - simba__uniform(s->loop, 0, (gained ? margin / 2 : margin / 8) + 1));
     int64_t floor = simba__add(now, simba__max(1, simba__min(s->min_retry, (s->lease_end - now) / 2)));
+    /* Then earlier still, down to a grid of the loop clock (a power of two of ms, at most
+       margin / 16 and SIMBA__RENEW_GRID_MS): owners whose renewals fall in the same step
+       renew in one poll, so 10,000 owners wake the process a few times a second instead of
+       hundreds, and the backend sends their renewals together. At most margin / 16 early:
+       the rate of renewals grows by that fraction of the period, at most. */
+    int64_t grid = 1;
+    while (grid * 2 <= simba__min(margin / 16, SIMBA__RENEW_GRID_MS)) grid *= 2;
+    if (grid > 1 && at > 0) at -= at % grid;
     return simba__max(at, floor);
 }
 
@@ -1952,6 +1993,7 @@ static void simba__svc_finalize(simba_service *s) {
     be->users--;
     s->loop = NULL;
     simba_free(l, s->cnt.last_error_msg);
+    simba_free(l, s->rep_other);
     simba_free(l, s);
     if (be->free_requested && be->users == 0) simba__backend_destroy(be);
 }
@@ -2424,7 +2466,7 @@ static void simba__loop_destroy(simba_loop *l) {
     }
     simba__locker_release_all(l);
     simba__sched_release_all(l);
-    for (s = l->services; s; s = sn) { sn = s->all_next; s->loop = NULL; simba_free(l, s->cnt.last_error_msg); simba_free(l, s); }
+    for (s = l->services; s; s = sn) { sn = s->all_next; s->loop = NULL; simba_free(l, s->cnt.last_error_msg); simba_free(l, s->rep_other); simba_free(l, s); }
     for (ev = l->ev_head; ev; ev = en) { en = ev->next; simba_free(l, ev); }
     for (ev = l->ev_free; ev; ev = en) { en = ev->next; simba_free(l, ev); }
     simba_free(l, l->heap);

@@ -541,10 +541,13 @@ typedef struct simba__rmutex {
 } simba__rmutex;
 
 /* A request in flight (or queued for the connection). Pooled: steady state allocates
-   nothing of simba's own; hiredis' buffers are its own business. */
+   nothing of simba's own; hiredis' buffers are its own business. The pool keeps at most
+   SIMBA__REDIS_POOL_KEEP spare records: 10,000 services started at once have as many
+   requests in flight once, and keeping all of them would cost ~500 B a service for good. */
+#define SIMBA__REDIS_POOL_KEEP 256
 typedef struct simba__rop {
     struct simba__rop *next, *prev;
-    struct simba__rop *all_next;
+    struct simba__rop *all_next, *all_prev;
     struct simba__redis *r;
     simba_req *req;
     int64_t deadline;
@@ -613,6 +616,7 @@ typedef struct simba__redis {
     simba__rop *inflight, *inflight_tail; /* on cmd, in send order */
     simba__rop *pending, *pending_tail;   /* waiting for cmd to come up */
     simba__rop *free_ops, *all_ops;
+    int nfree_ops;
     simba__rmap mutexes, chans;
     int reset_pending;
     int destroying;
@@ -721,9 +725,17 @@ static int64_t simba__redis_jitter(simba__redis *r, int64_t base) {
 
 static void simba__rop_release(simba__redis *r, simba__rop *op) {
     op->req = NULL;
+    if (r->nfree_ops >= SIMBA__REDIS_POOL_KEEP && !r->destroying) {
+        /* hiredis holds no callback with it any more: this is its completion */
+        if (op->all_prev) op->all_prev->all_next = op->all_next; else r->all_ops = op->all_next;
+        if (op->all_next) op->all_next->all_prev = op->all_prev;
+        simba_free(r->loop, op);
+        return;
+    }
     op->next = r->free_ops;
     op->prev = NULL;
     r->free_ops = op;
+    r->nfree_ops++;
 }
 
 static void simba__redis_wake_released(simba__redis *r, const simba_req *req, uint32_t seq, int ok);
@@ -1681,12 +1693,15 @@ static simba_result simba__redis_submit_ex(simba__redis *r, simba_req *req, int 
     op = r->free_ops;
     if (op) {
         r->free_ops = op->next;
+        r->nfree_ops--;
     } else {
         op = (simba__rop *)simba_alloc(r->loop, sizeof(*op));
         if (!op) return SIMBA_ENOMEM;
         memset(op, 0, sizeof(*op));
         op->r = r;
         op->all_next = r->all_ops;
+        op->all_prev = NULL;
+        if (r->all_ops) r->all_ops->all_prev = op;
         r->all_ops = op;
     }
     op->next = op->prev = NULL;

@@ -137,12 +137,16 @@ TEST(contender_ids) {
 
 /* ---- timing ------------------------------------------------------------------------------ */
 
+/* Where a renewal due at `at` is sent: down to the renewal grid (a power of two of ms, at
+   most margin / 16 and 128), so that owners renew together. */
+static int64_t renew_grid(int64_t at, int64_t grid) { return at - at % grid; }
+
 TEST(owner_renews_at_ttl_minus_margin) {
     proc p;
     rec c = {0};
     simba_service *s;
     simba_reply r;
-    int64_t t0;
+    int64_t t0, at;
     store_new();
     proc_open(&p);
     s = contender(&p, "renew", "a", 900, 600, &c);
@@ -152,17 +156,20 @@ TEST(owner_renews_at_ttl_minus_margin) {
     CHECK_EQ(c.acquired, 1);
     CHECK(simba_is_owner(s));
     CHECK_EQ(s->lease_end, t0 + 900);
-    CHECK_EQ(s->next_try, t0 + 900 - 300); /* default margin ttl/3 */
-    fake_now = t0 + 599;
+    /* default margin ttl/3, then down to the renewal grid: 16 ms (300 / 16, a power of two) */
+    at = renew_grid(t0 + 900 - 300, 16);
+    CHECK_EQ(s->next_try, at);
+    CHECK(at > t0 + 900 - 300 - 16);
+    fake_now = at - 1;
     settle(&p, 1);
     CHECK_RC(simba_memstore_read(store, "renew", &r, NULL, 0), SIMBA_OK);
-    CHECK_EQ(r.ttl_left_ms, 900 - 599); /* not renewed yet */
-    fake_now = t0 + 600;
+    CHECK_EQ(r.ttl_left_ms, 900 - (at - 1 - t0)); /* not renewed yet */
+    fake_now = at;
     settle(&p, 1);
     CHECK_RC(simba_memstore_read(store, "renew", &r, NULL, 0), SIMBA_OK);
-    CHECK_EQ(r.ttl_left_ms, 900); /* renewed exactly at ttl_at - margin */
-    CHECK_EQ(r.held_ms, 600);     /* acquired_at kept */
-    CHECK_EQ(s->lease_end, t0 + 600 + 900);
+    CHECK_EQ(r.ttl_left_ms, 900); /* renewed exactly then */
+    CHECK_EQ(r.held_ms, at - t0); /* acquired_at kept */
+    CHECK_EQ(s->lease_end, at + 900);
     advance(&p, 1, 10000, 50);
     CHECK_EQ(c.acquired, 1); /* renewals are silent */
     CHECK_EQ(c.released, 0);
@@ -195,7 +202,7 @@ TEST(renew_margin_capped_by_granted_session_lease) {
        lease_end - 3000 (which would be in the past and renew continuously) */
     simba__learn(s, &(simba_reply){.owner = "a", .ttl_left_ms = 1200, .transition_left_ms = 1800, .fence = s->own_fence}, t0);
     CHECK_EQ(s->lease_end, t0 + 1200);
-    CHECK_EQ(s->next_try, t0 + 600);
+    CHECK_EQ(s->next_try, renew_grid(t0 + 600, 32)); /* margin 600: a grid of 32 ms */
     proc_close(&p);
     store_free();
 }
@@ -217,7 +224,7 @@ TEST(asked_lease_grant_clamped_to_what_was_asked) {
     CHECK_EQ(s->lease_end, t0 + 900);
     CHECK_EQ(s->view.ttl_at, t0 + 900);
     CHECK_EQ(s->view.transition_at, t0 + 900 + 600);
-    CHECK_EQ(s->next_try, t0 + 600);
+    CHECK_EQ(s->next_try, renew_grid(t0 + 600, 16)); /* margin 300: a grid of 16 ms */
     /* a session lease is taken as granted */
     declare_session_lease(&p);
     simba__learn(s, &(simba_reply){.owner = "a", .ttl_left_ms = 9000, .transition_left_ms = 15000, .fence = s->own_fence}, t0);
@@ -1525,10 +1532,14 @@ TEST(poll_budget_bounds_every_poll_of_a_renewal_herd) {
 }
 
 /* Renewals spread: 10,000 owners granted at one instant (a seeded random source, so the
-   draws are fixed) never put more than 3 % of their renewals into one 10 ms slot (a sixth of the ttl is 50 slots), in the
-   first renewal burst or later; and every renewal is sent at or before ttl_at - margin. */
+   draws are fixed) never put more than 3 % of their renewals into 10 ms of the loop clock, in
+   the first renewal burst or later; and every renewal is sent at or before ttl_at - margin.
+   Renewals are aligned down to a grid (here 32 ms: margin 1000 / 16, rounded down to a power
+   of two) so that those of one step go out in one poll: the density is counted per step
+   (3 % x 3.2 = 9.6 % of the owners at most), and every renewal must fall on the grid. */
+#define SPREAD_GRID 32
 static int spread_slot[2000];
-static int spread_late;
+static int spread_late, spread_off_grid;
 static uint32_t spread_state = 2463534242u;
 static uint32_t spread_rand(void *u) {
     (void)u;
@@ -1541,8 +1552,9 @@ static int64_t spread_t0;
 static simba_result spread_submit(void *impl, simba_req *r) {
     if (r->renew) {
         simba_service *sv = r->svc_;
-        int64_t k = (fake_now - spread_t0) / 10;
+        int64_t k = (fake_now - spread_t0) / SPREAD_GRID;
         if (k >= 0 && k < 2000) spread_slot[k]++;
+        if (fake_now % SPREAD_GRID != 0) spread_off_grid++;
         if (fake_now > sv->lease_end - sv->renew_margin) spread_late++;
     }
     return mem_submit(impl, r);
@@ -1585,10 +1597,11 @@ TEST(renewals_of_owners_started_together_spread) {
         if (spread_slot[i] > busiest) busiest = spread_slot[i];
     }
     CHECK(total >= 4 * N);
-    CHECK(busiest <= N * 3 / 100);
+    CHECK(busiest <= N * 3 * SPREAD_GRID / 1000);
     CHECK_EQ(spread_late, 0);
+    CHECK_EQ(spread_off_grid, 0);
     CHECK_EQ(c.released, 0);
-    fprintf(stderr, "  %d renewals, busiest 10 ms: %d\n", total, busiest);
+    fprintf(stderr, "  %d renewals, busiest %d ms step: %d\n", total, SPREAD_GRID, busiest);
     CHECK_RC(simba_loop_free(p.loop), SIMBA_OK);
     store_free();
 }
@@ -1611,6 +1624,51 @@ static void live_free(void *u, void *q) {
     live_bytes -= (long long)*(size_t *)q;
     free(q);
 }
+/* A service keeps another contender's id from an answer in a buffer allocated at its first
+   such answer. If that allocation fails, the answer counts as a failed request (ENOMEM, the
+   core backs off and asks again); once memory is back the owner is learnt; nothing leaks. */
+static int live_refuse;
+static void *refusing_alloc(void *u, size_t n) { return live_refuse ? NULL : live_alloc(u, n); }
+TEST(other_owner_kept_without_a_fixed_buffer_and_out_of_memory_backs_off) {
+    simba_loop_desc d;
+    simba_stats st;
+    proc p;
+    rec ca = {0}, cb = {0};
+    simba_service *a, *b;
+    simba_owner o;
+    store_new();
+    memset(&d, 0, sizeof d);
+    d.now_ms = fake_clock;
+    d.random = fake_rand;
+    d.alloc = refusing_alloc;
+    d.free = live_free;
+    CHECK_RC(simba_loop_new(&d, &p.loop), SIMBA_OK);
+    CHECK_RC(simba_memory_open(p.loop, store, &p.be), SIMBA_OK);
+    a = contender(&p, "other", "a-rather-long-contender-id-0123456789", 3000, 1000, &ca);
+    b = contender(&p, "other", "b", 3000, 1000, &cb);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(&p, 1);
+    CHECK(simba_is_owner(a));
+    live_refuse = 1;
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    settle(&p, 1);
+    live_refuse = 0;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    CHECK_RC(simba_service_stats(b, &st), SIMBA_OK);
+    CHECK_EQ(st.errors, 1);
+    CHECK_EQ(st.last_error, SIMBA_ENOMEM);
+    CHECK(!simba_is_owner(b));
+    advance(&p, 1, 2000, 50); /* the backoff, then b asks again */
+    CHECK_RC(simba_owner_get(b, &o), SIMBA_OK);
+    CHECK_STR(o.id, "a-rather-long-contender-id-0123456789");
+    CHECK(simba_is_owner(a));
+    CHECK(!simba_is_owner(b));
+    CHECK_RC(simba_loop_free(p.loop), SIMBA_OK);
+    CHECK_EQ(live_bytes, 0);
+    store_free();
+}
+
 TEST(memory_per_service_under_a_kibibyte) {
     enum { M = 2000 };
     static simba_service *s[2 * M];
@@ -2089,6 +2147,7 @@ int main(int argc, char **argv) {
     RUN(poll_yields_when_many_timers_fall_due);
     RUN(poll_budget_bounds_every_poll_of_a_renewal_herd);
     RUN(renewals_of_owners_started_together_spread);
+    RUN(other_owner_kept_without_a_fixed_buffer_and_out_of_memory_backs_off);
     RUN(memory_per_service_under_a_kibibyte);
     RUN(stop_during_renewal_fires_on_released_once_whatever_the_budget);
     RUN(fds_and_wait);
