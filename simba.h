@@ -24,12 +24,12 @@
  *     ttl_at          the owner must renew before this
  *     transition_at   ttl_at + transition: only the owner may renew, nobody else may take it
  *   After transition_at anyone may take it. An owner renews at ttl_at - renew_margin (a
- *   little earlier: at random, then down to a step of at most margin / 16 and 128 ms of the
- *   loop clock, so that many owners renew in one poll and one batch); a
- *   non-owner tries at transition_at + jitter in [jitter_min, jitter_max) (default
- *   [-200, 1000) ms, [0, 1000) when transition is 0); with no owner it tries at once; a
- *   waiter that the backend reports as first in line tries exactly at lease end. A release
- *   is pushed to the head waiter (see FAIRNESS).
+ *   little earlier: at random, then down to a step of the loop clock of at most margin / 16
+ *   and 128 ms, so that many owners renew in one poll and one batch); a non-owner tries at
+ *   transition_at + jitter in [jitter_min, jitter_max) (default [-200, 1000) ms, [0, 1000)
+ *   when transition is 0); with no owner it tries at once; a waiter that the backend reports
+ *   as first in line tries exactly at lease end. A release is pushed to the head waiter (see
+ *   FAIRNESS).
  *
  *   Every ownership carries a 64-bit fence that strictly increases from one ownership of a
  *   mutex to the next (renewals keep it): pass it to the resource you protect so that it
