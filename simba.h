@@ -915,6 +915,14 @@ enum {
     SIMBA__F_DISC_DOWN = 1u << 10  /* step down on SIMBA_EV_DISCONNECTED (the desc's policy) */
 };
 
+/* A simba_owner whose id is not copied in: it points to the service's own id, "" or the
+   service's view_other (a fixed SIMBA_ID_MAX buffer would be a seventh of a service). */
+typedef struct simba__view {
+    const char *id;
+    int64_t acquired_at, ttl_at, transition_at;
+    uint64_t fence;
+} simba__view;
+
 struct simba_service {
     simba__timer tm;
     simba_loop *loop;
@@ -942,7 +950,7 @@ struct simba_service {
     simba_reason why_stop, last_reason; /* the reason a stop reports; the latest release's */
     void *user;
     simba_req req;
-    simba_owner view; /* latest knowledge of the owner */
+    simba__view view; /* latest knowledge of the owner */
     char *id; /* stored right after the struct, at its own length ("" for an observer) */
     /* the answer to req, kept until the poll handles it (the simba_reply fields it needs) */
     struct {
@@ -957,6 +965,9 @@ struct simba_service {
     const char *rep_owner;
     char *rep_other;
     size_t rep_other_cap;
+    /* view.id's storage for another contender's id, as large as rep_other (both grow
+       together where an allocation can fail cleanly, so setting the view never allocates) */
+    char *view_other;
 };
 
 /* A descriptor the fd hook was told about (seen: listed by the latest sync). */
@@ -1308,12 +1319,20 @@ static void simba__stat_error(simba_service *s, int rc, const char *msg) {
 
 /* ---- completions and events (queued; handled inside the poll) ------------------------- */
 
+/* Room for another contender's id of n bytes in both rep_other and view_other. The view's
+   id is carried over (it may live in the old view_other). */
 static int simba__grow_other(simba_service *s, size_t n) {
     size_t cap = (n + 15) & ~(size_t)15;
-    char *p = (char *)simba_alloc(s->loop, cap);
-    if (!p) return 0;
+    char *p = (char *)simba_alloc(s->loop, cap), *q = (char *)simba_alloc(s->loop, cap);
+    if (!p || !q) { simba_free(s->loop, p); simba_free(s->loop, q); return 0; }
+    if (s->view.id == s->view_other) {
+        memcpy(q, s->view_other, strlen(s->view_other) + 1);
+        s->view.id = q;
+    }
     simba_free(s->loop, s->rep_other);
+    simba_free(s->loop, s->view_other);
     s->rep_other = p;
+    s->view_other = q;
     s->rep_other_cap = cap;
     return 1;
 }
@@ -1438,21 +1457,54 @@ static void simba__arm(simba_service *s) {
     simba__timer_set(l, &s->tm, at);
 }
 
+static void simba__view_get(const simba_service *s, simba_owner *o) {
+    simba__copy(o->id, sizeof o->id, s->view.id);
+    o->acquired_at = s->view.acquired_at;
+    o->ttl_at = s->view.ttl_at;
+    o->transition_at = s->view.transition_at;
+    o->fence = s->view.fence;
+}
+static int simba__view_is(const simba_service *s, const char *id) { return id && id[0] && strcmp(s->view.id, id) == 0; }
+static void simba__view_clear(simba_service *s) {
+    memset(&s->view, 0, sizeof s->view);
+    s->view.id = "";
+}
+/* "" and our own id need no room; another id normally has it already (an answer's owner
+   was given room where its failure could be reported, see simba_req_done). Should room for
+   it fail here, the view says "nobody": a waiter then asks at once and the server says who
+   owns it, which is safe (only the server grants). */
+static void simba__view_put(simba_service *s, const simba_owner *nv) {
+    size_t n;
+    s->view.acquired_at = nv->acquired_at;
+    s->view.ttl_at = nv->ttl_at;
+    s->view.transition_at = nv->transition_at;
+    s->view.fence = nv->fence;
+    if (!nv->id[0]) { s->view.id = ""; return; }
+    if (strcmp(nv->id, s->id) == 0) { s->view.id = s->id; return; }
+    if (s->view.id == s->view_other && strcmp(s->view_other, nv->id) == 0) return;
+    n = strlen(nv->id) + 1;
+    if (n > s->rep_other_cap && !simba__grow_other(s, n)) { s->view.id = ""; return; }
+    memcpy(s->view_other, nv->id, n);
+    s->view.id = s->view_other;
+}
+
 /* A new view of the owner; on_owner fires when the owner id or fence changed. */
 static void simba__set_view(simba_service *s, const simba_owner *nv) {
-    simba_owner before;
-    if (strcmp(s->view.id, nv->id) == 0 && s->view.fence == nv->fence) {
-        s->view = *nv;
+    simba_owner before, after;
+    if ((strcmp(s->view.id, nv->id) == 0 && s->view.fence == nv->fence) || !s->on_owner || (s->flags & SIMBA__F_ZOMBIE)) {
+        simba__view_put(s, nv);
         return;
     }
-    before = s->view;
-    s->view = *nv;
-    simba__fire(s, s->on_owner, &before, &s->view);
+    simba__view_get(s, &before);
+    simba__view_put(s, nv);
+    simba__view_get(s, &after);
+    simba__fire(s, s->on_owner, &before, &after);
 }
 
 /* Ownership leaves this contender: local belief ends now, the user hears once. */
 static void simba__step_down(simba_service *s, const simba_owner *after, simba_reason why) {
-    simba_owner before = s->view;
+    simba_owner before;
+    simba__view_get(s, &before);
     s->flags &= ~SIMBA__F_OWNER;
     if (s->flags & SIMBA__F_TOLD) {
         s->flags &= ~SIMBA__F_TOLD;
@@ -1480,8 +1532,8 @@ static void simba__submit(simba_service *s, simba_op op) {
     r->sent_at = s->loop->now;
     /* A free mutex last found kept for another head (not first in line) is not expected
        to be ours either: the backend may read before it writes. */
-    r->expect_win = op == SIMBA_OP_ACQUIRE && ((s->flags & SIMBA__F_OWNER) || simba_owner_is(&s->view, s->id) ||
-                                               (!simba_owner_has_owner(&s->view, s->loop->now) &&
+    r->expect_win = op == SIMBA_OP_ACQUIRE && ((s->flags & SIMBA__F_OWNER) || simba__view_is(s, s->id) ||
+                                               (!(s->view.id[0] && s->view.transition_at >= s->loop->now) &&
                                                 !((s->flags & SIMBA__F_ASKED) && !(s->flags & SIMBA__F_FIRST) && s->free_retry > 0)));
     r->renew = op == SIMBA_OP_ACQUIRE && (s->flags & SIMBA__F_OWNER) != 0;
     /* A waiter asks again by ttl + transition + jitter max at the latest (simba__contender_next);
@@ -1603,14 +1655,16 @@ static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t se
         s->flags &= ~SIMBA__F_IMMEDIATE;
         s->own_fence = rep->fence;
         s->lease_end = nv.ttl_at;
-        if (simba_owner_is(&s->view, s->id) && s->view.fence == nv.fence) nv.acquired_at = s->view.acquired_at;
+        if (simba__view_is(s, s->id) && s->view.fence == nv.fence) nv.acquired_at = s->view.acquired_at;
         {
-            simba_owner before = s->view;
+            simba_owner before, after;
+            simba__view_get(s, &before);
             simba__set_view(s, &nv);
             if (gained && !(s->flags & SIMBA__F_TOLD)) {
                 s->flags |= SIMBA__F_TOLD;
                 simba__stat_acquired(s);
-                simba__fire(s, s->on_acquired, &before, &s->view);
+                simba__view_get(s, &after);
+                simba__fire(s, s->on_acquired, &before, &after);
             }
         }
         /* Renew inside the TTL, never in the past; keep a retry before the lease ends. */
@@ -1665,7 +1719,7 @@ static void simba__complete(simba_service *s) {
             }
             if (r->op == SIMBA_OP_RELEASE) s->release_rc = rep.rc;
             s->status = SIMBA_INITIAL;
-            memset(&s->view, 0, sizeof s->view); /* a stopped service knows no owner */
+            simba__view_clear(s); /* a stopped service knows no owner */
             s->flags &= ~(SIMBA__F_RELEASE_SENT | SIMBA__F_WAKE);
             if (s->flags & SIMBA__F_ZOMBIE) simba__gc_add(s);
         } else {
@@ -1731,8 +1785,10 @@ static void simba__event_svc(simba_service *s, const simba__ev *ev) {
         /* Only our own request's answer makes us owner, and an owner trusts its renewals
            over a broadcast that may be older than them. */
         if (s->flags & SIMBA__F_OWNER) return;
-        if (s->kind == SIMBA__KIND_CONTEND && simba_owner_is(&s->view, s->id)) return;
+        if (s->kind == SIMBA__KIND_CONTEND && simba__view_is(s, s->id)) return;
         if (ev->rep.owner[0] && s->kind == SIMBA__KIND_CONTEND && strcmp(ev->rep.owner, s->id) == 0) return;
+        /* a push is a hint: without room for its owner's id it is dropped */
+        if (ev->rep.owner[0] && strlen(ev->rep.owner) + 1 > s->rep_other_cap && !simba__grow_other(s, strlen(ev->rep.owner) + 1)) return;
         simba__owner_from_reply(&nv, &ev->rep, l->now, l->now);
         simba__set_view(s, &nv);
         /* A contender that has not asked yet still asks now: the fairness queue knows only
@@ -1780,7 +1836,7 @@ static void simba__svc_step(simba_service *s) {
                 simba__submit(s, SIMBA_OP_RELEASE);
             } else {
                 s->status = SIMBA_INITIAL;
-                memset(&s->view, 0, sizeof s->view);
+                simba__view_clear(s);
                 if (s->flags & SIMBA__F_ZOMBIE) simba__gc_add(s);
             }
         }
@@ -1840,6 +1896,7 @@ static simba_result simba__svc_new(simba_loop *l, simba_backend *be, const char 
         memset(s, 0, sizeof *s);
         s->id = (char *)(s + 1);
         memcpy(s->id, idbuf, n);
+        s->view.id = "";
     }
     mx = simba__mx_get(be, mutex, &rc);
     if (!mx) { simba_free(l, s); return simba__fail(l, rc, "%s: cannot watch mutex %s on %s", what, mutex, be->vt->name); }
@@ -1949,7 +2006,7 @@ SIMBA_API simba_result simba_start(simba_service *s) {
         return simba__fail(l, SIMBA_ESTATE, "simba_start: cannot start mutex %s from state %d, expected INITIAL", s->mx->name, (int)s->status);
     s->gen++;
     s->flags &= ~(SIMBA__F_OWNER | SIMBA__F_TOLD | SIMBA__F_WAKE | SIMBA__F_RELEASE_SENT | SIMBA__F_IMMEDIATE | SIMBA__F_ASKED);
-    memset(&s->view, 0, sizeof s->view);
+    simba__view_clear(s);
     s->backoff = 0;
     s->release_rc = SIMBA_OK;
     s->own_fence = 0;
@@ -1994,6 +2051,7 @@ static void simba__svc_finalize(simba_service *s) {
     s->loop = NULL;
     simba_free(l, s->cnt.last_error_msg);
     simba_free(l, s->rep_other);
+    simba_free(l, s->view_other);
     simba_free(l, s);
     if (be->free_requested && be->users == 0) simba__backend_destroy(be);
 }
@@ -2039,7 +2097,7 @@ SIMBA_API int simba_is_owner(const simba_service *s) {
 SIMBA_API uint64_t simba_fence(const simba_service *s) { return simba_is_owner(s) ? s->own_fence : 0; }
 SIMBA_API simba_result simba_owner_get(const simba_service *s, simba_owner *out) {
     if (!simba__svc_ok(s) || !out) return SIMBA_EINVAL;
-    *out = s->view;
+    simba__view_get(s, out);
     return SIMBA_OK;
 }
 SIMBA_API const char *simba_service_contender_id(const simba_service *s) { return simba__svc_ok(s) ? s->id : NULL; }
@@ -2466,7 +2524,7 @@ static void simba__loop_destroy(simba_loop *l) {
     }
     simba__locker_release_all(l);
     simba__sched_release_all(l);
-    for (s = l->services; s; s = sn) { sn = s->all_next; s->loop = NULL; simba_free(l, s->cnt.last_error_msg); simba_free(l, s->rep_other); simba_free(l, s); }
+    for (s = l->services; s; s = sn) { sn = s->all_next; s->loop = NULL; simba_free(l, s->cnt.last_error_msg); simba_free(l, s->rep_other); simba_free(l, s->view_other); simba_free(l, s); }
     for (ev = l->ev_head; ev; ev = en) { en = ev->next; simba_free(l, ev); }
     for (ev = l->ev_free; ev; ev = en) { en = ev->next; simba_free(l, ev); }
     simba_free(l, l->heap);

@@ -1254,8 +1254,10 @@ TEST(batched_requests_observe_what_single_requests_do) {
 }
 
 
-/* Two owners on one in-memory file whose first renewals fall due 30 ms apart (due[0], due[1]),
-   on an injected clock and a constant jitter, with commits counted. NULL if set-up failed. */
+/* Two owners on one in-memory file whose first renewals fall due 32 ms apart (due[0], due[1]),
+   on an injected clock and a constant jitter, with commits counted. NULL if set-up failed.
+   renew_margin 320 ms makes the core's renewal grid 16 ms (margin / 16, a power of two), so
+   the two stay 32 ms apart: the backend's own hold for company is what is tested. */
 static simba_loop *two_owners_due_apart(const char *path, const char *prefix, int64_t start, simba_service *sv[2],
                                         int64_t due[2]) {
     simba_loop *loop = NULL;
@@ -1282,20 +1284,21 @@ static simba_loop *two_owners_due_apart(const char *path, const char *prefix, in
         d.mutex = name;
         d.ttl_ms = 6400;
         d.transition_ms = 3000;
+        d.renew_margin_ms = 320;
         if (simba_contend(loop, be, &d, &sv[k]) != SIMBA_OK || simba_start(sv[k]) != SIMBA_OK) goto fail;
         for (polls = 0; polls < 100 && !simba_is_owner(sv[k]); polls++) simba_poll(loop);
         if (!simba_is_owner(sv[k])) goto fail;
         due[k] = sv[k]->tm.at; /* its first renewal */
-        fake_now += 30;
+        fake_now += 32;
     }
-    if (due[1] - due[0] == 30) return loop;
+    if (due[1] - due[0] == 32) return loop;
 fail:
     simba_loop_free(loop);
     return NULL;
 }
 
 /* Renewals due apart wait for company (at most ttl/64, here 50 ms): two owners whose
-   renewals fall due 30 ms apart renew in one write transaction, each within the hold of
+   renewals fall due 32 ms apart renew in one write transaction, each within the hold of
    its due time, and both stay owners. Without the hold each renewal commits alone. */
 TEST(renewals_due_apart_share_one_write_transaction) {
     simba_loop *loop;
