@@ -542,9 +542,10 @@ typedef struct simba__rmutex {
 
 /* A request in flight (or queued for the connection). Pooled: steady state allocates
    nothing of simba's own; hiredis' buffers are its own business. The pool keeps at most
-   SIMBA__REDIS_POOL_KEEP spare records: 10,000 services started at once have as many
-   requests in flight once, and keeping all of them would cost ~500 B a service for good. */
-#define SIMBA__REDIS_POOL_KEEP 256
+   SIMBA__REDIS_POOL_KEEP spare records (~150 B each): 10,000 services started at once have
+   as many requests in flight once, and keeping all of them would cost that much a service
+   for good; renewals that the core sends together (its renewal grid) stay well below. */
+#define SIMBA__REDIS_POOL_KEEP 1024
 typedef struct simba__rop {
     struct simba__rop *next, *prev;
     struct simba__rop *all_next, *all_prev;
@@ -558,9 +559,7 @@ typedef struct simba__rop {
     /* desc.wait_replicas: the script's answer, kept until the WAIT after it answers */
     int waits, have;
     long long acked;
-    simba_reply wrep;
-    char wowner[SIMBA_ID_MAX + 1];
-    char werr[200];
+    simba_reply wrep; /* a grant: its owner is req->contender, which outlives the op */
 } simba__rop;
 
 enum { SIMBA__RC_DOWN, SIMBA__RC_CONNECTING, SIMBA__RC_READY };
@@ -617,6 +616,7 @@ typedef struct simba__redis {
     simba__rop *pending, *pending_tail;   /* waiting for cmd to come up */
     simba__rop *free_ops, *all_ops;
     int nfree_ops;
+    char werr[200]; /* a wait_replicas refusal's message, read by simba_req_done at once */
     simba__rmap mutexes, chans;
     int reset_pending;
     int destroying;
@@ -831,16 +831,15 @@ static void simba__redis_keep(simba__rop *op, const redisReply *x) {
     simba_reply *rep = &op->wrep;
     memset(rep, 0, sizeof(*rep));
     op->have = 1;
-    if (x->type != REDIS_REPLY_ERROR && simba__redis_parse(x, rep) == 0) {
-        simba__copy(op->wowner, sizeof(op->wowner), rep->owner);
-        rep->owner = op->wowner;
+    /* only grants wait, so the owner is the asker; the string stays with the request */
+    if (x->type != REDIS_REPLY_ERROR && simba__redis_parse(x, rep) == 0 && strcmp(rep->owner, op->req->contender) == 0) {
+        rep->owner = op->req->contender;
         return;
     }
     memset(rep, 0, sizeof(*rep));
     rep->rc = SIMBA_EBACKEND;
     rep->held_ms = -1;
-    simba__copy(op->werr, sizeof(op->werr), x->type == REDIS_REPLY_ERROR ? x->str : "redis: unexpected script reply");
-    rep->errmsg = op->werr;
+    rep->errmsg = "redis: unexpected script reply";
 }
 
 static void simba__redis_on_wait(redisAsyncContext *ac, void *reply, void *priv) {
@@ -864,11 +863,12 @@ static void simba__redis_on_wait(redisAsyncContext *ac, void *reply, void *priv)
         op->acked < r->wait_replicas) {
         /* A new grant that too few replicas have: a failover could lose it. Not ownership;
            the contender asks again (and is granted again once the replicas keep up). */
-        snprintf(op->werr, sizeof(op->werr), "redis: grant acknowledged by %lld of %d replicas within %lld ms (wait_replicas)",
+        /* simba_req_done copies the message before anything can write here again */
+        snprintf(r->werr, sizeof(r->werr), "redis: grant acknowledged by %lld of %d replicas within %lld ms (wait_replicas)",
                  op->acked, r->wait_replicas, (long long)r->wait_to);
         memset(&rep, 0, sizeof(rep));
         rep.rc = SIMBA_EBACKEND;
-        rep.errmsg = op->werr;
+        rep.errmsg = r->werr;
         rep.held_ms = -1;
     }
     simba__rop_release(r, op);
