@@ -961,13 +961,12 @@ struct simba_service {
     } rep;
     /* The answer's owner: s->id (we own it), "" (nobody) or rep_other, a copy of another
        contender's id allocated at its first such answer and grown as needed (most services
-       see one other owner: a fixed buffer of SIMBA_ID_MAX would be an eighth of a service). */
+       see one other owner: a fixed buffer of SIMBA_ID_MAX would be an eighth of a service).
+       view_other is view.id's storage for another contender's id; both buffers have
+       other_cap bytes and grow together (simba__grow_other). */
     const char *rep_owner;
-    char *rep_other;
-    size_t rep_other_cap;
-    /* view.id's storage for another contender's id, as large as rep_other (both grow
-       together where an allocation can fail cleanly, so setting the view never allocates) */
-    char *view_other;
+    char *rep_other, *view_other;
+    size_t other_cap;
 };
 
 /* A descriptor the fd hook was told about (seen: listed by the latest sync). */
@@ -1333,7 +1332,7 @@ static int simba__grow_other(simba_service *s, size_t n) {
     simba_free(s->loop, s->view_other);
     s->rep_other = p;
     s->view_other = q;
-    s->rep_other_cap = cap;
+    s->other_cap = cap;
     return 1;
 }
 
@@ -1366,7 +1365,7 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
         size_t n = strlen(reply->owner) + 1;
         if (strcmp(reply->owner, s->id) == 0) {
             s->rep_owner = s->id;
-        } else if (n <= s->rep_other_cap || simba__grow_other(s, n)) {
+        } else if (n <= s->other_cap || simba__grow_other(s, n)) {
             memcpy(s->rep_other, reply->owner, n);
             s->rep_owner = s->rep_other;
         } else {
@@ -1483,7 +1482,7 @@ static void simba__view_put(simba_service *s, const simba_owner *nv) {
     if (strcmp(nv->id, s->id) == 0) { s->view.id = s->id; return; }
     if (s->view.id == s->view_other && strcmp(s->view_other, nv->id) == 0) return;
     n = strlen(nv->id) + 1;
-    if (n > s->rep_other_cap && !simba__grow_other(s, n)) { s->view.id = ""; return; }
+    if (n > s->other_cap && !simba__grow_other(s, n)) { s->view.id = ""; return; }
     memcpy(s->view_other, nv->id, n);
     s->view.id = s->view_other;
 }
@@ -1788,7 +1787,7 @@ static void simba__event_svc(simba_service *s, const simba__ev *ev) {
         if (s->kind == SIMBA__KIND_CONTEND && simba__view_is(s, s->id)) return;
         if (ev->rep.owner[0] && s->kind == SIMBA__KIND_CONTEND && strcmp(ev->rep.owner, s->id) == 0) return;
         /* a push is a hint: without room for its owner's id it is dropped */
-        if (ev->rep.owner[0] && strlen(ev->rep.owner) + 1 > s->rep_other_cap && !simba__grow_other(s, strlen(ev->rep.owner) + 1)) return;
+        if (ev->rep.owner[0] && strlen(ev->rep.owner) + 1 > s->other_cap && !simba__grow_other(s, strlen(ev->rep.owner) + 1)) return;
         simba__owner_from_reply(&nv, &ev->rep, l->now, l->now);
         simba__set_view(s, &nv);
         /* A contender that has not asked yet still asks now: the fairness queue knows only

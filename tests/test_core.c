@@ -1629,21 +1629,25 @@ static void live_free(void *u, void *q) {
    core backs off and asks again); once memory is back the owner is learnt; nothing leaks. */
 static int live_refuse;
 static void *refusing_alloc(void *u, size_t n) { return live_refuse ? NULL : live_alloc(u, n); }
-TEST(other_owner_kept_without_a_fixed_buffer_and_out_of_memory_backs_off) {
+/* A fresh store and a process on the injected clock whose loop allocates through alloc and
+   live_free (live_bytes counts what is held). */
+static int counted_proc_open(proc *p, void *(*alloc)(void *, size_t)) {
     simba_loop_desc d;
+    store_new();
+    memset(&d, 0, sizeof d);
+    d.now_ms = fake_clock;
+    d.random = fake_rand;
+    d.alloc = alloc;
+    d.free = live_free;
+    return simba_loop_new(&d, &p->loop) == SIMBA_OK && simba_memory_open(p->loop, store, &p->be) == SIMBA_OK;
+}
+TEST(other_owner_kept_without_a_fixed_buffer_and_out_of_memory_backs_off) {
     simba_stats st;
     proc p;
     rec ca = {0}, cb = {0};
     simba_service *a, *b;
     simba_owner o;
-    store_new();
-    memset(&d, 0, sizeof d);
-    d.now_ms = fake_clock;
-    d.random = fake_rand;
-    d.alloc = refusing_alloc;
-    d.free = live_free;
-    CHECK_RC(simba_loop_new(&d, &p.loop), SIMBA_OK);
-    CHECK_RC(simba_memory_open(p.loop, store, &p.be), SIMBA_OK);
+    REQUIRE(counted_proc_open(&p, refusing_alloc));
     a = contender(&p, "other", "a-rather-long-contender-id-0123456789", 3000, 1000, &ca);
     b = contender(&p, "other", "b", 3000, 1000, &cb);
     CHECK_RC(simba_start(a), SIMBA_OK);
@@ -1672,18 +1676,10 @@ TEST(other_owner_kept_without_a_fixed_buffer_and_out_of_memory_backs_off) {
 TEST(memory_per_service_under_a_kibibyte) {
     enum { M = 2000 };
     static simba_service *s[2 * M];
-    simba_loop_desc d;
     proc p;
     long long base;
     int i, owners = 0;
-    store_new();
-    memset(&d, 0, sizeof d);
-    d.now_ms = fake_clock;
-    d.random = fake_rand;
-    d.alloc = live_alloc;
-    d.free = live_free;
-    CHECK_RC(simba_loop_new(&d, &p.loop), SIMBA_OK);
-    CHECK_RC(simba_memory_open(p.loop, store, &p.be), SIMBA_OK);
+    REQUIRE(counted_proc_open(&p, live_alloc));
     settle(&p, 1);
     base = live_bytes;
     for (i = 0; i < 2 * M; i++) {
