@@ -541,8 +541,10 @@ struct simba_req {
                            owner (a local step-down the server never saw, or a lost answer),
                            the backend starts a new ownership (new fence, acquired now), so
                            every on_acquired carries a fence above any seen before */
-    int step_down_on_disconnect; /* ACQUIRE: the contender steps down on SIMBA_EV_DISCONNECTED,
-                                    so a backend that knows it is disconnected grants nothing */
+    int deferrable;     /* ACQUIRE by a waiter on its own timer: answered before (it holds its
+                           place in line), expects no win (expect_win 0), not woken by a push
+                           or an event. Nobody waits on it: like a renewal, a backend may hold
+                           it briefly to send it with others */
     int64_t next_ask_ms; /* ACQUIRE by a non-owner: it asks again within this long (its
                             timer's bound), so a queued place whose liveness outlasts that
                             needs no refresh now: a waiter that is not granted need not
@@ -552,11 +554,13 @@ struct simba_req {
                            its own timing (a waiter asks again at least every ttl + transition
                            + jitter max); backends keep no liveness constant of their own */
     simba_req *next_;   /* free for the backend's use as a list link while in flight */
-    /* private to the core */
+    int step_down_on_disconnect; /* ACQUIRE: the contender steps down on SIMBA_EV_DISCONNECTED,
+                                    so a backend that knows it is disconnected grants nothing */
+    /* private to the core (done_ fills the last int's padding) */
+    int done_;
     simba_service *svc_;
     uint64_t gen_;
     simba_req *done_next_;
-    int done_;
 };
 
 /* An answer. Durations are as the server saw them when it evaluated the request. */
@@ -912,7 +916,8 @@ enum {
     SIMBA__F_IMMEDIATE = 1u << 7,  /* the last attempt was an immediate one (no owner) */
     SIMBA__F_FIRST = 1u << 8,      /* the backend last said we are first in line */
     SIMBA__F_ASKED = 1u << 9,      /* an acquire was answered in this run (we hold a place) */
-    SIMBA__F_DISC_DOWN = 1u << 10  /* step down on SIMBA_EV_DISCONNECTED (the desc's policy) */
+    SIMBA__F_DISC_DOWN = 1u << 10, /* step down on SIMBA_EV_DISCONNECTED (the desc's policy) */
+    SIMBA__F_WOKEN = 1u << 11      /* the next ask answers a push or an event, not a timer */
 };
 
 /* A simba_owner whose id is not copied in: it points to the service's own id, "" or the
@@ -1535,6 +1540,11 @@ static void simba__submit(simba_service *s, simba_op op) {
                                                (!(s->view.id[0] && s->view.transition_at >= s->loop->now) &&
                                                 !((s->flags & SIMBA__F_ASKED) && !(s->flags & SIMBA__F_FIRST) && s->free_retry > 0)));
     r->renew = op == SIMBA_OP_ACQUIRE && (s->flags & SIMBA__F_OWNER) != 0;
+    /* A waiter's own timer re-asking while it expects no win holds its place already and
+       wakes nobody: nothing waits on its answer, so the backend may batch it. */
+    r->deferrable = op == SIMBA_OP_ACQUIRE && !r->renew && !r->expect_win && s->kind == SIMBA__KIND_CONTEND &&
+                    (s->flags & SIMBA__F_ASKED) && !(s->flags & SIMBA__F_WOKEN);
+    s->flags &= ~SIMBA__F_WOKEN;
     /* A waiter asks again by ttl + transition + jitter max at the latest (simba__contender_next);
        a second of slack covers a loaded host's scheduling. */
     r->live_ms = op == SIMBA_OP_ACQUIRE ? simba__add(s->ttl + s->transition + simba__max(s->jmax, 0), 1000) : 0;
@@ -1742,14 +1752,20 @@ static void simba__complete(simba_service *s) {
         simba__learn(s, &rep, r->sent_at);
     }
     if (r->renew && s->cnt.renewals == renewals) { s->cnt.renewals_failed++; l->cnt.renewals_failed++; }
-    if ((s->flags & SIMBA__F_WAKE) && !(s->flags & SIMBA__F_OWNER) && s->status == SIMBA_RUNNING) s->next_try = l->now;
+    if ((s->flags & SIMBA__F_WAKE) && !(s->flags & SIMBA__F_OWNER) && s->status == SIMBA_RUNNING) {
+        s->next_try = l->now;
+        s->flags |= SIMBA__F_WOKEN;
+    }
     s->flags &= ~SIMBA__F_WAKE;
     simba__arm(s);
 }
 
 static void simba__wake(simba_service *s) {
     if (s->flags & SIMBA__F_INFLIGHT) s->flags |= SIMBA__F_WAKE;
-    else s->next_try = s->loop->now;
+    else {
+        s->next_try = s->loop->now;
+        s->flags |= SIMBA__F_WOKEN;
+    }
 }
 
 static void simba__event_svc(simba_service *s, const simba__ev *ev) {

@@ -46,11 +46,12 @@
  *            (backoff, then CONNECTING)   (lost / statement_timeout_ms: recycle)
  *
  *   READY/BUSY with libpq >= 14 runs in pipeline mode: what is queued goes out at once as
- *   prepared statements; consecutive renewals share one transaction (at most
- *   SIMBA_PG_BATCH_MAX, sorted by name so batches never deadlock, one commit for all, and
- *   answered only after it: a rolled-back renewal never reaches the core); anything else has
- *   a transaction of its own. A renewal may wait min(ttl/64, SIMBA_PG_BATCH_MS) for company;
- *   other requests go at once and take it along. One poll sends and answers at most
+ *   prepared statements; consecutive renewals and waiters' routine re-asks (req->deferrable)
+ *   share one transaction (at most SIMBA_PG_BATCH_MAX, sorted by name so batches never
+ *   deadlock, one commit for all, and answered only after it: a rolled-back renewal never
+ *   reaches the core); anything else has a transaction of its own. A renewal or a routine
+ *   re-ask may wait min(ttl/64, SIMBA_PG_BATCH_MS) for company; other requests (a first ask,
+ *   a pushed waiter's, a release) go at once and take it along. One poll sends and answers at most
  *   2 * SIMBA_PG_BATCH_MAX statements. Older libpq sends one at a time.
  *   The statement deadline restarts at every answer: a server that answers is alive.
  *   Grants and renewals commit with the session's synchronous_commit; releases and places
@@ -144,8 +145,9 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
 #include <stdlib.h>
 #include <string.h>
 
-/* A renewal may wait this long (at most ttl/64) for company: many mutexes then cost one round trip per window, not per
-   request. 0 sends every request at once. */
+/* A renewal or a waiter's routine re-ask may wait this long (at most ttl/64) for company:
+   many mutexes then cost one round trip and one commit per window, not per request. 0 sends
+   every request at once. */
 #ifndef SIMBA_PG_BATCH_MS
 #define SIMBA_PG_BATCH_MS 50
 #endif
@@ -598,11 +600,17 @@ static void simba__pg_fail_queued(simba__pg *p, simba_result rc, const char *msg
     }
 }
 
+/* Renewals and a waiter's routine re-asks (req->deferrable) share a transaction: nobody
+   waits on them, and none of them wakes anyone. */
+static int simba__pg_batchable(const simba_req *r) {
+    return r->op == SIMBA_OP_ACQUIRE && (r->renew || r->deferrable);
+}
+
 /* Sends what is queued: in pipeline mode all of it as one batch, one transaction closed by
    one sync (renewals due in one poll share one round trip and one commit), sorted by name;
    else one statement at a time. */
 static void simba__pg_send_next(simba__pg *p, int64_t now) {
-    int sent = 0, flushed = 1, budget = 2 * SIMBA_PG_BATCH_MAX, last_renew = 0;
+    int sent = 0, flushed = 1, budget = 2 * SIMBA_PG_BATCH_MAX, last_batchable = 0;
     if (p->state != SIMBA__PG_READY || !p->head || (!p->pipeline && p->nfl > 0)) return;
     p->send_at = INT64_MAX;
     while (p->head && (p->pipeline || p->nfl == 0)) {
@@ -612,9 +620,9 @@ static void simba__pg_send_next(simba__pg *p, int64_t now) {
             break;
         }
 #ifdef LIBPQ_HAS_PIPELINING
-        /* renewals share a transaction (one commit for many); anything else, which may
-           change the line or wake a waiter, has one of its own, as it would alone */
-        if (p->pipeline && sent > 0 && (sent == SIMBA_PG_BATCH_MAX || !p->head->renew || !last_renew)) {
+        /* renewals and routine re-asks share a transaction (one commit for many); anything
+           else, which may change the line or wake a waiter, has one of its own, as alone */
+        if (p->pipeline && sent > 0 && (sent == SIMBA_PG_BATCH_MAX || !simba__pg_batchable(p->head) || !last_batchable)) {
             if (!PQpipelineSync(p->conn)) {
                 simba__pg_set_err(p, "send failed", PQerrorMessage(p->conn));
                 simba__pg_drop(p, now, SIMBA_ECONN);
@@ -652,7 +660,7 @@ static void simba__pg_send_next(simba__pg *p, int64_t now) {
         }
         sent++;
         flushed = 0;
-        last_renew = r->op == SIMBA_OP_ACQUIRE && r->renew;
+        last_batchable = simba__pg_batchable(r);
     }
 #ifdef LIBPQ_HAS_PIPELINING
     if (p->pipeline && sent) {
@@ -930,13 +938,14 @@ static simba_result simba__pg_submit(void *impl, simba_req *req) {
     req->next_ = NULL;
     if (p->tail) p->tail->next_ = req; else p->head = req;
     p->tail = req;
-    /* nobody waits on a renewal: it may wait for company (a waiter's ask is not held: its
-       arrival decides its place in the line); anything else goes now and takes them along */
-    /* a waiter woken by a push still sees the old owner (expect_win 0): it is a handoff */
+    /* nobody waits on a renewal or a routine re-ask: it may wait for company (a first ask is
+       not held: its arrival decides its place in the line); anything else goes now and takes
+       them along. A waiter woken by a push is a handoff (the core does not mark it deferrable;
+       the count is kept for a core that would) */
     if (req->op == SIMBA_OP_ACQUIRE && !req->renew && p->woken > 0) {
         p->woken--;
         p->send_at = 0;
-    } else if (req->op == SIMBA_OP_ACQUIRE && req->renew && SIMBA_PG_BATCH_MS > 0) {
+    } else if (simba__pg_batchable(req) && SIMBA_PG_BATCH_MS > 0) {
         int64_t hold = simba__min(req->ttl_ms / 64, SIMBA_PG_BATCH_MS);
         p->send_at = simba__min(p->send_at, simba__add(simba_now(p->loop), hold));
     } else p->send_at = 0;

@@ -772,6 +772,92 @@ TEST(release_push_wakes_head_waiter_at_once) {
     store_free();
 }
 
+/* req->deferrable marks exactly the asks nobody waits on: a waiter's own timer re-asking
+   while it expects no win (another owner's lease, as it knows it, still runs). Never a
+   first ask (its arrival is its place in line), an ask at the lease end it knows (a
+   takeover), a renewal, a release, or the ask a push woke (a handoff). */
+typedef struct { char who; int renew, deferrable, op; } ask_seen;
+static ask_seen asks[256];
+static int nasks;
+static simba_result (*defer_mem_submit)(void *, simba_req *);
+static simba_result defer_submit(void *impl, simba_req *r) {
+    if (nasks < 256) {
+        asks[nasks].who = r->contender[0];
+        asks[nasks].renew = r->renew;
+        asks[nasks].deferrable = r->deferrable;
+        asks[nasks].op = (int)r->op;
+        nasks++;
+    }
+    return defer_mem_submit(impl, r);
+}
+static int asks_of(char who, int op, int deferrable) {
+    int i, n = 0;
+    for (i = 0; i < nasks; i++) n += asks[i].who == who && asks[i].op == op && asks[i].deferrable == deferrable;
+    return n;
+}
+TEST(only_a_waiters_routine_reask_is_deferrable) {
+    static simba_backend_vt spy;
+    proc p[2];
+    rec ca = {0}, cb = {0}, cx = {0}, cy = {0};
+    simba_service *a, *b, *x, *y;
+    int i;
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    spy = *simba_backend_vt_get(p[1].be);
+    defer_mem_submit = spy.submit;
+    spy.submit = defer_submit;
+    p[0].be->vt = &spy;
+    p[1].be->vt = &spy;
+    nasks = 0;
+    /* a's lease (6 s) outlasts b's own ttl + transition + jitter, which bounds b's sleep:
+       b re-asks while a's lease runs, expecting no win */
+    a = contender(&p[0], "defer", "a", 4000, 2000, &ca);
+    b = contender(&p[1], "defer", "b", 1000, 500, &cb);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 1);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    settle(p, 2);
+    /* first asks: a wins, b joins the line; neither may be held */
+    CHECK_EQ(nasks, 2);
+    CHECK(asks[0].who == 'a' && !asks[0].deferrable && !asks[0].renew);
+    CHECK(asks[1].who == 'b' && !asks[1].deferrable && !asks[1].renew);
+    /* y waits on x's equal lease: it asks at the lease end it knows (x may have died) */
+    x = contender(&p[0], "defer-end", "x", 1000, 500, &cx);
+    y = contender(&p[1], "defer-end", "y", 1000, 500, &cy);
+    CHECK_RC(simba_start(x), SIMBA_OK);
+    settle(p, 1);
+    CHECK_RC(simba_start(y), SIMBA_OK);
+    settle(p, 2);
+    CHECK_EQ(nasks, 4);
+    CHECK(asks[2].who == 'x' && !asks[2].deferrable && asks[3].who == 'y' && !asks[3].deferrable);
+    /* a and x renew, b re-asks on its timer, y at lease ends: only b's re-asks are deferrable */
+    advance(p, 2, 12000, 10);
+    CHECK(simba_is_owner(a) && simba_is_owner(x));
+    CHECK_EQ(ca.released + cx.released, 0);
+    for (i = 4; i < nasks; i++) {
+        CHECK(asks[i].op == SIMBA_OP_ACQUIRE);
+        if (asks[i].who == 'a' || asks[i].who == 'x') CHECK(asks[i].renew && !asks[i].deferrable);
+        else if (asks[i].who == 'b') CHECK(!asks[i].renew && asks[i].deferrable);
+        else CHECK(!asks[i].renew && !asks[i].deferrable);
+    }
+    CHECK(asks_of('a', SIMBA_OP_ACQUIRE, 0) >= 3);
+    CHECK(asks_of('b', SIMBA_OP_ACQUIRE, 1) >= 4);
+    CHECK(asks_of('y', SIMBA_OP_ACQUIRE, 0) >= 5);
+    CHECK(nasks < 256); /* none went unseen */
+    /* a's release is pushed to b: b's ask is a handoff, not deferrable */
+    nasks = 0;
+    CHECK_RC(simba_stop(a), SIMBA_OK);
+    settle(p, 2);
+    CHECK_EQ(cb.acquired, 1);
+    CHECK_EQ(asks_of('a', SIMBA_OP_RELEASE, 0), 1);
+    CHECK_EQ(asks_of('b', SIMBA_OP_ACQUIRE, 0), 1);
+    CHECK_EQ(asks_of('b', SIMBA_OP_ACQUIRE, 1), 0);
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    store_free();
+}
+
 static void obs_cb(simba_service *s, const simba_state *st, void *u) {
     char *log = (char *)u;
     (void)s;
@@ -2126,6 +2212,7 @@ int main(int argc, char **argv) {
     RUN(late_grant_after_local_lapse_is_not_ownership);
     RUN(reacquire_after_local_step_down_gets_new_fence);
     RUN(release_push_wakes_head_waiter_at_once);
+    RUN(only_a_waiters_routine_reask_is_deferrable);
     RUN(queued_waiters_acquire_in_arrival_order);
     RUN(releaser_asking_again_at_once_goes_to_the_back);
     RUN(dead_head_waiter_blocks_no_longer_than_its_liveness);
