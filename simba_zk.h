@@ -244,6 +244,13 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #define SIMBA__ZK_PATH_MAX (SIMBA__ZK_ROOT_MAX + SIMBA_NAME_MAX + SIMBA__ZK_NODE_MAX + 4)
 #define SIMBA__ZK_DATA_MAX (SIMBA_ID_MAX + 64)
 #define SIMBA__ZK_TAG_LEN 24
+/* A node name kept in a per-contender or per-mutex record: ours are "n-" + tag + "-" + the
+   sequence (10 digits, 11 once ZooKeeper's counter wraps negative) = 38 bytes at most.
+   Others' names that do not fit are not kept (simba__zk_keep): only pushes for them are
+   then missed, and the timers cover those. At 10,000 mutexes every byte counts twice. */
+#define SIMBA__ZK_KEEP_MAX 40
+/* our longest node name fits (a negative array size fails the build otherwise) */
+typedef char simba__zk_keep_fits[2 + SIMBA__ZK_TAG_LEN + 1 + 11 < SIMBA__ZK_KEEP_MAX ? 1 : -1];
 #define SIMBA__ZK_EXTRA_MAX 4
 #define SIMBA__ZK_RING 256 /* pushed events not yet processed; more make every service re-check */
 #define SIMBA__ZK_TRIES 8
@@ -323,42 +330,46 @@ typedef struct simba__zk_evt {
     char path[SIMBA__ZK_PATH_MAX];
 } simba__zk_evt;
 
+/* Fields are ordered so that no padding is left (10,000 mutexes: every byte counts). */
 struct simba__zk_mtx {
     simba__zk_mtx *next, *prev; /* zk->mtxs */
     simba__zk_mtx *hnext;       /* zk->mtab bucket */
     uint32_t hash;
-    int own_valid;   /* own_*: the lowest node as last read, unchanged since (watched) */
-    int64_t own_fence, own_timeout;
-    char own_node[SIMBA__ZK_NODE_MAX];
+    int watchers;   /* vt watch count */
+    int64_t own_fence, own_timeout; /* own_*: the lowest node as last read, valid while own_valid */
+    char own_node[SIMBA__ZK_KEEP_MAX];
+    unsigned char own_valid;  /* own_*: unchanged since read (watched) */
+    unsigned char refreshing; /* an internal refresh job runs */
+    unsigned char made;       /* its node was asked for (persistent) by this backend */
+    unsigned char refresh_again;
+    unsigned char pushed;     /* last_* hold what was pushed with SIMBA_EV_OWNER */
     char *own_id;   /* allocated to size (memory per mutex counts at 10,000 mutexes) */
     char *name;     /* stored right after the record */
-    int watchers;   /* vt watch count */
-    int refreshing; /* an internal refresh job runs */
-    int made;       /* its node was asked for (persistent) by this backend */
-    int refresh_again;
-    int pushed; /* last_* hold what was pushed with SIMBA_EV_OWNER */
     char *last_owner; /* allocated to size; NULL = none */
     uint64_t last_fence;
     simba__zk_cont *conts;
 };
 
+/* A contender's id is stored right after its record (SIMBA__ZK_CID); fields are ordered so
+   that no padding is left. */
 struct simba__zk_cont {
     simba__zk_cont *next;
     simba__zk_mtx *mtx;
-    char *id; /* stored right after the record */
-    char tag[SIMBA__ZK_TAG_LEN + 1];
-    char node[SIMBA__ZK_NODE_MAX]; /* our node in this session, "" = none known */
+    uint32_t tagno; /* the tag is the backend's token and this number (simba__zk_tag) */
+    unsigned char self_watch; /* 1: an exists watch on node is on its way, 2: it is set */
+    unsigned char dirty;      /* a node of ours may exist that we do not know of */
+    unsigned char want_gone;  /* released: any node of ours must go */
+    char node[SIMBA__ZK_KEEP_MAX]; /* our node in this session, "" = none known */
     int64_t czxid;                 /* of node, 0 = unknown */
     int64_t mzxid;                 /* of node as last read or written */
     int64_t fence;                 /* of the tenure granted on node, 0 = none yet */
     int64_t granted_max;           /* the greatest fence ever granted to it: never again */
-    char watch_pred[SIMBA__ZK_NODE_MAX];
-    int self_watch;       /* 1: an exists watch on node is on its way, 2: it is set */
+    char watch_pred[SIMBA__ZK_KEEP_MAX];
     int64_t self_czxid;   /* of the node that self_watch is about */
-    int dirty;     /* a node of ours may exist that we do not know of */
-    int want_gone; /* released: any node of ours must go */
     simba__zk_job *q_head, *q_tail;
 };
+
+#define SIMBA__ZK_CID(c) ((char *)((c) + 1))
 
 struct simba__zk_job {
     simba__zk_job *next, *prev; /* zk->jobs */
@@ -747,18 +758,34 @@ static simba__zk_mtx *simba__zk_mtx_find(simba__zk *zk, const char *name, int cr
     return m;
 }
 
+/* The contender's tag: unique per contender and backend instance (token + number). */
+static const char *simba__zk_tag(const simba__zk *zk, const simba__zk_cont *c, char out[SIMBA__ZK_TAG_LEN + 1]) {
+    snprintf(out, SIMBA__ZK_TAG_LEN + 1, "%s%08x", zk->token, (unsigned)c->tagno);
+    return out;
+}
+
+/* Keeps a node name in a record's SIMBA__ZK_KEEP_MAX buffer: 0 (and "") when it does not fit. */
+static int simba__zk_keep(char dst[SIMBA__ZK_KEEP_MAX], const char *name) {
+    size_t n = strlen(name);
+    if (n >= SIMBA__ZK_KEEP_MAX) {
+        dst[0] = 0;
+        return 0;
+    }
+    memcpy(dst, name, n + 1);
+    return 1;
+}
+
 static simba__zk_cont *simba__zk_cont_find(simba__zk *zk, simba__zk_mtx *m, const char *id, int create) {
     simba__zk_cont *c;
     for (c = m->conts; c; c = c->next)
-        if (strcmp(c->id, id) == 0) return c;
+        if (strcmp(SIMBA__ZK_CID(c), id) == 0) return c;
     if (!create) return NULL;
     c = (simba__zk_cont *)simba_alloc(zk->loop, sizeof *c + strlen(id) + 1);
     if (!c) return NULL;
     memset(c, 0, sizeof *c);
     c->mtx = m;
-    c->id = (char *)(c + 1);
-    memcpy(c->id, id, strlen(id) + 1);
-    snprintf(c->tag, sizeof c->tag, "%s%08x", zk->token, (unsigned)++zk->counter);
+    memcpy(SIMBA__ZK_CID(c), id, strlen(id) + 1);
+    c->tagno = (uint32_t)++zk->counter;
     c->next = m->conts;
     m->conts = c;
     return c;
@@ -1015,7 +1042,7 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
         if (!simba__zk_path(zk, path, mutex, NULL)) break;
         op = simba__zk_op_new(zk, job, SIMBA__ZK_LIST);
         if (!op) goto nomem;
-        if (c) simba__zk_copy(op->tag, sizeof op->tag, c->tag);
+        if (c) simba__zk_tag(zk, c, op->tag);
         if (!c && job->mtx->watchers > 0)
             zrc = simba__zk_op_issued(zk, op, zoo_awget_children(zh, path, simba__zk_node_watcher, zk->sess,
                                                                  simba__zk_cb_list, op));
@@ -1025,9 +1052,9 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
     case SIMBA__ZK_S_CREATE: {
         char data[SIMBA__ZK_DATA_MAX + 1];
         const struct ACL_vector *acl = zk->creator_only ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
-        char node[SIMBA__ZK_NODE_MAX];
-        int n = snprintf(data, sizeof data, "%s %d %s", c->tag, zoo_recv_timeout(zh), c->id);
-        snprintf(node, sizeof node, "n-%s-", c->tag);
+        char node[SIMBA__ZK_NODE_MAX], tag[SIMBA__ZK_TAG_LEN + 1];
+        int n = snprintf(data, sizeof data, "%s %d %s", simba__zk_tag(zk, c, tag), zoo_recv_timeout(zh), SIMBA__ZK_CID(c));
+        snprintf(node, sizeof node, "n-%s-", tag);
         if (n <= 0 || n >= (int)sizeof data || !simba__zk_path(zk, path, mutex, node)) break;
         if (!job->mtx->made && !job->mkdirs && zk->sess->connected) { /* the parents first, in session order */
             job->mtx->made = 1;
@@ -1051,8 +1078,8 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
             zrc = simba__zk_op_issued(zk, op, zoo_aget(zh, path, 0, simba__zk_cb_get, op));
         break;
     case SIMBA__ZK_S_SET: { /* a new tenure on a node we hold already: its write gives the fence */
-        char data[SIMBA__ZK_DATA_MAX + 1];
-        int n = snprintf(data, sizeof data, "%s %d %s", c->tag, zoo_recv_timeout(zh), c->id);
+        char data[SIMBA__ZK_DATA_MAX + 1], tag[SIMBA__ZK_TAG_LEN + 1];
+        int n = snprintf(data, sizeof data, "%s %d %s", simba__zk_tag(zk, c, tag), zoo_recv_timeout(zh), SIMBA__ZK_CID(c));
         if (n <= 0 || n >= (int)sizeof data || !simba__zk_path(zk, path, mutex, c->node)) break;
         op = simba__zk_op_new(zk, job, SIMBA__ZK_SET);
         if (!op) goto nomem;
@@ -1201,7 +1228,7 @@ static void simba__zk_watch_self(simba__zk *zk, simba__zk_cont *c) {
     if (!op) return;
     simba__zk_copy(op->mutex, sizeof op->mutex, c->mtx->name);
     simba__zk_copy(op->name, sizeof op->name, c->node);
-    simba__zk_copy(op->data, sizeof op->data, c->id);
+    simba__zk_copy(op->data, sizeof op->data, SIMBA__ZK_CID(c));
     op->czxid = c->czxid; /* an input here: the answer only sets mzxid */
     if (simba__zk_op_issued(zk, op, zoo_awexists(zk->sess->zh, path, simba__zk_node_watcher, zk->sess, simba__zk_cb_stat,
                                                  op)) == ZOK) {
@@ -1220,7 +1247,7 @@ static void simba__zk_reply_self(simba__zk *zk, simba__zk_job *job) {
     if (c->self_watch == 0 || c->self_czxid != c->czxid) simba__zk_watch_self(zk, c);
     if (c->fence > c->granted_max) c->granted_max = c->fence;
     c->watch_pred[0] = 0;
-    simba__zk_owner_reply(&r, c->id, simba__zk_timeout(zk), (uint64_t)c->fence);
+    simba__zk_owner_reply(&r, SIMBA__ZK_CID(c), simba__zk_timeout(zk), (uint64_t)c->fence);
     simba__zk_reply(zk, job, &r);
     simba__zk_job_end(zk, job);
 }
@@ -1380,10 +1407,10 @@ static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op
     if (timeout <= 0) timeout = simba__zk_timeout(zk);
     {
         simba__zk_mtx *lm = job->mtx;
-        simba__zk_copy(lm->own_node, sizeof lm->own_node, job->lowest);
+        int kept = simba__zk_keep(lm->own_node, job->lowest);
         lm->own_timeout = timeout;
         lm->own_fence = op->mzxid;
-        lm->own_valid = simba__zk_setstr(zk, &lm->own_id, owner);
+        lm->own_valid = (unsigned char)(simba__zk_setstr(zk, &lm->own_id, owner) && kept);
     }
     if (job->kind == SIMBA_OP_ACQUIRE && strcmp(job->lowest, c->node) == 0) {
         if (c->czxid != op->czxid) c->fence = 0;
@@ -1439,11 +1466,11 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
 
     /* side effects that matter even when nobody waits for the answer */
     if (same && c && op->kind == SIMBA__ZK_CREATE && rc == ZOK) {
-        simba__zk_copy(c->node, sizeof c->node, op->name);
+        /* ours always fit; one that did not would stay a node we do not know of */
+        c->dirty = (unsigned char)!simba__zk_keep(c->node, op->name);
         c->czxid = op->czxid;
         c->mzxid = op->mzxid;
         c->fence = 0;
-        c->dirty = 0;
     }
     if (same && c && op->kind == SIMBA__ZK_DELETE && (rc == ZOK || rc == ZNONODE)) {
         c->node[0] = 0;
@@ -1454,13 +1481,13 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
         int i;
         if (rc == ZOK && op->mine[0]) {
             if (strcmp(c->node, op->mine) != 0) c->czxid = c->fence = 0;
-            simba__zk_copy(c->node, sizeof c->node, op->mine);
+            c->dirty = (unsigned char)!simba__zk_keep(c->node, op->mine);
         } else {
             c->node[0] = 0;
             c->czxid = 0;
             c->fence = 0;
+            c->dirty = 0;
         }
-        c->dirty = 0;
         for (i = 0; i < op->nextra; i++) simba__zk_delete_node(zk, c->mtx->name, op->extra[i]);
     }
 
@@ -1485,7 +1512,7 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
             simba__zk_cont *wc = m ? simba__zk_cont_find(zk, m, op->data, 0) : NULL;
             if (wc && strcmp(wc->watch_pred, op->name) == 0) {
                 wc->watch_pred[0] = 0;
-                simba__zk_event(zk, SIMBA_EV_RELEASED, m->name, wc->id, NULL);
+                simba__zk_event(zk, SIMBA_EV_RELEASED, m->name, SIMBA__ZK_CID(wc), NULL);
             }
         }
     } else if (!live) {
@@ -1526,9 +1553,9 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
     } else if (op->kind == SIMBA__ZK_EXISTS) {
         if (rc == ZNONODE || job->pred_gone) { /* the predecessor is gone already: re-check at once */
             c->watch_pred[0] = 0;
-            if (!job->pred_gone) simba__zk_event(zk, SIMBA_EV_RELEASED, c->mtx->name, c->id, NULL);
+            if (!job->pred_gone) simba__zk_event(zk, SIMBA_EV_RELEASED, c->mtx->name, SIMBA__ZK_CID(c), NULL);
         } else {
-            simba__zk_copy(c->watch_pred, sizeof c->watch_pred, job->pred);
+            (void)simba__zk_keep(c->watch_pred, job->pred); /* one too long: its push is missed, the timer stays */
             /* changed between our read and this watch: the cached owner data is stale */
             if (strcmp(job->pred, c->mtx->own_node) == 0 && op->mzxid != c->mtx->own_fence) c->mtx->own_valid = 0;
         }
@@ -1936,7 +1963,7 @@ static void simba__zk_on_path(simba__zk *zk, int type, const char *path) {
             if (!op) continue;
             simba__zk_copy(op->mutex, sizeof op->mutex, m->name);
             simba__zk_copy(op->name, sizeof op->name, node);
-            simba__zk_copy(op->data, sizeof op->data, c->id);
+            simba__zk_copy(op->data, sizeof op->data, SIMBA__ZK_CID(c));
             simba__zk_op_issued(zk, op, zoo_awexists(zk->sess->zh, p, simba__zk_node_watcher, zk->sess,
                                                      simba__zk_cb_stat, op));
         }
@@ -1949,11 +1976,11 @@ static void simba__zk_on_path(simba__zk *zk, int type, const char *path) {
             simba__zk_job *j = c->q_head;
             if (c->watch_pred[0] && strcmp(c->watch_pred, node) == 0) {
                 c->watch_pred[0] = 0;
-                simba__zk_event(zk, SIMBA_EV_RELEASED, m->name, c->id, NULL);
+                simba__zk_event(zk, SIMBA_EV_RELEASED, m->name, SIMBA__ZK_CID(c), NULL);
             } else if (j && j->op && j->op->kind == SIMBA__ZK_EXISTS && strcmp(j->pred, node) == 0) {
                 /* events are handled before answers: the exists that set this watch is queued */
                 j->pred_gone = 1;
-                simba__zk_event(zk, SIMBA_EV_RELEASED, m->name, c->id, NULL);
+                simba__zk_event(zk, SIMBA_EV_RELEASED, m->name, SIMBA__ZK_CID(c), NULL);
             }
         }
     }

@@ -467,6 +467,46 @@ TEST(unreachable_server) {
     proc_close(a); /* with a request in flight: completes with ECLOSED, no leak */
 }
 
+/* Names of other clients' nodes are kept only when they fit a record's buffer (memory per
+   contender counts at 10,000 mutexes). A longer one, owning the mutex: the waiter still
+   names it as owner, and takes over when it goes (by the push if the exists call that
+   set the watch is still answering, else by its timer), with a fence. */
+TEST(foreign_long_named_owner_is_waited_out) {
+    proc *b = proc_open();
+    char m[64], dir[160], node[256], made[256], data[96];
+    const char *tag = "foreign0123456789abcdefghijklmnopqrstuvwxyz"; /* 43 > our 24 */
+    rec rb;
+    simba_service *sb;
+    zhandle_t *zh = zookeeper_init(g_hosts, NULL, 10000, NULL, NULL, 0);
+    double t0 = now_ms();
+    int len;
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(b && zh);
+    while (zoo_state(zh) != ZOO_CONNECTED_STATE && now_ms() - t0 < 10000) usleep(5000);
+    REQUIRE(zoo_state(zh) == ZOO_CONNECTED_STATE);
+    mname(m, sizeof m, "longpred");
+    snprintf(dir, sizeof dir, "/simba-test/%s", m);
+    (void)zoo_create(zh, "/simba-test", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    CHECK_RC(zoo_create(zh, dir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    snprintf(node, sizeof node, "%s/n-%s-", dir, tag);
+    len = snprintf(data, sizeof data, "%s %d foreign-owner", tag, SESSION_MS);
+    CHECK_RC(zoo_create(zh, node, data, len, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL | ZOO_SEQUENCE, made, sizeof made), ZOK);
+    CHECK(strlen(strrchr(made, '/') + 1) >= SIMBA__ZK_KEEP_MAX); /* too long to keep */
+    sb = contend(b, m, "waiter-B", &rb);
+    REQUIRE(sb != NULL);
+    WAIT_FOR(strcmp(rb.owner, "foreign-owner") == 0, 5000);
+    CHECK_STR(rb.owner, "foreign-owner");
+    CHECK(rb.acquired == 0);
+    CHECK_RC(zoo_delete(zh, made, -1), ZOK);
+    t0 = now_ms();
+    WAIT_FOR(rb.acquired == 1, 3 * SESSION_MS + 2000);
+    CHECK(rb.acquired == 1);
+    CHECK(rb.fence > 0);
+    fprintf(stderr, "  B owned %.0f ms after the foreign node went\n", now_ms() - t0);
+    proc_close(b);
+    zookeeper_close(zh);
+}
+
 TEST(observer_and_waiters_see_owner) {
     proc *a = proc_open(), *b = proc_open(), *o = proc_open();
     char m[64];
@@ -1472,6 +1512,7 @@ int main(int argc, char **argv) {
     RUN(connected_session_does_not_look_up_hosts_again);
     RUN(unreachable_server);
     RUN(observer_and_waiters_see_owner);
+    RUN(foreign_long_named_owner_is_waited_out);
     RUN(fence_strictly_increases);
     RUN(reacquire_after_local_step_down_new_fence);
     RUN(waiters_woken_one_at_a_time);
