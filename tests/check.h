@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static int check__passed, check__failed, check__cur_failed;
@@ -79,6 +80,26 @@ static void check__run(const char *name, void (*fn)(void)) {
 }
 #define RUN(name) check__run(#name, name)
 #define CHECK_INIT(argc, argv) (check__filter = (argc) > 1 ? (argv)[1] : NULL)
+
+/* What a call cost this process: CPU time and voluntary context switches. A call that
+   waits in the kernel (a blocking connect, read, fsync or lock) switches voluntarily; time
+   the machine gave to other processes does not count in either. "Never blocks the poll"
+   checks use these, not wall time, which a loaded CI machine stretches at random. The
+   programs that use it run one thread, so the process's figures are the caller's. */
+typedef struct check_cost {
+    int64_t cpu_us;
+    long waits; /* voluntary context switches */
+} check_cost;
+
+static inline check_cost check_cost_now(void) {
+    check_cost c;
+    struct timespec ts;
+    struct rusage ru;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    c.cpu_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    c.waits = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_nvcsw : 0;
+    return c;
+}
 
 static int check_report(const char *suite) {
     printf("%s: %d passed, %d failed\n", suite, check__passed, check__failed);
