@@ -541,10 +541,13 @@ struct simba_req {
                            owner (a local step-down the server never saw, or a lost answer),
                            the backend starts a new ownership (new fence, acquired now), so
                            every on_acquired carries a fence above any seen before */
-    int deferrable;     /* ACQUIRE by a waiter on its own timer: answered before (it holds its
-                           place in line), expects no win (expect_win 0), not woken by a push
-                           or an event. Nobody waits on it: like a renewal, a backend may hold
-                           it briefly to send it with others */
+    int deferrable;     /* ACQUIRE by a waiter on its own timer (answered before: it holds its
+                           place in line; not woken by a push or an event), so a backend may
+                           hold it briefly to send it with others: SIMBA_DEFER_ROUTINE when it
+                           expects no win (nobody waits on it, as on a renewal),
+                           SIMBA_DEFER_TAKEOVER at the lease end it knows (it wins only if the
+                           owner is gone: holding it delays that takeover). SIMBA_DEFER_NO (0)
+                           for anything else: a first ask, a pushed waiter's, a release */
     int64_t next_ask_ms; /* ACQUIRE by a non-owner: it asks again within this long (its
                             timer's bound), so a queued place whose liveness outlasts that
                             needs no refresh now: a waiter that is not granted need not
@@ -562,6 +565,9 @@ struct simba_req {
     uint64_t gen_;
     simba_req *done_next_;
 };
+
+/* simba_req.deferrable */
+enum { SIMBA_DEFER_NO = 0, SIMBA_DEFER_TAKEOVER = 1, SIMBA_DEFER_ROUTINE = 2 };
 
 /* An answer. Durations are as the server saw them when it evaluated the request. */
 typedef struct simba_reply {
@@ -1540,10 +1546,12 @@ static void simba__submit(simba_service *s, simba_op op) {
                                                (!(s->view.id[0] && s->view.transition_at >= s->loop->now) &&
                                                 !((s->flags & SIMBA__F_ASKED) && !(s->flags & SIMBA__F_FIRST) && s->free_retry > 0)));
     r->renew = op == SIMBA_OP_ACQUIRE && (s->flags & SIMBA__F_OWNER) != 0;
-    /* A waiter's own timer re-asking while it expects no win holds its place already and
-       wakes nobody: nothing waits on its answer, so the backend may batch it. */
-    r->deferrable = op == SIMBA_OP_ACQUIRE && !r->renew && !r->expect_win && s->kind == SIMBA__KIND_CONTEND &&
-                    (s->flags & SIMBA__F_ASKED) && !(s->flags & SIMBA__F_WOKEN);
+    /* A waiter's own timer re-asking holds its place already and wakes nobody: the backend
+       may batch it, for long when it expects no win, briefly when it may take over. */
+    r->deferrable = op != SIMBA_OP_ACQUIRE || r->renew || s->kind != SIMBA__KIND_CONTEND ||
+                            !(s->flags & SIMBA__F_ASKED) || (s->flags & SIMBA__F_WOKEN)
+                        ? SIMBA_DEFER_NO
+                        : r->expect_win ? SIMBA_DEFER_TAKEOVER : SIMBA_DEFER_ROUTINE;
     s->flags &= ~SIMBA__F_WOKEN;
     /* A waiter asks again by ttl + transition + jitter max at the latest (simba__contender_next);
        a second of slack covers a loaded host's scheduling. */

@@ -15,7 +15,7 @@
  *
  * COMPILE-TIME OPTIONS
  *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE as in simba.h.
- *   SIMBA_PG_BATCH_MS (50), SIMBA_PG_BATCH_MAX (64): see CONNECTION.
+ *   SIMBA_PG_BATCH_MS (50), SIMBA_PG_TAKEOVER_MS (10), SIMBA_PG_BATCH_MAX (64): see CONNECTION.
  *
  * CONNECTION (one per backend, never blocks the poll)
  *   PQconnectStartParams + PQconnectPoll, then PQsendQueryParams / PQflush /
@@ -46,12 +46,13 @@
  *            (backoff, then CONNECTING)   (lost / statement_timeout_ms: recycle)
  *
  *   READY/BUSY with libpq >= 14 runs in pipeline mode: what is queued goes out at once as
- *   prepared statements; consecutive renewals and waiters' routine re-asks (req->deferrable)
+ *   prepared statements; consecutive renewals and waiters' timer asks (req->deferrable)
  *   share one transaction (at most SIMBA_PG_BATCH_MAX, sorted by name so batches never
  *   deadlock, one commit for all, and answered only after it: a rolled-back renewal never
  *   reaches the core); anything else has a transaction of its own. A renewal or a routine
- *   re-ask may wait min(ttl/64, SIMBA_PG_BATCH_MS) for company; other requests (a first ask,
- *   a pushed waiter's, a release) go at once and take it along. One poll sends and answers at most
+ *   re-ask (no win expected) may wait min(ttl/64, SIMBA_PG_BATCH_MS) for company, an ask at
+ *   a lease end min(ttl/256, SIMBA_PG_TAKEOVER_MS); other requests (a first ask, a pushed
+ *   waiter's, a release) go at once and take them along. One poll sends and answers at most
  *   2 * SIMBA_PG_BATCH_MAX statements. Older libpq sends one at a time.
  *   The statement deadline restarts at every answer: a server that answers is alive.
  *   Grants and renewals commit with the session's synchronous_commit; releases and places
@@ -150,6 +151,12 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
    every request at once. */
 #ifndef SIMBA_PG_BATCH_MS
 #define SIMBA_PG_BATCH_MS 50
+#endif
+/* A waiter's ask at the lease end it knows may wait this long (at most ttl/256): at 10,000
+   mutexes those asks, which lose while owners renew, would otherwise cost a commit each; a
+   takeover after a crash comes this much later. 0 sends them at once. */
+#ifndef SIMBA_PG_TAKEOVER_MS
+#define SIMBA_PG_TAKEOVER_MS 10
 #endif
 /* Statements per transaction (one sync): PostgreSQL before 17 counts statement_timeout from
    the start of a pipelined transaction, and one poll answers at most one batch's worth. */
@@ -600,10 +607,20 @@ static void simba__pg_fail_queued(simba__pg *p, simba_result rc, const char *msg
     }
 }
 
-/* Renewals and a waiter's routine re-asks (req->deferrable) share a transaction: nobody
-   waits on them, and none of them wakes anyone. */
+/* Renewals and a waiter's timer asks (req->deferrable) share a transaction: none of them
+   wakes anyone. */
 static int simba__pg_batchable(const simba_req *r) {
-    return r->op == SIMBA_OP_ACQUIRE && (r->renew || r->deferrable);
+    return r->op == SIMBA_OP_ACQUIRE && (r->renew || r->deferrable != SIMBA_DEFER_NO);
+}
+
+/* How long a request may wait for company: a renewal or a routine re-ask min(ttl/64,
+   SIMBA_PG_BATCH_MS); a takeover ask at a lease end min(ttl/256, SIMBA_PG_TAKEOVER_MS), the
+   most it adds to a takeover; anything else not at all. */
+static int64_t simba__pg_hold(const simba_req *r) {
+    if (r->op != SIMBA_OP_ACQUIRE) return 0;
+    if (r->renew || r->deferrable == SIMBA_DEFER_ROUTINE) return simba__min(r->ttl_ms / 64, SIMBA_PG_BATCH_MS);
+    if (r->deferrable == SIMBA_DEFER_TAKEOVER) return simba__min(r->ttl_ms / 256, SIMBA_PG_TAKEOVER_MS);
+    return 0;
 }
 
 /* Sends what is queued: in pipeline mode all of it as one batch, one transaction closed by
@@ -945,9 +962,8 @@ static simba_result simba__pg_submit(void *impl, simba_req *req) {
     if (req->op == SIMBA_OP_ACQUIRE && !req->renew && p->woken > 0) {
         p->woken--;
         p->send_at = 0;
-    } else if (simba__pg_batchable(req) && SIMBA_PG_BATCH_MS > 0) {
-        int64_t hold = simba__min(req->ttl_ms / 64, SIMBA_PG_BATCH_MS);
-        p->send_at = simba__min(p->send_at, simba__add(simba_now(p->loop), hold));
+    } else if (simba__pg_hold(req) > 0) {
+        p->send_at = simba__min(p->send_at, simba__add(simba_now(p->loop), simba__pg_hold(req)));
     } else p->send_at = 0;
     if (simba_now(p->loop) >= p->send_at) simba__pg_send_next(p, simba_now(p->loop));
     return SIMBA_OK;

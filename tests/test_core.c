@@ -772,10 +772,10 @@ TEST(release_push_wakes_head_waiter_at_once) {
     store_free();
 }
 
-/* req->deferrable marks exactly the asks nobody waits on: a waiter's own timer re-asking
-   while it expects no win (another owner's lease, as it knows it, still runs). Never a
-   first ask (its arrival is its place in line), an ask at the lease end it knows (a
-   takeover), a renewal, a release, or the ask a push woke (a handoff). */
+/* req->deferrable marks a waiter's own timer asks: SIMBA_DEFER_ROUTINE while it expects no
+   win (another owner's lease, as it knows it, still runs), SIMBA_DEFER_TAKEOVER at the lease
+   end it knows. Never a first ask (its arrival is its place in line), a renewal, a release,
+   or the ask a push woke (a handoff). */
 typedef struct { char who; int renew, deferrable, op; } ask_seen;
 static ask_seen asks[256];
 static int nasks;
@@ -795,7 +795,7 @@ static int asks_of(char who, int op, int deferrable) {
     for (i = 0; i < nasks; i++) n += asks[i].who == who && asks[i].op == op && asks[i].deferrable == deferrable;
     return n;
 }
-TEST(only_a_waiters_routine_reask_is_deferrable) {
+TEST(only_a_waiters_timer_asks_are_deferrable) {
     static simba_backend_vt spy;
     proc p[2];
     rec ca = {0}, cb = {0}, cx = {0}, cy = {0};
@@ -831,19 +831,19 @@ TEST(only_a_waiters_routine_reask_is_deferrable) {
     settle(p, 2);
     CHECK_EQ(nasks, 4);
     CHECK(asks[2].who == 'x' && !asks[2].deferrable && asks[3].who == 'y' && !asks[3].deferrable);
-    /* a and x renew, b re-asks on its timer, y at lease ends: only b's re-asks are deferrable */
+    /* a and x renew, b re-asks on its timer expecting no win, y at the lease ends it knows */
     advance(p, 2, 12000, 10);
     CHECK(simba_is_owner(a) && simba_is_owner(x));
     CHECK_EQ(ca.released + cx.released, 0);
     for (i = 4; i < nasks; i++) {
         CHECK(asks[i].op == SIMBA_OP_ACQUIRE);
         if (asks[i].who == 'a' || asks[i].who == 'x') CHECK(asks[i].renew && !asks[i].deferrable);
-        else if (asks[i].who == 'b') CHECK(!asks[i].renew && asks[i].deferrable);
-        else CHECK(!asks[i].renew && !asks[i].deferrable);
+        else if (asks[i].who == 'b') CHECK(!asks[i].renew && asks[i].deferrable == SIMBA_DEFER_ROUTINE);
+        else CHECK(!asks[i].renew && asks[i].deferrable == SIMBA_DEFER_TAKEOVER);
     }
-    CHECK(asks_of('a', SIMBA_OP_ACQUIRE, 0) >= 3);
-    CHECK(asks_of('b', SIMBA_OP_ACQUIRE, 1) >= 4);
-    CHECK(asks_of('y', SIMBA_OP_ACQUIRE, 0) >= 5);
+    CHECK(asks_of('a', SIMBA_OP_ACQUIRE, SIMBA_DEFER_NO) >= 3);
+    CHECK(asks_of('b', SIMBA_OP_ACQUIRE, SIMBA_DEFER_ROUTINE) >= 4);
+    CHECK(asks_of('y', SIMBA_OP_ACQUIRE, SIMBA_DEFER_TAKEOVER) >= 5);
     CHECK(nasks < 256); /* none went unseen */
     /* a's release is pushed to b: b's ask is a handoff, not deferrable */
     nasks = 0;
@@ -851,8 +851,8 @@ TEST(only_a_waiters_routine_reask_is_deferrable) {
     settle(p, 2);
     CHECK_EQ(cb.acquired, 1);
     CHECK_EQ(asks_of('a', SIMBA_OP_RELEASE, 0), 1);
-    CHECK_EQ(asks_of('b', SIMBA_OP_ACQUIRE, 0), 1);
-    CHECK_EQ(asks_of('b', SIMBA_OP_ACQUIRE, 1), 0);
+    CHECK_EQ(asks_of('b', SIMBA_OP_ACQUIRE, SIMBA_DEFER_NO), 1);
+    CHECK_EQ(asks_of('b', SIMBA_OP_ACQUIRE, SIMBA_DEFER_ROUTINE) + asks_of('b', SIMBA_OP_ACQUIRE, SIMBA_DEFER_TAKEOVER), 0);
     proc_close(&p[0]);
     proc_close(&p[1]);
     store_free();
@@ -2212,7 +2212,7 @@ int main(int argc, char **argv) {
     RUN(late_grant_after_local_lapse_is_not_ownership);
     RUN(reacquire_after_local_step_down_gets_new_fence);
     RUN(release_push_wakes_head_waiter_at_once);
-    RUN(only_a_waiters_routine_reask_is_deferrable);
+    RUN(only_a_waiters_timer_asks_are_deferrable);
     RUN(queued_waiters_acquire_in_arrival_order);
     RUN(releaser_asking_again_at_once_goes_to_the_back);
     RUN(dead_head_waiter_blocks_no_longer_than_its_liveness);
