@@ -329,7 +329,6 @@ typedef struct simba__pg {
     int64_t conn_to, stmt_to, rmin, rmax, backoff;
     int64_t conn_deadline, stmt_deadline, retry_at;
     int64_t send_at; /* READY: the queued requests go out by then (INT64_MAX: none waits) */
-    int woken;       /* pushes received whose waiter's acquire has not been submitted yet */
     simba_req *fhead, *ftail, *head, *tail;
     simba_reply rep;
     char owner_buf[SIMBA_ID_MAX + 1];
@@ -497,7 +496,6 @@ static void simba__pg_drop(simba__pg *p, int64_t now, simba_result rc) {
     p->pipeline = 0;
     p->want_write = 0;
     p->more = 0;
-    p->woken = 0; /* a new connection starts with no push pending */
     p->send_at = INT64_MAX;
     p->state = SIMBA__PG_DOWN;
     p->retry_at = simba__add(now, simba__uniform(p->loop, p->backoff / 2, p->backoff + 1));
@@ -644,8 +642,8 @@ static void simba__pg_send_next(simba__pg *p, int64_t now) {
             break;
         }
 #ifdef LIBPQ_HAS_PIPELINING
-        /* renewals and routine re-asks share a transaction (one commit for many); anything
-           else, which may change the line or wake a waiter, has one of its own, as alone */
+        /* renewals and timer asks share a transaction (one commit for many); anything else,
+           which may change the line or wake a waiter, has one of its own, as alone */
         if (p->pipeline && sent > 0 && (sent == SIMBA_PG_BATCH_MAX || !simba__pg_batchable(p->head) || !last_batchable)) {
             if (!PQpipelineSync(p->conn)) {
                 simba__pg_set_err(p, "send failed", PQerrorMessage(p->conn));
@@ -838,7 +836,6 @@ static void simba__pg_notifies(simba__pg *p) {
             memcpy(id, n->extra, (size_t)(sp - n->extra));
             id[sp - n->extra] = 0;
             if (simba_id_check(id) == SIMBA_OK) {
-                p->woken++;
                 p->send_at = 0; /* a waiter's ask held for company goes now: it is a handoff */
                 simba_backend_event(p->be, SIMBA_EV_RELEASED, sp + 1, id, NULL);
             }
@@ -949,6 +946,7 @@ static int64_t simba__pg_deadline(void *impl) {
 
 static simba_result simba__pg_submit(void *impl, simba_req *req) {
     simba__pg *p = (simba__pg *)impl;
+    int64_t hold;
     if (req->op != SIMBA_OP_ACQUIRE && req->op != SIMBA_OP_RELEASE && req->op != SIMBA_OP_READ) return SIMBA_EINVAL;
     if (p->state == SIMBA__PG_DOWN) {
         simba_reply rep;
@@ -962,16 +960,11 @@ static simba_result simba__pg_submit(void *impl, simba_req *req) {
     req->next_ = NULL;
     if (p->tail) p->tail->next_ = req; else p->head = req;
     p->tail = req;
-    /* nobody waits on a renewal or a routine re-ask: it may wait for company (a first ask is
-       not held: its arrival decides its place in the line); anything else goes now and takes
-       them along. A waiter woken by a push is a handoff (the core does not mark it deferrable;
-       the count is kept for a core that would) */
-    if (req->op == SIMBA_OP_ACQUIRE && !req->renew && p->woken > 0) {
-        p->woken--;
-        p->send_at = 0;
-    } else if (simba__pg_hold(req) > 0) {
-        p->send_at = simba__min(p->send_at, simba__add(simba_now(p->loop), simba__pg_hold(req)));
-    } else p->send_at = 0;
+    /* a renewal or a waiter's timer ask may wait for company; anything else (a first ask,
+       whose arrival decides its place in the line, a pushed waiter's ask, a release) goes now
+       and takes them along */
+    hold = simba__pg_hold(req);
+    p->send_at = hold > 0 ? simba__min(p->send_at, simba__add(simba_now(p->loop), hold)) : 0;
     if (simba_now(p->loop) >= p->send_at) simba__pg_send_next(p, simba_now(p->loop));
     return SIMBA_OK;
 }

@@ -764,6 +764,14 @@ static const char *simba__zk_tag(const simba__zk *zk, const simba__zk_cont *c, c
     return out;
 }
 
+/* A contender node's data, "<tag> <session timeout ms> <id>" (the tag goes to tag too): its
+   length, or 0 when it does not fit. */
+static int simba__zk_node_data(const simba__zk *zk, const simba__zk_cont *c, zhandle_t *zh, char data[SIMBA__ZK_DATA_MAX + 1],
+                               char tag[SIMBA__ZK_TAG_LEN + 1]) {
+    int n = snprintf(data, SIMBA__ZK_DATA_MAX + 1, "%s %d %s", simba__zk_tag(zk, c, tag), zoo_recv_timeout(zh), SIMBA__ZK_CID(c));
+    return n > 0 && n <= SIMBA__ZK_DATA_MAX ? n : 0;
+}
+
 /* Keeps a node name in a record's SIMBA__ZK_KEEP_MAX buffer: 0 (and "") when it does not fit. */
 static int simba__zk_keep(char dst[SIMBA__ZK_KEEP_MAX], const char *name) {
     size_t n = strlen(name);
@@ -1053,9 +1061,9 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
         char data[SIMBA__ZK_DATA_MAX + 1];
         const struct ACL_vector *acl = zk->creator_only ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
         char node[SIMBA__ZK_NODE_MAX], tag[SIMBA__ZK_TAG_LEN + 1];
-        int n = snprintf(data, sizeof data, "%s %d %s", simba__zk_tag(zk, c, tag), zoo_recv_timeout(zh), SIMBA__ZK_CID(c));
+        int n = simba__zk_node_data(zk, c, zh, data, tag);
         snprintf(node, sizeof node, "n-%s-", tag);
-        if (n <= 0 || n >= (int)sizeof data || !simba__zk_path(zk, path, mutex, node)) break;
+        if (!n || !simba__zk_path(zk, path, mutex, node)) break;
         if (!job->mtx->made && !job->mkdirs && zk->sess->connected) { /* the parents first, in session order */
             job->mtx->made = 1;
             job->mkdirs = 1;
@@ -1079,8 +1087,8 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
         break;
     case SIMBA__ZK_S_SET: { /* a new tenure on a node we hold already: its write gives the fence */
         char data[SIMBA__ZK_DATA_MAX + 1], tag[SIMBA__ZK_TAG_LEN + 1];
-        int n = snprintf(data, sizeof data, "%s %d %s", simba__zk_tag(zk, c, tag), zoo_recv_timeout(zh), SIMBA__ZK_CID(c));
-        if (n <= 0 || n >= (int)sizeof data || !simba__zk_path(zk, path, mutex, c->node)) break;
+        int n = simba__zk_node_data(zk, c, zh, data, tag);
+        if (!n || !simba__zk_path(zk, path, mutex, c->node)) break;
         op = simba__zk_op_new(zk, job, SIMBA__ZK_SET);
         if (!op) goto nomem;
         zrc = simba__zk_op_issued(zk, op, zoo_aset(zh, path, data, n, -1, simba__zk_cb_stat, op));

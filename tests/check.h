@@ -101,6 +101,32 @@ static inline check_cost check_cost_now(void) {
     return c;
 }
 
+/* The polls of a test, as "never blocks the caller" sees them: how many waited in the
+   kernel, and the most CPU one used. Wrap each simba_poll in check_polls_begin/_end. */
+typedef struct check_polls {
+    long polls, blocked;
+    int64_t max_cpu_us;
+} check_polls;
+
+static inline check_cost check_polls_begin(void) { return check_cost_now(); }
+static inline void check_polls_end(check_polls *p, check_cost c0) {
+    check_cost c1 = check_cost_now();
+    p->polls++;
+    if (c1.cpu_us - c0.cpu_us > p->max_cpu_us) p->max_cpu_us = c1.cpu_us - c0.cpu_us;
+    if (c1.waits != c0.waits) p->blocked++;
+}
+
+/* No poll waited in the kernel or computed for limit_us: what the promise means, whatever
+   the load of the machine did to wall time. */
+#define CHECK_POLLS_NEVER_BLOCKED(p, limit_us)                                              \
+    do {                                                                                    \
+        if ((p)->blocked || (p)->max_cpu_us >= (limit_us))                                  \
+            fprintf(stderr, "  %ld of %ld polls waited in the kernel; most CPU in one %.3f ms\n", \
+                    (p)->blocked, (p)->polls, (double)(p)->max_cpu_us / 1000.0);            \
+        CHECK((p)->blocked == 0);                                                           \
+        CHECK((p)->max_cpu_us < (limit_us));                                                \
+    } while (0)
+
 static int check_report(const char *suite) {
     printf("%s: %d passed, %d failed\n", suite, check__passed, check__failed);
     fflush(stdout);

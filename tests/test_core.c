@@ -795,6 +795,18 @@ static int asks_of(char who, int op, int deferrable) {
     for (i = 0; i < nasks; i++) n += asks[i].who == who && asks[i].op == op && asks[i].deferrable == deferrable;
     return n;
 }
+/* Starts owner o (on p[0]), then waiter w (on p[1]): their first asks are never held. */
+static void start_owner_then_waiter(proc *p, simba_service *o, simba_service *w) {
+    int n0 = nasks;
+    CHECK_RC(simba_start(o), SIMBA_OK);
+    settle(p, 1);
+    CHECK_RC(simba_start(w), SIMBA_OK);
+    settle(p, 2);
+    CHECK_EQ(nasks, n0 + 2);
+    CHECK(asks[n0].who == simba_service_contender_id(o)[0] && asks[n0 + 1].who == simba_service_contender_id(w)[0]);
+    CHECK(asks[n0].deferrable == SIMBA_DEFER_NO && !asks[n0].renew);
+    CHECK(asks[n0 + 1].deferrable == SIMBA_DEFER_NO && !asks[n0 + 1].renew);
+}
 TEST(only_a_waiters_timer_asks_are_deferrable) {
     static simba_backend_vt spy;
     proc p[2];
@@ -814,23 +826,11 @@ TEST(only_a_waiters_timer_asks_are_deferrable) {
        b re-asks while a's lease runs, expecting no win */
     a = contender(&p[0], "defer", "a", 4000, 2000, &ca);
     b = contender(&p[1], "defer", "b", 1000, 500, &cb);
-    CHECK_RC(simba_start(a), SIMBA_OK);
-    settle(p, 1);
-    CHECK_RC(simba_start(b), SIMBA_OK);
-    settle(p, 2);
-    /* first asks: a wins, b joins the line; neither may be held */
-    CHECK_EQ(nasks, 2);
-    CHECK(asks[0].who == 'a' && !asks[0].deferrable && !asks[0].renew);
-    CHECK(asks[1].who == 'b' && !asks[1].deferrable && !asks[1].renew);
+    start_owner_then_waiter(p, a, b); /* a wins, b joins the line */
     /* y waits on x's equal lease: it asks at the lease end it knows (x may have died) */
     x = contender(&p[0], "defer-end", "x", 1000, 500, &cx);
     y = contender(&p[1], "defer-end", "y", 1000, 500, &cy);
-    CHECK_RC(simba_start(x), SIMBA_OK);
-    settle(p, 1);
-    CHECK_RC(simba_start(y), SIMBA_OK);
-    settle(p, 2);
-    CHECK_EQ(nasks, 4);
-    CHECK(asks[2].who == 'x' && !asks[2].deferrable && asks[3].who == 'y' && !asks[3].deferrable);
+    start_owner_then_waiter(p, x, y);
     /* a and x renew, b re-asks on its timer expecting no win, y at the lease ends it knows */
     advance(p, 2, 12000, 10);
     CHECK(simba_is_owner(a) && simba_is_owner(x));
