@@ -180,9 +180,10 @@ typedef struct simba_sql_desc {
        (see BATCHING); 1 runs every request in its own. At most 4096. */
     int batch_max;
     /* 0 -> SQLite's automatic WAL checkpoint (every 1000 pages), which runs inside the commit
-       that crosses it, fsync included: the one step of a poll no budget bounds (10-20 ms in
-       W4). -1: never on this connection; another connection (a thread or process of yours
-       running PRAGMA wal_checkpoint(PASSIVE)) must then keep the WAL from growing. */
+       that crosses it, fsyncs included: the one step of a poll no budget bounds (10-20 ms in
+       W4). -1: never on this connection, so the loop never waits for the disk; something
+       off the loop must then keep the WAL short: simba_sql_checkpoint() from a thread of
+       yours, or `simba -u sqlite:PATH checkpoint --every 1` beside the application. */
     int checkpoint;
 } simba_sql_desc;
 
@@ -200,6 +201,18 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
    does, so its places in wait queues are dropped at the next release. Free the loop or the
    backend as usual; simba_sql_read() on it returns SIMBA_ESTATE. */
 SIMBA_API simba_result simba_sql_simulate_crash(simba_backend *be);
+
+/* One WAL checkpoint of the database file at path (PRAGMA wal_checkpoint(PASSIVE)), on a
+   connection of its own, closed before it returns. BLOCKING: it copies the WAL into the
+   database and syncs both (1-20 ms on an ordinary disk): call it from a thread or process
+   of yours, never from the loop's thread, for backends opened with checkpoint = -1; once a
+   second keeps the WAL of W4 (10,000 mutexes) under 2 MB. It never waits for a lock nor
+   blocks the writers: frames that a reader still needs stay for the next call. Thread-safe.
+   *wal_frames / *copied (either may be NULL): the WAL's frames and those now in the
+   database (-1 when the file is not in WAL mode). SIMBA_EINVAL (no path, ":memory:"),
+   SIMBA_EBACKEND (no such database, not a database; errbuf says), SIMBA_EBUSY (another
+   checkpoint or a recovery runs right now: call again later). */
+SIMBA_API simba_result simba_sql_checkpoint(const char *path, int *wal_frames, int *copied, char *errbuf, size_t errbuf_cap);
 
 /* Synchronous, non-blocking inspection of one mutex as the database sees it (tools, tests).
    be must come from simba_sql_open(). Fills *out like a READ reply (owner copied into
@@ -238,13 +251,15 @@ SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simb
  * A networked SQL engine would add a second simba__sql_text; the places where SQLite's
  * dialect is used are marked [sqlite]. */
 
-/* [sqlite] Database time in ms since the epoch. SQLite 3.40 lacks the 'subsec' modifier
-   (3.42), so milliseconds come from julianday. SQLite evaluates 'now' once per
-   sqlite3_step(): every use of NOW inside one statement sees the same instant
-   (tests/test_sql.c checks this). */
+/* [sqlite] Database time in ms since the epoch, as SQL: SQLite 3.40 lacks the 'subsec'
+   modifier (3.42), so milliseconds come from julianday, which reads the VFS's clock
+   (gettimeofday) once per sqlite3_step(). The statements do not use it: each use costs a
+   date parse and computation, ten per statement. They bind the same wall clock, read in C
+   (SIMBA__SQL_BOUND_NOW), which tests/test_sql.c checks against this expression, and which
+   another program writing our rows with this expression would agree with. */
 #define SIMBA__SQLITE_NOW "CAST((julianday('now') - 2440587.5) * 86400000.0 + 0.5 AS INTEGER)"
-/* The test clock: the loop's clock, bound once per statement, so it is one instant too. */
-#define SIMBA__SQL_LOOP_NOW "?6"
+/* NOW in every statement: bound once per request, so every use sees one instant. */
+#define SIMBA__SQL_BOUND_NOW "?6"
 
 typedef struct simba__sql_text {
     const char *dialect;
@@ -259,6 +274,7 @@ typedef struct simba__sql_text {
     const char *q_head;     /* ?1 -> contender, wake of the oldest live waiter */
     const char *q_join;     /* ?1 ?2 ?3 live_ms ?7 wake: join the line or refresh our place */
     const char *q_self;     /* ?1 ?2 -> ms our well-formed place still lives */
+    const char *q_refresh;  /* ?1 ?2 ?3 live_ms ?7 wake: push our live place's liveness on */
 } simba__sql_text;
 
 /* Still the owner's lease: the owner may renew, nobody else may take it. */
@@ -336,6 +352,10 @@ typedef struct simba__sql_text {
 #define SIMBA__SQL_Q_LEAVE_TEXT "DELETE FROM {Q} WHERE mutex = ?1 AND contender = ?2"
 #define SIMBA__SQL_Q_SELF_TEXT(NOW)                                                                  \
     "SELECT expires_at - " NOW " FROM {Q} WHERE mutex = ?1 AND contender = ?2 AND " SIMBA__SQL_Q_WELL_FORMED(NOW)
+/* A place that still lives is pushed on; a lapsed one is not revived (changes() = 0). */
+#define SIMBA__SQL_Q_REFRESH_TEXT(NOW)                                                               \
+    "UPDATE {Q} SET expires_at = " NOW " + ?3, wake = ?7"                                       \
+    " WHERE mutex = ?1 AND contender = ?2 AND expires_at >= " NOW
 #define SIMBA__SQL_Q_COUNT_TEXT "UPDATE {T} SET waiters = (SELECT count(*) FROM {Q} WHERE mutex = ?1) WHERE mutex = ?1"
 
 /* [sqlite] INSERT OR IGNORE (MySQL: INSERT IGNORE, PostgreSQL: ON CONFLICT DO NOTHING). */
@@ -353,15 +373,15 @@ typedef struct simba__sql_text {
 #define SIMBA__SQL_TEXTS(NOW)                                                                       \
     SIMBA__SQL_SETUP, SIMBA__SQL_CREATE_ROW_TEXT, SIMBA__SQL_ACQUIRE_TEXT(NOW), SIMBA__SQL_GRANT_TEXT(NOW), \
         SIMBA__SQL_RELEASE_TEXT, SIMBA__SQL_READ_TEXT(NOW), SIMBA__SQL_Q_PURGE_TEXT(NOW), SIMBA__SQL_Q_HEAD_TEXT(NOW), \
-        SIMBA__SQL_Q_JOIN_TEXT(NOW), SIMBA__SQL_Q_SELF_TEXT(NOW)
-static const simba__sql_text simba__sqlite_text = {"sqlite", SIMBA__SQL_TEXTS(SIMBA__SQLITE_NOW)};
-/* The same statements on the loop's clock (simba_sql_desc.test_clock). */
-static const simba__sql_text simba__sqlite_loop_clock_text = {"sqlite, loop clock", SIMBA__SQL_TEXTS(SIMBA__SQL_LOOP_NOW)};
+        SIMBA__SQL_Q_JOIN_TEXT(NOW), SIMBA__SQL_Q_SELF_TEXT(NOW), SIMBA__SQL_Q_REFRESH_TEXT(NOW)
+/* NOW is bound once per request (see simba__sql_now): the wall clock that julianday('now')
+   reads, or the loop's clock with simba_sql_desc.test_clock. */
+static const simba__sql_text simba__sqlite_text = {"sqlite", SIMBA__SQL_TEXTS(SIMBA__SQL_BOUND_NOW)};
 
 enum { SIMBA__SQL_CREATE_ROW, SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_GRANT_ST, SIMBA__SQL_RELEASE_ST, SIMBA__SQL_RELEASE_QUEUED,
        SIMBA__SQL_READ_ST, SIMBA__SQL_Q_PURGE, SIMBA__SQL_Q_HEAD, SIMBA__SQL_Q_JOIN, SIMBA__SQL_Q_LEAVE, SIMBA__SQL_Q_COUNT, SIMBA__SQL_BEGIN,
        SIMBA__SQL_COMMIT, SIMBA__SQL_ROLLBACK, SIMBA__SQL_DATA_VERSION, SIMBA__SQL_SAVEPOINT, SIMBA__SQL_SP_RELEASE,
-       SIMBA__SQL_SP_ROLLBACK, SIMBA__SQL_Q_SELF, SIMBA__SQL_NSTMT };
+       SIMBA__SQL_SP_ROLLBACK, SIMBA__SQL_Q_SELF, SIMBA__SQL_Q_REFRESH, SIMBA__SQL_NSTMT };
 
 /* ":memory:" names this database: SQLite's memdb VFS shares a name that starts with "/"
    between the connections of one process, without shared-cache mode. */
@@ -430,6 +450,7 @@ typedef struct simba__sql {
     uint64_t batches, batched; /* write transactions of several requests, and their requests */
     uint64_t executed;         /* requests executed (answered by the database) */
     uint64_t kept_places;      /* waiters' asks answered by reads alone (their place lasts) */
+    uint64_t refreshed_places; /* ... by reads and one UPDATE of their place's liveness */
     int64_t next_ask_ms;       /* simba_req.next_ask_ms of the request being executed */
 } simba__sql;
 
@@ -575,6 +596,7 @@ static int simba__sql_setup(simba__sql *s) {
     src[SIMBA__SQL_SP_RELEASE] = "RELEASE simba_step";
     src[SIMBA__SQL_SP_ROLLBACK] = "ROLLBACK TO simba_step";
     src[SIMBA__SQL_Q_SELF] = s->text->q_self;
+    src[SIMBA__SQL_Q_REFRESH] = s->text->q_refresh;
     for (i = 0; i < SIMBA__SQL_NSTMT; i++) {
         if (s->st[i]) continue;
         if (!simba__sql_expand(s, src[i], sql, sizeof sql)) {
@@ -971,11 +993,15 @@ static int simba__sql_quit_line(simba__sql *s, const char *mutex, const char *co
 }
 
 /* >>kept A waiter that will not be granted now (the row is held by another, or free and
-   kept for another head) and whose place outlives its next ask needs no write: the answer
+   kept for another head) and whose place still lives needs no queue transaction: the answer
    is the row as read and whether it heads the line, what the queue's transaction would
-   say. *kept = 0 sends it down the full path (it may win, or its place needs refreshing,
-   or a free row's head is gone and must be dropped). After the row was read into rep. */
-static int simba__sql_kept_place(simba__sql *s, const char *mutex, const char *contender, simba_reply *rep, int *kept) {
+   say. A place that outlives the waiter's next ask needs no write at all; one that would
+   lapse first is pushed on by one UPDATE of its own row (every ask of a waiter that sleeps
+   through other owners' renewals: a place outlives an ask by a second only). *kept = 0
+   sends it down the full path (it may win, it has no live place, or a free row's head is
+   gone and must be dropped). After the row was read into rep. */
+static int simba__sql_kept_place(simba__sql *s, const char *mutex, const char *contender, int64_t live_ms,
+                                 simba_reply *rep, int *kept) {
     sqlite3_stmt *st = s->st[SIMBA__SQL_Q_SELF];
     int rc, changed = 0, free_row = !s->owner[0];
     int64_t left = -1;
@@ -990,7 +1016,7 @@ static int simba__sql_kept_place(simba__sql *s, const char *mutex, const char *c
         simba__sql_seterr(s, "queue place", rc);
         return rc;
     }
-    if (left < s->next_ask_ms) return SQLITE_OK;
+    if (left < 0) return SQLITE_OK; /* no live place: the queue's transaction joins it */
     memcpy(owner, s->owner, sizeof owner);
     if ((rc = simba__sql_head(s, mutex, &changed)) != SQLITE_OK) return rc;
     memcpy(s->owner, owner, sizeof owner);
@@ -1001,9 +1027,45 @@ static int simba__sql_kept_place(simba__sql *s, const char *mutex, const char *c
     } else if (free_row && simba__sql_wake_send(s, s->qhead_wake, mutex, s->qhead) < 0) {
         return SQLITE_OK; /* the head's process is gone: the full path drops it */
     }
-    s->kept_places++;
+    if (left < s->next_ask_ms) {
+        st = s->st[SIMBA__SQL_Q_REFRESH];
+        sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, live_ms);
+        sqlite3_bind_text(st, 7, s->wake_addr, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_REFRESH, "queue refresh")) != SQLITE_OK) return rc;
+        if (sqlite3_changes(s->db) != 1) return SQLITE_OK; /* lapsed since it was read */
+        s->queued_until = simba__max(s->queued_until, simba__add(simba_now(s->loop), live_ms));
+        s->refreshed_places++;
+    } else {
+        s->kept_places++;
+    }
     *kept = 1;
     return SQLITE_OK;
+}
+
+/* A waiter's ask, answered without the queue's transaction when it can be (>>kept): reads
+   the row into rep; *held: another owns it; *kept: answered. */
+static int simba__sql_ask_kept(simba__sql *s, const char *mutex, const char *contender, int renew, int64_t live_ms,
+                               simba_reply *rep, int *held, int *kept) {
+    int exists, rc;
+    *kept = 0;
+    sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
+    if ((rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists)) != SQLITE_OK) return rc;
+    *held = exists && s->owner[0] && strcmp(s->owner, contender) != 0;
+    if (s->next_ask_ms > 0 && !renew && exists && s->waiters > 0 && (*held || !s->owner[0]))
+        return simba__sql_kept_place(s, mutex, contender, live_ms, rep, kept);
+    return SQLITE_OK;
+}
+
+/* The statements' NOW in ms since the epoch: the loop's clock with test_clock, else the
+   wall clock that julianday('now') reads (the VFS's xCurrentTimeInt64: gettimeofday), read
+   here once and bound, which costs a tenth of evaluating the date function at every use. */
+static int64_t simba__sql_now(simba__sql *s) {
+    struct timespec ts;
+    if (s->loop_clock) return simba_now(s->loop);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Executes one request. renew: the contender owns the mutex locally (simba_req.renew);
@@ -1017,11 +1079,11 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
     rep->held_ms = -1;
     rc = simba__sql_setup(s);
     if (rc != SQLITE_OK) goto fail;
-    if (s->loop_clock) { /* one instant for the whole request, as the database clock gives */
-        int64_t now = simba_now(s->loop);
+    { /* one instant for the whole request, as the database clock gives */
+        int64_t now = simba__sql_now(s);
         static const int with_now[] = {SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_GRANT_ST, SIMBA__SQL_READ_ST,
                                        SIMBA__SQL_Q_PURGE,    SIMBA__SQL_Q_HEAD,   SIMBA__SQL_Q_JOIN,
-                                       SIMBA__SQL_Q_SELF};
+                                       SIMBA__SQL_Q_SELF,     SIMBA__SQL_Q_REFRESH};
         size_t i;
         for (i = 0; i < sizeof with_now / sizeof with_now[0]; i++) sqlite3_bind_int64(s->st[with_now[i]], 6, now);
     }
@@ -1036,25 +1098,20 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
            waiter reads first: while someone else's lease lasts the UPDATE could not
            succeed. Everything else (a queue, another's lease, no row yet) is decided by
            simba__sql_contend in one transaction. */
-        int got = 0, held = 0;
+        int got = 0, held = 0, kept = 0;
         if (!expect_win) {
-            int exists;
-            sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
-            rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists);
-            if (rc != SQLITE_OK) goto fail;
-            held = exists && s->owner[0] && strcmp(s->owner, contender) != 0;
-            if (s->next_ask_ms > 0 && !renew && exists && s->waiters > 0 && (held || !s->owner[0])) {
-                int kept;
-                if ((rc = simba__sql_kept_place(s, mutex, contender, rep, &kept)) != SQLITE_OK) goto fail;
-                if (kept) {
-                    rep->rc = SIMBA_OK;
-                    return 0;
-                }
-            }
+            if ((rc = simba__sql_ask_kept(s, mutex, contender, renew, live_ms, rep, &held, &kept)) != SQLITE_OK) goto fail;
+            if (kept) goto done;
         }
         if (!held) {
             rc = simba__sql_acquire_row(s, SIMBA__SQL_ACQUIRE_ST, mutex, contender, ttl_ms, transition_ms, renew, rep, &got);
             if (rc != SQLITE_OK) goto fail;
+        }
+        /* A waiter that expected the lease over and found it renewed (every timer ask of a
+           waiter whose owner renews): the same, after the UPDATE found nothing to take. */
+        if (!got && expect_win) {
+            if ((rc = simba__sql_ask_kept(s, mutex, contender, renew, live_ms, rep, &held, &kept)) != SQLITE_OK) goto fail;
+            if (kept) goto done;
         }
         if (!got && (rc = simba__sql_contend(s, mutex, contender, ttl_ms, transition_ms, renew, live_ms, rep)) != SQLITE_OK)
             goto fail;
@@ -1104,6 +1161,7 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
             }
         }
     }
+done:
     rep->rc = SIMBA_OK;
     return 0;
 fail:
@@ -1320,7 +1378,7 @@ static void simba__sql_watch_check(simba__sql *s) {
     sqlite3_reset(st);
     if (dv == s->data_version) return;
     s->data_version = dv;
-    if (s->loop_clock) sqlite3_bind_int64(s->st[SIMBA__SQL_READ_ST], 6, simba_now(s->loop));
+    sqlite3_bind_int64(s->st[SIMBA__SQL_READ_ST], 6, simba__sql_now(s));
     for (i = 0; i < s->nwatched; i++) {
         simba_reply rep;
         if (simba__sql_read_row(s, s->watched[i], &rep) == SQLITE_OK && !s->owner[0])
@@ -1551,7 +1609,7 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
     if (s->batch_max > 1) s->done = (simba__sql_done *)simba_alloc(loop, (size_t)s->batch_max * sizeof *s->done);
     s->loop = loop;
     s->loop_clock = desc->test_clock;
-    s->text = s->loop_clock ? &simba__sqlite_loop_clock_text : &simba__sqlite_text;
+    s->text = &simba__sqlite_text;
     memcpy(s->table, table, strlen(table) + 1);
     s->retry_ms = desc->busy_retry_ms > 0 ? desc->busy_retry_ms : 5;
     s->busy_max_ms = desc->busy_max_ms;
@@ -1644,6 +1702,37 @@ SIMBA_API simba_result simba_sql_simulate_crash(simba_backend *be) {
     if (s->wake_fd >= 0) close(s->wake_fd);
     s->wake_fd = -1;
     return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_sql_checkpoint(const char *path, int *wal_frames, int *copied, char *errbuf, size_t errbuf_cap) {
+    sqlite3 *db = NULL;
+    int rc, frames = -1, done = -1;
+    simba_result res = SIMBA_OK;
+    if (wal_frames) *wal_frames = -1;
+    if (copied) *copied = -1;
+    if (errbuf && errbuf_cap > 0) errbuf[0] = 0;
+    if (!path || !path[0] || strcmp(path, ":memory:") == 0 || strncmp(path, "file:", 5) == 0) {
+        if (errbuf && errbuf_cap > 0)
+            snprintf(errbuf, errbuf_cap, "simba_sql_checkpoint: path is %s: give the database file's path (an "
+                                         "in-memory database has no WAL)", !path ? "NULL" : path[0] ? path : "empty");
+        return SIMBA_EINVAL;
+    }
+    /* No CREATE: a mistyped path must not leave an empty database behind. */
+    rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    /* Opening reads nothing: reading the schema cookie says "not a database" now. */
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, "PRAGMA schema_version", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &done);
+    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
+        res = SIMBA_EBUSY;
+    } else if (rc != SQLITE_OK) {
+        if (errbuf && errbuf_cap > 0)
+            snprintf(errbuf, errbuf_cap, "simba_sql_checkpoint: %s: %s", path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        res = SIMBA_EBACKEND;
+    }
+    sqlite3_close(db);
+    if (res == SIMBA_OK && wal_frames) *wal_frames = frames;
+    if (res == SIMBA_OK && copied) *copied = done;
+    return res;
 }
 
 SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simba_reply *out, char *owner_buf, size_t cap) {

@@ -295,6 +295,15 @@ B_FN double b_thread_cpu_us(void) {
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 static double b_last_poll_cpu_us; /* CPU time of the last simba_poll in b_tick */
+static long b_last_poll_waits;    /* voluntary context switches of the calling thread in it:
+                                     > 0 when it waited in the kernel (a lock, I/O, an fsync) */
+#ifndef RUSAGE_THREAD
+#define RUSAGE_THREAD 1 /* Linux; <sys/resource.h> names it only with _GNU_SOURCE */
+#endif
+static long b_thread_vcsw(void) {
+    struct rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw : 0;
+}
 
 B_FN int64_t b_tick(simba_loop *loop, int64_t wait_ms, double *poll_us) {
     struct pollfd p[16];
@@ -310,11 +319,13 @@ B_FN int64_t b_tick(simba_loop *loop, int64_t wait_ms, double *poll_us) {
             b_sleep_ms((double)wait_ms);
         }
     }
+    b_last_poll_waits = b_thread_vcsw();
     c = b_thread_cpu_us();
     t = b_now_us();
     w = simba_poll(loop);
     *poll_us = b_now_us() - t;
     b_last_poll_cpu_us = b_thread_cpu_us() - c;
+    b_last_poll_waits = b_thread_vcsw() - b_last_poll_waits;
     return w;
 }
 

@@ -126,6 +126,11 @@ expect_rc "run -w 1: unreachable redis is a backend error" 69 "$SIMBA" -u redis:
 check "  and says what the backend reported" err_has "backend: .*refused"
 expect_rc "get: missing sqlite file is a backend error" 69 "$SIMBA" -u "sqlite:$W/nonexistent.db" get x
 check "  the file was not created" test ! -e "$W/nonexistent.db"
+expect_rc "checkpoint: missing sqlite file is a backend error" 69 "$SIMBA" -u "sqlite:$W/nonexistent.db" checkpoint
+check "  the file was not created" test ! -e "$W/nonexistent.db"
+expect_rc "checkpoint: for SQLite only" 64 "$SIMBA" -u "$RED" checkpoint
+expect_rc "checkpoint: takes no NAME" 64 "$SIMBA" -u "$SQL" checkpoint x
+expect_rc "--every is for checkpoint" 64 "$SIMBA" -u "$SQL" get x --every 1
 expect_rc "get: wrong redis password is a backend error" 69 env SIMBA_REDIS_PASSWORD=wrong "$SIMBA" -u "redis://127.0.0.1:$RPORT" get x
 fi
 
@@ -226,6 +231,18 @@ backend_suite() {
 }
 
 want sqlite && backend_suite sqlite "$SQL"
+if want sqlite; then
+    # a loop that never checkpoints (checkpoint = -1) leaves it to this command
+    "$SIMBA" -u "$SQL" run ck -- true >/dev/null 2>&1
+    expect_rc "checkpoint: once" 0 "$SIMBA" -u "$SQL" checkpoint
+    check "  says what it copied" grep -Eq "^([0-9]+ of [0-9]+ WAL frames in the database|not in WAL mode: nothing to copy)$" "$W/out"
+    "$SIMBA" -u "$SQL" checkpoint --every 0.1 -v >"$W/ck.out" 2>&1 &
+    CK=$!
+    check "checkpoint --every: repeats" wait_for 10 eval '[ "$(grep -c "WAL frames" "$W/ck.out")" -ge 3 ]'
+    kill -TERM "$CK"
+    wait_exit "$CK" 10
+    check "  and ends on TERM with status 0" [ "$RC" -eq 0 ]
+fi
 want redis && backend_suite redis "$RED"
 want zk && backend_suite zk "$ZK"
 

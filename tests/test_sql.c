@@ -128,6 +128,139 @@ TEST(now_is_stable_within_a_step) {
     sqlite3_close(db);
 }
 
+/* The statements bind NOW from C (simba__sql_now): it must be the instant SQLite's own
+   expression gives, so that rows written by another program with it, or by an older
+   version of this backend, compare the same. Checked both ways round, 200 times. */
+TEST(bound_now_is_sqlite_now) {
+    char path[300];
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    sqlite3_stmt *st = NULL;
+    int i, bad = 0;
+    REQUIRE(loop != NULL);
+    REQUIRE(open_be(loop, newdb(path, sizeof path), NULL, &be) == SIMBA_OK);
+    REQUIRE(simba__sql_setup(impl_of(be)) == SQLITE_OK);
+    REQUIRE(sqlite3_prepare_v2(impl_of(be)->db, "SELECT " SIMBA__SQLITE_NOW, -1, &st, NULL) == SQLITE_OK);
+    for (i = 0; i < 200; i++) {
+        int64_t c0 = simba__sql_now(impl_of(be)), q, c1;
+        REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+        q = sqlite3_column_int64(st, 0);
+        sqlite3_reset(st);
+        c1 = simba__sql_now(impl_of(be));
+        if (q < c0 || q > c1) bad++;
+    }
+    sqlite3_finalize(st);
+    CHECK_EQ(bad, 0);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* ---- checkpoints off the loop ------------------------------------------------------ */
+
+static off_t file_size(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 ? sb.st_size : -1;
+}
+
+TEST(checkpoint_bad_input) {
+    char path[300], wal[320], err[256];
+    int frames = 7, copied = 7;
+    FILE *f;
+    CHECK_RC(simba_sql_checkpoint(NULL, &frames, &copied, err, sizeof err), SIMBA_EINVAL);
+    CHECK(strstr(err, "path is NULL") != NULL);
+    CHECK_EQ(frames, -1);
+    CHECK_EQ(copied, -1);
+    CHECK_RC(simba_sql_checkpoint("", NULL, NULL, err, sizeof err), SIMBA_EINVAL);
+    CHECK_RC(simba_sql_checkpoint(":memory:", NULL, NULL, err, sizeof err), SIMBA_EINVAL);
+    CHECK(strstr(err, "in-memory") != NULL);
+    CHECK_RC(simba_sql_checkpoint("file:/x?vfs=memdb", NULL, NULL, NULL, 0), SIMBA_EINVAL);
+    newdb(path, sizeof path); /* no such file: refused, and not created */
+    CHECK_RC(simba_sql_checkpoint(path, NULL, NULL, err, sizeof err), SIMBA_EBACKEND);
+    CHECK(strstr(err, path) != NULL);
+    CHECK_EQ((long long)file_size(path), -1);
+    REQUIRE((f = fopen(path, "w")) != NULL); /* not a database */
+    fputs("this is not a database, but it is long enough to have a header of a hundred bytes, "
+          "which is what sqlite reads first...........................................\n", f);
+    fclose(f);
+    CHECK_RC(simba_sql_checkpoint(path, NULL, NULL, err, sizeof err), SIMBA_EBACKEND);
+    CHECK(strstr(err, "not a database") != NULL);
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    CHECK_EQ((long long)file_size(wal), -1);
+}
+
+/* A loop whose backend never checkpoints (checkpoint = -1) keeps a short WAL when a thread
+   checkpoints beside it: the loop's writes never fail meanwhile, and the WAL stays a
+   fraction of what it grows to without the thread. */
+struct ckpt_thread {
+    const char *path;
+    volatile int stop;
+    int calls, busy, errors;
+};
+static void *ckpt_main(void *arg) {
+    struct ckpt_thread *t = (struct ckpt_thread *)arg;
+    while (!t->stop) {
+        simba_result rc = simba_sql_checkpoint(t->path, NULL, NULL, NULL, 0);
+        t->calls++;
+        if (rc == SIMBA_EBUSY) t->busy++;
+        else if (rc != SIMBA_OK) t->errors++;
+        poll(NULL, 0, 5);
+    }
+    return NULL;
+}
+static off_t renew_rounds(simba_backend *be, const char *wal, int rounds, int *failed) {
+    char name[32], owner[SIMBA_ID_MAX + 1];
+    simba_reply rep;
+    off_t most = 0;
+    int r, i;
+    for (r = 0; r < rounds; r++) {
+        for (i = 0; i < 300; i++) {
+            snprintf(name, sizeof name, "ck%03d", i);
+            if (exec_op(be, SIMBA_OP_ACQUIRE, name, "A", 60000, 1000, &rep, owner, sizeof owner) != SIMBA_OK ||
+                strcmp(owner, "A") != 0)
+                (*failed)++;
+        }
+        if (file_size(wal) > most) most = file_size(wal);
+        /* Rounds paced as renewals come (W4: a write transaction every 20 ms): the WAL
+           restarts from its start only at a write that finds it all copied. */
+        poll(NULL, 0, 20);
+    }
+    return most;
+}
+TEST(checkpoint_off_the_loop_keeps_the_wal_short) {
+    char path[300], wal[320];
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_sql_desc d;
+    struct ckpt_thread t;
+    pthread_t th;
+    int failed = 0, frames = -2, copied = -2;
+    off_t with, without;
+    REQUIRE(loop != NULL);
+    memset(&d, 0, sizeof d);
+    d.path = newdb(path, sizeof path);
+    d.checkpoint = -1;
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
+    memset(&t, 0, sizeof t);
+    t.path = path;
+    REQUIRE(pthread_create(&th, NULL, ckpt_main, &t) == 0);
+    with = renew_rounds(be, wal, 40, &failed);
+    t.stop = 1;
+    pthread_join(th, NULL);
+    /* The same writes again, with nobody checkpointing: the WAL (reused from its start
+       after a complete checkpoint, never shrunk) grows past what it was. */
+    without = renew_rounds(be, wal, 40, &failed);
+    CHECK_RC(simba_sql_checkpoint(path, &frames, &copied, NULL, 0), SIMBA_OK);
+    CHECK(frames >= 12000); /* the loop alone never checkpointed (SQLite's own would at 1000) */
+    CHECK_EQ(copied, frames);
+    fprintf(stderr, "  WAL: %lld bytes at most without checkpoints, %lld with %d of them beside (%d busy)\n",
+            (long long)without, (long long)with, t.calls, t.busy);
+    CHECK_EQ(failed, 0);
+    CHECK_EQ(t.errors, 0);
+    CHECK(t.calls > t.busy);
+    CHECK(with > 0 && with * 4 < without);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
 /* ---- opening ------------------------------------------------------------------------ */
 
 TEST(open_errors) {
@@ -1514,6 +1647,79 @@ TEST(waiter_not_at_the_head_does_not_write) {
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
 
+/* A waiter whose place would lapse before its next ask refreshes it with one small write
+   (its own row's liveness), not the queue's transaction (savepoint, purge, join, count, a
+   second read): W4 showed the transaction on every waiter's ask, since a place outlives an
+   ask by one second only. A place that already lapsed is not revived: it rejoins at the
+   back, as the queue's transaction would make it. */
+static int stmt_runs(simba_backend *be, int which) {
+    return sqlite3_stmt_status(impl_of(be)->st[which], SQLITE_STMTSTATUS_RUN, 0);
+}
+static int64_t place_left(simba_backend *be, const char *who) {
+    sqlite3_stmt *st = NULL;
+    int64_t left = -1;
+    CHECK_EQ(sqlite3_prepare_v2(impl_of(be)->db, "SELECT expires_at - ?2 FROM simba_mutex_wait WHERE mutex = 'kept' AND contender = ?1",
+                                -1, &st, NULL), SQLITE_OK);
+    sqlite3_bind_text(st, 1, who, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, fake_now);
+    if (sqlite3_step(st) == SQLITE_ROW) left = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return left;
+}
+TEST(waiter_refreshes_its_place_with_one_write) {
+    simba_loop *loop;
+    simba_backend *be = NULL;
+    simba_sql_desc sd;
+    simba_reply rep;
+    char owner[SIMBA_ID_MAX + 1];
+    int joins, counts, begins;
+    fake_now = 12000000;
+    loop = fakeloop();
+    REQUIRE(loop != NULL);
+    memset(&sd, 0, sizeof sd);
+    sd.path = "file:/refresh?vfs=memdb";
+    sd.test_clock = 1;
+    REQUIRE(simba_sql_open(loop, &sd, &be) == SIMBA_OK);
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "kept", "A", 20000, 1000, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(kept_ask(be, "B", 7000, &rep, owner), SIMBA_OK); /* joins: place 8000 ms */
+    CHECK_RC(kept_ask(be, "C", 7000, &rep, owner), SIMBA_OK);
+    CHECK_EQ(place_left(be, "C"), 8000);
+    sqlite3_commit_hook(impl_of(be)->db, count_commit, NULL);
+    commits = 0;
+    joins = stmt_runs(be, SIMBA__SQL_Q_JOIN);
+    counts = stmt_runs(be, SIMBA__SQL_Q_COUNT);
+    begins = stmt_runs(be, SIMBA__SQL_BEGIN);
+    fake_now += 4000; /* 4000 ms left < 7000: C must refresh */
+    CHECK_RC(kept_ask(be, "C", 7000, &rep, owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    CHECK_EQ(rep.first_in_line, 0);
+    CHECK_EQ(rep.ttl_left_ms, 16000);
+    CHECK_EQ(place_left(be, "C"), 8000); /* refreshed from now */
+    CHECK_EQ(commits, 1);                /* one write */
+    CHECK_EQ(stmt_runs(be, SIMBA__SQL_Q_JOIN), joins);
+    CHECK_EQ(stmt_runs(be, SIMBA__SQL_Q_COUNT), counts);
+    CHECK_EQ(stmt_runs(be, SIMBA__SQL_BEGIN), begins);
+    CHECK_RC(kept_ask(be, "B", 7000, &rep, owner), SIMBA_OK); /* B too, and still heads */
+    CHECK_EQ(rep.first_in_line, 1);
+    CHECK_EQ(place_left(be, "B"), 8000);
+    CHECK_EQ(commits, 2);
+    /* C refreshes again; B's place lapses unrefreshed. B, asking late, is not revived: it
+       rejoins behind C through the queue's transaction, and C heads the line. */
+    fake_now += 4500;
+    CHECK_RC(kept_ask(be, "C", 7000, &rep, owner), SIMBA_OK);
+    CHECK_EQ(rep.first_in_line, 0); /* B's place still lives */
+    CHECK_EQ(commits, 3);
+    fake_now += 4000;
+    CHECK(place_left(be, "B") < 0);
+    CHECK_RC(kept_ask(be, "B", 7000, &rep, owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    CHECK_EQ(rep.first_in_line, 0);
+    CHECK_EQ(stmt_runs(be, SIMBA__SQL_Q_JOIN), joins + 1);
+    CHECK_RC(kept_ask(be, "C", 7000, &rep, owner), SIMBA_OK);
+    CHECK_EQ(rep.first_in_line, 1);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
 /* The test clock where it cannot be safe, and clocks mixed on one in-memory database. */
 TEST(test_clock_refused_where_unsafe) {
     simba_loop *loop;
@@ -2124,6 +2330,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     RUN(now_is_stable_within_a_step);
+    RUN(bound_now_is_sqlite_now);
+    RUN(checkpoint_bad_input);
+    RUN(checkpoint_off_the_loop_keeps_the_wal_short);
     RUN(open_errors);
     RUN(tables_are_separate);
     RUN(bad_names_rejected_table_unaffected);
@@ -2150,6 +2359,7 @@ int main(int argc, char **argv) {
     RUN(woken_waiter_ask_is_not_held);
     RUN(sql_statements_count_against_the_poll_budget);
     RUN(waiter_not_at_the_head_does_not_write);
+    RUN(waiter_refreshes_its_place_with_one_write);
     RUN(simulated_crash_keeps_lease_until_it_ends);
     RUN(queue_arrival_order_and_releaser_to_the_back);
     RUN(queue_dead_waiter_dropped_after_its_liveness);

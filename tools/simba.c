@@ -88,6 +88,10 @@ static void usage(FILE *f) {
         "      a line per owner change seen, until INT or TERM (an observer, never contends)\n"
         "  ls [--json]            every mutex the backend has stored, with its owner\n"
         "  release NAME --fence N force-release NAME, only if its current owner holds fence N\n"
+        "  checkpoint [--every SEC]\n"
+        "      SQLite: copy the WAL into the database file once, or every SEC seconds until INT\n"
+        "      or TERM; for applications whose loops open SQLite with checkpoint = -1, so that\n"
+        "      their polls never wait for the disk (simba_sql_checkpoint)\n"
         "\n"
         "backend URL (-u URL, else $SIMBA_URL):\n"
         "  sqlite:PATH                    SQLite file (table simba_mutex)\n"
@@ -114,6 +118,7 @@ static void usage(FILE *f) {
         "  --once               elect: exit when leadership is lost\n"
         "  --json               get/watch/ls: JSON output (watch: one object per line)\n"
         "  --refresh SEC        watch: longest time between reads (default 1)\n"
+        "  --every SEC          checkpoint: repeat every SEC seconds until INT or TERM\n"
         "  --fence N            release: the fence the owner must still hold\n"
         "  -v, --verbose        run/elect: report acquisitions and losses on stderr\n"
         "  --stats-file FILE    run/elect: at exit, write the statistics and exit status to FILE\n"
@@ -458,7 +463,7 @@ typedef struct opts_t {
     const char *name;
     char **cmd; /* after "--" */
     int nonblock, once, json, verbose, have_fence, have_wait;
-    int64_t wait_ms, ttl_ms, transition_ms, grace_ms, refresh_ms;
+    int64_t wait_ms, ttl_ms, transition_ms, grace_ms, refresh_ms, every_ms;
     int have_grace;
     int sig;
     uint64_t fence;
@@ -503,6 +508,10 @@ static int parse_opts(const char *cmd, int argc, char **argv, opts_t *o) {
             NEEDV();
             if (parse_sec(a, v, &o->refresh_ms)) return -1;
             if (o->refresh_ms <= 0) { errorf("--refresh: must be above 0"); return -1; }
+        } else if (strcmp(a, "--every") == 0) {
+            NEEDV();
+            if (parse_sec(a, v, &o->every_ms)) return -1;
+            if (o->every_ms <= 0) { errorf("--every: must be above 0"); return -1; }
         } else if (strcmp(a, "--fence") == 0) {
             NEEDV();
             if (parse_u64("--fence", v, &o->fence)) return -1;
@@ -1789,6 +1798,36 @@ static int cmd_ls(const url_t *u, opts_t *o) {
     return ret;
 }
 
+/* ---- checkpoint ----------------------------------------------------------------------------- */
+
+/* SQLite only: the checkpoints a loop opened with checkpoint = -1 leaves to someone else.
+   A busy checkpoint (another one running) is not an error: the next one copies the rest. */
+static int cmd_checkpoint(const url_t *u, opts_t *o) {
+    char err[600];
+    int frames, copied, sig = 0;
+    if (u->kind != BE_SQLITE) { errorf("checkpoint: for SQLite only (sqlite:PATH); the other backends have no WAL of ours"); return EXIT_USAGE; }
+    if (o->every_ms > 0 && setup_signals(0)) return EXIT_OSERR;
+    for (;;) {
+        simba_result rc = simba_sql_checkpoint(u->path, &frames, &copied, err, sizeof err);
+        if (rc == SIMBA_EINVAL) { errorf("checkpoint: %s", err); return EXIT_USAGE; }
+        if (rc == SIMBA_EBACKEND) { errorf("checkpoint: %s", err); return EXIT_BACKEND; }
+        if (o->verbose || !o->every_ms) {
+            if (rc == SIMBA_EBUSY) printf("busy: another checkpoint runs\n");
+            else if (frames < 0) printf("not in WAL mode: nothing to copy\n");
+            else printf("%d of %d WAL frames in the database\n", copied, frames);
+            fflush(stdout);
+        }
+        if (!o->every_ms) return EXIT_OK;
+        {
+            struct pollfd p;
+            p.fd = sigpipe_fd[0];
+            p.events = POLLIN;
+            if (poll(&p, 1, (int)(o->every_ms > 86400000 ? 86400000 : o->every_ms)) > 0 && (sig = next_signal()) != 0) break;
+        }
+    }
+    return sig == SIGINT || sig == SIGTERM ? EXIT_OK : 128 + sig;
+}
+
 /* ---- release --fence ------------------------------------------------------------------------ */
 
 /* Clears the owner record only if it still carries the fence; waiters are told on the
@@ -1916,15 +1955,17 @@ int main(int argc, char **argv) {
     if (i >= argc) { usage(stderr); return EXIT_USAGE; }
     cmd = argv[i++];
     if (strcmp(cmd, "help") == 0) { usage(stdout); return EXIT_OK; }
-    if (strcmp(cmd, "run") && strcmp(cmd, "elect") && strcmp(cmd, "get") && strcmp(cmd, "watch") && strcmp(cmd, "ls") && strcmp(cmd, "release")) {
-        errorf("unknown command '%s' (run, elect, get, watch, ls, release; see simba --help)", cmd);
+    if (strcmp(cmd, "run") && strcmp(cmd, "elect") && strcmp(cmd, "get") && strcmp(cmd, "watch") && strcmp(cmd, "ls") && strcmp(cmd, "release") &&
+        strcmp(cmd, "checkpoint")) {
+        errorf("unknown command '%s' (run, elect, get, watch, ls, release, checkpoint; see simba --help)", cmd);
         return EXIT_USAGE;
     }
     for (j = i; j < argc && strcmp(argv[j], "--"); j++) /* help anywhere before the command */
         if (strcmp(argv[j], "-h") == 0 || strcmp(argv[j], "--help") == 0) { usage(stdout); return EXIT_OK; }
     if (parse_opts(cmd, argc - i, argv + i, &o)) return EXIT_USAGE;
-    if (strcmp(cmd, "ls") != 0 && check_name(cmd, o.name)) return EXIT_USAGE;
-    if (strcmp(cmd, "ls") == 0 && o.name) { errorf("ls: unexpected argument '%s'", o.name); return EXIT_USAGE; }
+    if (strcmp(cmd, "ls") != 0 && strcmp(cmd, "checkpoint") != 0 && check_name(cmd, o.name)) return EXIT_USAGE;
+    if ((strcmp(cmd, "ls") == 0 || strcmp(cmd, "checkpoint") == 0) && o.name) { errorf("%s: unexpected argument '%s'", cmd, o.name); return EXIT_USAGE; }
+    if (o.every_ms && strcmp(cmd, "checkpoint")) { errorf("%s: --every is for checkpoint", cmd); return EXIT_USAGE; }
     if (!strcmp(cmd, "run") || !strcmp(cmd, "elect")) {
         int64_t window;
         if (!o.cmd) { errorf("%s: missing the command: simba %s NAME -- CMD [ARG...]", cmd, cmd); return EXIT_USAGE; }
@@ -1964,5 +2005,6 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "get")) return cmd_get(&u, &o);
     if (!strcmp(cmd, "watch")) return cmd_watch(&u, &o);
     if (!strcmp(cmd, "ls")) return cmd_ls(&u, &o);
+    if (!strcmp(cmd, "checkpoint")) return cmd_checkpoint(&u, &o);
     return cmd_release(&u, &o);
 }
