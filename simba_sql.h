@@ -1192,7 +1192,11 @@ static int simba__sql_exec_one(simba__sql *s, const simba_req *r, simba_reply *r
     int rc;
     s->executed++;
     s->next_ask_ms = r->op == SIMBA_OP_ACQUIRE && !r->renew ? r->next_ask_ms : 0;
-    rc = simba__sql_exec_req(s, r->op, r->mutex, r->contender, r->ttl_ms, r->transition_ms, r->expect_win, r->renew,
+    /* A waiter's timer ask at the lease end it knows expects to win, but mostly finds the
+       lease renewed (owners renew well before it ends): it reads first, as an ask that
+       expects the mutex held does, and skips the UPDATE that would take nothing. */
+    rc = simba__sql_exec_req(s, r->op, r->mutex, r->contender, r->ttl_ms, r->transition_ms,
+                             r->expect_win && r->deferrable != SIMBA_DEFER_TAKEOVER, r->renew,
                              r->live_ms > 0 ? r->live_ms : simba__add(simba__add(r->ttl_ms, r->transition_ms), 2000), rep);
     s->next_ask_ms = 0;
     return rc;

@@ -366,7 +366,7 @@ static void on_rel(simba_service *s, const simba_state *st, void *u) {
 }
 
 static int steady(void) {
-    const char *backend = b_opt("backend", "memory");
+    const char *backend = b_opt("backend", "memory"), *label = backend;
     long nm = (long)b_optf("mutexes", 10000), i, nsvc = 2 * nm, polls = 0, waited = 0;
     double own_s = b_optf("own-timeout-s", 120); /* every mutex owned within this, or the run fails */
     double secs = b_optf("secs", 20), ttl = b_optf("ttl-ms", 10000), transition = b_optf("transition-ms", 6000);
@@ -400,6 +400,7 @@ static int steady(void) {
     ckpt.every_ms = (int)b_optf("sql-checkpointer-ms", 0);
     if (strcmp(backend, "sqlite") == 0 && ckpt.every_ms > 0) {
         ckpt.path = b_opt("sql", "build/bench-sql/w4.db");
+        label = "sqlite, checkpoints in a thread";
         if (pthread_create(&ckpt.th, NULL, ckpt_main, NULL) != 0) b_die(PROG, "pthread_create");
     }
     srv_setup(backend);
@@ -429,7 +430,7 @@ static int steady(void) {
     t_owned = b_now_us();
     fprintf(stderr, "%s %s: %ld of %ld mutexes owned after %.2f s\n", PROG, backend, owners, nm, (t_owned - t) / 1e6);
     /* A start-up that does not finish is a result too: say so, then measure what there is. */
-    b_row(b_fmt("W4 scale (%ld mutexes × 2, one loop)", nm), backend, "every mutex owned after start (all services at once)",
+    b_row(b_fmt("W4 scale (%ld mutexes × 2, one loop)", nm), label, "every mutex owned after start (all services at once)",
           owners < nm ? b_fmt("only %ld of %ld after %.0f s", owners, nm, own_s) : b_fmt("%.2f s", (t_owned - t) / 1e6),
           owners < nm ? "the window below is not steady state" : "", "", b_fmt("≤ %.0f s (--own-timeout-s)", own_s),
           owners < nm ? "**missed**" : "met");
@@ -481,19 +482,19 @@ static int steady(void) {
         char w[96]; /* b_fmt's buffers rotate: the label must outlive many cells */
         snprintf(w, sizeof w, "W4 scale (%ld mutexes × 2, one loop)", nm);
         const char *timing = b_fmt("ttl %.0f / transition %.0f ms, %.0f s window", ttl, transition, (w1 - w0) / 1e6);
-        b_row(w, backend, "steady-state CPU", b_fmt("%.2f %% of a core", cpu_pct), timing, "", "≤ 2 %",
+        b_row(w, label, "steady-state CPU", b_fmt("%.2f %% of a core", cpu_pct), timing, "", "≤ 2 %",
               b_verdict_max(cpu_pct, 2, "pts"));
-        b_row(w, backend, "core memory per service (loop allocator)", b_fmt("%.0f B", per_svc),
+        b_row(w, label, "core memory per service (loop allocator)", b_fmt("%.0f B", per_svc),
               strcmp(backend, "memory") == 0
                   ? b_fmt("store (server side): %.0f B per mutex", (double)(store_live - store0) / (double)nm)
                   : strcmp(backend, "sqlite") == 0 ? b_fmt("sqlite3_memory_used: %s B in all", b_num((double)sqlite3_memory_used()))
                                                    : "(backend allocations through the loop allocator count too)",
               "", "≤ 1 KiB", b_verdict_max(per_svc, 1024, "B"));
-        b_row(w, backend, "longest simba_poll in the window", b_fmt("%.2f ms", maxpoll / 1000),
+        b_row(w, label, "longest simba_poll in the window", b_fmt("%.2f ms", maxpoll / 1000),
               b_fmt("%ld polls; %lld loop allocations in the window", polls, loop_allocs - allocs0), "", "≤ 1 ms",
               b_verdict_max(maxpoll / 1000, 1, "ms"));
         /* Wall time includes time the OS ran others: the thread's CPU time tells the poll's own work. */
-        b_row(w, backend, "simba_poll's own CPU time (CLOCK_THREAD_CPUTIME_ID)",
+        b_row(w, label, "simba_poll's own CPU time (CLOCK_THREAD_CPUTIME_ID)",
               b_fmt("%.2f ms in the longest poll; %.2f ms at most in any poll", maxpoll_cpu / 1000, maxcpu / 1000),
               b_fmt("%ld of %ld polls waited in the kernel (a voluntary context switch: I/O, a lock, an fsync); "
                     "wall time minus CPU time in the others: the OS ran something else", waited, polls),
@@ -515,23 +516,23 @@ static int steady(void) {
                 what = "write transactions/s (WAL write lock taken)";
                 ref = b_fmt("one autocommit UPDATE p50 %.0f µs (%.1f %% of a core at this rate)", ref_us, reqs * ref_us / 1e4);
             }
-            b_row(w, backend, "requests/s sent by the loop (ACQUIRE, renewals included)", b_fmt("%.0f", att),
+            b_row(w, label, "requests/s sent by the loop (ACQUIRE, renewals included)", b_fmt("%.0f", att),
                   b_fmt("%.3f per mutex per s", att / (double)nm), "", "", "");
             if (*what) {
                 cost = strcmp(backend, "sqlite") == 0 ? "(in this process: counted in its CPU above)"
                        : b_optf("server-pid", 0) > 0 || strcmp(backend, "redis") == 0 ? b_fmt("server CPU %.2f %% of a core", scpu)
                                                                                       : "server CPU: not measured (no --server-pid)";
-                b_row(w, backend, b_fmt("server-side cost: %s", what), b_fmt("%.0f", reqs), ref, "", cost, "");
+                b_row(w, label, b_fmt("server-side cost: %s", what), b_fmt("%.0f", reqs), ref, "", cost, "");
             }
             if (ckpt.path)
-                b_row(w, backend, b_fmt("WAL checkpoints off the loop (a thread, every %d ms; the loop: checkpoint = %s)",
+                b_row(w, label, b_fmt("WAL checkpoints off the loop (a thread, every %d ms; the loop: checkpoint = %s)",
                                         ckpt.every_ms, b_opt("sql-checkpoint", "0")),
                       b_fmt("WAL at most %ld frames", ckpt.most_frames),
                       b_fmt("%ld checkpoints (%ld busy, %ld failed), the longest %.2f ms, from the start of the run",
                             ckpt.calls, ckpt.busy, ckpt.errors, ckpt.most_us / 1000),
                       "", "", ckpt.errors ? "**failed**" : "");
             if (strcmp(backend, "zk") == 0)
-                b_row(w, backend, "requests answered by a session check (no listing)",
+                b_row(w, label, "requests answered by a session check (no listing)",
                       b_fmt("%.0f of %.0f per s", (double)(zs1.checked - zs0.checked) / win,
                             (double)(zs1.requests - zs0.requests) / win),
                       b_fmt("%.1f session checks/s; %.0f ZooKeeper calls/s in all", (double)(zs1.session_checks - zs0.session_checks) / win,

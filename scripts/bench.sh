@@ -175,6 +175,10 @@ fi
 if want w4; then
     run w4_memory $BIN/w4_scale --part steady --backend memory --mutexes 10000 --secs 20 --ttl-ms 10000
     run w4_sqlite $BIN/w4_scale --part steady --backend sqlite --mutexes 10000 --secs 20 --ttl-ms 10000 --sql "$SQL_DIR/w4.db"
+    # the configuration for a loop that must never wait for the disk: the loop never
+    # checkpoints (checkpoint = -1), a thread of the application does (simba_sql_checkpoint)
+    run w4_sqlite_ckpt $BIN/w4_scale --part steady --backend sqlite --mutexes 10000 --secs 20 --ttl-ms 10000 --sql "$SQL_DIR/w4.db" \
+        --sql-checkpoint -1 --sql-checkpointer-ms 1000
     # issue 20: the networked backends, with the server's own counters and CPU
     run w4_redis $BIN/w4_scale --part steady --backend redis --mutexes 10000 --secs 20 --ttl-ms 10000 $RP \
         --server-pid "$(cat "$REDIS_DIR/redis.pid")"
