@@ -375,7 +375,8 @@ struct simba__zk_job {
     simba__zk_job *next, *prev; /* zk->jobs */
     simba__zk_job *cnext;       /* cont queue */
     simba__zk_job *tnext, *tprev; /* zk->thead: requests not answered yet, by deadline */
-    simba__zk_job *bnext, *bprev; /* zk->bq_wait or bq_fly: waits for a session check */
+    simba__zk_job *bnext, *bprev; /* zk->bq_wait, bq_fly or bq_ready (batch 1, 2, 3): a
+                                     session check's request, before, during and after it */
     int timed, batch;
     simba_req *req;             /* NULL once answered */
     simba__zk_cont *cont;
@@ -428,6 +429,9 @@ struct simba__zk {
     simba__zk_job *jobs;
     simba__zk_job *thead, *ttail; /* deadlines grow with submission: a FIFO is sorted */
     simba__zk_job *bq_wait, *bq_fly; /* cheap renewals: for the next / the flying check */
+    simba__zk_job *bq_ready;         /* ... the answered check's, not yet answered themselves:
+                                        one poll answers what its budget allows */
+    int ready_live, ready_rc;        /* that check's answer */
     simba__zk_op *ping_op;           /* the session check in flight */
     simba__zk_job *park_head[2], *park_tail[2]; /* [0]: started jobs and renewals, [1]: new */
     int nfly;                        /* job calls in flight on the current session */
@@ -894,7 +898,8 @@ static void simba__zk_bq_del(simba__zk *zk, simba__zk_job *job) {
     if (!job->batch) return;
     if (job->bprev) job->bprev->bnext = job->bnext;
     else if (job->batch == 1) zk->bq_wait = job->bnext;
-    else zk->bq_fly = job->bnext;
+    else if (job->batch == 2) zk->bq_fly = job->bnext;
+    else zk->bq_ready = job->bnext;
     if (job->bnext) job->bnext->bprev = job->bprev;
     job->bnext = job->bprev = NULL;
     job->batch = 0;
@@ -1290,7 +1295,7 @@ static void simba__zk_ping(simba__zk *zk, int64_t now) {
     simba__zk_job *job;
     simba__zk_op *op = NULL;
     int zrc = ZINVALIDSTATE;
-    if (!zk->bq_wait || zk->ping_op || now < zk->ping_at || zk->closing) return;
+    if (!zk->bq_wait || zk->ping_op || zk->bq_ready || now < zk->ping_at || zk->closing) return;
     if (simba__zk_usable(zk) && (op = simba__zk_op_new(zk, NULL, SIMBA__ZK_PING)) != NULL)
         zrc = simba__zk_op_issued(zk, op, zoo_async(zk->sess->zh, zk->root, simba__zk_cb_string, op));
     else if (simba__zk_usable(zk))
@@ -1310,13 +1315,21 @@ static void simba__zk_ping(simba__zk *zk, int64_t now) {
     for (job = zk->bq_fly; job; job = job->bnext) job->batch = 2;
 }
 
-/* The session check came back: answer its requests, or send them the long way. */
-static void simba__zk_batch_done(simba__zk *zk, int live, int rc) {
+/* Answers the requests of the session check that came back, or sends them the long way,
+   as many as the poll's budget allows (W4: one check answered up to 4,700 renewals, 3 ms
+   of one poll): the rest wait in bq_ready for the next poll, which the core asks for at
+   once, and no new check goes out before they are answered. Answered later, a request is
+   judged by the watches as they are then: a watch that fired meanwhile sends it the long
+   way, as one that fired before the check would. */
+static void simba__zk_answer_ready(simba__zk *zk) {
     simba__zk_job *job;
+    int live = zk->ready_live, rc = zk->ready_rc;
     char msg[96];
+    if (!zk->bq_ready) return;
     snprintf(msg, sizeof msg, "zookeeper: %s", zerror(rc));
-    while ((job = zk->bq_fly) != NULL) {
+    while ((job = zk->bq_ready) != NULL) {
         int k;
+        if (simba_poll_budget_spent(zk->loop)) return;
         simba__zk_bq_del(zk, job);
         if (!live) {
             simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN, "zookeeper session lost");
@@ -1334,6 +1347,19 @@ static void simba__zk_batch_done(simba__zk *zk, int live, int rc) {
         }
     }
     simba__zk_ping(zk, simba_now(zk->loop));
+}
+
+/* The session check came back: its requests are answered next (in order, before those of
+   any later check). */
+static void simba__zk_batch_done(simba__zk *zk, int live, int rc) {
+    simba__zk_job *job;
+    /* bq_ready is empty: simba__zk_ping sends no check while it holds requests */
+    for (job = zk->bq_fly; job; job = job->bnext) job->batch = 3;
+    zk->bq_ready = zk->bq_fly;
+    zk->bq_fly = NULL;
+    zk->ready_live = live;
+    zk->ready_rc = rc;
+    simba__zk_answer_ready(zk);
 }
 
 /* Our node is the lowest. A renewal keeps its tenure's fence. The first tenure on a node
@@ -1770,7 +1796,7 @@ static int simba__zk_session_close(simba__zk *zk, int async, simba__zk_sess *nex
     zk->ping_op = NULL;
     zk->nfly = 0;
     zk->root_made = 0;
-    while ((job = zk->bq_fly) != NULL || (job = zk->bq_wait) != NULL || (job = zk->park_head[0]) != NULL ||
+    while ((job = zk->bq_ready) != NULL || (job = zk->bq_fly) != NULL || (job = zk->bq_wait) != NULL || (job = zk->park_head[0]) != NULL ||
            (job = zk->park_head[1]) != NULL)
         simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN, "zookeeper session lost");
     for (op = zk->outstanding; op; op = next) { /* their answers no longer count: fail them now */
@@ -2192,6 +2218,7 @@ static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int
     simba__zk_ack(zk);
     if (zk->zombies) simba__zk_reap(zk, 0);
     simba__zk_adopt(zk, now);
+    simba__zk_answer_ready(zk); /* what the last poll's budget left */
     /* answers taken first, events handled first: every event that the ZooKeeper threads
        delivered before an answer is handled before it (a watched node's deletion before
        a session check that came after it) */

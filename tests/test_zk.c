@@ -1233,14 +1233,21 @@ static int child_main(const char *mutex, const char *id) {
    gets exactly one owner, renewals are answered by session checks instead of a listing
    each, and when the owners stop, every waiter takes over with a greater fence. */
 #define SCALE_MUTEXES 5000
+#define SCALE_STEPS 100 /* simba_loop_desc.poll_max_steps of its loop */
+static simba_backend *g_scale_be;
+static uint64_t g_most_checked; /* requests a session check answered in one poll, at most */
 static int scale_drive(simba_loop *loop, int64_t max_ms, int (*done)(void)) {
     double t0 = now_ms();
     while (!(done && done()) && now_ms() - t0 < (double)max_ms) {
         int64_t w;
+        simba_zk_stats a, b;
+        simba_zk_stats_get(g_scale_be, &a);
         g_in_poll = 1;
         w = simba_wait(loop, 20);
         g_in_poll = 0;
         if (w < 0) return (int)w;
+        simba_zk_stats_get(g_scale_be, &b);
+        if (b.checked - a.checked > g_most_checked) g_most_checked = b.checked - a.checked;
     }
     return 0;
 }
@@ -1302,12 +1309,16 @@ TEST(ten_thousand_services) {
     memset(&ld, 0, sizeof ld);
     ld.log = log_hook;
     ld.log_level = SIMBA_LOG_WARN;
+    /* A poll's work is bounded: a session check that answers hundreds of renewals does so
+       over as many polls as that takes (a poll answers at most its steps' worth). */
+    ld.poll_max_steps = SCALE_STEPS;
     REQUIRE(simba_loop_new(&ld, &loop) == SIMBA_OK);
     memset(&zd, 0, sizeof zd);
     zd.hosts = g_hosts;
     zd.session_timeout_ms = 10000; /* renewals every ~3.3 s, as in make bench W4 */
     zd.root = "/simba-scale";
     REQUIRE(simba_zk_open(loop, &zd, &be) == SIMBA_OK);
+    g_scale_be = be;
     mname(base, sizeof base, "scale");
     memset(g_sr, 0, sizeof g_sr);
     for (i = 0; i < SCALE_MUTEXES; i++)
@@ -1333,8 +1344,12 @@ TEST(ten_thousand_services) {
     /* steady: two renewal periods, no ownership changes, many requests per call */
     REQUIRE(simba_zk_stats_get(be, &s0) == SIMBA_OK);
     for (i = 0; i < SCALE_MUTEXES; i++) released0 += g_sr[0][i].released + g_sr[1][i].released;
+    g_most_checked = 0;
     CHECK_RC(scale_drive(loop, 8000, NULL), SIMBA_OK);
     REQUIRE(simba_zk_stats_get(be, &s1) == SIMBA_OK);
+    fprintf(stderr, "  at most %llu requests answered by a session check in one poll (%d steps each)\n",
+            (unsigned long long)g_most_checked, SCALE_STEPS);
+    CHECK(g_most_checked <= SCALE_STEPS);
     for (i = 0; i < SCALE_MUTEXES; i++) {
         released1 += g_sr[0][i].released + g_sr[1][i].released;
         if (simba_is_owner(g_ss[0][i]) && simba_is_owner(g_ss[1][i])) both++;
