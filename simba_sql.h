@@ -17,7 +17,8 @@
  *   One row per mutex in one table (default "simba_mutex"):
  *       mutex (primary key), acquired_at, ttl_at, transition_at, owner_id, fence, version
  *   Times are the database's clock in ms since the epoch, so every process on the file shares
- *   one clock; replies carry only remaining durations computed by the database.
+ *   one clock; replies carry only remaining durations computed by the database. (The wall
+ *   clock that SQLite's julianday('now') reads, read once per request and bound as NOW.)
  *   Acquire-or-renew is one conditional UPDATE in one short write transaction: anyone may take
  *   the row once transition_at < now (the lease is fully over), the owner may renew while
  *   transition_at >= now. acquired_at and fence change only when an ownership begins: a new
@@ -99,11 +100,21 @@
  *   to the core, and a release's wake-up datagram sent, only after the commit. A request
  *   alone keeps its single autocommit statement. Each request executed is a step of the
  *   poll's budget (simba_poll_budget_spent): past it the rest waits for the next poll.
+ *   A waiter that is not granted is answered by reads alone (the row, its place, the head)
+ *   while its place outlives its next ask (simba_req.next_ask_ms), else with one UPDATE of
+ *   its own place's liveness: never the queue's transaction on a timer's ask.
  *   A renewal, and a waiter's ask that expects the mutex held, may wait for company up to
  *   min(ttl/64, SIMBA_SQL_BATCH_MS) (compile-time, default 50; 0: never): owners renew long
  *   before their lease ends, and the lease is counted from the send. Anything else (a
  *   release, a handoff after a pushed release, a first ask) runs in the next poll and takes
  *   the held ones along. With batch_max 1 nothing is held.
+ *
+ * CHECKPOINTS
+ *   The one step of a poll no budget bounds is SQLite's automatic WAL checkpoint, which runs
+ *   inside the commit that crosses 1,000 pages, fsyncs included (11-18 ms in W4). With
+ *   simba_sql_desc.checkpoint = -1 the loop never checkpoints; simba_sql_checkpoint() from a
+ *   thread or process of the application (or `simba checkpoint --every 1`) must then keep
+ *   the WAL short.
  *
  * CLOCK AND ROWS
  *   "The database's clock" is, for SQLite, the wall clock of the host running each process:
