@@ -25,13 +25,18 @@
  *   the server must be named by a numeric hostaddr (IPv4/IPv6) or a unix socket directory
  *   (a host starting with '/', or none: libpq's default socket). Resolve names yourself at
  *   start-up. A statement not answered within statement_timeout_ms completes with
- *   SIMBA_ETIMEDOUT and its connection is closed and made anew (PQcancel would block on a
- *   new connection; the server also gets statement_timeout so it gives up on its side).
+ *   SIMBA_ETIMEDOUT (PQcancel would block on a new connection; the server also gets
+ *   statement_timeout so it gives up on its side). In pipeline mode the connection then
+ *   stalls: new requests fail at once (SIMBA_ECONN) while it reads and drops the late
+ *   answers of the failed batches for up to stall_timeout_ms (default 30 s), and goes on as
+ *   before once they are all in (SIMBA_EV_RESET), so that a stopped or overloaded server
+ *   resumes without a new login; then it is recycled. Without pipeline mode, and when the
+ *   stall ends unanswered, the connection is closed and made anew.
  *   Authentication runs inside PQconnectPoll: with scram-sha-256 (PostgreSQL's default for
  *   TCP) one call computes the client proof (PBKDF2, 4096 iterations of HMAC-SHA-256), which
  *   took 5-12 ms on the 2-CPU bench VM, so the simba_poll that runs it is that long, once per
- *   connection (at start, and after a lost or recycled one, e.g. when a stopped server
- *   comes back). md5 took 0.6 ms, trust 0.2 ms; a unix socket with peer or trust avoids the
+ *   connection (at start, and after a lost or recycled one; a stopped server that comes back
+ *   within stall_timeout_ms resumes on the stalled connection, with no login). md5 took 0.6 ms, trust 0.2 ms; a unix socket with peer or trust avoids the
  *   cost, as does a SCRAM verifier with fewer iterations (scram_iterations, PostgreSQL 16).
  *   Lost connections are re-made with randomised doubling backoff [reconnect_min_ms,
  *   reconnect_max_ms]; requests submitted between attempts fail at once with SIMBA_ECONN so
@@ -44,6 +49,9 @@
  *                  ▼  │                                 ▼                    ▼      │
  *                  DOWN ◄──────────────────────────────────────────── BUSY ──(result)┘
  *            (backoff, then CONNECTING)   (lost / statement_timeout_ms: recycle)
+ *                  ▲                                                     │ pipelined:
+ *                  └──(stall_timeout_ms)── STALLED ◄─(statement_timeout_ms)┘ late answers
+ *                                            └──(all late answers in)──► READY
  *
  *   READY/BUSY with libpq >= 14 runs in pipeline mode: what is queued goes out at once as
  *   prepared statements; consecutive renewals and waiters' timer asks (req->deferrable)
@@ -120,6 +128,8 @@ typedef struct simba_pg_desc {
     int64_t connect_timeout_ms;   /* 0 -> 2000: connect + setup */
     int64_t statement_timeout_ms; /* 0 -> 2000 */
     int64_t reconnect_min_ms, reconnect_max_ms; /* 0 -> 100 / max(5000, reconnect_min_ms) */
+    int64_t stall_timeout_ms; /* 0 -> 30000: how long a connection whose statements timed out
+                                 is kept for the server's late answers (see CONNECTION) */
 } simba_pg_desc;
 
 SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc, simba_backend **out);
@@ -175,7 +185,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
 #define SIMBA__PG_SYNC(st) ((void)(st), 0)
 #endif
 
-enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY };
+enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, SIMBA__PG_STALLED };
 
 /* >>sql  {T} = quoted table, {Q} = quoted queue table, {A} {R} {D} = quoted functions,
    {I} = quoted queue index (unqualified). Every function returns one row:
@@ -326,7 +336,9 @@ typedef struct simba__pg {
     PGresult **res; /* results of the current batch, answered only once it has committed */
     int more;       /* READY: answers wait in libpq's buffer for the next poll (time budget) */
     int was_up;     /* a setup has completed before: the next one raises SIMBA_EV_RESET */
-    int64_t conn_to, stmt_to, rmin, rmax, backoff;
+    int stall_syncs; /* STALLED: syncs of batches whose requests failed, still to come back */
+    uint64_t connects; /* connections started (tests: a stall that ends keeps its connection) */
+    int64_t conn_to, stmt_to, rmin, rmax, backoff, stall_to, stall_deadline;
     int64_t conn_deadline, stmt_deadline, retry_at;
     int64_t send_at; /* READY: the queued requests go out by then (INT64_MAX: none waits) */
     simba_req *fhead, *ftail, *head, *tail;
@@ -512,6 +524,7 @@ static void simba__pg_notice(void *arg, const char *msg) {
 }
 
 static void simba__pg_start(simba__pg *p, int64_t now) {
+    p->connects++;
     p->conn = PQconnectStartParams(p->keys, p->vals, p->expand);
     p->conn_deadline = simba__add(now, p->conn_to);
     if (!p->conn || PQstatus(p->conn) == CONNECTION_BAD) {
@@ -844,6 +857,52 @@ static void simba__pg_notifies(simba__pg *p) {
     }
 }
 
+/* >>stall A statement not answered within statement_timeout_ms on a pipelined connection:
+   its requests, and the queued ones, fail now (SIMBA_ETIMEDOUT; the core backs off), but the
+   connection stays, for up to stall_timeout_ms, reading and discarding the late answers of
+   those batches. A server that was stopped or overloaded then resumes on it without a new
+   login (a SCRAM login costs 5-12 ms of one poll) and without the reconnect backoff; a dead
+   one is recycled at the end, as before. Every answer is a whole batch's (one sync, one
+   transaction): nothing of a failed request can be answered to the core later. New
+   requests fail at once while stalled, as while down. */
+static void simba__pg_stall(simba__pg *p, int64_t now) {
+    int syncs = p->nsync;
+    snprintf(p->err, sizeof p->err, "postgres: statement not answered within %lld ms; waiting %lld ms more for the server on this connection",
+             (long long)p->stmt_to, (long long)p->stall_to);
+    simba__copy(p->be->errmsg, sizeof p->be->errmsg, p->err);
+    simba_log(p->loop, SIMBA_LOG_WARN, "%s", p->err);
+    p->state = SIMBA__PG_STALLED;
+    p->stall_deadline = simba__add(now, p->stall_to);
+    p->send_at = INT64_MAX;
+    p->more = 0;
+    simba__pg_fail_all(p, SIMBA_ETIMEDOUT, p->err); /* clears nfl, nsync and held results */
+    p->stall_syncs = syncs;
+    simba_backend_event(p->be, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
+}
+
+/* STALLED: discards late results; once every failed batch's sync is back, READY again. */
+static void simba__pg_discard(simba__pg *p, int64_t now) {
+    int nulls = 0;
+    while (p->conn && p->stall_syncs > 0 && !PQisBusy(p->conn)) {
+        PGresult *res = PQgetResult(p->conn);
+        if (!res) {
+            if (++nulls > 1) break;
+            continue;
+        }
+        nulls = 0;
+        if (SIMBA__PG_SYNC(PQresultStatus(res))) p->stall_syncs--;
+        PQclear(res);
+    }
+    if (p->conn && p->stall_syncs == 0) {
+        p->state = SIMBA__PG_READY;
+        p->backoff = p->rmin;
+        p->err[0] = 0;
+        simba_log(p->loop, SIMBA_LOG_INFO, "postgres: the server answered again on the same connection");
+        simba_backend_event(p->be, SIMBA_EV_RESET, NULL, NULL, NULL); /* pushes may have been missed */
+        simba__pg_send_next(p, now);
+    }
+}
+
 /* Reads the socket when poll said so (read_socket), then handles whatever libpq holds:
    a flush may have read answers into its buffer without the socket staying readable. */
 static void simba__pg_read(simba__pg *p, int64_t now, int read_socket) {
@@ -859,7 +918,8 @@ static void simba__pg_read(simba__pg *p, int64_t now, int read_socket) {
         simba__pg_result(p, res);
         PQclear(res);
     }
-    simba__pg_results(p, now);
+    if (p->state == SIMBA__PG_STALLED) simba__pg_discard(p, now);
+    else simba__pg_results(p, now);
     if (p->conn && PQstatus(p->conn) == CONNECTION_BAD) {
         simba__pg_set_err(p, "connection lost", PQerrorMessage(p->conn));
         simba__pg_drop(p, now, SIMBA_ECONN);
@@ -905,7 +965,7 @@ static void simba__pg_process(void *impl, const struct pollfd *ready, int n, int
         }
         return;
     }
-    if (p->state != SIMBA__PG_SETUP && p->state != SIMBA__PG_READY) return;
+    if (p->state != SIMBA__PG_SETUP && p->state != SIMBA__PG_READY && p->state != SIMBA__PG_STALLED) return;
     rv = simba__pg_ready(p, ready, n, (short)(POLLIN | (p->want_write ? POLLOUT : 0)));
     if (rv & POLLOUT) simba__pg_flush(p, now);
     if (p->conn) simba__pg_read(p, now, (rv & (POLLIN | POLLHUP | POLLERR)) != 0);
@@ -913,8 +973,15 @@ static void simba__pg_process(void *impl, const struct pollfd *ready, int n, int
        what waits for company waits for them */
     if (p->conn && p->head && now >= p->send_at && !simba__timer_due(p->loop, now))
         simba__pg_send_next(p, now);
-    if (p->conn && (p->busy || p->nfl > 0 || p->nsync > 0) && now >= p->stmt_deadline) {
-        /* no answer in time: later answers could not be matched, so the connection goes */
+    if (p->conn && p->state == SIMBA__PG_STALLED && now >= p->stall_deadline) {
+        snprintf(p->err, sizeof p->err, "postgres: no answer within %lld ms more, connection recycled", (long long)p->stall_to);
+        simba__copy(p->be->errmsg, sizeof p->be->errmsg, p->err);
+        simba__pg_drop(p, now, SIMBA_ECONN);
+    } else if (p->conn && p->state == SIMBA__PG_READY && p->pipeline && p->nsync > 0 && now >= p->stmt_deadline) {
+        simba__pg_stall(p, now);
+    } else if (p->conn && (p->busy || p->nfl > 0 || p->nsync > 0) && now >= p->stmt_deadline) {
+        /* no answer in time, not pipelined: later answers could not be told apart, so the
+           connection goes */
         snprintf(p->err, sizeof p->err, "postgres: %s not answered within %lld ms, connection recycled",
                  p->state == SIMBA__PG_SETUP ? "setup" : "statement",
                  (long long)(p->state == SIMBA__PG_SETUP ? p->conn_to : p->stmt_to));
@@ -940,6 +1007,7 @@ static int64_t simba__pg_deadline(void *impl) {
     if (p->state == SIMBA__PG_DOWN) return p->retry_at;
     if (p->state == SIMBA__PG_CONNECTING) return p->conn_deadline;
     if (p->state == SIMBA__PG_READY && p->more) return 0;
+    if (p->state == SIMBA__PG_STALLED) return p->stall_deadline;
     return simba__min(p->busy || p->nfl > 0 || p->nsync > 0 ? p->stmt_deadline : INT64_MAX,
                       p->state == SIMBA__PG_READY && p->head ? p->send_at : INT64_MAX);
 }
@@ -948,7 +1016,7 @@ static simba_result simba__pg_submit(void *impl, simba_req *req) {
     simba__pg *p = (simba__pg *)impl;
     int64_t hold;
     if (req->op != SIMBA_OP_ACQUIRE && req->op != SIMBA_OP_RELEASE && req->op != SIMBA_OP_READ) return SIMBA_EINVAL;
-    if (p->state == SIMBA__PG_DOWN) {
+    if (p->state == SIMBA__PG_DOWN || p->state == SIMBA__PG_STALLED) {
         simba_reply rep;
         memset(&rep, 0, sizeof rep);
         rep.rc = SIMBA_ECONN;
@@ -1081,7 +1149,8 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     if ((rc = simba__pg_ms_check(loop, "connect_timeout_ms", desc->connect_timeout_ms)) != SIMBA_OK ||
         (rc = simba__pg_ms_check(loop, "statement_timeout_ms", desc->statement_timeout_ms)) != SIMBA_OK ||
         (rc = simba__pg_ms_check(loop, "reconnect_min_ms", desc->reconnect_min_ms)) != SIMBA_OK ||
-        (rc = simba__pg_ms_check(loop, "reconnect_max_ms", desc->reconnect_max_ms)) != SIMBA_OK)
+        (rc = simba__pg_ms_check(loop, "reconnect_max_ms", desc->reconnect_max_ms)) != SIMBA_OK ||
+        (rc = simba__pg_ms_check(loop, "stall_timeout_ms", desc->stall_timeout_ms)) != SIMBA_OK)
         return rc;
     if (desc->reconnect_min_ms && desc->reconnect_max_ms && desc->reconnect_min_ms > desc->reconnect_max_ms)
         return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: reconnect_min_ms (%lld) must not exceed reconnect_max_ms (%lld)",
@@ -1096,6 +1165,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     p->fd = -1;
     p->conn_to = desc->connect_timeout_ms ? desc->connect_timeout_ms : 2000;
     p->stmt_to = desc->statement_timeout_ms ? desc->statement_timeout_ms : 2000;
+    p->stall_to = desc->stall_timeout_ms ? desc->stall_timeout_ms : 30000;
     p->rmin = desc->reconnect_min_ms ? desc->reconnect_min_ms : 100;
     p->rmax = desc->reconnect_max_ms ? desc->reconnect_max_ms : (p->rmin > 5000 ? p->rmin : 5000);
     p->backoff = p->rmin;

@@ -185,9 +185,11 @@ static void drv_free(drv *d) {
     d->n = 0;
 }
 
+static int64_t g_stall_ms; /* simba_pg_desc.stall_timeout_ms of the next open_pg (0: default) */
 static simba_result open_pg(simba_loop *loop, int port, const char *tbl, simba_backend **out) {
     simba_pg_desc pd;
     memset(&pd, 0, sizeof pd);
+    pd.stall_timeout_ms = g_stall_ms;
     pd.hostaddr = "127.0.0.1";
     pd.port = port;
     pd.user = "postgres";
@@ -563,6 +565,10 @@ TEST(open_refusals_say_why) {
     CHECK_RC(simba_pg_open(l, &pd, &be), SIMBA_EINVAL);
     CHECK(strstr(simba_loop_errmsg(l), "statement_timeout_ms") != NULL);
     pd.statement_timeout_ms = 0;
+    pd.stall_timeout_ms = -5;
+    CHECK_RC(simba_pg_open(l, &pd, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(l), "stall_timeout_ms") != NULL);
+    pd.stall_timeout_ms = 0;
     pd.reconnect_min_ms = 500;
     pd.reconnect_max_ms = 100;
     CHECK_RC(simba_pg_open(l, &pd, &be), SIMBA_EINVAL);
@@ -734,24 +740,32 @@ static int server2_signal(pid_t pm, int sig) {
     return n;
 }
 
-/* SIGSTOP: the owner steps down by its local deadline; no simba_poll call blocks. */
-TEST(sigstop_server) {
+static uint64_t connects(simba_backend *be) { return ((simba__pg *)simba_backend_impl(be))->connects; }
+
+/* SIGSTOP: the owner steps down by its local deadline; no simba_poll call blocks. With the
+   default stall_timeout_ms the stalled connection is kept and the server resumes on it (no
+   new login); with a short one it is recycled, and a new one wins after SIGCONT. */
+static void sigstop_case(int64_t stall_ms) {
     drv d;
     simba_backend *be;
     simba_service *a;
     rec ra;
     pid_t pid = server2_pid();
     int64_t t_stop;
+    uint64_t c0;
     REQUIRE(pid > 0);
     memset(&d, 0, sizeof d);
     memset(&ra, 0, sizeof ra);
     REQUIRE(drv_add(&d));
+    g_stall_ms = stall_ms;
     REQUIRE(open_pg(d.l[0], port2, NULL, &be) == SIMBA_OK);
+    g_stall_ms = 0;
     a = contend(d.l[0], be, "sigstop", "A", 1000, 1000, &ra);
     REQUIRE(a);
     WAIT_FOR(&d, simba_is_owner(a), 5000);
     REQUIRE(simba_is_owner(a));
     drv_run(&d, 200);
+    c0 = connects(be);
     d.max_poll_us = 0;
     memset(&d.pc, 0, sizeof d.pc);
     d.polls = 0;
@@ -766,11 +780,18 @@ TEST(sigstop_server) {
     fprintf(stderr, "  %ld polls while stopped, longest simba_poll %.3f ms\n", d.polls, (double)d.max_poll_us / 1000.0);
     CHECK_POLLS_NEVER_BLOCKED(&d.pc, poll_limit_us);
     CHECK(!simba_is_owner(a));
+    fprintf(stderr, "  while stopped: %s\n", simba_backend_errmsg(be));
+    if (!stall_ms) CHECK(strstr(simba_backend_errmsg(be), "waiting") != NULL);
     CHECK(server2_signal(pid, SIGCONT) > 0);
     WAIT_FOR(&d, simba_is_owner(a), 8000);
     CHECK(simba_is_owner(a));
+    fprintf(stderr, "  connections started while stopped and after: %llu\n", (unsigned long long)(connects(be) - c0));
+    if (!stall_ms) CHECK_EQ(connects(be), c0); /* resumed on the stalled connection */
+    else CHECK(connects(be) > c0);            /* recycled after stall_ms */
     drv_free(&d);
 }
+TEST(sigstop_server) { sigstop_case(0); }
+TEST(sigstop_server_stall_recycled) { sigstop_case(300); }
 
 /* Server stopped and restarted (rows kept): the owner steps down while it is gone, requests
    fail fast, and after the restart it wins again with a greater fence. */
@@ -1223,6 +1244,7 @@ int main(int argc, char **argv) {
     RUN(statement_timeout);
     RUN(partition_through_proxy);
     RUN(sigstop_server);
+    RUN(sigstop_server_stall_recycled);
     RUN(server_restart);
     RUN(pipeline_sends_together);
     RUN(many_mutexes_kept);
