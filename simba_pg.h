@@ -36,8 +36,9 @@
  *   TCP) one call computes the client proof (PBKDF2, 4096 iterations of HMAC-SHA-256), which
  *   took 5-12 ms on the 2-CPU bench VM, so the simba_poll that runs it is that long, once per
  *   connection (at start, and after a lost or recycled one; a stopped server that comes back
- *   within stall_timeout_ms resumes on the stalled connection, with no login). md5 took 0.6 ms, trust 0.2 ms; a unix socket with peer or trust avoids the
- *   cost, as does a SCRAM verifier with fewer iterations (scram_iterations, PostgreSQL 16).
+ *   within stall_timeout_ms resumes on the stalled connection, with no login). md5 took
+ *   0.6 ms, trust 0.2 ms; a unix socket with peer or trust avoids the cost, as does a SCRAM
+ *   verifier with fewer iterations (scram_iterations, PostgreSQL 16).
  *   Lost connections are re-made with randomised doubling backoff [reconnect_min_ms,
  *   reconnect_max_ms]; requests submitted between attempts fail at once with SIMBA_ECONN so
  *   that the core backs off; requests submitted while an attempt runs wait for it.

@@ -1118,12 +1118,6 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
             rc = simba__sql_acquire_row(s, SIMBA__SQL_ACQUIRE_ST, mutex, contender, ttl_ms, transition_ms, renew, rep, &got);
             if (rc != SQLITE_OK) goto fail;
         }
-        /* A waiter that expected the lease over and found it renewed (every timer ask of a
-           waiter whose owner renews): the same, after the UPDATE found nothing to take. */
-        if (!got && expect_win) {
-            if ((rc = simba__sql_ask_kept(s, mutex, contender, renew, live_ms, rep, &held, &kept)) != SQLITE_OK) goto fail;
-            if (kept) goto done;
-        }
         if (!got && (rc = simba__sql_contend(s, mutex, contender, ttl_ms, transition_ms, renew, live_ms, rep)) != SQLITE_OK)
             goto fail;
     } else {

@@ -1209,13 +1209,14 @@ static simba_loop *fakeloop(void) {
     if (simba_loop_new(&d, &loop) != SIMBA_OK) return NULL;
     return loop;
 }
-static simba_result open_test_clock(simba_loop *loop, simba_backend **out) {
+static simba_result open_test_clock_at(simba_loop *loop, const char *path, simba_backend **out) {
     simba_sql_desc d;
     memset(&d, 0, sizeof d);
-    d.path = ":memory:";
+    d.path = path;
     d.test_clock = 1;
     return simba_sql_open(loop, &d, out);
 }
+static simba_result open_test_clock(simba_loop *loop, simba_backend **out) { return open_test_clock_at(loop, ":memory:", out); }
 
 /* With test_clock, leases follow the injected loop clock to the millisecond. */
 TEST(test_clock_expiry_exact) {
@@ -1596,16 +1597,12 @@ static simba_result kept_ask(simba_backend *be, const char *who, int64_t next_as
 TEST(waiter_not_at_the_head_does_not_write) {
     simba_loop *loop;
     simba_backend *be = NULL;
-    simba_sql_desc sd;
     simba_reply rep;
     char owner[SIMBA_ID_MAX + 1];
     fake_now = 11000000;
     loop = fakeloop();
     REQUIRE(loop != NULL);
-    memset(&sd, 0, sizeof sd);
-    sd.path = "file:/kept?vfs=memdb";
-    sd.test_clock = 1;
-    REQUIRE(simba_sql_open(loop, &sd, &be) == SIMBA_OK);
+    REQUIRE(open_test_clock_at(loop, "file:/kept?vfs=memdb", &be) == SIMBA_OK);
     CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "kept", "A", 5000, 1000, &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "A");
     sqlite3_commit_hook(impl_of(be)->db, count_commit, NULL);
@@ -1669,17 +1666,13 @@ static int64_t place_left(simba_backend *be, const char *who) {
 TEST(waiter_refreshes_its_place_with_one_write) {
     simba_loop *loop;
     simba_backend *be = NULL;
-    simba_sql_desc sd;
     simba_reply rep;
     char owner[SIMBA_ID_MAX + 1];
     int joins, counts, begins;
     fake_now = 12000000;
     loop = fakeloop();
     REQUIRE(loop != NULL);
-    memset(&sd, 0, sizeof sd);
-    sd.path = "file:/refresh?vfs=memdb";
-    sd.test_clock = 1;
-    REQUIRE(simba_sql_open(loop, &sd, &be) == SIMBA_OK);
+    REQUIRE(open_test_clock_at(loop, "file:/refresh?vfs=memdb", &be) == SIMBA_OK);
     CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "kept", "A", 20000, 1000, &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_RC(kept_ask(be, "B", 7000, &rep, owner), SIMBA_OK); /* joins: place 8000 ms */
     CHECK_RC(kept_ask(be, "C", 7000, &rep, owner), SIMBA_OK);
@@ -1696,6 +1689,7 @@ TEST(waiter_refreshes_its_place_with_one_write) {
     CHECK_EQ(rep.ttl_left_ms, 16000);
     CHECK_EQ(place_left(be, "C"), 8000); /* refreshed from now */
     CHECK_EQ(commits, 1);                /* one write */
+    CHECK_EQ(impl_of(be)->refreshed_places, 1);
     CHECK_EQ(stmt_runs(be, SIMBA__SQL_Q_JOIN), joins);
     CHECK_EQ(stmt_runs(be, SIMBA__SQL_Q_COUNT), counts);
     CHECK_EQ(stmt_runs(be, SIMBA__SQL_BEGIN), begins);
