@@ -2,7 +2,7 @@
  * releases it, then contends again.
  *
  *   w2_handoff --backend sqlite|redis|redis-cluster|zk [--secs 6] [--procs 4] [--hold-ms 5] [--rest-ms 0]
- *              [--ttl-ms 10000] [--transition-ms 6000] [--part contend|locker]
+ *              [--ttl-ms 10000] [--transition-ms 6000] [--part contend|locker|advisory]
  *              [--label TEXT] [backend options as in bench.h]
  *
  * Issue 12 figures, printed for every run: acquisitions/s against the ideal
@@ -16,7 +16,9 @@
  * --part locker: the same with the blocking Locker (simba_locker_lock(lk, -1), hold, then
  * simba_locker_unlock() + simba_locker_unlock_wait(), rest, lock again): the handoff gap is
  * what a user blocked in simba_locker_lock() sees after another process unlocks. Targets:
- * p50 <= 0.5 ms Redis, <= 1 ms SQLite.
+ * p50 <= 0.5 ms Redis, <= 1 ms SQLite. On PostgreSQL the run is followed by its reference:
+ * the same processes and timing on pg_advisory_lock() (--part advisory, blocking libpq,
+ * the waiter blocked inside the server), the bar issue 17 names.
  *
  * The parent spawns --procs copies of itself (worker mode), each with its own loop, backend
  * and connection, all contending for one mutex from one common start time for --secs. A
@@ -145,6 +147,44 @@ static int worker_locker(void) {
     return 0;
 }
 
+/* Advisory mode (pg, the Locker run's reference): the same loop on PostgreSQL's own
+   session-level advisory lock, with a blocking libpq connection: pg_advisory_lock() waits
+   inside the server and the unlock of one process lets the other's statement return. */
+static int worker_advisory(void) {
+    double start = b_optf("start-us", 0), end = b_optf("end-us", 0), hold_ms = b_optf("hold-ms", 5);
+    double rest_ms = b_optf("rest-ms", 0);
+    char conninfo[256];
+    PGconn *c;
+    long i;
+    snprintf(conninfo, sizeof conninfo, "hostaddr=127.0.0.1 port=%s user=postgres password=simba dbname=postgres",
+             b_opt("pg-port", "5445"));
+    c = PQconnectdb(conninfo);
+    if (PQstatus(c) != CONNECTION_OK) b_die(PROG, "advisory: %s", PQerrorMessage(c));
+    while (b_now_us() < start) b_sleep_ms((start - b_now_us()) / 1000 + 1);
+    while (b_now_us() < end) {
+        PGresult *r;
+        char q[96];
+        int64_t left = (int64_t)((end - b_now_us()) / 1000);
+        log_ev('S', b_now_us());
+        /* give up at the end of the run: a lock_timeout leaves the last waiter unblocked */
+        snprintf(q, sizeof q, "SET lock_timeout = %lld", (long long)(left > 1 ? left : 1));
+        PQclear(PQexec(c, q));
+        r = PQexec(c, "SELECT pg_advisory_lock(7308604897068483426)");
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) { PQclear(r); break; }
+        PQclear(r);
+        log_ev('A', b_now_us());
+        b_sleep_ms(hold_ms);
+        log_ev('R', b_now_us());
+        PQclear(PQexec(c, "SELECT pg_advisory_unlock(7308604897068483426)"));
+        b_sleep_ms(rest_ms);
+    }
+    PQfinish(c);
+    for (i = 0; i < nev; i++) printf("%c %.1f\n", evs[i].kind, evs[i].t);
+    printf("END\n");
+    fflush(stdout);
+    return 0;
+}
+
 static int worker(void) {
     const char *backend = b_opt("backend", "redis");
     double start = b_optf("start-us", 0), end = b_optf("end-us", 0), hold_us = b_optf("hold-ms", 5) * 1000;
@@ -253,27 +293,13 @@ static int ev_cmp(const void *a, const void *b) {
     return x->kind == 'R' ? -1 : y->kind == 'R'; /* a release sorts before an acquire at the same us */
 }
 
-int main(int argc, char **argv) {
-    const char *backend;
-    double secs, start, end;
-    int procs, i, fds[MAXP], overlaps = 0;
+/* Runs procs workers (with extra arguments) from start to end and merges their events into
+   evs[], sorted by time. */
+static void run_workers(int argc, char **argv, int procs, const char *mutex, double start, double end, const char *part) {
     pid_t pids[MAXP];
-    long acqs = 0, self = 0, k, count[MAXP];
-    double asked[MAXP], longest = 0, jain = 0;
-    b_samples gaps = {0};
-    char mutex[64];
-    b_argc = argc;
-    b_argv = argv;
-    if (b_opt("worker", NULL)) return strcmp(b_opt("part", "contend"), "locker") == 0 ? worker_locker() : worker();
-    backend = b_opt("backend", "redis");
-    secs = b_optf("secs", 6);
-    procs = (int)b_optf("procs", 4);
-    if (procs < 2 || procs > MAXP) b_die(PROG, "--procs must be 2..%d", MAXP);
-    snprintf(mutex, sizeof mutex, "w2-%s-%ld", backend, (long)getpid());
-    start = b_now_us() + 1.5e6;
-    end = start + secs * 1e6;
+    int fds[MAXP], i;
     for (i = 0; i < procs; i++) {
-        char *args[40];
+        char *args[44];
         int a = 0, j;
         char id[32], st[64], en[64];
         snprintf(id, sizeof id, "w2-p%d", i);
@@ -285,17 +311,22 @@ int main(int argc, char **argv) {
         args[a++] = (char *)"--id";
         args[a++] = id;
         args[a++] = (char *)"--mutex";
-        args[a++] = mutex;
+        args[a++] = (char *)mutex;
         args[a++] = (char *)"--start-us";
         args[a++] = st;
         args[a++] = (char *)"--end-us";
         args[a++] = en;
-        for (j = 1; j < argc && a < 38; j++) args[a++] = argv[j]; /* backend and timing options */
+        if (part) { /* b_opt takes the first occurrence: this one wins over argv's */
+            args[a++] = (char *)"--part";
+            args[a++] = (char *)part;
+        }
+        for (j = 1; j < argc && a < 42; j++) args[a++] = argv[j]; /* backend and timing options */
         args[a] = NULL;
         pids[i] = b_spawn(args, &fds[i]);
         if (pids[i] < 0) b_die(PROG, "spawn failed");
     }
     /* collect: each worker prints its events at the end */
+    nev = 0;
     for (i = 0; i < procs; i++) {
         char line[128];
         int n;
@@ -308,6 +339,51 @@ int main(int argc, char **argv) {
         if (b_reap(pids[i], b_now_us() + 5e6) != 0) fprintf(stderr, "%s: worker %d did not exit cleanly\n", PROG, i);
     }
     qsort(evs, (size_t)nev, sizeof *evs, ev_cmp);
+}
+
+/* The reference for PostgreSQL's Locker handoff: the same processes and timing on
+   pg_advisory_lock (see worker_advisory). Returns the unlock -> other's lock p50 in us, or -1. */
+static double advisory_p50(int argc, char **argv, int procs, double secs, long *n) {
+    double start = b_now_us() + 1.0e6, end = start + secs * 1e6, p50;
+    b_samples g = {0};
+    long k;
+    run_workers(argc, argv, procs, "advisory", start, end, "advisory");
+    for (k = 1; k < nev; k++) {
+        long q = k - 1;
+        if (evs[k].kind != 'A') continue;
+        while (q >= 0 && evs[q].kind == 'S') q--;
+        if (q >= 0 && evs[q].kind == 'R' && evs[q].proc != evs[k].proc) b_add(&g, evs[k].t - evs[q].t);
+    }
+    *n = g.n;
+    if (!g.n) return -1;
+    b_sort(&g);
+    p50 = b_pct(&g, 0.5);
+    free(g.v);
+    return p50;
+}
+
+int main(int argc, char **argv) {
+    const char *backend;
+    double secs, start, end;
+    int procs, i, overlaps = 0;
+    long acqs = 0, self = 0, k, count[MAXP];
+    double asked[MAXP], longest = 0, jain = 0;
+    b_samples gaps = {0};
+    char mutex[64];
+    b_argc = argc;
+    b_argv = argv;
+    if (b_opt("worker", NULL))
+        return strcmp(b_opt("part", "contend"), "locker") == 0     ? worker_locker()
+               : strcmp(b_opt("part", "contend"), "advisory") == 0 ? worker_advisory()
+                                                                   : worker();
+    backend = b_opt("backend", "redis");
+    secs = b_optf("secs", 6);
+    procs = (int)b_optf("procs", 4);
+    if (procs < 2 || procs > MAXP) b_die(PROG, "--procs must be 2..%d", MAXP);
+    snprintf(mutex, sizeof mutex, "w2-%s-%ld", backend, (long)getpid());
+    start = b_now_us() + 1.5e6;
+    end = start + secs * 1e6;
+    run_workers(argc, argv, procs, mutex, start, end, NULL);
     if (getenv("BENCH_DEBUG"))
         for (k = 0; k < nev; k++) fprintf(stderr, "%c p%d %.3f ms\n", evs[k].kind, evs[k].proc, (evs[k].t - start) / 1000);
     for (i = 0; i < procs; i++) { count[i] = 0; asked[i] = -1; }
@@ -362,10 +438,15 @@ int main(int argc, char **argv) {
         for (i = 0; i < procs && off < (int)sizeof counts - 16; i++)
             off += snprintf(counts + off, sizeof counts - (size_t)off, "%s%ld", i ? " / " : "", count[i]);
         if (locker) {
-            double tgt = rd || pg ? 0.5 : sq ? 1 : 0;
+            double tgt = rd || pg ? 0.5 : sq ? 1 : 0, adv = -1;
+            long nadv = 0;
+            if (pg) adv = advisory_p50(argc, argv, procs, secs, &nadv);
             b_row(w, backend, "Locker handoff unlock → other's lock returns p50 / p99",
                   gaps.n ? b_fmt("%.3f / %.3f ms", p50, p99) : "n/a (no handoff to another process)",
-                  b_fmt("%ld handoffs; %s", gaps.n, timing), "", tgt > 0 ? b_fmt("p50 ≤ %.1f ms", tgt) : "(none)",
+                  adv >= 0 ? b_fmt("%ld handoffs; %s; pg_advisory_lock, same processes and timing: p50 %.3f ms (%ld handoffs)",
+                                   gaps.n, timing, adv / 1000, nadv)
+                           : b_fmt("%ld handoffs; %s", gaps.n, timing),
+                  adv > 0 && gaps.n ? b_fmt("%.1f × advisory", p50 * 1000 / adv) : "", tgt > 0 ? b_fmt("p50 ≤ %.1f ms", tgt) : "(none)",
                   tgt > 0 ? (gaps.n ? b_verdict_max(p50, tgt, "ms") : "**missed**: no handoff") : "");
         } else {
             int pause = rest > 0;
