@@ -64,9 +64,8 @@
  *   waiter's, a release) go at once and take them along. One poll sends and answers at most
  *   2 * SIMBA_PG_BATCH_MAX statements. Older libpq sends one at a time.
  *   The statement deadline restarts at every answer: a server that answers is alive.
- *   Grants and renewals commit with the session's synchronous_commit; releases and places
- *   in the line commit without waiting for the WAL flush (losing one in a server crash
- *   costs a wait, never a second owner), so a handoff waits for one flush, not two.
+ *   No commit waits for the WAL flush (the connection sets synchronous_commit = off), so a
+ *   handoff waits for no disk; what a crash can lose is covered by the quarantine (CRASHES).
  *
  *   SETUP runs once per connection, in one round trip: under a transaction-level advisory
  *   lock (so that two creators never race) it creates the tables and the three functions
@@ -80,11 +79,26 @@
  *   <table>     name PK, owner ('' = nobody), fence, acquired_ms, ttl_ms, transition_ms
  *               (absolute server ms from clock_timestamp()); a row is never deleted, so a
  *               fence never resets: it grows by one at each change of owner and at each
- *               re-acquisition with renew = 0 (a local step-down the server never saw)
+ *               re-acquisition with renew = 0 (a local step-down the server never saw),
+ *               and starts above a floor after a crash (see CRASHES)
+ *   <table>_boot  UNLOGGED, one row (since_ms, fence_floor): the crash marker
  *   <table>_q   the wait queue: name, contender, channel, seq (arrival), expires_ms
  *   <table>_acq / _rel / _read   PL/pgSQL functions: one statement = one round trip each;
  *               acquire and release lock the mutex's row (FOR UPDATE), so one mutex's queue
  *               changes are serialised; replies carry remaining durations only.
+ *
+ * CRASHES (a grant committed but lost: crash recovery, a promoted standby, a restored backup)
+ *   Commits are asynchronous: a crash can lose the last few hundred ms of them, among them a
+ *   grant or renewal whose owner was told it owns. <table>_boot is an UNLOGGED table created
+ *   with one row; PostgreSQL empties it in crash recovery, and a standby or a base backup has
+ *   it empty. The first grant that finds it empty records the server's time, and for
+ *   max(ttl + transition of the asker, desc.max_lease_ms) after it nobody is granted a new
+ *   ownership: such asks fail with SIMBA_EBACKEND ("crash quarantine ... ms") and are retried
+ *   with the core's backoff; a lost owner steps down within its own ttl before anyone else
+ *   can win. Renewals of a row that still names its owner go on. Every later grant's fence
+ *   starts above a floor of (ms since 1970) << 20, so a fence handed out by a lost commit is
+ *   never handed out again. A clean shutdown or restart loses nothing and quarantines
+ *   nothing. Contenders of one table with different leases: set max_lease_ms to the longest.
  *
  * FAIRNESS (the rule of every backend)
  *   A free mutex (released, or its lease fully over) goes to the oldest live waiter; a
@@ -131,6 +145,8 @@ typedef struct simba_pg_desc {
     int64_t reconnect_min_ms, reconnect_max_ms; /* 0 -> 100 / max(5000, reconnect_min_ms) */
     int64_t stall_timeout_ms; /* 0 -> 30000: how long a connection whose statements timed out
                                  is kept for the server's late answers (see CONNECTION) */
+    int64_t max_lease_ms;   /* 0 -> each request's ttl + transition: the longest lease any
+                               contender of this table may hold, the quarantine after a crash */
 } simba_pg_desc;
 
 SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc, simba_backend **out);
@@ -188,7 +204,8 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
 
 enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, SIMBA__PG_STALLED };
 
-/* >>sql  {T} = quoted table, {Q} = quoted queue table, {A} {R} {D} = quoted functions,
+/* >>sql  {T} = quoted table, {Q} = quoted queue table, {B} = quoted crash marker table,
+   {A} {R} {D} = quoted functions, {L} = desc.max_lease_ms,
    {I} = quoted queue index (unqualified). Every function returns one row:
    owner ('' = nobody), ttl_left, transition_left, held (-1 unknown), fence, first_in_line. */
 #define SIMBA__PG_OUT \
@@ -202,18 +219,27 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     "    o_owner := ''; o_ttl := 0; o_tr := 0; o_held := -1; o_fence := 0;\n"                      \
     "  END IF;\n"
 
-/* Durability follows what a lost commit would cost after a server crash. A grant or renewal
-   lost would let a second owner in while the first still believes it owns: it commits with
-   the session's synchronous_commit. A release or a place in the queue lost costs only a
-   wait: it commits without waiting for the WAL flush (the flush of the commit that grants
-   next covers it), unless the same transaction (a pipelined batch) also grants or renews. */
-#define SIMBA__PG_DURABLE                                                                         \
-    "    PERFORM set_config('simba.durable', 'on', true), set_config('synchronous_commit',\n"   \
-    "      coalesce(nullif(current_setting('simba.sc', true), ''), 'on'), true);\n"
-#define SIMBA__PG_LIGHT                                                                           \
-    "  IF current_setting('simba.durable', true) IS DISTINCT FROM 'on' THEN\n"                  \
-    "    PERFORM set_config('synchronous_commit', 'off', true);\n"                               \
-    "  END IF;\n"
+/* Every commit is asynchronous (the session runs with synchronous_commit = off): a handoff
+   waits for no WAL flush. What a crash can then lose is covered by the quarantine (see
+   CRASHES): {B} is UNLOGGED, so crash recovery, a promoted standby and a restored backup
+   all find it empty. The first grant that finds it empty records the time and a fence floor
+   ((ms since 1970) << 20); no new owner is granted for max(ttl + transition,
+   simba.max_lease_ms) after that, and every later grant's fence starts above the floor, so a
+   fence handed out by a lost commit is never handed out again. The answer of a refused grant
+   is o_first = 2 with the quarantine's remaining ms in o_ttl. */
+#define SIMBA__PG_GUARD                                                                           \
+    "      SELECT since_ms, fence_floor INTO b_since, b_floor FROM {B} WHERE id = 1;\n"          \
+    "      IF NOT FOUND THEN\n"                                                                   \
+    "        INSERT INTO {B} VALUES (1, now_ms, now_ms * 1048576) ON CONFLICT (id) DO NOTHING;\n" \
+    "        SELECT since_ms, fence_floor INTO b_since, b_floor FROM {B} WHERE id = 1;\n"        \
+    "      END IF;\n"                                                                             \
+    "      b_until := b_since + greatest(p_ttl + p_tr,\n"                                        \
+    "        coalesce(nullif(current_setting('simba.max_lease_ms', true), '')::bigint, 0));\n"    \
+    "      IF now_ms < b_until THEN\n"                                                            \
+    "        o_owner := ''; o_ttl := b_until - now_ms; o_tr := 0; o_held := -1; o_fence := 0;\n"  \
+    "        o_first := 2;\n"                                                                     \
+    "        RETURN;\n"                                                                           \
+    "      END IF;\n"
 #define SIMBA__PG_COLS "o_owner, o_ttl, o_tr, o_held, o_fence, o_first"
 /* Every statement in the functions looks rows up by name, and each has an index for it. A
    session's PL/pgSQL keeps the generic plan it made first: made while the tables were new
@@ -232,12 +258,19 @@ static const char *const simba__pg_setup_sql[] = {
     "CREATE TABLE IF NOT EXISTS {Q} (name text NOT NULL, contender text NOT NULL,\n"
     "  channel text NOT NULL, seq bigserial, expires_ms bigint NOT NULL,\n"
     "  PRIMARY KEY (name, contender));\n"
-    "CREATE INDEX IF NOT EXISTS {I} ON {Q} (name, seq);\n",
+    "CREATE INDEX IF NOT EXISTS {I} ON {Q} (name, seq);\n"
+    /* created with its row; a crash empties it (see SIMBA__PG_GUARD) */
+    "DO $simba$ BEGIN\n"
+    "  CREATE UNLOGGED TABLE {B} (id int PRIMARY KEY, since_ms bigint NOT NULL, fence_floor bigint NOT NULL);\n"
+    "  INSERT INTO {B} VALUES (1, 0, 0);\n"
+    "EXCEPTION WHEN duplicate_table THEN NULL;\n"
+    "END $simba$;\n",
     /* acquire: p_renew = the core believes it owns it (renewal keeps fence and acquired) */
     "CREATE OR REPLACE FUNCTION {A}(p_name text, p_id text, p_ttl bigint, p_tr bigint,\n"
     "  p_live bigint, p_renew boolean, p_chan text, " SIMBA__PG_OUT ")\n"
     "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"
     "DECLARE r {T}%ROWTYPE; now_ms bigint; head text; live boolean;\n"
+    "  b_since bigint; b_floor bigint; b_until bigint;\n"
     "BEGIN\n"
     "  INSERT INTO {T} (name) VALUES (p_name) ON CONFLICT (name) DO NOTHING;\n"
     "  SELECT * INTO r FROM {T} WHERE name = p_name FOR UPDATE;\n"
@@ -247,22 +280,20 @@ static const char *const simba__pg_setup_sql[] = {
     "  IF live AND r.owner = p_id AND p_renew THEN\n"
     "    UPDATE {T} SET ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr\n"
     "      WHERE name = p_name;\n"
-    SIMBA__PG_DURABLE
     "  ELSE\n"
     "    SELECT contender INTO head FROM {Q} WHERE name = p_name ORDER BY seq LIMIT 1;\n"
     /* a stored owner re-acquiring after a local step-down starts a new tenure; a free
        mutex goes to the head of the line (or anyone when nobody waits) */
     "    IF (live AND r.owner = p_id) OR (NOT live AND (head IS NULL OR head = p_id)) THEN\n"
-    "      UPDATE {T} SET owner = p_id, fence = fence + 1, acquired_ms = now_ms,\n"
+    SIMBA__PG_GUARD
+    "      UPDATE {T} SET owner = p_id, fence = greatest(fence + 1, b_floor), acquired_ms = now_ms,\n"
     "        ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr WHERE name = p_name;\n"
     "      DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"
-    SIMBA__PG_DURABLE
     "    ELSE\n"
     "      INSERT INTO {Q} (name, contender, channel, expires_ms)\n"
     "        VALUES (p_name, p_id, p_chan, now_ms + p_live)\n"
     "        ON CONFLICT (name, contender) DO UPDATE\n"
     "        SET channel = EXCLUDED.channel, expires_ms = EXCLUDED.expires_ms;\n"
-    SIMBA__PG_LIGHT
     "    END IF;\n"
     "  END IF;\n"
     "  SELECT * INTO r FROM {T} WHERE name = p_name;\n"
@@ -291,7 +322,6 @@ static const char *const simba__pg_setup_sql[] = {
     "    DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"
     "  END IF;\n"
     "  o_first := 0;\n"
-    SIMBA__PG_LIGHT
     SIMBA__PG_ANSWER
     "END $simba$;\n",
     "CREATE OR REPLACE FUNCTION {D}(p_name text, " SIMBA__PG_OUT ")\n"
@@ -305,8 +335,9 @@ static const char *const simba__pg_setup_sql[] = {
     SIMBA__PG_ANSWER
     "END $simba$;\n"
     "COMMIT;\n"
-    /* the session's own durability, which grants and renewals restore (SIMBA__PG_DURABLE) */
-    "SELECT set_config('simba.sc', current_setting('synchronous_commit'), false);\n"
+    /* no commit waits for the WAL flush (see SIMBA__PG_GUARD); the quarantine's lower bound */
+    "SET synchronous_commit = off;\n"
+    "SELECT set_config('simba.max_lease_ms', '{L}', false);\n"
     "PREPARE simba_acq (text, text, bigint, bigint, bigint, boolean, text) AS\n"
     "  SELECT " SIMBA__PG_COLS " FROM {A}($1, $2, $3, $4, $5, $6, $7);\n"
     "PREPARE simba_rel (text, text) AS SELECT " SIMBA__PG_COLS " FROM {R}($1, $2);\n"
@@ -380,7 +411,15 @@ static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply
             snprintf(err, errcap, "postgres: answer column %d is not an integer", i + 2);
             return -1;
         }
-    if (n[4] != 0 && n[4] != 1) { snprintf(err, errcap, "postgres: first_in_line must be 0 or 1"); return -1; }
+    if (n[4] == 2) { /* a grant refused by the quarantine (SIMBA__PG_GUARD); o_ttl = ms left */
+        snprintf(err, errcap, "postgres: crash quarantine: the server lost its unlogged marker (crash recovery, a promoted "
+                 "standby or a restored backup), so a grant may have been lost: no new owner for %lld ms more",
+                 (long long)n[0]);
+        out->rc = SIMBA_EBACKEND;
+        out->errmsg = err;
+        return 0;
+    }
+    if (n[4] != 0 && n[4] != 1) { snprintf(err, errcap, "postgres: first_in_line must be 0, 1 or 2"); return -1; }
     out->first_in_line = (int)n[4];
     if (!vals[0][0]) return 0; /* nobody: the durations mean nothing */
     if (simba_id_check(vals[0]) != SIMBA_OK) { snprintf(err, errcap, "postgres: stored owner id is not a valid contender id"); return -1; }
@@ -1132,7 +1171,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     simba_result rc;
     const char *table, *subst[26];
     char qt[SIMBA__PG_QNAME_MAX], qq[SIMBA__PG_QNAME_MAX], qa[SIMBA__PG_QNAME_MAX], qr[SIMBA__PG_QNAME_MAX],
-        qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qc[64], rnd[40];
+        qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qb[SIMBA__PG_QNAME_MAX], qc[64], rnd[40], ml[24];
     int nk = 0, ns = 0, ok;
     if (out) *out = NULL;
     if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: NULL argument");
@@ -1151,7 +1190,8 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         (rc = simba__pg_ms_check(loop, "statement_timeout_ms", desc->statement_timeout_ms)) != SIMBA_OK ||
         (rc = simba__pg_ms_check(loop, "reconnect_min_ms", desc->reconnect_min_ms)) != SIMBA_OK ||
         (rc = simba__pg_ms_check(loop, "reconnect_max_ms", desc->reconnect_max_ms)) != SIMBA_OK ||
-        (rc = simba__pg_ms_check(loop, "stall_timeout_ms", desc->stall_timeout_ms)) != SIMBA_OK)
+        (rc = simba__pg_ms_check(loop, "stall_timeout_ms", desc->stall_timeout_ms)) != SIMBA_OK ||
+        (rc = simba__pg_ms_check(loop, "max_lease_ms", desc->max_lease_ms)) != SIMBA_OK)
         return rc;
     if (desc->reconnect_min_ms && desc->reconnect_max_ms && desc->reconnect_min_ms > desc->reconnect_max_ms)
         return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: reconnect_min_ms (%lld) must not exceed reconnect_max_ms (%lld)",
@@ -1188,7 +1228,8 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     ok = ok && simba__pg_quote(qt, sizeof qt, desc->schema, table, "") && simba__pg_quote(qq, sizeof qq, desc->schema, table, "_q") &&
          simba__pg_quote(qa, sizeof qa, desc->schema, table, "_acq") && simba__pg_quote(qr, sizeof qr, desc->schema, table, "_rel") &&
          simba__pg_quote(qd, sizeof qd, desc->schema, table, "_read") && simba__pg_quote(qi, sizeof qi, NULL, table, "_qi") &&
-         simba__pg_quote(qc, sizeof qc, NULL, p->chan, "");
+         simba__pg_quote(qb, sizeof qb, desc->schema, table, "_boot") && simba__pg_quote(qc, sizeof qc, NULL, p->chan, "");
+    snprintf(ml, sizeof ml, "%lld", (long long)desc->max_lease_ms);
     if (ok) {
         subst['T' - 'A'] = qt;
         subst['Q' - 'A'] = qq;
@@ -1197,6 +1238,8 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         subst['D' - 'A'] = qd;
         subst['I' - 'A'] = qi;
         subst['C' - 'A'] = qc;
+        subst['B' - 'A'] = qb;
+        subst['L' - 'A'] = ml;
         p->setup = simba__pg_fill(loop, simba__pg_setup_sql, subst);
     }
     if (!ok || !p->setup) {

@@ -411,51 +411,51 @@ TEST(queue_liveness_in_storage) {
    lost one costs a wait, and the next grant's flush covers it). In one transaction, a grant
    or renewal wins whatever the order. The handoff path (release, then the waiter's acquire)
    thereby waits for one flush instead of two. */
-static int commits_with_flush(PGconn *c, const char *const *stmts, int n) {
-    PGresult *r;
-    int i, flush = -1;
-    r = PQexec(c, "BEGIN");
-    PQclear(r);
-    for (i = 0; i < n; i++) {
-        r = PQexec(c, stmts[i]);
-        if (PQresultStatus(r) != PGRES_TUPLES_OK) fprintf(stderr, "  %s: %s", stmts[i], PQresultErrorMessage(r));
-        PQclear(r);
+/* The crash marker in storage (no crash needed: emptying <table>_boot is what crash recovery
+   does to an UNLOGGED table). While it is there nothing is quarantined; once it is gone the
+   next grant records the time and a fence floor, refuses new owners (o_first 2, o_ttl = ms
+   left) for max(ttl + transition, max_lease_ms), lets the stored owner renew, and grants
+   after it with a fence above the floor. Its own table: the quarantine is table-wide. */
+TEST(quarantine_after_lost_marker) {
+    char tbl[80], acq[300], ttl[300], fence[300], del[200], cnt[200];
+    drv d;
+    simba_backend *be;
+    simba__pg *p;
+    long long f0, f1, left;
+    int64_t t_lost;
+    snprintf(tbl, sizeof tbl, "%s_cq", table);
+    memset(&d, 0, sizeof d);
+    REQUIRE(drv_add(&d) && open_pg(d.l[0], port1, tbl, &be) == SIMBA_OK);
+    p = (simba__pg *)simba_backend_impl(be);
+    WAIT_FOR(&d, p->state == SIMBA__PG_READY, 3000);
+    REQUIRE(p->state == SIMBA__PG_READY);
+    snprintf(acq, sizeof acq, "SELECT o_first FROM \"%s_acq\"($1, $2, 300, 100, 60000, $3::boolean, 'none')", tbl);
+    snprintf(ttl, sizeof ttl, "SELECT o_ttl FROM \"%s_acq\"($1, $2, 300, 100, 60000, false, 'none')", tbl);
+    snprintf(fence, sizeof fence, "SELECT fence FROM \"%s\" WHERE name = $1", tbl);
+    snprintf(del, sizeof del, "DELETE FROM \"%s_boot\"", tbl);
+    snprintf(cnt, sizeof cnt, "SELECT count(*) FROM \"%s_boot\" WHERE since_ms = 0 AND fence_floor = 0", tbl);
+    CHECK_EQ(raw_val(port1, cnt, NULL, NULL, NULL), 1); /* made with the tables: no quarantine */
+    CHECK_EQ(raw_val(port1, acq, "held", "A", "f"), 0);
+    CHECK_EQ(raw_val(port1, acq, "other", "A", "f"), 0); /* granted at once */
+    f0 = raw_val(port1, fence, "other", NULL, NULL);
+    CHECK(f0 >= 1 && f0 < 1000);
+    REQUIRE(raw_val(port1, del, NULL, NULL, NULL) == 0); /* what crash recovery does */
+    t_lost = mono_ms();
+    CHECK_EQ(raw_val(port1, acq, "held", "A", "t"), 0); /* the stored owner renews */
+    CHECK_EQ(raw_val(port1, acq, "fresh", "B", "f"), 2); /* a new owner: quarantined */
+    left = raw_val(port1, ttl, "fresh", "B", NULL);
+    CHECK(left > 0 && left <= 400);
+    CHECK_EQ(raw_val(port1, cnt, NULL, NULL, NULL), 0); /* the marker is back, with the time */
+    /* after ttl + transition (400 ms) it grants again, above the floor */
+    while (mono_ms() - t_lost < 2000 && raw_val(port1, acq, "fresh", "B", "f") != 0) {
+        struct timespec ts = {0, 20 * 1000000};
+        nanosleep(&ts, NULL);
     }
-    r = PQexec(c, "SELECT current_setting('synchronous_commit')");
-    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) flush = strcmp(PQgetvalue(r, 0, 0), "off") != 0;
-    PQclear(r);
-    r = PQexec(c, "COMMIT");
-    PQclear(r);
-    return flush;
-}
-TEST(durability_follows_the_outcome) {
-    char grant[300], renew[300], queue[300], rel[300];
-    const char *s[2];
-    PGconn *c;
-    REQUIRE(ensure_table());
-    snprintf(grant, sizeof grant, "SELECT * FROM \"%s_acq\"('durable', 'A', 60000, 1000, 60000, false, 'none')", table);
-    snprintf(renew, sizeof renew, "SELECT * FROM \"%s_acq\"('durable', 'A', 60000, 1000, 60000, true, 'none')", table);
-    snprintf(queue, sizeof queue, "SELECT * FROM \"%s_acq\"('durable', 'B', 60000, 1000, 60000, false, 'none')", table);
-    snprintf(rel, sizeof rel, "SELECT * FROM \"%s_rel\"('durable', 'A')", table);
-    c = raw_connect(port1);
-    REQUIRE(c);
-    s[0] = grant;
-    CHECK_EQ(commits_with_flush(c, s, 1), 1);
-    s[0] = renew;
-    CHECK_EQ(commits_with_flush(c, s, 1), 1);
-    s[0] = queue; /* B waits behind A */
-    CHECK_EQ(commits_with_flush(c, s, 1), 0);
-    s[0] = rel;
-    CHECK_EQ(commits_with_flush(c, s, 1), 0);
-    s[0] = grant; /* A again, and B (head of the line) is refused: a queue place */
-    CHECK_EQ(commits_with_flush(c, s, 1), 0);
-    s[0] = queue; /* B takes it: a grant */
-    s[1] = rel;   /* A leaves the line in the same transaction */
-    CHECK_EQ(commits_with_flush(c, s, 2), 1);
-    s[0] = rel;
-    s[1] = queue; /* a release, then a grant (B again, a new tenure): durable */
-    CHECK_EQ(commits_with_flush(c, s, 2), 1);
-    PQfinish(c);
+    CHECK(mono_ms() - t_lost >= 390);
+    f1 = raw_val(port1, fence, "fresh", NULL, NULL);
+    fprintf(stderr, "  fence before %lld, after the lost marker %lld\n", f0, f1);
+    CHECK(f1 > 1600000000000LL * 1048576LL);
+    drv_free(&d);
 }
 
 /* Fairness: queued contenders get the mutex in arrival order; the releaser re-asking at once
@@ -821,6 +821,51 @@ TEST(server_restart) {
     WAIT_FOR(&d, simba_is_owner(a), 8000);
     CHECK(simba_is_owner(a));
     CHECK(ra.fence > f1);
+    CHECK(ra.fence < 1000000); /* a clean restart loses nothing: no fence floor */
+    drv_free(&d);
+}
+
+/* Server crashed (SIGQUIT: immediate shutdown, no shutdown checkpoint, crash recovery at the
+   next start; asynchronous commits not yet flushed are lost): the first grant after it finds
+   the crash marker gone, so nobody becomes a new owner for ttl + transition, and the fences
+   after it start above the floor. Without the quarantine B would own its free mutex at once. */
+TEST(server_crash_quarantines) {
+    drv d;
+    simba_backend *be;
+    simba_service *a, *b;
+    rec ra, rb;
+    pid_t pid;
+    int64_t t_up, dl;
+    int seen = 0;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_pg(d.l[0], port2, NULL, &be) == SIMBA_OK);
+    a = contend(d.l[0], be, "crash-a", "A", 1000, 500, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 5000);
+    REQUIRE(simba_is_owner(a));
+    pid = server2_pid();
+    REQUIRE(pid > 0 && kill(pid, SIGQUIT) == 0);
+    dl = mono_ms() + 10000;
+    while (kill(pid, 0) == 0 && mono_ms() < dl) drv_once(&d, 20);
+    REQUIRE(kill(pid, 0) != 0);
+    REQUIRE(server2_start() == 0);
+    t_up = mono_ms();
+    b = contend(d.l[0], be, "crash-b", "B", 1000, 500, &rb); /* free: nobody ever owned it */
+    REQUIRE(b);
+    dl = mono_ms() + 8000;
+    while (!simba_is_owner(b) && mono_ms() < dl) {
+        drv_once(&d, 20);
+        if (strstr(simba_backend_errmsg(be), "crash quarantine")) seen = 1;
+    }
+    CHECK(simba_is_owner(b));
+    fprintf(stderr, "  B owned %lld ms after the restart, fence %llu; quarantine seen %d\n",
+            (long long)(rb.acq_us / 1000 - t_up), (unsigned long long)rb.fence, seen);
+    CHECK(rb.acq_us / 1000 - t_up >= 1500);
+    CHECK(rb.fence > UINT64_C(1600000000000) * 1048576);
+    CHECK(seen);
     drv_free(&d);
 }
 
@@ -1233,7 +1278,7 @@ int main(int argc, char **argv) {
     RUN(names_with_quotes);
     RUN(fence_rules_in_storage);
     RUN(queue_liveness_in_storage);
-    RUN(durability_follows_the_outcome);
+    RUN(quarantine_after_lost_marker);
     RUN(fairness_order_and_push);
     RUN(push_is_not_held);
     RUN(open_refusals_say_why);
@@ -1246,6 +1291,7 @@ int main(int argc, char **argv) {
     RUN(sigstop_server);
     RUN(sigstop_server_stall_recycled);
     RUN(server_restart);
+    RUN(server_crash_quarantines);
     RUN(pipeline_sends_together);
     RUN(many_mutexes_kept);
     RUN(grown_table_is_never_scanned);
