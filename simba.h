@@ -623,6 +623,10 @@ typedef struct simba_backend_vt {
     /* Complete every pending request (rc SIMBA_ECLOSED), then free impl. */
     void (*destroy)(void *impl);
     simba_lease lease; /* 0 = SIMBA_LEASE_ASKED */
+    /* Optional: the service of req, which this backend may hold for company (a renewal
+       batched with others), now waits on it to send its release (simba_stop, an unlock):
+       send it at once. A vt that ends before this member (.size = its offset) is accepted. */
+    void (*hurry)(void *impl, simba_req *req);
 } simba_backend_vt;
 
 SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_vt *vt, void *impl, simba_backend **out);
@@ -896,6 +900,7 @@ struct simba_backend {
     int users; /* services (live or finishing) */
     int free_requested; /* freed by the user while freed services finish their release */
     int pfd_off, pfd_n;
+    void (*hurry)(void *impl, simba_req *req); /* vt->hurry, NULL for a vt without it */
     char errmsg[256];
 };
 
@@ -1197,7 +1202,7 @@ SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_v
     if (out) *out = NULL;
     if (!loop || !vt || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: NULL argument");
     /* The one layout this core knows; a vt built for another one would be misread. */
-    if (vt->size != sizeof(simba_backend_vt))
+    if (vt->size != sizeof(simba_backend_vt) && vt->size != offsetof(simba_backend_vt, hurry))
         return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: vt size %lu is not this core's (%lu): set .size = sizeof(simba_backend_vt)",
                            (unsigned long)vt->size, (unsigned long)sizeof(simba_backend_vt));
     if (!vt->submit || !vt->name) return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: vt needs name and submit");
@@ -1206,6 +1211,7 @@ SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_v
     memset(be, 0, sizeof *be);
     be->loop = loop;
     be->vt = vt;
+    be->hurry = vt->size == sizeof(simba_backend_vt) ? vt->hurry : NULL;
     be->impl = impl;
     be->next = loop->backends;
     if (loop->backends) loop->backends->prev = be;
@@ -2055,6 +2061,13 @@ SIMBA_API simba_result simba_stop(simba_service *s) {
     if (!s->why_stop) s->why_stop = SIMBA_REASON_STOPPED;
     s->flags &= ~(SIMBA__F_OWNER | SIMBA__F_WAKE | SIMBA__F_RELEASE_SENT);
     if (!l->in_poll) l->now = simba_now(l);
+    /* The release goes out after the answer to what is in flight: a renewal that the
+       backend holds for company would otherwise delay it by that hold. */
+    if ((s->flags & SIMBA__F_INFLIGHT) && !s->req.done_ && s->be->hurry) {
+        l->in_submit++;
+        s->be->hurry(s->be->impl, &s->req);
+        l->in_submit--;
+    }
     simba__arm(s);
     return SIMBA_OK;
 }

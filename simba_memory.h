@@ -468,6 +468,7 @@ static void simba__mdestroy(void *impl) {
 static const simba_backend_vt simba__memory_vt = {
     sizeof(simba_backend_vt), "memory", simba__msubmit, simba__mfds, simba__mprocess, simba__mdeadline, simba__mem_watch, simba__mem_unwatch, simba__mdestroy,
     SIMBA_LEASE_ASKED,
+    NULL, /* hurry: nothing is held */
 };
 
 SIMBA_API simba_result simba_memory_open(simba_loop *loop, simba_memstore *st, simba_backend **out) {

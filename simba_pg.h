@@ -412,6 +412,10 @@ static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply
             return -1;
         }
     if (n[4] == 2) { /* a grant refused by the quarantine (SIMBA__PG_GUARD); o_ttl = ms left */
+        if (vals[0][0] || n[0] < 0 || n[0] > SIMBA_MAX_MS) {
+            snprintf(err, errcap, "postgres: quarantine answer with an owner or out of range (%lld ms)", (long long)n[0]);
+            return -1;
+        }
         snprintf(err, errcap, "postgres: crash quarantine: the server lost its unlogged marker (crash recovery, a promoted "
                  "standby or a restored backup), so a grant may have been lost: no new owner for %lld ms more",
                  (long long)n[0]);
@@ -1089,6 +1093,14 @@ static void simba__pg_destroy(void *impl) {
     simba_free(p->loop, p);
 }
 
+/* The core waits on a held request (a stop behind a renewal): what waits for company goes
+   out at the next poll, which the deadline now asks for at once. */
+static void simba__pg_hurry(void *impl, simba_req *req) {
+    simba__pg *p = (simba__pg *)impl;
+    (void)req;
+    if (p->head) p->send_at = 0;
+}
+
 static const simba_backend_vt simba__pg_vt = {
     sizeof(simba_backend_vt),
     "postgres",
@@ -1100,6 +1112,7 @@ static const simba_backend_vt simba__pg_vt = {
     NULL,
     simba__pg_destroy,
     SIMBA_LEASE_ASKED,
+    simba__pg_hurry,
 };
 
 /* >>open */

@@ -1939,6 +1939,7 @@ static const simba_backend_vt simba__redis_vt = {
     simba__redis_unwatch,
     simba__redis_destroy,
     SIMBA_LEASE_ASKED,
+    NULL, /* hurry: every request goes out at once */
 };
 
 /* One backend's state for host:port (a standalone server or one Cluster node); NULL when
@@ -2372,6 +2373,7 @@ static const simba_backend_vt simba__rcl_vt = {
     simba__rcl_unwatch,
     simba__rcl_destroy,
     SIMBA_LEASE_ASKED,
+    NULL, /* hurry: every request goes out at once */
 };
 
 static simba_result simba__rcl_open(simba_loop *loop, const simba_redis_desc *desc, const char *host, simba_backend **out) {

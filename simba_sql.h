@@ -1494,6 +1494,16 @@ static void simba__sql_destroy(void *impl) {
     simba__sql_close(s);
 }
 
+/* The core waits on a held request (a stop behind a renewal): what waits for company goes now. */
+static void simba__sql_hurry(void *impl, simba_req *req) {
+    simba__sql *s = (simba__sql *)impl;
+    int64_t now = simba_now(s->loop);
+    (void)req;
+    if (s->crashed || !s->head) return;
+    if (s->next_try > now) s->next_try = now;
+    if (!s->loop->in_poll) simba__sql_drain(s, now);
+}
+
 static const simba_backend_vt simba__sql_vt = {
     sizeof(simba_backend_vt),
     "sql",
@@ -1505,6 +1515,7 @@ static const simba_backend_vt simba__sql_vt = {
     simba__sql_unwatch,
     simba__sql_destroy,
     SIMBA_LEASE_ASKED,
+    simba__sql_hurry,
 };
 
 static void simba__sql_errout(const simba_sql_desc *desc, const char *msg) {

@@ -2372,6 +2372,7 @@ static const simba_backend_vt simba__zk_vt = {
     sizeof(simba_backend_vt), "zookeeper", simba__zk_submit, simba__zk_fds, simba__zk_process, simba__zk_deadline,
     simba__zk_watch, simba__zk_unwatch, simba__zk_destroy,
     SIMBA_LEASE_SESSION, /* the session is the lease */
+    NULL, /* hurry: nothing is held */
 };
 
 /* ---- public ----------------------------------------------------------------------------- */

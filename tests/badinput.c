@@ -436,7 +436,7 @@ static int misc_rows(void) {
 }
 
 static int backend_new_rows(void) {
-    static const simba_backend_vt novt = {sizeof(simba_backend_vt), "nosubmit", NULL, NULL, NULL, NULL, NULL, NULL, NULL, SIMBA_LEASE_ASKED};
+    static const simba_backend_vt novt = {sizeof(simba_backend_vt), "nosubmit", NULL, NULL, NULL, NULL, NULL, NULL, NULL, SIMBA_LEASE_ASKED, NULL};
     simba_backend *b2 = NULL;
     int bad = 0;
     bad += simba_backend_new(NULL, simba_backend_vt_get(be), NULL, &b2) != SIMBA_EINVAL;

@@ -1663,6 +1663,45 @@ static int64_t place_left(simba_backend *be, const char *who) {
     sqlite3_finalize(st);
     return left;
 }
+/* A stop while the owner's renewal is held for company (up to ttl/64) sends the renewal and
+   then the release at once: the clock does not move. Before the vt's hurry hook the release
+   waited for the hold (examples/test_with_simba.c failed 6 % of runs on it). */
+TEST(stop_behind_a_held_renewal) {
+    simba_loop *loop;
+    simba_backend *be = NULL;
+    simba_service *svc;
+    simba_contend_desc cd;
+    int i, held = 0;
+    fake_now = 13000000;
+    loop = fakeloop();
+    REQUIRE(loop != NULL);
+    REQUIRE(open_test_clock(loop, &be) == SIMBA_OK);
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = "held-renewal";
+    cd.contender_id = "A";
+    cd.ttl_ms = 6400; /* a renewal may wait 100 ms for company */
+    cd.transition_ms = 1000;
+    REQUIRE(simba_contend(loop, be, &cd, &svc) == SIMBA_OK);
+    REQUIRE(simba_start(svc) == SIMBA_OK);
+    for (i = 0; i < 10 && !simba_is_owner(svc); i++) simba_poll(loop);
+    REQUIRE(simba_is_owner(svc));
+    /* move 1 ms at a time to the renewal: it is submitted, and held */
+    for (i = 0; i < 7000 && !held; i++) {
+        simba_stats st;
+        fake_now += 1;
+        simba_poll(loop);
+        memset(&st, 0, sizeof st);
+        st.size = sizeof st;
+        REQUIRE(simba_service_stats(svc, &st) == SIMBA_OK);
+        held = st.in_flight == 1 && impl_of(be)->head != NULL;
+    }
+    REQUIRE(held);
+    CHECK_RC(simba_stop(svc), SIMBA_OK);
+    for (i = 0; i < 5 && simba_service_status(svc) != SIMBA_INITIAL; i++) simba_poll(loop); /* no time passes */
+    CHECK_EQ((int)simba_service_status(svc), (int)SIMBA_INITIAL);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
 TEST(waiter_refreshes_its_place_with_one_write) {
     simba_loop *loop;
     simba_backend *be = NULL;
@@ -2354,6 +2393,7 @@ int main(int argc, char **argv) {
     RUN(sql_statements_count_against_the_poll_budget);
     RUN(waiter_not_at_the_head_does_not_write);
     RUN(waiter_refreshes_its_place_with_one_write);
+    RUN(stop_behind_a_held_renewal);
     RUN(simulated_crash_keeps_lease_until_it_ends);
     RUN(queue_arrival_order_and_releaser_to_the_back);
     RUN(queue_dead_waiter_dropped_after_its_liveness);
