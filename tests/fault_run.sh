@@ -26,7 +26,8 @@
 #          (the session expires on the server while the owner runs), conn-reset
 #   pg:    server-stop (postmaster and every backend process SIGSTOPped), server-restart
 #          (data kept), client-kill (pg_terminate_backend of every simba connection),
-#          partition, conn-reset
+#          partition, conn-reset, server-crash (SIGQUIT while an owner holds, restarted at
+#          once: crash recovery, the crash quarantine)
 #   redis-cluster (issue 18; 3 primaries + 3 replicas on FAULT_CLUSTER_PORT..+5, default
 #          6620, workers seeded at its first port): kill-primary (the mutex's primary is
 #          SIGKILLed, a replica takes over, the old one rejoins as a replica), move-slot (the
@@ -248,6 +249,24 @@ f_server_restart() {
     sleep_ms "$ms"
     server_start --restart || { echo "fault_run: server did not come back" >&2; return 1; }
 }
+f_server_crash() {
+    # pg: immediate shutdown (SIGQUIT: no shutdown checkpoint, crash recovery at the next
+    # start) while an owner holds, and back at once: asynchronous commits of the last moments
+    # may be lost, and the crash quarantine must keep a second owner out
+    local s t0 t
+    s=$(wait_owner 4000) || { echo "fault_run: no owner for server-crash"; return; }
+    note server-crash "owner slot $s holds; postmaster SIGQUIT, restarted at once"
+    pg_signal CONT
+    kill -QUIT "$SERVER_PID" 2>/dev/null
+    t0=$(now_ms)
+    t0=${t0%.*}
+    while kill -0 "$SERVER_PID" 2>/dev/null; do
+        t=$(now_ms)
+        [ $((${t%.*} - t0)) -lt 10000 ] || break
+        sleep 0.05
+    done
+    server_start --restart || { echo "fault_run: server did not come back" >&2; return 1; }
+}
 f_restart_nopersist() {
     local s
     s=$(wait_owner 4000) || { echo "fault_run: no owner for restart-nopersist"; return; }
@@ -418,7 +437,7 @@ sql) LIST=(gc_pause db_locked kill_owner db_locked) ;;
 redis) LIST=(flushall gc_pause restart_nopersist server_stop client_kill kill_owner partition flushall server_restart
     restart_nopersist conn_reset forged_wake) ;;
 zk) LIST=(gc_pause partition server_stop kill_owner conn_reset server_restart) ;;
-pg) LIST=(gc_pause server_stop client_kill kill_owner partition server_restart conn_reset) ;;
+pg) LIST=(gc_pause server_stop client_kill kill_owner partition server_restart conn_reset server_crash) ;;
 esac
 
 # ---- the run ------------------------------------------------------------------------------
