@@ -1305,7 +1305,7 @@ TEST(ten_thousand_services) {
     simba_zk_stats s0, s1;
     char base[48];
     int i, side, both = 0, released0 = 0, released1 = 0;
-    double t0;
+    double t0, t_steady;
     memset(&ld, 0, sizeof ld);
     ld.log = log_hook;
     ld.log_level = SIMBA_LOG_WARN;
@@ -1345,6 +1345,7 @@ TEST(ten_thousand_services) {
     REQUIRE(simba_zk_stats_get(be, &s0) == SIMBA_OK);
     for (i = 0; i < SCALE_MUTEXES; i++) released0 += g_sr[0][i].released + g_sr[1][i].released;
     g_most_checked = 0;
+    t_steady = now_ms();
     CHECK_RC(scale_drive(loop, 8000, NULL), SIMBA_OK);
     REQUIRE(simba_zk_stats_get(be, &s1) == SIMBA_OK);
     fprintf(stderr, "  at most %llu requests answered by a session check in one poll (%d steps each)\n",
@@ -1355,6 +1356,30 @@ TEST(ten_thousand_services) {
         if (simba_is_owner(g_ss[0][i]) && simba_is_owner(g_ss[1][i])) both++;
     }
     CHECK_EQ(released1, released0);
+    if (released1 != released0) { /* say why: by reason, when, and what the loop saw */
+        int by[SIMBA_REASON_SLOTS] = {0}, k;
+        double first = 0, last = 0;
+        simba_stats ls;
+        for (i = 0; i < SCALE_MUTEXES; i++)
+            for (side = 0; side < 2; side++)
+                if (g_sr[side][i].released && g_sr[side][i].t_released >= t_steady) {
+                    double t = g_sr[side][i].t_released - t_steady;
+                    if ((int)g_sr[side][i].reason < SIMBA_REASON_SLOTS) by[g_sr[side][i].reason]++;
+                    if (!first || t < first) first = t;
+                    if (t > last) last = t;
+                }
+        for (k = 0; k < SIMBA_REASON_SLOTS; k++)
+            if (by[k]) fprintf(stderr, "  released in the steady window: %d with reason %d\n", by[k], k);
+        memset(&ls, 0, sizeof ls);
+        ls.size = sizeof ls;
+        if (simba_loop_stats(loop, &ls) == SIMBA_OK)
+            fprintf(stderr, "  between %.0f and %.0f ms into it; loop: %llu renewals failed, %llu errors, last: %s\n", first, last,
+                    (unsigned long long)ls.renewals_failed, (unsigned long long)ls.errors, ls.last_error_msg);
+        fprintf(stderr, "  backend in the window: %llu lost/disconnected, %llu reset, %llu released, %llu owner events, %llu sessions\n",
+                (unsigned long long)(s1.lost_events - s0.lost_events), (unsigned long long)(s1.reset_events - s0.reset_events),
+                (unsigned long long)(s1.released_events - s0.released_events),
+                (unsigned long long)(s1.owner_events - s0.owner_events), (unsigned long long)(s1.sessions - s0.sessions));
+    }
     CHECK_EQ(both, 0);
     CHECK(scale_all_owned());
     fprintf(stderr, "  steady 8 s: %llu requests, %llu answered by %llu session checks, %llu ZooKeeper calls\n",
