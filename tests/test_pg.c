@@ -569,6 +569,10 @@ TEST(open_refusals_say_why) {
     CHECK_RC(simba_pg_open(l, &pd, &be), SIMBA_EINVAL);
     CHECK(strstr(simba_loop_errmsg(l), "stall_timeout_ms") != NULL);
     pd.stall_timeout_ms = 0;
+    pd.max_lease_ms = -1;
+    CHECK_RC(simba_pg_open(l, &pd, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(l), "max_lease_ms") != NULL);
+    pd.max_lease_ms = 0;
     pd.reconnect_min_ms = 500;
     pd.reconnect_max_ms = 100;
     CHECK_RC(simba_pg_open(l, &pd, &be), SIMBA_EINVAL);
