@@ -667,6 +667,13 @@ static void simba__rb_mem(simba__rb *b, const char *s, size_t l) {
     b->n += l;
     b->p[b->n] = 0;
 }
+static void simba__rb_init(simba__rb *b, char *buf, size_t cap) {
+    b->p = buf;
+    b->n = 0;
+    b->cap = cap;
+    b->over = 0;
+    buf[0] = 0;
+}
 static void simba__rb_str(simba__rb *b, const char *s) { simba__rb_mem(b, s, strlen(s)); }
 /* decimal text of v into buf (24 bytes); returns its length */
 static size_t simba__redis_i64(char *buf, int64_t v) {
@@ -685,11 +692,7 @@ static void simba__rb_int(simba__rb *b, int64_t v) {
 }
 /* "<prefix>{<mutex>}" into a builder over buf */
 static void simba__redis_tag(simba__rb *b, char *buf, size_t cap, const simba__redis *r, const char *mutex) {
-    b->p = buf;
-    b->n = 0;
-    b->cap = cap;
-    b->over = 0;
-    buf[0] = 0;
+    simba__rb_init(b, buf, cap);
     simba__rb_str(b, r->prefix);
     simba__rb_mem(b, "{", 1);
     simba__rb_str(b, mutex);
@@ -735,10 +738,7 @@ static void simba__redis_wkchan(char *buf, size_t cap, const simba__redis *r, co
 static size_t simba__redis_resp(char *buf, size_t cap, int argc, const char *const *argv, const size_t *lens) {
     simba__rb b;
     int i;
-    b.p = buf;
-    b.n = 0;
-    b.cap = cap;
-    b.over = 0;
+    simba__rb_init(&b, buf, cap);
     simba__rb_mem(&b, "*", 1);
     simba__rb_int(&b, argc);
     simba__rb_mem(&b, "\r\n", 2);
@@ -1088,8 +1088,8 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
             argv[argc++] = k[4];
             argv[argc++] = k[5];
         } else {
-            simba__rb b = {k[4], 0, sizeof(k[4]), 0};
-            k[4][0] = 0;
+            simba__rb b;
+            simba__rb_init(&b, k[4], sizeof(k[4]));
             simba__rb_str(&b, r->prefix);
             simba__rb_str(&b, "alive");
             argv[argc++] = k[4];
