@@ -26,7 +26,9 @@
  *   lost an answer), gets fence + 1 in the same UPDATE; release never resets the fence, so
  *   fences strictly increase from one ownership to the next. The UPDATE returns the row it
  *   wrote (RETURNING), so a renewal or a win is one autocommit statement. The row is created
- *   on first use. Release clears the row only for its owner.
+ *   on first use, its fence starting at the creation time in ms x 2^20: a file that is lost
+ *   (deleted, or on a tmpfs across a reboot) and made again gives greater fences than the
+ *   lost one did. Release clears the row only for its owner.
  *
  * FAIRNESS: THE WAIT QUEUE (same file, table "<table>_wait")
  *   mutex, contender, seq (arrival order), expires_at (liveness), wake (datagram address)
@@ -370,7 +372,11 @@ typedef struct simba__sql_text {
 #define SIMBA__SQL_Q_COUNT_TEXT "UPDATE {T} SET waiters = (SELECT count(*) FROM {Q} WHERE mutex = ?1) WHERE mutex = ?1"
 
 /* [sqlite] INSERT OR IGNORE (MySQL: INSERT IGNORE, PostgreSQL: ON CONFLICT DO NOTHING). */
-#define SIMBA__SQL_CREATE_ROW_TEXT "INSERT OR IGNORE INTO {T} (mutex) VALUES (?1)"
+/* A new row's fence starts at its creation time in ms x 2^20 (?6 is NOW), not at 0: a row
+   made again after its file was lost (deleted, or on a tmpfs across a reboot) starts above
+   every fence the lost one gave, unless that one gave more than 2^20 per ms of its life.
+   The same floor as PostgreSQL's after a crash; it fits int64 until the year 2248. */
+#define SIMBA__SQL_CREATE_ROW_TEXT "INSERT OR IGNORE INTO {T} (mutex, fence) VALUES (?1, ?6 * 1048576)"
 /* No time condition: while owner_id is still ours nobody else has taken the row, so
    clearing it is always right. The fence stays. The hot release (nobody waits) has no
    RETURNING, which costs SQLite about 5 % of an uncontended cycle; with waiters the second
@@ -1092,7 +1098,7 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
     if (rc != SQLITE_OK) goto fail;
     { /* one instant for the whole request, as the database clock gives */
         int64_t now = simba__sql_now(s);
-        static const int with_now[] = {SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_GRANT_ST, SIMBA__SQL_READ_ST,
+        static const int with_now[] = {SIMBA__SQL_CREATE_ROW, SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_GRANT_ST, SIMBA__SQL_READ_ST,
                                        SIMBA__SQL_Q_PURGE,    SIMBA__SQL_Q_HEAD,   SIMBA__SQL_Q_JOIN,
                                        SIMBA__SQL_Q_SELF,     SIMBA__SQL_Q_REFRESH};
         size_t i;

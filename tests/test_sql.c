@@ -95,6 +95,17 @@ static int64_t raw_int(sqlite3 *db, const char *sql) {
     return v;
 }
 
+/* A new row's fence starts at its creation time in ms x 2^20 (the floor), so that a lost
+   file made again cannot give a fence the lost one gave. */
+#define FLOOR_UNIT ((uint64_t)1 << 20)
+static int floor_is_now(uint64_t floor) {
+    struct timespec ts;
+    int64_t now, at = (int64_t)(floor >> 20);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return floor % FLOOR_UNIT == 0 && at <= now && at > now - 60000;
+}
+
 /* ---- database time ------------------------------------------------------------------ */
 
 /* The backend relies on SQLite evaluating 'now' once per sqlite3_step(): check it over a
@@ -418,10 +429,10 @@ TEST(bad_names_rejected_table_unaffected) {
         CHECK_RC(simba_id_check(evil), SIMBA_OK);
         CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "x,DROP=1", evil, 60000, 1000, &rep, owner, sizeof owner), SIMBA_OK);
         CHECK_STR(owner, evil);
-        CHECK_EQ(rep.fence, 1);
+        CHECK_EQ(rep.fence % FLOOR_UNIT, 1);
         CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "x,DROP=1", evil, 60000, 1000, &rep, owner, sizeof owner), SIMBA_OK);
         CHECK_STR(owner, evil);
-        CHECK_EQ(rep.fence, 1);
+        CHECK_EQ(rep.fence % FLOOR_UNIT, 1);
     }
 
     db = raw_open(path);
@@ -454,6 +465,7 @@ TEST(acquire_renew_release_fence) {
     simba_reply rep;
     sqlite3 *db;
     int64_t t0;
+    uint64_t base;
     REQUIRE(loop != NULL);
     REQUIRE(open_be(loop, newdb(path, sizeof path), NULL, &be) == SIMBA_OK);
     db = raw_open(path);
@@ -466,11 +478,12 @@ TEST(acquire_renew_release_fence) {
     CHECK(rep.held_ms < 0);
     CHECK_EQ(raw_int(db, "SELECT count(*) FROM simba_mutex"), 0);
 
-    /* first acquire creates the row: fence 1, full lease remaining */
+    /* first acquire creates the row: its floor + 1, full lease remaining */
     CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "m", "A", 3000, 2000, &rep, owner, sizeof owner), SIMBA_OK);
     t0 = mono_ms(); /* after acquired_at, however slow the acquire was (valgrind) */
     CHECK_STR(owner, "A");
-    CHECK_EQ(rep.fence, 1);
+    base = rep.fence - 1; /* the row's floor: its creation time x 2^20 */
+    CHECK(floor_is_now(base));
     CHECK(rep.ttl_left_ms > 2900 && rep.ttl_left_ms <= 3000);
     CHECK(rep.transition_left_ms > 4900 && rep.transition_left_ms <= 5000);
     CHECK(rep.held_ms >= 0 && rep.held_ms < 100);
@@ -478,13 +491,13 @@ TEST(acquire_renew_release_fence) {
     /* another contender cannot take it, and learns the owner */
     CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "m", "B", 3000, 2000, &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "A");
-    CHECK_EQ(rep.fence, 1);
+    CHECK_EQ(rep.fence, base + 1);
 
     /* renewal: same fence, acquired_at kept (held grows), lease extended */
     while (mono_ms() - t0 < 30) poll(NULL, 0, 5);
     CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "m", "A", 3000, 2000, &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "A");
-    CHECK_EQ(rep.fence, 1);
+    CHECK_EQ(rep.fence, base + 1);
     CHECK(rep.held_ms >= 25);
     CHECK(rep.ttl_left_ms > 2900);
     CHECK_EQ(raw_int(db, "SELECT version FROM simba_mutex WHERE mutex = 'm'"), 2);
@@ -492,29 +505,30 @@ TEST(acquire_renew_release_fence) {
     /* release by a non-owner changes nothing */
     CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "m", "B", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "A");
-    CHECK_EQ(rep.fence, 1);
+    CHECK_EQ(rep.fence, base + 1);
 
     /* release by the owner: nobody, the stored fence stays */
     CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "m", "A", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "");
     CHECK_EQ(rep.fence, 0);
-    CHECK_EQ(raw_int(db, "SELECT fence FROM simba_mutex WHERE mutex = 'm'"), 1);
+    CHECK_EQ(raw_int(db, "SELECT fence FROM simba_mutex WHERE mutex = 'm'"), (int64_t)base + 1);
 
     /* the next ownership, even by the same contender, gets a greater fence */
     CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "m", "A", 3000, 2000, &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "A");
-    CHECK_EQ(rep.fence, 2);
+    CHECK_EQ(rep.fence, base + 2);
     CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "m", "A", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "m", "B", 3000, 2000, &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "B");
-    CHECK_EQ(rep.fence, 3);
+    CHECK_EQ(rep.fence, base + 3);
     CHECK(rep.held_ms >= 0 && rep.held_ms < 100);
     CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "m", "B", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
 
     /* expiry: short lease. Inside ttl and inside transition nobody else may take it; the
        owner may renew inside the transition; after it, anyone may. */
     CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "e", "A", 150, 150, &rep, owner, sizeof owner), SIMBA_OK);
-    CHECK_EQ(rep.fence, 1);
+    base = rep.fence - 1;
+    CHECK(floor_is_now(base));
     t0 = mono_ms();
     CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "e", "B", 150, 150, &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "A");
@@ -536,7 +550,7 @@ TEST(acquire_renew_release_fence) {
         CHECK_STR(owner, "A"); /* B still refused in transition */
         CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "e", "A", 150, 150, &rep, owner, sizeof owner), SIMBA_OK);
         CHECK_STR(owner, "A"); /* the owner renews in transition */
-        CHECK_EQ(rep.fence, 1);
+        CHECK_EQ(rep.fence, base + 1);
         CHECK(rep.ttl_left_ms > 100);
         CHECK(rep.held_ms >= mono_ms() - t0 - 5);
     }
@@ -544,13 +558,13 @@ TEST(acquire_renew_release_fence) {
     CHECK(wait_no_owner(be, "e", 2000));
     CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "e", "B", 150, 150, &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "B");
-    CHECK_EQ(rep.fence, 2);
+    CHECK_EQ(rep.fence, base + 2);
     CHECK(rep.held_ms < 100);
     /* an expired owner re-acquiring is a new ownership too */
     CHECK(wait_no_owner(be, "e", 2000));
     CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "e", "B", 150, 150, &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "B");
-    CHECK_EQ(rep.fence, 3);
+    CHECK_EQ(rep.fence, base + 3);
 
     sqlite3_close(db);
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
@@ -875,7 +889,7 @@ TEST(row_creation_race) {
             if (loop && open_be(loop, path, NULL, &be) == SIMBA_OK) {
                 if (read(go[0], &b, 1) == 0) { /* all start when the parent closes the pipe */
                     if (exec_op(be, SIMBA_OP_ACQUIRE, "race", id, 10000, 1000, &rep, owner, sizeof owner) == SIMBA_OK)
-                        code = strcmp(owner, id) == 0 ? (rep.fence == 1 ? 0 : 3) : (owner[0] ? 1 : 2);
+                        code = strcmp(owner, id) == 0 ? (rep.fence % FLOOR_UNIT == 1 ? 0 : 3) : (owner[0] ? 1 : 2);
                 }
             }
             if (loop) simba_loop_free(loop);
@@ -899,7 +913,7 @@ TEST(row_creation_race) {
     db = raw_open(path);
     REQUIRE(db != NULL);
     CHECK_EQ(raw_int(db, "SELECT count(*) FROM simba_mutex"), 1);
-    CHECK_EQ(raw_int(db, "SELECT fence FROM simba_mutex WHERE mutex = 'race'"), 1);
+    CHECK_EQ(raw_int(db, "SELECT fence FROM simba_mutex WHERE mutex = 'race'") % (int64_t)FLOOR_UNIT, 1);
     sqlite3_close(db);
 }
 
@@ -1233,7 +1247,7 @@ TEST(test_clock_expiry_exact) {
     CHECK_EQ(rep.ttl_left_ms, 1000);
     CHECK_EQ(rep.transition_left_ms, 1500);
     CHECK_EQ(rep.held_ms, 0);
-    CHECK_EQ(rep.fence, 1);
+    CHECK_EQ(rep.fence, ((uint64_t)5000000 << 20) + 1); /* the floor from the loop's clock */
     fake_now += 1500; /* the last millisecond of the transition window: still A's */
     CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "t", "B", 1000, 500, &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "A");
@@ -1243,13 +1257,87 @@ TEST(test_clock_expiry_exact) {
     fake_now += 1; /* one millisecond later the lease is over */
     CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "t", "B", 1000, 500, &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "B");
-    CHECK_EQ(rep.fence, 2);
+    CHECK_EQ(rep.fence, ((uint64_t)5000000 << 20) + 2);
     CHECK_EQ(rep.ttl_left_ms, 1000);
     /* the stored times are the loop's, not the wall clock's */
     CHECK_EQ(raw_int(impl_of(be)->db, "SELECT ttl_at FROM simba_mutex WHERE mutex = 't'"), fake_now + 1000);
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
 
+
+/* A file that is lost (deleted; a tmpfs across a reboot) and made again must not give a
+   fence the lost one gave: a fenced resource that saw the old fences would accept the
+   new owner's writes as the old owner's. Every row starts at its creation time x 2^20. */
+TEST(lost_file_fences_stay_above) {
+    char path[300], side[320], owner[SIMBA_ID_MAX + 1];
+    simba_loop *loop;
+    simba_backend *be = NULL;
+    simba_reply rep;
+    uint64_t last = 0;
+    int64_t t;
+    int i;
+    /* exactly, on the loop's clock: an in-memory database is lost with its last backend */
+    fake_now = 9000000;
+    loop = fakeloop();
+    REQUIRE(loop != NULL);
+    REQUIRE(open_test_clock_at(loop, "file:/lost?vfs=memdb", &be) == SIMBA_OK);
+    for (i = 0; i < 5; i++) { /* five ownerships on the first database */
+        CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "lost", i % 2 ? "A" : "B", 1000, 0, &rep, owner, sizeof owner), SIMBA_OK);
+        CHECK(rep.fence > last);
+        last = rep.fence;
+        CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "lost", i % 2 ? "A" : "B", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
+    }
+    CHECK_EQ(last, ((uint64_t)9000000 << 20) + 5);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+    fake_now += 1; /* a millisecond later, a new database */
+    loop = fakeloop();
+    REQUIRE(loop != NULL);
+    REQUIRE(open_test_clock_at(loop, "file:/lost?vfs=memdb", &be) == SIMBA_OK);
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "lost", "C", 1000, 0, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "C");
+    CHECK_EQ(rep.fence, ((uint64_t)9000001 << 20) + 1);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+
+    /* on a file, deleted between two processes' lives (the wall clock) */
+    newdb(path, sizeof path);
+    loop = newloop();
+    REQUIRE(loop != NULL);
+    REQUIRE(open_be(loop, path, NULL, &be) == SIMBA_OK);
+    for (i = 0; i < 3; i++) {
+        CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "lost", i % 2 ? "A" : "B", 1000, 0, &rep, owner, sizeof owner), SIMBA_OK);
+        CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "lost", i % 2 ? "A" : "B", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
+    }
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+    {
+        sqlite3 *db = raw_open(path);
+        REQUIRE(db != NULL);
+        last = (uint64_t)raw_int(db, "SELECT fence FROM simba_mutex WHERE mutex = 'lost'");
+        sqlite3_close(db);
+    }
+    CHECK(floor_is_now(last - 3));
+    CHECK_EQ(remove(path), 0);
+    snprintf(side, sizeof side, "%s-wal", path);
+    remove(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    remove(side);
+    /* the floor counts whole ms: wait (with a deadline) for the next one */
+    t = mono_ms();
+    while (floor_is_now(last - 3) && mono_ms() - t < 1000) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        if ((uint64_t)((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000) > ((last - 3) >> 20)) break;
+        poll(NULL, 0, 1);
+    }
+    loop = newloop();
+    REQUIRE(loop != NULL);
+    REQUIRE(open_be(loop, path, NULL, &be) == SIMBA_OK);
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "lost", "C", 1000, 0, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "C");
+    fprintf(stderr, "  fence before the loss %llu, after %llu\n", (unsigned long long)last, (unsigned long long)rep.fence);
+    CHECK(rep.fence > last);
+    CHECK(floor_is_now(rep.fence - 1));
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
 
 /* ---- batching ------------------------------------------------------------------------- */
 
@@ -1635,7 +1723,7 @@ TEST(waiter_not_at_the_head_does_not_write) {
     CHECK_EQ(commits, 0);
     CHECK_RC(kept_ask(be, "B", 7000, &rep, owner), SIMBA_OK); /* the head takes it */
     CHECK_STR(owner, "B");
-    CHECK_EQ(rep.fence, 2);
+    CHECK_EQ(rep.fence, ((uint64_t)11000000 << 20) + 2);
     commits = 0;
     CHECK_RC(kept_ask(be, "C", 7000, &rep, owner), SIMBA_OK);
     CHECK_STR(owner, "B");
@@ -2385,6 +2473,7 @@ int main(int argc, char **argv) {
     RUN(memory_private_databases_refused);
     RUN(memory_shared_across_threads);
     RUN(test_clock_expiry_exact);
+    RUN(lost_file_fences_stay_above);
     RUN(test_clock_refused_where_unsafe);
     RUN(batched_requests_observe_what_single_requests_do);
     RUN(renewals_due_apart_share_one_write_transaction);
