@@ -400,7 +400,7 @@ static int steady(void) {
     ckpt.every_ms = (int)b_optf("sql-checkpointer-ms", 0);
     if (strcmp(backend, "sqlite") == 0 && ckpt.every_ms > 0) {
         ckpt.path = b_opt("sql", "build/bench-sql/w4.db");
-        label = "sqlite, checkpoints in a thread";
+        label = b_opt("label", "sqlite, checkpoints in a thread");
         if (pthread_create(&ckpt.th, NULL, ckpt_main, NULL) != 0) b_die(PROG, "pthread_create");
     }
     srv_setup(backend);

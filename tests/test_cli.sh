@@ -139,11 +139,14 @@ fi
 # no_overlap FILE N: every hold of the intervals file is S..E of one process, holds do not
 # overlap in time, and fences strictly increase from one hold to the next.
 no_overlap() {
+    # fences compared as decimal strings: awk's numbers are doubles, exact only below 2^53,
+    # and fences can be larger (SQLite: creation ms x 2^20)
     sort -k2,2n "$1" | awk -v want="$2" '
+        function gt(a, b) { return length(a) != length(b) ? length(a) > length(b) : (a "") > (b "") }
         $1 == "S" { if (open) { print "OVERLAP: " $0 " starts inside " opid; bad = 1 }
                     if ($2 <= lastend) { print "OVERLAP: starts before the previous end"; bad = 1 }
-                    if (n && $3 <= lastf) { print "FENCE: " $3 " after " lastf; bad = 1 }
-                    open = 1; opid = $4; lastf = $3; n++ }
+                    if (n && !gt($3, lastf)) { print "FENCE: " $3 " after " lastf; bad = 1 }
+                    open = 1; opid = $4; lastf = $3 ""; n++ }
         $1 == "E" { if (!open || $4 != opid) { print "OVERLAP: end of " $4 " while " opid " holds"; bad = 1 }
                     open = 0; lastend = $2 }
         END { if (n != want) { print "holds: " n ", want " want; bad = 1 } exit bad }'
