@@ -26,7 +26,7 @@
  *   lost an answer), gets fence + 1 in the same UPDATE; release never resets the fence, so
  *   fences strictly increase from one ownership to the next. The UPDATE returns the row it
  *   wrote (RETURNING), so a renewal or a win is one autocommit statement. The row is created
- *   on first use, its fence starting at the creation time in ms x 2^20: a file that is lost
+ *   on first use, its fence starting at the creation time in ms x 2^10: a file that is lost
  *   (deleted, or on a tmpfs across a reboot) and made again gives greater fences than the
  *   lost one did. Release clears the row only for its owner.
  *
@@ -381,11 +381,12 @@ typedef struct simba__sql_text {
 #define SIMBA__SQL_Q_COUNT_TEXT "UPDATE {T} SET waiters = (SELECT count(*) FROM {Q} WHERE mutex = ?1) WHERE mutex = ?1"
 
 /* [sqlite] INSERT OR IGNORE (MySQL: INSERT IGNORE, PostgreSQL: ON CONFLICT DO NOTHING). */
-/* A new row's fence starts at its creation time in ms x 2^20 (?6 is NOW), not at 0: a row
+/* A new row's fence starts at its creation time in ms x 2^10 (?6 is NOW), not at 0: a row
    made again after its file was lost (deleted, or on a tmpfs across a reboot) starts above
-   every fence the lost one gave, unless that one gave more than 2^20 per ms of its life.
-   The same floor as PostgreSQL's after a crash; it fits int64 until the year 2248. */
-#define SIMBA__SQL_CREATE_ROW_TEXT "INSERT OR IGNORE INTO {T} (mutex, fence) VALUES (?1, ?6 * 1048576)"
+   every fence the lost one gave, unless that one gave more than 1,024 a ms of its life (a
+   write transaction each: SQLite commits far fewer). 2^10, not PostgreSQL's 2^20: fences
+   stay below 2^53, exact in JSON readers' and awk's doubles, until the year 2248. */
+#define SIMBA__SQL_CREATE_ROW_TEXT "INSERT OR IGNORE INTO {T} (mutex, fence) VALUES (?1, ?6 * 1024)"
 /* No time condition: while owner_id is still ours nobody else has taken the row, so
    clearing it is always right. The fence stays. The hot release (nobody waits) has no
    RETURNING, which costs SQLite about 5 % of an uncontended cycle; with waiters the second

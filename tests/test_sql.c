@@ -95,12 +95,12 @@ static int64_t raw_int(sqlite3 *db, const char *sql) {
     return v;
 }
 
-/* A new row's fence starts at its creation time in ms x 2^20 (the floor), so that a lost
+/* A new row's fence starts at its creation time in ms x 2^10 (the floor), so that a lost
    file made again cannot give a fence the lost one gave. */
-#define FLOOR_UNIT ((uint64_t)1 << 20)
+#define FLOOR_UNIT ((uint64_t)1 << 10)
 static int floor_is_now(uint64_t floor) {
     struct timespec ts;
-    int64_t now, at = (int64_t)(floor >> 20);
+    int64_t now, at = (int64_t)(floor >> 10);
     clock_gettime(CLOCK_REALTIME, &ts);
     now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     return floor % FLOOR_UNIT == 0 && at <= now && at > now - 60000;
@@ -482,7 +482,7 @@ TEST(acquire_renew_release_fence) {
     CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "m", "A", 3000, 2000, &rep, owner, sizeof owner), SIMBA_OK);
     t0 = mono_ms(); /* after acquired_at, however slow the acquire was (valgrind) */
     CHECK_STR(owner, "A");
-    base = rep.fence - 1; /* the row's floor: its creation time x 2^20 */
+    base = rep.fence - 1; /* the row's floor: its creation time x 2^10 */
     CHECK(floor_is_now(base));
     CHECK(rep.ttl_left_ms > 2900 && rep.ttl_left_ms <= 3000);
     CHECK(rep.transition_left_ms > 4900 && rep.transition_left_ms <= 5000);
@@ -1247,7 +1247,7 @@ TEST(test_clock_expiry_exact) {
     CHECK_EQ(rep.ttl_left_ms, 1000);
     CHECK_EQ(rep.transition_left_ms, 1500);
     CHECK_EQ(rep.held_ms, 0);
-    CHECK_EQ(rep.fence, ((uint64_t)5000000 << 20) + 1); /* the floor from the loop's clock */
+    CHECK_EQ(rep.fence, ((uint64_t)5000000 << 10) + 1); /* the floor from the loop's clock */
     fake_now += 1500; /* the last millisecond of the transition window: still A's */
     CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "t", "B", 1000, 500, &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "A");
@@ -1257,7 +1257,7 @@ TEST(test_clock_expiry_exact) {
     fake_now += 1; /* one millisecond later the lease is over */
     CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "t", "B", 1000, 500, &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "B");
-    CHECK_EQ(rep.fence, ((uint64_t)5000000 << 20) + 2);
+    CHECK_EQ(rep.fence, ((uint64_t)5000000 << 10) + 2);
     CHECK_EQ(rep.ttl_left_ms, 1000);
     /* the stored times are the loop's, not the wall clock's */
     CHECK_EQ(raw_int(impl_of(be)->db, "SELECT ttl_at FROM simba_mutex WHERE mutex = 't'"), fake_now + 1000);
@@ -1267,7 +1267,7 @@ TEST(test_clock_expiry_exact) {
 
 /* A file that is lost (deleted; a tmpfs across a reboot) and made again must not give a
    fence the lost one gave: a fenced resource that saw the old fences would accept the
-   new owner's writes as the old owner's. Every row starts at its creation time x 2^20. */
+   new owner's writes as the old owner's. Every row starts at its creation time x 2^10. */
 TEST(lost_file_fences_stay_above) {
     char path[300], side[320], owner[SIMBA_ID_MAX + 1];
     simba_loop *loop;
@@ -1287,7 +1287,7 @@ TEST(lost_file_fences_stay_above) {
         last = rep.fence;
         CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "lost", i % 2 ? "A" : "B", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
     }
-    CHECK_EQ(last, ((uint64_t)9000000 << 20) + 5);
+    CHECK_EQ(last, ((uint64_t)9000000 << 10) + 5);
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
     fake_now += 1; /* a millisecond later, a new database */
     loop = fakeloop();
@@ -1295,7 +1295,7 @@ TEST(lost_file_fences_stay_above) {
     REQUIRE(open_test_clock_at(loop, "file:/lost?vfs=memdb", &be) == SIMBA_OK);
     CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "lost", "C", 1000, 0, &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "C");
-    CHECK_EQ(rep.fence, ((uint64_t)9000001 << 20) + 1);
+    CHECK_EQ(rep.fence, ((uint64_t)9000001 << 10) + 1);
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 
     /* on a file, deleted between two processes' lives (the wall clock) */
@@ -1325,7 +1325,7 @@ TEST(lost_file_fences_stay_above) {
     while (floor_is_now(last - 3) && mono_ms() - t < 1000) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        if ((uint64_t)((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000) > ((last - 3) >> 20)) break;
+        if ((uint64_t)((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000) > ((last - 3) >> 10)) break;
         poll(NULL, 0, 1);
     }
     loop = newloop();
@@ -1723,7 +1723,7 @@ TEST(waiter_not_at_the_head_does_not_write) {
     CHECK_EQ(commits, 0);
     CHECK_RC(kept_ask(be, "B", 7000, &rep, owner), SIMBA_OK); /* the head takes it */
     CHECK_STR(owner, "B");
-    CHECK_EQ(rep.fence, ((uint64_t)11000000 << 20) + 2);
+    CHECK_EQ(rep.fence, ((uint64_t)11000000 << 10) + 2);
     commits = 0;
     CHECK_RC(kept_ask(be, "C", 7000, &rep, owner), SIMBA_OK);
     CHECK_STR(owner, "B");
