@@ -96,8 +96,9 @@
  *   ownership: such asks fail with SIMBA_EBACKEND ("crash quarantine ... ms") and are retried
  *   with the core's backoff; a lost owner steps down within its own ttl before anyone else
  *   can win. Renewals of a row that still names its owner go on. Every later grant's fence
- *   starts above a floor of (ms since 1970) << 20, so a fence handed out by a lost commit is
- *   never handed out again. A clean shutdown or restart loses nothing and quarantines
+ *   starts above a floor of (ms since 1970) << 10, so a fence handed out by a lost commit is
+ *   never handed out again (unless a row was granted 1,024 times a ms; fences stay below 2^53,
+ *   exact as doubles, until 2248). A clean shutdown or restart loses nothing and quarantines
  *   nothing. Contenders of one table with different leases: set max_lease_ms to the longest.
  *
  * FAIRNESS (the rule of every backend)
@@ -223,14 +224,14 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
    waits for no WAL flush. What a crash can then lose is covered by the quarantine (see
    CRASHES): {B} is UNLOGGED, so crash recovery, a promoted standby and a restored backup
    all find it empty. The first grant that finds it empty records the time and a fence floor
-   ((ms since 1970) << 20); no new owner is granted for max(ttl + transition,
+   ((ms since 1970) << 10); no new owner is granted for max(ttl + transition,
    simba.max_lease_ms) after that, and every later grant's fence starts above the floor, so a
    fence handed out by a lost commit is never handed out again. The answer of a refused grant
    is o_first = 2 with the quarantine's remaining ms in o_ttl. */
 #define SIMBA__PG_GUARD                                                                           \
     "      SELECT since_ms, fence_floor INTO b_since, b_floor FROM {B} WHERE id = 1;\n"          \
     "      IF NOT FOUND THEN\n"                                                                   \
-    "        INSERT INTO {B} VALUES (1, now_ms, now_ms * 1048576) ON CONFLICT (id) DO NOTHING;\n" \
+    "        INSERT INTO {B} VALUES (1, now_ms, now_ms * 1024) ON CONFLICT (id) DO NOTHING;\n"    \
     "        SELECT since_ms, fence_floor INTO b_since, b_floor FROM {B} WHERE id = 1;\n"        \
     "      END IF;\n"                                                                             \
     "      b_until := b_since + greatest(p_ttl + p_tr,\n"                                        \
