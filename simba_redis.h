@@ -707,30 +707,29 @@ static int simba__redis_mkname(char *buf, size_t cap, const simba__redis *r, con
     return b.over ? -1 : (int)b.n;
 }
 
-/* "<prefix>{<mutex>}<what><db>" */
-static void simba__redis_chan(char *buf, size_t cap, const simba__redis *r, const char *mutex, const char *what) {
+/* "<prefix>{<mutex>}<what><db>", then ":<contender>" when contender is not NULL */
+static void simba__redis_chan(char *buf, size_t cap, const simba__redis *r, const char *mutex, const char *what,
+                              const char *contender) {
     simba__rb b;
     simba__redis_tag(&b, buf, cap, r, mutex);
     simba__rb_str(&b, what);
     simba__rb_int(&b, r->db);
+    if (!contender) return;
+    simba__rb_mem(&b, ":", 1);
+    simba__rb_str(&b, contender);
 }
 
 static void simba__redis_evchan(char *buf, size_t cap, const simba__redis *r, const char *mutex) {
-    simba__redis_chan(buf, cap, r, mutex, ":ev:");
+    simba__redis_chan(buf, cap, r, mutex, ":ev:", NULL);
 }
 
 static void simba__redis_owchan(char *buf, size_t cap, const simba__redis *r, const char *mutex) {
-    simba__redis_chan(buf, cap, r, mutex, ":ow:");
+    simba__redis_chan(buf, cap, r, mutex, ":ow:", NULL);
 }
 
 static void simba__redis_wkchan(char *buf, size_t cap, const simba__redis *r, const char *mutex,
                                 const char *contender) {
-    simba__rb b;
-    simba__redis_tag(&b, buf, cap, r, mutex);
-    simba__rb_str(&b, ":wk:");
-    simba__rb_int(&b, r->db);
-    simba__rb_mem(&b, ":", 1);
-    simba__rb_str(&b, contender ? contender : "");
+    simba__redis_chan(buf, cap, r, mutex, ":wk:", contender ? contender : "");
 }
 
 /* The RESP text of one command (*argc, then $len and the bytes of each argument) into buf:

@@ -124,8 +124,9 @@
  *   kernel. On a tmpfs (/run/lock, /dev/shm, $XDG_RUNTIME_DIR) no write waits for a disk, and
  *   a lock file loses nothing there that it needs: a reboot ends every process that held a
  *   lease, and fences stay increasing (a row made again starts above the lost one's, see HOW
- *   IT WORKS). W4 on a tmpfs with checkpoints in a thread: longest poll 0.8-1.2 ms, all of it
- *   CPU. Every process on the file must see the same tmpfs (one host, one mount namespace).
+ *   IT WORKS). W4 on a tmpfs with checkpoints in a thread: longest poll 0.7-1.2 ms, no poll
+ *   waiting in the kernel. Every process on the file must see the same tmpfs (one host, one
+ *   mount namespace).
  *
  * CLOCK AND ROWS
  *   "The database's clock" is, for SQLite, the wall clock of the host running each process:
@@ -384,8 +385,8 @@ typedef struct simba__sql_text {
 /* A new row's fence starts at its creation time in ms x 2^10 (?6 is NOW), not at 0: a row
    made again after its file was lost (deleted, or on a tmpfs across a reboot) starts above
    every fence the lost one gave, unless that one gave more than 1,024 a ms of its life (a
-   write transaction each: SQLite commits far fewer). 2^10, not PostgreSQL's 2^20: fences
-   stay below 2^53, exact in JSON readers' and awk's doubles, until the year 2248. */
+   write transaction each: SQLite commits far fewer). 2^10 (PostgreSQL's crash floor too):
+   fences stay below 2^53, exact in JSON readers' and awk's doubles, until the year 2248. */
 #define SIMBA__SQL_CREATE_ROW_TEXT "INSERT OR IGNORE INTO {T} (mutex, fence) VALUES (?1, ?6 * 1024)"
 /* No time condition: while owner_id is still ours nobody else has taken the row, so
    clearing it is always right. The fence stays. The hot release (nobody waits) has no

@@ -140,7 +140,7 @@ fi
 # overlap in time, and fences strictly increase from one hold to the next.
 no_overlap() {
     # fences compared as decimal strings: awk's numbers are doubles, exact only below 2^53,
-    # and fences can be larger (SQLite: creation ms x 2^20)
+    # and a fence is any 64-bit number (today's backends stay below 2^53)
     sort -k2,2n "$1" | awk -v want="$2" '
         function gt(a, b) { return length(a) != length(b) ? length(a) > length(b) : (a "") > (b "") }
         $1 == "S" { if (open) { print "OVERLAP: " $0 " starts inside " opid; bad = 1 }

@@ -99,10 +99,7 @@ static int64_t raw_int(sqlite3 *db, const char *sql) {
    file made again cannot give a fence the lost one gave. */
 #define FLOOR_UNIT ((uint64_t)1 << 10)
 static int floor_is_now(uint64_t floor) {
-    struct timespec ts;
-    int64_t now, at = (int64_t)(floor >> 10);
-    clock_gettime(CLOCK_REALTIME, &ts);
-    now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int64_t now = wall_ms(), at = (int64_t)(floor / FLOOR_UNIT);
     return floor % FLOOR_UNIT == 0 && at <= now && at > now - 60000;
 }
 
@@ -1322,12 +1319,7 @@ TEST(lost_file_fences_stay_above) {
     remove(side);
     /* the floor counts whole ms: wait (with a deadline) for the next one */
     t = mono_ms();
-    while (floor_is_now(last - 3) && mono_ms() - t < 1000) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        if ((uint64_t)((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000) > ((last - 3) >> 10)) break;
-        poll(NULL, 0, 1);
-    }
+    while (wall_ms() <= (int64_t)((last - 3) / FLOOR_UNIT) && mono_ms() - t < 1000) poll(NULL, 0, 1);
     loop = newloop();
     REQUIRE(loop != NULL);
     REQUIRE(open_be(loop, path, NULL, &be) == SIMBA_OK);
