@@ -228,20 +228,25 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
    simba.max_lease_ms) after that, and every later grant's fence starts above the floor, so a
    fence handed out by a lost commit is never handed out again. The answer of a refused grant
    is o_first = 2 with the quarantine's remaining ms in o_ttl. */
-#define SIMBA__PG_GUARD                                                                           \
+#define SIMBA__PG_GUARD_LOAD(ttl, tr)                                                            \
     "      SELECT since_ms, fence_floor INTO b_since, b_floor FROM {B} WHERE id = 1;\n"          \
     "      IF NOT FOUND THEN\n"                                                                   \
     "        INSERT INTO {B} VALUES (1, now_ms, now_ms * 1024) ON CONFLICT (id) DO NOTHING;\n"    \
     "        SELECT since_ms, fence_floor INTO b_since, b_floor FROM {B} WHERE id = 1;\n"        \
     "      END IF;\n"                                                                             \
-    "      b_until := b_since + greatest(p_ttl + p_tr,\n"                                        \
-    "        coalesce(nullif(current_setting('simba.max_lease_ms', true), '')::bigint, 0));\n"    \
+    "      b_until := b_since + greatest(" ttl " + " tr ",\n"                                    \
+    "        coalesce(nullif(current_setting('simba.max_lease_ms', true), '')::bigint, 0));\n"
+#define SIMBA__PG_GUARD                                                                           \
+    SIMBA__PG_GUARD_LOAD("p_ttl", "p_tr")                                                         \
     "      IF now_ms < b_until THEN\n"                                                            \
     "        o_owner := ''; o_ttl := b_until - now_ms; o_tr := 0; o_held := -1; o_fence := 0;\n"  \
     "        o_first := 2;\n"                                                                     \
     "        RETURN;\n"                                                                           \
     "      END IF;\n"
-#define SIMBA__PG_COLS "o_owner, o_ttl, o_tr, o_held, o_fence, o_first"
+/* The seventh column is the server's clock (ms since 1970) when the answer was made: a
+   pushed grant's lease is placed on the loop clock through it (see PUSH). */
+#define SIMBA__PG_COLS \
+    "o_owner, o_ttl, o_tr, o_held, o_fence, o_first, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 /* Every statement in the functions looks rows up by name, and each has an index for it. A
    session's PL/pgSQL keeps the generic plan it made first: made while the tables were new
    (or analyzed when they held a few rows), that was a sequential scan, kept until autovacuum
@@ -258,7 +263,17 @@ static const char *const simba__pg_setup_sql[] = {
     "  ttl_ms bigint NOT NULL DEFAULT 0, transition_ms bigint NOT NULL DEFAULT 0);\n"
     "CREATE TABLE IF NOT EXISTS {Q} (name text NOT NULL, contender text NOT NULL,\n"
     "  channel text NOT NULL, seq bigserial, expires_ms bigint NOT NULL,\n"
+    "  ttl_ms bigint NOT NULL DEFAULT 0, tr_ms bigint NOT NULL DEFAULT 0,\n"
     "  PRIMARY KEY (name, contender));\n"
+    /* a queue made by v0.1.0 lacks the waiter's lease (the release's grant needs it); the
+       catalog is asked first, so that no setup takes the table's exclusive lock for nothing */
+    "DO $simba$ BEGIN\n"
+    "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($n${Q}$n$)\n"
+    "                 AND attname = 'ttl_ms' AND NOT attisdropped) THEN\n"
+    "    ALTER TABLE {Q} ADD COLUMN ttl_ms bigint NOT NULL DEFAULT 0,\n"
+    "      ADD COLUMN tr_ms bigint NOT NULL DEFAULT 0;\n"
+    "  END IF;\n"
+    "END $simba$;\n"
     "CREATE INDEX IF NOT EXISTS {I} ON {Q} (name, seq);\n"
     /* created with its row; a crash empties it (see SIMBA__PG_GUARD) */
     "DO $simba$ BEGIN\n"
@@ -273,39 +288,62 @@ static const char *const simba__pg_setup_sql[] = {
     "DECLARE r {T}%ROWTYPE; now_ms bigint; head text; live boolean;\n"
     "  b_since bigint; b_floor bigint; b_until bigint;\n"
     "BEGIN\n"
-    "  INSERT INTO {T} (name) VALUES (p_name) ON CONFLICT (name) DO NOTHING;\n"
+    /* A renewal of a live lease, the common case, is one statement (each statement of a
+       function costs ~20 us of server time); its row lock serialises it as FOR UPDATE does. */
+    "  IF p_renew THEN\n"
+    "    " SIMBA__PG_NOW
+    "    UPDATE {T} SET ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr\n"
+    "      WHERE name = p_name AND owner = p_id AND transition_ms >= now_ms RETURNING * INTO r;\n"
+    "    IF FOUND THEN\n"
+    "      o_first := 0;\n"
+    SIMBA__PG_ANSWER
+    "      RETURN;\n"
+    "    END IF;\n"
+    "  END IF;\n"
     "  SELECT * INTO r FROM {T} WHERE name = p_name FOR UPDATE;\n"
+    "  IF NOT FOUND THEN\n"
+    "    INSERT INTO {T} (name) VALUES (p_name) ON CONFLICT (name) DO NOTHING;\n"
+    "    SELECT * INTO r FROM {T} WHERE name = p_name FOR UPDATE;\n"
+    "  END IF;\n"
     "  " SIMBA__PG_NOW
     "  DELETE FROM {Q} WHERE name = p_name AND expires_ms < now_ms;\n"
     "  live := r.owner <> '' AND r.transition_ms >= now_ms;\n"
+    "  o_first := 0;\n"
     "  IF live AND r.owner = p_id AND p_renew THEN\n"
     "    UPDATE {T} SET ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr\n"
-    "      WHERE name = p_name;\n"
+    "      WHERE name = p_name RETURNING * INTO r;\n"
     "  ELSE\n"
     "    SELECT contender INTO head FROM {Q} WHERE name = p_name ORDER BY seq LIMIT 1;\n"
-    /* a stored owner re-acquiring after a local step-down starts a new tenure; a free
-       mutex goes to the head of the line (or anyone when nobody waits) */
+    /* a stored owner re-acquiring after a local step-down (or a pushed grant it never
+       heard of) starts a new tenure; a free mutex goes to the head of the line (or anyone
+       when nobody waits) */
     "    IF (live AND r.owner = p_id) OR (NOT live AND (head IS NULL OR head = p_id)) THEN\n"
     SIMBA__PG_GUARD
     "      UPDATE {T} SET owner = p_id, fence = greatest(fence + 1, b_floor), acquired_ms = now_ms,\n"
-    "        ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr WHERE name = p_name;\n"
+    "        ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr WHERE name = p_name\n"
+    "        RETURNING * INTO r;\n"
     "      DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"
     "    ELSE\n"
-    "      INSERT INTO {Q} (name, contender, channel, expires_ms)\n"
-    "        VALUES (p_name, p_id, p_chan, now_ms + p_live)\n"
+    /* the waiter's lease goes with its place: a release grants it to the head at once */
+    "      INSERT INTO {Q} (name, contender, channel, expires_ms, ttl_ms, tr_ms)\n"
+    "        VALUES (p_name, p_id, p_chan, now_ms + p_live, p_ttl, p_tr)\n"
     "        ON CONFLICT (name, contender) DO UPDATE\n"
-    "        SET channel = EXCLUDED.channel, expires_ms = EXCLUDED.expires_ms;\n"
+    "        SET channel = EXCLUDED.channel, expires_ms = EXCLUDED.expires_ms,\n"
+    "            ttl_ms = EXCLUDED.ttl_ms, tr_ms = EXCLUDED.tr_ms;\n"
+    /* first in line: the line was empty, or we led it */
+    "      o_first := CASE WHEN head IS NULL OR head = p_id THEN 1 ELSE 0 END;\n"
     "    END IF;\n"
     "  END IF;\n"
-    "  SELECT * INTO r FROM {T} WHERE name = p_name;\n"
-    "  SELECT contender INTO head FROM {Q} WHERE name = p_name ORDER BY seq LIMIT 1;\n"
-    "  o_first := CASE WHEN head = p_id THEN 1 ELSE 0 END;\n"
     SIMBA__PG_ANSWER
     "END $simba$;\n",
-    /* release: clears the row for its live owner only and wakes the head waiter */
+    /* release by the live owner: the mutex goes at once to the oldest live waiter, with
+       that waiter's own ttl and transition from the server's now, and the NOTIFY to its
+       channel carries the grant (one hop: the waiter needs no statement of its own); with
+       nobody waiting the row is cleared. A release by anyone else leaves the line. */
     "CREATE OR REPLACE FUNCTION {R}(p_name text, p_id text, " SIMBA__PG_OUT ")\n"
     "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"
-    "DECLARE r {T}%ROWTYPE; now_ms bigint; hd text; ch text;\n"
+    "DECLARE r {T}%ROWTYPE; now_ms bigint; hd text; ch text; h_ttl bigint; h_tr bigint;\n"
+    "  b_since bigint; b_floor bigint; b_until bigint;\n"
     "BEGIN\n"
     "  SELECT * INTO r FROM {T} WHERE name = p_name FOR UPDATE;\n"
     "  IF NOT FOUND THEN\n"
@@ -313,16 +351,30 @@ static const char *const simba__pg_setup_sql[] = {
     "    RETURN;\n"
     "  END IF;\n"
     "  " SIMBA__PG_NOW
-    "  DELETE FROM {Q} WHERE name = p_name AND expires_ms < now_ms;\n"
+    "  o_first := 0;\n"
     "  IF r.owner = p_id AND r.transition_ms >= now_ms THEN\n"
-    "    UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0 WHERE name = p_name;\n"
-    "    r.owner := '';\n"
-    "    SELECT contender, channel INTO hd, ch FROM {Q} WHERE name = p_name ORDER BY seq LIMIT 1;\n"
-    "    IF hd IS NOT NULL THEN PERFORM pg_notify(ch, hd || ' ' || p_name); END IF;\n"
+    "    SELECT contender, channel, ttl_ms, tr_ms INTO hd, ch, h_ttl, h_tr FROM {Q}\n"
+    "      WHERE name = p_name AND expires_ms >= now_ms ORDER BY seq LIMIT 1;\n"
+    "    IF hd IS NOT NULL AND h_ttl > 0 THEN\n"
+    SIMBA__PG_GUARD_LOAD("h_ttl", "h_tr")
+    "    END IF;\n"
+    "    IF hd IS NOT NULL AND h_ttl > 0 AND now_ms >= b_until THEN\n"
+    "      UPDATE {T} SET owner = hd, fence = greatest(fence + 1, b_floor), acquired_ms = now_ms,\n"
+    "        ttl_ms = now_ms + h_ttl, transition_ms = now_ms + h_ttl + h_tr WHERE name = p_name\n"
+    "        RETURNING * INTO r;\n"
+    "      DELETE FROM {Q} WHERE name = p_name AND (contender = hd OR expires_ms < now_ms);\n"
+    /* "G fence ttl transition server-ms contender mutex": ids and names hold no spaces */
+    "      PERFORM pg_notify(ch, 'G ' || r.fence || ' ' || h_ttl || ' ' || h_tr || ' ' || now_ms\n"
+    "        || ' ' || hd || ' ' || p_name);\n"
+    "    ELSE\n"
+    /* nobody waits, a place of v0.1.0 (no lease), or the crash quarantine: a hint only */
+    "      UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0 WHERE name = p_name;\n"
+    "      r.owner := '';\n"
+    "      IF hd IS NOT NULL THEN PERFORM pg_notify(ch, hd || ' ' || p_name); END IF;\n"
+    "    END IF;\n"
     "  ELSE\n"
     "    DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"
     "  END IF;\n"
-    "  o_first := 0;\n"
     SIMBA__PG_ANSWER
     "END $simba$;\n",
     "CREATE OR REPLACE FUNCTION {D}(p_name text, " SIMBA__PG_OUT ")\n"
@@ -345,6 +397,16 @@ static const char *const simba__pg_setup_sql[] = {
     "PREPARE simba_read (text) AS SELECT " SIMBA__PG_COLS " FROM {D}($1);\n"
     "LISTEN {C};\n",
     NULL};
+
+/* A grant pushed by a release (see PUSH), kept until its contender's ask takes it. */
+#define SIMBA__PG_GRANTS 4
+typedef struct simba__pg_grant {
+    char mutex[SIMBA_NAME_MAX + 1], id[SIMBA_ID_MAX + 1];
+    uint64_t fence;
+    int64_t ttl, tr;
+    int64_t start; /* loop ms no later than the grant (the server's ms while parsing) */
+    int used;
+} simba__pg_grant;
 
 typedef struct simba__pg {
     simba_loop *loop;
@@ -370,6 +432,7 @@ typedef struct simba__pg {
     int more;       /* READY: answers wait in libpq's buffer for the next poll (time budget) */
     int was_up;     /* a setup has completed before: the next one raises SIMBA_EV_RESET */
     int stall_syncs; /* STALLED: syncs of batches whose requests failed, still to come back */
+    uint64_t pushed;   /* asks answered from a pushed grant (tests) */
     uint64_t connects; /* connections started (tests: a stall that ends keeps its connection) */
     int64_t conn_to, stmt_to, rmin, rmax, backoff, stall_to, stall_deadline;
     int64_t conn_deadline, stmt_deadline, retry_at;
@@ -379,6 +442,12 @@ typedef struct simba__pg {
     char owner_buf[SIMBA_ID_MAX + 1];
     char err[256];
     char num[3][24];
+    /* loop ms minus server ms, a lower bound taken from an answer (s - T - 1: the statement
+       ran after it was submitted at s, and the server's clock read T then, truncated to
+       the ms); off_at = when, INT64_MIN = no answer yet on this connection */
+    int64_t off, off_at;
+    int64_t rep_server_ms; /* the server's clock in the answer in rep (0: none) */
+    simba__pg_grant grants[SIMBA__PG_GRANTS];
 } simba__pg;
 
 /* >>row  One answer row (text format) into a reply; 0, or -1 with err set. Checks every
@@ -398,20 +467,24 @@ static int simba__pg_int(const char *s, int64_t *out) {
     return 0;
 }
 
-static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply *out, char *owner_buf, char *err, size_t errcap) {
-    int64_t n[5];
+static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply *out, int64_t *server_ms, char *owner_buf,
+                               char *err, size_t errcap) {
+    int64_t n[6];
     int i;
     memset(out, 0, sizeof *out);
     out->rc = SIMBA_OK;
     out->held_ms = -1;
-    if (nfields != 6) { snprintf(err, errcap, "postgres: answer has %d columns, expected 6", nfields); return -1; }
-    for (i = 0; i < 6; i++)
+    *server_ms = 0;
+    if (nfields != 7) { snprintf(err, errcap, "postgres: answer has %d columns, expected 7", nfields); return -1; }
+    for (i = 0; i < 7; i++)
         if (!vals[i]) { snprintf(err, errcap, "postgres: answer column %d is NULL", i + 1); return -1; }
-    for (i = 0; i < 5; i++)
+    for (i = 0; i < 6; i++)
         if (simba__pg_int(vals[i + 1], &n[i]) != 0) {
             snprintf(err, errcap, "postgres: answer column %d is not an integer", i + 2);
             return -1;
         }
+    if (n[5] <= 0) { snprintf(err, errcap, "postgres: server clock %lld is not a time", (long long)n[5]); return -1; }
+    *server_ms = n[5];
     if (n[4] == 2) { /* a grant refused by the quarantine (SIMBA__PG_GUARD); o_ttl = ms left */
         if (vals[0][0] || n[0] < 0 || n[0] > SIMBA_MAX_MS) {
             snprintf(err, errcap, "postgres: quarantine answer with an owner or out of range (%lld ms)", (long long)n[0]);
@@ -441,6 +514,45 @@ static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply
     out->held_ms = n[2];
     out->fence = (uint64_t)n[3];
     return 0;
+}
+
+/* A release's NOTIFY payload (see PUSH): "<contender> <mutex>", a hint (returns 1), or
+   "G <fence> <ttl> <transition> <server ms> <contender> <mutex>", a grant (returns 2, with
+   the server's ms in g->start); 0 when malformed. Ids and names hold no spaces. */
+static int simba__pg_parse_push(const char *s, simba__pg_grant *g) {
+    const char *f[7];
+    size_t len[7];
+    int n = 0, i;
+    int64_t v[4];
+    memset(g, 0, sizeof *g);
+    while (n < 7) {
+        const char *sp = strchr(s, ' ');
+        f[n] = s;
+        len[n] = sp ? (size_t)(sp - s) : strlen(s);
+        n++;
+        if (!sp) break;
+        s = sp + 1;
+        if (n == 7) return 0; /* more fields than a grant has */
+    }
+    if (n != 2 && !(n == 7 && len[0] == 1 && f[0][0] == 'G')) return 0;
+    if (len[n - 2] < 1 || len[n - 2] > SIMBA_ID_MAX || len[n - 1] < 1 || len[n - 1] > SIMBA_NAME_MAX) return 0;
+    memcpy(g->id, f[n - 2], len[n - 2]);
+    memcpy(g->mutex, f[n - 1], len[n - 1]);
+    if (simba_id_check(g->id) != SIMBA_OK || simba_name_check(g->mutex) != SIMBA_OK) return 0;
+    if (n == 2) return 1;
+    for (i = 0; i < 4; i++) {
+        char num[24];
+        if (len[i + 1] < 1 || len[i + 1] >= sizeof num) return 0;
+        memcpy(num, f[i + 1], len[i + 1]);
+        num[len[i + 1]] = 0;
+        if (simba__pg_int(num, &v[i]) != 0) return 0;
+    }
+    if (v[0] <= 0 || v[1] <= 0 || v[1] > SIMBA_MAX_MS || v[2] < 0 || v[2] > SIMBA_MAX_MS || v[3] <= 0) return 0;
+    g->fence = (uint64_t)v[0];
+    g->ttl = v[1];
+    g->tr = v[2];
+    g->start = v[3];
+    return 2;
 }
 
 /* >>names  "name" with doubled quotes; 0 when it does not fit. */
@@ -541,6 +653,8 @@ static void simba__pg_set_err(simba__pg *p, const char *what, const char *detail
     simba__copy(p->be->errmsg, sizeof p->be->errmsg, p->err);
 }
 
+static void simba__pg_grants_clear(simba__pg *p);
+
 /* Closes the connection, fails what is in flight or queued, schedules the next attempt. */
 static void simba__pg_drop(simba__pg *p, int64_t now, simba_result rc) {
     int was_ready = p->state == SIMBA__PG_READY;
@@ -555,6 +669,7 @@ static void simba__pg_drop(simba__pg *p, int64_t now, simba_result rc) {
     p->more = 0;
     p->send_at = INT64_MAX;
     p->state = SIMBA__PG_DOWN;
+    simba__pg_grants_clear(p); /* a new connection may reach another server and clock */
     p->retry_at = simba__add(now, simba__uniform(p->loop, p->backoff / 2, p->backoff + 1));
     p->backoff = simba__min(p->backoff * 2, p->rmax);
     simba_log(p->loop, SIMBA_LOG_WARN, "%s (next attempt in %lld ms)", p->err, (long long)(p->retry_at - now));
@@ -771,6 +886,7 @@ static void simba__pg_connected(simba__pg *p, int64_t now) {
 /* One result of the setup, or of the oldest statement in flight (into p->rep). */
 static void simba__pg_result(simba__pg *p, PGresult *res) {
     ExecStatusType st = PQresultStatus(res);
+    p->rep_server_ms = 0;
     if (p->state == SIMBA__PG_SETUP) {
         if (st == PGRES_FATAL_ERROR || st == PGRES_BAD_RESPONSE) {
             simba__pg_set_err(p, "setup failed", PQresultErrorMessage(res));
@@ -780,10 +896,10 @@ static void simba__pg_result(simba__pg *p, PGresult *res) {
     }
     memset(&p->rep, 0, sizeof p->rep);
     if (st == PGRES_TUPLES_OK && PQntuples(res) == 1) {
-        const char *v[6];
+        const char *v[7];
         int i, nf = PQnfields(res);
-        for (i = 0; i < 6 && i < nf; i++) v[i] = PQgetisnull(res, 0, i) ? NULL : PQgetvalue(res, 0, i);
-        if (simba__pg_parse_row(nf, v, &p->rep, p->owner_buf, p->err, sizeof p->err) != 0) {
+        for (i = 0; i < 7 && i < nf; i++) v[i] = PQgetisnull(res, 0, i) ? NULL : PQgetvalue(res, 0, i);
+        if (simba__pg_parse_row(nf, v, &p->rep, &p->rep_server_ms, p->owner_buf, p->err, sizeof p->err) != 0) {
             memset(&p->rep, 0, sizeof p->rep);
             p->rep.rc = SIMBA_EBACKEND;
             p->rep.errmsg = p->err;
@@ -818,6 +934,90 @@ static void simba__pg_setup_done(simba__pg *p, int64_t now) {
     simba__pg_send_next(p, now);
 }
 
+/* >>push  The offset bound (see simba__pg.off): the tightest one wins; an older one is worth
+   less by the clocks' possible drift since (1 ms a second, twice what NTP may slew). */
+static void simba__pg_clock(simba__pg *p, int64_t sent_at, int64_t server_ms, int64_t now) {
+    int64_t c = sent_at - server_ms - 1;
+    if (p->off_at == INT64_MIN || c >= p->off - (now - p->off_at) / 1000 - 1) {
+        p->off = c;
+        p->off_at = now;
+    }
+}
+
+/* Forgets a kept grant of (mutex, contender): a request of theirs was answered or submitted
+   after it, and that answer is what the core goes by. */
+static void simba__pg_grant_drop(simba__pg *p, const char *mutex, const char *id) {
+    int i;
+    for (i = 0; i < SIMBA__PG_GRANTS; i++)
+        if (p->grants[i].used && strcmp(p->grants[i].mutex, mutex) == 0 && strcmp(p->grants[i].id, id) == 0) p->grants[i].used = 0;
+}
+
+static void simba__pg_grants_clear(simba__pg *p) {
+    int i;
+    for (i = 0; i < SIMBA__PG_GRANTS; i++) p->grants[i].used = 0;
+    p->off_at = INT64_MIN;
+}
+
+static int simba__pg_pending(const simba_req *l, const char *mutex, const char *id) {
+    for (; l; l = l->next_)
+        if (strcmp(l->mutex, mutex) == 0 && strcmp(l->contender, id) == 0) return 1;
+    return 0;
+}
+
+/* A grant pushed to one of our contenders. It is kept for the ask that the
+   SIMBA_EV_RELEASED raised with it makes the core send (simba__pg_submit answers that ask
+   from it), and only when it can be placed on the loop clock and nothing of that contender
+   for that mutex is queued or in flight: such a request runs after the grant on the server
+   and its answer says the same, so the push stays a hint. Where the grant is not kept, the
+   ask goes to the server, which finds its contender owner and starts a new tenure. */
+static void simba__pg_grant_push(simba__pg *p, const simba__pg_grant *in, int64_t now) {
+    int i, slot = -1;
+    int64_t start;
+    if (p->off_at == INT64_MIN || p->state != SIMBA__PG_READY) return;
+    if (simba__pg_pending(p->head, in->mutex, in->id) || simba__pg_pending(p->fhead, in->mutex, in->id)) return;
+    simba__pg_grant_drop(p, in->mutex, in->id);
+    for (i = 0; i < SIMBA__PG_GRANTS && slot < 0; i++)
+        if (!p->grants[i].used) slot = i;
+    if (slot < 0) return;
+    /* The grant happened on the server at in->start (its ms, truncated); on the loop clock
+       that is no earlier than in->start + off, less the drift since off was taken. Never
+       later than now: it has happened. */
+    start = simba__add(in->start, simba__add(p->off, -((now - p->off_at) / 1000 + 1)));
+    p->grants[slot] = *in;
+    p->grants[slot].start = simba__min(start, now);
+    p->grants[slot].used = 1;
+}
+
+/* An ask of a contender whose grant was pushed (simba__pg_grant_push): answered from it,
+   with the lease counted from the grant's start, as if the ask had been sent then. 1 when
+   answered. A renewal, a release or a read go to the server. */
+static int simba__pg_grant_take(simba__pg *p, simba_req *req) {
+    int i;
+    for (i = 0; i < SIMBA__PG_GRANTS; i++) {
+        simba__pg_grant *g = &p->grants[i];
+        simba_reply rep;
+        int64_t end;
+        if (!g->used || strcmp(g->mutex, req->mutex) != 0 || strcmp(g->id, req->contender) != 0) continue;
+        g->used = 0;
+        end = simba__add(g->start, g->ttl);
+        if (req->op != SIMBA_OP_ACQUIRE || req->renew || p->state != SIMBA__PG_READY || req->ttl_ms != g->ttl ||
+            req->transition_ms != g->tr || end <= req->sent_at)
+            return 0;
+        memset(&rep, 0, sizeof rep);
+        rep.rc = SIMBA_OK;
+        simba__copy(p->owner_buf, sizeof p->owner_buf, g->id);
+        rep.owner = p->owner_buf;
+        rep.ttl_left_ms = end - req->sent_at;
+        rep.transition_left_ms = simba__add(end, g->tr) - req->sent_at;
+        rep.held_ms = simba__max(0, req->sent_at - g->start);
+        rep.fence = g->fence;
+        p->pushed++;
+        simba_req_done(req, &rep);
+        return 1;
+    }
+    return 0;
+}
+
 /* A batch is over (its sync came back: committed, or rolled back if a statement failed):
    its requests are answered in order. Nothing is answered before the commit, since a grant
    that is rolled back with its batch must never reach the core. */
@@ -829,6 +1029,7 @@ static void simba__pg_batch_done(simba__pg *p, int64_t now) {
         if (!p->fhead) p->ftail = NULL;
         p->nfl--;
         if (p->batch_err) {
+            p->rep_server_ms = 0;
             memset(&p->rep, 0, sizeof p->rep);
             p->rep.rc = SIMBA_EBACKEND;
             p->rep.errmsg = p->err;
@@ -836,6 +1037,8 @@ static void simba__pg_batch_done(simba__pg *p, int64_t now) {
         } else simba__pg_result(p, p->res[i]);
         PQclear(p->res[i]);
         p->res[i] = NULL;
+        if (p->rep_server_ms > 0) simba__pg_clock(p, r->sent_at, p->rep_server_ms, now);
+        simba__pg_grant_drop(p, r->mutex, r->contender); /* this answer is newer than a push */
         simba_req_done(r, &p->rep);
     }
     p->ngot = 0;
@@ -884,19 +1087,15 @@ static void simba__pg_results(simba__pg *p, int64_t now) {
     }
 }
 
-static void simba__pg_notifies(simba__pg *p) {
+static void simba__pg_notifies(simba__pg *p, int64_t now) {
     PGnotify *n;
     while ((n = PQnotifies(p->conn)) != NULL) {
-        /* payload "<contender> <mutex>": ids hold no spaces, names may */
-        char id[SIMBA_ID_MAX + 1];
-        const char *sp = strchr(n->extra, ' ');
-        if (sp && (size_t)(sp - n->extra) <= SIMBA_ID_MAX && simba_name_check(sp + 1) == SIMBA_OK) {
-            memcpy(id, n->extra, (size_t)(sp - n->extra));
-            id[sp - n->extra] = 0;
-            if (simba_id_check(id) == SIMBA_OK) {
-                p->send_at = 0; /* a waiter's ask held for company goes now: it is a handoff */
-                simba_backend_event(p->be, SIMBA_EV_RELEASED, sp + 1, id, NULL);
-            }
+        simba__pg_grant g;
+        int kind = simba__pg_parse_push(n->extra, &g);
+        if (kind == 2) simba__pg_grant_push(p, &g, now);
+        if (kind != 0) {
+            p->send_at = 0; /* a waiter's ask held for company goes now: it is a handoff */
+            simba_backend_event(p->be, SIMBA_EV_RELEASED, g.mutex, g.id, NULL);
         }
         PQfreemem(n);
     }
@@ -917,6 +1116,7 @@ static void simba__pg_stall(simba__pg *p, int64_t now) {
     simba__copy(p->be->errmsg, sizeof p->be->errmsg, p->err);
     simba_log(p->loop, SIMBA_LOG_WARN, "%s", p->err);
     p->state = SIMBA__PG_STALLED;
+    simba__pg_grants_clear(p);
     p->stall_deadline = simba__add(now, p->stall_to);
     p->send_at = INT64_MAX;
     p->more = 0;
@@ -956,7 +1156,7 @@ static void simba__pg_read(simba__pg *p, int64_t now, int read_socket) {
         simba__pg_drop(p, now, SIMBA_ECONN);
         return;
     }
-    simba__pg_notifies(p);
+    simba__pg_notifies(p, now);
     while (p->state == SIMBA__PG_SETUP && p->busy && p->conn && !PQisBusy(p->conn)) {
         PGresult *res = PQgetResult(p->conn);
         if (!res) { simba__pg_setup_done(p, now); break; }
@@ -1070,6 +1270,7 @@ static simba_result simba__pg_submit(void *impl, simba_req *req) {
         simba_req_done(req, &rep);
         return SIMBA_OK;
     }
+    if (simba__pg_grant_take(p, req)) return SIMBA_OK;
     req->next_ = NULL;
     if (p->tail) p->tail->next_ = req; else p->head = req;
     p->tail = req;
@@ -1225,6 +1426,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     p->rmax = desc->reconnect_max_ms ? desc->reconnect_max_ms : (p->rmin > 5000 ? p->rmin : 5000);
     p->backoff = p->rmin;
     p->send_at = INT64_MAX;
+    p->off_at = INT64_MIN;
     snprintf(p->chan, sizeof p->chan, "simba_%.32s", rnd);
     /* the server gives up on a statement when we do: its row locks are not held for nothing */
     snprintf(p->opts, sizeof p->opts, "-c statement_timeout=%lld", (long long)p->stmt_to);

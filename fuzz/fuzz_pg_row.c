@@ -3,7 +3,11 @@
  * a column "\x01" is SQL NULL), and simba__pg_parse_row() turns it into a reply.
  * Invariants: it answers 0 or -1 with a NUL-terminated message; on 0 an owner is a valid
  * contender id copied NUL-terminated into the buffer, its durations are in range
- * (transition_left >= ttl_left, held >= 0, fence > 0) and nobody means fence 0; nothing crashes. */
+ * (transition_left >= ttl_left, held >= 0, fence > 0), nobody means fence 0, and the
+ * server's clock (7th column) is a positive ms count; nothing crashes.
+ * The same input, whole, is also a release's NOTIFY payload for simba__pg_parse_push():
+ * a hint names a valid contender and mutex, a grant also a fence > 0, a ttl in
+ * 1..SIMBA_MAX_MS, a transition in 0..SIMBA_MAX_MS and a server time > 0. */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_pg.h"
 #include <assert.h>
@@ -13,11 +17,20 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     char buf[4096], owner[SIMBA_ID_MAX + 1], err[256];
     const char *vals[8];
     simba_reply rep;
+    simba__pg_grant g;
+    int64_t server_ms = -1;
     int n = 0, rc;
     size_t i, start = 0;
     if (size >= sizeof buf) size = sizeof buf - 1;
     memcpy(buf, data, size);
     buf[size] = 0;
+    rc = simba__pg_parse_push(buf, &g);
+    assert(rc >= 0 && rc <= 2);
+    if (rc != 0) {
+        assert(memchr(g.id, 0, sizeof g.id) && simba_id_check(g.id) == SIMBA_OK);
+        assert(memchr(g.mutex, 0, sizeof g.mutex) && simba_name_check(g.mutex) == SIMBA_OK);
+    }
+    if (rc == 2) assert(g.fence > 0 && g.ttl > 0 && g.ttl <= SIMBA_MAX_MS && g.tr >= 0 && g.tr <= SIMBA_MAX_MS && g.start > 0);
     for (i = 0; i <= size && n < 8; i++) {
         if (i == size || buf[i] == '\n') {
             buf[i] = 0;
@@ -27,12 +40,13 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     }
     memset(owner, 'x', sizeof owner);
     err[0] = 0;
-    rc = simba__pg_parse_row(n, vals, &rep, owner, err, sizeof err);
+    rc = simba__pg_parse_row(n, vals, &rep, &server_ms, owner, err, sizeof err);
     assert(rc == 0 || rc == -1);
     if (rc != 0) {
         assert(memchr(err, 0, sizeof err) && err[0]);
         return 0;
     }
+    assert(server_ms > 0);
     if (rep.rc != SIMBA_OK) { /* the crash quarantine's refusal: nobody, and a message */
         assert(rep.rc == SIMBA_EBACKEND && rep.errmsg == err && err[0] && memchr(err, 0, sizeof err));
         assert(!rep.owner && rep.fence == 0 && rep.held_ms == -1);

@@ -377,33 +377,44 @@ static int ensure_table(void) {
     return ok;
 }
 
-/* The queue in storage: a free mutex waits for the head waiter while its place is live
-   (live_ms from the request), and goes to the next one once that lapses. */
+/* The queue in storage: a release grants the mutex to the oldest waiter whose place is
+   still live (live_ms from its last request), skipping one that lapsed; the grant takes
+   the waiter's own ttl and a fence above the last; the releaser asking again joins the back
+   of the line. */
 TEST(queue_liveness_in_storage) {
-    char acq[300], rel[200], own[200];
+    char acq[300], rel[200], own[200], fence[200];
     int64_t t_b;
+    long long f_a;
     snprintf(acq, sizeof acq, "SELECT o_first FROM \"%s_acq\"($1, $2, 5000, 1000, $3::bigint, false, 'none')", table);
     snprintf(rel, sizeof rel, "SELECT o_fence FROM \"%s_rel\"($1, $2)", table);
     snprintf(own, sizeof own, "SELECT count(*) FROM \"%s\" WHERE name = $1 AND owner = $2", table);
+    snprintf(fence, sizeof fence, "SELECT fence FROM \"%s\" WHERE name = $1 AND owner = $2", table);
     REQUIRE(ensure_table());
     REQUIRE(raw_val(port1, acq, "liveness", "A", "60000") == 0);
     CHECK_EQ(raw_val(port1, own, "liveness", "A", NULL), 1);
-    CHECK_EQ(raw_val(port1, acq, "liveness", "B", "3000"), 1); /* queued, first in line */
+    f_a = raw_val(port1, fence, "liveness", "A", NULL);
+    CHECK_EQ(raw_val(port1, acq, "liveness", "B", "300"), 1); /* queued, first in line */
     t_b = mono_ms();
     CHECK_EQ(raw_val(port1, acq, "liveness", "C", "60000"), 0); /* queued behind B */
-    CHECK_EQ(raw_val(port1, rel, "liveness", "A", NULL), 0);
-    /* free, but B's place is live: A asking again at once and C both join the line */
-    CHECK_EQ(raw_val(port1, acq, "liveness", "A", "60000"), 0);
-    CHECK_EQ(raw_val(port1, acq, "liveness", "C", "60000"), 0);
-    if (mono_ms() - t_b < 2500) CHECK_EQ(raw_val(port1, own, "liveness", "", NULL), 1);
-    else fprintf(stderr, "  too slow to check the reserved state (%lld ms)\n", (long long)(mono_ms() - t_b));
-    while (mono_ms() - t_b < 3300) { /* B's 3000 ms lapse: it never came back */
+    CHECK_EQ(raw_val(port1, acq, "liveness", "D", "60000"), 0); /* and D behind C */
+    while (mono_ms() - t_b < 400) { /* B's 300 ms lapse: it never came back */
         struct timespec sl = {0, 20000000};
         nanosleep(&sl, NULL);
     }
-    CHECK_EQ(raw_val(port1, acq, "liveness", "C", "60000"), 0); /* C: next in line, wins */
+    /* A's release grants to C (B lapsed): the answer names C's fence, A's + 1 */
+    CHECK_EQ(raw_val(port1, rel, "liveness", "A", NULL), f_a + 1);
     CHECK_EQ(raw_val(port1, own, "liveness", "C", NULL), 1);
-    CHECK_EQ(raw_val(port1, own, "liveness", "A", NULL), 0);
+    CHECK_EQ(raw_val(port1, own, "liveness", "B", NULL), 0);
+    /* A asking again at once joins the line behind D */
+    CHECK_EQ(raw_val(port1, acq, "liveness", "A", "60000"), 0);
+    /* C's release grants to D, the head now; then D's to A */
+    CHECK_EQ(raw_val(port1, rel, "liveness", "C", NULL), f_a + 2);
+    CHECK_EQ(raw_val(port1, own, "liveness", "D", NULL), 1);
+    CHECK_EQ(raw_val(port1, rel, "liveness", "D", NULL), f_a + 3);
+    CHECK_EQ(raw_val(port1, own, "liveness", "A", NULL), 1);
+    /* nobody waits: A's release clears the row */
+    CHECK_EQ(raw_val(port1, rel, "liveness", "A", NULL), 0);
+    CHECK_EQ(raw_val(port1, own, "liveness", "", NULL), 1);
 }
 
 /* What a transaction commits with: grants and renewals wait for the WAL flush (a lost grant
@@ -607,6 +618,72 @@ TEST(wrong_password) {
     CHECK_EQ(ra.acq, 0);
     fprintf(stderr, "  %s\n", simba_backend_errmsg(be));
     drv_free(&d);
+}
+
+static uint64_t pushed(simba_backend *be) { return ((simba__pg *)simba_backend_impl(be))->pushed; }
+
+/* One hop: A's release grants the mutex to B, the waiter at the head, and the NOTIFY
+   carries the grant, so B's ask is answered from it with no statement of its own. B's
+   loop is not polled for 400 ms after the grant committed: its lease must count from the
+   grant (placed on B's clock through the server's clock in B's earlier answer), never
+   from the NOTIFY's arrival, so that B's local lease never outlasts the server's. */
+TEST(pushed_grant_one_hop) {
+    drv da, db;
+    simba_backend *bea, *beb;
+    simba_service *a, *b;
+    simba_owner o;
+    rec ra, rb;
+    uint64_t fa;
+    int64_t t1, t2, local_left, t_rel;
+    long long srv_left;
+    char q[300];
+    memset(&da, 0, sizeof da);
+    memset(&db, 0, sizeof db);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(drv_add(&da) && drv_add(&db));
+    REQUIRE(open_pg(da.l[0], port1, NULL, &bea) == SIMBA_OK && open_pg(db.l[0], port1, NULL, &beb) == SIMBA_OK);
+    a = contend(da.l[0], bea, "push-grant", "A", 5000, 1000, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&da, simba_is_owner(a), 3000);
+    REQUIRE(simba_is_owner(a));
+    fa = simba_fence(a);
+    b = contend(db.l[0], beb, "push-grant", "B", 5000, 1000, &rb);
+    REQUIRE(b);
+    WAIT_FOR(&db, strcmp(viewed_owner(b), "A") == 0, 3000); /* B asked: in line */
+    REQUIRE(strcmp(viewed_owner(b), "A") == 0);
+    CHECK_EQ(pushed(beb), 0);
+    REQUIRE(simba_stop(a) == SIMBA_OK);
+    WAIT_FOR(&da, simba_service_status(a) == SIMBA_INITIAL, 3000); /* the release (and grant) committed */
+    REQUIRE(simba_service_status(a) == SIMBA_INITIAL);
+    t_rel = mono_ms();
+    while (mono_ms() - t_rel < 400) { /* B's loop is busy elsewhere: the NOTIFY waits */
+        struct timespec sl = {0, 20000000};
+        nanosleep(&sl, NULL);
+    }
+    WAIT_FOR(&db, simba_is_owner(b), 3000);
+    REQUIRE(simba_is_owner(b));
+    CHECK_EQ(pushed(beb), 1);
+    CHECK_EQ(simba_fence(b), fa + 1);
+    CHECK_EQ(rb.acq, 1);
+    REQUIRE(simba_owner_get(b, &o) == SIMBA_OK);
+    snprintf(q, sizeof q, "SELECT ttl_ms - floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM \"%s\" "
+             "WHERE name = $1 AND owner = $2", table);
+    t1 = simba_now(db.l[0]);
+    local_left = o.ttl_at - t1;
+    srv_left = raw_val(port1, q, "push-grant", "B", NULL);
+    t2 = simba_now(db.l[0]);
+    fprintf(stderr, "  B's lease left: %lld ms on its clock, %lld ms on the server's (read %lld ms later)\n",
+            (long long)local_left, srv_left, (long long)(t2 - t1));
+    CHECK(local_left <= srv_left + (t2 - t1) + 1); /* never past the server's lease */
+    CHECK(local_left <= 5000 - 350);                /* counted from the grant, not the arrival */
+    CHECK(local_left >= srv_left - 50);             /* and not needlessly short */
+    /* B renews as the owner of that grant: same fence */
+    drv_run(&db, 200);
+    CHECK(simba_is_owner(b));
+    CHECK_EQ(simba_fence(b), fa + 1);
+    drv_free(&da);
+    drv_free(&db);
 }
 
 /* A conninfo naming a port nobody listens on: connection refused, retried with backoff. */
@@ -1285,6 +1362,7 @@ int main(int argc, char **argv) {
     RUN(quarantine_after_lost_marker);
     RUN(fairness_order_and_push);
     RUN(push_is_not_held);
+    RUN(pushed_grant_one_hop);
     RUN(open_refusals_say_why);
     RUN(wrong_password);
     RUN(nobody_listening);
