@@ -82,10 +82,13 @@
  *               re-acquisition with renew = 0 (a local step-down the server never saw),
  *               and starts above a floor after a crash (see CRASHES)
  *   <table>_boot  UNLOGGED, one row (since_ms, fence_floor): the crash marker
- *   <table>_q   the wait queue: name, contender, channel, seq (arrival), expires_ms
+ *   <table>_q   the wait queue: name, contender, channel, seq (arrival), expires_ms, and
+ *               the waiter's ttl_ms / tr_ms (what a release grants it; added to a v0.1.0
+ *               queue at setup)
  *   <table>_acq / _rel / _read   PL/pgSQL functions: one statement = one round trip each;
  *               acquire and release lock the mutex's row (FOR UPDATE), so one mutex's queue
- *               changes are serialised; replies carry remaining durations only.
+ *               changes are serialised; replies carry remaining durations only (and
+ *               the server's clock, see PUSH).
  *
  * CRASHES (a grant committed but lost: crash recovery, a promoted standby, a restored backup)
  *   Commits are asynchronous: a crash can lose the last few hundred ms of them, among them a
@@ -107,12 +110,31 @@
  *   asks again at once goes to the back. A waiter's place lapses req->live_ms after its last
  *   request (the core's bound). The owner's renewal is not an acquisition.
  *
- * PUSH
- *   A release sends pg_notify(<head waiter's channel>, '<contender> <mutex>'); each backend
- *   LISTENs on its own channel "simba_<random>" and raises SIMBA_EV_RELEASED for that waiter.
- *   NOTIFY is a hint: timers stay the fallback (the head of the line tries at lease end).
+ * PUSH (one hop: the release grants, the NOTIFY carries the grant)
+ *   A release by the live owner grants the mutex in the same transaction to the oldest live
+ *   waiter, with that waiter's own ttl and transition (kept with its place) from the
+ *   server's now, and sends pg_notify(<its channel>, 'G <fence> <ttl> <transition>
+ *   <server ms> <contender> <mutex>'). Each backend LISTENs on its own channel
+ *   "simba_<random>", keeps the grant and raises SIMBA_EV_RELEASED for that waiter, whose
+ *   ask is then answered from the grant without a statement: a handoff is one trip through
+ *   the server, as a pg_advisory_lock handoff is. The waiter's lease counts from the grant,
+ *   placed on the loop clock through the server's clock, which every answer carries (a
+ *   7th column): a statement submitted at loop time s that read server time T bounds the
+ *   offset from below by s - T - 1, less 1 ms a second of drift since, so the local lease
+ *   never ends after the server's, whenever the NOTIFY is read. A grant is only kept while
+ *   nothing of that contender for that mutex is queued or in flight (that request's answer,
+ *   newer, decides) and the connection it came on is up; else the push is a hint, and the
+ *   ask finds the contender owner on the server (a new tenure, fence + 1).
+ *   With nobody live in line (or in the crash quarantine) the release clears the row, and
+ *   a place from v0.1.0 (no lease recorded) gets '<contender> <mutex>', a hint only.
+ *   NOTIFY is lost when the waiter's connection drops: the granted waiter is owner on the
+ *   server without knowing it until its next ask (at the latest its place's timer; after a
+ *   reconnect at once, SIMBA_EV_RESET), as a dead head waiter holds the line for at most
+ *   its place's liveness (ttl + transition + jitter + 1 s) before.
  *   LISTEN/NOTIFY does not survive a transaction-mode pooler (PgBouncer pool_mode =
  *   transaction): there the push is lost and handoffs wait for the timers.
+ *   All contenders of a table must run this version: an older one's functions (set up on
+ *   each connect) would replace these.
  *
  * LICENSE: MIT, see the end of this file.
  */
