@@ -135,6 +135,9 @@
  *   transaction): there the push is lost and handoffs wait for the timers.
  *   All contenders of a table must run this version: an older one's functions (set up on
  *   each connect) would replace these.
+ *   Every lease here is timed by the server's clock (clock_timestamp()): a step of it
+ *   forward ends leases early on the server, while their owners still count them, and
+ *   moves a pushed grant's start as far. Keep the server's clock slewed (NTP), not stepped.
  *
  * LICENSE: MIT, see the end of this file.
  */
