@@ -72,7 +72,7 @@ TSAN_BINS = $(B)/tsan/test_core $(B)/tsan/kit_memory $(B)/tsan/test_zk $(B)/tsan
 tsan: $(TSAN_BINS)
 	@bash tests/fault_sanitizers.sh tsan
 
-valgrind-all: $(B)/test_core $(B)/kit_memory $(B)/test_sql $(B)/kit_sql $(B)/test_redis $(B)/kit_redis $(B)/test_zk $(B)/kit_zk $(B)/badinput
+valgrind-all: $(B)/test_core $(B)/kit_memory $(B)/test_sql $(B)/kit_sql $(B)/test_redis $(B)/kit_redis $(B)/test_zk $(B)/kit_zk $(B)/badinput $(B)/test_pg $(B)/kit_pg
 	@bash tests/fault_sanitizers.sh valgrind
 
 # the whole reliability suite (what `make test` runs as its last group)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # fault_sanitizers.sh tsan|valgrind -- runs test programs under ThreadSanitizer or valgrind
 # (make tsan / make valgrind-all build what is needed first). Starts redis-server
-# (127.0.0.1:16394, the Redis test makes its private second server on 16395) and ZooKeeper
-# (127.0.0.1:12195; ports away from the other suites and benches) under build/rel-san when a program needs them, and stops them by PID.
+# (127.0.0.1:16394, the Redis test makes its private second server on 16395), ZooKeeper
+# (127.0.0.1:12195) and PostgreSQL (127.0.0.1:15446, the PostgreSQL test makes its private
+# second server on 15447; ports away from the other suites and benches) under build/rel-san
+# when a program needs them, and stops them by PID.
 # One line per program (clean, or how many reports), then "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -12,16 +14,20 @@ DIR=$PWD/$B/rel-san
 LOGS=$B/logs
 mkdir -p "$DIR" "$LOGS"
 export SIMBA_REDIS_PORT=16394 SIMBA_REDIS_PORT2=16395 SIMBA_ZK_PORT=12195 SIMBA_ZK_DIR=$DIR/zk
+export SIMBA_PG_PORT=15446 SIMBA_PG_PORT2=15447 SIMBA_PG_DIR2=$DIR/pg2
 PASS=0
 FAIL=0
 REDIS_UP=0
 ZK_UP=0
+PG_UP=0
 
 cleanup() {
     [ "$REDIS_UP" = 1 ] && sh scripts/redis-stop.sh "$DIR/redis" >/dev/null 2>&1
     [ "$ZK_UP" = 1 ] && bash scripts/zk-stop.sh "$DIR/zk" >/dev/null 2>&1
+    [ "$PG_UP" = 1 ] && sh scripts/pg-stop.sh "$DIR/pg" >/dev/null 2>&1
     REDIS_UP=0
     ZK_UP=0
+    PG_UP=0
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -35,6 +41,11 @@ need_zk() {
     [ "$ZK_UP" = 1 ] && return 0
     rm -rf "$DIR/zk"
     bash scripts/zk-start.sh 12195 "$DIR/zk" >"$LOGS/san_zk.log" 2>&1 && ZK_UP=1
+}
+
+need_pg() {
+    [ "$PG_UP" = 1 ] && return 0
+    sh scripts/pg-start.sh 15446 "$DIR/pg" >"$LOGS/san_pg.log" 2>&1 && PG_UP=1
 }
 
 # one NAME LIMIT_S CMD...: runs it, counts sanitizer reports in its log
@@ -94,6 +105,13 @@ valgrind)
         one kit_zk 900 $VG $B/kit_zk
     else
         echo "ZooKeeper did not start"
+        FAIL=$((FAIL + 1))
+    fi
+    if need_pg; then
+        one test_pg 1500 env SIMBA_PG_MANY=200 $VG $B/test_pg
+        one kit_pg 1200 $VG $B/kit_pg
+    else
+        echo "PostgreSQL did not start (see $LOGS/san_pg.log)"
         FAIL=$((FAIL + 1))
     fi
     ;;
