@@ -925,6 +925,7 @@ static void simba__pg_result(simba__pg *p, PGresult *res) {
         int i, nf = PQnfields(res);
         for (i = 0; i < 7 && i < nf; i++) v[i] = PQgetisnull(res, 0, i) ? NULL : PQgetvalue(res, 0, i);
         if (simba__pg_parse_row(nf, v, &p->rep, &p->rep_server_ms, p->owner_buf, p->err, sizeof p->err) != 0) {
+            p->rep_server_ms = 0; /* an answer that does not parse tells nothing, not even the time */
             memset(&p->rep, 0, sizeof p->rep);
             p->rep.rc = SIMBA_EBACKEND;
             p->rep.errmsg = p->err;

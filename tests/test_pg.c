@@ -45,6 +45,15 @@ static int64_t mono_us(void) {
 }
 static int64_t mono_ms(void) { return mono_us() / 1000; }
 
+/* Lets time pass with no loop polled (a place or lease must lapse, a push must wait unread):
+   the test's subject, not a wait for something to happen. */
+static void idle_until(int64_t until_ms) {
+    while (mono_ms() < until_ms) {
+        struct timespec sl = {0, 20000000};
+        nanosleep(&sl, NULL);
+    }
+}
+
 static int run(const char *fmt, ...) {
     char cmd[600];
     va_list ap;
@@ -397,10 +406,7 @@ TEST(queue_liveness_in_storage) {
     t_b = mono_ms();
     CHECK_EQ(raw_val(port1, acq, "liveness", "C", "60000"), 0); /* queued behind B */
     CHECK_EQ(raw_val(port1, acq, "liveness", "D", "60000"), 0); /* and D behind C */
-    while (mono_ms() - t_b < 400) { /* B's 300 ms lapse: it never came back */
-        struct timespec sl = {0, 20000000};
-        nanosleep(&sl, NULL);
-    }
+    idle_until(t_b + 400); /* B's 300 ms lapse: it never came back */
     /* A's release grants to C (B lapsed): the answer names C's fence, A's + 1 */
     CHECK_EQ(raw_val(port1, rel, "liveness", "A", NULL), f_a + 1);
     CHECK_EQ(raw_val(port1, own, "liveness", "C", NULL), 1);
@@ -637,7 +643,7 @@ TEST(pushed_grant_one_hop) {
     simba_owner o;
     rec ra, rb;
     uint64_t fa;
-    int64_t t1, t2, local_left, t_rel;
+    int64_t t1, t2, local_left;
     long long srv_left;
     char q[300];
     memset(&da, 0, sizeof da);
@@ -659,11 +665,7 @@ TEST(pushed_grant_one_hop) {
     REQUIRE(simba_stop(a) == SIMBA_OK);
     WAIT_FOR(&da, simba_service_status(a) == SIMBA_INITIAL, 3000); /* the release (and grant) committed */
     REQUIRE(simba_service_status(a) == SIMBA_INITIAL);
-    t_rel = mono_ms();
-    while (mono_ms() - t_rel < 400) { /* B's loop is busy elsewhere: the NOTIFY waits */
-        struct timespec sl = {0, 20000000};
-        nanosleep(&sl, NULL);
-    }
+    idle_until(mono_ms() + 400); /* B's loop is busy elsewhere: the NOTIFY waits */
     WAIT_FOR(&db, simba_is_owner(b), 3000);
     REQUIRE(simba_is_owner(b));
     CHECK_EQ(pushed(beb), 1);
