@@ -2,7 +2,7 @@
  * releases it, then contends again.
  *
  *   w2_handoff --backend sqlite|redis|redis-cluster|zk [--secs 6] [--procs 4] [--hold-ms 5] [--rest-ms 0]
- *              [--ttl-ms 10000] [--transition-ms 6000] [--part contend|locker|advisory]
+ *              [--ttl-ms 10000] [--transition-ms 6000] [--part contend|locker|advisory|notify]
  *              [--label TEXT] [backend options as in bench.h]
  *
  * Issue 12 figures, printed for every run: acquisitions/s against the ideal
@@ -18,7 +18,9 @@
  * what a user blocked in simba_locker_lock() sees after another process unlocks. Targets:
  * p50 <= 0.5 ms Redis, <= 1 ms SQLite. On PostgreSQL the run is followed by its reference:
  * the same processes and timing on pg_advisory_lock() (--part advisory, blocking libpq,
- * the waiter blocked inside the server), the bar issue 17 names.
+ * the waiter blocked inside the server), the bar issue 17 names, and by a second one: a bare
+ * pg_notify() from the holder to the next process's LISTEN (--part notify), the floor under
+ * any handoff that wakes its waiter by NOTIFY, as simba_pg's does.
  *
  * The parent spawns --procs copies of itself (worker mode), each with its own loop, backend
  * and connection, all contending for one mutex from one common start time for --secs. A
@@ -185,6 +187,57 @@ static int worker_advisory(void) {
     return 0;
 }
 
+/* NOTIFY mode (pg, the Locker run's second reference): the smallest push PostgreSQL has, with
+   the same processes and timing. A token goes round: its holder holds hold-ms, then sends
+   pg_notify() to the next process's channel (a transaction of its own, nothing else in it),
+   rests rest-ms; the next process holds from the moment it reads the notification. The floor
+   under any handoff that wakes its waiter with LISTEN/NOTIFY: the notifying commit and the
+   listener's delivery of it (a transaction on each side), where the advisory unlock wakes a
+   waiter blocked in the server. */
+static int worker_notify(void) {
+    double start = b_optf("start-us", 0), end = b_optf("end-us", 0), hold_ms = b_optf("hold-ms", 5);
+    double rest_ms = b_optf("rest-ms", 0);
+    int procs = (int)b_optf("procs", 4), me = atoi(b_opt("id", "w2-p0") + 4), holder = me == 0;
+    char conninfo[256], q[96];
+    PGconn *c;
+    long i;
+    snprintf(conninfo, sizeof conninfo, "hostaddr=127.0.0.1 port=%s user=postgres password=simba dbname=postgres",
+             b_opt("pg-port", "5445"));
+    c = PQconnectdb(conninfo);
+    if (PQstatus(c) != CONNECTION_OK) b_die(PROG, "notify: %s", PQerrorMessage(c));
+    snprintf(q, sizeof q, "LISTEN w2n_%d_%s", me, b_opt("mutex", "m"));
+    PQclear(PQexec(c, q));
+    while (b_now_us() < start) b_sleep_ms((start - b_now_us()) / 1000 + 1);
+    if (holder) log_ev('A', b_now_us());
+    while (b_now_us() < end) {
+        if (holder) {
+            b_sleep_ms(hold_ms);
+            log_ev('R', b_now_us());
+            snprintf(q, sizeof q, "SELECT pg_notify('w2n_%d_%s', '')", (me + 1) % procs, b_opt("mutex", "m"));
+            PQclear(PQexec(c, q));
+            holder = 0;
+            b_sleep_ms(rest_ms);
+        } else {
+            struct pollfd pf;
+            PGnotify *n;
+            pf.fd = PQsocket(c);
+            pf.events = POLLIN;
+            pf.revents = 0;
+            if (poll(&pf, 1, 50) > 0 && !PQconsumeInput(c)) break;
+            while ((n = PQnotifies(c)) != NULL) {
+                if (!holder) log_ev('A', b_now_us());
+                holder = 1;
+                PQfreemem(n);
+            }
+        }
+    }
+    PQfinish(c);
+    for (i = 0; i < nev; i++) printf("%c %.1f\n", evs[i].kind, evs[i].t);
+    printf("END\n");
+    fflush(stdout);
+    return 0;
+}
+
 static int worker(void) {
     const char *backend = b_opt("backend", "redis");
     double start = b_optf("start-us", 0), end = b_optf("end-us", 0), hold_us = b_optf("hold-ms", 5) * 1000;
@@ -341,13 +394,14 @@ static void run_workers(int argc, char **argv, int procs, const char *mutex, dou
     qsort(evs, (size_t)nev, sizeof *evs, ev_cmp);
 }
 
-/* The reference for PostgreSQL's Locker handoff: the same processes and timing on
-   pg_advisory_lock (see worker_advisory). Returns the unlock -> other's lock p50 in us, or -1. */
-static double advisory_p50(int argc, char **argv, int procs, double secs, long *n) {
+/* The references for PostgreSQL's Locker handoff: the same processes and timing on
+   pg_advisory_lock (part "advisory", see worker_advisory) or on a bare pg_notify (part
+   "notify", worker_notify). Returns the release -> other's acquire p50 in us, or -1. */
+static double ref_p50(int argc, char **argv, int procs, double secs, const char *part, long *n) {
     double start = b_now_us() + 1.0e6, end = start + secs * 1e6, p50;
     b_samples g = {0};
     long k;
-    run_workers(argc, argv, procs, "advisory", start, end, "advisory");
+    run_workers(argc, argv, procs, part, start, end, part);
     for (k = 1; k < nev; k++) {
         long q = k - 1;
         if (evs[k].kind != 'A') continue;
@@ -375,6 +429,7 @@ int main(int argc, char **argv) {
     if (b_opt("worker", NULL))
         return strcmp(b_opt("part", "contend"), "locker") == 0     ? worker_locker()
                : strcmp(b_opt("part", "contend"), "advisory") == 0 ? worker_advisory()
+               : strcmp(b_opt("part", "contend"), "notify") == 0   ? worker_notify()
                                                                    : worker();
     backend = b_opt("backend", "redis");
     secs = b_optf("secs", 6);
@@ -438,13 +493,15 @@ int main(int argc, char **argv) {
         for (i = 0; i < procs && off < (int)sizeof counts - 16; i++)
             off += snprintf(counts + off, sizeof counts - (size_t)off, "%s%ld", i ? " / " : "", count[i]);
         if (locker) {
-            double tgt = rd || pg ? 0.5 : sq ? 1 : 0, adv = -1;
-            long nadv = 0;
-            if (pg) adv = advisory_p50(argc, argv, procs, secs, &nadv);
+            double tgt = rd || pg ? 0.5 : sq ? 1 : 0, adv = -1, ntf = -1;
+            long nadv = 0, nntf = 0;
+            if (pg) adv = ref_p50(argc, argv, procs, secs, "advisory", &nadv);
+            if (pg) ntf = ref_p50(argc, argv, procs, secs, "notify", &nntf);
             b_row(w, backend, "Locker handoff unlock → other's lock returns p50 / p99",
                   gaps.n ? b_fmt("%.3f / %.3f ms", p50, p99) : "n/a (no handoff to another process)",
-                  adv >= 0 ? b_fmt("%ld handoffs; %s; pg_advisory_lock, same processes and timing: p50 %.3f ms (%ld handoffs)",
-                                   gaps.n, timing, adv / 1000, nadv)
+                  adv >= 0 ? b_fmt("%ld handoffs; %s; same processes and timing: pg_advisory_lock p50 %.3f ms (%ld handoffs), "
+                                   "a bare pg_notify to a listener p50 %.3f ms (%ld)",
+                                   gaps.n, timing, adv / 1000, nadv, ntf / 1000, nntf)
                            : b_fmt("%ld handoffs; %s", gaps.n, timing),
                   adv > 0 && gaps.n ? b_fmt("%.1f × advisory", p50 * 1000 / adv) : "", tgt > 0 ? b_fmt("p50 ≤ %.1f ms", tgt) : "(none)",
                   tgt > 0 ? (gaps.n ? b_verdict_max(p50, tgt, "ms") : "**missed**: no handoff") : "");
