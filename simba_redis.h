@@ -587,6 +587,7 @@ typedef struct simba__rconn {
     int was_ready;
     int64_t deadline; /* CONNECTING: connect deadline; DOWN: next attempt */
     int64_t backoff;
+    uint64_t writes; /* times buffered commands were written (tests: batching is one write) */
     struct simba__rhs hs[SIMBA__RS_N + 5]; /* AUTH, SELECT, scripts, INFO, CONFIG GET, ROLE */
 } simba__rconn;
 
@@ -1744,13 +1745,17 @@ static void simba__redis_on_master(redisAsyncContext *ac, void *reply, void *pri
 
 static void simba__rconn_io(simba__rconn *c, short revents, int64_t now) {
     if (c->ac && (revents & (POLLIN | POLLERR | POLLHUP))) redisAsyncHandleRead(c->ac);
-    if (c->ac && c->wr && (revents & (POLLOUT | POLLERR | POLLHUP))) redisAsyncHandleWrite(c->ac);
+    if (c->ac && c->wr && (revents & (POLLOUT | POLLERR | POLLHUP))) {
+        c->writes++;
+        redisAsyncHandleWrite(c->ac);
+    }
     simba__rconn_settle(c, now);
 }
 
 /* Write what is buffered now rather than a poll later (non-blocking; EAGAIN keeps wr). */
 static void simba__rconn_flush(simba__rconn *c, int64_t now) {
     if (c->ac && c->wr && c->state == SIMBA__RC_READY) {
+        c->writes++;
         redisAsyncHandleWrite(c->ac);
         simba__rconn_settle(c, now);
     }
@@ -1810,7 +1815,9 @@ static simba_result simba__redis_submit_ex(simba__redis *r, simba_req *req, int 
     now = simba_now(r->loop);
     if (r->cmd.state == SIMBA__RC_READY) {
         simba__redis_send(r, op, now);
-        simba__rconn_flush(&r->cmd, now);
+        /* In a poll, the flush after this round writes it with the others (simba__in_poll).
+           A Cluster redirection is re-sent from inside a node's process: at once. */
+        if (!simba__in_poll(r->loop) || hops > 0) simba__rconn_flush(&r->cmd, now);
     } else if (r->cmd.state == SIMBA__RC_CONNECTING) {
         if (r->pending_tail) r->pending_tail->next = op; else r->pending = op;
         r->pending_tail = op;
