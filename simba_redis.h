@@ -24,6 +24,11 @@
  *   step_down_on_disconnect step down at once (reason "connection"), others keep their
  *   lease to the local deadline. Grants are the requested ttl (SIMBA_LEASE_ASKED).
  *
+ *   Requests submitted inside simba_poll (renewals due together, asks after a push, anything
+ *   a callback starts) are pipelined and written together by the flush that ends their
+ *   round of the poll: one write for hundreds of renewals. One submitted outside a poll (an
+ *   application's start, stop or unlock) is written at once.
+ *
  *   Requests submitted while a connection attempt is in progress are queued and sent when it
  *   is up (or fail with SIMBA_ECONN when the attempt fails, at the latest after
  *   connect_timeout_ms). Requests submitted while disconnected between attempts fail at
