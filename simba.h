@@ -2250,10 +2250,10 @@ static inline int simba__timer_due(simba_loop *l, int64_t now) {
     return l->heap_n > 0 && l->heap[0].at <= now;
 }
 
-/* Inside simba_poll (callbacks included) a backend may leave what it submits buffered: the
-   poll calls process(SIMBA_PROCESS_FLUSH) after every round of its work, so requests made in
-   one round (renewals due together) go out in one write. Outside it (an application's call)
-   nothing would come to send them: send at once. */
+/* Inside simba_poll (callbacks included) a backend may leave what it submits queued or
+   buffered: the poll calls process(SIMBA_PROCESS_FLUSH) after every round of its work, so
+   requests made in one round (renewals due together) go out together. Outside it (an
+   application's call) nothing would come to run or send them: do it at once. */
 static inline int simba__in_poll(const simba_loop *l) { return l->in_poll; }
 
 static int64_t simba__next_wait(simba_loop *l) {

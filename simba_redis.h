@@ -1748,20 +1748,22 @@ static void simba__redis_on_master(redisAsyncContext *ac, void *reply, void *pri
     r->sen.hs_failed = 1; /* settle() drops it; the next attempt asks the next sentinel */
 }
 
+/* Writes what hiredis has buffered (non-blocking; EAGAIN keeps wr), counted. */
+static void simba__rconn_write(simba__rconn *c) {
+    c->writes++;
+    redisAsyncHandleWrite(c->ac);
+}
+
 static void simba__rconn_io(simba__rconn *c, short revents, int64_t now) {
     if (c->ac && (revents & (POLLIN | POLLERR | POLLHUP))) redisAsyncHandleRead(c->ac);
-    if (c->ac && c->wr && (revents & (POLLOUT | POLLERR | POLLHUP))) {
-        c->writes++;
-        redisAsyncHandleWrite(c->ac);
-    }
+    if (c->ac && c->wr && (revents & (POLLOUT | POLLERR | POLLHUP))) simba__rconn_write(c);
     simba__rconn_settle(c, now);
 }
 
-/* Write what is buffered now rather than a poll later (non-blocking; EAGAIN keeps wr). */
+/* Write what is buffered now rather than a poll later. */
 static void simba__rconn_flush(simba__rconn *c, int64_t now) {
     if (c->ac && c->wr && c->state == SIMBA__RC_READY) {
-        c->writes++;
-        redisAsyncHandleWrite(c->ac);
+        simba__rconn_write(c);
         simba__rconn_settle(c, now);
     }
 }

@@ -1383,7 +1383,7 @@ static simba_result simba__sql_submit(void *impl, simba_req *req) {
                  SIMBA_SQL_BATCH_MS > 0)
             at = simba__add(now, simba__min(req->ttl_ms / 64, SIMBA_SQL_BATCH_MS));
         if (s->head == req || at < s->next_try) s->next_try = at;
-        if (s->head == req && !s->loop->in_poll && s->next_try <= now) simba__sql_drain(s, now);
+        if (s->head == req && !simba__in_poll(s->loop) && s->next_try <= now) simba__sql_drain(s, now);
     }
     return SIMBA_OK;
 }
@@ -1518,7 +1518,7 @@ static void simba__sql_hurry(void *impl, simba_req *req) {
     (void)req;
     if (s->crashed || !s->head) return;
     if (s->next_try > now) s->next_try = now;
-    if (!s->loop->in_poll) simba__sql_drain(s, now);
+    if (!simba__in_poll(s->loop)) simba__sql_drain(s, now);
 }
 
 static const simba_backend_vt simba__sql_vt = {

@@ -75,6 +75,25 @@ static void log_ev(char kind, double t) {
     nev++;
 }
 
+/* A worker's log, for the parent to merge: one "<kind> <us>" line per event, then END. */
+static void print_events(void) {
+    long i;
+    for (i = 0; i < nev; i++) printf("%c %.1f\n", evs[i].kind, evs[i].t);
+    printf("END\n");
+    fflush(stdout);
+}
+
+/* The references' blocking libpq connection (what: the mode, for the error). */
+static PGconn *ref_connect(const char *what) {
+    char conninfo[256];
+    PGconn *c;
+    snprintf(conninfo, sizeof conninfo, "hostaddr=127.0.0.1 port=%s user=postgres password=simba dbname=postgres",
+             b_opt("pg-port", "5445"));
+    c = PQconnectdb(conninfo);
+    if (PQstatus(c) != CONNECTION_OK) b_die(PROG, "%s: %s", what, PQerrorMessage(c));
+    return c;
+}
+
 /* The cluster backend (bench.h's b_open knows the standalone one). */
 static simba_result w2_open(simba_loop *loop, const char *backend, simba_memstore **store, simba_backend **out) {
     simba_redis_desc d;
@@ -111,7 +130,6 @@ static int worker_locker(void) {
     simba_locker *lk;
     simba_locker_desc d;
     simba_result rc;
-    long i;
     if (simba_loop_new(NULL, &loop) != SIMBA_OK) b_die(PROG, "loop");
     if ((rc = w2_open(loop, backend, &store, &be)) != SIMBA_OK) b_die(PROG, "open %s: %s", backend, simba_strerror(rc));
     memset(&d, 0, sizeof d);
@@ -140,9 +158,7 @@ static int worker_locker(void) {
             while (b_now_us() < until) simba_wait(loop, (int64_t)((until - b_now_us()) / 1000 + 0.999));
         }
     }
-    for (i = 0; i < nev; i++) printf("%c %.1f\n", evs[i].kind, evs[i].t);
-    printf("END\n");
-    fflush(stdout);
+    print_events();
     simba_locker_free(lk);
     simba_loop_free(loop);
     if (store) simba_memstore_free(store);
@@ -155,13 +171,7 @@ static int worker_locker(void) {
 static int worker_advisory(void) {
     double start = b_optf("start-us", 0), end = b_optf("end-us", 0), hold_ms = b_optf("hold-ms", 5);
     double rest_ms = b_optf("rest-ms", 0);
-    char conninfo[256];
-    PGconn *c;
-    long i;
-    snprintf(conninfo, sizeof conninfo, "hostaddr=127.0.0.1 port=%s user=postgres password=simba dbname=postgres",
-             b_opt("pg-port", "5445"));
-    c = PQconnectdb(conninfo);
-    if (PQstatus(c) != CONNECTION_OK) b_die(PROG, "advisory: %s", PQerrorMessage(c));
+    PGconn *c = ref_connect("advisory");
     while (b_now_us() < start) b_sleep_ms((start - b_now_us()) / 1000 + 1);
     while (b_now_us() < end) {
         PGresult *r;
@@ -181,9 +191,7 @@ static int worker_advisory(void) {
         b_sleep_ms(rest_ms);
     }
     PQfinish(c);
-    for (i = 0; i < nev; i++) printf("%c %.1f\n", evs[i].kind, evs[i].t);
-    printf("END\n");
-    fflush(stdout);
+    print_events();
     return 0;
 }
 
@@ -198,13 +206,8 @@ static int worker_notify(void) {
     double start = b_optf("start-us", 0), end = b_optf("end-us", 0), hold_ms = b_optf("hold-ms", 5);
     double rest_ms = b_optf("rest-ms", 0);
     int procs = (int)b_optf("procs", 4), me = atoi(b_opt("id", "w2-p0") + 4), holder = me == 0;
-    char conninfo[256], q[96];
-    PGconn *c;
-    long i;
-    snprintf(conninfo, sizeof conninfo, "hostaddr=127.0.0.1 port=%s user=postgres password=simba dbname=postgres",
-             b_opt("pg-port", "5445"));
-    c = PQconnectdb(conninfo);
-    if (PQstatus(c) != CONNECTION_OK) b_die(PROG, "notify: %s", PQerrorMessage(c));
+    char q[96];
+    PGconn *c = ref_connect("notify");
     snprintf(q, sizeof q, "LISTEN w2n_%d_%s", me, b_opt("mutex", "m"));
     PQclear(PQexec(c, q));
     while (b_now_us() < start) b_sleep_ms((start - b_now_us()) / 1000 + 1);
@@ -232,9 +235,7 @@ static int worker_notify(void) {
         }
     }
     PQfinish(c);
-    for (i = 0; i < nev; i++) printf("%c %.1f\n", evs[i].kind, evs[i].t);
-    printf("END\n");
-    fflush(stdout);
+    print_events();
     return 0;
 }
 
@@ -249,7 +250,6 @@ static int worker(void) {
     simba_contend_desc cd;
     simba_result rc;
     int restart = 0;
-    long i;
     if (simba_loop_new(NULL, &loop) != SIMBA_OK) b_die(PROG, "loop");
     if ((rc = w2_open(loop, backend, &store, &be)) != SIMBA_OK) b_die(PROG, "open %s: %s", backend, simba_strerror(rc));
     memset(&cd, 0, sizeof cd);
@@ -297,9 +297,7 @@ static int worker(void) {
     if (simba_service_status(svc) == SIMBA_RUNNING) simba_stop(svc);
     if (owner) log_ev('R', b_now_us());
     b_wait_until(loop, b_is_initial, svc, b_now_us() + 3e6);
-    for (i = 0; i < nev; i++) printf("%c %.1f\n", evs[i].kind, evs[i].t);
-    printf("END\n");
-    fflush(stdout);
+    print_events();
     simba_loop_free(loop);
     if (store) simba_memstore_free(store);
     return 0;

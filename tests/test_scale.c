@@ -82,9 +82,11 @@ static void drive_for(simba_loop *loop, int64_t ms) {
         if (simba_wait(loop, end - mono_ms()) != SIMBA_OK) break;
 }
 
-/* Batching on Redis: how often the command connection wrote (see simba__rconn.writes). */
+/* Batching on Redis (a standalone backend): how often its command connection wrote (see
+   simba__rconn.writes); 0 for any other backend. */
+static int is_redis(simba_backend *be) { return simba_backend_vt_get(be) == &simba__redis_vt; }
 static uint64_t redis_writes(simba_backend *be) {
-    return strcmp(simba_backend_vt_get(be)->name, "redis") == 0 ? ((simba__redis *)simba_backend_impl(be))->cmd.writes : 0;
+    return is_redis(be) ? ((simba__redis *)simba_backend_impl(be))->cmd.writes : 0;
 }
 
 static void scale_case(const char *what, simba_loop *loop, simba_backend *be) {
@@ -124,7 +126,7 @@ static void scale_case(const char *what, simba_loop *loop, simba_backend *be) {
     fprintf(stderr, "  %s: %llu renewals in two periods, %llu failed, %llu step-downs\n", what,
             (unsigned long long)(st.renewals - renewals0), (unsigned long long)st.renewals_failed,
             (unsigned long long)st.step_downs);
-    if (strcmp(simba_backend_vt_get(be)->name, "redis") == 0) {
+    if (is_redis(be)) {
         /* Renewals due in one poll leave in one write, not one write each: the renewal grid
            puts hundreds in each poll, so far fewer writes than renewals. */
         uint64_t w = redis_writes(be) - writes0;
