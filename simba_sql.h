@@ -101,7 +101,9 @@
  *   sees exactly the rows it would see alone after the ones before it. Answers are handed
  *   to the core, and a release's wake-up datagram sent, only after the commit. A request
  *   alone keeps its single autocommit statement. Each request executed is a step of the
- *   poll's budget (simba_poll_budget_spent): past it the rest waits for the next poll.
+ *   poll's budget (simba_poll_budget_spent): past it the rest waits for the next poll. The
+ *   COMMIT cannot be split, so a batch also stops while its commit still fits in what is
+ *   left of the budget, by what commits have cost per request (a moving average).
  *   A waiter that is not granted is answered by reads alone (the row, its place, the head)
  *   while its place outlives its next ask (simba_req.next_ask_ms), else with one UPDATE of
  *   its own place's liveness: never the queue's transaction on a timer's ask.
@@ -116,12 +118,21 @@
  *   inside the commit that crosses 1,000 pages, fsyncs included (11-18 ms in W4). With
  *   simba_sql_desc.checkpoint = -1 the loop never checkpoints; simba_sql_checkpoint() from a
  *   thread or process of the application (or `simba checkpoint --every 1`) must then keep
- *   the WAL short.
+ *   the WAL short. It also takes two other waits for the disk off the loop:
+ *     - the WAL header's fsync: with synchronous=NORMAL the writer that starts the WAL over
+ *       after a complete checkpoint syncs the new header first; simba_sql_checkpoint()
+ *       makes that first write itself (page 1 rewritten with the value it holds), unless a
+ *       writer of the loop's is quicker or holds the lock (then it syncs, as before);
+ *     - reads: a WAL write that partly covers a 4 KiB block whose page the kernel dropped
+ *       from its cache reads it back from the disk first. Proactive reclaim of idle pages
+ *       (DAMON's pageout, as on this project's VM) drops the WAL's rarely reached end; the
+ *       call asks the kernel to read back what is missing (POSIX_FADV_WILLNEED), in its
+ *       thread. That narrows the window; it cannot close it.
  *
  * WHERE TO PUT THE FILE
- *   On a disk, the kernel can hold a write of the loop's (a WAL append) behind another
- *   thread's fsync: with checkpoints off the loop, W4's longest poll was still 2-13 ms, in the
- *   kernel. On a tmpfs (/run/lock, /dev/shm, $XDG_RUNTIME_DIR) no write waits for a disk, and
+ *   On a disk, a write of the loop's (a WAL append) can still wait for a read of a dropped
+ *   page (see CHECKPOINTS), queued behind another thread's fsync: with checkpoints off the
+ *   loop, W4's longest poll read 1.0-1.6 ms on this project's VM, in the kernel. On a tmpfs (/run/lock, /dev/shm, $XDG_RUNTIME_DIR) no write waits for a disk, and
  *   a lock file loses nothing there that it needs: a reboot ends every process that held a
  *   lease, and fences stay increasing (a row made again starts above the lost one's, see HOW
  *   IT WORKS). W4 on a tmpfs with checkpoints in a thread: longest poll 0.7-1.2 ms, no poll
@@ -229,8 +240,12 @@ SIMBA_API simba_result simba_sql_simulate_crash(simba_backend *be);
    connection of its own, closed before it returns. BLOCKING: it copies the WAL into the
    database and syncs both (1-20 ms on an ordinary disk): call it from a thread or process
    of yours, never from the loop's thread, for backends opened with checkpoint = -1; once a
-   second keeps the WAL of W4 (10,000 mutexes) under 2 MB. It never waits for a lock nor
-   blocks the writers: frames that a reader still needs stay for the next call. Thread-safe.
+   second keeps the WAL of W4 (10,000 mutexes) under 2 MB. It never waits for a lock: frames
+   that a reader still needs stay for the next call. When it copied every frame it starts
+   the WAL over with one write of its own, so that the new WAL header's fsync is its and not
+   the loop's (a write of the loop's meanwhile finds the database locked and is retried
+   busy_retry_ms later, as behind any other writer), then asks the kernel to read back WAL pages it dropped (see
+   CHECKPOINTS). Thread-safe.
    *wal_frames / *copied (either may be NULL): the WAL's frames and those now in the
    database (-1 when the file is not in WAL mode). SIMBA_EINVAL (no path, ":memory:"),
    SIMBA_EBACKEND (no such database, not a database; errbuf says), SIMBA_EBUSY (another
@@ -476,6 +491,7 @@ typedef struct simba__sql {
     simba__sql_done *done; /* batch_max answers, allocated at open (NULL: no batching) */
     int batch_max;
     uint64_t batches, batched; /* write transactions of several requests, and their requests */
+    int64_t commit_ns;         /* a batch's COMMIT per request it carries, ns (moving average) */
     uint64_t executed;         /* requests executed (answered by the database) */
     uint64_t kept_places;      /* waiters' asks answered by reads alone (their place lasts) */
     uint64_t refreshed_places; /* ... by reads and one UPDATE of their place's liveness */
@@ -1270,8 +1286,11 @@ static int simba__sql_batch(simba__sql *s) {
     s->batch = 1;
     for (r = s->head; r && n < s->batch_max; r = r->next_) {
         simba__sql_done *d = &s->done[n];
-        /* The head was charged by the caller; every further request is a step of the poll. */
-        if (n > 0 && simba_poll_budget_spent(s->loop)) break;
+        /* The head was charged by the caller; every further request is a step of the poll,
+           and the COMMIT that ends the batch must fit in what is left of the budget. */
+        if (n > 0 && (simba__budget_left_us(s->loop) * 1000 < (int64_t)(n + 1) * s->commit_ns ||
+                      simba_poll_budget_spent(s->loop)))
+            break;
         s->batch_wake = 0;
         if (simba__sql_exec_one(s, r, &d->rep) == SIMBA__SQL_BUSY) { rc = SQLITE_BUSY; break; }
         if (sqlite3_get_autocommit(s->db)) { /* SQLite ended the transaction (I/O error, full) */
@@ -1290,8 +1309,13 @@ static int simba__sql_batch(simba__sql *s) {
     }
     s->batch = 0;
     if (rc == SQLITE_DONE) {
+        int64_t t0 = simba__real_us(), ns;
         rc = sqlite3_step(s->st[SIMBA__SQL_COMMIT]);
         sqlite3_reset(s->st[SIMBA__SQL_COMMIT]);
+        /* 1/8 of each new sample; one commit that waited for the disk (capped at 50 µs a
+           request) shrinks the next batches only for a while */
+        ns = n > 0 ? simba__min((simba__real_us() - t0) * 1000 / n, 50000) : 0;
+        if (rc == SQLITE_DONE && n > 0) s->commit_ns += (ns - s->commit_ns) / 8;
     }
     if (rc != SQLITE_DONE) {
         char why[160];
@@ -1741,6 +1765,45 @@ SIMBA_API simba_result simba_sql_simulate_crash(simba_backend *be) {
     return SIMBA_OK;
 }
 
+/* Every frame is in the database: the next write starts the WAL over, and with
+   synchronous=NORMAL the connection that does so syncs the new WAL header first (SQLite's
+   guard against replaying stale frames after a power loss). Left to the loop, that is an
+   fsync inside a poll, once per checkpoint. One write here, the first of the new WAL (page
+   1 rewritten with the value it holds), takes that sync into this thread. Best effort: when
+   a writer of the loop's comes first (or holds the lock now), it syncs the header itself,
+   as it would have anyway. */
+static void simba__sql_restart_wal(sqlite3 *db) {
+    sqlite3_stmt *st = NULL;
+    char sql[48];
+    int id = 0, rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) return;
+    rc = sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &st, NULL);
+    if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) id = sqlite3_column_int(st, 0);
+    else rc = SQLITE_ERROR;
+    sqlite3_finalize(st);
+    snprintf(sql, sizeof sql, "PRAGMA application_id = %d", id);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK && !sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* The loop's next writes rewrite the WAL from its start. A partly written 4 KiB block whose
+   page the kernel dropped from its cache (proactive reclaim of idle pages, such as DAMON's,
+   drops the WAL's rarely reached end) must be read back from the disk first, inside the
+   write, inside a poll. Asking for the file here (WILLNEED: read ahead what is missing, no
+   wait) brings such pages back in this thread; when all are cached it costs a lookup. The
+   WAL is opened apart from SQLite's descriptors: SQLite holds no POSIX lock on it (its
+   locks are on the database and the -shm file), so closing this one drops none. */
+static void simba__sql_warm_wal(const char *path) {
+    char wal[4096];
+    int fd;
+    if ((size_t)snprintf(wal, sizeof wal, "%s-wal", path) >= sizeof wal) return;
+    fd = open(wal, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+    close(fd);
+}
+
 SIMBA_API simba_result simba_sql_checkpoint(const char *path, int *wal_frames, int *copied, char *errbuf, size_t errbuf_cap) {
     sqlite3 *db = NULL;
     int rc, frames = -1, done = -1;
@@ -1759,6 +1822,10 @@ SIMBA_API simba_result simba_sql_checkpoint(const char *path, int *wal_frames, i
     /* Opening reads nothing: reading the schema cookie says "not a database" now. */
     if (rc == SQLITE_OK) rc = sqlite3_exec(db, "PRAGMA schema_version", NULL, NULL, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &done);
+    /* (one frame may be that write's own from the call before: an idle database is left
+       alone, not written every call) */
+    if (rc == SQLITE_OK && frames > 1 && done == frames) simba__sql_restart_wal(db);
+    if (rc == SQLITE_OK) simba__sql_warm_wal(path);
     if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
         res = SIMBA_EBUSY;
     } else if (rc != SQLITE_OK) {

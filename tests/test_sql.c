@@ -269,6 +269,130 @@ TEST(checkpoint_off_the_loop_keeps_the_wal_short) {
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
 
+/* Which thread syncs: a VFS of the test's own, wrapped around the default one, counts the
+   xSync calls made from the thread that opened the backend (the loop's). */
+static sqlite3_vfs *sync_real;
+static pthread_t sync_loop_thread;
+static volatile int sync_by_loop, sync_by_others;
+typedef struct sync_file {
+    sqlite3_file base;
+    sqlite3_file *real; /* follows this struct in the same allocation */
+} sync_file;
+#define SYNC_REAL(f) (((sync_file *)(void *)(f))->real)
+static int sf_close(sqlite3_file *f) { return SYNC_REAL(f)->pMethods->xClose(SYNC_REAL(f)); }
+static int sf_read(sqlite3_file *f, void *b, int n, sqlite3_int64 o) { return SYNC_REAL(f)->pMethods->xRead(SYNC_REAL(f), b, n, o); }
+static int sf_write(sqlite3_file *f, const void *b, int n, sqlite3_int64 o) {
+    return SYNC_REAL(f)->pMethods->xWrite(SYNC_REAL(f), b, n, o);
+}
+static int sf_truncate(sqlite3_file *f, sqlite3_int64 n) { return SYNC_REAL(f)->pMethods->xTruncate(SYNC_REAL(f), n); }
+static int sf_sync(sqlite3_file *f, int flags) {
+    if (pthread_equal(pthread_self(), sync_loop_thread)) sync_by_loop++;
+    else sync_by_others++;
+    return SYNC_REAL(f)->pMethods->xSync(SYNC_REAL(f), flags);
+}
+static int sf_size(sqlite3_file *f, sqlite3_int64 *n) { return SYNC_REAL(f)->pMethods->xFileSize(SYNC_REAL(f), n); }
+static int sf_lock(sqlite3_file *f, int l) { return SYNC_REAL(f)->pMethods->xLock(SYNC_REAL(f), l); }
+static int sf_unlock(sqlite3_file *f, int l) { return SYNC_REAL(f)->pMethods->xUnlock(SYNC_REAL(f), l); }
+static int sf_check(sqlite3_file *f, int *out) { return SYNC_REAL(f)->pMethods->xCheckReservedLock(SYNC_REAL(f), out); }
+static int sf_fcntl(sqlite3_file *f, int op, void *arg) { return SYNC_REAL(f)->pMethods->xFileControl(SYNC_REAL(f), op, arg); }
+static int sf_sector(sqlite3_file *f) { return SYNC_REAL(f)->pMethods->xSectorSize(SYNC_REAL(f)); }
+static int sf_caps(sqlite3_file *f) { return SYNC_REAL(f)->pMethods->xDeviceCharacteristics(SYNC_REAL(f)); }
+static int sf_shm_map(sqlite3_file *f, int i, int sz, int ext, void volatile **pp) {
+    return SYNC_REAL(f)->pMethods->xShmMap(SYNC_REAL(f), i, sz, ext, pp);
+}
+static int sf_shm_lock(sqlite3_file *f, int off, int n, int flags) { return SYNC_REAL(f)->pMethods->xShmLock(SYNC_REAL(f), off, n, flags); }
+static void sf_shm_barrier(sqlite3_file *f) { SYNC_REAL(f)->pMethods->xShmBarrier(SYNC_REAL(f)); }
+static int sf_shm_unmap(sqlite3_file *f, int del) { return SYNC_REAL(f)->pMethods->xShmUnmap(SYNC_REAL(f), del); }
+/* version 2 of the methods: WAL needs the shm calls, nothing of version 3 (mmap) */
+static const sqlite3_io_methods sync_methods = {2,        sf_close, sf_read,    sf_write,   sf_truncate,    sf_sync,
+                                                 sf_size,  sf_lock,  sf_unlock,  sf_check,   sf_fcntl,       sf_sector,
+                                                 sf_caps,  sf_shm_map, sf_shm_lock, sf_shm_barrier, sf_shm_unmap, NULL, NULL};
+static int sv_open(sqlite3_vfs *v, const char *name, sqlite3_file *f, int flags, int *out) {
+    sync_file *sf = (sync_file *)(void *)f;
+    int rc;
+    (void)v;
+    sf->real = (sqlite3_file *)(void *)(sf + 1);
+    rc = sync_real->xOpen(sync_real, name, sf->real, flags, out);
+    /* the methods are set only on success: SQLite closes only a file that has them */
+    sf->base.pMethods = rc == SQLITE_OK && sf->real->pMethods ? &sync_methods : NULL;
+    return rc;
+}
+static int sv_delete(sqlite3_vfs *v, const char *n, int d) { (void)v; return sync_real->xDelete(sync_real, n, d); }
+static int sv_access(sqlite3_vfs *v, const char *n, int f, int *o) { (void)v; return sync_real->xAccess(sync_real, n, f, o); }
+static int sv_full(sqlite3_vfs *v, const char *n, int c, char *o) { (void)v; return sync_real->xFullPathname(sync_real, n, c, o); }
+static int sv_rand(sqlite3_vfs *v, int n, char *o) { (void)v; return sync_real->xRandomness(sync_real, n, o); }
+static int sv_sleep(sqlite3_vfs *v, int us) { (void)v; return sync_real->xSleep(sync_real, us); }
+static int sv_time(sqlite3_vfs *v, double *o) { (void)v; return sync_real->xCurrentTime(sync_real, o); }
+static int sv_err(sqlite3_vfs *v, int n, char *o) { (void)v; return sync_real->xGetLastError(sync_real, n, o); }
+static int sv_time64(sqlite3_vfs *v, sqlite3_int64 *o) { (void)v; return sync_real->xCurrentTimeInt64(sync_real, o); }
+static sqlite3_vfs sync_vfs;
+
+/* With checkpoints off the loop, the loop's thread never waits for the disk: the WAL header
+   of a new WAL is synced by simba_sql_checkpoint(), which starts the WAL over itself once
+   every frame is copied, instead of by the loop's next write. */
+struct ckpt_call {
+    const char *path;
+    int frames, copied;
+    simba_result rc;
+};
+static void *ckpt_call_main(void *arg) {
+    struct ckpt_call *c = (struct ckpt_call *)arg;
+    c->rc = simba_sql_checkpoint(c->path, &c->frames, &c->copied, NULL, 0);
+    return NULL;
+}
+TEST(checkpoint_thread_takes_the_wal_header_sync) {
+    char path[300];
+    simba_loop *loop;
+    simba_backend *be = NULL;
+    simba_sql_desc d;
+    int failed = 0, round, loop_syncs;
+    sync_real = sqlite3_vfs_find(NULL);
+    REQUIRE(sync_real != NULL);
+    memset(&sync_vfs, 0, sizeof sync_vfs);
+    sync_vfs.iVersion = 2;
+    sync_vfs.szOsFile = (int)sizeof(sync_file) + sync_real->szOsFile;
+    sync_vfs.mxPathname = sync_real->mxPathname;
+    sync_vfs.zName = "simba-test-sync";
+    sync_vfs.xOpen = sv_open;
+    sync_vfs.xDelete = sv_delete;
+    sync_vfs.xAccess = sv_access;
+    sync_vfs.xFullPathname = sv_full;
+    sync_vfs.xRandomness = sv_rand;
+    sync_vfs.xSleep = sv_sleep;
+    sync_vfs.xCurrentTime = sv_time;
+    sync_vfs.xGetLastError = sv_err;
+    sync_vfs.xCurrentTimeInt64 = sv_time64;
+    REQUIRE(sqlite3_vfs_register(&sync_vfs, 1) == SQLITE_OK); /* the default while this case runs */
+    sync_loop_thread = pthread_self();
+    loop = newloop();
+    REQUIRE(loop != NULL);
+    memset(&d, 0, sizeof d);
+    d.path = newdb(path, sizeof path);
+    d.checkpoint = -1;
+    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
+    (void)renew_rounds(be, "/nonexistent", 1, &failed); /* the table and its rows exist */
+    sync_by_loop = sync_by_others = 0;
+    for (round = 0; round < 5; round++) {
+        struct ckpt_call c;
+        pthread_t th;
+        memset(&c, 0, sizeof c);
+        c.path = path;
+        REQUIRE(pthread_create(&th, NULL, ckpt_call_main, &c) == 0);
+        pthread_join(th, NULL);
+        CHECK_RC(c.rc, SIMBA_OK);
+        CHECK(c.frames > 0 && c.copied == c.frames); /* nothing else wrote meanwhile */
+        (void)renew_rounds(be, "/nonexistent", 1, &failed);
+    }
+    loop_syncs = sync_by_loop;
+    fprintf(stderr, "  syncs: %d by the loop's thread, %d by the checkpointing thread over 5 checkpoints\n", loop_syncs,
+            sync_by_others);
+    CHECK_EQ(failed, 0);
+    CHECK(sync_by_others >= 5); /* the checkpoints themselves sync (WAL, then the database) */
+    CHECK_EQ(loop_syncs, 0);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+    REQUIRE(sqlite3_vfs_unregister(&sync_vfs) == SQLITE_OK);
+}
+
 /* ---- opening ------------------------------------------------------------------------ */
 
 TEST(open_errors) {
@@ -1441,6 +1565,66 @@ static void blog_by_contender(char *buf) {
    own transaction and with batches gives every contender the same acquisitions, fences,
    releases and owner views at the same instants, with several times fewer write
    transactions. */
+/* A batch ends where its COMMIT still fits in the poll's budget: the backend learns what a
+   commit costs per request it carries and stops adding requests before the budget is spent,
+   so that the commit, which cannot be split, does not carry the poll past it. Here a commit
+   is made to look 10 ms a request against a budget of 100 ms: 40 renewals due together go
+   in several commits, not one. */
+TEST(batch_leaves_room_for_its_commit) {
+    enum { N = 40 };
+    simba_loop *loop = NULL;
+    simba_loop_desc ld;
+    simba_sql_desc sd;
+    simba_backend *be = NULL;
+    static simba_service *sv[N];
+    uint64_t before;
+    int i, polls, step, owned = 0, renew_commits = 0;
+    memset(&ld, 0, sizeof ld);
+    ld.now_ms = fake_clock;
+    ld.random = const_rand;
+    ld.poll_budget_us = 100000; /* 100 ms: 40 requests take far less, whatever the build */
+    REQUIRE(simba_loop_new(&ld, &loop) == SIMBA_OK);
+    memset(&sd, 0, sizeof sd);
+    sd.path = ":memory:"; /* the simulated clock needs it; a commit there is a commit too */
+    sd.test_clock = 1;
+    REQUIRE(simba_sql_open(loop, &sd, &be) == SIMBA_OK);
+    sqlite3_commit_hook(impl_of(be)->db, count_commit, NULL);
+    for (i = 0; i < N; i++) {
+        simba_contend_desc d;
+        char name[32], id[32];
+        memset(&d, 0, sizeof d);
+        snprintf(name, sizeof name, "room%d", i);
+        snprintf(id, sizeof id, "r%d", i);
+        d.mutex = name;
+        d.contender_id = id;
+        d.ttl_ms = 1000;
+        d.transition_ms = 500;
+        REQUIRE(simba_contend(loop, be, &d, &sv[i]) == SIMBA_OK);
+        REQUIRE(simba_start(sv[i]) == SIMBA_OK);
+    }
+    for (step = 0; step < 100 && owned < N; step++) {
+        for (polls = 0; polls < 1000 && simba_poll(loop) == 0; polls++) {
+        }
+        for (owned = 0, i = 0; i < N; i++) owned += simba_is_owner(sv[i]);
+        fake_now += 10;
+    }
+    REQUIRE(owned == N);
+    before = impl_of(be)->batched;
+    impl_of(be)->commit_ns = 10 * 1000 * 1000;
+    commits = 0;
+    for (step = 0; step < 100 && impl_of(be)->batched - before < N; step++) { /* until all have renewed */
+        fake_now += 10;
+        for (polls = 0; polls < 1000 && simba_poll(loop) == 0; polls++) {
+        }
+    }
+    renew_commits = commits;
+    fprintf(stderr, "  %llu renewals batched, in %d commits\n", (unsigned long long)(impl_of(be)->batched - before), renew_commits);
+    CHECK(impl_of(be)->batched - before >= (uint64_t)N - 1);
+    CHECK(renew_commits >= 4); /* at most about 10 requests a commit */
+    for (i = 0; i < N; i++) CHECK(simba_is_owner(sv[i]));
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
 TEST(batched_requests_observe_what_single_requests_do) {
     static char single[sizeof blog];
     uint64_t batched1 = 0, batched = 0;
@@ -2446,6 +2630,7 @@ int main(int argc, char **argv) {
     RUN(bound_now_is_sqlite_now);
     RUN(checkpoint_bad_input);
     RUN(checkpoint_off_the_loop_keeps_the_wal_short);
+    RUN(checkpoint_thread_takes_the_wal_header_sync);
     RUN(open_errors);
     RUN(tables_are_separate);
     RUN(bad_names_rejected_table_unaffected);
@@ -2468,6 +2653,7 @@ int main(int argc, char **argv) {
     RUN(lost_file_fences_stay_above);
     RUN(test_clock_refused_where_unsafe);
     RUN(batched_requests_observe_what_single_requests_do);
+    RUN(batch_leaves_room_for_its_commit);
     RUN(renewals_due_apart_share_one_write_transaction);
     RUN(late_poll_keeps_held_renewals_together);
     RUN(woken_waiter_ask_is_not_held);
