@@ -2256,14 +2256,6 @@ static inline int simba__timer_due(simba_loop *l, int64_t now) {
    application's call) nothing would come to run or send them: do it at once. */
 static inline int simba__in_poll(const simba_loop *l) { return l->in_poll; }
 
-/* What is left of this poll's time budget, in µs (INT64_MAX outside a poll or in a
-   callback, where nothing is bounded). A backend whose unit of work ends with a step it
-   cannot split (SQLite's commit of a batch) stops early enough to leave room for it. */
-static inline int64_t simba__budget_left_us(const simba_loop *l) {
-    if (!l->in_poll || l->in_cb) return INT64_MAX;
-    return l->budget_us - (simba__real_us() - l->poll_start_us);
-}
-
 static int64_t simba__next_wait(simba_loop *l) {
     int64_t at = SIMBA__NEVER, now = simba_now(l);
     simba_backend *be;

@@ -101,9 +101,7 @@
  *   sees exactly the rows it would see alone after the ones before it. Answers are handed
  *   to the core, and a release's wake-up datagram sent, only after the commit. A request
  *   alone keeps its single autocommit statement. Each request executed is a step of the
- *   poll's budget (simba_poll_budget_spent): past it the rest waits for the next poll. The
- *   COMMIT cannot be split, so a batch also stops while its commit still fits in what is
- *   left of the budget, by what commits have cost per request (a moving average).
+ *   poll's budget (simba_poll_budget_spent): past it the rest waits for the next poll.
  *   A waiter that is not granted is answered by reads alone (the row, its place, the head)
  *   while its place outlives its next ask (simba_req.next_ask_ms), else with one UPDATE of
  *   its own place's liveness: never the queue's transaction on a timer's ask.
@@ -491,7 +489,6 @@ typedef struct simba__sql {
     simba__sql_done *done; /* batch_max answers, allocated at open (NULL: no batching) */
     int batch_max;
     uint64_t batches, batched; /* write transactions of several requests, and their requests */
-    int64_t commit_ns;         /* a batch's COMMIT per request it carries, ns (moving average) */
     uint64_t executed;         /* requests executed (answered by the database) */
     uint64_t kept_places;      /* waiters' asks answered by reads alone (their place lasts) */
     uint64_t refreshed_places; /* ... by reads and one UPDATE of their place's liveness */
@@ -1286,11 +1283,8 @@ static int simba__sql_batch(simba__sql *s) {
     s->batch = 1;
     for (r = s->head; r && n < s->batch_max; r = r->next_) {
         simba__sql_done *d = &s->done[n];
-        /* The head was charged by the caller; every further request is a step of the poll,
-           and the COMMIT that ends the batch must fit in what is left of the budget. */
-        if (n > 0 && (simba__budget_left_us(s->loop) * 1000 < (int64_t)(n + 1) * s->commit_ns ||
-                      simba_poll_budget_spent(s->loop)))
-            break;
+        /* The head was charged by the caller; every further request is a step of the poll. */
+        if (n > 0 && simba_poll_budget_spent(s->loop)) break;
         s->batch_wake = 0;
         if (simba__sql_exec_one(s, r, &d->rep) == SIMBA__SQL_BUSY) { rc = SQLITE_BUSY; break; }
         if (sqlite3_get_autocommit(s->db)) { /* SQLite ended the transaction (I/O error, full) */
@@ -1309,13 +1303,8 @@ static int simba__sql_batch(simba__sql *s) {
     }
     s->batch = 0;
     if (rc == SQLITE_DONE) {
-        int64_t t0 = simba__real_us(), ns;
         rc = sqlite3_step(s->st[SIMBA__SQL_COMMIT]);
         sqlite3_reset(s->st[SIMBA__SQL_COMMIT]);
-        /* 1/8 of each new sample; one commit that waited for the disk (capped at 50 µs a
-           request) shrinks the next batches only for a while */
-        ns = n > 0 ? simba__min((simba__real_us() - t0) * 1000 / n, 50000) : 0;
-        if (rc == SQLITE_DONE && n > 0) s->commit_ns += (ns - s->commit_ns) / 8;
     }
     if (rc != SQLITE_DONE) {
         char why[160];

@@ -1565,66 +1565,6 @@ static void blog_by_contender(char *buf) {
    own transaction and with batches gives every contender the same acquisitions, fences,
    releases and owner views at the same instants, with several times fewer write
    transactions. */
-/* A batch ends where its COMMIT still fits in the poll's budget: the backend learns what a
-   commit costs per request it carries and stops adding requests before the budget is spent,
-   so that the commit, which cannot be split, does not carry the poll past it. Here a commit
-   is made to look 10 ms a request against a budget of 100 ms: 40 renewals due together go
-   in several commits, not one. */
-TEST(batch_leaves_room_for_its_commit) {
-    enum { N = 40 };
-    simba_loop *loop = NULL;
-    simba_loop_desc ld;
-    simba_sql_desc sd;
-    simba_backend *be = NULL;
-    static simba_service *sv[N];
-    uint64_t before;
-    int i, polls, step, owned = 0, renew_commits = 0;
-    memset(&ld, 0, sizeof ld);
-    ld.now_ms = fake_clock;
-    ld.random = const_rand;
-    ld.poll_budget_us = 100000; /* 100 ms: 40 requests take far less, whatever the build */
-    REQUIRE(simba_loop_new(&ld, &loop) == SIMBA_OK);
-    memset(&sd, 0, sizeof sd);
-    sd.path = ":memory:"; /* the simulated clock needs it; a commit there is a commit too */
-    sd.test_clock = 1;
-    REQUIRE(simba_sql_open(loop, &sd, &be) == SIMBA_OK);
-    sqlite3_commit_hook(impl_of(be)->db, count_commit, NULL);
-    for (i = 0; i < N; i++) {
-        simba_contend_desc d;
-        char name[32], id[32];
-        memset(&d, 0, sizeof d);
-        snprintf(name, sizeof name, "room%d", i);
-        snprintf(id, sizeof id, "r%d", i);
-        d.mutex = name;
-        d.contender_id = id;
-        d.ttl_ms = 1000;
-        d.transition_ms = 500;
-        REQUIRE(simba_contend(loop, be, &d, &sv[i]) == SIMBA_OK);
-        REQUIRE(simba_start(sv[i]) == SIMBA_OK);
-    }
-    for (step = 0; step < 100 && owned < N; step++) {
-        for (polls = 0; polls < 1000 && simba_poll(loop) == 0; polls++) {
-        }
-        for (owned = 0, i = 0; i < N; i++) owned += simba_is_owner(sv[i]);
-        fake_now += 10;
-    }
-    REQUIRE(owned == N);
-    before = impl_of(be)->batched;
-    impl_of(be)->commit_ns = 10 * 1000 * 1000;
-    commits = 0;
-    for (step = 0; step < 100 && impl_of(be)->batched - before < N; step++) { /* until all have renewed */
-        fake_now += 10;
-        for (polls = 0; polls < 1000 && simba_poll(loop) == 0; polls++) {
-        }
-    }
-    renew_commits = commits;
-    fprintf(stderr, "  %llu renewals batched, in %d commits\n", (unsigned long long)(impl_of(be)->batched - before), renew_commits);
-    CHECK(impl_of(be)->batched - before >= (uint64_t)N - 1);
-    CHECK(renew_commits >= 4); /* at most about 10 requests a commit */
-    for (i = 0; i < N; i++) CHECK(simba_is_owner(sv[i]));
-    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
-}
-
 TEST(batched_requests_observe_what_single_requests_do) {
     static char single[sizeof blog];
     uint64_t batched1 = 0, batched = 0;
@@ -2653,7 +2593,6 @@ int main(int argc, char **argv) {
     RUN(lost_file_fences_stay_above);
     RUN(test_clock_refused_where_unsafe);
     RUN(batched_requests_observe_what_single_requests_do);
-    RUN(batch_leaves_room_for_its_commit);
     RUN(renewals_due_apart_share_one_write_transaction);
     RUN(late_poll_keeps_held_renewals_together);
     RUN(woken_waiter_ask_is_not_held);
