@@ -130,11 +130,12 @@
  * WHERE TO PUT THE FILE
  *   On a disk, a write of the loop's (a WAL append) can still wait for a read of a dropped
  *   page (see CHECKPOINTS), queued behind another thread's fsync: with checkpoints off the
- *   loop, W4's longest poll read 1.0-1.6 ms on this project's VM, in the kernel. On a tmpfs (/run/lock, /dev/shm, $XDG_RUNTIME_DIR) no write waits for a disk, and
- *   a lock file loses nothing there that it needs: a reboot ends every process that held a
- *   lease, and fences stay increasing (a row made again starts above the lost one's, see HOW
- *   IT WORKS). W4 on a tmpfs with checkpoints in a thread: longest poll 0.7-1.2 ms, no poll
- *   waiting in the kernel. Every process on the file must see the same tmpfs (one host, one
+ *   loop, W4's longest poll read 1.0-11.5 ms on this project's VM, in the kernel. On a tmpfs
+ *   (/run/lock, /dev/shm, $XDG_RUNTIME_DIR) no write waits for a disk, and a lock file loses
+ *   nothing there that it needs: a reboot ends every process that held a lease, and fences
+ *   stay increasing (a row made again starts above the lost one's, see HOW IT WORKS). W4 on
+ *   a tmpfs with checkpoints in a thread: longest poll 0.6-1.5 ms, no poll waiting in the
+ *   kernel. Every process on the file must see the same tmpfs (one host, one
  *   mount namespace).
  *
  * CLOCK AND ROWS
@@ -242,8 +243,8 @@ SIMBA_API simba_result simba_sql_simulate_crash(simba_backend *be);
    that a reader still needs stay for the next call. When it copied every frame it starts
    the WAL over with one write of its own, so that the new WAL header's fsync is its and not
    the loop's (a write of the loop's meanwhile finds the database locked and is retried
-   busy_retry_ms later, as behind any other writer), then asks the kernel to read back WAL pages it dropped (see
-   CHECKPOINTS). Thread-safe.
+   busy_retry_ms later, as behind any other writer), then asks the kernel to read back WAL
+   pages it dropped (see CHECKPOINTS). Thread-safe.
    *wal_frames / *copied (either may be NULL): the WAL's frames and those now in the
    database (-1 when the file is not in WAL mode). SIMBA_EINVAL (no path, ":memory:"),
    SIMBA_EBACKEND (no such database, not a database; errbuf says), SIMBA_EBUSY (another
