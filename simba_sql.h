@@ -135,8 +135,8 @@
  *   nothing there that it needs: a reboot ends every process that held a lease, and fences
  *   stay increasing (a row made again starts above the lost one's, see HOW IT WORKS). W4 on
  *   a tmpfs with checkpoints in a thread: longest poll 0.6-1.5 ms, no poll waiting in the
- *   kernel. Every process on the file must see the same tmpfs (one host, one
- *   mount namespace).
+ *   kernel. Every process on the file must see the same tmpfs (one host, one mount
+ *   namespace).
  *
  * CLOCK AND ROWS
  *   "The database's clock" is, for SQLite, the wall clock of the host running each process:

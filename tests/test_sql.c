@@ -341,7 +341,7 @@ static void *ckpt_call_main(void *arg) {
     return NULL;
 }
 TEST(checkpoint_thread_takes_the_wal_header_sync) {
-    char path[300];
+    char path[300], wal[320];
     simba_loop *loop;
     simba_backend *be = NULL;
     simba_sql_desc d;
@@ -369,8 +369,9 @@ TEST(checkpoint_thread_takes_the_wal_header_sync) {
     memset(&d, 0, sizeof d);
     d.path = newdb(path, sizeof path);
     d.checkpoint = -1;
+    snprintf(wal, sizeof wal, "%s-wal", path);
     REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
-    (void)renew_rounds(be, "/nonexistent", 1, &failed); /* the table and its rows exist */
+    (void)renew_rounds(be, wal, 1, &failed); /* the table and its rows exist */
     sync_by_loop = sync_by_others = 0;
     for (round = 0; round < 5; round++) {
         struct ckpt_call c;
@@ -381,7 +382,7 @@ TEST(checkpoint_thread_takes_the_wal_header_sync) {
         pthread_join(th, NULL);
         CHECK_RC(c.rc, SIMBA_OK);
         CHECK(c.frames > 0 && c.copied == c.frames); /* nothing else wrote meanwhile */
-        (void)renew_rounds(be, "/nonexistent", 1, &failed);
+        (void)renew_rounds(be, wal, 1, &failed);
     }
     loop_syncs = sync_by_loop;
     fprintf(stderr, "  syncs: %d by the loop's thread, %d by the checkpointing thread over 5 checkpoints\n", loop_syncs,
