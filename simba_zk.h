@@ -144,6 +144,15 @@
  *   read-write server. Its read-only probe reads with a blocking recv whose timeout
  *   libzookeeper_mt 3.8 sets from an uninitialised field (often no timeout at all); destroy
  *   shuts that probe's socket down first, so the bound above holds whatever listens there.
+ *     A poll's budget (simba_loop_desc.poll_budget_us) bounds the answers it handles and
+ *   the parked calls it starts; the rest wait for the next poll. What it cannot bound is
+ *   one zoo_a* call: the library's I/O thread frees the buffers our thread allocated for
+ *   each call, glibc keeps such small chunks in the arena's fastbins, and an allocation
+ *   of the call that finds no fitting chunk merges all of them first (malloc_consolidate).
+ *   With 10,000 mutexes (make bench W4) that made single polls take 0.3-1 ms of CPU; with
+ *   fastbins off (mallopt(M_MXFAST, 0) at the start of main, or the environment's
+ *   GLIBC_TUNABLES=glibc.malloc.mxfast=0) the longest poll's CPU fell to 0.4-0.8 ms. simba
+ *   does not change that process-wide setting itself.
  *
  * STATS
  *   simba_zk_stats_get() reports the session (id, password, negotiated timeout, connected)

@@ -6,6 +6,7 @@
  *            [--sql-checkpoint -1]   (SQLite: no automatic WAL checkpoint in the loop)
  *            [--sql-checkpointer-ms MS]   (SQLite: a thread runs simba_sql_checkpoint every MS)
  *            [--own-timeout-s 120]
+ *            [--mxfast0 1]   (glibc: mallopt(M_MXFAST, 0) first, no fastbins; see below)
  *   w4_scale --part poll [--sizes 1000,10000,100000]
  *
  * steady: --mutexes mutexes, 2 contenders each (ids "a" and "b"), all services on one loop
@@ -33,6 +34,12 @@
  *               CPU (Redis INFO cpu, else /proc of --server-pid and with --with-children its
  *               children); next to one round trip measured just before the window (PING,
  *               zoo_exists, SELECT 1; SQLite: one autocommit UPDATE on a side table).
+ * --mxfast0: libzookeeper_mt's I/O thread frees the buffers the loop's thread allocated for
+ *   each call; glibc parks such small chunks in the arena's fastbins, and a later allocation
+ *   of the loop's thread that finds no fitting chunk merges all of them first (its
+ *   malloc_consolidate, inside a zoo_a* call): 0.3-1 ms of one poll's CPU in W4 zk. The row
+ *   with fastbins off shows what is left without that; an application sets it the same way
+ *   (mallopt, or GLIBC_TUNABLES=glibc.malloc.mxfast=0).
  * poll: the cost of one simba_poll at 1k / 10k / 100k services (contenders on distinct
  *   mutexes of the memory backend, all owners), on an injected clock (loop and store) so that
  *   exactly the wanted timers are due; durations are real (CLOCK_MONOTONIC):
@@ -122,6 +129,9 @@ static double cpu_s(void) {
    copies the WAL into the database (simba_sql_checkpoint) every --sql-checkpointer-ms, so
    the fsyncs never happen in the loop's thread. Its CPU counts in the process's. */
 #include <pthread.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 static struct {
     const char *path;
     int every_ms;
@@ -382,6 +392,16 @@ static int steady(void) {
     simba_service **svcs;
     simba_result rc;
     int64_t wait = 0;
+    if (b_optf("mxfast0", 0) > 0) {
+#ifdef __GLIBC__
+        if (mallopt(M_MXFAST, 0) != 1) b_die(PROG, "mallopt(M_MXFAST, 0) refused");
+        static char fl[64]; /* b_fmt's buffers rotate: the label must outlive many cells */
+        snprintf(fl, sizeof fl, "%s, glibc fastbins off", backend);
+        label = b_opt("label", fl);
+#else
+        b_die(PROG, "--mxfast0 needs glibc");
+#endif
+    }
     memset(&ld, 0, sizeof ld);
     ld.alloc = loop_alloc;
     ld.free = loop_free;
