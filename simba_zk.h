@@ -148,11 +148,12 @@
  *   the parked calls it starts; the rest wait for the next poll. What it cannot bound is
  *   one zoo_a* call: the library's I/O thread frees the buffers our thread allocated for
  *   each call, glibc keeps such small chunks in the arena's fastbins, and an allocation
- *   of the call that finds no fitting chunk merges all of them first (malloc_consolidate).
- *   With 10,000 mutexes (make bench W4) that made single polls take 0.3-1 ms of CPU; with
- *   fastbins off (mallopt(M_MXFAST, 0) at the start of main, or the environment's
- *   GLIBC_TUNABLES=glibc.malloc.mxfast=0) the longest poll's CPU fell to 0.4-0.8 ms. simba
- *   does not change that process-wide setting itself.
+ *   of the call that finds no fitting chunk merges all of them first (malloc_consolidate):
+ *   with 10,000 mutexes (make bench W4) single polls took 0.3-1 ms of CPU there. With glibc,
+ *   each process call therefore makes and frees one 4 KiB block with malloc, which merges
+ *   what came since the last call, a little at a time (the most CPU in any W4 poll: 1.1 ms
+ *   before, 0.55-0.60 ms after). simba changes no process-wide malloc setting; fastbins off
+ *   (mallopt(M_MXFAST, 0), or GLIBC_TUNABLES=glibc.malloc.mxfast=0) has the same effect.
  *
  * STATS
  *   simba_zk_stats_get() reports the session (id, password, negotiated timeout, connected)
@@ -2236,6 +2237,22 @@ static void simba__zk_keepalive(simba__zk *zk, int64_t now) {
     }
 }
 
+/* libzookeeper_mt's I/O thread frees the buffers that each zoo_a* call allocated on the
+   loop's thread. glibc keeps such small chunks in the loop thread's arena as fastbins and
+   merges them all (malloc_consolidate) when an allocation finds no fitting chunk, which
+   happened inside a zoo_a* call now and then: 0.3-1 ms of one poll's CPU in W4 (10,000
+   mutexes). An allocation above the thread cache's sizes merges them too: made on every
+   process call, it merges what came since the last one (a few hundred chunks at most),
+   so the cost is spread over the polls instead of falling on one. Not the loop's
+   allocator: this is about malloc's own state. Elsewhere than glibc it does nothing. */
+#define SIMBA__ZK_CONSOLIDATE_SIZE 4096
+static void simba__zk_consolidate(void) {
+#ifdef __GLIBC__
+    void *volatile p = malloc(SIMBA__ZK_CONSOLIDATE_SIZE); /* volatile: kept by the compiler */
+    free(p);
+#endif
+}
+
 static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__zk *zk = (simba__zk *)impl;
     simba__zk_job *job;
@@ -2245,6 +2262,7 @@ static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int
     (void)flags;
     (void)n; /* the queue is checked on every call: it costs one uncontended lock */
     if (zk->closing) return;
+    simba__zk_consolidate();
     simba__zk_ack(zk);
     if (zk->zombies) simba__zk_reap(zk, 0);
     simba__zk_adopt(zk, now);

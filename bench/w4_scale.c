@@ -37,9 +37,9 @@
  * --mxfast0: libzookeeper_mt's I/O thread frees the buffers the loop's thread allocated for
  *   each call; glibc parks such small chunks in the arena's fastbins, and a later allocation
  *   of the loop's thread that finds no fitting chunk merges all of them first (its
- *   malloc_consolidate, inside a zoo_a* call): 0.3-1 ms of one poll's CPU in W4 zk. The row
- *   with fastbins off shows what is left without that; an application sets it the same way
- *   (mallopt, or GLIBC_TUNABLES=glibc.malloc.mxfast=0).
+ *   malloc_consolidate, inside a zoo_a* call): 0.3-1 ms of one poll's CPU in W4 zk before
+ *   simba_zk spread that work over its polls (see THREADS in simba_zk.h). With fastbins
+ *   off there is none of it: a run with --mxfast0 1 shows what is left without it.
  * poll: the cost of one simba_poll at 1k / 10k / 100k services (contenders on distinct
  *   mutexes of the memory backend, all owners), on an injected clock (loop and store) so that
  *   exactly the wanted timers are due; durations are real (CLOCK_MONOTONIC):

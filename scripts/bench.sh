@@ -233,10 +233,6 @@ if want w4; then
     # zk: the lease is the session: owners hold 2/3 of it, so 15 s matches the other rows' 10 s ttl
     run w4_zk $PIN $BIN/w4_scale --part steady --backend zk --mutexes 10000 --secs 20 --ttl-ms 10000 --zk-session-ms 15000 $ZP \
         --server-pid "$(cat "$ZK_DIR/zk.pid")" --own-timeout-s 60
-    # the same with glibc's fastbins off: libzookeeper_mt's I/O thread frees what the loop's
-    # thread allocated, and merging those chunks costs the loop 0.3-1 ms now and then
-    run w4_zk_mxfast0 $PIN $BIN/w4_scale --part steady --backend zk --mutexes 10000 --secs 20 --ttl-ms 10000 --zk-session-ms 15000 $ZP \
-        --server-pid "$(cat "$ZK_DIR/zk.pid")" --own-timeout-s 60 --mxfast0 1
     run w4_pg $PIN $BIN/w4_scale --part steady --backend pg --mutexes 10000 --secs 20 --ttl-ms 10000 $PP \
         --server-pid "$(cat "$PG_DIR/postgres.pid")" --with-children 1 --own-timeout-s 180
 fi
