@@ -2,7 +2,7 @@
  * releases it, then contends again.
  *
  *   w2_handoff --backend sqlite|redis|redis-cluster|zk [--secs 6] [--procs 4] [--hold-ms 5] [--rest-ms 0]
- *              [--ttl-ms 10000] [--transition-ms 6000] [--part contend|locker|advisory|notify]
+ *              [--ttl-ms 10000] [--transition-ms 6000] [--part contend|locker|advisory|notify|notify-write]
  *              [--label TEXT] [backend options as in bench.h]
  *
  * Issue 12 figures, printed for every run: acquisitions/s against the ideal
@@ -20,7 +20,10 @@
  * the same processes and timing on pg_advisory_lock() (--part advisory, blocking libpq,
  * the waiter blocked inside the server), the bar issue 17 names, and by a second one: a bare
  * pg_notify() from the holder to the next process's LISTEN (--part notify), the floor under
- * any handoff that wakes its waiter by NOTIFY, as simba_pg's does.
+ * any handoff that wakes its waiter by NOTIFY, as simba_pg's does, and by a third: the same
+ * pg_notify() in a transaction that also updates one row by its key, with
+ * synchronous_commit off as simba_pg's session has it (--part notify-write), the floor under
+ * any handoff whose release writes the grant to a table before it wakes the waiter.
  *
  * The parent spawns --procs copies of itself (worker mode), each with its own loop, backend
  * and connection, all contending for one mutex from one common start time for --secs. A
@@ -202,13 +205,20 @@ static int worker_advisory(void) {
    under any handoff that wakes its waiter with LISTEN/NOTIFY: the notifying commit and the
    listener's delivery of it (a transaction on each side), where the advisory unlock wakes a
    waiter blocked in the server. */
-static int worker_notify(void) {
+static int worker_notify(int write) {
     double start = b_optf("start-us", 0), end = b_optf("end-us", 0), hold_ms = b_optf("hold-ms", 5);
     double rest_ms = b_optf("rest-ms", 0);
     int procs = (int)b_optf("procs", 4), me = atoi(b_opt("id", "w2-p0") + 4), holder = me == 0;
-    char q[96];
+    char q[256];
     PGconn *c = ref_connect("notify");
-    snprintf(q, sizeof q, "LISTEN w2n_%d_%s", me, b_opt("mutex", "m"));
+    if (write) { /* one row per process, so that no process waits for another's row lock */
+        PQclear(PQexec(c, "BEGIN; SELECT pg_advisory_xact_lock(7308604897068483427);"
+                          "CREATE TABLE IF NOT EXISTS w2_notify_write (id int PRIMARY KEY, v bigint NOT NULL); COMMIT"));
+        snprintf(q, sizeof q, "INSERT INTO w2_notify_write VALUES (%d, 0) ON CONFLICT (id) DO NOTHING", me);
+        PQclear(PQexec(c, q));
+        PQclear(PQexec(c, "SET synchronous_commit = off"));
+    }
+    snprintf(q, sizeof q, "LISTEN \"w2n_%d_%s\"", me, b_opt("mutex", "m"));
     PQclear(PQexec(c, q));
     while (b_now_us() < start) b_sleep_ms((start - b_now_us()) / 1000 + 1);
     if (holder) log_ev('A', b_now_us());
@@ -216,7 +226,11 @@ static int worker_notify(void) {
         if (holder) {
             b_sleep_ms(hold_ms);
             log_ev('R', b_now_us());
-            snprintf(q, sizeof q, "SELECT pg_notify('w2n_%d_%s', '')", (me + 1) % procs, b_opt("mutex", "m"));
+            if (write)
+                snprintf(q, sizeof q, "BEGIN; UPDATE w2_notify_write SET v = v + 1 WHERE id = %d; "
+                                      "SELECT pg_notify('w2n_%d_%s', ''); COMMIT", me, (me + 1) % procs, b_opt("mutex", "m"));
+            else
+                snprintf(q, sizeof q, "SELECT pg_notify('w2n_%d_%s', '')", (me + 1) % procs, b_opt("mutex", "m"));
             PQclear(PQexec(c, q));
             holder = 0;
             b_sleep_ms(rest_ms);
@@ -427,7 +441,8 @@ int main(int argc, char **argv) {
     if (b_opt("worker", NULL))
         return strcmp(b_opt("part", "contend"), "locker") == 0     ? worker_locker()
                : strcmp(b_opt("part", "contend"), "advisory") == 0 ? worker_advisory()
-               : strcmp(b_opt("part", "contend"), "notify") == 0   ? worker_notify()
+               : strcmp(b_opt("part", "contend"), "notify") == 0   ? worker_notify(0)
+               : strcmp(b_opt("part", "contend"), "notify-write") == 0 ? worker_notify(1)
                                                                    : worker();
     backend = b_opt("backend", "redis");
     secs = b_optf("secs", 6);
@@ -491,15 +506,17 @@ int main(int argc, char **argv) {
         for (i = 0; i < procs && off < (int)sizeof counts - 16; i++)
             off += snprintf(counts + off, sizeof counts - (size_t)off, "%s%ld", i ? " / " : "", count[i]);
         if (locker) {
-            double tgt = rd || pg ? 0.5 : sq ? 1 : 0, adv = -1, ntf = -1;
-            long nadv = 0, nntf = 0;
+            double tgt = rd || pg ? 0.5 : sq ? 1 : 0, adv = -1, ntf = -1, ntw = -1;
+            long nadv = 0, nntf = 0, nntw = 0;
             if (pg) adv = ref_p50(argc, argv, procs, secs, "advisory", &nadv);
             if (pg) ntf = ref_p50(argc, argv, procs, secs, "notify", &nntf);
+            if (pg) ntw = ref_p50(argc, argv, procs, secs, "notify-write", &nntw);
             b_row(w, backend, "Locker handoff unlock → other's lock returns p50 / p99",
                   gaps.n ? b_fmt("%.3f / %.3f ms", p50, p99) : "n/a (no handoff to another process)",
                   adv >= 0 ? b_fmt("%ld handoffs; %s; same processes and timing: pg_advisory_lock p50 %.3f ms (%ld handoffs), "
-                                   "a bare pg_notify to a listener p50 %.3f ms (%ld)",
-                                   gaps.n, timing, adv / 1000, nadv, ntf / 1000, nntf)
+                                   "a bare pg_notify to a listener p50 %.3f ms (%ld), the same after an UPDATE of "
+                                   "one row in its transaction p50 %.3f ms (%ld)",
+                                   gaps.n, timing, adv / 1000, nadv, ntf / 1000, nntf, ntw / 1000, nntw)
                            : b_fmt("%ld handoffs; %s", gaps.n, timing),
                   adv > 0 && gaps.n ? b_fmt("%.1f × advisory", p50 * 1000 / adv) : "", tgt > 0 ? b_fmt("p50 ≤ %.1f ms", tgt) : "(none)",
                   tgt > 0 ? (gaps.n ? b_verdict_max(p50, tgt, "ms") : "**missed**: no handoff") : "");
