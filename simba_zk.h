@@ -152,8 +152,12 @@
  *   with 10,000 mutexes (make bench W4) single polls took 0.3-1 ms of CPU there. With glibc,
  *   each process call therefore makes and frees one 4 KiB block with malloc, which merges
  *   what came since the last call, a little at a time (the most CPU in any W4 poll: 1.1 ms
- *   before, 0.55-0.60 ms after). simba changes no process-wide malloc setting; fastbins off
- *   (mallopt(M_MXFAST, 0), or GLIBC_TUNABLES=glibc.malloc.mxfast=0) has the same effect.
+ *   before, 0.55-0.60 ms after). That block bypasses SIMBA_MALLOC and the loop's allocator
+ *   on purpose: it is glibc's own state that needs the merge (the library allocates with
+ *   malloc in every call anyway). Define SIMBA_ZK_CONSOLIDATE to 0 before the
+ *   implementation to leave it out (it is 0 already where __GLIBC__ is not defined). simba
+ *   changes no process-wide malloc setting; fastbins off (mallopt(M_MXFAST, 0), or
+ *   GLIBC_TUNABLES=glibc.malloc.mxfast=0) has the same effect.
  *
  * STATS
  *   simba_zk_stats_get() reports the session (id, password, negotiated timeout, connected)
@@ -2245,9 +2249,16 @@ static void simba__zk_keepalive(simba__zk *zk, int64_t now) {
    process call, it merges what came since the last one (a few hundred chunks at most),
    so the cost is spread over the polls instead of falling on one. Not the loop's
    allocator: this is about malloc's own state. Elsewhere than glibc it does nothing. */
+#ifndef SIMBA_ZK_CONSOLIDATE
+#ifdef __GLIBC__
+#define SIMBA_ZK_CONSOLIDATE 1
+#else
+#define SIMBA_ZK_CONSOLIDATE 0
+#endif
+#endif
 #define SIMBA__ZK_CONSOLIDATE_SIZE 4096
 static void simba__zk_consolidate(void) {
-#ifdef __GLIBC__
+#if SIMBA_ZK_CONSOLIDATE
     void *volatile p = malloc(SIMBA__ZK_CONSOLIDATE_SIZE); /* volatile: kept by the compiler */
     free(p);
 #endif
