@@ -459,7 +459,6 @@ struct simba__zk {
     size_t mtab_cap, nmtx;
     simba_zk_stats stats;
     simba__zk_evt evt; /* scratch for draining the ring */
-    uint64_t answered; /* calls answered: destroy waits on while they keep coming */
 };
 
 /* ---- ZooKeeper threads: copy, queue, wake ------------------------------------------- */
@@ -1507,8 +1506,7 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
     int rc = op->rc;
     char msg[96];
     simba__zk_op_unlink(zk, op);
-    zk->answered++;
-    zk->stats.answers++;
+    zk->stats.answers++; /* destroy also waits on while these keep coming */
     if (job) {
         job->op = NULL;
         job->started = 1;
@@ -2343,7 +2341,7 @@ static void simba__zk_unwatch(void *impl, const char *mutex) {
    its completion thread, which may have stopped already (libzookeeper_mt 3.8 leaks them). */
 static void simba__zk_settle(simba__zk *zk) {
     int64_t start = simba_now(zk->loop), end = start + SIMBA__ZK_SETTLE_MS;
-    uint64_t seen = zk->answered;
+    uint64_t seen = zk->stats.answers;
     for (;;) {
         simba__zk_op *op;
         simba__zk_mtx *m;
@@ -2370,9 +2368,9 @@ static void simba__zk_settle(simba__zk *zk) {
         if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR) return;
         simba__zk_ack(zk);
         simba__zk_drain(zk); /* closing: answers are settled, nothing new is issued */
-        if (zk->answered != seen) { /* a live server answering thousands of deletes: keep waiting */
+        if (zk->stats.answers != seen) { /* a live server answering thousands of deletes: keep waiting */
             int64_t now = simba_now(zk->loop);
-            seen = zk->answered;
+            seen = zk->stats.answers;
             end = now + SIMBA__ZK_SETTLE_MS < start + 10 * SIMBA__ZK_SETTLE_MS ? now + SIMBA__ZK_SETTLE_MS
                                                                                 : start + 10 * SIMBA__ZK_SETTLE_MS;
         }
