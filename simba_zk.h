@@ -273,6 +273,7 @@ typedef char simba__zk_keep_fits[2 + SIMBA__ZK_TAG_LEN + 1 + 11 < SIMBA__ZK_KEEP
 #define SIMBA__ZK_ADDRS 16
 #define SIMBA__ZK_SETTLE_MS 1000 /* destroy waits this long at most for calls in flight */
 #define SIMBA__ZK_PING_GAP_MS 20 /* session checks for cheap renewals: at most 50 a second */
+#define SIMBA__ZK_IDLE_RETRY_MS 1000 /* a released contender's refused clean-up: tried again */
 #define SIMBA__ZK_FLY_MAX 256    /* job calls in flight: more wait, so a renewal never queues
                                     behind thousands of start-up calls in the server */
 #define SIMBA__ZK_RO_MSG "zookeeper: the server granted a read-only session (no quorum, or not ZooKeeper): refused"
@@ -394,6 +395,7 @@ struct simba__zk_job {
     simba__zk_job *bnext, *bprev; /* zk->bq_wait, bq_fly or bq_ready (batch 1 on any): a
                                      session check's request, before, during and after it */
     int timed, batch;
+    int refused;                /* its call was refused at once: no answer will come */
     simba_req *req;             /* NULL once answered */
     simba__zk_cont *cont;
     simba__zk_mtx *mtx;
@@ -454,6 +456,7 @@ struct simba__zk {
     int root_made;                   /* the root's parents were asked for in this session */
     int64_t ping_at;                 /* the next check no sooner than this */
     int64_t sent_at;                 /* the last call issued on the current session */
+    int64_t idle_at;                 /* released contenders' refused clean-up: tried again then */
     simba__zk_mtx *mtxs;
     simba__zk_mtx **mtab; /* hash of mtxs by name */
     size_t mtab_cap, nmtx;
@@ -672,6 +675,12 @@ static simba__zk_op *simba__zk_op_new(simba__zk *zk, simba__zk_job *job, int kin
 /* Test builds: the next N calls the library accepted are reported as ZMARSHALLINGERROR,
    as libzookeeper 3.8 does when queueing a request fails after its completion is registered. */
 static int simba_zk_test_marshal_fail;
+/* ... and the next N deletes a job sends are refused before they reach the library, with
+   the ZINVALIDSTATE an expired handle gives before our loop has processed the expiry. */
+static int simba_zk_test_refuse_delete;
+#define SIMBA__ZK_JOB_DELETE(call) (simba_zk_test_refuse_delete > 0 ? (simba_zk_test_refuse_delete--, ZINVALIDSTATE) : (call))
+#else
+#define SIMBA__ZK_JOB_DELETE(call) (call)
 #endif
 
 /* Records op as outstanding once the library accepted it; frees it when it did not.
@@ -944,6 +953,7 @@ static void simba__zk_fail(simba__zk *zk, simba__zk_job *job, simba_result rc, c
 static void simba__zk_job_end(simba__zk *zk, simba__zk_job *job) {
     simba__zk_cont *c = job->cont;
     simba__zk_mtx *m = job->mtx;
+    int refused = job->refused;
     if (job->req) { /* never leave a request unanswered */
         simba_reply r;
         memset(&r, 0, sizeof r);
@@ -970,8 +980,16 @@ static void simba__zk_job_end(simba__zk *zk, simba__zk_job *job) {
     simba_free(zk->loop, job);
     if (zk->closing) return;
     if (c) {
-        if (c->q_head && !c->q_head->op) simba__zk_job_run(zk, c->q_head);
-        else if (!c->q_head) simba__zk_cont_idle(zk, c);
+        if (c->q_head && !c->q_head->op) {
+            simba__zk_job_run(zk, c->q_head);
+        } else if (!c->q_head && refused) {
+            /* not now: the clean-up's delete would be refused at once too, and end here
+               again one level deeper (an expired handle refused them until the stack ran
+               out); it is tried again after a while, or when a session connects */
+            if (zk->idle_at == INT64_MAX) zk->idle_at = simba__add(simba_now(zk->loop), SIMBA__ZK_IDLE_RETRY_MS);
+        } else if (!c->q_head) {
+            simba__zk_cont_idle(zk, c);
+        }
     } else if (m && m->refresh_again && !m->refreshing) {
         simba__zk_job *nj;
         m->refresh_again = 0;
@@ -1135,13 +1153,14 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
         if (!simba__zk_path(zk, path, mutex, c->node)) break;
         op = simba__zk_op_new(zk, job, SIMBA__ZK_DELETE);
         if (!op) goto nomem;
-        zrc = simba__zk_op_issued(zk, op, zoo_adelete(zh, path, -1, simba__zk_cb_void, op));
+        zrc = simba__zk_op_issued(zk, op, SIMBA__ZK_JOB_DELETE(zoo_adelete(zh, path, -1, simba__zk_cb_void, op)));
         break;
     default:
         break;
     }
     if (!job->op) {
         char msg[96];
+        job->refused = 1;
         if (zrc == ZOK) { /* a path did not fit: names are bounded, so this is a bug */
             simba__zk_fail(zk, job, SIMBA_EINVAL, "zookeeper path too long");
             return;
@@ -1151,6 +1170,7 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
     }
     return;
 nomem:
+    job->refused = 1;
     simba__zk_fail(zk, job, SIMBA_ENOMEM, NULL);
 }
 
@@ -1882,6 +1902,20 @@ static void simba__zk_adopt(simba__zk *zk, int64_t now) {
     }
 }
 
+/* Gives every idle contender its clean-up (a released one's node must go): on a new
+   connection, and when a refused clean-up is due again (zk->idle_at). */
+static void simba__zk_idle_all(simba__zk *zk) {
+    simba__zk_mtx *m, *mn;
+    for (m = zk->mtxs; m; m = mn) {
+        simba__zk_cont *c, *cn;
+        mn = m->next;
+        for (c = m->conts; c; c = cn) {
+            cn = c->next;
+            if (!c->q_head) simba__zk_cont_idle(zk, c);
+        }
+    }
+}
+
 static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
     simba__zk_sess *s = zk->sess;
     if (state == ZOO_READONLY_STATE) {
@@ -1911,7 +1945,6 @@ static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
             }
         }
     } else if (state == ZOO_CONNECTED_STATE) {
-        simba__zk_mtx *m, *mn;
         const clientid_t *id;
         int first = !s->ever_connected && zk->stats.sessions == 1;
         s->readonly = 0;
@@ -1924,15 +1957,7 @@ static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
         if (id) {
             zk->stats.session_id = id->client_id;
         }
-        /* released contenders whose delete could not go out: now it can */
-        for (m = zk->mtxs; m; m = mn) {
-            simba__zk_cont *c, *cn;
-            mn = m->next;
-            for (c = m->conts; c; c = cn) {
-                cn = c->next;
-                if (!c->q_head) simba__zk_cont_idle(zk, c);
-            }
-        }
+        simba__zk_idle_all(zk); /* released contenders whose delete could not go out: now it can */
         if (!first) simba__zk_event(zk, SIMBA_EV_RESET, NULL, NULL, NULL);
     } else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE) {
         if (!s->connected) return;
@@ -2283,6 +2308,10 @@ static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int
     simba__zk_events(zk, now);
     simba__zk_handle(zk, ops, overflow, 1);
     simba__zk_unpark(zk);
+    if (zk->idle_at <= now && !simba_poll_budget_spent(zk->loop)) {
+        zk->idle_at = INT64_MAX;
+        simba__zk_idle_all(zk);
+    }
     if (!zk->sess && zk->reopen_at <= now) {
         zk->reopen_at = INT64_MAX;
         if (simba__zk_session_open(zk) != SIMBA_OK) zk->reopen_at = simba__add(now, 1000);
@@ -2303,6 +2332,7 @@ static int64_t simba__zk_deadline(void *impl) {
     simba__zk *zk = (simba__zk *)impl;
     int64_t d = zk->sess ? INT64_MAX : zk->reopen_at;
     if (zk->thead && zk->thead->deadline < d) d = zk->thead->deadline;
+    if (zk->idle_at < d) d = zk->idle_at;
     if (zk->bq_wait && !zk->ping_op && zk->ping_at < d) d = zk->ping_at;
     return simba__min(d, simba__zk_touch_at(zk));
 }
@@ -2584,6 +2614,7 @@ SIMBA_API simba_result simba_zk_open(simba_loop *loop, const simba_zk_desc *desc
     zk->creator_only = desc->acl_creator_only != 0;
     zk->zk_log = desc->zk_log;
     zk->reopen_at = INT64_MAX;
+    zk->idle_at = INT64_MAX;
     memcpy(zk->token, rnd, 16);
     zk->token[16] = 0;
     simba__zk_copy(zk->root, sizeof zk->root, root);

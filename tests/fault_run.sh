@@ -13,6 +13,8 @@
 #   FAULT_REDIS_PORT (default 6392)   FAULT_ZK_PORT (default 2193)   FAULT_PG_PORT (default 5442)
 #   FAULT_SEED       seed of bash's $RANDOM (default: the pid)
 #   FAULT_TTL=600 FAULT_TRANSITION=400 (sql, redis)   FAULT_ZK_SESSION=2000 (zk, >= 1000)
+#   FAULT_LIST       the faults to inject instead of the backend's list (names below, with _
+#                    for -), e.g. FAULT_LIST=gc_pause
 # Faults, round robin over the backend's list (each with random parameters):
 #   all:   gc-pause   the owner is SIGSTOPped past its lease, then SIGCONTed
 #          kill-owner the owner is SIGKILLed (a new worker takes its place)
@@ -439,6 +441,12 @@ redis) LIST=(flushall gc_pause restart_nopersist server_stop client_kill kill_ow
 zk) LIST=(gc_pause partition server_stop kill_owner conn_reset server_restart) ;;
 pg) LIST=(gc_pause server_stop client_kill kill_owner partition server_restart conn_reset server_crash) ;;
 esac
+if [ -n "${FAULT_LIST:-}" ]; then # to hunt one fault's bug: e.g. FAULT_LIST="gc_pause kill_owner"
+    read -r -a LIST <<<"$FAULT_LIST"
+    for f in "${LIST[@]}"; do
+        declare -F "f_$f" >/dev/null || { echo "fault_run: no fault named $f" >&2; exit 2; }
+    done
+fi
 
 # ---- the run ------------------------------------------------------------------------------
 server_start || { echo "fault_run: could not start the $BACKEND server (see $DIR/server.log)"; exit 1; }

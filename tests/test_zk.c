@@ -904,6 +904,47 @@ TEST(marshalling_error_keeps_call) {
     simba_zk_test_marshal_fail = 0;
 }
 
+/* A released contender's clean-up delete that the library refuses at once (ZINVALIDSTATE:
+   the handle knew of its session's expiry before our loop processed the event) must not
+   be tried again in the same call chain: each try was refused at once too, one level
+   deeper, until the stack ran out (mp_worker, SIGSEGV after a freeze longer than its
+   session, in the zk fault run). It is tried again later, and the node goes then. */
+TEST(refused_cleanup_tried_again_later) {
+    proc *a = proc_open(), *b = proc_open();
+    char m[64];
+    rec ra, rb;
+    simba_service *sa, *sb;
+    int refused;
+    double t0;
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(a && b);
+    mname(m, sizeof m, "refused");
+    sa = contend(a, m, "A", &ra);
+    REQUIRE(sa != NULL);
+    WAIT_FOR(ra.acquired == 1, 10000);
+    REQUIRE(ra.acquired == 1);
+    sb = contend(b, m, "B", &rb);
+    REQUIRE(sb != NULL);
+    WAIT_FOR(strcmp(rb.owner, "A") == 0, 5000);
+    REQUIRE(strcmp(rb.owner, "A") == 0);
+    simba_zk_test_refuse_delete = 1000000;
+    CHECK_RC(simba_stop(sa), SIMBA_OK);
+    WAIT_FOR(ra.released == 1, 2000);
+    CHECK_EQ(ra.released, 1);
+    WAIT_FOR(0, 200);
+    refused = 1000000 - simba_zk_test_refuse_delete;
+    simba_zk_test_refuse_delete = 0;
+    fprintf(stderr, "  deletes refused before the retry: %d\n", refused);
+    CHECK(refused >= 1 && refused <= 4); /* the release's, the clean-up's: no more */
+    t0 = now_ms();
+    WAIT_FOR(rb.acquired == 1, 5000); /* the later try deleted A's node */
+    CHECK_EQ(rb.acquired, 1);
+    fprintf(stderr, "  B owns %.0f ms after the refusals ended\n", rb.t_acquired - t0);
+    proc_close(a);
+    proc_close(b);
+}
+
 /* ---- a listener that is not ZooKeeper ------------------------------------------------- */
 
 /* Answers what a client sends with garbage (an HTTP server's reply, kept open), with
@@ -1564,6 +1605,7 @@ int main(int argc, char **argv) {
     RUN(reacquire_after_local_step_down_new_fence);
     RUN(waiters_woken_one_at_a_time);
     RUN(session_expiry);
+    RUN(refused_cleanup_tried_again_later);
     RUN(kill9_owner);
     RUN(ten_thousand_services);
     RUN(auth_creator_only);
