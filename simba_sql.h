@@ -1569,6 +1569,188 @@ static simba_result simba__sql_refuse(simba_loop *loop, const simba_sql_desc *de
     return simba__fail(loop, SIMBA_EINVAL, "%s", msg);
 }
 
+/* [sqlite] WAL appends that end on a 4 KiB block. A write that covers part of a block whose
+   page the kernel dropped from its cache reads that block from the disk first, inside the
+   write (CHECKPOINTS). A frame is 24 + page-size bytes, so every append ends inside a block,
+   and the next append to that block, perhaps seconds later, may find it dropped. This VFS
+   wraps the default one and pads each WAL append with zeros to the end of its block: the
+   block is then written whole, stays in the cache, and the next append starts in it.
+   Only appends are padded. SQLite writes a WAL in order after its header (the writer
+   holds the WAL write lock), and within a transaction it may rewrite a frame it wrote
+   before: a write that starts below the end of this handle's furthest write is such a
+   rewrite (or the WAL was started over elsewhere) and is left as it is, because the
+   bytes after it may be a frame. What an append's padding overwrites lies past every
+   frame of the WAL: bytes of an older WAL generation, which SQLite ignores (their salts
+   and checksums do not match), or nothing yet. SIMBA_SQL_PAD_WAL 0 leaves it out. */
+#ifndef SIMBA_SQL_PAD_WAL
+#define SIMBA_SQL_PAD_WAL 1
+#endif
+#if SIMBA_SQL_PAD_WAL
+#define SIMBA__SQL_PAD_VFS "simba-pad"
+#define SIMBA__SQL_BLOCK 4096
+typedef struct simba__sql_padfile {
+    sqlite3_file base;     /* our methods */
+    sqlite3_int64 hwm;     /* WAL: the end of the furthest write through this handle */
+    int wal;
+    sqlite3_file *real;    /* the wrapped VFS's file, right after this struct */
+} simba__sql_padfile;
+
+#define SIMBA__SQL_REAL(f) (((simba__sql_padfile *)(f))->real)
+static int simba__sql_pad_close(sqlite3_file *f) {
+    sqlite3_file *r = SIMBA__SQL_REAL(f);
+    int rc = r->pMethods ? r->pMethods->xClose(r) : SQLITE_OK;
+    f->pMethods = NULL;
+    return rc;
+}
+static int simba__sql_pad_read(sqlite3_file *f, void *b, int n, sqlite3_int64 o) {
+    sqlite3_file *r = SIMBA__SQL_REAL(f);
+    return r->pMethods->xRead(r, b, n, o);
+}
+static int simba__sql_pad_write(sqlite3_file *f, const void *b, int n, sqlite3_int64 o) {
+    simba__sql_padfile *p = (simba__sql_padfile *)f;
+    sqlite3_file *r = p->real;
+    sqlite3_int64 end = o + n;
+    int rc, pad = (int)((SIMBA__SQL_BLOCK - end % SIMBA__SQL_BLOCK) % SIMBA__SQL_BLOCK);
+    if (!p->wal) return r->pMethods->xWrite(r, b, n, o);
+    if (o == 0) p->hwm = 0; /* the header: the WAL starts (over) here */
+    if (o > 0 && o >= p->hwm && pad > 0 && n <= 2 * SIMBA__SQL_BLOCK) { /* a frame's page: 4 KiB here */
+        unsigned char buf[3 * SIMBA__SQL_BLOCK];
+        memcpy(buf, b, (size_t)n);
+        memset(buf + n, 0, (size_t)pad);
+        rc = r->pMethods->xWrite(r, buf, n + pad, o);
+    } else {
+        rc = r->pMethods->xWrite(r, b, n, o);
+    }
+    if (rc == SQLITE_OK && end > p->hwm) p->hwm = end;
+    return rc;
+}
+static int simba__sql_pad_truncate(sqlite3_file *f, sqlite3_int64 size) {
+    simba__sql_padfile *p = (simba__sql_padfile *)f;
+    if (p->hwm > size) p->hwm = size;
+    return p->real->pMethods->xTruncate(p->real, size);
+}
+static int simba__sql_pad_sync(sqlite3_file *f, int flags) {
+    sqlite3_file *r = SIMBA__SQL_REAL(f);
+    return r->pMethods->xSync(r, flags);
+}
+static int simba__sql_pad_size(sqlite3_file *f, sqlite3_int64 *size) {
+    sqlite3_file *r = SIMBA__SQL_REAL(f);
+    return r->pMethods->xFileSize(r, size);
+}
+static int simba__sql_pad_lock(sqlite3_file *f, int l) {
+    sqlite3_file *r = SIMBA__SQL_REAL(f);
+    return r->pMethods->xLock(r, l);
+}
+static int simba__sql_pad_unlock(sqlite3_file *f, int l) {
+    sqlite3_file *r = SIMBA__SQL_REAL(f);
+    return r->pMethods->xUnlock(r, l);
+}
+static int simba__sql_pad_reserved(sqlite3_file *f, int *out) {
+    sqlite3_file *r = SIMBA__SQL_REAL(f);
+    return r->pMethods->xCheckReservedLock(r, out);
+}
+static int simba__sql_pad_fcntl(sqlite3_file *f, int op, void *arg) {
+    sqlite3_file *r = SIMBA__SQL_REAL(f);
+    return r->pMethods->xFileControl(r, op, arg);
+}
+static int simba__sql_pad_sector(sqlite3_file *f) {
+    sqlite3_file *r = SIMBA__SQL_REAL(f);
+    return r->pMethods->xSectorSize(r);
+}
+static int simba__sql_pad_dev(sqlite3_file *f) {
+    sqlite3_file *r = SIMBA__SQL_REAL(f);
+    return r->pMethods->xDeviceCharacteristics(r);
+}
+/* (the default VFS's files have every method up to version 3; a wrapped one without them
+   answers as SQLite expects of a missing one) */
+static int simba__sql_pad_shmmap(sqlite3_file *f, int pg, int sz, int ext, void volatile **pp) {
+    sqlite3_file *r = SIMBA__SQL_REAL(f);
+    if (r->pMethods->iVersion < 2) return SQLITE_IOERR_SHMMAP;
+    return r->pMethods->xShmMap(r, pg, sz, ext, pp);
+}
+static int simba__sql_pad_shmlock(sqlite3_file *f, int off, int n, int flags) {
+    sqlite3_file *r = SIMBA__SQL_REAL(f);
+    if (r->pMethods->iVersion < 2) return SQLITE_IOERR_SHMLOCK;
+    return r->pMethods->xShmLock(r, off, n, flags);
+}
+static void simba__sql_pad_shmbarrier(sqlite3_file *f) {
+    sqlite3_file *r = SIMBA__SQL_REAL(f);
+    if (r->pMethods->iVersion >= 2) r->pMethods->xShmBarrier(r);
+}
+static int simba__sql_pad_shmunmap(sqlite3_file *f, int del) {
+    sqlite3_file *r = SIMBA__SQL_REAL(f);
+    return r->pMethods->iVersion >= 2 ? r->pMethods->xShmUnmap(r, del) : SQLITE_OK;
+}
+static int simba__sql_pad_fetch(sqlite3_file *f, sqlite3_int64 o, int n, void **pp) {
+    sqlite3_file *r = SIMBA__SQL_REAL(f);
+    if (r->pMethods->iVersion < 3) {
+        *pp = NULL;
+        return SQLITE_OK;
+    }
+    return r->pMethods->xFetch(r, o, n, pp);
+}
+static int simba__sql_pad_unfetch(sqlite3_file *f, sqlite3_int64 o, void *p) {
+    sqlite3_file *r = SIMBA__SQL_REAL(f);
+    return r->pMethods->iVersion >= 3 ? r->pMethods->xUnfetch(r, o, p) : SQLITE_OK;
+}
+
+static const sqlite3_io_methods simba__sql_padio = {
+    3,                       simba__sql_pad_close,    simba__sql_pad_read,      simba__sql_pad_write,
+    simba__sql_pad_truncate, simba__sql_pad_sync,     simba__sql_pad_size,      simba__sql_pad_lock,
+    simba__sql_pad_unlock,   simba__sql_pad_reserved, simba__sql_pad_fcntl,     simba__sql_pad_sector,
+    simba__sql_pad_dev,      simba__sql_pad_shmmap,   simba__sql_pad_shmlock,   simba__sql_pad_shmbarrier,
+    simba__sql_pad_shmunmap, simba__sql_pad_fetch,    simba__sql_pad_unfetch};
+
+static int simba__sql_pad_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *out_flags) {
+    sqlite3_vfs *real = (sqlite3_vfs *)vfs->pAppData;
+    simba__sql_padfile *p = (simba__sql_padfile *)f;
+    int rc;
+    memset(p, 0, sizeof *p);
+    p->real = (sqlite3_file *)(p + 1);
+    p->wal = (flags & SQLITE_OPEN_WAL) != 0;
+    rc = real->xOpen(real, name, p->real, flags, out_flags);
+    f->pMethods = p->real->pMethods ? &simba__sql_padio : NULL; /* NULL: SQLite does not close it */
+    return rc;
+}
+
+/* The VFS to open a file database with: "simba-pad-<default VFS>", made and registered
+   (not as the default) the first time that VFS is the default, so that a VFS the
+   application made its default stays under ours; NULL (SQLite's default) if it cannot be
+   made. A URI's own vfs= still wins. Registered VFSes are never unregistered. */
+static const char *simba__sql_pad_vfs(char *name, size_t cap) {
+    sqlite3_vfs *real = sqlite3_vfs_find(NULL), *v;
+    sqlite3_mutex *mu;
+    int n;
+    if (!real || !real->zName) return NULL;
+    if (real->xOpen == simba__sql_pad_open) return real->zName; /* one of ours is the default */
+    n = snprintf(name, cap, "%s%s", SIMBA__SQL_PAD_VFS "-", real->zName);
+    if (n < 0 || (size_t)n >= cap) return NULL;
+    mu = sqlite3_mutex_alloc(SQLITE_MUTEX_STATIC_VFS3); /* two loops' threads opening at once */
+    sqlite3_mutex_enter(mu);
+    v = sqlite3_vfs_find(name);
+    if (!v && (v = (sqlite3_vfs *)sqlite3_malloc(n + 1 + (int)sizeof *v)) != NULL) {
+        *v = *real; /* everything but opening files is the wrapped VFS's */
+        v->szOsFile = (int)sizeof(simba__sql_padfile) + real->szOsFile;
+        v->pNext = NULL;
+        v->zName = (const char *)memcpy(v + 1, name, (size_t)n + 1);
+        v->pAppData = real;
+        v->xOpen = simba__sql_pad_open;
+        if (sqlite3_vfs_register(v, 0) != SQLITE_OK) {
+            sqlite3_free(v);
+            v = NULL;
+        }
+    }
+    sqlite3_mutex_leave(mu);
+    return v ? name : NULL;
+}
+#else
+static const char *simba__sql_pad_vfs(char *name, size_t cap) {
+    (void)name;
+    (void)cap;
+    return NULL;
+}
+#endif
+
 /* [sqlite] The VFS the main database was opened with ("memdb" for in-memory ones). */
 static const char *simba__sql_vfs_name(sqlite3 *db) {
     sqlite3_vfs *vfs = NULL;
@@ -1609,6 +1791,7 @@ static int simba__sql_clock_mark(simba__sql *s, int *clash) {
 SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *desc, simba_backend **out) {
     simba__sql *s;
     const char *table, *path, *fname, *vfs;
+    char vfs_name[80];
     int rc, clash = 0, is_uri;
     simba_result r;
     if (out) *out = NULL;
@@ -1669,7 +1852,7 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
     /* [sqlite] NOMUTEX: a loop is single-threaded, so the connection needs no lock of its own.
        URI: ":memory:" becomes a memdb URI whatever SQLite's compile-time default. */
     rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
-                         NULL);
+                         simba__sql_pad_vfs(vfs_name, sizeof vfs_name));
     if (rc == SQLITE_OK) {
         /* Refuse what gives this connection a database nobody else sees: each backend would
            win its own. Shared-cache in-memory databases are shared by the process. */
@@ -1796,6 +1979,7 @@ static void simba__sql_warm_wal(const char *path) {
 
 SIMBA_API simba_result simba_sql_checkpoint(const char *path, int *wal_frames, int *copied, char *errbuf, size_t errbuf_cap) {
     sqlite3 *db = NULL;
+    char vfs_name[80];
     int rc, frames = -1, done = -1;
     simba_result res = SIMBA_OK;
     if (wal_frames) *wal_frames = -1;
@@ -1808,7 +1992,7 @@ SIMBA_API simba_result simba_sql_checkpoint(const char *path, int *wal_frames, i
         return SIMBA_EINVAL;
     }
     /* No CREATE: a mistyped path must not leave an empty database behind. */
-    rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, simba__sql_pad_vfs(vfs_name, sizeof vfs_name));
     /* Opening reads nothing: reading the schema cookie says "not a database" now. */
     if (rc == SQLITE_OK) rc = sqlite3_exec(db, "PRAGMA schema_version", NULL, NULL, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &done);
