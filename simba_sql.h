@@ -1575,30 +1575,54 @@ static simba_result simba__sql_refuse(simba_loop *loop, const simba_sql_desc *de
    and the next append to that block, perhaps seconds later, may find it dropped. This VFS
    wraps the default one and pads each WAL append with zeros to the end of its block: the
    block is then written whole, stays in the cache, and the next append starts in it.
-   Only appends are padded. SQLite writes a WAL in order after its header (the writer
-   holds the WAL write lock), and within a transaction it may rewrite a frame it wrote
-   before: a write that starts below the end of this handle's furthest write is such a
-   rewrite (or the WAL was started over elsewhere) and is left as it is, because the
-   bytes after it may be a frame. What an append's padding overwrites lies past every
-   frame of the WAL: bytes of an older WAL generation, which SQLite ignores (their salts
-   and checksums do not match), or nothing yet. SIMBA_SQL_PAD_WAL 0 leaves it out. */
+   Only appends are padded. A writer holds the WAL write lock for its whole transaction
+   and writes after the last frame (or starts the WAL over from its header), and within
+   the transaction it may rewrite a frame it wrote before (a page written again after a
+   cache spill). So the first write of a transaction is an append, and a later one is an
+   append when it starts at or past the end of the furthest write of the transaction;
+   anything else is a rewrite and is left as it is, because the bytes after it may be a
+   frame. A transaction is told by the write lock (xShmLock on the database's handle,
+   linked to its WAL's handle by name); a WAL whose database handle is not found is not
+   padded at all. What an append's padding overwrites lies past every frame of the WAL:
+   bytes of an older WAL generation, which SQLite ignores (their salts and checksums do
+   not match), or nothing yet. SIMBA_SQL_PAD_WAL 0 leaves it out. */
 #ifndef SIMBA_SQL_PAD_WAL
 #define SIMBA_SQL_PAD_WAL 1
 #endif
 #if SIMBA_SQL_PAD_WAL
 #define SIMBA__SQL_PAD_VFS "simba-pad"
 #define SIMBA__SQL_BLOCK 4096
-typedef struct simba__sql_padfile {
+typedef struct simba__sql_padfile simba__sql_padfile;
+struct simba__sql_padfile {
     sqlite3_file base;     /* our methods */
-    sqlite3_int64 hwm;     /* WAL: the end of the furthest write through this handle */
-    int wal;
     sqlite3_file *real;    /* the wrapped VFS's file, right after this struct */
-} simba__sql_padfile;
+    const char *name;      /* main database: the name SQLite opened it by (the key) */
+    simba__sql_padfile *lnext; /* main databases open, under SQLITE_MUTEX_STATIC_VFS3 */
+    unsigned txn;          /* main database: write transactions begun (the WAL write lock) */
+    simba__sql_padfile *db;/* WAL: its database's handle (closed after it), or NULL */
+    unsigned seen;         /* WAL: the db's txn at the last write */
+    sqlite3_int64 hwm;     /* WAL: the end of the furthest write of this transaction */
+    int wal, main;
+};
+static simba__sql_padfile *simba__sql_pad_dbs; /* open main databases, to find a WAL's */
+#define SIMBA__SQL_WAL_WRITE_LOCK 0 /* sqlite3's wal.c: WAL_WRITE_LOCK, the first lock slot */
 
 #define SIMBA__SQL_REAL(f) (((simba__sql_padfile *)(f))->real)
 static int simba__sql_pad_close(sqlite3_file *f) {
-    sqlite3_file *r = SIMBA__SQL_REAL(f);
+    simba__sql_padfile *p = (simba__sql_padfile *)f;
+    sqlite3_file *r = p->real;
     int rc = r->pMethods ? r->pMethods->xClose(r) : SQLITE_OK;
+    if (p->main) {
+        sqlite3_mutex *mu = sqlite3_mutex_alloc(SQLITE_MUTEX_STATIC_VFS3);
+        simba__sql_padfile **pp;
+        sqlite3_mutex_enter(mu);
+        for (pp = &simba__sql_pad_dbs; *pp; pp = &(*pp)->lnext)
+            if (*pp == p) {
+                *pp = p->lnext;
+                break;
+            }
+        sqlite3_mutex_leave(mu);
+    }
     f->pMethods = NULL;
     return rc;
 }
@@ -1611,8 +1635,11 @@ static int simba__sql_pad_write(sqlite3_file *f, const void *b, int n, sqlite3_i
     sqlite3_file *r = p->real;
     sqlite3_int64 end = o + n;
     int rc, pad = (int)((SIMBA__SQL_BLOCK - end % SIMBA__SQL_BLOCK) % SIMBA__SQL_BLOCK);
-    if (!p->wal) return r->pMethods->xWrite(r, b, n, o);
-    if (o == 0) p->hwm = 0; /* the header: the WAL starts (over) here */
+    if (!p->wal || !p->db) return r->pMethods->xWrite(r, b, n, o);
+    if (p->seen != p->db->txn || o == 0) { /* a new transaction, or the header: an append */
+        p->seen = p->db->txn;
+        p->hwm = 0;
+    }
     if (o > 0 && o >= p->hwm && pad > 0 && n <= 2 * SIMBA__SQL_BLOCK) { /* a frame's page: 4 KiB here */
         unsigned char buf[3 * SIMBA__SQL_BLOCK];
         memcpy(buf, b, (size_t)n);
@@ -1626,7 +1653,6 @@ static int simba__sql_pad_write(sqlite3_file *f, const void *b, int n, sqlite3_i
 }
 static int simba__sql_pad_truncate(sqlite3_file *f, sqlite3_int64 size) {
     simba__sql_padfile *p = (simba__sql_padfile *)f;
-    if (p->hwm > size) p->hwm = size;
     return p->real->pMethods->xTruncate(p->real, size);
 }
 static int simba__sql_pad_sync(sqlite3_file *f, int flags) {
@@ -1669,9 +1695,14 @@ static int simba__sql_pad_shmmap(sqlite3_file *f, int pg, int sz, int ext, void 
     return r->pMethods->xShmMap(r, pg, sz, ext, pp);
 }
 static int simba__sql_pad_shmlock(sqlite3_file *f, int off, int n, int flags) {
-    sqlite3_file *r = SIMBA__SQL_REAL(f);
+    simba__sql_padfile *p = (simba__sql_padfile *)f;
+    sqlite3_file *r = p->real;
+    int rc;
     if (r->pMethods->iVersion < 2) return SQLITE_IOERR_SHMLOCK;
-    return r->pMethods->xShmLock(r, off, n, flags);
+    rc = r->pMethods->xShmLock(r, off, n, flags);
+    if (rc == SQLITE_OK && off == SIMBA__SQL_WAL_WRITE_LOCK && (flags & SQLITE_SHM_LOCK) && (flags & SQLITE_SHM_EXCLUSIVE))
+        p->txn++; /* a write transaction begins (or a checkpoint restarts the WAL) */
+    return rc;
 }
 static void simba__sql_pad_shmbarrier(sqlite3_file *f) {
     sqlite3_file *r = SIMBA__SQL_REAL(f);
@@ -1705,11 +1736,28 @@ static int simba__sql_pad_open(sqlite3_vfs *vfs, const char *name, sqlite3_file 
     sqlite3_vfs *real = (sqlite3_vfs *)vfs->pAppData;
     simba__sql_padfile *p = (simba__sql_padfile *)f;
     int rc;
+    sqlite3_mutex *mu = sqlite3_mutex_alloc(SQLITE_MUTEX_STATIC_VFS3);
     memset(p, 0, sizeof *p);
     p->real = (sqlite3_file *)(p + 1);
-    p->wal = (flags & SQLITE_OPEN_WAL) != 0;
     rc = real->xOpen(real, name, p->real, flags, out_flags);
     f->pMethods = p->real->pMethods ? &simba__sql_padio : NULL; /* NULL: SQLite does not close it */
+    if (rc != SQLITE_OK || !f->pMethods || !name) return rc;
+    sqlite3_mutex_enter(mu);
+    if (flags & SQLITE_OPEN_MAIN_DB) { /* SQLite passes its own copy of the name, kept while open */
+        p->main = 1;
+        p->name = name;
+        p->lnext = simba__sql_pad_dbs;
+        simba__sql_pad_dbs = p;
+    } else if (flags & SQLITE_OPEN_WAL) { /* its name sits after its database's, in one block */
+        const char *dbname = sqlite3_filename_database(name);
+        simba__sql_padfile *d;
+        for (d = simba__sql_pad_dbs; d; d = d->lnext)
+            if (d->name == dbname) break;
+        p->wal = 1;
+        p->db = d;
+        if (d) p->seen = d->txn;
+    }
+    sqlite3_mutex_leave(mu);
     return rc;
 }
 

@@ -474,6 +474,31 @@ TEST(wal_appends_end_on_blocks_and_recover) {
         sqlite3_finalize(q);
     }
     sqlite3_close(db2);
+    /* another connection copies every frame and starts the WAL over (it writes the new
+       header and one frame); this one's next transaction is padded all the same: the
+       bytes after its last frame, to the block's end, are zeros, not the older frames
+       that lay there */
+    {
+        int frames = -1, copied = -1, fd, zeros = 1;
+        int64_t end;
+        unsigned char tail[4096];
+        ssize_t got;
+        REQUIRE(simba_sql_checkpoint(path, &frames, &copied, NULL, 0) == SIMBA_OK);
+        CHECK(frames > 1 && copied == frames);
+        REQUIRE(pad_exec(db, "UPDATE t SET n = n + 1 WHERE k % 97 = 0") == SQLITE_OK);
+        REQUIRE(sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &copied) == SQLITE_OK);
+        CHECK(frames > 1 && frames < 100); /* the WAL did start over */
+        end = 32 + (int64_t)frames * (24 + 4096);
+        fd = open(wal, O_RDONLY);
+        REQUIRE(fd >= 0);
+        got = pread(fd, tail, (size_t)(4096 - end % 4096), end);
+        close(fd);
+        CHECK_EQ((long long)got, (long long)(4096 - end % 4096));
+        for (i = 0; i < (int)got; i++) zeros &= tail[i] == 0;
+        CHECK(zeros);
+        fprintf(stderr, "  after a restart elsewhere: %d frames, %lld bytes of padding after them\n", frames,
+                (long long)got);
+    }
     sqlite3_close(db);
 }
 
