@@ -358,6 +358,22 @@ static void after_poll(simba_service *svc, int64_t poll_began, int64_t gap) {
     }
 }
 
+/* After every worker wrote the file (and its WAL) through simba_sql.h's VFS, which pads
+   WAL appends: the file, read through SQLite's own default VFS, must be intact. The
+   harness fails the run on "integrity FAILED". */
+static void sql_integrity(void) {
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    const char *v = NULL;
+    int rc = sqlite3_open_v2(opt.sql_path, &db, SQLITE_OPEN_READONLY, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL);
+    if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) v = (const char *)sqlite3_column_text(st, 0);
+    if (v && strcmp(v, "ok") == 0) fprintf(stderr, "mp_worker inspect: %s: integrity ok\n", opt.sql_path);
+    else fprintf(stderr, "mp_worker inspect: %s: integrity FAILED: %s\n", opt.sql_path, v ? v : sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
 static int inspect(simba_loop *loop, simba_backend *be) {
     simba_service *svc = NULL;
     simba_contend_desc cd;
@@ -483,6 +499,7 @@ int main(int argc, char **argv) {
     }
     if (opt.inspect_ms > 0) {
         rc = inspect(loop, be);
+        if (strcmp(wb->name, "sql") == 0) sql_integrity();
         goto out;
     }
     if (opt.id) snprintf(contender, sizeof contender, "%s", opt.id);
