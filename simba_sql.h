@@ -133,9 +133,10 @@
  *       before, 6-10 after (reads of the database's own pages, and the scheduler).
  *
  * WHERE TO PUT THE FILE
- *   On a disk, a write of the loop's (a WAL append) can still wait for a read of a dropped
- *   page (see CHECKPOINTS), queued behind another thread's fsync: with checkpoints off the
- *   loop, W4's longest poll read 1.0-11.5 ms on this project's VM, in the kernel. On a tmpfs
+ *   On a disk, a read of the loop's can still wait for a dropped page of the database (see
+ *   CHECKPOINTS), queued behind another thread's fsync: with checkpoints off the loop, W4's
+ *   longest poll read 1.0-11.5 ms on this project's VM before WAL appends were padded, and
+ *   1.17-1.57 ms after (mostly the poll's own CPU; 5-10 of ~700 polls waited in the kernel). On a tmpfs
  *   (/run/lock, /dev/shm, $XDG_RUNTIME_DIR) no write waits for a disk, and a lock file loses
  *   nothing there that it needs: a reboot ends every process that held a lease, and fences
  *   stay increasing (a row made again starts above the lost one's, see HOW IT WORKS). W4 on
