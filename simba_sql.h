@@ -1602,13 +1602,12 @@ typedef struct simba__sql_padfile simba__sql_padfile;
 struct simba__sql_padfile {
     sqlite3_file base;     /* our methods */
     sqlite3_file *real;    /* the wrapped VFS's file, right after this struct */
-    const char *name;      /* main database: the name SQLite opened it by (the key) */
+    const char *name;      /* main database: the name SQLite opened it by (the key); else NULL */
     simba__sql_padfile *lnext; /* main databases open, under SQLITE_MUTEX_STATIC_VFS3 */
     unsigned txn;          /* main database: write transactions begun (the WAL write lock) */
     simba__sql_padfile *db;/* WAL: its database's handle (closed after it), or NULL */
     unsigned seen;         /* WAL: the db's txn at the last write */
     sqlite3_int64 hwm;     /* WAL: the end of the furthest write of this transaction */
-    int wal, main;
 };
 static simba__sql_padfile *simba__sql_pad_dbs; /* open main databases, to find a WAL's */
 #define SIMBA__SQL_WAL_WRITE_LOCK 0 /* sqlite3's wal.c: WAL_WRITE_LOCK, the first lock slot */
@@ -1618,7 +1617,7 @@ static int simba__sql_pad_close(sqlite3_file *f) {
     simba__sql_padfile *p = (simba__sql_padfile *)f;
     sqlite3_file *r = p->real;
     int rc = r->pMethods ? r->pMethods->xClose(r) : SQLITE_OK;
-    if (p->main) {
+    if (p->name) {
         sqlite3_mutex *mu = sqlite3_mutex_alloc(SQLITE_MUTEX_STATIC_VFS3);
         simba__sql_padfile **pp;
         sqlite3_mutex_enter(mu);
@@ -1641,7 +1640,7 @@ static int simba__sql_pad_write(sqlite3_file *f, const void *b, int n, sqlite3_i
     sqlite3_file *r = p->real;
     sqlite3_int64 end = o + n;
     int rc, pad = (int)((SIMBA__SQL_BLOCK - end % SIMBA__SQL_BLOCK) % SIMBA__SQL_BLOCK);
-    if (!p->wal || !p->db) return r->pMethods->xWrite(r, b, n, o);
+    if (!p->db) return r->pMethods->xWrite(r, b, n, o); /* not a WAL, or not padded */
     if (p->seen != p->db->txn || o == 0) { /* a new transaction, or the header: an append */
         p->seen = p->db->txn;
         p->hwm = 0;
@@ -1658,8 +1657,8 @@ static int simba__sql_pad_write(sqlite3_file *f, const void *b, int n, sqlite3_i
     return rc;
 }
 static int simba__sql_pad_truncate(sqlite3_file *f, sqlite3_int64 size) {
-    simba__sql_padfile *p = (simba__sql_padfile *)f;
-    return p->real->pMethods->xTruncate(p->real, size);
+    sqlite3_file *r = SIMBA__SQL_REAL(f);
+    return r->pMethods->xTruncate(r, size);
 }
 static int simba__sql_pad_sync(sqlite3_file *f, int flags) {
     sqlite3_file *r = SIMBA__SQL_REAL(f);
@@ -1750,7 +1749,6 @@ static int simba__sql_pad_open(sqlite3_vfs *vfs, const char *name, sqlite3_file 
     if (rc != SQLITE_OK || !f->pMethods || !name) return rc;
     sqlite3_mutex_enter(mu);
     if (flags & SQLITE_OPEN_MAIN_DB) { /* SQLite passes its own copy of the name, kept while open */
-        p->main = 1;
         p->name = name;
         p->lnext = simba__sql_pad_dbs;
         simba__sql_pad_dbs = p;
@@ -1759,7 +1757,6 @@ static int simba__sql_pad_open(sqlite3_vfs *vfs, const char *name, sqlite3_file 
         simba__sql_padfile *d;
         for (d = simba__sql_pad_dbs; d; d = d->lnext)
             if (d->name == dbname) break;
-        p->wal = 1;
         p->db = d;
         if (d) p->seen = d->txn;
     }

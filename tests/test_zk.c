@@ -237,6 +237,19 @@ static simba_service *contend_ex(proc *p, const char *mutex, const char *id, rec
 }
 static simba_service *contend(proc *p, const char *mutex, const char *id, rec *r) { return contend_ex(p, mutex, id, r, 0); }
 
+/* A ("A") owns mutex, then B ("B") contends and has seen A as the owner; 1 when both hold. */
+static int owner_and_waiter(proc *a, proc *b, const char *mutex, rec *ra, rec *rb, simba_service **sa,
+                            simba_service **sb) {
+    *sa = contend(a, mutex, "A", ra);
+    if (!*sa) return 0;
+    WAIT_FOR(ra->acquired == 1, 10000);
+    if (ra->acquired != 1) return 0;
+    *sb = contend(b, mutex, "B", rb);
+    if (!*sb) return 0;
+    WAIT_FOR(strcmp(rb->owner, "A") == 0, 5000);
+    return strcmp(rb->owner, "A") == 0;
+}
+
 static simba_service *observe(proc *p, const char *mutex, rec *r) {
     simba_observe_desc d;
     simba_service *s = NULL;
@@ -560,14 +573,8 @@ TEST(fence_strictly_increases) {
     memset(&rb, 0, sizeof rb);
     REQUIRE(a && b);
     mname(m, sizeof m, "fence");
-    sa = contend(a, m, "A", &ra);
-    REQUIRE(sa != NULL);
-    WAIT_FOR(ra.acquired == 1, 10000);
-    REQUIRE(ra.acquired == 1);
+    REQUIRE(owner_and_waiter(a, b, m, &ra, &rb, &sa, &sb));
     f1 = ra.fence;
-    sb = contend(b, m, "B", &rb);
-    REQUIRE(sb != NULL);
-    WAIT_FOR(strcmp(rb.owner, "A") == 0, 5000);
     CHECK_RC(simba_stop(sa), SIMBA_OK);
     WAIT_FOR(rb.acquired == 1, 5000);
     REQUIRE(rb.acquired == 1);
@@ -920,14 +927,7 @@ TEST(refused_cleanup_tried_again_later) {
     memset(&rb, 0, sizeof rb);
     REQUIRE(a && b);
     mname(m, sizeof m, "refused");
-    sa = contend(a, m, "A", &ra);
-    REQUIRE(sa != NULL);
-    WAIT_FOR(ra.acquired == 1, 10000);
-    REQUIRE(ra.acquired == 1);
-    sb = contend(b, m, "B", &rb);
-    REQUIRE(sb != NULL);
-    WAIT_FOR(strcmp(rb.owner, "A") == 0, 5000);
-    REQUIRE(strcmp(rb.owner, "A") == 0);
+    REQUIRE(owner_and_waiter(a, b, m, &ra, &rb, &sa, &sb));
     simba_zk_test_refuse_delete = 1000000;
     CHECK_RC(simba_stop(sa), SIMBA_OK);
     WAIT_FOR(ra.released == 1, 2000);
@@ -1139,13 +1139,7 @@ TEST(session_expiry) {
     b = proc_open();
     REQUIRE(a && b);
     mname(m, sizeof m, "expiry");
-    sa = contend(a, m, "A", &ra);
-    REQUIRE(sa != NULL);
-    WAIT_FOR(ra.acquired == 1, 10000);
-    REQUIRE(ra.acquired == 1);
-    sb = contend(b, m, "B", &rb);
-    REQUIRE(sb != NULL);
-    WAIT_FOR(strcmp(rb.owner, "A") == 0, 5000);
+    REQUIRE(owner_and_waiter(a, b, m, &ra, &rb, &sa, &sb));
     proxy_set(&px, &px.frozen, 1);
     g_max_poll = 0;
     g_close_in_poll = 0;
