@@ -343,6 +343,11 @@ SIMBA_API simba_result simba_wait(simba_loop *loop, int64_t max_ms);
    report a deadline of now so the next poll, asked for at once, continues. Otherwise counts
    the unit as a step and returns 0. Outside simba_poll it always returns 0. */
 SIMBA_API int simba_poll_budget_spent(simba_loop *loop);
+/* What is left of the poll's time budget in µs (0 once spent), counting no step; INT64_MAX
+   outside simba_poll and before the poll's first step (which always runs). For a backend whose unit of work ends in a step it cannot stop half
+   way (SQLite's COMMIT after a batch of statements): it stops adding to the unit while the
+   closing step's expected cost no longer fits, so that the poll still ends in its budget. */
+SIMBA_API int64_t simba_poll_budget_left_us(simba_loop *loop);
 
 /* ---- contenders and observers -------------------------------------------------------- */
 
@@ -2196,6 +2201,13 @@ static int simba__spent(simba_loop *l) {
 SIMBA_API int simba_poll_budget_spent(simba_loop *loop) {
     if (!loop || !loop->in_poll || loop->in_cb) return 0;
     return simba__spent(loop);
+}
+
+SIMBA_API int64_t simba_poll_budget_left_us(simba_loop *loop) {
+    int64_t left;
+    if (!loop || !loop->in_poll || loop->in_cb || loop->steps == 0) return INT64_MAX;
+    left = loop->budget_us - (simba__real_us() - loop->poll_start_us);
+    return left > 0 ? left : 0;
 }
 
 /* Thousands of timers can fall due together (services started together renew together):

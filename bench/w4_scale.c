@@ -5,6 +5,8 @@
  *            [--zk HOST:PORT] [--pg-port P] [--server-pid PID [--with-children 1]]
  *            [--sql-checkpoint -1]   (SQLite: no automatic WAL checkpoint in the loop)
  *            [--sql-checkpointer-ms MS]   (SQLite: a thread runs simba_sql_checkpoint every MS)
+ *            [--sql-checkpointer-cpu other|same]   (that thread: on a CPU the loop is not
+ *                                                   pinned to, if there is one; or with it)
  *            [--own-timeout-s 120]
  *            [--mxfast0 1]   (glibc: mallopt(M_MXFAST, 0) first, no fastbins; see below)
  *   w4_scale --part poll [--sizes 1000,10000,100000]
@@ -58,6 +60,7 @@
  *   (ratio < sqrt(log2 growth x n growth)): a bigger heap and working set also cost cache
  *   misses, which is not what the O() is about.
  */
+#define _GNU_SOURCE /* sched_setaffinity and CPU_SET for the checkpoint thread */
 #include <stddef.h>
 static void *store_alloc(size_t n);
 static void store_free(void *p);
@@ -139,9 +142,33 @@ static struct {
     pthread_t th;
     long calls, busy, errors, most_frames;
     double most_us;
+    int other_cpu; /* 1: moved to CPUs the loop is not pinned to */
 } ckpt;
+
+/* The checkpoint thread takes the fsyncs and the copying off the loop's core. scripts/
+   bench.sh pins the whole process (threads inherit it) to the CPUs other than the servers'
+   (on 2 CPUs: one): left there, the thread shares the loop's only core, and each
+   checkpoint's CPU preempts the loop's polls (CFS' wakeup granularity, ~1 ms), which is
+   not how an application would place it, nor how the OS places it unpinned. So it moves
+   to the CPUs outside the process's mask, when there are any (the servers are idle while
+   SQLite runs). Returns 1 when it moved. */
+static int ckpt_other_cpu(void) {
+    cpu_set_t mine, other;
+    long i, n = sysconf(_SC_NPROCESSORS_ONLN);
+    int any = 0;
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0) return 0;
+    CPU_ZERO(&other);
+    for (i = 0; i < n && i < CPU_SETSIZE; i++)
+        if (!CPU_ISSET(i, &mine)) {
+            CPU_SET(i, &other);
+            any = 1;
+        }
+    return any && sched_setaffinity(0, sizeof other, &other) == 0;
+}
+
 static void *ckpt_main(void *arg) {
     (void)arg;
+    if (strcmp(b_opt("sql-checkpointer-cpu", "other"), "other") == 0) ckpt.other_cpu = ckpt_other_cpu();
     while (!ckpt.stop) {
         int frames = 0, copied = 0;
         double t0 = b_now_us(), us;
@@ -545,8 +572,9 @@ static int steady(void) {
                 b_row(w, label, b_fmt("server-side cost: %s", what), b_fmt("%.0f", reqs), ref, "", cost, "");
             }
             if (ckpt.path)
-                b_row(w, label, b_fmt("WAL checkpoints off the loop (a thread, every %d ms; the loop: checkpoint = %s)",
-                                        ckpt.every_ms, b_opt("sql-checkpoint", "0")),
+                b_row(w, label, b_fmt("WAL checkpoints off the loop (a thread, every %d ms, %s; the loop: checkpoint = %s)",
+                                        ckpt.every_ms, ckpt.other_cpu ? "on a CPU the loop is not pinned to" : "on the loop's CPUs",
+                                        b_opt("sql-checkpoint", "0")),
                       b_fmt("WAL at most %ld frames", ckpt.most_frames),
                       b_fmt("%ld checkpoints (%ld busy, %ld failed), the longest %.2f ms, from the start of the run",
                             ckpt.calls, ckpt.busy, ckpt.errors, ckpt.most_us / 1000),
