@@ -105,9 +105,12 @@
  *   So is the COMMIT, which nothing stops once it started: its cost per request is learnt
  *   from the batches' commits (a moving average, each sample at most 4 times it), and a
  *   batch takes a request only while it and that COMMIT fit in what is left of the budget
- *   (simba_poll_budget_left_us). W4 on a disk: full batches of 43-47 instead of 64, the most
- *   CPU in any poll 0.58-0.81 ms instead of 0.78-0.83, 63-72 write transactions/s
- *   instead of ~40.
+ *   (simba_poll_budget_left_us). W4 on a disk, 7 A/B rounds: the most CPU in any poll
+ *   0.62-0.70 ms instead of 0.75-0.83, 62-74 write transactions/s instead of ~40 (process
+ *   CPU unchanged: 1.68-1.96 % against 1.63-2.09). Tried and not kept: an estimate that
+ *   follows the slow commits (rise by 1/2, fall by 1/16) made 90-102 transactions/s; that
+ *   and no second batch in a poll past half the budget, fewer and larger batches whose
+ *   COMMIT overshot more (most CPU in a poll 0.75-1.29 ms).
  *   A waiter that is not granted is answered by reads alone (the row, its place, the head)
  *   while its place outlives its next ask (simba_req.next_ask_ms), else with one UPDATE of
  *   its own place's liveness: never the queue's transaction on a timer's ask.
@@ -451,6 +454,7 @@ enum { SIMBA__SQL_CLOCK_WALL = 0x53570001, SIMBA__SQL_CLOCK_LOOP = 0x53570002 };
 /* Requests one write transaction carries by default: enough to make a renewal burst cost a
    commit per 64 rows, few enough that the lock is held well under a millisecond. */
 #define SIMBA__SQL_BATCH_DEFAULT 64
+#define SIMBA__SQL_BATCH_LIMIT 4096
 /* The first COMMIT's cost is assumed at most this (ns per request): a WAL frame on a disk's
    page cache, measured here at 2-4 µs. The batches' own commits take over from there. */
 #define SIMBA__SQL_COMMIT_NS0 4000
@@ -468,7 +472,7 @@ static void (*simba_sql_test_after_checkpoint)(void);
 #else
 #define SIMBA__SQL_AFTER_CHECKPOINT() ((void)0)
 #endif
-#define SIMBA__SQL_BATCH_LIMIT 4096
+
 /* A renewal, or a waiter's ask that expects to find the mutex held, may wait this long (at
    most ttl/64) for company: many mutexes then share one write transaction, with its locks
    and commit, per window instead of per poll. 0 runs every request in the next poll. */
