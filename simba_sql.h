@@ -105,7 +105,11 @@
  *   So is the COMMIT, which nothing stops once it started: its cost per request is learnt
  *   from the batches' commits (a moving average, each sample at most 4 times it), and a
  *   batch takes a request only while it and that COMMIT fit in what is left of the budget
- *   (simba_poll_budget_left_us). W4 on a disk, 7 A/B rounds: the most CPU in any poll
+ *   (simba_poll_budget_left_us). After another connection's commit (the checkpointer
+ *   starting the WAL over) SQLite has dropped the page cache, and the next batch costs ~5
+ *   times as much a request: it reserves SIMBA__SQL_COLD (5) times its COMMIT and teaches
+ *   the estimate nothing (PRAGMA data_version, once per batch).
+ *   W4 on a disk, 7 A/B rounds before that rule: the most CPU in any poll
  *   0.62-0.70 ms instead of 0.75-0.83, 62-74 write transactions/s instead of ~40 (process
  *   CPU unchanged: 1.68-1.96 % against 1.63-2.09). Tried and not kept: an estimate that
  *   follows the slow commits (rise by 1/2, fall by 1/16) made 90-102 transactions/s; that
@@ -458,6 +462,9 @@ enum { SIMBA__SQL_CLOCK_WALL = 0x53570001, SIMBA__SQL_CLOCK_LOOP = 0x53570002 };
 /* The first COMMIT's cost is assumed at most this (ns per request): a WAL frame on a disk's
    page cache, measured here at 2-4 µs. The batches' own commits take over from there. */
 #define SIMBA__SQL_COMMIT_NS0 4000
+/* A batch after another connection's commit (a dropped page cache) reserves this many
+   times the COMMIT it would make warm (simba__sql_cold) */
+#define SIMBA__SQL_COLD 5
 /* simba_sql_checkpoint() waits this long for the write lock to start the WAL over itself */
 #define SIMBA__SQL_RESTART_WAIT_MS 50
 
@@ -526,6 +533,7 @@ typedef struct simba__sql {
     int batch_max;
     uint64_t batches, batched; /* write transactions of several requests, and their requests */
     int64_t commit_ns;         /* a batch's COMMIT, measured: ns per request in it (EWMA) */
+    int64_t batch_dv;          /* PRAGMA data_version in the last batch (0: none yet) */
     uint64_t executed;         /* requests executed (answered by the database) */
     uint64_t kept_places;      /* waiters' asks answered by reads alone (their place lasts) */
     uint64_t refreshed_places; /* ... by reads and one UPDATE of their place's liveness */
@@ -1319,6 +1327,26 @@ static void simba__sql_commit_learn(simba__sql *s, int n, int64_t us) {
     if (s->commit_ns < 1) s->commit_ns = 1;
 }
 
+/* Another connection committed since this one's last batch (simba_sql_checkpoint()
+   starting the WAL over, another process): SQLite has dropped this connection's page cache,
+   and the batch's statements and COMMIT read and write it all again. W4 on a disk, the
+   first batch after the checkpointer's write: 37.5 µs a request in statements against 6.5,
+   a COMMIT of 15 µs a request against 3. Such a batch reserves SIMBA__SQL_COLD times the
+   COMMIT and teaches the estimate nothing. Returns that factor (1: warm). */
+static int simba__sql_cold(simba__sql *s) {
+    sqlite3_stmt *st = s->st[SIMBA__SQL_DATA_VERSION];
+    int64_t dv;
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_reset(st);
+        return SIMBA__SQL_COLD;
+    }
+    dv = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    if (dv == s->batch_dv) return 1;
+    s->batch_dv = dv;
+    return SIMBA__SQL_COLD;
+}
+
 /* 1 when a batch of n requests and its COMMIT, at the cost learnt, fit in the poll's
    budget left (always outside a poll). */
 static int simba__sql_commit_fits(simba__sql *s, int n) {
@@ -1334,17 +1362,18 @@ static int simba__sql_commit_fits(simba__sql *s, int n) {
    could not start (the caller runs the head alone and reports its error). */
 static int simba__sql_batch(simba__sql *s) {
     simba_req *r;
-    int n = 0, failed = 0, i, rc;
+    int n = 0, failed = 0, i, rc, cold;
     rc = sqlite3_step(s->st[SIMBA__SQL_BEGIN]);
     sqlite3_reset(s->st[SIMBA__SQL_BEGIN]);
     if (rc != SQLITE_DONE) return simba__sql_is_busy(rc) ? SIMBA__SQL_BUSY : -1;
     s->batch = 1;
+    cold = simba__sql_cold(s);
     for (r = s->head; r && n < s->batch_max; r = r->next_) {
         simba__sql_done *d = &s->done[n];
         /* The head was charged by the caller; every further request is a step of the poll,
            and so is the COMMIT that no budget stops once it started (a WAL frame per page
            written): a request is added only while it and the COMMIT it would make fit. */
-        if (n > 0 && (!simba__sql_commit_fits(s, n + 1) || simba_poll_budget_spent(s->loop))) break;
+        if (n > 0 && (!simba__sql_commit_fits(s, (n + 1) * cold) || simba_poll_budget_spent(s->loop))) break;
         s->batch_wake = 0;
         if (simba__sql_exec_one(s, r, &d->rep) == SIMBA__SQL_BUSY) { rc = SQLITE_BUSY; break; }
         if (sqlite3_get_autocommit(s->db)) { /* SQLite ended the transaction (I/O error, full) */
@@ -1366,7 +1395,7 @@ static int simba__sql_batch(simba__sql *s) {
         int64_t t0 = simba__real_us();
         rc = sqlite3_step(s->st[SIMBA__SQL_COMMIT]);
         sqlite3_reset(s->st[SIMBA__SQL_COMMIT]);
-        if (rc == SQLITE_DONE) simba__sql_commit_learn(s, n, simba__real_us() - t0);
+        if (rc == SQLITE_DONE && cold == 1) simba__sql_commit_learn(s, n, simba__real_us() - t0);
     }
     if (rc != SQLITE_DONE) {
         char why[160];
