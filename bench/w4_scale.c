@@ -445,6 +445,8 @@ static int steady(void) {
     if (strcmp(backend, "sqlite") == 0) shim_install();
     if ((rc = b_open(loop, backend, &store, &be)) != SIMBA_OK) b_die(PROG, "open %s: %s", backend, simba_strerror(rc));
     ckpt.every_ms = (int)b_optf("sql-checkpointer-ms", 0);
+    if (strcmp(b_opt("sql-checkpointer-cpu", "other"), "other") != 0 && strcmp(b_opt("sql-checkpointer-cpu", "other"), "same") != 0)
+        b_die(PROG, "--sql-checkpointer-cpu is other or same, not %s", b_opt("sql-checkpointer-cpu", "other"));
     if (strcmp(backend, "sqlite") == 0 && ckpt.every_ms > 0) {
         ckpt.path = b_opt("sql", "build/bench-sql/w4.db");
         label = b_opt("label", "sqlite, checkpoints in a thread");
