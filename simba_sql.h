@@ -1433,7 +1433,8 @@ static void simba__sql_drain(simba__sql *s, int64_t now) {
     while (s->head) {
         simba_reply rep;
         int rc = -1;
-        /* (a batch that would not fit with its COMMIT waits too: not one of one or two) */
+        /* A batch starts only with room for two requests and their COMMIT: else the poll's
+           tail fills with batches of one or two, each with a COMMIT of its own. */
         if ((s->head->next_ && s->done && !simba__sql_commit_fits(s, 2)) || simba_poll_budget_spent(s->loop)) {
             s->next_try = now;
             return;

@@ -409,10 +409,9 @@ TEST(checkpoint_thread_takes_the_wal_header_sync) {
 }
 
 /* The same when a write of the loop's comes between a complete checkpoint and the
-   checkpointer's own first write of the new WAL (W4: 4 in 20 checkpoints, during renewal
-   bursts): the checkpointer's read snapshot, kept until it holds the write lock, stops the
-   loop's writer from starting the WAL over (it appends), so the loop's thread does not
-   sync. The test hook holds the checkpointer in that window while the loop writes; the
+   checkpointer's own first write of the new WAL (W4: after 4 of ~20 checkpoints): the
+   checkpointer's read snapshot, kept until it holds the write lock, stops the loop's
+   writer from starting the WAL over (it appends), so the loop's thread does not sync. The test hook holds the checkpointer in that window while the loop writes; the
    WAL passes 1,000 frames (SQLite's automatic checkpoint) on the way. */
 static pthread_mutex_t race_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t race_cv = PTHREAD_COND_INITIALIZER;
@@ -1920,38 +1919,50 @@ TEST(woken_waiter_ask_is_not_held) {
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
 
+/* The budget tests' setup: a loop on the test clock with the given budget (µs; steps, 0 = no
+   count bound) and a backend on an in-memory database of its own. */
+static int budget_open(const char *path, int64_t budget_us, int max_steps, simba_loop **loop, simba_backend **be) {
+    simba_loop_desc ld;
+    simba_sql_desc sd;
+    memset(&ld, 0, sizeof ld);
+    ld.now_ms = fake_clock;
+    ld.poll_budget_us = budget_us;
+    ld.poll_max_steps = max_steps;
+    if (simba_loop_new(&ld, loop) != SIMBA_OK) return 0;
+    memset(&sd, 0, sizeof sd);
+    sd.path = path;
+    sd.test_clock = 1;
+    return simba_sql_open(*loop, &sd, be) == SIMBA_OK;
+}
+/* ... and n services on mutexes prefix0..prefix<n-1>, started at once. */
+static int budget_services(simba_loop *loop, simba_backend *be, const char *prefix, int64_t ttl_ms, int n,
+                           simba_service **sv) {
+    int i;
+    for (i = 0; i < n; i++) {
+        simba_contend_desc d;
+        char name[32];
+        memset(&d, 0, sizeof d);
+        snprintf(name, sizeof name, "%s%d", prefix, i);
+        d.mutex = name;
+        d.ttl_ms = ttl_ms;
+        d.transition_ms = 500;
+        if (simba_contend(loop, be, &d, &sv[i]) != SIMBA_OK || simba_start(sv[i]) != SIMBA_OK) return 0;
+    }
+    return 1;
+}
+
 /* Synchronous statements count against the poll's budget: with a bound of 20 steps no poll
    executes more than 20 requests, however many fall due together, and all are served. */
 TEST(sql_statements_count_against_the_poll_budget) {
     enum { N = 500, MAX = 20 };
     simba_loop *loop = NULL;
-    simba_loop_desc ld;
-    simba_sql_desc sd;
     simba_backend *be = NULL;
     static simba_service *sv[N];
     int i, polls = 0, owners = 0;
     uint64_t most = 0;
     fake_now = 9000000;
-    memset(&ld, 0, sizeof ld);
-    ld.now_ms = fake_clock;
-    ld.poll_max_steps = MAX;
-    ld.poll_budget_us = 3600000000;
-    REQUIRE(simba_loop_new(&ld, &loop) == SIMBA_OK);
-    memset(&sd, 0, sizeof sd);
-    sd.path = "file:/budget?vfs=memdb";
-    sd.test_clock = 1;
-    REQUIRE(simba_sql_open(loop, &sd, &be) == SIMBA_OK);
-    for (i = 0; i < N; i++) {
-        simba_contend_desc d;
-        char name[32];
-        memset(&d, 0, sizeof d);
-        snprintf(name, sizeof name, "budget%d", i);
-        d.mutex = name;
-        d.ttl_ms = 1000;
-        d.transition_ms = 500;
-        REQUIRE(simba_contend(loop, be, &d, &sv[i]) == SIMBA_OK);
-        CHECK_RC(simba_start(sv[i]), SIMBA_OK);
-    }
+    REQUIRE(budget_open("file:/budget?vfs=memdb", 3600000000, MAX, &loop, &be));
+    REQUIRE(budget_services(loop, be, "budget", 1000, N, sv));
     while (owners < N && polls < 10000) {
         uint64_t before = impl_of(be)->executed, did;
         int64_t w = simba_poll(loop);
@@ -2003,64 +2014,42 @@ static int slow_commit(void *u) {
     nanosleep(&ts, NULL);
     return 0;
 }
+/* Polls until the loop asks to wait (its work done), then moves the test clock 2.1 s on:
+   past a renewal (every ttl - ttl/3 = 2 s at ttl 3 s), and past the wait for company of
+   the renewals just queued, which the next round then sends. */
+static int slow_round(simba_loop *loop, int *polls) {
+    int64_t w;
+    do {
+        w = simba_poll(loop);
+        if (w < 0) return 0;
+        (*polls)++;
+    } while (w == 0 && *polls < 100000);
+    fake_now += 2100;
+    return 1;
+}
 TEST(sql_batches_leave_room_for_their_commit) {
     enum { N = 1000 };
+    static const char *path = "file:/commit-room?vfs=memdb";
     simba_loop *loop = NULL;
-    simba_loop_desc ld;
-    simba_sql_desc sd;
     simba_backend *be = NULL;
     static simba_service *sv[N];
+    sqlite3 *other = NULL;
     int i, k, polls = 0, owners = 0;
     fake_now = 11000000;
-    memset(&ld, 0, sizeof ld);
-    ld.now_ms = fake_clock;
-    ld.poll_budget_us = 4000;
-    REQUIRE(simba_loop_new(&ld, &loop) == SIMBA_OK);
-    memset(&sd, 0, sizeof sd);
-    sd.path = "file:/commit-room?vfs=memdb";
-    sd.test_clock = 1;
-    REQUIRE(simba_sql_open(loop, &sd, &be) == SIMBA_OK);
+    REQUIRE(budget_open(path, 4000, 0, &loop, &be));
     slow_changes = sqlite3_total_changes(impl_of(be)->db);
     slow_commits = slow_late = slow_most_early = slow_most_late = 0;
     sqlite3_commit_hook(impl_of(be)->db, slow_commit, impl_of(be)->db);
-    for (i = 0; i < N; i++) {
-        simba_contend_desc d;
-        char name[32];
-        memset(&d, 0, sizeof d);
-        snprintf(name, sizeof name, "room%d", i);
-        d.mutex = name;
-        d.ttl_ms = 3000;
-        d.transition_ms = 500;
-        REQUIRE(simba_contend(loop, be, &d, &sv[i]) == SIMBA_OK);
-        CHECK_RC(simba_start(sv[i]), SIMBA_OK);
-    }
-    /* the first acquisitions, then two rounds of renewals (every ttl - ttl/3 = 2 s) */
-    for (k = 0; k < 3; k++) {
-        int64_t w;
-        do {
-            w = simba_poll(loop);
-            CHECK(w >= 0);
-            polls++;
-        } while (w == 0 && polls < 100000);
-        fake_now += 2100;
-    }
-    {
-        sqlite3 *other = NULL;
-        int64_t w;
-        REQUIRE(sqlite3_open_v2(sd.path, &other, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, NULL) == SQLITE_OK);
-        REQUIRE(sqlite3_exec(other, "PRAGMA user_version = 7", NULL, NULL, NULL) == SQLITE_OK);
-        sqlite3_close(other);
-        slow_watch = 1;
-        slow_after_other = 0;
-        for (k = 0; k < 2; k++) { /* (renewals wait for company: the second round sends them) */
-            do {
-                w = simba_poll(loop);
-                CHECK(w >= 0);
-                polls++;
-            } while (w == 0 && polls < 100000);
-            fake_now += 2100;
-        }
-    }
+    REQUIRE(budget_services(loop, be, "room", 3000, N, sv));
+    /* the first acquisitions, then two rounds of renewals */
+    for (k = 0; k < 3; k++) CHECK(slow_round(loop, &polls));
+    /* another connection commits: the next batch is cold */
+    REQUIRE(sqlite3_open_v2(path, &other, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, NULL) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(other, "PRAGMA user_version = 7", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(other);
+    slow_watch = 1;
+    slow_after_other = 0;
+    for (k = 0; k < 2; k++) CHECK(slow_round(loop, &polls));
     for (owners = 0, i = 0; i < N; i++) owners += simba_is_owner(sv[i]);
     fprintf(stderr, "  %d polls, %d commits; the most rows in one: %d in the first 20, %d after; "
                     "%lld ns per request learnt; %d rows in the first after another connection's\n",
