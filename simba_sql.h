@@ -2135,10 +2135,37 @@ static void simba__sql_warm_wal(const char *path) {
     close(fd);
 }
 
+/* The WAL's frame count and how many of them are copied, read from the wal-index header
+   that SQLite keeps at the start of the -shm file (its format: sqlite.org/walformat.html;
+   two copies of the header, written second copy first, then the checkpoint info with
+   nBackfill at byte 96), read the way SQLite's own lock-free readers read it: both copies
+   alike, else not known. 1 when known. */
+static int simba__sql_wal_index(sqlite3 *db, unsigned *mx_frame, unsigned *backfilled) {
+    const char *file = sqlite3_db_filename(db, "main");
+    char shm[4096];
+    unsigned char h[100];
+    uint32_t version, mx, bf;
+    int fd, ok;
+    if (!file || !file[0] || (size_t)snprintf(shm, sizeof shm, "%s-shm", file) >= sizeof shm) return 0;
+    fd = open(shm, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ok = pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h;
+    close(fd);
+    if (!ok || memcmp(h, h + 48, 48) != 0 || h[12] != 1) return 0; /* torn, or not initialised */
+    memcpy(&version, h, 4);  /* (native byte order, like all of the -shm) */
+    memcpy(&mx, h + 16, 4);
+    memcpy(&bf, h + 96, 4);
+    if (version != 3007000 || bf > mx) return 0;
+    *mx_frame = mx;
+    *backfilled = bf;
+    return 1;
+}
+
 SIMBA_API simba_result simba_sql_checkpoint(const char *path, int *wal_frames, int *copied, char *errbuf, size_t errbuf_cap) {
     sqlite3 *db = NULL, *hold = NULL;
     char vfs_name[80];
-    int rc, frames = -1, done = -1;
+    int rc, frames = -1, done = -1, known = 0;
+    unsigned mx = 0, bf = 0;
     simba_result res = SIMBA_OK;
     if (wal_frames) *wal_frames = -1;
     if (copied) *copied = -1;
@@ -2157,12 +2184,23 @@ SIMBA_API simba_result simba_sql_checkpoint(const char *path, int *wal_frames, i
        would leave the WAL all copied before the next call's hold, whose read snapshot then
        uses no frame of the WAL and keeps no writer from starting it over. */
     if (rc == SQLITE_OK) rc = sqlite3_wal_autocheckpoint(db, 0);
-    if (rc == SQLITE_OK) hold = simba__sql_hold(path, vfs_name);
-    if (rc == SQLITE_OK) rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &done);
-    SIMBA__SQL_AFTER_CHECKPOINT();
-    /* (one frame may be that write's own from the call before: an idle database is left
-       alone, not written every call) */
-    if (rc == SQLITE_OK && frames > 1 && done == frames) simba__sql_restart_wal(db, hold);
+    /* Nothing written since the call before, whose write is the WAL's only frame: copying
+       that frame would leave a WAL all copied and no reader on it, and the loop's next
+       write would start the WAL over and sync its header in the loop's thread (W4, with
+       the loop quiet for seconds between renewal waves: a poll of 5-10 ms every few
+       seconds). Left in the WAL, it makes the loop's writes append. */
+    if (rc == SQLITE_OK && (known = simba__sql_wal_index(db, &mx, &bf)) && mx == 1 && bf == 0) {
+        frames = 1;
+        done = 0;
+    } else {
+        if (rc == SQLITE_OK) hold = simba__sql_hold(path, vfs_name);
+        if (rc == SQLITE_OK) rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &done);
+        SIMBA__SQL_AFTER_CHECKPOINT();
+        /* All copied: start the WAL over here, also from an empty or a one-frame WAL when
+           the index says so (the next call then finds the case above). Not when the index
+           could not be read: an idle database would be written every call. */
+        if (rc == SQLITE_OK && done == frames && frames >= 0 && (frames > 1 || known)) simba__sql_restart_wal(db, hold);
+    }
     sqlite3_close(hold); /* (a read transaction still open ends with it) */
     if (rc == SQLITE_OK) simba__sql_warm_wal(path);
     if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {

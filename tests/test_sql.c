@@ -470,6 +470,54 @@ TEST(loop_write_right_after_a_checkpoint_does_not_sync) {
     REQUIRE(sync_vfs_remove());
 }
 
+/* And when the loop writes nothing between two checkpoints (W4: quiet spans of 2-4 s between
+   renewal waves): the second call finds only the first one's own write of the new WAL. Had it
+   copied that frame, the WAL would be all copied with no reader on it, and the loop's next
+   write would start it over and sync the header in the loop's thread (W4: one poll of 5-10
+   ms, every few seconds). An idle call copies nothing and writes nothing. */
+TEST(idle_checkpoint_leaves_the_wal_to_append) {
+    char path[300], wal[320];
+    simba_loop *loop;
+    simba_backend *be = NULL;
+    simba_sql_desc d;
+    int failed = 0, round, idle_calls = 0, kept = 0;
+    REQUIRE(sync_vfs_install());
+    loop = newloop();
+    REQUIRE(loop != NULL);
+    memset(&d, 0, sizeof d);
+    d.path = newdb(path, sizeof path);
+    d.checkpoint = -1;
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
+    (void)renew_rounds(be, wal, 1, &failed);
+    sync_by_loop = sync_by_others = 0;
+    for (round = 0; round < 4; round++) {
+        int call;
+        for (call = 0; call < 2; call++) { /* the second call: nothing written since the first */
+            struct ckpt_call c;
+            pthread_t th;
+            memset(&c, 0, sizeof c);
+            c.path = path;
+            REQUIRE(pthread_create(&th, NULL, ckpt_call_main, &c) == 0);
+            pthread_join(th, NULL);
+            CHECK_RC(c.rc, SIMBA_OK);
+            if (call == 1) {
+                idle_calls += c.frames == 1;
+                kept += c.copied == 0; /* its own frame stays in the WAL */
+            }
+        }
+        (void)renew_rounds(be, wal, 1, &failed);
+    }
+    fprintf(stderr, "  %d of 4 second calls found only their own frame, %d copied nothing; syncs: %d by the loop's "
+            "thread, %d by the checkpointing thread\n", idle_calls, kept, sync_by_loop, sync_by_others);
+    CHECK_EQ(failed, 0);
+    CHECK_EQ(idle_calls, 4);
+    CHECK_EQ(kept, 4);
+    CHECK_EQ(sync_by_loop, 0);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+    REQUIRE(sync_vfs_remove());
+}
+
 /* ---- opening ------------------------------------------------------------------------ */
 
 /* The WAL's appends end on 4 KiB blocks (simba_sql.h, simba__sql_pad_write: a partly
@@ -2851,6 +2899,7 @@ int main(int argc, char **argv) {
     RUN(checkpoint_off_the_loop_keeps_the_wal_short);
     RUN(checkpoint_thread_takes_the_wal_header_sync);
     RUN(loop_write_right_after_a_checkpoint_does_not_sync);
+    RUN(idle_checkpoint_leaves_the_wal_to_append);
     RUN(wal_appends_end_on_blocks_and_recover);
     RUN(open_errors);
     RUN(tables_are_separate);
