@@ -539,9 +539,15 @@ static int steady(void) {
                   : strcmp(backend, "sqlite") == 0 ? b_fmt("sqlite3_memory_used: %s B in all", b_num((double)sqlite3_memory_used()))
                                                    : "(backend allocations through the loop allocator count too)",
               "", "≤ 1 KiB", b_verdict_max(per_svc, 1024, "B"));
+        /* SQLite's automatic checkpoint (checkpoint = 0) copies the WAL and fsyncs inside the
+           commit that crosses 1,000 pages: a blocking step of SQLite that no poll budget
+           bounds (simba_sql.h, CHECKPOINTS). Measured, not held to the target; the rows with
+           checkpoint = -1 and a checkpoint thread are the configuration for it. */
+        int sqlite_auto = strcmp(backend, "sqlite") == 0 && atoi(b_opt("sql-checkpoint", "0")) == 0;
         b_row(w, label, "longest simba_poll in the window", b_fmt("%.2f ms", maxpoll / 1000),
-              b_fmt("%ld polls; %lld loop allocations in the window", polls, loop_allocs - allocs0), "", "≤ 1 ms",
-              b_verdict_max(maxpoll / 1000, 1, "ms"));
+              b_fmt("%ld polls; %lld loop allocations in the window", polls, loop_allocs - allocs0), "",
+              sqlite_auto ? "none: SQLite's own checkpoint inside a commit, a blocking step of SQLite (≤ 1 ms: checkpoint = -1 and a thread's simba_sql_checkpoint, below)" : "≤ 1 ms",
+              sqlite_auto ? "measured" : b_verdict_max(maxpoll / 1000, 1, "ms"));
         /* Wall time includes time the OS ran others: the thread's CPU time tells the poll's own work. */
         b_row(w, label, "simba_poll's own CPU time (CLOCK_THREAD_CPUTIME_ID)",
               b_fmt("%.2f ms in the longest poll; %.2f ms at most in any poll", maxpoll_cpu / 1000, maxcpu / 1000),
