@@ -518,6 +518,54 @@ TEST(idle_checkpoint_leaves_the_wal_to_append) {
     REQUIRE(sync_vfs_remove());
 }
 
+/* simba_sql_checkpoint() asks the kernel to read back the database's dropped pages through
+   SQLite's own descriptor: a descriptor of its own, once closed, would drop every POSIX lock
+   this process holds on the file, among them the SHARED lock of the loop's connection that
+   tells another process closing the last connection not to delete the WAL. A child
+   process asks (F_GETLK) whether SQLite's shared-lock bytes are still held. */
+static int sql_shared_lock_held(const char *path) {
+    pid_t kid = fork();
+    int st = 0;
+    if (kid == 0) {
+        struct flock fl;
+        int fd = open(path, O_RDONLY);
+        memset(&fl, 0, sizeof fl);
+        fl.l_type = F_WRLCK;
+        fl.l_whence = SEEK_SET;
+        fl.l_start = 0x40000000 + 2; /* SQLite's SHARED_FIRST: PENDING_BYTE + 2 */
+        fl.l_len = 510;              /* SHARED_SIZE */
+        _exit(fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 ? (fl.l_type == F_UNLCK ? 2 : 1) : 3);
+    }
+    if (kid < 0 || waitpid(kid, &st, 0) != kid || !WIFEXITED(st)) return -1;
+    return WEXITSTATUS(st) == 1 ? 1 : WEXITSTATUS(st) == 2 ? 0 : -1;
+}
+TEST(checkpoint_keeps_this_process_locks) {
+    char path[300], wal[320];
+    simba_loop *loop;
+    simba_backend *be = NULL;
+    simba_sql_desc d;
+    int failed = 0, frames = -1, copied = -1, before, after;
+    loop = newloop();
+    REQUIRE(loop != NULL);
+    memset(&d, 0, sizeof d);
+    d.path = newdb(path, sizeof path);
+    d.checkpoint = -1;
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
+    (void)renew_rounds(be, wal, 2, &failed);
+    before = sql_shared_lock_held(path);
+    CHECK_RC(simba_sql_checkpoint(path, &frames, &copied, NULL, 0), SIMBA_OK);
+    CHECK(frames > 1 && copied == frames);
+    after = sql_shared_lock_held(path);
+    (void)renew_rounds(be, wal, 1, &failed); /* and the loop goes on */
+    fprintf(stderr, "  the loop's SHARED lock on the database: %s before the checkpoint, %s after\n",
+            before == 1 ? "held" : before == 0 ? "not held" : "unknown", after == 1 ? "held" : after == 0 ? "not held" : "unknown");
+    CHECK_EQ(before, 1);
+    CHECK_EQ(after, 1);
+    CHECK_EQ(failed, 0);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
 /* ---- opening ------------------------------------------------------------------------ */
 
 /* The WAL's appends end on 4 KiB blocks (simba_sql.h, simba__sql_pad_write: a partly
@@ -2900,6 +2948,7 @@ int main(int argc, char **argv) {
     RUN(checkpoint_thread_takes_the_wal_header_sync);
     RUN(loop_write_right_after_a_checkpoint_does_not_sync);
     RUN(idle_checkpoint_leaves_the_wal_to_append);
+    RUN(checkpoint_keeps_this_process_locks);
     RUN(wal_appends_end_on_blocks_and_recover);
     RUN(open_errors);
     RUN(tables_are_separate);
