@@ -2165,24 +2165,32 @@ static void simba__sql_warm(sqlite3 *db, const char *path) {
     closedir(dir);
 }
 
-/* The WAL's frame count and how many of them are copied, read from the wal-index header
-   that SQLite keeps at the start of the -shm file (its format: sqlite.org/walformat.html;
-   two copies of the header, written second copy first, then the checkpoint info with
-   nBackfill at byte 96), read the way SQLite's own lock-free readers read it: both copies
-   alike, else not known. 1 when known. */
+/* The WAL's frame count and how many of them are copied, read from the wal-index header at
+   the start of the -shm region (its format: sqlite.org/walformat.html; two copies of the
+   header, written second copy first, then the checkpoint info with nBackfill at byte 96),
+   the way SQLite's own lock-free readers read it: first copy, barrier, second copy; both
+   alike, else not known. It is read through the connection's own mapping (the VFS's
+   xShmMap, region 0, never extended): a descriptor of this call's own on the -shm file,
+   once closed, would drop every POSIX lock this process holds on it (every connection's
+   read marks and the lock that keeps other processes from starting the wal-index afresh).
+   1 when known. */
 static int simba__sql_wal_index(sqlite3 *db, unsigned *mx_frame, unsigned *backfilled) {
-    const char *file = sqlite3_db_filename(db, "main");
-    char shm[4096];
+    sqlite3_file *f = NULL;
+    void volatile *region = NULL;
+    const volatile unsigned char *v;
     unsigned char h[100];
     uint32_t version, mx, bf;
-    int fd, ok;
-    if (!file || !file[0] || (size_t)snprintf(shm, sizeof shm, "%s-shm", file) >= sizeof shm) return 0;
-    fd = open(shm, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ok = pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h;
-    close(fd);
-    if (!ok || memcmp(h, h + 48, 48) != 0 || h[12] != 1) return 0; /* torn, or not initialised */
-    memcpy(&version, h, 4);  /* (native byte order, like all of the -shm) */
+    size_t i;
+    if (sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK || !f || !f->pMethods ||
+        f->pMethods->iVersion < 2 || !f->pMethods->xShmMap || !f->pMethods->xShmBarrier)
+        return 0;
+    if (f->pMethods->xShmMap(f, 0, 32768, 0, &region) != SQLITE_OK || !region) return 0;
+    v = (const volatile unsigned char *)region;
+    for (i = 0; i < 48; i++) h[i] = v[i];
+    f->pMethods->xShmBarrier(f);
+    for (i = 48; i < sizeof h; i++) h[i] = v[i];
+    if (memcmp(h, h + 48, 48) != 0 || h[12] != 1) return 0; /* torn, or not initialised */
+    memcpy(&version, h, 4); /* (native byte order, like all of the -shm) */
     memcpy(&mx, h + 16, 4);
     memcpy(&bf, h + 96, 4);
     if (version != 3007000 || bf > mx) return 0;

@@ -518,12 +518,14 @@ TEST(idle_checkpoint_leaves_the_wal_to_append) {
     REQUIRE(sync_vfs_remove());
 }
 
-/* simba_sql_checkpoint() asks the kernel to read back the database's dropped pages through
-   SQLite's own descriptor: a descriptor of its own, once closed, would drop every POSIX lock
-   this process holds on the file, among them the SHARED lock of the loop's connection that
-   tells another process closing the last connection not to delete the WAL. A child
-   process asks (F_GETLK) whether SQLite's shared-lock bytes are still held. */
-static int sql_shared_lock_held(const char *path) {
+/* simba_sql_checkpoint() reads the wal-index header and asks the kernel to read back the
+   database's dropped pages without a descriptor of its own on either file: one, once
+   closed, would drop every POSIX lock this process holds on the file, among them the loop
+   connection's SHARED lock on the database (which tells another process closing the last
+   connection not to delete the WAL) and its lock on the -shm file (which tells another
+   process not to start the wal-index afresh). A child process asks (F_GETLK) whether
+   they are still held. */
+static int sql_lock_held(const char *path, off_t start, off_t len) {
     pid_t kid = fork();
     int st = 0;
     if (kid == 0) {
@@ -532,12 +534,22 @@ static int sql_shared_lock_held(const char *path) {
         memset(&fl, 0, sizeof fl);
         fl.l_type = F_WRLCK;
         fl.l_whence = SEEK_SET;
-        fl.l_start = 0x40000000 + 2; /* SQLite's SHARED_FIRST: PENDING_BYTE + 2 */
-        fl.l_len = 510;              /* SHARED_SIZE */
+        fl.l_start = start;
+        fl.l_len = len;
         _exit(fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 ? (fl.l_type == F_UNLCK ? 2 : 1) : 3);
     }
     if (kid < 0 || waitpid(kid, &st, 0) != kid || !WIFEXITED(st)) return -1;
     return WEXITSTATUS(st) == 1 ? 1 : WEXITSTATUS(st) == 2 ? 0 : -1;
+}
+/* SQLite's unix VFS: a connection's SHARED lock on the database (SHARED_FIRST = PENDING_BYTE
+   + 2, SHARED_SIZE 510 bytes), and the -shm file's "dead man switch" byte (120 + 8) that
+   every process using the wal-index holds, so that no other process starts it afresh. */
+static int sql_shared_lock_held(const char *path) {
+    char shm[320];
+    int db = sql_lock_held(path, 0x40000000 + 2, 510), dms;
+    snprintf(shm, sizeof shm, "%s-shm", path);
+    dms = sql_lock_held(shm, 128, 1);
+    return db < 0 || dms < 0 ? -1 : db && dms;
 }
 TEST(checkpoint_keeps_this_process_locks) {
     char path[300], wal[320];
@@ -558,7 +570,7 @@ TEST(checkpoint_keeps_this_process_locks) {
     CHECK(frames > 1 && copied == frames);
     after = sql_shared_lock_held(path);
     (void)renew_rounds(be, wal, 1, &failed); /* and the loop goes on */
-    fprintf(stderr, "  the loop's SHARED lock on the database: %s before the checkpoint, %s after\n",
+    fprintf(stderr, "  the loop's locks on the database and its -shm file: %s before the checkpoint, %s after\n",
             before == 1 ? "held" : before == 0 ? "not held" : "unknown", after == 1 ? "held" : after == 0 ? "not held" : "unknown");
     CHECK_EQ(before, 1);
     CHECK_EQ(after, 1);
