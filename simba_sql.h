@@ -139,7 +139,8 @@
  *       And a call that finds nothing new in the WAL but its own write from the call
  *       before (the loop quiet between renewal waves) copies nothing: a WAL all copied
  *       would be started over, and synced, by the loop's next write (W4: one poll of
- *       5-10 ms every few seconds; the call reads the frame counts from the -shm file);
+ *       5-10 ms every few seconds; the call reads the frame counts from the wal-index,
+ *       through the connection's own mapping);
  *     - reads: a WAL write that partly covers a 4 KiB block whose page the kernel dropped
  *       from its cache reads it back from the disk first. Proactive reclaim of idle pages
  *       (DAMON's pageout, as on this project's VM) drops the WAL's rarely reached end; the
@@ -148,16 +149,22 @@
  *       block (a VFS over the default one, "simba-pad-unix"; only appends, see
  *       simba__sql_pad_write; SIMBA_SQL_PAD_WAL 0 leaves it out), so the next append starts
  *       in a block written whole and ends in one it writes whole: no append reads back.
+ *       The loop also reads the database's own pages again after the call's write
+ *       (another connection's commit drops the loop's page cache); the call asks for the
+ *       database file as well, through its connection's descriptor (never one of its
+ *       own: closing that would drop every POSIX lock the process holds on the file).
  *       W4 with the checkpoint thread, polls that waited in the kernel: 28-66 of ~750
- *       before, 6-10 after; after the idle-call rule above, 0-3 (longest poll 0.90-1.24
- *       ms before that rule, 0.58-0.62 ms after, in 4 alternating rounds).
+ *       before the padding, 6-10 after; 0-10 after the idle-call rule above (longest poll
+ *       0.90-1.71 ms in 7 runs before it, 0.57-1.00 ms in 11 after); 0-1 with the database
+ *       asked for too (longest poll 0.57-0.67 ms in 7 runs).
  *
  * WHERE TO PUT THE FILE
  *   On a disk, a read of the loop's can still wait for a dropped page of the database (see
  *   CHECKPOINTS), queued behind another thread's fsync: with checkpoints off the loop, W4's
  *   longest poll read 1.0-11.5 ms on this project's VM before WAL appends were padded,
- *   1.17-1.57 ms after, and 0.58-0.62 ms once an idle checkpoint call left the loop's next
- *   write nothing to start over (0-3 of ~700 polls waited in the kernel). On a tmpfs
+ *   1.17-1.57 ms after, and 0.57-0.67 ms once an idle checkpoint call left the loop's next
+ *   write nothing to start over and the call asked for the database's pages too (0-1 of
+ *   ~700 polls waited in the kernel). On a tmpfs
  *   (/run/lock, /dev/shm, $XDG_RUNTIME_DIR) no write waits for a disk, and a lock file loses
  *   nothing there that it needs: a reboot ends every process that held a lease, and fences
  *   stay increasing (a row made again starts above the lost one's, see HOW IT WORKS). W4 on
