@@ -2183,11 +2183,18 @@ static void simba__sql_warm(sqlite3 *db, const char *path) {
    1 when known. */
 static int simba__sql_wal_index(sqlite3 *db, unsigned *mx_frame, unsigned *backfilled) {
     sqlite3_file *f = NULL;
+    sqlite3_stmt *st = NULL;
     void volatile *region = NULL;
     const volatile unsigned char *v;
     unsigned char h[100];
     uint32_t version, mx, bf;
     size_t i;
+    int wal;
+    /* Only in WAL mode: xShmMap on any other database would make it a -shm file. */
+    wal = sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+          sqlite3_column_text(st, 0) && strcmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
+    sqlite3_finalize(st);
+    if (!wal) return 0;
     if (sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK || !f || !f->pMethods ||
         f->pMethods->iVersion < 2 || !f->pMethods->xShmMap || !f->pMethods->xShmBarrier)
         return 0;

@@ -194,6 +194,22 @@ TEST(checkpoint_bad_input) {
     CHECK(strstr(err, "not a database") != NULL);
     snprintf(wal, sizeof wal, "%s-wal", path);
     CHECK_EQ((long long)file_size(wal), -1);
+    { /* a database not in WAL mode: nothing to copy, and no -wal or -shm file made for it */
+        sqlite3 *db = NULL;
+        char shm[320];
+        remove(path);
+        REQUIRE(sqlite3_open(path, &db) == SQLITE_OK);
+        CHECK(sqlite3_exec(db, "PRAGMA journal_mode=DELETE; CREATE TABLE t (k); INSERT INTO t VALUES (1)", NULL, NULL, NULL) ==
+              SQLITE_OK);
+        sqlite3_close(db);
+        frames = copied = 7;
+        CHECK_RC(simba_sql_checkpoint(path, &frames, &copied, err, sizeof err), SIMBA_OK);
+        CHECK_EQ(frames, -1);
+        CHECK_EQ(copied, -1);
+        snprintf(shm, sizeof shm, "%s-shm", path);
+        CHECK_EQ((long long)file_size(shm), -1);
+        CHECK_EQ((long long)file_size(wal), -1);
+    }
 }
 
 /* A loop whose backend never checkpoints (checkpoint = -1) keeps a short WAL when a thread
