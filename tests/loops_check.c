@@ -235,10 +235,11 @@ static void stop_now(void) {
 static int child_main(int port, const char *mutex, int go_fd, int report_fd) {
     char b;
     int64_t t;
+    int got;
     if (read(go_fd, &b, 1) != 1) return 2;
     if (!setup(port, mutex, "waiter")) return 3;
-    if (!run_until(&owner, 1, 8000)) return 4;
-    t = acquired_us;
+    got = run_until(&owner, 1, 8000);
+    t = got ? acquired_us : -1; /* -1: not acquired; the line says what the waiter saw */
     if (write(report_fd, &t, sizeof t) != (ssize_t)sizeof t) return 5;
     {
         /* what the waiter went through, printed by the parent next to the handoff figure */
@@ -252,6 +253,7 @@ static int child_main(int port, const char *mutex, int go_fd, int report_fd) {
                      (unsigned long long)st.errors, (long long)st.wait_max_ms, st.last_error_msg[0] ? st.last_error_msg : "none");
         if (write(report_fd, line, sizeof line) != (ssize_t)sizeof line) return 5;
     }
+    if (!got) return 4;
     simba_stop(svc);
     run_until(&released, 1, 2000);
     detach();
@@ -365,7 +367,7 @@ int main(int argc, char **argv) {
         char line[256];
         p.fd = rep[0];
         p.events = POLLIN;
-        if (poll(&p, 1, 5000) == 1 && read(rep[0], &t, sizeof t) == (ssize_t)sizeof t) {
+        if (poll(&p, 1, 5000) == 1 && read(rep[0], &t, sizeof t) == (ssize_t)sizeof t && t >= 0) {
             double ms = (t - stop_called_us) / 1000.0;
             printf("%s: handoff to the waiting process in %.1f ms\n", ADAPTER, ms);
             if (read(rep[0], line, sizeof line) == (ssize_t)sizeof line) {
@@ -376,6 +378,12 @@ int main(int argc, char **argv) {
         } else {
             fail("the waiting process did not acquire within 5 s of the release (the push was lost; "
                  "its own timer comes only at the lease end)");
+            /* what it saw, once it gives up (8 s after it started) */
+            if (t >= 0 && !(poll(&p, 1, 5000) == 1 && read(rep[0], &t, sizeof t) == (ssize_t)sizeof t)) t = 0;
+            if (t < 0 && read(rep[0], line, sizeof line) == (ssize_t)sizeof line) {
+                line[sizeof line - 1] = 0;
+                printf("%s: the waiting process, not owner after 8 s: %s\n", ADAPTER, line);
+            }
         }
     }
 #if defined(LOOPS_URING) || defined(LOOPS_EPOLL)
