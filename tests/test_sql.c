@@ -357,6 +357,33 @@ static void *ckpt_call_main(void *arg) {
     c->rc = simba_sql_checkpoint(c->path, &c->frames, &c->copied, NULL, 0);
     return NULL;
 }
+/* One simba_sql_checkpoint() call from a thread of its own (the counting VFS tells the
+   loop's syncs from others' by thread), waited for. 0 when the thread cannot start. */
+static int ckpt_in_thread(const char *path, struct ckpt_call *c) {
+    pthread_t th;
+    memset(c, 0, sizeof *c);
+    c->path = path;
+    if (pthread_create(&th, NULL, ckpt_call_main, c) != 0) return 0;
+    pthread_join(th, NULL);
+    return 1;
+}
+/* A loop whose SQLite backend never checkpoints (checkpoint = -1), on a new file at path
+   (wal: its WAL), with its rows written once. NULL when it cannot open. */
+static simba_loop *ckpt_loop(char *path, size_t path_cap, char *wal, size_t wal_cap, simba_backend **be, int *failed) {
+    simba_loop *loop = newloop();
+    simba_sql_desc d;
+    if (!loop) return NULL;
+    memset(&d, 0, sizeof d);
+    d.path = newdb(path, path_cap);
+    d.checkpoint = -1;
+    snprintf(wal, wal_cap, "%s-wal", path);
+    if (simba_sql_open(loop, &d, be) != SIMBA_OK) {
+        simba_loop_free(loop);
+        return NULL;
+    }
+    (void)renew_rounds(*be, wal, 1, failed);
+    return loop;
+}
 /* Makes the counting VFS the default (the backend's pad VFS wraps it) for the calling
    thread as the loop's; undone by sync_vfs_remove(). */
 static int sync_vfs_install(void) {
@@ -391,25 +418,13 @@ TEST(checkpoint_thread_takes_the_wal_header_sync) {
     char path[300], wal[320];
     simba_loop *loop;
     simba_backend *be = NULL;
-    simba_sql_desc d;
     int failed = 0, round, loop_syncs;
     REQUIRE(sync_vfs_install());
-    loop = newloop();
-    REQUIRE(loop != NULL);
-    memset(&d, 0, sizeof d);
-    d.path = newdb(path, sizeof path);
-    d.checkpoint = -1;
-    snprintf(wal, sizeof wal, "%s-wal", path);
-    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
-    (void)renew_rounds(be, wal, 1, &failed); /* the table and its rows exist */
+    REQUIRE((loop = ckpt_loop(path, sizeof path, wal, sizeof wal, &be, &failed)) != NULL); /* the table and its rows exist */
     sync_by_loop = sync_by_others = 0;
     for (round = 0; round < 5; round++) {
         struct ckpt_call c;
-        pthread_t th;
-        memset(&c, 0, sizeof c);
-        c.path = path;
-        REQUIRE(pthread_create(&th, NULL, ckpt_call_main, &c) == 0);
-        pthread_join(th, NULL);
+        REQUIRE(ckpt_in_thread(path, &c));
         CHECK_RC(c.rc, SIMBA_OK);
         CHECK(c.frames > 0 && c.copied == c.frames); /* nothing else wrote meanwhile */
         (void)renew_rounds(be, wal, 1, &failed);
@@ -443,17 +458,9 @@ TEST(loop_write_right_after_a_checkpoint_does_not_sync) {
     char path[300], wal[320];
     simba_loop *loop;
     simba_backend *be = NULL;
-    simba_sql_desc d;
     int failed = 0, round, complete = 0;
     REQUIRE(sync_vfs_install());
-    loop = newloop();
-    REQUIRE(loop != NULL);
-    memset(&d, 0, sizeof d);
-    d.path = newdb(path, sizeof path);
-    d.checkpoint = -1;
-    snprintf(wal, sizeof wal, "%s-wal", path);
-    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
-    (void)renew_rounds(be, wal, 1, &failed);
+    REQUIRE((loop = ckpt_loop(path, sizeof path, wal, sizeof wal, &be, &failed)) != NULL);
     sync_by_loop = sync_by_others = 0;
     simba_sql_test_after_checkpoint = race_after_checkpoint;
     for (round = 0; round < 6; round++) {
@@ -495,27 +502,15 @@ TEST(idle_checkpoint_leaves_the_wal_to_append) {
     char path[300], wal[320];
     simba_loop *loop;
     simba_backend *be = NULL;
-    simba_sql_desc d;
     int failed = 0, round, idle_calls = 0, kept = 0;
     REQUIRE(sync_vfs_install());
-    loop = newloop();
-    REQUIRE(loop != NULL);
-    memset(&d, 0, sizeof d);
-    d.path = newdb(path, sizeof path);
-    d.checkpoint = -1;
-    snprintf(wal, sizeof wal, "%s-wal", path);
-    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
-    (void)renew_rounds(be, wal, 1, &failed);
+    REQUIRE((loop = ckpt_loop(path, sizeof path, wal, sizeof wal, &be, &failed)) != NULL);
     sync_by_loop = sync_by_others = 0;
     for (round = 0; round < 4; round++) {
         int call;
         for (call = 0; call < 2; call++) { /* the second call: nothing written since the first */
             struct ckpt_call c;
-            pthread_t th;
-            memset(&c, 0, sizeof c);
-            c.path = path;
-            REQUIRE(pthread_create(&th, NULL, ckpt_call_main, &c) == 0);
-            pthread_join(th, NULL);
+            REQUIRE(ckpt_in_thread(path, &c));
             CHECK_RC(c.rc, SIMBA_OK);
             if (call == 1) {
                 idle_calls += c.frames == 1;
@@ -571,16 +566,9 @@ TEST(checkpoint_keeps_this_process_locks) {
     char path[300], wal[320];
     simba_loop *loop;
     simba_backend *be = NULL;
-    simba_sql_desc d;
     int failed = 0, frames = -1, copied = -1, before, after;
-    loop = newloop();
-    REQUIRE(loop != NULL);
-    memset(&d, 0, sizeof d);
-    d.path = newdb(path, sizeof path);
-    d.checkpoint = -1;
-    snprintf(wal, sizeof wal, "%s-wal", path);
-    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
-    (void)renew_rounds(be, wal, 2, &failed);
+    REQUIRE((loop = ckpt_loop(path, sizeof path, wal, sizeof wal, &be, &failed)) != NULL);
+    (void)renew_rounds(be, wal, 1, &failed); /* (a second round: frames to copy) */
     before = sql_shared_lock_held(path);
     CHECK_RC(simba_sql_checkpoint(path, &frames, &copied, NULL, 0), SIMBA_OK);
     CHECK(frames > 1 && copied == frames);
