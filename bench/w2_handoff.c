@@ -20,10 +20,14 @@
  * the same processes and timing on pg_advisory_lock() (--part advisory, blocking libpq,
  * the waiter blocked inside the server), the bar issue 17 names, and by a second one: a bare
  * pg_notify() from the holder to the next process's LISTEN (--part notify), the floor under
- * any handoff that wakes its waiter by NOTIFY, as simba_pg's does, and by a third: the same
- * pg_notify() in a transaction that also updates one row by its key, with
- * synchronous_commit off as simba_pg's session has it (--part notify-write), the floor under
- * any handoff whose release writes the grant to a table before it wakes the waiter.
+ * any handoff that wakes its waiter by NOTIFY, as simba_pg's does, and by a third: one
+ * statement that updates one row by its key and sends the same pg_notify(), with
+ * synchronous_commit off as simba_pg's session has it (--part notify-write): a release that
+ * writes the grant to a table before it wakes the waiter, with nothing else to do. Both are
+ * prepared statements, as simba_pg's are: sent as text, the write's four statements were
+ * parsed and planned at every handoff, and that, not the write, made the reference read
+ * 0.51-0.59 ms in sessions 13-16 (a bare pg_notify() also takes a transaction id and writes a
+ * commit record).
  *
  * The parent spawns --procs copies of itself (worker mode), each with its own loop, backend
  * and connection, all contending for one mutex from one common start time for --secs. A
@@ -204,13 +208,17 @@ static int worker_advisory(void) {
    rests rest-ms; the next process holds from the moment it reads the notification. The floor
    under any handoff that wakes its waiter with LISTEN/NOTIFY: the notifying commit and the
    listener's delivery of it (a transaction on each side), where the advisory unlock wakes a
-   waiter blocked in the server. */
+   waiter blocked in the server. With write (the third reference), the statement also updates
+   the holder's own row: a release that writes its grant, and does nothing else, first. */
 static int worker_notify(int write) {
     double start = b_optf("start-us", 0), end = b_optf("end-us", 0), hold_ms = b_optf("hold-ms", 5);
     double rest_ms = b_optf("rest-ms", 0);
     int procs = (int)b_optf("procs", 4), me = atoi(b_opt("id", "w2-p0") + 4), holder = me == 0;
     char q[256];
     PGconn *c = ref_connect("notify");
+    char chan[96], id[16];
+    const char *params[2];
+    PGresult *r;
     if (write) { /* one row per process, so that no process waits for another's row lock */
         PQclear(PQexec(c, "BEGIN; SELECT pg_advisory_xact_lock(7308604897068483427);"
                           "CREATE TABLE IF NOT EXISTS w2_notify_write (id int PRIMARY KEY, v bigint NOT NULL); COMMIT"));
@@ -218,6 +226,16 @@ static int worker_notify(int write) {
         PQclear(PQexec(c, q));
         PQclear(PQexec(c, "SET synchronous_commit = off"));
     }
+    /* prepared once, as simba_pg's statements are: a handoff neither parses nor plans */
+    r = write ? PQprepare(c, "w2n", "WITH u AS (UPDATE w2_notify_write SET v = v + 1 WHERE id = $2::int RETURNING v) "
+                                    "SELECT pg_notify($1, '') FROM u", 2, NULL)
+              : PQprepare(c, "w2n", "SELECT pg_notify($1, '')", 1, NULL);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) b_die(PROG, "notify: prepare: %s", PQerrorMessage(c));
+    PQclear(r);
+    snprintf(chan, sizeof chan, "w2n_%d_%s", (me + 1) % procs, b_opt("mutex", "m"));
+    snprintf(id, sizeof id, "%d", me);
+    params[0] = chan;
+    params[1] = id;
     snprintf(q, sizeof q, "LISTEN \"w2n_%d_%s\"", me, b_opt("mutex", "m"));
     PQclear(PQexec(c, q));
     while (b_now_us() < start) b_sleep_ms((start - b_now_us()) / 1000 + 1);
@@ -226,12 +244,7 @@ static int worker_notify(int write) {
         if (holder) {
             b_sleep_ms(hold_ms);
             log_ev('R', b_now_us());
-            if (write)
-                snprintf(q, sizeof q, "BEGIN; UPDATE w2_notify_write SET v = v + 1 WHERE id = %d; "
-                                      "SELECT pg_notify('w2n_%d_%s', ''); COMMIT", me, (me + 1) % procs, b_opt("mutex", "m"));
-            else
-                snprintf(q, sizeof q, "SELECT pg_notify('w2n_%d_%s', '')", (me + 1) % procs, b_opt("mutex", "m"));
-            PQclear(PQexec(c, q));
+            PQclear(PQexecPrepared(c, "w2n", write ? 2 : 1, params, NULL, NULL, 0));
             holder = 0;
             b_sleep_ms(rest_ms);
         } else {
@@ -514,8 +527,8 @@ int main(int argc, char **argv) {
             b_row(w, backend, "Locker handoff unlock → other's lock returns p50 / p99",
                   gaps.n ? b_fmt("%.3f / %.3f ms", p50, p99) : "n/a (no handoff to another process)",
                   adv >= 0 ? b_fmt("%ld handoffs; %s; same processes and timing: pg_advisory_lock p50 %.3f ms (%ld handoffs), "
-                                   "a bare pg_notify to a listener p50 %.3f ms (%ld), the same after an UPDATE of "
-                                   "one row in its transaction p50 %.3f ms (%ld)",
+                                   "a bare pg_notify to a listener p50 %.3f ms (%ld), the same in one statement with "
+                                   "an UPDATE of one row p50 %.3f ms (%ld)",
                                    gaps.n, timing, adv / 1000, nadv, ntf / 1000, nntf, ntw / 1000, nntw)
                            : b_fmt("%ld handoffs; %s", gaps.n, timing),
                   adv > 0 && gaps.n ? b_fmt("%.1f × advisory", p50 * 1000 / adv) : "", tgt > 0 ? b_fmt("p50 ≤ %.1f ms", tgt) : "(none)",
