@@ -214,11 +214,10 @@ static int worker_notify(int write) {
     double start = b_optf("start-us", 0), end = b_optf("end-us", 0), hold_ms = b_optf("hold-ms", 5);
     double rest_ms = b_optf("rest-ms", 0);
     int procs = (int)b_optf("procs", 4), me = atoi(b_opt("id", "w2-p0") + 4), holder = me == 0;
-    char q[256];
-    PGconn *c = ref_connect("notify");
-    char chan[96], id[16];
+    char q[256], chan[96], id[16];
     const char *params[2];
     PGresult *r;
+    PGconn *c = ref_connect("notify");
     if (write) { /* one row per process, so that no process waits for another's row lock */
         PQclear(PQexec(c, "BEGIN; SELECT pg_advisory_xact_lock(7308604897068483427);"
                           "CREATE TABLE IF NOT EXISTS w2_notify_write (id int PRIMARY KEY, v bigint NOT NULL); COMMIT"));
@@ -244,7 +243,9 @@ static int worker_notify(int write) {
         if (holder) {
             b_sleep_ms(hold_ms);
             log_ev('R', b_now_us());
-            PQclear(PQexecPrepared(c, "w2n", write ? 2 : 1, params, NULL, NULL, 0));
+            r = PQexecPrepared(c, "w2n", write ? 2 : 1, params, NULL, NULL, 0);
+            if (PQresultStatus(r) != PGRES_TUPLES_OK) b_die(PROG, "notify: %s", PQerrorMessage(c));
+            PQclear(r);
             holder = 0;
             b_sleep_ms(rest_ms);
         } else {
