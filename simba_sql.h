@@ -109,12 +109,6 @@
  *   starting the WAL over) SQLite has dropped the page cache, and the next batch costs ~5
  *   times as much a request: it reserves SIMBA__SQL_COLD (5) times its COMMIT and teaches
  *   the estimate nothing (PRAGMA data_version, once per batch).
- *   W4 on a disk, 7 A/B rounds before that rule: the most CPU in any poll
- *   0.62-0.70 ms instead of 0.75-0.83, 62-74 write transactions/s instead of ~40 (process
- *   CPU unchanged: 1.68-1.96 % against 1.63-2.09). Tried and not kept: an estimate that
- *   follows the slow commits (rise by 1/2, fall by 1/16) made 90-102 transactions/s; that
- *   and no second batch in a poll past half the budget, fewer and larger batches whose
- *   COMMIT overshot more (most CPU in a poll 0.75-1.29 ms).
  *   A waiter that is not granted is answered by reads alone (the row, its place, the head)
  *   while its place outlives its next ask (simba_req.next_ask_ms), else with one UPDATE of
  *   its own place's liveness: never the queue's transaction on a timer's ask.
@@ -126,51 +120,29 @@
  *
  * CHECKPOINTS
  *   The one step of a poll no budget bounds is SQLite's automatic WAL checkpoint, which runs
- *   inside the commit that crosses 1,000 pages, fsyncs included (11-18 ms in W4). With
- *   simba_sql_desc.checkpoint = -1 the loop never checkpoints; simba_sql_checkpoint() from a
- *   thread or process of the application (or `simba checkpoint --every 1`) must then keep
- *   the WAL short. It also takes two other waits for the disk off the loop:
- *     - the WAL header's fsync: with synchronous=NORMAL the writer that starts the WAL over
- *       after a complete checkpoint syncs the new header first; simba_sql_checkpoint()
- *       makes that first write itself (page 1 rewritten with the value it holds). A writer
- *       of the loop's that comes between the checkpoint and that write appends instead of
- *       starting over: a second connection keeps a read snapshot from before the checkpoint
- *       until the call holds the write lock (W4: it was 4 loop fsyncs in 20 checkpoints).
- *       And a call that finds nothing new in the WAL but its own write from the call
- *       before (the loop quiet between renewal waves) copies nothing: a WAL all copied
- *       would be started over, and synced, by the loop's next write (W4: one poll of
- *       5-10 ms every few seconds; the call reads the frame counts from the wal-index,
- *       through the connection's own mapping);
- *     - reads: a WAL write that partly covers a 4 KiB block whose page the kernel dropped
- *       from its cache reads it back from the disk first. Proactive reclaim of idle pages
- *       (DAMON's pageout, as on this project's VM) drops the WAL's rarely reached end; the
- *       call asks the kernel to read back what is missing (POSIX_FADV_WILLNEED), in its
- *       thread. And every append to the WAL is padded with zeros to the end of its 4 KiB
- *       block (a VFS over the default one, "simba-pad-unix"; only appends, see
- *       simba__sql_pad_write; SIMBA_SQL_PAD_WAL 0 leaves it out), so the next append starts
- *       in a block written whole and ends in one it writes whole: no append reads back.
- *       The loop also reads the database's own pages again after the call's write
- *       (another connection's commit drops the loop's page cache); the call asks for the
- *       database file as well, through its connection's descriptor (never one of its
- *       own: closing that would drop every POSIX lock the process holds on the file).
- *       W4 with the checkpoint thread, polls that waited in the kernel: 28-66 of ~750
- *       before the padding, 6-10 after; 0-10 after the idle-call rule above (longest poll
- *       0.90-1.71 ms in 7 runs before it, 0.57-1.00 ms in 11 after); 0-1 with the database
- *       asked for too (longest poll 0.57-0.67 ms in 7 runs).
+ *   inside the commit that crosses 1,000 pages, fsyncs included. With
+ *   simba_sql_desc.checkpoint = -1 the loop's connection never checkpoints, and its polls
+ *   never call fsync; simba_sql_checkpoint() from a thread or process of the application
+ *   (or `simba checkpoint --every 1` beside it) must then keep the WAL short:
+ *     - it copies what it can (PRAGMA wal_checkpoint(PASSIVE): it never waits for a lock);
+ *     - when every frame is copied it starts the WAL over with one write of its own, so
+ *       the sync of the new WAL header (synchronous=NORMAL syncs it at a WAL's first frame)
+ *       is its own, not the loop's. A second connection keeps a read snapshot from before
+ *       the checkpoint until that write holds the lock: a writer of the loop's that comes in
+ *       between appends instead of starting the WAL over.
+ *   So no poll syncs, as long as every connection that writes the file checkpoints only
+ *   this way (tests/test_sql.c counts the syncs per thread with a VFS of its own). An
+ *   idle database costs each call one page written and synced.
  *
  * WHERE TO PUT THE FILE
- *   On a disk, a read of the loop's can still wait for a dropped page of the database (see
- *   CHECKPOINTS), queued behind another thread's fsync: with checkpoints off the loop, W4's
- *   longest poll read 1.0-11.5 ms on this project's VM before WAL appends were padded,
- *   1.17-1.57 ms after, and 0.57-0.67 ms once an idle checkpoint call left the loop's next
- *   write nothing to start over and the call asked for the database's pages too (0-1 of
- *   ~700 polls waited in the kernel). On a tmpfs
- *   (/run/lock, /dev/shm, $XDG_RUNTIME_DIR) no write waits for a disk, and a lock file loses
- *   nothing there that it needs: a reboot ends every process that held a lease, and fences
- *   stay increasing (a row made again starts above the lost one's, see HOW IT WORKS). W4 on
- *   a tmpfs with checkpoints in a thread: longest poll 0.6-1.5 ms, no poll waiting in the
- *   kernel. Every process on the file must see the same tmpfs (one host, one mount
- *   namespace).
+ *   On a disk, a read of the loop's can still wait for a page the kernel dropped from its
+ *   cache: the longest poll is then the disk's, not simba's (make bench, W4). On a tmpfs
+ *   (/run/lock, /dev/shm, $XDG_RUNTIME_DIR) no read or write waits for a disk, and a lock
+ *   file loses nothing there that it needs: a reboot ends every process that held a lease,
+ *   and fences stay increasing (a row made again starts above the lost one's, see HOW IT
+ *   WORKS). A tmpfs with checkpoint = -1 and a checkpoint thread is the configuration for
+ *   sub-millisecond polls at 10,000 mutexes. Every process on the file must see the same
+ *   tmpfs (one host, one mount namespace).
  *
  * CLOCK AND ROWS
  *   "The database's clock" is, for SQLite, the wall clock of the host running each process:
@@ -247,10 +219,10 @@ typedef struct simba_sql_desc {
        (see BATCHING); 1 runs every request in its own. At most 4096. */
     int batch_max;
     /* 0 -> SQLite's automatic WAL checkpoint (every 1000 pages), which runs inside the commit
-       that crosses it, fsyncs included: the one step of a poll no budget bounds (10-20 ms in
-       W4). -1: never on this connection, so the loop never waits for the disk; something
-       off the loop must then keep the WAL short: simba_sql_checkpoint() from a thread of
-       yours, or `simba -u sqlite:PATH checkpoint --every 1` beside the application. */
+       that crosses it, fsyncs included: the one step of a poll no budget bounds. -1: never
+       on this connection, so the loop never waits for the disk's syncs; something off the
+       loop must then keep the WAL short: simba_sql_checkpoint() from a thread of yours, or
+       `simba -u sqlite:PATH checkpoint --every 1` beside the application (see CHECKPOINTS). */
     int checkpoint;
 } simba_sql_desc;
 
@@ -271,16 +243,12 @@ SIMBA_API simba_result simba_sql_simulate_crash(simba_backend *be);
 
 /* One WAL checkpoint of the database file at path (PRAGMA wal_checkpoint(PASSIVE)), on a
    connection of its own, closed before it returns. BLOCKING: it copies the WAL into the
-   database and syncs both (1-20 ms on an ordinary disk): call it from a thread or process
-   of yours, never from the loop's thread, for backends opened with checkpoint = -1; once a
-   second keeps the WAL of W4 (10,000 mutexes) under 2 MB. It never waits for a lock: frames
-   that a reader still needs stay for the next call. When it copied every frame it starts
-   the WAL over with one write of its own, so that the new WAL header's fsync is its and not
-   the loop's (a write of the loop's during that write finds the database locked and is
-   retried busy_retry_ms later, as behind any other writer; one before it appends to the
-   WAL, see CHECKPOINTS), then asks the kernel to read back WAL pages it dropped. When
-   nothing was written since the call before, it copies nothing and writes nothing
-   (*copied is then 0 of 1 frame). Thread-safe.
+   database and syncs both: call it from a thread or process of yours, never from the loop's
+   thread, for backends opened with checkpoint = -1; once a second keeps the WAL of 10,000
+   mutexes under 2 MB. It never waits for a lock: frames that a reader still needs stay for
+   the next call. When it copied every frame it starts the WAL over with one write of its
+   own, so that the new WAL header's sync is its and not the loop's (see CHECKPOINTS).
+   Thread-safe.
    *wal_frames / *copied (either may be NULL): the WAL's frames and those now in the
    database (-1 when the file is not in WAL mode). SIMBA_EINVAL (no path, ":memory:"),
    SIMBA_EBACKEND (no such database, not a database; errbuf says), SIMBA_EBUSY (another
@@ -312,9 +280,7 @@ SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simb
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -1678,233 +1644,6 @@ static simba_result simba__sql_refuse(simba_loop *loop, const simba_sql_desc *de
     return simba__fail(loop, SIMBA_EINVAL, "%s", msg);
 }
 
-/* [sqlite] WAL appends that end on a 4 KiB block. A write that covers part of a block whose
-   page the kernel dropped from its cache reads that block from the disk first, inside the
-   write (CHECKPOINTS). A frame is 24 + page-size bytes, so every append ends inside a block,
-   and the next append to that block, perhaps seconds later, may find it dropped. This VFS
-   wraps the default one and pads each WAL append with zeros to the end of its block: the
-   block is then written whole, stays in the cache, and the next append starts in it.
-   Only appends are padded. A writer holds the WAL write lock for its whole transaction
-   and writes after the last frame (or starts the WAL over from its header), and within
-   the transaction it may rewrite a frame it wrote before (a page written again after a
-   cache spill). So the first write of a transaction is an append, and a later one is an
-   append when it starts at or past the end of the furthest write of the transaction;
-   anything else is a rewrite and is left as it is, because the bytes after it may be a
-   frame. A transaction is told by the write lock (xShmLock on the database's handle,
-   linked to its WAL's handle by name); a WAL whose database handle is not found is not
-   padded at all. What an append's padding overwrites lies past every frame of the WAL:
-   bytes of an older WAL generation, which SQLite ignores (their salts and checksums do
-   not match), or nothing yet. SIMBA_SQL_PAD_WAL 0 leaves it out. */
-#ifndef SIMBA_SQL_PAD_WAL
-#define SIMBA_SQL_PAD_WAL 1
-#endif
-#if SIMBA_SQL_PAD_WAL
-#define SIMBA__SQL_PAD_VFS "simba-pad"
-#define SIMBA__SQL_BLOCK 4096
-typedef struct simba__sql_padfile simba__sql_padfile;
-struct simba__sql_padfile {
-    sqlite3_file base;     /* our methods */
-    sqlite3_file *real;    /* the wrapped VFS's file, right after this struct */
-    const char *name;      /* main database: the name SQLite opened it by (the key); else NULL */
-    simba__sql_padfile *lnext; /* main databases open, under SQLITE_MUTEX_STATIC_VFS3 */
-    unsigned txn;          /* main database: write transactions begun (the WAL write lock) */
-    simba__sql_padfile *db;/* WAL: its database's handle (closed after it), or NULL */
-    unsigned seen;         /* WAL: the db's txn at the last write */
-    sqlite3_int64 hwm;     /* WAL: the end of the furthest write of this transaction */
-};
-static simba__sql_padfile *simba__sql_pad_dbs; /* open main databases, to find a WAL's */
-#define SIMBA__SQL_WAL_WRITE_LOCK 0 /* sqlite3's wal.c: WAL_WRITE_LOCK, the first lock slot */
-
-#define SIMBA__SQL_REAL(f) (((simba__sql_padfile *)(f))->real)
-static int simba__sql_pad_close(sqlite3_file *f) {
-    simba__sql_padfile *p = (simba__sql_padfile *)f;
-    sqlite3_file *r = p->real;
-    int rc = r->pMethods ? r->pMethods->xClose(r) : SQLITE_OK;
-    if (p->name) {
-        sqlite3_mutex *mu = sqlite3_mutex_alloc(SQLITE_MUTEX_STATIC_VFS3);
-        simba__sql_padfile **pp;
-        sqlite3_mutex_enter(mu);
-        for (pp = &simba__sql_pad_dbs; *pp; pp = &(*pp)->lnext)
-            if (*pp == p) {
-                *pp = p->lnext;
-                break;
-            }
-        sqlite3_mutex_leave(mu);
-    }
-    f->pMethods = NULL;
-    return rc;
-}
-static int simba__sql_pad_read(sqlite3_file *f, void *b, int n, sqlite3_int64 o) {
-    sqlite3_file *r = SIMBA__SQL_REAL(f);
-    return r->pMethods->xRead(r, b, n, o);
-}
-static int simba__sql_pad_write(sqlite3_file *f, const void *b, int n, sqlite3_int64 o) {
-    simba__sql_padfile *p = (simba__sql_padfile *)f;
-    sqlite3_file *r = p->real;
-    sqlite3_int64 end = o + n;
-    int rc, pad = (int)((SIMBA__SQL_BLOCK - end % SIMBA__SQL_BLOCK) % SIMBA__SQL_BLOCK);
-    if (!p->db) return r->pMethods->xWrite(r, b, n, o); /* not a WAL, or not padded */
-    if (p->seen != p->db->txn || o == 0) { /* a new transaction, or the header: an append */
-        p->seen = p->db->txn;
-        p->hwm = 0;
-    }
-    if (o > 0 && o >= p->hwm && pad > 0 && n <= 2 * SIMBA__SQL_BLOCK) { /* a frame's page: 4 KiB here */
-        unsigned char buf[3 * SIMBA__SQL_BLOCK];
-        memcpy(buf, b, (size_t)n);
-        memset(buf + n, 0, (size_t)pad);
-        rc = r->pMethods->xWrite(r, buf, n + pad, o);
-    } else {
-        rc = r->pMethods->xWrite(r, b, n, o);
-    }
-    if (rc == SQLITE_OK && end > p->hwm) p->hwm = end;
-    return rc;
-}
-static int simba__sql_pad_truncate(sqlite3_file *f, sqlite3_int64 size) {
-    sqlite3_file *r = SIMBA__SQL_REAL(f);
-    return r->pMethods->xTruncate(r, size);
-}
-static int simba__sql_pad_sync(sqlite3_file *f, int flags) {
-    sqlite3_file *r = SIMBA__SQL_REAL(f);
-    return r->pMethods->xSync(r, flags);
-}
-static int simba__sql_pad_size(sqlite3_file *f, sqlite3_int64 *size) {
-    sqlite3_file *r = SIMBA__SQL_REAL(f);
-    return r->pMethods->xFileSize(r, size);
-}
-static int simba__sql_pad_lock(sqlite3_file *f, int l) {
-    sqlite3_file *r = SIMBA__SQL_REAL(f);
-    return r->pMethods->xLock(r, l);
-}
-static int simba__sql_pad_unlock(sqlite3_file *f, int l) {
-    sqlite3_file *r = SIMBA__SQL_REAL(f);
-    return r->pMethods->xUnlock(r, l);
-}
-static int simba__sql_pad_reserved(sqlite3_file *f, int *out) {
-    sqlite3_file *r = SIMBA__SQL_REAL(f);
-    return r->pMethods->xCheckReservedLock(r, out);
-}
-static int simba__sql_pad_fcntl(sqlite3_file *f, int op, void *arg) {
-    sqlite3_file *r = SIMBA__SQL_REAL(f);
-    return r->pMethods->xFileControl(r, op, arg);
-}
-static int simba__sql_pad_sector(sqlite3_file *f) {
-    sqlite3_file *r = SIMBA__SQL_REAL(f);
-    return r->pMethods->xSectorSize(r);
-}
-static int simba__sql_pad_dev(sqlite3_file *f) {
-    sqlite3_file *r = SIMBA__SQL_REAL(f);
-    return r->pMethods->xDeviceCharacteristics(r);
-}
-/* (the default VFS's files have every method up to version 3; a wrapped one without them
-   answers as SQLite expects of a missing one) */
-static int simba__sql_pad_shmmap(sqlite3_file *f, int pg, int sz, int ext, void volatile **pp) {
-    sqlite3_file *r = SIMBA__SQL_REAL(f);
-    if (r->pMethods->iVersion < 2) return SQLITE_IOERR_SHMMAP;
-    return r->pMethods->xShmMap(r, pg, sz, ext, pp);
-}
-static int simba__sql_pad_shmlock(sqlite3_file *f, int off, int n, int flags) {
-    simba__sql_padfile *p = (simba__sql_padfile *)f;
-    sqlite3_file *r = p->real;
-    int rc;
-    if (r->pMethods->iVersion < 2) return SQLITE_IOERR_SHMLOCK;
-    rc = r->pMethods->xShmLock(r, off, n, flags);
-    if (rc == SQLITE_OK && off == SIMBA__SQL_WAL_WRITE_LOCK && (flags & SQLITE_SHM_LOCK) && (flags & SQLITE_SHM_EXCLUSIVE))
-        p->txn++; /* a write transaction begins (or a checkpoint restarts the WAL) */
-    return rc;
-}
-static void simba__sql_pad_shmbarrier(sqlite3_file *f) {
-    sqlite3_file *r = SIMBA__SQL_REAL(f);
-    if (r->pMethods->iVersion >= 2) r->pMethods->xShmBarrier(r);
-}
-static int simba__sql_pad_shmunmap(sqlite3_file *f, int del) {
-    sqlite3_file *r = SIMBA__SQL_REAL(f);
-    return r->pMethods->iVersion >= 2 ? r->pMethods->xShmUnmap(r, del) : SQLITE_OK;
-}
-static int simba__sql_pad_fetch(sqlite3_file *f, sqlite3_int64 o, int n, void **pp) {
-    sqlite3_file *r = SIMBA__SQL_REAL(f);
-    if (r->pMethods->iVersion < 3) {
-        *pp = NULL;
-        return SQLITE_OK;
-    }
-    return r->pMethods->xFetch(r, o, n, pp);
-}
-static int simba__sql_pad_unfetch(sqlite3_file *f, sqlite3_int64 o, void *p) {
-    sqlite3_file *r = SIMBA__SQL_REAL(f);
-    return r->pMethods->iVersion >= 3 ? r->pMethods->xUnfetch(r, o, p) : SQLITE_OK;
-}
-
-static const sqlite3_io_methods simba__sql_padio = {
-    3,                       simba__sql_pad_close,    simba__sql_pad_read,      simba__sql_pad_write,
-    simba__sql_pad_truncate, simba__sql_pad_sync,     simba__sql_pad_size,      simba__sql_pad_lock,
-    simba__sql_pad_unlock,   simba__sql_pad_reserved, simba__sql_pad_fcntl,     simba__sql_pad_sector,
-    simba__sql_pad_dev,      simba__sql_pad_shmmap,   simba__sql_pad_shmlock,   simba__sql_pad_shmbarrier,
-    simba__sql_pad_shmunmap, simba__sql_pad_fetch,    simba__sql_pad_unfetch};
-
-static int simba__sql_pad_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *out_flags) {
-    sqlite3_vfs *real = (sqlite3_vfs *)vfs->pAppData;
-    simba__sql_padfile *p = (simba__sql_padfile *)f;
-    int rc;
-    sqlite3_mutex *mu = sqlite3_mutex_alloc(SQLITE_MUTEX_STATIC_VFS3);
-    memset(p, 0, sizeof *p);
-    p->real = (sqlite3_file *)(p + 1);
-    rc = real->xOpen(real, name, p->real, flags, out_flags);
-    f->pMethods = p->real->pMethods ? &simba__sql_padio : NULL; /* NULL: SQLite does not close it */
-    if (rc != SQLITE_OK || !f->pMethods || !name) return rc;
-    sqlite3_mutex_enter(mu);
-    if (flags & SQLITE_OPEN_MAIN_DB) { /* SQLite passes its own copy of the name, kept while open */
-        p->name = name;
-        p->lnext = simba__sql_pad_dbs;
-        simba__sql_pad_dbs = p;
-    } else if (flags & SQLITE_OPEN_WAL) { /* its name sits after its database's, in one block */
-        const char *dbname = sqlite3_filename_database(name);
-        simba__sql_padfile *d;
-        for (d = simba__sql_pad_dbs; d; d = d->lnext)
-            if (d->name == dbname) break;
-        p->db = d;
-        if (d) p->seen = d->txn;
-    }
-    sqlite3_mutex_leave(mu);
-    return rc;
-}
-
-/* The VFS to open a file database with: "simba-pad-<default VFS>", made and registered
-   (not as the default) the first time that VFS is the default, so that a VFS the
-   application made its default stays under ours; NULL (SQLite's default) if it cannot be
-   made. A URI's own vfs= still wins. Registered VFSes are never unregistered. */
-static const char *simba__sql_pad_vfs(char *name, size_t cap) {
-    sqlite3_vfs *real = sqlite3_vfs_find(NULL), *v;
-    sqlite3_mutex *mu;
-    int n;
-    if (!real || !real->zName) return NULL;
-    if (real->xOpen == simba__sql_pad_open) return real->zName; /* one of ours is the default */
-    n = snprintf(name, cap, "%s%s", SIMBA__SQL_PAD_VFS "-", real->zName);
-    if (n < 0 || (size_t)n >= cap) return NULL;
-    mu = sqlite3_mutex_alloc(SQLITE_MUTEX_STATIC_VFS3); /* two loops' threads opening at once */
-    sqlite3_mutex_enter(mu);
-    v = sqlite3_vfs_find(name);
-    if (!v && (v = (sqlite3_vfs *)sqlite3_malloc(n + 1 + (int)sizeof *v)) != NULL) {
-        *v = *real; /* everything but opening files is the wrapped VFS's */
-        v->szOsFile = (int)sizeof(simba__sql_padfile) + real->szOsFile;
-        v->pNext = NULL;
-        v->zName = (const char *)memcpy(v + 1, name, (size_t)n + 1);
-        v->pAppData = real;
-        v->xOpen = simba__sql_pad_open;
-        if (sqlite3_vfs_register(v, 0) != SQLITE_OK) {
-            sqlite3_free(v);
-            v = NULL;
-        }
-    }
-    sqlite3_mutex_leave(mu);
-    return v ? name : NULL;
-}
-#else
-static const char *simba__sql_pad_vfs(char *name, size_t cap) {
-    (void)name;
-    (void)cap;
-    return NULL;
-}
-#endif
-
 /* [sqlite] The VFS the main database was opened with ("memdb" for in-memory ones). */
 static const char *simba__sql_vfs_name(sqlite3 *db) {
     sqlite3_vfs *vfs = NULL;
@@ -1945,7 +1684,6 @@ static int simba__sql_clock_mark(simba__sql *s, int *clash) {
 SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *desc, simba_backend **out) {
     simba__sql *s;
     const char *table, *path, *fname, *vfs;
-    char vfs_name[80];
     int rc, clash = 0, is_uri;
     simba_result r;
     if (out) *out = NULL;
@@ -2005,8 +1743,7 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
     simba__sql_wake_open(s);
     /* [sqlite] NOMUTEX: a loop is single-threaded, so the connection needs no lock of its own.
        URI: ":memory:" becomes a memdb URI whatever SQLite's compile-time default. */
-    rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
-                         simba__sql_pad_vfs(vfs_name, sizeof vfs_name));
+    rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
     if (rc == SQLITE_OK) {
         /* Refuse what gives this connection a database nobody else sees: each backend would
            win its own. Shared-cache in-memory databases are shared by the process. */
@@ -2123,11 +1860,11 @@ static void simba__sql_restart_wal(sqlite3 *db, sqlite3 *hold) {
 }
 
 /* The read snapshot simba__sql_restart_wal() needs kept during the checkpoint: a second
-   connection in a read transaction (NULL when it cannot open: the restart is then left to
-   chance, as before). */
-static sqlite3 *simba__sql_hold(const char *path, const char *vfs) {
+   connection in a read transaction (NULL when it cannot open: the loop's next write may
+   then start the WAL over itself). */
+static sqlite3 *simba__sql_hold(const char *path) {
     sqlite3 *h = NULL;
-    if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, vfs) != SQLITE_OK ||
+    if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
         sqlite3_exec(h, "BEGIN; PRAGMA schema_version", NULL, NULL, NULL) != SQLITE_OK) {
         sqlite3_close(h);
         return NULL;
@@ -2135,89 +1872,9 @@ static sqlite3 *simba__sql_hold(const char *path, const char *vfs) {
     return h;
 }
 
-/* The loop's next writes rewrite the WAL from its start. A partly written 4 KiB block whose
-   page the kernel dropped from its cache (proactive reclaim of idle pages, such as DAMON's,
-   drops the WAL's rarely reached end) must be read back from the disk first, inside the
-   write, inside a poll. Asking for the file here (WILLNEED: read ahead what is missing, no
-   wait) brings such pages back in this thread; when all are cached it costs a lookup. The
-   WAL is opened apart from SQLite's descriptors: SQLite holds no POSIX lock on it (its
-   locks are on the database and the -shm file), so closing this one drops none.
-   The same for the database file, whose pages the loop reads again after this call's
-   write (another connection's commit drops the loop's page cache): W4 saw 1-10 polls of
-   ~700 wait in a pread of a dropped page. That file is never opened here: closing any
-   descriptor of it would drop every POSIX lock this process holds on it, SQLite's
-   included. The advice goes through SQLite's own descriptor of `db`'s file instead, found
-   in /proc/self/fd by device and inode (Linux; elsewhere nothing is done). */
-static void simba__sql_warm(sqlite3 *db, const char *path) {
-    char wal[4096];
-    const char *file = sqlite3_db_filename(db, "main");
-    struct stat want, st;
-    struct dirent *e;
-    DIR *dir;
-    int fd;
-    if ((size_t)snprintf(wal, sizeof wal, "%s-wal", path) < sizeof wal && (fd = open(wal, O_RDONLY | O_CLOEXEC)) >= 0) {
-        (void)posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
-        close(fd);
-    }
-    if (!file || !file[0] || stat(file, &want) != 0 || !(dir = opendir("/proc/self/fd"))) return;
-    while ((e = readdir(dir)) != NULL) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-        fd = atoi(e->d_name);
-        if (fd == dirfd(dir) || fstat(fd, &st) != 0) continue;
-        if (st.st_dev == want.st_dev && st.st_ino == want.st_ino) {
-            (void)posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
-            break;
-        }
-    }
-    closedir(dir);
-}
-
-/* The WAL's frame count and how many of them are copied, read from the wal-index header at
-   the start of the -shm region (its format: sqlite.org/walformat.html; two copies of the
-   header, written second copy first, then the checkpoint info with nBackfill at byte 96),
-   the way SQLite's own lock-free readers read it: first copy, barrier, second copy; both
-   alike, else not known. It is read through the connection's own mapping (the VFS's
-   xShmMap, region 0, never extended): a descriptor of this call's own on the -shm file,
-   once closed, would drop every POSIX lock this process holds on it (every connection's
-   read marks and the lock that keeps other processes from starting the wal-index afresh).
-   1 when known. */
-static int simba__sql_wal_index(sqlite3 *db, unsigned *mx_frame, unsigned *backfilled) {
-    sqlite3_file *f = NULL;
-    sqlite3_stmt *st = NULL;
-    void volatile *region = NULL;
-    const volatile unsigned char *v;
-    unsigned char h[100];
-    uint32_t version, mx, bf;
-    size_t i;
-    int wal;
-    /* Only in WAL mode: xShmMap on any other database would make it a -shm file. */
-    wal = sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-          sqlite3_column_text(st, 0) && strcmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
-    sqlite3_finalize(st);
-    if (!wal) return 0;
-    if (sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK || !f || !f->pMethods ||
-        f->pMethods->iVersion < 2 || !f->pMethods->xShmMap || !f->pMethods->xShmBarrier)
-        return 0;
-    if (f->pMethods->xShmMap(f, 0, 32768, 0, &region) != SQLITE_OK || !region) return 0;
-    v = (const volatile unsigned char *)region;
-    for (i = 0; i < 48; i++) h[i] = v[i];
-    f->pMethods->xShmBarrier(f);
-    for (i = 48; i < sizeof h; i++) h[i] = v[i];
-    if (memcmp(h, h + 48, 48) != 0 || h[12] != 1) return 0; /* torn, or not initialised */
-    memcpy(&version, h, 4); /* (native byte order, like all of the -shm) */
-    memcpy(&mx, h + 16, 4);
-    memcpy(&bf, h + 96, 4);
-    if (version != 3007000 || bf > mx) return 0;
-    *mx_frame = mx;
-    *backfilled = bf;
-    return 1;
-}
-
 SIMBA_API simba_result simba_sql_checkpoint(const char *path, int *wal_frames, int *copied, char *errbuf, size_t errbuf_cap) {
     sqlite3 *db = NULL, *hold = NULL;
-    char vfs_name[80];
-    int rc, frames = -1, done = -1, known = 0;
-    unsigned mx = 0, bf = 0;
+    int rc, frames = -1, done = -1;
     simba_result res = SIMBA_OK;
     if (wal_frames) *wal_frames = -1;
     if (copied) *copied = -1;
@@ -2229,32 +1886,20 @@ SIMBA_API simba_result simba_sql_checkpoint(const char *path, int *wal_frames, i
         return SIMBA_EINVAL;
     }
     /* No CREATE: a mistyped path must not leave an empty database behind. */
-    rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, simba__sql_pad_vfs(vfs_name, sizeof vfs_name));
+    rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
     /* Opening reads nothing: reading the schema cookie says "not a database" now. */
     if (rc == SQLITE_OK) rc = sqlite3_exec(db, "PRAGMA schema_version", NULL, NULL, NULL);
     /* Its own write below must not checkpoint again on commit (past 1,000 frames): that
        would leave the WAL all copied before the next call's hold, whose read snapshot then
        uses no frame of the WAL and keeps no writer from starting it over. */
     if (rc == SQLITE_OK) rc = sqlite3_wal_autocheckpoint(db, 0);
-    /* Nothing written since the call before, whose write is the WAL's only frame: copying
-       that frame would leave a WAL all copied and no reader on it, and the loop's next
-       write would start the WAL over and sync its header in the loop's thread (W4, with
-       the loop quiet for seconds between renewal waves: a poll of 5-10 ms every few
-       seconds). Left in the WAL, it makes the loop's writes append. */
-    if (rc == SQLITE_OK && (known = simba__sql_wal_index(db, &mx, &bf)) && mx == 1 && bf == 0) {
-        frames = 1;
-        done = 0;
-    } else {
-        if (rc == SQLITE_OK) hold = simba__sql_hold(path, vfs_name);
-        if (rc == SQLITE_OK) rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &done);
-        SIMBA__SQL_AFTER_CHECKPOINT();
-        /* All copied: start the WAL over here, also from an empty or a one-frame WAL when
-           the index says so (the next call then finds the case above). Not when the index
-           could not be read: an idle database would be written every call. */
-        if (rc == SQLITE_OK && done == frames && frames >= 0 && (frames > 1 || known)) simba__sql_restart_wal(db, hold);
-    }
+    if (rc == SQLITE_OK) hold = simba__sql_hold(path);
+    if (rc == SQLITE_OK) rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &done);
+    SIMBA__SQL_AFTER_CHECKPOINT();
+    /* All copied (an empty WAL too): start the WAL over here, so that the loop's next write
+       appends. On an idle database that is one page written and synced per call. */
+    if (rc == SQLITE_OK && frames >= 0 && done == frames) simba__sql_restart_wal(db, hold);
     sqlite3_close(hold); /* (a read transaction still open ends with it) */
-    if (rc == SQLITE_OK) simba__sql_warm(db, path); /* (db still open: its descriptor is found there) */
     if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
         res = SIMBA_EBUSY;
     } else if (rc != SQLITE_OK) {

@@ -146,18 +146,10 @@
  *   shuts that probe's socket down first, so the bound above holds whatever listens there.
  *     A poll's budget (simba_loop_desc.poll_budget_us) bounds the answers it handles and
  *   the parked calls it starts; the rest wait for the next poll. What it cannot bound is
- *   one zoo_a* call: the library's I/O thread frees the buffers our thread allocated for
- *   each call, glibc keeps such small chunks in the arena's fastbins, and an allocation
- *   of the call that finds no fitting chunk merges all of them first (malloc_consolidate):
- *   with 10,000 mutexes (make bench W4) single polls took 0.3-1 ms of CPU there. With glibc,
- *   each process call therefore makes and frees one 4 KiB block with malloc, which merges
- *   what came since the last call, a little at a time (the most CPU in any W4 poll: 1.1 ms
- *   before, 0.55-0.60 ms after). That block bypasses SIMBA_MALLOC and the loop's allocator
- *   on purpose: it is glibc's own state that needs the merge (the library allocates with
- *   malloc in every call anyway). Define SIMBA_ZK_CONSOLIDATE to 0 before the
- *   implementation to leave it out (it is 0 already where __GLIBC__ is not defined). simba
- *   changes no process-wide malloc setting; fastbins off (mallopt(M_MXFAST, 0), or
- *   GLIBC_TUNABLES=glibc.malloc.mxfast=0) has the same effect.
+ *   one zoo_a* call, which allocates with malloc: the client library's I/O thread frees
+ *   those buffers, and glibc may merge its freed chunks inside a later call's allocation.
+ *   simba changes no malloc setting of the process; fastbins off (mallopt(M_MXFAST, 0), or
+ *   GLIBC_TUNABLES=glibc.malloc.mxfast=0) removes that merge if a poll must never pay it.
  *
  * STATS
  *   simba_zk_stats_get() reports the session (id, password, negotiated timeout, connected)
@@ -2264,29 +2256,6 @@ static void simba__zk_keepalive(simba__zk *zk, int64_t now) {
     }
 }
 
-/* libzookeeper_mt's I/O thread frees the buffers that each zoo_a* call allocated on the
-   loop's thread. glibc keeps such small chunks in the loop thread's arena as fastbins and
-   merges them all (malloc_consolidate) when an allocation finds no fitting chunk, which
-   happened inside a zoo_a* call now and then: 0.3-1 ms of one poll's CPU in W4 (10,000
-   mutexes). An allocation above the thread cache's sizes merges them too: made on every
-   process call, it merges what came since the last one (a few hundred chunks at most),
-   so the cost is spread over the polls instead of falling on one. Not the loop's
-   allocator: this is about malloc's own state. Elsewhere than glibc it does nothing. */
-#ifndef SIMBA_ZK_CONSOLIDATE
-#ifdef __GLIBC__
-#define SIMBA_ZK_CONSOLIDATE 1
-#else
-#define SIMBA_ZK_CONSOLIDATE 0
-#endif
-#endif
-#define SIMBA__ZK_CONSOLIDATE_SIZE 4096
-static void simba__zk_consolidate(void) {
-#if SIMBA_ZK_CONSOLIDATE
-    void *volatile p = malloc(SIMBA__ZK_CONSOLIDATE_SIZE); /* volatile: kept by the compiler */
-    free(p);
-#endif
-}
-
 static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__zk *zk = (simba__zk *)impl;
     simba__zk_job *job;
@@ -2296,7 +2265,6 @@ static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int
     (void)flags;
     (void)n; /* the queue is checked on every call: it costs one uncontended lock */
     if (zk->closing) return;
-    simba__zk_consolidate();
     simba__zk_ack(zk);
     if (zk->zombies) simba__zk_reap(zk, 0);
     simba__zk_adopt(zk, now);

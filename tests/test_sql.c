@@ -384,8 +384,8 @@ static simba_loop *ckpt_loop(char *path, size_t path_cap, char *wal, size_t wal_
     (void)renew_rounds(*be, wal, 1, failed);
     return loop;
 }
-/* Makes the counting VFS the default (the backend's pad VFS wraps it) for the calling
-   thread as the loop's; undone by sync_vfs_remove(). */
+/* Makes the counting VFS the default, and the calling thread the loop's; undone by
+   sync_vfs_remove(). */
 static int sync_vfs_install(void) {
     if (!sync_real) sync_real = sqlite3_vfs_find(NULL); /* (the first time: the real default) */
     if (!sync_real) return 0;
@@ -408,8 +408,7 @@ static int sync_vfs_install(void) {
     sync_by_loop = sync_by_others = 0;
     return 1;
 }
-/* (sync_real stays the one found first: once this VFS is gone, the default is whichever
-   comes first in SQLite's list, possibly a pad VFS around this one) */
+/* (sync_real stays the one found first: the default again once this VFS is gone) */
 static int sync_vfs_remove(void) {
     return sqlite3_vfs_unregister(&sync_vfs) == SQLITE_OK;
 }
@@ -493,16 +492,14 @@ TEST(loop_write_right_after_a_checkpoint_does_not_sync) {
     REQUIRE(sync_vfs_remove());
 }
 
-/* And when the loop writes nothing between two checkpoints (W4: quiet spans of 2-4 s between
-   renewal waves): the second call finds only the first one's own write of the new WAL. Had it
-   copied that frame, the WAL would be all copied with no reader on it, and the loop's next
-   write would start it over and sync the header in the loop's thread (W4: one poll of 5-10
-   ms, every few seconds). An idle call copies nothing and writes nothing. */
-TEST(idle_checkpoint_leaves_the_wal_to_append) {
+/* And when the loop writes nothing between two checkpoints (quiet spans between renewal
+   waves): the second call finds only the first one's own write of the new WAL, copies it
+   and starts the WAL over again, so the loop's next write still appends. */
+TEST(idle_checkpoint_starts_the_wal_over_itself) {
     char path[300], wal[320];
     simba_loop *loop;
     simba_backend *be = NULL;
-    int failed = 0, round, idle_calls = 0, kept = 0;
+    int failed = 0, round, idle_calls = 0;
     REQUIRE(sync_vfs_install());
     REQUIRE((loop = ckpt_loop(path, sizeof path, wal, sizeof wal, &be, &failed)) != NULL);
     sync_by_loop = sync_by_others = 0;
@@ -512,30 +509,25 @@ TEST(idle_checkpoint_leaves_the_wal_to_append) {
             struct ckpt_call c;
             REQUIRE(ckpt_in_thread(path, &c));
             CHECK_RC(c.rc, SIMBA_OK);
-            if (call == 1) {
-                idle_calls += c.frames == 1;
-                kept += c.copied == 0; /* its own frame stays in the WAL */
-            }
+            if (call == 1) idle_calls += c.frames == 1 && c.copied == 1;
         }
         (void)renew_rounds(be, wal, 1, &failed);
     }
-    fprintf(stderr, "  %d of 4 second calls found only their own frame, %d copied nothing; syncs: %d by the loop's "
-            "thread, %d by the checkpointing thread\n", idle_calls, kept, sync_by_loop, sync_by_others);
+    fprintf(stderr, "  %d of 4 second calls found and copied only their own frame; syncs: %d by the loop's thread, "
+            "%d by the checkpointing thread\n", idle_calls, sync_by_loop, sync_by_others);
     CHECK_EQ(failed, 0);
     CHECK_EQ(idle_calls, 4);
-    CHECK_EQ(kept, 4);
     CHECK_EQ(sync_by_loop, 0);
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
     REQUIRE(sync_vfs_remove());
 }
 
-/* simba_sql_checkpoint() reads the wal-index header and asks the kernel to read back the
-   database's dropped pages without a descriptor of its own on either file: one, once
-   closed, would drop every POSIX lock this process holds on the file, among them the loop
-   connection's SHARED lock on the database (which tells another process closing the last
-   connection not to delete the WAL) and its lock on the -shm file (which tells another
-   process not to start the wal-index afresh). A child process asks (F_GETLK) whether
-   they are still held. */
+/* simba_sql_checkpoint() opens connections of its own and closes them: closing a
+   descriptor of the file would drop every POSIX lock this process holds on it, among them
+   the loop connection's SHARED lock on the database (which tells another process closing
+   the last connection not to delete the WAL) and its lock on the -shm file (which tells
+   another process not to start the wal-index afresh). SQLite's own connections share the
+   locks of the process; a child process asks (F_GETLK) whether they are still held. */
 static int sql_lock_held(const char *path, off_t start, off_t len) {
     pid_t kid = fork();
     int st = 0;
@@ -583,112 +575,6 @@ TEST(checkpoint_keeps_this_process_locks) {
 }
 
 /* ---- opening ------------------------------------------------------------------------ */
-
-/* The WAL's appends end on 4 KiB blocks (simba_sql.h, simba__sql_pad_write: a partly
-   written block whose page the kernel dropped is read back inside the write), and the
-   padding never hurts a frame: a transaction that spills its cache rewrites frames in
-   place, and a copy of the files taken without a checkpoint (a crash) recovers from the
-   WAL to exactly what was committed, read through SQLite's own VFS. */
-static int pad_exec(sqlite3 *db, const char *sql) {
-    char *err = NULL;
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
-    if (rc != SQLITE_OK) fprintf(stderr, "    %s: %s\n", sql, err ? err : sqlite3_errstr(rc));
-    sqlite3_free(err);
-    return rc;
-}
-static int64_t pad_int(sqlite3 *db, const char *sql) {
-    sqlite3_stmt *st = NULL;
-    int64_t v = -1;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-static int copy_file(const char *from, const char *to) {
-    char buf[65536];
-    ssize_t n;
-    int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600), ok = in >= 0 && out >= 0;
-    while (ok && (n = read(in, buf, sizeof buf)) > 0) ok = write(out, buf, (size_t)n) == n;
-    if (in >= 0) close(in);
-    if (out >= 0) close(out);
-    return ok ? 0 : -1;
-}
-TEST(wal_appends_end_on_blocks_and_recover) {
-    char path[300], wal[320], copy[320], copywal[340], vname[80];
-    const char *vfs = simba__sql_pad_vfs(vname, sizeof vname);
-    sqlite3 *db = NULL, *db2 = NULL;
-    struct stat st;
-    int round, i;
-    int64_t sum = 0;
-    REQUIRE(vfs != NULL);
-    CHECK(strncmp(vfs, "simba-pad-", 10) == 0);
-    newdb(path, sizeof path);
-    snprintf(wal, sizeof wal, "%s-wal", path);
-    REQUIRE(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, vfs) == SQLITE_OK);
-    REQUIRE(pad_exec(db, "PRAGMA journal_mode=WAL") == SQLITE_OK);
-    /* a tiny cache: the big transactions spill, and a page written again after its spill
-       is rewritten in its frame, in the middle of what this handle wrote */
-    REQUIRE(pad_exec(db, "PRAGMA wal_autocheckpoint=0; PRAGMA cache_size=4; "
-                         "CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB, n INTEGER)") == SQLITE_OK);
-    for (round = 0; round < 6; round++) {
-        char sql[256];
-        REQUIRE(pad_exec(db, "BEGIN") == SQLITE_OK);
-        for (i = 0; i < 3; i++) {
-            snprintf(sql, sizeof sql,
-                     "WITH RECURSIVE g(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM g WHERE x < 400) "
-                     "INSERT INTO t(k, v, n) SELECT %d * 1000 + x, randomblob(300), x FROM g WHERE %d = 0; "
-                     "UPDATE t SET n = n + 1, v = randomblob(200 + %d * 50)",
-                     round, i, i);
-            REQUIRE(pad_exec(db, sql) == SQLITE_OK);
-        }
-        REQUIRE(pad_exec(db, "COMMIT") == SQLITE_OK);
-        REQUIRE(stat(wal, &st) == 0);
-        CHECK_EQ((long long)(st.st_size % 4096), 0LL); /* 32 + k * 4120 otherwise */
-    }
-    sum = pad_int(db, "SELECT sum(n) + count(*) * 1000000 FROM t");
-    CHECK(sum > 0);
-    /* the crash: the files as they are, no checkpoint, no -shm; recovery reads the WAL */
-    snprintf(copy, sizeof copy, "%s.copy", path);
-    snprintf(copywal, sizeof copywal, "%s.copy-wal", path);
-    REQUIRE(copy_file(path, copy) == 0);
-    REQUIRE(copy_file(wal, copywal) == 0);
-    REQUIRE(sqlite3_open_v2(copy, &db2, SQLITE_OPEN_READWRITE, "unix") == SQLITE_OK);
-    CHECK_EQ(pad_int(db2, "SELECT count(*) FROM t"), 2400);
-    CHECK_EQ(pad_int(db2, "SELECT sum(n) + count(*) * 1000000 FROM t"), sum);
-    {
-        sqlite3_stmt *q = NULL;
-        REQUIRE(sqlite3_prepare_v2(db2, "PRAGMA integrity_check", -1, &q, NULL) == SQLITE_OK);
-        REQUIRE(sqlite3_step(q) == SQLITE_ROW);
-        CHECK_STR((const char *)sqlite3_column_text(q, 0), "ok");
-        sqlite3_finalize(q);
-    }
-    sqlite3_close(db2);
-    /* another connection copies every frame and starts the WAL over (it writes the new
-       header and one frame); this one's next transaction is padded all the same: the
-       bytes after its last frame, to the block's end, are zeros, not the older frames
-       that lay there */
-    {
-        int frames = -1, copied = -1, fd, zeros = 1;
-        int64_t end;
-        unsigned char tail[4096];
-        ssize_t got;
-        REQUIRE(simba_sql_checkpoint(path, &frames, &copied, NULL, 0) == SIMBA_OK);
-        CHECK(frames > 1 && copied == frames);
-        REQUIRE(pad_exec(db, "UPDATE t SET n = n + 1 WHERE k % 97 = 0") == SQLITE_OK);
-        REQUIRE(sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &copied) == SQLITE_OK);
-        CHECK(frames > 1 && frames < 100); /* the WAL did start over */
-        end = 32 + (int64_t)frames * (24 + 4096);
-        fd = open(wal, O_RDONLY);
-        REQUIRE(fd >= 0);
-        got = pread(fd, tail, (size_t)(4096 - end % 4096), end);
-        close(fd);
-        CHECK_EQ((long long)got, (long long)(4096 - end % 4096));
-        for (i = 0; i < (int)got; i++) zeros &= tail[i] == 0;
-        CHECK(zeros);
-        fprintf(stderr, "  after a restart elsewhere: %d frames, %lld bytes of padding after them\n", frames,
-                (long long)got);
-    }
-    sqlite3_close(db);
-}
 
 TEST(open_errors) {
     simba_loop *loop = newloop();
@@ -1076,6 +962,77 @@ static simba_result contend_fl(simba_loop *loop, simba_backend *be, const char *
     d.on_released = fl_rel;
     d.user_data = f;
     return simba_contend(loop, be, &d, out);
+}
+
+/* End to end: services renewing through simba_poll on a file opened with checkpoint = -1,
+   a thread calling simba_sql_checkpoint() every 5 ms beside them (complete checkpoints,
+   idle calls between renewal waves, the WAL written past SQLite's 1,000 frames by bursts
+   of single writes). The counting VFS sees no sync on the loop's thread. Then the counter
+   is shown to see one: a plain PRAGMA wal_checkpoint from another thread leaves the WAL
+   all copied, and the loop's next renewal starts it over and syncs its header itself. */
+#define NOSYNC_SERVICES 200
+static void *raw_checkpoint_main(void *arg) {
+    struct ckpt_call *c = (struct ckpt_call *)arg;
+    sqlite3 *db = raw_open(c->path);
+    c->frames = c->copied = -1;
+    /* (reading the schema finds the WAL: a fresh connection is not in WAL mode before) */
+    if (db && sqlite3_exec(db, "PRAGMA schema_version", NULL, NULL, NULL) == SQLITE_OK)
+        sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &c->frames, &c->copied);
+    sqlite3_close(db);
+    return NULL;
+}
+TEST(polls_never_sync_with_checkpoints_off_the_loop) {
+    char path[300], wal[320], name[32];
+    simba_loop *loop;
+    simba_backend *be = NULL;
+    simba_service *sv[NOSYNC_SERVICES];
+    counts c;
+    struct ckpt_thread t;
+    pthread_t th;
+    int failed = 0, i, burst, owners = 0, loop_syncs;
+    REQUIRE(sync_vfs_install());
+    REQUIRE((loop = ckpt_loop(path, sizeof path, wal, sizeof wal, &be, &failed)) != NULL);
+    memset(&c, 0, sizeof c);
+    for (i = 0; i < NOSYNC_SERVICES; i++) {
+        snprintf(name, sizeof name, "ns%03d", i);
+        REQUIRE(contend(loop, be, name, "A", 900, 300, &c, &sv[i]) == SIMBA_OK);
+        REQUIRE(simba_start(sv[i]) == SIMBA_OK);
+    }
+    sync_by_loop = sync_by_others = 0;
+    memset(&t, 0, sizeof t);
+    t.path = path;
+    REQUIRE(pthread_create(&th, NULL, ckpt_main, &t) == 0);
+    for (burst = 0; burst < 6; burst++) { /* ~4 renewal waves, 1,800 single writes between */
+        (void)drive(&loop, 1, 500, NULL, NULL);
+        (void)renew_rounds(be, wal, 1, &failed);
+    }
+    t.stop = 1;
+    pthread_join(th, NULL);
+    for (i = 0; i < NOSYNC_SERVICES; i++) owners += simba_is_owner(sv[i]);
+    loop_syncs = sync_by_loop;
+    fprintf(stderr, "  %d checkpoints (%d busy) beside %d services; syncs: %d by the loop's thread, %d by the "
+            "checkpointing thread\n", t.calls, t.busy, owners, loop_syncs, sync_by_others);
+    CHECK_EQ(failed, 0);
+    CHECK_EQ(t.errors, 0);
+    CHECK(t.calls > t.busy);
+    CHECK_EQ(owners, NOSYNC_SERVICES);
+    CHECK_EQ(c.released, 0);
+    CHECK(sync_by_others > 0);
+    CHECK_EQ(loop_syncs, 0);
+    /* the counter's own check: SQLite's checkpoint alone leaves the sync to the loop */
+    {
+        struct ckpt_call raw;
+        memset(&raw, 0, sizeof raw);
+        raw.path = path;
+        REQUIRE(pthread_create(&th, NULL, raw_checkpoint_main, &raw) == 0);
+        pthread_join(th, NULL);
+        CHECK(raw.frames > 0 && raw.copied == raw.frames);
+    }
+    (void)drive(&loop, 1, 1000, NULL, NULL); /* a renewal wave */
+    fprintf(stderr, "  after a plain PRAGMA wal_checkpoint: %d syncs by the loop's thread\n", sync_by_loop);
+    CHECK(sync_by_loop > 0);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+    REQUIRE(sync_vfs_remove());
 }
 
 TEST(service_lifecycle) {
@@ -2963,9 +2920,9 @@ int main(int argc, char **argv) {
     RUN(checkpoint_off_the_loop_keeps_the_wal_short);
     RUN(checkpoint_thread_takes_the_wal_header_sync);
     RUN(loop_write_right_after_a_checkpoint_does_not_sync);
-    RUN(idle_checkpoint_leaves_the_wal_to_append);
+    RUN(idle_checkpoint_starts_the_wal_over_itself);
+    RUN(polls_never_sync_with_checkpoints_off_the_loop);
     RUN(checkpoint_keeps_this_process_locks);
-    RUN(wal_appends_end_on_blocks_and_recover);
     RUN(open_errors);
     RUN(tables_are_separate);
     RUN(bad_names_rejected_table_unaffected);
