@@ -18,8 +18,8 @@ HDR_ZK    = simba.h simba_zk.h
 KIT       = tests/kit.c tests/kit.h tests/check.h tests/fixture.h
 
 CORE_BINS  = $(B)/test_core $(B)/kit_memory $(B)/two_tu $(B)/cxx_check $(B)/tick_loop $(B)/poll_loop
-SQL_BINS   = $(B)/test_sql $(B)/kit_sql $(B)/mp_worker $(B)/mp_check $(B)/leader_demo $(B)/sql_cycle
-REDIS_BINS = $(B)/test_redis $(B)/kit_redis $(B)/redis_cycle
+SQL_BINS   = $(B)/test_sql $(B)/kit_sql $(B)/mp_worker $(B)/mp_check $(B)/leader_demo
+REDIS_BINS = $(B)/test_redis $(B)/kit_redis
 ZK_BINS    = $(B)/test_zk $(B)/kit_zk
 ASAN_BINS  = $(B)/asan/test_core $(B)/asan/kit_memory $(B)/asan/test_sql $(B)/asan/test_redis $(B)/asan/test_zk
 
@@ -54,13 +54,9 @@ $(B)/mp_check: tests/mp_check.c | $(B)
 	$(CC) $(CFLAGS) -o $@ tests/mp_check.c
 $(B)/leader_demo: examples/leader_demo.c $(HDR_SQL) | $(B)
 	$(CC) $(CFLAGS) -o $@ examples/leader_demo.c -lsqlite3 -lpthread
-$(B)/sql_cycle: bench/sql_cycle.c $(HDR_SQL) | $(B)
-	$(CC) $(CFLAGS) -O2 -o $@ bench/sql_cycle.c -lsqlite3 -lpthread
 
 # ---- redis --------------------------------------------------------------------------------
 # test_redis, kit_redis: see VARIANT_PROGS below
-$(B)/redis_cycle: bench/redis_cycle.c $(HDR_REDIS) | $(B)
-	$(CC) $(CFLAGS) -O2 -o $@ bench/redis_cycle.c -lhiredis -lpthread
 
 # ---- test programs in every variant: plain, clang, ASan, TSan --------------------------------
 # One table (sources, headers they depend on, flags, libraries) and one pattern rule per
@@ -115,10 +111,10 @@ CLANG_BINS = $(B)/clang/test_core $(B)/clang/cxx_check
 
 # ---- running ------------------------------------------------------------------------------
 # The whole suite: unit tests, the kit on every backend, the multi-process test, the
-# sanitizer run. Servers are started and stopped by scripts/test.sh.
+# sanitizer run. Servers are started and stopped by tests/run.sh.
 test: deps
 	$(MAKE) --no-print-directory all $(ASAN_BINS) $(CLANG_BINS)
-	@sh scripts/test.sh
+	@sh tests/run.sh
 
 # Quick: core only, no servers, no packages.
 test-core: $(B)/test_core $(B)/kit_memory $(B)/two_tu

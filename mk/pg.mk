@@ -25,10 +25,6 @@ $(B)/fuzz/fuzz_pg_row: fuzz/fuzz_pg_row.c simba.h simba_pg.h | $(B)/fuzz
 fuzz-pg: $(B)/fuzz/fuzz_pg_row
 	sh fuzz/run.sh $(B)/fuzz/fuzz_pg_row fuzz/corpus/fuzz_pg_row $${FUZZ_SECONDS:-60}
 .PHONY: fuzz-pg
-# W1 cycles/s next to the raw statement round trip (server on $SIMBA_PG_PORT); -O2 as bench.mk
-$(B)/bench/pg_cycle: bench/pg_cycle.c $(HDR_PG) | $(B)/bench
-	$(CC) $(CFLAGS) -O2 $(PGINC) -o $@ bench/pg_cycle.c -lpq -lpthread
-all: $(B)/bench/pg_cycle
 # the simba tool (tools/simba.c, rules in mk/cli.mk) speaks postgres:// too
 $(B)/simba $(B)/asan/simba $(B)/clang/simba: simba_pg.h
 $(B)/simba $(B)/asan/simba $(B)/clang/simba: ZKINC += $(PGINC)

@@ -1,6 +1,6 @@
 # reliability.mk -- fault harness, bad input, fuzzing, sanitizers (issue 7).
 # Included by the Makefile; uses its CC, CFLAGS, ZKINC, SAN, B.
-#   make rel-bins       everything scripts/test_reliability.sh runs
+#   make rel-bins       everything tests/test_reliability.sh runs
 #   make chaos          the fault harness for minutes per backend (CHAOS_SECONDS=180 each)
 #   make fuzz           every libFuzzer target for FUZZ_SECONDS (default 300) each
 #   make tsan           core tests, memory kit and the ZooKeeper test under ThreadSanitizer
@@ -77,7 +77,7 @@ valgrind-all: $(B)/test_core $(B)/kit_memory $(B)/test_sql $(B)/kit_sql $(B)/tes
 
 # the whole reliability suite (what `make test` runs as its last group)
 reliability: rel-bins fuzz-bins
-	bash scripts/test_reliability.sh
+	bash tests/test_reliability.sh
 
 # A forged owner announcement must not postpone failover by more than one lease (see
 # tests/fault_forged.c). Needs a redis-server on $(FORGED_PORT): it starts and stops one.

@@ -1,4 +1,4 @@
-/* mp_worker.c -- one contender process for the multi-process test (scripts/mp_test.sh).
+/* mp_worker.c -- one contender process for the multi-process test (tests/mp_test.sh).
  *
  *   mp_worker --backend sql --path FILE --mutex M --duration-ms N --ttl-ms T
  *             --transition-ms X --log FILE [--hold-ms H] [--rest-ms R] [--id ID]

@@ -1,4 +1,4 @@
-/* simba_redis.h alone, with its implementation, compiles warning-free (mk/core13.mk: C99 and C++11,
+/* simba_redis.h alone, with its implementation, compiles warning-free (mk/compile.mk: C99 and C++11,
    gcc and clang, -Wall -Wextra -Wpedantic -Werror). */
 #define SIMBA_IMPLEMENTATION
 #include "simba_redis.h"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# test_reliability.sh -- the reliability suite (issue 7), run by scripts/test.sh as its last
-# group, or alone: bash scripts/test_reliability.sh
+# test_reliability.sh -- the reliability suite (issue 7), run by tests/run.sh as its last
+# group, or alone: bash tests/test_reliability.sh
 #   1. bad input: build/badinput and its ASan+UBSan build
 #   2. the fault harness, short: tests/fault_run.sh on sql, redis, zk and pg (each starts its
 #      own server on its own loopback port -- redis 6392, ZooKeeper 2193, PostgreSQL 5442 -- under
@@ -10,7 +10,7 @@
 # Tunables: REL_SQL_SECONDS=20 REL_REDIS_SECONDS=25 REL_ZK_SECONDS=30 REL_PG_SECONDS=25 REL_FUZZ_SECONDS=8
 set -u
 cd "$(dirname "$0")/.."
-. scripts/suite_lib.sh
+. tests/suite_lib.sh
 B=build
 LOGS=$B/logs
 mkdir -p "$LOGS"
@@ -31,7 +31,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# step NAME LIMIT_S CMD...: one suite with a time limit, tallied by scripts/suite_lib.sh.
+# step NAME LIMIT_S CMD...: one suite with a time limit, tallied by tests/suite_lib.sh.
 step() {
     local name=$1 limit=$2 t=$(date +%s) rc
     shift 2

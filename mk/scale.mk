@@ -1,5 +1,5 @@
 # scale20.mk -- 10,000 services on one loop on SQLite and Redis (issue 20): tests/test_scale.c.
-# scripts/test.sh group "scale" starts its own redis-server (SIMBA_SCALE_REDIS_PORT, default
+# tests/run.sh group "scale" starts its own redis-server (SIMBA_SCALE_REDIS_PORT, default
 # 6470) and runs it; `make test-scale` does the same alone.
 SCALE_DEP = simba.h simba_sql.h simba_redis.h tests/check.h
 $(B)/test_scale: tests/test_scale.c $(SCALE_DEP) | $(B)
@@ -7,4 +7,4 @@ $(B)/test_scale: tests/test_scale.c $(SCALE_DEP) | $(B)
 all: $(B)/test_scale
 .PHONY: test-scale
 test-scale:: $(B)/test_scale
-	@SIMBA_TEST_ONLY=scale sh scripts/test.sh
+	@SIMBA_TEST_ONLY=scale sh tests/run.sh

@@ -2,7 +2,7 @@
 # mp_test.sh -- several contender processes on one mutex, then the overlap/fence check.
 # Default backend: one SQLite file in a temp dir.
 #
-#   scripts/mp_test.sh [WORKER_BIN CHECK_BIN]
+#   tests/mp_test.sh [WORKER_BIN CHECK_BIN]
 #
 # Builds nothing: the binaries come from the arguments or from $MP_WORKER / $MP_CHECK
 # (default build/mp_worker, build/mp_check). Tunables (environment):

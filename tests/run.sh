@@ -29,8 +29,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# run NAME CMD...: runs one suite into its log and tallies it (scripts/suite_lib.sh).
-. scripts/suite_lib.sh
+# run NAME CMD...: runs one suite into its log and tallies it (tests/suite_lib.sh).
+. tests/suite_lib.sh
 run() {
     local name=$1 t=$(date +%s) rc
     shift
@@ -69,7 +69,7 @@ if want sql; then
     run kit_sql $B/kit_sql
     run kit_sql_memory env SIMBA_KIT_SQL_MEMORY=1 $B/kit_sql
     run test_with_simba $B/test_with_simba
-    run multiprocess_sql env MP_WORKER=$B/mp_worker MP_CHECK=$B/mp_check sh scripts/mp_test.sh
+    run multiprocess_sql env MP_WORKER=$B/mp_worker MP_CHECK=$B/mp_check sh tests/mp_test.sh
 fi
 if want redis; then
     if sh scripts/redis-start.sh "$SIMBA_REDIS_PORT" "$SIMBA_REDIS_DIR" >"$LOGS/redis-server.log" 2>&1; then
@@ -129,19 +129,19 @@ if want scale || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
         FAIL=$((FAIL + 1)); FAILED="$FAILED redis-scale"
     fi
 fi
-# Redis Cluster and Sentinel (issue 18): scripts/test_redis_cluster.sh starts its own loopback
+# Redis Cluster and Sentinel (issue 18): tests/test_redis_ha.sh starts its own loopback
 # cluster (SIMBA_CLUSTER_PORT 6600..6606) and sentinel setup (6650/6651, 26600..26602), stops them by PID
 if want cluster || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
-    run cluster sh scripts/test_redis_cluster.sh
+    run cluster sh tests/test_redis_ha.sh
 fi
 # a 3-node ZooKeeper ensemble (issue 18): the shared kit on it, then the fault harness (kill the
 # leader, kill the clients' follower, lose quorum) for 30 s; three JVMs on 2272..2289, stopped by PID
 if want ensemble || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
-    run ensemble env ZK_ENSEMBLE_FAULT_SECONDS=${ZK_ENSEMBLE_FAULT_SECONDS:-30} bash scripts/zk-ensemble-test.sh
+    run ensemble env ZK_ENSEMBLE_FAULT_SECONDS=${ZK_ENSEMBLE_FAULT_SECONDS:-30} bash tests/test_zk_ensemble.sh
 fi
-if want reliability && [ -f scripts/test_reliability.sh ]; then
+if want reliability && [ -f tests/test_reliability.sh ]; then
     # fault harness, bad-input table, short fuzz run: starts its own servers on its own ports
-    run reliability bash scripts/test_reliability.sh
+    run reliability bash tests/test_reliability.sh
 fi
 
 echo "suites took $(( $(date +%s) - T0 ))s${FAILED:+; failed:$FAILED}"

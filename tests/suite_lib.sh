@@ -1,4 +1,4 @@
-# suite_lib.sh -- sourced by scripts/test.sh and scripts/test_reliability.sh (bash).
+# suite_lib.sh -- sourced by tests/run.sh and tests/test_reliability.sh (bash).
 #
 # tally NAME LOG RC T0: counts one finished suite into PASS / FAIL / FAILED and prints its
 # result. The suite's own last "N passed, N failed" line counts; a program without one

@@ -15,9 +15,9 @@ $(B)/clang/test_redis_cluster: tests/test_redis_cluster.c simba.h simba_redis.h 
 .PHONY: test-cluster
 test-cluster: $(B)/test_redis_cluster $(B)/asan/test_redis_cluster $(B)/kit_redis \
 	      $(B)/test_redis_sentinel $(B)/asan/test_redis_sentinel
-	sh scripts/test_redis_cluster.sh --full
+	sh tests/test_redis_ha.sh --full
 
-# make test (scripts/test.sh group "cluster") runs test_redis_cluster and test_redis_sentinel.
+# make test (tests/run.sh group "cluster") runs test_redis_cluster and test_redis_sentinel.
 all: $(B)/test_redis_cluster $(B)/test_redis_sentinel
 
 # Sentinel (issue 18): build/test_redis_sentinel starts its own primary, replica and three

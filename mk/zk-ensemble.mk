@@ -4,5 +4,5 @@
 #   make test-scale      runs it (other topologies add their own test-scale:: rules)
 .PHONY: test-scale-zk test-scale
 test-scale-zk: $(B)/kit_zk $(B)/mp_worker $(B)/mp_check
-	@bash scripts/zk-ensemble-test.sh
+	@bash tests/test_zk_ensemble.sh
 test-scale:: test-scale-zk
