@@ -15,6 +15,8 @@ HDR_CORE  = simba.h simba_memory.h
 HDR_SQL   = simba.h simba_memory.h simba_sql.h
 HDR_REDIS = simba.h simba_redis.h
 HDR_ZK    = simba.h simba_zk.h
+HDR_PG    = simba.h simba_pg.h
+HDR_ALL   = simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h simba_pg.h
 KIT       = tests/kit.c tests/kit.h tests/check.h tests/fixture.h
 
 CORE_BINS  = $(B)/test_core $(B)/kit_memory $(B)/two_tu $(B)/cxx_check $(B)/tick_loop $(B)/poll_loop
@@ -23,18 +25,17 @@ REDIS_BINS = $(B)/test_redis $(B)/kit_redis
 ZK_BINS    = $(B)/test_zk $(B)/kit_zk
 ASAN_BINS  = $(B)/asan/test_core $(B)/asan/kit_memory $(B)/asan/test_sql $(B)/asan/test_redis $(B)/asan/test_zk
 
-.PHONY: all deps test test-core test-asan valgrind demo bench clean
+.PHONY: all deps test valgrind demo bench clean
 all: $(CORE_BINS) $(SQL_BINS) $(REDIS_BINS) $(ZK_BINS)
 
 # Debian packages the build and the tests need; no-op when present.
 deps:
 	@sh scripts/install-deps.sh
 
-$(B) $(B)/asan:
+$(B) $(B)/asan $(B)/clang $(B)/tsan:
 	mkdir -p $@
 
 # ---- core ---------------------------------------------------------------------------------
-# test_core, kit_memory: see VARIANT_PROGS below
 # SIMBA_IMPLEMENTATION in exactly one translation unit of a two-file program
 $(B)/two_tu: tests/two_tu_main.c tests/two_tu_impl.c $(HDR_CORE) | $(B)
 	$(CC) $(CFLAGS) -o $@ tests/two_tu_main.c tests/two_tu_impl.c -lpthread
@@ -61,7 +62,8 @@ $(B)/leader_demo: examples/leader_demo.c $(HDR_SQL) | $(B)
 # ---- test programs in every variant: plain, clang, ASan, TSan --------------------------------
 # One table (sources, headers they depend on, flags, libraries) and one pattern rule per
 # variant: $(B)/NAME, $(B)/clang/NAME, $(B)/asan/NAME, $(B)/tsan/NAME.
-VARIANT_PROGS  = test_core kit_memory test_stats test_sql kit_sql test_redis kit_redis test_zk kit_zk
+VARIANT_PROGS  = test_core kit_memory test_stats test_sql kit_sql test_redis kit_redis test_zk kit_zk \
+                 test_pg kit_pg test_redis_cluster test_redis_sentinel test_hooks badinput simba
 SRC_test_core  = tests/test_core.c
 DEP_test_core  = $(HDR_CORE) tests/check.h tests/fixture.h
 LIB_test_core  = -lpthread
@@ -91,6 +93,32 @@ SRC_kit_zk     = tests/kit_zk.c tests/kit.c
 DEP_kit_zk     = $(HDR_ZK) $(KIT) tests/zk_probe.h
 FLG_kit_zk     = $(ZKINC)
 LIB_kit_zk     = -lzookeeper_mt -lpthread
+SRC_test_pg    = tests/test_pg.c
+DEP_test_pg    = $(HDR_PG) tests/check.h
+FLG_test_pg    = $(PGINC)
+LIB_test_pg    = -lpq -lpthread
+SRC_kit_pg     = tests/kit_pg.c tests/kit.c
+DEP_kit_pg     = $(HDR_PG) $(KIT)
+FLG_kit_pg     = $(PGINC)
+LIB_kit_pg     = -lpq -lpthread
+SRC_test_redis_cluster  = tests/test_redis_cluster.c
+DEP_test_redis_cluster  = $(HDR_REDIS) tests/check.h
+LIB_test_redis_cluster  = -lhiredis -lpthread
+SRC_test_redis_sentinel = tests/test_redis_sentinel.c
+DEP_test_redis_sentinel = $(HDR_REDIS) tests/check.h
+LIB_test_redis_sentinel = -lhiredis -lpthread
+SRC_test_hooks = tests/test_hooks.c
+DEP_test_hooks = simba.h simba_memory.h simba_sql.h simba_redis.h tests/check.h
+LIB_test_hooks = -lsqlite3 -lhiredis -lpthread
+SRC_badinput   = tests/badinput.c
+DEP_badinput   = $(HDR_ALL) tests/check.h
+FLG_badinput   = $(ZKINC) $(PGINC)
+LIB_badinput   = -lsqlite3 -lhiredis -lzookeeper_mt -lpq -lpthread
+# the command-line tool: one file on the public headers
+SRC_simba      = tools/simba.c
+DEP_simba      = $(HDR_ALL)
+FLG_simba      = $(ZKINC) $(PGINC)
+LIB_simba      = -lsqlite3 -lhiredis -lzookeeper_mt -lpq -lpthread
 
 .SECONDEXPANSION:
 $(VARIANT_PROGS:%=$(B)/%): $(B)/%: $$(SRC_$$*) $$(DEP_$$*) | $(B)
@@ -103,8 +131,6 @@ $(VARIANT_PROGS:%=$(B)/tsan/%): $(B)/tsan/%: $$(SRC_$$*) $$(DEP_$$*) | $(B)/tsan
 	$(CC) $(CFLAGS) $(TSAN) $(FLG_$*) -o $@ $(SRC_$*) $(LIB_$*)
 
 # ---- the same sources under clang / clang++ (gcc is the default cc) ------------------------
-$(B)/clang:
-	mkdir -p $@
 $(B)/clang/cxx_check: tests/cxx_check.cpp simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h simba_pg.h | $(B)/clang
 	clang++ -std=c++11 $(WARN) $(ZKINC) $(PGINC) -o $@ tests/cxx_check.cpp -lsqlite3 -lhiredis -lzookeeper_mt -lpq -lpthread
 CLANG_BINS = $(B)/clang/test_core $(B)/clang/cxx_check
@@ -116,12 +142,18 @@ test: deps
 	$(MAKE) --no-print-directory all $(ASAN_BINS) $(CLANG_BINS)
 	@sh tests/run.sh
 
-# Quick: core only, no servers, no packages.
-test-core: $(B)/test_core $(B)/kit_memory $(B)/two_tu
-	$(B)/test_core && $(B)/two_tu && $(B)/kit_memory
-
-test-asan: $(B)/asan/test_core $(B)/asan/kit_memory
-	$(B)/asan/test_core && $(B)/asan/kit_memory
+# One group of tests/run.sh each, with what it runs (servers started and stopped as in make
+# test): core, asan and sql need no server, redis / zk / pg start their own.
+TEST_GROUPS = core asan sql redis zk pg
+.PHONY: $(TEST_GROUPS:%=test-%)
+test-core: $(CORE_BINS) $(CLANG_BINS) $(B)/leader_demo $(B)/test_stats $(B)/clang/test_stats $(B)/stats_prometheus $(B)/simba
+test-asan: $(B)/asan/test_core $(B)/asan/kit_memory $(B)/asan/test_stats $(B)/asan/test_sql
+test-sql: $(SQL_BINS) $(B)/test_with_simba
+test-redis: $(REDIS_BINS) $(B)/asan/test_redis
+test-zk: $(ZK_BINS) $(B)/asan/test_zk $(B)/zk_include_c $(B)/zk_include_cxx
+test-pg: $(B)/test_pg $(B)/asan/test_pg $(B)/kit_pg
+$(TEST_GROUPS:%=test-%): test-%:
+	@SIMBA_TEST_ONLY=$* sh tests/run.sh
 
 valgrind: $(B)/test_core $(B)/test_sql
 	valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite $(B)/test_core
@@ -139,5 +171,6 @@ $(B)/readme: examples/readme.c $(HDR_SQL) | $(B)
 	$(CC) $(CFLAGS) -I. -o $@ examples/readme.c -lsqlite3 -lpthread
 all: $(B)/readme
 
-# Further targets (bench, reliability) live in mk/*.mk.
+# Further targets live in mk/*.mk, one file per part: bench, cli, compile, hooks, install,
+# pg, readme, redis-ha, reliability, scale, sql, zk, zk-ensemble.
 -include mk/*.mk

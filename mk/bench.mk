@@ -1,4 +1,4 @@
-# Benchmarks (issue 6): `make bench` builds bench/*.c and runs scripts/bench.sh, which starts
+# bench.mk -- `make bench` builds bench/*.c and runs scripts/bench.sh, which starts
 # its own redis-server, ZooKeeper and PostgreSQL on loopback, runs every workload and prints one
 # markdown table. Uses CC, CFLAGS, ZKINC, B (Makefile) and PGINC (mk/pg.mk).
 

@@ -1,4 +1,4 @@
-# core13.mk -- every header compiles alone, with its implementation, as C99 and C++11 with
+# compile.mk -- every header compiles alone, with its implementation, as C99 and C++11 with
 # gcc and clang (tests/compile/<header>.c and .cc); sql_only checks SIMBA_<NAME>_IMPLEMENTATION.
 # PGINC comes from mk/pg.mk. Part of `make all` (so of `make test`). Uses CC, CFLAGS, ZKINC and B from the Makefile.
 COMPILE_HDRS   = simba simba_memory simba_sql simba_redis simba_zk simba_pg

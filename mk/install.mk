@@ -1,5 +1,5 @@
-# install.mk -- `make install` / `make uninstall`, the statistics test and example (issues 13,
-# 16). Included by the Makefile; uses its CC, CFLAGS, SAN and B.
+# install.mk -- `make install` / `make uninstall`, the statistics test and example. Included
+# by the Makefile; uses its CC, CFLAGS, SAN and B.
 #
 #   make install   [PREFIX=/usr/local] [DESTDIR=]   headers, pkg-config files, CMake package,
 #                                                   and the simba tool when tools/simba.c exists

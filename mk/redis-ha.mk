@@ -1,17 +1,8 @@
-# cluster18.mk -- Redis Cluster (issue 18): build/test_redis_cluster (and its ASan build) and
-# make test-cluster, which starts a loopback cluster (scripts/redis-cluster-start.sh, ports
-# SIMBA_CLUSTER_PORT..+5, default 6600), runs the cluster tests and the shared kit on it, and
-# stops it by PID.
-$(B)/test_redis_cluster: tests/test_redis_cluster.c simba.h simba_redis.h tests/check.h
-	mkdir -p $(B)
-	$(CC) $(CFLAGS) -o $@ tests/test_redis_cluster.c -lhiredis -lpthread
-$(B)/asan/test_redis_cluster: tests/test_redis_cluster.c simba.h simba_redis.h tests/check.h
-	mkdir -p $(B)/asan
-	$(CC) $(CFLAGS) $(SAN) -o $@ tests/test_redis_cluster.c -lhiredis -lpthread
-$(B)/clang/test_redis_cluster: tests/test_redis_cluster.c simba.h simba_redis.h tests/check.h
-	mkdir -p $(B)/clang
-	clang $(CFLAGS) -o $@ tests/test_redis_cluster.c -lhiredis -lpthread
-
+# redis-ha.mk -- Redis Cluster and Sentinel: make test-cluster starts a loopback cluster
+# (scripts/redis-cluster-start.sh, ports SIMBA_CLUSTER_PORT..+5, default 6600), runs the
+# cluster tests and the shared kit on it, and stops it by PID. build/test_redis_sentinel starts
+# its own primary, replica and three sentinels (SIMBA_SENTINEL_REDIS_PORT 6650/6651,
+# SIMBA_SENTINEL_PORT 26600..26602). Both programs: VARIANT_PROGS in the Makefile.
 .PHONY: test-cluster
 test-cluster: $(B)/test_redis_cluster $(B)/asan/test_redis_cluster $(B)/kit_redis \
 	      $(B)/test_redis_sentinel $(B)/asan/test_redis_sentinel
@@ -20,19 +11,10 @@ test-cluster: $(B)/test_redis_cluster $(B)/asan/test_redis_cluster $(B)/kit_redi
 # make test (tests/run.sh group "cluster") runs test_redis_cluster and test_redis_sentinel.
 all: $(B)/test_redis_cluster $(B)/test_redis_sentinel
 
-# Sentinel (issue 18): build/test_redis_sentinel starts its own primary, replica and three
-# sentinels (SIMBA_SENTINEL_REDIS_PORT 6650/6651, SIMBA_SENTINEL_PORT 26600..26602).
-$(B)/test_redis_sentinel: tests/test_redis_sentinel.c simba.h simba_redis.h tests/check.h
-	mkdir -p $(B)
-	$(CC) $(CFLAGS) -o $@ tests/test_redis_sentinel.c -lhiredis -lpthread
-$(B)/asan/test_redis_sentinel: tests/test_redis_sentinel.c simba.h simba_redis.h tests/check.h
-	mkdir -p $(B)/asan
-	$(CC) $(CFLAGS) $(SAN) -o $@ tests/test_redis_sentinel.c -lhiredis -lpthread
-
-# make bench: W1/W2 on a Redis Cluster declare their prefix on every slot first (issue 18).
+# make bench: W1/W2 on a Redis Cluster declare their prefix on every slot first.
 bench-build: $(B)/bench/redis_cluster_declare
 
-# make chaos-redis-ha: the fault harness on the Redis topologies of issue 18, CHAOS_SECONDS
+# make chaos-redis-ha: the fault harness on the Redis topologies, CHAOS_SECONDS
 # each (as make chaos): Cluster, Sentinel without and with wait_replicas = 1 (tests/fault_run.sh;
 # its ports FAULT_CLUSTER_PORT, FAULT_SENTINEL_REDIS_PORT, FAULT_SENTINEL_PORT).
 .PHONY: chaos-redis-ha

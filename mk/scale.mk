@@ -1,4 +1,4 @@
-# scale20.mk -- 10,000 services on one loop on SQLite and Redis (issue 20): tests/test_scale.c.
+# scale.mk -- 10,000 services on one loop on SQLite and Redis: tests/test_scale.c.
 # tests/run.sh group "scale" starts its own redis-server (SIMBA_SCALE_REDIS_PORT, default
 # 6470) and runs it; `make test-scale` does the same alone.
 SCALE_DEP = simba.h simba_sql.h simba_redis.h tests/check.h

@@ -1,4 +1,4 @@
-# The SQLite recipe for users' tests (README "Testing your code with simba"): built by
+# sql.mk -- the SQLite recipe for users' tests (docs/testing.md): built by
 # `make all`, run by tests/run.sh in the "sql" group. Uses CC, CFLAGS and B.
 $(B)/test_with_simba: examples/test_with_simba.c simba.h simba_sql.h | $(B)
 	$(CC) $(CFLAGS) -I. -o $@ examples/test_with_simba.c -lsqlite3 -lpthread

@@ -1,4 +1,4 @@
-# zk20.mk -- ZooKeeper at scale and on a 3-node ensemble (issues 18, 20). Uses B.
+# zk-ensemble.mk -- ZooKeeper on a 3-node ensemble, part of make test-scale. Uses B.
 #   make test-scale-zk   the shared kit on a 3-node ensemble, then the fault harness on one
 #                        (leader killed, the clients' follower killed, quorum lost), then an owner cut off from a frozen leader: ~3 min
 #   make test-scale      runs it (other topologies add their own test-scale:: rules)
