@@ -257,7 +257,7 @@ typedef struct simba_state {
     simba_reason reason; /* on_released: why; SIMBA_REASON_NONE in other callbacks */
 } simba_state;
 
-/* Time-based predicates (the original's hasOwner ignored time). */
+/* Time-based predicates: an owner is one whose window has not passed. */
 SIMBA_API int simba_owner_is(const simba_owner *o, const char *id); /* id equal and non-empty */
 SIMBA_API int simba_owner_in_ttl(const simba_owner *o, int64_t now);        /* ttl_at > now */
 SIMBA_API int simba_owner_in_transition(const simba_owner *o, int64_t now); /* ttl_at <= now <= transition_at */
@@ -2608,7 +2608,7 @@ static void simba__find_host(simba_loop *l) {
             if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & 0x1 /* IFF_UP */)) continue;
             sin = (const struct sockaddr_in *)(const void *)i->ifa_addr;
             if ((ntohl(sin->sin_addr.s_addr) >> 24) == 127) continue;
-            /* the last eligible address wins, as in the original */
+            /* the last eligible address wins */
             if (inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof buf)) { simba__copy(l->host, sizeof l->host, buf); found = 1; }
         }
         freeifaddrs(ifs);

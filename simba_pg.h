@@ -34,7 +34,7 @@
  *   stall ends unanswered, the connection is closed and made anew.
  *   Authentication runs inside PQconnectPoll: with scram-sha-256 (PostgreSQL's default for
  *   TCP) one call computes the client proof (PBKDF2, 4096 iterations of HMAC-SHA-256), which
- *   took 5-12 ms on the 2-CPU bench VM, so the simba_poll that runs it is that long, once per
+ *   takes milliseconds (5-12 ms on a 2-CPU machine), so the simba_poll that runs it is that long, once per
  *   connection (at start, and after a lost or recycled one; a stopped server that comes back
  *   within stall_timeout_ms resumes on the stalled connection, with no login). md5 took
  *   0.6 ms, trust 0.2 ms; a unix socket with peer or trust avoids the cost, as does a SCRAM

@@ -1312,10 +1312,9 @@ static void simba__sql_commit_learn(simba__sql *s, int n, int64_t us) {
 
 /* Another connection committed since this one's last batch (simba_sql_checkpoint()
    starting the WAL over, another process): SQLite has dropped this connection's page cache,
-   and the batch's statements and COMMIT read and write it all again. W4 on a disk, the
-   first batch after the checkpointer's write: 37.5 µs a request in statements against 6.5,
-   a COMMIT of 15 µs a request against 3. Such a batch reserves SIMBA__SQL_COLD times the
-   COMMIT and teaches the estimate nothing. Returns that factor (1: warm). */
+   and the batch's statements and COMMIT read and write it all again (about 5 times a warm
+   batch's cost a request). Such a batch reserves SIMBA__SQL_COLD times the COMMIT and
+   teaches the estimate nothing. Returns that factor (1: warm). */
 static int simba__sql_cold(simba__sql *s) {
     sqlite3_stmt *st = s->st[SIMBA__SQL_DATA_VERSION];
     int64_t dv;

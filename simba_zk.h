@@ -22,7 +22,7 @@
  *   backend recognises a node that its create may or may not have made (ZooKeeper's
  *   "protected" create) and never mistakes another client's node for its own; duplicates
  *   are deleted. The lowest sequence owns. Every reply names the owner: non-owners and
- *   observers read the owner node's data (the original library told them nothing). A
+ *   observers read the owner node's data. A
  *   waiter watches only its predecessor: when that node goes, exactly that waiter gets
  *   SIMBA_EV_RELEASED (no herd), and the waiter whose predecessor is the owner is reported
  *   first_in_line. The core re-sends ACQUIRE periodically: for the owner that is the

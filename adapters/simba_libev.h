@@ -1,4 +1,4 @@
-/* simba_libev.h -- drive a simba_loop from a libev loop (issue 15): one call attaches, one
+/* simba_libev.h -- drive a simba_loop from a libev loop: one call attaches, one
  * detaches. Include after simba.h (everything here is static).
  *
  *     simba_ev *a;

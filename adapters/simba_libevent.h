@@ -1,4 +1,4 @@
-/* simba_libevent.h -- drive a simba_loop from a libevent event_base (issue 15): one call
+/* simba_libevent.h -- drive a simba_loop from a libevent event_base: one call
  * attaches, one detaches. Include after simba.h (everything here is static).
  *
  *     simba_event *a;

@@ -1,4 +1,4 @@
-/* simba_libuv.h -- drive a simba_loop from a libuv loop (issue 15), in the hiredis adapter
+/* simba_libuv.h -- drive a simba_loop from a libuv loop, in the hiredis adapter
  * manner: one call attaches, one detaches. Include after simba.h, in the file that has the
  * implementation or any other (everything here is static).
  *

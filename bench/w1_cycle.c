@@ -21,8 +21,8 @@
  *           session): the two round trips a lock needs at the very least
  *   pg      one blocking libpq client (PQexecParams) running the backend's own acquire
  *           statement as a renewal of a row of its own: one statement round trip. A cycle
- *           is two statements: target >= 0.85 of half that rate (issue 17)
- *   redis-cluster (issue 18; a cluster seeded at 127.0.0.1:--cluster-port, its prefix declared
+ *           is two statements: target >= 0.85 of half that rate
+ *   redis-cluster (a cluster seeded at 127.0.0.1:--cluster-port, its prefix declared
  *           with bench/redis_cluster_declare): as redis, against the primary that serves
  *           the mutex's slot, on a key of that slot
  *   memory  none (reference only)

@@ -5,11 +5,11 @@
  *              [--ttl-ms 10000] [--transition-ms 6000] [--part contend|locker|advisory|notify|notify-write]
  *              [--label TEXT] [backend options as in bench.h]
  *
- * Issue 12 figures, printed for every run: acquisitions/s against the ideal
+ * Figures printed for every run: acquisitions/s against the ideal
  * (min(1000 / hold, procs * 1000 / (hold + rest))); Jain fairness over the per-process
  * acquisition counts ((sum x)^2 / (n * sum x^2), 1 = all equal); the longest wait (from a
  * process asking, "S", to its acquisition, or to the end of the run if it never got it);
- * handoff p50 / p99. Targets are printed next to the figures (issue 12): Redis and SQLite
+ * handoff p50 / p99. Targets are printed next to the figures: Redis and SQLite
  * Jain >= 0.99 and longest wait <= 40 ms without a pause; with a pause (8 processes, hold
  * 50 ms, pause 310 ms) >= 19.5 acquisitions/s on every backend and SQLite handoff p50 <= 1 ms.
  *
@@ -18,16 +18,14 @@
  * what a user blocked in simba_locker_lock() sees after another process unlocks. Targets:
  * p50 <= 0.5 ms Redis, <= 1 ms SQLite. On PostgreSQL the run is followed by its reference:
  * the same processes and timing on pg_advisory_lock() (--part advisory, blocking libpq,
- * the waiter blocked inside the server), the bar issue 17 names, and by a second one: a bare
+ * the waiter blocked inside the server), the bar its target is set against, and by a second one: a bare
  * pg_notify() from the holder to the next process's LISTEN (--part notify), the floor under
  * any handoff that wakes its waiter by NOTIFY, as simba_pg's does, and by a third: one
  * statement that updates one row by its key and sends the same pg_notify(), with
  * synchronous_commit off as simba_pg's session has it (--part notify-write): a release that
  * writes the grant to a table before it wakes the waiter, with nothing else to do. Both are
- * prepared statements, as simba_pg's are: sent as text, the write's four statements were
- * parsed and planned at every handoff, and that, not the write, made the reference read
- * 0.51-0.59 ms in sessions 13-16 (a bare pg_notify() also takes a transaction id and writes a
- * commit record).
+ * prepared statements, as simba_pg's are: sent as text, parsing and planning would dominate
+ * the reference (a bare pg_notify() also takes a transaction id and writes a commit record).
  *
  * The parent spawns --procs copies of itself (worker mode), each with its own loop, backend
  * and connection, all contending for one mutex from one common start time for --secs. A
@@ -39,7 +37,7 @@
  * simba_start() again to queue up. With rest 0 the releaser races the waiter its release
  * woke: that run shows fairness (who gets the mutex next). A rest of a few holds keeps the
  * releaser out of that race: that run shows the pure handoff gap.
- * redis-cluster (issue 18): a cluster seeded at 127.0.0.1:--cluster-port (default 6680), its
+ * redis-cluster: a cluster seeded at 127.0.0.1:--cluster-port (default 6680), its
  * prefix declared with bench/redis_cluster_declare; targets and PING as for redis (the seed).
  * For Redis the parent then measures the PING round trip p50 (blocking hiredis), back to back
  * and after 5 ms of sleep (a handoff comes after 5 ms of quiet; on a VM, waking a sleeping
@@ -503,7 +501,7 @@ int main(int argc, char **argv) {
     {
         int locker = strcmp(b_opt("part", "contend"), "locker") == 0;
         int sq = strcmp(backend, "sqlite") == 0, rd = strncmp(backend, "redis", 5) == 0;
-        int pg = strcmp(backend, "pg") == 0; /* issue 17: the targets as on Redis */
+        int pg = strcmp(backend, "pg") == 0; /* the targets as on Redis */
         double hold = b_optf("hold-ms", 5), rest = b_optf("rest-ms", 0);
         double ideal = 1000.0 / hold, per = procs * 1000.0 / (hold + rest);
         double p50 = b_pct(&gaps, 0.5) / 1000, p99 = b_pct(&gaps, 0.99) / 1000, rate = (double)acqs / secs;

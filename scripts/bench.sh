@@ -7,7 +7,7 @@
 # build/bench-results.md. See bench/README.md for what each figure means.
 #   BENCH_ONLY="w1 w3"      run only some workloads (w1 w2 w3 w4 w5)
 #   BENCH_REDIS_PORT=6395 BENCH_ZK_PORT=2195 BENCH_PG_PORT=5445   the servers' ports
-#   BENCH_CLUSTER_PORT=6680   W1/W2's Redis Cluster (issue 18; 3 primaries + 3 replicas on
+#   BENCH_CLUSTER_PORT=6680   W1/W2's Redis Cluster (3 primaries + 3 replicas on
 #                             ..+5, scripts/redis-cluster-start.sh), next to the single node
 set -u
 cd "$(dirname "$0")/.."
@@ -112,7 +112,7 @@ if [ $need_pg = 1 ]; then
     fi
 fi
 
-# issue 18: W1/W2 on a Redis Cluster next to the single node (a new prefix declared on every slot)
+# W1/W2 on a Redis Cluster next to the single node (a new prefix declared on every slot)
 if want w1 || want w2; then
     rm -rf "$CLUSTER_DIR"
     CLUSTER_STARTED=1
@@ -152,7 +152,7 @@ if want w1; then
     run w1_pg $BIN/w1_cycle --backend pg --secs 6 $PP
 fi
 if want w2; then
-    # Issue 12, default timing (ttl 10 s / transition 6 s; ZooKeeper session 2 s) as a new
+    # Default timing (ttl 10 s / transition 6 s; a 2 s ZooKeeper session) as a new
     # user runs it. No pause: 4 processes re-contend at once after each 5 ms hold (fairness:
     # Jain, longest wait). Pause: 8 processes, hold 50 ms, 310 ms after each unlock (ideal
     # 20 acquisitions/s). Locker: 2 processes blocked in simba_locker_lock(), hold 100 ms,
@@ -227,7 +227,7 @@ if want w4; then
     else
         echo "w4_sqlite_tmpfs: no writable tmpfs (/dev/shm, /run/lock, /run): row not measured" >&2
     fi
-    # issue 20: the networked backends, with the server's own counters and CPU
+    # The networked backends, with the server's own counters and CPU
     run w4_redis $PIN $BIN/w4_scale --part steady --backend redis --mutexes 10000 --secs 20 --ttl-ms 10000 $RP \
         --server-pid "$(cat "$REDIS_DIR/redis.pid")"
     # zk: the lease is the session: owners hold 2/3 of it, so 15 s matches the other rows' 10 s ttl

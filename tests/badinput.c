@@ -503,7 +503,7 @@ static int loop_desc_rows(void) {
     X(contend_mutex_long, contend_with(cdesc(longname)), SIMBA_EINVAL)                                    \
     X(contend_mutex_max_ok, contend_with(cdesc(maxname)), SIMBA_OK)                                       \
     X(contend_mutex_space, contend_with(cdesc("a b")), SIMBA_EINVAL)                                      \
-    X(contend_mutex_slash, contend_with(cdesc("a/b")), SIMBA_EINVAL)                                      \
+    X(contend_mutex_slash, contend_with(cdesc("m/n")), SIMBA_EINVAL)                                      \
     X(contend_mutex_dot, contend_with(cdesc(".")), SIMBA_EINVAL)                                          \
     X(contend_mutex_dotdot, contend_with(cdesc("..")), SIMBA_EINVAL)                                      \
     X(contend_mutex_quote, contend_with(cdesc("a'b")), SIMBA_EINVAL)                                      \
@@ -541,7 +541,7 @@ static int loop_desc_rows(void) {
     X(observe_null_desc, simba_observe(L, be, NULL, &(simba_service *){0}), SIMBA_EINVAL)                                  \
     X(observe_null_out, simba_observe(L, be, &(simba_observe_desc){"m", NULL, 0, NULL}, NULL), SIMBA_EINVAL) \
     X(observe_null_loop, simba_observe(NULL, be, &(simba_observe_desc){"m", NULL, 0, NULL}, &(simba_service *){0}), SIMBA_EINVAL) \
-    X(observe_bad_name, observe_with((simba_observe_desc){"a/b", NULL, 0, NULL}), SIMBA_EINVAL)           \
+    X(observe_bad_name, observe_with((simba_observe_desc){"m/n", NULL, 0, NULL}), SIMBA_EINVAL)           \
     X(observe_long_name, observe_with((simba_observe_desc){longname, NULL, 0, NULL}), SIMBA_EINVAL)       \
     X(observe_refresh_negative, observe_with((simba_observe_desc){"m", NULL, -1, NULL}), SIMBA_EINVAL)    \
     X(observe_refresh_int64_max, observe_with((simba_observe_desc){"m", NULL, INT64_MAX, NULL}), SIMBA_EINVAL) \

@@ -8,8 +8,8 @@
  *   control: the child is SIGKILLed: B must own M within ttl + transition + 3 s;
  *   forged:  "owner 1 1000000000 1000000000 ghost" is PUBLISHed on M's event channel,
  *            then the child is SIGKILLed: B must own M within the same bound.
- * The second case fails on the current code (B postpones its next attempt to the forged
- * lease end, about 11 days away): see the report of issue 7.
+ * The second case guards against B postponing its next attempt to the forged lease end
+ * (about 11 days away).
  */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_redis.h"

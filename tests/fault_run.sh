@@ -30,11 +30,11 @@
 #          (data kept), client-kill (pg_terminate_backend of every simba connection),
 #          partition, conn-reset, server-crash (SIGQUIT while an owner holds, restarted at
 #          once: crash recovery, the crash quarantine)
-#   redis-cluster (issue 18; 3 primaries + 3 replicas on FAULT_CLUSTER_PORT..+5, default
+#   redis-cluster (3 primaries + 3 replicas on FAULT_CLUSTER_PORT..+5, default
 #          6620, workers seeded at its first port): kill-primary (the mutex's primary is
 #          SIGKILLed, a replica takes over, the old one rejoins as a replica), move-slot (the
 #          mutex's slot migrates to another primary while contending)
-#   redis-sentinel (issue 18; scripts/redis-sentinel-start.sh: primary FAULT_SENTINEL_REDIS_PORT
+#   redis-sentinel (scripts/redis-sentinel-start.sh: primary FAULT_SENTINEL_REDIS_PORT
 #          (default 6660), replica +1, sentinels FAULT_SENTINEL_PORT.. (default 26610); workers
 #          find the primary through the sentinels; FAULT_WAIT_REPLICAS=N sets wait_replicas):
 #          sen-kill-primary (SIGKILLed, the replica is promoted, the old one comes back as its

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fault_zk_ensemble.sh SECONDS -- the fault harness on a 3-node ZooKeeper ensemble (issue 18):
+# fault_zk_ensemble.sh SECONDS -- the fault harness on a 3-node ZooKeeper ensemble:
 # mp_worker processes contend for one mutex through the full connect string while members
 # of the ensemble fail; then an inspector checks that the mutex is free, and mp_check checks
 # every log (overlaps, fence regressions, acting while not owner, leaked locks).

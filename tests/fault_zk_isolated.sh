@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fault_zk_isolated.sh -- an owner whose server is cut off from the leader (issue 18, found
+# fault_zk_isolated.sh -- an owner whose server is cut off from the leader (found
 # by CI): on a 3-node ensemble, owner A talks only to follower C; the leader and the other
 # follower are SIGSTOPped for 4.5 s (longer than the 4 s session). C keeps answering reads
 # for up to syncLimit x tickTime (2.5 s here) before it notices; the leader, when continued,

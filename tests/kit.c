@@ -385,7 +385,7 @@ TEST(kit_locker) {
     kit_close_all();
 }
 
-/* Issue 14, 3 and 4: timeout 0 means one attempt whose answer is awaited, on every
+/* Timeout 0 means one attempt whose answer is awaited, on every
    backend: a free mutex is taken, a held one times out after one answer; after a timed-out
    lock, try and unlock agree about the pending state. */
 TEST(kit_locker_timeout_zero) {

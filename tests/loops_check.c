@@ -1,5 +1,5 @@
 /* loops_check.c -- one adapter (built with -DLOOPS_UV, -DLOOPS_EV or -DLOOPS_EVENT) driving
- * simba against a real redis-server (issue 15). Usage: loops_check PORT REDIS_PID
+ * simba against a real redis-server. Usage: loops_check PORT REDIS_PID
  *   1. acquire;
  *   2. the server SIGSTOPped past the command timeout, then continued: the backend reconnects
  *      (often on the same fd numbers); ownership must survive (no release), every listed fd

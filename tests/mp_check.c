@@ -29,7 +29,7 @@
  *                     counts as a leak);
  *   protocol errors   acquired twice without a release, a release without an acquire or
  *                     with another fence, an ownership never released, a bad line.
- * Also reported (issue 18): stale writes, work lines made after another contender's later
+ * Also reported: stale writes, work lines made after another contender's later
  * ownership had begun, and whether a fenced resource (it keeps the highest fence written and
  * refuses lower ones) refuses them: "let through" counts those accepted although a later
  * ownership had a fence not above theirs (a fence that did not catch them).

@@ -72,7 +72,7 @@ static struct {
 #ifdef SIMBA_HAVE_REDIS
     const char *redis_host, *redis_prefix;
     int64_t redis_port;
-    int64_t redis_cluster; /* --cluster 1: a Redis Cluster seeded at host:port (issue 18) */
+    int64_t redis_cluster; /* --cluster 1: a Redis Cluster seeded at host:port */
     char *redis_sentinels; /* --sentinels ip:port,...: behind Sentinel, with --master-name */
     const char *redis_master;
     int64_t redis_wait_replicas; /* --wait-replicas N: desc.wait_replicas */

@@ -112,12 +112,12 @@ fi
 if want cli || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
     run cli bash tests/test_cli.sh
 fi
-# event-loop hooks and adapters (issue 15): tests/test_loops.sh starts its own redis-server
+# event-loop hooks and adapters: tests/test_loops.sh starts its own redis-server
 # (SIMBA_LOOPS_REDIS_PORT 6500) and stops it by PID
 if want loops || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
     run loops bash tests/test_loops.sh "$B"
 fi
-# 10,000 services on one loop renew and hand over, SQLite and Redis (issue 20): its own
+# 10,000 services on one loop renew and hand over, SQLite and Redis: its own
 # redis-server (SIMBA_SCALE_REDIS_PORT 6470), stopped by PID
 if want scale || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
     export SIMBA_SCALE_REDIS_PORT=${SIMBA_SCALE_REDIS_PORT:-6470}
@@ -129,12 +129,12 @@ if want scale || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
         FAIL=$((FAIL + 1)); FAILED="$FAILED redis-scale"
     fi
 fi
-# Redis Cluster and Sentinel (issue 18): tests/test_redis_ha.sh starts its own loopback
+# Redis Cluster and Sentinel: tests/test_redis_ha.sh starts its own loopback
 # cluster (SIMBA_CLUSTER_PORT 6600..6606) and sentinel setup (6650/6651, 26600..26602), stops them by PID
 if want cluster || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
     run cluster sh tests/test_redis_ha.sh
 fi
-# a 3-node ZooKeeper ensemble (issue 18): the shared kit on it, then the fault harness (kill the
+# a 3-node ZooKeeper ensemble: the shared kit on it, then the fault harness (kill the
 # leader, kill the clients' follower, lose quorum) for 30 s; three JVMs on 2272..2289, stopped by PID
 if want ensemble || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
     run ensemble env ZK_ENSEMBLE_FAULT_SECONDS=${ZK_ENSEMBLE_FAULT_SECONDS:-30} bash tests/test_zk_ensemble.sh

@@ -75,7 +75,7 @@ TEST(owner_predicates) {
     CHECK(simba_owner_is(&o, "a"));
     CHECK(!simba_owner_is(&o, "b"));
     CHECK(!simba_owner_is(&o, NULL));
-    o.id[0] = 0; /* a blank id with a future window is nobody (the original's hasOwner bug) */
+    o.id[0] = 0; /* a blank id with a future window is nobody */
     CHECK(!simba_owner_has_owner(&o, 150));
     CHECK(!simba_owner_is(&o, ""));
     CHECK(!simba_owner_has_owner(NULL, 0));
@@ -96,7 +96,7 @@ TEST(names_and_ids) {
     CHECK_RC(simba_name_check("a'b"), SIMBA_EINVAL);
     CHECK_RC(simba_name_check("x;drop table"), SIMBA_EINVAL);
     CHECK_RC(simba_name_check("{x}"), SIMBA_EINVAL);
-    CHECK_RC(simba_name_check("a/b"), SIMBA_EINVAL);
+    CHECK_RC(simba_name_check("m/n"), SIMBA_EINVAL);
     CHECK_RC(simba_name_check("."), SIMBA_EINVAL);
     CHECK_RC(simba_name_check(".."), SIMBA_EINVAL);
     CHECK_RC(simba_name_check("a\nb"), SIMBA_EINVAL);
@@ -328,7 +328,7 @@ TEST(non_owner_jitter_bounds) {
     /* the head of the line tries right at lease end, no jitter */
     simba__learn(b, &(simba_reply){.owner = "a", .ttl_left_ms = 1000, .transition_left_ms = 1600, .first_in_line = 1}, fake_now);
     CHECK_EQ(b->next_try, t0 + 1600 + 1);
-    /* an attempt inside the window never retries sooner than min_retry (the original spun) */
+    /* an attempt inside the window never retries sooner than min_retry (no spinning) */
     fake_rand_value = 0;
     simba__learn(b, &(simba_reply){.owner = "a", .ttl_left_ms = 10, .transition_left_ms = 20}, fake_now);
     CHECK_EQ(b->next_try, fake_now + 50);
@@ -1215,7 +1215,7 @@ TEST(locker_lock_timeout_try_unlock) {
     store_free();
 }
 
-/* Issue 12: unlock hands the release to the backend at once (a process that unlocks and then
+/* Unlock hands the release to the backend at once (a process that unlocks and then
    sleeps or exits does not keep the mutex for a lease); unlock_wait waits for its answer. */
 TEST(locker_unlock_sends_release_at_once) {
     proc p[2];
@@ -1421,7 +1421,7 @@ TEST(scheduler_runs_only_while_owner) {
     CHECK_EQ(wa.runs, runs); /* no work without ownership */
     CHECK_EQ(wa.runs_not_leader, 0);
     CHECK_EQ(wb.runs_not_leader, 0);
-    /* issue 14, 9: work sees its tenure's fence; the next leader's is greater */
+    /* Work sees its tenure's fence; the next leader's is greater */
     {
         simba_reply r;
         CHECK_RC(simba_memstore_read(store, "sched", &r, NULL, 0), SIMBA_OK);
@@ -1692,7 +1692,7 @@ TEST(renewals_of_owners_started_together_spread) {
     store_free();
 }
 
-/* Memory per service stays under 1 KiB (issue 20's target), measured as W4 does: live bytes
+/* Memory per service stays under 1 KiB (the W4 target), measured as W4 does: live bytes
    through the loop's allocator, 2 contenders per mutex, owners renewing, over services. */
 static long long live_bytes;
 static void *live_alloc(void *u, size_t n) { /* a 16-byte header keeps malloc's alignment */
@@ -1922,7 +1922,7 @@ TEST(backend_free_refused_while_used) {
     store_free();
 }
 
-/* Issue 14, 8: right after the caller freed the last service (an owner, its release still
+/* Right after the caller freed the last service (an owner, its release still
    to go out), freeing the backend succeeds; the backend goes once the release is done. */
 TEST(backend_free_after_last_service_free_is_deferred) {
     proc p;
@@ -2020,7 +2020,7 @@ static void td_setup(simba_memstore **st, simba_loop *l[2], simba_backend *be[2]
     CHECK_RC(simba_start(*x), SIMBA_OK);
 }
 
-/* Issue 13, 1: the poll that carries out a deferred loop free says so (SIMBA_ECLOSED), and
+/* The poll that carries out a deferred loop free says so (SIMBA_ECLOSED), and
    the blocked locker returns at once without touching the freed loop (ASan build). */
 TEST(loop_freed_from_callback_while_locker_blocks) {
     simba_memstore *st;
@@ -2098,7 +2098,7 @@ TEST(poll_that_frees_the_loop_returns_eclosed) {
     CHECK_RC(simba_memstore_free(st), SIMBA_OK);
 }
 
-/* Issue 13, 2: a locker freed from a callback while its lock blocks is freed when the lock
+/* A locker freed from a callback while its lock blocks is freed when the lock
    returns (SIMBA_ECLOSED); its contender is released in the store. */
 TEST(locker_freed_from_callback_while_it_blocks) {
     simba_memstore *st;

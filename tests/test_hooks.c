@@ -1,4 +1,4 @@
-/* test_hooks.c -- the loop's fd and timer hooks (issue 15): every descriptor a backend watches
+/* test_hooks.c -- the loop's fd and timer hooks: every descriptor a backend watches
  * is started once, changed, and stopped while it is still the same open file (a number reused
  * by a reconnect shows as stop then start); calls outside simba_poll that move the deadline
  * earlier reach the timer hook at once. Memory and SQLite in process; Redis against the real

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_loops.sh -- event-loop hooks and adapters (issue 15) against a real redis-server that
+# test_loops.sh -- event-loop hooks and adapters against a real redis-server that
 # this script starts on 127.0.0.1:${SIMBA_LOOPS_REDIS_PORT:-6500} and stops by its PID.
 # Runs tests/test_hooks.c (memory, SQLite, Redis) and tests/loops_check.c once per adapter
 # (libuv, libev, libevent) and per example driver (epoll, io_uring; io_uring says SKIPPED only

@@ -1334,7 +1334,7 @@ TEST(destroy_with_pending) {
 }
 
 
-/* ---- data loss (issue 11) ------------------------------------------------------------------ */
+/* ---- data loss ------------------------------------------------------------------ */
 
 /* Drives until cond or ms passed, sampling both services after every poll: returns how many
    samples had A and B owners at the same time. */
@@ -1538,7 +1538,7 @@ TEST(durable_restart_no_quarantine) {
     CHECK(everysec >= 3000 - 100);
 }
 
-/* Issue 14 item 7: an owner that stepped down locally (its renewal answered late) asks again
+/* An owner that stepped down locally (its renewal answered late) asks again
    without renew; the server still names it owner, and must start a new ownership with a new
    fence, so that writes of the old tenure can be told from the new one's. */
 TEST(reacquire_after_local_step_down_new_fence) {
@@ -1575,7 +1575,7 @@ TEST(reacquire_after_local_step_down_new_fence) {
     drv_free(&d);
 }
 
-/* Issue 14 items 5 and 6: every refusal of simba_redis_open names the field and why. */
+/* Every refusal of simba_redis_open names the field and why. */
 TEST(open_refusals_say_why) {
     static const struct {
         const char *field;
@@ -1629,7 +1629,7 @@ TEST(open_refusals_say_why) {
     simba_loop_free(l);
 }
 
-/* Issue 13 item 3: a reconnect backoff of 8,589,934,590 ms is a valid setting (durations go
+/* A reconnect backoff of 8,589,934,590 ms is a valid setting (durations go
    up to 2^40 ms); the reconnect jitter must neither divide by zero nor collapse to a point. */
 TEST(reconnect_backoff_huge) {
     simba_loop *l = newloop();

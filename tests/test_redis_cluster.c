@@ -1,4 +1,4 @@
-/* test_redis_cluster.c -- simba_redis.h on a real Redis Cluster (issue 18).
+/* test_redis_cluster.c -- simba_redis.h on a real Redis Cluster.
  *
  * Needs the loopback cluster of scripts/redis-cluster-start.sh on $SIMBA_CLUSTER_PORT..+5
  * (default 6600; 3 primaries, 3 replicas). Starts and stops by itself one standalone

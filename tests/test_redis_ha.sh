@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_redis_cluster.sh [--full] -- Redis Cluster and Sentinel suites (issue 18): starts a
+# test_redis_ha.sh [--full] -- Redis Cluster and Sentinel suites: starts a
 # loopback cluster (scripts/redis-cluster-start.sh, ports $SIMBA_CLUSTER_PORT..+5, default
 # 6600; the tests' standalone server on $SIMBA_CLUSTER_PLAIN_PORT, default 6606) under
 # build/redis-cluster, runs build/test_redis_cluster and build/test_redis_sentinel (which

@@ -1,4 +1,4 @@
-/* test_redis_sentinel.c -- simba_redis.h behind Redis Sentinel (issue 18).
+/* test_redis_sentinel.c -- simba_redis.h behind Redis Sentinel.
  *
  * Starts its own primary ($SIMBA_SENTINEL_REDIS_PORT, default 6650), replica (+1) and three
  * sentinels ($SIMBA_SENTINEL_PORT.., default 26600) with scripts/redis-sentinel-start.sh under

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_reliability.sh -- the reliability suite (issue 7), run by tests/run.sh as its last
+# test_reliability.sh -- the reliability suite, run by tests/run.sh as its last
 # group, or alone: bash tests/test_reliability.sh
 #   1. bad input: build/badinput and its ASan+UBSan build
 #   2. the fault harness, short: tests/fault_run.sh on sql, redis, zk and pg (each starts its

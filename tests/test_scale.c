@@ -1,5 +1,5 @@
 /* test_scale.c -- 10,000 services on one loop (5,000 mutexes x 2 contenders, "a" and "b")
- * renew and hand over correctly with batching in place (issue 20), on SQLite (a file in a
+ * renew and hand over correctly with batching in place, on SQLite (a file in a
  * mkdtemp() directory) and on Redis (127.0.0.1:$SIMBA_SCALE_REDIS_PORT, default 6470; a
  * server that cannot be reached fails the case). Behaviour, not timings: every wait has a
  * deadline far above what the work needs.

@@ -2544,7 +2544,7 @@ TEST(memory_shared_across_threads) {
     CHECK_EQ(fence_bad, 0);
 }
 
-/* ---- the wait queue and wake-ups (issue 12) ------------------------------------------ */
+/* ---- the wait queue and wake-ups ------------------------------------------ */
 
 /* One acquire through the executor with the core's liveness for this timing. */
 static simba_result q_acquire(simba_backend *be, const char *mutex, const char *who, simba_reply *rep, char *owner) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# zk-ensemble-test.sh -- the ZooKeeper part of make test-scale (issue 18): the shared kit on
+# test_zk_ensemble.sh -- the ZooKeeper part of make test-scale: the shared kit on
 # a 3-node ensemble (scripts/zk-ensemble-start.sh in build/zk-ensemble, ports from
 # SIMBA_ZK_ENSEMBLE_BASE, default 2272..2280), then the fault harness on an ensemble of its
 # own (tests/fault_zk_ensemble.sh, FAULT_ZK_ENSEMBLE_BASE default 2281..2289) for
