@@ -164,6 +164,10 @@
  *   events (release, owner change, connection reset) with simba_backend_event(). See the
  *   comments at simba_backend_vt. The in-memory backend (simba_memory.h) is the reference.
  *
+ * SECTIONS (grep the tag in this file)
+ *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
+ *   >>process  the work of one poll   >>close  teardown   >>stats  statistics
+ *
  * LICENSE: MIT, see the end of this file.
  */
 #ifndef SIMBA_H
@@ -197,6 +201,7 @@ extern "C" {
 /* simba_poll() never asks to be called later than this. */
 #define SIMBA_MAX_WAIT_MS 60000
 
+/* >>api */
 typedef enum simba_result {
     SIMBA_OK = 0,
     SIMBA_EINVAL = -1,     /* bad argument */
@@ -304,6 +309,7 @@ typedef struct simba_loop_desc {
     int poll_max_steps;
 } simba_loop_desc;
 
+/* >>open */
 SIMBA_API simba_result simba_loop_new(const simba_loop_desc *desc, simba_loop **out);
 /* Frees every service, locker, scheduler and backend of the loop (owners release, best
    effort, without waiting). From inside a callback it is deferred until dispatch returns:
@@ -668,6 +674,7 @@ SIMBA_API void simba_log(simba_loop *loop, simba_log_level level, const char *fm
 #endif
 #endif /* SIMBA_H */
 
+/* >>impl */
 /* ==================================================================================== */
 /*                                   IMPLEMENTATION                                     */
 /* ==================================================================================== */
@@ -2428,6 +2435,7 @@ static int64_t simba__poll(simba_loop *l, int io, const struct pollfd *ready, in
     }
 }
 
+/* >>process */
 SIMBA_API int64_t simba_poll(simba_loop *loop) {
     if (!loop) return SIMBA_EINVAL;
     return simba__poll(loop, SIMBA__IO_OWN, NULL, 0);
@@ -2587,6 +2595,7 @@ static void simba__loop_destroy(simba_loop *l) {
     l->free_fn(l->alloc_user, l);
 }
 
+/* >>close */
 SIMBA_API simba_result simba_loop_free(simba_loop *l) {
     if (!l) return SIMBA_EINVAL;
     if (l->in_poll || l->in_cb) { l->free_requested = 1; return SIMBA_OK; }

@@ -11,12 +11,20 @@
  *     simba_memstore_new(NULL, &st);         // the "server": loops on any thread may share it
  *     simba_memory_open(loop, st, &be);       // one client of it, on one loop
  *
+ * COMPILE-TIME OPTIONS (define before the implementation's include)
+ *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE   as in simba.h (the store allocates with the latter)
+ *   SIMBA_MEMORY_IMPLEMENTATION            this header and the core only
+ *
  * The store is the reference implementation of the backend contract (simba__mexec): the
  * fairness queue, renew vs new acquisition, live_ms. Fault injection (simba_memory_fault)
  * makes a client fail, hang, answer late or miss pushes. Grants are what was asked
  * (SIMBA_LEASE_ASKED); it raises no SIMBA_EV_DISCONNECTED (there is no connection).
  *
- * License: MIT, see the end of simba.h (the headers ship together).
+ * SECTIONS (grep the tag in this file)
+ *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
+ *   >>process  the work of one poll   >>close  teardown
+ *
+ * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
 #if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_MEMORY_IMPLEMENTATION)
 #define SIMBA_MEMORY_IMPLEMENTATION
@@ -36,6 +44,7 @@ extern "C" {
 
 /* A store is the "server": several loops (even on different threads) may open it. */
 typedef struct simba_memstore simba_memstore;
+/* >>api */
 typedef struct simba_memstore_desc {
     int64_t (*now_ms)(void *user); /* the store's clock; default CLOCK_MONOTONIC */
     void *clock_user;
@@ -65,6 +74,7 @@ SIMBA_API simba_result simba_memory_fault_set(simba_backend *be, const simba_mem
 #endif
 #endif /* SIMBA_MEMORY_H */
 
+/* >>impl */
 /* ==================================================================================== */
 /*                                   IMPLEMENTATION                                     */
 /* ==================================================================================== */
@@ -361,6 +371,7 @@ static int simba__mfds(void *impl, struct pollfd *out, int cap) {
     return 1;
 }
 
+/* >>process */
 static void simba__mprocess(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__mclient *c = (simba__mclient *)impl;
     simba__mevent *ev, *next;
@@ -425,6 +436,7 @@ static void simba__mem_unwatch(void *impl, const char *mutex) {
     pthread_mutex_unlock(&c->st->lock);
 }
 
+/* >>close */
 static void simba__mdestroy(void *impl) {
     simba__mclient *c = (simba__mclient *)impl;
     simba_memstore *st = c->st;
@@ -471,6 +483,7 @@ static const simba_backend_vt simba__memory_vt = {
     NULL, /* hurry: nothing is held */
 };
 
+/* >>open */
 SIMBA_API simba_result simba_memory_open(simba_loop *loop, simba_memstore *st, simba_backend **out) {
     simba__mclient *c;
     simba_result rc;

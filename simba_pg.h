@@ -14,8 +14,9 @@
  *     simba_pg_open(loop, &d, &be);        // never blocks: connecting happens in simba_poll
  *
  * COMPILE-TIME OPTIONS
- *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE as in simba.h.
- *   SIMBA_PG_BATCH_MS (50), SIMBA_PG_TAKEOVER_MS (10), SIMBA_PG_BATCH_MAX (64): see CONNECTION.
+ *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE   as in simba.h
+ *   SIMBA_PG_IMPLEMENTATION                this header and the core only
+ *   SIMBA_PG_BATCH_MS (50), SIMBA_PG_TAKEOVER_MS (10), SIMBA_PG_BATCH_MAX (64): see CONNECTION
  *
  * CONNECTION (one per backend, never blocks the poll)
  *   PQconnectStartParams + PQconnectPoll, then PQsendQueryParams / PQflush /
@@ -139,7 +140,13 @@
  *   forward ends leases early on the server, while their owners still count them, and
  *   moves a pushed grant's start as far. Keep the server's clock slewed (NTP), not stepped.
  *
- * LICENSE: MIT, see the end of this file.
+ * SECTIONS (grep the tag in this file)
+ *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
+ *   >>process  the work of one poll   >>close  teardown
+ *   >>sql  the statements   >>row  answer rows   >>names  quoting   >>conn  the connection
+ *   >>push  NOTIFY   >>stall  a statement not answered
+ *
+ * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
 #if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_PG_IMPLEMENTATION)
 #define SIMBA_PG_IMPLEMENTATION
@@ -157,6 +164,7 @@
 extern "C" {
 #endif
 
+/* >>api */
 typedef struct simba_pg_desc {
     const char *conninfo;   /* optional libpq connection string or URI; fields below override it,
                                and so do options (-c statement_timeout) and application_name (simba) */
@@ -182,6 +190,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
 #endif
 #endif /* SIMBA_PG_H */
 
+/* >>impl */
 /* ==================================================================================== */
 /*                                   IMPLEMENTATION                                     */
 /* ==================================================================================== */
@@ -1309,6 +1318,7 @@ static simba_result simba__pg_submit(void *impl, simba_req *req) {
     return SIMBA_OK;
 }
 
+/* >>close */
 static void simba__pg_destroy(void *impl) {
     simba__pg *p = (simba__pg *)impl;
     int i;

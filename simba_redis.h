@@ -11,6 +11,10 @@
  *     d.host = "127.0.0.1"; d.port = 6379;
  *     simba_redis_open(loop, &d, &be);      // never blocks: connecting happens in simba_poll
  *
+ * COMPILE-TIME OPTIONS (define before the implementation's include)
+ *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE   as in simba.h
+ *   SIMBA_REDIS_IMPLEMENTATION             this header and the core only
+ *
  * CONNECTIONS
  *   Each backend has one command connection and, once a mutex is watched, one subscriber
  *   connection. Both are non-blocking and driven only by simba_poll() through simba's own
@@ -161,6 +165,10 @@
  *   grant, WAIT N wait_timeout_ms; fewer acknowledgements fail the request (SIMBA_EBACKEND,
  *   "acknowledged by k of N replicas") and the contender asks again. Renewals never wait.
  *
+ * SECTIONS (grep the tag in this file)
+ *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
+ *   >>process  the work of one poll   >>close  teardown
+ *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
 #if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_REDIS_IMPLEMENTATION)
@@ -179,6 +187,7 @@
 extern "C" {
 #endif
 
+/* >>api */
 typedef struct simba_redis_desc {
     const char *host;      /* numeric address or "localhost"; NULL -> 127.0.0.1 */
     int port;              /* 0 -> 6379 */
@@ -210,6 +219,7 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
 #endif
 #endif /* SIMBA_REDIS_H */
 
+/* >>impl */
 /* ==================================================================================== */
 /*                                   IMPLEMENTATION                                     */
 /* ==================================================================================== */
@@ -1868,6 +1878,7 @@ static int simba__rconn_wanted(const simba__redis *r, const simba__rconn *c) {
     return !c->is_sub || simba__redis_sub_needed(r);
 }
 
+/* >>process */
 static void simba__redis_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__redis *r = (simba__redis *)impl;
     simba__rconn *cs[3];
@@ -1998,6 +2009,7 @@ static void simba__redis_unwatch(void *impl, const char *mutex) {
     simba__redis_mutex_free(r, m, 1);
 }
 
+/* >>close */
 static void simba__redis_destroy(void *impl) {
     simba__redis *r = (simba__redis *)impl;
     simba_loop *loop;
@@ -2522,6 +2534,7 @@ static simba_result simba__redis_ms_check(simba_loop *loop, const char *field, i
     return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: %s must be in 0..2^40 ms (got %lld)", field, (long long)v);
 }
 
+/* >>open */
 SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc *desc, simba_backend **out) {
     simba__redis *r;
     const char *host, *prefix;

@@ -13,6 +13,12 @@
  *     if (simba_sql_open(loop, &d, &be) != SIMBA_OK) ...
  *     simba_contend(loop, be, &cdesc, &svc);      // as with any backend
  *
+ * COMPILE-TIME OPTIONS (define before the implementation's include)
+ *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE   as in simba.h
+ *   SIMBA_SQL_IMPLEMENTATION               this header and the core only
+ *   SIMBA_SQL_BATCH_MS (50)                how long a renewal may wait for company (BATCHING)
+ *   SIMBA_SQL_TEST_HOOKS                   test builds: simba_sql_test_after_checkpoint
+ *
  * HOW IT WORKS
  *   One row per mutex in one table (default "simba_mutex"):
  *       mutex (primary key), acquired_at, ttl_at, transition_at, owner_id, fence, version
@@ -179,6 +185,12 @@
  * THREADS
  *   One backend is one sqlite3 connection, used only from its loop's thread.
  *
+ * SECTIONS (grep the tag in this file)
+ *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
+ *   >>process  the work of one poll   >>close  teardown
+ *   >>wake  wake-up datagrams   >>queue  the fairness rule   >>kept  a waiter's ask
+ *   >>batch  one write transaction for many requests
+ *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
 #if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_SQL_IMPLEMENTATION)
@@ -197,6 +209,7 @@
 extern "C" {
 #endif
 
+/* >>api */
 #define SIMBA_SQL_TABLE_MAX 64
 
 typedef struct simba_sql_desc {
@@ -265,6 +278,7 @@ SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simb
 #endif
 #endif /* SIMBA_SQL_H */
 
+/* >>impl */
 /* ==================================================================================== */
 /*                                   IMPLEMENTATION                                     */
 /* ==================================================================================== */
@@ -1500,6 +1514,7 @@ static void simba__sql_watch_check(simba__sql *s) {
     }
 }
 
+/* >>process */
 static void simba__sql_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__sql *s = (simba__sql *)impl;
     int i, readable = 0;
@@ -1565,6 +1580,7 @@ static void simba__sql_unwatch(void *impl, const char *mutex) {
     }
 }
 
+/* >>close */
 static void simba__sql_close(simba__sql *s) {
     int i;
     for (i = 0; i < SIMBA__SQL_NSTMT; i++) {
@@ -1680,6 +1696,7 @@ static int simba__sql_clock_mark(simba__sql *s, int *clash) {
     return rc;
 }
 
+/* >>open */
 SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *desc, simba_backend **out) {
     simba__sql *s;
     const char *table, *path, *fname, *vfs;

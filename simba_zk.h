@@ -1,10 +1,10 @@
 /*
  * simba_zk.h v0.1.0 -- ZooKeeper backend for simba (libzookeeper_mt), stb-style single header.
  *
+ * Do this:
  *     #define SIMBA_IMPLEMENTATION
- *     #include "simba_zk.h"          // in one C file; others include it plainly
- *
- *     cc ... app.c -lzookeeper_mt -lpthread
+ * before you include this file in *one* C or C++ file: that file then holds the core
+ * (simba.h) and this backend. Others include it plainly. Link with -lzookeeper_mt -lpthread.
  *
  * The header includes <zookeeper/zookeeper.h> (Debian: libzookeeper-mt-dev), so no -I is
  * needed, and -DTHREADED is not needed either (it only declares the synchronous API, which
@@ -12,6 +12,11 @@
  *
  *     simba_backend *be;
  *     simba_zk_open(loop, &(simba_zk_desc){ .hosts = "127.0.0.1:2181" }, &be);
+ *
+ * COMPILE-TIME OPTIONS (define before the implementation's include)
+ *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE   as in simba.h
+ *   SIMBA_ZK_IMPLEMENTATION                this header and the core only
+ *   SIMBA_ZK_TEST_FAULTS                   test builds: fault injection into the client calls
  *
  * RECIPE
  *   Mutex M lives at <root>/M (persistent, created on demand; root defaults to "/simba").
@@ -160,6 +165,10 @@
  *   valid path component. root must be an absolute path of such components, not under
  *   /zookeeper, at most 256 bytes.
  *
+ * SECTIONS (grep the tag in this file)
+ *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
+ *   >>process  the work of one poll   >>close  teardown
+ *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
 #if defined(SIMBA_IMPLEMENTATION) && !defined(SIMBA_ZK_IMPLEMENTATION)
@@ -178,6 +187,7 @@
 extern "C" {
 #endif
 
+/* >>api */
 typedef struct simba_zk_desc {
     const char *hosts;          /* required: "ADDR:PORT[,ADDR:PORT...][/chroot]" with numeric
                                    addresses, e.g. "127.0.0.1:2181,10.0.0.2:2181" or "::1:2181"
@@ -222,6 +232,7 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #endif
 #endif /* SIMBA_ZK_H */
 
+/* >>impl */
 /* ==================================================================================== */
 /*                                   IMPLEMENTATION                                     */
 /* ==================================================================================== */
@@ -2256,6 +2267,7 @@ static void simba__zk_keepalive(simba__zk *zk, int64_t now) {
     }
 }
 
+/* >>process */
 static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__zk *zk = (simba__zk *)impl;
     simba__zk_job *job;
@@ -2375,6 +2387,7 @@ static void simba__zk_settle(simba__zk *zk) {
     }
 }
 
+/* >>close */
 static void simba__zk_destroy(void *impl) {
     simba__zk *zk = (simba__zk *)impl;
     simba__zk_mtx *m, *mn;
@@ -2537,6 +2550,7 @@ static int simba__zk_hosts_parse(simba__zk *zk, const char *hosts, char *why, si
     return 1;
 }
 
+/* >>open */
 SIMBA_API simba_result simba_zk_open(simba_loop *loop, const simba_zk_desc *desc, simba_backend **out) {
     simba__zk *zk;
     const char *root;

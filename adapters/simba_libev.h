@@ -1,4 +1,4 @@
-/* simba_libev.h -- drive a simba_loop from a libev loop: one call attaches, one
+/* simba_libev.h v0.1.0 -- drive a simba_loop from a libev loop: one call attaches, one
  * detaches. Include after simba.h (everything here is static).
  *
  *     simba_ev *a;
@@ -7,13 +7,22 @@
  *     simba_ev_detach(a);                      // before simba_loop_free()
  *
  * ev_io watchers stop before the backend closes a socket (the loop's fd hook), so a reused
- * number gets a fresh watcher; calls from other libev callbacks re-arm the timer at once. */
+ * number gets a fresh watcher; calls from other libev callbacks re-arm the timer at once.
+ *
+ * COMPILE-TIME OPTIONS: none of its own (everything here is static); simba.h's apply.
+ *
+ * SECTIONS (grep the tag in this file)
+ *   >>api  the types   >>impl  the implementation   >>process  libev's callbacks drive the
+ *   loop   >>open  attach   >>close  detach
+ *
+ * LICENSE: MIT, the full text at the end of simba.h (the headers ship together). */
 #ifndef SIMBA_LIBEV_H
 #define SIMBA_LIBEV_H
 #include <ev.h>
 #include <poll.h>
 #include <stdlib.h>
 
+/* >>api */
 typedef struct simba_ev simba_ev;
 struct simba_ev__io {
     ev_io w; /* first */
@@ -27,6 +36,7 @@ struct simba_ev {
     struct simba_ev__io *ios;
 };
 
+/* >>impl */
 static void simba_ev__arm(simba_ev *a, int64_t wait_ms) {
     ev_timer_stop(a->ev, &a->timer);
     ev_timer_set(&a->timer, (double)(wait_ms < 0 ? 0 : wait_ms) / 1000.0, 0.);
@@ -36,6 +46,7 @@ static void simba_ev__after(simba_ev *a, int64_t r) {
     if (r < 0) { a->loop = NULL; ev_timer_stop(a->ev, &a->timer); return; } /* loop freed */
     simba_ev__arm(a, r);
 }
+/* >>process */
 static void simba_ev__on_timer(struct ev_loop *ev, ev_timer *t, int revents) {
     simba_ev *a = (simba_ev *)t->data;
     (void)ev; (void)revents;
@@ -74,6 +85,7 @@ static void simba_ev__fd_hook(void *user, int fd, short events) {
 }
 static void simba_ev__timer_hook(void *user, int64_t wait_ms) { simba_ev__arm((simba_ev *)user, wait_ms); }
 
+/* >>open */
 static simba_result simba_ev_attach(simba_loop *loop, struct ev_loop *ev, simba_ev **out) {
     simba_ev *a;
     simba_result rc;
@@ -93,6 +105,7 @@ static simba_result simba_ev_attach(simba_loop *loop, struct ev_loop *ev, simba_
     return SIMBA_OK;
 }
 
+/* >>close */
 /* Detach (before simba_loop_free, not from a simba callback); frees the adapter. */
 static void simba_ev_detach(simba_ev *a) {
     if (!a) return;

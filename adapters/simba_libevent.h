@@ -1,4 +1,4 @@
-/* simba_libevent.h -- drive a simba_loop from a libevent event_base: one call
+/* simba_libevent.h v0.1.0 -- drive a simba_loop from a libevent event_base: one call
  * attaches, one detaches. Include after simba.h (everything here is static).
  *
  *     simba_event *a;
@@ -7,13 +7,22 @@
  *     simba_event_detach(a);                // before simba_loop_free()
  *
  * Events are deleted and freed before the backend closes a socket (the loop's fd hook), so a
- * reused number gets a fresh event; calls from other callbacks re-arm the timer at once. */
+ * reused number gets a fresh event; calls from other callbacks re-arm the timer at once.
+ *
+ * COMPILE-TIME OPTIONS: none of its own (everything here is static); simba.h's apply.
+ *
+ * SECTIONS (grep the tag in this file)
+ *   >>api  the types   >>impl  the implementation   >>process  libevent's callbacks drive the
+ *   loop   >>open  attach   >>close  detach
+ *
+ * LICENSE: MIT, the full text at the end of simba.h (the headers ship together). */
 #ifndef SIMBA_LIBEVENT_H
 #define SIMBA_LIBEVENT_H
 #include <event2/event.h>
 #include <poll.h>
 #include <stdlib.h>
 
+/* >>api */
 typedef struct simba_event simba_event;
 struct simba_event__io {
     struct event *e;
@@ -29,6 +38,7 @@ struct simba_event {
     struct simba_event__io *ios;
 };
 
+/* >>impl */
 static void simba_event__arm(simba_event *a, int64_t wait_ms) {
     struct timeval tv;
     if (wait_ms < 0) wait_ms = 0;
@@ -40,6 +50,7 @@ static void simba_event__after(simba_event *a, int64_t r) {
     if (r < 0) { a->loop = NULL; evtimer_del(a->timer); return; } /* loop freed */
     simba_event__arm(a, r);
 }
+/* >>process */
 static void simba_event__on_timer(evutil_socket_t fd, short what, void *arg) {
     simba_event *a = (simba_event *)arg;
     (void)fd; (void)what;
@@ -79,6 +90,7 @@ static void simba_event__fd_hook(void *user, int fd, short events) {
 }
 static void simba_event__timer_hook(void *user, int64_t wait_ms) { simba_event__arm((simba_event *)user, wait_ms); }
 
+/* >>open */
 static simba_result simba_event_attach(simba_loop *loop, struct event_base *base, simba_event **out) {
     simba_event *a;
     simba_result rc;
@@ -98,6 +110,7 @@ static simba_result simba_event_attach(simba_loop *loop, struct event_base *base
     return SIMBA_OK;
 }
 
+/* >>close */
 /* Detach (before simba_loop_free, not from a simba callback); frees the adapter. */
 static void simba_event_detach(simba_event *a) {
     if (!a) return;

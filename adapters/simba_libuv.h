@@ -1,4 +1,4 @@
-/* simba_libuv.h -- drive a simba_loop from a libuv loop, in the hiredis adapter
+/* simba_libuv.h v0.1.0 -- drive a simba_loop from a libuv loop, in the hiredis adapter
  * manner: one call attaches, one detaches. Include after simba.h, in the file that has the
  * implementation or any other (everything here is static).
  *
@@ -11,13 +11,22 @@
  * closes the socket, so a reused number never meets a stale handle); the timer hook re-arms
  * the uv_timer_t when a call from another libuv callback (simba_stop, ...) needs a poll now.
  * When a simba callback frees the loop, the adapter notices (SIMBA_ECLOSED) and stops its
- * timer; simba_uv_detach() is still needed to free the adapter. */
+ * timer; simba_uv_detach() is still needed to free the adapter.
+ *
+ * COMPILE-TIME OPTIONS: none of its own (everything here is static); simba.h's apply.
+ *
+ * SECTIONS (grep the tag in this file)
+ *   >>api  the types   >>impl  the implementation   >>process  libuv's callbacks drive the
+ *   loop   >>open  attach   >>close  detach
+ *
+ * LICENSE: MIT, the full text at the end of simba.h (the headers ship together). */
 #ifndef SIMBA_LIBUV_H
 #define SIMBA_LIBUV_H
 #include <poll.h>
 #include <stdlib.h>
 #include <uv.h>
 
+/* >>api */
 typedef struct simba_uv simba_uv;
 struct simba_uv__io {
     uv_poll_t h; /* first: the handle's address is the record's */
@@ -32,6 +41,7 @@ struct simba_uv {
     struct simba_uv__io *ios;
 };
 
+/* >>impl */
 static void simba_uv__io_closed(uv_handle_t *h) { free(h); }
 static void simba_uv__timer_closed(uv_handle_t *h) { free(h->data); }
 
@@ -44,6 +54,7 @@ static void simba_uv__after(simba_uv *a, int64_t r) {
     }
     simba_uv__arm(a, r);
 }
+/* >>process */
 static void simba_uv__on_timer(uv_timer_t *t) {
     simba_uv *a = (simba_uv *)t->data;
     if (a->loop) simba_uv__after(a, simba_poll(a->loop));
@@ -86,6 +97,7 @@ static void simba_uv__fd_hook(void *user, int fd, short events) {
 }
 static void simba_uv__timer_hook(void *user, int64_t wait_ms) { simba_uv__arm((simba_uv *)user, wait_ms); }
 
+/* >>open */
 /* Attach loop to uv: from now on libuv's callbacks drive it. */
 static simba_result simba_uv_attach(simba_loop *loop, uv_loop_t *uv, simba_uv **out) {
     simba_uv *a;
@@ -109,6 +121,7 @@ static simba_result simba_uv_attach(simba_loop *loop, uv_loop_t *uv, simba_uv **
     return SIMBA_OK;
 }
 
+/* >>close */
 /* Detach (before simba_loop_free, not from a simba callback): every handle closes; the
    memory goes in libuv's close callbacks, so let uv run once more. */
 static void simba_uv_detach(simba_uv *a) {
