@@ -72,8 +72,8 @@
  *   leader (a frozen or partitioned leader) still answers reads from its own view for up to
  *   syncLimit x tickTime before it drops its clients, and a leader that was frozen expires,
  *   when continued, every session it has not heard of for T: an owner confirmed by such a
- *   read believed it owned seconds after another was granted (CI found it; the test is
- *   tests/fault_zk_isolated.sh). So nothing that grants or renews rests on our server's
+ *   read would believe it owned seconds after another was granted
+ *   (tests/fault_zk_isolated.sh builds that case). So nothing that grants or renews rests on our server's
  *   view alone: a renewal's session check is a sync, a listing that may grant comes after a
  *   sync (or after our own create), and both were evaluated by the leader after the request
  *   was sent. A sync also touches the session: the backend sends one whenever T/6 passed

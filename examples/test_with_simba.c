@@ -1,9 +1,10 @@
 /* test_with_simba.c -- how to unit-test leader-gated code with simba: in one process, with
- * no server and no sleeps, in milliseconds. The README section "Testing your code with
- * simba" walks through it; `make test` builds and runs it.
+ * no server and no sleeps, in milliseconds. docs/testing.md walks through it; `make test`
+ * builds and runs it.
  *
  * The pieces:
- *   - an injected clock (simba_loop_desc.now_ms) that the test moves by hand;
+ *   - an injected clock (simba_loop_desc.now_ms) that the test moves by hand, and an
+ *     injected random source (simba_loop_desc.random), so every run is the same;
  *   - SQLite's ":memory:" database, one per process, with test_clock = 1 so that leases are
  *     counted in that injected clock, exactly;
  *   - one loop and one backend per instance of the application, as separate processes would
@@ -71,6 +72,14 @@ static int64_t test_clock(void *user) {
     (void)user;
     return now_ms;
 }
+static uint32_t seed = 12345; /* the injected random source: the same jitter in every run */
+static uint32_t test_random(void *user) {
+    (void)user;
+    seed ^= seed << 13;
+    seed ^= seed >> 17;
+    seed ^= seed << 5;
+    return seed;
+}
 
 static int failures, checks;
 #define EXPECT(cond)                                                                         \
@@ -125,6 +134,7 @@ static void start_app(app *a, int i) {
     a->alive = 1;
     memset(&ld, 0, sizeof ld);
     ld.now_ms = test_clock;
+    ld.random = test_random;
     memset(&sd, 0, sizeof sd);
     sd.path = ":memory:"; /* one database for the whole process */
     sd.test_clock = 1;    /* leases in the injected clock */

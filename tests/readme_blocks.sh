@@ -1,9 +1,10 @@
 #!/bin/sh
 # readme_blocks.sh -- the first ten minutes of a new user, as a test (run by `make test`).
-#   1. every ```c block of README.md builds as C99 and as C++11, with gcc and clang (when
+#   1. every ```c block of README.md and docs/*.md builds as C99 and as C++11, with gcc and clang (when
 #      installed), -Wall -Wextra -Wpedantic -Werror, no feature macros on the command line
 #      (the README says the implementation include first is enough); a block with main()
 #      is linked, the others compiled; the leader block is examples/readme.c, byte for byte;
+#      a docs/ block with main() also runs and must exit 0;
 #   2. a system header included before the implementation under -std=c99 stops the build
 #      with simba.h's own #error, which says what to do;
 #   3. Ctrl-C releases the lock: the README's leader, stopped with SIGINT, exits 0 at once
@@ -19,7 +20,7 @@ D=$B/readme_blocks # not $B/readme: that is the example binary
 CC=${CC:-cc}
 CXX=${CXX:-c++}
 WARN="-Wall -Wextra -Wpedantic -Werror"
-INC="-I. -I/usr/include/zookeeper"
+INC="-I. -I/usr/include/zookeeper $(pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)"
 LIBS="-lsqlite3 -lhiredis -lzookeeper_mt -lpthread"
 PASS=0
 FAIL=0
@@ -81,6 +82,32 @@ done
 rm -f "$D/err"
 if grep -l 'int main' "$D"/block*.c | head -n 1 | xargs -r cmp -s examples/readme.c; then ok "the README's leader is examples/readme.c"
 else bad "the README's leader block differs from examples/readme.c"; fi
+
+# ---- 1b. every ```c block of docs/*.md builds the same way; a block with main() runs ------
+for md in docs/*.md; do
+    page=$(basename "$md" .md)
+    awk -v dir="$D" -v page="$page" '
+        /^```c[ \t]*$/ { n++; f = sprintf("%s/doc_%s_%d.c", dir, page, n); inb = 1; printf "" > f; next }
+        /^```/ && inb { inb = 0; close(f); next }
+        inb { print > f }' "$md"
+done
+for f in "$D"/doc_*.c; do
+    [ -f "$f" ] || continue
+    b=$(basename "$f" .c)
+    for c in $COMPILERS; do
+        cc=${c%%:*} rest=${c#*:}
+        lang=${rest%%:*} std=${rest#*:}
+        if grep -q 'int main' "$f"; then set -- -o "$D/${b}_$cc" "$f" $LIBS -lpq
+        else set -- -c -o "$D/${b}_$cc.o" "$f"; fi
+        if $cc -std="$std" $WARN $INC -x "$lang" "$@" >"$D/err" 2>&1; then ok "$b builds with $cc -std=$std"
+        else bad "$b does not build with $cc -std=$std"; fi
+    done
+    if grep -q 'int main' "$f"; then
+        if (cd "$D/run" && timeout 20 "$OLDPWD/$D/${b}_$CC") >"$D/err" 2>&1; then ok "$b runs: $(tail -n 1 "$D/err")"
+        else bad "$b: exit status $?"; fi
+    fi
+done
+rm -f "$D/err"
 
 # ---- 2. a system header first under -std=c99: simba.h's own #error ------------------------
 printf '#include <stdio.h>\n#define SIMBA_IMPLEMENTATION\n#include "simba.h"\n' >"$D/sysfirst.c"
