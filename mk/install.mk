@@ -2,14 +2,15 @@
 # by the Makefile; uses its CC, CFLAGS, SAN and B.
 #
 #   make install   [PREFIX=/usr/local] [DESTDIR=]   headers, pkg-config files, CMake package,
-#                                                   and the simba tool when tools/simba.c exists
+#                                                   and the simba tool and its manual page
+#                                                   when tools/simba.c exists
 #   make uninstall [PREFIX=/usr/local] [DESTDIR=]   removes exactly those files
 #
 # Layout under $(DESTDIR)$(PREFIX):
 #   include/simba/simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h simba_pg.h
 #   share/pkgconfig/simba.pc simba-sqlite.pc simba-redis.pc simba-zk.pc simba-pg.pc
 #   share/cmake/simba/simbaConfig.cmake simbaConfigVersion.cmake simbaTargets.cmake
-#   bin/simba
+#   bin/simba  share/man/man1/simba.1
 # The headers are the library (nothing to compile), so the pkg-config and CMake files are
 # architecture-independent and live under share/.
 
@@ -20,6 +21,7 @@ BINDIR        ?= $(PREFIX)/bin
 DATADIR       ?= $(PREFIX)/share
 PKGCONFIGDIR  ?= $(DATADIR)/pkgconfig
 CMAKEDIR      ?= $(DATADIR)/cmake/simba
+MANDIR        ?= $(DATADIR)/man
 ZK_INCLUDEDIR ?= /usr/include/zookeeper
 PG_INCLUDEDIR ?= $(or $(shell pkg-config --variable=includedir libpq 2>/dev/null),/usr/include/postgresql)
 INSTALL       ?= install
@@ -57,13 +59,14 @@ install-files: $(SIMBA_PC_OUT) $(SIMBA_CMAKE_OUT)
 	$(INSTALL) -m 644 $(SIMBA_PC_OUT) $(DESTDIR)$(PKGCONFIGDIR)/
 	$(INSTALL) -m 644 $(SIMBA_CMAKE_OUT) cmake/simbaTargets.cmake $(DESTDIR)$(CMAKEDIR)/
 	$(if $(SIMBA_TOOL),$(INSTALL) -d $(DESTDIR)$(BINDIR) && $(INSTALL) -m 755 $(SIMBA_TOOL) $(DESTDIR)$(BINDIR)/simba)
+	$(if $(SIMBA_TOOL),$(INSTALL) -d $(DESTDIR)$(MANDIR)/man1 && $(INSTALL) -m 644 docs/simba.1 $(DESTDIR)$(MANDIR)/man1/simba.1)
 
 # Removes only what install put there, then the directories it made if they are empty.
 uninstall:
 	rm -f $(SIMBA_HEADERS:%=$(DESTDIR)$(INCLUDEDIR)/simba/%)
 	rm -f $(SIMBA_PCS:%=$(DESTDIR)$(PKGCONFIGDIR)/%.pc)
 	rm -f $(DESTDIR)$(CMAKEDIR)/simbaConfig.cmake $(DESTDIR)$(CMAKEDIR)/simbaConfigVersion.cmake $(DESTDIR)$(CMAKEDIR)/simbaTargets.cmake
-	rm -f $(DESTDIR)$(BINDIR)/simba
+	rm -f $(DESTDIR)$(BINDIR)/simba $(DESTDIR)$(MANDIR)/man1/simba.1
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/simba $(DESTDIR)$(CMAKEDIR) 2>/dev/null
 
 # ---- statistics and release reasons ---------------------------------------------------------

@@ -50,6 +50,12 @@ done
 if [ -f tools/simba.c ]; then
     [ -x "$STAGE/usr/local/bin/simba" ] && ok "the simba tool is installed" || bad "bin/simba missing though tools/simba.c exists"
     check "the installed simba tool answers --help" "$STAGE/usr/local/bin/simba" --help
+    [ -f "$STAGE/usr/local/share/man/man1/simba.1" ] && ok "the manual page simba(1) is installed" || bad "share/man/man1/simba.1 missing"
+    if command -v man >/dev/null 2>&1; then
+        check "man -l renders the installed simba(1)" sh -c 'MANWIDTH=80 man -l "$1" 2>&1 | grep -q "simba - run a command under a distributed lock"' _ "$STAGE/usr/local/share/man/man1/simba.1"
+    else
+        bad "man is missing (make deps installs man-db)"
+    fi
 fi
 cmp -s simba.h "$STAGE/usr/local/include/simba/simba.h" && ok "headers installed unchanged" || bad "installed simba.h differs"
 grep -q '^prefix=/usr/local$' "$STAGE/usr/local/share/pkgconfig/simba.pc" && ok "simba.pc names the final prefix, not the stage" || bad "simba.pc prefix"
