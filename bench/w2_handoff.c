@@ -507,7 +507,7 @@ int main(int argc, char **argv) {
         double p50 = b_pct(&gaps, 0.5) / 1000, p99 = b_pct(&gaps, 0.99) / 1000, rate = (double)acqs / secs;
         const char *w = b_opt("label", NULL);
         const char *timing = strcmp(backend, "zk") == 0
-                                 ? b_fmt("session %s ms", b_opt("zk-session-ms", "2000"))
+                                 ? b_fmt("session timeout %s ms", b_opt("zk-session-ms", "2000"))
                                  : b_fmt("ttl %s / transition %s ms", b_opt("ttl-ms", "10000"), b_opt("transition-ms", "6000"));
         char counts[256];
         int off = 0;

@@ -155,7 +155,7 @@ int main(int argc, char **argv) {
             if (fo[r] > mx) mx = fo[r];
         }
         med = b_median_of(fo, runs);
-        timing = strcmp(backend, "zk") == 0 ? b_fmt("session %s ms", b_opt("zk-session-ms", "2000"))
+        timing = strcmp(backend, "zk") == 0 ? b_fmt("session timeout %s ms", b_opt("zk-session-ms", "2000"))
                                             : b_fmt("ttl %s / transition %s ms", b_opt("ttl-ms", "2000"), b_opt("transition-ms", "1000"));
         b_row("W3 crash failover (SIGKILL owner)", backend, b_fmt("time to new owner min / median / max, %d runs", runs),
               b_fmt("%.0f / %.0f / %.0f ms", mn / 1000, med / 1000, mx / 1000), timing, "", "max ≤ 4000 ms",

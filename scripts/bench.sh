@@ -4,7 +4,8 @@
 # ZooKeeper and PostgreSQL on loopback ports of its own, stops them (by PID) on exit, whatever
 # happens.
 # Programs' diagnostics go to build/bench-logs/; the table is also saved to
-# build/bench-results.md. See bench/README.md for what each figure means.
+# build/bench-results.md and, after a full run (no BENCH_ONLY), written into the end of
+# bench/README.md. See bench/README.md for what each figure means.
 #   BENCH_ONLY="w1 w3"      run only some workloads (w1 w2 w3 w4 w5)
 #   BENCH_REDIS_PORT=6395 BENCH_ZK_PORT=2195 BENCH_PG_PORT=5445   the servers' ports
 #   BENCH_CLUSTER_PORT=6680   W1/W2's Redis Cluster (3 primaries + 3 replicas on
@@ -255,7 +256,7 @@ zkv=$(dpkg-query -W -f='${Version}' zookeeper 2>/dev/null)
 pgv=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 pgv=$("$pgv/postgres" --version 2>/dev/null | grep -o '[0-9][0-9.]*' | head -n 1)
 {
-    echo "### simba benchmarks ($(date -u '+%Y-%m-%d %H:%M UTC'), \`make bench\`, $(( $(date +%s) - T0 )) s)"
+    echo "### simba benchmarks ($(date -u '+%Y-%m-%d'), \`make bench\`, $(( $(date +%s) - T0 )) s)"
     echo
     echo "- machine: $(nproc) CPUs ($cpu), Linux $(uname -r), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM;" \
          "load average (1/5/15 min) at start $LOAD0, at end $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -273,5 +274,13 @@ pgv=$("$pgv/postgres" --version 2>/dev/null | grep -o '[0-9][0-9.]*' | head -n 1
     echo "|---|---|---|---|---|---|---|---|"
     cat "$ROWS"
 } | tee "$OUT"
+# A full run is the latest full table: it replaces the one at the end of bench/README.md.
+if [ -z "${BENCH_ONLY:-}" ] && grep -q '^<!-- bench-table' bench/README.md; then
+    awk -v out="$OUT" '
+        /^<!-- bench-table/ { print; while ((getline l < out) > 0) print l; skip = 1; next }
+        /^<!-- end bench-table/ { skip = 0 }
+        !skip' bench/README.md >"$B/bench-readme.md" && mv "$B/bench-readme.md" bench/README.md
+    echo "bench: the table is now at the end of bench/README.md" >&2
+fi
 if grep -q '\*\*failed\*\*' "$ROWS"; then exit 1; fi
 exit 0
