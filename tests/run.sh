@@ -1,8 +1,9 @@
 #!/bin/bash
-# test.sh -- run every suite (called by `make test` after the build). Starts redis-server and
+# run.sh -- run every suite (called by `make test` after the build). Starts redis-server and
 # ZooKeeper on loopback ports of its own, stops them (by PID) on exit, prints each suite's
 # result and a closing "total: N passed, N failed" line. Exit status 0 only if all passed.
-#   SIMBA_TEST_ONLY="core sql" limits the run to some groups (core asan sql redis zk pg reliability; cli loops scale cluster ensemble run in a full run).
+#   SIMBA_TEST_ONLY="core sql" limits the run to some groups (core asan sql redis zk pg
+#   reliability; cli loops scale cluster ensemble run in a full run); make test-GROUP too.
 set -u
 cd "$(dirname "$0")/.."
 B=build
