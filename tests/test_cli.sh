@@ -4,8 +4,10 @@
 # by PID on exit), the fault proxy for partitions. Prints "N passed, N failed"; exit 0 only
 # if every check passed. A server that cannot be started fails the run.
 #   SIMBA_CLI_REDIS_PORT (6430)  SIMBA_CLI_ZK_PORT (2221)  SIMBA_CLI_DEAD_PORT (6434, nothing
-#   listens there)  SIMBA_BIN (build/simba)  FAULT_PROXY (build/fault_proxy)
-#   SIMBA_CLI_ONLY="usage sqlite redis zk signals elect stats partition pg" runs some sections only.
+#   listens there)  SIMBA_CLI_MUTE_PORT (6435, a listener that accepts and never answers)
+#   SIMBA_BIN (build/simba)  FAULT_PROXY (build/fault_proxy)
+#   SIMBA_CLI_ONLY="usage connect sqlite redis zk signals elect stats partition pg" runs some
+#   sections only.
 #   SIMBA_CLI_PG_PORT (5447): PostgreSQL for section pg (scripts/pg-start.sh; password simba).
 set -u
 cd "$(dirname "$0")/.."
@@ -14,7 +16,8 @@ PROXY=${FAULT_PROXY:-build/fault_proxy}
 RPORT=${SIMBA_CLI_REDIS_PORT:-6430}
 ZPORT=${SIMBA_CLI_ZK_PORT:-2221}
 DEAD=${SIMBA_CLI_DEAD_PORT:-6434}
-ONLY=${SIMBA_CLI_ONLY:-usage sqlite redis zk signals elect stats partition pg}
+MUTE=${SIMBA_CLI_MUTE_PORT:-6435}
+ONLY=${SIMBA_CLI_ONLY:-usage connect sqlite redis zk signals elect stats partition pg}
 PGPORT_CLI=${SIMBA_CLI_PG_PORT:-5447}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 W=$(mktemp -d "${TMPDIR:-/tmp}/simba-cli.XXXXXX")
@@ -134,6 +137,57 @@ expect_rc "--every is for checkpoint" 64 "$SIMBA" -u "$SQL" get x --every 1
 expect_rc "get: wrong redis password is a backend error" 69 env SIMBA_REDIS_PASSWORD=wrong "$SIMBA" -u "redis://127.0.0.1:$RPORT" get x
 fi
 
+# ---- a backend that does not answer: run and elect end (--connect-timeout) -------------------
+# elapsed_ok MS LO HI: MS within [LO, HI]
+elapsed_ok() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
+if want connect; then
+echo "== connect"
+# a listener that accepts every connection and never writes a byte (nor closes)
+perl -MIO::Socket::INET -e '$s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => $ARGV[0], Listen => 64, ReuseAddr => 1)
+    or die "listen $ARGV[0]: $!\n"; open(F, ">", $ARGV[1]) or die; print F "up\n"; close F; while ($c = $s->accept) { push @held, $c }' \
+    "$MUTE" "$W/mute.up" 2>"$W/mute.err" &
+MP=$!; PIDS+=("$MP")
+wait_for 5 test -s "$W/mute.up" || bad "the silent listener on $MUTE did not start: $(cat "$W/mute.err")"
+# the default (30 s), in the background while the rest runs
+t0=$(now_ns)
+"$SIMBA" -u "redis://127.0.0.1:$MUTE" run cx -- touch "$W/cx-ran" >/dev/null 2>"$W/cx-default.err" &
+dp=$!; PIDS+=("$dp")
+for be in redis zk pg; do
+    case $be in
+        redis) dead="redis://127.0.0.1:$DEAD"; mute="redis://127.0.0.1:$MUTE" ;;
+        zk) dead="zk://127.0.0.1:$DEAD"; mute="zk://127.0.0.1:$MUTE" ;;
+        pg) dead="postgres://127.0.0.1:$DEAD"; mute="postgres://127.0.0.1:$MUTE" ;;
+    esac
+    for c in run elect; do
+        t1=$(now_ns)
+        expect_rc "$be: $c --connect-timeout 1, nothing listens" 69 "$SIMBA" -u "$dead" "$c" cx --connect-timeout 1 -- touch "$W/cx-ran"
+        t2=$(( ($(now_ns) - t1) / 1000000 ))
+        check "  gave up after about 1 s ($t2 ms) and says why" eval 'elapsed_ok $t2 900 3000 && err_has "no answer from the backend for 1.* s (--connect-timeout 1): .*"'
+        t1=$(now_ns)
+        expect_rc "$be: $c --connect-timeout 1, a server that never answers" 69 "$SIMBA" -u "$mute" "$c" cx --connect-timeout 1 -- touch "$W/cx-ran"
+        t2=$(( ($(now_ns) - t1) / 1000000 ))
+        check "  gave up after about 1 s ($t2 ms) and says so" eval 'elapsed_ok $t2 900 3000 && err_has "no answer from the backend for 1.* s (--connect-timeout 1)"'
+    done
+done
+t1=$(now_ns)
+expect_rc "-w 1 bounds the wait before --connect-timeout 10 (silent server)" 69 "$SIMBA" -u "redis://127.0.0.1:$MUTE" run cx -w 1 --connect-timeout 10 -- touch "$W/cx-ran"
+t2=$(( ($(now_ns) - t1) / 1000000 ))
+check "  gave up after about 1 s ($t2 ms)" elapsed_ok $t2 900 3000
+t1=$(now_ns)
+expect_rc "--connect-timeout 1 ends a -w 10 (nothing listens)" 69 "$SIMBA" -u "zk://127.0.0.1:$DEAD" run cx -w 10 --connect-timeout 1 -- touch "$W/cx-ran"
+t2=$(( ($(now_ns) - t1) / 1000000 ))
+check "  gave up after about 1 s ($t2 ms)" elapsed_ok $t2 900 3000
+expect_rc "--connect-timeout is for run and elect" 64 "$SIMBA" -u "$SQL" get cx --connect-timeout 1
+expect_rc "--connect-timeout takes seconds" 64 "$SIMBA" -u "$SQL" run cx --connect-timeout x -- true
+check "help documents --connect-timeout and its default" eval '"$SIMBA" --help | grep -q -- "--connect-timeout SEC" && "$SIMBA" --help | grep -q "default 30"'
+wait_exit $dp 45
+t2=$(( ($(now_ns) - t0) / 1000000 ))
+check "default: run gives up on a silent server after 30 s (exit $RC, $t2 ms)" eval 'test $RC -eq 69 && elapsed_ok $t2 29500 36000'
+check "  saying so" grep -q "no answer from the backend for 30 s (--connect-timeout 30)" "$W/cx-default.err"
+check "no command ran against an unreachable backend" test ! -e "$W/cx-ran"
+kill -TERM $MP 2>/dev/null; wait $MP 2>/dev/null
+fi
+
 # ---- per backend ---------------------------------------------------------------------------
 
 # no_overlap FILE N: every hold of the intervals file is S..E of one process, holds do not
@@ -181,6 +235,12 @@ backend_suite() {
     local t1=$SECONDS
     expect_rc "$be: -w 1 while held" 75 "$SIMBA" run "$m" -w 1 -- true
     check "$be: -w waited about 1 s (not more than 3)" test $((SECONDS - t1)) -le 3
+    # a backend that answers "held" is reachable: --connect-timeout does not end the wait
+    rm -f "$W/cx-$be"
+    "$SIMBA" run "$m" $FAST --connect-timeout 0.5 -- sh -c 'echo $SIMBA_FENCE > "$0"' "$W/cx-$be" >"$W/cx-$be.err" 2>&1 &
+    pid=$!; PIDS+=("$pid")
+    sleep 2
+    check "$be: a waiter with --connect-timeout 0.5 still waits for the holder after 2 s" alive $pid
     expect_rc "$be: ls lists it" 0 "$SIMBA" ls
     check "$be: ls shows the name and fence" grep -q "^$m .* $hf " "$W/out"
     expect_rc "$be: release with a wrong fence" 1 "$SIMBA" release "$m" --fence $((hf + 1))
@@ -190,6 +250,8 @@ backend_suite() {
     touch "$W/go"
     wait_exit $hp 10
     check "$be: holder exits 0 when its command does (got $RC)" test "$RC" -eq 0
+    wait_exit $pid 10
+    check "$be:   and that waiter then ran its command (exit $RC, $(head -c 200 "$W/cx-$be.err"))" test "$RC" -eq 0 -a -s "$W/cx-$be"
     expect_rc "$be: released on exit (get exits 1)" 1 "$SIMBA" get "$m"
 
     # forced release of a stuck owner: its lease ends, its command is signalled (76)

@@ -70,6 +70,7 @@ static void errorf(const char *fmt, ...) {
 static void usage(FILE *f) {
     fprintf(f,
         "usage: simba [-u URL] COMMAND [options] ...\n"
+        "       simba --help | --version\n"
         "\n"
         "commands:\n"
         "  run NAME [-n] [-w SEC] [lease options] -- CMD [ARG...]\n"
@@ -104,10 +105,15 @@ static void usage(FILE *f) {
         "\n");
     fprintf(f, /* in parts: C99 promises string literals of 4095 bytes only */
         "options:\n"
+        "  -h, --help           this text\n"
+        "  --version            print \"simba VERSION\" and exit\n"
         "  -n, --nonblock       run/elect: fail at once (status 75) if someone holds the lock\n"
         "                       (waits up to 10 s for the backend's first answer, else 69)\n"
         "  -w, --wait SEC       run/elect: give up after SEC seconds of waiting (status 75);\n"
-        "                       -w 0 is -n\n"
+        "                       -w 0 is -n; bounds the whole wait, a silent backend included\n"
+        "  --connect-timeout SEC  run/elect: give up (status 69, with the backend's reason)\n"
+        "                       after SEC seconds in which no request was answered while\n"
+        "                       simba does not hold the lock (default 30; 0 = no limit)\n"
         "  --ttl SEC            lease (default 10); the owner renews before it ends\n"
         "  --transition SEC     window after the lease in which nobody else may win (default 6)\n"
         "  -s, --signal SIG     signal for CMD's group when the lease is lost (default TERM)\n"
@@ -142,6 +148,7 @@ static void usage(FILE *f) {
         "             ran (CMD was signalled); 128+N if simba got signal N before CMD started\n"
         "  get: 0 owned, 1 nobody owns it     release: 0 released, 1 fence or owner differs\n"
         "  get --stats: 64 the socket serves another mutex or backend, 69 it does not answer\n"
+        "  run/elect: 69 no answer from the backend for --connect-timeout seconds\n"
         "  all: 64 bad usage or URL, 69 backend failed or unreachable, 70 internal error,\n"
         "       71 system call failed\n");
 }
@@ -464,7 +471,8 @@ typedef struct opts_t {
     char **cmd; /* after "--" */
     int nonblock, once, json, verbose, have_fence, have_wait;
     int64_t wait_ms, ttl_ms, transition_ms, grace_ms, refresh_ms, every_ms;
-    int have_grace;
+    int64_t connect_ms; /* run/elect --connect-timeout: longest time without a reachable backend, 0 = none */
+    int have_grace, have_connect;
     int sig;
     uint64_t fence;
     const char *id;
@@ -490,6 +498,10 @@ static int parse_opts(const char *cmd, int argc, char **argv, opts_t *o) {
             NEEDV();
             if (parse_sec(a, v, &o->wait_ms)) return -1;
             o->have_wait = 1;
+        } else if (strcmp(a, "--connect-timeout") == 0) {
+            NEEDV();
+            if (parse_sec(a, v, &o->connect_ms)) return -1;
+            o->have_connect = 1;
         } else if (strcmp(a, "--ttl") == 0) {
             NEEDV();
             if (parse_sec(a, v, &o->ttl_ms)) return -1;
@@ -713,6 +725,7 @@ typedef struct runner {
     int status;         /* exit status of the last child */
     int reaped;
     int tty;            /* terminal whose foreground we hand to the command, or -1 */
+    int unreachable;    /* leaving for --connect-timeout: no release is worth waiting for */
 } runner;
 
 /* ---- the statistics socket of run / elect ------------------------------------------------
@@ -1019,7 +1032,7 @@ static void finish(runner *r, int status) {
     r->stopping = 1;
     if (r->svc && simba_service_status(r->svc) != SIMBA_INITIAL) {
         simba_stop(r->svc);
-        for (;;) {
+        for (; !r->unreachable;) {
             int64_t d = simba_poll(r->loop), left = end - mono_ms();
             if (d < 0 || simba_service_status(r->svc) == SIMBA_INITIAL || left <= 0) break;
             if (wait_io(r->loop, d < left ? d : left)) break;
@@ -1036,6 +1049,28 @@ static void finish(runner *r, int status) {
     r->loop = NULL;
 }
 
+/* --connect-timeout: since when no request of the service has been answered without an
+   error (0: the backend answers). A waiter asks at least every ttl + transition + jitter, and
+   every backend ends an unanswered request with an error, so a backend that stops answering
+   is seen within that time; a refusal (someone else holds it) is an answer. */
+typedef struct reach_t {
+    int64_t down_since;
+    uint64_t answered, errors;
+} reach_t;
+
+static void reach_update(reach_t *rt, const simba_service *svc, int64_t now) {
+    simba_stats st;
+    uint64_t answered;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    if (simba_service_stats(svc, &st) != SIMBA_OK) return;
+    answered = st.attempts - st.in_flight;
+    if (answered - rt->answered > st.errors - rt->errors) rt->down_since = 0;
+    else if (st.errors != rt->errors && !rt->down_since) rt->down_since = now;
+    rt->answered = answered;
+    rt->errors = st.errors;
+}
+
 static int cmd_run(const url_t *u, opts_t *o, int elect) {
     runner r;
     simba_contend_desc cd;
@@ -1044,6 +1079,9 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
     int64_t decide_by = o->nonblock ? start + (o->have_wait ? o->wait_ms : 10000) : (o->have_wait ? start + o->wait_ms : 0);
     int started_once = 0;
     char said[256] = "";
+    reach_t reach;
+    memset(&reach, 0, sizeof reach);
+    reach.down_since = start; /* nothing answered yet */
     memset(&r, 0, sizeof r);
     r.o = o;
     /* Run from a terminal as its foreground job: the command gets the terminal (it may read
@@ -1108,11 +1146,23 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
             ret = EXIT_BUSY;
             break;
         }
+        reach_update(&reach, r.svc, now);
+        if (r.child > 0 || r.owner) reach.down_since = 0; /* holding: a lost lease ends the command, not this */
+        if (o->connect_ms && reach.down_since && now - reach.down_since >= o->connect_ms) {
+            const char *e = simba_backend_errmsg(r.be);
+            errorf("%s: no answer from the backend for %.3g s (--connect-timeout %.3g): %s", o->name, (double)(now - reach.down_since) / 1000.0,
+                   (double)o->connect_ms / 1000.0, e && *e ? e : "its requests were never answered");
+            ret = EXIT_BACKEND;
+            r.unreachable = 1;
+            break;
+        }
         if (decide_by && !started_once && now >= decide_by) {
             const char *be_err = simba_backend_errmsg(r.be);
             if (r.other_seen) errorf("timed out waiting for %s (held by %s, fence %llu)", o->name, r.other, (unsigned long long)r.other_fence);
+            else if (reach.down_since && !(be_err && *be_err)) errorf("timed out waiting for %s (backend: no answer for %.3g s)", o->name, (double)(now - reach.down_since) / 1000.0);
             else errorf("timed out waiting for %s%s%s%s", o->name, be_err && *be_err ? " (backend: " : "", be_err && *be_err ? be_err : "", be_err && *be_err ? ")" : "");
-            ret = r.other_seen || !(be_err && *be_err) ? EXIT_BUSY : EXIT_BACKEND;
+            ret = r.other_seen || !((be_err && *be_err) || reach.down_since) ? EXIT_BUSY : EXIT_BACKEND;
+            r.unreachable = ret == EXIT_BACKEND;
             break;
         }
         if (!decide_by && !started_once) { /* waiting without limit: say why, once per message */
@@ -1124,6 +1174,7 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
         }
         if (r.child > 0 && r.kill_at && r.kill_at - now < d) d = r.kill_at - now;
         if (decide_by && !started_once && decide_by - now < d) d = decide_by - now;
+        if (o->connect_ms && reach.down_since && reach.down_since + o->connect_ms - now < d) d = reach.down_since + o->connect_ms - now;
         if (wait_io(r.loop, d)) { ret = EXIT_OSERR; break; }
     }
     if (r.child > 0) { /* leaving with the command still running (an error): take it down */
@@ -1942,6 +1993,7 @@ int main(int argc, char **argv) {
     o.sig = SIGTERM;
     o.ttl_ms = 10000;
     o.transition_ms = 6000;
+    o.connect_ms = 30000;
     o.url = getenv("SIMBA_URL");
     /* global options before the command */
     while (i < argc && argv[i][0] == '-') {
@@ -1966,6 +2018,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "ls") != 0 && strcmp(cmd, "checkpoint") != 0 && check_name(cmd, o.name)) return EXIT_USAGE;
     if ((strcmp(cmd, "ls") == 0 || strcmp(cmd, "checkpoint") == 0) && o.name) { errorf("%s: unexpected argument '%s'", cmd, o.name); return EXIT_USAGE; }
     if (o.every_ms && strcmp(cmd, "checkpoint")) { errorf("%s: --every is for checkpoint", cmd); return EXIT_USAGE; }
+    if (o.have_connect && strcmp(cmd, "run") && strcmp(cmd, "elect")) { errorf("%s: --connect-timeout is for run and elect", cmd); return EXIT_USAGE; }
     if (!strcmp(cmd, "run") || !strcmp(cmd, "elect")) {
         int64_t window;
         if (!o.cmd) { errorf("%s: missing the command: simba %s NAME -- CMD [ARG...]", cmd, cmd); return EXIT_USAGE; }
