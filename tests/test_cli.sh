@@ -6,8 +6,8 @@
 #   SIMBA_CLI_REDIS_PORT (6430)  SIMBA_CLI_ZK_PORT (2221)  SIMBA_CLI_DEAD_PORT (6434, nothing
 #   listens there)  SIMBA_CLI_MUTE_PORT (6435, a listener that accepts and never answers)
 #   SIMBA_BIN (build/simba)  FAULT_PROXY (build/fault_proxy)
-#   SIMBA_CLI_ONLY="usage connect sqlite redis zk signals elect stats partition pg" runs some
-#   sections only.
+#   SIMBA_CLI_ONLY="usage connect sqlite readonly redis zk signals elect stats partition pg" runs
+#   some sections only.
 #   SIMBA_CLI_PG_PORT (5447): PostgreSQL for section pg (scripts/pg-start.sh; password simba).
 set -u
 cd "$(dirname "$0")/.."
@@ -17,7 +17,7 @@ RPORT=${SIMBA_CLI_REDIS_PORT:-6430}
 ZPORT=${SIMBA_CLI_ZK_PORT:-2221}
 DEAD=${SIMBA_CLI_DEAD_PORT:-6434}
 MUTE=${SIMBA_CLI_MUTE_PORT:-6435}
-ONLY=${SIMBA_CLI_ONLY:-usage connect sqlite redis zk signals elect stats partition pg}
+ONLY=${SIMBA_CLI_ONLY:-usage connect sqlite readonly redis zk signals elect stats partition pg}
 PGPORT_CLI=${SIMBA_CLI_PG_PORT:-5447}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 W=$(mktemp -d "${TMPDIR:-/tmp}/simba-cli.XXXXXX")
@@ -308,6 +308,49 @@ if want sqlite; then
     wait_exit "$CK" 10
     check "  and ends on TERM with status 0" [ "$RC" -eq 0 ]
 fi
+# ---- SQLite files this user may not write: inspection reads, errors name the access ----------
+# File modes bind root only through another user: as root the reader runs as nobody.
+if want readonly; then
+echo "== readonly"
+if [ "$(id -u)" -eq 0 ]; then OTHER="runuser -u nobody --"; NOREAD=600; else OTHER=""; NOREAD=000; fi
+chmod 711 "$W"
+mkdir -p "$W/ro/db"
+cp "$SIMBA" "$W/ro/simba"
+chmod 755 "$W/ro" "$W/ro/simba"
+RO=sqlite:$W/ro/db/locks.db
+"$SIMBA" -u "$RO" run ro $FAST -- sh -c 'echo $SIMBA_FENCE > "$0"' "$W/ro/fence" >/dev/null 2>&1
+f=$(cat "$W/ro/fence" 2>/dev/null)
+[ "$(id -u)" -eq 0 ] || chmod 555 "$W/ro/db"
+chmod $NOREAD "$W/ro/db/locks.db"
+expect_rc "readonly: get on a file it may not read" 69 $OTHER "$W/ro/simba" -u "$RO" get ro
+check "  names the file and the access" err_has "$W/ro/db/locks.db: unable to open database file: no read access for uid [0-9]* (owner uid [0-9]*, mode 0$NOREAD)"
+expect_rc "readonly: run on a file it may not read" 69 $OTHER "$W/ro/simba" -u "$RO" run ro -w 1 -- true
+check "  names the file and the access" err_has "$W/ro/db/locks.db: no read or write access for uid [0-9]* (Permission denied; owner uid [0-9]*, mode 0$NOREAD)"
+chmod 444 "$W/ro/db/locks.db"
+check "readonly: no -wal file is left (nobody has the database open)" test ! -e "$W/ro/db/locks.db-wal"
+expect_rc "readonly: get on a file it may only read (nobody owns it)" 1 $OTHER "$W/ro/simba" -u "$RO" get ro
+check "  shows the stored fence ($f)" grep -q "^fence: $f$" "$W/out"
+expect_rc "readonly: ls on a file it may only read" 0 $OTHER "$W/ro/simba" -u "$RO" ls
+check "  lists it with its fence" grep -q "^ro .* $f " "$W/out"
+check "  and writes nothing there" test ! -e "$W/ro/db/locks.db-wal"
+expect_rc "readonly: release on a file it may only read" 69 $OTHER "$W/ro/simba" -u "$RO" release ro --fence "${f:-0}"
+check "  says it is read-only and why" err_has "the database is read-only: no write access for uid"
+expect_rc "readonly: run on a file it may only read" 69 $OTHER "$W/ro/simba" -u "$RO" run ro -w 1 -- true
+check "  names the file and the access" err_has "$W/ro/db/locks.db: no write access for uid"
+if [ "$(id -u)" -eq 0 ]; then
+    # a holder writes (its -wal and -shm exist): the reader reads through them
+    chmod 644 "$W/ro/db/locks.db"
+    rm -f "$W/ro/go"
+    "$SIMBA" -u "$RO" run ro $FAST -- sh -c 'echo $SIMBA_FENCE > "$0"; while [ ! -e "$1" ]; do sleep 0.05; done' "$W/ro/fence2" "$W/ro/go" >>"$W/bg.log" 2>&1 &
+    hp=$!; PIDS+=("$hp")
+    wait_for 10 test -s "$W/ro/fence2" || true
+    expect_rc "readonly: get while a holder writes" 0 $OTHER "$W/ro/simba" -u "$RO" get ro --json
+    check "  shows the holder's fence ($(cat "$W/ro/fence2" 2>/dev/null))" test "$(json_fence "$W/out")" = "$(cat "$W/ro/fence2" 2>/dev/null)"
+    touch "$W/ro/go"; wait_exit $hp 10
+fi
+chmod 755 "$W/ro/db"; chmod 644 "$W/ro/db/locks.db"
+fi
+
 want redis && backend_suite redis "$RED"
 want zk && backend_suite zk "$ZK"
 

@@ -1270,14 +1270,70 @@ typedef struct store_t {
 
 #define SQL_NOW "CAST((julianday('now') - 2440587.5) * 86400000.0 + 0.5 AS INTEGER)"
 
+/* What the file system refuses us at a database file, which SQLite does not say: read (and
+   for release, write) access to the file, write access to its directory. "" if nothing. */
+static void sqlite_access_why(const char *path, int write, char *out, size_t cap) {
+    char dir[4096];
+    const char *sl = strrchr(path, '/');
+    struct stat st;
+    int r, w;
+    out[0] = 0;
+    if (stat(path, &st) != 0) { snprintf(out, cap, ": %s (uid %lu)", strerror(errno), (unsigned long)geteuid()); return; }
+    r = access(path, R_OK) == 0;
+    w = !write || access(path, W_OK) == 0;
+    if (!r || !w) {
+        snprintf(out, cap, ": no %s access for uid %lu (owner uid %lu, mode %04o)", !r && !w ? "read or write" : !r ? "read" : "write",
+                 (unsigned long)geteuid(), (unsigned long)st.st_uid, (unsigned)(st.st_mode & 07777));
+        return;
+    }
+    if (!sl) snprintf(dir, sizeof dir, ".");
+    else snprintf(dir, sizeof dir, "%.*s", sl == path ? 1 : (int)(sl - path), path);
+    if (write && access(dir, W_OK | X_OK) != 0)
+        snprintf(out, cap, ": no write access to directory %s for uid %lu: SQLite creates the -wal and -shm files there", dir, (unsigned long)geteuid());
+}
+
+/* get and ls open the file read-only. A database in WAL mode needs its -wal and -shm files,
+   which a reader that may not write the directory cannot create; without a -wal file no
+   connection has the database open (the last one removes it), so the file alone holds every
+   commit and is read as immutable. */
+static int sqlite_open_ro(store_t *s, const url_t *u) {
+    char uri[3 * sizeof u->path + 32], wal[sizeof u->path + 8];
+    const char *p;
+    size_t n;
+    int rc = sqlite3_open_v2(u->path, &s->db, SQLITE_OPEN_READONLY, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+    snprintf(wal, sizeof wal, "%s-wal", u->path);
+    if (rc == SQLITE_OK || ((rc & 0xff) != SQLITE_READONLY && (rc & 0xff) != SQLITE_CANTOPEN) || access(wal, F_OK) == 0 ||
+        access(u->path, R_OK) != 0)
+        return rc;
+    sqlite3_close(s->db);
+    s->db = NULL;
+    n = (size_t)snprintf(uri, sizeof uri, "file:");
+    for (p = u->path; *p; p++) /* the path percent-encoded: '?', '#' and '%' are URI syntax */
+        n += (size_t)(isalnum((unsigned char)*p) || strchr("/._-~", *p) ? snprintf(uri + n, sizeof uri - n, "%c", *p)
+                                                                        : snprintf(uri + n, sizeof uri - n, "%%%02X", (unsigned char)*p));
+    snprintf(uri + n, sizeof uri - n, "?immutable=1");
+    return sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+}
+
 static int store_open(store_t *s, const url_t *u, int write) {
     memset(s, 0, sizeof *s);
     s->u = u;
     if (u->kind == BE_SQLITE) {
         int rc;
+        char why[4400];
         if (access(u->path, F_OK) != 0) { errorf("sqlite:%s: no such database file", u->path); return EXIT_BACKEND; }
-        rc = sqlite3_open_v2(u->path, &s->db, write ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY, NULL);
-        if (rc != SQLITE_OK) { errorf("sqlite:%s: %s", u->path, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc)); return EXIT_BACKEND; }
+        rc = write ? sqlite3_open_v2(u->path, &s->db, SQLITE_OPEN_READWRITE, NULL) : sqlite_open_ro(s, u);
+        if (rc != SQLITE_OK) {
+            sqlite_access_why(u->path, write, why, sizeof why);
+            errorf("sqlite:%s: %s%s", u->path, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc), why);
+            return EXIT_BACKEND;
+        }
+        if (write && sqlite3_db_readonly(s->db, "main") == 1) { /* SQLite falls back to read-only quietly */
+            sqlite_access_why(u->path, write, why, sizeof why);
+            errorf("sqlite:%s: the database is read-only%s", u->path, why[0] ? why : " (a read-only medium?)");
+            return EXIT_BACKEND;
+        }
         sqlite3_busy_timeout(s->db, 2000);
         return EXIT_OK;
     }
