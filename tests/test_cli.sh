@@ -98,6 +98,9 @@ FAST="--ttl 1 --transition 0.8"
 if want usage; then
 expect_rc "help lists exit statuses" 0 "$SIMBA" --help
 check "help documents 75 and 76" grep -q "76 lease lost" "$W/out"
+check "help lists --version" grep -q -- "--version" "$W/out"
+expect_rc "--version" 0 "$SIMBA" --version
+check "  prints simba and simba.h's version" grep -qx "simba $(sed -n 's/^#define SIMBA_VERSION "\(.*\)"/\1/p' simba.h)" "$W/out"
 expect_rc "no URL is a usage error" 64 "$SIMBA" get x
 check "  and names SIMBA_URL" err_has SIMBA_URL
 expect_rc "unknown scheme" 64 "$SIMBA" -u foo:bar get x
@@ -281,6 +284,10 @@ backend_suite() {
     check "$be: watch saw the first owner (fence $(cat "$W/w1"))" grep -q "fence=$(cat "$W/w1") " "$W/watch"
     check "$be: watch saw the second owner (fence $(cat "$W/w2"))" grep -q "fence=$(cat "$W/w2") " "$W/watch"
     check "$be: watch saw the mutex free after the second run" eval 'tail -1 "$W/watch" | grep -q "owner=- "'
+    "$SIMBA" get "$m" --json > "$W/wget" 2>/dev/null
+    f=$(json_fence "$W/wget")
+    check "$be: watch shows the stored fence of the free mutex, as get does ($(tail -1 "$W/watch" | grep -o 'fence=[0-9]*'), get: $f)" \
+        eval 'tail -1 "$W/watch" | grep -q "owner=- fence=$f$"'
 
     # two (three) simba run on one name never overlap; fences increase hold to hold
     : > "$W/iv-$be"

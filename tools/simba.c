@@ -1187,28 +1187,38 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
 
 /* ---- watch ------------------------------------------------------------------------------------ */
 
+/* The fence stored for a free mutex, as get shows it (the library reports none when nobody
+   owns it): read with the backend's client, whose connection stays open (storage section). */
+struct store_t;
+static int stored_fence(const url_t *u, struct store_t **st, const char *name, uint64_t *fence);
+static void stored_fence_close(struct store_t **st);
+
 typedef struct watcher {
     const opts_t *o;
+    const url_t *u;
     simba_loop *loop;
+    struct store_t *store; /* opened at the first free mutex seen */
 } watcher;
 
 static void on_watch(simba_service *svc, const simba_state *st, void *u) {
     watcher *w = (watcher *)u;
     const simba_owner *a = st->after;
     int64_t now = simba_now(w->loop);
+    uint64_t fence = a->fence;
     char ts[40];
     (void)svc;
+    if (!a->id[0] && stored_fence(w->u, &w->store, w->o->name, &fence) != 0) fence = a->fence;
     iso_time(wall_ms(), ts, sizeof ts);
     if (w->o->json) {
         printf("{\"time\":\"%s\",\"mutex\":", ts);
         json_str(stdout, w->o->name);
         printf(",\"owner\":");
         if (a->id[0]) json_str(stdout, a->id); else printf("null");
-        printf(",\"fence\":%llu,\"ttl_left_ms\":%lld}\n", (unsigned long long)a->fence, a->id[0] ? (long long)(a->ttl_at - now) : 0LL);
+        printf(",\"fence\":%llu,\"ttl_left_ms\":%lld}\n", (unsigned long long)fence, a->id[0] ? (long long)(a->ttl_at - now) : 0LL);
     } else if (a->id[0]) {
-        printf("%s %s owner=%s fence=%llu ttl_left_ms=%lld\n", ts, w->o->name, a->id, (unsigned long long)a->fence, (long long)(a->ttl_at - now));
+        printf("%s %s owner=%s fence=%llu ttl_left_ms=%lld\n", ts, w->o->name, a->id, (unsigned long long)fence, (long long)(a->ttl_at - now));
     } else {
-        printf("%s %s owner=- fence=0\n", ts, w->o->name);
+        printf("%s %s owner=- fence=%llu\n", ts, w->o->name, (unsigned long long)fence);
     }
     fflush(stdout);
 }
@@ -1220,7 +1230,9 @@ static int cmd_watch(const url_t *u, opts_t *o) {
     simba_service *svc;
     int rc;
     if (setup_signals(0)) return EXIT_OSERR;
+    memset(&w, 0, sizeof w);
     w.o = o;
+    w.u = u;
     rc = open_lib(u, o->ttl_ms, o->transition_ms, &w.loop, &be);
     if (rc != EXIT_OK) return rc;
     memset(&od, 0, sizeof od);
@@ -1245,6 +1257,7 @@ static int cmd_watch(const url_t *u, opts_t *o) {
         if (wait_io(w.loop, d)) break;
     }
     simba_loop_free(w.loop);
+    stored_fence_close(&w.store);
     return EXIT_OK;
 }
 
@@ -1577,6 +1590,26 @@ static int store_read(store_t *s, const char *name, info_t *in) {
     if (s->u->kind == BE_REDIS) return redis_read(s, name, in);
     if (s->u->kind == BE_PG) return pg_read(s, name, in);
     return zk_read(s, name, in, NULL, 0, NULL);
+}
+
+static void stored_fence_close(struct store_t **st) {
+    if (!*st) return;
+    store_close(*st);
+    free(*st);
+    *st = NULL;
+}
+
+/* 0 with *fence set, else -1 (said on stderr); a failed connection is opened again next time. */
+static int stored_fence(const url_t *u, struct store_t **st, const char *name, uint64_t *fence) {
+    info_t in;
+    if (!*st) {
+        *st = (store_t *)calloc(1, sizeof **st);
+        if (!*st) return -1;
+        if (store_open(*st, u, 0) != EXIT_OK) { stored_fence_close(st); return -1; }
+    }
+    if (store_read(*st, name, &in) < 0) { stored_fence_close(st); return -1; }
+    *fence = in.fence;
+    return 0;
 }
 
 /* The members of get's JSON object, without its braces. */
