@@ -583,6 +583,13 @@ static void log_hook(void *u, simba_log_level lv, const char *msg) {
     if (verbose_log) fprintf(stderr, "%s: log: %s\n", prog, msg);
 }
 
+/* A backend that did not open: its loop goes too, and the exit status says whose fault. */
+static int open_lib_fail(simba_loop **loop, int rc) {
+    simba_loop_free(*loop);
+    *loop = NULL;
+    return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND;
+}
+
 static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, simba_loop **loop, simba_backend **be) {
     simba_loop_desc ld;
     int rc;
@@ -599,7 +606,7 @@ static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, simba
         d.errbuf = err;
         d.errbuf_cap = sizeof err;
         rc = simba_sql_open(*loop, &d, be);
-        if (rc != SIMBA_OK) { errorf("sqlite:%s: %s (%s)", u->path, err[0] ? err : simba_loop_errmsg(*loop), simba_strerror(rc)); return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND; }
+        if (rc != SIMBA_OK) { errorf("sqlite:%s: %s (%s)", u->path, err[0] ? err : simba_loop_errmsg(*loop), simba_strerror(rc)); return open_lib_fail(loop, rc); }
     } else if (u->kind == BE_REDIS) {
         simba_redis_desc d;
         memset(&d, 0, sizeof d);
@@ -611,7 +618,7 @@ static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, simba
         if (d.password && !*d.password) d.password = NULL;
         if (d.username && !*d.username) d.username = NULL;
         rc = simba_redis_open(*loop, &d, be);
-        if (rc != SIMBA_OK) { errorf("redis://%s:%d: %s (%s)", u->host, u->port, simba_loop_errmsg(*loop), simba_strerror(rc)); return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND; }
+        if (rc != SIMBA_OK) { errorf("redis://%s:%d: %s (%s)", u->host, u->port, simba_loop_errmsg(*loop), simba_strerror(rc)); return open_lib_fail(loop, rc); }
     } else if (u->kind == BE_PG) {
         simba_pg_desc d;
         memset(&d, 0, sizeof d);
@@ -621,7 +628,7 @@ static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, simba
         d.dbname = u->dbname[0] ? u->dbname : NULL;
         d.table = u->table;                        /* the password: PGPASSWORD or ~/.pgpass (libpq) */
         rc = simba_pg_open(*loop, &d, be);
-        if (rc != SIMBA_OK) { errorf("postgres://%s:%d: %s (%s)", u->host, u->port, simba_loop_errmsg(*loop), simba_strerror(rc)); return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND; }
+        if (rc != SIMBA_OK) { errorf("postgres://%s:%d: %s (%s)", u->host, u->port, simba_loop_errmsg(*loop), simba_strerror(rc)); return open_lib_fail(loop, rc); }
     } else {
         simba_zk_desc d;
         int64_t t = ttl_ms + transition_ms;
@@ -631,7 +638,7 @@ static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, simba
         d.session_timeout_ms = t > 0 && t < 600000 ? (int)t : 10000;
         if (!getenv("SIMBA_DEBUG")) zoo_set_debug_level((ZooLogLevel)0);
         rc = simba_zk_open(*loop, &d, be);
-        if (rc != SIMBA_OK) { errorf("zk://%s%s: %s (%s)", u->hosts, u->root, simba_loop_errmsg(*loop), simba_strerror(rc)); return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND; }
+        if (rc != SIMBA_OK) { errorf("zk://%s%s: %s (%s)", u->hosts, u->root, simba_loop_errmsg(*loop), simba_strerror(rc)); return open_lib_fail(loop, rc); }
     }
     return EXIT_OK;
 }
