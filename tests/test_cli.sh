@@ -590,9 +590,40 @@ part() {
     check "$be: holder's command ended before the other's began ($(( (${tb:-0} - ${tk:-0}) / 1000000 )) ms between)" test -n "$tb" -a -n "$tk" -a "${tb:-0}" -gt "${tk:-0}"
     kill -CONT $pp; kill -TERM $pp; wait $pp 2>/dev/null
 }
+# part_wait BE URL_VIA_PROXY URL_DIRECT TARGET_PORT: a waiter whose backend stops answering
+# ends with 69 after --connect-timeout, while the holder (connected directly) carries on
+part_wait() {
+    local be=$1 pport pp hp wp t1 t2
+    echo "== partition of a waiter $be"
+    rm -f "$W/pport" "$W/pw-$be" "$W/pw-$be.go" "$W/pw-$be.ran"
+    "$PROXY" "$4" "$W/pport" 2>/dev/null &
+    pp=$!; PIDS+=("$pp")
+    wait_for 5 test -s "$W/pport" || { bad "$be: fault proxy did not start"; return; }
+    pport=$(cat "$W/pport")
+    "$SIMBA" -u "$3" run pw $FAST -- sh -c 'echo up > "$0"; while [ ! -e "$0.go" ]; do sleep 0.05; done' "$W/pw-$be" >>"$W/bg.log" 2>&1 &
+    hp=$!; PIDS+=("$hp")
+    wait_for 10 test -s "$W/pw-$be" || { bad "$be: holder never ran"; return; }
+    "$SIMBA" -u "${2//PPORT/$pport}" run pw $FAST --connect-timeout 2 -- touch "$W/pw-$be.ran" >/dev/null 2>"$W/pw-$be.err" &
+    wp=$!; PIDS+=("$wp")
+    sleep 1
+    kill -STOP $pp
+    t1=$(now_ns)
+    wait_exit $wp 30
+    t2=$(( ($(now_ns) - t1) / 1000000 ))
+    check "$be: the waiter cut off from its backend exits 69 (got $RC, $t2 ms after the cut)" test "$RC" -eq 69
+    check "  says why ($(tail -1 "$W/pw-$be.err"))" grep -q "no answer from the backend for 2.* s (--connect-timeout 2)" "$W/pw-$be.err"
+    check "  never ran its command" test ! -e "$W/pw-$be.ran"
+    check "$be: the holder still runs" alive $hp
+    touch "$W/pw-$be.go"
+    wait_exit $hp 10
+    check "$be: and exits 0 (got $RC)" test "$RC" -eq 0
+    kill -CONT $pp; kill -TERM $pp; wait $pp 2>/dev/null
+}
 if want partition; then
     part redis "redis://127.0.0.1:PPORT" "redis://127.0.0.1:$RPORT" "$RPORT"
     part zk "zk://127.0.0.1:PPORT/simba-cli" "$ZK" "$ZPORT"
+    part_wait redis "redis://127.0.0.1:PPORT" "redis://127.0.0.1:$RPORT" "$RPORT"
+    part_wait zk "zk://127.0.0.1:PPORT/simba-cli" "$ZK" "$ZPORT"
 fi
 
 echo "test_cli took $((SECONDS - T0)) s"
