@@ -5,10 +5,21 @@
  *     #define SIMBA_IMPLEMENTATION
  * before you include this file in *one* C or C++ file to create the implementation.
  * Every other file includes it plainly. Backend headers (simba_memory.h, simba_sql.h,
- * simba_redis.h, simba_zk.h) include this file themselves and follow the same macro: the
- * umbrella SIMBA_IMPLEMENTATION instantiates every simba header that file includes;
- * SIMBA_<NAME>_IMPLEMENTATION (CORE, MEMORY, SQL, REDIS, ZK) just one, plus the core, whose
- * private helpers the backends use (so a backend is instantiated in the core's file).
+ * simba_redis.h, simba_zk.h, simba_pg.h) include this file themselves and follow the same
+ * macro: the umbrella SIMBA_IMPLEMENTATION instantiates every simba header that file
+ * includes; SIMBA_<NAME>_IMPLEMENTATION (CORE, MEMORY, SQL, REDIS, ZK, PG) just one, plus the
+ * core, whose private helpers the backends use (so a backend is instantiated in the core's
+ * file).
+ *
+ * THE HEADERS (each backend header includes this one; link what its line names)
+ *   simba.h          the protocol, the poll loop, Locker, Scheduler, the backend interface
+ *   simba_memory.h   in-memory backend with an injectable clock, for tests (-lpthread)
+ *   simba_sql.h      SQLite (-lsqlite3)
+ *   simba_redis.h    Redis, on hiredis's async API (-lhiredis)
+ *   simba_zk.h       ZooKeeper (-lzookeeper_mt, -DTHREADED)
+ *   simba_pg.h       PostgreSQL (-lpq)
+ *   adapters/simba_libuv.h, simba_libev.h, simba_libevent.h   drive a loop from libuv, libev
+ *                    or libevent; installed as <simba/adapters/simba_libuv.h> and so on
  *
  * COMPILE-TIME OPTIONS (define before the implementation's include)
  *   SIMBA_API                  storage of the public functions (default extern), e.g.

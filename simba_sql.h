@@ -295,6 +295,7 @@ SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simb
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -584,6 +585,56 @@ static int simba__sql_is_busy(int rc) {
 
 static void simba__sql_seterr(simba__sql *s, const char *what, int rc) {
     snprintf(s->err, sizeof s->err, "sqlite %s: %s (%d)", what, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc), rc);
+}
+
+/* [posix] What the file system refuses this process at a database path, for the open and
+   setup errors SQLite can only call "unable to open database file" or "readonly": the
+   file's read and write access, then its directory's (SQLite creates the -wal, -shm and
+   journal files there). Appends nothing when every access is granted. */
+static void simba__sql_access_why(const char *path, char *out, size_t cap) {
+    char dir[4096], aux[4200];
+    const char *slash = strrchr(path, '/'), *what;
+    unsigned long uid = (unsigned long)geteuid();
+    struct stat st, dst;
+    int r, w, e;
+    if (cap == 0 || strlen(path) >= sizeof dir) return;
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (stat(path, &st) != 0) {
+        e = errno;
+        if (e != ENOENT) snprintf(out, cap, ": %s: %s (uid %lu)", path, strerror(e), uid);
+        else if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0)
+            snprintf(out, cap, ": cannot create %s: no write access to directory %s for uid %lu (%s)", path, dir, uid, strerror(errno));
+        return;
+    }
+    r = faccessat(AT_FDCWD, path, R_OK, AT_EACCESS) == 0;
+    e = r ? 0 : errno;
+    w = faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0;
+    if (!w && !e) e = errno;
+    if (!r || !w) {
+        snprintf(out, cap, ": %s: no %s access for uid %lu (%s; owner uid %lu, mode %04o)", path,
+                 !r && !w ? "read or write" : !r ? "read" : "write", uid, strerror(e), (unsigned long)st.st_uid,
+                 (unsigned)(st.st_mode & 07777));
+        return;
+    }
+    if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0) {
+        e = errno;
+        if (stat(dir, &dst) != 0) memset(&dst, 0, sizeof dst);
+        snprintf(out, cap, ": no write access to directory %s for uid %lu (%s; owner uid %lu, mode %04o): SQLite creates "
+                           "the database's -wal and -shm files there", dir, uid, strerror(e), (unsigned long)dst.st_uid,
+                 (unsigned)(dst.st_mode & 07777));
+        return;
+    }
+    for (what = "-wal"; what; what = what[1] == 'w' ? "-shm" : NULL) {
+        snprintf(aux, sizeof aux, "%s%s", path, what);
+        if (stat(aux, &st) == 0 && faccessat(AT_FDCWD, aux, R_OK | W_OK, AT_EACCESS) != 0) {
+            e = errno;
+            snprintf(out, cap, ": %s: no read or write access for uid %lu (%s; owner uid %lu, mode %04o)", aux, uid,
+                     strerror(e), (unsigned long)st.st_uid, (unsigned)(st.st_mode & 07777));
+            return;
+        }
+    }
 }
 
 /* [sqlite] PRAGMA quick_check of our table only (its pages, not the whole file, which may
@@ -1805,6 +1856,14 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
     }
     if (rc != SQLITE_OK) {
         char msg[sizeof s->err + 64];
+        int prim = rc & 0xff;
+        /* SQLite names neither the file nor the access: say which the file system refused */
+        if (prim == SQLITE_CANTOPEN || prim == SQLITE_READONLY || prim == SQLITE_PERM || prim == SQLITE_AUTH) {
+            const char *f = s->db ? sqlite3_db_filename(s->db, "main") : NULL;
+            size_t n = strlen(s->err);
+            if (!f || !f[0]) f = is_uri ? NULL : desc->path;
+            if (f) simba__sql_access_why(f, s->err + n, sizeof s->err - n);
+        }
         snprintf(msg, sizeof msg, "simba_sql_open(%s): %s", desc->path, s->err);
         simba_log(loop, SIMBA_LOG_ERROR, "%s", msg);
         simba__sql_errout(desc, msg);

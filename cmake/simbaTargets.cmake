@@ -1,17 +1,20 @@
-# simbaTargets.cmake -- the simba::core, simba::sqlite, simba::redis, simba::zk and simba::pg targets.
+# simbaTargets.cmake -- the simba::core, simba::sqlite, simba::redis, simba::zk and simba::pg targets,
+# and the adapters' simba::libuv, simba::libev and simba::libevent.
 # Shared by the source tree's CMakeLists.txt (add_subdirectory / FetchContent) and by the
 # installed simbaConfig.cmake (find_package). simba is header-only: each target is an
 # INTERFACE library carrying the include directory, the dependency's flags and libraries;
 # one C file of the program defines SIMBA_IMPLEMENTATION before including the headers.
 #
-#   simba__define_targets(<dir holding simba.h> <IMPORTED|"">)
+#   simba__define_targets(<dir holding simba.h> <IMPORTED|""> [<dir holding simba/adapters/>])
 #
-# A backend target exists only when its dependency is found; SIMBA_<COMP>_FOUND says which
-# (core, sqlite, redis, zk, pg).
+# A backend or adapter target exists only when its dependency is found; SIMBA_<COMP>_FOUND
+# says which (core, sqlite, redis, zk, pg, libuv, libev, libevent). The adapter targets
+# exist only when the third argument is given: they add that directory, so that a program
+# writes #include <simba/adapters/simba_libuv.h> after <simba.h>.
 
 function(simba__define_targets inc imported)
   if(TARGET simba::core) # defined already in this directory: just report what exists
-    foreach(t core sqlite redis zk pg)
+    foreach(t core sqlite redis zk pg libuv libev libevent)
       string(TOUPPER "${t}" T)
       if(TARGET simba::${t})
         set(SIMBA_${T}_FOUND TRUE PARENT_SCOPE)
@@ -83,8 +86,31 @@ function(simba__define_targets inc imported)
     set(SIMBA_PG_FOUND FALSE PARENT_SCOPE)
   endif()
 
+  # adapters: the event library's headers and library, found as Debian installs them
+  set(_adapters libuv libev libevent)
+  set(_hdr_libuv uv.h)
+  set(_lib_libuv uv)
+  set(_hdr_libev ev.h)
+  set(_lib_libev ev)
+  set(_hdr_libevent event2/event.h)
+  set(_lib_libevent event_core)
+  foreach(a IN LISTS _adapters)
+    string(TOUPPER "${a}" A)
+    set(SIMBA_${A}_FOUND FALSE PARENT_SCOPE)
+    if(ARGC GREATER 2 AND ARGV2)
+      find_path(SIMBA_${A}_INCLUDE_DIR ${_hdr_${a}})
+      find_library(SIMBA_${A}_LIBRARY ${_lib_${a}})
+      if(SIMBA_${A}_INCLUDE_DIR AND SIMBA_${A}_LIBRARY)
+        add_library(${p}${a} ${kind})
+        target_include_directories(${p}${a} INTERFACE "${ARGV2}" "${SIMBA_${A}_INCLUDE_DIR}")
+        target_link_libraries(${p}${a} INTERFACE ${p}core "${SIMBA_${A}_LIBRARY}")
+        set(SIMBA_${A}_FOUND TRUE PARENT_SCOPE)
+      endif()
+    endif()
+  endforeach()
+
   if(NOT imported)
-    foreach(t core sqlite redis zk pg)
+    foreach(t core sqlite redis zk pg libuv libev libevent)
       if(TARGET simba_${t})
         add_library(simba::${t} ALIAS simba_${t})
       endif()

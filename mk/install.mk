@@ -8,7 +8,10 @@
 #
 # Layout under $(DESTDIR)$(PREFIX):
 #   include/simba/simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h simba_pg.h
+#   include/simba/adapters/simba_libuv.h simba_libev.h simba_libevent.h
+#                           (#include <simba/adapters/simba_libuv.h>: -I include, not include/simba)
 #   share/pkgconfig/simba.pc simba-sqlite.pc simba-redis.pc simba-zk.pc simba-pg.pc
+#                   simba-libuv.pc simba-libev.pc simba-libevent.pc
 #   share/cmake/simba/simbaConfig.cmake simbaConfigVersion.cmake simbaTargets.cmake
 #   bin/simba  share/man/man1/simba.1
 # The headers are the library (nothing to compile), so the pkg-config and CMake files are
@@ -30,7 +33,8 @@ INSTALL       ?= install
 SIMBA_VERSION := $(shell sed -n 's/^\#define SIMBA_VERSION "\(.*\)"/\1/p' simba.h)
 
 SIMBA_HEADERS  = simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h simba_pg.h
-SIMBA_PCS      = simba simba-sqlite simba-redis simba-zk simba-pg
+SIMBA_ADAPTERS = adapters/simba_libuv.h adapters/simba_libev.h adapters/simba_libevent.h
+SIMBA_PCS      = simba simba-sqlite simba-redis simba-zk simba-pg simba-libuv simba-libev simba-libevent
 SIMBA_PC_OUT   = $(SIMBA_PCS:%=$(B)/pkgconfig/%.pc)
 SIMBA_CMAKE_OUT = $(B)/cmake/simbaConfig.cmake $(B)/cmake/simbaConfigVersion.cmake
 # The command-line tool is built by mk/cli.mk; installed when its source is there.
@@ -54,8 +58,9 @@ install: $(SIMBA_TOOL)
 	$(MAKE) --no-print-directory install-files
 
 install-files: $(SIMBA_PC_OUT) $(SIMBA_CMAKE_OUT)
-	$(INSTALL) -d $(DESTDIR)$(INCLUDEDIR)/simba $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(CMAKEDIR)
+	$(INSTALL) -d $(DESTDIR)$(INCLUDEDIR)/simba/adapters $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(CMAKEDIR)
 	$(INSTALL) -m 644 $(SIMBA_HEADERS) $(DESTDIR)$(INCLUDEDIR)/simba/
+	$(INSTALL) -m 644 $(SIMBA_ADAPTERS) $(DESTDIR)$(INCLUDEDIR)/simba/adapters/
 	$(INSTALL) -m 644 $(SIMBA_PC_OUT) $(DESTDIR)$(PKGCONFIGDIR)/
 	$(INSTALL) -m 644 $(SIMBA_CMAKE_OUT) cmake/simbaTargets.cmake $(DESTDIR)$(CMAKEDIR)/
 	$(if $(SIMBA_TOOL),$(INSTALL) -d $(DESTDIR)$(BINDIR) && $(INSTALL) -m 755 $(SIMBA_TOOL) $(DESTDIR)$(BINDIR)/simba)
@@ -64,10 +69,11 @@ install-files: $(SIMBA_PC_OUT) $(SIMBA_CMAKE_OUT)
 # Removes only what install put there, then the directories it made if they are empty.
 uninstall:
 	rm -f $(SIMBA_HEADERS:%=$(DESTDIR)$(INCLUDEDIR)/simba/%)
+	rm -f $(SIMBA_ADAPTERS:adapters/%=$(DESTDIR)$(INCLUDEDIR)/simba/adapters/%)
 	rm -f $(SIMBA_PCS:%=$(DESTDIR)$(PKGCONFIGDIR)/%.pc)
 	rm -f $(DESTDIR)$(CMAKEDIR)/simbaConfig.cmake $(DESTDIR)$(CMAKEDIR)/simbaConfigVersion.cmake $(DESTDIR)$(CMAKEDIR)/simbaTargets.cmake
 	rm -f $(DESTDIR)$(BINDIR)/simba $(DESTDIR)$(MANDIR)/man1/simba.1
-	-rmdir $(DESTDIR)$(INCLUDEDIR)/simba $(DESTDIR)$(CMAKEDIR) 2>/dev/null
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/simba/adapters $(DESTDIR)$(INCLUDEDIR)/simba $(DESTDIR)$(CMAKEDIR) 2>/dev/null
 
 # ---- statistics and release reasons ---------------------------------------------------------
 # test_stats in every variant: VARIANT_PROGS in the Makefile

@@ -4,8 +4,10 @@
 # by PID on exit), the fault proxy for partitions. Prints "N passed, N failed"; exit 0 only
 # if every check passed. A server that cannot be started fails the run.
 #   SIMBA_CLI_REDIS_PORT (6430)  SIMBA_CLI_ZK_PORT (2221)  SIMBA_CLI_DEAD_PORT (6434, nothing
-#   listens there)  SIMBA_BIN (build/simba)  FAULT_PROXY (build/fault_proxy)
-#   SIMBA_CLI_ONLY="usage sqlite redis zk signals elect stats partition pg" runs some sections only.
+#   listens there)  SIMBA_CLI_MUTE_PORT (6435, a listener that accepts and never answers)
+#   SIMBA_BIN (build/simba)  FAULT_PROXY (build/fault_proxy)
+#   SIMBA_CLI_ONLY="usage connect sqlite readonly redis zk signals elect stats partition pg" runs
+#   some sections only.
 #   SIMBA_CLI_PG_PORT (5447): PostgreSQL for section pg (scripts/pg-start.sh; password simba).
 set -u
 cd "$(dirname "$0")/.."
@@ -14,7 +16,8 @@ PROXY=${FAULT_PROXY:-build/fault_proxy}
 RPORT=${SIMBA_CLI_REDIS_PORT:-6430}
 ZPORT=${SIMBA_CLI_ZK_PORT:-2221}
 DEAD=${SIMBA_CLI_DEAD_PORT:-6434}
-ONLY=${SIMBA_CLI_ONLY:-usage sqlite redis zk signals elect stats partition pg}
+MUTE=${SIMBA_CLI_MUTE_PORT:-6435}
+ONLY=${SIMBA_CLI_ONLY:-usage connect sqlite readonly redis zk signals elect stats partition pg}
 PGPORT_CLI=${SIMBA_CLI_PG_PORT:-5447}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 W=$(mktemp -d "${TMPDIR:-/tmp}/simba-cli.XXXXXX")
@@ -95,6 +98,9 @@ FAST="--ttl 1 --transition 0.8"
 if want usage; then
 expect_rc "help lists exit statuses" 0 "$SIMBA" --help
 check "help documents 75 and 76" grep -q "76 lease lost" "$W/out"
+check "help lists --version" grep -q -- "--version" "$W/out"
+expect_rc "--version" 0 "$SIMBA" --version
+check "  prints simba and simba.h's version" grep -qx "simba $(sed -n 's/^#define SIMBA_VERSION "\(.*\)"/\1/p' simba.h)" "$W/out"
 expect_rc "no URL is a usage error" 64 "$SIMBA" get x
 check "  and names SIMBA_URL" err_has SIMBA_URL
 expect_rc "unknown scheme" 64 "$SIMBA" -u foo:bar get x
@@ -132,6 +138,57 @@ expect_rc "checkpoint: for SQLite only" 64 "$SIMBA" -u "$RED" checkpoint
 expect_rc "checkpoint: takes no NAME" 64 "$SIMBA" -u "$SQL" checkpoint x
 expect_rc "--every is for checkpoint" 64 "$SIMBA" -u "$SQL" get x --every 1
 expect_rc "get: wrong redis password is a backend error" 69 env SIMBA_REDIS_PASSWORD=wrong "$SIMBA" -u "redis://127.0.0.1:$RPORT" get x
+fi
+
+# ---- a backend that does not answer: run and elect end (--connect-timeout) -------------------
+# elapsed_ok MS LO HI: MS within [LO, HI]
+elapsed_ok() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
+if want connect; then
+echo "== connect"
+# a listener that accepts every connection and never writes a byte (nor closes)
+perl -MIO::Socket::INET -e '$s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => $ARGV[0], Listen => 64, ReuseAddr => 1)
+    or die "listen $ARGV[0]: $!\n"; open(F, ">", $ARGV[1]) or die; print F "up\n"; close F; while ($c = $s->accept) { push @held, $c }' \
+    "$MUTE" "$W/mute.up" 2>"$W/mute.err" &
+MP=$!; PIDS+=("$MP")
+wait_for 5 test -s "$W/mute.up" || bad "the silent listener on $MUTE did not start: $(cat "$W/mute.err")"
+# the default (30 s), in the background while the rest runs
+t0=$(now_ns)
+"$SIMBA" -u "redis://127.0.0.1:$MUTE" run cx -- touch "$W/cx-ran" >/dev/null 2>"$W/cx-default.err" &
+dp=$!; PIDS+=("$dp")
+for be in redis zk pg; do
+    case $be in
+        redis) dead="redis://127.0.0.1:$DEAD"; mute="redis://127.0.0.1:$MUTE" ;;
+        zk) dead="zk://127.0.0.1:$DEAD"; mute="zk://127.0.0.1:$MUTE" ;;
+        pg) dead="postgres://127.0.0.1:$DEAD"; mute="postgres://127.0.0.1:$MUTE" ;;
+    esac
+    for c in run elect; do
+        t1=$(now_ns)
+        expect_rc "$be: $c --connect-timeout 1, nothing listens" 69 "$SIMBA" -u "$dead" "$c" cx --connect-timeout 1 -- touch "$W/cx-ran"
+        t2=$(( ($(now_ns) - t1) / 1000000 ))
+        check "  gave up after about 1 s ($t2 ms) and says why" eval 'elapsed_ok $t2 900 3000 && err_has "no answer from the backend for 1.* s (--connect-timeout 1): .*"'
+        t1=$(now_ns)
+        expect_rc "$be: $c --connect-timeout 1, a server that never answers" 69 "$SIMBA" -u "$mute" "$c" cx --connect-timeout 1 -- touch "$W/cx-ran"
+        t2=$(( ($(now_ns) - t1) / 1000000 ))
+        check "  gave up after about 1 s ($t2 ms) and says so" eval 'elapsed_ok $t2 900 3000 && err_has "no answer from the backend for 1.* s (--connect-timeout 1)"'
+    done
+done
+t1=$(now_ns)
+expect_rc "-w 1 bounds the wait before --connect-timeout 10 (silent server)" 69 "$SIMBA" -u "redis://127.0.0.1:$MUTE" run cx -w 1 --connect-timeout 10 -- touch "$W/cx-ran"
+t2=$(( ($(now_ns) - t1) / 1000000 ))
+check "  gave up after about 1 s ($t2 ms)" elapsed_ok $t2 900 3000
+t1=$(now_ns)
+expect_rc "--connect-timeout 1 ends a -w 10 (nothing listens)" 69 "$SIMBA" -u "zk://127.0.0.1:$DEAD" run cx -w 10 --connect-timeout 1 -- touch "$W/cx-ran"
+t2=$(( ($(now_ns) - t1) / 1000000 ))
+check "  gave up after about 1 s ($t2 ms)" elapsed_ok $t2 900 3000
+expect_rc "--connect-timeout is for run and elect" 64 "$SIMBA" -u "$SQL" get cx --connect-timeout 1
+expect_rc "--connect-timeout takes seconds" 64 "$SIMBA" -u "$SQL" run cx --connect-timeout x -- true
+check "help documents --connect-timeout and its default" eval '"$SIMBA" --help | grep -q -- "--connect-timeout SEC" && "$SIMBA" --help | grep -q "default 30"'
+wait_exit $dp 45
+t2=$(( ($(now_ns) - t0) / 1000000 ))
+check "default: run gives up on a silent server after 30 s (exit $RC, $t2 ms)" eval 'test $RC -eq 69 && elapsed_ok $t2 29500 36000'
+check "  saying so" grep -q "no answer from the backend for 30 s (--connect-timeout 30)" "$W/cx-default.err"
+check "no command ran against an unreachable backend" test ! -e "$W/cx-ran"
+kill -TERM $MP 2>/dev/null; wait $MP 2>/dev/null
 fi
 
 # ---- per backend ---------------------------------------------------------------------------
@@ -181,6 +238,12 @@ backend_suite() {
     local t1=$SECONDS
     expect_rc "$be: -w 1 while held" 75 "$SIMBA" run "$m" -w 1 -- true
     check "$be: -w waited about 1 s (not more than 3)" test $((SECONDS - t1)) -le 3
+    # a backend that answers "held" is reachable: --connect-timeout does not end the wait
+    rm -f "$W/cx-$be"
+    "$SIMBA" run "$m" $FAST --connect-timeout 0.5 -- sh -c 'echo $SIMBA_FENCE > "$0"' "$W/cx-$be" >"$W/cx-$be.err" 2>&1 &
+    pid=$!; PIDS+=("$pid")
+    sleep 2
+    check "$be: a waiter with --connect-timeout 0.5 still waits for the holder after 2 s" alive $pid
     expect_rc "$be: ls lists it" 0 "$SIMBA" ls
     check "$be: ls shows the name and fence" grep -q "^$m .* $hf " "$W/out"
     expect_rc "$be: release with a wrong fence" 1 "$SIMBA" release "$m" --fence $((hf + 1))
@@ -190,6 +253,8 @@ backend_suite() {
     touch "$W/go"
     wait_exit $hp 10
     check "$be: holder exits 0 when its command does (got $RC)" test "$RC" -eq 0
+    wait_exit $pid 10
+    check "$be:   and that waiter then ran its command (exit $RC, $(head -c 200 "$W/cx-$be.err"))" test "$RC" -eq 0 -a -s "$W/cx-$be"
     expect_rc "$be: released on exit (get exits 1)" 1 "$SIMBA" get "$m"
 
     # forced release of a stuck owner: its lease ends, its command is signalled (76)
@@ -219,6 +284,10 @@ backend_suite() {
     check "$be: watch saw the first owner (fence $(cat "$W/w1"))" grep -q "fence=$(cat "$W/w1") " "$W/watch"
     check "$be: watch saw the second owner (fence $(cat "$W/w2"))" grep -q "fence=$(cat "$W/w2") " "$W/watch"
     check "$be: watch saw the mutex free after the second run" eval 'tail -1 "$W/watch" | grep -q "owner=- "'
+    "$SIMBA" get "$m" --json > "$W/wget" 2>/dev/null
+    f=$(json_fence "$W/wget")
+    check "$be: watch shows the stored fence of the free mutex, as get does ($(tail -1 "$W/watch" | grep -o 'fence=[0-9]*'), get: $f)" \
+        eval 'tail -1 "$W/watch" | grep -q "owner=- fence=$f$"'
 
     # two (three) simba run on one name never overlap; fences increase hold to hold
     : > "$W/iv-$be"
@@ -246,6 +315,49 @@ if want sqlite; then
     wait_exit "$CK" 10
     check "  and ends on TERM with status 0" [ "$RC" -eq 0 ]
 fi
+# ---- SQLite files this user may not write: inspection reads, errors name the access ----------
+# File modes bind root only through another user: as root the reader runs as nobody.
+if want readonly; then
+echo "== readonly"
+if [ "$(id -u)" -eq 0 ]; then OTHER="runuser -u nobody --"; NOREAD=600; else OTHER=""; NOREAD=000; fi
+chmod 711 "$W"
+mkdir -p "$W/ro/db"
+cp "$SIMBA" "$W/ro/simba"
+chmod 755 "$W/ro" "$W/ro/simba"
+RO=sqlite:$W/ro/db/locks.db
+"$SIMBA" -u "$RO" run ro $FAST -- sh -c 'echo $SIMBA_FENCE > "$0"' "$W/ro/fence" >/dev/null 2>&1
+f=$(cat "$W/ro/fence" 2>/dev/null)
+[ "$(id -u)" -eq 0 ] || chmod 555 "$W/ro/db"
+chmod $NOREAD "$W/ro/db/locks.db"
+expect_rc "readonly: get on a file it may not read" 69 $OTHER "$W/ro/simba" -u "$RO" get ro
+check "  names the file and the access" err_has "$W/ro/db/locks.db: unable to open database file: no read access for uid [0-9]* (owner uid [0-9]*, mode 0$NOREAD)"
+expect_rc "readonly: run on a file it may not read" 69 $OTHER "$W/ro/simba" -u "$RO" run ro -w 1 -- true
+check "  names the file and the access" err_has "$W/ro/db/locks.db: no read or write access for uid [0-9]* (Permission denied; owner uid [0-9]*, mode 0$NOREAD)"
+chmod 444 "$W/ro/db/locks.db"
+check "readonly: no -wal file is left (nobody has the database open)" test ! -e "$W/ro/db/locks.db-wal"
+expect_rc "readonly: get on a file it may only read (nobody owns it)" 1 $OTHER "$W/ro/simba" -u "$RO" get ro
+check "  shows the stored fence ($f)" grep -q "^fence: $f$" "$W/out"
+expect_rc "readonly: ls on a file it may only read" 0 $OTHER "$W/ro/simba" -u "$RO" ls
+check "  lists it with its fence" grep -q "^ro .* $f " "$W/out"
+check "  and writes nothing there" test ! -e "$W/ro/db/locks.db-wal"
+expect_rc "readonly: release on a file it may only read" 69 $OTHER "$W/ro/simba" -u "$RO" release ro --fence "${f:-0}"
+check "  says it is read-only and why" err_has "the database is read-only: no write access for uid"
+expect_rc "readonly: run on a file it may only read" 69 $OTHER "$W/ro/simba" -u "$RO" run ro -w 1 -- true
+check "  names the file and the access" err_has "$W/ro/db/locks.db: no write access for uid"
+if [ "$(id -u)" -eq 0 ]; then
+    # a holder writes (its -wal and -shm exist): the reader reads through them
+    chmod 644 "$W/ro/db/locks.db"
+    rm -f "$W/ro/go"
+    "$SIMBA" -u "$RO" run ro $FAST -- sh -c 'echo $SIMBA_FENCE > "$0"; while [ ! -e "$1" ]; do sleep 0.05; done' "$W/ro/fence2" "$W/ro/go" >>"$W/bg.log" 2>&1 &
+    hp=$!; PIDS+=("$hp")
+    wait_for 10 test -s "$W/ro/fence2" || true
+    expect_rc "readonly: get while a holder writes" 0 $OTHER "$W/ro/simba" -u "$RO" get ro --json
+    check "  shows the holder's fence ($(cat "$W/ro/fence2" 2>/dev/null))" test "$(json_fence "$W/out")" = "$(cat "$W/ro/fence2" 2>/dev/null)"
+    touch "$W/ro/go"; wait_exit $hp 10
+fi
+chmod 755 "$W/ro/db"; chmod 644 "$W/ro/db/locks.db"
+fi
+
 want redis && backend_suite redis "$RED"
 want zk && backend_suite zk "$ZK"
 
@@ -478,9 +590,40 @@ part() {
     check "$be: holder's command ended before the other's began ($(( (${tb:-0} - ${tk:-0}) / 1000000 )) ms between)" test -n "$tb" -a -n "$tk" -a "${tb:-0}" -gt "${tk:-0}"
     kill -CONT $pp; kill -TERM $pp; wait $pp 2>/dev/null
 }
+# part_wait BE URL_VIA_PROXY URL_DIRECT TARGET_PORT: a waiter whose backend stops answering
+# ends with 69 after --connect-timeout, while the holder (connected directly) carries on
+part_wait() {
+    local be=$1 pport pp hp wp t1 t2
+    echo "== partition of a waiter $be"
+    rm -f "$W/pport" "$W/pw-$be" "$W/pw-$be.go" "$W/pw-$be.ran"
+    "$PROXY" "$4" "$W/pport" 2>/dev/null &
+    pp=$!; PIDS+=("$pp")
+    wait_for 5 test -s "$W/pport" || { bad "$be: fault proxy did not start"; return; }
+    pport=$(cat "$W/pport")
+    "$SIMBA" -u "$3" run pw $FAST -- sh -c 'echo up > "$0"; while [ ! -e "$0.go" ]; do sleep 0.05; done' "$W/pw-$be" >>"$W/bg.log" 2>&1 &
+    hp=$!; PIDS+=("$hp")
+    wait_for 10 test -s "$W/pw-$be" || { bad "$be: holder never ran"; return; }
+    "$SIMBA" -u "${2//PPORT/$pport}" run pw $FAST --connect-timeout 2 -- touch "$W/pw-$be.ran" >/dev/null 2>"$W/pw-$be.err" &
+    wp=$!; PIDS+=("$wp")
+    sleep 1
+    kill -STOP $pp
+    t1=$(now_ns)
+    wait_exit $wp 30
+    t2=$(( ($(now_ns) - t1) / 1000000 ))
+    check "$be: the waiter cut off from its backend exits 69 (got $RC, $t2 ms after the cut)" test "$RC" -eq 69
+    check "  says why ($(tail -1 "$W/pw-$be.err"))" grep -q "no answer from the backend for 2.* s (--connect-timeout 2)" "$W/pw-$be.err"
+    check "  never ran its command" test ! -e "$W/pw-$be.ran"
+    check "$be: the holder still runs" alive $hp
+    touch "$W/pw-$be.go"
+    wait_exit $hp 10
+    check "$be: and exits 0 (got $RC)" test "$RC" -eq 0
+    kill -CONT $pp; kill -TERM $pp; wait $pp 2>/dev/null
+}
 if want partition; then
     part redis "redis://127.0.0.1:PPORT" "redis://127.0.0.1:$RPORT" "$RPORT"
     part zk "zk://127.0.0.1:PPORT/simba-cli" "$ZK" "$ZPORT"
+    part_wait redis "redis://127.0.0.1:PPORT" "redis://127.0.0.1:$RPORT" "$RPORT"
+    part_wait zk "zk://127.0.0.1:PPORT/simba-cli" "$ZK" "$ZPORT"
 fi
 
 echo "test_cli took $((SECONDS - T0)) s"

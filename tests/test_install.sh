@@ -8,6 +8,7 @@
 #   4. CMake find_package after install (a real prefix and the relocated stage), with the
 #      version check refusing an incompatible request;
 #   5. the README's Install snippets build as written;
+#   an adapter (libuv) included as <simba/adapters/simba_libuv.h> from the installed tree;
 #   6. `make uninstall` removes every file it installed.
 # Each consumer (tests/install/*.c) is compiled with -Wall -Wextra -Wpedantic -Werror, linked
 # against the real sqlite3, hiredis and zookeeper_mt, and run. Needs cmake and pkg-config.
@@ -35,6 +36,10 @@ echo "$V" | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+$' && ok "SIMBA_VERSION is x.y.z" |
 for h in simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h simba_pg.h; do
     sed -n 2p "$h" | grep -q "^ \* $h v$V -- " && ok "$h title line says v$V" || bad "$h title line: $(sed -n 2p "$h")"
 done
+# simba.h's list of headers names every header and adapter there is
+for h in simba*.h adapters/simba_*.h; do
+    sed -n '/^ \* THE HEADERS/,/^ \*$/p' simba.h | grep -q "${h#adapters/}" && ok "simba.h's list of headers names $h" || bad "simba.h's list of headers omits $h"
+done
 CL=$(sed -n 's/^## \[\{0,1\}\([0-9][0-9.]*\)\]\{0,1\}.*/\1/p' CHANGELOG.md | head -1)
 [ "$CL" = "$V" ] && ok "CHANGELOG.md's latest release is $V" || bad "CHANGELOG.md's latest release is '$CL', simba.h says $V"
 
@@ -43,7 +48,9 @@ STAGE=$T/stage
 echo "== make install DESTDIR=$STAGE PREFIX=/usr/local"
 check "make install (staged)" $MAKE -s install DESTDIR="$STAGE" PREFIX=/usr/local
 for f in include/simba/simba.h include/simba/simba_memory.h include/simba/simba_sql.h include/simba/simba_redis.h include/simba/simba_zk.h include/simba/simba_pg.h \
+         include/simba/adapters/simba_libuv.h include/simba/adapters/simba_libev.h include/simba/adapters/simba_libevent.h \
          share/pkgconfig/simba.pc share/pkgconfig/simba-sqlite.pc share/pkgconfig/simba-redis.pc share/pkgconfig/simba-zk.pc share/pkgconfig/simba-pg.pc \
+         share/pkgconfig/simba-libuv.pc share/pkgconfig/simba-libev.pc share/pkgconfig/simba-libevent.pc \
          share/cmake/simba/simbaConfig.cmake share/cmake/simba/simbaConfigVersion.cmake share/cmake/simba/simbaTargets.cmake; do
     [ -f "$STAGE/usr/local/$f" ] || bad "staged file $f missing"
 done
@@ -58,10 +65,11 @@ if [ -f tools/simba.c ]; then
     fi
 fi
 cmp -s simba.h "$STAGE/usr/local/include/simba/simba.h" && ok "headers installed unchanged" || bad "installed simba.h differs"
+cmp -s adapters/simba_libuv.h "$STAGE/usr/local/include/simba/adapters/simba_libuv.h" && ok "adapters installed under include/simba/adapters" || bad "installed adapters/simba_libuv.h missing or differs"
 grep -q '^prefix=/usr/local$' "$STAGE/usr/local/share/pkgconfig/simba.pc" && ok "simba.pc names the final prefix, not the stage" || bad "simba.pc prefix"
 PC="pkg-config --define-variable=prefix=$STAGE/usr/local"
 export PKG_CONFIG_PATH="$STAGE/usr/local/share/pkgconfig"
-for p in simba simba-sqlite simba-redis simba-zk simba-pg; do
+for p in simba simba-sqlite simba-redis simba-zk simba-pg simba-libuv simba-libev simba-libevent; do
     [ "$($PC --modversion $p 2>&1)" = "$V" ] && ok "pkg-config --modversion $p = $V" || bad "pkg-config --modversion $p: $($PC --modversion $p 2>&1)"
 done
 $PC --print-requires simba-sqlite | grep -q '^sqlite3' && ok "simba-sqlite Requires sqlite3" || bad "simba-sqlite Requires"
@@ -76,6 +84,15 @@ check "pkg-config (staged): run consumer_core" "$T/pc_core"
 # shellcheck disable=SC2046
 check "pkg-config (staged): build consumer_all" $CC $WARN -o "$T/pc_all" tests/install/consumer_all.c $($PC --cflags --libs simba-sqlite simba-redis simba-zk simba-pg)
 check "pkg-config (staged): run consumer_all" "$T/pc_all" "$T/pc.db"
+# shellcheck disable=SC2046
+check "pkg-config (staged): build consumer_libuv (#include <simba/adapters/simba_libuv.h>)" $CC $WARN -o "$T/pc_uv" tests/install/consumer_libuv.c $($PC --cflags --libs simba-libuv)
+check "pkg-config (staged): run consumer_libuv" "$T/pc_uv"
+# the other adapters: their installed header compiles from the path their .pc file gives
+for a in libev libevent; do
+    printf '#define SIMBA_IMPLEMENTATION\n#include <simba.h>\n#include <simba/adapters/simba_%s.h>\nint main(void) { return 0; }\n' "$a" > "$T/inc_$a.c"
+    # shellcheck disable=SC2046
+    check "pkg-config (staged): <simba/adapters/simba_$a.h> compiles and links with simba-$a" $CC $WARN -Wno-unused-function -o "$T/inc_$a" "$T/inc_$a.c" $($PC --cflags --libs simba-$a)
+done
 
 # ---- 3. CMake from the source tree ----------------------------------------------------------
 echo "== cmake add_subdirectory"
@@ -84,6 +101,7 @@ grep -q "consumer: simba $V from the source tree" "$T/out" && ok "CMake (source 
 check "cmake build (add_subdirectory)" cmake --build "$T/sub"
 check "cmake (add_subdirectory): run consumer_core" "$T/sub/consumer_core"
 check "cmake (add_subdirectory): run consumer_all" "$T/sub/consumer_all" "$T/sub.db"
+check "cmake (add_subdirectory): run consumer_libuv (simba::libuv)" "$T/sub/consumer_libuv"
 
 # FetchContent from a release-style tarball of the files a user's checkout has
 tar -czf "$T/simba-src.tar.gz" -C "$ROOT" --transform 's|^|simba/|' CMakeLists.txt cmake simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h simba_pg.h
@@ -105,6 +123,7 @@ grep -q "found simba $V in $P/share/cmake/simba" "$T/out" && ok "find_package fo
 check "cmake build (find_package, prefix)" cmake --build "$T/fp"
 check "cmake (find_package, prefix): run consumer_core" "$T/fp/consumer_core"
 check "cmake (find_package, prefix): run consumer_all" "$T/fp/consumer_all" "$T/fp.db"
+check "cmake (find_package, prefix): run consumer_libuv (simba::libuv)" "$T/fp/consumer_libuv"
 check "cmake configure (find_package, relocated stage)" cmake -S tests/install -B "$T/fs" -DCMAKE_PREFIX_PATH="$STAGE/usr/local" -DCMAKE_C_COMPILER="$CC"
 check "cmake build (find_package, relocated stage)" cmake --build "$T/fs"
 check "cmake (find_package, relocated stage): run consumer_core" "$T/fs/consumer_core"

@@ -1361,6 +1361,98 @@ TEST(open_refuses_readonly) {
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
 
+/* Opens path with a fresh loop; the result, and the error text in err. */
+static simba_result open_err(const char *path, char *err, size_t cap) {
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_sql_desc d;
+    simba_result rc;
+    if (!loop) return SIMBA_ENOMEM;
+    memset(&d, 0, sizeof d);
+    d.path = path;
+    d.errbuf = err;
+    d.errbuf_cap = cap;
+    err[0] = 0;
+    rc = simba_sql_open(loop, &d, &be);
+    simba_loop_free(loop);
+    return rc;
+}
+
+/* The same in a process that file modes bind: a child running as user nobody when this one
+   is root (root is refused nothing by modes). */
+static simba_result open_as_other(const char *path, char *err, size_t cap) {
+    int p[2], st = 0;
+    size_t n = 0;
+    pid_t pid;
+    if (geteuid() != 0) return open_err(path, err, cap);
+    err[0] = 0;
+    if (pipe(p) != 0) return SIMBA_EINVAL;
+    pid = fork();
+    if (pid == 0) {
+        simba_result rc;
+        close(p[0]);
+        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(99);
+        rc = open_err(path, err, cap);
+        if (write(p[1], err, strlen(err)) < 0) _exit(98);
+        _exit(-(int)rc);
+    }
+    close(p[1]);
+    for (;;) {
+        ssize_t r = read(p[0], err + n, cap - 1 - n);
+        if (r <= 0 || (n += (size_t)r) == cap - 1) break;
+    }
+    err[n] = 0;
+    close(p[0]);
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) >= 98) return SIMBA_EINVAL;
+    return (simba_result)-WEXITSTATUS(st);
+}
+
+/* A database the process may not open is refused with its path and the access that
+   failed, not SQLite's bare "unable to open database file". */
+TEST(open_denied_says_which_path_and_access) {
+    char dir[300], f1[340], f2[340], f3[340], f4[340], err[600];
+    int root = geteuid() == 0;
+    snprintf(dir, sizeof dir, "%s/access", tmpdir);
+    snprintf(f1, sizeof f1, "%s/private.db", dir);
+    snprintf(f2, sizeof f2, "%s/readable.db", dir);
+    snprintf(f3, sizeof f3, "%s/writable.db", dir);
+    snprintf(f4, sizeof f4, "%s/new.db", dir);
+    REQUIRE(mkdir(dir, 0755) == 0);
+    CHECK_EQ(chmod(tmpdir, 0711), 0); /* nobody may pass through to dir */
+    CHECK_RC(open_err(f1, err, sizeof err), SIMBA_OK);
+    CHECK_RC(open_err(f2, err, sizeof err), SIMBA_OK);
+    CHECK_RC(open_err(f3, err, sizeof err), SIMBA_OK);
+    CHECK_EQ(chmod(f1, root ? 0600 : 0), 0);
+    CHECK_EQ(chmod(f2, 0444), 0);
+    CHECK_EQ(chmod(f3, 0666), 0);
+    if (!root) CHECK_EQ(chmod(dir, 0555), 0);
+
+    CHECK_RC(open_as_other(f1, err, sizeof err), SIMBA_EBACKEND);
+    fprintf(stderr, "  another user's 0600 file: %s\n", err);
+    CHECK(strstr(err, f1) != NULL);
+    CHECK(strstr(err, "no read or write access for uid") != NULL);
+    CHECK(strstr(err, root ? "mode 0600" : "mode 0000") != NULL);
+
+    CHECK_RC(open_as_other(f2, err, sizeof err), SIMBA_EBACKEND);
+    fprintf(stderr, "  a file it may only read: %s\n", err);
+    CHECK(strstr(err, f2) != NULL);
+    CHECK(strstr(err, ": no write access for uid") != NULL);
+
+    CHECK_RC(open_as_other(f3, err, sizeof err), SIMBA_EBACKEND);
+    fprintf(stderr, "  a writable file in a directory it may not write: %s\n", err);
+    CHECK(strstr(err, "no write access to directory") != NULL);
+    CHECK(strstr(err, dir) != NULL);
+    CHECK(strstr(err, "-wal") != NULL);
+
+    CHECK_RC(open_as_other(f4, err, sizeof err), SIMBA_EBACKEND);
+    fprintf(stderr, "  a new file in that directory: %s\n", err);
+    CHECK(strstr(err, f4) != NULL);
+    CHECK(strstr(err, "cannot create") != NULL);
+
+    CHECK_EQ(chmod(dir, 0755), 0);
+    CHECK_EQ(chmod(tmpdir, 0700), 0);
+}
+
 TEST(open_refuses_corrupt_table) {
     simba_loop *loop = newloop();
     simba_backend *be = NULL;
@@ -2935,6 +3027,7 @@ int main(int argc, char **argv) {
     RUN(row_creation_race);
     RUN(read_needs_sql_backend);
     RUN(open_refuses_readonly);
+    RUN(open_denied_says_which_path_and_access);
     RUN(open_refuses_corrupt_table);
     RUN(open_desc_ranges_have_words);
     RUN(reacquire_after_local_step_down_gets_new_fence);

@@ -70,6 +70,7 @@ static void errorf(const char *fmt, ...) {
 static void usage(FILE *f) {
     fprintf(f,
         "usage: simba [-u URL] COMMAND [options] ...\n"
+        "       simba --help | --version\n"
         "\n"
         "commands:\n"
         "  run NAME [-n] [-w SEC] [lease options] -- CMD [ARG...]\n"
@@ -104,10 +105,15 @@ static void usage(FILE *f) {
         "\n");
     fprintf(f, /* in parts: C99 promises string literals of 4095 bytes only */
         "options:\n"
+        "  -h, --help           this text\n"
+        "  --version            print \"simba VERSION\" and exit\n"
         "  -n, --nonblock       run/elect: fail at once (status 75) if someone holds the lock\n"
         "                       (waits up to 10 s for the backend's first answer, else 69)\n"
         "  -w, --wait SEC       run/elect: give up after SEC seconds of waiting (status 75);\n"
-        "                       -w 0 is -n\n"
+        "                       -w 0 is -n; bounds the whole wait, a silent backend included\n"
+        "  --connect-timeout SEC  run/elect: give up (status 69, with the backend's reason)\n"
+        "                       after SEC seconds in which no request was answered while\n"
+        "                       simba does not hold the lock (default 30; 0 = no limit)\n"
         "  --ttl SEC            lease (default 10); the owner renews before it ends\n"
         "  --transition SEC     window after the lease in which nobody else may win (default 6)\n"
         "  -s, --signal SIG     signal for CMD's group when the lease is lost (default TERM)\n"
@@ -142,6 +148,7 @@ static void usage(FILE *f) {
         "             ran (CMD was signalled); 128+N if simba got signal N before CMD started\n"
         "  get: 0 owned, 1 nobody owns it     release: 0 released, 1 fence or owner differs\n"
         "  get --stats: 64 the socket serves another mutex or backend, 69 it does not answer\n"
+        "  run/elect: 69 no answer from the backend for --connect-timeout seconds\n"
         "  all: 64 bad usage or URL, 69 backend failed or unreachable, 70 internal error,\n"
         "       71 system call failed\n");
 }
@@ -464,7 +471,8 @@ typedef struct opts_t {
     char **cmd; /* after "--" */
     int nonblock, once, json, verbose, have_fence, have_wait;
     int64_t wait_ms, ttl_ms, transition_ms, grace_ms, refresh_ms, every_ms;
-    int have_grace;
+    int64_t connect_ms; /* run/elect --connect-timeout: longest time without a reachable backend, 0 = none */
+    int have_grace, have_connect;
     int sig;
     uint64_t fence;
     const char *id;
@@ -490,6 +498,10 @@ static int parse_opts(const char *cmd, int argc, char **argv, opts_t *o) {
             NEEDV();
             if (parse_sec(a, v, &o->wait_ms)) return -1;
             o->have_wait = 1;
+        } else if (strcmp(a, "--connect-timeout") == 0) {
+            NEEDV();
+            if (parse_sec(a, v, &o->connect_ms)) return -1;
+            o->have_connect = 1;
         } else if (strcmp(a, "--ttl") == 0) {
             NEEDV();
             if (parse_sec(a, v, &o->ttl_ms)) return -1;
@@ -571,6 +583,13 @@ static void log_hook(void *u, simba_log_level lv, const char *msg) {
     if (verbose_log) fprintf(stderr, "%s: log: %s\n", prog, msg);
 }
 
+/* A backend that did not open: its loop goes too, and the exit status says whose fault. */
+static int open_lib_fail(simba_loop **loop, int rc) {
+    simba_loop_free(*loop);
+    *loop = NULL;
+    return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND;
+}
+
 static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, simba_loop **loop, simba_backend **be) {
     simba_loop_desc ld;
     int rc;
@@ -587,7 +606,7 @@ static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, simba
         d.errbuf = err;
         d.errbuf_cap = sizeof err;
         rc = simba_sql_open(*loop, &d, be);
-        if (rc != SIMBA_OK) { errorf("sqlite:%s: %s (%s)", u->path, err[0] ? err : simba_loop_errmsg(*loop), simba_strerror(rc)); return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND; }
+        if (rc != SIMBA_OK) { errorf("sqlite:%s: %s (%s)", u->path, err[0] ? err : simba_loop_errmsg(*loop), simba_strerror(rc)); return open_lib_fail(loop, rc); }
     } else if (u->kind == BE_REDIS) {
         simba_redis_desc d;
         memset(&d, 0, sizeof d);
@@ -599,7 +618,7 @@ static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, simba
         if (d.password && !*d.password) d.password = NULL;
         if (d.username && !*d.username) d.username = NULL;
         rc = simba_redis_open(*loop, &d, be);
-        if (rc != SIMBA_OK) { errorf("redis://%s:%d: %s (%s)", u->host, u->port, simba_loop_errmsg(*loop), simba_strerror(rc)); return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND; }
+        if (rc != SIMBA_OK) { errorf("redis://%s:%d: %s (%s)", u->host, u->port, simba_loop_errmsg(*loop), simba_strerror(rc)); return open_lib_fail(loop, rc); }
     } else if (u->kind == BE_PG) {
         simba_pg_desc d;
         memset(&d, 0, sizeof d);
@@ -609,7 +628,7 @@ static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, simba
         d.dbname = u->dbname[0] ? u->dbname : NULL;
         d.table = u->table;                        /* the password: PGPASSWORD or ~/.pgpass (libpq) */
         rc = simba_pg_open(*loop, &d, be);
-        if (rc != SIMBA_OK) { errorf("postgres://%s:%d: %s (%s)", u->host, u->port, simba_loop_errmsg(*loop), simba_strerror(rc)); return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND; }
+        if (rc != SIMBA_OK) { errorf("postgres://%s:%d: %s (%s)", u->host, u->port, simba_loop_errmsg(*loop), simba_strerror(rc)); return open_lib_fail(loop, rc); }
     } else {
         simba_zk_desc d;
         int64_t t = ttl_ms + transition_ms;
@@ -619,7 +638,7 @@ static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, simba
         d.session_timeout_ms = t > 0 && t < 600000 ? (int)t : 10000;
         if (!getenv("SIMBA_DEBUG")) zoo_set_debug_level((ZooLogLevel)0);
         rc = simba_zk_open(*loop, &d, be);
-        if (rc != SIMBA_OK) { errorf("zk://%s%s: %s (%s)", u->hosts, u->root, simba_loop_errmsg(*loop), simba_strerror(rc)); return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND; }
+        if (rc != SIMBA_OK) { errorf("zk://%s%s: %s (%s)", u->hosts, u->root, simba_loop_errmsg(*loop), simba_strerror(rc)); return open_lib_fail(loop, rc); }
     }
     return EXIT_OK;
 }
@@ -713,6 +732,7 @@ typedef struct runner {
     int status;         /* exit status of the last child */
     int reaped;
     int tty;            /* terminal whose foreground we hand to the command, or -1 */
+    int unreachable;    /* leaving for --connect-timeout: no release is worth waiting for */
 } runner;
 
 /* ---- the statistics socket of run / elect ------------------------------------------------
@@ -1019,7 +1039,7 @@ static void finish(runner *r, int status) {
     r->stopping = 1;
     if (r->svc && simba_service_status(r->svc) != SIMBA_INITIAL) {
         simba_stop(r->svc);
-        for (;;) {
+        for (; !r->unreachable;) {
             int64_t d = simba_poll(r->loop), left = end - mono_ms();
             if (d < 0 || simba_service_status(r->svc) == SIMBA_INITIAL || left <= 0) break;
             if (wait_io(r->loop, d < left ? d : left)) break;
@@ -1036,6 +1056,28 @@ static void finish(runner *r, int status) {
     r->loop = NULL;
 }
 
+/* --connect-timeout: since when no request of the service has been answered without an
+   error (0: the backend answers). A waiter asks at least every ttl + transition + jitter, and
+   every backend ends an unanswered request with an error, so a backend that stops answering
+   is seen within that time; a refusal (someone else holds it) is an answer. */
+typedef struct reach_t {
+    int64_t down_since;
+    uint64_t answered, errors;
+} reach_t;
+
+static void reach_update(reach_t *rt, const simba_service *svc, int64_t now) {
+    simba_stats st;
+    uint64_t answered;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    if (simba_service_stats(svc, &st) != SIMBA_OK) return;
+    answered = st.attempts - st.in_flight;
+    if (answered - rt->answered > st.errors - rt->errors) rt->down_since = 0;
+    else if (st.errors != rt->errors && !rt->down_since) rt->down_since = now;
+    rt->answered = answered;
+    rt->errors = st.errors;
+}
+
 static int cmd_run(const url_t *u, opts_t *o, int elect) {
     runner r;
     simba_contend_desc cd;
@@ -1044,6 +1086,9 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
     int64_t decide_by = o->nonblock ? start + (o->have_wait ? o->wait_ms : 10000) : (o->have_wait ? start + o->wait_ms : 0);
     int started_once = 0;
     char said[256] = "";
+    reach_t reach;
+    memset(&reach, 0, sizeof reach);
+    reach.down_since = start; /* nothing answered yet */
     memset(&r, 0, sizeof r);
     r.o = o;
     /* Run from a terminal as its foreground job: the command gets the terminal (it may read
@@ -1108,11 +1153,23 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
             ret = EXIT_BUSY;
             break;
         }
+        reach_update(&reach, r.svc, now);
+        if (r.child > 0 || r.owner) reach.down_since = 0; /* holding: a lost lease ends the command, not this */
+        if (o->connect_ms && reach.down_since && now - reach.down_since >= o->connect_ms) {
+            const char *e = simba_backend_errmsg(r.be);
+            errorf("%s: no answer from the backend for %.3g s (--connect-timeout %.3g): %s", o->name, (double)(now - reach.down_since) / 1000.0,
+                   (double)o->connect_ms / 1000.0, e && *e ? e : "its requests were never answered");
+            ret = EXIT_BACKEND;
+            r.unreachable = 1;
+            break;
+        }
         if (decide_by && !started_once && now >= decide_by) {
             const char *be_err = simba_backend_errmsg(r.be);
             if (r.other_seen) errorf("timed out waiting for %s (held by %s, fence %llu)", o->name, r.other, (unsigned long long)r.other_fence);
+            else if (reach.down_since && !(be_err && *be_err)) errorf("timed out waiting for %s (backend: no answer for %.3g s)", o->name, (double)(now - reach.down_since) / 1000.0);
             else errorf("timed out waiting for %s%s%s%s", o->name, be_err && *be_err ? " (backend: " : "", be_err && *be_err ? be_err : "", be_err && *be_err ? ")" : "");
-            ret = r.other_seen || !(be_err && *be_err) ? EXIT_BUSY : EXIT_BACKEND;
+            ret = r.other_seen || !((be_err && *be_err) || reach.down_since) ? EXIT_BUSY : EXIT_BACKEND;
+            r.unreachable = ret == EXIT_BACKEND;
             break;
         }
         if (!decide_by && !started_once) { /* waiting without limit: say why, once per message */
@@ -1124,6 +1181,7 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
         }
         if (r.child > 0 && r.kill_at && r.kill_at - now < d) d = r.kill_at - now;
         if (decide_by && !started_once && decide_by - now < d) d = decide_by - now;
+        if (o->connect_ms && reach.down_since && reach.down_since + o->connect_ms - now < d) d = reach.down_since + o->connect_ms - now;
         if (wait_io(r.loop, d)) { ret = EXIT_OSERR; break; }
     }
     if (r.child > 0) { /* leaving with the command still running (an error): take it down */
@@ -1136,28 +1194,38 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
 
 /* ---- watch ------------------------------------------------------------------------------------ */
 
+/* The fence stored for a free mutex, as get shows it (the library reports none when nobody
+   owns it): read with the backend's client, whose connection stays open (storage section). */
+struct store_t;
+static int stored_fence(const url_t *u, struct store_t **st, const char *name, uint64_t *fence);
+static void stored_fence_close(struct store_t **st);
+
 typedef struct watcher {
     const opts_t *o;
+    const url_t *u;
     simba_loop *loop;
+    struct store_t *store; /* opened at the first free mutex seen */
 } watcher;
 
 static void on_watch(simba_service *svc, const simba_state *st, void *u) {
     watcher *w = (watcher *)u;
     const simba_owner *a = st->after;
     int64_t now = simba_now(w->loop);
+    uint64_t fence = a->fence;
     char ts[40];
     (void)svc;
+    if (!a->id[0] && stored_fence(w->u, &w->store, w->o->name, &fence) != 0) fence = a->fence;
     iso_time(wall_ms(), ts, sizeof ts);
     if (w->o->json) {
         printf("{\"time\":\"%s\",\"mutex\":", ts);
         json_str(stdout, w->o->name);
         printf(",\"owner\":");
         if (a->id[0]) json_str(stdout, a->id); else printf("null");
-        printf(",\"fence\":%llu,\"ttl_left_ms\":%lld}\n", (unsigned long long)a->fence, a->id[0] ? (long long)(a->ttl_at - now) : 0LL);
+        printf(",\"fence\":%llu,\"ttl_left_ms\":%lld}\n", (unsigned long long)fence, a->id[0] ? (long long)(a->ttl_at - now) : 0LL);
     } else if (a->id[0]) {
-        printf("%s %s owner=%s fence=%llu ttl_left_ms=%lld\n", ts, w->o->name, a->id, (unsigned long long)a->fence, (long long)(a->ttl_at - now));
+        printf("%s %s owner=%s fence=%llu ttl_left_ms=%lld\n", ts, w->o->name, a->id, (unsigned long long)fence, (long long)(a->ttl_at - now));
     } else {
-        printf("%s %s owner=- fence=0\n", ts, w->o->name);
+        printf("%s %s owner=- fence=%llu\n", ts, w->o->name, (unsigned long long)fence);
     }
     fflush(stdout);
 }
@@ -1169,7 +1237,9 @@ static int cmd_watch(const url_t *u, opts_t *o) {
     simba_service *svc;
     int rc;
     if (setup_signals(0)) return EXIT_OSERR;
+    memset(&w, 0, sizeof w);
     w.o = o;
+    w.u = u;
     rc = open_lib(u, o->ttl_ms, o->transition_ms, &w.loop, &be);
     if (rc != EXIT_OK) return rc;
     memset(&od, 0, sizeof od);
@@ -1194,6 +1264,7 @@ static int cmd_watch(const url_t *u, opts_t *o) {
         if (wait_io(w.loop, d)) break;
     }
     simba_loop_free(w.loop);
+    stored_fence_close(&w.store);
     return EXIT_OK;
 }
 
@@ -1219,14 +1290,70 @@ typedef struct store_t {
 
 #define SQL_NOW "CAST((julianday('now') - 2440587.5) * 86400000.0 + 0.5 AS INTEGER)"
 
+/* What the file system refuses us at a database file, which SQLite does not say: read (and
+   for release, write) access to the file, write access to its directory. "" if nothing. */
+static void sqlite_access_why(const char *path, int write, char *out, size_t cap) {
+    char dir[4096];
+    const char *sl = strrchr(path, '/');
+    struct stat st;
+    int r, w;
+    out[0] = 0;
+    if (stat(path, &st) != 0) { snprintf(out, cap, ": %s (uid %lu)", strerror(errno), (unsigned long)geteuid()); return; }
+    r = access(path, R_OK) == 0;
+    w = !write || access(path, W_OK) == 0;
+    if (!r || !w) {
+        snprintf(out, cap, ": no %s access for uid %lu (owner uid %lu, mode %04o)", !r && !w ? "read or write" : !r ? "read" : "write",
+                 (unsigned long)geteuid(), (unsigned long)st.st_uid, (unsigned)(st.st_mode & 07777));
+        return;
+    }
+    if (!sl) snprintf(dir, sizeof dir, ".");
+    else snprintf(dir, sizeof dir, "%.*s", sl == path ? 1 : (int)(sl - path), path);
+    if (write && access(dir, W_OK | X_OK) != 0)
+        snprintf(out, cap, ": no write access to directory %s for uid %lu: SQLite creates the -wal and -shm files there", dir, (unsigned long)geteuid());
+}
+
+/* get and ls open the file read-only. A database in WAL mode needs its -wal and -shm files,
+   which a reader that may not write the directory cannot create; without a -wal file no
+   connection has the database open (the last one removes it), so the file alone holds every
+   commit and is read as immutable. */
+static int sqlite_open_ro(store_t *s, const url_t *u) {
+    char uri[3 * sizeof u->path + 32], wal[sizeof u->path + 8];
+    const char *p;
+    size_t n;
+    int rc = sqlite3_open_v2(u->path, &s->db, SQLITE_OPEN_READONLY, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+    snprintf(wal, sizeof wal, "%s-wal", u->path);
+    if (rc == SQLITE_OK || ((rc & 0xff) != SQLITE_READONLY && (rc & 0xff) != SQLITE_CANTOPEN) || access(wal, F_OK) == 0 ||
+        access(u->path, R_OK) != 0)
+        return rc;
+    sqlite3_close(s->db);
+    s->db = NULL;
+    n = (size_t)snprintf(uri, sizeof uri, "file:");
+    for (p = u->path; *p; p++) /* the path percent-encoded: '?', '#' and '%' are URI syntax */
+        n += (size_t)(isalnum((unsigned char)*p) || strchr("/._-~", *p) ? snprintf(uri + n, sizeof uri - n, "%c", *p)
+                                                                        : snprintf(uri + n, sizeof uri - n, "%%%02X", (unsigned char)*p));
+    snprintf(uri + n, sizeof uri - n, "?immutable=1");
+    return sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+}
+
 static int store_open(store_t *s, const url_t *u, int write) {
     memset(s, 0, sizeof *s);
     s->u = u;
     if (u->kind == BE_SQLITE) {
         int rc;
+        char why[4400];
         if (access(u->path, F_OK) != 0) { errorf("sqlite:%s: no such database file", u->path); return EXIT_BACKEND; }
-        rc = sqlite3_open_v2(u->path, &s->db, write ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY, NULL);
-        if (rc != SQLITE_OK) { errorf("sqlite:%s: %s", u->path, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc)); return EXIT_BACKEND; }
+        rc = write ? sqlite3_open_v2(u->path, &s->db, SQLITE_OPEN_READWRITE, NULL) : sqlite_open_ro(s, u);
+        if (rc != SQLITE_OK) {
+            sqlite_access_why(u->path, write, why, sizeof why);
+            errorf("sqlite:%s: %s%s", u->path, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc), why);
+            return EXIT_BACKEND;
+        }
+        if (write && sqlite3_db_readonly(s->db, "main") == 1) { /* SQLite falls back to read-only quietly */
+            sqlite_access_why(u->path, write, why, sizeof why);
+            errorf("sqlite:%s: the database is read-only%s", u->path, why[0] ? why : " (a read-only medium?)");
+            return EXIT_BACKEND;
+        }
         sqlite3_busy_timeout(s->db, 2000);
         return EXIT_OK;
     }
@@ -1470,6 +1597,26 @@ static int store_read(store_t *s, const char *name, info_t *in) {
     if (s->u->kind == BE_REDIS) return redis_read(s, name, in);
     if (s->u->kind == BE_PG) return pg_read(s, name, in);
     return zk_read(s, name, in, NULL, 0, NULL);
+}
+
+static void stored_fence_close(struct store_t **st) {
+    if (!*st) return;
+    store_close(*st);
+    free(*st);
+    *st = NULL;
+}
+
+/* 0 with *fence set, else -1 (said on stderr); a failed connection is opened again next time. */
+static int stored_fence(const url_t *u, struct store_t **st, const char *name, uint64_t *fence) {
+    info_t in;
+    if (!*st) {
+        *st = (store_t *)calloc(1, sizeof **st);
+        if (!*st) return -1;
+        if (store_open(*st, u, 0) != EXIT_OK) { stored_fence_close(st); return -1; }
+    }
+    if (store_read(*st, name, &in) < 0) { stored_fence_close(st); return -1; }
+    *fence = in.fence;
+    return 0;
 }
 
 /* The members of get's JSON object, without its braces. */
@@ -1942,6 +2089,7 @@ int main(int argc, char **argv) {
     o.sig = SIGTERM;
     o.ttl_ms = 10000;
     o.transition_ms = 6000;
+    o.connect_ms = 30000;
     o.url = getenv("SIMBA_URL");
     /* global options before the command */
     while (i < argc && argv[i][0] == '-') {
@@ -1966,6 +2114,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "ls") != 0 && strcmp(cmd, "checkpoint") != 0 && check_name(cmd, o.name)) return EXIT_USAGE;
     if ((strcmp(cmd, "ls") == 0 || strcmp(cmd, "checkpoint") == 0) && o.name) { errorf("%s: unexpected argument '%s'", cmd, o.name); return EXIT_USAGE; }
     if (o.every_ms && strcmp(cmd, "checkpoint")) { errorf("%s: --every is for checkpoint", cmd); return EXIT_USAGE; }
+    if (o.have_connect && strcmp(cmd, "run") && strcmp(cmd, "elect")) { errorf("%s: --connect-timeout is for run and elect", cmd); return EXIT_USAGE; }
     if (!strcmp(cmd, "run") || !strcmp(cmd, "elect")) {
         int64_t window;
         if (!o.cmd) { errorf("%s: missing the command: simba %s NAME -- CMD [ARG...]", cmd, cmd); return EXIT_USAGE; }
