@@ -30,6 +30,9 @@
 #          (data kept), client-kill (pg_terminate_backend of every simba connection),
 #          partition, conn-reset, server-crash (SIGQUIT while an owner holds, restarted at
 #          once: crash recovery, the crash quarantine)
+#   sql, pg (not in the default lists; FAULT_LIST=delete_rows): delete-rows (another program
+#          deletes every row of the mutex and queue tables while an owner holds, every
+#          half second for 3-5 s: DELETE, on pg TRUNCATE one time in three)
 #   redis-cluster (3 primaries + 3 replicas on FAULT_CLUSTER_PORT..+5, default
 #          6620, workers seeded at its first port): kill-primary (the mutex's primary is
 #          SIGKILLed, a replica takes over, the old one rejoins as a replica), move-slot (the
@@ -268,6 +271,22 @@ f_server_crash() {
         sleep 0.05
     done
     server_start --restart || { echo "fault_run: server did not come back" >&2; return 1; }
+}
+f_delete_rows() {
+    local s k n sqlq
+    s=$(wait_owner 4000) || { echo "fault_run: no owner for delete-rows"; return; }
+    n=$(rnd 6 10)
+    note delete-rows "owner slot $s holds; every row deleted $n times, 500 ms apart"
+    for ((k = 0; k < n; k++)); do
+        if [ "$BACKEND" = pg ]; then
+            sqlq="DELETE FROM rel_mutex; DELETE FROM rel_mutex_q"
+            [ $((RANDOM % 3)) = 0 ] && sqlq="TRUNCATE rel_mutex, rel_mutex_q"
+            PGPASSWORD=simba psql -q -h 127.0.0.1 -p "$PPORT" -U postgres -d postgres -c "$sqlq" >/dev/null 2>>"$DIR/delete.err"
+        else
+            sqlite3 -cmd ".timeout 2000" "$DIR/locks.db" "DELETE FROM simba_mutex; DELETE FROM simba_mutex_wait" >/dev/null 2>>"$DIR/delete.err"
+        fi
+        sleep 0.5
+    done
 }
 f_restart_nopersist() {
     local s

@@ -22,7 +22,9 @@
  *                     touching): mutual exclusion was broken;
  *   fence violations  an ownership whose fence is not above every fence seen before it,
  *                     also when the same contender re-acquires after a local step-down
- *                     (every on_acquired starts a new tenure with a new fence);
+ *                     (every on_acquired starts a new tenure with a new fence); among
+ *                     them, repeated fences: a fence that an earlier ownership already had
+ *                     (a fenced resource cannot tell those two owners apart);
  *   acts while not owner  work outside the worker's own ownership (or inside another's),
  *                     plus the workers' violation lines;
  *   leaked locks      inspect-leaked lines (with --need-inspect, a missing inspector line
@@ -161,7 +163,7 @@ int main(int argc, char **argv) {
     long min_own = 1, min_contenders = 1;
     size_t i, j;
     int nfiles = 0, need_inspect = 0, overlaps = 0, fence_viol = 0, handoffs = 0, contenders = 0, reacquired = 0;
-    int acts = 0, worker_viol = 0, leaked = 0, inspected = 0, late_notices = 0, nwork = 0, nkilled = 0;
+    int repeated = 0, acts = 0, worker_viol = 0, leaked = 0, inspected = 0, late_notices = 0, nwork = 0, nkilled = 0;
     double first = 0, last = 0, held = 0, gap_min = 0, gap_max = 0, gap_sum = 0, margin_min = -1;
     int ngaps = 0;
     unsigned long long max_fence = 0;
@@ -287,6 +289,11 @@ int main(int argc, char **argv) {
         }
         if (!seen) contenders++;
         if (i > 0 && owns[i].fence <= max_fence) {
+            for (j = 0; j < i; j++)
+                if (owns[j].fence == owns[i].fence) {
+                    repeated++;
+                    break;
+                }
             if (owns[i].fence == max_fence && strcmp(owns[i - 1].who, owns[i].who) == 0) reacquired++;
             if (fence_viol < 10)
                 fprintf(stderr, "mp_check: FENCE %s at %.3f has fence %llu, not above %llu seen before\n",
@@ -382,9 +389,9 @@ int main(int argc, char **argv) {
     printf("mp_check: faults injected %d", nfaults);
     for (i = 0; i < (size_t)nfault_kinds; i++) printf("%s%s %d", i ? ", " : " (", fault_names[i], fault_counts[i]);
     printf("%s\n", nfault_kinds ? ")" : "");
-    printf("mp_check: ownerships %zu, overlaps %d, fence violations %d, leaked locks %d, acts while not owner %d, "
-           "protocol errors %d\n",
-           nown, overlaps, fence_viol, leaked, acts + worker_viol, errors);
+    printf("mp_check: ownerships %zu, overlaps %d, fence violations %d (repeated fences %d), leaked locks %d, "
+           "acts while not owner %d, protocol errors %d\n",
+           nown, overlaps, fence_viol, repeated, leaked, acts + worker_viol, errors);
     if ((long)nown < min_own) printf("mp_check: FAIL: %zu ownerships, wanted at least %ld\n", nown, min_own);
     if (contenders < min_contenders)
         printf("mp_check: FAIL: %d contenders owned, wanted at least %ld\n", contenders, min_contenders);
