@@ -241,7 +241,8 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
 
 /* >>sql  {T} = quoted table, {Q} = quoted queue table, {B} = quoted crash marker table,
    {A} {R} {D} = quoted functions, {L} = desc.max_lease_ms,
-   {I} = quoted queue index (unqualified). Every function returns one row:
+   {I} = quoted queue index (unqualified), {X} = quoted trigger function of lost rows,
+   {G} {H} = its quoted triggers (unqualified), {N} = the table name unquoted (in $n$ only). Every function returns one row:
    owner ('' = nobody), ttl_left, transition_left, held (-1 unknown), fence, first_in_line. */
 #define SIMBA__PG_OUT \
     "OUT o_owner text, OUT o_ttl bigint, OUT o_tr bigint, OUT o_held bigint, OUT o_fence bigint, OUT o_first int"
@@ -292,6 +293,13 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
 static const char *const simba__pg_setup_sql[] = {
     "BEGIN;\n"
     "SELECT pg_advisory_xact_lock(" SIMBA__PG_LOCK_KEY ");\n"
+    /* a mutex table dropped under its marker took every row (no trigger sees a DROP): the
+       next grant finds the marker gone and waits out the quarantine, above a new floor */
+    "DO $simba$ BEGIN\n"
+    "  IF to_regclass($n${T}$n$) IS NULL AND to_regclass($n${B}$n$) IS NOT NULL THEN\n"
+    "    DELETE FROM {B};\n"
+    "  END IF;\n"
+    "END $simba$;\n"
     "CREATE TABLE IF NOT EXISTS {T} (name text PRIMARY KEY, owner text NOT NULL DEFAULT '',\n"
     "  fence bigint NOT NULL DEFAULT 0, acquired_ms bigint NOT NULL DEFAULT 0,\n"
     "  ttl_ms bigint NOT NULL DEFAULT 0, transition_ms bigint NOT NULL DEFAULT 0);\n"
@@ -314,6 +322,37 @@ static const char *const simba__pg_setup_sql[] = {
     "  CREATE UNLOGGED TABLE {B} (id int PRIMARY KEY, since_ms bigint NOT NULL, fence_floor bigint NOT NULL);\n"
     "  INSERT INTO {B} VALUES (1, 0, 0);\n"
     "EXCEPTION WHEN duplicate_table THEN NULL;\n"
+    "END $simba$;\n"
+    /* Rows that vanish (DELETE, TRUNCATE) take their fences and maybe a live lease with them:
+       the floor rises above every fence they held, so a row made again never repeats one,
+       and a live lease among them starts the quarantine now, as a lost marker does. */
+    "CREATE OR REPLACE FUNCTION {X}() RETURNS trigger LANGUAGE plpgsql AS $simba$\n"
+    "DECLARE now_ms bigint; f bigint; live boolean;\n"
+    "BEGIN\n"
+    "  " SIMBA__PG_NOW
+    "  IF TG_OP = 'TRUNCATE' THEN\n"
+    "    SELECT max(fence), bool_or(owner <> '' AND transition_ms >= now_ms) INTO f, live FROM {T};\n"
+    "  ELSE\n"
+    "    SELECT max(fence), bool_or(owner <> '' AND transition_ms >= now_ms) INTO f, live FROM simba_gone;\n"
+    "  END IF;\n"
+    "  IF f IS NOT NULL THEN\n"
+    /* no marker row: the next grant starts the crash quarantine with a floor of its own */
+    "    UPDATE {B} SET fence_floor = greatest(fence_floor, f + 1),\n"
+    "      since_ms = CASE WHEN live THEN greatest(since_ms, now_ms) ELSE since_ms END WHERE id = 1;\n"
+    "  END IF;\n"
+    "  RETURN NULL;\n"
+    "END $simba$;\n"
+    /* the catalog is asked first: CREATE TRIGGER locks the table against every grant */
+    "DO $simba$ BEGIN\n"
+    "  IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass($n${T}$n$)\n"
+    "                 AND tgname = $n${N}_lost$n$) THEN\n"
+    "    CREATE TRIGGER {G} AFTER DELETE ON {T} REFERENCING OLD TABLE AS simba_gone\n"
+    "      FOR EACH STATEMENT EXECUTE PROCEDURE {X}();\n"
+    "  END IF;\n"
+    "  IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass($n${T}$n$)\n"
+    "                 AND tgname = $n${N}_lost_t$n$) THEN\n"
+    "    CREATE TRIGGER {H} BEFORE TRUNCATE ON {T} FOR EACH STATEMENT EXECUTE PROCEDURE {X}();\n"
+    "  END IF;\n"
     "END $simba$;\n",
     /* acquire: p_renew = the core believes it owns it (renewal keeps fence and acquired) */
     "CREATE OR REPLACE FUNCTION {A}(p_name text, p_id text, p_ttl bigint, p_tr bigint,\n"
@@ -525,7 +564,8 @@ static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply
             return -1;
         }
         snprintf(err, errcap, "postgres: crash quarantine: the server lost its unlogged marker (crash recovery, a promoted "
-                 "standby or a restored backup), so a grant may have been lost: no new owner for %lld ms more",
+                 "standby or a restored backup) or rows were deleted under a live lease, so an owner may not know it "
+                 "lost: no new owner for %lld ms more",
                  (long long)n[0]);
         out->rc = SIMBA_EBACKEND;
         out->errmsg = err;
@@ -1422,7 +1462,8 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     simba_result rc;
     const char *table, *subst[26];
     char qt[SIMBA__PG_QNAME_MAX], qq[SIMBA__PG_QNAME_MAX], qa[SIMBA__PG_QNAME_MAX], qr[SIMBA__PG_QNAME_MAX],
-        qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qb[SIMBA__PG_QNAME_MAX], qc[64], rnd[40], ml[24];
+        qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qb[SIMBA__PG_QNAME_MAX], qx[SIMBA__PG_QNAME_MAX],
+        qg[SIMBA__PG_QNAME_MAX], qh[SIMBA__PG_QNAME_MAX], qc[64], rnd[40], ml[24];
     int nk = 0, ns = 0, ok;
     if (out) *out = NULL;
     if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: NULL argument");
@@ -1480,7 +1521,9 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     ok = ok && simba__pg_quote(qt, sizeof qt, desc->schema, table, "") && simba__pg_quote(qq, sizeof qq, desc->schema, table, "_q") &&
          simba__pg_quote(qa, sizeof qa, desc->schema, table, "_acq") && simba__pg_quote(qr, sizeof qr, desc->schema, table, "_rel") &&
          simba__pg_quote(qd, sizeof qd, desc->schema, table, "_read") && simba__pg_quote(qi, sizeof qi, NULL, table, "_qi") &&
-         simba__pg_quote(qb, sizeof qb, desc->schema, table, "_boot") && simba__pg_quote(qc, sizeof qc, NULL, p->chan, "");
+         simba__pg_quote(qb, sizeof qb, desc->schema, table, "_boot") && simba__pg_quote(qc, sizeof qc, NULL, p->chan, "") &&
+         simba__pg_quote(qx, sizeof qx, desc->schema, table, "_lost") && simba__pg_quote(qg, sizeof qg, NULL, table, "_lost") &&
+         simba__pg_quote(qh, sizeof qh, NULL, table, "_lost_t");
     snprintf(ml, sizeof ml, "%lld", (long long)desc->max_lease_ms);
     if (ok) {
         subst['T' - 'A'] = qt;
@@ -1492,6 +1535,10 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         subst['C' - 'A'] = qc;
         subst['B' - 'A'] = qb;
         subst['L' - 'A'] = ml;
+        subst['X' - 'A'] = qx;
+        subst['G' - 'A'] = qg;
+        subst['H' - 'A'] = qh;
+        subst['N' - 'A'] = table; /* raw, inside $n$ quotes only: it holds no '$' */
         p->setup = simba__pg_fill(loop, simba__pg_setup_sql, subst);
     }
     if (!ok || !p->setup) {

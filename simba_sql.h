@@ -303,7 +303,8 @@ SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simb
  * {T} is replaced by the validated, quoted table name; every value is a bound parameter:
  *   ?1 mutex   ?2 contender   ?3 ttl_ms (q_join: live_ms)   ?4 ttl_ms + transition_ms
  *   ?5 renew (0/1)   ?6 now: the loop's clock, only in the test-clock text   ?7 wake address
- * {Q} is the wait queue "<table>_wait", {O} its index "<table>_wait_order".
+ * {Q} is the wait queue "<table>_wait", {O} its index "<table>_wait_order", {F} the floor of
+ * lost rows "<table>_floor", {G} its trigger "<table>_lost".
  * A networked SQL engine would add a second simba__sql_text; the places where SQLite's
  * dialect is used are marked [sqlite]. */
 
@@ -319,7 +320,7 @@ SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simb
 
 typedef struct simba__sql_text {
     const char *dialect;
-    const char *setup[6]; /* once per connection, in order; NULL ends the list */
+    const char *setup[8]; /* once per connection, in order; NULL ends the list */
     const char *create_row; /* ?1: the row of a mutex, if it does not exist yet */
     const char *acquire;    /* ?1 ?2 ?3 ?4 ?5 -> the row as READ gives it, if we won or renewed
                                and nobody waits (the hot path) */
@@ -362,6 +363,16 @@ typedef struct simba__sql_text {
      " expires_at INTEGER NOT NULL, wake TEXT NOT NULL DEFAULT '',"                            \
      " PRIMARY KEY (mutex, contender)) WITHOUT ROWID",                                         \
      "CREATE INDEX IF NOT EXISTS {O} ON {Q} (mutex, seq)",                                     \
+     /* Rows deleted by another program take their fences and maybe a live lease with them:   \
+        the trigger, stored in the file, runs in that program's transaction and keeps the     \
+        highest fence and the latest lease end they held (see SIMBA__SQL_CREATE_ROW_TEXT). */ \
+     "CREATE TABLE IF NOT EXISTS {F} (id INTEGER PRIMARY KEY CHECK (id = 1),"                  \
+     " fence_floor INTEGER NOT NULL, lost_until INTEGER NOT NULL)",                            \
+     "CREATE TRIGGER IF NOT EXISTS {G} AFTER DELETE ON {T} BEGIN"                              \
+     " INSERT OR IGNORE INTO {F} (id, fence_floor, lost_until) VALUES (1, 0, 0);"              \
+     " UPDATE {F} SET fence_floor = max(fence_floor, OLD.fence),"                              \
+     " lost_until = max(lost_until, OLD.transition_at) WHERE id = 1;"                          \
+     " END",                                                                                   \
      NULL}
 
 /* The whole mutual exclusion, one autocommit statement: the hot path (renewal, or a free
@@ -419,8 +430,14 @@ typedef struct simba__sql_text {
    made again after its file was lost (deleted, or on a tmpfs across a reboot) starts above
    every fence the lost one gave, unless that one gave more than 1,024 a ms of its life (a
    write transaction each: SQLite commits far fewer). 2^10 (PostgreSQL's crash floor too):
-   fences stay below 2^53, exact in JSON readers' and awk's doubles, until the year 2248. */
-#define SIMBA__SQL_CREATE_ROW_TEXT "INSERT OR IGNORE INTO {T} (mutex, fence) VALUES (?1, ?6 * 1024)"
+   fences stay below 2^53, exact in JSON readers' and awk's doubles, until the year 2248.
+   A row made again after a DELETE starts at the floor of deleted fences too, so no fence
+   repeats, and free of owner but closed until the latest lease end of the deleted rows:
+   whoever held one may still act on it, and nobody is granted before it ends. */
+#define SIMBA__SQL_CREATE_ROW_TEXT                                                                 \
+    "INSERT OR IGNORE INTO {T} (mutex, fence, transition_at) VALUES (?1,"                       \
+    " max(?6 * 1024, coalesce((SELECT fence_floor FROM {F} WHERE id = 1), 0)),"                  \
+    " coalesce((SELECT lost_until FROM {F} WHERE id = 1), 0))"
 /* No time condition: while owner_id is still ours nobody else has taken the row, so
    clearing it is always right. The fence stays. The hot release (nobody waits) has no
    RETURNING, which costs SQLite about 5 % of an uncontended cycle; with waiters the second
@@ -517,6 +534,8 @@ typedef struct simba__sql {
     char err[512];
     char owner[SIMBA_ID_MAX + 1];
     int64_t waiters; /* the waiters column of the last row read or written */
+    int64_t lost_left; /* the last row read has no owner but is closed this many ms more (rows
+                          deleted under a live lease, see SIMBA__SQL_CREATE_ROW_TEXT); -1: not */
     /* Host-local wake-ups: this backend's datagram socket (-1: none) and its address as
        stored in its waiter rows. */
     int wake_fd;
@@ -558,8 +577,9 @@ static int simba__sql_table_ok(const char *t) {
 static int simba__sql_expand(const simba__sql *s, const char *src, char *dst, size_t cap) {
     size_t o = 0, tl = strlen(s->table);
     while (*src) {
-        if (src[0] == '{' && (src[1] == 'T' || src[1] == 'Q' || src[1] == 'O') && src[2] == '}') {
-            const char *suffix = src[1] == 'T' ? "" : src[1] == 'Q' ? "_wait" : "_wait_order";
+        if (src[0] == '{' && src[1] && strchr("TQOFG", src[1]) && src[2] == '}') {
+            const char *suffix = src[1] == 'T' ? "" : src[1] == 'Q' ? "_wait" : src[1] == 'O' ? "_wait_order"
+                               : src[1] == 'F' ? "_floor" : "_lost";
             size_t sl = strlen(suffix);
             if (o + tl + sl + 2 >= cap) return 0;
             dst[o++] = '"';
@@ -692,7 +712,7 @@ static int simba__sql_setup(simba__sql *s) {
     int i, rc;
     const char *src[SIMBA__SQL_NSTMT];
     if (s->ready) return SQLITE_OK;
-    for (i = 0; i < 6 && s->text->setup[i]; i++) {
+    for (i = 0; i < 8 && s->text->setup[i]; i++) {
         if (!simba__sql_expand(s, s->text->setup[i], sql, sizeof sql)) {
             snprintf(s->err, sizeof s->err, "sqlite setup: statement too long");
             return SQLITE_ERROR;
@@ -768,12 +788,14 @@ static int simba__sql_row(simba__sql *s, int which, simba_reply *rep, int *got) 
     rep->held_ms = -1;
     rep->fence = 0;
     s->waiters = 0;
+    s->lost_left = -1;
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         s->waiters = sqlite3_column_int64(st, 5);
         const unsigned char *o = sqlite3_column_text(st, 0);
         int olen = sqlite3_column_bytes(st, 0);
         int64_t tr_left = sqlite3_column_int64(st, 2);
+        if ((!o || olen == 0) && tr_left >= 0) s->lost_left = tr_left; /* a release sets transition_at 0 */
         if (o && olen > 0 && tr_left >= 0) {
             if (olen > SIMBA_ID_MAX) {
                 sqlite3_reset(st);
@@ -1053,7 +1075,8 @@ static int simba__sql_contend(simba__sql *s, const char *mutex, const char *cont
     if (strcmp(s->owner, contender) == 0 || (!s->owner[0] && (!s->qhead[0] || strcmp(s->qhead, contender) == 0))) {
         rc = simba__sql_acquire_row(s, SIMBA__SQL_GRANT_ST, mutex, contender, ttl_ms, transition_ms, renew, rep, &got);
         if (rc != SQLITE_OK) goto fail;
-        if (s->qhead[0] && (rc = simba__sql_leave(s, mutex, contender, &changed)) != SQLITE_OK) goto fail;
+        /* not granted (a row closed after a DELETE, see SIMBA__SQL_CREATE_ROW_TEXT): the head keeps its place */
+        if (got && s->qhead[0] && (rc = simba__sql_leave(s, mutex, contender, &changed)) != SQLITE_OK) goto fail;
     }
     if (!got) {
         sqlite3_stmt *st = s->st[SIMBA__SQL_Q_JOIN];
@@ -1290,8 +1313,20 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
         }
     }
 done:
+    if (op == SIMBA_OP_ACQUIRE && !s->owner[0] && s->lost_left >= 0) goto lost;
     rep->rc = SIMBA_OK;
     return 0;
+lost: /* an error, as a store that lost its data answers: the core backs off and asks again */
+    {
+        int64_t left = s->lost_left;
+        memset(rep, 0, sizeof *rep);
+        rep->held_ms = -1;
+        rep->rc = SIMBA_EBACKEND;
+        snprintf(s->err, sizeof s->err, "sqlite: rows of table %s were deleted under a live lease, whose owner may not "
+                 "know it lost: no new owner for %lld ms more", s->table, (long long)left);
+        rep->errmsg = s->err;
+        return 0;
+    }
 fail:
     if (simba__sql_is_busy(rc)) return SIMBA__SQL_BUSY;
     memset(rep, 0, sizeof *rep);

@@ -478,6 +478,124 @@ TEST(quarantine_after_lost_marker) {
     drv_free(&d);
 }
 
+/* Rows deleted by another program (DELETE or TRUNCATE of the mutex table, the queue's rows
+   with them) while an owner holds: the owner's lease is gone from storage but not from the
+   owner, so the next grant waits out the quarantine (ttl + transition from the deletion),
+   and its fence is above every fence the deleted rows held, as it is after a deletion
+   without a live lease (no wait then). Its own table: the quarantine is table-wide. */
+TEST(rows_deleted_under_live_owner) {
+    char tbl[80], acq[300], ttl[300], fence[300], del[300], delq[300], trunc[300], rel[300];
+    drv d;
+    simba_backend *be;
+    simba__pg *p;
+    long long f0, f1, f2, f3, left;
+    int64_t t_del;
+    int k;
+    snprintf(tbl, sizeof tbl, "%s_rd", table);
+    memset(&d, 0, sizeof d);
+    REQUIRE(drv_add(&d) && open_pg(d.l[0], port1, tbl, &be) == SIMBA_OK);
+    p = (simba__pg *)simba_backend_impl(be);
+    WAIT_FOR(&d, p->state == SIMBA__PG_READY, 3000);
+    REQUIRE(p->state == SIMBA__PG_READY);
+    snprintf(acq, sizeof acq, "SELECT o_first FROM \"%s_acq\"($1, $2, 300, 100, 60000, $3::boolean, 'none')", tbl);
+    snprintf(ttl, sizeof ttl, "SELECT o_ttl FROM \"%s_acq\"($1, $2, 300, 100, 60000, false, 'none')", tbl);
+    snprintf(fence, sizeof fence, "SELECT fence FROM \"%s\" WHERE name = $1", tbl);
+    snprintf(rel, sizeof rel, "SELECT o_first FROM \"%s_rel\"($1, $2)", tbl);
+    snprintf(del, sizeof del, "DELETE FROM \"%s\"", tbl);
+    snprintf(delq, sizeof delq, "DELETE FROM \"%s_q\"", tbl);
+    snprintf(trunc, sizeof trunc, "TRUNCATE \"%s\", \"%s_q\"", tbl, tbl);
+    /* A owns m through a few tenures (re-acquisitions start new ones): fence f0 */
+    for (k = 0; k < 3; k++) CHECK_EQ(raw_val(port1, acq, "m", "A", "f"), 0);
+    f0 = raw_val(port1, fence, "m", NULL, NULL);
+    CHECK(f0 >= 3);
+    CHECK_EQ(raw_val(port1, acq, "m", "B", "f"), 1); /* B waits in line behind A */
+    t_del = mono_ms(); /* no later than the server's time of the DELETE */
+    REQUIRE(raw_val(port1, del, NULL, NULL, NULL) == 0);
+    REQUIRE(raw_val(port1, delq, NULL, NULL, NULL) == 0);
+    CHECK_EQ(raw_val(port1, acq, "m", "B", "f"), 2); /* the row is gone: quarantined */
+    left = raw_val(port1, ttl, "m", "B", NULL);
+    CHECK(left > 0 && left <= 400);
+    CHECK_EQ(raw_val(port1, acq, "m", "A", "t"), 2); /* the owner's renewal finds nothing to renew */
+    while (mono_ms() - t_del < 3000 && raw_val(port1, acq, "m", "B", "f") != 0) {
+        struct timespec ts = {0, 20 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    CHECK(mono_ms() - t_del >= 390); /* A's lease (ttl 300 + transition 100) ran out first */
+    f1 = raw_val(port1, fence, "m", NULL, NULL);
+    fprintf(stderr, "  fence before the DELETE %lld, after it %lld (granted %lld ms after it)\n", f0, f1,
+            (long long)(mono_ms() - t_del));
+    CHECK(f1 > f0);
+    /* deleted with no live lease: nothing to wait for, the fence still goes on */
+    CHECK_EQ(raw_val(port1, rel, "m", "B", NULL), 0);
+    REQUIRE(raw_val(port1, del, NULL, NULL, NULL) == 0);
+    CHECK_EQ(raw_val(port1, acq, "m", "C", "f"), 0);
+    f2 = raw_val(port1, fence, "m", NULL, NULL);
+    CHECK(f2 > f1);
+    /* TRUNCATE under C's live lease: the same */
+    t_del = mono_ms();
+    REQUIRE(raw_val(port1, trunc, NULL, NULL, NULL) == 0);
+    CHECK_EQ(raw_val(port1, acq, "m", "D", "f"), 2);
+    CHECK_EQ(raw_val(port1, acq, "other", "D", "f"), 2); /* table-wide */
+    while (mono_ms() - t_del < 3000 && raw_val(port1, acq, "m", "D", "f") != 0) {
+        struct timespec ts = {0, 20 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    CHECK(mono_ms() - t_del >= 390);
+    f3 = raw_val(port1, fence, "m", NULL, NULL);
+    fprintf(stderr, "  fence after the TRUNCATE %lld\n", f3);
+    CHECK(f3 > f2);
+    drv_free(&d);
+}
+
+/* The same with services, A owning and B waiting: A learns at its next renewal and steps
+   down; whoever owns the mutex next (B, or A again) owns it only after that, with a greater
+   fence; never two owners. Its own table: the quarantine is table-wide. */
+TEST(rows_deleted_services_never_two_owners) {
+    char tbl[80], del[300], delq[300];
+    drv d;
+    simba_backend *be[2];
+    simba_service *a, *b;
+    rec ra, rb;
+    int64_t t_del, dl;
+    uint64_t f0;
+    int both = 0;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    snprintf(tbl, sizeof tbl, "%s_rs", table);
+    REQUIRE(drv_add(&d) && drv_add(&d));
+    REQUIRE(open_pg(d.l[0], port1, tbl, &be[0]) == SIMBA_OK && open_pg(d.l[1], port1, tbl, &be[1]) == SIMBA_OK);
+    a = contend(d.l[0], be[0], "deleted", "A", 800, 400, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    REQUIRE(simba_is_owner(a));
+    f0 = ra.fence;
+    b = contend(d.l[1], be[1], "deleted", "B", 800, 400, &rb);
+    REQUIRE(b);
+    drv_run(&d, 300);
+    snprintf(del, sizeof del, "DELETE FROM \"%s\"", tbl);
+    snprintf(delq, sizeof delq, "DELETE FROM \"%s_q\"", tbl);
+    t_del = mono_ms();
+    REQUIRE(raw_val(port1, del, NULL, NULL, NULL) == 0);
+    REQUIRE(raw_val(port1, delq, NULL, NULL, NULL) == 0);
+    dl = t_del + 6000;
+    while (!simba_is_owner(b) && ra.acq < 2 && mono_ms() < dl) {
+        drv_once(&d, 20);
+        if (simba_is_owner(a) && simba_is_owner(b)) both = 1;
+    }
+    CHECK(simba_is_owner(b) || ra.acq == 2);
+    fprintf(stderr, "  A stepped down %lld ms after the DELETE; next owner %s %lld ms after it; fences %llu -> %llu\n",
+            (long long)(ra.rel_us / 1000 - t_del), rb.acq ? "B" : "A",
+            (long long)((rb.acq ? rb.acq_us : ra.acq_us) / 1000 - t_del), (unsigned long long)f0,
+            (unsigned long long)(rb.acq ? rb.fence : ra.fence));
+    CHECK(!both);
+    CHECK(ra.rel >= 1);
+    CHECK(ra.rel_us <= (rb.acq ? rb.acq_us : ra.acq_us));
+    CHECK((rb.acq ? rb.fence : ra.fence) > f0);
+    CHECK((rb.acq ? rb.acq_us : ra.acq_us) / 1000 - t_del >= 1190); /* the quarantine: ttl + transition */
+    drv_free(&d);
+}
+
 /* Fairness: queued contenders get the mutex in arrival order; the releaser re-asking at once
    goes to the back. Handoffs come by NOTIFY, long before any lease timer. */
 TEST(fairness_order_and_push) {
@@ -1365,6 +1483,8 @@ int main(int argc, char **argv) {
     RUN(fence_rules_in_storage);
     RUN(queue_liveness_in_storage);
     RUN(quarantine_after_lost_marker);
+    RUN(rows_deleted_under_live_owner);
+    RUN(rows_deleted_services_never_two_owners);
     RUN(fairness_order_and_push);
     RUN(push_is_not_held);
     RUN(pushed_grant_one_hop);

@@ -872,6 +872,66 @@ TEST(acquire_renew_release_fence) {
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
 
+/* Rows deleted by another program while an owner holds (the trigger in the file sees every
+   DELETE): the row made again is closed until the deleted lease's end, and no owner is
+   granted before it (SIMBA_EBACKEND, saying why; the owner's renewal fails too, so it steps
+   down); fences go on above every deleted one, also when rows come and go within one ms. */
+TEST(rows_deleted_under_live_owner) {
+    char path[300], owner[SIMBA_ID_MAX + 1];
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_reply rep;
+    sqlite3 *db;
+    uint64_t f0, last;
+    int64_t lease_end, t_del;
+    simba_result rc;
+    int k;
+    REQUIRE(loop != NULL);
+    REQUIRE(open_be(loop, newdb(path, sizeof path), NULL, &be) == SIMBA_OK);
+    db = raw_open(path);
+    REQUIRE(db != NULL);
+    for (k = 0; k < 3; k++) { /* three tenures of A */
+        CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "m", "A", 300, 200, &rep, owner, sizeof owner), SIMBA_OK);
+        CHECK_STR(owner, "A");
+        if (k < 2) CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "m", "A", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
+    }
+    f0 = rep.fence;
+    lease_end = raw_int(db, "SELECT transition_at FROM simba_mutex WHERE mutex = 'm'");
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "m", "B", 300, 200, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A"); /* B waits in line */
+    CHECK_EQ(sqlite3_exec(db, "DELETE FROM simba_mutex; DELETE FROM simba_mutex_wait", NULL, NULL, NULL), SQLITE_OK);
+    t_del = mono_ms();
+    rc = exec_op(be, SIMBA_OP_ACQUIRE, "m", "B", 300, 200, &rep, owner, sizeof owner);
+    CHECK_RC(rc, SIMBA_EBACKEND);
+    CHECK(rep.errmsg && strstr(rep.errmsg, "deleted under a live lease") != NULL);
+    if (rep.errmsg) fprintf(stderr, "  %s\n", rep.errmsg);
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "m", "A", 300, 200, &rep, owner, sizeof owner), SIMBA_EBACKEND);
+    CHECK_RC(exec_op(be, SIMBA_OP_READ, "m", "", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, ""); /* nobody owns it, and nobody may yet */
+    while ((rc = exec_op(be, SIMBA_OP_ACQUIRE, "m", "B", 300, 200, &rep, owner, sizeof owner)) != SIMBA_OK &&
+           mono_ms() - t_del < 3000)
+        poll(NULL, 0, 5);
+    CHECK_RC(rc, SIMBA_OK);
+    CHECK_STR(owner, "B");
+    CHECK(wall_ms() > lease_end); /* on the database's clock, after A's lease */
+    fprintf(stderr, "  fence before the DELETE %llu, after it %llu (granted %lld ms after it)\n",
+            (unsigned long long)f0, (unsigned long long)rep.fence, (long long)(mono_ms() - t_del));
+    CHECK(rep.fence > f0);
+    /* with no live lease a DELETE costs no wait, and fences never repeat, however fast */
+    last = rep.fence;
+    CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "m", "B", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
+    for (k = 0; k < 20; k++) {
+        CHECK_EQ(sqlite3_exec(db, "DELETE FROM simba_mutex", NULL, NULL, NULL), SQLITE_OK);
+        CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "m", "C", 300, 200, &rep, owner, sizeof owner), SIMBA_OK);
+        CHECK_STR(owner, "C");
+        CHECK(rep.fence > last);
+        last = rep.fence;
+        CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "m", "C", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
+    }
+    sqlite3_close(db);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
 /* ---- through the core ----------------------------------------------------------------- */
 
 typedef struct counts {
@@ -3019,6 +3079,7 @@ int main(int argc, char **argv) {
     RUN(tables_are_separate);
     RUN(bad_names_rejected_table_unaffected);
     RUN(acquire_renew_release_fence);
+    RUN(rows_deleted_under_live_owner);
     RUN(service_lifecycle);
     RUN(two_connections_one_process);
     RUN(busy_database_does_not_block_poll);
