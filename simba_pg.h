@@ -78,10 +78,10 @@
  *
  * DATA (the table name is checked and quoted; names and ids reach SQL only as parameters)
  *   <table>     name PK, owner ('' = nobody), fence, acquired_ms, ttl_ms, transition_ms
- *               (absolute server ms from clock_timestamp()); a row is never deleted, so a
- *               fence never resets: it grows by one at each change of owner and at each
- *               re-acquisition with renew = 0 (a local step-down the server never saw),
- *               and starts above a floor after a crash (see CRASHES)
+ *               (absolute server ms from clock_timestamp()); simba never deletes a row: a
+ *               fence grows by one at each change of owner and at each re-acquisition
+ *               with renew = 0 (a local step-down the server never saw), and starts above
+ *               a floor after a crash or lost rows (see CRASHES, LOST ROWS)
  *   <table>_boot  UNLOGGED, one row (since_ms, fence_floor): the crash marker
  *   <table>_q   the wait queue: name, contender, channel, seq (arrival), expires_ms, and
  *               the waiter's ttl_ms / tr_ms (what a release grants it; added to a v0.1.0
@@ -95,15 +95,34 @@
  *   Commits are asynchronous: a crash can lose the last few hundred ms of them, among them a
  *   grant or renewal whose owner was told it owns. <table>_boot is an UNLOGGED table created
  *   with one row; PostgreSQL empties it in crash recovery, and a standby or a base backup has
- *   it empty. The first grant that finds it empty records the server's time, and for
- *   max(ttl + transition of the asker, desc.max_lease_ms) after it nobody is granted a new
- *   ownership: such asks fail with SIMBA_EBACKEND ("crash quarantine ... ms") and are retried
+ *   it empty (a statement that empties it restarts it at once, see LOST ROWS: only the
+ *   server leaves it empty). The first grant that finds it empty records when the server
+ *   began taking writes again (its WAL writer's start in pg_stat_activity, which every
+ *   restart, crash recovery, promotion and restore comes before), and for
+ *   max(ttl + transition of the asker, desc.max_lease_ms) after that nobody is granted a new
+ *   ownership: a mutex first asked for long after a crash waits for nothing. A role that
+ *   may not see the WAL writer (neither superuser nor pg_read_all_stats) records the
+ *   grant's own time instead: safe, and up to a whole quarantine later. pg_postmaster_start_time()
+ *   would not do: a backend's crash empties the marker without restarting the postmaster.
+ *   Refused asks fail with SIMBA_EBACKEND ("crash quarantine ... ms") and are retried
  *   with the core's backoff; a lost owner steps down within its own ttl before anyone else
  *   can win. Renewals of a row that still names its owner go on. Every later grant's fence
  *   starts above a floor of (ms since 1970) << 10, so a fence handed out by a lost commit is
  *   never handed out again (unless a row was granted 1,024 times a ms; fences stay below 2^53,
  *   exact as doubles, until 2248). A clean shutdown or restart loses nothing and quarantines
  *   nothing. Contenders of one table with different leases: set max_lease_ms to the longest.
+ *
+ * LOST ROWS (another program's DELETE or TRUNCATE of <table>, a DROP TABLE, a partial restore)
+ *   Triggers on <table> (statement level, AFTER DELETE with its transition table, BEFORE
+ *   TRUNCATE) raise the marker's fence floor above every fence the vanishing rows held, so
+ *   a row made again never repeats a fence, and when one of them held a live lease they
+ *   start the quarantine at that moment: its owner learns it lost at its next renewal and
+ *   steps down, and nobody else is granted until its lease has ended. A table gone where
+ *   simba was set up before (DROP TABLE: no trigger sees it) restarts the marker (the
+ *   quarantine and a floor of now) at the next connection's setup, and so does a statement
+ *   that empties the marker. The queue <table>_q holds no lease: losing its rows costs the
+ *   waiters their order, nothing else. Dropping every simba object of a table (its
+ *   functions too) makes a new store: fences start again at 1.
  *
  * FAIRNESS (the rule of every backend)
  *   A free mutex (released, or its lease fully over) goes to the oldest live waiter; a
@@ -242,11 +261,14 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
 /* >>sql  {T} = quoted table, {Q} = quoted queue table, {B} = quoted crash marker table,
    {A} {R} {D} = quoted functions, {L} = desc.max_lease_ms,
    {I} = quoted queue index (unqualified), {X} = quoted trigger function of lost rows,
-   {G} {H} = its quoted triggers (unqualified), {N} = the table name unquoted (in $n$ only). Every function returns one row:
+   {G} {H} = its quoted triggers (unqualified), {Y} = quoted trigger function that keeps the
+   marker, {K} its trigger (unqualified), {W} = quoted function: when the server began taking
+   writes, {N} = the table name unquoted (in $n$ only). Every function returns one row:
    owner ('' = nobody), ttl_left, transition_left, held (-1 unknown), fence, first_in_line. */
 #define SIMBA__PG_OUT \
     "OUT o_owner text, OUT o_ttl bigint, OUT o_tr bigint, OUT o_held bigint, OUT o_fence bigint, OUT o_first int"
-#define SIMBA__PG_NOW "now_ms := floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint;\n"
+#define SIMBA__PG_NOW_EXPR "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+#define SIMBA__PG_NOW "now_ms := " SIMBA__PG_NOW_EXPR ";\n"
 #define SIMBA__PG_ANSWER                                                                          \
     "  IF r.owner <> '' AND r.transition_ms >= now_ms THEN\n"                                      \
     "    o_owner := r.owner; o_ttl := r.ttl_ms - now_ms; o_tr := r.transition_ms - now_ms;\n"      \
@@ -263,10 +285,16 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
    simba.max_lease_ms) after that, and every later grant's fence starts above the floor, so a
    fence handed out by a lost commit is never handed out again. The answer of a refused grant
    is o_first = 2 with the quarantine's remaining ms in o_ttl. */
+/* The marker as a loss now leaves it: the quarantine from now, a fence floor of now. */
+#define SIMBA__PG_MARKER_RESTART                                                                  \
+    "INSERT INTO {B} AS b (id, since_ms, fence_floor) VALUES (1, " SIMBA__PG_NOW_EXPR ",\n"       \
+    "    " SIMBA__PG_NOW_EXPR " * 1024) ON CONFLICT (id) DO UPDATE\n"                             \
+    "    SET since_ms = EXCLUDED.since_ms, fence_floor = greatest(b.fence_floor, EXCLUDED.fence_floor);\n"
 #define SIMBA__PG_GUARD_LOAD(ttl, tr)                                                            \
     "      SELECT since_ms, fence_floor INTO b_since, b_floor FROM {B} WHERE id = 1;\n"          \
     "      IF NOT FOUND THEN\n"                                                                   \
-    "        INSERT INTO {B} VALUES (1, now_ms, now_ms * 1024) ON CONFLICT (id) DO NOTHING;\n"    \
+    "        INSERT INTO {B} VALUES (1, least(now_ms, coalesce({W}(), now_ms)), now_ms * 1024)\n"  \
+    "          ON CONFLICT (id) DO NOTHING;\n"                                                    \
     "        SELECT since_ms, fence_floor INTO b_since, b_floor FROM {B} WHERE id = 1;\n"        \
     "      END IF;\n"                                                                             \
     "      b_until := b_since + greatest(" ttl " + " tr ",\n"                                    \
@@ -293,13 +321,10 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
 static const char *const simba__pg_setup_sql[] = {
     "BEGIN;\n"
     "SELECT pg_advisory_xact_lock(" SIMBA__PG_LOCK_KEY ");\n"
-    /* a mutex table dropped under its marker took every row (no trigger sees a DROP): the
-       next grant finds the marker gone and waits out the quarantine, above a new floor */
-    "DO $simba$ BEGIN\n"
-    "  IF to_regclass($n${T}$n$) IS NULL AND to_regclass($n${B}$n$) IS NOT NULL THEN\n"
-    "    DELETE FROM {B};\n"
-    "  END IF;\n"
-    "END $simba$;\n"
+    /* a mutex table gone where simba was set up before (DROP TABLE: no trigger sees it) took
+       its rows, fences and leases with it: the marker then restarts (below) */
+    "SELECT set_config('simba.table_lost', CASE WHEN to_regclass($n${T}$n$) IS NULL\n"
+    "  AND to_regproc($n${A}$n$) IS NOT NULL THEN 'on' ELSE 'off' END, true);\n"
     "CREATE TABLE IF NOT EXISTS {T} (name text PRIMARY KEY, owner text NOT NULL DEFAULT '',\n"
     "  fence bigint NOT NULL DEFAULT 0, acquired_ms bigint NOT NULL DEFAULT 0,\n"
     "  ttl_ms bigint NOT NULL DEFAULT 0, transition_ms bigint NOT NULL DEFAULT 0);\n"
@@ -322,6 +347,30 @@ static const char *const simba__pg_setup_sql[] = {
     "  CREATE UNLOGGED TABLE {B} (id int PRIMARY KEY, since_ms bigint NOT NULL, fence_floor bigint NOT NULL);\n"
     "  INSERT INTO {B} VALUES (1, 0, 0);\n"
     "EXCEPTION WHEN duplicate_table THEN NULL;\n"
+    "END $simba$;\n"
+    /* Only the server empties the marker (crash recovery, promotion, a restored backup: see
+       SIMBA__PG_GUARD_LOAD); a statement that empties it starts the quarantine there. */
+    "CREATE OR REPLACE FUNCTION {Y}() RETURNS trigger LANGUAGE plpgsql AS $simba$\n"
+    "BEGIN\n"
+    "  " SIMBA__PG_MARKER_RESTART
+    "  RETURN NULL;\n"
+    "END $simba$;\n"
+    "DO $simba$ BEGIN\n"
+    "  IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass($n${B}$n$)\n"
+    "                 AND tgname = $n${N}_boot_kept$n$) THEN\n"
+    "    CREATE TRIGGER {K} AFTER DELETE OR TRUNCATE ON {B} FOR EACH STATEMENT EXECUTE PROCEDURE {Y}();\n"
+    "  END IF;\n"
+    "  IF current_setting('simba.table_lost') = 'on' THEN\n"
+    "    " SIMBA__PG_MARKER_RESTART
+    "  END IF;\n"
+    "END $simba$;\n"
+    /* When the server began taking writes (its WAL writer's start: after crash recovery, a
+       promotion or a restore), NULL where this role may not see it (pg_read_all_stats may). */
+    "CREATE OR REPLACE FUNCTION {W}() RETURNS bigint LANGUAGE plpgsql STABLE AS $simba$\n"
+    "BEGIN\n"
+    "  RETURN (SELECT floor(extract(epoch FROM backend_start) * 1000)::bigint FROM pg_stat_activity\n"
+    "          WHERE backend_type = 'walwriter' LIMIT 1);\n"
+    "EXCEPTION WHEN OTHERS THEN RETURN NULL;\n"
     "END $simba$;\n"
     /* Rows that vanish (DELETE, TRUNCATE) take their fences and maybe a live lease with them:
        the floor rises above every fence they held, so a row made again never repeats one,
@@ -1463,7 +1512,8 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     const char *table, *subst[26];
     char qt[SIMBA__PG_QNAME_MAX], qq[SIMBA__PG_QNAME_MAX], qa[SIMBA__PG_QNAME_MAX], qr[SIMBA__PG_QNAME_MAX],
         qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qb[SIMBA__PG_QNAME_MAX], qx[SIMBA__PG_QNAME_MAX],
-        qg[SIMBA__PG_QNAME_MAX], qh[SIMBA__PG_QNAME_MAX], qc[64], rnd[40], ml[24];
+        qg[SIMBA__PG_QNAME_MAX], qh[SIMBA__PG_QNAME_MAX], qy[SIMBA__PG_QNAME_MAX], qk[SIMBA__PG_QNAME_MAX],
+        qw[SIMBA__PG_QNAME_MAX], qc[64], rnd[40], ml[24];
     int nk = 0, ns = 0, ok;
     if (out) *out = NULL;
     if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: NULL argument");
@@ -1523,7 +1573,8 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
          simba__pg_quote(qd, sizeof qd, desc->schema, table, "_read") && simba__pg_quote(qi, sizeof qi, NULL, table, "_qi") &&
          simba__pg_quote(qb, sizeof qb, desc->schema, table, "_boot") && simba__pg_quote(qc, sizeof qc, NULL, p->chan, "") &&
          simba__pg_quote(qx, sizeof qx, desc->schema, table, "_lost") && simba__pg_quote(qg, sizeof qg, NULL, table, "_lost") &&
-         simba__pg_quote(qh, sizeof qh, NULL, table, "_lost_t");
+         simba__pg_quote(qh, sizeof qh, NULL, table, "_lost_t") && simba__pg_quote(qy, sizeof qy, desc->schema, table, "_boot_kept") &&
+         simba__pg_quote(qk, sizeof qk, NULL, table, "_boot_kept") && simba__pg_quote(qw, sizeof qw, desc->schema, table, "_up");
     snprintf(ml, sizeof ml, "%lld", (long long)desc->max_lease_ms);
     if (ok) {
         subst['T' - 'A'] = qt;
@@ -1538,6 +1589,9 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         subst['X' - 'A'] = qx;
         subst['G' - 'A'] = qg;
         subst['H' - 'A'] = qh;
+        subst['Y' - 'A'] = qy;
+        subst['K' - 'A'] = qk;
+        subst['W' - 'A'] = qw;
         subst['N' - 'A'] = table; /* raw, inside $n$ quotes only: it holds no '$' */
         p->setup = simba__pg_fill(loop, simba__pg_setup_sql, subst);
     }

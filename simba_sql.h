@@ -155,8 +155,13 @@
  *   all processes on one file must share a host (SQLite itself does not support network
  *   file systems). A forward step of that clock shortens every lease in real time, by the
  *   size of the step, and the owner's monotonic step-down cannot see it; keep the clock
- *   slewed (NTP does), not stepped. Never delete rows: the row keeps the fence, and a
- *   recreated row would start again at 1.
+ *   slewed (NTP does), not stepped. Rows that another program deletes (every DELETE runs the
+ *   trigger "<table>_lost" stored in the file) leave in "<table>_floor" the highest fence and
+ *   the latest lease end they held: a row made again starts above that fence and nobody owns
+ *   it before that lease end (asks fail with SIMBA_EBACKEND, saying why), while the owner who
+ *   lost its row steps down at its next renewal. A dropped table (DROP TABLE runs no
+ *   trigger) keeps fences increasing through the floor and the time floor, with no wait:
+ *   nothing recorded its lease.
  *
  * IN-PROCESS TESTS
  *   path ":memory:" is one database shared by every backend of the process (any loop, any

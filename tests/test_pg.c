@@ -547,6 +547,51 @@ TEST(rows_deleted_under_live_owner) {
     drv_free(&d);
 }
 
+/* The mutex table dropped under a live owner (DROP TABLE: no trigger sees it): the next
+   setup makes it again and restarts the marker, so the next grant waits out the quarantine
+   and its fence is above every earlier one. A marker emptied by a statement (not by the
+   server) restarts the same way. */
+TEST(table_dropped_under_live_owner) {
+    char tbl[80], acq[300], fence[300], drop[300], cnt[300];
+    drv d;
+    simba_backend *be;
+    simba__pg *p;
+    long long f0, f1;
+    int64_t t_drop;
+    int k;
+    snprintf(tbl, sizeof tbl, "%s_rx", table);
+    memset(&d, 0, sizeof d);
+    REQUIRE(drv_add(&d) && open_pg(d.l[0], port1, tbl, &be) == SIMBA_OK);
+    p = (simba__pg *)simba_backend_impl(be);
+    WAIT_FOR(&d, p->state == SIMBA__PG_READY, 3000);
+    REQUIRE(p->state == SIMBA__PG_READY);
+    drv_free(&d);
+    snprintf(acq, sizeof acq, "SELECT o_first FROM \"%s_acq\"($1, $2, 300, 100, 60000, false, 'none')", tbl);
+    snprintf(fence, sizeof fence, "SELECT fence FROM \"%s\" WHERE name = $1", tbl);
+    snprintf(drop, sizeof drop, "DROP TABLE \"%s\"", tbl);
+    snprintf(cnt, sizeof cnt, "SELECT count(*) FROM \"%s_boot\" WHERE since_ms = 0", tbl);
+    for (k = 0; k < 3; k++) CHECK_EQ(raw_val(port1, acq, "m", "A", NULL), 0);
+    f0 = raw_val(port1, fence, "m", NULL, NULL);
+    CHECK_EQ(raw_val(port1, cnt, NULL, NULL, NULL), 1); /* no quarantine so far */
+    t_drop = mono_ms();
+    REQUIRE(raw_val(port1, drop, NULL, NULL, NULL) == 0);
+    REQUIRE(drv_add(&d) && open_pg(d.l[0], port1, tbl, &be) == SIMBA_OK); /* its setup makes the table again */
+    p = (simba__pg *)simba_backend_impl(be);
+    WAIT_FOR(&d, p->state == SIMBA__PG_READY, 3000);
+    REQUIRE(p->state == SIMBA__PG_READY);
+    CHECK_EQ(raw_val(port1, cnt, NULL, NULL, NULL), 0);
+    CHECK_EQ(raw_val(port1, acq, "m", "B", NULL), 2);
+    while (mono_ms() - t_drop < 3000 && raw_val(port1, acq, "m", "B", NULL) != 0) {
+        struct timespec ts = {0, 20 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    CHECK(mono_ms() - t_drop >= 390);
+    f1 = raw_val(port1, fence, "m", NULL, NULL);
+    fprintf(stderr, "  fence before the DROP %lld, after it %lld\n", f0, f1);
+    CHECK(f1 > f0);
+    drv_free(&d);
+}
+
 /* The same with services, A owning and B waiting: A learns at its next renewal and steps
    down; whoever owns the mutex next (B, or A again) owns it only after that, with a greater
    fence; never two owners. Its own table: the quarantine is table-wide. */
@@ -1073,6 +1118,47 @@ TEST(server_crash_quarantines) {
     drv_free(&d);
 }
 
+/* The crash quarantine counts from when the server began taking writes again, not from the
+   first grant after it: a mutex first asked for after the quarantine would have ended (here
+   2 s after the restart, lease 1000 + 500) is granted at once. Before, it waited a whole
+   lease from its ask. (The test's user is a superuser: it sees the WAL writer's start.) */
+TEST(crash_quarantine_counts_from_the_restart) {
+    drv d;
+    simba_backend *be;
+    simba_service *a, *c;
+    rec ra, rc;
+    pid_t pid;
+    int64_t t_up, t_ask, dl;
+    char q[300];
+    memset(&rc, 0, sizeof rc);
+    a = owner_on_server2(&d, &be, "crash-r", 500, &ra);
+    REQUIRE(a);
+    pid = server2_pid();
+    REQUIRE(pid > 0 && kill(pid, SIGQUIT) == 0);
+    dl = mono_ms() + 10000;
+    while (kill(pid, 0) == 0 && mono_ms() < dl) drv_once(&d, 20);
+    REQUIRE(kill(pid, 0) != 0);
+    REQUIRE(server2_start() == 0);
+    t_up = mono_ms();
+    idle_until(t_up + 2000); /* nobody asks: the marker stays missing */
+    snprintf(q, sizeof q, "SELECT count(*) FROM \"%s_boot\"", table);
+    CHECK_EQ(raw_val(port2, q, NULL, NULL, NULL), 0);
+    t_ask = mono_ms();
+    c = contend(d.l[0], be, "crash-c", "C", 1000, 500, &rc);
+    REQUIRE(c);
+    WAIT_FOR(&d, simba_is_owner(c), 5000);
+    CHECK(simba_is_owner(c));
+    fprintf(stderr, "  C asked %lld ms after the restart, owned %lld ms after its ask, fence %llu\n",
+            (long long)(t_ask - t_up), (long long)(rc.acq_us / 1000 - t_ask), (unsigned long long)rc.fence);
+    CHECK(rc.acq_us / 1000 - t_ask < 1000); /* not a lease (1500 ms) from its ask */
+    CHECK(rc.fence > UINT64_C(1600000000000) * 1024 && rc.fence < (UINT64_C(1) << 53));
+    /* the marker counts from before the first grant, no earlier than the restart began */
+    snprintf(q, sizeof q, "SELECT m.acquired_ms - b.since_ms FROM \"%s\" m, \"%s_boot\" b WHERE m.name = 'crash-c'",
+             table, table);
+    CHECK(raw_val(port2, q, NULL, NULL, NULL) >= 1500);
+    drv_free(&d);
+}
+
 /* A partition (the TCP proxy frozen): the owner steps down by its ttl; a contender on a direct
    connection wins only after the lease; after the partition the first one is a waiter. */
 TEST(partition_through_proxy) {
@@ -1485,6 +1571,7 @@ int main(int argc, char **argv) {
     RUN(quarantine_after_lost_marker);
     RUN(rows_deleted_under_live_owner);
     RUN(rows_deleted_services_never_two_owners);
+    RUN(table_dropped_under_live_owner);
     RUN(fairness_order_and_push);
     RUN(push_is_not_held);
     RUN(pushed_grant_one_hop);
@@ -1499,6 +1586,7 @@ int main(int argc, char **argv) {
     RUN(sigstop_server_stall_recycled);
     RUN(server_restart);
     RUN(server_crash_quarantines);
+    RUN(crash_quarantine_counts_from_the_restart);
     RUN(pipeline_sends_together);
     RUN(many_mutexes_kept);
     RUN(grown_table_is_never_scanned);
