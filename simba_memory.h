@@ -17,8 +17,18 @@
  *
  * The store is the reference implementation of the backend contract (simba__mexec): the
  * fairness queue, renew vs new acquisition, live_ms. Fault injection (simba_memory_fault)
- * makes a client fail, hang, answer late or miss pushes. Grants are what was asked
- * (SIMBA_LEASE_ASKED); it raises no SIMBA_EV_DISCONNECTED (there is no connection).
+ * makes a client fail, hang, answer late or miss pushes; simba_memstore_lose() makes the
+ * store forget its records, and the store then keeps the data-loss rule (below). Grants are
+ * what was asked (SIMBA_LEASE_ASKED); it raises no SIMBA_EV_DISCONNECTED (there is no
+ * connection).
+ *
+ * DATA LOSS (the rule every store that can forget keeps; simba_redis.h DATA LOSS)
+ *     simba_memstore_lose ---> records and queues gone; no new ownership until every lease
+ *                              granted before has ended (the longest ttl + transition the
+ *                              store granted, or the asker's, if longer): SIMBA_EBACKEND
+ *     new ownership after ---> fence above every fence handed out before the loss
+ *   An owner finds its record gone at its next renewal and steps down inside its own ttl,
+ *   before the quarantine ends.
  *
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
@@ -55,6 +65,9 @@ SIMBA_API simba_result simba_memstore_new(const simba_memstore_desc *desc, simba
 SIMBA_API simba_result simba_memstore_free(simba_memstore *st);
 /* Inspect the stored owner of a mutex (store clock: remaining durations in the reply). */
 SIMBA_API simba_result simba_memstore_read(simba_memstore *st, const char *mutex, simba_reply *out, char *owner_buf, size_t cap);
+/* Data loss (a restart without persistence, FLUSHALL, a promoted replica): every owner
+   record and wait queue is forgotten; see DATA LOSS for what the store does after it. */
+SIMBA_API simba_result simba_memstore_lose(simba_memstore *st);
 
 /* One client of a store, on one loop. */
 SIMBA_API simba_result simba_memory_open(simba_loop *loop, simba_memstore *st, simba_backend **out);
@@ -143,6 +156,11 @@ struct simba_memstore {
     void *clock_user;
     simba__htab entries;
     simba__mclient *clients;
+    /* kept outside the records, so a loss forgets neither (DATA LOSS) */
+    int64_t lost_at;      /* store time of the latest loss, INT64_MIN when none */
+    int64_t max_lease;    /* longest ttl + transition granted or renewed */
+    uint64_t fence_max;   /* highest fence handed out */
+    uint64_t fence_floor; /* every new fence is above this: fence_max at the latest loss */
 };
 
 static void *simba__malloc_u(void *u, size_t n) { (void)u; return SIMBA_MALLOC(n); }
@@ -158,6 +176,7 @@ SIMBA_API simba_result simba_memstore_new(const simba_memstore_desc *d, simba_me
     if (pthread_mutex_init(&st->lock, NULL) != 0) { SIMBA_FREE(st); return SIMBA_ESYS; }
     st->now_fn = d && d->now_ms ? d->now_ms : simba__sys_now;
     st->clock_user = d ? d->clock_user : NULL;
+    st->lost_at = INT64_MIN;
     *out = st;
     return SIMBA_OK;
 }
@@ -273,6 +292,17 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
         /* Fairness: a free mutex goes to the oldest live waiter; anyone else joins the line
            (a releaser asking again at once included), so nobody overtakes a waiter. */
         int turn = e->nw == 0 || i == 0;
+        int fresh = !(mine && r->renew) && (mine || (!simba__mlive(e, now) && turn));
+        /* After a loss a lease granted before it may still be held: no new owner until the
+           longest one has ended. */
+        if (fresh && now < simba__add(st->lost_at, simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms)))) {
+            pthread_mutex_unlock(&st->lock);
+            memset(rep, 0, sizeof *rep);
+            rep->rc = SIMBA_EBACKEND;
+            rep->errmsg = "memory store: data-loss quarantine";
+            return;
+        }
+        if (fresh || (mine && r->renew)) st->max_lease = simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms));
         if (mine && r->renew) {
             e->ttl_at = now + r->ttl_ms; /* renewal: fence and acquired_at stay */
             e->transition_at = e->ttl_at + r->transition_ms;
@@ -280,7 +310,9 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
             /* A new ownership, also for the stored owner that stepped down locally: its
                next tenure needs a fence above the one its late writes may still carry. */
             simba__copy(e->owner, sizeof e->owner, r->contender);
-            e->fence++;
+            /* above the record's last fence and, after a loss, above every earlier one */
+            e->fence = (e->fence > st->fence_floor ? e->fence : st->fence_floor) + 1;
+            if (e->fence > st->fence_max) st->fence_max = e->fence;
             e->acquired_at = now;
             e->ttl_at = now + r->ttl_ms;
             e->transition_at = e->ttl_at + r->transition_ms;
@@ -541,6 +573,26 @@ SIMBA_API simba_result simba_memstore_read(simba_memstore *st, const char *mutex
     } else {
         out->owner = NULL;
     }
+    pthread_mutex_unlock(&st->lock);
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_memstore_lose(simba_memstore *st) {
+    size_t i;
+    if (!st) return SIMBA_EINVAL;
+    pthread_mutex_lock(&st->lock);
+    for (i = 0; i < st->entries.nb; i++) {
+        simba__hnode *n = st->entries.b[i];
+        for (; n; n = n->hnext) {
+            simba__mentry *e = (simba__mentry *)n;
+            e->owner[0] = 0;
+            e->acquired_at = e->ttl_at = e->transition_at = 0;
+            e->fence = 0;
+            e->nw = 0;
+        }
+    }
+    st->lost_at = st->now_fn(st->clock_user);
+    st->fence_floor = st->fence_max;
     pthread_mutex_unlock(&st->lock);
     return SIMBA_OK;
 }

@@ -700,6 +700,45 @@ TEST(reacquire_after_local_step_down_gets_new_fence) {
     store_free();
 }
 
+/* A store that forgot its records grants nobody until the leases it gave before the loss
+   have ended: the owner steps down inside its own ttl first, and the next owner's fence is
+   above every earlier one even though the records (and their fences) are gone. */
+TEST(store_data_loss_quarantines_grants_and_keeps_fences_growing) {
+    proc p[2];
+    rec a = {0}, b = {0};
+    simba_service *sa, *sb;
+    uint64_t f1;
+    int64_t lost_at, b_at = 0;
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    sa = contender(&p[0], "forget", "a", 1000, 600, &a);
+    sb = contender(&p[1], "forget", "b", 1000, 600, &b);
+    CHECK_RC(simba_start(sa), SIMBA_OK);
+    settle(p, 2);
+    CHECK_RC(simba_start(sb), SIMBA_OK);
+    settle(p, 2);
+    REQUIRE(a.acquired == 1);
+    f1 = a.last_fence;
+    advance(p, 2, 500, 5);
+    CHECK_RC(simba_memstore_lose(store), SIMBA_OK);
+    lost_at = fake_now;
+    while (fake_now < lost_at + 4000) {
+        advance(p, 2, 1, 1);
+        CHECK(!(simba_is_owner(sa) && simba_is_owner(sb)));
+        if (!b_at && b.acquired) b_at = fake_now;
+    }
+    CHECK_EQ(a.released, 1);
+    CHECK_EQ(a.reason, SIMBA_REASON_LAPSED);
+    CHECK(a.released_at <= lost_at + 1000);
+    CHECK_EQ(b.acquired, 1);
+    CHECK(b_at >= lost_at + 1600);
+    CHECK(b.last_fence > f1);
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    store_free();
+}
+
 TEST(is_owner_checks_time_even_without_poll) {
     proc p;
     rec c = {0};
@@ -2209,6 +2248,7 @@ int main(int argc, char **argv) {
     RUN(stale_acquire_after_stop_is_released);
     RUN(hung_backend_owner_steps_down_before_anyone_wins);
     RUN(is_owner_checks_time_even_without_poll);
+    RUN(store_data_loss_quarantines_grants_and_keeps_fences_growing);
     RUN(late_grant_after_local_lapse_is_not_ownership);
     RUN(reacquire_after_local_step_down_gets_new_fence);
     RUN(release_push_wakes_head_waiter_at_once);
