@@ -1693,6 +1693,14 @@ static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t se
         clamped.transition_left_ms = simba__min(clamped.transition_left_ms, simba__add(s->ttl, s->transition));
     }
     simba__owner_from_reply(&nv, rep, mine ? sent_at : now, now);
+    if (mine && nv.ttl_at > now && (s->flags & SIMBA__F_OWNER) && rep->fence < s->own_fence) {
+        /* A store that lost its latest writes kept an older record of ours, from a tenure
+           that has ended: not ours to own. The next ask is a new acquisition (new fence). */
+        simba__step_down(s, &none, SIMBA_REASON_REFUSED);
+        simba__set_view(s, &none);
+        s->next_try = now;
+        return;
+    }
     if (mine && nv.ttl_at > now) {
         int gained = !(s->flags & SIMBA__F_OWNER) || s->own_fence != rep->fence;
         if ((s->flags & SIMBA__F_OWNER) && s->own_fence != rep->fence) simba__step_down(s, &nv, SIMBA_REASON_REFUSED);

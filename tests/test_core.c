@@ -739,6 +739,57 @@ TEST(store_data_loss_quarantines_grants_and_keeps_fences_growing) {
     store_free();
 }
 
+/* A store that loses its latest writes (a crash with asynchronous commits, a promoted
+   replica) can come back with an older record of the owner, from a tenure that ended: its
+   renewal then answers with that tenure's lower fence. The owner steps down rather than own
+   it with a fence it has gone past, and its next ownership's fence is above both. Found by
+   the simulator (tests/sim.c, pg and redis personalities). */
+TEST(renewal_answered_with_an_older_fence_is_not_ownership) {
+    proc p;
+    rec c = {0};
+    simba_service *s;
+    simba_memory_fault f = {0};
+    simba__mentry *e;
+    uint64_t f1, f2;
+    int64_t acq;
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "goback", "a", 1000, 600, &c);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    REQUIRE(c.acquired == 1);
+    f1 = c.last_fence;
+    e = (simba__mentry *)simba__hfind(&store->entries, "goback");
+    REQUIRE(e != NULL);
+    acq = e->acquired_at;
+    f.delay_ms = 500; /* a renewal answered late: the tenure lapses, the next ask gets a new fence */
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    advance(&p, 1, 1000, 5);
+    f.delay_ms = 0;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    advance(&p, 1, 2000, 5);
+    REQUIRE(c.acquired == 2);
+    f2 = c.last_fence;
+    REQUIRE(f2 > f1);
+    /* the store loses its latest writes and comes back with the first tenure's record */
+    CHECK_RC(simba_memstore_lose(store), SIMBA_OK);
+    simba__copy(e->owner, sizeof e->owner, "a");
+    e->fence = f1;
+    e->acquired_at = acq;
+    e->ttl_at = fake_now + 1000;
+    e->transition_at = fake_now + 1600;
+    advance(&p, 1, 1000, 5);
+    CHECK_EQ(c.released, 2);
+    CHECK_EQ(c.reason, SIMBA_REASON_REFUSED);
+    CHECK(c.last_fence >= f2);
+    advance(&p, 1, 8000, 5);
+    CHECK_EQ(c.acquired, 3);
+    CHECK(c.last_fence > f2);
+    CHECK(simba_is_owner(s));
+    proc_close(&p);
+    store_free();
+}
+
 TEST(is_owner_checks_time_even_without_poll) {
     proc p;
     rec c = {0};
@@ -2249,6 +2300,7 @@ int main(int argc, char **argv) {
     RUN(hung_backend_owner_steps_down_before_anyone_wins);
     RUN(is_owner_checks_time_even_without_poll);
     RUN(store_data_loss_quarantines_grants_and_keeps_fences_growing);
+    RUN(renewal_answered_with_an_older_fence_is_not_ownership);
     RUN(late_grant_after_local_lapse_is_not_ownership);
     RUN(reacquire_after_local_step_down_gets_new_fence);
     RUN(release_push_wakes_head_waiter_at_once);
