@@ -1,0 +1,1761 @@
+/* sim.c -- deterministic simulation of simba: the real simba.h and the memory store of
+ * simba_memory.h, run by N simulated processes over a simulated network, with faults, all
+ * drawn from one 64-bit seed. A failing seed replays exactly: `make sim SEED=N`.
+ *
+ *   sim                      100,000 seeds (2 worker processes), summary on stdout
+ *   sim --seeds N [--from S] N seeds from S; progress on stderr with --progress
+ *   sim --seed N [--trace]   one seed; --trace prints every traced event
+ *   sim --stop               stop at the first violation (the mutant runs)
+ *
+ * THE WORLD
+ *   One global clock G (ms) orders every event (a heap of events by time, then by the order
+ *   they were made). Each process has its own simba_loop with an injected clock
+ *   L(G) = offset + G + G * ppm / 10^6 (|ppm| <= SIM_DRIFT_PPM), an injected random source,
+ *   a loop allocator that counts, and a backend of its own (the "sim" vt below) that sends
+ *   requests through the network to the store. The store is the memory store
+ *   (simba_memory.h): the sim runs each request with the store's own code (simba__mexec) at
+ *   the moment the request arrives, on the store clock G, and carries its answer and its
+ *   pushes back through the network. A process is polled when its loop asks to be (the
+ *   wait simba_poll returns, turned into G through its clock) and when a message reaches it.
+ *
+ * THE NETWORK
+ *   Requests of one process reach the store in the order sent, answers come back in the
+ *   order made (a connection); pushes travel on their own and overtake answers or each
+ *   other. Delays: a few ms, with rare spikes; during faults much more. A lost request
+ *   or answer (a lossy episode, a partition, a store restart) is never answered: the
+ *   backend completes it with SIMBA_ETIMEDOUT at its deadline. A duplicated request runs
+ *   twice in a row at the store; a duplicated answer is dropped by the backend (it matches
+ *   answers to requests by id).
+ *
+ * FAULTS (at least 10 a run, in its first part; the last 30 s are quiet so that liveness
+ * can be checked)
+ *   crash        the process's network is cut, then its loop is freed: nothing it sends
+ *                afterwards (the releases of simba_loop_free) reaches the store; restarts
+ *   stop         services stopped and freed through the API, loop freed later; restarts
+ *   pause        the process is not polled (its clock runs on)
+ *   partition    nothing to or from the process
+ *   lossy-net    requests, answers and pushes dropped and duplicated, long delays
+ *   late-answers answers take up to twice the lease
+ *   store-stall  the store answers nothing, then everything at once
+ *   data-loss    simba_memstore_lose: the store forgets (Redis without persistence)
+ *   failover     the store comes back as a replica that missed its last writes (Redis);
+ *                PostgreSQL's crash with asynchronous commits is the same loss
+ *   store-restart connections cut; Redis loses its data, SQLite and PostgreSQL lose what
+ *                was not committed (requests in their transaction), then the store is down
+ *   session-expiry ZooKeeper: a partition longer than the session: the store drops the
+ *                process's ownerships and places, the process hears SIMBA_EV_LOST
+ *
+ * PERSONALITIES (a mode of the store and the backend, as the headers document)
+ *   redis   asked lease; data loss, failover and restarts, quarantine by the store
+ *   zk      session lease (SIMBA_LEASE_SESSION): an owner is told ttl T/2, transition T from
+ *           its send; partitions raise SIMBA_EV_DISCONNECTED, then RESET or LOST + RESET
+ *   sqlite  requests run at their commit, one transaction at a time; a crash loses the
+ *           requests not yet committed (their answers never come); no network partitions
+ *   pg      commits may come late; a crash loses the last commits (a replica's state, with
+ *           the quarantine and the fence floor of simba_pg.h CRASHES)
+ *
+ * INVARIANTS (checked after every event, at the global time G)
+ *   one-owner    at most one believer per mutex: simba_is_owner() of contenders,
+ *                simba_locker_held(), simba_scheduler_is_leader(), over all live processes
+ *   fence        a new ownership's fence is above every fence of that mutex before it
+ *   liveness     with no believer, a live waiter and no store-wide fault, someone believes
+ *                within 2(ttl+transition) + the queue's liveness (ttl + transition + jitter
+ *                + 1 s) + backoff max + timeout + slack
+ *   fifo         a grant of a free mutex goes to the oldest live waiter (the rule drawn in
+ *                simba.h FAIRNESS), checked against the sim's own model of the queue
+ *   tenure       a Scheduler's work runs only while its process is the one believer
+ *   on-lost      every lapse of a held Locker fires on_lost, by the poll that sees it
+ *   callbacks    none after the handle's free; on_acquired / on_released alternate
+ *   leak         every loop frees all it allocated; the store too at the end
+ *
+ * DRIFT BOUND (an assumption of the one-owner invariant)
+ *   Process clocks run at 1 +- SIM_DRIFT_PPM / 10^6 of the store's clock (2 %), and never
+ *   step. An owner stops believing at its local ttl_at, counted from its send; the store
+ *   grants another no earlier than ttl + transition after that send, so a clock slow by a
+ *   fraction r is safe while ttl * r / (1 - r) < transition. Runs draw transition >= ttl / 20
+ *   (5 %, more than twice what 2 % needs). Pauses of any length are within the assumption.
+ *
+ * NEW PRIMITIVES plug in as a service kind: a create/start (proc_start), an action
+ * (svc_action), a belief (svc_believes) and its fence; the invariants then apply to them.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+/* The store's allocations (SIMBA_MALLOC) are counted: none may be left at the end. */
+static long sim_store_allocs;
+static void *sim_malloc(size_t n) {
+    void *p = malloc(n);
+    if (p) sim_store_allocs++;
+    return p;
+}
+static void sim_free(void *p) {
+    if (p) sim_store_allocs--;
+    free(p);
+}
+#define SIMBA_MALLOC(n) sim_malloc(n)
+#define SIMBA_FREE(p) sim_free(p)
+#define SIMBA_IMPLEMENTATION
+#include "../simba_memory.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SIM_DRIFT_PPM 20000 /* 2 % */
+#define MAXP 8              /* processes */
+#define MAXS 3              /* services per process */
+#define MAXM 3              /* mutexes */
+#define MAXQ 64             /* the fifo model's queue per mutex */
+#define IDLEN 32
+#define NAMELEN 16
+#define QUIET_TAIL 30000    /* ms without faults at the end of a run */
+#define NEVER INT64_MAX
+
+/* ---- random numbers (splitmix64: one stream per purpose, all from the seed) ------------ */
+
+typedef struct rng { uint64_t s; } rng;
+static uint64_t rng_next(rng *r) {
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+/* uniform in [lo, hi] */
+static int64_t rng_range(rng *r, int64_t lo, int64_t hi) {
+    if (hi <= lo) return lo;
+    return lo + (int64_t)(rng_next(r) % (uint64_t)(hi - lo + 1));
+}
+static int rng_chance(rng *r, double p) { return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0) < p; }
+static rng rng_fork(rng *r) {
+    rng n;
+    n.s = rng_next(r);
+    return n;
+}
+
+/* ---- kinds ---------------------------------------------------------------------------- */
+
+enum { PERS_REDIS, PERS_ZK, PERS_SQLITE, PERS_PG, PERS_N };
+static const char *const pers_name[PERS_N] = {"redis", "zk", "sqlite", "pg"};
+
+enum {
+    F_CRASH, F_STOP, F_PAUSE, F_PARTITION, F_LOSSY, F_SLOW, F_STALL, F_LOSS, F_FAILOVER, F_RESTART, F_EXPIRY, F_N
+};
+static const char *const fault_name[F_N] = {"crash",     "stop",        "pause",     "partition", "lossy-net",     "late-answers",
+                                            "store-stall", "data-loss", "failover", "store-restart", "session-expiry"};
+/* faults a personality draws (session expiry follows from long partitions) */
+static const unsigned pers_faults[PERS_N] = {
+    1u << F_CRASH | 1u << F_STOP | 1u << F_PAUSE | 1u << F_PARTITION | 1u << F_LOSSY | 1u << F_SLOW | 1u << F_STALL |
+        1u << F_LOSS | 1u << F_FAILOVER | 1u << F_RESTART,
+    1u << F_CRASH | 1u << F_STOP | 1u << F_PAUSE | 1u << F_PARTITION | 1u << F_LOSSY | 1u << F_SLOW | 1u << F_STALL,
+    1u << F_CRASH | 1u << F_STOP | 1u << F_PAUSE | 1u << F_SLOW | 1u << F_STALL | 1u << F_RESTART,
+    1u << F_CRASH | 1u << F_STOP | 1u << F_PAUSE | 1u << F_PARTITION | 1u << F_LOSSY | 1u << F_SLOW | 1u << F_STALL |
+        1u << F_RESTART,
+};
+
+enum { K_CONTEND, K_LOCKER, K_SCHED, K_OBSERVE };
+static const char *const kind_name[] = {"contender", "locker", "scheduler", "observer"};
+
+enum { INV_ONE_OWNER, INV_FENCE, INV_LIVENESS, INV_FIFO, INV_TENURE, INV_ON_LOST, INV_CALLBACK, INV_LEAK, INV_POLL, INV_N };
+static const char *const inv_name[INV_N] = {"one-owner", "fence", "liveness", "fifo", "tenure", "on-lost", "callbacks", "leak", "poll"};
+
+/* ---- the world ---------------------------------------------------------------------- */
+
+struct proc;
+struct client;
+
+/* What a service's callbacks get as user_data; lives for the whole run (freed is set when
+   the service goes), so that a callback after a free is seen, not a crash. */
+typedef struct handle {
+    struct proc *p;
+    int kind, mutex, freed, told;
+    int believing;
+    uint64_t fence;  /* of the latest belief */
+    int lk_state;    /* locker, the sim's side: idle, want, held, lost */
+    int64_t until;   /* locker: end of the hold or of the wait */
+    int sched_on;    /* scheduler started */
+    char id[IDLEN];
+} handle;
+enum { LK_IDLE, LK_WANT, LK_HELD, LK_LOST };
+
+typedef struct svcslot {
+    int kind, mutex, stable, step_down;
+    handle *h;
+    simba_service *svc; /* contender or observer */
+    simba_locker *lk;
+    simba_scheduler *sc;
+    uint32_t gen;       /* of its action events */
+    int64_t period;     /* scheduler */
+    int strategy;
+} svcslot;
+
+typedef struct proc {
+    int idx, up, stopping, inc;
+    int64_t off, ppm, paused_until, part_until;
+    uint32_t part_gen;
+    rng r_loop, r_app;
+    simba_loop *loop;
+    struct client *cl;
+    long allocs;
+    int64_t poll_at;
+    uint32_t poll_gen;
+    int max_steps, nsvc;
+    svcslot s[MAXS];
+} proc;
+
+typedef struct msg {
+    struct msg *next;
+    int kind; /* M_REQ, M_REP, M_EV */
+    struct client *cl;
+    uint64_t id;
+    uint32_t epoch;
+    simba_op op;
+    int renew, evkind, all_mutexes, has_contender;
+    int64_t ttl, tr, live;
+    char mutex[NAMELEN];
+    char contender[IDLEN];
+    char owner[IDLEN];
+    simba_reply rep;
+} msg;
+enum { M_REQ, M_REP, M_EV };
+
+typedef struct pend { simba_req *req; uint64_t id; int64_t deadline; } pend;
+
+/* The sim backend of one process incarnation; the store's client record comes first. It
+   lives to the end of the run: the store's queue may still point at it. */
+typedef struct client {
+    simba__mclient mc;
+    proc *p;
+    int dead, zk_lost;
+    simba_backend *be;
+    pend *pend;
+    int npend, cappend;
+    msg *in_head, *in_tail;
+    int64_t req_floor, rep_floor;
+    uint64_t next_id;
+    struct client *all_next;
+} client;
+
+typedef struct qent { char id[IDLEN]; int64_t expires; } qent;
+
+typedef struct mutexinfo {
+    char name[NAMELEN];
+    int64_t ttl, tr, bound;
+    uint64_t max_fence;
+    int64_t gap_since;
+    qent q[MAXQ];
+    int nq;
+    /* the replica's copy (failover) */
+    int snap_has;
+    char snap_owner[IDLEN];
+    int64_t snap_acq, snap_ttl, snap_tr;
+    uint64_t snap_fence;
+} mutexinfo;
+
+typedef struct ev { int64_t at; uint64_t seq; int type, a, b; uint32_t gen; void *ptr; } ev;
+enum { E_POLL, E_STORE, E_COMMIT, E_PROC, E_ACTION, E_FAULT, E_HEAL, E_RESTART, E_FINISH, E_SNAPSHOT, E_ZK_DISC, E_ZK_EXPIRE, E_UNSTALL, E_END };
+
+typedef struct tr { int64_t g; int proc, code, mx; int64_t a, b; char s[IDLEN]; } trent;
+enum { T_EXEC, T_BELIEF, T_UNBELIEF, T_FAULT, T_HEAL, T_ACTION, T_TIMEOUT, T_CB, T_LOST };
+#define TRACE_N 4096
+
+typedef struct stats {
+    uint64_t seeds, sim_ms, faults[F_N], checks[INV_N], violations, ownerships, requests, dropped, duplicated, pers[PERS_N];
+    uint64_t work_runs, handoffs_checked;
+} stats;
+
+typedef struct world {
+    uint64_t seed;
+    int pers, np, nm, trace_all, violated, stop_first;
+    int64_t dur, timeout, zk_T, fault_clear_at;
+    int64_t G;
+    rng r_net, r_fault, r_store;
+    ev *heap;
+    int nheap, capheap;
+    uint64_t seq;
+    proc p[MAXP];
+    mutexinfo m[MAXM];
+    simba_memstore *st;
+    int store_down;
+    int64_t stall_until, last_commit;
+    msg *stall_head, *stall_tail;
+    uint32_t store_epoch, net_epoch;
+    int64_t lossy_until, slow_until, slow_max, delay_base, delay_jit;
+    double drop_p, dup_p;
+    client *clients;
+    handle *handles;
+    int nhandles, caphandles;
+    msg *free_msgs;
+    trent trace[TRACE_N];
+    uint64_t ntrace;
+    stats *sx;
+    char first[256];
+} world;
+static world *W;
+
+/* ---- trace and violations ------------------------------------------------------------ */
+
+static void trace_print_one(const struct tr *t);
+static void trace_mx(int proc, int code, int mx, int64_t a, int64_t b, const char *s) {
+    trent *t = &W->trace[W->ntrace++ % TRACE_N];
+    t->g = W->G;
+    t->mx = mx;
+    t->proc = proc;
+    t->code = code;
+    t->a = a;
+    t->b = b;
+    if (s) simba__copy(t->s, sizeof t->s, s); else t->s[0] = 0;
+    if (W->trace_all) trace_print_one(t);
+}
+static void trace(int proc, int code, int64_t a, int64_t b, const char *s) { trace_mx(proc, code, -1, a, b, s); }
+
+static const char *op_name(int op) { return op == SIMBA_OP_ACQUIRE ? "acquire" : op == SIMBA_OP_RELEASE ? "release" : "read"; }
+
+static void trace_print_one(const struct tr *t) {
+    char who[16];
+    if (t->proc >= 0) snprintf(who, sizeof who, "p%d", t->proc); else snprintf(who, sizeof who, "--");
+    switch (t->code) {
+    case T_EXEC:
+        fprintf(stderr, "  %8lld %-3s store runs %s of m%d%s: owner %s fence %lld\n", (long long)t->g, who, op_name((int)(t->a & 15)), t->mx,
+                t->a & 16 ? " (refused)" : "", t->s[0] ? t->s : "-", (long long)t->b);
+        break;
+    case T_BELIEF: fprintf(stderr, "  %8lld %-3s %s believes it owns m%lld, fence %lld\n", (long long)t->g, who, t->s, (long long)t->a, (long long)t->b); break;
+    case T_UNBELIEF: fprintf(stderr, "  %8lld %-3s %s stops believing it owns m%lld\n", (long long)t->g, who, t->s, (long long)t->a); break;
+    case T_FAULT: fprintf(stderr, "  %8lld %-3s fault %s (%lld ms)\n", (long long)t->g, who, fault_name[t->a], (long long)t->b); break;
+    case T_HEAL: fprintf(stderr, "  %8lld %-3s end of %s\n", (long long)t->g, who, fault_name[t->a]); break;
+    case T_ACTION: fprintf(stderr, "  %8lld %-3s %s: %s\n", (long long)t->g, who, t->s, t->a == 0 ? "starts" : t->a == 1 ? "stops" : t->a == 2 ? "locks" : t->a == 3 ? "unlocks" : t->a == 4 ? "gives up" : t->a == 5 ? "freed" : "restarts"); break;
+    case T_TIMEOUT: fprintf(stderr, "  %8lld %-3s a request timed out\n", (long long)t->g, who); break;
+    case T_CB: fprintf(stderr, "  %8lld %-3s %s: %s (fence %lld)\n", (long long)t->g, who, t->s, t->a == 1 ? "on_acquired" : t->a == 2 ? "on_released" : "work", (long long)t->b); break;
+    case T_LOST: fprintf(stderr, "  %8lld %-3s %s: on_lost\n", (long long)t->g, who, t->s); break;
+    default: break;
+    }
+}
+
+/* The last events of the processes involved (mask) or of the mutex (mx), and the
+   store-wide ones. */
+static int trace_wanted(const trent *t, unsigned mask, int mx) {
+    if (t->proc < 0) return 1;
+    if (mx >= 0) return t->mx == mx || (t->mx < 0 && (mask & (1u << t->proc)));
+    return (mask & (1u << t->proc)) != 0;
+}
+static void trace_dump(unsigned mask, int mx, int max) {
+    uint64_t n = W->ntrace, start = n > TRACE_N ? n - TRACE_N : 0, i;
+    int shown = 0;
+    uint64_t from = start;
+    for (i = n; i > start && shown < max; i--) {
+        const trent *t = &W->trace[(i - 1) % TRACE_N];
+        if (trace_wanted(t, mask, mx)) { shown++; from = i - 1; }
+    }
+    for (i = from; i < n; i++) {
+        const trent *t = &W->trace[i % TRACE_N];
+        if (trace_wanted(t, mask, mx)) trace_print_one(t);
+    }
+}
+
+static void violation_mx(int inv, unsigned mask, int mx, const char *fmt, va_list ap) {
+    char buf[200];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    W->sx->violations++;
+    if (W->violated++ == 0) {
+        snprintf(W->first, sizeof W->first, "%s: %s", inv_name[inv], buf);
+        fprintf(stderr, "VIOLATION seed %llu (%s, %d processes): %s: %s at %lld ms\n", (unsigned long long)W->seed, pers_name[W->pers], W->np,
+                inv_name[inv], buf, (long long)W->G);
+        fprintf(stderr, "  trace (ms, process, event), the processes involved:\n");
+        trace_dump(mask, mx, 40);
+        fprintf(stderr, "  replay: make sim SEED=%llu\n", (unsigned long long)W->seed);
+    }
+}
+static void violation(int inv, unsigned mask, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    violation_mx(inv, mask, -1, fmt, ap);
+    va_end(ap);
+}
+static void violation_on(int inv, int mx, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    violation_mx(inv, 0, mx, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- the event heap --------------------------------------------------------------------- */
+
+static int ev_less(const ev *a, const ev *b) { return a->at < b->at || (a->at == b->at && a->seq < b->seq); }
+static void push(int64_t at, int type, int a, int b, uint32_t gen, void *ptr) {
+    ev e;
+    int i;
+    if (W->nheap == W->capheap) {
+        W->capheap = W->capheap ? W->capheap * 2 : 256;
+        W->heap = (ev *)realloc(W->heap, (size_t)W->capheap * sizeof *W->heap);
+        if (!W->heap) abort();
+    }
+    e.at = at < W->G ? W->G : at;
+    e.seq = W->seq++;
+    e.type = type;
+    e.a = a;
+    e.b = b;
+    e.gen = gen;
+    e.ptr = ptr;
+    i = W->nheap++;
+    while (i > 0 && ev_less(&e, &W->heap[(i - 1) / 2])) {
+        W->heap[i] = W->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    W->heap[i] = e;
+}
+static ev pop(void) {
+    ev top = W->heap[0], last = W->heap[--W->nheap];
+    int i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= W->nheap) break;
+        if (c + 1 < W->nheap && ev_less(&W->heap[c + 1], &W->heap[c])) c++;
+        if (!ev_less(&W->heap[c], &last)) break;
+        W->heap[i] = W->heap[c];
+        i = c;
+    }
+    if (W->nheap > 0) W->heap[i] = last;
+    return top;
+}
+
+/* ---- clocks, random sources, allocators of the processes ---------------------------------- */
+
+static int64_t local_at(const proc *p, int64_t g) { return p->off + g + g * p->ppm / 1000000; }
+static int64_t proc_clock(void *u) { return local_at((const proc *)u, W->G); }
+static uint32_t proc_rand(void *u) { return (uint32_t)(rng_next(&((proc *)u)->r_loop) >> 32); }
+/* first global time at which the process's clock reads at least t */
+static int64_t global_at(const proc *p, int64_t t) {
+    int64_t d = t - local_at(p, W->G), g;
+    if (d <= 0) return W->G;
+    g = W->G + (d * 1000000) / (1000000 + p->ppm);
+    while (local_at(p, g) < t) g++;
+    return g;
+}
+static void *proc_alloc(void *u, size_t n) {
+    void *q = malloc(n);
+    if (q) ((proc *)u)->allocs++;
+    return q;
+}
+static void proc_free(void *u, void *q) {
+    if (q) ((proc *)u)->allocs--;
+    free(q);
+}
+
+static void schedule_poll(proc *p, int64_t at) {
+    if (!p->up) return;
+    if (at < p->paused_until) at = p->paused_until;
+    if (at >= p->poll_at) return;
+    p->poll_at = at;
+    push(at, E_POLL, p->idx, 0, ++p->poll_gen, NULL);
+}
+/* The loop's timer hook: a call outside the poll (start, stop, unlock, free) wants a poll
+   within wait_ms of the process's clock. */
+static void proc_timer_hook(void *u, int64_t wait_ms) {
+    proc *p = (proc *)u;
+    schedule_poll(p, global_at(p, local_at(p, W->G) + wait_ms));
+}
+
+/* ---- the network ------------------------------------------------------------------------- */
+
+static msg *msg_new(int kind, client *c) {
+    msg *m = W->free_msgs;
+    if (m) W->free_msgs = m->next; else if (!(m = (msg *)malloc(sizeof *m))) abort();
+    memset(m, 0, sizeof *m);
+    m->kind = kind;
+    m->cl = c;
+    m->epoch = W->net_epoch;
+    return m;
+}
+static void msg_free(msg *m) {
+    m->next = W->free_msgs;
+    W->free_msgs = m;
+}
+
+static int64_t net_delay(int answer) {
+    int64_t d = W->delay_base + rng_range(&W->r_net, 0, W->delay_jit);
+    if (rng_chance(&W->r_net, 0.01)) d += rng_range(&W->r_net, 0, 40);
+    if (W->G < W->lossy_until && rng_chance(&W->r_net, 0.2)) d += rng_range(&W->r_net, 0, W->m[0].ttl);
+    if (answer && W->G < W->slow_until) d += rng_range(&W->r_net, 0, W->slow_max);
+    return d;
+}
+static int net_cut(const proc *p) { return !p->up || p->cl->dead || W->G < p->part_until; }
+static int net_drop(void) {
+    if (W->G < W->lossy_until && rng_chance(&W->r_net, W->drop_p)) { W->sx->dropped++; return 1; }
+    return 0;
+}
+static int net_dup(void) {
+    if (W->G < W->lossy_until && rng_chance(&W->r_net, W->dup_p)) { W->sx->duplicated++; return 1; }
+    return 0;
+}
+
+/* A message to a process: answers keep their connection's order, pushes do not. */
+static void send_to_proc(msg *m) {
+    client *c = m->cl;
+    int64_t at = W->G + net_delay(m->kind == M_REP);
+    if (m->kind == M_REP) {
+        if (at < c->rep_floor) at = c->rep_floor;
+        c->rep_floor = at;
+    }
+    push(at, E_PROC, 0, 0, 0, m);
+}
+
+static void send_req(client *c, const simba_req *r, uint64_t id) {
+    msg *m;
+    int64_t at;
+    int copies, i;
+    if (net_cut(c->p) || net_drop()) return;
+    copies = net_dup() ? 2 : 1;
+    at = W->G + net_delay(0);
+    if (at < c->req_floor) at = c->req_floor;
+    c->req_floor = at;
+    for (i = 0; i < copies; i++) {
+        m = msg_new(M_REQ, c);
+        m->id = id;
+        m->op = r->op;
+        m->renew = r->renew;
+        m->ttl = r->ttl_ms;
+        m->tr = r->transition_ms;
+        m->live = r->live_ms;
+        simba__copy(m->mutex, sizeof m->mutex, r->mutex);
+        simba__copy(m->contender, sizeof m->contender, r->contender);
+        push(at, E_STORE, 0, 0, 0, m);
+    }
+}
+
+/* ---- the sim backend (one per process incarnation) ----------------------------------------- */
+
+static simba_result cl_submit(void *impl, simba_req *req) {
+    client *c = (client *)impl;
+    pend *pd;
+    if (c->npend == c->cappend) {
+        c->cappend = c->cappend ? c->cappend * 2 : 8;
+        c->pend = (pend *)realloc(c->pend, (size_t)c->cappend * sizeof *c->pend);
+        if (!c->pend) abort();
+    }
+    pd = &c->pend[c->npend++];
+    pd->req = req;
+    pd->id = ++c->next_id;
+    pd->deadline = simba__add(req->sent_at, W->timeout);
+    W->sx->requests++;
+    send_req(c, req, pd->id);
+    return SIMBA_OK;
+}
+
+static void cl_complete(client *c, int i, const simba_reply *rep) {
+    simba_req *r = c->pend[i].req;
+    c->pend[i] = c->pend[--c->npend];
+    simba_req_done(r, rep);
+}
+
+static void cl_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
+    client *c = (client *)impl;
+    int i;
+    (void)ready;
+    (void)n;
+    (void)flags;
+    while (c->in_head) {
+        msg *m = c->in_head;
+        c->in_head = m->next;
+        if (!c->in_head) c->in_tail = NULL;
+        if (m->kind == M_REP) {
+            for (i = 0; i < c->npend; i++)
+                if (c->pend[i].id == m->id) break;
+            if (i < c->npend) {
+                m->rep.owner = m->owner[0] ? m->owner : NULL;
+                cl_complete(c, i, &m->rep);
+            }
+        } else {
+            m->rep.owner = m->owner;
+            simba_backend_event(c->be, (simba_event_kind)m->evkind, m->all_mutexes ? NULL : m->mutex, m->has_contender ? m->contender : NULL,
+                                &m->rep);
+        }
+        msg_free(m);
+    }
+    for (i = 0; i < c->npend;) {
+        if (c->pend[i].deadline <= now) {
+            simba_reply rep;
+            memset(&rep, 0, sizeof rep);
+            rep.rc = SIMBA_ETIMEDOUT;
+            rep.errmsg = "sim: no answer in time";
+            trace(c->p->idx, T_TIMEOUT, 0, 0, NULL);
+            cl_complete(c, i, &rep);
+        } else {
+            i++;
+        }
+    }
+}
+
+static int64_t cl_deadline(void *impl) {
+    client *c = (client *)impl;
+    int64_t at = NEVER;
+    int i;
+    for (i = 0; i < c->npend; i++)
+        if (c->pend[i].deadline < at) at = c->pend[i].deadline;
+    return at;
+}
+static simba_result cl_watch(void *impl, const char *mutex) { return simba__mem_watch(&((client *)impl)->mc, mutex); }
+static void cl_unwatch(void *impl, const char *mutex) { simba__mem_unwatch(&((client *)impl)->mc, mutex); }
+
+static void client_forget_watches(client *c) {
+    size_t i;
+    for (i = 0; i < c->mc.watched.nb; i++) {
+        simba__hnode *n = c->mc.watched.b[i], *nn;
+        for (; n; n = nn) { nn = n->hnext; SIMBA_FREE(n); }
+    }
+    SIMBA_FREE(c->mc.watched.b);
+    memset(&c->mc.watched, 0, sizeof c->mc.watched);
+}
+
+static void cl_destroy(void *impl) {
+    client *c = (client *)impl;
+    simba_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.rc = SIMBA_ECLOSED;
+    while (c->npend > 0) cl_complete(c, c->npend - 1, &rep);
+    while (c->in_head) {
+        msg *m = c->in_head;
+        c->in_head = m->next;
+        msg_free(m);
+    }
+    c->in_tail = NULL;
+    c->dead = 1;
+    c->be = NULL;
+    client_forget_watches(c); /* the store pushes nothing more to it */
+}
+
+static const simba_backend_vt sim_vt_asked = {sizeof(simba_backend_vt), "sim", cl_submit, NULL, cl_process, cl_deadline,
+                                              cl_watch, cl_unwatch, cl_destroy, SIMBA_LEASE_ASKED, NULL};
+static const simba_backend_vt sim_vt_session = {sizeof(simba_backend_vt), "sim-zk", cl_submit, NULL, cl_process, cl_deadline,
+                                                cl_watch, cl_unwatch, cl_destroy, SIMBA_LEASE_SESSION, NULL};
+
+static client *client_new(proc *p) {
+    client *c = (client *)calloc(1, sizeof *c);
+    simba_memstore *st = W->st;
+    if (!c) abort();
+    c->p = p;
+    c->mc.st = st;
+    c->mc.loop = p->loop;
+    c->mc.pipefd[0] = c->mc.pipefd[1] = -1; /* the store's wake-ups go nowhere: the sim delivers */
+    c->mc.next = st->clients;
+    if (st->clients) st->clients->prev = &c->mc;
+    st->clients = &c->mc;
+    c->all_next = W->clients;
+    W->clients = c;
+    return c;
+}
+
+/* Deliver a message that reached its process. */
+static void proc_receive(msg *m) {
+    client *c = m->cl;
+    proc *p = c->p;
+    if (c->dead || p->cl != c || m->epoch != W->net_epoch || W->G < p->part_until) { msg_free(m); return; }
+    m->next = NULL;
+    if (c->in_tail) c->in_tail->next = m; else c->in_head = m;
+    c->in_tail = m;
+    schedule_poll(p, W->G);
+}
+
+/* A push the sim backend raises itself (ZooKeeper's connection state). */
+static void proc_event(client *c, int kind) {
+    msg *m = msg_new(M_EV, c);
+    m->evkind = kind;
+    m->all_mutexes = 1;
+    m->next = NULL;
+    if (c->in_tail) c->in_tail->next = m; else c->in_head = m;
+    c->in_tail = m;
+    schedule_poll(c->p, W->G);
+}
+
+/* ---- the store ------------------------------------------------------------------------- */
+
+static int mutex_index(const char *name) {
+    int i;
+    for (i = 0; i < W->nm; i++)
+        if (strcmp(W->m[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* Pushes the store queued for its clients go out through the network. */
+static void store_drain(void) {
+    simba__mclient *mc;
+    for (mc = W->st->clients; mc; mc = mc->next) {
+        client *c = (client *)(void *)mc;
+        simba__mevent *e = mc->inbox, *en;
+        mc->inbox = mc->inbox_tail = NULL;
+        for (; e; e = en) {
+            en = e->next;
+            if (!net_cut(c->p) && c->p->cl == c && !net_drop()) {
+                int k, copies = net_dup() ? 2 : 1;
+                for (k = 0; k < copies; k++) {
+                    msg *m = msg_new(M_EV, c);
+                    m->evkind = e->kind;
+                    simba__copy(m->mutex, sizeof m->mutex, e->mutex);
+                    m->has_contender = e->has_contender;
+                    simba__copy(m->contender, sizeof m->contender, e->contender);
+                    m->rep = e->rep;
+                    simba__copy(m->owner, sizeof m->owner, e->owner);
+                    m->rep.owner = NULL;
+                    send_to_proc(m);
+                }
+            }
+            SIMBA_FREE(e);
+        }
+    }
+}
+
+static void q_purge(mutexinfo *mi, int64_t now) {
+    int i, k = 0;
+    for (i = 0; i < mi->nq; i++)
+        if (!(mi->q[i].expires < now)) mi->q[k++] = mi->q[i];
+    mi->nq = k;
+}
+static int q_find(const mutexinfo *mi, const char *id) {
+    int i;
+    for (i = 0; i < mi->nq; i++)
+        if (strcmp(mi->q[i].id, id) == 0) return i;
+    return -1;
+}
+static void q_remove(mutexinfo *mi, int i) {
+    memmove(&mi->q[i], &mi->q[i + 1], (size_t)(mi->nq - i - 1) * sizeof mi->q[0]);
+    mi->nq--;
+}
+
+/* Run one request with the store's own code, checking each grant against the sim's model
+   of the wait queue (FAIRNESS in simba.h). */
+static void store_exec(client *c, simba_op op, const char *mutex, const char *contender, int renew, int64_t ttl, int64_t tr,
+                       int64_t live, simba_reply *rep, char *owner) {
+    simba_req r;
+    simba__mentry *e;
+    int mi_i = mutex_index(mutex), pre_live = 0, granted;
+    mutexinfo *mi = mi_i >= 0 ? &W->m[mi_i] : NULL;
+    char pre_owner[SIMBA_ID_MAX + 1];
+    uint64_t pre_fence = 0;
+    int64_t now = W->G;
+    memset(&r, 0, sizeof r);
+    r.op = op;
+    r.mutex = mutex;
+    r.contender = contender;
+    r.renew = renew;
+    r.ttl_ms = ttl;
+    r.transition_ms = tr;
+    r.live_ms = live;
+    pre_owner[0] = 0;
+    e = (simba__mentry *)simba__hfind(&W->st->entries, mutex);
+    if (e && simba__mlive(e, now)) {
+        pre_live = 1;
+        simba__copy(pre_owner, sizeof pre_owner, e->owner);
+        pre_fence = e->fence;
+    }
+    simba__mexec(&c->mc, &r, rep, owner);
+    if (mi && op != SIMBA_OP_READ && rep->rc == SIMBA_OK) {
+        q_purge(mi, now);
+        granted = op == SIMBA_OP_ACQUIRE && rep->owner && strcmp(rep->owner, contender) == 0 &&
+                  (!pre_live || strcmp(pre_owner, contender) != 0 || rep->fence != pre_fence);
+        W->sx->checks[INV_FIFO]++;
+        if (granted) {
+            int i = q_find(mi, contender);
+            if (!pre_live && mi->nq > 0 && i != 0)
+                violation(INV_FIFO, 1u << c->p->idx, "%s granted %s to %s while %s was the oldest live waiter", op_name(op), mi->name,
+                          contender, mi->q[0].id);
+            if (i >= 0) q_remove(mi, i);
+            W->sx->ownerships++;
+        } else if (op == SIMBA_OP_ACQUIRE) {
+            if (!(pre_live && strcmp(pre_owner, contender) == 0 && renew)) {
+                int i = q_find(mi, contender);
+                if (i >= 0) {
+                    mi->q[i].expires = simba__add(now, live);
+                } else if (mi->nq < MAXQ) {
+                    simba__copy(mi->q[mi->nq].id, IDLEN, contender);
+                    mi->q[mi->nq].expires = simba__add(now, live);
+                    mi->nq++;
+                }
+            }
+        } else if (!(pre_live && strcmp(pre_owner, contender) == 0)) {
+            int i = q_find(mi, contender);
+            if (i >= 0) q_remove(mi, i);
+        }
+    }
+    trace_mx(c->p->idx, T_EXEC, mi_i, (int64_t)op | (rep->rc != SIMBA_OK ? 16 : 0), (int64_t)rep->fence, rep->owner);
+    store_drain();
+}
+
+/* A request reached the store (or its commit came, on SQL). */
+static void store_request(msg *m) {
+    client *c = m->cl;
+    msg *a;
+    char owner[SIMBA_ID_MAX + 1];
+    int64_t ttl = m->ttl, tr = m->tr;
+    if (m->epoch != W->net_epoch) { msg_free(m); return; }
+    a = msg_new(M_REP, c);
+    a->id = m->id;
+    if (W->store_down) {
+        a->rep.rc = SIMBA_ECONN;
+        a->rep.errmsg = "sim: store down";
+    } else {
+        if (W->pers == PERS_ZK) { ttl = W->zk_T / 2; tr = W->zk_T / 2; } /* the session's lease */
+        store_exec(c, m->op, m->mutex, m->contender, m->renew, ttl, tr, m->live, &a->rep, owner);
+        simba__copy(a->owner, sizeof a->owner, a->rep.owner);
+        a->rep.owner = NULL;
+        if (W->pers == PERS_ZK && a->rep.rc == SIMBA_OK && a->owner[0] && strcmp(a->owner, m->contender) == 0) {
+            /* simba_zk.h LEASE: an owner is told T/2 and T, counted by the core from its send */
+            a->rep.ttl_left_ms = W->zk_T / 2;
+            a->rep.transition_left_ms = W->zk_T;
+        }
+        a->rep.errmsg = NULL;
+    }
+    msg_free(m);
+    if (net_cut(c->p) || net_drop()) { msg_free(a); return; }
+    if (net_dup()) {
+        msg *b = msg_new(M_REP, c);
+        *b = *a;
+        send_to_proc(b);
+    }
+    send_to_proc(a);
+}
+
+/* A request reached the store: during a stall it waits, in arrival order, behind what
+   already waits. */
+static void store_arrive(msg *m, int unstalling) {
+    if (m->epoch != W->net_epoch) { msg_free(m); return; }
+    if (!unstalling && (W->stall_head || W->G < W->stall_until)) {
+        m->next = NULL;
+        if (W->stall_tail) W->stall_tail->next = m; else W->stall_head = m;
+        W->stall_tail = m;
+        return;
+    }
+    if ((W->pers == PERS_SQLITE || W->pers == PERS_PG) && !W->store_down) {
+        /* one transaction at a time: the request runs at its commit */
+        int64_t at = W->G + rng_range(&W->r_store, 0, 3);
+        if (W->G < W->slow_until) at += rng_range(&W->r_store, 0, W->slow_max / 2);
+        if (at < W->last_commit) at = W->last_commit;
+        W->last_commit = at;
+        push(at, E_COMMIT, 0, 0, W->store_epoch, m);
+        return;
+    }
+    store_request(m);
+}
+
+/* The replica's (or the last durable) copy of the records. */
+static void store_snapshot(void) {
+    int i;
+    for (i = 0; i < W->nm; i++) {
+        mutexinfo *mi = &W->m[i];
+        simba__mentry *e = (simba__mentry *)simba__hfind(&W->st->entries, mi->name);
+        mi->snap_has = e && e->owner[0];
+        if (mi->snap_has) {
+            simba__copy(mi->snap_owner, IDLEN, e->owner);
+            mi->snap_acq = e->acquired_at;
+            mi->snap_ttl = e->ttl_at;
+            mi->snap_tr = e->transition_at;
+            mi->snap_fence = e->fence;
+        }
+    }
+}
+
+/* Data loss; with a replica, the store comes back with the replica's records. */
+static void store_lose(int to_replica) {
+    int i;
+    simba_memstore_lose(W->st);
+    for (i = 0; i < W->nm; i++) {
+        mutexinfo *mi = &W->m[i];
+        mi->nq = 0;
+        if (to_replica && mi->snap_has) {
+            simba__mentry *e = (simba__mentry *)simba__hfind(&W->st->entries, mi->name);
+            if (e) {
+                simba__copy(e->owner, sizeof e->owner, mi->snap_owner);
+                e->acquired_at = mi->snap_acq;
+                e->ttl_at = mi->snap_ttl;
+                e->transition_at = mi->snap_tr;
+                e->fence = mi->snap_fence;
+            }
+        }
+    }
+}
+
+static int64_t max_lease(void) {
+    int64_t l = 0;
+    int i;
+    for (i = 0; i < W->nm; i++)
+        if (W->m[i].ttl + W->m[i].tr > l) l = W->m[i].ttl + W->m[i].tr;
+    return W->pers == PERS_ZK ? W->zk_T : l;
+}
+
+/* ---- callbacks ------------------------------------------------------------------------ */
+
+static int cb_ok(handle *h, const char *what) {
+    W->sx->checks[INV_CALLBACK]++;
+    if (h->freed || !h->p->up) {
+        violation(INV_CALLBACK, 1u << h->p->idx, "%s of %s after its free", what, h->id);
+        return 0;
+    }
+    return 1;
+}
+static void on_acquired(simba_service *s, const simba_state *st, void *u) {
+    handle *h = (handle *)u;
+    if (!cb_ok(h, "on_acquired")) return;
+    trace_mx(h->p->idx, T_CB, h->mutex, 1, (int64_t)st->after->fence, h->id);
+    if (h->told) violation(INV_CALLBACK, 1u << h->p->idx, "%s: on_acquired twice without on_released", h->id);
+    if (!simba_is_owner(s)) violation(INV_CALLBACK, 1u << h->p->idx, "%s: on_acquired while simba_is_owner() is 0", h->id);
+    h->told = 1;
+    /* now and then the application stops from inside the callback */
+    if (rng_chance(&h->p->r_app, 0.02)) simba_stop(s);
+}
+static void on_released(simba_service *s, const simba_state *st, void *u) {
+    handle *h = (handle *)u;
+    (void)s;
+    if (!cb_ok(h, "on_released")) return;
+    trace_mx(h->p->idx, T_CB, h->mutex, 2, (int64_t)st->before->fence, h->id);
+    if (!h->told) violation(INV_CALLBACK, 1u << h->p->idx, "%s: on_released without on_acquired", h->id);
+    h->told = 0;
+}
+static void on_owner(simba_service *s, const simba_state *st, void *u) {
+    (void)s;
+    (void)st;
+    cb_ok((handle *)u, "on_owner");
+}
+static void on_lost(simba_locker *lk, void *u) {
+    handle *h = (handle *)u;
+    (void)lk;
+    if (!cb_ok(h, "on_lost")) return;
+    trace_mx(h->p->idx, T_LOST, h->mutex, 0, 0, h->id);
+    /* the lock may have come and gone between two of the application's calls */
+    if (h->lk_state != LK_HELD && h->lk_state != LK_WANT) violation(INV_ON_LOST, 1u << h->p->idx, "%s: on_lost while not holding", h->id);
+    h->lk_state = LK_LOST;
+}
+
+static int believers(int mutex, handle **who);
+static void work(simba_scheduler *sc, void *u) {
+    handle *h = (handle *)u;
+    handle *who = NULL;
+    uint64_t f;
+    if (!cb_ok(h, "work")) return;
+    W->sx->checks[INV_TENURE]++;
+    W->sx->work_runs++;
+    f = simba_scheduler_fence(sc);
+    trace_mx(h->p->idx, T_CB, h->mutex, 3, (int64_t)f, h->id);
+    if (!h->sched_on) violation(INV_TENURE, 1u << h->p->idx, "%s: work after simba_scheduler_stop", h->id);
+    else if (!simba_scheduler_is_leader(sc) || believers(h->mutex, &who) != 1 || who != h || f < W->m[h->mutex].max_fence)
+        violation(INV_TENURE, 1u << h->p->idx | (who ? 1u << who->p->idx : 0), "%s: work outside its tenure (fence %llu, %s believes)", h->id,
+                  (unsigned long long)f, who ? who->id : "nobody");
+    if (rng_chance(&h->p->r_app, 0.01)) { h->sched_on = 0; simba_scheduler_stop(sc); }
+}
+
+/* ---- processes ------------------------------------------------------------------------ */
+
+static handle *handle_new(proc *p, svcslot *s, int slot, int again) {
+    handle *h;
+    if (W->nhandles == W->caphandles) {
+        /* handles are never moved: the pool is a list of blocks */
+        abort();
+    }
+    h = &W->handles[W->nhandles++];
+    memset(h, 0, sizeof *h);
+    h->p = p;
+    h->kind = s->kind;
+    h->mutex = s->mutex;
+    /* a stable id survives restarts (a configured id); one freed service's id may still be
+       finishing its release when the slot is made again: that one gets a new id */
+    if (s->stable && !again) snprintf(h->id, sizeof h->id, "p%d.s%d", p->idx, slot);
+    else snprintf(h->id, sizeof h->id, "p%d.s%d.r%d.%u", p->idx, slot, p->inc, (unsigned)s->gen);
+    return h;
+}
+
+static void svc_create(proc *p, int slot, int again) {
+    svcslot *s = &p->s[slot];
+    mutexinfo *mi = &W->m[s->mutex];
+    handle *h = handle_new(p, s, slot, again);
+    simba_result rc = SIMBA_OK;
+    s->h = h;
+    s->svc = NULL;
+    s->lk = NULL;
+    s->sc = NULL;
+    s->gen++;
+    switch (s->kind) {
+    case K_CONTEND: {
+        simba_contend_desc d;
+        memset(&d, 0, sizeof d);
+        d.mutex = mi->name;
+        d.contender_id = h->id;
+        d.ttl_ms = mi->ttl;
+        d.transition_ms = mi->tr;
+        d.on_acquired = on_acquired;
+        d.on_released = on_released;
+        d.on_owner = on_owner;
+        d.user_data = h;
+        d.step_down_on_disconnect = s->step_down;
+        if ((rc = simba_contend(p->loop, p->cl->be, &d, &s->svc)) == SIMBA_OK) rc = simba_start(s->svc);
+        break;
+    }
+    case K_LOCKER: {
+        simba_locker_desc d;
+        memset(&d, 0, sizeof d);
+        d.mutex = mi->name;
+        d.contender_id = h->id;
+        d.ttl_ms = mi->ttl;
+        d.transition_ms = mi->tr;
+        d.on_lost = on_lost;
+        d.user_data = h;
+        d.step_down_on_disconnect = s->step_down;
+        rc = simba_locker_new(p->loop, p->cl->be, &d, &s->lk);
+        h->lk_state = LK_IDLE;
+        break;
+    }
+    case K_SCHED: {
+        simba_scheduler_desc d;
+        memset(&d, 0, sizeof d);
+        d.mutex = mi->name;
+        d.contender_id = h->id;
+        d.ttl_ms = mi->ttl;
+        d.transition_ms = mi->tr;
+        d.strategy = s->strategy ? SIMBA_FIXED_RATE : SIMBA_FIXED_DELAY;
+        d.period_ms = s->period;
+        d.initial_delay_ms = s->period / 2;
+        d.work = work;
+        d.user_data = h;
+        d.step_down_on_disconnect = s->step_down;
+        if ((rc = simba_scheduler_new(p->loop, p->cl->be, &d, &s->sc)) == SIMBA_OK) rc = simba_scheduler_start(s->sc);
+        h->sched_on = rc == SIMBA_OK;
+        break;
+    }
+    default: {
+        simba_observe_desc d;
+        memset(&d, 0, sizeof d);
+        d.mutex = mi->name;
+        d.on_owner = on_owner;
+        d.user_data = h;
+        if ((rc = simba_observe(p->loop, p->cl->be, &d, &s->svc)) == SIMBA_OK) rc = simba_start(s->svc);
+        break;
+    }
+    }
+    if (rc != SIMBA_OK) {
+        fprintf(stderr, "sim: seed %llu: cannot create a %s: %s (%s)\n", (unsigned long long)W->seed, kind_name[s->kind], simba_strerror(rc),
+                simba_loop_errmsg(p->loop));
+        exit(2);
+    }
+    trace_mx(p->idx, T_ACTION, s->mutex, 0, 0, h->id);
+    push(W->G + rng_range(&p->r_app, 10, 3000), E_ACTION, p->idx, slot, s->gen, NULL);
+}
+
+/* Free a service through the API: no callback may reach its handle afterwards. */
+static void svc_free(proc *p, int slot) {
+    svcslot *s = &p->s[slot];
+    if (!s->h) return;
+    switch (s->kind) {
+    case K_LOCKER: simba_locker_free(s->lk); break;
+    case K_SCHED: simba_scheduler_free(s->sc); break;
+    default: simba_service_free(s->svc); break;
+    }
+    s->h->freed = 1;
+    s->h->believing = 0;
+    trace_mx(p->idx, T_ACTION, s->mutex, 5, 0, s->h->id);
+    s->h = NULL;
+    s->gen++;
+}
+
+static void proc_start(proc *p) {
+    simba_loop_desc d;
+    simba_result rc;
+    int i;
+    p->inc++;
+    p->up = 1;
+    p->stopping = 0;
+    p->allocs = 0;
+    p->poll_at = NEVER;
+    p->paused_until = 0;
+    memset(&d, 0, sizeof d);
+    d.now_ms = proc_clock;
+    d.clock_user = p;
+    d.random = proc_rand;
+    d.random_user = p;
+    d.alloc = proc_alloc;
+    d.free = proc_free;
+    d.alloc_user = p;
+    d.poll_budget_us = (int64_t)1 << 40; /* real time must not cut a poll: runs replay exactly */
+    d.poll_max_steps = p->max_steps;
+    d.timer_hook = proc_timer_hook;
+    d.timer_user = p;
+    if ((rc = simba_loop_new(&d, &p->loop)) != SIMBA_OK) { fprintf(stderr, "sim: loop: %s\n", simba_strerror(rc)); exit(2); }
+    p->cl = client_new(p);
+    rc = simba_backend_new(p->loop, W->pers == PERS_ZK ? &sim_vt_session : &sim_vt_asked, p->cl, &p->cl->be);
+    if (rc != SIMBA_OK) { fprintf(stderr, "sim: backend: %s\n", simba_strerror(rc)); exit(2); }
+    for (i = 0; i < p->nsvc; i++) svc_create(p, i, 0);
+    schedule_poll(p, W->G);
+}
+
+/* The loop goes: every handle is freed, and the loop must have freed all it allocated. */
+static void proc_down(proc *p) {
+    int i;
+    for (i = 0; i < p->nsvc; i++)
+        if (p->s[i].h) { p->s[i].h->freed = 1; p->s[i].h->believing = 0; p->s[i].h = NULL; p->s[i].gen++; }
+    simba_loop_free(p->loop);
+    p->loop = NULL;
+    p->up = 0;
+    p->poll_gen++;
+    p->poll_at = NEVER;
+    W->sx->checks[INV_LEAK]++;
+    if (p->allocs != 0) violation(INV_LEAK, 1u << p->idx, "p%d's loop left %ld allocations", p->idx, p->allocs);
+}
+
+static void proc_crash(proc *p) {
+    p->cl->dead = 1; /* nothing it sends from now on gets out */
+    proc_down(p);
+}
+
+/* A clean stop: every service stopped and freed through the API; the loop goes later. */
+static void proc_stop(proc *p) {
+    int i;
+    for (i = 0; i < p->nsvc; i++) {
+        svcslot *s = &p->s[i];
+        if (s->kind == K_LOCKER && s->h && s->h->lk_state != LK_IDLE) simba_locker_unlock(s->lk);
+        svc_free(p, i);
+    }
+    p->stopping = 1;
+}
+
+static void after_poll_checks(proc *p);
+
+static void poll_proc(proc *p) {
+    int64_t w = 0;
+    int i;
+    p->poll_at = NEVER;
+    if (!p->up) return;
+    if (W->G < p->paused_until) { schedule_poll(p, p->paused_until); return; }
+    for (i = 0; i < 2000; i++) {
+        w = simba_poll(p->loop);
+        if (w != 0) break;
+    }
+    if (w < 0) { violation(INV_POLL, 1u << p->idx, "simba_poll returned %lld", (long long)w); return; }
+    if (i == 2000) { violation(INV_POLL, 1u << p->idx, "simba_poll asks to be called again at once, 2000 times"); w = 1; }
+    after_poll_checks(p);
+    schedule_poll(p, global_at(p, local_at(p, W->G) + w));
+}
+
+/* The application's own behaviour, between polls. */
+static void svc_action(proc *p, int slot) {
+    svcslot *s = &p->s[slot];
+    handle *h = s->h;
+    int64_t next = rng_range(&p->r_app, 200, 4000);
+    if (!h || !p->up || p->stopping) return;
+    if (W->G < p->paused_until) { push(p->paused_until + rng_range(&p->r_app, 0, 50), E_ACTION, p->idx, slot, s->gen, NULL); return; }
+    switch (s->kind) {
+    case K_CONTEND:
+        if (simba_service_status(s->svc) == SIMBA_RUNNING) {
+            if (rng_chance(&p->r_app, 0.15)) { simba_stop(s->svc); trace_mx(p->idx, T_ACTION, s->mutex, 1, 0, h->id); }
+        } else if (simba_service_status(s->svc) == SIMBA_INITIAL) {
+            simba_start(s->svc);
+            trace_mx(p->idx, T_ACTION, s->mutex, 0, 0, h->id);
+        }
+        if (rng_chance(&p->r_app, 0.03)) { svc_free(p, slot); svc_create(p, slot, 1); return; }
+        break;
+    case K_LOCKER: {
+        simba_result rc;
+        next = rng_range(&p->r_app, 20, 400);
+        switch (h->lk_state) {
+        case LK_IDLE:
+            if (rng_chance(&p->r_app, 0.5)) {
+                rc = simba_locker_try(s->lk);
+                if (rc == SIMBA_OK || rc == SIMBA_EAGAIN) {
+                    h->lk_state = LK_WANT;
+                    h->until = W->G + rng_range(&p->r_app, 500, 4 * W->m[s->mutex].ttl + 4000);
+                }
+            }
+            break;
+        case LK_WANT:
+            rc = simba_locker_try(s->lk);
+            if (rc == SIMBA_OK) {
+                h->lk_state = LK_HELD;
+                h->until = W->G + rng_range(&p->r_app, 0, 2 * W->m[s->mutex].ttl);
+                trace_mx(p->idx, T_ACTION, s->mutex, 2, 0, h->id);
+            } else if (W->G > h->until) {
+                simba_locker_unlock(s->lk);
+                h->lk_state = LK_IDLE;
+                trace_mx(p->idx, T_ACTION, s->mutex, 4, 0, h->id);
+            }
+            break;
+        case LK_HELD:
+            if (W->G >= h->until) {
+                simba_locker_unlock(s->lk);
+                h->lk_state = LK_IDLE;
+                trace_mx(p->idx, T_ACTION, s->mutex, 3, 0, h->id);
+            }
+            break;
+        default: /* lost: unlock to use it again */
+            simba_locker_unlock(s->lk);
+            h->lk_state = LK_IDLE;
+            trace_mx(p->idx, T_ACTION, s->mutex, 3, 0, h->id);
+            break;
+        }
+        break;
+    }
+    case K_SCHED:
+        if (h->sched_on && rng_chance(&p->r_app, 0.1)) {
+            h->sched_on = 0;
+            simba_scheduler_stop(s->sc);
+            trace_mx(p->idx, T_ACTION, s->mutex, 1, 0, h->id);
+        } else if (!h->sched_on && !simba_scheduler_running(s->sc) && rng_chance(&p->r_app, 0.5)) {
+            if (simba_scheduler_start(s->sc) == SIMBA_OK) { h->sched_on = 1; trace_mx(p->idx, T_ACTION, s->mutex, 0, 0, h->id); }
+        }
+        break;
+    default:
+        if (rng_chance(&p->r_app, 0.05)) { svc_free(p, slot); svc_create(p, slot, 1); return; }
+        break;
+    }
+    push(W->G + next, E_ACTION, p->idx, slot, s->gen, NULL);
+}
+
+/* ---- invariants ------------------------------------------------------------------------- */
+
+static int svc_believes(const svcslot *s, uint64_t *fence) {
+    switch (s->kind) {
+    case K_CONTEND: *fence = simba_fence(s->svc); return simba_is_owner(s->svc);
+    case K_LOCKER: *fence = simba_locker_fence(s->lk); return simba_locker_held(s->lk);
+    case K_SCHED: *fence = simba_scheduler_fence(s->sc); return simba_scheduler_is_leader(s->sc);
+    default: return 0;
+    }
+}
+
+static int believers(int mutex, handle **who) {
+    int i, k, n = 0;
+    for (i = 0; i < W->np; i++) {
+        proc *p = &W->p[i];
+        if (!p->up) continue;
+        for (k = 0; k < p->nsvc; k++) {
+            uint64_t f;
+            if (p->s[k].h && p->s[k].mutex == mutex && svc_believes(&p->s[k], &f)) { n++; *who = p->s[k].h; }
+        }
+    }
+    return n;
+}
+
+static void after_poll_checks(proc *p) {
+    int k;
+    for (k = 0; k < p->nsvc; k++) {
+        svcslot *s = &p->s[k];
+        if (s->kind != K_LOCKER || !s->h) continue;
+        W->sx->checks[INV_ON_LOST]++;
+        if (s->h->lk_state == LK_HELD && !simba_locker_held(s->lk))
+            violation(INV_ON_LOST, 1u << p->idx, "%s: the lock lapsed and a whole poll passed without on_lost", s->h->id);
+    }
+}
+
+static void check_world(void) {
+    int i, k, m;
+    int count[MAXM], waiting[MAXM];
+    unsigned mask[MAXM];
+    for (m = 0; m < W->nm; m++) { count[m] = 0; waiting[m] = 0; mask[m] = 0; }
+    for (i = 0; i < W->np; i++) {
+        proc *p = &W->p[i];
+        int reachable;
+        if (!p->up) continue;
+        reachable = !p->stopping && W->G >= p->paused_until && W->G >= p->part_until;
+        for (k = 0; k < p->nsvc; k++) {
+            svcslot *s = &p->s[k];
+            handle *h = s->h;
+            uint64_t f = 0;
+            int b;
+            if (!h || s->kind == K_OBSERVE) continue;
+            b = svc_believes(s, &f);
+            if (b) {
+                mutexinfo *mi = &W->m[s->mutex];
+                count[s->mutex]++;
+                mask[s->mutex] |= 1u << i;
+                if (!h->believing || h->fence != f) {
+                    W->sx->checks[INV_FENCE]++;
+                    if (h->fence != f && f <= mi->max_fence)
+                        violation(INV_FENCE, 1u << i, "%s owns %s with fence %llu, not above the earlier %llu", h->id, mi->name,
+                                  (unsigned long long)f, (unsigned long long)mi->max_fence);
+                    if (f > mi->max_fence) mi->max_fence = f;
+                    trace_mx(i, T_BELIEF, s->mutex, s->mutex, (int64_t)f, h->id);
+                }
+                h->believing = 1;
+                h->fence = f;
+            } else {
+                if (h->believing) trace_mx(i, T_UNBELIEF, s->mutex, s->mutex, 0, h->id);
+                h->believing = 0;
+                if (reachable && ((s->kind == K_CONTEND && simba_service_status(s->svc) == SIMBA_RUNNING) ||
+                                  (s->kind == K_LOCKER && h->lk_state == LK_WANT) || (s->kind == K_SCHED && h->sched_on)))
+                    waiting[s->mutex] = 1;
+            }
+        }
+    }
+    for (m = 0; m < W->nm; m++) {
+        mutexinfo *mi = &W->m[m];
+        W->sx->checks[INV_ONE_OWNER]++;
+        if (count[m] > 1) violation_on(INV_ONE_OWNER, m, "%d processes believe they own %s", count[m], mi->name);
+        if (count[m] == 0 && waiting[m]) {
+            int64_t from;
+            if (mi->gap_since == NEVER) mi->gap_since = W->G;
+            from = mi->gap_since > W->fault_clear_at ? mi->gap_since : W->fault_clear_at;
+            W->sx->checks[INV_LIVENESS]++;
+            if (W->G - from > mi->bound) {
+                violation_on(INV_LIVENESS, m, "%s: nobody owns it for %lld ms while a live process waits (bound %lld ms)", mi->name,
+                          (long long)(W->G - from), (long long)mi->bound);
+                mi->gap_since = W->G;
+            }
+        } else {
+            mi->gap_since = NEVER;
+        }
+    }
+}
+
+/* ---- faults ------------------------------------------------------------------------------ */
+
+static void clear_after(int64_t end) {
+    int64_t settle = end + 500;
+    if (settle > W->fault_clear_at) W->fault_clear_at = settle;
+}
+
+static void fault_start(int kind) {
+    proc *p = &W->p[rng_range(&W->r_fault, 0, W->np - 1)];
+    int64_t lease = max_lease(), d;
+    W->sx->faults[kind]++;
+    switch (kind) {
+    case F_CRASH:
+    case F_STOP:
+        if (!p->up || p->stopping) { W->sx->faults[kind]--; return; }
+        d = rng_range(&W->r_fault, 100, 3 * lease);
+        trace(p->idx, T_FAULT, kind, d, NULL);
+        if (kind == F_CRASH) {
+            proc_crash(p);
+            push(W->G + d, E_RESTART, p->idx, 0, 0, NULL);
+        } else {
+            proc_stop(p);
+            push(W->G + rng_range(&W->r_fault, 0, lease), E_FINISH, p->idx, 0, 0, NULL);
+            push(W->G + d + lease, E_RESTART, p->idx, 0, 0, NULL);
+        }
+        return;
+    case F_PAUSE:
+        d = rng_chance(&W->r_fault, 0.5) ? rng_range(&W->r_fault, 1, 200) : rng_range(&W->r_fault, 200, 3 * lease);
+        if (p->paused_until < W->G + d) p->paused_until = W->G + d;
+        trace(p->idx, T_FAULT, kind, d, NULL);
+        return;
+    case F_PARTITION:
+        d = rng_range(&W->r_fault, 50, W->pers == PERS_ZK ? 2 * W->zk_T : 2 * lease);
+        p->part_until = W->G + d;
+        p->part_gen++;
+        trace(p->idx, T_FAULT, kind, d, NULL);
+        push(W->G + d, E_HEAL, p->idx, F_PARTITION, p->part_gen, NULL);
+        if (W->pers == PERS_ZK && p->up) {
+            push(W->G + W->zk_T / 3, E_ZK_DISC, p->idx, 0, p->part_gen, p->cl);
+            push(W->G + W->zk_T, E_ZK_EXPIRE, p->idx, 0, p->part_gen, p->cl);
+        }
+        return;
+    default: break;
+    }
+    /* store-wide faults */
+    switch (kind) {
+    case F_LOSSY:
+        d = rng_range(&W->r_fault, 100, 2 * lease);
+        if (W->G + d > W->lossy_until) W->lossy_until = W->G + d;
+        W->drop_p = 0.02 + 0.3 * (double)rng_range(&W->r_fault, 0, 100) / 100.0;
+        W->dup_p = 0.3 * (double)rng_range(&W->r_fault, 0, 100) / 100.0;
+        break;
+    case F_SLOW:
+        d = rng_range(&W->r_fault, 100, 2 * lease);
+        if (W->G + d > W->slow_until) W->slow_until = W->G + d;
+        W->slow_max = rng_range(&W->r_fault, lease / 4, 2 * lease);
+        d += W->slow_max;
+        break;
+    case F_STALL:
+        d = rng_range(&W->r_fault, 10, 2 * lease);
+        if (W->G + d > W->stall_until) W->stall_until = W->G + d;
+        push(W->stall_until, E_UNSTALL, 0, 0, 0, NULL);
+        break;
+    case F_LOSS:
+        d = lease;
+        store_lose(0);
+        break;
+    case F_FAILOVER:
+    case F_RESTART:
+        d = rng_range(&W->r_fault, 20, 2000);
+        W->store_down = 1;
+        W->net_epoch++;                   /* connections cut: what is on the wire is lost */
+        W->store_epoch++;                 /* and what was not committed */
+        if (kind == F_FAILOVER || W->pers == PERS_PG) store_lose(1);
+        else if (W->pers == PERS_REDIS) store_lose(0);
+        push(W->G + d, E_HEAL, -1, kind, 0, NULL);
+        if (W->pers != PERS_SQLITE) d += lease;
+        break;
+    default: d = 0; break;
+    }
+    trace(-1, T_FAULT, kind, d, NULL);
+    clear_after(W->G + d);
+}
+
+static void draw_faults(void) {
+    int n = (int)rng_range(&W->r_fault, 10, 16), i;
+    unsigned allowed = pers_faults[W->pers];
+    for (i = 0; i < n; i++) {
+        int kind;
+        do kind = (int)rng_range(&W->r_fault, 0, F_EXPIRY - 1);
+        while (!(allowed & (1u << kind)));
+        /* the first fault comes early, so that short runs still see ten */
+        push(rng_range(&W->r_fault, 1000, W->dur - QUIET_TAIL), E_FAULT, kind, 0, 0, NULL);
+    }
+}
+
+/* ZooKeeper: the session of a partitioned client expires at the store. */
+static void zk_expire(proc *p, client *c) {
+    int k;
+    if (c->dead || p->cl != c || W->G >= p->part_until) return;
+    W->sx->faults[F_EXPIRY]++;
+    trace(p->idx, T_FAULT, F_EXPIRY, 0, NULL);
+    for (k = 0; k < p->nsvc; k++) {
+        simba_reply rep;
+        char owner[SIMBA_ID_MAX + 1];
+        if (!p->s[k].h || p->s[k].kind == K_OBSERVE) continue;
+        store_exec(c, SIMBA_OP_RELEASE, W->m[p->s[k].mutex].name, p->s[k].h->id, 0, 0, 0, 0, &rep, owner);
+    }
+    c->zk_lost = 1;
+    clear_after(p->part_until);
+}
+
+/* ---- one run -------------------------------------------------------------------------- */
+
+static void world_setup(uint64_t seed) {
+    rng r;
+    int i, k;
+    simba_memstore_desc sd;
+    r.s = seed * 0x2545f4914f6cdd1dull + 0x1234567;
+    W->seed = seed;
+    W->r_net = rng_fork(&r);
+    W->r_fault = rng_fork(&r);
+    W->r_store = rng_fork(&r);
+    W->pers = (int)rng_range(&r, 0, PERS_N - 1);
+    W->np = (int)rng_range(&r, 5, MAXP);
+    W->nm = (int)rng_range(&r, 1, MAXM);
+    W->dur = rng_range(&r, 60000, 75000);
+    W->G = 0;
+    W->fault_clear_at = 0;
+    W->delay_base = rng_range(&r, 0, 3);
+    W->delay_jit = rng_range(&r, 0, 8);
+    W->zk_T = rng_range(&r, 1000, 4000);
+    for (i = 0; i < W->nm; i++) {
+        mutexinfo *mi = &W->m[i];
+        memset(mi, 0, sizeof *mi);
+        snprintf(mi->name, sizeof mi->name, "m%d", i);
+        if (W->pers == PERS_ZK) {
+            mi->ttl = W->zk_T / 2;
+            mi->tr = W->zk_T / 2;
+        } else {
+            mi->ttl = rng_range(&r, 300, 2000);
+            mi->tr = rng_range(&r, mi->ttl / 20, mi->ttl);
+        }
+        mi->gap_since = NEVER;
+    }
+    W->timeout = 0;
+    for (i = 0; i < W->nm; i++)
+        if (W->m[i].ttl + W->m[i].tr > W->timeout) W->timeout = W->m[i].ttl + W->m[i].tr;
+    W->timeout += 500;
+    for (i = 0; i < W->nm; i++) {
+        mutexinfo *mi = &W->m[i];
+        /* old lease + a dead head's place + backoff max + a timed-out ask + slack */
+        mi->bound = 2 * (mi->ttl + mi->tr) + (mi->ttl + mi->tr + 1000 + 1000) + 5000 + 1000 + W->timeout + 2000;
+    }
+    memset(&sd, 0, sizeof sd);
+    sd.now_ms = proc_clock; /* a process at offset 0 and rate 1: the store's clock is G */
+    {
+        static proc store_clock_proc;
+        memset(&store_clock_proc, 0, sizeof store_clock_proc);
+        sd.clock_user = &store_clock_proc;
+    }
+    if (simba_memstore_new(&sd, &W->st) != SIMBA_OK) abort();
+    for (i = 0; i < W->np; i++) {
+        proc *p = &W->p[i];
+        memset(p, 0, sizeof *p);
+        p->idx = i;
+        p->off = rng_range(&r, 0, (int64_t)1 << 40);
+        p->ppm = rng_range(&r, -SIM_DRIFT_PPM, SIM_DRIFT_PPM);
+        p->r_loop = rng_fork(&r);
+        p->r_app = rng_fork(&r);
+        p->max_steps = rng_chance(&r, 0.3) ? (int)rng_range(&r, 1, 4) : 0;
+        p->nsvc = (int)rng_range(&r, 1, MAXS);
+        for (k = 0; k < p->nsvc; k++) {
+            svcslot *s = &p->s[k];
+            int64_t roll = rng_range(&r, 0, 99);
+            s->kind = roll < 35 ? K_CONTEND : roll < 65 ? K_LOCKER : roll < 85 ? K_SCHED : K_OBSERVE;
+            s->mutex = (int)rng_range(&r, 0, W->nm - 1);
+            s->stable = rng_chance(&r, 0.5);
+            s->step_down = rng_chance(&r, 0.3);
+            s->period = rng_range(&r, 30, 1000);
+            s->strategy = (int)rng_range(&r, 0, 1);
+        }
+    }
+    W->sx->pers[W->pers]++;
+}
+
+static void world_teardown(void) {
+    int i;
+    client *c, *cn;
+    for (i = 0; i < W->np; i++)
+        if (W->p[i].up) proc_down(&W->p[i]);
+    for (c = W->clients; c; c = cn) {
+        simba__mevent *e, *en;
+        cn = c->all_next;
+        for (e = c->mc.inbox; e; e = en) { en = e->next; SIMBA_FREE(e); }
+        client_forget_watches(c);
+        free(c->pend);
+        free(c);
+    }
+    W->clients = NULL;
+    W->st->clients = NULL;
+    simba_memstore_free(W->st);
+    W->st = NULL;
+    W->sx->checks[INV_LEAK]++;
+    if (sim_store_allocs != 0) violation(INV_LEAK, 0, "the store left %ld allocations", sim_store_allocs);
+    while (W->stall_head) {
+        msg *m = W->stall_head;
+        W->stall_head = m->next;
+        msg_free(m);
+    }
+    W->stall_tail = NULL;
+    while (W->nheap > 0) {
+        ev e = pop();
+        if (e.ptr && (e.type == E_STORE || e.type == E_COMMIT || e.type == E_PROC)) msg_free((msg *)e.ptr);
+    }
+}
+
+static void run_seed(uint64_t seed) {
+    int i;
+    world_setup(seed);
+    W->violated = 0;
+    W->ntrace = 0;
+    W->nhandles = 0;
+    W->seq = 0;
+    W->store_down = 0;
+    W->stall_until = W->lossy_until = W->slow_until = 0;
+    W->last_commit = 0;
+    W->stall_head = W->stall_tail = NULL;
+    for (i = 0; i < W->np; i++) proc_start(&W->p[i]);
+    draw_faults();
+    push(rng_range(&W->r_store, 100, 1000), E_SNAPSHOT, 0, 0, 0, NULL);
+    push(W->dur, E_END, 0, 0, 0, NULL);
+    for (;;) {
+        ev e = pop();
+        proc *p = e.type == E_POLL || e.type == E_ACTION || e.type == E_HEAL || e.type == E_RESTART || e.type == E_FINISH ||
+                          e.type == E_ZK_DISC || e.type == E_ZK_EXPIRE
+                      ? (e.a >= 0 ? &W->p[e.a] : NULL)
+                      : NULL;
+        W->G = e.at;
+        if (e.type == E_END) break;
+        switch (e.type) {
+        case E_POLL:
+            if (e.gen == p->poll_gen) poll_proc(p);
+            break;
+        case E_STORE: store_arrive((msg *)e.ptr, 0); break;
+        case E_UNSTALL:
+            if (W->G < W->stall_until) { push(W->stall_until, E_UNSTALL, 0, 0, 0, NULL); break; }
+            while (W->stall_head) {
+                msg *m = W->stall_head;
+                W->stall_head = m->next;
+                if (!W->stall_head) W->stall_tail = NULL;
+                store_arrive(m, 1);
+            }
+            break;
+        case E_COMMIT:
+            if (e.gen != W->store_epoch) msg_free((msg *)e.ptr); /* not committed: lost with the crash */
+            else store_request((msg *)e.ptr);
+            break;
+        case E_PROC: proc_receive((msg *)e.ptr); break;
+        case E_ACTION:
+            if (p->up && p->s[e.b].gen == e.gen) svc_action(p, e.b);
+            break;
+        case E_FAULT: fault_start(e.a); break;
+        case E_HEAL:
+            if (e.b == F_PARTITION) {
+                if (e.gen != p->part_gen) break;
+                trace(p->idx, T_HEAL, F_PARTITION, 0, NULL);
+                if (W->pers == PERS_ZK && p->up) {
+                    if (p->cl->zk_lost) proc_event(p->cl, SIMBA_EV_LOST);
+                    proc_event(p->cl, SIMBA_EV_RESET);
+                    p->cl->zk_lost = 0;
+                }
+                schedule_poll(p, W->G);
+            } else {
+                W->store_down = 0;
+                trace(-1, T_HEAL, e.b, 0, NULL);
+            }
+            break;
+        case E_RESTART:
+            if (p->up) break;
+            trace(p->idx, T_ACTION, 6, 0, NULL);
+            proc_start(p);
+            break;
+        case E_FINISH:
+            if (p->up && p->stopping) { p->cl->dead = 1; proc_down(p); }
+            break;
+        case E_SNAPSHOT:
+            store_snapshot();
+            push(W->G + rng_range(&W->r_store, 50, 600), E_SNAPSHOT, 0, 0, 0, NULL);
+            break;
+        case E_ZK_DISC:
+            if (p->up && p->cl == e.ptr && e.gen == p->part_gen && W->G < p->part_until) proc_event(p->cl, SIMBA_EV_DISCONNECTED);
+            break;
+        case E_ZK_EXPIRE:
+            if (p->up && p->cl == e.ptr && e.gen == p->part_gen) zk_expire(p, (client *)e.ptr);
+            break;
+        default: break;
+        }
+        /* A belief begins only inside a poll or an application's call (a step of a
+           process); time only ends beliefs. Checking after each such step therefore sees
+           every instant at which two could overlap. */
+        if (e.type != E_STORE && e.type != E_COMMIT && e.type != E_PROC && e.type != E_SNAPSHOT && e.type != E_UNSTALL) check_world();
+        if (W->violated && W->stop_first) break;
+    }
+    W->sx->seeds++;
+    W->sx->sim_ms += (uint64_t)W->G;
+    world_teardown();
+}
+
+/* ---- driver --------------------------------------------------------------------------- */
+
+static void stats_add(stats *a, const stats *b) {
+    int i;
+    a->seeds += b->seeds;
+    a->sim_ms += b->sim_ms;
+    for (i = 0; i < F_N; i++) a->faults[i] += b->faults[i];
+    for (i = 0; i < INV_N; i++) a->checks[i] += b->checks[i];
+    for (i = 0; i < PERS_N; i++) a->pers[i] += b->pers[i];
+    a->violations += b->violations;
+    a->ownerships += b->ownerships;
+    a->requests += b->requests;
+    a->dropped += b->dropped;
+    a->duplicated += b->duplicated;
+    a->work_runs += b->work_runs;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Runs seeds from + w, from + w + workers, ...; returns the first failing seed + 1 or 0. */
+static uint64_t run_range(uint64_t from, uint64_t count, int w, int workers, int progress, stats *sx, int stop_first, int trace_all) {
+    static world world_storage;
+    uint64_t i, failed = 0;
+    double t0 = now_s(), last = t0;
+    W = &world_storage;
+    W->sx = sx;
+    W->stop_first = stop_first;
+    W->trace_all = trace_all;
+    W->caphandles = 4096;
+    W->handles = (handle *)malloc((size_t)W->caphandles * sizeof *W->handles);
+    if (!W->handles) abort();
+    for (i = (uint64_t)w; i < count; i += (uint64_t)workers) {
+        run_seed(from + i);
+        if (W->violated && !failed) failed = from + i + 1;
+        if (failed && stop_first) break;
+        if (progress && w == 0 && now_s() - last >= 2.0) {
+            last = now_s();
+            fprintf(stderr, "sim: %llu of %llu seeds, %.0f s, %llu violations so far\n", (unsigned long long)(i + 1), (unsigned long long)count,
+                    last - t0, (unsigned long long)sx->violations);
+        }
+    }
+    free(W->handles);
+    while (W->free_msgs) {
+        msg *m = W->free_msgs;
+        W->free_msgs = m->next;
+        free(m);
+    }
+    free(W->heap);
+    W->heap = NULL;
+    W->capheap = W->nheap = 0;
+    return failed;
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: sim [--seeds N] [--from S] [--seed S] [--workers K] [--stop] [--progress] [--trace]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv) {
+    uint64_t count = 100000, from = 1;
+    int workers = 2, progress = 0, stop_first = 0, trace_all = 0, i, k;
+    stats total;
+    double t0 = now_s();
+    uint64_t first_failed = 0;
+    int total_failed = 0;
+    memset(&total, 0, sizeof total);
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--seeds") && i + 1 < argc) count = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--from") && i + 1 < argc) from = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) { from = strtoull(argv[++i], NULL, 10); count = 1; workers = 1; }
+        else if (!strcmp(argv[i], "--workers") && i + 1 < argc) workers = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--stop")) stop_first = 1;
+        else if (!strcmp(argv[i], "--progress")) progress = 1;
+        else if (!strcmp(argv[i], "--trace")) trace_all = 1;
+        else usage();
+    }
+    if (workers < 1 || workers > 64 || count == 0) usage();
+    if ((uint64_t)workers > count) workers = (int)count;
+    if (workers == 1) {
+        uint64_t f = run_range(from, count, 0, 1, progress, &total, stop_first, trace_all);
+        if (f) first_failed = f - 1;
+    } else {
+        int fds[64];
+        pid_t pids[64];
+        for (k = 0; k < workers; k++) {
+            int pfd[2];
+            if (pipe(pfd) != 0) { perror("pipe"); return 2; }
+            fflush(NULL);
+            pids[k] = fork();
+            if (pids[k] < 0) { perror("fork"); return 2; }
+            if (pids[k] == 0) {
+                stats sx;
+                uint64_t f;
+                memset(&sx, 0, sizeof sx);
+                close(pfd[0]);
+                f = run_range(from, count, k, workers, progress, &sx, stop_first, trace_all);
+                if (write(pfd[1], &sx, sizeof sx) != (ssize_t)sizeof sx || write(pfd[1], &f, sizeof f) != (ssize_t)sizeof f) _exit(3);
+                _exit(0);
+            }
+            close(pfd[1]);
+            fds[k] = pfd[0];
+        }
+        for (k = 0; k < workers; k++) {
+            stats sx;
+            uint64_t f = 0;
+            int status;
+            if (read(fds[k], &sx, sizeof sx) != (ssize_t)sizeof sx || read(fds[k], &f, sizeof f) != (ssize_t)sizeof f) {
+                fprintf(stderr, "sim: worker %d died\n", k);
+                return 2;
+            }
+            close(fds[k]);
+            waitpid(pids[k], &status, 0);
+            stats_add(&total, &sx);
+            if (f && (!total_failed || f - 1 < first_failed)) { first_failed = f - 1; total_failed = 1; } /* the lowest */
+        }
+    }
+    {
+        double secs = now_s() - t0;
+        printf("sim: %llu seeds in %.1f s (%d worker%s), %.1f simulated hours\n", (unsigned long long)total.seeds, secs, workers,
+               workers > 1 ? "s" : "", (double)total.sim_ms / 3600000.0);
+        printf("  personalities:");
+        for (i = 0; i < PERS_N; i++) printf(" %s %llu", pers_name[i], (unsigned long long)total.pers[i]);
+        printf("\n  faults:");
+        {
+            uint64_t n = 0;
+            for (i = 0; i < F_N; i++) n += total.faults[i];
+            printf(" %llu (", (unsigned long long)n);
+            for (i = 0; i < F_N; i++) printf("%s%s %llu", i ? ", " : "", fault_name[i], (unsigned long long)total.faults[i]);
+            printf(")\n");
+        }
+        printf("  invariant checks:");
+        {
+            uint64_t n = 0;
+            for (i = 0; i < INV_N; i++) n += total.checks[i];
+            printf(" %llu (", (unsigned long long)n);
+            for (i = 0; i < INV_N; i++) printf("%s%s %llu", i ? ", " : "", inv_name[i], (unsigned long long)total.checks[i]);
+            printf(")\n");
+        }
+        printf("  requests %llu, ownerships %llu, scheduler work runs %llu, messages dropped %llu, duplicated %llu\n",
+               (unsigned long long)total.requests, (unsigned long long)total.ownerships, (unsigned long long)total.work_runs,
+               (unsigned long long)total.dropped, (unsigned long long)total.duplicated);
+        printf("  violations: %llu\n", (unsigned long long)total.violations);
+        if (total.violations) printf("  first failing seed: %llu (make sim SEED=%llu)\n", (unsigned long long)first_failed, (unsigned long long)first_failed);
+    }
+    return total.violations ? 1 : 0;
+}
