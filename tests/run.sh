@@ -59,6 +59,9 @@ if want core; then
     run clang_stats $B/clang/test_stats
     run stats_prometheus sh -c '"$1" 1 >"$2" && grep -q "^simba_releases_total{scope=\"loop\",reason=\"stopped\"} 1$" "$2"' _ $B/stats_prometheus $LOGS/stats_prometheus.prom
     run install sh tests/test_install.sh
+    # the deterministic simulator: a bounded batch, then the planted bugs it must catch
+    run sim $B/sim --seeds 10000
+    run sim_mutants sh tests/sim_mutants.sh
 fi
 if want asan; then
     run asan_core $B/asan/test_core

@@ -6,6 +6,7 @@
  *   sim --seeds N [--from S] N seeds from S; progress on stderr with --progress
  *   sim --seed N [--trace]   one seed; --trace prints every traced event
  *   sim --stop               stop at the first violation (the mutant runs)
+ *   sim --old-requests       lift the restart assumption (ASSUMPTIONS)
  *
  * THE WORLD
  *   One global clock G (ms) orders every event (a heap of events by time, then by the order
@@ -16,7 +17,13 @@
  *   (simba_memory.h): the sim runs each request with the store's own code (simba__mexec) at
  *   the moment the request arrives, on the store clock G, and carries its answer and its
  *   pushes back through the network. A process is polled when its loop asks to be (the
- *   wait simba_poll returns, turned into G through its clock) and when a message reaches it.
+ *   wait simba_poll returns, or the loop's timer hook after an application's call, turned
+ *   into G through its clock) and when a message reaches it. The poll's time budget is
+ *   off (real time would make runs differ); some processes get a step bound instead.
+ *   The application: each process runs 1-3 services on 1-3 mutexes (contenders that stop,
+ *   start and are freed and made again, Lockers that try, hold, unlock and give up,
+ *   Schedulers that stop and start, observers), now and then stopping from a callback;
+ *   half the services keep their contender id across restarts.
  *
  * THE NETWORK
  *   Requests of one process reach the store in the order sent, answers come back in the
@@ -54,7 +61,8 @@
  *   pg      commits may come late; a crash loses the last commits (a replica's state, with
  *           the quarantine and the fence floor of simba_pg.h CRASHES)
  *
- * INVARIANTS (checked after every event, at the global time G)
+ * INVARIANTS (checked at the global time G after every poll, application call and fault:
+ * a belief begins only there and time only ends beliefs, so no overlap goes unseen)
  *   one-owner    at most one believer per mutex: simba_is_owner() of contenders,
  *                simba_locker_held(), simba_scheduler_is_leader(), over all live processes
  *   fence        a new ownership's fence is above every fence of that mutex before it
@@ -68,6 +76,13 @@
  *   callbacks    none after the handle's free; on_acquired / on_released alternate
  *   leak         every loop frees all it allocated; the store too at the end
  *
+ * ASSUMPTIONS (what the documented guarantees rest on; outside them a violation is expected)
+ *   - clocks within the drift bound below, never stepped;
+ *   - one connection per process incarnation keeps its requests in order (TCP);
+ *   - a process that restarts with the same contender id gets no request of its earlier
+ *     incarnation executed after its own (that connection is gone): a RELEASE carries no
+ *     fence, so such a late release would free the new tenure (--old-requests shows it).
+ *
  * DRIFT BOUND (an assumption of the one-owner invariant)
  *   Process clocks run at 1 +- SIM_DRIFT_PPM / 10^6 of the store's clock (2 %), and never
  *   step. An owner stops believing at its local ttl_at, counted from its send; the store
@@ -78,6 +93,7 @@
  * NEW PRIMITIVES plug in as a service kind: a create/start (proc_start), an action
  * (svc_action), a belief (svc_believes) and its fence; the invariants then apply to them.
  */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS: the workers' shared stop flag */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -100,6 +116,7 @@ static void sim_free(void *p) {
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -268,7 +285,7 @@ typedef struct stats {
 
 typedef struct world {
     uint64_t seed;
-    int pers, np, nm, trace_all, violated, stop_first;
+    int pers, np, nm, trace_all, violated, stop_first, old_requests;
     int64_t dur, timeout, zk_T, fault_clear_at;
     int64_t G;
     rng r_net, r_fault, r_store;
@@ -325,7 +342,7 @@ static void trace_print_one(const struct tr *t) {
     case T_UNBELIEF: fprintf(stderr, "  %8lld %-3s %s stops believing it owns m%lld\n", (long long)t->g, who, t->s, (long long)t->a); break;
     case T_FAULT: fprintf(stderr, "  %8lld %-3s fault %s (%lld ms)\n", (long long)t->g, who, fault_name[t->a], (long long)t->b); break;
     case T_HEAL: fprintf(stderr, "  %8lld %-3s end of %s\n", (long long)t->g, who, fault_name[t->a]); break;
-    case T_ACTION: fprintf(stderr, "  %8lld %-3s %s: %s\n", (long long)t->g, who, t->s, t->a == 0 ? "starts" : t->a == 1 ? "stops" : t->a == 2 ? "locks" : t->a == 3 ? "unlocks" : t->a == 4 ? "gives up" : t->a == 5 ? "freed" : "restarts"); break;
+    case T_ACTION: fprintf(stderr, "  %8lld %-3s %s: %s\n", (long long)t->g, who, t->s, t->a == 0 ? "starts" : t->a == 1 ? "stops" : t->a == 2 ? "locks" : t->a == 3 ? "unlocks" : t->a == 4 ? "gives up" : t->a == 5 ? "freed" : t->a == 7 ? "tries" : "restarts"); break;
     case T_TIMEOUT: fprintf(stderr, "  %8lld %-3s a request timed out\n", (long long)t->g, who); break;
     case T_CB: fprintf(stderr, "  %8lld %-3s %s: %s (fence %lld)\n", (long long)t->g, who, t->s, t->a == 1 ? "on_acquired" : t->a == 2 ? "on_released" : "work", (long long)t->b); break;
     case T_LOST: fprintf(stderr, "  %8lld %-3s %s: on_lost\n", (long long)t->g, who, t->s); break;
@@ -446,9 +463,7 @@ static void proc_free(void *u, void *q) {
 static void schedule_poll(proc *p, int64_t at) {
     if (!p->up) return;
     if (at < p->paused_until) at = p->paused_until;
-    if (at >= p->poll_at) return;
-    p->poll_at = at;
-    push(at, E_POLL, p->idx, 0, ++p->poll_gen, NULL);
+    if (at < p->poll_at) p->poll_at = at; /* polls are not in the heap: see run_seed */
 }
 /* The loop's timer hook: a call outside the poll (start, stop, unlock, free) wants a poll
    within wait_ms of the process's clock. */
@@ -818,7 +833,9 @@ static void store_request(msg *m) {
 /* A request reached the store: during a stall it waits, in arrival order, behind what
    already waits. */
 static void store_arrive(msg *m, int unstalling) {
-    if (m->epoch != W->net_epoch) { msg_free(m); return; }
+    /* A restarted process's earlier connection is gone, and what was still on it with it
+       (see ASSUMPTIONS; --old-requests keeps it). */
+    if (m->epoch != W->net_epoch || (!W->old_requests && m->cl->p->cl != m->cl)) { msg_free(m); return; }
     if (!unstalling && (W->stall_head || W->G < W->stall_until)) {
         m->next = NULL;
         if (W->stall_tail) W->stall_tail->next = m; else W->stall_head = m;
@@ -923,6 +940,15 @@ static void on_lost(simba_locker *lk, void *u) {
     /* the lock may have come and gone between two of the application's calls */
     if (h->lk_state != LK_HELD && h->lk_state != LK_WANT) violation(INV_ON_LOST, 1u << h->p->idx, "%s: on_lost while not holding", h->id);
     h->lk_state = LK_LOST;
+    {
+        /* the application unlocks soon after (svc_action) */
+        svcslot *s = &h->p->s[0];
+        int k;
+        for (k = 0; k < h->p->nsvc; k++)
+            if (h->p->s[k].h == h) s = &h->p->s[k];
+        s->gen++;
+        push(W->G + rng_range(&h->p->r_app, 0, 500), E_ACTION, h->p->idx, (int)(s - h->p->s), s->gen, NULL);
+    }
 }
 
 static int believers(int mutex, handle **who);
@@ -1115,6 +1141,7 @@ static void proc_stop(proc *p) {
 }
 
 static void after_poll_checks(proc *p);
+static void locker_gained(proc *p, svcslot *s);
 
 static void poll_proc(proc *p) {
     int64_t w = 0;
@@ -1132,11 +1159,22 @@ static void poll_proc(proc *p) {
     schedule_poll(p, global_at(p, local_at(p, W->G) + w));
 }
 
+/* The application learns that its lock is held (simba_locker_try said so): it holds it
+   for a while, then unlocks (svc_action). */
+static void locker_gained(proc *p, svcslot *s) {
+    handle *h = s->h;
+    h->lk_state = LK_HELD;
+    h->until = W->G + rng_range(&p->r_app, 0, 2 * W->m[s->mutex].ttl);
+    s->gen++; /* the wait's deadline is void */
+    trace_mx(p->idx, T_ACTION, s->mutex, 2, 0, h->id);
+    push(h->until, E_ACTION, p->idx, (int)(s - p->s), s->gen, NULL);
+}
+
 /* The application's own behaviour, between polls. */
 static void svc_action(proc *p, int slot) {
     svcslot *s = &p->s[slot];
     handle *h = s->h;
-    int64_t next = rng_range(&p->r_app, 200, 4000);
+    int64_t next = rng_range(&p->r_app, 500, 6000);
     if (!h || !p->up || p->stopping) return;
     if (W->G < p->paused_until) { push(p->paused_until + rng_range(&p->r_app, 0, 50), E_ACTION, p->idx, slot, s->gen, NULL); return; }
     switch (s->kind) {
@@ -1149,29 +1187,29 @@ static void svc_action(proc *p, int slot) {
         }
         if (rng_chance(&p->r_app, 0.03)) { svc_free(p, slot); svc_create(p, slot, 1); return; }
         break;
-    case K_LOCKER: {
-        simba_result rc;
-        next = rng_range(&p->r_app, 20, 400);
+    case K_LOCKER:
+        /* idle -> try; wanting -> gives up at its deadline; held -> unlocks at the end of
+           its hold; lost -> unlocks (a lock is seen taken after each poll: locker_gained) */
         switch (h->lk_state) {
-        case LK_IDLE:
-            if (rng_chance(&p->r_app, 0.5)) {
-                rc = simba_locker_try(s->lk);
-                if (rc == SIMBA_OK || rc == SIMBA_EAGAIN) {
-                    h->lk_state = LK_WANT;
-                    h->until = W->G + rng_range(&p->r_app, 500, 4 * W->m[s->mutex].ttl + 4000);
-                }
+        case LK_IDLE: {
+            simba_result rc = simba_locker_try(s->lk);
+            if (rc == SIMBA_OK || rc == SIMBA_EAGAIN) {
+                h->lk_state = LK_WANT;
+                h->until = W->G + rng_range(&p->r_app, 500, 4 * W->m[s->mutex].ttl + 4000);
+                trace_mx(p->idx, T_ACTION, s->mutex, 7, 0, h->id);
+                if (rc == SIMBA_OK) locker_gained(p, s);
             }
+            next = h->lk_state == LK_WANT ? h->until - W->G : rng_range(&p->r_app, 100, 3000);
             break;
+        }
         case LK_WANT:
-            rc = simba_locker_try(s->lk);
-            if (rc == SIMBA_OK) {
-                h->lk_state = LK_HELD;
-                h->until = W->G + rng_range(&p->r_app, 0, 2 * W->m[s->mutex].ttl);
-                trace_mx(p->idx, T_ACTION, s->mutex, 2, 0, h->id);
-            } else if (W->G > h->until) {
+            if (W->G >= h->until) {
                 simba_locker_unlock(s->lk);
                 h->lk_state = LK_IDLE;
                 trace_mx(p->idx, T_ACTION, s->mutex, 4, 0, h->id);
+                next = rng_range(&p->r_app, 0, 3000);
+            } else {
+                next = h->until - W->G;
             }
             break;
         case LK_HELD:
@@ -1179,16 +1217,19 @@ static void svc_action(proc *p, int slot) {
                 simba_locker_unlock(s->lk);
                 h->lk_state = LK_IDLE;
                 trace_mx(p->idx, T_ACTION, s->mutex, 3, 0, h->id);
+                next = rng_range(&p->r_app, 0, 3000);
+            } else {
+                next = h->until - W->G;
             }
             break;
         default: /* lost: unlock to use it again */
             simba_locker_unlock(s->lk);
             h->lk_state = LK_IDLE;
             trace_mx(p->idx, T_ACTION, s->mutex, 3, 0, h->id);
+            next = rng_range(&p->r_app, 0, 3000);
             break;
         }
         break;
-    }
     case K_SCHED:
         if (h->sched_on && rng_chance(&p->r_app, 0.1)) {
             h->sched_on = 0;
@@ -1234,6 +1275,7 @@ static void after_poll_checks(proc *p) {
     for (k = 0; k < p->nsvc; k++) {
         svcslot *s = &p->s[k];
         if (s->kind != K_LOCKER || !s->h) continue;
+        if (s->h->lk_state == LK_WANT && simba_locker_held(s->lk) && simba_locker_try(s->lk) == SIMBA_OK) locker_gained(p, s);
         W->sx->checks[INV_ON_LOST]++;
         if (s->h->lk_state == LK_HELD && !simba_locker_held(s->lk))
             violation(INV_ON_LOST, 1u << p->idx, "%s: the lock lapsed and a whole poll passed without on_lost", s->h->id);
@@ -1533,8 +1575,23 @@ static void run_seed(uint64_t seed) {
     push(rng_range(&W->r_store, 100, 1000), E_SNAPSHOT, 0, 0, 0, NULL);
     push(W->dur, E_END, 0, 0, 0, NULL);
     for (;;) {
-        ev e = pop();
-        proc *p = e.type == E_POLL || e.type == E_ACTION || e.type == E_HEAL || e.type == E_RESTART || e.type == E_FINISH ||
+        ev e;
+        proc *p;
+        /* the next poll due (processes in index order), unless a heap event comes first; at
+           equal times the heap's events go first */
+        int pi = -1;
+        for (i = 0; i < W->np; i++)
+            if (W->p[i].poll_at != NEVER && (pi < 0 || W->p[i].poll_at < W->p[pi].poll_at)) pi = i;
+        memset(&e, 0, sizeof e);
+        if (pi >= 0 && (W->nheap == 0 || W->p[pi].poll_at < W->heap[0].at)) {
+            e.type = E_POLL;
+            e.at = W->p[pi].poll_at;
+            e.a = pi;
+            e.gen = W->p[pi].poll_gen;
+        } else {
+            e = pop();
+        }
+        p = e.type == E_POLL || e.type == E_ACTION || e.type == E_HEAL || e.type == E_RESTART || e.type == E_FINISH ||
                           e.type == E_ZK_DISC || e.type == E_ZK_EXPIRE
                       ? (e.a >= 0 ? &W->p[e.a] : NULL)
                       : NULL;
@@ -1542,7 +1599,7 @@ static void run_seed(uint64_t seed) {
         if (e.type == E_END) break;
         switch (e.type) {
         case E_POLL:
-            if (e.gen == p->poll_gen) poll_proc(p);
+            poll_proc(p);
             break;
         case E_STORE: store_arrive((msg *)e.ptr, 0); break;
         case E_UNSTALL:
@@ -1632,8 +1689,12 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* With --stop, the first worker to fail tells the others (memory shared across fork). */
+static volatile int *stop_flag;
+
 /* Runs seeds from + w, from + w + workers, ...; returns the first failing seed + 1 or 0. */
-static uint64_t run_range(uint64_t from, uint64_t count, int w, int workers, int progress, stats *sx, int stop_first, int trace_all) {
+static uint64_t run_range(uint64_t from, uint64_t count, int w, int workers, int progress, stats *sx, int stop_first, int trace_all,
+                          int old_requests) {
     static world world_storage;
     uint64_t i, failed = 0;
     double t0 = now_s(), last = t0;
@@ -1641,13 +1702,18 @@ static uint64_t run_range(uint64_t from, uint64_t count, int w, int workers, int
     W->sx = sx;
     W->stop_first = stop_first;
     W->trace_all = trace_all;
+    W->old_requests = old_requests;
     W->caphandles = 4096;
     W->handles = (handle *)malloc((size_t)W->caphandles * sizeof *W->handles);
     if (!W->handles) abort();
     for (i = (uint64_t)w; i < count; i += (uint64_t)workers) {
         run_seed(from + i);
         if (W->violated && !failed) failed = from + i + 1;
-        if (failed && stop_first) break;
+        if (failed && stop_first) {
+            if (stop_flag) *stop_flag = 1;
+            break;
+        }
+        if (stop_first && stop_flag && *stop_flag) break;
         if (progress && w == 0 && now_s() - last >= 2.0) {
             last = now_s();
             fprintf(stderr, "sim: %llu of %llu seeds, %.0f s, %llu violations so far\n", (unsigned long long)(i + 1), (unsigned long long)count,
@@ -1667,13 +1733,13 @@ static uint64_t run_range(uint64_t from, uint64_t count, int w, int workers, int
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: sim [--seeds N] [--from S] [--seed S] [--workers K] [--stop] [--progress] [--trace]\n");
+    fprintf(stderr, "usage: sim [--seeds N] [--from S] [--seed S] [--workers K] [--stop] [--progress] [--trace] [--old-requests]\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
     uint64_t count = 100000, from = 1;
-    int workers = 2, progress = 0, stop_first = 0, trace_all = 0, i, k;
+    int workers = 2, progress = 0, stop_first = 0, trace_all = 0, old_requests = 0, i, k;
     stats total;
     double t0 = now_s();
     uint64_t first_failed = 0;
@@ -1687,12 +1753,17 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--stop")) stop_first = 1;
         else if (!strcmp(argv[i], "--progress")) progress = 1;
         else if (!strcmp(argv[i], "--trace")) trace_all = 1;
+        else if (!strcmp(argv[i], "--old-requests")) old_requests = 1;
         else usage();
     }
     if (workers < 1 || workers > 64 || count == 0) usage();
     if ((uint64_t)workers > count) workers = (int)count;
+    if (stop_first) {
+        void *m = mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (m != MAP_FAILED) stop_flag = (volatile int *)m;
+    }
     if (workers == 1) {
-        uint64_t f = run_range(from, count, 0, 1, progress, &total, stop_first, trace_all);
+        uint64_t f = run_range(from, count, 0, 1, progress, &total, stop_first, trace_all, old_requests);
         if (f) first_failed = f - 1;
     } else {
         int fds[64];
@@ -1708,7 +1779,7 @@ int main(int argc, char **argv) {
                 uint64_t f;
                 memset(&sx, 0, sizeof sx);
                 close(pfd[0]);
-                f = run_range(from, count, k, workers, progress, &sx, stop_first, trace_all);
+                f = run_range(from, count, k, workers, progress, &sx, stop_first, trace_all, old_requests);
                 if (write(pfd[1], &sx, sizeof sx) != (ssize_t)sizeof sx || write(pfd[1], &f, sizeof f) != (ssize_t)sizeof f) _exit(3);
                 _exit(0);
             }

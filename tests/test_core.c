@@ -742,8 +742,8 @@ TEST(store_data_loss_quarantines_grants_and_keeps_fences_growing) {
 /* A store that loses its latest writes (a crash with asynchronous commits, a promoted
    replica) can come back with an older record of the owner, from a tenure that ended: its
    renewal then answers with that tenure's lower fence. The owner steps down rather than own
-   it with a fence it has gone past, and its next ownership's fence is above both. Found by
-   the simulator (tests/sim.c, pg and redis personalities). */
+   it with a fence it has gone past, and its next ownership's fence is above both (the
+   simulator's pg crash and redis failover reach this: tests/sim.c). */
 TEST(renewal_answered_with_an_older_fence_is_not_ownership) {
     proc p;
     rec c = {0};
