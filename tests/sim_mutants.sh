@@ -73,6 +73,9 @@ mutate older-fence-renewal-owned simba.h \
 mutate dead-waiters-never-dropped simba_memory.h \
     'if (e->w[i].expires < now) simba__mwait_remove(e, i); else i++;' \
     'i++;'
+mutate waiter-stops-asking simba.h \
+    'return simba__add(now, simba__max(s->free_retry, s->min_retry));' \
+    'return SIMBA__NEVER;'
 
 if [ $FAILED -ne 0 ]; then
     echo "sim_mutants: $FAILED mutant(s) not caught"
