@@ -172,5 +172,5 @@ $(B)/readme: examples/readme.c $(HDR_SQL) | $(B)
 all: $(B)/readme
 
 # Further targets live in mk/*.mk, one file per part: bench, cli, compile, hooks, install,
-# pg, readme, redis-ha, reliability, scale, sql, zk, zk-ensemble.
+# pg, readme, redis-ha, reliability, scale, sim, sql, zk, zk-ensemble.
 -include mk/*.mk
