@@ -280,13 +280,14 @@ enum { T_EXEC, T_BELIEF, T_UNBELIEF, T_FAULT, T_HEAL, T_ACTION, T_TIMEOUT, T_CB,
 
 typedef struct stats {
     uint64_t seeds, sim_ms, faults[F_N], checks[INV_N], violations, ownerships, requests, dropped, duplicated, pers[PERS_N];
-    uint64_t work_runs, handoffs_checked;
+    uint64_t work_runs, min_faults, min_procs, min_ms;
 } stats;
 
 typedef struct world {
     uint64_t seed;
     int pers, np, nm, trace_all, violated, stop_first, old_requests;
     int64_t dur, timeout, zk_T, fault_clear_at;
+    int run_faults;
     int64_t G;
     rng r_net, r_fault, r_store;
     ev *heap;
@@ -1350,13 +1351,19 @@ static void clear_after(int64_t end) {
 }
 
 static void fault_start(int kind) {
-    proc *p = &W->p[rng_range(&W->r_fault, 0, W->np - 1)];
+    int first = (int)rng_range(&W->r_fault, 0, W->np - 1), i;
+    proc *p = &W->p[first];
     int64_t lease = max_lease(), d;
+    if (kind == F_CRASH || kind == F_STOP) {
+        /* a process that is up; with none, the network slows instead */
+        for (i = 0; i < W->np && (!p->up || p->stopping); i++) p = &W->p[(first + i + 1) % W->np];
+        if (!p->up || p->stopping) kind = F_SLOW;
+    }
     W->sx->faults[kind]++;
+    W->run_faults++;
     switch (kind) {
     case F_CRASH:
     case F_STOP:
-        if (!p->up || p->stopping) { W->sx->faults[kind]--; return; }
         d = rng_range(&W->r_fault, 100, 3 * lease);
         trace(p->idx, T_FAULT, kind, d, NULL);
         if (kind == F_CRASH) {
@@ -1443,6 +1450,7 @@ static void zk_expire(proc *p, client *c) {
     int k;
     if (c->dead || p->cl != c || W->G >= p->part_until) return;
     W->sx->faults[F_EXPIRY]++;
+    W->run_faults++;
     trace(p->idx, T_FAULT, F_EXPIRY, 0, NULL);
     for (k = 0; k < p->nsvc; k++) {
         simba_reply rep;
@@ -1569,6 +1577,7 @@ static void run_seed(uint64_t seed) {
     W->store_down = 0;
     W->stall_until = W->lossy_until = W->slow_until = 0;
     W->last_commit = 0;
+    W->run_faults = 0;
     W->stall_head = W->stall_tail = NULL;
     for (i = 0; i < W->np; i++) proc_start(&W->p[i]);
     draw_faults();
@@ -1661,6 +1670,9 @@ static void run_seed(uint64_t seed) {
         if (e.type != E_STORE && e.type != E_COMMIT && e.type != E_PROC && e.type != E_SNAPSHOT && e.type != E_UNSTALL) check_world();
         if (W->violated && W->stop_first) break;
     }
+    if (W->sx->seeds == 0 || (uint64_t)W->run_faults < W->sx->min_faults) W->sx->min_faults = (uint64_t)W->run_faults;
+    if (W->sx->seeds == 0 || (uint64_t)W->np < W->sx->min_procs) W->sx->min_procs = (uint64_t)W->np;
+    if (W->sx->seeds == 0 || (uint64_t)W->G < W->sx->min_ms) W->sx->min_ms = (uint64_t)W->G;
     W->sx->seeds++;
     W->sx->sim_ms += (uint64_t)W->G;
     world_teardown();
@@ -1670,6 +1682,9 @@ static void run_seed(uint64_t seed) {
 
 static void stats_add(stats *a, const stats *b) {
     int i;
+    if (b->seeds && (!a->seeds || b->min_faults < a->min_faults)) a->min_faults = b->min_faults;
+    if (b->seeds && (!a->seeds || b->min_procs < a->min_procs)) a->min_procs = b->min_procs;
+    if (b->seeds && (!a->seeds || b->min_ms < a->min_ms)) a->min_ms = b->min_ms;
     a->seeds += b->seeds;
     a->sim_ms += b->sim_ms;
     for (i = 0; i < F_N; i++) a->faults[i] += b->faults[i];
@@ -1804,6 +1819,8 @@ int main(int argc, char **argv) {
         double secs = now_s() - t0;
         printf("sim: %llu seeds in %.1f s (%d worker%s), %.1f simulated hours\n", (unsigned long long)total.seeds, secs, workers,
                workers > 1 ? "s" : "", (double)total.sim_ms / 3600000.0);
+        printf("  every run: at least %llu processes, %.1f simulated s, %llu faults\n", (unsigned long long)total.min_procs,
+               (double)total.min_ms / 1000.0, (unsigned long long)total.min_faults);
         printf("  personalities:");
         for (i = 0; i < PERS_N; i++) printf(" %s %llu", pers_name[i], (unsigned long long)total.pers[i]);
         printf("\n  faults:");
