@@ -55,7 +55,10 @@
  * PERSONALITIES (a mode of the store and the backend, as the headers document)
  *   redis   asked lease; data loss, failover and restarts, quarantine by the store
  *   zk      session lease (SIMBA_LEASE_SESSION): an owner is told ttl T/2, transition T from
- *           its send; partitions raise SIMBA_EV_DISCONNECTED, then RESET or LOST + RESET
+ *           its send; partitions raise SIMBA_EV_DISCONNECTED, then RESET or LOST + RESET.
+ *           The store keeps an owner's record T after its last request, where ZooKeeper's
+ *           I/O thread would keep the session of a paused owner alive: the same for
+ *           safety, stricter for liveness
  *   sqlite  requests run at their commit, one transaction at a time; a crash loses the
  *           requests not yet committed (their answers never come); no network partitions
  *   pg      commits may come late; a crash loses the last commits (a replica's state, with
@@ -90,8 +93,10 @@
  *   fraction r is safe while ttl * r / (1 - r) < transition. Runs draw transition >= ttl / 20
  *   (5 %, more than twice what 2 % needs). Pauses of any length are within the assumption.
  *
- * NEW PRIMITIVES plug in as a service kind: a create/start (proc_start), an action
- * (svc_action), a belief (svc_believes) and its fence; the invariants then apply to them.
+ * NEW PRIMITIVES (value and yield, semaphores, read-write locks) plug in as service kinds:
+ * a case in svc_create (make and start), svc_action (what the application does with it),
+ * svc_free and svc_believes (its belief and fence); the store side is the memory store's.
+ * The invariants then apply to them; one with N holders counts believers against N.
  */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS: the workers' shared stop flag */
 #include <stdint.h>
