@@ -1256,9 +1256,9 @@ static void svc_action(proc *p, int slot) {
 
 static int svc_believes(const svcslot *s, uint64_t *fence) {
     switch (s->kind) {
-    case K_CONTEND: *fence = simba_fence(s->svc); return simba_is_owner(s->svc);
-    case K_LOCKER: *fence = simba_locker_fence(s->lk); return simba_locker_held(s->lk);
-    case K_SCHED: *fence = simba_scheduler_fence(s->sc); return simba_scheduler_is_leader(s->sc);
+    case K_CONTEND: return simba_is_owner(s->svc) && (*fence = simba_fence(s->svc), 1);
+    case K_LOCKER: return simba_locker_held(s->lk) && (*fence = simba_locker_fence(s->lk), 1);
+    case K_SCHED: return simba_scheduler_is_leader(s->sc) && (*fence = simba_scheduler_fence(s->sc), 1);
     default: return 0;
     }
 }
