@@ -146,9 +146,9 @@
  *   INITIAL --start--> RUNNING --stop--> STOPPING --(release done)--> INITIAL
  *   (STARTING is seen only inside simba_start). Start or stop from another state returns
  *   SIMBA_ESTATE. A stopped service restarts with the same contender id. Stopping an owner
- *   releases the mutex in the backend and fires on_released exactly once. A stop sends the
- *   release at once, behind any acquire or renewal in flight (a request of its own, which
- *   the backend sends after that one), so that a process that stops and exits hands over.
+ *   releases the mutex in the backend and fires on_released exactly once, before the
+ *   release goes out (from the poll after the stop); an acquire or renewal in flight does
+ *   not hold it back: the release goes on a request of its own, sent behind that one.
  *
  * TIMING DEFAULTS (zero-initialised fields mean the default)
  *   ttl_ms, transition_ms  both 0 -> 10000 / 6000. Otherwise ttl_ms must be > 0 and
@@ -419,10 +419,11 @@ typedef struct simba_observe_desc {
 SIMBA_API simba_result simba_contend(simba_loop *loop, simba_backend *be, const simba_contend_desc *desc, simba_service **out);
 SIMBA_API simba_result simba_observe(simba_loop *loop, simba_backend *be, const simba_observe_desc *desc, simba_service **out);
 SIMBA_API simba_result simba_start(simba_service *svc);
-/* RUNNING -> STOPPING: local ownership ends now (on_released fires at the next dispatch)
-   and the release goes to the backend before this returns (from a callback: when the
-   dispatch returns); with an acquire or renewal in flight it is sent behind it. INITIAL
-   once the backend answered the release. */
+/* RUNNING -> STOPPING: local ownership ends now; the next poll fires on_released and right
+   after it sends the release (behind an acquire or renewal in flight, on a request of its
+   own, which the backend no longer holds for company); INITIAL once the backend answered
+   it. A program that stops and then exits without polling again sends it with
+   simba_loop_free(), or waits for it with simba_stop_wait() or simba_loop_close(). */
 SIMBA_API simba_result simba_stop(simba_service *svc);
 /* Stops if running, then blocks, driving the loop, until the backend has answered the
    release: SIMBA_OK once it confirmed it (or when no release was going out),
@@ -1956,6 +1957,8 @@ static void simba__handle_event(simba__ev *ev) {
     }
 }
 
+static void simba__stop_send(simba_service *s);
+
 /* The service's timer fired. */
 static void simba__svc_step(simba_service *s) {
     simba_loop *l = s->loop;
@@ -1964,14 +1967,12 @@ static void simba__svc_step(simba_service *s) {
     memset(&none, 0, sizeof none);
     if (s->status == SIMBA_STOPPING) {
         if (s->flags & SIMBA__F_TOLD) simba__step_down(s, &none, s->why_stop ? s->why_stop : SIMBA_REASON_STOPPED); /* stop: the one on_released */
-        if (s->status == SIMBA_STOPPING && !(s->flags & (SIMBA__F_INFLIGHT | SIMBA__F_RELEASE_SENT))) {
-            if (s->kind == SIMBA__KIND_CONTEND) {
-                simba__submit(s, SIMBA_OP_RELEASE);
-            } else {
-                s->status = SIMBA_INITIAL;
-                simba__view_clear(s);
-                if (s->flags & SIMBA__F_ZOMBIE) simba__gc_add(s);
-            }
+        if (s->status == SIMBA_STOPPING && s->kind == SIMBA__KIND_CONTEND) {
+            simba__stop_send(s); /* now, behind what is in flight */
+        } else if (s->status == SIMBA_STOPPING && !(s->flags & SIMBA__F_INFLIGHT)) {
+            s->status = SIMBA_INITIAL; /* an observer with no read in flight */
+            simba__view_clear(s);
+            if (s->flags & SIMBA__F_ZOMBIE) simba__gc_add(s);
         }
         simba__arm(s);
         return;
@@ -2199,10 +2200,9 @@ SIMBA_API simba_result simba_stop(simba_service *s) {
     if (!s->why_stop) s->why_stop = SIMBA_REASON_STOPPED;
     s->flags &= ~(SIMBA__F_OWNER | SIMBA__F_WAKE | SIMBA__F_RELEASE_SENT);
     if (!l->in_poll) l->now = simba_now(l);
-    /* Outside the poll the release goes now: the caller may exit or sleep next. From a
-       callback, the step that follows the dispatch sends it. */
-    if (!l->in_poll && !l->in_cb) simba__stop_send(s);
-    else simba__hurry(s);
+    /* The release goes from the next step, right after on_released (which the user hears
+       before anyone can take the mutex through it); what the backend holds goes now. */
+    simba__hurry(s);
     simba__arm(s);
     return SIMBA_OK;
 }

@@ -2247,24 +2247,37 @@ static void free_during_renewal(int stop_first) {
 TEST(loop_free_with_renewal_in_flight_hands_over_at_once) { free_during_renewal(0); }
 TEST(stop_then_loop_free_with_renewal_in_flight_hands_over_at_once) { free_during_renewal(1); }
 
-/* simba_stop outside the poll sends the release before it returns: no poll needed. */
-TEST(stop_sends_release_at_once) {
+/* A stop while the renewal is in flight: on_released fires at the next poll and the
+   release goes right after it, behind the renewal (5 ms in transit), not after the
+   renewal's answer has come back (10 ms). */
+TEST(stop_sends_release_behind_a_renewal_in_flight) {
     proc p;
     rec c = {0};
     simba_service *s;
+    simba_memory_fault f = {0};
+    int64_t t_stop;
     store_new();
     proc_open(&p);
-    s = contender(&p, "stop-now", "a", 2000, 1000, &c);
+    s = contender(&p, "stop-behind", "a", 2000, 1000, &c);
     CHECK_RC(simba_start(s), SIMBA_OK);
     settle(&p, 1);
     CHECK_EQ(c.acquired, 1);
+    f.delay_ms = 5;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    WAIT_FOR_SIM(&p, 1, renewal_in_flight(s), 3000);
+    REQUIRE(renewal_in_flight(s));
+    t_stop = fake_now;
     CHECK_RC(simba_stop(s), SIMBA_OK);
-    CHECK(stored_owner("stop-now")[0] == 0);
-    CHECK_EQ(c.released, 0); /* on_released comes from the next dispatch */
+    CHECK_EQ(c.released, 0); /* callbacks come from the poll */
     settle(&p, 1);
-    CHECK_EQ(c.released, 1);
-    CHECK_EQ(c.reason, SIMBA_REASON_STOPPED);
+    CHECK_EQ(c.released, 1); /* on_released first, then the release goes out */
+    WAIT_FOR_SIM(&p, 1, stored_owner("stop-behind")[0] == 0, 100);
+    CHECK(stored_owner("stop-behind")[0] == 0);
+    fprintf(stderr, "  the store was free %lld ms after the stop\n", (long long)(fake_now - t_stop));
+    CHECK(fake_now - t_stop <= 5);
+    WAIT_FOR_SIM(&p, 1, simba_service_status(s) == SIMBA_INITIAL, 100);
     CHECK_EQ(simba_service_status(s), SIMBA_INITIAL);
+    CHECK_EQ(c.released, 1);
     proc_close(&p);
     store_free();
 }
@@ -2528,7 +2541,7 @@ int main(int argc, char **argv) {
     RUN(locker_unlocked_from_callback_while_it_blocks);
     RUN(loop_free_with_renewal_in_flight_hands_over_at_once);
     RUN(stop_then_loop_free_with_renewal_in_flight_hands_over_at_once);
-    RUN(stop_sends_release_at_once);
+    RUN(stop_sends_release_behind_a_renewal_in_flight);
     RUN(stop_wait_confirms_the_release);
     RUN(loop_close_releases_everything_then_frees);
     RUN(unlock_after_lapse_reports_lost);
