@@ -609,7 +609,6 @@ TEST(kit_fair_queue) {
     kit_close_all();
 }
 
-
 /* The owner's renewal is in flight (Redis, ZooKeeper, PostgreSQL) or held by the backend
    for company (SQLite, PostgreSQL): stats say so right after the poll that sent it. */
 static int kit_renewing(const simba_service *s) {
