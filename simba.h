@@ -110,6 +110,10 @@
  *   requested from a callback takes effect when the dispatch returns.
  *
  * TEARDOWN
+ *   A clean exit: simba_loop_close(loop, timeout_ms) stops everything and waits until the
+ *   backends have answered every release (simba_stop_wait() for one service,
+ *   simba_locker_unlock_wait() for a locker). simba_loop_free() is the immediate form: the
+ *   releases go out (behind whatever is in flight) and nothing waits for them.
  *   simba_loop_free() from a callback is carried out by the poll that dispatched it, which
  *   then returns SIMBA_ECLOSED (simba_wait() passes it on); a simba_locker_lock() or
  *   simba_lock() blocking on that loop returns SIMBA_ECLOSED at once. The same holds for a
@@ -142,7 +146,9 @@
  *   INITIAL --start--> RUNNING --stop--> STOPPING --(release done)--> INITIAL
  *   (STARTING is seen only inside simba_start). Start or stop from another state returns
  *   SIMBA_ESTATE. A stopped service restarts with the same contender id. Stopping an owner
- *   releases the mutex in the backend and fires on_released exactly once.
+ *   releases the mutex in the backend and fires on_released exactly once, before the
+ *   release goes out (from the poll after the stop); an acquire or renewal in flight does
+ *   not hold it back: the release goes on a request of its own, sent behind that one.
  *
  * TIMING DEFAULTS (zero-initialised fields mean the default)
  *   ttl_ms, transition_ms  both 0 -> 10000 / 6000. Otherwise ttl_ms must be > 0 and
@@ -226,7 +232,8 @@ typedef enum simba_result {
     SIMBA_EEXIST = -9,     /* this contender id already contends for this mutex here */
     SIMBA_ECALLBACK = -10, /* not allowed from inside a simba callback */
     SIMBA_ECONN = -11,     /* connection to the server lost or not established */
-    SIMBA_ESYS = -12       /* a system call failed (errno kept in the message) */
+    SIMBA_ESYS = -12,      /* a system call failed (errno kept in the message) */
+    SIMBA_ELOST = -13      /* the lease had lapsed before the unlock (simba_locker_unlock) */
 } simba_result;
 
 SIMBA_API const char *simba_strerror(int rc);
@@ -322,11 +329,23 @@ typedef struct simba_loop_desc {
 
 /* >>open */
 SIMBA_API simba_result simba_loop_new(const simba_loop_desc *desc, simba_loop **out);
-/* Frees every service, locker, scheduler and backend of the loop (owners release, best
-   effort, without waiting). From inside a callback it is deferred until dispatch returns:
-   the simba_poll()/simba_wait() that carries it out returns SIMBA_ECLOSED, and a blocking
+/* Frees every service, locker, scheduler and backend of the loop at once, best effort:
+   every contender sends its release (behind an acquire or renewal in flight, which the
+   backend sends first), the backends put it on the wire, and nothing waits for an answer.
+   A release still unsent when a backend closes (a server not connected, a busy SQLite
+   file) is lost: the mutex is then free when its lease ends. To wait for the releases, use
+   simba_loop_close(). From inside a callback it is deferred until dispatch returns: the
+   simba_poll()/simba_wait() that carries it out returns SIMBA_ECLOSED, and a blocking
    simba_locker_lock()/simba_lock() returns SIMBA_ECLOSED at once; every handle is gone. */
 SIMBA_API simba_result simba_loop_free(simba_loop *loop);
+/* The clean exit: stops every service, unlocks every locker, stops every scheduler, then
+   drives the loop until every release is answered or timeout_ms passes (< 0 = no limit),
+   then frees the loop as simba_loop_free() does. SIMBA_OK when every release was
+   confirmed, SIMBA_ETIMEDOUT when the time ran out first, or the error of a release the
+   backend failed (the mutex is then free when its lease ends); the loop is freed in each
+   case. From a callback: SIMBA_ECALLBACK, nothing done. SIMBA_ECLOSED: a callback freed
+   the loop while it waited. */
+SIMBA_API simba_result simba_loop_close(simba_loop *loop, int64_t timeout_ms);
 SIMBA_API int64_t simba_now(simba_loop *loop);
 /* Why the last call on this loop failed, in words ("" if none). */
 SIMBA_API const char *simba_loop_errmsg(const simba_loop *loop);
@@ -400,9 +419,18 @@ typedef struct simba_observe_desc {
 SIMBA_API simba_result simba_contend(simba_loop *loop, simba_backend *be, const simba_contend_desc *desc, simba_service **out);
 SIMBA_API simba_result simba_observe(simba_loop *loop, simba_backend *be, const simba_observe_desc *desc, simba_service **out);
 SIMBA_API simba_result simba_start(simba_service *svc);
-/* RUNNING -> STOPPING: local ownership ends now (on_released fires at the next dispatch),
-   the release is sent once any in-flight request is answered, then INITIAL. */
+/* RUNNING -> STOPPING: local ownership ends now; the next poll fires on_released and right
+   after it sends the release (behind an acquire or renewal in flight, on a request of its
+   own, which the backend no longer holds for company); INITIAL once the backend answered
+   it. A program that stops and then exits without polling again sends it with
+   simba_loop_free(), or waits for it with simba_stop_wait() or simba_loop_close(). */
 SIMBA_API simba_result simba_stop(simba_service *svc);
+/* Stops if running, then blocks, driving the loop, until the backend has answered the
+   release: SIMBA_OK once it confirmed it (or when no release was going out),
+   SIMBA_ETIMEDOUT after timeout_ms (< 0 = no limit; 0 = do not wait), or the release's
+   error (the mutex is then free when its lease ends). From a callback: SIMBA_ECALLBACK.
+   SIMBA_ECLOSED: a callback freed the loop, or this service, while it waited. */
+SIMBA_API simba_result simba_stop_wait(simba_service *svc, int64_t timeout_ms);
 /* Stops if needed and frees. The release still goes out; the handle is invalid at once. */
 SIMBA_API simba_result simba_service_free(simba_service *svc);
 SIMBA_API simba_status simba_service_status(const simba_service *svc);
@@ -464,10 +492,15 @@ typedef struct simba_locker_desc {
     const char *mutex;
     const char *contender_id; /* NULL = host id */
     int64_t ttl_ms, transition_ms; /* see TIMING DEFAULTS */
-    /* optional: the lock was lost while held (lease not renewed in time) */
+    /* optional: the lock was lost while held (lease not renewed in time); also, from the
+       next poll, when an unlock finds that the lease had already lapsed (SIMBA_ELOST) */
     void (*on_lost)(simba_locker *lk, void *user_data);
     void *user_data;
     int step_down_on_disconnect; /* as in simba_contend_desc */
+    /* optional: a pending simba_locker_try() became held (called from the poll), so that a
+       callback-driven loop need not call try again and again; simba_locker_lock() returns
+       instead */
+    void (*on_locked)(simba_locker *lk, void *user_data);
 } simba_locker_desc;
 
 SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, const simba_locker_desc *desc, simba_locker **out);
@@ -484,15 +517,20 @@ SIMBA_API simba_result simba_locker_try(simba_locker *lk);
 /* Releases (or gives up a pending try). Not held and not pending: SIMBA_ESTATE.
    Outside a callback the release is submitted to the backend before this returns (no user
    callback runs from it); it is confirmed later, by a poll. From a callback it goes out
-   when the dispatch returns. If an acquire or renewal is in flight, the release follows
-   its answer. To be sure the backend has it (before sleeping or exiting), use
-   simba_locker_unlock_wait(). */
+   when the dispatch returns. If an acquire or renewal is in flight, the release is sent
+   behind it. To be sure the backend has it (before sleeping or exiting), use
+   simba_locker_unlock_wait(). SIMBA_ELOST: the lock had been lost before this unlock (its
+   lease lapsed, a frozen process's included, or the server refused a renewal): the
+   critical section was not protected to its end; on_lost fires (from the next poll, if it
+   has not yet) and simba_locker_last_reason() says why. The locker is unlocked all the
+   same. */
 SIMBA_API simba_result simba_locker_unlock(simba_locker *lk);
 /* Unlocks if held or pending, then blocks, driving the loop, until the backend has answered
    the release: SIMBA_OK once it confirmed it (or when no release is going out), the
    backend's error if the release failed (the mutex is then free when its lease ends),
-   SIMBA_ETIMEDOUT after timeout_ms (< 0 = no limit; 0 = do not wait). From a callback:
-   SIMBA_ECALLBACK. SIMBA_ECLOSED as for simba_locker_lock(). */
+   SIMBA_ETIMEDOUT after timeout_ms (< 0 = no limit; 0 = do not wait), SIMBA_ELOST (after
+   the wait) as for simba_locker_unlock(). From a callback: SIMBA_ECALLBACK. SIMBA_ECLOSED
+   as for simba_locker_lock(). */
 SIMBA_API simba_result simba_locker_unlock_wait(simba_locker *lk, int64_t timeout_ms);
 SIMBA_API int simba_locker_held(const simba_locker *lk);
 SIMBA_API uint64_t simba_locker_fence(const simba_locker *lk);
@@ -781,6 +819,7 @@ SIMBA_API const char *simba_strerror(int rc) {
     case SIMBA_ECALLBACK: return "not allowed inside a simba callback";
     case SIMBA_ECONN: return "not connected";
     case SIMBA_ESYS: return "system call failed";
+    case SIMBA_ELOST: return "the lease had lapsed before the unlock";
     default: return "unknown error";
     }
 }
@@ -836,7 +875,7 @@ typedef struct simba__heap_slot {
     int64_t at; /* a copy of t->at, kept equal while t is queued */
     simba__timer *t;
 } simba__heap_slot;
-enum { SIMBA__T_SERVICE = 1, SIMBA__T_SCHED = 2 };
+enum { SIMBA__T_SERVICE = 1, SIMBA__T_SCHED = 2, SIMBA__T_LOCKER = 3 };
 
 /* Intrusive string-keyed hash table; allocation through the given pair so that the memory
    store (which has no loop) can use it too. */
@@ -951,8 +990,18 @@ enum {
     SIMBA__F_FIRST = 1u << 8,      /* the backend last said we are first in line */
     SIMBA__F_ASKED = 1u << 9,      /* an acquire was answered in this run (we hold a place) */
     SIMBA__F_DISC_DOWN = 1u << 10, /* step down on SIMBA_EV_DISCONNECTED (the desc's policy) */
-    SIMBA__F_WOKEN = 1u << 11      /* the next ask answers a push or an event, not a timer */
+    SIMBA__F_WOKEN = 1u << 11,     /* the next ask answers a push or an event, not a timer */
+    SIMBA__F_BEHIND = 1u << 12,    /* a release sent behind the acquire in flight is unanswered */
+    SIMBA__F_WAITED = 1u << 13     /* simba_stop_wait / simba_loop_close waits on it: not freed */
 };
+
+/* A release sent behind an acquire still in flight (a stop that does not wait for its
+   answer): a request of its own, allocated then (rare), kept on the loop's list. */
+typedef struct simba__behind {
+    simba_req req; /* first: the backend hands back &req */
+    struct simba__behind *next, *prev;
+    int32_t rc; /* the backend's answer */
+} simba__behind;
 
 /* A simba_owner whose id is not copied in: it points to the service's own id, "" or the
    service's view_other (a fixed SIMBA_ID_MAX buffer would be a seventh of a service). */
@@ -1033,6 +1082,7 @@ struct simba_loop {
     simba_locker *lockers;
     simba_scheduler *scheds;
     simba_req *done_head, *done_tail;
+    simba__behind *behind; /* releases sent behind an acquire, unanswered */
     simba__ev *ev_head, *ev_tail, *ev_free;
     int ev_nfree, more;
     int64_t poll_start_us, budget_us;
@@ -1376,6 +1426,20 @@ static int simba__grow_other(simba_service *s, size_t n) {
     return 1;
 }
 
+static void simba__req_failed(simba_service *s, const simba_req *req, const simba_reply *reply) {
+    simba__copy(s->be->errmsg, sizeof s->be->errmsg, reply->errmsg ? reply->errmsg : simba_strerror(reply->rc));
+    simba__stat_error(s, reply->rc, s->be->errmsg);
+    simba_log(s->loop, SIMBA_LOG_WARN, "%s: %s on mutex %s: %s", s->be->vt->name,
+              req->op == SIMBA_OP_RELEASE ? "release" : req->op == SIMBA_OP_READ ? "read" : "acquire", req->mutex,
+              s->be->errmsg);
+}
+static void simba__done_queue(simba_loop *l, simba_req *req) {
+    req->done_next_ = NULL;
+    if (l->done_tail) l->done_tail->done_next_ = req; else l->done_head = req;
+    l->done_tail = req;
+    simba__kick(l);
+}
+
 SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     simba_service *s;
     simba_loop *l;
@@ -1389,6 +1453,12 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     if (!s) return;
     l = s->loop;
     if (l->closing) return;
+    if (req != &s->req) { /* a release sent behind an acquire: only its result is kept */
+        ((simba__behind *)(void *)req)->rc = reply->rc;
+        if (reply->rc != SIMBA_OK) simba__req_failed(s, req, reply);
+        simba__done_queue(l, req);
+        return;
+    }
     if (reply->rc == SIMBA_OK && reply->owner && reply->owner[0] && simba_id_check(reply->owner) != SIMBA_OK) {
         /* Whatever the store holds, users only ever see well-formed ids. */
         static const simba_reply bad = {SIMBA_EBACKEND, "backend reported a malformed owner id", NULL, 0, 0, -1, 0, 0};
@@ -1416,17 +1486,8 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
             s->rep.held_ms = reply->held_ms;
         }
     }
-    if (reply->rc != SIMBA_OK) {
-        simba__copy(s->be->errmsg, sizeof s->be->errmsg, reply->errmsg ? reply->errmsg : simba_strerror(reply->rc));
-        simba__stat_error(s, reply->rc, s->be->errmsg);
-        simba_log(l, SIMBA_LOG_WARN, "%s: %s on mutex %s: %s", s->be->vt->name,
-                  req->op == SIMBA_OP_RELEASE ? "release" : req->op == SIMBA_OP_READ ? "read" : "acquire",
-                  req->mutex, s->be->errmsg);
-    }
-    req->done_next_ = NULL;
-    if (l->done_tail) l->done_tail->done_next_ = req; else l->done_head = req;
-    l->done_tail = req;
-    simba__kick(l);
+    if (reply->rc != SIMBA_OK) simba__req_failed(s, req, reply);
+    simba__done_queue(l, req);
 }
 
 SIMBA_API void simba_backend_event(simba_backend *be, simba_event_kind kind, const char *mutex, const char *contender, const simba_reply *owner) {
@@ -1556,8 +1617,8 @@ static void simba__step_down(simba_service *s, const simba_owner *after, simba_r
     }
 }
 
-static void simba__submit(simba_service *s, simba_op op) {
-    simba_req *r = &s->req;
+/* Sends op on r: the service's own request, or a release behind it (simba__stop_send). */
+static void simba__submit_on(simba_service *s, simba_req *r, simba_op op) {
     simba_backend *be = s->be;
     simba_result rc;
     memset(r, 0, sizeof *r);
@@ -1593,7 +1654,7 @@ static void simba__submit(simba_service *s, simba_op op) {
     r->svc_ = s;
     r->gen_ = s->gen;
     if (op != SIMBA_OP_RELEASE) { s->cnt.attempts++; s->loop->cnt.attempts++; }
-    s->flags |= SIMBA__F_INFLIGHT;
+    s->flags |= r == &s->req ? SIMBA__F_INFLIGHT : SIMBA__F_BEHIND;
     if (op == SIMBA_OP_RELEASE) s->flags |= SIMBA__F_RELEASE_SENT;
     s->loop->in_submit++; /* no hooks while the backend is inside submit */
     rc = be->vt->submit(be->impl, r);
@@ -1607,6 +1668,7 @@ static void simba__submit(simba_service *s, simba_op op) {
     }
     simba__kick(s->loop); /* what the backend now watches and when it times out */
 }
+static void simba__submit(simba_service *s, simba_op op) { simba__submit_on(s, &s->req, op); }
 
 static void simba__attempt_failed(simba_service *s) {
     int64_t now = s->loop->now, delay;
@@ -1747,6 +1809,32 @@ static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t se
 
 static void simba__gc_add(simba_service *s);
 
+/* The stop is complete (its release answered, or none needed): INITIAL. */
+static void simba__stop_done(simba_service *s) {
+    /* The stop's own step may not have run yet (a poll's budget ended first): the user
+       hears on_released before the service is back to INITIAL, once. */
+    if (s->flags & SIMBA__F_TOLD) {
+        simba_owner none;
+        memset(&none, 0, sizeof none);
+        simba__step_down(s, &none, s->why_stop ? s->why_stop : SIMBA_REASON_STOPPED);
+    }
+    s->status = SIMBA_INITIAL;
+    simba__view_clear(s); /* a stopped service knows no owner */
+    s->flags &= ~(SIMBA__F_RELEASE_SENT | SIMBA__F_WAKE);
+    if (s->flags & SIMBA__F_ZOMBIE) simba__gc_add(s);
+}
+
+/* A release sent behind an acquire was answered; the stop ends with the later answer. */
+static void simba__behind_done(simba_service *s, simba__behind *b) {
+    simba_loop *l = s->loop;
+    s->release_rc = (simba_result)b->rc;
+    if (b->prev) b->prev->next = b->next; else l->behind = b->next;
+    if (b->next) b->next->prev = b->prev;
+    simba_free(l, b);
+    s->flags &= ~SIMBA__F_BEHIND;
+    if (!(s->flags & SIMBA__F_INFLIGHT)) simba__stop_done(s);
+}
+
 /* A request of s was answered. */
 static void simba__complete(simba_service *s) {
     simba_loop *l = s->loop;
@@ -1764,18 +1852,12 @@ static void simba__complete(simba_service *s) {
     s->flags &= ~SIMBA__F_INFLIGHT;
     if (s->status == SIMBA_STOPPING) {
         if (r->op == SIMBA_OP_RELEASE || s->kind == SIMBA__KIND_OBSERVE) {
-            /* The stop's own step may not have run yet (a poll's budget ended first): the
-               user hears on_released before the service is back to INITIAL, once. */
-            if (s->flags & SIMBA__F_TOLD) {
-                simba_owner none;
-                memset(&none, 0, sizeof none);
-                simba__step_down(s, &none, s->why_stop ? s->why_stop : SIMBA_REASON_STOPPED);
-            }
             if (r->op == SIMBA_OP_RELEASE) s->release_rc = rep.rc;
-            s->status = SIMBA_INITIAL;
-            simba__view_clear(s); /* a stopped service knows no owner */
-            s->flags &= ~(SIMBA__F_RELEASE_SENT | SIMBA__F_WAKE);
-            if (s->flags & SIMBA__F_ZOMBIE) simba__gc_add(s);
+            simba__stop_done(s);
+        } else if (s->flags & SIMBA__F_BEHIND) {
+            simba__arm(s); /* the release sent behind this acquire is still unanswered */
+        } else if (s->flags & SIMBA__F_RELEASE_SENT) {
+            simba__stop_done(s); /* ... and was answered first (release_rc has its result) */
         } else {
             /* An acquire was in flight when stop came: it may have won. Release either way
                (a release by a non-owner is a no-op that also leaves the wait queue). */
@@ -1883,6 +1965,8 @@ static void simba__handle_event(simba__ev *ev) {
     }
 }
 
+static void simba__stop_send(simba_service *s);
+
 /* The service's timer fired. */
 static void simba__svc_step(simba_service *s) {
     simba_loop *l = s->loop;
@@ -1891,14 +1975,12 @@ static void simba__svc_step(simba_service *s) {
     memset(&none, 0, sizeof none);
     if (s->status == SIMBA_STOPPING) {
         if (s->flags & SIMBA__F_TOLD) simba__step_down(s, &none, s->why_stop ? s->why_stop : SIMBA_REASON_STOPPED); /* stop: the one on_released */
-        if (s->status == SIMBA_STOPPING && !(s->flags & (SIMBA__F_INFLIGHT | SIMBA__F_RELEASE_SENT))) {
-            if (s->kind == SIMBA__KIND_CONTEND) {
-                simba__submit(s, SIMBA_OP_RELEASE);
-            } else {
-                s->status = SIMBA_INITIAL;
-                simba__view_clear(s);
-                if (s->flags & SIMBA__F_ZOMBIE) simba__gc_add(s);
-            }
+        if (s->status == SIMBA_STOPPING && s->kind == SIMBA__KIND_CONTEND) {
+            simba__stop_send(s); /* now, behind what is in flight */
+        } else if (s->status == SIMBA_STOPPING && !(s->flags & SIMBA__F_INFLIGHT)) {
+            s->status = SIMBA_INITIAL; /* an observer with no read in flight */
+            simba__view_clear(s);
+            if (s->flags & SIMBA__F_ZOMBIE) simba__gc_add(s);
         }
         simba__arm(s);
         return;
@@ -2080,6 +2162,40 @@ SIMBA_API simba_result simba_start(simba_service *s) {
     return SIMBA_OK;
 }
 
+/* What the backend holds for company (a renewal batched with others) goes now: the
+   release waits on it. */
+static void simba__hurry(simba_service *s) {
+    if ((s->flags & SIMBA__F_INFLIGHT) && !s->req.done_ && s->be->hurry) {
+        s->loop->in_submit++;
+        s->be->hurry(s->be->impl, &s->req);
+        s->loop->in_submit--;
+    }
+}
+
+/* A stopping contender's release goes to the backend now: on the service's request when it
+   is free; else on a request of its own, sent behind the acquire or renewal in flight (the
+   backend sends it after that one, which it no longer holds for company), so that a
+   process that stops and then exits hands over without waiting for that answer. */
+static void simba__stop_send(simba_service *s) {
+    simba_loop *l = s->loop;
+    simba__behind *b;
+    if (s->kind != SIMBA__KIND_CONTEND || s->status != SIMBA_STOPPING || (s->flags & (SIMBA__F_RELEASE_SENT | SIMBA__F_BEHIND)))
+        return;
+    if (!(s->flags & SIMBA__F_INFLIGHT)) {
+        simba__submit(s, SIMBA_OP_RELEASE);
+        return;
+    }
+    b = (simba__behind *)simba_alloc(l, sizeof *b);
+    if (b) { /* without memory the release follows the answer (simba__complete) */
+        memset(b, 0, sizeof *b);
+        b->next = l->behind;
+        if (l->behind) l->behind->prev = b;
+        l->behind = b;
+        simba__submit_on(s, &b->req, SIMBA_OP_RELEASE);
+    }
+    simba__hurry(s);
+}
+
 SIMBA_API simba_result simba_stop(simba_service *s) {
     simba_loop *l;
     if (!simba__svc_ok(s)) return SIMBA_EINVAL;
@@ -2092,13 +2208,9 @@ SIMBA_API simba_result simba_stop(simba_service *s) {
     if (!s->why_stop) s->why_stop = SIMBA_REASON_STOPPED;
     s->flags &= ~(SIMBA__F_OWNER | SIMBA__F_WAKE | SIMBA__F_RELEASE_SENT);
     if (!l->in_poll) l->now = simba_now(l);
-    /* The release goes out after the answer to what is in flight: a renewal that the
-       backend holds for company would otherwise delay it by that hold. */
-    if ((s->flags & SIMBA__F_INFLIGHT) && !s->req.done_ && s->be->hurry) {
-        l->in_submit++;
-        s->be->hurry(s->be->impl, &s->req);
-        l->in_submit--;
-    }
+    /* The release goes from the next step, right after on_released (which the user hears
+       before anyone can take the mutex through it); what the backend holds goes now. */
+    simba__hurry(s);
     simba__arm(s);
     return SIMBA_OK;
 }
@@ -2125,7 +2237,8 @@ static void simba__svc_finalize(simba_service *s) {
 
 static void simba__gc_add(simba_service *s) {
     simba_loop *l = s->loop;
-    if (s->flags & SIMBA__F_GC) return;
+    /* simba_stop_wait / simba_loop_close still reads it: it frees it when its wait ends */
+    if (s->flags & (SIMBA__F_GC | SIMBA__F_WAITED)) return;
     s->flags |= SIMBA__F_GC;
     simba__timer_set(l, &s->tm, SIMBA__NEVER);
     s->gc_next = l->gc;
@@ -2154,6 +2267,46 @@ SIMBA_API simba_result simba_service_free(simba_service *s) {
     return SIMBA_OK;
 }
 
+/* Drives the loop until s is INITIAL or deadline (SIMBA__NEVER: none). s carries
+   SIMBA__F_WAITED meanwhile, so that a free from a callback leaves it to us. */
+static simba_result simba__wait_stopped(simba_service *s, int64_t deadline) {
+    simba_loop *l = s->loop;
+    simba_result rc = SIMBA_OK;
+    while (s->status != SIMBA_INITIAL) {
+        int64_t now = simba_now(l);
+        if (deadline != SIMBA__NEVER && now >= deadline) return SIMBA_ETIMEDOUT;
+        rc = simba_wait(l, deadline == SIMBA__NEVER ? -1 : deadline - now);
+        if (rc != SIMBA_OK) return rc;
+    }
+    return rc;
+}
+
+SIMBA_API simba_result simba_stop_wait(simba_service *s, int64_t timeout_ms) {
+    simba_loop *l;
+    simba_result rc;
+    int64_t deadline;
+    if (!simba__svc_ok(s)) return SIMBA_EINVAL;
+    l = s->loop;
+    if (l->in_cb || l->in_poll) return simba__fail(l, SIMBA_ECALLBACK, "simba_stop_wait: blocking call from a callback");
+    if (s->status == SIMBA_RUNNING && (rc = simba_stop(s)) != SIMBA_OK) return rc;
+    deadline = timeout_ms < 0 ? SIMBA__NEVER : simba__add(simba_now(l), simba__min(timeout_ms, SIMBA_MAX_MS));
+    s->flags |= SIMBA__F_WAITED;
+    rc = simba__wait_stopped(s, deadline);
+    /* SIMBA_ECLOSED: a callback freed the loop, and with it this service: touch nothing. */
+    if (rc == SIMBA_ECLOSED) return rc;
+    s->flags &= ~SIMBA__F_WAITED;
+    if (s->flags & SIMBA__F_ZOMBIE) { /* freed by a callback meanwhile: ours to finish */
+        if (s->status == SIMBA_INITIAL && !(s->flags & SIMBA__F_INFLIGHT)) simba__svc_finalize(s);
+        return SIMBA_ECLOSED;
+    }
+    if (rc == SIMBA_ETIMEDOUT)
+        return simba__fail(l, rc, "simba_stop_wait: release of %s not answered within %lld ms", s->mx->name, (long long)timeout_ms);
+    if (rc != SIMBA_OK) return rc;
+    if (s->release_rc != SIMBA_OK)
+        return simba__fail(l, s->release_rc, "simba_stop_wait: release of %s failed: %s", s->mx->name, simba_strerror(s->release_rc));
+    return SIMBA_OK;
+}
+
 SIMBA_API simba_status simba_service_status(const simba_service *s) { return simba__svc_ok(s) ? s->status : SIMBA_INITIAL; }
 
 SIMBA_API int simba_is_owner(const simba_service *s) {
@@ -2174,6 +2327,7 @@ SIMBA_API void *simba_service_user_data(const simba_service *s) { return simba__
 /* ---- the poll ----------------------------------------------------------------------- */
 
 static void simba__sched_step(simba_scheduler *sc);
+static void simba__lk_step(simba_locker *lk);
 
 /* Collect every backend's descriptors into loop->pfd; returns the count or -1. */
 static int simba__gather(simba_loop *l) {
@@ -2246,7 +2400,8 @@ static int simba__run_due(simba_loop *l) {
         if (simba__spent(l)) break;
         simba__heap_remove(l, t);
         if (t->kind == SIMBA__T_SERVICE) simba__svc_step((simba_service *)(void *)t);
-        else simba__sched_step((simba_scheduler *)(void *)t);
+        else if (t->kind == SIMBA__T_SCHED) simba__sched_step((simba_scheduler *)(void *)t);
+        else simba__lk_step((simba_locker *)(void *)t);
         steps++;
     }
     return steps;
@@ -2259,7 +2414,8 @@ static int simba__drain(simba_loop *l) {
         simba_req *r = l->done_head;
         l->done_head = r->done_next_;
         if (!l->done_head) l->done_tail = NULL;
-        simba__complete(r->svc_);
+        if (r == &r->svc_->req) simba__complete(r->svc_);
+        else simba__behind_done(r->svc_, (simba__behind *)(void *)r);
         n++;
     }
     while (l->ev_head && !simba__spent(l)) {
@@ -2573,12 +2729,14 @@ static void simba__loop_destroy(simba_loop *l) {
     simba_service *s, *sn;
     simba__ev *ev, *en;
     l->now = simba_now(l);
-    /* Best effort: owners and waiters send their release now; the backends get one chance
-       to put it on the wire before they close. Nothing waits for the answer. */
+    /* Best effort: owners and waiters send their release now, behind whatever they have in
+       flight; the backends get one chance to put it on the wire before they close. Nothing
+       waits for the answer. */
     for (s = l->services; s; s = s->all_next) {
-        if (s->kind == SIMBA__KIND_CONTEND && s->status != SIMBA_INITIAL && !(s->flags & SIMBA__F_INFLIGHT)) {
+        if (s->kind == SIMBA__KIND_CONTEND && s->status != SIMBA_INITIAL) {
+            if (s->status == SIMBA_RUNNING) s->flags &= ~(SIMBA__F_OWNER | SIMBA__F_WAKE);
             s->status = SIMBA_STOPPING;
-            simba__submit(s, SIMBA_OP_RELEASE);
+            simba__stop_send(s);
         }
     }
     {
@@ -2605,6 +2763,11 @@ static void simba__loop_destroy(simba_loop *l) {
     }
     simba__locker_release_all(l);
     simba__sched_release_all(l);
+    while (l->behind) { /* their backends are gone: nothing refers to them */
+        simba__behind *b = l->behind;
+        l->behind = b->next;
+        simba_free(l, b);
+    }
     for (s = l->services; s; s = sn) { sn = s->all_next; s->loop = NULL; simba_free(l, s->cnt.last_error_msg); simba_free(l, s->rep_other); simba_free(l, s->view_other); simba_free(l, s); }
     for (ev = l->ev_head; ev; ev = en) { en = ev->next; simba_free(l, ev); }
     for (ev = l->ev_free; ev; ev = en) { en = ev->next; simba_free(l, ev); }
@@ -2678,6 +2841,7 @@ SIMBA_API simba_result simba_contender_id_random(simba_loop *l, char *buf, size_
 enum { SIMBA__LK_IDLE, SIMBA__LK_PENDING, SIMBA__LK_HELD, SIMBA__LK_LOST };
 
 struct simba_locker {
+    simba__timer tm; /* first: the heap hands back this pointer; due while owe_lost */
     simba_loop *loop;
     simba_service *svc;
     simba_locker *next, *prev;
@@ -2685,7 +2849,9 @@ struct simba_locker {
     int in_lock;    /* simba_locker_lock() is blocking on it */
     int free_after; /* freed from a callback during that lock: the lock frees it on return */
     int seen_owner; /* this run of the contender has learned who owns the mutex */
+    int owe_lost;   /* an unlock found the lease lapsed: on_lost fires from the next poll */
     void (*on_lost)(simba_locker *, void *);
+    void (*on_locked)(simba_locker *, void *);
     void *user;
 };
 
@@ -2701,7 +2867,23 @@ static void simba__lk_acquired(simba_service *svc, const simba_state *st, void *
     simba_locker *lk = (simba_locker *)u;
     (void)svc;
     (void)st;
-    if (lk->state == SIMBA__LK_PENDING) lk->state = SIMBA__LK_HELD;
+    if (lk->state != SIMBA__LK_PENDING) return;
+    lk->state = SIMBA__LK_HELD;
+    /* a blocking lock learns it from its return; a try's caller from this (on_locked may
+       free lk: nothing touches it after) */
+    if (!lk->in_lock && lk->on_locked) lk->on_locked(lk, lk->user);
+}
+
+/* The locker's timer: the on_lost that an unlock owes (called from the poll, as every
+   callback is). lk may be freed by it: nothing touches it after. */
+static void simba__lk_step(simba_locker *lk) {
+    simba_loop *l = lk->loop;
+    if (!lk->owe_lost) return;
+    lk->owe_lost = 0;
+    if (!lk->on_lost) return;
+    l->in_cb++;
+    lk->on_lost(lk, lk->user);
+    l->in_cb--;
 }
 static void simba__lk_released(simba_service *svc, const simba_state *st, void *u) {
     simba_locker *lk = (simba_locker *)u;
@@ -2740,11 +2922,17 @@ SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, con
     lk = (simba_locker *)simba_alloc(loop, sizeof *lk);
     if (!lk) return simba__fail(loop, SIMBA_ENOMEM, "simba_locker_new: out of memory");
     memset(lk, 0, sizeof *lk);
+    if (!simba__timer_init(loop, &lk->tm, SIMBA__T_LOCKER)) { simba_free(loop, lk); return simba__fail(loop, SIMBA_ENOMEM, "simba_locker_new: out of memory"); }
     rc = simba__inner_contender(loop, be, d->mutex, d->contender_id, d->ttl_ms, d->transition_ms, simba__lk_acquired,
                                 simba__lk_released, simba__lk_owner, lk, d->step_down_on_disconnect, &lk->svc);
-    if (rc != SIMBA_OK) { simba_free(loop, lk); return rc; }
+    if (rc != SIMBA_OK) {
+        simba__timer_fini(loop, &lk->tm);
+        simba_free(loop, lk);
+        return rc;
+    }
     lk->loop = loop;
     lk->on_lost = d->on_lost;
+    lk->on_locked = d->on_locked;
     lk->user = d->user_data;
     lk->next = loop->lockers;
     if (loop->lockers) loop->lockers->prev = lk;
@@ -2776,6 +2964,7 @@ SIMBA_API simba_result simba_locker_try(simba_locker *lk) {
 
 static void simba__lk_destroy(simba_locker *lk) {
     simba_loop *l = lk->loop;
+    simba__timer_fini(l, &lk->tm);
     if (lk->prev) lk->prev->next = lk->next; else l->lockers = lk->next;
     if (lk->next) lk->next->prev = lk->prev;
     lk->loop = NULL;
@@ -2841,13 +3030,28 @@ SIMBA_API simba_result simba_locker_lock(simba_locker *lk, int64_t timeout_ms) {
 
 SIMBA_API simba_result simba_locker_unlock(simba_locker *lk) {
     simba_loop *l;
+    int was, lapsed;
     if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
     l = lk->loop;
     if (lk->state == SIMBA__LK_IDLE) return simba__fail(l, SIMBA_ESTATE, "simba_locker_unlock: not locked");
+    was = lk->state;
+    lapsed = was == SIMBA__LK_HELD && !simba_locker_held(lk);
     lk->state = SIMBA__LK_IDLE;
-    lk->svc->why_stop = SIMBA_REASON_UNLOCKED; /* what its on_released and last_reason say */
+    /* What its on_released and last_reason say. Held by name only: the lease ran out before
+       the step-down was dispatched (a frozen or busy process); the critical section outlived
+       it, which on_lost exists to tell, so it is owed from the next poll. */
+    if (lapsed) {
+        lk->svc->why_stop = SIMBA_REASON_LAPSED;
+        lk->owe_lost = 1;
+        simba__timer_set(l, &lk->tm, l->in_poll ? l->now : simba_now(l));
+    } else {
+        lk->svc->why_stop = SIMBA_REASON_UNLOCKED;
+    }
     if (simba_service_status(lk->svc) == SIMBA_RUNNING) simba_stop(lk->svc);
     simba__lk_send_release(lk);
+    if (was == SIMBA__LK_LOST || lapsed)
+        return simba__fail(l, SIMBA_ELOST, "simba_locker_unlock: the lease of %s had lapsed before the unlock (%s)",
+                           simba_service_mutex(lk->svc), simba_reason_str(lapsed ? SIMBA_REASON_LAPSED : lk->svc->last_reason));
     return SIMBA_OK;
 }
 
@@ -2855,10 +3059,13 @@ SIMBA_API simba_result simba_locker_unlock_wait(simba_locker *lk, int64_t timeou
     simba_loop *l;
     simba_result rc = SIMBA_OK;
     int64_t deadline;
+    int lost;
     if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
     l = lk->loop;
     if (l->in_cb || l->in_poll) return simba__fail(l, SIMBA_ECALLBACK, "simba_locker_unlock_wait: blocking call from a callback");
-    if (lk->state != SIMBA__LK_IDLE && (rc = simba_locker_unlock(lk)) != SIMBA_OK) return rc;
+    if (lk->state != SIMBA__LK_IDLE && (rc = simba_locker_unlock(lk)) != SIMBA_OK && rc != SIMBA_ELOST) return rc;
+    lost = rc == SIMBA_ELOST;
+    rc = SIMBA_OK;
     deadline = timeout_ms < 0 ? SIMBA__NEVER : simba__add(simba_now(l), simba__min(timeout_ms, SIMBA_MAX_MS));
     lk->in_lock = 1;
     while (simba_service_status(lk->svc) != SIMBA_INITIAL) {
@@ -2877,6 +3084,9 @@ SIMBA_API simba_result simba_locker_unlock_wait(simba_locker *lk, int64_t timeou
     if (lk->svc->release_rc != SIMBA_OK)
         return simba__fail(l, lk->svc->release_rc, "simba_locker_unlock_wait: release of %s failed: %s", simba_service_mutex(lk->svc),
                            simba_strerror(lk->svc->release_rc));
+    if (lost)
+        return simba__fail(l, SIMBA_ELOST, "simba_locker_unlock_wait: the lease of %s had lapsed before the unlock (%s)",
+                           simba_service_mutex(lk->svc), simba_reason_str(lk->svc->last_reason));
     return SIMBA_OK;
 }
 SIMBA_API int simba_locker_held(const simba_locker *lk) { return simba__lk_ok(lk) && lk->state == SIMBA__LK_HELD && simba_is_owner(lk->svc); }
@@ -3051,6 +3261,47 @@ static void simba__sched_release_all(simba_loop *l) {
         l->scheds = sc->next;
         simba_free(l, sc);
     }
+}
+
+/* ---- >>close: the clean exit ------------------------------------------------------------ */
+
+SIMBA_API simba_result simba_loop_close(simba_loop *l, int64_t timeout_ms) {
+    simba_service *s;
+    simba_locker *lk;
+    simba_scheduler *sc;
+    simba_result rc = SIMBA_OK;
+    int64_t deadline;
+    if (!l) return SIMBA_EINVAL;
+    if (l->in_cb || l->in_poll || l->free_requested)
+        return simba__fail(l, SIMBA_ECALLBACK, "simba_loop_close: blocking call from a callback (simba_loop_free is deferred there)");
+    deadline = timeout_ms < 0 ? SIMBA__NEVER : simba__add(simba_now(l), simba__min(timeout_ms, SIMBA_MAX_MS));
+    /* Lockers unlock (no on_lost for a lock given up), schedulers stop, contenders and
+       observers stop: every release goes out now. */
+    for (lk = l->lockers; lk; lk = lk->next)
+        if (simba__lk_ok(lk) && lk->state != SIMBA__LK_IDLE) (void)simba_locker_unlock(lk);
+    for (sc = l->scheds; sc; sc = sc->next)
+        if (sc->running && !sc->free_after) (void)simba_scheduler_stop(sc);
+    for (;;) {
+        /* (a callback may have started one again: it is stopped again) */
+        for (s = l->services; s; s = s->all_next) {
+            if (s->status == SIMBA_RUNNING && !(s->flags & SIMBA__F_ZOMBIE)) (void)simba_stop(s);
+            s->flags |= SIMBA__F_WAITED; /* freed ones too: the loop's free frees them */
+        }
+        for (s = l->services; s && s->status == SIMBA_INITIAL; s = s->all_next) {}
+        if (!s) break;
+        if (deadline != SIMBA__NEVER && simba_now(l) >= deadline) { rc = SIMBA_ETIMEDOUT; break; }
+        rc = simba__wait_stopped(s, deadline);
+        if (rc == SIMBA_ECLOSED) return rc; /* a callback freed the loop: the handle is gone */
+        if (rc != SIMBA_OK) break;
+    }
+    if (rc == SIMBA_OK)
+        for (s = l->services; s; s = s->all_next)
+            if ((s->flags & SIMBA__F_WAITED) && s->release_rc != SIMBA_OK) {
+                rc = simba__fail(l, s->release_rc, "simba_loop_close: release of %s failed: %s", s->mx->name, simba_strerror(s->release_rc));
+                break;
+            }
+    simba_loop_free(l);
+    return rc;
 }
 
 /* ---- >>stats: statistics and release reasons ------------------------------------------- */

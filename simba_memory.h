@@ -17,10 +17,11 @@
  *
  * The store is the reference implementation of the backend contract (simba__mexec): the
  * fairness queue, renew vs new acquisition, live_ms. Fault injection (simba_memory_fault)
- * makes a client fail, hang, answer late or miss pushes; simba_memstore_lose() makes the
- * store forget its records, and the store then keeps the data-loss rule (below). Grants are
- * what was asked (SIMBA_LEASE_ASKED); it raises no SIMBA_EV_DISCONNECTED (there is no
- * connection).
+ * makes a client fail, hang, answer late or miss pushes; a client closed while requests are
+ * delayed delivers them to the store first, as a server gets what a departed client sent.
+ * simba_memstore_lose() makes the store forget its records, and the store then keeps the
+ * data-loss rule (below). Grants are what was asked (SIMBA_LEASE_ASKED); it raises no
+ * SIMBA_EV_DISCONNECTED (there is no connection).
  *
  * DATA LOSS (the rule every store that can forget keeps; simba_redis.h DATA LOSS)
  *     simba_memstore_lose ---> records and queues gone; no new ownership until every lease
@@ -477,7 +478,12 @@ static void simba__mdestroy(void *impl) {
     while (c->pend) {
         simba_req *r = c->pend;
         simba_reply rep;
+        char owner[SIMBA_ID_MAX + 1];
         c->pend = r->next_;
+        /* What was sent reaches the store, in order, as bytes on the wire reach a server
+           after its client has gone (a delayed answer is a request in transit); a hung or
+           failing client's never do. */
+        if (!c->fault.hang && !c->fault.fail) simba__mexec(c, r, &rep, owner);
         memset(&rep, 0, sizeof rep);
         rep.rc = SIMBA_ECLOSED;
         simba_req_done(r, &rep);

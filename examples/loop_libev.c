@@ -1,6 +1,8 @@
 /* loop_libev.c -- simba driven by libev through adapters/simba_libev.h: one call attaches the
  * simba loop, one detaches it. A libev timer stops the contender after a while; the stop
- * takes effect at once because the adapter's timer hook re-arms its ev_timer.
+ * takes effect at once because the adapter's timer hook re-arms its ev_timer. SIGINT or
+ * SIGTERM (an ev_signal) ends it early; either way simba_loop_close() releases the mutex and
+ * waits until the server confirmed it.
  *
  *   build/loop_libev [redis-port [seconds]]      (default 6379, 3)
  */
@@ -8,11 +10,13 @@
 #include "../simba.h"
 #include "../simba_redis.h"
 #include "../adapters/simba_libev.h"
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static simba_service *svc;
+static ev_signal sigint, sigterm;
 
 static void on_acquired(simba_service *s, const simba_state *st, void *u) {
     (void)u;
@@ -22,6 +26,10 @@ static void on_released(simba_service *s, const simba_state *st, void *u) {
     (void)st;
     printf("libev: %s released %s\n", simba_service_contender_id(s), simba_service_mutex(s));
     ev_break((struct ev_loop *)u, EVBREAK_ALL);
+}
+static void on_signal(struct ev_loop *ev, ev_signal *w, int revents) {
+    (void)w; (void)revents;
+    ev_break(ev, EVBREAK_ALL); /* leave ev_run: the close below releases */
 }
 static void stop_later(struct ev_loop *ev, ev_timer *t, int revents) {
     (void)t; (void)revents;
@@ -54,9 +62,16 @@ int main(int argc, char **argv) {
     simba_start(svc);
     ev_timer_init(&stop_timer, stop_later, argc > 2 ? atoi(argv[2]) : 3, 0.);
     ev_timer_start(ev, &stop_timer);
+    ev_signal_init(&sigint, on_signal, SIGINT);
+    ev_signal_init(&sigterm, on_signal, SIGTERM);
+    ev_signal_start(ev, &sigint);
+    ev_signal_start(ev, &sigterm);
     ev_run(ev, 0);
     ev_timer_stop(ev, &stop_timer);
+    ev_signal_stop(ev, &sigint);
+    ev_signal_stop(ev, &sigterm);
     simba_ev_detach(a);
-    simba_loop_free(loop);
+    /* the clean exit: simba drives itself until the release is confirmed (2 s at most) */
+    if (simba_loop_close(loop, 2000) != SIMBA_OK) fprintf(stderr, "loop_libev: release not confirmed\n");
     return 0;
 }

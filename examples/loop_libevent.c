@@ -1,6 +1,8 @@
 /* loop_libevent.c -- simba driven by libevent through adapters/simba_libevent.h: one call
  * attaches the simba loop, one detaches it. A libevent timer stops the contender after a
  * while; the stop takes effect at once because the adapter's timer hook re-arms its timer.
+ * SIGINT or SIGTERM (evsignal) ends it early; either way simba_loop_close() releases the
+ * mutex and waits until the server confirmed it.
  *
  *   build/loop_libevent [redis-port [seconds]]      (default 6379, 3)
  */
@@ -8,6 +10,7 @@
 #include "../simba.h"
 #include "../simba_redis.h"
 #include "../adapters/simba_libevent.h"
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +26,10 @@ static void on_released(simba_service *s, const simba_state *st, void *u) {
     printf("libevent: %s released %s\n", simba_service_contender_id(s), simba_service_mutex(s));
     event_base_loopbreak((struct event_base *)u);
 }
+static void on_signal(evutil_socket_t sig, short what, void *u) {
+    (void)sig; (void)what;
+    event_base_loopbreak((struct event_base *)u); /* leave the loop: the close below releases */
+}
 static void stop_later(evutil_socket_t fd, short what, void *u) {
     (void)fd; (void)what;
     if (simba_is_owner(svc)) simba_stop(svc); /* from a foreign callback: the timer hook wakes simba */
@@ -36,7 +43,7 @@ int main(int argc, char **argv) {
     simba_redis_desc rd;
     simba_contend_desc cd;
     simba_event *a;
-    struct event *stop_timer;
+    struct event *stop_timer, *sigint, *sigterm;
     struct timeval tv;
     if (!base) return 1;
     memset(&rd, 0, sizeof rd);
@@ -58,10 +65,17 @@ int main(int argc, char **argv) {
     tv.tv_sec = argc > 2 ? atoi(argv[2]) : 3;
     tv.tv_usec = 0;
     evtimer_add(stop_timer, &tv);
+    sigint = evsignal_new(base, SIGINT, on_signal, base);
+    sigterm = evsignal_new(base, SIGTERM, on_signal, base);
+    evsignal_add(sigint, NULL);
+    evsignal_add(sigterm, NULL);
     event_base_dispatch(base);
     event_free(stop_timer);
+    event_free(sigint);
+    event_free(sigterm);
     simba_event_detach(a);
-    simba_loop_free(loop);
+    /* the clean exit: simba drives itself until the release is confirmed (2 s at most) */
+    if (simba_loop_close(loop, 2000) != SIMBA_OK) fprintf(stderr, "loop_libevent: release not confirmed\n");
     event_base_free(base);
     return 0;
 }

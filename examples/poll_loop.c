@@ -5,7 +5,8 @@
  *
  *   build/poll_loop [seconds]      (default 3)
  *
- * Ctrl-C (SIGINT) or SIGTERM ends it early: the loop is freed, which releases the mutex.
+ * Ctrl-C (SIGINT) or SIGTERM ends it early: simba_loop_close() releases the mutex and
+ * waits until the store confirmed it.
  */
 #define SIMBA_IMPLEMENTATION
 #include "../simba.h"
@@ -99,7 +100,8 @@ int main(int argc, char **argv) {
             if (simba_service_status(svc[i]) == SIMBA_INITIAL) simba_start(svc[i]);
     }
     printf("%lld handoffs\n", (long long)handoffs);
-    simba_loop_free(loop);
+    /* the clean exit: every release answered (1 s at most), then the loop freed */
+    if (simba_loop_close(loop, 1000) != SIMBA_OK) fprintf(stderr, "poll_loop: releases not all confirmed\n");
     simba_memstore_free(store);
     if (quit) return 0; /* stopped by a signal: the run was cut short, not failed */
     return handoffs > 0 ? 0 : 1;

@@ -4,7 +4,8 @@
  *
  *   build/tick_loop [seconds]      (default 4)
  *
- * Ctrl-C (SIGINT) or SIGTERM ends it early: the loops are freed, which releases the mutex.
+ * Ctrl-C (SIGINT) or SIGTERM ends it early: simba_loop_close() releases the mutex and
+ * waits until the store confirmed it.
  */
 #define SIMBA_IMPLEMENTATION
 #include "../simba.h"
@@ -96,7 +97,8 @@ int main(int argc, char **argv) {
     }
     for (i = 0; i < 2; i++) {
         printf("[%s] led for %ld frames\n", nodes[i].name, nodes[i].frames_as_leader);
-        simba_loop_free(nodes[i].loop);
+        /* the clean exit: the release answered (1 s at most), then the loop freed */
+        if (simba_loop_close(nodes[i].loop, 1000) != SIMBA_OK) fprintf(stderr, "tick_loop: release not confirmed\n");
     }
     simba_memstore_free(store);
     if (quit) return 0; /* stopped by a signal: the run was cut short, not failed */

@@ -58,9 +58,13 @@ static kit_proc *kit_open(void) {
 
 static void kit_close_all(void) {
     int i;
-    for (i = 0; i < nkp; i++) simba_loop_free(kp[i].loop);
+    for (i = 0; i < nkp; i++)
+        if (kp[i].loop) simba_loop_free(kp[i].loop);
     nkp = 0;
 }
+
+/* The simulated process exits: its loop is gone (freed or closed by the case). */
+static void kit_exited(kit_proc *p) { p->loop = NULL; }
 
 /* One event-driven step over every open loop: wait on all their fds up to the earliest
    deadline (at most max_ms), then poll each. */
@@ -69,14 +73,17 @@ static void kit_step(int64_t max_ms) {
     int i, n = 0;
     int64_t wait = max_ms;
     for (i = 0; i < nkp; i++) {
-        int64_t w = simba_poll(kp[i].loop);
+        int64_t w;
         int k;
+        if (!kp[i].loop) continue;
+        w = simba_poll(kp[i].loop);
         if (w >= 0 && w < wait) wait = w;
         k = simba_fds(kp[i].loop, fds + n, 64 - n);
         if (k > 0) n += k < 64 - n ? k : 64 - n;
     }
     if (wait > 0) poll(fds, (nfds_t)n, (int)wait);
-    for (i = 0; i < nkp; i++) simba_poll(kp[i].loop);
+    for (i = 0; i < nkp; i++)
+        if (kp[i].loop) simba_poll(kp[i].loop);
 }
 
 /* Drive one loop only (the others stand still) until cond holds or ms pass. */
@@ -602,6 +609,98 @@ TEST(kit_fair_queue) {
     kit_close_all();
 }
 
+/* The owner's renewal is in flight (Redis, ZooKeeper, PostgreSQL) or held by the backend
+   for company (SQLite, PostgreSQL): stats say so right after the poll that sent it. */
+static int kit_renewing(const simba_service *s) {
+    simba_stats st;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    return simba_service_stats(s, &st) == SIMBA_OK && st.in_flight == 1 && st.acquisitions == 1 && st.attempts >= 2;
+}
+
+/* A process that exits while its owner's renewal is in flight or held still hands over:
+   the release goes behind the renewal (simba_loop_free, simba_stop then simba_loop_free) or
+   is confirmed (simba_loop_close), and the waiter, another process, leads within its
+   wake-up and a round trip, not after the rest of the lease (ttl/3 + transition). */
+static void kit_exit_during_renewal(const char *name, int how) {
+    kit_proc *a = kit_open(), *b = kit_open();
+    rec ca = {0}, cb = {0};
+    simba_service *sa, *sb;
+    const char *m = kit_name(name);
+    int64_t end, t_exit, limit = TR / 2;
+    int seen = 0;
+    REQUIRE(a && b);
+    sa = kit_contender(a, m, &ca);
+    sb = kit_contender(b, m, &cb);
+    REQUIRE(sa && sb);
+    CHECK_RC(simba_start(sa), SIMBA_OK);
+    REQUIRE_UNTIL(ca.acquired == 1, ACQ_MS);
+    CHECK_RC(simba_start(sb), SIMBA_OK);
+    REQUIRE_UNTIL(fq_attempts(sb) >= 1 && fq_in_flight(sb) == 0, ACQ_MS); /* b waits in line */
+    if (K->slow) K->slow(a->be, 20);
+    /* poll both; look at a right after each of its polls */
+    end = kit_now() + TTL + TR;
+    while (!seen && kit_now() < end) {
+        struct pollfd fds[32];
+        int n, k;
+        int64_t w = simba_poll(a->loop), wb;
+        if ((seen = kit_renewing(sa))) break;
+        wb = simba_poll(b->loop);
+        if (wb >= 0 && wb < w) w = wb;
+        if (w > 20) w = 20;
+        n = simba_fds(a->loop, fds, 16);
+        if (n > 16) n = 16;
+        k = simba_fds(b->loop, fds + (n > 0 ? n : 0), 16);
+        if (k > 16) k = 16;
+        n = (n > 0 ? n : 0) + (k > 0 ? k : 0);
+        if (w > 0) poll(fds, (nfds_t)n, (int)w);
+    }
+    REQUIRE(seen);
+    CHECK(simba_is_owner(sa));
+    t_exit = kit_now();
+    if (how == 1) CHECK_RC(simba_stop(sa), SIMBA_OK);
+    if (how == 2) CHECK_RC(simba_loop_close(a->loop, 5000), SIMBA_OK);
+    else CHECK_RC(simba_loop_free(a->loop), SIMBA_OK);
+    kit_exited(a);
+    REQUIRE_UNTIL(cb.acquired == 1, TTL + TR + 2000);
+    fprintf(stderr, "  %s: the waiter led %lld ms after the owner's process exited with its renewal in flight\n",
+            how == 0 ? "simba_loop_free" : how == 1 ? "simba_stop + simba_loop_free" : "simba_loop_close",
+            (long long)(cb.acquired_at - t_exit));
+    CHECK(cb.acquired_at - t_exit <= limit);
+    CHECK(cb.last_fence > ca.last_fence);
+    kit_close_all();
+}
+TEST(kit_loop_free_during_renewal_hands_over) { kit_exit_during_renewal("exit-free", 0); }
+TEST(kit_stop_and_free_during_renewal_hands_over) { kit_exit_during_renewal("exit-stop", 1); }
+TEST(kit_loop_close_during_renewal_hands_over) { kit_exit_during_renewal("exit-close", 2); }
+
+/* simba_stop_wait: SIMBA_OK once the backend confirmed the release; the store is free then
+   (a new contender of another process takes it at its first ask). */
+TEST(kit_stop_wait) {
+    kit_proc *a = kit_open(), *b = kit_open();
+    rec ca = {0}, cb = {0};
+    simba_service *sa, *sb;
+    const char *m = kit_name("stopwait");
+    int64_t t;
+    REQUIRE(a && b);
+    sa = kit_contender(a, m, &ca);
+    sb = kit_contender(b, m, &cb);
+    REQUIRE(sa && sb);
+    CHECK_RC(simba_start(sa), SIMBA_OK);
+    REQUIRE_UNTIL(ca.acquired == 1, ACQ_MS);
+    t = kit_now();
+    CHECK_RC(simba_stop_wait(sa, 5000), SIMBA_OK);
+    CHECK(kit_now() - t < 5000);
+    CHECK_EQ(simba_service_status(sa), SIMBA_INITIAL);
+    CHECK_EQ(ca.released, 1);
+    CHECK_RC(simba_stop_wait(sa, 0), SIMBA_OK); /* nothing going out */
+    t = kit_now();
+    CHECK_RC(simba_start(sb), SIMBA_OK);
+    CHECK_UNTIL(cb.acquired == 1, TR);
+    CHECK(cb.acquired_at - t < TR);
+    kit_close_all();
+}
+
 int kit_run(const kit_backend *kb, int argc, char **argv) {
     char title[64];
     struct timespec ts;
@@ -622,6 +721,10 @@ int kit_run(const kit_backend *kb, int argc, char **argv) {
     RUN(kit_schedule);
     RUN(kit_multi_contend);
     RUN(kit_fair_queue);
+    RUN(kit_stop_wait);
+    RUN(kit_loop_free_during_renewal_hands_over);
+    RUN(kit_stop_and_free_during_renewal_hands_over);
+    RUN(kit_loop_close_during_renewal_hands_over);
     snprintf(title, sizeof title, "%s kit", kb->name);
     return check_report(title);
 }

@@ -26,6 +26,10 @@ typedef struct kit_backend {
     int64_t multi_ms;              /* length of multiContend; 0 -> 30000 */
     /* Optional: called between cases (e.g. to check the server is still up). */
     void (*between)(void *ctx);
+    /* Optional, for a backend that answers inside the poll that asks (memory): from now on
+       answer this client's requests ms after they were sent, so that one can be caught in
+       flight as on a network. */
+    void (*slow)(simba_backend *be, int64_t ms);
 } kit_backend;
 
 /* Runs every case (argv[1] = optional name filter), prints the closing

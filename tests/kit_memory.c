@@ -5,8 +5,17 @@
 #include "../simba_memory.h"
 #include "kit.h"
 
+#include <string.h>
+
 static simba_result open_memory(simba_loop *loop, void *ctx, simba_backend **out) {
     return simba_memory_open(loop, (simba_memstore *)ctx, out);
+}
+
+static void slow_memory(simba_backend *be, int64_t ms) {
+    simba_memory_fault f;
+    memset(&f, 0, sizeof f);
+    f.delay_ms = ms;
+    simba_memory_fault_set(be, &f);
 }
 
 int main(int argc, char **argv) {
@@ -20,6 +29,7 @@ int main(int argc, char **argv) {
     kb.ttl_ms = 1000;
     kb.transition_ms = 500;
     kb.multi_ms = 10000;
+    kb.slow = slow_memory;
     rc = kit_run(&kb, argc, argv);
     simba_memstore_free(st);
     return rc;

@@ -6,7 +6,9 @@
  *      must be registered with the foreign loop, and CLIENT LIST must no longer show the
  *      old connections;
  *   3. a waiting process (fork) gets the handoff pushed, and simba_stop() called from a
- *      foreign timer callback releases within a few ms.
+ *      foreign timer callback releases within a few ms;
+ *   4. a Locker's pending try becomes held while only the foreign loop runs: on_locked
+ *      says so (nobody calls try again), within a few ms of the holder's unlock.
  * Prints its figures; exit 0 only when every check holds. */
 #define SIMBA_IMPLEMENTATION
 #include "../simba.h"
@@ -175,6 +177,7 @@ static int run_until(int *flag, int want, int ms) {
     return *flag == want;
 }
 
+static simba_backend *g_be;
 static int setup(int port, const char *mutex, const char *id) {
     simba_backend *be;
     simba_redis_desc rd;
@@ -198,6 +201,7 @@ static int setup(int port, const char *mutex, const char *id) {
     if (simba_loop_new(NULL, &loop) != SIMBA_OK || simba_redis_open(loop, &rd, &be) != SIMBA_OK ||
         simba_contend(loop, be, &cd, &svc) != SIMBA_OK || attach(loop) != SIMBA_OK)
         return 0;
+    g_be = be;
     return simba_start(svc) == SIMBA_OK;
 }
 
@@ -225,6 +229,18 @@ static int port_in_client_list(int port, int rport) {
     if (r) freeReplyObject(r);
     redisFree(c);
     return found;
+}
+
+static simba_locker *lk_a, *lk_b;
+static int64_t unlock_called_us, locked_us;
+static void on_locked(simba_locker *lk, void *u) {
+    (void)lk;
+    (*(int *)u)++;
+    locked_us = mono_us();
+}
+static void unlock_a_now(void) {
+    unlock_called_us = mono_us();
+    if (simba_locker_unlock(lk_a) != SIMBA_OK) fail("locker a: unlock from a foreign timer");
 }
 
 static void stop_now(void) {
@@ -385,6 +401,42 @@ int main(int argc, char **argv) {
                 printf("%s: the waiting process, not owner after 8 s: %s\n", ADAPTER, line);
             }
         }
+    }
+    {
+        /* 4. two lockers of this loop: b's try is pending behind a; a unlocks from a foreign
+           timer; the release push wakes the foreign loop and b's on_locked fires from the
+           poll it runs */
+        simba_backend *be;
+        simba_locker_desc ld;
+        char lname[80];
+        int got = 0;
+        memset(&ld, 0, sizeof ld);
+        snprintf(lname, sizeof lname, "%s-locker", mutex);
+        ld.mutex = lname;
+        ld.on_locked = on_locked;
+        ld.user_data = &got;
+        be = g_be;
+        if (simba_locker_new(loop, be, &ld, &lk_a) != SIMBA_OK || simba_locker_new(loop, be, &ld, &lk_b) != SIMBA_OK)
+            fail("locker_new");
+        else if (simba_locker_lock(lk_a, 5000) != SIMBA_OK) fail("locker a: lock");
+        else if (simba_locker_try(lk_b) != SIMBA_EAGAIN) fail("locker b: try should be pending");
+        else {
+            run_for(300); /* b has asked and waits in line */
+            if (got) fail("on_locked before the unlock");
+            fl_after(20, unlock_a_now);
+            if (!run_until(&got, 1, 3000)) fail("on_locked did not fire after the holder unlocked");
+            else {
+                double ms = (locked_us - unlock_called_us) / 1000.0;
+                printf("%s: a pending Locker's on_locked fired %.2f ms after the holder's unlock\n", ADAPTER, ms);
+                if (!simba_locker_held(lk_b)) fail("on_locked but not held");
+                if (ms > 250) fail("on_locked took more than 250 ms (the push did not wake the foreign loop?)");
+            }
+            run_for(50);
+            if (got != 1) fail("on_locked fired more than once");
+        }
+        if (lk_b && simba_locker_held(lk_b) && simba_locker_unlock(lk_b) != SIMBA_OK) fail("locker b: unlock");
+        if (lk_a) simba_locker_free(lk_a);
+        if (lk_b) simba_locker_free(lk_b);
     }
 #if defined(LOOPS_URING) || defined(LOOPS_EPOLL)
     {

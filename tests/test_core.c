@@ -293,7 +293,8 @@ TEST(disconnect_steps_down_only_owners_that_ask) {
     f.fail = 0;
     CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
     CHECK_RC(simba_scheduler_free(sc), SIMBA_OK);
-    CHECK_RC(simba_locker_unlock(lk), SIMBA_OK);
+    CHECK_RC(simba_locker_unlock(lk), SIMBA_ELOST); /* the lock was lost before the unlock */
+    CHECK_EQ(simba_locker_last_reason(lk), SIMBA_REASON_CONNECTION);
     CHECK_RC(simba_locker_free(lk), SIMBA_OK);
     proc_close(&p);
     store_free();
@@ -1447,7 +1448,9 @@ TEST(locker_reports_lost_lock) {
     CHECK_EQ(lost_calls, 1);
     CHECK(!simba_locker_held(a));
     CHECK_RC(simba_locker_try(a), SIMBA_ESTATE);
-    CHECK_RC(simba_locker_unlock(a), SIMBA_OK);
+    CHECK_RC(simba_locker_unlock(a), SIMBA_ELOST); /* lost before the unlock: it says so */
+    CHECK_EQ(simba_locker_last_reason(a), SIMBA_REASON_LAPSED);
+    CHECK_EQ(lost_calls, 1); /* on_lost already told, not again */
     f.hang = 0;
     CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
     CHECK_RC(simba_locker_free(a), SIMBA_OK);
@@ -2278,6 +2281,298 @@ TEST(loops_on_threads_share_a_store) {
     CHECK_RC(simba_memstore_free(st), SIMBA_OK);
 }
 
+
+/* ---- a clean stop hands over --------------------------------------------------------------- */
+
+/* The store's owner of mutex now ("" = nobody). */
+static const char *stored_owner(const char *mutex) {
+    static char who[SIMBA_ID_MAX + 1];
+    simba_reply r;
+    who[0] = 0;
+    CHECK_RC(simba_memstore_read(store, mutex, &r, who, sizeof who), SIMBA_OK);
+    return who;
+}
+
+static int renewal_in_flight(const simba_service *s) {
+    simba_stats st;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    return simba_service_stats(s, &st) == SIMBA_OK && st.in_flight == 1 && st.acquisitions == 1 && st.attempts >= 2;
+}
+
+/* A process that exits (simba_loop_free, or simba_stop then simba_loop_free) while its
+   owner's renewal is in flight still releases: the release goes behind the renewal and
+   the waiter leads at once, not after the rest of the lease. */
+static void free_during_renewal(int stop_first) {
+    proc p[2];
+    rec ca = {0}, cb = {0};
+    simba_service *a, *b;
+    simba_memory_fault f = {0};
+    int64_t t_free;
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    a = contender(&p[0], "exit-in-flight", "a", 2000, 1000, &ca);
+    b = contender(&p[1], "exit-in-flight", "b", 2000, 1000, &cb);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 1);
+    CHECK_EQ(ca.acquired, 1);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    settle(p + 1, 1); /* b is queued behind a */
+    f.delay_ms = 5;   /* a's link: a request is 5 ms in transit */
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    WAIT_FOR_SIM(p, 2, renewal_in_flight(a), 3000);
+    REQUIRE(renewal_in_flight(a));
+    t_free = fake_now;
+    if (stop_first) CHECK_RC(simba_stop(a), SIMBA_OK);
+    CHECK_RC(simba_loop_free(p[0].loop), SIMBA_OK);
+    CHECK(stored_owner("exit-in-flight")[0] == 0); /* released behind the renewal */
+    WAIT_FOR_SIM(p + 1, 1, cb.acquired == 1, 5000);
+    CHECK_EQ(cb.acquired, 1);
+    fprintf(stderr, "  the waiter led %lld ms after the owner's loop was freed\n", (long long)(cb.acquired_at - t_free));
+    CHECK(cb.acquired_at - t_free <= 5);
+    proc_close(&p[1]);
+    store_free();
+}
+TEST(loop_free_with_renewal_in_flight_hands_over_at_once) { free_during_renewal(0); }
+TEST(stop_then_loop_free_with_renewal_in_flight_hands_over_at_once) { free_during_renewal(1); }
+
+/* A stop while the renewal is in flight: on_released fires at the next poll and the
+   release goes right after it, behind the renewal (5 ms in transit), not after the
+   renewal's answer has come back (10 ms). */
+TEST(stop_sends_release_behind_a_renewal_in_flight) {
+    proc p;
+    rec c = {0};
+    simba_service *s;
+    simba_memory_fault f = {0};
+    int64_t t_stop;
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "stop-behind", "a", 2000, 1000, &c);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    CHECK_EQ(c.acquired, 1);
+    f.delay_ms = 5;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    WAIT_FOR_SIM(&p, 1, renewal_in_flight(s), 3000);
+    REQUIRE(renewal_in_flight(s));
+    t_stop = fake_now;
+    CHECK_RC(simba_stop(s), SIMBA_OK);
+    CHECK_EQ(c.released, 0); /* callbacks come from the poll */
+    settle(&p, 1);
+    CHECK_EQ(c.released, 1); /* on_released first, then the release goes out */
+    WAIT_FOR_SIM(&p, 1, stored_owner("stop-behind")[0] == 0, 100);
+    CHECK(stored_owner("stop-behind")[0] == 0);
+    fprintf(stderr, "  the store was free %lld ms after the stop\n", (long long)(fake_now - t_stop));
+    CHECK(fake_now - t_stop <= 5);
+    WAIT_FOR_SIM(&p, 1, simba_service_status(s) == SIMBA_INITIAL, 100);
+    CHECK_EQ(simba_service_status(s), SIMBA_INITIAL);
+    CHECK_EQ(c.released, 1);
+    proc_close(&p);
+    store_free();
+}
+
+static simba_result stop_wait_cb_rc = SIMBA_OK;
+static void stop_wait_from_cb(simba_service *s, const simba_state *st, void *u) {
+    (void)st;
+    (void)u;
+    stop_wait_cb_rc = simba_stop_wait(s, 0);
+}
+
+TEST(stop_wait_confirms_the_release) {
+    proc p;
+    rec c = {0};
+    simba_service *s, *t;
+    simba_memory_fault f = {0};
+    simba_contend_desc cd = {0};
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "stop-wait", "a", 2000, 1000, &c);
+    CHECK_RC(simba_stop_wait(s, 0), SIMBA_OK); /* INITIAL: nothing to wait for */
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    CHECK_EQ(c.acquired, 1);
+    CHECK_RC(simba_stop_wait(s, -1), SIMBA_OK);
+    CHECK_EQ(simba_service_status(s), SIMBA_INITIAL);
+    CHECK_EQ(c.released, 1); /* its dispatch ran inside the wait */
+    CHECK(stored_owner("stop-wait")[0] == 0);
+    /* a hung backend never confirms: timeout 0 returns at once */
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    f.hang = 1;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    CHECK_RC(simba_stop_wait(s, 0), SIMBA_ETIMEDOUT);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "stop-wait") != NULL);
+    CHECK_EQ(simba_service_status(s), SIMBA_STOPPING);
+    f.hang = 0;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    CHECK_RC(simba_stop_wait(s, -1), SIMBA_OK); /* the release already out is answered */
+    /* a failing backend: the release's error */
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    f.fail = 1;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    CHECK_RC(simba_stop_wait(s, -1), SIMBA_EBACKEND);
+    f.fail = 0;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    /* refused from a callback */
+    cd.mutex = "stop-wait-other";
+    cd.on_acquired = stop_wait_from_cb;
+    CHECK_RC(simba_contend(p.loop, p.be, &cd, &t), SIMBA_OK);
+    CHECK_RC(simba_start(t), SIMBA_OK);
+    settle(&p, 1);
+    CHECK_EQ(stop_wait_cb_rc, SIMBA_ECALLBACK);
+    CHECK(simba_is_owner(t));
+    CHECK_RC(simba_stop_wait(NULL, 0), SIMBA_EINVAL);
+    proc_close(&p);
+    store_free();
+}
+
+static void lk_locked_count(simba_locker *lk, void *u) {
+    (void)lk;
+    (*(int *)u)++;
+}
+
+/* simba_loop_close: every contender, locker and scheduler releases, confirmed, then the loop
+   is gone; the waiters of another process lead at once. */
+TEST(loop_close_releases_everything_then_frees) {
+    proc p[2];
+    rec ca = {0}, cb = {0}, cs = {0};
+    simba_service *a, *b, *s2;
+    simba_locker *lk, *lk2;
+    simba_scheduler *sc;
+    simba_scheduler_desc sd = {0};
+    simba_locker_desc ld = {0};
+    simba_memory_fault f = {0};
+    int locked = 0;
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    a = contender(&p[0], "close-c", "a", 2000, 1000, &ca);
+    b = contender(&p[1], "close-c", "b", 2000, 1000, &cb);
+    ld.mutex = "close-l";
+    CHECK_RC(simba_locker_new(p[0].loop, p[0].be, &ld, &lk), SIMBA_OK);
+    ld.on_locked = lk_locked_count;
+    ld.user_data = &locked;
+    CHECK_RC(simba_locker_new(p[1].loop, p[1].be, &ld, &lk2), SIMBA_OK);
+    sd.mutex = "close-s";
+    sd.period_ms = 100;
+    sd.work = noop_work;
+    CHECK_RC(simba_scheduler_new(p[0].loop, p[0].be, &sd, &sc), SIMBA_OK);
+    s2 = contender(&p[1], "close-s", "s2", 2000, 1000, &cs);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    CHECK_RC(simba_scheduler_start(sc), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(lk, 0), SIMBA_OK);
+    settle(p, 1);
+    CHECK_EQ(ca.acquired, 1);
+    CHECK(simba_scheduler_is_leader(sc));
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    CHECK_RC(simba_start(s2), SIMBA_OK);
+    CHECK_RC(simba_locker_try(lk2), SIMBA_EAGAIN);
+    settle(p + 1, 1);
+    CHECK_RC(simba_loop_close(p[0].loop, 1000), SIMBA_OK);
+    CHECK_EQ(ca.released, 1); /* the user heard it, inside the close */
+    CHECK(stored_owner("close-c")[0] == 0 || strcmp(stored_owner("close-c"), "b") == 0);
+    settle(p + 1, 1);
+    CHECK_EQ(cb.acquired, 1);
+    CHECK_EQ(cs.acquired, 1);
+    CHECK(simba_locker_held(lk2));
+    CHECK_EQ(locked, 1); /* on_locked: the pending try became held, from the poll */
+    /* a hung backend: ETIMEDOUT, and the loop is freed all the same */
+    proc_open(&p[0]);
+    a = contender(&p[0], "close-h", "a", 2000, 1000, &ca);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 1);
+    f.hang = 1;
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    CHECK_RC(simba_loop_close(p[0].loop, 0), SIMBA_ETIMEDOUT);
+    CHECK_RC(simba_loop_close(NULL, 0), SIMBA_EINVAL);
+    CHECK_RC(simba_locker_free(lk2), SIMBA_OK);
+    proc_close(&p[1]);
+    store_free();
+}
+
+/* A Locker frozen past its lease and unlocked before the next poll learns it: the unlock
+   says SIMBA_ELOST, the reason is "lapsed", and on_lost fires from the next poll, once. */
+TEST(unlock_after_lapse_reports_lost) {
+    proc p;
+    simba_locker *a;
+    simba_locker_desc d = {0};
+    simba_stats st;
+    store_new();
+    proc_open(&p);
+    d.mutex = "frozen";
+    d.ttl_ms = 3000;
+    d.transition_ms = 1000;
+    d.on_lost = lk_lost_count;
+    lk_lost_calls = 0;
+    CHECK_RC(simba_locker_new(p.loop, p.be, &d, &a), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(a, 0), SIMBA_OK);
+    fake_now += 5000; /* frozen: no poll ran */
+    CHECK_RC(simba_locker_unlock(a), SIMBA_ELOST);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "lapsed") != NULL);
+    CHECK_EQ(simba_locker_last_reason(a), SIMBA_REASON_LAPSED);
+    CHECK_EQ(lk_lost_calls, 0); /* callbacks come from the poll */
+    settle(&p, 1);
+    CHECK_EQ(lk_lost_calls, 1);
+    settle(&p, 1);
+    CHECK_EQ(lk_lost_calls, 1);
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    CHECK_RC(simba_service_stats(simba_locker_service(a), &st), SIMBA_OK);
+    CHECK_EQ(st.releases_by_reason[SIMBA_REASON_LAPSED], 1);
+    /* the same through unlock_wait, which drives the loop: on_lost inside it */
+    CHECK_RC(simba_locker_lock(a, 0), SIMBA_OK);
+    fake_now += 5000;
+    CHECK_RC(simba_locker_unlock_wait(a, -1), SIMBA_ELOST);
+    CHECK_EQ(lk_lost_calls, 2);
+    /* a lock unlocked in time is not lost */
+    CHECK_RC(simba_locker_lock(a, 0), SIMBA_OK);
+    fake_now += 100;
+    CHECK_RC(simba_locker_unlock(a), SIMBA_OK);
+    CHECK_EQ(simba_locker_last_reason(a), SIMBA_REASON_UNLOCKED);
+    settle(&p, 1);
+    CHECK_EQ(lk_lost_calls, 2);
+    CHECK_RC(simba_locker_free(a), SIMBA_OK);
+    proc_close(&p);
+    store_free();
+}
+
+/* on_locked: called from the poll when a pending try becomes held; not for a blocking lock,
+   which returns instead. */
+TEST(locker_on_locked_from_the_poll) {
+    proc p[2];
+    simba_locker *a, *b;
+    simba_locker_desc d = {0};
+    int locked = 0;
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    d.mutex = "on-locked";
+    d.on_locked = lk_locked_count;
+    d.user_data = &locked;
+    CHECK_RC(simba_locker_new(p[0].loop, p[0].be, &d, &a), SIMBA_OK);
+    CHECK_RC(simba_locker_new(p[1].loop, p[1].be, &d, &b), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(a, 0), SIMBA_OK);
+    CHECK_EQ(locked, 0);
+    CHECK_RC(simba_locker_try(b), SIMBA_EAGAIN);
+    settle(p + 1, 1);
+    CHECK_EQ(locked, 0);
+    CHECK_RC(simba_locker_unlock(a), SIMBA_OK);
+    CHECK_EQ(locked, 0);
+    settle(p + 1, 1); /* the push reaches b: its try becomes held */
+    CHECK_EQ(locked, 1);
+    CHECK(simba_locker_held(b));
+    CHECK_RC(simba_locker_try(b), SIMBA_OK);
+    settle(p + 1, 1);
+    CHECK_EQ(locked, 1); /* once per acquisition */
+    CHECK_RC(simba_locker_free(a), SIMBA_OK);
+    CHECK_RC(simba_locker_free(b), SIMBA_OK);
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    store_free();
+}
+
 int main(int argc, char **argv) {
     CHECK_INIT(argc, argv);
     RUN(owner_predicates);
@@ -2336,5 +2631,12 @@ int main(int argc, char **argv) {
     RUN(poll_that_frees_the_loop_returns_eclosed);
     RUN(locker_freed_from_callback_while_it_blocks);
     RUN(locker_unlocked_from_callback_while_it_blocks);
+    RUN(loop_free_with_renewal_in_flight_hands_over_at_once);
+    RUN(stop_then_loop_free_with_renewal_in_flight_hands_over_at_once);
+    RUN(stop_sends_release_behind_a_renewal_in_flight);
+    RUN(stop_wait_confirms_the_release);
+    RUN(loop_close_releases_everything_then_frees);
+    RUN(unlock_after_lapse_reports_lost);
+    RUN(locker_on_locked_from_the_poll);
     return check_report("core");
 }
