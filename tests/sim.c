@@ -200,7 +200,8 @@ typedef struct handle {
     int sched_on;    /* scheduler started */
     char id[IDLEN];
 } handle;
-enum { LK_IDLE, LK_WANT, LK_HELD, LK_LOST };
+/* LK_LAPSED: unlocked after the lease lapsed (SIMBA_ELOST); on_lost is due from the next poll */
+enum { LK_IDLE, LK_WANT, LK_HELD, LK_LOST, LK_LAPSED };
 
 typedef struct svcslot {
     int kind, mutex, stable, step_down;
@@ -944,6 +945,10 @@ static void on_lost(simba_locker *lk, void *u) {
     if (!cb_ok(h, "on_lost")) return;
     trace_mx(h->p->idx, T_LOST, h->mutex, 0, 0, h->id);
     /* the lock may have come and gone between two of the application's calls */
+    if (h->lk_state == LK_LAPSED) { /* the unlock reported the lapse; this is its on_lost */
+        h->lk_state = LK_IDLE;
+        return;
+    }
     if (h->lk_state != LK_HELD && h->lk_state != LK_WANT) violation(INV_ON_LOST, 1u << h->p->idx, "%s: on_lost while not holding", h->id);
     h->lk_state = LK_LOST;
     {
@@ -1147,6 +1152,18 @@ static void proc_stop(proc *p) {
 }
 
 static void after_poll_checks(proc *p);
+/* An unlock says SIMBA_ELOST exactly when the lease had lapsed: the lapse is never lost. */
+static simba_result locker_unlock(proc *p, svcslot *s) {
+    int held = simba_locker_held(s->lk);
+    int was_held = s->h->lk_state == LK_HELD;
+    simba_result rc = simba_locker_unlock(s->lk);
+    W->sx->checks[INV_ON_LOST]++;
+    if (rc == SIMBA_ELOST && held)
+        violation(INV_ON_LOST, 1u << p->idx, "%s: unlock said the lease had lapsed while it was held", s->h->id);
+    if (rc != SIMBA_ELOST && was_held && !held)
+        violation(INV_ON_LOST, 1u << p->idx, "%s: unlock after a lapse did not report it", s->h->id);
+    return rc;
+}
 static void locker_gained(proc *p, svcslot *s);
 
 static void poll_proc(proc *p) {
@@ -1210,8 +1227,7 @@ static void svc_action(proc *p, int slot) {
         }
         case LK_WANT:
             if (W->G >= h->until) {
-                simba_locker_unlock(s->lk);
-                h->lk_state = LK_IDLE;
+                h->lk_state = locker_unlock(p, s) == SIMBA_ELOST ? LK_LAPSED : LK_IDLE;
                 trace_mx(p->idx, T_ACTION, s->mutex, 4, 0, h->id);
                 next = rng_range(&p->r_app, 0, 3000);
             } else {
@@ -1220,8 +1236,7 @@ static void svc_action(proc *p, int slot) {
             break;
         case LK_HELD:
             if (W->G >= h->until) {
-                simba_locker_unlock(s->lk);
-                h->lk_state = LK_IDLE;
+                h->lk_state = locker_unlock(p, s) == SIMBA_ELOST ? LK_LAPSED : LK_IDLE;
                 trace_mx(p->idx, T_ACTION, s->mutex, 3, 0, h->id);
                 next = rng_range(&p->r_app, 0, 3000);
             } else {
@@ -1285,6 +1300,8 @@ static void after_poll_checks(proc *p) {
         W->sx->checks[INV_ON_LOST]++;
         if (s->h->lk_state == LK_HELD && !simba_locker_held(s->lk))
             violation(INV_ON_LOST, 1u << p->idx, "%s: the lock lapsed and a whole poll passed without on_lost", s->h->id);
+        if (s->h->lk_state == LK_LAPSED)
+            violation(INV_ON_LOST, 1u << p->idx, "%s: unlocked after a lapse and a whole poll passed without on_lost", s->h->id);
     }
 }
 

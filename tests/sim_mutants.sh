@@ -77,6 +77,10 @@ mutate waiter-stops-asking simba.h \
     'return simba__add(now, simba__max(s->free_retry, s->min_retry));' \
     'return SIMBA__NEVER;'
 
+mutate lapse-unreported-by-unlock simba.h \
+    'lapsed = was == SIMBA__LK_HELD && !simba_locker_held(lk);' \
+    'lapsed = 0;'
+
 if [ $FAILED -ne 0 ]; then
     echo "sim_mutants: $FAILED mutant(s) not caught"
     exit 1
