@@ -31,6 +31,6 @@ int main(void) {
         return 1;
     }
     while (!quit) simba_wait(loop, 1000);             /* or call simba_poll(loop) once per frame */
-    simba_loop_free(loop);            /* releases the mutex: the next process takes over at once */
+    simba_loop_close(loop, 2000);     /* releases the mutex, confirmed: the next process leads at once */
     return 0;
 }
