@@ -578,12 +578,65 @@ SIMBA_API simba_result simba_contender_id_random(simba_loop *loop, char *buf, si
 SIMBA_API simba_result simba_name_check(const char *mutex);
 SIMBA_API simba_result simba_id_check(const char *contender_id);
 
+/* ---- inspection: what the store holds (admin tools) ------------------------------------- */
+
+/* A mutex as its store holds it, the same on every backend. Durations are as the server saw
+   them when it answered; SIMBA_UNKNOWN_MS where the store does not know one. */
+#define SIMBA_UNKNOWN_MS INT64_MIN
+#define SIMBA_VIEW_WAITERS 8 /* waiter ids a view carries; view.waiters counts them all */
+typedef struct simba_view {
+    char mutex[SIMBA_NAME_MAX + 1];
+    char owner[SIMBA_ID_MAX + 1]; /* "" = nobody holds it now */
+    uint64_t fence;               /* the owner's; with no owner the last one handed out where the
+                                     store keeps it (SQLite, PostgreSQL, Redis), else 0 */
+    int64_t acquired_unix_ms;     /* when this ownership began, the server's wall clock in ms
+                                     since 1970; SIMBA_UNKNOWN_MS */
+    int64_t held_ms;              /* how long the owner has held it; SIMBA_UNKNOWN_MS */
+    int64_t ttl_left_ms;          /* the owner's exclusive lease left (<= 0 in transition) */
+    int64_t transition_left_ms;   /* until anyone may take it; SIMBA_UNKNOWN_MS */
+    int64_t session_ms;           /* ZooKeeper: the owner's session timeout, its lease; else
+                                     SIMBA_UNKNOWN_MS */
+    int waiters;                  /* contenders in the store's wait queue, -1 when not known
+                                     (simba_list does not read queues) */
+    char waiter[SIMBA_VIEW_WAITERS][SIMBA_ID_MAX + 1]; /* the first of them, oldest first */
+} simba_view;
+
+/* simba_inspect: once, with the view (rc SIMBA_OK) or the error. simba_list: once per mutex
+   (rc SIMBA_OK), in name order, then once with view NULL and the result of the whole
+   listing. simba_force_release: once, view NULL, rc SIMBA_OK when the owner was cleared,
+   SIMBA_ESTATE when nobody holds the mutex with that fence. Called from simba_poll only. */
+typedef void (*simba_view_fn)(const simba_view *view, simba_result rc, void *user_data);
+
+/* Non-blocking, through the loop like any request: the answer comes from a later
+   simba_poll. simba_inspect fills *view (valid until cb) before it calls cb. A backend
+   whose vt has no inspect entry answers SIMBA_EINVAL at once. */
+SIMBA_API simba_result simba_inspect(simba_backend *be, const char *mutex, simba_view *view, simba_view_fn cb, void *user_data);
+SIMBA_API simba_result simba_list(simba_backend *be, simba_view_fn cb, void *user_data);
+/* Clears the owner only if it still holds fence, atomically in the store, and wakes the
+   head waiter as a release does: for an operator removing a dead holder by hand. */
+SIMBA_API simba_result simba_force_release(simba_backend *be, const char *mutex, uint64_t fence, simba_view_fn cb,
+                                           void *user_data);
+/* Blocking forms: drive the loop (as simba_locker_lock does) until the answer, or
+   SIMBA_ETIMEDOUT after timeout_ms (< 0: no limit). simba_list_wait calls cb for each mutex
+   from inside the loop it drives. From a callback: SIMBA_ECALLBACK. */
+SIMBA_API simba_result simba_inspect_wait(simba_backend *be, const char *mutex, simba_view *view, int64_t timeout_ms);
+SIMBA_API simba_result simba_list_wait(simba_backend *be, simba_view_fn cb, void *user_data, int64_t timeout_ms);
+SIMBA_API simba_result simba_force_release_wait(simba_backend *be, const char *mutex, uint64_t fence, int64_t timeout_ms);
+
 /* ---- backend interface ------------------------------------------------------------- */
 
 typedef enum simba_op {
     SIMBA_OP_ACQUIRE = 1, /* acquire, or renew when the contender already owns it */
     SIMBA_OP_RELEASE = 2, /* release if the contender owns it; no-op otherwise */
-    SIMBA_OP_READ = 3     /* report the current owner (contender is "") */
+    SIMBA_OP_READ = 3,    /* report the current owner (contender is "") */
+    /* Inspection, submitted through vt->inspect (contender ""): */
+    SIMBA_OP_INSPECT = 4, /* the store's record of mutex: simba_req_view() once if it has
+                             one, then simba_req_done() */
+    SIMBA_OP_LIST = 5,    /* every mutex the store holds: simba_req_view() each (waiters -1
+                             is enough), then simba_req_done() (mutex is "") */
+    SIMBA_OP_FORCE_RELEASE = 6 /* clear mutex's owner only if it holds req->fence, in one
+                                  store operation, waking the head waiter as a release does;
+                                  done with SIMBA_OK when cleared, SIMBA_ESTATE when not */
 } simba_op;
 
 /* A request, owned by the core. Its fields stay valid until simba_req_done(). */
@@ -619,11 +672,13 @@ struct simba_req {
     simba_req *next_;   /* free for the backend's use as a list link while in flight */
     int step_down_on_disconnect; /* ACQUIRE: the contender steps down on SIMBA_EV_DISCONNECTED,
                                     so a backend that knows it is disconnected grants nothing */
+    uint64_t fence;     /* FORCE_RELEASE: the fence the owner must still hold */
     /* private to the core (done_ fills the last int's padding) */
     int done_;
     simba_service *svc_;
     uint64_t gen_;
     simba_req *done_next_;
+    void *ask_; /* an inspection's own state (svc_ NULL) */
 };
 
 /* simba_req.deferrable */
@@ -687,6 +742,9 @@ typedef struct simba_backend_vt {
        batched with others), now waits on it to send its release (simba_stop, an unlock):
        send it at once. A vt that ends before this member (.size = its offset) is accepted. */
     void (*hurry)(void *impl, simba_req *req);
+    /* Optional: start an inspection (SIMBA_OP_INSPECT, _LIST, _FORCE_RELEASE) as submit
+       starts a request. A vt that ends before this member has no inspection. */
+    simba_result (*inspect)(void *impl, simba_req *req);
 } simba_backend_vt;
 
 SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_vt *vt, void *impl, simba_backend **out);
@@ -702,6 +760,9 @@ SIMBA_API void *simba_backend_impl(const simba_backend *be);
 SIMBA_API const simba_backend_vt *simba_backend_vt_get(const simba_backend *be);
 /* Complete a request exactly once. Safe from inside submit/process; handled in the poll. */
 SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply);
+/* Add one mutex to the answer of an INSPECT or LIST request, before its simba_req_done()
+   (copied; ignored for other requests). Safe from inside inspect/process. */
+SIMBA_API void simba_req_view(simba_req *req, const simba_view *view);
 /* Tell the loop's fd_hook about a descriptor: events 0 = stop watching. A backend must call
    it with 0 before it closes a descriptor it has listed in vt->fds (the core learns starts
    and interest changes from vt->fds after each poll and each call outside the poll). */
@@ -963,6 +1024,7 @@ struct simba_backend {
     int free_requested; /* freed by the user while freed services finish their release */
     int pfd_off, pfd_n;
     void (*hurry)(void *impl, simba_req *req); /* vt->hurry, NULL for a vt without it */
+    simba_result (*inspect)(void *impl, simba_req *req); /* vt->inspect, likewise */
     char errmsg[256];
 };
 
@@ -1083,6 +1145,7 @@ struct simba_loop {
     simba_scheduler *scheds;
     simba_req *done_head, *done_tail;
     simba__behind *behind; /* releases sent behind an acquire, unanswered */
+    struct simba__ask *asks; /* inspections in flight */
     simba__ev *ev_head, *ev_tail, *ev_free;
     int ev_nfree, more;
     int64_t poll_start_us, budget_us;
@@ -1275,7 +1338,8 @@ SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_v
     if (out) *out = NULL;
     if (!loop || !vt || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: NULL argument");
     /* The one layout this core knows; a vt built for another one would be misread. */
-    if (vt->size != sizeof(simba_backend_vt) && vt->size != offsetof(simba_backend_vt, hurry))
+    if (vt->size != sizeof(simba_backend_vt) && vt->size != offsetof(simba_backend_vt, hurry) &&
+        vt->size != offsetof(simba_backend_vt, inspect))
         return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: vt size %lu is not this core's (%lu): set .size = sizeof(simba_backend_vt)",
                            (unsigned long)vt->size, (unsigned long)sizeof(simba_backend_vt));
     if (!vt->submit || !vt->name) return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: vt needs name and submit");
@@ -1284,7 +1348,8 @@ SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_v
     memset(be, 0, sizeof *be);
     be->loop = loop;
     be->vt = vt;
-    be->hurry = vt->size == sizeof(simba_backend_vt) ? vt->hurry : NULL;
+    be->hurry = vt->size > offsetof(simba_backend_vt, hurry) ? vt->hurry : NULL;
+    be->inspect = vt->size > offsetof(simba_backend_vt, inspect) ? vt->inspect : NULL;
     be->impl = impl;
     be->next = loop->backends;
     if (loop->backends) loop->backends->prev = be;
@@ -1440,6 +1505,7 @@ static void simba__done_queue(simba_loop *l, simba_req *req) {
     simba__kick(l);
 }
 
+static void simba__ask_done(simba_req *req, const simba_reply *reply);
 SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     simba_service *s;
     simba_loop *l;
@@ -1450,6 +1516,7 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
         return;
     }
     req->done_ = 1;
+    if (req->ask_) { simba__ask_done(req, reply); return; }
     if (!s) return;
     l = s->loop;
     if (l->closing) return;
@@ -2407,6 +2474,7 @@ static int simba__run_due(simba_loop *l) {
     return steps;
 }
 
+static void simba__ask_complete(struct simba__ask *a);
 static int simba__drain(simba_loop *l) {
     int n = 0;
     l->now = simba_now(l);
@@ -2414,7 +2482,8 @@ static int simba__drain(simba_loop *l) {
         simba_req *r = l->done_head;
         l->done_head = r->done_next_;
         if (!l->done_head) l->done_tail = NULL;
-        if (r == &r->svc_->req) simba__complete(r->svc_);
+        if (r->ask_) simba__ask_complete((struct simba__ask *)r->ask_);
+        else if (r == &r->svc_->req) simba__complete(r->svc_);
         else simba__behind_done(r->svc_, (simba__behind *)(void *)r);
         n++;
     }
@@ -2725,6 +2794,7 @@ SIMBA_API simba_result simba_loop_new(const simba_loop_desc *d, simba_loop **out
 static void simba__locker_release_all(simba_loop *l);
 static void simba__sched_release_all(simba_loop *l);
 
+static void simba__ask_free(struct simba__ask *a);
 static void simba__loop_destroy(simba_loop *l) {
     simba_service *s, *sn;
     simba__ev *ev, *en;
@@ -2768,6 +2838,7 @@ static void simba__loop_destroy(simba_loop *l) {
         l->behind = b->next;
         simba_free(l, b);
     }
+    while (l->asks) simba__ask_free(l->asks);
     for (s = l->services; s; s = sn) { sn = s->all_next; s->loop = NULL; simba_free(l, s->cnt.last_error_msg); simba_free(l, s->rep_other); simba_free(l, s->view_other); simba_free(l, s); }
     for (ev = l->ev_head; ev; ev = en) { en = ev->next; simba_free(l, ev); }
     for (ev = l->ev_free; ev; ev = en) { en = ev->next; simba_free(l, ev); }
@@ -3302,6 +3373,267 @@ SIMBA_API simba_result simba_loop_close(simba_loop *l, int64_t timeout_ms) {
             }
     simba_loop_free(l);
     return rc;
+}
+
+/* ---- >>inspect: what the store holds, through the loop like any request ---------------- */
+
+/* One mutex of a listing, kept until the answer is complete: a view without its waiters
+   (a listing reads no queue), so that a long listing costs a third of full views. */
+#define SIMBA__ITEM_SIZE offsetof(simba_view, waiter)
+typedef struct simba__item {
+    struct simba__item *next;
+    simba_view *v; /* SIMBA__ITEM_SIZE bytes right after the item */
+} simba__item;
+
+/* An inspection in flight. The caller's view and callback are dropped when a blocking form
+   gives up (timeout): the request stays with the backend until it answers. */
+typedef struct simba__ask {
+    simba_req req;
+    simba_loop *loop;
+    struct simba__ask *next, *prev;
+    simba_view *out; /* the caller's (simba_inspect), or NULL */
+    simba_view_fn cb;
+    void *user;
+    simba_view one; /* INSPECT: the store's answer */
+    int have_one, n;
+    simba__item *items;
+    simba_result rc;
+    char *err_to; /* a blocking form's copy of err */
+    char mutex[SIMBA_NAME_MAX + 1];
+    char err[160];
+} simba__ask;
+
+static void simba__ask_free(simba__ask *a) {
+    simba_loop *l = a->loop;
+    while (a->items) {
+        simba__item *it = a->items;
+        a->items = it->next;
+        simba_free(l, it);
+    }
+    if (a->prev) a->prev->next = a->next; else l->asks = a->next;
+    if (a->next) a->next->prev = a->prev;
+    simba_free(l, a);
+}
+
+static void simba__view_unknown(simba_view *v, const char *mutex) {
+    memset(v, 0, sizeof *v);
+    simba__copy(v->mutex, sizeof v->mutex, mutex);
+    v->acquired_unix_ms = v->held_ms = v->ttl_left_ms = v->transition_left_ms = v->session_ms = SIMBA_UNKNOWN_MS;
+}
+
+SIMBA_API void simba_req_view(simba_req *req, const simba_view *view) {
+    simba__ask *a;
+    simba__item *it;
+    if (!req || !view || req->done_ || !req->ask_) return;
+    a = (simba__ask *)req->ask_;
+    if (simba_name_check(view->mutex) != SIMBA_OK || (view->owner[0] && simba_id_check(view->owner) != SIMBA_OK)) {
+        /* Whatever the store holds, users only ever see well-formed names and ids. */
+        a->rc = SIMBA_EBACKEND;
+        simba__copy(a->err, sizeof a->err, "backend reported a malformed mutex name or owner id");
+        return;
+    }
+    if (req->op == SIMBA_OP_INSPECT) {
+        a->one = *view;
+        a->one.mutex[SIMBA_NAME_MAX] = a->one.owner[SIMBA_ID_MAX] = 0;
+        if (a->one.waiters < -1) a->one.waiters = -1;
+        a->have_one = 1;
+        return;
+    }
+    if (req->op != SIMBA_OP_LIST) return;
+    it = (simba__item *)simba_alloc(a->loop, sizeof *it + SIMBA__ITEM_SIZE);
+    if (!it) {
+        a->rc = SIMBA_ENOMEM;
+        simba__copy(a->err, sizeof a->err, "out of memory keeping a listing");
+        return;
+    }
+    it->v = (simba_view *)(void *)(it + 1);
+    memcpy(it->v, view, SIMBA__ITEM_SIZE);
+    it->next = a->items;
+    a->items = it;
+    a->n++;
+}
+
+static void simba__ask_done(simba_req *req, const simba_reply *reply) {
+    simba__ask *a = (simba__ask *)req->ask_;
+    simba_loop *l = a->loop;
+    if (l->closing) return;
+    if (a->rc == SIMBA_OK) {
+        a->rc = reply->rc;
+        if (reply->rc != SIMBA_OK) simba__copy(a->err, sizeof a->err, reply->errmsg ? reply->errmsg : simba_strerror(reply->rc));
+    }
+    req->done_next_ = NULL;
+    if (l->done_tail) l->done_tail->done_next_ = req; else l->done_head = req;
+    l->done_tail = req;
+    simba__kick(l);
+}
+
+static int simba__item_cmp(const void *x, const void *y) {
+    return strcmp((*(simba__item *const *)x)->v->mutex, (*(simba__item *const *)y)->v->mutex);
+}
+
+/* A listing's mutexes, in name order whatever order the store gave them. */
+static void simba__ask_list_out(simba__ask *a) {
+    simba_loop *l = a->loop;
+    simba__item **arr = a->n ? (simba__item **)simba_alloc(l, (size_t)a->n * sizeof *arr) : NULL;
+    simba__item *it;
+    simba_view v;
+    int i = 0;
+    if (a->n && !arr) {
+        a->rc = SIMBA_ENOMEM;
+        simba__copy(a->err, sizeof a->err, "out of memory sorting a listing");
+        return;
+    }
+    for (it = a->items; it; it = it->next) arr[i++] = it;
+    if (a->n > 1) qsort(arr, (size_t)a->n, sizeof *arr, simba__item_cmp);
+    for (i = 0; i < a->n && a->cb; i++) {
+        memset(&v, 0, sizeof v);
+        memcpy(&v, arr[i]->v, SIMBA__ITEM_SIZE);
+        v.waiters = -1;
+        a->cb(&v, SIMBA_OK, a->user);
+    }
+    simba_free(l, arr);
+}
+
+/* The answer is complete: hand it to the caller, from the poll. */
+static void simba__ask_complete(simba__ask *a) {
+    simba_loop *l = a->loop;
+    if (a->rc != SIMBA_OK) simba_log(l, SIMBA_LOG_WARN, "inspection of '%s' failed: %s", a->mutex, a->err);
+    if (a->err_to) simba__copy(a->err_to, sizeof a->err, a->err);
+    l->in_cb++;
+    if (a->req.op == SIMBA_OP_INSPECT) {
+        if (a->out) {
+            if (a->have_one) *a->out = a->one;
+            else simba__view_unknown(a->out, a->mutex);
+        }
+        if (a->cb) a->cb(a->out, a->rc, a->user);
+    } else if (a->req.op == SIMBA_OP_LIST) {
+        if (a->rc == SIMBA_OK) simba__ask_list_out(a);
+        if (a->cb) a->cb(NULL, a->rc, a->user);
+    } else if (a->cb) {
+        a->cb(NULL, a->rc, a->user);
+    }
+    l->in_cb--;
+    simba__ask_free(a);
+}
+
+static simba_result simba__ask_start(simba_backend *be, simba_op op, const char *mutex, uint64_t fence, simba_view *out,
+                                     simba_view_fn cb, void *user, simba__ask **made) {
+    static const char *const what[] = {"simba_inspect", "simba_list", "simba_force_release"};
+    const char *fn = what[op - SIMBA_OP_INSPECT];
+    simba_loop *l;
+    simba__ask *a;
+    simba_result rc;
+    if (made) *made = NULL;
+    if (!be || !be->loop || be->free_requested) return SIMBA_EINVAL;
+    l = be->loop;
+    if (op != SIMBA_OP_LIST && simba_name_check(mutex) != SIMBA_OK)
+        return simba__fail(l, SIMBA_EINVAL, "%s: mutex name '%.140s' is not valid (1..%d bytes of letters, digits, - _ . : @ + = ,)",
+                           fn, mutex ? mutex : "(null)", SIMBA_NAME_MAX);
+    if (!cb && !made) return simba__fail(l, SIMBA_EINVAL, "%s: no callback", fn);
+    if (op == SIMBA_OP_INSPECT && !out) return simba__fail(l, SIMBA_EINVAL, "%s: no view to fill", fn);
+    if (!be->inspect) return simba__fail(l, SIMBA_EINVAL, "%s: backend '%s' has no inspection", fn, be->vt->name);
+    a = (simba__ask *)simba_alloc(l, sizeof *a);
+    if (!a) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory", fn);
+    memset(a, 0, sizeof *a);
+    a->loop = l;
+    a->out = out;
+    a->cb = cb;
+    a->user = user;
+    simba__copy(a->mutex, sizeof a->mutex, op == SIMBA_OP_LIST ? "" : mutex);
+    a->req.op = op;
+    a->req.mutex = a->mutex;
+    a->req.contender = "";
+    a->req.fence = fence;
+    a->req.sent_at = simba_now(l);
+    a->req.ask_ = a;
+    a->next = l->asks;
+    if (l->asks) l->asks->prev = a;
+    l->asks = a;
+    if (made) *made = a;
+    l->in_submit++; /* no hooks while the backend is inside inspect */
+    rc = be->inspect(be->impl, &a->req);
+    l->in_submit--;
+    if (rc != SIMBA_OK && !a->req.done_) {
+        simba_reply rep;
+        memset(&rep, 0, sizeof rep);
+        rep.rc = rc;
+        rep.errmsg = be->errmsg[0] ? be->errmsg : "inspection refused";
+        simba_req_done(&a->req, &rep); /* answered from the poll like any failure */
+    }
+    simba__kick(l);
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_inspect(simba_backend *be, const char *mutex, simba_view *view, simba_view_fn cb, void *user_data) {
+    return simba__ask_start(be, SIMBA_OP_INSPECT, mutex, 0, view, cb, user_data, NULL);
+}
+SIMBA_API simba_result simba_list(simba_backend *be, simba_view_fn cb, void *user_data) {
+    return simba__ask_start(be, SIMBA_OP_LIST, NULL, 0, NULL, cb, user_data, NULL);
+}
+SIMBA_API simba_result simba_force_release(simba_backend *be, const char *mutex, uint64_t fence, simba_view_fn cb,
+                                           void *user_data) {
+    return simba__ask_start(be, SIMBA_OP_FORCE_RELEASE, mutex, fence, NULL, cb, user_data, NULL);
+}
+
+/* The blocking forms' callback: the end of the answer, or a listed mutex to pass on. */
+typedef struct simba__ask_wait {
+    int done;
+    char err[160];
+    simba_result rc;
+    simba_view_fn cb;
+    void *user;
+} simba__ask_wait;
+static void simba__ask_wait_cb(const simba_view *view, simba_result rc, void *user) {
+    simba__ask_wait *w = (simba__ask_wait *)user;
+    if (view && w->cb) { w->cb(view, rc, w->user); return; } /* a listed mutex */
+    w->done = 1;
+    w->rc = rc;
+}
+
+static simba_result simba__ask_wait_run(simba_backend *be, simba_op op, const char *mutex, uint64_t fence, simba_view *out,
+                                        simba_view_fn cb, void *user, int64_t timeout_ms) {
+    simba__ask_wait w;
+    simba__ask *a;
+    simba_loop *l;
+    simba_result rc;
+    int64_t deadline;
+    if (!be || !be->loop) return SIMBA_EINVAL;
+    l = be->loop;
+    if (l->in_cb || l->in_poll) return simba__fail(l, SIMBA_ECALLBACK, "blocking inspection from a callback");
+    memset(&w, 0, sizeof w);
+    w.cb = cb;
+    w.user = user;
+    rc = simba__ask_start(be, op, mutex, fence, out, simba__ask_wait_cb, &w, &a);
+    if (rc != SIMBA_OK) return rc;
+    a->err_to = w.err;
+    deadline = timeout_ms < 0 ? SIMBA__NEVER : simba__add(simba_now(l), simba__min(timeout_ms, SIMBA_MAX_MS));
+    while (!w.done) {
+        int64_t now = simba_now(l);
+        if (deadline != SIMBA__NEVER && now >= deadline) {
+            a->cb = NULL; /* the answer may still come: nobody hears it */
+            a->out = NULL;
+            a->err_to = NULL;
+            return simba__fail(l, SIMBA_ETIMEDOUT, "inspection of '%s' not answered in %lld ms", a->mutex, (long long)timeout_ms);
+        }
+        rc = simba_wait(l, deadline == SIMBA__NEVER ? -1 : deadline - now);
+        if (rc == SIMBA_ECLOSED) return rc; /* a callback freed the loop: touch nothing */
+        if (rc != SIMBA_OK) return rc;
+    }
+    if (w.rc == SIMBA_ESTATE) return simba__fail(l, w.rc, "simba_force_release_wait: nobody holds '%s' with fence %llu", mutex,
+                                                 (unsigned long long)fence);
+    if (w.rc != SIMBA_OK) return simba__fail(l, w.rc, "%s", w.err);
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_inspect_wait(simba_backend *be, const char *mutex, simba_view *view, int64_t timeout_ms) {
+    return simba__ask_wait_run(be, SIMBA_OP_INSPECT, mutex, 0, view, NULL, NULL, timeout_ms);
+}
+SIMBA_API simba_result simba_list_wait(simba_backend *be, simba_view_fn cb, void *user_data, int64_t timeout_ms) {
+    if (!cb) return be && be->loop ? simba__fail(be->loop, SIMBA_EINVAL, "simba_list_wait: no callback") : SIMBA_EINVAL;
+    return simba__ask_wait_run(be, SIMBA_OP_LIST, NULL, 0, NULL, cb, user_data, timeout_ms);
+}
+SIMBA_API simba_result simba_force_release_wait(simba_backend *be, const char *mutex, uint64_t fence, int64_t timeout_ms) {
+    return simba__ask_wait_run(be, SIMBA_OP_FORCE_RELEASE, mutex, fence, NULL, NULL, NULL, timeout_ms);
 }
 
 /* ---- >>stats: statistics and release reasons ------------------------------------------- */

@@ -365,6 +365,59 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
     pthread_mutex_unlock(&st->lock);
 }
 
+static void simba__mview(const simba__mentry *e, int64_t now, int with_waiters, simba_view *v) {
+    int i;
+    memset(v, 0, sizeof *v);
+    simba__copy(v->mutex, sizeof v->mutex, e->name);
+    v->fence = e->fence;
+    v->acquired_unix_ms = v->session_ms = SIMBA_UNKNOWN_MS; /* the store keeps no wall clock */
+    v->held_ms = v->ttl_left_ms = v->transition_left_ms = SIMBA_UNKNOWN_MS;
+    if (simba__mlive(e, now)) {
+        simba__copy(v->owner, sizeof v->owner, e->owner);
+        v->held_ms = now - e->acquired_at;
+        v->ttl_left_ms = e->ttl_at - now;
+        v->transition_left_ms = e->transition_at - now;
+    }
+    v->waiters = with_waiters ? e->nw : -1;
+    for (i = 0; with_waiters && i < e->nw && i < SIMBA_VIEW_WAITERS; i++) simba__copy(v->waiter[i], sizeof v->waiter[i], e->w[i].id);
+}
+
+/* An inspection against the store: views go to the core under the store's lock (copied). */
+static void simba__minspect(simba__mclient *c, simba_req *r, simba_reply *rep) {
+    simba_memstore *st = c->st;
+    simba__mentry *e;
+    simba_view v;
+    int64_t now;
+    size_t i;
+    memset(rep, 0, sizeof *rep);
+    pthread_mutex_lock(&st->lock);
+    now = st->now_fn(st->clock_user);
+    e = (simba__mentry *)simba__hfind(&st->entries, r->mutex);
+    if (e) simba__mwait_purge(e, now);
+    if (r->op == SIMBA_OP_INSPECT && e) {
+        simba__mview(e, now, 1, &v);
+        simba_req_view(r, &v);
+    } else if (r->op == SIMBA_OP_LIST) {
+        for (i = 0; i < st->entries.nb; i++) {
+            simba__hnode *n;
+            for (n = st->entries.b[i]; n; n = n->hnext) {
+                simba__mview((const simba__mentry *)n, now, 0, &v);
+                simba_req_view(r, &v);
+            }
+        }
+    } else if (r->op == SIMBA_OP_FORCE_RELEASE) {
+        rep->rc = SIMBA_ESTATE;
+        if (e && simba__mlive(e, now) && e->fence == r->fence) {
+            e->owner[0] = 0;
+            e->ttl_at = e->transition_at = 0;
+            if (e->nw > 0) simba__mpost(e->w[0].client, SIMBA_EV_RELEASED, e->name, e->w[0].id, NULL);
+            simba__mbroadcast(st, e, now);
+            rep->rc = SIMBA_OK;
+        }
+    }
+    pthread_mutex_unlock(&st->lock);
+}
+
 static void simba__mrun(simba__mclient *c, int64_t now) {
     simba_req *r = c->pend, *prev = NULL, *next;
     for (; r; r = next) {
@@ -378,6 +431,8 @@ static void simba__mrun(simba__mclient *c, int64_t now) {
             memset(&rep, 0, sizeof rep);
             rep.rc = SIMBA_EBACKEND;
             rep.errmsg = "memory backend: injected failure";
+        } else if (r->op >= SIMBA_OP_INSPECT) {
+            simba__minspect(c, r, &rep);
         } else {
             simba__mexec(c, r, &rep, owner);
         }
@@ -519,6 +574,7 @@ static const simba_backend_vt simba__memory_vt = {
     sizeof(simba_backend_vt), "memory", simba__msubmit, simba__mfds, simba__mprocess, simba__mdeadline, simba__mem_watch, simba__mem_unwatch, simba__mdestroy,
     SIMBA_LEASE_ASKED,
     NULL, /* hurry: nothing is held */
+    simba__msubmit, /* inspect: queued with the requests, so faults delay it alike */
 };
 
 /* >>open */
