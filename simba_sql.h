@@ -430,6 +430,17 @@ typedef struct simba__sql_text {
     " WHERE mutex = ?1 AND contender = ?2 AND expires_at >= " NOW
 #define SIMBA__SQL_Q_COUNT_TEXT "UPDATE {T} SET waiters = (SELECT count(*) FROM {Q} WHERE mutex = ?1) WHERE mutex = ?1"
 
+/* Inspection (simba_inspect, simba_list, simba_force_release): ?1 mutex, ?2 fence, ?6 now.
+   A listing reads no queue. A forced release clears the owner only while it still holds
+   the fence and its lease lives, as one statement; the waiters column says whom to wake. */
+#define SIMBA__SQL_VIEW_COLS "mutex, owner_id, fence, acquired_at, ?6 - acquired_at, ttl_at - ?6, transition_at - ?6"
+#define SIMBA__SQL_INSPECT_TEXT "SELECT " SIMBA__SQL_VIEW_COLS " FROM {T} WHERE mutex = ?1"
+#define SIMBA__SQL_LIST_TEXT "SELECT " SIMBA__SQL_VIEW_COLS " FROM {T}"
+#define SIMBA__SQL_WAITERS_TEXT "SELECT contender FROM {Q} WHERE mutex = ?1 AND " SIMBA__SQL_Q_WELL_FORMED("?6") " ORDER BY seq"
+#define SIMBA__SQL_FORCE_TEXT                                                                      \
+    "UPDATE {T} SET owner_id = '', acquired_at = 0, ttl_at = 0, transition_at = 0, version = version + 1" \
+    " WHERE mutex = ?1 AND fence = ?2 AND owner_id <> '' AND transition_at >= ?6 RETURNING waiters"
+
 /* [sqlite] INSERT OR IGNORE (MySQL: INSERT IGNORE, PostgreSQL: ON CONFLICT DO NOTHING). */
 /* A new row's fence starts at its creation time in ms x 2^10 (?6 is NOW), not at 0: a row
    made again after its file was lost (deleted, or on a tmpfs across a reboot) starts above
@@ -1441,6 +1452,109 @@ static int simba__sql_commit_fits(simba__sql *s, int n) {
     return left == INT64_MAX || left * 1000 >= (int64_t)n * s->commit_ns;
 }
 
+/* >>inspect  Prepared at each use (inspection is rare) and without the setup, which writes:
+   a store that never held anything answers "nothing" (no table yet). Returns 0 with the
+   views handed to the core, SIMBA__SQL_BUSY, or -1 with s->err set. */
+static int simba__sql_prepare_view(simba__sql *s, const char *text, sqlite3_stmt **st, int *absent) {
+    char sql[1024];
+    int rc;
+    *st = NULL;
+    *absent = 0;
+    if (!simba__sql_expand(s, text, sql, sizeof sql)) return SQLITE_ERROR;
+    rc = sqlite3_prepare_v2(s->db, sql, -1, st, NULL);
+    if (rc == SQLITE_ERROR && strncmp(sqlite3_errmsg(s->db), "no such table", 13) == 0) { *absent = 1; return SQLITE_OK; }
+    if (rc != SQLITE_OK) simba__sql_seterr(s, "inspect", rc);
+    return rc;
+}
+
+/* One row of SIMBA__SQL_VIEW_COLS into v; a lease fully over is nobody's. */
+static void simba__sql_view_row(sqlite3_stmt *st, simba_view *v) {
+    const char *m = (const char *)sqlite3_column_text(st, 0), *o = (const char *)sqlite3_column_text(st, 1);
+    memset(v, 0, sizeof *v);
+    simba__copy(v->mutex, sizeof v->mutex, m);
+    v->fence = (uint64_t)sqlite3_column_int64(st, 2);
+    v->acquired_unix_ms = v->held_ms = v->ttl_left_ms = v->transition_left_ms = v->session_ms = SIMBA_UNKNOWN_MS;
+    v->waiters = -1;
+    if (o && o[0] && sqlite3_column_int64(st, 6) >= 0) {
+        simba__copy(v->owner, sizeof v->owner, o);
+        v->acquired_unix_ms = sqlite3_column_int64(st, 3);
+        v->held_ms = sqlite3_column_int64(st, 4);
+        v->ttl_left_ms = sqlite3_column_int64(st, 5);
+        v->transition_left_ms = sqlite3_column_int64(st, 6);
+    }
+}
+
+static int simba__sql_waiters(simba__sql *s, const char *mutex, int64_t now, simba_view *v) {
+    sqlite3_stmt *st;
+    int absent, rc = simba__sql_prepare_view(s, SIMBA__SQL_WAITERS_TEXT, &st, &absent);
+    v->waiters = 0;
+    if (rc != SQLITE_OK || absent) return rc;
+    sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, now);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (v->waiters < SIMBA_VIEW_WAITERS) simba__copy(v->waiter[v->waiters], sizeof v->waiter[0], (const char *)sqlite3_column_text(st, 0));
+        v->waiters++;
+    }
+    if (rc != SQLITE_DONE) simba__sql_seterr(s, "inspect (queue)", rc);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static int simba__sql_force(simba__sql *s, simba_req *r, int64_t now, simba_reply *rep) {
+    sqlite3_stmt *st;
+    int absent, rc = simba__sql_setup(s); /* a write, and the head's wake-up needs the statements */
+    int64_t waiters = 0;
+    rep->rc = SIMBA_ESTATE;
+    if (rc == SQLITE_OK) rc = simba__sql_prepare_view(s, SIMBA__SQL_FORCE_TEXT, &st, &absent);
+    if (rc != SQLITE_OK || absent) return rc;
+    sqlite3_bind_text(st, 1, r->mutex, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)r->fence);
+    sqlite3_bind_int64(st, 6, now);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        rep->rc = SIMBA_OK;
+        waiters = sqlite3_column_int64(st, 0);
+        rc = sqlite3_step(st);
+    }
+    if (rc != SQLITE_DONE) simba__sql_seterr(s, "force release", rc);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) return rc;
+    if (rep->rc == SIMBA_OK && waiters > 0) simba__sql_wake_head(s, r->mutex);
+    if (rep->rc == SIMBA_OK && s->memory && s->be) simba_backend_event(s->be, SIMBA_EV_RELEASED, r->mutex, NULL, NULL);
+    return SQLITE_OK;
+}
+
+static int simba__sql_inspect_one(simba__sql *s, simba_req *r, simba_reply *rep) {
+    sqlite3_stmt *st;
+    int absent = 0, rc;
+    int64_t now = simba__sql_now(s);
+    memset(rep, 0, sizeof *rep);
+    rep->held_ms = -1;
+    if (r->op == SIMBA_OP_FORCE_RELEASE) {
+        rc = simba__sql_force(s, r, now, rep);
+    } else {
+        rc = simba__sql_prepare_view(s, r->op == SIMBA_OP_LIST ? SIMBA__SQL_LIST_TEXT : SIMBA__SQL_INSPECT_TEXT, &st, &absent);
+        if (rc == SQLITE_OK && !absent) {
+            simba_view v;
+            if (r->op == SIMBA_OP_INSPECT) sqlite3_bind_text(st, 1, r->mutex, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 6, now);
+            while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                simba__sql_view_row(st, &v);
+                if (r->op == SIMBA_OP_INSPECT && (rc = simba__sql_waiters(s, r->mutex, now, &v)) != SQLITE_OK) break;
+                simba_req_view(r, &v);
+            }
+            if (rc != SQLITE_DONE && rc != SQLITE_OK) simba__sql_seterr(s, "inspect", rc);
+            sqlite3_finalize(st);
+            if (rc == SQLITE_DONE) rc = SQLITE_OK;
+        }
+    }
+    if (rc == SQLITE_OK) return 0;
+    if (simba__sql_is_busy(rc)) return SIMBA__SQL_BUSY;
+    rep->rc = SIMBA_EBACKEND;
+    rep->errmsg = s->err;
+    return 0;
+}
+
 /* >>batch Queued requests in one write transaction (BEGIN IMMEDIATE ... COMMIT), in order,
    each step of the queue's rule a savepoint inside it. Each request sees exactly the rows
    it would see alone, after the requests before it; answers are handed back only once the
@@ -1455,7 +1569,7 @@ static int simba__sql_batch(simba__sql *s) {
     if (rc != SQLITE_DONE) return simba__sql_is_busy(rc) ? SIMBA__SQL_BUSY : -1;
     s->batch = 1;
     cold = simba__sql_cold(s);
-    for (r = s->head; r && n < s->batch_max; r = r->next_) {
+    for (r = s->head; r && n < s->batch_max && r->op < SIMBA_OP_INSPECT; r = r->next_) {
         simba__sql_done *d = &s->done[n];
         /* The head was charged by the caller; every further request is a step of the poll,
            and so is the COMMIT that no budget stops once it started (a WAL frame per page
@@ -1526,9 +1640,13 @@ static void simba__sql_drain(simba__sql *s, int64_t now) {
             s->next_try = now;
             return;
         }
-        if (s->head->next_ && s->ready && s->done) rc = simba__sql_batch(s);
-        if (rc == 0) continue;
-        if (rc == -1) rc = simba__sql_exec_one(s, s->head, &rep);
+        if (s->head->op >= SIMBA_OP_INSPECT) {
+            rc = simba__sql_inspect_one(s, s->head, &rep);
+        } else {
+            if (s->head->next_ && s->ready && s->done) rc = simba__sql_batch(s);
+            if (rc == 0) continue;
+            if (rc == -1) rc = simba__sql_exec_one(s, s->head, &rep);
+        }
         if (rc == SIMBA__SQL_BUSY) {
             if (!simba__sql_busy_head(s, now)) return;
             continue;
@@ -1536,6 +1654,14 @@ static void simba__sql_drain(simba__sql *s, int64_t now) {
         simba_req_done(simba__sql_pop(s), &rep);
     }
     s->next_try = INT64_MAX;
+}
+
+static simba_result simba__sql_enqueue(simba__sql *s, simba_req *req);
+
+static simba_result simba__sql_inspect(void *impl, simba_req *req) {
+    simba__sql *s = (simba__sql *)impl;
+    if (req->op != SIMBA_OP_LIST && simba_name_check(req->mutex) != SIMBA_OK) return SIMBA_EINVAL;
+    return simba__sql_enqueue(s, req);
 }
 
 static simba_result simba__sql_submit(void *impl, simba_req *req) {
@@ -1555,6 +1681,10 @@ static simba_result simba__sql_submit(void *impl, simba_req *req) {
     default:
         return SIMBA_EINVAL;
     }
+    return simba__sql_enqueue(s, req);
+}
+
+static simba_result simba__sql_enqueue(simba__sql *s, simba_req *req) {
     req->next_ = NULL;
     if (s->tail) s->tail->next_ = req;
     else s->head = req;
@@ -1728,6 +1858,7 @@ static const simba_backend_vt simba__sql_vt = {
     simba__sql_destroy,
     SIMBA_LEASE_ASKED,
     simba__sql_hurry,
+    simba__sql_inspect,
 };
 
 static void simba__sql_errout(const simba_sql_desc *desc, const char *msg) {
