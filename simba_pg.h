@@ -318,6 +318,29 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
    scans whatever the statistics say. */
 #define SIMBA__PG_FN_SET "SET enable_seqscan = off"
 
+/* Inspection (simba_inspect, simba_list, simba_force_release), one statement each. A view
+   row: name, owner, fence, acquired, held, ttl left, transition left, then for one mutex its
+   live waiters' count and the first SIMBA_VIEW_WAITERS ids, oldest first (ids hold no
+   space). A forced release clears the row only while the owner holds that fence and its
+   lease lives, and wakes the head waiter as a release without a grant does. */
+#define SIMBA__PG_NOW_EXPR "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+#define SIMBA__PG_VIEW_COLS                                                                       \
+    "name, owner, fence, acquired_ms, n.ms - acquired_ms, ttl_ms - n.ms, transition_ms - n.ms"
+#define SIMBA__PG_VIEW_FROM " FROM {T}, (SELECT " SIMBA__PG_NOW_EXPR " AS ms) n"
+#define SIMBA__PG_INSPECTION                                                                      \
+    "PREPARE simba_inspect (text) AS SELECT " SIMBA__PG_VIEW_COLS ",\n"                          \
+    "  (SELECT count(*) FROM {Q} WHERE name = $1 AND expires_ms >= n.ms),\n"                     \
+    "  (SELECT coalesce(string_agg(contender, ' ' ORDER BY seq), '') FROM (SELECT contender, seq FROM {Q}\n" \
+    "    WHERE name = $1 AND expires_ms >= n.ms ORDER BY seq LIMIT 8) w)\n"                       \
+    SIMBA__PG_VIEW_FROM " WHERE name = $1;\n"                                                    \
+    "PREPARE simba_list AS SELECT " SIMBA__PG_VIEW_COLS SIMBA__PG_VIEW_FROM ";\n"                \
+    "PREPARE simba_force (text, bigint) AS WITH n AS (SELECT " SIMBA__PG_NOW_EXPR " AS ms),\n"     \
+    "  c AS (UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0 WHERE name = $1 AND fence = $2\n" \
+    "    AND owner <> '' AND transition_ms >= (SELECT ms FROM n) RETURNING name),\n"             \
+    "  w AS (SELECT pg_notify(channel, contender || ' ' || $1) FROM (SELECT channel, contender FROM {Q}\n" \
+    "    WHERE name = $1 AND expires_ms >= (SELECT ms FROM n) AND EXISTS (SELECT 1 FROM c) ORDER BY seq LIMIT 1) h)\n" \
+    "  SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM w);\n"
+
 static const char *const simba__pg_setup_sql[] = {
     "BEGIN;\n"
     "SELECT pg_advisory_xact_lock(" SIMBA__PG_LOCK_KEY ");\n"
@@ -517,6 +540,7 @@ static const char *const simba__pg_setup_sql[] = {
     "  SELECT " SIMBA__PG_COLS " FROM {A}($1, $2, $3, $4, $5, $6, $7);\n"
     "PREPARE simba_rel (text, text) AS SELECT " SIMBA__PG_COLS " FROM {R}($1, $2);\n"
     "PREPARE simba_read (text) AS SELECT " SIMBA__PG_COLS " FROM {D}($1);\n"
+    SIMBA__PG_INSPECTION
     "LISTEN {C};\n",
     NULL};
 
@@ -852,6 +876,14 @@ static int simba__pg_send_one(simba__pg *p, simba_req *r) {
     } else if (r->op == SIMBA_OP_RELEASE) {
         stmt = "simba_rel";
         n = 2;
+    } else if (r->op == SIMBA_OP_INSPECT || r->op == SIMBA_OP_LIST) {
+        stmt = r->op == SIMBA_OP_LIST ? "simba_list" : "simba_inspect";
+        n = r->op == SIMBA_OP_LIST ? 0 : 1;
+    } else if (r->op == SIMBA_OP_FORCE_RELEASE) {
+        snprintf(p->num[0], sizeof p->num[0], "%llu", (unsigned long long)r->fence);
+        v[1] = p->num[0];
+        stmt = "simba_force";
+        n = 2;
     } else {
         stmt = "simba_read";
         n = 1;
@@ -1142,6 +1174,69 @@ static int simba__pg_grant_take(simba__pg *p, simba_req *req) {
     return 0;
 }
 
+/* >>inspect  An inspection's rows into views for the core (into p->rep: its answer). */
+static int simba__pg_view_row(PGresult *res, int row, simba_view *v) {
+    int64_t n[6];
+    int i;
+    const char *name = PQgetvalue(res, row, 0), *owner = PQgetvalue(res, row, 1);
+    memset(v, 0, sizeof *v);
+    for (i = 0; i < 5; i++)
+        if (simba__pg_int(PQgetvalue(res, row, i + 2), &n[i]) != 0) return -1;
+    if (strlen(name) > SIMBA_NAME_MAX || strlen(owner) > SIMBA_ID_MAX) return -1;
+    simba__copy(v->mutex, sizeof v->mutex, name);
+    v->fence = (uint64_t)n[0];
+    v->acquired_unix_ms = v->held_ms = v->ttl_left_ms = v->transition_left_ms = v->session_ms = SIMBA_UNKNOWN_MS;
+    v->waiters = -1;
+    if (owner[0] && n[4] >= 0) { /* a lease fully over is nobody's */
+        simba__copy(v->owner, sizeof v->owner, owner);
+        v->acquired_unix_ms = n[1];
+        v->held_ms = n[2];
+        v->ttl_left_ms = n[3];
+        v->transition_left_ms = n[4];
+    }
+    if (PQnfields(res) >= 9) { /* one mutex: its line */
+        const char *w = PQgetvalue(res, row, 8);
+        int k = 0;
+        if (simba__pg_int(PQgetvalue(res, row, 7), &n[5]) != 0) return -1;
+        v->waiters = (int)n[5];
+        while (*w && k < SIMBA_VIEW_WAITERS) {
+            size_t len = strcspn(w, " ");
+            if (len > SIMBA_ID_MAX) return -1;
+            memcpy(v->waiter[k], w, len);
+            v->waiter[k++][len] = 0;
+            w += len + (w[len] == ' ');
+        }
+    }
+    return 0;
+}
+
+static void simba__pg_view_result(simba__pg *p, simba_req *r, PGresult *res) {
+    int i, rows = PQntuples(res);
+    p->rep_server_ms = 0;
+    memset(&p->rep, 0, sizeof p->rep);
+    p->rep.held_ms = -1;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        simba__pg_set_err(p, "inspection failed", PQresultErrorMessage(res));
+        p->rep.rc = SIMBA_EBACKEND;
+        p->rep.errmsg = p->err;
+        return;
+    }
+    if (r->op == SIMBA_OP_FORCE_RELEASE) {
+        p->rep.rc = rows == 1 && strcmp(PQgetvalue(res, 0, 0), "1") == 0 ? SIMBA_OK : SIMBA_ESTATE;
+        return;
+    }
+    for (i = 0; i < rows; i++) {
+        simba_view v;
+        if (PQnfields(res) < 7 || simba__pg_view_row(res, i, &v) != 0) {
+            snprintf(p->err, sizeof p->err, "postgres: unreadable row %d of an inspection", i);
+            p->rep.rc = SIMBA_EBACKEND;
+            p->rep.errmsg = p->err;
+            return;
+        }
+        simba_req_view(r, &v);
+    }
+}
+
 /* A batch is over (its sync came back: committed, or rolled back if a statement failed):
    its requests are answered in order. Nothing is answered before the commit, since a grant
    that is rolled back with its batch must never reach the core. */
@@ -1158,7 +1253,11 @@ static void simba__pg_batch_done(simba__pg *p, int64_t now) {
             p->rep.rc = SIMBA_EBACKEND;
             p->rep.errmsg = p->err;
             p->rep.held_ms = -1;
-        } else simba__pg_result(p, p->res[i]);
+        } else if (r->op >= SIMBA_OP_INSPECT) {
+            simba__pg_view_result(p, r, p->res[i]);
+        } else {
+            simba__pg_result(p, p->res[i]);
+        }
         PQclear(p->res[i]);
         p->res[i] = NULL;
         if (p->rep_server_ms > 0) simba__pg_clock(p, r->sent_at, p->rep_server_ms, now);
@@ -1384,7 +1483,7 @@ static int64_t simba__pg_deadline(void *impl) {
 static simba_result simba__pg_submit(void *impl, simba_req *req) {
     simba__pg *p = (simba__pg *)impl;
     int64_t hold;
-    if (req->op != SIMBA_OP_ACQUIRE && req->op != SIMBA_OP_RELEASE && req->op != SIMBA_OP_READ) return SIMBA_EINVAL;
+    if (req->op < SIMBA_OP_ACQUIRE || req->op > SIMBA_OP_FORCE_RELEASE) return SIMBA_EINVAL;
     if (p->state == SIMBA__PG_DOWN || p->state == SIMBA__PG_STALLED) {
         simba_reply rep;
         memset(&rep, 0, sizeof rep);
@@ -1440,6 +1539,7 @@ static const simba_backend_vt simba__pg_vt = {
     simba__pg_destroy,
     SIMBA_LEASE_ASKED,
     simba__pg_hurry,
+    simba__pg_submit, /* inspect: the same queue, each in a transaction of its own */
 };
 
 /* >>open */
