@@ -396,10 +396,40 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     "if enqueue() then first = 1 end\n"                                                     \
     "return {o[6], o[4] - now, p, now - o[3], o[1], first}\n"
 
+/* The head of the line hears of a release on its wake channel ('released <releaser>'); a
+   head that is not alive (its place lapsed, nobody listening) leaves the line. True when
+   one was woken. KEYS[3], KEYS[4]: queue and qexp; ARGV[3]: the wake channel prefix. */
+#define SIMBA__REDIS_LUA_WAKE_HEAD                                                          \
+    "local function wake_head(c)\n"                                                         \
+    "  local w = redis.call('ZRANGE', KEYS[3], 0, 0)\n"                                     \
+    "  if #w == 0 then return false end\n"                                                  \
+    "  local now = clock()\n"                                                               \
+    "  for i = 1, 16 do\n"                                                                  \
+    "    if w[1] ~= c then\n"                                                               \
+    "      local e = redis.call('ZSCORE', KEYS[4], w[1])\n"                                 \
+    "      if e and tonumber(e) > now and\n"                                                \
+    "         redis.call(PUB, ARGV[3] .. w[1], 'released ' .. c) > 0 then\n"                \
+    "        return true\n"                                                                 \
+    "      end\n"                                                                           \
+    "    end\n"                                                                             \
+    "    redis.call('ZREM', KEYS[3], w[1])\n"                                               \
+    "    redis.call('ZREM', KEYS[4], w[1])\n"                                               \
+    "    w = redis.call('ZRANGE', KEYS[3], 0, 0)\n"                                         \
+    "    if #w == 0 then break end\n"                                                       \
+    "  end\n"                                                                               \
+    "  return false\n"                                                                      \
+    "end\n"                                                                                 \
+    /* Nobody to wake: tell every watcher, unless the only one is the releaser itself. */   \
+    "local function tell_watchers(own)\n"                                                   \
+    "  if redis.call('PUBSUB', NSUB, ARGV[2])[2] > tonumber(own) then\n"                    \
+    "    redis.call(PUB, ARGV[2], 'released')\n"                                            \
+    "  end\n"                                                                               \
+    "end\n"
+
 /* ARGV: contender, event channel, wake channel prefix (the waiter id is appended), how many
    of the event channel's subscribers are the releaser's own (0 or 1) */
 #define SIMBA__REDIS_LUA_RELEASE                                                            \
-    SIMBA__REDIS_LUA_REC                                                                    \
+    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_WAKE_HEAD                                         \
     "local c = ARGV[1]\n"                                                                   \
     "local v = redis.call('GET', KEYS[1])\n"                                                \
     "local o = v and rec(v)\n"                                                              \
@@ -413,28 +443,66 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
        no clock. Only the head's expiry is checked, not a purge of the whole queue: a live  \
        head costs one ZSCORE, and dead entries behind it go when they come to the head or   \
        when the next waiter enters. */                                                      \
-    "local w = redis.call('ZRANGE', KEYS[3], 0, 0)\n"                                       \
-    "if #w > 0 then\n"                                                                      \
-    "  local now = clock()\n"                                                               \
-    "  for i = 1, 16 do\n"                                                                  \
-    "    if w[1] ~= c then\n"                                                               \
-    "      local e = redis.call('ZSCORE', KEYS[4], w[1])\n"                                 \
-    "      if e and tonumber(e) > now and\n"                                                \
-    "         redis.call(PUB, ARGV[3] .. w[1], 'released ' .. c) > 0 then\n"                \
-    "        return {'', 0, 0, -1, '0', 0}\n"                                               \
-    "      end\n"                                                                           \
-    "    end\n"                                                                             \
-    "    redis.call('ZREM', KEYS[3], w[1])\n"                                               \
-    "    redis.call('ZREM', KEYS[4], w[1])\n"                                               \
-    "    w = redis.call('ZRANGE', KEYS[3], 0, 0)\n"                                         \
-    "    if #w == 0 then break end\n"                                                       \
+    "if not wake_head(c) then tell_watchers(ARGV[4]) end\n"                                 \
+    "return {'', 0, 0, -1, '0', 0}\n"
+
+/* A forced release (simba_force_release): as the owner's own release, but the owner is
+   named by its fence (ARGV[1]). Returns 1 when it was cleared. */
+#define SIMBA__REDIS_LUA_FORCE                                                              \
+    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_WAKE_HEAD                                         \
+    "local v = redis.call('GET', KEYS[1])\n"                                                \
+    "local o = v and rec(v)\n"                                                              \
+    "if o and o.err then return o end\n"                                                    \
+    "if not o or o[1] ~= ARGV[1] then return 0 end\n"                                       \
+    "redis.call('DEL', KEYS[1])\n"                                                          \
+    "if not wake_head(o[6]) then tell_watchers(0) end\n"                                    \
+    "return 1\n"
+
+/* A view of one mutex: {owner, fence, acquired, held, ttl_left, lease_left} as digit strings
+   ('' owner = nobody; the fence key keeps the last fence), server ms. */
+#define SIMBA__REDIS_LUA_VIEW                                                               \
+    "local function view(ko, kf, now)\n"                                                    \
+    "  local v = redis.call('GET', ko)\n"                                                   \
+    "  local o = v and rec(v)\n"                                                            \
+    "  local f = redis.call('GET', kf) or '0'\n"                                            \
+    "  if not o or o.err then return {'', f, '-1', '-1', '-1', '-1'} end\n"                 \
+    "  return {o[6], o[1], o[2], tostring(now - o[3]), tostring(o[4] - now), tostring(o[5] - now)}\n" \
+    "end\n"
+
+/* KEYS: owner, fence, queue, qexp. The view, then the live waiters' count and the first
+   ARGV[1] of them, oldest first. */
+#define SIMBA__REDIS_LUA_INSPECT                                                            \
+    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_VIEW                                              \
+    "local now = clock()\n"                                                                 \
+    "local r = view(KEYS[1], KEYS[2], now)\n"                                               \
+    "local ids, n = {}, 0\n"                                                                \
+    "for _, c in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do\n"                         \
+    "  local e = redis.call('ZSCORE', KEYS[4], c)\n"                                        \
+    "  if e and tonumber(e) > now then\n"                                                   \
+    "    n = n + 1\n"                                                                       \
+    "    if n <= tonumber(ARGV[1]) then ids[n] = c end\n"                                   \
     "  end\n"                                                                               \
     "end\n"                                                                                 \
-    /* Nobody to wake: tell every watcher, unless the only one is the releaser itself. */   \
-    "if redis.call('PUBSUB', NSUB, ARGV[2])[2] > tonumber(ARGV[4]) then\n"                  \
-    "  redis.call(PUB, ARGV[2], 'released')\n"                                              \
+    "r[7] = tostring(n)\n"                                                                  \
+    "for i, c in ipairs(ids) do r[7 + i] = c end\n"                                         \
+    "return r\n"
+
+/* One page of a listing (no keys: the node it runs on). ARGV: SCAN cursor, the fence keys'
+   pattern, the prefix. Returns {next cursor, then per mutex its name and view}. */
+#define SIMBA__REDIS_LUA_LIST                                                               \
+    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_VIEW                                              \
+    "local now = clock()\n"                                                                 \
+    "local page = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[2], 'COUNT', 1000)\n"           \
+    "local r = {page[1]}\n"                                                                 \
+    "local n = #ARGV[3]\n"                                                                  \
+    "for _, k in ipairs(page[2]) do\n"                                                      \
+    "  local name = string.match(string.sub(k, n + 1), '^{([^{}]+)}:fence$')\n"             \
+    "  if name then\n"                                                                      \
+    "    r[#r + 1] = name\n"                                                                \
+    "    for _, x in ipairs(view(string.sub(k, 1, -6) .. 'owner', k, now)) do r[#r + 1] = x end\n" \
+    "  end\n"                                                                               \
     "end\n"                                                                                 \
-    "return {'', 0, 0, -1, '0', 0}\n"
+    "return r\n"
 
 /* KEYS: owner only */
 #define SIMBA__REDIS_LUA_READ                                                               \
@@ -444,7 +512,7 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     "if o and o.err then return o end\n"                                                    \
     "return current(o, (clock()))\n"
 
-enum { SIMBA__RS_ACQUIRE, SIMBA__RS_RELEASE, SIMBA__RS_READ, SIMBA__RS_N };
+enum { SIMBA__RS_ACQUIRE, SIMBA__RS_RELEASE, SIMBA__RS_READ, SIMBA__RS_INSPECT, SIMBA__RS_LIST, SIMBA__RS_FORCE, SIMBA__RS_N };
 /* Standalone scripts publish with PUBLISH and count listeners with PUBSUB NUMSUB; the
    Cluster ones use sharded pub/sub (Redis >= 7), so a wake-up goes to the mutex's own shard
    and PUBSUB SHARDNUMSUB counts the listeners there, not on whichever node runs the script. */
@@ -452,9 +520,20 @@ enum { SIMBA__RS_ACQUIRE, SIMBA__RS_RELEASE, SIMBA__RS_READ, SIMBA__RS_N };
 #define SIMBA__REDIS_LUA_SHARD "local PUB, NSUB = 'SPUBLISH', 'SHARDNUMSUB'\n"
 static const char *const simba__redis_lua[2][SIMBA__RS_N] = {
     {SIMBA__REDIS_LUA_PLAIN SIMBA__REDIS_LUA_ACQUIRE, SIMBA__REDIS_LUA_PLAIN SIMBA__REDIS_LUA_RELEASE,
-     SIMBA__REDIS_LUA_READ},
+     SIMBA__REDIS_LUA_READ, SIMBA__REDIS_LUA_INSPECT, SIMBA__REDIS_LUA_LIST, SIMBA__REDIS_LUA_PLAIN SIMBA__REDIS_LUA_FORCE},
     {SIMBA__REDIS_LUA_SHARD SIMBA__REDIS_LUA_ACQUIRE, SIMBA__REDIS_LUA_SHARD SIMBA__REDIS_LUA_RELEASE,
-     SIMBA__REDIS_LUA_READ}};
+     SIMBA__REDIS_LUA_READ, SIMBA__REDIS_LUA_INSPECT, SIMBA__REDIS_LUA_LIST, SIMBA__REDIS_LUA_SHARD SIMBA__REDIS_LUA_FORCE}};
+/* The script that serves a request. */
+static int simba__redis_script(simba_op op) {
+    switch (op) {
+    case SIMBA_OP_ACQUIRE: return SIMBA__RS_ACQUIRE;
+    case SIMBA_OP_RELEASE: return SIMBA__RS_RELEASE;
+    case SIMBA_OP_INSPECT: return SIMBA__RS_INSPECT;
+    case SIMBA_OP_LIST: return SIMBA__RS_LIST;
+    case SIMBA_OP_FORCE_RELEASE: return SIMBA__RS_FORCE;
+    default: return SIMBA__RS_READ;
+    }
+}
 
 /* ---- a small intrusive string-keyed hash map ----------------------------------------- */
 
@@ -571,6 +650,7 @@ typedef struct simba__rop {
     int hops;     /* Cluster: MOVED/ASK redirections followed so far */
     int asking;   /* Cluster: send ASKING first (an ASK redirection) */
     uint32_t seq; /* RELEASE: its contender's acq_seq when submitted */
+    char cursor[24]; /* LIST: the SCAN cursor of the next page */
     /* desc.wait_replicas: the script's answer, kept until the WAIT after it answers */
     int waits, have;
     long long acked;
@@ -837,6 +917,13 @@ static void simba__rop_release(simba__redis *r, simba__rop *op) {
 }
 
 static void simba__redis_wake_released(simba__redis *r, const simba_req *req, uint32_t seq, int ok);
+static void simba__rcl_list_part(simba_req *req, const simba_reply *rep);
+
+/* Every answer of a node goes through here: a Cluster listing's part goes to its router. */
+static void simba__redis_done(simba__redis *r, simba_req *req, const simba_reply *rep) {
+    if (r->router && req->op == SIMBA_OP_LIST) simba__rcl_list_part(req, rep);
+    else simba_req_done(req, rep);
+}
 
 static void simba__rop_fail(simba__redis *r, simba__rop *op, simba_result rc, const char *msg) {
     simba_reply rep;
@@ -847,7 +934,7 @@ static void simba__rop_fail(simba__redis *r, simba__rop *op, simba_result rc, co
     rep.errmsg = msg && *msg ? msg : NULL;
     rep.held_ms = -1;
     simba__rop_release(r, op);
-    simba_req_done(req, &rep);
+    simba__redis_done(r, req, &rep);
 }
 
 static void simba__rop_unlink(simba__redis *r, simba__rop *op) {
@@ -970,8 +1057,10 @@ static void simba__redis_on_wait(redisAsyncContext *ac, void *reply, void *priv)
         rep.held_ms = -1;
     }
     simba__rop_release(r, op);
-    simba_req_done(req, &rep);
+    simba__redis_done(r, req, &rep);
 }
+
+static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply *x, simba_reply *rep);
 
 static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     simba__rop *op = (simba__rop *)priv;
@@ -997,9 +1086,7 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
     if (x->type == REDIS_REPLY_ERROR && strncmp(x->str, "NOSCRIPT", 8) == 0 && !op->retried &&
         !(ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING))) {
         /* The script cache was flushed under us: load it again, then re-run. */
-        int idx = op->req->op == SIMBA_OP_ACQUIRE   ? SIMBA__RS_ACQUIRE
-                  : op->req->op == SIMBA_OP_RELEASE ? SIMBA__RS_RELEASE
-                                                    : SIMBA__RS_READ;
+        int idx = simba__redis_script(op->req->op);
         op->retried = 1;
         redisAsyncCommand(ac, simba__redis_on_ignore, NULL, "SCRIPT LOAD %s", simba__redis_lua[r->cluster][idx]);
         simba__redis_send(r, op, simba_now(r->loop));
@@ -1029,6 +1116,15 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
         rep.rc = SIMBA_EBACKEND;
         rep.errmsg = x->str;
         rep.held_ms = -1;
+    } else if (op->req->op >= SIMBA_OP_INSPECT) {
+        int v = simba__redis_views(r, op, x, &rep);
+        if (v == 1) return; /* a listing's next page went out */
+        if (v < 0) {
+            memset(&rep, 0, sizeof(rep));
+            rep.rc = SIMBA_EBACKEND;
+            rep.errmsg = "redis: unexpected inspection reply";
+            rep.held_ms = -1;
+        }
     } else if (simba__redis_parse(x, &rep) != 0) {
         memset(&rep, 0, sizeof(rep));
         rep.rc = SIMBA_EBACKEND;
@@ -1049,7 +1145,66 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
     }
     if (req->op == SIMBA_OP_RELEASE) simba__redis_wake_released(r, req, op->seq, rep.rc == SIMBA_OK);
     simba__rop_release(r, op);
-    simba_req_done(req, &rep);
+    simba__redis_done(r, req, &rep);
+}
+
+/* One view from six digit strings (owner, fence, acquired, held, ttl left, lease left);
+   -1 is "not known" where nobody holds it. */
+static int simba__redis_view(const redisReply *const *e, simba_view *v) {
+    int64_t n[5];
+    int i;
+    memset(v, 0, sizeof *v);
+    if (e[0]->type != REDIS_REPLY_STRING || e[0]->len > SIMBA_ID_MAX) return -1;
+    for (i = 0; i < 5; i++)
+        if (simba__redis_int(e[i + 1], &n[i]) != 0) return -1;
+    memcpy(v->owner, e[0]->str, e[0]->len);
+    v->fence = (uint64_t)n[0];
+    v->session_ms = SIMBA_UNKNOWN_MS;
+    v->waiters = -1;
+    v->acquired_unix_ms = v->owner[0] ? n[1] : SIMBA_UNKNOWN_MS;
+    v->held_ms = v->owner[0] ? n[2] : SIMBA_UNKNOWN_MS;
+    v->ttl_left_ms = v->owner[0] ? n[3] : SIMBA_UNKNOWN_MS;
+    v->transition_left_ms = v->owner[0] ? n[4] : SIMBA_UNKNOWN_MS;
+    return 0;
+}
+
+/* >>inspect An inspection script's reply: views to the core, rep its answer. 0, -1 when
+   the reply is not what the script returns, 1 when a listing's next page went out. */
+static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply *x, simba_reply *rep) {
+    simba_req *req = op->req;
+    simba_view v;
+    size_t i;
+    memset(rep, 0, sizeof(*rep));
+    rep->held_ms = -1;
+    if (req->op == SIMBA_OP_FORCE_RELEASE) {
+        if (x->type != REDIS_REPLY_INTEGER) return -1;
+        rep->rc = x->integer == 1 ? SIMBA_OK : SIMBA_ESTATE;
+        return 0;
+    }
+    if (x->type != REDIS_REPLY_ARRAY) return -1;
+    for (i = 0; i < x->elements; i++)
+        if (x->element[i]->type != REDIS_REPLY_STRING) return -1;
+    if (req->op == SIMBA_OP_INSPECT) {
+        int64_t n;
+        if (x->elements < 7 || simba__redis_view((const redisReply *const *)x->element, &v) != 0 ||
+            simba__redis_int(x->element[6], &n) != 0)
+            return -1;
+        simba__copy(v.mutex, sizeof v.mutex, req->mutex);
+        v.waiters = (int)n;
+        for (i = 7; i < x->elements && i - 7 < SIMBA_VIEW_WAITERS; i++) simba__copy(v.waiter[i - 7], sizeof v.waiter[0], x->element[i]->str);
+        simba_req_view(req, &v);
+        return 0;
+    }
+    if (x->elements < 1 || x->element[0]->len >= sizeof op->cursor || (x->elements - 1) % 7 != 0) return -1;
+    for (i = 1; i + 7 <= x->elements; i += 7) {
+        if (x->element[i]->len > SIMBA_NAME_MAX || simba__redis_view((const redisReply *const *)x->element + i + 1, &v) != 0) return -1;
+        memcpy(v.mutex, x->element[i]->str, x->element[i]->len);
+        simba_req_view(req, &v);
+    }
+    if (strcmp(x->element[0]->str, "0") == 0) return 0;
+    memcpy(op->cursor, x->element[0]->str, x->element[0]->len + 1);
+    simba__redis_send(r, op, simba_now(r->loop));
+    return 1;
 }
 
 static simba__rmutex *simba__redis_mutex(simba__redis *r, const char *mutex);
@@ -1072,15 +1227,13 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
             simba__rop_fail(r, op, SIMBA_EINVAL, "redis: key too long");
             return;
         }
-    idx = req->op == SIMBA_OP_ACQUIRE ? SIMBA__RS_ACQUIRE
-          : req->op == SIMBA_OP_RELEASE ? SIMBA__RS_RELEASE
-                                         : SIMBA__RS_READ;
+    idx = simba__redis_script(req->op);
     if (idx == SIMBA__RS_ACQUIRE && r->evict_msg[0]) {
         /* A server that may evict an owner record can hand out a held mutex: no grants. */
         simba__rop_fail(r, op, SIMBA_EBACKEND, r->evict_msg);
         return;
     }
-    nkeys = idx == SIMBA__RS_READ ? 1 : idx == SIMBA__RS_RELEASE ? 4 : 6;
+    nkeys = idx == SIMBA__RS_READ ? 1 : idx == SIMBA__RS_ACQUIRE ? 6 : idx == SIMBA__RS_LIST ? 0 : 4;
     /* ASK: the slot is moving and this key is already on the target; ASKING lets the next
        command in (the NOSCRIPT re-send comes here again and asks again). */
     if (op->asking && redisAsyncCommand(r->cmd.ac, simba__redis_on_ignore, NULL, "ASKING") != REDIS_OK) {
@@ -1089,7 +1242,7 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
     }
     argv[argc++] = "EVALSHA";
     argv[argc++] = r->sha[idx];
-    argv[argc++] = nkeys == 1 ? "1" : nkeys == 4 ? "4" : "6";
+    argv[argc++] = nkeys == 0 ? "0" : nkeys == 1 ? "1" : nkeys == 4 ? "4" : "6";
     for (i = 0; i < nkeys && i < 4; i++) argv[argc++] = k[i];
     if (idx == SIMBA__RS_ACQUIRE) {
         int64_t lease_ms = req->ttl_ms + req->transition_ms;
@@ -1138,6 +1291,30 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
         /* Counted only once the server confirmed it: a SUBSCRIBE still on its way would make
            the script skip a broadcast that another watcher needs. */
         argv[argc++] = m && m->ev && m->ev->confirmed && r->sub.state == SIMBA__RC_READY ? "1" : "0";
+    } else if (idx == SIMBA__RS_FORCE) {
+        simba__redis_i64(ttl, (int64_t)req->fence);
+        simba__redis_evchan(ch, sizeof(ch), r, req->mutex);
+        simba__redis_wkchan(wk, sizeof(wk), r, req->mutex, NULL);
+        argv[argc++] = ttl;
+        argv[argc++] = ch;
+        argv[argc++] = wk;
+    } else if (idx == SIMBA__RS_INSPECT) {
+        simba__redis_i64(ttl, SIMBA_VIEW_WAITERS);
+        argv[argc++] = ttl;
+    } else if (idx == SIMBA__RS_LIST) {
+        /* the fence key outlives every lease: one per mutex ever held; the prefix's own glob
+           characters are escaped */
+        simba__rb b;
+        const char *c;
+        simba__rb_init(&b, ow, sizeof(ow));
+        for (c = r->prefix; *c; c++) {
+            if (strchr("*?[]\\", *c)) simba__rb_mem(&b, "\\", 1);
+            simba__rb_mem(&b, c, 1);
+        }
+        simba__rb_str(&b, "{*}:fence");
+        argv[argc++] = op->cursor[0] ? op->cursor : "0";
+        argv[argc++] = ow;
+        argv[argc++] = r->prefix;
     }
     for (i = 0; i < argc; i++) lens[i] = strlen(argv[i]);
     {
@@ -1781,12 +1958,11 @@ static void simba__rconn_flush(simba__rconn *c, int64_t now) {
 /* ---- vtable ------------------------------------------------------------------------------ */
 
 static simba_result simba__redis_req_check(const simba_req *req) {
-    if (!req || !req->mutex) return SIMBA_EINVAL;
+    if (!req || !req->mutex || req->op < SIMBA_OP_ACQUIRE || req->op > SIMBA_OP_FORCE_RELEASE) return SIMBA_EINVAL;
+    if (req->op == SIMBA_OP_LIST) return SIMBA_OK; /* no mutex */
     /* The core checks names too; braces would also move the cluster hash tag. */
     if (simba_name_check(req->mutex) != SIMBA_OK || strpbrk(req->mutex, "{}")) return SIMBA_EINVAL;
-    if (req->op != SIMBA_OP_ACQUIRE && req->op != SIMBA_OP_RELEASE && req->op != SIMBA_OP_READ)
-        return SIMBA_EINVAL;
-    if (req->op != SIMBA_OP_READ && (!req->contender || simba_id_check(req->contender) != SIMBA_OK))
+    if (req->op < SIMBA_OP_READ && (!req->contender || simba_id_check(req->contender) != SIMBA_OK))
         return SIMBA_EINVAL;
     if (req->op == SIMBA_OP_ACQUIRE &&
         (req->ttl_ms <= 0 || req->ttl_ms > SIMBA_MAX_MS || req->transition_ms < 0 ||
@@ -1828,7 +2004,8 @@ static simba_result simba__redis_submit_ex(simba__redis *r, simba_req *req, int 
     op->seq = 0;
     if (req->op == SIMBA_OP_ACQUIRE) simba__redis_wake_acquire(r, req->mutex, req->contender);
     else if (req->op == SIMBA_OP_RELEASE) op->seq = simba__redis_wake_seq(r, req->mutex, req->contender);
-    else simba__redis_owner_sub(r, req->mutex);
+    else if (req->op == SIMBA_OP_READ) simba__redis_owner_sub(r, req->mutex);
+    op->cursor[0] = 0;
     now = simba_now(r->loop);
     if (r->cmd.state == SIMBA__RC_READY) {
         simba__redis_send(r, op, now);
@@ -2057,6 +2234,7 @@ static const simba_backend_vt simba__redis_vt = {
     simba__redis_destroy,
     SIMBA_LEASE_ASKED,
     NULL, /* hurry: every request goes out at once */
+    simba__redis_submit, /* inspect: scripts like the requests' */
 };
 
 /* One backend's state for host:port (a standalone server or one Cluster node); NULL when
@@ -2206,9 +2384,81 @@ static void simba__rcl_rehome(simba__rcluster *rc) {
         }
 }
 
+/* >>list A listing asks every primary for its keys: one part per node, the whole answered
+   when the last part is (with the first failure, if any). */
+typedef struct simba__rcl_part {
+    simba_req req; /* first: a part's request is the part */
+    struct simba__rcl_list *list;
+} simba__rcl_part;
+typedef struct simba__rcl_list {
+    simba_loop *loop;
+    simba_req *whole;
+    int left;
+    simba_result rc;
+    char err[160];
+    simba__rcl_part part[SIMBA__RCL_NODES_MAX];
+} simba__rcl_list;
+
+static void simba__rcl_list_note(simba__rcl_list *L, const simba_reply *rep) {
+    if (rep->rc != SIMBA_OK && L->rc == SIMBA_OK) {
+        L->rc = rep->rc;
+        simba__copy(L->err, sizeof L->err, rep->errmsg ? rep->errmsg : simba_strerror(rep->rc));
+    }
+    if (--L->left > 0) return;
+    {
+        simba_reply out;
+        memset(&out, 0, sizeof out);
+        out.rc = L->rc;
+        out.errmsg = L->rc != SIMBA_OK ? L->err : NULL;
+        out.held_ms = -1;
+        simba_req_done(L->whole, &out);
+        simba_free(L->loop, L);
+    }
+}
+
+static void simba__rcl_list_part(simba_req *req, const simba_reply *rep) {
+    simba__rcl_list_note(((simba__rcl_part *)(void *)req)->list, rep);
+}
+
+static void simba__rcl_list_start(simba__rcluster *rc, simba_req *req) {
+    simba__rcl_list *L = (simba__rcl_list *)simba_alloc(rc->loop, sizeof *L);
+    int i, n = rc->nnodes;
+    if (!L) {
+        simba__rcl_reqfail(req, SIMBA_ENOMEM, "redis cluster: out of memory");
+        return;
+    }
+    memset(L, 0, sizeof *L);
+    L->loop = rc->loop;
+    L->whole = req;
+    L->left = n + 1; /* held by this loop until every part is out */
+    for (i = 0; i < n; i++) {
+        simba_req *p = &L->part[i].req;
+        L->part[i].list = L;
+        *p = *req; /* its views go to the whole's answer */
+        p->done_ = 0;
+        if (simba__redis_submit_ex(rc->nodes[i], p, 0, 0) != SIMBA_OK) {
+            simba_reply f;
+            memset(&f, 0, sizeof f);
+            f.rc = SIMBA_EBACKEND;
+            f.errmsg = "redis cluster: cannot submit";
+            simba__rcl_list_note(L, &f);
+        }
+    }
+    {
+        simba_reply ok;
+        memset(&ok, 0, sizeof ok);
+        simba__rcl_list_note(L, &ok); /* the loop's own hold */
+    }
+}
+
 static void simba__rcl_route(simba__rcluster *rc, simba_req *req) {
-    simba__redis *n = simba__rcl_owner(rc, req->mutex);
+    simba__redis *n;
     char msg[96];
+    if (req->op == SIMBA_OP_LIST) {
+        simba__rcl_list_start(rc, req);
+        return;
+    }
+    n = simba__rcl_owner(rc, req->mutex);
     /* Its primary is unreachable: a replica may be taking over (asked at most every
        reconnect_min_ms); this request fails now and the core retries with its backoff. */
     if (n && n->cmd.state == SIMBA__RC_DOWN) simba__rcl_want_map(n, "a primary is unreachable");
@@ -2491,6 +2741,7 @@ static const simba_backend_vt simba__rcl_vt = {
     simba__rcl_destroy,
     SIMBA_LEASE_ASKED,
     NULL, /* hurry: every request goes out at once */
+    simba__rcl_submit, /* inspect: by slot; a listing asks every primary */
 };
 
 static simba_result simba__rcl_open(simba_loop *loop, const simba_redis_desc *desc, const char *host, simba_backend **out) {
