@@ -2012,13 +2012,36 @@ static simba_result simba__redis_submit_ex(simba__redis *r, simba_req *req, int 
         /* In a poll, the flush after this round writes it with the others (simba__in_poll).
            A Cluster redirection is re-sent from inside a node's process: at once. */
         if (!simba__in_poll(r->loop) || hops > 0) simba__rconn_flush(&r->cmd, now);
-    } else if (r->cmd.state == SIMBA__RC_CONNECTING) {
+    } else if (r->cmd.state == SIMBA__RC_CONNECTING ||
+               (req->op >= SIMBA_OP_INSPECT && r->nsen && !r->addr_ok && !r->cmd.was_ready)) {
+        /* An inspection has no retry of its own: right after the open it waits for the
+           sentinels to name the primary, a connect timeout at most. */
+        if (r->cmd.state != SIMBA__RC_CONNECTING) op->deadline = simba__add(now, r->connect_to);
         if (r->pending_tail) r->pending_tail->next = op; else r->pending = op;
         r->pending_tail = op;
     } else {
         simba__rop_fail(r, op, SIMBA_ECONN, r->err[0] ? r->err : "redis not connected");
     }
     return SIMBA_OK;
+}
+
+/* Inspections waiting for the sentinels past their deadline fail (the rest keeps its order). */
+static int64_t simba__redis_pending_due(simba__redis *r, int64_t now, int fail) {
+    simba__rop *op = r->pending, *prev = NULL, *next;
+    int64_t d = INT64_MAX;
+    for (; op; op = next) {
+        next = op->next;
+        if (!fail || op->deadline > now) {
+            if (op->deadline < d) d = op->deadline;
+            prev = op;
+            continue;
+        }
+        if (prev) prev->next = next; else r->pending = next;
+        if (r->pending_tail == op) r->pending_tail = prev;
+        op->next = NULL;
+        simba__rop_fail(r, op, SIMBA_ETIMEDOUT, "redis: the sentinels named no primary in time");
+    }
+    return d;
 }
 
 static simba_result simba__redis_submit(void *impl, simba_req *req) {
@@ -2101,6 +2124,7 @@ static void simba__redis_process(void *impl, const struct pollfd *ready, int n, 
             simba__rconn_start(c, now);
         simba__rconn_flush(c, now);
     }
+    if (r->pending && r->cmd.state == SIMBA__RC_DOWN) simba__redis_pending_due(r, now, 1);
     if (r->reset_pending && r->cmd.state == SIMBA__RC_READY &&
         (r->sub.state == SIMBA__RC_READY || !simba__redis_sub_needed(r))) {
         r->reset_pending = 0;
@@ -2116,6 +2140,7 @@ static int64_t simba__redis_deadline(void *impl) {
         d = r->cmd.deadline;
     else if (r->inflight) d = r->inflight->deadline;
     if (r->nsen && r->sen.state != SIMBA__RC_READY && r->sen.deadline < d) d = r->sen.deadline;
+    if (r->pending && r->cmd.state == SIMBA__RC_DOWN) d = simba__min(d, simba__redis_pending_due(r, 0, 0));
     if (r->sub.state == SIMBA__RC_CONNECTING ||
         (r->sub.state == SIMBA__RC_DOWN && simba__rconn_wanted(r, &r->sub)))
         if (r->sub.deadline < d) d = r->sub.deadline;
