@@ -295,6 +295,7 @@ typedef struct simba__zk_sess simba__zk_sess;
 typedef struct simba__zk_job simba__zk_job;
 typedef struct simba__zk_cont simba__zk_cont;
 typedef struct simba__zk_mtx simba__zk_mtx;
+typedef struct simba__zk_ins simba__zk_ins;
 
 /* One asynchronous ZooKeeper call. Inputs are written before the call; outputs are written
    by the completion thread before it queues the record under zk->mu; the caller's thread
@@ -322,6 +323,10 @@ typedef struct simba__zk_op {
     int64_t czxid;                 /* CREATE, GET */
     int64_t mzxid;                 /* CREATE, GET, SET */
     char data[SIMBA__ZK_DATA_MAX + 1];
+    int version;         /* GET: the node's, for a conditional delete */
+    simba__zk_ins *ins;  /* an inspection's call (job NULL) */
+    char *kids;          /* KIDS: every child's name, each NUL-terminated (SIMBA_MALLOC) */
+    int nkids;
 } simba__zk_op;
 
 struct simba__zk_sess {
@@ -448,6 +453,7 @@ struct simba__zk {
     int64_t reopen_at;
     simba__zk_op *outstanding;
     simba__zk_job *jobs;
+    simba__zk_ins *inss; /* inspections in flight */
     simba__zk_job *thead, *ttail; /* deadlines grow with submission: a FIFO is sorted */
     simba__zk_job *bq_wait, *bq_fly; /* cheap renewals: for the next / the flying check */
     simba__zk_job *bq_ready;         /* ... the answered check's, not yet answered themselves:
@@ -536,6 +542,26 @@ static void simba__zk_cb_get(int rc, const char *value, int len, const struct St
         op->data[n] = 0;
         op->czxid = st ? st->czxid : 0;
         op->mzxid = st ? st->mzxid : 0;
+        op->version = st ? st->version : -1;
+    }
+    simba__zk_post(op, rc);
+}
+
+/* An inspection's listing: every name, copied for the caller's thread. */
+static void simba__zk_cb_kids(int rc, const struct String_vector *sv, const void *data) {
+    simba__zk_op *op = (simba__zk_op *)data;
+    if (rc == ZOK && sv && sv->count > 0) {
+        size_t n = 0, at = 0;
+        int32_t i;
+        for (i = 0; i < sv->count; i++) n += strlen(sv->data[i]) + 1;
+        op->kids = (char *)SIMBA_MALLOC(n);
+        if (!op->kids) rc = ZSYSTEMERROR;
+        for (i = 0; op->kids && i < sv->count; i++) {
+            size_t l = strlen(sv->data[i]) + 1;
+            memcpy(op->kids + at, sv->data[i], l);
+            at += l;
+        }
+        if (op->kids) op->nkids = sv->count;
     }
     simba__zk_post(op, rc);
 }
@@ -663,6 +689,11 @@ static void simba__zk_event(simba__zk *zk, simba_event_kind kind, const char *mu
     simba_backend_event(zk->be, kind, mutex, contender, owner);
 }
 
+static void simba__zk_op_free(simba__zk *zk, simba__zk_op *op) {
+    SIMBA_FREE(op->kids);
+    simba_free(zk->loop, op);
+}
+
 static simba__zk_op *simba__zk_op_new(simba__zk *zk, simba__zk_job *job, int kind) {
     simba__zk_op *op = (simba__zk_op *)simba_alloc(zk->loop, sizeof *op);
     if (!op) return NULL;
@@ -699,7 +730,7 @@ static int simba__zk_op_issued(simba__zk *zk, simba__zk_op *op, int zrc) {
     }
 #endif
     if (zrc != ZOK && zrc != ZMARSHALLINGERROR) {
-        simba_free(zk->loop, op);
+        simba__zk_op_free(zk, op);
         return zrc;
     }
     zk->stats.zk_calls++;
@@ -1521,6 +1552,7 @@ static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op
 }
 
 /* Result of a call, on the caller's thread. */
+static void simba__zk_ins_on_op(simba__zk *zk, simba__zk_op *op);
 static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
     simba__zk_job *job = op->job;
     simba__zk_cont *c = job ? job->cont : NULL;
@@ -1530,6 +1562,11 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
     char msg[96];
     simba__zk_op_unlink(zk, op);
     zk->stats.answers++; /* destroy also waits on while these keep coming */
+    if (op->ins) {
+        simba__zk_ins_on_op(zk, op);
+        simba__zk_op_free(zk, op);
+        return;
+    }
     if (job) {
         job->op = NULL;
         job->started = 1;
@@ -1643,7 +1680,191 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
         simba__zk_reply(zk, job, &r);
         simba__zk_job_end(zk, job);
     }
-    simba_free(zk->loop, op);
+    simba__zk_op_free(zk, op);
+}
+
+/* ---- >>inspect: simba_inspect, simba_list, simba_force_release -----------------------------
+ *
+ *   INSPECT  KIDS(/root/m) --> GET(owner node) --> GET(each of the first waiters) --> done
+ *   LIST     KIDS(/root) --> for each mutex: KIDS(/root/m) --> GET(owner node) --> done
+ *   FORCE    KIDS(/root/m) --> GET(owner node) --(its fence)--> DELETE(node, version) --> done
+ *
+ * The owner is the lowest n- node; its fence is the node's mzxid (a tenure's write), its data
+ * "tag timeout id". One call at a time per inspection; caller's thread only. */
+enum { SIMBA__ZK_I_ROOT, SIMBA__ZK_I_KIDS, SIMBA__ZK_I_GET, SIMBA__ZK_I_DELETE };
+
+struct simba__zk_ins {
+    simba__zk_ins *next, *prev; /* zk->inss */
+    simba_req *req;
+    int step;
+    simba_view v;
+    char node[1 + SIMBA_VIEW_WAITERS][SIMBA__ZK_NODE_MAX]; /* a mutex's nodes, oldest first */
+    int nnodes, at;
+    char *names; /* LIST: the root's children (SIMBA_MALLOC), next the one to read */
+    int nnames;
+    const char *name_at;
+    char mutex[SIMBA_NAME_MAX + 1]; /* the mutex being read */
+};
+
+static void simba__zk_ins_end(simba__zk *zk, simba__zk_ins *in, simba_result rc, const char *msg) {
+    simba_reply r;
+    memset(&r, 0, sizeof r);
+    r.rc = rc;
+    r.errmsg = msg;
+    r.held_ms = -1;
+    if (in->prev) in->prev->next = in->next; else zk->inss = in->next;
+    if (in->next) in->next->prev = in->prev;
+    SIMBA_FREE(in->names);
+    simba_req_done(in->req, &r);
+    simba_free(zk->loop, in);
+}
+
+/* Issues the call of in's step; a call the library refuses ends the inspection. */
+static void simba__zk_ins_call(simba__zk *zk, simba__zk_ins *in) {
+    char path[SIMBA__ZK_PATH_MAX];
+    simba__zk_op *op;
+    int zrc, kind = in->step == SIMBA__ZK_I_GET ? SIMBA__ZK_GET : in->step == SIMBA__ZK_I_DELETE ? SIMBA__ZK_DELETE : SIMBA__ZK_LIST;
+    const char *node = in->step == SIMBA__ZK_I_GET || in->step == SIMBA__ZK_I_DELETE ? in->node[in->at] : NULL;
+    if (!simba__zk_usable(zk)) { simba__zk_ins_end(zk, in, SIMBA_ECONN, simba__zk_unusable_msg(zk)); return; }
+    if (!simba__zk_path(zk, path, in->step == SIMBA__ZK_I_ROOT ? NULL : in->mutex, node)) {
+        simba__zk_ins_end(zk, in, SIMBA_EINVAL, "zookeeper: path too long");
+        return;
+    }
+    if (!(op = simba__zk_op_new(zk, NULL, kind))) { simba__zk_ins_end(zk, in, SIMBA_ENOMEM, "zookeeper: out of memory"); return; }
+    op->ins = in;
+    if (kind == SIMBA__ZK_LIST) zrc = zoo_aget_children(zk->sess->zh, path, 0, simba__zk_cb_kids, op);
+    else if (kind == SIMBA__ZK_GET) zrc = zoo_aget(zk->sess->zh, path, 0, simba__zk_cb_get, op);
+    else zrc = zoo_adelete(zk->sess->zh, path, (int)in->v.fence, simba__zk_cb_void, op); /* fence: the version here */
+    zrc = simba__zk_op_issued(zk, op, zrc);
+    if (zrc == ZMARSHALLINGERROR) op->ins = NULL; /* it may still come: nobody waits for it */
+    if (zrc != ZOK) simba__zk_ins_end(zk, in, simba__zk_rc(zrc), zerror(zrc));
+}
+
+/* A mutex's n- nodes into in->node, oldest first (the first 1 + SIMBA_VIEW_WAITERS); the
+   count of them all. */
+static int simba__zk_ins_order(simba__zk_ins *in, const char *kids, int n) {
+    long long last = -1;
+    int count = 0, i, k;
+    const char *p, *t;
+    size_t tl;
+    for (p = kids, i = 0; i < n; i++, p += strlen(p) + 1) count += simba__zk_seq(p, &t, &tl) >= 0;
+    for (in->nnodes = 0; in->nnodes < 1 + SIMBA_VIEW_WAITERS; in->nnodes++) {
+        long long best = -1;
+        const char *bp = NULL;
+        for (p = kids, k = 0; k < n; k++, p += strlen(p) + 1) {
+            long long s = simba__zk_seq(p, &t, &tl);
+            if (s > last && (best < 0 || s < best) && strlen(p) < SIMBA__ZK_NODE_MAX) { best = s; bp = p; }
+        }
+        if (!bp) break;
+        simba__zk_copy(in->node[in->nnodes], SIMBA__ZK_NODE_MAX, bp);
+        last = best;
+    }
+    return count;
+}
+
+/* The next mutex of a listing, or the end. */
+static void simba__zk_ins_next(simba__zk *zk, simba__zk_ins *in) {
+    while (in->nnames > 0) {
+        const char *name = in->name_at;
+        in->name_at += strlen(name) + 1;
+        in->nnames--;
+        if (simba_name_check(name) != SIMBA_OK) continue; /* not a mutex of ours */
+        simba__copy(in->mutex, sizeof in->mutex, name);
+        in->step = SIMBA__ZK_I_KIDS;
+        simba__zk_ins_call(zk, in);
+        return;
+    }
+    simba__zk_ins_end(zk, in, SIMBA_OK, NULL);
+}
+
+/* The mutex's view is complete (or it has no nodes): hand it over, go on. */
+static void simba__zk_ins_view(simba__zk *zk, simba__zk_ins *in) {
+    simba__copy(in->v.mutex, sizeof in->v.mutex, in->mutex);
+    if (in->req->op == SIMBA_OP_FORCE_RELEASE) { simba__zk_ins_end(zk, in, SIMBA_ESTATE, NULL); return; }
+    simba_req_view(in->req, &in->v);
+    if (in->req->op == SIMBA_OP_LIST) simba__zk_ins_next(zk, in);
+    else simba__zk_ins_end(zk, in, SIMBA_OK, NULL);
+}
+
+static void simba__zk_ins_kids(simba__zk *zk, simba__zk_ins *in, simba__zk_op *op) {
+    int count = op->rc == ZOK ? simba__zk_ins_order(in, op->kids, op->nkids) : 0;
+    memset(&in->v, 0, sizeof in->v);
+    in->v.acquired_unix_ms = in->v.held_ms = in->v.ttl_left_ms = in->v.transition_left_ms = SIMBA_UNKNOWN_MS;
+    in->v.session_ms = SIMBA_UNKNOWN_MS;
+    in->v.waiters = in->req->op == SIMBA_OP_INSPECT ? (count > 0 ? count - 1 : 0) : -1;
+    if (op->rc == ZNONODE && in->req->op == SIMBA_OP_INSPECT) { simba__zk_ins_end(zk, in, SIMBA_OK, NULL); return; }
+    if (in->nnodes == 0) { simba__zk_ins_view(zk, in); return; }
+    in->at = 0;
+    in->step = SIMBA__ZK_I_GET;
+    simba__zk_ins_call(zk, in);
+}
+
+static void simba__zk_ins_get(simba__zk *zk, simba__zk_ins *in, simba__zk_op *op) {
+    char id[SIMBA_ID_MAX + 1];
+    int64_t timeout = 0;
+    int ok = op->rc == ZOK && simba__zk_parse(op->data, id, sizeof id, &timeout);
+    if (in->at == 0 && !ok) { /* the owner's node went while we looked, or is not one of ours */
+        simba__zk_ins_view(zk, in);
+        return;
+    }
+    if (in->at == 0) {
+        simba__copy(in->v.owner, sizeof in->v.owner, id);
+        in->v.fence = (uint64_t)op->mzxid;
+        in->v.session_ms = timeout;
+        if (in->req->op == SIMBA_OP_FORCE_RELEASE) {
+            if (in->v.fence != in->req->fence) { simba__zk_ins_end(zk, in, SIMBA_ESTATE, NULL); return; }
+            in->v.fence = (uint64_t)op->version; /* the delete is conditional on this very write */
+            in->step = SIMBA__ZK_I_DELETE;
+            simba__zk_ins_call(zk, in);
+            return;
+        }
+    } else if (ok) {
+        int w = 0;
+        while (w < SIMBA_VIEW_WAITERS && in->v.waiter[w][0]) w++;
+        if (w < SIMBA_VIEW_WAITERS) simba__copy(in->v.waiter[w], sizeof in->v.waiter[w], id);
+    }
+    if (in->req->op == SIMBA_OP_INSPECT && ++in->at < in->nnodes) {
+        simba__zk_ins_call(zk, in); /* the next waiter's id */
+        return;
+    }
+    simba__zk_ins_view(zk, in);
+}
+
+static void simba__zk_ins_on_op(simba__zk *zk, simba__zk_op *op) {
+    simba__zk_ins *in = op->ins;
+    int same = zk->sess && op->sess == zk->sess && !zk->sess->dead && !zk->closing;
+    if (!same || (op->rc != ZOK && op->rc != ZNONODE && op->rc != ZBADVERSION)) {
+        simba__zk_ins_end(zk, in, same ? simba__zk_rc(op->rc) : SIMBA_ECONN, zerror(op->rc));
+        return;
+    }
+    switch (in->step) {
+    case SIMBA__ZK_I_ROOT:
+        in->names = op->kids; /* the listing keeps the block */
+        op->kids = NULL;
+        in->nnames = op->rc == ZOK ? op->nkids : 0;
+        in->name_at = in->names;
+        simba__zk_ins_next(zk, in);
+        break;
+    case SIMBA__ZK_I_KIDS: simba__zk_ins_kids(zk, in, op); break;
+    case SIMBA__ZK_I_GET: simba__zk_ins_get(zk, in, op); break;
+    default: simba__zk_ins_end(zk, in, op->rc == ZOK ? SIMBA_OK : SIMBA_ESTATE, NULL); break;
+    }
+}
+
+static simba_result simba__zk_inspect(void *impl, simba_req *req) {
+    simba__zk *zk = (simba__zk *)impl;
+    simba__zk_ins *in;
+    if (req->op != SIMBA_OP_LIST && simba_name_check(req->mutex) != SIMBA_OK) return SIMBA_EINVAL;
+    if (!(in = (simba__zk_ins *)simba_alloc(zk->loop, sizeof *in))) return SIMBA_ENOMEM;
+    memset(in, 0, sizeof *in);
+    in->req = req;
+    simba__copy(in->mutex, sizeof in->mutex, req->mutex);
+    in->step = req->op == SIMBA_OP_LIST ? SIMBA__ZK_I_ROOT : SIMBA__ZK_I_KIDS;
+    if (zk->inss) zk->inss->prev = in;
+    in->next = zk->inss;
+    zk->inss = in;
+    simba__zk_ins_call(zk, in);
+    return SIMBA_OK;
 }
 
 /* ---- sessions ----------------------------------------------------------------------- */
@@ -1804,7 +2025,7 @@ static void simba__zk_reap(simba__zk *zk, int wait) {
                 continue;
             }
             simba__zk_op_unlink(zk, op);
-            simba_free(zk->loop, op);
+            simba__zk_op_free(zk, op);
         }
         pthread_mutex_unlock(&zk->mu);
         if (left) {
@@ -2410,6 +2631,7 @@ static void simba__zk_destroy(void *impl) {
         simba__zk_job *job = zk->jobs;
         simba__zk_fail(zk, job, SIMBA_ECLOSED, "zookeeper backend closed");
     }
+    while (zk->inss) simba__zk_ins_end(zk, zk->inss, SIMBA_ECLOSED, "zookeeper backend closed");
     for (m = zk->mtxs; m; m = mn) {
         simba__zk_cont *c, *cn;
         mn = m->next;
@@ -2441,6 +2663,7 @@ static const simba_backend_vt simba__zk_vt = {
     simba__zk_watch, simba__zk_unwatch, simba__zk_destroy,
     SIMBA_LEASE_SESSION, /* the session is the lease */
     NULL, /* hurry: nothing is held */
+    simba__zk_inspect,
 };
 
 /* ---- public ----------------------------------------------------------------------------- */
