@@ -242,6 +242,9 @@ typedef struct simba_sql_desc {
        loop must then keep the WAL short: simba_sql_checkpoint() from a thread of yours, or
        `simba -u sqlite:PATH checkpoint --every 1` beside the application (see CHECKPOINTS). */
     int checkpoint;
+    /* 1: open the file read-only, for inspection (simba_inspect, simba_list: tools on a file
+       they may only read). Nothing is created or written; every other request is refused. */
+    int read_only;
 } simba_sql_desc;
 
 /* Opens the database (creating file and table if needed) and registers a backend on loop.
@@ -538,6 +541,7 @@ typedef struct simba__sql {
     int memory;     /* the process's shared in-memory database (memdb VFS) */
     int loop_clock; /* times come from the loop's clock (test_clock) */
     int crashed;    /* simba_sql_simulate_crash(): never touches the database again */
+    int read_only;  /* simba_sql_desc.read_only: inspection only */
     sqlite3_stmt *st[SIMBA__SQL_NSTMT];
     /* In-memory database only: the mutexes of this backend's services and the last
        PRAGMA data_version seen, so that a release by another connection is pushed. */
@@ -1658,15 +1662,23 @@ static void simba__sql_drain(simba__sql *s, int64_t now) {
 
 static simba_result simba__sql_enqueue(simba__sql *s, simba_req *req);
 
+/* A backend opened read_only answers reads only. */
+static simba_result simba__sql_refuse_write(simba__sql *s) {
+    simba__copy(s->be->errmsg, sizeof s->be->errmsg, "sqlite: opened read_only: inspection only");
+    return SIMBA_EINVAL;
+}
+
 static simba_result simba__sql_inspect(void *impl, simba_req *req) {
     simba__sql *s = (simba__sql *)impl;
     if (req->op != SIMBA_OP_LIST && simba_name_check(req->mutex) != SIMBA_OK) return SIMBA_EINVAL;
+    if (s->read_only && req->op == SIMBA_OP_FORCE_RELEASE) return simba__sql_refuse_write(s);
     return simba__sql_enqueue(s, req);
 }
 
 static simba_result simba__sql_submit(void *impl, simba_req *req) {
     simba__sql *s = (simba__sql *)impl;
     if (!s || !req || !req->mutex || simba_name_check(req->mutex) != SIMBA_OK) return SIMBA_EINVAL;
+    if (s->read_only) return simba__sql_refuse_write(s);
     switch (req->op) {
     case SIMBA_OP_ACQUIRE:
         if (req->ttl_ms <= 0 || req->ttl_ms > SIMBA_MAX_MS || req->transition_ms < 0 ||
@@ -1957,6 +1969,8 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
                                              "this connection; got %d)", desc->checkpoint);
     if (desc->test_clock != 0 && desc->test_clock != 1)
         return simba__sql_refuse(loop, desc, "simba_sql_open: test_clock must be 0 or 1 (got %d)", desc->test_clock);
+    if (desc->read_only != 0 && desc->read_only != 1)
+        return simba__sql_refuse(loop, desc, "simba_sql_open: read_only must be 0 or 1 (got %d)", desc->read_only);
     path = strcmp(desc->path, ":memory:") == 0 ? SIMBA__SQL_MEMORY_URI : desc->path;
     is_uri = strncmp(path, "file:", 5) == 0;
     /* Checked before anything is created: the test clock on a file that other processes may
@@ -1978,10 +1992,15 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
     s->retry_ms = desc->busy_retry_ms > 0 ? desc->busy_retry_ms : 5;
     s->busy_max_ms = desc->busy_max_ms;
     s->next_try = INT64_MAX;
-    simba__sql_wake_open(s);
+    s->read_only = desc->read_only;
+    s->wake_fd = -1;
+    if (!s->read_only) simba__sql_wake_open(s);
     /* [sqlite] NOMUTEX: a loop is single-threaded, so the connection needs no lock of its own.
        URI: ":memory:" becomes a memdb URI whatever SQLite's compile-time default. */
-    rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
+    rc = sqlite3_open_v2(path, &s->db,
+                         (s->read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX |
+                             SQLITE_OPEN_URI,
+                         NULL);
     if (rc == SQLITE_OK) {
         /* Refuse what gives this connection a database nobody else sees: each backend would
            win its own. Shared-cache in-memory databases are shared by the process. */
@@ -2004,7 +2023,7 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
         rc = sqlite3_busy_timeout(s->db, 0);
         if (rc == SQLITE_OK && desc->checkpoint == -1) rc = sqlite3_wal_autocheckpoint(s->db, 0);
     }
-    if (rc == SQLITE_OK) {
+    if (rc == SQLITE_OK && !s->read_only) {
         int tries = 0;
         for (;;) {
             rc = simba__sql_setup(s);
@@ -2016,7 +2035,7 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
         }
         /* A file locked by someone else right now: the first request finishes the setup. */
         if (simba__sql_is_busy(rc) && !s->memory) rc = SQLITE_OK;
-    } else {
+    } else if (rc != SQLITE_OK) {
         simba__sql_seterr(s, "open", rc);
     }
     if (rc == SQLITE_OK && clash) {
