@@ -1062,6 +1062,44 @@ static void simba__redis_on_wait(redisAsyncContext *ac, void *reply, void *priv)
 
 static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply *x, simba_reply *rep);
 
+/* A script's reply (not a redirection) into the request's answer. 1 when the request is
+   not answered yet: a listing's next page went out. */
+static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply *x, simba_reply *rep) {
+    int v = 0;
+    memset(rep, 0, sizeof(*rep));
+    rep->held_ms = -1;
+    if (x->type == REDIS_REPLY_ERROR && !r->router &&
+        (strncmp(x->str, "MOVED ", 6) == 0 || strncmp(x->str, "CROSSSLOT", 9) == 0)) {
+        /* A Cluster node: the keys live elsewhere (MOVED), or the prefix-wide data-loss
+           marker is in another slot than the mutex (CROSSSLOT). Retrying cannot help. */
+        snprintf(r->cfg_msg, sizeof(r->cfg_msg), "redis: the server answered %.*s: it is a Redis Cluster node, and "
+                 "this backend was opened without simba_redis_desc.cluster = 1", (int)strcspn(x->str, " "), x->str);
+        rep->rc = SIMBA_EBACKEND;
+        rep->errmsg = r->cfg_msg;
+        if (!r->moved_noted) {
+            r->moved_noted = 1;
+            simba_log(r->loop, SIMBA_LOG_ERROR, "%s (%s)", rep->errmsg, x->str);
+        }
+        return 0;
+    }
+    if (x->type == REDIS_REPLY_ERROR) {
+        rep->rc = SIMBA_EBACKEND;
+        rep->errmsg = x->str;
+        return 0;
+    }
+    if (op->req->op >= SIMBA_OP_INSPECT) v = simba__redis_views(r, op, x, rep);
+    else if (simba__redis_parse(x, rep) == 0) return 0;
+    else v = -1;
+    if (v == 1) return 1;
+    if (v < 0) {
+        memset(rep, 0, sizeof(*rep));
+        rep->rc = SIMBA_EBACKEND;
+        rep->errmsg = op->req->op >= SIMBA_OP_INSPECT ? "redis: unexpected inspection reply" : "redis: unexpected script reply";
+        rep->held_ms = -1;
+    }
+    return 0;
+}
+
 static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     simba__rop *op = (simba__rop *)priv;
     simba__redis *r = op->r;
@@ -1098,39 +1136,7 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
         /* Cluster: the op went on to the right node. Standalone: a configuration error. */
         if (simba__rcl_redirect(r, op, x->str)) return;
     }
-    memset(&rep, 0, sizeof(rep));
-    if (x->type == REDIS_REPLY_ERROR && !r->router &&
-        (strncmp(x->str, "MOVED ", 6) == 0 || strncmp(x->str, "CROSSSLOT", 9) == 0)) {
-        /* A Cluster node: the keys live elsewhere (MOVED), or the prefix-wide data-loss
-           marker is in another slot than the mutex (CROSSSLOT). Retrying cannot help. */
-        snprintf(r->cfg_msg, sizeof(r->cfg_msg), "redis: the server answered %.*s: it is a Redis Cluster node, and "
-                 "this backend was opened without simba_redis_desc.cluster = 1", (int)strcspn(x->str, " "), x->str);
-        rep.rc = SIMBA_EBACKEND;
-        rep.errmsg = r->cfg_msg;
-        rep.held_ms = -1;
-        if (!r->moved_noted) {
-            r->moved_noted = 1;
-            simba_log(r->loop, SIMBA_LOG_ERROR, "%s (%s)", rep.errmsg, x->str);
-        }
-    } else if (x->type == REDIS_REPLY_ERROR) {
-        rep.rc = SIMBA_EBACKEND;
-        rep.errmsg = x->str;
-        rep.held_ms = -1;
-    } else if (op->req->op >= SIMBA_OP_INSPECT) {
-        int v = simba__redis_views(r, op, x, &rep);
-        if (v == 1) return; /* a listing's next page went out */
-        if (v < 0) {
-            memset(&rep, 0, sizeof(rep));
-            rep.rc = SIMBA_EBACKEND;
-            rep.errmsg = "redis: unexpected inspection reply";
-            rep.held_ms = -1;
-        }
-    } else if (simba__redis_parse(x, &rep) != 0) {
-        memset(&rep, 0, sizeof(rep));
-        rep.rc = SIMBA_EBACKEND;
-        rep.errmsg = "redis: unexpected script reply";
-        rep.held_ms = -1;
-    }
+    if (simba__redis_answer(r, op, x, &rep)) return; /* a listing's next page went out */
     req = op->req;
     if (req->op == SIMBA_OP_ACQUIRE && r->wait_replicas > 0 && rep.rc == SIMBA_OK && rep.held_ms == 0 &&
         strcmp(rep.owner, req->contender) == 0 && !(ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)) &&
@@ -1209,12 +1215,95 @@ static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply 
 
 static simba__rmutex *simba__redis_mutex(simba__redis *r, const char *mutex);
 
-static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
-    char k[6][SIMBA__REDIS_KEY_MAX], ch[SIMBA__REDIS_KEY_MAX], wk[SIMBA__REDIS_KEY_MAX];
-    char ttl[24], lease[24], quar[24], live[24], ow[SIMBA__REDIS_KEY_MAX];
+/* One script call's arguments, built without printf (see simba__rb) into its own buffers. */
+typedef struct simba__rargs {
+    char k[6][SIMBA__REDIS_KEY_MAX], ch[SIMBA__REDIS_KEY_MAX], wk[SIMBA__REDIS_KEY_MAX], ow[SIMBA__REDIS_KEY_MAX];
+    char ttl[24], lease[24], quar[24], live[24];
     const char *argv[24];
+    int argc;
+} simba__rargs;
+
+/* ACQUIRE: KEYS[5..6] the data-loss marker and the "declared empty" key, then ARGV. */
+static void simba__redis_args_acquire(simba__redis *r, const simba_req *req, simba__rargs *a) {
+    int64_t lease_ms = req->ttl_ms + req->transition_ms;
+    /* Standalone: one marker per prefix (and db). A cluster mode passes
+       "<prefix>{<name>}:alive" instead, in the mutex's hash slot; the script is the same. */
+    if (r->cluster) {
+        /* Cluster: the marker of the mutex's slot, and that slot's "declared empty" key. */
+        const char *tag = r->tags[simba__rcl_slot(req->mutex)];
+        snprintf(a->k[4], sizeof(a->k[4]), "%s{%s}:alive", r->prefix, tag);
+        snprintf(a->k[5], sizeof(a->k[5]), "%s{%s}", SIMBA__REDIS_FRESH_KEY, tag);
+        a->argv[a->argc++] = a->k[4];
+        a->argv[a->argc++] = a->k[5];
+    } else {
+        simba__rb b;
+        simba__rb_init(&b, a->k[4], sizeof(a->k[4]));
+        simba__rb_str(&b, r->prefix);
+        simba__rb_str(&b, "alive");
+        a->argv[a->argc++] = a->k[4];
+        a->argv[a->argc++] = SIMBA__REDIS_FRESH_KEY;
+    }
+    simba__redis_i64(a->ttl, req->ttl_ms);
+    simba__redis_i64(a->lease, lease_ms);
+    simba__redis_i64(a->quar, lease_ms > r->max_lease ? lease_ms : r->max_lease);
+    /* The core's liveness bound; a request without one keeps its place for its lease. */
+    simba__redis_i64(a->live, req->live_ms > 0 ? req->live_ms : lease_ms);
+    simba__redis_owchan(a->ow, sizeof(a->ow), r, req->mutex);
+    simba__redis_wkchan(a->wk, sizeof(a->wk), r, req->mutex, NULL);
+    a->argv[a->argc++] = req->contender;
+    a->argv[a->argc++] = a->ttl;
+    a->argv[a->argc++] = a->lease;
+    a->argv[a->argc++] = a->ow;
+    a->argv[a->argc++] = a->live;
+    a->argv[a->argc++] = req->renew ? "1" : "0";
+    a->argv[a->argc++] = a->quar;
+    a->argv[a->argc++] = r->run_id;
+    /* A promoted replica or a migrated slot never counts as durable (see CLUSTER). */
+    a->argv[a->argc++] = r->aof_on && r->fsync_always && !r->cluster && !r->nsen ? "1" : "0";
+    a->argv[a->argc++] = a->wk;
+}
+
+/* RELEASE and FORCE: who releases (the contender, or the fence it must hold), the event
+   channel, the wake channels' prefix; a release also how many listeners are its own. */
+static void simba__redis_args_release(simba__redis *r, const simba_req *req, simba__rargs *a) {
+    simba__redis_evchan(a->ch, sizeof(a->ch), r, req->mutex);
+    simba__redis_wkchan(a->wk, sizeof(a->wk), r, req->mutex, NULL);
+    if (req->op == SIMBA_OP_FORCE_RELEASE) {
+        simba__redis_i64(a->ttl, (int64_t)req->fence);
+        a->argv[a->argc++] = a->ttl;
+    } else {
+        a->argv[a->argc++] = req->contender;
+    }
+    a->argv[a->argc++] = a->ch;
+    a->argv[a->argc++] = a->wk;
+    if (req->op == SIMBA_OP_RELEASE) {
+        simba__rmutex *m = simba__redis_mutex(r, req->mutex);
+        /* Counted only once the server confirmed it: a SUBSCRIBE still on its way would make
+           the script skip a broadcast that another watcher needs. */
+        a->argv[a->argc++] = m && m->ev && m->ev->confirmed && r->sub.state == SIMBA__RC_READY ? "1" : "0";
+    }
+}
+
+/* LIST: the SCAN cursor, the pattern of the fence keys (one per mutex ever held: they
+   outlive every lease; the prefix's own glob characters escaped), the prefix. */
+static void simba__redis_args_list(simba__redis *r, const simba__rop *op, simba__rargs *a) {
+    simba__rb b;
+    const char *c;
+    simba__rb_init(&b, a->ow, sizeof(a->ow));
+    for (c = r->prefix; *c; c++) {
+        if (strchr("*?[]\\", *c)) simba__rb_mem(&b, "\\", 1);
+        simba__rb_mem(&b, c, 1);
+    }
+    simba__rb_str(&b, "{*}:fence");
+    a->argv[a->argc++] = op->cursor[0] ? op->cursor : "0";
+    a->argv[a->argc++] = a->ow;
+    a->argv[a->argc++] = r->prefix;
+}
+
+static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
+    simba__rargs a;
     size_t lens[24];
-    int argc = 0, i, idx, nkeys;
+    int i, idx, nkeys;
     const simba_req *req = op->req;
     static const char *const suffix[4] = {":owner", ":fence", ":queue", ":qexp"};
 
@@ -1223,7 +1312,7 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
         return;
     }
     for (i = 0; i < 4; i++)
-        if (simba__redis_mkname(k[i], sizeof(k[i]), r, req->mutex, suffix[i]) < 0) {
+        if (simba__redis_mkname(a.k[i], sizeof(a.k[i]), r, req->mutex, suffix[i]) < 0) {
             simba__rop_fail(r, op, SIMBA_EINVAL, "redis: key too long");
             return;
         }
@@ -1240,88 +1329,24 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
         simba__rop_fail(r, op, SIMBA_ECONN, "redis: cannot queue command");
         return;
     }
-    argv[argc++] = "EVALSHA";
-    argv[argc++] = r->sha[idx];
-    argv[argc++] = nkeys == 0 ? "0" : nkeys == 1 ? "1" : nkeys == 4 ? "4" : "6";
-    for (i = 0; i < nkeys && i < 4; i++) argv[argc++] = k[i];
-    if (idx == SIMBA__RS_ACQUIRE) {
-        int64_t lease_ms = req->ttl_ms + req->transition_ms;
-        /* Standalone: one marker per prefix (and db). A cluster mode passes
-           "<prefix>{<name>}:alive" instead, in the mutex's hash slot; the script is the same. */
-        if (r->cluster) {
-            /* Cluster: the marker of the mutex's slot, and that slot's "declared empty" key. */
-            const char *tag = r->tags[simba__rcl_slot(req->mutex)];
-            snprintf(k[4], sizeof(k[4]), "%s{%s}:alive", r->prefix, tag);
-            snprintf(k[5], sizeof(k[5]), "%s{%s}", SIMBA__REDIS_FRESH_KEY, tag);
-            argv[argc++] = k[4];
-            argv[argc++] = k[5];
-        } else {
-            simba__rb b;
-            simba__rb_init(&b, k[4], sizeof(k[4]));
-            simba__rb_str(&b, r->prefix);
-            simba__rb_str(&b, "alive");
-            argv[argc++] = k[4];
-            argv[argc++] = SIMBA__REDIS_FRESH_KEY;
-        }
-        simba__redis_i64(ttl, req->ttl_ms);
-        simba__redis_i64(lease, lease_ms);
-        simba__redis_i64(quar, lease_ms > r->max_lease ? lease_ms : r->max_lease);
-        /* The core's liveness bound; a request without one keeps its place for its lease. */
-        simba__redis_i64(live, req->live_ms > 0 ? req->live_ms : lease_ms);
-        simba__redis_owchan(ow, sizeof(ow), r, req->mutex);
-        simba__redis_wkchan(wk, sizeof(wk), r, req->mutex, NULL);
-        argv[argc++] = req->contender;
-        argv[argc++] = ttl;
-        argv[argc++] = lease;
-        argv[argc++] = ow;
-        argv[argc++] = live;
-        argv[argc++] = req->renew ? "1" : "0";
-        argv[argc++] = quar;
-        argv[argc++] = r->run_id;
-        /* A promoted replica or a migrated slot never counts as durable (see CLUSTER). */
-        argv[argc++] = r->aof_on && r->fsync_always && !r->cluster && !r->nsen ? "1" : "0";
-        argv[argc++] = wk;
-    } else if (idx == SIMBA__RS_RELEASE) {
-        simba__redis_evchan(ch, sizeof(ch), r, req->mutex);
-        simba__redis_wkchan(wk, sizeof(wk), r, req->mutex, NULL);
-        simba__rmutex *m = simba__redis_mutex(r, req->mutex);
-        argv[argc++] = req->contender;
-        argv[argc++] = ch;
-        argv[argc++] = wk;
-        /* Counted only once the server confirmed it: a SUBSCRIBE still on its way would make
-           the script skip a broadcast that another watcher needs. */
-        argv[argc++] = m && m->ev && m->ev->confirmed && r->sub.state == SIMBA__RC_READY ? "1" : "0";
-    } else if (idx == SIMBA__RS_FORCE) {
-        simba__redis_i64(ttl, (int64_t)req->fence);
-        simba__redis_evchan(ch, sizeof(ch), r, req->mutex);
-        simba__redis_wkchan(wk, sizeof(wk), r, req->mutex, NULL);
-        argv[argc++] = ttl;
-        argv[argc++] = ch;
-        argv[argc++] = wk;
-    } else if (idx == SIMBA__RS_INSPECT) {
-        simba__redis_i64(ttl, SIMBA_VIEW_WAITERS);
-        argv[argc++] = ttl;
-    } else if (idx == SIMBA__RS_LIST) {
-        /* the fence key outlives every lease: one per mutex ever held; the prefix's own glob
-           characters are escaped */
-        simba__rb b;
-        const char *c;
-        simba__rb_init(&b, ow, sizeof(ow));
-        for (c = r->prefix; *c; c++) {
-            if (strchr("*?[]\\", *c)) simba__rb_mem(&b, "\\", 1);
-            simba__rb_mem(&b, c, 1);
-        }
-        simba__rb_str(&b, "{*}:fence");
-        argv[argc++] = op->cursor[0] ? op->cursor : "0";
-        argv[argc++] = ow;
-        argv[argc++] = r->prefix;
+    a.argc = 0;
+    a.argv[a.argc++] = "EVALSHA";
+    a.argv[a.argc++] = r->sha[idx];
+    a.argv[a.argc++] = nkeys == 0 ? "0" : nkeys == 1 ? "1" : nkeys == 4 ? "4" : "6";
+    for (i = 0; i < nkeys && i < 4; i++) a.argv[a.argc++] = a.k[i];
+    if (idx == SIMBA__RS_ACQUIRE) simba__redis_args_acquire(r, req, &a);
+    else if (idx == SIMBA__RS_RELEASE || idx == SIMBA__RS_FORCE) simba__redis_args_release(r, req, &a);
+    else if (idx == SIMBA__RS_LIST) simba__redis_args_list(r, op, &a);
+    else if (idx == SIMBA__RS_INSPECT) {
+        simba__redis_i64(a.ttl, SIMBA_VIEW_WAITERS);
+        a.argv[a.argc++] = a.ttl;
     }
-    for (i = 0; i < argc; i++) lens[i] = strlen(argv[i]);
+    for (i = 0; i < a.argc; i++) lens[i] = strlen(a.argv[i]);
     {
         char cmd[2048];
-        size_t n = simba__redis_resp(cmd, sizeof cmd, argc, argv, lens);
+        size_t n = simba__redis_resp(cmd, sizeof cmd, a.argc, a.argv, lens);
         int sent = n ? redisAsyncFormattedCommand(r->cmd.ac, simba__redis_on_reply, op, cmd, n)
-                     : redisAsyncCommandArgv(r->cmd.ac, simba__redis_on_reply, op, argc, argv, lens);
+                     : redisAsyncCommandArgv(r->cmd.ac, simba__redis_on_reply, op, a.argc, a.argv, lens);
         if (sent != REDIS_OK) {
             simba__rop_fail(r, op, SIMBA_ECONN, "redis: cannot queue command");
             return;
