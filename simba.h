@@ -28,6 +28,9 @@
  *                              / free; define both). Per-loop memory: simba_loop_desc alloc
  *   SIMBA_IMPLEMENTATION, SIMBA_<NAME>_IMPLEMENTATION   see above
  *   _POSIX_C_SOURCE            set to 200809L by the implementation when nothing was chosen
+ *   SIMBA_HOLD_MS (50), SIMBA_HOLD_TAKEOVER_MS (10)   the longest a renewal or a waiter's
+ *                              routine re-ask, and an ask at a lease end, may wait for
+ *                              company in a batching backend (simba_req.hold_ms; 0: never)
  *
  * WHAT IT DOES
  *   For each mutex name, at most one contender owns it at a time. Ownership is a lease:
@@ -672,6 +675,10 @@ struct simba_req {
     simba_req *next_;   /* free for the backend's use as a list link while in flight */
     int step_down_on_disconnect; /* ACQUIRE: the contender steps down on SIMBA_EV_DISCONNECTED,
                                     so a backend that knows it is disconnected grants nothing */
+    int64_t hold_ms;    /* ACQUIRE: how long the backend may hold it to send it with others
+                           (one round trip or commit for many), the core's rule: a renewal or
+                           a waiter's routine re-ask min(ttl/64, SIMBA_HOLD_MS), an ask at a
+                           lease end min(ttl/256, SIMBA_HOLD_TAKEOVER_MS); else 0 */
     uint64_t fence;     /* FORCE_RELEASE: the fence the owner must still hold */
     /* private to the core (done_ fills the last int's padding) */
     int done_;
@@ -828,6 +835,15 @@ SIMBA_API void simba_log(simba_loop *loop, simba_log_level level, const char *fm
 #define SIMBA__DEFAULT_BACKOFF_MAX 5000
 #define SIMBA__DEFAULT_REFRESH 1000
 #define SIMBA__NEVER INT64_MAX
+/* Waits for company (simba_req.hold_ms): owners renew long before their lease ends and the
+   lease counts from the send, so ttl/64 costs nothing; a takeover after a crash comes at
+   most ttl/256 later. */
+#ifndef SIMBA_HOLD_MS
+#define SIMBA_HOLD_MS 50
+#endif
+#ifndef SIMBA_HOLD_TAKEOVER_MS
+#define SIMBA_HOLD_TAKEOVER_MS 10
+#endif
 #define SIMBA__MAX_ROUNDS 16
 #define SIMBA__POLL_BUDGET_US 500 /* default simba_loop_desc.poll_budget_us */
 #define SIMBA__RENEW_GRID_MS 128 /* renewals are aligned down to this step at most */
@@ -1718,6 +1734,10 @@ static void simba__submit_on(simba_service *s, simba_req *r, simba_op op) {
                          ? simba__add(s->ttl + s->transition, simba__max(s->jmax, 0))
                          : 0;
     r->step_down_on_disconnect = op == SIMBA_OP_ACQUIRE && (s->flags & SIMBA__F_DISC_DOWN) != 0;
+    r->hold_ms = op != SIMBA_OP_ACQUIRE ? 0
+                 : r->renew || r->deferrable == SIMBA_DEFER_ROUTINE ? simba__min(r->ttl_ms / 64, SIMBA_HOLD_MS)
+                 : r->deferrable == SIMBA_DEFER_TAKEOVER ? simba__min(r->ttl_ms / 256, SIMBA_HOLD_TAKEOVER_MS)
+                                                          : 0;
     r->svc_ = s;
     r->gen_ = s->gen;
     if (op != SIMBA_OP_RELEASE) { s->cnt.attempts++; s->loop->cnt.attempts++; }

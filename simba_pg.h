@@ -16,7 +16,9 @@
  * COMPILE-TIME OPTIONS
  *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE   as in simba.h
  *   SIMBA_PG_IMPLEMENTATION                this header and the core only
- *   SIMBA_PG_BATCH_MS (50), SIMBA_PG_TAKEOVER_MS (10), SIMBA_PG_BATCH_MAX (64): see CONNECTION
+ *   SIMBA_PG_BATCH_MAX (64): see CONNECTION. How long a request waits for company is the
+ *                                          core's (simba_req.hold_ms: SIMBA_HOLD_MS and
+ *                                          SIMBA_HOLD_TAKEOVER_MS in simba.h)
  *
  * CONNECTION (one per backend, never blocks the poll)
  *   PQconnectStartParams + PQconnectPoll, then PQsendQueryParams / PQflush /
@@ -60,8 +62,8 @@
  *   share one transaction (at most SIMBA_PG_BATCH_MAX, sorted by name so batches never
  *   deadlock, one commit for all, and answered only after it: a rolled-back renewal never
  *   reaches the core); anything else has a transaction of its own. A renewal or a routine
- *   re-ask (no win expected) may wait min(ttl/64, SIMBA_PG_BATCH_MS) for company, an ask at
- *   a lease end min(ttl/256, SIMBA_PG_TAKEOVER_MS); other requests (a first ask, a pushed
+ *   re-ask (no win expected) and an ask at a lease end wait for company as long as the core
+ *   says (simba_req.hold_ms); other requests (a first ask, a pushed
  *   waiter's, a release) go at once and take them along. One poll sends and answers at most
  *   2 * SIMBA_PG_BATCH_MAX statements. Older libpq sends one at a time.
  *   The statement deadline restarts at every answer: a server that answers is alive.
@@ -227,18 +229,6 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
 #include <stdlib.h>
 #include <string.h>
 
-/* A renewal or a waiter's routine re-ask may wait this long (at most ttl/64) for company:
-   many mutexes then cost one round trip and one commit per window, not per request. 0 sends
-   every request at once. */
-#ifndef SIMBA_PG_BATCH_MS
-#define SIMBA_PG_BATCH_MS 50
-#endif
-/* A waiter's ask at the lease end it knows may wait this long (at most ttl/256): at 10,000
-   mutexes those asks, which lose while owners renew, would otherwise cost a commit each; a
-   takeover after a crash comes this much later. 0 sends them at once. */
-#ifndef SIMBA_PG_TAKEOVER_MS
-#define SIMBA_PG_TAKEOVER_MS 10
-#endif
 /* Statements per transaction (one sync): PostgreSQL before 17 counts statement_timeout from
    the start of a pipelined transaction, and one poll answers at most one batch's worth. */
 #ifndef SIMBA_PG_BATCH_MAX
@@ -946,15 +936,9 @@ static int simba__pg_batchable(const simba_req *r) {
     return r->op == SIMBA_OP_ACQUIRE && (r->renew || r->deferrable != SIMBA_DEFER_NO);
 }
 
-/* How long a request may wait for company: a renewal or a routine re-ask min(ttl/64,
-   SIMBA_PG_BATCH_MS); a takeover ask at a lease end min(ttl/256, SIMBA_PG_TAKEOVER_MS), the
-   most it adds to a takeover; anything else not at all. */
-static int64_t simba__pg_hold(const simba_req *r) {
-    if (r->op != SIMBA_OP_ACQUIRE) return 0;
-    if (r->renew || r->deferrable == SIMBA_DEFER_ROUTINE) return simba__min(r->ttl_ms / 64, SIMBA_PG_BATCH_MS);
-    if (r->deferrable == SIMBA_DEFER_TAKEOVER) return simba__min(r->ttl_ms / 256, SIMBA_PG_TAKEOVER_MS);
-    return 0;
-}
+/* How long a request may wait for company: the core's word (simba_req.hold_ms). At 10,000
+   mutexes the asks at lease ends, which lose while owners renew, would cost a commit each. */
+static int64_t simba__pg_hold(const simba_req *r) { return r->op == SIMBA_OP_ACQUIRE ? r->hold_ms : 0; }
 
 /* Sends what is queued: in pipeline mode all of it as one batch, one transaction closed by
    one sync (renewals due in one poll share one round trip and one commit), sorted by name;

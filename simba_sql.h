@@ -118,11 +118,10 @@
  *   A waiter that is not granted is answered by reads alone (the row, its place, the head)
  *   while its place outlives its next ask (simba_req.next_ask_ms), else with one UPDATE of
  *   its own place's liveness: never the queue's transaction on a timer's ask.
- *   A renewal, and a waiter's ask that expects the mutex held, may wait for company up to
- *   min(ttl/64, SIMBA_SQL_BATCH_MS) (compile-time, default 50; 0: never): owners renew long
- *   before their lease ends, and the lease is counted from the send. Anything else (a
- *   release, a handoff after a pushed release, a first ask) runs in the next poll and takes
- *   the held ones along. With batch_max 1 nothing is held.
+ *   A renewal, and a waiter's ask on its own timer, may wait for company as long as the core
+ *   says (simba_req.hold_ms: SIMBA_HOLD_MS, SIMBA_HOLD_TAKEOVER_MS in simba.h). Anything
+ *   else (a release, a handoff after a pushed release, a first ask) runs in the next poll
+ *   and takes the held ones along. With batch_max 1 nothing is held.
  *
  * CHECKPOINTS
  *   The one step of a poll no budget bounds is SQLite's automatic WAL checkpoint, which runs
@@ -514,12 +513,6 @@ static void (*simba_sql_test_after_checkpoint)(void);
 #define SIMBA__SQL_AFTER_CHECKPOINT() ((void)0)
 #endif
 
-/* A renewal, or a waiter's ask that expects to find the mutex held, may wait this long (at
-   most ttl/64) for company: many mutexes then share one write transaction, with its locks
-   and commit, per window instead of per poll. 0 runs every request in the next poll. */
-#ifndef SIMBA_SQL_BATCH_MS
-#define SIMBA_SQL_BATCH_MS 50
-#endif
 
 /* A request executed in a batch, its answer kept until the batch commits. */
 typedef struct simba__sql_done {
@@ -1709,14 +1702,13 @@ static simba_result simba__sql_enqueue(simba__sql *s, simba_req *req) {
        waits its turn. */
     {
         int64_t now = simba_now(s->loop), at = now;
-        /* Nobody waits on a renewal, nor on an ask that will find the mutex held: they may
-           wait for company. An ask after a pushed release is a handoff: it goes now, and
-           takes the held ones along. */
+        /* Nobody waits on a renewal, nor on a waiter's ask on its own timer: they wait for
+           company as long as the core says. An ask after a pushed release is a handoff: it
+           goes now, and takes the held ones along. */
         if (req->op == SIMBA_OP_ACQUIRE && !req->renew && !req->expect_win && s->woken > 0) s->woken--;
         /* (":memory:" pushes a release to every watcher, uncounted: its waiters are not held) */
-        else if (req->op == SIMBA_OP_ACQUIRE && (req->renew || (!req->expect_win && !s->memory)) && s->done &&
-                 SIMBA_SQL_BATCH_MS > 0)
-            at = simba__add(now, simba__min(req->ttl_ms / 64, SIMBA_SQL_BATCH_MS));
+        else if (req->hold_ms > 0 && (req->renew || !s->memory) && s->done)
+            at = simba__add(now, req->hold_ms);
         if (s->head == req || at < s->next_try) s->next_try = at;
         if (s->head == req && !simba__in_poll(s->loop) && s->next_try <= now) simba__sql_drain(s, now);
     }
