@@ -767,6 +767,8 @@ SIMBA_API void *simba_backend_impl(const simba_backend *be);
 SIMBA_API const simba_backend_vt *simba_backend_vt_get(const simba_backend *be);
 /* Complete a request exactly once. Safe from inside submit/process; handled in the poll. */
 SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply);
+/* Complete a request with an error: rc, and the words (optional, copied). */
+SIMBA_API void simba_req_fail(simba_req *req, simba_result rc, const char *errmsg);
 /* Add one mutex to the answer of an INSPECT or LIST request, before its simba_req_done()
    (copied; ignored for other requests). Safe from inside inspect/process. */
 SIMBA_API void simba_req_view(simba_req *req, const simba_view *view);
@@ -866,6 +868,44 @@ static void simba__copy(char *dst, size_t cap, const char *src) {
     if (n >= cap) n = cap - 1;
     if (n) memcpy(dst, src, n);
     dst[n] = 0;
+}
+
+/* The backend kit: helpers every backend header uses and the core itself may not. */
+#if defined(__GNUC__)
+#define SIMBA__KIT __attribute__((unused))
+#else
+#define SIMBA__KIT
+#endif
+
+static int64_t simba__uniform(simba_loop *loop, int64_t lo, int64_t hi);
+/* The jittered doubling backoff of every retry, the core's and the backends' reconnects:
+   *cur goes from min (when 0: reset it after a success) doubling up to max; the wait is
+   uniform in [*cur/2, *cur] (many clients after a server restart do not come back in step),
+   at least 1 ms. */
+static int64_t simba__backoff(simba_loop *loop, int64_t *cur, int64_t min, int64_t max) {
+    *cur = *cur ? simba__min(simba__add(*cur, *cur), max) : min;
+    return simba__max(simba__uniform(loop, *cur / 2, simba__add(*cur, 1)), 1);
+}
+
+/* A copy in the loop's memory (NULL: s was NULL, or no memory). */
+static SIMBA__KIT char *simba__strdup(simba_loop *loop, const char *s);
+
+/* A pipe whose ends never block and do not leak into a child (wake-ups of the loop by
+   other threads). 0, or -1 with errno, both ends closed. */
+static SIMBA__KIT int simba__pipe(int fd[2]) {
+    int i;
+    if (pipe(fd) != 0) return -1;
+    for (i = 0; i < 2; i++) {
+        int fl = fcntl(fd[i], F_GETFL);
+        if (fl < 0 || fcntl(fd[i], F_SETFL, fl | O_NONBLOCK) != 0 || fcntl(fd[i], F_SETFD, FD_CLOEXEC) != 0) {
+            int e = errno;
+            close(fd[0]);
+            close(fd[1]);
+            errno = e;
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static uint32_t simba__strhash(const char *s) {
@@ -1193,6 +1233,15 @@ SIMBA_API void *simba_alloc(simba_loop *loop, size_t size) {
     if (!loop || !size) return NULL;
     return loop->alloc_fn(loop->alloc_user, size);
 }
+static SIMBA__KIT char *simba__strdup(simba_loop *loop, const char *s) {
+    size_t n;
+    char *p;
+    if (!s) return NULL;
+    n = strlen(s) + 1;
+    p = (char *)simba_alloc(loop, n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
 SIMBA_API void simba_free(simba_loop *loop, void *ptr) {
     if (loop && ptr) loop->free_fn(loop->alloc_user, ptr);
 }
@@ -1227,6 +1276,13 @@ static simba_result simba__fail(simba_loop *loop, simba_result rc, const char *f
     va_end(ap);
     simba_log(loop, SIMBA_LOG_WARN, "%s: %s", simba_strerror(rc), loop->errmsg);
     return rc;
+}
+
+/* A duration field of a backend's desc: 0..SIMBA_MAX_MS (0 means the default), or
+   SIMBA_EINVAL with words naming the call, the field and the value. */
+static SIMBA__KIT simba_result simba__desc_ms(simba_loop *loop, const char *call, const char *field, int64_t v) {
+    if (v >= 0 && v <= SIMBA_MAX_MS) return SIMBA_OK;
+    return simba__fail(loop, SIMBA_EINVAL, "%s: %s must be in 0..2^40 ms (got %lld)", call, field, (long long)v);
 }
 
 SIMBA_API const char *simba_loop_errmsg(const simba_loop *loop) { return loop ? loop->errmsg : "no loop"; }
@@ -1573,6 +1629,15 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     simba__done_queue(l, req);
 }
 
+SIMBA_API void simba_req_fail(simba_req *req, simba_result rc, const char *errmsg) {
+    simba_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.rc = rc;
+    rep.errmsg = errmsg && errmsg[0] ? errmsg : NULL;
+    rep.held_ms = -1;
+    simba_req_done(req, &rep);
+}
+
 SIMBA_API void simba_backend_event(simba_backend *be, simba_event_kind kind, const char *mutex, const char *contender, const simba_reply *owner) {
     simba_loop *l;
     simba__ev *ev;
@@ -1746,21 +1811,14 @@ static void simba__submit_on(simba_service *s, simba_req *r, simba_op op) {
     s->loop->in_submit++; /* no hooks while the backend is inside submit */
     rc = be->vt->submit(be->impl, r);
     s->loop->in_submit--;
-    if (rc != SIMBA_OK && !r->done_) {
-        simba_reply rep;
-        memset(&rep, 0, sizeof rep);
-        rep.rc = rc;
-        rep.errmsg = be->errmsg[0] ? NULL : "submit refused";
-        simba_req_done(r, &rep); /* handled like any failed answer */
-    }
+    if (rc != SIMBA_OK && !r->done_) simba_req_fail(r, rc, be->errmsg[0] ? NULL : "submit refused"); /* like any failed answer */
     simba__kick(s->loop); /* what the backend now watches and when it times out */
 }
 static void simba__submit(simba_service *s, simba_op op) { simba__submit_on(s, &s->req, op); }
 
 static void simba__attempt_failed(simba_service *s) {
     int64_t now = s->loop->now, delay;
-    s->backoff = s->backoff ? simba__min(s->backoff * 2, s->bmax) : s->bmin;
-    delay = simba__uniform(s->loop, s->backoff / 2, s->backoff + 1);
+    delay = simba__backoff(s->loop, &s->backoff, s->bmin, s->bmax);
     /* An owner keeps trying while its lease lasts, at least twice before it ends. */
     if (s->flags & SIMBA__F_OWNER) delay = simba__min(delay, simba__max(1, (s->lease_end - now) / 2));
     s->next_try = simba__add(now, simba__max(delay, 1));
@@ -3573,13 +3631,7 @@ static simba_result simba__ask_start(simba_backend *be, simba_op op, const char 
     l->in_submit++; /* no hooks while the backend is inside inspect */
     rc = be->inspect(be->impl, &a->req);
     l->in_submit--;
-    if (rc != SIMBA_OK && !a->req.done_) {
-        simba_reply rep;
-        memset(&rep, 0, sizeof rep);
-        rep.rc = rc;
-        rep.errmsg = be->errmsg[0] ? be->errmsg : "inspection refused";
-        simba_req_done(&a->req, &rep); /* answered from the poll like any failure */
-    }
+    if (rc != SIMBA_OK && !a->req.done_) simba_req_fail(&a->req, rc, be->errmsg[0] ? be->errmsg : "inspection refused");
     simba__kick(l);
     return SIMBA_OK;
 }

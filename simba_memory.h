@@ -428,14 +428,11 @@ static void simba__mrun(simba__mclient *c, int64_t now) {
         if (prev) prev->next_ = next; else c->pend = next;
         if (c->pend_tail == r) c->pend_tail = prev;
         if (c->fault.fail) {
-            memset(&rep, 0, sizeof rep);
-            rep.rc = SIMBA_EBACKEND;
-            rep.errmsg = "memory backend: injected failure";
-        } else if (r->op >= SIMBA_OP_INSPECT) {
-            simba__minspect(c, r, &rep);
-        } else {
-            simba__mexec(c, r, &rep, owner);
+            simba_req_fail(r, SIMBA_EBACKEND, "memory backend: injected failure");
+            continue;
         }
+        if (r->op >= SIMBA_OP_INSPECT) simba__minspect(c, r, &rep);
+        else simba__mexec(c, r, &rep, owner);
         simba_req_done(r, &rep);
     }
 }
@@ -537,11 +534,9 @@ static void simba__mdestroy(void *impl) {
         c->pend = r->next_;
         /* What was sent reaches the store, in order, as bytes on the wire reach a server
            after its client has gone (a delayed answer is a request in transit); a hung or
-           failing client's never do. */
-        if (!c->fault.hang && !c->fault.fail) simba__mexec(c, r, &rep, owner);
-        memset(&rep, 0, sizeof rep);
-        rep.rc = SIMBA_ECLOSED;
-        simba_req_done(r, &rep);
+           failing client's never do. An inspection changes nothing: it just ends. */
+        if (!c->fault.hang && !c->fault.fail && r->op < SIMBA_OP_INSPECT) simba__mexec(c, r, &rep, owner);
+        simba_req_fail(r, SIMBA_ECLOSED, "memory backend closed");
     }
     pthread_mutex_lock(&st->lock);
     /* A vanished client leaves no waiter entries that point at it. */
@@ -581,19 +576,14 @@ static const simba_backend_vt simba__memory_vt = {
 SIMBA_API simba_result simba_memory_open(simba_loop *loop, simba_memstore *st, simba_backend **out) {
     simba__mclient *c;
     simba_result rc;
-    int i;
     if (out) *out = NULL;
     if (!loop || !st || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_memory_open: NULL argument");
     c = (simba__mclient *)simba_alloc(loop, sizeof *c);
     if (!c) return simba__fail(loop, SIMBA_ENOMEM, "simba_memory_open: out of memory");
     memset(c, 0, sizeof *c);
-    if (pipe(c->pipefd) != 0) {
+    if (simba__pipe(c->pipefd) != 0) {
         simba_free(loop, c);
         return simba__fail(loop, SIMBA_ESYS, "simba_memory_open: pipe: %s", strerror(errno));
-    }
-    for (i = 0; i < 2; i++) {
-        fcntl(c->pipefd[i], F_SETFL, fcntl(c->pipefd[i], F_GETFL) | O_NONBLOCK);
-        fcntl(c->pipefd[i], F_SETFD, FD_CLOEXEC);
     }
     c->st = st;
     c->loop = loop;

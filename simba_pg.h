@@ -752,17 +752,22 @@ static char *simba__pg_fill(simba_loop *loop, const char *const *parts, const ch
     return out;
 }
 
+/* Fails the requests not yet sent. */
+static void simba__pg_fail_queued(simba__pg *p, simba_result rc, const char *msg) {
+    while (p->head) {
+        simba_req *r = p->head;
+        p->head = r->next_;
+        if (!p->head) p->tail = NULL;
+        simba_req_fail(r, rc, msg);
+    }
+}
+
 /* >>conn */
 static void simba__pg_fail_all(simba__pg *p, simba_result rc, const char *msg) {
-    simba_reply rep;
-    memset(&rep, 0, sizeof rep);
-    rep.rc = rc;
-    rep.errmsg = msg;
-    rep.held_ms = -1;
     while (p->fhead) {
         simba_req *r = p->fhead;
         p->fhead = r->next_;
-        simba_req_done(r, &rep);
+        simba_req_fail(r, rc, msg);
     }
     p->ftail = NULL;
     p->nfl = 0;
@@ -774,12 +779,7 @@ static void simba__pg_fail_all(simba__pg *p, simba_result rc, const char *msg) {
         PQclear(p->res[p->ngot]);
         p->res[p->ngot] = NULL;
     }
-    while (p->head) {
-        simba_req *r = p->head;
-        p->head = r->next_;
-        if (!p->head) p->tail = NULL;
-        simba_req_done(r, &rep);
-    }
+    simba__pg_fail_queued(p, rc, msg);
 }
 
 static void simba__pg_set_err(simba__pg *p, const char *what, const char *detail) {
@@ -807,8 +807,7 @@ static void simba__pg_drop(simba__pg *p, int64_t now, simba_result rc) {
     p->send_at = INT64_MAX;
     p->state = SIMBA__PG_DOWN;
     simba__pg_grants_clear(p); /* a new connection may reach another server and clock */
-    p->retry_at = simba__add(now, simba__uniform(p->loop, p->backoff / 2, p->backoff + 1));
-    p->backoff = simba__min(p->backoff * 2, p->rmax);
+    p->retry_at = simba__add(now, simba__backoff(p->loop, &p->backoff, p->rmin, p->rmax));
     simba_log(p->loop, SIMBA_LOG_WARN, "%s (next attempt in %lld ms)", p->err, (long long)(p->retry_at - now));
     simba__pg_fail_all(p, rc, p->err);
     /* Losing the connection is losing the server: the core's policy decides. */
@@ -913,21 +912,6 @@ static void simba__pg_sort_front(simba__pg *p) {
     for (last = p->head; last->next_; last = last->next_) {}
     last->next_ = rest;
     if (!rest) p->tail = last;
-}
-
-/* Fails the requests not yet sent (out of memory for their result slots). */
-static void simba__pg_fail_queued(simba__pg *p, simba_result rc, const char *msg) {
-    simba_reply rep;
-    memset(&rep, 0, sizeof rep);
-    rep.rc = rc;
-    rep.errmsg = msg;
-    rep.held_ms = -1;
-    while (p->head) {
-        simba_req *r = p->head;
-        p->head = r->next_;
-        if (!p->head) p->tail = NULL;
-        simba_req_done(r, &rep);
-    }
 }
 
 /* Renewals and a waiter's timer asks (req->deferrable) share a transaction: none of them
@@ -1065,7 +1049,7 @@ static void simba__pg_setup_done(simba__pg *p, int64_t now) {
     p->pipeline = PQenterPipelineMode(p->conn) == 1;
 #endif
     p->state = SIMBA__PG_READY;
-    p->backoff = p->rmin;
+    p->backoff = 0;
     p->err[0] = 0;
     simba_log(p->loop, SIMBA_LOG_INFO, "postgres: connected, listening on %s%s", p->chan, p->pipeline ? " (pipeline mode)" : "");
     /* pushes may have been missed while we were away */
@@ -1347,7 +1331,7 @@ static void simba__pg_discard(simba__pg *p, int64_t now) {
     }
     if (p->conn && p->stall_syncs == 0) {
         p->state = SIMBA__PG_READY;
-        p->backoff = p->rmin;
+        p->backoff = 0;
         p->err[0] = 0;
         simba_log(p->loop, SIMBA_LOG_INFO, "postgres: the server answered again on the same connection");
         simba_backend_event(p->be, SIMBA_EV_RESET, NULL, NULL, NULL); /* pushes may have been missed */
@@ -1469,12 +1453,7 @@ static simba_result simba__pg_submit(void *impl, simba_req *req) {
     int64_t hold;
     if (req->op < SIMBA_OP_ACQUIRE || req->op > SIMBA_OP_FORCE_RELEASE) return SIMBA_EINVAL;
     if (p->state == SIMBA__PG_DOWN || p->state == SIMBA__PG_STALLED) {
-        simba_reply rep;
-        memset(&rep, 0, sizeof rep);
-        rep.rc = SIMBA_ECONN;
-        rep.errmsg = p->err[0] ? p->err : "postgres: not connected";
-        rep.held_ms = -1;
-        simba_req_done(req, &rep);
+        simba_req_fail(req, SIMBA_ECONN, p->err[0] ? p->err : "postgres: not connected");
         return SIMBA_OK;
     }
     if (simba__pg_grant_take(p, req)) return SIMBA_OK;
@@ -1527,10 +1506,6 @@ static const simba_backend_vt simba__pg_vt = {
 };
 
 /* >>open */
-static simba_result simba__pg_ms_check(simba_loop *loop, const char *field, int64_t v) {
-    if (v >= 0 && v <= SIMBA_MAX_MS) return SIMBA_OK;
-    return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: %s must be in 0..2^40 ms (got %lld)", field, (long long)v);
-}
 
 static int simba__pg_numeric(const char *a) {
     unsigned char b[16];
@@ -1612,12 +1587,12 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: port must be in 0..65535 (got %d)", desc->port);
     if (desc->socket_dir && desc->socket_dir[0] != '/')
         return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: socket_dir must be an absolute path");
-    if ((rc = simba__pg_ms_check(loop, "connect_timeout_ms", desc->connect_timeout_ms)) != SIMBA_OK ||
-        (rc = simba__pg_ms_check(loop, "statement_timeout_ms", desc->statement_timeout_ms)) != SIMBA_OK ||
-        (rc = simba__pg_ms_check(loop, "reconnect_min_ms", desc->reconnect_min_ms)) != SIMBA_OK ||
-        (rc = simba__pg_ms_check(loop, "reconnect_max_ms", desc->reconnect_max_ms)) != SIMBA_OK ||
-        (rc = simba__pg_ms_check(loop, "stall_timeout_ms", desc->stall_timeout_ms)) != SIMBA_OK ||
-        (rc = simba__pg_ms_check(loop, "max_lease_ms", desc->max_lease_ms)) != SIMBA_OK)
+    if ((rc = simba__desc_ms(loop, "simba_pg_open", "connect_timeout_ms", desc->connect_timeout_ms)) != SIMBA_OK ||
+        (rc = simba__desc_ms(loop, "simba_pg_open", "statement_timeout_ms", desc->statement_timeout_ms)) != SIMBA_OK ||
+        (rc = simba__desc_ms(loop, "simba_pg_open", "reconnect_min_ms", desc->reconnect_min_ms)) != SIMBA_OK ||
+        (rc = simba__desc_ms(loop, "simba_pg_open", "reconnect_max_ms", desc->reconnect_max_ms)) != SIMBA_OK ||
+        (rc = simba__desc_ms(loop, "simba_pg_open", "stall_timeout_ms", desc->stall_timeout_ms)) != SIMBA_OK ||
+        (rc = simba__desc_ms(loop, "simba_pg_open", "max_lease_ms", desc->max_lease_ms)) != SIMBA_OK)
         return rc;
     if (desc->reconnect_min_ms && desc->reconnect_max_ms && desc->reconnect_min_ms > desc->reconnect_max_ms)
         return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: reconnect_min_ms (%lld) must not exceed reconnect_max_ms (%lld)",
@@ -1635,7 +1610,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     p->stall_to = desc->stall_timeout_ms ? desc->stall_timeout_ms : 30000;
     p->rmin = desc->reconnect_min_ms ? desc->reconnect_min_ms : 100;
     p->rmax = desc->reconnect_max_ms ? desc->reconnect_max_ms : (p->rmin > 5000 ? p->rmin : 5000);
-    p->backoff = p->rmin;
+    p->backoff = 0;
     p->send_at = INT64_MAX;
     p->off_at = INT64_MIN;
     snprintf(p->chan, sizeof p->chan, "simba_%.32s", rnd);

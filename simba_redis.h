@@ -535,71 +535,8 @@ static int simba__redis_script(simba_op op) {
     }
 }
 
-/* ---- a small intrusive string-keyed hash map ----------------------------------------- */
-
-typedef struct simba__rnode {
-    struct simba__rnode *hnext;
-    char *key;
-    size_t klen;
-} simba__rnode;
-
-typedef struct simba__rmap {
-    simba__rnode **b;
-    size_t nb, n;
-} simba__rmap;
-
-static size_t simba__rhash(const char *s, size_t len) {
-    uint64_t h = 1469598103934665603ull;
-    size_t i;
-    for (i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return (size_t)(h ^ (h >> 29));
-}
-
-static simba__rnode *simba__rmap_get(const simba__rmap *m, const char *key, size_t len) {
-    simba__rnode *n;
-    if (!m->nb) return NULL;
-    for (n = m->b[simba__rhash(key, len) & (m->nb - 1)]; n; n = n->hnext)
-        if (n->klen == len && memcmp(n->key, key, len) == 0) return n;
-    return NULL;
-}
-
-static simba_result simba__rmap_put(simba_loop *loop, simba__rmap *m, simba__rnode *node) {
-    size_t i;
-    if (m->n + 1 > m->nb) {
-        size_t nb = m->nb ? m->nb * 2 : 16;
-        simba__rnode **b = (simba__rnode **)simba_alloc(loop, nb * sizeof(*b));
-        if (!b) return SIMBA_ENOMEM;
-        memset(b, 0, nb * sizeof(*b));
-        for (i = 0; i < m->nb; i++) {
-            simba__rnode *n = m->b[i], *next;
-            for (; n; n = next) {
-                size_t h = simba__rhash(n->key, n->klen) & (nb - 1);
-                next = n->hnext;
-                n->hnext = b[h];
-                b[h] = n;
-            }
-        }
-        simba_free(loop, m->b);
-        m->b = b;
-        m->nb = nb;
-    }
-    i = simba__rhash(node->key, node->klen) & (m->nb - 1);
-    node->hnext = m->b[i];
-    m->b[i] = node;
-    m->n++;
-    return SIMBA_OK;
-}
-
-static void simba__rmap_del(simba__rmap *m, simba__rnode *node) {
-    simba__rnode **p;
-    if (!m->nb) return;
-    for (p = &m->b[simba__rhash(node->key, node->klen) & (m->nb - 1)]; *p; p = &(*p)->hnext)
-        if (*p == node) {
-            *p = node->hnext;
-            m->n--;
-            return;
-        }
-}
+/* Channels and mutexes are kept in the core's hash map (simba__htab), each node keyed by
+   a copy of its string that the node owns. */
 
 /* ---- state --------------------------------------------------------------------------- */
 
@@ -615,7 +552,7 @@ enum { SIMBA__RSUB_EV, SIMBA__RSUB_OW, SIMBA__RSUB_WAKE };
 /* One subscribed channel: a mutex's event or owner channel, or one contender's wake
    channel. */
 typedef struct simba__rsub {
-    simba__rnode node; /* key = channel */
+    simba__hnode node; /* key = channel */
     struct simba__rsub *mnext;
     struct simba__rmutex *m;
     char *contender; /* wake channels only */
@@ -626,7 +563,7 @@ typedef struct simba__rsub {
 } simba__rsub;
 
 typedef struct simba__rmutex {
-    simba__rnode node; /* key = mutex name */
+    simba__hnode node; /* key = mutex name */
     int refs;
     int nidle;
     simba__rsub *ev;
@@ -713,7 +650,7 @@ typedef struct simba__redis {
     simba__rop *free_ops, *all_ops;
     int nfree_ops;
     char werr[200]; /* a wait_replicas refusal's message, read by simba_req_done at once */
-    simba__rmap mutexes, chans;
+    simba__htab mutexes, chans;
     int reset_pending;
     int destroying;
     int64_t io_at; /* loop time of the last process() that was handed a ready set */
@@ -729,16 +666,6 @@ typedef struct simba__redis {
 } simba__redis;
 
 /* ---- helpers --------------------------------------------------------------------------- */
-
-static char *simba__redis_strdup(simba_loop *loop, const char *s) {
-    size_t n;
-    char *p;
-    if (!s) return NULL;
-    n = strlen(s) + 1;
-    p = (char *)simba_alloc(loop, n);
-    if (p) memcpy(p, s, n);
-    return p;
-}
 
 static void simba__redis_seterr(simba__redis *r, const char *what, const char *detail) {
     snprintf(r->err, sizeof(r->err), "redis %s%s%s", what, detail && *detail ? ": " : "",
@@ -893,11 +820,6 @@ static void simba__rcl_tags_fill(char (*tags)[SIMBA__RCL_TAG]) {
     }
 }
 
-/* [base/2, base]: spread reconnects of many clients after a server restart. The loop's
-   random source covers the whole int64 range of a backoff (the option allows 2^40 ms). */
-static int64_t simba__redis_jitter(simba__redis *r, int64_t base) {
-    return simba__uniform(r->loop, base / 2, simba__add(base, 1));
-}
 
 /* ---- request completion ------------------------------------------------------------------ */
 
@@ -1408,7 +1330,7 @@ static void simba__redis_unsubscribe(simba__redis *r, simba__rsub *s) {
     /* Not ready: nothing was sent on this connection yet, ready() sends what is recorded. */
     if (!r->sub.ac || r->sub.state != SIMBA__RC_READY) return;
     argv[1] = s->node.key;
-    lens[1] = s->node.klen;
+    lens[1] = strlen(s->node.key);
     if (r->cluster) {
         argv[0] = "SUNSUBSCRIBE";
         lens[0] = 12;
@@ -1431,7 +1353,7 @@ static void simba__redis_sub_send(simba__redis *r, simba__rsub *s) {
     argv[0] = "SUBSCRIBE";
     argv[1] = s->node.key;
     lens[0] = 9;
-    lens[1] = s->node.klen;
+    lens[1] = strlen(s->node.key);
     /* privdata is the backend, not the subscription: hiredis may still deliver replies for
        a channel after we dropped our record of it; those are looked up and ignored. */
     redisAsyncCommandArgv(r->sub.ac, simba__redis_on_msg, r, 2, argv, lens);
@@ -1447,8 +1369,8 @@ static void simba__redis_sub_send(simba__redis *r, simba__rsub *s) {
 }
 
 static void simba__redis_sub_free(simba__redis *r, simba__rsub *s) {
-    simba__rmap_del(&r->chans, &s->node);
-    simba_free(r->loop, s->node.key);
+    simba__hremove(&r->chans, &s->node);
+    simba_free(r->loop, (void *)s->node.key);
     simba_free(r->loop, s->contender);
     simba_free(r->loop, s);
 }
@@ -1460,12 +1382,11 @@ static simba__rsub *simba__redis_sub_new(simba__redis *r, simba__rmutex *m, cons
     memset(s, 0, sizeof(*s));
     s->m = m;
     s->kind = kind;
-    s->node.key = simba__redis_strdup(r->loop, chan);
-    s->node.klen = strlen(chan);
-    s->contender = contender ? simba__redis_strdup(r->loop, contender) : NULL;
+    s->node.key = simba__strdup(r->loop, chan);
+    s->contender = contender ? simba__strdup(r->loop, contender) : NULL;
     if (!s->node.key || (contender && !s->contender) ||
-        simba__rmap_put(r->loop, &r->chans, &s->node) != SIMBA_OK) {
-        simba_free(r->loop, s->node.key);
+        !simba__hinsert(&r->chans, &s->node, simba__lalloc, simba__lfree, r->loop)) {
+        simba_free(r->loop, (void *)s->node.key);
         simba_free(r->loop, s->contender);
         simba_free(r->loop, s);
         return NULL;
@@ -1475,7 +1396,7 @@ static simba__rsub *simba__redis_sub_new(simba__redis *r, simba__rmutex *m, cons
 }
 
 static simba__rmutex *simba__redis_mutex(simba__redis *r, const char *mutex) {
-    return (simba__rmutex *)simba__rmap_get(&r->mutexes, mutex, strlen(mutex));
+    return (simba__rmutex *)simba__hfind(&r->mutexes, mutex);
 }
 
 static simba__rsub **simba__redis_wake_find(simba__rmutex *m, const char *contender) {
@@ -1568,7 +1489,7 @@ static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv) 
     msg = x->element[2];
     if (kind->type == REDIS_REPLY_STRING && strcmp(kind->str, "sunsubscribe") == 0 && r->cluster) {
         /* The server dropped a sharded subscription: its slot moved to another node. */
-        s = chan->type == REDIS_REPLY_STRING ? (simba__rsub *)simba__rmap_get(&r->chans, chan->str, chan->len) : NULL;
+        s = chan->type == REDIS_REPLY_STRING ? (simba__rsub *)simba__hfind(&r->chans, chan->str) : NULL;
         if (s && ac == r->sub.ac) {
             s->confirmed = 0;
             simba__rcl_want_map(r, "a sharded subscription was dropped by the server");
@@ -1577,7 +1498,7 @@ static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv) 
     }
     if (kind->type == REDIS_REPLY_STRING && strcmp(kind->str, r->cluster ? "ssubscribe" : "subscribe") == 0 &&
         chan->type == REDIS_REPLY_STRING) {
-        s = (simba__rsub *)simba__rmap_get(&r->chans, chan->str, chan->len);
+        s = (simba__rsub *)simba__hfind(&r->chans, chan->str);
         if (s && ac == r->sub.ac) {
             s->confirmed = 1;
             /* The waiter's acquire went out on the other connection: a release that ran
@@ -1591,7 +1512,7 @@ static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv) 
     if (kind->type != REDIS_REPLY_STRING || strcmp(kind->str, r->cluster ? "smessage" : "message") != 0 ||
         chan->type != REDIS_REPLY_STRING || msg->type != REDIS_REPLY_STRING)
         return;
-    s = (simba__rsub *)simba__rmap_get(&r->chans, chan->str, chan->len);
+    s = (simba__rsub *)simba__hfind(&r->chans, chan->str);
     if (!s) return;
     if (s->kind != SIMBA__RSUB_OW && strncmp(msg->str, "released", 8) == 0) {
         /* A wake channel names its one waiter; the event channel's "released" is for all. */
@@ -1715,7 +1636,7 @@ static void simba__redis_on_hs(redisAsyncContext *ac, void *reply, void *priv) {
    that losing one node does not touch owners on the others. */
 static void simba__redis_event_all(simba__redis *r, simba_event_kind kind) {
     size_t b;
-    simba__rnode *nd;
+    simba__hnode *nd;
     if (!r->router) {
         simba_backend_event(r->be, kind, NULL, NULL, NULL);
         return;
@@ -1738,12 +1659,11 @@ static void simba__rconn_down(simba__rconn *c, int64_t now) {
     if (c->was_ready && !c->is_sen) r->reset_pending = 1;
     if (c->is_sub) {
         size_t b;
-        simba__rnode *nd;
+        simba__hnode *nd;
         for (b = 0; b < r->chans.nb; b++)
             for (nd = r->chans.b[b]; nd; nd = nd->hnext) ((simba__rsub *)nd)->confirmed = 0;
     }
-    c->deadline = simba__add(now, simba__redis_jitter(r, c->backoff));
-    c->backoff = c->backoff * 2 > r->rmax ? r->rmax : c->backoff * 2;
+    c->deadline = simba__add(now, simba__backoff(r->loop, &c->backoff, r->rmin, r->rmax));
     if (c == &r->cmd) {
         /* They were waiting for this attempt; the core retries after its own backoff. */
         while (r->pending) {
@@ -1849,14 +1769,14 @@ static void simba__rconn_ready(simba__rconn *c) {
     simba__redis *r = c->r;
     c->state = SIMBA__RC_READY;
     c->was_ready = 1;
-    c->backoff = r->rmin;
+    c->backoff = 0;
     if (c->is_sen) {
         redisAsyncCommand(c->ac, simba__redis_on_master, r, "SENTINEL get-master-addr-by-name %s", r->master_name);
     } else if (c->is_sub) {
         /* Only now, after AUTH: a SUBSCRIBE refused with NOAUTH would hide the real error. */
         size_t b;
         for (b = 0; b < r->chans.nb; b++) {
-            simba__rnode *nd;
+            simba__hnode *nd;
             for (nd = r->chans.b[b]; nd; nd = nd->hnext) simba__redis_sub_send(r, (simba__rsub *)nd);
         }
     } else {
@@ -1913,7 +1833,7 @@ static void simba__redis_set_primary(simba__redis *r, const char *host, int port
         r->addr_ok = 1;
         return;
     }
-    if (!(h = simba__redis_strdup(r->loop, host))) return;
+    if (!(h = simba__strdup(r->loop, host))) return;
     simba_free(r->loop, r->host);
     r->host = h;
     r->port = port;
@@ -1922,7 +1842,7 @@ static void simba__redis_set_primary(simba__redis *r, const char *host, int port
     if (r->cmd.state != SIMBA__RC_DOWN) simba__rconn_drop(&r->cmd, now);
     if (r->sub.state != SIMBA__RC_DOWN) simba__rconn_drop(&r->sub, now);
     r->cmd.deadline = r->sub.deadline = now;
-    r->cmd.backoff = r->sub.backoff = r->rmin;
+    r->cmd.backoff = r->sub.backoff = 0;
 }
 
 /* "+switch-master <name> <old ip> <old port> <new ip> <new port>" */
@@ -2186,18 +2106,17 @@ static simba_result simba__redis_watch(void *impl, const char *mutex) {
     if (!m) return SIMBA_ENOMEM;
     memset(m, 0, sizeof(*m));
     m->refs = 1;
-    m->node.key = simba__redis_strdup(r->loop, mutex);
-    m->node.klen = strlen(mutex);
-    if (!m->node.key || simba__rmap_put(r->loop, &r->mutexes, &m->node) != SIMBA_OK) {
-        simba_free(r->loop, m->node.key);
+    m->node.key = simba__strdup(r->loop, mutex);
+    if (!m->node.key || !simba__hinsert(&r->mutexes, &m->node, simba__lalloc, simba__lfree, r->loop)) {
+        simba_free(r->loop, (void *)m->node.key);
         simba_free(r->loop, m);
         return SIMBA_ENOMEM;
     }
     simba__redis_evchan(chan, sizeof(chan), r, mutex);
     m->ev = simba__redis_sub_new(r, m, chan, NULL, SIMBA__RSUB_EV);
     if (!m->ev) {
-        simba__rmap_del(&r->mutexes, &m->node);
-        simba_free(r->loop, m->node.key);
+        simba__hremove(&r->mutexes, &m->node);
+        simba_free(r->loop, (void *)m->node.key);
         simba_free(r->loop, m);
         return SIMBA_ENOMEM;
     }
@@ -2222,8 +2141,8 @@ static void simba__redis_mutex_free(simba__redis *r, simba__rmutex *m, int unsub
         if (unsubscribe) simba__redis_unsubscribe(r, m->ow);
         simba__redis_sub_free(r, m->ow);
     }
-    simba__rmap_del(&r->mutexes, &m->node);
-    simba_free(r->loop, m->node.key);
+    simba__hremove(&r->mutexes, &m->node);
+    simba_free(r->loop, (void *)m->node.key);
     simba_free(r->loop, m);
 }
 
@@ -2305,24 +2224,24 @@ static simba__redis *simba__redis_make(simba_loop *loop, const simba_redis_desc 
     r->allow_eviction = desc->allow_eviction;
     r->wait_replicas = desc->wait_replicas;
     r->wait_to = desc->wait_timeout_ms ? desc->wait_timeout_ms : 200;
-    r->host = simba__redis_strdup(loop, host);
-    r->unix_path = simba__redis_strdup(loop, desc->unix_path);
-    r->username = simba__redis_strdup(loop, desc->username);
-    r->password = simba__redis_strdup(loop, desc->password);
-    r->prefix = simba__redis_strdup(loop, desc->prefix ? desc->prefix : "simba:");
+    r->host = simba__strdup(loop, host);
+    r->unix_path = simba__strdup(loop, desc->unix_path);
+    r->username = simba__strdup(loop, desc->username);
+    r->password = simba__strdup(loop, desc->password);
+    r->prefix = simba__strdup(loop, desc->prefix ? desc->prefix : "simba:");
     r->io_at = INT64_MIN;
     r->cmd.r = r->sub.r = r->sen.r = r;
     r->sub.is_sub = 1;
     r->sen.is_sen = 1;
     r->cmd.fd = r->sub.fd = r->sen.fd = -1;
-    r->cmd.backoff = r->sub.backoff = r->sen.backoff = r->rmin;
+    r->cmd.backoff = r->sub.backoff = r->sen.backoff = 0;
     if (desc->sentinels) {
         for (; desc->sentinels[r->nsen] && r->nsen < SIMBA__REDIS_SENTINELS_MAX; r->nsen++) {
             const char *a = desc->sentinels[r->nsen], *colon = strrchr(a, ':');
             snprintf(r->sen_host[r->nsen], sizeof(r->sen_host[0]), "%.*s", (int)(colon - a), a);
             r->sen_port[r->nsen] = atoi(colon + 1);
         }
-        r->master_name = simba__redis_strdup(loop, desc->master_name);
+        r->master_name = simba__strdup(loop, desc->master_name);
     }
     if (!r->host || !r->prefix || (desc->sentinels && !r->master_name) || (desc->unix_path && !r->unix_path) ||
         (desc->username && !r->username) || (desc->password && !r->password)) {
@@ -2339,7 +2258,7 @@ static simba__redis *simba__redis_make(simba_loop *loop, const simba_redis_desc 
 #define SIMBA__RCL_HOPS 5 /* redirections one request may follow before it fails */
 
 typedef struct simba__rcl_mutex {
-    simba__rnode node; /* key = mutex name */
+    simba__hnode node; /* key = mutex name */
     int refs;
     simba__redis *at; /* the node it is watched on, NULL while its slot is unknown */
 } simba__rcl_mutex;
@@ -2359,7 +2278,7 @@ typedef struct simba__rcluster {
     simba_req **pending;              /* submitted before the first map */
     size_t npending, cap_pending;
     int64_t pending_deadline;
-    simba__rmap mutexes;
+    simba__htab mutexes;
     int destroying;
     char err[256];
 } simba__rcluster;
@@ -2369,14 +2288,6 @@ static void simba__rcl_seterr(simba__rcluster *rc, simba_log_level level, const 
     simba_log(rc->loop, level, "%s", rc->err);
 }
 
-static void simba__rcl_reqfail(simba_req *req, simba_result code, const char *msg) {
-    simba_reply rep;
-    memset(&rep, 0, sizeof(rep));
-    rep.rc = code;
-    rep.errmsg = msg && *msg ? msg : NULL;
-    rep.held_ms = -1;
-    simba_req_done(req, &rep);
-}
 
 /* The node for a primary's address, made (and connecting) on first sight. */
 static simba__redis *simba__rcl_node(simba__rcluster *rc, const char *host, int port) {
@@ -2422,7 +2333,7 @@ static void simba__rcl_want_map(simba__redis *r, const char *why) {
    (and the subscriptions with it), and its services ask again (SIMBA_EV_RESET). */
 static void simba__rcl_rehome(simba__rcluster *rc) {
     size_t b;
-    simba__rnode *nd;
+    simba__hnode *nd;
     for (b = 0; b < rc->mutexes.nb; b++)
         for (nd = rc->mutexes.b[b]; nd; nd = nd->hnext) {
             simba__rcl_mutex *m = (simba__rcl_mutex *)nd;
@@ -2474,7 +2385,7 @@ static void simba__rcl_list_start(simba__rcluster *rc, simba_req *req) {
     simba__rcl_list *L = (simba__rcl_list *)simba_alloc(rc->loop, sizeof *L);
     int i, n = rc->nnodes;
     if (!L) {
-        simba__rcl_reqfail(req, SIMBA_ENOMEM, "redis cluster: out of memory");
+        simba_req_fail(req, SIMBA_ENOMEM, "redis cluster: out of memory");
         return;
     }
     memset(L, 0, sizeof *L);
@@ -2514,11 +2425,11 @@ static void simba__rcl_route(simba__rcluster *rc, simba_req *req) {
     if (n && n->cmd.state == SIMBA__RC_DOWN) simba__rcl_want_map(n, "a primary is unreachable");
     if (!n) {
         snprintf(msg, sizeof(msg), "redis cluster: no primary serves slot %d", simba__rcl_slot(req->mutex));
-        simba__rcl_reqfail(req, SIMBA_EBACKEND, msg);
+        simba_req_fail(req, SIMBA_EBACKEND, msg);
         rc->map_want = 1;
         return;
     }
-    if (simba__redis_submit_ex(n, req, 0, 0) != SIMBA_OK) simba__rcl_reqfail(req, SIMBA_EBACKEND, "redis cluster: cannot submit");
+    if (simba__redis_submit_ex(n, req, 0, 0) != SIMBA_OK) simba_req_fail(req, SIMBA_EBACKEND, "redis cluster: cannot submit");
 }
 
 static void simba__rcl_flush_pending(simba__rcluster *rc, simba_result code) {
@@ -2526,7 +2437,7 @@ static void simba__rcl_flush_pending(simba__rcluster *rc, simba_result code) {
     rc->npending = 0;
     for (i = 0; i < n; i++) {
         if (code == SIMBA_OK) simba__rcl_route(rc, rc->pending[i]);
-        else simba__rcl_reqfail(rc->pending[i], code, rc->err[0] ? rc->err : "redis cluster: no slot map");
+        else simba_req_fail(rc->pending[i], code, rc->err[0] ? rc->err : "redis cluster: no slot map");
     }
 }
 
@@ -2627,7 +2538,7 @@ static int simba__rcl_redirect(simba__redis *r, simba__rop *op, const char *err)
     req = op->req;
     hops = op->hops + 1;
     simba__rop_release(r, op);
-    if (simba__redis_submit_ex(n, req, hops, ask) != SIMBA_OK) simba__rcl_reqfail(req, SIMBA_EBACKEND, err);
+    if (simba__redis_submit_ex(n, req, hops, ask) != SIMBA_OK) simba_req_fail(req, SIMBA_EBACKEND, err);
     return 1;
 }
 
@@ -2642,7 +2553,7 @@ static simba_result simba__rcl_submit(void *impl, simba_req *req) {
         return SIMBA_OK;
     }
     if (rc->map_bad) {
-        simba__rcl_reqfail(req, SIMBA_EBACKEND, rc->err);
+        simba_req_fail(req, SIMBA_EBACKEND, rc->err);
         return SIMBA_OK;
     }
     /* No map yet: held until the first one arrives, for one connect timeout at most. */
@@ -2718,7 +2629,7 @@ static simba_result simba__rcl_watch(void *impl, const char *mutex) {
     simba__rcl_mutex *m;
     simba__redis *n;
     if (!rc || !mutex || simba_name_check(mutex) != SIMBA_OK || strpbrk(mutex, "{}")) return SIMBA_EINVAL;
-    m = (simba__rcl_mutex *)simba__rmap_get(&rc->mutexes, mutex, strlen(mutex));
+    m = (simba__rcl_mutex *)simba__hfind(&rc->mutexes, mutex);
     if (m) {
         m->refs++;
         return SIMBA_OK;
@@ -2727,10 +2638,9 @@ static simba_result simba__rcl_watch(void *impl, const char *mutex) {
     if (!m) return SIMBA_ENOMEM;
     memset(m, 0, sizeof(*m));
     m->refs = 1;
-    m->node.key = simba__redis_strdup(rc->loop, mutex);
-    m->node.klen = strlen(mutex);
-    if (!m->node.key || simba__rmap_put(rc->loop, &rc->mutexes, &m->node) != SIMBA_OK) {
-        simba_free(rc->loop, m->node.key);
+    m->node.key = simba__strdup(rc->loop, mutex);
+    if (!m->node.key || !simba__hinsert(&rc->mutexes, &m->node, simba__lalloc, simba__lfree, rc->loop)) {
+        simba_free(rc->loop, (void *)m->node.key);
         simba_free(rc->loop, m);
         return SIMBA_ENOMEM;
     }
@@ -2743,11 +2653,11 @@ static void simba__rcl_unwatch(void *impl, const char *mutex) {
     simba__rcluster *rc = (simba__rcluster *)impl;
     simba__rcl_mutex *m;
     if (!rc || !mutex) return;
-    m = (simba__rcl_mutex *)simba__rmap_get(&rc->mutexes, mutex, strlen(mutex));
+    m = (simba__rcl_mutex *)simba__hfind(&rc->mutexes, mutex);
     if (!m || --m->refs > 0) return;
     if (m->at) simba__redis_unwatch(m->at, mutex);
-    simba__rmap_del(&rc->mutexes, &m->node);
-    simba_free(rc->loop, m->node.key);
+    simba__hremove(&rc->mutexes, &m->node);
+    simba_free(rc->loop, (void *)m->node.key);
     simba_free(rc->loop, m);
 }
 
@@ -2765,8 +2675,8 @@ static void simba__rcl_destroy(void *impl) {
     for (b = 0; b < rc->mutexes.nb; b++)
         while (rc->mutexes.b[b]) {
             simba__rcl_mutex *m = (simba__rcl_mutex *)rc->mutexes.b[b];
-            simba__rmap_del(&rc->mutexes, &m->node);
-            simba_free(loop, m->node.key);
+            simba__hremove(&rc->mutexes, &m->node);
+            simba_free(loop, (void *)m->node.key);
             simba_free(loop, m);
         }
     simba_free(loop, rc->mutexes.b);
@@ -2803,9 +2713,9 @@ static simba_result simba__rcl_open(simba_loop *loop, const simba_redis_desc *de
     rc->loop = loop;
     rc->tmpl = *desc;
     rc->tmpl.host = NULL;
-    rc->tmpl.username = simba__redis_strdup(loop, desc->username);
-    rc->tmpl.password = simba__redis_strdup(loop, desc->password);
-    rc->tmpl.prefix = simba__redis_strdup(loop, desc->prefix ? desc->prefix : "simba:");
+    rc->tmpl.username = simba__strdup(loop, desc->username);
+    rc->tmpl.password = simba__strdup(loop, desc->password);
+    rc->tmpl.prefix = simba__strdup(loop, desc->prefix ? desc->prefix : "simba:");
     rc->slots = (int16_t *)simba_alloc(loop, SIMBA__RCL_SLOTS * sizeof(*rc->slots));
     rc->tags = (char (*)[SIMBA__RCL_TAG])simba_alloc(loop, SIMBA__RCL_SLOTS * sizeof(*rc->tags));
     if (!rc->slots || !rc->tags || !rc->tmpl.prefix || (desc->username && !rc->tmpl.username) ||
@@ -2830,10 +2740,6 @@ static simba_result simba__rcl_open(simba_loop *loop, const simba_redis_desc *de
 }
 
 /* A duration of the desc: 0 (default) .. 2^40 ms, like every duration the core accepts. */
-static simba_result simba__redis_ms_check(simba_loop *loop, const char *field, int64_t v) {
-    if (v >= 0 && v <= SIMBA_MAX_MS) return SIMBA_OK;
-    return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: %s must be in 0..2^40 ms (got %lld)", field, (long long)v);
-}
 
 /* >>open */
 SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc *desc, simba_backend **out) {
@@ -2859,11 +2765,11 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     if (desc->db < 0) return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: db must be >= 0 (got %d)", desc->db);
     if (desc->username && !desc->password)
         return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: username given without a password");
-    if ((rc = simba__redis_ms_check(loop, "connect_timeout_ms", desc->connect_timeout_ms)) != SIMBA_OK ||
-        (rc = simba__redis_ms_check(loop, "command_timeout_ms", desc->command_timeout_ms)) != SIMBA_OK ||
-        (rc = simba__redis_ms_check(loop, "reconnect_min_ms", desc->reconnect_min_ms)) != SIMBA_OK ||
-        (rc = simba__redis_ms_check(loop, "reconnect_max_ms", desc->reconnect_max_ms)) != SIMBA_OK ||
-        (rc = simba__redis_ms_check(loop, "max_lease_ms", desc->max_lease_ms)) != SIMBA_OK)
+    if ((rc = simba__desc_ms(loop, "simba_redis_open", "connect_timeout_ms", desc->connect_timeout_ms)) != SIMBA_OK ||
+        (rc = simba__desc_ms(loop, "simba_redis_open", "command_timeout_ms", desc->command_timeout_ms)) != SIMBA_OK ||
+        (rc = simba__desc_ms(loop, "simba_redis_open", "reconnect_min_ms", desc->reconnect_min_ms)) != SIMBA_OK ||
+        (rc = simba__desc_ms(loop, "simba_redis_open", "reconnect_max_ms", desc->reconnect_max_ms)) != SIMBA_OK ||
+        (rc = simba__desc_ms(loop, "simba_redis_open", "max_lease_ms", desc->max_lease_ms)) != SIMBA_OK)
         return rc;
     /* As simba_contend does with its backoff: an explicit inversion is a mistake. */
     if (desc->reconnect_min_ms && desc->reconnect_max_ms && desc->reconnect_min_ms > desc->reconnect_max_ms)
@@ -2907,7 +2813,7 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     }
     if (desc->wait_replicas < 0 || desc->wait_replicas > 64 || (desc->wait_replicas && desc->cluster))
         return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: wait_replicas must be 0..64, and 0 with cluster");
-    if ((rc = simba__redis_ms_check(loop, "wait_timeout_ms", desc->wait_timeout_ms)) != SIMBA_OK) return rc;
+    if ((rc = simba__desc_ms(loop, "simba_redis_open", "wait_timeout_ms", desc->wait_timeout_ms)) != SIMBA_OK) return rc;
     if ((desc->wait_timeout_ms ? desc->wait_timeout_ms : 200) >= (desc->command_timeout_ms ? desc->command_timeout_ms : 2000))
         return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: wait_timeout_ms must be below command_timeout_ms");
     if (desc->cluster) return simba__rcl_open(loop, desc, host, out);

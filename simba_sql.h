@@ -1390,22 +1390,17 @@ static simba_req *simba__sql_pop(simba__sql *s) {
    waited its limit (returns 1 then: go on with the next). */
 static int simba__sql_busy_head(simba__sql *s, int64_t now) {
     simba_req *r = s->head;
-    simba_reply rep;
     int64_t waited = now - r->sent_at;
     if (waited < simba__sql_busy_limit(s, r)) {
         s->next_try = simba__add(now, s->retry_ms);
         return 0;
     }
-    memset(&rep, 0, sizeof rep);
-    rep.held_ms = -1;
-    rep.rc = SIMBA_EBUSY;
     {
         char last[sizeof s->err];
         memcpy(last, s->err, sizeof last);
         snprintf(s->err, sizeof s->err, "database locked, gave up after %lld ms (%.400s)", (long long)waited, last);
     }
-    rep.errmsg = s->err;
-    simba_req_done(simba__sql_pop(s), &rep);
+    simba_req_fail(simba__sql_pop(s), SIMBA_EBUSY, s->err);
     return 1;
 }
 
@@ -1604,14 +1599,7 @@ static int simba__sql_batch(simba__sql *s) {
         if (simba__sql_is_busy(rc)) return SIMBA__SQL_BUSY;
         /* Nothing of the batch is stored: its requests failed, the next ones go on. */
         snprintf(why, sizeof why, "sqlite batch of %d: %s", n + failed, sqlite3_errstr(rc));
-        for (i = 0; i < n + failed && s->head; i++) {
-            simba_reply rep;
-            memset(&rep, 0, sizeof rep);
-            rep.held_ms = -1;
-            rep.rc = SIMBA_EBACKEND;
-            rep.errmsg = why;
-            simba_req_done(simba__sql_pop(s), &rep);
-        }
+        for (i = 0; i < n + failed && s->head; i++) simba_req_fail(simba__sql_pop(s), SIMBA_EBACKEND, why);
         return 0;
     }
     s->batches++;
@@ -1828,13 +1816,9 @@ static void simba__sql_destroy(void *impl) {
     simba__sql *s = (simba__sql *)impl;
     while (s->head) {
         simba_req *r = s->head;
-        simba_reply rep;
         s->head = r->next_;
         r->next_ = NULL;
-        memset(&rep, 0, sizeof rep);
-        rep.held_ms = -1;
-        rep.rc = SIMBA_ECLOSED;
-        simba_req_done(r, &rep);
+        simba_req_fail(r, SIMBA_ECLOSED, "sqlite backend closed");
     }
     s->tail = NULL;
     simba__sql_close(s);

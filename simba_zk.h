@@ -298,7 +298,10 @@ typedef char simba__zk_keep_fits[2 + SIMBA__ZK_TAG_LEN + 1 + 11 < SIMBA__ZK_KEEP
 #define SIMBA__ZK_ADDRS 16
 #define SIMBA__ZK_SETTLE_MS 1000 /* destroy waits this long at most for calls in flight */
 #define SIMBA__ZK_PING_GAP_MS 20 /* session checks for cheap renewals: at most 50 a second */
-#define SIMBA__ZK_IDLE_RETRY_MS 1000 /* a released contender's refused clean-up: tried again */
+/* A session that could not be made, refused credentials, a released contender's refused
+   clean-up: tried again after the kit's backoff between these bounds (reset when connected). */
+#define SIMBA__ZK_RETRY_MIN_MS 1000
+#define SIMBA__ZK_RETRY_MAX_MS 30000
 #define SIMBA__ZK_FLY_MAX 256    /* job calls in flight: more wait, so a renewal never queues
                                     behind thousands of start-up calls in the server */
 #define SIMBA__ZK_RO_MSG "zookeeper: the server granted a read-only session (no quorum, or not ZooKeeper): refused"
@@ -381,12 +384,11 @@ typedef struct simba__zk_evt {
     char path[SIMBA__ZK_PATH_MAX];
 } simba__zk_evt;
 
-/* Fields are ordered so that no padding is left (10,000 mutexes: every byte counts). */
+/* Fields are ordered so that little padding is left (10,000 mutexes: every byte counts). */
 struct simba__zk_mtx {
+    simba__hnode h;             /* first: zk->mtab by name (key = name) */
+    int watchers;               /* vt watch count */
     simba__zk_mtx *next, *prev; /* zk->mtxs */
-    simba__zk_mtx *hnext;       /* zk->mtab bucket */
-    uint32_t hash;
-    int watchers;   /* vt watch count */
     int64_t own_fence, own_timeout; /* own_*: the lowest node as last read, valid while own_valid */
     char own_node[SIMBA__ZK_KEEP_MAX];
     unsigned char own_valid;  /* own_*: unchanged since read (watched) */
@@ -492,9 +494,10 @@ struct simba__zk {
     int64_t ping_at;                 /* the next check no sooner than this */
     int64_t sent_at;                 /* the last call issued on the current session */
     int64_t idle_at;                 /* released contenders' refused clean-up: tried again then */
+    int64_t reopen_backoff, idle_backoff; /* simba__backoff of reopen_at and idle_at */
     simba__zk_mtx *mtxs;
-    simba__zk_mtx **mtab; /* hash of mtxs by name */
-    size_t mtab_cap, nmtx;
+    simba__htab mtab; /* mtxs by name */
+    size_t nmtx;
     simba_zk_stats stats;
     simba__zk_evt evt; /* scratch for draining the ring */
 };
@@ -524,12 +527,6 @@ static void simba__zk_post(simba__zk_op *op, int rc) {
     /* op may be freed by the caller's thread from here on */
 }
 
-static void simba__zk_copy(char *dst, size_t cap, const char *src) {
-    size_t n = src ? strlen(src) : 0;
-    if (n >= cap) n = cap - 1;
-    if (n) memcpy(dst, src, n);
-    dst[n] = 0;
-}
 
 static const char *simba__zk_last(const char *path) {
     const char *s = path ? strrchr(path, '/') : NULL;
@@ -539,7 +536,7 @@ static const char *simba__zk_last(const char *path) {
 static void simba__zk_cb_create(int rc, const char *value, const struct Stat *st, const void *data) {
     simba__zk_op *op = (simba__zk_op *)data;
     if (rc == ZOK) {
-        simba__zk_copy(op->name, sizeof op->name, simba__zk_last(value));
+        simba__copy(op->name, sizeof op->name, simba__zk_last(value));
         op->czxid = st ? st->czxid : 0;
         op->mzxid = st ? st->mzxid : 0;
     }
@@ -623,11 +620,11 @@ static void simba__zk_cb_list(int rc, const struct String_vector *sv, const void
             op->count++;
             if (low < 0 || s < low) {
                 low = s;
-                simba__zk_copy(op->lowest, sizeof op->lowest, sv->data[i]);
+                simba__copy(op->lowest, sizeof op->lowest, sv->data[i]);
             }
             if (taglen && tl == taglen && memcmp(t, op->tag, tl) == 0 && (mine < 0 || s < mine)) {
                 mine = s;
-                simba__zk_copy(op->mine, sizeof op->mine, sv->data[i]);
+                simba__copy(op->mine, sizeof op->mine, sv->data[i]);
             }
         }
         for (i = 0; mine >= 0 && i < sv->count; i++) {
@@ -637,10 +634,10 @@ static void simba__zk_cb_list(int rc, const struct String_vector *sv, const void
             if (s < 0) continue;
             if (s < mine && s > pred) {
                 pred = s;
-                simba__zk_copy(op->pred, sizeof op->pred, sv->data[i]);
+                simba__copy(op->pred, sizeof op->pred, sv->data[i]);
             }
             if (s != mine && tl == taglen && memcmp(t, op->tag, tl) == 0 && op->nextra < SIMBA__ZK_EXTRA_MAX)
-                simba__zk_copy(op->extra[op->nextra++], SIMBA__ZK_NODE_MAX, sv->data[i]);
+                simba__copy(op->extra[op->nextra++], SIMBA__ZK_NODE_MAX, sv->data[i]);
         }
     }
     simba__zk_post(op, rc);
@@ -656,7 +653,7 @@ static void simba__zk_push_evt(simba__zk_sess *sess, int type, int state, const 
         e->gen = sess->gen;
         e->type = type;
         e->state = state;
-        simba__zk_copy(e->path, sizeof e->path, path);
+        simba__copy(e->path, sizeof e->path, path);
         zk->ring_len++;
     }
     simba__zk_signal_locked(zk);
@@ -804,41 +801,21 @@ static void simba__zk_delete_node(simba__zk *zk, const char *mutex, const char *
     simba__zk_op_issued(zk, op, zoo_adelete(zk->sess->zh, path, -1, simba__zk_cb_void, op));
 }
 
-static uint32_t simba__zk_hash(const char *s) {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
-}
 
 /* Mutexes are found by a hash of their names: 10,000 mutexes on one backend are usual. */
 static simba__zk_mtx *simba__zk_mtx_find(simba__zk *zk, const char *name, int create) {
-    simba__zk_mtx *m;
-    uint32_t h = simba__zk_hash(name);
-    if (zk->mtab)
-        for (m = zk->mtab[h & (zk->mtab_cap - 1)]; m; m = m->hnext)
-            if (m->hash == h && strcmp(m->name, name) == 0) return m;
-    if (!create) return NULL;
-    if (zk->nmtx + 1 > zk->mtab_cap) { /* grows at load 1: chains stay short */
-        size_t cap = zk->mtab_cap ? zk->mtab_cap * 2 : 64, i;
-        simba__zk_mtx **t = (simba__zk_mtx **)simba_alloc(zk->loop, cap * sizeof *t);
-        if (!t) return NULL;
-        for (i = 0; i < cap; i++) t[i] = NULL;
-        for (m = zk->mtxs; m; m = m->next) {
-            m->hnext = t[m->hash & (cap - 1)];
-            t[m->hash & (cap - 1)] = m;
-        }
-        if (zk->mtab) simba_free(zk->loop, zk->mtab);
-        zk->mtab = t;
-        zk->mtab_cap = cap;
-    }
+    simba__zk_mtx *m = (simba__zk_mtx *)simba__hfind(&zk->mtab, name);
+    if (m || !create) return m;
     m = (simba__zk_mtx *)simba_alloc(zk->loop, sizeof *m + strlen(name) + 1);
     if (!m) return NULL;
     memset(m, 0, sizeof *m);
     m->name = (char *)(m + 1);
     memcpy(m->name, name, strlen(name) + 1);
-    m->hash = h;
-    m->hnext = zk->mtab[h & (zk->mtab_cap - 1)];
-    zk->mtab[h & (zk->mtab_cap - 1)] = m;
+    m->h.key = m->name;
+    if (!simba__hinsert(&zk->mtab, &m->h, simba__lalloc, simba__lfree, zk->loop)) {
+        simba_free(zk->loop, m);
+        return NULL;
+    }
     m->next = zk->mtxs;
     if (zk->mtxs) zk->mtxs->prev = m;
     zk->mtxs = m;
@@ -907,13 +884,8 @@ static void simba__zk_mtx_free(simba__zk *zk, simba__zk_mtx *m) {
 }
 
 static void simba__zk_mtx_gc(simba__zk *zk, simba__zk_mtx *m) {
-    simba__zk_mtx **pp;
     if (m->conts || m->watchers || m->refreshing) return;
-    for (pp = &zk->mtab[m->hash & (zk->mtab_cap - 1)]; *pp; pp = &(*pp)->hnext)
-        if (*pp == m) {
-            *pp = m->hnext;
-            break;
-        }
+    simba__hremove(&zk->mtab, &m->h);
     if (m->prev) m->prev->next = m->next;
     else zk->mtxs = m->next;
     if (m->next) m->next->prev = m->prev;
@@ -1036,11 +1008,12 @@ static void simba__zk_reply(simba__zk *zk, simba__zk_job *job, const simba_reply
 }
 
 static void simba__zk_fail(simba__zk *zk, simba__zk_job *job, simba_result rc, const char *msg) {
-    simba_reply r;
-    memset(&r, 0, sizeof r);
-    r.rc = rc;
-    r.errmsg = msg;
-    simba__zk_reply(zk, job, &r);
+    if (job->req) {
+        simba_req *req = job->req;
+        job->req = NULL;
+        simba__zk_tq_del(zk, job);
+        simba_req_fail(req, rc, msg);
+    }
     simba__zk_job_end(zk, job);
 }
 
@@ -1080,7 +1053,9 @@ static void simba__zk_job_end(simba__zk *zk, simba__zk_job *job) {
             /* not now: the clean-up's delete would be refused at once too, and end here
                again one level deeper (an expired handle refused them until the stack ran
                out); it is tried again after a while, or when a session connects */
-            if (zk->idle_at == INT64_MAX) zk->idle_at = simba__add(simba_now(zk->loop), SIMBA__ZK_IDLE_RETRY_MS);
+            if (zk->idle_at == INT64_MAX)
+                zk->idle_at = simba__add(simba_now(zk->loop), simba__backoff(zk->loop, &zk->idle_backoff, SIMBA__ZK_RETRY_MIN_MS,
+                                                                             SIMBA__ZK_RETRY_MAX_MS));
         } else if (!c->q_head) {
             simba__zk_cont_idle(zk, c);
         }
@@ -1276,13 +1251,18 @@ static int simba__zk_parse(const char *data, char *id, size_t cap, int64_t *time
         if (t > 1000000000LL) return 0;
     }
     *timeout = t;
-    simba__zk_copy(id, cap, b + 1);
+    simba__copy(id, cap, b + 1);
     return simba_id_check(id) == SIMBA_OK;
 }
 
 static int64_t simba__zk_timeout(const simba__zk *zk) {
     int t = zk->sess && zk->sess->zh ? zoo_recv_timeout(zk->sess->zh) : zk->timeout_ms;
     return t > 0 ? t : zk->timeout_ms;
+}
+
+/* When to try again to make a session: the kit's backoff, reset once connected. */
+static int64_t simba__zk_reopen_in(simba__zk *zk) {
+    return simba__backoff(zk->loop, &zk->reopen_backoff, SIMBA__ZK_RETRY_MIN_MS, SIMBA__ZK_RETRY_MAX_MS);
 }
 
 static void simba__zk_owner_reply(simba_reply *r, const char *owner, int64_t timeout, uint64_t fence) {
@@ -1311,7 +1291,7 @@ static void simba__zk_watch_parent(simba__zk *zk, const char *mutex) {
     if (!simba__zk_usable(zk) || !simba__zk_path(zk, path, mutex, NULL)) return;
     op = simba__zk_op_new(zk, NULL, SIMBA__ZK_PARENT);
     if (!op) return;
-    simba__zk_copy(op->mutex, sizeof op->mutex, mutex);
+    simba__copy(op->mutex, sizeof op->mutex, mutex);
     simba__zk_op_issued(zk, op, zoo_awexists(zk->sess->zh, path, simba__zk_node_watcher, zk->sess,
                                              simba__zk_cb_stat, op));
 }
@@ -1341,9 +1321,9 @@ static void simba__zk_watch_self(simba__zk *zk, simba__zk_cont *c) {
         return;
     op = simba__zk_op_new(zk, NULL, SIMBA__ZK_SELF);
     if (!op) return;
-    simba__zk_copy(op->mutex, sizeof op->mutex, c->mtx->name);
-    simba__zk_copy(op->name, sizeof op->name, c->node);
-    simba__zk_copy(op->data, sizeof op->data, SIMBA__ZK_CID(c));
+    simba__copy(op->mutex, sizeof op->mutex, c->mtx->name);
+    simba__copy(op->name, sizeof op->name, c->node);
+    simba__copy(op->data, sizeof op->data, SIMBA__ZK_CID(c));
     op->czxid = c->czxid; /* an input here: the answer only sets mzxid */
     if (simba__zk_op_issued(zk, op, zoo_awexists(zk->sess->zh, path, simba__zk_node_watcher, zk->sess, simba__zk_cb_stat,
                                                  op)) == ZOK) {
@@ -1507,8 +1487,8 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
         simba__zk_reply_none(zk, job);
         return;
     }
-    simba__zk_copy(job->lowest, sizeof job->lowest, op->lowest);
-    simba__zk_copy(job->pred, sizeof job->pred, op->pred);
+    simba__copy(job->lowest, sizeof job->lowest, op->lowest);
+    simba__copy(job->pred, sizeof job->pred, op->pred);
     job->count = op->count;
     if (job->kind == SIMBA_OP_ACQUIRE && strcmp(op->mine, op->lowest) == 0 && c->czxid > 0) {
         simba__zk_own(zk, job);
@@ -1774,7 +1754,7 @@ static int simba__zk_ins_order(simba__zk_ins *in, const char *kids, int n) {
             if (s > last && (best < 0 || s < best) && strlen(p) < SIMBA__ZK_NODE_MAX) { best = s; bp = p; }
         }
         if (!bp) break;
-        simba__zk_copy(in->node[in->nnodes], SIMBA__ZK_NODE_MAX, bp);
+        simba__copy(in->node[in->nnodes], SIMBA__ZK_NODE_MAX, bp);
         last = best;
     }
     return count;
@@ -2132,7 +2112,7 @@ static void simba__zk_adopt(simba__zk *zk, int64_t now) {
         simba_log(zk->loop, SIMBA_LOG_WARN, "simba_zk: zookeeper_init(hosts %s) failed: %s", zk->hosts, strerror(e));
         zk->sess = NULL;
         simba_free(zk->loop, s);
-        zk->reopen_at = simba__add(now, 1000);
+        zk->reopen_at = simba__add(now, simba__zk_reopen_in(zk));
         return;
     }
     s->zh = zh;
@@ -2198,7 +2178,7 @@ static void simba__zk_on_expired(simba__zk *zk, int state, int64_t now) {
     simba__zk_event(zk, SIMBA_EV_LOST, NULL, NULL, NULL);
     if (state == ZOO_AUTH_FAILED_STATE) {
         simba__zk_session_close(zk, 1, NULL);
-        zk->reopen_at = simba__add(now, 1000); /* credentials will not get better by hammering */
+        zk->reopen_at = simba__add(now, simba__zk_reopen_in(zk)); /* credentials will not get better by hammering */
         return;
     }
     ns = (simba__zk_sess *)simba_alloc(zk->loop, sizeof *ns);
@@ -2216,7 +2196,7 @@ static void simba__zk_on_expired(simba__zk *zk, int state, int64_t now) {
         return;
     }
     if (ns) simba_free(zk->loop, ns);
-    if (simba__zk_session_open(zk) != SIMBA_OK) zk->reopen_at = simba__add(now, 1000);
+    if (simba__zk_session_open(zk) != SIMBA_OK) zk->reopen_at = simba__add(now, simba__zk_reopen_in(zk));
 }
 
 static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
@@ -2231,6 +2211,7 @@ static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
         s->connected = 1;
         s->ever_connected = 1;
         zk->stats.connected = 1;
+        zk->reopen_backoff = zk->idle_backoff = 0;
         zk->stats.session_timeout_ms = zoo_recv_timeout(s->zh);
         id = zoo_client_id(s->zh);
         if (id) zk->stats.session_id = id->client_id;
@@ -2255,7 +2236,7 @@ static void simba__zk_on_path(simba__zk *zk, int type, const char *path) {
     rest = path + rl + 1;
     slash = strchr(rest, '/');
     if ((size_t)(slash ? slash - rest : (ptrdiff_t)strlen(rest)) > SIMBA_NAME_MAX) return;
-    simba__zk_copy(name, (size_t)(slash ? slash - rest : (ptrdiff_t)strlen(rest)) + 1, rest);
+    simba__copy(name, (size_t)(slash ? slash - rest : (ptrdiff_t)strlen(rest)) + 1, rest);
     m = simba__zk_mtx_find(zk, name, 0);
     if (!m) return;
     if (!slash) { /* child list changed, or the mutex node appeared: observers' watches */
@@ -2282,9 +2263,9 @@ static void simba__zk_on_path(simba__zk *zk, int type, const char *path) {
                 continue;
             op = simba__zk_op_new(zk, NULL, SIMBA__ZK_REWATCH);
             if (!op) continue;
-            simba__zk_copy(op->mutex, sizeof op->mutex, m->name);
-            simba__zk_copy(op->name, sizeof op->name, node);
-            simba__zk_copy(op->data, sizeof op->data, SIMBA__ZK_CID(c));
+            simba__copy(op->mutex, sizeof op->mutex, m->name);
+            simba__copy(op->name, sizeof op->name, node);
+            simba__copy(op->data, sizeof op->data, SIMBA__ZK_CID(c));
             simba__zk_op_issued(zk, op, zoo_awexists(zk->sess->zh, p, simba__zk_node_watcher, zk->sess,
                                                      simba__zk_cb_stat, op));
         }
@@ -2425,11 +2406,7 @@ static simba_result simba__zk_submit(void *impl, simba_req *req) {
     if (req->op != SIMBA_OP_READ && simba_id_check(req->contender) != SIMBA_OK) return SIMBA_EINVAL;
     zk->stats.requests++;
     if (!simba__zk_usable(zk)) {
-        simba_reply r;
-        memset(&r, 0, sizeof r);
-        r.rc = SIMBA_ECONN;
-        r.errmsg = zk->sess && zk->sess->readonly ? SIMBA__ZK_RO_MSG : "no usable zookeeper session (reopening)";
-        simba_req_done(req, &r);
+        simba_req_fail(req, SIMBA_ECONN, zk->sess && zk->sess->readonly ? SIMBA__ZK_RO_MSG : "no usable zookeeper session (reopening)");
         return SIMBA_OK;
     }
     m = simba__zk_mtx_find(zk, req->mutex, req->op != SIMBA_OP_RELEASE);
@@ -2524,7 +2501,7 @@ static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int
     }
     if (!zk->sess && zk->reopen_at <= now) {
         zk->reopen_at = INT64_MAX;
-        if (simba__zk_session_open(zk) != SIMBA_OK) zk->reopen_at = simba__add(now, 1000);
+        if (simba__zk_session_open(zk) != SIMBA_OK) zk->reopen_at = simba__add(now, simba__zk_reopen_in(zk));
     }
     while ((job = zk->thead) != NULL && job->deadline <= now) {
         simba_reply r;
@@ -2650,7 +2627,7 @@ static void simba__zk_destroy(void *impl) {
         }
         simba__zk_mtx_free(zk, m);
     }
-    if (zk->mtab) simba_free(zk->loop, zk->mtab);
+    simba_free(zk->loop, zk->mtab.b);
     while (zk->zombies) { /* every call is settled: nothing names them */
         simba__zk_sess *s = zk->zombies;
         zk->zombies = s->znext;
@@ -2697,26 +2674,7 @@ static int simba__zk_root_ok(const char *root) {
     return 1;
 }
 
-static char *simba__zk_strdup(simba_loop *loop, const char *s) {
-    size_t n = strlen(s) + 1;
-    char *d = (char *)simba_alloc(loop, n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
 
-static int simba__zk_pipe(int fd[2]) {
-    int i;
-    if (pipe(fd) != 0) return -1;
-    for (i = 0; i < 2; i++) {
-        int fl = fcntl(fd[i], F_GETFL);
-        if (fl < 0 || fcntl(fd[i], F_SETFL, fl | O_NONBLOCK) != 0 || fcntl(fd[i], F_SETFD, FD_CLOEXEC) != 0) {
-            close(fd[0]);
-            close(fd[1]);
-            return -1;
-        }
-    }
-    return 0;
-}
 
 /* hosts: "ADDR:PORT[,ADDR:PORT...][/chroot]" with numeric IPv4 or IPv6 addresses (the client
    library resolves names with a blocking getaddrinfo). Fills zk->addrs; 0 and why on error. */
@@ -2839,17 +2797,17 @@ SIMBA_API simba_result simba_zk_open(simba_loop *loop, const simba_zk_desc *desc
     zk->idle_at = INT64_MAX;
     memcpy(zk->token, rnd, 16);
     zk->token[16] = 0;
-    simba__zk_copy(zk->root, sizeof zk->root, root);
-    zk->hosts = simba__zk_strdup(loop, desc->hosts);
+    simba__copy(zk->root, sizeof zk->root, root);
+    zk->hosts = simba__strdup(loop, desc->hosts);
     if (desc->auth_scheme) {
-        zk->scheme = simba__zk_strdup(loop, desc->auth_scheme);
-        zk->auth = simba__zk_strdup(loop, desc->auth);
+        zk->scheme = simba__strdup(loop, desc->auth_scheme);
+        zk->auth = simba__strdup(loop, desc->auth);
     }
     if (!zk->hosts || (desc->auth_scheme && (!zk->scheme || !zk->auth))) {
         rc = SIMBA_ENOMEM;
         goto fail_strings;
     }
-    if (simba__zk_pipe(fds) != 0) {
+    if (simba__pipe(fds) != 0) {
         rc = SIMBA_ESYS;
         goto fail_strings;
     }
