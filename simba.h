@@ -187,6 +187,7 @@
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
  *   >>process  the work of one poll   >>close  teardown   >>stats  statistics
+ *   >>inspect  simba_inspect, simba_list, simba_force_release   >>kit  the backend kit
  *
  * LICENSE: MIT, see the end of this file.
  */
@@ -870,7 +871,7 @@ static void simba__copy(char *dst, size_t cap, const char *src) {
     dst[n] = 0;
 }
 
-/* The backend kit: helpers every backend header uses and the core itself may not. */
+/* >>kit The backend kit: helpers every backend header uses and the core itself may not. */
 #if defined(__GNUC__)
 #define SIMBA__KIT __attribute__((unused))
 #else

@@ -166,6 +166,7 @@
  *   >>process  the work of one poll   >>close  teardown
  *   >>sql  the statements   >>row  answer rows   >>names  quoting   >>conn  the connection
  *   >>push  NOTIFY   >>stall  a statement not answered
+ *   >>inspect  simba_inspect, simba_list, simba_force_release
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */

@@ -168,6 +168,7 @@
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
  *   >>process  the work of one poll   >>close  teardown
+ *   >>inspect  simba_inspect, simba_list, simba_force_release
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */

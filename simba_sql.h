@@ -16,7 +16,6 @@
  * COMPILE-TIME OPTIONS (define before the implementation's include)
  *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE   as in simba.h
  *   SIMBA_SQL_IMPLEMENTATION               this header and the core only
- *   SIMBA_SQL_BATCH_MS (50)                how long a renewal may wait for company (BATCHING)
  *   SIMBA_SQL_TEST_HOOKS                   test builds: simba_sql_test_after_checkpoint
  *
  * HOW IT WORKS
@@ -194,6 +193,7 @@
  *   >>process  the work of one poll   >>close  teardown
  *   >>wake  wake-up datagrams   >>queue  the fairness rule   >>kept  a waiter's ask
  *   >>batch  one write transaction for many requests
+ *   >>inspect  simba_inspect, simba_list, simba_force_release
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
@@ -624,7 +624,7 @@ static void simba__sql_seterr(simba__sql *s, const char *what, int rc) {
    setup errors SQLite can only call "unable to open database file" or "readonly": the
    file's read and write access, then its directory's (SQLite creates the -wal, -shm and
    journal files there). Appends nothing when every access is granted. */
-static void simba__sql_access_why(const char *path, char *out, size_t cap) {
+static void simba__sql_access_why(const char *path, int write, char *out, size_t cap) {
     char dir[4096], aux[4200];
     const char *slash = strrchr(path, '/'), *what;
     unsigned long uid = (unsigned long)geteuid();
@@ -643,7 +643,7 @@ static void simba__sql_access_why(const char *path, char *out, size_t cap) {
     }
     r = faccessat(AT_FDCWD, path, R_OK, AT_EACCESS) == 0;
     e = r ? 0 : errno;
-    w = faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0;
+    w = !write || faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0; /* a read_only open needs no write */
     if (!w && !e) e = errno;
     if (!r || !w) {
         snprintf(out, cap, ": %s: no %s access for uid %lu (%s; owner uid %lu, mode %04o)", path,
@@ -651,7 +651,7 @@ static void simba__sql_access_why(const char *path, char *out, size_t cap) {
                  (unsigned)(st.st_mode & 07777));
         return;
     }
-    if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0) {
+    if (write && faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0) {
         e = errno;
         if (stat(dir, &dst) != 0) memset(&dst, 0, sizeof dst);
         snprintf(out, cap, ": no write access to directory %s for uid %lu (%s; owner uid %lu, mode %04o): SQLite creates "
@@ -661,10 +661,10 @@ static void simba__sql_access_why(const char *path, char *out, size_t cap) {
     }
     for (what = "-wal"; what; what = what[1] == 'w' ? "-shm" : NULL) {
         snprintf(aux, sizeof aux, "%s%s", path, what);
-        if (stat(aux, &st) == 0 && faccessat(AT_FDCWD, aux, R_OK | W_OK, AT_EACCESS) != 0) {
+        if (stat(aux, &st) == 0 && faccessat(AT_FDCWD, aux, write ? R_OK | W_OK : R_OK, AT_EACCESS) != 0) {
             e = errno;
-            snprintf(out, cap, ": %s: no read or write access for uid %lu (%s; owner uid %lu, mode %04o)", aux, uid,
-                     strerror(e), (unsigned long)st.st_uid, (unsigned)(st.st_mode & 07777));
+            snprintf(out, cap, ": %s: no %s access for uid %lu (%s; owner uid %lu, mode %04o)", aux, write ? "read or write" : "read",
+                     uid, strerror(e), (unsigned long)st.st_uid, (unsigned)(st.st_mode & 07777));
             return;
         }
     }
@@ -1907,6 +1907,31 @@ static int simba__sql_clock_mark(simba__sql *s, int *clash) {
 }
 
 /* >>open */
+/* read_only: a database in WAL mode needs its -wal and -shm files, which a reader that may
+   not write the directory cannot create; without a -wal file no connection has the database
+   open (the last one removes it), so the file alone holds every commit and is read as
+   immutable. */
+static int simba__sql_open_ro(simba__sql *s, const char *path, int is_uri) {
+    char uri[3 * 4096 + 32], wal[4096 + 8];
+    const char *p;
+    size_t n;
+    int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+    if (rc == SQLITE_OK || is_uri || strlen(path) >= 4096 || ((rc & 0xff) != SQLITE_READONLY && (rc & 0xff) != SQLITE_CANTOPEN))
+        return rc;
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    if (access(wal, F_OK) == 0 || access(path, R_OK) != 0) return rc;
+    sqlite3_close(s->db);
+    s->db = NULL;
+    n = (size_t)snprintf(uri, sizeof uri, "file:");
+    for (p = path; *p; p++) /* the path percent-encoded: '?', '#' and '%' are URI syntax */
+        n += (size_t)((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("/._-~", *p)
+                          ? snprintf(uri + n, sizeof uri - n, "%c", *p)
+                          : snprintf(uri + n, sizeof uri - n, "%%%02X", (unsigned char)*p));
+    snprintf(uri + n, sizeof uri - n, "?immutable=1");
+    return sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
+}
+
 SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *desc, simba_backend **out) {
     simba__sql *s;
     const char *table, *path, *fname, *vfs;
@@ -1973,10 +1998,8 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
     if (!s->read_only) simba__sql_wake_open(s);
     /* [sqlite] NOMUTEX: a loop is single-threaded, so the connection needs no lock of its own.
        URI: ":memory:" becomes a memdb URI whatever SQLite's compile-time default. */
-    rc = sqlite3_open_v2(path, &s->db,
-                         (s->read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX |
-                             SQLITE_OPEN_URI,
-                         NULL);
+    rc = s->read_only ? simba__sql_open_ro(s, path, is_uri)
+                      : sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
     if (rc == SQLITE_OK) {
         /* Refuse what gives this connection a database nobody else sees: each backend would
            win its own. Shared-cache in-memory databases are shared by the process. */
@@ -2028,7 +2051,7 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
             const char *f = s->db ? sqlite3_db_filename(s->db, "main") : NULL;
             size_t n = strlen(s->err);
             if (!f || !f[0]) f = is_uri ? NULL : desc->path;
-            if (f) simba__sql_access_why(f, s->err + n, sizeof s->err - n);
+            if (f) simba__sql_access_why(f, !s->read_only, s->err + n, sizeof s->err - n);
         }
         snprintf(msg, sizeof msg, "simba_sql_open(%s): %s", desc->path, s->err);
         simba_log(loop, SIMBA_LOG_ERROR, "%s", msg);

@@ -190,6 +190,8 @@
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
  *   >>process  the work of one poll   >>close  teardown
+ *   >>inspect  simba_inspect, simba_list, simba_force_release
+ *   >>jobs  a request's steps (see JOBS)
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
@@ -896,7 +898,7 @@ static void simba__zk_mtx_gc(simba__zk *zk, simba__zk_mtx *m) {
 static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job);
 static void simba__zk_job_end(simba__zk *zk, simba__zk_job *job);
 
-/* The one constructor of a job: on zk->jobs; a request's job also on the deadline FIFO
+/* >>jobs The one constructor of a job: on zk->jobs; a request's job also on the deadline FIFO
    (deadlines grow with submission). A job without a request is internal (a clean-up, an
    observer's refresh) and has no deadline. */
 static simba__zk_job *simba__zk_job_new(simba__zk *zk, int kind, simba_req *req, simba__zk_cont *c, simba__zk_mtx *m) {
