@@ -262,6 +262,63 @@ static int simba__mwait_find(const simba__mentry *e, const char *id) {
     return -1;
 }
 
+/* ACQUIRE against an entry (store locked): a renewal, a new ownership, or a place in line;
+   -1 (nothing changed) while a data-loss quarantine lasts. */
+static int simba__macquire(simba__mclient *c, simba__mentry *e, const simba_req *r, int64_t now) {
+    simba_memstore *st = c->st;
+    int i = simba__mwait_find(e, r->contender);
+    int mine = simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0;
+    /* Fairness: a free mutex goes to the oldest live waiter; anyone else joins the line
+       (a releaser asking again at once included), so nobody overtakes a waiter. */
+    int turn = e->nw == 0 || i == 0;
+    int fresh = !(mine && r->renew) && (mine || (!simba__mlive(e, now) && turn));
+    /* After a loss a lease granted before it may still be held: no new owner until the
+       longest one has ended. */
+    if (fresh && now < simba__add(st->lost_at, simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms))))
+        return -1;
+    if (fresh || (mine && r->renew)) st->max_lease = simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms));
+    if (mine && r->renew) {
+        e->ttl_at = now + r->ttl_ms; /* renewal: fence and acquired_at stay */
+        e->transition_at = e->ttl_at + r->transition_ms;
+    } else if (mine || (!simba__mlive(e, now) && turn)) {
+        /* A new ownership, also for the stored owner that stepped down locally: its
+           next tenure needs a fence above the one its late writes may still carry. */
+        simba__copy(e->owner, sizeof e->owner, r->contender);
+        /* above the record's last fence and, after a loss, above every earlier one */
+        e->fence = (e->fence > st->fence_floor ? e->fence : st->fence_floor) + 1;
+        if (e->fence > st->fence_max) st->fence_max = e->fence;
+        e->acquired_at = now;
+        e->ttl_at = now + r->ttl_ms;
+        e->transition_at = e->ttl_at + r->transition_ms;
+        if (i >= 0) simba__mwait_remove(e, i);
+        simba__mbroadcast(st, e, now);
+    } else {
+        /* Waiting: join the line (arrival order), or refresh our place in it. */
+        int64_t exp = simba__add(now, r->live_ms);
+        if (i >= 0) {
+            e->w[i].expires = exp;
+        } else {
+            if (e->nw == e->capw) {
+                int cap = e->capw ? e->capw * 2 : 4;
+                simba__mwait *w = (simba__mwait *)SIMBA_MALLOC((size_t)cap * sizeof *w);
+                if (w) {
+                    if (e->nw) memcpy(w, e->w, (size_t)e->nw * sizeof *w);
+                    SIMBA_FREE(e->w);
+                    e->w = w;
+                    e->capw = cap;
+                }
+            }
+            if (e->nw < e->capw) {
+                simba__copy(e->w[e->nw].id, sizeof e->w[0].id, r->contender);
+                e->w[e->nw].client = c;
+                e->w[e->nw].expires = exp;
+                e->nw++;
+            }
+        }
+    }
+    return 0;
+}
+
 /* Run one request against the store. Returns the reply (owner copied into owner_buf). */
 static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep, char *owner_buf) {
     simba_memstore *st = c->st;
@@ -288,60 +345,12 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
     }
     if (e) simba__mwait_purge(e, now);
     if (e && r->op == SIMBA_OP_ACQUIRE) {
-        int i = simba__mwait_find(e, r->contender);
-        int mine = simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0;
-        /* Fairness: a free mutex goes to the oldest live waiter; anyone else joins the line
-           (a releaser asking again at once included), so nobody overtakes a waiter. */
-        int turn = e->nw == 0 || i == 0;
-        int fresh = !(mine && r->renew) && (mine || (!simba__mlive(e, now) && turn));
-        /* After a loss a lease granted before it may still be held: no new owner until the
-           longest one has ended. */
-        if (fresh && now < simba__add(st->lost_at, simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms)))) {
+        if (simba__macquire(c, e, r, now) != 0) {
             pthread_mutex_unlock(&st->lock);
             memset(rep, 0, sizeof *rep);
             rep->rc = SIMBA_EBACKEND;
             rep->errmsg = "memory store: data-loss quarantine";
             return;
-        }
-        if (fresh || (mine && r->renew)) st->max_lease = simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms));
-        if (mine && r->renew) {
-            e->ttl_at = now + r->ttl_ms; /* renewal: fence and acquired_at stay */
-            e->transition_at = e->ttl_at + r->transition_ms;
-        } else if (mine || (!simba__mlive(e, now) && turn)) {
-            /* A new ownership, also for the stored owner that stepped down locally: its
-               next tenure needs a fence above the one its late writes may still carry. */
-            simba__copy(e->owner, sizeof e->owner, r->contender);
-            /* above the record's last fence and, after a loss, above every earlier one */
-            e->fence = (e->fence > st->fence_floor ? e->fence : st->fence_floor) + 1;
-            if (e->fence > st->fence_max) st->fence_max = e->fence;
-            e->acquired_at = now;
-            e->ttl_at = now + r->ttl_ms;
-            e->transition_at = e->ttl_at + r->transition_ms;
-            if (i >= 0) simba__mwait_remove(e, i);
-            simba__mbroadcast(st, e, now);
-        } else {
-            /* Waiting: join the line (arrival order), or refresh our place in it. */
-            int64_t exp = simba__add(now, r->live_ms);
-            if (i >= 0) {
-                e->w[i].expires = exp;
-            } else {
-                if (e->nw == e->capw) {
-                    int cap = e->capw ? e->capw * 2 : 4;
-                    simba__mwait *w = (simba__mwait *)SIMBA_MALLOC((size_t)cap * sizeof *w);
-                    if (w) {
-                        if (e->nw) memcpy(w, e->w, (size_t)e->nw * sizeof *w);
-                        SIMBA_FREE(e->w);
-                        e->w = w;
-                        e->capw = cap;
-                    }
-                }
-                if (e->nw < e->capw) {
-                    simba__copy(e->w[e->nw].id, sizeof e->w[0].id, r->contender);
-                    e->w[e->nw].client = c;
-                    e->w[e->nw].expires = exp;
-                    e->nw++;
-                }
-            }
         }
     } else if (e && r->op == SIMBA_OP_RELEASE) {
         if (simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0) {

@@ -1566,17 +1566,10 @@ static int simba__pg_kv(simba__pg *p, int *nk, int *ns, const char *k, const cha
     return 1;
 }
 
-SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc, simba_backend **out) {
-    simba__pg *p;
+/* Every field of the desc, with words for what is wrong. */
+static simba_result simba__pg_desc_check(simba_loop *loop, const simba_pg_desc *desc) {
     simba_result rc;
-    const char *table, *subst[26];
-    char qt[SIMBA__PG_QNAME_MAX], qq[SIMBA__PG_QNAME_MAX], qa[SIMBA__PG_QNAME_MAX], qr[SIMBA__PG_QNAME_MAX],
-        qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qb[SIMBA__PG_QNAME_MAX], qx[SIMBA__PG_QNAME_MAX],
-        qg[SIMBA__PG_QNAME_MAX], qh[SIMBA__PG_QNAME_MAX], qy[SIMBA__PG_QNAME_MAX], qk[SIMBA__PG_QNAME_MAX],
-        qw[SIMBA__PG_QNAME_MAX], qc[64], rnd[40], ml[24];
-    int nk = 0, ns = 0, ok;
-    if (out) *out = NULL;
-    if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: NULL argument");
+    const char *table;
     table = desc->table ? desc->table : "simba_mutex";
     if (!simba__pg_name_ok(table))
         return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: table must be 1..%d printable ASCII bytes without '$'",
@@ -1598,7 +1591,22 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     if (desc->reconnect_min_ms && desc->reconnect_max_ms && desc->reconnect_min_ms > desc->reconnect_max_ms)
         return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: reconnect_min_ms (%lld) must not exceed reconnect_max_ms (%lld)",
                            (long long)desc->reconnect_min_ms, (long long)desc->reconnect_max_ms);
-    if ((rc = simba__pg_host_check(loop, desc)) != SIMBA_OK) return rc;
+    return simba__pg_host_check(loop, desc);
+}
+
+SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc, simba_backend **out) {
+    simba__pg *p;
+    simba_result rc;
+    const char *table, *subst[26];
+    char qt[SIMBA__PG_QNAME_MAX], qq[SIMBA__PG_QNAME_MAX], qa[SIMBA__PG_QNAME_MAX], qr[SIMBA__PG_QNAME_MAX],
+        qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qb[SIMBA__PG_QNAME_MAX], qx[SIMBA__PG_QNAME_MAX],
+        qg[SIMBA__PG_QNAME_MAX], qh[SIMBA__PG_QNAME_MAX], qy[SIMBA__PG_QNAME_MAX], qk[SIMBA__PG_QNAME_MAX],
+        qw[SIMBA__PG_QNAME_MAX], qc[64], rnd[40], ml[24];
+    int nk = 0, ns = 0, ok;
+    if (out) *out = NULL;
+    if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: NULL argument");
+    if ((rc = simba__pg_desc_check(loop, desc)) != SIMBA_OK) return rc;
+    table = desc->table ? desc->table : "simba_mutex";
     if (simba_contender_id_random(loop, rnd, sizeof rnd) != SIMBA_OK) return simba__fail(loop, SIMBA_ESYS, "simba_pg_open: no random channel name");
 
     p = (simba__pg *)simba_alloc(loop, sizeof *p);

@@ -2743,20 +2743,10 @@ static simba_result simba__rcl_open(simba_loop *loop, const simba_redis_desc *de
 /* A duration of the desc: 0 (default) .. 2^40 ms, like every duration the core accepts. */
 
 /* >>open */
-SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc *desc, simba_backend **out) {
-    simba__redis *r;
-    const char *host, *prefix;
-    unsigned char addr[16];
+/* The desc's fields beside the address, with words for what is wrong. */
+static simba_result simba__redis_desc_check(simba_loop *loop, const simba_redis_desc *desc) {
     simba_result rc;
     size_t sun_cap = sizeof(((struct sockaddr_un *)0)->sun_path);
-    if (out) *out = NULL;
-    if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: NULL argument");
-    host = desc->host ? desc->host : "127.0.0.1";
-    if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
-    if (!desc->unix_path && inet_pton(AF_INET, host, addr) != 1 && inet_pton(AF_INET6, host, addr) != 1)
-        return simba__fail(loop, SIMBA_EINVAL,
-                           "simba_redis_open: host \"%.64s\" must be a numeric IPv4/IPv6 address or \"localhost\" "
-                           "(resolving a name could block the loop)", host);
     /* hiredis 0.14 copies sun_path without terminating an over-long one */
     if (desc->unix_path && (!desc->unix_path[0] || strlen(desc->unix_path) >= sun_cap))
         return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: unix_path must be 1..%u bytes (got %u)",
@@ -2778,6 +2768,23 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
                            (long long)desc->reconnect_min_ms, (long long)desc->reconnect_max_ms);
     if (desc->allow_eviction != 0 && desc->allow_eviction != 1)
         return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: allow_eviction must be 0 or 1 (got %d)", desc->allow_eviction);
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc *desc, simba_backend **out) {
+    simba__redis *r;
+    const char *host, *prefix;
+    unsigned char addr[16];
+    simba_result rc;
+    if (out) *out = NULL;
+    if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: NULL argument");
+    host = desc->host ? desc->host : "127.0.0.1";
+    if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
+    if (!desc->unix_path && inet_pton(AF_INET, host, addr) != 1 && inet_pton(AF_INET6, host, addr) != 1)
+        return simba__fail(loop, SIMBA_EINVAL,
+                           "simba_redis_open: host \"%.64s\" must be a numeric IPv4/IPv6 address or \"localhost\" "
+                           "(resolving a name could block the loop)", host);
+    if ((rc = simba__redis_desc_check(loop, desc)) != SIMBA_OK) return rc;
     prefix = desc->prefix ? desc->prefix : "simba:";
     if (strlen(prefix) > SIMBA__REDIS_PREFIX_MAX || strpbrk(prefix, "{}"))
         return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: prefix must be at most %d bytes without braces",

@@ -1932,19 +1932,9 @@ static int simba__sql_open_ro(simba__sql *s, const char *path, int is_uri) {
     return sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
 }
 
-SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *desc, simba_backend **out) {
-    simba__sql *s;
-    const char *table, *path, *fname, *vfs;
-    int rc, clash = 0, is_uri;
-    simba_result r;
-    if (out) *out = NULL;
-    if (desc) simba__sql_errout(desc, "");
-    if (!loop) {
-        simba__sql_errout(desc, "simba_sql_open: loop is NULL");
-        return SIMBA_EINVAL;
-    }
-    if (!desc) return simba__fail(loop, SIMBA_EINVAL, "simba_sql_open: desc is NULL");
-    if (!out) return simba__sql_refuse(loop, desc, "simba_sql_open: out is NULL");
+/* Every field of the desc, with words for what is wrong (errbuf and the loop's errmsg). */
+static simba_result simba__sql_desc_check(simba_loop *loop, const simba_sql_desc *desc) {
+    const char *table;
     if (!desc->path || !desc->path[0])
         return simba__sql_refuse(loop, desc, "simba_sql_open: path is %s: give a database file, or \":memory:\" for the "
                                              "process's shared in-memory database (\"\" would be a private temporary one)",
@@ -1972,6 +1962,84 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
         return simba__sql_refuse(loop, desc, "simba_sql_open: test_clock must be 0 or 1 (got %d)", desc->test_clock);
     if (desc->read_only != 0 && desc->read_only != 1)
         return simba__sql_refuse(loop, desc, "simba_sql_open: read_only must be 0 or 1 (got %d)", desc->read_only);
+    return SIMBA_OK;
+}
+
+/* Refuses what gives this connection a database nobody else sees (each backend would win its
+   own), and the test clock on anything but ":memory:"; closes s then. */
+static simba_result simba__sql_shared(simba__sql *s, const simba_sql_desc *desc, const char *path, int is_uri) {
+    simba_loop *loop = s->loop;
+    const char *fname, *vfs;
+    /* Refuse what gives this connection a database nobody else sees: each backend would
+       win its own. Shared-cache in-memory databases are shared by the process. */
+    int memdb, shared_cache = is_uri && strstr(path, "cache=shared") != NULL;
+    fname = sqlite3_db_filename(s->db, "main");
+    vfs = simba__sql_vfs_name(s->db);
+    memdb = strcmp(vfs, "memdb") == 0;
+    s->memory = memdb && fname && fname[0] == '/';
+    if (!s->memory && (memdb || ((!fname || !fname[0]) && !shared_cache))) {
+        simba__sql_close(s);
+        return simba__sql_refuse(loop, desc, "simba_sql_open: path \"%.200s\" opens a database private to one "
+                                             "connection (temporary or in-memory): every backend would own alone; use "
+                                             "\":memory:\" (one in-memory database per process) or a file", desc->path);
+    }
+    if (desc->test_clock && !s->memory) {
+        simba__sql_close(s);
+        return simba__sql_refuse(loop, desc, "simba_sql_open: test_clock needs an in-memory database (\":memory:\")");
+    }
+    return SIMBA_OK;
+}
+
+/* The setup at open; an in-memory database is locked only while another thread's
+   statement runs (microseconds): waited for here, boundedly, so that its clock is checked
+   at open. A file locked by someone else right now: the first request finishes it. */
+static int simba__sql_setup_at_open(simba__sql *s, int *clash) {
+    int tries = 0, rc;
+    for (;;) {
+        rc = simba__sql_setup(s);
+        if (rc == SQLITE_OK && s->memory) rc = simba__sql_clock_mark(s, clash);
+        if (!simba__sql_is_busy(rc) || !s->memory || ++tries > 500) break;
+        poll(NULL, 0, 1);
+    }
+    return simba__sql_is_busy(rc) && !s->memory ? SQLITE_OK : rc;
+}
+
+/* An open or setup that failed: the message (with the access the file system refused,
+   which SQLite does not name) to errbuf, the log and the loop's errmsg; s is closed. */
+static simba_result simba__sql_open_failed(simba__sql *s, const simba_sql_desc *desc, int rc, int is_uri) {
+    simba_loop *loop = s->loop;
+    char msg[sizeof s->err + 64];
+    int prim = rc & 0xff;
+    /* SQLite names neither the file nor the access: say which the file system refused */
+    if (prim == SQLITE_CANTOPEN || prim == SQLITE_READONLY || prim == SQLITE_PERM || prim == SQLITE_AUTH) {
+        const char *f = s->db ? sqlite3_db_filename(s->db, "main") : NULL;
+        size_t n = strlen(s->err);
+        if (!f || !f[0]) f = is_uri ? NULL : desc->path;
+        if (f) simba__sql_access_why(f, !s->read_only, s->err + n, sizeof s->err - n);
+    }
+    snprintf(msg, sizeof msg, "simba_sql_open(%s): %s", desc->path, s->err);
+    simba_log(loop, SIMBA_LOG_ERROR, "%s", msg);
+    simba__sql_errout(desc, msg);
+    simba__copy(loop->errmsg, sizeof loop->errmsg, msg);
+    simba__sql_close(s);
+    return SIMBA_EBACKEND;
+}
+
+SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *desc, simba_backend **out) {
+    simba__sql *s;
+    const char *table, *path;
+    int rc, clash = 0, is_uri;
+    simba_result r;
+    if (out) *out = NULL;
+    if (desc) simba__sql_errout(desc, "");
+    if (!loop) {
+        simba__sql_errout(desc, "simba_sql_open: loop is NULL");
+        return SIMBA_EINVAL;
+    }
+    if (!desc) return simba__fail(loop, SIMBA_EINVAL, "simba_sql_open: desc is NULL");
+    if (!out) return simba__sql_refuse(loop, desc, "simba_sql_open: out is NULL");
+    if ((r = simba__sql_desc_check(loop, desc)) != SIMBA_OK) return r;
+    table = desc->table && desc->table[0] ? desc->table : "simba_mutex";
     path = strcmp(desc->path, ":memory:") == 0 ? SIMBA__SQL_MEMORY_URI : desc->path;
     is_uri = strncmp(path, "file:", 5) == 0;
     /* Checked before anything is created: the test clock on a file that other processes may
@@ -2001,39 +2069,13 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
     rc = s->read_only ? simba__sql_open_ro(s, path, is_uri)
                       : sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
     if (rc == SQLITE_OK) {
-        /* Refuse what gives this connection a database nobody else sees: each backend would
-           win its own. Shared-cache in-memory databases are shared by the process. */
-        int memdb, shared_cache = is_uri && strstr(path, "cache=shared") != NULL;
-        fname = sqlite3_db_filename(s->db, "main");
-        vfs = simba__sql_vfs_name(s->db);
-        memdb = strcmp(vfs, "memdb") == 0;
-        s->memory = memdb && fname && fname[0] == '/';
-        if (!s->memory && (memdb || ((!fname || !fname[0]) && !shared_cache))) {
-            simba__sql_close(s);
-            return simba__sql_refuse(loop, desc, "simba_sql_open: path \"%.200s\" opens a database private to one "
-                                                 "connection (temporary or in-memory): every backend would own alone; use "
-                                                 "\":memory:\" (one in-memory database per process) or a file", desc->path);
-        }
-        if (desc->test_clock && !s->memory) {
-            simba__sql_close(s);
-            return simba__sql_refuse(loop, desc, "simba_sql_open: test_clock needs an in-memory database (\":memory:\")");
-        }
+        if ((r = simba__sql_shared(s, desc, path, is_uri)) != SIMBA_OK) return r;
         sqlite3_extended_result_codes(s->db, 1);
         rc = sqlite3_busy_timeout(s->db, 0);
         if (rc == SQLITE_OK && desc->checkpoint == -1) rc = sqlite3_wal_autocheckpoint(s->db, 0);
     }
     if (rc == SQLITE_OK && !s->read_only) {
-        int tries = 0;
-        for (;;) {
-            rc = simba__sql_setup(s);
-            if (rc == SQLITE_OK && s->memory) rc = simba__sql_clock_mark(s, &clash);
-            /* An in-memory database is locked only while another thread's statement runs
-               (microseconds): wait here, boundedly, so that its clock is checked at open. */
-            if (!simba__sql_is_busy(rc) || !s->memory || ++tries > 500) break;
-            poll(NULL, 0, 1);
-        }
-        /* A file locked by someone else right now: the first request finishes the setup. */
-        if (simba__sql_is_busy(rc) && !s->memory) rc = SQLITE_OK;
+        rc = simba__sql_setup_at_open(s, &clash);
     } else if (rc != SQLITE_OK) {
         simba__sql_seterr(s, "open", rc);
     }
@@ -2043,23 +2085,7 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
                                              "another backend of this process: open every backend of it with the same "
                                              "test_clock", desc->path, desc->test_clock ? "wall" : "loop's (test_clock)");
     }
-    if (rc != SQLITE_OK) {
-        char msg[sizeof s->err + 64];
-        int prim = rc & 0xff;
-        /* SQLite names neither the file nor the access: say which the file system refused */
-        if (prim == SQLITE_CANTOPEN || prim == SQLITE_READONLY || prim == SQLITE_PERM || prim == SQLITE_AUTH) {
-            const char *f = s->db ? sqlite3_db_filename(s->db, "main") : NULL;
-            size_t n = strlen(s->err);
-            if (!f || !f[0]) f = is_uri ? NULL : desc->path;
-            if (f) simba__sql_access_why(f, !s->read_only, s->err + n, sizeof s->err - n);
-        }
-        snprintf(msg, sizeof msg, "simba_sql_open(%s): %s", desc->path, s->err);
-        simba_log(loop, SIMBA_LOG_ERROR, "%s", msg);
-        simba__sql_errout(desc, msg);
-        simba__copy(loop->errmsg, sizeof loop->errmsg, msg);
-        simba__sql_close(s);
-        return SIMBA_EBACKEND;
-    }
+    if (rc != SQLITE_OK) return simba__sql_open_failed(s, desc, rc, is_uri);
     r = simba_backend_new(loop, &simba__sql_vt, s, &s->be);
     if (r != SIMBA_OK) {
         simba__sql_close(s);
