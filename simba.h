@@ -1286,6 +1286,19 @@ static SIMBA__KIT simba_result simba__desc_ms(simba_loop *loop, const char *call
     return simba__fail(loop, SIMBA_EINVAL, "%s: %s must be in 0..2^40 ms (got %lld)", call, field, (long long)v);
 }
 
+/* A networked backend's reconnect bounds: two durations, and min <= max where both are set
+   (as simba_contend does with its backoff: an explicit inversion is a mistake). */
+static SIMBA__KIT simba_result simba__desc_reconnect(simba_loop *loop, const char *call, int64_t min, int64_t max) {
+    simba_result rc;
+    if ((rc = simba__desc_ms(loop, call, "reconnect_min_ms", min)) != SIMBA_OK ||
+        (rc = simba__desc_ms(loop, call, "reconnect_max_ms", max)) != SIMBA_OK)
+        return rc;
+    if (min && max && min > max)
+        return simba__fail(loop, SIMBA_EINVAL, "%s: reconnect_min_ms (%lld) must not exceed reconnect_max_ms (%lld)", call,
+                           (long long)min, (long long)max);
+    return SIMBA_OK;
+}
+
 SIMBA_API const char *simba_loop_errmsg(const simba_loop *loop) { return loop ? loop->errmsg : "no loop"; }
 
 SIMBA_API int64_t simba_now(simba_loop *loop) {

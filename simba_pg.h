@@ -1583,14 +1583,10 @@ static simba_result simba__pg_desc_check(simba_loop *loop, const simba_pg_desc *
         return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: socket_dir must be an absolute path");
     if ((rc = simba__desc_ms(loop, "simba_pg_open", "connect_timeout_ms", desc->connect_timeout_ms)) != SIMBA_OK ||
         (rc = simba__desc_ms(loop, "simba_pg_open", "statement_timeout_ms", desc->statement_timeout_ms)) != SIMBA_OK ||
-        (rc = simba__desc_ms(loop, "simba_pg_open", "reconnect_min_ms", desc->reconnect_min_ms)) != SIMBA_OK ||
-        (rc = simba__desc_ms(loop, "simba_pg_open", "reconnect_max_ms", desc->reconnect_max_ms)) != SIMBA_OK ||
+        (rc = simba__desc_reconnect(loop, "simba_pg_open", desc->reconnect_min_ms, desc->reconnect_max_ms)) != SIMBA_OK ||
         (rc = simba__desc_ms(loop, "simba_pg_open", "stall_timeout_ms", desc->stall_timeout_ms)) != SIMBA_OK ||
         (rc = simba__desc_ms(loop, "simba_pg_open", "max_lease_ms", desc->max_lease_ms)) != SIMBA_OK)
         return rc;
-    if (desc->reconnect_min_ms && desc->reconnect_max_ms && desc->reconnect_min_ms > desc->reconnect_max_ms)
-        return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: reconnect_min_ms (%lld) must not exceed reconnect_max_ms (%lld)",
-                           (long long)desc->reconnect_min_ms, (long long)desc->reconnect_max_ms);
     return simba__pg_host_check(loop, desc);
 }
 

@@ -539,6 +539,21 @@ static int simba__redis_script(simba_op op) {
 /* Channels and mutexes are kept in the core's hash map (simba__htab), each node keyed by
    a copy of its string that the node owns. */
 
+/* A zeroed record of size bytes that starts with its node, keyed by a copy of name and put
+   in map; NULL when out of memory (nothing kept). */
+static simba__hnode *simba__redis_node_new(simba_loop *loop, simba__htab *map, size_t size, const char *name) {
+    simba__hnode *n = (simba__hnode *)simba_alloc(loop, size);
+    if (!n) return NULL;
+    memset(n, 0, size);
+    n->key = simba__strdup(loop, name);
+    if (!n->key || !simba__hinsert(map, n, simba__lalloc, simba__lfree, loop)) {
+        simba_free(loop, (void *)n->key);
+        simba_free(loop, n);
+        return NULL;
+    }
+    return n;
+}
+
 /* ---- state --------------------------------------------------------------------------- */
 
 struct simba__redis;
@@ -2103,16 +2118,9 @@ static simba_result simba__redis_watch(void *impl, const char *mutex) {
         m->refs++;
         return SIMBA_OK;
     }
-    m = (simba__rmutex *)simba_alloc(r->loop, sizeof(*m));
+    m = (simba__rmutex *)simba__redis_node_new(r->loop, &r->mutexes, sizeof(*m), mutex);
     if (!m) return SIMBA_ENOMEM;
-    memset(m, 0, sizeof(*m));
     m->refs = 1;
-    m->node.key = simba__strdup(r->loop, mutex);
-    if (!m->node.key || !simba__hinsert(&r->mutexes, &m->node, simba__lalloc, simba__lfree, r->loop)) {
-        simba_free(r->loop, (void *)m->node.key);
-        simba_free(r->loop, m);
-        return SIMBA_ENOMEM;
-    }
     simba__redis_evchan(chan, sizeof(chan), r, mutex);
     m->ev = simba__redis_sub_new(r, m, chan, NULL, SIMBA__RSUB_EV);
     if (!m->ev) {
@@ -2635,16 +2643,9 @@ static simba_result simba__rcl_watch(void *impl, const char *mutex) {
         m->refs++;
         return SIMBA_OK;
     }
-    m = (simba__rcl_mutex *)simba_alloc(rc->loop, sizeof(*m));
+    m = (simba__rcl_mutex *)simba__redis_node_new(rc->loop, &rc->mutexes, sizeof(*m), mutex);
     if (!m) return SIMBA_ENOMEM;
-    memset(m, 0, sizeof(*m));
     m->refs = 1;
-    m->node.key = simba__strdup(rc->loop, mutex);
-    if (!m->node.key || !simba__hinsert(&rc->mutexes, &m->node, simba__lalloc, simba__lfree, rc->loop)) {
-        simba_free(rc->loop, (void *)m->node.key);
-        simba_free(rc->loop, m);
-        return SIMBA_ENOMEM;
-    }
     n = simba__rcl_owner(rc, mutex);
     if (n && simba__redis_watch(n, mutex) == SIMBA_OK) m->at = n;
     return SIMBA_OK;
@@ -2758,14 +2759,9 @@ static simba_result simba__redis_desc_check(simba_loop *loop, const simba_redis_
         return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: username given without a password");
     if ((rc = simba__desc_ms(loop, "simba_redis_open", "connect_timeout_ms", desc->connect_timeout_ms)) != SIMBA_OK ||
         (rc = simba__desc_ms(loop, "simba_redis_open", "command_timeout_ms", desc->command_timeout_ms)) != SIMBA_OK ||
-        (rc = simba__desc_ms(loop, "simba_redis_open", "reconnect_min_ms", desc->reconnect_min_ms)) != SIMBA_OK ||
-        (rc = simba__desc_ms(loop, "simba_redis_open", "reconnect_max_ms", desc->reconnect_max_ms)) != SIMBA_OK ||
+        (rc = simba__desc_reconnect(loop, "simba_redis_open", desc->reconnect_min_ms, desc->reconnect_max_ms)) != SIMBA_OK ||
         (rc = simba__desc_ms(loop, "simba_redis_open", "max_lease_ms", desc->max_lease_ms)) != SIMBA_OK)
         return rc;
-    /* As simba_contend does with its backoff: an explicit inversion is a mistake. */
-    if (desc->reconnect_min_ms && desc->reconnect_max_ms && desc->reconnect_min_ms > desc->reconnect_max_ms)
-        return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: reconnect_min_ms (%lld) must not exceed reconnect_max_ms (%lld)",
-                           (long long)desc->reconnect_min_ms, (long long)desc->reconnect_max_ms);
     if (desc->allow_eviction != 0 && desc->allow_eviction != 1)
         return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: allow_eviction must be 0 or 1 (got %d)", desc->allow_eviction);
     return SIMBA_OK;
