@@ -1566,6 +1566,22 @@ static int simba__pg_kv(simba__pg *p, int *nk, int *ns, const char *k, const cha
     return 1;
 }
 
+/* The connection's keywords and values (copies the backend owns); 0 when out of memory. */
+static int simba__pg_conninfo(simba__pg *p, const simba_pg_desc *desc) {
+    int nk = 0, ns = 0, ok;
+    if (desc->port) snprintf(p->port_s, sizeof p->port_s, "%d", desc->port);
+    p->expand = desc->conninfo != NULL;
+    ok = simba__pg_kv(p, &nk, &ns, "dbname", desc->conninfo) && simba__pg_kv(p, &nk, &ns, "hostaddr", desc->hostaddr) &&
+         simba__pg_kv(p, &nk, &ns, "host", desc->socket_dir) &&
+         simba__pg_kv(p, &nk, &ns, "port", desc->port ? p->port_s : NULL) &&
+         simba__pg_kv(p, &nk, &ns, "dbname", desc->dbname) && simba__pg_kv(p, &nk, &ns, "user", desc->user) &&
+         simba__pg_kv(p, &nk, &ns, "password", desc->password) && simba__pg_kv(p, &nk, &ns, "options", p->opts) &&
+         (p->keys[nk] = "application_name", p->vals[nk++] = "simba", 1);
+    p->keys[nk] = NULL;
+    p->vals[nk] = NULL;
+    return ok;
+}
+
 /* Every field of the desc, with words for what is wrong. */
 static simba_result simba__pg_desc_check(simba_loop *loop, const simba_pg_desc *desc) {
     simba_result rc;
@@ -1598,7 +1614,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qb[SIMBA__PG_QNAME_MAX], qx[SIMBA__PG_QNAME_MAX],
         qg[SIMBA__PG_QNAME_MAX], qh[SIMBA__PG_QNAME_MAX], qy[SIMBA__PG_QNAME_MAX], qk[SIMBA__PG_QNAME_MAX],
         qw[SIMBA__PG_QNAME_MAX], qc[64], rnd[40], ml[24];
-    int nk = 0, ns = 0, ok;
+    int ok;
     if (out) *out = NULL;
     if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: NULL argument");
     if ((rc = simba__pg_desc_check(loop, desc)) != SIMBA_OK) return rc;
@@ -1621,16 +1637,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     snprintf(p->chan, sizeof p->chan, "simba_%.32s", rnd);
     /* the server gives up on a statement when we do: its row locks are not held for nothing */
     snprintf(p->opts, sizeof p->opts, "-c statement_timeout=%lld", (long long)p->stmt_to);
-    if (desc->port) snprintf(p->port_s, sizeof p->port_s, "%d", desc->port);
-    p->expand = desc->conninfo != NULL;
-    ok = simba__pg_kv(p, &nk, &ns, "dbname", desc->conninfo) && simba__pg_kv(p, &nk, &ns, "hostaddr", desc->hostaddr) &&
-         simba__pg_kv(p, &nk, &ns, "host", desc->socket_dir) &&
-         simba__pg_kv(p, &nk, &ns, "port", desc->port ? p->port_s : NULL) &&
-         simba__pg_kv(p, &nk, &ns, "dbname", desc->dbname) && simba__pg_kv(p, &nk, &ns, "user", desc->user) &&
-         simba__pg_kv(p, &nk, &ns, "password", desc->password) && simba__pg_kv(p, &nk, &ns, "options", p->opts) &&
-         (p->keys[nk] = "application_name", p->vals[nk++] = "simba", 1);
-    p->keys[nk] = NULL;
-    p->vals[nk] = NULL;
+    ok = simba__pg_conninfo(p, desc);
     memset((void *)subst, 0, sizeof subst);
     ok = ok && simba__pg_quote(qt, sizeof qt, desc->schema, table, "") && simba__pg_quote(qq, sizeof qq, desc->schema, table, "_q") &&
          simba__pg_quote(qa, sizeof qa, desc->schema, table, "_acq") && simba__pg_quote(qr, sizeof qr, desc->schema, table, "_rel") &&
