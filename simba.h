@@ -28,6 +28,9 @@
  *                              / free; define both). Per-loop memory: simba_loop_desc alloc
  *   SIMBA_IMPLEMENTATION, SIMBA_<NAME>_IMPLEMENTATION   see above
  *   _POSIX_C_SOURCE            set to 200809L by the implementation when nothing was chosen
+ *   SIMBA_HOLD_MS (50), SIMBA_HOLD_TAKEOVER_MS (10)   the longest a renewal or a waiter's
+ *                              routine re-ask, and an ask at a lease end, may wait for
+ *                              company in a batching backend (simba_req.hold_ms; 0: never)
  *
  * WHAT IT DOES
  *   For each mutex name, at most one contender owns it at a time. Ownership is a lease:
@@ -184,6 +187,7 @@
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
  *   >>process  the work of one poll   >>close  teardown   >>stats  statistics
+ *   >>inspect  simba_inspect, simba_list, simba_force_release   >>kit  the backend kit
  *
  * LICENSE: MIT, see the end of this file.
  */
@@ -578,12 +582,65 @@ SIMBA_API simba_result simba_contender_id_random(simba_loop *loop, char *buf, si
 SIMBA_API simba_result simba_name_check(const char *mutex);
 SIMBA_API simba_result simba_id_check(const char *contender_id);
 
+/* ---- inspection: what the store holds (admin tools) ------------------------------------- */
+
+/* A mutex as its store holds it, the same on every backend. Durations are as the server saw
+   them when it answered; SIMBA_UNKNOWN_MS where the store does not know one. */
+#define SIMBA_UNKNOWN_MS INT64_MIN
+#define SIMBA_VIEW_WAITERS 8 /* waiter ids a view carries; view.waiters counts them all */
+typedef struct simba_view {
+    char mutex[SIMBA_NAME_MAX + 1];
+    char owner[SIMBA_ID_MAX + 1]; /* "" = nobody holds it now */
+    uint64_t fence;               /* the owner's; with no owner the last one handed out where the
+                                     store keeps it (SQLite, PostgreSQL, Redis), else 0 */
+    int64_t acquired_unix_ms;     /* when this ownership began, the server's wall clock in ms
+                                     since 1970; SIMBA_UNKNOWN_MS */
+    int64_t held_ms;              /* how long the owner has held it; SIMBA_UNKNOWN_MS */
+    int64_t ttl_left_ms;          /* the owner's exclusive lease left (<= 0 in transition) */
+    int64_t transition_left_ms;   /* until anyone may take it; SIMBA_UNKNOWN_MS */
+    int64_t session_ms;           /* ZooKeeper: the owner's session timeout, its lease; else
+                                     SIMBA_UNKNOWN_MS */
+    int waiters;                  /* contenders in the store's wait queue, -1 when not known
+                                     (simba_list does not read queues) */
+    char waiter[SIMBA_VIEW_WAITERS][SIMBA_ID_MAX + 1]; /* the first of them, oldest first */
+} simba_view;
+
+/* simba_inspect: once, with the view (rc SIMBA_OK) or the error. simba_list: once per mutex
+   (rc SIMBA_OK), in name order, then once with view NULL and the result of the whole
+   listing. simba_force_release: once, view NULL, rc SIMBA_OK when the owner was cleared,
+   SIMBA_ESTATE when nobody holds the mutex with that fence. Called from simba_poll only. */
+typedef void (*simba_view_fn)(const simba_view *view, simba_result rc, void *user_data);
+
+/* Non-blocking, through the loop like any request: the answer comes from a later
+   simba_poll. simba_inspect fills *view (valid until cb) before it calls cb. A backend
+   whose vt has no inspect entry answers SIMBA_EINVAL at once. */
+SIMBA_API simba_result simba_inspect(simba_backend *be, const char *mutex, simba_view *view, simba_view_fn cb, void *user_data);
+SIMBA_API simba_result simba_list(simba_backend *be, simba_view_fn cb, void *user_data);
+/* Clears the owner only if it still holds fence, atomically in the store, and wakes the
+   head waiter as a release does: for an operator removing a dead holder by hand. */
+SIMBA_API simba_result simba_force_release(simba_backend *be, const char *mutex, uint64_t fence, simba_view_fn cb,
+                                           void *user_data);
+/* Blocking forms: drive the loop (as simba_locker_lock does) until the answer, or
+   SIMBA_ETIMEDOUT after timeout_ms (< 0: no limit). simba_list_wait calls cb for each mutex
+   from inside the loop it drives. From a callback: SIMBA_ECALLBACK. */
+SIMBA_API simba_result simba_inspect_wait(simba_backend *be, const char *mutex, simba_view *view, int64_t timeout_ms);
+SIMBA_API simba_result simba_list_wait(simba_backend *be, simba_view_fn cb, void *user_data, int64_t timeout_ms);
+SIMBA_API simba_result simba_force_release_wait(simba_backend *be, const char *mutex, uint64_t fence, int64_t timeout_ms);
+
 /* ---- backend interface ------------------------------------------------------------- */
 
 typedef enum simba_op {
     SIMBA_OP_ACQUIRE = 1, /* acquire, or renew when the contender already owns it */
     SIMBA_OP_RELEASE = 2, /* release if the contender owns it; no-op otherwise */
-    SIMBA_OP_READ = 3     /* report the current owner (contender is "") */
+    SIMBA_OP_READ = 3,    /* report the current owner (contender is "") */
+    /* Inspection, submitted through vt->inspect (contender ""): */
+    SIMBA_OP_INSPECT = 4, /* the store's record of mutex: simba_req_view() once if it has
+                             one, then simba_req_done() */
+    SIMBA_OP_LIST = 5,    /* every mutex the store holds: simba_req_view() each (waiters -1
+                             is enough), then simba_req_done() (mutex is "") */
+    SIMBA_OP_FORCE_RELEASE = 6 /* clear mutex's owner only if it holds req->fence, in one
+                                  store operation, waking the head waiter as a release does;
+                                  done with SIMBA_OK when cleared, SIMBA_ESTATE when not */
 } simba_op;
 
 /* A request, owned by the core. Its fields stay valid until simba_req_done(). */
@@ -619,11 +676,17 @@ struct simba_req {
     simba_req *next_;   /* free for the backend's use as a list link while in flight */
     int step_down_on_disconnect; /* ACQUIRE: the contender steps down on SIMBA_EV_DISCONNECTED,
                                     so a backend that knows it is disconnected grants nothing */
+    int64_t hold_ms;    /* ACQUIRE: how long the backend may hold it to send it with others
+                           (one round trip or commit for many), the core's rule: a renewal or
+                           a waiter's routine re-ask min(ttl/64, SIMBA_HOLD_MS), an ask at a
+                           lease end min(ttl/256, SIMBA_HOLD_TAKEOVER_MS); else 0 */
+    uint64_t fence;     /* FORCE_RELEASE: the fence the owner must still hold */
     /* private to the core (done_ fills the last int's padding) */
     int done_;
     simba_service *svc_;
     uint64_t gen_;
     simba_req *done_next_;
+    void *ask_; /* an inspection's own state (svc_ NULL) */
 };
 
 /* simba_req.deferrable */
@@ -687,6 +750,9 @@ typedef struct simba_backend_vt {
        batched with others), now waits on it to send its release (simba_stop, an unlock):
        send it at once. A vt that ends before this member (.size = its offset) is accepted. */
     void (*hurry)(void *impl, simba_req *req);
+    /* Optional: start an inspection (SIMBA_OP_INSPECT, _LIST, _FORCE_RELEASE) as submit
+       starts a request. A vt that ends before this member has no inspection. */
+    simba_result (*inspect)(void *impl, simba_req *req);
 } simba_backend_vt;
 
 SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_vt *vt, void *impl, simba_backend **out);
@@ -702,6 +768,11 @@ SIMBA_API void *simba_backend_impl(const simba_backend *be);
 SIMBA_API const simba_backend_vt *simba_backend_vt_get(const simba_backend *be);
 /* Complete a request exactly once. Safe from inside submit/process; handled in the poll. */
 SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply);
+/* Complete a request with an error: rc, and the words (optional, copied). */
+SIMBA_API void simba_req_fail(simba_req *req, simba_result rc, const char *errmsg);
+/* Add one mutex to the answer of an INSPECT or LIST request, before its simba_req_done()
+   (copied; ignored for other requests). Safe from inside inspect/process. */
+SIMBA_API void simba_req_view(simba_req *req, const simba_view *view);
 /* Tell the loop's fd_hook about a descriptor: events 0 = stop watching. A backend must call
    it with 0 before it closes a descriptor it has listed in vt->fds (the core learns starts
    and interest changes from vt->fds after each poll and each call outside the poll). */
@@ -767,6 +838,15 @@ SIMBA_API void simba_log(simba_loop *loop, simba_log_level level, const char *fm
 #define SIMBA__DEFAULT_BACKOFF_MAX 5000
 #define SIMBA__DEFAULT_REFRESH 1000
 #define SIMBA__NEVER INT64_MAX
+/* Waits for company (simba_req.hold_ms): owners renew long before their lease ends and the
+   lease counts from the send, so ttl/64 costs nothing; a takeover after a crash comes at
+   most ttl/256 later. */
+#ifndef SIMBA_HOLD_MS
+#define SIMBA_HOLD_MS 50
+#endif
+#ifndef SIMBA_HOLD_TAKEOVER_MS
+#define SIMBA_HOLD_TAKEOVER_MS 10
+#endif
 #define SIMBA__MAX_ROUNDS 16
 #define SIMBA__POLL_BUDGET_US 500 /* default simba_loop_desc.poll_budget_us */
 #define SIMBA__RENEW_GRID_MS 128 /* renewals are aligned down to this step at most */
@@ -789,6 +869,44 @@ static void simba__copy(char *dst, size_t cap, const char *src) {
     if (n >= cap) n = cap - 1;
     if (n) memcpy(dst, src, n);
     dst[n] = 0;
+}
+
+/* >>kit The backend kit: helpers every backend header uses and the core itself may not. */
+#if defined(__GNUC__)
+#define SIMBA__KIT __attribute__((unused))
+#else
+#define SIMBA__KIT
+#endif
+
+static int64_t simba__uniform(simba_loop *loop, int64_t lo, int64_t hi);
+/* The jittered doubling backoff of every retry, the core's and the backends' reconnects:
+   *cur goes from min (when 0: reset it after a success) doubling up to max; the wait is
+   uniform in [*cur/2, *cur] (many clients after a server restart do not come back in step),
+   at least 1 ms. */
+static int64_t simba__backoff(simba_loop *loop, int64_t *cur, int64_t min, int64_t max) {
+    *cur = *cur ? simba__min(simba__add(*cur, *cur), max) : min;
+    return simba__max(simba__uniform(loop, *cur / 2, simba__add(*cur, 1)), 1);
+}
+
+/* A copy in the loop's memory (NULL: s was NULL, or no memory). */
+static SIMBA__KIT char *simba__strdup(simba_loop *loop, const char *s);
+
+/* A pipe whose ends never block and do not leak into a child (wake-ups of the loop by
+   other threads). 0, or -1 with errno, both ends closed. */
+static SIMBA__KIT int simba__pipe(int fd[2]) {
+    int i;
+    if (pipe(fd) != 0) return -1;
+    for (i = 0; i < 2; i++) {
+        int fl = fcntl(fd[i], F_GETFL);
+        if (fl < 0 || fcntl(fd[i], F_SETFL, fl | O_NONBLOCK) != 0 || fcntl(fd[i], F_SETFD, FD_CLOEXEC) != 0) {
+            int e = errno;
+            close(fd[0]);
+            close(fd[1]);
+            errno = e;
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static uint32_t simba__strhash(const char *s) {
@@ -963,6 +1081,7 @@ struct simba_backend {
     int free_requested; /* freed by the user while freed services finish their release */
     int pfd_off, pfd_n;
     void (*hurry)(void *impl, simba_req *req); /* vt->hurry, NULL for a vt without it */
+    simba_result (*inspect)(void *impl, simba_req *req); /* vt->inspect, likewise */
     char errmsg[256];
 };
 
@@ -1083,6 +1202,7 @@ struct simba_loop {
     simba_scheduler *scheds;
     simba_req *done_head, *done_tail;
     simba__behind *behind; /* releases sent behind an acquire, unanswered */
+    struct simba__ask *asks; /* inspections in flight */
     simba__ev *ev_head, *ev_tail, *ev_free;
     int ev_nfree, more;
     int64_t poll_start_us, budget_us;
@@ -1113,6 +1233,15 @@ static void simba__default_free(void *u, void *p) { (void)u; SIMBA_FREE(p); }
 SIMBA_API void *simba_alloc(simba_loop *loop, size_t size) {
     if (!loop || !size) return NULL;
     return loop->alloc_fn(loop->alloc_user, size);
+}
+static SIMBA__KIT char *simba__strdup(simba_loop *loop, const char *s) {
+    size_t n;
+    char *p;
+    if (!s) return NULL;
+    n = strlen(s) + 1;
+    p = (char *)simba_alloc(loop, n);
+    if (p) memcpy(p, s, n);
+    return p;
 }
 SIMBA_API void simba_free(simba_loop *loop, void *ptr) {
     if (loop && ptr) loop->free_fn(loop->alloc_user, ptr);
@@ -1148,6 +1277,26 @@ static simba_result simba__fail(simba_loop *loop, simba_result rc, const char *f
     va_end(ap);
     simba_log(loop, SIMBA_LOG_WARN, "%s: %s", simba_strerror(rc), loop->errmsg);
     return rc;
+}
+
+/* A duration field of a backend's desc: 0..SIMBA_MAX_MS (0 means the default), or
+   SIMBA_EINVAL with words naming the call, the field and the value. */
+static SIMBA__KIT simba_result simba__desc_ms(simba_loop *loop, const char *call, const char *field, int64_t v) {
+    if (v >= 0 && v <= SIMBA_MAX_MS) return SIMBA_OK;
+    return simba__fail(loop, SIMBA_EINVAL, "%s: %s must be in 0..2^40 ms (got %lld)", call, field, (long long)v);
+}
+
+/* A networked backend's reconnect bounds: two durations, and min <= max where both are set
+   (as simba_contend does with its backoff: an explicit inversion is a mistake). */
+static SIMBA__KIT simba_result simba__desc_reconnect(simba_loop *loop, const char *call, int64_t min, int64_t max) {
+    simba_result rc;
+    if ((rc = simba__desc_ms(loop, call, "reconnect_min_ms", min)) != SIMBA_OK ||
+        (rc = simba__desc_ms(loop, call, "reconnect_max_ms", max)) != SIMBA_OK)
+        return rc;
+    if (min && max && min > max)
+        return simba__fail(loop, SIMBA_EINVAL, "%s: reconnect_min_ms (%lld) must not exceed reconnect_max_ms (%lld)", call,
+                           (long long)min, (long long)max);
+    return SIMBA_OK;
 }
 
 SIMBA_API const char *simba_loop_errmsg(const simba_loop *loop) { return loop ? loop->errmsg : "no loop"; }
@@ -1275,7 +1424,8 @@ SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_v
     if (out) *out = NULL;
     if (!loop || !vt || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: NULL argument");
     /* The one layout this core knows; a vt built for another one would be misread. */
-    if (vt->size != sizeof(simba_backend_vt) && vt->size != offsetof(simba_backend_vt, hurry))
+    if (vt->size != sizeof(simba_backend_vt) && vt->size != offsetof(simba_backend_vt, hurry) &&
+        vt->size != offsetof(simba_backend_vt, inspect))
         return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: vt size %lu is not this core's (%lu): set .size = sizeof(simba_backend_vt)",
                            (unsigned long)vt->size, (unsigned long)sizeof(simba_backend_vt));
     if (!vt->submit || !vt->name) return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: vt needs name and submit");
@@ -1284,7 +1434,8 @@ SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_v
     memset(be, 0, sizeof *be);
     be->loop = loop;
     be->vt = vt;
-    be->hurry = vt->size == sizeof(simba_backend_vt) ? vt->hurry : NULL;
+    be->hurry = vt->size > offsetof(simba_backend_vt, hurry) ? vt->hurry : NULL;
+    be->inspect = vt->size > offsetof(simba_backend_vt, inspect) ? vt->inspect : NULL;
     be->impl = impl;
     be->next = loop->backends;
     if (loop->backends) loop->backends->prev = be;
@@ -1440,6 +1591,7 @@ static void simba__done_queue(simba_loop *l, simba_req *req) {
     simba__kick(l);
 }
 
+static void simba__ask_done(simba_req *req, const simba_reply *reply);
 SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     simba_service *s;
     simba_loop *l;
@@ -1450,6 +1602,7 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
         return;
     }
     req->done_ = 1;
+    if (req->ask_) { simba__ask_done(req, reply); return; }
     if (!s) return;
     l = s->loop;
     if (l->closing) return;
@@ -1488,6 +1641,15 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     }
     if (reply->rc != SIMBA_OK) simba__req_failed(s, req, reply);
     simba__done_queue(l, req);
+}
+
+SIMBA_API void simba_req_fail(simba_req *req, simba_result rc, const char *errmsg) {
+    simba_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.rc = rc;
+    rep.errmsg = errmsg && errmsg[0] ? errmsg : NULL;
+    rep.held_ms = -1;
+    simba_req_done(req, &rep);
 }
 
 SIMBA_API void simba_backend_event(simba_backend *be, simba_event_kind kind, const char *mutex, const char *contender, const simba_reply *owner) {
@@ -1651,6 +1813,10 @@ static void simba__submit_on(simba_service *s, simba_req *r, simba_op op) {
                          ? simba__add(s->ttl + s->transition, simba__max(s->jmax, 0))
                          : 0;
     r->step_down_on_disconnect = op == SIMBA_OP_ACQUIRE && (s->flags & SIMBA__F_DISC_DOWN) != 0;
+    r->hold_ms = op != SIMBA_OP_ACQUIRE ? 0
+                 : r->renew || r->deferrable == SIMBA_DEFER_ROUTINE ? simba__min(r->ttl_ms / 64, SIMBA_HOLD_MS)
+                 : r->deferrable == SIMBA_DEFER_TAKEOVER ? simba__min(r->ttl_ms / 256, SIMBA_HOLD_TAKEOVER_MS)
+                                                          : 0;
     r->svc_ = s;
     r->gen_ = s->gen;
     if (op != SIMBA_OP_RELEASE) { s->cnt.attempts++; s->loop->cnt.attempts++; }
@@ -1659,21 +1825,14 @@ static void simba__submit_on(simba_service *s, simba_req *r, simba_op op) {
     s->loop->in_submit++; /* no hooks while the backend is inside submit */
     rc = be->vt->submit(be->impl, r);
     s->loop->in_submit--;
-    if (rc != SIMBA_OK && !r->done_) {
-        simba_reply rep;
-        memset(&rep, 0, sizeof rep);
-        rep.rc = rc;
-        rep.errmsg = be->errmsg[0] ? NULL : "submit refused";
-        simba_req_done(r, &rep); /* handled like any failed answer */
-    }
+    if (rc != SIMBA_OK && !r->done_) simba_req_fail(r, rc, be->errmsg[0] ? NULL : "submit refused"); /* like any failed answer */
     simba__kick(s->loop); /* what the backend now watches and when it times out */
 }
 static void simba__submit(simba_service *s, simba_op op) { simba__submit_on(s, &s->req, op); }
 
 static void simba__attempt_failed(simba_service *s) {
     int64_t now = s->loop->now, delay;
-    s->backoff = s->backoff ? simba__min(s->backoff * 2, s->bmax) : s->bmin;
-    delay = simba__uniform(s->loop, s->backoff / 2, s->backoff + 1);
+    delay = simba__backoff(s->loop, &s->backoff, s->bmin, s->bmax);
     /* An owner keeps trying while its lease lasts, at least twice before it ends. */
     if (s->flags & SIMBA__F_OWNER) delay = simba__min(delay, simba__max(1, (s->lease_end - now) / 2));
     s->next_try = simba__add(now, simba__max(delay, 1));
@@ -2407,6 +2566,7 @@ static int simba__run_due(simba_loop *l) {
     return steps;
 }
 
+static void simba__ask_complete(struct simba__ask *a);
 static int simba__drain(simba_loop *l) {
     int n = 0;
     l->now = simba_now(l);
@@ -2414,7 +2574,8 @@ static int simba__drain(simba_loop *l) {
         simba_req *r = l->done_head;
         l->done_head = r->done_next_;
         if (!l->done_head) l->done_tail = NULL;
-        if (r == &r->svc_->req) simba__complete(r->svc_);
+        if (r->ask_) simba__ask_complete((struct simba__ask *)r->ask_);
+        else if (r == &r->svc_->req) simba__complete(r->svc_);
         else simba__behind_done(r->svc_, (simba__behind *)(void *)r);
         n++;
     }
@@ -2725,6 +2886,7 @@ SIMBA_API simba_result simba_loop_new(const simba_loop_desc *d, simba_loop **out
 static void simba__locker_release_all(simba_loop *l);
 static void simba__sched_release_all(simba_loop *l);
 
+static void simba__ask_free(struct simba__ask *a);
 static void simba__loop_destroy(simba_loop *l) {
     simba_service *s, *sn;
     simba__ev *ev, *en;
@@ -2768,6 +2930,7 @@ static void simba__loop_destroy(simba_loop *l) {
         l->behind = b->next;
         simba_free(l, b);
     }
+    while (l->asks) simba__ask_free(l->asks);
     for (s = l->services; s; s = sn) { sn = s->all_next; s->loop = NULL; simba_free(l, s->cnt.last_error_msg); simba_free(l, s->rep_other); simba_free(l, s->view_other); simba_free(l, s); }
     for (ev = l->ev_head; ev; ev = en) { en = ev->next; simba_free(l, ev); }
     for (ev = l->ev_free; ev; ev = en) { en = ev->next; simba_free(l, ev); }
@@ -3302,6 +3465,261 @@ SIMBA_API simba_result simba_loop_close(simba_loop *l, int64_t timeout_ms) {
             }
     simba_loop_free(l);
     return rc;
+}
+
+/* ---- >>inspect: what the store holds, through the loop like any request ---------------- */
+
+/* One mutex of a listing, kept until the answer is complete: a view without its waiters
+   (a listing reads no queue), so that a long listing costs a third of full views. */
+#define SIMBA__ITEM_SIZE offsetof(simba_view, waiter)
+typedef struct simba__item {
+    struct simba__item *next;
+    simba_view *v; /* SIMBA__ITEM_SIZE bytes right after the item */
+} simba__item;
+
+/* An inspection in flight. The caller's view and callback are dropped when a blocking form
+   gives up (timeout): the request stays with the backend until it answers. */
+typedef struct simba__ask {
+    simba_req req;
+    simba_loop *loop;
+    struct simba__ask *next, *prev;
+    simba_view *out; /* the caller's (simba_inspect), or NULL */
+    simba_view_fn cb;
+    void *user;
+    simba_view one; /* INSPECT: the store's answer */
+    int have_one, n;
+    simba__item *items;
+    simba_result rc;
+    char *err_to; /* a blocking form's copy of err */
+    char mutex[SIMBA_NAME_MAX + 1];
+    char err[160];
+} simba__ask;
+
+static void simba__ask_free(simba__ask *a) {
+    simba_loop *l = a->loop;
+    while (a->items) {
+        simba__item *it = a->items;
+        a->items = it->next;
+        simba_free(l, it);
+    }
+    if (a->prev) a->prev->next = a->next; else l->asks = a->next;
+    if (a->next) a->next->prev = a->prev;
+    simba_free(l, a);
+}
+
+static void simba__view_unknown(simba_view *v, const char *mutex) {
+    memset(v, 0, sizeof *v);
+    simba__copy(v->mutex, sizeof v->mutex, mutex);
+    v->acquired_unix_ms = v->held_ms = v->ttl_left_ms = v->transition_left_ms = v->session_ms = SIMBA_UNKNOWN_MS;
+}
+
+SIMBA_API void simba_req_view(simba_req *req, const simba_view *view) {
+    simba__ask *a;
+    simba__item *it;
+    if (!req || !view || req->done_ || !req->ask_) return;
+    a = (simba__ask *)req->ask_;
+    if (simba_name_check(view->mutex) != SIMBA_OK || (view->owner[0] && simba_id_check(view->owner) != SIMBA_OK)) {
+        /* Whatever the store holds, users only ever see well-formed names and ids. */
+        a->rc = SIMBA_EBACKEND;
+        simba__copy(a->err, sizeof a->err, "backend reported a malformed mutex name or owner id");
+        return;
+    }
+    if (req->op == SIMBA_OP_INSPECT) {
+        a->one = *view;
+        a->one.mutex[SIMBA_NAME_MAX] = a->one.owner[SIMBA_ID_MAX] = 0;
+        if (a->one.waiters < -1) a->one.waiters = -1;
+        a->have_one = 1;
+        return;
+    }
+    if (req->op != SIMBA_OP_LIST) return;
+    it = (simba__item *)simba_alloc(a->loop, sizeof *it + SIMBA__ITEM_SIZE);
+    if (!it) {
+        a->rc = SIMBA_ENOMEM;
+        simba__copy(a->err, sizeof a->err, "out of memory keeping a listing");
+        return;
+    }
+    it->v = (simba_view *)(void *)(it + 1);
+    memcpy(it->v, view, SIMBA__ITEM_SIZE);
+    it->next = a->items;
+    a->items = it;
+    a->n++;
+}
+
+static void simba__ask_done(simba_req *req, const simba_reply *reply) {
+    simba__ask *a = (simba__ask *)req->ask_;
+    simba_loop *l = a->loop;
+    if (l->closing) return;
+    if (a->rc == SIMBA_OK) {
+        a->rc = reply->rc;
+        if (reply->rc != SIMBA_OK) simba__copy(a->err, sizeof a->err, reply->errmsg ? reply->errmsg : simba_strerror(reply->rc));
+    }
+    req->done_next_ = NULL;
+    if (l->done_tail) l->done_tail->done_next_ = req; else l->done_head = req;
+    l->done_tail = req;
+    simba__kick(l);
+}
+
+static int simba__item_cmp(const void *x, const void *y) {
+    return strcmp((*(simba__item *const *)x)->v->mutex, (*(simba__item *const *)y)->v->mutex);
+}
+
+/* A listing's mutexes, in name order whatever order the store gave them. */
+static void simba__ask_list_out(simba__ask *a) {
+    simba_loop *l = a->loop;
+    simba__item **arr = a->n ? (simba__item **)simba_alloc(l, (size_t)a->n * sizeof *arr) : NULL;
+    simba__item *it;
+    simba_view v;
+    int i = 0;
+    if (a->n && !arr) {
+        a->rc = SIMBA_ENOMEM;
+        simba__copy(a->err, sizeof a->err, "out of memory sorting a listing");
+        return;
+    }
+    for (it = a->items; it; it = it->next) arr[i++] = it;
+    if (a->n > 1) qsort(arr, (size_t)a->n, sizeof *arr, simba__item_cmp);
+    for (i = 0; i < a->n && a->cb; i++) {
+        memset(&v, 0, sizeof v);
+        memcpy(&v, arr[i]->v, SIMBA__ITEM_SIZE);
+        v.waiters = -1;
+        a->cb(&v, SIMBA_OK, a->user);
+    }
+    simba_free(l, arr);
+}
+
+/* The answer is complete: hand it to the caller, from the poll. */
+static void simba__ask_complete(simba__ask *a) {
+    simba_loop *l = a->loop;
+    if (a->rc != SIMBA_OK) simba_log(l, SIMBA_LOG_WARN, "inspection of '%s' failed: %s", a->mutex, a->err);
+    if (a->err_to) simba__copy(a->err_to, sizeof a->err, a->err);
+    l->in_cb++;
+    if (a->req.op == SIMBA_OP_INSPECT) {
+        if (a->out) {
+            if (a->have_one) *a->out = a->one;
+            else simba__view_unknown(a->out, a->mutex);
+        }
+        if (a->cb) a->cb(a->out, a->rc, a->user);
+    } else if (a->req.op == SIMBA_OP_LIST) {
+        if (a->rc == SIMBA_OK) simba__ask_list_out(a);
+        if (a->cb) a->cb(NULL, a->rc, a->user);
+    } else if (a->cb) {
+        a->cb(NULL, a->rc, a->user);
+    }
+    l->in_cb--;
+    simba__ask_free(a);
+}
+
+static simba_result simba__ask_start(simba_backend *be, simba_op op, const char *mutex, uint64_t fence, simba_view *out,
+                                     simba_view_fn cb, void *user, simba__ask **made) {
+    static const char *const what[] = {"simba_inspect", "simba_list", "simba_force_release"};
+    const char *fn = what[op - SIMBA_OP_INSPECT];
+    simba_loop *l;
+    simba__ask *a;
+    simba_result rc;
+    if (made) *made = NULL;
+    if (!be || !be->loop || be->free_requested) return SIMBA_EINVAL;
+    l = be->loop;
+    if (op != SIMBA_OP_LIST && simba_name_check(mutex) != SIMBA_OK)
+        return simba__fail(l, SIMBA_EINVAL, "%s: mutex name '%.140s' is not valid (1..%d bytes of letters, digits, - _ . : @ + = ,)",
+                           fn, mutex ? mutex : "(null)", SIMBA_NAME_MAX);
+    if (!cb && !made) return simba__fail(l, SIMBA_EINVAL, "%s: no callback", fn);
+    if (op == SIMBA_OP_INSPECT && !out) return simba__fail(l, SIMBA_EINVAL, "%s: no view to fill", fn);
+    if (!be->inspect) return simba__fail(l, SIMBA_EINVAL, "%s: backend '%s' has no inspection", fn, be->vt->name);
+    a = (simba__ask *)simba_alloc(l, sizeof *a);
+    if (!a) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory", fn);
+    memset(a, 0, sizeof *a);
+    a->loop = l;
+    a->out = out;
+    a->cb = cb;
+    a->user = user;
+    simba__copy(a->mutex, sizeof a->mutex, op == SIMBA_OP_LIST ? "" : mutex);
+    a->req.op = op;
+    a->req.mutex = a->mutex;
+    a->req.contender = "";
+    a->req.fence = fence;
+    a->req.sent_at = simba_now(l);
+    a->req.ask_ = a;
+    a->next = l->asks;
+    if (l->asks) l->asks->prev = a;
+    l->asks = a;
+    if (made) *made = a;
+    l->in_submit++; /* no hooks while the backend is inside inspect */
+    rc = be->inspect(be->impl, &a->req);
+    l->in_submit--;
+    if (rc != SIMBA_OK && !a->req.done_) simba_req_fail(&a->req, rc, be->errmsg[0] ? be->errmsg : "inspection refused");
+    simba__kick(l);
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_inspect(simba_backend *be, const char *mutex, simba_view *view, simba_view_fn cb, void *user_data) {
+    return simba__ask_start(be, SIMBA_OP_INSPECT, mutex, 0, view, cb, user_data, NULL);
+}
+SIMBA_API simba_result simba_list(simba_backend *be, simba_view_fn cb, void *user_data) {
+    return simba__ask_start(be, SIMBA_OP_LIST, NULL, 0, NULL, cb, user_data, NULL);
+}
+SIMBA_API simba_result simba_force_release(simba_backend *be, const char *mutex, uint64_t fence, simba_view_fn cb,
+                                           void *user_data) {
+    return simba__ask_start(be, SIMBA_OP_FORCE_RELEASE, mutex, fence, NULL, cb, user_data, NULL);
+}
+
+/* The blocking forms' callback: the end of the answer, or a listed mutex to pass on. */
+typedef struct simba__ask_wait {
+    int done;
+    char err[160];
+    simba_result rc;
+    simba_view_fn cb;
+    void *user;
+} simba__ask_wait;
+static void simba__ask_wait_cb(const simba_view *view, simba_result rc, void *user) {
+    simba__ask_wait *w = (simba__ask_wait *)user;
+    if (view && w->cb) { w->cb(view, rc, w->user); return; } /* a listed mutex */
+    w->done = 1;
+    w->rc = rc;
+}
+
+static simba_result simba__ask_wait_run(simba_backend *be, simba_op op, const char *mutex, uint64_t fence, simba_view *out,
+                                        simba_view_fn cb, void *user, int64_t timeout_ms) {
+    simba__ask_wait w;
+    simba__ask *a;
+    simba_loop *l;
+    simba_result rc;
+    int64_t deadline;
+    if (!be || !be->loop) return SIMBA_EINVAL;
+    l = be->loop;
+    if (l->in_cb || l->in_poll) return simba__fail(l, SIMBA_ECALLBACK, "blocking inspection from a callback");
+    memset(&w, 0, sizeof w);
+    w.cb = cb;
+    w.user = user;
+    rc = simba__ask_start(be, op, mutex, fence, out, simba__ask_wait_cb, &w, &a);
+    if (rc != SIMBA_OK) return rc;
+    a->err_to = w.err;
+    deadline = timeout_ms < 0 ? SIMBA__NEVER : simba__add(simba_now(l), simba__min(timeout_ms, SIMBA_MAX_MS));
+    while (!w.done) {
+        int64_t now = simba_now(l);
+        if (deadline != SIMBA__NEVER && now >= deadline) {
+            a->cb = NULL; /* the answer may still come: nobody hears it */
+            a->out = NULL;
+            a->err_to = NULL;
+            return simba__fail(l, SIMBA_ETIMEDOUT, "inspection of '%s' not answered in %lld ms", a->mutex, (long long)timeout_ms);
+        }
+        rc = simba_wait(l, deadline == SIMBA__NEVER ? -1 : deadline - now);
+        if (rc == SIMBA_ECLOSED) return rc; /* a callback freed the loop: touch nothing */
+        if (rc != SIMBA_OK) return rc;
+    }
+    if (w.rc == SIMBA_ESTATE) return simba__fail(l, w.rc, "simba_force_release_wait: nobody holds '%s' with fence %llu", mutex,
+                                                 (unsigned long long)fence);
+    if (w.rc != SIMBA_OK) return simba__fail(l, w.rc, "%s", w.err);
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_inspect_wait(simba_backend *be, const char *mutex, simba_view *view, int64_t timeout_ms) {
+    return simba__ask_wait_run(be, SIMBA_OP_INSPECT, mutex, 0, view, NULL, NULL, timeout_ms);
+}
+SIMBA_API simba_result simba_list_wait(simba_backend *be, simba_view_fn cb, void *user_data, int64_t timeout_ms) {
+    if (!cb) return be && be->loop ? simba__fail(be->loop, SIMBA_EINVAL, "simba_list_wait: no callback") : SIMBA_EINVAL;
+    return simba__ask_wait_run(be, SIMBA_OP_LIST, NULL, 0, NULL, cb, user_data, timeout_ms);
+}
+SIMBA_API simba_result simba_force_release_wait(simba_backend *be, const char *mutex, uint64_t fence, int64_t timeout_ms) {
+    return simba__ask_wait_run(be, SIMBA_OP_FORCE_RELEASE, mutex, fence, NULL, NULL, NULL, timeout_ms);
 }
 
 /* ---- >>stats: statistics and release reasons ------------------------------------------- */

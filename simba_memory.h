@@ -262,6 +262,63 @@ static int simba__mwait_find(const simba__mentry *e, const char *id) {
     return -1;
 }
 
+/* ACQUIRE against an entry (store locked): a renewal, a new ownership, or a place in line;
+   -1 (nothing changed) while a data-loss quarantine lasts. */
+static int simba__macquire(simba__mclient *c, simba__mentry *e, const simba_req *r, int64_t now) {
+    simba_memstore *st = c->st;
+    int i = simba__mwait_find(e, r->contender);
+    int mine = simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0;
+    /* Fairness: a free mutex goes to the oldest live waiter; anyone else joins the line
+       (a releaser asking again at once included), so nobody overtakes a waiter. */
+    int turn = e->nw == 0 || i == 0;
+    int fresh = !(mine && r->renew) && (mine || (!simba__mlive(e, now) && turn));
+    /* After a loss a lease granted before it may still be held: no new owner until the
+       longest one has ended. */
+    if (fresh && now < simba__add(st->lost_at, simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms))))
+        return -1;
+    if (fresh || (mine && r->renew)) st->max_lease = simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms));
+    if (mine && r->renew) {
+        e->ttl_at = now + r->ttl_ms; /* renewal: fence and acquired_at stay */
+        e->transition_at = e->ttl_at + r->transition_ms;
+    } else if (mine || (!simba__mlive(e, now) && turn)) {
+        /* A new ownership, also for the stored owner that stepped down locally: its
+           next tenure needs a fence above the one its late writes may still carry. */
+        simba__copy(e->owner, sizeof e->owner, r->contender);
+        /* above the record's last fence and, after a loss, above every earlier one */
+        e->fence = (e->fence > st->fence_floor ? e->fence : st->fence_floor) + 1;
+        if (e->fence > st->fence_max) st->fence_max = e->fence;
+        e->acquired_at = now;
+        e->ttl_at = now + r->ttl_ms;
+        e->transition_at = e->ttl_at + r->transition_ms;
+        if (i >= 0) simba__mwait_remove(e, i);
+        simba__mbroadcast(st, e, now);
+    } else {
+        /* Waiting: join the line (arrival order), or refresh our place in it. */
+        int64_t exp = simba__add(now, r->live_ms);
+        if (i >= 0) {
+            e->w[i].expires = exp;
+        } else {
+            if (e->nw == e->capw) {
+                int cap = e->capw ? e->capw * 2 : 4;
+                simba__mwait *w = (simba__mwait *)SIMBA_MALLOC((size_t)cap * sizeof *w);
+                if (w) {
+                    if (e->nw) memcpy(w, e->w, (size_t)e->nw * sizeof *w);
+                    SIMBA_FREE(e->w);
+                    e->w = w;
+                    e->capw = cap;
+                }
+            }
+            if (e->nw < e->capw) {
+                simba__copy(e->w[e->nw].id, sizeof e->w[0].id, r->contender);
+                e->w[e->nw].client = c;
+                e->w[e->nw].expires = exp;
+                e->nw++;
+            }
+        }
+    }
+    return 0;
+}
+
 /* Run one request against the store. Returns the reply (owner copied into owner_buf). */
 static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep, char *owner_buf) {
     simba_memstore *st = c->st;
@@ -288,60 +345,12 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
     }
     if (e) simba__mwait_purge(e, now);
     if (e && r->op == SIMBA_OP_ACQUIRE) {
-        int i = simba__mwait_find(e, r->contender);
-        int mine = simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0;
-        /* Fairness: a free mutex goes to the oldest live waiter; anyone else joins the line
-           (a releaser asking again at once included), so nobody overtakes a waiter. */
-        int turn = e->nw == 0 || i == 0;
-        int fresh = !(mine && r->renew) && (mine || (!simba__mlive(e, now) && turn));
-        /* After a loss a lease granted before it may still be held: no new owner until the
-           longest one has ended. */
-        if (fresh && now < simba__add(st->lost_at, simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms)))) {
+        if (simba__macquire(c, e, r, now) != 0) {
             pthread_mutex_unlock(&st->lock);
             memset(rep, 0, sizeof *rep);
             rep->rc = SIMBA_EBACKEND;
             rep->errmsg = "memory store: data-loss quarantine";
             return;
-        }
-        if (fresh || (mine && r->renew)) st->max_lease = simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms));
-        if (mine && r->renew) {
-            e->ttl_at = now + r->ttl_ms; /* renewal: fence and acquired_at stay */
-            e->transition_at = e->ttl_at + r->transition_ms;
-        } else if (mine || (!simba__mlive(e, now) && turn)) {
-            /* A new ownership, also for the stored owner that stepped down locally: its
-               next tenure needs a fence above the one its late writes may still carry. */
-            simba__copy(e->owner, sizeof e->owner, r->contender);
-            /* above the record's last fence and, after a loss, above every earlier one */
-            e->fence = (e->fence > st->fence_floor ? e->fence : st->fence_floor) + 1;
-            if (e->fence > st->fence_max) st->fence_max = e->fence;
-            e->acquired_at = now;
-            e->ttl_at = now + r->ttl_ms;
-            e->transition_at = e->ttl_at + r->transition_ms;
-            if (i >= 0) simba__mwait_remove(e, i);
-            simba__mbroadcast(st, e, now);
-        } else {
-            /* Waiting: join the line (arrival order), or refresh our place in it. */
-            int64_t exp = simba__add(now, r->live_ms);
-            if (i >= 0) {
-                e->w[i].expires = exp;
-            } else {
-                if (e->nw == e->capw) {
-                    int cap = e->capw ? e->capw * 2 : 4;
-                    simba__mwait *w = (simba__mwait *)SIMBA_MALLOC((size_t)cap * sizeof *w);
-                    if (w) {
-                        if (e->nw) memcpy(w, e->w, (size_t)e->nw * sizeof *w);
-                        SIMBA_FREE(e->w);
-                        e->w = w;
-                        e->capw = cap;
-                    }
-                }
-                if (e->nw < e->capw) {
-                    simba__copy(e->w[e->nw].id, sizeof e->w[0].id, r->contender);
-                    e->w[e->nw].client = c;
-                    e->w[e->nw].expires = exp;
-                    e->nw++;
-                }
-            }
         }
     } else if (e && r->op == SIMBA_OP_RELEASE) {
         if (simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0) {
@@ -365,6 +374,59 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
     pthread_mutex_unlock(&st->lock);
 }
 
+static void simba__mview(const simba__mentry *e, int64_t now, int with_waiters, simba_view *v) {
+    int i;
+    memset(v, 0, sizeof *v);
+    simba__copy(v->mutex, sizeof v->mutex, e->name);
+    v->fence = e->fence;
+    v->acquired_unix_ms = v->session_ms = SIMBA_UNKNOWN_MS; /* the store keeps no wall clock */
+    v->held_ms = v->ttl_left_ms = v->transition_left_ms = SIMBA_UNKNOWN_MS;
+    if (simba__mlive(e, now)) {
+        simba__copy(v->owner, sizeof v->owner, e->owner);
+        v->held_ms = now - e->acquired_at;
+        v->ttl_left_ms = e->ttl_at - now;
+        v->transition_left_ms = e->transition_at - now;
+    }
+    v->waiters = with_waiters ? e->nw : -1;
+    for (i = 0; with_waiters && i < e->nw && i < SIMBA_VIEW_WAITERS; i++) simba__copy(v->waiter[i], sizeof v->waiter[i], e->w[i].id);
+}
+
+/* An inspection against the store: views go to the core under the store's lock (copied). */
+static void simba__minspect(simba__mclient *c, simba_req *r, simba_reply *rep) {
+    simba_memstore *st = c->st;
+    simba__mentry *e;
+    simba_view v;
+    int64_t now;
+    size_t i;
+    memset(rep, 0, sizeof *rep);
+    pthread_mutex_lock(&st->lock);
+    now = st->now_fn(st->clock_user);
+    e = (simba__mentry *)simba__hfind(&st->entries, r->mutex);
+    if (e) simba__mwait_purge(e, now);
+    if (r->op == SIMBA_OP_INSPECT && e) {
+        simba__mview(e, now, 1, &v);
+        simba_req_view(r, &v);
+    } else if (r->op == SIMBA_OP_LIST) {
+        for (i = 0; i < st->entries.nb; i++) {
+            simba__hnode *n;
+            for (n = st->entries.b[i]; n; n = n->hnext) {
+                simba__mview((const simba__mentry *)n, now, 0, &v);
+                simba_req_view(r, &v);
+            }
+        }
+    } else if (r->op == SIMBA_OP_FORCE_RELEASE) {
+        rep->rc = SIMBA_ESTATE;
+        if (e && simba__mlive(e, now) && e->fence == r->fence) {
+            e->owner[0] = 0;
+            e->ttl_at = e->transition_at = 0;
+            if (e->nw > 0) simba__mpost(e->w[0].client, SIMBA_EV_RELEASED, e->name, e->w[0].id, NULL);
+            simba__mbroadcast(st, e, now);
+            rep->rc = SIMBA_OK;
+        }
+    }
+    pthread_mutex_unlock(&st->lock);
+}
+
 static void simba__mrun(simba__mclient *c, int64_t now) {
     simba_req *r = c->pend, *prev = NULL, *next;
     for (; r; r = next) {
@@ -375,12 +437,11 @@ static void simba__mrun(simba__mclient *c, int64_t now) {
         if (prev) prev->next_ = next; else c->pend = next;
         if (c->pend_tail == r) c->pend_tail = prev;
         if (c->fault.fail) {
-            memset(&rep, 0, sizeof rep);
-            rep.rc = SIMBA_EBACKEND;
-            rep.errmsg = "memory backend: injected failure";
-        } else {
-            simba__mexec(c, r, &rep, owner);
+            simba_req_fail(r, SIMBA_EBACKEND, "memory backend: injected failure");
+            continue;
         }
+        if (r->op >= SIMBA_OP_INSPECT) simba__minspect(c, r, &rep);
+        else simba__mexec(c, r, &rep, owner);
         simba_req_done(r, &rep);
     }
 }
@@ -482,11 +543,9 @@ static void simba__mdestroy(void *impl) {
         c->pend = r->next_;
         /* What was sent reaches the store, in order, as bytes on the wire reach a server
            after its client has gone (a delayed answer is a request in transit); a hung or
-           failing client's never do. */
-        if (!c->fault.hang && !c->fault.fail) simba__mexec(c, r, &rep, owner);
-        memset(&rep, 0, sizeof rep);
-        rep.rc = SIMBA_ECLOSED;
-        simba_req_done(r, &rep);
+           failing client's never do. An inspection changes nothing: it just ends. */
+        if (!c->fault.hang && !c->fault.fail && r->op < SIMBA_OP_INSPECT) simba__mexec(c, r, &rep, owner);
+        simba_req_fail(r, SIMBA_ECLOSED, "memory backend closed");
     }
     pthread_mutex_lock(&st->lock);
     /* A vanished client leaves no waiter entries that point at it. */
@@ -519,25 +578,21 @@ static const simba_backend_vt simba__memory_vt = {
     sizeof(simba_backend_vt), "memory", simba__msubmit, simba__mfds, simba__mprocess, simba__mdeadline, simba__mem_watch, simba__mem_unwatch, simba__mdestroy,
     SIMBA_LEASE_ASKED,
     NULL, /* hurry: nothing is held */
+    simba__msubmit, /* inspect: queued with the requests, so faults delay it alike */
 };
 
 /* >>open */
 SIMBA_API simba_result simba_memory_open(simba_loop *loop, simba_memstore *st, simba_backend **out) {
     simba__mclient *c;
     simba_result rc;
-    int i;
     if (out) *out = NULL;
     if (!loop || !st || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_memory_open: NULL argument");
     c = (simba__mclient *)simba_alloc(loop, sizeof *c);
     if (!c) return simba__fail(loop, SIMBA_ENOMEM, "simba_memory_open: out of memory");
     memset(c, 0, sizeof *c);
-    if (pipe(c->pipefd) != 0) {
+    if (simba__pipe(c->pipefd) != 0) {
         simba_free(loop, c);
         return simba__fail(loop, SIMBA_ESYS, "simba_memory_open: pipe: %s", strerror(errno));
-    }
-    for (i = 0; i < 2; i++) {
-        fcntl(c->pipefd[i], F_SETFL, fcntl(c->pipefd[i], F_GETFL) | O_NONBLOCK);
-        fcntl(c->pipefd[i], F_SETFD, FD_CLOEXEC);
     }
     c->st = st;
     c->loop = loop;

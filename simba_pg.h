@@ -16,7 +16,9 @@
  * COMPILE-TIME OPTIONS
  *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE   as in simba.h
  *   SIMBA_PG_IMPLEMENTATION                this header and the core only
- *   SIMBA_PG_BATCH_MS (50), SIMBA_PG_TAKEOVER_MS (10), SIMBA_PG_BATCH_MAX (64): see CONNECTION
+ *   SIMBA_PG_BATCH_MAX (64): see CONNECTION. How long a request waits for company is the
+ *                                          core's (simba_req.hold_ms: SIMBA_HOLD_MS and
+ *                                          SIMBA_HOLD_TAKEOVER_MS in simba.h)
  *
  * CONNECTION (one per backend, never blocks the poll)
  *   PQconnectStartParams + PQconnectPoll, then PQsendQueryParams / PQflush /
@@ -60,8 +62,8 @@
  *   share one transaction (at most SIMBA_PG_BATCH_MAX, sorted by name so batches never
  *   deadlock, one commit for all, and answered only after it: a rolled-back renewal never
  *   reaches the core); anything else has a transaction of its own. A renewal or a routine
- *   re-ask (no win expected) may wait min(ttl/64, SIMBA_PG_BATCH_MS) for company, an ask at
- *   a lease end min(ttl/256, SIMBA_PG_TAKEOVER_MS); other requests (a first ask, a pushed
+ *   re-ask (no win expected) and an ask at a lease end wait for company as long as the core
+ *   says (simba_req.hold_ms); other requests (a first ask, a pushed
  *   waiter's, a release) go at once and take them along. One poll sends and answers at most
  *   2 * SIMBA_PG_BATCH_MAX statements. Older libpq sends one at a time.
  *   The statement deadline restarts at every answer: a server that answers is alive.
@@ -164,6 +166,7 @@
  *   >>process  the work of one poll   >>close  teardown
  *   >>sql  the statements   >>row  answer rows   >>names  quoting   >>conn  the connection
  *   >>push  NOTIFY   >>stall  a statement not answered
+ *   >>inspect  simba_inspect, simba_list, simba_force_release
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
@@ -227,18 +230,6 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
 #include <stdlib.h>
 #include <string.h>
 
-/* A renewal or a waiter's routine re-ask may wait this long (at most ttl/64) for company:
-   many mutexes then cost one round trip and one commit per window, not per request. 0 sends
-   every request at once. */
-#ifndef SIMBA_PG_BATCH_MS
-#define SIMBA_PG_BATCH_MS 50
-#endif
-/* A waiter's ask at the lease end it knows may wait this long (at most ttl/256): at 10,000
-   mutexes those asks, which lose while owners renew, would otherwise cost a commit each; a
-   takeover after a crash comes this much later. 0 sends them at once. */
-#ifndef SIMBA_PG_TAKEOVER_MS
-#define SIMBA_PG_TAKEOVER_MS 10
-#endif
 /* Statements per transaction (one sync): PostgreSQL before 17 counts statement_timeout from
    the start of a pipelined transaction, and one poll answers at most one batch's worth. */
 #ifndef SIMBA_PG_BATCH_MAX
@@ -317,6 +308,29 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
    own 10,000 mutexes instead of 6). Planned without sequential scans, the plans stay index
    scans whatever the statistics say. */
 #define SIMBA__PG_FN_SET "SET enable_seqscan = off"
+
+/* Inspection (simba_inspect, simba_list, simba_force_release), one statement each. A view
+   row: name, owner, fence, acquired, held, ttl left, transition left, then for one mutex its
+   live waiters' count and the first SIMBA_VIEW_WAITERS ids, oldest first (ids hold no
+   space). A forced release clears the row only while the owner holds that fence and its
+   lease lives, and wakes the head waiter as a release without a grant does. */
+#define SIMBA__PG_NOW_EXPR "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+#define SIMBA__PG_VIEW_COLS                                                                       \
+    "name, owner, fence, acquired_ms, n.ms - acquired_ms, ttl_ms - n.ms, transition_ms - n.ms"
+#define SIMBA__PG_VIEW_FROM " FROM {T}, (SELECT " SIMBA__PG_NOW_EXPR " AS ms) n"
+#define SIMBA__PG_INSPECTION                                                                      \
+    "PREPARE simba_inspect (text) AS SELECT " SIMBA__PG_VIEW_COLS ",\n"                          \
+    "  (SELECT count(*) FROM {Q} WHERE name = $1 AND expires_ms >= n.ms),\n"                     \
+    "  (SELECT coalesce(string_agg(contender, ' ' ORDER BY seq), '') FROM (SELECT contender, seq FROM {Q}\n" \
+    "    WHERE name = $1 AND expires_ms >= n.ms ORDER BY seq LIMIT 8) w)\n"                       \
+    SIMBA__PG_VIEW_FROM " WHERE name = $1;\n"                                                    \
+    "PREPARE simba_list AS SELECT " SIMBA__PG_VIEW_COLS SIMBA__PG_VIEW_FROM ";\n"                \
+    "PREPARE simba_force (text, bigint) AS WITH n AS (SELECT " SIMBA__PG_NOW_EXPR " AS ms),\n"     \
+    "  c AS (UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0 WHERE name = $1 AND fence = $2\n" \
+    "    AND owner <> '' AND transition_ms >= (SELECT ms FROM n) RETURNING name),\n"             \
+    "  w AS (SELECT pg_notify(channel, contender || ' ' || $1) FROM (SELECT channel, contender FROM {Q}\n" \
+    "    WHERE name = $1 AND expires_ms >= (SELECT ms FROM n) AND EXISTS (SELECT 1 FROM c) ORDER BY seq LIMIT 1) h)\n" \
+    "  SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM w);\n"
 
 static const char *const simba__pg_setup_sql[] = {
     "BEGIN;\n"
@@ -517,6 +531,7 @@ static const char *const simba__pg_setup_sql[] = {
     "  SELECT " SIMBA__PG_COLS " FROM {A}($1, $2, $3, $4, $5, $6, $7);\n"
     "PREPARE simba_rel (text, text) AS SELECT " SIMBA__PG_COLS " FROM {R}($1, $2);\n"
     "PREPARE simba_read (text) AS SELECT " SIMBA__PG_COLS " FROM {D}($1);\n"
+    SIMBA__PG_INSPECTION
     "LISTEN {C};\n",
     NULL};
 
@@ -738,17 +753,22 @@ static char *simba__pg_fill(simba_loop *loop, const char *const *parts, const ch
     return out;
 }
 
+/* Fails the requests not yet sent. */
+static void simba__pg_fail_queued(simba__pg *p, simba_result rc, const char *msg) {
+    while (p->head) {
+        simba_req *r = p->head;
+        p->head = r->next_;
+        if (!p->head) p->tail = NULL;
+        simba_req_fail(r, rc, msg);
+    }
+}
+
 /* >>conn */
 static void simba__pg_fail_all(simba__pg *p, simba_result rc, const char *msg) {
-    simba_reply rep;
-    memset(&rep, 0, sizeof rep);
-    rep.rc = rc;
-    rep.errmsg = msg;
-    rep.held_ms = -1;
     while (p->fhead) {
         simba_req *r = p->fhead;
         p->fhead = r->next_;
-        simba_req_done(r, &rep);
+        simba_req_fail(r, rc, msg);
     }
     p->ftail = NULL;
     p->nfl = 0;
@@ -760,12 +780,7 @@ static void simba__pg_fail_all(simba__pg *p, simba_result rc, const char *msg) {
         PQclear(p->res[p->ngot]);
         p->res[p->ngot] = NULL;
     }
-    while (p->head) {
-        simba_req *r = p->head;
-        p->head = r->next_;
-        if (!p->head) p->tail = NULL;
-        simba_req_done(r, &rep);
-    }
+    simba__pg_fail_queued(p, rc, msg);
 }
 
 static void simba__pg_set_err(simba__pg *p, const char *what, const char *detail) {
@@ -793,8 +808,7 @@ static void simba__pg_drop(simba__pg *p, int64_t now, simba_result rc) {
     p->send_at = INT64_MAX;
     p->state = SIMBA__PG_DOWN;
     simba__pg_grants_clear(p); /* a new connection may reach another server and clock */
-    p->retry_at = simba__add(now, simba__uniform(p->loop, p->backoff / 2, p->backoff + 1));
-    p->backoff = simba__min(p->backoff * 2, p->rmax);
+    p->retry_at = simba__add(now, simba__backoff(p->loop, &p->backoff, p->rmin, p->rmax));
     simba_log(p->loop, SIMBA_LOG_WARN, "%s (next attempt in %lld ms)", p->err, (long long)(p->retry_at - now));
     simba__pg_fail_all(p, rc, p->err);
     /* Losing the connection is losing the server: the core's policy decides. */
@@ -852,6 +866,14 @@ static int simba__pg_send_one(simba__pg *p, simba_req *r) {
     } else if (r->op == SIMBA_OP_RELEASE) {
         stmt = "simba_rel";
         n = 2;
+    } else if (r->op == SIMBA_OP_INSPECT || r->op == SIMBA_OP_LIST) {
+        stmt = r->op == SIMBA_OP_LIST ? "simba_list" : "simba_inspect";
+        n = r->op == SIMBA_OP_LIST ? 0 : 1;
+    } else if (r->op == SIMBA_OP_FORCE_RELEASE) {
+        snprintf(p->num[0], sizeof p->num[0], "%llu", (unsigned long long)r->fence);
+        v[1] = p->num[0];
+        stmt = "simba_force";
+        n = 2;
     } else {
         stmt = "simba_read";
         n = 1;
@@ -893,36 +915,15 @@ static void simba__pg_sort_front(simba__pg *p) {
     if (!rest) p->tail = last;
 }
 
-/* Fails the requests not yet sent (out of memory for their result slots). */
-static void simba__pg_fail_queued(simba__pg *p, simba_result rc, const char *msg) {
-    simba_reply rep;
-    memset(&rep, 0, sizeof rep);
-    rep.rc = rc;
-    rep.errmsg = msg;
-    rep.held_ms = -1;
-    while (p->head) {
-        simba_req *r = p->head;
-        p->head = r->next_;
-        if (!p->head) p->tail = NULL;
-        simba_req_done(r, &rep);
-    }
-}
-
 /* Renewals and a waiter's timer asks (req->deferrable) share a transaction: none of them
    wakes anyone. */
 static int simba__pg_batchable(const simba_req *r) {
     return r->op == SIMBA_OP_ACQUIRE && (r->renew || r->deferrable != SIMBA_DEFER_NO);
 }
 
-/* How long a request may wait for company: a renewal or a routine re-ask min(ttl/64,
-   SIMBA_PG_BATCH_MS); a takeover ask at a lease end min(ttl/256, SIMBA_PG_TAKEOVER_MS), the
-   most it adds to a takeover; anything else not at all. */
-static int64_t simba__pg_hold(const simba_req *r) {
-    if (r->op != SIMBA_OP_ACQUIRE) return 0;
-    if (r->renew || r->deferrable == SIMBA_DEFER_ROUTINE) return simba__min(r->ttl_ms / 64, SIMBA_PG_BATCH_MS);
-    if (r->deferrable == SIMBA_DEFER_TAKEOVER) return simba__min(r->ttl_ms / 256, SIMBA_PG_TAKEOVER_MS);
-    return 0;
-}
+/* How long a request may wait for company: the core's word (simba_req.hold_ms). At 10,000
+   mutexes the asks at lease ends, which lose while owners renew, would cost a commit each. */
+static int64_t simba__pg_hold(const simba_req *r) { return r->op == SIMBA_OP_ACQUIRE ? r->hold_ms : 0; }
 
 /* Sends what is queued: in pipeline mode all of it as one batch, one transaction closed by
    one sync (renewals due in one poll share one round trip and one commit), sorted by name;
@@ -1049,7 +1050,7 @@ static void simba__pg_setup_done(simba__pg *p, int64_t now) {
     p->pipeline = PQenterPipelineMode(p->conn) == 1;
 #endif
     p->state = SIMBA__PG_READY;
-    p->backoff = p->rmin;
+    p->backoff = 0;
     p->err[0] = 0;
     simba_log(p->loop, SIMBA_LOG_INFO, "postgres: connected, listening on %s%s", p->chan, p->pipeline ? " (pipeline mode)" : "");
     /* pushes may have been missed while we were away */
@@ -1142,6 +1143,69 @@ static int simba__pg_grant_take(simba__pg *p, simba_req *req) {
     return 0;
 }
 
+/* >>inspect  An inspection's rows into views for the core (into p->rep: its answer). */
+static int simba__pg_view_row(PGresult *res, int row, simba_view *v) {
+    int64_t n[6];
+    int i;
+    const char *name = PQgetvalue(res, row, 0), *owner = PQgetvalue(res, row, 1);
+    memset(v, 0, sizeof *v);
+    for (i = 0; i < 5; i++)
+        if (simba__pg_int(PQgetvalue(res, row, i + 2), &n[i]) != 0) return -1;
+    if (strlen(name) > SIMBA_NAME_MAX || strlen(owner) > SIMBA_ID_MAX) return -1;
+    simba__copy(v->mutex, sizeof v->mutex, name);
+    v->fence = (uint64_t)n[0];
+    v->acquired_unix_ms = v->held_ms = v->ttl_left_ms = v->transition_left_ms = v->session_ms = SIMBA_UNKNOWN_MS;
+    v->waiters = -1;
+    if (owner[0] && n[4] >= 0) { /* a lease fully over is nobody's */
+        simba__copy(v->owner, sizeof v->owner, owner);
+        v->acquired_unix_ms = n[1];
+        v->held_ms = n[2];
+        v->ttl_left_ms = n[3];
+        v->transition_left_ms = n[4];
+    }
+    if (PQnfields(res) >= 9) { /* one mutex: its line */
+        const char *w = PQgetvalue(res, row, 8);
+        int k = 0;
+        if (simba__pg_int(PQgetvalue(res, row, 7), &n[5]) != 0) return -1;
+        v->waiters = (int)n[5];
+        while (*w && k < SIMBA_VIEW_WAITERS) {
+            size_t len = strcspn(w, " ");
+            if (len > SIMBA_ID_MAX) return -1;
+            memcpy(v->waiter[k], w, len);
+            v->waiter[k++][len] = 0;
+            w += len + (w[len] == ' ');
+        }
+    }
+    return 0;
+}
+
+static void simba__pg_view_result(simba__pg *p, simba_req *r, PGresult *res) {
+    int i, rows = PQntuples(res);
+    p->rep_server_ms = 0;
+    memset(&p->rep, 0, sizeof p->rep);
+    p->rep.held_ms = -1;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        simba__pg_set_err(p, "inspection failed", PQresultErrorMessage(res));
+        p->rep.rc = SIMBA_EBACKEND;
+        p->rep.errmsg = p->err;
+        return;
+    }
+    if (r->op == SIMBA_OP_FORCE_RELEASE) {
+        p->rep.rc = rows == 1 && strcmp(PQgetvalue(res, 0, 0), "1") == 0 ? SIMBA_OK : SIMBA_ESTATE;
+        return;
+    }
+    for (i = 0; i < rows; i++) {
+        simba_view v;
+        if (PQnfields(res) < 7 || simba__pg_view_row(res, i, &v) != 0) {
+            snprintf(p->err, sizeof p->err, "postgres: unreadable row %d of an inspection", i);
+            p->rep.rc = SIMBA_EBACKEND;
+            p->rep.errmsg = p->err;
+            return;
+        }
+        simba_req_view(r, &v);
+    }
+}
+
 /* A batch is over (its sync came back: committed, or rolled back if a statement failed):
    its requests are answered in order. Nothing is answered before the commit, since a grant
    that is rolled back with its batch must never reach the core. */
@@ -1158,7 +1222,11 @@ static void simba__pg_batch_done(simba__pg *p, int64_t now) {
             p->rep.rc = SIMBA_EBACKEND;
             p->rep.errmsg = p->err;
             p->rep.held_ms = -1;
-        } else simba__pg_result(p, p->res[i]);
+        } else if (r->op >= SIMBA_OP_INSPECT) {
+            simba__pg_view_result(p, r, p->res[i]);
+        } else {
+            simba__pg_result(p, p->res[i]);
+        }
         PQclear(p->res[i]);
         p->res[i] = NULL;
         if (p->rep_server_ms > 0) simba__pg_clock(p, r->sent_at, p->rep_server_ms, now);
@@ -1264,7 +1332,7 @@ static void simba__pg_discard(simba__pg *p, int64_t now) {
     }
     if (p->conn && p->stall_syncs == 0) {
         p->state = SIMBA__PG_READY;
-        p->backoff = p->rmin;
+        p->backoff = 0;
         p->err[0] = 0;
         simba_log(p->loop, SIMBA_LOG_INFO, "postgres: the server answered again on the same connection");
         simba_backend_event(p->be, SIMBA_EV_RESET, NULL, NULL, NULL); /* pushes may have been missed */
@@ -1384,14 +1452,9 @@ static int64_t simba__pg_deadline(void *impl) {
 static simba_result simba__pg_submit(void *impl, simba_req *req) {
     simba__pg *p = (simba__pg *)impl;
     int64_t hold;
-    if (req->op != SIMBA_OP_ACQUIRE && req->op != SIMBA_OP_RELEASE && req->op != SIMBA_OP_READ) return SIMBA_EINVAL;
+    if (req->op < SIMBA_OP_ACQUIRE || req->op > SIMBA_OP_FORCE_RELEASE) return SIMBA_EINVAL;
     if (p->state == SIMBA__PG_DOWN || p->state == SIMBA__PG_STALLED) {
-        simba_reply rep;
-        memset(&rep, 0, sizeof rep);
-        rep.rc = SIMBA_ECONN;
-        rep.errmsg = p->err[0] ? p->err : "postgres: not connected";
-        rep.held_ms = -1;
-        simba_req_done(req, &rep);
+        simba_req_fail(req, SIMBA_ECONN, p->err[0] ? p->err : "postgres: not connected");
         return SIMBA_OK;
     }
     if (simba__pg_grant_take(p, req)) return SIMBA_OK;
@@ -1440,13 +1503,10 @@ static const simba_backend_vt simba__pg_vt = {
     simba__pg_destroy,
     SIMBA_LEASE_ASKED,
     simba__pg_hurry,
+    simba__pg_submit, /* inspect: the same queue, each in a transaction of its own */
 };
 
 /* >>open */
-static simba_result simba__pg_ms_check(simba_loop *loop, const char *field, int64_t v) {
-    if (v >= 0 && v <= SIMBA_MAX_MS) return SIMBA_OK;
-    return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: %s must be in 0..2^40 ms (got %lld)", field, (long long)v);
-}
 
 static int simba__pg_numeric(const char *a) {
     unsigned char b[16];
@@ -1506,17 +1566,26 @@ static int simba__pg_kv(simba__pg *p, int *nk, int *ns, const char *k, const cha
     return 1;
 }
 
-SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc, simba_backend **out) {
-    simba__pg *p;
-    simba_result rc;
-    const char *table, *subst[26];
-    char qt[SIMBA__PG_QNAME_MAX], qq[SIMBA__PG_QNAME_MAX], qa[SIMBA__PG_QNAME_MAX], qr[SIMBA__PG_QNAME_MAX],
-        qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qb[SIMBA__PG_QNAME_MAX], qx[SIMBA__PG_QNAME_MAX],
-        qg[SIMBA__PG_QNAME_MAX], qh[SIMBA__PG_QNAME_MAX], qy[SIMBA__PG_QNAME_MAX], qk[SIMBA__PG_QNAME_MAX],
-        qw[SIMBA__PG_QNAME_MAX], qc[64], rnd[40], ml[24];
+/* The connection's keywords and values (copies the backend owns); 0 when out of memory. */
+static int simba__pg_conninfo(simba__pg *p, const simba_pg_desc *desc) {
     int nk = 0, ns = 0, ok;
-    if (out) *out = NULL;
-    if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: NULL argument");
+    if (desc->port) snprintf(p->port_s, sizeof p->port_s, "%d", desc->port);
+    p->expand = desc->conninfo != NULL;
+    ok = simba__pg_kv(p, &nk, &ns, "dbname", desc->conninfo) && simba__pg_kv(p, &nk, &ns, "hostaddr", desc->hostaddr) &&
+         simba__pg_kv(p, &nk, &ns, "host", desc->socket_dir) &&
+         simba__pg_kv(p, &nk, &ns, "port", desc->port ? p->port_s : NULL) &&
+         simba__pg_kv(p, &nk, &ns, "dbname", desc->dbname) && simba__pg_kv(p, &nk, &ns, "user", desc->user) &&
+         simba__pg_kv(p, &nk, &ns, "password", desc->password) && simba__pg_kv(p, &nk, &ns, "options", p->opts) &&
+         (p->keys[nk] = "application_name", p->vals[nk++] = "simba", 1);
+    p->keys[nk] = NULL;
+    p->vals[nk] = NULL;
+    return ok;
+}
+
+/* Every field of the desc, with words for what is wrong. */
+static simba_result simba__pg_desc_check(simba_loop *loop, const simba_pg_desc *desc) {
+    simba_result rc;
+    const char *table;
     table = desc->table ? desc->table : "simba_mutex";
     if (!simba__pg_name_ok(table))
         return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: table must be 1..%d printable ASCII bytes without '$'",
@@ -1528,17 +1597,28 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: port must be in 0..65535 (got %d)", desc->port);
     if (desc->socket_dir && desc->socket_dir[0] != '/')
         return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: socket_dir must be an absolute path");
-    if ((rc = simba__pg_ms_check(loop, "connect_timeout_ms", desc->connect_timeout_ms)) != SIMBA_OK ||
-        (rc = simba__pg_ms_check(loop, "statement_timeout_ms", desc->statement_timeout_ms)) != SIMBA_OK ||
-        (rc = simba__pg_ms_check(loop, "reconnect_min_ms", desc->reconnect_min_ms)) != SIMBA_OK ||
-        (rc = simba__pg_ms_check(loop, "reconnect_max_ms", desc->reconnect_max_ms)) != SIMBA_OK ||
-        (rc = simba__pg_ms_check(loop, "stall_timeout_ms", desc->stall_timeout_ms)) != SIMBA_OK ||
-        (rc = simba__pg_ms_check(loop, "max_lease_ms", desc->max_lease_ms)) != SIMBA_OK)
+    if ((rc = simba__desc_ms(loop, "simba_pg_open", "connect_timeout_ms", desc->connect_timeout_ms)) != SIMBA_OK ||
+        (rc = simba__desc_ms(loop, "simba_pg_open", "statement_timeout_ms", desc->statement_timeout_ms)) != SIMBA_OK ||
+        (rc = simba__desc_reconnect(loop, "simba_pg_open", desc->reconnect_min_ms, desc->reconnect_max_ms)) != SIMBA_OK ||
+        (rc = simba__desc_ms(loop, "simba_pg_open", "stall_timeout_ms", desc->stall_timeout_ms)) != SIMBA_OK ||
+        (rc = simba__desc_ms(loop, "simba_pg_open", "max_lease_ms", desc->max_lease_ms)) != SIMBA_OK)
         return rc;
-    if (desc->reconnect_min_ms && desc->reconnect_max_ms && desc->reconnect_min_ms > desc->reconnect_max_ms)
-        return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: reconnect_min_ms (%lld) must not exceed reconnect_max_ms (%lld)",
-                           (long long)desc->reconnect_min_ms, (long long)desc->reconnect_max_ms);
-    if ((rc = simba__pg_host_check(loop, desc)) != SIMBA_OK) return rc;
+    return simba__pg_host_check(loop, desc);
+}
+
+SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc, simba_backend **out) {
+    simba__pg *p;
+    simba_result rc;
+    const char *table, *subst[26];
+    char qt[SIMBA__PG_QNAME_MAX], qq[SIMBA__PG_QNAME_MAX], qa[SIMBA__PG_QNAME_MAX], qr[SIMBA__PG_QNAME_MAX],
+        qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qb[SIMBA__PG_QNAME_MAX], qx[SIMBA__PG_QNAME_MAX],
+        qg[SIMBA__PG_QNAME_MAX], qh[SIMBA__PG_QNAME_MAX], qy[SIMBA__PG_QNAME_MAX], qk[SIMBA__PG_QNAME_MAX],
+        qw[SIMBA__PG_QNAME_MAX], qc[64], rnd[40], ml[24];
+    int ok;
+    if (out) *out = NULL;
+    if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: NULL argument");
+    if ((rc = simba__pg_desc_check(loop, desc)) != SIMBA_OK) return rc;
+    table = desc->table ? desc->table : "simba_mutex";
     if (simba_contender_id_random(loop, rnd, sizeof rnd) != SIMBA_OK) return simba__fail(loop, SIMBA_ESYS, "simba_pg_open: no random channel name");
 
     p = (simba__pg *)simba_alloc(loop, sizeof *p);
@@ -1551,22 +1631,13 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     p->stall_to = desc->stall_timeout_ms ? desc->stall_timeout_ms : 30000;
     p->rmin = desc->reconnect_min_ms ? desc->reconnect_min_ms : 100;
     p->rmax = desc->reconnect_max_ms ? desc->reconnect_max_ms : (p->rmin > 5000 ? p->rmin : 5000);
-    p->backoff = p->rmin;
+    p->backoff = 0;
     p->send_at = INT64_MAX;
     p->off_at = INT64_MIN;
     snprintf(p->chan, sizeof p->chan, "simba_%.32s", rnd);
     /* the server gives up on a statement when we do: its row locks are not held for nothing */
     snprintf(p->opts, sizeof p->opts, "-c statement_timeout=%lld", (long long)p->stmt_to);
-    if (desc->port) snprintf(p->port_s, sizeof p->port_s, "%d", desc->port);
-    p->expand = desc->conninfo != NULL;
-    ok = simba__pg_kv(p, &nk, &ns, "dbname", desc->conninfo) && simba__pg_kv(p, &nk, &ns, "hostaddr", desc->hostaddr) &&
-         simba__pg_kv(p, &nk, &ns, "host", desc->socket_dir) &&
-         simba__pg_kv(p, &nk, &ns, "port", desc->port ? p->port_s : NULL) &&
-         simba__pg_kv(p, &nk, &ns, "dbname", desc->dbname) && simba__pg_kv(p, &nk, &ns, "user", desc->user) &&
-         simba__pg_kv(p, &nk, &ns, "password", desc->password) && simba__pg_kv(p, &nk, &ns, "options", p->opts) &&
-         (p->keys[nk] = "application_name", p->vals[nk++] = "simba", 1);
-    p->keys[nk] = NULL;
-    p->vals[nk] = NULL;
+    ok = simba__pg_conninfo(p, desc);
     memset((void *)subst, 0, sizeof subst);
     ok = ok && simba__pg_quote(qt, sizeof qt, desc->schema, table, "") && simba__pg_quote(qq, sizeof qq, desc->schema, table, "_q") &&
          simba__pg_quote(qa, sizeof qa, desc->schema, table, "_acq") && simba__pg_quote(qr, sizeof qr, desc->schema, table, "_rel") &&

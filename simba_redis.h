@@ -168,6 +168,7 @@
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
  *   >>process  the work of one poll   >>close  teardown
+ *   >>inspect  simba_inspect, simba_list, simba_force_release
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
@@ -396,10 +397,40 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     "if enqueue() then first = 1 end\n"                                                     \
     "return {o[6], o[4] - now, p, now - o[3], o[1], first}\n"
 
+/* The head of the line hears of a release on its wake channel ('released <releaser>'); a
+   head that is not alive (its place lapsed, nobody listening) leaves the line. True when
+   one was woken. KEYS[3], KEYS[4]: queue and qexp; ARGV[3]: the wake channel prefix. */
+#define SIMBA__REDIS_LUA_WAKE_HEAD                                                          \
+    "local function wake_head(c)\n"                                                         \
+    "  local w = redis.call('ZRANGE', KEYS[3], 0, 0)\n"                                     \
+    "  if #w == 0 then return false end\n"                                                  \
+    "  local now = clock()\n"                                                               \
+    "  for i = 1, 16 do\n"                                                                  \
+    "    if w[1] ~= c then\n"                                                               \
+    "      local e = redis.call('ZSCORE', KEYS[4], w[1])\n"                                 \
+    "      if e and tonumber(e) > now and\n"                                                \
+    "         redis.call(PUB, ARGV[3] .. w[1], 'released ' .. c) > 0 then\n"                \
+    "        return true\n"                                                                 \
+    "      end\n"                                                                           \
+    "    end\n"                                                                             \
+    "    redis.call('ZREM', KEYS[3], w[1])\n"                                               \
+    "    redis.call('ZREM', KEYS[4], w[1])\n"                                               \
+    "    w = redis.call('ZRANGE', KEYS[3], 0, 0)\n"                                         \
+    "    if #w == 0 then break end\n"                                                       \
+    "  end\n"                                                                               \
+    "  return false\n"                                                                      \
+    "end\n"                                                                                 \
+    /* Nobody to wake: tell every watcher, unless the only one is the releaser itself. */   \
+    "local function tell_watchers(own)\n"                                                   \
+    "  if redis.call('PUBSUB', NSUB, ARGV[2])[2] > tonumber(own) then\n"                    \
+    "    redis.call(PUB, ARGV[2], 'released')\n"                                            \
+    "  end\n"                                                                               \
+    "end\n"
+
 /* ARGV: contender, event channel, wake channel prefix (the waiter id is appended), how many
    of the event channel's subscribers are the releaser's own (0 or 1) */
 #define SIMBA__REDIS_LUA_RELEASE                                                            \
-    SIMBA__REDIS_LUA_REC                                                                    \
+    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_WAKE_HEAD                                         \
     "local c = ARGV[1]\n"                                                                   \
     "local v = redis.call('GET', KEYS[1])\n"                                                \
     "local o = v and rec(v)\n"                                                              \
@@ -413,28 +444,66 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
        no clock. Only the head's expiry is checked, not a purge of the whole queue: a live  \
        head costs one ZSCORE, and dead entries behind it go when they come to the head or   \
        when the next waiter enters. */                                                      \
-    "local w = redis.call('ZRANGE', KEYS[3], 0, 0)\n"                                       \
-    "if #w > 0 then\n"                                                                      \
-    "  local now = clock()\n"                                                               \
-    "  for i = 1, 16 do\n"                                                                  \
-    "    if w[1] ~= c then\n"                                                               \
-    "      local e = redis.call('ZSCORE', KEYS[4], w[1])\n"                                 \
-    "      if e and tonumber(e) > now and\n"                                                \
-    "         redis.call(PUB, ARGV[3] .. w[1], 'released ' .. c) > 0 then\n"                \
-    "        return {'', 0, 0, -1, '0', 0}\n"                                               \
-    "      end\n"                                                                           \
-    "    end\n"                                                                             \
-    "    redis.call('ZREM', KEYS[3], w[1])\n"                                               \
-    "    redis.call('ZREM', KEYS[4], w[1])\n"                                               \
-    "    w = redis.call('ZRANGE', KEYS[3], 0, 0)\n"                                         \
-    "    if #w == 0 then break end\n"                                                       \
+    "if not wake_head(c) then tell_watchers(ARGV[4]) end\n"                                 \
+    "return {'', 0, 0, -1, '0', 0}\n"
+
+/* A forced release (simba_force_release): as the owner's own release, but the owner is
+   named by its fence (ARGV[1]). Returns 1 when it was cleared. */
+#define SIMBA__REDIS_LUA_FORCE                                                              \
+    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_WAKE_HEAD                                         \
+    "local v = redis.call('GET', KEYS[1])\n"                                                \
+    "local o = v and rec(v)\n"                                                              \
+    "if o and o.err then return o end\n"                                                    \
+    "if not o or o[1] ~= ARGV[1] then return 0 end\n"                                       \
+    "redis.call('DEL', KEYS[1])\n"                                                          \
+    "if not wake_head(o[6]) then tell_watchers(0) end\n"                                    \
+    "return 1\n"
+
+/* A view of one mutex: {owner, fence, acquired, held, ttl_left, lease_left} as digit strings
+   ('' owner = nobody; the fence key keeps the last fence), server ms. */
+#define SIMBA__REDIS_LUA_VIEW                                                               \
+    "local function view(ko, kf, now)\n"                                                    \
+    "  local v = redis.call('GET', ko)\n"                                                   \
+    "  local o = v and rec(v)\n"                                                            \
+    "  local f = redis.call('GET', kf) or '0'\n"                                            \
+    "  if not o or o.err then return {'', f, '-1', '-1', '-1', '-1'} end\n"                 \
+    "  return {o[6], o[1], o[2], tostring(now - o[3]), tostring(o[4] - now), tostring(o[5] - now)}\n" \
+    "end\n"
+
+/* KEYS: owner, fence, queue, qexp. The view, then the live waiters' count and the first
+   ARGV[1] of them, oldest first. */
+#define SIMBA__REDIS_LUA_INSPECT                                                            \
+    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_VIEW                                              \
+    "local now = clock()\n"                                                                 \
+    "local r = view(KEYS[1], KEYS[2], now)\n"                                               \
+    "local ids, n = {}, 0\n"                                                                \
+    "for _, c in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do\n"                         \
+    "  local e = redis.call('ZSCORE', KEYS[4], c)\n"                                        \
+    "  if e and tonumber(e) > now then\n"                                                   \
+    "    n = n + 1\n"                                                                       \
+    "    if n <= tonumber(ARGV[1]) then ids[n] = c end\n"                                   \
     "  end\n"                                                                               \
     "end\n"                                                                                 \
-    /* Nobody to wake: tell every watcher, unless the only one is the releaser itself. */   \
-    "if redis.call('PUBSUB', NSUB, ARGV[2])[2] > tonumber(ARGV[4]) then\n"                  \
-    "  redis.call(PUB, ARGV[2], 'released')\n"                                              \
+    "r[7] = tostring(n)\n"                                                                  \
+    "for i, c in ipairs(ids) do r[7 + i] = c end\n"                                         \
+    "return r\n"
+
+/* One page of a listing (no keys: the node it runs on). ARGV: SCAN cursor, the fence keys'
+   pattern, the prefix. Returns {next cursor, then per mutex its name and view}. */
+#define SIMBA__REDIS_LUA_LIST                                                               \
+    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_VIEW                                              \
+    "local now = clock()\n"                                                                 \
+    "local page = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[2], 'COUNT', 1000)\n"           \
+    "local r = {page[1]}\n"                                                                 \
+    "local n = #ARGV[3]\n"                                                                  \
+    "for _, k in ipairs(page[2]) do\n"                                                      \
+    "  local name = string.match(string.sub(k, n + 1), '^{([^{}]+)}:fence$')\n"             \
+    "  if name then\n"                                                                      \
+    "    r[#r + 1] = name\n"                                                                \
+    "    for _, x in ipairs(view(string.sub(k, 1, -6) .. 'owner', k, now)) do r[#r + 1] = x end\n" \
+    "  end\n"                                                                               \
     "end\n"                                                                                 \
-    "return {'', 0, 0, -1, '0', 0}\n"
+    "return r\n"
 
 /* KEYS: owner only */
 #define SIMBA__REDIS_LUA_READ                                                               \
@@ -444,7 +513,7 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     "if o and o.err then return o end\n"                                                    \
     "return current(o, (clock()))\n"
 
-enum { SIMBA__RS_ACQUIRE, SIMBA__RS_RELEASE, SIMBA__RS_READ, SIMBA__RS_N };
+enum { SIMBA__RS_ACQUIRE, SIMBA__RS_RELEASE, SIMBA__RS_READ, SIMBA__RS_INSPECT, SIMBA__RS_LIST, SIMBA__RS_FORCE, SIMBA__RS_N };
 /* Standalone scripts publish with PUBLISH and count listeners with PUBSUB NUMSUB; the
    Cluster ones use sharded pub/sub (Redis >= 7), so a wake-up goes to the mutex's own shard
    and PUBSUB SHARDNUMSUB counts the listeners there, not on whichever node runs the script. */
@@ -452,74 +521,37 @@ enum { SIMBA__RS_ACQUIRE, SIMBA__RS_RELEASE, SIMBA__RS_READ, SIMBA__RS_N };
 #define SIMBA__REDIS_LUA_SHARD "local PUB, NSUB = 'SPUBLISH', 'SHARDNUMSUB'\n"
 static const char *const simba__redis_lua[2][SIMBA__RS_N] = {
     {SIMBA__REDIS_LUA_PLAIN SIMBA__REDIS_LUA_ACQUIRE, SIMBA__REDIS_LUA_PLAIN SIMBA__REDIS_LUA_RELEASE,
-     SIMBA__REDIS_LUA_READ},
+     SIMBA__REDIS_LUA_READ, SIMBA__REDIS_LUA_INSPECT, SIMBA__REDIS_LUA_LIST, SIMBA__REDIS_LUA_PLAIN SIMBA__REDIS_LUA_FORCE},
     {SIMBA__REDIS_LUA_SHARD SIMBA__REDIS_LUA_ACQUIRE, SIMBA__REDIS_LUA_SHARD SIMBA__REDIS_LUA_RELEASE,
-     SIMBA__REDIS_LUA_READ}};
-
-/* ---- a small intrusive string-keyed hash map ----------------------------------------- */
-
-typedef struct simba__rnode {
-    struct simba__rnode *hnext;
-    char *key;
-    size_t klen;
-} simba__rnode;
-
-typedef struct simba__rmap {
-    simba__rnode **b;
-    size_t nb, n;
-} simba__rmap;
-
-static size_t simba__rhash(const char *s, size_t len) {
-    uint64_t h = 1469598103934665603ull;
-    size_t i;
-    for (i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return (size_t)(h ^ (h >> 29));
-}
-
-static simba__rnode *simba__rmap_get(const simba__rmap *m, const char *key, size_t len) {
-    simba__rnode *n;
-    if (!m->nb) return NULL;
-    for (n = m->b[simba__rhash(key, len) & (m->nb - 1)]; n; n = n->hnext)
-        if (n->klen == len && memcmp(n->key, key, len) == 0) return n;
-    return NULL;
-}
-
-static simba_result simba__rmap_put(simba_loop *loop, simba__rmap *m, simba__rnode *node) {
-    size_t i;
-    if (m->n + 1 > m->nb) {
-        size_t nb = m->nb ? m->nb * 2 : 16;
-        simba__rnode **b = (simba__rnode **)simba_alloc(loop, nb * sizeof(*b));
-        if (!b) return SIMBA_ENOMEM;
-        memset(b, 0, nb * sizeof(*b));
-        for (i = 0; i < m->nb; i++) {
-            simba__rnode *n = m->b[i], *next;
-            for (; n; n = next) {
-                size_t h = simba__rhash(n->key, n->klen) & (nb - 1);
-                next = n->hnext;
-                n->hnext = b[h];
-                b[h] = n;
-            }
-        }
-        simba_free(loop, m->b);
-        m->b = b;
-        m->nb = nb;
+     SIMBA__REDIS_LUA_READ, SIMBA__REDIS_LUA_INSPECT, SIMBA__REDIS_LUA_LIST, SIMBA__REDIS_LUA_SHARD SIMBA__REDIS_LUA_FORCE}};
+/* The script that serves a request. */
+static int simba__redis_script(simba_op op) {
+    switch (op) {
+    case SIMBA_OP_ACQUIRE: return SIMBA__RS_ACQUIRE;
+    case SIMBA_OP_RELEASE: return SIMBA__RS_RELEASE;
+    case SIMBA_OP_INSPECT: return SIMBA__RS_INSPECT;
+    case SIMBA_OP_LIST: return SIMBA__RS_LIST;
+    case SIMBA_OP_FORCE_RELEASE: return SIMBA__RS_FORCE;
+    default: return SIMBA__RS_READ;
     }
-    i = simba__rhash(node->key, node->klen) & (m->nb - 1);
-    node->hnext = m->b[i];
-    m->b[i] = node;
-    m->n++;
-    return SIMBA_OK;
 }
 
-static void simba__rmap_del(simba__rmap *m, simba__rnode *node) {
-    simba__rnode **p;
-    if (!m->nb) return;
-    for (p = &m->b[simba__rhash(node->key, node->klen) & (m->nb - 1)]; *p; p = &(*p)->hnext)
-        if (*p == node) {
-            *p = node->hnext;
-            m->n--;
-            return;
-        }
+/* Channels and mutexes are kept in the core's hash map (simba__htab), each node keyed by
+   a copy of its string that the node owns. */
+
+/* A zeroed record of size bytes that starts with its node, keyed by a copy of name and put
+   in map; NULL when out of memory (nothing kept). */
+static simba__hnode *simba__redis_node_new(simba_loop *loop, simba__htab *map, size_t size, const char *name) {
+    simba__hnode *n = (simba__hnode *)simba_alloc(loop, size);
+    if (!n) return NULL;
+    memset(n, 0, size);
+    n->key = simba__strdup(loop, name);
+    if (!n->key || !simba__hinsert(map, n, simba__lalloc, simba__lfree, loop)) {
+        simba_free(loop, (void *)n->key);
+        simba_free(loop, n);
+        return NULL;
+    }
+    return n;
 }
 
 /* ---- state --------------------------------------------------------------------------- */
@@ -536,7 +568,7 @@ enum { SIMBA__RSUB_EV, SIMBA__RSUB_OW, SIMBA__RSUB_WAKE };
 /* One subscribed channel: a mutex's event or owner channel, or one contender's wake
    channel. */
 typedef struct simba__rsub {
-    simba__rnode node; /* key = channel */
+    simba__hnode node; /* key = channel */
     struct simba__rsub *mnext;
     struct simba__rmutex *m;
     char *contender; /* wake channels only */
@@ -547,7 +579,7 @@ typedef struct simba__rsub {
 } simba__rsub;
 
 typedef struct simba__rmutex {
-    simba__rnode node; /* key = mutex name */
+    simba__hnode node; /* key = mutex name */
     int refs;
     int nidle;
     simba__rsub *ev;
@@ -571,6 +603,7 @@ typedef struct simba__rop {
     int hops;     /* Cluster: MOVED/ASK redirections followed so far */
     int asking;   /* Cluster: send ASKING first (an ASK redirection) */
     uint32_t seq; /* RELEASE: its contender's acq_seq when submitted */
+    char cursor[24]; /* LIST: the SCAN cursor of the next page */
     /* desc.wait_replicas: the script's answer, kept until the WAIT after it answers */
     int waits, have;
     long long acked;
@@ -633,7 +666,7 @@ typedef struct simba__redis {
     simba__rop *free_ops, *all_ops;
     int nfree_ops;
     char werr[200]; /* a wait_replicas refusal's message, read by simba_req_done at once */
-    simba__rmap mutexes, chans;
+    simba__htab mutexes, chans;
     int reset_pending;
     int destroying;
     int64_t io_at; /* loop time of the last process() that was handed a ready set */
@@ -649,16 +682,6 @@ typedef struct simba__redis {
 } simba__redis;
 
 /* ---- helpers --------------------------------------------------------------------------- */
-
-static char *simba__redis_strdup(simba_loop *loop, const char *s) {
-    size_t n;
-    char *p;
-    if (!s) return NULL;
-    n = strlen(s) + 1;
-    p = (char *)simba_alloc(loop, n);
-    if (p) memcpy(p, s, n);
-    return p;
-}
 
 static void simba__redis_seterr(simba__redis *r, const char *what, const char *detail) {
     snprintf(r->err, sizeof(r->err), "redis %s%s%s", what, detail && *detail ? ": " : "",
@@ -813,11 +836,6 @@ static void simba__rcl_tags_fill(char (*tags)[SIMBA__RCL_TAG]) {
     }
 }
 
-/* [base/2, base]: spread reconnects of many clients after a server restart. The loop's
-   random source covers the whole int64 range of a backoff (the option allows 2^40 ms). */
-static int64_t simba__redis_jitter(simba__redis *r, int64_t base) {
-    return simba__uniform(r->loop, base / 2, simba__add(base, 1));
-}
 
 /* ---- request completion ------------------------------------------------------------------ */
 
@@ -837,6 +855,13 @@ static void simba__rop_release(simba__redis *r, simba__rop *op) {
 }
 
 static void simba__redis_wake_released(simba__redis *r, const simba_req *req, uint32_t seq, int ok);
+static void simba__rcl_list_part(simba_req *req, const simba_reply *rep);
+
+/* Every answer of a node goes through here: a Cluster listing's part goes to its router. */
+static void simba__redis_done(simba__redis *r, simba_req *req, const simba_reply *rep) {
+    if (r->router && req->op == SIMBA_OP_LIST) simba__rcl_list_part(req, rep);
+    else simba_req_done(req, rep);
+}
 
 static void simba__rop_fail(simba__redis *r, simba__rop *op, simba_result rc, const char *msg) {
     simba_reply rep;
@@ -847,7 +872,7 @@ static void simba__rop_fail(simba__redis *r, simba__rop *op, simba_result rc, co
     rep.errmsg = msg && *msg ? msg : NULL;
     rep.held_ms = -1;
     simba__rop_release(r, op);
-    simba_req_done(req, &rep);
+    simba__redis_done(r, req, &rep);
 }
 
 static void simba__rop_unlink(simba__redis *r, simba__rop *op) {
@@ -970,7 +995,47 @@ static void simba__redis_on_wait(redisAsyncContext *ac, void *reply, void *priv)
         rep.held_ms = -1;
     }
     simba__rop_release(r, op);
-    simba_req_done(req, &rep);
+    simba__redis_done(r, req, &rep);
+}
+
+static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply *x, simba_reply *rep);
+
+/* A script's reply (not a redirection) into the request's answer. 1 when the request is
+   not answered yet: a listing's next page went out. */
+static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply *x, simba_reply *rep) {
+    int v = 0;
+    memset(rep, 0, sizeof(*rep));
+    rep->held_ms = -1;
+    if (x->type == REDIS_REPLY_ERROR && !r->router &&
+        (strncmp(x->str, "MOVED ", 6) == 0 || strncmp(x->str, "CROSSSLOT", 9) == 0)) {
+        /* A Cluster node: the keys live elsewhere (MOVED), or the prefix-wide data-loss
+           marker is in another slot than the mutex (CROSSSLOT). Retrying cannot help. */
+        snprintf(r->cfg_msg, sizeof(r->cfg_msg), "redis: the server answered %.*s: it is a Redis Cluster node, and "
+                 "this backend was opened without simba_redis_desc.cluster = 1", (int)strcspn(x->str, " "), x->str);
+        rep->rc = SIMBA_EBACKEND;
+        rep->errmsg = r->cfg_msg;
+        if (!r->moved_noted) {
+            r->moved_noted = 1;
+            simba_log(r->loop, SIMBA_LOG_ERROR, "%s (%s)", rep->errmsg, x->str);
+        }
+        return 0;
+    }
+    if (x->type == REDIS_REPLY_ERROR) {
+        rep->rc = SIMBA_EBACKEND;
+        rep->errmsg = x->str;
+        return 0;
+    }
+    if (op->req->op >= SIMBA_OP_INSPECT) v = simba__redis_views(r, op, x, rep);
+    else if (simba__redis_parse(x, rep) == 0) return 0;
+    else v = -1;
+    if (v == 1) return 1;
+    if (v < 0) {
+        memset(rep, 0, sizeof(*rep));
+        rep->rc = SIMBA_EBACKEND;
+        rep->errmsg = op->req->op >= SIMBA_OP_INSPECT ? "redis: unexpected inspection reply" : "redis: unexpected script reply";
+        rep->held_ms = -1;
+    }
+    return 0;
 }
 
 static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv) {
@@ -997,9 +1062,7 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
     if (x->type == REDIS_REPLY_ERROR && strncmp(x->str, "NOSCRIPT", 8) == 0 && !op->retried &&
         !(ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING))) {
         /* The script cache was flushed under us: load it again, then re-run. */
-        int idx = op->req->op == SIMBA_OP_ACQUIRE   ? SIMBA__RS_ACQUIRE
-                  : op->req->op == SIMBA_OP_RELEASE ? SIMBA__RS_RELEASE
-                                                    : SIMBA__RS_READ;
+        int idx = simba__redis_script(op->req->op);
         op->retried = 1;
         redisAsyncCommand(ac, simba__redis_on_ignore, NULL, "SCRIPT LOAD %s", simba__redis_lua[r->cluster][idx]);
         simba__redis_send(r, op, simba_now(r->loop));
@@ -1011,30 +1074,7 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
         /* Cluster: the op went on to the right node. Standalone: a configuration error. */
         if (simba__rcl_redirect(r, op, x->str)) return;
     }
-    memset(&rep, 0, sizeof(rep));
-    if (x->type == REDIS_REPLY_ERROR && !r->router &&
-        (strncmp(x->str, "MOVED ", 6) == 0 || strncmp(x->str, "CROSSSLOT", 9) == 0)) {
-        /* A Cluster node: the keys live elsewhere (MOVED), or the prefix-wide data-loss
-           marker is in another slot than the mutex (CROSSSLOT). Retrying cannot help. */
-        snprintf(r->cfg_msg, sizeof(r->cfg_msg), "redis: the server answered %.*s: it is a Redis Cluster node, and "
-                 "this backend was opened without simba_redis_desc.cluster = 1", (int)strcspn(x->str, " "), x->str);
-        rep.rc = SIMBA_EBACKEND;
-        rep.errmsg = r->cfg_msg;
-        rep.held_ms = -1;
-        if (!r->moved_noted) {
-            r->moved_noted = 1;
-            simba_log(r->loop, SIMBA_LOG_ERROR, "%s (%s)", rep.errmsg, x->str);
-        }
-    } else if (x->type == REDIS_REPLY_ERROR) {
-        rep.rc = SIMBA_EBACKEND;
-        rep.errmsg = x->str;
-        rep.held_ms = -1;
-    } else if (simba__redis_parse(x, &rep) != 0) {
-        memset(&rep, 0, sizeof(rep));
-        rep.rc = SIMBA_EBACKEND;
-        rep.errmsg = "redis: unexpected script reply";
-        rep.held_ms = -1;
-    }
+    if (simba__redis_answer(r, op, x, &rep)) return; /* a listing's next page went out */
     req = op->req;
     if (req->op == SIMBA_OP_ACQUIRE && r->wait_replicas > 0 && rep.rc == SIMBA_OK && rep.held_ms == 0 &&
         strcmp(rep.owner, req->contender) == 0 && !(ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)) &&
@@ -1049,17 +1089,159 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
     }
     if (req->op == SIMBA_OP_RELEASE) simba__redis_wake_released(r, req, op->seq, rep.rc == SIMBA_OK);
     simba__rop_release(r, op);
-    simba_req_done(req, &rep);
+    simba__redis_done(r, req, &rep);
+}
+
+/* One view from six digit strings (owner, fence, acquired, held, ttl left, lease left);
+   -1 is "not known" where nobody holds it. */
+static int simba__redis_view(const redisReply *const *e, simba_view *v) {
+    int64_t n[5];
+    int i;
+    memset(v, 0, sizeof *v);
+    if (e[0]->type != REDIS_REPLY_STRING || e[0]->len > SIMBA_ID_MAX) return -1;
+    for (i = 0; i < 5; i++)
+        if (simba__redis_int(e[i + 1], &n[i]) != 0) return -1;
+    memcpy(v->owner, e[0]->str, e[0]->len);
+    v->fence = (uint64_t)n[0];
+    v->session_ms = SIMBA_UNKNOWN_MS;
+    v->waiters = -1;
+    v->acquired_unix_ms = v->owner[0] ? n[1] : SIMBA_UNKNOWN_MS;
+    v->held_ms = v->owner[0] ? n[2] : SIMBA_UNKNOWN_MS;
+    v->ttl_left_ms = v->owner[0] ? n[3] : SIMBA_UNKNOWN_MS;
+    v->transition_left_ms = v->owner[0] ? n[4] : SIMBA_UNKNOWN_MS;
+    return 0;
+}
+
+/* >>inspect An inspection script's reply: views to the core, rep its answer. 0, -1 when
+   the reply is not what the script returns, 1 when a listing's next page went out. */
+static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply *x, simba_reply *rep) {
+    simba_req *req = op->req;
+    simba_view v;
+    size_t i;
+    memset(rep, 0, sizeof(*rep));
+    rep->held_ms = -1;
+    if (req->op == SIMBA_OP_FORCE_RELEASE) {
+        if (x->type != REDIS_REPLY_INTEGER) return -1;
+        rep->rc = x->integer == 1 ? SIMBA_OK : SIMBA_ESTATE;
+        return 0;
+    }
+    if (x->type != REDIS_REPLY_ARRAY) return -1;
+    for (i = 0; i < x->elements; i++)
+        if (x->element[i]->type != REDIS_REPLY_STRING) return -1;
+    if (req->op == SIMBA_OP_INSPECT) {
+        int64_t n;
+        if (x->elements < 7 || simba__redis_view((const redisReply *const *)x->element, &v) != 0 ||
+            simba__redis_int(x->element[6], &n) != 0)
+            return -1;
+        simba__copy(v.mutex, sizeof v.mutex, req->mutex);
+        v.waiters = (int)n;
+        for (i = 7; i < x->elements && i - 7 < SIMBA_VIEW_WAITERS; i++) simba__copy(v.waiter[i - 7], sizeof v.waiter[0], x->element[i]->str);
+        simba_req_view(req, &v);
+        return 0;
+    }
+    if (x->elements < 1 || x->element[0]->len >= sizeof op->cursor || (x->elements - 1) % 7 != 0) return -1;
+    for (i = 1; i + 7 <= x->elements; i += 7) {
+        if (x->element[i]->len > SIMBA_NAME_MAX || simba__redis_view((const redisReply *const *)x->element + i + 1, &v) != 0) return -1;
+        memcpy(v.mutex, x->element[i]->str, x->element[i]->len);
+        simba_req_view(req, &v);
+    }
+    if (strcmp(x->element[0]->str, "0") == 0) return 0;
+    memcpy(op->cursor, x->element[0]->str, x->element[0]->len + 1);
+    simba__redis_send(r, op, simba_now(r->loop));
+    return 1;
 }
 
 static simba__rmutex *simba__redis_mutex(simba__redis *r, const char *mutex);
 
-static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
-    char k[6][SIMBA__REDIS_KEY_MAX], ch[SIMBA__REDIS_KEY_MAX], wk[SIMBA__REDIS_KEY_MAX];
-    char ttl[24], lease[24], quar[24], live[24], ow[SIMBA__REDIS_KEY_MAX];
+/* One script call's arguments, built without printf (see simba__rb) into its own buffers. */
+typedef struct simba__rargs {
+    char k[6][SIMBA__REDIS_KEY_MAX], ch[SIMBA__REDIS_KEY_MAX], wk[SIMBA__REDIS_KEY_MAX], ow[SIMBA__REDIS_KEY_MAX];
+    char ttl[24], lease[24], quar[24], live[24];
     const char *argv[24];
+    int argc;
+} simba__rargs;
+
+/* ACQUIRE: KEYS[5..6] the data-loss marker and the "declared empty" key, then ARGV. */
+static void simba__redis_args_acquire(simba__redis *r, const simba_req *req, simba__rargs *a) {
+    int64_t lease_ms = req->ttl_ms + req->transition_ms;
+    /* Standalone: one marker per prefix (and db). A cluster mode passes
+       "<prefix>{<name>}:alive" instead, in the mutex's hash slot; the script is the same. */
+    if (r->cluster) {
+        /* Cluster: the marker of the mutex's slot, and that slot's "declared empty" key. */
+        const char *tag = r->tags[simba__rcl_slot(req->mutex)];
+        snprintf(a->k[4], sizeof(a->k[4]), "%s{%s}:alive", r->prefix, tag);
+        snprintf(a->k[5], sizeof(a->k[5]), "%s{%s}", SIMBA__REDIS_FRESH_KEY, tag);
+        a->argv[a->argc++] = a->k[4];
+        a->argv[a->argc++] = a->k[5];
+    } else {
+        simba__rb b;
+        simba__rb_init(&b, a->k[4], sizeof(a->k[4]));
+        simba__rb_str(&b, r->prefix);
+        simba__rb_str(&b, "alive");
+        a->argv[a->argc++] = a->k[4];
+        a->argv[a->argc++] = SIMBA__REDIS_FRESH_KEY;
+    }
+    simba__redis_i64(a->ttl, req->ttl_ms);
+    simba__redis_i64(a->lease, lease_ms);
+    simba__redis_i64(a->quar, lease_ms > r->max_lease ? lease_ms : r->max_lease);
+    /* The core's liveness bound; a request without one keeps its place for its lease. */
+    simba__redis_i64(a->live, req->live_ms > 0 ? req->live_ms : lease_ms);
+    simba__redis_owchan(a->ow, sizeof(a->ow), r, req->mutex);
+    simba__redis_wkchan(a->wk, sizeof(a->wk), r, req->mutex, NULL);
+    a->argv[a->argc++] = req->contender;
+    a->argv[a->argc++] = a->ttl;
+    a->argv[a->argc++] = a->lease;
+    a->argv[a->argc++] = a->ow;
+    a->argv[a->argc++] = a->live;
+    a->argv[a->argc++] = req->renew ? "1" : "0";
+    a->argv[a->argc++] = a->quar;
+    a->argv[a->argc++] = r->run_id;
+    /* A promoted replica or a migrated slot never counts as durable (see CLUSTER). */
+    a->argv[a->argc++] = r->aof_on && r->fsync_always && !r->cluster && !r->nsen ? "1" : "0";
+    a->argv[a->argc++] = a->wk;
+}
+
+/* RELEASE and FORCE: who releases (the contender, or the fence it must hold), the event
+   channel, the wake channels' prefix; a release also how many listeners are its own. */
+static void simba__redis_args_release(simba__redis *r, const simba_req *req, simba__rargs *a) {
+    simba__redis_evchan(a->ch, sizeof(a->ch), r, req->mutex);
+    simba__redis_wkchan(a->wk, sizeof(a->wk), r, req->mutex, NULL);
+    if (req->op == SIMBA_OP_FORCE_RELEASE) {
+        simba__redis_i64(a->ttl, (int64_t)req->fence);
+        a->argv[a->argc++] = a->ttl;
+    } else {
+        a->argv[a->argc++] = req->contender;
+    }
+    a->argv[a->argc++] = a->ch;
+    a->argv[a->argc++] = a->wk;
+    if (req->op == SIMBA_OP_RELEASE) {
+        simba__rmutex *m = simba__redis_mutex(r, req->mutex);
+        /* Counted only once the server confirmed it: a SUBSCRIBE still on its way would make
+           the script skip a broadcast that another watcher needs. */
+        a->argv[a->argc++] = m && m->ev && m->ev->confirmed && r->sub.state == SIMBA__RC_READY ? "1" : "0";
+    }
+}
+
+/* LIST: the SCAN cursor, the pattern of the fence keys (one per mutex ever held: they
+   outlive every lease; the prefix's own glob characters escaped), the prefix. */
+static void simba__redis_args_list(simba__redis *r, const simba__rop *op, simba__rargs *a) {
+    simba__rb b;
+    const char *c;
+    simba__rb_init(&b, a->ow, sizeof(a->ow));
+    for (c = r->prefix; *c; c++) {
+        if (strchr("*?[]\\", *c)) simba__rb_mem(&b, "\\", 1);
+        simba__rb_mem(&b, c, 1);
+    }
+    simba__rb_str(&b, "{*}:fence");
+    a->argv[a->argc++] = op->cursor[0] ? op->cursor : "0";
+    a->argv[a->argc++] = a->ow;
+    a->argv[a->argc++] = r->prefix;
+}
+
+static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
+    simba__rargs a;
     size_t lens[24];
-    int argc = 0, i, idx, nkeys;
+    int i, idx, nkeys;
     const simba_req *req = op->req;
     static const char *const suffix[4] = {":owner", ":fence", ":queue", ":qexp"};
 
@@ -1068,83 +1250,41 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
         return;
     }
     for (i = 0; i < 4; i++)
-        if (simba__redis_mkname(k[i], sizeof(k[i]), r, req->mutex, suffix[i]) < 0) {
+        if (simba__redis_mkname(a.k[i], sizeof(a.k[i]), r, req->mutex, suffix[i]) < 0) {
             simba__rop_fail(r, op, SIMBA_EINVAL, "redis: key too long");
             return;
         }
-    idx = req->op == SIMBA_OP_ACQUIRE ? SIMBA__RS_ACQUIRE
-          : req->op == SIMBA_OP_RELEASE ? SIMBA__RS_RELEASE
-                                         : SIMBA__RS_READ;
+    idx = simba__redis_script(req->op);
     if (idx == SIMBA__RS_ACQUIRE && r->evict_msg[0]) {
         /* A server that may evict an owner record can hand out a held mutex: no grants. */
         simba__rop_fail(r, op, SIMBA_EBACKEND, r->evict_msg);
         return;
     }
-    nkeys = idx == SIMBA__RS_READ ? 1 : idx == SIMBA__RS_RELEASE ? 4 : 6;
+    nkeys = idx == SIMBA__RS_READ ? 1 : idx == SIMBA__RS_ACQUIRE ? 6 : idx == SIMBA__RS_LIST ? 0 : 4;
     /* ASK: the slot is moving and this key is already on the target; ASKING lets the next
        command in (the NOSCRIPT re-send comes here again and asks again). */
     if (op->asking && redisAsyncCommand(r->cmd.ac, simba__redis_on_ignore, NULL, "ASKING") != REDIS_OK) {
         simba__rop_fail(r, op, SIMBA_ECONN, "redis: cannot queue command");
         return;
     }
-    argv[argc++] = "EVALSHA";
-    argv[argc++] = r->sha[idx];
-    argv[argc++] = nkeys == 1 ? "1" : nkeys == 4 ? "4" : "6";
-    for (i = 0; i < nkeys && i < 4; i++) argv[argc++] = k[i];
-    if (idx == SIMBA__RS_ACQUIRE) {
-        int64_t lease_ms = req->ttl_ms + req->transition_ms;
-        /* Standalone: one marker per prefix (and db). A cluster mode passes
-           "<prefix>{<name>}:alive" instead, in the mutex's hash slot; the script is the same. */
-        if (r->cluster) {
-            /* Cluster: the marker of the mutex's slot, and that slot's "declared empty" key. */
-            const char *tag = r->tags[simba__rcl_slot(req->mutex)];
-            snprintf(k[4], sizeof(k[4]), "%s{%s}:alive", r->prefix, tag);
-            snprintf(k[5], sizeof(k[5]), "%s{%s}", SIMBA__REDIS_FRESH_KEY, tag);
-            argv[argc++] = k[4];
-            argv[argc++] = k[5];
-        } else {
-            simba__rb b;
-            simba__rb_init(&b, k[4], sizeof(k[4]));
-            simba__rb_str(&b, r->prefix);
-            simba__rb_str(&b, "alive");
-            argv[argc++] = k[4];
-            argv[argc++] = SIMBA__REDIS_FRESH_KEY;
-        }
-        simba__redis_i64(ttl, req->ttl_ms);
-        simba__redis_i64(lease, lease_ms);
-        simba__redis_i64(quar, lease_ms > r->max_lease ? lease_ms : r->max_lease);
-        /* The core's liveness bound; a request without one keeps its place for its lease. */
-        simba__redis_i64(live, req->live_ms > 0 ? req->live_ms : lease_ms);
-        simba__redis_owchan(ow, sizeof(ow), r, req->mutex);
-        simba__redis_wkchan(wk, sizeof(wk), r, req->mutex, NULL);
-        argv[argc++] = req->contender;
-        argv[argc++] = ttl;
-        argv[argc++] = lease;
-        argv[argc++] = ow;
-        argv[argc++] = live;
-        argv[argc++] = req->renew ? "1" : "0";
-        argv[argc++] = quar;
-        argv[argc++] = r->run_id;
-        /* A promoted replica or a migrated slot never counts as durable (see CLUSTER). */
-        argv[argc++] = r->aof_on && r->fsync_always && !r->cluster && !r->nsen ? "1" : "0";
-        argv[argc++] = wk;
-    } else if (idx == SIMBA__RS_RELEASE) {
-        simba__redis_evchan(ch, sizeof(ch), r, req->mutex);
-        simba__redis_wkchan(wk, sizeof(wk), r, req->mutex, NULL);
-        simba__rmutex *m = simba__redis_mutex(r, req->mutex);
-        argv[argc++] = req->contender;
-        argv[argc++] = ch;
-        argv[argc++] = wk;
-        /* Counted only once the server confirmed it: a SUBSCRIBE still on its way would make
-           the script skip a broadcast that another watcher needs. */
-        argv[argc++] = m && m->ev && m->ev->confirmed && r->sub.state == SIMBA__RC_READY ? "1" : "0";
+    a.argc = 0;
+    a.argv[a.argc++] = "EVALSHA";
+    a.argv[a.argc++] = r->sha[idx];
+    a.argv[a.argc++] = nkeys == 0 ? "0" : nkeys == 1 ? "1" : nkeys == 4 ? "4" : "6";
+    for (i = 0; i < nkeys && i < 4; i++) a.argv[a.argc++] = a.k[i];
+    if (idx == SIMBA__RS_ACQUIRE) simba__redis_args_acquire(r, req, &a);
+    else if (idx == SIMBA__RS_RELEASE || idx == SIMBA__RS_FORCE) simba__redis_args_release(r, req, &a);
+    else if (idx == SIMBA__RS_LIST) simba__redis_args_list(r, op, &a);
+    else if (idx == SIMBA__RS_INSPECT) {
+        simba__redis_i64(a.ttl, SIMBA_VIEW_WAITERS);
+        a.argv[a.argc++] = a.ttl;
     }
-    for (i = 0; i < argc; i++) lens[i] = strlen(argv[i]);
+    for (i = 0; i < a.argc; i++) lens[i] = strlen(a.argv[i]);
     {
         char cmd[2048];
-        size_t n = simba__redis_resp(cmd, sizeof cmd, argc, argv, lens);
+        size_t n = simba__redis_resp(cmd, sizeof cmd, a.argc, a.argv, lens);
         int sent = n ? redisAsyncFormattedCommand(r->cmd.ac, simba__redis_on_reply, op, cmd, n)
-                     : redisAsyncCommandArgv(r->cmd.ac, simba__redis_on_reply, op, argc, argv, lens);
+                     : redisAsyncCommandArgv(r->cmd.ac, simba__redis_on_reply, op, a.argc, a.argv, lens);
         if (sent != REDIS_OK) {
             simba__rop_fail(r, op, SIMBA_ECONN, "redis: cannot queue command");
             return;
@@ -1206,7 +1346,7 @@ static void simba__redis_unsubscribe(simba__redis *r, simba__rsub *s) {
     /* Not ready: nothing was sent on this connection yet, ready() sends what is recorded. */
     if (!r->sub.ac || r->sub.state != SIMBA__RC_READY) return;
     argv[1] = s->node.key;
-    lens[1] = s->node.klen;
+    lens[1] = strlen(s->node.key);
     if (r->cluster) {
         argv[0] = "SUNSUBSCRIBE";
         lens[0] = 12;
@@ -1229,7 +1369,7 @@ static void simba__redis_sub_send(simba__redis *r, simba__rsub *s) {
     argv[0] = "SUBSCRIBE";
     argv[1] = s->node.key;
     lens[0] = 9;
-    lens[1] = s->node.klen;
+    lens[1] = strlen(s->node.key);
     /* privdata is the backend, not the subscription: hiredis may still deliver replies for
        a channel after we dropped our record of it; those are looked up and ignored. */
     redisAsyncCommandArgv(r->sub.ac, simba__redis_on_msg, r, 2, argv, lens);
@@ -1245,8 +1385,8 @@ static void simba__redis_sub_send(simba__redis *r, simba__rsub *s) {
 }
 
 static void simba__redis_sub_free(simba__redis *r, simba__rsub *s) {
-    simba__rmap_del(&r->chans, &s->node);
-    simba_free(r->loop, s->node.key);
+    simba__hremove(&r->chans, &s->node);
+    simba_free(r->loop, (void *)s->node.key);
     simba_free(r->loop, s->contender);
     simba_free(r->loop, s);
 }
@@ -1258,12 +1398,11 @@ static simba__rsub *simba__redis_sub_new(simba__redis *r, simba__rmutex *m, cons
     memset(s, 0, sizeof(*s));
     s->m = m;
     s->kind = kind;
-    s->node.key = simba__redis_strdup(r->loop, chan);
-    s->node.klen = strlen(chan);
-    s->contender = contender ? simba__redis_strdup(r->loop, contender) : NULL;
+    s->node.key = simba__strdup(r->loop, chan);
+    s->contender = contender ? simba__strdup(r->loop, contender) : NULL;
     if (!s->node.key || (contender && !s->contender) ||
-        simba__rmap_put(r->loop, &r->chans, &s->node) != SIMBA_OK) {
-        simba_free(r->loop, s->node.key);
+        !simba__hinsert(&r->chans, &s->node, simba__lalloc, simba__lfree, r->loop)) {
+        simba_free(r->loop, (void *)s->node.key);
         simba_free(r->loop, s->contender);
         simba_free(r->loop, s);
         return NULL;
@@ -1273,7 +1412,7 @@ static simba__rsub *simba__redis_sub_new(simba__redis *r, simba__rmutex *m, cons
 }
 
 static simba__rmutex *simba__redis_mutex(simba__redis *r, const char *mutex) {
-    return (simba__rmutex *)simba__rmap_get(&r->mutexes, mutex, strlen(mutex));
+    return (simba__rmutex *)simba__hfind(&r->mutexes, mutex);
 }
 
 static simba__rsub **simba__redis_wake_find(simba__rmutex *m, const char *contender) {
@@ -1366,7 +1505,7 @@ static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv) 
     msg = x->element[2];
     if (kind->type == REDIS_REPLY_STRING && strcmp(kind->str, "sunsubscribe") == 0 && r->cluster) {
         /* The server dropped a sharded subscription: its slot moved to another node. */
-        s = chan->type == REDIS_REPLY_STRING ? (simba__rsub *)simba__rmap_get(&r->chans, chan->str, chan->len) : NULL;
+        s = chan->type == REDIS_REPLY_STRING ? (simba__rsub *)simba__hfind(&r->chans, chan->str) : NULL;
         if (s && ac == r->sub.ac) {
             s->confirmed = 0;
             simba__rcl_want_map(r, "a sharded subscription was dropped by the server");
@@ -1375,7 +1514,7 @@ static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv) 
     }
     if (kind->type == REDIS_REPLY_STRING && strcmp(kind->str, r->cluster ? "ssubscribe" : "subscribe") == 0 &&
         chan->type == REDIS_REPLY_STRING) {
-        s = (simba__rsub *)simba__rmap_get(&r->chans, chan->str, chan->len);
+        s = (simba__rsub *)simba__hfind(&r->chans, chan->str);
         if (s && ac == r->sub.ac) {
             s->confirmed = 1;
             /* The waiter's acquire went out on the other connection: a release that ran
@@ -1389,7 +1528,7 @@ static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv) 
     if (kind->type != REDIS_REPLY_STRING || strcmp(kind->str, r->cluster ? "smessage" : "message") != 0 ||
         chan->type != REDIS_REPLY_STRING || msg->type != REDIS_REPLY_STRING)
         return;
-    s = (simba__rsub *)simba__rmap_get(&r->chans, chan->str, chan->len);
+    s = (simba__rsub *)simba__hfind(&r->chans, chan->str);
     if (!s) return;
     if (s->kind != SIMBA__RSUB_OW && strncmp(msg->str, "released", 8) == 0) {
         /* A wake channel names its one waiter; the event channel's "released" is for all. */
@@ -1513,7 +1652,7 @@ static void simba__redis_on_hs(redisAsyncContext *ac, void *reply, void *priv) {
    that losing one node does not touch owners on the others. */
 static void simba__redis_event_all(simba__redis *r, simba_event_kind kind) {
     size_t b;
-    simba__rnode *nd;
+    simba__hnode *nd;
     if (!r->router) {
         simba_backend_event(r->be, kind, NULL, NULL, NULL);
         return;
@@ -1536,12 +1675,11 @@ static void simba__rconn_down(simba__rconn *c, int64_t now) {
     if (c->was_ready && !c->is_sen) r->reset_pending = 1;
     if (c->is_sub) {
         size_t b;
-        simba__rnode *nd;
+        simba__hnode *nd;
         for (b = 0; b < r->chans.nb; b++)
             for (nd = r->chans.b[b]; nd; nd = nd->hnext) ((simba__rsub *)nd)->confirmed = 0;
     }
-    c->deadline = simba__add(now, simba__redis_jitter(r, c->backoff));
-    c->backoff = c->backoff * 2 > r->rmax ? r->rmax : c->backoff * 2;
+    c->deadline = simba__add(now, simba__backoff(r->loop, &c->backoff, r->rmin, r->rmax));
     if (c == &r->cmd) {
         /* They were waiting for this attempt; the core retries after its own backoff. */
         while (r->pending) {
@@ -1647,14 +1785,14 @@ static void simba__rconn_ready(simba__rconn *c) {
     simba__redis *r = c->r;
     c->state = SIMBA__RC_READY;
     c->was_ready = 1;
-    c->backoff = r->rmin;
+    c->backoff = 0;
     if (c->is_sen) {
         redisAsyncCommand(c->ac, simba__redis_on_master, r, "SENTINEL get-master-addr-by-name %s", r->master_name);
     } else if (c->is_sub) {
         /* Only now, after AUTH: a SUBSCRIBE refused with NOAUTH would hide the real error. */
         size_t b;
         for (b = 0; b < r->chans.nb; b++) {
-            simba__rnode *nd;
+            simba__hnode *nd;
             for (nd = r->chans.b[b]; nd; nd = nd->hnext) simba__redis_sub_send(r, (simba__rsub *)nd);
         }
     } else {
@@ -1711,7 +1849,7 @@ static void simba__redis_set_primary(simba__redis *r, const char *host, int port
         r->addr_ok = 1;
         return;
     }
-    if (!(h = simba__redis_strdup(r->loop, host))) return;
+    if (!(h = simba__strdup(r->loop, host))) return;
     simba_free(r->loop, r->host);
     r->host = h;
     r->port = port;
@@ -1720,7 +1858,7 @@ static void simba__redis_set_primary(simba__redis *r, const char *host, int port
     if (r->cmd.state != SIMBA__RC_DOWN) simba__rconn_drop(&r->cmd, now);
     if (r->sub.state != SIMBA__RC_DOWN) simba__rconn_drop(&r->sub, now);
     r->cmd.deadline = r->sub.deadline = now;
-    r->cmd.backoff = r->sub.backoff = r->rmin;
+    r->cmd.backoff = r->sub.backoff = 0;
 }
 
 /* "+switch-master <name> <old ip> <old port> <new ip> <new port>" */
@@ -1781,12 +1919,11 @@ static void simba__rconn_flush(simba__rconn *c, int64_t now) {
 /* ---- vtable ------------------------------------------------------------------------------ */
 
 static simba_result simba__redis_req_check(const simba_req *req) {
-    if (!req || !req->mutex) return SIMBA_EINVAL;
+    if (!req || !req->mutex || req->op < SIMBA_OP_ACQUIRE || req->op > SIMBA_OP_FORCE_RELEASE) return SIMBA_EINVAL;
+    if (req->op == SIMBA_OP_LIST) return SIMBA_OK; /* no mutex */
     /* The core checks names too; braces would also move the cluster hash tag. */
     if (simba_name_check(req->mutex) != SIMBA_OK || strpbrk(req->mutex, "{}")) return SIMBA_EINVAL;
-    if (req->op != SIMBA_OP_ACQUIRE && req->op != SIMBA_OP_RELEASE && req->op != SIMBA_OP_READ)
-        return SIMBA_EINVAL;
-    if (req->op != SIMBA_OP_READ && (!req->contender || simba_id_check(req->contender) != SIMBA_OK))
+    if (req->op < SIMBA_OP_READ && (!req->contender || simba_id_check(req->contender) != SIMBA_OK))
         return SIMBA_EINVAL;
     if (req->op == SIMBA_OP_ACQUIRE &&
         (req->ttl_ms <= 0 || req->ttl_ms > SIMBA_MAX_MS || req->transition_ms < 0 ||
@@ -1828,20 +1965,44 @@ static simba_result simba__redis_submit_ex(simba__redis *r, simba_req *req, int 
     op->seq = 0;
     if (req->op == SIMBA_OP_ACQUIRE) simba__redis_wake_acquire(r, req->mutex, req->contender);
     else if (req->op == SIMBA_OP_RELEASE) op->seq = simba__redis_wake_seq(r, req->mutex, req->contender);
-    else simba__redis_owner_sub(r, req->mutex);
+    else if (req->op == SIMBA_OP_READ) simba__redis_owner_sub(r, req->mutex);
+    op->cursor[0] = 0;
     now = simba_now(r->loop);
     if (r->cmd.state == SIMBA__RC_READY) {
         simba__redis_send(r, op, now);
         /* In a poll, the flush after this round writes it with the others (simba__in_poll).
            A Cluster redirection is re-sent from inside a node's process: at once. */
         if (!simba__in_poll(r->loop) || hops > 0) simba__rconn_flush(&r->cmd, now);
-    } else if (r->cmd.state == SIMBA__RC_CONNECTING) {
+    } else if (r->cmd.state == SIMBA__RC_CONNECTING ||
+               (req->op >= SIMBA_OP_INSPECT && r->nsen && !r->addr_ok && !r->cmd.was_ready)) {
+        /* An inspection has no retry of its own: right after the open it waits for the
+           sentinels to name the primary, a connect timeout at most. */
+        if (r->cmd.state != SIMBA__RC_CONNECTING) op->deadline = simba__add(now, r->connect_to);
         if (r->pending_tail) r->pending_tail->next = op; else r->pending = op;
         r->pending_tail = op;
     } else {
         simba__rop_fail(r, op, SIMBA_ECONN, r->err[0] ? r->err : "redis not connected");
     }
     return SIMBA_OK;
+}
+
+/* Inspections waiting for the sentinels past their deadline fail (the rest keeps its order). */
+static int64_t simba__redis_pending_due(simba__redis *r, int64_t now, int fail) {
+    simba__rop *op = r->pending, *prev = NULL, *next;
+    int64_t d = INT64_MAX;
+    for (; op; op = next) {
+        next = op->next;
+        if (!fail || op->deadline > now) {
+            if (op->deadline < d) d = op->deadline;
+            prev = op;
+            continue;
+        }
+        if (prev) prev->next = next; else r->pending = next;
+        if (r->pending_tail == op) r->pending_tail = prev;
+        op->next = NULL;
+        simba__rop_fail(r, op, SIMBA_ETIMEDOUT, "redis: the sentinels named no primary in time");
+    }
+    return d;
 }
 
 static simba_result simba__redis_submit(void *impl, simba_req *req) {
@@ -1924,6 +2085,7 @@ static void simba__redis_process(void *impl, const struct pollfd *ready, int n, 
             simba__rconn_start(c, now);
         simba__rconn_flush(c, now);
     }
+    if (r->pending && r->cmd.state == SIMBA__RC_DOWN) simba__redis_pending_due(r, now, 1);
     if (r->reset_pending && r->cmd.state == SIMBA__RC_READY &&
         (r->sub.state == SIMBA__RC_READY || !simba__redis_sub_needed(r))) {
         r->reset_pending = 0;
@@ -1939,6 +2101,7 @@ static int64_t simba__redis_deadline(void *impl) {
         d = r->cmd.deadline;
     else if (r->inflight) d = r->inflight->deadline;
     if (r->nsen && r->sen.state != SIMBA__RC_READY && r->sen.deadline < d) d = r->sen.deadline;
+    if (r->pending && r->cmd.state == SIMBA__RC_DOWN) d = simba__min(d, simba__redis_pending_due(r, 0, 0));
     if (r->sub.state == SIMBA__RC_CONNECTING ||
         (r->sub.state == SIMBA__RC_DOWN && simba__rconn_wanted(r, &r->sub)))
         if (r->sub.deadline < d) d = r->sub.deadline;
@@ -1955,22 +2118,14 @@ static simba_result simba__redis_watch(void *impl, const char *mutex) {
         m->refs++;
         return SIMBA_OK;
     }
-    m = (simba__rmutex *)simba_alloc(r->loop, sizeof(*m));
+    m = (simba__rmutex *)simba__redis_node_new(r->loop, &r->mutexes, sizeof(*m), mutex);
     if (!m) return SIMBA_ENOMEM;
-    memset(m, 0, sizeof(*m));
     m->refs = 1;
-    m->node.key = simba__redis_strdup(r->loop, mutex);
-    m->node.klen = strlen(mutex);
-    if (!m->node.key || simba__rmap_put(r->loop, &r->mutexes, &m->node) != SIMBA_OK) {
-        simba_free(r->loop, m->node.key);
-        simba_free(r->loop, m);
-        return SIMBA_ENOMEM;
-    }
     simba__redis_evchan(chan, sizeof(chan), r, mutex);
     m->ev = simba__redis_sub_new(r, m, chan, NULL, SIMBA__RSUB_EV);
     if (!m->ev) {
-        simba__rmap_del(&r->mutexes, &m->node);
-        simba_free(r->loop, m->node.key);
+        simba__hremove(&r->mutexes, &m->node);
+        simba_free(r->loop, (void *)m->node.key);
         simba_free(r->loop, m);
         return SIMBA_ENOMEM;
     }
@@ -1995,8 +2150,8 @@ static void simba__redis_mutex_free(simba__redis *r, simba__rmutex *m, int unsub
         if (unsubscribe) simba__redis_unsubscribe(r, m->ow);
         simba__redis_sub_free(r, m->ow);
     }
-    simba__rmap_del(&r->mutexes, &m->node);
-    simba_free(r->loop, m->node.key);
+    simba__hremove(&r->mutexes, &m->node);
+    simba_free(r->loop, (void *)m->node.key);
     simba_free(r->loop, m);
 }
 
@@ -2057,6 +2212,7 @@ static const simba_backend_vt simba__redis_vt = {
     simba__redis_destroy,
     SIMBA_LEASE_ASKED,
     NULL, /* hurry: every request goes out at once */
+    simba__redis_submit, /* inspect: scripts like the requests' */
 };
 
 /* One backend's state for host:port (a standalone server or one Cluster node); NULL when
@@ -2077,24 +2233,24 @@ static simba__redis *simba__redis_make(simba_loop *loop, const simba_redis_desc 
     r->allow_eviction = desc->allow_eviction;
     r->wait_replicas = desc->wait_replicas;
     r->wait_to = desc->wait_timeout_ms ? desc->wait_timeout_ms : 200;
-    r->host = simba__redis_strdup(loop, host);
-    r->unix_path = simba__redis_strdup(loop, desc->unix_path);
-    r->username = simba__redis_strdup(loop, desc->username);
-    r->password = simba__redis_strdup(loop, desc->password);
-    r->prefix = simba__redis_strdup(loop, desc->prefix ? desc->prefix : "simba:");
+    r->host = simba__strdup(loop, host);
+    r->unix_path = simba__strdup(loop, desc->unix_path);
+    r->username = simba__strdup(loop, desc->username);
+    r->password = simba__strdup(loop, desc->password);
+    r->prefix = simba__strdup(loop, desc->prefix ? desc->prefix : "simba:");
     r->io_at = INT64_MIN;
     r->cmd.r = r->sub.r = r->sen.r = r;
     r->sub.is_sub = 1;
     r->sen.is_sen = 1;
     r->cmd.fd = r->sub.fd = r->sen.fd = -1;
-    r->cmd.backoff = r->sub.backoff = r->sen.backoff = r->rmin;
+    r->cmd.backoff = r->sub.backoff = r->sen.backoff = 0;
     if (desc->sentinels) {
         for (; desc->sentinels[r->nsen] && r->nsen < SIMBA__REDIS_SENTINELS_MAX; r->nsen++) {
             const char *a = desc->sentinels[r->nsen], *colon = strrchr(a, ':');
             snprintf(r->sen_host[r->nsen], sizeof(r->sen_host[0]), "%.*s", (int)(colon - a), a);
             r->sen_port[r->nsen] = atoi(colon + 1);
         }
-        r->master_name = simba__redis_strdup(loop, desc->master_name);
+        r->master_name = simba__strdup(loop, desc->master_name);
     }
     if (!r->host || !r->prefix || (desc->sentinels && !r->master_name) || (desc->unix_path && !r->unix_path) ||
         (desc->username && !r->username) || (desc->password && !r->password)) {
@@ -2111,7 +2267,7 @@ static simba__redis *simba__redis_make(simba_loop *loop, const simba_redis_desc 
 #define SIMBA__RCL_HOPS 5 /* redirections one request may follow before it fails */
 
 typedef struct simba__rcl_mutex {
-    simba__rnode node; /* key = mutex name */
+    simba__hnode node; /* key = mutex name */
     int refs;
     simba__redis *at; /* the node it is watched on, NULL while its slot is unknown */
 } simba__rcl_mutex;
@@ -2131,7 +2287,7 @@ typedef struct simba__rcluster {
     simba_req **pending;              /* submitted before the first map */
     size_t npending, cap_pending;
     int64_t pending_deadline;
-    simba__rmap mutexes;
+    simba__htab mutexes;
     int destroying;
     char err[256];
 } simba__rcluster;
@@ -2141,14 +2297,6 @@ static void simba__rcl_seterr(simba__rcluster *rc, simba_log_level level, const 
     simba_log(rc->loop, level, "%s", rc->err);
 }
 
-static void simba__rcl_reqfail(simba_req *req, simba_result code, const char *msg) {
-    simba_reply rep;
-    memset(&rep, 0, sizeof(rep));
-    rep.rc = code;
-    rep.errmsg = msg && *msg ? msg : NULL;
-    rep.held_ms = -1;
-    simba_req_done(req, &rep);
-}
 
 /* The node for a primary's address, made (and connecting) on first sight. */
 static simba__redis *simba__rcl_node(simba__rcluster *rc, const char *host, int port) {
@@ -2194,7 +2342,7 @@ static void simba__rcl_want_map(simba__redis *r, const char *why) {
    (and the subscriptions with it), and its services ask again (SIMBA_EV_RESET). */
 static void simba__rcl_rehome(simba__rcluster *rc) {
     size_t b;
-    simba__rnode *nd;
+    simba__hnode *nd;
     for (b = 0; b < rc->mutexes.nb; b++)
         for (nd = rc->mutexes.b[b]; nd; nd = nd->hnext) {
             simba__rcl_mutex *m = (simba__rcl_mutex *)nd;
@@ -2206,19 +2354,91 @@ static void simba__rcl_rehome(simba__rcluster *rc) {
         }
 }
 
+/* >>list A listing asks every primary for its keys: one part per node, the whole answered
+   when the last part is (with the first failure, if any). */
+typedef struct simba__rcl_part {
+    simba_req req; /* first: a part's request is the part */
+    struct simba__rcl_list *list;
+} simba__rcl_part;
+typedef struct simba__rcl_list {
+    simba_loop *loop;
+    simba_req *whole;
+    int left;
+    simba_result rc;
+    char err[160];
+    simba__rcl_part part[SIMBA__RCL_NODES_MAX];
+} simba__rcl_list;
+
+static void simba__rcl_list_note(simba__rcl_list *L, const simba_reply *rep) {
+    if (rep->rc != SIMBA_OK && L->rc == SIMBA_OK) {
+        L->rc = rep->rc;
+        simba__copy(L->err, sizeof L->err, rep->errmsg ? rep->errmsg : simba_strerror(rep->rc));
+    }
+    if (--L->left > 0) return;
+    {
+        simba_reply out;
+        memset(&out, 0, sizeof out);
+        out.rc = L->rc;
+        out.errmsg = L->rc != SIMBA_OK ? L->err : NULL;
+        out.held_ms = -1;
+        simba_req_done(L->whole, &out);
+        simba_free(L->loop, L);
+    }
+}
+
+static void simba__rcl_list_part(simba_req *req, const simba_reply *rep) {
+    simba__rcl_list_note(((simba__rcl_part *)(void *)req)->list, rep);
+}
+
+static void simba__rcl_list_start(simba__rcluster *rc, simba_req *req) {
+    simba__rcl_list *L = (simba__rcl_list *)simba_alloc(rc->loop, sizeof *L);
+    int i, n = rc->nnodes;
+    if (!L) {
+        simba_req_fail(req, SIMBA_ENOMEM, "redis cluster: out of memory");
+        return;
+    }
+    memset(L, 0, sizeof *L);
+    L->loop = rc->loop;
+    L->whole = req;
+    L->left = n + 1; /* held by this loop until every part is out */
+    for (i = 0; i < n; i++) {
+        simba_req *p = &L->part[i].req;
+        L->part[i].list = L;
+        *p = *req; /* its views go to the whole's answer */
+        p->done_ = 0;
+        if (simba__redis_submit_ex(rc->nodes[i], p, 0, 0) != SIMBA_OK) {
+            simba_reply f;
+            memset(&f, 0, sizeof f);
+            f.rc = SIMBA_EBACKEND;
+            f.errmsg = "redis cluster: cannot submit";
+            simba__rcl_list_note(L, &f);
+        }
+    }
+    {
+        simba_reply ok;
+        memset(&ok, 0, sizeof ok);
+        simba__rcl_list_note(L, &ok); /* the loop's own hold */
+    }
+}
+
 static void simba__rcl_route(simba__rcluster *rc, simba_req *req) {
-    simba__redis *n = simba__rcl_owner(rc, req->mutex);
+    simba__redis *n;
     char msg[96];
+    if (req->op == SIMBA_OP_LIST) {
+        simba__rcl_list_start(rc, req);
+        return;
+    }
+    n = simba__rcl_owner(rc, req->mutex);
     /* Its primary is unreachable: a replica may be taking over (asked at most every
        reconnect_min_ms); this request fails now and the core retries with its backoff. */
     if (n && n->cmd.state == SIMBA__RC_DOWN) simba__rcl_want_map(n, "a primary is unreachable");
     if (!n) {
         snprintf(msg, sizeof(msg), "redis cluster: no primary serves slot %d", simba__rcl_slot(req->mutex));
-        simba__rcl_reqfail(req, SIMBA_EBACKEND, msg);
+        simba_req_fail(req, SIMBA_EBACKEND, msg);
         rc->map_want = 1;
         return;
     }
-    if (simba__redis_submit_ex(n, req, 0, 0) != SIMBA_OK) simba__rcl_reqfail(req, SIMBA_EBACKEND, "redis cluster: cannot submit");
+    if (simba__redis_submit_ex(n, req, 0, 0) != SIMBA_OK) simba_req_fail(req, SIMBA_EBACKEND, "redis cluster: cannot submit");
 }
 
 static void simba__rcl_flush_pending(simba__rcluster *rc, simba_result code) {
@@ -2226,7 +2446,7 @@ static void simba__rcl_flush_pending(simba__rcluster *rc, simba_result code) {
     rc->npending = 0;
     for (i = 0; i < n; i++) {
         if (code == SIMBA_OK) simba__rcl_route(rc, rc->pending[i]);
-        else simba__rcl_reqfail(rc->pending[i], code, rc->err[0] ? rc->err : "redis cluster: no slot map");
+        else simba_req_fail(rc->pending[i], code, rc->err[0] ? rc->err : "redis cluster: no slot map");
     }
 }
 
@@ -2327,7 +2547,7 @@ static int simba__rcl_redirect(simba__redis *r, simba__rop *op, const char *err)
     req = op->req;
     hops = op->hops + 1;
     simba__rop_release(r, op);
-    if (simba__redis_submit_ex(n, req, hops, ask) != SIMBA_OK) simba__rcl_reqfail(req, SIMBA_EBACKEND, err);
+    if (simba__redis_submit_ex(n, req, hops, ask) != SIMBA_OK) simba_req_fail(req, SIMBA_EBACKEND, err);
     return 1;
 }
 
@@ -2342,7 +2562,7 @@ static simba_result simba__rcl_submit(void *impl, simba_req *req) {
         return SIMBA_OK;
     }
     if (rc->map_bad) {
-        simba__rcl_reqfail(req, SIMBA_EBACKEND, rc->err);
+        simba_req_fail(req, SIMBA_EBACKEND, rc->err);
         return SIMBA_OK;
     }
     /* No map yet: held until the first one arrives, for one connect timeout at most. */
@@ -2418,22 +2638,14 @@ static simba_result simba__rcl_watch(void *impl, const char *mutex) {
     simba__rcl_mutex *m;
     simba__redis *n;
     if (!rc || !mutex || simba_name_check(mutex) != SIMBA_OK || strpbrk(mutex, "{}")) return SIMBA_EINVAL;
-    m = (simba__rcl_mutex *)simba__rmap_get(&rc->mutexes, mutex, strlen(mutex));
+    m = (simba__rcl_mutex *)simba__hfind(&rc->mutexes, mutex);
     if (m) {
         m->refs++;
         return SIMBA_OK;
     }
-    m = (simba__rcl_mutex *)simba_alloc(rc->loop, sizeof(*m));
+    m = (simba__rcl_mutex *)simba__redis_node_new(rc->loop, &rc->mutexes, sizeof(*m), mutex);
     if (!m) return SIMBA_ENOMEM;
-    memset(m, 0, sizeof(*m));
     m->refs = 1;
-    m->node.key = simba__redis_strdup(rc->loop, mutex);
-    m->node.klen = strlen(mutex);
-    if (!m->node.key || simba__rmap_put(rc->loop, &rc->mutexes, &m->node) != SIMBA_OK) {
-        simba_free(rc->loop, m->node.key);
-        simba_free(rc->loop, m);
-        return SIMBA_ENOMEM;
-    }
     n = simba__rcl_owner(rc, mutex);
     if (n && simba__redis_watch(n, mutex) == SIMBA_OK) m->at = n;
     return SIMBA_OK;
@@ -2443,11 +2655,11 @@ static void simba__rcl_unwatch(void *impl, const char *mutex) {
     simba__rcluster *rc = (simba__rcluster *)impl;
     simba__rcl_mutex *m;
     if (!rc || !mutex) return;
-    m = (simba__rcl_mutex *)simba__rmap_get(&rc->mutexes, mutex, strlen(mutex));
+    m = (simba__rcl_mutex *)simba__hfind(&rc->mutexes, mutex);
     if (!m || --m->refs > 0) return;
     if (m->at) simba__redis_unwatch(m->at, mutex);
-    simba__rmap_del(&rc->mutexes, &m->node);
-    simba_free(rc->loop, m->node.key);
+    simba__hremove(&rc->mutexes, &m->node);
+    simba_free(rc->loop, (void *)m->node.key);
     simba_free(rc->loop, m);
 }
 
@@ -2465,8 +2677,8 @@ static void simba__rcl_destroy(void *impl) {
     for (b = 0; b < rc->mutexes.nb; b++)
         while (rc->mutexes.b[b]) {
             simba__rcl_mutex *m = (simba__rcl_mutex *)rc->mutexes.b[b];
-            simba__rmap_del(&rc->mutexes, &m->node);
-            simba_free(loop, m->node.key);
+            simba__hremove(&rc->mutexes, &m->node);
+            simba_free(loop, (void *)m->node.key);
             simba_free(loop, m);
         }
     simba_free(loop, rc->mutexes.b);
@@ -2491,6 +2703,7 @@ static const simba_backend_vt simba__rcl_vt = {
     simba__rcl_destroy,
     SIMBA_LEASE_ASKED,
     NULL, /* hurry: every request goes out at once */
+    simba__rcl_submit, /* inspect: by slot; a listing asks every primary */
 };
 
 static simba_result simba__rcl_open(simba_loop *loop, const simba_redis_desc *desc, const char *host, simba_backend **out) {
@@ -2502,9 +2715,9 @@ static simba_result simba__rcl_open(simba_loop *loop, const simba_redis_desc *de
     rc->loop = loop;
     rc->tmpl = *desc;
     rc->tmpl.host = NULL;
-    rc->tmpl.username = simba__redis_strdup(loop, desc->username);
-    rc->tmpl.password = simba__redis_strdup(loop, desc->password);
-    rc->tmpl.prefix = simba__redis_strdup(loop, desc->prefix ? desc->prefix : "simba:");
+    rc->tmpl.username = simba__strdup(loop, desc->username);
+    rc->tmpl.password = simba__strdup(loop, desc->password);
+    rc->tmpl.prefix = simba__strdup(loop, desc->prefix ? desc->prefix : "simba:");
     rc->slots = (int16_t *)simba_alloc(loop, SIMBA__RCL_SLOTS * sizeof(*rc->slots));
     rc->tags = (char (*)[SIMBA__RCL_TAG])simba_alloc(loop, SIMBA__RCL_SLOTS * sizeof(*rc->tags));
     if (!rc->slots || !rc->tags || !rc->tmpl.prefix || (desc->username && !rc->tmpl.username) ||
@@ -2529,26 +2742,12 @@ static simba_result simba__rcl_open(simba_loop *loop, const simba_redis_desc *de
 }
 
 /* A duration of the desc: 0 (default) .. 2^40 ms, like every duration the core accepts. */
-static simba_result simba__redis_ms_check(simba_loop *loop, const char *field, int64_t v) {
-    if (v >= 0 && v <= SIMBA_MAX_MS) return SIMBA_OK;
-    return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: %s must be in 0..2^40 ms (got %lld)", field, (long long)v);
-}
 
 /* >>open */
-SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc *desc, simba_backend **out) {
-    simba__redis *r;
-    const char *host, *prefix;
-    unsigned char addr[16];
+/* The desc's fields beside the address, with words for what is wrong. */
+static simba_result simba__redis_desc_check(simba_loop *loop, const simba_redis_desc *desc) {
     simba_result rc;
     size_t sun_cap = sizeof(((struct sockaddr_un *)0)->sun_path);
-    if (out) *out = NULL;
-    if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: NULL argument");
-    host = desc->host ? desc->host : "127.0.0.1";
-    if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
-    if (!desc->unix_path && inet_pton(AF_INET, host, addr) != 1 && inet_pton(AF_INET6, host, addr) != 1)
-        return simba__fail(loop, SIMBA_EINVAL,
-                           "simba_redis_open: host \"%.64s\" must be a numeric IPv4/IPv6 address or \"localhost\" "
-                           "(resolving a name could block the loop)", host);
     /* hiredis 0.14 copies sun_path without terminating an over-long one */
     if (desc->unix_path && (!desc->unix_path[0] || strlen(desc->unix_path) >= sun_cap))
         return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: unix_path must be 1..%u bytes (got %u)",
@@ -2558,18 +2757,30 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     if (desc->db < 0) return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: db must be >= 0 (got %d)", desc->db);
     if (desc->username && !desc->password)
         return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: username given without a password");
-    if ((rc = simba__redis_ms_check(loop, "connect_timeout_ms", desc->connect_timeout_ms)) != SIMBA_OK ||
-        (rc = simba__redis_ms_check(loop, "command_timeout_ms", desc->command_timeout_ms)) != SIMBA_OK ||
-        (rc = simba__redis_ms_check(loop, "reconnect_min_ms", desc->reconnect_min_ms)) != SIMBA_OK ||
-        (rc = simba__redis_ms_check(loop, "reconnect_max_ms", desc->reconnect_max_ms)) != SIMBA_OK ||
-        (rc = simba__redis_ms_check(loop, "max_lease_ms", desc->max_lease_ms)) != SIMBA_OK)
+    if ((rc = simba__desc_ms(loop, "simba_redis_open", "connect_timeout_ms", desc->connect_timeout_ms)) != SIMBA_OK ||
+        (rc = simba__desc_ms(loop, "simba_redis_open", "command_timeout_ms", desc->command_timeout_ms)) != SIMBA_OK ||
+        (rc = simba__desc_reconnect(loop, "simba_redis_open", desc->reconnect_min_ms, desc->reconnect_max_ms)) != SIMBA_OK ||
+        (rc = simba__desc_ms(loop, "simba_redis_open", "max_lease_ms", desc->max_lease_ms)) != SIMBA_OK)
         return rc;
-    /* As simba_contend does with its backoff: an explicit inversion is a mistake. */
-    if (desc->reconnect_min_ms && desc->reconnect_max_ms && desc->reconnect_min_ms > desc->reconnect_max_ms)
-        return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: reconnect_min_ms (%lld) must not exceed reconnect_max_ms (%lld)",
-                           (long long)desc->reconnect_min_ms, (long long)desc->reconnect_max_ms);
     if (desc->allow_eviction != 0 && desc->allow_eviction != 1)
         return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: allow_eviction must be 0 or 1 (got %d)", desc->allow_eviction);
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc *desc, simba_backend **out) {
+    simba__redis *r;
+    const char *host, *prefix;
+    unsigned char addr[16];
+    simba_result rc;
+    if (out) *out = NULL;
+    if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: NULL argument");
+    host = desc->host ? desc->host : "127.0.0.1";
+    if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
+    if (!desc->unix_path && inet_pton(AF_INET, host, addr) != 1 && inet_pton(AF_INET6, host, addr) != 1)
+        return simba__fail(loop, SIMBA_EINVAL,
+                           "simba_redis_open: host \"%.64s\" must be a numeric IPv4/IPv6 address or \"localhost\" "
+                           "(resolving a name could block the loop)", host);
+    if ((rc = simba__redis_desc_check(loop, desc)) != SIMBA_OK) return rc;
     prefix = desc->prefix ? desc->prefix : "simba:";
     if (strlen(prefix) > SIMBA__REDIS_PREFIX_MAX || strpbrk(prefix, "{}"))
         return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: prefix must be at most %d bytes without braces",
@@ -2606,7 +2817,7 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     }
     if (desc->wait_replicas < 0 || desc->wait_replicas > 64 || (desc->wait_replicas && desc->cluster))
         return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: wait_replicas must be 0..64, and 0 with cluster");
-    if ((rc = simba__redis_ms_check(loop, "wait_timeout_ms", desc->wait_timeout_ms)) != SIMBA_OK) return rc;
+    if ((rc = simba__desc_ms(loop, "simba_redis_open", "wait_timeout_ms", desc->wait_timeout_ms)) != SIMBA_OK) return rc;
     if ((desc->wait_timeout_ms ? desc->wait_timeout_ms : 200) >= (desc->command_timeout_ms ? desc->command_timeout_ms : 2000))
         return simba__fail(loop, SIMBA_EINVAL, "simba_redis_open: wait_timeout_ms must be below command_timeout_ms");
     if (desc->cluster) return simba__rcl_open(loop, desc, host, out);

@@ -16,7 +16,6 @@
  * COMPILE-TIME OPTIONS (define before the implementation's include)
  *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE   as in simba.h
  *   SIMBA_SQL_IMPLEMENTATION               this header and the core only
- *   SIMBA_SQL_BATCH_MS (50)                how long a renewal may wait for company (BATCHING)
  *   SIMBA_SQL_TEST_HOOKS                   test builds: simba_sql_test_after_checkpoint
  *
  * HOW IT WORKS
@@ -118,11 +117,10 @@
  *   A waiter that is not granted is answered by reads alone (the row, its place, the head)
  *   while its place outlives its next ask (simba_req.next_ask_ms), else with one UPDATE of
  *   its own place's liveness: never the queue's transaction on a timer's ask.
- *   A renewal, and a waiter's ask that expects the mutex held, may wait for company up to
- *   min(ttl/64, SIMBA_SQL_BATCH_MS) (compile-time, default 50; 0: never): owners renew long
- *   before their lease ends, and the lease is counted from the send. Anything else (a
- *   release, a handoff after a pushed release, a first ask) runs in the next poll and takes
- *   the held ones along. With batch_max 1 nothing is held.
+ *   A renewal, and a waiter's ask on its own timer, may wait for company as long as the core
+ *   says (simba_req.hold_ms: SIMBA_HOLD_MS, SIMBA_HOLD_TAKEOVER_MS in simba.h). Anything
+ *   else (a release, a handoff after a pushed release, a first ask) runs in the next poll
+ *   and takes the held ones along. With batch_max 1 nothing is held.
  *
  * CHECKPOINTS
  *   The one step of a poll no budget bounds is SQLite's automatic WAL checkpoint, which runs
@@ -195,6 +193,7 @@
  *   >>process  the work of one poll   >>close  teardown
  *   >>wake  wake-up datagrams   >>queue  the fairness rule   >>kept  a waiter's ask
  *   >>batch  one write transaction for many requests
+ *   >>inspect  simba_inspect, simba_list, simba_force_release
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
@@ -242,6 +241,9 @@ typedef struct simba_sql_desc {
        loop must then keep the WAL short: simba_sql_checkpoint() from a thread of yours, or
        `simba -u sqlite:PATH checkpoint --every 1` beside the application (see CHECKPOINTS). */
     int checkpoint;
+    /* 1: open the file read-only, for inspection (simba_inspect, simba_list: tools on a file
+       they may only read). Nothing is created or written; every other request is refused. */
+    int read_only;
 } simba_sql_desc;
 
 /* Opens the database (creating file and table if needed) and registers a backend on loop.
@@ -430,6 +432,17 @@ typedef struct simba__sql_text {
     " WHERE mutex = ?1 AND contender = ?2 AND expires_at >= " NOW
 #define SIMBA__SQL_Q_COUNT_TEXT "UPDATE {T} SET waiters = (SELECT count(*) FROM {Q} WHERE mutex = ?1) WHERE mutex = ?1"
 
+/* Inspection (simba_inspect, simba_list, simba_force_release): ?1 mutex, ?2 fence, ?6 now.
+   A listing reads no queue. A forced release clears the owner only while it still holds
+   the fence and its lease lives, as one statement; the waiters column says whom to wake. */
+#define SIMBA__SQL_VIEW_COLS "mutex, owner_id, fence, acquired_at, ?6 - acquired_at, ttl_at - ?6, transition_at - ?6"
+#define SIMBA__SQL_INSPECT_TEXT "SELECT " SIMBA__SQL_VIEW_COLS " FROM {T} WHERE mutex = ?1"
+#define SIMBA__SQL_LIST_TEXT "SELECT " SIMBA__SQL_VIEW_COLS " FROM {T}"
+#define SIMBA__SQL_WAITERS_TEXT "SELECT contender FROM {Q} WHERE mutex = ?1 AND " SIMBA__SQL_Q_WELL_FORMED("?6") " ORDER BY seq"
+#define SIMBA__SQL_FORCE_TEXT                                                                      \
+    "UPDATE {T} SET owner_id = '', acquired_at = 0, ttl_at = 0, transition_at = 0, version = version + 1" \
+    " WHERE mutex = ?1 AND fence = ?2 AND owner_id <> '' AND transition_at >= ?6 RETURNING waiters"
+
 /* [sqlite] INSERT OR IGNORE (MySQL: INSERT IGNORE, PostgreSQL: ON CONFLICT DO NOTHING). */
 /* A new row's fence starts at its creation time in ms x 2^10 (?6 is NOW), not at 0: a row
    made again after its file was lost (deleted, or on a tmpfs across a reboot) starts above
@@ -500,12 +513,6 @@ static void (*simba_sql_test_after_checkpoint)(void);
 #define SIMBA__SQL_AFTER_CHECKPOINT() ((void)0)
 #endif
 
-/* A renewal, or a waiter's ask that expects to find the mutex held, may wait this long (at
-   most ttl/64) for company: many mutexes then share one write transaction, with its locks
-   and commit, per window instead of per poll. 0 runs every request in the next poll. */
-#ifndef SIMBA_SQL_BATCH_MS
-#define SIMBA_SQL_BATCH_MS 50
-#endif
 
 /* A request executed in a batch, its answer kept until the batch commits. */
 typedef struct simba__sql_done {
@@ -527,6 +534,7 @@ typedef struct simba__sql {
     int memory;     /* the process's shared in-memory database (memdb VFS) */
     int loop_clock; /* times come from the loop's clock (test_clock) */
     int crashed;    /* simba_sql_simulate_crash(): never touches the database again */
+    int read_only;  /* simba_sql_desc.read_only: inspection only */
     sqlite3_stmt *st[SIMBA__SQL_NSTMT];
     /* In-memory database only: the mutexes of this backend's services and the last
        PRAGMA data_version seen, so that a release by another connection is pushed. */
@@ -616,7 +624,7 @@ static void simba__sql_seterr(simba__sql *s, const char *what, int rc) {
    setup errors SQLite can only call "unable to open database file" or "readonly": the
    file's read and write access, then its directory's (SQLite creates the -wal, -shm and
    journal files there). Appends nothing when every access is granted. */
-static void simba__sql_access_why(const char *path, char *out, size_t cap) {
+static void simba__sql_access_why(const char *path, int write, char *out, size_t cap) {
     char dir[4096], aux[4200];
     const char *slash = strrchr(path, '/'), *what;
     unsigned long uid = (unsigned long)geteuid();
@@ -635,7 +643,7 @@ static void simba__sql_access_why(const char *path, char *out, size_t cap) {
     }
     r = faccessat(AT_FDCWD, path, R_OK, AT_EACCESS) == 0;
     e = r ? 0 : errno;
-    w = faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0;
+    w = !write || faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0; /* a read_only open needs no write */
     if (!w && !e) e = errno;
     if (!r || !w) {
         snprintf(out, cap, ": %s: no %s access for uid %lu (%s; owner uid %lu, mode %04o)", path,
@@ -643,7 +651,7 @@ static void simba__sql_access_why(const char *path, char *out, size_t cap) {
                  (unsigned)(st.st_mode & 07777));
         return;
     }
-    if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0) {
+    if (write && faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0) {
         e = errno;
         if (stat(dir, &dst) != 0) memset(&dst, 0, sizeof dst);
         snprintf(out, cap, ": no write access to directory %s for uid %lu (%s; owner uid %lu, mode %04o): SQLite creates "
@@ -653,10 +661,10 @@ static void simba__sql_access_why(const char *path, char *out, size_t cap) {
     }
     for (what = "-wal"; what; what = what[1] == 'w' ? "-shm" : NULL) {
         snprintf(aux, sizeof aux, "%s%s", path, what);
-        if (stat(aux, &st) == 0 && faccessat(AT_FDCWD, aux, R_OK | W_OK, AT_EACCESS) != 0) {
+        if (stat(aux, &st) == 0 && faccessat(AT_FDCWD, aux, write ? R_OK | W_OK : R_OK, AT_EACCESS) != 0) {
             e = errno;
-            snprintf(out, cap, ": %s: no read or write access for uid %lu (%s; owner uid %lu, mode %04o)", aux, uid,
-                     strerror(e), (unsigned long)st.st_uid, (unsigned)(st.st_mode & 07777));
+            snprintf(out, cap, ": %s: no %s access for uid %lu (%s; owner uid %lu, mode %04o)", aux, write ? "read or write" : "read",
+                     uid, strerror(e), (unsigned long)st.st_uid, (unsigned)(st.st_mode & 07777));
             return;
         }
     }
@@ -1382,22 +1390,17 @@ static simba_req *simba__sql_pop(simba__sql *s) {
    waited its limit (returns 1 then: go on with the next). */
 static int simba__sql_busy_head(simba__sql *s, int64_t now) {
     simba_req *r = s->head;
-    simba_reply rep;
     int64_t waited = now - r->sent_at;
     if (waited < simba__sql_busy_limit(s, r)) {
         s->next_try = simba__add(now, s->retry_ms);
         return 0;
     }
-    memset(&rep, 0, sizeof rep);
-    rep.held_ms = -1;
-    rep.rc = SIMBA_EBUSY;
     {
         char last[sizeof s->err];
         memcpy(last, s->err, sizeof last);
         snprintf(s->err, sizeof s->err, "database locked, gave up after %lld ms (%.400s)", (long long)waited, last);
     }
-    rep.errmsg = s->err;
-    simba_req_done(simba__sql_pop(s), &rep);
+    simba_req_fail(simba__sql_pop(s), SIMBA_EBUSY, s->err);
     return 1;
 }
 
@@ -1441,6 +1444,109 @@ static int simba__sql_commit_fits(simba__sql *s, int n) {
     return left == INT64_MAX || left * 1000 >= (int64_t)n * s->commit_ns;
 }
 
+/* >>inspect  Prepared at each use (inspection is rare) and without the setup, which writes:
+   a store that never held anything answers "nothing" (no table yet). Returns 0 with the
+   views handed to the core, SIMBA__SQL_BUSY, or -1 with s->err set. */
+static int simba__sql_prepare_view(simba__sql *s, const char *text, sqlite3_stmt **st, int *absent) {
+    char sql[1024];
+    int rc;
+    *st = NULL;
+    *absent = 0;
+    if (!simba__sql_expand(s, text, sql, sizeof sql)) return SQLITE_ERROR;
+    rc = sqlite3_prepare_v2(s->db, sql, -1, st, NULL);
+    if (rc == SQLITE_ERROR && strncmp(sqlite3_errmsg(s->db), "no such table", 13) == 0) { *absent = 1; return SQLITE_OK; }
+    if (rc != SQLITE_OK) simba__sql_seterr(s, "inspect", rc);
+    return rc;
+}
+
+/* One row of SIMBA__SQL_VIEW_COLS into v; a lease fully over is nobody's. */
+static void simba__sql_view_row(sqlite3_stmt *st, simba_view *v) {
+    const char *m = (const char *)sqlite3_column_text(st, 0), *o = (const char *)sqlite3_column_text(st, 1);
+    memset(v, 0, sizeof *v);
+    simba__copy(v->mutex, sizeof v->mutex, m);
+    v->fence = (uint64_t)sqlite3_column_int64(st, 2);
+    v->acquired_unix_ms = v->held_ms = v->ttl_left_ms = v->transition_left_ms = v->session_ms = SIMBA_UNKNOWN_MS;
+    v->waiters = -1;
+    if (o && o[0] && sqlite3_column_int64(st, 6) >= 0) {
+        simba__copy(v->owner, sizeof v->owner, o);
+        v->acquired_unix_ms = sqlite3_column_int64(st, 3);
+        v->held_ms = sqlite3_column_int64(st, 4);
+        v->ttl_left_ms = sqlite3_column_int64(st, 5);
+        v->transition_left_ms = sqlite3_column_int64(st, 6);
+    }
+}
+
+static int simba__sql_waiters(simba__sql *s, const char *mutex, int64_t now, simba_view *v) {
+    sqlite3_stmt *st;
+    int absent, rc = simba__sql_prepare_view(s, SIMBA__SQL_WAITERS_TEXT, &st, &absent);
+    v->waiters = 0;
+    if (rc != SQLITE_OK || absent) return rc;
+    sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, now);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (v->waiters < SIMBA_VIEW_WAITERS) simba__copy(v->waiter[v->waiters], sizeof v->waiter[0], (const char *)sqlite3_column_text(st, 0));
+        v->waiters++;
+    }
+    if (rc != SQLITE_DONE) simba__sql_seterr(s, "inspect (queue)", rc);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static int simba__sql_force(simba__sql *s, simba_req *r, int64_t now, simba_reply *rep) {
+    sqlite3_stmt *st;
+    int absent, rc = simba__sql_setup(s); /* a write, and the head's wake-up needs the statements */
+    int64_t waiters = 0;
+    rep->rc = SIMBA_ESTATE;
+    if (rc == SQLITE_OK) rc = simba__sql_prepare_view(s, SIMBA__SQL_FORCE_TEXT, &st, &absent);
+    if (rc != SQLITE_OK || absent) return rc;
+    sqlite3_bind_text(st, 1, r->mutex, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)r->fence);
+    sqlite3_bind_int64(st, 6, now);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        rep->rc = SIMBA_OK;
+        waiters = sqlite3_column_int64(st, 0);
+        rc = sqlite3_step(st);
+    }
+    if (rc != SQLITE_DONE) simba__sql_seterr(s, "force release", rc);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) return rc;
+    if (rep->rc == SIMBA_OK && waiters > 0) simba__sql_wake_head(s, r->mutex);
+    if (rep->rc == SIMBA_OK && s->memory && s->be) simba_backend_event(s->be, SIMBA_EV_RELEASED, r->mutex, NULL, NULL);
+    return SQLITE_OK;
+}
+
+static int simba__sql_inspect_one(simba__sql *s, simba_req *r, simba_reply *rep) {
+    sqlite3_stmt *st;
+    int absent = 0, rc;
+    int64_t now = simba__sql_now(s);
+    memset(rep, 0, sizeof *rep);
+    rep->held_ms = -1;
+    if (r->op == SIMBA_OP_FORCE_RELEASE) {
+        rc = simba__sql_force(s, r, now, rep);
+    } else {
+        rc = simba__sql_prepare_view(s, r->op == SIMBA_OP_LIST ? SIMBA__SQL_LIST_TEXT : SIMBA__SQL_INSPECT_TEXT, &st, &absent);
+        if (rc == SQLITE_OK && !absent) {
+            simba_view v;
+            if (r->op == SIMBA_OP_INSPECT) sqlite3_bind_text(st, 1, r->mutex, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 6, now);
+            while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                simba__sql_view_row(st, &v);
+                if (r->op == SIMBA_OP_INSPECT && (rc = simba__sql_waiters(s, r->mutex, now, &v)) != SQLITE_OK) break;
+                simba_req_view(r, &v);
+            }
+            if (rc != SQLITE_DONE && rc != SQLITE_OK) simba__sql_seterr(s, "inspect", rc);
+            sqlite3_finalize(st);
+            if (rc == SQLITE_DONE) rc = SQLITE_OK;
+        }
+    }
+    if (rc == SQLITE_OK) return 0;
+    if (simba__sql_is_busy(rc)) return SIMBA__SQL_BUSY;
+    rep->rc = SIMBA_EBACKEND;
+    rep->errmsg = s->err;
+    return 0;
+}
+
 /* >>batch Queued requests in one write transaction (BEGIN IMMEDIATE ... COMMIT), in order,
    each step of the queue's rule a savepoint inside it. Each request sees exactly the rows
    it would see alone, after the requests before it; answers are handed back only once the
@@ -1455,7 +1561,7 @@ static int simba__sql_batch(simba__sql *s) {
     if (rc != SQLITE_DONE) return simba__sql_is_busy(rc) ? SIMBA__SQL_BUSY : -1;
     s->batch = 1;
     cold = simba__sql_cold(s);
-    for (r = s->head; r && n < s->batch_max; r = r->next_) {
+    for (r = s->head; r && n < s->batch_max && r->op < SIMBA_OP_INSPECT; r = r->next_) {
         simba__sql_done *d = &s->done[n];
         /* The head was charged by the caller; every further request is a step of the poll,
            and so is the COMMIT that no budget stops once it started (a WAL frame per page
@@ -1493,14 +1599,7 @@ static int simba__sql_batch(simba__sql *s) {
         if (simba__sql_is_busy(rc)) return SIMBA__SQL_BUSY;
         /* Nothing of the batch is stored: its requests failed, the next ones go on. */
         snprintf(why, sizeof why, "sqlite batch of %d: %s", n + failed, sqlite3_errstr(rc));
-        for (i = 0; i < n + failed && s->head; i++) {
-            simba_reply rep;
-            memset(&rep, 0, sizeof rep);
-            rep.held_ms = -1;
-            rep.rc = SIMBA_EBACKEND;
-            rep.errmsg = why;
-            simba_req_done(simba__sql_pop(s), &rep);
-        }
+        for (i = 0; i < n + failed && s->head; i++) simba_req_fail(simba__sql_pop(s), SIMBA_EBACKEND, why);
         return 0;
     }
     s->batches++;
@@ -1526,9 +1625,13 @@ static void simba__sql_drain(simba__sql *s, int64_t now) {
             s->next_try = now;
             return;
         }
-        if (s->head->next_ && s->ready && s->done) rc = simba__sql_batch(s);
-        if (rc == 0) continue;
-        if (rc == -1) rc = simba__sql_exec_one(s, s->head, &rep);
+        if (s->head->op >= SIMBA_OP_INSPECT) {
+            rc = simba__sql_inspect_one(s, s->head, &rep);
+        } else {
+            if (s->head->next_ && s->ready && s->done) rc = simba__sql_batch(s);
+            if (rc == 0) continue;
+            if (rc == -1) rc = simba__sql_exec_one(s, s->head, &rep);
+        }
         if (rc == SIMBA__SQL_BUSY) {
             if (!simba__sql_busy_head(s, now)) return;
             continue;
@@ -1538,9 +1641,25 @@ static void simba__sql_drain(simba__sql *s, int64_t now) {
     s->next_try = INT64_MAX;
 }
 
+static simba_result simba__sql_enqueue(simba__sql *s, simba_req *req);
+
+/* A backend opened read_only answers reads only. */
+static simba_result simba__sql_refuse_write(simba__sql *s) {
+    simba__copy(s->be->errmsg, sizeof s->be->errmsg, "sqlite: opened read_only: inspection only");
+    return SIMBA_EINVAL;
+}
+
+static simba_result simba__sql_inspect(void *impl, simba_req *req) {
+    simba__sql *s = (simba__sql *)impl;
+    if (req->op != SIMBA_OP_LIST && simba_name_check(req->mutex) != SIMBA_OK) return SIMBA_EINVAL;
+    if (s->read_only && req->op == SIMBA_OP_FORCE_RELEASE) return simba__sql_refuse_write(s);
+    return simba__sql_enqueue(s, req);
+}
+
 static simba_result simba__sql_submit(void *impl, simba_req *req) {
     simba__sql *s = (simba__sql *)impl;
     if (!s || !req || !req->mutex || simba_name_check(req->mutex) != SIMBA_OK) return SIMBA_EINVAL;
+    if (s->read_only) return simba__sql_refuse_write(s);
     switch (req->op) {
     case SIMBA_OP_ACQUIRE:
         if (req->ttl_ms <= 0 || req->ttl_ms > SIMBA_MAX_MS || req->transition_ms < 0 ||
@@ -1555,6 +1674,10 @@ static simba_result simba__sql_submit(void *impl, simba_req *req) {
     default:
         return SIMBA_EINVAL;
     }
+    return simba__sql_enqueue(s, req);
+}
+
+static simba_result simba__sql_enqueue(simba__sql *s, simba_req *req) {
     req->next_ = NULL;
     if (s->tail) s->tail->next_ = req;
     else s->head = req;
@@ -1567,14 +1690,13 @@ static simba_result simba__sql_submit(void *impl, simba_req *req) {
        waits its turn. */
     {
         int64_t now = simba_now(s->loop), at = now;
-        /* Nobody waits on a renewal, nor on an ask that will find the mutex held: they may
-           wait for company. An ask after a pushed release is a handoff: it goes now, and
-           takes the held ones along. */
+        /* Nobody waits on a renewal, nor on a waiter's ask on its own timer: they wait for
+           company as long as the core says. An ask after a pushed release is a handoff: it
+           goes now, and takes the held ones along. */
         if (req->op == SIMBA_OP_ACQUIRE && !req->renew && !req->expect_win && s->woken > 0) s->woken--;
         /* (":memory:" pushes a release to every watcher, uncounted: its waiters are not held) */
-        else if (req->op == SIMBA_OP_ACQUIRE && (req->renew || (!req->expect_win && !s->memory)) && s->done &&
-                 SIMBA_SQL_BATCH_MS > 0)
-            at = simba__add(now, simba__min(req->ttl_ms / 64, SIMBA_SQL_BATCH_MS));
+        else if (req->hold_ms > 0 && (req->renew || !s->memory) && s->done)
+            at = simba__add(now, req->hold_ms);
         if (s->head == req || at < s->next_try) s->next_try = at;
         if (s->head == req && !simba__in_poll(s->loop) && s->next_try <= now) simba__sql_drain(s, now);
     }
@@ -1694,13 +1816,9 @@ static void simba__sql_destroy(void *impl) {
     simba__sql *s = (simba__sql *)impl;
     while (s->head) {
         simba_req *r = s->head;
-        simba_reply rep;
         s->head = r->next_;
         r->next_ = NULL;
-        memset(&rep, 0, sizeof rep);
-        rep.held_ms = -1;
-        rep.rc = SIMBA_ECLOSED;
-        simba_req_done(r, &rep);
+        simba_req_fail(r, SIMBA_ECLOSED, "sqlite backend closed");
     }
     s->tail = NULL;
     simba__sql_close(s);
@@ -1728,6 +1846,7 @@ static const simba_backend_vt simba__sql_vt = {
     simba__sql_destroy,
     SIMBA_LEASE_ASKED,
     simba__sql_hurry,
+    simba__sql_inspect,
 };
 
 static void simba__sql_errout(const simba_sql_desc *desc, const char *msg) {
@@ -1788,19 +1907,34 @@ static int simba__sql_clock_mark(simba__sql *s, int *clash) {
 }
 
 /* >>open */
-SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *desc, simba_backend **out) {
-    simba__sql *s;
-    const char *table, *path, *fname, *vfs;
-    int rc, clash = 0, is_uri;
-    simba_result r;
-    if (out) *out = NULL;
-    if (desc) simba__sql_errout(desc, "");
-    if (!loop) {
-        simba__sql_errout(desc, "simba_sql_open: loop is NULL");
-        return SIMBA_EINVAL;
-    }
-    if (!desc) return simba__fail(loop, SIMBA_EINVAL, "simba_sql_open: desc is NULL");
-    if (!out) return simba__sql_refuse(loop, desc, "simba_sql_open: out is NULL");
+/* read_only: a database in WAL mode needs its -wal and -shm files, which a reader that may
+   not write the directory cannot create; without a -wal file no connection has the database
+   open (the last one removes it), so the file alone holds every commit and is read as
+   immutable. */
+static int simba__sql_open_ro(simba__sql *s, const char *path, int is_uri) {
+    char uri[3 * 4096 + 32], wal[4096 + 8];
+    const char *p;
+    size_t n;
+    int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+    if (rc == SQLITE_OK || is_uri || strlen(path) >= 4096 || ((rc & 0xff) != SQLITE_READONLY && (rc & 0xff) != SQLITE_CANTOPEN))
+        return rc;
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    if (access(wal, F_OK) == 0 || access(path, R_OK) != 0) return rc;
+    sqlite3_close(s->db);
+    s->db = NULL;
+    n = (size_t)snprintf(uri, sizeof uri, "file:");
+    for (p = path; *p; p++) /* the path percent-encoded: '?', '#' and '%' are URI syntax */
+        n += (size_t)((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("/._-~", *p)
+                          ? snprintf(uri + n, sizeof uri - n, "%c", *p)
+                          : snprintf(uri + n, sizeof uri - n, "%%%02X", (unsigned char)*p));
+    snprintf(uri + n, sizeof uri - n, "?immutable=1");
+    return sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
+}
+
+/* Every field of the desc, with words for what is wrong (errbuf and the loop's errmsg). */
+static simba_result simba__sql_desc_check(simba_loop *loop, const simba_sql_desc *desc) {
+    const char *table;
     if (!desc->path || !desc->path[0])
         return simba__sql_refuse(loop, desc, "simba_sql_open: path is %s: give a database file, or \":memory:\" for the "
                                              "process's shared in-memory database (\"\" would be a private temporary one)",
@@ -1826,6 +1960,86 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
                                              "this connection; got %d)", desc->checkpoint);
     if (desc->test_clock != 0 && desc->test_clock != 1)
         return simba__sql_refuse(loop, desc, "simba_sql_open: test_clock must be 0 or 1 (got %d)", desc->test_clock);
+    if (desc->read_only != 0 && desc->read_only != 1)
+        return simba__sql_refuse(loop, desc, "simba_sql_open: read_only must be 0 or 1 (got %d)", desc->read_only);
+    return SIMBA_OK;
+}
+
+/* Refuses what gives this connection a database nobody else sees (each backend would win its
+   own), and the test clock on anything but ":memory:"; closes s then. */
+static simba_result simba__sql_shared(simba__sql *s, const simba_sql_desc *desc, const char *path, int is_uri) {
+    simba_loop *loop = s->loop;
+    const char *fname, *vfs;
+    /* Refuse what gives this connection a database nobody else sees: each backend would
+       win its own. Shared-cache in-memory databases are shared by the process. */
+    int memdb, shared_cache = is_uri && strstr(path, "cache=shared") != NULL;
+    fname = sqlite3_db_filename(s->db, "main");
+    vfs = simba__sql_vfs_name(s->db);
+    memdb = strcmp(vfs, "memdb") == 0;
+    s->memory = memdb && fname && fname[0] == '/';
+    if (!s->memory && (memdb || ((!fname || !fname[0]) && !shared_cache))) {
+        simba__sql_close(s);
+        return simba__sql_refuse(loop, desc, "simba_sql_open: path \"%.200s\" opens a database private to one "
+                                             "connection (temporary or in-memory): every backend would own alone; use "
+                                             "\":memory:\" (one in-memory database per process) or a file", desc->path);
+    }
+    if (desc->test_clock && !s->memory) {
+        simba__sql_close(s);
+        return simba__sql_refuse(loop, desc, "simba_sql_open: test_clock needs an in-memory database (\":memory:\")");
+    }
+    return SIMBA_OK;
+}
+
+/* The setup at open; an in-memory database is locked only while another thread's
+   statement runs (microseconds): waited for here, boundedly, so that its clock is checked
+   at open. A file locked by someone else right now: the first request finishes it. */
+static int simba__sql_setup_at_open(simba__sql *s, int *clash) {
+    int tries = 0, rc;
+    for (;;) {
+        rc = simba__sql_setup(s);
+        if (rc == SQLITE_OK && s->memory) rc = simba__sql_clock_mark(s, clash);
+        if (!simba__sql_is_busy(rc) || !s->memory || ++tries > 500) break;
+        poll(NULL, 0, 1);
+    }
+    return simba__sql_is_busy(rc) && !s->memory ? SQLITE_OK : rc;
+}
+
+/* An open or setup that failed: the message (with the access the file system refused,
+   which SQLite does not name) to errbuf, the log and the loop's errmsg; s is closed. */
+static simba_result simba__sql_open_failed(simba__sql *s, const simba_sql_desc *desc, int rc, int is_uri) {
+    simba_loop *loop = s->loop;
+    char msg[sizeof s->err + 64];
+    int prim = rc & 0xff;
+    /* SQLite names neither the file nor the access: say which the file system refused */
+    if (prim == SQLITE_CANTOPEN || prim == SQLITE_READONLY || prim == SQLITE_PERM || prim == SQLITE_AUTH) {
+        const char *f = s->db ? sqlite3_db_filename(s->db, "main") : NULL;
+        size_t n = strlen(s->err);
+        if (!f || !f[0]) f = is_uri ? NULL : desc->path;
+        if (f) simba__sql_access_why(f, !s->read_only, s->err + n, sizeof s->err - n);
+    }
+    snprintf(msg, sizeof msg, "simba_sql_open(%s): %s", desc->path, s->err);
+    simba_log(loop, SIMBA_LOG_ERROR, "%s", msg);
+    simba__sql_errout(desc, msg);
+    simba__copy(loop->errmsg, sizeof loop->errmsg, msg);
+    simba__sql_close(s);
+    return SIMBA_EBACKEND;
+}
+
+SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *desc, simba_backend **out) {
+    simba__sql *s;
+    const char *table, *path;
+    int rc, clash = 0, is_uri;
+    simba_result r;
+    if (out) *out = NULL;
+    if (desc) simba__sql_errout(desc, "");
+    if (!loop) {
+        simba__sql_errout(desc, "simba_sql_open: loop is NULL");
+        return SIMBA_EINVAL;
+    }
+    if (!desc) return simba__fail(loop, SIMBA_EINVAL, "simba_sql_open: desc is NULL");
+    if (!out) return simba__sql_refuse(loop, desc, "simba_sql_open: out is NULL");
+    if ((r = simba__sql_desc_check(loop, desc)) != SIMBA_OK) return r;
+    table = desc->table && desc->table[0] ? desc->table : "simba_mutex";
     path = strcmp(desc->path, ":memory:") == 0 ? SIMBA__SQL_MEMORY_URI : desc->path;
     is_uri = strncmp(path, "file:", 5) == 0;
     /* Checked before anything is created: the test clock on a file that other processes may
@@ -1847,45 +2061,22 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
     s->retry_ms = desc->busy_retry_ms > 0 ? desc->busy_retry_ms : 5;
     s->busy_max_ms = desc->busy_max_ms;
     s->next_try = INT64_MAX;
-    simba__sql_wake_open(s);
+    s->read_only = desc->read_only;
+    s->wake_fd = -1;
+    if (!s->read_only) simba__sql_wake_open(s);
     /* [sqlite] NOMUTEX: a loop is single-threaded, so the connection needs no lock of its own.
        URI: ":memory:" becomes a memdb URI whatever SQLite's compile-time default. */
-    rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
+    rc = s->read_only ? simba__sql_open_ro(s, path, is_uri)
+                      : sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
     if (rc == SQLITE_OK) {
-        /* Refuse what gives this connection a database nobody else sees: each backend would
-           win its own. Shared-cache in-memory databases are shared by the process. */
-        int memdb, shared_cache = is_uri && strstr(path, "cache=shared") != NULL;
-        fname = sqlite3_db_filename(s->db, "main");
-        vfs = simba__sql_vfs_name(s->db);
-        memdb = strcmp(vfs, "memdb") == 0;
-        s->memory = memdb && fname && fname[0] == '/';
-        if (!s->memory && (memdb || ((!fname || !fname[0]) && !shared_cache))) {
-            simba__sql_close(s);
-            return simba__sql_refuse(loop, desc, "simba_sql_open: path \"%.200s\" opens a database private to one "
-                                                 "connection (temporary or in-memory): every backend would own alone; use "
-                                                 "\":memory:\" (one in-memory database per process) or a file", desc->path);
-        }
-        if (desc->test_clock && !s->memory) {
-            simba__sql_close(s);
-            return simba__sql_refuse(loop, desc, "simba_sql_open: test_clock needs an in-memory database (\":memory:\")");
-        }
+        if ((r = simba__sql_shared(s, desc, path, is_uri)) != SIMBA_OK) return r;
         sqlite3_extended_result_codes(s->db, 1);
         rc = sqlite3_busy_timeout(s->db, 0);
         if (rc == SQLITE_OK && desc->checkpoint == -1) rc = sqlite3_wal_autocheckpoint(s->db, 0);
     }
-    if (rc == SQLITE_OK) {
-        int tries = 0;
-        for (;;) {
-            rc = simba__sql_setup(s);
-            if (rc == SQLITE_OK && s->memory) rc = simba__sql_clock_mark(s, &clash);
-            /* An in-memory database is locked only while another thread's statement runs
-               (microseconds): wait here, boundedly, so that its clock is checked at open. */
-            if (!simba__sql_is_busy(rc) || !s->memory || ++tries > 500) break;
-            poll(NULL, 0, 1);
-        }
-        /* A file locked by someone else right now: the first request finishes the setup. */
-        if (simba__sql_is_busy(rc) && !s->memory) rc = SQLITE_OK;
-    } else {
+    if (rc == SQLITE_OK && !s->read_only) {
+        rc = simba__sql_setup_at_open(s, &clash);
+    } else if (rc != SQLITE_OK) {
         simba__sql_seterr(s, "open", rc);
     }
     if (rc == SQLITE_OK && clash) {
@@ -1894,23 +2085,7 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
                                              "another backend of this process: open every backend of it with the same "
                                              "test_clock", desc->path, desc->test_clock ? "wall" : "loop's (test_clock)");
     }
-    if (rc != SQLITE_OK) {
-        char msg[sizeof s->err + 64];
-        int prim = rc & 0xff;
-        /* SQLite names neither the file nor the access: say which the file system refused */
-        if (prim == SQLITE_CANTOPEN || prim == SQLITE_READONLY || prim == SQLITE_PERM || prim == SQLITE_AUTH) {
-            const char *f = s->db ? sqlite3_db_filename(s->db, "main") : NULL;
-            size_t n = strlen(s->err);
-            if (!f || !f[0]) f = is_uri ? NULL : desc->path;
-            if (f) simba__sql_access_why(f, s->err + n, sizeof s->err - n);
-        }
-        snprintf(msg, sizeof msg, "simba_sql_open(%s): %s", desc->path, s->err);
-        simba_log(loop, SIMBA_LOG_ERROR, "%s", msg);
-        simba__sql_errout(desc, msg);
-        simba__copy(loop->errmsg, sizeof loop->errmsg, msg);
-        simba__sql_close(s);
-        return SIMBA_EBACKEND;
-    }
+    if (rc != SQLITE_OK) return simba__sql_open_failed(s, desc, rc, is_uri);
     r = simba_backend_new(loop, &simba__sql_vt, s, &s->be);
     if (r != SIMBA_OK) {
         simba__sql_close(s);

@@ -102,6 +102,28 @@
  *     Tested against a single server and against a 3-node ensemble (scripts/zk-ensemble-
  *   start.sh; the shared kit, tests/fault_zk_ensemble.sh and tests/fault_zk_isolated.sh).
  *
+ * JOBS
+ *   Every request is a job (so are a released contender's clean-up and an observer's
+ *   refresh, which answer nobody): a contender's jobs run one after the other, and a job is
+ *   one ZooKeeper call at a time, its step. simba__zk_job_go() is the one place a step
+ *   changes (a build with SIMBA_ZK_TRACE logs every change).
+ *
+ *     ACQUIRE ──► LIST ──(no node known)──────────────► CREATE ──(made)──► LIST
+ *                  │  ──(may grant, not synced)──────► SYNC ──(synced)───► LIST
+ *                  │  ──(a session check answers it)─► [BATCH] ──► answered, or LIST
+ *                  ├─(ours is lowest)─► answered (a renewal); SET (alone: a new fence)
+ *                  │                    or DELETE (waiters: to the back) ──► LIST
+ *                  └─(another's is lowest)─► GET ──► answered ──► EXISTS (watch the node
+ *                                             │                  just before ours) ──► end
+ *                                             └─(ours after all)─► as "ours is lowest"
+ *     RELEASE ──► DELETE (our node) ──(more of ours may exist)──► SWEEP ──► DELETE ──► end
+ *     READ, refresh ──► LIST ──(nobody)──► answered;  ──► GET (the lowest) ──► answered
+ *
+ *   A node gone between two steps, or a queue that moved, sends the job back to LIST (at
+ *   most SIMBA__ZK_TRIES times). Between calls a job waits (job->wait) in its contender's
+ *   queue, for a session check ([BATCH]), or, with SIMBA__ZK_FLY_MAX calls in flight,
+ *   parked (started jobs and renewals first). Its deadline is the request's.
+ *
  * REQUESTS BEFORE THE CONNECTION
  *   simba_zk_open() does not block on the network (zookeeper_init is asynchronous; host
  *   names are refused with SIMBA_EINVAL, as the client library would resolve them with a
@@ -168,6 +190,8 @@
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
  *   >>process  the work of one poll   >>close  teardown
+ *   >>inspect  simba_inspect, simba_list, simba_force_release
+ *   >>jobs  a request's steps (see JOBS)
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
@@ -276,7 +300,10 @@ typedef char simba__zk_keep_fits[2 + SIMBA__ZK_TAG_LEN + 1 + 11 < SIMBA__ZK_KEEP
 #define SIMBA__ZK_ADDRS 16
 #define SIMBA__ZK_SETTLE_MS 1000 /* destroy waits this long at most for calls in flight */
 #define SIMBA__ZK_PING_GAP_MS 20 /* session checks for cheap renewals: at most 50 a second */
-#define SIMBA__ZK_IDLE_RETRY_MS 1000 /* a released contender's refused clean-up: tried again */
+/* A session that could not be made, refused credentials, a released contender's refused
+   clean-up: tried again after the kit's backoff between these bounds (reset when connected). */
+#define SIMBA__ZK_RETRY_MIN_MS 1000
+#define SIMBA__ZK_RETRY_MAX_MS 30000
 #define SIMBA__ZK_FLY_MAX 256    /* job calls in flight: more wait, so a renewal never queues
                                     behind thousands of start-up calls in the server */
 #define SIMBA__ZK_RO_MSG "zookeeper: the server granted a read-only session (no quorum, or not ZooKeeper): refused"
@@ -286,15 +313,20 @@ enum { SIMBA__ZK_CREATE, SIMBA__ZK_LIST, SIMBA__ZK_GET, SIMBA__ZK_EXISTS, SIMBA_
        SIMBA__ZK_SELF, SIMBA__ZK_PING, SIMBA__ZK_SYNC };
 /* job kinds beyond simba_op */
 enum { SIMBA__ZK_J_REFRESH = 100 };
-/* job steps */
+/* job steps (see JOBS): each is one ZooKeeper call */
 enum { SIMBA__ZK_S_LIST, SIMBA__ZK_S_CREATE, SIMBA__ZK_S_GET, SIMBA__ZK_S_EXISTS, SIMBA__ZK_S_DELETE,
        SIMBA__ZK_S_SWEEP, SIMBA__ZK_S_SET, SIMBA__ZK_S_SYNC };
+/* where a job waits while no call of it is in flight: nowhere (its contender's queue, or
+   its next call is being issued), for a session check (zk->bq_*), or for room among the
+   calls in flight (zk->park_*[0]: started jobs and renewals, [1]: new ones) */
+enum { SIMBA__ZK_W_NONE, SIMBA__ZK_W_BATCH, SIMBA__ZK_W_PARK_STARTED, SIMBA__ZK_W_PARK_NEW };
 
 typedef struct simba__zk simba__zk;
 typedef struct simba__zk_sess simba__zk_sess;
 typedef struct simba__zk_job simba__zk_job;
 typedef struct simba__zk_cont simba__zk_cont;
 typedef struct simba__zk_mtx simba__zk_mtx;
+typedef struct simba__zk_ins simba__zk_ins;
 
 /* One asynchronous ZooKeeper call. Inputs are written before the call; outputs are written
    by the completion thread before it queues the record under zk->mu; the caller's thread
@@ -322,6 +354,10 @@ typedef struct simba__zk_op {
     int64_t czxid;                 /* CREATE, GET */
     int64_t mzxid;                 /* CREATE, GET, SET */
     char data[SIMBA__ZK_DATA_MAX + 1];
+    int version;         /* GET: the node's, for a conditional delete */
+    simba__zk_ins *ins;  /* an inspection's call (job NULL) */
+    char *kids;          /* KIDS: every child's name, each NUL-terminated (SIMBA_MALLOC) */
+    int nkids;
 } simba__zk_op;
 
 struct simba__zk_sess {
@@ -350,12 +386,11 @@ typedef struct simba__zk_evt {
     char path[SIMBA__ZK_PATH_MAX];
 } simba__zk_evt;
 
-/* Fields are ordered so that no padding is left (10,000 mutexes: every byte counts). */
+/* Fields are ordered so that little padding is left (10,000 mutexes: every byte counts). */
 struct simba__zk_mtx {
+    simba__hnode h;             /* first: zk->mtab by name (key = name) */
+    int watchers;               /* vt watch count */
     simba__zk_mtx *next, *prev; /* zk->mtxs */
-    simba__zk_mtx *hnext;       /* zk->mtab bucket */
-    uint32_t hash;
-    int watchers;   /* vt watch count */
     int64_t own_fence, own_timeout; /* own_*: the lowest node as last read, valid while own_valid */
     char own_node[SIMBA__ZK_KEEP_MAX];
     unsigned char own_valid;  /* own_*: unchanged since read (watched) */
@@ -397,7 +432,8 @@ struct simba__zk_job {
     simba__zk_job *tnext, *tprev; /* zk->thead: requests not answered yet, by deadline */
     simba__zk_job *bnext, *bprev; /* zk->bq_wait, bq_fly or bq_ready (batch 1 on any): a
                                      session check's request, before, during and after it */
-    int timed, batch;
+    int timed;                  /* on zk->thead (a request not answered yet) */
+    int wait;                   /* SIMBA__ZK_W_*: where it waits while no call of it flies */
     int refused;                /* its call was refused at once: no answer will come */
     simba_req *req;             /* NULL once answered */
     simba__zk_cont *cont;
@@ -412,7 +448,6 @@ struct simba__zk_job {
     int pred_gone; /* the watched predecessor's deletion was processed before the exists answer */
     int full;      /* no session-only confirmation: list and read */
     int started;   /* a call of it was answered: it goes before new ones */
-    int parked;    /* 1 + its zk->park queue: waits for room among the calls in flight */
     simba__zk_job *pnext, *pprev;
     int count;     /* n- children in the last listing */
     int64_t deadline;
@@ -448,6 +483,7 @@ struct simba__zk {
     int64_t reopen_at;
     simba__zk_op *outstanding;
     simba__zk_job *jobs;
+    simba__zk_ins *inss; /* inspections in flight */
     simba__zk_job *thead, *ttail; /* deadlines grow with submission: a FIFO is sorted */
     simba__zk_job *bq_wait, *bq_fly; /* cheap renewals: for the next / the flying check */
     simba__zk_job *bq_ready;         /* ... the answered check's, not yet answered themselves:
@@ -460,9 +496,10 @@ struct simba__zk {
     int64_t ping_at;                 /* the next check no sooner than this */
     int64_t sent_at;                 /* the last call issued on the current session */
     int64_t idle_at;                 /* released contenders' refused clean-up: tried again then */
+    int64_t reopen_backoff, idle_backoff; /* simba__backoff of reopen_at and idle_at */
     simba__zk_mtx *mtxs;
-    simba__zk_mtx **mtab; /* hash of mtxs by name */
-    size_t mtab_cap, nmtx;
+    simba__htab mtab; /* mtxs by name */
+    size_t nmtx;
     simba_zk_stats stats;
     simba__zk_evt evt; /* scratch for draining the ring */
 };
@@ -492,12 +529,6 @@ static void simba__zk_post(simba__zk_op *op, int rc) {
     /* op may be freed by the caller's thread from here on */
 }
 
-static void simba__zk_copy(char *dst, size_t cap, const char *src) {
-    size_t n = src ? strlen(src) : 0;
-    if (n >= cap) n = cap - 1;
-    if (n) memcpy(dst, src, n);
-    dst[n] = 0;
-}
 
 static const char *simba__zk_last(const char *path) {
     const char *s = path ? strrchr(path, '/') : NULL;
@@ -507,7 +538,7 @@ static const char *simba__zk_last(const char *path) {
 static void simba__zk_cb_create(int rc, const char *value, const struct Stat *st, const void *data) {
     simba__zk_op *op = (simba__zk_op *)data;
     if (rc == ZOK) {
-        simba__zk_copy(op->name, sizeof op->name, simba__zk_last(value));
+        simba__copy(op->name, sizeof op->name, simba__zk_last(value));
         op->czxid = st ? st->czxid : 0;
         op->mzxid = st ? st->mzxid : 0;
     }
@@ -536,6 +567,26 @@ static void simba__zk_cb_get(int rc, const char *value, int len, const struct St
         op->data[n] = 0;
         op->czxid = st ? st->czxid : 0;
         op->mzxid = st ? st->mzxid : 0;
+        op->version = st ? st->version : -1;
+    }
+    simba__zk_post(op, rc);
+}
+
+/* An inspection's listing: every name, copied for the caller's thread. */
+static void simba__zk_cb_kids(int rc, const struct String_vector *sv, const void *data) {
+    simba__zk_op *op = (simba__zk_op *)data;
+    if (rc == ZOK && sv && sv->count > 0) {
+        size_t n = 0, at = 0;
+        int32_t i;
+        for (i = 0; i < sv->count; i++) n += strlen(sv->data[i]) + 1;
+        op->kids = (char *)SIMBA_MALLOC(n);
+        if (!op->kids) rc = ZSYSTEMERROR;
+        for (i = 0; op->kids && i < sv->count; i++) {
+            size_t l = strlen(sv->data[i]) + 1;
+            memcpy(op->kids + at, sv->data[i], l);
+            at += l;
+        }
+        if (op->kids) op->nkids = sv->count;
     }
     simba__zk_post(op, rc);
 }
@@ -571,11 +622,11 @@ static void simba__zk_cb_list(int rc, const struct String_vector *sv, const void
             op->count++;
             if (low < 0 || s < low) {
                 low = s;
-                simba__zk_copy(op->lowest, sizeof op->lowest, sv->data[i]);
+                simba__copy(op->lowest, sizeof op->lowest, sv->data[i]);
             }
             if (taglen && tl == taglen && memcmp(t, op->tag, tl) == 0 && (mine < 0 || s < mine)) {
                 mine = s;
-                simba__zk_copy(op->mine, sizeof op->mine, sv->data[i]);
+                simba__copy(op->mine, sizeof op->mine, sv->data[i]);
             }
         }
         for (i = 0; mine >= 0 && i < sv->count; i++) {
@@ -585,10 +636,10 @@ static void simba__zk_cb_list(int rc, const struct String_vector *sv, const void
             if (s < 0) continue;
             if (s < mine && s > pred) {
                 pred = s;
-                simba__zk_copy(op->pred, sizeof op->pred, sv->data[i]);
+                simba__copy(op->pred, sizeof op->pred, sv->data[i]);
             }
             if (s != mine && tl == taglen && memcmp(t, op->tag, tl) == 0 && op->nextra < SIMBA__ZK_EXTRA_MAX)
-                simba__zk_copy(op->extra[op->nextra++], SIMBA__ZK_NODE_MAX, sv->data[i]);
+                simba__copy(op->extra[op->nextra++], SIMBA__ZK_NODE_MAX, sv->data[i]);
         }
     }
     simba__zk_post(op, rc);
@@ -604,7 +655,7 @@ static void simba__zk_push_evt(simba__zk_sess *sess, int type, int state, const 
         e->gen = sess->gen;
         e->type = type;
         e->state = state;
-        simba__zk_copy(e->path, sizeof e->path, path);
+        simba__copy(e->path, sizeof e->path, path);
         zk->ring_len++;
     }
     simba__zk_signal_locked(zk);
@@ -663,6 +714,11 @@ static void simba__zk_event(simba__zk *zk, simba_event_kind kind, const char *mu
     simba_backend_event(zk->be, kind, mutex, contender, owner);
 }
 
+static void simba__zk_op_free(simba__zk *zk, simba__zk_op *op) {
+    SIMBA_FREE(op->kids);
+    simba_free(zk->loop, op);
+}
+
 static simba__zk_op *simba__zk_op_new(simba__zk *zk, simba__zk_job *job, int kind) {
     simba__zk_op *op = (simba__zk_op *)simba_alloc(zk->loop, sizeof *op);
     if (!op) return NULL;
@@ -699,7 +755,7 @@ static int simba__zk_op_issued(simba__zk *zk, simba__zk_op *op, int zrc) {
     }
 #endif
     if (zrc != ZOK && zrc != ZMARSHALLINGERROR) {
-        simba_free(zk->loop, op);
+        simba__zk_op_free(zk, op);
         return zrc;
     }
     zk->stats.zk_calls++;
@@ -747,41 +803,21 @@ static void simba__zk_delete_node(simba__zk *zk, const char *mutex, const char *
     simba__zk_op_issued(zk, op, zoo_adelete(zk->sess->zh, path, -1, simba__zk_cb_void, op));
 }
 
-static uint32_t simba__zk_hash(const char *s) {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
-}
 
 /* Mutexes are found by a hash of their names: 10,000 mutexes on one backend are usual. */
 static simba__zk_mtx *simba__zk_mtx_find(simba__zk *zk, const char *name, int create) {
-    simba__zk_mtx *m;
-    uint32_t h = simba__zk_hash(name);
-    if (zk->mtab)
-        for (m = zk->mtab[h & (zk->mtab_cap - 1)]; m; m = m->hnext)
-            if (m->hash == h && strcmp(m->name, name) == 0) return m;
-    if (!create) return NULL;
-    if (zk->nmtx + 1 > zk->mtab_cap) { /* grows at load 1: chains stay short */
-        size_t cap = zk->mtab_cap ? zk->mtab_cap * 2 : 64, i;
-        simba__zk_mtx **t = (simba__zk_mtx **)simba_alloc(zk->loop, cap * sizeof *t);
-        if (!t) return NULL;
-        for (i = 0; i < cap; i++) t[i] = NULL;
-        for (m = zk->mtxs; m; m = m->next) {
-            m->hnext = t[m->hash & (cap - 1)];
-            t[m->hash & (cap - 1)] = m;
-        }
-        if (zk->mtab) simba_free(zk->loop, zk->mtab);
-        zk->mtab = t;
-        zk->mtab_cap = cap;
-    }
+    simba__zk_mtx *m = (simba__zk_mtx *)simba__hfind(&zk->mtab, name);
+    if (m || !create) return m;
     m = (simba__zk_mtx *)simba_alloc(zk->loop, sizeof *m + strlen(name) + 1);
     if (!m) return NULL;
     memset(m, 0, sizeof *m);
     m->name = (char *)(m + 1);
     memcpy(m->name, name, strlen(name) + 1);
-    m->hash = h;
-    m->hnext = zk->mtab[h & (zk->mtab_cap - 1)];
-    zk->mtab[h & (zk->mtab_cap - 1)] = m;
+    m->h.key = m->name;
+    if (!simba__hinsert(&zk->mtab, &m->h, simba__lalloc, simba__lfree, zk->loop)) {
+        simba_free(zk->loop, m);
+        return NULL;
+    }
     m->next = zk->mtxs;
     if (zk->mtxs) zk->mtxs->prev = m;
     zk->mtxs = m;
@@ -850,13 +886,8 @@ static void simba__zk_mtx_free(simba__zk *zk, simba__zk_mtx *m) {
 }
 
 static void simba__zk_mtx_gc(simba__zk *zk, simba__zk_mtx *m) {
-    simba__zk_mtx **pp;
     if (m->conts || m->watchers || m->refreshing) return;
-    for (pp = &zk->mtab[m->hash & (zk->mtab_cap - 1)]; *pp; pp = &(*pp)->hnext)
-        if (*pp == m) {
-            *pp = m->hnext;
-            break;
-        }
+    simba__hremove(&zk->mtab, &m->h);
     if (m->prev) m->prev->next = m->next;
     else zk->mtxs = m->next;
     if (m->next) m->next->prev = m->prev;
@@ -867,6 +898,50 @@ static void simba__zk_mtx_gc(simba__zk *zk, simba__zk_mtx *m) {
 static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job);
 static void simba__zk_job_end(simba__zk *zk, simba__zk_job *job);
 
+/* >>jobs The one constructor of a job: on zk->jobs; a request's job also on the deadline FIFO
+   (deadlines grow with submission). A job without a request is internal (a clean-up, an
+   observer's refresh) and has no deadline. */
+static simba__zk_job *simba__zk_job_new(simba__zk *zk, int kind, simba_req *req, simba__zk_cont *c, simba__zk_mtx *m) {
+    simba__zk_job *job = (simba__zk_job *)simba_alloc(zk->loop, sizeof *job);
+    if (!job) return NULL;
+    memset(job, 0, sizeof *job);
+    job->kind = kind;
+    job->req = req;
+    job->cont = c;
+    job->mtx = m;
+    job->internal = req == NULL;
+    job->deadline = req ? simba_now(zk->loop) + zk->timeout_ms + 1000 : INT64_MAX;
+    job->next = zk->jobs;
+    if (zk->jobs) zk->jobs->prev = job;
+    zk->jobs = job;
+    if (req) {
+        job->timed = 1;
+        job->tprev = zk->ttail;
+        if (zk->ttail) zk->ttail->tnext = job;
+        else zk->thead = job;
+        zk->ttail = job;
+    }
+    return job;
+}
+
+/* Every change of a job's step goes through here; a build with SIMBA_ZK_TRACE logs each. */
+static void simba__zk_job_step(simba__zk *zk, simba__zk_job *job, int step) {
+#ifdef SIMBA_ZK_TRACE
+    static const char *const names[] = {"LIST", "CREATE", "GET", "EXISTS", "DELETE", "SWEEP", "SET", "SYNC"};
+    simba_log(zk->loop, SIMBA_LOG_DEBUG, "zookeeper job %p (%s, kind %d): %s -> %s", (void *)job, job->mtx->name, job->kind,
+              names[job->step], names[step]);
+#else
+    (void)zk;
+#endif
+    job->step = step;
+}
+
+/* ... and on to it: the step's call goes out. */
+static void simba__zk_job_go(simba__zk *zk, simba__zk_job *job, int step) {
+    simba__zk_job_step(zk, job, step);
+    simba__zk_job_run(zk, job);
+}
+
 /* A contender with nothing queued: make sure a released contender leaves no node behind,
    and forget contenders that hold nothing. */
 static void simba__zk_cont_idle(simba__zk *zk, simba__zk_cont *c) {
@@ -876,17 +951,7 @@ static void simba__zk_cont_idle(simba__zk *zk, simba__zk_cont *c) {
     if (c->node[0] || c->dirty) {
         simba__zk_job *job;
         if (!simba__zk_usable(zk)) return; /* retried on reconnect */
-        job = (simba__zk_job *)simba_alloc(zk->loop, sizeof *job);
-        if (!job) return;
-        memset(job, 0, sizeof *job);
-        job->kind = SIMBA_OP_RELEASE;
-        job->internal = 1;
-        job->cont = c;
-        job->mtx = m;
-        job->deadline = INT64_MAX;
-        job->next = zk->jobs;
-        if (zk->jobs) zk->jobs->prev = job;
-        zk->jobs = job;
+        if (!(job = simba__zk_job_new(zk, SIMBA_OP_RELEASE, NULL, c, m))) return;
         c->q_head = c->q_tail = job;
         simba__zk_job_run(zk, job);
         return;
@@ -911,18 +976,18 @@ static void simba__zk_tq_del(simba__zk *zk, simba__zk_job *job) {
 }
 
 static void simba__zk_park_del(simba__zk *zk, simba__zk_job *job) {
-    int q = job->parked - 1;
-    if (!job->parked) return;
+    int q = job->wait - SIMBA__ZK_W_PARK_STARTED;
+    if (job->wait != SIMBA__ZK_W_PARK_STARTED && job->wait != SIMBA__ZK_W_PARK_NEW) return;
     if (job->pprev) job->pprev->pnext = job->pnext;
     else zk->park_head[q] = job->pnext;
     if (job->pnext) job->pnext->pprev = job->pprev;
     else zk->park_tail[q] = job->pprev;
     job->pnext = job->pprev = NULL;
-    job->parked = 0;
+    job->wait = SIMBA__ZK_W_NONE;
 }
 
 static void simba__zk_bq_del(simba__zk *zk, simba__zk_job *job) {
-    if (!job->batch) return;
+    if (job->wait != SIMBA__ZK_W_BATCH) return;
     /* the list a job is on is told by its head: a whole list moves from wait to fly to
        ready without a walk (a walk over a check's 600 requests, cold in the cache, took
        0.6 ms of one poll in W4) */
@@ -932,7 +997,7 @@ static void simba__zk_bq_del(simba__zk *zk, simba__zk_job *job) {
     else zk->bq_ready = job->bnext;
     if (job->bnext) job->bnext->bprev = job->bprev;
     job->bnext = job->bprev = NULL;
-    job->batch = 0;
+    job->wait = SIMBA__ZK_W_NONE;
 }
 
 static void simba__zk_reply(simba__zk *zk, simba__zk_job *job, const simba_reply *r) {
@@ -945,11 +1010,12 @@ static void simba__zk_reply(simba__zk *zk, simba__zk_job *job, const simba_reply
 }
 
 static void simba__zk_fail(simba__zk *zk, simba__zk_job *job, simba_result rc, const char *msg) {
-    simba_reply r;
-    memset(&r, 0, sizeof r);
-    r.rc = rc;
-    r.errmsg = msg;
-    simba__zk_reply(zk, job, &r);
+    if (job->req) {
+        simba_req *req = job->req;
+        job->req = NULL;
+        simba__zk_tq_del(zk, job);
+        simba_req_fail(req, rc, msg);
+    }
     simba__zk_job_end(zk, job);
 }
 
@@ -989,23 +1055,16 @@ static void simba__zk_job_end(simba__zk *zk, simba__zk_job *job) {
             /* not now: the clean-up's delete would be refused at once too, and end here
                again one level deeper (an expired handle refused them until the stack ran
                out); it is tried again after a while, or when a session connects */
-            if (zk->idle_at == INT64_MAX) zk->idle_at = simba__add(simba_now(zk->loop), SIMBA__ZK_IDLE_RETRY_MS);
+            if (zk->idle_at == INT64_MAX)
+                zk->idle_at = simba__add(simba_now(zk->loop), simba__backoff(zk->loop, &zk->idle_backoff, SIMBA__ZK_RETRY_MIN_MS,
+                                                                             SIMBA__ZK_RETRY_MAX_MS));
         } else if (!c->q_head) {
             simba__zk_cont_idle(zk, c);
         }
     } else if (m && m->refresh_again && !m->refreshing) {
         simba__zk_job *nj;
         m->refresh_again = 0;
-        nj = (simba__zk_job *)simba_alloc(zk->loop, sizeof *nj);
-        if (nj) {
-            memset(nj, 0, sizeof *nj);
-            nj->kind = SIMBA__ZK_J_REFRESH;
-            nj->internal = 1;
-            nj->mtx = m;
-            nj->deadline = INT64_MAX;
-            nj->next = zk->jobs;
-            if (zk->jobs) zk->jobs->prev = nj;
-            zk->jobs = nj;
+        if ((nj = simba__zk_job_new(zk, SIMBA__ZK_J_REFRESH, NULL, NULL, m)) != NULL) {
             m->refreshing = 1;
             simba__zk_job_run(zk, nj);
         }
@@ -1021,16 +1080,7 @@ static void simba__zk_refresh(simba__zk *zk, simba__zk_mtx *m) {
         return;
     }
     if (!simba__zk_usable(zk)) return;
-    job = (simba__zk_job *)simba_alloc(zk->loop, sizeof *job);
-    if (!job) return;
-    memset(job, 0, sizeof *job);
-    job->kind = SIMBA__ZK_J_REFRESH;
-    job->internal = 1;
-    job->mtx = m;
-    job->deadline = INT64_MAX;
-    job->next = zk->jobs;
-    if (zk->jobs) zk->jobs->prev = job;
-    zk->jobs = job;
+    if (!(job = simba__zk_job_new(zk, SIMBA__ZK_J_REFRESH, NULL, NULL, m))) return;
     m->refreshing = 1;
     simba__zk_job_run(zk, job);
 }
@@ -1039,142 +1089,131 @@ static int simba__zk_cheap(const simba__zk *zk, const simba__zk_job *job);
 static void simba__zk_ping(simba__zk *zk, int64_t now);
 static void simba__zk_mkdirs(simba__zk *zk, const char *mutex);
 
-/* Issues the call for the job's current step; on a refused call the job fails. */
-static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
-    char path[SIMBA__ZK_PATH_MAX];
-    simba__zk_op *op;
-    int zrc = ZOK;
-    zhandle_t *zh;
-    simba__zk_cont *c = job->cont;
-    const char *mutex = job->mtx->name;
-    if (!simba__zk_usable(zk)) {
-        simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN, simba__zk_unusable_msg(zk));
-        return;
-    }
-    zh = zk->sess->zh;
+/* Not a ZooKeeper code (those are <= 0): a call's record could not be allocated. */
+#define SIMBA__ZK_NOMEM 1
+
+/* A job whose step a session check can answer joins the next check; one that finds the
+   calls in flight at their bound waits for room. 1 when it waits. */
+static int simba__zk_job_hold(simba__zk *zk, simba__zk_job *job) {
     if (job->step == SIMBA__ZK_S_LIST && !job->full && !job->tries && !job->created && simba__zk_cheap(zk, job)) {
         /* the watches vouch for the queue: one session check answers many such requests */
-        job->batch = 1;
+        job->wait = SIMBA__ZK_W_BATCH;
         job->bprev = NULL;
         job->bnext = zk->bq_wait;
         if (zk->bq_wait) zk->bq_wait->bprev = job;
         zk->bq_wait = job;
         simba__zk_ping(zk, simba_now(zk->loop));
-        return;
+        return 1;
     }
     if (zk->nfly >= SIMBA__ZK_FLY_MAX) { /* waits for room; started jobs and renewals first */
         int q = job->started || (job->req && job->req->renew) ? 0 : 1;
-        job->parked = q + 1;
+        job->wait = SIMBA__ZK_W_PARK_STARTED + q;
         job->pnext = NULL;
         job->pprev = zk->park_tail[q];
         if (zk->park_tail[q]) zk->park_tail[q]->pnext = job;
         else zk->park_head[q] = job;
         zk->park_tail[q] = job;
-        return;
+        return 1;
     }
-    if (job->kind == SIMBA_OP_ACQUIRE && job->step == SIMBA__ZK_S_LIST && !c->node[0] && !c->dirty && !job->tries)
-        job->step = SIMBA__ZK_S_CREATE; /* we know we have no node: nothing to list yet */
-    if (job->kind == SIMBA_OP_ACQUIRE && job->step == SIMBA__ZK_S_LIST && !job->created && !job->synced)
-        job->step = SIMBA__ZK_S_SYNC; /* a listing that may grant is only as fresh as its server: see LEASE */
-    if (job->kind == SIMBA_OP_RELEASE && job->step == SIMBA__ZK_S_LIST) {
-        /* RELEASE starts by deleting the node it knows, which hands over at once */
-        if (c->node[0]) job->step = SIMBA__ZK_S_DELETE;
-        else if (c->dirty) job->step = SIMBA__ZK_S_SWEEP;
-        else {
-            simba_reply r;
-            memset(&r, 0, sizeof r);
-            simba__zk_reply(zk, job, &r);
-            simba__zk_job_end(zk, job);
-            return;
-        }
+    return 0;
+}
+
+/* A listing that need not be made: an ACQUIRE that knows it has no node creates one; one
+   that may grant syncs first; a RELEASE deletes the node it knows. 0 when the job is over
+   (a RELEASE with nothing of ours left). */
+static int simba__zk_job_route(simba__zk *zk, simba__zk_job *job) {
+    simba__zk_cont *c = job->cont;
+    if (job->step != SIMBA__ZK_S_LIST) return 1;
+    if (job->kind == SIMBA_OP_ACQUIRE && !c->node[0] && !c->dirty && !job->tries)
+        simba__zk_job_step(zk, job, SIMBA__ZK_S_CREATE); /* we know we have no node: nothing to list yet */
+    else if (job->kind == SIMBA_OP_ACQUIRE && !job->created && !job->synced)
+        simba__zk_job_step(zk, job, SIMBA__ZK_S_SYNC); /* a listing that may grant is only as fresh as its server: see LEASE */
+    else if (job->kind == SIMBA_OP_RELEASE && (c->node[0] || c->dirty))
+        simba__zk_job_step(zk, job, c->node[0] ? SIMBA__ZK_S_DELETE : SIMBA__ZK_S_SWEEP);
+    else if (job->kind == SIMBA_OP_RELEASE) {
+        simba_reply r;
+        memset(&r, 0, sizeof r);
+        simba__zk_reply(zk, job, &r);
+        simba__zk_job_end(zk, job);
+        return 0;
     }
-    switch (job->step) {
+    return 1;
+}
+
+/* CREATE: our node, EPHEMERAL|SEQUENTIAL, after the persistent parents the first time. */
+static int simba__zk_call_create(simba__zk *zk, simba__zk_job *job, zhandle_t *zh, simba__zk_op **op) {
+    char path[SIMBA__ZK_PATH_MAX], data[SIMBA__ZK_DATA_MAX + 1];
+    const struct ACL_vector *acl = zk->creator_only ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+    char node[SIMBA__ZK_NODE_MAX], tag[SIMBA__ZK_TAG_LEN + 1];
+    simba__zk_cont *c = job->cont;
+    int n = simba__zk_node_data(zk, c, zh, data, tag);
+    snprintf(node, sizeof node, "n-%s-", tag);
+    if (!n || !simba__zk_path(zk, path, job->mtx->name, node)) return ZOK;
+    if (!job->mtx->made && !job->mkdirs && zk->sess->connected) { /* the parents first, in session order */
+        job->mtx->made = 1;
+        job->mkdirs = 1;
+        simba__zk_mkdirs(zk, job->mtx->name);
+    }
+    if (!(*op = simba__zk_op_new(zk, job, SIMBA__ZK_CREATE))) return SIMBA__ZK_NOMEM;
+    c->dirty = 1; /* until a listing or the reply says what happened */
+    return simba__zk_op_issued(zk, *op, zoo_acreate2(zh, path, data, n, acl, ZOO_EPHEMERAL_SEQUENTIAL, simba__zk_cb_create, *op));
+}
+
+/* The call of the job's step. ZOK without a call: a path did not fit; SIMBA__ZK_NOMEM: no memory. */
+static int simba__zk_call(simba__zk *zk, simba__zk_job *job, zhandle_t *zh) {
+    static const int kinds[] = {SIMBA__ZK_LIST, SIMBA__ZK_CREATE, SIMBA__ZK_GET, SIMBA__ZK_EXISTS,
+                                SIMBA__ZK_DELETE, SIMBA__ZK_LIST, SIMBA__ZK_SET, SIMBA__ZK_SYNC};
+    char path[SIMBA__ZK_PATH_MAX], data[SIMBA__ZK_DATA_MAX + 1], tag[SIMBA__ZK_TAG_LEN + 1];
+    simba__zk_cont *c = job->cont;
+    simba__zk_op *op = NULL;
+    int s = job->step, observed = !c && job->mtx->watchers > 0, n = 0;
+    const char *node = s == SIMBA__ZK_S_GET ? job->lowest : s == SIMBA__ZK_S_EXISTS ? job->pred
+                       : s == SIMBA__ZK_S_SET || s == SIMBA__ZK_S_DELETE ? c->node : NULL;
+    if (s == SIMBA__ZK_S_CREATE) return simba__zk_call_create(zk, job, zh, &op);
+    if (s == SIMBA__ZK_S_SET && !(n = simba__zk_node_data(zk, c, zh, data, tag))) return ZOK;
+    if (!simba__zk_path(zk, path, job->mtx->name, node)) return ZOK;
+    if (!(op = simba__zk_op_new(zk, job, kinds[s]))) return SIMBA__ZK_NOMEM;
+    switch (s) {
     case SIMBA__ZK_S_LIST:
     case SIMBA__ZK_S_SWEEP:
-        if (!simba__zk_path(zk, path, mutex, NULL)) break;
-        op = simba__zk_op_new(zk, job, SIMBA__ZK_LIST);
-        if (!op) goto nomem;
         if (c) simba__zk_tag(zk, c, op->tag);
-        if (!c && job->mtx->watchers > 0)
-            zrc = simba__zk_op_issued(zk, op, zoo_awget_children(zh, path, simba__zk_node_watcher, zk->sess,
-                                                                 simba__zk_cb_list, op));
-        else
-            zrc = simba__zk_op_issued(zk, op, zoo_aget_children(zh, path, 0, simba__zk_cb_list, op));
-        break;
-    case SIMBA__ZK_S_CREATE: {
-        char data[SIMBA__ZK_DATA_MAX + 1];
-        const struct ACL_vector *acl = zk->creator_only ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
-        char node[SIMBA__ZK_NODE_MAX], tag[SIMBA__ZK_TAG_LEN + 1];
-        int n = simba__zk_node_data(zk, c, zh, data, tag);
-        snprintf(node, sizeof node, "n-%s-", tag);
-        if (!n || !simba__zk_path(zk, path, mutex, node)) break;
-        if (!job->mtx->made && !job->mkdirs && zk->sess->connected) { /* the parents first, in session order */
-            job->mtx->made = 1;
-            job->mkdirs = 1;
-            simba__zk_mkdirs(zk, mutex);
-        }
-        op = simba__zk_op_new(zk, job, SIMBA__ZK_CREATE);
-        if (!op) goto nomem;
-        c->dirty = 1; /* until a listing or the reply says what happened */
-        zrc = simba__zk_op_issued(zk, op, zoo_acreate2(zh, path, data, n, acl, ZOO_EPHEMERAL_SEQUENTIAL,
-                                                       simba__zk_cb_create, op));
-        break;
-    }
-    case SIMBA__ZK_S_GET:
-        if (!simba__zk_path(zk, path, mutex, job->lowest)) break;
-        op = simba__zk_op_new(zk, job, SIMBA__ZK_GET);
-        if (!op) goto nomem;
-        if (!c && job->mtx->watchers > 0) /* observed: a new tenure's write to the owner node is pushed */
-            zrc = simba__zk_op_issued(zk, op, zoo_awget(zh, path, simba__zk_node_watcher, zk->sess, simba__zk_cb_get, op));
-        else
-            zrc = simba__zk_op_issued(zk, op, zoo_aget(zh, path, 0, simba__zk_cb_get, op));
-        break;
-    case SIMBA__ZK_S_SET: { /* a new tenure on a node we hold already: its write gives the fence */
-        char data[SIMBA__ZK_DATA_MAX + 1], tag[SIMBA__ZK_TAG_LEN + 1];
-        int n = simba__zk_node_data(zk, c, zh, data, tag);
-        if (!n || !simba__zk_path(zk, path, mutex, c->node)) break;
-        op = simba__zk_op_new(zk, job, SIMBA__ZK_SET);
-        if (!op) goto nomem;
-        zrc = simba__zk_op_issued(zk, op, zoo_aset(zh, path, data, n, -1, simba__zk_cb_stat, op));
-        break;
-    }
+        if (observed) return simba__zk_op_issued(zk, op, zoo_awget_children(zh, path, simba__zk_node_watcher, zk->sess, simba__zk_cb_list, op));
+        return simba__zk_op_issued(zk, op, zoo_aget_children(zh, path, 0, simba__zk_cb_list, op));
+    case SIMBA__ZK_S_GET: /* observed: a new tenure's write to the owner node is pushed */
+        if (observed) return simba__zk_op_issued(zk, op, zoo_awget(zh, path, simba__zk_node_watcher, zk->sess, simba__zk_cb_get, op));
+        return simba__zk_op_issued(zk, op, zoo_aget(zh, path, 0, simba__zk_cb_get, op));
+    case SIMBA__ZK_S_SET: /* a new tenure on a node we hold already: its write gives the fence */
+        return simba__zk_op_issued(zk, op, zoo_aset(zh, path, data, n, -1, simba__zk_cb_stat, op));
     case SIMBA__ZK_S_EXISTS:
-        if (!simba__zk_path(zk, path, mutex, job->pred)) break;
-        op = simba__zk_op_new(zk, job, SIMBA__ZK_EXISTS);
-        if (!op) goto nomem;
-        zrc = simba__zk_op_issued(zk, op, zoo_awexists(zh, path, simba__zk_node_watcher, zk->sess,
-                                                       simba__zk_cb_stat, op));
-        break;
+        return simba__zk_op_issued(zk, op, zoo_awexists(zh, path, simba__zk_node_watcher, zk->sess, simba__zk_cb_stat, op));
     case SIMBA__ZK_S_SYNC:
-        if (!simba__zk_path(zk, path, mutex, NULL)) break;
-        op = simba__zk_op_new(zk, job, SIMBA__ZK_SYNC);
-        if (!op) goto nomem;
         zk->stats.syncs++;
-        zrc = simba__zk_op_issued(zk, op, zoo_async(zh, path, simba__zk_cb_string, op));
-        break;
-    case SIMBA__ZK_S_DELETE:
-        if (!simba__zk_path(zk, path, mutex, c->node)) break;
-        op = simba__zk_op_new(zk, job, SIMBA__ZK_DELETE);
-        if (!op) goto nomem;
-        zrc = simba__zk_op_issued(zk, op, SIMBA__ZK_JOB_DELETE(zoo_adelete(zh, path, -1, simba__zk_cb_void, op)));
-        break;
-    default:
-        break;
+        return simba__zk_op_issued(zk, op, zoo_async(zh, path, simba__zk_cb_string, op));
+    default: /* SIMBA__ZK_S_DELETE */
+        return simba__zk_op_issued(zk, op, SIMBA__ZK_JOB_DELETE(zoo_adelete(zh, path, -1, simba__zk_cb_void, op)));
     }
-    if (!job->op) {
-        char msg[96];
-        job->refused = 1;
-        if (zrc == ZOK) { /* a path did not fit: names are bounded, so this is a bug */
-            simba__zk_fail(zk, job, SIMBA_EINVAL, "zookeeper path too long");
-            return;
-        }
+}
+
+/* Issues the call for the job's current step; on a refused call the job fails. */
+static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
+    int zrc;
+    char msg[96];
+    if (!simba__zk_usable(zk)) {
+        simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN, simba__zk_unusable_msg(zk));
+        return;
+    }
+    if (simba__zk_job_hold(zk, job) || !simba__zk_job_route(zk, job)) return;
+    zrc = simba__zk_call(zk, job, zk->sess->zh);
+    if (job->op) return;
+    job->refused = 1;
+    if (zrc == SIMBA__ZK_NOMEM) {
+        simba__zk_fail(zk, job, SIMBA_ENOMEM, NULL);
+    } else if (zrc == ZOK) { /* a path did not fit: names are bounded, so this is a bug */
+        simba__zk_fail(zk, job, SIMBA_EINVAL, "zookeeper path too long");
+    } else {
         snprintf(msg, sizeof msg, "zookeeper: %s", zerror(zrc));
         simba__zk_fail(zk, job, simba__zk_rc(zrc), msg);
     }
-    return;
-nomem:
-    job->refused = 1;
-    simba__zk_fail(zk, job, SIMBA_ENOMEM, NULL);
 }
 
 /* Creates the persistent parents of <root>/<mutex>, in order, without waiting: the
@@ -1214,13 +1253,18 @@ static int simba__zk_parse(const char *data, char *id, size_t cap, int64_t *time
         if (t > 1000000000LL) return 0;
     }
     *timeout = t;
-    simba__zk_copy(id, cap, b + 1);
+    simba__copy(id, cap, b + 1);
     return simba_id_check(id) == SIMBA_OK;
 }
 
 static int64_t simba__zk_timeout(const simba__zk *zk) {
     int t = zk->sess && zk->sess->zh ? zoo_recv_timeout(zk->sess->zh) : zk->timeout_ms;
     return t > 0 ? t : zk->timeout_ms;
+}
+
+/* When to try again to make a session: the kit's backoff, reset once connected. */
+static int64_t simba__zk_reopen_in(simba__zk *zk) {
+    return simba__backoff(zk->loop, &zk->reopen_backoff, SIMBA__ZK_RETRY_MIN_MS, SIMBA__ZK_RETRY_MAX_MS);
 }
 
 static void simba__zk_owner_reply(simba_reply *r, const char *owner, int64_t timeout, uint64_t fence) {
@@ -1238,8 +1282,7 @@ static void simba__zk_retry(simba__zk *zk, simba__zk_job *job) {
         simba__zk_fail(zk, job, SIMBA_EBACKEND, "zookeeper: the queue kept changing under the request");
         return;
     }
-    job->step = SIMBA__ZK_S_LIST;
-    simba__zk_job_run(zk, job);
+    simba__zk_job_go(zk, job, SIMBA__ZK_S_LIST);
 }
 
 /* An observed mutex without a node yet: a child watch cannot be left on a missing node,
@@ -1250,7 +1293,7 @@ static void simba__zk_watch_parent(simba__zk *zk, const char *mutex) {
     if (!simba__zk_usable(zk) || !simba__zk_path(zk, path, mutex, NULL)) return;
     op = simba__zk_op_new(zk, NULL, SIMBA__ZK_PARENT);
     if (!op) return;
-    simba__zk_copy(op->mutex, sizeof op->mutex, mutex);
+    simba__copy(op->mutex, sizeof op->mutex, mutex);
     simba__zk_op_issued(zk, op, zoo_awexists(zk->sess->zh, path, simba__zk_node_watcher, zk->sess,
                                              simba__zk_cb_stat, op));
 }
@@ -1280,9 +1323,9 @@ static void simba__zk_watch_self(simba__zk *zk, simba__zk_cont *c) {
         return;
     op = simba__zk_op_new(zk, NULL, SIMBA__ZK_SELF);
     if (!op) return;
-    simba__zk_copy(op->mutex, sizeof op->mutex, c->mtx->name);
-    simba__zk_copy(op->name, sizeof op->name, c->node);
-    simba__zk_copy(op->data, sizeof op->data, SIMBA__ZK_CID(c));
+    simba__copy(op->mutex, sizeof op->mutex, c->mtx->name);
+    simba__copy(op->name, sizeof op->name, c->node);
+    simba__copy(op->data, sizeof op->data, SIMBA__ZK_CID(c));
     op->czxid = c->czxid; /* an input here: the answer only sets mzxid */
     if (simba__zk_op_issued(zk, op, zoo_awexists(zk->sess->zh, path, simba__zk_node_watcher, zk->sess, simba__zk_cb_stat,
                                                  op)) == ZOK) {
@@ -1415,12 +1458,8 @@ static void simba__zk_own(simba__zk *zk, simba__zk_job *job) {
            grant) goes the re-grant way below */
         c->fence = c->mzxid;
         simba__zk_reply_self(zk, job);
-    } else if (job->count <= 1) {
-        job->step = SIMBA__ZK_S_SET;
-        simba__zk_job_run(zk, job);
     } else {
-        job->step = SIMBA__ZK_S_DELETE;
-        simba__zk_job_run(zk, job);
+        simba__zk_job_go(zk, job, job->count <= 1 ? SIMBA__ZK_S_SET : SIMBA__ZK_S_DELETE);
     }
 }
 
@@ -1429,8 +1468,7 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
     if (job->step == SIMBA__ZK_S_SWEEP) { /* RELEASE: whatever of ours is left goes */
         simba_reply r;
         if (c->node[0]) { /* known again: forgotten only once its delete is confirmed */
-            job->step = SIMBA__ZK_S_DELETE;
-            simba__zk_job_run(zk, job);
+            simba__zk_job_go(zk, job, SIMBA__ZK_S_DELETE);
             return;
         }
         memset(&r, 0, sizeof r);
@@ -1443,8 +1481,7 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
             simba__zk_fail(zk, job, SIMBA_ECONN, "zookeeper: our node vanished");
             return;
         }
-        job->step = SIMBA__ZK_S_CREATE;
-        simba__zk_job_run(zk, job);
+        simba__zk_job_go(zk, job, SIMBA__ZK_S_CREATE);
         return;
     }
     if (op->rc == ZNONODE || !op->lowest[0]) { /* READ / refresh: nobody owns it */
@@ -1452,15 +1489,14 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
         simba__zk_reply_none(zk, job);
         return;
     }
-    simba__zk_copy(job->lowest, sizeof job->lowest, op->lowest);
-    simba__zk_copy(job->pred, sizeof job->pred, op->pred);
+    simba__copy(job->lowest, sizeof job->lowest, op->lowest);
+    simba__copy(job->pred, sizeof job->pred, op->pred);
     job->count = op->count;
     if (job->kind == SIMBA_OP_ACQUIRE && strcmp(op->mine, op->lowest) == 0 && c->czxid > 0) {
         simba__zk_own(zk, job);
         return;
     }
-    job->step = SIMBA__ZK_S_GET; /* read the owner's id and creation zxid */
-    simba__zk_job_run(zk, job);
+    simba__zk_job_go(zk, job, SIMBA__ZK_S_GET); /* read the owner's id and creation zxid */
 }
 
 static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op) {
@@ -1516,112 +1552,81 @@ static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op
         simba__zk_job_end(zk, job);
         return;
     }
-    job->step = SIMBA__ZK_S_EXISTS;
-    simba__zk_job_run(zk, job);
+    simba__zk_job_go(zk, job, SIMBA__ZK_S_EXISTS);
 }
 
-/* Result of a call, on the caller's thread. */
-static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
-    simba__zk_job *job = op->job;
-    simba__zk_cont *c = job ? job->cont : NULL;
-    int same = zk->sess && op->sess == zk->sess && !zk->sess->dead; /* closing included: settle */
-    int live = same && !zk->closing;
-    int rc = op->rc;
-    char msg[96];
-    simba__zk_op_unlink(zk, op);
-    zk->stats.answers++; /* destroy also waits on while these keep coming */
-    if (job) {
-        job->op = NULL;
-        job->started = 1;
-    }
-    if (op->counted && same) zk->nfly--;
-
-    /* side effects that matter even when nobody waits for the answer */
-    if (same && c && op->kind == SIMBA__ZK_CREATE && rc == ZOK) {
+/* What an answer tells about the contender's node, whether or not anybody still waits
+   for it. */
+static void simba__zk_op_effects(simba__zk *zk, simba__zk_op *op, simba__zk_cont *c) {
+    int rc = op->rc, i;
+    if (op->kind == SIMBA__ZK_CREATE && rc == ZOK) {
         /* ours always fit; one that did not would stay a node we do not know of */
         c->dirty = (unsigned char)!simba__zk_keep(c->node, op->name);
         c->czxid = op->czxid;
         c->mzxid = op->mzxid;
         c->fence = 0;
-    }
-    if (same && c && op->kind == SIMBA__ZK_DELETE && (rc == ZOK || rc == ZNONODE)) {
+    } else if (op->kind == SIMBA__ZK_DELETE && (rc == ZOK || rc == ZNONODE)) {
         c->node[0] = 0;
         c->czxid = 0;
         c->fence = 0;
-    }
-    if (same && c && op->kind == SIMBA__ZK_LIST && (rc == ZOK || rc == ZNONODE)) {
-        int i;
-        if (rc == ZOK && op->mine[0]) {
-            if (strcmp(c->node, op->mine) != 0) c->czxid = c->fence = 0;
-            c->dirty = (unsigned char)!simba__zk_keep(c->node, op->mine);
-        } else {
-            c->node[0] = 0;
-            c->czxid = 0;
-            c->fence = 0;
-            c->dirty = 0;
-        }
+    } else if (op->kind == SIMBA__ZK_LIST && rc == ZOK && op->mine[0]) {
+        if (strcmp(c->node, op->mine) != 0) c->czxid = c->fence = 0;
+        c->dirty = (unsigned char)!simba__zk_keep(c->node, op->mine);
+        for (i = 0; i < op->nextra; i++) simba__zk_delete_node(zk, c->mtx->name, op->extra[i]);
+    } else if (op->kind == SIMBA__ZK_LIST && (rc == ZOK || rc == ZNONODE)) {
+        c->node[0] = 0;
+        c->czxid = 0;
+        c->fence = 0;
+        c->dirty = 0;
         for (i = 0; i < op->nextra; i++) simba__zk_delete_node(zk, c->mtx->name, op->extra[i]);
     }
+}
 
-    if (!job) {
-        /* fire and forget; a parent that appeared before its watch was set: read it now */
-        if (live && op->kind == SIMBA__ZK_PARENT && rc == ZOK) {
-            simba__zk_mtx *m = simba__zk_mtx_find(zk, op->mutex, 0);
-            if (m && m->watchers > 0) simba__zk_refresh(zk, m);
-        }
-        if (op->kind == SIMBA__ZK_PING && op == zk->ping_op) {
-            zk->ping_op = NULL;
-            simba__zk_batch_done(zk, live, rc);
-        }
-        if (live && op->kind == SIMBA__ZK_SELF) {
-            simba__zk_mtx *m = simba__zk_mtx_find(zk, op->mutex, 0);
-            simba__zk_cont *wc = m ? simba__zk_cont_find(zk, m, op->data, 0) : NULL;
-            if (wc && wc->self_watch == 1 && wc->self_czxid == op->czxid && strcmp(wc->node, op->name) == 0)
-                wc->self_watch = rc == ZOK ? 2 : 0;
-        }
-        if (live && op->kind == SIMBA__ZK_REWATCH && rc == ZNONODE) { /* it went before the watch was back */
-            simba__zk_mtx *m = simba__zk_mtx_find(zk, op->mutex, 0);
-            simba__zk_cont *wc = m ? simba__zk_cont_find(zk, m, op->data, 0) : NULL;
-            if (wc && strcmp(wc->watch_pred, op->name) == 0) {
-                wc->watch_pred[0] = 0;
-                simba__zk_event(zk, SIMBA_EV_RELEASED, m->name, SIMBA__ZK_CID(wc), NULL);
-            }
-        }
-    } else if (!live) {
-        simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN, "zookeeper session lost");
-    } else if (!job->req && !job->internal) { /* answered already (timed out) */
-        simba__zk_job_end(zk, job);
-    } else if (rc != ZOK && rc != ZNONODE) {
-        snprintf(msg, sizeof msg, "zookeeper: %s", zerror(rc));
-        simba__zk_fail(zk, job, simba__zk_rc(rc), msg);
-    } else if (op->kind == SIMBA__ZK_SYNC) { /* our server has caught up with the leader: list */
+/* The answer of a call no job waits for: a parent that appeared, a session check, an
+   owner's watch on its own node, a waiter's watch set again. */
+static void simba__zk_op_loose(simba__zk *zk, simba__zk_op *op, int live) {
+    int named = op->kind == SIMBA__ZK_PARENT || op->kind == SIMBA__ZK_SELF || op->kind == SIMBA__ZK_REWATCH;
+    simba__zk_mtx *m = live && named ? simba__zk_mtx_find(zk, op->mutex, 0) : NULL;
+    simba__zk_cont *wc = m && op->kind != SIMBA__ZK_PARENT ? simba__zk_cont_find(zk, m, op->data, 0) : NULL;
+    if (op->kind == SIMBA__ZK_PARENT && m && op->rc == ZOK && m->watchers > 0) simba__zk_refresh(zk, m); /* appeared before its watch was set */
+    if (op->kind == SIMBA__ZK_PING && op == zk->ping_op) {
+        zk->ping_op = NULL;
+        simba__zk_batch_done(zk, live, op->rc);
+    }
+    if (op->kind == SIMBA__ZK_SELF && wc && wc->self_watch == 1 && wc->self_czxid == op->czxid && strcmp(wc->node, op->name) == 0)
+        wc->self_watch = op->rc == ZOK ? 2 : 0;
+    if (op->kind == SIMBA__ZK_REWATCH && wc && op->rc == ZNONODE && strcmp(wc->watch_pred, op->name) == 0) {
+        wc->watch_pred[0] = 0; /* it went before the watch was back */
+        simba__zk_event(zk, SIMBA_EV_RELEASED, m->name, SIMBA__ZK_CID(wc), NULL);
+    }
+}
+
+/* A job's call answered (ZOK or ZNONODE, on the live session): its next step. */
+static void simba__zk_job_answer(simba__zk *zk, simba__zk_job *job, simba__zk_op *op) {
+    simba__zk_cont *c = job->cont;
+    int rc = op->rc;
+    if (op->kind == SIMBA__ZK_SYNC) { /* our server has caught up with the leader: list */
         job->synced = 1;
-        job->step = SIMBA__ZK_S_LIST;
-        simba__zk_job_run(zk, job);
+        simba__zk_job_go(zk, job, SIMBA__ZK_S_LIST);
     } else if (op->kind == SIMBA__ZK_LIST) {
         simba__zk_on_list(zk, job, op);
     } else if (op->kind == SIMBA__ZK_GET) {
         simba__zk_on_get(zk, job, op);
+    } else if (op->kind == SIMBA__ZK_CREATE && rc == ZNONODE && !job->mkdirs) {
+        job->mkdirs = 1;
+        zk->root_made = 0; /* the root itself may be gone */
+        simba__zk_mkdirs(zk, job->mtx->name);
+        simba__zk_job_run(zk, job); /* the create again, behind the mkdirs */
+    } else if (op->kind == SIMBA__ZK_CREATE && rc == ZNONODE) {
+        simba__zk_fail(zk, job, SIMBA_EBACKEND, "zookeeper: cannot create the mutex node");
     } else if (op->kind == SIMBA__ZK_CREATE) {
-        if (rc == ZNONODE && !job->mkdirs) {
-            job->mkdirs = 1;
-            zk->root_made = 0; /* the root itself may be gone */
-            simba__zk_mkdirs(zk, job->mtx->name);
-            simba__zk_job_run(zk, job); /* the create again, behind the mkdirs */
-        } else if (rc == ZNONODE) {
-            simba__zk_fail(zk, job, SIMBA_EBACKEND, "zookeeper: cannot create the mutex node");
-        } else {
-            job->created = 1;
-            job->step = SIMBA__ZK_S_LIST;
-            simba__zk_job_run(zk, job);
-        }
+        job->created = 1;
+        simba__zk_job_go(zk, job, SIMBA__ZK_S_LIST);
+    } else if (op->kind == SIMBA__ZK_SET && rc == ZNONODE) { /* our node went (session trouble): look again */
+        simba__zk_retry(zk, job);
     } else if (op->kind == SIMBA__ZK_SET) {
-        if (rc == ZNONODE) { /* our node went (session trouble): look again */
-            simba__zk_retry(zk, job);
-        } else {
-            c->fence = c->mzxid = op->mzxid;
-            simba__zk_reply_self(zk, job);
-        }
+        c->fence = c->mzxid = op->mzxid;
+        simba__zk_reply_self(zk, job);
     } else if (op->kind == SIMBA__ZK_EXISTS) {
         if (rc == ZNONODE || job->pred_gone) { /* the predecessor is gone already: re-check at once */
             c->watch_pred[0] = 0;
@@ -1635,15 +1640,231 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
     } else if (op->kind == SIMBA__ZK_DELETE && job->kind == SIMBA_OP_ACQUIRE) { /* re-queued: list again */
         simba__zk_retry(zk, job);
     } else if (op->kind == SIMBA__ZK_DELETE && job->kind == SIMBA_OP_RELEASE && c->dirty) {
-        job->step = SIMBA__ZK_S_SWEEP;
-        simba__zk_job_run(zk, job);
+        simba__zk_job_go(zk, job, SIMBA__ZK_S_SWEEP);
     } else {
         simba_reply r;
         memset(&r, 0, sizeof r);
         simba__zk_reply(zk, job, &r);
         simba__zk_job_end(zk, job);
     }
-    simba_free(zk->loop, op);
+}
+
+/* Result of a call, on the caller's thread. */
+static void simba__zk_ins_on_op(simba__zk *zk, simba__zk_op *op);
+static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
+    simba__zk_job *job = op->job;
+    int same = zk->sess && op->sess == zk->sess && !zk->sess->dead; /* closing included: settle */
+    int live = same && !zk->closing;
+    char msg[96];
+    simba__zk_op_unlink(zk, op);
+    zk->stats.answers++; /* destroy also waits on while these keep coming */
+    if (op->ins) {
+        simba__zk_ins_on_op(zk, op);
+    } else {
+        if (job) {
+            job->op = NULL;
+            job->started = 1;
+        }
+        if (op->counted && same) zk->nfly--;
+        if (same && job && job->cont) simba__zk_op_effects(zk, op, job->cont);
+        if (!job) {
+            simba__zk_op_loose(zk, op, live);
+        } else if (!live) {
+            simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN, "zookeeper session lost");
+        } else if (!job->req && !job->internal) { /* answered already (timed out) */
+            simba__zk_job_end(zk, job);
+        } else if (op->rc != ZOK && op->rc != ZNONODE) {
+            snprintf(msg, sizeof msg, "zookeeper: %s", zerror(op->rc));
+            simba__zk_fail(zk, job, simba__zk_rc(op->rc), msg);
+        } else {
+            simba__zk_job_answer(zk, job, op);
+        }
+    }
+    simba__zk_op_free(zk, op);
+}
+
+/* ---- >>inspect: simba_inspect, simba_list, simba_force_release -----------------------------
+ *
+ *   INSPECT  KIDS(/root/m) --> GET(owner node) --> GET(each of the first waiters) --> done
+ *   LIST     KIDS(/root) --> for each mutex: KIDS(/root/m) --> GET(owner node) --> done
+ *   FORCE    KIDS(/root/m) --> GET(owner node) --(its fence)--> DELETE(node, version) --> done
+ *
+ * The owner is the lowest n- node; its fence is the node's mzxid (a tenure's write), its data
+ * "tag timeout id". One call at a time per inspection; caller's thread only. */
+enum { SIMBA__ZK_I_ROOT, SIMBA__ZK_I_KIDS, SIMBA__ZK_I_GET, SIMBA__ZK_I_DELETE };
+
+struct simba__zk_ins {
+    simba__zk_ins *next, *prev; /* zk->inss */
+    simba_req *req;
+    int step;
+    simba_view v;
+    char node[1 + SIMBA_VIEW_WAITERS][SIMBA__ZK_NODE_MAX]; /* a mutex's nodes, oldest first */
+    int nnodes, at;
+    char *names; /* LIST: the root's children (SIMBA_MALLOC), next the one to read */
+    int nnames;
+    const char *name_at;
+    char mutex[SIMBA_NAME_MAX + 1]; /* the mutex being read */
+};
+
+static void simba__zk_ins_end(simba__zk *zk, simba__zk_ins *in, simba_result rc, const char *msg) {
+    simba_reply r;
+    memset(&r, 0, sizeof r);
+    r.rc = rc;
+    r.errmsg = msg;
+    r.held_ms = -1;
+    if (in->prev) in->prev->next = in->next; else zk->inss = in->next;
+    if (in->next) in->next->prev = in->prev;
+    SIMBA_FREE(in->names);
+    simba_req_done(in->req, &r);
+    simba_free(zk->loop, in);
+}
+
+/* Issues the call of in's step; a call the library refuses ends the inspection. */
+static void simba__zk_ins_call(simba__zk *zk, simba__zk_ins *in) {
+    char path[SIMBA__ZK_PATH_MAX];
+    simba__zk_op *op;
+    int zrc, kind = in->step == SIMBA__ZK_I_GET ? SIMBA__ZK_GET : in->step == SIMBA__ZK_I_DELETE ? SIMBA__ZK_DELETE : SIMBA__ZK_LIST;
+    const char *node = in->step == SIMBA__ZK_I_GET || in->step == SIMBA__ZK_I_DELETE ? in->node[in->at] : NULL;
+    if (!simba__zk_usable(zk)) { simba__zk_ins_end(zk, in, SIMBA_ECONN, simba__zk_unusable_msg(zk)); return; }
+    if (!simba__zk_path(zk, path, in->step == SIMBA__ZK_I_ROOT ? NULL : in->mutex, node)) {
+        simba__zk_ins_end(zk, in, SIMBA_EINVAL, "zookeeper: path too long");
+        return;
+    }
+    if (!(op = simba__zk_op_new(zk, NULL, kind))) { simba__zk_ins_end(zk, in, SIMBA_ENOMEM, "zookeeper: out of memory"); return; }
+    op->ins = in;
+    if (kind == SIMBA__ZK_LIST) zrc = zoo_aget_children(zk->sess->zh, path, 0, simba__zk_cb_kids, op);
+    else if (kind == SIMBA__ZK_GET) zrc = zoo_aget(zk->sess->zh, path, 0, simba__zk_cb_get, op);
+    else zrc = zoo_adelete(zk->sess->zh, path, (int)in->v.fence, simba__zk_cb_void, op); /* fence: the version here */
+    zrc = simba__zk_op_issued(zk, op, zrc);
+    if (zrc == ZMARSHALLINGERROR) op->ins = NULL; /* it may still come: nobody waits for it */
+    if (zrc != ZOK) simba__zk_ins_end(zk, in, simba__zk_rc(zrc), zerror(zrc));
+}
+
+/* A mutex's n- nodes into in->node, oldest first (the first 1 + SIMBA_VIEW_WAITERS); the
+   count of them all. */
+static int simba__zk_ins_order(simba__zk_ins *in, const char *kids, int n) {
+    long long last = -1;
+    int count = 0, i, k;
+    const char *p, *t;
+    size_t tl;
+    for (p = kids, i = 0; i < n; i++, p += strlen(p) + 1) count += simba__zk_seq(p, &t, &tl) >= 0;
+    for (in->nnodes = 0; in->nnodes < 1 + SIMBA_VIEW_WAITERS; in->nnodes++) {
+        long long best = -1;
+        const char *bp = NULL;
+        for (p = kids, k = 0; k < n; k++, p += strlen(p) + 1) {
+            long long s = simba__zk_seq(p, &t, &tl);
+            if (s > last && (best < 0 || s < best) && strlen(p) < SIMBA__ZK_NODE_MAX) { best = s; bp = p; }
+        }
+        if (!bp) break;
+        simba__copy(in->node[in->nnodes], SIMBA__ZK_NODE_MAX, bp);
+        last = best;
+    }
+    return count;
+}
+
+/* The next mutex of a listing, or the end. */
+static void simba__zk_ins_next(simba__zk *zk, simba__zk_ins *in) {
+    while (in->nnames > 0) {
+        const char *name = in->name_at;
+        in->name_at += strlen(name) + 1;
+        in->nnames--;
+        if (simba_name_check(name) != SIMBA_OK) continue; /* not a mutex of ours */
+        simba__copy(in->mutex, sizeof in->mutex, name);
+        in->step = SIMBA__ZK_I_KIDS;
+        simba__zk_ins_call(zk, in);
+        return;
+    }
+    simba__zk_ins_end(zk, in, SIMBA_OK, NULL);
+}
+
+/* The mutex's view is complete (or it has no nodes): hand it over, go on. */
+static void simba__zk_ins_view(simba__zk *zk, simba__zk_ins *in) {
+    simba__copy(in->v.mutex, sizeof in->v.mutex, in->mutex);
+    if (in->req->op == SIMBA_OP_FORCE_RELEASE) { simba__zk_ins_end(zk, in, SIMBA_ESTATE, NULL); return; }
+    simba_req_view(in->req, &in->v);
+    if (in->req->op == SIMBA_OP_LIST) simba__zk_ins_next(zk, in);
+    else simba__zk_ins_end(zk, in, SIMBA_OK, NULL);
+}
+
+static void simba__zk_ins_kids(simba__zk *zk, simba__zk_ins *in, simba__zk_op *op) {
+    int count = op->rc == ZOK ? simba__zk_ins_order(in, op->kids, op->nkids) : 0;
+    memset(&in->v, 0, sizeof in->v);
+    in->v.acquired_unix_ms = in->v.held_ms = in->v.ttl_left_ms = in->v.transition_left_ms = SIMBA_UNKNOWN_MS;
+    in->v.session_ms = SIMBA_UNKNOWN_MS;
+    in->v.waiters = in->req->op == SIMBA_OP_INSPECT ? (count > 0 ? count - 1 : 0) : -1;
+    if (op->rc == ZNONODE && in->req->op == SIMBA_OP_INSPECT) { simba__zk_ins_end(zk, in, SIMBA_OK, NULL); return; }
+    if (in->nnodes == 0) { simba__zk_ins_view(zk, in); return; }
+    in->at = 0;
+    in->step = SIMBA__ZK_I_GET;
+    simba__zk_ins_call(zk, in);
+}
+
+static void simba__zk_ins_get(simba__zk *zk, simba__zk_ins *in, simba__zk_op *op) {
+    char id[SIMBA_ID_MAX + 1];
+    int64_t timeout = 0;
+    int ok = op->rc == ZOK && simba__zk_parse(op->data, id, sizeof id, &timeout);
+    if (in->at == 0 && !ok) { /* the owner's node went while we looked, or is not one of ours */
+        simba__zk_ins_view(zk, in);
+        return;
+    }
+    if (in->at == 0) {
+        simba__copy(in->v.owner, sizeof in->v.owner, id);
+        in->v.fence = (uint64_t)op->mzxid;
+        in->v.session_ms = timeout;
+        if (in->req->op == SIMBA_OP_FORCE_RELEASE) {
+            if (in->v.fence != in->req->fence) { simba__zk_ins_end(zk, in, SIMBA_ESTATE, NULL); return; }
+            in->v.fence = (uint64_t)op->version; /* the delete is conditional on this very write */
+            in->step = SIMBA__ZK_I_DELETE;
+            simba__zk_ins_call(zk, in);
+            return;
+        }
+    } else if (ok) {
+        int w = 0;
+        while (w < SIMBA_VIEW_WAITERS && in->v.waiter[w][0]) w++;
+        if (w < SIMBA_VIEW_WAITERS) simba__copy(in->v.waiter[w], sizeof in->v.waiter[w], id);
+    }
+    if (in->req->op == SIMBA_OP_INSPECT && ++in->at < in->nnodes) {
+        simba__zk_ins_call(zk, in); /* the next waiter's id */
+        return;
+    }
+    simba__zk_ins_view(zk, in);
+}
+
+static void simba__zk_ins_on_op(simba__zk *zk, simba__zk_op *op) {
+    simba__zk_ins *in = op->ins;
+    int same = zk->sess && op->sess == zk->sess && !zk->sess->dead && !zk->closing;
+    if (!same || (op->rc != ZOK && op->rc != ZNONODE && op->rc != ZBADVERSION)) {
+        simba__zk_ins_end(zk, in, same ? simba__zk_rc(op->rc) : SIMBA_ECONN, zerror(op->rc));
+        return;
+    }
+    switch (in->step) {
+    case SIMBA__ZK_I_ROOT:
+        in->names = op->kids; /* the listing keeps the block */
+        op->kids = NULL;
+        in->nnames = op->rc == ZOK ? op->nkids : 0;
+        in->name_at = in->names;
+        simba__zk_ins_next(zk, in);
+        break;
+    case SIMBA__ZK_I_KIDS: simba__zk_ins_kids(zk, in, op); break;
+    case SIMBA__ZK_I_GET: simba__zk_ins_get(zk, in, op); break;
+    default: simba__zk_ins_end(zk, in, op->rc == ZOK ? SIMBA_OK : SIMBA_ESTATE, NULL); break;
+    }
+}
+
+static simba_result simba__zk_inspect(void *impl, simba_req *req) {
+    simba__zk *zk = (simba__zk *)impl;
+    simba__zk_ins *in;
+    if (req->op != SIMBA_OP_LIST && simba_name_check(req->mutex) != SIMBA_OK) return SIMBA_EINVAL;
+    if (!(in = (simba__zk_ins *)simba_alloc(zk->loop, sizeof *in))) return SIMBA_ENOMEM;
+    memset(in, 0, sizeof *in);
+    in->req = req;
+    simba__copy(in->mutex, sizeof in->mutex, req->mutex);
+    in->step = req->op == SIMBA_OP_LIST ? SIMBA__ZK_I_ROOT : SIMBA__ZK_I_KIDS;
+    if (zk->inss) zk->inss->prev = in;
+    in->next = zk->inss;
+    zk->inss = in;
+    simba__zk_ins_call(zk, in);
+    return SIMBA_OK;
 }
 
 /* ---- sessions ----------------------------------------------------------------------- */
@@ -1804,7 +2025,7 @@ static void simba__zk_reap(simba__zk *zk, int wait) {
                 continue;
             }
             simba__zk_op_unlink(zk, op);
-            simba_free(zk->loop, op);
+            simba__zk_op_free(zk, op);
         }
         pthread_mutex_unlock(&zk->mu);
         if (left) {
@@ -1893,7 +2114,7 @@ static void simba__zk_adopt(simba__zk *zk, int64_t now) {
         simba_log(zk->loop, SIMBA_LOG_WARN, "simba_zk: zookeeper_init(hosts %s) failed: %s", zk->hosts, strerror(e));
         zk->sess = NULL;
         simba_free(zk->loop, s);
-        zk->reopen_at = simba__add(now, 1000);
+        zk->reopen_at = simba__add(now, simba__zk_reopen_in(zk));
         return;
     }
     s->zh = zh;
@@ -1919,34 +2140,71 @@ static void simba__zk_idle_all(simba__zk *zk) {
     }
 }
 
+/* A read-only server can neither create nor delete nodes, and a garbage handshake can
+   claim read-only too: no grant from it; the library keeps looking for a r/w one. */
+static void simba__zk_on_readonly(simba__zk *zk) {
+    simba__zk_sess *s = zk->sess;
+    simba__zk_job *job, *next;
+    if (!s->readonly) simba_log(zk->loop, SIMBA_LOG_WARN, "simba_zk: %s (%s)", SIMBA__ZK_RO_MSG, zk->hosts);
+    s->readonly = 1;
+    if (s->connected) {
+        s->connected = 0;
+        zk->stats.connected = 0;
+        simba__zk_event(zk, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
+    }
+    for (job = zk->jobs; job; job = next) { /* nothing will answer them usefully */
+        next = job->next;
+        if (job->req) {
+            simba_reply r;
+            memset(&r, 0, sizeof r);
+            r.rc = SIMBA_ECONN;
+            r.errmsg = SIMBA__ZK_RO_MSG;
+            simba__zk_reply(zk, job, &r);
+            if (!job->op) {
+                simba__zk_job_end(zk, job);
+                next = zk->jobs;
+            }
+        }
+    }
+}
+
+/* The session is gone (expired, or its credentials refused): owners step down; a new
+   session is made off the poll (the closer thread makes the new handle too). */
+static void simba__zk_on_expired(simba__zk *zk, int state, int64_t now) {
+    simba__zk_sess *s = zk->sess, *ns;
+    simba_log(zk->loop, SIMBA_LOG_WARN, "simba_zk: session %s; opening a new one",
+              state == ZOO_EXPIRED_SESSION_STATE ? "expired" : "failed authentication");
+    s->dead = 1;
+    s->connected = 0;
+    zk->stats.connected = 0;
+    simba__zk_event(zk, SIMBA_EV_LOST, NULL, NULL, NULL);
+    if (state == ZOO_AUTH_FAILED_STATE) {
+        simba__zk_session_close(zk, 1, NULL);
+        zk->reopen_at = simba__add(now, simba__zk_reopen_in(zk)); /* credentials will not get better by hammering */
+        return;
+    }
+    ns = (simba__zk_sess *)simba_alloc(zk->loop, sizeof *ns);
+    if (ns) {
+        memset(ns, 0, sizeof *ns);
+        ns->zk = zk;
+        ns->gen = ++zk->gen;
+        ns->pending = 1;
+    }
+    if (simba__zk_session_close(zk, 1, ns)) {
+        zk->sess = ns;
+        zk->stats.sessions++;
+        zk->stats.connected = 0;
+        zk->stats.session_timeout_ms = zk->timeout_ms;
+        return;
+    }
+    if (ns) simba_free(zk->loop, ns);
+    if (simba__zk_session_open(zk) != SIMBA_OK) zk->reopen_at = simba__add(now, simba__zk_reopen_in(zk));
+}
+
 static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
     simba__zk_sess *s = zk->sess;
     if (state == ZOO_READONLY_STATE) {
-        /* a read-only server can neither create nor delete nodes, and a garbage handshake
-           can claim read-only too: no grant from it; the library keeps looking for a r/w one */
-        simba__zk_job *job, *next;
-        if (!s->readonly)
-            simba_log(zk->loop, SIMBA_LOG_WARN, "simba_zk: %s (%s)", SIMBA__ZK_RO_MSG, zk->hosts);
-        s->readonly = 1;
-        if (s->connected) {
-            s->connected = 0;
-            zk->stats.connected = 0;
-            simba__zk_event(zk, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
-        }
-        for (job = zk->jobs; job; job = next) { /* nothing will answer them usefully */
-            next = job->next;
-            if (job->req) {
-                simba_reply r;
-                memset(&r, 0, sizeof r);
-                r.rc = SIMBA_ECONN;
-                r.errmsg = SIMBA__ZK_RO_MSG;
-                simba__zk_reply(zk, job, &r);
-                if (!job->op) {
-                    simba__zk_job_end(zk, job);
-                    next = zk->jobs;
-                }
-            }
-        }
+        simba__zk_on_readonly(zk);
     } else if (state == ZOO_CONNECTED_STATE) {
         const clientid_t *id;
         int first = !s->ever_connected && zk->stats.sessions == 1;
@@ -1955,11 +2213,10 @@ static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
         s->connected = 1;
         s->ever_connected = 1;
         zk->stats.connected = 1;
+        zk->reopen_backoff = zk->idle_backoff = 0;
         zk->stats.session_timeout_ms = zoo_recv_timeout(s->zh);
         id = zoo_client_id(s->zh);
-        if (id) {
-            zk->stats.session_id = id->client_id;
-        }
+        if (id) zk->stats.session_id = id->client_id;
         simba__zk_idle_all(zk); /* released contenders whose delete could not go out: now it can */
         if (!first) simba__zk_event(zk, SIMBA_EV_RESET, NULL, NULL, NULL);
     } else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE) {
@@ -1968,37 +2225,7 @@ static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
         zk->stats.connected = 0;
         simba__zk_event(zk, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
     } else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
-        int rc;
-        simba__zk_sess *ns;
-        simba_log(zk->loop, SIMBA_LOG_WARN, "simba_zk: session %s; opening a new one",
-                  state == ZOO_EXPIRED_SESSION_STATE ? "expired" : "failed authentication");
-        s->dead = 1;
-        s->connected = 0;
-        zk->stats.connected = 0;
-        simba__zk_event(zk, SIMBA_EV_LOST, NULL, NULL, NULL);
-        if (state == ZOO_AUTH_FAILED_STATE) {
-            simba__zk_session_close(zk, 1, NULL);
-            zk->reopen_at = simba__add(now, 1000); /* credentials will not get better by hammering */
-            return;
-        }
-        /* the closer thread makes the new handle too: neither call runs inside the poll */
-        ns = (simba__zk_sess *)simba_alloc(zk->loop, sizeof *ns);
-        if (ns) {
-            memset(ns, 0, sizeof *ns);
-            ns->zk = zk;
-            ns->gen = ++zk->gen;
-            ns->pending = 1;
-        }
-        if (simba__zk_session_close(zk, 1, ns)) {
-            zk->sess = ns;
-            zk->stats.sessions++;
-            zk->stats.connected = 0;
-            zk->stats.session_timeout_ms = zk->timeout_ms;
-            return;
-        }
-        if (ns) simba_free(zk->loop, ns);
-        rc = simba__zk_session_open(zk);
-        if (rc != SIMBA_OK) zk->reopen_at = simba__add(now, 1000);
+        simba__zk_on_expired(zk, state, now);
     }
 }
 
@@ -2011,7 +2238,7 @@ static void simba__zk_on_path(simba__zk *zk, int type, const char *path) {
     rest = path + rl + 1;
     slash = strchr(rest, '/');
     if ((size_t)(slash ? slash - rest : (ptrdiff_t)strlen(rest)) > SIMBA_NAME_MAX) return;
-    simba__zk_copy(name, (size_t)(slash ? slash - rest : (ptrdiff_t)strlen(rest)) + 1, rest);
+    simba__copy(name, (size_t)(slash ? slash - rest : (ptrdiff_t)strlen(rest)) + 1, rest);
     m = simba__zk_mtx_find(zk, name, 0);
     if (!m) return;
     if (!slash) { /* child list changed, or the mutex node appeared: observers' watches */
@@ -2038,9 +2265,9 @@ static void simba__zk_on_path(simba__zk *zk, int type, const char *path) {
                 continue;
             op = simba__zk_op_new(zk, NULL, SIMBA__ZK_REWATCH);
             if (!op) continue;
-            simba__zk_copy(op->mutex, sizeof op->mutex, m->name);
-            simba__zk_copy(op->name, sizeof op->name, node);
-            simba__zk_copy(op->data, sizeof op->data, SIMBA__ZK_CID(c));
+            simba__copy(op->mutex, sizeof op->mutex, m->name);
+            simba__copy(op->name, sizeof op->name, node);
+            simba__copy(op->data, sizeof op->data, SIMBA__ZK_CID(c));
             simba__zk_op_issued(zk, op, zoo_awexists(zk->sess->zh, p, simba__zk_node_watcher, zk->sess,
                                                      simba__zk_cb_stat, op));
         }
@@ -2181,11 +2408,7 @@ static simba_result simba__zk_submit(void *impl, simba_req *req) {
     if (req->op != SIMBA_OP_READ && simba_id_check(req->contender) != SIMBA_OK) return SIMBA_EINVAL;
     zk->stats.requests++;
     if (!simba__zk_usable(zk)) {
-        simba_reply r;
-        memset(&r, 0, sizeof r);
-        r.rc = SIMBA_ECONN;
-        r.errmsg = zk->sess && zk->sess->readonly ? SIMBA__ZK_RO_MSG : "no usable zookeeper session (reopening)";
-        simba_req_done(req, &r);
+        simba_req_fail(req, SIMBA_ECONN, zk->sess && zk->sess->readonly ? SIMBA__ZK_RO_MSG : "no usable zookeeper session (reopening)");
         return SIMBA_OK;
     }
     m = simba__zk_mtx_find(zk, req->mutex, req->op != SIMBA_OP_RELEASE);
@@ -2200,26 +2423,12 @@ static simba_result simba__zk_submit(void *impl, simba_req *req) {
         if (m) simba__zk_mtx_gc(zk, m);
         return SIMBA_ENOMEM;
     }
-    job = (simba__zk_job *)simba_alloc(zk->loop, sizeof *job);
+    job = simba__zk_job_new(zk, req->op, req, c, m);
     if (!job) {
         if (c && !c->q_head) simba__zk_cont_idle(zk, c);
         else simba__zk_mtx_gc(zk, m);
         return SIMBA_ENOMEM;
     }
-    memset(job, 0, sizeof *job);
-    job->req = req;
-    job->kind = req->op;
-    job->cont = c;
-    job->mtx = m;
-    job->deadline = simba_now(zk->loop) + zk->timeout_ms + 1000;
-    job->next = zk->jobs;
-    if (zk->jobs) zk->jobs->prev = job;
-    zk->jobs = job;
-    job->timed = 1;
-    job->tprev = zk->ttail;
-    if (zk->ttail) zk->ttail->tnext = job;
-    else zk->thead = job;
-    zk->ttail = job;
     if (c) {
         c->want_gone = req->op == SIMBA_OP_RELEASE;
         if (c->q_tail) { /* one job per contender at a time; this one waits its turn */
@@ -2294,7 +2503,7 @@ static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int
     }
     if (!zk->sess && zk->reopen_at <= now) {
         zk->reopen_at = INT64_MAX;
-        if (simba__zk_session_open(zk) != SIMBA_OK) zk->reopen_at = simba__add(now, 1000);
+        if (simba__zk_session_open(zk) != SIMBA_OK) zk->reopen_at = simba__add(now, simba__zk_reopen_in(zk));
     }
     while ((job = zk->thead) != NULL && job->deadline <= now) {
         simba_reply r;
@@ -2410,6 +2619,7 @@ static void simba__zk_destroy(void *impl) {
         simba__zk_job *job = zk->jobs;
         simba__zk_fail(zk, job, SIMBA_ECLOSED, "zookeeper backend closed");
     }
+    while (zk->inss) simba__zk_ins_end(zk, zk->inss, SIMBA_ECLOSED, "zookeeper backend closed");
     for (m = zk->mtxs; m; m = mn) {
         simba__zk_cont *c, *cn;
         mn = m->next;
@@ -2419,7 +2629,7 @@ static void simba__zk_destroy(void *impl) {
         }
         simba__zk_mtx_free(zk, m);
     }
-    if (zk->mtab) simba_free(zk->loop, zk->mtab);
+    simba_free(zk->loop, zk->mtab.b);
     while (zk->zombies) { /* every call is settled: nothing names them */
         simba__zk_sess *s = zk->zombies;
         zk->zombies = s->znext;
@@ -2441,6 +2651,7 @@ static const simba_backend_vt simba__zk_vt = {
     simba__zk_watch, simba__zk_unwatch, simba__zk_destroy,
     SIMBA_LEASE_SESSION, /* the session is the lease */
     NULL, /* hurry: nothing is held */
+    simba__zk_inspect,
 };
 
 /* ---- public ----------------------------------------------------------------------------- */
@@ -2465,26 +2676,7 @@ static int simba__zk_root_ok(const char *root) {
     return 1;
 }
 
-static char *simba__zk_strdup(simba_loop *loop, const char *s) {
-    size_t n = strlen(s) + 1;
-    char *d = (char *)simba_alloc(loop, n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
 
-static int simba__zk_pipe(int fd[2]) {
-    int i;
-    if (pipe(fd) != 0) return -1;
-    for (i = 0; i < 2; i++) {
-        int fl = fcntl(fd[i], F_GETFL);
-        if (fl < 0 || fcntl(fd[i], F_SETFL, fl | O_NONBLOCK) != 0 || fcntl(fd[i], F_SETFD, FD_CLOEXEC) != 0) {
-            close(fd[0]);
-            close(fd[1]);
-            return -1;
-        }
-    }
-    return 0;
-}
 
 /* hosts: "ADDR:PORT[,ADDR:PORT...][/chroot]" with numeric IPv4 or IPv6 addresses (the client
    library resolves names with a blocking getaddrinfo). Fills zk->addrs; 0 and why on error. */
@@ -2551,16 +2743,9 @@ static int simba__zk_hosts_parse(simba__zk *zk, const char *hosts, char *why, si
 }
 
 /* >>open */
-SIMBA_API simba_result simba_zk_open(simba_loop *loop, const simba_zk_desc *desc, simba_backend **out) {
-    simba__zk *zk;
+/* Every field of the desc, with words for what is wrong. */
+static simba_result simba__zk_desc_check(simba_loop *loop, const simba_zk_desc *desc) {
     const char *root;
-    char rnd[33];
-    int fds[2];
-    int rc;
-    char why[160];
-    if (out) *out = NULL;
-    if (!loop) return SIMBA_EINVAL;
-    if (!desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: %s is NULL", !desc ? "desc" : "out");
     if (!desc->hosts || !desc->hosts[0])
         return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: hosts is required (e.g. \"127.0.0.1:2181\")");
     if (strlen(desc->hosts) > 4096) return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: hosts is over 4096 bytes");
@@ -2581,6 +2766,21 @@ SIMBA_API simba_result simba_zk_open(simba_loop *loop, const simba_zk_desc *desc
         return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: auth is over 4096 bytes");
     if (desc->acl_creator_only && !desc->auth_scheme) /* CREATOR_ALL needs an identity */
         return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: acl_creator_only needs auth_scheme and auth");
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_zk_open(simba_loop *loop, const simba_zk_desc *desc, simba_backend **out) {
+    simba__zk *zk;
+    const char *root;
+    char rnd[33];
+    int fds[2];
+    int rc;
+    char why[160];
+    if (out) *out = NULL;
+    if (!loop) return SIMBA_EINVAL;
+    if (!desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: %s is NULL", !desc ? "desc" : "out");
+    if ((rc = simba__zk_desc_check(loop, desc)) != SIMBA_OK) return (simba_result)rc;
+    root = desc->root ? desc->root : "/simba";
     rc = simba_contender_id_random(loop, rnd, sizeof rnd);
     if (rc != SIMBA_OK) return (simba_result)rc;
     zk = (simba__zk *)simba_alloc(loop, sizeof *zk);
@@ -2599,17 +2799,17 @@ SIMBA_API simba_result simba_zk_open(simba_loop *loop, const simba_zk_desc *desc
     zk->idle_at = INT64_MAX;
     memcpy(zk->token, rnd, 16);
     zk->token[16] = 0;
-    simba__zk_copy(zk->root, sizeof zk->root, root);
-    zk->hosts = simba__zk_strdup(loop, desc->hosts);
+    simba__copy(zk->root, sizeof zk->root, root);
+    zk->hosts = simba__strdup(loop, desc->hosts);
     if (desc->auth_scheme) {
-        zk->scheme = simba__zk_strdup(loop, desc->auth_scheme);
-        zk->auth = simba__zk_strdup(loop, desc->auth);
+        zk->scheme = simba__strdup(loop, desc->auth_scheme);
+        zk->auth = simba__strdup(loop, desc->auth);
     }
     if (!zk->hosts || (desc->auth_scheme && (!zk->scheme || !zk->auth))) {
         rc = SIMBA_ENOMEM;
         goto fail_strings;
     }
-    if (simba__zk_pipe(fds) != 0) {
+    if (simba__pipe(fds) != 0) {
         rc = SIMBA_ESYS;
         goto fail_strings;
     }

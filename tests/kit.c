@@ -701,6 +701,153 @@ TEST(kit_stop_wait) {
     kit_close_all();
 }
 
+/* ---- inspection: the same answers on every backend -------------------------------------- */
+
+typedef struct insp_rec {
+    int calls, ends;
+    simba_result rc;
+    int nlisted;
+    char listed[32][SIMBA_NAME_MAX + 1];
+    char owners[32][SIMBA_ID_MAX + 1];
+    int sorted;
+} insp_rec;
+static void insp_cb(const simba_view *v, simba_result rc, void *u) {
+    insp_rec *r = (insp_rec *)u;
+    r->calls++;
+    r->rc = rc;
+    if (!v) { r->ends++; return; }
+    /* a listing: keep this case's names only (the store holds others) */
+    if (strstr(v->mutex, run_tag) && strstr(v->mutex, "-list-") && r->nlisted < 32) {
+        if (r->nlisted > 0 && strcmp(r->listed[r->nlisted - 1], v->mutex) >= 0) r->sorted = 0;
+        snprintf(r->listed[r->nlisted], sizeof r->listed[0], "%s", v->mutex);
+        snprintf(r->owners[r->nlisted], sizeof r->owners[0], "%s", v->owner);
+        r->nlisted++;
+    }
+}
+
+/* A holder, a waiter behind it, and an admin process that asks the store about them. */
+TEST(kit_inspect) {
+    kit_proc *a = kit_open(), *b = kit_open(), *adm = kit_open();
+    const char *m = kit_name("inspect");
+    rec ca = {0}, cb_ = {0};
+    simba_service *sa, *sb;
+    simba_view v;
+    insp_rec r = {0};
+    REQUIRE(a && b && adm);
+    sa = kit_contender(a, m, &ca);
+    sb = kit_contender(b, m, &cb_);
+    REQUIRE(sa && sb);
+    /* a name the store never held: nobody, not an error */
+    CHECK_RC(simba_inspect_wait(adm->be, kit_name("inspect-none"), &v, 10000), SIMBA_OK);
+    CHECK_STR(v.owner, "");
+    CHECK_STR(v.mutex, kit_name("inspect-none"));
+    CHECK_RC(simba_start(sa), SIMBA_OK);
+    REQUIRE_UNTIL(ca.acquired == 1, ACQ_MS);
+    CHECK_RC(simba_start(sb), SIMBA_OK);
+    KIT_HOLD(cb_.acquired == 0, 500); /* b asks and waits in line */
+    /* the non-blocking form answers from a later poll, never from the call */
+    memset(&v, 0, sizeof v);
+    CHECK_RC(simba_inspect(adm->be, m, &v, insp_cb, &r), SIMBA_OK);
+    CHECK_EQ(r.calls, 0);
+    CHECK_UNTIL(r.calls == 1, 10000);
+    CHECK_RC(r.rc, SIMBA_OK);
+    CHECK_STR(v.mutex, m);
+    CHECK_STR(v.owner, simba_service_contender_id(sa));
+    CHECK_EQ(v.fence, simba_fence(sa));
+    CHECK(v.held_ms == SIMBA_UNKNOWN_MS || (v.held_ms >= 0 && v.held_ms < ACQ_MS));
+    if (v.ttl_left_ms != SIMBA_UNKNOWN_MS) {
+        CHECK(v.ttl_left_ms > 0 && v.ttl_left_ms <= TTL);
+        CHECK(v.transition_left_ms >= v.ttl_left_ms && v.transition_left_ms <= TTL + TR);
+    } else {
+        CHECK(v.session_ms > 0); /* a session's lease instead */
+    }
+    /* the store's line, where it keeps one: b is its head */
+    CHECK(v.waiters == -1 || v.waiters >= 1);
+    if (v.waiters >= 1) CHECK_STR(v.waiter[0], simba_service_contender_id(sb));
+    /* bad input: an error at once, naming what is wrong */
+    CHECK_RC(simba_inspect(adm->be, "no spaces", &v, insp_cb, &r), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(adm->loop), "no spaces") != NULL);
+    CHECK_RC(simba_inspect(adm->be, m, NULL, insp_cb, &r), SIMBA_EINVAL);
+    CHECK_RC(simba_list(adm->be, NULL, NULL), SIMBA_EINVAL);
+    CHECK_RC(simba_stop(sb), SIMBA_OK);
+    CHECK_RC(simba_stop(sa), SIMBA_OK);
+    CHECK_UNTIL(ca.released == 1 && simba_service_status(sa) == SIMBA_INITIAL && simba_service_status(sb) == SIMBA_INITIAL, 5000);
+    CHECK_RC(simba_inspect_wait(adm->be, m, &v, 10000), SIMBA_OK);
+    CHECK_STR(v.owner, "");
+    kit_close_all();
+}
+
+TEST(kit_list) {
+    kit_proc *a = kit_open(), *b = kit_open(), *adm = kit_open();
+    const char *m1 = kit_name("list-2"), *m2 = kit_name("list-1");
+    rec ca = {0}, cb_ = {0};
+    simba_service *sa, *sb;
+    insp_rec r;
+    REQUIRE(a && b && adm);
+    sa = kit_contender(a, m1, &ca);
+    sb = kit_contender(b, m2, &cb_);
+    REQUIRE(sa && sb);
+    CHECK_RC(simba_start(sa), SIMBA_OK);
+    CHECK_RC(simba_start(sb), SIMBA_OK);
+    REQUIRE_UNTIL(ca.acquired == 1 && cb_.acquired == 1, ACQ_MS);
+    memset(&r, 0, sizeof r);
+    r.sorted = 1;
+    CHECK_RC(simba_list_wait(adm->be, insp_cb, &r, 10000), SIMBA_OK);
+    CHECK_EQ(r.ends, 0); /* the blocking form's end is its return */
+    CHECK_EQ(r.nlisted, 2);
+    CHECK(r.sorted);
+    CHECK_STR(r.listed[0], m2); /* name order, whatever order the store keeps */
+    CHECK_STR(r.owners[0], simba_service_contender_id(sb));
+    CHECK_STR(r.listed[1], m1);
+    CHECK_STR(r.owners[1], simba_service_contender_id(sa));
+    /* the non-blocking form: every mutex, then the end, from polls only */
+    memset(&r, 0, sizeof r);
+    r.sorted = 1;
+    CHECK_RC(simba_list(adm->be, insp_cb, &r), SIMBA_OK);
+    CHECK_EQ(r.calls, 0);
+    CHECK_UNTIL(r.ends == 1, 10000);
+    CHECK_RC(r.rc, SIMBA_OK);
+    CHECK_EQ(r.nlisted, 2);
+    CHECK_RC(simba_stop(sa), SIMBA_OK);
+    CHECK_RC(simba_stop(sb), SIMBA_OK);
+    CHECK_UNTIL(ca.released == 1 && cb_.released == 1, 5000);
+    kit_close_all();
+}
+
+/* An operator clears a holder by its fence: a stale fence changes nothing; the right one
+   frees the mutex, the holder learns at its next renewal, the waiter takes over. */
+TEST(kit_force_release) {
+    kit_proc *a = kit_open(), *b = kit_open(), *adm = kit_open();
+    const char *m = kit_name("forceRelease");
+    rec ca = {0}, cb_ = {0};
+    simba_service *sa, *sb;
+    simba_view v;
+    uint64_t f;
+    REQUIRE(a && b && adm);
+    sa = kit_contender(a, m, &ca);
+    sb = kit_contender(b, m, &cb_);
+    REQUIRE(sa && sb);
+    CHECK_RC(simba_force_release_wait(adm->be, m, 1, 10000), SIMBA_ESTATE); /* nobody holds it */
+    CHECK_RC(simba_start(sa), SIMBA_OK);
+    REQUIRE_UNTIL(ca.acquired == 1, ACQ_MS);
+    f = simba_fence(sa);
+    CHECK_RC(simba_start(sb), SIMBA_OK);
+    KIT_HOLD(cb_.acquired == 0, 500);
+    CHECK_RC(simba_force_release_wait(adm->be, m, f + 1, 10000), SIMBA_ESTATE);
+    CHECK_RC(simba_inspect_wait(adm->be, m, &v, 10000), SIMBA_OK);
+    CHECK_STR(v.owner, simba_service_contender_id(sa));
+    CHECK_RC(simba_force_release_wait(adm->be, m, f, 10000), SIMBA_OK);
+    /* the holder steps down by its next renewal at the latest; the waiter gets it, newer */
+    CHECK_UNTIL(ca.released == 1 && cb_.acquired == 1, ACQ_MS);
+    CHECK(cb_.last_fence > f);
+    CHECK_RC(simba_inspect_wait(adm->be, m, &v, 10000), SIMBA_OK);
+    CHECK_STR(v.owner, simba_service_contender_id(sb));
+    CHECK_RC(simba_stop(sa), SIMBA_OK);
+    CHECK_RC(simba_stop(sb), SIMBA_OK);
+    CHECK_UNTIL(cb_.released == 1, 5000);
+    kit_close_all();
+}
+
 int kit_run(const kit_backend *kb, int argc, char **argv) {
     char title[64];
     struct timespec ts;
@@ -725,6 +872,9 @@ int kit_run(const kit_backend *kb, int argc, char **argv) {
     RUN(kit_loop_free_during_renewal_hands_over);
     RUN(kit_stop_and_free_during_renewal_hands_over);
     RUN(kit_loop_close_during_renewal_hands_over);
+    RUN(kit_inspect);
+    RUN(kit_list);
+    RUN(kit_force_release);
     snprintf(title, sizeof title, "%s kit", kb->name);
     return check_report(title);
 }

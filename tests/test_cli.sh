@@ -330,7 +330,7 @@ f=$(cat "$W/ro/fence" 2>/dev/null)
 [ "$(id -u)" -eq 0 ] || chmod 555 "$W/ro/db"
 chmod $NOREAD "$W/ro/db/locks.db"
 expect_rc "readonly: get on a file it may not read" 69 $OTHER "$W/ro/simba" -u "$RO" get ro
-check "  names the file and the access" err_has "$W/ro/db/locks.db: unable to open database file: no read access for uid [0-9]* (owner uid [0-9]*, mode 0$NOREAD)"
+check "  names the file and the access" err_has "$W/ro/db/locks.db: no read access for uid [0-9]* (Permission denied; owner uid [0-9]*, mode 0$NOREAD)"
 expect_rc "readonly: run on a file it may not read" 69 $OTHER "$W/ro/simba" -u "$RO" run ro -w 1 -- true
 check "  names the file and the access" err_has "$W/ro/db/locks.db: no read or write access for uid [0-9]* (Permission denied; owner uid [0-9]*, mode 0$NOREAD)"
 chmod 444 "$W/ro/db/locks.db"
@@ -341,7 +341,7 @@ expect_rc "readonly: ls on a file it may only read" 0 $OTHER "$W/ro/simba" -u "$
 check "  lists it with its fence" grep -q "^ro .* $f " "$W/out"
 check "  and writes nothing there" test ! -e "$W/ro/db/locks.db-wal"
 expect_rc "readonly: release on a file it may only read" 69 $OTHER "$W/ro/simba" -u "$RO" release ro --fence "${f:-0}"
-check "  says it is read-only and why" err_has "the database is read-only: no write access for uid"
+check "  says it is read-only and why" err_has "readonly database ([0-9]*): $W/ro/db/locks.db: no write access for uid"
 expect_rc "readonly: run on a file it may only read" 69 $OTHER "$W/ro/simba" -u "$RO" run ro -w 1 -- true
 check "  names the file and the access" err_has "$W/ro/db/locks.db: no write access for uid"
 if [ "$(id -u)" -eq 0 ]; then

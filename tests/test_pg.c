@@ -14,7 +14,7 @@
  */
 #define SIMBA_IMPLEMENTATION
 /* a long batch window: a request held by it shows as a wait of ttl/64 (see push_is_not_held) */
-#define SIMBA_PG_BATCH_MS 1000
+#define SIMBA_HOLD_MS 1000
 #include "../simba_pg.h"
 #include "check.h"
 

@@ -1513,6 +1513,48 @@ TEST(open_denied_says_which_path_and_access) {
     CHECK_EQ(chmod(tmpdir, 0700), 0);
 }
 
+/* read_only = 1 opens a file for inspection: it reads what a writer stored, writes nothing
+   (a file nobody may write works too), and refuses every request that would write. */
+TEST(read_only_inspects_and_refuses_writes) {
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL, *ro = NULL;
+    simba_sql_desc d;
+    simba_reply rep;
+    simba_view v;
+    simba_service *svc = NULL;
+    simba_contend_desc cd;
+    char path[300], err[512];
+    REQUIRE(loop != NULL);
+    memset(&d, 0, sizeof d);
+    d.path = newdb(path, sizeof path);
+    REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
+    CHECK_RC(simba__sql_exec(impl_of(be), SIMBA_OP_ACQUIRE, "m", "A", 60000, 1000, 1, &rep), 0);
+    CHECK_RC(simba_backend_free(be), SIMBA_OK);
+    CHECK_EQ(chmod(path, 0444), 0);
+    d.read_only = 1;
+    d.errbuf = err;
+    d.errbuf_cap = sizeof err;
+    CHECK_RC(simba_sql_open(loop, &d, &ro), SIMBA_OK);
+    CHECK_RC(simba_inspect_wait(ro, "m", &v, 5000), SIMBA_OK);
+    CHECK_STR(v.owner, "A");
+    CHECK_EQ(v.fence, rep.fence);
+    CHECK_RC(simba_force_release_wait(ro, "m", rep.fence, 5000), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "read_only") != NULL);
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = "m";
+    CHECK_RC(simba_contend(loop, ro, &cd, &svc), SIMBA_OK);
+    CHECK_RC(simba_start(svc), SIMBA_OK);
+    simba_poll(loop);
+    CHECK(!simba_is_owner(svc));
+    CHECK_EQ(impl_of(ro)->executed, 0);
+    CHECK_RC(simba_service_free(svc), SIMBA_OK);
+    d.read_only = 2;
+    CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(err, "read_only") != NULL);
+    CHECK_EQ(chmod(path, 0644), 0);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
 TEST(open_refuses_corrupt_table) {
     simba_loop *loop = newloop();
     simba_backend *be = NULL;
@@ -3089,6 +3131,7 @@ int main(int argc, char **argv) {
     RUN(read_needs_sql_backend);
     RUN(open_refuses_readonly);
     RUN(open_denied_says_which_path_and_access);
+    RUN(read_only_inspects_and_refuses_writes);
     RUN(open_refuses_corrupt_table);
     RUN(open_desc_ranges_have_words);
     RUN(reacquire_after_local_step_down_gets_new_fence);

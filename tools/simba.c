@@ -8,9 +8,8 @@
  * that also reads a self-pipe fed by the signal handlers (SIGCHLD and forwarded signals), so
  * reaping and forwarding never delay a lease renewal; the same poll serves the statistics
  * socket whose path the command gets in SIMBA_STATS_SOCKET (`simba get` asks it).
- * get / ls / release --fence read (and, for release, conditionally clear) the backend's
- * storage with its own client library (sqlite3, hiredis, zookeeper), because simba.h has no
- * read-by-name, list or forced release.
+ * get / ls / release --fence stand on the library's inspection (simba_inspect, simba_list,
+ * simba_force_release): no storage layout is known here.
  */
 #define _POSIX_C_SOURCE 200809L
 #define _XOPEN_SOURCE 700 /* realpath */
@@ -20,10 +19,7 @@
 #include "../simba_zk.h"
 #include "../simba_pg.h"
 
-#include <sqlite3.h>
-#include <hiredis/hiredis.h>
 #include <zookeeper/zookeeper.h>
-#include <libpq-fe.h>
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -133,10 +129,9 @@ static void usage(FILE *f) {
         "  --stats SOCKET       get: the statistics socket to ask (default $SIMBA_STATS_SOCKET,\n"
         "                       used only when it serves NAME on the same backend)\n"
         "ZooKeeper: the lease is the session; simba asks for a session timeout of ttl+transition.\n"
-        "get, ls and release --fence read or change the backend's storage with its own client\n"
-        "library (sqlite3, hiredis, zookeeper): the simba library has no read-by-name, listing\n"
-        "or forced release. A forced release lets the stuck owner's next renewal fail, or (SQLite,\n"
-        "Redis) win again as a new ownership with a new fence.\n"
+        "get, ls and release --fence ask the library (simba_inspect, simba_list,\n"
+        "simba_force_release); get on SQLite opens the file read-only. A forced release lets the\n"
+        "stuck owner's next renewal fail; the head waiter is woken as by a release.\n"
         "Statistics: run and elect answer on a private socket (mode 0600 in a directory 0700\n"
         "under $XDG_RUNTIME_DIR, $TMPDIR or /tmp, removed at exit) with the counters of their\n"
         "service: acquisitions, releases by reason, step-downs, attempts, renewals, failed\n"
@@ -590,7 +585,7 @@ static int open_lib_fail(simba_loop **loop, int rc) {
     return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND;
 }
 
-static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, simba_loop **loop, simba_backend **be) {
+static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, int read_only, simba_loop **loop, simba_backend **be) {
     simba_loop_desc ld;
     int rc;
     memset(&ld, 0, sizeof ld);
@@ -603,6 +598,7 @@ static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, simba
         char err[512] = "";
         memset(&d, 0, sizeof d);
         d.path = u->path;
+        d.read_only = read_only;
         d.errbuf = err;
         d.errbuf_cap = sizeof err;
         rc = simba_sql_open(*loop, &d, be);
@@ -1096,7 +1092,7 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
     r.tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp() ? STDIN_FILENO : -1;
     r.elect = elect;
     if (setup_signals(1)) return EXIT_OSERR;
-    rc = open_lib(u, o->ttl_ms, o->transition_ms, &r.loop, &r.be);
+    rc = open_lib(u, o->ttl_ms, o->transition_ms, 0, &r.loop, &r.be);
     if (rc != EXIT_OK) return rc;
     memset(&cd, 0, sizeof cd);
     cd.mutex = o->name;
@@ -1194,40 +1190,63 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
 
 /* ---- watch ------------------------------------------------------------------------------------ */
 
-/* The fence stored for a free mutex, as get shows it (the library reports none when nobody
-   owns it): read with the backend's client, whose connection stays open (storage section). */
-struct store_t;
-static int stored_fence(const url_t *u, struct store_t **st, const char *name, uint64_t *fence);
-static void stored_fence_close(struct store_t **st);
-
+/* A free mutex is shown with the fence its store keeps, as get shows it (an observer hears
+   of no fence when nobody owns it): asked with simba_inspect, the line printed when the
+   answer comes, or at once if an owner is heard of first. */
 typedef struct watcher {
     const opts_t *o;
-    const url_t *u;
     simba_loop *loop;
-    struct store_t *store; /* opened at the first free mutex seen */
+    simba_backend *be;
+    simba_view view;   /* the store's answer */
+    int asking, stale; /* an inspection is out; its line was printed already */
+    uint64_t free_fence;
+    int64_t free_wall;
 } watcher;
 
-static void on_watch(simba_service *svc, const simba_state *st, void *u) {
-    watcher *w = (watcher *)u;
-    const simba_owner *a = st->after;
-    int64_t now = simba_now(w->loop);
-    uint64_t fence = a->fence;
+static void watch_line(const watcher *w, const char *owner, uint64_t fence, int64_t ttl_left, int64_t wall) {
     char ts[40];
-    (void)svc;
-    if (!a->id[0] && stored_fence(w->u, &w->store, w->o->name, &fence) != 0) fence = a->fence;
-    iso_time(wall_ms(), ts, sizeof ts);
+    iso_time(wall, ts, sizeof ts);
     if (w->o->json) {
         printf("{\"time\":\"%s\",\"mutex\":", ts);
         json_str(stdout, w->o->name);
         printf(",\"owner\":");
-        if (a->id[0]) json_str(stdout, a->id); else printf("null");
-        printf(",\"fence\":%llu,\"ttl_left_ms\":%lld}\n", (unsigned long long)fence, a->id[0] ? (long long)(a->ttl_at - now) : 0LL);
-    } else if (a->id[0]) {
-        printf("%s %s owner=%s fence=%llu ttl_left_ms=%lld\n", ts, w->o->name, a->id, (unsigned long long)fence, (long long)(a->ttl_at - now));
+        if (owner) json_str(stdout, owner); else printf("null");
+        printf(",\"fence\":%llu,\"ttl_left_ms\":%lld}\n", (unsigned long long)fence, owner ? (long long)ttl_left : 0LL);
+    } else if (owner) {
+        printf("%s %s owner=%s fence=%llu ttl_left_ms=%lld\n", ts, w->o->name, owner, (unsigned long long)fence, (long long)ttl_left);
     } else {
         printf("%s %s owner=- fence=%llu\n", ts, w->o->name, (unsigned long long)fence);
     }
     fflush(stdout);
+}
+
+static void on_watch_store(const simba_view *v, simba_result rc, void *u) {
+    watcher *w = (watcher *)u;
+    w->asking = 0;
+    if (w->stale) return;
+    watch_line(w, NULL, rc == SIMBA_OK && v && !v->owner[0] ? v->fence : w->free_fence, 0, w->free_wall);
+}
+
+static void on_watch(simba_service *svc, const simba_state *st, void *u) {
+    watcher *w = (watcher *)u;
+    const simba_owner *a = st->after;
+    (void)svc;
+    if (w->asking && !w->stale) { /* heard of an owner before the store answered */
+        watch_line(w, NULL, w->free_fence, 0, w->free_wall);
+        w->stale = 1;
+    }
+    if (a->id[0]) {
+        watch_line(w, a->id, a->fence, a->ttl_at - simba_now(w->loop), wall_ms());
+        return;
+    }
+    w->free_fence = a->fence;
+    w->free_wall = wall_ms();
+    if (!w->asking && simba_inspect(w->be, w->o->name, &w->view, on_watch_store, w) == SIMBA_OK) {
+        w->asking = 1;
+        w->stale = 0;
+        return;
+    }
+    watch_line(w, NULL, a->fence, 0, w->free_wall);
 }
 
 static int cmd_watch(const url_t *u, opts_t *o) {
@@ -1239,8 +1258,8 @@ static int cmd_watch(const url_t *u, opts_t *o) {
     if (setup_signals(0)) return EXIT_OSERR;
     memset(&w, 0, sizeof w);
     w.o = o;
-    w.u = u;
-    rc = open_lib(u, o->ttl_ms, o->transition_ms, &w.loop, &be);
+    rc = open_lib(u, o->ttl_ms, o->transition_ms, 0, &w.loop, &be);
+    w.be = be;
     if (rc != EXIT_OK) return rc;
     memset(&od, 0, sizeof od);
     od.mutex = o->name;
@@ -1264,403 +1283,92 @@ static int cmd_watch(const url_t *u, opts_t *o) {
         if (wait_io(w.loop, d)) break;
     }
     simba_loop_free(w.loop);
-    stored_fence_close(&w.store);
     return EXIT_OK;
 }
 
-/* ---- storage access for get / ls / release (the backend's own client library) -------------- */
+/* ---- get / ls / release: the library's inspection ------------------------------------------ */
 
-typedef struct info_t {
-    char name[SIMBA_NAME_MAX + 1];
-    char owner[SIMBA_ID_MAX + 1]; /* "" = nobody */
-    uint64_t fence;               /* of the owner, or the last one (SQLite, Redis) */
-    int64_t acquired_ms;          /* epoch ms (server clock), -1 unknown */
-    int64_t held_ms, ttl_left_ms, transition_left_ms; /* -1 unknown (ZooKeeper: session based) */
-    int64_t session_ms;           /* ZooKeeper: owner's session timeout */
-} info_t;
+/* How long one inspection may take: a connect and a few round trips (a listing of many
+   mutexes on ZooKeeper reads each in turn). */
+#define INSPECT_MS 10000
 
-typedef struct store_t {
-    const url_t *u;
-    PGconn *pg;
-    char qt[160]; /* postgres: the quoted table */
-    sqlite3 *db;
-    redisContext *rc;
-    zhandle_t *zh;
-} store_t;
-
-#define SQL_NOW "CAST((julianday('now') - 2440587.5) * 86400000.0 + 0.5 AS INTEGER)"
-
-/* What the file system refuses us at a database file, which SQLite does not say: read (and
-   for release, write) access to the file, write access to its directory. "" if nothing. */
-static void sqlite_access_why(const char *path, int write, char *out, size_t cap) {
-    char dir[4096];
-    const char *sl = strrchr(path, '/');
-    struct stat st;
-    int r, w;
-    out[0] = 0;
-    if (stat(path, &st) != 0) { snprintf(out, cap, ": %s (uid %lu)", strerror(errno), (unsigned long)geteuid()); return; }
-    r = access(path, R_OK) == 0;
-    w = !write || access(path, W_OK) == 0;
-    if (!r || !w) {
-        snprintf(out, cap, ": no %s access for uid %lu (owner uid %lu, mode %04o)", !r && !w ? "read or write" : !r ? "read" : "write",
-                 (unsigned long)geteuid(), (unsigned long)st.st_uid, (unsigned)(st.st_mode & 07777));
-        return;
-    }
-    if (!sl) snprintf(dir, sizeof dir, ".");
-    else snprintf(dir, sizeof dir, "%.*s", sl == path ? 1 : (int)(sl - path), path);
-    if (write && access(dir, W_OK | X_OK) != 0)
-        snprintf(out, cap, ": no write access to directory %s for uid %lu: SQLite creates the -wal and -shm files there", dir, (unsigned long)geteuid());
-}
-
-/* get and ls open the file read-only. A database in WAL mode needs its -wal and -shm files,
-   which a reader that may not write the directory cannot create; without a -wal file no
-   connection has the database open (the last one removes it), so the file alone holds every
-   commit and is read as immutable. */
-static int sqlite_open_ro(store_t *s, const url_t *u) {
-    char uri[3 * sizeof u->path + 32], wal[sizeof u->path + 8];
-    const char *p;
-    size_t n;
-    int rc = sqlite3_open_v2(u->path, &s->db, SQLITE_OPEN_READONLY, NULL);
-    if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
-    snprintf(wal, sizeof wal, "%s-wal", u->path);
-    if (rc == SQLITE_OK || ((rc & 0xff) != SQLITE_READONLY && (rc & 0xff) != SQLITE_CANTOPEN) || access(wal, F_OK) == 0 ||
-        access(u->path, R_OK) != 0)
-        return rc;
-    sqlite3_close(s->db);
-    s->db = NULL;
-    n = (size_t)snprintf(uri, sizeof uri, "file:");
-    for (p = u->path; *p; p++) /* the path percent-encoded: '?', '#' and '%' are URI syntax */
-        n += (size_t)(isalnum((unsigned char)*p) || strchr("/._-~", *p) ? snprintf(uri + n, sizeof uri - n, "%c", *p)
-                                                                        : snprintf(uri + n, sizeof uri - n, "%%%02X", (unsigned char)*p));
-    snprintf(uri + n, sizeof uri - n, "?immutable=1");
-    return sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
-}
-
-static int store_open(store_t *s, const url_t *u, int write) {
-    memset(s, 0, sizeof *s);
-    s->u = u;
-    if (u->kind == BE_SQLITE) {
-        int rc;
-        char why[4400];
-        if (access(u->path, F_OK) != 0) { errorf("sqlite:%s: no such database file", u->path); return EXIT_BACKEND; }
-        rc = write ? sqlite3_open_v2(u->path, &s->db, SQLITE_OPEN_READWRITE, NULL) : sqlite_open_ro(s, u);
-        if (rc != SQLITE_OK) {
-            sqlite_access_why(u->path, write, why, sizeof why);
-            errorf("sqlite:%s: %s%s", u->path, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc), why);
-            return EXIT_BACKEND;
-        }
-        if (write && sqlite3_db_readonly(s->db, "main") == 1) { /* SQLite falls back to read-only quietly */
-            sqlite_access_why(u->path, write, why, sizeof why);
-            errorf("sqlite:%s: the database is read-only%s", u->path, why[0] ? why : " (a read-only medium?)");
-            return EXIT_BACKEND;
-        }
-        sqlite3_busy_timeout(s->db, 2000);
-        return EXIT_OK;
-    }
-    if (u->kind == BE_PG) {
-        const char *k[7], *v[7];
-        char port[16];
-        char *q;
-        int n = 0;
-        snprintf(port, sizeof port, "%d", u->port);
-        k[n] = "hostaddr"; v[n++] = u->host;
-        k[n] = "port"; v[n++] = port;
-        k[n] = "connect_timeout"; v[n++] = "5";
-        k[n] = "application_name"; v[n++] = "simba-tool";
-        if (u->user[0]) { k[n] = "user"; v[n++] = u->user; }
-        if (u->dbname[0]) { k[n] = "dbname"; v[n++] = u->dbname; }
-        k[n] = NULL; v[n] = NULL;
-        s->pg = PQconnectdbParams(k, v, 0);
-        if (!s->pg || PQstatus(s->pg) != CONNECTION_OK) {
-            errorf("postgres://%s:%d: %s", u->host, u->port, s->pg ? PQerrorMessage(s->pg) : "out of memory");
-            return EXIT_BACKEND;
-        }
-        q = PQescapeIdentifier(s->pg, u->table, strlen(u->table));
-        if (!q || strlen(q) >= sizeof s->qt) { errorf("postgres: bad table name"); if (q) PQfreemem(q); return EXIT_USAGE; }
-        snprintf(s->qt, sizeof s->qt, "%s", q);
-        PQfreemem(q);
-        return EXIT_OK;
-    }
-    if (u->kind == BE_REDIS) {
-        struct timeval tv = {2, 0};
-        const char *pw = getenv("SIMBA_REDIS_PASSWORD"), *user = getenv("SIMBA_REDIS_USERNAME");
-        redisReply *rep;
-        s->rc = redisConnectWithTimeout(u->host, u->port, tv);
-        if (!s->rc || s->rc->err) { errorf("redis://%s:%d: %s", u->host, u->port, s->rc ? s->rc->errstr : "out of memory"); return EXIT_BACKEND; }
-        redisSetTimeout(s->rc, tv);
-        if (pw && *pw) {
-            rep = user && *user ? (redisReply *)redisCommand(s->rc, "AUTH %s %s", user, pw) : (redisReply *)redisCommand(s->rc, "AUTH %s", pw);
-            if (!rep || rep->type == REDIS_REPLY_ERROR) {
-                errorf("redis://%s:%d: AUTH: %s", u->host, u->port, rep ? rep->str : s->rc->errstr);
-                if (rep) freeReplyObject(rep);
-                return EXIT_BACKEND;
-            }
-            freeReplyObject(rep);
-        }
-        if (u->db) {
-            rep = (redisReply *)redisCommand(s->rc, "SELECT %d", u->db);
-            if (!rep || rep->type == REDIS_REPLY_ERROR) {
-                errorf("redis://%s:%d/%d: SELECT: %s", u->host, u->port, u->db, rep ? rep->str : s->rc->errstr);
-                if (rep) freeReplyObject(rep);
-                return EXIT_BACKEND;
-            }
-            freeReplyObject(rep);
-        }
-        return EXIT_OK;
-    }
-    {
-        int64_t end = mono_ms() + 5000;
-        if (!getenv("SIMBA_DEBUG")) zoo_set_debug_level((ZooLogLevel)0);
-        s->zh = zookeeper_init(u->hosts, NULL, 10000, NULL, NULL, 0);
-        if (!s->zh) { errorf("zk://%s: %s", u->hosts, strerror(errno)); return EXIT_BACKEND; }
-        while (zoo_state(s->zh) != ZOO_CONNECTED_STATE) {
-            struct timespec ts = {0, 10 * 1000000};
-            if (mono_ms() > end) { errorf("zk://%s: not connected within 5 s", u->hosts); return EXIT_BACKEND; }
-            nanosleep(&ts, NULL);
-        }
-        return EXIT_OK;
-    }
-}
-
-static void store_close(store_t *s) {
-    if (s->pg) PQfinish(s->pg);
-    if (s->db) sqlite3_close(s->db);
-    if (s->rc) redisFree(s->rc);
-    if (s->zh) zookeeper_close(s->zh);
-    memset(s, 0, sizeof *s);
-}
-
-/* 1 found (owner may be ""), 0 never stored, or -exit status. */
-static int sql_read(store_t *s, const char *name, info_t *in) {
-    sqlite3_stmt *st;
+/* A backend for inspection: SQLite read-only unless it writes (release), and the file must
+   exist (inspection creates nothing). */
+static int open_inspect(const url_t *u, const opts_t *o, int write, simba_loop **loop, simba_backend **be) {
     int rc;
-    const char *q = "SELECT owner_id, fence, acquired_at, " SQL_NOW " - acquired_at, ttl_at - " SQL_NOW ", transition_at - " SQL_NOW
-                    " FROM simba_mutex WHERE mutex = ?1";
-    if (sqlite3_prepare_v2(s->db, q, -1, &st, NULL) != SQLITE_OK) { errorf("sqlite:%s: %s", s->u->path, sqlite3_errmsg(s->db)); return -EXIT_BACKEND; }
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        const char *o = (const char *)sqlite3_column_text(st, 0);
-        int64_t tl = sqlite3_column_int64(st, 5);
-        snprintf(in->name, sizeof in->name, "%s", name);
-        in->fence = (uint64_t)sqlite3_column_int64(st, 1);
-        if (o && *o && tl >= 0) { /* a lease fully over is nobody's */
-            snprintf(in->owner, sizeof in->owner, "%s", o);
-            in->acquired_ms = sqlite3_column_int64(st, 2);
-            in->held_ms = sqlite3_column_int64(st, 3);
-            in->ttl_left_ms = sqlite3_column_int64(st, 4);
-            in->transition_left_ms = tl;
-        }
-        sqlite3_finalize(st);
-        return 1;
-    }
-    sqlite3_finalize(st);
-    if (rc == SQLITE_DONE) return 0;
-    errorf("sqlite:%s: %s", s->u->path, sqlite3_errmsg(s->db));
-    return -EXIT_BACKEND;
+    *loop = NULL;
+    if (u->kind == BE_SQLITE && access(u->path, F_OK) != 0) { errorf("sqlite:%s: no such database file", u->path); return EXIT_BACKEND; }
+    rc = open_lib(u, o->ttl_ms, o->transition_ms, !write, loop, be);
+    if (rc != EXIT_OK && *loop) { simba_loop_free(*loop); *loop = NULL; }
+    return rc;
 }
 
-#define PG_NOW "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
-
-/* No table yet: nothing was ever stored there (the backend creates it on first use). */
-static int pg_no_table(const PGresult *r) {
-    const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-    return PQresultStatus(r) == PGRES_FATAL_ERROR && st && strcmp(st, "42P01") == 0;
+/* An inspection that failed: bad input is a usage error, anything else the backend's. */
+static int inspect_failed(const url_t *u, simba_loop *loop, const char *what, int rc) {
+    char id[600];
+    backend_id(u, id, sizeof id);
+    errorf("%s: %s: %s (%s)", id, what, simba_loop_errmsg(loop), simba_strerror(rc));
+    return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND;
 }
 
-/* 1 found (owner may be ""), 0 never stored, or -exit status. */
-static int pg_read(store_t *s, const char *name, info_t *in) {
-    char q[600];
-    const char *v[1];
-    PGresult *r;
-    int found;
-    snprintf(q, sizeof q, "SELECT owner, fence, acquired_ms, %s - acquired_ms, ttl_ms - %s, transition_ms - %s FROM %s WHERE name = $1",
-             PG_NOW, PG_NOW, PG_NOW, s->qt);
-    v[0] = name;
-    r = PQexecParams(s->pg, q, 1, NULL, v, NULL, NULL, 0);
-    if (pg_no_table(r)) { PQclear(r); return 0; }
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        errorf("postgres: read %s: %s", name, PQresultErrorMessage(r));
-        PQclear(r);
-        return -EXIT_BACKEND;
-    }
-    found = PQntuples(r) == 1;
-    if (found) {
-        const char *o = PQgetvalue(r, 0, 0);
-        int64_t tl = strtoll(PQgetvalue(r, 0, 5), NULL, 10);
-        snprintf(in->name, sizeof in->name, "%s", name);
-        in->fence = strtoull(PQgetvalue(r, 0, 1), NULL, 10);
-        if (*o && tl >= 0) { /* a lease fully over is nobody's */
-            snprintf(in->owner, sizeof in->owner, "%s", o);
-            in->acquired_ms = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
-            in->held_ms = strtoll(PQgetvalue(r, 0, 3), NULL, 10);
-            in->ttl_left_ms = strtoll(PQgetvalue(r, 0, 4), NULL, 10);
-            in->transition_left_ms = tl;
-        }
-    }
-    PQclear(r);
-    return found;
-}
-
-static const char redis_read_lua[] =
-    "local t = redis.call('TIME')\n"
-    "local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "return {redis.call('GET', KEYS[1]) or '', redis.call('GET', KEYS[2]) or '', tostring(ms)}\n";
-
-static int redis_read(store_t *s, const char *name, info_t *in) {
-    char k1[SIMBA_NAME_MAX + 32], k2[SIMBA_NAME_MAX + 32];
-    redisReply *rep;
-    int found;
-    snprintf(k1, sizeof k1, "simba:{%s}:owner", name);
-    snprintf(k2, sizeof k2, "simba:{%s}:fence", name);
-    rep = (redisReply *)redisCommand(s->rc, "EVAL %s 2 %s %s", redis_read_lua, k1, k2);
-    if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 3) {
-        errorf("redis://%s:%d: read %s: %s", s->u->host, s->u->port, name, rep && rep->type == REDIS_REPLY_ERROR ? rep->str : s->rc->errstr);
-        if (rep) freeReplyObject(rep);
-        return -EXIT_BACKEND;
-    }
-    snprintf(in->name, sizeof in->name, "%s", name);
-    found = rep->element[1]->str && rep->element[1]->str[0];
-    if (found) in->fence = strtoull(rep->element[1]->str, NULL, 10);
-    if (rep->element[0]->str && rep->element[0]->str[0]) {
-        unsigned long long f, acq, at, ttl, lease;
-        int off = 0;
-        long long now = strtoll(rep->element[2]->str, NULL, 10);
-        if (sscanf(rep->element[0]->str, "%llu %llu %llu %llu %llu %n", &f, &acq, &at, &ttl, &lease, &off) != 5 || off == 0) {
-            errorf("redis: unreadable owner record of %s: '%s'", name, rep->element[0]->str);
-            freeReplyObject(rep);
-            return -EXIT_BACKEND;
-        }
-        snprintf(in->owner, sizeof in->owner, "%s", rep->element[0]->str + off);
-        in->fence = f;
-        in->acquired_ms = (int64_t)acq;
-        in->held_ms = now - (int64_t)acq;
-        in->ttl_left_ms = (int64_t)(at + ttl) - now;
-        in->transition_left_ms = (int64_t)(at + lease) - now;
-        found = 1;
-    }
-    freeReplyObject(rep);
-    return found;
-}
-
-/* The owner is the child with the lowest sequence: "n-<tag>-<10 digits>". */
-static int zk_lowest(const struct String_vector *v, char *out, size_t cap) {
-    int i, best = -1;
-    const char *bs = NULL;
-    for (i = 0; i < v->count; i++) {
-        const char *c = v->data[i];
-        size_t n = strlen(c);
-        if (strncmp(c, "n-", 2) != 0 || n < 12) continue;
-        if (!bs || strcmp(c + n - 10, bs) < 0) { best = i; bs = c + n - 10; }
-    }
-    if (best < 0) return 0;
-    snprintf(out, cap, "%s", v->data[best]);
-    return 1;
-}
-
-static int zk_read(store_t *s, const char *name, info_t *in, char *node_path, size_t cap, struct Stat *nst) {
-    char path[600], low[256], data[512];
-    struct String_vector v;
-    struct Stat st;
-    int rc, len = (int)sizeof data - 1;
-    snprintf(path, sizeof path, "%s/%s", s->u->root, name);
-    snprintf(in->name, sizeof in->name, "%s", name);
-    rc = zoo_get_children(s->zh, path, 0, &v);
-    if (rc == ZNONODE) return 0;
-    if (rc != ZOK) { errorf("zk: list %s: %s", path, zerror(rc)); return -EXIT_BACKEND; }
-    if (!zk_lowest(&v, low, sizeof low)) { deallocate_String_vector(&v); return 1; }
-    deallocate_String_vector(&v);
-    snprintf(path, sizeof path, "%s/%s/%s", s->u->root, name, low);
-    rc = zoo_get(s->zh, path, 0, data, &len, &st);
-    if (rc == ZNONODE) return 1; /* it went while we looked: nobody, as far as we know */
-    if (rc != ZOK) { errorf("zk: read %s: %s", path, zerror(rc)); return -EXIT_BACKEND; }
-    data[len > 0 ? len : 0] = 0;
-    {
-        char tag[128];
-        long long sess;
-        int off = 0;
-        if (sscanf(data, "%127s %lld %n", tag, &sess, &off) != 2 || off == 0) { errorf("zk: unreadable owner node %s", path); return -EXIT_BACKEND; }
-        snprintf(in->owner, sizeof in->owner, "%s", data + off);
-        in->session_ms = sess;
-    }
-    in->fence = (uint64_t)st.czxid;
-    in->acquired_ms = -1; /* the node's ctime is when it queued, not when it won */
-    if (node_path) snprintf(node_path, cap, "%s", path);
-    if (nst) *nst = st;
-    return 1;
-}
-
-static int store_read(store_t *s, const char *name, info_t *in) {
-    memset(in, 0, sizeof *in);
-    in->acquired_ms = in->held_ms = in->ttl_left_ms = in->transition_left_ms = in->session_ms = -1;
-    if (s->u->kind == BE_SQLITE) return sql_read(s, name, in);
-    if (s->u->kind == BE_REDIS) return redis_read(s, name, in);
-    if (s->u->kind == BE_PG) return pg_read(s, name, in);
-    return zk_read(s, name, in, NULL, 0, NULL);
-}
-
-static void stored_fence_close(struct store_t **st) {
-    if (!*st) return;
-    store_close(*st);
-    free(*st);
-    *st = NULL;
-}
-
-/* 0 with *fence set, else -1 (said on stderr); a failed connection is opened again next time. */
-static int stored_fence(const url_t *u, struct store_t **st, const char *name, uint64_t *fence) {
-    info_t in;
-    if (!*st) {
-        *st = (store_t *)calloc(1, sizeof **st);
-        if (!*st) return -1;
-        if (store_open(*st, u, 0) != EXIT_OK) { stored_fence_close(st); return -1; }
-    }
-    if (store_read(*st, name, &in) < 0) { stored_fence_close(st); return -1; }
-    *fence = in.fence;
-    return 0;
-}
+static int known(int64_t v) { return v != SIMBA_UNKNOWN_MS; }
 
 /* The members of get's JSON object, without its braces. */
-static void print_info_members(const info_t *in) {
+static void print_view_members(const simba_view *v) {
     char ts[40] = "";
-    if (in->acquired_ms >= 0 && in->owner[0]) iso_time(in->acquired_ms, ts, sizeof ts);
-    {
-        printf("\"mutex\":");
-        json_str(stdout, in->name);
-        printf(",\"owner\":");
-        if (in->owner[0]) json_str(stdout, in->owner); else printf("null");
-        printf(",\"fence\":%llu", (unsigned long long)in->fence);
-        if (ts[0]) printf(",\"acquired\":\"%s\",\"held_ms\":%lld", ts, (long long)in->held_ms);
-        else printf(",\"acquired\":null,\"held_ms\":null");
-        if (in->owner[0] && in->ttl_left_ms != -1) printf(",\"ttl_left_ms\":%lld,\"transition_left_ms\":%lld", (long long)in->ttl_left_ms, (long long)in->transition_left_ms);
-        else printf(",\"ttl_left_ms\":null,\"transition_left_ms\":null");
-        if (in->session_ms >= 0) printf(",\"session_timeout_ms\":%lld", (long long)in->session_ms);
+    int i;
+    if (known(v->acquired_unix_ms) && v->owner[0]) iso_time(v->acquired_unix_ms, ts, sizeof ts);
+    printf("\"mutex\":");
+    json_str(stdout, v->mutex);
+    printf(",\"owner\":");
+    if (v->owner[0]) json_str(stdout, v->owner); else printf("null");
+    printf(",\"fence\":%llu", (unsigned long long)v->fence);
+    if (ts[0] && known(v->held_ms)) printf(",\"acquired\":\"%s\",\"held_ms\":%lld", ts, (long long)v->held_ms);
+    else printf(",\"acquired\":null,\"held_ms\":null");
+    if (v->owner[0] && known(v->ttl_left_ms)) printf(",\"ttl_left_ms\":%lld,\"transition_left_ms\":%lld", (long long)v->ttl_left_ms, (long long)v->transition_left_ms);
+    else printf(",\"ttl_left_ms\":null,\"transition_left_ms\":null");
+    if (v->owner[0] && known(v->session_ms)) printf(",\"session_timeout_ms\":%lld", (long long)v->session_ms);
+    if (v->waiters >= 0) {
+        printf(",\"waiters\":%d,\"next\":[", v->waiters);
+        for (i = 0; i < v->waiters && i < SIMBA_VIEW_WAITERS; i++) {
+            if (i) printf(",");
+            json_str(stdout, v->waiter[i]);
+        }
+        printf("]");
     }
 }
 
-static void print_info(const info_t *in, int json, int with_name_col) {
+static void print_view(const simba_view *v, int json, int with_name_col) {
     char ts[40] = "";
-    if (in->acquired_ms >= 0 && in->owner[0]) iso_time(in->acquired_ms, ts, sizeof ts);
+    int i;
+    if (known(v->acquired_unix_ms) && v->owner[0]) iso_time(v->acquired_unix_ms, ts, sizeof ts);
     if (json) {
         printf("{");
-        print_info_members(in);
+        print_view_members(v);
         printf("}");
         return;
     }
     if (with_name_col) {
-        printf("%-24s %-40s %20llu %s\n", in->name, in->owner[0] ? in->owner : "-", (unsigned long long)in->fence, ts[0] ? ts : "-");
+        printf("%-24s %-40s %20llu %s\n", v->mutex, v->owner[0] ? v->owner : "-", (unsigned long long)v->fence, ts[0] ? ts : "-");
         return;
     }
-    printf("mutex: %s\n", in->name);
-    printf("owner: %s\n", in->owner[0] ? in->owner : "-");
-    printf("fence: %llu\n", (unsigned long long)in->fence);
-    if (!in->owner[0]) return;
-    if (ts[0]) printf("acquired: %s (held %lld ms)\n", ts, (long long)in->held_ms);
-    else printf("acquired: unknown\n");
-    if (in->ttl_left_ms != -1) {
-        printf("ttl_left_ms: %lld\n", (long long)in->ttl_left_ms);
-        printf("transition_left_ms: %lld\n", (long long)in->transition_left_ms);
-    } else {
-        printf("lease: the owner's ZooKeeper session (timeout %lld ms)\n", (long long)in->session_ms);
+    printf("mutex: %s\n", v->mutex);
+    printf("owner: %s\n", v->owner[0] ? v->owner : "-");
+    printf("fence: %llu\n", (unsigned long long)v->fence);
+    if (v->owner[0]) {
+        if (ts[0] && known(v->held_ms)) printf("acquired: %s (held %lld ms)\n", ts, (long long)v->held_ms);
+        else printf("acquired: unknown\n");
+        if (known(v->ttl_left_ms)) {
+            printf("ttl_left_ms: %lld\n", (long long)v->ttl_left_ms);
+            printf("transition_left_ms: %lld\n", (long long)v->transition_left_ms);
+        } else if (known(v->session_ms)) {
+            printf("lease: the owner's ZooKeeper session (timeout %lld ms)\n", (long long)v->session_ms);
+        }
+    }
+    if (v->waiters > 0) {
+        printf("waiters: %d (", v->waiters);
+        for (i = 0; i < v->waiters && i < SIMBA_VIEW_WAITERS; i++) printf("%s%s", i ? ", " : "", v->waiter[i]);
+        printf("%s)\n", v->waiters > SIMBA_VIEW_WAITERS ? ", ..." : "");
     }
 }
 
@@ -1824,124 +1532,66 @@ static void stats_print_text(const stats_reply *sr) {
 }
 
 static int cmd_get(const url_t *u, opts_t *o) {
-    store_t s;
-    info_t in;
+    simba_loop *loop;
+    simba_backend *be;
+    simba_view v;
     stats_reply *sr;
-    int rc = store_open(&s, u, 0), have;
-    if (rc != EXIT_OK) { store_close(&s); return rc; }
-    rc = store_read(&s, o->name, &in);
-    store_close(&s);
-    if (rc < 0) return -rc;
-    if (rc == 0) snprintf(in.name, sizeof in.name, "%s", o->name);
+    int rc = open_inspect(u, o, 0, &loop, &be), have;
+    if (rc != EXIT_OK) return rc;
+    rc = simba_inspect_wait(be, o->name, &v, INSPECT_MS);
+    if (rc != SIMBA_OK) {
+        rc = inspect_failed(u, loop, "get", rc);
+        simba_loop_free(loop);
+        return rc;
+    }
+    simba_loop_free(loop);
     sr = (stats_reply *)calloc(1, sizeof *sr);
     if (!sr) { errorf("out of memory"); return EXIT_OSERR; }
     have = stats_for_get(u, o, sr);
     if (have < 0) { free(sr); return -have; }
     if (o->json) {
         printf("{");
-        print_info_members(&in);
+        print_view_members(&v);
         if (have) {
             printf(",\"stats\":");
             stats_print_json(sr);
         }
         printf("}\n");
     } else {
-        print_info(&in, 0, 0);
+        print_view(&v, 0, 0);
         if (have) stats_print_text(sr);
     }
     free(sr);
-    return in.owner[0] ? EXIT_OK : EXIT_NO;
+    return v.owner[0] ? EXIT_OK : EXIT_NO;
 }
 
 /* ---- ls ---------------------------------------------------------------------------------------- */
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+typedef struct lister { int json, n; } lister;
 
-static int list_names(store_t *s, char ***out, int *n) {
-    int cap = 0;
-    *out = NULL;
-    *n = 0;
-#define PUSH(str) do { \
-        if (*n == cap) { char **nn; cap = cap ? cap * 2 : 64; nn = (char **)realloc(*out, (size_t)cap * sizeof *nn); if (!nn) return -EXIT_OSERR; *out = nn; } \
-        (*out)[(*n)++] = strdup(str); } while (0)
-    if (s->u->kind == BE_SQLITE) {
-        sqlite3_stmt *st;
-        int rc;
-        if (sqlite3_prepare_v2(s->db, "SELECT mutex FROM simba_mutex ORDER BY mutex", -1, &st, NULL) != SQLITE_OK) {
-            errorf("sqlite:%s: %s", s->u->path, sqlite3_errmsg(s->db));
-            return -EXIT_BACKEND;
-        }
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) PUSH((const char *)sqlite3_column_text(st, 0));
-        sqlite3_finalize(st);
-        if (rc != SQLITE_DONE) { errorf("sqlite:%s: %s", s->u->path, sqlite3_errmsg(s->db)); return -EXIT_BACKEND; }
-    } else if (s->u->kind == BE_PG) {
-        char q[256];
-        PGresult *r;
-        int i;
-        snprintf(q, sizeof q, "SELECT name FROM %s ORDER BY name", s->qt);
-        r = PQexec(s->pg, q);
-        if (pg_no_table(r)) { PQclear(r); return 0; }
-        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-            errorf("postgres: list: %s", PQresultErrorMessage(r));
-            PQclear(r);
-            return -EXIT_BACKEND;
-        }
-        for (i = 0; i < PQntuples(r); i++) PUSH(PQgetvalue(r, i, 0));
-        PQclear(r);
-    } else if (s->u->kind == BE_REDIS) {
-        char cursor[32] = "0";
-        do {
-            redisReply *rep = (redisReply *)redisCommand(s->rc, "SCAN %s MATCH simba:{*}:fence COUNT 1000", cursor);
-            size_t i;
-            if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
-                errorf("redis: SCAN: %s", rep && rep->type == REDIS_REPLY_ERROR ? rep->str : s->rc->errstr);
-                if (rep) freeReplyObject(rep);
-                return -EXIT_BACKEND;
-            }
-            snprintf(cursor, sizeof cursor, "%s", rep->element[0]->str);
-            for (i = 0; i < rep->element[1]->elements; i++) {
-                const char *k = rep->element[1]->element[i]->str, *b = strchr(k, '{'), *e = strrchr(k, '}');
-                char nm[SIMBA_NAME_MAX + 1];
-                if (!b || !e || e <= b + 1 || (size_t)(e - b - 1) > SIMBA_NAME_MAX) continue;
-                memcpy(nm, b + 1, (size_t)(e - b - 1));
-                nm[e - b - 1] = 0;
-                if (simba_name_check(nm) == SIMBA_OK) PUSH(nm);
-            }
-            freeReplyObject(rep);
-        } while (strcmp(cursor, "0") != 0);
-    } else {
-        struct String_vector v;
-        int i, rc = zoo_get_children(s->zh, s->u->root, 0, &v);
-        if (rc == ZNONODE) return 0;
-        if (rc != ZOK) { errorf("zk: list %s: %s", s->u->root, zerror(rc)); return -EXIT_BACKEND; }
-        for (i = 0; i < v.count; i++) PUSH(v.data[i]);
-        deallocate_String_vector(&v);
-    }
-#undef PUSH
-    if (*n > 1) qsort(*out, (size_t)*n, sizeof **out, cmp_str);
-    return 0;
+static void on_listed(const simba_view *v, simba_result rc, void *u) {
+    lister *ls = (lister *)u;
+    if (!v || rc != SIMBA_OK) return;
+    if (ls->json) { if (ls->n) printf(","); print_view(v, 1, 0); }
+    else print_view(v, 0, 1);
+    ls->n++;
 }
 
 static int cmd_ls(const url_t *u, opts_t *o) {
-    store_t s;
-    char **names;
-    int i, n, rc = store_open(&s, u, 0), ret = EXIT_OK;
-    if (rc != EXIT_OK) { store_close(&s); return rc; }
-    rc = list_names(&s, &names, &n);
-    if (rc < 0) { store_close(&s); return -rc; }
+    simba_loop *loop;
+    simba_backend *be;
+    lister ls;
+    int rc = open_inspect(u, o, 0, &loop, &be), ret = EXIT_OK;
+    if (rc != EXIT_OK) return rc;
+    ls.json = o->json;
+    ls.n = 0;
     if (o->json) printf("[");
     else printf("%-24s %-40s %20s %s\n", "MUTEX", "OWNER", "FENCE", "ACQUIRED");
-    for (i = 0; i < n; i++) {
-        info_t in;
-        rc = store_read(&s, names[i], &in);
-        if (rc < 0) { ret = -rc; break; }
-        if (o->json) { if (i) printf(","); print_info(&in, 1, 0); }
-        else print_info(&in, 0, 1);
-    }
+    rc = simba_list_wait(be, on_listed, &ls, INSPECT_MS);
     if (o->json) printf("]\n");
-    for (i = 0; i < n; i++) free(names[i]);
-    free(names);
-    store_close(&s);
+    fflush(stdout);
+    if (rc != SIMBA_OK) ret = inspect_failed(u, loop, "ls", rc);
+    simba_loop_free(loop);
     return ret;
 }
 
@@ -1977,104 +1627,35 @@ static int cmd_checkpoint(const url_t *u, opts_t *o) {
 
 /* ---- release --fence ------------------------------------------------------------------------ */
 
-/* Clears the owner record only if it still carries the fence; waiters are told on the
-   mutex's "released" channel so they need not wait for their timers. */
-static const char redis_release_lua[] =
-    "local v = redis.call('GET', KEYS[1])\n"
-    "if not v then return {0, ''} end\n"
-    "local f, id = string.match(v, '^(%d+) %d+ %d+ %d+ %d+ (.+)$')\n"
-    "if not f then return redis.error_reply('unreadable owner record') end\n"
-    "if f ~= ARGV[1] then return {0, f .. ' ' .. id} end\n"
-    "redis.call('DEL', KEYS[1])\n"
-    "redis.call('PUBLISH', ARGV[2], 'released')\n"
-    "return {1, f .. ' ' .. id}\n";
-
+/* Clears the owner only if it still holds the fence, atomically in the store, and wakes the
+   head waiter as a release does (simba_force_release). */
 static int cmd_release(const url_t *u, opts_t *o) {
-    store_t s;
-    info_t in;
+    simba_loop *loop;
+    simba_backend *be;
+    simba_view v;
     int rc;
     if (!o->have_fence) {
         errorf("release: --fence N is required (see `simba get %s`): a release without it could hit a newer owner", o->name);
         return EXIT_USAGE;
     }
-    rc = store_open(&s, u, 1);
-    if (rc != EXIT_OK) { store_close(&s); return rc; }
-    if (u->kind == BE_SQLITE) {
-        sqlite3_stmt *st;
-        const char *q = "UPDATE simba_mutex SET owner_id = '', acquired_at = 0, ttl_at = 0, transition_at = 0, version = version + 1"
-                        " WHERE mutex = ?1 AND fence = ?2 AND owner_id <> '' AND transition_at >= " SQL_NOW;
-        if (sqlite3_prepare_v2(s.db, q, -1, &st, NULL) != SQLITE_OK) { errorf("sqlite:%s: %s", u->path, sqlite3_errmsg(s.db)); store_close(&s); return EXIT_BACKEND; }
-        sqlite3_bind_text(st, 1, o->name, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, (sqlite3_int64)o->fence);
-        rc = sqlite3_step(st);
-        sqlite3_finalize(st);
-        if (rc != SQLITE_DONE) { errorf("sqlite:%s: %s", u->path, sqlite3_errmsg(s.db)); store_close(&s); return EXIT_BACKEND; }
-        rc = sqlite3_changes(s.db) == 1;
-    } else if (u->kind == BE_REDIS) {
-        char k1[SIMBA_NAME_MAX + 32], ch[SIMBA_NAME_MAX + 48], f[32];
-        redisReply *rep;
-        snprintf(k1, sizeof k1, "simba:{%s}:owner", o->name);
-        snprintf(ch, sizeof ch, "simba:{%s}:ev:%d", o->name, u->db);
-        snprintf(f, sizeof f, "%llu", (unsigned long long)o->fence);
-        rep = (redisReply *)redisCommand(s.rc, "EVAL %s 1 %s %s %s", redis_release_lua, k1, f, ch);
-        if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
-            errorf("redis: release %s: %s", o->name, rep && rep->type == REDIS_REPLY_ERROR ? rep->str : s.rc->errstr);
-            if (rep) freeReplyObject(rep);
-            store_close(&s);
-            return EXIT_BACKEND;
-        }
-        rc = rep->element[0]->integer == 1;
-        freeReplyObject(rep);
-    } else if (u->kind == BE_PG) {
-        /* one statement: clear the row if it still carries the fence, and wake the head
-           waiter (pg_notify runs only when the update did) as the backend's release does */
-        char q[1200], f[32];
-        const char *v[2];
-        PGresult *r;
-        snprintf(f, sizeof f, "%llu", (unsigned long long)o->fence);
-        snprintf(q, sizeof q,
-                 "WITH c AS (UPDATE %s SET owner = '', ttl_ms = 0, transition_ms = 0 WHERE name = $1 AND fence = $2::bigint"
-                 " AND owner <> '' AND transition_ms >= %s RETURNING name),"
-                 " w AS (SELECT pg_notify(channel, contender || ' ' || $1) FROM (SELECT channel, contender FROM %.*s_q\""
-                 " WHERE name = $1 AND expires_ms >= %s AND EXISTS (SELECT 1 FROM c) ORDER BY seq LIMIT 1) h)"
-                 " SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM w)",
-                 s.qt, PG_NOW, (int)strlen(s.qt) - 1, s.qt, PG_NOW);
-        v[0] = o->name;
-        v[1] = f;
-        r = PQexecParams(s.pg, q, 2, NULL, v, NULL, NULL, 0);
-        if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
-            errorf("postgres: release %s: %s", o->name, PQresultErrorMessage(r));
-            PQclear(r);
-            store_close(&s);
-            return EXIT_BACKEND;
-        }
-        rc = strcmp(PQgetvalue(r, 0, 0), "1") == 0;
-        PQclear(r);
-    } else {
-        char path[700];
-        struct Stat st;
-        memset(&in, 0, sizeof in);
-        path[0] = 0;
-        rc = zk_read(&s, o->name, &in, path, sizeof path, &st);
-        if (rc < 0) { store_close(&s); return -rc; }
-        rc = 0;
-        if (path[0] && in.fence == o->fence) {
-            /* the version check makes the delete conditional on the node we read */
-            int zr = zoo_delete(s.zh, path, st.version);
-            if (zr == ZOK) rc = 1;
-            else if (zr != ZNONODE && zr != ZBADVERSION) { errorf("zk: delete %s: %s", path, zerror(zr)); store_close(&s); return EXIT_BACKEND; }
-        }
-    }
-    if (rc) {
+    rc = open_inspect(u, o, 1, &loop, &be);
+    if (rc != EXIT_OK) return rc;
+    rc = simba_force_release_wait(be, o->name, o->fence, INSPECT_MS);
+    if (rc == SIMBA_OK) {
         printf("released %s (fence %llu)\n", o->name, (unsigned long long)o->fence);
-        store_close(&s);
+        simba_loop_free(loop);
         return EXIT_OK;
     }
-    if (store_read(&s, o->name, &in) >= 0 && in.owner[0])
-        errorf("not released: %s is held by %s with fence %llu, not %llu", o->name, in.owner, (unsigned long long)in.fence, (unsigned long long)o->fence);
+    if (rc != SIMBA_ESTATE) {
+        rc = inspect_failed(u, loop, "release", rc);
+        simba_loop_free(loop);
+        return rc;
+    }
+    if (simba_inspect_wait(be, o->name, &v, INSPECT_MS) == SIMBA_OK && v.owner[0])
+        errorf("not released: %s is held by %s with fence %llu, not %llu", o->name, v.owner, (unsigned long long)v.fence, (unsigned long long)o->fence);
     else
         errorf("not released: nobody holds %s", o->name);
-    store_close(&s);
+    simba_loop_free(loop);
     return EXIT_NO;
 }
 
