@@ -47,7 +47,7 @@ cleanup() {
     cleanup_groups
     [ -f "$W/redis/redis.pid" ] && sh scripts/redis-stop.sh "$W/redis" >/dev/null 2>&1
     [ -f "$W/zk/zk.pid" ] && bash scripts/zk-stop.sh "$W/zk" >/dev/null 2>&1
-    [ -f "$W/pg/postgres.pid" ] && sh scripts/pg-stop.sh "$W/pg" >/dev/null 2>&1
+    [ -s "$W/pg/datadir" ] && sh scripts/pg-stop.sh "$W/pg" >/dev/null 2>&1
     rm -rf "$W"
 }
 trap cleanup EXIT
@@ -363,7 +363,6 @@ want zk && backend_suite zk "$ZK"
 
 # ---- PostgreSQL: its URL, then the same suite ---------------------------------------------
 if want pg; then
-    chmod 711 "$W" # the cluster runs as user postgres, its directory is under $W
     if ! sh scripts/pg-start.sh "$PGPORT_CLI" "$W/pg" >"$W/pg.log" 2>&1; then
         bad "PostgreSQL on $PGPORT_CLI: $(tail -3 "$W/pg.log")"
     else

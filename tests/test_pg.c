@@ -4,7 +4,8 @@
  * started beforehand with scripts/pg-start.sh. A test that cannot reach it fails; nothing is
  * skipped. Cases that stop, restart or SIGSTOP a server use a private one on
  * $SIMBA_PG_PORT2 (default port + 1, data in $SIMBA_PG_DIR2, default build/pg-test-<port>)
- * that this program starts and stops itself with scripts/pg-start.sh / pg-stop.sh.
+ * that this program starts and stops itself with scripts/pg-start.sh / pg-stop.sh (its data
+ * lives in a private directory under /tmp that the last stop removes).
  * The partition case puts $SIMBA_FAULT_PROXY (default build/fault_proxy) in front of the
  * shared server and SIGSTOPs it.
  *
@@ -64,6 +65,8 @@ static int run(const char *fmt, ...) {
 }
 static int server2_start(void) { return run("sh %s/pg-start.sh %d %s >/dev/null", scripts, port2, dir2); }
 static int server2_stop(void) { return run("sh %s/pg-stop.sh %s >/dev/null", scripts, dir2); }
+/* A stop that keeps the cluster's data: the next server2_start restarts it with its rows. */
+static int server2_stop_keep(void) { return run("sh %s/pg-stop.sh %s --keep >/dev/null", scripts, dir2); }
 static pid_t server2_pid(void) {
     char path[340];
     FILE *f;
@@ -1060,7 +1063,7 @@ TEST(server_restart) {
     a = owner_on_server2(&d, &be, "restart", 1000, &ra);
     REQUIRE(a);
     f1 = ra.fence;
-    REQUIRE(server2_stop() == 0);
+    REQUIRE(server2_stop_keep() == 0);
     WAIT_FOR(&d, !simba_is_owner(a), 3000);
     CHECK(!simba_is_owner(a));
     WAIT_FOR(&d, strstr(simba_backend_errmsg(be), "postgres:") != NULL, 2000);
