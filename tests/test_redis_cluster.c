@@ -161,6 +161,7 @@ static simba_backend *open_be(simba_loop *l, int port, int cluster) {
     memset(&d, 0, sizeof d);
     d.port = port;
     d.prefix = prefix;
+    d.max_lease_ms = 15000; /* the longest lease here (10 s + 5 s), the same in every process */
     d.cluster = cluster;
     d.connect_timeout_ms = 3000;
     d.command_timeout_ms = 3000;
