@@ -53,8 +53,10 @@
  *   <prefix>{<name>}:queue  waiters by arrival (zset, score = arrival time in us)
  *   <prefix>{<name>}:qexp   per-waiter expiry (zset): a waiter that does not come back
  *                           within its req->live_ms (sent by the core) is considered gone
- *   <prefix>alive           the data-loss marker "<since ms> <run_id>", never expires
- *   simba:fresh             optional: the run_id of a server declared empty at its start
+ *   <prefix>alive           the data-loss marker "<since ms> <run_id> <max_lease_ms>", never
+ *                           expires
+ *   simba:fresh             optional: the run_id of a server declared empty (per db; see
+ *                           simba_redis_declare_fresh, simba init)
  *   All times come from the server (TIME); replies carry remaining durations only.
  *   Requires Redis >= 5 (scripts that call TIME before writing).
  *
@@ -80,16 +82,21 @@
  *   The owner record can vanish while its owner still holds the lease. The acquire script
  *   therefore grants (starts a new ownership) only when the marker <prefix>alive is present,
  *   was written by the running server process (INFO run_id, read at connect), and is older
- *   than a quarantine: the longest lease any contender may hold, max(this request's ttl +
- *   transition, desc.max_lease_ms). A missing or stale marker is (re)installed with the
- *   current time, so after a loss nobody is granted for one quarantine; the old owner's next
- *   renewal finds its record gone, is told "nobody", and steps down within its own ttl,
- *   before anyone else can win. Refused acquisitions fail with SIMBA_EBACKEND ("data-loss
- *   quarantine ... ms"); contenders retry with their backoff. Renewals of a record that
- *   exists never consult the marker: the steady state costs no round trip and no extra key.
+ *   than a quarantine: desc.max_lease_ms (default one minute), the longest lease any
+ *   contender may hold (simba_contend refuses a longer ttl + transition). The marker keeps
+ *   the bound: a process whose max_lease_ms differs is refused every grant ("max_lease_ms
+ *   mismatch"), since the quarantine must outlast the leases of every process on the prefix.
+ *   A missing or stale marker is (re)installed with the current time, so after a loss
+ *   nobody is granted for one quarantine; the old owner's next renewal finds its record gone,
+ *   is told "nobody", and steps down within its own ttl, before anyone else can win. Refused
+ *   acquisitions fail with SIMBA_EBACKEND ("data-loss quarantine: no grant for N ms ..."
+ *   with its reasons) and quarantine_ms: the contender hears SIMBA_EVENT_QUARANTINE and asks
+ *   again when it ends. Renewals of a record that exists never consult the marker: the
+ *   steady state costs no round trip and no extra key.
  *     first use of a prefix    one quarantine (the server may have restarted a moment ago),
  *                              unless the server was declared empty: simba:fresh = run_id
- *                              (scripts/redis-start.sh does it for the servers it creates)
+ *                              (simba_redis_declare_fresh, `simba -u redis://... init`, and
+ *                              scripts/redis-start.sh for the servers it creates)
  *     restart, no persistence  one quarantine (the marker is gone)
  *     restart, AOF with appendfsync always   none: the marker survives and a restart keeps
  *                              every write (INFO aof_enabled, CONFIG GET appendfsync)
