@@ -359,7 +359,8 @@ static int locker_lifecycle(void) {
     d.transition_ms = 500;
     if (simba_locker_new(L, be, &d, &lk) != SIMBA_OK) return -999;
     bad += simba_locker_unlock(lk) != SIMBA_ESTATE; /* not held */
-    bad += simba_locker_lock(lk, INT64_MAX) != SIMBA_OK; /* overflowing deadline, free mutex */
+    bad += simba_locker_lock(lk, INT64_MAX) != SIMBA_EINVAL; /* over SIMBA_MAX_MS */
+    bad += simba_locker_lock(lk, SIMBA_MAX_MS) != SIMBA_OK;  /* the largest, free mutex */
     bad += simba_locker_lock(lk, 10) != SIMBA_ESTATE;    /* already held */
     bad += simba_locker_held(lk) != 1;
     bad += simba_locker_fence(lk) == 0;
@@ -601,7 +602,8 @@ static int loop_desc_rows(void) {
     X(fds_negative_cap, simba_fds(L, NULL, -1), SIMBA_EINVAL)                                            \
     X(fds_count_only, simba_fds(L, NULL, 0) >= 0, EX_TRUE)                                               \
     X(wait_null, simba_wait(NULL, 0), SIMBA_EINVAL)                                                      \
-    X(wait_int64_max, simba_wait(L, INT64_MAX), SIMBA_OK)                                                \
+    X(wait_int64_max, simba_wait(L, INT64_MAX), SIMBA_EINVAL)                                            \
+    X(wait_max_ms, simba_wait(L, SIMBA_MAX_MS), SIMBA_OK)                                                 \
     X(wait_int64_min, simba_wait(L, INT64_MIN), SIMBA_OK)                                                \
     X(contend_null_loop, simba_contend(NULL, be, &(simba_contend_desc){"m", 0,0,0,0,0,0,0,0,0,0,0,0,0, 0}, &(simba_service *){0}), SIMBA_EINVAL) \
     X(contend_null_backend, simba_contend(L, NULL, &(simba_contend_desc){"m", 0,0,0,0,0,0,0,0,0,0,0,0,0, 0}, &(simba_service *){0}), SIMBA_EINVAL) \
