@@ -419,19 +419,19 @@ typedef enum simba_status { SIMBA_INITIAL, SIMBA_RUNNING, SIMBA_STOPPING } simba
 typedef void (*simba_state_fn)(simba_service *svc, const simba_state *state, void *user_data);
 
 /* What a contender should know that is not an ownership change (on_event). */
-typedef enum simba_event_type {
+typedef enum simba_service_event_type {
     /* the store grants nobody until .until: it may have lost a lease that is still live
        (see DATA-LOSS QUARANTINE); the contender asks again then */
     SIMBA_EVENT_QUARANTINE = 1
-} simba_event_type;
-typedef struct simba_event {
-    simba_event_type type;
+} simba_service_event_type;
+typedef struct simba_service_event {
+    simba_service_event_type type;
     int64_t until;   /* loop time (simba_now) when grants may resume */
     int64_t left_ms; /* until - now */
     const char *msg; /* the backend's words, e.g. "... marker was missing or stale: first use,
                         restart without persistence, FLUSHALL or eviction" */
-} simba_event;
-typedef void (*simba_event_fn)(simba_service *svc, const simba_event *event, void *user_data);
+} simba_service_event;
+typedef void (*simba_event_fn)(simba_service *svc, const simba_service_event *event, void *user_data);
 
 typedef struct simba_contend_desc {
     const char *mutex;        /* required */
@@ -449,7 +449,7 @@ typedef struct simba_contend_desc {
     /* 1: an owner steps down at once when its backend loses the connection (reason
        "connection"); 0: it keeps its lease to the local deadline, as the server would */
     int step_down_on_disconnect;
-    /* optional: events that are not ownership changes (simba_event_type), from the poll */
+    /* optional: events that are not ownership changes (simba_service_event_type), from the poll */
     simba_event_fn on_event;
 } simba_contend_desc;
 
@@ -1782,7 +1782,7 @@ static void simba__quarantined(simba_service *s, int64_t ms) {
     simba_log(l, SIMBA_LOG_WARN, "%s: mutex %s: no grant for %lld ms (until loop time %lld), then it asks again: %s",
               s->be->vt->name, s->mx->name, (long long)ms, (long long)until, s->be->errmsg);
     if (s->on_event) {
-        simba_event ev;
+        simba_service_event ev;
         ev.type = SIMBA_EVENT_QUARANTINE;
         ev.until = until;
         ev.left_ms = ms;

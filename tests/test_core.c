@@ -524,8 +524,8 @@ static simba_result quar_submit(void *impl, simba_req *r) {
     return quar_mem_submit(impl, r);
 }
 static int quar_events;
-static simba_event quar_last;
-static void quar_on_event(simba_service *s, const simba_event *ev, void *u) {
+static simba_service_event quar_last;
+static void quar_on_event(simba_service *s, const simba_service_event *ev, void *u) {
     (void)s;
     (void)u;
     quar_events++;

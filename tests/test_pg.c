@@ -1087,7 +1087,7 @@ TEST(server_restart) {
 static int pg_events;
 static int64_t pg_event_left;
 static char pg_event_msg[300];
-static void pg_on_event(simba_service *s, const simba_event *ev, void *u) {
+static void pg_on_event(simba_service *s, const simba_service_event *ev, void *u) {
     (void)s;
     (void)u;
     if (ev->type != SIMBA_EVENT_QUARANTINE) return;

@@ -1780,10 +1780,10 @@ TEST(refused_probes_said_once) {
 }
 
 static int qev_count;
-static simba_event qev_last;
+static simba_service_event qev_last;
 static char qev_msg[320];
 static int64_t qev_at;
-static void qev_record(simba_service *s, const simba_event *ev, void *u) {
+static void qev_record(simba_service *s, const simba_service_event *ev, void *u) {
     (void)s;
     (void)u;
     qev_count++;
