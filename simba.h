@@ -1213,7 +1213,7 @@ static simba_result simba__fail(simba_loop *loop, simba_result rc, const char *f
 
 SIMBA_API const char *simba_loop_errmsg(const simba_loop *loop) { return loop ? loop->errmsg : "no loop"; }
 
-/* >>durations: every duration of the API is checked here, one way and one bound (see
+/* Every duration of the API is checked here, one way and one bound (see
    DURATIONS), so that a value is never accepted by one call and refused by another. */
 static simba_result simba__ms_check(simba_loop *l, const char *fn, const char *field, int64_t v, int64_t lo) {
     if (v >= lo && v <= SIMBA_MAX_MS) return SIMBA_OK;

@@ -2567,7 +2567,7 @@ static simba_result simba__rcl_open(simba_loop *loop, const simba_redis_desc *de
     return SIMBA_OK;
 }
 
-/* ---- >>fresh: declaring a server empty (blocking, outside any loop) --------------------- */
+/* ---- declaring a server empty (blocking, outside any loop) ------------------------------ */
 
 static void simba__rf_msg(char *err, size_t cap, const char *fmt, ...)
 #if defined(__GNUC__)
