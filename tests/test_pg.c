@@ -614,7 +614,9 @@ TEST(rows_deleted_services_never_two_owners) {
     memset(&rb, 0, sizeof rb);
     snprintf(tbl, sizeof tbl, "%s_rs", table);
     REQUIRE(drv_add(&d) && drv_add(&d));
+    g_max_lease = 1200; /* the quarantine after the DELETE: one lease */
     REQUIRE(open_pg(d.l[0], port1, tbl, &be[0]) == SIMBA_OK && open_pg(d.l[1], port1, tbl, &be[1]) == SIMBA_OK);
+    g_max_lease = 0;
     a = contend(d.l[0], be[0], "deleted", "A", 800, 400, &ra);
     REQUIRE(a);
     WAIT_FOR(&d, simba_is_owner(a), 3000);
