@@ -151,7 +151,7 @@ test-asan: $(B)/asan/test_core $(B)/asan/kit_memory $(B)/asan/test_stats $(B)/as
 test-sql: $(SQL_BINS) $(B)/test_with_simba
 test-redis: $(REDIS_BINS) $(B)/asan/test_redis
 test-zk: $(ZK_BINS) $(B)/asan/test_zk $(B)/zk_include_c $(B)/zk_include_cxx
-test-pg: $(B)/test_pg $(B)/asan/test_pg $(B)/kit_pg
+test-pg: $(B)/test_pg $(B)/asan/test_pg $(B)/kit_pg $(B)/fault_proxy
 $(TEST_GROUPS:%=test-%): test-%:
 	@SIMBA_TEST_ONLY=$* sh tests/run.sh
 

@@ -161,6 +161,28 @@
  *   min_retry_ms           0 -> 50: a failed attempt never retries sooner than this
  *   backoff_min/max_ms     0 -> 100 / 5000: after a backend error, doubling, randomised
  *
+ * DURATIONS (one limit)
+ *   Every duration the API takes -- ttl_ms, transition_ms and their sum (the lease), jitter,
+ *   retry and backoff bounds, refresh_ms, period_ms, initial_delay_ms, the timeouts of
+ *   simba_lock / simba_locker_lock / simba_locker_unlock_wait / simba_stop_wait /
+ *   simba_loop_close / simba_wait -- is at most
+ *   SIMBA_MAX_MS (2^40 ms, about 34 years), checked the same way at every entry point: a
+ *   larger one is refused with SIMBA_EINVAL and simba_loop_errmsg() names the field, its
+ *   value and the bound. (A negative timeout still means "no limit".)
+ *   A backend that quarantines after a data loss (Redis, PostgreSQL) bounds the lease
+ *   further: its max_lease_ms (default SIMBA_MAX_LEASE_DEFAULT_MS, one minute), read with
+ *   simba_backend_max_lease(). simba_contend / simba_locker_new / simba_scheduler_new refuse
+ *   ttl_ms + transition_ms above it (SIMBA_EINVAL, the same words), since the quarantine
+ *   after a loss lasts max_lease_ms and must outlast every lease that may have been live.
+ *
+ * DATA-LOSS QUARANTINE (an event, not a silent wait)
+ *   When the store cannot rule out a live lease it lost (Redis: first use of a server not
+ *   declared empty, a restart without persistence, FLUSHALL, eviction; PostgreSQL: crash
+ *   recovery), it grants nobody for up to max_lease_ms. A contender then gets on_event with
+ *   SIMBA_EVENT_QUARANTINE once (when grants resume, and the backend's words), the loop
+ *   logs it at WARN, simba_stats counts it (quarantines, quarantine_left_ms), and the
+ *   contender asks again right when the quarantine ends.
+ *
  * NAMES
  *   Mutex names: 1..SIMBA_NAME_MAX bytes, each a letter, a digit or one of  - _ . : @ + = ,
  *   (nothing else: no space, quote, semicolon, slash or brace), and not "." or "..". The
@@ -217,8 +239,13 @@ extern "C" {
 #define SIMBA_VERSION "0.1.0"
 #define SIMBA_NAME_MAX 128 /* mutex name, bytes */
 #define SIMBA_ID_MAX 128   /* contender id, bytes */
-/* Largest duration accepted anywhere (about 34 years): sums of two never overflow. */
+/* Largest duration accepted anywhere (about 34 years), checked the same way for every
+   duration of the API (see DURATIONS): sums of two never overflow. */
 #define SIMBA_MAX_MS ((int64_t)1 << 40)
+/* The default lease bound (ttl + transition) of a backend that quarantines after a data
+   loss, its max_lease_ms: room for leases of almost four times the default one (10 s + 6 s),
+   while a loss costs at most a minute without grants. */
+#define SIMBA_MAX_LEASE_DEFAULT_MS 60000
 /* simba_poll() never asks to be called later than this. */
 #define SIMBA_MAX_WAIT_MS 60000
 
@@ -395,6 +422,21 @@ typedef enum simba_status { SIMBA_INITIAL, SIMBA_RUNNING, SIMBA_STOPPING } simba
 
 typedef void (*simba_state_fn)(simba_service *svc, const simba_state *state, void *user_data);
 
+/* What a contender should know that is not an ownership change (on_event). */
+typedef enum simba_service_event_type {
+    /* the store grants nobody until .until: it may have lost a lease that is still live
+       (see DATA-LOSS QUARANTINE); the contender asks again then */
+    SIMBA_EVENT_QUARANTINE = 1
+} simba_service_event_type;
+typedef struct simba_service_event {
+    simba_service_event_type type;
+    int64_t until;   /* loop time (simba_now) when grants may resume */
+    int64_t left_ms; /* until - now */
+    const char *msg; /* the backend's words, e.g. "... marker was missing or stale: first use,
+                        restart without persistence, FLUSHALL or eviction" */
+} simba_service_event;
+typedef void (*simba_event_fn)(simba_service *svc, const simba_service_event *event, void *user_data);
+
 typedef struct simba_contend_desc {
     const char *mutex;        /* required */
     const char *contender_id; /* NULL = a host id, simba_contender_id_host() */
@@ -411,6 +453,8 @@ typedef struct simba_contend_desc {
     /* 1: an owner steps down at once when its backend loses the connection (reason
        "connection"); 0: it keeps its lease to the local deadline, as the server would */
     int step_down_on_disconnect;
+    /* optional: events that are not ownership changes (simba_service_event_type), from the poll */
+    simba_event_fn on_event;
 } simba_contend_desc;
 
 typedef struct simba_observe_desc {
@@ -447,7 +491,7 @@ SIMBA_API void *simba_service_user_data(const simba_service *svc);
 
 /* ---- statistics ---------------------------------------------------------------------- */
 
-#define SIMBA_STATS_VERSION 2
+#define SIMBA_STATS_VERSION 3
 #define SIMBA_REASON_SLOTS 16 /* releases_by_reason[] room: reasons may be added later */
 
 /* Counters of one service, or of every service a loop has had (simba_loop_stats). Set size
@@ -477,6 +521,9 @@ typedef struct simba_stats {
     int64_t last_error_at; /* loop time of it */
     char last_error_msg[128];
     uint64_t in_flight;    /* requests sent and not yet answered (service: 0 or 1); version 2 */
+    uint64_t quarantines;  /* data-loss quarantines met (SIMBA_EVENT_QUARANTINE); version 3 */
+    int64_t quarantine_left_ms; /* how long the store still grants nobody, as it last said
+                                   (loop: the longest); 0 when none; version 3 */
 } simba_stats;
 
 /* Fill *out (out->size set by the caller, at least up to .version + the first counter).
@@ -702,6 +749,9 @@ typedef struct simba_reply {
     int64_t held_ms;            /* how long the owner has held it; < 0 unknown */
     uint64_t fence;             /* owner's fence, 0 when nobody */
     int first_in_line;          /* the requester is next in the backend's wait order */
+    int64_t quarantine_ms;      /* rc != SIMBA_OK on an ACQUIRE: the store grants nobody for this
+                                   long (its data-loss quarantine), 0 = not that; the core asks
+                                   again when it ends and raises SIMBA_EVENT_QUARANTINE */
 } simba_reply;
 
 typedef enum simba_event_kind {
@@ -762,6 +812,13 @@ SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_v
 SIMBA_API simba_result simba_backend_free(simba_backend *be);
 SIMBA_API const char *simba_backend_errmsg(const simba_backend *be);
 SIMBA_API simba_loop *simba_backend_loop(const simba_backend *be);
+/* The longest lease (ttl + transition) this backend grants, 0 = no bound of its own (only
+   SIMBA_MAX_MS). A backend that quarantines after a data loss sets it at open, from its
+   desc's max_lease_ms: contenders, lockers and schedulers made after it with a longer
+   lease are refused (SIMBA_EINVAL), so that its quarantine covers every live lease.
+   1..SIMBA_MAX_MS, or 0. */
+SIMBA_API simba_result simba_backend_set_max_lease(simba_backend *be, int64_t max_lease_ms);
+SIMBA_API int64_t simba_backend_max_lease(const simba_backend *be);
 SIMBA_API void *simba_backend_impl(const simba_backend *be);
 /* The vt the backend was registered with: lets a backend header check that a handle is its
    own before it touches the impl. */
@@ -1082,13 +1139,15 @@ struct simba_backend {
     int pfd_off, pfd_n;
     void (*hurry)(void *impl, simba_req *req); /* vt->hurry, NULL for a vt without it */
     simba_result (*inspect)(void *impl, simba_req *req); /* vt->inspect, likewise */
+    int64_t max_lease; /* simba_backend_set_max_lease, 0 = none */
     char errmsg[256];
 };
 
 /* Statistics kept per service and per loop (the loop's outlive freed services). */
 typedef struct simba__counters {
     /* reasons that exist, not the public struct's room for later ones: 72 bytes a service */
-    uint64_t acquisitions, releases, by_reason[SIMBA_REASON_COUNT_], attempts, renewals, renewals_failed, errors, waits;
+    uint64_t acquisitions, releases, by_reason[SIMBA_REASON_COUNT_], attempts, renewals, renewals_failed, errors, waits,
+        quarantines;
     int64_t hold_total_ms, wait_total_ms, wait_max_ms, last_error_at;
     int last_error;
     /* the loop's own buffer; a service's is allocated at its first error (most never fail,
@@ -1149,8 +1208,10 @@ struct simba_service {
     int64_t asked_at;    /* when the latest answered acquire was sent (its place's refresh) */
     int64_t next_try;    /* next attempt (loop time) */
     int64_t lease_end;   /* local end of our own lease: step down here without renewal */
+    int64_t quar_until;  /* end of the store's data-loss quarantine as last told, 0 = none */
     uint64_t own_fence;
     simba_state_fn on_acquired, on_released, on_owner;
+    simba_event_fn on_event;
     simba__counters cnt;  /* statistics (simba_service_stats) */
     int64_t held_since;   /* loop time of the current ownership's on_acquired */
     int64_t wait_since;   /* start of the wait in progress, SIMBA__NEVER when none */
@@ -1161,7 +1222,7 @@ struct simba_service {
     char *id; /* stored right after the struct, at its own length ("" for an observer) */
     /* the answer to req, kept until the poll handles it (the simba_reply fields it needs) */
     struct {
-        int64_t ttl_left_ms, transition_left_ms, held_ms;
+        int64_t ttl_left_ms, transition_left_ms, held_ms, quarantine_ms;
         uint64_t fence;
         int32_t rc;
         int32_t first_in_line;
@@ -1279,11 +1340,17 @@ static simba_result simba__fail(simba_loop *loop, simba_result rc, const char *f
     return rc;
 }
 
-/* A duration field of a backend's desc: 0..SIMBA_MAX_MS (0 means the default), or
-   SIMBA_EINVAL with words naming the call, the field and the value. */
+/* Every duration of the API is checked here, one way and one bound (see
+   DURATIONS), so that a value is never accepted by one call and refused by another. */
+static simba_result simba__ms_check(simba_loop *l, const char *fn, const char *field, int64_t v, int64_t lo) {
+    if (v >= lo && v <= SIMBA_MAX_MS) return SIMBA_OK;
+    return simba__fail(l, SIMBA_EINVAL, "%s: %s = %lld is out of range: it must be in %lld..%lld (SIMBA_MAX_MS)", fn, field,
+                       (long long)v, (long long)lo, (long long)SIMBA_MAX_MS);
+}
+
+/* A duration field of a backend's desc: 0..SIMBA_MAX_MS (0 means the default). */
 static SIMBA__KIT simba_result simba__desc_ms(simba_loop *loop, const char *call, const char *field, int64_t v) {
-    if (v >= 0 && v <= SIMBA_MAX_MS) return SIMBA_OK;
-    return simba__fail(loop, SIMBA_EINVAL, "%s: %s must be in 0..2^40 ms (got %lld)", call, field, (long long)v);
+    return simba__ms_check(loop, call, field, v, 0);
 }
 
 /* A networked backend's reconnect bounds: two durations, and min <= max where both are set
@@ -1300,6 +1367,13 @@ static SIMBA__KIT simba_result simba__desc_reconnect(simba_loop *loop, const cha
 }
 
 SIMBA_API const char *simba_loop_errmsg(const simba_loop *loop) { return loop ? loop->errmsg : "no loop"; }
+
+/* A timeout: negative means no limit, otherwise the same bound. */
+static simba_result simba__timeout_check(simba_loop *l, const char *fn, int64_t v) {
+    if (v <= SIMBA_MAX_MS) return SIMBA_OK;
+    return simba__fail(l, SIMBA_EINVAL, "%s: timeout_ms = %lld exceeds %lld (SIMBA_MAX_MS); a negative timeout waits without limit",
+                       fn, (long long)v, (long long)SIMBA_MAX_MS);
+}
 
 SIMBA_API int64_t simba_now(simba_loop *loop) {
     if (!loop) return 0;
@@ -1480,6 +1554,15 @@ SIMBA_API simba_result simba_backend_free(simba_backend *be) {
 }
 SIMBA_API const char *simba_backend_errmsg(const simba_backend *be) { return be ? be->errmsg : "no backend"; }
 SIMBA_API simba_loop *simba_backend_loop(const simba_backend *be) { return be ? be->loop : NULL; }
+SIMBA_API simba_result simba_backend_set_max_lease(simba_backend *be, int64_t max_lease_ms) {
+    simba_result rc;
+    if (!be) return SIMBA_EINVAL;
+    if (max_lease_ms != 0 && (rc = simba__ms_check(be->loop, "simba_backend_set_max_lease", "max_lease_ms", max_lease_ms, 1)) != SIMBA_OK)
+        return rc;
+    be->max_lease = max_lease_ms;
+    return SIMBA_OK;
+}
+SIMBA_API int64_t simba_backend_max_lease(const simba_backend *be) { return be ? be->max_lease : 0; }
 SIMBA_API void *simba_backend_impl(const simba_backend *be) { return be ? be->impl : NULL; }
 SIMBA_API const simba_backend_vt *simba_backend_vt_get(const simba_backend *be) { return be ? be->vt : NULL; }
 
@@ -1614,7 +1697,7 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     }
     if (reply->rc == SIMBA_OK && reply->owner && reply->owner[0] && simba_id_check(reply->owner) != SIMBA_OK) {
         /* Whatever the store holds, users only ever see well-formed ids. */
-        static const simba_reply bad = {SIMBA_EBACKEND, "backend reported a malformed owner id", NULL, 0, 0, -1, 0, 0};
+        static const simba_reply bad = {SIMBA_EBACKEND, "backend reported a malformed owner id", NULL, 0, 0, -1, 0, 0, 0};
         reply = &bad;
     }
     s->rep.rc = reply->rc;
@@ -1622,6 +1705,7 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     s->rep.ttl_left_ms = reply->ttl_left_ms;
     s->rep.transition_left_ms = reply->transition_left_ms;
     s->rep.held_ms = reply->held_ms;
+    s->rep.quarantine_ms = reply->rc != SIMBA_OK && reply->quarantine_ms > 0 ? simba__min(reply->quarantine_ms, SIMBA_MAX_MS) : 0;
     s->rep.fence = reply->fence;
     s->rep_owner = "";
     if (reply->owner && reply->owner[0]) {
@@ -1633,7 +1717,7 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
             s->rep_owner = s->rep_other;
         } else {
             /* The answer cannot be kept: like a request that failed, the core backs off. */
-            static const simba_reply oom = {SIMBA_ENOMEM, "out of memory keeping a backend's answer", NULL, 0, 0, -1, 0, 0};
+            static const simba_reply oom = {SIMBA_ENOMEM, "out of memory keeping a backend's answer", NULL, 0, 0, -1, 0, 0, 0};
             reply = &oom;
             s->rep.rc = reply->rc;
             s->rep.held_ms = reply->held_ms;
@@ -1807,10 +1891,10 @@ static void simba__submit_on(simba_service *s, simba_req *r, simba_op op) {
     s->flags &= ~SIMBA__F_WOKEN;
     /* A waiter asks again by ttl + transition + jitter max at the latest (simba__contender_next);
        a second of slack covers a loaded host's scheduling. */
-    r->live_ms = op == SIMBA_OP_ACQUIRE ? simba__add(s->ttl + s->transition + simba__max(s->jmax, 0), 1000) : 0;
+    r->live_ms = op == SIMBA_OP_ACQUIRE ? simba__min(simba__add(s->ttl + s->transition + simba__max(s->jmax, 0), 1000), SIMBA_MAX_MS) : 0;
     /* simba__contender_next never waits longer than this after an answered ask. */
     r->next_ask_ms = op == SIMBA_OP_ACQUIRE && !(s->flags & SIMBA__F_OWNER) && s->kind == SIMBA__KIND_CONTEND
-                         ? simba__add(s->ttl + s->transition, simba__max(s->jmax, 0))
+                         ? simba__min(simba__add(s->ttl + s->transition, simba__max(s->jmax, 0)), SIMBA_MAX_MS)
                          : 0;
     r->step_down_on_disconnect = op == SIMBA_OP_ACQUIRE && (s->flags & SIMBA__F_DISC_DOWN) != 0;
     r->hold_ms = op != SIMBA_OP_ACQUIRE ? 0
@@ -1837,6 +1921,34 @@ static void simba__attempt_failed(simba_service *s) {
     if (s->flags & SIMBA__F_OWNER) delay = simba__min(delay, simba__max(1, (s->lease_end - now) / 2));
     s->next_try = simba__add(now, simba__max(delay, 1));
     s->flags &= ~SIMBA__F_IMMEDIATE;
+}
+
+/* The store grants nobody for ms (its data-loss quarantine). Ask again right after it ends,
+   not on the error backoff, which could overshoot it by seconds; the application hears of
+   it once per quarantine (on_event, a WARN, the stats), never as a silent wait. */
+static void simba__quarantined(simba_service *s, int64_t ms) {
+    simba_loop *l = s->loop;
+    int64_t until = simba__add(l->now, ms);
+    int first = s->quar_until == 0;
+    if (s->flags & SIMBA__F_OWNER) { simba__attempt_failed(s); return; } /* renewals never wait on it */
+    s->quar_until = until;
+    s->next_try = simba__add(until, 1 + simba__uniform(l, 0, simba__max(s->min_retry, 1)));
+    s->flags &= ~SIMBA__F_IMMEDIATE;
+    if (!first) return;
+    s->cnt.quarantines++;
+    l->cnt.quarantines++;
+    simba_log(l, SIMBA_LOG_WARN, "%s: mutex %s: no grant for %lld ms (until loop time %lld), then it asks again: %s",
+              s->be->vt->name, s->mx->name, (long long)ms, (long long)until, s->be->errmsg);
+    if (s->on_event) {
+        simba_service_event ev;
+        ev.type = SIMBA_EVENT_QUARANTINE;
+        ev.until = until;
+        ev.left_ms = ms;
+        ev.msg = s->be->errmsg;
+        l->in_cb++;
+        s->on_event(s, &ev, s->user);
+        l->in_cb--;
+    }
 }
 
 static void simba__owner_from_reply(simba_owner *nv, const simba_reply *rep, int64_t base, int64_t now) {
@@ -2026,7 +2138,9 @@ static void simba__complete(simba_service *s) {
     }
     if (s->status != SIMBA_RUNNING || r->gen_ != s->gen) return; /* an earlier run's answer */
     renewals = s->cnt.renewals;
-    if (rep.rc != SIMBA_OK) {
+    if (rep.rc != SIMBA_OK && s->rep.quarantine_ms > 0 && r->op == SIMBA_OP_ACQUIRE && s->kind == SIMBA__KIND_CONTEND) {
+        simba__quarantined(s, s->rep.quarantine_ms);
+    } else if (rep.rc != SIMBA_OK) {
         simba__attempt_failed(s);
     } else if (r->renew && !(s->flags & SIMBA__F_OWNER) && strcmp(rep.owner, s->id) == 0) {
         /* A renewal confirmed after the local step-down: the tenure the user was told had
@@ -2035,6 +2149,7 @@ static void simba__complete(simba_service *s) {
         s->next_try = l->now;
     } else {
         s->backoff = 0;
+        s->quar_until = 0;
         simba__learn(s, &rep, r->sent_at);
     }
     if (r->renew && s->cnt.renewals == renewals) { s->cnt.renewals_failed++; l->cnt.renewals_failed++; }
@@ -2159,15 +2274,23 @@ static void simba__svc_step(simba_service *s) {
 
 /* ---- services: creation, lifecycle, queries ------------------------------------------ */
 
-static simba_result simba__timing(simba_loop *l, const char *what, int64_t *ttl, int64_t *transition) {
+/* ttl and transition (0 and 0: the defaults), and the lease they make: within SIMBA_MAX_MS,
+   and within the backend's max_lease_ms, the length of its data-loss quarantine: a longer
+   lease could outlive the quarantine and be granted twice after a loss. */
+static simba_result simba__timing(simba_loop *l, simba_backend *be, const char *what, int64_t *ttl, int64_t *transition) {
+    simba_result rc;
     if (*ttl == 0 && *transition == 0) {
         *ttl = SIMBA__DEFAULT_TTL;
         *transition = SIMBA__DEFAULT_TRANSITION;
-        return SIMBA_OK;
     }
-    if (*ttl <= 0 || *ttl > SIMBA_MAX_MS) return simba__fail(l, SIMBA_EINVAL, "%s: ttl_ms must be in 1..2^40 (got %lld)", what, (long long)*ttl);
-    if (*transition < 0 || *transition > SIMBA_MAX_MS)
-        return simba__fail(l, SIMBA_EINVAL, "%s: transition_ms must be in 0..2^40 (got %lld)", what, (long long)*transition);
+    if ((rc = simba__ms_check(l, what, "ttl_ms", *ttl, 1)) != SIMBA_OK) return rc;
+    if ((rc = simba__ms_check(l, what, "transition_ms", *transition, 0)) != SIMBA_OK) return rc;
+    if ((rc = simba__ms_check(l, what, "ttl_ms + transition_ms", *ttl + *transition, 1)) != SIMBA_OK) return rc;
+    if (be && be->max_lease > 0 && *ttl + *transition > be->max_lease)
+        return simba__fail(l, SIMBA_EINVAL,
+                           "%s: ttl_ms + transition_ms = %lld exceeds the %s backend's max_lease_ms = %lld (the longest lease it "
+                           "grants, and its quarantine after a data loss; raise max_lease_ms in its desc, for every process)",
+                           what, (long long)(*ttl + *transition), be->vt->name, (long long)be->max_lease);
     return SIMBA_OK;
 }
 
@@ -2234,31 +2357,38 @@ static simba_result simba__svc_new(simba_loop *l, simba_backend *be, const char 
     return SIMBA_OK;
 }
 
-SIMBA_API simba_result simba_contend(simba_loop *loop, simba_backend *be, const simba_contend_desc *d, simba_service **out) {
+/* simba_contend, and the contender of a Locker or Scheduler: what names the caller's call. */
+static simba_result simba__contend_as(simba_loop *loop, simba_backend *be, const simba_contend_desc *d, simba_service **out,
+                                      const char *what) {
     int64_t ttl, tr, margin, jmin, jmax, retry, bmin, bmax;
     simba_service *s;
     simba_result rc;
     if (out) *out = NULL;
-    if (!loop || !be || !d || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_contend: NULL argument");
+    if (!loop || !be || !d || !out) return simba__fail(loop, SIMBA_EINVAL, "%s: NULL argument", what);
     ttl = d->ttl_ms;
     tr = d->transition_ms;
-    if ((rc = simba__timing(loop, "simba_contend", &ttl, &tr)) != SIMBA_OK) return rc;
+    if ((rc = simba__timing(loop, be, what, &ttl, &tr)) != SIMBA_OK) return rc;
     margin = d->renew_margin_ms ? d->renew_margin_ms : ttl / 3;
-    if (margin < 0 || margin >= ttl) return simba__fail(loop, SIMBA_EINVAL, "simba_contend: renew_margin_ms must be in 0..ttl_ms-1");
+    if (margin < 0 || margin >= ttl) return simba__fail(loop, SIMBA_EINVAL, "%s: renew_margin_ms must be in 0..ttl_ms-1", what);
     jmin = d->jitter_min_ms;
     jmax = d->jitter_max_ms;
     if (jmin == 0 && jmax == 0) {
         jmin = tr == 0 ? 0 : -200;
         jmax = 1000;
     }
-    if (jmin >= jmax || jmin < -SIMBA_MAX_MS || jmax > SIMBA_MAX_MS)
-        return simba__fail(loop, SIMBA_EINVAL, "simba_contend: need jitter_min_ms < jitter_max_ms, within 2^40");
+    if ((rc = simba__ms_check(loop, what, "jitter_max_ms", jmax, -SIMBA_MAX_MS)) != SIMBA_OK ||
+        (rc = simba__ms_check(loop, what, "jitter_min_ms", jmin, -SIMBA_MAX_MS)) != SIMBA_OK)
+        return rc;
+    if (jmin >= jmax) return simba__fail(loop, SIMBA_EINVAL, "%s: need jitter_min_ms < jitter_max_ms", what);
     retry = d->min_retry_ms ? d->min_retry_ms : SIMBA__DEFAULT_MIN_RETRY;
     bmin = d->backoff_min_ms ? d->backoff_min_ms : SIMBA__DEFAULT_BACKOFF_MIN;
     bmax = d->backoff_max_ms ? d->backoff_max_ms : simba__max(SIMBA__DEFAULT_BACKOFF_MAX, bmin);
-    if (retry < 0 || retry > SIMBA_MAX_MS || bmin < 0 || bmin > bmax || bmax > SIMBA_MAX_MS)
-        return simba__fail(loop, SIMBA_EINVAL, "simba_contend: need min_retry_ms >= 0 and 0 <= backoff_min_ms <= backoff_max_ms");
-    if ((rc = simba__svc_new(loop, be, "simba_contend", d->mutex, d->contender_id, SIMBA__KIND_CONTEND, &s)) != SIMBA_OK) return rc;
+    if ((rc = simba__ms_check(loop, what, "min_retry_ms", retry, 0)) != SIMBA_OK ||
+        (rc = simba__ms_check(loop, what, "backoff_min_ms", bmin, 0)) != SIMBA_OK ||
+        (rc = simba__ms_check(loop, what, "backoff_max_ms", bmax, 0)) != SIMBA_OK)
+        return rc;
+    if (bmin > bmax) return simba__fail(loop, SIMBA_EINVAL, "%s: need backoff_min_ms <= backoff_max_ms", what);
+    if ((rc = simba__svc_new(loop, be, what, d->mutex, d->contender_id, SIMBA__KIND_CONTEND, &s)) != SIMBA_OK) return rc;
     s->ttl = ttl;
     s->transition = tr;
     s->renew_margin = margin;
@@ -2270,10 +2400,15 @@ SIMBA_API simba_result simba_contend(simba_loop *loop, simba_backend *be, const 
     s->on_acquired = d->on_acquired;
     s->on_released = d->on_released;
     s->on_owner = d->on_owner;
+    s->on_event = d->on_event;
     s->user = d->user_data;
     if (d->step_down_on_disconnect) s->flags |= SIMBA__F_DISC_DOWN;
     *out = s;
     return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_contend(simba_loop *loop, simba_backend *be, const simba_contend_desc *d, simba_service **out) {
+    return simba__contend_as(loop, be, d, out, "simba_contend");
 }
 
 SIMBA_API simba_result simba_observe(simba_loop *loop, simba_backend *be, const simba_observe_desc *d, simba_service **out) {
@@ -2281,7 +2416,7 @@ SIMBA_API simba_result simba_observe(simba_loop *loop, simba_backend *be, const 
     simba_result rc;
     if (out) *out = NULL;
     if (!loop || !be || !d || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_observe: NULL argument");
-    if (d->refresh_ms < 0 || d->refresh_ms > SIMBA_MAX_MS) return simba__fail(loop, SIMBA_EINVAL, "simba_observe: refresh_ms out of range");
+    if ((rc = simba__ms_check(loop, "simba_observe", "refresh_ms", d->refresh_ms, 0)) != SIMBA_OK) return rc;
     if ((rc = simba__svc_new(loop, be, "simba_observe", d->mutex, NULL, SIMBA__KIND_OBSERVE, &s)) != SIMBA_OK) return rc;
     s->ttl = SIMBA__DEFAULT_TTL;
     s->refresh = d->refresh_ms ? d->refresh_ms : SIMBA__DEFAULT_REFRESH;
@@ -2312,6 +2447,7 @@ SIMBA_API simba_result simba_start(simba_service *s) {
     s->release_rc = SIMBA_OK;
     s->own_fence = 0;
     s->lease_end = 0;
+    s->quar_until = 0;
     if (!l->in_poll) l->now = simba_now(l);
     s->next_try = l->now;
     s->wait_since = s->kind == SIMBA__KIND_CONTEND ? l->now : SIMBA__NEVER;
@@ -2447,8 +2583,9 @@ SIMBA_API simba_result simba_stop_wait(simba_service *s, int64_t timeout_ms) {
     if (!simba__svc_ok(s)) return SIMBA_EINVAL;
     l = s->loop;
     if (l->in_cb || l->in_poll) return simba__fail(l, SIMBA_ECALLBACK, "simba_stop_wait: blocking call from a callback");
+    if ((rc = simba__timeout_check(l, "simba_stop_wait", timeout_ms)) != SIMBA_OK) return rc;
     if (s->status == SIMBA_RUNNING && (rc = simba_stop(s)) != SIMBA_OK) return rc;
-    deadline = timeout_ms < 0 ? SIMBA__NEVER : simba__add(simba_now(l), simba__min(timeout_ms, SIMBA_MAX_MS));
+    deadline = timeout_ms < 0 ? SIMBA__NEVER : simba__add(simba_now(l), timeout_ms);
     s->flags |= SIMBA__F_WAITED;
     rc = simba__wait_stopped(s, deadline);
     /* SIMBA_ECLOSED: a callback freed the loop, and with it this service: touch nothing. */
@@ -2810,6 +2947,7 @@ SIMBA_API simba_result simba_wait(simba_loop *l, int64_t max_ms) {
     int n;
     if (!l) return SIMBA_EINVAL;
     if (l->in_cb || l->in_poll) return SIMBA_ECALLBACK;
+    if (simba__timeout_check(l, "simba_wait", max_ms) != SIMBA_OK) return SIMBA_EINVAL;
     wait = simba__next_wait(l);
     if (max_ms >= 0) wait = simba__min(wait, max_ms);
     n = simba__gather(l);
@@ -3060,9 +3198,9 @@ static void simba__lk_released(simba_service *svc, const simba_state *st, void *
 }
 
 /* Lockers and schedulers are built on a contender of their own. */
-static simba_result simba__inner_contender(simba_loop *loop, simba_backend *be, const char *mutex, const char *id, int64_t ttl,
-                                           int64_t tr, simba_state_fn acq, simba_state_fn rel, simba_state_fn own, void *user,
-                                           int disc_down, simba_service **out) {
+static simba_result simba__inner_contender(simba_loop *loop, simba_backend *be, const char *what, const char *mutex, const char *id,
+                                           int64_t ttl, int64_t tr, simba_state_fn acq, simba_state_fn rel, simba_state_fn own,
+                                           void *user, int disc_down, simba_service **out) {
     simba_contend_desc cd;
     memset(&cd, 0, sizeof cd);
     cd.mutex = mutex;
@@ -3074,7 +3212,7 @@ static simba_result simba__inner_contender(simba_loop *loop, simba_backend *be, 
     cd.user_data = user;
     cd.on_owner = own;
     cd.step_down_on_disconnect = disc_down;
-    return simba_contend(loop, be, &cd, out);
+    return simba__contend_as(loop, be, &cd, out, what);
 }
 
 SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, const simba_locker_desc *d, simba_locker **out) {
@@ -3086,7 +3224,7 @@ SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, con
     if (!lk) return simba__fail(loop, SIMBA_ENOMEM, "simba_locker_new: out of memory");
     memset(lk, 0, sizeof *lk);
     if (!simba__timer_init(loop, &lk->tm, SIMBA__T_LOCKER)) { simba_free(loop, lk); return simba__fail(loop, SIMBA_ENOMEM, "simba_locker_new: out of memory"); }
-    rc = simba__inner_contender(loop, be, d->mutex, d->contender_id, d->ttl_ms, d->transition_ms, simba__lk_acquired,
+    rc = simba__inner_contender(loop, be, "simba_locker_new", d->mutex, d->contender_id, d->ttl_ms, d->transition_ms, simba__lk_acquired,
                                 simba__lk_released, simba__lk_owner, lk, d->step_down_on_disconnect, &lk->svc);
     if (rc != SIMBA_OK) {
         simba__timer_fini(loop, &lk->tm);
@@ -3153,9 +3291,10 @@ SIMBA_API simba_result simba_locker_lock(simba_locker *lk, int64_t timeout_ms) {
     if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
     l = lk->loop;
     if (l->in_cb || l->in_poll) return simba__fail(l, SIMBA_ECALLBACK, "simba_locker_lock: blocking call from a callback");
+    if ((rc = simba__timeout_check(l, "simba_locker_lock", timeout_ms)) != SIMBA_OK) return rc;
     if (lk->state != SIMBA__LK_IDLE) return simba__fail(l, SIMBA_ESTATE, "simba_locker_lock: already held or pending (not reentrant)");
     start = simba_now(l);
-    deadline = timeout_ms < 0 ? SIMBA__NEVER : simba__add(start, simba__min(timeout_ms, SIMBA_MAX_MS));
+    deadline = timeout_ms < 0 ? SIMBA__NEVER : simba__add(start, timeout_ms);
     /* The timeout bounds the wait for another owner, not the backend's first answer: that
        is awaited on every backend (timeout 0 = one attempt), at most one ttl, after which
        no answer could grant a lease anyway. */
@@ -3226,10 +3365,11 @@ SIMBA_API simba_result simba_locker_unlock_wait(simba_locker *lk, int64_t timeou
     if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
     l = lk->loop;
     if (l->in_cb || l->in_poll) return simba__fail(l, SIMBA_ECALLBACK, "simba_locker_unlock_wait: blocking call from a callback");
+    if ((rc = simba__timeout_check(l, "simba_locker_unlock_wait", timeout_ms)) != SIMBA_OK) return rc;
     if (lk->state != SIMBA__LK_IDLE && (rc = simba_locker_unlock(lk)) != SIMBA_OK && rc != SIMBA_ELOST) return rc;
     lost = rc == SIMBA_ELOST;
     rc = SIMBA_OK;
-    deadline = timeout_ms < 0 ? SIMBA__NEVER : simba__add(simba_now(l), simba__min(timeout_ms, SIMBA_MAX_MS));
+    deadline = timeout_ms < 0 ? SIMBA__NEVER : simba__add(simba_now(l), timeout_ms);
     lk->in_lock = 1;
     while (simba_service_status(lk->svc) != SIMBA_INITIAL) {
         int64_t now = simba_now(l);
@@ -3268,6 +3408,7 @@ SIMBA_API simba_result simba_lock(simba_loop *loop, simba_backend *be, const cha
     simba_result rc;
     if (out) *out = NULL;
     if (!out) return simba__fail(loop, SIMBA_EINVAL, "simba_lock: NULL out");
+    if (loop && (rc = simba__timeout_check(loop, "simba_lock", timeout_ms)) != SIMBA_OK) return rc;
     memset(&d, 0, sizeof d);
     d.mutex = mutex;
     if ((rc = simba_locker_new(loop, be, &d, out)) != SIMBA_OK) return rc;
@@ -3328,15 +3469,16 @@ SIMBA_API simba_result simba_scheduler_new(simba_loop *loop, simba_backend *be, 
     if (out) *out = NULL;
     if (!loop || !be || !d || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_scheduler_new: NULL argument");
     if (!d->work) return simba__fail(loop, SIMBA_EINVAL, "simba_scheduler_new: work is required");
-    if (d->period_ms <= 0 || d->period_ms > SIMBA_MAX_MS || d->initial_delay_ms < 0 || d->initial_delay_ms > SIMBA_MAX_MS)
-        return simba__fail(loop, SIMBA_EINVAL, "simba_scheduler_new: need period_ms > 0 and initial_delay_ms >= 0, within 2^40");
+    if ((rc = simba__ms_check(loop, "simba_scheduler_new", "period_ms", d->period_ms, 1)) != SIMBA_OK ||
+        (rc = simba__ms_check(loop, "simba_scheduler_new", "initial_delay_ms", d->initial_delay_ms, 0)) != SIMBA_OK)
+        return rc;
     if (d->strategy != SIMBA_FIXED_DELAY && d->strategy != SIMBA_FIXED_RATE)
         return simba__fail(loop, SIMBA_EINVAL, "simba_scheduler_new: unknown strategy");
     sc = (simba_scheduler *)simba_alloc(loop, sizeof *sc);
     if (!sc) return simba__fail(loop, SIMBA_ENOMEM, "simba_scheduler_new: out of memory");
     memset(sc, 0, sizeof *sc);
     if (!simba__timer_init(loop, &sc->tm, SIMBA__T_SCHED)) { simba_free(loop, sc); return SIMBA_ENOMEM; }
-    rc = simba__inner_contender(loop, be, d->mutex, d->contender_id, d->ttl_ms, d->transition_ms, simba__sc_acquired,
+    rc = simba__inner_contender(loop, be, "simba_scheduler_new", d->mutex, d->contender_id, d->ttl_ms, d->transition_ms, simba__sc_acquired,
                                 simba__sc_released, NULL, sc, d->step_down_on_disconnect, &sc->svc);
     if (rc != SIMBA_OK) {
         simba__timer_fini(loop, &sc->tm);
@@ -3437,7 +3579,8 @@ SIMBA_API simba_result simba_loop_close(simba_loop *l, int64_t timeout_ms) {
     if (!l) return SIMBA_EINVAL;
     if (l->in_cb || l->in_poll || l->free_requested)
         return simba__fail(l, SIMBA_ECALLBACK, "simba_loop_close: blocking call from a callback (simba_loop_free is deferred there)");
-    deadline = timeout_ms < 0 ? SIMBA__NEVER : simba__add(simba_now(l), simba__min(timeout_ms, SIMBA_MAX_MS));
+    if ((rc = simba__timeout_check(l, "simba_loop_close", timeout_ms)) != SIMBA_OK) return rc;
+    deadline = timeout_ms < 0 ? SIMBA__NEVER : simba__add(simba_now(l), timeout_ms);
     /* Lockers unlock (no on_lost for a lock given up), schedulers stop, contenders and
        observers stop: every release goes out now. */
     for (lk = l->lockers; lk; lk = lk->next)
@@ -3765,6 +3908,7 @@ static simba_result simba__stats_out(const simba__counters *c, const simba_stats
     t.wait_max_ms = c->wait_max_ms;
     t.last_error = c->last_error;
     t.last_error_at = c->last_error_at;
+    t.quarantines = c->quarantines;
     if (c->last_error_msg) memcpy(t.last_error_msg, c->last_error_msg, sizeof t.last_error_msg);
     else t.last_error_msg[0] = 0;
     memcpy(out, &t, n);
@@ -3778,6 +3922,7 @@ static void simba__stats_live(const simba_service *s, int64_t now, simba_stats *
         t->hold_ms = simba__add(t->hold_ms, simba__max(0, now - s->held_since));
     }
     if (s->flags & SIMBA__F_INFLIGHT) t->in_flight++;
+    if (s->status == SIMBA_RUNNING && s->quar_until > now) t->quarantine_left_ms = simba__max(t->quarantine_left_ms, s->quar_until - now);
     if (s->status == SIMBA_RUNNING && s->wait_since != SIMBA__NEVER)
         t->waiting_ms = simba__max(t->waiting_ms, simba__max(0, now - s->wait_since));
 }

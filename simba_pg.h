@@ -101,18 +101,19 @@
  *   server leaves it empty). The first grant that finds it empty records when the server
  *   began taking writes again (its WAL writer's start in pg_stat_activity, which every
  *   restart, crash recovery, promotion and restore comes before), and for
- *   max(ttl + transition of the asker, desc.max_lease_ms) after that nobody is granted a new
- *   ownership: a mutex first asked for long after a crash waits for nothing. A role that
+ *   desc.max_lease_ms (default SIMBA_MAX_LEASE_DEFAULT_MS, one minute; simba_contend refuses
+ *   a longer ttl + transition) after that nobody is granted a new ownership: a mutex first
+ *   asked for long after a crash waits for nothing. A role that
  *   may not see the WAL writer (neither superuser nor pg_read_all_stats) records the
  *   grant's own time instead: safe, and up to a whole quarantine later. pg_postmaster_start_time()
  *   would not do: a backend's crash empties the marker without restarting the postmaster.
- *   Refused asks fail with SIMBA_EBACKEND ("crash quarantine ... ms") and are retried
- *   with the core's backoff; a lost owner steps down within its own ttl before anyone else
- *   can win. Renewals of a row that still names its owner go on. Every later grant's fence
+ *   Refused asks fail with SIMBA_EBACKEND ("crash quarantine ... ms"); the contender hears
+ *   SIMBA_EVENT_QUARANTINE and asks again when it ends; a lost owner steps down within its
+ *   own ttl before anyone else can win. Renewals of a row that still names its owner go on. Every later grant's fence
  *   starts above a floor of (ms since 1970) << 10, so a fence handed out by a lost commit is
  *   never handed out again (unless a row was granted 1,024 times a ms; fences stay below 2^53,
  *   exact as doubles, until 2248). A clean shutdown or restart loses nothing and quarantines
- *   nothing. Contenders of one table with different leases: set max_lease_ms to the longest.
+ *   nothing. Every process on a table must use the same max_lease_ms.
  *
  * LOST ROWS (another program's DELETE or TRUNCATE of <table>, a DROP TABLE, a partial restore)
  *   Triggers on <table> (statement level, AFTER DELETE with its transition table, BEFORE
@@ -201,8 +202,10 @@ typedef struct simba_pg_desc {
     int64_t reconnect_min_ms, reconnect_max_ms; /* 0 -> 100 / max(5000, reconnect_min_ms) */
     int64_t stall_timeout_ms; /* 0 -> 30000: how long a connection whose statements timed out
                                  is kept for the server's late answers (see CONNECTION) */
-    int64_t max_lease_ms;   /* 0 -> each request's ttl + transition: the longest lease any
-                               contender of this table may hold, the quarantine after a crash */
+    int64_t max_lease_ms;   /* 0 -> SIMBA_MAX_LEASE_DEFAULT_MS (60000): the longest lease (ttl +
+                               transition) a contender may ask for (simba_contend refuses a
+                               longer one), and the quarantine after a crash; give every
+                               process on a table the same */
 } simba_pg_desc;
 
 SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc, simba_backend **out);
@@ -633,6 +636,7 @@ static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply
                  (long long)n[0]);
         out->rc = SIMBA_EBACKEND;
         out->errmsg = err;
+        out->quarantine_ms = n[0]; /* the core asks again when it ends, and tells the application */
         return 0;
     }
     if (n[4] != 0 && n[4] != 1) { snprintf(err, errcap, "postgres: first_in_line must be 0, 1 or 2"); return -1; }
@@ -1646,7 +1650,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
          simba__pg_quote(qx, sizeof qx, desc->schema, table, "_lost") && simba__pg_quote(qg, sizeof qg, NULL, table, "_lost") &&
          simba__pg_quote(qh, sizeof qh, NULL, table, "_lost_t") && simba__pg_quote(qy, sizeof qy, desc->schema, table, "_boot_kept") &&
          simba__pg_quote(qk, sizeof qk, NULL, table, "_boot_kept") && simba__pg_quote(qw, sizeof qw, desc->schema, table, "_up");
-    snprintf(ml, sizeof ml, "%lld", (long long)desc->max_lease_ms);
+    snprintf(ml, sizeof ml, "%lld", (long long)(desc->max_lease_ms ? desc->max_lease_ms : SIMBA_MAX_LEASE_DEFAULT_MS));
     if (ok) {
         subst['T' - 'A'] = qt;
         subst['Q' - 'A'] = qq;
@@ -1675,6 +1679,8 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         simba__pg_destroy(p);
         return rc;
     }
+    /* checked above: cannot fail */
+    (void)simba_backend_set_max_lease(p->be, desc->max_lease_ms ? desc->max_lease_ms : SIMBA_MAX_LEASE_DEFAULT_MS);
     simba__pg_start(p, simba_now(loop));
     *out = p->be;
     return SIMBA_OK;

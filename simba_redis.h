@@ -53,8 +53,10 @@
  *   <prefix>{<name>}:queue  waiters by arrival (zset, score = arrival time in us)
  *   <prefix>{<name>}:qexp   per-waiter expiry (zset): a waiter that does not come back
  *                           within its req->live_ms (sent by the core) is considered gone
- *   <prefix>alive           the data-loss marker "<since ms> <run_id>", never expires
- *   simba:fresh             optional: the run_id of a server declared empty at its start
+ *   <prefix>alive           the data-loss marker "<since ms> <run_id> <max_lease_ms>", never
+ *                           expires
+ *   simba:fresh             optional: the run_id of a server declared empty (per db; see
+ *                           simba_redis_declare_fresh, simba init)
  *   All times come from the server (TIME); replies carry remaining durations only.
  *   Requires Redis >= 5 (scripts that call TIME before writing).
  *
@@ -80,16 +82,21 @@
  *   The owner record can vanish while its owner still holds the lease. The acquire script
  *   therefore grants (starts a new ownership) only when the marker <prefix>alive is present,
  *   was written by the running server process (INFO run_id, read at connect), and is older
- *   than a quarantine: the longest lease any contender may hold, max(this request's ttl +
- *   transition, desc.max_lease_ms). A missing or stale marker is (re)installed with the
- *   current time, so after a loss nobody is granted for one quarantine; the old owner's next
- *   renewal finds its record gone, is told "nobody", and steps down within its own ttl,
- *   before anyone else can win. Refused acquisitions fail with SIMBA_EBACKEND ("data-loss
- *   quarantine ... ms"); contenders retry with their backoff. Renewals of a record that
- *   exists never consult the marker: the steady state costs no round trip and no extra key.
+ *   than a quarantine: desc.max_lease_ms (default one minute), the longest lease any
+ *   contender may hold (simba_contend refuses a longer ttl + transition). The marker keeps
+ *   the bound: a process whose max_lease_ms differs is refused every grant ("max_lease_ms
+ *   mismatch"), since the quarantine must outlast the leases of every process on the prefix.
+ *   A missing or stale marker is (re)installed with the current time, so after a loss
+ *   nobody is granted for one quarantine; the old owner's next renewal finds its record gone,
+ *   is told "nobody", and steps down within its own ttl, before anyone else can win. Refused
+ *   acquisitions fail with SIMBA_EBACKEND ("data-loss quarantine: no grant for N ms ..."
+ *   with its reasons) and quarantine_ms: the contender hears SIMBA_EVENT_QUARANTINE and asks
+ *   again when it ends. Renewals of a record that exists never consult the marker: the
+ *   steady state costs no round trip and no extra key.
  *     first use of a prefix    one quarantine (the server may have restarted a moment ago),
  *                              unless the server was declared empty: simba:fresh = run_id
- *                              (scripts/redis-start.sh does it for the servers it creates)
+ *                              (simba_redis_declare_fresh, `simba -u redis://... init`, and
+ *                              scripts/redis-start.sh for the servers it creates)
  *     restart, no persistence  one quarantine (the marker is gone)
  *     restart, AOF with appendfsync always   none: the marker survives and a restart keeps
  *                              every write (INFO aof_enabled, CONFIG GET appendfsync)
@@ -200,8 +207,10 @@ typedef struct simba_redis_desc {
     int64_t connect_timeout_ms;  /* 0 -> 2000: connect + AUTH/SELECT/SCRIPT LOAD */
     int64_t command_timeout_ms;  /* 0 -> 2000 */
     int64_t reconnect_min_ms, reconnect_max_ms; /* 0 -> 100 / max(5000, reconnect_min_ms) */
-    int64_t max_lease_ms;  /* 0 -> each request's ttl + transition: the data-loss quarantine.
-                              Raise it to the longest lease of any contender on this prefix */
+    int64_t max_lease_ms;  /* 0 -> SIMBA_MAX_LEASE_DEFAULT_MS (60000): the longest lease
+                              (ttl + transition) a contender may ask for, and the data-loss
+                              quarantine. Kept in the prefix's marker: every process on a
+                              prefix must use the same (a grant to another is refused) */
     int allow_eviction;    /* 1: accept a maxmemory-policy other than noeviction (unsafe) */
     int wait_replicas;     /* > 0: a new grant counts only once WAIT saw this many replicas take
                               it (renewals do not wait; not with cluster); see SENTINEL */
@@ -214,6 +223,17 @@ typedef struct simba_redis_desc {
 } simba_redis_desc;
 
 SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc *desc, simba_backend **out);
+/* Declares the server of desc (host/port or unix_path, username/password) empty: writes
+   simba:fresh = its run_id in every db (CONFIG GET databases, else 16), so that the first
+   grant of every prefix waits no data-loss quarantine (see DATA LOSS). Refused with
+   SIMBA_EEXIST, naming a key, when some db holds simba keys ("*}:owner", "*}:fence",
+   "*}:queue", "*}:qexp", "*alive") unless force: a server that has granted leases may have
+   lost one that is still live, which only the quarantine covers. Run it on a new server
+   before any contender uses it (after a restart of a server in use, let the quarantine
+   run). Blocking (each step bounded by connect_timeout_ms / command_timeout_ms), outside
+   any loop: for the command line (simba init) and deployment scripts. Not for Cluster or
+   Sentinel. On failure err holds the reason; on success a summary (run_id, dbs). */
+SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, int force, char *err, size_t errcap);
 
 #ifdef __cplusplus
 }
@@ -289,18 +309,21 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     "  end\n"                                                                               \
     "end\n"
 
-/* The data-loss marker (KEYS[5], "<since ms> <run_id>", never expires) is missing after a
-   restart without persistence, FLUSHALL/FLUSHDB or eviction, and names another server
-   process after a restart or failover. Then no lease granted before can be ruled out: no
-   grant until the quarantine (ARGV[7]: the longest lease any contender may hold) has passed
-   since the marker was (re)installed. Written back only when it changes. KEYS[6] holds the
-   run_id of a server declared empty at its start: nothing it could have granted is live.
-   Returns the ms of quarantine left (<= 0: none). */
+/* The data-loss marker (KEYS[5], "<since ms> <run_id> <max_lease_ms>", never expires) is
+   missing after a restart without persistence, FLUSHALL/FLUSHDB or eviction, and names
+   another server process after a restart or failover. Then no lease granted before can be
+   ruled out: no grant until the quarantine (ARGV[7]: desc.max_lease_ms, the longest lease
+   any contender may hold) has passed since the marker was (re)installed. Written back only
+   when it changes. KEYS[6] holds the run_id of a server declared empty at its start: nothing
+   it could have granted is live. Returns the ms of quarantine left (<= 0: none), or 0 and
+   the marker's bound when it differs from ARGV[7]. */
 #define SIMBA__REDIS_LUA_QUARANTINE                                                         \
     "local function quarantine(now, ms)\n"                                                  \
     "  local m = redis.call('GET', KEYS[5])\n"                                              \
-    "  local at, rid\n"                                                                     \
-    "  if m then at, rid = string.match(m, '^(%d+) ?(%S*)$') end\n"                        \
+    "  local at, rid, b\n"                                                                  \
+    "  if m then at, rid, b = string.match(m, '^(%d+) ?(%S*) ?(%d*)$') end\n"              \
+    /* Every process on a prefix uses one lease bound: the quarantine must outlast them all. */ \
+    "  if b and b ~= '' and b ~= ARGV[7] then return 0, b end\n"                          \
     "  local keep = at ~= nil\n"                                                            \
     "  if keep and rid ~= ARGV[8] and rid ~= '' and ARGV[8] ~= '' and ARGV[9] ~= '1' then\n" \
     "    keep = false\n"                                                                    \
@@ -310,7 +333,7 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     "  if not keep then\n"                                                                  \
     "    if ARGV[8] ~= '' and redis.call('GET', KEYS[6]) == ARGV[8] then at = '0' else at = ms end\n" \
     "  end\n"                                                                               \
-    "  if not keep or rid ~= sid then redis.call('SET', KEYS[5], at .. ' ' .. sid) end\n"  \
+    "  if not keep or rid ~= sid or b ~= ARGV[7] then redis.call('SET', KEYS[5], at..' '..sid..' '..ARGV[7]) end\n" \
     "  return tonumber(at) + tonumber(ARGV[7]) - now\n"                                     \
     "end\n"
 
@@ -373,12 +396,12 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
     "  inq = h == c\n"                                                                      \
     "end\n"                                                                                 \
     "if not o or o[6] == c then\n"                                                          \
-    "  local q = quarantine(now, ms)\n"                                                     \
-    "  if q > 0 then\n"                                                                     \
+    "  local q, other = quarantine(now, ms)\n"                                              \
+    "  if other or q > 0 then\n"                                                            \
     /* The owner whose record is gone learns it at once and steps down. */                  \
     "    if ARGV[6] == '1' then return {'', 0, 0, -1, '0', 0} end\n"                        \
-    "    return redis.error_reply('simba: data-loss quarantine: no grant for ' .. q ..\n"   \
-    "      ' ms (marker ' .. KEYS[5] .. ' was missing or stale: first use, restart without persistence, FLUSHALL or eviction)')\n" \
+    "    if other then return redis.error_reply('simba: bound ' .. other) end\n" \
+    "    return redis.error_reply('simba: quarantine ' .. q)\n" \
     "  end\n"                                                                               \
     "  local f = us\n"                                                                      \
     "  local last = redis.call('GET', KEYS[2])\n"                                           \
@@ -670,7 +693,7 @@ typedef struct simba__redis {
     int reset_pending;
     int destroying;
     int64_t io_at; /* loop time of the last process() that was handed a ready set */
-    int64_t max_lease;     /* desc.max_lease_ms */
+    int64_t max_lease;     /* desc.max_lease_ms or its default: the quarantine, kept in the marker */
     int allow_eviction;
     /* What the server said at the last connect (INFO, CONFIG GET appendfsync). */
     char run_id[48];       /* "" = unknown */
@@ -1001,8 +1024,9 @@ static void simba__redis_on_wait(redisAsyncContext *ac, void *reply, void *priv)
 static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply *x, simba_reply *rep);
 
 /* A script's reply (not a redirection) into the request's answer. 1 when the request is
-   not answered yet: a listing's next page went out. */
-static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply *x, simba_reply *rep) {
+   not answered yet: a listing's next page went out. An error in words goes to words. */
+static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply *x, simba_reply *rep, char *words,
+                               size_t cap) {
     int v = 0;
     memset(rep, 0, sizeof(*rep));
     rep->held_ms = -1;
@@ -1021,8 +1045,22 @@ static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply
         return 0;
     }
     if (x->type == REDIS_REPLY_ERROR) {
+        static const char qs[] = "simba: quarantine ", ms[] = "simba: bound "; /* short: the script is at C99's 4095 */
+        const char *q = strstr(x->str, qs), *m = strstr(x->str, ms);
         rep->rc = SIMBA_EBACKEND;
         rep->errmsg = x->str;
+        if (q) { /* the core asks again when it ends, and tells the application */
+            rep->quarantine_ms = strtoll(q + sizeof qs - 1, NULL, 10);
+            snprintf(words, cap, "redis: data-loss quarantine: no grant for %lld ms: the server's marker %salive was "
+                     "missing or stale (first use, restart without persistence, FLUSHALL, eviction, failover)",
+                     (long long)rep->quarantine_ms, r->prefix);
+            rep->errmsg = words;
+        } else if (m) {
+            snprintf(words, cap, "redis: max_lease_ms mismatch: the marker %salive holds %lld ms, this process "
+                     "uses %lld ms; every process on a prefix must use the same max_lease_ms",
+                     r->prefix, strtoll(m + sizeof ms - 1, NULL, 10), (long long)r->max_lease);
+            rep->errmsg = words;
+        }
         return 0;
     }
     if (op->req->op >= SIMBA_OP_INSPECT) v = simba__redis_views(r, op, x, rep);
@@ -1044,6 +1082,7 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
     redisReply *x = (redisReply *)reply;
     simba_reply rep;
     simba_req *req;
+    char words[320];
     simba__rop_unlink(r, op);
     if (!x) {
         /* The connection is being torn down: by destroy, after a timeout, or on error. */
@@ -1074,7 +1113,7 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
         /* Cluster: the op went on to the right node. Standalone: a configuration error. */
         if (simba__rcl_redirect(r, op, x->str)) return;
     }
-    if (simba__redis_answer(r, op, x, &rep)) return; /* a listing's next page went out */
+    if (simba__redis_answer(r, op, x, &rep, words, sizeof words)) return; /* a listing's next page went out */
     req = op->req;
     if (req->op == SIMBA_OP_ACQUIRE && r->wait_replicas > 0 && rep.rc == SIMBA_OK && rep.held_ms == 0 &&
         strcmp(rep.owner, req->contender) == 0 && !(ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)) &&
@@ -1183,7 +1222,7 @@ static void simba__redis_args_acquire(simba__redis *r, const simba_req *req, sim
     }
     simba__redis_i64(a->ttl, req->ttl_ms);
     simba__redis_i64(a->lease, lease_ms);
-    simba__redis_i64(a->quar, lease_ms > r->max_lease ? lease_ms : r->max_lease);
+    simba__redis_i64(a->quar, r->max_lease);
     /* The core's liveness bound; a request without one keeps its place for its lease. */
     simba__redis_i64(a->live, req->live_ms > 0 ? req->live_ms : lease_ms);
     simba__redis_owchan(a->ow, sizeof(a->ow), r, req->mutex);
@@ -2229,7 +2268,7 @@ static simba__redis *simba__redis_make(simba_loop *loop, const simba_redis_desc 
     r->cmd_to = desc->command_timeout_ms ? desc->command_timeout_ms : 2000;
     r->rmin = desc->reconnect_min_ms ? desc->reconnect_min_ms : 100;
     r->rmax = desc->reconnect_max_ms ? desc->reconnect_max_ms : (r->rmin > 5000 ? r->rmin : 5000);
-    r->max_lease = desc->max_lease_ms;
+    r->max_lease = desc->max_lease_ms ? desc->max_lease_ms : SIMBA_MAX_LEASE_DEFAULT_MS;
     r->allow_eviction = desc->allow_eviction;
     r->wait_replicas = desc->wait_replicas;
     r->wait_to = desc->wait_timeout_ms ? desc->wait_timeout_ms : 200;
@@ -2732,6 +2771,7 @@ static simba_result simba__rcl_open(simba_loop *loop, const simba_redis_desc *de
         simba__rcl_destroy(rc);
         return code;
     }
+    (void)simba_backend_set_max_lease(rc->be, desc->max_lease_ms ? desc->max_lease_ms : SIMBA_MAX_LEASE_DEFAULT_MS);
     /* The seed: asked for the map once it is up; it serves slots only if the map says so. */
     if (!simba__rcl_node(rc, host, desc->port ? desc->port : 6379)) {
         simba_backend_free(rc->be);
@@ -2739,6 +2779,149 @@ static simba_result simba__rcl_open(simba_loop *loop, const simba_redis_desc *de
     }
     *out = rc->be;
     return SIMBA_OK;
+}
+
+/* ---- declaring a server empty (blocking, outside any loop) ------------------------------ */
+
+static void simba__rf_msg(char *err, size_t cap, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static void simba__rf_msg(char *err, size_t cap, const char *fmt, ...) {
+    va_list ap;
+    if (!err || !cap) return;
+    va_start(ap, fmt);
+    vsnprintf(err, cap, fmt, ap);
+    va_end(ap);
+}
+/* A key that only simba writes: a mutex's keys end in "}:<kind>", a marker in "alive". */
+static int simba__rf_is_simba_key(const char *k, size_t n) {
+    static const char *const ends[] = {"}:owner", "}:fence", "}:queue", "}:qexp", "alive"};
+    size_t i, e;
+    for (i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+        e = strlen(ends[i]);
+        if (n >= e && memcmp(k + n - e, ends[i], e) == 0) return 1;
+    }
+    return 0;
+}
+/* One command; NULL (and err filled) when it failed or answered an error. */
+static redisReply *simba__rf_cmd(redisContext *c, char *err, size_t cap, const char *what, const char *fmt, ...) {
+    va_list ap;
+    redisReply *x;
+    va_start(ap, fmt);
+    x = (redisReply *)redisvCommand(c, fmt, ap);
+    va_end(ap);
+    if (!x) { simba__rf_msg(err, cap, "redis: %s: %s", what, c->errstr[0] ? c->errstr : "no answer"); return NULL; }
+    if (x->type == REDIS_REPLY_ERROR) {
+        simba__rf_msg(err, cap, "redis: %s: %s", what, x->str);
+        freeReplyObject(x);
+        return NULL;
+    }
+    return x;
+}
+
+SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, int force, char *err, size_t errcap) {
+    redisContext *c;
+    redisReply *x;
+    struct timeval ct, cmt;
+    int64_t cto, cmto;
+    const char *host;
+    char run_id[48] = "", *p;
+    long dbs = 16, db, found = 0;
+    char example[160] = "";
+    simba_result rc = SIMBA_EBACKEND;
+    if (err && errcap) err[0] = 0;
+    if (!desc) { simba__rf_msg(err, errcap, "simba_redis_declare_fresh: NULL desc"); return SIMBA_EINVAL; }
+    if (desc->cluster || desc->sentinels) {
+        simba__rf_msg(err, errcap, "simba_redis_declare_fresh: not for Redis Cluster or Sentinel (declare each node's simba:fresh{tag} keys)");
+        return SIMBA_EINVAL;
+    }
+    cto = desc->connect_timeout_ms > 0 && desc->connect_timeout_ms <= SIMBA_MAX_MS ? desc->connect_timeout_ms : 2000;
+    cmto = desc->command_timeout_ms > 0 && desc->command_timeout_ms <= SIMBA_MAX_MS ? desc->command_timeout_ms : 2000;
+    ct.tv_sec = (time_t)(cto / 1000);
+    ct.tv_usec = (suseconds_t)(cto % 1000 * 1000);
+    cmt.tv_sec = (time_t)(cmto / 1000);
+    cmt.tv_usec = (suseconds_t)(cmto % 1000 * 1000);
+    host = desc->host ? desc->host : "127.0.0.1";
+    if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
+    c = desc->unix_path ? redisConnectUnixWithTimeout(desc->unix_path, ct)
+                        : redisConnectWithTimeout(host, desc->port ? desc->port : 6379, ct);
+    if (!c || c->err) {
+        simba__rf_msg(err, errcap, "redis: cannot connect to %s:%d: %s", desc->unix_path ? desc->unix_path : host,
+                      desc->unix_path ? 0 : desc->port ? desc->port : 6379, c ? c->errstr : "out of memory");
+        if (c) redisFree(c);
+        return SIMBA_ECONN;
+    }
+    redisSetTimeout(c, cmt);
+    if (desc->password) {
+        x = desc->username ? simba__rf_cmd(c, err, errcap, "AUTH", "AUTH %s %s", desc->username, desc->password)
+                           : simba__rf_cmd(c, err, errcap, "AUTH", "AUTH %s", desc->password);
+        if (!x) goto done;
+        freeReplyObject(x);
+    }
+    if (!(x = simba__rf_cmd(c, err, errcap, "INFO server", "INFO server"))) goto done;
+    if (x->type == REDIS_REPLY_STRING && (p = strstr(x->str, "run_id:")) != NULL) {
+        size_t n = strcspn(p + 7, "\r\n");
+        if (n > 0 && n < sizeof run_id) { memcpy(run_id, p + 7, n); run_id[n] = 0; }
+    }
+    freeReplyObject(x);
+    if (!run_id[0]) { simba__rf_msg(err, errcap, "redis: INFO server gave no run_id: cannot declare this server"); goto done; }
+    /* How many dbs: CONFIG may be renamed away; then up to the first SELECT refused. */
+    x = (redisReply *)redisCommand(c, "CONFIG GET databases");
+    if (!x && c->err) { simba__rf_msg(err, errcap, "redis: CONFIG GET databases: %s", c->errstr); goto done; }
+    if (x && x->type == REDIS_REPLY_ARRAY && x->elements == 2 && x->element[1]->type == REDIS_REPLY_STRING)
+        dbs = strtol(x->element[1]->str, NULL, 10);
+    if (x) freeReplyObject(x);
+    if (dbs <= 0 || dbs > 100000) dbs = 16;
+    /* Every db's keys are looked at before anything is written. */
+    for (db = 0; db < dbs && !found; db++) {
+        char cursor[32] = "0";
+        if (!(x = simba__rf_cmd(c, err, errcap, "SELECT", "SELECT %ld", db))) {
+            if (db == 0) goto done;
+            dbs = db; /* fewer dbs than assumed */
+            if (err && errcap) err[0] = 0;
+            break;
+        }
+        freeReplyObject(x);
+        do {
+            size_t i;
+            if (!(x = simba__rf_cmd(c, err, errcap, "SCAN", "SCAN %s COUNT 1000", cursor))) goto done;
+            if (x->type != REDIS_REPLY_ARRAY || x->elements != 2 || x->element[0]->type != REDIS_REPLY_STRING ||
+                x->element[1]->type != REDIS_REPLY_ARRAY) {
+                freeReplyObject(x);
+                simba__rf_msg(err, errcap, "redis: SCAN: unexpected reply");
+                goto done;
+            }
+            simba__copy(cursor, sizeof cursor, x->element[0]->str);
+            for (i = 0; i < x->element[1]->elements; i++) {
+                redisReply *k = x->element[1]->element[i];
+                if (k->type == REDIS_REPLY_STRING && simba__rf_is_simba_key(k->str, k->len)) {
+                    if (!found) snprintf(example, sizeof example, "db %ld key %.100s", db, k->str);
+                    found++;
+                }
+            }
+            freeReplyObject(x);
+        } while (strcmp(cursor, "0") != 0);
+    }
+    if (found && !force) {
+        simba__rf_msg(err, errcap, "redis: the server holds simba keys (%s): it may have granted a lease that is still live, "
+                      "so it is not declared empty (force to declare it anyway)", example);
+        rc = SIMBA_EEXIST;
+        goto done;
+    }
+    for (db = 0; db < dbs; db++) {
+        if (!(x = simba__rf_cmd(c, err, errcap, "SELECT", "SELECT %ld", db))) goto done;
+        freeReplyObject(x);
+        if (!(x = simba__rf_cmd(c, err, errcap, "SET " SIMBA__REDIS_FRESH_KEY, "SET %s %s", SIMBA__REDIS_FRESH_KEY, run_id))) goto done;
+        freeReplyObject(x);
+    }
+    simba__rf_msg(err, errcap, "declared empty: %s = %s in %ld dbs%s", SIMBA__REDIS_FRESH_KEY, run_id, dbs,
+                  found ? " (forced over existing simba keys)" : "");
+    rc = SIMBA_OK;
+done:
+    redisFree(c);
+    return rc;
 }
 
 /* A duration of the desc: 0 (default) .. 2^40 ms, like every duration the core accepts. */
@@ -2828,6 +3011,7 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
         simba__redis_destroy(r);
         return rc;
     }
+    (void)simba_backend_set_max_lease(r->be, r->max_lease); /* checked above: cannot fail */
     /* Sentinel: the command connection waits until a sentinel has named the primary. */
     simba__rconn_start(r->nsen ? &r->sen : &r->cmd, simba_now(loop));
     *out = r->be;

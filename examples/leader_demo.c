@@ -54,6 +54,12 @@ static void say(const char *fmt, ...) {
 
 /* Ownership moved to us: from here until on_released we are the leader, and the fence
    is what we would hand to anything we write to, so it can refuse an older leader. */
+/* simba says why it waits (a refused or locked database, a data-loss quarantine) at WARN */
+static void log_stderr(void *user, simba_log_level level, const char *msg) {
+    (void)user;
+    fprintf(stderr, "%s: simba %s: %s\n", name, level >= SIMBA_LOG_ERROR ? "error" : "warning", msg);
+}
+
 static void became_leader(simba_service *svc, const simba_state *st, void *user) {
     (void)svc;
     (void)user;
@@ -127,6 +133,8 @@ int main(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
 
     memset(&ld, 0, sizeof ld);
+    ld.log = log_stderr;
+    ld.log_level = SIMBA_LOG_WARN;
     if (simba_loop_new(&ld, &loop) != SIMBA_OK) return 1;
 
     memset(&sd, 0, sizeof sd);

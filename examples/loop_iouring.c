@@ -151,6 +151,18 @@ static int64_t ur_run_once(ur_driver *d, int64_t max_ms) {
 }
 
 #ifndef LOOP_IOURING_NO_MAIN
+/* simba says why it waits (a data-loss quarantine, a refused connection) at WARN: on stderr */
+static void log_stderr(void *user, simba_log_level level, const char *msg) {
+    (void)user;
+    fprintf(stderr, "simba: %s%s\n", level >= SIMBA_LOG_ERROR ? "error: " : "", msg);
+}
+static const simba_loop_desc *loop_desc(void) {
+    static simba_loop_desc d;
+    d.log = log_stderr;
+    d.log_level = SIMBA_LOG_WARN;
+    return &d;
+}
+
 static void on_acquired(simba_service *s, const simba_state *st, void *u) {
     (void)u;
     printf("io_uring: %s acquired %s, fence %llu\n", simba_service_contender_id(s), simba_service_mutex(s), (unsigned long long)st->after->fence);
@@ -177,7 +189,7 @@ int main(int argc, char **argv) {
     cd.transition_ms = 1000;
     cd.on_acquired = on_acquired;
     cd.on_released = on_released;
-    if (simba_loop_new(NULL, &loop) != SIMBA_OK) return 1;
+    if (simba_loop_new(loop_desc(), &loop) != SIMBA_OK) return 1;
     rc = ur_attach(&d, loop);
     if (rc < 0) {
         printf("io_uring: SKIPPED: the kernel refuses io_uring (io_uring_queue_init: %s)\n", strerror(-rc));

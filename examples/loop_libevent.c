@@ -17,6 +17,18 @@
 
 static simba_service *svc;
 
+/* simba says why it waits (a data-loss quarantine, a refused connection) at WARN: on stderr */
+static void log_stderr(void *user, simba_log_level level, const char *msg) {
+    (void)user;
+    fprintf(stderr, "simba: %s%s\n", level >= SIMBA_LOG_ERROR ? "error: " : "", msg);
+}
+static const simba_loop_desc *loop_desc(void) {
+    static simba_loop_desc d;
+    d.log = log_stderr;
+    d.log_level = SIMBA_LOG_WARN;
+    return &d;
+}
+
 static void on_acquired(simba_service *s, const simba_state *st, void *u) {
     (void)u;
     printf("libevent: %s acquired %s, fence %llu\n", simba_service_contender_id(s), simba_service_mutex(s), (unsigned long long)st->after->fence);
@@ -55,7 +67,7 @@ int main(int argc, char **argv) {
     cd.on_acquired = on_acquired;
     cd.on_released = on_released;
     cd.user_data = base;
-    if (simba_loop_new(NULL, &loop) != SIMBA_OK || simba_redis_open(loop, &rd, &be) != SIMBA_OK ||
+    if (simba_loop_new(loop_desc(), &loop) != SIMBA_OK || simba_redis_open(loop, &rd, &be) != SIMBA_OK ||
         simba_contend(loop, be, &cd, &svc) != SIMBA_OK || simba_event_attach(loop, base, &a) != SIMBA_OK) {
         fprintf(stderr, "loop_libevent: setup failed: %s\n", simba_loop_errmsg(loop));
         return 1;

@@ -55,8 +55,8 @@ cleanup() {
         bash scripts/zk-stop.sh "$ZK_DIR" >>"$LOGS/servers.log" 2>&1
     fi
     if [ $CLUSTER_STARTED = 1 ]; then sh scripts/redis-cluster-stop.sh "$CLUSTER_DIR" >>"$LOGS/servers.log" 2>&1; fi
-    if [ $PG_STARTED = 1 ] && [ -s "$PG_DIR/postgres.pid" ]; then
-        cont_tree "$(cat "$PG_DIR/postgres.pid")"
+    if [ $PG_STARTED = 1 ] && [ -s "$PG_DIR/datadir" ]; then
+        [ -s "$PG_DIR/postgres.pid" ] && cont_tree "$(cat "$PG_DIR/postgres.pid")"
         sh scripts/pg-stop.sh "$PG_DIR" >>"$LOGS/servers.log" 2>&1
     fi
     if [ -n "$TMPFS_DIR" ]; then rm -rf "$TMPFS_DIR"; fi
@@ -103,7 +103,7 @@ if [ $need_redis = 1 ]; then
 fi
 if [ $need_pg = 1 ]; then
     # a fresh cluster each run (pg-start.sh would reuse an old data directory and its rows)
-    if [ -s "$PG_DIR/postgres.pid" ]; then sh scripts/pg-stop.sh "$PG_DIR" >>"$LOGS/servers.log" 2>&1; fi
+    if [ -s "$PG_DIR/datadir" ]; then sh scripts/pg-stop.sh "$PG_DIR" >>"$LOGS/servers.log" 2>&1; fi
     rm -rf "$PG_DIR"
     PG_STARTED=1
     if ! sh scripts/pg-start.sh "$PG_PORT" "$PG_DIR" >"$LOGS/pg-start.log" 2>&1; then

@@ -170,6 +170,115 @@ static simba_pg_desc pgd(const char *conninfo, const char *hostaddr, const char 
     return d;
 }
 
+/* ---- one duration limit, each backend's lease bound ------------------------------------ */
+
+enum { DB_MEMORY, DB_SQL, DB_REDIS, DB_ZK, DB_PG };
+#define P31 ((int64_t)2147483647)
+#define P40 ((int64_t)1 << 40)
+#define P62 ((int64_t)1 << 62)
+/* The lease bound of each backend: SIMBA_MAX_MS where it does not quarantine. */
+#define BOUND_OF(kind) ((kind) == DB_REDIS || (kind) == DB_PG ? (int64_t)SIMBA_MAX_LEASE_DEFAULT_MS : SIMBA_MAX_MS)
+
+static simba_result dur_open(int kind, simba_loop *l, simba_backend **b) {
+    switch (kind) {
+    case DB_MEMORY: return simba_memory_open(l, st, b);
+    case DB_SQL: {
+        simba_sql_desc d = sqld();
+        return simba_sql_open(l, &d, b);
+    }
+    case DB_REDIS: {
+        simba_redis_desc d = redisd();
+        return simba_redis_open(l, &d, b);
+    }
+    case DB_ZK: {
+        simba_zk_desc d = zkd();
+        return simba_zk_open(l, &d, b);
+    }
+    default: {
+        simba_pg_desc d = pgd(NULL, "127.0.0.1", NULL);
+        return simba_pg_open(l, &d, b);
+    }
+    }
+}
+/* A duration v given to kind's backend on a loop of its own, as what: 't' a contender's ttl
+   (transition 0), 'x' its transition (ttl 1000), 'l' a Locker's ttl, 'w' simba_locker_lock's
+   timeout, 'p' a Scheduler's period. A refusal must name the field and a bound; an
+   acceptance must be a grant where one can come without a server (memory, SQLite), never a
+   silent wait. Returns SIMBA_OK, the refusal's code, or -990.. when the words or the grant
+   are missing. */
+static int dur_row(int kind, char what, int64_t v) {
+    simba_loop *l;
+    simba_backend *b = NULL;
+    simba_service *s = NULL;
+    simba_locker *lk = NULL;
+    simba_scheduler *sc = NULL;
+    int rc, i, serverless = kind == DB_MEMORY || kind == DB_SQL;
+    if (simba_loop_new(NULL, &l) != SIMBA_OK) return -999;
+    if (dur_open(kind, l, &b) != SIMBA_OK) { simba_loop_free(l); return -998; }
+    if (what == 't' || what == 'x') {
+        simba_contend_desc d = cdesc("dur");
+        d.ttl_ms = what == 't' ? v : 1000;
+        d.transition_ms = what == 't' ? 0 : v;
+        rc = simba_contend(l, b, &d, &s);
+        if (rc == SIMBA_OK && serverless) {
+            rc = simba_start(s);
+            for (i = 0; i < 200 && rc == SIMBA_OK && !simba_is_owner(s); i++) simba_wait(l, 10);
+            if (rc == SIMBA_OK && !simba_is_owner(s)) rc = -997; /* accepted, then never granted */
+        }
+    } else if (what == 'l' || what == 'w') {
+        simba_locker_desc d;
+        memset(&d, 0, sizeof d);
+        d.mutex = "dur";
+        d.ttl_ms = what == 'l' ? v : 1000;
+        rc = simba_locker_new(l, b, &d, &lk);
+        if (rc == SIMBA_OK && (what == 'w' || serverless)) rc = simba_locker_lock(lk, what == 'w' ? v : 2000);
+    } else {
+        simba_scheduler_desc d = sdesc();
+        d.period_ms = v;
+        rc = simba_scheduler_new(l, b, &d, &sc);
+    }
+    if (rc == SIMBA_EINVAL) {
+        const char *m = simba_loop_errmsg(l);
+        if (!strstr(m, what == 'w' ? "timeout_ms" : what == 'p' ? "period_ms" : what == 'x' ? "transition_ms" : "ttl_ms") ||
+            (!strstr(m, "SIMBA_MAX_MS") && !strstr(m, "max_lease_ms = 60000"))) {
+            fprintf(stderr, "  refusal without field or bound: %s\n", m);
+            rc = -996;
+        }
+    }
+    simba_loop_free(l);
+    return rc;
+}
+/* ttl, transition, Locker ttl and Scheduler period at the backend's bound, one above it,
+   2^31-1, 2^40 (SIMBA_MAX_MS) and 2^62; lock timeouts where a lock can be granted */
+#define DUR_BACKEND(X, B, kind)                                                                           \
+    X(dur_##B##_ttl_bound, dur_row(kind, 't', BOUND_OF(kind)), SIMBA_OK)                                  \
+    X(dur_##B##_ttl_bound_plus_1, dur_row(kind, 't', BOUND_OF(kind) + 1), SIMBA_EINVAL)                   \
+    X(dur_##B##_ttl_2p31m1, dur_row(kind, 't', P31), BOUND_OF(kind) >= P31 ? SIMBA_OK : SIMBA_EINVAL)     \
+    X(dur_##B##_ttl_2p40, dur_row(kind, 't', P40), BOUND_OF(kind) >= P40 ? SIMBA_OK : SIMBA_EINVAL)       \
+    X(dur_##B##_ttl_2p62, dur_row(kind, 't', P62), SIMBA_EINVAL)                                          \
+    X(dur_##B##_transition_bound, dur_row(kind, 'x', BOUND_OF(kind) - 1000), SIMBA_OK)                    \
+    X(dur_##B##_transition_bound_plus_1, dur_row(kind, 'x', BOUND_OF(kind) - 999), SIMBA_EINVAL)          \
+    X(dur_##B##_transition_2p31m1, dur_row(kind, 'x', P31), BOUND_OF(kind) >= P31 + 1000 ? SIMBA_OK : SIMBA_EINVAL) \
+    X(dur_##B##_transition_2p40, dur_row(kind, 'x', P40), SIMBA_EINVAL)                                   \
+    X(dur_##B##_transition_2p62, dur_row(kind, 'x', P62), SIMBA_EINVAL)                                   \
+    X(dur_##B##_locker_bound, dur_row(kind, 'l', BOUND_OF(kind)), SIMBA_OK)                               \
+    X(dur_##B##_locker_bound_plus_1, dur_row(kind, 'l', BOUND_OF(kind) + 1), SIMBA_EINVAL)                \
+    X(dur_##B##_locker_2p62, dur_row(kind, 'l', P62), SIMBA_EINVAL)                                       \
+    X(dur_##B##_period_2p31m1, dur_row(kind, 'p', P31), SIMBA_OK)                                         \
+    X(dur_##B##_period_2p40, dur_row(kind, 'p', P40), SIMBA_OK)                                           \
+    X(dur_##B##_period_2p40_plus_1, dur_row(kind, 'p', P40 + 1), SIMBA_EINVAL)                            \
+    X(dur_##B##_period_2p62, dur_row(kind, 'p', P62), SIMBA_EINVAL)                                       \
+    X(dur_##B##_lock_timeout_2p40_plus_1, dur_row(kind, 'w', P40 + 1), SIMBA_EINVAL)                      \
+    X(dur_##B##_lock_timeout_2p62, dur_row(kind, 'w', P62), SIMBA_EINVAL)
+#define DURATION_ROWS(X)                                                                                  \
+    DUR_BACKEND(X, memory, DB_MEMORY)                                                                     \
+    DUR_BACKEND(X, sql, DB_SQL)                                                                           \
+    DUR_BACKEND(X, redis, DB_REDIS)                                                                       \
+    DUR_BACKEND(X, zk, DB_ZK)                                                                             \
+    DUR_BACKEND(X, pg, DB_PG)                                                                             \
+    X(dur_memory_lock_timeout_2p40, dur_row(DB_MEMORY, 'w', P40), SIMBA_OK)                               \
+    X(dur_sql_lock_timeout_2p31m1, dur_row(DB_SQL, 'w', P31), SIMBA_OK)
+
 /* ---- rows needing a few steps ---------------------------------------------------------- */
 
 static int lifecycle_service(void) {
@@ -250,7 +359,8 @@ static int locker_lifecycle(void) {
     d.transition_ms = 500;
     if (simba_locker_new(L, be, &d, &lk) != SIMBA_OK) return -999;
     bad += simba_locker_unlock(lk) != SIMBA_ESTATE; /* not held */
-    bad += simba_locker_lock(lk, INT64_MAX) != SIMBA_OK; /* overflowing deadline, free mutex */
+    bad += simba_locker_lock(lk, INT64_MAX) != SIMBA_EINVAL; /* over SIMBA_MAX_MS */
+    bad += simba_locker_lock(lk, SIMBA_MAX_MS) != SIMBA_OK;  /* the largest, free mutex */
     bad += simba_locker_lock(lk, 10) != SIMBA_ESTATE;    /* already held */
     bad += simba_locker_held(lk) != 1;
     bad += simba_locker_fence(lk) == 0;
@@ -492,7 +602,8 @@ static int loop_desc_rows(void) {
     X(fds_negative_cap, simba_fds(L, NULL, -1), SIMBA_EINVAL)                                            \
     X(fds_count_only, simba_fds(L, NULL, 0) >= 0, EX_TRUE)                                               \
     X(wait_null, simba_wait(NULL, 0), SIMBA_EINVAL)                                                      \
-    X(wait_int64_max, simba_wait(L, INT64_MAX), SIMBA_OK)                                                \
+    X(wait_int64_max, simba_wait(L, INT64_MAX), SIMBA_EINVAL)                                            \
+    X(wait_max_ms, simba_wait(L, SIMBA_MAX_MS), SIMBA_OK)                                                 \
     X(wait_int64_min, simba_wait(L, INT64_MIN), SIMBA_OK)                                                \
     X(contend_null_loop, simba_contend(NULL, be, &(simba_contend_desc){"m", 0,0,0,0,0,0,0,0,0,0,0,0,0, 0}, &(simba_service *){0}), SIMBA_EINVAL) \
     X(contend_null_backend, simba_contend(L, NULL, &(simba_contend_desc){"m", 0,0,0,0,0,0,0,0,0,0,0,0,0, 0}, &(simba_service *){0}), SIMBA_EINVAL) \
@@ -524,7 +635,8 @@ static int loop_desc_rows(void) {
     X(contend_ttl_int64_min, contend_with((simba_contend_desc){"m", NULL, INT64_MIN, 0, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
     X(contend_ttl_int64_max, contend_with((simba_contend_desc){"m", NULL, INT64_MAX, 500, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
     X(contend_ttl_over_max, contend_with((simba_contend_desc){"m", NULL, SIMBA_MAX_MS + 1, 500, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
-    X(contend_ttl_max_ok, contend_with((simba_contend_desc){"m", NULL, SIMBA_MAX_MS, SIMBA_MAX_MS, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_OK) \
+    X(contend_ttl_max_ok, contend_with((simba_contend_desc){"m", NULL, SIMBA_MAX_MS, 0, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_OK) \
+    X(contend_lease_over_max, contend_with((simba_contend_desc){"m", NULL, SIMBA_MAX_MS, 1, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
     X(contend_transition_negative, contend_with((simba_contend_desc){"m", NULL, 1000, -1, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
     X(contend_transition_int64_max, contend_with((simba_contend_desc){"m", NULL, 1000, INT64_MAX, 0,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
     X(contend_margin_negative, contend_with((simba_contend_desc){"m", NULL, 1000, 500, -1,0,0,0,0,0,0,0,0,0, 0}), SIMBA_EINVAL) \
@@ -714,7 +826,8 @@ static int loop_desc_rows(void) {
     X(zk_open_auth_half, zk_with((simba_zk_desc){"127.0.0.1:1", 0, NULL, "digest", NULL, 0, NULL}), SIMBA_EINVAL) \
     X(zk_open_acl_no_auth, zk_with((simba_zk_desc){"127.0.0.1:1", 0, NULL, NULL, NULL, 1, NULL}), SIMBA_EINVAL) \
     X(zk_open_ok, zk_with(zkd()), SIMBA_OK)                                                               \
-    X(zk_stats, stats_rows(), 0)
+    X(zk_stats, stats_rows(), 0)                                                                          \
+    DURATION_ROWS(X)
 
 #define ROW_FN(name, expr, want) \
     static long long row_##name(void) { return (long long)(expr); }

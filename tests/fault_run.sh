@@ -6,8 +6,9 @@
 #   tests/fault_run.sh sql|redis|zk|pg|redis-cluster|redis-sentinel SECONDS
 #
 # Starts its own server (redis-server / ZooKeeper, on its own loopback port, data under
-# $FAULT_DIR) and stops it, and every process it started, by PID on exit. Builds nothing:
-# the binaries come from build/ (make rel-bins). Environment:
+# $FAULT_DIR; PostgreSQL's in a private directory under /tmp, see scripts/pg-start.sh) and
+# stops it, and every process it started, by PID on exit. Builds nothing: the binaries come
+# from build/ (make rel-bins). Environment:
 #   FAULT_DIR        work dir (default build/rel-<backend>), wiped first
 #   FAULT_WORKERS    contenders (default 4)
 #   FAULT_REDIS_PORT (default 6392)   FAULT_ZK_PORT (default 2193)   FAULT_PG_PORT (default 5442)
@@ -74,6 +75,8 @@ RPORT=${FAULT_REDIS_PORT:-6392}
 ZPORT=${FAULT_ZK_PORT:-2193}
 PPORT=${FAULT_PG_PORT:-5442}
 RANDOM=${FAULT_SEED:-$$}
+# a PostgreSQL cluster an interrupted run left behind is removed with its pointer
+[ -s "$DIR/pg/datadir" ] && sh scripts/pg-stop.sh "$DIR/pg" >/dev/null 2>&1
 rm -rf "$DIR"
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
@@ -133,11 +136,12 @@ pg_signal() {
     kill -"$1" "$SERVER_PID" 2>/dev/null
     for c in $(ps -o pid= --ppid "$SERVER_PID" 2>/dev/null); do kill -"$1" "$c" 2>/dev/null; done
 }
+# server_stop [--keep]: pg removes its data directory unless --keep (a restart keeps the rows)
 server_stop() {
     case "$BACKEND" in
     redis) [ -f "$DIR/redis/redis.pid" ] && sh scripts/redis-stop.sh "$DIR/redis" >>"$DIR/server.log" 2>&1 ;;
     zk) [ -f "$DIR/zk/zk.pid" ] && { kill -CONT "$SERVER_PID" 2>/dev/null; bash scripts/zk-stop.sh "$DIR/zk" >>"$DIR/server.log" 2>&1; } ;;
-    pg) [ -f "$DIR/pg/postgres.pid" ] && { pg_signal CONT; sh scripts/pg-stop.sh "$DIR/pg" >>"$DIR/server.log" 2>&1; } ;;
+    pg) [ -s "$DIR/pg/datadir" ] && { pg_signal CONT; sh scripts/pg-stop.sh "$DIR/pg" ${1:-} >>"$DIR/server.log" 2>&1; } ;;
     redis-cluster) [ -d "$DIR/cluster" ] && sh scripts/redis-cluster-stop.sh "$DIR/cluster" >>"$DIR/server.log" 2>&1 ;;
     redis-sentinel) [ -d "$DIR/sentinel" ] && { for f in "$DIR"/sentinel/p*/redis.pid; do [ -s "$f" ] && kill -CONT "$(cat "$f")" 2>/dev/null; done
         sh scripts/redis-sentinel-stop.sh "$DIR/sentinel" >>"$DIR/server.log" 2>&1; } ;;
@@ -250,7 +254,7 @@ f_server_restart() {
     # without persistence must (otherwise a restart hands out a held mutex)
     if [ "$BACKEND" = zk ]; then ms=$(rnd 200 $((ZK_SESSION * 2))); else ms=$((LEASE + $(rnd 100 800))); fi
     note server-restart "down ${ms} ms"
-    server_stop
+    server_stop --keep
     sleep_ms "$ms"
     server_start --restart || { echo "fault_run: server did not come back" >&2; return 1; }
 }

@@ -25,6 +25,8 @@ cleanup() {
     [ "$REDIS_UP" = 1 ] && sh scripts/redis-stop.sh "$DIR/redis" >/dev/null 2>&1
     [ "$ZK_UP" = 1 ] && bash scripts/zk-stop.sh "$DIR/zk" >/dev/null 2>&1
     [ "$PG_UP" = 1 ] && sh scripts/pg-stop.sh "$DIR/pg" >/dev/null 2>&1
+    # the PostgreSQL test's private server, if a timeout cut the test short (data under /tmp)
+    [ -s "$DIR/pg2/datadir" ] && sh scripts/pg-stop.sh "$DIR/pg2" >/dev/null 2>&1
     REDIS_UP=0
     ZK_UP=0
     PG_UP=0

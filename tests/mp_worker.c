@@ -149,6 +149,7 @@ static simba_result redis_open(simba_loop *loop, simba_backend **out, char *err,
     d.host = opt.redis_host;
     d.port = (int)opt.redis_port;
     d.prefix = opt.redis_prefix;
+    d.max_lease_ms = opt.ttl_ms + opt.transition_ms; /* the quarantine after a loss: one lease */
     d.cluster = (int)opt.redis_cluster;
     d.wait_replicas = (int)opt.redis_wait_replicas;
     if (opt.redis_sentinels) {
@@ -226,6 +227,7 @@ static simba_result pg_open(simba_loop *loop, simba_backend **out, char *err, si
     d.user = opt.pg_user;
     d.password = opt.pg_password;
     d.dbname = "postgres";
+    d.max_lease_ms = opt.ttl_ms + opt.transition_ms; /* the quarantine after a crash: one lease */
     rc = simba_pg_open(loop, &d, out);
     if (rc != SIMBA_OK) snprintf(err, cap, "%s: %s", simba_strerror(rc), simba_loop_errmsg(loop));
     return rc;

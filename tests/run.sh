@@ -3,7 +3,8 @@
 # ZooKeeper on loopback ports of its own, stops them (by PID) on exit, prints each suite's
 # result and a closing "total: N passed, N failed" line. Exit status 0 only if all passed.
 #   SIMBA_TEST_ONLY="core sql" limits the run to some groups (core asan sql redis zk pg
-#   reliability; cli loops scale cluster ensemble run in a full run); make test-GROUP too.
+#   reliability; cli loops scale cluster ensemble private_checkout run in a full run); make
+#   test-GROUP too.
 set -u
 cd "$(dirname "$0")/.."
 B=build
@@ -15,6 +16,7 @@ export SIMBA_ZK_PORT=${SIMBA_ZK_PORT:-2191}
 export SIMBA_ZK_DIR=${SIMBA_ZK_DIR:-$PWD/$B/zk}
 export SIMBA_PG_PORT=${SIMBA_PG_PORT:-5440}
 export SIMBA_PG_DIR=${SIMBA_PG_DIR:-$PWD/$B/pg}
+export SIMBA_PG_DIR2=${SIMBA_PG_DIR2:-$PWD/$B/pg-test-$((SIMBA_PG_PORT + 1))}
 ONLY=${SIMBA_TEST_ONLY:-core asan sql redis zk pg reliability}
 PASS=0
 FAIL=0
@@ -24,7 +26,9 @@ T0=$(date +%s)
 cleanup() {
     [ -f "$SIMBA_REDIS_DIR/redis.pid" ] && sh scripts/redis-stop.sh "$SIMBA_REDIS_DIR" >/dev/null 2>&1
     [ -f "$SIMBA_ZK_DIR/zk.pid" ] && sh scripts/zk-stop.sh "$SIMBA_ZK_DIR" >/dev/null 2>&1
-    [ -f "$SIMBA_PG_DIR/postgres.pid" ] && sh scripts/pg-stop.sh "$SIMBA_PG_DIR" >/dev/null 2>&1
+    # a PostgreSQL server's data lives under /tmp until pg-stop.sh removes it, pass or fail
+    [ -s "$SIMBA_PG_DIR/datadir" ] && sh scripts/pg-stop.sh "$SIMBA_PG_DIR" >/dev/null 2>&1
+    [ -s "$SIMBA_PG_DIR2/datadir" ] && sh scripts/pg-stop.sh "$SIMBA_PG_DIR2" >/dev/null 2>&1
     [ -f "$PWD/$B/redis-scale/redis.pid" ] && sh scripts/redis-stop.sh "$PWD/$B/redis-scale" >/dev/null 2>&1
 }
 trap cleanup EXIT
@@ -147,6 +151,13 @@ fi
 if want reliability && [ -f tests/test_reliability.sh ]; then
     # fault harness, bad-input table, short fuzz run: starts its own servers on its own ports
     run reliability bash tests/test_reliability.sh
+fi
+
+# the PostgreSQL suites once more from a copy of the tree under a mode-0700 directory (ports
+# SIMBA_PRIVATE_PG_PORT 5456..5457, SIMBA_PRIVATE_FAULT_PG_PORT 5458): servers that run as
+# another user must not depend on where the checkout lives
+if want private_checkout || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
+    run private_checkout bash tests/test_private_checkout.sh
 fi
 
 echo "suites took $(( $(date +%s) - T0 ))s${FAILED:+; failed:$FAILED}"

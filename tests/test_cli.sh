@@ -5,9 +5,10 @@
 # if every check passed. A server that cannot be started fails the run.
 #   SIMBA_CLI_REDIS_PORT (6430)  SIMBA_CLI_ZK_PORT (2221)  SIMBA_CLI_DEAD_PORT (6434, nothing
 #   listens there)  SIMBA_CLI_MUTE_PORT (6435, a listener that accepts and never answers)
+#   SIMBA_CLI_FRESH_PORT (RPORT + 6): an undeclared redis-server for section fresh (init)
 #   SIMBA_BIN (build/simba)  FAULT_PROXY (build/fault_proxy)
-#   SIMBA_CLI_ONLY="usage connect sqlite readonly redis zk signals elect stats partition pg" runs
-#   some sections only.
+#   SIMBA_CLI_ONLY="usage connect sqlite readonly redis fresh zk signals elect stats partition pg"
+#   runs some sections only.
 #   SIMBA_CLI_PG_PORT (5447): PostgreSQL for section pg (scripts/pg-start.sh; password simba).
 set -u
 cd "$(dirname "$0")/.."
@@ -17,7 +18,8 @@ RPORT=${SIMBA_CLI_REDIS_PORT:-6430}
 ZPORT=${SIMBA_CLI_ZK_PORT:-2221}
 DEAD=${SIMBA_CLI_DEAD_PORT:-6434}
 MUTE=${SIMBA_CLI_MUTE_PORT:-6435}
-ONLY=${SIMBA_CLI_ONLY:-usage connect sqlite readonly redis zk signals elect stats partition pg}
+ONLY=${SIMBA_CLI_ONLY:-usage connect sqlite readonly redis fresh zk signals elect stats partition pg}
+FPORT=${SIMBA_CLI_FRESH_PORT:-$((RPORT + 6))}
 PGPORT_CLI=${SIMBA_CLI_PG_PORT:-5447}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 W=$(mktemp -d "${TMPDIR:-/tmp}/simba-cli.XXXXXX")
@@ -46,8 +48,9 @@ cleanup() {
     done
     cleanup_groups
     [ -f "$W/redis/redis.pid" ] && sh scripts/redis-stop.sh "$W/redis" >/dev/null 2>&1
+    [ -f "$W/redis-fresh/redis.pid" ] && sh scripts/redis-stop.sh "$W/redis-fresh" >/dev/null 2>&1
     [ -f "$W/zk/zk.pid" ] && bash scripts/zk-stop.sh "$W/zk" >/dev/null 2>&1
-    [ -f "$W/pg/postgres.pid" ] && sh scripts/pg-stop.sh "$W/pg" >/dev/null 2>&1
+    [ -s "$W/pg/datadir" ] && sh scripts/pg-stop.sh "$W/pg" >/dev/null 2>&1
     rm -rf "$W"
 }
 trap cleanup EXIT
@@ -361,9 +364,42 @@ fi
 want redis && backend_suite redis "$RED"
 want zk && backend_suite zk "$ZK"
 
+# ---- a new Redis server: the quarantine said in words, init, the lease bound ---------------
+if want fresh; then
+    # --restart: nothing declares this server empty, as with a redis-server a user starts
+    if ! sh scripts/redis-start.sh "$FPORT" "$W/redis-fresh" --restart >"$W/redis-fresh.log" 2>&1; then
+        bad "redis-server on $FPORT: $(tail -3 "$W/redis-fresh.log")"
+    else
+        FR=redis://127.0.0.1:$FPORT
+        expect_rc "fresh: an undeclared server waits a quarantine (-w 2: the backend refused every ask)" 69 "$SIMBA" -u "$FR" run q -w 2 -- true
+        check "  and says why" err_has "data-loss quarantine"
+        check "  with the causes" err_has "first use"
+        expect_rc "fresh: init refused once simba keys exist" 1 "$SIMBA" -u "$FR" init
+        check "  names a key" err_has "holds simba keys (db 0 key simba:alive)"
+        redis-cli -p "$FPORT" FLUSHALL >/dev/null
+        expect_rc "fresh: init of an empty server" 0 "$SIMBA" -u "$FR" init
+        check "  says so" grep -q "declared empty: simba:fresh = " "$W/out"
+        rid=$(redis-cli -p "$FPORT" INFO server | tr -d '\r' | sed -n 's/^run_id://p')
+        check "  in every db (db 15)" [ "$(redis-cli -p "$FPORT" -n 15 GET simba:fresh)" = "$rid" ]
+        t0=$(now_ns)
+        expect_rc "fresh: after init the first lock waits no quarantine" 0 "$SIMBA" -u "$FR" run q -- true
+        check "  (under 3 s: $(( ($(now_ns) - t0) / 1000000 )) ms)" [ $(( ($(now_ns) - t0) / 1000000 )) -lt 3000 ]
+        expect_rc "fresh: get --json" 1 "$SIMBA" -u "$FR" get q --json
+        check "  shows the backend's max_lease_ms" grep -q '"max_lease_ms":60000' "$W/out"
+        expect_rc "fresh: run --ttl over max_lease_ms is a usage error" 64 "$SIMBA" -u "$FR" run q --ttl 100 -- true
+        check "  with the reason" err_has "ttl_ms + transition_ms = 106000 exceeds the redis backend's max_lease_ms = 60000"
+        expect_rc "fresh: init --force over existing keys" 0 "$SIMBA" -u "$FR" init --force
+        check "  says it was forced" grep -q "forced over existing simba keys" "$W/out"
+        expect_rc "init: for Redis only" 64 "$SIMBA" -u "$SQL" init
+        expect_rc "init: takes no NAME" 64 "$SIMBA" -u "$FR" init q
+        expect_rc "--force is for init" 64 "$SIMBA" -u "$FR" get q --force
+        expect_rc "init: unreachable redis is a backend error" 69 "$SIMBA" -u redis://127.0.0.1:$DEAD init
+        sh scripts/redis-stop.sh "$W/redis-fresh" >/dev/null 2>&1
+    fi
+fi
+
 # ---- PostgreSQL: its URL, then the same suite ---------------------------------------------
 if want pg; then
-    chmod 711 "$W" # the cluster runs as user postgres, its directory is under $W
     if ! sh scripts/pg-start.sh "$PGPORT_CLI" "$W/pg" >"$W/pg.log" 2>&1; then
         bad "PostgreSQL on $PGPORT_CLI: $(tail -3 "$W/pg.log")"
     else

@@ -426,6 +426,191 @@ TEST(backoff_after_errors_is_bounded) {
     store_free();
 }
 
+/* ---- one duration limit, the backend's lease bound, the data-loss quarantine ------------------- */
+
+/* Every duration is checked against SIMBA_MAX_MS the same way, with words naming the field,
+   the value and the bound; a backend's max_lease_ms refuses a longer lease at creation. */
+TEST(one_duration_limit_and_the_backends_lease_bound) {
+    proc p;
+    simba_contend_desc d;
+    simba_locker_desc ld;
+    simba_scheduler_desc sd;
+    simba_service *s = NULL;
+    simba_locker *lk = NULL;
+    simba_scheduler *sc = NULL;
+    store_new();
+    proc_open(&p);
+    memset(&d, 0, sizeof d);
+    d.mutex = "dur";
+    d.contender_id = "a";
+    d.ttl_ms = SIMBA_MAX_MS + 1;
+    d.transition_ms = 0;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "ttl_ms = 1099511627777") != NULL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "SIMBA_MAX_MS") != NULL);
+    d.ttl_ms = SIMBA_MAX_MS; /* the bound itself is accepted, the lease too */
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s), SIMBA_OK);
+    CHECK_RC(simba_service_free(s), SIMBA_OK);
+    d.transition_ms = 1; /* but not a lease over it */
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "ttl_ms + transition_ms") != NULL);
+    CHECK_RC(simba_backend_set_max_lease(p.be, -1), SIMBA_EINVAL);
+    CHECK_RC(simba_backend_set_max_lease(p.be, SIMBA_MAX_MS + 1), SIMBA_EINVAL);
+    CHECK_EQ(simba_backend_max_lease(p.be), 0);
+    CHECK_RC(simba_backend_set_max_lease(p.be, 5000), SIMBA_OK);
+    CHECK_EQ(simba_backend_max_lease(p.be), 5000);
+    d.ttl_ms = 3000;
+    d.transition_ms = 2000;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s), SIMBA_OK);
+    CHECK_RC(simba_service_free(s), SIMBA_OK);
+    d.transition_ms = 2001;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "simba_contend: ttl_ms + transition_ms = 5001 exceeds") != NULL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "max_lease_ms = 5000") != NULL);
+    d.ttl_ms = d.transition_ms = 0; /* the defaults (16 s) are over this bound too */
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s), SIMBA_EINVAL);
+    memset(&ld, 0, sizeof ld);
+    ld.mutex = "dur";
+    ld.ttl_ms = 4000;
+    ld.transition_ms = 1001;
+    CHECK_RC(simba_locker_new(p.loop, p.be, &ld, &lk), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "simba_locker_new: ttl_ms + transition_ms = 5001") != NULL);
+    ld.transition_ms = 1000;
+    CHECK_RC(simba_locker_new(p.loop, p.be, &ld, &lk), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(lk, SIMBA_MAX_MS + 1), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "simba_locker_lock: timeout_ms = 1099511627777") != NULL);
+    CHECK_RC(simba_locker_unlock_wait(lk, INT64_MAX), SIMBA_EINVAL);
+    CHECK_RC(simba_wait(p.loop, SIMBA_MAX_MS + 1), SIMBA_EINVAL);
+    CHECK_RC(simba_locker_free(lk), SIMBA_OK);
+    CHECK_RC(simba_lock(p.loop, p.be, "dur", (int64_t)1 << 62, &lk), SIMBA_EINVAL); /* default lease: over the bound */
+    CHECK(strstr(simba_loop_errmsg(p.loop), "simba_lock: timeout_ms") != NULL);
+    memset(&sd, 0, sizeof sd);
+    sd.mutex = "sched";
+    sd.ttl_ms = 3000;
+    sd.transition_ms = 2000;
+    sd.work = noop_work;
+    sd.period_ms = SIMBA_MAX_MS + 1;
+    CHECK_RC(simba_scheduler_new(p.loop, p.be, &sd, &sc), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "period_ms = 1099511627777") != NULL);
+    sd.period_ms = SIMBA_MAX_MS;
+    sd.initial_delay_ms = SIMBA_MAX_MS + 1;
+    CHECK_RC(simba_scheduler_new(p.loop, p.be, &sd, &sc), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "initial_delay_ms") != NULL);
+    sd.initial_delay_ms = 0;
+    sd.transition_ms = 2001;
+    CHECK_RC(simba_scheduler_new(p.loop, p.be, &sd, &sc), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "simba_scheduler_new: ttl_ms + transition_ms = 5001") != NULL);
+    sd.transition_ms = 2000;
+    CHECK_RC(simba_scheduler_new(p.loop, p.be, &sd, &sc), SIMBA_OK);
+    CHECK_RC(simba_scheduler_free(sc), SIMBA_OK);
+    proc_close(&p);
+    store_free();
+}
+
+/* A backend in its data-loss quarantine: every new grant is refused with the time left. */
+static int64_t quar_end;
+static simba_result (*quar_mem_submit)(void *, simba_req *);
+static simba_result quar_submit(void *impl, simba_req *r) {
+    if (r->op == SIMBA_OP_ACQUIRE && !r->renew && fake_now < quar_end) {
+        simba_reply rep;
+        memset(&rep, 0, sizeof rep);
+        rep.rc = SIMBA_EBACKEND;
+        rep.errmsg = "test: the marker was missing (first use)";
+        rep.held_ms = -1;
+        rep.quarantine_ms = quar_end - fake_now;
+        simba_req_done(r, &rep);
+        return SIMBA_OK;
+    }
+    return quar_mem_submit(impl, r);
+}
+static int quar_events;
+static simba_service_event quar_last;
+static void quar_on_event(simba_service *s, const simba_service_event *ev, void *u) {
+    (void)s;
+    (void)u;
+    quar_events++;
+    quar_last = *ev;
+}
+static int warn_quarantine_logs;
+static void quar_log(void *u, simba_log_level lv, const char *msg) {
+    (void)u;
+    if (lv == SIMBA_LOG_WARN && strstr(msg, "no grant for") && strstr(msg, "first use")) warn_quarantine_logs++;
+}
+
+/* The quarantine is an event, not a silent wait: on_event once with when grants resume and
+   the backend's words, a WARN, the stats; and the grant comes right at its end, not on the
+   error backoff (which would overshoot it by up to backoff_max). */
+TEST(quarantine_is_an_event_and_the_grant_comes_at_its_end) {
+    proc p;
+    rec c = {0};
+    simba_contend_desc d;
+    simba_service *s = NULL;
+    simba_loop_desc ld;
+    static simba_backend_vt spy;
+    simba_stats st;
+    int64_t t0;
+    store_new();
+    memset(&ld, 0, sizeof ld);
+    ld.now_ms = fake_clock;
+    ld.random = fake_rand;
+    ld.log = quar_log;
+    ld.log_level = SIMBA_LOG_WARN;
+    ld.poll_budget_us = 3600000000;
+    CHECK_RC(simba_loop_new(&ld, &p.loop), SIMBA_OK);
+    CHECK_RC(simba_memory_open(p.loop, store, &p.be), SIMBA_OK);
+    spy = *simba_backend_vt_get(p.be);
+    quar_mem_submit = spy.submit;
+    spy.submit = quar_submit;
+    p.be->vt = &spy;
+    t0 = fake_now;
+    quar_end = t0 + 16000;
+    quar_events = warn_quarantine_logs = 0;
+    memset(&d, 0, sizeof d);
+    d.mutex = "q";
+    d.contender_id = "a";
+    d.ttl_ms = 10000;
+    d.transition_ms = 6000;
+    d.on_acquired = on_acq;
+    d.on_released = on_rel;
+    d.on_event = quar_on_event;
+    d.user_data = &c;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s), SIMBA_OK);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    CHECK_EQ(quar_events, 1);
+    CHECK_EQ(quar_last.type, SIMBA_EVENT_QUARANTINE);
+    CHECK_EQ(quar_last.until, quar_end);
+    CHECK_EQ(quar_last.left_ms, 16000);
+    CHECK(quar_last.msg && strstr(quar_last.msg, "first use") != NULL);
+    CHECK_EQ(warn_quarantine_logs, 1);
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    CHECK_RC(simba_service_stats(s, &st), SIMBA_OK);
+    CHECK_EQ(st.version, 3);
+    CHECK_EQ(st.quarantines, 1);
+    CHECK_EQ(st.quarantine_left_ms, 16000);
+    /* no ask inside the quarantine, and no second event */
+    advance(&p, 1, 15999, 1000);
+    CHECK_EQ(c.acquired, 0);
+    CHECK_EQ(quar_events, 1);
+    CHECK_EQ((int)st.attempts, 1);
+    CHECK_RC(simba_service_stats(s, &st), SIMBA_OK);
+    CHECK_EQ((int)st.attempts, 1);
+    CHECK_EQ(st.quarantine_left_ms, 1);
+    /* granted right after it: within min_retry (50 ms) of its end */
+    WAIT_FOR_SIM(&p, 1, c.acquired == 1, 1000);
+    CHECK_EQ(c.acquired, 1);
+    CHECK(c.acquired_at > quar_end && c.acquired_at <= quar_end + 51);
+    CHECK_RC(simba_service_stats(s, &st), SIMBA_OK);
+    CHECK_EQ(st.quarantines, 1);
+    CHECK_EQ(st.quarantine_left_ms, 0);
+    CHECK_EQ(quar_events, 1);
+    CHECK_RC(simba_loop_stats(p.loop, &st), SIMBA_OK);
+    CHECK_EQ(st.quarantines, 1);
+    proc_close(&p);
+    store_free();
+}
+
 /* ---- lifecycle ---------------------------------------------------------------------------- */
 
 TEST(illegal_lifecycle_calls) {
@@ -2587,6 +2772,8 @@ int main(int argc, char **argv) {
     RUN(forged_announcement_delays_at_most_one_lease);
     RUN(transition_zero_jitter_and_no_owner_at_once);
     RUN(backoff_after_errors_is_bounded);
+    RUN(one_duration_limit_and_the_backends_lease_bound);
+    RUN(quarantine_is_an_event_and_the_grant_comes_at_its_end);
     RUN(illegal_lifecycle_calls);
     RUN(defaults_and_zero_desc);
     RUN(poll_from_callback_refused_stop_deferred);

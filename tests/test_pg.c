@@ -4,7 +4,8 @@
  * started beforehand with scripts/pg-start.sh. A test that cannot reach it fails; nothing is
  * skipped. Cases that stop, restart or SIGSTOP a server use a private one on
  * $SIMBA_PG_PORT2 (default port + 1, data in $SIMBA_PG_DIR2, default build/pg-test-<port>)
- * that this program starts and stops itself with scripts/pg-start.sh / pg-stop.sh.
+ * that this program starts and stops itself with scripts/pg-start.sh / pg-stop.sh (its data
+ * lives in a private directory under /tmp that the last stop removes).
  * The partition case puts $SIMBA_FAULT_PROXY (default build/fault_proxy) in front of the
  * shared server and SIGSTOPs it.
  *
@@ -64,6 +65,8 @@ static int run(const char *fmt, ...) {
 }
 static int server2_start(void) { return run("sh %s/pg-start.sh %d %s >/dev/null", scripts, port2, dir2); }
 static int server2_stop(void) { return run("sh %s/pg-stop.sh %s >/dev/null", scripts, dir2); }
+/* A stop that keeps the cluster's data: the next server2_start restarts it with its rows. */
+static int server2_stop_keep(void) { return run("sh %s/pg-stop.sh %s --keep >/dev/null", scripts, dir2); }
 static pid_t server2_pid(void) {
     char path[340];
     FILE *f;
@@ -195,10 +198,12 @@ static void drv_free(drv *d) {
 }
 
 static int64_t g_stall_ms; /* simba_pg_desc.stall_timeout_ms of the next open_pg (0: default) */
+static int64_t g_max_lease; /* simba_pg_desc.max_lease_ms of the next open_pg (0: default) */
 static simba_result open_pg(simba_loop *loop, int port, const char *tbl, simba_backend **out) {
     simba_pg_desc pd;
     memset(&pd, 0, sizeof pd);
     pd.stall_timeout_ms = g_stall_ms;
+    pd.max_lease_ms = g_max_lease;
     pd.hostaddr = "127.0.0.1";
     pd.port = port;
     pd.user = "postgres";
@@ -609,7 +614,9 @@ TEST(rows_deleted_services_never_two_owners) {
     memset(&rb, 0, sizeof rb);
     snprintf(tbl, sizeof tbl, "%s_rs", table);
     REQUIRE(drv_add(&d) && drv_add(&d));
+    g_max_lease = 1200; /* the quarantine after the DELETE: one lease */
     REQUIRE(open_pg(d.l[0], port1, tbl, &be[0]) == SIMBA_OK && open_pg(d.l[1], port1, tbl, &be[1]) == SIMBA_OK);
+    g_max_lease = 0;
     a = contend(d.l[0], be[0], "deleted", "A", 800, 400, &ra);
     REQUIRE(a);
     WAIT_FOR(&d, simba_is_owner(a), 3000);
@@ -995,9 +1002,13 @@ static uint64_t connects(simba_backend *be) { return ((simba__pg *)simba_backend
    and contender A owning mutex (ttl 1000 ms); NULL when A does not own it within 5 s. */
 static simba_service *owner_on_server2(drv *d, simba_backend **be, const char *mutex, int64_t tr, rec *ra) {
     simba_service *a;
+    int64_t ml = g_max_lease;
     memset(d, 0, sizeof *d);
     memset(ra, 0, sizeof *ra);
-    if (!drv_add(d) || open_pg(d->l[0], port2, NULL, be) != SIMBA_OK) return NULL;
+    /* a crash case before may have left a quarantine: this case's leases are at most 2.5 s */
+    g_max_lease = ml ? ml : 2500;
+    if (!drv_add(d) || open_pg(d->l[0], port2, NULL, be) != SIMBA_OK) { g_max_lease = ml; return NULL; }
+    g_max_lease = ml;
     a = contend(d->l[0], *be, mutex, "A", 1000, tr, ra);
     if (!a) return NULL;
     WAIT_FOR(d, simba_is_owner(a), 5000);
@@ -1060,7 +1071,7 @@ TEST(server_restart) {
     a = owner_on_server2(&d, &be, "restart", 1000, &ra);
     REQUIRE(a);
     f1 = ra.fence;
-    REQUIRE(server2_stop() == 0);
+    REQUIRE(server2_stop_keep() == 0);
     WAIT_FOR(&d, !simba_is_owner(a), 3000);
     CHECK(!simba_is_owner(a));
     WAIT_FOR(&d, strstr(simba_backend_errmsg(be), "postgres:") != NULL, 2000);
@@ -1079,18 +1090,43 @@ TEST(server_restart) {
    next start; asynchronous commits not yet flushed are lost): the first grant after it finds
    the crash marker gone, so nobody becomes a new owner for ttl + transition, and the fences
    after it start above the floor. Without the quarantine B would own its free mutex at once. */
+static int pg_events;
+static int64_t pg_event_left;
+static char pg_event_msg[300];
+static void pg_on_event(simba_service *s, const simba_service_event *ev, void *u) {
+    (void)s;
+    (void)u;
+    if (ev->type != SIMBA_EVENT_QUARANTINE) return;
+    pg_events++;
+    pg_event_left = ev->left_ms;
+    snprintf(pg_event_msg, sizeof pg_event_msg, "%s", ev->msg);
+}
+
+/* The quarantine lasts the backend's max_lease_ms (2500 here), never longer: a lease over it
+   is refused at simba_contend with words, and B, within it, is granted right when the
+   quarantine ends, told so by on_event. */
 TEST(server_crash_quarantines) {
     drv d;
     simba_backend *be;
-    simba_service *a, *b;
+    simba_service *a, *b, *x = NULL;
+    simba_contend_desc cd;
     rec ra, rb;
     pid_t pid;
     int64_t t_up, dl;
     int seen = 0;
     char q[400];
     memset(&rb, 0, sizeof rb);
+    g_max_lease = 2500;
     a = owner_on_server2(&d, &be, "crash-a", 500, &ra);
+    g_max_lease = 0;
     REQUIRE(a);
+    CHECK_EQ(simba_backend_max_lease(be), 2500);
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = "crash-x";
+    cd.ttl_ms = 2000;
+    cd.transition_ms = 501;
+    CHECK_RC(simba_contend(d.l[0], be, &cd, &x), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(d.l[0]), "ttl_ms + transition_ms = 2501 exceeds the postgres backend's max_lease_ms = 2500") != NULL);
     pid = server2_pid();
     REQUIRE(pid > 0 && kill(pid, SIGQUIT) == 0);
     dl = mono_ms() + 10000;
@@ -1098,21 +1134,34 @@ TEST(server_crash_quarantines) {
     REQUIRE(kill(pid, 0) != 0);
     REQUIRE(server2_start() == 0);
     t_up = mono_ms();
-    b = contend(d.l[0], be, "crash-b", "B", 1000, 500, &rb); /* free: nobody ever owned it */
-    REQUIRE(b);
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = "crash-b"; /* free: nobody ever owned it */
+    cd.contender_id = "B";
+    cd.ttl_ms = 1000;
+    cd.transition_ms = 500;
+    cd.on_acquired = on_acq;
+    cd.on_released = on_rel;
+    cd.on_event = pg_on_event;
+    cd.user_data = &rb;
+    REQUIRE(simba_contend(d.l[0], be, &cd, &b) == SIMBA_OK && simba_start(b) == SIMBA_OK);
     dl = mono_ms() + 8000;
     while (!simba_is_owner(b) && mono_ms() < dl) {
         drv_once(&d, 20);
         if (strstr(simba_backend_errmsg(be), "crash quarantine")) seen = 1;
     }
     CHECK(simba_is_owner(b));
-    fprintf(stderr, "  B owned %lld ms after the restart, fence %llu; quarantine seen %d\n",
-            (long long)(rb.acq_us / 1000 - t_up), (unsigned long long)rb.fence, seen);
+    fprintf(stderr, "  B owned %lld ms after the restart, fence %llu; quarantine seen %d; %d event(s): %s\n",
+            (long long)(rb.acq_us / 1000 - t_up), (unsigned long long)rb.fence, seen, pg_events, pg_event_msg);
+    /* never later than the quarantine (it began at most at t_up) and B's ask at its end */
+    CHECK(rb.acq_us / 1000 - t_up <= 2500 + 500);
+    CHECK_EQ(pg_events, 1);
+    CHECK(pg_event_left > 0 && pg_event_left <= 2500);
+    CHECK(strstr(pg_event_msg, "crash quarantine") != NULL);
     /* on the server's clock, exact: the grant came a whole lease after the marker was found
        gone (which A's own re-acquisition may have found a moment before t_up) */
     snprintf(q, sizeof q, "SELECT m.acquired_ms - b.since_ms FROM \"%s\" m, \"%s_boot\" b WHERE m.name = 'crash-b'",
              table, table);
-    CHECK(raw_val(port2, q, NULL, NULL, NULL) >= 1500);
+    CHECK(raw_val(port2, q, NULL, NULL, NULL) >= 2500);
     CHECK(rb.fence > UINT64_C(1600000000000) * 1024 && rb.fence < (UINT64_C(1) << 53));
     CHECK(seen);
     drv_free(&d);
@@ -1445,8 +1494,10 @@ TEST(push_is_not_held) {
     memset(&ra, 0, sizeof ra);
     memset(&rb, 0, sizeof rb);
     REQUIRE(drv_add(&d) && drv_add(&d));
+    g_max_lease = 65000; /* a lease over the default bound */
     REQUIRE(open_pg(d.l[0], port1, NULL, &ba) == SIMBA_OK);
     REQUIRE(open_pg(d.l[1], port1, NULL, &bb) == SIMBA_OK);
+    g_max_lease = 0;
     a = contend(d.l[0], ba, "push-now", "A", 64000, 1000, &ra);
     REQUIRE(a);
     WAIT_FOR(&d, simba_is_owner(a), 5000);

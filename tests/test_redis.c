@@ -147,6 +147,32 @@ static simba_loop *newloop(void) {
     return loop;
 }
 
+/* Every process on a prefix uses one lease bound (the marker keeps it): a case that needs
+   another bound than the library's default, so that its data-loss quarantine is that long,
+   gets a prefix of its own for it. */
+static const char *prefix_for(int64_t max_lease) {
+    static char bufs[8][96];
+    static int64_t bounds[8];
+    int i;
+    for (i = 0; i < 8 && bounds[i]; i++)
+        if (bounds[i] == max_lease) return bufs[i];
+    if (i == 8) return prefix;
+    bounds[i] = max_lease;
+    snprintf(bufs[i], sizeof bufs[i], "%sb%lld:", prefix, (long long)max_lease);
+    return bufs[i];
+}
+static void desc_bound(simba_redis_desc *rd, int64_t max_lease) {
+    rd->max_lease_ms = max_lease;
+    rd->prefix = prefix_for(max_lease);
+}
+static simba_result open_redis_bound(simba_loop *loop, int port, int64_t max_lease, simba_backend **out) {
+    simba_redis_desc d;
+    memset(&d, 0, sizeof d);
+    d.port = port;
+    desc_bound(&d, max_lease);
+    return simba_redis_open(loop, &d, out);
+}
+
 static simba_result open_redis(simba_loop *loop, int port, simba_backend **out) {
     simba_redis_desc d;
     memset(&d, 0, sizeof d);
@@ -509,7 +535,7 @@ TEST(renew_after_data_loss) {
     REQUIRE(drv_add(&d));
     memset(&rd, 0, sizeof rd);
     rd.port = port1;
-    rd.prefix = prefix;
+    desc_bound(&rd, 1000); /* the quarantine after the FLUSHDB: one lease */
     rd.db = 9; /* FLUSHDB there leaves the other tests' data alone */
     REQUIRE(simba_redis_open(d.l[0], &rd, &be) == SIMBA_OK);
     a = contend(d.l[0], be, "loss", "A", 600, 400, &ra);
@@ -1256,7 +1282,7 @@ TEST(auth_and_db) {
     REQUIRE(drv_add(&d) && drv_add(&d));
     memset(&rd, 0, sizeof rd);
     rd.port = port2;
-    rd.prefix = prefix;
+    desc_bound(&rd, 3000);
     rd.password = "s3cret";
     rd.db = 3;
     REQUIRE(simba_redis_open(d.l[0], &rd, &be) == SIMBA_OK);
@@ -1265,7 +1291,7 @@ TEST(auth_and_db) {
     a = contend(d.l[0], be, "auth", "A", 2000, 1000, &ra);
     b = contend(d.l[1], bad, "auth", "B", 2000, 1000, &rb);
     REQUIRE(a && b);
-    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    WAIT_FOR(&d, simba_is_owner(a), 5000); /* db 3 after a restart: a quarantine of 3000 ms */
     CHECK(simba_is_owner(a));
     drv_run(&d, 300);
     CHECK(!simba_is_owner(b));
@@ -1284,7 +1310,7 @@ TEST(auth_and_db) {
         freeReplyObject(x);
         x = (redisReply *)redisCommand(c, "SELECT 3");
         freeReplyObject(x);
-        snprintf(key, sizeof key, "%s{auth}:owner", prefix);
+        snprintf(key, sizeof key, "%s{auth}:owner", prefix_for(3000));
         x = (redisReply *)redisCommand(c, "EXISTS %s", key);
         CHECK(x && x->type == REDIS_REPLY_INTEGER && x->integer == 1);
         freeReplyObject(x);
@@ -1380,8 +1406,8 @@ TEST(data_loss_flushall_no_second_owner) {
     memset(&ra, 0, sizeof ra);
     memset(&rb, 0, sizeof rb);
     REQUIRE(drv_add(&d) && drv_add(&d));
-    REQUIRE(open_redis(d.l[0], port2, &b1) == SIMBA_OK);
-    REQUIRE(open_redis(d.l[1], port2, &b2) == SIMBA_OK);
+    REQUIRE(open_redis_bound(d.l[0], port2, 4000, &b1) == SIMBA_OK);
+    REQUIRE(open_redis_bound(d.l[1], port2, 4000, &b2) == SIMBA_OK);
     a = contend(d.l[0], b1, "loss-flush", "A", 3000, 1000, &ra);
     REQUIRE(a);
     WAIT_FOR(&d, simba_is_owner(a), 3000);
@@ -1394,7 +1420,7 @@ TEST(data_loss_flushall_no_second_owner) {
     p.a = a, p.b = b, p.ra = &ra, p.rb = &rb;
     REQUIRE(raw_cmd(port2, "FLUSHALL") == 1);
     t_loss = mono_us();
-    snprintf(chan, sizeof chan, "%s{loss-flush}:wk:0:B", prefix);
+    snprintf(chan, sizeof chan, "%s{loss-flush}:wk:0:B", prefix_for(4000));
     CHECK(raw_cmd(port2, "PUBLISH %s %s", chan, "released A") == 1);
     both = drive_pair(&d, a, b, 15000, owned_again, &p);
     REQUIRE(owned_again(&p));
@@ -1428,7 +1454,7 @@ TEST(data_loss_restart_no_second_owner) {
     REQUIRE(drv_add(&d) && drv_add(&d));
     memset(&rd, 0, sizeof rd);
     rd.port = port2;
-    rd.prefix = prefix;
+    desc_bound(&rd, 4000);
     rd.reconnect_min_ms = rd.reconnect_max_ms = 2000;
     REQUIRE(simba_redis_open(d.l[0], &rd, &b1) == SIMBA_OK);
     rd.reconnect_min_ms = rd.reconnect_max_ms = 50;
@@ -1507,7 +1533,7 @@ static int64_t restart_then_acquire_ms(const char *opts) {
     memset(&d, 0, sizeof d);
     memset(&ra, 0, sizeof ra);
     if (run("rm -rf %s", dir3) != 0 || server3_start(opts) != 0) return -1;
-    if (drv_add(&d) && open_redis(d.l[0], port3, &be) == SIMBA_OK &&
+    if (drv_add(&d) && open_redis_bound(d.l[0], port3, 3000, &be) == SIMBA_OK &&
         (a = contend(d.l[0], be, "aof", "A", 2000, 1000, &ra)) != NULL) {
         WAIT_FOR(&d, simba_is_owner(a), 3000);
         if (simba_is_owner(a) && simba_stop(a) == SIMBA_OK) {
@@ -1555,7 +1581,7 @@ TEST(reacquire_after_local_step_down_new_fence) {
     REQUIRE(drv_add(&d));
     memset(&rd, 0, sizeof rd);
     rd.port = port2;
-    rd.prefix = prefix;
+    desc_bound(&rd, 4600);
     rd.command_timeout_ms = 5000; /* the late renewal is answered, not timed out */
     REQUIRE(simba_redis_open(d.l[0], &rd, &be) == SIMBA_OK);
     a = contend(d.l[0], be, "step-down", "A", 600, 4000, &ra);
@@ -1733,7 +1759,7 @@ TEST(refused_probes_said_once) {
     d.wait[d.n++] = 0;
     memset(&rd, 0, sizeof rd);
     rd.port = port3;
-    rd.prefix = prefix;
+    desc_bound(&rd, 800);
     rd.username = "lim";
     rd.password = "pw";
     REQUIRE(simba_redis_open(l, &rd, &be) == SIMBA_OK);
@@ -1751,6 +1777,112 @@ TEST(refused_probes_said_once) {
     CHECK_EQ(probe_logs, 2); /* INFO once, CONFIG GET once */
     drv_free(&d);
     CHECK(server3_stop() == 0);
+}
+
+static int qev_count;
+static simba_service_event qev_last;
+static char qev_msg[320];
+static int64_t qev_at;
+static void qev_record(simba_service *s, const simba_service_event *ev, void *u) {
+    (void)s;
+    (void)u;
+    qev_count++;
+    qev_last = *ev;
+    qev_at = mono_ms();
+    snprintf(qev_msg, sizeof qev_msg, "%s", ev->msg ? ev->msg : "");
+}
+
+/* A server that lost its data (FLUSHALL: marker and fresh declaration gone) quarantines for
+   the backend's max_lease_ms, never longer: a lease over the bound is refused at
+   simba_contend / simba_locker_new with words, one within it is granted right when the
+   quarantine ends, and the wait is an event with the reason. A process with another bound
+   on the same prefix is refused, since the marker keeps the bound every process agreed on. */
+TEST(lease_bound_refused_and_quarantine_ends_on_time) {
+    drv d;
+    simba_backend *be, *be_default, *other;
+    simba_service *x = NULL, *b, *c;
+    simba_locker *lk = NULL;
+    simba_locker_desc ld;
+    simba_contend_desc cd;
+    simba_stats st;
+    rec rb, rc;
+    int64_t t0, t_grant;
+    memset(&d, 0, sizeof d);
+    memset(&rb, 0, sizeof rb);
+    memset(&rc, 0, sizeof rc);
+    REQUIRE(drv_add(&d) && drv_add(&d));
+    REQUIRE(open_redis_bound(d.l[0], port2, 2500, &be) == SIMBA_OK);
+    REQUIRE(open_redis(d.l[0], port2, &be_default) == SIMBA_OK);
+    CHECK_EQ(simba_backend_max_lease(be), 2500);
+    CHECK_EQ(simba_backend_max_lease(be_default), SIMBA_MAX_LEASE_DEFAULT_MS);
+    /* over the bound: refused before any request, with field, value and bound */
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = "bound";
+    cd.contender_id = "X";
+    cd.ttl_ms = 2000;
+    cd.transition_ms = 501;
+    CHECK_RC(simba_contend(d.l[0], be, &cd, &x), SIMBA_EINVAL);
+    fprintf(stderr, "  %s\n", simba_loop_errmsg(d.l[0]));
+    CHECK(strstr(simba_loop_errmsg(d.l[0]), "ttl_ms + transition_ms = 2501") != NULL);
+    CHECK(strstr(simba_loop_errmsg(d.l[0]), "max_lease_ms = 2500") != NULL);
+    cd.ttl_ms = 2147483647; /* a typo of a few zeros in a config file */
+    cd.transition_ms = 0;
+    CHECK_RC(simba_contend(d.l[0], be_default, &cd, &x), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(d.l[0]), "max_lease_ms = 60000") != NULL);
+    memset(&ld, 0, sizeof ld);
+    ld.mutex = "bound";
+    ld.ttl_ms = 2500;
+    ld.transition_ms = 1;
+    CHECK_RC(simba_locker_new(d.l[0], be, &ld, &lk), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(d.l[0]), "simba_locker_new: ttl_ms + transition_ms = 2501") != NULL);
+    /* the loss */
+    REQUIRE(raw_cmd(port2, "FLUSHALL") == 1);
+    qev_count = 0;
+    cd.contender_id = "B";
+    cd.ttl_ms = 1500;
+    cd.transition_ms = 500;
+    cd.on_acquired = on_acq;
+    cd.on_released = on_rel;
+    cd.on_event = qev_record;
+    cd.user_data = &rb;
+    REQUIRE(simba_contend(d.l[0], be, &cd, &b) == SIMBA_OK);
+    t0 = mono_ms();
+    REQUIRE(simba_start(b) == SIMBA_OK);
+    drv_kick(&d);
+    WAIT_FOR(&d, simba_is_owner(b), 6000);
+    t_grant = mono_ms();
+    fprintf(stderr, "  granted %lld ms after the first ask (bound 2500); event after %lld ms: %s\n",
+            (long long)(t_grant - t0), (long long)(qev_at - t0), qev_msg);
+    CHECK(simba_is_owner(b));
+    CHECK(t_grant - t0 >= 2500 - 100); /* the quarantine held */
+    CHECK(t_grant - t0 <= 2500 + 400);  /* and nobody waited longer: the ask came at its end */
+    CHECK_EQ(qev_count, 1);
+    CHECK_EQ(qev_last.type, SIMBA_EVENT_QUARANTINE);
+    CHECK(qev_last.left_ms > 2000 && qev_last.left_ms <= 2500);
+    CHECK(strstr(qev_msg, "no grant for") != NULL && strstr(qev_msg, "first use") != NULL &&
+          strstr(qev_msg, "FLUSHALL") != NULL);
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    CHECK_RC(simba_service_stats(b, &st), SIMBA_OK);
+    CHECK_EQ(st.quarantines, 1);
+    CHECK_EQ(st.quarantine_left_ms, 0);
+    /* another bound on the same prefix: refused, in words */
+    {
+        simba_redis_desc rd;
+        memset(&rd, 0, sizeof rd);
+        rd.port = port2;
+        rd.prefix = prefix_for(2500);
+        rd.max_lease_ms = 3000;
+        REQUIRE(simba_redis_open(d.l[1], &rd, &other) == SIMBA_OK);
+    }
+    c = contend(d.l[1], other, "bound-other", "C", 1000, 500, &rc);
+    REQUIRE(c);
+    WAIT_FOR(&d, strstr(simba_backend_errmsg(other), "mismatch") != NULL, 3000);
+    fprintf(stderr, "  %s\n", simba_backend_errmsg(other));
+    CHECK(strstr(simba_backend_errmsg(other), "max_lease_ms mismatch: the marker") != NULL);
+    CHECK(strstr(simba_backend_errmsg(other), "holds 2500 ms, this process uses 3000 ms") != NULL);
+    CHECK(!simba_is_owner(c));
+    drv_free(&d);
 }
 
 /* Runs last: over every case above, nothing was completed twice (or logged as an error). */
@@ -1798,6 +1930,7 @@ int main(int argc, char **argv) {
     RUN(refused_probes_said_once);
     RUN(reacquire_after_local_step_down_new_fence);
     RUN(open_refusals_say_why);
+    RUN(lease_bound_refused_and_quarantine_ends_on_time);
     RUN(reconnect_backoff_huge);
     RUN(reconnect_backoff_exact_under_injected_random);
     RUN(crashed_waiter_killed);

@@ -50,6 +50,7 @@ static simba_result open_be(simba_loop *l, const char *master, simba_backend **b
     d.sentinels = sentinels;
     d.master_name = master;
     d.prefix = prefix;
+    d.max_lease_ms = 1500; /* every lease here: a failover quarantines one lease */
     d.connect_timeout_ms = 2000;
     d.command_timeout_ms = 1000;
     d.reconnect_max_ms = 500;

@@ -85,6 +85,10 @@ static void usage(FILE *f) {
         "      a line per owner change seen, until INT or TERM (an observer, never contends)\n"
         "  ls [--json]            every mutex the backend has stored, with its owner\n"
         "  release NAME --fence N force-release NAME, only if its current owner holds fence N\n"
+        "  init [--force]         Redis: declare a new server empty (simba:fresh in every db), so\n"
+        "                       that the first lock waits no data-loss quarantine; refused (1)\n"
+        "                       when it holds simba keys, unless --force. Not after a restart of\n"
+        "                       a server in use: a lease it lost may still be live\n"
         "  checkpoint [--every SEC]\n"
         "      SQLite: copy the WAL into the database file once, or every SEC seconds until INT\n"
         "      or TERM; for applications whose loops open SQLite with checkpoint = -1, so that\n"
@@ -474,6 +478,7 @@ typedef struct opts_t {
     const char *stats_sock; /* get --stats SOCKET */
     const char *stats_file; /* run/elect --stats-file FILE */
     int no_stats_socket;    /* run/elect --no-stats-socket */
+    int force;              /* init --force */
 } opts_t;
 
 /* Options may come before or after NAME; "--" ends them (run/elect: CMD follows). */
@@ -539,6 +544,8 @@ static int parse_opts(const char *cmd, int argc, char **argv, opts_t *o) {
             o->no_stats_socket = 1;
         } else if (strcmp(a, "--once") == 0) {
             o->once = 1;
+        } else if (strcmp(a, "--force") == 0) {
+            o->force = 1;
         } else if (strcmp(a, "--json") == 0) {
             o->json = 1;
         } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
@@ -1108,7 +1115,7 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
     if (rc != SIMBA_OK) {
         errorf("contend %s: %s (%s)", o->name, simba_loop_errmsg(r.loop), simba_strerror(rc));
         simba_loop_free(r.loop);
-        return EXIT_SOFTWARE;
+        return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_SOFTWARE; /* a lease over the backend's max_lease_ms */
     }
     if (!o->no_stats_socket) stats_open(&r, u); /* without it the lock still works */
     for (;;) {
@@ -1536,6 +1543,7 @@ static int cmd_get(const url_t *u, opts_t *o) {
     simba_backend *be;
     simba_view v;
     stats_reply *sr;
+    int64_t max_lease;
     int rc = open_inspect(u, o, 0, &loop, &be), have;
     if (rc != EXIT_OK) return rc;
     rc = simba_inspect_wait(be, o->name, &v, INSPECT_MS);
@@ -1544,6 +1552,8 @@ static int cmd_get(const url_t *u, opts_t *o) {
         simba_loop_free(loop);
         return rc;
     }
+    /* the bound this backend enforces (Redis: the one every process on the prefix agreed on) */
+    max_lease = simba_backend_max_lease(be);
     simba_loop_free(loop);
     sr = (stats_reply *)calloc(1, sizeof *sr);
     if (!sr) { errorf("out of memory"); return EXIT_OSERR; }
@@ -1552,6 +1562,8 @@ static int cmd_get(const url_t *u, opts_t *o) {
     if (o->json) {
         printf("{");
         print_view_members(&v);
+        if (max_lease > 0) printf(",\"max_lease_ms\":%lld", (long long)max_lease);
+        else printf(",\"max_lease_ms\":null");
         if (have) {
             printf(",\"stats\":");
             stats_print_json(sr);
@@ -1559,6 +1571,7 @@ static int cmd_get(const url_t *u, opts_t *o) {
         printf("}\n");
     } else {
         print_view(&v, 0, 0);
+        if (max_lease > 0) printf("max_lease_ms: %lld\n", (long long)max_lease);
         if (have) stats_print_text(sr);
     }
     free(sr);
@@ -1661,6 +1674,26 @@ static int cmd_release(const url_t *u, opts_t *o) {
 
 /* ---- main ---------------------------------------------------------------------------------------- */
 
+/* ---- init: declare a new Redis server empty ------------------------------------------------- */
+
+static int cmd_init(const url_t *u, opts_t *o) {
+    simba_redis_desc d;
+    char msg[512];
+    int rc;
+    if (u->kind != BE_REDIS) { errorf("init: for Redis only (redis://HOST[:PORT]): the other stores need no declaration"); return EXIT_USAGE; }
+    memset(&d, 0, sizeof d);
+    d.host = u->host;
+    d.port = u->port;
+    d.password = getenv("SIMBA_REDIS_PASSWORD");
+    d.username = getenv("SIMBA_REDIS_USERNAME");
+    if (d.password && !*d.password) d.password = NULL;
+    if (d.username && !*d.username) d.username = NULL;
+    rc = simba_redis_declare_fresh(&d, o->force, msg, sizeof msg);
+    if (rc == SIMBA_OK) { printf("redis://%s:%d: %s\n", u->host, u->port, msg); return EXIT_OK; }
+    errorf("init redis://%s:%d: %s", u->host, u->port, msg);
+    return rc == SIMBA_EEXIST ? EXIT_NO : rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND;
+}
+
 int main(int argc, char **argv) {
     opts_t o;
     url_t u;
@@ -1685,15 +1718,16 @@ int main(int argc, char **argv) {
     cmd = argv[i++];
     if (strcmp(cmd, "help") == 0) { usage(stdout); return EXIT_OK; }
     if (strcmp(cmd, "run") && strcmp(cmd, "elect") && strcmp(cmd, "get") && strcmp(cmd, "watch") && strcmp(cmd, "ls") && strcmp(cmd, "release") &&
-        strcmp(cmd, "checkpoint")) {
-        errorf("unknown command '%s' (run, elect, get, watch, ls, release, checkpoint; see simba --help)", cmd);
+        strcmp(cmd, "checkpoint") && strcmp(cmd, "init")) {
+        errorf("unknown command '%s' (run, elect, get, watch, ls, release, checkpoint, init; see simba --help)", cmd);
         return EXIT_USAGE;
     }
     for (j = i; j < argc && strcmp(argv[j], "--"); j++) /* help anywhere before the command */
         if (strcmp(argv[j], "-h") == 0 || strcmp(argv[j], "--help") == 0) { usage(stdout); return EXIT_OK; }
     if (parse_opts(cmd, argc - i, argv + i, &o)) return EXIT_USAGE;
-    if (strcmp(cmd, "ls") != 0 && strcmp(cmd, "checkpoint") != 0 && check_name(cmd, o.name)) return EXIT_USAGE;
-    if ((strcmp(cmd, "ls") == 0 || strcmp(cmd, "checkpoint") == 0) && o.name) { errorf("%s: unexpected argument '%s'", cmd, o.name); return EXIT_USAGE; }
+    if (strcmp(cmd, "ls") != 0 && strcmp(cmd, "checkpoint") != 0 && strcmp(cmd, "init") != 0 && check_name(cmd, o.name)) return EXIT_USAGE;
+    if ((strcmp(cmd, "ls") == 0 || strcmp(cmd, "checkpoint") == 0 || strcmp(cmd, "init") == 0) && o.name) { errorf("%s: unexpected argument '%s'", cmd, o.name); return EXIT_USAGE; }
+    if (o.force && strcmp(cmd, "init")) { errorf("%s: --force is for init", cmd); return EXIT_USAGE; }
     if (o.every_ms && strcmp(cmd, "checkpoint")) { errorf("%s: --every is for checkpoint", cmd); return EXIT_USAGE; }
     if (o.have_connect && strcmp(cmd, "run") && strcmp(cmd, "elect")) { errorf("%s: --connect-timeout is for run and elect", cmd); return EXIT_USAGE; }
     if (!strcmp(cmd, "run") || !strcmp(cmd, "elect")) {
@@ -1736,5 +1770,6 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "watch")) return cmd_watch(&u, &o);
     if (!strcmp(cmd, "ls")) return cmd_ls(&u, &o);
     if (!strcmp(cmd, "checkpoint")) return cmd_checkpoint(&u, &o);
+    if (!strcmp(cmd, "init")) return cmd_init(&u, &o);
     return cmd_release(&u, &o);
 }
