@@ -67,7 +67,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     line = buf;
     p = strchr(line, '\n');
     if (p) *p = 0;
-    simba__zk_copy(op->tag, sizeof op->tag, line);
+    simba__copy(op->tag, sizeof op->tag, line);
     while (p && n < 256) {
         line = p + 1;
         p = strchr(line, '\n');
