@@ -84,7 +84,7 @@
  *               fence grows by one at each change of owner and at each re-acquisition
  *               with renew = 0 (a local step-down the server never saw), and starts above
  *               a floor after a crash or lost rows (see CRASHES, LOST ROWS)
- *   <table>_boot  UNLOGGED, one row (since_ms, fence_floor): the crash marker
+ *   <table>_boot  UNLOGGED, one row (since_ms, fence_floor, max_lease_ms): the crash marker
  *   <table>_q   the wait queue: name, contender, channel, seq (arrival), expires_ms, and
  *               the waiter's ttl_ms / tr_ms (what a release grants it; added to a v0.1.0
  *               queue at setup)
@@ -113,7 +113,8 @@
  *   starts above a floor of (ms since 1970) << 10, so a fence handed out by a lost commit is
  *   never handed out again (unless a row was granted 1,024 times a ms; fences stay below 2^53,
  *   exact as doubles, until 2248). A clean shutdown or restart loses nothing and quarantines
- *   nothing. Every process on a table must use the same max_lease_ms.
+ *   nothing. Every process on a table must use the same max_lease_ms: the marker keeps the
+ *   first grant's, and a new grant asked with another is refused ("max_lease_ms mismatch").
  *
  * LOST ROWS (another program's DELETE or TRUNCATE of <table>, a DROP TABLE, a partial restore)
  *   Triggers on <table> (statement level, AFTER DELETE with its transition table, BEFORE
@@ -291,10 +292,20 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     "          ON CONFLICT (id) DO NOTHING;\n"                                                    \
     "        SELECT since_ms, fence_floor INTO b_since, b_floor FROM {B} WHERE id = 1;\n"        \
     "      END IF;\n"                                                                             \
-    "      b_until := b_since + greatest(" ttl " + " tr ",\n"                                    \
-    "        coalesce(nullif(current_setting('simba.max_lease_ms', true), '')::bigint, 0));\n"
+    "      my_bound := coalesce(nullif(current_setting('simba.max_lease_ms', true), '')::bigint, 0);\n" \
+    "      b_until := b_since + greatest(" ttl " + " tr ", my_bound);\n"
+/* Every process of a table agrees on max_lease_ms, the quarantine's length: the marker keeps
+   the first grant's bound, and a new grant asked with another is refused (o_first = 3, the
+   marker's bound in o_ttl, the asker's in o_tr). A session that set none (SQL of the
+   application's own) is not checked. */
 #define SIMBA__PG_GUARD                                                                           \
     SIMBA__PG_GUARD_LOAD("p_ttl", "p_tr")                                                         \
+    "      SELECT max_lease_ms INTO b_bound FROM {B} WHERE id = 1;\n"                              \
+    "      IF my_bound = 0 THEN NULL;\n"                                                          \
+    "      ELSIF b_bound = 0 THEN UPDATE {B} SET max_lease_ms = my_bound WHERE id = 1;\n"          \
+    "      ELSIF b_bound <> my_bound THEN\n"                                                      \
+    "        o_owner := ''; o_ttl := b_bound; o_tr := my_bound; o_held := -1; o_fence := 0; o_first := 3; RETURN;\n" \
+    "      END IF;\n"                                                                             \
     "      IF now_ms < b_until THEN\n"                                                            \
     "        o_owner := ''; o_ttl := b_until - now_ms; o_tr := 0; o_held := -1; o_fence := 0;\n"  \
     "        o_first := 2;\n"                                                                     \
@@ -361,9 +372,18 @@ static const char *const simba__pg_setup_sql[] = {
     "CREATE INDEX IF NOT EXISTS {I} ON {Q} (name, seq);\n"
     /* created with its row; a crash empties it (see SIMBA__PG_GUARD) */
     "DO $simba$ BEGIN\n"
-    "  CREATE UNLOGGED TABLE {B} (id int PRIMARY KEY, since_ms bigint NOT NULL, fence_floor bigint NOT NULL);\n"
+    "  CREATE UNLOGGED TABLE {B} (id int PRIMARY KEY, since_ms bigint NOT NULL, fence_floor bigint NOT NULL,\n"
+    "    max_lease_ms bigint NOT NULL DEFAULT 0);\n"
     "  INSERT INTO {B} VALUES (1, 0, 0);\n"
     "EXCEPTION WHEN duplicate_table THEN NULL;\n"
+    "END $simba$;\n",
+    /* (one script, cut in two for C99's longest string) a marker made before it kept the
+       bound (0: the next grant records it) */
+    "DO $simba$ BEGIN\n"
+    "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($n${B}$n$)\n"
+    "                 AND attname = 'max_lease_ms' AND NOT attisdropped) THEN\n"
+    "    ALTER TABLE {B} ADD COLUMN max_lease_ms bigint NOT NULL DEFAULT 0;\n"
+    "  END IF;\n"
     "END $simba$;\n"
     /* Only the server empties the marker (crash recovery, promotion, a restored backup: see
        SIMBA__PG_GUARD_LOAD); a statement that empties it starts the quarantine there. */
@@ -425,7 +445,7 @@ static const char *const simba__pg_setup_sql[] = {
     "  p_live bigint, p_renew boolean, p_chan text, " SIMBA__PG_OUT ")\n"
     "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"
     "DECLARE r {T}%ROWTYPE; now_ms bigint; head text; live boolean;\n"
-    "  b_since bigint; b_floor bigint; b_until bigint;\n"
+    "  b_since bigint; b_floor bigint; b_until bigint; b_bound bigint; my_bound bigint;\n"
     "BEGIN\n"
     /* A renewal of a live lease, the common case, is one statement (each statement of a
        function costs ~20 us of server time); its row lock serialises it as FOR UPDATE does. */
@@ -482,7 +502,7 @@ static const char *const simba__pg_setup_sql[] = {
     "CREATE OR REPLACE FUNCTION {R}(p_name text, p_id text, " SIMBA__PG_OUT ")\n"
     "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"
     "DECLARE r {T}%ROWTYPE; now_ms bigint; hd text; ch text; h_ttl bigint; h_tr bigint;\n"
-    "  b_since bigint; b_floor bigint; b_until bigint;\n"
+    "  b_since bigint; b_floor bigint; b_until bigint; my_bound bigint;\n"
     "BEGIN\n"
     "  SELECT * INTO r FROM {T} WHERE name = p_name FOR UPDATE;\n"
     "  IF NOT FOUND THEN\n"
@@ -639,7 +659,14 @@ static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply
         out->quarantine_ms = n[0]; /* the core asks again when it ends, and tells the application */
         return 0;
     }
-    if (n[4] != 0 && n[4] != 1) { snprintf(err, errcap, "postgres: first_in_line must be 0, 1 or 2"); return -1; }
+    if (n[4] == 3) { /* a grant refused: the table's marker keeps another max_lease_ms (SIMBA__PG_GUARD) */
+        snprintf(err, errcap, "postgres: max_lease_ms mismatch: the table's crash marker holds %lld ms, this process uses "
+                 "%lld ms; every process on a table must use the same max_lease_ms", (long long)n[0], (long long)n[1]);
+        out->rc = SIMBA_EBACKEND;
+        out->errmsg = err;
+        return 0;
+    }
+    if (n[4] != 0 && n[4] != 1) { snprintf(err, errcap, "postgres: first_in_line must be 0 to 3"); return -1; }
     out->first_in_line = (int)n[4];
     if (!vals[0][0]) return 0; /* nobody: the durations mean nothing */
     if (simba_id_check(vals[0]) != SIMBA_OK) { snprintf(err, errcap, "postgres: stored owner id is not a valid contender id"); return -1; }

@@ -1482,9 +1482,45 @@ TEST(batch_failure_grants_nothing) {
     drv_free(&d);
 }
 
+/* Every process of a table uses one max_lease_ms: the crash marker keeps the first grant's,
+   and a grant asked through a backend with another bound is refused in words, never obeyed. */
+TEST(max_lease_mismatch_refused) {
+    char tbl[80], q[200];
+    drv d;
+    simba_backend *ba, *bb;
+    simba_service *a, *b;
+    rec ra, rb;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    snprintf(tbl, sizeof tbl, "%s_bound", table);
+    REQUIRE(drv_add(&d) && drv_add(&d));
+    g_max_lease = 2500;
+    REQUIRE(open_pg(d.l[0], port1, tbl, &ba) == SIMBA_OK);
+    g_max_lease = 3000;
+    REQUIRE(open_pg(d.l[1], port1, tbl, &bb) == SIMBA_OK);
+    g_max_lease = 0;
+    a = contend(d.l[0], ba, "bound-a", "A", 1000, 500, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 5000);
+    REQUIRE(simba_is_owner(a));
+    snprintf(q, sizeof q, "SELECT max_lease_ms FROM \"%s_boot\" WHERE id = 1", tbl);
+    CHECK_EQ(raw_val(port1, q, NULL, NULL, NULL), 2500);
+    b = contend(d.l[1], bb, "bound-b", "B", 1000, 500, &rb);
+    REQUIRE(b);
+    WAIT_FOR(&d, strstr(simba_backend_errmsg(bb), "mismatch") != NULL, 5000);
+    fprintf(stderr, "  %s\n", simba_backend_errmsg(bb));
+    CHECK(strstr(simba_backend_errmsg(bb), "max_lease_ms mismatch: the table's crash marker holds 2500 ms, this process uses 3000 ms") != NULL);
+    drv_run(&d, 300);
+    CHECK(!simba_is_owner(b));
+    CHECK_EQ(rb.acq, 0);
+    drv_free(&d);
+}
+
 /* A waiter woken by NOTIFY still sees the old owner, yet its acquire is a handoff: it goes
    out at once, not after the batch window (here ttl/64 = 1000 ms). */
 TEST(push_is_not_held) {
+    char tbl[80];
     drv d;
     simba_backend *ba, *bb;
     simba_service *a, *b;
@@ -1494,9 +1530,10 @@ TEST(push_is_not_held) {
     memset(&ra, 0, sizeof ra);
     memset(&rb, 0, sizeof rb);
     REQUIRE(drv_add(&d) && drv_add(&d));
-    g_max_lease = 65000; /* a lease over the default bound */
-    REQUIRE(open_pg(d.l[0], port1, NULL, &ba) == SIMBA_OK);
-    REQUIRE(open_pg(d.l[1], port1, NULL, &bb) == SIMBA_OK);
+    g_max_lease = 65000; /* a lease over the default bound: a table of its own (one bound a table) */
+    snprintf(tbl, sizeof tbl, "%s_long", table);
+    REQUIRE(open_pg(d.l[0], port1, tbl, &ba) == SIMBA_OK);
+    REQUIRE(open_pg(d.l[1], port1, tbl, &bb) == SIMBA_OK);
     g_max_lease = 0;
     a = contend(d.l[0], ba, "push-now", "A", 64000, 1000, &ra);
     REQUIRE(a);
@@ -1624,6 +1661,7 @@ int main(int argc, char **argv) {
     RUN(rows_deleted_services_never_two_owners);
     RUN(table_dropped_under_live_owner);
     RUN(fairness_order_and_push);
+    RUN(max_lease_mismatch_refused);
     RUN(push_is_not_held);
     RUN(pushed_grant_one_hop);
     RUN(open_refusals_say_why);
