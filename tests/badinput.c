@@ -9,6 +9,7 @@
  * No server is needed: the Redis and ZooKeeper backends are opened towards closed ports
  * (opening never blocks) or refused before any connection.
  */
+/* Not on tests/fixture.h: each row is one call and its result code; the healthy owner needs one loop and simba_wait. */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_sql.h"
 #include "../simba_memory.h"

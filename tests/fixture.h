@@ -3,12 +3,20 @@
    simulated world of the core's tests: processes (a loop and a memory backend each) on one
    store, an injected clock and random source so that every timing is exact, and a wait-for
    with a deadline in simulated time. Include after the simba headers and check.h;
-   FIXTURE_REAL_TIME users define FIXTURE_NOW() (the time the recorders note). */
+   FIXTURE_REAL_TIME users define FIXTURE_NOW() (the time the recorders note).
+   FIXTURE_DRIVER (the backend tests: real servers, real time; implies FIXTURE_REAL_TIME): the
+   monotonic clock, a driver that runs several loops from one poll(2) over their descriptors,
+   timing every simba_poll call, and a recorder of wall time in its place; its users define
+   drv_loop_desc (each new loop's desc) instead of FIXTURE_NOW(). */
 #ifndef SIMBA_TEST_FIXTURE_H
 #define SIMBA_TEST_FIXTURE_H
 
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(FIXTURE_DRIVER) && !defined(FIXTURE_REAL_TIME)
+#define FIXTURE_REAL_TIME
+#endif
 
 #ifndef FIXTURE_REAL_TIME
 /* ---- the injected clock and random source -------------------------------------------- */
@@ -28,6 +36,7 @@ static void count_free(void *u, void *p) { (void)u; free(p); }
 #define FIXTURE_NOW() fake_now
 #endif /* !FIXTURE_REAL_TIME */
 
+#ifndef FIXTURE_DRIVER
 /* ---- recorder callbacks ----------------------------------------------------------------- */
 
 typedef struct rec {
@@ -82,6 +91,7 @@ static simba_service *contend_on(simba_loop *loop, simba_backend *be, const char
     CHECK_RC(simba_contend(loop, be, &d, &s), SIMBA_OK);
     return s;
 }
+#endif /* !FIXTURE_DRIVER */
 
 #ifndef FIXTURE_REAL_TIME
 /* ---- processes on one store ------------------------------------------------------------ */
@@ -154,5 +164,156 @@ static simba_service *contend_rec(proc *p, const char *mutex, const char *id, in
     return contend_on(p->loop, p->be, mutex, id, ttl, tr, r, step_down_on_disconnect);
 }
 #endif /* !FIXTURE_REAL_TIME */
+
+#ifdef FIXTURE_DRIVER
+/* ---- the real-time driver: loops on real backends, one poll(2) over all of them ------- */
+
+#include <poll.h>
+#include <time.h>
+
+static int64_t mono_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+static int64_t mono_ms(void) { return mono_us() / 1000; }
+
+typedef struct drv {
+    simba_loop *l[8];
+    int64_t wait[8];
+    int n;
+    int use_ready;       /* hand our poll(2) results in with simba_poll_ready */
+    int64_t max_poll_us; /* longest single simba_poll call, wall time (printed) */
+    check_polls pc;      /* what the "never blocks" checks look at */
+    long polls;
+} drv;
+
+/* Defined by the test file: the loop desc of every loop drv_add makes (log, random). */
+static void drv_loop_desc(simba_loop_desc *ld);
+
+static simba_loop *drv_add(drv *d) {
+    simba_loop *l = NULL;
+    simba_loop_desc ld;
+    memset(&ld, 0, sizeof ld);
+    drv_loop_desc(&ld);
+    if (simba_loop_new(&ld, &l) != SIMBA_OK) return NULL;
+    if (d->n < 8) {
+        d->l[d->n] = l;
+        d->wait[d->n++] = 0;
+    }
+    return l;
+}
+
+static void drv_once(drv *d, int64_t max_ms) {
+    struct pollfd p[64];
+    int cnt = 0, i;
+    int64_t wait = max_ms;
+    for (i = 0; i < d->n; i++) {
+        int k;
+        if (!d->l[i]) continue;
+        k = simba_fds(d->l[i], p + cnt, 64 - cnt);
+        if (k > 64 - cnt) k = 64 - cnt;
+        if (k > 0) cnt += k;
+        if (d->wait[i] < wait) wait = d->wait[i];
+    }
+    if (wait < 0) wait = 0;
+    if (poll(p, (nfds_t)cnt, (int)wait) < 0)
+        for (i = 0; i < cnt; i++) p[i].revents = 0;
+    for (i = 0; i < d->n; i++) {
+        int64_t t0, dt, w;
+        check_cost c0;
+        if (!d->l[i]) continue;
+        c0 = check_polls_begin();
+        t0 = mono_us();
+        w = d->use_ready ? simba_poll_ready(d->l[i], p, cnt) : simba_poll(d->l[i]);
+        dt = mono_us() - t0;
+        check_polls_end(&d->pc, c0);
+        if (dt > d->max_poll_us) d->max_poll_us = dt;
+        d->polls++;
+        d->wait[i] = w < 0 ? 10 : w;
+    }
+}
+
+/* Drive the loops until cond holds or ms of wall time passed; the caller then CHECKs cond. */
+#define WAIT_FOR(d, cond, ms)                                                               \
+    do {                                                                                    \
+        int64_t wf__end = mono_ms() + (ms);                                                 \
+        while (!(cond) && mono_ms() < wf__end) drv_once((d), 20);                           \
+    } while (0)
+
+/* After a call from outside the poll (stop, start): the waits we cached are stale. */
+static void drv_kick(drv *d) {
+    int i;
+    for (i = 0; i < d->n; i++) d->wait[i] = 0;
+}
+
+static void drv_run(drv *d, int64_t ms) {
+    int64_t end = mono_ms() + ms;
+    while (mono_ms() < end) drv_once(d, end - mono_ms());
+}
+
+static void drv_free(drv *d) {
+    int i;
+    for (i = 0; i < d->n; i++)
+        if (d->l[i]) simba_loop_free(d->l[i]);
+    d->n = 0;
+}
+/* The driver's recorder: wall time in µs and the order of acquisitions (the cases compare
+   them across processes); it asserts nothing itself, the cases check what it noted. */
+typedef struct rec {
+    int acq, rel;
+    int64_t acq_us, rel_us;
+    uint64_t fence;
+    simba_reason reason;
+    int order; /* position in a handoff sequence */
+} rec;
+
+static int acq_seq;
+static void on_acq(simba_service *s, const simba_state *st, void *u) {
+    rec *r = (rec *)u;
+    (void)s;
+    r->acq++;
+    r->acq_us = mono_us();
+    r->fence = st->after->fence;
+    r->order = ++acq_seq;
+}
+static void on_rel(simba_service *s, const simba_state *st, void *u) {
+    rec *r = (rec *)u;
+    (void)s;
+    r->rel++;
+    r->rel_us = mono_us();
+    r->reason = st->reason;
+}
+
+/* A started contender recording into r, or NULL. */
+static simba_service *contend_ex(simba_loop *l, simba_backend *be, const char *mutex, const char *id, int64_t ttl,
+                                 int64_t tr, rec *r, int step_down_on_disconnect) {
+    simba_contend_desc cd;
+    simba_service *s = NULL;
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = mutex;
+    cd.contender_id = id;
+    cd.ttl_ms = ttl;
+    cd.transition_ms = tr;
+    cd.on_acquired = on_acq;
+    cd.on_released = on_rel;
+    cd.user_data = r;
+    cd.step_down_on_disconnect = step_down_on_disconnect;
+    if (simba_contend(l, be, &cd, &s) != SIMBA_OK) return NULL;
+    if (simba_start(s) != SIMBA_OK) return NULL;
+    return s;
+}
+static simba_service *contend(simba_loop *l, simba_backend *be, const char *mutex, const char *id, int64_t ttl,
+                              int64_t tr, rec *r) {
+    return contend_ex(l, be, mutex, id, ttl, tr, r, 0);
+}
+
+/* The owner id a service sees, "" when it cannot tell. */
+static const char *viewed_owner(simba_service *s) {
+    static simba_owner o;
+    if (simba_owner_get(s, &o) != SIMBA_OK) return "";
+    return o.id;
+}
+#endif /* FIXTURE_DRIVER */
 
 #endif /* SIMBA_TEST_FIXTURE_H */

@@ -10,6 +10,7 @@
  *   4. a Locker's pending try becomes held while only the foreign loop runs: on_locked
  *      says so (nobody calls try again), within a few ms of the holder's unlock.
  * Prints its figures; exit 0 only when every check holds. */
+/* Not on tests/fixture.h: a foreign event loop (libuv, libev, libevent) drives simba here, not a poll(2) driver. */
 #define SIMBA_IMPLEMENTATION
 #include "../simba.h"
 #include "../simba_redis.h"

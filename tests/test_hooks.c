@@ -3,6 +3,7 @@
  * by a reconnect shows as stop then start); calls outside simba_poll that move the deadline
  * earlier reach the timer hook at once. Memory and SQLite in process; Redis against the real
  * redis-server on SIMBA_HOOKS_REDIS_PORT (tests/test_loops.sh starts one), which must answer. */
+/* Not on tests/fixture.h: what it records is the loop's fd and timer hook calls on one loop, not service callbacks. */
 #define SIMBA_IMPLEMENTATION
 #include "../simba.h"
 #include "../simba_memory.h"

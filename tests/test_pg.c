@@ -18,6 +18,8 @@
 #define SIMBA_HOLD_MS 1000
 #include "../simba_pg.h"
 #include "check.h"
+#define FIXTURE_DRIVER
+#include "fixture.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -38,13 +40,6 @@ static char table[64];                /* unique per run: leftovers never interfe
    (hundreds of ms). The 1 ms target is measured by make bench (W5); on a shared 2-core machine
    a poll that is merely preempted took 1.5 ms, so a test that checked 1 ms was flaky. */
 static int64_t poll_limit_us = 10000;
-
-static int64_t mono_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-static int64_t mono_ms(void) { return mono_us() / 1000; }
 
 /* Lets time pass with no loop polled (a place or lease must lapse, a push must wait unread):
    the test's subject, not a wait for something to happen. */
@@ -113,15 +108,6 @@ static long long raw_val(int port, const char *sql, const char *p1, const char *
 
 /* ---- loops and the driver ------------------------------------------------------------- */
 
-typedef struct drv {
-    simba_loop *l[8];
-    int64_t wait[8];
-    int n;
-    int64_t max_poll_us; /* longest single simba_poll call, wall time (printed) */
-    check_polls pc;      /* what the "never blocks" checks look at */
-    long polls;
-} drv;
-
 static int error_logs;
 static void count_errors(void *u, simba_log_level lv, const char *msg) {
     (void)u;
@@ -138,63 +124,10 @@ static uint32_t const_rand(void *u) {
     return 0x9e3779b9u;
 }
 
-static simba_loop *drv_add(drv *d) {
-    simba_loop *l = NULL;
-    simba_loop_desc ld;
-    memset(&ld, 0, sizeof ld);
-    if (drv_same_jitter) ld.random = const_rand;
-    ld.log = count_errors;
-    ld.log_level = SIMBA_LOG_ERROR;
-    if (simba_loop_new(&ld, &l) != SIMBA_OK) return NULL;
-    if (d->n < 8) {
-        d->l[d->n] = l;
-        d->wait[d->n++] = 0;
-    }
-    return l;
-}
-
-static void drv_once(drv *d, int64_t max_ms) {
-    struct pollfd p[64];
-    int cnt = 0, i;
-    int64_t wait = max_ms;
-    for (i = 0; i < d->n; i++) {
-        int k = simba_fds(d->l[i], p + cnt, 64 - cnt);
-        if (k > 64 - cnt) k = 64 - cnt;
-        if (k > 0) cnt += k;
-        if (d->wait[i] < wait) wait = d->wait[i];
-    }
-    if (wait < 0) wait = 0;
-    (void)poll(p, (nfds_t)cnt, (int)wait);
-    for (i = 0; i < d->n; i++) {
-        check_cost c0 = check_polls_begin();
-        int64_t t0 = mono_us(), dt, w;
-        w = simba_poll(d->l[i]);
-        dt = mono_us() - t0;
-        check_polls_end(&d->pc, c0);
-        if (dt > d->max_poll_us) d->max_poll_us = dt;
-        d->polls++;
-        d->wait[i] = w < 0 ? 10 : w;
-    }
-}
-
-#define WAIT_FOR(d, cond, ms)                                                               \
-    do {                                                                                    \
-        int64_t wf__end = mono_ms() + (ms);                                                 \
-        while (!(cond) && mono_ms() < wf__end) drv_once((d), 20);                           \
-    } while (0)
-
-static void drv_kick(drv *d) {
-    int i;
-    for (i = 0; i < d->n; i++) d->wait[i] = 0;
-}
-static void drv_run(drv *d, int64_t ms) {
-    int64_t end = mono_ms() + ms;
-    while (mono_ms() < end) drv_once(d, end - mono_ms());
-}
-static void drv_free(drv *d) {
-    int i;
-    for (i = 0; i < d->n; i++) simba_loop_free(d->l[i]);
-    d->n = 0;
+static void drv_loop_desc(simba_loop_desc *ld) {
+    if (drv_same_jitter) ld->random = const_rand;
+    ld->log = count_errors;
+    ld->log_level = SIMBA_LOG_ERROR;
 }
 
 static int64_t g_stall_ms; /* simba_pg_desc.stall_timeout_ms of the next open_pg (0: default) */
@@ -214,60 +147,6 @@ static simba_result open_pg(simba_loop *loop, int port, const char *tbl, simba_b
     pd.reconnect_min_ms = 50;
     pd.reconnect_max_ms = 400;
     return simba_pg_open(loop, &pd, out);
-}
-
-/* ---- services ------------------------------------------------------------------------- */
-
-typedef struct rec {
-    int acq, rel;
-    int64_t acq_us, rel_us;
-    uint64_t fence;
-    simba_reason reason;
-    int order; /* position in a handoff sequence */
-} rec;
-
-static int acq_seq;
-static void on_acq(simba_service *s, const simba_state *st, void *u) {
-    rec *r = (rec *)u;
-    (void)s;
-    r->acq++;
-    r->acq_us = mono_us();
-    r->fence = st->after->fence;
-    r->order = ++acq_seq;
-}
-static void on_rel(simba_service *s, const simba_state *st, void *u) {
-    rec *r = (rec *)u;
-    (void)s;
-    r->rel++;
-    r->rel_us = mono_us();
-    r->reason = st->reason;
-}
-
-static simba_service *contend_ex(simba_loop *l, simba_backend *be, const char *mutex, const char *id, int64_t ttl, int64_t tr,
-                                 rec *r, int step_down_on_disconnect) {
-    simba_contend_desc cd;
-    simba_service *s = NULL;
-    memset(&cd, 0, sizeof cd);
-    cd.mutex = mutex;
-    cd.contender_id = id;
-    cd.ttl_ms = ttl;
-    cd.transition_ms = tr;
-    cd.on_acquired = on_acq;
-    cd.on_released = on_rel;
-    cd.user_data = r;
-    cd.step_down_on_disconnect = step_down_on_disconnect;
-    if (simba_contend(l, be, &cd, &s) != SIMBA_OK) return NULL;
-    if (simba_start(s) != SIMBA_OK) return NULL;
-    return s;
-}
-static simba_service *contend(simba_loop *l, simba_backend *be, const char *mutex, const char *id, int64_t ttl, int64_t tr, rec *r) {
-    return contend_ex(l, be, mutex, id, ttl, tr, r, 0);
-}
-
-static const char *viewed_owner(simba_service *s) {
-    static simba_owner o;
-    if (simba_owner_get(s, &o) != SIMBA_OK) return "";
-    return o.id;
 }
 
 /* ---- cases ------------------------------------------------------------------------------ */

@@ -17,10 +17,11 @@
 #define SIMBA_IMPLEMENTATION
 #include "../simba_redis.h"
 #include "check.h"
+#define FIXTURE_DRIVER
+#include "fixture.h"
 
 #include <errno.h>
 #include <stdarg.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -33,13 +34,6 @@ static int started2;
 static const char *scripts = "scripts";
 static char prefix[64]; /* unique per run: leftovers of earlier runs never interfere */
 static int64_t poll_limit_us = 10000; /* "no simba_poll call takes more than a few ms" */
-
-static int64_t mono_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-static int64_t mono_ms(void) { return mono_us() / 1000; }
 
 /* ---- raw (blocking) inspection connection: test side only ------------------------------ */
 
@@ -113,16 +107,6 @@ static pid_t server2_pid(void) {
 
 /* ---- loops and the driver ------------------------------------------------------------- */
 
-typedef struct drv {
-    simba_loop *l[8];
-    int64_t wait[8];
-    int n;
-    int use_ready;       /* hand our poll(2) results in with simba_poll_ready */
-    int64_t max_poll_us; /* longest single simba_poll call, wall time (printed) */
-    check_polls pc;      /* what the "never blocks" checks look at */
-    long polls;
-} drv;
-
 /* The core logs an ERROR when a backend completes a request twice: count every ERROR. */
 static int error_logs, policy_logs;
 static void count_errors(void *u, simba_log_level lv, const char *msg) {
@@ -137,12 +121,15 @@ static void count_errors(void *u, simba_log_level lv, const char *msg) {
     }
 }
 
+static void drv_loop_desc(simba_loop_desc *ld) {
+    ld->log = count_errors;
+    ld->log_level = SIMBA_LOG_ERROR;
+}
 static simba_loop *newloop(void) {
     simba_loop *loop = NULL;
     simba_loop_desc ld;
     memset(&ld, 0, sizeof ld);
-    ld.log = count_errors;
-    ld.log_level = SIMBA_LOG_ERROR;
+    drv_loop_desc(&ld);
     if (simba_loop_new(&ld, &loop) != SIMBA_OK) return NULL;
     return loop;
 }
@@ -181,120 +168,7 @@ static simba_result open_redis(simba_loop *loop, int port, simba_backend **out) 
     return simba_redis_open(loop, &d, out);
 }
 
-static simba_loop *drv_add(drv *d) {
-    simba_loop *l = newloop();
-    if (l && d->n < 8) {
-        d->l[d->n] = l;
-        d->wait[d->n++] = 0;
-    }
-    return l;
-}
-
-static void drv_once(drv *d, int64_t max_ms) {
-    struct pollfd p[64];
-    int cnt = 0, i;
-    int64_t wait = max_ms;
-    for (i = 0; i < d->n; i++) {
-        int k;
-        if (!d->l[i]) continue;
-        k = simba_fds(d->l[i], p + cnt, 64 - cnt);
-        if (k > 64 - cnt) k = 64 - cnt;
-        if (k > 0) cnt += k;
-        if (d->wait[i] < wait) wait = d->wait[i];
-    }
-    if (wait < 0) wait = 0;
-    if (poll(p, (nfds_t)cnt, (int)wait) < 0)
-        for (i = 0; i < cnt; i++) p[i].revents = 0;
-    for (i = 0; i < d->n; i++) {
-        int64_t t0, dt, w;
-        check_cost c0;
-        if (!d->l[i]) continue;
-        c0 = check_polls_begin();
-        t0 = mono_us();
-        w = d->use_ready ? simba_poll_ready(d->l[i], p, cnt) : simba_poll(d->l[i]);
-        dt = mono_us() - t0;
-        check_polls_end(&d->pc, c0);
-        if (dt > d->max_poll_us) d->max_poll_us = dt;
-        d->polls++;
-        d->wait[i] = w < 0 ? 10 : w;
-    }
-}
-
-#define WAIT_FOR(d, cond, ms)                                                               \
-    do {                                                                                    \
-        int64_t wf__end = mono_ms() + (ms);                                                 \
-        while (!(cond) && mono_ms() < wf__end) drv_once((d), 20);                           \
-    } while (0)
-
-/* After a call from outside the poll (stop, start): the waits we cached are stale. */
-static void drv_kick(drv *d) {
-    int i;
-    for (i = 0; i < d->n; i++) d->wait[i] = 0;
-}
-
-static void drv_run(drv *d, int64_t ms) {
-    int64_t end = mono_ms() + ms;
-    while (mono_ms() < end) drv_once(d, end - mono_ms());
-}
-
-static void drv_free(drv *d) {
-    int i;
-    for (i = 0; i < d->n; i++)
-        if (d->l[i]) simba_loop_free(d->l[i]);
-    d->n = 0;
-}
-
 /* ---- services ------------------------------------------------------------------------- */
-
-typedef struct rec {
-    int acq, rel;
-    int64_t acq_us, rel_us;
-    uint64_t fence;
-    simba_reason reason;
-} rec;
-
-static void on_acq(simba_service *s, const simba_state *st, void *u) {
-    rec *r = (rec *)u;
-    (void)s;
-    r->acq++;
-    r->acq_us = mono_us();
-    r->fence = st->after->fence;
-}
-static void on_rel(simba_service *s, const simba_state *st, void *u) {
-    rec *r = (rec *)u;
-    (void)s;
-    r->rel++;
-    r->rel_us = mono_us();
-    r->reason = st->reason;
-}
-
-static simba_service *contend_ex(simba_loop *l, simba_backend *be, const char *mutex, const char *id,
-                                 int64_t ttl, int64_t tr, rec *r, int step_down_on_disconnect) {
-    simba_contend_desc cd;
-    simba_service *s = NULL;
-    memset(&cd, 0, sizeof cd);
-    cd.mutex = mutex;
-    cd.contender_id = id;
-    cd.ttl_ms = ttl;
-    cd.transition_ms = tr;
-    cd.on_acquired = on_acq;
-    cd.on_released = on_rel;
-    cd.user_data = r;
-    cd.step_down_on_disconnect = step_down_on_disconnect;
-    if (simba_contend(l, be, &cd, &s) != SIMBA_OK) return NULL;
-    if (simba_start(s) != SIMBA_OK) return NULL;
-    return s;
-}
-static simba_service *contend(simba_loop *l, simba_backend *be, const char *mutex, const char *id,
-                              int64_t ttl, int64_t tr, rec *r) {
-    return contend_ex(l, be, mutex, id, ttl, tr, r, 0);
-}
-
-static const char *viewed_owner(simba_service *s) {
-    static simba_owner o;
-    if (simba_owner_get(s, &o) != SIMBA_OK) return "";
-    return o.id;
-}
 
 static void mname(char *buf, size_t cap, const char *what) { snprintf(buf, cap, "%s", what); }
 

@@ -5,6 +5,7 @@
  * redis-server on $SIMBA_CLUSTER_PLAIN_PORT (default 6606) for the configuration-error
  * cases. A cluster that cannot be reached fails the run. Run: build/test_redis_cluster [filter]
  */
+/* Not on tests/fixture.h: its one or two loops run through simba_wait (the blocking driver these cases exercise). */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_redis.h"
 #include "check.h"

@@ -5,6 +5,7 @@
  * build/redis-sentinel, kills the primary, and stops everything by PID at the end. A setup
  * that does not start fails the run. Run: build/test_redis_sentinel [filter]
  */
+/* Not on tests/fixture.h: its one loop runs through simba_wait (the blocking driver this case exercises). */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_redis.h"
 #include "check.h"
