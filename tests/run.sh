@@ -3,7 +3,8 @@
 # ZooKeeper on loopback ports of its own, stops them (by PID) on exit, prints each suite's
 # result and a closing "total: N passed, N failed" line. Exit status 0 only if all passed.
 #   SIMBA_TEST_ONLY="core sql" limits the run to some groups (core asan sql redis zk pg
-#   reliability; cli loops scale cluster ensemble private_checkout run in a full run); make
+#   reliability; cli loops scale cluster ensemble private_checkout run in a full run, which runs
+#   the pg group from the private copy only); make
 #   test-GROUP too.
 set -u
 cd "$(dirname "$0")/.."
@@ -104,7 +105,8 @@ if want zk; then
         FAIL=$((FAIL + 1)); FAILED="$FAILED zk-server"
     fi
 fi
-if want pg; then
+# A full run runs the pg group once, from the private copy (private_checkout, below).
+if want pg && [ -n "${SIMBA_TEST_ONLY:-}" ]; then
     # test_pg starts and stops a private server of its own on SIMBA_PG_PORT + 1
     if sh scripts/pg-start.sh "$SIMBA_PG_PORT" "$SIMBA_PG_DIR" >"$LOGS/pg-server.log" 2>&1; then
         run pg $B/test_pg
@@ -153,9 +155,9 @@ if want reliability && [ -f tests/test_reliability.sh ]; then
     run reliability bash tests/test_reliability.sh
 fi
 
-# the PostgreSQL suites once more from a copy of the tree under a mode-0700 directory (ports
-# SIMBA_PRIVATE_PG_PORT 5456..5457, SIMBA_PRIVATE_FAULT_PG_PORT 5458): servers that run as
-# another user must not depend on where the checkout lives
+# the PostgreSQL suites (the pg group) from a copy of the tree under a mode-0700 directory
+# (ports SIMBA_PRIVATE_PG_PORT 5456..5457, SIMBA_PRIVATE_FAULT_PG_PORT 5458): servers that
+# run as another user must not depend on where the checkout lives
 if want private_checkout || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
     run private_checkout bash tests/test_private_checkout.sh
 fi
