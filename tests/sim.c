@@ -1226,22 +1226,18 @@ static void svc_action(proc *p, int slot) {
             break;
         }
         case LK_WANT:
+        case LK_HELD:
             if (W->G >= h->until) {
+                int code = h->lk_state == LK_WANT ? 4 : 3; /* gives up waiting, or unlocks */
                 h->lk_state = locker_unlock(p, s) == SIMBA_ELOST ? LK_LAPSED : LK_IDLE;
-                trace_mx(p->idx, T_ACTION, s->mutex, 4, 0, h->id);
+                trace_mx(p->idx, T_ACTION, s->mutex, code, 0, h->id);
                 next = rng_range(&p->r_app, 0, 3000);
             } else {
                 next = h->until - W->G;
             }
             break;
-        case LK_HELD:
-            if (W->G >= h->until) {
-                h->lk_state = locker_unlock(p, s) == SIMBA_ELOST ? LK_LAPSED : LK_IDLE;
-                trace_mx(p->idx, T_ACTION, s->mutex, 3, 0, h->id);
-                next = rng_range(&p->r_app, 0, 3000);
-            } else {
-                next = h->until - W->G;
-            }
+        case LK_LAPSED: /* unlocked; its on_lost is due from the next poll */
+            next = rng_range(&p->r_app, 0, 3000);
             break;
         default: /* lost: unlock to use it again */
             simba_locker_unlock(s->lk);
