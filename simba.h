@@ -248,6 +248,11 @@ extern "C" {
 #define SIMBA_MAX_LEASE_DEFAULT_MS 60000
 /* simba_poll() never asks to be called later than this. */
 #define SIMBA_MAX_WAIT_MS 60000
+/* Largest value stored with an ownership, bytes (see LEADERSHIP VALUE). Every process that
+   shares a store should agree on it: a store holds what the largest one allows. */
+#ifndef SIMBA_VALUE_MAX
+#define SIMBA_VALUE_MAX 1024
+#endif
 
 /* >>api */
 typedef enum simba_result {
@@ -285,6 +290,8 @@ typedef struct simba_owner {
     int64_t ttl_at;            /* end of the exclusive lease */
     int64_t transition_at;     /* end of the transition window */
     uint64_t fence;            /* strictly increases from ownership to ownership */
+    size_t value_len;          /* the owner's value (see LEADERSHIP VALUE): value_len bytes, */
+    unsigned char value[SIMBA_VALUE_MAX]; /* any bytes, NUL included; 0 = none */
 } simba_owner;
 
 /* Why ownership left this contender: on_released says it in simba_state.reason. */
@@ -298,9 +305,10 @@ typedef enum simba_reason {
     SIMBA_REASON_SESSION,    /* the backend reported the ownership gone (SIMBA_EV_LOST:
                                 ZooKeeper session expired) */
     SIMBA_REASON_CONNECTION, /* the backend lost its connection (SIMBA_EV_DISCONNECTED) */
+    SIMBA_REASON_YIELDED,    /* simba_yield passed the ownership to the oldest live waiter */
     SIMBA_REASON_COUNT_      /* number of reasons; may grow (see SIMBA_REASON_SLOTS) */
 } simba_reason;
-/* "stopped", "unlocked", "lapsed", "refused", "session", "connection", "none"; "unknown"
+/* "stopped", "unlocked", "lapsed", "refused", "session", "connection", "yielded", "none"; "unknown"
    for a value out of range. */
 SIMBA_API const char *simba_reason_str(int reason);
 
@@ -426,12 +434,19 @@ typedef void (*simba_state_fn)(simba_service *svc, const simba_state *state, voi
 typedef enum simba_service_event_type {
     /* the store grants nobody until .until: it may have lost a lease that is still live
        (see DATA-LOSS QUARANTINE); the contender asks again then */
-    SIMBA_EVENT_QUARANTINE = 1
+    SIMBA_EVENT_QUARANTINE = 1,
+    /* simba_yield found no live waiter: this contender still owns the mutex, same fence
+       (a yield that passes it on is on_released with SIMBA_REASON_YIELDED instead) */
+    SIMBA_EVENT_YIELD_KEPT = 2,
+    /* simba_yield or simba_set_value failed in the backend (msg says why); ownership is
+       unchanged as far as this contender knows, and renewals go on */
+    SIMBA_EVENT_YIELD_FAILED = 3,
+    SIMBA_EVENT_VALUE_FAILED = 4
 } simba_service_event_type;
 typedef struct simba_service_event {
     simba_service_event_type type;
-    int64_t until;   /* loop time (simba_now) when grants may resume */
-    int64_t left_ms; /* until - now */
+    int64_t until;   /* QUARANTINE: loop time (simba_now) when grants may resume; else 0 */
+    int64_t left_ms; /* QUARANTINE: until - now; else 0 */
     const char *msg; /* the backend's words, e.g. "... marker was missing or stale: first use,
                         restart without persistence, FLUSHALL or eviction" */
 } simba_service_event;
@@ -455,6 +470,15 @@ typedef struct simba_contend_desc {
     int step_down_on_disconnect;
     /* optional: events that are not ownership changes (simba_service_event_type), from the poll */
     simba_event_fn on_event;
+    /* optional: the value stored with each ownership this contender gains (LEADERSHIP
+       VALUE): value_len bytes (0..SIMBA_VALUE_MAX, any bytes), copied at simba_contend */
+    const void *value;
+    size_t value_len;
+    /* optional: renewals have failed and the local lease has less than at_risk_ms left
+       (0 = half of renew_margin_ms): called once per tenure, left_ms = what is left;
+       on_released (lapsed) follows if no renewal is confirmed in time (AT RISK) */
+    void (*on_at_risk)(simba_service *svc, int64_t left_ms, void *user_data);
+    int64_t at_risk_ms;
 } simba_contend_desc;
 
 typedef struct simba_observe_desc {
@@ -488,6 +512,20 @@ SIMBA_API simba_result simba_owner_get(const simba_service *svc, simba_owner *ou
 SIMBA_API const char *simba_service_contender_id(const simba_service *svc);
 SIMBA_API const char *simba_service_mutex(const simba_service *svc);
 SIMBA_API void *simba_service_user_data(const simba_service *svc);
+/* Proclaim: the owner replaces the value stored with its ownership, same fence, same lease
+   (LEADERSHIP VALUE). Non-blocking: the store answers in a later poll; on_owner then fires
+   (observers learn it at their next read or push). SIMBA_ESTATE when this contender does not
+   own the mutex; SIMBA_EINVAL when len > SIMBA_VALUE_MAX or value is NULL with len > 0 (the
+   errmsg names the field, the length and the limit). The value is also the one the next
+   ownership stores. If the store finds the fence gone, ownership ends as a refused renewal
+   ends it (on_released, reason "refused"). */
+SIMBA_API simba_result simba_set_value(simba_service *svc, const void *value, size_t len);
+/* Hand over on purpose (YIELD): in one store operation, if a live waiter is queued, the
+   mutex passes to the oldest one (pushed to it, as a release is) and this contender joins
+   the back of the queue as a waiter; otherwise it keeps it. Non-blocking: the outcome comes
+   from a later poll, on_released with SIMBA_REASON_YIELDED when passed, on_event
+   SIMBA_EVENT_YIELD_KEPT when kept. SIMBA_ESTATE when not the owner, or a yield is pending. */
+SIMBA_API simba_result simba_yield(simba_service *svc);
 
 /* ---- statistics ---------------------------------------------------------------------- */
 
@@ -552,6 +590,11 @@ typedef struct simba_locker_desc {
        callback-driven loop need not call try again and again; simba_locker_lock() returns
        instead */
     void (*on_locked)(simba_locker *lk, void *user_data);
+    const void *value; /* as in simba_contend_desc */
+    size_t value_len;
+    /* optional: as simba_contend_desc.on_at_risk; on_lost follows if the lease lapses */
+    void (*on_at_risk)(simba_locker *lk, int64_t left_ms, void *user_data);
+    int64_t at_risk_ms;
 } simba_locker_desc;
 
 SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, const simba_locker_desc *desc, simba_locker **out);
@@ -607,6 +650,8 @@ typedef struct simba_scheduler_desc {
     void (*work)(simba_scheduler *s, void *user_data); /* required; runs inside simba_poll */
     void *user_data;
     int step_down_on_disconnect; /* as in simba_contend_desc */
+    const void *value; /* as in simba_contend_desc: the leader's value */
+    size_t value_len;
 } simba_scheduler_desc;
 
 SIMBA_API simba_result simba_scheduler_new(simba_loop *loop, simba_backend *be, const simba_scheduler_desc *desc, simba_scheduler **out);
@@ -650,6 +695,11 @@ typedef struct simba_view {
     int waiters;                  /* contenders in the store's wait queue, -1 when not known
                                      (simba_list does not read queues) */
     char waiter[SIMBA_VIEW_WAITERS][SIMBA_ID_MAX + 1]; /* the first of them, oldest first */
+    /* The owner's value (LEADERSHIP VALUE), NULL/0 = none. A backend points it at bytes valid
+       until simba_req_view returns (copied). A caller's view: valid until the next
+       inspection answer on this loop is handed out, or the loop is freed. */
+    const unsigned char *value;
+    size_t value_len;
 } simba_view;
 
 /* simba_inspect: once, with the view (rc SIMBA_OK) or the error. simba_list: once per mutex
@@ -685,9 +735,22 @@ typedef enum simba_op {
                              one, then simba_req_done() */
     SIMBA_OP_LIST = 5,    /* every mutex the store holds: simba_req_view() each (waiters -1
                              is enough), then simba_req_done() (mutex is "") */
-    SIMBA_OP_FORCE_RELEASE = 6 /* clear mutex's owner only if it holds req->fence, in one
-                                  store operation, waking the head waiter as a release does;
-                                  done with SIMBA_OK when cleared, SIMBA_ESTATE when not */
+    SIMBA_OP_FORCE_RELEASE = 6, /* clear mutex's owner only if it holds req->fence, in one
+                                   store operation, waking the head waiter as a release does;
+                                   done with SIMBA_OK when cleared, SIMBA_ESTATE when not */
+    /* Through vt->submit, as ACQUIRE and RELEASE: */
+    SIMBA_OP_SET_VALUE = 7, /* replace the stored value with req->value only if contender owns
+                               mutex with req->fence and its lease is live by the store's
+                               clock; fence and times unchanged. SIMBA_OK with the owner fields
+                               and the new value; SIMBA_ESTATE with words when the fence no
+                               longer holds */
+    SIMBA_OP_YIELD = 8      /* only if contender owns it with req->fence: with a live waiter
+                               other than contender queued, end the ownership as RELEASE does
+                               (value cleared, release pushed to the waiters) and queue
+                               contender at the BACK as a live waiter (req->live_ms), reply
+                               yielded = 1; with none, change nothing, yielded = 0 and the owner
+                               fields as a renewal's answer. SIMBA_ESTATE when the fence no
+                               longer holds. One atomic store operation */
 } simba_op;
 
 /* A request, owned by the core. Its fields stay valid until simba_req_done(). */
@@ -727,7 +790,13 @@ struct simba_req {
                            (one round trip or commit for many), the core's rule: a renewal or
                            a waiter's routine re-ask min(ttl/64, SIMBA_HOLD_MS), an ask at a
                            lease end min(ttl/256, SIMBA_HOLD_TAKEOVER_MS); else 0 */
-    uint64_t fence;     /* FORCE_RELEASE: the fence the owner must still hold */
+    uint64_t fence;     /* FORCE_RELEASE, SET_VALUE, YIELD: the fence the owner must still hold */
+    /* ACQUIRE: the value a NEW grant stores, in the same store operation as the grant (a
+       renewal leaves the stored value alone). SET_VALUE: the new value. value_len bytes,
+       0..SIMBA_VALUE_MAX (checked by the core), any bytes (NUL, non-UTF-8): stores keep them
+       exactly. NULL when value_len is 0. */
+    const unsigned char *value;
+    size_t value_len;
     /* private to the core (done_ fills the last int's padding) */
     int done_;
     simba_service *svc_;
@@ -752,6 +821,11 @@ typedef struct simba_reply {
     int64_t quarantine_ms;      /* rc != SIMBA_OK on an ACQUIRE: the store grants nobody for this
                                    long (its data-loss quarantine), 0 = not that; the core asks
                                    again when it ends and raises SIMBA_EVENT_QUARANTINE */
+    /* the owner's stored value with the owner fields (copied by the core); NULL/0 = none.
+       A value longer than SIMBA_VALUE_MAX is a malformed answer (SIMBA_EBACKEND) */
+    const unsigned char *value;
+    size_t value_len;
+    int yielded;                /* YIELD: 1 when the ownership passed to a waiter, else 0 */
 } simba_reply;
 
 typedef enum simba_event_kind {
@@ -1697,7 +1771,7 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     }
     if (reply->rc == SIMBA_OK && reply->owner && reply->owner[0] && simba_id_check(reply->owner) != SIMBA_OK) {
         /* Whatever the store holds, users only ever see well-formed ids. */
-        static const simba_reply bad = {SIMBA_EBACKEND, "backend reported a malformed owner id", NULL, 0, 0, -1, 0, 0, 0};
+        static const simba_reply bad = {SIMBA_EBACKEND, "backend reported a malformed owner id", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0};
         reply = &bad;
     }
     s->rep.rc = reply->rc;
@@ -1717,7 +1791,7 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
             s->rep_owner = s->rep_other;
         } else {
             /* The answer cannot be kept: like a request that failed, the core backs off. */
-            static const simba_reply oom = {SIMBA_ENOMEM, "out of memory keeping a backend's answer", NULL, 0, 0, -1, 0, 0, 0};
+            static const simba_reply oom = {SIMBA_ENOMEM, "out of memory keeping a backend's answer", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0};
             reply = &oom;
             s->rep.rc = reply->rc;
             s->rep.held_ms = reply->held_ms;
@@ -2619,6 +2693,12 @@ SIMBA_API simba_result simba_owner_get(const simba_service *s, simba_owner *out)
 SIMBA_API const char *simba_service_contender_id(const simba_service *s) { return simba__svc_ok(s) ? s->id : NULL; }
 SIMBA_API const char *simba_service_mutex(const simba_service *s) { return simba__svc_ok(s) ? s->mx->name : NULL; }
 SIMBA_API void *simba_service_user_data(const simba_service *s) { return simba__svc_ok(s) ? s->user : NULL; }
+SIMBA_API simba_result simba_set_value(simba_service *s, const void *value, size_t len) {
+    (void)value;
+    (void)len;
+    return simba__svc_ok(s) ? SIMBA_ESTATE : SIMBA_EINVAL;
+}
+SIMBA_API simba_result simba_yield(simba_service *s) { return simba__svc_ok(s) ? SIMBA_ESTATE : SIMBA_EINVAL; }
 
 /* ---- the poll ----------------------------------------------------------------------- */
 
@@ -3876,6 +3956,7 @@ SIMBA_API const char *simba_reason_str(int reason) {
     case SIMBA_REASON_REFUSED: return "refused";
     case SIMBA_REASON_SESSION: return "session";
     case SIMBA_REASON_CONNECTION: return "connection";
+    case SIMBA_REASON_YIELDED: return "yielded";
     default: return "unknown";
     }
 }
