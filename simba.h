@@ -696,8 +696,9 @@ typedef struct simba_view {
                                      (simba_list does not read queues) */
     char waiter[SIMBA_VIEW_WAITERS][SIMBA_ID_MAX + 1]; /* the first of them, oldest first */
     /* The owner's value (LEADERSHIP VALUE), NULL/0 = none. A backend points it at bytes valid
-       until simba_req_view returns (copied). A caller's view: valid until the next
-       inspection answer on this loop is handed out, or the loop is freed. */
+       until simba_req_view returns (copied). A caller's view: a listed mutex's is valid in
+       the callback; simba_inspect's / simba_inspect_wait's until the next inspection
+       answer on this loop is handed out, or the loop is freed. */
     const unsigned char *value;
     size_t value_len;
 } simba_view;
@@ -1200,6 +1201,7 @@ typedef struct simba__ev {
     char contender[SIMBA_ID_MAX + 1];
     char owner[SIMBA_ID_MAX + 1];
     simba_reply rep;
+    unsigned char value[SIMBA_VALUE_MAX]; /* rep.value's storage */
 } simba__ev;
 
 struct simba_backend {
@@ -1244,8 +1246,24 @@ enum {
     SIMBA__F_DISC_DOWN = 1u << 10, /* step down on SIMBA_EV_DISCONNECTED (the desc's policy) */
     SIMBA__F_WOKEN = 1u << 11,     /* the next ask answers a push or an event, not a timer */
     SIMBA__F_BEHIND = 1u << 12,    /* a release sent behind the acquire in flight is unanswered */
-    SIMBA__F_WAITED = 1u << 13     /* simba_stop_wait / simba_loop_close waits on it: not freed */
+    SIMBA__F_WAITED = 1u << 13,    /* simba_stop_wait / simba_loop_close waits on it: not freed */
+    SIMBA__F_SETVAL = 1u << 14,    /* simba_set_value: a SET_VALUE is to be sent */
+    SIMBA__F_YIELD = 1u << 15,     /* simba_yield: a YIELD is to be sent */
+    SIMBA__F_PEND = 1u << 16,      /* vals->pend holds the value to store (own is in flight) */
+    SIMBA__F_YIELDED = 1u << 17,   /* the answer to req said yielded = 1 */
+    SIMBA__F_RENEW_FAILED = 1u << 18, /* a renewal of this tenure failed, none confirmed since */
+    SIMBA__F_AT_RISK = 1u << 19    /* on_at_risk was called in this tenure */
 };
+
+/* The values a service handles (LEADERSHIP VALUE), allocated at its first value: most
+   services carry none, and four buffers of SIMBA_VALUE_MAX would dwarf a service. */
+typedef struct simba__vals {
+    size_t own_len, pend_len, view_len, rep_len;
+    unsigned char own[SIMBA_VALUE_MAX];  /* stored by our grants; a request in flight reads it */
+    unsigned char pend[SIMBA_VALUE_MAX]; /* a simba_set_value made while a request was in flight */
+    unsigned char view[SIMBA_VALUE_MAX]; /* the known owner's (simba__view) */
+    unsigned char rep[SIMBA_VALUE_MAX];  /* the answer's, until the poll handles it */
+} simba__vals;
 
 /* A release sent behind an acquire still in flight (a stop that does not wait for its
    answer): a request of its own, allocated then (rare), kept on the loop's list. */
@@ -1286,6 +1304,9 @@ struct simba_service {
     uint64_t own_fence;
     simba_state_fn on_acquired, on_released, on_owner;
     simba_event_fn on_event;
+    void (*on_at_risk)(simba_service *, int64_t, void *);
+    int64_t at_risk;      /* on_at_risk's threshold, ms of local lease left */
+    simba__vals *vals;    /* NULL until a value is met */
     simba__counters cnt;  /* statistics (simba_service_stats) */
     int64_t held_since;   /* loop time of the current ownership's on_acquired */
     int64_t wait_since;   /* start of the wait in progress, SIMBA__NEVER when none */
@@ -1355,6 +1376,7 @@ struct simba_loop {
     int wfd_n, wfd_cap;
     int64_t armed_at;
     uint64_t id_counter;
+    unsigned char view_value[SIMBA_VALUE_MAX]; /* the value of the last inspection handed out */
     int host_done;
     char host[64];
     char errmsg[256];
@@ -1716,6 +1738,15 @@ static void simba__stat_error(simba_service *s, int rc, const char *msg) {
 
 /* ---- completions and events (queued; handled inside the poll) ------------------------- */
 
+/* The value buffers, allocated at the first value met (0 when there is no memory). */
+static int simba__vals_get(simba_service *s) {
+    if (s->vals) return 1;
+    s->vals = (simba__vals *)simba_alloc(s->loop, sizeof *s->vals);
+    if (!s->vals) return 0;
+    s->vals->own_len = s->vals->pend_len = s->vals->view_len = s->vals->rep_len = 0;
+    return 1;
+}
+
 /* Room for another contender's id of n bytes in both rep_other and view_other. The view's
    id is carried over (it may live in the old view_other). */
 static int simba__grow_other(simba_service *s, size_t n) {
@@ -1774,6 +1805,20 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
         static const simba_reply bad = {SIMBA_EBACKEND, "backend reported a malformed owner id", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0};
         reply = &bad;
     }
+    if (reply->rc == SIMBA_OK && (reply->value_len > SIMBA_VALUE_MAX || (reply->value_len && !reply->value))) {
+        static const simba_reply bad = {SIMBA_EBACKEND, "backend reported a value longer than SIMBA_VALUE_MAX", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0};
+        reply = &bad;
+    }
+    if (reply->rc == SIMBA_OK && reply->owner && reply->owner[0] && reply->value_len && !simba__vals_get(s)) {
+        static const simba_reply oom = {SIMBA_ENOMEM, "out of memory keeping a backend's answer", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0};
+        reply = &oom;
+    }
+    if (s->vals) {
+        /* the value belongs to the owner: none without one */
+        s->vals->rep_len = reply->rc == SIMBA_OK && reply->owner && reply->owner[0] ? reply->value_len : 0;
+        if (s->vals->rep_len) memcpy(s->vals->rep, reply->value, s->vals->rep_len);
+    }
+    if (reply->rc == SIMBA_OK && reply->yielded) s->flags |= SIMBA__F_YIELDED; else s->flags &= ~SIMBA__F_YIELDED;
     s->rep.rc = reply->rc;
     s->rep.first_in_line = reply->first_in_line != 0;
     s->rep.ttl_left_ms = reply->ttl_left_ms;
@@ -1818,7 +1863,9 @@ SIMBA_API void simba_backend_event(simba_backend *be, simba_event_kind kind, con
     if (l->closing) return;
     if (mutex && simba_name_check(mutex) != SIMBA_OK) return;
     if (contender && simba_id_check(contender) != SIMBA_OK) return;
-    if (kind == SIMBA_EV_OWNER && (!owner || (owner->owner && owner->owner[0] && simba_id_check(owner->owner) != SIMBA_OK))) return;
+    if (kind == SIMBA_EV_OWNER && (!owner || (owner->owner && owner->owner[0] && simba_id_check(owner->owner) != SIMBA_OK) ||
+                                   owner->value_len > SIMBA_VALUE_MAX || (owner->value_len && !owner->value)))
+        return;
     ev = l->ev_free;
     if (ev) {
         l->ev_free = ev->next;
@@ -1829,7 +1876,7 @@ SIMBA_API void simba_backend_event(simba_backend *be, simba_event_kind kind, con
         simba_log(l, SIMBA_LOG_WARN, "out of memory: dropped a %s event", be->vt->name);
         return;
     }
-    memset(ev, 0, sizeof *ev);
+    memset(ev, 0, offsetof(simba__ev, value)); /* the value's bytes are written as needed */
     ev->be = be;
     ev->kind = kind;
     ev->all_mutexes = !mutex;
@@ -1841,6 +1888,9 @@ SIMBA_API void simba_backend_event(simba_backend *be, simba_event_kind kind, con
         simba__copy(ev->owner, sizeof ev->owner, owner->owner);
         ev->rep.owner = ev->owner;
         ev->rep.errmsg = NULL;
+        ev->rep.value_len = ev->owner[0] ? owner->value_len : 0;
+        if (ev->rep.value_len) memcpy(ev->value, owner->value, ev->rep.value_len);
+        ev->rep.value = ev->value;
     }
     if (l->ev_tail) l->ev_tail->next = ev; else l->ev_head = ev;
     l->ev_tail = ev;
@@ -1865,6 +1915,15 @@ static void simba__fire(simba_service *s, simba_state_fn fn, const simba_owner *
 }
 
 
+/* When on_at_risk is due: a tenure not yet warned whose renewal is failing (one failed, or
+   one in flight or due, unconfirmed) warns at_risk before its local lease ends. */
+static int64_t simba__at_risk_at(const simba_service *s) {
+    if (!s->on_at_risk || (s->flags & (SIMBA__F_OWNER | SIMBA__F_TOLD | SIMBA__F_AT_RISK)) != (SIMBA__F_OWNER | SIMBA__F_TOLD))
+        return SIMBA__NEVER;
+    if (!(s->flags & (SIMBA__F_RENEW_FAILED | SIMBA__F_INFLIGHT)) && s->next_try > s->loop->now) return SIMBA__NEVER;
+    return simba__add(s->lease_end, -s->at_risk);
+}
+
 static void simba__arm(simba_service *s) {
     simba_loop *l = s->loop;
     int64_t at = SIMBA__NEVER;
@@ -1873,6 +1932,9 @@ static void simba__arm(simba_service *s) {
     } else if (s->status == SIMBA_RUNNING) {
         if (!(s->flags & SIMBA__F_INFLIGHT)) at = s->next_try;
         if (s->flags & SIMBA__F_OWNER) at = simba__min(at, s->lease_end);
+        if ((s->flags & SIMBA__F_OWNER) && !(s->flags & SIMBA__F_INFLIGHT) && (s->flags & (SIMBA__F_SETVAL | SIMBA__F_YIELD)))
+            at = l->now;
+        at = simba__min(at, simba__at_risk_at(s));
     }
     simba__timer_set(l, &s->tm, at);
 }
@@ -1883,11 +1945,27 @@ static void simba__view_get(const simba_service *s, simba_owner *o) {
     o->ttl_at = s->view.ttl_at;
     o->transition_at = s->view.transition_at;
     o->fence = s->view.fence;
+    o->value_len = s->vals && s->view.id[0] ? s->vals->view_len : 0;
+    if (o->value_len) memcpy(o->value, s->vals->view, o->value_len);
 }
 static int simba__view_is(const simba_service *s, const char *id) { return id && id[0] && strcmp(s->view.id, id) == 0; }
 static void simba__view_clear(simba_service *s) {
     memset(&s->view, 0, sizeof s->view);
     s->view.id = "";
+    if (s->vals) s->vals->view_len = 0;
+}
+/* The view's value, from an owner record; a value without room is dropped (it is shown
+   again with the next answer), which keeps ownership decisions independent of memory. */
+static void simba__view_value_put(simba_service *s, const simba_owner *nv) {
+    size_t n = nv->id[0] ? nv->value_len : 0;
+    if (!n && !s->vals) return;
+    if (!simba__vals_get(s)) return;
+    s->vals->view_len = n;
+    if (n) memcpy(s->vals->view, nv->value, n);
+}
+static int simba__view_value_is(const simba_service *s, const simba_owner *nv) {
+    size_t have = s->vals ? s->vals->view_len : 0, n = nv->id[0] ? nv->value_len : 0;
+    return have == n && (!n || memcmp(s->vals->view, nv->value, n) == 0);
 }
 /* "" and our own id need no room; another id normally has it already (an answer's owner
    was given room where its failure could be reported, see simba_req_done). Should room for
@@ -1895,6 +1973,7 @@ static void simba__view_clear(simba_service *s) {
    owns it, which is safe (only the server grants). */
 static void simba__view_put(simba_service *s, const simba_owner *nv) {
     size_t n;
+    simba__view_value_put(s, nv);
     s->view.acquired_at = nv->acquired_at;
     s->view.ttl_at = nv->ttl_at;
     s->view.transition_at = nv->transition_at;
@@ -1908,10 +1987,11 @@ static void simba__view_put(simba_service *s, const simba_owner *nv) {
     s->view.id = s->view_other;
 }
 
-/* A new view of the owner; on_owner fires when the owner id or fence changed. */
+/* A new view of the owner; on_owner fires when the owner id, fence or value changed. */
 static void simba__set_view(simba_service *s, const simba_owner *nv) {
     simba_owner before, after;
-    if ((strcmp(s->view.id, nv->id) == 0 && s->view.fence == nv->fence) || !s->on_owner || (s->flags & SIMBA__F_ZOMBIE)) {
+    if ((strcmp(s->view.id, nv->id) == 0 && s->view.fence == nv->fence && simba__view_value_is(s, nv)) || !s->on_owner ||
+        (s->flags & SIMBA__F_ZOMBIE)) {
         simba__view_put(s, nv);
         return;
     }
@@ -1925,7 +2005,7 @@ static void simba__set_view(simba_service *s, const simba_owner *nv) {
 static void simba__step_down(simba_service *s, const simba_owner *after, simba_reason why) {
     simba_owner before;
     simba__view_get(s, &before);
-    s->flags &= ~SIMBA__F_OWNER;
+    s->flags &= ~(SIMBA__F_OWNER | SIMBA__F_SETVAL | SIMBA__F_YIELD | SIMBA__F_RENEW_FAILED);
     if (s->flags & SIMBA__F_TOLD) {
         s->flags &= ~SIMBA__F_TOLD;
         if (!simba_owner_is(&before, s->id)) { /* view already moved on: describe what we had */
@@ -1945,6 +2025,16 @@ static void simba__submit_on(simba_service *s, simba_req *r, simba_op op) {
     r->op = op;
     r->mutex = s->mx->name;
     r->contender = s->kind == SIMBA__KIND_OBSERVE ? "" : s->id;
+    if (op == SIMBA_OP_ACQUIRE || op == SIMBA_OP_SET_VALUE) {
+        if (s->flags & SIMBA__F_PEND) { /* nothing in flight reads own any more */
+            memcpy(s->vals->own, s->vals->pend, s->vals->pend_len);
+            s->vals->own_len = s->vals->pend_len;
+            s->flags &= ~SIMBA__F_PEND;
+        }
+        r->value = s->vals && s->vals->own_len ? s->vals->own : NULL;
+        r->value_len = s->vals ? s->vals->own_len : 0;
+    }
+    if (op == SIMBA_OP_SET_VALUE || op == SIMBA_OP_YIELD) r->fence = s->own_fence;
     r->ttl_ms = s->ttl;
     r->transition_ms = s->transition;
     /* The poll's cached time is never later than the real send time: the lease we count
@@ -1965,7 +2055,7 @@ static void simba__submit_on(simba_service *s, simba_req *r, simba_op op) {
     s->flags &= ~SIMBA__F_WOKEN;
     /* A waiter asks again by ttl + transition + jitter max at the latest (simba__contender_next);
        a second of slack covers a loaded host's scheduling. */
-    r->live_ms = op == SIMBA_OP_ACQUIRE ? simba__min(simba__add(s->ttl + s->transition + simba__max(s->jmax, 0), 1000), SIMBA_MAX_MS) : 0;
+    r->live_ms = op == SIMBA_OP_ACQUIRE || op == SIMBA_OP_YIELD ? simba__min(simba__add(s->ttl + s->transition + simba__max(s->jmax, 0), 1000), SIMBA_MAX_MS) : 0;
     /* simba__contender_next never waits longer than this after an answered ask. */
     r->next_ask_ms = op == SIMBA_OP_ACQUIRE && !(s->flags & SIMBA__F_OWNER) && s->kind == SIMBA__KIND_CONTEND
                          ? simba__min(simba__add(s->ttl + s->transition, simba__max(s->jmax, 0)), SIMBA_MAX_MS)
@@ -1977,7 +2067,7 @@ static void simba__submit_on(simba_service *s, simba_req *r, simba_op op) {
                                                           : 0;
     r->svc_ = s;
     r->gen_ = s->gen;
-    if (op != SIMBA_OP_RELEASE) { s->cnt.attempts++; s->loop->cnt.attempts++; }
+    if (op == SIMBA_OP_ACQUIRE || op == SIMBA_OP_READ) { s->cnt.attempts++; s->loop->cnt.attempts++; }
     s->flags |= r == &s->req ? SIMBA__F_INFLIGHT : SIMBA__F_BEHIND;
     if (op == SIMBA_OP_RELEASE) s->flags |= SIMBA__F_RELEASE_SENT;
     s->loop->in_submit++; /* no hooks while the backend is inside submit */
@@ -2026,8 +2116,13 @@ static void simba__quarantined(simba_service *s, int64_t ms) {
 }
 
 static void simba__owner_from_reply(simba_owner *nv, const simba_reply *rep, int64_t base, int64_t now) {
-    memset(nv, 0, sizeof *nv);
+    nv->id[0] = 0;
+    nv->acquired_at = nv->ttl_at = nv->transition_at = 0;
+    nv->fence = 0;
+    nv->value_len = 0;
     if (!rep->owner || !rep->owner[0]) return;
+    nv->value_len = rep->value && rep->value_len <= SIMBA_VALUE_MAX ? rep->value_len : 0;
+    if (nv->value_len) memcpy(nv->value, rep->value, nv->value_len);
     simba__copy(nv->id, sizeof nv->id, rep->owner);
     nv->ttl_at = simba__add(base, rep->ttl_left_ms);
     nv->transition_at = simba__add(base, simba__max(rep->transition_left_ms, rep->ttl_left_ms));
@@ -2112,6 +2207,8 @@ static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t se
         int gained = !(s->flags & SIMBA__F_OWNER) || s->own_fence != rep->fence;
         if ((s->flags & SIMBA__F_OWNER) && s->own_fence != rep->fence) simba__step_down(s, &nv, SIMBA_REASON_REFUSED);
         if (!gained) { s->cnt.renewals++; l->cnt.renewals++; }
+        if (gained) s->flags &= ~SIMBA__F_AT_RISK; /* once per tenure */
+        s->flags &= ~SIMBA__F_RENEW_FAILED;
         s->flags |= SIMBA__F_OWNER;
         s->flags &= ~SIMBA__F_IMMEDIATE;
         s->own_fence = rep->fence;
@@ -2180,6 +2277,66 @@ static void simba__behind_done(simba_service *s, simba__behind *b) {
     if (!(s->flags & SIMBA__F_INFLIGHT)) simba__stop_done(s);
 }
 
+static void simba__svc_event(simba_service *s, simba_service_event_type type, const char *msg) {
+    simba_service_event ev;
+    if (!s->on_event || (s->flags & SIMBA__F_ZOMBIE)) return;
+    memset(&ev, 0, sizeof ev);
+    ev.type = type;
+    ev.msg = msg;
+    s->loop->in_cb++;
+    s->on_event(s, &ev, s->user);
+    s->loop->in_cb--;
+}
+
+/* A SET_VALUE or YIELD was answered. They never extend the lease: only a renewal does. */
+static void simba__owner_op_done(simba_service *s, const simba_req *r, const simba_reply *rep) {
+    simba_loop *l = s->loop;
+    int yield = r->op == SIMBA_OP_YIELD;
+    simba_owner nv;
+    if (rep->rc == SIMBA_ESTATE) {
+        /* The store no longer holds our fence: the tenure is over, as a refused renewal says. */
+        simba_log(l, SIMBA_LOG_WARN, "mutex %s: the store refused a %s: %s", s->mx->name, yield ? "yield" : "value change",
+                  s->be->errmsg);
+        if (s->flags & SIMBA__F_OWNER) {
+            simba__owner_from_reply(&nv, rep, l->now, l->now); /* nobody: no owner fields on an error */
+            simba__step_down(s, &nv, SIMBA_REASON_REFUSED);
+            simba__set_view(s, &nv);
+        }
+        s->next_try = l->now;
+        return;
+    }
+    if (rep->rc != SIMBA_OK) { /* nothing known to have changed: renewals go on */
+        simba__svc_event(s, yield ? SIMBA_EVENT_YIELD_FAILED : SIMBA_EVENT_VALUE_FAILED, s->be->errmsg);
+        return;
+    }
+    simba__owner_from_reply(&nv, rep, l->now, l->now);
+    if (yield && rep->yielded) {
+        /* Passed to the head waiter, which the store pushed; we are queued at the back and
+           ask after min_retry, never at once: the head takes it first. */
+        if (s->flags & SIMBA__F_OWNER) simba__step_down(s, &nv, SIMBA_REASON_YIELDED);
+        simba__set_view(s, &nv);
+        s->flags |= SIMBA__F_ASKED | SIMBA__F_IMMEDIATE;
+        s->flags &= ~SIMBA__F_FIRST;
+        s->asked_at = r->sent_at;
+        s->free_retry = 0;
+        s->wait_since = l->now;
+        s->next_try = simba__contender_next(s, 0);
+        return;
+    }
+    if (!(s->flags & SIMBA__F_OWNER)) return; /* stepped down meanwhile: that stands */
+    if (!simba_owner_is(&nv, s->id) || rep->fence != s->own_fence) {
+        simba__step_down(s, &nv, SIMBA_REASON_REFUSED);
+        simba__set_view(s, &nv);
+        s->next_try = l->now;
+        return;
+    }
+    nv.acquired_at = s->view.acquired_at;
+    nv.ttl_at = s->view.ttl_at;
+    nv.transition_at = s->view.transition_at;
+    simba__set_view(s, &nv); /* on_owner when the value changed */
+    if (yield) simba__svc_event(s, SIMBA_EVENT_YIELD_KEPT, "no live waiter: still the owner");
+}
+
 /* A request of s was answered. */
 static void simba__complete(simba_service *s) {
     simba_loop *l = s->loop;
@@ -2194,6 +2351,9 @@ static void simba__complete(simba_service *s) {
     rep.held_ms = s->rep.held_ms;
     rep.fence = s->rep.fence;
     rep.first_in_line = s->rep.first_in_line;
+    rep.value = s->vals ? s->vals->rep : NULL;
+    rep.value_len = s->vals ? s->vals->rep_len : 0;
+    rep.yielded = (s->flags & SIMBA__F_YIELDED) != 0;
     s->flags &= ~SIMBA__F_INFLIGHT;
     if (s->status == SIMBA_STOPPING) {
         if (r->op == SIMBA_OP_RELEASE || s->kind == SIMBA__KIND_OBSERVE) {
@@ -2212,7 +2372,9 @@ static void simba__complete(simba_service *s) {
     }
     if (s->status != SIMBA_RUNNING || r->gen_ != s->gen) return; /* an earlier run's answer */
     renewals = s->cnt.renewals;
-    if (rep.rc != SIMBA_OK && s->rep.quarantine_ms > 0 && r->op == SIMBA_OP_ACQUIRE && s->kind == SIMBA__KIND_CONTEND) {
+    if (r->op == SIMBA_OP_SET_VALUE || r->op == SIMBA_OP_YIELD) {
+        simba__owner_op_done(s, r, &rep);
+    } else if (rep.rc != SIMBA_OK && s->rep.quarantine_ms > 0 && r->op == SIMBA_OP_ACQUIRE && s->kind == SIMBA__KIND_CONTEND) {
         simba__quarantined(s, s->rep.quarantine_ms);
     } else if (rep.rc != SIMBA_OK) {
         simba__attempt_failed(s);
@@ -2226,7 +2388,11 @@ static void simba__complete(simba_service *s) {
         s->quar_until = 0;
         simba__learn(s, &rep, r->sent_at);
     }
-    if (r->renew && s->cnt.renewals == renewals) { s->cnt.renewals_failed++; l->cnt.renewals_failed++; }
+    if (r->renew && s->cnt.renewals == renewals) {
+        s->cnt.renewals_failed++;
+        l->cnt.renewals_failed++;
+        if (s->flags & SIMBA__F_OWNER) s->flags |= SIMBA__F_RENEW_FAILED;
+    }
     if ((s->flags & SIMBA__F_WAKE) && !(s->flags & SIMBA__F_OWNER) && s->status == SIMBA_RUNNING) {
         s->next_try = l->now;
         s->flags |= SIMBA__F_WOKEN;
@@ -2334,6 +2500,15 @@ static void simba__svc_step(simba_service *s) {
         return;
     }
     if (s->status != SIMBA_RUNNING) return;
+    if (simba__at_risk_at(s) <= now && now < s->lease_end) {
+        s->flags |= SIMBA__F_AT_RISK;
+        simba_log(l, SIMBA_LOG_WARN, "mutex %s: renewal not confirmed, %lld ms of the lease left", s->mx->name,
+                  (long long)(s->lease_end - now));
+        l->in_cb++;
+        s->on_at_risk(s, s->lease_end - now, s->user);
+        l->in_cb--;
+        if (s->status != SIMBA_RUNNING || (s->flags & SIMBA__F_ZOMBIE)) { simba__arm(s); return; } /* stopped from it */
+    }
     if ((s->flags & SIMBA__F_OWNER) && now >= s->lease_end) {
         /* No confirmed renewal by our local ttl_at: step down before anyone else can win. */
         simba_log(l, SIMBA_LOG_WARN, "mutex %s: lease not renewed in time, stepping down", s->mx->name);
@@ -2341,7 +2516,12 @@ static void simba__svc_step(simba_service *s) {
         simba__set_view(s, &none);
         s->next_try = simba__min(s->next_try, now);
     }
-    if (s->status == SIMBA_RUNNING && !(s->flags & SIMBA__F_INFLIGHT) && now >= s->next_try)
+    if (s->status == SIMBA_RUNNING && !(s->flags & SIMBA__F_INFLIGHT) && (s->flags & SIMBA__F_OWNER) &&
+        (s->flags & (SIMBA__F_SETVAL | SIMBA__F_YIELD))) {
+        simba_op op = (s->flags & SIMBA__F_SETVAL) ? SIMBA_OP_SET_VALUE : SIMBA_OP_YIELD;
+        s->flags &= ~(op == SIMBA_OP_SET_VALUE ? SIMBA__F_SETVAL : SIMBA__F_YIELD);
+        simba__submit(s, op);
+    } else if (s->status == SIMBA_RUNNING && !(s->flags & SIMBA__F_INFLIGHT) && now >= s->next_try)
         simba__submit(s, s->kind == SIMBA__KIND_OBSERVE ? SIMBA_OP_READ : SIMBA_OP_ACQUIRE);
     simba__arm(s);
 }
@@ -2431,6 +2611,16 @@ static simba_result simba__svc_new(simba_loop *l, simba_backend *be, const char 
     return SIMBA_OK;
 }
 
+/* A value the API takes (LEADERSHIP VALUE): at most SIMBA_VALUE_MAX bytes, present if any. */
+static simba_result simba__value_check(simba_loop *l, const char *fn, const char *field, const void *value, size_t len) {
+    if (len > SIMBA_VALUE_MAX)
+        return simba__fail(l, SIMBA_EINVAL, "%s: %s %lu is above SIMBA_VALUE_MAX (%lu bytes)", fn, field, (unsigned long)len,
+                           (unsigned long)SIMBA_VALUE_MAX);
+    if (len && !value) return simba__fail(l, SIMBA_EINVAL, "%s: value is NULL with %s %lu", fn, field, (unsigned long)len);
+    return SIMBA_OK;
+}
+
+static void simba__svc_finalize(simba_service *s);
 /* simba_contend, and the contender of a Locker or Scheduler: what names the caller's call. */
 static simba_result simba__contend_as(simba_loop *loop, simba_backend *be, const simba_contend_desc *d, simba_service **out,
                                       const char *what) {
@@ -2462,7 +2652,19 @@ static simba_result simba__contend_as(simba_loop *loop, simba_backend *be, const
         (rc = simba__ms_check(loop, what, "backoff_max_ms", bmax, 0)) != SIMBA_OK)
         return rc;
     if (bmin > bmax) return simba__fail(loop, SIMBA_EINVAL, "%s: need backoff_min_ms <= backoff_max_ms", what);
+    if ((rc = simba__ms_check(loop, what, "at_risk_ms", d->at_risk_ms, 0)) != SIMBA_OK) return rc;
+    if ((rc = simba__value_check(loop, what, "value_len", d->value, d->value_len)) != SIMBA_OK) return rc;
     if ((rc = simba__svc_new(loop, be, what, d->mutex, d->contender_id, SIMBA__KIND_CONTEND, &s)) != SIMBA_OK) return rc;
+    if (d->value_len) {
+        if (!simba__vals_get(s)) {
+            simba__svc_finalize(s);
+            return simba__fail(loop, SIMBA_ENOMEM, "%s: out of memory", what);
+        }
+        memcpy(s->vals->own, d->value, d->value_len);
+        s->vals->own_len = d->value_len;
+    }
+    s->on_at_risk = d->on_at_risk;
+    s->at_risk = d->at_risk_ms ? d->at_risk_ms : margin / 2;
     s->ttl = ttl;
     s->transition = tr;
     s->renew_margin = margin;
@@ -2600,6 +2802,7 @@ static void simba__svc_finalize(simba_service *s) {
     simba_free(l, s->cnt.last_error_msg);
     simba_free(l, s->rep_other);
     simba_free(l, s->view_other);
+    simba_free(l, s->vals);
     simba_free(l, s);
     if (be->free_requested && be->users == 0) simba__backend_destroy(be);
 }
@@ -2693,12 +2896,44 @@ SIMBA_API simba_result simba_owner_get(const simba_service *s, simba_owner *out)
 SIMBA_API const char *simba_service_contender_id(const simba_service *s) { return simba__svc_ok(s) ? s->id : NULL; }
 SIMBA_API const char *simba_service_mutex(const simba_service *s) { return simba__svc_ok(s) ? s->mx->name : NULL; }
 SIMBA_API void *simba_service_user_data(const simba_service *s) { return simba__svc_ok(s) ? s->user : NULL; }
-SIMBA_API simba_result simba_set_value(simba_service *s, const void *value, size_t len) {
-    (void)value;
-    (void)len;
-    return simba__svc_ok(s) ? SIMBA_ESTATE : SIMBA_EINVAL;
+/* Both owner operations go out from the service's timer step (at once, or when the request
+   in flight is answered), so that one request per service is ever in flight. */
+static simba_result simba__owner_op(simba_service *s, const char *fn) {
+    simba_loop *l = s->loop;
+    if (s->kind != SIMBA__KIND_CONTEND || !simba_is_owner(s))
+        return simba__fail(l, SIMBA_ESTATE, "%s: contender %s does not own mutex %s", fn, s->id[0] ? s->id : "(observer)", s->mx->name);
+    if (!l->in_poll) l->now = simba_now(l);
+    return SIMBA_OK;
 }
-SIMBA_API simba_result simba_yield(simba_service *s) { return simba__svc_ok(s) ? SIMBA_ESTATE : SIMBA_EINVAL; }
+SIMBA_API simba_result simba_set_value(simba_service *s, const void *value, size_t len) {
+    simba_result rc;
+    if (!simba__svc_ok(s)) return SIMBA_EINVAL;
+    if ((rc = simba__value_check(s->loop, "simba_set_value", "len", value, len)) != SIMBA_OK) return rc;
+    if ((rc = simba__owner_op(s, "simba_set_value")) != SIMBA_OK) return rc;
+    if (!simba__vals_get(s)) return simba__fail(s->loop, SIMBA_ENOMEM, "simba_set_value: out of memory");
+    if (s->flags & SIMBA__F_INFLIGHT) { /* the request in flight may read own: keep it */
+        if (len) memcpy(s->vals->pend, value, len);
+        s->vals->pend_len = len;
+        s->flags |= SIMBA__F_PEND;
+    } else {
+        if (len) memcpy(s->vals->own, value, len);
+        s->vals->own_len = len;
+        s->flags &= ~SIMBA__F_PEND;
+    }
+    s->flags |= SIMBA__F_SETVAL;
+    simba__arm(s);
+    return SIMBA_OK;
+}
+SIMBA_API simba_result simba_yield(simba_service *s) {
+    simba_result rc;
+    if (!simba__svc_ok(s)) return SIMBA_EINVAL;
+    if ((rc = simba__owner_op(s, "simba_yield")) != SIMBA_OK) return rc;
+    if ((s->flags & SIMBA__F_YIELD) || ((s->flags & SIMBA__F_INFLIGHT) && s->req.op == SIMBA_OP_YIELD))
+        return simba__fail(s->loop, SIMBA_ESTATE, "simba_yield: a yield of mutex %s is already under way", s->mx->name);
+    s->flags |= SIMBA__F_YIELD;
+    simba__arm(s);
+    return SIMBA_OK;
+}
 
 /* ---- the poll ----------------------------------------------------------------------- */
 
@@ -3149,7 +3384,7 @@ static void simba__loop_destroy(simba_loop *l) {
         simba_free(l, b);
     }
     while (l->asks) simba__ask_free(l->asks);
-    for (s = l->services; s; s = sn) { sn = s->all_next; s->loop = NULL; simba_free(l, s->cnt.last_error_msg); simba_free(l, s->rep_other); simba_free(l, s->view_other); simba_free(l, s); }
+    for (s = l->services; s; s = sn) { sn = s->all_next; s->loop = NULL; simba_free(l, s->cnt.last_error_msg); simba_free(l, s->rep_other); simba_free(l, s->view_other); simba_free(l, s->vals); simba_free(l, s); }
     for (ev = l->ev_head; ev; ev = en) { en = ev->next; simba_free(l, ev); }
     for (ev = l->ev_free; ev; ev = en) { en = ev->next; simba_free(l, ev); }
     simba_free(l, l->heap);
@@ -3233,6 +3468,7 @@ struct simba_locker {
     int owe_lost;   /* an unlock found the lease lapsed: on_lost fires from the next poll */
     void (*on_lost)(simba_locker *, void *);
     void (*on_locked)(simba_locker *, void *);
+    void (*on_at_risk)(simba_locker *, int64_t, void *);
     void *user;
 };
 
@@ -3266,6 +3502,12 @@ static void simba__lk_step(simba_locker *lk) {
     lk->on_lost(lk, lk->user);
     l->in_cb--;
 }
+static void simba__lk_at_risk(simba_service *svc, int64_t left_ms, void *u) {
+    simba_locker *lk = (simba_locker *)u;
+    (void)svc;
+    if (lk->state == SIMBA__LK_HELD && lk->on_at_risk) lk->on_at_risk(lk, left_ms, lk->user);
+}
+
 static void simba__lk_released(simba_service *svc, const simba_state *st, void *u) {
     simba_locker *lk = (simba_locker *)u;
     (void)st;
@@ -3280,9 +3522,14 @@ static void simba__lk_released(simba_service *svc, const simba_state *st, void *
 /* Lockers and schedulers are built on a contender of their own. */
 static simba_result simba__inner_contender(simba_loop *loop, simba_backend *be, const char *what, const char *mutex, const char *id,
                                            int64_t ttl, int64_t tr, simba_state_fn acq, simba_state_fn rel, simba_state_fn own,
-                                           void *user, int disc_down, simba_service **out) {
+                                           void *user, int disc_down, const void *value, size_t value_len,
+                                           void (*at_risk)(simba_service *, int64_t, void *), int64_t at_risk_ms, simba_service **out) {
     simba_contend_desc cd;
     memset(&cd, 0, sizeof cd);
+    cd.value = value;
+    cd.value_len = value_len;
+    cd.on_at_risk = at_risk;
+    cd.at_risk_ms = at_risk_ms;
     cd.mutex = mutex;
     cd.contender_id = id;
     cd.ttl_ms = ttl;
@@ -3305,7 +3552,8 @@ SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, con
     memset(lk, 0, sizeof *lk);
     if (!simba__timer_init(loop, &lk->tm, SIMBA__T_LOCKER)) { simba_free(loop, lk); return simba__fail(loop, SIMBA_ENOMEM, "simba_locker_new: out of memory"); }
     rc = simba__inner_contender(loop, be, "simba_locker_new", d->mutex, d->contender_id, d->ttl_ms, d->transition_ms, simba__lk_acquired,
-                                simba__lk_released, simba__lk_owner, lk, d->step_down_on_disconnect, &lk->svc);
+                                simba__lk_released, simba__lk_owner, lk, d->step_down_on_disconnect, d->value, d->value_len,
+                                d->on_at_risk ? simba__lk_at_risk : NULL, d->at_risk_ms, &lk->svc);
     if (rc != SIMBA_OK) {
         simba__timer_fini(loop, &lk->tm);
         simba_free(loop, lk);
@@ -3314,6 +3562,7 @@ SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, con
     lk->loop = loop;
     lk->on_lost = d->on_lost;
     lk->on_locked = d->on_locked;
+    lk->on_at_risk = d->on_at_risk;
     lk->user = d->user_data;
     lk->next = loop->lockers;
     if (loop->lockers) loop->lockers->prev = lk;
@@ -3559,7 +3808,7 @@ SIMBA_API simba_result simba_scheduler_new(simba_loop *loop, simba_backend *be, 
     memset(sc, 0, sizeof *sc);
     if (!simba__timer_init(loop, &sc->tm, SIMBA__T_SCHED)) { simba_free(loop, sc); return SIMBA_ENOMEM; }
     rc = simba__inner_contender(loop, be, "simba_scheduler_new", d->mutex, d->contender_id, d->ttl_ms, d->transition_ms, simba__sc_acquired,
-                                simba__sc_released, NULL, sc, d->step_down_on_disconnect, &sc->svc);
+                                simba__sc_released, NULL, sc, d->step_down_on_disconnect, d->value, d->value_len, NULL, 0, &sc->svc);
     if (rc != SIMBA_OK) {
         simba__timer_fini(loop, &sc->tm);
         simba_free(loop, sc);
@@ -3697,7 +3946,8 @@ SIMBA_API simba_result simba_loop_close(simba_loop *l, int64_t timeout_ms) {
 #define SIMBA__ITEM_SIZE offsetof(simba_view, waiter)
 typedef struct simba__item {
     struct simba__item *next;
-    simba_view *v; /* SIMBA__ITEM_SIZE bytes right after the item */
+    simba_view *v; /* SIMBA__ITEM_SIZE bytes right after the item, then the value's */
+    size_t value_len;
 } simba__item;
 
 /* An inspection in flight. The caller's view and callback are dropped when a blocking form
@@ -3710,6 +3960,7 @@ typedef struct simba__ask {
     simba_view_fn cb;
     void *user;
     simba_view one; /* INSPECT: the store's answer */
+    unsigned char one_value[SIMBA_VALUE_MAX]; /* one.value's storage */
     int have_one, n;
     simba__item *items;
     simba_result rc;
@@ -3747,15 +3998,22 @@ SIMBA_API void simba_req_view(simba_req *req, const simba_view *view) {
         simba__copy(a->err, sizeof a->err, "backend reported a malformed mutex name or owner id");
         return;
     }
+    if (view->value_len > SIMBA_VALUE_MAX || (view->value_len && !view->value)) {
+        a->rc = SIMBA_EBACKEND;
+        simba__copy(a->err, sizeof a->err, "backend reported a value longer than SIMBA_VALUE_MAX");
+        return;
+    }
     if (req->op == SIMBA_OP_INSPECT) {
         a->one = *view;
         a->one.mutex[SIMBA_NAME_MAX] = a->one.owner[SIMBA_ID_MAX] = 0;
+        if (view->value_len) memcpy(a->one_value, view->value, view->value_len);
+        a->one.value = view->value_len ? a->one_value : NULL;
         if (a->one.waiters < -1) a->one.waiters = -1;
         a->have_one = 1;
         return;
     }
     if (req->op != SIMBA_OP_LIST) return;
-    it = (simba__item *)simba_alloc(a->loop, sizeof *it + SIMBA__ITEM_SIZE);
+    it = (simba__item *)simba_alloc(a->loop, sizeof *it + SIMBA__ITEM_SIZE + view->value_len);
     if (!it) {
         a->rc = SIMBA_ENOMEM;
         simba__copy(a->err, sizeof a->err, "out of memory keeping a listing");
@@ -3763,6 +4021,8 @@ SIMBA_API void simba_req_view(simba_req *req, const simba_view *view) {
     }
     it->v = (simba_view *)(void *)(it + 1);
     memcpy(it->v, view, SIMBA__ITEM_SIZE);
+    it->value_len = view->value_len;
+    if (view->value_len) memcpy((unsigned char *)it->v + SIMBA__ITEM_SIZE, view->value, view->value_len);
     it->next = a->items;
     a->items = it;
     a->n++;
@@ -3804,6 +4064,8 @@ static void simba__ask_list_out(simba__ask *a) {
         memset(&v, 0, sizeof v);
         memcpy(&v, arr[i]->v, SIMBA__ITEM_SIZE);
         v.waiters = -1;
+        v.value_len = arr[i]->value_len;
+        v.value = v.value_len ? (const unsigned char *)arr[i]->v + SIMBA__ITEM_SIZE : NULL;
         a->cb(&v, SIMBA_OK, a->user);
     }
     simba_free(l, arr);
@@ -3819,6 +4081,9 @@ static void simba__ask_complete(simba__ask *a) {
         if (a->out) {
             if (a->have_one) *a->out = a->one;
             else simba__view_unknown(a->out, a->mutex);
+            /* the caller's copy of the value outlives the request: the loop keeps it */
+            if (a->out->value_len) memcpy(l->view_value, a->one_value, a->out->value_len);
+            a->out->value = a->out->value_len ? l->view_value : NULL;
         }
         if (a->cb) a->cb(a->out, a->rc, a->user);
     } else if (a->req.op == SIMBA_OP_LIST) {

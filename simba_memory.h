@@ -16,7 +16,9 @@
  *   SIMBA_MEMORY_IMPLEMENTATION            this header and the core only
  *
  * The store is the reference implementation of the backend contract (simba__mexec): the
- * fairness queue, renew vs new acquisition, live_ms. Fault injection (simba_memory_fault)
+ * fairness queue, renew vs new acquisition, live_ms, the owner's value (stored with a new
+ * grant, replaced by SET_VALUE under the owner's fence, cleared with the ownership) and
+ * YIELD (simba__myield: the release and the yielder's place at the back in one step). Fault injection (simba_memory_fault)
  * makes a client fail, hang, answer late or miss pushes; a client closed while requests are
  * delayed delivers them to the store first, as a server gets what a departed client sent.
  * simba_memstore_lose() makes the store forget its records, and the store then keeps the
@@ -121,6 +123,8 @@ typedef struct simba__mentry {
     uint64_t fence; /* of the latest ownership; never goes back */
     simba__mwait *w;
     int nw, capw;
+    size_t value_len; /* the owner's value; 0 with no owner */
+    unsigned char value[SIMBA_VALUE_MAX];
 } simba__mentry;
 
 typedef struct simba__mevent {
@@ -131,6 +135,7 @@ typedef struct simba__mevent {
     char contender[SIMBA_ID_MAX + 1];
     char owner[SIMBA_ID_MAX + 1];
     simba_reply rep;
+    unsigned char value[SIMBA_VALUE_MAX]; /* rep.value's storage */
 } simba__mevent;
 
 typedef struct simba__mwatch {
@@ -214,6 +219,8 @@ static void simba__mreply(const simba__mentry *e, int64_t now, simba_reply *rep)
     rep->transition_left_ms = e->transition_at - now;
     rep->held_ms = now - e->acquired_at;
     rep->fence = e->fence;
+    rep->value = e->value_len ? e->value : NULL; /* valid under the store's lock: copied */
+    rep->value_len = e->value_len;
 }
 
 /* Queue an event for one client (store locked). Allocation failure drops it: pushes are
@@ -231,6 +238,8 @@ static void simba__mpost(simba__mclient *c, simba_event_kind kind, const char *m
         ev->rep = *rep;
         simba__copy(ev->owner, sizeof ev->owner, rep->owner);
         ev->rep.owner = ev->owner;
+        if (rep->value_len) memcpy(ev->value, rep->value, rep->value_len);
+        ev->rep.value = rep->value_len ? ev->value : NULL;
     }
     if (c->inbox_tail) c->inbox_tail->next = ev; else c->inbox = ev;
     c->inbox_tail = ev;
@@ -262,6 +271,72 @@ static int simba__mwait_find(const simba__mentry *e, const char *id) {
     return -1;
 }
 
+/* Waiting (store locked): join the line (arrival order), or refresh our place in it. */
+static void simba__mwait_join(simba__mclient *c, simba__mentry *e, const simba_req *r, int64_t now) {
+    int i = simba__mwait_find(e, r->contender);
+    int64_t exp = simba__add(now, r->live_ms);
+    if (i >= 0) {
+        e->w[i].expires = exp;
+    } else {
+        if (e->nw == e->capw) {
+            int cap = e->capw ? e->capw * 2 : 4;
+            simba__mwait *w = (simba__mwait *)SIMBA_MALLOC((size_t)cap * sizeof *w);
+            if (w) {
+                if (e->nw) memcpy(w, e->w, (size_t)e->nw * sizeof *w);
+                SIMBA_FREE(e->w);
+                e->w = w;
+                e->capw = cap;
+            }
+        }
+        if (e->nw < e->capw) {
+            simba__copy(e->w[e->nw].id, sizeof e->w[0].id, r->contender);
+            e->w[e->nw].client = c;
+            e->w[e->nw].expires = exp;
+            e->nw++;
+        }
+    }
+}
+
+/* The owner's record ends (store locked): value with it; the head waiter is pushed. */
+static void simba__mfree(simba_memstore *st, simba__mentry *e, int64_t now) {
+    e->owner[0] = 0;
+    e->ttl_at = e->transition_at = 0;
+    e->value_len = 0;
+    /* Wake only the oldest live waiter; it stays in line until it wins. */
+    if (e->nw > 0) simba__mpost(e->w[0].client, SIMBA_EV_RELEASED, e->name, e->w[0].id, NULL);
+    simba__mbroadcast(st, e, now);
+}
+
+/* SET_VALUE and YIELD (store locked): only for the owner that still holds r->fence. 1 when
+   it does; 0 with rep failed (SIMBA_ESTATE) when not. */
+static int simba__mowner_op(simba_memstore *st, simba__mclient *c, simba__mentry *e, const simba_req *r, int64_t now,
+                            simba_reply *rep) {
+    int i;
+    if (!e || !simba__mlive(e, now) || strcmp(e->owner, r->contender) != 0 || e->fence != r->fence) {
+        memset(rep, 0, sizeof *rep);
+        rep->rc = SIMBA_ESTATE;
+        rep->errmsg = r->op == SIMBA_OP_YIELD ? "memory store: yield refused: the contender no longer holds the mutex with that fence"
+                                              : "memory store: value refused: the contender no longer holds the mutex with that fence";
+        return 0;
+    }
+    if (r->op == SIMBA_OP_SET_VALUE) { /* fence and times stay */
+        e->value_len = r->value_len;
+        if (r->value_len) memcpy(e->value, r->value, r->value_len);
+        simba__mbroadcast(st, e, now);
+        return 1;
+    }
+    for (i = 0; i < e->nw && strcmp(e->w[i].id, r->contender) == 0; i++) {
+    }
+    if (i == e->nw) return 1; /* nobody else waits: kept, nothing changes */
+    /* Passed: released as RELEASE does, and the yielder queued behind everyone. */
+    i = simba__mwait_find(e, r->contender);
+    if (i >= 0) simba__mwait_remove(e, i);
+    simba__mfree(st, e, now);
+    simba__mwait_join(c, e, r, now);
+    rep->yielded = 1;
+    return 1;
+}
+
 /* ACQUIRE against an entry (store locked): a renewal, a new ownership, or a place in line;
    -1 (nothing changed) while a data-loss quarantine lasts. */
 static int simba__macquire(simba__mclient *c, simba__mentry *e, const simba_req *r, int64_t now) {
@@ -290,40 +365,24 @@ static int simba__macquire(simba__mclient *c, simba__mentry *e, const simba_req 
         e->acquired_at = now;
         e->ttl_at = now + r->ttl_ms;
         e->transition_at = e->ttl_at + r->transition_ms;
+        /* the new owner's value, in the same step as the grant (a renewal keeps it) */
+        e->value_len = r->value_len;
+        if (r->value_len) memcpy(e->value, r->value, r->value_len);
         if (i >= 0) simba__mwait_remove(e, i);
         simba__mbroadcast(st, e, now);
     } else {
-        /* Waiting: join the line (arrival order), or refresh our place in it. */
-        int64_t exp = simba__add(now, r->live_ms);
-        if (i >= 0) {
-            e->w[i].expires = exp;
-        } else {
-            if (e->nw == e->capw) {
-                int cap = e->capw ? e->capw * 2 : 4;
-                simba__mwait *w = (simba__mwait *)SIMBA_MALLOC((size_t)cap * sizeof *w);
-                if (w) {
-                    if (e->nw) memcpy(w, e->w, (size_t)e->nw * sizeof *w);
-                    SIMBA_FREE(e->w);
-                    e->w = w;
-                    e->capw = cap;
-                }
-            }
-            if (e->nw < e->capw) {
-                simba__copy(e->w[e->nw].id, sizeof e->w[0].id, r->contender);
-                e->w[e->nw].client = c;
-                e->w[e->nw].expires = exp;
-                e->nw++;
-            }
-        }
+        simba__mwait_join(c, e, r, now);
     }
     return 0;
 }
 
-/* Run one request against the store. Returns the reply (owner copied into owner_buf). */
-static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep, char *owner_buf) {
+/* Run one request against the store. Returns the reply (owner copied into owner_buf, the
+   value into value_buf, SIMBA_VALUE_MAX bytes). */
+static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep, char *owner_buf, unsigned char *value_buf) {
     simba_memstore *st = c->st;
     simba__mentry *e;
     int64_t now;
+    int yielded = 0;
     pthread_mutex_lock(&st->lock);
     now = st->now_fn(st->clock_user);
     e = (simba__mentry *)simba__hfind(&st->entries, r->mutex);
@@ -354,20 +413,27 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
         }
     } else if (e && r->op == SIMBA_OP_RELEASE) {
         if (simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0) {
-            e->owner[0] = 0;
-            e->ttl_at = e->transition_at = 0;
-            /* Wake only the oldest live waiter; it stays in line until it wins. */
-            if (e->nw > 0) simba__mpost(e->w[0].client, SIMBA_EV_RELEASED, e->name, e->w[0].id, NULL);
-            simba__mbroadcast(st, e, now);
+            simba__mfree(st, e, now);
         } else {
             int i = simba__mwait_find(e, r->contender);
             if (i >= 0) simba__mwait_remove(e, i);
         }
+    } else if (r->op == SIMBA_OP_SET_VALUE || r->op == SIMBA_OP_YIELD) {
+        if (!simba__mowner_op(st, c, e, r, now, rep)) {
+            pthread_mutex_unlock(&st->lock);
+            return;
+        }
+        yielded = rep->yielded;
     }
     simba__mreply(e, now, rep);
+    rep->yielded = yielded;
     if (rep->owner) {
         simba__copy(owner_buf, SIMBA_ID_MAX + 1, rep->owner);
         rep->owner = owner_buf;
+    }
+    if (rep->value_len) {
+        memcpy(value_buf, rep->value, rep->value_len);
+        rep->value = value_buf;
     }
     if (e && r->op == SIMBA_OP_ACQUIRE && e->nw > 0 && strcmp(e->w[0].id, r->contender) == 0 && e->w[0].client == c)
         rep->first_in_line = 1;
@@ -383,6 +449,8 @@ static void simba__mview(const simba__mentry *e, int64_t now, int with_waiters, 
     v->held_ms = v->ttl_left_ms = v->transition_left_ms = SIMBA_UNKNOWN_MS;
     if (simba__mlive(e, now)) {
         simba__copy(v->owner, sizeof v->owner, e->owner);
+        v->value = e->value_len ? e->value : NULL; /* copied by simba_req_view, under the lock */
+        v->value_len = e->value_len;
         v->held_ms = now - e->acquired_at;
         v->ttl_left_ms = e->ttl_at - now;
         v->transition_left_ms = e->transition_at - now;
@@ -417,10 +485,7 @@ static void simba__minspect(simba__mclient *c, simba_req *r, simba_reply *rep) {
     } else if (r->op == SIMBA_OP_FORCE_RELEASE) {
         rep->rc = SIMBA_ESTATE;
         if (e && simba__mlive(e, now) && e->fence == r->fence) {
-            e->owner[0] = 0;
-            e->ttl_at = e->transition_at = 0;
-            if (e->nw > 0) simba__mpost(e->w[0].client, SIMBA_EV_RELEASED, e->name, e->w[0].id, NULL);
-            simba__mbroadcast(st, e, now);
+            simba__mfree(st, e, now);
             rep->rc = SIMBA_OK;
         }
     }
@@ -432,6 +497,7 @@ static void simba__mrun(simba__mclient *c, int64_t now) {
     for (; r; r = next) {
         simba_reply rep;
         char owner[SIMBA_ID_MAX + 1];
+        unsigned char value[SIMBA_VALUE_MAX];
         next = r->next_;
         if (!c->fault.fail && (c->fault.hang || now < simba__add(r->sent_at, c->fault.delay_ms))) { prev = r; continue; }
         if (prev) prev->next_ = next; else c->pend = next;
@@ -440,8 +506,8 @@ static void simba__mrun(simba__mclient *c, int64_t now) {
             simba_req_fail(r, SIMBA_EBACKEND, "memory backend: injected failure");
             continue;
         }
-        if (r->op >= SIMBA_OP_INSPECT) simba__minspect(c, r, &rep);
-        else simba__mexec(c, r, &rep, owner);
+        if (r->op == SIMBA_OP_INSPECT || r->op == SIMBA_OP_LIST || r->op == SIMBA_OP_FORCE_RELEASE) simba__minspect(c, r, &rep);
+        else simba__mexec(c, r, &rep, owner, value);
         simba_req_done(r, &rep);
     }
 }
@@ -540,11 +606,13 @@ static void simba__mdestroy(void *impl) {
         simba_req *r = c->pend;
         simba_reply rep;
         char owner[SIMBA_ID_MAX + 1];
+        unsigned char value[SIMBA_VALUE_MAX];
         c->pend = r->next_;
         /* What was sent reaches the store, in order, as bytes on the wire reach a server
            after its client has gone (a delayed answer is a request in transit); a hung or
            failing client's never do. An inspection changes nothing: it just ends. */
-        if (!c->fault.hang && !c->fault.fail && r->op < SIMBA_OP_INSPECT) simba__mexec(c, r, &rep, owner);
+        if (!c->fault.hang && !c->fault.fail && r->op != SIMBA_OP_INSPECT && r->op != SIMBA_OP_LIST && r->op != SIMBA_OP_FORCE_RELEASE)
+            simba__mexec(c, r, &rep, owner, value);
         simba_req_fail(r, SIMBA_ECLOSED, "memory backend closed");
     }
     pthread_mutex_lock(&st->lock);
@@ -628,6 +696,8 @@ SIMBA_API simba_result simba_memstore_read(simba_memstore *st, const char *mutex
     now = st->now_fn(st->clock_user);
     e = (simba__mentry *)simba__hfind(&st->entries, mutex);
     simba__mreply(e, now, out);
+    out->value = NULL; /* the record may change once unlocked */
+    out->value_len = 0;
     if (owner_buf) {
         simba__copy(owner_buf, cap, out->owner);
         out->owner = owner_buf;

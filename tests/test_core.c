@@ -2758,6 +2758,448 @@ TEST(locker_on_locked_from_the_poll) {
     store_free();
 }
 
+
+/* ---- leadership value, proclaim, yield, at-risk ------------------------------------------ */
+
+typedef struct evrec {
+    int kept, yield_failed, value_failed, at_risk;
+    int64_t at_risk_left, at_risk_at;
+    int released_at_risk; /* on_at_risk calls seen when on_released came */
+} evrec;
+static evrec evr;
+static void ev_count(simba_service *s, const simba_service_event *ev, void *u) {
+    (void)s;
+    (void)u;
+    if (ev->type == SIMBA_EVENT_YIELD_KEPT) evr.kept++;
+    if (ev->type == SIMBA_EVENT_YIELD_FAILED) evr.yield_failed++;
+    if (ev->type == SIMBA_EVENT_VALUE_FAILED) evr.value_failed++;
+}
+static void at_risk_count(simba_service *s, int64_t left, void *u) {
+    (void)u;
+    CHECK(simba_is_owner(s));
+    evr.at_risk++;
+    evr.at_risk_left = left;
+    evr.at_risk_at = fake_now;
+}
+static void rel_after_risk(simba_service *s, const simba_state *st, void *u) {
+    evr.released_at_risk = evr.at_risk;
+    on_rel(s, st, u);
+}
+/* A contender with a value, the event and at-risk recorders (not started). */
+static simba_service *valued(proc *p, const char *mutex, const char *id, const char *value, size_t len, int64_t ttl, int64_t tr,
+                             rec *r) {
+    simba_contend_desc d;
+    simba_service *s = NULL;
+    memset(&d, 0, sizeof d);
+    d.mutex = mutex;
+    d.contender_id = id;
+    d.ttl_ms = ttl;
+    d.transition_ms = tr;
+    d.on_acquired = on_acq;
+    d.on_released = rel_after_risk;
+    d.on_owner = on_own;
+    d.on_event = ev_count;
+    d.on_at_risk = at_risk_count;
+    d.user_data = r;
+    d.value = value;
+    d.value_len = len;
+    CHECK_RC(simba_contend(p->loop, p->be, &d, &s), SIMBA_OK);
+    return s;
+}
+static int value_is(const simba_owner *o, const char *v, size_t n) { return o->value_len == n && memcmp(o->value, v, n) == 0; }
+
+TEST(value_goes_with_the_grant_and_proclaim_keeps_fence_and_lease) {
+    proc p[2];
+    rec ca = {0}, cb = {0};
+    simba_service *a, *b;
+    simba_owner o;
+    uint64_t fence;
+    int64_t lease_end, acquired_at;
+    int changes;
+    memset(&evr, 0, sizeof evr);
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    a = valued(&p[0], "val", "a", "10.0.0.1:80\0x", 13, 3000, 1000, &ca);
+    b = valued(&p[1], "val", "b", "b-addr", 6, 3000, 1000, &cb);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 1);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    settle(p, 2);
+    REQUIRE(simba_is_owner(a));
+    CHECK_RC(simba_owner_get(a, &o), SIMBA_OK);
+    CHECK(value_is(&o, "10.0.0.1:80\0x", 13));
+    CHECK_RC(simba_owner_get(b, &o), SIMBA_OK); /* the waiter learns it with the owner */
+    CHECK_STR(o.id, "a");
+    CHECK(value_is(&o, "10.0.0.1:80\0x", 13));
+    CHECK(value_is(&cb.last_after, "10.0.0.1:80\0x", 13));
+    /* renewals keep it */
+    advance(p, 2, 5000, 50);
+    CHECK_RC(simba_owner_get(b, &o), SIMBA_OK);
+    CHECK(value_is(&o, "10.0.0.1:80\0x", 13));
+    /* proclaim: same fence, same acquired_at, the lease not extended */
+    fence = simba_fence(a);
+    lease_end = a->lease_end;
+    CHECK_RC(simba_owner_get(a, &o), SIMBA_OK);
+    acquired_at = o.acquired_at;
+    changes = ca.owner_changes;
+    CHECK_RC(simba_set_value(a, "\xff\xfe\x00new", 6), SIMBA_OK);
+    settle(p, 2);
+    CHECK_EQ(simba_fence(a), fence);
+    CHECK_EQ(a->lease_end, lease_end);
+    CHECK_EQ(ca.owner_changes, changes + 1); /* the owner's own on_owner */
+    CHECK(value_is(&ca.last_after, "\xff\xfe\x00new", 6));
+    CHECK_EQ(ca.last_after.fence, fence);
+    CHECK_EQ(ca.last_after.acquired_at, acquired_at);
+    CHECK_EQ(ca.acquired, 1);
+    CHECK_EQ(ca.released, 0);
+    /* the waiter sees it at its next ask (memory pushes it to the watching client) */
+    WAIT_FOR_SIM(p, 2, value_is(&cb.last_after, "\xff\xfe\x00new", 6), 5000);
+    CHECK(value_is(&cb.last_after, "\xff\xfe\x00new", 6));
+    CHECK_EQ(cb.last_after.fence, fence);
+    /* cleared by the release; the next owner's own value replaces it */
+    CHECK_RC(simba_stop(a), SIMBA_OK);
+    WAIT_FOR_SIM(p, 2, simba_is_owner(b), 5000);
+    REQUIRE(simba_is_owner(b));
+    CHECK_RC(simba_owner_get(b, &o), SIMBA_OK);
+    CHECK(value_is(&o, "b-addr", 6));
+    CHECK(cb.last_fence > fence);
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    store_free();
+}
+
+TEST(set_value_and_yield_refused_with_words) {
+    proc p;
+    rec ca = {0}, cb = {0};
+    simba_service *a, *b;
+    char big[SIMBA_VALUE_MAX + 1];
+    memset(big, 'v', sizeof big);
+    memset(&evr, 0, sizeof evr);
+    store_new();
+    proc_open(&p);
+    a = valued(&p, "val", "a", NULL, 0, 3000, 1000, &ca);
+    b = valued(&p, "val", "b", NULL, 0, 3000, 1000, &cb);
+    /* not running, then not the owner */
+    CHECK_RC(simba_set_value(a, "x", 1), SIMBA_ESTATE);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "does not own mutex val") != NULL);
+    CHECK_RC(simba_yield(a), SIMBA_ESTATE);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(&p, 1);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    settle(&p, 1);
+    REQUIRE(simba_is_owner(a));
+    CHECK_RC(simba_set_value(b, "x", 1), SIMBA_ESTATE);
+    CHECK_RC(simba_yield(b), SIMBA_ESTATE);
+    /* the size limit, named with the length */
+    CHECK_RC(simba_set_value(a, big, SIMBA_VALUE_MAX + 1), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "len 1025 is above SIMBA_VALUE_MAX (1024 bytes)") != NULL);
+    CHECK_RC(simba_set_value(a, NULL, 3), SIMBA_EINVAL);
+    CHECK_RC(simba_set_value(a, big, SIMBA_VALUE_MAX), SIMBA_OK);
+    /* a second yield while one is under way */
+    CHECK_RC(simba_yield(a), SIMBA_OK);
+    CHECK_RC(simba_yield(a), SIMBA_ESTATE);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "already under way") != NULL);
+    {
+        simba_contend_desc d;
+        simba_service *c = NULL;
+        memset(&d, 0, sizeof d);
+        d.mutex = "val2";
+        d.value = big;
+        d.value_len = SIMBA_VALUE_MAX + 1;
+        CHECK_RC(simba_contend(p.loop, p.be, &d, &c), SIMBA_EINVAL);
+        CHECK(strstr(simba_loop_errmsg(p.loop), "simba_contend: value_len 1025 is above SIMBA_VALUE_MAX") != NULL);
+        CHECK(c == NULL);
+        d.at_risk_ms = -1;
+        d.value_len = 1;
+        CHECK_RC(simba_contend(p.loop, p.be, &d, &c), SIMBA_EINVAL);
+        CHECK(strstr(simba_loop_errmsg(p.loop), "at_risk_ms") != NULL);
+    }
+    proc_close(&p);
+    store_free();
+}
+
+/* The store forgot the record: the proclaim is refused atomically and the owner learns it
+   lost its fence, as a refused renewal tells it. */
+TEST(set_value_refused_by_the_store_ends_the_tenure) {
+    proc p;
+    rec ca = {0};
+    simba_service *a;
+    memset(&evr, 0, sizeof evr);
+    store_new();
+    proc_open(&p);
+    a = valued(&p, "val", "a", "one", 3, 3000, 1000, &ca);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(&p, 1);
+    REQUIRE(simba_is_owner(a));
+    CHECK_RC(simba_memstore_lose(store), SIMBA_OK);
+    CHECK_RC(simba_set_value(a, "two", 3), SIMBA_OK);
+    settle(&p, 1);
+    CHECK(!simba_is_owner(a));
+    CHECK_EQ(ca.released, 1);
+    CHECK_EQ(ca.released_reason, SIMBA_REASON_REFUSED);
+    proc_close(&p);
+    store_free();
+}
+
+TEST(yield_passes_to_the_head_waiter_which_is_pushed) {
+    proc p[3];
+    rec ca = {0}, cb = {0}, cc = {0};
+    simba_service *a, *b, *c;
+    simba_owner o;
+    uint64_t fa;
+    int64_t t0;
+    memset(&evr, 0, sizeof evr);
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    proc_open(&p[2]);
+    a = valued(&p[0], "y", "a", "A", 1, 3000, 1000, &ca);
+    b = valued(&p[1], "y", "b", "B", 1, 3000, 1000, &cb);
+    c = valued(&p[2], "y", "c", "C", 1, 3000, 1000, &cc);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 1);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    settle(p, 2);
+    CHECK_RC(simba_start(c), SIMBA_OK);
+    settle(p, 3);
+    REQUIRE(simba_is_owner(a));
+    fa = simba_fence(a);
+    t0 = fake_now;
+    CHECK_RC(simba_yield(a), SIMBA_OK);
+    settle(p, 3); /* no time passes: the push alone hands over */
+    CHECK_EQ(fake_now, t0);
+    CHECK(!simba_is_owner(a));
+    CHECK_EQ(ca.released, 1);
+    CHECK_EQ(ca.released_reason, SIMBA_REASON_YIELDED);
+    CHECK_STR(simba_reason_str(SIMBA_REASON_YIELDED), "yielded");
+    CHECK(simba_is_owner(b)); /* the oldest waiter, not c */
+    CHECK(!simba_is_owner(c));
+    CHECK(cb.last_fence > fa);
+    CHECK_RC(simba_owner_get(c, &o), SIMBA_OK);
+    CHECK_STR(o.id, "b");
+    CHECK(value_is(&o, "B", 1));
+    CHECK_EQ(evr.kept, 0);
+    /* a is queued behind c: when b yields, c wins, not a */
+    advance(p, 3, 200, 10);
+    CHECK(!simba_is_owner(a));
+    CHECK_RC(simba_yield(b), SIMBA_OK);
+    settle(p, 3);
+    CHECK(simba_is_owner(c));
+    CHECK(!simba_is_owner(a));
+    CHECK_RC(simba_yield(c), SIMBA_OK);
+    settle(p, 3);
+    CHECK(simba_is_owner(a));
+    CHECK_EQ(ca.acquired, 2);
+    CHECK_EQ(cb.released_reason, SIMBA_REASON_YIELDED);
+    CHECK_EQ(cc.released_reason, SIMBA_REASON_YIELDED);
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    proc_close(&p[2]);
+    store_free();
+}
+
+TEST(yield_without_waiter_keeps_fence_and_lease) {
+    proc p;
+    rec ca = {0};
+    simba_service *a;
+    uint64_t fence;
+    int64_t lease_end;
+    memset(&evr, 0, sizeof evr);
+    store_new();
+    proc_open(&p);
+    a = valued(&p, "y", "a", "A", 1, 3000, 1000, &ca);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(&p, 1);
+    REQUIRE(simba_is_owner(a));
+    fence = simba_fence(a);
+    lease_end = a->lease_end;
+    CHECK_RC(simba_yield(a), SIMBA_OK);
+    settle(&p, 1);
+    CHECK_EQ(evr.kept, 1);
+    CHECK(simba_is_owner(a));
+    CHECK_EQ(simba_fence(a), fence);
+    CHECK_EQ(a->lease_end, lease_end);
+    CHECK_EQ(ca.released, 0);
+    /* a failing store: the yield fails, ownership unchanged as far as a knows */
+    {
+        simba_memory_fault f = {0};
+        f.fail = 1;
+        CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+        CHECK_RC(simba_yield(a), SIMBA_OK);
+        settle(&p, 1);
+        CHECK_EQ(evr.yield_failed, 1);
+        CHECK(simba_is_owner(a));
+    }
+    proc_close(&p);
+    store_free();
+}
+
+/* The store stops answering: on_at_risk once, at_risk_ms (half the margin) before the local
+   lease ends, then on_released (lapsed) at its end. */
+TEST(at_risk_fires_once_before_a_hung_lease_lapses) {
+    proc p;
+    rec ca = {0};
+    simba_service *a;
+    simba_memory_fault f = {0};
+    int64_t lease_end;
+    memset(&evr, 0, sizeof evr);
+    store_new();
+    proc_open(&p);
+    a = valued(&p, "risk", "a", NULL, 0, 3000, 1000, &ca); /* margin 1000: at risk at 500 left */
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(&p, 1);
+    REQUIRE(simba_is_owner(a));
+    advance(&p, 1, 4000, 10); /* healthy renewals: no warning */
+    CHECK_EQ(evr.at_risk, 0);
+    f.hang = 1;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    lease_end = a->lease_end;
+    advance(&p, 1, 4000, 10);
+    CHECK_EQ(evr.at_risk, 1);
+    CHECK_EQ(evr.at_risk_left, 500);
+    CHECK_EQ(evr.at_risk_at, lease_end - 500);
+    CHECK_EQ(ca.released, 1);
+    CHECK_EQ(ca.released_reason, SIMBA_REASON_LAPSED);
+    CHECK_EQ(evr.released_at_risk, 1); /* the warning came first */
+    CHECK_EQ(ca.released_at, lease_end);
+    proc_close(&p);
+    store_free();
+}
+
+/* Renewals that fail (answered with errors) warn too, once per tenure; a tenure whose renewal
+   recovers is not warned again, and the next tenure may be. */
+TEST(at_risk_once_per_tenure_when_renewals_fail) {
+    proc p;
+    rec ca = {0};
+    simba_service *a;
+    simba_contend_desc d;
+    simba_memory_fault f = {0};
+    memset(&evr, 0, sizeof evr);
+    store_new();
+    proc_open(&p);
+    memset(&d, 0, sizeof d);
+    d.mutex = "risk";
+    d.contender_id = "a";
+    d.ttl_ms = 3000;
+    d.transition_ms = 1000;
+    d.on_acquired = on_acq;
+    d.on_released = rel_after_risk;
+    d.on_at_risk = at_risk_count;
+    d.at_risk_ms = 900;
+    d.user_data = &ca;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &a), SIMBA_OK);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(&p, 1);
+    REQUIRE(simba_is_owner(a));
+    f.fail = 1;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    WAIT_FOR_SIM(&p, 1, evr.at_risk == 1, 3000);
+    CHECK_EQ(evr.at_risk, 1);
+    CHECK_EQ(evr.at_risk_left, 900);
+    CHECK(simba_is_owner(a));
+    f.fail = 0; /* the next retry renews: same tenure, no second warning */
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    advance(&p, 1, 600, 10);
+    CHECK(simba_is_owner(a));
+    CHECK_EQ(ca.released, 0);
+    f.fail = 1;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    advance(&p, 1, 4000, 10);
+    CHECK_EQ(evr.at_risk, 1);
+    CHECK_EQ(ca.released, 1);
+    f.fail = 0;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    WAIT_FOR_SIM(&p, 1, simba_is_owner(a), 10000);
+    REQUIRE(simba_is_owner(a));
+    f.fail = 1;
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    advance(&p, 1, 4000, 10);
+    CHECK_EQ(evr.at_risk, 2); /* the new tenure's */
+    CHECK_EQ(ca.released, 2);
+    proc_close(&p);
+    store_free();
+}
+
+static int lk_risk_calls;
+static int64_t lk_risk_left;
+static void lk_at_risk(simba_locker *lk, int64_t left, void *u) {
+    (void)u;
+    CHECK(simba_locker_held(lk));
+    lk_risk_calls++;
+    lk_risk_left = left;
+}
+TEST(locker_and_scheduler_take_a_value_and_the_locker_warns) {
+    proc p[2];
+    simba_locker *lk;
+    simba_locker_desc ld;
+    simba_scheduler *sc;
+    simba_scheduler_desc sd;
+    simba_service *obs;
+    simba_observe_desc od;
+    rec co = {0};
+    simba_memory_fault f = {0};
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    memset(&od, 0, sizeof od);
+    od.mutex = "lk";
+    od.on_owner = on_own;
+    od.user_data = &co;
+    CHECK_RC(simba_observe(p[1].loop, p[1].be, &od, &obs), SIMBA_OK);
+    CHECK_RC(simba_start(obs), SIMBA_OK);
+    memset(&ld, 0, sizeof ld);
+    ld.mutex = "lk";
+    ld.contender_id = "locker";
+    ld.ttl_ms = 3000;
+    ld.transition_ms = 1000;
+    ld.value = "job-7";
+    ld.value_len = 5;
+    ld.on_at_risk = lk_at_risk;
+    CHECK_RC(simba_locker_new(p[0].loop, p[0].be, &ld, &lk), SIMBA_OK);
+    CHECK_RC(simba_locker_try(lk), SIMBA_EAGAIN);
+    settle(p, 2);
+    CHECK_RC(simba_locker_try(lk), SIMBA_OK);
+    WAIT_FOR_SIM(p, 2, value_is(&co.last_after, "job-7", 5), 3000);
+    CHECK(value_is(&co.last_after, "job-7", 5));
+    CHECK_STR(co.last_after.id, "locker");
+    f.hang = 1;
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    advance(p, 2, 4000, 10);
+    CHECK_EQ(lk_risk_calls, 1);
+    CHECK_EQ(lk_risk_left, 500);
+    CHECK(!simba_locker_held(lk));
+    CHECK_RC(simba_locker_free(lk), SIMBA_OK);
+    memset(&sd, 0, sizeof sd);
+    sd.mutex = "sc";
+    sd.contender_id = "sched";
+    sd.period_ms = 100;
+    sd.work = noop_work;
+    sd.value = "\x01\x00\x02";
+    sd.value_len = 3;
+    CHECK_RC(simba_scheduler_new(p[1].loop, p[1].be, &sd, &sc), SIMBA_OK);
+    CHECK_RC(simba_scheduler_start(sc), SIMBA_OK);
+    settle(p, 2);
+    CHECK(simba_scheduler_is_leader(sc));
+    {
+        simba_view v;
+        CHECK_RC(simba_inspect_wait(p[1].be, "sc", &v, 1000), SIMBA_OK);
+        CHECK_STR(v.owner, "sched");
+        CHECK_EQ(v.value_len, 3);
+        CHECK(v.value && memcmp(v.value, "\x01\x00\x02", 3) == 0);
+    }
+    sd.value_len = SIMBA_VALUE_MAX + 1;
+    sd.mutex = "sc2";
+    {
+        simba_scheduler *bad = NULL;
+        CHECK_RC(simba_scheduler_new(p[1].loop, p[1].be, &sd, &bad), SIMBA_EINVAL);
+        CHECK(strstr(simba_loop_errmsg(p[1].loop), "simba_scheduler_new: value_len 1025") != NULL);
+    }
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    store_free();
+}
+
 int main(int argc, char **argv) {
     CHECK_INIT(argc, argv);
     RUN(owner_predicates);
@@ -2825,5 +3267,13 @@ int main(int argc, char **argv) {
     RUN(loop_close_releases_everything_then_frees);
     RUN(unlock_after_lapse_reports_lost);
     RUN(locker_on_locked_from_the_poll);
+    RUN(value_goes_with_the_grant_and_proclaim_keeps_fence_and_lease);
+    RUN(set_value_and_yield_refused_with_words);
+    RUN(set_value_refused_by_the_store_ends_the_tenure);
+    RUN(yield_passes_to_the_head_waiter_which_is_pushed);
+    RUN(yield_without_waiter_keeps_fence_and_lease);
+    RUN(at_risk_fires_once_before_a_hung_lease_lapses);
+    RUN(at_risk_once_per_tenure_when_renewals_fail);
+    RUN(locker_and_scheduler_take_a_value_and_the_locker_warns);
     return check_report("core");
 }
