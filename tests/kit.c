@@ -848,6 +848,288 @@ TEST(kit_force_release) {
     kit_close_all();
 }
 
+
+/* ---- leadership value, proclaim, yield, at-risk ------------------------------------------ */
+
+typedef struct vrec {
+    int kept, at_risk, at_risk_before_release;
+    int64_t at_risk_left;
+    rec r;
+} vrec;
+static void v_event(simba_service *s, const simba_service_event *ev, void *u) {
+    (void)s;
+    if (ev->type == SIMBA_EVENT_YIELD_KEPT) ((vrec *)u)->kept++;
+}
+static void v_at_risk(simba_service *s, int64_t left, void *u) {
+    vrec *v = (vrec *)u;
+    CHECK(simba_is_owner(s));
+    if (v->r.released == 0) v->at_risk_before_release++;
+    v->at_risk++;
+    v->at_risk_left = left;
+}
+static void v_acq(simba_service *s, const simba_state *st, void *u) { on_acq(s, st, &((vrec *)u)->r); }
+static void v_rel(simba_service *s, const simba_state *st, void *u) { on_rel(s, st, &((vrec *)u)->r); }
+static void v_own(simba_service *s, const simba_state *st, void *u) { on_own(s, st, &((vrec *)u)->r); }
+static simba_service *kit_valued(kit_proc *p, const char *mutex, const void *value, size_t len, vrec *v) {
+    simba_contend_desc d;
+    simba_service *s = NULL;
+    memset(&d, 0, sizeof d);
+    d.mutex = mutex;
+    d.ttl_ms = TTL;
+    d.transition_ms = TR;
+    d.on_acquired = v_acq;
+    d.on_released = v_rel;
+    d.on_owner = v_own;
+    d.on_event = v_event;
+    d.on_at_risk = v_at_risk;
+    d.user_data = v;
+    d.value = value;
+    d.value_len = len;
+    CHECK_RC(simba_contend(p->loop, p->be, &d, &s), SIMBA_OK);
+    return s;
+}
+static int kit_value_is(const simba_owner *o, const void *v, size_t n) {
+    return o->value_len == n && (n == 0 || memcmp(o->value, v, n) == 0);
+}
+static int kit_view_value_is(const simba_view *o, const void *v, size_t n) {
+    return o->value_len == n && (n == 0 || (o->value && memcmp(o->value, v, n) == 0));
+}
+/* The observer's latest owner (on_owner's after). */
+static simba_owner obs_last;
+static int obs_calls;
+static void obs_keep(simba_service *s, const simba_state *st, void *u) {
+    (void)s;
+    (void)u;
+    obs_last = *st->after;
+    obs_calls++;
+}
+static simba_service *kit_watch(kit_proc *o, const char *m) {
+    simba_observe_desc od;
+    simba_service *obs = NULL;
+    memset(&od, 0, sizeof od);
+    od.mutex = m;
+    od.on_owner = obs_keep;
+    od.refresh_ms = 100;
+    memset(&obs_last, 0, sizeof obs_last);
+    obs_calls = 0;
+    CHECK_RC(simba_observe(o->loop, o->be, &od, &obs), SIMBA_OK);
+    CHECK_RC(simba_start(obs), SIMBA_OK);
+    return obs;
+}
+
+/* The value goes with the grant and is seen by a waiter, an observer and an inspection;
+   simba_set_value changes it under the same fence; a release clears it. Bytes are kept
+   exactly: NUL and non-UTF-8 included. */
+TEST(kit_value) {
+    kit_proc *o = kit_open(), *p = kit_open(), *q = kit_open(), *adm = kit_open();
+    static const unsigned char va[] = {'h', '1', ':', '8', '0', 0, 0xff, 0xc3, 0x28, 0x80, 0};
+    static const unsigned char va2[] = {0, 0xfe, 'n', 'e', 'w', 0xe2, 0x82};
+    static const unsigned char vb[] = {'b', 0xa0, 0xa1};
+    vrec ra, rb;
+    simba_service *obs, *a, *b;
+    simba_owner view;
+    simba_view v;
+    uint64_t f;
+    const char *m = kit_name("value");
+    REQUIRE(o && p && q && adm);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    obs = kit_watch(o, m);
+    a = kit_valued(p, m, va, sizeof va, &ra);
+    b = kit_valued(q, m, vb, sizeof vb, &rb);
+    REQUIRE(a && b && obs);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    REQUIRE_UNTIL(ra.r.acquired == 1, ACQ_MS);
+    CHECK_RC(simba_owner_get(a, &view), SIMBA_OK);
+    CHECK(kit_value_is(&view, va, sizeof va));
+    CHECK_UNTIL(strcmp(obs_last.id, simba_service_contender_id(a)) == 0 && kit_value_is(&obs_last, va, sizeof va), 5000);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    CHECK_UNTIL(simba_owner_get(b, &view) == SIMBA_OK && strcmp(view.id, simba_service_contender_id(a)) == 0, 5000);
+    CHECK(kit_value_is(&view, va, sizeof va)); /* the waiter learns it with the owner */
+    CHECK_RC(simba_inspect_wait(adm->be, m, &v, 10000), SIMBA_OK);
+    CHECK_STR(v.owner, simba_service_contender_id(a));
+    CHECK(kit_view_value_is(&v, va, sizeof va));
+    /* renewals keep it */
+    KIT_HOLD(simba_is_owner(a), TTL + 200);
+    CHECK_RC(simba_inspect_wait(adm->be, m, &v, 10000), SIMBA_OK);
+    CHECK(kit_view_value_is(&v, va, sizeof va));
+    /* proclaim: same fence; the owner, the observer, the store see it */
+    f = simba_fence(a);
+    CHECK_RC(simba_set_value(a, va2, sizeof va2), SIMBA_OK);
+    CHECK_UNTIL(kit_value_is(&ra.r.last_after, va2, sizeof va2), 5000);
+    CHECK_EQ(ra.r.last_after.fence, f);
+    CHECK_EQ(simba_fence(a), f);
+    CHECK_EQ(ra.r.acquired, 1);
+    CHECK_EQ(ra.r.released, 0);
+    CHECK_UNTIL(kit_value_is(&obs_last, va2, sizeof va2), 5000);
+    CHECK_EQ(obs_last.fence, f);
+    CHECK_RC(simba_inspect_wait(adm->be, m, &v, 10000), SIMBA_OK);
+    CHECK(kit_view_value_is(&v, va2, sizeof va2));
+    CHECK_EQ(v.fence, f);
+    /* the release clears it; the next owner's own value comes with its grant */
+    CHECK_RC(simba_stop(a), SIMBA_OK);
+    REQUIRE_UNTIL(rb.r.acquired == 1, ACQ_MS);
+    CHECK_UNTIL(strcmp(obs_last.id, simba_service_contender_id(b)) == 0 && kit_value_is(&obs_last, vb, sizeof vb), 5000);
+    CHECK_RC(simba_inspect_wait(adm->be, m, &v, 10000), SIMBA_OK);
+    CHECK(kit_view_value_is(&v, vb, sizeof vb));
+    CHECK_RC(simba_stop(b), SIMBA_OK);
+    CHECK_UNTIL(rb.r.released == 1 && simba_service_status(b) == SIMBA_INITIAL, 5000);
+    CHECK_UNTIL(obs_last.id[0] == 0, 5000);
+    CHECK_EQ(obs_last.value_len, 0);
+    CHECK_RC(simba_inspect_wait(adm->be, m, &v, 10000), SIMBA_OK);
+    CHECK_STR(v.owner, "");
+    CHECK_EQ(v.value_len, 0);
+    kit_close_all();
+}
+
+/* SIMBA_VALUE_MAX bytes (every byte value) round-trip; one byte more is refused, in words. */
+TEST(kit_value_max) {
+    kit_proc *o = kit_open(), *p = kit_open(), *adm = kit_open();
+    static unsigned char big[SIMBA_VALUE_MAX + 1];
+    vrec ra;
+    simba_service *obs, *a, *bad = NULL;
+    simba_contend_desc d;
+    simba_view v;
+    size_t i;
+    const char *m = kit_name("value-max");
+    REQUIRE(o && p && adm);
+    for (i = 0; i < sizeof big; i++) big[i] = (unsigned char)(i * 7 + 3);
+    memset(&ra, 0, sizeof ra);
+    memset(&d, 0, sizeof d);
+    d.mutex = m;
+    d.value = big;
+    d.value_len = SIMBA_VALUE_MAX + 1;
+    CHECK_RC(simba_contend(p->loop, p->be, &d, &bad), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p->loop), "value_len 1025 is above SIMBA_VALUE_MAX (1024 bytes)") != NULL);
+    CHECK(bad == NULL);
+    obs = kit_watch(o, m);
+    a = kit_valued(p, m, big, SIMBA_VALUE_MAX, &ra);
+    REQUIRE(a && obs);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    REQUIRE_UNTIL(ra.r.acquired == 1, ACQ_MS);
+    CHECK_UNTIL(kit_value_is(&obs_last, big, SIMBA_VALUE_MAX), 5000);
+    CHECK_RC(simba_inspect_wait(adm->be, m, &v, 10000), SIMBA_OK);
+    CHECK(kit_view_value_is(&v, big, SIMBA_VALUE_MAX));
+    CHECK_RC(simba_set_value(a, big, SIMBA_VALUE_MAX + 1), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p->loop), "simba_set_value: len 1025 is above SIMBA_VALUE_MAX (1024 bytes)") != NULL);
+    /* refused before the store saw it: nothing lost */
+    CHECK_RC(simba_inspect_wait(adm->be, m, &v, 10000), SIMBA_OK);
+    CHECK(kit_view_value_is(&v, big, SIMBA_VALUE_MAX));
+    CHECK(simba_is_owner(a));
+    /* the largest, changed in place, and the empty value */
+    CHECK_RC(simba_set_value(a, big + 1, SIMBA_VALUE_MAX), SIMBA_OK);
+    CHECK_UNTIL(kit_value_is(&obs_last, big + 1, SIMBA_VALUE_MAX), 5000);
+    CHECK_RC(simba_set_value(a, NULL, 0), SIMBA_OK);
+    CHECK_UNTIL(obs_last.value_len == 0 && obs_last.id[0], 5000);
+    CHECK_RC(simba_inspect_wait(adm->be, m, &v, 10000), SIMBA_OK);
+    CHECK_STR(v.owner, simba_service_contender_id(a));
+    CHECK_EQ(v.value_len, 0);
+    CHECK_RC(simba_stop(a), SIMBA_OK);
+    CHECK_UNTIL(ra.r.released == 1, 5000);
+    kit_close_all();
+}
+
+/* With a waiter queued the yield passes the mutex to it at once (pushed, as a release is)
+   and the yielder waits behind; it does not win it back while the new owner renews. */
+TEST(kit_yield) {
+    kit_proc *p = kit_open(), *q = kit_open();
+    vrec ra, rb;
+    simba_service *a, *b;
+    simba_owner view;
+    uint64_t f;
+    int64_t t0;
+    const char *m = kit_name("yield");
+    REQUIRE(p && q);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    a = kit_valued(p, m, "A", 1, &ra);
+    b = kit_valued(q, m, "B", 1, &rb);
+    REQUIRE(a && b);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    REQUIRE_UNTIL(ra.r.acquired == 1, ACQ_MS);
+    f = simba_fence(a);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    CHECK_UNTIL(simba_owner_get(b, &view) == SIMBA_OK && strcmp(view.id, simba_service_contender_id(a)) == 0, 5000);
+    KIT_HOLD(rb.r.acquired == 0, 300); /* b is in line */
+    t0 = kit_now();
+    CHECK_RC(simba_yield(a), SIMBA_OK);
+    /* well before a's lease could have run out: the handoff is pushed */
+    CHECK_UNTIL(rb.r.acquired == 1, TTL);
+    CHECK(kit_now() - t0 < TTL);
+    CHECK_EQ(ra.r.released, 1);
+    CHECK_EQ(ra.r.released_reason, SIMBA_REASON_YIELDED);
+    CHECK(!simba_is_owner(a));
+    CHECK(rb.r.last_fence > f);
+    CHECK_EQ(ra.kept, 0);
+    KIT_HOLD(simba_is_owner(b) && !simba_is_owner(a) && ra.r.acquired == 1, 2 * TTL);
+    CHECK_EQ(simba_service_status(a), SIMBA_RUNNING); /* still contending, as a waiter */
+    CHECK_RC(simba_owner_get(a, &view), SIMBA_OK);
+    CHECK_STR(view.id, simba_service_contender_id(b));
+    CHECK(kit_value_is(&view, "B", 1));
+    /* b yields back: a was the one in line */
+    CHECK_RC(simba_yield(b), SIMBA_OK);
+    CHECK_UNTIL(ra.r.acquired == 2, TTL);
+    CHECK_EQ(rb.r.released_reason, SIMBA_REASON_YIELDED);
+    CHECK_RC(simba_stop(a), SIMBA_OK);
+    CHECK_RC(simba_stop(b), SIMBA_OK);
+    CHECK_UNTIL(ra.r.released == 2 && simba_service_status(a) == SIMBA_INITIAL && simba_service_status(b) == SIMBA_INITIAL, 5000);
+    kit_close_all();
+}
+
+/* Nobody waits: the yield keeps the mutex, same fence, and says so. */
+TEST(kit_yield_alone) {
+    kit_proc *p = kit_open();
+    vrec ra;
+    simba_service *a;
+    uint64_t f;
+    REQUIRE(p);
+    memset(&ra, 0, sizeof ra);
+    a = kit_valued(p, kit_name("yield-alone"), "A", 1, &ra);
+    REQUIRE(a);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    REQUIRE_UNTIL(ra.r.acquired == 1, ACQ_MS);
+    f = simba_fence(a);
+    CHECK_RC(simba_yield(a), SIMBA_OK);
+    CHECK_UNTIL(ra.kept == 1, 5000);
+    CHECK(simba_is_owner(a));
+    CHECK_EQ(simba_fence(a), f);
+    KIT_HOLD(simba_is_owner(a) && ra.r.released == 0, TTL + 200);
+    CHECK_EQ(simba_fence(a), f);
+    CHECK_RC(simba_stop(a), SIMBA_OK);
+    CHECK_UNTIL(ra.r.released == 1, 5000);
+    CHECK_EQ(ra.r.released_reason, SIMBA_REASON_STOPPED);
+    kit_close_all();
+}
+
+/* The store stops answering the owner: on_at_risk once, before on_released (lapsed). */
+TEST(kit_at_risk) {
+    kit_proc *p = kit_open();
+    vrec ra;
+    simba_service *a;
+    REQUIRE(p);
+    if (!K->mute) {
+        fprintf(stderr, "  kit: backend %s gives no way to stop answering (kit_backend.mute)\n", K->name);
+        CHECK(K->mute != NULL);
+        kit_close_all();
+        return;
+    }
+    memset(&ra, 0, sizeof ra);
+    a = kit_valued(p, kit_name("at-risk"), NULL, 0, &ra);
+    REQUIRE(a);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    REQUIRE_UNTIL(ra.r.acquired == 1, ACQ_MS);
+    KIT_HOLD(simba_is_owner(a) && ra.at_risk == 0, TTL); /* healthy renewals: no warning */
+    K->mute(p->be, 1);
+    CHECK_UNTIL(ra.r.released == 1, 2 * TTL + TR);
+    CHECK_EQ(ra.at_risk, 1);
+    CHECK_EQ(ra.at_risk_before_release, 1);
+    CHECK(ra.at_risk_left > 0 && ra.at_risk_left <= (TTL / 3) / 2);
+    CHECK_EQ(ra.r.released_reason, SIMBA_REASON_LAPSED);
+    K->mute(p->be, 0);
+    CHECK_RC(simba_stop(a), SIMBA_OK);
+    kit_close_all();
+}
+
 int kit_run(const kit_backend *kb, int argc, char **argv) {
     char title[64];
     struct timespec ts;
@@ -875,6 +1157,11 @@ int kit_run(const kit_backend *kb, int argc, char **argv) {
     RUN(kit_inspect);
     RUN(kit_list);
     RUN(kit_force_release);
+    RUN(kit_value);
+    RUN(kit_value_max);
+    RUN(kit_yield);
+    RUN(kit_yield_alone);
+    RUN(kit_at_risk);
     snprintf(title, sizeof title, "%s kit", kb->name);
     return check_report(title);
 }

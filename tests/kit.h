@@ -30,6 +30,11 @@ typedef struct kit_backend {
        answer this client's requests ms after they were sent, so that one can be caught in
        flight as on a network. */
     void (*slow)(simba_backend *be, int64_t ms);
+    /* How this backend's store stops answering one client, for on_at_risk (kit_at_risk):
+       mute(be, 1) makes every later request of be go unanswered (the server hangs, or the
+       client's traffic is held: no error, no answer), mute(be, 0) lets it through again.
+       Without it kit_at_risk fails: each backend says how its store stops answering. */
+    void (*mute)(simba_backend *be, int on);
 } kit_backend;
 
 /* Runs every case (argv[1] = optional name filter), prints the closing

@@ -18,6 +18,13 @@ static void slow_memory(simba_backend *be, int64_t ms) {
     simba_memory_fault_set(be, &f);
 }
 
+static void mute_memory(simba_backend *be, int on) {
+    simba_memory_fault f;
+    memset(&f, 0, sizeof f);
+    f.hang = on;
+    simba_memory_fault_set(be, &f);
+}
+
 int main(int argc, char **argv) {
     simba_memstore *st;
     kit_backend kb = {0};
@@ -30,6 +37,7 @@ int main(int argc, char **argv) {
     kb.transition_ms = 500;
     kb.multi_ms = 10000;
     kb.slow = slow_memory;
+    kb.mute = mute_memory;
     rc = kit_run(&kb, argc, argv);
     simba_memstore_free(st);
     return rc;
