@@ -1302,6 +1302,7 @@ struct simba_service {
     int64_t lease_end;   /* local end of our own lease: step down here without renewal */
     int64_t quar_until;  /* end of the store's data-loss quarantine as last told, 0 = none */
     uint64_t own_fence;
+    uint64_t seen_fence;  /* the greatest fence of another owner this run has shown */
     simba_state_fn on_acquired, on_released, on_owner;
     simba_event_fn on_event;
     void (*on_at_risk)(simba_service *, int64_t, void *);
@@ -1990,6 +1991,13 @@ static void simba__view_put(simba_service *s, const simba_owner *nv) {
 /* A new view of the owner; on_owner fires when the owner id, fence or value changed. */
 static void simba__set_view(simba_service *s, const simba_owner *nv) {
     simba_owner before, after;
+    /* Fences only grow: another owner with a fence below one already shown is old news (a
+       push overtaken by an answer, or the reverse), and showing it would bring back a
+       value of a contender that no longer leads. */
+    if (nv->id[0] && strcmp(nv->id, s->id) != 0) {
+        if (nv->fence < s->seen_fence) return;
+        s->seen_fence = nv->fence;
+    }
     if ((strcmp(s->view.id, nv->id) == 0 && s->view.fence == nv->fence && simba__view_value_is(s, nv)) || !s->on_owner ||
         (s->flags & SIMBA__F_ZOMBIE)) {
         simba__view_put(s, nv);
@@ -2722,6 +2730,7 @@ SIMBA_API simba_result simba_start(simba_service *s) {
     s->backoff = 0;
     s->release_rc = SIMBA_OK;
     s->own_fence = 0;
+    s->seen_fence = 0;
     s->lease_end = 0;
     s->quar_until = 0;
     if (!l->in_poll) l->now = simba_now(l);

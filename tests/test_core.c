@@ -327,11 +327,12 @@ TEST(non_owner_jitter_bounds) {
     CHECK_EQ(b->next_try, t0 + 1600 - 200 + (int64_t)(UINT64_MAX % 1200u));
     CHECK(b->next_try < t0 + 1600 + 1000);
     /* the head of the line tries right at lease end, no jitter */
-    simba__learn(b, &(simba_reply){.owner = "a", .ttl_left_ms = 1000, .transition_left_ms = 1600, .first_in_line = 1}, fake_now);
+    simba__learn(b, &(simba_reply){.owner = "a", .ttl_left_ms = 1000, .transition_left_ms = 1600, .fence = a->own_fence, .first_in_line = 1},
+                 fake_now);
     CHECK_EQ(b->next_try, t0 + 1600 + 1);
     /* an attempt inside the window never retries sooner than min_retry (no spinning) */
     fake_rand_value = 0;
-    simba__learn(b, &(simba_reply){.owner = "a", .ttl_left_ms = 10, .transition_left_ms = 20}, fake_now);
+    simba__learn(b, &(simba_reply){.owner = "a", .ttl_left_ms = 10, .transition_left_ms = 20, .fence = a->own_fence}, fake_now);
     CHECK_EQ(b->next_try, fake_now + 50);
     CHECK_EQ(cb.acquired, 0);
     proc_close(&p[0]);
@@ -3121,6 +3122,66 @@ TEST(at_risk_once_per_tenure_when_renewals_fail) {
     store_free();
 }
 
+
+/* Pushes overtake answers: an owner with a fence below one already shown is old news, and an
+   observer never goes back to a contender that no longer leads (nor to its value). */
+TEST(observer_never_goes_back_to_an_older_fence) {
+    proc p[3];
+    rec ca = {0}, cb = {0}, co = {0};
+    simba_service *a, *b, *obs;
+    simba_observe_desc od;
+    simba_owner o;
+    uint64_t fa;
+    int changes;
+    memset(&evr, 0, sizeof evr);
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    proc_open(&p[2]);
+    memset(&od, 0, sizeof od);
+    od.mutex = "back";
+    od.on_owner = on_own;
+    od.user_data = &co;
+    CHECK_RC(simba_observe(p[2].loop, p[2].be, &od, &obs), SIMBA_OK);
+    CHECK_RC(simba_start(obs), SIMBA_OK);
+    a = valued(&p[0], "back", "a", "A", 1, 3000, 1000, &ca);
+    b = valued(&p[1], "back", "b", "B", 1, 3000, 1000, &cb);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 3);
+    REQUIRE(simba_is_owner(a));
+    fa = simba_fence(a);
+    CHECK_RC(simba_stop(a), SIMBA_OK);
+    settle(p, 3);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    settle(p, 3);
+    REQUIRE(simba_is_owner(b));
+    WAIT_FOR_SIM(p, 3, strcmp(co.last_after.id, "b") == 0, 2000);
+    CHECK(value_is(&co.last_after, "B", 1));
+    changes = co.owner_changes;
+    /* a late push of a's tenure */
+    simba_backend_event(p[2].be, SIMBA_EV_OWNER, "back", NULL,
+                        &(simba_reply){.owner = "a", .ttl_left_ms = 3000, .transition_left_ms = 4000, .fence = fa,
+                                       .value = (const unsigned char *)"A", .value_len = 1});
+    settle(p, 3);
+    CHECK_EQ(co.owner_changes, changes);
+    CHECK_RC(simba_owner_get(obs, &o), SIMBA_OK);
+    CHECK_STR(o.id, "b");
+    CHECK(value_is(&o, "B", 1));
+    /* "nobody" is not a contender's value: shown; a's tenure still is not */
+    simba_backend_event(p[2].be, SIMBA_EV_OWNER, "back", NULL, &(simba_reply){.owner = NULL});
+    settle(p, 3);
+    CHECK_EQ(co.last_after.id[0], 0);
+    simba_backend_event(p[2].be, SIMBA_EV_OWNER, "back", NULL,
+                        &(simba_reply){.owner = "a", .ttl_left_ms = 3000, .transition_left_ms = 4000, .fence = fa,
+                                       .value = (const unsigned char *)"A", .value_len = 1});
+    settle(p, 3);
+    CHECK(strcmp(co.last_after.id, "a") != 0);
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    proc_close(&p[2]);
+    store_free();
+}
+
 static int lk_risk_calls;
 static int64_t lk_risk_left;
 static void lk_at_risk(simba_locker *lk, int64_t left, void *u) {
@@ -3275,5 +3336,6 @@ int main(int argc, char **argv) {
     RUN(at_risk_fires_once_before_a_hung_lease_lapses);
     RUN(at_risk_once_per_tenure_when_renewals_fail);
     RUN(locker_and_scheduler_take_a_value_and_the_locker_warns);
+    RUN(observer_never_goes_back_to_an_older_fence);
     return check_report("core");
 }
