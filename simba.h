@@ -524,7 +524,11 @@ SIMBA_API simba_result simba_set_value(simba_service *svc, const void *value, si
    mutex passes to the oldest one (pushed to it, as a release is) and this contender joins
    the back of the queue as a waiter; otherwise it keeps it. Non-blocking: the outcome comes
    from a later poll, on_released with SIMBA_REASON_YIELDED when passed, on_event
-   SIMBA_EVENT_YIELD_KEPT when kept. SIMBA_ESTATE when not the owner, or a yield is pending. */
+   SIMBA_EVENT_YIELD_KEPT when kept (same fence and lease). From the call until the outcome
+   simba_is_owner() is 0 and simba_fence() 0, with no callback: the store may have passed it
+   on already. A yield the backend fails (SIMBA_EVENT_YIELD_FAILED) is settled by the next
+   renewal (asked for at once): ownership back, or on_released (refused) if it had passed.
+   SIMBA_ESTATE when not the owner, or a yield is under way. */
 SIMBA_API simba_result simba_yield(simba_service *svc);
 
 /* ---- statistics ---------------------------------------------------------------------- */
@@ -1252,7 +1256,8 @@ enum {
     SIMBA__F_PEND = 1u << 16,      /* vals->pend holds the value to store (own is in flight) */
     SIMBA__F_YIELDED = 1u << 17,   /* the answer to req said yielded = 1 */
     SIMBA__F_RENEW_FAILED = 1u << 18, /* a renewal of this tenure failed, none confirmed since */
-    SIMBA__F_AT_RISK = 1u << 19    /* on_at_risk was called in this tenure */
+    SIMBA__F_AT_RISK = 1u << 19,   /* on_at_risk was called in this tenure */
+    SIMBA__F_YIELDING = 1u << 20   /* simba_yield: no belief until the store says kept */
 };
 
 /* The values a service handles (LEADERSHIP VALUE), allocated at its first value: most
@@ -1302,7 +1307,7 @@ struct simba_service {
     int64_t lease_end;   /* local end of our own lease: step down here without renewal */
     int64_t quar_until;  /* end of the store's data-loss quarantine as last told, 0 = none */
     uint64_t own_fence;
-    uint64_t seen_fence;  /* the greatest fence of another owner this run has shown */
+    uint64_t seen_fence;  /* the greatest fence of an owner this run has shown */
     simba_state_fn on_acquired, on_released, on_owner;
     simba_event_fn on_event;
     void (*on_at_risk)(simba_service *, int64_t, void *);
@@ -1919,7 +1924,8 @@ static void simba__fire(simba_service *s, simba_state_fn fn, const simba_owner *
 /* When on_at_risk is due: a tenure not yet warned whose renewal is failing (one failed, or
    one in flight or due, unconfirmed) warns at_risk before its local lease ends. */
 static int64_t simba__at_risk_at(const simba_service *s) {
-    if (!s->on_at_risk || (s->flags & (SIMBA__F_OWNER | SIMBA__F_TOLD | SIMBA__F_AT_RISK)) != (SIMBA__F_OWNER | SIMBA__F_TOLD))
+    if (!s->on_at_risk ||
+        (s->flags & (SIMBA__F_OWNER | SIMBA__F_TOLD | SIMBA__F_AT_RISK | SIMBA__F_YIELDING)) != (SIMBA__F_OWNER | SIMBA__F_TOLD))
         return SIMBA__NEVER;
     if (!(s->flags & (SIMBA__F_RENEW_FAILED | SIMBA__F_INFLIGHT)) && s->next_try > s->loop->now) return SIMBA__NEVER;
     return simba__add(s->lease_end, -s->at_risk);
@@ -1992,12 +1998,18 @@ static void simba__view_put(simba_service *s, const simba_owner *nv) {
 static void simba__set_view(simba_service *s, const simba_owner *nv) {
     simba_owner before, after;
     /* Fences only grow: another owner with a fence below one already shown is old news (a
-       push overtaken by an answer, or the reverse), and showing it would bring back a
-       value of a contender that no longer leads. */
-    if (nv->id[0] && strcmp(nv->id, s->id) != 0) {
-        if (nv->fence < s->seen_fence) return;
-        s->seen_fence = nv->fence;
+       push overtaken by an answer, or the reverse; a store failed over to a replica that
+       missed the latest grant), and showing it would bring back a contender that no longer
+       leads. Our own tenure that just ended then shows as nobody. */
+    if (nv->id[0] && nv->fence < s->seen_fence && strcmp(nv->id, s->id) != 0) {
+        if (s->view.id == s->id && !(s->flags & SIMBA__F_OWNER)) {
+            simba_owner none;
+            memset(&none, 0, offsetof(simba_owner, value));
+            simba__set_view(s, &none);
+        }
+        return;
     }
+    if (nv->id[0] && nv->fence > s->seen_fence) s->seen_fence = nv->fence;
     if ((strcmp(s->view.id, nv->id) == 0 && s->view.fence == nv->fence && simba__view_value_is(s, nv)) || !s->on_owner ||
         (s->flags & SIMBA__F_ZOMBIE)) {
         simba__view_put(s, nv);
@@ -2013,7 +2025,7 @@ static void simba__set_view(simba_service *s, const simba_owner *nv) {
 static void simba__step_down(simba_service *s, const simba_owner *after, simba_reason why) {
     simba_owner before;
     simba__view_get(s, &before);
-    s->flags &= ~(SIMBA__F_OWNER | SIMBA__F_SETVAL | SIMBA__F_YIELD | SIMBA__F_RENEW_FAILED);
+    s->flags &= ~(SIMBA__F_OWNER | SIMBA__F_SETVAL | SIMBA__F_YIELD | SIMBA__F_YIELDING | SIMBA__F_RENEW_FAILED);
     if (s->flags & SIMBA__F_TOLD) {
         s->flags &= ~SIMBA__F_TOLD;
         if (!simba_owner_is(&before, s->id)) { /* view already moved on: describe what we had */
@@ -2217,6 +2229,8 @@ static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t se
         if (!gained) { s->cnt.renewals++; l->cnt.renewals++; }
         if (gained) s->flags &= ~SIMBA__F_AT_RISK; /* once per tenure */
         s->flags &= ~SIMBA__F_RENEW_FAILED;
+        /* a renewal after a yield that failed: the store still has our tenure */
+        if (!(s->flags & SIMBA__F_YIELD)) s->flags &= ~SIMBA__F_YIELDING;
         s->flags |= SIMBA__F_OWNER;
         s->flags &= ~SIMBA__F_IMMEDIATE;
         s->own_fence = rep->fence;
@@ -2313,7 +2327,11 @@ static void simba__owner_op_done(simba_service *s, const simba_req *r, const sim
         s->next_try = l->now;
         return;
     }
-    if (rep->rc != SIMBA_OK) { /* nothing known to have changed: renewals go on */
+    if (rep->rc != SIMBA_OK) {
+        /* A value change failed: nothing changed, renewals go on. A yield may have passed it
+           on before its answer was lost: no belief until a renewal confirms our tenure, asked
+           for now (on the error backoff, never past the lease). */
+        if (yield && (s->flags & SIMBA__F_OWNER)) simba__attempt_failed(s);
         simba__svc_event(s, yield ? SIMBA_EVENT_YIELD_FAILED : SIMBA_EVENT_VALUE_FAILED, s->be->errmsg);
         return;
     }
@@ -2342,7 +2360,10 @@ static void simba__owner_op_done(simba_service *s, const simba_req *r, const sim
     nv.ttl_at = s->view.ttl_at;
     nv.transition_at = s->view.transition_at;
     simba__set_view(s, &nv); /* on_owner when the value changed */
-    if (yield) simba__svc_event(s, SIMBA_EVENT_YIELD_KEPT, "no live waiter: still the owner");
+    if (yield) {
+        if (!(s->flags & SIMBA__F_YIELD)) s->flags &= ~SIMBA__F_YIELDING; /* the store says ours still */
+        simba__svc_event(s, SIMBA_EVENT_YIELD_KEPT, "no live waiter: still the owner");
+    }
 }
 
 /* A request of s was answered. */
@@ -2893,8 +2914,10 @@ SIMBA_API simba_status simba_service_status(const simba_service *s) { return sim
 
 SIMBA_API int simba_is_owner(const simba_service *s) {
     /* Time is checked too: if the caller's tick stalled past the lease, we do not own it
-       any more even though the step-down has not been dispatched yet. */
-    return simba__svc_ok(s) && s->status == SIMBA_RUNNING && (s->flags & SIMBA__F_OWNER) && simba_now(s->loop) < s->lease_end;
+       any more even though the step-down has not been dispatched yet. A yield may have
+       passed it on in the store before its answer comes: no belief meanwhile. */
+    return simba__svc_ok(s) && s->status == SIMBA_RUNNING && (s->flags & (SIMBA__F_OWNER | SIMBA__F_YIELDING)) == SIMBA__F_OWNER &&
+           simba_now(s->loop) < s->lease_end;
 }
 SIMBA_API uint64_t simba_fence(const simba_service *s) { return simba_is_owner(s) ? s->own_fence : 0; }
 SIMBA_API simba_result simba_owner_get(const simba_service *s, simba_owner *out) {
@@ -2936,10 +2959,11 @@ SIMBA_API simba_result simba_set_value(simba_service *s, const void *value, size
 SIMBA_API simba_result simba_yield(simba_service *s) {
     simba_result rc;
     if (!simba__svc_ok(s)) return SIMBA_EINVAL;
-    if ((rc = simba__owner_op(s, "simba_yield")) != SIMBA_OK) return rc;
-    if ((s->flags & SIMBA__F_YIELD) || ((s->flags & SIMBA__F_INFLIGHT) && s->req.op == SIMBA_OP_YIELD))
+    if ((s->flags & (SIMBA__F_OWNER | SIMBA__F_YIELDING)) == (SIMBA__F_OWNER | SIMBA__F_YIELDING))
         return simba__fail(s->loop, SIMBA_ESTATE, "simba_yield: a yield of mutex %s is already under way", s->mx->name);
-    s->flags |= SIMBA__F_YIELD;
+    if ((rc = simba__owner_op(s, "simba_yield")) != SIMBA_OK) return rc;
+    /* From here the store may pass it on at any moment: no belief until it says kept. */
+    s->flags |= SIMBA__F_YIELD | SIMBA__F_YIELDING;
     simba__arm(s);
     return SIMBA_OK;
 }

@@ -21,7 +21,8 @@
  *   into G through its clock) and when a message reaches it. The poll's time budget is
  *   off (real time would make runs differ); some processes get a step bound instead.
  *   The application: each process runs 1-3 services on 1-3 mutexes (contenders that stop,
- *   start and are freed and made again, Lockers that try, hold, unlock and give up,
+ *   start, proclaim a new value, yield and are freed and made again, each with a value of
+ *   its own that names it; Lockers that try, hold, unlock and give up,
  *   Schedulers that stop and start, observers), now and then stopping from a callback;
  *   half the services keep their contender id across restarts.
  *
@@ -78,6 +79,11 @@
  *   on-lost      every lapse of a held Locker fires on_lost, by the poll that sees it
  *   callbacks    none after the handle's free; on_acquired / on_released alternate
  *   leak         every loop frees all it allocated; the store too at the end
+ *   value        every owner a contender or observer is shown (on_owner) carries a value
+ *                that this owner stored with that very fence (with its grant or by
+ *                simba_set_value under it: a value belongs to the fence that set it); and
+ *                once a service has shown an owner, it never shows one of an older tenure
+ *                (never the value of a contender that no longer leads after the new one's)
  *
  * ASSUMPTIONS (what the documented guarantees rest on; outside them a violation is expected)
  *   - clocks within the drift bound below, never stepped;
@@ -135,6 +141,7 @@ static void sim_free(void *p) {
 #define NAMELEN 16
 #define QUIET_TAIL 30000    /* ms without faults at the end of a run */
 #define NEVER INT64_MAX
+#define SIMV 48             /* a value: "<contender id>#<number>", unique in the run */
 
 /* ---- random numbers (splitmix64: one stream per purpose, all from the seed) ------------ */
 
@@ -180,8 +187,8 @@ static const unsigned pers_faults[PERS_N] = {
 enum { K_CONTEND, K_LOCKER, K_SCHED, K_OBSERVE };
 static const char *const kind_name[] = {"contender", "locker", "scheduler", "observer"};
 
-enum { INV_ONE_OWNER, INV_FENCE, INV_LIVENESS, INV_FIFO, INV_TENURE, INV_ON_LOST, INV_CALLBACK, INV_LEAK, INV_POLL, INV_N };
-static const char *const inv_name[INV_N] = {"one-owner", "fence", "liveness", "fifo", "tenure", "on-lost", "callbacks", "leak", "poll"};
+enum { INV_ONE_OWNER, INV_FENCE, INV_LIVENESS, INV_FIFO, INV_TENURE, INV_ON_LOST, INV_CALLBACK, INV_LEAK, INV_POLL, INV_VALUE, INV_N };
+static const char *const inv_name[INV_N] = {"one-owner", "fence", "liveness", "fifo", "tenure", "on-lost", "callbacks", "leak", "poll", "value"};
 
 /* ---- the world ---------------------------------------------------------------------- */
 
@@ -198,6 +205,7 @@ typedef struct handle {
     int lk_state;    /* locker, the sim's side: idle, want, held, lost */
     int64_t until;   /* locker: end of the hold or of the wait */
     int sched_on;    /* scheduler started */
+    uint64_t seen_fence; /* the greatest fence of an owner on_owner has shown */
     char id[IDLEN];
 } handle;
 /* LK_LAPSED: unlocked after the lease lapsed (SIMBA_ELOST); on_lost is due from the next poll */
@@ -241,6 +249,9 @@ typedef struct msg {
     char contender[IDLEN];
     char owner[IDLEN];
     simba_reply rep;
+    uint64_t fence;             /* a request's (SET_VALUE, YIELD) */
+    size_t value_len;           /* a request's value, or the answer's / push's */
+    unsigned char value[SIMV];
 } msg;
 enum { M_REQ, M_REP, M_EV };
 
@@ -275,7 +286,12 @@ typedef struct mutexinfo {
     char snap_owner[IDLEN];
     int64_t snap_acq, snap_ttl, snap_tr;
     uint64_t snap_fence;
+    size_t snap_value_len;
+    unsigned char snap_value[SIMBA_VALUE_MAX];
 } mutexinfo;
+
+/* A value the application made (its number is in it): the fences the store kept it with. */
+typedef struct valinfo { uint64_t fences[8]; int nf, mutex; } valinfo;
 
 typedef struct ev { int64_t at; uint64_t seq; int type, a, b; uint32_t gen; void *ptr; } ev;
 enum { E_POLL, E_STORE, E_COMMIT, E_PROC, E_ACTION, E_FAULT, E_HEAL, E_RESTART, E_FINISH, E_SNAPSHOT, E_ZK_DISC, E_ZK_EXPIRE, E_UNSTALL, E_END };
@@ -287,6 +303,7 @@ enum { T_EXEC, T_BELIEF, T_UNBELIEF, T_FAULT, T_HEAL, T_ACTION, T_TIMEOUT, T_CB,
 typedef struct stats {
     uint64_t seeds, sim_ms, faults[F_N], checks[INV_N], violations, ownerships, requests, dropped, duplicated, pers[PERS_N];
     uint64_t work_runs, min_faults, min_procs, min_ms;
+    uint64_t value_sets, yields, yields_passed;
 } stats;
 
 typedef struct world {
@@ -312,6 +329,8 @@ typedef struct world {
     handle *handles;
     int nhandles, caphandles;
     msg *free_msgs;
+    valinfo *vals;
+    int nvals, capvals;
     trent trace[TRACE_N];
     uint64_t ntrace;
     stats *sx;
@@ -335,7 +354,13 @@ static void trace_mx(int proc, int code, int mx, int64_t a, int64_t b, const cha
 }
 static void trace(int proc, int code, int64_t a, int64_t b, const char *s) { trace_mx(proc, code, -1, a, b, s); }
 
-static const char *op_name(int op) { return op == SIMBA_OP_ACQUIRE ? "acquire" : op == SIMBA_OP_RELEASE ? "release" : "read"; }
+static const char *op_name(int op) {
+    return op == SIMBA_OP_ACQUIRE       ? "acquire"
+           : op == SIMBA_OP_RELEASE     ? "release"
+           : op == SIMBA_OP_SET_VALUE   ? "set_value"
+           : op == SIMBA_OP_YIELD       ? "yield"
+                                        : "read";
+}
 
 static void trace_print_one(const struct tr *t) {
     char who[16];
@@ -349,7 +374,7 @@ static void trace_print_one(const struct tr *t) {
     case T_UNBELIEF: fprintf(stderr, "  %8lld %-3s %s stops believing it owns m%lld\n", (long long)t->g, who, t->s, (long long)t->a); break;
     case T_FAULT: fprintf(stderr, "  %8lld %-3s fault %s (%lld ms)\n", (long long)t->g, who, fault_name[t->a], (long long)t->b); break;
     case T_HEAL: fprintf(stderr, "  %8lld %-3s end of %s\n", (long long)t->g, who, fault_name[t->a]); break;
-    case T_ACTION: fprintf(stderr, "  %8lld %-3s %s: %s\n", (long long)t->g, who, t->s, t->a == 0 ? "starts" : t->a == 1 ? "stops" : t->a == 2 ? "locks" : t->a == 3 ? "unlocks" : t->a == 4 ? "gives up" : t->a == 5 ? "freed" : t->a == 7 ? "tries" : "restarts"); break;
+    case T_ACTION: fprintf(stderr, "  %8lld %-3s %s: %s\n", (long long)t->g, who, t->s, t->a == 0 ? "starts" : t->a == 1 ? "stops" : t->a == 2 ? "locks" : t->a == 3 ? "unlocks" : t->a == 4 ? "gives up" : t->a == 5 ? "freed" : t->a == 7 ? "tries" : t->a == 8 ? "proclaims" : t->a == 9 ? "yields" : "restarts"); break;
     case T_TIMEOUT: fprintf(stderr, "  %8lld %-3s a request timed out\n", (long long)t->g, who); break;
     case T_CB: fprintf(stderr, "  %8lld %-3s %s: %s (fence %lld)\n", (long long)t->g, who, t->s, t->a == 1 ? "on_acquired" : t->a == 2 ? "on_released" : "work", (long long)t->b); break;
     case T_LOST: fprintf(stderr, "  %8lld %-3s %s: on_lost\n", (long long)t->g, who, t->s); break;
@@ -540,6 +565,10 @@ static void send_req(client *c, const simba_req *r, uint64_t id) {
         m->ttl = r->ttl_ms;
         m->tr = r->transition_ms;
         m->live = r->live_ms;
+        m->fence = r->fence;
+        if (r->value_len > SIMV) abort(); /* the sim's values are short */
+        m->value_len = r->value_len;
+        if (r->value_len) memcpy(m->value, r->value, r->value_len);
         simba__copy(m->mutex, sizeof m->mutex, r->mutex);
         simba__copy(m->contender, sizeof m->contender, r->contender);
         push(at, E_STORE, 0, 0, 0, m);
@@ -586,10 +615,14 @@ static void cl_process(void *impl, const struct pollfd *ready, int n, int64_t no
                 if (c->pend[i].id == m->id) break;
             if (i < c->npend) {
                 m->rep.owner = m->owner[0] ? m->owner : NULL;
+                m->rep.value = m->value_len ? m->value : NULL;
+                m->rep.value_len = m->value_len;
                 cl_complete(c, i, &m->rep);
             }
         } else {
             m->rep.owner = m->owner;
+            m->rep.value = m->value_len ? m->value : NULL;
+            m->rep.value_len = m->value_len;
             simba_backend_event(c->be, (simba_event_kind)m->evkind, m->all_mutexes ? NULL : m->mutex, m->has_contender ? m->contender : NULL,
                                 &m->rep);
         }
@@ -719,6 +752,10 @@ static void store_drain(void) {
                     m->rep = e->rep;
                     simba__copy(m->owner, sizeof m->owner, e->owner);
                     m->rep.owner = NULL;
+                    if (e->rep.value_len > SIMV) abort();
+                    m->value_len = e->rep.value_len;
+                    if (m->value_len) memcpy(m->value, e->rep.value, m->value_len);
+                    m->rep.value = NULL;
                     send_to_proc(m);
                 }
             }
@@ -744,10 +781,49 @@ static void q_remove(mutexinfo *mi, int i) {
     mi->nq--;
 }
 
+/* The number of an application's value ("<id>#<n>"), -1 if it is not one. */
+static int value_num(const unsigned char *v, size_t n) {
+    char buf[SIMV + 1];
+    const char *h;
+    if (!v || n == 0 || n > SIMV) return -1;
+    memcpy(buf, v, n);
+    buf[n] = 0;
+    if (strlen(buf) != n || !(h = strrchr(buf, '#'))) return -1;
+    n = (size_t)atoi(h + 1);
+    return (int)n < W->nvals ? (int)n : -1;
+}
+/* The store kept value v with fence f. */
+static void value_stored(const unsigned char *v, size_t n, uint64_t f) {
+    int k = value_num(v, n), i;
+    valinfo *vi;
+    if (k < 0) return;
+    vi = &W->vals[k];
+    for (i = 0; i < vi->nf; i++)
+        if (vi->fences[i] == f) return;
+    vi->fences[vi->nf++ % 8] = f;
+}
+/* A new value of the application, for mutex mx, written into out (SIMV bytes). */
+static size_t value_make(const char *id, int mx, unsigned char *out) {
+    char buf[SIMV + 16];
+    int n;
+    if (W->nvals == W->capvals) {
+        W->capvals = W->capvals ? W->capvals * 2 : 256;
+        W->vals = (valinfo *)realloc(W->vals, (size_t)W->capvals * sizeof *W->vals);
+        if (!W->vals) abort();
+    }
+    memset(&W->vals[W->nvals], 0, sizeof W->vals[0]);
+    W->vals[W->nvals].mutex = mx;
+    n = snprintf(buf, sizeof buf, "%s#%d", id, W->nvals++);
+    if (n <= 0 || n > SIMV) abort();
+    memcpy(out, buf, (size_t)n);
+    return (size_t)n;
+}
+
 /* Run one request with the store's own code, checking each grant against the sim's model
    of the wait queue (FAIRNESS in simba.h). */
 static void store_exec(client *c, simba_op op, const char *mutex, const char *contender, int renew, int64_t ttl, int64_t tr,
-                       int64_t live, simba_reply *rep, char *owner) {
+                       int64_t live, uint64_t fence, const unsigned char *value, size_t value_len, simba_reply *rep, char *owner,
+                       unsigned char *value_out) {
     simba_req r;
     simba__mentry *e;
     int mi_i = mutex_index(mutex), pre_live = 0, granted;
@@ -763,6 +839,9 @@ static void store_exec(client *c, simba_op op, const char *mutex, const char *co
     r.ttl_ms = ttl;
     r.transition_ms = tr;
     r.live_ms = live;
+    r.fence = fence;
+    r.value = value_len ? value : NULL;
+    r.value_len = value_len;
     pre_owner[0] = 0;
     e = (simba__mentry *)simba__hfind(&W->st->entries, mutex);
     if (e && simba__mlive(e, now)) {
@@ -770,8 +849,21 @@ static void store_exec(client *c, simba_op op, const char *mutex, const char *co
         simba__copy(pre_owner, sizeof pre_owner, e->owner);
         pre_fence = e->fence;
     }
-    simba__mexec(&c->mc, &r, rep, owner);
-    if (mi && op != SIMBA_OP_READ && rep->rc == SIMBA_OK) {
+    simba__mexec(&c->mc, &r, rep, owner, value_out);
+    if (mi && op == SIMBA_OP_SET_VALUE && rep->rc == SIMBA_OK) value_stored(value, value_len, fence);
+    if (mi && op == SIMBA_OP_YIELD && rep->rc == SIMBA_OK && rep->yielded) {
+        /* the model: the owner leaves, the yielder waits at the back */
+        int i;
+        q_purge(mi, now);
+        if ((i = q_find(mi, contender)) >= 0) q_remove(mi, i);
+        if (mi->nq < MAXQ) {
+            simba__copy(mi->q[mi->nq].id, IDLEN, contender);
+            mi->q[mi->nq].expires = simba__add(now, live);
+            mi->nq++;
+        }
+        W->sx->yields_passed++;
+    }
+    if (mi && (op == SIMBA_OP_ACQUIRE || op == SIMBA_OP_RELEASE) && rep->rc == SIMBA_OK) {
         q_purge(mi, now);
         granted = op == SIMBA_OP_ACQUIRE && rep->owner && strcmp(rep->owner, contender) == 0 &&
                   (!pre_live || strcmp(pre_owner, contender) != 0 || rep->fence != pre_fence);
@@ -783,6 +875,7 @@ static void store_exec(client *c, simba_op op, const char *mutex, const char *co
                           contender, mi->q[0].id);
             if (i >= 0) q_remove(mi, i);
             W->sx->ownerships++;
+            value_stored(value, value_len, rep->fence);
         } else if (op == SIMBA_OP_ACQUIRE) {
             if (!(pre_live && strcmp(pre_owner, contender) == 0 && renew)) {
                 int i = q_find(mi, contender);
@@ -808,6 +901,7 @@ static void store_request(msg *m) {
     client *c = m->cl;
     msg *a;
     char owner[SIMBA_ID_MAX + 1];
+    unsigned char value[SIMBA_VALUE_MAX];
     int64_t ttl = m->ttl, tr = m->tr;
     if (m->epoch != W->net_epoch) { msg_free(m); return; }
     a = msg_new(M_REP, c);
@@ -817,9 +911,14 @@ static void store_request(msg *m) {
         a->rep.errmsg = "sim: store down";
     } else {
         if (W->pers == PERS_ZK) { ttl = W->zk_T / 2; tr = W->zk_T / 2; } /* the session's lease */
-        store_exec(c, m->op, m->mutex, m->contender, m->renew, ttl, tr, m->live, &a->rep, owner);
+        store_exec(c, m->op, m->mutex, m->contender, m->renew, ttl, tr, m->live, m->fence, m->value, m->value_len, &a->rep, owner,
+                   value);
         simba__copy(a->owner, sizeof a->owner, a->rep.owner);
         a->rep.owner = NULL;
+        if (a->rep.value_len > SIMV) abort();
+        a->value_len = a->rep.value_len;
+        if (a->value_len) memcpy(a->value, a->rep.value, a->value_len);
+        a->rep.value = NULL;
         if (W->pers == PERS_ZK && a->rep.rc == SIMBA_OK && a->owner[0] && strcmp(a->owner, m->contender) == 0) {
             /* simba_zk.h LEASE: an owner is told T/2 and T, counted by the core from its send */
             a->rep.ttl_left_ms = W->zk_T / 2;
@@ -874,6 +973,8 @@ static void store_snapshot(void) {
             mi->snap_ttl = e->ttl_at;
             mi->snap_tr = e->transition_at;
             mi->snap_fence = e->fence;
+            mi->snap_value_len = e->value_len;
+            memcpy(mi->snap_value, e->value, e->value_len);
         }
     }
 }
@@ -893,6 +994,8 @@ static void store_lose(int to_replica) {
                 e->ttl_at = mi->snap_ttl;
                 e->transition_at = mi->snap_tr;
                 e->fence = mi->snap_fence;
+                e->value_len = mi->snap_value_len;
+                memcpy(e->value, mi->snap_value, mi->snap_value_len);
             }
         }
     }
@@ -935,9 +1038,28 @@ static void on_released(simba_service *s, const simba_state *st, void *u) {
     h->told = 0;
 }
 static void on_owner(simba_service *s, const simba_state *st, void *u) {
+    handle *h = (handle *)u;
+    const simba_owner *o = st->after;
+    int k;
     (void)s;
-    (void)st;
-    cb_ok((handle *)u, "on_owner");
+    if (!cb_ok(h, "on_owner") || !o->id[0]) return;
+    W->sx->checks[INV_VALUE]++;
+    k = value_num(o->value, o->value_len);
+    if (k < 0 || strncmp((const char *)o->value, o->id, strlen(o->id)) != 0 || o->value[strlen(o->id)] != '#') {
+        violation(INV_VALUE, 1u << h->p->idx, "%s shows owner %s of %s with the value '%.*s', not one of its own", h->id, o->id,
+                  W->m[h->mutex].name, (int)o->value_len, (const char *)o->value);
+    } else {
+        const valinfo *vi = &W->vals[k];
+        int i, found = 0;
+        for (i = 0; i < vi->nf && i < 8; i++) found |= vi->fences[i] == o->fence;
+        if (!found && vi->nf <= 8)
+            violation(INV_VALUE, 1u << h->p->idx, "%s shows owner %s fence %llu with the value '%.*s', which the store never kept with that fence",
+                      h->id, o->id, (unsigned long long)o->fence, (int)o->value_len, (const char *)o->value);
+    }
+    if (o->fence < h->seen_fence)
+        violation(INV_VALUE, 1u << h->p->idx, "%s shows owner %s of %s with fence %llu after it had shown fence %llu", h->id, o->id,
+                  W->m[h->mutex].name, (unsigned long long)o->fence, (unsigned long long)h->seen_fence);
+    if (o->fence > h->seen_fence) h->seen_fence = o->fence;
 }
 static void on_lost(simba_locker *lk, void *u) {
     handle *h = (handle *)u;
@@ -1004,6 +1126,8 @@ static void svc_create(proc *p, int slot, int again) {
     mutexinfo *mi = &W->m[s->mutex];
     handle *h = handle_new(p, s, slot, again);
     simba_result rc = SIMBA_OK;
+    unsigned char value[SIMV];
+    size_t value_len = value_make(h->id, s->mutex, value);
     s->h = h;
     s->svc = NULL;
     s->lk = NULL;
@@ -1022,6 +1146,8 @@ static void svc_create(proc *p, int slot, int again) {
         d.on_owner = on_owner;
         d.user_data = h;
         d.step_down_on_disconnect = s->step_down;
+        d.value = value;
+        d.value_len = value_len;
         if ((rc = simba_contend(p->loop, p->cl->be, &d, &s->svc)) == SIMBA_OK) rc = simba_start(s->svc);
         break;
     }
@@ -1035,6 +1161,8 @@ static void svc_create(proc *p, int slot, int again) {
         d.on_lost = on_lost;
         d.user_data = h;
         d.step_down_on_disconnect = s->step_down;
+        d.value = value;
+        d.value_len = value_len;
         rc = simba_locker_new(p->loop, p->cl->be, &d, &s->lk);
         h->lk_state = LK_IDLE;
         break;
@@ -1052,6 +1180,8 @@ static void svc_create(proc *p, int slot, int again) {
         d.work = work;
         d.user_data = h;
         d.step_down_on_disconnect = s->step_down;
+        d.value = value;
+        d.value_len = value_len;
         if ((rc = simba_scheduler_new(p->loop, p->cl->be, &d, &s->sc)) == SIMBA_OK) rc = simba_scheduler_start(s->sc);
         h->sched_on = rc == SIMBA_OK;
         break;
@@ -1202,6 +1332,17 @@ static void svc_action(proc *p, int slot) {
     if (W->G < p->paused_until) { push(p->paused_until + rng_range(&p->r_app, 0, 50), E_ACTION, p->idx, slot, s->gen, NULL); return; }
     switch (s->kind) {
     case K_CONTEND:
+        if (simba_is_owner(s->svc) && rng_chance(&p->r_app, 0.2)) { /* proclaim a new value */
+            unsigned char v[SIMV];
+            size_t n = value_make(h->id, s->mutex, v);
+            if (simba_set_value(s->svc, v, n) != SIMBA_OK) violation(INV_CALLBACK, 1u << p->idx, "%s: simba_set_value refused", h->id);
+            W->sx->value_sets++;
+            trace_mx(p->idx, T_ACTION, s->mutex, 8, 0, h->id);
+        }
+        if (simba_is_owner(s->svc) && rng_chance(&p->r_app, 0.1)) {
+            if (simba_yield(s->svc) == SIMBA_OK) W->sx->yields++;
+            trace_mx(p->idx, T_ACTION, s->mutex, 9, 0, h->id);
+        }
         if (simba_service_status(s->svc) == SIMBA_RUNNING) {
             if (rng_chance(&p->r_app, 0.15)) { simba_stop(s->svc); trace_mx(p->idx, T_ACTION, s->mutex, 1, 0, h->id); }
         } else if (simba_service_status(s->svc) == SIMBA_INITIAL) {
@@ -1473,8 +1614,9 @@ static void zk_expire(proc *p, client *c) {
     for (k = 0; k < p->nsvc; k++) {
         simba_reply rep;
         char owner[SIMBA_ID_MAX + 1];
+        unsigned char value[SIMBA_VALUE_MAX];
         if (!p->s[k].h || p->s[k].kind == K_OBSERVE) continue;
-        store_exec(c, SIMBA_OP_RELEASE, W->m[p->s[k].mutex].name, p->s[k].h->id, 0, 0, 0, 0, &rep, owner);
+        store_exec(c, SIMBA_OP_RELEASE, W->m[p->s[k].mutex].name, p->s[k].h->id, 0, 0, 0, 0, 0, NULL, 0, &rep, owner, value);
     }
     c->zk_lost = 1;
     clear_after(p->part_until);
@@ -1591,6 +1733,7 @@ static void run_seed(uint64_t seed) {
     W->violated = 0;
     W->ntrace = 0;
     W->nhandles = 0;
+    W->nvals = 0;
     W->seq = 0;
     W->store_down = 0;
     W->stall_until = W->lossy_until = W->slow_until = 0;
@@ -1714,6 +1857,9 @@ static void stats_add(stats *a, const stats *b) {
     a->dropped += b->dropped;
     a->duplicated += b->duplicated;
     a->work_runs += b->work_runs;
+    a->value_sets += b->value_sets;
+    a->yields += b->yields;
+    a->yields_passed += b->yields_passed;
 }
 
 static double now_s(void) {
@@ -1754,6 +1900,9 @@ static uint64_t run_range(uint64_t from, uint64_t count, int w, int workers, int
         }
     }
     free(W->handles);
+    free(W->vals);
+    W->vals = NULL;
+    W->nvals = W->capvals = 0;
     while (W->free_msgs) {
         msg *m = W->free_msgs;
         W->free_msgs = m->next;
@@ -1860,6 +2009,8 @@ int main(int argc, char **argv) {
         printf("  requests %llu, ownerships %llu, scheduler work runs %llu, messages dropped %llu, duplicated %llu\n",
                (unsigned long long)total.requests, (unsigned long long)total.ownerships, (unsigned long long)total.work_runs,
                (unsigned long long)total.dropped, (unsigned long long)total.duplicated);
+        printf("  values proclaimed %llu, yields %llu (passed %llu)\n", (unsigned long long)total.value_sets,
+               (unsigned long long)total.yields, (unsigned long long)total.yields_passed);
         printf("  violations: %llu\n", (unsigned long long)total.violations);
         if (total.violations) printf("  first failing seed: %llu (make sim SEED=%llu)\n", (unsigned long long)first_failed, (unsigned long long)first_failed);
     }

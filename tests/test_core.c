@@ -3028,9 +3028,19 @@ TEST(yield_without_waiter_keeps_fence_and_lease) {
         f.fail = 1;
         CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
         CHECK_RC(simba_yield(a), SIMBA_OK);
+        CHECK(!simba_is_owner(a)); /* the store may pass it on from now */
+        CHECK_EQ(simba_fence(a), 0);
         settle(&p, 1);
         CHECK_EQ(evr.yield_failed, 1);
+        CHECK(!simba_is_owner(a)); /* it may have passed before the answer was lost */
+        f.fail = 0;
+        CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+        WAIT_FOR_SIM(&p, 1, simba_is_owner(a), 1000); /* a renewal, at once, confirms it */
         CHECK(simba_is_owner(a));
+        CHECK_EQ(simba_fence(a), fence);
+        CHECK(fake_now < lease_end);
+        CHECK_EQ(ca.released, 0);
+        CHECK_EQ(ca.acquired, 1);
     }
     proc_close(&p);
     store_free();
