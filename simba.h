@@ -31,6 +31,8 @@
  *   SIMBA_HOLD_MS (50), SIMBA_HOLD_TAKEOVER_MS (10)   the longest a renewal or a waiter's
  *                              routine re-ask, and an ask at a lease end, may wait for
  *                              company in a batching backend (simba_req.hold_ms; 0: never)
+ *   SIMBA_VALUE_MAX (1024)     the largest value stored with an ownership, bytes (every
+ *                              process on one store should use the same)
  *
  * WHAT IT DOES
  *   For each mutex name, at most one contender owns it at a time. Ownership is a lease:
@@ -63,6 +65,9 @@
  *                                                             place refreshed
  *     ACQUIRE renew=1 by the owner inside its window ------> owner (same fence)
  *     RELEASE by the owner -> free, push to the head; RELEASE by a waiter -> leaves queue
+ *     YIELD by the owner, a live waiter queued ----------> free, push to the head, the
+ *                                                             yielder queued at the back
+ *     YIELD by the owner, nobody waiting ---------------> unchanged (kept)
  *     no request from a waiter within its live_ms ---------> dropped from the queue
  *
  *   - A free mutex (released, or its lease fully over) with live waiters queued goes to the
@@ -77,6 +82,28 @@
  *     (reply.first_in_line). The others keep their jittered timers; one that finds the
  *     mutex free but kept for the head asks again at doubling intervals from min_retry up
  *     to 1 s, until the head has taken it or its place has lapsed.
+ *
+ * LEADERSHIP VALUE, PROCLAIM, YIELD, AT RISK (docs/leadership.md)
+ *   A contender may store a value with its ownership (simba_contend_desc.value/value_len:
+ *   0..SIMBA_VALUE_MAX bytes, any bytes, NUL and non-UTF-8 included), so the others learn
+ *   where the leader is, not just who. The store writes it in the same operation as the
+ *   grant; renewals keep it; a release, a force-release or a yield that passes clears it;
+ *   the next owner's grant stores its own. simba_owner carries it (value, value_len) to
+ *   on_owner, on_acquired, simba_owner_get(), observers and simba_inspect's view; a waiter
+ *   or observer learns it with the owner. Locker and Scheduler descs take one too.
+ *     simba_set_value   proclaim: the owner replaces it under the same fence, same lease
+ *                       (the store refuses it if the fence moved on: the tenure then ends,
+ *                       "refused"); on_owner fires where it is seen
+ *     simba_yield       hand over: with a live waiter queued the store passes the mutex to
+ *                       the oldest one (pushed, as a release is) and queues the yielder at
+ *                       the back, in one operation (on_released, "yielded"); with nobody
+ *                       waiting the owner keeps it (on_event SIMBA_EVENT_YIELD_KEPT)
+ *     on_at_risk        once per tenure, when a renewal has failed or is unanswered and
+ *                       less than at_risk_ms (default half the renew margin) of the local
+ *                       lease is left, with the time left: finish or checkpoint; on_released
+ *                       ("lapsed") follows if no renewal is confirmed in time
+ *   A service never shows an owner with a fence below one it has shown (fences only grow),
+ *   so an observer never goes back to a contender that no longer leads.
  *
  * LEASE SAFETY
  *   All local decisions use the monotonic clock. A backend reports remaining durations; the
@@ -141,7 +168,7 @@
  *
  * RELEASE REASONS AND STATISTICS
  *   on_released gets state->reason: why ownership left (stopped, unlocked, lapsed, refused,
- *   session, connection: see simba_reason); other callbacks get SIMBA_REASON_NONE.
+ *   session, connection, yielded: see simba_reason); other callbacks get SIMBA_REASON_NONE.
  *   simba_service_stats() / simba_loop_stats() count acquisitions, releases by reason,
  *   renewals, waits, hold times and errors; counting and reading allocate nothing.
  *
@@ -201,7 +228,8 @@
  *
  * BACKENDS
  *   A backend is a simba_backend_vt plus an opaque impl pointer, registered on a loop with
- *   simba_backend_new(). The core submits requests (acquire-or-renew, release, read); the
+ *   simba_backend_new(). The core submits requests (acquire-or-renew, release, read, and
+ *   the owner's SET_VALUE and YIELD, each one store operation; see simba_op); the
  *   backend completes each one exactly once, later, with simba_req_done(), and may push
  *   events (release, owner change, connection reset) with simba_backend_event(). See the
  *   comments at simba_backend_vt. The in-memory backend (simba_memory.h) is the reference.
@@ -1307,7 +1335,8 @@ struct simba_service {
     int64_t lease_end;   /* local end of our own lease: step down here without renewal */
     int64_t quar_until;  /* end of the store's data-loss quarantine as last told, 0 = none */
     uint64_t own_fence;
-    uint64_t seen_fence;  /* the greatest fence of an owner this run has shown */
+    uint64_t seen_fence;  /* the greatest fence of an owner it has shown, over its runs: a
+                             push sent before a stop may arrive after the next start */
     simba_state_fn on_acquired, on_released, on_owner;
     simba_event_fn on_event;
     void (*on_at_risk)(simba_service *, int64_t, void *);
@@ -2751,7 +2780,6 @@ SIMBA_API simba_result simba_start(simba_service *s) {
     s->backoff = 0;
     s->release_rc = SIMBA_OK;
     s->own_fence = 0;
-    s->seen_fence = 0;
     s->lease_end = 0;
     s->quar_until = 0;
     if (!l->in_poll) l->now = simba_now(l);
