@@ -4303,7 +4303,8 @@ static simba_result simba__stats_out(const simba__counters *c, const simba_stats
     for (i = 0; i < SIMBA_REASON_SLOTS; i++) t.releases_by_reason[i] = 0;
     for (i = 0; i < SIMBA_REASON_COUNT_; i++) {
         t.releases_by_reason[i] = c->by_reason[i];
-        if (i != SIMBA_REASON_NONE && i != SIMBA_REASON_STOPPED && i != SIMBA_REASON_UNLOCKED) t.step_downs += c->by_reason[i];
+        if (i != SIMBA_REASON_NONE && i != SIMBA_REASON_STOPPED && i != SIMBA_REASON_UNLOCKED && i != SIMBA_REASON_YIELDED)
+            t.step_downs += c->by_reason[i];
     }
     t.attempts = c->attempts;
     t.renewals = c->renewals;

@@ -62,8 +62,9 @@ mutate no-data-loss-quarantine simba_memory.h \
     'if (fresh && now < simba__add(st->lost_at,' \
     'if (0 && fresh && now < simba__add(st->lost_at,'
 mutate is-owner-ignores-the-clock simba.h \
-    '(s->flags & SIMBA__F_OWNER) && simba_now(s->loop) < s->lease_end;' \
-    '(s->flags & SIMBA__F_OWNER);'
+    '== SIMBA__F_OWNER &&
+           simba_now(s->loop) < s->lease_end;' \
+    '== SIMBA__F_OWNER;'
 mutate work-after-lapse simba.h \
     'if (!simba_is_owner(sc->svc)) return; /* lease lapsed' \
     'if (0) return; /* lease lapsed'
@@ -80,6 +81,17 @@ mutate waiter-stops-asking simba.h \
 mutate lapse-unreported-by-unlock simba.h \
     'lapsed = was == SIMBA__LK_HELD && !simba_locker_held(lk);' \
     'lapsed = 0;'
+mutate owner-while-yielding simba.h \
+    's->flags |= SIMBA__F_YIELD | SIMBA__F_YIELDING;' \
+    's->flags |= SIMBA__F_YIELD;'
+mutate view-goes-back-a-fence simba.h \
+    'if (nv->id[0] && nv->fence < s->seen_fence && strcmp(nv->id, s->id) != 0) {' \
+    'if (0) {'
+mutate grant-keeps-old-value simba_memory.h \
+    '(a renewal keeps it) */
+        e->value_len = r->value_len;
+        if (r->value_len) memcpy(e->value, r->value, r->value_len);' \
+    '(a renewal keeps it) */'
 
 if [ $FAILED -ne 0 ]; then
     echo "sim_mutants: $FAILED mutant(s) not caught"

@@ -2992,6 +2992,14 @@ TEST(yield_passes_to_the_head_waiter_which_is_pushed) {
     settle(p, 3);
     CHECK(simba_is_owner(a));
     CHECK_EQ(ca.acquired, 2);
+    {
+        simba_stats sts;
+        memset(&sts, 0, sizeof sts);
+        sts.size = sizeof sts;
+        CHECK_RC(simba_service_stats(a, &sts), SIMBA_OK);
+        CHECK_EQ(sts.releases_by_reason[SIMBA_REASON_YIELDED], 1);
+        CHECK_EQ(sts.step_downs, 0); /* asked for, as a stop is */
+    }
     CHECK_EQ(cb.released_reason, SIMBA_REASON_YIELDED);
     CHECK_EQ(cc.released_reason, SIMBA_REASON_YIELDED);
     proc_close(&p[0]);

@@ -40,6 +40,7 @@ TEST(reason_names) {
     CHECK_STR(simba_reason_str(SIMBA_REASON_REFUSED), "refused");
     CHECK_STR(simba_reason_str(SIMBA_REASON_SESSION), "session");
     CHECK_STR(simba_reason_str(SIMBA_REASON_CONNECTION), "connection");
+    CHECK_STR(simba_reason_str(SIMBA_REASON_YIELDED), "yielded");
     CHECK_STR(simba_reason_str(SIMBA_REASON_COUNT_), "unknown");
     CHECK_STR(simba_reason_str(-1), "unknown");
     CHECK(SIMBA_REASON_COUNT_ <= SIMBA_REASON_SLOTS);
