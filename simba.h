@@ -2574,13 +2574,15 @@ static void simba__svc_step(simba_service *s) {
         simba__set_view(s, &none);
         s->next_try = simba__min(s->next_try, now);
     }
-    if (s->status == SIMBA_RUNNING && !(s->flags & SIMBA__F_INFLIGHT) && (s->flags & SIMBA__F_OWNER) &&
-        (s->flags & (SIMBA__F_SETVAL | SIMBA__F_YIELD))) {
+    /* A due renewal goes first: proclaims and yields, however many, never starve it. */
+    if (s->status == SIMBA_RUNNING && !(s->flags & SIMBA__F_INFLIGHT) && now >= s->next_try) {
+        simba__submit(s, s->kind == SIMBA__KIND_OBSERVE ? SIMBA_OP_READ : SIMBA_OP_ACQUIRE);
+    } else if (s->status == SIMBA_RUNNING && !(s->flags & SIMBA__F_INFLIGHT) && (s->flags & SIMBA__F_OWNER) &&
+               (s->flags & (SIMBA__F_SETVAL | SIMBA__F_YIELD))) {
         simba_op op = (s->flags & SIMBA__F_SETVAL) ? SIMBA_OP_SET_VALUE : SIMBA_OP_YIELD;
         s->flags &= ~(op == SIMBA_OP_SET_VALUE ? SIMBA__F_SETVAL : SIMBA__F_YIELD);
         simba__submit(s, op);
-    } else if (s->status == SIMBA_RUNNING && !(s->flags & SIMBA__F_INFLIGHT) && now >= s->next_try)
-        simba__submit(s, s->kind == SIMBA__KIND_OBSERVE ? SIMBA_OP_READ : SIMBA_OP_ACQUIRE);
+    }
     simba__arm(s);
 }
 

@@ -3200,6 +3200,36 @@ TEST(observer_never_goes_back_to_an_older_fence) {
     store_free();
 }
 
+
+/* A proclaim on every poll never starves the renewals: a due renewal goes first. */
+TEST(proclaims_never_starve_renewals) {
+    proc p;
+    rec ca = {0};
+    simba_service *a;
+    simba_memory_fault f = {0};
+    int i;
+    char v[16];
+    memset(&evr, 0, sizeof evr);
+    store_new();
+    proc_open(&p);
+    f.delay_ms = 5; /* every answer takes a while: a proclaim is always in flight */
+    CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
+    a = valued(&p, "storm", "a", "v", 1, 1000, 500, &ca);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    WAIT_FOR_SIM(&p, 1, simba_is_owner(a), 100);
+    REQUIRE(simba_is_owner(a));
+    for (i = 0; i < 1000; i++) {
+        snprintf(v, sizeof v, "v%d", i);
+        if (simba_is_owner(a)) CHECK_RC(simba_set_value(a, v, strlen(v)), SIMBA_OK);
+        advance(&p, 1, 5, 5);
+    }
+    CHECK(simba_is_owner(a));
+    CHECK_EQ(ca.released, 0);
+    CHECK_EQ(evr.at_risk, 0);
+    proc_close(&p);
+    store_free();
+}
+
 static int lk_risk_calls;
 static int64_t lk_risk_left;
 static void lk_at_risk(simba_locker *lk, int64_t left, void *u) {
@@ -3355,5 +3385,6 @@ int main(int argc, char **argv) {
     RUN(at_risk_once_per_tenure_when_renewals_fail);
     RUN(locker_and_scheduler_take_a_value_and_the_locker_warns);
     RUN(observer_never_goes_back_to_an_older_fence);
+    RUN(proclaims_never_starve_renewals);
     return check_report("core");
 }
