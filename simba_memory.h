@@ -308,7 +308,8 @@ static void simba__mfree(simba_memstore *st, simba__mentry *e, int64_t now) {
 }
 
 /* SET_VALUE and YIELD (store locked): only for the owner that still holds r->fence. 1 when
-   it does; 0 with rep failed (SIMBA_ESTATE) when not. */
+   a yield passed it on, 0 when done otherwise; -1 with rep failed (SIMBA_ESTATE) when the
+   fence does not hold. */
 static int simba__mowner_op(simba_memstore *st, simba__mclient *c, simba__mentry *e, const simba_req *r, int64_t now,
                             simba_reply *rep) {
     int i;
@@ -317,23 +318,22 @@ static int simba__mowner_op(simba_memstore *st, simba__mclient *c, simba__mentry
         rep->rc = SIMBA_ESTATE;
         rep->errmsg = r->op == SIMBA_OP_YIELD ? "memory store: yield refused: the contender no longer holds the mutex with that fence"
                                               : "memory store: value refused: the contender no longer holds the mutex with that fence";
-        return 0;
+        return -1;
     }
     if (r->op == SIMBA_OP_SET_VALUE) { /* fence and times stay */
         e->value_len = r->value_len;
         if (r->value_len) memcpy(e->value, r->value, r->value_len);
         simba__mbroadcast(st, e, now);
-        return 1;
+        return 0;
     }
     for (i = 0; i < e->nw && strcmp(e->w[i].id, r->contender) == 0; i++) {
     }
-    if (i == e->nw) return 1; /* nobody else waits: kept, nothing changes */
+    if (i == e->nw) return 0; /* nobody else waits: kept, nothing changes */
     /* Passed: released as RELEASE does, and the yielder queued behind everyone. */
     i = simba__mwait_find(e, r->contender);
     if (i >= 0) simba__mwait_remove(e, i);
     simba__mfree(st, e, now);
     simba__mwait_join(c, e, r, now);
-    rep->yielded = 1;
     return 1;
 }
 
@@ -419,11 +419,10 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
             if (i >= 0) simba__mwait_remove(e, i);
         }
     } else if (r->op == SIMBA_OP_SET_VALUE || r->op == SIMBA_OP_YIELD) {
-        if (!simba__mowner_op(st, c, e, r, now, rep)) {
+        if ((yielded = simba__mowner_op(st, c, e, r, now, rep)) < 0) {
             pthread_mutex_unlock(&st->lock);
             return;
         }
-        yielded = rep->yielded;
     }
     simba__mreply(e, now, rep);
     rep->yielded = yielded;
