@@ -103,7 +103,8 @@
  *                       lease is left, with the time left: finish or checkpoint; on_released
  *                       ("lapsed") follows if no renewal is confirmed in time
  *   A service never shows an owner with a fence below one it has shown (fences only grow),
- *   so an observer never goes back to a contender that no longer leads.
+ *   so an observer never goes back to a contender that no longer leads (on a name with
+ *   several holders the owner shown is one of them: see SEMAPHORES AND READ-WRITE LOCKS).
  *
  * SEMAPHORES AND READ-WRITE LOCKS (docs/semaphores.md)
  *   A name has one mode while anyone holds or waits on it: a mutex (one holder), a
@@ -1356,7 +1357,10 @@ enum {
     SIMBA__F_YIELDED = 1u << 17,   /* the answer to req said yielded = 1 */
     SIMBA__F_RENEW_FAILED = 1u << 18, /* a renewal of this tenure failed, none confirmed since */
     SIMBA__F_AT_RISK = 1u << 19,   /* on_at_risk was called in this tenure */
-    SIMBA__F_YIELDING = 1u << 20   /* simba_yield: no belief until the store says kept */
+    SIMBA__F_YIELDING = 1u << 20,  /* simba_yield: no belief until the store says kept */
+    /* the name has several holders (a semaphore, readers): the owner shown is one of them,
+       so the fence shown may go down from one to the next */
+    SIMBA__F_MANY = 1u << 21
 };
 
 /* The values a service handles (LEADERSHIP VALUE), allocated at its first value: most
@@ -2105,7 +2109,7 @@ static void simba__set_view(simba_service *s, const simba_owner *nv) {
        push overtaken by an answer, or the reverse; a store failed over to a replica that
        missed the latest grant), and showing it would bring back a contender that no longer
        leads. Our own tenure that just ended then shows as nobody. */
-    if (nv->id[0] && nv->fence < s->seen_fence && strcmp(nv->id, s->id) != 0) {
+    if (nv->id[0] && nv->fence < s->seen_fence && strcmp(nv->id, s->id) != 0 && !(s->flags & SIMBA__F_MANY)) {
         if (s->view.id == s->id && !(s->flags & SIMBA__F_OWNER)) {
             simba_owner none;
             memset(&none, 0, offsetof(simba_owner, value));
@@ -2314,6 +2318,7 @@ static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t se
     const simba_reply *rep = &clamped;
     int mine = s->kind == SIMBA__KIND_CONTEND && rep->owner && strcmp(rep->owner, s->id) == 0;
     memset(&none, 0, sizeof none);
+    if (rep->holders > 1) s->flags |= SIMBA__F_MANY;
     /* A backend that honours the request grants no more than was asked: a longer lease (a
        clock or script fault) must not keep us owner past what every waiter expects. */
     if (mine && s->be->vt->lease != SIMBA_LEASE_SESSION) {
@@ -2581,6 +2586,7 @@ static void simba__event_svc(simba_service *s, const simba__ev *ev) {
         if (ev->rep.owner[0] && s->kind == SIMBA__KIND_CONTEND && strcmp(ev->rep.owner, s->id) == 0) return;
         /* a push is a hint: without room for its owner's id it is dropped */
         if (ev->rep.owner[0] && strlen(ev->rep.owner) + 1 > s->other_cap && !simba__grow_other(s, strlen(ev->rep.owner) + 1)) return;
+        if (ev->rep.holders > 1) s->flags |= SIMBA__F_MANY;
         simba__owner_from_reply(&nv, &ev->rep, l->now, l->now);
         simba__set_view(s, &nv);
         /* A contender that has not asked yet still asks now: the fairness queue knows only
@@ -2818,6 +2824,7 @@ static simba_result simba__contend_as(simba_loop *loop, simba_backend *be, const
     s->at_risk = d->at_risk_ms ? d->at_risk_ms : margin / 2;
     s->permits = d->permits > 1 ? d->permits : 1;
     s->shared = d->shared;
+    if (s->permits > 1 || s->shared) s->flags |= SIMBA__F_MANY;
     s->ttl = ttl;
     s->transition = tr;
     s->renew_margin = margin;
