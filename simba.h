@@ -2591,7 +2591,9 @@ static void simba__event_svc(simba_service *s, const simba__ev *ev) {
         simba__set_view(s, &nv);
         /* A contender that has not asked yet still asks now: the fairness queue knows only
            those who asked, so learning the owner from a push must not keep it out of line. */
-        if (s->kind == SIMBA__KIND_CONTEND && !(s->flags & SIMBA__F_INFLIGHT) && (s->flags & SIMBA__F_ASKED))
+        /* A push that woke it stands: the owner a release freed it for may be announced
+           first (readers granted together, the permits of a semaphore). */
+        if (s->kind == SIMBA__KIND_CONTEND && !(s->flags & (SIMBA__F_INFLIGHT | SIMBA__F_WOKEN)) && (s->flags & SIMBA__F_ASKED))
             s->next_try = simba__contender_next(s, (s->flags & SIMBA__F_FIRST) != 0);
         break;
     }
