@@ -489,8 +489,13 @@ static int simba__macquire_set(simba__mclient *c, simba__mentry *e, const simba_
    -1 (nothing changed) while a data-loss quarantine lasts, -2 out of memory. */
 static int simba__macquire(simba__mclient *c, simba__mentry *e, const simba_req *r, int64_t now) {
     simba_memstore *st = c->st;
-    int i = simba__mwait_find(e, r->contender);
-    int mine = simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0;
+    int i, mine, k = simba__mhold_find(e, r->contender);
+    /* A holder's id back in the other mode (a new incarnation, as a writer where it read or
+       the reverse): its old holding ends, and it asks as anyone does. */
+    if (k >= 0 && !r->renew && r->permits <= 1 && !r->shared) simba__mhold_free(st, e, k, now);
+    if (simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0 && !r->renew && r->shared) simba__mfree(st, e, now);
+    i = simba__mwait_find(e, r->contender);
+    mine = simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0;
     /* Fairness: a free mutex goes to the oldest live waiter; anyone else joins the line
        (a releaser asking again at once included), so nobody overtakes a waiter. A writer
        also needs the holders set empty (no reader holds). */
