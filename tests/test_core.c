@@ -3546,6 +3546,41 @@ TEST(holders_listed_each_with_its_value_and_one_force_released) {
     store_free();
 }
 
+/* A reader's id back as a writer (the process restarted with a configured id while the
+   store still lists it as a reader) holds neither beside the other readers nor as a reader:
+   its old holding ends and it waits as any writer does. */
+TEST(reader_id_back_as_writer_waits_for_the_readers) {
+    proc p[3];
+    rec cx = {0}, cy = {0}, cw = {0};
+    simba_service *x, *y, *w;
+    simba_memory_fault f = {0};
+    int i;
+    store_new();
+    for (i = 0; i < 3; i++) proc_open(&p[i]);
+    x = sem_rec(&p[0], "rw", "x", 0, 1, NULL, &cx);
+    y = sem_rec(&p[1], "rw", "y", 0, 1, NULL, &cy);
+    CHECK_RC(simba_start(x), SIMBA_OK);
+    CHECK_RC(simba_start(y), SIMBA_OK);
+    settle(p, 3);
+    REQUIRE(simba_is_owner(x) && simba_is_owner(y));
+    f.hang = 1; /* x's process dies: its release never reaches the store */
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    proc_close(&p[0]);
+    w = sem_rec(&p[2], "rw", "x", 0, 0, NULL, &cw);
+    CHECK_RC(simba_start(w), SIMBA_OK);
+    settle(p + 1, 2);
+    CHECK(!simba_is_owner(w));
+    advance(p + 1, 2, 6000, 10); /* across y's renewals */
+    CHECK(!simba_is_owner(w) && simba_is_owner(y));
+    CHECK_RC(simba_stop(y), SIMBA_OK);
+    settle(p + 1, 2);
+    CHECK(simba_is_owner(w));
+    CHECK(cw.last_fence > cy.last_fence);
+    proc_close(&p[1]);
+    proc_close(&p[2]);
+    store_free();
+}
+
 int main(int argc, char **argv) {
     CHECK_INIT(argc, argv);
     RUN(owner_predicates);
@@ -3627,5 +3662,6 @@ int main(int argc, char **argv) {
     RUN(semaphore_waiter_takes_a_dead_holders_permit_at_its_lease_end);
     RUN(writer_release_pushes_every_reader_it_frees);
     RUN(holders_listed_each_with_its_value_and_one_force_released);
+    RUN(reader_id_back_as_writer_waits_for_the_readers);
     return check_report("core");
 }
