@@ -439,14 +439,19 @@ static int simba__mowner_op(simba_memstore *st, simba__mclient *c, simba__mentry
     return 1;
 }
 
+/* After a loss a lease granted before it may still be held: no new grant until the longest
+   one has ended. */
+static int simba__mquarantined(const simba_memstore *st, const simba_req *r, int64_t now) {
+    return now < simba__add(st->lost_at, simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms)));
+}
+
 /* ACQUIRE by a reader or for a permit (store locked): the holders set's side of
    simba__macquire. k: the requester's entry in the set or -1; i: its place in line or -1. */
 static int simba__macquire_set(simba__mclient *c, simba__mentry *e, const simba_req *r, int64_t now, int k, int i) {
     simba_memstore *st = c->st;
     int fresh = k >= 0 ? !r->renew : simba__mgrantable(e, i >= 0 ? i : e->nw, r->shared != 0, now);
     simba__mhold *h;
-    if (fresh && now < simba__add(st->lost_at, simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms))))
-        return -1;
+    if (fresh && simba__mquarantined(st, r, now)) return -1;
     if (fresh || k >= 0) st->max_lease = simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms));
     if (!fresh && k < 0) {
         simba__mwait_join(c, e, r, now);
@@ -503,10 +508,7 @@ static int simba__macquire(simba__mclient *c, simba__mentry *e, const simba_req 
     int fresh = !(mine && r->renew) && (mine || (!simba__mlive(e, now) && turn && e->nh == 0));
     if (!mine && (r->permits > 1 || r->shared || simba__mhold_find(e, r->contender) >= 0))
         return simba__macquire_set(c, e, r, now, simba__mhold_find(e, r->contender), i);
-    /* After a loss a lease granted before it may still be held: no new owner until the
-       longest one has ended. */
-    if (fresh && now < simba__add(st->lost_at, simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms))))
-        return -1;
+    if (fresh && simba__mquarantined(st, r, now)) return -1;
     if (fresh || (mine && r->renew)) st->max_lease = simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms));
     if (mine && r->renew) {
         e->ttl_at = now + r->ttl_ms; /* renewal: fence and acquired_at stay */

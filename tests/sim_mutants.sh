@@ -59,8 +59,8 @@ mutate fair-queue-ignored simba_memory.h \
     'int turn = e->nw == 0 || i == 0;' \
     'int turn = 1;'
 mutate no-data-loss-quarantine simba_memory.h \
-    'if (fresh && now < simba__add(st->lost_at,' \
-    'if (0 && fresh && now < simba__add(st->lost_at,'
+    'return now < simba__add(st->lost_at,' \
+    'return 0 && now < simba__add(st->lost_at,'
 mutate is-owner-ignores-the-clock simba.h \
     '== SIMBA__F_OWNER &&
            simba_now(s->loop) < s->lease_end;' \
