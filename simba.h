@@ -2054,6 +2054,9 @@ static void simba__arm(simba_service *s) {
     simba__timer_set(l, &s->tm, at);
 }
 
+/* Nobody. The value's bytes are left alone (value_len 0): a simba_owner is 1 KiB of them. */
+static void simba__owner_none(simba_owner *o) { memset(o, 0, offsetof(simba_owner, value)); }
+
 static void simba__view_get(const simba_service *s, simba_owner *o) {
     simba__copy(o->id, sizeof o->id, s->view.id);
     o->acquired_at = s->view.acquired_at;
@@ -2112,7 +2115,7 @@ static void simba__set_view(simba_service *s, const simba_owner *nv) {
     if (nv->id[0] && nv->fence < s->seen_fence && strcmp(nv->id, s->id) != 0 && !(s->flags & SIMBA__F_MANY)) {
         if (s->view.id == s->id && !(s->flags & SIMBA__F_OWNER)) {
             simba_owner none;
-            memset(&none, 0, offsetof(simba_owner, value));
+            simba__owner_none(&none);
             simba__set_view(s, &none);
         }
         return;
@@ -2317,7 +2320,7 @@ static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t se
     simba_reply clamped = *rep_in;
     const simba_reply *rep = &clamped;
     int mine = s->kind == SIMBA__KIND_CONTEND && rep->owner && strcmp(rep->owner, s->id) == 0;
-    memset(&none, 0, sizeof none);
+    simba__owner_none(&none);
     if (rep->holders > 1) s->flags |= SIMBA__F_MANY;
     /* A backend that honours the request grants no more than was asked: a longer lease (a
        clock or script fault) must not keep us owner past what every waiter expects. */
@@ -2390,7 +2393,7 @@ static void simba__stop_done(simba_service *s) {
        hears on_released before the service is back to INITIAL, once. */
     if (s->flags & SIMBA__F_TOLD) {
         simba_owner none;
-        memset(&none, 0, sizeof none);
+        simba__owner_none(&none);
         simba__step_down(s, &none, s->why_stop ? s->why_stop : SIMBA_REASON_STOPPED);
     }
     s->status = SIMBA_INITIAL;
@@ -2555,7 +2558,7 @@ static void simba__event_svc(simba_service *s, const simba__ev *ev) {
     simba_owner nv, none;
     if (s->status != SIMBA_RUNNING || (s->flags & SIMBA__F_ZOMBIE)) return;
     if (!ev->all_contenders && (s->kind != SIMBA__KIND_CONTEND || strcmp(s->id, ev->contender) != 0)) return;
-    memset(&none, 0, sizeof none);
+    simba__owner_none(&none);
     switch (ev->kind) {
     case SIMBA_EV_RELEASED:
         if (s->flags & SIMBA__F_OWNER) return;
@@ -2630,7 +2633,7 @@ static void simba__svc_step(simba_service *s) {
     simba_loop *l = s->loop;
     int64_t now = l->now;
     simba_owner none;
-    memset(&none, 0, sizeof none);
+    simba__owner_none(&none);
     if (s->status == SIMBA_STOPPING) {
         if (s->flags & SIMBA__F_TOLD) simba__step_down(s, &none, s->why_stop ? s->why_stop : SIMBA_REASON_STOPPED); /* stop: the one on_released */
         if (s->status == SIMBA_STOPPING && s->kind == SIMBA__KIND_CONTEND) {

@@ -290,7 +290,7 @@ static void simba__mpost(simba__mclient *c, simba_event_kind kind, const char *m
     char b = 1;
     ssize_t w;
     if (!ev) return;
-    memset(ev, 0, sizeof *ev);
+    memset(ev, 0, offsetof(simba__mevent, value)); /* the value's bytes are written as needed */
     ev->kind = kind;
     simba__copy(ev->mutex, sizeof ev->mutex, mutex);
     if (contender) { ev->has_contender = 1; simba__copy(ev->contender, sizeof ev->contender, contender); }

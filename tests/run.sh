@@ -19,6 +19,7 @@ export SIMBA_PG_PORT=${SIMBA_PG_PORT:-5440}
 export SIMBA_PG_DIR=${SIMBA_PG_DIR:-$PWD/$B/pg}
 export SIMBA_PG_DIR2=${SIMBA_PG_DIR2:-$PWD/$B/pg-test-$((SIMBA_PG_PORT + 1))}
 ONLY=${SIMBA_TEST_ONLY:-core asan sql redis zk pg reliability}
+[ -z "${SIMBA_TEST_ONLY:-}" ] && export SIMBA_FULL_RUN=1
 PASS=0
 FAIL=0
 FAILED=""
