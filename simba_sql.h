@@ -409,9 +409,10 @@ typedef struct simba__sql_text {
    row nobody waits for) is a single write transaction. SET expressions see the row as it
    was before the UPDATE; RETURNING sees it after, at the same NOW. Only a renewal (?5) keeps
    fence, acquired_at and value: the stored owner asking anew (it stepped down locally, or
-   lost an answer) starts a new ownership, with the value it asks with (?8). Fairness: with waiters queued a free row is not taken
-   here; the queue decides in a transaction (simba__sql_contend). [sqlite] RETURNING (3.35+;
-   PostgreSQL has it too, MySQL would read the row back in the same transaction). */
+   lost an answer) starts a new ownership, with the value it asks with (?8). Fairness: with
+   waiters queued a free row is not taken here; the queue decides in a transaction
+   (simba__sql_contend). [sqlite] RETURNING (3.35+; PostgreSQL has it too, MySQL would read
+   the row back in the same transaction). */
 #define SIMBA__SQL_TAKE_TEXT(NOW, FREE)                                                              \
     "UPDATE {T} SET"                                                                            \
     " fence = CASE WHEN ?5 AND " SIMBA__SQL_OWNS(NOW) " THEN fence ELSE fence + 1 END,"         \
