@@ -293,7 +293,8 @@ SIMBA_API simba_result simba_sql_checkpoint(const char *path, int *wal_frames, i
 
 /* Synchronous, non-blocking inspection of one mutex as the database sees it (tools, tests).
    be must come from simba_sql_open(). Fills *out like a READ reply (owner copied into
-   owner_buf, "" when nobody). SIMBA_EBUSY when the database is locked right now. */
+   owner_buf, "" when nobody; out->value points into the backend, valid until its next
+   request). SIMBA_EBUSY when the database is locked right now. */
 SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simba_reply *out, char *owner_buf, size_t cap);
 
 #ifdef __cplusplus
