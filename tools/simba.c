@@ -326,6 +326,7 @@ static void json_value(FILE *f, const unsigned char *v, size_t n, int owned) {
         unsigned char c = v[i];
         len = 1;
         if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c == '\n' || c == '\r' || c == '\t') fprintf(f, "\\%c", c == '\n' ? 'n' : c == '\r' ? 'r' : 't');
         else if (c < 0x20 || c == 0x7F) fprintf(f, "\\u%04x", c);
         else if (c < 0x80) fputc(c, f);
         else {
