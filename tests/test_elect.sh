@@ -216,9 +216,14 @@ kill -TERM $y2; wait_exit $y2 10
 check "  and leads again when the other stops" wait_for 10 eval 'test "$(sed -n 3p "$W/yo.cmds" | cut -d"|" -f1)" = one'
 kill -TERM $y1; wait_exit $y1 10
 # run: a yield stops the command and run exits 76
-"$SIMBA" -u "$SQL" run ry $FAST -- sh -c 'echo go > "$0"; exec sleep 30' "$W/ry.go" >>"$W/values.log" 2>&1 &
+"$SIMBA" -u "$SQL" run ry $FAST -- sh -c 'echo "$SIMBA_STATS_SOCKET" > "$0"; exec sleep 30' "$W/ry.go" >>"$W/values.log" 2>&1 &
 rp=$!; PIDS+=("$rp")
 wait_for 10 test -s "$W/ry.go" || true
+# the socket's text protocol: a client that says nothing gets the statistics all the same
+t0=$(now_ms)
+check "the stats socket answers a client that sends no request" test "$(perl -MIO::Socket::UNIX -e '
+    my $s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or die "$ARGV[0]: $!\n"; print scalar <$s>' "$(cat "$W/ry.go")")" = "simba-stats 1"
+check "  within a second ($(( $(now_ms) - t0 )) ms)" test $(( $(now_ms) - t0 )) -lt 1000
 "$SIMBA" -u "$SQL" run ry $FAST -- sh -c 'echo second > "$0"' "$W/ry.second" >>"$W/values.log" 2>&1 &
 rp2=$!; PIDS+=("$rp2")
 sleep 0.5

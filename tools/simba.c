@@ -813,14 +813,27 @@ static int next_signal(void) {
 }
 
 static int stats_fd = -1; /* run/elect: the listening statistics socket, -1 = none */
-static void stats_serve(void);
+/* Clients of the stats socket that have not said what they want yet: served when their
+   request line comes, when they close their side, or STATS_REQ_MS after they connected. */
+#define STATS_PENDING 8
+#define STATS_REQ_MS 200
+typedef struct stats_client {
+    int fd;
+    int64_t until;
+    size_t len;
+    char req[8];
+} stats_client;
+static stats_client stats_pend[STATS_PENDING];
+static int n_stats_pend;
+static void stats_serve(const struct pollfd *pend, int npend, int accept_ready);
 struct runner;
 static void yield_request(struct runner *r, int client_fd);
 
-/* Waits on the library's descriptors, the self-pipe and the stats socket, up to wait_ms. */
+/* Waits on the library's descriptors, the self-pipe and the stats socket with its pending
+   clients, up to wait_ms. */
 static int wait_io(simba_loop *loop, int64_t wait_ms) {
-    struct pollfd fds[65];
-    int n = simba_fds(loop, fds, 63), r, k;
+    struct pollfd fds[65 + STATS_PENDING];
+    int n = simba_fds(loop, fds, 63), r, k, ks = -1, i;
     if (n < 0) n = 0;
     if (n > 63) n = 63; /* more fds than room: the poll's own zero-timeout check covers them */
     k = n;
@@ -828,15 +841,23 @@ static int wait_io(simba_loop *loop, int64_t wait_ms) {
     fds[k].events = POLLIN;
     fds[k++].revents = 0;
     if (stats_fd >= 0) {
+        int64_t now = mono_ms();
+        ks = k;
         fds[k].fd = stats_fd;
         fds[k].events = POLLIN;
         fds[k++].revents = 0;
+        for (i = 0; i < n_stats_pend; i++) {
+            fds[k].fd = stats_pend[i].fd;
+            fds[k].events = POLLIN;
+            fds[k++].revents = 0;
+            if (stats_pend[i].until - now < wait_ms) wait_ms = stats_pend[i].until - now;
+        }
     }
     if (wait_ms > SIMBA_MAX_WAIT_MS) wait_ms = SIMBA_MAX_WAIT_MS;
     if (wait_ms < 0) wait_ms = 0;
     r = poll(fds, (nfds_t)k, (int)wait_ms);
     if (r < 0 && errno != EINTR) { errorf("poll: %s", strerror(errno)); return -1; }
-    if (r > 0 && stats_fd >= 0 && fds[k - 1].revents) stats_serve();
+    if (ks >= 0) stats_serve(fds + ks + 1, k - ks - 1, r > 0 && fds[ks].revents);
     return 0;
 }
 
@@ -881,19 +902,21 @@ enum { YIELD_NONE = 0, YIELD_STOPPING, YIELD_ASKED };
 /* ---- the statistics socket of run / elect ------------------------------------------------
    The process that holds the service answers for its statistics: a private AF_UNIX stream
    socket (directory 0700, socket 0600, removed at exit) whose path the command gets in
-   SIMBA_STATS_SOCKET. The server speaks first and reads nothing: accept, one non-blocking
-   write of a few hundred bytes, close, so no client can hold up a renewal. The reply is
-   text, a header line then "key value" lines:
+   SIMBA_STATS_SOCKET. A client sends one request line: "stats\n" (or anything else, or
+   nothing: it closes its side, or STATS_REQ_MS pass) gets the statistics in one
+   non-blocking write of a few hundred bytes, then close, so no client can hold up a
+   renewal. The reply is text, a header line then "key value" lines:
        simba-stats 1 / mutex / backend / contender / pid / command_pid / owner / fence /
        acquisitions / releases / release.<reason> ... / step_downs / attempts / renewals /
        renewals_failed / errors / hold_ms / hold_total_ms / waits / wait_total_ms /
        wait_max_ms / waiting_ms / last_error [/ last_error_name / last_error_ago_ms /
        last_error_msg]
-   One request is read, only if it is there at accept (a non-blocking read): "yield\n" asks
-   the holder to yield (see YIELD_*); the connection then stays open until the outcome:
+   "yield\n" asks the holder to yield (see YIELD_*); the connection stays open until the
+   outcome:
        simba-yield 1 / result passed|kept|failed|lost|not-owner|busy / mutex / fence
        [/ message]
-   A client whose request came too late gets the statistics and asks again.             */
+   With STATS_PENDING clients already waiting to be heard, a new one gets the statistics at
+   once: a yield client then asks again.                                                    */
 
 #define STATS_HEADER "simba-stats 1"
 #define YIELD_HEADER "simba-yield 1"
@@ -904,6 +927,7 @@ static runner *stats_runner;
 static char stats_backend[4400];
 
 static void stats_close(void) {
+    while (n_stats_pend > 0) close(stats_pend[--n_stats_pend].fd);
     if (stats_fd >= 0) close(stats_fd);
     stats_fd = -1;
     if (stats_path[0]) unlink(stats_path);
@@ -994,29 +1018,60 @@ static size_t stats_format(const runner *r, char *buf, size_t cap) {
     return n;
 }
 
-/* Answers every pending client (at most 16 per wake-up): the socket is non-blocking and the
-   reply fits its buffer, so this never waits. */
-static void stats_serve(void) {
+/* What a client asks for: 1 a yield, 0 the statistics (any other line, or it closed its
+   side), -1 not said yet. Reads what is there, never waits. */
+static int stats_read_req(stats_client *c) {
+    ssize_t q = recv(c->fd, c->req + c->len, sizeof c->req - c->len, MSG_DONTWAIT);
+    if (q > 0) c->len += (size_t)q;
+    if (c->len >= 6 && memcmp(c->req, "yield\n", 6) == 0) return 1;
+    if (memchr(c->req, '\n', c->len) || c->len == sizeof c->req) return 0;
+    if (q == 0 || (q < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return 0;
+    return -1;
+}
+
+/* The statistics in one write (non-blocking; the reply fits the socket buffer), then close. */
+static void stats_answer(int fd) {
     char buf[4096];
-    int i;
-    for (i = 0; i < 16 && stats_fd >= 0; i++) {
-        int c = accept(stats_fd, NULL, NULL);
-        size_t n;
-        char req[8];
-        ssize_t q;
-        if (c < 0) return;
-        fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
-        q = recv(c, req, sizeof req, MSG_DONTWAIT);
-        if (q >= 6 && memcmp(req, "yield\n", 6) == 0 && stats_runner) {
-            yield_request(stats_runner, c);
-            continue;
-        }
-        n = stats_runner ? stats_format(stats_runner, buf, sizeof buf) : 0;
-        if (n > 0) {
-            ssize_t w = send(c, buf, n, MSG_NOSIGNAL);
-            (void)w; /* a client that went away gets nothing */
-        }
-        close(c);
+    size_t n = stats_runner ? stats_format(stats_runner, buf, sizeof buf) : 0;
+    if (n > 0) {
+        ssize_t w = send(fd, buf, n, MSG_NOSIGNAL);
+        (void)w; /* a client that went away gets nothing */
+    }
+    close(fd);
+}
+
+static void stats_dispatch(stats_client *c, int what) {
+    if (what == 1 && stats_runner) yield_request(stats_runner, c->fd); /* answered with the outcome */
+    else stats_answer(c->fd);
+}
+
+/* Serves the pending clients that poll reported (pend) or whose time is up, then accepts new
+   ones (at most 16 per wake-up). Nothing here waits: a client can never delay a renewal. */
+static void stats_serve(const struct pollfd *pend, int npend, int accept_ready) {
+    int64_t now = mono_ms();
+    int i, j, what;
+    for (i = 0; i < n_stats_pend;) {
+        stats_client *c = &stats_pend[i];
+        int ready = 0;
+        for (j = 0; j < npend; j++)
+            if (pend[j].fd == c->fd && pend[j].revents) ready = 1;
+        what = ready ? stats_read_req(c) : -1;
+        if (what < 0 && now >= c->until) what = 0;
+        if (what < 0) { i++; continue; }
+        stats_dispatch(c, what);
+        stats_pend[i] = stats_pend[--n_stats_pend];
+    }
+    for (i = 0; accept_ready && i < 16 && stats_fd >= 0; i++) {
+        stats_client c;
+        c.fd = accept(stats_fd, NULL, NULL);
+        if (c.fd < 0) return;
+        fcntl(c.fd, F_SETFL, fcntl(c.fd, F_GETFL) | O_NONBLOCK);
+        c.len = 0;
+        c.until = now + STATS_REQ_MS;
+        what = stats_read_req(&c);
+        if (what < 0 && n_stats_pend == STATS_PENDING) what = 0; /* no room: statistics now */
+        if (what < 0) stats_pend[n_stats_pend++] = c;
+        else stats_dispatch(&c, what);
     }
 }
 
@@ -1099,12 +1154,12 @@ static void on_acq(simba_service *svc, const simba_state *st, void *u) {
     if (r->o->verbose) fprintf(stderr, "%s: acquired %s fence %llu\n", prog, r->o->name, (unsigned long long)r->fence);
 }
 
-/* Tells every simba yield client waiting the outcome (one non-blocking write each; the reply
-   fits the socket buffer) and closes them. */
-static void yield_answer(runner *r, const char *result, const char *msg) {
+/* Tells a simba yield client the outcome (one non-blocking write; the reply fits the socket
+   buffer) and closes it. */
+static void yield_reply(const runner *r, int fd, const char *result, const char *msg) {
     char buf[700];
     size_t n = 0;
-    int i;
+    ssize_t w;
     put(buf, sizeof buf, &n, YIELD_HEADER "\nresult %s\nmutex %s\nfence %llu\n", result, r->o->name, (unsigned long long)r->fence);
     if (msg && *msg) {
         size_t k = n;
@@ -1113,11 +1168,15 @@ static void yield_answer(runner *r, const char *result, const char *msg) {
             if (buf[k] == '\n' || buf[k] == '\r') buf[k] = ' ';
         put(buf, sizeof buf, &n, "\n");
     }
-    for (i = 0; i < r->n_yield_fd; i++) {
-        ssize_t w = send(r->yield_fd[i], buf, n, MSG_NOSIGNAL);
-        (void)w; /* a client that went away gets nothing */
-        close(r->yield_fd[i]);
-    }
+    w = send(fd, buf, n, MSG_NOSIGNAL);
+    (void)w; /* a client that went away gets nothing */
+    close(fd);
+}
+
+/* Tells every client waiting for the yield. */
+static void yield_answer(runner *r, const char *result, const char *msg) {
+    int i;
+    for (i = 0; i < r->n_yield_fd; i++) yield_reply(r, r->yield_fd[i], result, msg);
     r->n_yield_fd = 0;
 }
 
@@ -1140,11 +1199,7 @@ static void yield_ask(runner *r) {
 static void yield_request(runner *r, int fd) {
     if (fd >= 0) {
         if (r->n_yield_fd == (int)(sizeof r->yield_fd / sizeof r->yield_fd[0])) {
-            int keep = r->n_yield_fd;
-            r->yield_fd[0] = fd; /* answered alone, the others stay */
-            r->n_yield_fd = 1;
-            yield_answer(r, "busy", "too many yield requests at once");
-            r->n_yield_fd = keep;
+            yield_reply(r, fd, "busy", "too many yield requests at once");
             return;
         }
         r->yield_fd[r->n_yield_fd++] = fd;
@@ -1368,6 +1423,9 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
         while ((sig = next_signal()) != 0) {
             if (sig == SIGCHLD) { reap(&r); continue; }
             if (o->yield_sig && sig == o->yield_sig) { yield_request(&r, -1); continue; }
+            /* stopped while stopping the command to yield: simba ends with the command */
+            if (r.yield_state == YIELD_STOPPING && (sig == SIGINT || sig == SIGTERM || sig == SIGQUIT))
+                yield_end(&r, "failed", "simba was stopped by a signal");
             if (r.child > 0) { kill_group(&r, sig); continue; }
             if (sig == SIGUSR1 || sig == SIGUSR2) continue; /* nobody to forward to */
             finish(&r, 128 + sig);
@@ -1681,6 +1739,11 @@ static int stats_fetch(const char *path, stats_reply *sr, char *why, size_t cap)
         close(fd);
         return -1;
     }
+    if (send(fd, "stats\n", 6, MSG_NOSIGNAL) != 6) { /* else the holder answers after STATS_REQ_MS */
+        snprintf(why, cap, "%s", strerror(errno));
+        close(fd);
+        return -1;
+    }
     for (;;) {
         struct pollfd p;
         ssize_t r;
@@ -1806,6 +1869,7 @@ static int cmd_get(const url_t *u, opts_t *o) {
     simba_loop *loop;
     simba_backend *be;
     simba_view v;
+    unsigned char value[SIMBA_VALUE_MAX];
     stats_reply *sr;
     int64_t max_lease;
     int rc = open_inspect(u, o, 0, &loop, &be), have;
@@ -1818,6 +1882,9 @@ static int cmd_get(const url_t *u, opts_t *o) {
     }
     /* the bound this backend enforces (Redis: the one every process on the prefix agreed on) */
     max_lease = simba_backend_max_lease(be);
+    if (v.value_len > sizeof value) v.value_len = sizeof value; /* the core keeps to the bound */
+    if (v.value_len) memcpy(value, v.value, v.value_len);       /* the loop holds the view's bytes */
+    v.value = value;
     simba_loop_free(loop);
     sr = (stats_reply *)calloc(1, sizeof *sr);
     if (!sr) { errorf("out of memory"); return EXIT_OSERR; }
@@ -1846,7 +1913,8 @@ static int cmd_get(const url_t *u, opts_t *o) {
 
 /* Asks the holder behind the socket at path to yield and waits up to wait_ms for the outcome:
    result (passed kept failed lost not-owner busy), fence and message from its answer. 0, or -1
-   with the reason in why. A request read too late gets the statistics: it is sent again. */
+   with the reason in why. A holder too busy to hear it answers with its statistics: the
+   request is sent again. */
 static int yield_send(const char *path, int64_t wait_ms, char *result, size_t rcap, char *fence, size_t fcap, char *msg, size_t mcap,
                       char *why, size_t wcap) {
     int attempt;
@@ -1887,7 +1955,11 @@ static int yield_send(const char *path, int64_t wait_ms, char *result, size_t rc
         close(fd);
         buf[len] = 0;
         line = strtok_r(buf, "\n", &save);
-        if (line && strcmp(line, STATS_HEADER) == 0) continue;
+        if (line && strcmp(line, STATS_HEADER) == 0) { /* its queue of clients was full */
+            struct timespec ts = {0, 50000000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
         if (!line || strcmp(line, YIELD_HEADER) != 0) { snprintf(why, wcap, "no '%s' answer (not a simba of this version?)", YIELD_HEADER); return -1; }
         result[0] = fence[0] = msg[0] = 0;
         while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
