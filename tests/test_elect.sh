@@ -157,7 +157,7 @@ elect_cycle() {
     # the observer's record
     seq=$(record "$watchf")
     printf '%s\n' "$seq" | sed "s/^/   $be observer: /"
-    check "$be: every change seen, in order (A B C B)" test "$(owners "$watchf")" = "A-$be B-$be C-$be B-$be "
+    check "$be: every change seen, in order (A B C B); no leader reported again once its successor was" test "$(owners "$watchf")" = "A-$be B-$be C-$be B-$be "
     check "$be: each value reported with its own leader" test "$(printf '%s\n' "$seq" | A="A-$be $ja" B="B-$be $jb" C="C-$be $jc" awk '
         { split($0, w, " "); k = w[1] " " substr($0, length(w[1]) + length(w[2]) + 3) }
         k != ENVIRON["A"] && k != ENVIRON["B"] && k != ENVIRON["C"] { bad++ } END { print bad + 0 }')" = 0
