@@ -7,7 +7,8 @@
  * run / elect / watch drive the library (simba_contend / simba_observe) from one poll(2) loop
  * that also reads a self-pipe fed by the signal handlers (SIGCHLD and forwarded signals), so
  * reaping and forwarding never delay a lease renewal; the same poll serves the statistics
- * socket whose path the command gets in SIMBA_STATS_SOCKET (`simba get` asks it).
+ * socket whose path the command gets in SIMBA_STATS_SOCKET (`simba get` asks it for the
+ * statistics, `simba yield` asks the holder to hand over).
  * get / ls / release --fence stand on the library's inspection (simba_inspect, simba_list,
  * simba_force_release): no storage layout is known here.
  */
