@@ -36,7 +36,7 @@ cleanup() {
     done
     for p in "$W"/*.cmds; do # commands whose simba was killed: their groups (pid = pgid)
         [ -s "$p" ] || continue
-        for p in $(awk -F'|' '{ print $NF }' "$p"); do
+        for p in $(awk -F'|' '{ print $3 }' "$p"); do
             grep -qa SIMBA_MUTEX= "/proc/$p/environ" 2>/dev/null && kill -KILL -- "-$p" 2>/dev/null
         done
     done
@@ -81,20 +81,31 @@ record() {
     sed -n 's/.*"owner":"\([^"]*\)","fence":\([0-9]*\),.*,"value":\(.*\)}$/\1 \2 \3/p' "$1" | awk '$0 != last { print; last = $0 }'
 }
 owners() { record "$1" | cut -d' ' -f1 | tr '\n' ' '; }
-# cmd_line FILE N: line N of a commands file, "value fence pid" as each leader's command saw it
+# cmd_line FILE N: line N of a commands file, "value|fence|pid|start" as each leader's command
+# saw it (start: ns since 1970); FILE.ends holds "pid end" of the commands that were stopped
 cmd_line() { sed -n "$2p" "$1"; }
+# ended_before FILE N M: the command of line N ended before the one of line M started
+ended_before() {
+    local pid start end
+    pid=$(cmd_line "$1" "$2" | cut -d'|' -f3)
+    start=$(cmd_line "$1" "$3" | cut -d'|' -f4)
+    end=$(sed -n "s/^$pid //p" "$1.ends")
+    [ -n "$end" ] && [ -n "$start" ] && [ "$end" -lt "$start" ]
+}
 
 # elect_cycle BE URL: the multi-process scenario on one backend
 elect_cycle() {
     local be=$1 url=$2 m=lead-$1 cmds=$W/$1.cmds watchf=$W/$1.watch wp a b c t0 t1 f1 f2 f3 f4 seq
     echo "== $be: three elect --value, an observer, SIGKILL, yield, TERM"
     : > "$cmds"
+    : > "$cmds.ends"
     # the values: B's has a space, quotes and a non-ASCII letter (JSON and the environment
     # carry them exactly)
     local va="host-a:7001" vb='host "b" Zürich:7002' vc="host-c:7003"
     local ja='"host-a:7001"' jb='"host \"b\" Zürich:7002"' jc='"host-c:7003"'
     # each command records what it got, then runs until stopped
-    local lead='echo "$SIMBA_VALUE|$SIMBA_FENCE|$$" >> "$0"; exec sleep 60'
+    local lead='echo "$SIMBA_VALUE|$SIMBA_FENCE|$$|$(date +%s%N)" >> "$0"
+        trap "echo \"$$ \$(date +%s%N)\" >> $0.ends; exit 0" TERM; sleep 60 & wait $!'
     "$SIMBA" -u "$url" elect "$m" --id "A-$be" --value "$va" $FAST -- sh -c "$lead" "$cmds" >>"$W/$be.log" 2>&1 &
     a=$!; PIDS+=("$a")
     wait_for 10 eval 'test $(wc -l < "$cmds") -ge 1' || bad "$be: A did not lead in 10 s: $(tail -3 "$W/$be.log")"
@@ -131,14 +142,16 @@ elect_cycle() {
     echo "   $be: yield to the next leader's command: $((t1 - t0)) ms"
     f3=$(cmd_line "$cmds" 3 | cut -d'|' -f2)
     check "  B's command was stopped" eval '! alive $(cmd_line "$cmds" 2 | cut -d"|" -f3)'
+    check "  before C's command started" ended_before "$cmds" 2 3
     check "  B still contends" alive "$b"
     check "  the observer saw it" wait_for 10 eval 'test "$(owners "$watchf")" = "A-$be B-$be C-$be "'
 
     # 3. a clean stop: C releases, B (queued behind it) leads again
     kill -TERM "$c"
     wait_exit "$c" 10
-    check "$be: TERM stops C (its command's status 143, got $RC)" test "$RC" -eq 143
+    check "$be: TERM reaches C's command, elect exits with its status (0, got $RC)" test "$RC" -eq 0
     check "$be: B leads again" wait_for 10 eval 'test "$(cmd_line "$cmds" 4 | cut -d"|" -f1)" = "$vb"'
+    check "  after C's command ended" ended_before "$cmds" 3 4
     f4=$(cmd_line "$cmds" 4 | cut -d'|' -f2)
     check "  the observer saw it" wait_for 10 eval 'test "$(owners "$watchf")" = "A-$be B-$be C-$be B-$be "'
 
@@ -146,6 +159,7 @@ elect_cycle() {
     expect_rc "$be: simba yield with nobody waiting: kept" 1 "$SIMBA" -u "$url" yield "$m"
     check "  and says so" out_has "kept $m (fence $f4): nobody waits"
     check "  B's command runs again, same fence" wait_for 10 eval 'test "$(cmd_line "$cmds" 5 | cut -d"|" -f1,2)" = "$vb|$f4"'
+    check "  after the first one ended" ended_before "$cmds" 4 5
     kill -TERM "$b"
     wait_exit "$b" 10
     check "$be: the observer sees nobody after the last leader stopped" wait_for 10 eval 'tail -1 "$watchf" | grep -q "\"owner\":null,.*\"value\":null}"'
