@@ -5,7 +5,9 @@
 # follows the leader's value while the leader is SIGKILLed, asked to `simba yield`, stopped
 # with TERM; then a yield with nobody waiting. From the observer's record: every change seen,
 # in order, each value with its owner, fences increasing, and never the value of a process
-# that no longer leads once the new leader was seen. Section values (SQLite) checks the
+# that no longer leads once the new leader was seen; from the commands' own record: each got
+# its value and fence, and a yield or a stop ends one leader's command before the next one
+# starts. Section values (SQLite) checks the
 # command line: the default value, bytes shown safely, limits, --yield-on.
 # Prints "N passed, N failed"; exit 0 only if every check passed.
 #   SIMBA_ELECT_REDIS_PORT (SIMBA_CLI_REDIS_PORT + 2, 6432)  SIMBA_ELECT_ZK_PORT
