@@ -157,11 +157,13 @@ elect_cycle() {
     f4=$(cmd_line "$cmds" 4 | cut -d'|' -f2)
     check "  the observer saw it" wait_for 10 eval 'test "$(owners "$watchf")" = "A-$be B-$be C-$be B-$be "'
 
-    # 4. a yield with nobody waiting keeps the lead (same fence); elect starts its command again
+    # 4. a yield with nobody waiting keeps the lead: the store's queue is read first, the
+    # command runs on
     expect_rc "$be: simba yield with nobody waiting: kept" 1 "$SIMBA" -u "$url" yield "$m"
     check "  and says so" out_has "kept $m (fence $f4): nobody waits"
-    check "  B's command runs again, same fence" wait_for 10 eval 'test "$(cmd_line "$cmds" 5 | cut -d"|" -f1,2)" = "$vb|$f4"'
-    check "  after the first one ended" ended_before "$cmds" 4 5
+    local bp
+    bp=$(cmd_line "$cmds" 4 | cut -d'|' -f3)
+    check "  B's command runs on, never signalled" eval 'alive $bp && test $(wc -l < "$cmds") -eq 4 && ! grep -q "^$bp " "$cmds.ends"'
     kill -TERM "$b"
     wait_exit "$b" 10
     check "$be: the observer sees nobody after the last leader stopped" wait_for 10 eval 'tail -1 "$watchf" | grep -q "\"owner\":null,.*\"value\":null}"'
@@ -231,18 +233,22 @@ check "  the yielder still contends" alive $y1
 kill -TERM $y2; wait_exit $y2 10
 check "  and leads again when the other stops" wait_for 10 eval 'test "$(sed -n 3p "$W/yo.cmds" | cut -d"|" -f1)" = one'
 kill -TERM $y1; wait_exit $y1 10
-# run: a yield stops the command and run exits 76
-"$SIMBA" -u "$SQL" run ry $FAST -- sh -c 'echo "$SIMBA_STATS_SOCKET" > "$0"; exec sleep 30' "$W/ry.go" >>"$W/values.log" 2>&1 &
+# run: a yield with nobody waiting changes nothing; with a waiter it stops the command and
+# run exits 76
+"$SIMBA" -u "$SQL" run ry $FAST -- sh -c 'echo "$SIMBA_STATS_SOCKET $$" > "$0"; exec sleep 30' "$W/ry.go" >>"$W/values.log" 2>&1 &
 rp=$!; PIDS+=("$rp")
 wait_for 10 test -s "$W/ry.go" || true
 # the socket's text protocol: a client that says nothing gets the statistics all the same
 t0=$(now_ms)
 check "the stats socket answers a client that sends no request" test "$(perl -MIO::Socket::UNIX -e '
-    my $s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or die "$ARGV[0]: $!\n"; print scalar <$s>' "$(cat "$W/ry.go")")" = "simba-stats 1"
+    my $s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or die "$ARGV[0]: $!\n"; print scalar <$s>' "$(cut -d' ' -f1 "$W/ry.go")")" = "simba-stats 1"
 check "  within a second ($(( $(now_ms) - t0 )) ms)" test $(( $(now_ms) - t0 )) -lt 1000
+expect_rc "yield to a simba run with nobody waiting: kept" 1 "$SIMBA" -u "$SQL" yield ry
+sleep 0.3
+check "  the run and its command go on" eval 'alive $rp && alive $(cut -d" " -f2 "$W/ry.go")'
 "$SIMBA" -u "$SQL" run ry $FAST -- sh -c 'echo second > "$0"' "$W/ry.second" >>"$W/values.log" 2>&1 &
 rp2=$!; PIDS+=("$rp2")
-sleep 0.5
+wait_for 5 eval '"$SIMBA" -u "$SQL" get ry --json 2>/dev/null | grep -q "\"waiters\":1"' || sleep 1
 expect_rc "yield to a simba run" 0 "$SIMBA" -u "$SQL" yield ry
 wait_exit $rp 10
 check "  run exits 76 (got $RC)" test "$RC" -eq 76

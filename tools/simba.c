@@ -84,7 +84,7 @@ static void usage(FILE *f) {
         "  yield NAME [--stats SOCKET]\n"
         "      ask the run/elect of this host that holds NAME to hand over: it stops CMD, then\n"
         "      the oldest waiter gets the lock and it waits behind (exit 0); with nobody\n"
-        "      waiting it keeps the lock (exit 1; elect starts CMD again, run exits 76)\n"
+        "      waiting it keeps the lock and CMD runs on (exit 1)\n"
         "  get NAME [--json] [--stats SOCKET]\n"
         "      owner, fence, acquired, time left (exit 1 when nobody owns it); inside a run or\n"
         "      elect of NAME (or with --stats), also the statistics of the simba that holds it\n"
@@ -885,20 +885,23 @@ struct runner {
     int tty;            /* terminal whose foreground we hand to the command, or -1 */
     int unreachable;    /* leaving for --connect-timeout: no release is worth waiting for */
     int yield_state;    /* YIELD_*: a yield asked for (simba yield, --yield-on) in progress */
-    int yield_ended;    /* run: a yield has run its course (the command was stopped for it) */
-    int yield_passed;   /* elect --once: the last yield passed the lead on */
+    int yield_go;       /* CHECKING found waiters: the loop goes on to STOPPING */
+    int yield_ended;    /* a yield that stopped the command has run its course */
+    simba_view yield_view; /* CHECKING: the store's answer */
     int yield_fd[8];    /* simba yield clients waiting for the outcome */
     int n_yield_fd;
 };
 
 /* A yield stops the command first, then asks the store: the lock must never pass on while
-   the command still runs.
-     NONE --request--> STOPPING (command signalled; SIGKILL after --grace)
+   the command still runs. The store's queue is read first, so that a leader nobody waits
+   for keeps its command running.
+     NONE --request--> CHECKING (simba_inspect) --nobody waits--> NONE: kept
+     CHECKING --waiters (or no answer)--> STOPPING (command signalled; SIGKILL after --grace)
      STOPPING --command reaped--> ASKED (simba_yield sent) --outcome--> NONE
-     NONE --request, no command--> ASKED
-   The outcome: passed (on_released "yielded"), kept (nobody waits: elect starts the command
-   again), failed (the store's error), lost (the lease ended meanwhile). */
-enum { YIELD_NONE = 0, YIELD_STOPPING, YIELD_ASKED };
+     CHECKING --waiters, no command--> ASKED
+   The outcome: passed (on_released "yielded"), kept (nobody live waits: elect starts the
+   command again, run exits 76), failed (the store's error), lost (the lease ended). */
+enum { YIELD_NONE = 0, YIELD_CHECKING, YIELD_STOPPING, YIELD_ASKED };
 
 /* ---- the statistics socket of run / elect ------------------------------------------------
    The process that holds the service answers for its statistics: a private AF_UNIX stream
@@ -1182,8 +1185,9 @@ static void yield_answer(runner *r, const char *result, const char *msg) {
 }
 
 static void yield_end(runner *r, const char *result, const char *msg) {
+    r->yield_ended = r->yield_state == YIELD_STOPPING || r->yield_state == YIELD_ASKED;
     r->yield_state = YIELD_NONE;
-    r->yield_ended = 1;
+    r->yield_go = 0;
     if (r->o->verbose) fprintf(stderr, "%s: yield of %s (fence %llu): %s%s%s\n", prog, r->o->name, (unsigned long long)r->fence, result,
                                msg ? ": " : "", msg ? msg : "");
     yield_answer(r, result, msg);
@@ -1194,6 +1198,26 @@ static void yield_ask(runner *r) {
     int rc = simba_yield(r->svc);
     if (rc != SIMBA_OK) { yield_end(r, rc == SIMBA_ESTATE ? "lost" : "failed", simba_loop_errmsg(r->loop)); return; }
     r->yield_state = YIELD_ASKED;
+}
+
+/* Waiters queued (or the store did not say): stop the command, then ask the store. */
+static void yield_stop(runner *r) {
+    if (r->child > 0) {
+        r->yield_state = YIELD_STOPPING;
+        kill_group(r, r->o->sig);
+        r->kill_at = mono_ms() + r->o->grace_ms;
+        if (r->o->grace_ms == 0) { kill_group(r, SIGKILL); r->kill_at = 0; }
+        return;
+    }
+    yield_ask(r);
+}
+
+/* The store's queue (a callback: the loop acts on it after the poll). */
+static void on_yield_view(const simba_view *v, simba_result rc, void *u) {
+    runner *r = (runner *)u;
+    if (r->yield_state != YIELD_CHECKING) return;
+    if (rc == SIMBA_OK && v && v->waiters == 0) yield_end(r, "kept", "nobody waits");
+    else r->yield_go = 1;
 }
 
 /* A yield asked for by a client (its fd, kept for the answer) or by --yield-on (-1). */
@@ -1211,14 +1235,8 @@ static void yield_request(runner *r, int fd) {
         yield_answer(r, "not-owner", NULL);
         return;
     }
-    if (r->child > 0) {
-        r->yield_state = YIELD_STOPPING;
-        kill_group(r, r->o->sig);
-        r->kill_at = mono_ms() + r->o->grace_ms;
-        if (r->o->grace_ms == 0) { kill_group(r, SIGKILL); r->kill_at = 0; }
-        return;
-    }
-    yield_ask(r);
+    r->yield_state = YIELD_CHECKING;
+    if (simba_inspect(r->be, r->o->name, &r->yield_view, on_yield_view, r) != SIMBA_OK) yield_stop(r);
 }
 
 static void on_ev(simba_service *svc, const simba_service_event *ev, void *u) {
@@ -1444,6 +1462,10 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
             }
             ret = r.status;
             break;
+        }
+        if (r.yield_go) {
+            r.yield_go = 0;
+            yield_stop(&r);
         }
         if (r.yield_ended && r.child == 0) { /* run: done; elect: leads again, or waits to */
             r.yield_ended = 0;
