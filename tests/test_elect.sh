@@ -207,6 +207,8 @@ expect_rc "get --json: a UTF-8 value with a newline, a C1 control, a quote" 0 "$
 check "  JSON-escaped" out_has '"value":"line1\\nü\\u0085\\"\\\\"'
 expect_rc "get (text)" 0 "$SIMBA" -u "$SQL" get v3
 check "  one line, escaped" out_has '^value: "line1\\nü\\xc2\\x85\\"\\\\"$'
+timeout -s INT 3 "$SIMBA" -u "$SQL" watch v3 >"$W/out" 2>"$W/err"
+check "watch prints the value the same way, last on the line" out_has ' owner=[^ ]* fence=[0-9]* ttl_left_ms=-\{0,1\}[0-9]* value="line1\\nü\\xc2\\x85\\"\\\\"$'
 kill -TERM $vp; wait_exit $vp 10
 big=$(head -c 1024 /dev/zero | tr '\0' x)
 expect_rc "--value of 1024 bytes (SIMBA_VALUE_MAX) is taken" 0 "$SIMBA" -u "$SQL" run v4 --value "$big" $FAST -- sh -c 'test ${#SIMBA_VALUE} -eq 1024'
