@@ -731,7 +731,10 @@ TEST(pushed_grant_one_hop) {
             (long long)local_left, srv_left, (long long)(t2 - t1));
     CHECK(local_left <= srv_left + (t2 - t1) + 1); /* never past the server's lease */
     CHECK(local_left <= 5000 - 350);                /* counted from the grant, not the arrival */
-    CHECK(local_left >= srv_left - 50);             /* and not needlessly short */
+    /* and not needlessly short: the clock placement errs by at most the round trip of B's
+       earlier answer, which a loaded machine stretches; a lease counted from B's ask
+       would be 400 ms short */
+    CHECK(local_left >= srv_left - 150);
     /* B renews as the owner of that grant: same fence */
     drv_run(&db, 200);
     CHECK(simba_is_owner(b));
