@@ -122,9 +122,12 @@ if want pg && [ -n "${SIMBA_TEST_ONLY:-}" ]; then
     fi
 fi
 # the simba command-line tool: tests/test_cli.sh starts its own redis-server and ZooKeeper
-# (SIMBA_CLI_REDIS_PORT 6430, SIMBA_CLI_ZK_PORT 2221) and stops them by PID
+# (SIMBA_CLI_REDIS_PORT 6430, SIMBA_CLI_ZK_PORT 2221) and stops them by PID; tests/test_elect.sh
+# (leadership values, yield, three elect processes and an observer on every backend) its own
+# redis-server, ZooKeeper and PostgreSQL on those ports + 2 (and SIMBA_CLI_PG_PORT 5447 + 2)
 if want cli || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
     run cli bash tests/test_cli.sh
+    run cli_elect bash tests/test_elect.sh
 fi
 # event-loop hooks and adapters: tests/test_loops.sh starts its own redis-server
 # (SIMBA_LOOPS_REDIS_PORT 6500) and stops it by PID
