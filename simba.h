@@ -264,7 +264,8 @@ typedef enum simba_result {
     SIMBA_ECALLBACK = -10, /* not allowed from inside a simba callback */
     SIMBA_ECONN = -11,     /* connection to the server lost or not established */
     SIMBA_ESYS = -12,      /* a system call failed (errno kept in the message) */
-    SIMBA_ELOST = -13      /* the lease had lapsed before the unlock (simba_locker_unlock) */
+    SIMBA_ELOST = -13,     /* the lease had lapsed before the unlock (simba_locker_unlock) */
+    SIMBA_EFENCE = -14     /* a fenced write refused: that fence holds no live lease any more */
 } simba_result;
 
 SIMBA_API const char *simba_strerror(int rc);
@@ -995,6 +996,7 @@ SIMBA_API const char *simba_strerror(int rc) {
     case SIMBA_ECONN: return "not connected";
     case SIMBA_ESYS: return "system call failed";
     case SIMBA_ELOST: return "the lease had lapsed before the unlock";
+    case SIMBA_EFENCE: return "the fence no longer holds a live lease";
     default: return "unknown error";
     }
 }
