@@ -264,7 +264,8 @@ typedef enum simba_result {
     SIMBA_ECALLBACK = -10, /* not allowed from inside a simba callback */
     SIMBA_ECONN = -11,     /* connection to the server lost or not established */
     SIMBA_ESYS = -12,      /* a system call failed (errno kept in the message) */
-    SIMBA_ELOST = -13      /* the lease had lapsed before the unlock (simba_locker_unlock) */
+    SIMBA_ELOST = -13,     /* the lease had lapsed before the unlock (simba_locker_unlock) */
+    SIMBA_EFENCE = -14     /* a fenced write refused: that fence holds no live lease any more */
 } simba_result;
 
 SIMBA_API const char *simba_strerror(int rc);
@@ -966,6 +967,51 @@ static SIMBA__KIT int simba__pipe(int fd[2]) {
     return 0;
 }
 
+/* >>fence  The fenced write's rule, one for every store that judges it in C. The arguments
+   first: a mutex name and a fence a grant could have handed out (fences start at 1). */
+static SIMBA__KIT simba_result simba__fence_args(const char *fn, const char *name, uint64_t fence, char *err, size_t cap) {
+    if (!name || !name[0]) {
+        snprintf(err, cap, "%s: the mutex name is %s: give the name the fence was granted for", fn, name ? "empty" : "NULL");
+        return SIMBA_EINVAL;
+    }
+    if (simba_name_check(name) != SIMBA_OK) {
+        snprintf(err, cap, "%s: mutex name \"%.80s\" is not a name (1..%d of [A-Za-z0-9-_.:@+=,])", fn, name, SIMBA_NAME_MAX);
+        return SIMBA_EINVAL;
+    }
+    if (fence == 0) {
+        snprintf(err, cap, "%s: fence 0 is no fence (a grant's fence is at least 1): give simba_fence() of the owner", fn);
+        return SIMBA_EINVAL;
+    }
+    return SIMBA_OK;
+}
+
+/* A fence holds while it is the stored owner's and the lease has not passed its transition
+   end by the store's clock: the rule of a grant, which gives nobody else the mutex before.
+   left_ms = stored transition end - the store's now. SIMBA_OK, or SIMBA_EFENCE with why. */
+static SIMBA__KIT simba_result simba__fence_judge(const char *fn, const char *name, uint64_t fence, int has_owner,
+                                                  uint64_t stored, int64_t left_ms, char *err, size_t cap) {
+    if (stored > fence) {
+        snprintf(err, cap, "%s: the fence of %s moved on to %llu (a later owner): fence %llu is not the owner's any more", fn,
+                 name, (unsigned long long)stored, (unsigned long long)fence);
+        return SIMBA_EFENCE;
+    }
+    if (stored < fence) {
+        snprintf(err, cap, "%s: fence %llu was never handed out for %s (its fence is %llu): not the owner's", fn,
+                 (unsigned long long)fence, name, (unsigned long long)stored);
+        return SIMBA_EFENCE;
+    }
+    if (!has_owner) {
+        snprintf(err, cap, "%s: %s has no owner (released): fence %llu holds no lease", fn, name, (unsigned long long)fence);
+        return SIMBA_EFENCE;
+    }
+    if (left_ms < 0) {
+        snprintf(err, cap, "%s: the lease of fence %llu on %s is over (ended %lld ms ago by the store's clock)", fn,
+                 (unsigned long long)fence, name, (long long)-left_ms);
+        return SIMBA_EFENCE;
+    }
+    return SIMBA_OK;
+}
+
 static uint32_t simba__strhash(const char *s) {
     uint32_t h = 2166136261u; /* FNV-1a */
     while (*s) { h ^= (unsigned char)*s++; h *= 16777619u; }
@@ -995,6 +1041,7 @@ SIMBA_API const char *simba_strerror(int rc) {
     case SIMBA_ECONN: return "not connected";
     case SIMBA_ESYS: return "system call failed";
     case SIMBA_ELOST: return "the lease had lapsed before the unlock";
+    case SIMBA_EFENCE: return "the fence no longer holds a live lease";
     default: return "unknown error";
     }
 }
