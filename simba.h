@@ -686,9 +686,11 @@ typedef enum simba_op {
                              one, then simba_req_done() */
     SIMBA_OP_LIST = 5,    /* every mutex the store holds: simba_req_view() each (waiters -1
                              is enough), then simba_req_done() (mutex is "") */
-    SIMBA_OP_FORCE_RELEASE = 6 /* clear mutex's owner only if it holds req->fence, in one
-                                  store operation, waking the head waiter as a release does;
-                                  done with SIMBA_OK when cleared, SIMBA_ESTATE when not */
+    SIMBA_OP_FORCE_RELEASE = 6, /* clear mutex's owner only if it holds req->fence, in one
+                                   store operation, waking the head waiter as a release does;
+                                   done with SIMBA_OK when cleared, SIMBA_ESTATE when not */
+    SIMBA_OP_CALL = 16 /* a backend's own call (simba_backend_call): only it knows what
+                          simba_req_call_user(req) carries */
 } simba_op;
 
 /* A request, owned by the core. Its fields stay valid until simba_req_done(). */
@@ -831,6 +833,20 @@ SIMBA_API void simba_req_fail(simba_req *req, simba_result rc, const char *errms
 /* Add one mutex to the answer of an INSPECT or LIST request, before its simba_req_done()
    (copied; ignored for other requests). Safe from inside inspect/process. */
 SIMBA_API void simba_req_view(simba_req *req, const simba_view *view);
+/* A backend's own call (a fenced write), answered through the loop like an inspection:
+   makes a request (op SIMBA_OP_CALL, mutex copied, fence) and hands it to start(impl, req)
+   as submit would (no hooks run inside); the backend completes it with simba_req_done /
+   simba_req_fail, or start returns an error and the core fails it. The poll after that
+   runs fn(req, rc, errmsg, user) once, as a user callback (blocking calls refused, frees
+   deferred), then frees req; if the loop is freed first, fn(NULL, SIMBA_ECLOSED, NULL,
+   user) runs instead, only for the backend to free what user holds. SIMBA_OK, or an error
+   before anything started (a name that is not valid, out of memory, a backend being
+   freed; simba_loop_errmsg says which) and fn is never called. */
+typedef void (*simba_call_fn)(simba_req *req, simba_result rc, const char *errmsg, void *user);
+SIMBA_API simba_result simba_backend_call(simba_backend *be, const char *mutex, uint64_t fence,
+                                          simba_result (*start)(void *impl, simba_req *req), simba_call_fn fn, void *user);
+/* The user pointer given to simba_backend_call for req; NULL for any other request. */
+SIMBA_API void *simba_req_call_user(const simba_req *req);
 /* Tell the loop's fd_hook about a descriptor: events 0 = stop watching. A backend must call
    it with 0 before it closes a descriptor it has listed in vt->fds (the core learns starts
    and interest changes from vt->fds after each poll and each call outside the poll). */
@@ -3675,18 +3691,22 @@ typedef struct simba__ask {
     struct simba__ask *next, *prev;
     simba_view *out; /* the caller's (simba_inspect), or NULL */
     simba_view_fn cb;
+    simba_call_fn call; /* SIMBA_OP_CALL: the backend's completion */
     void *user;
     simba_view one; /* INSPECT: the store's answer */
     int have_one, n;
+    int delivered; /* SIMBA_OP_CALL: its fn ran */
     simba__item *items;
     simba_result rc;
     char *err_to; /* a blocking form's copy of err */
     char mutex[SIMBA_NAME_MAX + 1];
-    char err[160];
+    char err[320];
 } simba__ask;
 
 static void simba__ask_free(simba__ask *a) {
     simba_loop *l = a->loop;
+    /* A call the poll never answered (the loop is going): its backend frees its part. */
+    if (a->call && !a->delivered) a->call(NULL, SIMBA_ECLOSED, NULL, a->user);
     while (a->items) {
         simba__item *it = a->items;
         a->items = it->next;
@@ -3779,6 +3799,14 @@ static void simba__ask_list_out(simba__ask *a) {
 /* The answer is complete: hand it to the caller, from the poll. */
 static void simba__ask_complete(simba__ask *a) {
     simba_loop *l = a->loop;
+    if (a->req.op == SIMBA_OP_CALL) { /* a refusal is an answer, not a failure to log */
+        l->in_cb++;
+        a->delivered = 1;
+        a->call(&a->req, a->rc, a->rc != SIMBA_OK ? a->err : NULL, a->user);
+        l->in_cb--;
+        simba__ask_free(a);
+        return;
+    }
     if (a->rc != SIMBA_OK) simba_log(l, SIMBA_LOG_WARN, "inspection of '%s' failed: %s", a->mutex, a->err);
     if (a->err_to) simba__copy(a->err_to, sizeof a->err, a->err);
     l->in_cb++;
@@ -3840,6 +3868,45 @@ static simba_result simba__ask_start(simba_backend *be, simba_op op, const char 
     return SIMBA_OK;
 }
 
+SIMBA_API simba_result simba_backend_call(simba_backend *be, const char *mutex, uint64_t fence,
+                                          simba_result (*start)(void *impl, simba_req *req), simba_call_fn fn, void *user) {
+    simba_loop *l;
+    simba__ask *a;
+    simba_result rc;
+    if (!be || !be->loop || !start || !fn) return SIMBA_EINVAL;
+    l = be->loop;
+    if (be->free_requested) return simba__fail(l, SIMBA_ECLOSED, "%s: the backend is being freed", be->vt->name);
+    if (simba_name_check(mutex) != SIMBA_OK)
+        return simba__fail(l, SIMBA_EINVAL, "%s: mutex name '%.140s' is not valid (1..%d bytes of letters, digits, - _ . : @ + = ,)",
+                           be->vt->name, mutex ? mutex : "(null)", SIMBA_NAME_MAX);
+    a = (simba__ask *)simba_alloc(l, sizeof *a);
+    if (!a) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory for a call", be->vt->name);
+    memset(a, 0, sizeof *a);
+    a->loop = l;
+    a->call = fn;
+    a->user = user;
+    simba__copy(a->mutex, sizeof a->mutex, mutex);
+    a->req.op = SIMBA_OP_CALL;
+    a->req.mutex = a->mutex;
+    a->req.contender = "";
+    a->req.fence = fence;
+    a->req.sent_at = simba_now(l);
+    a->req.ask_ = a;
+    a->next = l->asks;
+    if (l->asks) l->asks->prev = a;
+    l->asks = a;
+    l->in_submit++; /* no hooks while the backend is inside start */
+    rc = start(be->impl, &a->req);
+    l->in_submit--;
+    if (rc != SIMBA_OK && !a->req.done_) simba_req_fail(&a->req, rc, be->errmsg[0] ? be->errmsg : "call refused");
+    simba__kick(l);
+    return SIMBA_OK;
+}
+
+SIMBA_API void *simba_req_call_user(const simba_req *req) {
+    return req && req->op == SIMBA_OP_CALL && req->ask_ ? ((simba__ask *)req->ask_)->user : NULL;
+}
+
 SIMBA_API simba_result simba_inspect(simba_backend *be, const char *mutex, simba_view *view, simba_view_fn cb, void *user_data) {
     return simba__ask_start(be, SIMBA_OP_INSPECT, mutex, 0, view, cb, user_data, NULL);
 }
@@ -3854,7 +3921,7 @@ SIMBA_API simba_result simba_force_release(simba_backend *be, const char *mutex,
 /* The blocking forms' callback: the end of the answer, or a listed mutex to pass on. */
 typedef struct simba__ask_wait {
     int done;
-    char err[160];
+    char err[320];
     simba_result rc;
     simba_view_fn cb;
     void *user;
