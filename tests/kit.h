@@ -42,6 +42,10 @@ typedef struct kit_backend {
                                  const char *key, const char *value, char *err, size_t errcap);
     int (*fenced_read)(simba_loop *loop, simba_backend *be, void *ctx, const char *name, const char *key, char *out,
                        size_t cap, char *err, size_t errcap);
+    /* 1: the lease is a session that the client library keeps alive while the loop stands
+       still (ZooKeeper): an owner whose loop is not polled still holds it, so the
+       lease-over case does not apply (a paused process is the fault tests' case). */
+    int lease_is_session;
 } kit_backend;
 
 /* Runs every case (argv[1] = optional name filter), prints the closing
