@@ -92,7 +92,9 @@ if want redis; then
         # fenced writes: the API's own cases, then a paused owner resumed after a takeover
         run fenced_redis $B/test_fenced redis
         run asan_fenced_redis $B/asan/test_fenced redis
-        run fault_fenced_redis $B/test_fenced fault redis
+        EXTRA_GREP='^fault ' run fault_fenced_redis $B/test_fenced fault redis
+        run fenced_redis_example $B/fenced_redis "$SIMBA_REDIS_PORT"
+        run fenced_redis_example_cxx $B/fenced_redis_cxx "$SIMBA_REDIS_PORT"
         sh scripts/redis-stop.sh "$SIMBA_REDIS_DIR" >/dev/null 2>&1
     else
         echo "== redis: could not start redis-server (see $LOGS/redis-server.log)"
@@ -106,7 +108,9 @@ if want zk; then
         run kit_zk $B/kit_zk
         run fenced_zk $B/test_fenced zk
         run asan_fenced_zk $B/asan/test_fenced zk
-        run fault_fenced_zk $B/test_fenced fault zk
+        EXTRA_GREP='^fault ' run fault_fenced_zk $B/test_fenced fault zk
+        run fenced_zk_example $B/fenced_zk "127.0.0.1:$SIMBA_ZK_PORT"
+        run fenced_zk_example_cxx $B/fenced_zk_cxx "127.0.0.1:$SIMBA_ZK_PORT"
         run zk_include $B/zk_include_c
         run zk_include_cxx $B/zk_include_cxx
         sh scripts/zk-stop.sh "$SIMBA_ZK_DIR" >/dev/null 2>&1
