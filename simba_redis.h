@@ -172,10 +172,31 @@
  *   grant, WAIT N wait_timeout_ms; fewer acknowledgements fail the request (SIMBA_EBACKEND,
  *   "acknowledged by k of N replicas") and the contender asks again. Renewals never wait.
  *
+ * FENCED WRITES (simba_redis_fenced)
+ *   Data kept in the lock's own Redis can be written so that a stale owner cannot: one
+ *   script reads the owner record and runs the caller's command only if the record holds
+ *   the given fence and the server's TIME has not passed its lease end (ttl + transition,
+ *   the moment the record expires and a grant may happen), all in one step of the server.
+ *   A write in the owner's transition window is accepted: nobody else can be granted
+ *   before it ends. One command per call, from an allow-list of writes on keys (SET, DEL,
+ *   INCRBY, HSET, LPUSH, RPUSH, ZADD, XADD, MSET ...), every key carrying the hash tag
+ *   {name} (so it lives in the mutex's Cluster slot) and none of the lock's own keys:
+ *   anything else is refused with SIMBA_EINVAL before it is sent. It travels as the
+ *   requests do (the primary under Sentinel, the slot's node in a Cluster, MOVED/ASK
+ *   followed, command_timeout_ms) and is answered from simba_poll:
+ *     held with this fence, lease live ------------> the command runs: SIMBA_OK, its reply
+ *     no owner record (released, lease over) ------> SIMBA_EFENCE
+ *     held with a later fence ---------------------> SIMBA_EFENCE "moved on"
+ *     held with an earlier fence (never handed out) > SIMBA_EFENCE
+ *     the command fails (WRONGTYPE ...) -----------> SIMBA_EBACKEND, nothing written
+ *     no answer (timeout, lost connection) --------> SIMBA_ETIMEDOUT / SIMBA_ECONN: unknown
+ *   After a data loss (see DATA LOSS) the record is gone: every fenced write is refused
+ *   until a new grant, which the quarantine delays.
+ *
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
  *   >>process  the work of one poll   >>close  teardown
- *   >>inspect  simba_inspect, simba_list, simba_force_release
+ *   >>inspect  simba_inspect, simba_list, simba_force_release   >>fenced  simba_redis_fenced
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */

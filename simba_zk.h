@@ -187,10 +187,29 @@
  *   valid path component. root must be an absolute path of such components, not under
  *   /zookeeper, at most 256 bytes.
  *
+ * FENCED WRITES (simba_zk_fenced_multi)
+ *   Nodes outside the root can be created, set and deleted so that a stale owner cannot:
+ *   the backend lists <root>/M, reads the lowest node (the owner) and, when its mzxid is
+ *   the given fence, sends the caller's operations in one zoo_amulti behind check(owner
+ *   node, its version). ZooKeeper's leader applies the multi only while that node exists
+ *   unwritten since the read: the tenure has not ended (a release deletes the node, the
+ *   leader deletes it when the owner's session expires, a new tenure rewrites it) and
+ *   nobody else can have been granted (only a lowest node owns, and no lower node can
+ *   appear). The listing and the read may be stale; the check is not. While the owner's
+ *   session lives, its writes are accepted, also when its own loop stands still (the
+ *   client library keeps the session): the lease is the session (see LEASE).
+ *     owner node with this fence, unchanged -----------> applied: SIMBA_OK, each op's result
+ *     no owner node (released, session ended) ----------> SIMBA_EFENCE
+ *     another owner node (a later tenure) --------------> SIMBA_EFENCE "moved on"
+ *     the owner node went or changed before the multi --> SIMBA_EFENCE
+ *     an operation fails (ZNODEEXISTS, ZBADVERSION ...) > SIMBA_EBACKEND, results say which,
+ *                                                         nothing applied
+ *     the answer lost (connection, session) ------------> SIMBA_ECONN: unknown
+ *
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
  *   >>process  the work of one poll   >>close  teardown
- *   >>inspect  simba_inspect, simba_list, simba_force_release
+ *   >>inspect  simba_inspect, simba_list, simba_force_release   >>fenced  simba_zk_fenced_multi
  *   >>jobs  a request's steps (see JOBS)
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
@@ -253,13 +272,15 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 
 /* >>fenced One operation of a fenced multi (see FENCED WRITES). */
 enum { SIMBA_ZK_FENCED_CREATE = 1, SIMBA_ZK_FENCED_SET = 2, SIMBA_ZK_FENCED_DELETE = 3 };
+/* simba_zk_fenced_op.flags of a CREATE (ZooKeeper's ZOO_EPHEMERAL, ZOO_SEQUENCE) */
+enum { SIMBA_ZK_FENCED_EPHEMERAL = 1, SIMBA_ZK_FENCED_SEQUENTIAL = 2 };
 typedef struct simba_zk_fenced_op {
     int type;         /* SIMBA_ZK_FENCED_CREATE, _SET or _DELETE */
     const char *path; /* absolute, outside the backend's root and /zookeeper */
     const char *data; /* CREATE, SET: the bytes; NULL = none */
     int data_len;     /* CREATE, SET: how many; < 0 = strlen(data) */
     int version;      /* SET, DELETE: the node's version must be this; -1 = any */
-    int flags;        /* CREATE: 0, ZOO_SEQUENCE, ZOO_EPHEMERAL or both */
+    int flags;        /* CREATE: 0, SIMBA_ZK_FENCED_SEQUENTIAL, _EPHEMERAL or both */
 } simba_zk_fenced_op;
 
 /* Per operation: zrc ZOK, or what ZooKeeper said of it (zerror(zrc)); after a failed one
@@ -1994,8 +2015,10 @@ static void simba__zkfw_multi(simba__zk *zk, simba__zk_ins *in) {
     for (i = 0; i < fw->n; i++) {
         const simba_zk_fenced_op *o = &fw->ops[i];
         if (o->type == SIMBA_ZK_FENCED_CREATE)
-            zoo_create_op_init(&c->ops[i + 1], o->path, o->data, o->data ? o->data_len : -1, acl, o->flags, c->bufs[i + 1],
-                               SIMBA__ZKFW_PATH);
+            zoo_create_op_init(&c->ops[i + 1], o->path, o->data, o->data ? o->data_len : -1, acl,
+                               (o->flags & SIMBA_ZK_FENCED_EPHEMERAL ? ZOO_EPHEMERAL : 0) |
+                                   (o->flags & SIMBA_ZK_FENCED_SEQUENTIAL ? ZOO_SEQUENCE : 0),
+                               c->bufs[i + 1], SIMBA__ZKFW_PATH);
         else if (o->type == SIMBA_ZK_FENCED_SET)
             zoo_set_op_init(&c->ops[i + 1], o->path, o->data, o->data ? o->data_len : -1, o->version, &c->stats[i + 1]);
         else
@@ -3095,8 +3118,9 @@ SIMBA_API simba_result simba_zk_fenced_multi(simba_backend *be, const char *name
         if (o->type != SIMBA_ZK_FENCED_CREATE && o->type != SIMBA_ZK_FENCED_SET && o->type != SIMBA_ZK_FENCED_DELETE)
             return simba__fail(l, SIMBA_EINVAL, "%s: ops[%d].type %d is not SIMBA_ZK_FENCED_CREATE, _SET or _DELETE", fn, i, o->type);
         if (why) return simba__fail(l, SIMBA_EINVAL, "%s: ops[%d].path \"%.80s\" %s", fn, i, o->path ? o->path : "", why);
-        if (o->type == SIMBA_ZK_FENCED_CREATE && (o->flags & ~(ZOO_SEQUENCE | ZOO_EPHEMERAL)))
-            return simba__fail(l, SIMBA_EINVAL, "%s: ops[%d].flags %d: only ZOO_SEQUENCE and ZOO_EPHEMERAL", fn, i, o->flags);
+        if (o->type == SIMBA_ZK_FENCED_CREATE && (o->flags & ~(SIMBA_ZK_FENCED_SEQUENTIAL | SIMBA_ZK_FENCED_EPHEMERAL)))
+            return simba__fail(l, SIMBA_EINVAL, "%s: ops[%d].flags %d: only SIMBA_ZK_FENCED_SEQUENTIAL and _EPHEMERAL", fn, i,
+                               o->flags);
         if (o->type != SIMBA_ZK_FENCED_CREATE && o->version < -1)
             return simba__fail(l, SIMBA_EINVAL, "%s: ops[%d].version %d: -1 (any) or a version", fn, i, o->version);
         if (o->type == SIMBA_ZK_FENCED_DELETE && o->data)

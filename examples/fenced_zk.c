@@ -81,7 +81,7 @@ static void report(app *a, uint64_t fence) {
     ops[0].path = PARENT "/r-";
     ops[0].data = entry;
     ops[0].data_len = -1;
-    ops[0].flags = ZOO_SEQUENCE;
+    ops[0].flags = SIMBA_ZK_FENCED_SEQUENTIAL;
     ops[1].type = SIMBA_ZK_FENCED_SET;
     ops[1].path = PARENT;
     ops[1].data = entry;

@@ -544,7 +544,7 @@ TEST(zk_multi_is_all_or_nothing) {
     CHECK_EQ(zk_exists(a), 0);
     /* all three: the sequential create's name comes back */
     ops[1] = zop(SIMBA_ZK_FENCED_CREATE, b, "2", -1, 0);
-    ops[2] = zop(SIMBA_ZK_FENCED_CREATE, s, "3", -1, ZOO_SEQUENCE);
+    ops[2] = zop(SIMBA_ZK_FENCED_CREATE, s, "3", -1, SIMBA_ZK_FENCED_SEQUENTIAL);
     CHECK_RC(zfw(&p, m, p.fence, &w, ops, 3), SIMBA_OK);
     CHECK_EQ(w.n, 3);
     CHECK_STR(w.path[0], a);
@@ -630,7 +630,7 @@ static void worker_write(worker *wk) {
     if (wk->zk) {
         simba_zk_fenced_op o;
         snprintf(key, sizeof key, "/simba-fenced-log-%s-e-", wk->mutex);
-        o = zop(SIMBA_ZK_FENCED_CREATE, key, entry, -1, ZOO_SEQUENCE);
+        o = zop(SIMBA_ZK_FENCED_CREATE, key, entry, -1, SIMBA_ZK_FENCED_SEQUENTIAL);
         rc = simba_zk_fenced_multi(wk->p.be, wk->mutex, wk->writing, &o, 1, worker_zk_cb, wk);
     } else {
         const char *argv[3];
