@@ -292,6 +292,14 @@ TEST(redis_replies_come_back_in_their_types) {
     CHECK_RC(rfw(&p, m, p.fence, &w, ARGS("MSET", k, "1", l, "2")), SIMBA_OK);
     raw_get(k, got, sizeof got);
     CHECK_STR(got, "1");
+    /* the server forgot its scripts: loaded again, the write runs once */
+    {
+        redisReply *x = raw("SCRIPT FLUSH");
+        CHECK(x && x->type == REDIS_REPLY_STATUS);
+        if (x) freeReplyObject(x);
+    }
+    CHECK_RC(rfw(&p, m, p.fence, &w, ARGS("INCR", k)), SIMBA_OK);
+    CHECK_EQ(w.integer, 2);
     CHECK_RC(simba_loop_close(p.loop, 5000), SIMBA_OK);
 }
 
