@@ -93,17 +93,7 @@ static int server2_restart(void) {
     if (server2_stop() != 0) return -1;
     return run("%s/redis-start.sh %d %s --restart >/dev/null", scripts, port2, dir2);
 }
-static pid_t server2_pid(void) {
-    char path[300];
-    FILE *f;
-    long pid = -1;
-    snprintf(path, sizeof path, "%s/redis.pid", dir2);
-    f = fopen(path, "r");
-    if (!f) return -1;
-    if (fscanf(f, "%ld", &pid) != 1) pid = -1;
-    fclose(f);
-    return (pid_t)pid;
-}
+static pid_t server2_pid(void) { return server_pid(dir2, "redis.pid"); }
 
 /* ---- loops and the driver ------------------------------------------------------------- */
 
@@ -1629,8 +1619,7 @@ TEST(refused_probes_said_once) {
     ld.log = count_probe_logs;
     ld.log_level = SIMBA_LOG_WARN;
     REQUIRE(simba_loop_new(&ld, &l) == SIMBA_OK);
-    d.l[d.n] = l;
-    d.wait[d.n++] = 0;
+    REQUIRE(drv_attach(&d, l) == 0);
     memset(&rd, 0, sizeof rd);
     rd.port = port3;
     desc_bound(&rd, 800);
