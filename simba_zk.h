@@ -347,7 +347,6 @@ SIMBA_API simba_result simba_zk_fenced_multi(simba_backend *be, const char *name
 #include "simba.h" /* the core's implementation, when this file has not got it yet */
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -356,6 +355,7 @@ SIMBA_API simba_result simba_zk_fenced_multi(simba_backend *be, const char *name
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zookeeper/zookeeper.h>
@@ -2402,55 +2402,59 @@ static int simba__zk_session_open(simba__zk *zk) {
     return SIMBA_OK;
 }
 
+/* 1 when fd is a blocking stream socket connected to one of our servers. */
+static int simba__zk_is_probe(const simba__zk *zk, int fd) {
+    struct sockaddr_storage peer;
+    socklen_t pl = sizeof peer, tl;
+    int type = 0, flags, i;
+    flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || (flags & O_NONBLOCK)) return 0;
+    tl = sizeof type;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM) return 0;
+    memset(&peer, 0, sizeof peer);
+    if (getpeername(fd, (struct sockaddr *)&peer, &pl) != 0) return 0;
+    for (i = 0; i < zk->naddrs; i++) {
+        const struct sockaddr_storage *a = &zk->addrs[i];
+        if (a->ss_family != peer.ss_family) continue;
+        if (a->ss_family == AF_INET) {
+            const struct sockaddr_in *x = (const struct sockaddr_in *)(const void *)a;
+            const struct sockaddr_in *y = (const struct sockaddr_in *)(const void *)&peer;
+            if (x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr) return 1;
+        } else if (a->ss_family == AF_INET6) {
+            const struct sockaddr_in6 *x = (const struct sockaddr_in6 *)(const void *)a;
+            const struct sockaddr_in6 *y = (const struct sockaddr_in6 *)(const void *)&peer;
+            if (x->sin6_port == y->sin6_port && memcmp(&x->sin6_addr, &y->sin6_addr, sizeof x->sin6_addr) == 0) return 1;
+        }
+    }
+    return 0;
+}
+
 /* libzookeeper_mt 3.8 in read-only mode probes the server for a read-write one with a
    blocking recv whose SO_RCVTIMEO it sets from an uninitialised timeval (EDOM: no timeout),
    so its I/O thread, and zookeeper_close joining it, can wait as long as a foreign or hung
    server stays silent. Shutting down the probe socket (the only blocking stream socket
-   connected to one of our servers: the session's own is non-blocking) ends that recv. */
+   connected to one of our servers: the session's own is non-blocking) ends that recv.
+   The socket is local to the library's I/O thread and its API names no descriptor but the
+   session's, so we look among the open ones: poll(2) with no events tells them from closed
+   ones, a batch a call, without touching a descriptor the library may be closing. */
 static void simba__zk_unblock_probe(const simba__zk *zk) {
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    if (!d) return;
-    while ((e = readdir(d)) != NULL) {
-        struct sockaddr_storage peer;
-        socklen_t pl = sizeof peer;
-        char link[64], what[32];
-        ssize_t ln;
-        int fd, type = 0, i;
-        socklen_t tl = sizeof type;
-        char *end;
-        long v = strtol(e->d_name, &end, 10);
-        if (*end || end == e->d_name || v < 0 || v > INT_MAX || (int)v == dirfd(d)) continue;
-        fd = (int)v;
-        /* the link names sockets without touching the descriptor, which the library's
-           threads may be closing right now */
-        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-        ln = readlink(link, what, sizeof what - 1);
-        if (ln < 7 || memcmp(what, "socket:", 7) != 0) continue;
-        if (fcntl(fd, F_GETFL) & O_NONBLOCK) continue;
-        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM) continue;
-        memset(&peer, 0, sizeof peer);
-        if (getpeername(fd, (struct sockaddr *)&peer, &pl) != 0) continue;
-        for (i = 0; i < zk->naddrs; i++) {
-            const struct sockaddr_storage *a = &zk->addrs[i];
-            int same = 0;
-            if (a->ss_family != peer.ss_family) continue;
-            if (a->ss_family == AF_INET) {
-                const struct sockaddr_in *x = (const struct sockaddr_in *)(const void *)a;
-                const struct sockaddr_in *y = (const struct sockaddr_in *)(const void *)&peer;
-                same = x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
-            } else if (a->ss_family == AF_INET6) {
-                const struct sockaddr_in6 *x = (const struct sockaddr_in6 *)(const void *)a;
-                const struct sockaddr_in6 *y = (const struct sockaddr_in6 *)(const void *)&peer;
-                same = x->sin6_port == y->sin6_port && memcmp(&x->sin6_addr, &y->sin6_addr, sizeof x->sin6_addr) == 0;
-            }
-            if (same) {
-                shutdown(fd, SHUT_RDWR);
-                break;
-            }
+    struct pollfd batch[256];
+    struct rlimit rl;
+    int top = 1 << 20, base, i; /* socket(2) returns no descriptor at or above the soft limit */
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)top)
+        top = (int)rl.rlim_cur;
+    for (base = 0; base < top; base += 256) {
+        int n = top - base < 256 ? top - base : 256;
+        for (i = 0; i < n; i++) {
+            batch[i].fd = base + i;
+            batch[i].events = 0;
+            batch[i].revents = 0;
         }
+        if (poll(batch, (nfds_t)n, 0) < 0)
+            for (i = 0; i < n; i++) batch[i].revents = 0; /* then ask each one */
+        for (i = 0; i < n; i++)
+            if (!(batch[i].revents & POLLNVAL) && simba__zk_is_probe(zk, base + i)) shutdown(base + i, SHUT_RDWR);
     }
-    closedir(d);
 }
 
 /* A closer thread: zookeeper_init2 (its threads, an address lookup) and zookeeper_close
