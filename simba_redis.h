@@ -1982,12 +1982,31 @@ static void simba__rconn_drop(simba__rconn *c, int64_t now) {
     if (c->state != SIMBA__RC_DOWN) simba__rconn_down(c, now);
 }
 
+/* The handshake's AUTH, first in the pipeline of a new connection. */
+static void simba__rconn_auth(simba__rconn *c, redisAsyncContext *ac) {
+    simba__redis *r = c->r;
+    const char *argv[3];
+    size_t lens[3];
+    int n = 0;
+    argv[n] = "AUTH";
+    lens[n++] = 4;
+    if (r->username) {
+        argv[n] = r->username;
+        lens[n] = strlen(r->username);
+        n++;
+    }
+    argv[n] = r->password;
+    lens[n] = strlen(r->password);
+    n++;
+    c->hs[0].c = c;
+    c->hs[0].script = SIMBA__RHS_PLAIN;
+    if (redisAsyncCommandArgv(ac, simba__redis_on_hs, &c->hs[0], n, argv, lens) == REDIS_OK) c->hs_left++;
+}
+
 static void simba__rconn_start(simba__rconn *c, int64_t now) {
     simba__redis *r = c->r;
     redisAsyncContext *ac;
-    const char *argv[3];
-    size_t lens[3];
-    int i, n = 0;
+    int i;
     if (c->is_sen) ac = redisAsyncConnect(r->sen_host[r->sen_i], r->sen_port[r->sen_i]);
     else ac = r->unix_path ? redisAsyncConnectUnix(r->unix_path) : redisAsyncConnect(r->host, r->port);
     c->hs_left = 0;
@@ -2012,22 +2031,7 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
     /* Completion of a non-blocking connect shows as writability. */
     c->wr = 1;
     c->rd = 0;
-    if (r->password && !c->is_sen) {
-        argv[n] = "AUTH";
-        lens[n++] = 4;
-        if (r->username) {
-            argv[n] = r->username;
-            lens[n] = strlen(r->username);
-            n++;
-        }
-        argv[n] = r->password;
-        lens[n] = strlen(r->password);
-        n++;
-        c->hs[0].c = c;
-        c->hs[0].script = SIMBA__RHS_PLAIN;
-        if (redisAsyncCommandArgv(ac, simba__redis_on_hs, &c->hs[0], n, argv, lens) == REDIS_OK)
-            c->hs_left++;
-    }
+    if (r->password && !c->is_sen) simba__rconn_auth(c, ac);
     if (c == &r->cmd) {
         if (r->db) {
             c->hs[1].c = c;
