@@ -209,6 +209,7 @@
  *   >>process  the work of one poll   >>close  teardown
  *   >>wake  wake-up datagrams   >>queue  the fairness rule   >>kept  a waiter's ask
  *   >>batch  one write transaction for many requests
+ *   >>fence  simba_sql_check_fence
  *   >>inspect  simba_inspect, simba_list, simba_force_release
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
