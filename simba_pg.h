@@ -78,6 +78,18 @@
  *   step_down_on_disconnect step down at once (reason "connection"), others at their local
  *   ttl. Grants are the requested ttl (SIMBA_LEASE_ASKED).
  *
+ * TLS
+ *   sslmode, sslrootcert, sslcert and sslkey go to libpq as they are (each may come from
+ *   conninfo or libpq's environment, PGSSLMODE and the rest, instead); libpq runs the
+ *   handshake inside PQconnectPoll, which never blocks. verify-full checks the server's
+ *   certificate against a name: give it in tls_name beside the numeric hostaddr (libpq's
+ *   host and hostaddr: the connection goes to hostaddr, the name is never resolved). A
+ *   certificate that does not verify fails the connection as a refused one does: requests
+ *   fail with SIMBA_ECONN, simba_backend_errmsg() has libpq's words ("certificate verify
+ *   failed", "server certificate for ... does not match host name ..."), and the backend
+ *   tries again with its backoff. tests/test_pg_tls.c runs against a server whose
+ *   certificate comes from a throwaway CA.
+ *
  * DATA (the table name is checked and quoted; names and ids reach SQL only as parameters)
  *   <table>     name PK, owner ('' = nobody), fence, acquired_ms, ttl_ms, transition_ms
  *               (absolute server ms from clock_timestamp()), value (the owner's bytea, see
@@ -247,6 +259,12 @@ typedef struct simba_pg_desc {
                                transition) a contender may ask for (simba_contend refuses a
                                longer one), and the quarantine after a crash; give every
                                process on a table the same */
+    /* TLS (see TLS): each NULL -> conninfo's, else libpq's default (PGSSLMODE, ..., "prefer") */
+    const char *sslmode;     /* disable, allow, prefer, require, verify-ca, verify-full */
+    const char *sslrootcert; /* file of the CA certificates that may sign the server's */
+    const char *sslcert, *sslkey; /* this client's certificate and key (clientcert auth) */
+    const char *tls_name;    /* with hostaddr: the server's name, which verify-full finds in
+                                its certificate (libpq's host; never resolved) */
 } simba_pg_desc;
 
 SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc, simba_backend **out);
@@ -776,9 +794,9 @@ typedef struct simba__pg_grant {
 typedef struct simba__pg {
     simba_loop *loop;
     simba_backend *be;
-    const char *keys[16], *vals[16];
+    const char *keys[24], *vals[24];
     int expand;
-    char *strs[8]; /* owned copies behind vals */
+    char *strs[16]; /* owned copies behind vals */
     char port_s[16], opts[64];
     char *setup;   /* setup script with the names filled in */
     char chan[48];
@@ -1817,7 +1835,7 @@ static void simba__pg_destroy(void *impl) {
     if (p->be) simba__pg_fail_all(p, SIMBA_ECLOSED, "postgres: backend closed");
     if (p->conn && PQsocket(p->conn) >= 0) simba_backend_fd(p->be, PQsocket(p->conn), 0);
     if (p->conn) PQfinish(p->conn);
-    for (i = 0; i < 8; i++) simba_free(p->loop, p->strs[i]);
+    for (i = 0; i < 16; i++) simba_free(p->loop, p->strs[i]);
     simba_free(p->loop, p->res);
     simba_free(p->loop, p->setup);
     simba_free(p->loop, p);
@@ -1916,10 +1934,41 @@ static int simba__pg_conninfo(simba__pg *p, const simba_pg_desc *desc) {
          simba__pg_kv(p, &nk, &ns, "port", desc->port ? p->port_s : NULL) &&
          simba__pg_kv(p, &nk, &ns, "dbname", desc->dbname) && simba__pg_kv(p, &nk, &ns, "user", desc->user) &&
          simba__pg_kv(p, &nk, &ns, "password", desc->password) && simba__pg_kv(p, &nk, &ns, "options", p->opts) &&
+         simba__pg_kv(p, &nk, &ns, "host", desc->tls_name) && simba__pg_kv(p, &nk, &ns, "sslmode", desc->sslmode) &&
+         simba__pg_kv(p, &nk, &ns, "sslrootcert", desc->sslrootcert) &&
+         simba__pg_kv(p, &nk, &ns, "sslcert", desc->sslcert) && simba__pg_kv(p, &nk, &ns, "sslkey", desc->sslkey) &&
          (p->keys[nk] = "application_name", p->vals[nk++] = "simba", 1);
     p->keys[nk] = NULL;
     p->vals[nk] = NULL;
     return ok;
+}
+
+/* The TLS fields: a known sslmode, no empty path, a name only beside a numeric hostaddr. */
+static simba_result simba__pg_tls_check(simba_loop *loop, const simba_pg_desc *d) {
+    static const char *const modes[] = {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"};
+    const char *const paths[3] = {d->sslrootcert, d->sslcert, d->sslkey};
+    static const char *const fields[3] = {"sslrootcert", "sslcert", "sslkey"};
+    size_t i;
+    if (d->sslmode) {
+        for (i = 0; i < sizeof modes / sizeof modes[0]; i++)
+            if (strcmp(d->sslmode, modes[i]) == 0) break;
+        if (i == sizeof modes / sizeof modes[0])
+            return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: sslmode \"%.32s\" is not one of disable, allow, "
+                               "prefer, require, verify-ca, verify-full", d->sslmode);
+    }
+    for (i = 0; i < 3; i++)
+        if (paths[i] && !paths[i][0])
+            return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: %s is empty: give a file, or NULL for libpq's default",
+                               fields[i]);
+    if (d->tls_name) {
+        if (!d->tls_name[0] || strlen(d->tls_name) > 253 || strpbrk(d->tls_name, " \t\r\n,/"))
+            return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: tls_name \"%.64s\" is not a host name (1..253 bytes, "
+                               "no space, ',' or '/')", d->tls_name);
+        if (!d->hostaddr || d->socket_dir)
+            return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: tls_name needs hostaddr (the address it names; "
+                               "the name is never resolved) and no socket_dir");
+    }
+    return SIMBA_OK;
 }
 
 /* Every field of the desc, with words for what is wrong. */
@@ -1940,6 +1989,7 @@ static simba_result simba__pg_desc_check(simba_loop *loop, const simba_pg_desc *
         return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: port must be in 0..65535 (got %d)", desc->port);
     if (desc->socket_dir && desc->socket_dir[0] != '/')
         return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: socket_dir must be an absolute path");
+    if ((rc = simba__pg_tls_check(loop, desc)) != SIMBA_OK) return rc;
     if ((rc = simba__desc_ms(loop, "simba_pg_open", "connect_timeout_ms", desc->connect_timeout_ms)) != SIMBA_OK ||
         (rc = simba__desc_ms(loop, "simba_pg_open", "statement_timeout_ms", desc->statement_timeout_ms)) != SIMBA_OK ||
         (rc = simba__desc_reconnect(loop, "simba_pg_open", desc->reconnect_min_ms, desc->reconnect_max_ms)) != SIMBA_OK ||
