@@ -184,7 +184,7 @@ if want reliability && [ -f tests/test_reliability.sh ]; then
 fi
 
 # the PostgreSQL suites (the pg group) from a copy of the tree under a mode-0700 directory
-# (ports SIMBA_PRIVATE_PG_PORT 5456..5457, SIMBA_PRIVATE_FAULT_PG_PORT 5458): servers that
+# (ports SIMBA_PRIVATE_PG_PORT 5456..5457 and +20 for TLS, SIMBA_PRIVATE_FAULT_PG_PORT 5458): servers that
 # run as another user must not depend on where the checkout lives
 if want private_checkout || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
     run private_checkout bash tests/test_private_checkout.sh
