@@ -2091,30 +2091,32 @@ static simba_result simba__pg_check_fence(PGconn *conn, const char *schema, cons
     const char *state;
     PGresult *res;
     simba_result rc;
-    if (!conn) return snprintf(err, cap, "%s: conn is NULL", fn), SIMBA_EINVAL;
+    if (!conn) return simba__refuse(err, cap, SIMBA_EINVAL, "%s: conn is NULL", fn);
     if (!table) table = "simba_mutex";
     if (!simba__pg_name_ok(table) || strcmp(table, "simba") == 0)
-        return snprintf(err, cap, "%s: table \"%.80s\" is not a simba table name (1..%d printable ASCII bytes, no '$', "
-                        "not \"simba\")", fn, table, SIMBA__PG_TABLE_MAX), SIMBA_EINVAL;
+        return simba__refuse(err, cap, SIMBA_EINVAL,
+                             "%s: table \"%.80s\" is not a simba table name (1..%d printable ASCII bytes, no '$', not "
+                             "\"simba\")", fn, table, SIMBA__PG_TABLE_MAX);
     if (schema && !simba__pg_name_ok(schema))
-        return snprintf(err, cap, "%s: schema \"%.80s\" is not a schema name (1..%d printable ASCII bytes, no '$')", fn,
-                        schema, SIMBA__PG_TABLE_MAX), SIMBA_EINVAL;
+        return simba__refuse(err, cap, SIMBA_EINVAL,
+                             "%s: schema \"%.80s\" is not a schema name (1..%d printable ASCII bytes, no '$')", fn, schema,
+                             SIMBA__PG_TABLE_MAX);
     if ((rc = simba__fence_args(fn, name, fence, err, cap)) != SIMBA_OK) return rc;
     if (fence > (uint64_t)INT64_MAX)
-        return snprintf(err, cap, "%s: fence %llu is beyond bigint: no grant hands it out", fn, (unsigned long long)fence),
-               SIMBA_EINVAL;
-    if (PQstatus(conn) != CONNECTION_OK) return snprintf(err, cap, "%s: conn is not connected", fn), SIMBA_ESTATE;
+        return simba__refuse(err, cap, SIMBA_EINVAL, "%s: fence %llu is beyond bigint: no grant hands it out", fn,
+                             (unsigned long long)fence);
+    if (PQstatus(conn) != CONNECTION_OK) return simba__refuse(err, cap, SIMBA_ESTATE, "%s: conn is not connected", fn);
     /* outside a transaction the row lock would end with the statement, before the write */
     switch (PQtransactionStatus(conn)) {
     case PQTRANS_INTRANS: break;
     case PQTRANS_INERROR:
-        return snprintf(err, cap, "%s: the transaction has failed already: ROLLBACK, then BEGIN again", fn), SIMBA_ESTATE;
+        return simba__refuse(err, cap, SIMBA_ESTATE, "%s: the transaction has failed already: ROLLBACK, then BEGIN again", fn);
     default:
-        return snprintf(err, cap, "%s: conn is not inside a transaction: BEGIN first, then check, write and COMMIT", fn),
-               SIMBA_ESTATE;
+        return simba__refuse(err, cap, SIMBA_ESTATE,
+                             "%s: conn is not inside a transaction: BEGIN first, then check, write and COMMIT", fn);
     }
     if (!simba__pg_quote(qf, sizeof qf, schema, simba__pg_fence_fn(table, fname, sizeof fname), ""))
-        return snprintf(err, cap, "%s: table name too long", fn), SIMBA_EINVAL;
+        return simba__refuse(err, cap, SIMBA_EINVAL, "%s: table name too long", fn);
     snprintf(sql, sizeof sql, "SELECT %s($1, $2)", qf);
     snprintf(fs, sizeof fs, "%llu", (unsigned long long)fence);
     vals[0] = name;

@@ -2483,30 +2483,32 @@ static simba_result simba__sql_check_fence(sqlite3 *db, const char *table, const
     int64_t transition_at = 0, now;
     struct timespec ts;
     simba_result res;
-    if (!db) return snprintf(err, cap, "%s: db is NULL", fn), SIMBA_EINVAL;
+    if (!db) return simba__refuse(err, cap, SIMBA_EINVAL, "%s: db is NULL", fn);
     if (!table || !table[0]) table = "simba_mutex";
     if (!simba__sql_table_ok(table))
-        return snprintf(err, cap, "%s: table \"%.80s\" is not a simba table name ([A-Za-z_][A-Za-z0-9_]{0,%d}, not sqlite_)",
-                        fn, table, SIMBA_SQL_TABLE_MAX - 1), SIMBA_EINVAL;
+        return simba__refuse(err, cap, SIMBA_EINVAL,
+                             "%s: table \"%.80s\" is not a simba table name ([A-Za-z_][A-Za-z0-9_]{0,%d}, not sqlite_)",
+                             fn, table, SIMBA_SQL_TABLE_MAX - 1);
     if ((res = simba__fence_args(fn, name, fence, err, cap)) != SIMBA_OK) return res;
     /* a read outside the write lock would let a grant commit between check and write */
     if (sqlite3_txn_state(db, "main") != SQLITE_TXN_WRITE)
-        return snprintf(err, cap, "%s: db holds no write transaction: call it inside your BEGIN IMMEDIATE, before the "
-                        "write it guards", fn), SIMBA_ESTATE;
+        return simba__refuse(err, cap, SIMBA_ESTATE,
+                             "%s: db holds no write transaction: call it inside your BEGIN IMMEDIATE, before the write it "
+                             "guards", fn);
     rc = sqlite3_prepare_v2(db, "SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = ?1", -1, &st, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) found = 1;
     sqlite3_finalize(st);
     st = NULL;
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return snprintf(err, cap, "%s: %s", fn, sqlite3_errmsg(db)), SIMBA_EBACKEND;
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return simba__refuse(err, cap, SIMBA_EBACKEND, "%s: %s", fn, sqlite3_errmsg(db));
     if (!found)
-        return snprintf(err, cap, "%s: no table \"%s\" in this database: give the table simba_sql_open uses here", fn,
-                        table), SIMBA_EINVAL;
+        return simba__refuse(err, cap, SIMBA_EINVAL,
+                             "%s: no table \"%s\" in this database: give the table simba_sql_open uses here", fn, table);
     if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
         sqlite3_column_int64(st, 0) == SIMBA__SQL_CLOCK_LOOP) {
         sqlite3_finalize(st);
-        return snprintf(err, cap, "%s: the rows are in a loop's test clock (test_clock): the wall clock cannot judge them",
-                        fn), SIMBA_ESTATE;
+        return simba__refuse(err, cap, SIMBA_ESTATE,
+                             "%s: the rows are in a loop's test clock (test_clock): the wall clock cannot judge them", fn);
     }
     sqlite3_finalize(st);
     st = NULL;
