@@ -2006,15 +2006,14 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     char qt[SIMBA__PG_QNAME_MAX], qq[SIMBA__PG_QNAME_MAX], qa[SIMBA__PG_QNAME_MAX], qr[SIMBA__PG_QNAME_MAX],
         qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qb[SIMBA__PG_QNAME_MAX], qx[SIMBA__PG_QNAME_MAX],
         qg[SIMBA__PG_QNAME_MAX], qh[SIMBA__PG_QNAME_MAX], qy[SIMBA__PG_QNAME_MAX], qk[SIMBA__PG_QNAME_MAX],
-        qw[SIMBA__PG_QNAME_MAX], qv[SIMBA__PG_QNAME_MAX], qe[SIMBA__PG_QNAME_MAX], qf[SIMBA__PG_QNAME_MAX],
-        fname[SIMBA__PG_TABLE_MAX + 16], qc[64], rnd[40], ml[24];
+        qw[SIMBA__PG_QNAME_MAX], qv[SIMBA__PG_QNAME_MAX], qe[SIMBA__PG_QNAME_MAX], qf[SIMBA__PG_QNAME_MAX], qc[64],
+        fname[SIMBA__PG_TABLE_MAX + 16], rnd[40], ml[24];
     int ok;
     if (out) *out = NULL;
     if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: NULL argument");
     if ((rc = simba__pg_desc_check(loop, desc)) != SIMBA_OK) return rc;
     table = desc->table ? desc->table : "simba_mutex";
     if (simba_contender_id_random(loop, rnd, sizeof rnd) != SIMBA_OK) return simba__fail(loop, SIMBA_ESYS, "simba_pg_open: no random channel name");
-
     p = (simba__pg *)simba_alloc(loop, sizeof *p);
     if (!p) return simba__fail(loop, SIMBA_ENOMEM, "simba_pg_open: out of memory");
     memset(p, 0, sizeof *p);
@@ -2061,8 +2060,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         subst['W' - 'A'] = qw;
         subst['V' - 'A'] = qv;
         subst['E' - 'A'] = qe;
-        subst['F' - 'A'] = qf;
-        subst['U' - 'A'] = fname; /* raw, inside $n$ quotes only */
+        subst['F' - 'A'] = qf, subst['U' - 'A'] = fname; /* {U} raw, inside $n$ quotes only */
         subst['N' - 'A'] = table; /* raw, inside $n$ quotes only: it holds no '$' */
         p->setup = simba__pg_fill(loop, simba__pg_setup_sql, subst);
     }
