@@ -1447,6 +1447,57 @@ static int64_t simba__sql_now(simba__sql *s) {
    live_ms: how long its place in the wait queue lasts (simba_req.live_ms).
    Returns SIMBA__SQL_BUSY when the database was locked (nothing changed: try again later);
    otherwise 0 with *rep filled (rep->owner, rep->errmsg point into s until the next call). */
+/* A RELEASE: the row cleared if it is ours (the oldest waiter hears of it at once), else
+   the owner said and our place in line left. SQLITE_OK, or the error (s->err says it). */
+static int simba__sql_release_req(simba__sql *s, const char *mutex, const char *contender, simba_reply *rep) {
+    int rc;
+    sqlite3_stmt *st = s->st[SIMBA__SQL_RELEASE_ST];
+    int64_t waiters = 0;
+    int released = 0;
+    sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE && sqlite3_changes(s->db) == 1) {
+        released = 1;
+    } else if (rc == SQLITE_DONE) { /* someone waits, or it is not ours */
+        st = s->st[SIMBA__SQL_RELEASE_QUEUED];
+        sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            released = 1;
+            waiters = sqlite3_column_int64(st, 0);
+            rc = sqlite3_step(st);
+        }
+        sqlite3_reset(st);
+    }
+    if (rc != SQLITE_DONE) {
+        simba__sql_seterr(s, "release", rc);
+        return rc;
+    }
+    if (released) {
+        /* Released: nobody owns it now; the oldest waiter hears of it at once. */
+        s->owner[0] = 0;
+        rep->owner = s->owner;
+        if (waiters > 0 && s->batch) s->batch_wake = 1;
+        else if (waiters > 0) simba__sql_wake_head(s, mutex);
+        /* Other contenders of this backend learn at once (other connections through
+           PRAGMA data_version in process()). */
+        if (s->memory && s->be) simba_backend_event(s->be, SIMBA_EV_RELEASED, mutex, NULL, NULL);
+    } else {
+        /* Not ours: say who owns it, and leave the line if we stood in it. */
+        if ((rc = simba__sql_read_row(s, mutex, rep)) != SQLITE_OK) return rc;
+        if (s->waiters > 0) {
+            char owner[SIMBA_ID_MAX + 1];
+            memcpy(owner, s->owner, sizeof owner);
+            if ((rc = simba__sql_quit_line(s, mutex, contender)) != SQLITE_OK) return rc;
+            memcpy(s->owner, owner, sizeof owner);
+        }
+    }
+    return SQLITE_OK;
+}
+
 static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, const char *contender, int64_t ttl_ms,
                                int64_t transition_ms, int expect_win, int renew, int64_t live_ms, simba_reply *rep) {
     int rc;
@@ -1494,51 +1545,8 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
         }
         if (!got && (rc = simba__sql_contend(s, mutex, contender, ttl_ms, transition_ms, renew, live_ms, rep)) != SQLITE_OK)
             goto fail;
-    } else {
-        sqlite3_stmt *st = s->st[SIMBA__SQL_RELEASE_ST];
-        int64_t waiters = 0;
-        int released = 0;
-        sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
-        rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc == SQLITE_DONE && sqlite3_changes(s->db) == 1) {
-            released = 1;
-        } else if (rc == SQLITE_DONE) { /* someone waits, or it is not ours */
-            st = s->st[SIMBA__SQL_RELEASE_QUEUED];
-            sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
-            sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
-            rc = sqlite3_step(st);
-            if (rc == SQLITE_ROW) {
-                released = 1;
-                waiters = sqlite3_column_int64(st, 0);
-                rc = sqlite3_step(st);
-            }
-            sqlite3_reset(st);
-        }
-        if (rc != SQLITE_DONE) {
-            simba__sql_seterr(s, "release", rc);
-            goto fail;
-        }
-        if (released) {
-            /* Released: nobody owns it now; the oldest waiter hears of it at once. */
-            s->owner[0] = 0;
-            rep->owner = s->owner;
-            if (waiters > 0 && s->batch) s->batch_wake = 1;
-            else if (waiters > 0) simba__sql_wake_head(s, mutex);
-            /* Other contenders of this backend learn at once (other connections through
-               PRAGMA data_version in process()). */
-            if (s->memory && s->be) simba_backend_event(s->be, SIMBA_EV_RELEASED, mutex, NULL, NULL);
-        } else {
-            /* Not ours: say who owns it, and leave the line if we stood in it. */
-            if ((rc = simba__sql_read_row(s, mutex, rep)) != SQLITE_OK) goto fail;
-            if (s->waiters > 0) {
-                char owner[SIMBA_ID_MAX + 1];
-                memcpy(owner, s->owner, sizeof owner);
-                if ((rc = simba__sql_quit_line(s, mutex, contender)) != SQLITE_OK) goto fail;
-                memcpy(s->owner, owner, sizeof owner);
-            }
-        }
+    } else if ((rc = simba__sql_release_req(s, mutex, contender, rep)) != SQLITE_OK) {
+        goto fail;
     }
 done:
     if (op == SIMBA_OP_ACQUIRE && !s->owner[0] && s->lost_left >= 0) goto lost;
