@@ -270,21 +270,36 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
 
 /* ---- scripts ------------------------------------------------------------------------
  * KEYS: owner, fence, queue, qexp. Every reply: {owner, ttl_left, lease_left, held, fence,
- * first_in_line}; owner "" = nobody.
- * The owner record is one string "<fence> <acquired> <granted> <ttl> <lease> <id>" (server
- * ms: when the ownership began, when it was last granted or renewed; the ttl and the lease
- * = ttl + transition as durations; the fence in us) set with PX = the lease, so that a grant
- * or a renewal is one SET and a read one GET. It is built from strings only (TIME's digits,
- * ARGV): in Redis' Lua a number-to-string conversion costs about as much as a redis.call.
+ * first_in_line, value} (YIELD adds yielded); owner "" = nobody.
+ * The owner record is one string "v<fence> <acquired> <granted> <ttl> <lease> <idlen>
+ * <id><value>" (server ms: when the ownership began, when it was last granted or renewed;
+ * the ttl and the lease = ttl + transition as durations; the fence in us; idlen the id's
+ * length, so that id and value are any bytes) set with PX = the lease, so that a grant or a
+ * renewal is one SET and a read one GET. It is built from strings only (TIME's digits, ARGV,
+ * the record's own fields): in Redis' Lua a number-to-string conversion costs about as much
+ * as a redis.call. A record without the leading 'v' is the layout before values
+ * ("<fence> <acquired> <granted> <ttl> <lease> <id>"), read as one with an empty value; a
+ * process that knows only that layout finds a 'v' record unreadable and grants nothing.
  * The hot paths touch the queue only when it exists: queue and qexp always hold the same
- * members, so a ZREM that found nothing in one needs no ZREM in the other. */
+ * members, so a ZREM that found nothing in one needs no ZREM in the other.
+ * Each script is joined from the pieces below when it is loaded (simba__redis_lua_text):
+ * a C99 string literal holds at most 4095 characters. */
 #define SIMBA__REDIS_LUA_REC                                                                \
     "local function rec(v)\n"                                                               \
-    "  local f, acq, at, ttl, lease, id =\n"                                                \
-    "    string.match(v, '^(%d+) (%d+) (%d+) (%d+) (%d+) (.+)$')\n"                         \
-    "  if not id then return redis.error_reply('simba: unreadable owner record') end\n"    \
+    "  local f, acq, at, ttl, lease, n, p = string.match(v, '^v(%d+) (%d+) (%d+) (%d+) (%d+) (%d+) ()')\n" \
+    "  local id, val\n"                                                                     \
+    "  if p then\n"                                                                         \
+    "    local e = p + tonumber(n)\n"                                                       \
+    "    id, val = string.sub(v, p, e - 1), string.sub(v, e)\n"                             \
+    "    if #id + p ~= e then id = nil end\n"                                               \
+    "  else\n"                                                                              \
+    "    f, acq, at, ttl, lease, id = string.match(v, '^(%d+) (%d+) (%d+) (%d+) (%d+) (.+)$')\n" \
+    "    val = ''\n"                                                                        \
+    "    if id then n = tostring(#id) end\n"                                                \
+    "  end\n"                                                                               \
+    "  if not id or id == '' then return redis.error_reply('simba: unreadable owner record') end\n" \
     "  at = tonumber(at)\n"                                                                 \
-    "  return {f, acq, tonumber(acq), at + tonumber(ttl), at + tonumber(lease), id}\n"      \
+    "  return {f, acq, tonumber(acq), at + tonumber(ttl), at + tonumber(lease), id, val, n, p}\n" \
     "end\n"                                                                                 \
     /* server time: ms and us as digit strings (t[2] has no leading zeros), ms as number */ \
     "local function clock()\n"                                                              \
@@ -294,10 +309,10 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "  return tonumber(ms), ms, t[1] .. u\n"                                                \
     "end\n"                                                                                 \
     "local function current(o, now)\n"                                                      \
-    "  if not o then return {'', 0, 0, -1, '0', 0} end\n"                                   \
+    "  if not o then return {'', 0, 0, -1, '0', 0, ''} end\n"                               \
     "  local p = o[5] - now\n"                                                              \
     "  if p < 0 then p = 0 end\n"                                                           \
-    "  return {o[6], o[4] - now, p, now - o[3], o[1], 0}\n"                                 \
+    "  return {o[6], o[4] - now, p, now - o[3], o[1], 0, o[7]}\n"                           \
     "end\n"
 /* Waiters whose expiry passed (crashed or hung processes) leave the queue. */
 #define SIMBA__REDIS_LUA_PURGE                                                              \
@@ -307,6 +322,21 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "    redis.call('ZREM', KEYS[3], unpack(dead))\n"                                       \
     "    redis.call('ZREM', KEYS[4], unpack(dead))\n"                                       \
     "  end\n"                                                                               \
+    "end\n"                                                                                 \
+    /* Join the line (arrival order) or refresh our place for live ms; true when we are its \
+       head. */                                                                             \
+    "local function enqueue(c, now, ms, us, live)\n"                                        \
+    "  purge(ms)\n"                                                                         \
+    "  redis.call('ZADD', KEYS[3], 'NX', us, c)\n"                                          \
+    "  redis.call('ZADD', KEYS[4], string.format('%.0f', now + tonumber(live)), c)\n"       \
+    /* Both keys expire with their latest waiter; an earlier one already set them as far. */ \
+    "  local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')\n"                  \
+    "  if last[1] == c then\n"                                                              \
+    "    local at = string.format('%.0f', tonumber(last[2]))\n"                             \
+    "    redis.call('PEXPIREAT', KEYS[3], at)\n"                                            \
+    "    redis.call('PEXPIREAT', KEYS[4], at)\n"                                            \
+    "  end\n"                                                                               \
+    "  return redis.call('ZRANGE', KEYS[3], 0, 0)[1] == c\n"                                \
     "end\n"
 
 /* The data-loss marker (KEYS[5], "<since ms> <run_id> <max_lease_ms>", never expires) is
@@ -340,15 +370,16 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
 /* ARGV: contender, ttl, lease (ttl + transition), owner channel, live ms (how long this
    waiter keeps its place without asking again, from the core), renew (1: the contender
    believes it owns the mutex), quarantine ms, the server's run_id ('' = unknown), durable
-   (1: AOF with appendfsync always, so a restart keeps every write), wake channel prefix
+   (1: AOF with appendfsync always, so a restart keeps every write), wake channel prefix,
+   the contender's length (digits), the value a new grant stores.
    A grant (a new ownership) happens only where no owner record exists or where the record
    names this contender but it does not renew (it stepped down locally, or lost an answer):
-   both pass the data-loss check. A renewal of a record that exists needs none.
+   both pass the data-loss check. A renewal of a record that exists needs none, and keeps
+   the stored value.
    Fairness: a free mutex (no record: released, or its lease fully over) goes only to the
    head of the queue; anyone else joins the line and is told "nobody", so that it asks
    again later while the head keeps the mutex reserved. */
 #define SIMBA__REDIS_LUA_ACQUIRE                                                            \
-    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_PURGE SIMBA__REDIS_LUA_QUARANTINE                 \
     "local c = ARGV[1]\n"                                                                   \
     "local ttl = tonumber(ARGV[2])\n"                                                       \
     "local lease = tonumber(ARGV[3])\n"                                                     \
@@ -357,23 +388,9 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "local o = v and rec(v)\n"                                                              \
     "if o and o.err then return o end\n"                                                    \
     "if o and o[6] == c and ARGV[6] == '1' then\n"                                          \
-    "  redis.call('SET', KEYS[1], o[1] .. ' ' .. o[2] .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c, 'PX', ARGV[3])\n" \
+    "  redis.call('SET', KEYS[1], 'v' .. o[1] .. ' ' .. o[2] .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. o[8] .. ' ' .. c .. o[7], 'PX', ARGV[3])\n" \
     "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"     \
-    "  return {c, ttl, lease, now - o[3], o[1], 0}\n"                                       \
-    "end\n"                                                                                 \
-    /* Join the line (arrival order) or refresh our place; true when we are its head. */    \
-    "local function enqueue()\n"                                                            \
-    "  purge(ms)\n"                                                                         \
-    "  redis.call('ZADD', KEYS[3], 'NX', us, c)\n"                                          \
-    "  redis.call('ZADD', KEYS[4], string.format('%.0f', now + tonumber(ARGV[5])), c)\n"    \
-    /* Both keys expire with their latest waiter; an earlier one already set them as far. */ \
-    "  local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')\n"                  \
-    "  if last[1] == c then\n"                                                              \
-    "    local at = string.format('%.0f', tonumber(last[2]))\n"                             \
-    "    redis.call('PEXPIREAT', KEYS[3], at)\n"                                            \
-    "    redis.call('PEXPIREAT', KEYS[4], at)\n"                                            \
-    "  end\n"                                                                               \
-    "  return redis.call('ZRANGE', KEYS[3], 0, 0)[1] == c\n"                                \
+    "  return {c, ttl, lease, now - o[3], o[1], 0, o[7]}\n"                                 \
     "end\n"                                                                                 \
     "local inq\n"                                                                           \
     "if not o then\n"                                                                       \
@@ -390,8 +407,8 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "    h = redis.call('ZRANGE', KEYS[3], 0, 0)[1]\n"                                      \
     "  end\n"                                                                               \
     "  if h and h ~= c then\n"                                                              \
-    "    enqueue()\n"                                                                       \
-    "    return {'', 0, 0, -1, '0', 0}\n"                                                   \
+    "    enqueue(c, now, ms, us, ARGV[5])\n"                                                \
+    "    return {'', 0, 0, -1, '0', 0, ''}\n"                                               \
     "  end\n"                                                                               \
     "  inq = h == c\n"                                                                      \
     "end\n"                                                                                 \
@@ -399,26 +416,27 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "  local q, other = quarantine(now, ms)\n"                                              \
     "  if other or q > 0 then\n"                                                            \
     /* The owner whose record is gone learns it at once and steps down. */                  \
-    "    if ARGV[6] == '1' then return {'', 0, 0, -1, '0', 0} end\n"                        \
-    "    if other then return redis.error_reply('simba: bound ' .. other) end\n" \
-    "    return redis.error_reply('simba: quarantine ' .. q)\n" \
+    "    if ARGV[6] == '1' then return {'', 0, 0, -1, '0', 0, ''} end\n"                    \
+    "    if other then return redis.error_reply('simba: bound ' .. other) end\n"            \
+    "    return redis.error_reply('simba: quarantine ' .. q)\n"                             \
     "  end\n"                                                                               \
     "  local f = us\n"                                                                      \
     "  local last = redis.call('GET', KEYS[2])\n"                                           \
     /* fence = max(last + 1, server time in us); both well below 2^53 */                    \
     "  if last and tonumber(last) >= tonumber(us) then f = string.format('%.0f', tonumber(last) + 1) end\n" \
     "  redis.call('SET', KEYS[2], f)\n"                                                     \
-    "  redis.call('SET', KEYS[1], f .. ' ' .. ms .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c, 'PX', ARGV[3])\n" \
+    "  local who = ARGV[11] .. ' ' .. c .. ARGV[12]\n"                                      \
+    "  redis.call('SET', KEYS[1], 'v' .. f .. ' ' .. ms .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. who, 'PX', ARGV[3])\n" \
     "  if inq ~= false and redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n" \
     /* Observers' processes listen here; nobody else does, so a handoff wakes no waiter. */ \
-    "  redis.call(PUB, ARGV[4], 'owner ' .. f .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c)\n" \
-    "  return {c, ttl, lease, 0, f, 0}\n"                                                   \
+    "  redis.call(PUB, ARGV[4], 'holder ' .. f .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' 0 ' .. who)\n" \
+    "  return {c, ttl, lease, 0, f, 0, ARGV[12]}\n"                                         \
     "end\n"                                                                                 \
     "local p = o[5] - now\n"                                                                \
     "if p < 0 then p = 0 end\n"                                                             \
     "local first = 0\n"                                                                     \
-    "if enqueue() then first = 1 end\n"                                                     \
-    "return {o[6], o[4] - now, p, now - o[3], o[1], first}\n"
+    "if enqueue(c, now, ms, us, ARGV[5]) then first = 1 end\n"                              \
+    "return {o[6], o[4] - now, p, now - o[3], o[1], first, o[7]}\n"
 
 /* The head of the line hears of a release on its wake channel ('released <releaser>'); a
    head that is not alive (its place lapsed, nobody listening) leaves the line. True when
@@ -453,7 +471,6 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
 /* ARGV: contender, event channel, wake channel prefix (the waiter id is appended), how many
    of the event channel's subscribers are the releaser's own (0 or 1) */
 #define SIMBA__REDIS_LUA_RELEASE                                                            \
-    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_WAKE_HEAD                                         \
     "local c = ARGV[1]\n"                                                                   \
     "local v = redis.call('GET', KEYS[1])\n"                                                \
     "local o = v and rec(v)\n"                                                              \
@@ -468,12 +485,42 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
        head costs one ZSCORE, and dead entries behind it go when they come to the head or   \
        when the next waiter enters. */                                                      \
     "if not wake_head(c) then tell_watchers(ARGV[4]) end\n"                                 \
-    "return {'', 0, 0, -1, '0', 0}\n"
+    "return {'', 0, 0, -1, '0', 0, ''}\n"
+
+/* The owner's own check for SET_VALUE and YIELD: the record names the contender ARGV[1]
+   with the fence ARGV[2] and its lease has not ended by the server's clock. */
+#define SIMBA__REDIS_LUA_HOLDS                                                              \
+    "local now, ms, us = clock()\n"                                                         \
+    "local v = redis.call('GET', KEYS[1])\n"                                                \
+    "local o = v and rec(v)\n"                                                              \
+    "if o and o.err then return o end\n"                                                    \
+    "if not o or o[6] ~= ARGV[1] or o[1] ~= ARGV[2] or o[5] <= now or not o[9] then\n"      \
+    "  return redis.error_reply('simba: not held ' .. (o and o[1] or '0'))\n"               \
+    "end\n"
+
+/* SET_VALUE (KEYS: owner). ARGV: contender, fence, the new value, owner channel. The record
+   keeps its fields and its expiry; observers hear of the change as of a grant. */
+#define SIMBA__REDIS_LUA_SETVAL                                                             \
+    "redis.call('SET', KEYS[1], string.sub(v, 1, o[9] - 1) .. ARGV[1] .. ARGV[3], 'PX', string.format('%.0f', o[5] - now))\n" \
+    "local held = now - o[3]\n"                                                             \
+    "redis.call(PUB, ARGV[4], 'holder ' .. o[1] .. ' ' .. (o[4] - now) .. ' ' .. (o[5] - now) .. ' ' .. held .. ' ' .. o[8] .. ' ' .. ARGV[1] .. ARGV[3])\n" \
+    "return {ARGV[1], o[4] - now, o[5] - now, held, o[1], 0, ARGV[3]}\n"
+
+/* YIELD (KEYS: owner, fence, queue, qexp). ARGV: contender, fence, wake channel prefix,
+   live ms. With a live waiter, the release's steps (the record deleted, the head woken on
+   its own channel, which keeps the mutex for it), then the contender joins the back of the
+   line; with none, nothing changes and the answer is the owner's. */
+#define SIMBA__REDIS_LUA_YIELD                                                              \
+    "if not wake_head(ARGV[1]) then\n"                                                      \
+    "  return {ARGV[1], o[4] - now, o[5] - now, now - o[3], o[1], 0, o[7], 0}\n"            \
+    "end\n"                                                                                 \
+    "redis.call('DEL', KEYS[1])\n"                                                          \
+    "enqueue(ARGV[1], now, ms, us, ARGV[4])\n"                                              \
+    "return {'', 0, 0, -1, '0', 0, '', 1}\n"
 
 /* A forced release (simba_force_release): as the owner's own release, but the owner is
    named by its fence (ARGV[1]). Returns 1 when it was cleared. */
 #define SIMBA__REDIS_LUA_FORCE                                                              \
-    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_WAKE_HEAD                                         \
     "local v = redis.call('GET', KEYS[1])\n"                                                \
     "local o = v and rec(v)\n"                                                              \
     "if o and o.err then return o end\n"                                                    \
@@ -482,21 +529,20 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "if not wake_head(o[6]) then tell_watchers(0) end\n"                                    \
     "return 1\n"
 
-/* A view of one mutex: {owner, fence, acquired, held, ttl_left, lease_left} as digit strings
-   ('' owner = nobody; the fence key keeps the last fence), server ms. */
+/* A view of one mutex: {owner, fence, acquired, held, ttl_left, lease_left, value} as
+   strings ('' owner = nobody; the fence key keeps the last fence), server ms. */
 #define SIMBA__REDIS_LUA_VIEW                                                               \
     "local function view(ko, kf, now)\n"                                                    \
     "  local v = redis.call('GET', ko)\n"                                                   \
     "  local o = v and rec(v)\n"                                                            \
     "  local f = redis.call('GET', kf) or '0'\n"                                            \
-    "  if not o or o.err then return {'', f, '-1', '-1', '-1', '-1'} end\n"                 \
-    "  return {o[6], o[1], o[2], tostring(now - o[3]), tostring(o[4] - now), tostring(o[5] - now)}\n" \
+    "  if not o or o.err then return {'', f, '-1', '-1', '-1', '-1', ''} end\n"             \
+    "  return {o[6], o[1], o[2], tostring(now - o[3]), tostring(o[4] - now), tostring(o[5] - now), o[7]}\n" \
     "end\n"
 
 /* KEYS: owner, fence, queue, qexp. The view, then the live waiters' count and the first
    ARGV[1] of them, oldest first. */
 #define SIMBA__REDIS_LUA_INSPECT                                                            \
-    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_VIEW                                              \
     "local now = clock()\n"                                                                 \
     "local r = view(KEYS[1], KEYS[2], now)\n"                                               \
     "local ids, n = {}, 0\n"                                                                \
@@ -507,14 +553,13 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "    if n <= tonumber(ARGV[1]) then ids[n] = c end\n"                                   \
     "  end\n"                                                                               \
     "end\n"                                                                                 \
-    "r[7] = tostring(n)\n"                                                                  \
-    "for i, c in ipairs(ids) do r[7 + i] = c end\n"                                         \
+    "r[8] = tostring(n)\n"                                                                  \
+    "for i, c in ipairs(ids) do r[8 + i] = c end\n"                                         \
     "return r\n"
 
 /* One page of a listing (no keys: the node it runs on). ARGV: SCAN cursor, the fence keys'
    pattern, the prefix. Returns {next cursor, then per mutex its name and view}. */
 #define SIMBA__REDIS_LUA_LIST                                                               \
-    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_VIEW                                              \
     "local now = clock()\n"                                                                 \
     "local page = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[2], 'COUNT', 1000)\n"           \
     "local r = {page[1]}\n"                                                                 \
@@ -530,23 +575,49 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
 
 /* KEYS: owner only */
 #define SIMBA__REDIS_LUA_READ                                                               \
-    SIMBA__REDIS_LUA_REC                                                                    \
     "local v = redis.call('GET', KEYS[1])\n"                                                \
     "local o = v and rec(v)\n"                                                              \
     "if o and o.err then return o end\n"                                                    \
     "return current(o, (clock()))\n"
 
-enum { SIMBA__RS_ACQUIRE, SIMBA__RS_RELEASE, SIMBA__RS_READ, SIMBA__RS_INSPECT, SIMBA__RS_LIST, SIMBA__RS_FORCE, SIMBA__RS_N };
+enum { SIMBA__RS_ACQUIRE, SIMBA__RS_RELEASE, SIMBA__RS_READ, SIMBA__RS_INSPECT, SIMBA__RS_LIST, SIMBA__RS_FORCE,
+       SIMBA__RS_SETVAL, SIMBA__RS_YIELD, SIMBA__RS_N };
 /* Standalone scripts publish with PUBLISH and count listeners with PUBSUB NUMSUB; the
    Cluster ones use sharded pub/sub (Redis >= 7), so a wake-up goes to the mutex's own shard
    and PUBSUB SHARDNUMSUB counts the listeners there, not on whichever node runs the script. */
 #define SIMBA__REDIS_LUA_PLAIN "local PUB, NSUB = 'PUBLISH', 'NUMSUB'\n"
 #define SIMBA__REDIS_LUA_SHARD "local PUB, NSUB = 'SPUBLISH', 'SHARDNUMSUB'\n"
-static const char *const simba__redis_lua[2][SIMBA__RS_N] = {
-    {SIMBA__REDIS_LUA_PLAIN SIMBA__REDIS_LUA_ACQUIRE, SIMBA__REDIS_LUA_PLAIN SIMBA__REDIS_LUA_RELEASE,
-     SIMBA__REDIS_LUA_READ, SIMBA__REDIS_LUA_INSPECT, SIMBA__REDIS_LUA_LIST, SIMBA__REDIS_LUA_PLAIN SIMBA__REDIS_LUA_FORCE},
-    {SIMBA__REDIS_LUA_SHARD SIMBA__REDIS_LUA_ACQUIRE, SIMBA__REDIS_LUA_SHARD SIMBA__REDIS_LUA_RELEASE,
-     SIMBA__REDIS_LUA_READ, SIMBA__REDIS_LUA_INSPECT, SIMBA__REDIS_LUA_LIST, SIMBA__REDIS_LUA_SHARD SIMBA__REDIS_LUA_FORCE}};
+/* The pieces of each script, in order, after the PUB/NSUB line. */
+#define SIMBA__REDIS_LUA_PIECES 6
+static const char *const simba__redis_lua[SIMBA__RS_N][SIMBA__REDIS_LUA_PIECES] = {
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_PURGE, SIMBA__REDIS_LUA_QUARANTINE, SIMBA__REDIS_LUA_ACQUIRE, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_WAKE_HEAD, SIMBA__REDIS_LUA_RELEASE, NULL, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_READ, NULL, NULL, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_VIEW, SIMBA__REDIS_LUA_INSPECT, NULL, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_VIEW, SIMBA__REDIS_LUA_LIST, NULL, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_WAKE_HEAD, SIMBA__REDIS_LUA_FORCE, NULL, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_HOLDS, SIMBA__REDIS_LUA_SETVAL, NULL, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_PURGE, SIMBA__REDIS_LUA_WAKE_HEAD, SIMBA__REDIS_LUA_HOLDS,
+     SIMBA__REDIS_LUA_YIELD, NULL}};
+/* Room for the longest script (a test checks that each fits). */
+#define SIMBA__REDIS_LUA_CAP 8192
+/* Script idx as the server loads it (Cluster: sharded pub/sub) into buf: its length, or 0
+   when it does not fit. */
+static size_t simba__redis_lua_text(int cluster, int idx, char *buf, size_t cap) {
+    const char *head = cluster ? SIMBA__REDIS_LUA_SHARD : SIMBA__REDIS_LUA_PLAIN;
+    size_t n = strlen(head), k;
+    int i;
+    if (n >= cap) return 0;
+    memcpy(buf, head, n);
+    for (i = 0; i < SIMBA__REDIS_LUA_PIECES && simba__redis_lua[idx][i]; i++) {
+        k = strlen(simba__redis_lua[idx][i]);
+        if (k >= cap - n) return 0;
+        memcpy(buf + n, simba__redis_lua[idx][i], k);
+        n += k;
+    }
+    buf[n] = 0;
+    return n;
+}
 /* The script that serves a request. */
 static int simba__redis_script(simba_op op) {
     switch (op) {
@@ -555,6 +626,8 @@ static int simba__redis_script(simba_op op) {
     case SIMBA_OP_INSPECT: return SIMBA__RS_INSPECT;
     case SIMBA_OP_LIST: return SIMBA__RS_LIST;
     case SIMBA_OP_FORCE_RELEASE: return SIMBA__RS_FORCE;
+    case SIMBA_OP_SET_VALUE: return SIMBA__RS_SETVAL;
+    case SIMBA_OP_YIELD: return SIMBA__RS_YIELD;
     default: return SIMBA__RS_READ;
     }
 }
@@ -928,9 +1001,12 @@ static int simba__redis_int(const redisReply *e, int64_t *out) {
 
 /* Parses a script reply into rep (owner points into the reply). 0 on success. */
 static int simba__redis_parse(const redisReply *x, simba_reply *rep) {
-    int64_t fence_tmp = 0, first = 0;
-    const redisReply *f;
-    if (!x || x->type != REDIS_REPLY_ARRAY || x->elements != 6) return -1;
+    int64_t fence_tmp = 0, first = 0, yielded = 0;
+    const redisReply *f, *val;
+    if (!x || x->type != REDIS_REPLY_ARRAY || x->elements < 7 || x->elements > 8) return -1;
+    val = x->element[6];
+    if (val->type != REDIS_REPLY_STRING || val->len > SIMBA_VALUE_MAX) return -1;
+    if (x->elements == 8 && simba__redis_int(x->element[7], &yielded)) return -1;
     if (x->element[0]->type != REDIS_REPLY_STRING || x->element[0]->len > SIMBA_ID_MAX) return -1;
     rep->owner = x->element[0]->str;
     if (simba__redis_int(x->element[1], &rep->ttl_left_ms) ||
@@ -949,9 +1025,14 @@ static int simba__redis_parse(const redisReply *x, simba_reply *rep) {
         return -1;
     }
     rep->first_in_line = first != 0;
+    rep->yielded = yielded != 0;
+    rep->value = val->len ? (const unsigned char *)val->str : NULL;
+    rep->value_len = (size_t)val->len;
     if (!rep->owner[0]) {
         rep->owner = "";
         rep->fence = 0;
+        rep->value = NULL;
+        rep->value_len = 0;
     }
     /* PTTL and the stored ttl end are separate readings of the same lease: keep the
        contract transition_left >= ttl_left even if a millisecond ticked in between. */
@@ -980,6 +1061,9 @@ static void simba__redis_keep(simba__rop *op, const redisReply *x) {
     /* only grants wait, so the owner is the asker; the string stays with the request */
     if (x->type != REDIS_REPLY_ERROR && simba__redis_parse(x, rep) == 0 && strcmp(rep->owner, op->req->contender) == 0) {
         rep->owner = op->req->contender;
+        /* the reply goes with this call: a new grant stored the request's value */
+        rep->value = op->req->value_len ? op->req->value : NULL;
+        rep->value_len = op->req->value_len;
         return;
     }
     memset(rep, 0, sizeof(*rep));
@@ -1022,6 +1106,10 @@ static void simba__redis_on_wait(redisAsyncContext *ac, void *reply, void *priv)
 }
 
 static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply *x, simba_reply *rep);
+/* The ops answered with views (simba_inspect, simba_list, simba_force_release). */
+static int simba__redis_inspection(simba_op op) {
+    return op == SIMBA_OP_INSPECT || op == SIMBA_OP_LIST || op == SIMBA_OP_FORCE_RELEASE;
+}
 
 /* A script's reply (not a redirection) into the request's answer. 1 when the request is
    not answered yet: a listing's next page went out. An error in words goes to words. */
@@ -1045,11 +1133,21 @@ static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply
         return 0;
     }
     if (x->type == REDIS_REPLY_ERROR) {
-        static const char qs[] = "simba: quarantine ", ms[] = "simba: bound "; /* short: the script is at C99's 4095 */
-        const char *q = strstr(x->str, qs), *m = strstr(x->str, ms);
+        static const char qs[] = "simba: quarantine ", ms[] = "simba: bound ", hs[] = "simba: not held ";
+        const char *q = strstr(x->str, qs), *m = strstr(x->str, ms), *h = strstr(x->str, hs);
         rep->rc = SIMBA_EBACKEND;
         rep->errmsg = x->str;
-        if (q) { /* the core asks again when it ends, and tells the application */
+        if (h) { /* SET_VALUE, YIELD: the store refused, the fence no longer holds */
+            unsigned long long now_f = strtoull(h + sizeof hs - 1, NULL, 10);
+            rep->rc = SIMBA_ESTATE;
+            if (now_f)
+                snprintf(words, cap, "redis: %s does not hold %s with fence %llu any more (the record holds fence %llu)",
+                         op->req->contender, op->req->mutex, (unsigned long long)op->req->fence, now_f);
+            else
+                snprintf(words, cap, "redis: %s does not hold %s with fence %llu any more (nobody holds it)",
+                         op->req->contender, op->req->mutex, (unsigned long long)op->req->fence);
+            rep->errmsg = words;
+        } else if (q) { /* the core asks again when it ends, and tells the application */
             rep->quarantine_ms = strtoll(q + sizeof qs - 1, NULL, 10);
             snprintf(words, cap, "redis: data-loss quarantine: no grant for %lld ms: the server's marker %salive was "
                      "missing or stale (first use, restart without persistence, FLUSHALL, eviction, failover)",
@@ -1063,14 +1161,14 @@ static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply
         }
         return 0;
     }
-    if (op->req->op >= SIMBA_OP_INSPECT) v = simba__redis_views(r, op, x, rep);
+    if (simba__redis_inspection(op->req->op)) v = simba__redis_views(r, op, x, rep);
     else if (simba__redis_parse(x, rep) == 0) return 0;
     else v = -1;
     if (v == 1) return 1;
     if (v < 0) {
         memset(rep, 0, sizeof(*rep));
         rep->rc = SIMBA_EBACKEND;
-        rep->errmsg = op->req->op >= SIMBA_OP_INSPECT ? "redis: unexpected inspection reply" : "redis: unexpected script reply";
+        rep->errmsg = simba__redis_inspection(op->req->op) ? "redis: unexpected inspection reply" : "redis: unexpected script reply";
         rep->held_ms = -1;
     }
     return 0;
@@ -1101,9 +1199,10 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
     if (x->type == REDIS_REPLY_ERROR && strncmp(x->str, "NOSCRIPT", 8) == 0 && !op->retried &&
         !(ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING))) {
         /* The script cache was flushed under us: load it again, then re-run. */
-        int idx = simba__redis_script(op->req->op);
+        char text[SIMBA__REDIS_LUA_CAP];
+        size_t n = simba__redis_lua_text(r->cluster, simba__redis_script(op->req->op), text, sizeof text);
         op->retried = 1;
-        redisAsyncCommand(ac, simba__redis_on_ignore, NULL, "SCRIPT LOAD %s", simba__redis_lua[r->cluster][idx]);
+        redisAsyncCommand(ac, simba__redis_on_ignore, NULL, "SCRIPT LOAD %b", text, n);
         simba__redis_send(r, op, simba_now(r->loop));
         return;
     }
@@ -1131,8 +1230,8 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
     simba__redis_done(r, req, &rep);
 }
 
-/* One view from six digit strings (owner, fence, acquired, held, ttl left, lease left);
-   -1 is "not known" where nobody holds it. */
+/* One view from seven strings (owner, fence, acquired, held, ttl left, lease left as
+   digits; the value); -1 is "not known" where nobody holds it. v->value points into e. */
 static int simba__redis_view(const redisReply *const *e, simba_view *v) {
     int64_t n[5];
     int i;
@@ -1140,7 +1239,10 @@ static int simba__redis_view(const redisReply *const *e, simba_view *v) {
     if (e[0]->type != REDIS_REPLY_STRING || e[0]->len > SIMBA_ID_MAX) return -1;
     for (i = 0; i < 5; i++)
         if (simba__redis_int(e[i + 1], &n[i]) != 0) return -1;
+    if (e[6]->len > SIMBA_VALUE_MAX) return -1;
     memcpy(v->owner, e[0]->str, e[0]->len);
+    v->value = v->owner[0] && e[6]->len ? (const unsigned char *)e[6]->str : NULL;
+    v->value_len = v->value ? (size_t)e[6]->len : 0;
     v->fence = (uint64_t)n[0];
     v->session_ms = SIMBA_UNKNOWN_MS;
     v->waiters = -1;
@@ -1169,17 +1271,17 @@ static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply 
         if (x->element[i]->type != REDIS_REPLY_STRING) return -1;
     if (req->op == SIMBA_OP_INSPECT) {
         int64_t n;
-        if (x->elements < 7 || simba__redis_view((const redisReply *const *)x->element, &v) != 0 ||
-            simba__redis_int(x->element[6], &n) != 0)
+        if (x->elements < 8 || simba__redis_view((const redisReply *const *)x->element, &v) != 0 ||
+            simba__redis_int(x->element[7], &n) != 0)
             return -1;
         simba__copy(v.mutex, sizeof v.mutex, req->mutex);
         v.waiters = (int)n;
-        for (i = 7; i < x->elements && i - 7 < SIMBA_VIEW_WAITERS; i++) simba__copy(v.waiter[i - 7], sizeof v.waiter[0], x->element[i]->str);
+        for (i = 8; i < x->elements && i - 8 < SIMBA_VIEW_WAITERS; i++) simba__copy(v.waiter[i - 8], sizeof v.waiter[0], x->element[i]->str);
         simba_req_view(req, &v);
         return 0;
     }
-    if (x->elements < 1 || x->element[0]->len >= sizeof op->cursor || (x->elements - 1) % 7 != 0) return -1;
-    for (i = 1; i + 7 <= x->elements; i += 7) {
+    if (x->elements < 1 || x->element[0]->len >= sizeof op->cursor || (x->elements - 1) % 8 != 0) return -1;
+    for (i = 1; i + 8 <= x->elements; i += 8) {
         if (x->element[i]->len > SIMBA_NAME_MAX || simba__redis_view((const redisReply *const *)x->element + i + 1, &v) != 0) return -1;
         memcpy(v.mutex, x->element[i]->str, x->element[i]->len);
         simba_req_view(req, &v);
@@ -1195,10 +1297,17 @@ static simba__rmutex *simba__redis_mutex(simba__redis *r, const char *mutex);
 /* One script call's arguments, built without printf (see simba__rb) into its own buffers. */
 typedef struct simba__rargs {
     char k[6][SIMBA__REDIS_KEY_MAX], ch[SIMBA__REDIS_KEY_MAX], wk[SIMBA__REDIS_KEY_MAX], ow[SIMBA__REDIS_KEY_MAX];
-    char ttl[24], lease[24], quar[24], live[24];
+    char ttl[24], lease[24], quar[24], live[24], idlen[24];
     const char *argv[24];
     int argc;
+    int vi; /* argv[vi] is the request's value (any bytes, value_len long); 0 = none */
 } simba__rargs;
+
+/* The request's value as the next argument. */
+static void simba__redis_arg_value(const simba_req *req, simba__rargs *a) {
+    a->vi = a->argc;
+    a->argv[a->argc++] = req->value_len ? (const char *)req->value : "";
+}
 
 /* ACQUIRE: KEYS[5..6] the data-loss marker and the "declared empty" key, then ARGV. */
 static void simba__redis_args_acquire(simba__redis *r, const simba_req *req, simba__rargs *a) {
@@ -1238,6 +1347,28 @@ static void simba__redis_args_acquire(simba__redis *r, const simba_req *req, sim
     /* A promoted replica or a migrated slot never counts as durable (see CLUSTER). */
     a->argv[a->argc++] = r->aof_on && r->fsync_always && !r->cluster && !r->nsen ? "1" : "0";
     a->argv[a->argc++] = a->wk;
+    simba__redis_i64(a->idlen, (int64_t)strlen(req->contender));
+    a->argv[a->argc++] = a->idlen;
+    simba__redis_arg_value(req, a);
+}
+
+/* SET_VALUE (KEYS: owner): contender, fence, value, owner channel. YIELD (KEYS: owner,
+   fence, queue, qexp): contender, fence, wake channels' prefix, live ms. */
+static void simba__redis_args_owner(simba__redis *r, const simba_req *req, simba__rargs *a) {
+    simba__redis_i64(a->ttl, (int64_t)req->fence);
+    a->argv[a->argc++] = req->contender;
+    a->argv[a->argc++] = a->ttl;
+    if (req->op == SIMBA_OP_SET_VALUE) {
+        simba__redis_arg_value(req, a);
+        simba__redis_owchan(a->ow, sizeof(a->ow), r, req->mutex);
+        a->argv[a->argc++] = a->ow;
+    } else {
+        simba__redis_wkchan(a->wk, sizeof(a->wk), r, req->mutex, NULL);
+        a->argv[a->argc++] = a->wk;
+        /* the core's liveness bound for the place it takes at the back (as an ACQUIRE's) */
+        simba__redis_i64(a->live, req->live_ms > 0 ? req->live_ms : req->ttl_ms + req->transition_ms);
+        a->argv[a->argc++] = a->live;
+    }
 }
 
 /* RELEASE and FORCE: who releases (the contender, or the fence it must hold), the event
@@ -1299,7 +1430,7 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
         simba__rop_fail(r, op, SIMBA_EBACKEND, r->evict_msg);
         return;
     }
-    nkeys = idx == SIMBA__RS_READ ? 1 : idx == SIMBA__RS_ACQUIRE ? 6 : idx == SIMBA__RS_LIST ? 0 : 4;
+    nkeys = idx == SIMBA__RS_READ || idx == SIMBA__RS_SETVAL ? 1 : idx == SIMBA__RS_ACQUIRE ? 6 : idx == SIMBA__RS_LIST ? 0 : 4;
     /* ASK: the slot is moving and this key is already on the target; ASKING lets the next
        command in (the NOSCRIPT re-send comes here again and asks again). */
     if (op->asking && redisAsyncCommand(r->cmd.ac, simba__redis_on_ignore, NULL, "ASKING") != REDIS_OK) {
@@ -1307,6 +1438,7 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
         return;
     }
     a.argc = 0;
+    a.vi = 0;
     a.argv[a.argc++] = "EVALSHA";
     a.argv[a.argc++] = r->sha[idx];
     a.argv[a.argc++] = nkeys == 0 ? "0" : nkeys == 1 ? "1" : nkeys == 4 ? "4" : "6";
@@ -1314,13 +1446,14 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
     if (idx == SIMBA__RS_ACQUIRE) simba__redis_args_acquire(r, req, &a);
     else if (idx == SIMBA__RS_RELEASE || idx == SIMBA__RS_FORCE) simba__redis_args_release(r, req, &a);
     else if (idx == SIMBA__RS_LIST) simba__redis_args_list(r, op, &a);
+    else if (idx == SIMBA__RS_SETVAL || idx == SIMBA__RS_YIELD) simba__redis_args_owner(r, req, &a);
     else if (idx == SIMBA__RS_INSPECT) {
         simba__redis_i64(a.ttl, SIMBA_VIEW_WAITERS);
         a.argv[a.argc++] = a.ttl;
     }
-    for (i = 0; i < a.argc; i++) lens[i] = strlen(a.argv[i]);
+    for (i = 0; i < a.argc; i++) lens[i] = i == a.vi && i ? req->value_len : strlen(a.argv[i]);
     {
-        char cmd[2048];
+        char cmd[2048 + SIMBA_VALUE_MAX];
         size_t n = simba__redis_resp(cmd, sizeof cmd, a.argc, a.argv, lens);
         int sent = n ? redisAsyncFormattedCommand(r->cmd.ac, simba__redis_on_reply, op, cmd, n)
                      : redisAsyncCommandArgv(r->cmd.ac, simba__redis_on_reply, op, a.argc, a.argv, lens);
@@ -1572,26 +1705,31 @@ static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv) 
     if (s->kind != SIMBA__RSUB_OW && strncmp(msg->str, "released", 8) == 0) {
         /* A wake channel names its one waiter; the event channel's "released" is for all. */
         simba_backend_event(r->be, SIMBA_EV_RELEASED, s->m->node.key, s->contender, NULL);
-    } else if (s->kind == SIMBA__RSUB_OW && strncmp(msg->str, "owner ", 6) == 0) {
-        /* "owner <fence> <ttl> <lease> <id>" */
+    } else if (s->kind == SIMBA__RSUB_OW && msg->len > 7 && memcmp(msg->str, "holder ", 7) == 0) {
+        /* "holder <fence> <ttl> <lease> <held> <idlen> <id><value>": a grant or a new value */
         simba_reply rep;
-        char *p = msg->str + 6, *end;
-        unsigned long long fence = strtoull(p, &end, 10);
-        long long ttl, lease;
-        if (end == p || *end != ' ') return;
-        p = end + 1;
-        ttl = strtoll(p, &end, 10);
-        if (end == p || *end != ' ') return;
-        p = end + 1;
-        lease = strtoll(p, &end, 10);
-        if (end == p || *end != ' ' || !end[1] || strlen(end + 1) > SIMBA_ID_MAX) return;
+        char id[SIMBA_ID_MAX + 1], *p = msg->str + 7, *end;
+        const char *stop = msg->str + msg->len;
+        long long n[5];
+        int i;
+        for (i = 0; i < 5; i++) {
+            n[i] = strtoll(p, &end, 10);
+            if (end == p || end >= stop || *end != ' ') return;
+            p = end + 1;
+        }
+        if (n[0] <= 0 || n[4] <= 0 || n[4] > SIMBA_ID_MAX || n[4] > stop - p || stop - p - n[4] > SIMBA_VALUE_MAX) return;
+        memcpy(id, p, (size_t)n[4]);
+        id[n[4]] = 0;
+        if (strlen(id) != (size_t)n[4]) return;
         memset(&rep, 0, sizeof(rep));
         rep.rc = SIMBA_OK;
-        rep.owner = end + 1;
-        rep.ttl_left_ms = ttl;
-        rep.transition_left_ms = lease;
-        rep.held_ms = 0;
-        rep.fence = (uint64_t)fence;
+        rep.owner = id;
+        rep.fence = (uint64_t)n[0];
+        rep.ttl_left_ms = n[1];
+        rep.transition_left_ms = n[2];
+        rep.held_ms = n[3];
+        rep.value_len = (size_t)(stop - p - n[4]);
+        rep.value = rep.value_len ? (const unsigned char *)p + n[4] : NULL;
         simba_backend_event(r->be, SIMBA_EV_OWNER, s->m->node.key, NULL, &rep);
     }
 }
@@ -1791,10 +1929,11 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
                 c->hs_left++;
         }
         for (i = 0; i < SIMBA__RS_N; i++) {
+            char text[SIMBA__REDIS_LUA_CAP];
+            size_t n = simba__redis_lua_text(r->cluster, i, text, sizeof text);
             c->hs[2 + i].c = c;
             c->hs[2 + i].script = i;
-            if (redisAsyncCommand(ac, simba__redis_on_hs, &c->hs[2 + i], "SCRIPT LOAD %s",
-                                  simba__redis_lua[r->cluster][i]) == REDIS_OK)
+            if (redisAsyncCommand(ac, simba__redis_on_hs, &c->hs[2 + i], "SCRIPT LOAD %b", text, n) == REDIS_OK)
                 c->hs_left++;
         }
         /* Asked at every connect, pipelined with the rest: a restart or a new policy shows
@@ -1958,15 +2097,25 @@ static void simba__rconn_flush(simba__rconn *c, int64_t now) {
 /* ---- vtable ------------------------------------------------------------------------------ */
 
 static simba_result simba__redis_req_check(const simba_req *req) {
-    if (!req || !req->mutex || req->op < SIMBA_OP_ACQUIRE || req->op > SIMBA_OP_FORCE_RELEASE) return SIMBA_EINVAL;
+    if (!req || !req->mutex || req->op < SIMBA_OP_ACQUIRE || req->op > SIMBA_OP_YIELD) return SIMBA_EINVAL;
     if (req->op == SIMBA_OP_LIST) return SIMBA_OK; /* no mutex */
     /* The core checks names too; braces would also move the cluster hash tag. */
     if (simba_name_check(req->mutex) != SIMBA_OK || strpbrk(req->mutex, "{}")) return SIMBA_EINVAL;
-    if (req->op < SIMBA_OP_READ && (!req->contender || simba_id_check(req->contender) != SIMBA_OK))
+    if ((req->op < SIMBA_OP_READ || req->op >= SIMBA_OP_SET_VALUE) &&
+        (!req->contender || simba_id_check(req->contender) != SIMBA_OK))
+        return SIMBA_EINVAL;
+    /* the core refuses a longer value before any backend sees it; this guards the vt */
+    if ((req->op == SIMBA_OP_ACQUIRE || req->op == SIMBA_OP_SET_VALUE) &&
+        (req->value_len > SIMBA_VALUE_MAX || (req->value_len && !req->value)))
         return SIMBA_EINVAL;
     if (req->op == SIMBA_OP_ACQUIRE &&
         (req->ttl_ms <= 0 || req->ttl_ms > SIMBA_MAX_MS || req->transition_ms < 0 ||
          req->transition_ms > SIMBA_MAX_MS || req->live_ms < 0 || req->live_ms > SIMBA_MAX_MS))
+        return SIMBA_EINVAL;
+    /* a yielder waits at the back: its place needs a liveness bound */
+    if (req->op == SIMBA_OP_YIELD && (req->live_ms < 0 || req->live_ms > SIMBA_MAX_MS || req->ttl_ms < 0 ||
+                                      req->transition_ms < 0 || req->ttl_ms > SIMBA_MAX_MS ||
+                                      req->transition_ms > SIMBA_MAX_MS || req->live_ms + req->ttl_ms + req->transition_ms <= 0))
         return SIMBA_EINVAL;
     return SIMBA_OK;
 }
@@ -2013,7 +2162,7 @@ static simba_result simba__redis_submit_ex(simba__redis *r, simba_req *req, int 
            A Cluster redirection is re-sent from inside a node's process: at once. */
         if (!simba__in_poll(r->loop) || hops > 0) simba__rconn_flush(&r->cmd, now);
     } else if (r->cmd.state == SIMBA__RC_CONNECTING ||
-               (req->op >= SIMBA_OP_INSPECT && r->nsen && !r->addr_ok && !r->cmd.was_ready)) {
+               (simba__redis_inspection(req->op) && r->nsen && !r->addr_ok && !r->cmd.was_ready)) {
         /* An inspection has no retry of its own: right after the open it waits for the
            sentinels to name the primary, a connect timeout at most. */
         if (r->cmd.state != SIMBA__RC_CONNECTING) op->deadline = simba__add(now, r->connect_to);
