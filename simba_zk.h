@@ -285,7 +285,8 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #define SIMBA__ZK_ROOT_MAX 256
 #define SIMBA__ZK_NODE_MAX 64
 #define SIMBA__ZK_PATH_MAX (SIMBA__ZK_ROOT_MAX + SIMBA_NAME_MAX + SIMBA__ZK_NODE_MAX + 4)
-#define SIMBA__ZK_DATA_MAX (SIMBA_ID_MAX + 64)
+/* A node's data: "<tag> <timeout> <id> <keep> " and the value (see VALUE) */
+#define SIMBA__ZK_DATA_MAX (SIMBA_ID_MAX + 96 + SIMBA_VALUE_MAX)
 #define SIMBA__ZK_TAG_LEN 24
 /* A node name kept in a per-contender or per-mutex record: ours are "n-" + tag + "-" + the
    sequence (10 digits, 11 once ZooKeeper's counter wraps negative) = 38 bytes at most.
@@ -310,12 +311,12 @@ typedef char simba__zk_keep_fits[2 + SIMBA__ZK_TAG_LEN + 1 + 11 < SIMBA__ZK_KEEP
 
 enum { SIMBA__ZK_CREATE, SIMBA__ZK_LIST, SIMBA__ZK_GET, SIMBA__ZK_EXISTS, SIMBA__ZK_DELETE,
        SIMBA__ZK_MKDIR, SIMBA__ZK_AUTH, SIMBA__ZK_PARENT, SIMBA__ZK_SET, SIMBA__ZK_REWATCH,
-       SIMBA__ZK_SELF, SIMBA__ZK_PING, SIMBA__ZK_SYNC };
+       SIMBA__ZK_SELF, SIMBA__ZK_PING, SIMBA__ZK_SYNC, SIMBA__ZK_VALUE, SIMBA__ZK_MULTI };
 /* job kinds beyond simba_op */
 enum { SIMBA__ZK_J_REFRESH = 100 };
 /* job steps (see JOBS): each is one ZooKeeper call */
 enum { SIMBA__ZK_S_LIST, SIMBA__ZK_S_CREATE, SIMBA__ZK_S_GET, SIMBA__ZK_S_EXISTS, SIMBA__ZK_S_DELETE,
-       SIMBA__ZK_S_SWEEP, SIMBA__ZK_S_SET, SIMBA__ZK_S_SYNC };
+       SIMBA__ZK_S_SWEEP, SIMBA__ZK_S_SET, SIMBA__ZK_S_SYNC, SIMBA__ZK_S_VALUE, SIMBA__ZK_S_REQUEUE };
 /* where a job waits while no call of it is in flight: nowhere (its contender's queue, or
    its next call is being issued), for a session check (zk->bq_*), or for room among the
    calls in flight (zk->park_*[0]: started jobs and renewals, [1]: new ones) */
@@ -348,13 +349,16 @@ typedef struct simba__zk_op {
     char lowest[SIMBA__ZK_NODE_MAX];                  /* LIST */
     char mine[SIMBA__ZK_NODE_MAX];                    /* LIST: our lowest */
     char pred[SIMBA__ZK_NODE_MAX];                    /* LIST: the node just before mine */
+    char succ[SIMBA__ZK_NODE_MAX];                    /* LIST: another's node just after mine */
     int nextra;                                       /* LIST: our other nodes */
     char extra[SIMBA__ZK_EXTRA_MAX][SIMBA__ZK_NODE_MAX];
     char name[SIMBA__ZK_NODE_MAX]; /* CREATE: the node made */
     int64_t czxid;                 /* CREATE, GET */
     int64_t mzxid;                 /* CREATE, GET, SET */
     char data[SIMBA__ZK_DATA_MAX + 1];
+    int datalen;         /* GET: the bytes in data (a value may hold NUL); -1: longer than data */
     int version;         /* GET: the node's, for a conditional delete */
+    struct simba__zk_multi *multi; /* MULTI: its operations and results (SIMBA_MALLOC) */
     simba__zk_ins *ins;  /* an inspection's call (job NULL) */
     char *kids;          /* KIDS: every child's name, each NUL-terminated (SIMBA_MALLOC) */
     int nkids;
@@ -402,6 +406,10 @@ struct simba__zk_mtx {
     char *name;     /* stored right after the record */
     char *last_owner; /* allocated to size; NULL = none */
     uint64_t last_fence;
+    uint64_t last_vsum;        /* a checksum of the value pushed last */
+    int64_t own_mzxid;         /* the lowest node's mzxid as read (own_fence may be older: VALUE) */
+    unsigned char *own_value;  /* the lowest node's value, allocated to size; NULL = none */
+    size_t own_value_len;
     simba__zk_cont *conts;
 };
 
@@ -422,6 +430,8 @@ struct simba__zk_cont {
     char watch_pred[SIMBA__ZK_KEEP_MAX];
     int64_t self_czxid;   /* of the node that self_watch is about */
     simba__zk_job *q_head, *q_tail;
+    unsigned char *value; /* the value on node (what we wrote), allocated to size; NULL = none */
+    size_t value_len;
 };
 
 #define SIMBA__ZK_CID(c) ((char *)((c) + 1))
@@ -552,6 +562,16 @@ static void simba__zk_cb_string(int rc, const char *value, const void *data) {
 
 static void simba__zk_cb_void(int rc, const void *data) { simba__zk_post((simba__zk_op *)data, rc); }
 
+/* YIELD's one transaction: check(the waiter's node), delete(ours), create(ours, at the back).
+   Inputs and outputs live here until the completion has run. */
+struct simba__zk_multi {
+    zoo_op_t ops[3];
+    zoo_op_result_t res[3];
+    char waiter[SIMBA__ZK_PATH_MAX], ours[SIMBA__ZK_PATH_MAX], made[SIMBA__ZK_PATH_MAX];
+    char created[SIMBA__ZK_PATH_MAX]; /* the new node's path, from the answer */
+    char data[SIMBA__ZK_DATA_MAX + 1];
+};
+
 static void simba__zk_cb_stat(int rc, const struct Stat *st, const void *data) {
     simba__zk_op *op = (simba__zk_op *)data;
     if (rc == ZOK && st) op->mzxid = st->mzxid;
@@ -562,6 +582,7 @@ static void simba__zk_cb_get(int rc, const char *value, int len, const struct St
     simba__zk_op *op = (simba__zk_op *)data;
     if (rc == ZOK) {
         size_t n = value && len > 0 ? (size_t)len : 0;
+        op->datalen = n > SIMBA__ZK_DATA_MAX ? -1 : (int)n;
         if (n > SIMBA__ZK_DATA_MAX) n = SIMBA__ZK_DATA_MAX;
         if (n) memcpy(op->data, value, n);
         op->data[n] = 0;
@@ -611,7 +632,7 @@ static long long simba__zk_seq(const char *name, const char **tag, size_t *tag_l
 static void simba__zk_cb_list(int rc, const struct String_vector *sv, const void *data) {
     simba__zk_op *op = (simba__zk_op *)data;
     if (rc == ZOK && sv) {
-        long long low = -1, mine = -1, pred = -1;
+        long long low = -1, mine = -1, pred = -1, succ = -1;
         size_t taglen = strlen(op->tag);
         int32_t i;
         for (i = 0; i < sv->count; i++) {
@@ -637,6 +658,10 @@ static void simba__zk_cb_list(int rc, const struct String_vector *sv, const void
             if (s < mine && s > pred) {
                 pred = s;
                 simba__copy(op->pred, sizeof op->pred, sv->data[i]);
+            }
+            if (s > mine && (succ < 0 || s < succ) && (tl != taglen || memcmp(t, op->tag, tl) != 0)) {
+                succ = s;
+                simba__copy(op->succ, sizeof op->succ, sv->data[i]);
             }
             if (s != mine && tl == taglen && memcmp(t, op->tag, tl) == 0 && op->nextra < SIMBA__ZK_EXTRA_MAX)
                 simba__copy(op->extra[op->nextra++], SIMBA__ZK_NODE_MAX, sv->data[i]);
@@ -716,6 +741,7 @@ static void simba__zk_event(simba__zk *zk, simba_event_kind kind, const char *mu
 
 static void simba__zk_op_free(simba__zk *zk, simba__zk_op *op) {
     SIMBA_FREE(op->kids);
+    SIMBA_FREE(op->multi);
     simba_free(zk->loop, op);
 }
 
@@ -831,12 +857,28 @@ static const char *simba__zk_tag(const simba__zk *zk, const simba__zk_cont *c, c
     return out;
 }
 
-/* A contender node's data, "<tag> <session timeout ms> <id>" (the tag goes to tag too): its
-   length, or 0 when it does not fit. */
+/* A contender node's data, "<tag> <session timeout ms> <id> <keep> <value>" (the tag goes
+   to tag too; keep: see VALUE): its length, or 0 when it does not fit. */
 static int simba__zk_node_data(const simba__zk *zk, const simba__zk_cont *c, zhandle_t *zh, char data[SIMBA__ZK_DATA_MAX + 1],
-                               char tag[SIMBA__ZK_TAG_LEN + 1]) {
-    int n = snprintf(data, SIMBA__ZK_DATA_MAX + 1, "%s %d %s", simba__zk_tag(zk, c, tag), zoo_recv_timeout(zh), SIMBA__ZK_CID(c));
-    return n > 0 && n <= SIMBA__ZK_DATA_MAX ? n : 0;
+                               char tag[SIMBA__ZK_TAG_LEN + 1], int64_t keep, const unsigned char *value, size_t len) {
+    int n = snprintf(data, SIMBA__ZK_DATA_MAX + 1, "%s %d %s %lld ", simba__zk_tag(zk, c, tag), zoo_recv_timeout(zh),
+                     SIMBA__ZK_CID(c), (long long)keep);
+    if (n <= 0 || len > SIMBA_VALUE_MAX || (size_t)n + len > SIMBA__ZK_DATA_MAX) return 0;
+    if (len) memcpy(data + n, value, len);
+    return n + (int)len;
+}
+
+/* *dst (*dlen bytes) = a copy of len bytes (0: none); 0 when out of memory (none kept). */
+static int simba__zk_setmem(simba__zk *zk, unsigned char **dst, size_t *dlen, const unsigned char *v, size_t len) {
+    if (*dst && len == *dlen && memcmp(*dst, v, len) == 0) return 1;
+    if (*dst) simba_free(zk->loop, *dst);
+    *dst = NULL;
+    *dlen = 0;
+    if (!len) return 1;
+    if (!(*dst = (unsigned char *)simba_alloc(zk->loop, len))) return 0;
+    memcpy(*dst, v, len);
+    *dlen = len;
+    return 1;
 }
 
 /* Keeps a node name in a record's SIMBA__ZK_KEEP_MAX buffer: 0 (and "") when it does not fit. */
@@ -882,6 +924,7 @@ static int simba__zk_setstr(simba__zk *zk, char **dst, const char *s) {
 static void simba__zk_mtx_free(simba__zk *zk, simba__zk_mtx *m) {
     simba__zk_setstr(zk, &m->own_id, NULL);
     simba__zk_setstr(zk, &m->last_owner, NULL);
+    simba_free(zk->loop, m->own_value);
     simba_free(zk->loop, m);
 }
 
@@ -927,7 +970,7 @@ static simba__zk_job *simba__zk_job_new(simba__zk *zk, int kind, simba_req *req,
 /* Every change of a job's step goes through here; a build with SIMBA_ZK_TRACE logs each. */
 static void simba__zk_job_step(simba__zk *zk, simba__zk_job *job, int step) {
 #ifdef SIMBA_ZK_TRACE
-    static const char *const names[] = {"LIST", "CREATE", "GET", "EXISTS", "DELETE", "SWEEP", "SET", "SYNC"};
+    static const char *const names[] = {"LIST", "CREATE", "GET", "EXISTS", "DELETE", "SWEEP", "SET", "SYNC", "VALUE", "REQUEUE"};
     simba_log(zk->loop, SIMBA_LOG_DEBUG, "zookeeper job %p (%s, kind %d): %s -> %s", (void *)job, job->mtx->name, job->kind,
               names[job->step], names[step]);
 #else
@@ -959,6 +1002,7 @@ static void simba__zk_cont_idle(simba__zk *zk, simba__zk_cont *c) {
     for (pp = &m->conts; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
+            simba_free(zk->loop, c->value);
             simba_free(zk->loop, c);
             break;
         }
@@ -1118,13 +1162,28 @@ static int simba__zk_job_hold(simba__zk *zk, simba__zk_job *job) {
     return 0;
 }
 
+/* SET_VALUE, YIELD: the contender does not hold the mutex with the request's fence. */
+static void simba__zk_not_held(simba__zk *zk, simba__zk_job *job) {
+    char msg[224];
+    snprintf(msg, sizeof msg, "zookeeper: %.64s does not hold %.64s with fence %llu any more", SIMBA__ZK_CID(job->cont),
+             job->mtx->name, job->req ? (unsigned long long)job->req->fence : 0ull);
+    simba__zk_fail(zk, job, SIMBA_ESTATE, msg);
+}
+
 /* A listing that need not be made: an ACQUIRE that knows it has no node creates one; one
    that may grant syncs first; a RELEASE deletes the node it knows. 0 when the job is over
    (a RELEASE with nothing of ours left). */
 static int simba__zk_job_route(simba__zk *zk, simba__zk_job *job) {
     simba__zk_cont *c = job->cont;
     if (job->step != SIMBA__ZK_S_LIST) return 1;
-    if (job->kind == SIMBA_OP_ACQUIRE && !c->node[0] && !c->dirty && !job->tries)
+    if ((job->kind == SIMBA_OP_SET_VALUE || job->kind == SIMBA_OP_YIELD) &&
+        (!job->req || !c->node[0] || c->fence <= 0 || (uint64_t)c->fence != job->req->fence)) {
+        simba__zk_not_held(zk, job);
+        return 0;
+    }
+    if (job->kind == SIMBA_OP_SET_VALUE)
+        simba__zk_job_step(zk, job, SIMBA__ZK_S_VALUE);
+    else if (job->kind == SIMBA_OP_ACQUIRE && !c->node[0] && !c->dirty && !job->tries)
         simba__zk_job_step(zk, job, SIMBA__ZK_S_CREATE); /* we know we have no node: nothing to list yet */
     else if (job->kind == SIMBA_OP_ACQUIRE && !job->created && !job->synced)
         simba__zk_job_step(zk, job, SIMBA__ZK_S_SYNC); /* a listing that may grant is only as fresh as its server: see LEASE */
@@ -1140,13 +1199,24 @@ static int simba__zk_job_route(simba__zk *zk, simba__zk_job *job) {
     return 1;
 }
 
+/* The data of a node that starts a tenure (CREATE, or SET for a new fence): keep 0 and the
+   request's value, which becomes the contender's (c->value: what its node holds). */
+static int simba__zk_grant_data(simba__zk *zk, simba__zk_job *job, zhandle_t *zh, char data[SIMBA__ZK_DATA_MAX + 1],
+                                char tag[SIMBA__ZK_TAG_LEN + 1]) {
+    simba__zk_cont *c = job->cont;
+    if (job->req && job->req->op == SIMBA_OP_ACQUIRE &&
+        !simba__zk_setmem(zk, &c->value, &c->value_len, job->req->value, job->req->value_len))
+        return 0;
+    return simba__zk_node_data(zk, c, zh, data, tag, 0, c->value, c->value_len);
+}
+
 /* CREATE: our node, EPHEMERAL|SEQUENTIAL, after the persistent parents the first time. */
 static int simba__zk_call_create(simba__zk *zk, simba__zk_job *job, zhandle_t *zh, simba__zk_op **op) {
     char path[SIMBA__ZK_PATH_MAX], data[SIMBA__ZK_DATA_MAX + 1];
     const struct ACL_vector *acl = zk->creator_only ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
     char node[SIMBA__ZK_NODE_MAX], tag[SIMBA__ZK_TAG_LEN + 1];
     simba__zk_cont *c = job->cont;
-    int n = simba__zk_node_data(zk, c, zh, data, tag);
+    int n = simba__zk_grant_data(zk, job, zh, data, tag);
     snprintf(node, sizeof node, "n-%s-", tag);
     if (!n || !simba__zk_path(zk, path, job->mtx->name, node)) return ZOK;
     if (!job->mtx->made && !job->mkdirs && zk->sess->connected) { /* the parents first, in session order */
@@ -1159,18 +1229,54 @@ static int simba__zk_call_create(simba__zk *zk, simba__zk_job *job, zhandle_t *z
     return simba__zk_op_issued(zk, *op, zoo_acreate2(zh, path, data, n, acl, ZOO_EPHEMERAL_SEQUENTIAL, simba__zk_cb_create, *op));
 }
 
+/* YIELD with a waiter behind us: in one transaction, the waiter's node still exists, ours
+   goes (its watcher, that waiter, is pushed the release) and ours is made again at the
+   back, with the same data. */
+static int simba__zk_call_requeue(simba__zk *zk, simba__zk_job *job, zhandle_t *zh) {
+    simba__zk_cont *c = job->cont;
+    const struct ACL_vector *acl = zk->creator_only ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+    char node[SIMBA__ZK_NODE_MAX], tag[SIMBA__ZK_TAG_LEN + 1];
+    struct simba__zk_multi *mu;
+    simba__zk_op *op;
+    int n;
+    if (!(mu = (struct simba__zk_multi *)SIMBA_MALLOC(sizeof *mu))) return SIMBA__ZK_NOMEM;
+    memset(mu, 0, sizeof *mu);
+    n = simba__zk_node_data(zk, c, zh, mu->data, tag, 0, c->value, c->value_len);
+    snprintf(node, sizeof node, "n-%s-", tag);
+    if (!n || !simba__zk_path(zk, mu->waiter, job->mtx->name, job->pred) || !simba__zk_path(zk, mu->ours, job->mtx->name, c->node) ||
+        !simba__zk_path(zk, mu->made, job->mtx->name, node)) {
+        SIMBA_FREE(mu);
+        return ZOK;
+    }
+    if (!(op = simba__zk_op_new(zk, job, SIMBA__ZK_MULTI))) {
+        SIMBA_FREE(mu);
+        return SIMBA__ZK_NOMEM;
+    }
+    op->multi = mu;
+    zoo_check_op_init(&mu->ops[0], mu->waiter, -1);
+    zoo_delete_op_init(&mu->ops[1], mu->ours, -1);
+    zoo_create_op_init(&mu->ops[2], mu->made, mu->data, n, acl, ZOO_EPHEMERAL_SEQUENTIAL, mu->created, (int)sizeof mu->created);
+    c->dirty = 1; /* until the answer says what happened */
+    return simba__zk_op_issued(zk, op, zoo_amulti(zh, 3, mu->ops, mu->res, simba__zk_cb_void, op));
+}
+
 /* The call of the job's step. ZOK without a call: a path did not fit; SIMBA__ZK_NOMEM: no memory. */
 static int simba__zk_call(simba__zk *zk, simba__zk_job *job, zhandle_t *zh) {
-    static const int kinds[] = {SIMBA__ZK_LIST, SIMBA__ZK_CREATE, SIMBA__ZK_GET, SIMBA__ZK_EXISTS,
-                                SIMBA__ZK_DELETE, SIMBA__ZK_LIST, SIMBA__ZK_SET, SIMBA__ZK_SYNC};
+    static const int kinds[] = {SIMBA__ZK_LIST, SIMBA__ZK_CREATE, SIMBA__ZK_GET,  SIMBA__ZK_EXISTS, SIMBA__ZK_DELETE,
+                                SIMBA__ZK_LIST, SIMBA__ZK_SET,    SIMBA__ZK_SYNC, SIMBA__ZK_VALUE,  SIMBA__ZK_MULTI};
     char path[SIMBA__ZK_PATH_MAX], data[SIMBA__ZK_DATA_MAX + 1], tag[SIMBA__ZK_TAG_LEN + 1];
     simba__zk_cont *c = job->cont;
     simba__zk_op *op = NULL;
     int s = job->step, observed = !c && job->mtx->watchers > 0, n = 0;
     const char *node = s == SIMBA__ZK_S_GET ? job->lowest : s == SIMBA__ZK_S_EXISTS ? job->pred
-                       : s == SIMBA__ZK_S_SET || s == SIMBA__ZK_S_DELETE ? c->node : NULL;
+                       : s == SIMBA__ZK_S_SET || s == SIMBA__ZK_S_DELETE || s == SIMBA__ZK_S_VALUE ? c->node : NULL;
     if (s == SIMBA__ZK_S_CREATE) return simba__zk_call_create(zk, job, zh, &op);
-    if (s == SIMBA__ZK_S_SET && !(n = simba__zk_node_data(zk, c, zh, data, tag))) return ZOK;
+    if (s == SIMBA__ZK_S_REQUEUE) return simba__zk_call_requeue(zk, job, zh);
+    if (s == SIMBA__ZK_S_SET && !(n = simba__zk_grant_data(zk, job, zh, data, tag))) return ZOK;
+    /* a new value under the tenure's fence: keep names it (see VALUE) */
+    if (s == SIMBA__ZK_S_VALUE &&
+        !(n = simba__zk_node_data(zk, c, zh, data, tag, c->fence, job->req->value, job->req->value_len)))
+        return ZOK;
     if (!simba__zk_path(zk, path, job->mtx->name, node)) return ZOK;
     if (!(op = simba__zk_op_new(zk, job, kinds[s]))) return SIMBA__ZK_NOMEM;
     switch (s) {
@@ -1183,6 +1289,7 @@ static int simba__zk_call(simba__zk *zk, simba__zk_job *job, zhandle_t *zh) {
         if (observed) return simba__zk_op_issued(zk, op, zoo_awget(zh, path, simba__zk_node_watcher, zk->sess, simba__zk_cb_get, op));
         return simba__zk_op_issued(zk, op, zoo_aget(zh, path, 0, simba__zk_cb_get, op));
     case SIMBA__ZK_S_SET: /* a new tenure on a node we hold already: its write gives the fence */
+    case SIMBA__ZK_S_VALUE: /* only we write our node: its existence is the tenure's */
         return simba__zk_op_issued(zk, op, zoo_aset(zh, path, data, n, -1, simba__zk_cb_stat, op));
     case SIMBA__ZK_S_EXISTS:
         return simba__zk_op_issued(zk, op, zoo_awexists(zh, path, simba__zk_node_watcher, zk->sess, simba__zk_cb_stat, op));
@@ -1239,22 +1346,50 @@ static void simba__zk_mkdirs(simba__zk *zk, const char *mutex) {
     zk->root_made = 1;
 }
 
-/* "<tag> <timeout> <id>" */
-static int simba__zk_parse(const char *data, char *id, size_t cap, int64_t *timeout) {
-    const char *a = strchr(data, ' '), *b;
-    long long t = 0;
-    const char *p;
-    if (!a) return 0;
-    b = strchr(a + 1, ' ');
-    if (!b || !b[1]) return 0;
+/* What a node's data says (see VALUE). */
+typedef struct simba__zk_data {
+    char id[SIMBA_ID_MAX + 1];
+    int64_t timeout;
+    int64_t keep;               /* 0: the node's mzxid is the fence */
+    const unsigned char *value; /* into the data read; NULL = none */
+    size_t value_len;
+} simba__zk_data;
+
+/* "<tag> <timeout> <id> <keep> <value>", or "<tag> <timeout> <id>" (a node made before values:
+   no value, keep 0); len bytes (value may hold NUL). 0 when it is not one of ours. */
+static int simba__zk_parse(const char *data, int len, simba__zk_data *d) {
+    const char *end = data + (len > 0 ? len : 0), *a, *b, *p;
+    long long t = 0, k = 0;
+    size_t idn;
+    if (len < 0 || !(a = (const char *)memchr(data, ' ', (size_t)(end - data)))) return 0;
+    if (!(b = (const char *)memchr(a + 1, ' ', (size_t)(end - a - 1)))) return 0;
     for (p = a + 1; p < b; p++) { /* at most 1e9 ms: no session lasts longer */
         if (*p < '0' || *p > '9') return 0;
         t = t * 10 + (*p - '0');
         if (t > 1000000000LL) return 0;
     }
-    *timeout = t;
-    simba__copy(id, cap, b + 1);
-    return simba_id_check(id) == SIMBA_OK;
+    d->timeout = t;
+    d->keep = 0;
+    d->value = NULL;
+    d->value_len = 0;
+    for (p = b + 1; p < end && *p != ' '; p++) {
+    }
+    idn = (size_t)(p - b - 1);
+    if (!idn || idn > SIMBA_ID_MAX) return 0;
+    memcpy(d->id, b + 1, idn);
+    d->id[idn] = 0;
+    if (p < end) { /* " <keep> <value>" */
+        const char *q = p + 1;
+        for (; q < end && *q >= '0' && *q <= '9'; q++) {
+            k = k * 10 + (*q - '0');
+            if (k > (long long)1 << 62) return 0;
+        }
+        if (q == p + 1 || q >= end || *q != ' ' || (size_t)(end - q - 1) > SIMBA_VALUE_MAX) return 0;
+        d->keep = k;
+        d->value_len = (size_t)(end - q - 1);
+        d->value = d->value_len ? (const unsigned char *)q + 1 : NULL;
+    }
+    return simba_id_check(d->id) == SIMBA_OK;
 }
 
 static int64_t simba__zk_timeout(const simba__zk *zk) {
@@ -1267,7 +1402,8 @@ static int64_t simba__zk_reopen_in(simba__zk *zk) {
     return simba__backoff(zk->loop, &zk->reopen_backoff, SIMBA__ZK_RETRY_MIN_MS, SIMBA__ZK_RETRY_MAX_MS);
 }
 
-static void simba__zk_owner_reply(simba_reply *r, const char *owner, int64_t timeout, uint64_t fence) {
+static void simba__zk_owner_reply(simba_reply *r, const char *owner, int64_t timeout, uint64_t fence,
+                                  const unsigned char *value, size_t value_len) {
     memset(r, 0, sizeof *r);
     r->rc = SIMBA_OK;
     r->owner = owner;
@@ -1275,6 +1411,16 @@ static void simba__zk_owner_reply(simba_reply *r, const char *owner, int64_t tim
     r->transition_left_ms = timeout;
     r->held_ms = -1;
     r->fence = fence;
+    r->value = value_len ? value : NULL;
+    r->value_len = value_len;
+}
+
+/* A checksum of a value (FNV-1a): an observer is told when the owner's value changed. */
+static uint64_t simba__zk_vsum(const unsigned char *v, size_t n) {
+    uint64_t h = 14695981039346656037ull;
+    size_t i;
+    for (i = 0; i < n; i++) h = (h ^ v[i]) * 1099511628211ull;
+    return h ^ n;
 }
 
 static void simba__zk_retry(simba__zk *zk, simba__zk_job *job) {
@@ -1344,7 +1490,7 @@ static void simba__zk_reply_self(simba__zk *zk, simba__zk_job *job) {
     if (c->self_watch == 0 || c->self_czxid != c->czxid) simba__zk_watch_self(zk, c);
     if (c->fence > c->granted_max) c->granted_max = c->fence;
     c->watch_pred[0] = 0;
-    simba__zk_owner_reply(&r, SIMBA__ZK_CID(c), simba__zk_timeout(zk), (uint64_t)c->fence);
+    simba__zk_owner_reply(&r, SIMBA__ZK_CID(c), simba__zk_timeout(zk), (uint64_t)c->fence, c->value, c->value_len);
     simba__zk_reply(zk, job, &r);
     simba__zk_job_end(zk, job);
 }
@@ -1365,7 +1511,7 @@ static int simba__zk_cheap(const simba__zk *zk, const simba__zk_job *job) {
 static void simba__zk_reply_first(simba__zk *zk, simba__zk_job *job) {
     simba__zk_mtx *m = job->mtx;
     simba_reply r;
-    simba__zk_owner_reply(&r, m->own_id, m->own_timeout, (uint64_t)m->own_fence);
+    simba__zk_owner_reply(&r, m->own_id, m->own_timeout, (uint64_t)m->own_fence, m->own_value, m->own_value_len);
     r.first_in_line = 1;
     simba__zk_reply(zk, job, &r);
     simba__zk_job_end(zk, job);
@@ -1476,6 +1622,17 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
         simba__zk_job_end(zk, job);
         return;
     }
+    if (job->kind == SIMBA_OP_YIELD) {
+        if (!op->mine[0] || strcmp(op->mine, op->lowest) != 0 || strcmp(op->mine, c->node) != 0) {
+            simba__zk_not_held(zk, job);
+        } else if (!op->succ[0]) { /* nobody waits: it keeps the mutex */
+            simba__zk_reply_self(zk, job);
+        } else {
+            simba__copy(job->pred, sizeof job->pred, op->succ); /* the waiter the transaction checks */
+            simba__zk_job_go(zk, job, SIMBA__ZK_S_REQUEUE);
+        }
+        return;
+    }
     if (job->kind == SIMBA_OP_ACQUIRE && !op->mine[0]) {
         if (job->created) { /* made it, and it is gone already: the session is in trouble */
             simba__zk_fail(zk, job, SIMBA_ECONN, "zookeeper: our node vanished");
@@ -1501,39 +1658,45 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
 
 static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op) {
     simba__zk_cont *c = job->cont;
-    char owner[SIMBA_ID_MAX + 1];
-    int64_t timeout = 0;
+    simba__zk_data d;
+    int64_t fence;
     simba_reply r;
     if (op->rc == ZNONODE) { /* the owner left between listing and reading */
         simba__zk_retry(zk, job);
         return;
     }
-    if (!simba__zk_parse(op->data, owner, sizeof owner, &timeout)) {
+    if (!simba__zk_parse(op->data, op->datalen, &d)) {
         simba__zk_fail(zk, job, SIMBA_EBACKEND, "zookeeper: owner node holds foreign data");
         return;
     }
-    if (timeout <= 0) timeout = simba__zk_timeout(zk);
+    if (d.timeout <= 0) d.timeout = simba__zk_timeout(zk);
+    fence = d.keep > 0 ? d.keep : op->mzxid; /* see VALUE */
     {
         simba__zk_mtx *lm = job->mtx;
         int kept = simba__zk_keep(lm->own_node, job->lowest);
-        lm->own_timeout = timeout;
-        lm->own_fence = op->mzxid;
-        lm->own_valid = (unsigned char)(simba__zk_setstr(zk, &lm->own_id, owner) && kept);
+        lm->own_timeout = d.timeout;
+        lm->own_fence = fence;
+        lm->own_mzxid = op->mzxid;
+        kept = simba__zk_setmem(zk, &lm->own_value, &lm->own_value_len, d.value, d.value_len) && kept;
+        lm->own_valid = (unsigned char)(simba__zk_setstr(zk, &lm->own_id, d.id) && kept);
     }
     if (job->kind == SIMBA_OP_ACQUIRE && strcmp(job->lowest, c->node) == 0) {
         if (c->czxid != op->czxid) c->fence = 0;
         c->czxid = op->czxid;
-        c->mzxid = op->mzxid;
+        c->mzxid = fence;
         simba__zk_own(zk, job);
         return;
     }
-    simba__zk_owner_reply(&r, owner, timeout, (uint64_t)op->mzxid);
+    simba__zk_owner_reply(&r, d.id, d.timeout, (uint64_t)fence, d.value, d.value_len);
     if (job->kind == SIMBA__ZK_J_REFRESH) {
         simba__zk_mtx *m = job->mtx;
-        if (!m->pushed || !m->last_owner || strcmp(m->last_owner, owner) != 0 || m->last_fence != r.fence) {
+        uint64_t vs = simba__zk_vsum(d.value, d.value_len);
+        if (!m->pushed || !m->last_owner || strcmp(m->last_owner, d.id) != 0 || m->last_fence != r.fence ||
+            m->last_vsum != vs) {
             m->pushed = 1;
-            simba__zk_setstr(zk, &m->last_owner, owner); /* out of memory: pushed again next time */
+            simba__zk_setstr(zk, &m->last_owner, d.id); /* out of memory: pushed again next time */
             m->last_fence = r.fence;
+            m->last_vsum = vs;
             simba__zk_event(zk, SIMBA_EV_OWNER, m->name, NULL, &r);
         }
     }
@@ -1565,6 +1728,18 @@ static void simba__zk_op_effects(simba__zk *zk, simba__zk_op *op, simba__zk_cont
         c->czxid = op->czxid;
         c->mzxid = op->mzxid;
         c->fence = 0;
+    } else if (op->kind == SIMBA__ZK_MULTI && rc == ZOK) { /* YIELD: ours is made again at the back */
+        const char *base = strrchr(op->multi->created, '/');
+        c->dirty = (unsigned char)!(base && simba__zk_keep(c->node, base + 1));
+        c->czxid = c->mzxid = c->fence = 0;
+        c->self_watch = 0;
+        c->watch_pred[0] = 0;
+    } else if (op->kind == SIMBA__ZK_MULTI && op->multi->res[1].err == ZNONODE) {
+        c->node[0] = 0;
+        c->czxid = c->fence = 0;
+        c->dirty = 0;
+    } else if (op->kind == SIMBA__ZK_MULTI && op->multi->res[0].err != ZOK) {
+        c->dirty = 0; /* refused as a whole: nothing changed */
     } else if (op->kind == SIMBA__ZK_DELETE && (rc == ZOK || rc == ZNONODE)) {
         c->node[0] = 0;
         c->czxid = 0;
@@ -1601,6 +1776,25 @@ static void simba__zk_op_loose(simba__zk *zk, simba__zk_op *op, int live) {
     }
 }
 
+/* YIELD's transaction answered: passed (our node is at the back), or which check failed. */
+static void simba__zk_on_requeue(simba__zk *zk, simba__zk_job *job, simba__zk_op *op) {
+    simba_reply r;
+    char msg[96];
+    if (op->rc == ZOK) {
+        memset(&r, 0, sizeof r);
+        r.yielded = 1;
+        simba__zk_reply(zk, job, &r);
+        simba__zk_job_end(zk, job);
+    } else if (op->multi->res[1].err == ZNONODE) { /* ours went: the tenure is over */
+        simba__zk_not_held(zk, job);
+    } else if (op->multi->res[0].err == ZNONODE) { /* that waiter left: look again */
+        simba__zk_retry(zk, job);
+    } else {
+        snprintf(msg, sizeof msg, "zookeeper: %s", zerror(op->rc));
+        simba__zk_fail(zk, job, simba__zk_rc(op->rc), msg);
+    }
+}
+
 /* A job's call answered (ZOK or ZNONODE, on the live session): its next step. */
 static void simba__zk_job_answer(simba__zk *zk, simba__zk_job *job, simba__zk_op *op) {
     simba__zk_cont *c = job->cont;
@@ -1622,6 +1816,14 @@ static void simba__zk_job_answer(simba__zk *zk, simba__zk_job *job, simba__zk_op
     } else if (op->kind == SIMBA__ZK_CREATE) {
         job->created = 1;
         simba__zk_job_go(zk, job, SIMBA__ZK_S_LIST);
+    } else if (op->kind == SIMBA__ZK_VALUE && rc == ZNONODE) {
+        simba__zk_not_held(zk, job);
+    } else if (op->kind == SIMBA__ZK_VALUE) {
+        if (!simba__zk_setmem(zk, &c->value, &c->value_len, job->req ? job->req->value : NULL, job->req ? job->req->value_len : 0))
+            c->value_len = 0; /* out of memory: the node has it, the next read says it */
+        simba__zk_reply_self(zk, job);
+    } else if (op->kind == SIMBA__ZK_MULTI) {
+        simba__zk_on_requeue(zk, job, op);
     } else if (op->kind == SIMBA__ZK_SET && rc == ZNONODE) { /* our node went (session trouble): look again */
         simba__zk_retry(zk, job);
     } else if (op->kind == SIMBA__ZK_SET) {
@@ -1634,7 +1836,7 @@ static void simba__zk_job_answer(simba__zk *zk, simba__zk_job *job, simba__zk_op
         } else {
             (void)simba__zk_keep(c->watch_pred, job->pred); /* one too long: its push is missed, the timer stays */
             /* changed between our read and this watch: the cached owner data is stale */
-            if (strcmp(job->pred, c->mtx->own_node) == 0 && op->mzxid != c->mtx->own_fence) c->mtx->own_valid = 0;
+            if (strcmp(job->pred, c->mtx->own_node) == 0 && op->mzxid != c->mtx->own_mzxid) c->mtx->own_valid = 0;
         }
         simba__zk_job_end(zk, job);
     } else if (op->kind == SIMBA__ZK_DELETE && job->kind == SIMBA_OP_ACQUIRE) { /* re-queued: list again */
@@ -1673,7 +1875,7 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
             simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN, "zookeeper session lost");
         } else if (!job->req && !job->internal) { /* answered already (timed out) */
             simba__zk_job_end(zk, job);
-        } else if (op->rc != ZOK && op->rc != ZNONODE) {
+        } else if (op->rc != ZOK && op->rc != ZNONODE && op->kind != SIMBA__ZK_MULTI) {
             snprintf(msg, sizeof msg, "zookeeper: %s", zerror(op->rc));
             simba__zk_fail(zk, job, simba__zk_rc(op->rc), msg);
         } else {
@@ -1704,6 +1906,7 @@ struct simba__zk_ins {
     int nnames;
     const char *name_at;
     char mutex[SIMBA_NAME_MAX + 1]; /* the mutex being read */
+    unsigned char value[SIMBA_VALUE_MAX]; /* the owner's value, v.value points here */
 };
 
 static void simba__zk_ins_end(simba__zk *zk, simba__zk_ins *in, simba_result rc, const char *msg) {
@@ -1800,17 +2003,19 @@ static void simba__zk_ins_kids(simba__zk *zk, simba__zk_ins *in, simba__zk_op *o
 }
 
 static void simba__zk_ins_get(simba__zk *zk, simba__zk_ins *in, simba__zk_op *op) {
-    char id[SIMBA_ID_MAX + 1];
-    int64_t timeout = 0;
-    int ok = op->rc == ZOK && simba__zk_parse(op->data, id, sizeof id, &timeout);
+    simba__zk_data d;
+    int ok = op->rc == ZOK && simba__zk_parse(op->data, op->datalen, &d);
     if (in->at == 0 && !ok) { /* the owner's node went while we looked, or is not one of ours */
         simba__zk_ins_view(zk, in);
         return;
     }
     if (in->at == 0) {
-        simba__copy(in->v.owner, sizeof in->v.owner, id);
-        in->v.fence = (uint64_t)op->mzxid;
-        in->v.session_ms = timeout;
+        simba__copy(in->v.owner, sizeof in->v.owner, d.id);
+        in->v.fence = (uint64_t)(d.keep > 0 ? d.keep : op->mzxid);
+        in->v.session_ms = d.timeout;
+        in->v.value_len = d.value_len;
+        if (d.value_len) memcpy(in->value, d.value, d.value_len);
+        in->v.value = d.value_len ? in->value : NULL;
         if (in->req->op == SIMBA_OP_FORCE_RELEASE) {
             if (in->v.fence != in->req->fence) { simba__zk_ins_end(zk, in, SIMBA_ESTATE, NULL); return; }
             in->v.fence = (uint64_t)op->version; /* the delete is conditional on this very write */
@@ -1821,7 +2026,7 @@ static void simba__zk_ins_get(simba__zk *zk, simba__zk_ins *in, simba__zk_op *op
     } else if (ok) {
         int w = 0;
         while (w < SIMBA_VIEW_WAITERS && in->v.waiter[w][0]) w++;
-        if (w < SIMBA_VIEW_WAITERS) simba__copy(in->v.waiter[w], sizeof in->v.waiter[w], id);
+        if (w < SIMBA_VIEW_WAITERS) simba__copy(in->v.waiter[w], sizeof in->v.waiter[w], d.id);
     }
     if (in->req->op == SIMBA_OP_INSPECT && ++in->at < in->nnodes) {
         simba__zk_ins_call(zk, in); /* the next waiter's id */
@@ -2404,19 +2609,28 @@ static simba_result simba__zk_submit(void *impl, simba_req *req) {
     simba__zk_cont *c = NULL;
     if (!zk || !req || zk->closing) return SIMBA_EINVAL;
     if (simba_name_check(req->mutex) != SIMBA_OK) return SIMBA_EINVAL;
-    if (req->op != SIMBA_OP_ACQUIRE && req->op != SIMBA_OP_RELEASE && req->op != SIMBA_OP_READ) return SIMBA_EINVAL;
+    if (req->op != SIMBA_OP_ACQUIRE && req->op != SIMBA_OP_RELEASE && req->op != SIMBA_OP_READ &&
+        req->op != SIMBA_OP_SET_VALUE && req->op != SIMBA_OP_YIELD)
+        return SIMBA_EINVAL;
+    if ((req->op == SIMBA_OP_ACQUIRE || req->op == SIMBA_OP_SET_VALUE) &&
+        (req->value_len > SIMBA_VALUE_MAX || (req->value_len && !req->value)))
+        return SIMBA_EINVAL;
     if (req->op != SIMBA_OP_READ && simba_id_check(req->contender) != SIMBA_OK) return SIMBA_EINVAL;
     zk->stats.requests++;
     if (!simba__zk_usable(zk)) {
         simba_req_fail(req, SIMBA_ECONN, zk->sess && zk->sess->readonly ? SIMBA__ZK_RO_MSG : "no usable zookeeper session (reopening)");
         return SIMBA_OK;
     }
-    m = simba__zk_mtx_find(zk, req->mutex, req->op != SIMBA_OP_RELEASE);
+    m = simba__zk_mtx_find(zk, req->mutex, req->op == SIMBA_OP_ACQUIRE || req->op == SIMBA_OP_READ);
     if (m && req->op != SIMBA_OP_READ) c = simba__zk_cont_find(zk, m, req->contender, req->op == SIMBA_OP_ACQUIRE);
     if (req->op == SIMBA_OP_RELEASE && !c) { /* nothing of ours there */
         simba_reply r;
         memset(&r, 0, sizeof r);
         simba_req_done(req, &r);
+        return SIMBA_OK;
+    }
+    if ((req->op == SIMBA_OP_SET_VALUE || req->op == SIMBA_OP_YIELD) && !c) {
+        simba_req_fail(req, SIMBA_ESTATE, "zookeeper: the contender holds no node of this mutex");
         return SIMBA_OK;
     }
     if (!m || (req->op == SIMBA_OP_ACQUIRE && !c)) {
@@ -2430,7 +2644,7 @@ static simba_result simba__zk_submit(void *impl, simba_req *req) {
         return SIMBA_ENOMEM;
     }
     if (c) {
-        c->want_gone = req->op == SIMBA_OP_RELEASE;
+        if (req->op == SIMBA_OP_ACQUIRE || req->op == SIMBA_OP_RELEASE) c->want_gone = req->op == SIMBA_OP_RELEASE;
         if (c->q_tail) { /* one job per contender at a time; this one waits its turn */
             c->q_tail->cnext = job;
             c->q_tail = job;
@@ -2625,6 +2839,7 @@ static void simba__zk_destroy(void *impl) {
         mn = m->next;
         for (c = m->conts; c; c = cn) {
             cn = c->next;
+            simba_free(zk->loop, c->value);
             simba_free(zk->loop, c);
         }
         simba__zk_mtx_free(zk, m);
