@@ -14,6 +14,8 @@
  * COMPILE-TIME OPTIONS (define before the implementation's include)
  *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE   as in simba.h
  *   SIMBA_REDIS_IMPLEMENTATION             this header and the core only
+ *   SIMBA_REDIS_TEST_FAULTS                test builds: a backend's command traffic can be
+ *                                          held (simba__redis.test_mute), as a hung server
  *
  * CONNECTIONS
  *   Each backend has one command connection and, once a mutex is watched, one subscriber
@@ -775,7 +777,17 @@ typedef struct simba__redis {
     int probe_noted;       /* 1: INFO refused, 2: CONFIG GET refused (said once) */
     char evict_msg[200];
     char err[256];
+#ifdef SIMBA_REDIS_TEST_FAULTS
+    int test_mute; /* 1: nothing is written on the command connection, as to a hung server */
+#endif
 } simba__redis;
+
+/* Test builds: the command connection's writes are held (simba__redis.test_mute). */
+#ifdef SIMBA_REDIS_TEST_FAULTS
+#define SIMBA__RCONN_HELD(c) ((c)->r->test_mute && (c) == &(c)->r->cmd)
+#else
+#define SIMBA__RCONN_HELD(c) 0
+#endif
 
 /* ---- helpers --------------------------------------------------------------------------- */
 
@@ -2076,6 +2088,7 @@ static void simba__redis_on_master(redisAsyncContext *ac, void *reply, void *pri
 
 /* Writes what hiredis has buffered (non-blocking; EAGAIN keeps wr), counted. */
 static void simba__rconn_write(simba__rconn *c) {
+    if (SIMBA__RCONN_HELD(c)) return;
     c->writes++;
     redisAsyncHandleWrite(c->ac);
 }
@@ -2206,7 +2219,7 @@ static int simba__redis_fds(void *impl, struct pollfd *out, int cap) {
     cs[2] = &r->sen;
     for (i = 0; i < 3; i++) {
         simba__rconn *c = cs[i];
-        short ev = (short)((c->rd ? POLLIN : 0) | (c->wr ? POLLOUT : 0));
+        short ev = (short)((c->rd ? POLLIN : 0) | (c->wr && !SIMBA__RCONN_HELD(c) ? POLLOUT : 0));
         if (!c->ac || c->fd < 0 || !ev) continue;
         if (out && n < cap) {
             out[n].fd = c->fd;

@@ -16,7 +16,8 @@
  * COMPILE-TIME OPTIONS (define before the implementation's include)
  *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE   as in simba.h
  *   SIMBA_ZK_IMPLEMENTATION                this header and the core only
- *   SIMBA_ZK_TEST_FAULTS                   test builds: fault injection into the client calls
+ *   SIMBA_ZK_TEST_FAULTS                   test builds: fault injection into the client calls,
+ *                                          and a backend whose jobs call nothing (test_mute)
  *
  * RECIPE
  *   Mutex M lives at <root>/M (persistent, created on demand; root defaults to "/simba").
@@ -512,6 +513,9 @@ struct simba__zk {
     size_t nmtx;
     simba_zk_stats stats;
     simba__zk_evt evt; /* scratch for draining the ring */
+#ifdef SIMBA_ZK_TEST_FAULTS
+    int test_mute; /* 1: jobs issue no call (a server that answers nothing); they time out */
+#endif
 };
 
 /* ---- ZooKeeper threads: copy, queue, wake ------------------------------------------- */
@@ -1309,6 +1313,9 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
         simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN, simba__zk_unusable_msg(zk));
         return;
     }
+#ifdef SIMBA_ZK_TEST_FAULTS
+    if (zk->test_mute) return; /* its deadline fails it */
+#endif
     if (simba__zk_job_hold(zk, job) || !simba__zk_job_route(zk, job)) return;
     zrc = simba__zk_call(zk, job, zk->sess->zh);
     if (job->op) return;

@@ -14,6 +14,7 @@
  * through the sentinels; the prefix is declared on the primary they name.
  */
 #define SIMBA_IMPLEMENTATION
+#define SIMBA_REDIS_TEST_FAULTS
 #include "../simba_redis.h"
 #include "kit.h"
 
@@ -45,6 +46,18 @@ static simba_result open_redis(simba_loop *loop, void *ctx, simba_backend **out)
     rc = simba_redis_open(loop, &d, out);
     if (rc != SIMBA_OK) fprintf(stderr, "kit_redis: open port %d: %s\n", cfg->port, simba_strerror(rc));
     return rc;
+}
+
+/* The store stops answering this backend: its command traffic is held, as a hung server
+   holds it (each Cluster node's alike); the requests time out, nothing fails at once. */
+static void mute_redis(simba_backend *be, int on) {
+    void *impl = simba_backend_impl(be);
+    int i;
+    if (simba_backend_vt_get(be) == &simba__redis_vt) {
+        ((simba__redis *)impl)->test_mute = on;
+        return;
+    }
+    for (i = 0; i < ((simba__rcluster *)impl)->nnodes; i++) ((simba__rcluster *)impl)->nodes[i]->test_mute = on;
 }
 
 /* Between cases: the server must still answer (a blocking check, test side only). */
@@ -164,5 +177,6 @@ int main(int argc, char **argv) {
     kb.ttl_ms = 2000;
     kb.transition_ms = 1000;
     kb.between = between;
+    kb.mute = mute_redis;
     return kit_run(&kb, argc, argv);
 }
