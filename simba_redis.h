@@ -46,9 +46,13 @@
  * DATA (every key of one mutex shares the hash tag {name}; the data-loss marker is per
  * prefix, see DATA LOSS for Cluster; every key a script touches is passed in KEYS, names
  * reach Redis only as KEYS/ARGV)
- *   <prefix>{<name>}:owner  string "<fence> <acquired> <granted> <ttl> <lease> <id>" (server
- *                           ms; ttl, lease = ttl+transition as durations), expiring after
- *                           the lease
+ *   <prefix>{<name>}:owner  string "v<fence> <acquired> <granted> <ttl> <lease> <idlen>
+ *                           <id><value>" (server ms; ttl, lease = ttl+transition as
+ *                           durations; the value's bytes as they are), expiring after the
+ *                           lease. A record without the 'v' (written by a version without
+ *                           values) reads as one with no value; such a version finds a 'v'
+ *                           record unreadable and refuses to grant ("unreadable owner
+ *                           record"), so two versions on one prefix never both grant
  *   <prefix>{<name>}:fence  never expires: fence = max(previous + 1, server time in us), so
  *                           fences keep increasing even after the server lost its data
  *                           (provided its clock does not step back)
@@ -67,8 +71,15 @@
  *     ACQUIRE, no owner record, a live head before the asker -----> joins the back, "nobody"
  *     ACQUIRE, held by another (ttl or transition) ----------------> joins the back, or its
  *                                                                      place refreshed
- *     ACQUIRE renew=1 by the recorded owner -----------------------> renewal (same fence)
+ *     ACQUIRE renew=1 by the recorded owner -----------------------> renewal (same fence,
+ *                                                                      value kept)
  *     RELEASE by the owner -> record deleted, "released" pushed to the head's wake channel
+ *     SET_VALUE by the owner with its fence, lease not over -------> value replaced (fields
+ *                                                                      and expiry kept)
+ *     YIELD by the owner with its fence, a live head queued -------> as RELEASE, then the
+ *                                                                      yielder joins the back
+ *     YIELD, nobody live queued -----------------------------------> nothing changes
+ *     SET_VALUE / YIELD with another fence or no record -----------> SIMBA_ESTATE
  *   The head keeps a free mutex reserved while it is live: its expiry (the last request +
  *   req->live_ms) is ahead and somebody listens on its wake channel (PUBSUB NUMSUB; a process
  *   that died has closed its connection). A dead head, or a garbage entry (no expiry, no
@@ -117,7 +128,8 @@
  *
  * PUSH
  *   <prefix>{<name>}:ev:<db>         "released" broadcasts, to every watcher of the mutex
- *   <prefix>{<name>}:ow:<db>         owner announcements, for observers
+ *   <prefix>{<name>}:ow:<db>         "holder <fence> <ttl> <lease> <held> <idlen> <id><value>"
+ *                                    for observers: each grant and each new value
  *   <prefix>{<name>}:wk:<db>:<id>    wake-up for one waiter
  *   A release wakes only the oldest live waiter, on its own channel, and the mutex is kept
  *   for it (see FAIRNESS); a waiter whose channel nobody listens to any more (its process

@@ -23,11 +23,11 @@
  *   Mutex M lives at <root>/M (persistent, created on demand; root defaults to "/simba").
  *   A contender C that acquires creates one EPHEMERAL|SEQUENTIAL child
  *       <root>/M/n-<tag>-<10-digit sequence>
- *   whose data is "<tag> <session timeout ms> <C>". The tag is unique per contender and
- *   backend (a random per-backend token plus a counter), so after a lost connection the
- *   backend recognises a node that its create may or may not have made (ZooKeeper's
- *   "protected" create) and never mistakes another client's node for its own; duplicates
- *   are deleted. The lowest sequence owns. Every reply names the owner: non-owners and
+ *   whose data is "<tag> <session timeout ms> <C> <keep> <value>" (see VALUE). The tag is
+ *   unique per contender and backend (a random per-backend token plus a counter), so after
+ *   a lost connection the backend recognises a node that its create may or may not have
+ *   made (ZooKeeper's "protected" create) and never mistakes another client's node for its
+ *   own; duplicates are deleted. The lowest sequence owns. Every reply names the owner: non-owners and
  *   observers read the owner node's data. A
  *   waiter watches only its predecessor: when that node goes, exactly that waiter gets
  *   SIMBA_EV_RELEASED (no herd), and the waiter whose predecessor is the owner is reported
@@ -64,6 +64,22 @@
  *   goes to the back of the queue (deleted and made again) and the head waiter owns next.
  *   Observers keep a data watch on the owner node, so a rewrite is pushed to them, and a
  *   waiter whose watched predecessor is rewritten sets its watch again.
+ *
+ * VALUE
+ *   The value of a tenure is the tail of its node's data, written by the create (or the
+ *   rewrite) that starts the tenure; renewals do not touch it. SET_VALUE rewrites the
+ *   owner's own node (only its owner writes it, and it exists only while the session does:
+ *   ZNONODE is SIMBA_ESTATE). Such a write moves the node's mzxid, so it also writes
+ *   keep = the tenure's fence, and every reader takes keep as the fence when it is not 0
+ *   (a tenure's own write has keep 0: its mzxid is the new fence). Observers' data watch on
+ *   the owner node pushes the change (SIMBA_EV_OWNER when owner, fence or value differ from
+ *   what was pushed last). Data without keep and value (a node made by a version without
+ *   values) reads as no value; such a version reads this data as a malformed id ("owner node
+ *   holds foreign data") and answers no request, so two versions never disagree on an owner.
+ *   YIELD lists the children; with another's node behind ours, one zoo_amulti checks that node
+ *   still exists, deletes ours (its watcher, the head waiter, hears the release as after a
+ *   RELEASE) and makes ours again at the back with the same data; with none it keeps the
+ *   mutex. Waiters' nodes are ephemeral, so a node that exists is a live waiter.
  *
  * LEASE
  *   The lease is the ZooKeeper session. Only the leader expires a session, no earlier than
@@ -118,6 +134,10 @@
  *                                             │                  just before ours) ──► end
  *                                             └─(ours after all)─► as "ours is lowest"
  *     RELEASE ──► DELETE (our node) ──(more of ours may exist)──► SWEEP ──► DELETE ──► end
+ *     SET_VALUE ──(holds the fence)──► VALUE (our node, keep = fence) ──► answered
+ *     YIELD ──(holds the fence)──► LIST ──(nobody behind)──► answered (kept)
+ *                                        └─(a waiter behind)─► REQUEUE (multi) ──► answered
+ *                                                              └─(that waiter left)─► LIST
  *     READ, refresh ──► LIST ──(nobody)──► answered;  ──► GET (the lowest) ──► answered
  *
  *   A node gone between two steps, or a queue that moved, sends the job back to LIST (at
