@@ -1477,7 +1477,7 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
     }
     for (i = 0; i < a.argc; i++) lens[i] = i == a.vi && i ? req->value_len : strlen(a.argv[i]);
     {
-        char cmd[2048 + SIMBA_VALUE_MAX];
+        char cmd[4096]; /* an acquire with a value of 1 KiB fits; longer ones hiredis formats */
         size_t n = simba__redis_resp(cmd, sizeof cmd, a.argc, a.argv, lens);
         int sent = n ? redisAsyncFormattedCommand(r->cmd.ac, simba__redis_on_reply, op, cmd, n)
                      : redisAsyncCommandArgv(r->cmd.ac, simba__redis_on_reply, op, a.argc, a.argv, lens);
