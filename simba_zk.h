@@ -788,6 +788,9 @@ static int simba_zk_test_marshal_fail;
    the ZINVALIDSTATE an expired handle gives before our loop has processed the expiry. */
 static int simba_zk_test_refuse_delete;
 #define SIMBA__ZK_JOB_DELETE(call) (simba_zk_test_refuse_delete > 0 ? (simba_zk_test_refuse_delete--, ZINVALIDSTATE) : (call))
+/* ... and the next N YIELD transactions check a waiter's node that is gone, as when the
+   waiter leaves between the listing and the transaction. */
+static int simba_zk_test_stale_waiter;
 #else
 #define SIMBA__ZK_JOB_DELETE(call) (call)
 #endif
@@ -1276,6 +1279,12 @@ static int simba__zk_call_requeue(simba__zk *zk, simba__zk_job *job, zhandle_t *
         SIMBA_FREE(mu);
         return SIMBA__ZK_NOMEM;
     }
+#ifdef SIMBA_ZK_TEST_FAULTS
+    if (simba_zk_test_stale_waiter > 0 && strlen(mu->waiter) + 5 < sizeof mu->waiter) {
+        simba_zk_test_stale_waiter--;
+        strcat(mu->waiter, "-gone");
+    }
+#endif
     op->multi = mu;
     zoo_check_op_init(&mu->ops[0], mu->waiter, -1);
     zoo_delete_op_init(&mu->ops[1], mu->ours, -1);

@@ -1897,6 +1897,36 @@ TEST(yield_requeues_node_behind_waiter) {
     zookeeper_close(zh);
 }
 
+/* The waiter the listing named is gone when the transaction runs: the transaction changes
+   nothing (our node stays, the owner is still the owner), the yield lists again and passes
+   to the waiter that is there. Had the failed transaction deleted our node, the second one
+   would find it gone and the yield would fail instead of passing. */
+TEST(yield_lists_again_when_the_waiter_left) {
+    proc *a = proc_open(), *b = proc_open();
+    char m[64];
+    rec ra, rb;
+    simba_service *sa, *sb;
+    uint64_t f, calls;
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(a && b);
+    mname(m, sizeof m, "yield-stale");
+    REQUIRE(owner_and_waiter(a, b, m, &ra, &rb, &sa, &sb));
+    f = simba_fence(sa);
+    calls = stats(a).zk_calls;
+    simba_zk_test_stale_waiter = 1;
+    CHECK_RC(simba_yield(sa), SIMBA_OK);
+    WAIT_FOR(rb.acquired == 1, 3000);
+    CHECK_EQ(simba_zk_test_stale_waiter, 0);
+    CHECK(rb.acquired == 1 && rb.fence > f);
+    CHECK_EQ(ra.released, 1);
+    CHECK_EQ(ra.reason, SIMBA_REASON_YIELDED);
+    CHECK(stats(a).zk_calls >= calls + 4); /* list, refused transaction, list, transaction */
+    simba_zk_test_stale_waiter = 0;
+    proc_close(a);
+    proc_close(b);
+}
+
 int main(int argc, char **argv) {
     const char *e;
     ssize_t n;
@@ -1947,6 +1977,7 @@ int main(int argc, char **argv) {
     RUN(value_keeps_fence_and_is_pushed);
     RUN(older_node_data_read_as_owner_without_value);
     RUN(yield_requeues_node_behind_waiter);
+    RUN(yield_lists_again_when_the_waiter_left);
     RUN(server_restart); /* last: it bounces the server */
     if (g_twice) {
         fprintf(stderr, "a request was completed twice (%d)\n", g_twice);
