@@ -379,7 +379,7 @@ typedef struct simba__zk_op {
     char data[SIMBA__ZK_DATA_MAX + 1];
     int datalen;         /* GET: the bytes in data (a value may hold NUL); -1: longer than data */
     int version;         /* GET: the node's, for a conditional delete */
-    struct simba__zk_multi *multi; /* MULTI: its operations and results (SIMBA_MALLOC) */
+    struct simba__zk_multi *multi; /* MULTI: its operations and results (the loop's allocator) */
     simba__zk_ins *ins;  /* an inspection's call (job NULL) */
     char *kids;          /* KIDS: every child's name, each NUL-terminated (SIMBA_MALLOC) */
     int nkids;
@@ -765,7 +765,7 @@ static void simba__zk_event(simba__zk *zk, simba_event_kind kind, const char *mu
 
 static void simba__zk_op_free(simba__zk *zk, simba__zk_op *op) {
     SIMBA_FREE(op->kids);
-    SIMBA_FREE(op->multi);
+    simba_free(zk->loop, op->multi);
     simba_free(zk->loop, op);
 }
 
@@ -1266,17 +1266,17 @@ static int simba__zk_call_requeue(simba__zk *zk, simba__zk_job *job, zhandle_t *
     struct simba__zk_multi *mu;
     simba__zk_op *op;
     int n;
-    if (!(mu = (struct simba__zk_multi *)SIMBA_MALLOC(sizeof *mu))) return SIMBA__ZK_NOMEM;
+    if (!(mu = (struct simba__zk_multi *)simba_alloc(zk->loop, sizeof *mu))) return SIMBA__ZK_NOMEM;
     memset(mu, 0, sizeof *mu);
     n = simba__zk_node_data(zk, c, zh, mu->data, tag, 0, c->value, c->value_len);
     snprintf(node, sizeof node, "n-%s-", tag);
     if (!n || !simba__zk_path(zk, mu->waiter, job->mtx->name, job->pred) || !simba__zk_path(zk, mu->ours, job->mtx->name, c->node) ||
         !simba__zk_path(zk, mu->made, job->mtx->name, node)) {
-        SIMBA_FREE(mu);
+        simba_free(zk->loop, mu);
         return ZOK;
     }
     if (!(op = simba__zk_op_new(zk, job, SIMBA__ZK_MULTI))) {
-        SIMBA_FREE(mu);
+        simba_free(zk->loop, mu);
         return SIMBA__ZK_NOMEM;
     }
 #ifdef SIMBA_ZK_TEST_FAULTS

@@ -1876,7 +1876,8 @@ TEST(yield_requeues_node_behind_waiter) {
     REQUIRE(raw_nodes(zh, m, names, 4) == 2);
     CHECK(strstr(names[0], "-") != NULL);
     CHECK_RC(simba_yield(sa), SIMBA_OK);
-    WAIT_FOR(rb.acquired == 1, 3000);
+    /* two processes: either may hear first (A its answer, B the push and its grant) */
+    WAIT_FOR(rb.acquired == 1 && ra.released == 1, 3000);
     CHECK(rb.acquired == 1);
     CHECK(rb.fence > f);
     CHECK_EQ(ra.released, 1);
@@ -1916,7 +1917,7 @@ TEST(yield_lists_again_when_the_waiter_left) {
     calls = stats(a).zk_calls;
     simba_zk_test_stale_waiter = 1;
     CHECK_RC(simba_yield(sa), SIMBA_OK);
-    WAIT_FOR(rb.acquired == 1, 3000);
+    WAIT_FOR(rb.acquired == 1 && ra.released == 1, 3000);
     CHECK_EQ(simba_zk_test_stale_waiter, 0);
     CHECK(rb.acquired == 1 && rb.fence > f);
     CHECK_EQ(ra.released, 1);
