@@ -1192,7 +1192,12 @@ TEST(kit_sem_permits) {
         s[i] = kit_sem(p[i], m, 3, 0, &h[i]);
         REQUIRE(s[i]);
     }
-    for (i = 0; i < 3; i++) CHECK_RC(simba_start(s[i]), SIMBA_OK);
+    /* one at a time: separate processes hear their grants in any order, the fences are in
+       grant order */
+    for (i = 0; i < 3; i++) {
+        CHECK_RC(simba_start(s[i]), SIMBA_OK);
+        REQUIRE_UNTIL(h[i].r.acquired == 1, ACQ_MS);
+    }
     REQUIRE_UNTIL(sem_holding(s, 3) == 3, ACQ_MS);
     CHECK_RC(simba_start(s[3]), SIMBA_OK);
     REQUIRE_UNTIL(sem_queued(s[3]), ACQ_MS);
@@ -1320,7 +1325,12 @@ TEST(kit_rw_readers_then_writer) {
         s[i] = kit_sem(p[i], m, 0, i < 3, &h[i]); /* three readers, one writer */
         REQUIRE(s[i]);
     }
-    for (i = 0; i < 3; i++) CHECK_RC(simba_start(s[i]), SIMBA_OK);
+    /* one at a time: separate processes hear their grants in any order, the fences are in
+       grant order */
+    for (i = 0; i < 3; i++) {
+        CHECK_RC(simba_start(s[i]), SIMBA_OK);
+        REQUIRE_UNTIL(h[i].r.acquired == 1, ACQ_MS);
+    }
     REQUIRE_UNTIL(sem_holding(s, 3) == 3, ACQ_MS);
     CHECK_RC(simba_start(s[3]), SIMBA_OK);
     REQUIRE_UNTIL(sem_queued(s[3]), ACQ_MS);
