@@ -1989,6 +1989,88 @@ TEST(yield_keeps_when_the_queued_waiter_is_gone) {
     drv_free(&d);
 }
 
+/* A started contender of a semaphore (permits > 1) or a reader (shared 1), or NULL. */
+static simba_service *contend_sem(simba_loop *l, simba_backend *be, const char *mutex, const char *id, int permits, int shared,
+                                  rec *r) {
+    simba_contend_desc cd;
+    simba_service *s = NULL;
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = mutex;
+    cd.contender_id = id;
+    cd.ttl_ms = 10000;
+    cd.transition_ms = 6000;
+    cd.on_acquired = on_acq;
+    cd.on_released = on_rel;
+    cd.user_data = r;
+    cd.permits = permits;
+    cd.shared = shared;
+    if (simba_contend(l, be, &cd, &s) != SIMBA_OK) return NULL;
+    if (simba_start(s) != SIMBA_OK) return NULL;
+    return s;
+}
+
+/* The holders set (<prefix>{<name>}:hold) exists only while a name is shared or counted: a
+   mutex never makes one, a semaphore's goes when its last holder and waiter leave. A forced
+   release by fence frees that one permit and pushes it to the waiter. */
+TEST(holders_set_only_while_shared_force_by_fence) {
+    drv d;
+    simba_backend *be[4];
+    simba_service *mx, *a, *b, *c;
+    rec rm, ra, rb, rc;
+    simba_view v;
+    char m[64], sn[64], key[256];
+    int i;
+    int64_t t0;
+    memset(&d, 0, sizeof d);
+    memset(&rm, 0, sizeof rm);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    memset(&rc, 0, sizeof rc);
+    d.use_ready = 1;
+    mname(m, sizeof m, "hs-mutex");
+    mname(sn, sizeof sn, "hs-sem");
+    for (i = 0; i < 4; i++) {
+        REQUIRE(drv_add(&d));
+        REQUIRE(open_redis(d.l[i], port1, &be[i]) == SIMBA_OK);
+    }
+    mx = contend(d.l[3], be[3], m, "M", 10000, 6000, &rm);
+    REQUIRE(mx);
+    WAIT_FOR(&d, simba_is_owner(mx), 3000);
+    snprintf(key, sizeof key, "%s{%s}:hold", prefix, m);
+    CHECK(raw_cmd(port1, "EXISTS %s", key) == 0);
+    a = contend_sem(d.l[0], be[0], sn, "A", 2, 0, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    b = contend_sem(d.l[1], be[1], sn, "B", 2, 0, &rb);
+    REQUIRE(b);
+    WAIT_FOR(&d, simba_is_owner(b), 3000);
+    c = contend_sem(d.l[2], be[2], sn, "C", 2, 0, &rc);
+    REQUIRE(c);
+    WAIT_FOR(&d, strcmp(viewed_owner(c), "") != 0, 3000);
+    drv_run(&d, 100); /* C's wake subscription settles */
+    CHECK(!simba_is_owner(c));
+    snprintf(key, sizeof key, "%s{%s}:hold", prefix, sn);
+    CHECK(raw_cmd(port1, "EXISTS %s", key) == 1);
+    CHECK(raw_cmd(port1, "HLEN %s", key) == 3); /* A, B and the recorded permits */
+    CHECK_RC(simba_inspect_wait(be[3], sn, &v, 3000), SIMBA_OK);
+    CHECK(v.holders == 2 && v.permits == 2 && v.waiters == 1);
+    CHECK(v.holder && strcmp(v.holder[0].id, "A") == 0 && v.holder[0].fence == ra.fence && strcmp(v.holder[1].id, "B") == 0);
+    /* an operator frees A's permit by its fence: C is told at once, not at A's lease end */
+    t0 = mono_us();
+    CHECK_RC(simba_force_release_wait(be[3], sn, ra.fence, 3000), SIMBA_OK);
+    CHECK_RC(simba_force_release_wait(be[3], sn, ra.fence, 3000), SIMBA_ESTATE);
+    drv_kick(&d);
+    WAIT_FOR(&d, simba_is_owner(c), 3000);
+    CHECK(simba_is_owner(c) && rc.acq_us - t0 < 2000000);
+    CHECK(rc.fence > rb.fence && rb.fence > ra.fence);
+    CHECK(simba_stop(a) == SIMBA_OK && simba_stop(b) == SIMBA_OK && simba_stop(c) == SIMBA_OK);
+    WAIT_FOR(&d, simba_service_status(a) == SIMBA_INITIAL && simba_service_status(b) == SIMBA_INITIAL &&
+                     simba_service_status(c) == SIMBA_INITIAL, 3000);
+    CHECK(raw_cmd(port1, "EXISTS %s", key) == 0); /* gone with its last holder */
+    CHECK(simba_stop(mx) == SIMBA_OK);
+    drv_free(&d);
+}
+
 int main(int argc, char **argv) {
     const char *e;
     CHECK_INIT(argc, argv);
@@ -2047,6 +2129,7 @@ int main(int argc, char **argv) {
     RUN(older_record_layout_read_as_owner_without_value);
     RUN(scripts_joined_and_reloaded_after_flush);
     RUN(yield_keeps_when_the_queued_waiter_is_gone);
+    RUN(holders_set_only_while_shared_force_by_fence);
     RUN(no_error_logs);
     if (started2) server2_stop();
     return check_report("redis");
