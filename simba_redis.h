@@ -661,8 +661,21 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "  return redis.error_reply('simba: not held ' .. (o and o[1] or '0'))\n"               \
     "end\n"
 
-/* SET_VALUE (KEYS: owner). ARGV: contender, fence, the new value, owner channel. The record
-   keeps its fields and its expiry; observers hear of the change as of a grant. */
+/* SET_VALUE of a reader or a permit (KEYS[2]: the holders set): its entry, as the owner's
+   record below. */
+#define SIMBA__REDIS_LUA_SETVAL_HOLDER                                                      \
+    "local hv = redis.call('HGET', KEYS[2], '=' .. ARGV[1])\n"                               \
+    "if hv then\n"                                                                          \
+    "  local now = clock()\n"                                                               \
+    "  local o = rec(string.sub(hv, 2))\n"                                                  \
+    "  if o.err or o[1] ~= ARGV[2] or o[5] <= now then return redis.error_reply('simba: not held ' .. (o[1] or '0')) end\n" \
+    "  redis.call('HSET', KEYS[2], '=' .. ARGV[1], string.sub(hv, 1, o[9]) .. ARGV[1] .. ARGV[3])\n" \
+    "  local held = now - o[3]\n"                                                           \
+    "  redis.call(PUB, ARGV[4], 'holder ' .. o[1] .. ' ' .. (o[4] - now) .. ' ' .. (o[5] - now) .. ' ' .. held .. ' ' .. o[8] .. ' ' .. ARGV[1] .. ARGV[3])\n" \
+    "  return {ARGV[1], o[4] - now, o[5] - now, held, o[1], 0, ARGV[3]}\n"                  \
+    "end\n"
+/* SET_VALUE (KEYS: owner, holders set). ARGV: contender, fence, the new value, owner channel.
+   The record keeps its fields and its expiry; observers hear of the change as of a grant. */
 #define SIMBA__REDIS_LUA_SETVAL                                                             \
     "redis.call('SET', KEYS[1], string.sub(v, 1, o[9] - 1) .. ARGV[1] .. ARGV[3], 'PX', string.format('%.0f', o[5] - now))\n" \
     "local held = now - o[3]\n"                                                             \
@@ -778,7 +791,7 @@ static const char *const simba__redis_lua[SIMBA__RS_N][SIMBA__REDIS_LUA_PIECES] 
     {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_VIEW, SIMBA__REDIS_LUA_LIST, NULL, NULL, NULL, NULL, NULL},
     {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_WAKE_HEAD, SIMBA__REDIS_LUA_SEM, SIMBA__REDIS_LUA_SEMREL, SIMBA__REDIS_LUA_FORCE, NULL,
      NULL, NULL},
-    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_HOLDS, SIMBA__REDIS_LUA_SETVAL, NULL, NULL, NULL, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_SETVAL_HOLDER, SIMBA__REDIS_LUA_HOLDS, SIMBA__REDIS_LUA_SETVAL, NULL, NULL, NULL, NULL},
     {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_PURGE, SIMBA__REDIS_LUA_WAKE_HEAD, SIMBA__REDIS_LUA_HOLDS,
      SIMBA__REDIS_LUA_YIELD, NULL, NULL, NULL}};
 /* Room for the longest script (a test checks that each fits). */
@@ -1614,7 +1627,7 @@ static void simba__redis_args_acquire(simba__redis *r, const simba_req *req, sim
     a->argv[a->argc++] = req->shared ? "1" : "0";
 }
 
-/* SET_VALUE (KEYS: owner): contender, fence, value, owner channel. YIELD (KEYS: owner,
+/* SET_VALUE (KEYS: owner, holders set): contender, fence, value, owner channel. YIELD (KEYS: owner,
    fence, queue, qexp): contender, fence, wake channels' prefix, live ms. */
 static void simba__redis_args_owner(simba__redis *r, const simba_req *req, simba__rargs *a) {
     simba__redis_i64(a->ttl, (int64_t)req->fence);
@@ -1697,8 +1710,8 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
         return;
     }
     /* ACQUIRE: owner, fence, queue, qexp, marker, fresh, holders; RELEASE, FORCE, INSPECT: the
-       first four and the holders set; YIELD the first four */
-    nkeys = idx == SIMBA__RS_READ || idx == SIMBA__RS_SETVAL ? 1 : idx == SIMBA__RS_ACQUIRE ? 7 : idx == SIMBA__RS_LIST ? 0
+       first four and the holders set; YIELD the first four; SET_VALUE owner and holders set */
+    nkeys = idx == SIMBA__RS_READ ? 1 : idx == SIMBA__RS_SETVAL ? 2 : idx == SIMBA__RS_ACQUIRE ? 7 : idx == SIMBA__RS_LIST ? 0
           : idx == SIMBA__RS_YIELD ? 4 : 5;
     /* ASK: the slot is moving and this key is already on the target; ASKING lets the next
        command in (the NOSCRIPT re-send comes here again and asks again). */
@@ -1710,9 +1723,9 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
     a.vi = 0;
     a.argv[a.argc++] = "EVALSHA";
     a.argv[a.argc++] = r->sha[idx];
-    a.argv[a.argc++] = nkeys == 0 ? "0" : nkeys == 1 ? "1" : nkeys == 4 ? "4" : nkeys == 5 ? "5" : "7";
-    for (i = 0; i < nkeys && i < 4; i++) a.argv[a.argc++] = a.k[i];
-    if (nkeys == 5) a.argv[a.argc++] = a.k[6];
+    a.argv[a.argc++] = nkeys == 0 ? "0" : nkeys == 1 ? "1" : nkeys == 2 ? "2" : nkeys == 4 ? "4" : nkeys == 5 ? "5" : "7";
+    for (i = 0; i < nkeys && i < 4 && (nkeys != 2 || i < 1); i++) a.argv[a.argc++] = a.k[i];
+    if (nkeys == 5 || nkeys == 2) a.argv[a.argc++] = a.k[6];
     if (idx == SIMBA__RS_ACQUIRE) simba__redis_args_acquire(r, req, &a);
     else if (idx == SIMBA__RS_RELEASE || idx == SIMBA__RS_FORCE) simba__redis_args_release(r, req, &a);
     else if (idx == SIMBA__RS_LIST) simba__redis_args_list(r, op, &a);

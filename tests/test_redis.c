@@ -2071,6 +2071,48 @@ TEST(holders_set_only_while_shared_force_by_fence) {
     drv_free(&d);
 }
 
+/* Each reader keeps its own value in its entry of the holders set: set under its own fence,
+   listed with it, never another holder's. */
+TEST(holder_values_own) {
+    drv d;
+    simba_backend *be[3];
+    simba_service *a, *b;
+    rec ra, rb;
+    simba_view v;
+    char m[64];
+    int i, seen = 0;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    d.use_ready = 1;
+    mname(m, sizeof m, "hs-values");
+    for (i = 0; i < 3; i++) {
+        REQUIRE(drv_add(&d));
+        REQUIRE(open_redis(d.l[i], port1, &be[i]) == SIMBA_OK);
+    }
+    a = contend_sem(d.l[0], be[0], m, "A", 0, 1, &ra);
+    b = contend_sem(d.l[1], be[1], m, "B", 0, 1, &rb);
+    REQUIRE(a && b);
+    WAIT_FOR(&d, simba_is_owner(a) && simba_is_owner(b), 3000);
+    REQUIRE(simba_is_owner(a) && simba_is_owner(b));
+    CHECK_RC(simba_set_value(a, "from-a", 6), SIMBA_OK);
+    CHECK_RC(simba_set_value(b, "b", 1), SIMBA_OK);
+    drv_run(&d, 300);
+    CHECK_RC(simba_inspect_wait(be[2], m, &v, 3000), SIMBA_OK);
+    CHECK_EQ(v.holders, 2);
+    for (i = 0; i < v.holders && v.holder; i++) {
+        const simba_view_holder *h = &v.holder[i];
+        CHECK(h->shared == 1);
+        if (strcmp(h->id, "A") == 0 && h->value_len == 6 && memcmp(h->value, "from-a", 6) == 0 && h->fence == ra.fence) seen++;
+        if (strcmp(h->id, "B") == 0 && h->value_len == 1 && memcmp(h->value, "b", 1) == 0 && h->fence == rb.fence) seen++;
+    }
+    CHECK_EQ(seen, 2);
+    CHECK(simba_is_owner(a) && simba_is_owner(b)); /* a refused SET_VALUE would have ended the holding */
+    CHECK(simba_stop(a) == SIMBA_OK && simba_stop(b) == SIMBA_OK);
+    WAIT_FOR(&d, simba_service_status(a) == SIMBA_INITIAL && simba_service_status(b) == SIMBA_INITIAL, 3000);
+    drv_free(&d);
+}
+
 int main(int argc, char **argv) {
     const char *e;
     CHECK_INIT(argc, argv);
@@ -2130,6 +2172,7 @@ int main(int argc, char **argv) {
     RUN(scripts_joined_and_reloaded_after_flush);
     RUN(yield_keeps_when_the_queued_waiter_is_gone);
     RUN(holders_set_only_while_shared_force_by_fence);
+    RUN(holder_values_own);
     RUN(no_error_logs);
     if (started2) server2_stop();
     return check_report("redis");
