@@ -682,7 +682,7 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "redis.call(PUB, ARGV[4], 'holder ' .. o[1] .. ' ' .. (o[4] - now) .. ' ' .. (o[5] - now) .. ' ' .. held .. ' ' .. o[8] .. ' ' .. ARGV[1] .. ARGV[3])\n" \
     "return {ARGV[1], o[4] - now, o[5] - now, held, o[1], 0, ARGV[3]}\n"
 
-/* YIELD (KEYS: owner, fence, queue, qexp). ARGV: contender, fence, wake channel prefix,
+/* YIELD (KEYS: owner, fence, queue, qexp; the holders set fifth). ARGV: contender, fence, wake channel prefix,
    live ms. With a live waiter, the release's steps (the record deleted, the head woken on
    its own channel, which keeps the mutex for it), then the contender joins the back of the
    line; with none, nothing changes and the answer is the owner's. */
@@ -693,6 +693,27 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "redis.call('DEL', KEYS[1])\n"                                                          \
     "enqueue(ARGV[1], now, ms, us, ARGV[4])\n"                                              \
     "return {'', 0, 0, -1, '0', 0, '', 1}\n"
+
+/* YIELD of a reader or a permit (KEYS[5]: the holders set): if its permit, once free, goes
+   to a live waiter, in one step its entry goes, the waiters it frees hear it and it joins
+   the back of the line; else nothing changes and the answer is its own holding. */
+#define SIMBA__REDIS_LUA_YIELD_HOLDER                                                       \
+    "local hv = redis.call('HGET', KEYS[5], '=' .. ARGV[1])\n"                               \
+    "if hv then\n"                                                                          \
+    "  local now, ms, us = clock()\n"                                                       \
+    "  local o = rec(string.sub(hv, 2))\n"                                                  \
+    "  if o.err or o[1] ~= ARGV[2] or o[5] <= now then return redis.error_reply('simba: not held ' .. (o[1] or '0')) end\n" \
+    "  local rn, rd, h, nh = holders(KEYS[5], now)\n"                                       \
+    "  local own = redis.call('EXISTS', KEYS[1]) == 1\n"                                    \
+    "  local _, _, out = walk(KEYS[5], nil, false, tonumber(rn or '1'), nh - 1, own, rd, now, ARGV[3])\n" \
+    "  if #out == 0 then return {ARGV[1], o[4] - now, o[5] - now, now - o[3], o[1], 0, o[7], 0, nh} end\n" \
+    "  redis.call('HDEL', KEYS[5], '=' .. ARGV[1])\n"                                       \
+    "  for _, w in ipairs(out) do redis.call(PUB, ARGV[3] .. w, 'released ' .. ARGV[1]) end\n" \
+    "  enqueue(ARGV[1], now, ms, us, ARGV[4])\n"                                            \
+    "  if string.sub(hv, 1, 1) == '1' then redis.call('HSET', KEYS[5], '?' .. ARGV[1], '1') end\n" \
+    "  keep(KEYS[5], ARGV[4])\n"                                                            \
+    "  return {'', 0, 0, -1, '0', 0, '', 1, nh - 1}\n"                                      \
+    "end\n"
 
 /* A forced release (simba_force_release): as the owner's own release, but the owner is
    named by its fence (ARGV[1]). Returns 1 when it was cleared. */
@@ -792,8 +813,8 @@ static const char *const simba__redis_lua[SIMBA__RS_N][SIMBA__REDIS_LUA_PIECES] 
     {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_WAKE_HEAD, SIMBA__REDIS_LUA_SEM, SIMBA__REDIS_LUA_SEMREL, SIMBA__REDIS_LUA_FORCE, NULL,
      NULL, NULL},
     {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_SETVAL_HOLDER, SIMBA__REDIS_LUA_HOLDS, SIMBA__REDIS_LUA_SETVAL, NULL, NULL, NULL, NULL},
-    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_PURGE, SIMBA__REDIS_LUA_WAKE_HEAD, SIMBA__REDIS_LUA_HOLDS,
-     SIMBA__REDIS_LUA_YIELD, NULL, NULL, NULL}};
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_PURGE, SIMBA__REDIS_LUA_WAKE_HEAD, SIMBA__REDIS_LUA_SEM,
+     SIMBA__REDIS_LUA_YIELD_HOLDER, SIMBA__REDIS_LUA_HOLDS, SIMBA__REDIS_LUA_YIELD, NULL}};
 /* Room for the longest script (a test checks that each fits). */
 #define SIMBA__REDIS_LUA_CAP 16384
 /* Script idx as the server loads it (Cluster: sharded pub/sub) into buf: its length, or 0
@@ -1627,8 +1648,8 @@ static void simba__redis_args_acquire(simba__redis *r, const simba_req *req, sim
     a->argv[a->argc++] = req->shared ? "1" : "0";
 }
 
-/* SET_VALUE (KEYS: owner, holders set): contender, fence, value, owner channel. YIELD (KEYS: owner,
-   fence, queue, qexp): contender, fence, wake channels' prefix, live ms. */
+/* SET_VALUE (KEYS: owner, holders set): contender, fence, value, owner channel. YIELD (KEYS:
+   owner, fence, queue, qexp, holders set): contender, fence, wake channels' prefix, live ms. */
 static void simba__redis_args_owner(simba__redis *r, const simba_req *req, simba__rargs *a) {
     simba__redis_i64(a->ttl, (int64_t)req->fence);
     a->argv[a->argc++] = req->contender;
@@ -1710,9 +1731,8 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
         return;
     }
     /* ACQUIRE: owner, fence, queue, qexp, marker, fresh, holders; RELEASE, FORCE, INSPECT: the
-       first four and the holders set; YIELD the first four; SET_VALUE owner and holders set */
-    nkeys = idx == SIMBA__RS_READ ? 1 : idx == SIMBA__RS_SETVAL ? 2 : idx == SIMBA__RS_ACQUIRE ? 7 : idx == SIMBA__RS_LIST ? 0
-          : idx == SIMBA__RS_YIELD ? 4 : 5;
+       first four and the holders set, as YIELD; SET_VALUE owner and holders set */
+    nkeys = idx == SIMBA__RS_READ ? 1 : idx == SIMBA__RS_SETVAL ? 2 : idx == SIMBA__RS_ACQUIRE ? 7 : idx == SIMBA__RS_LIST ? 0 : 5;
     /* ASK: the slot is moving and this key is already on the target; ASKING lets the next
        command in (the NOSCRIPT re-send comes here again and asks again). */
     if (op->asking && redisAsyncCommand(r->cmd.ac, simba__redis_on_ignore, NULL, "ASKING") != REDIS_OK) {

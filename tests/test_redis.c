@@ -2113,6 +2113,49 @@ TEST(holder_values_own) {
     drv_free(&d);
 }
 
+/* A permit yielded passes to the waiter it frees, in one step: the yielder waits at the back,
+   the other permit stays where it is. */
+TEST(permit_yield_passes_to_waiter) {
+    drv d;
+    simba_backend *be[3];
+    simba_service *a, *b, *c;
+    rec ra, rb, rc;
+    char m[64];
+    int i;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    memset(&rc, 0, sizeof rc);
+    d.use_ready = 1;
+    mname(m, sizeof m, "hs-yield");
+    for (i = 0; i < 3; i++) {
+        REQUIRE(drv_add(&d));
+        REQUIRE(open_redis(d.l[i], port1, &be[i]) == SIMBA_OK);
+    }
+    a = contend_sem(d.l[0], be[0], m, "A", 2, 0, &ra);
+    b = contend_sem(d.l[1], be[1], m, "B", 2, 0, &rb);
+    REQUIRE(a && b);
+    WAIT_FOR(&d, simba_is_owner(a) && simba_is_owner(b), 3000);
+    c = contend_sem(d.l[2], be[2], m, "C", 2, 0, &rc);
+    REQUIRE(c);
+    WAIT_FOR(&d, strcmp(viewed_owner(c), "") != 0, 3000);
+    drv_run(&d, 100); /* C's wake subscription settles */
+    CHECK(!simba_is_owner(c));
+    CHECK_RC(simba_yield(a), SIMBA_OK);
+    WAIT_FOR(&d, simba_is_owner(c) && !simba_is_owner(a), 3000);
+    CHECK(simba_is_owner(c) && !simba_is_owner(a) && simba_is_owner(b));
+    CHECK(rc.fence > rb.fence && rc.acq == 1 && ra.rel == 1 && rb.rel == 0);
+    drv_run(&d, 300);
+    CHECK(!simba_is_owner(a) && simba_is_owner(b) && simba_is_owner(c));
+    CHECK(simba_stop(c) == SIMBA_OK); /* its permit goes back to A, at the back of the line */
+    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    CHECK(simba_is_owner(a) && ra.acq == 2);
+    CHECK(simba_stop(a) == SIMBA_OK && simba_stop(b) == SIMBA_OK);
+    WAIT_FOR(&d, simba_service_status(a) == SIMBA_INITIAL && simba_service_status(b) == SIMBA_INITIAL &&
+                     simba_service_status(c) == SIMBA_INITIAL, 3000);
+    drv_free(&d);
+}
+
 int main(int argc, char **argv) {
     const char *e;
     CHECK_INIT(argc, argv);
@@ -2173,6 +2216,7 @@ int main(int argc, char **argv) {
     RUN(yield_keeps_when_the_queued_waiter_is_gone);
     RUN(holders_set_only_while_shared_force_by_fence);
     RUN(holder_values_own);
+    RUN(permit_yield_passes_to_waiter);
     RUN(no_error_logs);
     if (started2) server2_stop();
     return check_report("redis");
