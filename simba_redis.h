@@ -771,8 +771,21 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "return r\n"
 
 /* One page of a listing (no keys: the node it runs on). ARGV: SCAN cursor, the fence keys'
-   pattern, the prefix. Returns {next cursor, then per mutex its name and view}. */
+   pattern, the prefix. Returns {next cursor, then per mutex its name and view}; a name
+   without an owner record shows the holder of its holders set whose permit frees first. */
 #define SIMBA__REDIS_LUA_LIST                                                               \
+    "local function first_holder(k, now, r)\n"                                              \
+    "  if r[1] ~= '' then return r end\n"                                                   \
+    "  local hs, b = redis.call('HGETALL', k), nil\n"                                       \
+    "  for i = 1, #hs, 2 do\n"                                                              \
+    "    if string.sub(hs[i], 1, 1) == '=' then\n"                                          \
+    "      local o = rec(string.sub(hs[i + 1], 2))\n"                                       \
+    "      if not o.err and o[5] > now and (not b or o[5] < b[5]) then b = o end\n"         \
+    "    end\n"                                                                             \
+    "  end\n"                                                                               \
+    "  if not b then return r end\n"                                                        \
+    "  return {b[6], b[1], b[2], tostring(now - b[3]), tostring(b[4] - now), tostring(b[5] - now), b[7]}\n" \
+    "end\n"                                                                                 \
     "local now = clock()\n"                                                                 \
     "local page = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[2], 'COUNT', 1000)\n"           \
     "local r = {page[1]}\n"                                                                 \
@@ -781,7 +794,8 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "  local name = string.match(string.sub(k, n + 1), '^{([^{}]+)}:fence$')\n"             \
     "  if name then\n"                                                                      \
     "    r[#r + 1] = name\n"                                                                \
-    "    for _, x in ipairs(view(string.sub(k, 1, -6) .. 'owner', k, now)) do r[#r + 1] = x end\n" \
+    "    local b = string.sub(k, 1, -6)\n"                                                   \
+    "    for _, x in ipairs(first_holder(b .. 'hold', now, view(b .. 'owner', k, now))) do r[#r + 1] = x end\n" \
     "  end\n"                                                                               \
     "end\n"                                                                                 \
     "return r\n"

@@ -2071,6 +2071,12 @@ TEST(holders_set_only_while_shared_force_by_fence) {
     drv_free(&d);
 }
 
+/* simba_list's callback: user is {name, owner seen}; the owner shown for that name. */
+static void list_find(const simba_view *v, simba_result rc, void *u) {
+    char **f = (char **)u;
+    if (rc == SIMBA_OK && v && strcmp(v->mutex, f[0]) == 0) snprintf(f[1], SIMBA_ID_MAX + 1, "%s", v->owner);
+}
+
 /* Each reader keeps its own value in its entry of the holders set: set under its own fence,
    listed with it, never another holder's. */
 TEST(holder_values_own) {
@@ -2107,6 +2113,15 @@ TEST(holder_values_own) {
         if (strcmp(h->id, "B") == 0 && h->value_len == 1 && memcmp(h->value, "b", 1) == 0 && h->fence == rb.fence) seen++;
     }
     CHECK_EQ(seen, 2);
+    /* a listing shows a holder of the name, though it has no owner record */
+    {
+        char shown[SIMBA_ID_MAX + 1] = "";
+        char *f[2];
+        f[0] = m;
+        f[1] = shown;
+        CHECK_RC(simba_list_wait(be[2], list_find, f, 5000), SIMBA_OK);
+        CHECK(strcmp(shown, "A") == 0 || strcmp(shown, "B") == 0);
+    }
     CHECK(simba_is_owner(a) && simba_is_owner(b)); /* a refused SET_VALUE would have ended the holding */
     CHECK(simba_stop(a) == SIMBA_OK && simba_stop(b) == SIMBA_OK);
     WAIT_FOR(&d, simba_service_status(a) == SIMBA_INITIAL && simba_service_status(b) == SIMBA_INITIAL, 3000);
