@@ -80,15 +80,17 @@
  *
  * DATA (the table name is checked and quoted; names and ids reach SQL only as parameters)
  *   <table>     name PK, owner ('' = nobody), fence, acquired_ms, ttl_ms, transition_ms
- *               (absolute server ms from clock_timestamp()); simba never deletes a row: a
+ *               (absolute server ms from clock_timestamp()), value (the owner's bytea, see
+ *               LEADERSHIP VALUE); simba never deletes a row: a
  *               fence grows by one at each change of owner and at each re-acquisition
  *               with renew = 0 (a local step-down the server never saw), and starts above
  *               a floor after a crash or lost rows (see CRASHES, LOST ROWS)
  *   <table>_boot  UNLOGGED, one row (since_ms, fence_floor, max_lease_ms): the crash marker
  *   <table>_q   the wait queue: name, contender, channel, seq (arrival), expires_ms, and
- *               the waiter's ttl_ms / tr_ms (what a release grants it; added to a v0.1.0
- *               queue at setup)
- *   <table>_acq / _rel / _read   PL/pgSQL functions: one statement = one round trip each;
+ *               the waiter's ttl_ms / tr_ms / value (what a release grants it; added to a
+ *               queue of an earlier version at setup)
+ *   <table>_acq / _rel / _read / _val / _yield   PL/pgSQL functions: one statement = one
+ *               round trip each;
  *               acquire and release lock the mutex's row (FOR UPDATE), so one mutex's queue
  *               changes are serialised; replies carry remaining durations only (and
  *               the server's clock, see PUSH).
@@ -162,6 +164,24 @@
  *   Every lease here is timed by the server's clock (clock_timestamp()): a step of it
  *   forward ends leases early on the server, while their owners still count them, and
  *   moves a pushed grant's start as far. Keep the server's clock slewed (NTP), not stepped.
+ *
+ * LEADERSHIP VALUE, PROCLAIM, YIELD
+ *   The owner's value (bytea, any bytes up to SIMBA_VALUE_MAX; hex on the wire both ways)
+ *   is written by the statement that grants, a waiter's with its place in <table>_q so that
+ *   a release's grant stores it too; renewals keep it, release and force-release empty it,
+ *   and every answer that names the owner carries it (reads, simba_inspect). Proclaim
+ *   (<table>_val) and yield (<table>_yield) are one statement each, under the row lock:
+ *   proclaim replaces the value while the contender holds the fence and a live lease, and
+ *   NOTIFYs every live waiter (the release's hint: each asks once and reads the new value;
+ *   observers read it at their next refresh). Yield, with a live waiter other than the owner
+ *   in line, hands the mutex over exactly as a release does (the grant pushed to the head)
+ *   and queues the yielder at the back with its lease and value; with nobody in line it
+ *   changes nothing. A table of an earlier version is upgraded by the setup: the value
+ *   columns are added, and its functions are dropped and made anew (their answers lack the
+ *   value); an earlier version's setup then fails on this one's functions ("cannot change
+ *   return type"), and its processes already connected fail their next statement: upgrade
+ *   every process of a table together. A value longer than this build's SIMBA_VALUE_MAX (a
+ *   program built with a larger one wrote it) is an error, never cut.
  *
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
@@ -258,18 +278,21 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
    {I} = quoted queue index (unqualified), {X} = quoted trigger function of lost rows,
    {G} {H} = its quoted triggers (unqualified), {Y} = quoted trigger function that keeps the
    marker, {K} its trigger (unqualified), {W} = quoted function: when the server began taking
-   writes, {N} = the table name unquoted (in $n$ only). Every function returns one row:
-   owner ('' = nobody), ttl_left, transition_left, held (-1 unknown), fence, first_in_line. */
+   writes, {N} = the table name unquoted (in $n$ only), {V} = quoted set-value function,
+   {E} = quoted yield function. Every function returns one row: owner ('' = nobody),
+   ttl_left, transition_left, held (-1 unknown), fence, first_in_line (or what the answer
+   is, see SIMBA__PG_GUARD and SIMBA__PG_REFUSED), the owner's value. */
 #define SIMBA__PG_OUT \
-    "OUT o_owner text, OUT o_ttl bigint, OUT o_tr bigint, OUT o_held bigint, OUT o_fence bigint, OUT o_first int"
+    "OUT o_owner text, OUT o_ttl bigint, OUT o_tr bigint, OUT o_held bigint, OUT o_fence bigint, OUT o_first int," \
+    " OUT o_val bytea"
 #define SIMBA__PG_NOW_EXPR "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 #define SIMBA__PG_NOW "now_ms := " SIMBA__PG_NOW_EXPR ";\n"
 #define SIMBA__PG_ANSWER                                                                          \
     "  IF r.owner <> '' AND r.transition_ms >= now_ms THEN\n"                                      \
     "    o_owner := r.owner; o_ttl := r.ttl_ms - now_ms; o_tr := r.transition_ms - now_ms;\n"      \
-    "    o_held := now_ms - r.acquired_ms; o_fence := r.fence;\n"                                  \
+    "    o_held := now_ms - r.acquired_ms; o_fence := r.fence; o_val := r.value;\n"               \
     "  ELSE\n"                                                                                     \
-    "    o_owner := ''; o_ttl := 0; o_tr := 0; o_held := -1; o_fence := 0;\n"                      \
+    "    o_owner := ''; o_ttl := 0; o_tr := 0; o_held := -1; o_fence := 0; o_val := '';\n"         \
     "  END IF;\n"
 
 /* Every commit is asynchronous (the session runs with synchronous_commit = off): a handoff
@@ -312,9 +335,11 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     "        RETURN;\n"                                                                           \
     "      END IF;\n"
 /* The seventh column is the server's clock (ms since 1970) when the answer was made: a
-   pushed grant's lease is placed on the loop clock through it (see PUSH). */
+   pushed grant's lease is placed on the loop clock through it (see PUSH). The eighth is
+   the owner's value in hex (text answers: no escapes to undo). */
 #define SIMBA__PG_COLS \
-    "o_owner, o_ttl, o_tr, o_held, o_fence, o_first, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+    "o_owner, o_ttl, o_tr, o_held, o_fence, o_first, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint," \
+    " encode(o_val, 'hex')"
 /* Every statement in the functions looks rows up by name, and each has an index for it. A
    session's PL/pgSQL keeps the generic plan it made first: made while the tables were new
    (or analyzed when they held a few rows), that was a sequential scan, kept until autovacuum
@@ -330,7 +355,7 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
    lease lives, and wakes the head waiter as a release without a grant does. */
 #define SIMBA__PG_NOW_EXPR "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 #define SIMBA__PG_VIEW_COLS                                                                       \
-    "name, owner, fence, acquired_ms, n.ms - acquired_ms, ttl_ms - n.ms, transition_ms - n.ms"
+    "name, owner, fence, acquired_ms, n.ms - acquired_ms, ttl_ms - n.ms, transition_ms - n.ms, encode(value, 'hex')"
 #define SIMBA__PG_VIEW_FROM " FROM {T}, (SELECT " SIMBA__PG_NOW_EXPR " AS ms) n"
 #define SIMBA__PG_INSPECTION                                                                      \
     "PREPARE simba_inspect (text) AS SELECT " SIMBA__PG_VIEW_COLS ",\n"                          \
@@ -340,11 +365,121 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     SIMBA__PG_VIEW_FROM " WHERE name = $1;\n"                                                    \
     "PREPARE simba_list AS SELECT " SIMBA__PG_VIEW_COLS SIMBA__PG_VIEW_FROM ";\n"                \
     "PREPARE simba_force (text, bigint) AS WITH n AS (SELECT " SIMBA__PG_NOW_EXPR " AS ms),\n"     \
-    "  c AS (UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0 WHERE name = $1 AND fence = $2\n" \
+    "  c AS (UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0, value = '' WHERE name = $1 AND fence = $2\n" \
     "    AND owner <> '' AND transition_ms >= (SELECT ms FROM n) RETURNING name),\n"             \
     "  w AS (SELECT pg_notify(channel, contender || ' ' || $1) FROM (SELECT channel, contender FROM {Q}\n" \
     "    WHERE name = $1 AND expires_ms >= (SELECT ms FROM n) AND EXISTS (SELECT 1 FROM c) ORDER BY seq LIMIT 1) h)\n" \
     "  SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM w);\n"
+
+/* A release's hand-over (the owner's row r locked FOR UPDATE, now_ms read): the oldest live
+   waiter is granted the mutex with its own ttl, transition and value (kept with its place)
+   and the NOTIFY to its channel carries the grant; a place of v0.1.0 (no lease) or the crash
+   quarantine clears the row instead, and the head gets a hint. hd IS NULL: nobody waits,
+   nothing changed. Shared by release ({R}) and yield ({E}). */
+#define SIMBA__PG_HAND_OVER                                                                       \
+    "    SELECT contender, channel, ttl_ms, tr_ms, value INTO hd, ch, h_ttl, h_tr, h_val FROM {Q}\n" \
+    "      WHERE name = p_name AND expires_ms >= now_ms ORDER BY seq LIMIT 1;\n"                   \
+    "    IF hd IS NOT NULL AND h_ttl > 0 THEN\n"                                                  \
+    SIMBA__PG_GUARD_LOAD("h_ttl", "h_tr")                                                         \
+    "    END IF;\n"                                                                               \
+    "    IF hd IS NOT NULL AND h_ttl > 0 AND now_ms >= b_until THEN\n"                            \
+    "      UPDATE {T} SET owner = hd, fence = greatest(fence + 1, b_floor), acquired_ms = now_ms,\n" \
+    "        ttl_ms = now_ms + h_ttl, transition_ms = now_ms + h_ttl + h_tr, value = h_val\n"     \
+    "        WHERE name = p_name RETURNING * INTO r;\n"                                           \
+    "      DELETE FROM {Q} WHERE name = p_name AND (contender = hd OR expires_ms < now_ms);\n"    \
+    /* "G fence ttl transition server-ms contender mutex": ids and names hold no spaces */    \
+    "      PERFORM pg_notify(ch, 'G ' || r.fence || ' ' || h_ttl || ' ' || h_tr || ' ' || now_ms\n" \
+    "        || ' ' || hd || ' ' || p_name);\n"                                                   \
+    "    ELSIF hd IS NOT NULL THEN\n"                                                             \
+    "      UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0, value = '' WHERE name = p_name;\n" \
+    "      r.owner := '';\n"                                                                      \
+    "      PERFORM pg_notify(ch, hd || ' ' || p_name);\n"                                        \
+    "    END IF;\n"
+
+/* An answer of {V} or {E} whose fence no longer holds (o_first = 4: the contender does not
+   hold the mutex with p_fence and a live lease; the row as it is follows), and of a yield
+   that passed the mutex on (o_first = 5: the new owner's row follows). */
+#define SIMBA__PG_REFUSED "4"
+#define SIMBA__PG_YIELDED "5"
+
+/* Tables of an earlier version get the value columns ('' for what they hold). Functions of
+   an earlier version are dropped: CREATE OR REPLACE cannot give {R} and {D} their value
+   column, and {A} without p_val would be another function beside the new one. An earlier
+   version's setup then fails on these functions (cannot change return type): every process
+   on a table runs this version. Then the owner's proclaim {V}: the value replaced under the
+   same fence while the lease lives, and every live waiter hinted (as by a release) so that
+   it reads the new value at once. */
+#define SIMBA__PG_VALUE_SETUP                                                                     \
+    "DO $simba$ BEGIN\n"                                                                          \
+    "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($n${T}$n$)\n"      \
+    "                 AND attname = 'value' AND NOT attisdropped) THEN\n"                         \
+    "    ALTER TABLE {T} ADD COLUMN value bytea NOT NULL DEFAULT '';\n"                            \
+    "  END IF;\n"                                                                                 \
+    "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($n${Q}$n$)\n"      \
+    "                 AND attname = 'value' AND NOT attisdropped) THEN\n"                         \
+    "    ALTER TABLE {Q} ADD COLUMN value bytea NOT NULL DEFAULT '';\n"                            \
+    "  END IF;\n"                                                                                 \
+    "  IF to_regprocedure($n${A}(text, text, bigint, bigint, bigint, boolean, text)$n$) IS NOT NULL THEN\n" \
+    "    DROP FUNCTION {A}(text, text, bigint, bigint, bigint, boolean, text);\n"                 \
+    "  END IF;\n"                                                                                 \
+    "  IF EXISTS (SELECT 1 FROM pg_proc WHERE oid = to_regprocedure($n${R}(text, text)$n$)\n"     \
+    "             AND NOT ('o_val' = ANY (proargnames))) THEN\n"                                  \
+    "    DROP FUNCTION {R}(text, text);\n"                                                        \
+    "  END IF;\n"                                                                                 \
+    "  IF EXISTS (SELECT 1 FROM pg_proc WHERE oid = to_regprocedure($n${D}(text)$n$)\n"           \
+    "             AND NOT ('o_val' = ANY (proargnames))) THEN\n"                                  \
+    "    DROP FUNCTION {D}(text);\n"                                                              \
+    "  END IF;\n"                                                                                 \
+    "END $simba$;\n"                                                                              \
+    "CREATE OR REPLACE FUNCTION {V}(p_name text, p_id text, p_fence bigint, p_val bytea,\n"       \
+    "  " SIMBA__PG_OUT ")\n"                                                                      \
+    "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"                                          \
+    "DECLARE r {T}%ROWTYPE; now_ms bigint;\n"                                                     \
+    "BEGIN\n"                                                                                     \
+    "  SELECT * INTO r FROM {T} WHERE name = p_name FOR UPDATE;\n"                                \
+    "  IF NOT FOUND THEN r.owner := ''; END IF;\n"                                                \
+    "  " SIMBA__PG_NOW                                                                            \
+    "  IF r.owner = p_id AND r.fence = p_fence AND r.transition_ms >= now_ms THEN\n"              \
+    "    UPDATE {T} SET value = p_val WHERE name = p_name RETURNING * INTO r;\n"                  \
+    "    o_first := 0;\n"                                                                         \
+    "    PERFORM pg_notify(channel, contender || ' ' || p_name) FROM {Q}\n"                       \
+    "      WHERE name = p_name AND expires_ms >= now_ms;\n"                                       \
+    "  ELSE\n"                                                                                    \
+    "    o_first := " SIMBA__PG_REFUSED ";\n"                                                     \
+    "  END IF;\n"                                                                                 \
+    SIMBA__PG_ANSWER                                                                              \
+    "END $simba$;\n"
+
+/* Yield {E}: while the contender holds the mutex with p_fence and a live lease, and a live
+   waiter other than it stands in line, the mutex is handed over as a release hands it over
+   and the contender joins the back of the line (its place with p_live, and p_ttl, p_tr and
+   the value it held: what a later release grants it); with nobody live in line nothing
+   changes. */
+#define SIMBA__PG_YIELD_FN                                                                        \
+    "CREATE OR REPLACE FUNCTION {E}(p_name text, p_id text, p_fence bigint, p_live bigint,\n"     \
+    "  p_chan text, p_ttl bigint, p_tr bigint, " SIMBA__PG_OUT ")\n"                              \
+    "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"                                          \
+    "DECLARE r {T}%ROWTYPE; now_ms bigint; hd text; ch text; h_ttl bigint; h_tr bigint; h_val bytea;\n" \
+    "  b_since bigint; b_floor bigint; b_until bigint; my_bound bigint; y_val bytea;\n"           \
+    "BEGIN\n"                                                                                     \
+    "  SELECT * INTO r FROM {T} WHERE name = p_name FOR UPDATE;\n"                                \
+    "  IF NOT FOUND THEN r.owner := ''; END IF;\n"                                                \
+    "  " SIMBA__PG_NOW                                                                            \
+    "  o_first := 0;\n"                                                                           \
+    "  y_val := r.value;\n"                                                                       \
+    "  IF r.owner <> p_id OR r.fence <> p_fence OR r.transition_ms < now_ms THEN\n"               \
+    "    o_first := " SIMBA__PG_REFUSED ";\n"                                                     \
+    "  ELSE\n"                                                                                    \
+    "    DELETE FROM {Q} WHERE name = p_name AND (contender = p_id OR expires_ms < now_ms);\n"    \
+    SIMBA__PG_HAND_OVER                                                                           \
+    "    IF hd IS NOT NULL THEN\n"                                                                \
+    "      INSERT INTO {Q} (name, contender, channel, expires_ms, ttl_ms, tr_ms, value)\n"       \
+    "        VALUES (p_name, p_id, p_chan, now_ms + p_live, p_ttl, p_tr, y_val);\n"               \
+    "      o_first := " SIMBA__PG_YIELDED ";\n"                                                   \
+    "    END IF;\n"                                                                               \
+    "  END IF;\n"                                                                                 \
+    SIMBA__PG_ANSWER                                                                              \
+    "END $simba$;\n"
 
 static const char *const simba__pg_setup_sql[] = {
     "BEGIN;\n"
@@ -355,11 +490,12 @@ static const char *const simba__pg_setup_sql[] = {
     "  AND to_regproc($n${A}$n$) IS NOT NULL THEN 'on' ELSE 'off' END, true);\n"
     "CREATE TABLE IF NOT EXISTS {T} (name text PRIMARY KEY, owner text NOT NULL DEFAULT '',\n"
     "  fence bigint NOT NULL DEFAULT 0, acquired_ms bigint NOT NULL DEFAULT 0,\n"
-    "  ttl_ms bigint NOT NULL DEFAULT 0, transition_ms bigint NOT NULL DEFAULT 0);\n"
+    "  ttl_ms bigint NOT NULL DEFAULT 0, transition_ms bigint NOT NULL DEFAULT 0,\n"
+    "  value bytea NOT NULL DEFAULT '');\n"
     "CREATE TABLE IF NOT EXISTS {Q} (name text NOT NULL, contender text NOT NULL,\n"
     "  channel text NOT NULL, seq bigserial, expires_ms bigint NOT NULL,\n"
     "  ttl_ms bigint NOT NULL DEFAULT 0, tr_ms bigint NOT NULL DEFAULT 0,\n"
-    "  PRIMARY KEY (name, contender));\n"
+    "  value bytea NOT NULL DEFAULT '', PRIMARY KEY (name, contender));\n"
     /* a queue made by v0.1.0 lacks the waiter's lease (the release's grant needs it); the
        catalog is asked first, so that no setup takes the table's exclusive lock for nothing */
     "DO $simba$ BEGIN\n"
@@ -440,9 +576,13 @@ static const char *const simba__pg_setup_sql[] = {
     "    CREATE TRIGGER {H} BEFORE TRUNCATE ON {T} FOR EACH STATEMENT EXECUTE PROCEDURE {X}();\n"
     "  END IF;\n"
     "END $simba$;\n",
-    /* acquire: p_renew = the core believes it owns it (renewal keeps fence and acquired) */
+    SIMBA__PG_VALUE_SETUP,
+    SIMBA__PG_YIELD_FN,
+    /* acquire: p_renew = the core believes it owns it (renewal keeps fence, acquired and
+       value); a new tenure stores p_val, and a waiter's place keeps it for a release's grant
+       (SQL of an application's own may leave it out: no value) */
     "CREATE OR REPLACE FUNCTION {A}(p_name text, p_id text, p_ttl bigint, p_tr bigint,\n"
-    "  p_live bigint, p_renew boolean, p_chan text, " SIMBA__PG_OUT ")\n"
+    "  p_live bigint, p_renew boolean, p_chan text, p_val bytea DEFAULT '', " SIMBA__PG_OUT ")\n"
     "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"
     "DECLARE r {T}%ROWTYPE; now_ms bigint; head text; live boolean;\n"
     "  b_since bigint; b_floor bigint; b_until bigint; b_bound bigint; my_bound bigint;\n"
@@ -479,16 +619,16 @@ static const char *const simba__pg_setup_sql[] = {
     "    IF (live AND r.owner = p_id) OR (NOT live AND (head IS NULL OR head = p_id)) THEN\n"
     SIMBA__PG_GUARD
     "      UPDATE {T} SET owner = p_id, fence = greatest(fence + 1, b_floor), acquired_ms = now_ms,\n"
-    "        ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr WHERE name = p_name\n"
-    "        RETURNING * INTO r;\n"
+    "        ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr, value = p_val\n"
+    "        WHERE name = p_name RETURNING * INTO r;\n"
     "      DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"
     "    ELSE\n"
     /* the waiter's lease goes with its place: a release grants it to the head at once */
-    "      INSERT INTO {Q} (name, contender, channel, expires_ms, ttl_ms, tr_ms)\n"
-    "        VALUES (p_name, p_id, p_chan, now_ms + p_live, p_ttl, p_tr)\n"
+    "      INSERT INTO {Q} (name, contender, channel, expires_ms, ttl_ms, tr_ms, value)\n"
+    "        VALUES (p_name, p_id, p_chan, now_ms + p_live, p_ttl, p_tr, p_val)\n"
     "        ON CONFLICT (name, contender) DO UPDATE\n"
     "        SET channel = EXCLUDED.channel, expires_ms = EXCLUDED.expires_ms,\n"
-    "            ttl_ms = EXCLUDED.ttl_ms, tr_ms = EXCLUDED.tr_ms;\n"
+    "            ttl_ms = EXCLUDED.ttl_ms, tr_ms = EXCLUDED.tr_ms, value = EXCLUDED.value;\n"
     /* first in line: the line was empty, or we led it */
     "      o_first := CASE WHEN head IS NULL OR head = p_id THEN 1 ELSE 0 END;\n"
     "    END IF;\n"
@@ -501,7 +641,7 @@ static const char *const simba__pg_setup_sql[] = {
        nobody waiting the row is cleared. A release by anyone else leaves the line. */
     "CREATE OR REPLACE FUNCTION {R}(p_name text, p_id text, " SIMBA__PG_OUT ")\n"
     "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"
-    "DECLARE r {T}%ROWTYPE; now_ms bigint; hd text; ch text; h_ttl bigint; h_tr bigint;\n"
+    "DECLARE r {T}%ROWTYPE; now_ms bigint; hd text; ch text; h_ttl bigint; h_tr bigint; h_val bytea;\n"
     "  b_since bigint; b_floor bigint; b_until bigint; my_bound bigint;\n"
     "BEGIN\n"
     "  SELECT * INTO r FROM {T} WHERE name = p_name FOR UPDATE;\n"
@@ -512,24 +652,10 @@ static const char *const simba__pg_setup_sql[] = {
     "  " SIMBA__PG_NOW
     "  o_first := 0;\n"
     "  IF r.owner = p_id AND r.transition_ms >= now_ms THEN\n"
-    "    SELECT contender, channel, ttl_ms, tr_ms INTO hd, ch, h_ttl, h_tr FROM {Q}\n"
-    "      WHERE name = p_name AND expires_ms >= now_ms ORDER BY seq LIMIT 1;\n"
-    "    IF hd IS NOT NULL AND h_ttl > 0 THEN\n"
-    SIMBA__PG_GUARD_LOAD("h_ttl", "h_tr")
-    "    END IF;\n"
-    "    IF hd IS NOT NULL AND h_ttl > 0 AND now_ms >= b_until THEN\n"
-    "      UPDATE {T} SET owner = hd, fence = greatest(fence + 1, b_floor), acquired_ms = now_ms,\n"
-    "        ttl_ms = now_ms + h_ttl, transition_ms = now_ms + h_ttl + h_tr WHERE name = p_name\n"
-    "        RETURNING * INTO r;\n"
-    "      DELETE FROM {Q} WHERE name = p_name AND (contender = hd OR expires_ms < now_ms);\n"
-    /* "G fence ttl transition server-ms contender mutex": ids and names hold no spaces */
-    "      PERFORM pg_notify(ch, 'G ' || r.fence || ' ' || h_ttl || ' ' || h_tr || ' ' || now_ms\n"
-    "        || ' ' || hd || ' ' || p_name);\n"
-    "    ELSE\n"
-    /* nobody waits, a place of v0.1.0 (no lease), or the crash quarantine: a hint only */
-    "      UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0 WHERE name = p_name;\n"
+    SIMBA__PG_HAND_OVER
+    "    IF hd IS NULL THEN\n"
+    "      UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0, value = '' WHERE name = p_name;\n"
     "      r.owner := '';\n"
-    "      IF hd IS NOT NULL THEN PERFORM pg_notify(ch, hd || ' ' || p_name); END IF;\n"
     "    END IF;\n"
     "  ELSE\n"
     "    DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"
@@ -550,8 +676,12 @@ static const char *const simba__pg_setup_sql[] = {
     /* no commit waits for the WAL flush (see SIMBA__PG_GUARD); the quarantine's lower bound */
     "SET synchronous_commit = off;\n"
     "SELECT set_config('simba.max_lease_ms', '{L}', false);\n"
-    "PREPARE simba_acq (text, text, bigint, bigint, bigint, boolean, text) AS\n"
-    "  SELECT " SIMBA__PG_COLS " FROM {A}($1, $2, $3, $4, $5, $6, $7);\n"
+    "PREPARE simba_acq (text, text, bigint, bigint, bigint, boolean, text, text) AS\n"
+    "  SELECT " SIMBA__PG_COLS " FROM {A}($1, $2, $3, $4, $5, $6, $7, decode($8, 'hex'));\n"
+    "PREPARE simba_val (text, text, bigint, text) AS\n"
+    "  SELECT " SIMBA__PG_COLS " FROM {V}($1, $2, $3, decode($4, 'hex'));\n"
+    "PREPARE simba_yield (text, text, bigint, bigint, text, bigint, bigint) AS\n"
+    "  SELECT " SIMBA__PG_COLS " FROM {E}($1, $2, $3, $4, $5, $6, $7);\n"
     "PREPARE simba_rel (text, text) AS SELECT " SIMBA__PG_COLS " FROM {R}($1, $2);\n"
     "PREPARE simba_read (text) AS SELECT " SIMBA__PG_COLS " FROM {D}($1);\n"
     SIMBA__PG_INSPECTION
@@ -600,8 +730,11 @@ typedef struct simba__pg {
     simba_req *fhead, *ftail, *head, *tail;
     simba_reply rep;
     char owner_buf[SIMBA_ID_MAX + 1];
-    char err[256];
-    char num[3][24];
+    char err[512];
+    char num[4][24];
+    char val_hex[2 * SIMBA_VALUE_MAX + 1];  /* a request's value as the statement's parameter */
+    unsigned char val[SIMBA_VALUE_MAX];     /* the owner's value in the answer in rep */
+    unsigned char view_val[SIMBA_VALUE_MAX]; /* ... in an inspection's row */
     /* loop ms minus server ms, a lower bound taken from an answer (s - T - 1: the statement
        ran after it was submitted at s, and the server's clock read T then, truncated to
        the ms); off_at = when, INT64_MIN = no answer yet on this connection */
@@ -627,16 +760,52 @@ static int simba__pg_int(const char *s, int64_t *out) {
     return 0;
 }
 
+/* Bytes as hex text (bytea travels as hex both ways: decode($n, 'hex'), encode(v, 'hex')). */
+static const char *simba__pg_hex(char *out, const unsigned char *v, size_t n) {
+    static const char digits[] = "0123456789abcdef";
+    size_t i;
+    for (i = 0; i < n; i++) {
+        out[2 * i] = digits[v[i] >> 4];
+        out[2 * i + 1] = digits[v[i] & 15];
+    }
+    out[2 * n] = 0;
+    return out;
+}
+
+static int simba__pg_nibble(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* A value column (hex, NULL = none) into out; -1 with err set when it is not hex or is over
+   SIMBA_VALUE_MAX (a program built with a larger one wrote it: an error, never cut). */
+static int simba__pg_unhex(const char *hex, unsigned char *out, size_t *len, char *err, size_t errcap) {
+    size_t n = hex ? strlen(hex) : 0, i;
+    *len = 0;
+    if (n % 2) { snprintf(err, errcap, "postgres: the owner's value is not hex"); return -1; }
+    if (n / 2 > SIMBA_VALUE_MAX) {
+        snprintf(err, errcap, "postgres: the owner's value is %zu bytes, over SIMBA_VALUE_MAX %d of this build: build every "
+                 "program on the table with the same SIMBA_VALUE_MAX", n / 2, SIMBA_VALUE_MAX);
+        return -1;
+    }
+    for (i = 0; i < n; i += 2) {
+        int hi = simba__pg_nibble(hex[i]), lo = simba__pg_nibble(hex[i + 1]);
+        if (hi < 0 || lo < 0) { snprintf(err, errcap, "postgres: the owner's value is not hex"); return -1; }
+        out[i / 2] = (unsigned char)(hi << 4 | lo);
+    }
+    *len = n / 2;
+    return 0;
+}
+
 static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply *out, int64_t *server_ms, char *owner_buf,
-                               char *err, size_t errcap) {
+                               unsigned char *val_buf, char *err, size_t errcap) {
     int64_t n[6];
-    int i;
+    int i, refused;
     memset(out, 0, sizeof *out);
     out->rc = SIMBA_OK;
     out->held_ms = -1;
     *server_ms = 0;
-    if (nfields != 7) { snprintf(err, errcap, "postgres: answer has %d columns, expected 7", nfields); return -1; }
-    for (i = 0; i < 7; i++)
+    if (nfields != 8) { snprintf(err, errcap, "postgres: answer has %d columns, expected 8", nfields); return -1; }
+    for (i = 0; i < 7; i++) /* (the value, column 8, may be NULL: none) */
         if (!vals[i]) { snprintf(err, errcap, "postgres: answer column %d is NULL", i + 1); return -1; }
     for (i = 0; i < 6; i++)
         if (simba__pg_int(vals[i + 1], &n[i]) != 0) {
@@ -666,8 +835,12 @@ static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply
         out->errmsg = err;
         return 0;
     }
-    if (n[4] != 0 && n[4] != 1) { snprintf(err, errcap, "postgres: first_in_line must be 0 to 3"); return -1; }
-    out->first_in_line = (int)n[4];
+    if (n[4] != 0 && n[4] != 1 && n[4] != 4 && n[4] != 5) { snprintf(err, errcap, "postgres: first_in_line must be 0 to 5"); return -1; }
+    out->first_in_line = n[4] == 1;
+    out->yielded = n[4] == 5;
+    /* the fence of a SET_VALUE or YIELD no longer holds: the row as it is says who holds it */
+    refused = n[4] == 4;
+    if (refused) out->rc = SIMBA_ESTATE;
     if (!vals[0][0]) return 0; /* nobody: the durations mean nothing */
     if (simba_id_check(vals[0]) != SIMBA_OK) { snprintf(err, errcap, "postgres: stored owner id is not a valid contender id"); return -1; }
     if (n[0] > SIMBA_MAX_MS || n[1] > SIMBA_MAX_MS || n[0] < -SIMBA_MAX_MS || n[1] < 0 || n[1] < n[0] || n[2] < 0 ||
@@ -676,6 +849,8 @@ static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply
                  (long long)n[0], (long long)n[1], (long long)n[2], (long long)n[3]);
         return -1;
     }
+    if (simba__pg_unhex(vals[7], val_buf, &out->value_len, err, errcap) != 0) return -1;
+    out->value = out->value_len > 0 ? val_buf : NULL;
     simba__copy(owner_buf, SIMBA_ID_MAX + 1, vals[0]);
     out->owner = owner_buf;
     out->ttl_left_ms = n[0];
@@ -878,7 +1053,7 @@ static void simba__pg_flush(simba__pg *p, int64_t now) {
 
 /* Puts one request's statement (and, in pipeline mode, its sync) into the output buffer. */
 static int simba__pg_send_one(simba__pg *p, simba_req *r) {
-    const char *v[7];
+    const char *v[8];
     const char *stmt;
     int n;
     v[0] = r->mutex;
@@ -892,7 +1067,29 @@ static int simba__pg_send_one(simba__pg *p, simba_req *r) {
         v[4] = p->num[2];
         v[5] = r->renew ? "t" : "f";
         v[6] = p->chan;
+        v[7] = simba__pg_hex(p->val_hex, r->value, r->value ? r->value_len : 0);
         stmt = "simba_acq";
+        n = 8;
+    } else if (r->op == SIMBA_OP_SET_VALUE) {
+        snprintf(p->num[0], sizeof p->num[0], "%llu", (unsigned long long)r->fence);
+        v[2] = p->num[0];
+        v[3] = simba__pg_hex(p->val_hex, r->value, r->value ? r->value_len : 0);
+        stmt = "simba_val";
+        n = 4;
+    } else if (r->op == SIMBA_OP_YIELD) {
+        /* the yielder's place: its liveness, and the lease a later release grants it (with
+           the value it held) */
+        snprintf(p->num[0], sizeof p->num[0], "%llu", (unsigned long long)r->fence);
+        snprintf(p->num[1], sizeof p->num[1], "%lld",
+                 (long long)(r->live_ms > 0 ? r->live_ms : simba__add(simba__add(r->ttl_ms, r->transition_ms), 2000)));
+        snprintf(p->num[2], sizeof p->num[2], "%lld", (long long)r->ttl_ms);
+        snprintf(p->num[3], sizeof p->num[3], "%lld", (long long)r->transition_ms);
+        v[2] = p->num[0];
+        v[3] = p->num[1];
+        v[4] = p->chan;
+        v[5] = p->num[2];
+        v[6] = p->num[3];
+        stmt = "simba_yield";
         n = 7;
     } else if (r->op == SIMBA_OP_RELEASE) {
         stmt = "simba_rel";
@@ -1051,10 +1248,10 @@ static void simba__pg_result(simba__pg *p, PGresult *res) {
     }
     memset(&p->rep, 0, sizeof p->rep);
     if (st == PGRES_TUPLES_OK && PQntuples(res) == 1) {
-        const char *v[7];
+        const char *v[8];
         int i, nf = PQnfields(res);
-        for (i = 0; i < 7 && i < nf; i++) v[i] = PQgetisnull(res, 0, i) ? NULL : PQgetvalue(res, 0, i);
-        if (simba__pg_parse_row(nf, v, &p->rep, &p->rep_server_ms, p->owner_buf, p->err, sizeof p->err) != 0) {
+        for (i = 0; i < 8 && i < nf; i++) v[i] = PQgetisnull(res, 0, i) ? NULL : PQgetvalue(res, 0, i);
+        if (simba__pg_parse_row(nf, v, &p->rep, &p->rep_server_ms, p->owner_buf, p->val, p->err, sizeof p->err) != 0) {
             p->rep_server_ms = 0; /* an answer that does not parse tells nothing, not even the time */
             memset(&p->rep, 0, sizeof p->rep);
             p->rep.rc = SIMBA_EBACKEND;
@@ -1167,6 +1364,10 @@ static int simba__pg_grant_take(simba__pg *p, simba_req *req) {
         rep.transition_left_ms = simba__add(end, g->tr) - req->sent_at;
         rep.held_ms = simba__max(0, req->sent_at - g->start);
         rep.fence = g->fence;
+        /* the value the server granted with is the one this ask carries: the waiter's place
+           holds the value of its last ask, and a contender's value changes only as owner */
+        rep.value = req->value;
+        rep.value_len = req->value ? req->value_len : 0;
         p->pushed++;
         simba_req_done(req, &rep);
         return 1;
@@ -1175,7 +1376,7 @@ static int simba__pg_grant_take(simba__pg *p, simba_req *req) {
 }
 
 /* >>inspect  An inspection's rows into views for the core (into p->rep: its answer). */
-static int simba__pg_view_row(PGresult *res, int row, simba_view *v) {
+static int simba__pg_view_row(PGresult *res, int row, simba_view *v, unsigned char *val_buf, char *err, size_t errcap) {
     int64_t n[6];
     int i;
     const char *name = PQgetvalue(res, row, 0), *owner = PQgetvalue(res, row, 1);
@@ -1193,11 +1394,14 @@ static int simba__pg_view_row(PGresult *res, int row, simba_view *v) {
         v->held_ms = n[2];
         v->ttl_left_ms = n[3];
         v->transition_left_ms = n[4];
+        if (simba__pg_unhex(PQgetisnull(res, row, 7) ? NULL : PQgetvalue(res, row, 7), val_buf, &v->value_len, err, errcap) != 0)
+            return -2;
+        v->value = v->value_len > 0 ? val_buf : NULL;
     }
-    if (PQnfields(res) >= 9) { /* one mutex: its line */
-        const char *w = PQgetvalue(res, row, 8);
+    if (PQnfields(res) >= 10) { /* one mutex: its line */
+        const char *w = PQgetvalue(res, row, 9);
         int k = 0;
-        if (simba__pg_int(PQgetvalue(res, row, 7), &n[5]) != 0) return -1;
+        if (simba__pg_int(PQgetvalue(res, row, 8), &n[5]) != 0) return -1;
         v->waiters = (int)n[5];
         while (*w && k < SIMBA_VIEW_WAITERS) {
             size_t len = strcspn(w, " ");
@@ -1227,14 +1431,35 @@ static void simba__pg_view_result(simba__pg *p, simba_req *r, PGresult *res) {
     }
     for (i = 0; i < rows; i++) {
         simba_view v;
-        if (PQnfields(res) < 7 || simba__pg_view_row(res, i, &v) != 0) {
-            snprintf(p->err, sizeof p->err, "postgres: unreadable row %d of an inspection", i);
+        int bad = PQnfields(res) < 8 ? -1 : simba__pg_view_row(res, i, &v, p->view_val, p->err, sizeof p->err);
+        if (bad != 0) {
+            if (bad == -1) snprintf(p->err, sizeof p->err, "postgres: unreadable row %d of an inspection", i);
             p->rep.rc = SIMBA_EBACKEND;
             p->rep.errmsg = p->err;
             return;
         }
         simba_req_view(r, &v);
     }
+}
+
+static int simba__pg_inspection(simba_op op) {
+    return op == SIMBA_OP_INSPECT || op == SIMBA_OP_LIST || op == SIMBA_OP_FORCE_RELEASE;
+}
+
+/* A SET_VALUE or YIELD whose fence no longer holds: SIMBA_ESTATE, saying who holds the mutex
+   now (the answer's owner fields, which go no further). */
+static void simba__pg_not_held(simba__pg *p, const simba_req *r) {
+    if (p->rep.owner && p->rep.owner[0])
+        snprintf(p->err, sizeof p->err, "postgres %s: %.128s no longer holds mutex %.128s with fence %llu: %.128s holds it "
+                 "with fence %llu", r->op == SIMBA_OP_YIELD ? "yield" : "set_value", r->contender, r->mutex,
+                 (unsigned long long)r->fence, p->rep.owner, (unsigned long long)p->rep.fence);
+    else
+        snprintf(p->err, sizeof p->err, "postgres %s: %.128s no longer holds mutex %.128s with fence %llu: nobody holds it",
+                 r->op == SIMBA_OP_YIELD ? "yield" : "set_value", r->contender, r->mutex, (unsigned long long)r->fence);
+    memset(&p->rep, 0, sizeof p->rep);
+    p->rep.rc = SIMBA_ESTATE;
+    p->rep.errmsg = p->err;
+    p->rep.held_ms = -1;
 }
 
 /* A batch is over (its sync came back: committed, or rolled back if a statement failed):
@@ -1253,10 +1478,11 @@ static void simba__pg_batch_done(simba__pg *p, int64_t now) {
             p->rep.rc = SIMBA_EBACKEND;
             p->rep.errmsg = p->err;
             p->rep.held_ms = -1;
-        } else if (r->op >= SIMBA_OP_INSPECT) {
+        } else if (simba__pg_inspection(r->op)) {
             simba__pg_view_result(p, r, p->res[i]);
         } else {
             simba__pg_result(p, p->res[i]);
+            if (p->rep.rc == SIMBA_ESTATE) simba__pg_not_held(p, r);
         }
         PQclear(p->res[i]);
         p->res[i] = NULL;
@@ -1483,7 +1709,7 @@ static int64_t simba__pg_deadline(void *impl) {
 static simba_result simba__pg_submit(void *impl, simba_req *req) {
     simba__pg *p = (simba__pg *)impl;
     int64_t hold;
-    if (req->op < SIMBA_OP_ACQUIRE || req->op > SIMBA_OP_FORCE_RELEASE) return SIMBA_EINVAL;
+    if (req->op < SIMBA_OP_ACQUIRE || req->op > SIMBA_OP_YIELD || req->value_len > SIMBA_VALUE_MAX) return SIMBA_EINVAL;
     if (p->state == SIMBA__PG_DOWN || p->state == SIMBA__PG_STALLED) {
         simba_req_fail(req, SIMBA_ECONN, p->err[0] ? p->err : "postgres: not connected");
         return SIMBA_OK;
@@ -1644,7 +1870,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     char qt[SIMBA__PG_QNAME_MAX], qq[SIMBA__PG_QNAME_MAX], qa[SIMBA__PG_QNAME_MAX], qr[SIMBA__PG_QNAME_MAX],
         qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qb[SIMBA__PG_QNAME_MAX], qx[SIMBA__PG_QNAME_MAX],
         qg[SIMBA__PG_QNAME_MAX], qh[SIMBA__PG_QNAME_MAX], qy[SIMBA__PG_QNAME_MAX], qk[SIMBA__PG_QNAME_MAX],
-        qw[SIMBA__PG_QNAME_MAX], qc[64], rnd[40], ml[24];
+        qw[SIMBA__PG_QNAME_MAX], qv[SIMBA__PG_QNAME_MAX], qe[SIMBA__PG_QNAME_MAX], qc[64], rnd[40], ml[24];
     int ok;
     if (out) *out = NULL;
     if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: NULL argument");
@@ -1676,7 +1902,8 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
          simba__pg_quote(qb, sizeof qb, desc->schema, table, "_boot") && simba__pg_quote(qc, sizeof qc, NULL, p->chan, "") &&
          simba__pg_quote(qx, sizeof qx, desc->schema, table, "_lost") && simba__pg_quote(qg, sizeof qg, NULL, table, "_lost") &&
          simba__pg_quote(qh, sizeof qh, NULL, table, "_lost_t") && simba__pg_quote(qy, sizeof qy, desc->schema, table, "_boot_kept") &&
-         simba__pg_quote(qk, sizeof qk, NULL, table, "_boot_kept") && simba__pg_quote(qw, sizeof qw, desc->schema, table, "_up");
+         simba__pg_quote(qk, sizeof qk, NULL, table, "_boot_kept") && simba__pg_quote(qw, sizeof qw, desc->schema, table, "_up") &&
+         simba__pg_quote(qv, sizeof qv, desc->schema, table, "_val") && simba__pg_quote(qe, sizeof qe, desc->schema, table, "_yield");
     snprintf(ml, sizeof ml, "%lld", (long long)(desc->max_lease_ms ? desc->max_lease_ms : SIMBA_MAX_LEASE_DEFAULT_MS));
     if (ok) {
         subst['T' - 'A'] = qt;
@@ -1694,6 +1921,8 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         subst['Y' - 'A'] = qy;
         subst['K' - 'A'] = qk;
         subst['W' - 'A'] = qw;
+        subst['V' - 'A'] = qv;
+        subst['E' - 'A'] = qe;
         subst['N' - 'A'] = table; /* raw, inside $n$ quotes only: it holds no '$' */
         p->setup = simba__pg_fill(loop, simba__pg_setup_sql, subst);
     }

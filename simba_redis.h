@@ -186,10 +186,31 @@
  *   grant, WAIT N wait_timeout_ms; fewer acknowledgements fail the request (SIMBA_EBACKEND,
  *   "acknowledged by k of N replicas") and the contender asks again. Renewals never wait.
  *
+ * FENCED WRITES (simba_redis_fenced)
+ *   Data kept in the lock's own Redis can be written so that a stale owner cannot: one
+ *   script reads the owner record and runs the caller's command only if the record holds
+ *   the given fence and the server's TIME has not passed its lease end (ttl + transition,
+ *   the moment the record expires and a grant may happen), all in one step of the server.
+ *   A write in the owner's transition window is accepted: nobody else can be granted
+ *   before it ends. One command per call, from an allow-list of writes on keys (SET, DEL,
+ *   INCRBY, HSET, LPUSH, RPUSH, ZADD, XADD, MSET ...), every key carrying the hash tag
+ *   {name} (so it lives in the mutex's Cluster slot) and none of the lock's own keys:
+ *   anything else is refused with SIMBA_EINVAL before it is sent. It travels as the
+ *   requests do (the primary under Sentinel, the slot's node in a Cluster, MOVED/ASK
+ *   followed, command_timeout_ms) and is answered from simba_poll:
+ *     held with this fence, lease live ------------> the command runs: SIMBA_OK, its reply
+ *     no owner record (released, lease over) ------> SIMBA_EFENCE
+ *     held with a later fence ---------------------> SIMBA_EFENCE "moved on"
+ *     held with an earlier fence (never handed out) > SIMBA_EFENCE
+ *     the command fails (WRONGTYPE ...) -----------> SIMBA_EBACKEND, nothing written
+ *     no answer (timeout, lost connection) --------> SIMBA_ETIMEDOUT / SIMBA_ECONN: unknown
+ *   After a data loss (see DATA LOSS) the record is gone: every fenced write is refused
+ *   until a new grant, which the quarantine delays.
+ *
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
  *   >>process  the work of one poll   >>close  teardown
- *   >>inspect  simba_inspect, simba_list, simba_force_release
+ *   >>inspect  simba_inspect, simba_list, simba_force_release   >>fenced  simba_redis_fenced
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
@@ -248,6 +269,40 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
    any loop: for the command line (simba init) and deployment scripts. Not for Cluster or
    Sentinel. On failure err holds the reason; on success a summary (run_id, dbs). */
 SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, int force, char *err, size_t errcap);
+
+/* >>fenced The reply of a fenced write's command, as the server gave it. Valid only during
+   the callback. STATUS is a simple string ("OK"), STRING a bulk one; both end with a NUL
+   (str[len]). ARRAY: elements of them in element. */
+enum { SIMBA_REDIS_NIL = 0, SIMBA_REDIS_INTEGER = 1, SIMBA_REDIS_STRING = 2, SIMBA_REDIS_STATUS = 3, SIMBA_REDIS_ARRAY = 4 };
+typedef struct simba_redis_value {
+    int type;
+    long long integer;
+    const char *str;
+    size_t len;
+    const struct simba_redis_value *element;
+    size_t elements;
+} simba_redis_value;
+
+/* rc SIMBA_OK: the command ran, reply is its answer. SIMBA_EFENCE: refused, nothing ran,
+   errmsg says why (the fence moved on to a later owner, released, the lease is over).
+   SIMBA_EBACKEND: the command itself failed (errmsg is the server's words: WRONGTYPE ...),
+   nothing written. SIMBA_ETIMEDOUT, SIMBA_ECONN: the answer was lost, the write may or may
+   not have happened. Called from simba_poll only. */
+typedef void (*simba_redis_fenced_fn)(simba_result rc, const simba_redis_value *reply, const char *errmsg, void *user);
+
+/* A write that commits only while fence holds a live lease of mutex name (see FENCED
+   WRITES): one script, on the server that holds the mutex (the primary under Sentinel, the
+   slot's node in a Cluster), checks the owner record and runs argv (argc words, C strings:
+   the command and its arguments) in the same step. argv[0] is one of SET DEL UNLINK INCR
+   INCRBY DECR DECRBY APPEND EXPIRE PEXPIRE PERSIST HSET HDEL HINCRBY LPUSH RPUSH LPOP RPOP
+   LTRIM SADD SREM ZADD ZREM ZINCRBY XADD XTRIM MSET (any case), and every key it names
+   carries the hash tag {name} ("orders:{job-7}:log"), outside the backend's own keys
+   (<prefix>{name}...). Non-blocking: cb answers from a later simba_poll. SIMBA_OK (cb
+   comes), or SIMBA_EINVAL before anything is sent (not a Redis backend, empty or bad name,
+   fence 0, a command outside the list, a key outside the slot, too few arguments, more
+   than 1024: simba_loop_errmsg says which), and cb never comes. */
+SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, uint64_t fence, int argc,
+                                          const char *const *argv, simba_redis_fenced_fn cb, void *user);
 
 #ifdef __cplusplus
 }
@@ -807,8 +862,25 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "if o and o.err then return o end\n"                                                    \
     "return current(o, (clock()))\n"
 
+/* The fenced write (simba_redis_fenced). KEYS: owner, fence, then the command's keys (all in
+   the mutex's slot); ARGV: the fence, then the command. The command runs only while the
+   record holds that fence and the server's clock has not passed its lease end (ttl +
+   transition): the rule of a grant, so nobody else can have been granted since. Returns
+   {1, the command's reply}, a refusal {0, owner record there (1/0), its fence (or the
+   last one handed out), lease left ms}, or the command's own error. */
+#define SIMBA__REDIS_LUA_FENCED                                                             \
+    "local now = clock()\n"                                                                 \
+    "local v = redis.call('GET', KEYS[1])\n"                                                \
+    "local o = v and rec(v)\n"                                                              \
+    "if o and o.err then return o end\n"                                                    \
+    "if o and (o[1] ~= ARGV[1] or o[5] < now) then return {0, 1, o[1], o[5] - now} end\n"   \
+    "if not o then return {0, 0, redis.call('GET', KEYS[2]) or '0', -1} end\n"              \
+    "local r = redis.pcall(unpack(ARGV, 2))\n"                                              \
+    "if type(r) == 'table' and r.err then return r end\n"                                   \
+    "return {1, r}\n"
+
 enum { SIMBA__RS_ACQUIRE, SIMBA__RS_RELEASE, SIMBA__RS_READ, SIMBA__RS_INSPECT, SIMBA__RS_LIST, SIMBA__RS_FORCE,
-       SIMBA__RS_SETVAL, SIMBA__RS_YIELD, SIMBA__RS_N };
+       SIMBA__RS_SETVAL, SIMBA__RS_YIELD, SIMBA__RS_FENCED, SIMBA__RS_N };
 /* Standalone scripts publish with PUBLISH and count listeners with PUBSUB NUMSUB; the
    Cluster ones use sharded pub/sub (Redis >= 7), so a wake-up goes to the mutex's own shard
    and PUBSUB SHARDNUMSUB counts the listeners there, not on whichever node runs the script. */
@@ -828,7 +900,8 @@ static const char *const simba__redis_lua[SIMBA__RS_N][SIMBA__REDIS_LUA_PIECES] 
      NULL, NULL},
     {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_SETVAL_HOLDER, SIMBA__REDIS_LUA_HOLDS, SIMBA__REDIS_LUA_SETVAL, NULL, NULL, NULL, NULL},
     {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_PURGE, SIMBA__REDIS_LUA_WAKE_HEAD, SIMBA__REDIS_LUA_SEM,
-     SIMBA__REDIS_LUA_YIELD_HOLDER, SIMBA__REDIS_LUA_HOLDS, SIMBA__REDIS_LUA_YIELD, NULL}};
+     SIMBA__REDIS_LUA_YIELD_HOLDER, SIMBA__REDIS_LUA_HOLDS, SIMBA__REDIS_LUA_YIELD, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_FENCED, NULL, NULL, NULL, NULL, NULL, NULL}};
 /* Room for the longest script (a test checks that each fits). */
 #define SIMBA__REDIS_LUA_CAP 16384
 /* Script idx as the server loads it (Cluster: sharded pub/sub) into buf: its length, or 0
@@ -858,6 +931,7 @@ static int simba__redis_script(simba_op op) {
     case SIMBA_OP_FORCE_RELEASE: return SIMBA__RS_FORCE;
     case SIMBA_OP_SET_VALUE: return SIMBA__RS_SETVAL;
     case SIMBA_OP_YIELD: return SIMBA__RS_YIELD;
+    case SIMBA_OP_CALL: return SIMBA__RS_FENCED;
     default: return SIMBA__RS_READ;
     }
 }
@@ -1352,6 +1426,7 @@ static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply 
 static int simba__redis_inspection(simba_op op) {
     return op == SIMBA_OP_INSPECT || op == SIMBA_OP_LIST || op == SIMBA_OP_FORCE_RELEASE;
 }
+static int simba__rfw_answer(const simba_req *req, const redisReply *x, simba_reply *rep, char *words, size_t cap);
 
 /* A script's reply (not a redirection) into the request's answer. 1 when the request is
    not answered yet: a listing's next page went out. An error in words goes to words. */
@@ -1412,14 +1487,17 @@ static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply
         }
         return 0;
     }
-    if (simba__redis_inspection(op->req->op)) v = simba__redis_views(r, op, x, rep);
+    if (op->req->op == SIMBA_OP_CALL) v = simba__rfw_answer(op->req, x, rep, words, cap);
+    else if (simba__redis_inspection(op->req->op)) v = simba__redis_views(r, op, x, rep);
     else if (simba__redis_parse(x, rep) == 0) return 0;
     else v = -1;
     if (v == 1) return 1;
     if (v < 0) {
         memset(rep, 0, sizeof(*rep));
         rep->rc = SIMBA_EBACKEND;
-        rep->errmsg = simba__redis_inspection(op->req->op) ? "redis: unexpected inspection reply" : "redis: unexpected script reply";
+        rep->errmsg = op->req->op == SIMBA_OP_CALL      ? "redis: unexpected fenced write reply"
+                      : simba__redis_inspection(op->req->op) ? "redis: unexpected inspection reply"
+                                                        : "redis: unexpected script reply";
         rep->held_ms = -1;
     }
     return 0;
@@ -1718,6 +1796,7 @@ static void simba__redis_args_list(simba__redis *r, const simba__rop *op, simba_
     a->argv[a->argc++] = r->prefix;
 }
 
+static void simba__rfw_send(simba__redis *r, simba__rop *op, int64_t now);
 static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
     simba__rargs a;
     size_t lens[24];
@@ -1727,6 +1806,10 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
 
     if (!r->cmd.ac || r->cmd.state != SIMBA__RC_READY) {
         simba__rop_fail(r, op, SIMBA_ECONN, r->err[0] ? r->err : "redis not connected");
+        return;
+    }
+    if (req->op == SIMBA_OP_CALL) {
+        simba__rfw_send(r, op, now);
         return;
     }
     for (i = 0; i < 4; i++)
@@ -2415,7 +2498,8 @@ static void simba__rconn_flush(simba__rconn *c, int64_t now) {
 /* ---- vtable ------------------------------------------------------------------------------ */
 
 static simba_result simba__redis_req_check(const simba_req *req) {
-    if (!req || !req->mutex || req->op < SIMBA_OP_ACQUIRE || req->op > SIMBA_OP_YIELD) return SIMBA_EINVAL;
+    if (!req || !req->mutex || req->op < SIMBA_OP_ACQUIRE || (req->op > SIMBA_OP_YIELD && req->op != SIMBA_OP_CALL))
+        return SIMBA_EINVAL;
     if (req->op == SIMBA_OP_LIST) return SIMBA_OK; /* no mutex */
     /* The core checks names too; braces would also move the cluster hash tag. */
     if (simba_name_check(req->mutex) != SIMBA_OK || strpbrk(req->mutex, "{}")) return SIMBA_EINVAL;
@@ -3392,6 +3476,266 @@ done:
 }
 
 /* A duration of the desc: 0 (default) .. 2^40 ms, like every duration the core accepts. */
+
+/* >>fenced The fenced write: checked here, sent as any request (the pending queue, the
+   command deadline, Sentinel's primary, Cluster routing and MOVED/ASK are the requests'),
+   answered through the core's call (simba_backend_call). */
+
+#define SIMBA__RFW_ARGS_MAX 1024
+
+/* An allowed command: Redis' arity (> 0 exact, < 0 at least -arity words) and where its
+   keys are (first, last (-1: the last word), step), as COMMAND INFO gives them. */
+typedef struct simba__rfw_cmd {
+    const char *name;
+    int arity, first, last, step;
+} simba__rfw_cmd;
+
+static const simba__rfw_cmd simba__rfw_cmds[] = {
+    {"SET", -3, 1, 1, 1},      {"DEL", -2, 1, -1, 1},    {"UNLINK", -2, 1, -1, 1}, {"INCR", 2, 1, 1, 1},
+    {"INCRBY", 3, 1, 1, 1},    {"DECR", 2, 1, 1, 1},     {"DECRBY", 3, 1, 1, 1},   {"APPEND", 3, 1, 1, 1},
+    {"EXPIRE", -3, 1, 1, 1},   {"PEXPIRE", -3, 1, 1, 1}, {"PERSIST", 2, 1, 1, 1},  {"HSET", -4, 1, 1, 1},
+    {"HDEL", -3, 1, 1, 1},     {"HINCRBY", 4, 1, 1, 1},  {"LPUSH", -3, 1, 1, 1},   {"RPUSH", -3, 1, 1, 1},
+    {"LPOP", -2, 1, 1, 1},     {"RPOP", -2, 1, 1, 1},    {"LTRIM", 4, 1, 1, 1},    {"SADD", -3, 1, 1, 1},
+    {"SREM", -3, 1, 1, 1},     {"ZADD", -4, 1, 1, 1},    {"ZREM", -3, 1, 1, 1},    {"ZINCRBY", 4, 1, 1, 1},
+    {"XADD", -5, 1, 1, 1},     {"XTRIM", -4, 1, 1, 1},   {"MSET", -3, 1, -1, 2}};
+
+/* A fenced write in flight: the script's argv (EVALSHA, sha, numkeys, KEYS, ARGV) with
+   copies of the caller's words, and the command's reply once answered. */
+typedef struct simba__rfw {
+    simba_loop *loop;
+    simba_redis_fenced_fn cb;
+    void *user;
+    int argc;
+    const char **argv;
+    size_t *lens;
+    simba_redis_value *val; /* one block: the values, then their bytes */
+} simba__rfw;
+
+static const simba__rfw_cmd *simba__rfw_find(const char *word) {
+    size_t i, j;
+    for (i = 0; i < sizeof simba__rfw_cmds / sizeof simba__rfw_cmds[0]; i++) {
+        const char *n = simba__rfw_cmds[i].name;
+        for (j = 0; n[j] && word[j] && (word[j] == n[j] || word[j] == n[j] - 'A' + 'a'); j++) {}
+        if (!n[j] && !word[j]) return &simba__rfw_cmds[i];
+    }
+    return NULL;
+}
+
+/* Redis' hash tag rule: the bytes between the first '{' and the first '}' after it. */
+static int simba__rfw_tagged(const char *key, const char *name) {
+    const char *o = strchr(key, '{'), *c = o ? strchr(o + 1, '}') : NULL;
+    size_t n = strlen(name);
+    return c && (size_t)(c - o - 1) == n && memcmp(o + 1, name, n) == 0;
+}
+
+/* The words that are keys: 1 for each, in is_key[0..argc). */
+static void simba__rfw_keys(const simba__rfw_cmd *c, int argc, char *is_key) {
+    int i, last = c->last < 0 ? argc + c->last : c->last;
+    memset(is_key, 0, (size_t)argc);
+    for (i = c->first; i <= last && i < argc; i += c->step) is_key[i] = 1;
+}
+
+static void simba__rfw_free(simba__rfw *fw) {
+    simba_loop *l = fw->loop;
+    simba_free(l, fw->val);
+    simba_free(l, fw);
+}
+
+/* The core's call is answered (or the loop is going: req NULL, nobody to tell). */
+static void simba__rfw_done(simba_req *req, simba_result rc, const char *errmsg, void *user) {
+    simba__rfw *fw = (simba__rfw *)user;
+    if (req && fw->cb) fw->cb(rc, rc == SIMBA_OK ? fw->val : NULL, errmsg, fw->user);
+    simba__rfw_free(fw);
+}
+
+static void simba__rfw_send(simba__redis *r, simba__rop *op, int64_t now) {
+    simba__rfw *fw = (simba__rfw *)simba_req_call_user(op->req);
+    fw->argv[1] = r->sha[SIMBA__RS_FENCED]; /* the same text, so the same sha on every node */
+    fw->lens[1] = strlen(fw->argv[1]);
+    if (op->asking && redisAsyncCommand(r->cmd.ac, simba__redis_on_ignore, NULL, "ASKING") != REDIS_OK) {
+        simba__rop_fail(r, op, SIMBA_ECONN, "redis: cannot queue command");
+        return;
+    }
+    if (redisAsyncCommandArgv(r->cmd.ac, simba__redis_on_reply, op, fw->argc, fw->argv, fw->lens) != REDIS_OK) {
+        simba__rop_fail(r, op, SIMBA_ECONN, "redis: cannot queue command");
+        return;
+    }
+    op->deadline = simba__add(now, r->cmd_to);
+    simba__rop_append(r, op);
+}
+
+/* The bytes a reply needs as simba_redis_values (count of values, string bytes). */
+static void simba__rfw_measure(const redisReply *x, size_t *nv, size_t *nb) {
+    size_t i;
+    (*nv)++;
+    if (x->type == REDIS_REPLY_STRING || x->type == REDIS_REPLY_STATUS) *nb += x->len + 1;
+    if (x->type == REDIS_REPLY_ARRAY)
+        for (i = 0; i < x->elements; i++) simba__rfw_measure(x->element[i], nv, nb);
+}
+
+/* Fills v from x: children take the next free values, strings the next free bytes. */
+static void simba__rfw_fill(const redisReply *x, simba_redis_value *v, simba_redis_value **free_v, char **free_b) {
+    size_t i;
+    memset(v, 0, sizeof *v);
+    switch (x->type) {
+    case REDIS_REPLY_INTEGER: v->type = SIMBA_REDIS_INTEGER; v->integer = x->integer; break;
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS:
+        v->type = x->type == REDIS_REPLY_STRING ? SIMBA_REDIS_STRING : SIMBA_REDIS_STATUS;
+        memcpy(*free_b, x->str, x->len);
+        (*free_b)[x->len] = 0;
+        v->str = *free_b;
+        v->len = x->len;
+        *free_b += x->len + 1;
+        break;
+    case REDIS_REPLY_ARRAY: {
+        simba_redis_value *kids = *free_v;
+        v->type = SIMBA_REDIS_ARRAY;
+        v->elements = x->elements;
+        v->element = kids;
+        *free_v += x->elements;
+        for (i = 0; i < x->elements; i++) simba__rfw_fill(x->element[i], &kids[i], free_v, free_b);
+        break;
+    }
+    default: v->type = SIMBA_REDIS_NIL; break;
+    }
+}
+
+/* The script's answer (not an error reply): the command's reply kept for the callback, or
+   the refusal in words. 0, or -1 when it is not what the script returns. */
+static int simba__rfw_answer(const simba_req *req, const redisReply *x, simba_reply *rep, char *words, size_t cap) {
+    simba__rfw *fw = (simba__rfw *)simba_req_call_user(req);
+    int64_t ok, has, left;
+    memset(rep, 0, sizeof(*rep));
+    rep->held_ms = -1;
+    if (!fw || x->type != REDIS_REPLY_ARRAY || x->elements < 2 || simba__redis_int(x->element[0], &ok) != 0) return -1;
+    if (ok == 1 && x->elements == 2) {
+        size_t nv = 0, nb = 0;
+        simba_redis_value *free_v;
+        char *free_b;
+        simba__rfw_measure(x->element[1], &nv, &nb);
+        simba_free(fw->loop, fw->val);
+        fw->val = (simba_redis_value *)simba_alloc(fw->loop, nv * sizeof(simba_redis_value) + nb);
+        if (!fw->val) {
+            rep->rc = SIMBA_ENOMEM;
+            rep->errmsg = "simba_redis_fenced: the write was done, but out of memory keeping its reply";
+            return 0;
+        }
+        free_v = fw->val + 1;
+        free_b = (char *)(fw->val + nv);
+        simba__rfw_fill(x->element[1], fw->val, &free_v, &free_b);
+        return 0;
+    }
+    {
+        uint64_t stored;
+        char *end;
+        const redisReply *f = x->element[2];
+        if (ok != 0 || x->elements != 4 || simba__redis_int(x->element[1], &has) != 0 ||
+            simba__redis_int(x->element[3], &left) != 0 || f->type != REDIS_REPLY_STRING || f->len == 0 || f->len > 20)
+            return -1;
+        stored = (uint64_t)strtoull(f->str, &end, 10);
+        if (*end) return -1;
+        rep->rc = simba__fence_judge("simba_redis_fenced", req->mutex, req->fence, has == 1, stored, left, words, cap);
+        if (has != 1 && stored == req->fence) /* the record is gone: a release, or its expiry at the lease end */
+            snprintf(words, cap, "simba_redis_fenced: %s has no owner record (released, or its lease is over): fence %llu "
+                     "holds no lease", req->mutex, (unsigned long long)req->fence);
+        if (rep->rc == SIMBA_OK) { /* the script refused what the rule allows: say so, never write */
+            rep->rc = SIMBA_EFENCE;
+            snprintf(words, cap, "simba_redis_fenced: refused by the server (record fence %llu, lease left %lld ms)",
+                     (unsigned long long)stored, (long long)left);
+        }
+        rep->errmsg = words;
+    }
+    return 0;
+}
+
+static simba_result simba__rfw_start_one(void *impl, simba_req *req) { return simba__redis_submit_ex((simba__redis *)impl, req, 0, 0); }
+static simba_result simba__rfw_start_cluster(void *impl, simba_req *req) { return simba__rcl_submit(impl, req); }
+
+SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, uint64_t fence, int argc,
+                                          const char *const *argv, simba_redis_fenced_fn cb, void *user) {
+    static const char fn[] = "simba_redis_fenced";
+    const simba_backend_vt *vt = simba_backend_vt_get(be);
+    simba_loop *l = simba_backend_loop(be);
+    const simba__rfw_cmd *c;
+    const char *prefix;
+    char err[256], own[SIMBA__REDIS_KEY_MAX], fence_s[24], nkeys_s[24], keys_at[SIMBA__RFW_ARGS_MAX];
+    size_t own_len, bytes;
+    simba__rfw *fw;
+    char *p;
+    int nkeys = 0, k, total;
+    simba__rb b;
+    simba_result rc;
+    if (!l || (vt != &simba__redis_vt && vt != &simba__rcl_vt)) return l ? simba__fail(l, SIMBA_EINVAL, "%s: not a Redis backend", fn) : SIMBA_EINVAL;
+    if ((rc = simba__fence_args(fn, name, fence, err, sizeof err)) != SIMBA_OK) return simba__fail(l, rc, "%s", err);
+    if (!cb) return simba__fail(l, SIMBA_EINVAL, "%s: no callback", fn);
+    if (argc < 1 || !argv || !argv[0])
+        return simba__fail(l, SIMBA_EINVAL, "%s: no command (argc %d): give the command and its arguments", fn, argc);
+    if (argc > SIMBA__RFW_ARGS_MAX)
+        return simba__fail(l, SIMBA_EINVAL, "%s: %d words in the command, at most %d", fn, argc, SIMBA__RFW_ARGS_MAX);
+    for (k = 0; k < argc; k++)
+        if (!argv[k]) return simba__fail(l, SIMBA_EINVAL, "%s: argv[%d] is NULL", fn, k);
+    if (!(c = simba__rfw_find(argv[0])))
+        return simba__fail(l, SIMBA_EINVAL, "%s: command \"%.40s\" is not a fenced write (one of SET DEL UNLINK INCR INCRBY "
+                           "DECR DECRBY APPEND EXPIRE PEXPIRE PERSIST HSET HDEL HINCRBY LPUSH RPUSH LPOP RPOP LTRIM SADD "
+                           "SREM ZADD ZREM ZINCRBY XADD XTRIM MSET)", fn, argv[0]);
+    if ((c->arity > 0 && argc != c->arity) || (c->arity < 0 && argc < -c->arity) || (c->step == 2 && (argc - 1) % 2))
+        return simba__fail(l, SIMBA_EINVAL, "%s: %s takes %s%d words with the command (%s), got %d", fn, c->name,
+                           c->arity < 0 ? "at least " : "", c->arity < 0 ? -c->arity : c->arity,
+                           c->step == 2 ? "key value pairs" : "see the Redis manual", argc);
+    prefix = vt == &simba__redis_vt ? ((simba__redis *)simba_backend_impl(be))->prefix
+                                    : ((simba__rcluster *)simba_backend_impl(be))->nodes[0]->prefix;
+    simba__rb_init(&b, own, sizeof own);
+    simba__rb_str(&b, prefix);
+    simba__rb_mem(&b, "{", 1);
+    simba__rb_str(&b, name);
+    simba__rb_mem(&b, "}", 1);
+    own_len = b.n;
+    if (b.over || own_len + 7 > sizeof own) return simba__fail(l, SIMBA_EINVAL, "%s: key of mutex %s too long", fn, name);
+    simba__rfw_keys(c, argc, keys_at);
+    for (k = 0; k < argc; k++) {
+        if (!keys_at[k]) continue;
+        if (!simba__rfw_tagged(argv[k], name))
+            return simba__fail(l, SIMBA_EINVAL, "%s: key \"%.100s\" is outside the slot of mutex %s: a key of a fenced "
+                               "write carries the hash tag {%s}", fn, argv[k], name, name);
+        if (strncmp(argv[k], own, own_len) == 0)
+            return simba__fail(l, SIMBA_EINVAL, "%s: key \"%.100s\" is the lock's own (it starts with %s)", fn, argv[k], own);
+        nkeys++;
+    }
+    /* EVALSHA sha numkeys owner fence <keys> <fence> <argv>, each copied after the arrays */
+    total = 3 + 2 + nkeys + 1 + argc;
+    simba__redis_i64(fence_s, (int64_t)fence);
+    simba__redis_i64(nkeys_s, 2 + nkeys);
+    bytes = sizeof *fw + (size_t)total * (sizeof(char *) + sizeof(size_t)) + strlen(nkeys_s) + 1 + 2 * (own_len + 7) +
+            strlen(fence_s) + 1;
+    for (k = 0; k < argc; k++) bytes += (strlen(argv[k]) + 1) * (keys_at[k] ? 2 : 1);
+    fw = (simba__rfw *)simba_alloc(l, bytes);
+    if (!fw) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory", fn);
+    memset(fw, 0, sizeof *fw);
+    fw->loop = l;
+    fw->cb = cb;
+    fw->user = user;
+    fw->argv = (const char **)(void *)(fw + 1);
+    fw->lens = (size_t *)(void *)(fw->argv + total);
+    p = (char *)(fw->lens + total);
+#define SIMBA__RFW_PUT(s_, n_) (memcpy(p, (s_), (n_)), p[(n_)] = 0, fw->lens[fw->argc] = (n_), fw->argv[fw->argc++] = p, p += (n_) + 1)
+    fw->argv[fw->argc] = "EVALSHA"; fw->lens[fw->argc++] = 7;
+    fw->argv[fw->argc] = ""; fw->lens[fw->argc++] = 0; /* the sha, set by the node that sends it */
+    SIMBA__RFW_PUT(nkeys_s, strlen(nkeys_s));
+    memcpy(own + own_len, ":owner", 7);
+    SIMBA__RFW_PUT(own, own_len + 6);
+    memcpy(own + own_len, ":fence", 7);
+    SIMBA__RFW_PUT(own, own_len + 6);
+    for (k = 0; k < argc; k++)
+        if (keys_at[k]) SIMBA__RFW_PUT(argv[k], strlen(argv[k]));
+    SIMBA__RFW_PUT(fence_s, strlen(fence_s));
+    for (k = 0; k < argc; k++) SIMBA__RFW_PUT(argv[k], strlen(argv[k]));
+#undef SIMBA__RFW_PUT
+    rc = simba_backend_call(be, name, fence, vt == &simba__redis_vt ? simba__rfw_start_one : simba__rfw_start_cluster,
+                            simba__rfw_done, fw);
+    if (rc != SIMBA_OK) simba__rfw_free(fw); /* the loop's errmsg says why */
+    return rc;
+}
 
 /* >>open */
 /* The desc's fields beside the address, with words for what is wrong. */

@@ -20,7 +20,8 @@
  *
  * HOW IT WORKS
  *   One row per mutex in one table (default "simba_mutex"):
- *       mutex (primary key), acquired_at, ttl_at, transition_at, owner_id, fence, version
+ *       mutex (primary key), acquired_at, ttl_at, transition_at, owner_id, fence, version,
+ *       waiters, value
  *   Times are the database's clock in ms since the epoch, so every process on the file shares
  *   one clock; replies carry only remaining durations computed by the database. (The wall
  *   clock that SQLite's julianday('now') reads, read once per request and bound as NOW.)
@@ -34,6 +35,21 @@
  *   on first use, its fence starting at the creation time in ms x 2^10: a file that is lost
  *   (deleted, or on a tmpfs across a reboot) and made again gives greater fences than the
  *   lost one did. Release clears the row only for its owner.
+ *
+ * LEADERSHIP VALUE, PROCLAIM, YIELD
+ *   value (a BLOB, any bytes up to SIMBA_VALUE_MAX) is written by the UPDATE that grants, in
+ *   the same statement; a renewal keeps it, a release or a forced release empties it, and
+ *   every answer that names the owner carries it (RETURNING, reads, simba_inspect).
+ *   SET_VALUE is one UPDATE conditioned on contender, fence and a live lease (the store's
+ *   clock); YIELD is one write transaction: while a live waiter other than the owner is in
+ *   line, the row is cleared as a release clears it, the owner joins the back of the line and
+ *   the head gets the release's datagram after the commit; with nobody live in line nothing
+ *   changes. On a file observers are not pushed a new value: they read it at their next
+ *   refresh, as they learn a new owner (OBSERVERS). A table of an earlier version gets its
+ *   value column at open (ALTER TABLE, empty for the lease it holds); a read_only backend
+ *   reads such a table as is, with no values. A value longer than this build's
+ *   SIMBA_VALUE_MAX (a program built with a larger one wrote it) is an error, never cut:
+ *   build every program on a file with the same SIMBA_VALUE_MAX.
  *
  * FAIRNESS: THE WAIT QUEUE (same file, table "<table>_wait")
  *   mutex, contender, seq (arrival order), expires_at (liveness), wake (datagram address)
@@ -61,8 +77,8 @@
  *   once finds the row free but another at the head, and joins the back. A head that does
  *   not come (SIGSTOPped, hung) keeps the mutex reserved until its liveness passes; others
  *   then retry every min_retry_ms and the oldest live one wins. Processes of a version
- *   without the queue ignore it: run one version per file. A table made before the queue
- *   gets its waiters column at open (ALTER TABLE).
+ *   without the queue ignore it (nor do they write values): run one version per file. A
+ *   table made before the queue gets its waiters column at open (ALTER TABLE).
  *
  * WAKE-UPS (host-local push)
  *   Every process on a SQLite file shares a host, so each backend binds a datagram socket of
@@ -277,7 +293,8 @@ SIMBA_API simba_result simba_sql_checkpoint(const char *path, int *wal_frames, i
 
 /* Synchronous, non-blocking inspection of one mutex as the database sees it (tools, tests).
    be must come from simba_sql_open(). Fills *out like a READ reply (owner copied into
-   owner_buf, "" when nobody). SIMBA_EBUSY when the database is locked right now. */
+   owner_buf, "" when nobody; out->value points into the backend, valid until its next
+   request). SIMBA_EBUSY when the database is locked right now. */
 SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simba_reply *out, char *owner_buf, size_t cap);
 
 #ifdef __cplusplus
@@ -310,6 +327,7 @@ SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simb
  * {T} is replaced by the validated, quoted table name; every value is a bound parameter:
  *   ?1 mutex   ?2 contender   ?3 ttl_ms (q_join: live_ms)   ?4 ttl_ms + transition_ms
  *   ?5 renew (0/1)   ?6 now: the loop's clock, only in the test-clock text   ?7 wake address
+ *   ?8 value (a BLOB)   ?9 fence
  * {Q} is the wait queue "<table>_wait", {O} its index "<table>_wait_order", {F} the floor of
  * lost rows "<table>_floor", {G} its trigger "<table>_lost".
  * A networked SQL engine would add a second simba__sql_text; the places where SQLite's
@@ -339,10 +357,14 @@ typedef struct simba__sql_text {
     const char *q_join;     /* ?1 ?2 ?3 live_ms ?7 wake: join the line or refresh our place */
     const char *q_self;     /* ?1 ?2 -> ms our well-formed place still lives */
     const char *q_refresh;  /* ?1 ?2 ?3 live_ms ?7 wake: push our live place's liveness on */
+    const char *set_value;  /* ?1 ?2 ?8 value ?9 fence -> the row, if the fence still holds */
 } simba__sql_text;
 
 /* Still the owner's lease: the owner may renew, nobody else may take it. */
 #define SIMBA__SQL_OWNS(NOW) "(owner_id = ?2 AND transition_at >= " NOW ")"
+/* A row as READ gives it, and as every write that answers with the row returns it. */
+#define SIMBA__SQL_ROW_COLS(NOW) \
+    "owner_id, ttl_at - " NOW ", transition_at - " NOW ", " NOW " - acquired_at, fence, waiters, value"
 
 #define SIMBA__SQL_SETUP                                                                        \
     {/* [sqlite] WAL: readers never block the writer and the writer never blocks them (an      \
@@ -352,7 +374,8 @@ typedef struct simba__sql_text {
         consistency; a lease outlives such a loss anyway. */                                   \
      "PRAGMA synchronous=NORMAL",                                                              \
      /* [sqlite] WITHOUT ROWID: the primary key is the table. waiters counts the mutex's       \
-        rows in {Q}, so that the hot paths touch the queue only when it is not empty. */       \
+        rows in {Q}, so that the hot paths touch the queue only when it is not empty. value    \
+        is the owner's bytes (simba_req.value): written with its grant, cleared by release. */ \
      "CREATE TABLE IF NOT EXISTS {T} ("                                                        \
      " mutex TEXT NOT NULL PRIMARY KEY,"                                                       \
      " acquired_at INTEGER NOT NULL DEFAULT 0,"                                                \
@@ -361,7 +384,8 @@ typedef struct simba__sql_text {
      " owner_id TEXT NOT NULL DEFAULT '',"                                                     \
      " fence INTEGER NOT NULL DEFAULT 0,"                                                      \
      " version INTEGER NOT NULL DEFAULT 0,"                                                    \
-     " waiters INTEGER NOT NULL DEFAULT 0"                                                     \
+     " waiters INTEGER NOT NULL DEFAULT 0,"                                                    \
+     " value BLOB NOT NULL DEFAULT x''"                                                        \
      ") WITHOUT ROWID",                                                                        \
      /* The wait queue: seq orders arrivals per mutex; wake is the waiter's datagram address   \
         ("" = none), expires_at its liveness (now + simba_req.live_ms at its last request). */ \
@@ -385,26 +409,32 @@ typedef struct simba__sql_text {
 /* The whole mutual exclusion, one autocommit statement: the hot path (renewal, or a free
    row nobody waits for) is a single write transaction. SET expressions see the row as it
    was before the UPDATE; RETURNING sees it after, at the same NOW. Only a renewal (?5) keeps
-   fence and acquired_at: the stored owner asking anew (it stepped down locally, or lost an
-   answer) starts a new ownership. Fairness: with waiters queued a free row is not taken
-   here; the queue decides in a transaction (simba__sql_contend). [sqlite] RETURNING (3.35+;
-   PostgreSQL has it too, MySQL would read the row back in the same transaction). */
+   fence, acquired_at and value: the stored owner asking anew (it stepped down locally, or
+   lost an answer) starts a new ownership, with the value it asks with (?8). Fairness: with
+   waiters queued a free row is not taken here; the queue decides in a transaction
+   (simba__sql_contend). [sqlite] RETURNING (3.35+; PostgreSQL has it too, MySQL would read
+   the row back in the same transaction). */
 #define SIMBA__SQL_TAKE_TEXT(NOW, FREE)                                                              \
     "UPDATE {T} SET"                                                                            \
     " fence = CASE WHEN ?5 AND " SIMBA__SQL_OWNS(NOW) " THEN fence ELSE fence + 1 END,"         \
     " acquired_at = CASE WHEN ?5 AND " SIMBA__SQL_OWNS(NOW) " THEN acquired_at ELSE " NOW " END," \
+    " value = CASE WHEN ?5 AND " SIMBA__SQL_OWNS(NOW) " THEN value ELSE ?8 END,"               \
     " owner_id = ?2,"                                                                           \
     " ttl_at = " NOW " + ?3,"                                                                   \
     " transition_at = " NOW " + ?4,"                                                            \
     " version = version + 1"                                                                    \
     " WHERE mutex = ?1 AND (" FREE " OR " SIMBA__SQL_OWNS(NOW) ")"                              \
-    " RETURNING owner_id, ttl_at - " NOW ", transition_at - " NOW ", " NOW " - acquired_at, fence, waiters"
+    " RETURNING " SIMBA__SQL_ROW_COLS(NOW)
 #define SIMBA__SQL_ACQUIRE_TEXT(NOW) SIMBA__SQL_TAKE_TEXT(NOW, "(transition_at < " NOW " AND waiters = 0)")
 #define SIMBA__SQL_GRANT_TEXT(NOW) SIMBA__SQL_TAKE_TEXT(NOW, "transition_at < " NOW)
 
-#define SIMBA__SQL_READ_TEXT(NOW)                                                                    \
-    "SELECT owner_id, ttl_at - " NOW ", transition_at - " NOW ", " NOW " - acquired_at, fence, waiters" \
-    " FROM {T} WHERE mutex = ?1"
+#define SIMBA__SQL_READ_TEXT(NOW) "SELECT " SIMBA__SQL_ROW_COLS(NOW) " FROM {T} WHERE mutex = ?1"
+
+/* Proclaim: the owner's new value under the same fence while its lease lives (?8 value,
+   ?9 fence); nothing else changes. No row returned: the fence no longer holds. */
+#define SIMBA__SQL_SET_VALUE_TEXT(NOW)                                                               \
+    "UPDATE {T} SET value = ?8, version = version + 1"                                          \
+    " WHERE mutex = ?1 AND fence = ?9 AND " SIMBA__SQL_OWNS(NOW) " RETURNING " SIMBA__SQL_ROW_COLS(NOW)
 
 /* A waiter row is dead when its liveness passed, and garbage when it is not what
    q_join writes (an id the core would refuse is also dropped where the head is read).
@@ -434,14 +464,16 @@ typedef struct simba__sql_text {
 
 /* Inspection (simba_inspect, simba_list, simba_force_release): ?1 mutex, ?2 fence, ?6 now.
    A listing reads no queue. A forced release clears the owner only while it still holds
-   the fence and its lease lives, as one statement; the waiters column says whom to wake. */
-#define SIMBA__SQL_VIEW_COLS "mutex, owner_id, fence, acquired_at, ?6 - acquired_at, ttl_at - ?6, transition_at - ?6"
-#define SIMBA__SQL_INSPECT_TEXT "SELECT " SIMBA__SQL_VIEW_COLS " FROM {T} WHERE mutex = ?1"
-#define SIMBA__SQL_LIST_TEXT "SELECT " SIMBA__SQL_VIEW_COLS " FROM {T}"
+   the fence and its lease lives, as one statement; the waiters column says whom to wake.
+   A table of an earlier version that a read_only backend may not upgrade has no value
+   column: its views are read with an empty one (VALUE x''). */
+#define SIMBA__SQL_VIEW_COLS(VALUE) "mutex, owner_id, fence, acquired_at, ?6 - acquired_at, ttl_at - ?6, transition_at - ?6, " VALUE
+#define SIMBA__SQL_INSPECT_TEXT(VALUE) "SELECT " SIMBA__SQL_VIEW_COLS(VALUE) " FROM {T} WHERE mutex = ?1"
+#define SIMBA__SQL_LIST_TEXT(VALUE) "SELECT " SIMBA__SQL_VIEW_COLS(VALUE) " FROM {T}"
 #define SIMBA__SQL_WAITERS_TEXT "SELECT contender FROM {Q} WHERE mutex = ?1 AND " SIMBA__SQL_Q_WELL_FORMED("?6") " ORDER BY seq"
 #define SIMBA__SQL_FORCE_TEXT                                                                      \
-    "UPDATE {T} SET owner_id = '', acquired_at = 0, ttl_at = 0, transition_at = 0, version = version + 1" \
-    " WHERE mutex = ?1 AND fence = ?2 AND owner_id <> '' AND transition_at >= ?6 RETURNING waiters"
+    "UPDATE {T} SET owner_id = '', acquired_at = 0, ttl_at = 0, transition_at = 0, value = x'',"      \
+    " version = version + 1 WHERE mutex = ?1 AND fence = ?2 AND owner_id <> '' AND transition_at >= ?6 RETURNING waiters"
 
 /* [sqlite] INSERT OR IGNORE (MySQL: INSERT IGNORE, PostgreSQL: ON CONFLICT DO NOTHING). */
 /* A new row's fence starts at its creation time in ms x 2^10 (?6 is NOW), not at 0: a row
@@ -461,7 +493,7 @@ typedef struct simba__sql_text {
    RETURNING, which costs SQLite about 5 % of an uncontended cycle; with waiters the second
    form says so, to wake the head. */
 #define SIMBA__SQL_RELEASE_SET                                                                     \
-    "UPDATE {T} SET owner_id = '', acquired_at = 0, ttl_at = 0, transition_at = 0,"             \
+    "UPDATE {T} SET owner_id = '', acquired_at = 0, ttl_at = 0, transition_at = 0, value = x'',"  \
     " version = version + 1 WHERE mutex = ?1 AND owner_id = ?2"
 #define SIMBA__SQL_RELEASE_TEXT SIMBA__SQL_RELEASE_SET " AND waiters = 0"
 #define SIMBA__SQL_RELEASE_QUEUED_TEXT SIMBA__SQL_RELEASE_SET " RETURNING waiters"
@@ -469,7 +501,8 @@ typedef struct simba__sql_text {
 #define SIMBA__SQL_TEXTS(NOW)                                                                       \
     SIMBA__SQL_SETUP, SIMBA__SQL_CREATE_ROW_TEXT, SIMBA__SQL_ACQUIRE_TEXT(NOW), SIMBA__SQL_GRANT_TEXT(NOW), \
         SIMBA__SQL_RELEASE_TEXT, SIMBA__SQL_READ_TEXT(NOW), SIMBA__SQL_Q_PURGE_TEXT(NOW), SIMBA__SQL_Q_HEAD_TEXT(NOW), \
-        SIMBA__SQL_Q_JOIN_TEXT(NOW), SIMBA__SQL_Q_SELF_TEXT(NOW), SIMBA__SQL_Q_REFRESH_TEXT(NOW)
+        SIMBA__SQL_Q_JOIN_TEXT(NOW), SIMBA__SQL_Q_SELF_TEXT(NOW), SIMBA__SQL_Q_REFRESH_TEXT(NOW), \
+        SIMBA__SQL_SET_VALUE_TEXT(NOW)
 /* NOW is bound once per request (see simba__sql_now): the wall clock that julianday('now')
    reads, or the loop's clock with simba_sql_desc.test_clock. */
 static const simba__sql_text simba__sqlite_text = {"sqlite", SIMBA__SQL_TEXTS(SIMBA__SQL_BOUND_NOW)};
@@ -477,7 +510,7 @@ static const simba__sql_text simba__sqlite_text = {"sqlite", SIMBA__SQL_TEXTS(SI
 enum { SIMBA__SQL_CREATE_ROW, SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_GRANT_ST, SIMBA__SQL_RELEASE_ST, SIMBA__SQL_RELEASE_QUEUED,
        SIMBA__SQL_READ_ST, SIMBA__SQL_Q_PURGE, SIMBA__SQL_Q_HEAD, SIMBA__SQL_Q_JOIN, SIMBA__SQL_Q_LEAVE, SIMBA__SQL_Q_COUNT, SIMBA__SQL_BEGIN,
        SIMBA__SQL_COMMIT, SIMBA__SQL_ROLLBACK, SIMBA__SQL_DATA_VERSION, SIMBA__SQL_SAVEPOINT, SIMBA__SQL_SP_RELEASE,
-       SIMBA__SQL_SP_ROLLBACK, SIMBA__SQL_Q_SELF, SIMBA__SQL_Q_REFRESH, SIMBA__SQL_NSTMT };
+       SIMBA__SQL_SP_ROLLBACK, SIMBA__SQL_Q_SELF, SIMBA__SQL_Q_REFRESH, SIMBA__SQL_SET_VALUE, SIMBA__SQL_NSTMT };
 
 /* ":memory:" names this database: SQLite's memdb VFS shares a name that starts with "/"
    between the connections of one process, without shared-cache mode. */
@@ -519,7 +552,8 @@ typedef struct simba__sql_done {
     simba_reply rep;
     int wake; /* a release with waiters: wake the head once it is committed */
     char owner[SIMBA_ID_MAX + 1];
-    char err[160];
+    char err[320];
+    unsigned char value[SIMBA_VALUE_MAX];
 } simba__sql_done;
 
 typedef struct simba__sql {
@@ -546,6 +580,9 @@ typedef struct simba__sql {
     int woken; /* releases pushed and not yet asked after: such an ask is not held */
     char err[512];
     char owner[SIMBA_ID_MAX + 1];
+    unsigned char value[SIMBA_VALUE_MAX]; /* the owner's value in the last row read or written */
+    size_t value_len;
+    const simba_req *cur; /* the request being executed (NULL: a tool's simba__sql_exec) */
     int64_t waiters; /* the waiters column of the last row read or written */
     int64_t lost_left; /* the last row read has no owner but is closed this many ms more (rows
                           deleted under a live lease, see SIMBA__SQL_CREATE_ROW_TEXT); -1: not */
@@ -696,25 +733,27 @@ static int simba__sql_check_table(simba__sql *s) {
     return rc;
 }
 
-/* A table made before the wait queue existed gets its waiters column (0: nobody queued).
-   Two processes may both try: the loser's "duplicate column" is checked away. */
-static int simba__sql_add_waiters(simba__sql *s) {
-    char sql[256];
+/* A table made by an earlier version gets the columns it lacks: waiters (0: nobody
+   queued) and value (empty: a lease granted before it carries none). Two processes may both
+   try: the loser's "duplicate column" is checked away. */
+static int simba__sql_add_column(simba__sql *s, const char *name, const char *decl) {
+    char sql[256], text[160];
     sqlite3_stmt *st = NULL;
     int rc, tries;
     for (tries = 0; tries < 2; tries++) {
-        if (!simba__sql_expand(s, "SELECT waiters FROM {T} LIMIT 0", sql, sizeof sql)) return SQLITE_ERROR;
+        snprintf(text, sizeof text, "SELECT %s FROM {T} LIMIT 0", name);
+        if (!simba__sql_expand(s, text, sql, sizeof sql)) return SQLITE_ERROR;
         rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
         sqlite3_finalize(st);
         st = NULL;
         if (rc == SQLITE_OK) return SQLITE_OK;
         if (simba__sql_is_busy(rc)) return rc;
-        if (!simba__sql_expand(s, "ALTER TABLE {T} ADD COLUMN waiters INTEGER NOT NULL DEFAULT 0", sql, sizeof sql))
-            return SQLITE_ERROR;
+        snprintf(text, sizeof text, "ALTER TABLE {T} ADD COLUMN %s %s", name, decl);
+        if (!simba__sql_expand(s, text, sql, sizeof sql)) return SQLITE_ERROR;
         rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
         if (simba__sql_is_busy(rc)) return rc;
     }
-    simba__sql_seterr(s, "setup (waiters column)", rc);
+    simba__sql_seterr(s, "setup (adding a column to a table of an earlier version)", rc);
     return rc == SQLITE_OK ? SQLITE_ERROR : rc;
 }
 
@@ -743,7 +782,8 @@ static int simba__sql_setup(simba__sql *s) {
         return SQLITE_READONLY;
     }
     if ((rc = simba__sql_check_table(s)) != SQLITE_OK) return rc;
-    if ((rc = simba__sql_add_waiters(s)) != SQLITE_OK) return rc;
+    if ((rc = simba__sql_add_column(s, "waiters", "INTEGER NOT NULL DEFAULT 0")) != SQLITE_OK) return rc;
+    if ((rc = simba__sql_add_column(s, "value", "BLOB NOT NULL DEFAULT x''")) != SQLITE_OK) return rc;
     src[SIMBA__SQL_CREATE_ROW] = s->text->create_row;
     src[SIMBA__SQL_ACQUIRE_ST] = s->text->acquire;
     src[SIMBA__SQL_GRANT_ST] = s->text->grant;
@@ -764,6 +804,7 @@ static int simba__sql_setup(simba__sql *s) {
     src[SIMBA__SQL_SP_ROLLBACK] = "ROLLBACK TO simba_step";
     src[SIMBA__SQL_Q_SELF] = s->text->q_self;
     src[SIMBA__SQL_Q_REFRESH] = s->text->q_refresh;
+    src[SIMBA__SQL_SET_VALUE] = s->text->set_value;
     for (i = 0; i < SIMBA__SQL_NSTMT; i++) {
         if (s->st[i]) continue;
         if (!simba__sql_expand(s, src[i], sql, sizeof sql)) {
@@ -788,14 +829,33 @@ static int simba__sql_run(simba__sql *s, int which) {
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* Steps a bound statement that yields at most one row (owner_id, ttl_left, transition_left,
-   held, fence) into rep (owner into s->owner), and resets it; *got says whether a row came. */
+/* The value column of the row at st into s->value. A value longer than this build's
+   SIMBA_VALUE_MAX (written by a program built with a larger one) is an error, never cut. */
+static int simba__sql_value_col(simba__sql *s, sqlite3_stmt *st, int col) {
+    const void *v = sqlite3_column_blob(st, col);
+    int n = sqlite3_column_bytes(st, col);
+    s->value_len = 0;
+    if (n > SIMBA_VALUE_MAX) {
+        snprintf(s->err, sizeof s->err, "sqlite read: the owner's value in table %s is %d bytes, over SIMBA_VALUE_MAX %d "
+                 "of this build: build every program on the table with the same SIMBA_VALUE_MAX", s->table, n, SIMBA_VALUE_MAX);
+        return SQLITE_MISMATCH;
+    }
+    if (v && n > 0) memcpy(s->value, v, (size_t)n);
+    s->value_len = n > 0 ? (size_t)n : 0;
+    return SQLITE_OK;
+}
+
+/* Steps a bound statement that yields at most one row (SIMBA__SQL_ROW_COLS) into rep (owner
+   into s->owner, value into s->value), and resets it; *got says whether a row came. */
 static int simba__sql_row(simba__sql *s, int which, simba_reply *rep, int *got) {
     sqlite3_stmt *st = s->st[which];
     int rc;
     *got = 0;
     s->owner[0] = 0;
+    s->value_len = 0;
     rep->owner = s->owner;
+    rep->value = NULL;
+    rep->value_len = 0;
     rep->ttl_left_ms = 0;
     rep->transition_left_ms = 0;
     rep->held_ms = -1;
@@ -817,6 +877,13 @@ static int simba__sql_row(simba__sql *s, int which, simba_reply *rep, int *got) 
             }
             memcpy(s->owner, o, (size_t)olen);
             s->owner[olen] = 0;
+            if ((rc = simba__sql_value_col(s, st, 6)) != SQLITE_OK) {
+                s->owner[0] = 0;
+                sqlite3_reset(st);
+                return rc;
+            }
+            rep->value = s->value;
+            rep->value_len = s->value_len;
             rep->ttl_left_ms = sqlite3_column_int64(st, 1);
             rep->transition_left_ms = tr_left;
             rep->held_ms = sqlite3_column_int64(st, 3);
@@ -840,6 +907,14 @@ static int simba__sql_read_row(simba__sql *s, const char *mutex, simba_reply *re
     return simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &got);
 }
 
+/* ?8: the request's value, a BLOB (empty, not NULL, when it has none). */
+static void simba__sql_bind_value(simba__sql *s, sqlite3_stmt *st) {
+    if (s->cur && s->cur->value && s->cur->value_len > 0)
+        sqlite3_bind_blob(st, 8, s->cur->value, (int)s->cur->value_len, SQLITE_STATIC);
+    else
+        sqlite3_bind_zeroblob(st, 8, 0);
+}
+
 static int simba__sql_acquire_row(simba__sql *s, int which, const char *mutex, const char *contender, int64_t ttl_ms,
                                   int64_t transition_ms, int renew, simba_reply *rep, int *got) {
     sqlite3_stmt *st = s->st[which];
@@ -848,6 +923,7 @@ static int simba__sql_acquire_row(simba__sql *s, int which, const char *mutex, c
     sqlite3_bind_int64(st, 3, ttl_ms);
     sqlite3_bind_int64(st, 4, ttl_ms + transition_ms);
     sqlite3_bind_int(st, 5, renew != 0);
+    simba__sql_bind_value(s, st);
     return simba__sql_row(s, which, rep, got);
 }
 
@@ -1228,6 +1304,116 @@ static int simba__sql_ask_kept(simba__sql *s, const char *mutex, const char *con
     return SQLITE_OK;
 }
 
+/* SIMBA_ESTATE for a SET_VALUE or YIELD whose fence no longer holds (the row just read
+   says who holds it now). */
+static void simba__sql_not_held(simba__sql *s, const simba_req *r, simba_reply *rep, const char *what) {
+    if (s->owner[0])
+        snprintf(s->err, sizeof s->err, "sqlite %s: %s no longer holds mutex %s with fence %llu: %s holds it with fence %llu",
+                 what, r->contender, r->mutex, (unsigned long long)r->fence, s->owner, (unsigned long long)rep->fence);
+    else
+        snprintf(s->err, sizeof s->err, "sqlite %s: %s no longer holds mutex %s with fence %llu: nobody holds it", what,
+                 r->contender, r->mutex, (unsigned long long)r->fence);
+    memset(rep, 0, sizeof *rep);
+    rep->held_ms = -1;
+    rep->rc = SIMBA_ESTATE;
+    rep->errmsg = s->err;
+}
+
+/* Proclaim: one UPDATE replaces the value while the contender holds the fence and its lease
+   lives (SIMBA__SQL_SET_VALUE_TEXT); else the row as it is, and SIMBA_ESTATE. On a file
+   nobody is pushed: observers read the new value at their next refresh, as a new owner. */
+static int simba__sql_set_value(simba__sql *s, const simba_req *r, simba_reply *rep) {
+    sqlite3_stmt *st = s->st[SIMBA__SQL_SET_VALUE];
+    int rc, got;
+    sqlite3_bind_text(st, 1, r->mutex, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->contender, -1, SQLITE_STATIC);
+    simba__sql_bind_value(s, st);
+    sqlite3_bind_int64(st, 9, (sqlite3_int64)r->fence);
+    if ((rc = simba__sql_row(s, SIMBA__SQL_SET_VALUE, rep, &got)) != SQLITE_OK) return rc;
+    if (got && strcmp(s->owner, r->contender) == 0) {
+        rep->rc = SIMBA_OK;
+        return SQLITE_OK;
+    }
+    if ((rc = simba__sql_read_row(s, r->mutex, rep)) != SQLITE_OK) return rc;
+    simba__sql_not_held(s, r, rep, "set_value");
+    return SQLITE_OK;
+}
+
+/* Yield, in one write transaction (a savepoint in a batch): while the contender holds the
+   mutex with req->fence and a live waiter other than it stands in line, the row is cleared
+   as a release clears it and the contender joins the back of the line (liveness live_ms);
+   the head is woken once it is committed, as after a release. With nobody live in line
+   nothing changes (yielded 0, the row as it is). */
+static int simba__sql_yield(simba__sql *s, const simba_req *r, int64_t live_ms, simba_reply *rep) {
+    sqlite3_stmt *st;
+    int rc, exists = 0, changed = 0, passed = 0;
+    rc = simba__sql_tx_begin(s);
+    if (rc != SQLITE_DONE) {
+        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
+        return rc;
+    }
+    sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, r->mutex, -1, SQLITE_STATIC);
+    if ((rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists)) != SQLITE_OK) goto fail;
+    if (strcmp(s->owner, r->contender) != 0 || rep->fence != r->fence) {
+        simba__sql_tx_abort(s); /* nothing was written */
+        simba__sql_not_held(s, r, rep, "yield");
+        return SQLITE_OK;
+    }
+    if (s->waiters > 0) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_Q_PURGE], 1, r->mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_PURGE, "queue purge")) != SQLITE_OK) goto fail;
+        if (sqlite3_changes(s->db) > 0) changed = 1;
+        if ((rc = simba__sql_leave(s, r->mutex, r->contender, &changed)) != SQLITE_OK) goto fail;
+        if ((rc = simba__sql_head(s, r->mutex, &changed)) != SQLITE_OK) goto fail;
+    } else {
+        s->qhead[0] = 0;
+    }
+    if (s->qhead[0]) {
+        st = s->st[SIMBA__SQL_RELEASE_QUEUED];
+        sqlite3_bind_text(st, 1, r->mutex, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, r->contender, -1, SQLITE_STATIC);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) passed = 1;
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE || !passed) {
+            if (rc == SQLITE_DONE) rc = SQLITE_ERROR;
+            if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "yield", rc);
+            goto fail;
+        }
+        st = s->st[SIMBA__SQL_Q_JOIN];
+        sqlite3_bind_text(st, 1, r->mutex, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, r->contender, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, live_ms);
+        sqlite3_bind_text(st, 7, s->wake_addr, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_JOIN, "queue join")) != SQLITE_OK) goto fail;
+        changed = 1;
+    }
+    if (changed) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_Q_COUNT], 1, r->mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_COUNT, "queue count")) != SQLITE_OK) goto fail;
+    }
+    rc = simba__sql_tx_commit(s);
+    if (rc != SQLITE_DONE) {
+        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
+        goto fail;
+    }
+    if (passed) {
+        s->queued_until = simba__max(s->queued_until, simba__add(simba_now(s->loop), live_ms));
+        memset(rep, 0, sizeof *rep);
+        rep->held_ms = -1;
+        s->owner[0] = 0;
+        rep->owner = s->owner;
+        rep->yielded = 1;
+        if (s->batch) s->batch_wake = 1;
+        else simba__sql_wake_head(s, r->mutex);
+        if (s->memory && s->be) simba_backend_event(s->be, SIMBA_EV_RELEASED, r->mutex, NULL, NULL);
+    }
+    rep->rc = SIMBA_OK;
+    return SQLITE_OK;
+fail:
+    simba__sql_tx_abort(s);
+    return rc;
+}
+
 /* The statements' NOW in ms since the epoch: the loop's clock with test_clock, else the
    wall clock that julianday('now') reads (the VFS's xCurrentTimeInt64: gettimeofday), read
    here once and bound, which costs a tenth of evaluating the date function at every use. */
@@ -1253,7 +1439,7 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
         int64_t now = simba__sql_now(s);
         static const int with_now[] = {SIMBA__SQL_CREATE_ROW, SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_GRANT_ST, SIMBA__SQL_READ_ST,
                                        SIMBA__SQL_Q_PURGE,    SIMBA__SQL_Q_HEAD,   SIMBA__SQL_Q_JOIN,
-                                       SIMBA__SQL_Q_SELF,     SIMBA__SQL_Q_REFRESH};
+                                       SIMBA__SQL_Q_SELF,     SIMBA__SQL_Q_REFRESH, SIMBA__SQL_SET_VALUE};
         size_t i;
         for (i = 0; i < sizeof with_now / sizeof with_now[0]; i++) sqlite3_bind_int64(s->st[with_now[i]], 6, now);
     }
@@ -1261,6 +1447,16 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
         rc = simba__sql_read_row(s, mutex, rep);
         if (rc != SQLITE_OK) goto fail;
         rep->rc = SIMBA_OK;
+        return 0;
+    }
+    if (op == SIMBA_OP_SET_VALUE || op == SIMBA_OP_YIELD) { /* rep->rc says whether the fence held */
+        if (!s->cur) {
+            snprintf(s->err, sizeof s->err, "sqlite: set_value and yield come from the core only");
+            rc = SQLITE_MISUSE;
+            goto fail;
+        }
+        rc = op == SIMBA_OP_SET_VALUE ? simba__sql_set_value(s, s->cur, rep) : simba__sql_yield(s, s->cur, live_ms, rep);
+        if (rc != SQLITE_OK) goto fail;
         return 0;
     }
     if (op == SIMBA_OP_ACQUIRE) {
@@ -1368,6 +1564,7 @@ static int simba__sql_exec_one(simba__sql *s, const simba_req *r, simba_reply *r
     int rc;
     s->executed++;
     s->next_ask_ms = r->op == SIMBA_OP_ACQUIRE && !r->renew ? r->next_ask_ms : 0;
+    s->cur = r;
     /* A waiter's timer ask at the lease end it knows expects to win, but mostly finds the
        lease renewed (owners renew well before it ends): it reads first, as an ask that
        expects the mutex held does, and skips the UPDATE that would take nothing. */
@@ -1375,6 +1572,7 @@ static int simba__sql_exec_one(simba__sql *s, const simba_req *r, simba_reply *r
                              r->expect_win && r->deferrable != SIMBA_DEFER_TAKEOVER, r->renew,
                              r->live_ms > 0 ? r->live_ms : simba__add(simba__add(r->ttl_ms, r->transition_ms), 2000), rep);
     s->next_ask_ms = 0;
+    s->cur = NULL;
     return rc;
 }
 
@@ -1459,8 +1657,10 @@ static int simba__sql_prepare_view(simba__sql *s, const char *text, sqlite3_stmt
     return rc;
 }
 
-/* One row of SIMBA__SQL_VIEW_COLS into v; a lease fully over is nobody's. */
-static void simba__sql_view_row(sqlite3_stmt *st, simba_view *v) {
+/* One row of SIMBA__SQL_VIEW_COLS into v; a lease fully over is nobody's. v->value points
+   into st's row (valid until its next step). -1 (s->err says) when the value is over
+   SIMBA_VALUE_MAX. */
+static int simba__sql_view_row(simba__sql *s, sqlite3_stmt *st, simba_view *v) {
     const char *m = (const char *)sqlite3_column_text(st, 0), *o = (const char *)sqlite3_column_text(st, 1);
     memset(v, 0, sizeof *v);
     simba__copy(v->mutex, sizeof v->mutex, m);
@@ -1473,7 +1673,15 @@ static void simba__sql_view_row(sqlite3_stmt *st, simba_view *v) {
         v->held_ms = sqlite3_column_int64(st, 4);
         v->ttl_left_ms = sqlite3_column_int64(st, 5);
         v->transition_left_ms = sqlite3_column_int64(st, 6);
+        v->value_len = (size_t)sqlite3_column_bytes(st, 7);
+        v->value = v->value_len > 0 ? (const unsigned char *)sqlite3_column_blob(st, 7) : NULL;
+        if (v->value_len > SIMBA_VALUE_MAX) {
+            snprintf(s->err, sizeof s->err, "sqlite inspect: the owner's value of %s in table %s is %zu bytes, over "
+                     "SIMBA_VALUE_MAX %d of this build", v->mutex, s->table, v->value_len, SIMBA_VALUE_MAX);
+            return -1;
+        }
     }
+    return 0;
 }
 
 static int simba__sql_waiters(simba__sql *s, const char *mutex, int64_t now, simba_view *v) {
@@ -1525,17 +1733,24 @@ static int simba__sql_inspect_one(simba__sql *s, simba_req *r, simba_reply *rep)
     if (r->op == SIMBA_OP_FORCE_RELEASE) {
         rc = simba__sql_force(s, r, now, rep);
     } else {
-        rc = simba__sql_prepare_view(s, r->op == SIMBA_OP_LIST ? SIMBA__SQL_LIST_TEXT : SIMBA__SQL_INSPECT_TEXT, &st, &absent);
+        rc = simba__sql_prepare_view(s, r->op == SIMBA_OP_LIST ? SIMBA__SQL_LIST_TEXT("value") : SIMBA__SQL_INSPECT_TEXT("value"),
+                                     &st, &absent);
+        if (rc == SQLITE_ERROR && strncmp(sqlite3_errmsg(s->db), "no such column: value", 21) == 0)
+            rc = simba__sql_prepare_view(s, r->op == SIMBA_OP_LIST ? SIMBA__SQL_LIST_TEXT("x''") : SIMBA__SQL_INSPECT_TEXT("x''"),
+                                         &st, &absent);
         if (rc == SQLITE_OK && !absent) {
             simba_view v;
             if (r->op == SIMBA_OP_INSPECT) sqlite3_bind_text(st, 1, r->mutex, -1, SQLITE_STATIC);
             sqlite3_bind_int64(st, 6, now);
             while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                simba__sql_view_row(st, &v);
+                if (simba__sql_view_row(s, st, &v) != 0) {
+                    rc = SQLITE_MISMATCH; /* s->err says */
+                    break;
+                }
                 if (r->op == SIMBA_OP_INSPECT && (rc = simba__sql_waiters(s, r->mutex, now, &v)) != SQLITE_OK) break;
                 simba_req_view(r, &v);
             }
-            if (rc != SQLITE_DONE && rc != SQLITE_OK) simba__sql_seterr(s, "inspect", rc);
+            if (rc != SQLITE_DONE && rc != SQLITE_OK && rc != SQLITE_MISMATCH) simba__sql_seterr(s, "inspect", rc);
             sqlite3_finalize(st);
             if (rc == SQLITE_DONE) rc = SQLITE_OK;
         }
@@ -1545,6 +1760,10 @@ static int simba__sql_inspect_one(simba__sql *s, simba_req *r, simba_reply *rep)
     rep->rc = SIMBA_EBACKEND;
     rep->errmsg = s->err;
     return 0;
+}
+
+static int simba__sql_inspection(simba_op op) {
+    return op == SIMBA_OP_INSPECT || op == SIMBA_OP_LIST || op == SIMBA_OP_FORCE_RELEASE;
 }
 
 /* >>batch Queued requests in one write transaction (BEGIN IMMEDIATE ... COMMIT), in order,
@@ -1561,7 +1780,7 @@ static int simba__sql_batch(simba__sql *s) {
     if (rc != SQLITE_DONE) return simba__sql_is_busy(rc) ? SIMBA__SQL_BUSY : -1;
     s->batch = 1;
     cold = simba__sql_cold(s);
-    for (r = s->head; r && n < s->batch_max && r->op < SIMBA_OP_INSPECT; r = r->next_) {
+    for (r = s->head; r && n < s->batch_max && !simba__sql_inspection(r->op); r = r->next_) {
         simba__sql_done *d = &s->done[n];
         /* The head was charged by the caller; every further request is a step of the poll,
            and so is the COMMIT that no budget stops once it started (a WAL frame per page
@@ -1577,6 +1796,10 @@ static int simba__sql_batch(simba__sql *s) {
         d->wake = s->batch_wake;
         simba__copy(d->owner, sizeof d->owner, d->rep.owner);
         d->rep.owner = d->owner;
+        if (d->rep.value && d->rep.value_len > 0) {
+            memcpy(d->value, d->rep.value, d->rep.value_len);
+            d->rep.value = d->value;
+        }
         if (d->rep.errmsg) {
             simba__copy(d->err, sizeof d->err, d->rep.errmsg);
             d->rep.errmsg = d->err;
@@ -1625,7 +1848,7 @@ static void simba__sql_drain(simba__sql *s, int64_t now) {
             s->next_try = now;
             return;
         }
-        if (s->head->op >= SIMBA_OP_INSPECT) {
+        if (simba__sql_inspection(s->head->op)) {
             rc = simba__sql_inspect_one(s, s->head, &rep);
         } else {
             if (s->head->next_ && s->ready && s->done) rc = simba__sql_batch(s);
@@ -1667,7 +1890,10 @@ static simba_result simba__sql_submit(void *impl, simba_req *req) {
             return SIMBA_EINVAL;
         /* fall through */
     case SIMBA_OP_RELEASE:
-        if (!req->contender || simba_id_check(req->contender) != SIMBA_OK) return SIMBA_EINVAL;
+    case SIMBA_OP_SET_VALUE:
+    case SIMBA_OP_YIELD:
+        if (!req->contender || simba_id_check(req->contender) != SIMBA_OK || req->value_len > SIMBA_VALUE_MAX)
+            return SIMBA_EINVAL;
         break;
     case SIMBA_OP_READ:
         break;

@@ -208,10 +208,29 @@
  *   valid path component. root must be an absolute path of such components, not under
  *   /zookeeper, at most 256 bytes.
  *
+ * FENCED WRITES (simba_zk_fenced_multi)
+ *   Nodes outside the root can be created, set and deleted so that a stale owner cannot:
+ *   the backend lists <root>/M, reads the lowest node (the owner) and, when its mzxid is
+ *   the given fence, sends the caller's operations in one zoo_amulti behind check(owner
+ *   node, its version). ZooKeeper's leader applies the multi only while that node exists
+ *   unwritten since the read: the tenure has not ended (a release deletes the node, the
+ *   leader deletes it when the owner's session expires, a new tenure rewrites it) and
+ *   nobody else can have been granted (only a lowest node owns, and no lower node can
+ *   appear). The listing and the read may be stale; the check is not. While the owner's
+ *   session lives, its writes are accepted, also when its own loop stands still (the
+ *   client library keeps the session): the lease is the session (see LEASE).
+ *     owner node with this fence, unchanged -----------> applied: SIMBA_OK, each op's result
+ *     no owner node (released, session ended) ----------> SIMBA_EFENCE
+ *     another owner node (a later tenure) --------------> SIMBA_EFENCE "moved on"
+ *     the owner node went or changed before the multi --> SIMBA_EFENCE
+ *     an operation fails (ZNODEEXISTS, ZBADVERSION ...) > SIMBA_EBACKEND, results say which,
+ *                                                         nothing applied
+ *     the answer lost (connection, session) ------------> SIMBA_ECONN: unknown
+ *
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
  *   >>process  the work of one poll   >>close  teardown
- *   >>inspect  simba_inspect, simba_list, simba_force_release
+ *   >>inspect  simba_inspect, simba_list, simba_force_release   >>fenced  simba_zk_fenced_multi
  *   >>jobs  a request's steps (see JOBS)
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
@@ -272,6 +291,45 @@ SIMBA_API simba_result simba_zk_open(simba_loop *loop, const simba_zk_desc *desc
 /* Counters and session facts of a backend that simba_zk_open() made (others: SIMBA_EINVAL). */
 SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out);
 
+/* >>fenced One operation of a fenced multi (see FENCED WRITES). */
+enum { SIMBA_ZK_FENCED_CREATE = 1, SIMBA_ZK_FENCED_SET = 2, SIMBA_ZK_FENCED_DELETE = 3 };
+/* simba_zk_fenced_op.flags of a CREATE (ZooKeeper's ZOO_EPHEMERAL, ZOO_SEQUENCE) */
+enum { SIMBA_ZK_FENCED_EPHEMERAL = 1, SIMBA_ZK_FENCED_SEQUENTIAL = 2 };
+typedef struct simba_zk_fenced_op {
+    int type;         /* SIMBA_ZK_FENCED_CREATE, _SET or _DELETE */
+    const char *path; /* absolute, outside the backend's root and /zookeeper */
+    const char *data; /* CREATE, SET: the bytes; NULL = none */
+    int data_len;     /* CREATE, SET: how many; < 0 = strlen(data) */
+    int version;      /* SET, DELETE: the node's version must be this; -1 = any */
+    int flags;        /* CREATE: 0, SIMBA_ZK_FENCED_SEQUENTIAL, _EPHEMERAL or both */
+} simba_zk_fenced_op;
+
+/* Per operation: zrc ZOK, or what ZooKeeper said of it (zerror(zrc)); after a failed one
+   the rest say ZRUNTIMEINCONSISTENCY (not run). path: a CREATE's node as made (a
+   sequential one with its number), else NULL. Valid only during the callback. */
+typedef struct simba_zk_fenced_result {
+    int zrc;
+    const char *path;
+} simba_zk_fenced_result;
+
+/* rc SIMBA_OK: every operation is done, results[0..n). SIMBA_EFENCE: refused, nothing done,
+   results NULL, errmsg says why (the fence moved on, released, the owner's session ended).
+   SIMBA_EBACKEND: an operation failed (results say which and why), nothing done.
+   SIMBA_ECONN, SIMBA_ECLOSED: the answer was lost; the multi may or may not have been
+   applied (results NULL). Called from simba_poll only. */
+typedef void (*simba_zk_fenced_fn)(simba_result rc, const simba_zk_fenced_result *results, int n, const char *errmsg,
+                                   void *user);
+
+/* Applies ops[0..n) in one zoo_amulti together with a check of the owner node of mutex
+   name: it commits only if, in ZooKeeper's order, the node whose tenure fence is fence (its
+   mzxid) still exists unchanged (its version), that is while fence holds the lease (see
+   FENCED WRITES). Non-blocking: cb answers from a later simba_poll. SIMBA_OK (cb comes),
+   or SIMBA_EINVAL before anything is sent (not a ZooKeeper backend, empty or bad name,
+   fence 0, n outside 1..256, a bad operation: simba_loop_errmsg says which), and cb
+   never comes. */
+SIMBA_API simba_result simba_zk_fenced_multi(simba_backend *be, const char *name, uint64_t fence,
+                                             const simba_zk_fenced_op *ops, int n, simba_zk_fenced_fn cb, void *user);
+
 #ifdef __cplusplus
 }
 #endif
@@ -289,7 +347,6 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #include "simba.h" /* the core's implementation, when this file has not got it yet */
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -298,6 +355,7 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zookeeper/zookeeper.h>
@@ -383,6 +441,8 @@ typedef struct simba__zk_op {
     simba__zk_ins *ins;  /* an inspection's call (job NULL) */
     char *kids;          /* KIDS: every child's name, each NUL-terminated (SIMBA_MALLOC) */
     int nkids;
+    void *fw_call; /* a fenced multi's ops, results and their buffers (SIMBA_MALLOC): the library
+                      writes the results from its thread, so they live as long as the call */
 } simba__zk_op;
 
 struct simba__zk_sess {
@@ -766,6 +826,7 @@ static void simba__zk_event(simba__zk *zk, simba_event_kind kind, const char *mu
 static void simba__zk_op_free(simba__zk *zk, simba__zk_op *op) {
     SIMBA_FREE(op->kids);
     simba_free(zk->loop, op->multi);
+    SIMBA_FREE(op->fw_call);
     simba_free(zk->loop, op);
 }
 
@@ -1929,7 +1990,8 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
  *
  * The owner is the lowest n- node; its fence is the node's mzxid (a tenure's write), its data
  * "tag timeout id". One call at a time per inspection; caller's thread only. */
-enum { SIMBA__ZK_I_ROOT, SIMBA__ZK_I_KIDS, SIMBA__ZK_I_GET, SIMBA__ZK_I_DELETE };
+enum { SIMBA__ZK_I_ROOT, SIMBA__ZK_I_KIDS, SIMBA__ZK_I_GET, SIMBA__ZK_I_DELETE, SIMBA__ZK_I_MULTI };
+struct simba__zkfw;
 
 struct simba__zk_ins {
     simba__zk_ins *next, *prev; /* zk->inss */
@@ -1943,7 +2005,12 @@ struct simba__zk_ins {
     const char *name_at;
     char mutex[SIMBA_NAME_MAX + 1]; /* the mutex being read */
     unsigned char value[SIMBA_VALUE_MAX]; /* the owner's value, v.value points here */
+    struct simba__zkfw *fw;         /* SIMBA_OP_CALL: the fenced multi */
+    int owner_version;              /* SIMBA_OP_CALL: the owner node's, as read */
 };
+static void simba__zkfw_refuse(simba__zk *zk, simba__zk_ins *in, int has_owner, uint64_t stored);
+static void simba__zkfw_multi(simba__zk *zk, simba__zk_ins *in);
+static void simba__zkfw_on_multi(simba__zk *zk, simba__zk_ins *in, simba__zk_op *op, int same);
 
 static void simba__zk_ins_end(simba__zk *zk, simba__zk_ins *in, simba_result rc, const char *msg) {
     simba_reply r;
@@ -2019,6 +2086,7 @@ static void simba__zk_ins_next(simba__zk *zk, simba__zk_ins *in) {
 /* The mutex's view is complete (or it has no nodes): hand it over, go on. */
 static void simba__zk_ins_view(simba__zk *zk, simba__zk_ins *in) {
     simba__copy(in->v.mutex, sizeof in->v.mutex, in->mutex);
+    if (in->req->op == SIMBA_OP_CALL) { simba__zkfw_refuse(zk, in, 0, 0); return; } /* nobody owns it */
     if (in->req->op == SIMBA_OP_FORCE_RELEASE) { simba__zk_ins_end(zk, in, SIMBA_ESTATE, NULL); return; }
     simba_req_view(in->req, &in->v);
     if (in->req->op == SIMBA_OP_LIST) simba__zk_ins_next(zk, in);
@@ -2052,6 +2120,13 @@ static void simba__zk_ins_get(simba__zk *zk, simba__zk_ins *in, simba__zk_op *op
         in->v.value_len = d.value_len;
         if (d.value_len) memcpy(in->value, d.value, d.value_len);
         in->v.value = d.value_len ? in->value : NULL;
+        if (in->req->op == SIMBA_OP_CALL) {
+            if (in->v.fence != in->req->fence) { simba__zkfw_refuse(zk, in, 1, in->v.fence); return; }
+            in->owner_version = op->version; /* the multi checks this very write */
+            in->step = SIMBA__ZK_I_MULTI;
+            simba__zkfw_multi(zk, in);
+            return;
+        }
         if (in->req->op == SIMBA_OP_FORCE_RELEASE) {
             if (in->v.fence != in->req->fence) { simba__zk_ins_end(zk, in, SIMBA_ESTATE, NULL); return; }
             in->v.fence = (uint64_t)op->version; /* the delete is conditional on this very write */
@@ -2074,6 +2149,7 @@ static void simba__zk_ins_get(simba__zk *zk, simba__zk_ins *in, simba__zk_op *op
 static void simba__zk_ins_on_op(simba__zk *zk, simba__zk_op *op) {
     simba__zk_ins *in = op->ins;
     int same = zk->sess && op->sess == zk->sess && !zk->sess->dead && !zk->closing;
+    if (in->step == SIMBA__ZK_I_MULTI) { simba__zkfw_on_multi(zk, in, op, same); return; }
     if (!same || (op->rc != ZOK && op->rc != ZNONODE && op->rc != ZBADVERSION)) {
         simba__zk_ins_end(zk, in, same ? simba__zk_rc(op->rc) : SIMBA_ECONN, zerror(op->rc));
         return;
@@ -2106,6 +2182,181 @@ static simba_result simba__zk_inspect(void *impl, simba_req *req) {
     zk->inss = in;
     simba__zk_ins_call(zk, in);
     return SIMBA_OK;
+}
+
+/* ---- >>fenced: simba_zk_fenced_multi ------------------------------------------------------
+ *
+ *   CALL  KIDS(/root/m) --> GET(owner node) --(its mzxid is the fence)--> MULTI(check(owner
+ *         node, version), ops...) --> done;  no owner, or another fence --> refused
+ *
+ * The check makes the multi commit only while, in the leader's order, the tenure's node
+ * exists unwritten since: no other owner can have been granted (its node is younger, and
+ * an owner's node goes only with a release or its session). Reads may be stale; the check
+ * is not. */
+
+#define SIMBA__ZKFW_OPS_MAX 256
+#define SIMBA__ZKFW_PATH 600     /* a path (at most 512) and a sequence number */
+#define SIMBA__ZKFW_BYTES 1000000 /* data of one multi: below the server's 1 MB jute.maxbuffer */
+
+/* The caller's side: copies of the ops, and the results handed to the callback. */
+typedef struct simba__zkfw {
+    simba_loop *loop;
+    simba_zk_fenced_fn cb;
+    void *user;
+    int n, have_res;
+    simba_zk_fenced_op *ops;     /* n copies; paths and data after the results' paths */
+    simba_zk_fenced_result *res; /* n */
+    char (*made)[SIMBA__ZKFW_PATH]; /* n: created paths */
+} simba__zkfw;
+
+/* What the library reads and writes from its thread: one SIMBA_MALLOC block per call. */
+typedef struct simba__zkfw_call {
+    int count; /* n + 1: the check first */
+    zoo_op_t *ops;
+    zoo_op_result_t *res;
+    struct Stat *stats;
+    char (*bufs)[SIMBA__ZKFW_PATH];
+    char check[SIMBA__ZK_PATH_MAX];
+} simba__zkfw_call;
+
+static void simba__zkfw_refuse(simba__zk *zk, simba__zk_ins *in, int has_owner, uint64_t stored) {
+    char words[320];
+    if (!has_owner)
+        snprintf(words, sizeof words, "simba_zk_fenced_multi: %s has no owner (released, or its owner's session ended): "
+                 "fence %llu holds no lease", in->req->mutex, (unsigned long long)in->req->fence);
+    else if (simba__fence_judge("simba_zk_fenced_multi", in->req->mutex, in->req->fence, 1, stored, 0, words,
+                                sizeof words) == SIMBA_OK)
+        snprintf(words, sizeof words, "simba_zk_fenced_multi: refused"); /* not reached: stored differs */
+    simba__zk_ins_end(zk, in, SIMBA_EFENCE, words);
+}
+
+static void simba__zkfw_multi(simba__zk *zk, simba__zk_ins *in) {
+    simba__zkfw *fw = in->fw;
+    const struct ACL_vector *acl = zk->creator_only ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+    size_t k = (size_t)fw->n + 1;
+    size_t size = sizeof(simba__zkfw_call) + k * (sizeof(zoo_op_t) + sizeof(zoo_op_result_t) + sizeof(struct Stat)) +
+                  k * SIMBA__ZKFW_PATH;
+    simba__zkfw_call *c;
+    simba__zk_op *op;
+    int i, zrc;
+    if (!simba__zk_usable(zk)) { simba__zk_ins_end(zk, in, SIMBA_ECONN, simba__zk_unusable_msg(zk)); return; }
+    if (!(c = (simba__zkfw_call *)SIMBA_MALLOC(size))) { simba__zk_ins_end(zk, in, SIMBA_ENOMEM, "zookeeper: out of memory"); return; }
+    memset(c, 0, size);
+    c->count = (int)k;
+    c->ops = (zoo_op_t *)(void *)(c + 1);
+    c->res = (zoo_op_result_t *)(void *)(c->ops + k);
+    c->stats = (struct Stat *)(void *)(c->res + k);
+    c->bufs = (char (*)[SIMBA__ZKFW_PATH])(void *)(c->stats + k);
+    if (!simba__zk_path(zk, c->check, in->mutex, in->node[0])) {
+        SIMBA_FREE(c);
+        simba__zk_ins_end(zk, in, SIMBA_EINVAL, "zookeeper: path too long");
+        return;
+    }
+    zoo_check_op_init(&c->ops[0], c->check, in->owner_version);
+    for (i = 0; i < fw->n; i++) {
+        const simba_zk_fenced_op *o = &fw->ops[i];
+        if (o->type == SIMBA_ZK_FENCED_CREATE)
+            zoo_create_op_init(&c->ops[i + 1], o->path, o->data, o->data ? o->data_len : -1, acl,
+                               (o->flags & SIMBA_ZK_FENCED_EPHEMERAL ? ZOO_EPHEMERAL : 0) |
+                                   (o->flags & SIMBA_ZK_FENCED_SEQUENTIAL ? ZOO_SEQUENCE : 0),
+                               c->bufs[i + 1], SIMBA__ZKFW_PATH);
+        else if (o->type == SIMBA_ZK_FENCED_SET)
+            zoo_set_op_init(&c->ops[i + 1], o->path, o->data, o->data ? o->data_len : -1, o->version, &c->stats[i + 1]);
+        else
+            zoo_delete_op_init(&c->ops[i + 1], o->path, o->version);
+    }
+    if (!(op = simba__zk_op_new(zk, NULL, SIMBA__ZK_SET))) {
+        SIMBA_FREE(c);
+        simba__zk_ins_end(zk, in, SIMBA_ENOMEM, "zookeeper: out of memory");
+        return;
+    }
+    op->ins = in;
+    op->fw_call = c;
+    zrc = zoo_amulti(zk->sess->zh, c->count, c->ops, c->res, simba__zk_cb_void, op);
+    zrc = simba__zk_op_issued(zk, op, zrc);
+    if (zrc == ZMARSHALLINGERROR) op->ins = NULL; /* it may still come: nobody waits for it */
+    if (zrc != ZOK) simba__zk_ins_end(zk, in, simba__zk_rc(zrc), zerror(zrc));
+}
+
+static void simba__zkfw_on_multi(simba__zk *zk, simba__zk_ins *in, simba__zk_op *op, int same) {
+    simba__zkfw *fw = in->fw;
+    simba__zkfw_call *c = (simba__zkfw_call *)op->fw_call;
+    char words[320];
+    int i, bad = -1;
+    if (!same || simba__zk_rc(op->rc) == SIMBA_ECONN || simba__zk_rc(op->rc) == SIMBA_ECLOSED) {
+        snprintf(words, sizeof words, "simba_zk_fenced_multi: %s: the answer was lost, the multi may or may not have been "
+                 "applied", zerror(same ? op->rc : ZCONNECTIONLOSS));
+        simba__zk_ins_end(zk, in, same ? simba__zk_rc(op->rc) : SIMBA_ECONN, words);
+        return;
+    }
+    for (i = 0; i < fw->n; i++) {
+        fw->res[i].zrc = c->res[i + 1].err;
+        fw->res[i].path = NULL;
+        if (op->rc == ZOK && fw->ops[i].type == SIMBA_ZK_FENCED_CREATE) {
+            simba__copy(fw->made[i], SIMBA__ZKFW_PATH, c->bufs[i + 1]);
+            fw->res[i].path = fw->made[i];
+        }
+        if (bad < 0 && c->res[i + 1].err != ZOK && c->res[i + 1].err != ZRUNTIMEINCONSISTENCY) bad = i;
+    }
+    if (op->rc == ZOK) {
+        fw->have_res = 1;
+        simba__zk_ins_end(zk, in, SIMBA_OK, NULL);
+    } else if (c->res[0].err != ZOK && c->res[0].err != ZRUNTIMEINCONSISTENCY) {
+        /* the check: the tenure's node went (release, session end) or was rewritten */
+        snprintf(words, sizeof words, "simba_zk_fenced_multi: the owner node of %s changed before the write (%s: released, "
+                 "its session ended, or a new tenure): fence %llu holds no lease", in->req->mutex, zerror(c->res[0].err),
+                 (unsigned long long)in->req->fence);
+        simba__zk_ins_end(zk, in, SIMBA_EFENCE, words);
+    } else {
+        fw->have_res = 1;
+        snprintf(words, sizeof words, "simba_zk_fenced_multi: operation %d (%s %.200s) failed: %s; nothing was written",
+                 bad < 0 ? 0 : bad,
+                 bad < 0 ? "?" : fw->ops[bad].type == SIMBA_ZK_FENCED_CREATE ? "create" : fw->ops[bad].type == SIMBA_ZK_FENCED_SET ? "set" : "delete",
+                 bad < 0 ? "" : fw->ops[bad].path, zerror(bad < 0 ? op->rc : c->res[bad + 1].err));
+        simba__zk_ins_end(zk, in, SIMBA_EBACKEND, words);
+    }
+}
+
+static simba_result simba__zkfw_start(void *impl, simba_req *req) {
+    simba__zk *zk = (simba__zk *)impl;
+    simba__zk_ins *in;
+    if (!(in = (simba__zk_ins *)simba_alloc(zk->loop, sizeof *in))) return SIMBA_ENOMEM;
+    memset(in, 0, sizeof *in);
+    in->req = req;
+    in->fw = (simba__zkfw *)simba_req_call_user(req);
+    simba__copy(in->mutex, sizeof in->mutex, req->mutex);
+    in->step = SIMBA__ZK_I_KIDS;
+    if (zk->inss) zk->inss->prev = in;
+    in->next = zk->inss;
+    zk->inss = in;
+    simba__zk_ins_call(zk, in);
+    return SIMBA_OK;
+}
+
+/* The core's call is answered (or the loop is going: req NULL, nobody to tell). */
+static void simba__zkfw_done(simba_req *req, simba_result rc, const char *errmsg, void *user) {
+    simba__zkfw *fw = (simba__zkfw *)user;
+    if (req && fw->cb) fw->cb(rc, fw->have_res ? fw->res : NULL, fw->n, errmsg, fw->user);
+    simba_free(fw->loop, fw);
+}
+
+/* Why path cannot be written by a fenced multi, or NULL. */
+static const char *simba__zkfw_path_bad(const simba__zk *zk, const char *path) {
+    size_t n, rl = strlen(zk->root);
+    const char *p;
+    if (!path) return "is NULL";
+    n = strlen(path);
+    if (path[0] != '/' || n < 2) return "is not an absolute path below /";
+    if (n > 512) return "is longer than 512 bytes";
+    if (path[n - 1] == '/') return "ends with /";
+    for (p = path; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) return "holds a control character";
+    for (p = path; p; p = strchr(p + 1, '/'))
+        if (p[1] == '/' || (p[1] == '.' && (p[2] == '/' || !p[2] || (p[2] == '.' && (p[3] == '/' || !p[3])))))
+            return "has an empty, . or .. component";
+    if (strncmp(path, "/zookeeper", 10) == 0 && (!path[10] || path[10] == '/')) return "is ZooKeeper's own (/zookeeper)";
+    if (strncmp(path, zk->root, rl) == 0 && (!path[rl] || path[rl] == '/')) return "is in the lock's own tree (the root)";
+    return NULL;
 }
 
 /* ---- sessions ----------------------------------------------------------------------- */
@@ -2151,55 +2402,59 @@ static int simba__zk_session_open(simba__zk *zk) {
     return SIMBA_OK;
 }
 
+/* 1 when fd is a blocking stream socket connected to one of our servers. */
+static int simba__zk_is_probe(const simba__zk *zk, int fd) {
+    struct sockaddr_storage peer;
+    socklen_t pl = sizeof peer, tl;
+    int type = 0, flags, i;
+    flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || (flags & O_NONBLOCK)) return 0;
+    tl = sizeof type;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM) return 0;
+    memset(&peer, 0, sizeof peer);
+    if (getpeername(fd, (struct sockaddr *)&peer, &pl) != 0) return 0;
+    for (i = 0; i < zk->naddrs; i++) {
+        const struct sockaddr_storage *a = &zk->addrs[i];
+        if (a->ss_family != peer.ss_family) continue;
+        if (a->ss_family == AF_INET) {
+            const struct sockaddr_in *x = (const struct sockaddr_in *)(const void *)a;
+            const struct sockaddr_in *y = (const struct sockaddr_in *)(const void *)&peer;
+            if (x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr) return 1;
+        } else if (a->ss_family == AF_INET6) {
+            const struct sockaddr_in6 *x = (const struct sockaddr_in6 *)(const void *)a;
+            const struct sockaddr_in6 *y = (const struct sockaddr_in6 *)(const void *)&peer;
+            if (x->sin6_port == y->sin6_port && memcmp(&x->sin6_addr, &y->sin6_addr, sizeof x->sin6_addr) == 0) return 1;
+        }
+    }
+    return 0;
+}
+
 /* libzookeeper_mt 3.8 in read-only mode probes the server for a read-write one with a
    blocking recv whose SO_RCVTIMEO it sets from an uninitialised timeval (EDOM: no timeout),
    so its I/O thread, and zookeeper_close joining it, can wait as long as a foreign or hung
    server stays silent. Shutting down the probe socket (the only blocking stream socket
-   connected to one of our servers: the session's own is non-blocking) ends that recv. */
+   connected to one of our servers: the session's own is non-blocking) ends that recv.
+   The socket is local to the library's I/O thread and its API names no descriptor but the
+   session's, so we look among the open ones: poll(2) with no events tells them from closed
+   ones, a batch a call, without touching a descriptor the library may be closing. */
 static void simba__zk_unblock_probe(const simba__zk *zk) {
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    if (!d) return;
-    while ((e = readdir(d)) != NULL) {
-        struct sockaddr_storage peer;
-        socklen_t pl = sizeof peer;
-        char link[64], what[32];
-        ssize_t ln;
-        int fd, type = 0, i;
-        socklen_t tl = sizeof type;
-        char *end;
-        long v = strtol(e->d_name, &end, 10);
-        if (*end || end == e->d_name || v < 0 || v > INT_MAX || (int)v == dirfd(d)) continue;
-        fd = (int)v;
-        /* the link names sockets without touching the descriptor, which the library's
-           threads may be closing right now */
-        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-        ln = readlink(link, what, sizeof what - 1);
-        if (ln < 7 || memcmp(what, "socket:", 7) != 0) continue;
-        if (fcntl(fd, F_GETFL) & O_NONBLOCK) continue;
-        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM) continue;
-        memset(&peer, 0, sizeof peer);
-        if (getpeername(fd, (struct sockaddr *)&peer, &pl) != 0) continue;
-        for (i = 0; i < zk->naddrs; i++) {
-            const struct sockaddr_storage *a = &zk->addrs[i];
-            int same = 0;
-            if (a->ss_family != peer.ss_family) continue;
-            if (a->ss_family == AF_INET) {
-                const struct sockaddr_in *x = (const struct sockaddr_in *)(const void *)a;
-                const struct sockaddr_in *y = (const struct sockaddr_in *)(const void *)&peer;
-                same = x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
-            } else if (a->ss_family == AF_INET6) {
-                const struct sockaddr_in6 *x = (const struct sockaddr_in6 *)(const void *)a;
-                const struct sockaddr_in6 *y = (const struct sockaddr_in6 *)(const void *)&peer;
-                same = x->sin6_port == y->sin6_port && memcmp(&x->sin6_addr, &y->sin6_addr, sizeof x->sin6_addr) == 0;
-            }
-            if (same) {
-                shutdown(fd, SHUT_RDWR);
-                break;
-            }
+    struct pollfd batch[256];
+    struct rlimit rl;
+    int top = 1 << 20, base, i; /* socket(2) returns no descriptor at or above the soft limit */
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)top)
+        top = (int)rl.rlim_cur;
+    for (base = 0; base < top; base += 256) {
+        int n = top - base < 256 ? top - base : 256;
+        for (i = 0; i < n; i++) {
+            batch[i].fd = base + i;
+            batch[i].events = 0;
+            batch[i].revents = 0;
         }
+        if (poll(batch, (nfds_t)n, 0) < 0)
+            for (i = 0; i < n; i++) batch[i].revents = 0; /* then ask each one */
+        for (i = 0; i < n; i++)
+            if (!(batch[i].revents & POLLNVAL) && simba__zk_is_probe(zk, base + i)) shutdown(base + i, SHUT_RDWR);
     }
-    closedir(d);
 }
 
 /* A closer thread: zookeeper_init2 (its threads, an address lookup) and zookeeper_close
@@ -3097,6 +3352,74 @@ fail_strings:
     if (zk->auth) simba_free(loop, zk->auth);
     simba_free(loop, zk);
     return (simba_result)rc;
+}
+
+SIMBA_API simba_result simba_zk_fenced_multi(simba_backend *be, const char *name, uint64_t fence,
+                                             const simba_zk_fenced_op *ops, int n, simba_zk_fenced_fn cb, void *user) {
+    static const char fn[] = "simba_zk_fenced_multi";
+    simba_loop *l = simba_backend_loop(be);
+    simba__zk *zk;
+    simba__zkfw *fw;
+    char err[256], *p;
+    size_t bytes, data = 0;
+    simba_result rc;
+    int i;
+    if (!l) return SIMBA_EINVAL;
+    if (simba_backend_vt_get(be) != &simba__zk_vt) return simba__fail(l, SIMBA_EINVAL, "%s: not a ZooKeeper backend", fn);
+    zk = (simba__zk *)simba_backend_impl(be);
+    if ((rc = simba__fence_args(fn, name, fence, err, sizeof err)) != SIMBA_OK) return simba__fail(l, rc, "%s", err);
+    if (!cb) return simba__fail(l, SIMBA_EINVAL, "%s: no callback", fn);
+    if (!ops || n < 1 || n > SIMBA__ZKFW_OPS_MAX)
+        return simba__fail(l, SIMBA_EINVAL, "%s: %d operations%s: give 1..%d", fn, n, ops ? "" : " (ops NULL)", SIMBA__ZKFW_OPS_MAX);
+    bytes = sizeof *fw + (size_t)n * (sizeof(simba_zk_fenced_op) + sizeof(simba_zk_fenced_result) + SIMBA__ZKFW_PATH);
+    for (i = 0; i < n; i++) {
+        const simba_zk_fenced_op *o = &ops[i];
+        const char *why = simba__zkfw_path_bad(zk, o->path);
+        size_t len = o->data ? (o->data_len < 0 ? strlen(o->data) : (size_t)o->data_len) : 0;
+        if (o->type != SIMBA_ZK_FENCED_CREATE && o->type != SIMBA_ZK_FENCED_SET && o->type != SIMBA_ZK_FENCED_DELETE)
+            return simba__fail(l, SIMBA_EINVAL, "%s: ops[%d].type %d is not SIMBA_ZK_FENCED_CREATE, _SET or _DELETE", fn, i, o->type);
+        if (why) return simba__fail(l, SIMBA_EINVAL, "%s: ops[%d].path \"%.80s\" %s", fn, i, o->path ? o->path : "", why);
+        if (o->type == SIMBA_ZK_FENCED_CREATE && (o->flags & ~(SIMBA_ZK_FENCED_SEQUENTIAL | SIMBA_ZK_FENCED_EPHEMERAL)))
+            return simba__fail(l, SIMBA_EINVAL, "%s: ops[%d].flags %d: only SIMBA_ZK_FENCED_SEQUENTIAL and _EPHEMERAL", fn, i,
+                               o->flags);
+        if (o->type != SIMBA_ZK_FENCED_CREATE && o->version < -1)
+            return simba__fail(l, SIMBA_EINVAL, "%s: ops[%d].version %d: -1 (any) or a version", fn, i, o->version);
+        if (o->type == SIMBA_ZK_FENCED_DELETE && o->data)
+            return simba__fail(l, SIMBA_EINVAL, "%s: ops[%d] deletes: it takes no data", fn, i);
+        data += len;
+        if (data > SIMBA__ZKFW_BYTES)
+            return simba__fail(l, SIMBA_EINVAL, "%s: more than %d bytes of data in one multi", fn, SIMBA__ZKFW_BYTES);
+        bytes += strlen(o->path) + 1 + len + 1;
+    }
+    if (!(fw = (simba__zkfw *)simba_alloc(l, bytes))) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory", fn);
+    memset(fw, 0, sizeof *fw);
+    fw->loop = l;
+    fw->cb = cb;
+    fw->user = user;
+    fw->n = n;
+    fw->ops = (simba_zk_fenced_op *)(void *)(fw + 1);
+    fw->res = (simba_zk_fenced_result *)(void *)(fw->ops + n);
+    fw->made = (char (*)[SIMBA__ZKFW_PATH])(void *)(fw->res + n);
+    p = (char *)(fw->made + n);
+    for (i = 0; i < n; i++) {
+        simba_zk_fenced_op *o = &fw->ops[i];
+        size_t len = ops[i].data ? (ops[i].data_len < 0 ? strlen(ops[i].data) : (size_t)ops[i].data_len) : 0;
+        *o = ops[i];
+        memcpy(p, ops[i].path, strlen(ops[i].path) + 1);
+        o->path = p;
+        p += strlen(p) + 1;
+        if (ops[i].data) {
+            memcpy(p, ops[i].data, len);
+            p[len] = 0;
+            o->data = p;
+            o->data_len = (int)len;
+            p += len + 1;
+        }
+        fw->made[i][0] = 0;
+    }
+    rc = simba_backend_call(be, name, fence, simba__zkfw_start, simba__zkfw_done, fw);
+    if (rc != SIMBA_OK) simba_free(l, fw); /* the loop's errmsg says why */
+    return rc;
 }
 
 SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out) {

@@ -4,6 +4,8 @@
  * 127.0.0.1:$SIMBA_PG_PORT (default 5440, started by scripts/pg-start.sh), as separate
  * processes would have. The table carries a per-run name so that leftovers of earlier runs
  * never interfere. A server that cannot be reached makes the cases fail (checked first).
+ * mute: another session holds the table's ACCESS EXCLUSIVE lock in a transaction that does
+ * not end: every statement of the backends waits for it, unanswered.
  */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_pg.h"
@@ -34,6 +36,28 @@ static simba_result open_pg(simba_loop *loop, void *ctx, simba_backend **out) {
     rc = simba_pg_open(loop, &d, out);
     if (rc != SIMBA_OK) fprintf(stderr, "kit_pg: open port %d: %s\n", cfg->port, simba_strerror(rc));
     return rc;
+}
+
+static kit_pg_cfg *cfg_now;
+static PGconn *mute_conn;
+
+static void mute_pg(simba_backend *be, int on) {
+    char ci[160], sql[160];
+    PGresult *r = NULL;
+    (void)be;
+    if (on && !mute_conn) {
+        snprintf(ci, sizeof ci, "hostaddr=127.0.0.1 port=%d user=postgres password=simba dbname=postgres connect_timeout=2",
+                 cfg_now->port);
+        snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE \"%s\" IN ACCESS EXCLUSIVE MODE", cfg_now->table);
+        mute_conn = PQconnectdb(ci);
+        if (PQstatus(mute_conn) == CONNECTION_OK) r = PQexec(mute_conn, sql);
+        if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) fprintf(stderr, "kit_pg: mute: %s\n", PQerrorMessage(mute_conn));
+        PQclear(r);
+    } else if (!on && mute_conn) {
+        PQclear(PQexec(mute_conn, "ROLLBACK"));
+        PQfinish(mute_conn);
+        mute_conn = NULL;
+    }
 }
 
 /* Between cases: the server must still answer (a blocking check, test side only). */
@@ -69,5 +93,7 @@ int main(int argc, char **argv) {
     kb.ttl_ms = 2000;
     kb.transition_ms = 1000;
     kb.between = between;
+    kb.mute = mute_pg;
+    cfg_now = &cfg;
     return kit_run(&kb, argc, argv);
 }

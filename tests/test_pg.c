@@ -62,17 +62,7 @@ static int server2_start(void) { return run("sh %s/pg-start.sh %d %s >/dev/null"
 static int server2_stop(void) { return run("sh %s/pg-stop.sh %s >/dev/null", scripts, dir2); }
 /* A stop that keeps the cluster's data: the next server2_start restarts it with its rows. */
 static int server2_stop_keep(void) { return run("sh %s/pg-stop.sh %s --keep >/dev/null", scripts, dir2); }
-static pid_t server2_pid(void) {
-    char path[340];
-    FILE *f;
-    long pid = -1;
-    snprintf(path, sizeof path, "%s/postgres.pid", dir2);
-    f = fopen(path, "r");
-    if (!f) return -1;
-    if (fscanf(f, "%ld", &pid) != 1) pid = -1;
-    fclose(f);
-    return (pid_t)pid;
-}
+static pid_t server2_pid(void) { return server_pid(dir2, "postgres.pid"); }
 
 /* A blocking side connection (test side only) for checks and interference. */
 static PGconn *raw_connect(int port) {
@@ -731,7 +721,10 @@ TEST(pushed_grant_one_hop) {
             (long long)local_left, srv_left, (long long)(t2 - t1));
     CHECK(local_left <= srv_left + (t2 - t1) + 1); /* never past the server's lease */
     CHECK(local_left <= 5000 - 350);                /* counted from the grant, not the arrival */
-    CHECK(local_left >= srv_left - 50);             /* and not needlessly short */
+    /* and not needlessly short: the clock placement errs by at most the round trip of B's
+       earlier answer, which a loaded machine stretches; a lease counted from B's ask
+       would be 400 ms short */
+    CHECK(local_left >= srv_left - 150);
     /* B renews as the owner of that grant: same fence */
     drv_run(&db, 200);
     CHECK(simba_is_owner(b));
@@ -1508,6 +1501,165 @@ TEST(batch_of_renewals_rolls_back_together) {
     drv_free(&d);
 }
 
+/* ---- leadership value, proclaim, yield ------------------------------------------------ */
+
+/* Runs sql with up to 3 text params; the first value as text into out ("" and -1 when none). */
+static int raw_text(int port, const char *sql, const char *p1, const char *p2, const char *p3, char *out, size_t cap) {
+    PGconn *c = raw_connect(port);
+    PGresult *r;
+    const char *v[3];
+    int ok = -1;
+    out[0] = 0;
+    if (!c) return -1;
+    v[0] = p1;
+    v[1] = p2;
+    v[2] = p3;
+    r = PQexecParams(c, sql, p3 ? 3 : p2 ? 2 : p1 ? 1 : 0, NULL, v, NULL, NULL, 0);
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 && !PQgetisnull(r, 0, 0)) {
+        snprintf(out, cap, "%s", PQgetvalue(r, 0, 0));
+        ok = 0;
+    } else if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        fprintf(stderr, "  raw sql failed: %s", PQresultErrorMessage(r));
+    }
+    PQclear(r);
+    PQfinish(c);
+    return ok;
+}
+
+/* Runs a script of several statements; 0 when all succeeded. */
+static int raw_script(int port, const char *sql) {
+    PGconn *c = raw_connect(port);
+    PGresult *r;
+    int ok;
+    if (!c) return -1;
+    r = PQexec(c, sql);
+    ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK ? 0 : -1;
+    if (ok != 0) fprintf(stderr, "  raw sql failed: %s", PQresultErrorMessage(r));
+    PQclear(r);
+    PQfinish(c);
+    return ok;
+}
+
+/* The statements themselves: a new tenure stores the value asked with (NUL and bytes that
+   are not UTF-8 included), a renewal keeps it, proclaim changes it under the same fence and
+   is refused (o_first 4) once the fence moved on; yield with nobody in line keeps it, with a
+   waiter hands it over as a release does (the waiter's value granted with it, o_first 5)
+   and queues the yielder behind, whose value a later release grants. */
+TEST(value_and_yield_in_storage) {
+    char acq[300], val[300], yld[300], rel[200], q[200], got[64];
+    long long f_a;
+    snprintf(acq, sizeof acq, "SELECT o_fence || ' ' || encode(o_val, 'hex') FROM \"%s_acq\"($1, $2, 5000, 1000, 60000,"
+             " $3::boolean, 'none', decode('00ff00c328', 'hex'))", table);
+    snprintf(val, sizeof val, "SELECT o_first || ' ' || o_fence || ' ' || encode(o_val, 'hex') FROM \"%s_val\"($1, $2,"
+             " $3::bigint, decode('6e00ff', 'hex'))", table);
+    snprintf(yld, sizeof yld, "SELECT o_first || ' ' || o_owner || ' ' || encode(o_val, 'hex') FROM \"%s_yield\"($1, $2,"
+             " $3::bigint, 60000, 'none', 5000, 1000)", table);
+    snprintf(rel, sizeof rel, "SELECT o_owner || ' ' || encode(o_val, 'hex') FROM \"%s_rel\"($1, $2)", table);
+    snprintf(q, sizeof q, "SELECT string_agg(contender, ',' ORDER BY seq) FROM \"%s_q\" WHERE name = $1", table);
+    REQUIRE(ensure_table());
+    REQUIRE(raw_text(port1, acq, "value", "A", "f", got, sizeof got) == 0);
+    f_a = atoll(got);
+    CHECK(f_a > 0);
+    CHECK(strstr(got, " 00ff00c328") != NULL);
+    REQUIRE(raw_text(port1, acq, "value", "A", "t", got, sizeof got) == 0); /* a renewal: same fence, same value */
+    CHECK_EQ(atoll(got), f_a);
+    /* proclaim */
+    {
+        char fs[32], want[64];
+        snprintf(fs, sizeof fs, "%lld", f_a);
+        REQUIRE(raw_text(port1, val, "value", "A", fs, got, sizeof got) == 0);
+        snprintf(want, sizeof want, "0 %lld 6e00ff", f_a);
+        CHECK_STR(got, want);
+        snprintf(fs, sizeof fs, "%lld", f_a + 1);
+        REQUIRE(raw_text(port1, val, "value", "A", fs, got, sizeof got) == 0);
+        CHECK(strncmp(got, "4 ", 2) == 0); /* the fence moved on: refused, nothing written */
+        snprintf(fs, sizeof fs, "%lld", f_a);
+        REQUIRE(raw_text(port1, val, "value", "B", fs, got, sizeof got) == 0);
+        CHECK(strncmp(got, "4 ", 2) == 0);
+        /* yield with nobody in line: kept, the value as it is */
+        REQUIRE(raw_text(port1, yld, "value", "A", fs, got, sizeof got) == 0);
+        CHECK_STR(got, "0 A 6e00ff");
+    }
+    /* B waits (with its value), then A yields: B is granted with B's value, A queued behind */
+    {
+        char bacq[300], fs[32];
+        snprintf(bacq, sizeof bacq, "SELECT o_first FROM \"%s_acq\"($1, $2, 5000, 1000, 60000, false, 'none',"
+                 " decode('62', 'hex'))", table);
+        CHECK_EQ(raw_val(port1, bacq, "value", "B", NULL), 1);
+        snprintf(fs, sizeof fs, "%lld", f_a);
+        REQUIRE(raw_text(port1, yld, "value", "A", fs, got, sizeof got) == 0);
+        CHECK_STR(got, "5 B 62");
+        REQUIRE(raw_text(port1, q, "value", NULL, NULL, got, sizeof got) == 0);
+        CHECK_STR(got, "A");
+        REQUIRE(raw_text(port1, yld, "value", "A", fs, got, sizeof got) == 0); /* no longer A's */
+        CHECK(strncmp(got, "4 ", 2) == 0);
+        /* B's release grants the yielder, with the value it held */
+        REQUIRE(raw_text(port1, rel, "value", "B", NULL, got, sizeof got) == 0);
+        CHECK_STR(got, "A 6e00ff");
+        /* and a release with nobody in line clears the value */
+        REQUIRE(raw_text(port1, rel, "value", "A", NULL, got, sizeof got) == 0);
+        CHECK_STR(got, " ");
+    }
+    {
+        char sql[200];
+        snprintf(sql, sizeof sql, "SELECT length(value) FROM \"%s\" WHERE name = $1", table);
+        CHECK_EQ(raw_val(port1, sql, "value", NULL, NULL), 0);
+    }
+}
+
+/* A table set up by an earlier version: no value columns, functions whose answers carry no
+   value (CREATE OR REPLACE cannot change that) and an acquire without p_val. The setup
+   upgrades it in place: the columns are added, the old functions replaced, and the live
+   owner keeps its lease and fence. */
+TEST(table_of_an_earlier_version_upgrades) {
+    drv d;
+    simba_backend *be;
+    simba__pg *p;
+    char tbl[80], sql[1200], got[64];
+    const char *out6 = "OUT o_owner text, OUT o_ttl bigint, OUT o_tr bigint, OUT o_held bigint, OUT o_fence bigint, OUT o_first int";
+    const char *body = "LANGUAGE sql AS $$ SELECT ''::text, 0::bigint, 0::bigint, -1::bigint, 0::bigint, 0 $$";
+    snprintf(tbl, sizeof tbl, "%s_old", table);
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE \"%s\" (name text PRIMARY KEY, owner text NOT NULL DEFAULT '', fence bigint NOT NULL DEFAULT 0,"
+             " acquired_ms bigint NOT NULL DEFAULT 0, ttl_ms bigint NOT NULL DEFAULT 0, transition_ms bigint NOT NULL DEFAULT 0);"
+             "CREATE TABLE \"%s_q\" (name text NOT NULL, contender text NOT NULL, channel text NOT NULL, seq bigserial,"
+             " expires_ms bigint NOT NULL, ttl_ms bigint NOT NULL DEFAULT 0, tr_ms bigint NOT NULL DEFAULT 0,"
+             " PRIMARY KEY (name, contender));"
+             "INSERT INTO \"%s\" SELECT 'm', 'A', 5, n, n + 60000, n + 61000"
+             " FROM (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS n) t",
+             tbl, tbl, tbl);
+    REQUIRE(raw_script(port1, sql) == 0);
+    snprintf(sql, sizeof sql,
+             "CREATE FUNCTION \"%s_acq\"(p_name text, p_id text, p_ttl bigint, p_tr bigint, p_live bigint, p_renew boolean,"
+             " p_chan text, %s) %s;"
+             "CREATE FUNCTION \"%s_rel\"(p_name text, p_id text, %s) %s;"
+             "CREATE FUNCTION \"%s_read\"(p_name text, %s) %s",
+             tbl, out6, body, tbl, out6, body, tbl, out6, body);
+    REQUIRE(raw_script(port1, sql) == 0);
+    memset(&d, 0, sizeof d);
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_pg(d.l[0], port1, tbl, &be) == SIMBA_OK);
+    p = (simba__pg *)simba_backend_impl(be);
+    WAIT_FOR(&d, p->state == SIMBA__PG_READY, 3000);
+    CHECK_EQ(p->state, SIMBA__PG_READY);
+    if (p->state != SIMBA__PG_READY) fprintf(stderr, "  setup: %s\n", simba_backend_errmsg(be));
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_attribute WHERE attname = 'value' AND NOT attisdropped"
+             " AND attrelid IN ('\"%s\"'::regclass, '\"%s_q\"'::regclass)", tbl, tbl);
+    CHECK_EQ(raw_val(port1, sql, NULL, NULL, NULL), 2);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_proc WHERE proname IN ('%s_acq', '%s_rel', '%s_read')", tbl, tbl, tbl);
+    CHECK_EQ(raw_val(port1, sql, NULL, NULL, NULL), 3); /* one of each: the old acquire is gone */
+    snprintf(sql, sizeof sql, "SELECT o_owner || ' ' || o_fence || ' ' || encode(o_val, 'hex') FROM \"%s_read\"($1)", tbl);
+    REQUIRE(raw_text(port1, sql, "m", NULL, NULL, got, sizeof got) == 0);
+    CHECK_STR(got, "A 5 ");
+    snprintf(sql, sizeof sql, "SELECT o_first || ' ' || o_fence || ' ' || encode(o_val, 'hex') FROM \"%s_val\"($1, $2, 5,"
+             " decode('61', 'hex'))", tbl);
+    REQUIRE(raw_text(port1, sql, "m", "A", NULL, got, sizeof got) == 0);
+    CHECK_STR(got, "0 5 61");
+    drv_free(&d);
+    snprintf(sql, sizeof sql, "DROP TABLE \"%s\", \"%s_q\", \"%s_boot\" CASCADE", tbl, tbl, tbl);
+    raw_script(port1, sql);
+}
+
 int main(int argc, char **argv) {
     const char *e;
     struct timespec ts;
@@ -1561,6 +1713,8 @@ int main(int argc, char **argv) {
     RUN(free_with_pending);
     RUN(batch_failure_grants_nothing);
     RUN(batch_of_renewals_rolls_back_together);
+    RUN(value_and_yield_in_storage);
+    RUN(table_of_an_earlier_version_upgrades);
     if (started2) server2_stop();
     return check_report("test_pg");
 }

@@ -93,17 +93,7 @@ static int server2_restart(void) {
     if (server2_stop() != 0) return -1;
     return run("%s/redis-start.sh %d %s --restart >/dev/null", scripts, port2, dir2);
 }
-static pid_t server2_pid(void) {
-    char path[300];
-    FILE *f;
-    long pid = -1;
-    snprintf(path, sizeof path, "%s/redis.pid", dir2);
-    f = fopen(path, "r");
-    if (!f) return -1;
-    if (fscanf(f, "%ld", &pid) != 1) pid = -1;
-    fclose(f);
-    return (pid_t)pid;
-}
+static pid_t server2_pid(void) { return server_pid(dir2, "redis.pid"); }
 
 /* ---- loops and the driver ------------------------------------------------------------- */
 
@@ -654,13 +644,40 @@ static void child_waiter(const char *mutex, int64_t ttl, int64_t tr, int fd) {
     for (;;) drv_once(&d, 100);
 }
 
+/* Forks a child_waiter on mutex and drives d (the owner keeps renewing) until the child
+   says it is queued, 5 s at most; its pid (-1: no fork), *queued 1 once it said so. */
+static pid_t fork_waiter(drv *d, const char *mutex, int64_t ttl, int64_t tr, int *queued) {
+    int pfd[2];
+    int64_t end = mono_ms() + 5000;
+    pid_t pid;
+    char c;
+    *queued = 0;
+    if (pipe(pfd) != 0) return -1;
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0) {
+        close(pfd[0]);
+        child_waiter(mutex, ttl, tr, pfd[1]);
+        _exit(0);
+    }
+    close(pfd[1]);
+    while (pid > 0 && !*queued && mono_ms() < end) {
+        struct pollfd p;
+        p.fd = pfd[0];
+        p.events = POLLIN;
+        if (poll(&p, 1, 0) == 1) *queued = read(pfd[0], &c, 1) == 1;
+        else drv_once(d, 10);
+    }
+    close(pfd[0]);
+    return pid;
+}
+
 static void crashed_waiter_case(int hang) {
     drv d;
     simba_backend *b1, *b2;
     simba_service *a, *w2;
     rec ra, rw;
-    int pfd[2], status;
-    char c;
+    int status, queued;
     pid_t pid;
     const char *m = hang ? "crash-hang" : "crash-kill";
     int64_t ttl = hang ? 2000 : 10000, tr = hang ? 1000 : 6000, t_rel, gap;
@@ -673,30 +690,9 @@ static void crashed_waiter_case(int hang) {
     REQUIRE(a);
     WAIT_FOR(&d, simba_is_owner(a), 3000);
     REQUIRE(simba_is_owner(a));
-    REQUIRE(pipe(pfd) == 0);
-    fflush(NULL);
-    pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        close(pfd[0]);
-        child_waiter(m, ttl, tr, pfd[1]);
-        _exit(0);
-    }
-    close(pfd[1]);
-    /* the owner keeps renewing while the child queues up */
-    {
-        struct pollfd p;
-        int64_t end = mono_ms() + 5000;
-        int got = 0;
-        while (!got && mono_ms() < end) {
-            p.fd = pfd[0];
-            p.events = POLLIN;
-            if (poll(&p, 1, 0) == 1) got = read(pfd[0], &c, 1) == 1;
-            else drv_once(&d, 10);
-        }
-        CHECK(got);
-    }
-    close(pfd[0]);
+    pid = fork_waiter(&d, m, ttl, tr, &queued); /* the owner keeps renewing meanwhile */
+    REQUIRE(pid > 0);
+    CHECK(queued);
     REQUIRE(open_redis(d.l[1], port1, &b2) == SIMBA_OK);
     w2 = contend(d.l[1], b2, m, "W2", ttl, tr, &rw);
     REQUIRE(w2);
@@ -895,22 +891,6 @@ TEST(fair_round_in_arrival_order) {
     drv_free(&d);
 }
 
-static void child_head(const char *mutex, int64_t ttl, int64_t tr, int fd) {
-    drv d;
-    simba_backend *be;
-    simba_service *w;
-    rec r;
-    memset(&d, 0, sizeof d);
-    memset(&r, 0, sizeof r);
-    if (!drv_add(&d) || open_redis(d.l[0], port1, &be) != SIMBA_OK) _exit(2);
-    w = contend(d.l[0], be, mutex, "W1", ttl, tr, &r);
-    if (!w) _exit(3);
-    WAIT_FOR(&d, strcmp(viewed_owner(w), "A") == 0, 3000);
-    drv_run(&d, 100);
-    if (write(fd, "x", 1) != 1) _exit(4);
-    for (;;) drv_once(&d, 100);
-}
-
 /* The head of the line hangs (SIGSTOP) just as the owner releases: the mutex stays
    reserved for it (a forged wake-up to the next waiter grants nothing) and goes to the
    next waiter once the head's place lapses, within the liveness bound the core sends. */
@@ -923,8 +903,8 @@ TEST(stopped_head_reserved_no_longer_than_live) {
     simba_backend *b1, *b2;
     simba_service *a, *w2;
     rec ra, rw;
-    int pfd[2], status, got = 0;
-    char c, chan[256];
+    int status, got;
+    char chan[256];
     pid_t pid;
     int64_t t_stop, t_rel;
     memset(&d, 0, sizeof d);
@@ -937,27 +917,8 @@ TEST(stopped_head_reserved_no_longer_than_live) {
     REQUIRE(a);
     WAIT_FOR(&d, simba_is_owner(a), 3000);
     REQUIRE(simba_is_owner(a));
-    REQUIRE(pipe(pfd) == 0);
-    fflush(NULL);
-    pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        close(pfd[0]);
-        child_head(m, ttl, tr, pfd[1]);
-        _exit(0);
-    }
-    close(pfd[1]);
-    {
-        struct pollfd p;
-        int64_t end = mono_ms() + 5000;
-        while (!got && mono_ms() < end) {
-            p.fd = pfd[0];
-            p.events = POLLIN;
-            if (poll(&p, 1, 0) == 1) got = read(pfd[0], &c, 1) == 1;
-            else drv_once(&d, 10);
-        }
-    }
-    close(pfd[0]);
+    pid = fork_waiter(&d, m, ttl, tr, &got); /* the head of the line, in another process */
+    REQUIRE(pid > 0);
     CHECK(got);
     w2 = contend(d.l[1], b2, m, "W2", ttl, tr, &rw);
     REQUIRE(w2);
@@ -1629,8 +1590,7 @@ TEST(refused_probes_said_once) {
     ld.log = count_probe_logs;
     ld.log_level = SIMBA_LOG_WARN;
     REQUIRE(simba_loop_new(&ld, &l) == SIMBA_OK);
-    d.l[d.n] = l;
-    d.wait[d.n++] = 0;
+    REQUIRE(drv_attach(&d, l) == 0);
     memset(&rd, 0, sizeof rd);
     rd.port = port3;
     desc_bound(&rd, 800);

@@ -9,6 +9,11 @@
 #include "../simba_sql.h"
 #include "../simba_memory.h"
 #include "check.h"
+/* The driver only: the cases count callbacks in recorders of their own (counts, fence_log)
+   and read no times from them. */
+#define FIXTURE_DRIVER
+#define FIXTURE_DRIVER_ONLY
+#include "fixture.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,12 +31,6 @@
 static char tmpdir[256];
 static int dbseq;
 
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int64_t wall_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -44,10 +43,12 @@ static const char *newdb(char *buf, size_t cap) {
     return buf;
 }
 
+static void drv_loop_desc(simba_loop_desc *ld) { (void)ld; } /* the defaults */
 static simba_loop *newloop(void) {
     simba_loop *loop = NULL;
     simba_loop_desc d;
     memset(&d, 0, sizeof d);
+    drv_loop_desc(&d);
     if (simba_loop_new(&d, &loop) != SIMBA_OK) return NULL;
     return loop;
 }
@@ -951,36 +952,40 @@ static void on_rel(simba_service *svc, const simba_state *st, void *u) {
     ((counts *)u)->released++;
 }
 
-static simba_result contend(simba_loop *loop, simba_backend *be, const char *m, const char *id, int64_t ttl,
-                            int64_t tr, counts *c, simba_service **out) {
+/* A contender reporting to acq and rel with user (not started). */
+static simba_result contend_cb(simba_loop *loop, simba_backend *be, const char *m, const char *id, int64_t ttl,
+                               int64_t tr, simba_state_fn acq, simba_state_fn rel, void *user, simba_service **out) {
     simba_contend_desc d;
     memset(&d, 0, sizeof d);
     d.mutex = m;
     d.contender_id = id;
     d.ttl_ms = ttl;
     d.transition_ms = tr;
-    d.on_acquired = on_acq;
-    d.on_released = on_rel;
-    d.user_data = c;
+    d.on_acquired = acq;
+    d.on_released = rel;
+    d.user_data = user;
     return simba_contend(loop, be, &d, out);
 }
+static simba_result contend(simba_loop *loop, simba_backend *be, const char *m, const char *id, int64_t ttl,
+                            int64_t tr, counts *c, simba_service **out) {
+    return contend_cb(loop, be, m, id, ttl, tr, on_acq, on_rel, c, out);
+}
 
-/* Drives the loops (5 ms steps) until cond holds or max_ms passes; 1 when it held.
-   Also records the longest single simba_poll(). */
+/* Drives the loops with the fixture's driver (2 ms at most between polls) until cond holds
+   or max_ms passes; 1 when it held. Also records the longest single simba_poll(). */
 static int64_t longest_poll_ms;
 static int drive(simba_loop **loops, int n, int64_t max_ms, int (*cond)(void *), void *arg) {
     int64_t until = mono_ms() + max_ms;
+    drv d;
+    int i;
+    memset(&d, 0, sizeof d);
+    for (i = 0; i < n; i++)
+        if (drv_attach(&d, loops[i]) != 0) return 0;
     for (;;) {
-        int i;
-        for (i = 0; i < n; i++) {
-            int64_t t0 = mono_ms(), w;
-            w = simba_poll(loops[i]);
-            if (mono_ms() - t0 > longest_poll_ms) longest_poll_ms = mono_ms() - t0;
-            (void)w;
-        }
+        drv_once(&d, 2);
+        if (d.max_poll_us / 1000 > longest_poll_ms) longest_poll_ms = d.max_poll_us / 1000;
         if (cond && cond(arg)) return 1;
         if (mono_ms() >= until) return 0;
-        poll(NULL, 0, 2);
     }
 }
 
@@ -1012,16 +1017,7 @@ static void fl_rel(simba_service *svc, const simba_state *st, void *u) {
 }
 static simba_result contend_fl(simba_loop *loop, simba_backend *be, const char *m, const char *id, int64_t ttl,
                                int64_t tr, fence_log *f, simba_service **out) {
-    simba_contend_desc d;
-    memset(&d, 0, sizeof d);
-    d.mutex = m;
-    d.contender_id = id;
-    d.ttl_ms = ttl;
-    d.transition_ms = tr;
-    d.on_acquired = fl_acq;
-    d.on_released = fl_rel;
-    d.user_data = f;
-    return simba_contend(loop, be, &d, out);
+    return contend_cb(loop, be, m, id, ttl, tr, fl_acq, fl_rel, f, out);
 }
 
 /* End to end: services renewing through simba_poll on a file opened with checkpoint = -1,
@@ -3093,6 +3089,190 @@ TEST(forged_datagram_and_garbage_row_grant_nothing) {
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
 
+/* ---- leadership value, proclaim, yield ------------------------------------------------ */
+
+/* One request of the core's shape (renew, fence, value) straight through the executor. */
+static simba_result value_op(simba_backend *be, simba_op op, const char *mutex, const char *who, int renew, uint64_t fence,
+                             const void *value, size_t len, simba_reply *rep) {
+    simba_req r;
+    int64_t until = mono_ms() + 2000;
+    memset(&r, 0, sizeof r);
+    r.op = op;
+    r.mutex = mutex;
+    r.contender = who;
+    r.ttl_ms = 5000;
+    r.transition_ms = 1000;
+    r.renew = renew;
+    r.expect_win = op == SIMBA_OP_ACQUIRE && renew;
+    r.live_ms = 10000;
+    r.fence = fence;
+    r.value = (const unsigned char *)value;
+    r.value_len = len;
+    r.sent_at = simba_now(impl_of(be)->loop);
+    while (simba__sql_exec_one(impl_of(be), &r, rep) == SIMBA__SQL_BUSY) {
+        if (mono_ms() > until) return SIMBA_EBUSY;
+        poll(NULL, 0, 1);
+    }
+    return rep->rc;
+}
+
+static int value_is(const simba_reply *rep, const void *want, size_t len) {
+    return rep->value_len == len && (len == 0 || (rep->value && memcmp(rep->value, want, len) == 0));
+}
+
+TEST(value_bytes_round_trip_through_the_file) {
+    static const unsigned char v1[] = {0, 0xff, 'a', 0, 0xc3, 0x28, 0}; /* NUL, and bytes that are not UTF-8 */
+    static const unsigned char v2[] = {'n', 'e', 'w', 0, 0x80};
+    static unsigned char big[SIMBA_VALUE_MAX];
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_reply rep, out;
+    sqlite3 *raw;
+    char path[300], owner[SIMBA_ID_MAX + 1];
+    uint64_t fence;
+    size_t i;
+    REQUIRE(loop != NULL);
+    REQUIRE(open_be(loop, newdb(path, sizeof path), NULL, &be) == SIMBA_OK);
+    REQUIRE((raw = raw_open(path)) != NULL);
+    for (i = 0; i < sizeof big; i++) big[i] = (unsigned char)(i * 7 + 1);
+    CHECK_RC(value_op(be, SIMBA_OP_ACQUIRE, "m", "A", 0, 0, v1, sizeof v1, &rep), SIMBA_OK);
+    CHECK_STR(rep.owner, "A");
+    CHECK(value_is(&rep, v1, sizeof v1));
+    fence = rep.fence;
+    CHECK_EQ(raw_int(raw, "SELECT length(value) FROM simba_mutex WHERE mutex = 'm' AND typeof(value) = 'blob'"), (int64_t)sizeof v1);
+    /* a renewal keeps the stored value, whatever it asks with */
+    CHECK_RC(value_op(be, SIMBA_OP_ACQUIRE, "m", "A", 1, 0, v2, sizeof v2, &rep), SIMBA_OK);
+    CHECK_EQ(rep.fence, fence);
+    CHECK(value_is(&rep, v1, sizeof v1));
+    CHECK_RC(simba_sql_read(be, "m", &out, owner, sizeof owner), SIMBA_OK);
+    CHECK(value_is(&out, v1, sizeof v1));
+    /* proclaim: same fence, new value; a fence that moved on or another contender is refused */
+    CHECK_RC(value_op(be, SIMBA_OP_SET_VALUE, "m", "A", 0, fence, v2, sizeof v2, &rep), SIMBA_OK);
+    CHECK_STR(rep.owner, "A");
+    CHECK_EQ(rep.fence, fence);
+    CHECK(value_is(&rep, v2, sizeof v2));
+    CHECK_RC(value_op(be, SIMBA_OP_SET_VALUE, "m", "A", 0, fence + 1, v1, sizeof v1, &rep), SIMBA_ESTATE);
+    CHECK(rep.errmsg && strstr(rep.errmsg, "no longer holds mutex m") && strstr(rep.errmsg, "A holds it"));
+    CHECK_RC(value_op(be, SIMBA_OP_SET_VALUE, "m", "B", 0, fence, v1, sizeof v1, &rep), SIMBA_ESTATE);
+    CHECK_RC(simba_sql_read(be, "m", &out, owner, sizeof owner), SIMBA_OK);
+    CHECK(value_is(&out, v2, sizeof v2));
+    CHECK_EQ(out.fence, fence);
+    /* a release clears it; the next owner's value, of the largest size, comes with its grant */
+    CHECK_RC(value_op(be, SIMBA_OP_RELEASE, "m", "A", 0, 0, NULL, 0, &rep), SIMBA_OK);
+    CHECK_EQ(raw_int(raw, "SELECT length(value) FROM simba_mutex WHERE mutex = 'm'"), 0);
+    CHECK_RC(value_op(be, SIMBA_OP_SET_VALUE, "m", "A", 0, fence, v1, sizeof v1, &rep), SIMBA_ESTATE);
+    CHECK(rep.errmsg && strstr(rep.errmsg, "nobody holds it"));
+    CHECK_RC(value_op(be, SIMBA_OP_ACQUIRE, "m", "B", 0, 0, big, sizeof big, &rep), SIMBA_OK);
+    CHECK(value_is(&rep, big, sizeof big));
+    CHECK(rep.fence > fence);
+    /* a new tenure of the same contender without renew stores what it asks with now */
+    CHECK_RC(value_op(be, SIMBA_OP_ACQUIRE, "m", "B", 0, 0, NULL, 0, &rep), SIMBA_OK);
+    CHECK(value_is(&rep, NULL, 0));
+    sqlite3_close(raw);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+TEST(yield_passes_to_the_head_and_queues_the_yielder_behind) {
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_reply rep;
+    sqlite3 *raw;
+    char path[300];
+    uint64_t fence;
+    REQUIRE(loop != NULL);
+    REQUIRE(open_be(loop, newdb(path, sizeof path), NULL, &be) == SIMBA_OK);
+    REQUIRE((raw = raw_open(path)) != NULL);
+    CHECK_RC(value_op(be, SIMBA_OP_ACQUIRE, "y", "A", 0, 0, "a", 1, &rep), SIMBA_OK);
+    fence = rep.fence;
+    /* nobody waits: it keeps it, nothing changes */
+    CHECK_RC(value_op(be, SIMBA_OP_YIELD, "y", "A", 0, fence, NULL, 0, &rep), SIMBA_OK);
+    CHECK_EQ(rep.yielded, 0);
+    CHECK_STR(rep.owner, "A");
+    CHECK_EQ(rep.fence, fence);
+    CHECK(value_is(&rep, "a", 1));
+    CHECK(rep.ttl_left_ms > 0 && rep.ttl_left_ms <= 5000);
+    CHECK_RC(value_op(be, SIMBA_OP_ACQUIRE, "y", "B", 0, 0, "b", 1, &rep), SIMBA_OK);
+    CHECK_STR(rep.owner, "A");
+    CHECK(value_is(&rep, "a", 1)); /* a waiter learns the owner's value with the owner */
+    CHECK_RC(value_op(be, SIMBA_OP_ACQUIRE, "y", "C", 0, 0, "c", 1, &rep), SIMBA_OK);
+    CHECK_EQ(raw_int(raw, "SELECT waiters FROM simba_mutex WHERE mutex = 'y'"), 2);
+    CHECK_RC(value_op(be, SIMBA_OP_YIELD, "y", "A", 0, fence + 1, NULL, 0, &rep), SIMBA_ESTATE);
+    CHECK(rep.errmsg && strstr(rep.errmsg, "yield") && strstr(rep.errmsg, "no longer holds"));
+    CHECK_RC(value_op(be, SIMBA_OP_YIELD, "y", "B", 0, fence, NULL, 0, &rep), SIMBA_ESTATE);
+    /* passed: the row is free (value cleared), the line is B, C, then A */
+    CHECK_RC(value_op(be, SIMBA_OP_YIELD, "y", "A", 0, fence, NULL, 0, &rep), SIMBA_OK);
+    CHECK_EQ(rep.yielded, 1);
+    CHECK(!rep.owner || !rep.owner[0]);
+    CHECK_EQ(raw_int(raw, "SELECT (owner_id = '') + 2 * (length(value) = 0) FROM simba_mutex WHERE mutex = 'y'"), 3);
+    CHECK_EQ(raw_int(raw, "SELECT waiters FROM simba_mutex WHERE mutex = 'y'"), 3);
+    {
+        sqlite3_stmt *st = NULL;
+        REQUIRE(sqlite3_prepare_v2(raw, "SELECT group_concat(contender, ',') FROM (SELECT contender FROM simba_mutex_wait"
+                                        " WHERE mutex = 'y' ORDER BY seq)", -1, &st, NULL) == SQLITE_OK);
+        REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+        CHECK_STR((const char *)sqlite3_column_text(st, 0), "B,C,A");
+        sqlite3_finalize(st);
+    }
+    /* the yielder asking again does not jump the line; the head wins with its own value */
+    CHECK_RC(value_op(be, SIMBA_OP_ACQUIRE, "y", "A", 0, 0, "a", 1, &rep), SIMBA_OK);
+    CHECK(!rep.owner || !rep.owner[0]);
+    CHECK_RC(value_op(be, SIMBA_OP_ACQUIRE, "y", "B", 0, 0, "b", 1, &rep), SIMBA_OK);
+    CHECK_STR(rep.owner, "B");
+    CHECK(rep.fence > fence);
+    CHECK(value_is(&rep, "b", 1));
+    sqlite3_close(raw);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* A file written by an earlier version: its table lacks the waiters and value columns. A
+   read_only backend reads it as is (no value); a writer adds them, and the live owner's row
+   keeps its lease and fence. */
+TEST(table_of_an_earlier_version_gains_the_value_column) {
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL, *ro = NULL;
+    simba_sql_desc d;
+    simba_view v;
+    simba_reply rep;
+    sqlite3 *raw;
+    char path[300], sql[512];
+    REQUIRE(loop != NULL);
+    REQUIRE((raw = raw_open(newdb(path, sizeof path))) != NULL);
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE simba_mutex (mutex TEXT NOT NULL PRIMARY KEY, acquired_at INTEGER NOT NULL DEFAULT 0,"
+             " ttl_at INTEGER NOT NULL DEFAULT 0, transition_at INTEGER NOT NULL DEFAULT 0,"
+             " owner_id TEXT NOT NULL DEFAULT '', fence INTEGER NOT NULL DEFAULT 0,"
+             " version INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
+             "INSERT INTO simba_mutex VALUES ('m', %lld, %lld, %lld, 'A', 5, 1)",
+             (long long)wall_ms(), (long long)wall_ms() + 60000, (long long)wall_ms() + 61000);
+    REQUIRE(sqlite3_exec(raw, sql, NULL, NULL, NULL) == SQLITE_OK);
+    memset(&d, 0, sizeof d);
+    d.path = path;
+    d.read_only = 1;
+    CHECK_RC(simba_sql_open(loop, &d, &ro), SIMBA_OK);
+    CHECK_RC(simba_inspect_wait(ro, "m", &v, 5000), SIMBA_OK);
+    CHECK_STR(v.owner, "A");
+    CHECK_EQ(v.fence, 5);
+    CHECK_EQ(v.value_len, 0);
+    CHECK_RC(simba_backend_free(ro), SIMBA_OK);
+    CHECK_EQ(raw_int(raw, "SELECT count(*) FROM pragma_table_info('simba_mutex') WHERE name = 'value'"), 0);
+    REQUIRE(open_be(loop, path, NULL, &be) == SIMBA_OK);
+    CHECK_EQ(raw_int(raw, "SELECT count(*) FROM pragma_table_info('simba_mutex') WHERE name IN ('value', 'waiters')"), 2);
+    CHECK_RC(value_op(be, SIMBA_OP_ACQUIRE, "m", "B", 0, 0, "b", 1, &rep), SIMBA_OK);
+    CHECK_STR(rep.owner, "A");
+    CHECK_EQ(rep.fence, 5);
+    CHECK(value_is(&rep, NULL, 0));
+    CHECK_RC(value_op(be, SIMBA_OP_ACQUIRE, "m", "A", 1, 0, "a", 1, &rep), SIMBA_OK);
+    CHECK_EQ(rep.fence, 5);
+    CHECK_RC(value_op(be, SIMBA_OP_SET_VALUE, "m", "A", 0, 5, "a", 1, &rep), SIMBA_OK);
+    CHECK(value_is(&rep, "a", 1));
+    CHECK_RC(value_op(be, SIMBA_OP_RELEASE, "m", "A", 0, 0, NULL, 0, &rep), SIMBA_OK);
+    CHECK_RC(value_op(be, SIMBA_OP_ACQUIRE, "m", "B", 0, 0, "b", 1, &rep), SIMBA_OK);
+    CHECK_STR(rep.owner, "B");
+    CHECK(value_is(&rep, "b", 1));
+    sqlite3_close(raw);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
 static void rm_tmpdir(void) {
     char cmd[600];
     if (!tmpdir[0] || getenv("SIMBA_KEEP_TMP")) return;
@@ -3157,6 +3337,9 @@ int main(int argc, char **argv) {
     RUN(head_waiter_sigstopped_blocks_at_most_its_liveness);
     RUN(locker_handoff_default_timing_between_processes);
     RUN(forged_datagram_and_garbage_row_grant_nothing);
+    RUN(value_bytes_round_trip_through_the_file);
+    RUN(yield_passes_to_the_head_and_queues_the_yielder_behind);
+    RUN(table_of_an_earlier_version_gains_the_value_column);
     rc = check_report("test_sql");
     rm_tmpdir();
     return rc;

@@ -7,7 +7,8 @@
  * run / elect / watch drive the library (simba_contend / simba_observe) from one poll(2) loop
  * that also reads a self-pipe fed by the signal handlers (SIGCHLD and forwarded signals), so
  * reaping and forwarding never delay a lease renewal; the same poll serves the statistics
- * socket whose path the command gets in SIMBA_STATS_SOCKET (`simba get` asks it).
+ * socket whose path the command gets in SIMBA_STATS_SOCKET (`simba get` asks it for the
+ * statistics, `simba yield` asks the holder to hand over).
  * get / ls / release --fence stand on the library's inspection (simba_inspect, simba_list,
  * simba_force_release): no storage layout is known here.
  */
@@ -23,6 +24,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -71,16 +73,21 @@ static void usage(FILE *f) {
         "commands:\n"
         "  run NAME [-n] [-w SEC] [lease options] -- CMD [ARG...]\n"
         "      wait for the lock NAME, run CMD while holding it, release when it exits, exit with\n"
-        "      its status. CMD runs in its own process group with SIMBA_MUTEX, SIMBA_FENCE and\n"
-        "      SIMBA_STATS_SOCKET in its environment. INT TERM HUP QUIT USR1 USR2 sent to simba\n"
-        "      go to that group; run from a terminal, the group gets the terminal while it runs.\n"
+        "      its status. CMD runs in its own process group with SIMBA_MUTEX, SIMBA_FENCE,\n"
+        "      SIMBA_VALUE and SIMBA_STATS_SOCKET in its environment. INT TERM HUP QUIT USR1 USR2\n"
+        "      sent to simba go to that group; run from a terminal, the group gets the terminal.\n"
         "  run --permits N NAME ... -- CMD    one of at most N holders of NAME (a semaphore)\n"
         "  run --shared NAME ... -- CMD       a reader of NAME: with other readers, never with a\n"
         "      writer (a plain run of NAME is a writer); each holder has its own SIMBA_FENCE\n"
-        "  elect NAME [--once] [lease options] -- CMD [ARG...]\n"
+        "  elect NAME [--value STR] [--yield-on SIG] [--once] [lease options] -- CMD [ARG...]\n"
         "      run CMD only while leader; when leadership is lost stop it and wait to lead\n"
         "      again (--once: exit with status 76 instead). If CMD exits by itself, leadership\n"
-        "      is released and simba exits with its status.\n"
+        "      is released and simba exits with its status. The store keeps STR (default\n"
+        "      HOST:PID of simba) with the leadership: get and watch show where the leader is.\n"
+        "  yield NAME [--stats SOCKET]\n"
+        "      ask the run/elect of this host that holds NAME to hand over: it stops CMD, then\n"
+        "      the oldest waiter gets the lock and it waits behind (exit 0); with nobody\n"
+        "      waiting it keeps the lock and CMD runs on (exit 1)\n"
         "  get NAME [--json] [--stats SOCKET]\n"
         "      owner, fence, acquired, time left, and every holder of a semaphore or the readers\n"
         "      (exit 1 when nobody owns it); inside a run or elect of NAME (or with --stats),\n"
@@ -129,7 +136,10 @@ static void usage(FILE *f) {
         "  --permits N          run/elect: at most N holders of NAME (2..1024; 1 = a mutex);\n"
         "                       every holder of NAME must give the same N\n"
         "  --shared             run/elect: hold NAME as a reader (not with --permits N > 1)\n"
-        "  --once               elect: exit when leadership is lost\n"
+        "  --once               elect: exit when leadership is lost (or yielded)\n"
+        "  --value STR          run/elect: the value stored with the ownership, in\n"
+        "                       SIMBA_VALUE for CMD (default HOST:PID; at most %d bytes)\n"
+        "  --yield-on SIG       elect: yield on signal SIG (HUP, USR1 or USR2; not forwarded)\n"
         "  --json               get/watch/ls: JSON output (watch: one object per line)\n"
         "  --refresh SEC        watch: longest time between reads (default 1)\n"
         "  --every SEC          checkpoint: repeat every SEC seconds until INT or TERM\n"
@@ -139,7 +149,8 @@ static void usage(FILE *f) {
         "                       in the Prometheus text format (via FILE.tmp.PID, renamed)\n"
         "  --no-stats-socket    run/elect: no statistics socket (and no SIMBA_STATS_SOCKET)\n"
         "  --stats SOCKET       get: the statistics socket to ask (default $SIMBA_STATS_SOCKET,\n"
-        "                       used only when it serves NAME on the same backend)\n"
+        "                       used only when it serves NAME on the same backend); yield:\n"
+        "                       the holder to ask (default: found among this user's sockets)\n"
         "ZooKeeper: the lease is the session; simba asks for a session timeout of ttl+transition.\n"
         "get, ls and release --fence ask the library (simba_inspect, simba_list,\n"
         "simba_force_release); get on SQLite opens the file read-only. A forced release lets the\n"
@@ -147,13 +158,19 @@ static void usage(FILE *f) {
         "Statistics: run and elect answer on a private socket (mode 0600 in a directory 0700\n"
         "under $XDG_RUNTIME_DIR, $TMPDIR or /tmp, removed at exit) with the counters of their\n"
         "service: acquisitions, releases by reason, step-downs, attempts, renewals, failed\n"
-        "renewals, errors, current and total hold, waits, last error.\n"
-        "\n"
+        "renewals, errors, current and total hold, waits, last error. simba yield asks on it.\n"
+        "Values: get and watch print them quoted, non-printable bytes as \\xHH; in JSON,\n"
+        "\"value\" is a string (null when nobody owns it), or null with \"value_base64\" when\n"
+        "the bytes are not UTF-8.\n"
+        "\n", SIMBA_VALUE_MAX);
+    fprintf(f,
         "exit status:\n"
         "  run/elect: CMD's status; 128+N if CMD died of signal N; 126/127 CMD not executable /\n"
         "             not found; 75 not acquired (-n held, -w timed out); 76 lease lost while CMD\n"
         "             ran (CMD was signalled); 128+N if simba got signal N before CMD started\n"
         "  get: 0 owned, 1 nobody owns it     release: 0 released, 1 fence or owner differs\n"
+        "  yield: 0 passed on, 1 kept (nobody waits) or no local holder, 69 no answer or the\n"
+        "         store failed; run: 76 when CMD was stopped to yield\n"
         "  get --stats: 64 the socket serves another mutex or backend, 69 it does not answer\n"
         "  run/elect: 69 no answer from the backend for --connect-timeout seconds\n"
         "  all: 64 bad usage or URL, 69 backend failed or unreachable, 70 internal error,\n"
@@ -213,12 +230,12 @@ static const struct { const char *name; int sig; } sigtab[] = {
     {"TERM", SIGTERM}, {"INT", SIGINT}, {"HUP", SIGHUP}, {"QUIT", SIGQUIT}, {"KILL", SIGKILL},
     {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"ALRM", SIGALRM}, {NULL, 0}};
 
-static int parse_signal(const char *s, int *out) {
+static int parse_signal(const char *opt, const char *s, int *out) {
     int i;
-    if (!s || !*s) { errorf("--signal: missing value"); return -1; }
+    if (!s || !*s) { errorf("%s: missing value", opt); return -1; }
     if (isdigit((unsigned char)s[0])) {
         uint64_t v;
-        if (parse_u64("--signal", s, &v) || v < 1 || v > 64) { errorf("--signal: '%s' is not a signal number", s); return -1; }
+        if (parse_u64(opt, s, &v) || v < 1 || v > 64) { errorf("%s: '%s' is not a signal number", opt, s); return -1; }
         *out = (int)v;
         return 0;
     }
@@ -226,7 +243,7 @@ static int parse_signal(const char *s, int *out) {
     for (i = 0; sigtab[i].name; i++) {
         if (strcmp(s, sigtab[i].name) == 0) { *out = sigtab[i].sig; return 0; }
     }
-    errorf("--signal: unknown signal '%s' (TERM INT HUP QUIT KILL USR1 USR2 ALRM or a number)", s);
+    errorf("%s: unknown signal '%s' (TERM INT HUP QUIT KILL USR1 USR2 ALRM or a number)", opt, s);
     return -1;
 }
 
@@ -237,6 +254,95 @@ static void json_str(FILE *f, const char *s) {
         if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
         else if (c < 0x20) fprintf(f, "\\u%04x", c);
         else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* ---- leadership values: any bytes, shown safely ------------------------------------------ */
+
+/* Length of the valid UTF-8 character at s (n bytes left) with its code point in *cp, or 0
+   for a byte that does not start one (overlong forms, surrogates, cut sequences). */
+static size_t utf8_char(const unsigned char *s, size_t n, uint32_t *cp) {
+    size_t len, i;
+    uint32_t c;
+    if (s[0] < 0xC2 || s[0] > 0xF4) return 0;
+    len = s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : 4;
+    if (n < len) return 0;
+    c = s[0] & (0x7Fu >> len);
+    for (i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        c = c << 6 | (s[i] & 0x3Fu);
+    }
+    if ((len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10FFFF)) || (c >= 0xD800 && c <= 0xDFFF)) return 0;
+    *cp = c;
+    return len;
+}
+
+/* The value in double quotes for a terminal or a log: printable ASCII and printable UTF-8 as
+   they are, \" \\ \n \r \t, every other byte \xHH, so no value can move the cursor or forge
+   a line. */
+static void text_value(FILE *f, const unsigned char *v, size_t n) {
+    size_t i = 0;
+    fputc('"', f);
+    while (i < n) {
+        unsigned char c = v[i];
+        uint32_t cp;
+        size_t len;
+        if (c >= 0x20 && c < 0x7F) {
+            if (c == '"' || c == '\\') fputc('\\', f);
+            fputc(c, f);
+            i++;
+        } else if (c == '\n' || c == '\r' || c == '\t') {
+            fprintf(f, "\\%c", c == '\n' ? 'n' : c == '\r' ? 'r' : 't');
+            i++;
+        } else if ((len = utf8_char(v + i, n - i, &cp)) != 0 && cp >= 0xA0 && cp != 0x2028 && cp != 0x2029) {
+            fwrite(v + i, 1, len, f); /* C1 controls and line separators stay escaped */
+            i += len;
+        } else {
+            fprintf(f, "\\x%02x", c);
+            i++;
+        }
+    }
+    fputc('"', f);
+}
+
+/* JSON members for a value: "value" is a string when the bytes are UTF-8 (controls escaped),
+   null when nobody owns the mutex; bytes that are not UTF-8 come as "value":null plus
+   "value_base64", exactly. */
+static void json_value(FILE *f, const unsigned char *v, size_t n, int owned) {
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t i, len;
+    uint32_t cp;
+    if (!owned) { fputs("\"value\":null", f); return; }
+    for (i = 0; i < n; i += len) {
+        len = v[i] < 0x80 ? 1 : utf8_char(v + i, n - i, &cp);
+        if (len == 0) break;
+    }
+    if (i < n) { /* not UTF-8 */
+        fputs("\"value\":null,\"value_base64\":\"", f);
+        for (i = 0; i < n; i += 3) {
+            uint32_t w = (uint32_t)v[i] << 16 | (i + 1 < n ? (uint32_t)v[i + 1] << 8 : 0) | (i + 2 < n ? v[i + 2] : 0);
+            fputc(b64[w >> 18 & 63], f);
+            fputc(b64[w >> 12 & 63], f);
+            fputc(i + 1 < n ? b64[w >> 6 & 63] : '=', f);
+            fputc(i + 2 < n ? b64[w & 63] : '=', f);
+        }
+        fputc('"', f);
+        return;
+    }
+    fputs("\"value\":\"", f);
+    for (i = 0; i < n; i += len) {
+        unsigned char c = v[i];
+        len = 1;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c == '\n' || c == '\r' || c == '\t') fprintf(f, "\\%c", c == '\n' ? 'n' : c == '\r' ? 'r' : 't');
+        else if (c < 0x20 || c == 0x7F) fprintf(f, "\\u%04x", c);
+        else if (c < 0x80) fputc(c, f);
+        else {
+            len = utf8_char(v + i, n - i, &cp);
+            if (cp < 0xA0 || cp == 0x2028 || cp == 0x2029) fprintf(f, "\\u%04x", (unsigned)cp);
+            else fwrite(v + i, 1, len, f);
+        }
     }
     fputc('"', f);
 }
@@ -488,6 +594,9 @@ typedef struct opts_t {
     int no_stats_socket;    /* run/elect --no-stats-socket */
     int force;              /* init --force */
     int permits, shared;    /* run/elect --permits N, --shared */
+    const char *value;      /* run/elect --value STR (default HOST:PID) */
+    int have_value;
+    int yield_sig;          /* elect --yield-on SIGNAL, 0 = none */
 } opts_t;
 
 /* Options may come before or after NAME; "--" ends them (run/elect: CMD follows). */
@@ -520,7 +629,7 @@ static int parse_opts(const char *cmd, int argc, char **argv, opts_t *o) {
             if (parse_sec(a, v, &o->transition_ms)) return -1;
         } else if (strcmp(a, "-s") == 0 || strcmp(a, "--signal") == 0) {
             NEEDV();
-            if (parse_signal(v, &o->sig)) return -1;
+            if (parse_signal(a, v, &o->sig)) return -1;
         } else if (strcmp(a, "-g") == 0 || strcmp(a, "--grace") == 0) {
             NEEDV();
             if (parse_sec(a, v, &o->grace_ms)) return -1;
@@ -559,6 +668,21 @@ static int parse_opts(const char *cmd, int argc, char **argv, opts_t *o) {
             o->permits = (int)n;
         } else if (strcmp(a, "--shared") == 0) {
             o->shared = 1;
+        } else if (strcmp(a, "--value") == 0) {
+            NEEDV();
+            if (strlen(v) > SIMBA_VALUE_MAX) {
+                errorf("--value: %zu bytes is over the limit of %d (SIMBA_VALUE_MAX)", strlen(v), SIMBA_VALUE_MAX);
+                return -1;
+            }
+            o->value = v;
+            o->have_value = 1;
+        } else if (strcmp(a, "--yield-on") == 0) {
+            NEEDV();
+            if (parse_signal(a, v, &o->yield_sig)) return -1;
+            if (o->yield_sig != SIGHUP && o->yield_sig != SIGUSR1 && o->yield_sig != SIGUSR2) {
+                errorf("--yield-on: '%s': HUP, USR1 or USR2 (INT, TERM and QUIT stop simba)", v);
+                return -1;
+            }
         } else if (strcmp(a, "--once") == 0) {
             o->once = 1;
         } else if (strcmp(a, "--force") == 0) {
@@ -707,12 +831,27 @@ static int next_signal(void) {
 }
 
 static int stats_fd = -1; /* run/elect: the listening statistics socket, -1 = none */
-static void stats_serve(void);
+/* Clients of the stats socket that have not said what they want yet: served when their
+   request line comes, when they close their side, or STATS_REQ_MS after they connected. */
+#define STATS_PENDING 8
+#define STATS_REQ_MS 200
+typedef struct stats_client {
+    int fd;
+    int64_t until;
+    size_t len;
+    char req[8];
+} stats_client;
+static stats_client stats_pend[STATS_PENDING];
+static int n_stats_pend;
+static void stats_serve(const struct pollfd *pend, int npend, int accept_ready);
+struct runner;
+static void yield_request(struct runner *r, int client_fd);
 
-/* Waits on the library's descriptors, the self-pipe and the stats socket, up to wait_ms. */
+/* Waits on the library's descriptors, the self-pipe and the stats socket with its pending
+   clients, up to wait_ms. */
 static int wait_io(simba_loop *loop, int64_t wait_ms) {
-    struct pollfd fds[65];
-    int n = simba_fds(loop, fds, 63), r, k;
+    struct pollfd fds[65 + STATS_PENDING];
+    int n = simba_fds(loop, fds, 63), r, k, ks = -1, i;
     if (n < 0) n = 0;
     if (n > 63) n = 63; /* more fds than room: the poll's own zero-timeout check covers them */
     k = n;
@@ -720,21 +859,30 @@ static int wait_io(simba_loop *loop, int64_t wait_ms) {
     fds[k].events = POLLIN;
     fds[k++].revents = 0;
     if (stats_fd >= 0) {
+        int64_t now = mono_ms();
+        ks = k;
         fds[k].fd = stats_fd;
         fds[k].events = POLLIN;
         fds[k++].revents = 0;
+        for (i = 0; i < n_stats_pend; i++) {
+            fds[k].fd = stats_pend[i].fd;
+            fds[k].events = POLLIN;
+            fds[k++].revents = 0;
+            if (stats_pend[i].until - now < wait_ms) wait_ms = stats_pend[i].until - now;
+        }
     }
     if (wait_ms > SIMBA_MAX_WAIT_MS) wait_ms = SIMBA_MAX_WAIT_MS;
     if (wait_ms < 0) wait_ms = 0;
     r = poll(fds, (nfds_t)k, (int)wait_ms);
     if (r < 0 && errno != EINTR) { errorf("poll: %s", strerror(errno)); return -1; }
-    if (r > 0 && stats_fd >= 0 && fds[k - 1].revents) stats_serve();
+    if (ks >= 0) stats_serve(fds + ks + 1, k - ks - 1, r > 0 && fds[ks].revents);
     return 0;
 }
 
 /* ---- run and elect ------------------------------------------------------------------------- */
 
-typedef struct runner {
+typedef struct runner runner;
+struct runner {
     simba_loop *loop;
     simba_backend *be;
     simba_service *svc;
@@ -753,21 +901,46 @@ typedef struct runner {
     int reaped;
     int tty;            /* terminal whose foreground we hand to the command, or -1 */
     int unreachable;    /* leaving for --connect-timeout: no release is worth waiting for */
-} runner;
+    int yield_state;    /* YIELD_*: a yield asked for (simba yield, --yield-on) in progress */
+    int yield_go;       /* CHECKING found waiters: the loop goes on to STOPPING */
+    int yield_ended;    /* a yield that stopped the command has run its course */
+    simba_view yield_view; /* CHECKING: the store's answer */
+    int yield_fd[8];    /* simba yield clients waiting for the outcome */
+    int n_yield_fd;
+};
+
+/* A yield stops the command first, then asks the store: the lock must never pass on while
+   the command still runs. The store's queue is read first, so that a leader nobody waits
+   for keeps its command running.
+     NONE --request--> CHECKING (simba_inspect) --nobody waits--> NONE: kept
+     CHECKING --waiters (or no answer)--> STOPPING (command signalled; SIGKILL after --grace)
+     STOPPING --command reaped--> ASKED (simba_yield sent) --outcome--> NONE
+     CHECKING --waiters, no command--> ASKED
+   The outcome: passed (on_released "yielded"), kept (nobody live waits: elect starts the
+   command again, run exits 76), failed (the store's error), lost (the lease ended). */
+enum { YIELD_NONE = 0, YIELD_CHECKING, YIELD_STOPPING, YIELD_ASKED };
 
 /* ---- the statistics socket of run / elect ------------------------------------------------
    The process that holds the service answers for its statistics: a private AF_UNIX stream
    socket (directory 0700, socket 0600, removed at exit) whose path the command gets in
-   SIMBA_STATS_SOCKET. The server speaks first and reads nothing: accept, one non-blocking
-   write of a few hundred bytes, close, so no client can hold up a renewal. The reply is
-   text, a header line then "key value" lines:
+   SIMBA_STATS_SOCKET. A client sends one request line: "stats\n" (or anything else, or
+   nothing: it closes its side, or STATS_REQ_MS pass) gets the statistics in one
+   non-blocking write of a few hundred bytes, then close, so no client can hold up a
+   renewal. The reply is text, a header line then "key value" lines:
        simba-stats 1 / mutex / backend / contender / pid / command_pid / owner / fence /
        acquisitions / releases / release.<reason> ... / step_downs / attempts / renewals /
        renewals_failed / errors / hold_ms / hold_total_ms / waits / wait_total_ms /
        wait_max_ms / waiting_ms / last_error [/ last_error_name / last_error_ago_ms /
-       last_error_msg]                                                                       */
+       last_error_msg]
+   "yield\n" asks the holder to yield (see YIELD_*); the connection stays open until the
+   outcome:
+       simba-yield 1 / result passed|kept|failed|lost|not-owner|busy / mutex / fence
+       [/ message]
+   With STATS_PENDING clients already waiting to be heard, a new one gets the statistics at
+   once: a yield client then asks again.                                                    */
 
 #define STATS_HEADER "simba-stats 1"
+#define YIELD_HEADER "simba-yield 1"
 
 static char stats_path[108];                   /* sun_path is 108 bytes on Linux */
 static char stats_dir[sizeof stats_path - sizeof "/stats.sock" + 1];
@@ -775,6 +948,7 @@ static runner *stats_runner;
 static char stats_backend[4400];
 
 static void stats_close(void) {
+    while (n_stats_pend > 0) close(stats_pend[--n_stats_pend].fd);
     if (stats_fd >= 0) close(stats_fd);
     stats_fd = -1;
     if (stats_path[0]) unlink(stats_path);
@@ -865,22 +1039,60 @@ static size_t stats_format(const runner *r, char *buf, size_t cap) {
     return n;
 }
 
-/* Answers every pending client (at most 16 per wake-up): the socket is non-blocking and the
-   reply fits its buffer, so this never waits. */
-static void stats_serve(void) {
+/* What a client asks for: 1 a yield, 0 the statistics (any other line, or it closed its
+   side), -1 not said yet. Reads what is there, never waits. */
+static int stats_read_req(stats_client *c) {
+    ssize_t q = recv(c->fd, c->req + c->len, sizeof c->req - c->len, MSG_DONTWAIT);
+    if (q > 0) c->len += (size_t)q;
+    if (c->len >= 6 && memcmp(c->req, "yield\n", 6) == 0) return 1;
+    if (memchr(c->req, '\n', c->len) || c->len == sizeof c->req) return 0;
+    if (q == 0 || (q < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return 0;
+    return -1;
+}
+
+/* The statistics in one write (non-blocking; the reply fits the socket buffer), then close. */
+static void stats_answer(int fd) {
     char buf[4096];
-    int i;
-    for (i = 0; i < 16 && stats_fd >= 0; i++) {
-        int c = accept(stats_fd, NULL, NULL);
-        size_t n;
-        if (c < 0) return;
-        fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
-        n = stats_runner ? stats_format(stats_runner, buf, sizeof buf) : 0;
-        if (n > 0) {
-            ssize_t w = send(c, buf, n, MSG_NOSIGNAL);
-            (void)w; /* a client that went away gets nothing */
-        }
-        close(c);
+    size_t n = stats_runner ? stats_format(stats_runner, buf, sizeof buf) : 0;
+    if (n > 0) {
+        ssize_t w = send(fd, buf, n, MSG_NOSIGNAL);
+        (void)w; /* a client that went away gets nothing */
+    }
+    close(fd);
+}
+
+static void stats_dispatch(stats_client *c, int what) {
+    if (what == 1 && stats_runner) yield_request(stats_runner, c->fd); /* answered with the outcome */
+    else stats_answer(c->fd);
+}
+
+/* Serves the pending clients that poll reported (pend) or whose time is up, then accepts new
+   ones (at most 16 per wake-up). Nothing here waits: a client can never delay a renewal. */
+static void stats_serve(const struct pollfd *pend, int npend, int accept_ready) {
+    int64_t now = mono_ms();
+    int i, j, what;
+    for (i = 0; i < n_stats_pend;) {
+        stats_client *c = &stats_pend[i];
+        int ready = 0;
+        for (j = 0; j < npend; j++)
+            if (pend[j].fd == c->fd && pend[j].revents) ready = 1;
+        what = ready ? stats_read_req(c) : -1;
+        if (what < 0 && now >= c->until) what = 0;
+        if (what < 0) { i++; continue; }
+        stats_dispatch(c, what);
+        stats_pend[i] = stats_pend[--n_stats_pend];
+    }
+    for (i = 0; accept_ready && i < 16 && stats_fd >= 0; i++) {
+        stats_client c;
+        c.fd = accept(stats_fd, NULL, NULL);
+        if (c.fd < 0) return;
+        fcntl(c.fd, F_SETFL, fcntl(c.fd, F_GETFL) | O_NONBLOCK);
+        c.len = 0;
+        c.until = now + STATS_REQ_MS;
+        what = stats_read_req(&c);
+        if (what < 0 && n_stats_pend == STATS_PENDING) what = 0; /* no room: statistics now */
+        if (what < 0) stats_pend[n_stats_pend++] = c;
+        else stats_dispatch(&c, what);
     }
 }
 
@@ -963,12 +1175,105 @@ static void on_acq(simba_service *svc, const simba_state *st, void *u) {
     if (r->o->verbose) fprintf(stderr, "%s: acquired %s fence %llu\n", prog, r->o->name, (unsigned long long)r->fence);
 }
 
+/* Tells a simba yield client the outcome (one non-blocking write; the reply fits the socket
+   buffer) and closes it. */
+static void yield_reply(const runner *r, int fd, const char *result, const char *msg) {
+    char buf[700];
+    size_t n = 0;
+    ssize_t w;
+    put(buf, sizeof buf, &n, YIELD_HEADER "\nresult %s\nmutex %s\nfence %llu\n", result, r->o->name, (unsigned long long)r->fence);
+    if (msg && *msg) {
+        size_t k = n;
+        put(buf, sizeof buf, &n, "message %.500s", msg);
+        for (; k < n; k++)
+            if (buf[k] == '\n' || buf[k] == '\r') buf[k] = ' ';
+        put(buf, sizeof buf, &n, "\n");
+    }
+    w = send(fd, buf, n, MSG_NOSIGNAL);
+    (void)w; /* a client that went away gets nothing */
+    close(fd);
+}
+
+/* Tells every client waiting for the yield. */
+static void yield_answer(runner *r, const char *result, const char *msg) {
+    int i;
+    for (i = 0; i < r->n_yield_fd; i++) yield_reply(r, r->yield_fd[i], result, msg);
+    r->n_yield_fd = 0;
+}
+
+static void yield_end(runner *r, const char *result, const char *msg) {
+    r->yield_ended = r->yield_state == YIELD_STOPPING || r->yield_state == YIELD_ASKED;
+    r->yield_state = YIELD_NONE;
+    r->yield_go = 0;
+    if (r->o->verbose) fprintf(stderr, "%s: yield of %s (fence %llu): %s%s%s\n", prog, r->o->name, (unsigned long long)r->fence, result,
+                               msg ? ": " : "", msg ? msg : "");
+    yield_answer(r, result, msg);
+}
+
+/* The command is gone (or there was none): ask the store. */
+static void yield_ask(runner *r) {
+    int rc = simba_yield(r->svc);
+    if (rc != SIMBA_OK) { yield_end(r, rc == SIMBA_ESTATE ? "lost" : "failed", simba_loop_errmsg(r->loop)); return; }
+    r->yield_state = YIELD_ASKED;
+}
+
+/* Waiters queued (or the store did not say): stop the command, then ask the store. */
+static void yield_stop(runner *r) {
+    if (r->child > 0) {
+        r->yield_state = YIELD_STOPPING;
+        kill_group(r, r->o->sig);
+        r->kill_at = mono_ms() + r->o->grace_ms;
+        if (r->o->grace_ms == 0) { kill_group(r, SIGKILL); r->kill_at = 0; }
+        return;
+    }
+    yield_ask(r);
+}
+
+/* The store's queue (a callback: the loop acts on it after the poll). */
+static void on_yield_view(const simba_view *v, simba_result rc, void *u) {
+    runner *r = (runner *)u;
+    if (r->yield_state != YIELD_CHECKING) return;
+    if (rc == SIMBA_OK && v && v->waiters == 0) yield_end(r, "kept", "nobody waits");
+    else r->yield_go = 1;
+}
+
+/* A yield asked for by a client (its fd, kept for the answer) or by --yield-on (-1). */
+static void yield_request(runner *r, int fd) {
+    if (fd >= 0) {
+        if (r->n_yield_fd == (int)(sizeof r->yield_fd / sizeof r->yield_fd[0])) {
+            yield_reply(r, fd, "busy", "too many yield requests at once");
+            return;
+        }
+        r->yield_fd[r->n_yield_fd++] = fd;
+    }
+    if (r->yield_state != YIELD_NONE) return; /* joins the yield in progress */
+    if (!r->owner || r->lost || !simba_is_owner(r->svc)) {
+        if (r->o->verbose) fprintf(stderr, "%s: yield of %s: not the owner\n", prog, r->o->name);
+        yield_answer(r, "not-owner", NULL);
+        return;
+    }
+    r->yield_state = YIELD_CHECKING;
+    if (simba_inspect(r->be, r->o->name, &r->yield_view, on_yield_view, r) != SIMBA_OK) yield_stop(r);
+}
+
+static void on_ev(simba_service *svc, const simba_service_event *ev, void *u) {
+    runner *r = (runner *)u;
+    (void)svc;
+    if (r->yield_state != YIELD_ASKED) return;
+    if (ev->type == SIMBA_EVENT_YIELD_KEPT) yield_end(r, "kept", "nobody waits");
+    else if (ev->type == SIMBA_EVENT_YIELD_FAILED) yield_end(r, "failed", ev->msg);
+}
+
 static void on_rel(simba_service *svc, const simba_state *st, void *u) {
     runner *r = (runner *)u;
     (void)svc;
-    (void)st;
     r->owner = 0;
     if (r->stopping) return;
+    if (st->reason == SIMBA_REASON_YIELDED) { /* the command was stopped before the yield */
+        yield_end(r, "passed", NULL);
+        return;
+    }
+    if (r->yield_state != YIELD_NONE) yield_end(r, "lost", simba_reason_str(st->reason));
     if (r->o->verbose) fprintf(stderr, "%s: lease of %s (fence %llu) lost\n", prog, r->o->name, (unsigned long long)r->fence);
     if (r->child > 0 && !r->lost) {
         /* Signal at once, from the dispatch: the grace period must end inside the
@@ -1010,6 +1315,7 @@ static void child_exec(const opts_t *o, uint64_t fence, int tty) {
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)fence);
     setenv("SIMBA_FENCE", buf, 1);
     setenv("SIMBA_MUTEX", o->name, 1);
+    setenv("SIMBA_VALUE", o->value ? o->value : "", 1);
     if (stats_path[0] && stats_fd >= 0) setenv("SIMBA_STATS_SOCKET", stats_path, 1);
     else unsetenv("SIMBA_STATS_SOCKET"); /* an outer simba's socket speaks of another service */
     /* The command must not hold the backend's sockets or database open after we exit. */
@@ -1045,8 +1351,8 @@ static void reap(runner *r) {
             r->status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
             r->reaped = 1;
             tty_give(r->tty, getpgrp());
-            /* The group may outlive its leader: a lost lease takes all of it. */
-            if (r->lost) kill(-r->child, SIGKILL);
+            /* The group may outlive its leader: a lost or yielded lease takes all of it. */
+            if (r->lost || r->yield_state == YIELD_STOPPING) kill(-r->child, SIGKILL);
             r->child = 0;
         }
     }
@@ -1056,6 +1362,7 @@ static void reap(runner *r) {
    final counters (the release included) and exit status, and frees everything. */
 static void finish(runner *r, int status) {
     int64_t end = mono_ms() + 3000;
+    if (r->n_yield_fd) yield_answer(r, "failed", "simba is exiting");
     r->stopping = 1;
     if (r->svc && simba_service_status(r->svc) != SIMBA_INITIAL) {
         simba_stop(r->svc);
@@ -1105,7 +1412,7 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
     int64_t start = mono_ms();
     int64_t decide_by = o->nonblock ? start + (o->have_wait ? o->wait_ms : 10000) : (o->have_wait ? start + o->wait_ms : 0);
     int started_once = 0;
-    char said[256] = "";
+    char said[256] = "", host_pid[300];
     reach_t reach;
     memset(&reach, 0, sizeof reach);
     reach.down_since = start; /* nothing answered yet */
@@ -1115,6 +1422,13 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
        it, ^C reaches it directly) and simba takes it back when the command ends. */
     r.tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp() ? STDIN_FILENO : -1;
     r.elect = elect;
+    if (!o->have_value) { /* where the leader is: HOST:PID of this simba */
+        char host[256];
+        if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "localhost");
+        host[sizeof host - 1] = 0;
+        snprintf(host_pid, sizeof host_pid, "%s:%ld", host, (long)getpid());
+        o->value = host_pid;
+    }
     if (setup_signals(1)) return EXIT_OSERR;
     rc = open_lib(u, o->ttl_ms, o->transition_ms, 0, &r.loop, &r.be);
     if (rc != EXIT_OK) return rc;
@@ -1126,6 +1440,9 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
     cd.on_acquired = on_acq;
     cd.on_released = on_rel;
     cd.on_owner = on_own;
+    cd.on_event = on_ev;
+    cd.value = o->value;
+    cd.value_len = strlen(o->value);
     cd.user_data = &r;
     cd.permits = o->permits;
     cd.shared = o->shared;
@@ -1143,6 +1460,10 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
         if (d < 0) { errorf("poll: %s (%s)", simba_loop_errmsg(r.loop), simba_strerror((int)d)); ret = EXIT_SOFTWARE; break; }
         while ((sig = next_signal()) != 0) {
             if (sig == SIGCHLD) { reap(&r); continue; }
+            if (o->yield_sig && sig == o->yield_sig) { yield_request(&r, -1); continue; }
+            /* stopped while stopping the command to yield: simba ends with the command */
+            if (r.yield_state == YIELD_STOPPING && (sig == SIGINT || sig == SIGTERM || sig == SIGQUIT))
+                yield_end(&r, "failed", "simba was stopped by a signal");
             if (r.child > 0) { kill_group(&r, sig); continue; }
             if (sig == SIGUSR1 || sig == SIGUSR2) continue; /* nobody to forward to */
             finish(&r, 128 + sig);
@@ -1151,6 +1472,7 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
         now = mono_ms();
         if (r.child == 0 && r.reaped) { /* the command has ended */
             r.reaped = 0;
+            if (r.yield_state == YIELD_STOPPING) { yield_ask(&r); continue; }
             if (r.lost) {
                 if (elect && !o->once) { r.lost = 0; continue; } /* wait to lead again */
                 errorf("lease of %s lost while the command ran: it was signalled (exit %d)", o->name, EXIT_LOST);
@@ -1160,11 +1482,23 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
             ret = r.status;
             break;
         }
+        if (r.yield_go) {
+            r.yield_go = 0;
+            yield_stop(&r);
+        }
+        if (r.yield_ended && r.child == 0) { /* run: done; elect: leads again, or waits to */
+            r.yield_ended = 0;
+            if (!elect || (o->once && !r.owner)) {
+                errorf("%s: the command was stopped to yield (exit %d)", o->name, EXIT_LOST);
+                finish(&r, EXIT_LOST);
+                return EXIT_LOST;
+            }
+        }
         if (r.child > 0 && r.kill_at && now >= r.kill_at) {
             kill_group(&r, SIGKILL);
             r.kill_at = 0;
         }
-        if (r.child == 0 && r.owner && simba_is_owner(r.svc) && (elect || !started_once)) {
+        if (r.child == 0 && r.owner && r.yield_state == YIELD_NONE && simba_is_owner(r.svc) && (elect || !started_once)) {
             if (spawn(&r)) { ret = EXIT_OSERR; break; }
             started_once = 1;
             decide_by = 0;
@@ -1241,7 +1575,9 @@ typedef struct watcher {
     int64_t free_wall;
 } watcher;
 
-static void watch_line(const watcher *w, const char *owner, uint64_t fence, int64_t ttl_left, int64_t wall) {
+/* owner NULL: nobody owns it (value ignored). */
+static void watch_line(const watcher *w, const char *owner, uint64_t fence, int64_t ttl_left, int64_t wall, const unsigned char *value,
+                       size_t value_len) {
     char ts[40];
     iso_time(wall, ts, sizeof ts);
     if (w->o->json) {
@@ -1249,9 +1585,13 @@ static void watch_line(const watcher *w, const char *owner, uint64_t fence, int6
         json_str(stdout, w->o->name);
         printf(",\"owner\":");
         if (owner) json_str(stdout, owner); else printf("null");
-        printf(",\"fence\":%llu,\"ttl_left_ms\":%lld}\n", (unsigned long long)fence, owner ? (long long)ttl_left : 0LL);
+        printf(",\"fence\":%llu,\"ttl_left_ms\":%lld,", (unsigned long long)fence, owner ? (long long)ttl_left : 0LL);
+        json_value(stdout, value, value_len, owner != NULL);
+        printf("}\n");
     } else if (owner) {
-        printf("%s %s owner=%s fence=%llu ttl_left_ms=%lld\n", ts, w->o->name, owner, (unsigned long long)fence, (long long)ttl_left);
+        printf("%s %s owner=%s fence=%llu ttl_left_ms=%lld value=", ts, w->o->name, owner, (unsigned long long)fence, (long long)ttl_left);
+        text_value(stdout, value, value_len);
+        printf("\n");
     } else {
         printf("%s %s owner=- fence=%llu\n", ts, w->o->name, (unsigned long long)fence);
     }
@@ -1262,7 +1602,7 @@ static void on_watch_store(const simba_view *v, simba_result rc, void *u) {
     watcher *w = (watcher *)u;
     w->asking = 0;
     if (w->stale) return;
-    watch_line(w, NULL, rc == SIMBA_OK && v && !v->owner[0] ? v->fence : w->free_fence, 0, w->free_wall);
+    watch_line(w, NULL, rc == SIMBA_OK && v && !v->owner[0] ? v->fence : w->free_fence, 0, w->free_wall, NULL, 0);
 }
 
 static void on_watch(simba_service *svc, const simba_state *st, void *u) {
@@ -1270,11 +1610,11 @@ static void on_watch(simba_service *svc, const simba_state *st, void *u) {
     const simba_owner *a = st->after;
     (void)svc;
     if (w->asking && !w->stale) { /* heard of an owner before the store answered */
-        watch_line(w, NULL, w->free_fence, 0, w->free_wall);
+        watch_line(w, NULL, w->free_fence, 0, w->free_wall, NULL, 0);
         w->stale = 1;
     }
     if (a->id[0]) {
-        watch_line(w, a->id, a->fence, a->ttl_at - simba_now(w->loop), wall_ms());
+        watch_line(w, a->id, a->fence, a->ttl_at - simba_now(w->loop), wall_ms(), a->value, a->value_len);
         return;
     }
     w->free_fence = a->fence;
@@ -1284,7 +1624,7 @@ static void on_watch(simba_service *svc, const simba_state *st, void *u) {
         w->stale = 0;
         return;
     }
-    watch_line(w, NULL, a->fence, 0, w->free_wall);
+    watch_line(w, NULL, a->fence, 0, w->free_wall, NULL, 0);
 }
 
 static int cmd_watch(const url_t *u, opts_t *o) {
@@ -1379,6 +1719,8 @@ static void print_view_members(const simba_view *v) {
         }
         printf("]");
     }
+    printf(",");
+    json_value(stdout, v->value, v->value_len, v->owner[0] != 0);
     if (v->waiters >= 0) {
         printf(",\"waiters\":%d,\"next\":[", v->waiters);
         for (i = 0; i < v->waiters && i < SIMBA_VIEW_WAITERS; i++) {
@@ -1411,6 +1753,9 @@ static void print_view(const simba_view *v, int json, int with_name_col) {
     printf("owner: %s\n", v->owner[0] ? v->owner : "-");
     printf("fence: %llu\n", (unsigned long long)v->fence);
     if (v->owner[0]) {
+        printf("value: ");
+        text_value(stdout, v->value, v->value_len);
+        printf("\n");
         if (ts[0] && known(v->held_ms)) printf("acquired: %s (held %lld ms)\n", ts, (long long)v->held_ms);
         else printf("acquired: unknown\n");
         if (known(v->ttl_left_ms)) {
@@ -1473,6 +1818,11 @@ static int stats_fetch(const char *path, stats_reply *sr, char *why, size_t cap)
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); /* a full backlog (holder stopped) must not hang get */
     if (connect(fd, (struct sockaddr *)(void *)&sa, sizeof sa) != 0) {
         snprintf(why, cap, "%s", errno == EAGAIN ? "the holder does not accept (stopped or overloaded)" : strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (send(fd, "stats\n", 6, MSG_NOSIGNAL) != 6) { /* else the holder answers after STATS_REQ_MS */
+        snprintf(why, cap, "%s", strerror(errno));
         close(fd);
         return -1;
     }
@@ -1601,6 +1951,7 @@ static int cmd_get(const url_t *u, opts_t *o) {
     simba_loop *loop;
     simba_backend *be;
     simba_view v;
+    unsigned char value[SIMBA_VALUE_MAX];
     stats_reply *sr;
     int64_t max_lease;
     int rc = open_inspect(u, o, 0, &loop, &be), have;
@@ -1613,6 +1964,9 @@ static int cmd_get(const url_t *u, opts_t *o) {
     }
     /* the bound this backend enforces (Redis: the one every process on the prefix agreed on) */
     max_lease = simba_backend_max_lease(be);
+    if (v.value_len > sizeof value) v.value_len = sizeof value; /* the core keeps to the bound */
+    if (v.value_len) memcpy(value, v.value, v.value_len);       /* the loop holds the view's bytes */
+    v.value = value;
     simba_loop_free(loop);
     sr = (stats_reply *)calloc(1, sizeof *sr);
     if (!sr) { errorf("out of memory"); return EXIT_OSERR; }
@@ -1635,6 +1989,160 @@ static int cmd_get(const url_t *u, opts_t *o) {
     }
     free(sr);
     return v.owner[0] ? EXIT_OK : EXIT_NO;
+}
+
+/* ---- yield: ask the local holder to hand over ---------------------------------------------- */
+
+/* Asks the holder behind the socket at path to yield and waits up to wait_ms for the outcome:
+   result (passed kept failed lost not-owner busy), fence and message from its answer. 0, or -1
+   with the reason in why. A holder too busy to hear it answers with its statistics: the
+   request is sent again. */
+static int yield_send(const char *path, int64_t wait_ms, char *result, size_t rcap, char *fence, size_t fcap, char *msg, size_t mcap,
+                      char *why, size_t wcap) {
+    int attempt;
+    for (attempt = 0; attempt < 20; attempt++) {
+        struct sockaddr_un sa;
+        char buf[2048], *line, *save = NULL;
+        size_t len = 0;
+        int fd;
+        int64_t end = mono_ms() + wait_ms;
+        if (strlen(path) >= sizeof sa.sun_path) { snprintf(why, wcap, "the path is too long for a socket"); return -1; }
+        memset(&sa, 0, sizeof sa);
+        sa.sun_family = AF_UNIX;
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        if (fd < 0) { snprintf(why, wcap, "%s", strerror(errno)); return -1; }
+        if (connect(fd, (struct sockaddr *)(void *)&sa, sizeof sa) != 0 || send(fd, "yield\n", 6, MSG_NOSIGNAL) != 6) {
+            if (errno == EPIPE || errno == ECONNRESET) { close(fd); continue; } /* answered with statistics already */
+            snprintf(why, wcap, "%s", strerror(errno));
+            close(fd);
+            return -1;
+        }
+        for (;;) {
+            struct pollfd p;
+            ssize_t r;
+            int64_t left = end - mono_ms();
+            p.fd = fd;
+            p.events = POLLIN;
+            p.revents = 0;
+            if (left <= 0 || poll(&p, 1, (int)(left > 60000 ? 60000 : left)) == 0) {
+                snprintf(why, wcap, "no answer within %.3g s", (double)wait_ms / 1000.0);
+                close(fd);
+                return -1;
+            }
+            r = read(fd, buf + len, sizeof buf - 1 - len);
+            if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+            if (r <= 0 || (len += (size_t)r) == sizeof buf - 1) break;
+        }
+        close(fd);
+        buf[len] = 0;
+        line = strtok_r(buf, "\n", &save);
+        if (line && strcmp(line, STATS_HEADER) == 0) { /* its queue of clients was full */
+            struct timespec ts = {0, 50000000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        if (!line || strcmp(line, YIELD_HEADER) != 0) { snprintf(why, wcap, "no '%s' answer (not a simba of this version?)", YIELD_HEADER); return -1; }
+        result[0] = fence[0] = msg[0] = 0;
+        while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+            if (strncmp(line, "result ", 7) == 0) snprintf(result, rcap, "%s", line + 7);
+            else if (strncmp(line, "fence ", 6) == 0) snprintf(fence, fcap, "%s", line + 6);
+            else if (strncmp(line, "message ", 8) == 0) snprintf(msg, mcap, "%s", line + 8);
+        }
+        if (!result[0]) { snprintf(why, wcap, "the answer has no result"); return -1; }
+        return 0;
+    }
+    snprintf(why, wcap, "the holder answered with its statistics %d times: it never read the request", attempt);
+    return -1;
+}
+
+/* The statistics sockets of this user's run/elect processes on this host (DIR/simba-*\/
+   stats.sock under $XDG_RUNTIME_DIR, $TMPDIR and /tmp, where stats_open makes them): the
+   path of the one that owns NAME on this backend. 1 found, 0 not (*waiting: how many others
+   serve NAME there, waiting for it). */
+static int find_holder(const url_t *u, const opts_t *o, char *out, size_t cap, int *waiting) {
+    const char *base[3];
+    char seen[3][4096], me[4400];
+    int i, j, nseen = 0;
+    backend_id(u, me, sizeof me);
+    base[0] = getenv("XDG_RUNTIME_DIR");
+    base[1] = getenv("TMPDIR");
+    base[2] = "/tmp";
+    *waiting = 0;
+    for (i = 0; i < 3; i++) {
+        DIR *d;
+        struct dirent *e;
+        char *rp;
+        if (!base[i] || base[i][0] != '/' || !(rp = realpath(base[i], NULL))) continue;
+        for (j = 0; j < nseen && strcmp(seen[j], rp) != 0; j++) {}
+        if (j < nseen || strlen(rp) >= sizeof seen[0]) { free(rp); continue; }
+        snprintf(seen[nseen++], sizeof seen[0], "%s", rp);
+        free(rp);
+        if (!(d = opendir(seen[nseen - 1]))) continue;
+        while ((e = readdir(d)) != NULL) {
+            char path[sizeof stats_path + 4096], why[256];
+            struct stat st;
+            stats_reply *sr;
+            const char *own;
+            if (strncmp(e->d_name, "simba-", 6) != 0 || strlen(e->d_name) != 12) continue; /* mkdtemp's simba-XXXXXX */
+            snprintf(path, sizeof path, "%s/%s/stats.sock", seen[nseen - 1], e->d_name);
+            if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) continue;
+            if (!(sr = (stats_reply *)calloc(1, sizeof *sr))) continue;
+            if (stats_fetch(path, sr, why, sizeof why) == 0 && strcmp(kv_get(sr, "mutex"), o->name) == 0 &&
+                strcmp(kv_get(sr, "backend"), me) == 0) {
+                own = kv_get(sr, "owner");
+                if (own && strcmp(own, "1") == 0 && strlen(path) < cap) {
+                    snprintf(out, cap, "%s", path);
+                    free(sr);
+                    closedir(d);
+                    return 1;
+                }
+                ++*waiting;
+            }
+            free(sr);
+        }
+        closedir(d);
+    }
+    return 0;
+}
+
+/* Asks the simba run/elect of this host that holds NAME to yield (--stats SOCKET: that one):
+   0 passed on, 1 kept or not held here, 69 no answer or the store failed. */
+static int cmd_yield(const url_t *u, opts_t *o) {
+    char path[sizeof stats_path + 4096], result[32], fence[32], msg[600], why[300], me[4400];
+    int waiting = 0;
+    backend_id(u, me, sizeof me);
+    if (o->stats_sock) {
+        stats_reply *sr = (stats_reply *)calloc(1, sizeof *sr);
+        int rc = EXIT_OK;
+        if (!sr) { errorf("out of memory"); return EXIT_OSERR; }
+        if (stats_fetch(o->stats_sock, sr, why, sizeof why) != 0) { errorf("--stats %s: %s", o->stats_sock, why); rc = EXIT_BACKEND; }
+        else if (strcmp(kv_get(sr, "mutex"), o->name) != 0 || strcmp(kv_get(sr, "backend"), me) != 0) {
+            errorf("--stats %s: that socket serves '%s' on %s, not '%s' on %s", o->stats_sock, kv_get(sr, "mutex"), kv_get(sr, "backend"), o->name, me);
+            rc = EXIT_USAGE;
+        }
+        free(sr);
+        if (rc != EXIT_OK) return rc;
+        snprintf(path, sizeof path, "%s", o->stats_sock);
+    } else if (!find_holder(u, o, path, sizeof path, &waiting)) {
+        errorf("yield: no simba run or elect of this user on this host holds %s on %s%s", o->name, me,
+               waiting ? " (some wait for it)" : "");
+        return EXIT_NO;
+    }
+    if (yield_send(path, 60000, result, sizeof result, fence, sizeof fence, msg, sizeof msg, why, sizeof why) != 0) {
+        errorf("yield %s: %s: %s", o->name, path, why);
+        return EXIT_BACKEND;
+    }
+    if (strcmp(result, "passed") == 0) {
+        printf("yielded %s (fence %s): passed to the oldest waiter\n", o->name, fence);
+        return EXIT_OK;
+    }
+    if (strcmp(result, "kept") == 0) {
+        printf("kept %s (fence %s): nobody waits, the holder leads on\n", o->name, fence);
+        return EXIT_NO;
+    }
+    errorf("yield %s: %s%s%s", o->name, result, msg[0] ? ": " : "", msg);
+    return strcmp(result, "failed") == 0 || strcmp(result, "busy") == 0 ? EXIT_BACKEND : EXIT_NO;
 }
 
 /* ---- ls ---------------------------------------------------------------------------------------- */
@@ -1777,8 +2285,8 @@ int main(int argc, char **argv) {
     cmd = argv[i++];
     if (strcmp(cmd, "help") == 0) { usage(stdout); return EXIT_OK; }
     if (strcmp(cmd, "run") && strcmp(cmd, "elect") && strcmp(cmd, "get") && strcmp(cmd, "watch") && strcmp(cmd, "ls") && strcmp(cmd, "release") &&
-        strcmp(cmd, "checkpoint") && strcmp(cmd, "init")) {
-        errorf("unknown command '%s' (run, elect, get, watch, ls, release, checkpoint, init; see simba --help)", cmd);
+        strcmp(cmd, "checkpoint") && strcmp(cmd, "init") && strcmp(cmd, "yield")) {
+        errorf("unknown command '%s' (run, elect, yield, get, watch, ls, release, checkpoint, init; see simba --help)", cmd);
         return EXIT_USAGE;
     }
     for (j = i; j < argc && strcmp(argv[j], "--"); j++) /* help anywhere before the command */
@@ -1811,7 +2319,9 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "release") != 0 && o.have_fence) { errorf("%s: --fence is for release", cmd); return EXIT_USAGE; }
     if ((o.permits || o.shared) && strcmp(cmd, "run") && strcmp(cmd, "elect")) { errorf("%s: --permits and --shared are for run and elect", cmd); return EXIT_USAGE; }
     if ((o.stats_file || o.no_stats_socket) && strcmp(cmd, "run") && strcmp(cmd, "elect")) { errorf("%s: --stats-file and --no-stats-socket are for run and elect", cmd); return EXIT_USAGE; }
-    if (o.stats_sock && strcmp(cmd, "get")) { errorf("%s: --stats is for get", cmd); return EXIT_USAGE; }
+    if (o.stats_sock && strcmp(cmd, "get") && strcmp(cmd, "yield")) { errorf("%s: --stats is for get and yield", cmd); return EXIT_USAGE; }
+    if (o.have_value && strcmp(cmd, "run") && strcmp(cmd, "elect")) { errorf("%s: --value is for run and elect", cmd); return EXIT_USAGE; }
+    if (o.yield_sig && strcmp(cmd, "elect")) { errorf("%s: --yield-on is for elect", cmd); return EXIT_USAGE; }
     if (o.stats_file) { /* said now, not after the command has run */
         char dir[4096];
         const char *sl = strrchr(o.stats_file, '/');
@@ -1828,6 +2338,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "run")) return cmd_run(&u, &o, 0);
     if (!strcmp(cmd, "elect")) return cmd_run(&u, &o, 1);
     if (!strcmp(cmd, "get")) return cmd_get(&u, &o);
+    if (!strcmp(cmd, "yield")) return cmd_yield(&u, &o);
     if (!strcmp(cmd, "watch")) return cmd_watch(&u, &o);
     if (!strcmp(cmd, "ls")) return cmd_ls(&u, &o);
     if (!strcmp(cmd, "checkpoint")) return cmd_checkpoint(&u, &o);
