@@ -862,10 +862,11 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "if o and o.err then return o end\n"                                                    \
     "return current(o, (clock()))\n"
 
-/* The fenced write (simba_redis_fenced). KEYS: owner, fence, then the command's keys (all in
-   the mutex's slot); ARGV: the fence, then the command. The command runs only while the
-   record holds that fence and the server's clock has not passed its lease end (ttl +
-   transition): the rule of a grant, so nobody else can have been granted since. Returns
+/* The fenced write (simba_redis_fenced). KEYS: owner, fence, holders set, then the command's
+   keys (all in the mutex's slot); ARGV: the fence, then the command. The command runs only
+   while the record (or a reader's or a permit's entry of the holders set) holds that fence
+   and the server's clock has not passed its lease end (ttl + transition): the rule of a
+   grant, so nobody else can have been granted since. Returns
    {1, the command's reply}, a refusal {0, owner record there (1/0), its fence (or the
    last one handed out), lease left ms}, or the command's own error. */
 #define SIMBA__REDIS_LUA_FENCED                                                             \
@@ -873,8 +874,19 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "local v = redis.call('GET', KEYS[1])\n"                                                \
     "local o = v and rec(v)\n"                                                              \
     "if o and o.err then return o end\n"                                                    \
-    "if o and (o[1] ~= ARGV[1] or o[5] < now) then return {0, 1, o[1], o[5] - now} end\n"   \
-    "if not o then return {0, 0, redis.call('GET', KEYS[2]) or '0', -1} end\n"              \
+    /* a reader or a permit of the holders set (KEYS[3]) that holds the fence, live */       \
+    "local h = false\n"                                                                     \
+    "if not o or o[1] ~= ARGV[1] then\n"                                                    \
+    "  local hs = redis.call('HGETALL', KEYS[3])\n"                                         \
+    "  for i = 1, #hs, 2 do\n"                                                              \
+    "    if string.sub(hs[i], 1, 1) == '=' then\n"                                          \
+    "      local x = rec(string.sub(hs[i + 1], 2))\n"                                       \
+    "      if not x.err and x[1] == ARGV[1] and x[5] >= now then h = true end\n"            \
+    "    end\n"                                                                             \
+    "  end\n"                                                                               \
+    "end\n"                                                                                 \
+    "if not h and o and (o[1] ~= ARGV[1] or o[5] < now) then return {0, 1, o[1], o[5] - now} end\n" \
+    "if not h and not o then return {0, 0, redis.call('GET', KEYS[2]) or '0', -1} end\n"    \
     "local r = redis.pcall(unpack(ARGV, 2))\n"                                              \
     "if type(r) == 'table' and r.err then return r end\n"                                   \
     "return {1, r}\n"
@@ -2503,7 +2515,8 @@ static simba_result simba__redis_req_check(const simba_req *req) {
     if (req->op == SIMBA_OP_LIST) return SIMBA_OK; /* no mutex */
     /* The core checks names too; braces would also move the cluster hash tag. */
     if (simba_name_check(req->mutex) != SIMBA_OK || strpbrk(req->mutex, "{}")) return SIMBA_EINVAL;
-    if ((req->op < SIMBA_OP_READ || req->op >= SIMBA_OP_SET_VALUE) &&
+    /* a fenced write (SIMBA_OP_CALL) names no contender: its fence says who writes */
+    if ((req->op < SIMBA_OP_READ || (req->op >= SIMBA_OP_SET_VALUE && req->op != SIMBA_OP_CALL)) &&
         (!req->contender || simba_id_check(req->contender) != SIMBA_OK))
         return SIMBA_EINVAL;
     /* the core refuses a longer value before any backend sees it; this guards the vt */
@@ -3702,11 +3715,11 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
             return simba__fail(l, SIMBA_EINVAL, "%s: key \"%.100s\" is the lock's own (it starts with %s)", fn, argv[k], own);
         nkeys++;
     }
-    /* EVALSHA sha numkeys owner fence <keys> <fence> <argv>, each copied after the arrays */
-    total = 3 + 2 + nkeys + 1 + argc;
+    /* EVALSHA sha numkeys owner fence hold <keys> <fence> <argv>, each copied after the arrays */
+    total = 3 + 3 + nkeys + 1 + argc;
     simba__redis_i64(fence_s, (int64_t)fence);
-    simba__redis_i64(nkeys_s, 2 + nkeys);
-    bytes = sizeof *fw + (size_t)total * (sizeof(char *) + sizeof(size_t)) + strlen(nkeys_s) + 1 + 2 * (own_len + 7) +
+    simba__redis_i64(nkeys_s, 3 + nkeys);
+    bytes = sizeof *fw + (size_t)total * (sizeof(char *) + sizeof(size_t)) + strlen(nkeys_s) + 1 + 3 * (own_len + 7) +
             strlen(fence_s) + 1;
     for (k = 0; k < argc; k++) bytes += (strlen(argv[k]) + 1) * (keys_at[k] ? 2 : 1);
     fw = (simba__rfw *)simba_alloc(l, bytes);
@@ -3726,6 +3739,8 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     SIMBA__RFW_PUT(own, own_len + 6);
     memcpy(own + own_len, ":fence", 7);
     SIMBA__RFW_PUT(own, own_len + 6);
+    memcpy(own + own_len, ":hold", 6);
+    SIMBA__RFW_PUT(own, own_len + 5);
     for (k = 0; k < argc; k++)
         if (keys_at[k]) SIMBA__RFW_PUT(argv[k], strlen(argv[k]));
     SIMBA__RFW_PUT(fence_s, strlen(fence_s));

@@ -2131,6 +2131,65 @@ TEST(permit_yield_passes_to_waiter) {
     drv_free(&d);
 }
 
+/* A fenced write's answer. */
+typedef struct fw_seen {
+    int done;
+    simba_result rc;
+} fw_seen;
+static void fw_seen_cb(simba_result rc, const simba_redis_value *reply, const char *errmsg, void *user) {
+    fw_seen *w = (fw_seen *)user;
+    (void)reply;
+    if (rc != SIMBA_OK) fprintf(stderr, "  fenced write: %s\n", errmsg ? errmsg : "");
+    w->done = 1;
+    w->rc = rc;
+}
+
+/* A fenced write accepts the fence of any current holder (each permit's own), and refuses a
+   holder's once its permit went back. */
+TEST(fenced_write_any_holder) {
+    drv d;
+    simba_backend *be[2];
+    simba_service *a, *b;
+    rec ra, rb;
+    char m[64], key[256];
+    const char *argv[3];
+    fw_seen w;
+    int i;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    d.use_ready = 1;
+    mname(m, sizeof m, "hs-fenced");
+    for (i = 0; i < 2; i++) {
+        REQUIRE(drv_add(&d));
+        REQUIRE(open_redis(d.l[i], port1, &be[i]) == SIMBA_OK);
+    }
+    a = contend_sem(d.l[0], be[0], m, "A", 2, 0, &ra);
+    b = contend_sem(d.l[1], be[1], m, "B", 2, 0, &rb);
+    REQUIRE(a && b);
+    WAIT_FOR(&d, simba_is_owner(a) && simba_is_owner(b), 3000);
+    REQUIRE(simba_is_owner(a) && simba_is_owner(b));
+    snprintf(key, sizeof key, "%sdata{%s}", prefix, m);
+    argv[0] = "SET";
+    argv[1] = key;
+    for (i = 0; i < 3; i++) {
+        uint64_t f = i == 1 ? rb.fence : ra.fence;
+        if (i == 2) {
+            CHECK(simba_stop(a) == SIMBA_OK);
+            WAIT_FOR(&d, simba_service_status(a) == SIMBA_INITIAL, 3000);
+        }
+        argv[2] = i == 1 ? "b" : "a";
+        memset(&w, 0, sizeof w);
+        CHECK_RC(simba_redis_fenced(be[i == 1], m, f, 3, argv, fw_seen_cb, &w), SIMBA_OK);
+        WAIT_FOR(&d, w.done, 3000);
+        CHECK(w.done);
+        CHECK_RC(w.rc, i < 2 ? SIMBA_OK : SIMBA_EFENCE);
+    }
+    CHECK(simba_stop(b) == SIMBA_OK);
+    WAIT_FOR(&d, simba_service_status(b) == SIMBA_INITIAL, 3000);
+    drv_free(&d);
+}
+
 int main(int argc, char **argv) {
     const char *e;
     CHECK_INIT(argc, argv);
@@ -2192,6 +2251,7 @@ int main(int argc, char **argv) {
     RUN(holders_set_only_while_shared_force_by_fence);
     RUN(holder_values_own);
     RUN(permit_yield_passes_to_waiter);
+    RUN(fenced_write_any_holder);
     RUN(no_error_logs);
     if (started2) server2_stop();
     return check_report("redis");
