@@ -151,6 +151,19 @@
  *   In Redis Cluster the same channels are sharded (SSUBSCRIBE on the mutex's primary,
  *   SPUBLISH and PUBSUB SHARDNUMSUB in the scripts): the mutex's shard counts and receives.
  *
+ * SEMAPHORES AND READ-WRITE LOCKS (simba.h)
+ *   A mutex's owner and a read-write lock's writer keep the owner record and its fast path.
+ *   Readers and a semaphore's permits are entries of the hash <prefix>{<name>}:hold, in the
+ *   name's slot, which exists only while a name is shared or counted: '#n' the recorded
+ *   permits, '?<id>' a waiting reader, '=<id>' a holder ('0' or '1' for a reader, then an
+ *   owner record of its own: fence, times, value). One fence key and one queue per name. An
+ *   acquisition of a name with that hash (or asking permits > 1 or shared) takes the general
+ *   path: holders past their lease end leave, the grant rule runs over the live line (dead
+ *   waiters leave it), another permits while anyone holds or waits is SIMBA_EINVAL. A
+ *   holder's release (or a forced one by fence) pushes each waiter it frees on its wake
+ *   channel; a reader granted pushes the readers right behind it. Each renewal of a holder
+ *   reads the whole hash: O(holders) per renewal.
+ *
  * CLUSTER (desc.cluster = 1; host:port is any node, a seed)
  *   The seed is asked CLUSTER SLOTS once it is up; requests submitted before the first map
  *   wait for it (at most connect_timeout_ms). Each primary gets a backend state of its own
