@@ -2300,12 +2300,31 @@ static void simba__rconn_drop(simba__rconn *c, int64_t now) {
     if (c->state != SIMBA__RC_DOWN) simba__rconn_down(c, now);
 }
 
+/* The handshake's AUTH, first in the pipeline of a new connection. */
+static void simba__rconn_auth(simba__rconn *c, redisAsyncContext *ac) {
+    simba__redis *r = c->r;
+    const char *argv[3];
+    size_t lens[3];
+    int n = 0;
+    argv[n] = "AUTH";
+    lens[n++] = 4;
+    if (r->username) {
+        argv[n] = r->username;
+        lens[n] = strlen(r->username);
+        n++;
+    }
+    argv[n] = r->password;
+    lens[n] = strlen(r->password);
+    n++;
+    c->hs[0].c = c;
+    c->hs[0].script = SIMBA__RHS_PLAIN;
+    if (redisAsyncCommandArgv(ac, simba__redis_on_hs, &c->hs[0], n, argv, lens) == REDIS_OK) c->hs_left++;
+}
+
 static void simba__rconn_start(simba__rconn *c, int64_t now) {
     simba__redis *r = c->r;
     redisAsyncContext *ac;
-    const char *argv[3];
-    size_t lens[3];
-    int i, n = 0;
+    int i;
     if (c->is_sen) ac = redisAsyncConnect(r->sen_host[r->sen_i], r->sen_port[r->sen_i]);
     else ac = r->unix_path ? redisAsyncConnectUnix(r->unix_path) : redisAsyncConnect(r->host, r->port);
     c->hs_left = 0;
@@ -2330,22 +2349,7 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
     /* Completion of a non-blocking connect shows as writability. */
     c->wr = 1;
     c->rd = 0;
-    if (r->password && !c->is_sen) {
-        argv[n] = "AUTH";
-        lens[n++] = 4;
-        if (r->username) {
-            argv[n] = r->username;
-            lens[n] = strlen(r->username);
-            n++;
-        }
-        argv[n] = r->password;
-        lens[n] = strlen(r->password);
-        n++;
-        c->hs[0].c = c;
-        c->hs[0].script = SIMBA__RHS_PLAIN;
-        if (redisAsyncCommandArgv(ac, simba__redis_on_hs, &c->hs[0], n, argv, lens) == REDIS_OK)
-            c->hs_left++;
-    }
+    if (r->password && !c->is_sen) simba__rconn_auth(c, ac);
     if (c == &r->cmd) {
         if (r->db) {
             c->hs[1].c = c;
@@ -3398,13 +3402,98 @@ static redisReply *simba__rf_cmd(redisContext *c, char *err, size_t cap, const c
     return x;
 }
 
-SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, int force, char *err, size_t errcap) {
+/* A blocking connection for simba_redis_declare_fresh (AUTH done), or NULL with err (rc then
+   says why). */
+static redisContext *simba__rf_connect(const simba_redis_desc *desc, char *err, size_t errcap, simba_result *rc) {
     redisContext *c;
     redisReply *x;
     struct timeval ct, cmt;
     int64_t cto, cmto;
-    const char *host;
-    char run_id[48] = "", *p;
+    const char *host = desc->host ? desc->host : "127.0.0.1";
+    cto = desc->connect_timeout_ms > 0 && desc->connect_timeout_ms <= SIMBA_MAX_MS ? desc->connect_timeout_ms : 2000;
+    cmto = desc->command_timeout_ms > 0 && desc->command_timeout_ms <= SIMBA_MAX_MS ? desc->command_timeout_ms : 2000;
+    ct.tv_sec = (time_t)(cto / 1000);
+    ct.tv_usec = (suseconds_t)(cto % 1000 * 1000);
+    cmt.tv_sec = (time_t)(cmto / 1000);
+    cmt.tv_usec = (suseconds_t)(cmto % 1000 * 1000);
+    if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
+    c = desc->unix_path ? redisConnectUnixWithTimeout(desc->unix_path, ct)
+                        : redisConnectWithTimeout(host, desc->port ? desc->port : 6379, ct);
+    if (!c || c->err) {
+        simba__rf_msg(err, errcap, "redis: cannot connect to %s:%d: %s", desc->unix_path ? desc->unix_path : host,
+                      desc->unix_path ? 0 : desc->port ? desc->port : 6379, c ? c->errstr : "out of memory");
+        if (c) redisFree(c);
+        *rc = SIMBA_ECONN;
+        return NULL;
+    }
+    redisSetTimeout(c, cmt);
+    if (desc->password) {
+        x = desc->username ? simba__rf_cmd(c, err, errcap, "AUTH", "AUTH %s %s", desc->username, desc->password)
+                           : simba__rf_cmd(c, err, errcap, "AUTH", "AUTH %s", desc->password);
+        if (!x) {
+            redisFree(c);
+            *rc = SIMBA_EBACKEND;
+            return NULL;
+        }
+        freeReplyObject(x);
+    }
+    return c;
+}
+
+/* The server's run_id into out (cap >= 48) and its number of dbs: 0, or -1 with err. */
+static int simba__rf_server(redisContext *c, char *out, size_t cap, long *dbs, char *err, size_t errcap) {
+    redisReply *x;
+    char *p;
+    out[0] = 0;
+    if (!(x = simba__rf_cmd(c, err, errcap, "INFO server", "INFO server"))) return -1;
+    if (x->type == REDIS_REPLY_STRING && (p = strstr(x->str, "run_id:")) != NULL) {
+        size_t n = strcspn(p + 7, "\r\n");
+        if (n > 0 && n < cap) { memcpy(out, p + 7, n); out[n] = 0; }
+    }
+    freeReplyObject(x);
+    if (!out[0]) { simba__rf_msg(err, errcap, "redis: INFO server gave no run_id: cannot declare this server"); return -1; }
+    /* How many dbs: CONFIG may be renamed away; then up to the first SELECT refused. */
+    *dbs = 16;
+    x = (redisReply *)redisCommand(c, "CONFIG GET databases");
+    if (!x && c->err) { simba__rf_msg(err, errcap, "redis: CONFIG GET databases: %s", c->errstr); return -1; }
+    if (x && x->type == REDIS_REPLY_ARRAY && x->elements == 2 && x->element[1]->type == REDIS_REPLY_STRING)
+        *dbs = strtol(x->element[1]->str, NULL, 10);
+    if (x) freeReplyObject(x);
+    if (*dbs <= 0 || *dbs > 100000) *dbs = 16;
+    return 0;
+}
+
+/* Counts the simba keys of the selected db db into *found (the first named in example):
+   0, or -1 with err. */
+static int simba__rf_scan_db(redisContext *c, long db, long *found, char *example, size_t excap, char *err, size_t errcap) {
+    char cursor[32] = "0";
+    redisReply *x;
+    do {
+        size_t i;
+        if (!(x = simba__rf_cmd(c, err, errcap, "SCAN", "SCAN %s COUNT 1000", cursor))) return -1;
+        if (x->type != REDIS_REPLY_ARRAY || x->elements != 2 || x->element[0]->type != REDIS_REPLY_STRING ||
+            x->element[1]->type != REDIS_REPLY_ARRAY) {
+            freeReplyObject(x);
+            simba__rf_msg(err, errcap, "redis: SCAN: unexpected reply");
+            return -1;
+        }
+        simba__copy(cursor, sizeof cursor, x->element[0]->str);
+        for (i = 0; i < x->element[1]->elements; i++) {
+            redisReply *k = x->element[1]->element[i];
+            if (k->type == REDIS_REPLY_STRING && simba__rf_is_simba_key(k->str, k->len)) {
+                if (!*found) snprintf(example, excap, "db %ld key %.100s", db, k->str);
+                (*found)++;
+            }
+        }
+        freeReplyObject(x);
+    } while (strcmp(cursor, "0") != 0);
+    return 0;
+}
+
+SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, int force, char *err, size_t errcap) {
+    redisContext *c;
+    redisReply *x;
+    char run_id[48] = "";
     long dbs = 16, db, found = 0;
     char example[160] = "";
     simba_result rc = SIMBA_EBACKEND;
@@ -3414,46 +3503,10 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
         simba__rf_msg(err, errcap, "simba_redis_declare_fresh: not for Redis Cluster or Sentinel (declare each node's simba:fresh{tag} keys)");
         return SIMBA_EINVAL;
     }
-    cto = desc->connect_timeout_ms > 0 && desc->connect_timeout_ms <= SIMBA_MAX_MS ? desc->connect_timeout_ms : 2000;
-    cmto = desc->command_timeout_ms > 0 && desc->command_timeout_ms <= SIMBA_MAX_MS ? desc->command_timeout_ms : 2000;
-    ct.tv_sec = (time_t)(cto / 1000);
-    ct.tv_usec = (suseconds_t)(cto % 1000 * 1000);
-    cmt.tv_sec = (time_t)(cmto / 1000);
-    cmt.tv_usec = (suseconds_t)(cmto % 1000 * 1000);
-    host = desc->host ? desc->host : "127.0.0.1";
-    if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
-    c = desc->unix_path ? redisConnectUnixWithTimeout(desc->unix_path, ct)
-                        : redisConnectWithTimeout(host, desc->port ? desc->port : 6379, ct);
-    if (!c || c->err) {
-        simba__rf_msg(err, errcap, "redis: cannot connect to %s:%d: %s", desc->unix_path ? desc->unix_path : host,
-                      desc->unix_path ? 0 : desc->port ? desc->port : 6379, c ? c->errstr : "out of memory");
-        if (c) redisFree(c);
-        return SIMBA_ECONN;
-    }
-    redisSetTimeout(c, cmt);
-    if (desc->password) {
-        x = desc->username ? simba__rf_cmd(c, err, errcap, "AUTH", "AUTH %s %s", desc->username, desc->password)
-                           : simba__rf_cmd(c, err, errcap, "AUTH", "AUTH %s", desc->password);
-        if (!x) goto done;
-        freeReplyObject(x);
-    }
-    if (!(x = simba__rf_cmd(c, err, errcap, "INFO server", "INFO server"))) goto done;
-    if (x->type == REDIS_REPLY_STRING && (p = strstr(x->str, "run_id:")) != NULL) {
-        size_t n = strcspn(p + 7, "\r\n");
-        if (n > 0 && n < sizeof run_id) { memcpy(run_id, p + 7, n); run_id[n] = 0; }
-    }
-    freeReplyObject(x);
-    if (!run_id[0]) { simba__rf_msg(err, errcap, "redis: INFO server gave no run_id: cannot declare this server"); goto done; }
-    /* How many dbs: CONFIG may be renamed away; then up to the first SELECT refused. */
-    x = (redisReply *)redisCommand(c, "CONFIG GET databases");
-    if (!x && c->err) { simba__rf_msg(err, errcap, "redis: CONFIG GET databases: %s", c->errstr); goto done; }
-    if (x && x->type == REDIS_REPLY_ARRAY && x->elements == 2 && x->element[1]->type == REDIS_REPLY_STRING)
-        dbs = strtol(x->element[1]->str, NULL, 10);
-    if (x) freeReplyObject(x);
-    if (dbs <= 0 || dbs > 100000) dbs = 16;
+    if (!(c = simba__rf_connect(desc, err, errcap, &rc))) return rc;
+    if (simba__rf_server(c, run_id, sizeof run_id, &dbs, err, errcap) != 0) goto done;
     /* Every db's keys are looked at before anything is written. */
     for (db = 0; db < dbs && !found; db++) {
-        char cursor[32] = "0";
         if (!(x = simba__rf_cmd(c, err, errcap, "SELECT", "SELECT %ld", db))) {
             if (db == 0) goto done;
             dbs = db; /* fewer dbs than assumed */
@@ -3461,25 +3514,7 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
             break;
         }
         freeReplyObject(x);
-        do {
-            size_t i;
-            if (!(x = simba__rf_cmd(c, err, errcap, "SCAN", "SCAN %s COUNT 1000", cursor))) goto done;
-            if (x->type != REDIS_REPLY_ARRAY || x->elements != 2 || x->element[0]->type != REDIS_REPLY_STRING ||
-                x->element[1]->type != REDIS_REPLY_ARRAY) {
-                freeReplyObject(x);
-                simba__rf_msg(err, errcap, "redis: SCAN: unexpected reply");
-                goto done;
-            }
-            simba__copy(cursor, sizeof cursor, x->element[0]->str);
-            for (i = 0; i < x->element[1]->elements; i++) {
-                redisReply *k = x->element[1]->element[i];
-                if (k->type == REDIS_REPLY_STRING && simba__rf_is_simba_key(k->str, k->len)) {
-                    if (!found) snprintf(example, sizeof example, "db %ld key %.100s", db, k->str);
-                    found++;
-                }
-            }
-            freeReplyObject(x);
-        } while (strcmp(cursor, "0") != 0);
+        if (simba__rf_scan_db(c, db, &found, example, sizeof example, err, errcap) != 0) goto done;
     }
     if (found && !force) {
         simba__rf_msg(err, errcap, "redis: the server holds simba keys (%s): it may have granted a lease that is still live, "
@@ -3678,23 +3713,12 @@ static int simba__rfw_answer(const simba_req *req, const redisReply *x, simba_re
 static simba_result simba__rfw_start_one(void *impl, simba_req *req) { return simba__redis_submit_ex((simba__redis *)impl, req, 0, 0); }
 static simba_result simba__rfw_start_cluster(void *impl, simba_req *req) { return simba__rcl_submit(impl, req); }
 
-SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, uint64_t fence, int argc,
-                                          const char *const *argv, simba_redis_fenced_fn cb, void *user) {
-    static const char fn[] = "simba_redis_fenced";
-    const simba_backend_vt *vt = simba_backend_vt_get(be);
-    simba_loop *l = simba_backend_loop(be);
+/* The command of a fenced write: one of the allow-list, with its arity; *out its entry.
+   SIMBA_OK, or SIMBA_EINVAL with the loop's errmsg saying why. */
+static simba_result simba__rfw_check_cmd(simba_loop *l, const char *fn, int argc, const char *const *argv,
+                                         const simba__rfw_cmd **out) {
     const simba__rfw_cmd *c;
-    const char *prefix;
-    char err[256], own[SIMBA__REDIS_KEY_MAX], fence_s[24], nkeys_s[24], keys_at[SIMBA__RFW_ARGS_MAX];
-    size_t own_len, bytes;
-    simba__rfw *fw;
-    char *p;
-    int nkeys = 0, k, total;
-    simba__rb b;
-    simba_result rc;
-    if (!l || (vt != &simba__redis_vt && vt != &simba__rcl_vt)) return l ? simba__fail(l, SIMBA_EINVAL, "%s: not a Redis backend", fn) : SIMBA_EINVAL;
-    if ((rc = simba__fence_args(fn, name, fence, err, sizeof err)) != SIMBA_OK) return simba__fail(l, rc, "%s", err);
-    if (!cb) return simba__fail(l, SIMBA_EINVAL, "%s: no callback", fn);
+    int k;
     if (argc < 1 || !argv || !argv[0])
         return simba__fail(l, SIMBA_EINVAL, "%s: no command (argc %d): give the command and its arguments", fn, argc);
     if (argc > SIMBA__RFW_ARGS_MAX)
@@ -3709,6 +3733,28 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
         return simba__fail(l, SIMBA_EINVAL, "%s: %s takes %s%d words with the command (%s), got %d", fn, c->name,
                            c->arity < 0 ? "at least " : "", c->arity < 0 ? -c->arity : c->arity,
                            c->step == 2 ? "key value pairs" : "see the Redis manual", argc);
+    *out = c;
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, uint64_t fence, int argc,
+                                          const char *const *argv, simba_redis_fenced_fn cb, void *user) {
+    static const char fn[] = "simba_redis_fenced";
+    const simba_backend_vt *vt = simba_backend_vt_get(be);
+    simba_loop *l = simba_backend_loop(be);
+    const simba__rfw_cmd *c = NULL;
+    const char *prefix;
+    char err[256], own[SIMBA__REDIS_KEY_MAX], fence_s[24], nkeys_s[24], keys_at[SIMBA__RFW_ARGS_MAX];
+    size_t own_len, bytes;
+    simba__rfw *fw;
+    char *p;
+    int nkeys = 0, k, total;
+    simba__rb b;
+    simba_result rc;
+    if (!l || (vt != &simba__redis_vt && vt != &simba__rcl_vt)) return l ? simba__fail(l, SIMBA_EINVAL, "%s: not a Redis backend", fn) : SIMBA_EINVAL;
+    if ((rc = simba__fence_args(fn, name, fence, err, sizeof err)) != SIMBA_OK) return simba__fail(l, rc, "%s", err);
+    if (!cb) return simba__fail(l, SIMBA_EINVAL, "%s: no callback", fn);
+    if ((rc = simba__rfw_check_cmd(l, fn, argc, argv, &c)) != SIMBA_OK) return rc;
     prefix = vt == &simba__redis_vt ? ((simba__redis *)simba_backend_impl(be))->prefix
                                     : ((simba__rcluster *)simba_backend_impl(be))->nodes[0]->prefix;
     simba__rb_init(&b, own, sizeof own);
