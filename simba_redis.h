@@ -151,6 +151,19 @@
  *   In Redis Cluster the same channels are sharded (SSUBSCRIBE on the mutex's primary,
  *   SPUBLISH and PUBSUB SHARDNUMSUB in the scripts): the mutex's shard counts and receives.
  *
+ * SEMAPHORES AND READ-WRITE LOCKS (simba.h)
+ *   A mutex's owner and a read-write lock's writer keep the owner record and its fast path.
+ *   Readers and a semaphore's permits are entries of the hash <prefix>{<name>}:hold, in the
+ *   name's slot, which exists only while a name is shared or counted: '#n' the recorded
+ *   permits, '?<id>' a waiting reader, '=<id>' a holder ('0' or '1' for a reader, then an
+ *   owner record of its own: fence, times, value). One fence key and one queue per name. An
+ *   acquisition of a name with that hash (or asking permits > 1 or shared) takes the general
+ *   path: holders past their lease end leave, the grant rule runs over the live line (dead
+ *   waiters leave it), another permits while anyone holds or waits is SIMBA_EINVAL. A
+ *   holder's release (or a forced one by fence) pushes each waiter it frees on its wake
+ *   channel; a reader granted pushes the readers right behind it. Each renewal of a holder
+ *   reads the whole hash: O(holders) per renewal.
+ *
  * CLUSTER (desc.cluster = 1; host:port is any node, a seed)
  *   The seed is asked CLUSTER SLOTS once it is up; requests submitted before the first map
  *   wait for it (at most connect_timeout_ms). Each primary gets a backend state of its own
@@ -436,6 +449,149 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "  return tonumber(at) + tonumber(ARGV[7]) - now\n"                                     \
     "end\n"
 
+/* SEMAPHORES AND READ-WRITE LOCKS. Beside the owner record (a mutex's owner, a read-write
+   lock's writer), the holders set "<prefix>{<name>}:hold", a hash that exists only while a
+   name is shared or counted: '#n' the recorded permits, '?<id>' a waiting reader, '=<id>' a
+   reader or a semaphore's permit: '0' or '1' (a reader) and then an owner record. It lives as
+   long as its longest lease or waiter (keep); holders past their lease end leave when read. */
+#define SIMBA__REDIS_LUA_SEM                                                                \
+    "local function holders(k, now)\n"                                                      \
+    "  local hs = redis.call('HGETALL', k)\n"                                               \
+    "  local n, rd, h, nh = nil, {}, {}, 0\n"                                               \
+    "  for i = 1, #hs, 2 do\n"                                                              \
+    "    local t, id = string.sub(hs[i], 1, 1), string.sub(hs[i], 2)\n"                     \
+    "    if t == '#' then n = hs[i + 1]\n"                                                  \
+    "    elseif t == '?' then rd[id] = true\n"                                              \
+    "    else\n"                                                                            \
+    "      local o = rec(string.sub(hs[i + 1], 2))\n"                                       \
+    "      if o.err or o[5] <= now then redis.call('HDEL', k, hs[i])\n"                     \
+    "      else o.sh = string.sub(hs[i + 1], 1, 1); h[id] = o; nh = nh + 1 end\n"           \
+    "    end\n"                                                                             \
+    "  end\n"                                                                               \
+    "  return n, rd, h, nh\n"                                                               \
+    "end\n"                                                                                 \
+    "local function keep(k, ms)\n"                                                          \
+    "  if redis.call('PTTL', k) < tonumber(ms) then redis.call('PEXPIRE', k, ms) end\n"     \
+    "end\n"                                                                                 \
+    /* The line in order, dead waiters (place lapsed, nobody listening) leaving it, by the  \
+       grant rule with nh holders and busy (a writer holds). With c (a reader when sh):     \
+       whether c may be granted now and whether no live waiter is ahead of it. Without: the \
+       waiters a grant may go to now (third result). */                                     \
+    "local function walk(k, c, sh, N, nh, busy, rd, now, wk)\n"                             \
+    "  local out, n, wr = {}, 0, false\n"                                                   \
+    "  local function ok(r)\n"                                                              \
+    "    if N > 1 then return n < N - nh end\n"                                             \
+    "    if busy then return false end\n"                                                   \
+    "    if r then return not wr end\n"                                                     \
+    "    return nh == 0 and n == 0\n"                                                       \
+    "  end\n"                                                                               \
+    "  for _, w in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do\n"                       \
+    "    if w == c then return ok(sh), n == 0 end\n"                                        \
+    "    local e = redis.call('ZSCORE', KEYS[4], w)\n"                                      \
+    "    if e and tonumber(e) > now and redis.call('PUBSUB', NSUB, wk .. w)[2] > 0 then\n"  \
+    "      if not ok(rd[w]) then return false, false, out end\n"                            \
+    "      out[#out + 1] = w\n"                                                             \
+    "      n = n + 1\n"                                                                     \
+    "      if not rd[w] then wr = true end\n"                                               \
+    "    else\n"                                                                            \
+    "      redis.call('ZREM', KEYS[3], w)\n"                                                \
+    "      redis.call('ZREM', KEYS[4], w)\n"                                                \
+    "      redis.call('HDEL', k, '?' .. w)\n"                                               \
+    "    end\n"                                                                             \
+    "  end\n"                                                                               \
+    "  if c then return ok(sh), n == 0 end\n"                                               \
+    "  return false, false, out\n"                                                          \
+    "end\n"                                                                                 \
+    /* A holding ended or readers were let in: each waiter a grant may go to now hears it   \
+       on its wake channel. True when one was told. */                                      \
+    "local function push(k, c, N, nh, busy, rd, now, wk)\n"                                 \
+    "  local _, _, out = walk(k, nil, false, N, nh, busy, rd, now, wk)\n"                   \
+    "  for _, w in ipairs(out) do redis.call(PUB, wk .. w, 'released ' .. c) end\n"        \
+    "  return #out > 0\n"                                                                   \
+    "end\n"
+/* ACQUIRE of a shared or counted name (ARGV[13] permits, ARGV[14] '1' for a reader; KEYS[7]
+   the holders set), or of any name whose holders set exists. A writer's grant is the
+   owner record, as a mutex's; a reader's or a permit's an entry of the set. Another permits
+   while anyone holds or waits is refused. Replies add yielded (0) and the live holders. */
+#define SIMBA__REDIS_LUA_SEMACQ                                                             \
+    "local function sem_acquire(c, o, now, ms, us)\n"                                       \
+    "  o = o or nil\n"                                                                      \
+    "  local K, N, sh = KEYS[7], tonumber(ARGV[13]), ARGV[14] == '1'\n"                     \
+    "  local rn, rd, h, nh = holders(K, now)\n"                                             \
+    "  purge(ms)\n"                                                                         \
+    "  local queued = redis.call('EXISTS', KEYS[3]) == 1\n"                                 \
+    "  if not rn and (o or queued) then rn = '1' end\n"                                     \
+    "  if rn and rn ~= ARGV[13] and (o or nh > 0 or queued) then\n"                         \
+    "    return redis.error_reply('simba: permits ' .. ARGV[13] .. ' ' .. rn)\n"            \
+    "  end\n"                                                                               \
+    "  local mine, again = h[c], false\n"                                                   \
+    "  if mine and mine.sh == ARGV[14] and ARGV[6] == '1' then\n"                           \
+    "    redis.call('HSET', K, '=' .. c, mine.sh .. 'v' .. mine[1] .. ' ' .. mine[2] .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. mine[8] .. ' ' .. c .. mine[7])\n" \
+    "    keep(K, ARGV[3])\n"                                                                \
+    "    return {c, tonumber(ARGV[2]), tonumber(ARGV[3]), now - mine[3], mine[1], 0, mine[7], 0, nh}\n"         \
+    "  end\n"                                                                               \
+    /* its own holding not renewed (stepped down, an answer lost): a new grant, as a mutex's */ \
+    "  if mine then redis.call('HDEL', K, '=' .. c); nh = nh - 1; h[c] = nil; again = true end\n" \
+    "  if o and o[6] == c then o = nil; again = true end\n"                                 \
+    "  local can, first = again, false\n"                                                   \
+    "  if not again then can, first = walk(K, c, sh, N, nh, o ~= nil, rd, now, ARGV[10]) end\n" \
+    "  if can then\n"                                                                       \
+    "    local q, other = quarantine(now, ms)\n"                                            \
+    "    if other or q > 0 then\n"                                                          \
+    "      if ARGV[6] == '1' then return {'', 0, 0, -1, '0', 0, '', 0, nh} end\n"           \
+    "      if other then return redis.error_reply('simba: bound ' .. other) end\n"          \
+    "      return redis.error_reply('simba: quarantine ' .. q)\n"                           \
+    "    end\n"                                                                             \
+    "    local f = us\n"                                                                    \
+    "    local last = redis.call('GET', KEYS[2])\n"                                         \
+    "    if last and tonumber(last) >= tonumber(us) then f = string.format('%.0f', tonumber(last) + 1) end\n" \
+    "    redis.call('SET', KEYS[2], f)\n"                                                   \
+    "    local who = ARGV[11] .. ' ' .. c .. ARGV[12]\n"                                    \
+    "    local r = 'v' .. f .. ' ' .. ms .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. who\n" \
+    "    if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"   \
+    "    redis.call('HDEL', K, '?' .. c)\n"                                                 \
+    "    if N == 1 and not sh then\n"                                                       \
+    "      redis.call('SET', KEYS[1], r, 'PX', ARGV[3])\n"                                  \
+    "    else\n"                                                                            \
+    "      redis.call('HSET', K, '=' .. c, ARGV[14] .. r, '#n', ARGV[13])\n"                \
+    "      nh = nh + 1\n"                                                                   \
+    "      keep(K, ARGV[3])\n"                                                              \
+    /* readers behind it at the head of the line go too */                                  \
+    "      if sh then push(K, c, N, nh, false, rd, now, ARGV[10]) end\n"                    \
+    "    end\n"                                                                             \
+    "    redis.call(PUB, ARGV[4], 'holder ' .. f .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' 0 ' .. who)\n" \
+    "    return {c, tonumber(ARGV[2]), tonumber(ARGV[3]), 0, f, 0, ARGV[12], 0, nh + ((N == 1 and not sh) and 1 or 0)}\n" \
+    "  end\n"                                                                               \
+    "  enqueue(c, now, ms, us, ARGV[5])\n"                                                  \
+    "  redis.call('HSET', K, '#n', ARGV[13])\n"                                             \
+    "  if sh then redis.call('HSET', K, '?' .. c, '1') else redis.call('HDEL', K, '?' .. c) end\n" \
+    "  keep(K, ARGV[5])\n"                                                                  \
+    /* the waiter times its next ask by the holder whose permit frees first */              \
+    "  local b, fst, tot = o, first and 1 or 0, nh + (o and 1 or 0)\n"                      \
+    "  for _, x in pairs(h) do if not b or x[5] < b[5] then b = x end end\n"                \
+    "  if not b then return {'', 0, 0, -1, '0', fst, '', 0, tot} end\n"                     \
+    "  local p = b[5] - now\n"                                                              \
+    "  if p < 0 then p = 0 end\n"                                                           \
+    "  return {b[6], b[4] - now, p, now - b[3], b[1], fst, b[7], 0, tot}\n"                 \
+    "end\n"
+/* RELEASE and FORCE of a holder of the set (KEYS[5]): its entry goes (or its place in the
+   line), and the waiters it frees hear it. own: the releaser's listeners on the event
+   channel (ARGV[2]). */
+#define SIMBA__REDIS_LUA_SEMREL                                                             \
+    "local function sem_release(c, o, own)\n"                                               \
+    "  o = o or nil\n"                                                                      \
+    "  local now = clock()\n"                                                               \
+    "  local rn, rd, h, nh = holders(KEYS[5], now)\n"                                       \
+    "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"     \
+    "  redis.call('HDEL', KEYS[5], '?' .. c)\n"                                             \
+    "  if h[c] then\n"                                                                      \
+    "    redis.call('HDEL', KEYS[5], '=' .. c)\n"                                           \
+    "    nh = nh - 1\n"                                                                     \
+    "    if not push(KEYS[5], c, tonumber(rn or '1'), nh, o ~= nil, rd, now, ARGV[3]) then tell_watchers(own) end\n" \
+    "  end\n"                                                                               \
+    "  if nh == 0 and redis.call('EXISTS', KEYS[3]) == 0 then redis.call('DEL', KEYS[5]) end\n" \
+    "  return {'', 0, 0, -1, '0', 0, '', 0, nh + (o and 1 or 0)}\n"                          \
+    "end\n"
 /* ARGV: contender, ttl, lease (ttl + transition), owner channel, live ms (how long this
    waiter keeps its place without asking again, from the core), renew (1: the contender
    believes it owns the mutex), quarantine ms, the server's run_id ('' = unknown), durable
@@ -460,6 +616,10 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "  redis.call('SET', KEYS[1], 'v' .. o[1] .. ' ' .. o[2] .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. o[8] .. ' ' .. c .. o[7], 'PX', ARGV[3])\n" \
     "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"     \
     "  return {c, ttl, lease, now - o[3], o[1], 0, o[7]}\n"                                 \
+    "end\n"                                                                                 \
+    /* A name shared or counted, or with a holders set: SEMAPHORES AND READ-WRITE LOCKS. */ \
+    "if ARGV[13] ~= '1' or ARGV[14] == '1' or redis.call('EXISTS', KEYS[7]) == 1 then\n"    \
+    "  return sem_acquire(c, o, now, ms, us)\n"                                             \
     "end\n"                                                                                 \
     "local inq\n"                                                                           \
     "if not o then\n"                                                                       \
@@ -545,6 +705,8 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "local o = v and rec(v)\n"                                                              \
     "if o and o.err then return o end\n"                                                    \
     "if not o or o[6] ~= c then\n"                                                          \
+    /* not the owner: a reader or a permit, if the name has a holders set */               \
+    "  if redis.call('EXISTS', KEYS[5]) == 1 then return sem_release(c, o, ARGV[4]) end\n"  \
     "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"     \
     "  return current(o, (clock()))\n"                                                      \
     "end\n"                                                                                 \
@@ -567,15 +729,28 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "  return redis.error_reply('simba: not held ' .. (o and o[1] or '0'))\n"               \
     "end\n"
 
-/* SET_VALUE (KEYS: owner). ARGV: contender, fence, the new value, owner channel. The record
-   keeps its fields and its expiry; observers hear of the change as of a grant. */
+/* SET_VALUE of a reader or a permit (KEYS[2]: the holders set): its entry, as the owner's
+   record below. */
+#define SIMBA__REDIS_LUA_SETVAL_HOLDER                                                      \
+    "local hv = redis.call('HGET', KEYS[2], '=' .. ARGV[1])\n"                               \
+    "if hv then\n"                                                                          \
+    "  local now = clock()\n"                                                               \
+    "  local o = rec(string.sub(hv, 2))\n"                                                  \
+    "  if o.err or o[1] ~= ARGV[2] or o[5] <= now then return redis.error_reply('simba: not held ' .. (o[1] or '0')) end\n" \
+    "  redis.call('HSET', KEYS[2], '=' .. ARGV[1], string.sub(hv, 1, o[9]) .. ARGV[1] .. ARGV[3])\n" \
+    "  local held = now - o[3]\n"                                                           \
+    "  redis.call(PUB, ARGV[4], 'holder ' .. o[1] .. ' ' .. (o[4] - now) .. ' ' .. (o[5] - now) .. ' ' .. held .. ' ' .. o[8] .. ' ' .. ARGV[1] .. ARGV[3])\n" \
+    "  return {ARGV[1], o[4] - now, o[5] - now, held, o[1], 0, ARGV[3]}\n"                  \
+    "end\n"
+/* SET_VALUE (KEYS: owner, holders set). ARGV: contender, fence, the new value, owner channel.
+   The record keeps its fields and its expiry; observers hear of the change as of a grant. */
 #define SIMBA__REDIS_LUA_SETVAL                                                             \
     "redis.call('SET', KEYS[1], string.sub(v, 1, o[9] - 1) .. ARGV[1] .. ARGV[3], 'PX', string.format('%.0f', o[5] - now))\n" \
     "local held = now - o[3]\n"                                                             \
     "redis.call(PUB, ARGV[4], 'holder ' .. o[1] .. ' ' .. (o[4] - now) .. ' ' .. (o[5] - now) .. ' ' .. held .. ' ' .. o[8] .. ' ' .. ARGV[1] .. ARGV[3])\n" \
     "return {ARGV[1], o[4] - now, o[5] - now, held, o[1], 0, ARGV[3]}\n"
 
-/* YIELD (KEYS: owner, fence, queue, qexp). ARGV: contender, fence, wake channel prefix,
+/* YIELD (KEYS: owner, fence, queue, qexp; the holders set fifth). ARGV: contender, fence, wake channel prefix,
    live ms. With a live waiter, the release's steps (the record deleted, the head woken on
    its own channel, which keeps the mutex for it), then the contender joins the back of the
    line; with none, nothing changes and the answer is the owner's. */
@@ -587,12 +762,39 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "enqueue(ARGV[1], now, ms, us, ARGV[4])\n"                                              \
     "return {'', 0, 0, -1, '0', 0, '', 1}\n"
 
+/* YIELD of a reader or a permit (KEYS[5]: the holders set): if its permit, once free, goes
+   to a live waiter, in one step its entry goes, the waiters it frees hear it and it joins
+   the back of the line; else nothing changes and the answer is its own holding. */
+#define SIMBA__REDIS_LUA_YIELD_HOLDER                                                       \
+    "local hv = redis.call('HGET', KEYS[5], '=' .. ARGV[1])\n"                               \
+    "if hv then\n"                                                                          \
+    "  local now, ms, us = clock()\n"                                                       \
+    "  local o = rec(string.sub(hv, 2))\n"                                                  \
+    "  if o.err or o[1] ~= ARGV[2] or o[5] <= now then return redis.error_reply('simba: not held ' .. (o[1] or '0')) end\n" \
+    "  local rn, rd, h, nh = holders(KEYS[5], now)\n"                                       \
+    "  local own = redis.call('EXISTS', KEYS[1]) == 1\n"                                    \
+    "  local _, _, out = walk(KEYS[5], nil, false, tonumber(rn or '1'), nh - 1, own, rd, now, ARGV[3])\n" \
+    "  if #out == 0 then return {ARGV[1], o[4] - now, o[5] - now, now - o[3], o[1], 0, o[7], 0, nh} end\n" \
+    "  redis.call('HDEL', KEYS[5], '=' .. ARGV[1])\n"                                       \
+    "  for _, w in ipairs(out) do redis.call(PUB, ARGV[3] .. w, 'released ' .. ARGV[1]) end\n" \
+    "  enqueue(ARGV[1], now, ms, us, ARGV[4])\n"                                            \
+    "  if string.sub(hv, 1, 1) == '1' then redis.call('HSET', KEYS[5], '?' .. ARGV[1], '1') end\n" \
+    "  keep(KEYS[5], ARGV[4])\n"                                                            \
+    "  return {'', 0, 0, -1, '0', 0, '', 1, nh - 1}\n"                                      \
+    "end\n"
+
 /* A forced release (simba_force_release): as the owner's own release, but the owner is
    named by its fence (ARGV[1]). Returns 1 when it was cleared. */
 #define SIMBA__REDIS_LUA_FORCE                                                              \
     "local v = redis.call('GET', KEYS[1])\n"                                                \
     "local o = v and rec(v)\n"                                                              \
     "if o and o.err then return o end\n"                                                    \
+    "if (not o or o[1] ~= ARGV[1]) and redis.call('EXISTS', KEYS[5]) == 1 then\n"          \
+    "  local _, _, h = holders(KEYS[5], (clock()))\n"                                       \
+    "  for id, x in pairs(h) do\n"                                                          \
+    "    if x[1] == ARGV[1] then sem_release(id, o, 0); return 1 end\n"                     \
+    "  end\n"                                                                               \
+    "end\n"                                                                                 \
     "if not o or o[1] ~= ARGV[1] then return 0 end\n"                                       \
     "redis.call('DEL', KEYS[1])\n"                                                          \
     "if not wake_head(o[6]) then tell_watchers(0) end\n"                                    \
@@ -624,11 +826,34 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "end\n"                                                                                 \
     "r[8] = tostring(n)\n"                                                                  \
     "for i, c in ipairs(ids) do r[8 + i] = c end\n"                                         \
+    /* then the recorded permits ('' = none) and each holder of the set: id, fence,        \
+       acquired, held, ttl left, lease left, value, '1' for a reader */                    \
+    "local pn, _, h = holders(KEYS[5], now)\n"                                              \
+    "if not pn and (r[1] ~= '' or n > 0) then pn = '1' end\n"                               \
+    "r[#r + 1] = pn or ''\n"                                                                \
+    "for id, o in pairs(h) do\n"                                                            \
+    "  for _, x in ipairs({id, o[1], o[2], tostring(now - o[3]), tostring(o[4] - now), tostring(o[5] - now), o[7], o.sh}) do\n" \
+    "    r[#r + 1] = x\n"                                                                   \
+    "  end\n"                                                                               \
+    "end\n"                                                                                 \
     "return r\n"
 
 /* One page of a listing (no keys: the node it runs on). ARGV: SCAN cursor, the fence keys'
-   pattern, the prefix. Returns {next cursor, then per mutex its name and view}. */
+   pattern, the prefix. Returns {next cursor, then per mutex its name and view}; a name
+   without an owner record shows the holder of its holders set whose permit frees first. */
 #define SIMBA__REDIS_LUA_LIST                                                               \
+    "local function first_holder(k, now, r)\n"                                              \
+    "  if r[1] ~= '' then return r end\n"                                                   \
+    "  local hs, b = redis.call('HGETALL', k), nil\n"                                       \
+    "  for i = 1, #hs, 2 do\n"                                                              \
+    "    if string.sub(hs[i], 1, 1) == '=' then\n"                                          \
+    "      local o = rec(string.sub(hs[i + 1], 2))\n"                                       \
+    "      if not o.err and o[5] > now and (not b or o[5] < b[5]) then b = o end\n"         \
+    "    end\n"                                                                             \
+    "  end\n"                                                                               \
+    "  if not b then return r end\n"                                                        \
+    "  return {b[6], b[1], b[2], tostring(now - b[3]), tostring(b[4] - now), tostring(b[5] - now), b[7]}\n" \
+    "end\n"                                                                                 \
     "local now = clock()\n"                                                                 \
     "local page = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[2], 'COUNT', 1000)\n"           \
     "local r = {page[1]}\n"                                                                 \
@@ -637,7 +862,8 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "  local name = string.match(string.sub(k, n + 1), '^{([^{}]+)}:fence$')\n"             \
     "  if name then\n"                                                                      \
     "    r[#r + 1] = name\n"                                                                \
-    "    for _, x in ipairs(view(string.sub(k, 1, -6) .. 'owner', k, now)) do r[#r + 1] = x end\n" \
+    "    local b = string.sub(k, 1, -6)\n"                                                   \
+    "    for _, x in ipairs(first_holder(b .. 'hold', now, view(b .. 'owner', k, now))) do r[#r + 1] = x end\n" \
     "  end\n"                                                                               \
     "end\n"                                                                                 \
     "return r\n"
@@ -649,10 +875,11 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "if o and o.err then return o end\n"                                                    \
     "return current(o, (clock()))\n"
 
-/* The fenced write (simba_redis_fenced). KEYS: owner, fence, then the command's keys (all in
-   the mutex's slot); ARGV: the fence, then the command. The command runs only while the
-   record holds that fence and the server's clock has not passed its lease end (ttl +
-   transition): the rule of a grant, so nobody else can have been granted since. Returns
+/* The fenced write (simba_redis_fenced). KEYS: owner, fence, holders set, then the command's
+   keys (all in the mutex's slot); ARGV: the fence, then the command. The command runs only
+   while the record (or a reader's or a permit's entry of the holders set) holds that fence
+   and the server's clock has not passed its lease end (ttl + transition): the rule of a
+   grant, so nobody else can have been granted since. Returns
    {1, the command's reply}, a refusal {0, owner record there (1/0), its fence (or the
    last one handed out), lease left ms}, or the command's own error. */
 #define SIMBA__REDIS_LUA_FENCED                                                             \
@@ -660,8 +887,19 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "local v = redis.call('GET', KEYS[1])\n"                                                \
     "local o = v and rec(v)\n"                                                              \
     "if o and o.err then return o end\n"                                                    \
-    "if o and (o[1] ~= ARGV[1] or o[5] < now) then return {0, 1, o[1], o[5] - now} end\n"   \
-    "if not o then return {0, 0, redis.call('GET', KEYS[2]) or '0', -1} end\n"              \
+    /* a reader or a permit of the holders set (KEYS[3]) that holds the fence, live */       \
+    "local h = false\n"                                                                     \
+    "if not o or o[1] ~= ARGV[1] then\n"                                                    \
+    "  local hs = redis.call('HGETALL', KEYS[3])\n"                                         \
+    "  for i = 1, #hs, 2 do\n"                                                              \
+    "    if string.sub(hs[i], 1, 1) == '=' then\n"                                          \
+    "      local x = rec(string.sub(hs[i + 1], 2))\n"                                       \
+    "      if not x.err and x[1] == ARGV[1] and x[5] >= now then h = true end\n"            \
+    "    end\n"                                                                             \
+    "  end\n"                                                                               \
+    "end\n"                                                                                 \
+    "if not h and o and (o[1] ~= ARGV[1] or o[5] < now) then return {0, 1, o[1], o[5] - now} end\n" \
+    "if not h and not o then return {0, 0, redis.call('GET', KEYS[2]) or '0', -1} end\n"    \
     "local r = redis.pcall(unpack(ARGV, 2))\n"                                              \
     "if type(r) == 'table' and r.err then return r end\n"                                   \
     "return {1, r}\n"
@@ -674,20 +912,23 @@ enum { SIMBA__RS_ACQUIRE, SIMBA__RS_RELEASE, SIMBA__RS_READ, SIMBA__RS_INSPECT, 
 #define SIMBA__REDIS_LUA_PLAIN "local PUB, NSUB = 'PUBLISH', 'NUMSUB'\n"
 #define SIMBA__REDIS_LUA_SHARD "local PUB, NSUB = 'SPUBLISH', 'SHARDNUMSUB'\n"
 /* The pieces of each script, in order, after the PUB/NSUB line. */
-#define SIMBA__REDIS_LUA_PIECES 6
+#define SIMBA__REDIS_LUA_PIECES 8
 static const char *const simba__redis_lua[SIMBA__RS_N][SIMBA__REDIS_LUA_PIECES] = {
-    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_PURGE, SIMBA__REDIS_LUA_QUARANTINE, SIMBA__REDIS_LUA_ACQUIRE, NULL, NULL},
-    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_WAKE_HEAD, SIMBA__REDIS_LUA_RELEASE, NULL, NULL, NULL},
-    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_READ, NULL, NULL, NULL, NULL},
-    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_VIEW, SIMBA__REDIS_LUA_INSPECT, NULL, NULL, NULL},
-    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_VIEW, SIMBA__REDIS_LUA_LIST, NULL, NULL, NULL},
-    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_WAKE_HEAD, SIMBA__REDIS_LUA_FORCE, NULL, NULL, NULL},
-    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_HOLDS, SIMBA__REDIS_LUA_SETVAL, NULL, NULL, NULL},
-    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_PURGE, SIMBA__REDIS_LUA_WAKE_HEAD, SIMBA__REDIS_LUA_HOLDS,
-     SIMBA__REDIS_LUA_YIELD, NULL},
-    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_FENCED, NULL, NULL, NULL, NULL}};
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_PURGE, SIMBA__REDIS_LUA_QUARANTINE, SIMBA__REDIS_LUA_SEM, SIMBA__REDIS_LUA_SEMACQ,
+     SIMBA__REDIS_LUA_ACQUIRE, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_WAKE_HEAD, SIMBA__REDIS_LUA_SEM, SIMBA__REDIS_LUA_SEMREL, SIMBA__REDIS_LUA_RELEASE, NULL,
+     NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_READ, NULL, NULL, NULL, NULL, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_SEM, SIMBA__REDIS_LUA_VIEW, SIMBA__REDIS_LUA_INSPECT, NULL, NULL, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_VIEW, SIMBA__REDIS_LUA_LIST, NULL, NULL, NULL, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_WAKE_HEAD, SIMBA__REDIS_LUA_SEM, SIMBA__REDIS_LUA_SEMREL, SIMBA__REDIS_LUA_FORCE, NULL,
+     NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_SETVAL_HOLDER, SIMBA__REDIS_LUA_HOLDS, SIMBA__REDIS_LUA_SETVAL, NULL, NULL, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_PURGE, SIMBA__REDIS_LUA_WAKE_HEAD, SIMBA__REDIS_LUA_SEM,
+     SIMBA__REDIS_LUA_YIELD_HOLDER, SIMBA__REDIS_LUA_HOLDS, SIMBA__REDIS_LUA_YIELD, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_FENCED, NULL, NULL, NULL, NULL, NULL, NULL}};
 /* Room for the longest script (a test checks that each fits). */
-#define SIMBA__REDIS_LUA_CAP 8192
+#define SIMBA__REDIS_LUA_CAP 16384
 /* Script idx as the server loads it (Cluster: sharded pub/sub) into buf: its length, or 0
    when it does not fit. */
 static size_t simba__redis_lua_text(int cluster, int idx, char *buf, size_t cap) {
@@ -1099,12 +1340,14 @@ static int simba__redis_int(const redisReply *e, int64_t *out) {
 
 /* Parses a script reply into rep (owner points into the reply). 0 on success. */
 static int simba__redis_parse(const redisReply *x, simba_reply *rep) {
-    int64_t fence_tmp = 0, first = 0, yielded = 0;
+    int64_t fence_tmp = 0, first = 0, yielded = 0, holders = 0;
     const redisReply *f, *val;
-    if (!x || x->type != REDIS_REPLY_ARRAY || x->elements < 7 || x->elements > 8) return -1;
+    if (!x || x->type != REDIS_REPLY_ARRAY || x->elements < 7 || x->elements > 9) return -1;
     val = x->element[6];
     if (val->type != REDIS_REPLY_STRING || val->len > SIMBA_VALUE_MAX) return -1;
-    if (x->elements == 8 && simba__redis_int(x->element[7], &yielded)) return -1;
+    if (x->elements >= 8 && simba__redis_int(x->element[7], &yielded)) return -1;
+    if (x->elements == 9 && (simba__redis_int(x->element[8], &holders) || holders < 0 || holders > SIMBA_PERMITS_MAX)) return -1;
+    rep->holders = (int)holders;
     if (x->element[0]->type != REDIS_REPLY_STRING || x->element[0]->len > SIMBA_ID_MAX) return -1;
     rep->owner = x->element[0]->str;
     if (simba__redis_int(x->element[1], &rep->ttl_left_ms) ||
@@ -1232,11 +1475,20 @@ static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply
         return 0;
     }
     if (x->type == REDIS_REPLY_ERROR) {
-        static const char qs[] = "simba: quarantine ", ms[] = "simba: bound ", hs[] = "simba: not held ";
-        const char *q = strstr(x->str, qs), *m = strstr(x->str, ms), *h = strstr(x->str, hs);
+        static const char qs[] = "simba: quarantine ", ms[] = "simba: bound ", hs[] = "simba: not held ",
+                          ps[] = "simba: permits ";
+        const char *q = strstr(x->str, qs), *m = strstr(x->str, ms), *h = strstr(x->str, hs), *pm = strstr(x->str, ps);
         rep->rc = SIMBA_EBACKEND;
         rep->errmsg = x->str;
-        if (h) { /* SET_VALUE, YIELD: the store refused, the fence no longer holds */
+        if (pm) { /* another permits than the name's while anyone holds or waits */
+            long asked = 0, has = 0;
+            rep->rc = SIMBA_EINVAL;
+            if (sscanf(pm + sizeof ps - 1, "%ld %ld", &asked, &has) == 2)
+                snprintf(words, cap, "redis: permits %ld asked, the name %s has %ld while held or waited on", asked, op->req->mutex, has);
+            else
+                snprintf(words, cap, "redis: permits refused: %s", x->str);
+            rep->errmsg = words;
+        } else if (h) { /* SET_VALUE, YIELD: the store refused, the fence no longer holds */
             unsigned long long now_f = strtoull(h + sizeof hs - 1, NULL, 10);
             rep->rc = SIMBA_ESTATE;
             if (now_f)
@@ -1355,12 +1607,66 @@ static int simba__redis_view(const redisReply *const *e, simba_view *v) {
     return 0;
 }
 
+/* INSPECT's tail from element at: the recorded permits, then the holders set's entries (8
+   strings each), lowest fence first; with no owner record, the view's owner is the holder
+   whose permit frees first. The view goes to the core. */
+static int simba__redis_holders(simba__redis *r, simba_req *req, simba_view *v, const redisReply *x, size_t at) {
+    simba_view_holder *h = NULL;
+    size_t i, j, n = (x->elements - at - 1) / 8;
+    int64_t k[5];
+    if (x->element[at]->len && (simba__redis_int(x->element[at], &k[0]) != 0 || k[0] < 1 || k[0] > SIMBA_PERMITS_MAX)) return -1;
+    v->permits = x->element[at]->len ? (int)k[0] : 0;
+    if (n > SIMBA_PERMITS_MAX) return -1;
+    if (n) {
+        h = (simba_view_holder *)simba_alloc(r->loop, n * sizeof *h);
+        if (!h) return -1;
+        memset(h, 0, n * sizeof *h);
+    }
+    for (i = 0; i < n; i++) {
+        const redisReply *const *e = (const redisReply *const *)x->element + at + 1 + 8 * i;
+        simba_view_holder t;
+        memset(&t, 0, sizeof t);
+        if (e[0]->len > SIMBA_ID_MAX || e[6]->len > SIMBA_VALUE_MAX) { simba_free(r->loop, h); return -1; }
+        for (j = 0; j < 5; j++)
+            if (simba__redis_int(e[j + 1], &k[j]) != 0) { simba_free(r->loop, h); return -1; }
+        memcpy(t.id, e[0]->str, e[0]->len);
+        t.fence = (uint64_t)k[0];
+        t.acquired_unix_ms = k[1];
+        t.held_ms = k[2];
+        t.ttl_left_ms = k[3];
+        t.transition_left_ms = k[4];
+        t.value = e[6]->len ? (const unsigned char *)e[6]->str : NULL;
+        t.value_len = (size_t)e[6]->len;
+        t.shared = e[7]->len == 1 && e[7]->str[0] == '1';
+        for (j = i; j > 0 && h[j - 1].fence > t.fence; j--) h[j] = h[j - 1]; /* oldest grant first */
+        h[j] = t;
+    }
+    if (n && !v->owner[0]) {
+        const simba_view_holder *b = &h[0];
+        for (i = 1; i < n; i++)
+            if (h[i].transition_left_ms < b->transition_left_ms) b = &h[i];
+        simba__copy(v->owner, sizeof v->owner, b->id);
+        v->fence = b->fence;
+        v->acquired_unix_ms = b->acquired_unix_ms;
+        v->held_ms = b->held_ms;
+        v->ttl_left_ms = b->ttl_left_ms;
+        v->transition_left_ms = b->transition_left_ms;
+        v->value = b->value;
+        v->value_len = b->value_len;
+    }
+    v->holders = (int)n;
+    v->holder = h;
+    simba_req_view(req, v);
+    simba_free(r->loop, h);
+    return 0;
+}
+
 /* >>inspect An inspection script's reply: views to the core, rep its answer. 0, -1 when
    the reply is not what the script returns, 1 when a listing's next page went out. */
 static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply *x, simba_reply *rep) {
     simba_req *req = op->req;
     simba_view v;
-    size_t i;
+    size_t i, k;
     memset(rep, 0, sizeof(*rep));
     rep->held_ms = -1;
     if (req->op == SIMBA_OP_FORCE_RELEASE) {
@@ -1378,9 +1684,10 @@ static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply 
             return -1;
         simba__copy(v.mutex, sizeof v.mutex, req->mutex);
         v.waiters = (int)n;
-        for (i = 8; i < x->elements && i - 8 < SIMBA_VIEW_WAITERS; i++) simba__copy(v.waiter[i - 8], sizeof v.waiter[0], x->element[i]->str);
-        simba_req_view(req, &v);
-        return 0;
+        k = n < 0 ? 0 : n > SIMBA_VIEW_WAITERS ? SIMBA_VIEW_WAITERS : (size_t)n;
+        if (x->elements < 9 + k || (x->elements - 9 - k) % 8 != 0) return -1;
+        for (i = 8; i < 8 + k; i++) simba__copy(v.waiter[i - 8], sizeof v.waiter[0], x->element[i]->str);
+        return simba__redis_holders(r, req, &v, x, 8 + k);
     }
     if (x->elements < 1 || x->element[0]->len >= sizeof op->cursor || (x->elements - 1) % 8 != 0) return -1;
     for (i = 1; i + 8 <= x->elements; i += 8) {
@@ -1398,8 +1705,8 @@ static simba__rmutex *simba__redis_mutex(simba__redis *r, const char *mutex);
 
 /* One script call's arguments, built without printf (see simba__rb) into its own buffers. */
 typedef struct simba__rargs {
-    char k[6][SIMBA__REDIS_KEY_MAX], ch[SIMBA__REDIS_KEY_MAX], wk[SIMBA__REDIS_KEY_MAX], ow[SIMBA__REDIS_KEY_MAX];
-    char ttl[24], lease[24], quar[24], live[24], idlen[24];
+    char k[7][SIMBA__REDIS_KEY_MAX], ch[SIMBA__REDIS_KEY_MAX], wk[SIMBA__REDIS_KEY_MAX], ow[SIMBA__REDIS_KEY_MAX];
+    char ttl[24], lease[24], quar[24], live[24], idlen[24], permits[24];
     const char *argv[24];
     int argc;
     int vi; /* argv[vi] is the request's value (any bytes, value_len long); 0 = none */
@@ -1431,6 +1738,7 @@ static void simba__redis_args_acquire(simba__redis *r, const simba_req *req, sim
         a->argv[a->argc++] = a->k[4];
         a->argv[a->argc++] = SIMBA__REDIS_FRESH_KEY;
     }
+    a->argv[a->argc++] = a->k[6]; /* the holders set */
     simba__redis_i64(a->ttl, req->ttl_ms);
     simba__redis_i64(a->lease, lease_ms);
     simba__redis_i64(a->quar, r->max_lease);
@@ -1452,10 +1760,13 @@ static void simba__redis_args_acquire(simba__redis *r, const simba_req *req, sim
     simba__redis_i64(a->idlen, (int64_t)strlen(req->contender));
     a->argv[a->argc++] = a->idlen;
     simba__redis_arg_value(req, a);
+    simba__redis_i64(a->permits, req->permits > 1 ? req->permits : 1);
+    a->argv[a->argc++] = a->permits;
+    a->argv[a->argc++] = req->shared ? "1" : "0";
 }
 
-/* SET_VALUE (KEYS: owner): contender, fence, value, owner channel. YIELD (KEYS: owner,
-   fence, queue, qexp): contender, fence, wake channels' prefix, live ms. */
+/* SET_VALUE (KEYS: owner, holders set): contender, fence, value, owner channel. YIELD (KEYS:
+   owner, fence, queue, qexp, holders set): contender, fence, wake channels' prefix, live ms. */
 static void simba__redis_args_owner(simba__redis *r, const simba_req *req, simba__rargs *a) {
     simba__redis_i64(a->ttl, (int64_t)req->fence);
     a->argv[a->argc++] = req->contender;
@@ -1531,13 +1842,19 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
             simba__rop_fail(r, op, SIMBA_EINVAL, "redis: key too long");
             return;
         }
+    if (simba__redis_mkname(a.k[6], sizeof(a.k[6]), r, req->mutex, ":hold") < 0) {
+        simba__rop_fail(r, op, SIMBA_EINVAL, "redis: key too long");
+        return;
+    }
     idx = simba__redis_script(req->op);
     if (idx == SIMBA__RS_ACQUIRE && r->evict_msg[0]) {
         /* A server that may evict an owner record can hand out a held mutex: no grants. */
         simba__rop_fail(r, op, SIMBA_EBACKEND, r->evict_msg);
         return;
     }
-    nkeys = idx == SIMBA__RS_READ || idx == SIMBA__RS_SETVAL ? 1 : idx == SIMBA__RS_ACQUIRE ? 6 : idx == SIMBA__RS_LIST ? 0 : 4;
+    /* ACQUIRE: owner, fence, queue, qexp, marker, fresh, holders; RELEASE, FORCE, INSPECT: the
+       first four and the holders set, as YIELD; SET_VALUE owner and holders set */
+    nkeys = idx == SIMBA__RS_READ ? 1 : idx == SIMBA__RS_SETVAL ? 2 : idx == SIMBA__RS_ACQUIRE ? 7 : idx == SIMBA__RS_LIST ? 0 : 5;
     /* ASK: the slot is moving and this key is already on the target; ASKING lets the next
        command in (the NOSCRIPT re-send comes here again and asks again). */
     if (op->asking && redisAsyncCommand(r->cmd.ac, simba__redis_on_ignore, NULL, "ASKING") != REDIS_OK) {
@@ -1548,8 +1865,9 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
     a.vi = 0;
     a.argv[a.argc++] = "EVALSHA";
     a.argv[a.argc++] = r->sha[idx];
-    a.argv[a.argc++] = nkeys == 0 ? "0" : nkeys == 1 ? "1" : nkeys == 4 ? "4" : "6";
-    for (i = 0; i < nkeys && i < 4; i++) a.argv[a.argc++] = a.k[i];
+    a.argv[a.argc++] = nkeys == 0 ? "0" : nkeys == 1 ? "1" : nkeys == 2 ? "2" : nkeys == 4 ? "4" : nkeys == 5 ? "5" : "7";
+    for (i = 0; i < nkeys && i < 4 && (nkeys != 2 || i < 1); i++) a.argv[a.argc++] = a.k[i];
+    if (nkeys == 5 || nkeys == 2) a.argv[a.argc++] = a.k[6];
     if (idx == SIMBA__RS_ACQUIRE) simba__redis_args_acquire(r, req, &a);
     else if (idx == SIMBA__RS_RELEASE || idx == SIMBA__RS_FORCE) simba__redis_args_release(r, req, &a);
     else if (idx == SIMBA__RS_LIST) simba__redis_args_list(r, op, &a);
@@ -3455,11 +3773,11 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
             return simba__fail(l, SIMBA_EINVAL, "%s: key \"%.100s\" is the lock's own (it starts with %s)", fn, argv[k], own);
         nkeys++;
     }
-    /* EVALSHA sha numkeys owner fence <keys> <fence> <argv>, each copied after the arrays */
-    total = 3 + 2 + nkeys + 1 + argc;
+    /* EVALSHA sha numkeys owner fence hold <keys> <fence> <argv>, each copied after the arrays */
+    total = 3 + 3 + nkeys + 1 + argc;
     simba__redis_i64(fence_s, (int64_t)fence);
-    simba__redis_i64(nkeys_s, 2 + nkeys);
-    bytes = sizeof *fw + (size_t)total * (sizeof(char *) + sizeof(size_t)) + strlen(nkeys_s) + 1 + 2 * (own_len + 7) +
+    simba__redis_i64(nkeys_s, 3 + nkeys);
+    bytes = sizeof *fw + (size_t)total * (sizeof(char *) + sizeof(size_t)) + strlen(nkeys_s) + 1 + 3 * (own_len + 7) +
             strlen(fence_s) + 1;
     for (k = 0; k < argc; k++) bytes += (strlen(argv[k]) + 1) * (keys_at[k] ? 2 : 1);
     fw = (simba__rfw *)simba_alloc(l, bytes);
@@ -3479,6 +3797,8 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     SIMBA__RFW_PUT(own, own_len + 6);
     memcpy(own + own_len, ":fence", 7);
     SIMBA__RFW_PUT(own, own_len + 6);
+    memcpy(own + own_len, ":hold", 6);
+    SIMBA__RFW_PUT(own, own_len + 5);
     for (k = 0; k < argc; k++)
         if (keys_at[k]) SIMBA__RFW_PUT(argv[k], strlen(argv[k]));
     SIMBA__RFW_PUT(fence_s, strlen(fence_s));

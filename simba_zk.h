@@ -2908,6 +2908,12 @@ static simba_result simba__zk_submit(void *impl, simba_req *req) {
         return SIMBA_EINVAL;
     if (req->op != SIMBA_OP_READ && simba_id_check(req->contender) != SIMBA_OK) return SIMBA_EINVAL;
     zk->stats.requests++;
+    if (req->op == SIMBA_OP_ACQUIRE && (req->permits > 1 || req->shared)) {
+        /* Never obeyed as a mutex: the recipe here has one holder per name. */
+        simba_req_fail(req, SIMBA_EINVAL, req->shared ? "zookeeper: readers (shared 1) are not supported by simba_zk: one holder per name"
+                                                      : "zookeeper: permits > 1 is not supported by simba_zk: one holder per name");
+        return SIMBA_OK;
+    }
     if (!simba__zk_usable(zk)) {
         simba_req_fail(req, SIMBA_ECONN, zk->sess && zk->sess->readonly ? SIMBA__ZK_RO_MSG : "no usable zookeeper session (reopening)");
         return SIMBA_OK;

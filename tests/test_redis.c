@@ -1949,6 +1949,247 @@ TEST(yield_keeps_when_the_queued_waiter_is_gone) {
     drv_free(&d);
 }
 
+/* A started contender of a semaphore (permits > 1) or a reader (shared 1), or NULL. */
+static simba_service *contend_sem(simba_loop *l, simba_backend *be, const char *mutex, const char *id, int permits, int shared,
+                                  rec *r) {
+    simba_contend_desc cd;
+    simba_service *s = NULL;
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = mutex;
+    cd.contender_id = id;
+    cd.ttl_ms = 10000;
+    cd.transition_ms = 6000;
+    cd.on_acquired = on_acq;
+    cd.on_released = on_rel;
+    cd.user_data = r;
+    cd.permits = permits;
+    cd.shared = shared;
+    if (simba_contend(l, be, &cd, &s) != SIMBA_OK) return NULL;
+    if (simba_start(s) != SIMBA_OK) return NULL;
+    return s;
+}
+
+/* The holders set (<prefix>{<name>}:hold) exists only while a name is shared or counted: a
+   mutex never makes one, a semaphore's goes when its last holder and waiter leave. A forced
+   release by fence frees that one permit and pushes it to the waiter. */
+TEST(holders_set_only_while_shared_force_by_fence) {
+    drv d;
+    simba_backend *be[4];
+    simba_service *mx, *a, *b, *c;
+    rec rm, ra, rb, rc;
+    simba_view v;
+    char m[64], sn[64], key[256];
+    int i;
+    int64_t t0;
+    memset(&d, 0, sizeof d);
+    memset(&rm, 0, sizeof rm);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    memset(&rc, 0, sizeof rc);
+    d.use_ready = 1;
+    mname(m, sizeof m, "hs-mutex");
+    mname(sn, sizeof sn, "hs-sem");
+    for (i = 0; i < 4; i++) {
+        REQUIRE(drv_add(&d));
+        REQUIRE(open_redis(d.l[i], port1, &be[i]) == SIMBA_OK);
+    }
+    mx = contend(d.l[3], be[3], m, "M", 10000, 6000, &rm);
+    REQUIRE(mx);
+    WAIT_FOR(&d, simba_is_owner(mx), 3000);
+    snprintf(key, sizeof key, "%s{%s}:hold", prefix, m);
+    CHECK(raw_cmd(port1, "EXISTS %s", key) == 0);
+    a = contend_sem(d.l[0], be[0], sn, "A", 2, 0, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    b = contend_sem(d.l[1], be[1], sn, "B", 2, 0, &rb);
+    REQUIRE(b);
+    WAIT_FOR(&d, simba_is_owner(b), 3000);
+    c = contend_sem(d.l[2], be[2], sn, "C", 2, 0, &rc);
+    REQUIRE(c);
+    WAIT_FOR(&d, strcmp(viewed_owner(c), "") != 0, 3000);
+    drv_run(&d, 100); /* C's wake subscription settles */
+    CHECK(!simba_is_owner(c));
+    snprintf(key, sizeof key, "%s{%s}:hold", prefix, sn);
+    CHECK(raw_cmd(port1, "EXISTS %s", key) == 1);
+    CHECK(raw_cmd(port1, "HLEN %s", key) == 3); /* A, B and the recorded permits */
+    CHECK_RC(simba_inspect_wait(be[3], sn, &v, 3000), SIMBA_OK);
+    CHECK(v.holders == 2 && v.permits == 2 && v.waiters == 1);
+    CHECK(v.holder && strcmp(v.holder[0].id, "A") == 0 && v.holder[0].fence == ra.fence && strcmp(v.holder[1].id, "B") == 0);
+    /* an operator frees A's permit by its fence: C is told at once, not at A's lease end */
+    t0 = mono_us();
+    CHECK_RC(simba_force_release_wait(be[3], sn, ra.fence, 3000), SIMBA_OK);
+    CHECK_RC(simba_force_release_wait(be[3], sn, ra.fence, 3000), SIMBA_ESTATE);
+    drv_kick(&d);
+    WAIT_FOR(&d, simba_is_owner(c), 3000);
+    CHECK(simba_is_owner(c) && rc.acq_us - t0 < 2000000);
+    CHECK(rc.fence > rb.fence && rb.fence > ra.fence);
+    CHECK(simba_stop(a) == SIMBA_OK && simba_stop(b) == SIMBA_OK && simba_stop(c) == SIMBA_OK);
+    WAIT_FOR(&d, simba_service_status(a) == SIMBA_INITIAL && simba_service_status(b) == SIMBA_INITIAL &&
+                     simba_service_status(c) == SIMBA_INITIAL, 3000);
+    CHECK(raw_cmd(port1, "EXISTS %s", key) == 0); /* gone with its last holder */
+    CHECK(simba_stop(mx) == SIMBA_OK);
+    drv_free(&d);
+}
+
+/* simba_list's callback: user is {name, owner seen}; the owner shown for that name. */
+static void list_find(const simba_view *v, simba_result rc, void *u) {
+    char **f = (char **)u;
+    if (rc == SIMBA_OK && v && strcmp(v->mutex, f[0]) == 0) snprintf(f[1], SIMBA_ID_MAX + 1, "%s", v->owner);
+}
+
+/* Each reader keeps its own value in its entry of the holders set: set under its own fence,
+   listed with it, never another holder's. */
+TEST(holder_values_own) {
+    drv d;
+    simba_backend *be[3];
+    simba_service *a, *b;
+    rec ra, rb;
+    simba_view v;
+    char m[64];
+    int i, seen = 0;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    d.use_ready = 1;
+    mname(m, sizeof m, "hs-values");
+    for (i = 0; i < 3; i++) {
+        REQUIRE(drv_add(&d));
+        REQUIRE(open_redis(d.l[i], port1, &be[i]) == SIMBA_OK);
+    }
+    a = contend_sem(d.l[0], be[0], m, "A", 0, 1, &ra);
+    b = contend_sem(d.l[1], be[1], m, "B", 0, 1, &rb);
+    REQUIRE(a && b);
+    WAIT_FOR(&d, simba_is_owner(a) && simba_is_owner(b), 3000);
+    REQUIRE(simba_is_owner(a) && simba_is_owner(b));
+    CHECK_RC(simba_set_value(a, "from-a", 6), SIMBA_OK);
+    CHECK_RC(simba_set_value(b, "b", 1), SIMBA_OK);
+    drv_run(&d, 300);
+    CHECK_RC(simba_inspect_wait(be[2], m, &v, 3000), SIMBA_OK);
+    CHECK_EQ(v.holders, 2);
+    for (i = 0; i < v.holders && v.holder; i++) {
+        const simba_view_holder *h = &v.holder[i];
+        CHECK(h->shared == 1);
+        if (strcmp(h->id, "A") == 0 && h->value_len == 6 && memcmp(h->value, "from-a", 6) == 0 && h->fence == ra.fence) seen++;
+        if (strcmp(h->id, "B") == 0 && h->value_len == 1 && memcmp(h->value, "b", 1) == 0 && h->fence == rb.fence) seen++;
+    }
+    CHECK_EQ(seen, 2);
+    /* a listing shows a holder of the name, though it has no owner record */
+    {
+        char shown[SIMBA_ID_MAX + 1] = "";
+        char *f[2];
+        f[0] = m;
+        f[1] = shown;
+        CHECK_RC(simba_list_wait(be[2], list_find, f, 5000), SIMBA_OK);
+        CHECK(strcmp(shown, "A") == 0 || strcmp(shown, "B") == 0);
+    }
+    CHECK(simba_is_owner(a) && simba_is_owner(b)); /* a refused SET_VALUE would have ended the holding */
+    CHECK(simba_stop(a) == SIMBA_OK && simba_stop(b) == SIMBA_OK);
+    WAIT_FOR(&d, simba_service_status(a) == SIMBA_INITIAL && simba_service_status(b) == SIMBA_INITIAL, 3000);
+    drv_free(&d);
+}
+
+/* A permit yielded passes to the waiter it frees, in one step: the yielder waits at the back,
+   the other permit stays where it is. */
+TEST(permit_yield_passes_to_waiter) {
+    drv d;
+    simba_backend *be[3];
+    simba_service *a, *b, *c;
+    rec ra, rb, rc;
+    char m[64];
+    int i;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    memset(&rc, 0, sizeof rc);
+    d.use_ready = 1;
+    mname(m, sizeof m, "hs-yield");
+    for (i = 0; i < 3; i++) {
+        REQUIRE(drv_add(&d));
+        REQUIRE(open_redis(d.l[i], port1, &be[i]) == SIMBA_OK);
+    }
+    a = contend_sem(d.l[0], be[0], m, "A", 2, 0, &ra);
+    b = contend_sem(d.l[1], be[1], m, "B", 2, 0, &rb);
+    REQUIRE(a && b);
+    WAIT_FOR(&d, simba_is_owner(a) && simba_is_owner(b), 3000);
+    c = contend_sem(d.l[2], be[2], m, "C", 2, 0, &rc);
+    REQUIRE(c);
+    WAIT_FOR(&d, strcmp(viewed_owner(c), "") != 0, 3000);
+    drv_run(&d, 100); /* C's wake subscription settles */
+    CHECK(!simba_is_owner(c));
+    CHECK_RC(simba_yield(a), SIMBA_OK);
+    WAIT_FOR(&d, simba_is_owner(c) && !simba_is_owner(a), 3000);
+    CHECK(simba_is_owner(c) && !simba_is_owner(a) && simba_is_owner(b));
+    CHECK(rc.fence > rb.fence && rc.acq == 1 && ra.rel == 1 && rb.rel == 0);
+    drv_run(&d, 300);
+    CHECK(!simba_is_owner(a) && simba_is_owner(b) && simba_is_owner(c));
+    CHECK(simba_stop(c) == SIMBA_OK); /* its permit goes back to A, at the back of the line */
+    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    CHECK(simba_is_owner(a) && ra.acq == 2);
+    CHECK(simba_stop(a) == SIMBA_OK && simba_stop(b) == SIMBA_OK);
+    WAIT_FOR(&d, simba_service_status(a) == SIMBA_INITIAL && simba_service_status(b) == SIMBA_INITIAL &&
+                     simba_service_status(c) == SIMBA_INITIAL, 3000);
+    drv_free(&d);
+}
+
+/* A fenced write's answer. */
+typedef struct fw_seen {
+    int done;
+    simba_result rc;
+} fw_seen;
+static void fw_seen_cb(simba_result rc, const simba_redis_value *reply, const char *errmsg, void *user) {
+    fw_seen *w = (fw_seen *)user;
+    (void)reply;
+    if (rc != SIMBA_OK) fprintf(stderr, "  fenced write: %s\n", errmsg ? errmsg : "");
+    w->done = 1;
+    w->rc = rc;
+}
+
+/* A fenced write accepts the fence of any current holder (each permit's own), and refuses a
+   holder's once its permit went back. */
+TEST(fenced_write_any_holder) {
+    drv d;
+    simba_backend *be[2];
+    simba_service *a, *b;
+    rec ra, rb;
+    char m[64], key[256];
+    const char *argv[3];
+    fw_seen w;
+    int i;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    d.use_ready = 1;
+    mname(m, sizeof m, "hs-fenced");
+    for (i = 0; i < 2; i++) {
+        REQUIRE(drv_add(&d));
+        REQUIRE(open_redis(d.l[i], port1, &be[i]) == SIMBA_OK);
+    }
+    a = contend_sem(d.l[0], be[0], m, "A", 2, 0, &ra);
+    b = contend_sem(d.l[1], be[1], m, "B", 2, 0, &rb);
+    REQUIRE(a && b);
+    WAIT_FOR(&d, simba_is_owner(a) && simba_is_owner(b), 3000);
+    REQUIRE(simba_is_owner(a) && simba_is_owner(b));
+    snprintf(key, sizeof key, "%sdata{%s}", prefix, m);
+    argv[0] = "SET";
+    argv[1] = key;
+    for (i = 0; i < 3; i++) {
+        uint64_t f = i == 1 ? rb.fence : ra.fence;
+        if (i == 2) {
+            CHECK(simba_stop(a) == SIMBA_OK);
+            WAIT_FOR(&d, simba_service_status(a) == SIMBA_INITIAL, 3000);
+        }
+        argv[2] = i == 1 ? "b" : "a";
+        memset(&w, 0, sizeof w);
+        CHECK_RC(simba_redis_fenced(be[i == 1], m, f, 3, argv, fw_seen_cb, &w), SIMBA_OK);
+        WAIT_FOR(&d, w.done, 3000);
+        CHECK(w.done);
+        CHECK_RC(w.rc, i < 2 ? SIMBA_OK : SIMBA_EFENCE);
+    }
+    CHECK(simba_stop(b) == SIMBA_OK);
+    WAIT_FOR(&d, simba_service_status(b) == SIMBA_INITIAL, 3000);
+    drv_free(&d);
+}
+
 int main(int argc, char **argv) {
     const char *e;
     CHECK_INIT(argc, argv);
@@ -2007,6 +2248,10 @@ int main(int argc, char **argv) {
     RUN(older_record_layout_read_as_owner_without_value);
     RUN(scripts_joined_and_reloaded_after_flush);
     RUN(yield_keeps_when_the_queued_waiter_is_gone);
+    RUN(holders_set_only_while_shared_force_by_fence);
+    RUN(holder_values_own);
+    RUN(permit_yield_passes_to_waiter);
+    RUN(fenced_write_any_holder);
     RUN(no_error_logs);
     if (started2) server2_stop();
     return check_report("redis");

@@ -1927,6 +1927,47 @@ TEST(yield_lists_again_when_the_waiter_left) {
     proc_close(b);
 }
 
+/* permits > 1 and readers are refused in words, never obeyed as a mutex: the recipe here
+   has one holder per name. */
+TEST(permits_and_readers_refused) {
+    proc *a = proc_open();
+    char m[64];
+    int k;
+    memset(m, 0, sizeof m);
+    REQUIRE(a != NULL);
+    mname(m, sizeof m, "sem-refused");
+    for (k = 0; k < 2; k++) {
+        simba_contend_desc d;
+        simba_service *s = NULL;
+        simba_stats st;
+        rec r;
+        memset(&r, 0, sizeof r);
+        memset(&d, 0, sizeof d);
+        d.mutex = m;
+        d.contender_id = k ? "R" : "S";
+        d.ttl_ms = SESSION_MS;
+        d.transition_ms = 1000;
+        d.on_acquired = on_acq;
+        d.on_released = on_rel;
+        d.user_data = &r;
+        d.permits = k ? 0 : 2;
+        d.shared = k;
+        CHECK_RC(simba_contend(a->loop, a->be, &d, &s), SIMBA_OK);
+        REQUIRE(s != NULL);
+        CHECK_RC(simba_start(s), SIMBA_OK);
+        memset(&st, 0, sizeof st);
+        st.size = sizeof st;
+        WAIT_FOR(simba_service_stats(s, &st) == SIMBA_OK && st.last_error == SIMBA_EINVAL, 5000);
+        CHECK_RC(simba_service_stats(s, &st), SIMBA_OK);
+        CHECK_EQ(st.last_error, SIMBA_EINVAL);
+        CHECK(strstr(st.last_error_msg, k ? "readers" : "permits") != NULL);
+        CHECK_EQ(r.acquired, 0);
+        CHECK_RC(simba_stop(s), SIMBA_OK);
+        WAIT_FOR(simba_service_status(s) == SIMBA_INITIAL, 5000);
+    }
+    proc_close(a);
+}
+
 int main(int argc, char **argv) {
     const char *e;
     ssize_t n;
@@ -1978,6 +2019,7 @@ int main(int argc, char **argv) {
     RUN(older_node_data_read_as_owner_without_value);
     RUN(yield_requeues_node_behind_waiter);
     RUN(yield_lists_again_when_the_waiter_left);
+    RUN(permits_and_readers_refused);
     RUN(server_restart); /* last: it bounces the server */
     if (g_twice) {
         fprintf(stderr, "a request was completed twice (%d)\n", g_twice);
