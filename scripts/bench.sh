@@ -89,6 +89,12 @@ need_redis=0
 need_zk=0
 need_pg=0
 if want w1 || want w2 || want w2s || want w3 || want w4 || want w5; then need_redis=1; need_zk=1; need_pg=1; fi
+if [ "$ONLY" = w2s ]; then # W2 shared alone: only its backends' servers
+    need_redis=0 need_zk=0 need_pg=0
+    for be in ${BENCH_BACKENDS:-sqlite redis zk pg}; do
+        case $be in redis) need_redis=1 ;; zk) need_zk=1 ;; pg) need_pg=1 ;; esac
+    done
+fi
 
 # ZooKeeper takes a few seconds to come up: start it first, in the background.
 if [ $need_zk = 1 ]; then
