@@ -11,7 +11,7 @@
 # stops it, and every process it started, by PID on exit. Builds nothing: the binaries come
 # from build/ (make rel-bins). Environment:
 #   FAULT_DIR        work dir (default build/rel-<backend>), wiped first
-#   FAULT_WORKERS    contenders (default 4)
+#   FAULT_WORKERS    contenders (default 4; 8 with FAULT_MODE sem or rw)
 #   FAULT_REDIS_PORT (default 6392)   FAULT_ZK_PORT (default 2193)   FAULT_PG_PORT (default 5442)
 #   FAULT_SEED       seed of bash's $RANDOM (default: the pid)
 #   FAULT_TTL=600 FAULT_TRANSITION=400 (sql, redis)   FAULT_ZK_SESSION=2000 (zk, >= 1000)
