@@ -2,7 +2,7 @@
 # its own redis-server, ZooKeeper and PostgreSQL on loopback, runs every workload and prints one
 # markdown table. Uses CC, CFLAGS, ZKINC, B (Makefile) and PGINC (mk/pg.mk).
 
-BENCH_PROGS = w1_cycle w2_handoff w3_failover w4_scale w5_stall
+BENCH_PROGS = w1_cycle w2_handoff w2_shared w3_failover w4_scale w5_stall
 BENCH_BINS  = $(addprefix $(B)/bench/,$(BENCH_PROGS))
 BENCH_HDRS  = bench/bench.h simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h simba_pg.h
 BENCH_LIBS  = -lsqlite3 -lhiredis -lzookeeper_mt -lpq -lpthread -lm

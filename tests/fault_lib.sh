@@ -20,12 +20,15 @@ wait_gone() {
     return 0
 }
 
-# owner_slot: the slot whose worker last logged "acquired" (empty if none)
+# owner_slot: a slot whose worker last logged "acquired" (a reader "acquired:shared"; empty
+# if none); the search starts at a random slot, so that any holder of a semaphore or a
+# read-write lock is picked
 owner_slot() {
-    local i line
+    local i k line
+    k=$((RANDOM % N))
     for ((i = 0; i < N; i++)); do
-        line=$(grep -E ' (acquired|released) ' "${W_LOG[$i]}" 2>/dev/null | tail -1)
-        case "$line" in *" acquired "*) echo "$i"; return ;; esac
+        line=$(grep -E ' (acquired|acquired:shared|released) ' "${W_LOG[$(((i + k) % N))]}" 2>/dev/null | tail -1)
+        case "$line" in *" acquired"*) echo "$(((i + k) % N))"; return ;; esac
     done
 }
 # wait_owner MS: the owner's slot, waiting up to MS for one

@@ -2,6 +2,7 @@
 # fault_run.sh -- the fault harness: several mp_worker processes contend for one mutex on one
 # backend while faults are injected; then an inspector checks that the mutex is free, and
 # mp_check checks every log (overlaps, fences, acting while not owner, leaks).
+# FAULT_MODE=sem or rw runs the same faults on a semaphore or a read-write lock (below).
 #
 #   tests/fault_run.sh sql|redis|zk|pg|redis-cluster|redis-sentinel SECONDS
 #
@@ -10,12 +11,20 @@
 # stops it, and every process it started, by PID on exit. Builds nothing: the binaries come
 # from build/ (make rel-bins). Environment:
 #   FAULT_DIR        work dir (default build/rel-<backend>), wiped first
-#   FAULT_WORKERS    contenders (default 4)
+#   FAULT_WORKERS    contenders (default 4; 8 with FAULT_MODE sem or rw)
 #   FAULT_REDIS_PORT (default 6392)   FAULT_ZK_PORT (default 2193)   FAULT_PG_PORT (default 5442)
 #   FAULT_SEED       seed of bash's $RANDOM (default: the pid)
 #   FAULT_TTL=600 FAULT_TRANSITION=400 (sql, redis)   FAULT_ZK_SESSION=2000 (zk, >= 1000)
 #   FAULT_LIST       the faults to inject instead of the backend's list (names below, with _
 #                    for -), e.g. FAULT_LIST=gc_pause
+#   FAULT_MODE       mutex (default); sem: a semaphore of FAULT_PERMITS (default 2), 8 workers
+#                    by default, mp_check counts the holders at every moment (never more than
+#                    the permits, a moment with all of them held); rw: a read-write lock,
+#                    8 workers by default of which FAULT_WRITERS (default 2) are writers and
+#                    the rest readers: never a writer with anyone, readers together at some
+#                    moment, every writer's turn. Fences: unique, and above every grant
+#                    logged more than one lease earlier (mp_check --order-window-ms).
+#                    The owner a fault picks (gc-pause, kill-owner, ...) is any holder.
 # Faults, round robin over the backend's list (each with random parameters):
 #   all:   gc-pause   the owner is SIGSTOPped past its lease, then SIGCONTed
 #          kill-owner the owner is SIGKILLed (a new worker takes its place)
@@ -69,8 +78,18 @@ PROXY=$B/fault_proxy
 for b in "$WORKER" "$CHECK" "$SQLHOLD" "$PROXY"; do
     [ -x "$b" ] || { echo "fault_run: $b missing (make rel-bins)" >&2; exit 2; }
 done
-DIR=${FAULT_DIR:-$B/rel-$BACKEND}
-N=${FAULT_WORKERS:-4}
+MODE=${FAULT_MODE:-mutex}
+PERMITS=${FAULT_PERMITS:-2}
+WRITERS=${FAULT_WRITERS:-2}
+case "$MODE" in mutex | sem | rw) ;; *) echo "fault_run: FAULT_MODE=$MODE: mutex, sem or rw" >&2; exit 2 ;; esac
+case "$MODE" in
+mutex) DIR=${FAULT_DIR:-$B/rel-$BACKEND}; N=${FAULT_WORKERS:-4} ;;
+*) DIR=${FAULT_DIR:-$B/rel-$BACKEND-$MODE}; N=${FAULT_WORKERS:-8} ;;
+esac
+if [ "$MODE" = rw ] && { [ "$WRITERS" -lt 1 ] || [ "$WRITERS" -ge "$N" ]; }; then
+    echo "fault_run: FAULT_WRITERS=$WRITERS: 1..$((N - 1)) of $N workers" >&2
+    exit 2
+fi
 RPORT=${FAULT_REDIS_PORT:-6392}
 ZPORT=${FAULT_ZK_PORT:-2193}
 PPORT=${FAULT_PG_PORT:-5442}
@@ -83,6 +102,14 @@ DIR=$(cd "$DIR" && pwd)
 FAULTS=$DIR/faults.log
 : >"$FAULTS"
 MUTEX="fault-$BACKEND-$$"
+[ "$MODE" = mutex ] || MUTEX="fault-$BACKEND-$MODE-$$"
+# mode_args SLOT: a semaphore's permits, or a reader's --shared (the last WRITERS slots write)
+mode_args() {
+    case "$MODE" in
+    sem) echo "--permits $PERMITS" ;;
+    rw) [ "$1" -lt $((N - WRITERS)) ] && echo "--shared 1" ;;
+    esac
+}
 
 # Timing. sql/redis: the lease is ttl + transition. zk: the lease is the session (the
 # request's ttl only sets the renew margin, ttl/3).
@@ -177,7 +204,8 @@ worker_start() { # worker_start SLOT
     redis-cluster) args=(--port "$CPORT" --prefix "rel:" --cluster 1) ;;
     redis-sentinel) args=(--sentinels "$SENS" --master-name simba --prefix "rel:" --wait-replicas "$SWAIT") ;;
     esac
-    "$WORKER" --backend "$WB" "${args[@]}" --mutex "$MUTEX" --duration-ms $(((SECS + 120) * 1000)) \
+    # shellcheck disable=SC2046 # mode_args is a list of options
+    "$WORKER" --backend "$WB" "${args[@]}" $(mode_args "$i") --mutex "$MUTEX" --duration-ms $(((SECS + 120) * 1000)) \
         --ttl-ms "$TTL" --transition-ms "$TRANSITION" --hold-ms "$(rnd 800 2500)" --rest-ms "$(rnd 200 800)" \
         --log "${W_LOG[$i]}" 2>>"$DIR/w$i.err" &
     W_PID[$i]=$!
@@ -434,7 +462,10 @@ for ((i = 0; i < N; i++)); do
 done
 T0=$(date +%s)
 QUIET=$((LEASE / 1000 + 3)) # no fault in the last seconds: killed owners' leases run out
-echo "fault_run: $BACKEND, $N workers, ${SECS}s, lease ${LEASE} ms, mutex $MUTEX, dir $DIR"
+MODE_NOTE=""
+[ "$MODE" = sem ] && MODE_NOTE=", a semaphore of $PERMITS"
+[ "$MODE" = rw ] && MODE_NOTE=", a read-write lock: $((N - WRITERS)) readers, $WRITERS writers"
+echo "fault_run: $BACKEND, $N workers${MODE_NOTE}, ${SECS}s, lease ${LEASE} ms, mutex $MUTEX, dir $DIR"
 fault_loop "$SECS" "$QUIET"
 workers_stop
 # the inspector: the mutex must be free now (direct connection, no proxy)
@@ -446,6 +477,8 @@ pg) IARGS=(--pg-port "$PPORT" --pg-table rel_mutex --pg-user postgres --pg-passw
 redis-cluster) IARGS=(--port "$CPORT" --prefix "rel:" --cluster 1) ;;
 redis-sentinel) IARGS=(--sentinels "$SENS" --master-name simba --prefix "rel:") ;;
 esac
+# a semaphore's inspector holds every permit at once; a read-write lock's is a writer
+[ "$MODE" = sem ] && IARGS+=(--permits "$PERMITS")
 timeout 30 "$WORKER" --backend "$WB" "${IARGS[@]}" --mutex "$MUTEX" --ttl-ms "$TTL" \
     --transition-ms "$TRANSITION" --inspect-ms $((LEASE + 3000)) --log "$DIR/inspect.log" 2>>"$DIR/inspect.err"
 cat "$DIR/inspect.err"
@@ -455,7 +488,12 @@ server_stop
 grep -h 'mp_worker' "$DIR"/w*.err | grep -v ' 0 violations' | head -5
 UNEXPECTED=0
 [ -s "$DIR/unexpected" ] && UNEXPECTED=1
-"$CHECK" --min-ownerships 5 --min-contenders 2 --need-inspect "$DIR"/w*-*.log "$DIR/inspect.log" "$FAULTS"
+case "$MODE" in
+mutex) CARGS=() ;;
+sem) CARGS=(--permits "$PERMITS" --min-concurrent "$PERMITS" --order-window-ms "$LEASE") ;;
+rw) CARGS=(--min-concurrent 2 --min-exclusive "$WRITERS" --order-window-ms "$LEASE") ;;
+esac
+"$CHECK" --min-ownerships 5 --min-contenders 2 --need-inspect "${CARGS[@]}" "$DIR"/w*-*.log "$DIR/inspect.log" "$FAULTS"
 RC=$?
 [ "$UNEXPECTED" = 1 ] && { echo "fault_run: unexpected worker exits:"; cat "$DIR/unexpected"; RC=1; }
 [ "$STUCK" = 1 ] && RC=1
@@ -463,11 +501,13 @@ if [ "$BACKEND" = sql ] && ! grep -q "integrity ok" "$DIR/inspect.err"; then
     echo "fault_run: the database file is damaged, or was not checked"
     RC=1
 fi
+WHAT=$BACKEND
+[ "$MODE" = mutex ] || WHAT="$BACKEND $MODE"
 if [ $RC = 0 ]; then
-    echo "fault_run: $BACKEND PASS"
-    echo "fault_run $BACKEND: 1 passed, 0 failed"
+    echo "fault_run: $WHAT PASS"
+    echo "fault_run $WHAT: 1 passed, 0 failed"
 else
-    echo "fault_run: $BACKEND FAIL (logs in $DIR)"
-    echo "fault_run $BACKEND: 0 passed, 1 failed"
+    echo "fault_run: $WHAT FAIL (logs in $DIR)"
+    echo "fault_run $WHAT: 0 passed, 1 failed"
 fi
 exit $RC

@@ -1,11 +1,13 @@
 /* mp_check.c -- checks the merged logs of mp_worker processes (and of the fault harness).
  *
  *   mp_check [--min-ownerships N] [--min-contenders K] [--need-inspect] [--quiet-figures]
+ *            [--permits N] [--order-window-ms W] [--min-concurrent K] [--min-exclusive K]
  *            LOG... (or - / nothing for stdin)
  *   mp_check --now        prints CLOCK_MONOTONIC in ms (3 decimals), for scripts
  *
  * Each line: <pid> <contender> <fence> <what> <monotonic ms> [<ms>], what one of
- *   acquired / released   an ownership as the callbacks told it; "released" may carry the
+ *   acquired / released   an ownership as the callbacks told it ("acquired:shared": a
+ *                         reader of a read-write lock); "released" may carry the
  *                         end of the local lease as the worker last knew it: the ownership
  *                         ends at the earlier of the two (a process frozen past its lease
  *                         writes its "released" late, but could not act after the lease)
@@ -19,12 +21,20 @@
  *
  * Reports
  *   overlaps          two ownerships of different contenders that intersect (more than
- *                     touching): mutual exclusion was broken;
+ *                     touching): mutual exclusion was broken. With --permits N (a
+ *                     semaphore): more than N ownerships at one moment. Readers
+ *                     ("acquired:shared") may intersect each other, never an exclusive one;
  *   fence violations  an ownership whose fence is not above every fence seen before it,
  *                     also when the same contender re-acquires after a local step-down
  *                     (every on_acquired starts a new tenure with a new fence); among
  *                     them, repeated fences: a fence that an earlier ownership already had
- *                     (a fenced resource cannot tell those two owners apart);
+ *                     (a fenced resource cannot tell those two owners apart). Holders that
+ *                     share are granted close together and may log in another order than
+ *                     the store granted: with --order-window-ms W an ownership need only be
+ *                     above those that began more than W ms before it (W = the lease: a
+ *                     grant answered later than its lease is refused by the core, so one
+ *                     logged W ms after another was granted after it); every fence is
+ *                     still unique;
  *   acts while not owner  work outside the worker's own ownership (or inside another's),
  *                     plus the workers' violation lines;
  *   leaked locks      inspect-leaked lines (with --need-inspect, a missing inspector line
@@ -35,6 +45,9 @@
  * ownership had begun, and whether a fenced resource (it keeps the highest fence written and
  * refuses lower ones) refuses them: "let through" counts those accepted although a later
  * ownership had a fence not above theirs (a fence that did not catch them).
+ * --min-concurrent K: some moment must show K holders at once (a semaphore of K, readers
+ * together: a store that grants one at a time fails); --min-exclusive K: at least K
+ * exclusive ownerships (a read-write lock's writers are not starved).
  * Exits 1 on any of these (or fewer ownerships / contenders than asked for), 0 otherwise.
  */
 #ifndef _POSIX_C_SOURCE
@@ -57,6 +70,7 @@ typedef struct ev {
     char what[48];
     unsigned long long fence;
     int kind;
+    int shared;      /* acquired:shared */
     double t, extra; /* extra < 0: absent */
     int order;       /* input order, to keep equal times stable */
 } ev;
@@ -68,6 +82,7 @@ typedef struct own {
     double from, to; /* to: effective end; < 0 while open */
     double notice;   /* when the release was written (or the kill noticed) */
     int killed;
+    int shared; /* a reader: may hold with other readers */
 } own;
 
 static ev *evs;
@@ -89,7 +104,7 @@ static void *grow(void *p, size_t *cap, size_t need, size_t size) {
 }
 
 static int kind_of(const char *w) {
-    if (strcmp(w, "acquired") == 0) return E_ACQ;
+    if (strcmp(w, "acquired") == 0 || strcmp(w, "acquired:shared") == 0) return E_ACQ;
     if (strcmp(w, "released") == 0) return E_REL;
     if (strcmp(w, "work") == 0) return E_WORK;
     if (strncmp(w, "violation:", 10) == 0) return E_VIOL;
@@ -117,6 +132,7 @@ static void read_file(FILE *f, const char *name) {
             continue;
         }
         if (n < 6) e.extra = -1;
+        e.shared = strcmp(e.what, "acquired:shared") == 0;
         evs = (ev *)grow(evs, &cap_ev, nev + 1, sizeof *evs);
         e.order = (int)nev;
         evs[nev++] = e;
@@ -160,7 +176,9 @@ static void count_fault(const char *what) {
 }
 
 int main(int argc, char **argv) {
-    long min_own = 1, min_contenders = 1;
+    long min_own = 1, min_contenders = 1, permits = 1, min_concurrent = 0, min_exclusive = 0;
+    double order_window = 0;
+    int max_concurrent = 0, max_readers = 0, nexclusive = 0, modes = 0;
     size_t i, j;
     int nfiles = 0, need_inspect = 0, overlaps = 0, fence_viol = 0, handoffs = 0, contenders = 0, reacquired = 0;
     int repeated = 0, acts = 0, worker_viol = 0, leaked = 0, inspected = 0, late_notices = 0, nwork = 0, nkilled = 0;
@@ -178,6 +196,15 @@ int main(int argc, char **argv) {
             min_own = atol(argv[++i]);
         } else if (strcmp(argv[i], "--min-contenders") == 0 && i + 1 < (size_t)argc) {
             min_contenders = atol(argv[++i]);
+        } else if (strcmp(argv[i], "--permits") == 0 && i + 1 < (size_t)argc) {
+            permits = atol(argv[++i]);
+            if (permits < 1) permits = 1;
+        } else if (strcmp(argv[i], "--order-window-ms") == 0 && i + 1 < (size_t)argc) {
+            order_window = atof(argv[++i]);
+        } else if (strcmp(argv[i], "--min-concurrent") == 0 && i + 1 < (size_t)argc) {
+            min_concurrent = atol(argv[++i]);
+        } else if (strcmp(argv[i], "--min-exclusive") == 0 && i + 1 < (size_t)argc) {
+            min_exclusive = atol(argv[++i]);
         } else if (strcmp(argv[i], "--need-inspect") == 0) {
             need_inspect = 1;
         } else if (strcmp(argv[i], "-") == 0) {
@@ -244,6 +271,7 @@ int main(int argc, char **argv) {
             owns[nown].fence = e->fence;
             owns[nown].from = e->t;
             owns[nown].to = -1;
+            owns[nown].shared = e->shared;
             nown++;
         } else if (!o) {
             fprintf(stderr, "mp_check: %s released at %.3f without owning\n", key, e->t);
@@ -269,26 +297,64 @@ int main(int argc, char **argv) {
     qsort(owns, nown, sizeof *owns, by_from);
 
     for (i = 0; i < nown; i++) {
-        int seen = 0;
+        int seen = 0, holding = 1, readers = owns[i].shared, before = 0;
+        unsigned long long below = 0; /* the highest fence of ownerships begun before the window */
+        if (owns[i].shared) modes |= 2;
+        else nexclusive++;
         for (j = 0; j < i; j++) {
             int same = strcmp(owns[j].who, owns[i].who) == 0;
             if (same) seen = 1;
+            /* Every intersecting pair has one member that begins inside the other: counting
+               the holders at each beginning finds every moment with too many. */
             if (!same && owns[j].to > owns[i].from) { /* intervals that only touch are no overlap */
-                if (overlaps < 10)
-                    fprintf(stderr, "mp_check: OVERLAP %s [%.3f, %.3f] fence %llu with %s [%.3f, %.3f] fence %llu\n",
-                            owns[j].who, owns[j].from, owns[j].to, owns[j].fence, owns[i].who, owns[i].from,
-                            owns[i].to, owns[i].fence);
-                overlaps++;
+                holding++;
+                readers += owns[j].shared;
+                if (permits == 1 && !(owns[i].shared && owns[j].shared)) {
+                    if (overlaps < 10)
+                        fprintf(stderr, "mp_check: OVERLAP %s%s [%.3f, %.3f] fence %llu with %s%s [%.3f, %.3f] fence %llu\n",
+                                owns[j].who, owns[j].shared ? " (reader)" : "", owns[j].from, owns[j].to,
+                                owns[j].fence, owns[i].who, owns[i].shared ? " (reader)" : "", owns[i].from,
+                                owns[i].to, owns[i].fence);
+                    overlaps++;
+                }
             }
             if (!same && owns[j].notice > owns[i].from && owns[j].to <= owns[i].from) late_notices++;
+            if (owns[j].from < owns[i].from - order_window) {
+                before = 1;
+                if (owns[j].fence > below) below = owns[j].fence;
+            }
+            if (order_window > 0 && owns[j].fence == owns[i].fence) {
+                if (fence_viol < 10)
+                    fprintf(stderr, "mp_check: FENCE %s at %.3f repeats fence %llu of %s at %.3f\n", owns[i].who,
+                            owns[i].from, owns[i].fence, owns[j].who, owns[j].from);
+                fence_viol++;
+                repeated++;
+            }
         }
+        if (permits > 1 && holding > permits) {
+            if (overlaps < 10)
+                fprintf(stderr, "mp_check: OVERLAP %d holders at %.3f (permits %ld), the last %s fence %llu\n", holding,
+                        owns[i].from, permits, owns[i].who, owns[i].fence);
+            overlaps++;
+        }
+        if (holding > max_concurrent) max_concurrent = holding;
+        if (readers > max_readers) max_readers = readers;
         if (i > 0 && !seen) {
             /* margin between the end of the previous ownership and this one */
             double m = owns[i].from - owns[i - 1].to;
             if (owns[i - 1].to < 1e299 && (margin_min < 0 || m < margin_min)) margin_min = m;
         }
         if (!seen) contenders++;
-        if (i > 0 && owns[i].fence <= max_fence) {
+        if (order_window > 0) {
+            if (before && owns[i].fence <= below) {
+                if (fence_viol < 10)
+                    fprintf(stderr,
+                            "mp_check: FENCE %s at %.3f has fence %llu, not above %llu of an ownership begun more than "
+                            "%.0f ms before\n",
+                            owns[i].who, owns[i].from, owns[i].fence, below, order_window);
+                fence_viol++;
+            }
+        } else if (i > 0 && owns[i].fence <= max_fence) {
             for (j = 0; j < i; j++)
                 if (owns[j].fence == owns[i].fence) {
                     repeated++;
@@ -313,21 +379,28 @@ int main(int argc, char **argv) {
         }
         if (owns[i].to < 1e299) held += owns[i].to - owns[i].from;
     }
+    if (permits > 1) modes |= 1;
 
     /* Every work line inside its own ownership (same fence), inside nobody else's. */
     for (i = 0; i < nev; i++) {
         ev *e = &evs[i];
         char key[ID_MAX + 24];
-        int mine = 0, other = -1;
+        int mine = 0, other = -1, mine_shared = 0;
         if (e->kind != E_WORK) continue;
         snprintf(key, sizeof key, "%ld/%s", e->pid, e->who);
         for (j = 0; j < nown; j++) {
             const own *o = &owns[j];
-            if (strcmp(o->who, key) == 0) {
-                if (o->fence == e->fence && e->t >= o->from && e->t <= o->to + WORK_SLACK_MS) mine = 1;
-            } else if (e->t > o->from && e->t < o->to) {
-                other = (int)j;
+            if (strcmp(o->who, key) == 0 && o->fence == e->fence && e->t >= o->from && e->t <= o->to + WORK_SLACK_MS) {
+                mine = 1;
+                mine_shared = o->shared;
             }
+        }
+        /* another's ownership excludes this work where the two cannot share (a semaphore's
+           count of holders is checked above) */
+        for (j = 0; j < nown && permits == 1; j++) {
+            const own *o = &owns[j];
+            if (strcmp(o->who, key) != 0 && !(mine && mine_shared && o->shared) && e->t > o->from && e->t < o->to)
+                other = (int)j;
         }
         if (!mine || other >= 0) {
             if (acts < 10) {
@@ -341,8 +414,8 @@ int main(int argc, char **argv) {
             acts++;
         }
     }
-    /* Stale writes against a fenced resource, replayed in time order. */
-    {
+    /* Stale writes against a fenced resource, replayed in time order (a mutex: one writer). */
+    if (!modes) {
         unsigned long long top = 0;
         int stale = 0, refused = 0, before = 0, through = 0;
         for (i = 0; i < nev; i++) {
@@ -389,16 +462,23 @@ int main(int argc, char **argv) {
     printf("mp_check: faults injected %d", nfaults);
     for (i = 0; i < (size_t)nfault_kinds; i++) printf("%s%s %d", i ? ", " : " (", fault_names[i], fault_counts[i]);
     printf("%s\n", nfault_kinds ? ")" : "");
+    if (modes)
+        printf("mp_check: permits %ld, %d exclusive ownerships, at most %d holders at once (%d readers)\n", permits,
+               nexclusive, max_concurrent, max_readers);
     printf("mp_check: ownerships %zu, overlaps %d, fence violations %d (repeated fences %d), leaked locks %d, "
            "acts while not owner %d, protocol errors %d\n",
            nown, overlaps, fence_viol, repeated, leaked, acts + worker_viol, errors);
     if ((long)nown < min_own) printf("mp_check: FAIL: %zu ownerships, wanted at least %ld\n", nown, min_own);
     if (contenders < min_contenders)
         printf("mp_check: FAIL: %d contenders owned, wanted at least %ld\n", contenders, min_contenders);
+    if (max_concurrent < min_concurrent)
+        printf("mp_check: FAIL: at most %d holders at once, wanted a moment with %ld\n", max_concurrent, min_concurrent);
+    if (nexclusive < min_exclusive)
+        printf("mp_check: FAIL: %d exclusive ownerships, wanted at least %ld\n", nexclusive, min_exclusive);
     free(evs);
     free(owns);
     if (overlaps || fence_viol || errors || leaked || acts || worker_viol || (long)nown < min_own ||
-        contenders < min_contenders) {
+        contenders < min_contenders || max_concurrent < min_concurrent || nexclusive < min_exclusive) {
         printf("mp_check: FAIL\n");
         return 1;
     }

@@ -30,8 +30,14 @@
  * ownership cannot have been used after it, since simba_is_owner() checks the time); for
  * a process frozen past its lease, that is when its ownership really ended.
  *
+ * Semaphores and read-write locks: --permits N (N > 1: one of at most N holders) and
+ * --shared 1 (a reader) go to the contend desc; a reader writes "acquired:shared" instead of
+ * "acquired", so that mp_check knows which holders may share.
+ *
  * Inspector (--inspect-ms N): contends with the id "inspector-<pid>" after every worker
- * has stopped and waits up to N ms to own the mutex; appends "inspect-free" (owned it,
+ * has stopped and waits up to N ms to own the mutex (with --permits N: N contenders
+ * "inspector-<pid>-<k>" must all hold at once, every permit back; a read-write lock's
+ * inspector is a writer, alone only when nobody holds); appends "inspect-free" (owned it,
  * then released) or "inspect-leaked" (someone still holds it: the owner id it saw is
  * printed) to the log, and exits 0 or 3.
  *
@@ -67,6 +73,7 @@
 static struct {
     const char *backend, *mutex, *log, *id;
     int64_t duration_ms, ttl_ms, transition_ms, hold_ms, rest_ms, work_ms, inspect_ms;
+    int64_t permits, shared;
     /* sql */
     const char *sql_path, *sql_table;
 #ifdef SIMBA_HAVE_REDIS
@@ -287,7 +294,7 @@ static void log_event(uint64_t fence, const char *what) { log_event2(fence, what
 
 static void on_acquired(simba_service *svc, const simba_state *st, void *u) {
     uint64_t f = st->after ? st->after->fence : simba_fence(svc);
-    log_event(f, "acquired");
+    log_event(f, opt.shared ? "acquired:shared" : "acquired");
     acquired_at = simba_now((simba_loop *)u);
     told = 1;
     told_fence = f;
@@ -315,7 +322,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: mp_worker --backend NAME --mutex M --duration-ms N --ttl-ms T --transition-ms X\n"
             "                 --log FILE [--hold-ms H] [--rest-ms R] [--id ID] [--work-ms W]\n"
-            "                 [--inspect-ms N] BACKEND-OPTIONS\n");
+            "                 [--inspect-ms N] [--permits N] [--shared 0|1] BACKEND-OPTIONS\n");
     for (i = 0; i < NBACKENDS; i++) fprintf(stderr, "  --backend %s %s\n", backends[i].name, backends[i].usage);
 }
 
@@ -376,49 +383,68 @@ static void sql_integrity(void) {
     sqlite3_close(db);
 }
 
+/* The name is free when every permit can be held at once: a semaphore's N inspectors all
+   hold together, a mutex's or a read-write lock's one (a writer) holds. */
+#define INSPECT_MAX 16
 static int inspect(simba_loop *loop, simba_backend *be) {
-    simba_service *svc = NULL;
+    simba_service *svc[INSPECT_MAX];
     simba_contend_desc cd;
     simba_owner o;
+    char ids[INSPECT_MAX][SIMBA_ID_MAX + 1];
     char seen[SIMBA_ID_MAX + 1] = "";
     uint64_t seen_fence = 0;
     int64_t t0 = simba_now(loop), deadline = t0 + opt.inspect_ms;
-    int got = 0;
+    int got = 0, k, n = opt.permits > 1 ? (int)opt.permits : 1, busy;
+    if (n > INSPECT_MAX) {
+        fprintf(stderr, "mp_worker inspect: --permits %d is above the inspector's %d\n", n, INSPECT_MAX);
+        return 1;
+    }
     snprintf(contender, sizeof contender, "inspector-%ld", (long)getpid());
-    memset(&cd, 0, sizeof cd);
-    cd.mutex = opt.mutex;
-    cd.contender_id = contender;
-    cd.ttl_ms = opt.ttl_ms;
-    cd.transition_ms = opt.transition_ms;
-    if (simba_contend(loop, be, &cd, &svc) != SIMBA_OK || simba_start(svc) != SIMBA_OK) return 1;
+    for (k = 0; k < n; k++) {
+        if (n > 1) snprintf(ids[k], sizeof ids[k], "inspector-%ld-%d", (long)getpid(), k);
+        else snprintf(ids[k], sizeof ids[k], "%s", contender);
+        memset(&cd, 0, sizeof cd);
+        cd.mutex = opt.mutex;
+        cd.contender_id = ids[k];
+        cd.ttl_ms = opt.ttl_ms;
+        cd.transition_ms = opt.transition_ms;
+        cd.permits = (int)opt.permits;
+        if (simba_contend(loop, be, &cd, &svc[k]) != SIMBA_OK || simba_start(svc[k]) != SIMBA_OK) return 1;
+    }
     while (simba_now(loop) < deadline && !stop_signal) {
         int64_t w = simba_poll(loop);
-        if (simba_is_owner(svc)) {
+        int holding = 0;
+        for (k = 0; k < n; k++) {
+            holding += simba_is_owner(svc[k]);
+            if (simba_owner_get(svc[k], &o) == SIMBA_OK && o.id[0] && strncmp(o.id, "inspector-", 10) != 0) {
+                snprintf(seen, sizeof seen, "%s", o.id);
+                seen_fence = o.fence;
+            }
+        }
+        if (holding == n) {
             got = 1;
             break;
-        }
-        if (simba_owner_get(svc, &o) == SIMBA_OK && o.id[0] && strcmp(o.id, contender) != 0) {
-            snprintf(seen, sizeof seen, "%s", o.id);
-            seen_fence = o.fence;
         }
         wait_fds(loop, w < 0 ? 10 : w > 50 ? 50 : w);
     }
     if (got) {
-        log_event(simba_fence(svc), "inspect-free");
-        fprintf(stderr, "mp_worker inspect: %s is free (owned after %lld ms%s%s)\n", opt.mutex,
-                (long long)(simba_now(loop) - t0), seen[0] ? "; earlier owner seen: " : "", seen);
+        log_event(simba_fence(svc[0]), "inspect-free");
+        fprintf(stderr, "mp_worker inspect: %s is free (%d permit%s held after %lld ms%s%s)\n", opt.mutex, n,
+                n > 1 ? "s" : "", (long long)(simba_now(loop) - t0), seen[0] ? "; earlier holder seen: " : "", seen);
     } else {
         log_event(seen_fence, "inspect-leaked");
         fprintf(stderr, "mp_worker inspect: %s still held after %lld ms by %s (fence %llu)\n", opt.mutex,
                 (long long)opt.inspect_ms, seen[0] ? seen : "(unknown)", (unsigned long long)seen_fence);
     }
     /* give it back, bounded */
-    simba_stop(svc);
+    for (k = 0; k < n; k++) simba_stop(svc[k]);
     deadline = simba_now(loop) + 3000;
-    while (simba_service_status(svc) != SIMBA_INITIAL && simba_now(loop) < deadline) {
+    do {
         int64_t w = simba_poll(loop);
-        wait_fds(loop, w < 0 ? 10 : w > 50 ? 50 : w);
-    }
+        busy = 0;
+        for (k = 0; k < n; k++) busy |= simba_service_status(svc[k]) != SIMBA_INITIAL;
+        if (busy) wait_fds(loop, w < 0 ? 10 : w > 50 ? 50 : w);
+    } while (busy && simba_now(loop) < deadline);
     return got ? 0 : 3;
 }
 
@@ -457,6 +483,8 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "rest-ms") == 0) ok = parse_ms(v, &opt.rest_ms);
         else if (strcmp(a, "work-ms") == 0) ok = parse_ms(v, &opt.work_ms);
         else if (strcmp(a, "inspect-ms") == 0) ok = parse_ms(v, &opt.inspect_ms);
+        else if (strcmp(a, "permits") == 0) ok = parse_ms(v, &opt.permits) && opt.permits <= SIMBA_PERMITS_MAX;
+        else if (strcmp(a, "shared") == 0) ok = parse_ms(v, &opt.shared) && opt.shared <= 1;
         else {
             int used = 0;
             for (k = 0; k < NBACKENDS && !used; k++) used = backends[k].option(a, v);
@@ -511,6 +539,8 @@ int main(int argc, char **argv) {
     cd.contender_id = contender;
     cd.ttl_ms = opt.ttl_ms;
     cd.transition_ms = opt.transition_ms;
+    cd.permits = (int)opt.permits;
+    cd.shared = (int)opt.shared;
     cd.on_acquired = on_acquired;
     cd.on_released = on_released;
     cd.user_data = loop;

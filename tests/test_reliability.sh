@@ -5,9 +5,13 @@
 #   2. the fault harness, short: tests/fault_run.sh on sql, redis, zk and pg (each starts its
 #      own server on its own loopback port -- redis 6392, ZooKeeper 2193, PostgreSQL 5442 -- under
 #      build/rel-*, and stops it by PID)
-#   3. a short fuzz run of every libFuzzer target (clang, installed by scripts/install-deps.sh)
+#   3. the fault harness on a semaphore (8 workers, 2 permits) and a read-write lock (6 readers,
+#      2 writers) on sql, short (FAULT_MODE=sem|rw; the other backends by hand: see the
+#      header of tests/fault_run.sh), after tests/mp_check_test.sh has shown that mp_check
+#      fails each planted violation
+#   4. a short fuzz run of every libFuzzer target (clang, installed by scripts/install-deps.sh)
 # Builds only through make targets of mk/reliability.mk. Prints "N passed, N failed" last.
-# Tunables: REL_SQL_SECONDS=20 REL_REDIS_SECONDS=25 REL_ZK_SECONDS=30 REL_PG_SECONDS=25 (not in a full run: the private copy runs it) REL_FUZZ_SECONDS=8
+# Tunables: REL_SQL_SECONDS=20 REL_REDIS_SECONDS=25 REL_ZK_SECONDS=30 REL_PG_SECONDS=25 (not in a full run: the private copy runs it) REL_SEM_SECONDS=20 REL_FUZZ_SECONDS=8
 set -u
 cd "$(dirname "$0")/.."
 . tests/suite_lib.sh
@@ -41,7 +45,7 @@ step() {
     wait "$CHILD"
     rc=$?
     CHILD=""
-    EXTRA_GREP='^mp_check: (faults|ownerships)|runs in' tally "$name" "$LOGS/rel_$name.log" "$rc" "$t"
+    EXTRA_GREP='^mp_check: (faults|ownerships|permits)|runs in' tally "$name" "$LOGS/rel_$name.log" "$rc" "$t"
 }
 
 echo "== build: make rel-bins"
@@ -70,6 +74,9 @@ step fault_zk $((${REL_ZK_SECONDS:-30} + 150)) bash tests/fault_run.sh zk "${REL
 if [ "${SIMBA_FULL_RUN:-0}" != 1 ]; then
     step fault_pg $((${REL_PG_SECONDS:-25} + 90)) bash tests/fault_run.sh pg "${REL_PG_SECONDS:-25}"
 fi
+step mp_check_test 30 bash tests/mp_check_test.sh $B/mp_check
+FAULT_MODE=sem step fault_sql_sem $((${REL_SEM_SECONDS:-20} + 60)) bash tests/fault_run.sh sql "${REL_SEM_SECONDS:-20}"
+FAULT_MODE=rw step fault_sql_rw $((${REL_SEM_SECONDS:-20} + 60)) bash tests/fault_run.sh sql "${REL_SEM_SECONDS:-20}"
 if [ "$HAVE_FUZZ" = 1 ]; then
     for t in fuzz_names fuzz_redis_reply fuzz_redis_msg fuzz_zk_node fuzz_sql_row fuzz_pg_row; do
         step "$t" $((${REL_FUZZ_SECONDS:-8} + 70)) sh fuzz/run.sh "$B/fuzz/$t" "fuzz/corpus/$t" "${REL_FUZZ_SECONDS:-8}"
