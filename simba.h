@@ -103,7 +103,29 @@
  *                       lease is left, with the time left: finish or checkpoint; on_released
  *                       ("lapsed") follows if no renewal is confirmed in time
  *   A service never shows an owner with a fence below one it has shown (fences only grow),
- *   so an observer never goes back to a contender that no longer leads.
+ *   so an observer never goes back to a contender that no longer leads (on a name with
+ *   several holders the owner shown is one of them: see SEMAPHORES AND READ-WRITE LOCKS).
+ *
+ * SEMAPHORES AND READ-WRITE LOCKS (docs/semaphores.md)
+ *   A name has one mode while anyone holds or waits on it: a mutex (one holder), a
+ *   semaphore of N permits (permits N > 1 in the desc: at most N holders), or a read-write
+ *   lock (shared 1: readers together; shared 0: a writer alone; a mutex is a read-write lock
+ *   nobody reads). Each holder is a contender that owns exactly as a mutex owner does: its
+ *   own lease, renewals, step-down at its local ttl_at, release pushed, on_acquired and
+ *   on_released, value, yield, and its own fence, above every earlier grant's of the name.
+ *   One FIFO wait queue per name; the store grants, in the same operation, after dropping
+ *   holders past their transition end and waiters past their live_ms:
+ *     semaphore N   a requester iff it is among the first (N - live holders) live waiters
+ *                   (one not queued joins the back first); N = 1 is the mutex rule above
+ *     read-write    a writer iff nobody holds and it is the head; a reader iff no writer
+ *                   holds and every live waiter ahead of it is a reader (a waiting writer
+ *                   holds back the readers behind it; readers at the head go together)
+ *   Every contender of a name asks for the same N: another N while anyone holds or waits is
+ *   refused by the store (SIMBA_EINVAL, "permits 3 asked, the name has 2 while held"). A
+ *   waiter times its next ask by the holder whose permit frees first (simba_owner_get and
+ *   on_owner show that one); simba_inspect lists every holder (simba_view.holder).
+ *   permits < 0, above SIMBA_PERMITS_MAX, or shared with permits > 1 is SIMBA_EINVAL.
+ *   A Scheduler is a single leader (permits 1).
  *
  * LEASE SAFETY
  *   All local decisions use the monotonic clock. A backend reports remaining durations; the
@@ -281,6 +303,9 @@ extern "C" {
 #ifndef SIMBA_VALUE_MAX
 #define SIMBA_VALUE_MAX 1024
 #endif
+/* Most permits a semaphore name may have (simba_contend_desc.permits; see SEMAPHORES AND
+   READ-WRITE LOCKS): every holder is a lease the store keeps and lists. */
+#define SIMBA_PERMITS_MAX 1024
 
 /* >>api */
 typedef enum simba_result {
@@ -507,6 +532,12 @@ typedef struct simba_contend_desc {
        on_released (lapsed) follows if no renewal is confirmed in time (AT RISK) */
     void (*on_at_risk)(simba_service *svc, int64_t left_ms, void *user_data);
     int64_t at_risk_ms;
+    /* optional (SEMAPHORES AND READ-WRITE LOCKS): permits 0 or 1 = one holder at a time (a
+       mutex, or a read-write lock's writer); N > 1 = at most N holders ("at most N
+       leaders"), 2..SIMBA_PERMITS_MAX, the same N in every contender of the name. shared 1
+       = a reader: holds with other readers, never with a writer (permits must be 0 or 1) */
+    int permits;
+    int shared;
 } simba_contend_desc;
 
 typedef struct simba_observe_desc {
@@ -627,6 +658,10 @@ typedef struct simba_locker_desc {
     /* optional: as simba_contend_desc.on_at_risk; on_lost follows if the lease lapses */
     void (*on_at_risk)(simba_locker *lk, int64_t left_ms, void *user_data);
     int64_t at_risk_ms;
+    /* as in simba_contend_desc: permits N > 1 = one of at most N holders of a semaphore;
+       shared 1 = a reader of a read-write lock, 0 = a writer (or a mutex's owner) */
+    int permits;
+    int shared;
 } simba_locker_desc;
 
 SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, const simba_locker_desc *desc, simba_locker **out);
@@ -712,6 +747,18 @@ SIMBA_API simba_result simba_id_check(const char *contender_id);
    them when it answered; SIMBA_UNKNOWN_MS where the store does not know one. */
 #define SIMBA_UNKNOWN_MS INT64_MIN
 #define SIMBA_VIEW_WAITERS 8 /* waiter ids a view carries; view.waiters counts them all */
+/* One holder of a name (a mutex's owner, a reader, one permit of a semaphore). */
+typedef struct simba_view_holder {
+    char id[SIMBA_ID_MAX + 1];
+    uint64_t fence;             /* its own grant's */
+    int shared;                 /* 1: a reader */
+    int64_t acquired_unix_ms;   /* as in simba_view, for this holder */
+    int64_t held_ms;
+    int64_t ttl_left_ms;
+    int64_t transition_left_ms;
+    const unsigned char *value; /* its value, NULL/0 = none (valid as simba_view.value) */
+    size_t value_len;
+} simba_view_holder;
 typedef struct simba_view {
     char mutex[SIMBA_NAME_MAX + 1];
     char owner[SIMBA_ID_MAX + 1]; /* "" = nobody holds it now */
@@ -733,6 +780,16 @@ typedef struct simba_view {
        answer on this loop is handed out, or the loop is freed. */
     const unsigned char *value;
     size_t value_len;
+    /* Every live holder (SEMAPHORES AND READ-WRITE LOCKS), oldest grant (lowest fence)
+       first: holder[0..holders). The owner fields above are then the holder whose permit
+       frees first. A mutex held: holders 1 and holder[0] the owner; nobody: 0 and NULL. A
+       backend may leave holders 0 with an owner set (one holder, the owner: the core fills
+       holder[0]); its holder array and values need only be valid until simba_req_view
+       returns (copied). A caller's: valid as value is. */
+    int holders;
+    const simba_view_holder *holder;
+    int permits; /* the name's recorded permits (1 for a mutex or a read-write lock), 0 = not
+                    known or nobody holds or waits */
 } simba_view;
 
 /* simba_inspect: once, with the view (rc SIMBA_OK) or the error. simba_list: once per mutex
@@ -768,9 +825,10 @@ typedef enum simba_op {
                              one, then simba_req_done() */
     SIMBA_OP_LIST = 5,    /* every mutex the store holds: simba_req_view() each (waiters -1
                              is enough), then simba_req_done() (mutex is "") */
-    SIMBA_OP_FORCE_RELEASE = 6, /* clear mutex's owner only if it holds req->fence, in one
-                                   store operation, waking the head waiter as a release does;
-                                   done with SIMBA_OK when cleared, SIMBA_ESTATE when not */
+    SIMBA_OP_FORCE_RELEASE = 6, /* end the holding of mutex's holder (owner, reader or permit)
+                                   whose fence is req->fence, in one store operation, waking
+                                   the waiters it frees as a release does; done with SIMBA_OK
+                                   when cleared, SIMBA_ESTATE when nobody holds that fence */
     /* Through vt->submit, as ACQUIRE and RELEASE: */
     SIMBA_OP_SET_VALUE = 7, /* replace the stored value with req->value only if contender owns
                                mutex with req->fence and its lease is live by the store's
@@ -830,6 +888,15 @@ struct simba_req {
        exactly. NULL when value_len is 0. */
     const unsigned char *value;
     size_t value_len;
+    /* Every op of a contender (SEMAPHORES AND READ-WRITE LOCKS): permits 1..SIMBA_PERMITS_MAX
+       (the core sends 1 for a desc's 0): 1 = one exclusive holder at a time, or readers
+       together; N > 1 = at most N holders, never shared. shared 1 = a reader (permits is 1
+       then), 0 = exclusive (a mutex's owner is a writer). The store records N with the name
+       while anyone holds or waits and refuses an ACQUIRE with another N (SIMBA_EINVAL, errmsg
+       "permits 3 asked, the name has 2 while held"). Owner, RELEASE, SET_VALUE, YIELD and the
+       fence then refer to this contender's own holding. */
+    int permits;
+    int shared;
     /* private to the core (done_ fills the last int's padding) */
     int done_;
     simba_service *svc_;
@@ -859,6 +926,11 @@ typedef struct simba_reply {
     const unsigned char *value;
     size_t value_len;
     int yielded;                /* YIELD: 1 when the ownership passed to a waiter, else 0 */
+    /* live holders of the name after the request (0 = nobody; 1 for a mutex held). For a
+       holder, owner and the owner fields are its own holding (id, fence, times, value); for
+       anyone else, those of the holder whose permit frees first (the waiter times its next
+       ask by it). A backend that leaves it 0 with an owner set means 1 */
+    int holders;
 } simba_reply;
 
 typedef enum simba_event_kind {
@@ -1285,7 +1357,10 @@ enum {
     SIMBA__F_YIELDED = 1u << 17,   /* the answer to req said yielded = 1 */
     SIMBA__F_RENEW_FAILED = 1u << 18, /* a renewal of this tenure failed, none confirmed since */
     SIMBA__F_AT_RISK = 1u << 19,   /* on_at_risk was called in this tenure */
-    SIMBA__F_YIELDING = 1u << 20   /* simba_yield: no belief until the store says kept */
+    SIMBA__F_YIELDING = 1u << 20,  /* simba_yield: no belief until the store says kept */
+    /* the name has several holders (a semaphore, readers): the owner shown is one of them,
+       so the fence shown may go down from one to the next */
+    SIMBA__F_MANY = 1u << 21
 };
 
 /* The values a service handles (LEADERSHIP VALUE), allocated at its first value: most
@@ -1335,6 +1410,7 @@ struct simba_service {
     int64_t lease_end;   /* local end of our own lease: step down here without renewal */
     int64_t quar_until;  /* end of the store's data-loss quarantine as last told, 0 = none */
     uint64_t own_fence;
+    int permits, shared;  /* SEMAPHORES AND READ-WRITE LOCKS: the request's, 1 and 0 for a mutex */
     uint64_t seen_fence;  /* the greatest fence of an owner it has shown, over its runs: a
                              push sent before a stop may arrive after the next start */
     simba_state_fn on_acquired, on_released, on_owner;
@@ -1356,6 +1432,7 @@ struct simba_service {
         uint64_t fence;
         int32_t rc;
         int32_t first_in_line;
+        int32_t holders;
     } rep;
     /* The answer's owner: s->id (we own it), "" (nobody) or rep_other, a copy of another
        contender's id allocated at its first such answer and grown as needed (most services
@@ -1412,6 +1489,7 @@ struct simba_loop {
     int64_t armed_at;
     uint64_t id_counter;
     unsigned char view_value[SIMBA_VALUE_MAX]; /* the value of the last inspection handed out */
+    simba_view_holder *view_holders; /* its holders and their values (simba__holders_copy) */
     int host_done;
     char host[64];
     char errmsg[256];
@@ -1837,15 +1915,15 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     }
     if (reply->rc == SIMBA_OK && reply->owner && reply->owner[0] && simba_id_check(reply->owner) != SIMBA_OK) {
         /* Whatever the store holds, users only ever see well-formed ids. */
-        static const simba_reply bad = {SIMBA_EBACKEND, "backend reported a malformed owner id", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0};
+        static const simba_reply bad = {SIMBA_EBACKEND, "backend reported a malformed owner id", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0, 0};
         reply = &bad;
     }
     if (reply->rc == SIMBA_OK && (reply->value_len > SIMBA_VALUE_MAX || (reply->value_len && !reply->value))) {
-        static const simba_reply bad = {SIMBA_EBACKEND, "backend reported a value longer than SIMBA_VALUE_MAX", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0};
+        static const simba_reply bad = {SIMBA_EBACKEND, "backend reported a value longer than SIMBA_VALUE_MAX", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0, 0};
         reply = &bad;
     }
     if (reply->rc == SIMBA_OK && reply->owner && reply->owner[0] && reply->value_len && !simba__vals_get(s)) {
-        static const simba_reply oom = {SIMBA_ENOMEM, "out of memory keeping a backend's answer", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0};
+        static const simba_reply oom = {SIMBA_ENOMEM, "out of memory keeping a backend's answer", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0, 0};
         reply = &oom;
     }
     if (s->vals) {
@@ -1861,6 +1939,7 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     s->rep.held_ms = reply->held_ms;
     s->rep.quarantine_ms = reply->rc != SIMBA_OK && reply->quarantine_ms > 0 ? simba__min(reply->quarantine_ms, SIMBA_MAX_MS) : 0;
     s->rep.fence = reply->fence;
+    s->rep.holders = reply->holders > 0 ? (int32_t)simba__min(reply->holders, SIMBA_PERMITS_MAX) : reply->owner && reply->owner[0] ? 1 : 0;
     s->rep_owner = "";
     if (reply->owner && reply->owner[0]) {
         size_t n = strlen(reply->owner) + 1;
@@ -1871,7 +1950,7 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
             s->rep_owner = s->rep_other;
         } else {
             /* The answer cannot be kept: like a request that failed, the core backs off. */
-            static const simba_reply oom = {SIMBA_ENOMEM, "out of memory keeping a backend's answer", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0};
+            static const simba_reply oom = {SIMBA_ENOMEM, "out of memory keeping a backend's answer", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0, 0};
             reply = &oom;
             s->rep.rc = reply->rc;
             s->rep.held_ms = reply->held_ms;
@@ -2033,7 +2112,7 @@ static void simba__set_view(simba_service *s, const simba_owner *nv) {
        push overtaken by an answer, or the reverse; a store failed over to a replica that
        missed the latest grant), and showing it would bring back a contender that no longer
        leads. Our own tenure that just ended then shows as nobody. */
-    if (nv->id[0] && nv->fence < s->seen_fence && strcmp(nv->id, s->id) != 0) {
+    if (nv->id[0] && nv->fence < s->seen_fence && strcmp(nv->id, s->id) != 0 && !(s->flags & SIMBA__F_MANY)) {
         if (s->view.id == s->id && !(s->flags & SIMBA__F_OWNER)) {
             simba_owner none;
             simba__owner_none(&none);
@@ -2089,6 +2168,8 @@ static void simba__submit_on(simba_service *s, simba_req *r, simba_op op) {
     if (op == SIMBA_OP_SET_VALUE || op == SIMBA_OP_YIELD) r->fence = s->own_fence;
     r->ttl_ms = s->ttl;
     r->transition_ms = s->transition;
+    r->permits = s->permits ? s->permits : 1;
+    r->shared = s->shared;
     /* The poll's cached time is never later than the real send time: the lease we count
        from it can only end earlier than the server's. */
     r->sent_at = s->loop->now;
@@ -2240,6 +2321,7 @@ static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t se
     const simba_reply *rep = &clamped;
     int mine = s->kind == SIMBA__KIND_CONTEND && rep->owner && strcmp(rep->owner, s->id) == 0;
     simba__owner_none(&none);
+    if (rep->holders > 1) s->flags |= SIMBA__F_MANY;
     /* A backend that honours the request grants no more than was asked: a longer lease (a
        clock or script fault) must not keep us owner past what every waiter expects. */
     if (mine && s->be->vt->lease != SIMBA_LEASE_SESSION) {
@@ -2415,6 +2497,7 @@ static void simba__complete(simba_service *s) {
     rep.value = s->vals ? s->vals->rep : NULL;
     rep.value_len = s->vals ? s->vals->rep_len : 0;
     rep.yielded = (s->flags & SIMBA__F_YIELDED) != 0;
+    rep.holders = s->rep.holders;
     s->flags &= ~SIMBA__F_INFLIGHT;
     if (s->status == SIMBA_STOPPING) {
         if (r->op == SIMBA_OP_RELEASE || s->kind == SIMBA__KIND_OBSERVE) {
@@ -2506,11 +2589,14 @@ static void simba__event_svc(simba_service *s, const simba__ev *ev) {
         if (ev->rep.owner[0] && s->kind == SIMBA__KIND_CONTEND && strcmp(ev->rep.owner, s->id) == 0) return;
         /* a push is a hint: without room for its owner's id it is dropped */
         if (ev->rep.owner[0] && strlen(ev->rep.owner) + 1 > s->other_cap && !simba__grow_other(s, strlen(ev->rep.owner) + 1)) return;
+        if (ev->rep.holders > 1) s->flags |= SIMBA__F_MANY;
         simba__owner_from_reply(&nv, &ev->rep, l->now, l->now);
         simba__set_view(s, &nv);
         /* A contender that has not asked yet still asks now: the fairness queue knows only
            those who asked, so learning the owner from a push must not keep it out of line. */
-        if (s->kind == SIMBA__KIND_CONTEND && !(s->flags & SIMBA__F_INFLIGHT) && (s->flags & SIMBA__F_ASKED))
+        /* A push that woke it stands: the owner a release freed it for may be announced
+           first (readers granted together, the permits of a semaphore). */
+        if (s->kind == SIMBA__KIND_CONTEND && !(s->flags & (SIMBA__F_INFLIGHT | SIMBA__F_WOKEN)) && (s->flags & SIMBA__F_ASKED))
             s->next_try = simba__contender_next(s, (s->flags & SIMBA__F_FIRST) != 0);
         break;
     }
@@ -2683,6 +2769,18 @@ static simba_result simba__value_check(simba_loop *l, const char *fn, const char
     return SIMBA_OK;
 }
 
+/* SEMAPHORES AND READ-WRITE LOCKS: a name's permits, and whether this holder shares. */
+static simba_result simba__permits_check(simba_loop *l, const char *fn, int permits, int shared) {
+    if (permits < 0 || permits > SIMBA_PERMITS_MAX)
+        return simba__fail(l, SIMBA_EINVAL, "%s: permits %d is out of range (0 or 1 = one holder, 2..SIMBA_PERMITS_MAX = %d)", fn,
+                           permits, SIMBA_PERMITS_MAX);
+    if (shared != 0 && shared != 1) return simba__fail(l, SIMBA_EINVAL, "%s: shared %d must be 0 (exclusive) or 1 (a reader)", fn, shared);
+    if (shared && permits > 1)
+        return simba__fail(l, SIMBA_EINVAL, "%s: shared 1 with permits %d: a reader belongs to a read-write lock (permits 0 or 1)", fn,
+                           permits);
+    return SIMBA_OK;
+}
+
 static void simba__svc_finalize(simba_service *s);
 /* simba_contend, and the contender of a Locker or Scheduler: what names the caller's call. */
 static simba_result simba__contend_as(simba_loop *loop, simba_backend *be, const simba_contend_desc *d, simba_service **out,
@@ -2717,6 +2815,7 @@ static simba_result simba__contend_as(simba_loop *loop, simba_backend *be, const
     if (bmin > bmax) return simba__fail(loop, SIMBA_EINVAL, "%s: need backoff_min_ms <= backoff_max_ms", what);
     if ((rc = simba__ms_check(loop, what, "at_risk_ms", d->at_risk_ms, 0)) != SIMBA_OK) return rc;
     if ((rc = simba__value_check(loop, what, "value_len", d->value, d->value_len)) != SIMBA_OK) return rc;
+    if ((rc = simba__permits_check(loop, what, d->permits, d->shared)) != SIMBA_OK) return rc;
     if ((rc = simba__svc_new(loop, be, what, d->mutex, d->contender_id, SIMBA__KIND_CONTEND, &s)) != SIMBA_OK) return rc;
     if (d->value_len) {
         if (!simba__vals_get(s)) {
@@ -2728,6 +2827,9 @@ static simba_result simba__contend_as(simba_loop *loop, simba_backend *be, const
     }
     s->on_at_risk = d->on_at_risk;
     s->at_risk = d->at_risk_ms ? d->at_risk_ms : margin / 2;
+    s->permits = d->permits > 1 ? d->permits : 1;
+    s->shared = d->shared;
+    if (s->permits > 1 || s->shared) s->flags |= SIMBA__F_MANY;
     s->ttl = ttl;
     s->transition = tr;
     s->renew_margin = margin;
@@ -3456,6 +3558,7 @@ static void simba__loop_destroy(simba_loop *l) {
     simba_free(l, l->heap);
     simba_free(l, l->pfd);
     simba_free(l, l->wfd);
+    simba_free(l, l->view_holders);
     l->free_fn(l->alloc_user, l);
 }
 
@@ -3589,9 +3692,12 @@ static void simba__lk_released(simba_service *svc, const simba_state *st, void *
 static simba_result simba__inner_contender(simba_loop *loop, simba_backend *be, const char *what, const char *mutex, const char *id,
                                            int64_t ttl, int64_t tr, simba_state_fn acq, simba_state_fn rel, simba_state_fn own,
                                            void *user, int disc_down, const void *value, size_t value_len,
-                                           void (*at_risk)(simba_service *, int64_t, void *), int64_t at_risk_ms, simba_service **out) {
+                                           void (*at_risk)(simba_service *, int64_t, void *), int64_t at_risk_ms, int permits,
+                                           int shared, simba_service **out) {
     simba_contend_desc cd;
     memset(&cd, 0, sizeof cd);
+    cd.permits = permits;
+    cd.shared = shared;
     cd.value = value;
     cd.value_len = value_len;
     cd.on_at_risk = at_risk;
@@ -3619,7 +3725,7 @@ SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, con
     if (!simba__timer_init(loop, &lk->tm, SIMBA__T_LOCKER)) { simba_free(loop, lk); return simba__fail(loop, SIMBA_ENOMEM, "simba_locker_new: out of memory"); }
     rc = simba__inner_contender(loop, be, "simba_locker_new", d->mutex, d->contender_id, d->ttl_ms, d->transition_ms, simba__lk_acquired,
                                 simba__lk_released, simba__lk_owner, lk, d->step_down_on_disconnect, d->value, d->value_len,
-                                d->on_at_risk ? simba__lk_at_risk : NULL, d->at_risk_ms, &lk->svc);
+                                d->on_at_risk ? simba__lk_at_risk : NULL, d->at_risk_ms, d->permits, d->shared, &lk->svc);
     if (rc != SIMBA_OK) {
         simba__timer_fini(loop, &lk->tm);
         simba_free(loop, lk);
@@ -3874,7 +3980,7 @@ SIMBA_API simba_result simba_scheduler_new(simba_loop *loop, simba_backend *be, 
     memset(sc, 0, sizeof *sc);
     if (!simba__timer_init(loop, &sc->tm, SIMBA__T_SCHED)) { simba_free(loop, sc); return SIMBA_ENOMEM; }
     rc = simba__inner_contender(loop, be, "simba_scheduler_new", d->mutex, d->contender_id, d->ttl_ms, d->transition_ms, simba__sc_acquired,
-                                simba__sc_released, NULL, sc, d->step_down_on_disconnect, d->value, d->value_len, NULL, 0, &sc->svc);
+                                simba__sc_released, NULL, sc, d->step_down_on_disconnect, d->value, d->value_len, NULL, 0, 1, 0, &sc->svc);
     if (rc != SIMBA_OK) {
         simba__timer_fini(loop, &sc->tm);
         simba_free(loop, sc);
@@ -4014,7 +4120,61 @@ typedef struct simba__item {
     struct simba__item *next;
     simba_view *v; /* SIMBA__ITEM_SIZE bytes right after the item, then the value's */
     size_t value_len;
+    simba_view_holder *holder; /* simba__holders_copy's block, or NULL */
+    int holders, permits;
 } simba__item;
+
+/* A view's holders in one block: the array, then each holder's value. A backend that lists
+   none while an owner is set has one holder, the owner. NULL with *n 0 when nobody holds;
+   NULL with *n -1 when the list is malformed (err says why) or memory ran out. */
+static simba_view_holder *simba__holders_copy(simba_loop *l, const simba_view *v, int *n, const char **err) {
+    simba_view_holder one, *out;
+    const simba_view_holder *in = v->holder;
+    size_t bytes, at;
+    int i, k = v->holders;
+    *n = 0;
+    if (k <= 0) {
+        if (!v->owner[0]) return NULL;
+        memset(&one, 0, sizeof one);
+        simba__copy(one.id, sizeof one.id, v->owner);
+        one.fence = v->fence;
+        one.acquired_unix_ms = v->acquired_unix_ms;
+        one.held_ms = v->held_ms;
+        one.ttl_left_ms = v->ttl_left_ms;
+        one.transition_left_ms = v->transition_left_ms;
+        one.value = v->value;
+        one.value_len = v->value_len;
+        in = &one;
+        k = 1;
+    }
+    *n = -1;
+    if (k > SIMBA_PERMITS_MAX || !in) { *err = "backend reported more holders than SIMBA_PERMITS_MAX, or none listed"; return NULL; }
+    bytes = (size_t)k * sizeof *out;
+    for (i = 0; i < k; i++) {
+        if (simba_id_check(in[i].id) != SIMBA_OK) { *err = "backend reported a malformed holder id"; return NULL; }
+        if (in[i].value_len > SIMBA_VALUE_MAX || (in[i].value_len && !in[i].value)) {
+            *err = "backend reported a holder's value longer than SIMBA_VALUE_MAX";
+            return NULL;
+        }
+        bytes += in[i].value_len;
+    }
+    out = (simba_view_holder *)simba_alloc(l, bytes);
+    if (!out) { *err = "out of memory keeping a view's holders"; return NULL; }
+    at = (size_t)k * sizeof *out;
+    for (i = 0; i < k; i++) {
+        out[i] = in[i];
+        out[i].id[SIMBA_ID_MAX] = 0;
+        out[i].shared = in[i].shared != 0;
+        out[i].value = NULL;
+        if (in[i].value_len) {
+            memcpy((unsigned char *)out + at, in[i].value, in[i].value_len);
+            out[i].value = (unsigned char *)out + at;
+            at += in[i].value_len;
+        }
+    }
+    *n = k;
+    return out;
+}
 
 /* An inspection in flight. The caller's view and callback are dropped when a blocking form
    gives up (timeout): the request stays with the backend until it answers. */
@@ -4026,6 +4186,7 @@ typedef struct simba__ask {
     simba_view_fn cb;
     void *user;
     simba_view one; /* INSPECT: the store's answer */
+    simba_view_holder *one_holder; /* its holders (simba__holders_copy), handed to the loop */
     unsigned char one_value[SIMBA_VALUE_MAX]; /* one.value's storage */
     int have_one, n;
     simba__item *items;
@@ -4040,8 +4201,10 @@ static void simba__ask_free(simba__ask *a) {
     while (a->items) {
         simba__item *it = a->items;
         a->items = it->next;
+        simba_free(l, it->holder);
         simba_free(l, it);
     }
+    simba_free(l, a->one_holder);
     if (a->prev) a->prev->next = a->next; else l->asks = a->next;
     if (a->next) a->next->prev = a->prev;
     simba_free(l, a);
@@ -4055,7 +4218,7 @@ static void simba__view_unknown(simba_view *v, const char *mutex) {
 
 SIMBA_API void simba_req_view(simba_req *req, const simba_view *view) {
     simba__ask *a;
-    simba__item *it;
+    simba__item *it = NULL;
     if (!req || !view || req->done_ || !req->ask_) return;
     a = (simba__ask *)req->ask_;
     if (simba_name_check(view->mutex) != SIMBA_OK || (view->owner[0] && simba_id_check(view->owner) != SIMBA_OK)) {
@@ -4069,8 +4232,35 @@ SIMBA_API void simba_req_view(simba_req *req, const simba_view *view) {
         simba__copy(a->err, sizeof a->err, "backend reported a value longer than SIMBA_VALUE_MAX");
         return;
     }
+    if (req->op == SIMBA_OP_INSPECT || req->op == SIMBA_OP_LIST) {
+        const char *err = NULL;
+        int n;
+        simba_view_holder *h = simba__holders_copy(a->loop, view, &n, &err);
+        if (n < 0) {
+            a->rc = strncmp(err, "out of memory", 13) == 0 ? SIMBA_ENOMEM : SIMBA_EBACKEND;
+            simba__copy(a->err, sizeof a->err, err);
+            return;
+        }
+        if (req->op == SIMBA_OP_LIST) {
+            it = (simba__item *)simba_alloc(a->loop, sizeof *it + SIMBA__ITEM_SIZE + view->value_len);
+            if (!it) {
+                simba_free(a->loop, h);
+                a->rc = SIMBA_ENOMEM;
+                simba__copy(a->err, sizeof a->err, "out of memory keeping a listing");
+                return;
+            }
+            it->holder = h;
+            it->holders = n;
+            it->permits = view->permits > 0 ? view->permits : 0;
+        } else {
+            simba_free(a->loop, a->one_holder);
+            a->one_holder = h;
+            a->one = *view;
+            a->one.holders = n;
+            a->one.holder = h;
+        }
+    }
     if (req->op == SIMBA_OP_INSPECT) {
-        a->one = *view;
         a->one.mutex[SIMBA_NAME_MAX] = a->one.owner[SIMBA_ID_MAX] = 0;
         if (view->value_len) memcpy(a->one_value, view->value, view->value_len);
         a->one.value = view->value_len ? a->one_value : NULL;
@@ -4078,13 +4268,7 @@ SIMBA_API void simba_req_view(simba_req *req, const simba_view *view) {
         a->have_one = 1;
         return;
     }
-    if (req->op != SIMBA_OP_LIST) return;
-    it = (simba__item *)simba_alloc(a->loop, sizeof *it + SIMBA__ITEM_SIZE + view->value_len);
-    if (!it) {
-        a->rc = SIMBA_ENOMEM;
-        simba__copy(a->err, sizeof a->err, "out of memory keeping a listing");
-        return;
-    }
+    if (req->op != SIMBA_OP_LIST || !it) return;
     it->v = (simba_view *)(void *)(it + 1);
     memcpy(it->v, view, SIMBA__ITEM_SIZE);
     it->value_len = view->value_len;
@@ -4132,6 +4316,9 @@ static void simba__ask_list_out(simba__ask *a) {
         v.waiters = -1;
         v.value_len = arr[i]->value_len;
         v.value = v.value_len ? (const unsigned char *)arr[i]->v + SIMBA__ITEM_SIZE : NULL;
+        v.holders = arr[i]->holders;
+        v.holder = arr[i]->holder;
+        v.permits = arr[i]->permits;
         a->cb(&v, SIMBA_OK, a->user);
     }
     simba_free(l, arr);
@@ -4150,6 +4337,12 @@ static void simba__ask_complete(simba__ask *a) {
             /* the caller's copy of the value outlives the request: the loop keeps it */
             if (a->out->value_len) memcpy(l->view_value, a->one_value, a->out->value_len);
             a->out->value = a->out->value_len ? l->view_value : NULL;
+            /* ... and its holders: the block passes to the loop */
+            simba_free(l, l->view_holders);
+            l->view_holders = a->have_one ? a->one_holder : NULL;
+            if (a->have_one) a->one_holder = NULL;
+            a->out->holder = l->view_holders;
+            if (!a->out->holder) a->out->holders = 0;
         }
         if (a->cb) a->cb(a->out, a->rc, a->user);
     } else if (a->req.op == SIMBA_OP_LIST) {

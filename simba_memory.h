@@ -113,18 +113,34 @@ typedef struct simba__mwait {
     char id[SIMBA_ID_MAX + 1];
     simba__mclient *client;
     int64_t expires;
+    int shared; /* a reader */
 } simba__mwait;
 
+/* A holder beside the exclusive owner record: a reader, or one permit of a semaphore. */
+typedef struct simba__mhold {
+    char id[SIMBA_ID_MAX + 1];
+    int shared;
+    int64_t acquired_at, ttl_at, transition_at;
+    uint64_t fence;
+    size_t value_len;
+    unsigned char value[SIMBA_VALUE_MAX];
+} simba__mhold;
+
+/* A name: the exclusive owner record (a mutex's owner, a read-write lock's writer), the
+   holders set (readers, a semaphore's permits), one fence counter and one wait queue. */
 typedef struct simba__mentry {
     simba__hnode h;
     char name[SIMBA_NAME_MAX + 1];
     char owner[SIMBA_ID_MAX + 1];
     int64_t acquired_at, ttl_at, transition_at;
-    uint64_t fence; /* of the latest ownership; never goes back */
+    uint64_t fence; /* of the latest grant, the owner's or a holder's; never goes back */
     simba__mwait *w;
     int nw, capw;
     size_t value_len; /* the owner's value; 0 with no owner */
     unsigned char value[SIMBA_VALUE_MAX];
+    simba__mhold *hs; /* the holders set, oldest grant first */
+    int nh, caph;
+    int permits; /* recorded while anyone holds or waits (1 for a mutex or a read-write lock) */
 } simba__mentry;
 
 typedef struct simba__mevent {
@@ -198,6 +214,7 @@ SIMBA_API simba_result simba_memstore_free(simba_memstore *st) {
         for (; n; n = nn) {
             nn = n->hnext;
             SIMBA_FREE(((simba__mentry *)n)->w);
+            SIMBA_FREE(((simba__mentry *)n)->hs);
             SIMBA_FREE(n);
         }
     }
@@ -209,18 +226,61 @@ SIMBA_API simba_result simba_memstore_free(simba_memstore *st) {
 
 static int simba__mlive(const simba__mentry *e, int64_t now) { return e->owner[0] && e->transition_at >= now; }
 
-static void simba__mreply(const simba__mentry *e, int64_t now, simba_reply *rep) {
+/* The holders set's entry of id, or -1. */
+static int simba__mhold_find(const simba__mentry *e, const char *id) {
+    int i;
+    for (i = 0; id && i < e->nh; i++)
+        if (strcmp(e->hs[i].id, id) == 0) return i;
+    return -1;
+}
+static void simba__mhold_remove(simba__mentry *e, int i) {
+    memmove(&e->hs[i], &e->hs[i + 1], (size_t)(e->nh - i - 1) * sizeof *e->hs);
+    e->nh--;
+}
+/* A holder's permit frees at its transition end, as a mutex's ownership does. */
+static void simba__mhold_purge(simba__mentry *e, int64_t now) {
+    int i;
+    for (i = 0; i < e->nh;)
+        if (e->hs[i].transition_at < now) simba__mhold_remove(e, i); else i++;
+}
+static int simba__mholders(const simba__mentry *e, int64_t now) { return e->nh + simba__mlive(e, now); }
+
+/* The answer for contender (NULL: an observer): its own holding when it holds, else the
+   holder whose permit frees first, which the waiter times its next ask by. */
+static void simba__mreply(const simba__mentry *e, int64_t now, const char *contender, simba_reply *rep) {
+    const simba__mhold *h = NULL;
+    int i;
     memset(rep, 0, sizeof *rep);
     rep->rc = SIMBA_OK;
     rep->held_ms = -1;
-    if (!e || !simba__mlive(e, now)) return;
-    rep->owner = e->owner;
-    rep->ttl_left_ms = e->ttl_at - now;
-    rep->transition_left_ms = e->transition_at - now;
-    rep->held_ms = now - e->acquired_at;
-    rep->fence = e->fence;
-    rep->value = e->value_len ? e->value : NULL; /* valid under the store's lock: copied */
-    rep->value_len = e->value_len;
+    if (!e) return;
+    rep->holders = simba__mholders(e, now);
+    if (!(simba__mlive(e, now) && contender && strcmp(e->owner, contender) == 0)) {
+        if ((i = simba__mhold_find(e, contender)) >= 0) {
+            h = &e->hs[i];
+        } else {
+            for (i = 0; i < e->nh; i++)
+                if (!h || e->hs[i].transition_at < h->transition_at) h = &e->hs[i];
+            if (h && simba__mlive(e, now) && e->transition_at <= h->transition_at) h = NULL;
+        }
+    }
+    if (h) {
+        rep->owner = h->id;
+        rep->ttl_left_ms = h->ttl_at - now;
+        rep->transition_left_ms = h->transition_at - now;
+        rep->held_ms = now - h->acquired_at;
+        rep->fence = h->fence;
+        rep->value = h->value_len ? h->value : NULL; /* valid under the store's lock: copied */
+        rep->value_len = h->value_len;
+    } else if (simba__mlive(e, now)) {
+        rep->owner = e->owner;
+        rep->ttl_left_ms = e->ttl_at - now;
+        rep->transition_left_ms = e->transition_at - now;
+        rep->held_ms = now - e->acquired_at;
+        rep->fence = e->fence;
+        rep->value = e->value_len ? e->value : NULL;
+        rep->value_len = e->value_len;
+    }
 }
 
 /* Queue an event for one client (store locked). Allocation failure drops it: pushes are
@@ -250,7 +310,7 @@ static void simba__mpost(simba__mclient *c, simba_event_kind kind, const char *m
 static void simba__mbroadcast(simba_memstore *st, const simba__mentry *e, int64_t now) {
     simba__mclient *c;
     simba_reply rep;
-    simba__mreply(e, now, &rep);
+    simba__mreply(e, now, NULL, &rep);
     for (c = st->clients; c; c = c->next)
         if (simba__hfind(&c->watched, e->name)) simba__mpost(c, SIMBA_EV_OWNER, e->name, NULL, &rep);
 }
@@ -277,6 +337,7 @@ static void simba__mwait_join(simba__mclient *c, simba__mentry *e, const simba_r
     int64_t exp = simba__add(now, r->live_ms);
     if (i >= 0) {
         e->w[i].expires = exp;
+        e->w[i].shared = r->shared != 0;
     } else {
         if (e->nw == e->capw) {
             int cap = e->capw ? e->capw * 2 : 4;
@@ -292,19 +353,43 @@ static void simba__mwait_join(simba__mclient *c, simba__mentry *e, const simba_r
             simba__copy(e->w[e->nw].id, sizeof e->w[0].id, r->contender);
             e->w[e->nw].client = c;
             e->w[e->nw].expires = exp;
+            e->w[e->nw].shared = r->shared != 0;
             e->nw++;
         }
     }
 }
 
-/* The owner's record ends (store locked): value with it; the head waiter is pushed. */
+/* The grant rule (SEMAPHORES AND READ-WRITE LOCKS in simba.h), for a requester that is not
+   a holder, at place p of the queue (p = nw: it would join the back), after the purges. */
+static int simba__mgrantable(const simba__mentry *e, int p, int shared, int64_t now) {
+    int i;
+    if (e->permits > 1) return p < e->permits - e->nh; /* among the first N - holders */
+    if (simba__mlive(e, now)) return 0;                /* a writer (or a mutex's owner) holds */
+    if (!shared) return e->nh == 0 && p == 0;          /* a writer: nobody holds, the head */
+    for (i = 0; i < p && i < e->nw; i++)               /* a reader: only readers ahead */
+        if (!e->w[i].shared) return 0;
+    return 1;
+}
+
+/* A holding ended (store locked): push to each waiter it frees (they stay in line until
+   they ask), then tell the watchers. */
+static void simba__mpush_freed(simba_memstore *st, simba__mentry *e, int64_t now) {
+    int i;
+    for (i = 0; i < e->nw && simba__mgrantable(e, i, e->w[i].shared, now); i++)
+        simba__mpost(e->w[i].client, SIMBA_EV_RELEASED, e->name, e->w[i].id, NULL);
+    simba__mbroadcast(st, e, now);
+}
+
+/* The owner's record ends (store locked): value with it. */
 static void simba__mfree(simba_memstore *st, simba__mentry *e, int64_t now) {
     e->owner[0] = 0;
     e->ttl_at = e->transition_at = 0;
     e->value_len = 0;
-    /* Wake only the oldest live waiter; it stays in line until it wins. */
-    if (e->nw > 0) simba__mpost(e->w[0].client, SIMBA_EV_RELEASED, e->name, e->w[0].id, NULL);
-    simba__mbroadcast(st, e, now);
+    simba__mpush_freed(st, e, now);
+}
+static void simba__mhold_free(simba_memstore *st, simba__mentry *e, int i, int64_t now) {
+    simba__mhold_remove(e, i);
+    simba__mpush_freed(st, e, now);
 }
 
 /* SET_VALUE and YIELD (store locked): only for the owner that still holds r->fence. 1 when
@@ -312,7 +397,24 @@ static void simba__mfree(simba_memstore *st, simba__mentry *e, int64_t now) {
    fence does not hold. */
 static int simba__mowner_op(simba_memstore *st, simba__mclient *c, simba__mentry *e, const simba_req *r, int64_t now,
                             simba_reply *rep) {
-    int i;
+    int i, k = e ? simba__mhold_find(e, r->contender) : -1;
+    if (k >= 0 && e->hs[k].fence == r->fence) { /* a reader or a permit: its own holding */
+        simba__mhold *h = &e->hs[k];
+        if (r->op == SIMBA_OP_SET_VALUE) {
+            h->value_len = r->value_len;
+            if (r->value_len) memcpy(h->value, r->value, r->value_len);
+            simba__mbroadcast(st, e, now);
+            return 0;
+        }
+        for (i = 0; i < e->nw && strcmp(e->w[i].id, r->contender) == 0; i++) {
+        }
+        if (i == e->nw) return 0;
+        i = simba__mwait_find(e, r->contender);
+        if (i >= 0) simba__mwait_remove(e, i);
+        simba__mhold_free(st, e, k, now);
+        simba__mwait_join(c, e, r, now);
+        return 1;
+    }
     if (!e || !simba__mlive(e, now) || strcmp(e->owner, r->contender) != 0 || e->fence != r->fence) {
         memset(rep, 0, sizeof *rep);
         rep->rc = SIMBA_ESTATE;
@@ -337,25 +439,81 @@ static int simba__mowner_op(simba_memstore *st, simba__mclient *c, simba__mentry
     return 1;
 }
 
+/* After a loss a lease granted before it may still be held: no new grant until the longest
+   one has ended. */
+static int simba__mquarantined(const simba_memstore *st, const simba_req *r, int64_t now) {
+    return now < simba__add(st->lost_at, simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms)));
+}
+
+/* ACQUIRE by a reader or for a permit (store locked): the holders set's side of
+   simba__macquire. k: the requester's entry in the set or -1; i: its place in line or -1. */
+static int simba__macquire_set(simba__mclient *c, simba__mentry *e, const simba_req *r, int64_t now, int k, int i) {
+    simba_memstore *st = c->st;
+    int fresh = k >= 0 ? !r->renew : simba__mgrantable(e, i >= 0 ? i : e->nw, r->shared != 0, now);
+    simba__mhold *h;
+    if (fresh && simba__mquarantined(st, r, now)) return -1;
+    if (fresh || k >= 0) st->max_lease = simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms));
+    if (!fresh && k < 0) {
+        simba__mwait_join(c, e, r, now);
+        return 0;
+    }
+    if (k >= 0 && !fresh) { /* renewal: fence and acquired_at stay */
+        e->hs[k].ttl_at = now + r->ttl_ms;
+        e->hs[k].transition_at = e->hs[k].ttl_at + r->transition_ms;
+        return 0;
+    }
+    if (k >= 0) simba__mhold_remove(e, k); /* a holder asking anew: a new grant, at the end */
+    if (e->nh == e->caph) {
+        int cap = e->caph ? e->caph * 2 : 2;
+        simba__mhold *n = (simba__mhold *)SIMBA_MALLOC((size_t)cap * sizeof *n);
+        if (!n) return -2;
+        if (e->nh) memcpy(n, e->hs, (size_t)e->nh * sizeof *n);
+        SIMBA_FREE(e->hs);
+        e->hs = n;
+        e->caph = cap;
+    }
+    h = &e->hs[e->nh++];
+    memset(h, 0, offsetof(simba__mhold, value));
+    simba__copy(h->id, sizeof h->id, r->contender);
+    h->shared = r->shared != 0;
+    /* one counter per name: above every earlier grant's, and after a loss every earlier one */
+    e->fence = (e->fence > st->fence_floor ? e->fence : st->fence_floor) + 1;
+    if (e->fence > st->fence_max) st->fence_max = e->fence;
+    h->fence = e->fence;
+    h->acquired_at = now;
+    h->ttl_at = now + r->ttl_ms;
+    h->transition_at = h->ttl_at + r->transition_ms;
+    h->value_len = r->value_len;
+    if (r->value_len) memcpy(h->value, r->value, r->value_len);
+    if (i >= 0) simba__mwait_remove(e, i);
+    simba__mbroadcast(st, e, now);
+    return 0;
+}
+
 /* ACQUIRE against an entry (store locked): a renewal, a new ownership, or a place in line;
-   -1 (nothing changed) while a data-loss quarantine lasts. */
+   -1 (nothing changed) while a data-loss quarantine lasts, -2 out of memory. */
 static int simba__macquire(simba__mclient *c, simba__mentry *e, const simba_req *r, int64_t now) {
     simba_memstore *st = c->st;
-    int i = simba__mwait_find(e, r->contender);
-    int mine = simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0;
+    int i, mine, k = simba__mhold_find(e, r->contender);
+    /* A holder's id back in the other mode (a new incarnation, as a writer where it read or
+       the reverse): its old holding ends, and it asks as anyone does. */
+    if (k >= 0 && !r->renew && r->permits <= 1 && !r->shared) simba__mhold_free(st, e, k, now);
+    if (simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0 && !r->renew && r->shared) simba__mfree(st, e, now);
+    i = simba__mwait_find(e, r->contender);
+    mine = simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0;
     /* Fairness: a free mutex goes to the oldest live waiter; anyone else joins the line
-       (a releaser asking again at once included), so nobody overtakes a waiter. */
+       (a releaser asking again at once included), so nobody overtakes a waiter. A writer
+       also needs the holders set empty (no reader holds). */
     int turn = e->nw == 0 || i == 0;
-    int fresh = !(mine && r->renew) && (mine || (!simba__mlive(e, now) && turn));
-    /* After a loss a lease granted before it may still be held: no new owner until the
-       longest one has ended. */
-    if (fresh && now < simba__add(st->lost_at, simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms))))
-        return -1;
+    int fresh = !(mine && r->renew) && (mine || (!simba__mlive(e, now) && turn && e->nh == 0));
+    if (!mine && (r->permits > 1 || r->shared || simba__mhold_find(e, r->contender) >= 0))
+        return simba__macquire_set(c, e, r, now, simba__mhold_find(e, r->contender), i);
+    if (fresh && simba__mquarantined(st, r, now)) return -1;
     if (fresh || (mine && r->renew)) st->max_lease = simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms));
     if (mine && r->renew) {
         e->ttl_at = now + r->ttl_ms; /* renewal: fence and acquired_at stay */
         e->transition_at = e->ttl_at + r->transition_ms;
-    } else if (mine || (!simba__mlive(e, now) && turn)) {
+    } else if (fresh) {
         /* A new ownership, also for the stored owner that stepped down locally: its
            next tenure needs a fence above the one its late writes may still carry. */
         simba__copy(e->owner, sizeof e->owner, r->contender);
@@ -402,18 +560,35 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
             return;
         }
     }
-    if (e) simba__mwait_purge(e, now);
+    if (e) {
+        simba__mwait_purge(e, now);
+        simba__mhold_purge(e, now);
+    }
     if (e && r->op == SIMBA_OP_ACQUIRE) {
-        if (simba__macquire(c, e, r, now) != 0) {
+        int permits = r->permits > 1 ? r->permits : 1, got;
+        /* One mode per name while anyone holds or waits: another N is refused, never obeyed. */
+        if ((simba__mholders(e, now) > 0 || e->nw > 0) && e->permits && e->permits != permits) {
             pthread_mutex_unlock(&st->lock);
             memset(rep, 0, sizeof *rep);
-            rep->rc = SIMBA_EBACKEND;
-            rep->errmsg = "memory store: data-loss quarantine";
+            rep->rc = SIMBA_EINVAL;
+            snprintf(owner_buf, SIMBA_ID_MAX + 1, "permits %d asked, the name has %d while held", permits, e->permits);
+            rep->errmsg = owner_buf;
+            return;
+        }
+        e->permits = permits;
+        if ((got = simba__macquire(c, e, r, now)) != 0) {
+            pthread_mutex_unlock(&st->lock);
+            memset(rep, 0, sizeof *rep);
+            rep->rc = got == -2 ? SIMBA_ENOMEM : SIMBA_EBACKEND;
+            rep->errmsg = got == -2 ? "memory store: out of memory" : "memory store: data-loss quarantine";
             return;
         }
     } else if (e && r->op == SIMBA_OP_RELEASE) {
+        int k = simba__mhold_find(e, r->contender);
         if (simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0) {
             simba__mfree(st, e, now);
+        } else if (k >= 0) {
+            simba__mhold_free(st, e, k, now);
         } else {
             int i = simba__mwait_find(e, r->contender);
             if (i >= 0) simba__mwait_remove(e, i);
@@ -424,7 +599,7 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
             return;
         }
     }
-    simba__mreply(e, now, rep);
+    simba__mreply(e, now, r->contender, rep);
     rep->yielded = yielded;
     if (rep->owner) {
         simba__copy(owner_buf, SIMBA_ID_MAX + 1, rep->owner);
@@ -439,21 +614,53 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
     pthread_mutex_unlock(&st->lock);
 }
 
-static void simba__mview(const simba__mentry *e, int64_t now, int with_waiters, simba_view *v) {
-    int i;
+/* A view of e; hold (room for nh + 1) receives the holders, oldest grant first. */
+static void simba__mview(const simba__mentry *e, int64_t now, int with_waiters, simba_view *v, simba_view_holder *hold) {
+    simba_reply first;
+    int i, n = 0;
     memset(v, 0, sizeof *v);
     simba__copy(v->mutex, sizeof v->mutex, e->name);
     v->fence = e->fence;
     v->acquired_unix_ms = v->session_ms = SIMBA_UNKNOWN_MS; /* the store keeps no wall clock */
     v->held_ms = v->ttl_left_ms = v->transition_left_ms = SIMBA_UNKNOWN_MS;
-    if (simba__mlive(e, now)) {
-        simba__copy(v->owner, sizeof v->owner, e->owner);
-        v->value = e->value_len ? e->value : NULL; /* copied by simba_req_view, under the lock */
-        v->value_len = e->value_len;
-        v->held_ms = now - e->acquired_at;
-        v->ttl_left_ms = e->ttl_at - now;
-        v->transition_left_ms = e->transition_at - now;
+    simba__mreply(e, now, NULL, &first); /* the holder whose permit frees first */
+    if (first.owner) {
+        simba__copy(v->owner, sizeof v->owner, first.owner);
+        v->value = first.value; /* copied by simba_req_view, under the lock */
+        v->value_len = first.value_len;
+        v->fence = first.fence;
+        v->held_ms = first.held_ms;
+        v->ttl_left_ms = first.ttl_left_ms;
+        v->transition_left_ms = first.transition_left_ms;
     }
+    if (simba__mlive(e, now)) {
+        memset(&hold[n], 0, sizeof hold[n]);
+        simba__copy(hold[n].id, sizeof hold[n].id, e->owner);
+        hold[n].fence = e->fence;
+        hold[n].acquired_unix_ms = SIMBA_UNKNOWN_MS;
+        hold[n].held_ms = now - e->acquired_at;
+        hold[n].ttl_left_ms = e->ttl_at - now;
+        hold[n].transition_left_ms = e->transition_at - now;
+        hold[n].value = e->value_len ? e->value : NULL;
+        hold[n].value_len = e->value_len;
+        n++;
+    }
+    for (i = 0; i < e->nh; i++, n++) {
+        const simba__mhold *h = &e->hs[i];
+        memset(&hold[n], 0, sizeof hold[n]);
+        simba__copy(hold[n].id, sizeof hold[n].id, h->id);
+        hold[n].fence = h->fence;
+        hold[n].shared = h->shared;
+        hold[n].acquired_unix_ms = SIMBA_UNKNOWN_MS;
+        hold[n].held_ms = now - h->acquired_at;
+        hold[n].ttl_left_ms = h->ttl_at - now;
+        hold[n].transition_left_ms = h->transition_at - now;
+        hold[n].value = h->value_len ? h->value : NULL;
+        hold[n].value_len = h->value_len;
+    }
+    v->holders = n;
+    v->holder = n ? hold : NULL;
+    v->permits = n || e->nw ? e->permits : 0;
     v->waiters = with_waiters ? e->nw : -1;
     for (i = 0; with_waiters && i < e->nw && i < SIMBA_VIEW_WAITERS; i++) simba__copy(v->waiter[i], sizeof v->waiter[i], e->w[i].id);
 }
@@ -469,22 +676,42 @@ static void simba__minspect(simba__mclient *c, simba_req *r, simba_reply *rep) {
     pthread_mutex_lock(&st->lock);
     now = st->now_fn(st->clock_user);
     e = (simba__mentry *)simba__hfind(&st->entries, r->mutex);
-    if (e) simba__mwait_purge(e, now);
+    if (e) {
+        simba__mwait_purge(e, now);
+        simba__mhold_purge(e, now);
+    }
     if (r->op == SIMBA_OP_INSPECT && e) {
-        simba__mview(e, now, 1, &v);
-        simba_req_view(r, &v);
+        simba_view_holder *hold = (simba_view_holder *)SIMBA_MALLOC((size_t)(e->nh + 1) * sizeof *hold);
+        if (!hold) { rep->rc = SIMBA_ENOMEM; rep->errmsg = "memory store: out of memory"; }
+        else {
+            simba__mview(e, now, 1, &v, hold);
+            simba_req_view(r, &v);
+            SIMBA_FREE(hold);
+        }
     } else if (r->op == SIMBA_OP_LIST) {
-        for (i = 0; i < st->entries.nb; i++) {
+        for (i = 0; i < st->entries.nb && rep->rc == SIMBA_OK; i++) {
             simba__hnode *n;
             for (n = st->entries.b[i]; n; n = n->hnext) {
-                simba__mview((const simba__mentry *)n, now, 0, &v);
+                simba__mentry *le = (simba__mentry *)n;
+                simba_view_holder *hold;
+                simba__mhold_purge(le, now);
+                hold = (simba_view_holder *)SIMBA_MALLOC((size_t)(le->nh + 1) * sizeof *hold);
+                if (!hold) { rep->rc = SIMBA_ENOMEM; rep->errmsg = "memory store: out of memory"; break; }
+                simba__mview(le, now, 0, &v, hold);
                 simba_req_view(r, &v);
+                SIMBA_FREE(hold);
             }
         }
     } else if (r->op == SIMBA_OP_FORCE_RELEASE) {
+        int k;
         rep->rc = SIMBA_ESTATE;
         if (e && simba__mlive(e, now) && e->fence == r->fence) {
             simba__mfree(st, e, now);
+            rep->rc = SIMBA_OK;
+        }
+        for (k = 0; e && rep->rc != SIMBA_OK && k < e->nh; k++) {
+            if (e->hs[k].fence != r->fence) continue;
+            simba__mhold_free(st, e, k, now);
             rep->rc = SIMBA_OK;
         }
     }
@@ -694,7 +921,8 @@ SIMBA_API simba_result simba_memstore_read(simba_memstore *st, const char *mutex
     pthread_mutex_lock(&st->lock);
     now = st->now_fn(st->clock_user);
     e = (simba__mentry *)simba__hfind(&st->entries, mutex);
-    simba__mreply(e, now, out);
+    if (e) simba__mhold_purge(e, now);
+    simba__mreply(e, now, NULL, out);
     out->value = NULL; /* the record may change once unlocked */
     out->value_len = 0;
     if (owner_buf) {
@@ -719,6 +947,8 @@ SIMBA_API simba_result simba_memstore_lose(simba_memstore *st) {
             e->acquired_at = e->ttl_at = e->transition_at = 0;
             e->fence = 0;
             e->nw = 0;
+            e->nh = 0;
+            e->permits = 0;
         }
     }
     st->lost_at = st->now_fn(st->clock_user);

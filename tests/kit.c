@@ -1133,6 +1133,285 @@ TEST(kit_at_risk) {
     kit_close_all();
 }
 
+/* ---- semaphores and read-write locks ------------------------------------------------------ */
+
+/* A holder's record: the rec of fixture.h, plus the order of its grants over the case. */
+typedef struct srec {
+    rec r;
+    int shared;
+} srec;
+static uint64_t sem_fence_max; /* the greatest fence granted in the case so far */
+static int sem_fence_back;     /* grants whose fence was not above every earlier one */
+static void sem_acq(simba_service *s, const simba_state *st, void *u) {
+    srec *h = (srec *)u;
+    on_acq(s, st, &h->r);
+    if (st->after->fence <= sem_fence_max) sem_fence_back++;
+    else sem_fence_max = st->after->fence;
+}
+static void sem_rel(simba_service *s, const simba_state *st, void *u) { on_rel(s, st, &((srec *)u)->r); }
+static simba_service *kit_sem(kit_proc *p, const char *mutex, int permits, int shared, srec *h) {
+    simba_contend_desc d;
+    simba_service *s = NULL;
+    memset(&d, 0, sizeof d);
+    d.mutex = mutex;
+    d.ttl_ms = TTL;
+    d.transition_ms = TR;
+    d.on_acquired = sem_acq;
+    d.on_released = sem_rel;
+    d.user_data = h;
+    d.permits = permits;
+    d.shared = shared;
+    h->shared = shared;
+    CHECK_RC(simba_contend(p->loop, p->be, &d, &s), SIMBA_OK);
+    return s;
+}
+/* How many of s[0..n) believe they hold (NULL: a process that is gone). */
+static int sem_holding(simba_service **s, int n) {
+    int i, k = 0;
+    for (i = 0; i < n; i++) k += s[i] && simba_is_owner(s[i]);
+    return k;
+}
+/* s has asked and been answered: it holds a place in the line. */
+static int sem_queued(const simba_service *s) {
+    simba_stats st = fq_stats(s);
+    return st.attempts >= 1 && st.in_flight == 0 && !simba_is_owner(s);
+}
+
+/* At most N holders: the (N+1)th waits until one releases, and the release is pushed to it. */
+TEST(kit_sem_permits) {
+    kit_proc *p[4];
+    srec h[4];
+    simba_service *s[4];
+    const char *m = kit_name("sem-permits");
+    simba_view v;
+    int i, found;
+    int64_t t0;
+    memset(h, 0, sizeof h);
+    sem_fence_max = 0;
+    sem_fence_back = 0;
+    for (i = 0; i < 4; i++) {
+        p[i] = kit_open();
+        REQUIRE(p[i]);
+        s[i] = kit_sem(p[i], m, 3, 0, &h[i]);
+        REQUIRE(s[i]);
+    }
+    for (i = 0; i < 3; i++) CHECK_RC(simba_start(s[i]), SIMBA_OK);
+    REQUIRE_UNTIL(sem_holding(s, 3) == 3, ACQ_MS);
+    CHECK_RC(simba_start(s[3]), SIMBA_OK);
+    REQUIRE_UNTIL(sem_queued(s[3]), ACQ_MS);
+    KIT_HOLD(sem_holding(s, 4) == 3 && !simba_is_owner(s[3]), 500);
+    /* the store lists every holder, each with its own fence */
+    CHECK_RC(simba_inspect_wait(p[3]->be, m, &v, 10000), SIMBA_OK);
+    CHECK_EQ(v.holders, 3);
+    CHECK_EQ(v.permits, 3);
+    REQUIRE(v.holder != NULL);
+    for (i = 0, found = 0; i < 3 && v.holder; i++) {
+        int k;
+        for (k = 0; k < v.holders; k++)
+            if (strcmp(v.holder[k].id, simba_service_contender_id(s[i])) == 0 && v.holder[k].fence == simba_fence(s[i])) found++;
+    }
+    CHECK_EQ(found, 3);
+    /* a release frees one permit, pushed to the waiter: well before any lease would end */
+    t0 = kit_now();
+    CHECK_RC(simba_stop(s[1]), SIMBA_OK);
+    CHECK_UNTIL(h[3].r.acquired == 1, ACQ_MS);
+    CHECK(kit_now() - t0 < TTL);
+    KIT_HOLD(sem_holding(s, 4) == 3, 300);
+    CHECK_EQ(sem_fence_back, 0);
+    CHECK(h[3].r.last_fence > h[0].r.last_fence && h[3].r.last_fence > h[2].r.last_fence);
+    for (i = 0; i < 4; i++) simba_stop(s[i]);
+    kit_close_all();
+}
+
+/* A holder that dies (its loop gone, its release never sent) gives its permit back when its
+   lease ends, and not before. */
+TEST(kit_sem_holder_killed) {
+    kit_proc *p[3];
+    srec h[3];
+    simba_service *s[3];
+    const char *m = kit_name("sem-killed");
+    int i;
+    int64_t t0;
+    memset(h, 0, sizeof h);
+    if (!K->mute) {
+        fprintf(stderr, "  kit: backend %s gives no way to stop answering (kit_backend.mute)\n", K->name);
+        CHECK(K->mute != NULL);
+        kit_close_all();
+        return;
+    }
+    for (i = 0; i < 3; i++) {
+        p[i] = kit_open();
+        REQUIRE(p[i]);
+        s[i] = kit_sem(p[i], m, 2, 0, &h[i]);
+        REQUIRE(s[i]);
+    }
+    CHECK_RC(simba_start(s[0]), SIMBA_OK);
+    CHECK_RC(simba_start(s[1]), SIMBA_OK);
+    REQUIRE_UNTIL(sem_holding(s, 2) == 2, ACQ_MS);
+    CHECK_RC(simba_start(s[2]), SIMBA_OK);
+    REQUIRE_UNTIL(sem_queued(s[2]), ACQ_MS);
+    /* killed: nothing it sends from now on reaches the store */
+    K->mute(p[0]->be, 1);
+    t0 = kit_now();
+    CHECK_RC(simba_loop_free(p[0]->loop), SIMBA_OK);
+    kit_exited(p[0]);
+    s[0] = NULL;
+    KIT_HOLD(h[2].r.acquired == 0, TTL / 2);
+    CHECK_UNTIL(h[2].r.acquired == 1, TTL + TR + 5000);
+    CHECK(kit_now() - t0 >= TTL / 2);
+    KIT_HOLD(sem_holding(s, 3) == 2, 300);
+    for (i = 1; i < 3; i++) simba_stop(s[i]);
+    kit_close_all();
+}
+
+/* Every holder of a name asks for the same N: another N is refused by the store, in words
+   that name both, and never obeyed. */
+TEST(kit_sem_mismatch) {
+    kit_proc *a = kit_open(), *b = kit_open();
+    srec ha, hb;
+    simba_service *sa, *sb;
+    const char *m = kit_name("sem-mismatch");
+    simba_stats st;
+    memset(&ha, 0, sizeof ha);
+    memset(&hb, 0, sizeof hb);
+    REQUIRE(a && b);
+    sa = kit_sem(a, m, 2, 0, &ha);
+    sb = kit_sem(b, m, 3, 0, &hb);
+    REQUIRE(sa && sb);
+    CHECK_RC(simba_start(sa), SIMBA_OK);
+    REQUIRE_UNTIL(ha.r.acquired == 1, ACQ_MS);
+    CHECK_RC(simba_start(sb), SIMBA_OK);
+    WAIT_UNTIL((st = fq_stats(sb)).last_error != SIMBA_OK, ACQ_MS);
+    st = fq_stats(sb);
+    CHECK_EQ(st.last_error, SIMBA_EINVAL);
+    CHECK(strstr(st.last_error_msg, "3") != NULL && strstr(st.last_error_msg, "2") != NULL);
+    if (st.last_error != SIMBA_EINVAL) fprintf(stderr, "  kit: mismatch answered %d: %s\n", st.last_error, st.last_error_msg);
+    KIT_HOLD(hb.r.acquired == 0 && simba_is_owner(sa), 500);
+    /* a mutex contender (permits 0) on the name is refused the same way */
+    {
+        kit_proc *c = kit_open();
+        srec hc;
+        simba_service *sc;
+        memset(&hc, 0, sizeof hc);
+        REQUIRE(c);
+        sc = kit_sem(c, m, 0, 0, &hc);
+        REQUIRE(sc);
+        CHECK_RC(simba_start(sc), SIMBA_OK);
+        WAIT_UNTIL(fq_stats(sc).last_error != SIMBA_OK, ACQ_MS);
+        CHECK_EQ(fq_stats(sc).last_error, SIMBA_EINVAL);
+        KIT_HOLD(hc.r.acquired == 0 && simba_is_owner(sa), 300);
+        simba_stop(sc);
+    }
+    simba_stop(sb);
+    simba_stop(sa);
+    kit_close_all();
+}
+
+/* Readers hold together; a writer waits for all of them, then holds alone. */
+TEST(kit_rw_readers_then_writer) {
+    kit_proc *p[4];
+    srec h[4];
+    simba_service *s[4];
+    const char *m = kit_name("rw-basic");
+    int i;
+    memset(h, 0, sizeof h);
+    sem_fence_max = 0;
+    sem_fence_back = 0;
+    for (i = 0; i < 4; i++) {
+        p[i] = kit_open();
+        REQUIRE(p[i]);
+        s[i] = kit_sem(p[i], m, 0, i < 3, &h[i]); /* three readers, one writer */
+        REQUIRE(s[i]);
+    }
+    for (i = 0; i < 3; i++) CHECK_RC(simba_start(s[i]), SIMBA_OK);
+    REQUIRE_UNTIL(sem_holding(s, 3) == 3, ACQ_MS);
+    CHECK_RC(simba_start(s[3]), SIMBA_OK);
+    REQUIRE_UNTIL(sem_queued(s[3]), ACQ_MS);
+    KIT_HOLD(!simba_is_owner(s[3]), 500);
+    simba_stop(s[0]);
+    simba_stop(s[1]);
+    KIT_HOLD(!simba_is_owner(s[3]), 300); /* one reader still holds */
+    simba_stop(s[2]);
+    CHECK_UNTIL(h[3].r.acquired == 1, ACQ_MS);
+    /* the writer holds alone: a reader that comes now waits */
+    CHECK_RC(simba_start(s[0]), SIMBA_OK);
+    REQUIRE_UNTIL(sem_queued(s[0]), ACQ_MS);
+    KIT_HOLD(sem_holding(s, 4) == 1 && simba_is_owner(s[3]), 500);
+    simba_stop(s[3]);
+    CHECK_UNTIL(h[0].r.acquired == 2, ACQ_MS);
+    CHECK_EQ(sem_fence_back, 0);
+    for (i = 0; i < 4; i++) simba_stop(s[i]);
+    kit_close_all();
+}
+
+/* A waiting writer holds back the readers that arrive after it, though readers hold: a
+   stream of readers never starves it. When it is done, the readers behind it go together. */
+TEST(kit_rw_writer_not_starved) {
+    kit_proc *p[4];
+    srec h[4];
+    simba_service *s[4];
+    const char *m = kit_name("rw-fair");
+    int i;
+    memset(h, 0, sizeof h);
+    sem_fence_max = 0;
+    sem_fence_back = 0;
+    for (i = 0; i < 4; i++) {
+        p[i] = kit_open();
+        REQUIRE(p[i]);
+        s[i] = kit_sem(p[i], m, 1, i != 1, &h[i]); /* s[1] is the writer */
+        REQUIRE(s[i]);
+    }
+    CHECK_RC(simba_start(s[0]), SIMBA_OK);
+    REQUIRE_UNTIL(h[0].r.acquired == 1, ACQ_MS);
+    CHECK_RC(simba_start(s[1]), SIMBA_OK);
+    REQUIRE_UNTIL(sem_queued(s[1]), ACQ_MS);
+    /* readers arriving after the waiting writer wait, though only a reader holds */
+    CHECK_RC(simba_start(s[2]), SIMBA_OK);
+    CHECK_RC(simba_start(s[3]), SIMBA_OK);
+    REQUIRE_UNTIL(sem_queued(s[2]) && sem_queued(s[3]), ACQ_MS);
+    KIT_HOLD(sem_holding(s, 4) == 1 && simba_is_owner(s[0]), TTL + 500); /* across renewals */
+    simba_stop(s[0]);
+    CHECK_UNTIL(h[1].r.acquired == 1, ACQ_MS);
+    KIT_HOLD(sem_holding(s, 4) == 1, 300);
+    simba_stop(s[1]);
+    CHECK_UNTIL(h[2].r.acquired == 1 && h[3].r.acquired == 1, ACQ_MS);
+    CHECK_EQ(sem_holding(s, 4), 2);
+    CHECK_EQ(sem_fence_back, 0);
+    CHECK(h[2].r.last_fence > h[1].r.last_fence && h[3].r.last_fence > h[1].r.last_fence);
+    for (i = 0; i < 4; i++) simba_stop(s[i]);
+    kit_close_all();
+}
+
+/* A Locker takes permits and shared too: two lockers of a semaphore of 2 hold, a third
+   asked with timeout 0 does not. */
+TEST(kit_sem_locker) {
+    kit_proc *p[3];
+    simba_locker *lk[3];
+    const char *m = kit_name("sem-locker");
+    int i;
+    for (i = 0; i < 3; i++) {
+        simba_locker_desc d;
+        p[i] = kit_open();
+        REQUIRE(p[i]);
+        memset(&d, 0, sizeof d);
+        d.mutex = m;
+        d.ttl_ms = TTL;
+        d.transition_ms = TR;
+        d.permits = 2;
+        CHECK_RC(simba_locker_new(p[i]->loop, p[i]->be, &d, &lk[i]), SIMBA_OK);
+    }
+    CHECK_RC(simba_locker_lock(lk[0], ACQ_MS), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(lk[1], ACQ_MS), SIMBA_OK);
+    CHECK(simba_locker_fence(lk[1]) > simba_locker_fence(lk[0]));
+    CHECK_RC(simba_locker_lock(lk[2], 0), SIMBA_ETIMEDOUT);
+    CHECK_RC(simba_locker_unlock_wait(lk[0], 10000), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(lk[2], ACQ_MS), SIMBA_OK);
+    CHECK(simba_locker_fence(lk[2]) > simba_locker_fence(lk[1]));
+    CHECK(simba_locker_held(lk[1]) && simba_locker_held(lk[2]));
+    for (i = 0; i < 3; i++) simba_locker_free(lk[i]);
+    kit_close_all();
+}
+
 int kit_run(const kit_backend *kb, int argc, char **argv) {
     char title[64];
     struct timespec ts;
@@ -1165,6 +1444,12 @@ int kit_run(const kit_backend *kb, int argc, char **argv) {
     RUN(kit_yield);
     RUN(kit_yield_alone);
     RUN(kit_at_risk);
+    RUN(kit_sem_permits);
+    RUN(kit_sem_holder_killed);
+    RUN(kit_sem_mismatch);
+    RUN(kit_rw_readers_then_writer);
+    RUN(kit_rw_writer_not_starved);
+    RUN(kit_sem_locker);
     snprintf(title, sizeof title, "%s kit", kb->name);
     return check_report(title);
 }

@@ -65,16 +65,25 @@
  *   pg      commits may come late; a crash loses the last commits (a replica's state, with
  *           the quarantine and the fence floor of simba_pg.h CRASHES)
  *
+ * NAMES (mutex m0 is always a mutex; each other one, drawn per run: a mutex, a semaphore of
+ * 2 or 3 permits, or a read-write lock whose contenders and lockers are readers or writers
+ * at random; a Scheduler is a single leader, so none runs on a semaphore)
+ *
  * INVARIANTS (checked at the global time G after every poll, application call and fault:
  * a belief begins only there and time only ends beliefs, so no overlap goes unseen)
- *   one-owner    at most one believer per mutex: simba_is_owner() of contenders,
+ *   one-owner    at most N believers per name (1 for a mutex or a read-write lock's
+ *                writer; never a writer with anyone): simba_is_owner() of contenders,
  *                simba_locker_held(), simba_scheduler_is_leader(), over all live processes
- *   fence        a new ownership's fence is above every fence of that mutex before it
+ *   fence        a new ownership's fence is above every fence of that mutex before it; on
+ *                a name with several holders, above every earlier grant's at the store
  *   liveness     with no believer, a live waiter and no store-wide fault, someone believes
  *                within 2(ttl+transition) + the queue's liveness (ttl + transition + jitter
  *                + 1 s) + backoff max + timeout + slack
- *   fifo         a grant of a free mutex goes to the oldest live waiter (the rule drawn in
- *                simba.h FAIRNESS), checked against the sim's own model of the queue
+ *   fifo         every grant obeys the grant rule (simba.h FAIRNESS; SEMAPHORES AND
+ *                READ-WRITE LOCKS): a mutex's goes to the oldest live waiter, a permit to
+ *                one of the first N - holders, a writer only with nobody holding and at
+ *                the head, a reader only with no writer and only readers ahead, checked
+ *                against the sim's own model of the queue
  *   tenure       a Scheduler's work runs only while its process is the one believer
  *   on-lost      every lapse of a held Locker fires on_lost, by the poll that sees it
  *   callbacks    none after the handle's free; on_acquired / on_released alternate
@@ -83,7 +92,8 @@
  *                that this owner stored with that very fence (with its grant or by
  *                simba_set_value under it: a value belongs to the fence that set it); and
  *                once a service has shown an owner, it never shows one of an older tenure
- *                (never the value of a contender that no longer leads after the new one's)
+ *                (never the value of a contender that no longer leads after the new one's;
+ *                on a name with several holders the one shown may be an older grant)
  *
  * ASSUMPTIONS (what the documented guarantees rest on; outside them a violation is expected)
  *   - clocks within the drift bound below, never stepped;
@@ -206,6 +216,7 @@ typedef struct handle {
     int64_t until;   /* locker: end of the hold or of the wait */
     int sched_on;    /* scheduler started */
     uint64_t seen_fence; /* the greatest fence of an owner on_owner has shown */
+    int shared;      /* a reader of a read-write lock */
     char id[IDLEN];
 } handle;
 /* LK_LAPSED: unlocked after the lease lapsed (SIMBA_ELOST); on_lost is due from the next poll */
@@ -243,7 +254,7 @@ typedef struct msg {
     uint64_t id;
     uint32_t epoch;
     simba_op op;
-    int renew, evkind, all_mutexes, has_contender;
+    int renew, evkind, all_mutexes, has_contender, permits, shared;
     int64_t ttl, tr, live;
     char mutex[NAMELEN];
     char contender[IDLEN];
@@ -272,12 +283,14 @@ typedef struct client {
     struct client *all_next;
 } client;
 
-typedef struct qent { char id[IDLEN]; int64_t expires; } qent;
+typedef struct qent { char id[IDLEN]; int64_t expires; int shared; } qent;
 
 typedef struct mutexinfo {
     char name[NAMELEN];
     int64_t ttl, tr, bound;
     uint64_t max_fence;
+    uint64_t max_grant; /* the greatest fence the store granted */
+    int permits, rw;    /* N (1: a mutex or a read-write lock); rw: a read-write lock */
     int64_t gap_since;
     qent q[MAXQ];
     int nq;
@@ -304,6 +317,7 @@ typedef struct stats {
     uint64_t seeds, sim_ms, faults[F_N], checks[INV_N], violations, ownerships, requests, dropped, duplicated, pers[PERS_N];
     uint64_t work_runs, min_faults, min_procs, min_ms;
     uint64_t value_sets, yields, yields_passed;
+    uint64_t sem_grants, reader_grants, writer_grants; /* grants on semaphores, read-write locks */
 } stats;
 
 typedef struct world {
@@ -566,6 +580,8 @@ static void send_req(client *c, const simba_req *r, uint64_t id) {
         m->tr = r->transition_ms;
         m->live = r->live_ms;
         m->fence = r->fence;
+        m->permits = r->permits;
+        m->shared = r->shared;
         if (r->value_len > SIMV) abort(); /* the sim's values are short */
         m->value_len = r->value_len;
         if (r->value_len) memcpy(m->value, r->value, r->value_len);
@@ -819,16 +835,29 @@ static size_t value_make(const char *id, int mx, unsigned char *out) {
     return (size_t)n;
 }
 
+/* The model's queue: join the back, or refresh the place. */
+static void q_join(mutexinfo *mi, const char *id, int shared, int64_t expires) {
+    int i = q_find(mi, id);
+    if (i >= 0) {
+        mi->q[i].expires = expires;
+        mi->q[i].shared = shared;
+    } else if (mi->nq < MAXQ) {
+        simba__copy(mi->q[mi->nq].id, IDLEN, id);
+        mi->q[mi->nq].expires = expires;
+        mi->q[mi->nq].shared = shared;
+        mi->nq++;
+    }
+}
+
 /* Run one request with the store's own code, checking each grant against the sim's model
-   of the wait queue (FAIRNESS in simba.h). */
+   of the wait queue (FAIRNESS and SEMAPHORES AND READ-WRITE LOCKS in simba.h). */
 static void store_exec(client *c, simba_op op, const char *mutex, const char *contender, int renew, int64_t ttl, int64_t tr,
-                       int64_t live, uint64_t fence, const unsigned char *value, size_t value_len, simba_reply *rep, char *owner,
-                       unsigned char *value_out) {
+                       int64_t live, uint64_t fence, const unsigned char *value, size_t value_len, int permits, int shared,
+                       simba_reply *rep, char *owner, unsigned char *value_out) {
     simba_req r;
     simba__mentry *e;
-    int mi_i = mutex_index(mutex), pre_live = 0, granted;
+    int mi_i = mutex_index(mutex), pre_own = 0, pre_holders = 0, pre_writer = 0, granted, k;
     mutexinfo *mi = mi_i >= 0 ? &W->m[mi_i] : NULL;
-    char pre_owner[SIMBA_ID_MAX + 1];
     uint64_t pre_fence = 0;
     int64_t now = W->G;
     memset(&r, 0, sizeof r);
@@ -842,12 +871,18 @@ static void store_exec(client *c, simba_op op, const char *mutex, const char *co
     r.fence = fence;
     r.value = value_len ? value : NULL;
     r.value_len = value_len;
-    pre_owner[0] = 0;
+    r.permits = permits;
+    r.shared = shared;
+    /* who holds before: the requester itself (its fence), and the others */
     e = (simba__mentry *)simba__hfind(&W->st->entries, mutex);
     if (e && simba__mlive(e, now)) {
-        pre_live = 1;
-        simba__copy(pre_owner, sizeof pre_owner, e->owner);
-        pre_fence = e->fence;
+        if (strcmp(e->owner, contender) == 0) { pre_own = 1; pre_fence = e->fence; }
+        else { pre_holders++; pre_writer = 1; }
+    }
+    for (k = 0; e && k < e->nh; k++) {
+        if (e->hs[k].transition_at < now) continue;
+        if (strcmp(e->hs[k].id, contender) == 0) { pre_own = 1; pre_fence = e->hs[k].fence; }
+        else pre_holders++;
     }
     simba__mexec(&c->mc, &r, rep, owner, value_out);
     if (mi && op == SIMBA_OP_SET_VALUE && rep->rc == SIMBA_OK) value_stored(value, value_len, fence);
@@ -856,38 +891,41 @@ static void store_exec(client *c, simba_op op, const char *mutex, const char *co
         int i;
         q_purge(mi, now);
         if ((i = q_find(mi, contender)) >= 0) q_remove(mi, i);
-        if (mi->nq < MAXQ) {
-            simba__copy(mi->q[mi->nq].id, IDLEN, contender);
-            mi->q[mi->nq].expires = simba__add(now, live);
-            mi->nq++;
-        }
+        q_join(mi, contender, shared, simba__add(now, live));
         W->sx->yields_passed++;
     }
     if (mi && (op == SIMBA_OP_ACQUIRE || op == SIMBA_OP_RELEASE) && rep->rc == SIMBA_OK) {
         q_purge(mi, now);
-        granted = op == SIMBA_OP_ACQUIRE && rep->owner && strcmp(rep->owner, contender) == 0 &&
-                  (!pre_live || strcmp(pre_owner, contender) != 0 || rep->fence != pre_fence);
+        granted = op == SIMBA_OP_ACQUIRE && rep->owner && strcmp(rep->owner, contender) == 0 && (!pre_own || rep->fence != pre_fence);
         W->sx->checks[INV_FIFO]++;
         if (granted) {
-            int i = q_find(mi, contender);
-            if (!pre_live && mi->nq > 0 && i != 0)
-                violation(INV_FIFO, 1u << c->p->idx, "%s granted %s to %s while %s was the oldest live waiter", op_name(op), mi->name,
-                          contender, mi->q[0].id);
+            int i = q_find(mi, contender), p = i >= 0 ? i : mi->nq, ok = 1, j;
+            if (pre_own) { /* the holder itself, anew: it held a permit already */
+            } else if (mi->permits > 1) {
+                ok = p < mi->permits - pre_holders;
+            } else if (!shared) {
+                ok = pre_holders == 0 && p == 0;
+            } else {
+                ok = !pre_writer;
+                for (j = 0; j < p; j++) ok &= mi->q[j].shared;
+            }
+            if (!ok)
+                violation(INV_FIFO, 1u << c->p->idx, "%s granted %s to %s%s at place %d of the line, %d holding, %s first", op_name(op),
+                          mi->name, contender, shared ? " (a reader)" : "", p, pre_holders, mi->nq ? mi->q[0].id : "nobody");
+            W->sx->checks[INV_FENCE]++;
+            if (rep->fence <= mi->max_grant)
+                violation(INV_FENCE, 1u << c->p->idx, "%s granted %s to %s with fence %llu, not above the earlier grant's %llu", op_name(op),
+                          mi->name, contender, (unsigned long long)rep->fence, (unsigned long long)mi->max_grant);
+            mi->max_grant = rep->fence;
             if (i >= 0) q_remove(mi, i);
             W->sx->ownerships++;
+            if (mi->permits > 1) W->sx->sem_grants++;
+            else if (mi->rw && shared) W->sx->reader_grants++;
+            else if (mi->rw) W->sx->writer_grants++;
             value_stored(value, value_len, rep->fence);
         } else if (op == SIMBA_OP_ACQUIRE) {
-            if (!(pre_live && strcmp(pre_owner, contender) == 0 && renew)) {
-                int i = q_find(mi, contender);
-                if (i >= 0) {
-                    mi->q[i].expires = simba__add(now, live);
-                } else if (mi->nq < MAXQ) {
-                    simba__copy(mi->q[mi->nq].id, IDLEN, contender);
-                    mi->q[mi->nq].expires = simba__add(now, live);
-                    mi->nq++;
-                }
-            }
-        } else if (!(pre_live && strcmp(pre_owner, contender) == 0)) {
+            if (!(pre_own && renew)) q_join(mi, contender, shared, simba__add(now, live));
+        } else if (!pre_own) {
             int i = q_find(mi, contender);
             if (i >= 0) q_remove(mi, i);
         }
@@ -911,8 +949,8 @@ static void store_request(msg *m) {
         a->rep.errmsg = "sim: store down";
     } else {
         if (W->pers == PERS_ZK) { ttl = W->zk_T / 2; tr = W->zk_T / 2; } /* the session's lease */
-        store_exec(c, m->op, m->mutex, m->contender, m->renew, ttl, tr, m->live, m->fence, m->value, m->value_len, &a->rep, owner,
-                   value);
+        store_exec(c, m->op, m->mutex, m->contender, m->renew, ttl, tr, m->live, m->fence, m->value, m->value_len, m->permits,
+                   m->shared, &a->rep, owner, value);
         simba__copy(a->owner, sizeof a->owner, a->rep.owner);
         a->rep.owner = NULL;
         if (a->rep.value_len > SIMV) abort();
@@ -1056,7 +1094,7 @@ static void on_owner(simba_service *s, const simba_state *st, void *u) {
             violation(INV_VALUE, 1u << h->p->idx, "%s shows owner %s fence %llu with the value '%.*s', which the store never kept with that fence",
                       h->id, o->id, (unsigned long long)o->fence, (int)o->value_len, (const char *)o->value);
     }
-    if (o->fence < h->seen_fence)
+    if (o->fence < h->seen_fence && W->m[h->mutex].permits == 1 && !W->m[h->mutex].rw)
         violation(INV_VALUE, 1u << h->p->idx, "%s shows owner %s of %s with fence %llu after it had shown fence %llu", h->id, o->id,
                   W->m[h->mutex].name, (unsigned long long)o->fence, (unsigned long long)h->seen_fence);
     if (o->fence > h->seen_fence) h->seen_fence = o->fence;
@@ -1133,6 +1171,8 @@ static void svc_create(proc *p, int slot, int again) {
     s->lk = NULL;
     s->sc = NULL;
     s->gen++;
+    /* on a read-write lock, a contender or a locker is a reader or a writer */
+    h->shared = mi->rw && (s->kind == K_CONTEND || s->kind == K_LOCKER) && rng_chance(&p->r_app, 0.6);
     switch (s->kind) {
     case K_CONTEND: {
         simba_contend_desc d;
@@ -1148,6 +1188,8 @@ static void svc_create(proc *p, int slot, int again) {
         d.step_down_on_disconnect = s->step_down;
         d.value = value;
         d.value_len = value_len;
+        d.permits = mi->permits;
+        d.shared = h->shared;
         if ((rc = simba_contend(p->loop, p->cl->be, &d, &s->svc)) == SIMBA_OK) rc = simba_start(s->svc);
         break;
     }
@@ -1163,6 +1205,8 @@ static void svc_create(proc *p, int slot, int again) {
         d.step_down_on_disconnect = s->step_down;
         d.value = value;
         d.value_len = value_len;
+        d.permits = mi->permits;
+        d.shared = h->shared;
         rc = simba_locker_new(p->loop, p->cl->be, &d, &s->lk);
         h->lk_state = LK_IDLE;
         break;
@@ -1444,9 +1488,9 @@ static void after_poll_checks(proc *p) {
 
 static void check_world(void) {
     int i, k, m;
-    int count[MAXM], waiting[MAXM];
+    int count[MAXM], waiting[MAXM], writers[MAXM];
     unsigned mask[MAXM];
-    for (m = 0; m < W->nm; m++) { count[m] = 0; waiting[m] = 0; mask[m] = 0; }
+    for (m = 0; m < W->nm; m++) { count[m] = 0; waiting[m] = 0; mask[m] = 0; writers[m] = 0; }
     for (i = 0; i < W->np; i++) {
         proc *p = &W->p[i];
         int reachable;
@@ -1462,10 +1506,13 @@ static void check_world(void) {
             if (b) {
                 mutexinfo *mi = &W->m[s->mutex];
                 count[s->mutex]++;
+                writers[s->mutex] += !h->shared;
                 mask[s->mutex] |= 1u << i;
                 if (!h->believing || h->fence != f) {
                     W->sx->checks[INV_FENCE]++;
-                    if (h->fence != f && f <= mi->max_fence)
+                    /* one holder at a time: beliefs come in fence order (several holders:
+                       their answers may arrive in any order; the store's grants are checked) */
+                    if (h->fence != f && f <= mi->max_fence && mi->permits == 1 && !mi->rw)
                         violation(INV_FENCE, 1u << i, "%s owns %s with fence %llu, not above the earlier %llu", h->id, mi->name,
                                   (unsigned long long)f, (unsigned long long)mi->max_fence);
                     if (f > mi->max_fence) mi->max_fence = f;
@@ -1485,7 +1532,10 @@ static void check_world(void) {
     for (m = 0; m < W->nm; m++) {
         mutexinfo *mi = &W->m[m];
         W->sx->checks[INV_ONE_OWNER]++;
-        if (count[m] > 1) violation_on(INV_ONE_OWNER, m, "%d processes believe they own %s", count[m], mi->name);
+        if (count[m] > mi->permits && !(mi->rw && writers[m] == 0))
+            violation_on(INV_ONE_OWNER, m, "%d processes believe they own %s (%d permits)", count[m], mi->name, mi->permits);
+        if (mi->rw && writers[m] > 0 && count[m] > 1)
+            violation_on(INV_ONE_OWNER, m, "a writer holds %s with %d others", mi->name, count[m] - 1);
         if (count[m] == 0 && waiting[m]) {
             int64_t from;
             if (mi->gap_since == NEVER) mi->gap_since = W->G;
@@ -1616,7 +1666,7 @@ static void zk_expire(proc *p, client *c) {
         char owner[SIMBA_ID_MAX + 1];
         unsigned char value[SIMBA_VALUE_MAX];
         if (!p->s[k].h || p->s[k].kind == K_OBSERVE) continue;
-        store_exec(c, SIMBA_OP_RELEASE, W->m[p->s[k].mutex].name, p->s[k].h->id, 0, 0, 0, 0, 0, NULL, 0, &rep, owner, value);
+        store_exec(c, SIMBA_OP_RELEASE, W->m[p->s[k].mutex].name, p->s[k].h->id, 0, 0, 0, 0, 0, NULL, 0, 1, 0, &rep, owner, value);
     }
     c->zk_lost = 1;
     clear_after(p->part_until);
@@ -1654,6 +1704,7 @@ static void world_setup(uint64_t seed) {
             mi->tr = rng_range(&r, mi->ttl / 20, mi->ttl);
         }
         mi->gap_since = NEVER;
+        mi->permits = 1;
     }
     W->timeout = 0;
     for (i = 0; i < W->nm; i++)
@@ -1692,6 +1743,18 @@ static void world_setup(uint64_t seed) {
             s->period = rng_range(&r, 30, 1000);
             s->strategy = (int)rng_range(&r, 0, 1);
         }
+    }
+    {
+        /* the names' modes, from a stream of their own (the draws above stay as they were) */
+        rng rm = rng_fork(&r);
+        for (i = 1; i < W->nm; i++) {
+            int64_t roll = rng_range(&rm, 0, 2);
+            W->m[i].permits = roll == 1 ? (int)rng_range(&rm, 2, 3) : 1;
+            W->m[i].rw = roll == 2;
+        }
+        for (i = 0; i < W->np; i++)
+            for (k = 0; k < W->p[i].nsvc; k++)
+                if (W->p[i].s[k].kind == K_SCHED && W->m[W->p[i].s[k].mutex].permits > 1) W->p[i].s[k].kind = K_CONTEND;
     }
     W->sx->pers[W->pers]++;
 }
@@ -1860,6 +1923,9 @@ static void stats_add(stats *a, const stats *b) {
     a->value_sets += b->value_sets;
     a->yields += b->yields;
     a->yields_passed += b->yields_passed;
+    a->sem_grants += b->sem_grants;
+    a->reader_grants += b->reader_grants;
+    a->writer_grants += b->writer_grants;
 }
 
 static double now_s(void) {
@@ -2011,6 +2077,8 @@ int main(int argc, char **argv) {
                (unsigned long long)total.dropped, (unsigned long long)total.duplicated);
         printf("  values proclaimed %llu, yields %llu (passed %llu)\n", (unsigned long long)total.value_sets,
                (unsigned long long)total.yields, (unsigned long long)total.yields_passed);
+        printf("  semaphore grants %llu, read-write grants %llu readers, %llu writers\n", (unsigned long long)total.sem_grants,
+               (unsigned long long)total.reader_grants, (unsigned long long)total.writer_grants);
         printf("  violations: %llu\n", (unsigned long long)total.violations);
         if (total.violations) printf("  first failing seed: %llu (make sim SEED=%llu)\n", (unsigned long long)first_failed, (unsigned long long)first_failed);
     }

@@ -59,8 +59,8 @@ mutate fair-queue-ignored simba_memory.h \
     'int turn = e->nw == 0 || i == 0;' \
     'int turn = 1;'
 mutate no-data-loss-quarantine simba_memory.h \
-    'if (fresh && now < simba__add(st->lost_at,' \
-    'if (0 && fresh && now < simba__add(st->lost_at,'
+    'return now < simba__add(st->lost_at,' \
+    'return 0 && now < simba__add(st->lost_at,'
 mutate is-owner-ignores-the-clock simba.h \
     '== SIMBA__F_OWNER &&
            simba_now(s->loop) < s->lease_end;' \
@@ -85,13 +85,22 @@ mutate owner-while-yielding simba.h \
     's->flags |= SIMBA__F_YIELD | SIMBA__F_YIELDING;' \
     's->flags |= SIMBA__F_YIELD;'
 mutate view-goes-back-a-fence simba.h \
-    'if (nv->id[0] && nv->fence < s->seen_fence && strcmp(nv->id, s->id) != 0) {' \
+    'if (nv->id[0] && nv->fence < s->seen_fence && strcmp(nv->id, s->id) != 0 && !(s->flags & SIMBA__F_MANY)) {' \
     'if (0) {'
 mutate grant-keeps-old-value simba_memory.h \
     '(a renewal keeps it) */
         e->value_len = r->value_len;
         if (r->value_len) memcpy(e->value, r->value, r->value_len);' \
     '(a renewal keeps it) */'
+mutate readers-overtake-a-waiting-writer simba_memory.h \
+    'if (!e->w[i].shared) return 0;' \
+    'if (0) return 0;'
+mutate semaphore-ignores-its-holders simba_memory.h \
+    'if (e->permits > 1) return p < e->permits - e->nh;' \
+    'if (e->permits > 1) return p < e->permits;'
+mutate writer-with-readers simba_memory.h \
+    '(!simba__mlive(e, now) && turn && e->nh == 0)' \
+    '(!simba__mlive(e, now) && turn)'
 
 if [ $FAILED -ne 0 ]; then
     echo "sim_mutants: $FAILED mutant(s) not caught"

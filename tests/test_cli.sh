@@ -7,7 +7,7 @@
 #   listens there)  SIMBA_CLI_MUTE_PORT (6435, a listener that accepts and never answers)
 #   SIMBA_CLI_FRESH_PORT (RPORT + 6): an undeclared redis-server for section fresh (init)
 #   SIMBA_BIN (build/simba)  FAULT_PROXY (build/fault_proxy)
-#   SIMBA_CLI_ONLY="usage connect sqlite readonly redis fresh zk signals elect stats partition pg"
+#   SIMBA_CLI_ONLY="usage connect sqlite readonly redis fresh zk signals elect stats partition pg permits"
 #   runs some sections only.
 #   SIMBA_CLI_PG_PORT (5447): PostgreSQL for section pg (scripts/pg-start.sh; password simba).
 set -u
@@ -18,7 +18,7 @@ RPORT=${SIMBA_CLI_REDIS_PORT:-6430}
 ZPORT=${SIMBA_CLI_ZK_PORT:-2221}
 DEAD=${SIMBA_CLI_DEAD_PORT:-6434}
 MUTE=${SIMBA_CLI_MUTE_PORT:-6435}
-ONLY=${SIMBA_CLI_ONLY:-usage connect sqlite readonly redis fresh zk signals elect stats partition pg}
+ONLY=${SIMBA_CLI_ONLY:-usage connect sqlite readonly redis fresh zk signals elect stats partition pg permits}
 FPORT=${SIMBA_CLI_FRESH_PORT:-$((RPORT + 6))}
 PGPORT_CLI=${SIMBA_CLI_PG_PORT:-5447}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
@@ -130,6 +130,14 @@ expect_rc "-n with -w" 64 "$SIMBA" -u "$SQL" run x -n -w 1 -- true
 expect_rc "grace not shorter than transition" 64 "$SIMBA" -u "$SQL" run x --transition 1 --grace 1 -- true
 check "  explains why" err_has "transition window"
 expect_rc "bad signal name" 64 "$SIMBA" -u "$SQL" run x -s FOO -- true
+expect_rc "--permits 0 refused" 64 "$SIMBA" -u "$SQL" run x --permits 0 -- true
+check "  names the range" err_has "permits: 0 is out of range (1..1024)"
+expect_rc "--permits 1025 refused" 64 "$SIMBA" -u "$SQL" run x --permits 1025 -- true
+expect_rc "--permits not a number" 64 "$SIMBA" -u "$SQL" run x --permits two -- true
+expect_rc "--shared with --permits 2 refused" 64 "$SIMBA" -u "$SQL" run x --shared --permits 2 -- true
+check "  says why" err_has "shared with --permits 2"
+expect_rc "--permits is for run and elect" 64 "$SIMBA" -u "$SQL" get x --permits 2
+check "  says so" err_has "are for run and elect"
 expect_rc "get: unreachable redis is a backend error" 69 "$SIMBA" -u redis://127.0.0.1:$DEAD get x
 expect_rc "run -w 1: unreachable redis is a backend error" 69 "$SIMBA" -u redis://127.0.0.1:$DEAD run x -w 1 -- true
 check "  and says what the backend reported" err_has "backend: .*refused"
@@ -305,7 +313,64 @@ backend_suite() {
     unset SIMBA_URL
 }
 
+# ---- semaphores and read-write locks: simba run --permits N / --shared ----------------------
+permits_suite() {
+    local be=$1 url=$2 m="sem-$1" rw="rw-$1" p1 p2 f1 f2
+    echo "== $be permits ($url)"
+    export SIMBA_URL=$url
+    rm -f "$W/s1" "$W/s2" "$W/sgo"
+    "$SIMBA" run --permits 2 "$m" $FAST -- sh -c 'echo $SIMBA_FENCE > "$0"; while [ ! -e "$1" ]; do sleep 0.05; done' "$W/s1" "$W/sgo" >>"$W/bg.log" 2>&1 &
+    p1=$!; PIDS+=("$p1")
+    "$SIMBA" run --permits 2 "$m" $FAST -- sh -c 'echo $SIMBA_FENCE > "$0"; while [ ! -e "$1" ]; do sleep 0.05; done' "$W/s2" "$W/sgo" >>"$W/bg.log" 2>&1 &
+    p2=$!; PIDS+=("$p2")
+    if wait_for 10 eval 'test -s "$W/s1" -a -s "$W/s2"'; then ok "$be: two runs of --permits 2 hold at once"; else bad "$be: two runs of --permits 2 did not both run"; fi
+    f1=$(cat "$W/s1" 2>/dev/null); f2=$(cat "$W/s2" 2>/dev/null)
+    check "$be: each with its own SIMBA_FENCE ($f1, $f2)" test -n "$f1" -a -n "$f2" -a "$f1" != "$f2"
+    expect_rc "$be: a third, -n, finds both permits held" 75 "$SIMBA" run --permits 2 "$m" -n -- true
+    expect_rc "$be: another N is refused with words" 64 "$SIMBA" run --permits 3 "$m" -w 5 -- true
+    check "  naming both" err_has "permits 3 asked, the name has 2"
+    expect_rc "$be: get lists both holders" 0 "$SIMBA" get "$m"
+    check "  of 2 permits" grep -q "^holders: 2 of 2 permits" "$W/out"
+    expect_rc "$be: get --json" 0 "$SIMBA" get "$m" --json
+    check "  has both fences" eval 'grep -q "\"fence\":$f1" "$W/out" && grep -q "\"fence\":$f2" "$W/out" && grep -q "\"permits\":2" "$W/out"'
+    expect_rc "$be: ls" 0 "$SIMBA" ls
+    check "  shows the first to free and +1" grep -q "^$m .*+1 " "$W/out"
+    touch "$W/sgo"
+    wait_exit $p1 10
+    check "$be: first holder exits 0 (got $RC)" test "$RC" -eq 0
+    wait_exit $p2 10
+    check "$be: second holder exits 0 (got $RC)" test "$RC" -eq 0
+
+    # readers together; a writer waits for them, and a reader after the writer waits for it
+    rm -f "$W/r1" "$W/r2" "$W/wr" "$W/r3" "$W/rgo" "$W/wgo"
+    "$SIMBA" run --shared "$rw" $FAST -- sh -c 'echo $SIMBA_FENCE > "$0"; while [ ! -e "$1" ]; do sleep 0.05; done' "$W/r1" "$W/rgo" >>"$W/bg.log" 2>&1 &
+    p1=$!; PIDS+=("$p1")
+    "$SIMBA" run --shared "$rw" $FAST -- sh -c 'echo $SIMBA_FENCE > "$0"; while [ ! -e "$1" ]; do sleep 0.05; done' "$W/r2" "$W/rgo" >>"$W/bg.log" 2>&1 &
+    p2=$!; PIDS+=("$p2")
+    if wait_for 10 eval 'test -s "$W/r1" -a -s "$W/r2"'; then ok "$be: two readers hold at once"; else bad "$be: two readers did not both run"; fi
+    expect_rc "$be: a writer, -n, finds readers holding" 75 "$SIMBA" run "$rw" -n -- true
+    "$SIMBA" run "$rw" $FAST -- sh -c 'echo $SIMBA_FENCE > "$0"; while [ ! -e "$1" ]; do sleep 0.05; done' "$W/wr" "$W/wgo" >>"$W/bg.log" 2>&1 &
+    local pw=$!; PIDS+=("$pw")
+    sleep 1
+    "$SIMBA" run --shared "$rw" $FAST -- sh -c 'echo $SIMBA_FENCE > "$0"' "$W/r3" >>"$W/bg.log" 2>&1 &
+    local p3=$!; PIDS+=("$p3")
+    sleep 2
+    check "$be: the writer waits while readers hold" test ! -s "$W/wr"
+    check "$be: a reader that came after the waiting writer waits too" test ! -s "$W/r3"
+    touch "$W/rgo"
+    if wait_for 10 test -s "$W/wr"; then ok "$be: the writer runs once the readers are done"; else bad "$be: the writer never ran"; fi
+    sleep 0.5
+    check "$be: the later reader still waits for the writer" test ! -s "$W/r3"
+    touch "$W/wgo"
+    if wait_for 10 test -s "$W/r3"; then ok "$be: then the later reader runs"; else bad "$be: the later reader never ran"; fi
+    check "$be: fences in grant order (reader $(cat "$W/r1"), writer $(cat "$W/wr"), reader $(cat "$W/r3"))" \
+        eval 'test "$(cat "$W/wr")" -gt "$(cat "$W/r1")" -a "$(cat "$W/wr")" -gt "$(cat "$W/r2")" -a "$(cat "$W/r3")" -gt "$(cat "$W/wr")"'
+    for pid in $p1 $p2 $pw $p3; do wait_exit $pid 10; done
+    unset SIMBA_URL
+}
+
 want sqlite && backend_suite sqlite "$SQL"
+want permits && permits_suite sqlite "$SQL"
 if want sqlite; then
     # a loop that never checkpoints (checkpoint = -1) leaves it to this command
     "$SIMBA" -u "$SQL" run ck -- true >/dev/null 2>&1

@@ -3309,6 +3309,278 @@ TEST(locker_and_scheduler_take_a_value_and_the_locker_warns) {
     store_free();
 }
 
+/* ---- semaphores and read-write locks ------------------------------------------------------ */
+
+static simba_service *sem_rec(proc *p, const char *mutex, const char *id, int permits, int shared, const char *value, rec *r) {
+    simba_contend_desc d;
+    simba_service *s = NULL;
+    memset(&d, 0, sizeof d);
+    d.mutex = mutex;
+    d.contender_id = id;
+    d.ttl_ms = 3000;
+    d.transition_ms = 1000;
+    d.on_acquired = on_acq;
+    d.on_released = on_rel;
+    d.user_data = r;
+    d.permits = permits;
+    d.shared = shared;
+    d.value = value;
+    d.value_len = value ? strlen(value) : 0;
+    CHECK_RC(simba_contend(p->loop, p->be, &d, &s), SIMBA_OK);
+    return s;
+}
+
+TEST(permits_and_shared_checked_with_words) {
+    proc p;
+    simba_contend_desc d;
+    simba_locker_desc ld;
+    simba_service *s = NULL;
+    simba_locker *lk = NULL;
+    store_new();
+    proc_open(&p);
+    memset(&d, 0, sizeof d);
+    d.mutex = "sem";
+    d.contender_id = "a";
+    d.permits = -1;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "simba_contend: permits -1 is out of range") != NULL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "SIMBA_PERMITS_MAX = 1024") != NULL);
+    d.permits = SIMBA_PERMITS_MAX + 1;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "permits 1025 is out of range") != NULL);
+    d.permits = 3;
+    d.shared = 1;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "shared 1 with permits 3") != NULL);
+    d.permits = 0;
+    d.shared = 2;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "shared 2 must be 0") != NULL);
+    CHECK(s == NULL);
+    memset(&ld, 0, sizeof ld);
+    ld.mutex = "sem";
+    ld.permits = -5;
+    CHECK_RC(simba_locker_new(p.loop, p.be, &ld, &lk), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "simba_locker_new: permits -5") != NULL);
+    ld.permits = SIMBA_PERMITS_MAX;
+    CHECK_RC(simba_locker_new(p.loop, p.be, &ld, &lk), SIMBA_OK);
+    d.permits = 1;
+    d.shared = 1;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s), SIMBA_OK);
+    simba_locker_free(lk);
+    simba_service_free(s);
+    proc_close(&p);
+    store_free();
+}
+
+/* A waiter times its ask by the holder whose permit frees first: a dead holder's permit is
+   taken right at the end of its lease, while the other holder renews on. */
+TEST(semaphore_waiter_takes_a_dead_holders_permit_at_its_lease_end) {
+    proc p[3];
+    rec ca = {0}, cb = {0}, cc = {0};
+    simba_service *a, *b, *c;
+    simba_memory_fault f = {0};
+    simba__mentry *e;
+    int64_t a_end;
+    int k;
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    proc_open(&p[2]);
+    a = sem_rec(&p[0], "sem", "a", 2, 0, NULL, &ca);
+    b = sem_rec(&p[1], "sem", "b", 2, 0, NULL, &cb);
+    c = sem_rec(&p[2], "sem", "c", 2, 0, NULL, &cc);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 3);
+    advance(p, 3, 700, 10);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    settle(p, 3);
+    REQUIRE(simba_is_owner(a) && simba_is_owner(b));
+    CHECK(simba_fence(b) > simba_fence(a));
+    advance(p, 3, 2500, 10);
+    /* a's process freezes: nothing it sends reaches the store any more */
+    f.hang = 1;
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    e = (simba__mentry *)simba__hfind(&store->entries, "sem");
+    REQUIRE(e != NULL);
+    k = simba__mhold_find(e, "a");
+    REQUIRE(k >= 0);
+    a_end = e->hs[k].transition_at;
+    advance(p, 3, 100, 10);
+    CHECK_RC(simba_start(c), SIMBA_OK);
+    settle(p, 3);
+    CHECK(!simba_is_owner(c));
+    WAIT_FOR_SIM(p, 3, cc.acquired == 1, 10000);
+    CHECK_EQ(cc.acquired, 1);
+    CHECK_EQ(fake_now, a_end + 1);
+    CHECK(simba_is_owner(b));
+    CHECK(cc.last_fence > simba_fence(b));
+    f.hang = 0;
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    proc_close(&p[2]);
+    store_free();
+}
+
+/* A writer's release is pushed to every reader it frees at the head of the line, at once;
+   the writer behind them, and the reader behind that writer, wait. */
+TEST(writer_release_pushes_every_reader_it_frees) {
+    proc p[5];
+    rec cw = {0}, c1 = {0}, c2 = {0}, cw2 = {0}, c3 = {0};
+    simba_service *w, *r1, *r2, *w2, *r3;
+    int64_t t0;
+    int i;
+    store_new();
+    for (i = 0; i < 5; i++) proc_open(&p[i]);
+    w = sem_rec(&p[0], "rw", "w", 0, 0, NULL, &cw);
+    r1 = sem_rec(&p[1], "rw", "r1", 0, 1, NULL, &c1);
+    r2 = sem_rec(&p[2], "rw", "r2", 0, 1, NULL, &c2);
+    w2 = sem_rec(&p[3], "rw", "w2", 0, 0, NULL, &cw2);
+    r3 = sem_rec(&p[4], "rw", "r3", 0, 1, NULL, &c3);
+    CHECK_RC(simba_start(w), SIMBA_OK);
+    settle(p, 5);
+    CHECK_RC(simba_start(r1), SIMBA_OK);
+    settle(p, 5);
+    CHECK_RC(simba_start(r2), SIMBA_OK);
+    settle(p, 5);
+    CHECK_RC(simba_start(w2), SIMBA_OK);
+    settle(p, 5);
+    CHECK_RC(simba_start(r3), SIMBA_OK);
+    settle(p, 5);
+    advance(p, 5, 200, 10);
+    REQUIRE(simba_is_owner(w));
+    CHECK(!simba_is_owner(r1) && !simba_is_owner(r2) && !simba_is_owner(w2) && !simba_is_owner(r3));
+    t0 = fake_now;
+    CHECK_RC(simba_stop(w), SIMBA_OK);
+    settle(p, 5);
+    CHECK_EQ(fake_now, t0);
+    CHECK(simba_is_owner(r1) && simba_is_owner(r2));
+    CHECK(!simba_is_owner(w2) && !simba_is_owner(r3));
+    CHECK(c2.last_fence > c1.last_fence && c1.last_fence > cw.last_fence);
+    advance(p, 5, 5000, 10); /* across renewals: the line stays as it is */
+    CHECK(simba_is_owner(r1) && simba_is_owner(r2) && !simba_is_owner(w2) && !simba_is_owner(r3));
+    CHECK_RC(simba_stop(r1), SIMBA_OK);
+    settle(p, 5);
+    CHECK(!simba_is_owner(w2));
+    t0 = fake_now;
+    CHECK_RC(simba_stop(r2), SIMBA_OK);
+    settle(p, 5);
+    CHECK(simba_is_owner(w2) && !simba_is_owner(r3));
+    CHECK_RC(simba_stop(w2), SIMBA_OK);
+    settle(p, 5);
+    CHECK(simba_is_owner(r3));
+    CHECK(c3.last_fence > cw2.last_fence && cw2.last_fence > c2.last_fence);
+    for (i = 0; i < 5; i++) proc_close(&p[i]);
+    store_free();
+}
+
+static simba_view sem_view;
+static simba_result sem_view_rc = SIMBA_EAGAIN;
+static void sem_view_cb(const simba_view *v, simba_result rc, void *u) {
+    (void)u;
+    (void)v;
+    sem_view_rc = rc;
+}
+static const simba_view_holder *sem_holder(const simba_view *v, const char *id) {
+    int i;
+    for (i = 0; i < v->holders && v->holder; i++)
+        if (strcmp(v->holder[i].id, id) == 0) return &v->holder[i];
+    return NULL;
+}
+
+/* The store lists each holder with its own fence, lease and value; an operator frees one
+   of them by its fence, and only that one. */
+TEST(holders_listed_each_with_its_value_and_one_force_released) {
+    proc p[4];
+    rec ca = {0}, cb = {0}, cc = {0}, cd = {0};
+    simba_service *a, *b, *c, *d;
+    const simba_view_holder *h;
+    int i;
+    store_new();
+    for (i = 0; i < 4; i++) proc_open(&p[i]);
+    a = sem_rec(&p[0], "pool", "a", 3, 0, "A", &ca);
+    b = sem_rec(&p[1], "pool", "b", 3, 0, "BB", &cb);
+    c = sem_rec(&p[2], "pool", "c", 3, 0, "CCC", &cc);
+    d = sem_rec(&p[3], "pool", "d", 3, 0, NULL, &cd);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    advance(p, 4, 100, 10);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    advance(p, 4, 100, 10);
+    CHECK_RC(simba_start(c), SIMBA_OK);
+    advance(p, 4, 100, 10);
+    CHECK_RC(simba_start(d), SIMBA_OK);
+    advance(p, 4, 100, 10);
+    REQUIRE(simba_is_owner(a) && simba_is_owner(b) && simba_is_owner(c) && !simba_is_owner(d));
+    CHECK_RC(simba_inspect(p[3].be, "pool", &sem_view, sem_view_cb, NULL), SIMBA_OK);
+    settle(p, 4);
+    CHECK_RC(sem_view_rc, SIMBA_OK);
+    CHECK_EQ(sem_view.holders, 3);
+    CHECK_EQ(sem_view.permits, 3);
+    CHECK_EQ(sem_view.waiters, 1);
+    CHECK_STR(sem_view.waiter[0], "d");
+    CHECK_STR(sem_view.owner, "a"); /* the one whose permit frees first */
+    REQUIRE((h = sem_holder(&sem_view, "b")) != NULL);
+    CHECK_EQ(h->fence, simba_fence(b));
+    CHECK(h->value_len == 2 && memcmp(h->value, "BB", 2) == 0);
+    CHECK(h->ttl_left_ms > 0 && h->transition_left_ms == h->ttl_left_ms + 1000);
+    CHECK(!h->shared);
+    REQUIRE((h = sem_holder(&sem_view, "c")) != NULL);
+    CHECK(h->value_len == 3 && memcmp(h->value, "CCC", 3) == 0);
+    CHECK(sem_view.holder[0].fence < sem_view.holder[1].fence && sem_view.holder[1].fence < sem_view.holder[2].fence);
+    /* b is freed by its fence: d gets the permit, pushed; a and c hold on */
+    sem_view_rc = SIMBA_EAGAIN;
+    CHECK_RC(simba_force_release(p[3].be, "pool", simba_fence(b), sem_view_cb, NULL), SIMBA_OK);
+    settle(p, 4);
+    CHECK_RC(sem_view_rc, SIMBA_OK);
+    CHECK(simba_is_owner(d));
+    advance(p, 4, 3000, 10); /* b learns at its renewal */
+    CHECK(!simba_is_owner(b));
+    CHECK_EQ(cb.reason, SIMBA_REASON_REFUSED);
+    CHECK(simba_is_owner(a) && simba_is_owner(c) && simba_is_owner(d));
+    sem_view_rc = SIMBA_EAGAIN;
+    CHECK_RC(simba_force_release(p[3].be, "pool", cb.last_fence, sem_view_cb, NULL), SIMBA_OK);
+    settle(p, 4);
+    CHECK_RC(sem_view_rc, SIMBA_ESTATE);
+    for (i = 0; i < 4; i++) proc_close(&p[i]);
+    store_free();
+}
+
+/* A reader's id back as a writer (the process restarted with a configured id while the
+   store still lists it as a reader) holds neither beside the other readers nor as a reader:
+   its old holding ends and it waits as any writer does. */
+TEST(reader_id_back_as_writer_waits_for_the_readers) {
+    proc p[3];
+    rec cx = {0}, cy = {0}, cw = {0};
+    simba_service *x, *y, *w;
+    simba_memory_fault f = {0};
+    int i;
+    store_new();
+    for (i = 0; i < 3; i++) proc_open(&p[i]);
+    x = sem_rec(&p[0], "rw", "x", 0, 1, NULL, &cx);
+    y = sem_rec(&p[1], "rw", "y", 0, 1, NULL, &cy);
+    CHECK_RC(simba_start(x), SIMBA_OK);
+    CHECK_RC(simba_start(y), SIMBA_OK);
+    settle(p, 3);
+    REQUIRE(simba_is_owner(x) && simba_is_owner(y));
+    f.hang = 1; /* x's process dies: its release never reaches the store */
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    proc_close(&p[0]);
+    w = sem_rec(&p[2], "rw", "x", 0, 0, NULL, &cw);
+    CHECK_RC(simba_start(w), SIMBA_OK);
+    settle(p + 1, 2);
+    CHECK(!simba_is_owner(w));
+    advance(p + 1, 2, 6000, 10); /* across y's renewals */
+    CHECK(!simba_is_owner(w) && simba_is_owner(y));
+    CHECK_RC(simba_stop(y), SIMBA_OK);
+    settle(p + 1, 2);
+    CHECK(simba_is_owner(w));
+    CHECK(cw.last_fence > cy.last_fence);
+    proc_close(&p[1]);
+    proc_close(&p[2]);
+    store_free();
+}
+
 int main(int argc, char **argv) {
     CHECK_INIT(argc, argv);
     RUN(owner_predicates);
@@ -3386,5 +3658,10 @@ int main(int argc, char **argv) {
     RUN(locker_and_scheduler_take_a_value_and_the_locker_warns);
     RUN(observer_never_goes_back_to_an_older_fence);
     RUN(proclaims_never_starve_renewals);
+    RUN(permits_and_shared_checked_with_words);
+    RUN(semaphore_waiter_takes_a_dead_holders_permit_at_its_lease_end);
+    RUN(writer_release_pushes_every_reader_it_frees);
+    RUN(holders_listed_each_with_its_value_and_one_force_released);
+    RUN(reader_id_back_as_writer_waits_for_the_readers);
     return check_report("core");
 }

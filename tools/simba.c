@@ -76,6 +76,9 @@ static void usage(FILE *f) {
         "      its status. CMD runs in its own process group with SIMBA_MUTEX, SIMBA_FENCE,\n"
         "      SIMBA_VALUE and SIMBA_STATS_SOCKET in its environment. INT TERM HUP QUIT USR1 USR2\n"
         "      sent to simba go to that group; run from a terminal, the group gets the terminal.\n"
+        "  run --permits N NAME ... -- CMD    one of at most N holders of NAME (a semaphore)\n"
+        "  run --shared NAME ... -- CMD       a reader of NAME: with other readers, never with a\n"
+        "      writer (a plain run of NAME is a writer); each holder has its own SIMBA_FENCE\n"
         "  elect NAME [--value STR] [--yield-on SIG] [--once] [lease options] -- CMD [ARG...]\n"
         "      run CMD only while leader; when leadership is lost stop it and wait to lead\n"
         "      again (--once: exit with status 76 instead). If CMD exits by itself, leadership\n"
@@ -86,12 +89,14 @@ static void usage(FILE *f) {
         "      the oldest waiter gets the lock and it waits behind (exit 0); with nobody\n"
         "      waiting it keeps the lock and CMD runs on (exit 1)\n"
         "  get NAME [--json] [--stats SOCKET]\n"
-        "      owner, fence, acquired, time left (exit 1 when nobody owns it); inside a run or\n"
-        "      elect of NAME (or with --stats), also the statistics of the simba that holds it\n"
+        "      owner, fence, acquired, time left, and every holder of a semaphore or the readers\n"
+        "      (exit 1 when nobody owns it); inside a run or elect of NAME (or with --stats),\n"
+        "      also the statistics of the simba that holds it\n"
         "  watch NAME [--json] [--refresh SEC]\n"
         "      a line per owner change seen, until INT or TERM (an observer, never contends)\n"
-        "  ls [--json]            every mutex the backend has stored, with its owner\n"
-        "  release NAME --fence N force-release NAME, only if its current owner holds fence N\n"
+        "  ls [--json]            every mutex the backend has stored, with its owner (a name\n"
+        "                       with several holders: the first to free, then +N)\n"
+        "  release NAME --fence N force-release the holder of NAME with fence N, if it holds\n"
         "  init [--force]         Redis: declare a new server empty (simba:fresh in every db), so\n"
         "                       that the first lock waits no data-loss quarantine; refused (1)\n"
         "                       when it holds simba keys, unless --force. Not after a restart of\n"
@@ -128,6 +133,9 @@ static void usage(FILE *f) {
         "                       than the transition window (ZooKeeper: (ttl+transition)/3), so\n"
         "                       that CMD is gone before another contender can win\n"
         "  --id ID              contender id (default counter:pid@host)\n"
+        "  --permits N          run/elect: at most N holders of NAME (2..1024; 1 = a mutex);\n"
+        "                       every holder of NAME must give the same N\n"
+        "  --shared             run/elect: hold NAME as a reader (not with --permits N > 1)\n"
         "  --once               elect: exit when leadership is lost (or yielded)\n"
         "  --value STR          run/elect: the value stored with the ownership, in\n"
         "                       SIMBA_VALUE for CMD (default HOST:PID; at most %d bytes)\n"
@@ -588,6 +596,7 @@ typedef struct opts_t {
     const char *value;      /* run/elect --value STR (default HOST:PID) */
     int have_value;
     int yield_sig;          /* elect --yield-on SIGNAL, 0 = none */
+    int permits, shared;    /* run/elect --permits N, --shared */
 } opts_t;
 
 /* Options may come before or after NAME; "--" ends them (run/elect: CMD follows). */
@@ -666,6 +675,14 @@ static int parse_opts(const char *cmd, int argc, char **argv, opts_t *o) {
                 errorf("--yield-on: '%s': HUP, USR1 or USR2 (INT, TERM and QUIT stop simba)", v);
                 return -1;
             }
+        } else if (strcmp(a, "--permits") == 0) {
+            uint64_t n;
+            NEEDV();
+            if (parse_u64(a, v, &n)) return -1;
+            if (n < 1 || n > SIMBA_PERMITS_MAX) { errorf("--permits: %s is out of range (1..%d)", v, SIMBA_PERMITS_MAX); return -1; }
+            o->permits = (int)n;
+        } else if (strcmp(a, "--shared") == 0) {
+            o->shared = 1;
         } else if (strcmp(a, "--once") == 0) {
             o->once = 1;
         } else if (strcmp(a, "--force") == 0) {
@@ -1427,6 +1444,8 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
     cd.value = o->value;
     cd.value_len = strlen(o->value);
     cd.user_data = &r;
+    cd.permits = o->permits;
+    cd.shared = o->shared;
     rc = simba_contend(r.loop, r.be, &cd, &r.svc);
     if (rc == SIMBA_OK) rc = simba_start(r.svc);
     if (rc != SIMBA_OK) {
@@ -1489,6 +1508,18 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
             errorf("%s is held by %s (fence %llu)", o->name, r.other, (unsigned long long)r.other_fence);
             ret = EXIT_BUSY;
             break;
+        }
+        if (r.child == 0 && !r.owner && !started_once) {
+            /* the store refused the request itself (another --permits than the holders'):
+               waiting would not change that */
+            simba_stats st;
+            memset(&st, 0, sizeof st);
+            st.size = sizeof st;
+            if (simba_service_stats(r.svc, &st) == SIMBA_OK && st.last_error == SIMBA_EINVAL) {
+                errorf("%s: refused by the backend: %s", o->name, st.last_error_msg);
+                ret = EXIT_USAGE;
+                break;
+            }
         }
         reach_update(&reach, r.svc, now);
         if (r.child > 0 || r.owner) reach.down_since = 0; /* holding: a lost lease ends the command, not this */
@@ -1677,6 +1708,19 @@ static void print_view_members(const simba_view *v) {
     if (v->owner[0] && known(v->session_ms)) printf(",\"session_timeout_ms\":%lld", (long long)v->session_ms);
     printf(",");
     json_value(stdout, v->value, v->value_len, v->owner[0] != 0);
+    if (v->holders > 1 || (v->holders == 1 && v->holder && v->holder[0].shared) || v->permits > 1) {
+        printf(",\"permits\":%d,\"holders\":[", v->permits);
+        for (i = 0; i < v->holders && v->holder; i++) {
+            const simba_view_holder *h = &v->holder[i];
+            printf("%s{\"id\":", i ? "," : "");
+            json_str(stdout, h->id);
+            printf(",\"fence\":%llu,\"shared\":%s", (unsigned long long)h->fence, h->shared ? "true" : "false");
+            if (known(h->held_ms)) printf(",\"held_ms\":%lld", (long long)h->held_ms);
+            if (known(h->ttl_left_ms)) printf(",\"ttl_left_ms\":%lld,\"transition_left_ms\":%lld", (long long)h->ttl_left_ms, (long long)h->transition_left_ms);
+            printf("}");
+        }
+        printf("]");
+    }
     if (v->waiters >= 0) {
         printf(",\"waiters\":%d,\"next\":[", v->waiters);
         for (i = 0; i < v->waiters && i < SIMBA_VIEW_WAITERS; i++) {
@@ -1698,7 +1742,11 @@ static void print_view(const simba_view *v, int json, int with_name_col) {
         return;
     }
     if (with_name_col) {
-        printf("%-24s %-40s %20llu %s\n", v->mutex, v->owner[0] ? v->owner : "-", (unsigned long long)v->fence, ts[0] ? ts : "-");
+        char who[SIMBA_ID_MAX + 16];
+        /* a name with several holders: the one that frees first, and how many more */
+        if (v->holders > 1) snprintf(who, sizeof who, "%s+%d", v->owner, v->holders - 1);
+        else snprintf(who, sizeof who, "%s", v->owner[0] ? v->owner : "-");
+        printf("%-24s %-40s %20llu %s\n", v->mutex, who, (unsigned long long)v->fence, ts[0] ? ts : "-");
         return;
     }
     printf("mutex: %s\n", v->mutex);
@@ -1715,6 +1763,17 @@ static void print_view(const simba_view *v, int json, int with_name_col) {
             printf("transition_left_ms: %lld\n", (long long)v->transition_left_ms);
         } else if (known(v->session_ms)) {
             printf("lease: the owner's ZooKeeper session (timeout %lld ms)\n", (long long)v->session_ms);
+        }
+    }
+    if (v->holders > 1 || (v->holders == 1 && v->holder && v->holder[0].shared) || v->permits > 1) {
+        if (v->permits > 1) printf("holders: %d of %d permits\n", v->holders, v->permits);
+        else printf("holders: %d\n", v->holders);
+        for (i = 0; i < v->holders && v->holder; i++) {
+            const simba_view_holder *h = &v->holder[i];
+            printf("  %s fence %llu%s", h->id, (unsigned long long)h->fence, h->shared ? " reader" : "");
+            if (known(h->held_ms)) printf(" held %lld ms", (long long)h->held_ms);
+            if (known(h->ttl_left_ms)) printf(" ttl_left_ms %lld transition_left_ms %lld", (long long)h->ttl_left_ms, (long long)h->transition_left_ms);
+            printf("\n");
         }
     }
     if (v->waiters > 0) {
@@ -2244,6 +2303,7 @@ int main(int argc, char **argv) {
         if (o.nonblock && o.have_wait) { errorf("%s: -n and -w exclude each other", cmd); return EXIT_USAGE; }
         if (o.have_wait && o.wait_ms == 0) { o.nonblock = 1; o.have_wait = 0; } /* as flock -w 0 */
         if (o.once && strcmp(cmd, "elect")) { errorf("run: --once is for elect"); return EXIT_USAGE; }
+        if (o.shared && o.permits > 1) { errorf("%s: --shared with --permits %d: a reader holds a read-write lock, not a semaphore", cmd, o.permits); return EXIT_USAGE; }
         if (!o.have_grace) o.grace_ms = o.transition_ms / 2;
         if (parse_url(o.url, &u)) return EXIT_USAGE;
         window = u.kind == BE_ZK ? (o.ttl_ms + o.transition_ms) / 3 : o.transition_ms;
@@ -2257,6 +2317,7 @@ int main(int argc, char **argv) {
         if (parse_url(o.url, &u)) return EXIT_USAGE;
     }
     if (strcmp(cmd, "release") != 0 && o.have_fence) { errorf("%s: --fence is for release", cmd); return EXIT_USAGE; }
+    if ((o.permits || o.shared) && strcmp(cmd, "run") && strcmp(cmd, "elect")) { errorf("%s: --permits and --shared are for run and elect", cmd); return EXIT_USAGE; }
     if ((o.stats_file || o.no_stats_socket) && strcmp(cmd, "run") && strcmp(cmd, "elect")) { errorf("%s: --stats-file and --no-stats-socket are for run and elect", cmd); return EXIT_USAGE; }
     if (o.stats_sock && strcmp(cmd, "get") && strcmp(cmd, "yield")) { errorf("%s: --stats is for get and yield", cmd); return EXIT_USAGE; }
     if (o.have_value && strcmp(cmd, "run") && strcmp(cmd, "elect")) { errorf("%s: --value is for run and elect", cmd); return EXIT_USAGE; }
