@@ -794,7 +794,7 @@ typedef struct simba_view {
 
 /* simba_inspect: once, with the view (rc SIMBA_OK) or the error. simba_list: once per mutex
    (rc SIMBA_OK), in name order, then once with view NULL and the result of the whole
-   listing. simba_force_release: once, view NULL, rc SIMBA_OK when the owner was cleared,
+   listing. simba_force_release: once, view NULL, rc SIMBA_OK when the holder was cleared,
    SIMBA_ESTATE when nobody holds the mutex with that fence. Called from simba_poll only. */
 typedef void (*simba_view_fn)(const simba_view *view, simba_result rc, void *user_data);
 
@@ -803,8 +803,9 @@ typedef void (*simba_view_fn)(const simba_view *view, simba_result rc, void *use
    whose vt has no inspect entry answers SIMBA_EINVAL at once. */
 SIMBA_API simba_result simba_inspect(simba_backend *be, const char *mutex, simba_view *view, simba_view_fn cb, void *user_data);
 SIMBA_API simba_result simba_list(simba_backend *be, simba_view_fn cb, void *user_data);
-/* Clears the owner only if it still holds fence, atomically in the store, and wakes the
-   head waiter as a release does: for an operator removing a dead holder by hand. */
+/* Clears the holder with this fence (the owner, a reader, one permit of a semaphore) only if
+   it still holds it, atomically in the store, and wakes the waiters it frees as a release
+   does: for an operator removing a dead holder by hand. */
 SIMBA_API simba_result simba_force_release(simba_backend *be, const char *mutex, uint64_t fence, simba_view_fn cb,
                                            void *user_data);
 /* Blocking forms: drive the loop (as simba_locker_lock does) until the answer, or

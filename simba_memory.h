@@ -18,7 +18,9 @@
  * The store is the reference implementation of the backend contract (simba__mexec): the
  * fairness queue, renew vs new acquisition, live_ms, the owner's value (stored with a new
  * grant, replaced by SET_VALUE under the owner's fence, cleared with the ownership) and
- * YIELD (simba__myield: the release and the yielder's place at the back in one step). Fault injection (simba_memory_fault)
+ * YIELD (the release and the yielder's place at the back in one step), semaphores and
+ * read-write locks (simba__mgrantable: the grant rule; a holders set beside the exclusive
+ * owner record, one fence counter and one queue per name). Fault injection (simba_memory_fault)
  * makes a client fail, hang, answer late or miss pushes; a client closed while requests are
  * delayed delivers them to the store first, as a server gets what a departed client sent.
  * simba_memstore_lose() makes the store forget its records, and the store then keeps the
@@ -494,20 +496,22 @@ static int simba__macquire_set(simba__mclient *c, simba__mentry *e, const simba_
    -1 (nothing changed) while a data-loss quarantine lasts, -2 out of memory. */
 static int simba__macquire(simba__mclient *c, simba__mentry *e, const simba_req *r, int64_t now) {
     simba_memstore *st = c->st;
-    int i, mine, k = simba__mhold_find(e, r->contender);
+    int i, mine, turn, fresh, k = simba__mhold_find(e, r->contender);
     /* A holder's id back in the other mode (a new incarnation, as a writer where it read or
        the reverse): its old holding ends, and it asks as anyone does. */
-    if (k >= 0 && !r->renew && r->permits <= 1 && !r->shared) simba__mhold_free(st, e, k, now);
+    if (k >= 0 && !r->renew && r->permits <= 1 && !r->shared) {
+        simba__mhold_free(st, e, k, now);
+        k = -1;
+    }
     if (simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0 && !r->renew && r->shared) simba__mfree(st, e, now);
     i = simba__mwait_find(e, r->contender);
     mine = simba__mlive(e, now) && strcmp(e->owner, r->contender) == 0;
+    if (!mine && (r->permits > 1 || r->shared || k >= 0)) return simba__macquire_set(c, e, r, now, k, i);
     /* Fairness: a free mutex goes to the oldest live waiter; anyone else joins the line
        (a releaser asking again at once included), so nobody overtakes a waiter. A writer
        also needs the holders set empty (no reader holds). */
-    int turn = e->nw == 0 || i == 0;
-    int fresh = !(mine && r->renew) && (mine || (!simba__mlive(e, now) && turn && e->nh == 0));
-    if (!mine && (r->permits > 1 || r->shared || simba__mhold_find(e, r->contender) >= 0))
-        return simba__macquire_set(c, e, r, now, simba__mhold_find(e, r->contender), i);
+    turn = e->nw == 0 || i == 0;
+    fresh = !(mine && r->renew) && (mine || (!simba__mlive(e, now) && turn && e->nh == 0));
     if (fresh && simba__mquarantined(st, r, now)) return -1;
     if (fresh || (mine && r->renew)) st->max_lease = simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms));
     if (mine && r->renew) {

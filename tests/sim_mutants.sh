@@ -56,8 +56,8 @@ mutate fence-reused-after-data-loss simba_memory.h \
     'st->fence_floor = st->fence_max;' \
     'st->fence_floor = 0;'
 mutate fair-queue-ignored simba_memory.h \
-    'int turn = e->nw == 0 || i == 0;' \
-    'int turn = 1;'
+    'turn = e->nw == 0 || i == 0;' \
+    'turn = 1;'
 mutate no-data-loss-quarantine simba_memory.h \
     'return now < simba__add(st->lost_at,' \
     'return 0 && now < simba__add(st->lost_at,'

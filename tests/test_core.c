@@ -3546,6 +3546,49 @@ TEST(holders_listed_each_with_its_value_and_one_force_released) {
     store_free();
 }
 
+/* A holder of a semaphore proclaims its own value (the others keep theirs) and yields its own
+   permit: the oldest waiter gets it, pushed, and the yielder waits behind. */
+TEST(semaphore_holder_proclaims_and_yields_its_own_permit) {
+    proc p[3];
+    rec ca = {0}, cb = {0}, cc = {0};
+    simba_service *a, *b, *c;
+    const simba_view_holder *h;
+    int i;
+    store_new();
+    for (i = 0; i < 3; i++) proc_open(&p[i]);
+    a = sem_rec(&p[0], "pair", "a", 2, 0, "A", &ca);
+    b = sem_rec(&p[1], "pair", "b", 2, 0, "B", &cb);
+    c = sem_rec(&p[2], "pair", "c", 2, 0, "C", &cc);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    settle(p, 3);
+    CHECK_RC(simba_start(c), SIMBA_OK);
+    settle(p, 3);
+    REQUIRE(simba_is_owner(a) && simba_is_owner(b) && !simba_is_owner(c));
+    CHECK_RC(simba_set_value(b, "B2", 2), SIMBA_OK);
+    settle(p, 3);
+    sem_view_rc = SIMBA_EAGAIN;
+    CHECK_RC(simba_inspect(p[2].be, "pair", &sem_view, sem_view_cb, NULL), SIMBA_OK);
+    settle(p, 3);
+    CHECK_RC(sem_view_rc, SIMBA_OK);
+    REQUIRE((h = sem_holder(&sem_view, "b")) != NULL);
+    CHECK(h->value_len == 2 && memcmp(h->value, "B2", 2) == 0);
+    CHECK_EQ(h->fence, simba_fence(b));
+    REQUIRE((h = sem_holder(&sem_view, "a")) != NULL);
+    CHECK(h->value_len == 1 && memcmp(h->value, "A", 1) == 0);
+    CHECK_RC(simba_yield(a), SIMBA_OK);
+    settle(p, 3); /* no time passes: the push alone hands the permit over */
+    CHECK(!simba_is_owner(a) && simba_is_owner(b) && simba_is_owner(c));
+    CHECK_EQ(ca.released, 1);
+    CHECK_EQ(ca.reason, SIMBA_REASON_YIELDED);
+    CHECK(cc.last_fence > cb.last_fence);
+    CHECK_RC(simba_stop(b), SIMBA_OK);
+    settle(p, 3);
+    CHECK(simba_is_owner(a)); /* a waited behind, and b's permit is its now */
+    for (i = 0; i < 3; i++) proc_close(&p[i]);
+    store_free();
+}
+
 /* A reader's id back as a writer (the process restarted with a configured id while the
    store still lists it as a reader) holds neither beside the other readers nor as a reader:
    its old holding ends and it waits as any writer does. */
@@ -3662,6 +3705,7 @@ int main(int argc, char **argv) {
     RUN(semaphore_waiter_takes_a_dead_holders_permit_at_its_lease_end);
     RUN(writer_release_pushes_every_reader_it_frees);
     RUN(holders_listed_each_with_its_value_and_one_force_released);
+    RUN(semaphore_holder_proclaims_and_yields_its_own_permit);
     RUN(reader_id_back_as_writer_waits_for_the_readers);
     return check_report("core");
 }
