@@ -21,9 +21,10 @@ KIT       = tests/kit.c tests/kit.h tests/check.h tests/fixture.h
 
 CORE_BINS  = $(B)/test_core $(B)/kit_memory $(B)/two_tu $(B)/cxx_check $(B)/tick_loop $(B)/poll_loop
 SQL_BINS   = $(B)/test_sql $(B)/kit_sql $(B)/mp_worker $(B)/mp_check $(B)/leader_demo
-REDIS_BINS = $(B)/test_redis $(B)/kit_redis
-ZK_BINS    = $(B)/test_zk $(B)/kit_zk
-ASAN_BINS  = $(B)/asan/test_core $(B)/asan/kit_memory $(B)/asan/test_sql $(B)/asan/test_redis $(B)/asan/test_zk
+REDIS_BINS = $(B)/test_redis $(B)/kit_redis $(B)/test_fenced
+ZK_BINS    = $(B)/test_zk $(B)/kit_zk $(B)/test_fenced
+ASAN_BINS  = $(B)/asan/test_core $(B)/asan/kit_memory $(B)/asan/test_sql $(B)/asan/test_redis $(B)/asan/test_zk \
+             $(B)/asan/test_fenced
 
 .PHONY: all deps test valgrind demo bench clean
 all: $(CORE_BINS) $(SQL_BINS) $(REDIS_BINS) $(ZK_BINS)
@@ -63,7 +64,7 @@ $(B)/leader_demo: examples/leader_demo.c $(HDR_SQL) | $(B)
 # One table (sources, headers they depend on, flags, libraries) and one pattern rule per
 # variant: $(B)/NAME, $(B)/clang/NAME, $(B)/asan/NAME, $(B)/tsan/NAME.
 VARIANT_PROGS  = test_core kit_memory test_stats test_sql kit_sql test_redis kit_redis test_zk kit_zk \
-                 test_pg kit_pg test_redis_cluster test_redis_sentinel test_hooks badinput simba
+                 test_pg kit_pg test_redis_cluster test_redis_sentinel test_hooks badinput simba test_fenced
 SRC_test_core  = tests/test_core.c
 DEP_test_core  = $(HDR_CORE) tests/check.h tests/fixture.h
 LIB_test_core  = -lpthread
@@ -114,6 +115,10 @@ SRC_badinput   = tests/badinput.c
 DEP_badinput   = $(HDR_ALL) tests/check.h
 FLG_badinput   = $(ZKINC) $(PGINC)
 LIB_badinput   = -lsqlite3 -lhiredis -lzookeeper_mt -lpq -lpthread
+SRC_test_fenced = tests/test_fenced.c
+DEP_test_fenced = $(HDR_REDIS) simba_zk.h tests/check.h
+FLG_test_fenced = $(ZKINC)
+LIB_test_fenced = -lhiredis -lzookeeper_mt -lpthread
 # the command-line tool: one file on the public headers
 SRC_simba      = tools/simba.c
 DEP_simba      = $(HDR_ALL)
@@ -149,8 +154,8 @@ TEST_GROUPS = core asan sql redis zk pg
 test-core: $(CORE_BINS) $(CLANG_BINS) $(B)/leader_demo $(B)/test_stats $(B)/clang/test_stats $(B)/stats_prometheus $(B)/simba
 test-asan: $(B)/asan/test_core $(B)/asan/kit_memory $(B)/asan/test_stats $(B)/asan/test_sql
 test-sql: $(SQL_BINS) $(B)/test_with_simba
-test-redis: $(REDIS_BINS) $(B)/asan/test_redis
-test-zk: $(ZK_BINS) $(B)/asan/test_zk $(B)/zk_include_c $(B)/zk_include_cxx
+test-redis: $(REDIS_BINS) $(B)/asan/test_redis $(B)/asan/test_fenced
+test-zk: $(ZK_BINS) $(B)/asan/test_zk $(B)/asan/test_fenced $(B)/zk_include_c $(B)/zk_include_cxx
 test-pg: $(B)/test_pg $(B)/asan/test_pg $(B)/kit_pg $(B)/fault_proxy
 $(TEST_GROUPS:%=test-%): test-%:
 	@SIMBA_TEST_ONLY=$* sh tests/run.sh

@@ -322,7 +322,8 @@ typedef enum simba_result {
     SIMBA_ECALLBACK = -10, /* not allowed from inside a simba callback */
     SIMBA_ECONN = -11,     /* connection to the server lost or not established */
     SIMBA_ESYS = -12,      /* a system call failed (errno kept in the message) */
-    SIMBA_ELOST = -13      /* the lease had lapsed before the unlock (simba_locker_unlock) */
+    SIMBA_ELOST = -13,     /* the lease had lapsed before the unlock (simba_locker_unlock) */
+    SIMBA_EFENCE = -14     /* a fenced write refused: that fence holds no live lease any more */
 } simba_result;
 
 SIMBA_API const char *simba_strerror(int rc);
@@ -836,13 +837,15 @@ typedef enum simba_op {
                                clock; fence and times unchanged. SIMBA_OK with the owner fields
                                and the new value; SIMBA_ESTATE with words when the fence no
                                longer holds */
-    SIMBA_OP_YIELD = 8      /* only if contender owns it with req->fence: with a live waiter
+    SIMBA_OP_YIELD = 8,     /* only if contender owns it with req->fence: with a live waiter
                                other than contender queued, end the ownership as RELEASE does
                                (value cleared, release pushed to the waiters) and queue
                                contender at the BACK as a live waiter (req->live_ms), reply
                                yielded = 1; with none, change nothing, yielded = 0 and the owner
                                fields as a renewal's answer. SIMBA_ESTATE when the fence no
                                longer holds. One atomic store operation */
+    SIMBA_OP_CALL = 16 /* a backend's own call (simba_backend_call): only it knows what
+                          simba_req_call_user(req) carries */
 } simba_op;
 
 /* A request, owned by the core. Its fields stay valid until simba_req_done(). */
@@ -1010,6 +1013,20 @@ SIMBA_API void simba_req_fail(simba_req *req, simba_result rc, const char *errms
 /* Add one mutex to the answer of an INSPECT or LIST request, before its simba_req_done()
    (copied; ignored for other requests). Safe from inside inspect/process. */
 SIMBA_API void simba_req_view(simba_req *req, const simba_view *view);
+/* A backend's own call (a fenced write), answered through the loop like an inspection:
+   makes a request (op SIMBA_OP_CALL, mutex copied, fence) and hands it to start(impl, req)
+   as submit would (no hooks run inside); the backend completes it with simba_req_done /
+   simba_req_fail, or start returns an error and the core fails it. The poll after that
+   runs fn(req, rc, errmsg, user) once, as a user callback (blocking calls refused, frees
+   deferred), then frees req; if the loop is freed first, fn(NULL, SIMBA_ECLOSED, NULL,
+   user) runs instead, only for the backend to free what user holds. SIMBA_OK, or an error
+   before anything started (a name that is not valid, out of memory, a backend being
+   freed; simba_loop_errmsg says which) and fn is never called. */
+typedef void (*simba_call_fn)(simba_req *req, simba_result rc, const char *errmsg, void *user);
+SIMBA_API simba_result simba_backend_call(simba_backend *be, const char *mutex, uint64_t fence,
+                                          simba_result (*start)(void *impl, simba_req *req), simba_call_fn fn, void *user);
+/* The user pointer given to simba_backend_call for req; NULL for any other request. */
+SIMBA_API void *simba_req_call_user(const simba_req *req);
 /* Tell the loop's fd_hook about a descriptor: events 0 = stop watching. A backend must call
    it with 0 before it closes a descriptor it has listed in vt->fds (the core learns starts
    and interest changes from vt->fds after each poll and each call outside the poll). */
@@ -1146,6 +1163,51 @@ static SIMBA__KIT int simba__pipe(int fd[2]) {
     return 0;
 }
 
+/* >>fence  The fenced write's rule, one for every store that judges it in C. The arguments
+   first: a mutex name and a fence a grant could have handed out (fences start at 1). */
+static SIMBA__KIT simba_result simba__fence_args(const char *fn, const char *name, uint64_t fence, char *err, size_t cap) {
+    if (!name || !name[0]) {
+        snprintf(err, cap, "%s: the mutex name is %s: give the name the fence was granted for", fn, name ? "empty" : "NULL");
+        return SIMBA_EINVAL;
+    }
+    if (simba_name_check(name) != SIMBA_OK) {
+        snprintf(err, cap, "%s: mutex name \"%.80s\" is not a name (1..%d of [A-Za-z0-9-_.:@+=,])", fn, name, SIMBA_NAME_MAX);
+        return SIMBA_EINVAL;
+    }
+    if (fence == 0) {
+        snprintf(err, cap, "%s: fence 0 is no fence (a grant's fence is at least 1): give simba_fence() of the owner", fn);
+        return SIMBA_EINVAL;
+    }
+    return SIMBA_OK;
+}
+
+/* A fence holds while it is the stored owner's and the lease has not passed its transition
+   end by the store's clock: the rule of a grant, which gives nobody else the mutex before.
+   left_ms = stored transition end - the store's now. SIMBA_OK, or SIMBA_EFENCE with why. */
+static SIMBA__KIT simba_result simba__fence_judge(const char *fn, const char *name, uint64_t fence, int has_owner,
+                                                  uint64_t stored, int64_t left_ms, char *err, size_t cap) {
+    if (stored > fence) {
+        snprintf(err, cap, "%s: the fence of %s moved on to %llu (a later owner): fence %llu is not the owner's any more", fn,
+                 name, (unsigned long long)stored, (unsigned long long)fence);
+        return SIMBA_EFENCE;
+    }
+    if (stored < fence) {
+        snprintf(err, cap, "%s: fence %llu was never handed out for %s (its fence is %llu): not the owner's", fn,
+                 (unsigned long long)fence, name, (unsigned long long)stored);
+        return SIMBA_EFENCE;
+    }
+    if (!has_owner) {
+        snprintf(err, cap, "%s: %s has no owner (released): fence %llu holds no lease", fn, name, (unsigned long long)fence);
+        return SIMBA_EFENCE;
+    }
+    if (left_ms < 0) {
+        snprintf(err, cap, "%s: the lease of fence %llu on %s is over (ended %lld ms ago by the store's clock)", fn,
+                 (unsigned long long)fence, name, (long long)-left_ms);
+        return SIMBA_EFENCE;
+    }
+    return SIMBA_OK;
+}
+
 static uint32_t simba__strhash(const char *s) {
     uint32_t h = 2166136261u; /* FNV-1a */
     while (*s) { h ^= (unsigned char)*s++; h *= 16777619u; }
@@ -1175,6 +1237,7 @@ SIMBA_API const char *simba_strerror(int rc) {
     case SIMBA_ECONN: return "not connected";
     case SIMBA_ESYS: return "system call failed";
     case SIMBA_ELOST: return "the lease had lapsed before the unlock";
+    case SIMBA_EFENCE: return "the fence no longer holds a live lease";
     default: return "unknown error";
     }
 }
@@ -4185,20 +4248,24 @@ typedef struct simba__ask {
     struct simba__ask *next, *prev;
     simba_view *out; /* the caller's (simba_inspect), or NULL */
     simba_view_fn cb;
+    simba_call_fn call; /* SIMBA_OP_CALL: the backend's completion */
     void *user;
     simba_view one; /* INSPECT: the store's answer */
     simba_view_holder *one_holder; /* its holders (simba__holders_copy), handed to the loop */
     unsigned char one_value[SIMBA_VALUE_MAX]; /* one.value's storage */
     int have_one, n;
+    int delivered; /* SIMBA_OP_CALL: its fn ran */
     simba__item *items;
     simba_result rc;
     char *err_to; /* a blocking form's copy of err */
     char mutex[SIMBA_NAME_MAX + 1];
-    char err[160];
+    char err[320];
 } simba__ask;
 
 static void simba__ask_free(simba__ask *a) {
     simba_loop *l = a->loop;
+    /* A call the poll never answered (the loop is going): its backend frees its part. */
+    if (a->call && !a->delivered) a->call(NULL, SIMBA_ECLOSED, NULL, a->user);
     while (a->items) {
         simba__item *it = a->items;
         a->items = it->next;
@@ -4328,6 +4395,14 @@ static void simba__ask_list_out(simba__ask *a) {
 /* The answer is complete: hand it to the caller, from the poll. */
 static void simba__ask_complete(simba__ask *a) {
     simba_loop *l = a->loop;
+    if (a->req.op == SIMBA_OP_CALL) { /* a refusal is an answer, not a failure to log */
+        l->in_cb++;
+        a->delivered = 1;
+        a->call(&a->req, a->rc, a->rc != SIMBA_OK ? a->err : NULL, a->user);
+        l->in_cb--;
+        simba__ask_free(a);
+        return;
+    }
     if (a->rc != SIMBA_OK) simba_log(l, SIMBA_LOG_WARN, "inspection of '%s' failed: %s", a->mutex, a->err);
     if (a->err_to) simba__copy(a->err_to, sizeof a->err, a->err);
     l->in_cb++;
@@ -4398,6 +4473,45 @@ static simba_result simba__ask_start(simba_backend *be, simba_op op, const char 
     return SIMBA_OK;
 }
 
+SIMBA_API simba_result simba_backend_call(simba_backend *be, const char *mutex, uint64_t fence,
+                                          simba_result (*start)(void *impl, simba_req *req), simba_call_fn fn, void *user) {
+    simba_loop *l;
+    simba__ask *a;
+    simba_result rc;
+    if (!be || !be->loop || !start || !fn) return SIMBA_EINVAL;
+    l = be->loop;
+    if (be->free_requested) return simba__fail(l, SIMBA_ECLOSED, "%s: the backend is being freed", be->vt->name);
+    if (simba_name_check(mutex) != SIMBA_OK)
+        return simba__fail(l, SIMBA_EINVAL, "%s: mutex name '%.140s' is not valid (1..%d bytes of letters, digits, - _ . : @ + = ,)",
+                           be->vt->name, mutex ? mutex : "(null)", SIMBA_NAME_MAX);
+    a = (simba__ask *)simba_alloc(l, sizeof *a);
+    if (!a) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory for a call", be->vt->name);
+    memset(a, 0, sizeof *a);
+    a->loop = l;
+    a->call = fn;
+    a->user = user;
+    simba__copy(a->mutex, sizeof a->mutex, mutex);
+    a->req.op = SIMBA_OP_CALL;
+    a->req.mutex = a->mutex;
+    a->req.contender = "";
+    a->req.fence = fence;
+    a->req.sent_at = simba_now(l);
+    a->req.ask_ = a;
+    a->next = l->asks;
+    if (l->asks) l->asks->prev = a;
+    l->asks = a;
+    l->in_submit++; /* no hooks while the backend is inside start */
+    rc = start(be->impl, &a->req);
+    l->in_submit--;
+    if (rc != SIMBA_OK && !a->req.done_) simba_req_fail(&a->req, rc, be->errmsg[0] ? be->errmsg : "call refused");
+    simba__kick(l);
+    return SIMBA_OK;
+}
+
+SIMBA_API void *simba_req_call_user(const simba_req *req) {
+    return req && req->op == SIMBA_OP_CALL && req->ask_ ? ((simba__ask *)req->ask_)->user : NULL;
+}
+
 SIMBA_API simba_result simba_inspect(simba_backend *be, const char *mutex, simba_view *view, simba_view_fn cb, void *user_data) {
     return simba__ask_start(be, SIMBA_OP_INSPECT, mutex, 0, view, cb, user_data, NULL);
 }
@@ -4412,7 +4526,7 @@ SIMBA_API simba_result simba_force_release(simba_backend *be, const char *mutex,
 /* The blocking forms' callback: the end of the answer, or a listed mutex to pass on. */
 typedef struct simba__ask_wait {
     int done;
-    char err[160];
+    char err[320];
     simba_result rc;
     simba_view_fn cb;
     void *user;

@@ -74,6 +74,15 @@ SIMBA_API simba_result simba_memstore_read(simba_memstore *st, const char *mutex
    record and wait queue is forgotten; see DATA LOSS for what the store does after it. */
 SIMBA_API simba_result simba_memstore_lose(simba_memstore *st);
 
+/* The fenced write, for users' unit tests: write(user) runs (under the store's lock, so no
+   grant interleaves) only if fence holds a live lease of mutex name by the store's clock,
+   the rule a grant keeps (see simba_pg.h FENCED WRITES). write may be NULL: a check only.
+   SIMBA_OK (written); SIMBA_EFENCE refused: errbuf says why (not the owner's fence, the
+   fence moved on, the lease is over, released); SIMBA_EINVAL: NULL store, empty or bad
+   name, fence 0. errbuf may be NULL. write must not call into the store. */
+SIMBA_API simba_result simba_memory_check_fence(simba_memstore *st, const char *name, uint64_t fence,
+                                                void (*write)(void *user), void *user, char *errbuf, size_t errbuf_cap);
+
 /* One client of a store, on one loop. */
 SIMBA_API simba_result simba_memory_open(simba_loop *loop, simba_memstore *st, simba_backend **out);
 
@@ -937,6 +946,29 @@ SIMBA_API simba_result simba_memstore_read(simba_memstore *st, const char *mutex
     }
     pthread_mutex_unlock(&st->lock);
     return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_memory_check_fence(simba_memstore *st, const char *name, uint64_t fence,
+                                                void (*write)(void *user), void *user, char *errbuf, size_t errbuf_cap) {
+    char err[256];
+    simba__mentry *e;
+    simba_result rc;
+    int64_t now;
+    err[0] = 0;
+    if (!st) {
+        snprintf(err, sizeof err, "simba_memory_check_fence: the store is NULL");
+        rc = SIMBA_EINVAL;
+    } else if ((rc = simba__fence_args("simba_memory_check_fence", name, fence, err, sizeof err)) == SIMBA_OK) {
+        pthread_mutex_lock(&st->lock);
+        now = st->now_fn(st->clock_user);
+        e = (simba__mentry *)simba__hfind(&st->entries, name);
+        rc = simba__fence_judge("simba_memory_check_fence", name, fence, e && e->owner[0], e ? e->fence : 0,
+                                e ? e->transition_at - now : -1, err, sizeof err);
+        if (rc == SIMBA_OK && write) write(user);
+        pthread_mutex_unlock(&st->lock);
+    }
+    if (errbuf && errbuf_cap > 0) simba__copy(errbuf, errbuf_cap, err);
+    return rc;
 }
 
 SIMBA_API simba_result simba_memstore_lose(simba_memstore *st) {

@@ -14,6 +14,8 @@
  * COMPILE-TIME OPTIONS (define before the implementation's include)
  *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE   as in simba.h
  *   SIMBA_REDIS_IMPLEMENTATION             this header and the core only
+ *   SIMBA_REDIS_TEST_FAULTS                test builds: a backend's command traffic can be
+ *                                          held (simba__redis.test_mute), as a hung server
  *
  * CONNECTIONS
  *   Each backend has one command connection and, once a mutex is watched, one subscriber
@@ -44,9 +46,13 @@
  * DATA (every key of one mutex shares the hash tag {name}; the data-loss marker is per
  * prefix, see DATA LOSS for Cluster; every key a script touches is passed in KEYS, names
  * reach Redis only as KEYS/ARGV)
- *   <prefix>{<name>}:owner  string "<fence> <acquired> <granted> <ttl> <lease> <id>" (server
- *                           ms; ttl, lease = ttl+transition as durations), expiring after
- *                           the lease
+ *   <prefix>{<name>}:owner  string "v<fence> <acquired> <granted> <ttl> <lease> <idlen>
+ *                           <id><value>" (server ms; ttl, lease = ttl+transition as
+ *                           durations; the value's bytes as they are), expiring after the
+ *                           lease. A record without the 'v' (written by a version without
+ *                           values) reads as one with no value; such a version finds a 'v'
+ *                           record unreadable and refuses to grant ("unreadable owner
+ *                           record"), so two versions on one prefix never both grant
  *   <prefix>{<name>}:fence  never expires: fence = max(previous + 1, server time in us), so
  *                           fences keep increasing even after the server lost its data
  *                           (provided its clock does not step back)
@@ -65,8 +71,15 @@
  *     ACQUIRE, no owner record, a live head before the asker -----> joins the back, "nobody"
  *     ACQUIRE, held by another (ttl or transition) ----------------> joins the back, or its
  *                                                                      place refreshed
- *     ACQUIRE renew=1 by the recorded owner -----------------------> renewal (same fence)
+ *     ACQUIRE renew=1 by the recorded owner -----------------------> renewal (same fence,
+ *                                                                      value kept)
  *     RELEASE by the owner -> record deleted, "released" pushed to the head's wake channel
+ *     SET_VALUE by the owner with its fence, lease not over -------> value replaced (fields
+ *                                                                      and expiry kept)
+ *     YIELD by the owner with its fence, a live head queued -------> as RELEASE, then the
+ *                                                                      yielder joins the back
+ *     YIELD, nobody live queued -----------------------------------> nothing changes
+ *     SET_VALUE / YIELD with another fence or no record -----------> SIMBA_ESTATE
  *   The head keeps a free mutex reserved while it is live: its expiry (the last request +
  *   req->live_ms) is ahead and somebody listens on its wake channel (PUBSUB NUMSUB; a process
  *   that died has closed its connection). A dead head, or a garbage entry (no expiry, no
@@ -115,7 +128,8 @@
  *
  * PUSH
  *   <prefix>{<name>}:ev:<db>         "released" broadcasts, to every watcher of the mutex
- *   <prefix>{<name>}:ow:<db>         owner announcements, for observers
+ *   <prefix>{<name>}:ow:<db>         "holder <fence> <ttl> <lease> <held> <idlen> <id><value>"
+ *                                    for observers: each grant and each new value
  *   <prefix>{<name>}:wk:<db>:<id>    wake-up for one waiter
  *   A release wakes only the oldest live waiter, on its own channel, and the mutex is kept
  *   for it (see FAIRNESS); a waiter whose channel nobody listens to any more (its process
@@ -172,10 +186,31 @@
  *   grant, WAIT N wait_timeout_ms; fewer acknowledgements fail the request (SIMBA_EBACKEND,
  *   "acknowledged by k of N replicas") and the contender asks again. Renewals never wait.
  *
+ * FENCED WRITES (simba_redis_fenced)
+ *   Data kept in the lock's own Redis can be written so that a stale owner cannot: one
+ *   script reads the owner record and runs the caller's command only if the record holds
+ *   the given fence and the server's TIME has not passed its lease end (ttl + transition,
+ *   the moment the record expires and a grant may happen), all in one step of the server.
+ *   A write in the owner's transition window is accepted: nobody else can be granted
+ *   before it ends. One command per call, from an allow-list of writes on keys (SET, DEL,
+ *   INCRBY, HSET, LPUSH, RPUSH, ZADD, XADD, MSET ...), every key carrying the hash tag
+ *   {name} (so it lives in the mutex's Cluster slot) and none of the lock's own keys:
+ *   anything else is refused with SIMBA_EINVAL before it is sent. It travels as the
+ *   requests do (the primary under Sentinel, the slot's node in a Cluster, MOVED/ASK
+ *   followed, command_timeout_ms) and is answered from simba_poll:
+ *     held with this fence, lease live ------------> the command runs: SIMBA_OK, its reply
+ *     no owner record (released, lease over) ------> SIMBA_EFENCE
+ *     held with a later fence ---------------------> SIMBA_EFENCE "moved on"
+ *     held with an earlier fence (never handed out) > SIMBA_EFENCE
+ *     the command fails (WRONGTYPE ...) -----------> SIMBA_EBACKEND, nothing written
+ *     no answer (timeout, lost connection) --------> SIMBA_ETIMEDOUT / SIMBA_ECONN: unknown
+ *   After a data loss (see DATA LOSS) the record is gone: every fenced write is refused
+ *   until a new grant, which the quarantine delays.
+ *
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
  *   >>process  the work of one poll   >>close  teardown
- *   >>inspect  simba_inspect, simba_list, simba_force_release
+ *   >>inspect  simba_inspect, simba_list, simba_force_release   >>fenced  simba_redis_fenced
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
@@ -235,6 +270,40 @@ SIMBA_API simba_result simba_redis_open(simba_loop *loop, const simba_redis_desc
    Sentinel. On failure err holds the reason; on success a summary (run_id, dbs). */
 SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, int force, char *err, size_t errcap);
 
+/* >>fenced The reply of a fenced write's command, as the server gave it. Valid only during
+   the callback. STATUS is a simple string ("OK"), STRING a bulk one; both end with a NUL
+   (str[len]). ARRAY: elements of them in element. */
+enum { SIMBA_REDIS_NIL = 0, SIMBA_REDIS_INTEGER = 1, SIMBA_REDIS_STRING = 2, SIMBA_REDIS_STATUS = 3, SIMBA_REDIS_ARRAY = 4 };
+typedef struct simba_redis_value {
+    int type;
+    long long integer;
+    const char *str;
+    size_t len;
+    const struct simba_redis_value *element;
+    size_t elements;
+} simba_redis_value;
+
+/* rc SIMBA_OK: the command ran, reply is its answer. SIMBA_EFENCE: refused, nothing ran,
+   errmsg says why (the fence moved on to a later owner, released, the lease is over).
+   SIMBA_EBACKEND: the command itself failed (errmsg is the server's words: WRONGTYPE ...),
+   nothing written. SIMBA_ETIMEDOUT, SIMBA_ECONN: the answer was lost, the write may or may
+   not have happened. Called from simba_poll only. */
+typedef void (*simba_redis_fenced_fn)(simba_result rc, const simba_redis_value *reply, const char *errmsg, void *user);
+
+/* A write that commits only while fence holds a live lease of mutex name (see FENCED
+   WRITES): one script, on the server that holds the mutex (the primary under Sentinel, the
+   slot's node in a Cluster), checks the owner record and runs argv (argc words, C strings:
+   the command and its arguments) in the same step. argv[0] is one of SET DEL UNLINK INCR
+   INCRBY DECR DECRBY APPEND EXPIRE PEXPIRE PERSIST HSET HDEL HINCRBY LPUSH RPUSH LPOP RPOP
+   LTRIM SADD SREM ZADD ZREM ZINCRBY XADD XTRIM MSET (any case), and every key it names
+   carries the hash tag {name} ("orders:{job-7}:log"), outside the backend's own keys
+   (<prefix>{name}...). Non-blocking: cb answers from a later simba_poll. SIMBA_OK (cb
+   comes), or SIMBA_EINVAL before anything is sent (not a Redis backend, empty or bad name,
+   fence 0, a command outside the list, a key outside the slot, too few arguments, more
+   than 1024: simba_loop_errmsg says which), and cb never comes. */
+SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, uint64_t fence, int argc,
+                                          const char *const *argv, simba_redis_fenced_fn cb, void *user);
+
 #ifdef __cplusplus
 }
 #endif
@@ -270,21 +339,36 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
 
 /* ---- scripts ------------------------------------------------------------------------
  * KEYS: owner, fence, queue, qexp. Every reply: {owner, ttl_left, lease_left, held, fence,
- * first_in_line}; owner "" = nobody.
- * The owner record is one string "<fence> <acquired> <granted> <ttl> <lease> <id>" (server
- * ms: when the ownership began, when it was last granted or renewed; the ttl and the lease
- * = ttl + transition as durations; the fence in us) set with PX = the lease, so that a grant
- * or a renewal is one SET and a read one GET. It is built from strings only (TIME's digits,
- * ARGV): in Redis' Lua a number-to-string conversion costs about as much as a redis.call.
+ * first_in_line, value} (YIELD adds yielded); owner "" = nobody.
+ * The owner record is one string "v<fence> <acquired> <granted> <ttl> <lease> <idlen>
+ * <id><value>" (server ms: when the ownership began, when it was last granted or renewed;
+ * the ttl and the lease = ttl + transition as durations; the fence in us; idlen the id's
+ * length, so that id and value are any bytes) set with PX = the lease, so that a grant or a
+ * renewal is one SET and a read one GET. It is built from strings only (TIME's digits, ARGV,
+ * the record's own fields): in Redis' Lua a number-to-string conversion costs about as much
+ * as a redis.call. A record without the leading 'v' is the layout before values
+ * ("<fence> <acquired> <granted> <ttl> <lease> <id>"), read as one with an empty value; a
+ * process that knows only that layout finds a 'v' record unreadable and grants nothing.
  * The hot paths touch the queue only when it exists: queue and qexp always hold the same
- * members, so a ZREM that found nothing in one needs no ZREM in the other. */
+ * members, so a ZREM that found nothing in one needs no ZREM in the other.
+ * Each script is joined from the pieces below when it is loaded (simba__redis_lua_text):
+ * a C99 string literal holds at most 4095 characters. */
 #define SIMBA__REDIS_LUA_REC                                                                \
     "local function rec(v)\n"                                                               \
-    "  local f, acq, at, ttl, lease, id =\n"                                                \
-    "    string.match(v, '^(%d+) (%d+) (%d+) (%d+) (%d+) (.+)$')\n"                         \
-    "  if not id then return redis.error_reply('simba: unreadable owner record') end\n"    \
+    "  local f, acq, at, ttl, lease, n, p = string.match(v, '^v(%d+) (%d+) (%d+) (%d+) (%d+) (%d+) ()')\n" \
+    "  local id, val\n"                                                                     \
+    "  if p then\n"                                                                         \
+    "    local e = p + tonumber(n)\n"                                                       \
+    "    id, val = string.sub(v, p, e - 1), string.sub(v, e)\n"                             \
+    "    if #id + p ~= e then id = nil end\n"                                               \
+    "  else\n"                                                                              \
+    "    f, acq, at, ttl, lease, id = string.match(v, '^(%d+) (%d+) (%d+) (%d+) (%d+) (.+)$')\n" \
+    "    val = ''\n"                                                                        \
+    "    if id then n = tostring(#id) end\n"                                                \
+    "  end\n"                                                                               \
+    "  if not id or id == '' then return redis.error_reply('simba: unreadable owner record') end\n" \
     "  at = tonumber(at)\n"                                                                 \
-    "  return {f, acq, tonumber(acq), at + tonumber(ttl), at + tonumber(lease), id}\n"      \
+    "  return {f, acq, tonumber(acq), at + tonumber(ttl), at + tonumber(lease), id, val, n, p}\n" \
     "end\n"                                                                                 \
     /* server time: ms and us as digit strings (t[2] has no leading zeros), ms as number */ \
     "local function clock()\n"                                                              \
@@ -294,10 +378,10 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "  return tonumber(ms), ms, t[1] .. u\n"                                                \
     "end\n"                                                                                 \
     "local function current(o, now)\n"                                                      \
-    "  if not o then return {'', 0, 0, -1, '0', 0} end\n"                                   \
+    "  if not o then return {'', 0, 0, -1, '0', 0, ''} end\n"                               \
     "  local p = o[5] - now\n"                                                              \
     "  if p < 0 then p = 0 end\n"                                                           \
-    "  return {o[6], o[4] - now, p, now - o[3], o[1], 0}\n"                                 \
+    "  return {o[6], o[4] - now, p, now - o[3], o[1], 0, o[7]}\n"                           \
     "end\n"
 /* Waiters whose expiry passed (crashed or hung processes) leave the queue. */
 #define SIMBA__REDIS_LUA_PURGE                                                              \
@@ -307,6 +391,21 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "    redis.call('ZREM', KEYS[3], unpack(dead))\n"                                       \
     "    redis.call('ZREM', KEYS[4], unpack(dead))\n"                                       \
     "  end\n"                                                                               \
+    "end\n"                                                                                 \
+    /* Join the line (arrival order) or refresh our place for live ms; true when we are its \
+       head. */                                                                             \
+    "local function enqueue(c, now, ms, us, live)\n"                                        \
+    "  purge(ms)\n"                                                                         \
+    "  redis.call('ZADD', KEYS[3], 'NX', us, c)\n"                                          \
+    "  redis.call('ZADD', KEYS[4], string.format('%.0f', now + tonumber(live)), c)\n"       \
+    /* Both keys expire with their latest waiter; an earlier one already set them as far. */ \
+    "  local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')\n"                  \
+    "  if last[1] == c then\n"                                                              \
+    "    local at = string.format('%.0f', tonumber(last[2]))\n"                             \
+    "    redis.call('PEXPIREAT', KEYS[3], at)\n"                                            \
+    "    redis.call('PEXPIREAT', KEYS[4], at)\n"                                            \
+    "  end\n"                                                                               \
+    "  return redis.call('ZRANGE', KEYS[3], 0, 0)[1] == c\n"                                \
     "end\n"
 
 /* The data-loss marker (KEYS[5], "<since ms> <run_id> <max_lease_ms>", never expires) is
@@ -340,15 +439,16 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
 /* ARGV: contender, ttl, lease (ttl + transition), owner channel, live ms (how long this
    waiter keeps its place without asking again, from the core), renew (1: the contender
    believes it owns the mutex), quarantine ms, the server's run_id ('' = unknown), durable
-   (1: AOF with appendfsync always, so a restart keeps every write), wake channel prefix
+   (1: AOF with appendfsync always, so a restart keeps every write), wake channel prefix,
+   the contender's length (digits), the value a new grant stores.
    A grant (a new ownership) happens only where no owner record exists or where the record
    names this contender but it does not renew (it stepped down locally, or lost an answer):
-   both pass the data-loss check. A renewal of a record that exists needs none.
+   both pass the data-loss check. A renewal of a record that exists needs none, and keeps
+   the stored value.
    Fairness: a free mutex (no record: released, or its lease fully over) goes only to the
    head of the queue; anyone else joins the line and is told "nobody", so that it asks
    again later while the head keeps the mutex reserved. */
 #define SIMBA__REDIS_LUA_ACQUIRE                                                            \
-    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_PURGE SIMBA__REDIS_LUA_QUARANTINE                 \
     "local c = ARGV[1]\n"                                                                   \
     "local ttl = tonumber(ARGV[2])\n"                                                       \
     "local lease = tonumber(ARGV[3])\n"                                                     \
@@ -357,23 +457,9 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "local o = v and rec(v)\n"                                                              \
     "if o and o.err then return o end\n"                                                    \
     "if o and o[6] == c and ARGV[6] == '1' then\n"                                          \
-    "  redis.call('SET', KEYS[1], o[1] .. ' ' .. o[2] .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c, 'PX', ARGV[3])\n" \
+    "  redis.call('SET', KEYS[1], 'v' .. o[1] .. ' ' .. o[2] .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. o[8] .. ' ' .. c .. o[7], 'PX', ARGV[3])\n" \
     "  if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"     \
-    "  return {c, ttl, lease, now - o[3], o[1], 0}\n"                                       \
-    "end\n"                                                                                 \
-    /* Join the line (arrival order) or refresh our place; true when we are its head. */    \
-    "local function enqueue()\n"                                                            \
-    "  purge(ms)\n"                                                                         \
-    "  redis.call('ZADD', KEYS[3], 'NX', us, c)\n"                                          \
-    "  redis.call('ZADD', KEYS[4], string.format('%.0f', now + tonumber(ARGV[5])), c)\n"    \
-    /* Both keys expire with their latest waiter; an earlier one already set them as far. */ \
-    "  local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')\n"                  \
-    "  if last[1] == c then\n"                                                              \
-    "    local at = string.format('%.0f', tonumber(last[2]))\n"                             \
-    "    redis.call('PEXPIREAT', KEYS[3], at)\n"                                            \
-    "    redis.call('PEXPIREAT', KEYS[4], at)\n"                                            \
-    "  end\n"                                                                               \
-    "  return redis.call('ZRANGE', KEYS[3], 0, 0)[1] == c\n"                                \
+    "  return {c, ttl, lease, now - o[3], o[1], 0, o[7]}\n"                                 \
     "end\n"                                                                                 \
     "local inq\n"                                                                           \
     "if not o then\n"                                                                       \
@@ -390,8 +476,8 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "    h = redis.call('ZRANGE', KEYS[3], 0, 0)[1]\n"                                      \
     "  end\n"                                                                               \
     "  if h and h ~= c then\n"                                                              \
-    "    enqueue()\n"                                                                       \
-    "    return {'', 0, 0, -1, '0', 0}\n"                                                   \
+    "    enqueue(c, now, ms, us, ARGV[5])\n"                                                \
+    "    return {'', 0, 0, -1, '0', 0, ''}\n"                                               \
     "  end\n"                                                                               \
     "  inq = h == c\n"                                                                      \
     "end\n"                                                                                 \
@@ -399,26 +485,27 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "  local q, other = quarantine(now, ms)\n"                                              \
     "  if other or q > 0 then\n"                                                            \
     /* The owner whose record is gone learns it at once and steps down. */                  \
-    "    if ARGV[6] == '1' then return {'', 0, 0, -1, '0', 0} end\n"                        \
-    "    if other then return redis.error_reply('simba: bound ' .. other) end\n" \
-    "    return redis.error_reply('simba: quarantine ' .. q)\n" \
+    "    if ARGV[6] == '1' then return {'', 0, 0, -1, '0', 0, ''} end\n"                    \
+    "    if other then return redis.error_reply('simba: bound ' .. other) end\n"            \
+    "    return redis.error_reply('simba: quarantine ' .. q)\n"                             \
     "  end\n"                                                                               \
     "  local f = us\n"                                                                      \
     "  local last = redis.call('GET', KEYS[2])\n"                                           \
     /* fence = max(last + 1, server time in us); both well below 2^53 */                    \
     "  if last and tonumber(last) >= tonumber(us) then f = string.format('%.0f', tonumber(last) + 1) end\n" \
     "  redis.call('SET', KEYS[2], f)\n"                                                     \
-    "  redis.call('SET', KEYS[1], f .. ' ' .. ms .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c, 'PX', ARGV[3])\n" \
+    "  local who = ARGV[11] .. ' ' .. c .. ARGV[12]\n"                                      \
+    "  redis.call('SET', KEYS[1], 'v' .. f .. ' ' .. ms .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. who, 'PX', ARGV[3])\n" \
     "  if inq ~= false and redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n" \
     /* Observers' processes listen here; nobody else does, so a handoff wakes no waiter. */ \
-    "  redis.call(PUB, ARGV[4], 'owner ' .. f .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. c)\n" \
-    "  return {c, ttl, lease, 0, f, 0}\n"                                                   \
+    "  redis.call(PUB, ARGV[4], 'holder ' .. f .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' 0 ' .. who)\n" \
+    "  return {c, ttl, lease, 0, f, 0, ARGV[12]}\n"                                         \
     "end\n"                                                                                 \
     "local p = o[5] - now\n"                                                                \
     "if p < 0 then p = 0 end\n"                                                             \
     "local first = 0\n"                                                                     \
-    "if enqueue() then first = 1 end\n"                                                     \
-    "return {o[6], o[4] - now, p, now - o[3], o[1], first}\n"
+    "if enqueue(c, now, ms, us, ARGV[5]) then first = 1 end\n"                              \
+    "return {o[6], o[4] - now, p, now - o[3], o[1], first, o[7]}\n"
 
 /* The head of the line hears of a release on its wake channel ('released <releaser>'); a
    head that is not alive (its place lapsed, nobody listening) leaves the line. True when
@@ -453,7 +540,6 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
 /* ARGV: contender, event channel, wake channel prefix (the waiter id is appended), how many
    of the event channel's subscribers are the releaser's own (0 or 1) */
 #define SIMBA__REDIS_LUA_RELEASE                                                            \
-    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_WAKE_HEAD                                         \
     "local c = ARGV[1]\n"                                                                   \
     "local v = redis.call('GET', KEYS[1])\n"                                                \
     "local o = v and rec(v)\n"                                                              \
@@ -468,12 +554,42 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
        head costs one ZSCORE, and dead entries behind it go when they come to the head or   \
        when the next waiter enters. */                                                      \
     "if not wake_head(c) then tell_watchers(ARGV[4]) end\n"                                 \
-    "return {'', 0, 0, -1, '0', 0}\n"
+    "return {'', 0, 0, -1, '0', 0, ''}\n"
+
+/* The owner's own check for SET_VALUE and YIELD: the record names the contender ARGV[1]
+   with the fence ARGV[2] and its lease has not ended by the server's clock. */
+#define SIMBA__REDIS_LUA_HOLDS                                                              \
+    "local now, ms, us = clock()\n"                                                         \
+    "local v = redis.call('GET', KEYS[1])\n"                                                \
+    "local o = v and rec(v)\n"                                                              \
+    "if o and o.err then return o end\n"                                                    \
+    "if not o or o[6] ~= ARGV[1] or o[1] ~= ARGV[2] or o[5] <= now or not o[9] then\n"      \
+    "  return redis.error_reply('simba: not held ' .. (o and o[1] or '0'))\n"               \
+    "end\n"
+
+/* SET_VALUE (KEYS: owner). ARGV: contender, fence, the new value, owner channel. The record
+   keeps its fields and its expiry; observers hear of the change as of a grant. */
+#define SIMBA__REDIS_LUA_SETVAL                                                             \
+    "redis.call('SET', KEYS[1], string.sub(v, 1, o[9] - 1) .. ARGV[1] .. ARGV[3], 'PX', string.format('%.0f', o[5] - now))\n" \
+    "local held = now - o[3]\n"                                                             \
+    "redis.call(PUB, ARGV[4], 'holder ' .. o[1] .. ' ' .. (o[4] - now) .. ' ' .. (o[5] - now) .. ' ' .. held .. ' ' .. o[8] .. ' ' .. ARGV[1] .. ARGV[3])\n" \
+    "return {ARGV[1], o[4] - now, o[5] - now, held, o[1], 0, ARGV[3]}\n"
+
+/* YIELD (KEYS: owner, fence, queue, qexp). ARGV: contender, fence, wake channel prefix,
+   live ms. With a live waiter, the release's steps (the record deleted, the head woken on
+   its own channel, which keeps the mutex for it), then the contender joins the back of the
+   line; with none, nothing changes and the answer is the owner's. */
+#define SIMBA__REDIS_LUA_YIELD                                                              \
+    "if not wake_head(ARGV[1]) then\n"                                                      \
+    "  return {ARGV[1], o[4] - now, o[5] - now, now - o[3], o[1], 0, o[7], 0}\n"            \
+    "end\n"                                                                                 \
+    "redis.call('DEL', KEYS[1])\n"                                                          \
+    "enqueue(ARGV[1], now, ms, us, ARGV[4])\n"                                              \
+    "return {'', 0, 0, -1, '0', 0, '', 1}\n"
 
 /* A forced release (simba_force_release): as the owner's own release, but the owner is
    named by its fence (ARGV[1]). Returns 1 when it was cleared. */
 #define SIMBA__REDIS_LUA_FORCE                                                              \
-    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_WAKE_HEAD                                         \
     "local v = redis.call('GET', KEYS[1])\n"                                                \
     "local o = v and rec(v)\n"                                                              \
     "if o and o.err then return o end\n"                                                    \
@@ -482,21 +598,20 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "if not wake_head(o[6]) then tell_watchers(0) end\n"                                    \
     "return 1\n"
 
-/* A view of one mutex: {owner, fence, acquired, held, ttl_left, lease_left} as digit strings
-   ('' owner = nobody; the fence key keeps the last fence), server ms. */
+/* A view of one mutex: {owner, fence, acquired, held, ttl_left, lease_left, value} as
+   strings ('' owner = nobody; the fence key keeps the last fence), server ms. */
 #define SIMBA__REDIS_LUA_VIEW                                                               \
     "local function view(ko, kf, now)\n"                                                    \
     "  local v = redis.call('GET', ko)\n"                                                   \
     "  local o = v and rec(v)\n"                                                            \
     "  local f = redis.call('GET', kf) or '0'\n"                                            \
-    "  if not o or o.err then return {'', f, '-1', '-1', '-1', '-1'} end\n"                 \
-    "  return {o[6], o[1], o[2], tostring(now - o[3]), tostring(o[4] - now), tostring(o[5] - now)}\n" \
+    "  if not o or o.err then return {'', f, '-1', '-1', '-1', '-1', ''} end\n"             \
+    "  return {o[6], o[1], o[2], tostring(now - o[3]), tostring(o[4] - now), tostring(o[5] - now), o[7]}\n" \
     "end\n"
 
 /* KEYS: owner, fence, queue, qexp. The view, then the live waiters' count and the first
    ARGV[1] of them, oldest first. */
 #define SIMBA__REDIS_LUA_INSPECT                                                            \
-    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_VIEW                                              \
     "local now = clock()\n"                                                                 \
     "local r = view(KEYS[1], KEYS[2], now)\n"                                               \
     "local ids, n = {}, 0\n"                                                                \
@@ -507,14 +622,13 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
     "    if n <= tonumber(ARGV[1]) then ids[n] = c end\n"                                   \
     "  end\n"                                                                               \
     "end\n"                                                                                 \
-    "r[7] = tostring(n)\n"                                                                  \
-    "for i, c in ipairs(ids) do r[7 + i] = c end\n"                                         \
+    "r[8] = tostring(n)\n"                                                                  \
+    "for i, c in ipairs(ids) do r[8 + i] = c end\n"                                         \
     "return r\n"
 
 /* One page of a listing (no keys: the node it runs on). ARGV: SCAN cursor, the fence keys'
    pattern, the prefix. Returns {next cursor, then per mutex its name and view}. */
 #define SIMBA__REDIS_LUA_LIST                                                               \
-    SIMBA__REDIS_LUA_REC SIMBA__REDIS_LUA_VIEW                                              \
     "local now = clock()\n"                                                                 \
     "local page = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[2], 'COUNT', 1000)\n"           \
     "local r = {page[1]}\n"                                                                 \
@@ -530,23 +644,67 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
 
 /* KEYS: owner only */
 #define SIMBA__REDIS_LUA_READ                                                               \
-    SIMBA__REDIS_LUA_REC                                                                    \
     "local v = redis.call('GET', KEYS[1])\n"                                                \
     "local o = v and rec(v)\n"                                                              \
     "if o and o.err then return o end\n"                                                    \
     "return current(o, (clock()))\n"
 
-enum { SIMBA__RS_ACQUIRE, SIMBA__RS_RELEASE, SIMBA__RS_READ, SIMBA__RS_INSPECT, SIMBA__RS_LIST, SIMBA__RS_FORCE, SIMBA__RS_N };
+/* The fenced write (simba_redis_fenced). KEYS: owner, fence, then the command's keys (all in
+   the mutex's slot); ARGV: the fence, then the command. The command runs only while the
+   record holds that fence and the server's clock has not passed its lease end (ttl +
+   transition): the rule of a grant, so nobody else can have been granted since. Returns
+   {1, the command's reply}, a refusal {0, owner record there (1/0), its fence (or the
+   last one handed out), lease left ms}, or the command's own error. */
+#define SIMBA__REDIS_LUA_FENCED                                                             \
+    "local now = clock()\n"                                                                 \
+    "local v = redis.call('GET', KEYS[1])\n"                                                \
+    "local o = v and rec(v)\n"                                                              \
+    "if o and o.err then return o end\n"                                                    \
+    "if o and (o[1] ~= ARGV[1] or o[5] < now) then return {0, 1, o[1], o[5] - now} end\n"   \
+    "if not o then return {0, 0, redis.call('GET', KEYS[2]) or '0', -1} end\n"              \
+    "local r = redis.pcall(unpack(ARGV, 2))\n"                                              \
+    "if type(r) == 'table' and r.err then return r end\n"                                   \
+    "return {1, r}\n"
+
+enum { SIMBA__RS_ACQUIRE, SIMBA__RS_RELEASE, SIMBA__RS_READ, SIMBA__RS_INSPECT, SIMBA__RS_LIST, SIMBA__RS_FORCE,
+       SIMBA__RS_SETVAL, SIMBA__RS_YIELD, SIMBA__RS_FENCED, SIMBA__RS_N };
 /* Standalone scripts publish with PUBLISH and count listeners with PUBSUB NUMSUB; the
    Cluster ones use sharded pub/sub (Redis >= 7), so a wake-up goes to the mutex's own shard
    and PUBSUB SHARDNUMSUB counts the listeners there, not on whichever node runs the script. */
 #define SIMBA__REDIS_LUA_PLAIN "local PUB, NSUB = 'PUBLISH', 'NUMSUB'\n"
 #define SIMBA__REDIS_LUA_SHARD "local PUB, NSUB = 'SPUBLISH', 'SHARDNUMSUB'\n"
-static const char *const simba__redis_lua[2][SIMBA__RS_N] = {
-    {SIMBA__REDIS_LUA_PLAIN SIMBA__REDIS_LUA_ACQUIRE, SIMBA__REDIS_LUA_PLAIN SIMBA__REDIS_LUA_RELEASE,
-     SIMBA__REDIS_LUA_READ, SIMBA__REDIS_LUA_INSPECT, SIMBA__REDIS_LUA_LIST, SIMBA__REDIS_LUA_PLAIN SIMBA__REDIS_LUA_FORCE},
-    {SIMBA__REDIS_LUA_SHARD SIMBA__REDIS_LUA_ACQUIRE, SIMBA__REDIS_LUA_SHARD SIMBA__REDIS_LUA_RELEASE,
-     SIMBA__REDIS_LUA_READ, SIMBA__REDIS_LUA_INSPECT, SIMBA__REDIS_LUA_LIST, SIMBA__REDIS_LUA_SHARD SIMBA__REDIS_LUA_FORCE}};
+/* The pieces of each script, in order, after the PUB/NSUB line. */
+#define SIMBA__REDIS_LUA_PIECES 6
+static const char *const simba__redis_lua[SIMBA__RS_N][SIMBA__REDIS_LUA_PIECES] = {
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_PURGE, SIMBA__REDIS_LUA_QUARANTINE, SIMBA__REDIS_LUA_ACQUIRE, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_WAKE_HEAD, SIMBA__REDIS_LUA_RELEASE, NULL, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_READ, NULL, NULL, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_VIEW, SIMBA__REDIS_LUA_INSPECT, NULL, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_VIEW, SIMBA__REDIS_LUA_LIST, NULL, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_WAKE_HEAD, SIMBA__REDIS_LUA_FORCE, NULL, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_HOLDS, SIMBA__REDIS_LUA_SETVAL, NULL, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_PURGE, SIMBA__REDIS_LUA_WAKE_HEAD, SIMBA__REDIS_LUA_HOLDS,
+     SIMBA__REDIS_LUA_YIELD, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_FENCED, NULL, NULL, NULL, NULL}};
+/* Room for the longest script (a test checks that each fits). */
+#define SIMBA__REDIS_LUA_CAP 8192
+/* Script idx as the server loads it (Cluster: sharded pub/sub) into buf: its length, or 0
+   when it does not fit. */
+static size_t simba__redis_lua_text(int cluster, int idx, char *buf, size_t cap) {
+    const char *head = cluster ? SIMBA__REDIS_LUA_SHARD : SIMBA__REDIS_LUA_PLAIN;
+    size_t n = strlen(head), k;
+    int i;
+    if (n >= cap) return 0;
+    memcpy(buf, head, n);
+    for (i = 0; i < SIMBA__REDIS_LUA_PIECES && simba__redis_lua[idx][i]; i++) {
+        k = strlen(simba__redis_lua[idx][i]);
+        if (k >= cap - n) return 0;
+        memcpy(buf + n, simba__redis_lua[idx][i], k);
+        n += k;
+    }
+    buf[n] = 0;
+    return n;
+}
 /* The script that serves a request. */
 static int simba__redis_script(simba_op op) {
     switch (op) {
@@ -555,6 +713,9 @@ static int simba__redis_script(simba_op op) {
     case SIMBA_OP_INSPECT: return SIMBA__RS_INSPECT;
     case SIMBA_OP_LIST: return SIMBA__RS_LIST;
     case SIMBA_OP_FORCE_RELEASE: return SIMBA__RS_FORCE;
+    case SIMBA_OP_SET_VALUE: return SIMBA__RS_SETVAL;
+    case SIMBA_OP_YIELD: return SIMBA__RS_YIELD;
+    case SIMBA_OP_CALL: return SIMBA__RS_FENCED;
     default: return SIMBA__RS_READ;
     }
 }
@@ -702,7 +863,17 @@ typedef struct simba__redis {
     int probe_noted;       /* 1: INFO refused, 2: CONFIG GET refused (said once) */
     char evict_msg[200];
     char err[256];
+#ifdef SIMBA_REDIS_TEST_FAULTS
+    int test_mute; /* 1: nothing is written on the command connection, as to a hung server */
+#endif
 } simba__redis;
+
+/* Test builds: the command connection's writes are held (simba__redis.test_mute). */
+#ifdef SIMBA_REDIS_TEST_FAULTS
+#define SIMBA__RCONN_HELD(c) ((c)->r->test_mute && (c) == &(c)->r->cmd)
+#else
+#define SIMBA__RCONN_HELD(c) 0
+#endif
 
 /* ---- helpers --------------------------------------------------------------------------- */
 
@@ -928,9 +1099,12 @@ static int simba__redis_int(const redisReply *e, int64_t *out) {
 
 /* Parses a script reply into rep (owner points into the reply). 0 on success. */
 static int simba__redis_parse(const redisReply *x, simba_reply *rep) {
-    int64_t fence_tmp = 0, first = 0;
-    const redisReply *f;
-    if (!x || x->type != REDIS_REPLY_ARRAY || x->elements != 6) return -1;
+    int64_t fence_tmp = 0, first = 0, yielded = 0;
+    const redisReply *f, *val;
+    if (!x || x->type != REDIS_REPLY_ARRAY || x->elements < 7 || x->elements > 8) return -1;
+    val = x->element[6];
+    if (val->type != REDIS_REPLY_STRING || val->len > SIMBA_VALUE_MAX) return -1;
+    if (x->elements == 8 && simba__redis_int(x->element[7], &yielded)) return -1;
     if (x->element[0]->type != REDIS_REPLY_STRING || x->element[0]->len > SIMBA_ID_MAX) return -1;
     rep->owner = x->element[0]->str;
     if (simba__redis_int(x->element[1], &rep->ttl_left_ms) ||
@@ -949,9 +1123,14 @@ static int simba__redis_parse(const redisReply *x, simba_reply *rep) {
         return -1;
     }
     rep->first_in_line = first != 0;
+    rep->yielded = yielded != 0;
+    rep->value = val->len ? (const unsigned char *)val->str : NULL;
+    rep->value_len = (size_t)val->len;
     if (!rep->owner[0]) {
         rep->owner = "";
         rep->fence = 0;
+        rep->value = NULL;
+        rep->value_len = 0;
     }
     /* PTTL and the stored ttl end are separate readings of the same lease: keep the
        contract transition_left >= ttl_left even if a millisecond ticked in between. */
@@ -980,6 +1159,9 @@ static void simba__redis_keep(simba__rop *op, const redisReply *x) {
     /* only grants wait, so the owner is the asker; the string stays with the request */
     if (x->type != REDIS_REPLY_ERROR && simba__redis_parse(x, rep) == 0 && strcmp(rep->owner, op->req->contender) == 0) {
         rep->owner = op->req->contender;
+        /* the reply goes with this call: a new grant stored the request's value */
+        rep->value = op->req->value_len ? op->req->value : NULL;
+        rep->value_len = op->req->value_len;
         return;
     }
     memset(rep, 0, sizeof(*rep));
@@ -1022,6 +1204,11 @@ static void simba__redis_on_wait(redisAsyncContext *ac, void *reply, void *priv)
 }
 
 static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply *x, simba_reply *rep);
+/* The ops answered with views (simba_inspect, simba_list, simba_force_release). */
+static int simba__redis_inspection(simba_op op) {
+    return op == SIMBA_OP_INSPECT || op == SIMBA_OP_LIST || op == SIMBA_OP_FORCE_RELEASE;
+}
+static int simba__rfw_answer(const simba_req *req, const redisReply *x, simba_reply *rep, char *words, size_t cap);
 
 /* A script's reply (not a redirection) into the request's answer. 1 when the request is
    not answered yet: a listing's next page went out. An error in words goes to words. */
@@ -1045,11 +1232,21 @@ static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply
         return 0;
     }
     if (x->type == REDIS_REPLY_ERROR) {
-        static const char qs[] = "simba: quarantine ", ms[] = "simba: bound "; /* short: the script is at C99's 4095 */
-        const char *q = strstr(x->str, qs), *m = strstr(x->str, ms);
+        static const char qs[] = "simba: quarantine ", ms[] = "simba: bound ", hs[] = "simba: not held ";
+        const char *q = strstr(x->str, qs), *m = strstr(x->str, ms), *h = strstr(x->str, hs);
         rep->rc = SIMBA_EBACKEND;
         rep->errmsg = x->str;
-        if (q) { /* the core asks again when it ends, and tells the application */
+        if (h) { /* SET_VALUE, YIELD: the store refused, the fence no longer holds */
+            unsigned long long now_f = strtoull(h + sizeof hs - 1, NULL, 10);
+            rep->rc = SIMBA_ESTATE;
+            if (now_f)
+                snprintf(words, cap, "redis: %s does not hold %s with fence %llu any more (the record holds fence %llu)",
+                         op->req->contender, op->req->mutex, (unsigned long long)op->req->fence, now_f);
+            else
+                snprintf(words, cap, "redis: %s does not hold %s with fence %llu any more (nobody holds it)",
+                         op->req->contender, op->req->mutex, (unsigned long long)op->req->fence);
+            rep->errmsg = words;
+        } else if (q) { /* the core asks again when it ends, and tells the application */
             rep->quarantine_ms = strtoll(q + sizeof qs - 1, NULL, 10);
             snprintf(words, cap, "redis: data-loss quarantine: no grant for %lld ms: the server's marker %salive was "
                      "missing or stale (first use, restart without persistence, FLUSHALL, eviction, failover)",
@@ -1063,14 +1260,17 @@ static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply
         }
         return 0;
     }
-    if (op->req->op >= SIMBA_OP_INSPECT) v = simba__redis_views(r, op, x, rep);
+    if (op->req->op == SIMBA_OP_CALL) v = simba__rfw_answer(op->req, x, rep, words, cap);
+    else if (simba__redis_inspection(op->req->op)) v = simba__redis_views(r, op, x, rep);
     else if (simba__redis_parse(x, rep) == 0) return 0;
     else v = -1;
     if (v == 1) return 1;
     if (v < 0) {
         memset(rep, 0, sizeof(*rep));
         rep->rc = SIMBA_EBACKEND;
-        rep->errmsg = op->req->op >= SIMBA_OP_INSPECT ? "redis: unexpected inspection reply" : "redis: unexpected script reply";
+        rep->errmsg = op->req->op == SIMBA_OP_CALL      ? "redis: unexpected fenced write reply"
+                      : simba__redis_inspection(op->req->op) ? "redis: unexpected inspection reply"
+                                                        : "redis: unexpected script reply";
         rep->held_ms = -1;
     }
     return 0;
@@ -1101,9 +1301,10 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
     if (x->type == REDIS_REPLY_ERROR && strncmp(x->str, "NOSCRIPT", 8) == 0 && !op->retried &&
         !(ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING))) {
         /* The script cache was flushed under us: load it again, then re-run. */
-        int idx = simba__redis_script(op->req->op);
+        char text[SIMBA__REDIS_LUA_CAP];
+        size_t n = simba__redis_lua_text(r->cluster, simba__redis_script(op->req->op), text, sizeof text);
         op->retried = 1;
-        redisAsyncCommand(ac, simba__redis_on_ignore, NULL, "SCRIPT LOAD %s", simba__redis_lua[r->cluster][idx]);
+        redisAsyncCommand(ac, simba__redis_on_ignore, NULL, "SCRIPT LOAD %b", text, n);
         simba__redis_send(r, op, simba_now(r->loop));
         return;
     }
@@ -1131,8 +1332,8 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
     simba__redis_done(r, req, &rep);
 }
 
-/* One view from six digit strings (owner, fence, acquired, held, ttl left, lease left);
-   -1 is "not known" where nobody holds it. */
+/* One view from seven strings (owner, fence, acquired, held, ttl left, lease left as
+   digits; the value); -1 is "not known" where nobody holds it. v->value points into e. */
 static int simba__redis_view(const redisReply *const *e, simba_view *v) {
     int64_t n[5];
     int i;
@@ -1140,7 +1341,10 @@ static int simba__redis_view(const redisReply *const *e, simba_view *v) {
     if (e[0]->type != REDIS_REPLY_STRING || e[0]->len > SIMBA_ID_MAX) return -1;
     for (i = 0; i < 5; i++)
         if (simba__redis_int(e[i + 1], &n[i]) != 0) return -1;
+    if (e[6]->len > SIMBA_VALUE_MAX) return -1;
     memcpy(v->owner, e[0]->str, e[0]->len);
+    v->value = v->owner[0] && e[6]->len ? (const unsigned char *)e[6]->str : NULL;
+    v->value_len = v->value ? (size_t)e[6]->len : 0;
     v->fence = (uint64_t)n[0];
     v->session_ms = SIMBA_UNKNOWN_MS;
     v->waiters = -1;
@@ -1169,17 +1373,17 @@ static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply 
         if (x->element[i]->type != REDIS_REPLY_STRING) return -1;
     if (req->op == SIMBA_OP_INSPECT) {
         int64_t n;
-        if (x->elements < 7 || simba__redis_view((const redisReply *const *)x->element, &v) != 0 ||
-            simba__redis_int(x->element[6], &n) != 0)
+        if (x->elements < 8 || simba__redis_view((const redisReply *const *)x->element, &v) != 0 ||
+            simba__redis_int(x->element[7], &n) != 0)
             return -1;
         simba__copy(v.mutex, sizeof v.mutex, req->mutex);
         v.waiters = (int)n;
-        for (i = 7; i < x->elements && i - 7 < SIMBA_VIEW_WAITERS; i++) simba__copy(v.waiter[i - 7], sizeof v.waiter[0], x->element[i]->str);
+        for (i = 8; i < x->elements && i - 8 < SIMBA_VIEW_WAITERS; i++) simba__copy(v.waiter[i - 8], sizeof v.waiter[0], x->element[i]->str);
         simba_req_view(req, &v);
         return 0;
     }
-    if (x->elements < 1 || x->element[0]->len >= sizeof op->cursor || (x->elements - 1) % 7 != 0) return -1;
-    for (i = 1; i + 7 <= x->elements; i += 7) {
+    if (x->elements < 1 || x->element[0]->len >= sizeof op->cursor || (x->elements - 1) % 8 != 0) return -1;
+    for (i = 1; i + 8 <= x->elements; i += 8) {
         if (x->element[i]->len > SIMBA_NAME_MAX || simba__redis_view((const redisReply *const *)x->element + i + 1, &v) != 0) return -1;
         memcpy(v.mutex, x->element[i]->str, x->element[i]->len);
         simba_req_view(req, &v);
@@ -1195,10 +1399,17 @@ static simba__rmutex *simba__redis_mutex(simba__redis *r, const char *mutex);
 /* One script call's arguments, built without printf (see simba__rb) into its own buffers. */
 typedef struct simba__rargs {
     char k[6][SIMBA__REDIS_KEY_MAX], ch[SIMBA__REDIS_KEY_MAX], wk[SIMBA__REDIS_KEY_MAX], ow[SIMBA__REDIS_KEY_MAX];
-    char ttl[24], lease[24], quar[24], live[24];
+    char ttl[24], lease[24], quar[24], live[24], idlen[24];
     const char *argv[24];
     int argc;
+    int vi; /* argv[vi] is the request's value (any bytes, value_len long); 0 = none */
 } simba__rargs;
+
+/* The request's value as the next argument. */
+static void simba__redis_arg_value(const simba_req *req, simba__rargs *a) {
+    a->vi = a->argc;
+    a->argv[a->argc++] = req->value_len ? (const char *)req->value : "";
+}
 
 /* ACQUIRE: KEYS[5..6] the data-loss marker and the "declared empty" key, then ARGV. */
 static void simba__redis_args_acquire(simba__redis *r, const simba_req *req, simba__rargs *a) {
@@ -1238,6 +1449,28 @@ static void simba__redis_args_acquire(simba__redis *r, const simba_req *req, sim
     /* A promoted replica or a migrated slot never counts as durable (see CLUSTER). */
     a->argv[a->argc++] = r->aof_on && r->fsync_always && !r->cluster && !r->nsen ? "1" : "0";
     a->argv[a->argc++] = a->wk;
+    simba__redis_i64(a->idlen, (int64_t)strlen(req->contender));
+    a->argv[a->argc++] = a->idlen;
+    simba__redis_arg_value(req, a);
+}
+
+/* SET_VALUE (KEYS: owner): contender, fence, value, owner channel. YIELD (KEYS: owner,
+   fence, queue, qexp): contender, fence, wake channels' prefix, live ms. */
+static void simba__redis_args_owner(simba__redis *r, const simba_req *req, simba__rargs *a) {
+    simba__redis_i64(a->ttl, (int64_t)req->fence);
+    a->argv[a->argc++] = req->contender;
+    a->argv[a->argc++] = a->ttl;
+    if (req->op == SIMBA_OP_SET_VALUE) {
+        simba__redis_arg_value(req, a);
+        simba__redis_owchan(a->ow, sizeof(a->ow), r, req->mutex);
+        a->argv[a->argc++] = a->ow;
+    } else {
+        simba__redis_wkchan(a->wk, sizeof(a->wk), r, req->mutex, NULL);
+        a->argv[a->argc++] = a->wk;
+        /* the core's liveness bound for the place it takes at the back (as an ACQUIRE's) */
+        simba__redis_i64(a->live, req->live_ms > 0 ? req->live_ms : req->ttl_ms + req->transition_ms);
+        a->argv[a->argc++] = a->live;
+    }
 }
 
 /* RELEASE and FORCE: who releases (the contender, or the fence it must hold), the event
@@ -1277,6 +1510,7 @@ static void simba__redis_args_list(simba__redis *r, const simba__rop *op, simba_
     a->argv[a->argc++] = r->prefix;
 }
 
+static void simba__rfw_send(simba__redis *r, simba__rop *op, int64_t now);
 static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
     simba__rargs a;
     size_t lens[24];
@@ -1286,6 +1520,10 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
 
     if (!r->cmd.ac || r->cmd.state != SIMBA__RC_READY) {
         simba__rop_fail(r, op, SIMBA_ECONN, r->err[0] ? r->err : "redis not connected");
+        return;
+    }
+    if (req->op == SIMBA_OP_CALL) {
+        simba__rfw_send(r, op, now);
         return;
     }
     for (i = 0; i < 4; i++)
@@ -1299,7 +1537,7 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
         simba__rop_fail(r, op, SIMBA_EBACKEND, r->evict_msg);
         return;
     }
-    nkeys = idx == SIMBA__RS_READ ? 1 : idx == SIMBA__RS_ACQUIRE ? 6 : idx == SIMBA__RS_LIST ? 0 : 4;
+    nkeys = idx == SIMBA__RS_READ || idx == SIMBA__RS_SETVAL ? 1 : idx == SIMBA__RS_ACQUIRE ? 6 : idx == SIMBA__RS_LIST ? 0 : 4;
     /* ASK: the slot is moving and this key is already on the target; ASKING lets the next
        command in (the NOSCRIPT re-send comes here again and asks again). */
     if (op->asking && redisAsyncCommand(r->cmd.ac, simba__redis_on_ignore, NULL, "ASKING") != REDIS_OK) {
@@ -1307,6 +1545,7 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
         return;
     }
     a.argc = 0;
+    a.vi = 0;
     a.argv[a.argc++] = "EVALSHA";
     a.argv[a.argc++] = r->sha[idx];
     a.argv[a.argc++] = nkeys == 0 ? "0" : nkeys == 1 ? "1" : nkeys == 4 ? "4" : "6";
@@ -1314,13 +1553,14 @@ static void simba__redis_send(simba__redis *r, simba__rop *op, int64_t now) {
     if (idx == SIMBA__RS_ACQUIRE) simba__redis_args_acquire(r, req, &a);
     else if (idx == SIMBA__RS_RELEASE || idx == SIMBA__RS_FORCE) simba__redis_args_release(r, req, &a);
     else if (idx == SIMBA__RS_LIST) simba__redis_args_list(r, op, &a);
+    else if (idx == SIMBA__RS_SETVAL || idx == SIMBA__RS_YIELD) simba__redis_args_owner(r, req, &a);
     else if (idx == SIMBA__RS_INSPECT) {
         simba__redis_i64(a.ttl, SIMBA_VIEW_WAITERS);
         a.argv[a.argc++] = a.ttl;
     }
-    for (i = 0; i < a.argc; i++) lens[i] = strlen(a.argv[i]);
+    for (i = 0; i < a.argc; i++) lens[i] = i == a.vi && i ? req->value_len : strlen(a.argv[i]);
     {
-        char cmd[2048];
+        char cmd[4096]; /* an acquire with a value of 1 KiB fits; longer ones hiredis formats */
         size_t n = simba__redis_resp(cmd, sizeof cmd, a.argc, a.argv, lens);
         int sent = n ? redisAsyncFormattedCommand(r->cmd.ac, simba__redis_on_reply, op, cmd, n)
                      : redisAsyncCommandArgv(r->cmd.ac, simba__redis_on_reply, op, a.argc, a.argv, lens);
@@ -1572,26 +1812,31 @@ static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv) 
     if (s->kind != SIMBA__RSUB_OW && strncmp(msg->str, "released", 8) == 0) {
         /* A wake channel names its one waiter; the event channel's "released" is for all. */
         simba_backend_event(r->be, SIMBA_EV_RELEASED, s->m->node.key, s->contender, NULL);
-    } else if (s->kind == SIMBA__RSUB_OW && strncmp(msg->str, "owner ", 6) == 0) {
-        /* "owner <fence> <ttl> <lease> <id>" */
+    } else if (s->kind == SIMBA__RSUB_OW && msg->len > 7 && memcmp(msg->str, "holder ", 7) == 0) {
+        /* "holder <fence> <ttl> <lease> <held> <idlen> <id><value>": a grant or a new value */
         simba_reply rep;
-        char *p = msg->str + 6, *end;
-        unsigned long long fence = strtoull(p, &end, 10);
-        long long ttl, lease;
-        if (end == p || *end != ' ') return;
-        p = end + 1;
-        ttl = strtoll(p, &end, 10);
-        if (end == p || *end != ' ') return;
-        p = end + 1;
-        lease = strtoll(p, &end, 10);
-        if (end == p || *end != ' ' || !end[1] || strlen(end + 1) > SIMBA_ID_MAX) return;
+        char id[SIMBA_ID_MAX + 1], *p = msg->str + 7, *end;
+        const char *stop = msg->str + msg->len;
+        long long n[5];
+        int i;
+        for (i = 0; i < 5; i++) {
+            n[i] = strtoll(p, &end, 10);
+            if (end == p || end >= stop || *end != ' ') return;
+            p = end + 1;
+        }
+        if (n[0] <= 0 || n[4] <= 0 || n[4] > SIMBA_ID_MAX || n[4] > stop - p || stop - p - n[4] > SIMBA_VALUE_MAX) return;
+        memcpy(id, p, (size_t)n[4]);
+        id[n[4]] = 0;
+        if (strlen(id) != (size_t)n[4]) return;
         memset(&rep, 0, sizeof(rep));
         rep.rc = SIMBA_OK;
-        rep.owner = end + 1;
-        rep.ttl_left_ms = ttl;
-        rep.transition_left_ms = lease;
-        rep.held_ms = 0;
-        rep.fence = (uint64_t)fence;
+        rep.owner = id;
+        rep.fence = (uint64_t)n[0];
+        rep.ttl_left_ms = n[1];
+        rep.transition_left_ms = n[2];
+        rep.held_ms = n[3];
+        rep.value_len = (size_t)(stop - p - n[4]);
+        rep.value = rep.value_len ? (const unsigned char *)p + n[4] : NULL;
         simba_backend_event(r->be, SIMBA_EV_OWNER, s->m->node.key, NULL, &rep);
     }
 }
@@ -1737,12 +1982,31 @@ static void simba__rconn_drop(simba__rconn *c, int64_t now) {
     if (c->state != SIMBA__RC_DOWN) simba__rconn_down(c, now);
 }
 
+/* The handshake's AUTH, first in the pipeline of a new connection. */
+static void simba__rconn_auth(simba__rconn *c, redisAsyncContext *ac) {
+    simba__redis *r = c->r;
+    const char *argv[3];
+    size_t lens[3];
+    int n = 0;
+    argv[n] = "AUTH";
+    lens[n++] = 4;
+    if (r->username) {
+        argv[n] = r->username;
+        lens[n] = strlen(r->username);
+        n++;
+    }
+    argv[n] = r->password;
+    lens[n] = strlen(r->password);
+    n++;
+    c->hs[0].c = c;
+    c->hs[0].script = SIMBA__RHS_PLAIN;
+    if (redisAsyncCommandArgv(ac, simba__redis_on_hs, &c->hs[0], n, argv, lens) == REDIS_OK) c->hs_left++;
+}
+
 static void simba__rconn_start(simba__rconn *c, int64_t now) {
     simba__redis *r = c->r;
     redisAsyncContext *ac;
-    const char *argv[3];
-    size_t lens[3];
-    int i, n = 0;
+    int i;
     if (c->is_sen) ac = redisAsyncConnect(r->sen_host[r->sen_i], r->sen_port[r->sen_i]);
     else ac = r->unix_path ? redisAsyncConnectUnix(r->unix_path) : redisAsyncConnect(r->host, r->port);
     c->hs_left = 0;
@@ -1767,22 +2031,7 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
     /* Completion of a non-blocking connect shows as writability. */
     c->wr = 1;
     c->rd = 0;
-    if (r->password && !c->is_sen) {
-        argv[n] = "AUTH";
-        lens[n++] = 4;
-        if (r->username) {
-            argv[n] = r->username;
-            lens[n] = strlen(r->username);
-            n++;
-        }
-        argv[n] = r->password;
-        lens[n] = strlen(r->password);
-        n++;
-        c->hs[0].c = c;
-        c->hs[0].script = SIMBA__RHS_PLAIN;
-        if (redisAsyncCommandArgv(ac, simba__redis_on_hs, &c->hs[0], n, argv, lens) == REDIS_OK)
-            c->hs_left++;
-    }
+    if (r->password && !c->is_sen) simba__rconn_auth(c, ac);
     if (c == &r->cmd) {
         if (r->db) {
             c->hs[1].c = c;
@@ -1791,10 +2040,11 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
                 c->hs_left++;
         }
         for (i = 0; i < SIMBA__RS_N; i++) {
+            char text[SIMBA__REDIS_LUA_CAP];
+            size_t n = simba__redis_lua_text(r->cluster, i, text, sizeof text);
             c->hs[2 + i].c = c;
             c->hs[2 + i].script = i;
-            if (redisAsyncCommand(ac, simba__redis_on_hs, &c->hs[2 + i], "SCRIPT LOAD %s",
-                                  simba__redis_lua[r->cluster][i]) == REDIS_OK)
+            if (redisAsyncCommand(ac, simba__redis_on_hs, &c->hs[2 + i], "SCRIPT LOAD %b", text, n) == REDIS_OK)
                 c->hs_left++;
         }
         /* Asked at every connect, pipelined with the rest: a restart or a new policy shows
@@ -1937,6 +2187,7 @@ static void simba__redis_on_master(redisAsyncContext *ac, void *reply, void *pri
 
 /* Writes what hiredis has buffered (non-blocking; EAGAIN keeps wr), counted. */
 static void simba__rconn_write(simba__rconn *c) {
+    if (SIMBA__RCONN_HELD(c)) return;
     c->writes++;
     redisAsyncHandleWrite(c->ac);
 }
@@ -1958,15 +2209,26 @@ static void simba__rconn_flush(simba__rconn *c, int64_t now) {
 /* ---- vtable ------------------------------------------------------------------------------ */
 
 static simba_result simba__redis_req_check(const simba_req *req) {
-    if (!req || !req->mutex || req->op < SIMBA_OP_ACQUIRE || req->op > SIMBA_OP_FORCE_RELEASE) return SIMBA_EINVAL;
+    if (!req || !req->mutex || req->op < SIMBA_OP_ACQUIRE || (req->op > SIMBA_OP_YIELD && req->op != SIMBA_OP_CALL))
+        return SIMBA_EINVAL;
     if (req->op == SIMBA_OP_LIST) return SIMBA_OK; /* no mutex */
     /* The core checks names too; braces would also move the cluster hash tag. */
     if (simba_name_check(req->mutex) != SIMBA_OK || strpbrk(req->mutex, "{}")) return SIMBA_EINVAL;
-    if (req->op < SIMBA_OP_READ && (!req->contender || simba_id_check(req->contender) != SIMBA_OK))
+    if ((req->op < SIMBA_OP_READ || req->op >= SIMBA_OP_SET_VALUE) &&
+        (!req->contender || simba_id_check(req->contender) != SIMBA_OK))
+        return SIMBA_EINVAL;
+    /* the core refuses a longer value before any backend sees it; this guards the vt */
+    if ((req->op == SIMBA_OP_ACQUIRE || req->op == SIMBA_OP_SET_VALUE) &&
+        (req->value_len > SIMBA_VALUE_MAX || (req->value_len && !req->value)))
         return SIMBA_EINVAL;
     if (req->op == SIMBA_OP_ACQUIRE &&
         (req->ttl_ms <= 0 || req->ttl_ms > SIMBA_MAX_MS || req->transition_ms < 0 ||
          req->transition_ms > SIMBA_MAX_MS || req->live_ms < 0 || req->live_ms > SIMBA_MAX_MS))
+        return SIMBA_EINVAL;
+    /* a yielder waits at the back: its place needs a liveness bound */
+    if (req->op == SIMBA_OP_YIELD && (req->live_ms < 0 || req->live_ms > SIMBA_MAX_MS || req->ttl_ms < 0 ||
+                                      req->transition_ms < 0 || req->ttl_ms > SIMBA_MAX_MS ||
+                                      req->transition_ms > SIMBA_MAX_MS || req->live_ms + req->ttl_ms + req->transition_ms <= 0))
         return SIMBA_EINVAL;
     return SIMBA_OK;
 }
@@ -2013,7 +2275,7 @@ static simba_result simba__redis_submit_ex(simba__redis *r, simba_req *req, int 
            A Cluster redirection is re-sent from inside a node's process: at once. */
         if (!simba__in_poll(r->loop) || hops > 0) simba__rconn_flush(&r->cmd, now);
     } else if (r->cmd.state == SIMBA__RC_CONNECTING ||
-               (req->op >= SIMBA_OP_INSPECT && r->nsen && !r->addr_ok && !r->cmd.was_ready)) {
+               (simba__redis_inspection(req->op) && r->nsen && !r->addr_ok && !r->cmd.was_ready)) {
         /* An inspection has no retry of its own: right after the open it waits for the
            sentinels to name the primary, a connect timeout at most. */
         if (r->cmd.state != SIMBA__RC_CONNECTING) op->deadline = simba__add(now, r->connect_to);
@@ -2057,7 +2319,7 @@ static int simba__redis_fds(void *impl, struct pollfd *out, int cap) {
     cs[2] = &r->sen;
     for (i = 0; i < 3; i++) {
         simba__rconn *c = cs[i];
-        short ev = (short)((c->rd ? POLLIN : 0) | (c->wr ? POLLOUT : 0));
+        short ev = (short)((c->rd ? POLLIN : 0) | (c->wr && !SIMBA__RCONN_HELD(c) ? POLLOUT : 0));
         if (!c->ac || c->fd < 0 || !ev) continue;
         if (out && n < cap) {
             out[n].fd = c->fd;
@@ -2821,13 +3083,98 @@ static redisReply *simba__rf_cmd(redisContext *c, char *err, size_t cap, const c
     return x;
 }
 
-SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, int force, char *err, size_t errcap) {
+/* A blocking connection for simba_redis_declare_fresh (AUTH done), or NULL with err (rc then
+   says why). */
+static redisContext *simba__rf_connect(const simba_redis_desc *desc, char *err, size_t errcap, simba_result *rc) {
     redisContext *c;
     redisReply *x;
     struct timeval ct, cmt;
     int64_t cto, cmto;
-    const char *host;
-    char run_id[48] = "", *p;
+    const char *host = desc->host ? desc->host : "127.0.0.1";
+    cto = desc->connect_timeout_ms > 0 && desc->connect_timeout_ms <= SIMBA_MAX_MS ? desc->connect_timeout_ms : 2000;
+    cmto = desc->command_timeout_ms > 0 && desc->command_timeout_ms <= SIMBA_MAX_MS ? desc->command_timeout_ms : 2000;
+    ct.tv_sec = (time_t)(cto / 1000);
+    ct.tv_usec = (suseconds_t)(cto % 1000 * 1000);
+    cmt.tv_sec = (time_t)(cmto / 1000);
+    cmt.tv_usec = (suseconds_t)(cmto % 1000 * 1000);
+    if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
+    c = desc->unix_path ? redisConnectUnixWithTimeout(desc->unix_path, ct)
+                        : redisConnectWithTimeout(host, desc->port ? desc->port : 6379, ct);
+    if (!c || c->err) {
+        simba__rf_msg(err, errcap, "redis: cannot connect to %s:%d: %s", desc->unix_path ? desc->unix_path : host,
+                      desc->unix_path ? 0 : desc->port ? desc->port : 6379, c ? c->errstr : "out of memory");
+        if (c) redisFree(c);
+        *rc = SIMBA_ECONN;
+        return NULL;
+    }
+    redisSetTimeout(c, cmt);
+    if (desc->password) {
+        x = desc->username ? simba__rf_cmd(c, err, errcap, "AUTH", "AUTH %s %s", desc->username, desc->password)
+                           : simba__rf_cmd(c, err, errcap, "AUTH", "AUTH %s", desc->password);
+        if (!x) {
+            redisFree(c);
+            *rc = SIMBA_EBACKEND;
+            return NULL;
+        }
+        freeReplyObject(x);
+    }
+    return c;
+}
+
+/* The server's run_id into out (cap >= 48) and its number of dbs: 0, or -1 with err. */
+static int simba__rf_server(redisContext *c, char *out, size_t cap, long *dbs, char *err, size_t errcap) {
+    redisReply *x;
+    char *p;
+    out[0] = 0;
+    if (!(x = simba__rf_cmd(c, err, errcap, "INFO server", "INFO server"))) return -1;
+    if (x->type == REDIS_REPLY_STRING && (p = strstr(x->str, "run_id:")) != NULL) {
+        size_t n = strcspn(p + 7, "\r\n");
+        if (n > 0 && n < cap) { memcpy(out, p + 7, n); out[n] = 0; }
+    }
+    freeReplyObject(x);
+    if (!out[0]) { simba__rf_msg(err, errcap, "redis: INFO server gave no run_id: cannot declare this server"); return -1; }
+    /* How many dbs: CONFIG may be renamed away; then up to the first SELECT refused. */
+    *dbs = 16;
+    x = (redisReply *)redisCommand(c, "CONFIG GET databases");
+    if (!x && c->err) { simba__rf_msg(err, errcap, "redis: CONFIG GET databases: %s", c->errstr); return -1; }
+    if (x && x->type == REDIS_REPLY_ARRAY && x->elements == 2 && x->element[1]->type == REDIS_REPLY_STRING)
+        *dbs = strtol(x->element[1]->str, NULL, 10);
+    if (x) freeReplyObject(x);
+    if (*dbs <= 0 || *dbs > 100000) *dbs = 16;
+    return 0;
+}
+
+/* Counts the simba keys of the selected db db into *found (the first named in example):
+   0, or -1 with err. */
+static int simba__rf_scan_db(redisContext *c, long db, long *found, char *example, size_t excap, char *err, size_t errcap) {
+    char cursor[32] = "0";
+    redisReply *x;
+    do {
+        size_t i;
+        if (!(x = simba__rf_cmd(c, err, errcap, "SCAN", "SCAN %s COUNT 1000", cursor))) return -1;
+        if (x->type != REDIS_REPLY_ARRAY || x->elements != 2 || x->element[0]->type != REDIS_REPLY_STRING ||
+            x->element[1]->type != REDIS_REPLY_ARRAY) {
+            freeReplyObject(x);
+            simba__rf_msg(err, errcap, "redis: SCAN: unexpected reply");
+            return -1;
+        }
+        simba__copy(cursor, sizeof cursor, x->element[0]->str);
+        for (i = 0; i < x->element[1]->elements; i++) {
+            redisReply *k = x->element[1]->element[i];
+            if (k->type == REDIS_REPLY_STRING && simba__rf_is_simba_key(k->str, k->len)) {
+                if (!*found) snprintf(example, excap, "db %ld key %.100s", db, k->str);
+                (*found)++;
+            }
+        }
+        freeReplyObject(x);
+    } while (strcmp(cursor, "0") != 0);
+    return 0;
+}
+
+SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, int force, char *err, size_t errcap) {
+    redisContext *c;
+    redisReply *x;
+    char run_id[48] = "";
     long dbs = 16, db, found = 0;
     char example[160] = "";
     simba_result rc = SIMBA_EBACKEND;
@@ -2837,46 +3184,10 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
         simba__rf_msg(err, errcap, "simba_redis_declare_fresh: not for Redis Cluster or Sentinel (declare each node's simba:fresh{tag} keys)");
         return SIMBA_EINVAL;
     }
-    cto = desc->connect_timeout_ms > 0 && desc->connect_timeout_ms <= SIMBA_MAX_MS ? desc->connect_timeout_ms : 2000;
-    cmto = desc->command_timeout_ms > 0 && desc->command_timeout_ms <= SIMBA_MAX_MS ? desc->command_timeout_ms : 2000;
-    ct.tv_sec = (time_t)(cto / 1000);
-    ct.tv_usec = (suseconds_t)(cto % 1000 * 1000);
-    cmt.tv_sec = (time_t)(cmto / 1000);
-    cmt.tv_usec = (suseconds_t)(cmto % 1000 * 1000);
-    host = desc->host ? desc->host : "127.0.0.1";
-    if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
-    c = desc->unix_path ? redisConnectUnixWithTimeout(desc->unix_path, ct)
-                        : redisConnectWithTimeout(host, desc->port ? desc->port : 6379, ct);
-    if (!c || c->err) {
-        simba__rf_msg(err, errcap, "redis: cannot connect to %s:%d: %s", desc->unix_path ? desc->unix_path : host,
-                      desc->unix_path ? 0 : desc->port ? desc->port : 6379, c ? c->errstr : "out of memory");
-        if (c) redisFree(c);
-        return SIMBA_ECONN;
-    }
-    redisSetTimeout(c, cmt);
-    if (desc->password) {
-        x = desc->username ? simba__rf_cmd(c, err, errcap, "AUTH", "AUTH %s %s", desc->username, desc->password)
-                           : simba__rf_cmd(c, err, errcap, "AUTH", "AUTH %s", desc->password);
-        if (!x) goto done;
-        freeReplyObject(x);
-    }
-    if (!(x = simba__rf_cmd(c, err, errcap, "INFO server", "INFO server"))) goto done;
-    if (x->type == REDIS_REPLY_STRING && (p = strstr(x->str, "run_id:")) != NULL) {
-        size_t n = strcspn(p + 7, "\r\n");
-        if (n > 0 && n < sizeof run_id) { memcpy(run_id, p + 7, n); run_id[n] = 0; }
-    }
-    freeReplyObject(x);
-    if (!run_id[0]) { simba__rf_msg(err, errcap, "redis: INFO server gave no run_id: cannot declare this server"); goto done; }
-    /* How many dbs: CONFIG may be renamed away; then up to the first SELECT refused. */
-    x = (redisReply *)redisCommand(c, "CONFIG GET databases");
-    if (!x && c->err) { simba__rf_msg(err, errcap, "redis: CONFIG GET databases: %s", c->errstr); goto done; }
-    if (x && x->type == REDIS_REPLY_ARRAY && x->elements == 2 && x->element[1]->type == REDIS_REPLY_STRING)
-        dbs = strtol(x->element[1]->str, NULL, 10);
-    if (x) freeReplyObject(x);
-    if (dbs <= 0 || dbs > 100000) dbs = 16;
+    if (!(c = simba__rf_connect(desc, err, errcap, &rc))) return rc;
+    if (simba__rf_server(c, run_id, sizeof run_id, &dbs, err, errcap) != 0) goto done;
     /* Every db's keys are looked at before anything is written. */
     for (db = 0; db < dbs && !found; db++) {
-        char cursor[32] = "0";
         if (!(x = simba__rf_cmd(c, err, errcap, "SELECT", "SELECT %ld", db))) {
             if (db == 0) goto done;
             dbs = db; /* fewer dbs than assumed */
@@ -2884,25 +3195,7 @@ SIMBA_API simba_result simba_redis_declare_fresh(const simba_redis_desc *desc, i
             break;
         }
         freeReplyObject(x);
-        do {
-            size_t i;
-            if (!(x = simba__rf_cmd(c, err, errcap, "SCAN", "SCAN %s COUNT 1000", cursor))) goto done;
-            if (x->type != REDIS_REPLY_ARRAY || x->elements != 2 || x->element[0]->type != REDIS_REPLY_STRING ||
-                x->element[1]->type != REDIS_REPLY_ARRAY) {
-                freeReplyObject(x);
-                simba__rf_msg(err, errcap, "redis: SCAN: unexpected reply");
-                goto done;
-            }
-            simba__copy(cursor, sizeof cursor, x->element[0]->str);
-            for (i = 0; i < x->element[1]->elements; i++) {
-                redisReply *k = x->element[1]->element[i];
-                if (k->type == REDIS_REPLY_STRING && simba__rf_is_simba_key(k->str, k->len)) {
-                    if (!found) snprintf(example, sizeof example, "db %ld key %.100s", db, k->str);
-                    found++;
-                }
-            }
-            freeReplyObject(x);
-        } while (strcmp(cursor, "0") != 0);
+        if (simba__rf_scan_db(c, db, &found, example, sizeof example, err, errcap) != 0) goto done;
     }
     if (found && !force) {
         simba__rf_msg(err, errcap, "redis: the server holds simba keys (%s): it may have granted a lease that is still live, "
@@ -2925,6 +3218,277 @@ done:
 }
 
 /* A duration of the desc: 0 (default) .. 2^40 ms, like every duration the core accepts. */
+
+/* >>fenced The fenced write: checked here, sent as any request (the pending queue, the
+   command deadline, Sentinel's primary, Cluster routing and MOVED/ASK are the requests'),
+   answered through the core's call (simba_backend_call). */
+
+#define SIMBA__RFW_ARGS_MAX 1024
+
+/* An allowed command: Redis' arity (> 0 exact, < 0 at least -arity words) and where its
+   keys are (first, last (-1: the last word), step), as COMMAND INFO gives them. */
+typedef struct simba__rfw_cmd {
+    const char *name;
+    int arity, first, last, step;
+} simba__rfw_cmd;
+
+static const simba__rfw_cmd simba__rfw_cmds[] = {
+    {"SET", -3, 1, 1, 1},      {"DEL", -2, 1, -1, 1},    {"UNLINK", -2, 1, -1, 1}, {"INCR", 2, 1, 1, 1},
+    {"INCRBY", 3, 1, 1, 1},    {"DECR", 2, 1, 1, 1},     {"DECRBY", 3, 1, 1, 1},   {"APPEND", 3, 1, 1, 1},
+    {"EXPIRE", -3, 1, 1, 1},   {"PEXPIRE", -3, 1, 1, 1}, {"PERSIST", 2, 1, 1, 1},  {"HSET", -4, 1, 1, 1},
+    {"HDEL", -3, 1, 1, 1},     {"HINCRBY", 4, 1, 1, 1},  {"LPUSH", -3, 1, 1, 1},   {"RPUSH", -3, 1, 1, 1},
+    {"LPOP", -2, 1, 1, 1},     {"RPOP", -2, 1, 1, 1},    {"LTRIM", 4, 1, 1, 1},    {"SADD", -3, 1, 1, 1},
+    {"SREM", -3, 1, 1, 1},     {"ZADD", -4, 1, 1, 1},    {"ZREM", -3, 1, 1, 1},    {"ZINCRBY", 4, 1, 1, 1},
+    {"XADD", -5, 1, 1, 1},     {"XTRIM", -4, 1, 1, 1},   {"MSET", -3, 1, -1, 2}};
+
+/* A fenced write in flight: the script's argv (EVALSHA, sha, numkeys, KEYS, ARGV) with
+   copies of the caller's words, and the command's reply once answered. */
+typedef struct simba__rfw {
+    simba_loop *loop;
+    simba_redis_fenced_fn cb;
+    void *user;
+    int argc;
+    const char **argv;
+    size_t *lens;
+    simba_redis_value *val; /* one block: the values, then their bytes */
+} simba__rfw;
+
+static const simba__rfw_cmd *simba__rfw_find(const char *word) {
+    size_t i, j;
+    for (i = 0; i < sizeof simba__rfw_cmds / sizeof simba__rfw_cmds[0]; i++) {
+        const char *n = simba__rfw_cmds[i].name;
+        for (j = 0; n[j] && word[j] && (word[j] == n[j] || word[j] == n[j] - 'A' + 'a'); j++) {}
+        if (!n[j] && !word[j]) return &simba__rfw_cmds[i];
+    }
+    return NULL;
+}
+
+/* Redis' hash tag rule: the bytes between the first '{' and the first '}' after it. */
+static int simba__rfw_tagged(const char *key, const char *name) {
+    const char *o = strchr(key, '{'), *c = o ? strchr(o + 1, '}') : NULL;
+    size_t n = strlen(name);
+    return c && (size_t)(c - o - 1) == n && memcmp(o + 1, name, n) == 0;
+}
+
+/* The words that are keys: 1 for each, in is_key[0..argc). */
+static void simba__rfw_keys(const simba__rfw_cmd *c, int argc, char *is_key) {
+    int i, last = c->last < 0 ? argc + c->last : c->last;
+    memset(is_key, 0, (size_t)argc);
+    for (i = c->first; i <= last && i < argc; i += c->step) is_key[i] = 1;
+}
+
+static void simba__rfw_free(simba__rfw *fw) {
+    simba_loop *l = fw->loop;
+    simba_free(l, fw->val);
+    simba_free(l, fw);
+}
+
+/* The core's call is answered (or the loop is going: req NULL, nobody to tell). */
+static void simba__rfw_done(simba_req *req, simba_result rc, const char *errmsg, void *user) {
+    simba__rfw *fw = (simba__rfw *)user;
+    if (req && fw->cb) fw->cb(rc, rc == SIMBA_OK ? fw->val : NULL, errmsg, fw->user);
+    simba__rfw_free(fw);
+}
+
+static void simba__rfw_send(simba__redis *r, simba__rop *op, int64_t now) {
+    simba__rfw *fw = (simba__rfw *)simba_req_call_user(op->req);
+    fw->argv[1] = r->sha[SIMBA__RS_FENCED]; /* the same text, so the same sha on every node */
+    fw->lens[1] = strlen(fw->argv[1]);
+    if (op->asking && redisAsyncCommand(r->cmd.ac, simba__redis_on_ignore, NULL, "ASKING") != REDIS_OK) {
+        simba__rop_fail(r, op, SIMBA_ECONN, "redis: cannot queue command");
+        return;
+    }
+    if (redisAsyncCommandArgv(r->cmd.ac, simba__redis_on_reply, op, fw->argc, fw->argv, fw->lens) != REDIS_OK) {
+        simba__rop_fail(r, op, SIMBA_ECONN, "redis: cannot queue command");
+        return;
+    }
+    op->deadline = simba__add(now, r->cmd_to);
+    simba__rop_append(r, op);
+}
+
+/* The bytes a reply needs as simba_redis_values (count of values, string bytes). */
+static void simba__rfw_measure(const redisReply *x, size_t *nv, size_t *nb) {
+    size_t i;
+    (*nv)++;
+    if (x->type == REDIS_REPLY_STRING || x->type == REDIS_REPLY_STATUS) *nb += x->len + 1;
+    if (x->type == REDIS_REPLY_ARRAY)
+        for (i = 0; i < x->elements; i++) simba__rfw_measure(x->element[i], nv, nb);
+}
+
+/* Fills v from x: children take the next free values, strings the next free bytes. */
+static void simba__rfw_fill(const redisReply *x, simba_redis_value *v, simba_redis_value **free_v, char **free_b) {
+    size_t i;
+    memset(v, 0, sizeof *v);
+    switch (x->type) {
+    case REDIS_REPLY_INTEGER: v->type = SIMBA_REDIS_INTEGER; v->integer = x->integer; break;
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS:
+        v->type = x->type == REDIS_REPLY_STRING ? SIMBA_REDIS_STRING : SIMBA_REDIS_STATUS;
+        memcpy(*free_b, x->str, x->len);
+        (*free_b)[x->len] = 0;
+        v->str = *free_b;
+        v->len = x->len;
+        *free_b += x->len + 1;
+        break;
+    case REDIS_REPLY_ARRAY: {
+        simba_redis_value *kids = *free_v;
+        v->type = SIMBA_REDIS_ARRAY;
+        v->elements = x->elements;
+        v->element = kids;
+        *free_v += x->elements;
+        for (i = 0; i < x->elements; i++) simba__rfw_fill(x->element[i], &kids[i], free_v, free_b);
+        break;
+    }
+    default: v->type = SIMBA_REDIS_NIL; break;
+    }
+}
+
+/* The script's answer (not an error reply): the command's reply kept for the callback, or
+   the refusal in words. 0, or -1 when it is not what the script returns. */
+static int simba__rfw_answer(const simba_req *req, const redisReply *x, simba_reply *rep, char *words, size_t cap) {
+    simba__rfw *fw = (simba__rfw *)simba_req_call_user(req);
+    int64_t ok, has, left;
+    memset(rep, 0, sizeof(*rep));
+    rep->held_ms = -1;
+    if (!fw || x->type != REDIS_REPLY_ARRAY || x->elements < 2 || simba__redis_int(x->element[0], &ok) != 0) return -1;
+    if (ok == 1 && x->elements == 2) {
+        size_t nv = 0, nb = 0;
+        simba_redis_value *free_v;
+        char *free_b;
+        simba__rfw_measure(x->element[1], &nv, &nb);
+        simba_free(fw->loop, fw->val);
+        fw->val = (simba_redis_value *)simba_alloc(fw->loop, nv * sizeof(simba_redis_value) + nb);
+        if (!fw->val) {
+            rep->rc = SIMBA_ENOMEM;
+            rep->errmsg = "simba_redis_fenced: the write was done, but out of memory keeping its reply";
+            return 0;
+        }
+        free_v = fw->val + 1;
+        free_b = (char *)(fw->val + nv);
+        simba__rfw_fill(x->element[1], fw->val, &free_v, &free_b);
+        return 0;
+    }
+    {
+        uint64_t stored;
+        char *end;
+        const redisReply *f = x->element[2];
+        if (ok != 0 || x->elements != 4 || simba__redis_int(x->element[1], &has) != 0 ||
+            simba__redis_int(x->element[3], &left) != 0 || f->type != REDIS_REPLY_STRING || f->len == 0 || f->len > 20)
+            return -1;
+        stored = (uint64_t)strtoull(f->str, &end, 10);
+        if (*end) return -1;
+        rep->rc = simba__fence_judge("simba_redis_fenced", req->mutex, req->fence, has == 1, stored, left, words, cap);
+        if (has != 1 && stored == req->fence) /* the record is gone: a release, or its expiry at the lease end */
+            snprintf(words, cap, "simba_redis_fenced: %s has no owner record (released, or its lease is over): fence %llu "
+                     "holds no lease", req->mutex, (unsigned long long)req->fence);
+        if (rep->rc == SIMBA_OK) { /* the script refused what the rule allows: say so, never write */
+            rep->rc = SIMBA_EFENCE;
+            snprintf(words, cap, "simba_redis_fenced: refused by the server (record fence %llu, lease left %lld ms)",
+                     (unsigned long long)stored, (long long)left);
+        }
+        rep->errmsg = words;
+    }
+    return 0;
+}
+
+static simba_result simba__rfw_start_one(void *impl, simba_req *req) { return simba__redis_submit_ex((simba__redis *)impl, req, 0, 0); }
+static simba_result simba__rfw_start_cluster(void *impl, simba_req *req) { return simba__rcl_submit(impl, req); }
+
+/* The command of a fenced write: one of the allow-list, with its arity; *out its entry.
+   SIMBA_OK, or SIMBA_EINVAL with the loop's errmsg saying why. */
+static simba_result simba__rfw_check_cmd(simba_loop *l, const char *fn, int argc, const char *const *argv,
+                                         const simba__rfw_cmd **out) {
+    const simba__rfw_cmd *c;
+    int k;
+    if (argc < 1 || !argv || !argv[0])
+        return simba__fail(l, SIMBA_EINVAL, "%s: no command (argc %d): give the command and its arguments", fn, argc);
+    if (argc > SIMBA__RFW_ARGS_MAX)
+        return simba__fail(l, SIMBA_EINVAL, "%s: %d words in the command, at most %d", fn, argc, SIMBA__RFW_ARGS_MAX);
+    for (k = 0; k < argc; k++)
+        if (!argv[k]) return simba__fail(l, SIMBA_EINVAL, "%s: argv[%d] is NULL", fn, k);
+    if (!(c = simba__rfw_find(argv[0])))
+        return simba__fail(l, SIMBA_EINVAL, "%s: command \"%.40s\" is not a fenced write (one of SET DEL UNLINK INCR INCRBY "
+                           "DECR DECRBY APPEND EXPIRE PEXPIRE PERSIST HSET HDEL HINCRBY LPUSH RPUSH LPOP RPOP LTRIM SADD "
+                           "SREM ZADD ZREM ZINCRBY XADD XTRIM MSET)", fn, argv[0]);
+    if ((c->arity > 0 && argc != c->arity) || (c->arity < 0 && argc < -c->arity) || (c->step == 2 && (argc - 1) % 2))
+        return simba__fail(l, SIMBA_EINVAL, "%s: %s takes %s%d words with the command (%s), got %d", fn, c->name,
+                           c->arity < 0 ? "at least " : "", c->arity < 0 ? -c->arity : c->arity,
+                           c->step == 2 ? "key value pairs" : "see the Redis manual", argc);
+    *out = c;
+    return SIMBA_OK;
+}
+
+SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, uint64_t fence, int argc,
+                                          const char *const *argv, simba_redis_fenced_fn cb, void *user) {
+    static const char fn[] = "simba_redis_fenced";
+    const simba_backend_vt *vt = simba_backend_vt_get(be);
+    simba_loop *l = simba_backend_loop(be);
+    const simba__rfw_cmd *c = NULL;
+    const char *prefix;
+    char err[256], own[SIMBA__REDIS_KEY_MAX], fence_s[24], nkeys_s[24], keys_at[SIMBA__RFW_ARGS_MAX];
+    size_t own_len, bytes;
+    simba__rfw *fw;
+    char *p;
+    int nkeys = 0, k, total;
+    simba__rb b;
+    simba_result rc;
+    if (!l || (vt != &simba__redis_vt && vt != &simba__rcl_vt)) return l ? simba__fail(l, SIMBA_EINVAL, "%s: not a Redis backend", fn) : SIMBA_EINVAL;
+    if ((rc = simba__fence_args(fn, name, fence, err, sizeof err)) != SIMBA_OK) return simba__fail(l, rc, "%s", err);
+    if (!cb) return simba__fail(l, SIMBA_EINVAL, "%s: no callback", fn);
+    if ((rc = simba__rfw_check_cmd(l, fn, argc, argv, &c)) != SIMBA_OK) return rc;
+    prefix = vt == &simba__redis_vt ? ((simba__redis *)simba_backend_impl(be))->prefix
+                                    : ((simba__rcluster *)simba_backend_impl(be))->nodes[0]->prefix;
+    simba__rb_init(&b, own, sizeof own);
+    simba__rb_str(&b, prefix);
+    simba__rb_mem(&b, "{", 1);
+    simba__rb_str(&b, name);
+    simba__rb_mem(&b, "}", 1);
+    own_len = b.n;
+    if (b.over || own_len + 7 > sizeof own) return simba__fail(l, SIMBA_EINVAL, "%s: key of mutex %s too long", fn, name);
+    simba__rfw_keys(c, argc, keys_at);
+    for (k = 0; k < argc; k++) {
+        if (!keys_at[k]) continue;
+        if (!simba__rfw_tagged(argv[k], name))
+            return simba__fail(l, SIMBA_EINVAL, "%s: key \"%.100s\" is outside the slot of mutex %s: a key of a fenced "
+                               "write carries the hash tag {%s}", fn, argv[k], name, name);
+        if (strncmp(argv[k], own, own_len) == 0)
+            return simba__fail(l, SIMBA_EINVAL, "%s: key \"%.100s\" is the lock's own (it starts with %s)", fn, argv[k], own);
+        nkeys++;
+    }
+    /* EVALSHA sha numkeys owner fence <keys> <fence> <argv>, each copied after the arrays */
+    total = 3 + 2 + nkeys + 1 + argc;
+    simba__redis_i64(fence_s, (int64_t)fence);
+    simba__redis_i64(nkeys_s, 2 + nkeys);
+    bytes = sizeof *fw + (size_t)total * (sizeof(char *) + sizeof(size_t)) + strlen(nkeys_s) + 1 + 2 * (own_len + 7) +
+            strlen(fence_s) + 1;
+    for (k = 0; k < argc; k++) bytes += (strlen(argv[k]) + 1) * (keys_at[k] ? 2 : 1);
+    fw = (simba__rfw *)simba_alloc(l, bytes);
+    if (!fw) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory", fn);
+    memset(fw, 0, sizeof *fw);
+    fw->loop = l;
+    fw->cb = cb;
+    fw->user = user;
+    fw->argv = (const char **)(void *)(fw + 1);
+    fw->lens = (size_t *)(void *)(fw->argv + total);
+    p = (char *)(fw->lens + total);
+#define SIMBA__RFW_PUT(s_, n_) (memcpy(p, (s_), (n_)), p[(n_)] = 0, fw->lens[fw->argc] = (n_), fw->argv[fw->argc++] = p, p += (n_) + 1)
+    fw->argv[fw->argc] = "EVALSHA"; fw->lens[fw->argc++] = 7;
+    fw->argv[fw->argc] = ""; fw->lens[fw->argc++] = 0; /* the sha, set by the node that sends it */
+    SIMBA__RFW_PUT(nkeys_s, strlen(nkeys_s));
+    memcpy(own + own_len, ":owner", 7);
+    SIMBA__RFW_PUT(own, own_len + 6);
+    memcpy(own + own_len, ":fence", 7);
+    SIMBA__RFW_PUT(own, own_len + 6);
+    for (k = 0; k < argc; k++)
+        if (keys_at[k]) SIMBA__RFW_PUT(argv[k], strlen(argv[k]));
+    SIMBA__RFW_PUT(fence_s, strlen(fence_s));
+    for (k = 0; k < argc; k++) SIMBA__RFW_PUT(argv[k], strlen(argv[k]));
+#undef SIMBA__RFW_PUT
+    rc = simba_backend_call(be, name, fence, vt == &simba__redis_vt ? simba__rfw_start_one : simba__rfw_start_cluster,
+                            simba__rfw_done, fw);
+    if (rc != SIMBA_OK) simba__rfw_free(fw); /* the loop's errmsg says why */
+    return rc;
+}
 
 /* >>open */
 /* The desc's fields beside the address, with words for what is wrong. */

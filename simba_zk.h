@@ -16,17 +16,18 @@
  * COMPILE-TIME OPTIONS (define before the implementation's include)
  *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE   as in simba.h
  *   SIMBA_ZK_IMPLEMENTATION                this header and the core only
- *   SIMBA_ZK_TEST_FAULTS                   test builds: fault injection into the client calls
+ *   SIMBA_ZK_TEST_FAULTS                   test builds: fault injection into the client calls,
+ *                                          and a backend whose jobs call nothing (test_mute)
  *
  * RECIPE
  *   Mutex M lives at <root>/M (persistent, created on demand; root defaults to "/simba").
  *   A contender C that acquires creates one EPHEMERAL|SEQUENTIAL child
  *       <root>/M/n-<tag>-<10-digit sequence>
- *   whose data is "<tag> <session timeout ms> <C>". The tag is unique per contender and
- *   backend (a random per-backend token plus a counter), so after a lost connection the
- *   backend recognises a node that its create may or may not have made (ZooKeeper's
- *   "protected" create) and never mistakes another client's node for its own; duplicates
- *   are deleted. The lowest sequence owns. Every reply names the owner: non-owners and
+ *   whose data is "<tag> <session timeout ms> <C> <keep> <value>" (see VALUE). The tag is
+ *   unique per contender and backend (a random per-backend token plus a counter), so after
+ *   a lost connection the backend recognises a node that its create may or may not have
+ *   made (ZooKeeper's "protected" create) and never mistakes another client's node for its
+ *   own; duplicates are deleted. The lowest sequence owns. Every reply names the owner: non-owners and
  *   observers read the owner node's data. A
  *   waiter watches only its predecessor: when that node goes, exactly that waiter gets
  *   SIMBA_EV_RELEASED (no herd), and the waiter whose predecessor is the owner is reported
@@ -63,6 +64,22 @@
  *   goes to the back of the queue (deleted and made again) and the head waiter owns next.
  *   Observers keep a data watch on the owner node, so a rewrite is pushed to them, and a
  *   waiter whose watched predecessor is rewritten sets its watch again.
+ *
+ * VALUE
+ *   The value of a tenure is the tail of its node's data, written by the create (or the
+ *   rewrite) that starts the tenure; renewals do not touch it. SET_VALUE rewrites the
+ *   owner's own node (only its owner writes it, and it exists only while the session does:
+ *   ZNONODE is SIMBA_ESTATE). Such a write moves the node's mzxid, so it also writes
+ *   keep = the tenure's fence, and every reader takes keep as the fence when it is not 0
+ *   (a tenure's own write has keep 0: its mzxid is the new fence). Observers' data watch on
+ *   the owner node pushes the change (SIMBA_EV_OWNER when owner, fence or value differ from
+ *   what was pushed last). Data without keep and value (a node made by a version without
+ *   values) reads as no value; such a version reads this data as a malformed id ("owner node
+ *   holds foreign data") and answers no request, so two versions never disagree on an owner.
+ *   YIELD lists the children; with another's node behind ours, one zoo_amulti checks that node
+ *   still exists, deletes ours (its watcher, the head waiter, hears the release as after a
+ *   RELEASE) and makes ours again at the back with the same data; with none it keeps the
+ *   mutex. Waiters' nodes are ephemeral, so a node that exists is a live waiter.
  *
  * LEASE
  *   The lease is the ZooKeeper session. Only the leader expires a session, no earlier than
@@ -117,6 +134,10 @@
  *                                             │                  just before ours) ──► end
  *                                             └─(ours after all)─► as "ours is lowest"
  *     RELEASE ──► DELETE (our node) ──(more of ours may exist)──► SWEEP ──► DELETE ──► end
+ *     SET_VALUE ──(holds the fence)──► VALUE (our node, keep = fence) ──► answered
+ *     YIELD ──(holds the fence)──► LIST ──(nobody behind)──► answered (kept)
+ *                                        └─(a waiter behind)─► REQUEUE (multi) ──► answered
+ *                                                              └─(that waiter left)─► LIST
  *     READ, refresh ──► LIST ──(nobody)──► answered;  ──► GET (the lowest) ──► answered
  *
  *   A node gone between two steps, or a queue that moved, sends the job back to LIST (at
@@ -187,10 +208,29 @@
  *   valid path component. root must be an absolute path of such components, not under
  *   /zookeeper, at most 256 bytes.
  *
+ * FENCED WRITES (simba_zk_fenced_multi)
+ *   Nodes outside the root can be created, set and deleted so that a stale owner cannot:
+ *   the backend lists <root>/M, reads the lowest node (the owner) and, when its mzxid is
+ *   the given fence, sends the caller's operations in one zoo_amulti behind check(owner
+ *   node, its version). ZooKeeper's leader applies the multi only while that node exists
+ *   unwritten since the read: the tenure has not ended (a release deletes the node, the
+ *   leader deletes it when the owner's session expires, a new tenure rewrites it) and
+ *   nobody else can have been granted (only a lowest node owns, and no lower node can
+ *   appear). The listing and the read may be stale; the check is not. While the owner's
+ *   session lives, its writes are accepted, also when its own loop stands still (the
+ *   client library keeps the session): the lease is the session (see LEASE).
+ *     owner node with this fence, unchanged -----------> applied: SIMBA_OK, each op's result
+ *     no owner node (released, session ended) ----------> SIMBA_EFENCE
+ *     another owner node (a later tenure) --------------> SIMBA_EFENCE "moved on"
+ *     the owner node went or changed before the multi --> SIMBA_EFENCE
+ *     an operation fails (ZNODEEXISTS, ZBADVERSION ...) > SIMBA_EBACKEND, results say which,
+ *                                                         nothing applied
+ *     the answer lost (connection, session) ------------> SIMBA_ECONN: unknown
+ *
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
  *   >>process  the work of one poll   >>close  teardown
- *   >>inspect  simba_inspect, simba_list, simba_force_release
+ *   >>inspect  simba_inspect, simba_list, simba_force_release   >>fenced  simba_zk_fenced_multi
  *   >>jobs  a request's steps (see JOBS)
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
@@ -251,6 +291,45 @@ SIMBA_API simba_result simba_zk_open(simba_loop *loop, const simba_zk_desc *desc
 /* Counters and session facts of a backend that simba_zk_open() made (others: SIMBA_EINVAL). */
 SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out);
 
+/* >>fenced One operation of a fenced multi (see FENCED WRITES). */
+enum { SIMBA_ZK_FENCED_CREATE = 1, SIMBA_ZK_FENCED_SET = 2, SIMBA_ZK_FENCED_DELETE = 3 };
+/* simba_zk_fenced_op.flags of a CREATE (ZooKeeper's ZOO_EPHEMERAL, ZOO_SEQUENCE) */
+enum { SIMBA_ZK_FENCED_EPHEMERAL = 1, SIMBA_ZK_FENCED_SEQUENTIAL = 2 };
+typedef struct simba_zk_fenced_op {
+    int type;         /* SIMBA_ZK_FENCED_CREATE, _SET or _DELETE */
+    const char *path; /* absolute, outside the backend's root and /zookeeper */
+    const char *data; /* CREATE, SET: the bytes; NULL = none */
+    int data_len;     /* CREATE, SET: how many; < 0 = strlen(data) */
+    int version;      /* SET, DELETE: the node's version must be this; -1 = any */
+    int flags;        /* CREATE: 0, SIMBA_ZK_FENCED_SEQUENTIAL, _EPHEMERAL or both */
+} simba_zk_fenced_op;
+
+/* Per operation: zrc ZOK, or what ZooKeeper said of it (zerror(zrc)); after a failed one
+   the rest say ZRUNTIMEINCONSISTENCY (not run). path: a CREATE's node as made (a
+   sequential one with its number), else NULL. Valid only during the callback. */
+typedef struct simba_zk_fenced_result {
+    int zrc;
+    const char *path;
+} simba_zk_fenced_result;
+
+/* rc SIMBA_OK: every operation is done, results[0..n). SIMBA_EFENCE: refused, nothing done,
+   results NULL, errmsg says why (the fence moved on, released, the owner's session ended).
+   SIMBA_EBACKEND: an operation failed (results say which and why), nothing done.
+   SIMBA_ECONN, SIMBA_ECLOSED: the answer was lost; the multi may or may not have been
+   applied (results NULL). Called from simba_poll only. */
+typedef void (*simba_zk_fenced_fn)(simba_result rc, const simba_zk_fenced_result *results, int n, const char *errmsg,
+                                   void *user);
+
+/* Applies ops[0..n) in one zoo_amulti together with a check of the owner node of mutex
+   name: it commits only if, in ZooKeeper's order, the node whose tenure fence is fence (its
+   mzxid) still exists unchanged (its version), that is while fence holds the lease (see
+   FENCED WRITES). Non-blocking: cb answers from a later simba_poll. SIMBA_OK (cb comes),
+   or SIMBA_EINVAL before anything is sent (not a ZooKeeper backend, empty or bad name,
+   fence 0, n outside 1..256, a bad operation: simba_loop_errmsg says which), and cb
+   never comes. */
+SIMBA_API simba_result simba_zk_fenced_multi(simba_backend *be, const char *name, uint64_t fence,
+                                             const simba_zk_fenced_op *ops, int n, simba_zk_fenced_fn cb, void *user);
+
 #ifdef __cplusplus
 }
 #endif
@@ -268,7 +347,6 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #include "simba.h" /* the core's implementation, when this file has not got it yet */
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -277,6 +355,7 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zookeeper/zookeeper.h>
@@ -285,7 +364,8 @@ SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out
 #define SIMBA__ZK_ROOT_MAX 256
 #define SIMBA__ZK_NODE_MAX 64
 #define SIMBA__ZK_PATH_MAX (SIMBA__ZK_ROOT_MAX + SIMBA_NAME_MAX + SIMBA__ZK_NODE_MAX + 4)
-#define SIMBA__ZK_DATA_MAX (SIMBA_ID_MAX + 64)
+/* A node's data: "<tag> <timeout> <id> <keep> " and the value (see VALUE) */
+#define SIMBA__ZK_DATA_MAX (SIMBA_ID_MAX + 96 + SIMBA_VALUE_MAX)
 #define SIMBA__ZK_TAG_LEN 24
 /* A node name kept in a per-contender or per-mutex record: ours are "n-" + tag + "-" + the
    sequence (10 digits, 11 once ZooKeeper's counter wraps negative) = 38 bytes at most.
@@ -310,12 +390,12 @@ typedef char simba__zk_keep_fits[2 + SIMBA__ZK_TAG_LEN + 1 + 11 < SIMBA__ZK_KEEP
 
 enum { SIMBA__ZK_CREATE, SIMBA__ZK_LIST, SIMBA__ZK_GET, SIMBA__ZK_EXISTS, SIMBA__ZK_DELETE,
        SIMBA__ZK_MKDIR, SIMBA__ZK_AUTH, SIMBA__ZK_PARENT, SIMBA__ZK_SET, SIMBA__ZK_REWATCH,
-       SIMBA__ZK_SELF, SIMBA__ZK_PING, SIMBA__ZK_SYNC };
+       SIMBA__ZK_SELF, SIMBA__ZK_PING, SIMBA__ZK_SYNC, SIMBA__ZK_VALUE, SIMBA__ZK_MULTI };
 /* job kinds beyond simba_op */
 enum { SIMBA__ZK_J_REFRESH = 100 };
 /* job steps (see JOBS): each is one ZooKeeper call */
 enum { SIMBA__ZK_S_LIST, SIMBA__ZK_S_CREATE, SIMBA__ZK_S_GET, SIMBA__ZK_S_EXISTS, SIMBA__ZK_S_DELETE,
-       SIMBA__ZK_S_SWEEP, SIMBA__ZK_S_SET, SIMBA__ZK_S_SYNC };
+       SIMBA__ZK_S_SWEEP, SIMBA__ZK_S_SET, SIMBA__ZK_S_SYNC, SIMBA__ZK_S_VALUE, SIMBA__ZK_S_REQUEUE };
 /* where a job waits while no call of it is in flight: nowhere (its contender's queue, or
    its next call is being issued), for a session check (zk->bq_*), or for room among the
    calls in flight (zk->park_*[0]: started jobs and renewals, [1]: new ones) */
@@ -348,16 +428,21 @@ typedef struct simba__zk_op {
     char lowest[SIMBA__ZK_NODE_MAX];                  /* LIST */
     char mine[SIMBA__ZK_NODE_MAX];                    /* LIST: our lowest */
     char pred[SIMBA__ZK_NODE_MAX];                    /* LIST: the node just before mine */
+    char succ[SIMBA__ZK_NODE_MAX];                    /* LIST: another's node just after mine */
     int nextra;                                       /* LIST: our other nodes */
     char extra[SIMBA__ZK_EXTRA_MAX][SIMBA__ZK_NODE_MAX];
     char name[SIMBA__ZK_NODE_MAX]; /* CREATE: the node made */
     int64_t czxid;                 /* CREATE, GET */
     int64_t mzxid;                 /* CREATE, GET, SET */
     char data[SIMBA__ZK_DATA_MAX + 1];
+    int datalen;         /* GET: the bytes in data (a value may hold NUL); -1: longer than data */
     int version;         /* GET: the node's, for a conditional delete */
+    struct simba__zk_multi *multi; /* MULTI: its operations and results (the loop's allocator) */
     simba__zk_ins *ins;  /* an inspection's call (job NULL) */
     char *kids;          /* KIDS: every child's name, each NUL-terminated (SIMBA_MALLOC) */
     int nkids;
+    void *fw_call; /* a fenced multi's ops, results and their buffers (SIMBA_MALLOC): the library
+                      writes the results from its thread, so they live as long as the call */
 } simba__zk_op;
 
 struct simba__zk_sess {
@@ -402,6 +487,10 @@ struct simba__zk_mtx {
     char *name;     /* stored right after the record */
     char *last_owner; /* allocated to size; NULL = none */
     uint64_t last_fence;
+    uint64_t last_vsum;        /* a checksum of the value pushed last */
+    int64_t own_mzxid;         /* the lowest node's mzxid as read (own_fence may be older: VALUE) */
+    unsigned char *own_value;  /* the lowest node's value, allocated to size; NULL = none */
+    size_t own_value_len;
     simba__zk_cont *conts;
 };
 
@@ -422,6 +511,8 @@ struct simba__zk_cont {
     char watch_pred[SIMBA__ZK_KEEP_MAX];
     int64_t self_czxid;   /* of the node that self_watch is about */
     simba__zk_job *q_head, *q_tail;
+    unsigned char *value; /* the value on node (what we wrote), allocated to size; NULL = none */
+    size_t value_len;
 };
 
 #define SIMBA__ZK_CID(c) ((char *)((c) + 1))
@@ -502,6 +593,9 @@ struct simba__zk {
     size_t nmtx;
     simba_zk_stats stats;
     simba__zk_evt evt; /* scratch for draining the ring */
+#ifdef SIMBA_ZK_TEST_FAULTS
+    int test_mute; /* 1: jobs issue no call (a server that answers nothing); they time out */
+#endif
 };
 
 /* ---- ZooKeeper threads: copy, queue, wake ------------------------------------------- */
@@ -552,6 +646,16 @@ static void simba__zk_cb_string(int rc, const char *value, const void *data) {
 
 static void simba__zk_cb_void(int rc, const void *data) { simba__zk_post((simba__zk_op *)data, rc); }
 
+/* YIELD's one transaction: check(the waiter's node), delete(ours), create(ours, at the back).
+   Inputs and outputs live here until the completion has run. */
+struct simba__zk_multi {
+    zoo_op_t ops[3];
+    zoo_op_result_t res[3];
+    char waiter[SIMBA__ZK_PATH_MAX], ours[SIMBA__ZK_PATH_MAX], made[SIMBA__ZK_PATH_MAX];
+    char created[SIMBA__ZK_PATH_MAX]; /* the new node's path, from the answer */
+    char data[SIMBA__ZK_DATA_MAX + 1];
+};
+
 static void simba__zk_cb_stat(int rc, const struct Stat *st, const void *data) {
     simba__zk_op *op = (simba__zk_op *)data;
     if (rc == ZOK && st) op->mzxid = st->mzxid;
@@ -562,6 +666,7 @@ static void simba__zk_cb_get(int rc, const char *value, int len, const struct St
     simba__zk_op *op = (simba__zk_op *)data;
     if (rc == ZOK) {
         size_t n = value && len > 0 ? (size_t)len : 0;
+        op->datalen = n > SIMBA__ZK_DATA_MAX ? -1 : (int)n;
         if (n > SIMBA__ZK_DATA_MAX) n = SIMBA__ZK_DATA_MAX;
         if (n) memcpy(op->data, value, n);
         op->data[n] = 0;
@@ -611,7 +716,7 @@ static long long simba__zk_seq(const char *name, const char **tag, size_t *tag_l
 static void simba__zk_cb_list(int rc, const struct String_vector *sv, const void *data) {
     simba__zk_op *op = (simba__zk_op *)data;
     if (rc == ZOK && sv) {
-        long long low = -1, mine = -1, pred = -1;
+        long long low = -1, mine = -1, pred = -1, succ = -1;
         size_t taglen = strlen(op->tag);
         int32_t i;
         for (i = 0; i < sv->count; i++) {
@@ -637,6 +742,10 @@ static void simba__zk_cb_list(int rc, const struct String_vector *sv, const void
             if (s < mine && s > pred) {
                 pred = s;
                 simba__copy(op->pred, sizeof op->pred, sv->data[i]);
+            }
+            if (s > mine && (succ < 0 || s < succ) && (tl != taglen || memcmp(t, op->tag, tl) != 0)) {
+                succ = s;
+                simba__copy(op->succ, sizeof op->succ, sv->data[i]);
             }
             if (s != mine && tl == taglen && memcmp(t, op->tag, tl) == 0 && op->nextra < SIMBA__ZK_EXTRA_MAX)
                 simba__copy(op->extra[op->nextra++], SIMBA__ZK_NODE_MAX, sv->data[i]);
@@ -716,6 +825,8 @@ static void simba__zk_event(simba__zk *zk, simba_event_kind kind, const char *mu
 
 static void simba__zk_op_free(simba__zk *zk, simba__zk_op *op) {
     SIMBA_FREE(op->kids);
+    simba_free(zk->loop, op->multi);
+    SIMBA_FREE(op->fw_call);
     simba_free(zk->loop, op);
 }
 
@@ -738,6 +849,9 @@ static int simba_zk_test_marshal_fail;
    the ZINVALIDSTATE an expired handle gives before our loop has processed the expiry. */
 static int simba_zk_test_refuse_delete;
 #define SIMBA__ZK_JOB_DELETE(call) (simba_zk_test_refuse_delete > 0 ? (simba_zk_test_refuse_delete--, ZINVALIDSTATE) : (call))
+/* ... and the next N YIELD transactions check a waiter's node that is gone, as when the
+   waiter leaves between the listing and the transaction. */
+static int simba_zk_test_stale_waiter;
 #else
 #define SIMBA__ZK_JOB_DELETE(call) (call)
 #endif
@@ -831,12 +945,28 @@ static const char *simba__zk_tag(const simba__zk *zk, const simba__zk_cont *c, c
     return out;
 }
 
-/* A contender node's data, "<tag> <session timeout ms> <id>" (the tag goes to tag too): its
-   length, or 0 when it does not fit. */
+/* A contender node's data, "<tag> <session timeout ms> <id> <keep> <value>" (the tag goes
+   to tag too; keep: see VALUE): its length, or 0 when it does not fit. */
 static int simba__zk_node_data(const simba__zk *zk, const simba__zk_cont *c, zhandle_t *zh, char data[SIMBA__ZK_DATA_MAX + 1],
-                               char tag[SIMBA__ZK_TAG_LEN + 1]) {
-    int n = snprintf(data, SIMBA__ZK_DATA_MAX + 1, "%s %d %s", simba__zk_tag(zk, c, tag), zoo_recv_timeout(zh), SIMBA__ZK_CID(c));
-    return n > 0 && n <= SIMBA__ZK_DATA_MAX ? n : 0;
+                               char tag[SIMBA__ZK_TAG_LEN + 1], int64_t keep, const unsigned char *value, size_t len) {
+    int n = snprintf(data, SIMBA__ZK_DATA_MAX + 1, "%s %d %s %lld ", simba__zk_tag(zk, c, tag), zoo_recv_timeout(zh),
+                     SIMBA__ZK_CID(c), (long long)keep);
+    if (n <= 0 || len > SIMBA_VALUE_MAX || (size_t)n + len > SIMBA__ZK_DATA_MAX) return 0;
+    if (len) memcpy(data + n, value, len);
+    return n + (int)len;
+}
+
+/* *dst (*dlen bytes) = a copy of len bytes (0: none); 0 when out of memory (none kept). */
+static int simba__zk_setmem(simba__zk *zk, unsigned char **dst, size_t *dlen, const unsigned char *v, size_t len) {
+    if (*dst && len == *dlen && memcmp(*dst, v, len) == 0) return 1;
+    if (*dst) simba_free(zk->loop, *dst);
+    *dst = NULL;
+    *dlen = 0;
+    if (!len) return 1;
+    if (!(*dst = (unsigned char *)simba_alloc(zk->loop, len))) return 0;
+    memcpy(*dst, v, len);
+    *dlen = len;
+    return 1;
 }
 
 /* Keeps a node name in a record's SIMBA__ZK_KEEP_MAX buffer: 0 (and "") when it does not fit. */
@@ -882,6 +1012,7 @@ static int simba__zk_setstr(simba__zk *zk, char **dst, const char *s) {
 static void simba__zk_mtx_free(simba__zk *zk, simba__zk_mtx *m) {
     simba__zk_setstr(zk, &m->own_id, NULL);
     simba__zk_setstr(zk, &m->last_owner, NULL);
+    simba_free(zk->loop, m->own_value);
     simba_free(zk->loop, m);
 }
 
@@ -927,7 +1058,7 @@ static simba__zk_job *simba__zk_job_new(simba__zk *zk, int kind, simba_req *req,
 /* Every change of a job's step goes through here; a build with SIMBA_ZK_TRACE logs each. */
 static void simba__zk_job_step(simba__zk *zk, simba__zk_job *job, int step) {
 #ifdef SIMBA_ZK_TRACE
-    static const char *const names[] = {"LIST", "CREATE", "GET", "EXISTS", "DELETE", "SWEEP", "SET", "SYNC"};
+    static const char *const names[] = {"LIST", "CREATE", "GET", "EXISTS", "DELETE", "SWEEP", "SET", "SYNC", "VALUE", "REQUEUE"};
     simba_log(zk->loop, SIMBA_LOG_DEBUG, "zookeeper job %p (%s, kind %d): %s -> %s", (void *)job, job->mtx->name, job->kind,
               names[job->step], names[step]);
 #else
@@ -959,6 +1090,7 @@ static void simba__zk_cont_idle(simba__zk *zk, simba__zk_cont *c) {
     for (pp = &m->conts; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
+            simba_free(zk->loop, c->value);
             simba_free(zk->loop, c);
             break;
         }
@@ -1118,13 +1250,28 @@ static int simba__zk_job_hold(simba__zk *zk, simba__zk_job *job) {
     return 0;
 }
 
+/* SET_VALUE, YIELD: the contender does not hold the mutex with the request's fence. */
+static void simba__zk_not_held(simba__zk *zk, simba__zk_job *job) {
+    char msg[224];
+    snprintf(msg, sizeof msg, "zookeeper: %.64s does not hold %.64s with fence %llu any more", SIMBA__ZK_CID(job->cont),
+             job->mtx->name, job->req ? (unsigned long long)job->req->fence : 0ull);
+    simba__zk_fail(zk, job, SIMBA_ESTATE, msg);
+}
+
 /* A listing that need not be made: an ACQUIRE that knows it has no node creates one; one
    that may grant syncs first; a RELEASE deletes the node it knows. 0 when the job is over
    (a RELEASE with nothing of ours left). */
 static int simba__zk_job_route(simba__zk *zk, simba__zk_job *job) {
     simba__zk_cont *c = job->cont;
     if (job->step != SIMBA__ZK_S_LIST) return 1;
-    if (job->kind == SIMBA_OP_ACQUIRE && !c->node[0] && !c->dirty && !job->tries)
+    if ((job->kind == SIMBA_OP_SET_VALUE || job->kind == SIMBA_OP_YIELD) &&
+        (!job->req || !c->node[0] || c->fence <= 0 || (uint64_t)c->fence != job->req->fence)) {
+        simba__zk_not_held(zk, job);
+        return 0;
+    }
+    if (job->kind == SIMBA_OP_SET_VALUE)
+        simba__zk_job_step(zk, job, SIMBA__ZK_S_VALUE);
+    else if (job->kind == SIMBA_OP_ACQUIRE && !c->node[0] && !c->dirty && !job->tries)
         simba__zk_job_step(zk, job, SIMBA__ZK_S_CREATE); /* we know we have no node: nothing to list yet */
     else if (job->kind == SIMBA_OP_ACQUIRE && !job->created && !job->synced)
         simba__zk_job_step(zk, job, SIMBA__ZK_S_SYNC); /* a listing that may grant is only as fresh as its server: see LEASE */
@@ -1140,13 +1287,24 @@ static int simba__zk_job_route(simba__zk *zk, simba__zk_job *job) {
     return 1;
 }
 
+/* The data of a node that starts a tenure (CREATE, or SET for a new fence): keep 0 and the
+   request's value, which becomes the contender's (c->value: what its node holds). */
+static int simba__zk_grant_data(simba__zk *zk, simba__zk_job *job, zhandle_t *zh, char data[SIMBA__ZK_DATA_MAX + 1],
+                                char tag[SIMBA__ZK_TAG_LEN + 1]) {
+    simba__zk_cont *c = job->cont;
+    if (job->req && job->req->op == SIMBA_OP_ACQUIRE &&
+        !simba__zk_setmem(zk, &c->value, &c->value_len, job->req->value, job->req->value_len))
+        return 0;
+    return simba__zk_node_data(zk, c, zh, data, tag, 0, c->value, c->value_len);
+}
+
 /* CREATE: our node, EPHEMERAL|SEQUENTIAL, after the persistent parents the first time. */
 static int simba__zk_call_create(simba__zk *zk, simba__zk_job *job, zhandle_t *zh, simba__zk_op **op) {
     char path[SIMBA__ZK_PATH_MAX], data[SIMBA__ZK_DATA_MAX + 1];
     const struct ACL_vector *acl = zk->creator_only ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
     char node[SIMBA__ZK_NODE_MAX], tag[SIMBA__ZK_TAG_LEN + 1];
     simba__zk_cont *c = job->cont;
-    int n = simba__zk_node_data(zk, c, zh, data, tag);
+    int n = simba__zk_grant_data(zk, job, zh, data, tag);
     snprintf(node, sizeof node, "n-%s-", tag);
     if (!n || !simba__zk_path(zk, path, job->mtx->name, node)) return ZOK;
     if (!job->mtx->made && !job->mkdirs && zk->sess->connected) { /* the parents first, in session order */
@@ -1159,18 +1317,60 @@ static int simba__zk_call_create(simba__zk *zk, simba__zk_job *job, zhandle_t *z
     return simba__zk_op_issued(zk, *op, zoo_acreate2(zh, path, data, n, acl, ZOO_EPHEMERAL_SEQUENTIAL, simba__zk_cb_create, *op));
 }
 
+/* YIELD with a waiter behind us: in one transaction, the waiter's node still exists, ours
+   goes (its watcher, that waiter, is pushed the release) and ours is made again at the
+   back, with the same data. */
+static int simba__zk_call_requeue(simba__zk *zk, simba__zk_job *job, zhandle_t *zh) {
+    simba__zk_cont *c = job->cont;
+    const struct ACL_vector *acl = zk->creator_only ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+    char node[SIMBA__ZK_NODE_MAX], tag[SIMBA__ZK_TAG_LEN + 1];
+    struct simba__zk_multi *mu;
+    simba__zk_op *op;
+    int n;
+    if (!(mu = (struct simba__zk_multi *)simba_alloc(zk->loop, sizeof *mu))) return SIMBA__ZK_NOMEM;
+    memset(mu, 0, sizeof *mu);
+    n = simba__zk_node_data(zk, c, zh, mu->data, tag, 0, c->value, c->value_len);
+    snprintf(node, sizeof node, "n-%s-", tag);
+    if (!n || !simba__zk_path(zk, mu->waiter, job->mtx->name, job->pred) || !simba__zk_path(zk, mu->ours, job->mtx->name, c->node) ||
+        !simba__zk_path(zk, mu->made, job->mtx->name, node)) {
+        simba_free(zk->loop, mu);
+        return ZOK;
+    }
+    if (!(op = simba__zk_op_new(zk, job, SIMBA__ZK_MULTI))) {
+        simba_free(zk->loop, mu);
+        return SIMBA__ZK_NOMEM;
+    }
+#ifdef SIMBA_ZK_TEST_FAULTS
+    if (simba_zk_test_stale_waiter > 0 && strlen(mu->waiter) + 5 < sizeof mu->waiter) {
+        simba_zk_test_stale_waiter--;
+        strcat(mu->waiter, "-gone");
+    }
+#endif
+    op->multi = mu;
+    zoo_check_op_init(&mu->ops[0], mu->waiter, -1);
+    zoo_delete_op_init(&mu->ops[1], mu->ours, -1);
+    zoo_create_op_init(&mu->ops[2], mu->made, mu->data, n, acl, ZOO_EPHEMERAL_SEQUENTIAL, mu->created, (int)sizeof mu->created);
+    c->dirty = 1; /* until the answer says what happened */
+    return simba__zk_op_issued(zk, op, zoo_amulti(zh, 3, mu->ops, mu->res, simba__zk_cb_void, op));
+}
+
 /* The call of the job's step. ZOK without a call: a path did not fit; SIMBA__ZK_NOMEM: no memory. */
 static int simba__zk_call(simba__zk *zk, simba__zk_job *job, zhandle_t *zh) {
-    static const int kinds[] = {SIMBA__ZK_LIST, SIMBA__ZK_CREATE, SIMBA__ZK_GET, SIMBA__ZK_EXISTS,
-                                SIMBA__ZK_DELETE, SIMBA__ZK_LIST, SIMBA__ZK_SET, SIMBA__ZK_SYNC};
+    static const int kinds[] = {SIMBA__ZK_LIST, SIMBA__ZK_CREATE, SIMBA__ZK_GET,  SIMBA__ZK_EXISTS, SIMBA__ZK_DELETE,
+                                SIMBA__ZK_LIST, SIMBA__ZK_SET,    SIMBA__ZK_SYNC, SIMBA__ZK_VALUE,  SIMBA__ZK_MULTI};
     char path[SIMBA__ZK_PATH_MAX], data[SIMBA__ZK_DATA_MAX + 1], tag[SIMBA__ZK_TAG_LEN + 1];
     simba__zk_cont *c = job->cont;
     simba__zk_op *op = NULL;
     int s = job->step, observed = !c && job->mtx->watchers > 0, n = 0;
     const char *node = s == SIMBA__ZK_S_GET ? job->lowest : s == SIMBA__ZK_S_EXISTS ? job->pred
-                       : s == SIMBA__ZK_S_SET || s == SIMBA__ZK_S_DELETE ? c->node : NULL;
+                       : s == SIMBA__ZK_S_SET || s == SIMBA__ZK_S_DELETE || s == SIMBA__ZK_S_VALUE ? c->node : NULL;
     if (s == SIMBA__ZK_S_CREATE) return simba__zk_call_create(zk, job, zh, &op);
-    if (s == SIMBA__ZK_S_SET && !(n = simba__zk_node_data(zk, c, zh, data, tag))) return ZOK;
+    if (s == SIMBA__ZK_S_REQUEUE) return simba__zk_call_requeue(zk, job, zh);
+    if (s == SIMBA__ZK_S_SET && !(n = simba__zk_grant_data(zk, job, zh, data, tag))) return ZOK;
+    /* a new value under the tenure's fence: keep names it (see VALUE) */
+    if (s == SIMBA__ZK_S_VALUE &&
+        !(n = simba__zk_node_data(zk, c, zh, data, tag, c->fence, job->req->value, job->req->value_len)))
+        return ZOK;
     if (!simba__zk_path(zk, path, job->mtx->name, node)) return ZOK;
     if (!(op = simba__zk_op_new(zk, job, kinds[s]))) return SIMBA__ZK_NOMEM;
     switch (s) {
@@ -1183,6 +1383,7 @@ static int simba__zk_call(simba__zk *zk, simba__zk_job *job, zhandle_t *zh) {
         if (observed) return simba__zk_op_issued(zk, op, zoo_awget(zh, path, simba__zk_node_watcher, zk->sess, simba__zk_cb_get, op));
         return simba__zk_op_issued(zk, op, zoo_aget(zh, path, 0, simba__zk_cb_get, op));
     case SIMBA__ZK_S_SET: /* a new tenure on a node we hold already: its write gives the fence */
+    case SIMBA__ZK_S_VALUE: /* only we write our node: its existence is the tenure's */
         return simba__zk_op_issued(zk, op, zoo_aset(zh, path, data, n, -1, simba__zk_cb_stat, op));
     case SIMBA__ZK_S_EXISTS:
         return simba__zk_op_issued(zk, op, zoo_awexists(zh, path, simba__zk_node_watcher, zk->sess, simba__zk_cb_stat, op));
@@ -1202,6 +1403,9 @@ static void simba__zk_job_run(simba__zk *zk, simba__zk_job *job) {
         simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN, simba__zk_unusable_msg(zk));
         return;
     }
+#ifdef SIMBA_ZK_TEST_FAULTS
+    if (zk->test_mute) return; /* its deadline fails it */
+#endif
     if (simba__zk_job_hold(zk, job) || !simba__zk_job_route(zk, job)) return;
     zrc = simba__zk_call(zk, job, zk->sess->zh);
     if (job->op) return;
@@ -1239,22 +1443,50 @@ static void simba__zk_mkdirs(simba__zk *zk, const char *mutex) {
     zk->root_made = 1;
 }
 
-/* "<tag> <timeout> <id>" */
-static int simba__zk_parse(const char *data, char *id, size_t cap, int64_t *timeout) {
-    const char *a = strchr(data, ' '), *b;
-    long long t = 0;
-    const char *p;
-    if (!a) return 0;
-    b = strchr(a + 1, ' ');
-    if (!b || !b[1]) return 0;
+/* What a node's data says (see VALUE). */
+typedef struct simba__zk_data {
+    char id[SIMBA_ID_MAX + 1];
+    int64_t timeout;
+    int64_t keep;               /* 0: the node's mzxid is the fence */
+    const unsigned char *value; /* into the data read; NULL = none */
+    size_t value_len;
+} simba__zk_data;
+
+/* "<tag> <timeout> <id> <keep> <value>", or "<tag> <timeout> <id>" (a node made before values:
+   no value, keep 0); len bytes (value may hold NUL). 0 when it is not one of ours. */
+static int simba__zk_parse(const char *data, int len, simba__zk_data *d) {
+    const char *end = data + (len > 0 ? len : 0), *a, *b, *p;
+    long long t = 0, k = 0;
+    size_t idn;
+    if (len < 0 || !(a = (const char *)memchr(data, ' ', (size_t)(end - data)))) return 0;
+    if (!(b = (const char *)memchr(a + 1, ' ', (size_t)(end - a - 1)))) return 0;
     for (p = a + 1; p < b; p++) { /* at most 1e9 ms: no session lasts longer */
         if (*p < '0' || *p > '9') return 0;
         t = t * 10 + (*p - '0');
         if (t > 1000000000LL) return 0;
     }
-    *timeout = t;
-    simba__copy(id, cap, b + 1);
-    return simba_id_check(id) == SIMBA_OK;
+    d->timeout = t;
+    d->keep = 0;
+    d->value = NULL;
+    d->value_len = 0;
+    for (p = b + 1; p < end && *p != ' '; p++) {
+    }
+    idn = (size_t)(p - b - 1);
+    if (!idn || idn > SIMBA_ID_MAX) return 0;
+    memcpy(d->id, b + 1, idn);
+    d->id[idn] = 0;
+    if (p < end) { /* " <keep> <value>" */
+        const char *q = p + 1;
+        for (; q < end && *q >= '0' && *q <= '9'; q++) {
+            k = k * 10 + (*q - '0');
+            if (k > (long long)1 << 62) return 0;
+        }
+        if (q == p + 1 || q >= end || *q != ' ' || (size_t)(end - q - 1) > SIMBA_VALUE_MAX) return 0;
+        d->keep = k;
+        d->value_len = (size_t)(end - q - 1);
+        d->value = d->value_len ? (const unsigned char *)q + 1 : NULL;
+    }
+    return simba_id_check(d->id) == SIMBA_OK;
 }
 
 static int64_t simba__zk_timeout(const simba__zk *zk) {
@@ -1267,7 +1499,8 @@ static int64_t simba__zk_reopen_in(simba__zk *zk) {
     return simba__backoff(zk->loop, &zk->reopen_backoff, SIMBA__ZK_RETRY_MIN_MS, SIMBA__ZK_RETRY_MAX_MS);
 }
 
-static void simba__zk_owner_reply(simba_reply *r, const char *owner, int64_t timeout, uint64_t fence) {
+static void simba__zk_owner_reply(simba_reply *r, const char *owner, int64_t timeout, uint64_t fence,
+                                  const unsigned char *value, size_t value_len) {
     memset(r, 0, sizeof *r);
     r->rc = SIMBA_OK;
     r->owner = owner;
@@ -1275,6 +1508,16 @@ static void simba__zk_owner_reply(simba_reply *r, const char *owner, int64_t tim
     r->transition_left_ms = timeout;
     r->held_ms = -1;
     r->fence = fence;
+    r->value = value_len ? value : NULL;
+    r->value_len = value_len;
+}
+
+/* A checksum of a value (FNV-1a): an observer is told when the owner's value changed. */
+static uint64_t simba__zk_vsum(const unsigned char *v, size_t n) {
+    uint64_t h = 14695981039346656037ull;
+    size_t i;
+    for (i = 0; i < n; i++) h = (h ^ v[i]) * 1099511628211ull;
+    return h ^ n;
 }
 
 static void simba__zk_retry(simba__zk *zk, simba__zk_job *job) {
@@ -1344,7 +1587,7 @@ static void simba__zk_reply_self(simba__zk *zk, simba__zk_job *job) {
     if (c->self_watch == 0 || c->self_czxid != c->czxid) simba__zk_watch_self(zk, c);
     if (c->fence > c->granted_max) c->granted_max = c->fence;
     c->watch_pred[0] = 0;
-    simba__zk_owner_reply(&r, SIMBA__ZK_CID(c), simba__zk_timeout(zk), (uint64_t)c->fence);
+    simba__zk_owner_reply(&r, SIMBA__ZK_CID(c), simba__zk_timeout(zk), (uint64_t)c->fence, c->value, c->value_len);
     simba__zk_reply(zk, job, &r);
     simba__zk_job_end(zk, job);
 }
@@ -1365,7 +1608,7 @@ static int simba__zk_cheap(const simba__zk *zk, const simba__zk_job *job) {
 static void simba__zk_reply_first(simba__zk *zk, simba__zk_job *job) {
     simba__zk_mtx *m = job->mtx;
     simba_reply r;
-    simba__zk_owner_reply(&r, m->own_id, m->own_timeout, (uint64_t)m->own_fence);
+    simba__zk_owner_reply(&r, m->own_id, m->own_timeout, (uint64_t)m->own_fence, m->own_value, m->own_value_len);
     r.first_in_line = 1;
     simba__zk_reply(zk, job, &r);
     simba__zk_job_end(zk, job);
@@ -1476,6 +1719,17 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
         simba__zk_job_end(zk, job);
         return;
     }
+    if (job->kind == SIMBA_OP_YIELD) {
+        if (!op->mine[0] || strcmp(op->mine, op->lowest) != 0 || strcmp(op->mine, c->node) != 0) {
+            simba__zk_not_held(zk, job);
+        } else if (!op->succ[0]) { /* nobody waits: it keeps the mutex */
+            simba__zk_reply_self(zk, job);
+        } else {
+            simba__copy(job->pred, sizeof job->pred, op->succ); /* the waiter the transaction checks */
+            simba__zk_job_go(zk, job, SIMBA__ZK_S_REQUEUE);
+        }
+        return;
+    }
     if (job->kind == SIMBA_OP_ACQUIRE && !op->mine[0]) {
         if (job->created) { /* made it, and it is gone already: the session is in trouble */
             simba__zk_fail(zk, job, SIMBA_ECONN, "zookeeper: our node vanished");
@@ -1501,39 +1755,45 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
 
 static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op) {
     simba__zk_cont *c = job->cont;
-    char owner[SIMBA_ID_MAX + 1];
-    int64_t timeout = 0;
+    simba__zk_data d;
+    int64_t fence;
     simba_reply r;
     if (op->rc == ZNONODE) { /* the owner left between listing and reading */
         simba__zk_retry(zk, job);
         return;
     }
-    if (!simba__zk_parse(op->data, owner, sizeof owner, &timeout)) {
+    if (!simba__zk_parse(op->data, op->datalen, &d)) {
         simba__zk_fail(zk, job, SIMBA_EBACKEND, "zookeeper: owner node holds foreign data");
         return;
     }
-    if (timeout <= 0) timeout = simba__zk_timeout(zk);
+    if (d.timeout <= 0) d.timeout = simba__zk_timeout(zk);
+    fence = d.keep > 0 ? d.keep : op->mzxid; /* see VALUE */
     {
         simba__zk_mtx *lm = job->mtx;
         int kept = simba__zk_keep(lm->own_node, job->lowest);
-        lm->own_timeout = timeout;
-        lm->own_fence = op->mzxid;
-        lm->own_valid = (unsigned char)(simba__zk_setstr(zk, &lm->own_id, owner) && kept);
+        lm->own_timeout = d.timeout;
+        lm->own_fence = fence;
+        lm->own_mzxid = op->mzxid;
+        kept = simba__zk_setmem(zk, &lm->own_value, &lm->own_value_len, d.value, d.value_len) && kept;
+        lm->own_valid = (unsigned char)(simba__zk_setstr(zk, &lm->own_id, d.id) && kept);
     }
     if (job->kind == SIMBA_OP_ACQUIRE && strcmp(job->lowest, c->node) == 0) {
         if (c->czxid != op->czxid) c->fence = 0;
         c->czxid = op->czxid;
-        c->mzxid = op->mzxid;
+        c->mzxid = fence;
         simba__zk_own(zk, job);
         return;
     }
-    simba__zk_owner_reply(&r, owner, timeout, (uint64_t)op->mzxid);
+    simba__zk_owner_reply(&r, d.id, d.timeout, (uint64_t)fence, d.value, d.value_len);
     if (job->kind == SIMBA__ZK_J_REFRESH) {
         simba__zk_mtx *m = job->mtx;
-        if (!m->pushed || !m->last_owner || strcmp(m->last_owner, owner) != 0 || m->last_fence != r.fence) {
+        uint64_t vs = simba__zk_vsum(d.value, d.value_len);
+        if (!m->pushed || !m->last_owner || strcmp(m->last_owner, d.id) != 0 || m->last_fence != r.fence ||
+            m->last_vsum != vs) {
             m->pushed = 1;
-            simba__zk_setstr(zk, &m->last_owner, owner); /* out of memory: pushed again next time */
+            simba__zk_setstr(zk, &m->last_owner, d.id); /* out of memory: pushed again next time */
             m->last_fence = r.fence;
+            m->last_vsum = vs;
             simba__zk_event(zk, SIMBA_EV_OWNER, m->name, NULL, &r);
         }
     }
@@ -1565,6 +1825,18 @@ static void simba__zk_op_effects(simba__zk *zk, simba__zk_op *op, simba__zk_cont
         c->czxid = op->czxid;
         c->mzxid = op->mzxid;
         c->fence = 0;
+    } else if (op->kind == SIMBA__ZK_MULTI && rc == ZOK) { /* YIELD: ours is made again at the back */
+        const char *base = strrchr(op->multi->created, '/');
+        c->dirty = (unsigned char)!(base && simba__zk_keep(c->node, base + 1));
+        c->czxid = c->mzxid = c->fence = 0;
+        c->self_watch = 0;
+        c->watch_pred[0] = 0;
+    } else if (op->kind == SIMBA__ZK_MULTI && op->multi->res[1].err == ZNONODE) {
+        c->node[0] = 0;
+        c->czxid = c->fence = 0;
+        c->dirty = 0;
+    } else if (op->kind == SIMBA__ZK_MULTI && op->multi->res[0].err != ZOK) {
+        c->dirty = 0; /* refused as a whole: nothing changed */
     } else if (op->kind == SIMBA__ZK_DELETE && (rc == ZOK || rc == ZNONODE)) {
         c->node[0] = 0;
         c->czxid = 0;
@@ -1601,6 +1873,25 @@ static void simba__zk_op_loose(simba__zk *zk, simba__zk_op *op, int live) {
     }
 }
 
+/* YIELD's transaction answered: passed (our node is at the back), or which check failed. */
+static void simba__zk_on_requeue(simba__zk *zk, simba__zk_job *job, simba__zk_op *op) {
+    simba_reply r;
+    char msg[96];
+    if (op->rc == ZOK) {
+        memset(&r, 0, sizeof r);
+        r.yielded = 1;
+        simba__zk_reply(zk, job, &r);
+        simba__zk_job_end(zk, job);
+    } else if (op->multi->res[1].err == ZNONODE) { /* ours went: the tenure is over */
+        simba__zk_not_held(zk, job);
+    } else if (op->multi->res[0].err == ZNONODE) { /* that waiter left: look again */
+        simba__zk_retry(zk, job);
+    } else {
+        snprintf(msg, sizeof msg, "zookeeper: %s", zerror(op->rc));
+        simba__zk_fail(zk, job, simba__zk_rc(op->rc), msg);
+    }
+}
+
 /* A job's call answered (ZOK or ZNONODE, on the live session): its next step. */
 static void simba__zk_job_answer(simba__zk *zk, simba__zk_job *job, simba__zk_op *op) {
     simba__zk_cont *c = job->cont;
@@ -1622,6 +1913,14 @@ static void simba__zk_job_answer(simba__zk *zk, simba__zk_job *job, simba__zk_op
     } else if (op->kind == SIMBA__ZK_CREATE) {
         job->created = 1;
         simba__zk_job_go(zk, job, SIMBA__ZK_S_LIST);
+    } else if (op->kind == SIMBA__ZK_VALUE && rc == ZNONODE) {
+        simba__zk_not_held(zk, job);
+    } else if (op->kind == SIMBA__ZK_VALUE) {
+        if (!simba__zk_setmem(zk, &c->value, &c->value_len, job->req ? job->req->value : NULL, job->req ? job->req->value_len : 0))
+            c->value_len = 0; /* out of memory: the node has it, the next read says it */
+        simba__zk_reply_self(zk, job);
+    } else if (op->kind == SIMBA__ZK_MULTI) {
+        simba__zk_on_requeue(zk, job, op);
     } else if (op->kind == SIMBA__ZK_SET && rc == ZNONODE) { /* our node went (session trouble): look again */
         simba__zk_retry(zk, job);
     } else if (op->kind == SIMBA__ZK_SET) {
@@ -1634,7 +1933,7 @@ static void simba__zk_job_answer(simba__zk *zk, simba__zk_job *job, simba__zk_op
         } else {
             (void)simba__zk_keep(c->watch_pred, job->pred); /* one too long: its push is missed, the timer stays */
             /* changed between our read and this watch: the cached owner data is stale */
-            if (strcmp(job->pred, c->mtx->own_node) == 0 && op->mzxid != c->mtx->own_fence) c->mtx->own_valid = 0;
+            if (strcmp(job->pred, c->mtx->own_node) == 0 && op->mzxid != c->mtx->own_mzxid) c->mtx->own_valid = 0;
         }
         simba__zk_job_end(zk, job);
     } else if (op->kind == SIMBA__ZK_DELETE && job->kind == SIMBA_OP_ACQUIRE) { /* re-queued: list again */
@@ -1673,7 +1972,7 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
             simba__zk_fail(zk, job, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN, "zookeeper session lost");
         } else if (!job->req && !job->internal) { /* answered already (timed out) */
             simba__zk_job_end(zk, job);
-        } else if (op->rc != ZOK && op->rc != ZNONODE) {
+        } else if (op->rc != ZOK && op->rc != ZNONODE && op->kind != SIMBA__ZK_MULTI) {
             snprintf(msg, sizeof msg, "zookeeper: %s", zerror(op->rc));
             simba__zk_fail(zk, job, simba__zk_rc(op->rc), msg);
         } else {
@@ -1691,7 +1990,8 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
  *
  * The owner is the lowest n- node; its fence is the node's mzxid (a tenure's write), its data
  * "tag timeout id". One call at a time per inspection; caller's thread only. */
-enum { SIMBA__ZK_I_ROOT, SIMBA__ZK_I_KIDS, SIMBA__ZK_I_GET, SIMBA__ZK_I_DELETE };
+enum { SIMBA__ZK_I_ROOT, SIMBA__ZK_I_KIDS, SIMBA__ZK_I_GET, SIMBA__ZK_I_DELETE, SIMBA__ZK_I_MULTI };
+struct simba__zkfw;
 
 struct simba__zk_ins {
     simba__zk_ins *next, *prev; /* zk->inss */
@@ -1704,7 +2004,13 @@ struct simba__zk_ins {
     int nnames;
     const char *name_at;
     char mutex[SIMBA_NAME_MAX + 1]; /* the mutex being read */
+    unsigned char value[SIMBA_VALUE_MAX]; /* the owner's value, v.value points here */
+    struct simba__zkfw *fw;         /* SIMBA_OP_CALL: the fenced multi */
+    int owner_version;              /* SIMBA_OP_CALL: the owner node's, as read */
 };
+static void simba__zkfw_refuse(simba__zk *zk, simba__zk_ins *in, int has_owner, uint64_t stored);
+static void simba__zkfw_multi(simba__zk *zk, simba__zk_ins *in);
+static void simba__zkfw_on_multi(simba__zk *zk, simba__zk_ins *in, simba__zk_op *op, int same);
 
 static void simba__zk_ins_end(simba__zk *zk, simba__zk_ins *in, simba_result rc, const char *msg) {
     simba_reply r;
@@ -1780,6 +2086,7 @@ static void simba__zk_ins_next(simba__zk *zk, simba__zk_ins *in) {
 /* The mutex's view is complete (or it has no nodes): hand it over, go on. */
 static void simba__zk_ins_view(simba__zk *zk, simba__zk_ins *in) {
     simba__copy(in->v.mutex, sizeof in->v.mutex, in->mutex);
+    if (in->req->op == SIMBA_OP_CALL) { simba__zkfw_refuse(zk, in, 0, 0); return; } /* nobody owns it */
     if (in->req->op == SIMBA_OP_FORCE_RELEASE) { simba__zk_ins_end(zk, in, SIMBA_ESTATE, NULL); return; }
     simba_req_view(in->req, &in->v);
     if (in->req->op == SIMBA_OP_LIST) simba__zk_ins_next(zk, in);
@@ -1800,17 +2107,26 @@ static void simba__zk_ins_kids(simba__zk *zk, simba__zk_ins *in, simba__zk_op *o
 }
 
 static void simba__zk_ins_get(simba__zk *zk, simba__zk_ins *in, simba__zk_op *op) {
-    char id[SIMBA_ID_MAX + 1];
-    int64_t timeout = 0;
-    int ok = op->rc == ZOK && simba__zk_parse(op->data, id, sizeof id, &timeout);
+    simba__zk_data d;
+    int ok = op->rc == ZOK && simba__zk_parse(op->data, op->datalen, &d);
     if (in->at == 0 && !ok) { /* the owner's node went while we looked, or is not one of ours */
         simba__zk_ins_view(zk, in);
         return;
     }
     if (in->at == 0) {
-        simba__copy(in->v.owner, sizeof in->v.owner, id);
-        in->v.fence = (uint64_t)op->mzxid;
-        in->v.session_ms = timeout;
+        simba__copy(in->v.owner, sizeof in->v.owner, d.id);
+        in->v.fence = (uint64_t)(d.keep > 0 ? d.keep : op->mzxid);
+        in->v.session_ms = d.timeout;
+        in->v.value_len = d.value_len;
+        if (d.value_len) memcpy(in->value, d.value, d.value_len);
+        in->v.value = d.value_len ? in->value : NULL;
+        if (in->req->op == SIMBA_OP_CALL) {
+            if (in->v.fence != in->req->fence) { simba__zkfw_refuse(zk, in, 1, in->v.fence); return; }
+            in->owner_version = op->version; /* the multi checks this very write */
+            in->step = SIMBA__ZK_I_MULTI;
+            simba__zkfw_multi(zk, in);
+            return;
+        }
         if (in->req->op == SIMBA_OP_FORCE_RELEASE) {
             if (in->v.fence != in->req->fence) { simba__zk_ins_end(zk, in, SIMBA_ESTATE, NULL); return; }
             in->v.fence = (uint64_t)op->version; /* the delete is conditional on this very write */
@@ -1821,7 +2137,7 @@ static void simba__zk_ins_get(simba__zk *zk, simba__zk_ins *in, simba__zk_op *op
     } else if (ok) {
         int w = 0;
         while (w < SIMBA_VIEW_WAITERS && in->v.waiter[w][0]) w++;
-        if (w < SIMBA_VIEW_WAITERS) simba__copy(in->v.waiter[w], sizeof in->v.waiter[w], id);
+        if (w < SIMBA_VIEW_WAITERS) simba__copy(in->v.waiter[w], sizeof in->v.waiter[w], d.id);
     }
     if (in->req->op == SIMBA_OP_INSPECT && ++in->at < in->nnodes) {
         simba__zk_ins_call(zk, in); /* the next waiter's id */
@@ -1833,6 +2149,7 @@ static void simba__zk_ins_get(simba__zk *zk, simba__zk_ins *in, simba__zk_op *op
 static void simba__zk_ins_on_op(simba__zk *zk, simba__zk_op *op) {
     simba__zk_ins *in = op->ins;
     int same = zk->sess && op->sess == zk->sess && !zk->sess->dead && !zk->closing;
+    if (in->step == SIMBA__ZK_I_MULTI) { simba__zkfw_on_multi(zk, in, op, same); return; }
     if (!same || (op->rc != ZOK && op->rc != ZNONODE && op->rc != ZBADVERSION)) {
         simba__zk_ins_end(zk, in, same ? simba__zk_rc(op->rc) : SIMBA_ECONN, zerror(op->rc));
         return;
@@ -1865,6 +2182,181 @@ static simba_result simba__zk_inspect(void *impl, simba_req *req) {
     zk->inss = in;
     simba__zk_ins_call(zk, in);
     return SIMBA_OK;
+}
+
+/* ---- >>fenced: simba_zk_fenced_multi ------------------------------------------------------
+ *
+ *   CALL  KIDS(/root/m) --> GET(owner node) --(its mzxid is the fence)--> MULTI(check(owner
+ *         node, version), ops...) --> done;  no owner, or another fence --> refused
+ *
+ * The check makes the multi commit only while, in the leader's order, the tenure's node
+ * exists unwritten since: no other owner can have been granted (its node is younger, and
+ * an owner's node goes only with a release or its session). Reads may be stale; the check
+ * is not. */
+
+#define SIMBA__ZKFW_OPS_MAX 256
+#define SIMBA__ZKFW_PATH 600     /* a path (at most 512) and a sequence number */
+#define SIMBA__ZKFW_BYTES 1000000 /* data of one multi: below the server's 1 MB jute.maxbuffer */
+
+/* The caller's side: copies of the ops, and the results handed to the callback. */
+typedef struct simba__zkfw {
+    simba_loop *loop;
+    simba_zk_fenced_fn cb;
+    void *user;
+    int n, have_res;
+    simba_zk_fenced_op *ops;     /* n copies; paths and data after the results' paths */
+    simba_zk_fenced_result *res; /* n */
+    char (*made)[SIMBA__ZKFW_PATH]; /* n: created paths */
+} simba__zkfw;
+
+/* What the library reads and writes from its thread: one SIMBA_MALLOC block per call. */
+typedef struct simba__zkfw_call {
+    int count; /* n + 1: the check first */
+    zoo_op_t *ops;
+    zoo_op_result_t *res;
+    struct Stat *stats;
+    char (*bufs)[SIMBA__ZKFW_PATH];
+    char check[SIMBA__ZK_PATH_MAX];
+} simba__zkfw_call;
+
+static void simba__zkfw_refuse(simba__zk *zk, simba__zk_ins *in, int has_owner, uint64_t stored) {
+    char words[320];
+    if (!has_owner)
+        snprintf(words, sizeof words, "simba_zk_fenced_multi: %s has no owner (released, or its owner's session ended): "
+                 "fence %llu holds no lease", in->req->mutex, (unsigned long long)in->req->fence);
+    else if (simba__fence_judge("simba_zk_fenced_multi", in->req->mutex, in->req->fence, 1, stored, 0, words,
+                                sizeof words) == SIMBA_OK)
+        snprintf(words, sizeof words, "simba_zk_fenced_multi: refused"); /* not reached: stored differs */
+    simba__zk_ins_end(zk, in, SIMBA_EFENCE, words);
+}
+
+static void simba__zkfw_multi(simba__zk *zk, simba__zk_ins *in) {
+    simba__zkfw *fw = in->fw;
+    const struct ACL_vector *acl = zk->creator_only ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+    size_t k = (size_t)fw->n + 1;
+    size_t size = sizeof(simba__zkfw_call) + k * (sizeof(zoo_op_t) + sizeof(zoo_op_result_t) + sizeof(struct Stat)) +
+                  k * SIMBA__ZKFW_PATH;
+    simba__zkfw_call *c;
+    simba__zk_op *op;
+    int i, zrc;
+    if (!simba__zk_usable(zk)) { simba__zk_ins_end(zk, in, SIMBA_ECONN, simba__zk_unusable_msg(zk)); return; }
+    if (!(c = (simba__zkfw_call *)SIMBA_MALLOC(size))) { simba__zk_ins_end(zk, in, SIMBA_ENOMEM, "zookeeper: out of memory"); return; }
+    memset(c, 0, size);
+    c->count = (int)k;
+    c->ops = (zoo_op_t *)(void *)(c + 1);
+    c->res = (zoo_op_result_t *)(void *)(c->ops + k);
+    c->stats = (struct Stat *)(void *)(c->res + k);
+    c->bufs = (char (*)[SIMBA__ZKFW_PATH])(void *)(c->stats + k);
+    if (!simba__zk_path(zk, c->check, in->mutex, in->node[0])) {
+        SIMBA_FREE(c);
+        simba__zk_ins_end(zk, in, SIMBA_EINVAL, "zookeeper: path too long");
+        return;
+    }
+    zoo_check_op_init(&c->ops[0], c->check, in->owner_version);
+    for (i = 0; i < fw->n; i++) {
+        const simba_zk_fenced_op *o = &fw->ops[i];
+        if (o->type == SIMBA_ZK_FENCED_CREATE)
+            zoo_create_op_init(&c->ops[i + 1], o->path, o->data, o->data ? o->data_len : -1, acl,
+                               (o->flags & SIMBA_ZK_FENCED_EPHEMERAL ? ZOO_EPHEMERAL : 0) |
+                                   (o->flags & SIMBA_ZK_FENCED_SEQUENTIAL ? ZOO_SEQUENCE : 0),
+                               c->bufs[i + 1], SIMBA__ZKFW_PATH);
+        else if (o->type == SIMBA_ZK_FENCED_SET)
+            zoo_set_op_init(&c->ops[i + 1], o->path, o->data, o->data ? o->data_len : -1, o->version, &c->stats[i + 1]);
+        else
+            zoo_delete_op_init(&c->ops[i + 1], o->path, o->version);
+    }
+    if (!(op = simba__zk_op_new(zk, NULL, SIMBA__ZK_SET))) {
+        SIMBA_FREE(c);
+        simba__zk_ins_end(zk, in, SIMBA_ENOMEM, "zookeeper: out of memory");
+        return;
+    }
+    op->ins = in;
+    op->fw_call = c;
+    zrc = zoo_amulti(zk->sess->zh, c->count, c->ops, c->res, simba__zk_cb_void, op);
+    zrc = simba__zk_op_issued(zk, op, zrc);
+    if (zrc == ZMARSHALLINGERROR) op->ins = NULL; /* it may still come: nobody waits for it */
+    if (zrc != ZOK) simba__zk_ins_end(zk, in, simba__zk_rc(zrc), zerror(zrc));
+}
+
+static void simba__zkfw_on_multi(simba__zk *zk, simba__zk_ins *in, simba__zk_op *op, int same) {
+    simba__zkfw *fw = in->fw;
+    simba__zkfw_call *c = (simba__zkfw_call *)op->fw_call;
+    char words[320];
+    int i, bad = -1;
+    if (!same || simba__zk_rc(op->rc) == SIMBA_ECONN || simba__zk_rc(op->rc) == SIMBA_ECLOSED) {
+        snprintf(words, sizeof words, "simba_zk_fenced_multi: %s: the answer was lost, the multi may or may not have been "
+                 "applied", zerror(same ? op->rc : ZCONNECTIONLOSS));
+        simba__zk_ins_end(zk, in, same ? simba__zk_rc(op->rc) : SIMBA_ECONN, words);
+        return;
+    }
+    for (i = 0; i < fw->n; i++) {
+        fw->res[i].zrc = c->res[i + 1].err;
+        fw->res[i].path = NULL;
+        if (op->rc == ZOK && fw->ops[i].type == SIMBA_ZK_FENCED_CREATE) {
+            simba__copy(fw->made[i], SIMBA__ZKFW_PATH, c->bufs[i + 1]);
+            fw->res[i].path = fw->made[i];
+        }
+        if (bad < 0 && c->res[i + 1].err != ZOK && c->res[i + 1].err != ZRUNTIMEINCONSISTENCY) bad = i;
+    }
+    if (op->rc == ZOK) {
+        fw->have_res = 1;
+        simba__zk_ins_end(zk, in, SIMBA_OK, NULL);
+    } else if (c->res[0].err != ZOK && c->res[0].err != ZRUNTIMEINCONSISTENCY) {
+        /* the check: the tenure's node went (release, session end) or was rewritten */
+        snprintf(words, sizeof words, "simba_zk_fenced_multi: the owner node of %s changed before the write (%s: released, "
+                 "its session ended, or a new tenure): fence %llu holds no lease", in->req->mutex, zerror(c->res[0].err),
+                 (unsigned long long)in->req->fence);
+        simba__zk_ins_end(zk, in, SIMBA_EFENCE, words);
+    } else {
+        fw->have_res = 1;
+        snprintf(words, sizeof words, "simba_zk_fenced_multi: operation %d (%s %.200s) failed: %s; nothing was written",
+                 bad < 0 ? 0 : bad,
+                 bad < 0 ? "?" : fw->ops[bad].type == SIMBA_ZK_FENCED_CREATE ? "create" : fw->ops[bad].type == SIMBA_ZK_FENCED_SET ? "set" : "delete",
+                 bad < 0 ? "" : fw->ops[bad].path, zerror(bad < 0 ? op->rc : c->res[bad + 1].err));
+        simba__zk_ins_end(zk, in, SIMBA_EBACKEND, words);
+    }
+}
+
+static simba_result simba__zkfw_start(void *impl, simba_req *req) {
+    simba__zk *zk = (simba__zk *)impl;
+    simba__zk_ins *in;
+    if (!(in = (simba__zk_ins *)simba_alloc(zk->loop, sizeof *in))) return SIMBA_ENOMEM;
+    memset(in, 0, sizeof *in);
+    in->req = req;
+    in->fw = (simba__zkfw *)simba_req_call_user(req);
+    simba__copy(in->mutex, sizeof in->mutex, req->mutex);
+    in->step = SIMBA__ZK_I_KIDS;
+    if (zk->inss) zk->inss->prev = in;
+    in->next = zk->inss;
+    zk->inss = in;
+    simba__zk_ins_call(zk, in);
+    return SIMBA_OK;
+}
+
+/* The core's call is answered (or the loop is going: req NULL, nobody to tell). */
+static void simba__zkfw_done(simba_req *req, simba_result rc, const char *errmsg, void *user) {
+    simba__zkfw *fw = (simba__zkfw *)user;
+    if (req && fw->cb) fw->cb(rc, fw->have_res ? fw->res : NULL, fw->n, errmsg, fw->user);
+    simba_free(fw->loop, fw);
+}
+
+/* Why path cannot be written by a fenced multi, or NULL. */
+static const char *simba__zkfw_path_bad(const simba__zk *zk, const char *path) {
+    size_t n, rl = strlen(zk->root);
+    const char *p;
+    if (!path) return "is NULL";
+    n = strlen(path);
+    if (path[0] != '/' || n < 2) return "is not an absolute path below /";
+    if (n > 512) return "is longer than 512 bytes";
+    if (path[n - 1] == '/') return "ends with /";
+    for (p = path; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) return "holds a control character";
+    for (p = path; p; p = strchr(p + 1, '/'))
+        if (p[1] == '/' || (p[1] == '.' && (p[2] == '/' || !p[2] || (p[2] == '.' && (p[3] == '/' || !p[3])))))
+            return "has an empty, . or .. component";
+    if (strncmp(path, "/zookeeper", 10) == 0 && (!path[10] || path[10] == '/')) return "is ZooKeeper's own (/zookeeper)";
+    if (strncmp(path, zk->root, rl) == 0 && (!path[rl] || path[rl] == '/')) return "is in the lock's own tree (the root)";
+    return NULL;
 }
 
 /* ---- sessions ----------------------------------------------------------------------- */
@@ -1910,55 +2402,59 @@ static int simba__zk_session_open(simba__zk *zk) {
     return SIMBA_OK;
 }
 
+/* 1 when fd is a blocking stream socket connected to one of our servers. */
+static int simba__zk_is_probe(const simba__zk *zk, int fd) {
+    struct sockaddr_storage peer;
+    socklen_t pl = sizeof peer, tl;
+    int type = 0, flags, i;
+    flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || (flags & O_NONBLOCK)) return 0;
+    tl = sizeof type;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM) return 0;
+    memset(&peer, 0, sizeof peer);
+    if (getpeername(fd, (struct sockaddr *)&peer, &pl) != 0) return 0;
+    for (i = 0; i < zk->naddrs; i++) {
+        const struct sockaddr_storage *a = &zk->addrs[i];
+        if (a->ss_family != peer.ss_family) continue;
+        if (a->ss_family == AF_INET) {
+            const struct sockaddr_in *x = (const struct sockaddr_in *)(const void *)a;
+            const struct sockaddr_in *y = (const struct sockaddr_in *)(const void *)&peer;
+            if (x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr) return 1;
+        } else if (a->ss_family == AF_INET6) {
+            const struct sockaddr_in6 *x = (const struct sockaddr_in6 *)(const void *)a;
+            const struct sockaddr_in6 *y = (const struct sockaddr_in6 *)(const void *)&peer;
+            if (x->sin6_port == y->sin6_port && memcmp(&x->sin6_addr, &y->sin6_addr, sizeof x->sin6_addr) == 0) return 1;
+        }
+    }
+    return 0;
+}
+
 /* libzookeeper_mt 3.8 in read-only mode probes the server for a read-write one with a
    blocking recv whose SO_RCVTIMEO it sets from an uninitialised timeval (EDOM: no timeout),
    so its I/O thread, and zookeeper_close joining it, can wait as long as a foreign or hung
    server stays silent. Shutting down the probe socket (the only blocking stream socket
-   connected to one of our servers: the session's own is non-blocking) ends that recv. */
+   connected to one of our servers: the session's own is non-blocking) ends that recv.
+   The socket is local to the library's I/O thread and its API names no descriptor but the
+   session's, so we look among the open ones: poll(2) with no events tells them from closed
+   ones, a batch a call, without touching a descriptor the library may be closing. */
 static void simba__zk_unblock_probe(const simba__zk *zk) {
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    if (!d) return;
-    while ((e = readdir(d)) != NULL) {
-        struct sockaddr_storage peer;
-        socklen_t pl = sizeof peer;
-        char link[64], what[32];
-        ssize_t ln;
-        int fd, type = 0, i;
-        socklen_t tl = sizeof type;
-        char *end;
-        long v = strtol(e->d_name, &end, 10);
-        if (*end || end == e->d_name || v < 0 || v > INT_MAX || (int)v == dirfd(d)) continue;
-        fd = (int)v;
-        /* the link names sockets without touching the descriptor, which the library's
-           threads may be closing right now */
-        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-        ln = readlink(link, what, sizeof what - 1);
-        if (ln < 7 || memcmp(what, "socket:", 7) != 0) continue;
-        if (fcntl(fd, F_GETFL) & O_NONBLOCK) continue;
-        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM) continue;
-        memset(&peer, 0, sizeof peer);
-        if (getpeername(fd, (struct sockaddr *)&peer, &pl) != 0) continue;
-        for (i = 0; i < zk->naddrs; i++) {
-            const struct sockaddr_storage *a = &zk->addrs[i];
-            int same = 0;
-            if (a->ss_family != peer.ss_family) continue;
-            if (a->ss_family == AF_INET) {
-                const struct sockaddr_in *x = (const struct sockaddr_in *)(const void *)a;
-                const struct sockaddr_in *y = (const struct sockaddr_in *)(const void *)&peer;
-                same = x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
-            } else if (a->ss_family == AF_INET6) {
-                const struct sockaddr_in6 *x = (const struct sockaddr_in6 *)(const void *)a;
-                const struct sockaddr_in6 *y = (const struct sockaddr_in6 *)(const void *)&peer;
-                same = x->sin6_port == y->sin6_port && memcmp(&x->sin6_addr, &y->sin6_addr, sizeof x->sin6_addr) == 0;
-            }
-            if (same) {
-                shutdown(fd, SHUT_RDWR);
-                break;
-            }
+    struct pollfd batch[256];
+    struct rlimit rl;
+    int top = 1 << 20, base, i; /* socket(2) returns no descriptor at or above the soft limit */
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)top)
+        top = (int)rl.rlim_cur;
+    for (base = 0; base < top; base += 256) {
+        int n = top - base < 256 ? top - base : 256;
+        for (i = 0; i < n; i++) {
+            batch[i].fd = base + i;
+            batch[i].events = 0;
+            batch[i].revents = 0;
         }
+        if (poll(batch, (nfds_t)n, 0) < 0)
+            for (i = 0; i < n; i++) batch[i].revents = 0; /* then ask each one */
+        for (i = 0; i < n; i++)
+            if (!(batch[i].revents & POLLNVAL) && simba__zk_is_probe(zk, base + i)) shutdown(base + i, SHUT_RDWR);
     }
-    closedir(d);
 }
 
 /* A closer thread: zookeeper_init2 (its threads, an address lookup) and zookeeper_close
@@ -2404,19 +2900,28 @@ static simba_result simba__zk_submit(void *impl, simba_req *req) {
     simba__zk_cont *c = NULL;
     if (!zk || !req || zk->closing) return SIMBA_EINVAL;
     if (simba_name_check(req->mutex) != SIMBA_OK) return SIMBA_EINVAL;
-    if (req->op != SIMBA_OP_ACQUIRE && req->op != SIMBA_OP_RELEASE && req->op != SIMBA_OP_READ) return SIMBA_EINVAL;
+    if (req->op != SIMBA_OP_ACQUIRE && req->op != SIMBA_OP_RELEASE && req->op != SIMBA_OP_READ &&
+        req->op != SIMBA_OP_SET_VALUE && req->op != SIMBA_OP_YIELD)
+        return SIMBA_EINVAL;
+    if ((req->op == SIMBA_OP_ACQUIRE || req->op == SIMBA_OP_SET_VALUE) &&
+        (req->value_len > SIMBA_VALUE_MAX || (req->value_len && !req->value)))
+        return SIMBA_EINVAL;
     if (req->op != SIMBA_OP_READ && simba_id_check(req->contender) != SIMBA_OK) return SIMBA_EINVAL;
     zk->stats.requests++;
     if (!simba__zk_usable(zk)) {
         simba_req_fail(req, SIMBA_ECONN, zk->sess && zk->sess->readonly ? SIMBA__ZK_RO_MSG : "no usable zookeeper session (reopening)");
         return SIMBA_OK;
     }
-    m = simba__zk_mtx_find(zk, req->mutex, req->op != SIMBA_OP_RELEASE);
+    m = simba__zk_mtx_find(zk, req->mutex, req->op == SIMBA_OP_ACQUIRE || req->op == SIMBA_OP_READ);
     if (m && req->op != SIMBA_OP_READ) c = simba__zk_cont_find(zk, m, req->contender, req->op == SIMBA_OP_ACQUIRE);
     if (req->op == SIMBA_OP_RELEASE && !c) { /* nothing of ours there */
         simba_reply r;
         memset(&r, 0, sizeof r);
         simba_req_done(req, &r);
+        return SIMBA_OK;
+    }
+    if ((req->op == SIMBA_OP_SET_VALUE || req->op == SIMBA_OP_YIELD) && !c) {
+        simba_req_fail(req, SIMBA_ESTATE, "zookeeper: the contender holds no node of this mutex");
         return SIMBA_OK;
     }
     if (!m || (req->op == SIMBA_OP_ACQUIRE && !c)) {
@@ -2430,7 +2935,7 @@ static simba_result simba__zk_submit(void *impl, simba_req *req) {
         return SIMBA_ENOMEM;
     }
     if (c) {
-        c->want_gone = req->op == SIMBA_OP_RELEASE;
+        if (req->op == SIMBA_OP_ACQUIRE || req->op == SIMBA_OP_RELEASE) c->want_gone = req->op == SIMBA_OP_RELEASE;
         if (c->q_tail) { /* one job per contender at a time; this one waits its turn */
             c->q_tail->cnext = job;
             c->q_tail = job;
@@ -2625,6 +3130,7 @@ static void simba__zk_destroy(void *impl) {
         mn = m->next;
         for (c = m->conts; c; c = cn) {
             cn = c->next;
+            simba_free(zk->loop, c->value);
             simba_free(zk->loop, c);
         }
         simba__zk_mtx_free(zk, m);
@@ -2840,6 +3346,74 @@ fail_strings:
     if (zk->auth) simba_free(loop, zk->auth);
     simba_free(loop, zk);
     return (simba_result)rc;
+}
+
+SIMBA_API simba_result simba_zk_fenced_multi(simba_backend *be, const char *name, uint64_t fence,
+                                             const simba_zk_fenced_op *ops, int n, simba_zk_fenced_fn cb, void *user) {
+    static const char fn[] = "simba_zk_fenced_multi";
+    simba_loop *l = simba_backend_loop(be);
+    simba__zk *zk;
+    simba__zkfw *fw;
+    char err[256], *p;
+    size_t bytes, data = 0;
+    simba_result rc;
+    int i;
+    if (!l) return SIMBA_EINVAL;
+    if (simba_backend_vt_get(be) != &simba__zk_vt) return simba__fail(l, SIMBA_EINVAL, "%s: not a ZooKeeper backend", fn);
+    zk = (simba__zk *)simba_backend_impl(be);
+    if ((rc = simba__fence_args(fn, name, fence, err, sizeof err)) != SIMBA_OK) return simba__fail(l, rc, "%s", err);
+    if (!cb) return simba__fail(l, SIMBA_EINVAL, "%s: no callback", fn);
+    if (!ops || n < 1 || n > SIMBA__ZKFW_OPS_MAX)
+        return simba__fail(l, SIMBA_EINVAL, "%s: %d operations%s: give 1..%d", fn, n, ops ? "" : " (ops NULL)", SIMBA__ZKFW_OPS_MAX);
+    bytes = sizeof *fw + (size_t)n * (sizeof(simba_zk_fenced_op) + sizeof(simba_zk_fenced_result) + SIMBA__ZKFW_PATH);
+    for (i = 0; i < n; i++) {
+        const simba_zk_fenced_op *o = &ops[i];
+        const char *why = simba__zkfw_path_bad(zk, o->path);
+        size_t len = o->data ? (o->data_len < 0 ? strlen(o->data) : (size_t)o->data_len) : 0;
+        if (o->type != SIMBA_ZK_FENCED_CREATE && o->type != SIMBA_ZK_FENCED_SET && o->type != SIMBA_ZK_FENCED_DELETE)
+            return simba__fail(l, SIMBA_EINVAL, "%s: ops[%d].type %d is not SIMBA_ZK_FENCED_CREATE, _SET or _DELETE", fn, i, o->type);
+        if (why) return simba__fail(l, SIMBA_EINVAL, "%s: ops[%d].path \"%.80s\" %s", fn, i, o->path ? o->path : "", why);
+        if (o->type == SIMBA_ZK_FENCED_CREATE && (o->flags & ~(SIMBA_ZK_FENCED_SEQUENTIAL | SIMBA_ZK_FENCED_EPHEMERAL)))
+            return simba__fail(l, SIMBA_EINVAL, "%s: ops[%d].flags %d: only SIMBA_ZK_FENCED_SEQUENTIAL and _EPHEMERAL", fn, i,
+                               o->flags);
+        if (o->type != SIMBA_ZK_FENCED_CREATE && o->version < -1)
+            return simba__fail(l, SIMBA_EINVAL, "%s: ops[%d].version %d: -1 (any) or a version", fn, i, o->version);
+        if (o->type == SIMBA_ZK_FENCED_DELETE && o->data)
+            return simba__fail(l, SIMBA_EINVAL, "%s: ops[%d] deletes: it takes no data", fn, i);
+        data += len;
+        if (data > SIMBA__ZKFW_BYTES)
+            return simba__fail(l, SIMBA_EINVAL, "%s: more than %d bytes of data in one multi", fn, SIMBA__ZKFW_BYTES);
+        bytes += strlen(o->path) + 1 + len + 1;
+    }
+    if (!(fw = (simba__zkfw *)simba_alloc(l, bytes))) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory", fn);
+    memset(fw, 0, sizeof *fw);
+    fw->loop = l;
+    fw->cb = cb;
+    fw->user = user;
+    fw->n = n;
+    fw->ops = (simba_zk_fenced_op *)(void *)(fw + 1);
+    fw->res = (simba_zk_fenced_result *)(void *)(fw->ops + n);
+    fw->made = (char (*)[SIMBA__ZKFW_PATH])(void *)(fw->res + n);
+    p = (char *)(fw->made + n);
+    for (i = 0; i < n; i++) {
+        simba_zk_fenced_op *o = &fw->ops[i];
+        size_t len = ops[i].data ? (ops[i].data_len < 0 ? strlen(ops[i].data) : (size_t)ops[i].data_len) : 0;
+        *o = ops[i];
+        memcpy(p, ops[i].path, strlen(ops[i].path) + 1);
+        o->path = p;
+        p += strlen(p) + 1;
+        if (ops[i].data) {
+            memcpy(p, ops[i].data, len);
+            p[len] = 0;
+            o->data = p;
+            o->data_len = (int)len;
+            p += len + 1;
+        }
+        fw->made[i][0] = 0;
+    }
+    rc = simba_backend_call(be, name, fence, simba__zkfw_start, simba__zkfw_done, fw);
+    if (rc != SIMBA_OK) simba_free(l, fw); /* the loop's errmsg says why */
+    return rc;
 }
 
 SIMBA_API simba_result simba_zk_stats_get(simba_backend *be, simba_zk_stats *out) {

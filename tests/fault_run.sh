@@ -91,21 +91,9 @@ TRANSITION=${FAULT_TRANSITION:-400}
 ZK_SESSION=${FAULT_ZK_SESSION:-2000}
 if [ "$BACKEND" = zk ]; then LEASE=$ZK_SESSION; else LEASE=$((TTL + TRANSITION)); fi
 
-now_ms() { "$CHECK" --now; }
-# sleep_ms N: a pacing pause between faults (never used to wait for a result)
-sleep_ms() { sleep "$(awk -v m="$1" 'BEGIN { printf "%.3f", m / 1000 }')"; }
-rnd() { echo $(($1 + RANDOM % ($2 - $1 + 1))); } # rnd LO HI
-note() { echo "0 - 0 fault:$1 $(now_ms)" >>"$FAULTS"; echo "fault_run: $(date +%T) $*"; }
-alive() { [ -r "/proc/$1/stat" ] && ! grep -q ') Z ' "/proc/$1/stat" 2>/dev/null; }
-# wait_gone PID MS: up to MS for PID to exit; 1 if still running
-wait_gone() {
-    local end=$(($(date +%s%N) / 1000000 + $2))
-    while alive "$1"; do
-        [ $(($(date +%s%N) / 1000000)) -ge "$end" ] && return 1
-        sleep 0.02
-    done
-    return 0
-}
+FAULT_NAME=fault_run
+OWNER_WAIT_MS=4000
+. tests/fault_lib.sh
 
 SERVER_PID=""
 declare -a W_PID W_LOG P_PID P_PORT
@@ -195,45 +183,8 @@ worker_start() { # worker_start SLOT
     W_PID[$i]=$!
 }
 
-# owner_slot: the slot whose worker last logged "acquired" (empty if none)
-owner_slot() {
-    local i line
-    for ((i = 0; i < N; i++)); do
-        line=$(grep -E ' (acquired|released) ' "${W_LOG[$i]}" 2>/dev/null | tail -1)
-        case "$line" in *" acquired "*) echo "$i"; return ;; esac
-    done
-}
-# wait_owner MS: the owner's slot, waiting up to MS for one
-wait_owner() {
-    local end=$(($(date +%s%N) / 1000000 + $1)) s
-    while :; do
-        s=$(owner_slot)
-        [ -n "$s" ] && { echo "$s"; return 0; }
-        [ $(($(date +%s%N) / 1000000)) -ge "$end" ] && return 1
-        sleep 0.05
-    done
-}
 
-# ---- faults -------------------------------------------------------------------------------
-f_gc_pause() {
-    local s p ms
-    s=$(wait_owner 4000) || { echo "fault_run: no owner for gc-pause"; return; }
-    p=${W_PID[$s]}
-    ms=$((LEASE + $(rnd 200 1500)))
-    kill -STOP "$p" && note gc-pause "owner slot $s pid $p frozen ${ms} ms"
-    sleep_ms "$ms"
-    kill -CONT "$p"
-}
-f_kill_owner() {
-    local s p
-    s=$(wait_owner 4000) || { echo "fault_run: no owner for kill-owner"; return; }
-    p=${W_PID[$s]}
-    kill -KILL "$p" || return
-    wait "$p" 2>/dev/null
-    echo "$p - 0 killed $(now_ms)" >>"$FAULTS"
-    note kill-owner "owner slot $s pid $p killed"
-    worker_start "$s"
-}
+# ---- faults (gc-pause and kill-owner: fault_lib.sh) ---------------------------------------
 f_db_locked() {
     local ms
     if [ $((RANDOM % 2)) = 0 ]; then ms=$(rnd 50 $((TTL / 2))); else ms=$(rnd $((LEASE)) $((LEASE * 2))); fi
@@ -484,34 +435,8 @@ done
 T0=$(date +%s)
 QUIET=$((LEASE / 1000 + 3)) # no fault in the last seconds: killed owners' leases run out
 echo "fault_run: $BACKEND, $N workers, ${SECS}s, lease ${LEASE} ms, mutex $MUTEX, dir $DIR"
-k=0
-while [ $(($(date +%s) - T0)) -lt $((SECS - QUIET)) ]; do
-    sleep_ms "$(rnd 700 1800)"
-    "f_${LIST[$((k % ${#LIST[@]}))]}"
-    k=$((k + 1))
-    for ((i = 0; i < N; i++)); do # a worker that died by itself is a failure: note it, replace it
-        if ! alive "${W_PID[$i]}"; then
-            wait "${W_PID[$i]}"
-            echo "fault_run: worker slot $i pid ${W_PID[$i]} exited by itself (status $?)" | tee -a "$DIR/unexpected"
-            echo "${W_PID[$i]} - 0 killed $(now_ms)" >>"$FAULTS"
-            worker_start "$i"
-        fi
-    done
-done
-while [ $(($(date +%s) - T0)) -lt "$SECS" ]; do sleep 0.2; done
-
-# every worker stops (releasing), bounded
-for ((i = 0; i < N; i++)); do kill -CONT "${W_PID[$i]}" 2>/dev/null; kill -TERM "${W_PID[$i]}" 2>/dev/null; done
-STUCK=0
-for ((i = 0; i < N; i++)); do
-    if ! wait_gone "${W_PID[$i]}" 10000; then
-        echo "fault_run: worker ${W_PID[$i]} did not stop within 10 s" | tee -a "$DIR/unexpected"
-        kill -KILL "${W_PID[$i]}" 2>/dev/null
-        STUCK=1
-    fi
-    wait "${W_PID[$i]}" || echo "fault_run: worker ${W_PID[$i]} exit status $?" | tee -a "$DIR/unexpected"
-done
-W_PID=()
+fault_loop "$SECS" "$QUIET"
+workers_stop
 # the inspector: the mutex must be free now (direct connection, no proxy)
 case "$BACKEND" in
 sql) IARGS=(--path "$DIR/locks.db") ;;

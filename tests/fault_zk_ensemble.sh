@@ -49,19 +49,9 @@ MUTEX="fault-zkens-$$"
 # clock.log pairs the two clocks
 export SIMBA_ZK_ENSEMBLE_LOG=1
 
-now_ms() { "$CHECK" --now; }
-sleep_ms() { sleep "$(awk -v m="$1" 'BEGIN { printf "%.3f", m / 1000 }')"; }
-rnd() { echo $(($1 + RANDOM % ($2 - $1 + 1))); }
-note() { echo "0 - 0 fault:$1 $(now_ms)" >>"$FAULTS"; echo "fault_zk_ensemble: $(date +%T) $*"; }
-alive() { [ -r "/proc/$1/stat" ] && ! grep -q ') Z ' "/proc/$1/stat" 2>/dev/null; }
-wait_gone() {
-    local end=$(($(date +%s%N) / 1000000 + $2))
-    while alive "$1"; do
-        [ $(($(date +%s%N) / 1000000)) -ge "$end" ] && return 1
-        sleep 0.02
-    done
-    return 0
-}
+FAULT_NAME=fault_zk_ensemble
+OWNER_WAIT_MS=6000
+. tests/fault_lib.sh
 cport() { echo $((BASE + 3 * ($1 - 1))); }
 mpid() { cat "$ENS/zk$1/zk.pid" 2>/dev/null; }
 fourlw() { # fourlw MEMBER WORD: the member's answer, or nothing
@@ -90,22 +80,6 @@ worker_start() { # worker_start SLOT
         --duration-ms $(((SECS + 120) * 1000)) --ttl-ms "$TTL" --transition-ms "$TRANSITION" \
         --hold-ms "$(rnd 800 2500)" --rest-ms "$(rnd 200 800)" --log "${W_LOG[$i]}" --zk-log 1 2>>"$DIR/w$i.err" &
     W_PID[$i]=$!
-}
-owner_slot() {
-    local i line
-    for ((i = 0; i < N; i++)); do
-        line=$(grep -E ' (acquired|released) ' "${W_LOG[$i]}" 2>/dev/null | tail -1)
-        case "$line" in *" acquired "*) echo "$i"; return ;; esac
-    done
-}
-wait_owner() {
-    local end=$(($(date +%s%N) / 1000000 + $1)) s
-    while :; do
-        s=$(owner_slot)
-        [ -n "$s" ] && { echo "$s"; return 0; }
-        [ $(($(date +%s%N) / 1000000)) -ge "$end" ] && return 1
-        sleep 0.05
-    done
 }
 # member_restart MEMBER: start a killed member again (it rejoins the quorum)
 member_restart() {
@@ -154,25 +128,6 @@ f_lose_quorum() {
     sleep_ms "$ms"
     kill -CONT "$pa" "$pb"
 }
-f_gc_pause() {
-    local s p ms
-    s=$(wait_owner 6000) || { echo "fault_zk_ensemble: no owner for gc-pause"; return; }
-    p=${W_PID[$s]}
-    ms=$((LEASE + $(rnd 200 1500)))
-    kill -STOP "$p" && note gc-pause "owner slot $s pid $p frozen ${ms} ms"
-    sleep_ms "$ms"
-    kill -CONT "$p"
-}
-f_kill_owner() {
-    local s p
-    s=$(wait_owner 6000) || { echo "fault_zk_ensemble: no owner for kill-owner"; return; }
-    p=${W_PID[$s]}
-    kill -KILL "$p" || return
-    wait "$p" 2>/dev/null
-    echo "$p - 0 killed $(now_ms)" >>"$FAULTS"
-    note kill-owner "owner slot $s pid $p killed"
-    worker_start "$s"
-}
 LIST=(kill_leader gc_pause kill_follower lose_quorum kill_owner)
 
 # ---- the run ------------------------------------------------------------------------------
@@ -184,33 +139,8 @@ for ((i = 0; i < N; i++)); do worker_start "$i"; done
 T0=$(date +%s)
 QUIET=$((LEASE / 1000 + 4)) # no fault in the last seconds: every lease runs out or renews
 echo "fault_zk_ensemble: $N workers, ${SECS}s, session ${ZK_SESSION} ms, ensemble $HOSTS, mutex $MUTEX, dir $DIR"
-k=0
-while [ $(($(date +%s) - T0)) -lt $((SECS - QUIET)) ]; do
-    sleep_ms "$(rnd 700 1800)"
-    "f_${LIST[$((k % ${#LIST[@]}))]}"
-    k=$((k + 1))
-    for ((i = 0; i < N; i++)); do
-        if ! alive "${W_PID[$i]}"; then
-            wait "${W_PID[$i]}"
-            echo "fault_zk_ensemble: worker slot $i pid ${W_PID[$i]} exited by itself (status $?)" | tee -a "$DIR/unexpected"
-            echo "${W_PID[$i]} - 0 killed $(now_ms)" >>"$FAULTS"
-            worker_start "$i"
-        fi
-    done
-done
-while [ $(($(date +%s) - T0)) -lt "$SECS" ]; do sleep 0.2; done
-
-for ((i = 0; i < N; i++)); do kill -CONT "${W_PID[$i]}" 2>/dev/null; kill -TERM "${W_PID[$i]}" 2>/dev/null; done
-STUCK=0
-for ((i = 0; i < N; i++)); do
-    if ! wait_gone "${W_PID[$i]}" 10000; then
-        echo "fault_zk_ensemble: worker ${W_PID[$i]} did not stop within 10 s" | tee -a "$DIR/unexpected"
-        kill -KILL "${W_PID[$i]}" 2>/dev/null
-        STUCK=1
-    fi
-    wait "${W_PID[$i]}" || echo "fault_zk_ensemble: worker ${W_PID[$i]} exit status $?" | tee -a "$DIR/unexpected"
-done
-W_PID=()
+fault_loop "$SECS" "$QUIET"
+workers_stop
 timeout 30 "$WORKER" --backend zk --hosts "$HOSTS" --root /simba-ens --session-ms "$ZK_SESSION" --mutex "$MUTEX" \
     --ttl-ms "$TTL" --transition-ms "$TRANSITION" --inspect-ms $((LEASE + 3000)) --log "$DIR/inspect.log" \
     2>>"$DIR/inspect.err"

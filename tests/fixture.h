@@ -7,7 +7,10 @@
    FIXTURE_DRIVER (the backend tests: real servers, real time; implies FIXTURE_REAL_TIME): the
    monotonic clock, a driver that runs several loops from one poll(2) over their descriptors,
    timing every simba_poll call, and a recorder of wall time in its place; its users define
-   drv_loop_desc (each new loop's desc) instead of FIXTURE_NOW(). */
+   drv_loop_desc (each new loop's desc) instead of FIXTURE_NOW(). FIXTURE_DRIVER_ONLY as
+   well: the driver without that recorder, its contend helpers and WAIT_FOR (for a file that
+   keeps a recorder of its own and says why). Driver functions are static inline: each file
+   uses some of them. */
 #ifndef SIMBA_TEST_FIXTURE_H
 #define SIMBA_TEST_FIXTURE_H
 
@@ -169,18 +172,21 @@ static simba_service *contend_rec(proc *p, const char *mutex, const char *id, in
 /* ---- the real-time driver: loops on real backends, one poll(2) over all of them ------- */
 
 #include <poll.h>
+#include <stdio.h>
+#include <sys/types.h>
 #include <time.h>
 
-static int64_t mono_us(void) {
+static inline int64_t mono_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
-static int64_t mono_ms(void) { return mono_us() / 1000; }
+static inline int64_t mono_ms(void) { return mono_us() / 1000; }
 
+#define DRV_MAX 16
 typedef struct drv {
-    simba_loop *l[8];
-    int64_t wait[8];
+    simba_loop *l[DRV_MAX]; /* NULL: a slot drv_close emptied, which drv_attach fills again */
+    int64_t wait[DRV_MAX];
     int n;
     int use_ready;       /* hand our poll(2) results in with simba_poll_ready */
     int64_t max_poll_us; /* longest single simba_poll call, wall time (printed) */
@@ -191,20 +197,33 @@ typedef struct drv {
 /* Defined by the test file: the loop desc of every loop drv_add makes (log, random). */
 static void drv_loop_desc(simba_loop_desc *ld);
 
-static simba_loop *drv_add(drv *d) {
+/* Drive a loop made elsewhere too; 0, or -1 when the driver is full. */
+static inline int drv_attach(drv *d, simba_loop *l) {
+    int i;
+    for (i = 0; i < d->n && d->l[i]; i++) {
+    }
+    if (i == DRV_MAX) return -1;
+    d->l[i] = l;
+    d->wait[i] = 0;
+    if (i == d->n) d->n++;
+    return 0;
+}
+
+/* A new loop, driven by d (NULL when it cannot be made or d is full). */
+static inline simba_loop *drv_add(drv *d) {
     simba_loop *l = NULL;
     simba_loop_desc ld;
     memset(&ld, 0, sizeof ld);
     drv_loop_desc(&ld);
     if (simba_loop_new(&ld, &l) != SIMBA_OK) return NULL;
-    if (d->n < 8) {
-        d->l[d->n] = l;
-        d->wait[d->n++] = 0;
+    if (drv_attach(d, l) != 0) {
+        simba_loop_free(l);
+        return NULL;
     }
     return l;
 }
 
-static void drv_once(drv *d, int64_t max_ms) {
+static inline void drv_once(drv *d, int64_t max_ms) {
     struct pollfd p[64];
     int cnt = 0, i;
     int64_t wait = max_ms;
@@ -235,29 +254,55 @@ static void drv_once(drv *d, int64_t max_ms) {
 }
 
 /* Drive the loops until cond holds or ms of wall time passed; the caller then CHECKs cond. */
-#define WAIT_FOR(d, cond, ms)                                                               \
+#define DRV_WAIT_FOR(d, cond, ms)                                                           \
     do {                                                                                    \
         int64_t wf__end = mono_ms() + (ms);                                                 \
         while (!(cond) && mono_ms() < wf__end) drv_once((d), 20);                           \
     } while (0)
 
 /* After a call from outside the poll (stop, start): the waits we cached are stale. */
-static void drv_kick(drv *d) {
+static inline void drv_kick(drv *d) {
     int i;
     for (i = 0; i < d->n; i++) d->wait[i] = 0;
 }
 
-static void drv_run(drv *d, int64_t ms) {
+static inline void drv_run(drv *d, int64_t ms) {
     int64_t end = mono_ms() + ms;
     while (mono_ms() < end) drv_once(d, end - mono_ms());
 }
 
-static void drv_free(drv *d) {
+/* The pid a server start script wrote to dir/file, or -1. */
+static inline pid_t server_pid(const char *dir, const char *file) {
+    char path[512];
+    FILE *f;
+    long pid = -1;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    f = fopen(path, "r");
+    if (!f) return -1;
+    if (fscanf(f, "%ld", &pid) != 1) pid = -1;
+    fclose(f);
+    return (pid_t)pid;
+}
+
+/* Frees one loop of d and stops driving it; its slot is reused. */
+static inline void drv_close(drv *d, simba_loop *l) {
+    int i;
+    for (i = 0; i < d->n; i++)
+        if (d->l[i] == l) d->l[i] = NULL;
+    while (d->n > 0 && !d->l[d->n - 1]) d->n--;
+    simba_loop_free(l);
+}
+
+static inline void drv_free(drv *d) {
     int i;
     for (i = 0; i < d->n; i++)
         if (d->l[i]) simba_loop_free(d->l[i]);
     d->n = 0;
 }
+
+#ifndef FIXTURE_DRIVER_ONLY
+#define WAIT_FOR(d, cond, ms) DRV_WAIT_FOR(d, cond, ms)
+
 /* The driver's recorder: wall time in µs and the order of acquisitions (the cases compare
    them across processes); it asserts nothing itself, the cases check what it noted. */
 typedef struct rec {
@@ -314,6 +359,7 @@ static const char *viewed_owner(simba_service *s) {
     if (simba_owner_get(s, &o) != SIMBA_OK) return "";
     return o.id;
 }
+#endif /* !FIXTURE_DRIVER_ONLY */
 #endif /* FIXTURE_DRIVER */
 
 #endif /* SIMBA_TEST_FIXTURE_H */

@@ -1424,6 +1424,146 @@ TEST(kit_sem_locker) {
     kit_close_all();
 }
 
+/* >>fenced  The fenced write (kit_backend.fenced_write): a write commits only while its fence
+   holds a live lease of the mutex, in the store's own order; a refusal is SIMBA_EFENCE with
+   words, bad input SIMBA_EINVAL, and neither writes anything. */
+static simba_result kit_fw(kit_proc *p, const char *name, uint64_t fence, const char *key, const char *value, char *err,
+                           size_t cap) {
+    simba_result rc;
+    err[0] = 0;
+    rc = K->fenced_write(p->loop, p->be, K->ctx, name, fence, key, value, err, cap);
+    if (rc != SIMBA_OK) fprintf(stderr, "    (fenced write %s of %s: %s: %s)\n", key, name[0] ? name : "\"\"", simba_strerror(rc), err);
+    return rc;
+}
+
+/* What the store holds under (name, key): "" when nothing, "(read failed)" on an error. */
+static const char *kit_fr(kit_proc *p, const char *name, const char *key) {
+    static char out[256];
+    char err[256];
+    err[0] = 0;
+    if (K->fenced_read(p->loop, p->be, K->ctx, name, key, out, sizeof out, err, sizeof err) != 0) {
+        fprintf(stderr, "  kit: fenced_read %s of %s: %s\n", key, name, err);
+        snprintf(out, sizeof out, "(read failed)");
+    }
+    return out;
+}
+
+TEST(kit_fenced_owner_writes_until_release) {
+    kit_proc *p = kit_open();
+    rec c = {0};
+    simba_service *s;
+    const char *name = kit_name("fw-own");
+    char err[512];
+    uint64_t f;
+    REQUIRE(p);
+    s = kit_contender(p, name, &c);
+    REQUIRE(s);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    REQUIRE_UNTIL(c.acquired == 1, ACQ_MS);
+    f = simba_fence(s);
+    CHECK_RC(kit_fw(p, name, f, "k", "one", err, sizeof err), SIMBA_OK);
+    CHECK_STR(kit_fr(p, name, "k"), "one");
+    /* renewals keep the fence: it still holds after a lease's worth of them */
+    KIT_HOLD(simba_is_owner(s), TTL + 200);
+    CHECK_RC(kit_fw(p, name, f, "k", "two", err, sizeof err), SIMBA_OK);
+    CHECK_STR(kit_fr(p, name, "k"), "two");
+    CHECK_RC(simba_stop(s), SIMBA_OK);
+    CHECK_UNTIL(c.released == 1 && simba_service_status(s) == SIMBA_INITIAL, 5000);
+    /* released: the fence holds nothing any more */
+    CHECK_RC(kit_fw(p, name, f, "k", "three", err, sizeof err), SIMBA_EFENCE);
+    CHECK(err[0] != 0);
+    CHECK_STR(kit_fr(p, name, "k"), "two");
+    kit_close_all();
+}
+
+TEST(kit_fenced_later_owner_refuses_earlier_fence) {
+    kit_proc *pa = kit_open(), *pb = kit_open();
+    rec ca = {0}, cb = {0};
+    simba_service *a, *b;
+    const char *name = kit_name("fw-later");
+    char err[512];
+    uint64_t fa, fb;
+    REQUIRE(pa && pb);
+    a = kit_contender(pa, name, &ca);
+    REQUIRE(a);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    REQUIRE_UNTIL(ca.acquired == 1, ACQ_MS);
+    fa = simba_fence(a);
+    CHECK_RC(kit_fw(pa, name, fa, "k", "a", err, sizeof err), SIMBA_OK);
+    b = kit_contender(pb, name, &cb);
+    REQUIRE(b);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    KIT_HOLD(cb.acquired == 0, 300);
+    CHECK_RC(simba_stop(a), SIMBA_OK);
+    REQUIRE_UNTIL(cb.acquired == 1, ACQ_MS);
+    fb = simba_fence(b);
+    CHECK(fb > fa);
+    CHECK_RC(kit_fw(pb, name, fb, "k", "b", err, sizeof err), SIMBA_OK);
+    /* the earlier owner's fence, through either client: refused, the later write stays */
+    CHECK_RC(kit_fw(pa, name, fa, "k", "stale", err, sizeof err), SIMBA_EFENCE);
+    CHECK(err[0] != 0);
+    CHECK_RC(kit_fw(pb, name, fa, "k", "stale", err, sizeof err), SIMBA_EFENCE);
+    /* a fence nobody was handed is no better */
+    CHECK_RC(kit_fw(pb, name, fb + 1, "k", "future", err, sizeof err), SIMBA_EFENCE);
+    CHECK_STR(kit_fr(pb, name, "k"), "b");
+    CHECK_RC(simba_stop(b), SIMBA_OK);
+    CHECK_UNTIL(cb.released == 1, 5000);
+    kit_close_all();
+}
+
+TEST(kit_fenced_lease_over_refuses) {
+    kit_proc *pa = kit_open(), *pb = kit_open();
+    rec c = {0};
+    simba_service *s;
+    const char *name = kit_name("fw-lapse");
+    char err[512];
+    uint64_t f;
+    REQUIRE(pa && pb);
+    s = kit_contender(pa, name, &c);
+    REQUIRE(s);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    REQUIRE_UNTIL(c.acquired == 1, ACQ_MS);
+    f = simba_fence(s);
+    CHECK_RC(kit_fw(pb, name, f, "k", "live", err, sizeof err), SIMBA_OK);
+    /* the owner's process stands still (its loop is not polled) past its whole lease; nobody
+       else takes the mutex: the store still names the owner, whose lease is over */
+    {
+        int64_t end = kit_now() + TTL + TR + 500;
+        while (kit_now() < end) kit_step_one(pb, 50);
+    }
+    CHECK_RC(kit_fw(pb, name, f, "k", "late", err, sizeof err), SIMBA_EFENCE);
+    CHECK(strstr(err, "lease") != NULL);
+    CHECK_STR(kit_fr(pb, name, "k"), "live");
+    kit_close_all();
+}
+
+TEST(kit_fenced_bad_input_writes_nothing) {
+    kit_proc *p = kit_open();
+    rec c = {0};
+    simba_service *s;
+    const char *name = kit_name("fw-bad");
+    char err[512];
+    uint64_t f;
+    REQUIRE(p);
+    s = kit_contender(p, name, &c);
+    REQUIRE(s);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    REQUIRE_UNTIL(c.acquired == 1, ACQ_MS);
+    f = simba_fence(s);
+    CHECK_RC(kit_fw(p, "", f, "k", "empty-name", err, sizeof err), SIMBA_EINVAL);
+    CHECK(strstr(err, "name") != NULL);
+    CHECK_RC(kit_fw(p, name, 0, "k", "fence-0", err, sizeof err), SIMBA_EINVAL);
+    CHECK(strstr(err, "fence") != NULL);
+    CHECK_STR(kit_fr(p, name, "k"), "");
+    /* the same write, well formed, goes through */
+    CHECK_RC(kit_fw(p, name, f, "k", "good", err, sizeof err), SIMBA_OK);
+    CHECK_STR(kit_fr(p, name, "k"), "good");
+    CHECK_RC(simba_stop(s), SIMBA_OK);
+    CHECK_UNTIL(c.released == 1, 5000);
+    kit_close_all();
+}
+/* <<fenced */
+
 int kit_run(const kit_backend *kb, int argc, char **argv) {
     char title[64];
     struct timespec ts;
@@ -1462,6 +1602,14 @@ int kit_run(const kit_backend *kb, int argc, char **argv) {
     RUN(kit_rw_readers_then_writer);
     RUN(kit_rw_writer_not_starved);
     RUN(kit_sem_locker);
+    if (kb->fenced_write && kb->fenced_read) {
+        RUN(kit_fenced_owner_writes_until_release);
+        RUN(kit_fenced_later_owner_refuses_earlier_fence);
+        if (!kb->lease_is_session) RUN(kit_fenced_lease_over_refuses);
+        RUN(kit_fenced_bad_input_writes_nothing);
+    } else {
+        fprintf(stderr, "  (%s: no fenced write in its kit file: the fenced cases are not run)\n", kb->name);
+    }
     snprintf(title, sizeof title, "%s kit", kb->name);
     return check_report(title);
 }

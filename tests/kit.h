@@ -35,6 +35,22 @@ typedef struct kit_backend {
        client's traffic is held: no error, no answer), mute(be, 0) lets it through again.
        Without it kit_at_risk fails: each backend says how its store stops answering. */
     void (*mute)(simba_backend *be, int on);
+    /* >>fenced  Optional (the cases run where it is set): the fenced write into the
+       application's data in the lock's own store. fenced_write stores value under key (a key
+       of the mutex name's, e.g. in its Redis hash slot) only if fence holds a live lease of
+       name there, atomically in the store: SIMBA_OK written; SIMBA_EFENCE refused, err says
+       why in words (a lease that is over says "lease"); SIMBA_EINVAL bad input (empty name,
+       fence 0: err names "name" or "fence"). Nothing is written unless
+       SIMBA_OK. It may drive loop (be's loop) until answered. fenced_read copies what the
+       store holds under (name, key) into out ("" when nothing): 0, or -1 with err. */
+    simba_result (*fenced_write)(simba_loop *loop, simba_backend *be, void *ctx, const char *name, uint64_t fence,
+                                 const char *key, const char *value, char *err, size_t errcap);
+    int (*fenced_read)(simba_loop *loop, simba_backend *be, void *ctx, const char *name, const char *key, char *out,
+                       size_t cap, char *err, size_t errcap);
+    /* 1: the lease is a session that the client library keeps alive while the loop stands
+       still (ZooKeeper): an owner whose loop is not polled still holds it, so the
+       lease-over case does not apply (a paused process is the fault tests' case). */
+    int lease_is_session;
 } kit_backend;
 
 /* Runs every case (argv[1] = optional name filter), prints the closing

@@ -14,6 +14,7 @@
  * through the sentinels; the prefix is declared on the primary they name.
  */
 #define SIMBA_IMPLEMENTATION
+#define SIMBA_REDIS_TEST_FAULTS
 #include "../simba_redis.h"
 #include "kit.h"
 
@@ -47,6 +48,18 @@ static simba_result open_redis(simba_loop *loop, void *ctx, simba_backend **out)
     return rc;
 }
 
+/* The store stops answering this backend: its command traffic is held, as a hung server
+   holds it (each Cluster node's alike); the requests time out, nothing fails at once. */
+static void mute_redis(simba_backend *be, int on) {
+    void *impl = simba_backend_impl(be);
+    int i;
+    if (simba_backend_vt_get(be) == &simba__redis_vt) {
+        ((simba__redis *)impl)->test_mute = on;
+        return;
+    }
+    for (i = 0; i < ((simba__rcluster *)impl)->nnodes; i++) ((simba__rcluster *)impl)->nodes[i]->test_mute = on;
+}
+
 /* Between cases: the server must still answer (a blocking check, test side only). */
 static void between(void *ctx) {
     kit_redis_cfg *cfg = (kit_redis_cfg *)ctx;
@@ -58,6 +71,90 @@ static void between(void *ctx) {
         fprintf(stderr, "kit_redis: server on port %d does not answer PING\n", cfg->port);
     if (x) freeReplyObject(x);
     if (c) redisFree(c);
+}
+
+/* >>fenced The kit's data: "<prefix>app{<name>}:<key>", a string in the mutex's slot, written
+   with SET through simba_redis_fenced and read back with a plain GET. */
+static void fw_key(const kit_redis_cfg *cfg, const char *name, const char *key, char *out, size_t cap) {
+    snprintf(out, cap, "%sapp{%s}:%s", cfg->prefix, name, key);
+}
+
+typedef struct fw_wait {
+    int done;
+    simba_result rc;
+    char err[512];
+} fw_wait;
+
+static void fw_done(simba_result rc, const simba_redis_value *reply, const char *errmsg, void *user) {
+    fw_wait *w = (fw_wait *)user;
+    w->done = 1;
+    w->rc = rc;
+    if (rc == SIMBA_OK && (!reply || reply->type != SIMBA_REDIS_STATUS || strcmp(reply->str, "OK") != 0)) {
+        w->rc = SIMBA_EBACKEND; /* SET answers +OK: anything else is a wrong reply */
+        snprintf(w->err, sizeof w->err, "SET answered type %d, not +OK", reply ? reply->type : -1);
+    } else if (errmsg) {
+        snprintf(w->err, sizeof w->err, "%s", errmsg);
+    }
+}
+
+static simba_result fenced_write(simba_loop *loop, simba_backend *be, void *ctx, const char *name, uint64_t fence,
+                                 const char *key, const char *value, char *err, size_t errcap) {
+    char k[512];
+    const char *argv[3];
+    fw_wait w;
+    simba_result rc;
+    int i;
+    fw_key((const kit_redis_cfg *)ctx, name, key, k, sizeof k);
+    argv[0] = "SET";
+    argv[1] = k;
+    argv[2] = value;
+    memset(&w, 0, sizeof w);
+    rc = simba_redis_fenced(be, name, fence, 3, argv, fw_done, &w);
+    if (rc != SIMBA_OK) {
+        snprintf(err, errcap, "%s", simba_loop_errmsg(loop));
+        return rc;
+    }
+    for (i = 0; i < 500 && !w.done; i++) simba_wait(loop, 20);
+    if (!w.done) {
+        snprintf(err, errcap, "simba_redis_fenced: not answered in 10 s");
+        return SIMBA_ETIMEDOUT;
+    }
+    snprintf(err, errcap, "%s", w.err);
+    return w.rc;
+}
+
+/* A blocking GET on the server that holds key: a Cluster's MOVED is followed. */
+static int fenced_read(simba_loop *loop, simba_backend *be, void *ctx, const char *name, const char *key, char *out,
+                       size_t cap, char *err, size_t errcap) {
+    const kit_redis_cfg *cfg = (const kit_redis_cfg *)ctx;
+    struct timeval tv = {1, 0};
+    char k[512], host[64] = "127.0.0.1";
+    int port = cfg->port, hop;
+    (void)loop;
+    (void)be;
+    fw_key(cfg, name, key, k, sizeof k);
+    for (hop = 0; hop < 3; hop++) {
+        redisContext *c = redisConnectWithTimeout(host, port, tv);
+        redisReply *x = c && !c->err ? (redisReply *)redisCommand(c, "GET %s", k) : NULL;
+        int rc = -1;
+        const char *colon;
+        if (c) redisFree(c);
+        if (x && x->type == REDIS_REPLY_ERROR && strncmp(x->str, "MOVED ", 6) == 0 && (colon = strrchr(x->str, ':')) &&
+            strchr(x->str + 6, ' ')) {
+            const char *h = strchr(x->str + 6, ' ') + 1;
+            snprintf(host, sizeof host, "%.*s", (int)(colon - h), h);
+            port = atoi(colon + 1);
+            freeReplyObject(x);
+            continue;
+        }
+        if (x && x->type == REDIS_REPLY_STRING) snprintf(out, cap, "%s", x->str), rc = 0;
+        else if (x && x->type == REDIS_REPLY_NIL) out[0] = 0, rc = 0;
+        else snprintf(err, errcap, "GET %s on %s:%d: %s", k, host, port, x && x->type == REDIS_REPLY_ERROR ? x->str : "no answer");
+        if (x) freeReplyObject(x);
+        return rc;
+    }
+    snprintf(err, errcap, "GET %s: too many redirections", k);
+    return -1;
 }
 
 /* Cluster: "<prefix>{<tag>}:alive" = 0 for every slot, pipelined to the slot's primary. */
@@ -164,5 +261,8 @@ int main(int argc, char **argv) {
     kb.ttl_ms = 2000;
     kb.transition_ms = 1000;
     kb.between = between;
+    kb.mute = mute_redis;
+    kb.fenced_write = fenced_write;
+    kb.fenced_read = fenced_read;
     return kit_run(&kb, argc, argv);
 }

@@ -8,6 +8,7 @@
  * server fails the run; it is not skipped.
  */
 #define SIMBA_IMPLEMENTATION
+#define SIMBA_ZK_TEST_FAULTS
 #include "../simba_zk.h"
 #include "kit.h"
 #include "zk_probe.h"
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 
@@ -37,6 +39,105 @@ static simba_result open_zk(simba_loop *loop, void *ctx, simba_backend **out) {
     rc = simba_zk_open(loop, &d, out);
     if (rc != SIMBA_OK) fprintf(stderr, "kit_zk: open %s: %s\n", cfg->hosts, simba_strerror(rc));
     return rc;
+}
+
+/* The store stops answering this backend: its jobs issue no call (the session itself stays
+   alive, as with a server that answers pings but no requests); requests time out. */
+static void mute_zk(simba_backend *be, int on) {
+    ((simba__zk *)simba_backend_impl(be))->test_mute = on;
+}
+
+/* >>fenced The kit's data: the node /simba-kitfw-<name>-<key>, written through
+   simba_zk_fenced_multi (set, or create when it is not there yet) and read back with a
+   plain zoo_get on a session of the test's own. */
+static void fw_path(const char *name, const char *key, char *out, size_t cap) {
+    snprintf(out, cap, "/simba-kitfw-%s-%s", name, key);
+}
+
+typedef struct fw_wait {
+    int done, zrc;
+    simba_result rc;
+    char err[512];
+} fw_wait;
+
+static void fw_done(simba_result rc, const simba_zk_fenced_result *res, int n, const char *errmsg, void *user) {
+    fw_wait *w = (fw_wait *)user;
+    w->done = 1;
+    w->rc = rc;
+    w->zrc = res && n == 1 ? res[0].zrc : 0;
+    snprintf(w->err, sizeof w->err, "%s", errmsg ? errmsg : "");
+}
+
+static simba_result fw_one(simba_loop *loop, simba_backend *be, const char *name, uint64_t fence,
+                           const simba_zk_fenced_op *op, fw_wait *w, char *err, size_t errcap) {
+    simba_result rc;
+    int i;
+    memset(w, 0, sizeof *w);
+    rc = simba_zk_fenced_multi(be, name, fence, op, 1, fw_done, w);
+    if (rc != SIMBA_OK) {
+        snprintf(err, errcap, "%s", simba_loop_errmsg(loop));
+        return rc;
+    }
+    for (i = 0; i < 500 && !w->done; i++) simba_wait(loop, 20);
+    if (!w->done) {
+        snprintf(err, errcap, "simba_zk_fenced_multi: not answered in 10 s");
+        return SIMBA_ETIMEDOUT;
+    }
+    snprintf(err, errcap, "%s", w->err);
+    return w->rc;
+}
+
+static simba_result fenced_write(simba_loop *loop, simba_backend *be, void *ctx, const char *name, uint64_t fence,
+                                 const char *key, const char *value, char *err, size_t errcap) {
+    char path[400];
+    simba_zk_fenced_op op;
+    fw_wait w;
+    simba_result rc;
+    (void)ctx;
+    fw_path(name, key, path, sizeof path);
+    memset(&op, 0, sizeof op);
+    op.type = SIMBA_ZK_FENCED_SET;
+    op.path = path;
+    op.data = value;
+    op.data_len = -1;
+    op.version = -1;
+    rc = fw_one(loop, be, name, fence, &op, &w, err, errcap);
+    if (rc == SIMBA_EBACKEND && w.zrc == ZNONODE) { /* the first write of this key makes it */
+        op.type = SIMBA_ZK_FENCED_CREATE;
+        rc = fw_one(loop, be, name, fence, &op, &w, err, errcap);
+    }
+    return rc;
+}
+
+static int fenced_read(simba_loop *loop, simba_backend *be, void *ctx, const char *name, const char *key, char *out,
+                       size_t cap, char *err, size_t errcap) {
+    kit_zk_cfg *cfg = (kit_zk_cfg *)ctx;
+    char path[400], buf[256];
+    int len = (int)sizeof buf - 1, zrc, i;
+    zhandle_t *zh = zookeeper_init(cfg->hosts, NULL, 10000, NULL, NULL, 0);
+    (void)loop;
+    (void)be;
+    fw_path(name, key, path, sizeof path);
+    if (!zh) {
+        snprintf(err, errcap, "zookeeper_init %s failed", cfg->hosts);
+        return -1;
+    }
+    for (i = 0; i < 1000 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++) {
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL);
+    }
+    zrc = zoo_get(zh, path, 0, buf, &len, NULL);
+    zookeeper_close(zh);
+    if (zrc == ZNONODE) {
+        out[0] = 0;
+        return 0;
+    }
+    if (zrc != ZOK) {
+        snprintf(err, errcap, "zoo_get %s: %s", path, zerror(zrc));
+        return -1;
+    }
+    snprintf(out, cap, "%.*s", len < 0 ? 0 : len, buf);
+    return 0;
 }
 
 static void between(void *ctx) {
@@ -73,5 +174,10 @@ int main(int argc, char **argv) {
     kb.ttl_ms = 2000;
     kb.transition_ms = 1000;
     kb.between = between;
+    kb.mute = mute_zk;
+    kb.fenced_write = fenced_write;
+    kb.fenced_read = fenced_read;
+    /* the lease is the session, which the client library's thread keeps while the loop stands still */
+    kb.lease_is_session = 1;
     return kit_run(&kb, argc, argv);
 }

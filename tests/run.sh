@@ -57,6 +57,7 @@ if want core; then
     run kit_memory $B/kit_memory
     run readme_blocks sh tests/readme_blocks.sh $B
     run doc_links sh tests/doc_links.sh
+    run fn_length sh tests/fn_length.sh
     run clang_core $B/clang/test_core
     run clang_cxx_check $B/clang/cxx_check
     run valgrind_core valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite $B/test_core
@@ -89,6 +90,12 @@ if want redis; then
         # kernel" (no voluntary context switch) is checked the same
         run asan_redis env SIMBA_POLL_LIMIT_US=30000 $B/asan/test_redis
         run kit_redis $B/kit_redis
+        # fenced writes: the API's own cases, then a paused owner resumed after a takeover
+        run fenced_redis $B/test_fenced redis
+        run asan_fenced_redis $B/asan/test_fenced redis
+        EXTRA_GREP='^fault ' run fault_fenced_redis $B/test_fenced fault redis
+        run fenced_redis_example $B/fenced_redis "$SIMBA_REDIS_PORT"
+        run fenced_redis_example_cxx $B/fenced_redis_cxx "$SIMBA_REDIS_PORT"
         sh scripts/redis-stop.sh "$SIMBA_REDIS_DIR" >/dev/null 2>&1
     else
         echo "== redis: could not start redis-server (see $LOGS/redis-server.log)"
@@ -100,6 +107,11 @@ if want zk; then
         run zk $B/test_zk
         run asan_zk $B/asan/test_zk
         run kit_zk $B/kit_zk
+        run fenced_zk $B/test_fenced zk
+        run asan_fenced_zk $B/asan/test_fenced zk
+        EXTRA_GREP='^fault ' run fault_fenced_zk $B/test_fenced fault zk
+        run fenced_zk_example $B/fenced_zk "127.0.0.1:$SIMBA_ZK_PORT"
+        run fenced_zk_example_cxx $B/fenced_zk_cxx "127.0.0.1:$SIMBA_ZK_PORT"
         run zk_include $B/zk_include_c
         run zk_include_cxx $B/zk_include_cxx
         sh scripts/zk-stop.sh "$SIMBA_ZK_DIR" >/dev/null 2>&1

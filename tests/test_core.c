@@ -3624,6 +3624,74 @@ TEST(reader_id_back_as_writer_waits_for_the_readers) {
     store_free();
 }
 
+/* ---- a backend's own call (simba_backend_call) ------------------------------------------ */
+
+typedef struct call_seen {
+    int calls, freed, inner_rc;
+    simba_result rc;
+    char err[128];
+    simba_loop *loop;
+} call_seen;
+static simba_result call_fail_at_once(void *impl, simba_req *req) {
+    (void)impl;
+    CHECK(req->op == SIMBA_OP_CALL && req->fence == 7 && strcmp(req->mutex, "job") == 0);
+    simba_req_fail(req, SIMBA_EFENCE, "fence 7 moved on");
+    return SIMBA_OK;
+}
+static simba_result call_keep(void *impl, simba_req *req) {
+    (void)impl;
+    (void)req; /* never answered: the loop goes first */
+    return SIMBA_OK;
+}
+static simba_result call_refuse(void *impl, simba_req *req) {
+    (void)impl;
+    (void)req;
+    return SIMBA_EBACKEND;
+}
+static void call_done(simba_req *req, simba_result rc, const char *errmsg, void *user) {
+    call_seen *c = (call_seen *)user;
+    if (!req) { c->freed++; return; }
+    c->calls++;
+    c->rc = rc;
+    snprintf(c->err, sizeof c->err, "%s", errmsg ? errmsg : "");
+    CHECK(simba_req_call_user(req) == user);
+    c->inner_rc = simba_poll(c->loop) < 0 ? SIMBA_ECALLBACK : SIMBA_OK; /* from a callback: refused */
+}
+
+/* An answer given inside start comes from the next poll, as a callback; a loop freed first
+   lets the backend free its part, and calls nothing else. */
+TEST(backend_call_answers_from_the_poll) {
+    proc p;
+    call_seen c;
+    store_new();
+    proc_open(&p);
+    memset(&c, 0, sizeof c);
+    c.loop = p.loop;
+    CHECK_RC(simba_backend_call(p.be, "job", 7, call_fail_at_once, call_done, &c), SIMBA_OK);
+    CHECK_EQ(c.calls, 0);
+    simba_poll(p.loop);
+    CHECK_EQ(c.calls, 1);
+    CHECK_RC(c.rc, SIMBA_EFENCE);
+    CHECK_STR(c.err, "fence 7 moved on");
+    CHECK_RC(c.inner_rc, SIMBA_ECALLBACK);
+    /* start refuses: the core fails the call, through the poll all the same */
+    CHECK_RC(simba_backend_call(p.be, "job", 7, call_refuse, call_done, &c), SIMBA_OK);
+    simba_poll(p.loop);
+    CHECK_EQ(c.calls, 2);
+    CHECK_RC(c.rc, SIMBA_EBACKEND);
+    /* refused before anything starts: no callback ever */
+    CHECK_RC(simba_backend_call(p.be, "", 7, call_keep, call_done, &c), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(p.loop), "name") != NULL);
+    CHECK_RC(simba_backend_call(p.be, "job", 7, NULL, call_done, &c), SIMBA_EINVAL);
+    CHECK_RC(simba_backend_call(p.be, "job", 7, call_keep, call_done, &c), SIMBA_OK);
+    simba_poll(p.loop);
+    CHECK_EQ(c.calls, 2);
+    proc_close(&p);
+    CHECK_EQ(c.calls, 2);
+    CHECK_EQ(c.freed, 1);
+    store_free();
+}
+
 int main(int argc, char **argv) {
     CHECK_INIT(argc, argv);
     RUN(owner_predicates);
@@ -3707,5 +3775,6 @@ int main(int argc, char **argv) {
     RUN(holders_listed_each_with_its_value_and_one_force_released);
     RUN(semaphore_holder_proclaims_and_yields_its_own_permit);
     RUN(reader_id_back_as_writer_waits_for_the_readers);
+    RUN(backend_call_answers_from_the_poll);
     return check_report("core");
 }

@@ -62,17 +62,7 @@ static int server2_start(void) { return run("sh %s/pg-start.sh %d %s >/dev/null"
 static int server2_stop(void) { return run("sh %s/pg-stop.sh %s >/dev/null", scripts, dir2); }
 /* A stop that keeps the cluster's data: the next server2_start restarts it with its rows. */
 static int server2_stop_keep(void) { return run("sh %s/pg-stop.sh %s --keep >/dev/null", scripts, dir2); }
-static pid_t server2_pid(void) {
-    char path[340];
-    FILE *f;
-    long pid = -1;
-    snprintf(path, sizeof path, "%s/postgres.pid", dir2);
-    f = fopen(path, "r");
-    if (!f) return -1;
-    if (fscanf(f, "%ld", &pid) != 1) pid = -1;
-    fclose(f);
-    return (pid_t)pid;
-}
+static pid_t server2_pid(void) { return server_pid(dir2, "postgres.pid"); }
 
 /* A blocking side connection (test side only) for checks and interference. */
 static PGconn *raw_connect(int port) {

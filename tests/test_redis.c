@@ -93,17 +93,7 @@ static int server2_restart(void) {
     if (server2_stop() != 0) return -1;
     return run("%s/redis-start.sh %d %s --restart >/dev/null", scripts, port2, dir2);
 }
-static pid_t server2_pid(void) {
-    char path[300];
-    FILE *f;
-    long pid = -1;
-    snprintf(path, sizeof path, "%s/redis.pid", dir2);
-    f = fopen(path, "r");
-    if (!f) return -1;
-    if (fscanf(f, "%ld", &pid) != 1) pid = -1;
-    fclose(f);
-    return (pid_t)pid;
-}
+static pid_t server2_pid(void) { return server_pid(dir2, "redis.pid"); }
 
 /* ---- loops and the driver ------------------------------------------------------------- */
 
@@ -654,13 +644,40 @@ static void child_waiter(const char *mutex, int64_t ttl, int64_t tr, int fd) {
     for (;;) drv_once(&d, 100);
 }
 
+/* Forks a child_waiter on mutex and drives d (the owner keeps renewing) until the child
+   says it is queued, 5 s at most; its pid (-1: no fork), *queued 1 once it said so. */
+static pid_t fork_waiter(drv *d, const char *mutex, int64_t ttl, int64_t tr, int *queued) {
+    int pfd[2];
+    int64_t end = mono_ms() + 5000;
+    pid_t pid;
+    char c;
+    *queued = 0;
+    if (pipe(pfd) != 0) return -1;
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0) {
+        close(pfd[0]);
+        child_waiter(mutex, ttl, tr, pfd[1]);
+        _exit(0);
+    }
+    close(pfd[1]);
+    while (pid > 0 && !*queued && mono_ms() < end) {
+        struct pollfd p;
+        p.fd = pfd[0];
+        p.events = POLLIN;
+        if (poll(&p, 1, 0) == 1) *queued = read(pfd[0], &c, 1) == 1;
+        else drv_once(d, 10);
+    }
+    close(pfd[0]);
+    return pid;
+}
+
 static void crashed_waiter_case(int hang) {
     drv d;
     simba_backend *b1, *b2;
     simba_service *a, *w2;
     rec ra, rw;
-    int pfd[2], status;
-    char c;
+    int status, queued;
     pid_t pid;
     const char *m = hang ? "crash-hang" : "crash-kill";
     int64_t ttl = hang ? 2000 : 10000, tr = hang ? 1000 : 6000, t_rel, gap;
@@ -673,30 +690,9 @@ static void crashed_waiter_case(int hang) {
     REQUIRE(a);
     WAIT_FOR(&d, simba_is_owner(a), 3000);
     REQUIRE(simba_is_owner(a));
-    REQUIRE(pipe(pfd) == 0);
-    fflush(NULL);
-    pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        close(pfd[0]);
-        child_waiter(m, ttl, tr, pfd[1]);
-        _exit(0);
-    }
-    close(pfd[1]);
-    /* the owner keeps renewing while the child queues up */
-    {
-        struct pollfd p;
-        int64_t end = mono_ms() + 5000;
-        int got = 0;
-        while (!got && mono_ms() < end) {
-            p.fd = pfd[0];
-            p.events = POLLIN;
-            if (poll(&p, 1, 0) == 1) got = read(pfd[0], &c, 1) == 1;
-            else drv_once(&d, 10);
-        }
-        CHECK(got);
-    }
-    close(pfd[0]);
+    pid = fork_waiter(&d, m, ttl, tr, &queued); /* the owner keeps renewing meanwhile */
+    REQUIRE(pid > 0);
+    CHECK(queued);
     REQUIRE(open_redis(d.l[1], port1, &b2) == SIMBA_OK);
     w2 = contend(d.l[1], b2, m, "W2", ttl, tr, &rw);
     REQUIRE(w2);
@@ -895,22 +891,6 @@ TEST(fair_round_in_arrival_order) {
     drv_free(&d);
 }
 
-static void child_head(const char *mutex, int64_t ttl, int64_t tr, int fd) {
-    drv d;
-    simba_backend *be;
-    simba_service *w;
-    rec r;
-    memset(&d, 0, sizeof d);
-    memset(&r, 0, sizeof r);
-    if (!drv_add(&d) || open_redis(d.l[0], port1, &be) != SIMBA_OK) _exit(2);
-    w = contend(d.l[0], be, mutex, "W1", ttl, tr, &r);
-    if (!w) _exit(3);
-    WAIT_FOR(&d, strcmp(viewed_owner(w), "A") == 0, 3000);
-    drv_run(&d, 100);
-    if (write(fd, "x", 1) != 1) _exit(4);
-    for (;;) drv_once(&d, 100);
-}
-
 /* The head of the line hangs (SIGSTOP) just as the owner releases: the mutex stays
    reserved for it (a forged wake-up to the next waiter grants nothing) and goes to the
    next waiter once the head's place lapses, within the liveness bound the core sends. */
@@ -923,8 +903,8 @@ TEST(stopped_head_reserved_no_longer_than_live) {
     simba_backend *b1, *b2;
     simba_service *a, *w2;
     rec ra, rw;
-    int pfd[2], status, got = 0;
-    char c, chan[256];
+    int status, got;
+    char chan[256];
     pid_t pid;
     int64_t t_stop, t_rel;
     memset(&d, 0, sizeof d);
@@ -937,27 +917,8 @@ TEST(stopped_head_reserved_no_longer_than_live) {
     REQUIRE(a);
     WAIT_FOR(&d, simba_is_owner(a), 3000);
     REQUIRE(simba_is_owner(a));
-    REQUIRE(pipe(pfd) == 0);
-    fflush(NULL);
-    pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        close(pfd[0]);
-        child_head(m, ttl, tr, pfd[1]);
-        _exit(0);
-    }
-    close(pfd[1]);
-    {
-        struct pollfd p;
-        int64_t end = mono_ms() + 5000;
-        while (!got && mono_ms() < end) {
-            p.fd = pfd[0];
-            p.events = POLLIN;
-            if (poll(&p, 1, 0) == 1) got = read(pfd[0], &c, 1) == 1;
-            else drv_once(&d, 10);
-        }
-    }
-    close(pfd[0]);
+    pid = fork_waiter(&d, m, ttl, tr, &got); /* the head of the line, in another process */
+    REQUIRE(pid > 0);
     CHECK(got);
     w2 = contend(d.l[1], b2, m, "W2", ttl, tr, &rw);
     REQUIRE(w2);
@@ -1629,8 +1590,7 @@ TEST(refused_probes_said_once) {
     ld.log = count_probe_logs;
     ld.log_level = SIMBA_LOG_WARN;
     REQUIRE(simba_loop_new(&ld, &l) == SIMBA_OK);
-    d.l[d.n] = l;
-    d.wait[d.n++] = 0;
+    REQUIRE(drv_attach(&d, l) == 0);
     memset(&rd, 0, sizeof rd);
     rd.port = port3;
     desc_bound(&rd, 800);
@@ -1762,6 +1722,233 @@ TEST(lease_bound_refused_and_quarantine_ends_on_time) {
 /* Runs last: over every case above, nothing was completed twice (or logged as an error). */
 TEST(no_error_logs) { CHECK_EQ(error_logs, 0); }
 
+/* ---- the value stored with the ownership ---------------------------------------------- */
+
+/* The raw owner record of mutex into buf (its bytes), its length or -1. */
+static long raw_record(const char *mutex, char *buf, size_t cap) {
+    char key[256];
+    redisContext *c = raw_connect(port1);
+    redisReply *x;
+    long n = -1;
+    if (!c) return -1;
+    qkey(key, sizeof key, mutex, "owner");
+    x = (redisReply *)redisCommand(c, "GET %s", key);
+    if (x && x->type == REDIS_REPLY_STRING && (size_t)x->len <= cap) {
+        memcpy(buf, x->str, x->len);
+        n = (long)x->len;
+    }
+    if (x) freeReplyObject(x);
+    redisFree(c);
+    return n;
+}
+
+static int owner_value_is(simba_service *s, const char *id, const void *v, size_t n) {
+    static simba_owner o;
+    return simba_owner_get(s, &o) == SIMBA_OK && strcmp(o.id, id) == 0 && o.value_len == n && memcmp(o.value, v, n) == 0;
+}
+
+static int nkept;
+static void count_kept(simba_service *s, const simba_service_event *ev, void *u) {
+    (void)s;
+    (void)u;
+    if (ev->type == SIMBA_EVENT_YIELD_KEPT) nkept++;
+}
+
+/* The value's bytes (NUL, non-UTF-8) are the record's tail; a new value reaches an observer
+   by the owner channel's push, long before its next read; the record keeps its fence and
+   its expiry (proclaiming is not renewing). */
+TEST(value_in_record_pushed_to_observer) {
+    static const char v1[] = "10.0.0.1:80\0\xff\xfe", v2[] = "new\0\x80";
+    const char *m = "value-push";
+    drv d;
+    simba_backend *b1, *b2;
+    simba_service *a, *obs;
+    simba_observe_desc od;
+    simba_contend_desc cd;
+    rec ra;
+    char raw[4096], key[256];
+    long n;
+    long long pttl0, pttl1;
+    uint64_t f;
+    int64_t t0;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    REQUIRE(drv_add(&d) && drv_add(&d));
+    REQUIRE(open_redis(d.l[0], port1, &b1) == SIMBA_OK);
+    REQUIRE(open_redis(d.l[1], port1, &b2) == SIMBA_OK);
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = m;
+    cd.contender_id = "A";
+    cd.ttl_ms = 10000;
+    cd.transition_ms = 6000;
+    cd.on_acquired = on_acq;
+    cd.on_released = on_rel;
+    cd.user_data = &ra;
+    cd.value = v1;
+    cd.value_len = sizeof v1 - 1;
+    REQUIRE(simba_contend(d.l[0], b1, &cd, &a) == SIMBA_OK);
+    REQUIRE(simba_start(a) == SIMBA_OK);
+    memset(&od, 0, sizeof od);
+    od.mutex = m;
+    od.refresh_ms = 60000; /* only a push can bring the new value within the checks below */
+    REQUIRE(simba_observe(d.l[1], b2, &od, &obs) == SIMBA_OK);
+    REQUIRE(simba_start(obs) == SIMBA_OK);
+    WAIT_FOR(&d, simba_is_owner(a) && owner_value_is(obs, "A", v1, sizeof v1 - 1), 3000);
+    REQUIRE(owner_value_is(obs, "A", v1, sizeof v1 - 1));
+    f = simba_fence(a);
+    n = raw_record(m, raw, sizeof raw);
+    CHECK(n > (long)sizeof v1 && raw[0] == 'v');
+    CHECK(n > (long)sizeof v1 && memcmp(raw + n - (long)(sizeof v1 - 1), v1, sizeof v1 - 1) == 0);
+    qkey(key, sizeof key, m, "owner");
+    pttl0 = raw_cmd(port1, "PTTL %s", key);
+    t0 = mono_us();
+    CHECK_RC(simba_set_value(a, v2, sizeof v2 - 1), SIMBA_OK);
+    WAIT_FOR(&d, owner_value_is(obs, "A", v2, sizeof v2 - 1), 2000);
+    CHECK(owner_value_is(obs, "A", v2, sizeof v2 - 1));
+    printf("  the observer saw the new value %.1f ms after simba_set_value\n", (double)(mono_us() - t0) / 1000.0);
+    CHECK(mono_us() - t0 < 1000000);
+    pttl1 = raw_cmd(port1, "PTTL %s", key);
+    CHECK(pttl1 > 0 && pttl1 <= pttl0);
+    CHECK(simba_fence(a) == f);
+    CHECK(simba_is_owner(a));
+    n = raw_record(m, raw, sizeof raw);
+    CHECK(n > (long)sizeof v2 && memcmp(raw + n - (long)(sizeof v2 - 1), v2, sizeof v2 - 1) == 0);
+    /* released: the record and its value go, the observer hears of it */
+    CHECK_RC(simba_stop(a), SIMBA_OK);
+    drv_kick(&d);
+    WAIT_FOR(&d, strcmp(viewed_owner(obs), "") == 0, 3000);
+    CHECK_STR(viewed_owner(obs), "");
+    CHECK_EQ(raw_cmd(port1, "EXISTS %s", key), 0);
+    drv_free(&d);
+}
+
+/* A record in the layout before values ("<fence> <acquired> <granted> <ttl> <lease> <id>")
+   reads as that owner with no value and grants nobody else; a record that is neither is
+   refused, never read as an owner. */
+TEST(older_record_layout_read_as_owner_without_value) {
+    const char *m = "old-layout";
+    drv d;
+    simba_backend *be;
+    simba_service *b;
+    simba_view v;
+    rec rb;
+    char key[256], raw[512];
+    long n;
+    memset(&d, 0, sizeof d);
+    memset(&rb, 0, sizeof rb);
+    qkey(key, sizeof key, m, "owner");
+    CHECK_EQ(raw_cmd(port1, "SET %s %s PX 3000", key, "1234567 1700000000000 1700000000000 10000 16000 OLD-1"), 1);
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_redis(d.l[0], port1, &be) == SIMBA_OK);
+    memset(&v, 0, sizeof v);
+    CHECK_RC(simba_inspect_wait(be, m, &v, 3000), SIMBA_OK);
+    CHECK_STR(v.owner, "OLD-1");
+    CHECK(v.fence == 1234567);
+    CHECK(v.value == NULL && v.value_len == 0);
+    b = contend(d.l[0], be, m, "B", 2000, 1000, &rb);
+    REQUIRE(b);
+    drv_run(&d, 500);
+    CHECK(!simba_is_owner(b));
+    CHECK_STR(viewed_owner(b), "OLD-1");
+    /* the old owner's lease ends: B wins and writes the new layout */
+    WAIT_FOR(&d, simba_is_owner(b), 6000);
+    CHECK(simba_is_owner(b));
+    CHECK(simba_fence(b) > 1234567);
+    n = raw_record(m, raw, sizeof raw);
+    CHECK(n > 0 && raw[0] == 'v');
+    drv_free(&d);
+}
+
+/* The scripts are joined from pieces (acquire alone is past C99's 4095-character literal);
+   after SCRIPT FLUSH the NOSCRIPT path loads the joined text again and proclaim and yield
+   still answer. */
+TEST(scripts_joined_and_reloaded_after_flush) {
+    static char text[SIMBA__REDIS_LUA_CAP];
+    const char *m = "script-flush";
+    drv d;
+    simba_backend *be;
+    simba_service *a;
+    simba_contend_desc cd;
+    rec ra;
+    int i, cluster;
+    uint64_t f;
+    for (cluster = 0; cluster < 2; cluster++)
+        for (i = 0; i < SIMBA__RS_N; i++) CHECK(simba__redis_lua_text(cluster, i, text, sizeof text) > 0);
+    CHECK(simba__redis_lua_text(0, SIMBA__RS_ACQUIRE, text, sizeof text) > 4095);
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_redis(d.l[0], port1, &be) == SIMBA_OK);
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = m;
+    cd.contender_id = "A";
+    cd.ttl_ms = 10000;
+    cd.transition_ms = 6000;
+    cd.on_acquired = on_acq;
+    cd.on_released = on_rel;
+    cd.on_event = count_kept;
+    cd.user_data = &ra;
+    REQUIRE(simba_contend(d.l[0], be, &cd, &a) == SIMBA_OK);
+    REQUIRE(simba_start(a) == SIMBA_OK);
+    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    REQUIRE(simba_is_owner(a));
+    f = simba_fence(a);
+    CHECK_EQ(raw_cmd(port1, "SCRIPT FLUSH"), 1);
+    CHECK_RC(simba_set_value(a, "x", 1), SIMBA_OK);
+    WAIT_FOR(&d, owner_value_is(a, "A", "x", 1), 2000);
+    CHECK(owner_value_is(a, "A", "x", 1));
+    CHECK_EQ(raw_cmd(port1, "SCRIPT FLUSH"), 1);
+    nkept = 0;
+    CHECK_RC(simba_yield(a), SIMBA_OK);
+    WAIT_FOR(&d, nkept == 1, 2000);
+    CHECK_EQ(nkept, 1);
+    CHECK(simba_is_owner(a) && simba_fence(a) == f);
+    drv_free(&d);
+}
+
+/* A queued entry nobody listens for (its process is gone) is no live waiter: the yield keeps
+   the mutex, same fence, and the dead entry leaves the line. */
+TEST(yield_keeps_when_the_queued_waiter_is_gone) {
+    const char *m = "yield-ghost";
+    drv d;
+    simba_backend *be;
+    simba_service *a;
+    simba_contend_desc cd;
+    rec ra;
+    char qk[256], ek[256];
+    uint64_t f;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_redis(d.l[0], port1, &be) == SIMBA_OK);
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = m;
+    cd.contender_id = "A";
+    cd.ttl_ms = 10000;
+    cd.transition_ms = 6000;
+    cd.on_acquired = on_acq;
+    cd.on_released = on_rel;
+    cd.on_event = count_kept;
+    cd.user_data = &ra;
+    REQUIRE(simba_contend(d.l[0], be, &cd, &a) == SIMBA_OK);
+    REQUIRE(simba_start(a) == SIMBA_OK);
+    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    REQUIRE(simba_is_owner(a));
+    f = simba_fence(a);
+    qkey(qk, sizeof qk, m, "queue");
+    qkey(ek, sizeof ek, m, "qexp");
+    CHECK_EQ(raw_cmd(port1, "ZADD %s 1 ghost", qk), 1);
+    CHECK_EQ(raw_cmd(port1, "ZADD %s 9000000000000000 ghost", ek), 1);
+    nkept = 0;
+    CHECK_RC(simba_yield(a), SIMBA_OK);
+    WAIT_FOR(&d, nkept == 1 || ra.rel > 0, 2000);
+    CHECK_EQ(nkept, 1);
+    CHECK_EQ(ra.rel, 0);
+    CHECK(simba_is_owner(a) && simba_fence(a) == f);
+    CHECK_EQ(raw_cmd(port1, "ZCARD %s", qk), 0);
+    drv_free(&d);
+}
+
 int main(int argc, char **argv) {
     const char *e;
     CHECK_INIT(argc, argv);
@@ -1816,6 +2003,10 @@ int main(int argc, char **argv) {
     RUN(bad_host_port);
     RUN(auth_and_db);
     RUN(destroy_with_pending);
+    RUN(value_in_record_pushed_to_observer);
+    RUN(older_record_layout_read_as_owner_without_value);
+    RUN(scripts_joined_and_reloaded_after_flush);
+    RUN(yield_keeps_when_the_queued_waiter_is_gone);
     RUN(no_error_logs);
     if (started2) server2_stop();
     return check_report("redis");

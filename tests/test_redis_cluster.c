@@ -431,6 +431,79 @@ TEST(moved_after_slot_migration) {
     CHECK(move_slot(slot, to, from, prim));
 }
 
+/* >>fenced A fenced write goes to its slot's primary, and follows the slot when it moves
+   (MOVED) as requests do. */
+typedef struct fw_ans {
+    int done;
+    simba_result rc;
+    char err[320];
+} fw_ans;
+static void fw_cb(simba_result rc, const simba_redis_value *v, const char *errmsg, void *user) {
+    fw_ans *w = (fw_ans *)user;
+    (void)v;
+    w->done = 1;
+    w->rc = rc;
+    snprintf(w->err, sizeof w->err, "%s", errmsg ? errmsg : "");
+}
+static int fw_done(void *u) { return ((fw_ans *)u)->done; }
+static simba_result fw_set(simba_loop *l, simba_backend *be, const char *name, uint64_t fence, const char *key,
+                           const char *value) {
+    fw_ans w;
+    const char *argv[3];
+    argv[0] = "SET";
+    argv[1] = key;
+    argv[2] = value;
+    memset(&w, 0, sizeof w);
+    if (simba_redis_fenced(be, name, fence, 3, argv, fw_cb, &w) != SIMBA_OK) return SIMBA_EINVAL;
+    if (!drive(l, NULL, fw_done, &w, 5000)) return SIMBA_ETIMEDOUT;
+    if (w.rc != SIMBA_OK) fprintf(stderr, "  fenced SET %s: %s\n", key, w.err);
+    return w.rc;
+}
+static int raw_is(int port, const char *key, const char *want) {
+    redisReply *x = raw(port, "GET %s", key);
+    int ok = x && x->type == REDIS_REPLY_STRING && strcmp(x->str, want) == 0;
+    if (x) freeReplyObject(x);
+    return ok;
+}
+
+TEST(fenced_write_follows_its_slot) {
+    int prim[3], slot, from, to;
+    char names[3][32], key[96];
+    one a;
+    simba_loop *la = new_loop();
+    simba_backend *ba;
+    uint64_t fa;
+    REQUIRE(la);
+    REQUIRE(read_map() && primaries(prim) == 3);
+    REQUIRE(pick_names("fenced", 1, names, prim) == 3);
+    slot = name_slot(names[1]);
+    from = slot_port[slot];
+    to = from == prim[0] ? prim[1] : prim[0];
+    REQUIRE(declare(names[1]));
+    snprintf(key, sizeof key, "app:{%s}:k", names[1]);
+    memset(&a, 0, sizeof a);
+    ba = open_be(la, seed_port, 1);
+    REQUIRE(ba);
+    REQUIRE((a.s = contend(la, ba, names[1], 4000, 2000, &a.c)) != NULL);
+    REQUIRE(drive(la, NULL, one_owns, &a, 10000));
+    fa = simba_fence(a.s);
+    CHECK_RC(fw_set(la, ba, names[1], fa, key, "1"), SIMBA_OK);
+    CHECK(raw_is(from, key, "1"));
+    CHECK_RC(fw_set(la, ba, names[1], fa + 1, key, "future"), SIMBA_EFENCE);
+    REQUIRE(move_slot(slot, from, to, prim));
+    /* at once, before any renewal learns of it: the write meets MOVED and follows it */
+    CHECK_RC(fw_set(la, ba, names[1], fa, key, "2"), SIMBA_OK);
+    CHECK(raw_is(to, key, "2"));
+    CHECK(simba_is_owner(a.s));
+    simba_stop(a.s);
+    drive(la, NULL, never, NULL, 200);
+    simba_service_free(a.s);
+    CHECK_RC(simba_backend_free(ba), SIMBA_OK);
+    CHECK_RC(simba_loop_free(la), SIMBA_OK);
+    CHECK(read_map());
+    CHECK(move_slot(slot, to, from, prim));
+}
+
 /* One blocking lock attempt with a short ttl (a locker waits up to one ttl for an answer). */
 static simba_result lock_once(simba_loop *l, simba_backend *be, const char *name, int64_t timeout_ms) {
     simba_locker_desc d;
@@ -512,6 +585,7 @@ int main(int argc, char **argv) {
     RUN(slot_of_name_matches_server);
     RUN(spread_owned_and_handed_over_with_push);
     RUN(moved_after_slot_migration);
+    RUN(fenced_write_follows_its_slot);
     if (plain_up) {
         RUN(cluster_desc_on_plain_server_is_an_error);
     } else {

@@ -15,6 +15,11 @@
 #include "../simba_zk.h"
 #include "check.h"
 #include "zk_probe.h"
+/* The driver only: the cases read on_owner's id and fence and the times in ms, which this
+   file's recorder notes and the fixture's does not. */
+#define FIXTURE_DRIVER
+#define FIXTURE_DRIVER_ONLY
+#include "fixture.h"
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -110,6 +115,7 @@ typedef struct proc {
 
 #define MAXP 12
 static proc g_procs[MAXP];
+static drv g_drv; /* drives every open proc's loop */
 
 static void log_hook(void *user, simba_log_level level, const char *msg) {
     (void)user;
@@ -117,23 +123,24 @@ static void log_hook(void *user, simba_log_level level, const char *msg) {
     if (level >= SIMBA_LOG_ERROR || getenv("SIMBA_TEST_VERBOSE")) fprintf(stderr, "    [log] %s\n", msg);
 }
 
+static void drv_loop_desc(simba_loop_desc *ld) {
+    ld->log = log_hook;
+    ld->log_level = SIMBA_LOG_INFO;
+}
+
 static proc *proc_open_ex(const char *hosts) {
     int i;
     for (i = 0; i < MAXP; i++) {
         if (!g_procs[i].used) {
             proc *p = &g_procs[i];
-            simba_loop_desc ld;
             simba_zk_desc zd;
-            memset(&ld, 0, sizeof ld);
-            ld.log = log_hook;
-            ld.log_level = SIMBA_LOG_INFO;
-            if (simba_loop_new(&ld, &p->loop) != SIMBA_OK) return NULL;
+            if (!(p->loop = drv_add(&g_drv))) return NULL;
             memset(&zd, 0, sizeof zd);
             zd.hosts = hosts ? hosts : g_hosts;
             zd.session_timeout_ms = SESSION_MS;
             zd.root = "/simba-test";
             if (simba_zk_open(p->loop, &zd, &p->be) != SIMBA_OK) {
-                simba_loop_free(p->loop);
+                drv_close(&g_drv, p->loop);
                 return NULL;
             }
             p->used = 1;
@@ -146,37 +153,18 @@ static proc *proc_open(void) { return proc_open_ex(NULL); }
 
 static void proc_close(proc *p) {
     if (!p || !p->used) return;
-    simba_loop_free(p->loop);
+    drv_close(&g_drv, p->loop);
     memset(p, 0, sizeof *p);
 }
 
-/* Polls every open loop once, after waiting up to max_ms on all their descriptors. */
+/* Polls every open loop once, after waiting up to max_ms on all their descriptors (or less,
+   when a loop is due sooner). */
 static void pump(int max_ms) {
-    struct pollfd fds[64];
-    int n = 0, i;
-    int64_t wait = max_ms;
-    for (i = 0; i < MAXP; i++) {
-        if (!g_procs[i].used) continue;
-        {
-            int k = simba_fds(g_procs[i].loop, fds + n, 64 - n);
-            if (k > 0) n += k < 64 - n ? k : 64 - n;
-        }
-    }
-    if (poll(fds, (nfds_t)n, (int)wait) < 0) { /* EINTR: just poll the loops */
-    }
-    for (i = 0; i < MAXP; i++) {
-        if (!g_procs[i].used) continue;
-        {
-            double t = now_ms();
-            int64_t w;
-            g_in_poll = 1;
-            w = simba_poll(g_procs[i].loop);
-            g_in_poll = 0;
-            (void)w;
-            t = now_ms() - t;
-            if (t > g_max_poll) g_max_poll = t;
-        }
-    }
+    g_drv.max_poll_us = 0;
+    g_in_poll = 1; /* spans drv_once's poll(2) wait too: the main thread closes nothing there */
+    drv_once(&g_drv, max_ms);
+    g_in_poll = 0;
+    if (g_drv.max_poll_us / 1000.0 > g_max_poll) g_max_poll = g_drv.max_poll_us / 1000.0;
 }
 
 #define WAIT_FOR(cond, ms)                                                                 \
@@ -1077,6 +1065,13 @@ static void fake_stop(fake *f) {
     pthread_mutex_destroy(&f->mu);
 }
 
+/* A simba_loop_free that never returns ends the run as a failure, not a hang. */
+static void free_hangs(int sig) {
+    static const char m[] = "  FAIL: simba_loop_free still waits, far past its bound\n";
+    (void)sig;
+    _exit(write(2, m, sizeof m - 1) < 0 ? 2 : 1);
+}
+
 /* simba_loop_free must keep its documented bound whatever listens at the address; a
    read-only session is refused (no grant) and said so in the backend's errmsg. */
 static void foreign_server_case(int mode, const char *what) {
@@ -1107,7 +1102,10 @@ static void foreign_server_case(int mode, const char *what) {
             CHECK(em && strstr(em, "read-only") != NULL);
         }
         t0 = now_ms();
+        signal(SIGALRM, free_hangs);
+        alarm((unsigned)(2 * GARBAGE_FREE_BOUND_MS / 1000));
         proc_close(a);
+        alarm(0);
         took = now_ms() - t0;
         fprintf(stderr, "  %s round %d: probes %d, simba_loop_free took %.0f ms\n", what, round, fake_get(&f, &f.isro),
                 took);
@@ -1685,6 +1683,7 @@ TEST(auth_creator_only) {
     zd.auth = "simba:secret";
     zd.acl_creator_only = 1;
     REQUIRE(simba_zk_open(p->loop, &zd, &p->be) == SIMBA_OK);
+    REQUIRE(drv_attach(&g_drv, p->loop) == 0);
     p->used = 1;
     mname(m, sizeof m, "acl");
     s = contend(p, m, "A", &r);
@@ -1693,6 +1692,239 @@ TEST(auth_creator_only) {
     CHECK_EQ(r.acquired, 1);
     CHECK(simba_fence(s) > 0);
     proc_close(p);
+}
+
+/* ---- the value stored with the ownership ---------------------------------------------- */
+
+/* A raw session for looking at the nodes (test side only). */
+static zhandle_t *raw_zk(void) {
+    zhandle_t *zh = zookeeper_init(g_hosts, NULL, 10000, NULL, NULL, 0);
+    double t0 = now_ms();
+    while (zh && zoo_state(zh) != ZOO_CONNECTED_STATE && now_ms() - t0 < 10000) usleep(5000);
+    if (zh && zoo_state(zh) != ZOO_CONNECTED_STATE) {
+        zookeeper_close(zh);
+        return NULL;
+    }
+    return zh;
+}
+
+/* The n- children of mutex m, sorted by sequence (node names into names[i]); their count. */
+static int raw_nodes(zhandle_t *zh, const char *m, char names[][64], int cap) {
+    char dir[160];
+    struct String_vector sv;
+    int i, j, n = 0;
+    snprintf(dir, sizeof dir, "/simba-test/%s", m);
+    memset(&sv, 0, sizeof sv);
+    if (zoo_get_children(zh, dir, 0, &sv) != ZOK) return -1;
+    for (i = 0; i < sv.count && n < cap; i++) snprintf(names[n++], 64, "%s", sv.data[i]);
+    deallocate_String_vector(&sv);
+    for (i = 0; i < n; i++) /* by the 10-digit sequence at the end */
+        for (j = i + 1; j < n; j++)
+            if (strcmp(names[j] + strlen(names[j]) - 10, names[i] + strlen(names[i]) - 10) < 0) {
+                char t[64];
+                memcpy(t, names[i], 64);
+                memcpy(names[i], names[j], 64);
+                memcpy(names[j], t, 64);
+            }
+    return n;
+}
+
+static int zk_owner_value_is(simba_service *s, const char *id, const void *v, size_t n, uint64_t fence) {
+    static simba_owner o;
+    return simba_owner_get(s, &o) == SIMBA_OK && strcmp(o.id, id) == 0 && o.value_len == n && memcmp(o.value, v, n) == 0 &&
+           (fence == 0 || o.fence == fence);
+}
+
+/* The owner's value is its node's data tail; a new value rewrites the node but keeps the
+   fence (the node says which), reaches an observer by its data watch, and the next owner's
+   fence is still greater. */
+TEST(value_keeps_fence_and_is_pushed) {
+    static const char v1[] = "10.0.0.1:80\0\xff", v2[] = "moved\0\x80";
+    proc *a = proc_open(), *o = proc_open(), *b = proc_open();
+    char m[64], names[4][64], path[256], data[2048], keep[40];
+    rec ra, ro, rb;
+    simba_service *sa, *so, *sb;
+    simba_contend_desc d;
+    simba_view v;
+    zhandle_t *zh = raw_zk();
+    struct Stat st;
+    int len;
+    uint64_t f;
+    double t0;
+    memset(&ra, 0, sizeof ra);
+    memset(&ro, 0, sizeof ro);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(a && o && b && zh);
+    mname(m, sizeof m, "value");
+    memset(&d, 0, sizeof d);
+    d.mutex = m;
+    d.contender_id = "A";
+    d.ttl_ms = SESSION_MS;
+    d.transition_ms = 1000;
+    d.on_acquired = on_acq;
+    d.on_released = on_rel;
+    d.user_data = &ra;
+    d.value = v1;
+    d.value_len = sizeof v1 - 1;
+    REQUIRE(simba_contend(a->loop, a->be, &d, &sa) == SIMBA_OK);
+    REQUIRE(simba_start(sa) == SIMBA_OK);
+    WAIT_FOR(ra.acquired == 1, 10000);
+    REQUIRE(ra.acquired == 1);
+    f = simba_fence(sa);
+    so = observe(o, m, &ro);
+    REQUIRE(so);
+    WAIT_FOR(zk_owner_value_is(so, "A", v1, sizeof v1 - 1, f), 5000);
+    CHECK(zk_owner_value_is(so, "A", v1, sizeof v1 - 1, f));
+    REQUIRE(raw_nodes(zh, m, names, 4) == 1);
+    snprintf(path, sizeof path, "/simba-test/%s/%s", m, names[0]);
+    len = (int)sizeof data;
+    CHECK_RC(zoo_get(zh, path, 0, data, &len, &st), ZOK);
+    CHECK(len > (int)sizeof v1 && memcmp(data + len - (int)(sizeof v1 - 1), v1, sizeof v1 - 1) == 0);
+    CHECK(memcmp(data + len - (int)(sizeof v1 - 1) - 3, " 0 ", 3) == 0); /* keep 0: the node's own write is the fence */
+    t0 = now_ms();
+    CHECK_RC(simba_set_value(sa, v2, sizeof v2 - 1), SIMBA_OK);
+    WAIT_FOR(zk_owner_value_is(so, "A", v2, sizeof v2 - 1, f), 3000);
+    CHECK(zk_owner_value_is(so, "A", v2, sizeof v2 - 1, f));
+    fprintf(stderr, "  the observer saw the new value %.1f ms after simba_set_value\n", now_ms() - t0);
+    CHECK(now_ms() - t0 < 1000); /* pushed: its refresh is 5 s */
+    CHECK(simba_fence(sa) == f);
+    len = (int)sizeof data;
+    CHECK_RC(zoo_get(zh, path, 0, data, &len, &st), ZOK);
+    CHECK((uint64_t)st.mzxid > f); /* the node was written, its fence kept by name: */
+    snprintf(keep, sizeof keep, " %llu ", (unsigned long long)f);
+    CHECK(len > (int)sizeof v2 && memcmp(data + len - (int)(sizeof v2 - 1) - strlen(keep), keep, strlen(keep)) == 0);
+    memset(&v, 0, sizeof v);
+    CHECK_RC(simba_inspect_wait(o->be, m, &v, 5000), SIMBA_OK);
+    CHECK_STR(v.owner, "A");
+    CHECK(v.fence == f);
+    CHECK(v.value_len == sizeof v2 - 1 && v.value && memcmp(v.value, v2, v.value_len) == 0);
+    /* a renewal keeps it */
+    WAIT_FOR(0, 2 * SESSION_MS);
+    CHECK(simba_is_owner(sa) && simba_fence(sa) == f);
+    CHECK(zk_owner_value_is(sa, "A", v2, sizeof v2 - 1, f));
+    sb = contend(b, m, "B", &rb);
+    REQUIRE(sb);
+    WAIT_FOR(strcmp(rb.owner, "A") == 0, 5000);
+    CHECK(zk_owner_value_is(sb, "A", v2, sizeof v2 - 1, f));
+    CHECK_RC(simba_stop(sa), SIMBA_OK);
+    WAIT_FOR(rb.acquired == 1, 5000);
+    CHECK(rb.acquired == 1);
+    CHECK(rb.fence > f);
+    WAIT_FOR(zk_owner_value_is(so, "B", "", 0, rb.fence), 3000);
+    CHECK(zk_owner_value_is(so, "B", "", 0, rb.fence));
+    proc_close(a);
+    proc_close(o);
+    proc_close(b);
+    zookeeper_close(zh);
+}
+
+/* A node whose data has no value (made by a version without values: "<tag> <timeout> <id>")
+   reads as that owner with no value and its mzxid as the fence. */
+TEST(older_node_data_read_as_owner_without_value) {
+    proc *b = proc_open();
+    char m[64], dir[160], node[256], made[256];
+    const char data[] = "oldtag0123456789 2000 OLD-1";
+    rec rb;
+    simba_service *sb;
+    simba_view v;
+    struct Stat st;
+    zhandle_t *zh = raw_zk();
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(b && zh);
+    mname(m, sizeof m, "oldnode");
+    snprintf(dir, sizeof dir, "/simba-test/%s", m);
+    (void)zoo_create(zh, "/simba-test", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    CHECK_RC(zoo_create(zh, dir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    snprintf(node, sizeof node, "%s/n-oldtag0123456789-", dir);
+    CHECK_RC(zoo_create(zh, node, data, (int)sizeof data - 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL | ZOO_SEQUENCE, made,
+                        sizeof made), ZOK);
+    CHECK_RC(zoo_exists(zh, made, 0, &st), ZOK);
+    memset(&v, 0, sizeof v);
+    CHECK_RC(simba_inspect_wait(b->be, m, &v, 5000), SIMBA_OK);
+    CHECK_STR(v.owner, "OLD-1");
+    CHECK(v.fence == (uint64_t)st.mzxid);
+    CHECK(v.value == NULL && v.value_len == 0);
+    sb = contend(b, m, "B", &rb);
+    REQUIRE(sb);
+    WAIT_FOR(strcmp(rb.owner, "OLD-1") == 0, 5000);
+    CHECK_STR(rb.owner, "OLD-1");
+    CHECK(zk_owner_value_is(sb, "OLD-1", "", 0, (uint64_t)st.mzxid));
+    CHECK_EQ(rb.acquired, 0);
+    CHECK_RC(zoo_delete(zh, made, -1), ZOK);
+    WAIT_FOR(rb.acquired == 1, 5000);
+    CHECK(rb.acquired == 1 && rb.fence > (uint64_t)st.mzxid);
+    proc_close(b);
+    zookeeper_close(zh);
+}
+
+/* A yield that passes makes the yielder's node again behind the waiter's, in one
+   transaction: its old node is gone, the new one is the last. */
+TEST(yield_requeues_node_behind_waiter) {
+    proc *a = proc_open(), *b = proc_open();
+    char m[64], names[4][64];
+    rec ra, rb;
+    simba_service *sa, *sb;
+    zhandle_t *zh = raw_zk();
+    uint64_t f;
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(a && b && zh);
+    mname(m, sizeof m, "yield");
+    REQUIRE(owner_and_waiter(a, b, m, &ra, &rb, &sa, &sb));
+    f = simba_fence(sa);
+    REQUIRE(raw_nodes(zh, m, names, 4) == 2);
+    CHECK(strstr(names[0], "-") != NULL);
+    CHECK_RC(simba_yield(sa), SIMBA_OK);
+    /* two processes: either may hear first (A its answer, B the push and its grant) */
+    WAIT_FOR(rb.acquired == 1 && ra.released == 1, 3000);
+    CHECK(rb.acquired == 1);
+    CHECK(rb.fence > f);
+    CHECK_EQ(ra.released, 1);
+    CHECK_EQ(ra.reason, SIMBA_REASON_YIELDED);
+    {
+        char before_b[64];
+        int n;
+        snprintf(before_b, sizeof before_b, "%s", names[1]); /* B's node */
+        n = raw_nodes(zh, m, names, 4);
+        CHECK_EQ(n, 2);
+        CHECK_STR(names[0], before_b); /* B's node leads, A's is made again behind it */
+        CHECK(n == 2 && strcmp(names[1] + strlen(names[1]) - 10, before_b + strlen(before_b) - 10) > 0);
+    }
+    CHECK(!simba_is_owner(sa));
+    CHECK_EQ(simba_service_status(sa), SIMBA_RUNNING);
+    proc_close(a);
+    proc_close(b);
+    zookeeper_close(zh);
+}
+
+/* The waiter the listing named is gone when the transaction runs: the transaction changes
+   nothing (our node stays, the owner is still the owner), the yield lists again and passes
+   to the waiter that is there. Had the failed transaction deleted our node, the second one
+   would find it gone and the yield would fail instead of passing. */
+TEST(yield_lists_again_when_the_waiter_left) {
+    proc *a = proc_open(), *b = proc_open();
+    char m[64];
+    rec ra, rb;
+    simba_service *sa, *sb;
+    uint64_t f, calls;
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(a && b);
+    mname(m, sizeof m, "yield-stale");
+    REQUIRE(owner_and_waiter(a, b, m, &ra, &rb, &sa, &sb));
+    f = simba_fence(sa);
+    calls = stats(a).zk_calls;
+    simba_zk_test_stale_waiter = 1;
+    CHECK_RC(simba_yield(sa), SIMBA_OK);
+    WAIT_FOR(rb.acquired == 1 && ra.released == 1, 3000);
+    CHECK_EQ(simba_zk_test_stale_waiter, 0);
+    CHECK(rb.acquired == 1 && rb.fence > f);
+    CHECK_EQ(ra.released, 1);
+    CHECK_EQ(ra.reason, SIMBA_REASON_YIELDED);
+    CHECK(stats(a).zk_calls >= calls + 4); /* list, refused transaction, list, transaction */
+    simba_zk_test_stale_waiter = 0;
+    proc_close(a);
+    proc_close(b);
 }
 
 int main(int argc, char **argv) {
@@ -1742,6 +1974,10 @@ int main(int argc, char **argv) {
     RUN(foreign_server_garbage);
     RUN(foreign_server_silent);
     RUN(foreign_server_readonly);
+    RUN(value_keeps_fence_and_is_pushed);
+    RUN(older_node_data_read_as_owner_without_value);
+    RUN(yield_requeues_node_behind_waiter);
+    RUN(yield_lists_again_when_the_waiter_left);
     RUN(server_restart); /* last: it bounces the server */
     if (g_twice) {
         fprintf(stderr, "a request was completed twice (%d)\n", g_twice);
