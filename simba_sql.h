@@ -1301,6 +1301,33 @@ static void simba__sql_mismatch(simba__sql *s, int asked, int64_t has, simba_rep
     rep->errmsg = s->err;
 }
 
+/* An exclusive ask's look at the set (in its transaction, the row just read): live holdings
+   (*nh; a holder's id back as a writer, a new incarnation, ends its holding) and *refused
+   when the name is a semaphore's that anyone holds or waits on. */
+static int simba__sql_writer_check(simba__sql *s, const char *mutex, const char *contender, int renew, int64_t *nh,
+                                   int *hchanged, int *refused) {
+    int64_t nq = 0;
+    int rc;
+    if (s->holders != 0) { /* readers or permits hold: an exclusive grant waits for them */
+        sqlite3_bind_text(s->st[SIMBA__SQL_H_PURGE], 1, mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_PURGE, "holders purge")) != SQLITE_OK) return rc;
+        if (sqlite3_changes(s->db) > 0) *hchanged = 1;
+        if (!renew) {
+            simba__sql_bind2(s->st[SIMBA__SQL_H_LEAVE], mutex, contender);
+            if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_LEAVE, "holders leave")) != SQLITE_OK) return rc;
+            if (sqlite3_changes(s->db) > 0) *hchanged = 1;
+        }
+        simba__sql_bind2(s->st[SIMBA__SQL_H_NUM], mutex, NULL);
+        if ((rc = simba__sql_int(s, SIMBA__SQL_H_NUM, nh)) != SQLITE_OK) return rc;
+    }
+    if (s->permits_col > 1) {
+        simba__sql_bind2(s->st[SIMBA__SQL_Q_NUM], mutex, contender);
+        if ((rc = simba__sql_int(s, SIMBA__SQL_Q_NUM, &nq)) != SQLITE_OK) return rc;
+        *refused = *nh > 0 || nq > 0;
+    }
+    return SQLITE_OK;
+}
+
 /* >>queue The fairness rule, in one write transaction (BEGIN IMMEDIATE: nobody else can
    change the row or the queue between our reads and our writes):
      owner asks           -> renew (or a new ownership, without simba_req.renew)
@@ -1313,8 +1340,8 @@ static void simba__sql_mismatch(simba__sql *s, int asked, int64_t has, simba_rep
    recomputed whenever the queue changed. */
 static int simba__sql_contend(simba__sql *s, const char *mutex, const char *contender, int64_t ttl_ms,
                               int64_t transition_ms, int renew, int64_t live_ms, simba_reply *rep) {
-    int rc, exists = 0, got = 0, changed = 0, first = 0, hchanged = 0;
-    int64_t nh = 0, permits_col;
+    int rc, exists = 0, got = 0, changed = 0, first = 0, hchanged = 0, refused = 0;
+    int64_t nh = 0;
     rc = simba__sql_tx_begin(s);
     if (rc != SQLITE_DONE) {
         if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
@@ -1336,28 +1363,11 @@ static int simba__sql_contend(simba__sql *s, const char *mutex, const char *cont
     } else {
         s->qhead[0] = 0;
     }
-    permits_col = s->permits_col;
-    if (s->holders != 0) { /* readers or permits hold: an exclusive grant waits for them */
-        sqlite3_bind_text(s->st[SIMBA__SQL_H_PURGE], 1, mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_PURGE, "holders purge")) != SQLITE_OK) goto fail;
-        if (sqlite3_changes(s->db) > 0) hchanged = 1;
-        if (!renew) { /* a holder's id back as a writer (a new incarnation): its holding ends */
-            simba__sql_bind2(s->st[SIMBA__SQL_H_LEAVE], mutex, contender);
-            if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_LEAVE, "holders leave")) != SQLITE_OK) goto fail;
-            if (sqlite3_changes(s->db) > 0) hchanged = 1;
-        }
-        simba__sql_bind2(s->st[SIMBA__SQL_H_NUM], mutex, NULL);
-        if ((rc = simba__sql_int(s, SIMBA__SQL_H_NUM, &nh)) != SQLITE_OK) goto fail;
-    }
-    if (permits_col > 1) { /* a semaphore's name: refused while anyone holds or waits */
-        int64_t nq = 0;
-        simba__sql_bind2(s->st[SIMBA__SQL_Q_NUM], mutex, contender);
-        if ((rc = simba__sql_int(s, SIMBA__SQL_Q_NUM, &nq)) != SQLITE_OK) goto fail;
-        if (nh > 0 || nq > 0) {
-            simba__sql_tx_abort(s);
-            simba__sql_mismatch(s, 1, permits_col, rep);
-            return SQLITE_OK;
-        }
+    if ((rc = simba__sql_writer_check(s, mutex, contender, renew, &nh, &hchanged, &refused)) != SQLITE_OK) goto fail;
+    if (refused) { /* a semaphore's name: refused while anyone holds or waits */
+        simba__sql_tx_abort(s);
+        simba__sql_mismatch(s, 1, s->permits_col, rep);
+        return SQLITE_OK;
     }
     if (strcmp(s->owner, contender) == 0 || (!s->owner[0] && nh == 0 && (!s->qhead[0] || strcmp(s->qhead, contender) == 0))) {
         rc = simba__sql_acquire_row(s, SIMBA__SQL_GRANT_ST, mutex, contender, ttl_ms, transition_ms, renew, rep, &got);
@@ -1376,7 +1386,7 @@ static int simba__sql_contend(simba__sql *s, const char *mutex, const char *cont
         changed = 1;
         s->queued_until = simba__max(s->queued_until, simba__add(simba_now(s->loop), live_ms));
         first = !s->qhead[0] || strcmp(s->qhead, contender) == 0;
-        if (permits_col != 1) { /* the name's mode while a writer waits: one holder */
+        if (s->permits_col != 1) { /* the name's mode while a writer waits: one holder */
             st = s->st[SIMBA__SQL_SET_PERMITS];
             simba__sql_bind2(st, mutex, NULL);
             sqlite3_bind_int64(st, 3, 1);
@@ -1480,144 +1490,176 @@ static void simba__sql_wake_set(simba__sql *s, const char *mutex) {
     sqlite3_reset(st);
 }
 
+/* What a reader's or a permit's ask reads in its transaction: live holdings of the set,
+   waiters other than it, its place in line (-1: none) and the writers ahead of it. */
+typedef struct simba__sql_setq {
+    int64_t nh, nq, p, excl_ahead;
+    int mainlive, qchanged, hchanged, freed_owner, first, granted;
+} simba__sql_setq;
+
+/* The row (made when missing), dead waiters and holdings dropped, then the counts. */
+static int simba__sql_set_read(simba__sql *s, const char *mutex, const char *me, simba_reply *rep, simba__sql_setq *q) {
+    sqlite3_stmt *st;
+    int rc, exists = 0;
+    sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
+    if ((rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists)) != SQLITE_OK) return rc;
+    if (!exists) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_CREATE_ROW], 1, mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_CREATE_ROW, "insert")) != SQLITE_OK) return rc;
+        sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists)) != SQLITE_OK) return rc;
+    }
+    if (s->waiters != 0) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_Q_PURGE], 1, mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_PURGE, "queue purge")) != SQLITE_OK) return rc;
+        if (sqlite3_changes(s->db) > 0) q->qchanged = 1;
+    }
+    if (s->holders != 0) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_H_PURGE], 1, mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_PURGE, "holders purge")) != SQLITE_OK) return rc;
+        if (sqlite3_changes(s->db) > 0) q->hchanged = 1;
+    }
+    q->mainlive = s->owner[0] != 0;
+    simba__sql_bind2(s->st[SIMBA__SQL_H_NUM], mutex, NULL);
+    if ((rc = simba__sql_int(s, SIMBA__SQL_H_NUM, &q->nh)) != SQLITE_OK) return rc;
+    st = s->st[SIMBA__SQL_Q_LIST];
+    simba__sql_bind2(st, mutex, NULL);
+    q->p = -1;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *c = (const char *)sqlite3_column_text(st, 0);
+        if (q->p < 0 && c && strcmp(c, me) == 0) q->p = q->nq;
+        else if (q->p < 0 && !sqlite3_column_int(st, 1)) q->excl_ahead++;
+        if (!c || strcmp(c, me) != 0) q->nq++;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) simba__sql_seterr(s, "queue list", rc);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* The owner's id back as a reader (a new incarnation): its ownership ends, and it asks as
+   anyone does. */
+static int simba__sql_set_owner_back(simba__sql *s, const char *mutex, const char *me, simba__sql_setq *q) {
+    sqlite3_stmt *st = s->st[SIMBA__SQL_RELEASE_QUEUED];
+    int rc;
+    simba__sql_bind2(st, mutex, me);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) q->freed_owner = 1;
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        simba__sql_seterr(s, "release", rc);
+        return rc;
+    }
+    q->mainlive = 0;
+    return SQLITE_OK;
+}
+
+/* A new holding: the name's next fence, the row in the set, its place in line left. */
+static int simba__sql_set_take(simba__sql *s, const simba_req *r, int n, simba__sql_setq *q) {
+    sqlite3_stmt *st = s->st[SIMBA__SQL_FENCE_NEXT];
+    int64_t fence = 0;
+    int rc;
+    simba__sql_bind2(st, r->mutex, NULL);
+    sqlite3_bind_int64(st, 3, n);
+    if ((rc = simba__sql_int(s, SIMBA__SQL_FENCE_NEXT, &fence)) != SQLITE_OK) return rc;
+    st = s->st[SIMBA__SQL_H_GRANT];
+    simba__sql_bind2(st, r->mutex, r->contender);
+    sqlite3_bind_int64(st, 3, r->ttl_ms);
+    sqlite3_bind_int64(st, 4, r->ttl_ms + r->transition_ms);
+    sqlite3_bind_int(st, 5, r->shared != 0);
+    simba__sql_bind_value(s, st);
+    sqlite3_bind_int64(st, 9, fence);
+    if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_GRANT, "holders grant")) != SQLITE_OK) return rc;
+    q->hchanged = 1;
+    q->nh++;
+    return q->p >= 0 ? simba__sql_leave(s, r->mutex, r->contender, &q->qchanged) : SQLITE_OK;
+}
+
+/* Not granted: a place in line (a reader's marked shared) and the name's permits recorded. */
+static int simba__sql_set_queue(simba__sql *s, const simba_req *r, int n, int64_t live_ms, simba__sql_setq *q) {
+    sqlite3_stmt *st = s->st[SIMBA__SQL_Q_JOIN];
+    int64_t pos = q->p >= 0 ? q->p : q->nq;
+    int rc;
+    simba__sql_bind2(st, r->mutex, r->contender);
+    sqlite3_bind_int64(st, 3, live_ms);
+    sqlite3_bind_int(st, 5, r->shared != 0);
+    sqlite3_bind_text(st, 7, s->wake_addr, -1, SQLITE_STATIC);
+    if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_JOIN, "queue join")) != SQLITE_OK) return rc;
+    q->qchanged = 1;
+    s->queued_until = simba__max(s->queued_until, simba__add(simba_now(s->loop), live_ms));
+    if (s->permits_col != n) {
+        st = s->st[SIMBA__SQL_SET_PERMITS];
+        simba__sql_bind2(st, r->mutex, NULL);
+        sqlite3_bind_int64(st, 3, n);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_SET_PERMITS, "permits")) != SQLITE_OK) return rc;
+    }
+    /* the next to be granted when a holding ends tries at its end exactly */
+    q->first = pos <= (n > 1 ? n - q->nh : 0);
+    return SQLITE_OK;
+}
+
+/* The rule (simba.h) for an ask of the set: a holder renews or asks anew (a new grant at
+   the end), anyone else is granted or queued. */
+static int simba__sql_set_decide(simba__sql *s, const simba_req *r, int n, int64_t live_ms, simba__sql_setq *q) {
+    int64_t mine = 0, pos = q->p >= 0 ? q->p : q->nq;
+    int rc;
+    simba__sql_bind2(s->st[SIMBA__SQL_H_SELF], r->mutex, r->contender);
+    if ((rc = simba__sql_int(s, SIMBA__SQL_H_SELF, &mine)) != SQLITE_OK) return rc;
+    if (mine && r->renew) { /* a renewal: fence and acquired_at stay */
+        sqlite3_stmt *st = s->st[SIMBA__SQL_H_RENEW];
+        simba__sql_bind2(st, r->mutex, r->contender);
+        sqlite3_bind_int64(st, 3, r->ttl_ms);
+        sqlite3_bind_int64(st, 4, r->ttl_ms + r->transition_ms);
+        q->granted = 1;
+        return simba__sql_step_simple(s, SIMBA__SQL_H_RENEW, "holders renew");
+    }
+    if (mine) { /* the holder asking anew: a new grant, with a new fence */
+        simba__sql_bind2(s->st[SIMBA__SQL_H_LEAVE], r->mutex, r->contender);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_LEAVE, "holders leave")) != SQLITE_OK) return rc;
+        q->nh--;
+        q->granted = 1;
+    } else {
+        q->granted = n > 1 ? pos < n - q->nh : (!q->mainlive && q->excl_ahead == 0);
+    }
+    return q->granted ? simba__sql_set_take(s, r, n, q) : simba__sql_set_queue(s, r, n, live_ms, q);
+}
+
 /* ACQUIRE by a reader or for a permit of a semaphore, in one write transaction. */
 static int simba__sql_contend_set(simba__sql *s, const simba_req *r, int64_t live_ms, simba_reply *rep) {
-    const char *mutex = r->mutex, *me = r->contender;
-    int n = r->permits > 1 ? r->permits : 1, shared = r->shared != 0;
-    int rc, exists = 0, got = 0, qchanged = 0, hchanged = 0, freed_owner = 0, mainlive, granted = 0, first = 0;
-    int64_t nh = 0, nq = 0, p = -1, excl_ahead = 0, recorded, mine = 0, fence = 0;
-    sqlite3_stmt *st;
+    int n = r->permits > 1 ? r->permits : 1, rc, got;
+    int64_t recorded;
+    simba__sql_setq q;
+    memset(&q, 0, sizeof q);
     rc = simba__sql_tx_begin(s);
     if (rc != SQLITE_DONE) {
         if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
         return rc;
     }
-    sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
-    if ((rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists)) != SQLITE_OK) goto fail;
-    if (!exists) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_CREATE_ROW], 1, mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_CREATE_ROW, "insert")) != SQLITE_OK) goto fail;
-        sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists)) != SQLITE_OK) goto fail;
-    }
+    if ((rc = simba__sql_set_read(s, r->mutex, r->contender, rep, &q)) != SQLITE_OK) goto fail;
     if (s->lost_left >= 0) { /* a row closed after a DELETE: no grant; the caller says why */
         simba__sql_tx_abort(s);
         s->owner[0] = 0;
         return SQLITE_OK;
     }
-    if (s->waiters != 0) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_Q_PURGE], 1, mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_PURGE, "queue purge")) != SQLITE_OK) goto fail;
-        if (sqlite3_changes(s->db) > 0) qchanged = 1;
-    }
-    if (s->holders != 0) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_H_PURGE], 1, mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_PURGE, "holders purge")) != SQLITE_OK) goto fail;
-        if (sqlite3_changes(s->db) > 0) hchanged = 1;
-    }
-    mainlive = s->owner[0] != 0;
-    simba__sql_bind2(s->st[SIMBA__SQL_H_NUM], mutex, NULL);
-    if ((rc = simba__sql_int(s, SIMBA__SQL_H_NUM, &nh)) != SQLITE_OK) goto fail;
-    st = s->st[SIMBA__SQL_Q_LIST];
-    simba__sql_bind2(st, mutex, NULL);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *c = (const char *)sqlite3_column_text(st, 0);
-        if (p < 0 && c && strcmp(c, me) == 0) p = nq;
-        else if (p < 0 && !sqlite3_column_int(st, 1)) excl_ahead++;
-        nq++;
-    }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-        simba__sql_seterr(s, "queue list", rc);
-        goto fail;
-    }
-    recorded = mainlive ? 1 : s->permits_col;
-    if (recorded > 0 && recorded != n && (mainlive || nh > 0 || nq - (p >= 0) > 0)) {
+    recorded = q.mainlive ? 1 : s->permits_col;
+    if (recorded > 0 && recorded != n && (q.mainlive || q.nh > 0 || q.nq > 0)) {
         simba__sql_tx_abort(s);
         simba__sql_mismatch(s, n, recorded, rep);
         return SQLITE_OK;
     }
-    if (mainlive && strcmp(s->owner, me) == 0) {
-        /* The owner's id back as a reader (a new incarnation): its ownership ends, and it
-           asks as anyone does. */
-        st = s->st[SIMBA__SQL_RELEASE_QUEUED];
-        simba__sql_bind2(st, mutex, me);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) freed_owner = 1;
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE) {
-            simba__sql_seterr(s, "release", rc);
-            goto fail;
-        }
-        mainlive = 0;
-    }
-    simba__sql_bind2(s->st[SIMBA__SQL_H_SELF], mutex, me);
-    if ((rc = simba__sql_int(s, SIMBA__SQL_H_SELF, &mine)) != SQLITE_OK) goto fail;
-    if (mine && r->renew) { /* a renewal: fence and acquired_at stay */
-        st = s->st[SIMBA__SQL_H_RENEW];
-        simba__sql_bind2(st, mutex, me);
-        sqlite3_bind_int64(st, 3, r->ttl_ms);
-        sqlite3_bind_int64(st, 4, r->ttl_ms + r->transition_ms);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_RENEW, "holders renew")) != SQLITE_OK) goto fail;
-        granted = 1;
-    } else {
-        int64_t pos = p >= 0 ? p : nq;
-        if (mine) { /* the holder asking anew: a new grant, with a new fence */
-            simba__sql_bind2(s->st[SIMBA__SQL_H_LEAVE], mutex, me);
-            if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_LEAVE, "holders leave")) != SQLITE_OK) goto fail;
-            nh--;
-            granted = 1;
-        } else {
-            granted = n > 1 ? pos < n - nh : (!mainlive && excl_ahead == 0);
-        }
-        if (granted) {
-            st = s->st[SIMBA__SQL_FENCE_NEXT];
-            simba__sql_bind2(st, mutex, NULL);
-            sqlite3_bind_int64(st, 3, n);
-            if ((rc = simba__sql_int(s, SIMBA__SQL_FENCE_NEXT, &fence)) != SQLITE_OK) goto fail;
-            st = s->st[SIMBA__SQL_H_GRANT];
-            simba__sql_bind2(st, mutex, me);
-            sqlite3_bind_int64(st, 3, r->ttl_ms);
-            sqlite3_bind_int64(st, 4, r->ttl_ms + r->transition_ms);
-            sqlite3_bind_int(st, 5, shared);
-            simba__sql_bind_value(s, st);
-            sqlite3_bind_int64(st, 9, fence);
-            if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_GRANT, "holders grant")) != SQLITE_OK) goto fail;
-            hchanged = 1;
-            nh++;
-            if (p >= 0) {
-                if ((rc = simba__sql_leave(s, mutex, me, &qchanged)) != SQLITE_OK) goto fail;
-            }
-        } else {
-            st = s->st[SIMBA__SQL_Q_JOIN];
-            simba__sql_bind2(st, mutex, me);
-            sqlite3_bind_int64(st, 3, live_ms);
-            sqlite3_bind_int(st, 5, shared);
-            sqlite3_bind_text(st, 7, s->wake_addr, -1, SQLITE_STATIC);
-            if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_JOIN, "queue join")) != SQLITE_OK) goto fail;
-            qchanged = 1;
-            s->queued_until = simba__max(s->queued_until, simba__add(simba_now(s->loop), live_ms));
-            if (s->permits_col != n) {
-                st = s->st[SIMBA__SQL_SET_PERMITS];
-                simba__sql_bind2(st, mutex, NULL);
-                sqlite3_bind_int64(st, 3, n);
-                if ((rc = simba__sql_step_simple(s, SIMBA__SQL_SET_PERMITS, "permits")) != SQLITE_OK) goto fail;
-            }
-            /* the next to be granted when a holding ends tries at its end exactly */
-            first = pos <= (n > 1 ? n - nh : 0);
-        }
-    }
-    if (qchanged) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_Q_COUNT], 1, mutex, -1, SQLITE_STATIC);
+    if (q.mainlive && strcmp(s->owner, r->contender) == 0 && (rc = simba__sql_set_owner_back(s, r->mutex, r->contender, &q)) != SQLITE_OK)
+        goto fail;
+    if ((rc = simba__sql_set_decide(s, r, n, live_ms, &q)) != SQLITE_OK) goto fail;
+    if (q.qchanged) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_Q_COUNT], 1, r->mutex, -1, SQLITE_STATIC);
         if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_COUNT, "queue count")) != SQLITE_OK) goto fail;
     }
-    if (hchanged) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_H_COUNT], 1, mutex, -1, SQLITE_STATIC);
+    if (q.hchanged) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_H_COUNT], 1, r->mutex, -1, SQLITE_STATIC);
         if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_COUNT, "holders count")) != SQLITE_OK) goto fail;
     }
-    if (granted) {
-        simba__sql_bind2(s->st[SIMBA__SQL_H_MINE], mutex, me);
+    if (q.granted) {
+        simba__sql_bind2(s->st[SIMBA__SQL_H_MINE], r->mutex, r->contender);
         if ((rc = simba__sql_hrow(s, SIMBA__SQL_H_MINE, rep, &got)) != SQLITE_OK) goto fail;
-    } else if (!mainlive && (rc = simba__sql_first_holder(s, mutex, rep)) != SQLITE_OK) {
+    } else if (!q.mainlive && (rc = simba__sql_first_holder(s, r->mutex, rep)) != SQLITE_OK) {
         goto fail;
     }
     rc = simba__sql_tx_commit(s);
@@ -1625,11 +1667,11 @@ static int simba__sql_contend_set(simba__sql *s, const simba_req *r, int64_t liv
         if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
         goto fail;
     }
-    rep->holders = (int)simba__min(nh + mainlive, SIMBA_PERMITS_MAX);
-    rep->first_in_line = first;
-    if (freed_owner) {
+    rep->holders = (int)simba__min(q.nh + q.mainlive, SIMBA_PERMITS_MAX);
+    rep->first_in_line = q.first;
+    if (q.freed_owner) {
         if (s->batch) s->batch_wake = 1;
-        else simba__sql_wake_head(s, mutex);
+        else simba__sql_wake_head(s, r->mutex);
     }
     return SQLITE_OK;
 fail:
@@ -1864,6 +1906,67 @@ static int64_t simba__sql_now(simba__sql *s) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* RELEASE: the owner row's (pushed to the head, or the readers it frees), else a holding of
+   the set's (pushed to whom it frees), else a place in line left. SQLITE_OK with rep. */
+static int simba__sql_release(simba__sql *s, const char *mutex, const char *contender, simba_reply *rep) {
+    sqlite3_stmt *st = s->st[SIMBA__SQL_RELEASE_ST];
+    int64_t waiters = 0;
+    int released = 0, rc;
+    sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE && sqlite3_changes(s->db) == 1) {
+        released = 1;
+    } else if (rc == SQLITE_DONE) { /* someone waits, or it is not ours */
+        st = s->st[SIMBA__SQL_RELEASE_QUEUED];
+        sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            released = 1;
+            waiters = sqlite3_column_int64(st, 0);
+            rc = sqlite3_step(st);
+        }
+        sqlite3_reset(st);
+    }
+    if (rc != SQLITE_DONE) {
+        simba__sql_seterr(s, "release", rc);
+        return rc;
+    }
+    if (released) {
+        /* Released: nobody owns it now; the oldest waiter hears of it at once. */
+        s->owner[0] = 0;
+        rep->owner = s->owner;
+        if (waiters > 0 && s->batch) s->batch_wake = 1;
+        else if (waiters > 0) simba__sql_wake_head(s, mutex);
+        /* Other contenders of this backend learn at once (other connections through
+           PRAGMA data_version in process()). */
+        if (s->memory && s->be) simba_backend_event(s->be, SIMBA_EV_RELEASED, mutex, NULL, NULL);
+    } else {
+        /* Not ours: a holding of the set, or say who owns it and leave the line if we
+           stood in it. */
+        int held = 0;
+        if ((rc = simba__sql_read_row(s, mutex, rep)) != SQLITE_OK) return rc;
+        if (s->holders > 0 && (rc = simba__sql_release_hold(s, mutex, contender, &held)) != SQLITE_OK) return rc;
+        if (held) {
+            memset(rep, 0, sizeof *rep);
+            rep->held_ms = -1;
+            s->owner[0] = 0;
+            rep->owner = s->owner;
+            if (s->batch) s->batch_wake = 2;
+            else simba__sql_wake_set(s, mutex);
+            if (s->memory && s->be) simba_backend_event(s->be, SIMBA_EV_RELEASED, mutex, NULL, NULL);
+        } else if (s->waiters > 0) {
+            char owner[SIMBA_ID_MAX + 1];
+            memcpy(owner, s->owner, sizeof owner);
+            if ((rc = simba__sql_quit_line(s, mutex, contender)) != SQLITE_OK) return rc;
+            memcpy(s->owner, owner, sizeof owner);
+        }
+    }
+    return SQLITE_OK;
+}
+
 /* Executes one request. renew: the contender owns the mutex locally (simba_req.renew);
    live_ms: how long its place in the wait queue lasts (simba_req.live_ms).
    Returns SIMBA__SQL_BUSY when the database was locked (nothing changed: try again later);
@@ -1910,7 +2013,6 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
         int got = 0, held = 0, kept = 0;
         if (s->cur && (s->cur->permits > 1 || s->cur->shared)) {
             if ((rc = simba__sql_contend_set(s, s->cur, live_ms, rep)) != SQLITE_OK) goto fail;
-            if (rep->rc != SIMBA_OK) return 0;
             goto done;
         }
         if (!expect_win) {
@@ -1923,65 +2025,11 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
         }
         if (!got && (rc = simba__sql_contend(s, mutex, contender, ttl_ms, transition_ms, renew, live_ms, rep)) != SQLITE_OK)
             goto fail;
-        if (rep->rc != SIMBA_OK) return 0;
-    } else {
-        sqlite3_stmt *st = s->st[SIMBA__SQL_RELEASE_ST];
-        int64_t waiters = 0;
-        int released = 0;
-        sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
-        rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc == SQLITE_DONE && sqlite3_changes(s->db) == 1) {
-            released = 1;
-        } else if (rc == SQLITE_DONE) { /* someone waits, or it is not ours */
-            st = s->st[SIMBA__SQL_RELEASE_QUEUED];
-            sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
-            sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
-            rc = sqlite3_step(st);
-            if (rc == SQLITE_ROW) {
-                released = 1;
-                waiters = sqlite3_column_int64(st, 0);
-                rc = sqlite3_step(st);
-            }
-            sqlite3_reset(st);
-        }
-        if (rc != SQLITE_DONE) {
-            simba__sql_seterr(s, "release", rc);
-            goto fail;
-        }
-        if (released) {
-            /* Released: nobody owns it now; the oldest waiter hears of it at once. */
-            s->owner[0] = 0;
-            rep->owner = s->owner;
-            if (waiters > 0 && s->batch) s->batch_wake = 1;
-            else if (waiters > 0) simba__sql_wake_head(s, mutex);
-            /* Other contenders of this backend learn at once (other connections through
-               PRAGMA data_version in process()). */
-            if (s->memory && s->be) simba_backend_event(s->be, SIMBA_EV_RELEASED, mutex, NULL, NULL);
-        } else {
-            /* Not ours: a holding of the set, or say who owns it and leave the line if we
-               stood in it. */
-            int held = 0;
-            if ((rc = simba__sql_read_row(s, mutex, rep)) != SQLITE_OK) goto fail;
-            if (s->holders > 0 && (rc = simba__sql_release_hold(s, mutex, contender, &held)) != SQLITE_OK) goto fail;
-            if (held) {
-                memset(rep, 0, sizeof *rep);
-                rep->held_ms = -1;
-                s->owner[0] = 0;
-                rep->owner = s->owner;
-                if (s->batch) s->batch_wake = 2;
-                else simba__sql_wake_set(s, mutex);
-                if (s->memory && s->be) simba_backend_event(s->be, SIMBA_EV_RELEASED, mutex, NULL, NULL);
-            } else if (s->waiters > 0) {
-                char owner[SIMBA_ID_MAX + 1];
-                memcpy(owner, s->owner, sizeof owner);
-                if ((rc = simba__sql_quit_line(s, mutex, contender)) != SQLITE_OK) goto fail;
-                memcpy(s->owner, owner, sizeof owner);
-            }
-        }
+    } else if ((rc = simba__sql_release(s, mutex, contender, rep)) != SQLITE_OK) {
+        goto fail;
     }
 done:
+    if (rep->rc != SIMBA_OK) return 0; /* refused by the store, in words (the permits) */
     if (op == SIMBA_OP_ACQUIRE && !s->owner[0] && s->lost_left >= 0) goto lost;
     rep->rc = SIMBA_OK;
     return 0;
@@ -2172,6 +2220,39 @@ typedef struct simba__sql_vh {
     "SELECT h.contender, h.fence, h.shared, h.acquired_at, ?6 - h.acquired_at, h.ttl_at - ?6,"      \
     " h.transition_at - ?6, h.value, t.permits FROM {H} h JOIN {T} t ON t.mutex = h.mutex"          \
     " WHERE h.mutex = ?1 AND h.transition_at >= ?6 ORDER BY h.fence"
+/* The owner row's holder of view v into e. */
+static void simba__sql_vh_owner(const simba_view *v, simba__sql_vh *e) {
+    memset(&e->h, 0, sizeof e->h);
+    simba__copy(e->h.id, sizeof e->h.id, v->owner);
+    e->h.fence = v->fence;
+    e->h.acquired_unix_ms = v->acquired_unix_ms;
+    e->h.held_ms = v->held_ms;
+    e->h.ttl_left_ms = v->ttl_left_ms;
+    e->h.transition_left_ms = v->transition_left_ms;
+    if (v->value_len) memcpy(e->value, v->value, v->value_len);
+    e->h.value_len = v->value_len;
+}
+/* One holding row of SIMBA__SQL_HOLDERS_TEXT into e; SQLITE_MISMATCH (s->err says) when
+   its value is over SIMBA_VALUE_MAX. */
+static int simba__sql_vh_row(simba__sql *s, sqlite3_stmt *st, const char *mutex, simba__sql_vh *e) {
+    int vl = sqlite3_column_bytes(st, 7);
+    memset(&e->h, 0, sizeof e->h);
+    simba__copy(e->h.id, sizeof e->h.id, (const char *)sqlite3_column_text(st, 0));
+    e->h.fence = (uint64_t)sqlite3_column_int64(st, 1);
+    e->h.shared = sqlite3_column_int(st, 2) != 0;
+    e->h.acquired_unix_ms = sqlite3_column_int64(st, 3);
+    e->h.held_ms = sqlite3_column_int64(st, 4);
+    e->h.ttl_left_ms = sqlite3_column_int64(st, 5);
+    e->h.transition_left_ms = sqlite3_column_int64(st, 6);
+    if (vl > SIMBA_VALUE_MAX) {
+        snprintf(s->err, sizeof s->err, "sqlite inspect: a holder's value of %s in table %s_hold is %d bytes, over "
+                 "SIMBA_VALUE_MAX %d of this build", mutex, s->table, vl, SIMBA_VALUE_MAX);
+        return SQLITE_MISMATCH;
+    }
+    if (vl > 0) memcpy(e->value, sqlite3_column_blob(st, 7), (size_t)vl);
+    e->h.value_len = vl > 0 ? (size_t)vl : 0;
+    return SQLITE_OK;
+}
 static int simba__sql_view_holders(simba__sql *s, int64_t now, simba_view *v, simba__sql_vh **buf, simba_view_holder **arr_out) {
     sqlite3_stmt *st;
     int absent, n = 0, cap = 0, first = -1, rc;
@@ -2181,15 +2262,7 @@ static int simba__sql_view_holders(simba__sql *s, int64_t now, simba_view *v, si
     if (v->owner[0]) { /* the owner row's holder: a mutex's owner or a writer */
         if (!(b = (simba__sql_vh *)simba_alloc(s->loop, 4 * sizeof *b))) return SQLITE_NOMEM;
         cap = 4;
-        memset(&b[0].h, 0, sizeof b[0].h);
-        simba__copy(b[0].h.id, sizeof b[0].h.id, v->owner);
-        b[0].h.fence = v->fence;
-        b[0].h.acquired_unix_ms = v->acquired_unix_ms;
-        b[0].h.held_ms = v->held_ms;
-        b[0].h.ttl_left_ms = v->ttl_left_ms;
-        b[0].h.transition_left_ms = v->transition_left_ms;
-        if (v->value_len) memcpy(b[0].value, v->value, v->value_len);
-        b[0].h.value_len = v->value_len;
+        simba__sql_vh_owner(v, &b[0]);
         n = 1;
         v->permits = 1;
     }
@@ -2199,8 +2272,6 @@ static int simba__sql_view_holders(simba__sql *s, int64_t now, simba_view *v, si
     sqlite3_bind_text(st, 1, v->mutex, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 6, now);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        simba__sql_vh *e;
-        int vl = sqlite3_column_bytes(st, 7);
         if (n == cap) {
             int nc = cap ? cap * 2 : 4;
             simba__sql_vh *nb = (simba__sql_vh *)simba_alloc(s->loop, (size_t)nc * sizeof *nb);
@@ -2210,24 +2281,8 @@ static int simba__sql_view_holders(simba__sql *s, int64_t now, simba_view *v, si
             b = nb;
             cap = nc;
         }
-        e = &b[n];
-        memset(&e->h, 0, sizeof e->h);
-        simba__copy(e->h.id, sizeof e->h.id, (const char *)sqlite3_column_text(st, 0));
-        e->h.fence = (uint64_t)sqlite3_column_int64(st, 1);
-        e->h.shared = sqlite3_column_int(st, 2) != 0;
-        e->h.acquired_unix_ms = sqlite3_column_int64(st, 3);
-        e->h.held_ms = sqlite3_column_int64(st, 4);
-        e->h.ttl_left_ms = sqlite3_column_int64(st, 5);
-        e->h.transition_left_ms = sqlite3_column_int64(st, 6);
-        if (vl > SIMBA_VALUE_MAX) {
-            snprintf(s->err, sizeof s->err, "sqlite inspect: a holder's value of %s in table %s_hold is %d bytes, over "
-                     "SIMBA_VALUE_MAX %d of this build", v->mutex, s->table, vl, SIMBA_VALUE_MAX);
-            rc = SQLITE_MISMATCH;
-            break;
-        }
-        if (vl > 0) memcpy(e->value, sqlite3_column_blob(st, 7), (size_t)vl);
-        e->h.value_len = vl > 0 ? (size_t)vl : 0;
-        if (!v->owner[0] && (first < 0 || e->h.transition_left_ms < b[first].h.transition_left_ms)) first = n;
+        if ((rc = simba__sql_vh_row(s, st, v->mutex, &b[n])) != SQLITE_OK) break;
+        if (!v->owner[0] && (first < 0 || b[n].h.transition_left_ms < b[first].h.transition_left_ms)) first = n;
         v->permits = (int)sqlite3_column_int64(st, 8);
         n++;
     }
