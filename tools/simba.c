@@ -593,10 +593,10 @@ typedef struct opts_t {
     const char *stats_file; /* run/elect --stats-file FILE */
     int no_stats_socket;    /* run/elect --no-stats-socket */
     int force;              /* init --force */
+    int permits, shared;    /* run/elect --permits N, --shared */
     const char *value;      /* run/elect --value STR (default HOST:PID) */
     int have_value;
     int yield_sig;          /* elect --yield-on SIGNAL, 0 = none */
-    int permits, shared;    /* run/elect --permits N, --shared */
 } opts_t;
 
 /* Options may come before or after NAME; "--" ends them (run/elect: CMD follows). */
@@ -660,6 +660,14 @@ static int parse_opts(const char *cmd, int argc, char **argv, opts_t *o) {
             o->stats_file = v;
         } else if (strcmp(a, "--no-stats-socket") == 0) {
             o->no_stats_socket = 1;
+        } else if (strcmp(a, "--permits") == 0) {
+            uint64_t n;
+            NEEDV();
+            if (parse_u64(a, v, &n)) return -1;
+            if (n < 1 || n > SIMBA_PERMITS_MAX) { errorf("--permits: %s is out of range (1..%d)", v, SIMBA_PERMITS_MAX); return -1; }
+            o->permits = (int)n;
+        } else if (strcmp(a, "--shared") == 0) {
+            o->shared = 1;
         } else if (strcmp(a, "--value") == 0) {
             NEEDV();
             if (strlen(v) > SIMBA_VALUE_MAX) {
@@ -675,14 +683,6 @@ static int parse_opts(const char *cmd, int argc, char **argv, opts_t *o) {
                 errorf("--yield-on: '%s': HUP, USR1 or USR2 (INT, TERM and QUIT stop simba)", v);
                 return -1;
             }
-        } else if (strcmp(a, "--permits") == 0) {
-            uint64_t n;
-            NEEDV();
-            if (parse_u64(a, v, &n)) return -1;
-            if (n < 1 || n > SIMBA_PERMITS_MAX) { errorf("--permits: %s is out of range (1..%d)", v, SIMBA_PERMITS_MAX); return -1; }
-            o->permits = (int)n;
-        } else if (strcmp(a, "--shared") == 0) {
-            o->shared = 1;
         } else if (strcmp(a, "--once") == 0) {
             o->once = 1;
         } else if (strcmp(a, "--force") == 0) {
@@ -1706,8 +1706,6 @@ static void print_view_members(const simba_view *v) {
     if (v->owner[0] && known(v->ttl_left_ms)) printf(",\"ttl_left_ms\":%lld,\"transition_left_ms\":%lld", (long long)v->ttl_left_ms, (long long)v->transition_left_ms);
     else printf(",\"ttl_left_ms\":null,\"transition_left_ms\":null");
     if (v->owner[0] && known(v->session_ms)) printf(",\"session_timeout_ms\":%lld", (long long)v->session_ms);
-    printf(",");
-    json_value(stdout, v->value, v->value_len, v->owner[0] != 0);
     if (v->holders > 1 || (v->holders == 1 && v->holder && v->holder[0].shared) || v->permits > 1) {
         printf(",\"permits\":%d,\"holders\":[", v->permits);
         for (i = 0; i < v->holders && v->holder; i++) {
@@ -1721,6 +1719,8 @@ static void print_view_members(const simba_view *v) {
         }
         printf("]");
     }
+    printf(",");
+    json_value(stdout, v->value, v->value_len, v->owner[0] != 0);
     if (v->waiters >= 0) {
         printf(",\"waiters\":%d,\"next\":[", v->waiters);
         for (i = 0; i < v->waiters && i < SIMBA_VIEW_WAITERS; i++) {
