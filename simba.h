@@ -1163,6 +1163,20 @@ static SIMBA__KIT int simba__pipe(int fd[2]) {
     return 0;
 }
 
+/* Writes why into err (cap bytes) and returns rc: the fenced-write checks' refusals. */
+static SIMBA__KIT simba_result simba__refuse(char *err, size_t cap, simba_result rc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static SIMBA__KIT simba_result simba__refuse(char *err, size_t cap, simba_result rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, cap, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
 /* >>fence  The fenced write's rule, one for every store that judges it in C. The arguments
    first: a mutex name and a fence a grant could have handed out (fences start at 1). */
 static SIMBA__KIT simba_result simba__fence_args(const char *fn, const char *name, uint64_t fence, char *err, size_t cap) {

@@ -78,6 +78,18 @@
  *   step_down_on_disconnect step down at once (reason "connection"), others at their local
  *   ttl. Grants are the requested ttl (SIMBA_LEASE_ASKED).
  *
+ * TLS
+ *   sslmode, sslrootcert, sslcert and sslkey go to libpq as they are (each may come from
+ *   conninfo or libpq's environment, PGSSLMODE and the rest, instead); libpq runs the
+ *   handshake inside PQconnectPoll, which never blocks. verify-full checks the server's
+ *   certificate against a name: give it in tls_name beside the numeric hostaddr (libpq's
+ *   host and hostaddr: the connection goes to hostaddr, the name is never resolved). A
+ *   certificate that does not verify fails the connection as a refused one does: requests
+ *   fail with SIMBA_ECONN, simba_backend_errmsg() has libpq's words ("certificate verify
+ *   failed", "server certificate for ... does not match host name ..."), and the backend
+ *   tries again with its backoff. tests/test_pg_tls.c runs against a server whose
+ *   certificate comes from a throwaway CA.
+ *
  * DATA (the table name is checked and quoted; names and ids reach SQL only as parameters)
  *   <table>     name PK, owner ('' = nobody), fence, acquired_ms, ttl_ms, transition_ms
  *               (absolute server ms from clock_timestamp()), value (the owner's bytea, see
@@ -193,11 +205,31 @@
  *   every process of a table together. A value longer than this build's SIMBA_VALUE_MAX (a
  *   program built with a larger one wrote it) is an error, never cut.
  *
+ * FENCED WRITES (the protected data in the same database)
+ *   Setup creates, with the table, the function simba_check_fence(name text, fence bigint)
+ *   in the table's schema (CREATE OR REPLACE at every connection's setup, as the others);
+ *   for a table other than the default "simba_mutex" it is <table>_check_fence, so that
+ *   several simba tables in one schema keep one each (the table "simba" is refused: its
+ *   function would be the default's). Called inside the application's own transaction,
+ *   before the write it guards, from any language:
+ *       BEGIN; SELECT simba_check_fence('orders', 42); UPDATE orders ...; COMMIT;
+ *   it share-locks the mutex row (FOR SHARE), so every grant, renewal and release, which
+ *   lock it FOR UPDATE, waits for that transaction to end, and then judges by the server's
+ *   clock read under the lock: the fence holds while it is the stored owner's and its
+ *   transition end has not passed (the rule of a grant: nobody else is granted before).
+ *   Else it raises SQLSTATE SF001 with the reason in words (the fence moved on to a later
+ *   owner's, was never handed out, the mutex was released, the lease is over), which aborts
+ *   the transaction: the write never commits. Bad input (an empty name, a fence below 1)
+ *   raises 22023. So a write lands before any later owner's grant, or not at all. Keep such
+ *   transactions short: the owner's renewals wait for them too (statement_timeout_ms). The
+ *   role needs EXECUTE on the function and the row lock's privilege (UPDATE) on the table.
+ *   simba_pg_check_fence() is the C call of it on a PGconn of the application's.
+ *
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
  *   >>process  the work of one poll   >>close  teardown
  *   >>sql  the statements   >>row  answer rows   >>names  quoting   >>conn  the connection
- *   >>push  NOTIFY   >>stall  a statement not answered
+ *   >>push  NOTIFY   >>stall  a statement not answered   >>fence  fenced writes
  *   >>inspect  simba_inspect, simba_list, simba_force_release
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
@@ -237,9 +269,30 @@ typedef struct simba_pg_desc {
                                transition) a contender may ask for (simba_contend refuses a
                                longer one), and the quarantine after a crash; give every
                                process on a table the same */
+    /* TLS (see TLS): each NULL -> conninfo's, else libpq's default (PGSSLMODE, ..., "prefer") */
+    const char *sslmode;     /* disable, allow, prefer, require, verify-ca, verify-full */
+    const char *sslrootcert; /* file of the CA certificates that may sign the server's */
+    const char *sslcert, *sslkey; /* this client's certificate and key (clientcert auth) */
+    const char *tls_name;    /* with hostaddr: the server's name, which verify-full finds in
+                                its certificate (libpq's host; never resolved) */
 } simba_pg_desc;
 
 SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc, simba_backend **out);
+
+/* The fenced write's check (FENCED WRITES) on conn, the application's own connection, inside
+   its open transaction, before the write it guards: SELECT <check function>(name, fence).
+   schema and table as in simba_pg_desc (NULL: the search_path's first schema,
+   "simba_mutex"). BLOCKING: one round trip on conn. SIMBA_OK: the fence holds, and no grant
+   can commit before the transaction ends; SIMBA_EFENCE: refused, errbuf says why (the fence
+   moved on, was never handed out, released, the lease is over); the transaction is then
+   aborted: ROLLBACK. SIMBA_EINVAL: conn NULL, an empty or bad name, fence 0, a bad table or
+   schema name, no check function there (an unknown table, or simba_pg_open never ran on it);
+   SIMBA_ESTATE: conn is not connected or not inside a transaction (BEGIN first), or the
+   transaction has failed already; SIMBA_EBACKEND: another server error (errbuf). errbuf may
+   be NULL. */
+struct pg_conn; /* libpq-fe.h's PGconn: this header's declarations need no libpq-fe.h */
+SIMBA_API simba_result simba_pg_check_fence(struct pg_conn *conn, const char *schema, const char *table, const char *name,
+                                            uint64_t fence, char *errbuf, size_t errbuf_cap);
 
 #ifdef __cplusplus
 }
@@ -289,7 +342,8 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
    {G} {H} = its quoted triggers (unqualified), {Y} = quoted trigger function that keeps the
    marker, {K} its trigger (unqualified), {W} = quoted function: when the server began taking
    writes, {N} = the table name unquoted (in $n$ only), {V} = quoted set-value function,
-   {E} = quoted yield function. Every function returns one row: owner ('' = nobody),
+   {E} = quoted yield function, {F} = quoted fence check function, {U} = its name unquoted
+   (in $n$ only). Every function but {F} returns one row: owner ('' = nobody),
    ttl_left, transition_left, held (-1 unknown), fence, first_in_line (or what the answer
    is, see SIMBA__PG_GUARD and SIMBA__PG_REFUSED), the owner's value. */
 #define SIMBA__PG_OUT \
@@ -628,6 +682,44 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     SIMBA__PG_ANSWER                                                                              \
     "END $simba$;\n"
 
+/* >>fence  The fenced write's check, {F}(name, fence) in the table's schema (see FENCED
+   WRITES): the share lock on the mutex row keeps every grant, renewal and release (they lock
+   it FOR UPDATE) out until the caller's transaction ends, and the clock is read once it is
+   held. The rule is a grant's: the fence is the stored owner's and its transition end has
+   not passed. A refusal raises SQLSTATE SF001, bad input 22023 (invalid_parameter_value). */
+#define SIMBA__PG_FENCE_REFUSED "SF001"
+#define SIMBA__PG_CHECK_FENCE                                                                     \
+    "CREATE OR REPLACE FUNCTION {F}(p_name text, p_fence bigint) RETURNS void\n"                  \
+    "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"                                          \
+    "DECLARE r record; now_ms bigint; got boolean; fn text := $n${U}$n$;\n"                       \
+    "BEGIN\n"                                                                                     \
+    "  IF p_name IS NULL OR p_name = '' THEN\n"                                                   \
+    "    RAISE EXCEPTION '%: the mutex name is empty: give the name the fence was granted for', fn\n" \
+    "      USING ERRCODE = '22023';\n"                                                            \
+    "  END IF;\n"                                                                                 \
+    "  IF p_fence IS NULL OR p_fence < 1 THEN\n"                                                  \
+    "    RAISE EXCEPTION '%: fence % is no fence (a grant''s fence is at least 1): give the owner''s fence',\n" \
+    "      fn, coalesce(p_fence::text, 'NULL') USING ERRCODE = '22023';\n"                        \
+    "  END IF;\n"                                                                                 \
+    "  SELECT owner, fence, transition_ms INTO r FROM {T} WHERE name = p_name FOR SHARE;\n"      \
+    "  got := FOUND;\n"                                                                           \
+    "  " SIMBA__PG_NOW                                                                            \
+    "  IF NOT got THEN r := ROW(''::text, 0::bigint, 0::bigint); END IF;\n"                       \
+    "  IF r.fence > p_fence THEN\n"                                                               \
+    "    RAISE EXCEPTION '%: the fence of % moved on to % (a later owner): fence % is not the owner''s any more',\n" \
+    "      fn, p_name, r.fence, p_fence USING ERRCODE = '" SIMBA__PG_FENCE_REFUSED "';\n"         \
+    "  ELSIF r.fence < p_fence THEN\n"                                                            \
+    "    RAISE EXCEPTION '%: fence % was never handed out for % (its fence is %): not the owner''s',\n" \
+    "      fn, p_fence, p_name, r.fence USING ERRCODE = '" SIMBA__PG_FENCE_REFUSED "';\n"         \
+    "  ELSIF r.owner = '' THEN\n"                                                                 \
+    "    RAISE EXCEPTION '%: % has no owner (released): fence % holds no lease', fn, p_name, p_fence\n" \
+    "      USING ERRCODE = '" SIMBA__PG_FENCE_REFUSED "';\n"                                      \
+    "  ELSIF r.transition_ms < now_ms THEN\n"                                                     \
+    "    RAISE EXCEPTION '%: the lease of fence % on % is over (ended % ms ago by the server''s clock)',\n" \
+    "      fn, p_fence, p_name, now_ms - r.transition_ms USING ERRCODE = '" SIMBA__PG_FENCE_REFUSED "';\n" \
+    "  END IF;\n"                                                                                 \
+    "END $simba$;\n"
+
 static const char *const simba__pg_setup_sql[] = {
     "BEGIN;\n"
     "SELECT pg_advisory_xact_lock(" SIMBA__PG_LOCK_KEY ");\n"
@@ -839,6 +931,7 @@ static const char *const simba__pg_setup_sql[] = {
     "  IF NOT FOUND THEN r.owner := ''; END IF;\n"
     SIMBA__PG_ANSWER
     "END $simba$;\n",
+    SIMBA__PG_CHECK_FENCE,
     "COMMIT;\n"
     /* no commit waits for the WAL flush (see SIMBA__PG_GUARD); the quarantine's lower bound */
     "SET synchronous_commit = off;\n"
@@ -870,9 +963,9 @@ typedef struct simba__pg_grant {
 typedef struct simba__pg {
     simba_loop *loop;
     simba_backend *be;
-    const char *keys[16], *vals[16];
+    const char *keys[24], *vals[24];
     int expand;
-    char *strs[8]; /* owned copies behind vals */
+    char *strs[16]; /* owned copies behind vals */
     char port_s[16], opts[64];
     char *setup;   /* setup script with the names filled in */
     char chan[48];
@@ -1096,6 +1189,14 @@ static int simba__pg_quote(char *dst, size_t cap, const char *schema, const char
     }
     dst[o] = 0;
     return 1;
+}
+
+/* The fence check's function name (FENCED WRITES): simba_check_fence for the default table,
+   <table>_check_fence for any other, so that the tables of one schema keep one each. */
+static const char *simba__pg_fence_fn(const char *table, char *buf, size_t cap) {
+    if (strcmp(table, "simba_mutex") == 0) snprintf(buf, cap, "simba_check_fence");
+    else snprintf(buf, cap, "%s_check_fence", table);
+    return buf;
 }
 
 static int simba__pg_name_ok(const char *t) {
@@ -2001,7 +2102,7 @@ static void simba__pg_destroy(void *impl) {
     if (p->be) simba__pg_fail_all(p, SIMBA_ECLOSED, "postgres: backend closed");
     if (p->conn && PQsocket(p->conn) >= 0) simba_backend_fd(p->be, PQsocket(p->conn), 0);
     if (p->conn) PQfinish(p->conn);
-    for (i = 0; i < 8; i++) simba_free(p->loop, p->strs[i]);
+    for (i = 0; i < 16; i++) simba_free(p->loop, p->strs[i]);
     simba_free(p->loop, p->res);
     simba_free(p->loop, p->setup);
     simba_free(p->loop, p);
@@ -2100,10 +2201,41 @@ static int simba__pg_conninfo(simba__pg *p, const simba_pg_desc *desc) {
          simba__pg_kv(p, &nk, &ns, "port", desc->port ? p->port_s : NULL) &&
          simba__pg_kv(p, &nk, &ns, "dbname", desc->dbname) && simba__pg_kv(p, &nk, &ns, "user", desc->user) &&
          simba__pg_kv(p, &nk, &ns, "password", desc->password) && simba__pg_kv(p, &nk, &ns, "options", p->opts) &&
+         simba__pg_kv(p, &nk, &ns, "host", desc->tls_name) && simba__pg_kv(p, &nk, &ns, "sslmode", desc->sslmode) &&
+         simba__pg_kv(p, &nk, &ns, "sslrootcert", desc->sslrootcert) &&
+         simba__pg_kv(p, &nk, &ns, "sslcert", desc->sslcert) && simba__pg_kv(p, &nk, &ns, "sslkey", desc->sslkey) &&
          (p->keys[nk] = "application_name", p->vals[nk++] = "simba", 1);
     p->keys[nk] = NULL;
     p->vals[nk] = NULL;
     return ok;
+}
+
+/* The TLS fields: a known sslmode, no empty path, a name only beside a numeric hostaddr. */
+static simba_result simba__pg_tls_check(simba_loop *loop, const simba_pg_desc *d) {
+    static const char *const modes[] = {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"};
+    const char *const paths[3] = {d->sslrootcert, d->sslcert, d->sslkey};
+    static const char *const fields[3] = {"sslrootcert", "sslcert", "sslkey"};
+    size_t i;
+    if (d->sslmode) {
+        for (i = 0; i < sizeof modes / sizeof modes[0]; i++)
+            if (strcmp(d->sslmode, modes[i]) == 0) break;
+        if (i == sizeof modes / sizeof modes[0])
+            return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: sslmode \"%.32s\" is not one of disable, allow, "
+                               "prefer, require, verify-ca, verify-full", d->sslmode);
+    }
+    for (i = 0; i < 3; i++)
+        if (paths[i] && !paths[i][0])
+            return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: %s is empty: give a file, or NULL for libpq's default",
+                               fields[i]);
+    if (d->tls_name) {
+        if (!d->tls_name[0] || strlen(d->tls_name) > 253 || strpbrk(d->tls_name, " \t\r\n,/"))
+            return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: tls_name \"%.64s\" is not a host name (1..253 bytes, "
+                               "no space, ',' or '/')", d->tls_name);
+        if (!d->hostaddr || d->socket_dir)
+            return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: tls_name needs hostaddr (the address it names; "
+                               "the name is never resolved) and no socket_dir");
+    }
+    return SIMBA_OK;
 }
 
 /* Every field of the desc, with words for what is wrong. */
@@ -2114,6 +2246,9 @@ static simba_result simba__pg_desc_check(simba_loop *loop, const simba_pg_desc *
     if (!simba__pg_name_ok(table))
         return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: table must be 1..%d printable ASCII bytes without '$'",
                            SIMBA__PG_TABLE_MAX);
+    if (strcmp(table, "simba") == 0)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: table \"simba\" would name its fence check "
+                           "simba_check_fence, the default table's (see FENCED WRITES): choose another name");
     if (desc->schema && !simba__pg_name_ok(desc->schema))
         return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: schema must be 1..%d printable ASCII bytes without '$'",
                            SIMBA__PG_TABLE_MAX);
@@ -2121,6 +2256,7 @@ static simba_result simba__pg_desc_check(simba_loop *loop, const simba_pg_desc *
         return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: port must be in 0..65535 (got %d)", desc->port);
     if (desc->socket_dir && desc->socket_dir[0] != '/')
         return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: socket_dir must be an absolute path");
+    if ((rc = simba__pg_tls_check(loop, desc)) != SIMBA_OK) return rc;
     if ((rc = simba__desc_ms(loop, "simba_pg_open", "connect_timeout_ms", desc->connect_timeout_ms)) != SIMBA_OK ||
         (rc = simba__desc_ms(loop, "simba_pg_open", "statement_timeout_ms", desc->statement_timeout_ms)) != SIMBA_OK ||
         (rc = simba__desc_reconnect(loop, "simba_pg_open", desc->reconnect_min_ms, desc->reconnect_max_ms)) != SIMBA_OK ||
@@ -2137,14 +2273,14 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     char qt[SIMBA__PG_QNAME_MAX], qq[SIMBA__PG_QNAME_MAX], qa[SIMBA__PG_QNAME_MAX], qr[SIMBA__PG_QNAME_MAX],
         qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qb[SIMBA__PG_QNAME_MAX], qx[SIMBA__PG_QNAME_MAX],
         qg[SIMBA__PG_QNAME_MAX], qh[SIMBA__PG_QNAME_MAX], qy[SIMBA__PG_QNAME_MAX], qk[SIMBA__PG_QNAME_MAX],
-        qw[SIMBA__PG_QNAME_MAX], qv[SIMBA__PG_QNAME_MAX], qe[SIMBA__PG_QNAME_MAX], qs[SIMBA__PG_QNAME_MAX], qp[SIMBA__PG_QNAME_MAX], qc[64], rnd[40], ml[24];
+        qw[SIMBA__PG_QNAME_MAX], qv[SIMBA__PG_QNAME_MAX], qe[SIMBA__PG_QNAME_MAX], qf[SIMBA__PG_QNAME_MAX], qc[64],
+        qs[SIMBA__PG_QNAME_MAX], qp[SIMBA__PG_QNAME_MAX], fname[SIMBA__PG_TABLE_MAX + 16], rnd[40], ml[24];
     int ok;
     if (out) *out = NULL;
     if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: NULL argument");
     if ((rc = simba__pg_desc_check(loop, desc)) != SIMBA_OK) return rc;
     table = desc->table ? desc->table : "simba_mutex";
     if (simba_contender_id_random(loop, rnd, sizeof rnd) != SIMBA_OK) return simba__fail(loop, SIMBA_ESYS, "simba_pg_open: no random channel name");
-
     p = (simba__pg *)simba_alloc(loop, sizeof *p);
     if (!p) return simba__fail(loop, SIMBA_ENOMEM, "simba_pg_open: out of memory");
     memset(p, 0, sizeof *p);
@@ -2171,7 +2307,8 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
          simba__pg_quote(qh, sizeof qh, NULL, table, "_lost_t") && simba__pg_quote(qy, sizeof qy, desc->schema, table, "_boot_kept") &&
          simba__pg_quote(qk, sizeof qk, NULL, table, "_boot_kept") && simba__pg_quote(qw, sizeof qw, desc->schema, table, "_up") &&
          simba__pg_quote(qv, sizeof qv, desc->schema, table, "_val") && simba__pg_quote(qe, sizeof qe, desc->schema, table, "_yield") &&
-         simba__pg_quote(qs, sizeof qs, desc->schema, table, "_hold") && simba__pg_quote(qp, sizeof qp, desc->schema, table, "_sacq");
+         simba__pg_quote(qs, sizeof qs, desc->schema, table, "_hold") && simba__pg_quote(qp, sizeof qp, desc->schema, table, "_sacq") &&
+         simba__pg_quote(qf, sizeof qf, desc->schema, simba__pg_fence_fn(table, fname, sizeof fname), "");
     snprintf(ml, sizeof ml, "%lld", (long long)(desc->max_lease_ms ? desc->max_lease_ms : SIMBA_MAX_LEASE_DEFAULT_MS));
     if (ok) {
         subst['T' - 'A'] = qt;
@@ -2186,12 +2323,11 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         subst['X' - 'A'] = qx;
         subst['G' - 'A'] = qg;
         subst['H' - 'A'] = qh;
-        subst['Y' - 'A'] = qy;
-        subst['K' - 'A'] = qk;
+        subst['Y' - 'A'] = qy, subst['K' - 'A'] = qk;
         subst['W' - 'A'] = qw;
-        subst['V' - 'A'] = qv;
-        subst['E' - 'A'] = qe;
+        subst['V' - 'A'] = qv, subst['E' - 'A'] = qe;
         subst['S' - 'A'] = qs, subst['P' - 'A'] = qp; /* the holders set */
+        subst['F' - 'A'] = qf, subst['U' - 'A'] = fname; /* {U} raw, inside $n$ quotes only */
         subst['N' - 'A'] = table; /* raw, inside $n$ quotes only: it holds no '$' */
         p->setup = simba__pg_fill(loop, simba__pg_setup_sql, subst);
     }
@@ -2209,6 +2345,81 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     simba__pg_start(p, simba_now(loop));
     *out = p->be;
     return SIMBA_OK;
+}
+
+/* >>fence  simba_pg_check_fence: the SQL function, called on the application's connection. */
+static simba_result simba__pg_check_fence(PGconn *conn, const char *schema, const char *table, const char *name,
+                                          uint64_t fence, char *err, size_t cap) {
+    static const char fn[] = "simba_pg_check_fence";
+    char fname[SIMBA__PG_TABLE_MAX + 16], qf[SIMBA__PG_QNAME_MAX], sql[SIMBA__PG_QNAME_MAX + 32], fs[24];
+    const char *vals[2];
+    const char *state;
+    PGresult *res;
+    simba_result rc;
+    if (!conn) return simba__refuse(err, cap, SIMBA_EINVAL, "%s: conn is NULL", fn);
+    if (!table) table = "simba_mutex";
+    if (!simba__pg_name_ok(table) || strcmp(table, "simba") == 0)
+        return simba__refuse(err, cap, SIMBA_EINVAL,
+                             "%s: table \"%.80s\" is not a simba table name (1..%d printable ASCII bytes, no '$', not "
+                             "\"simba\")", fn, table, SIMBA__PG_TABLE_MAX);
+    if (schema && !simba__pg_name_ok(schema))
+        return simba__refuse(err, cap, SIMBA_EINVAL,
+                             "%s: schema \"%.80s\" is not a schema name (1..%d printable ASCII bytes, no '$')", fn, schema,
+                             SIMBA__PG_TABLE_MAX);
+    if ((rc = simba__fence_args(fn, name, fence, err, cap)) != SIMBA_OK) return rc;
+    if (fence > (uint64_t)INT64_MAX)
+        return simba__refuse(err, cap, SIMBA_EINVAL, "%s: fence %llu is beyond bigint: no grant hands it out", fn,
+                             (unsigned long long)fence);
+    if (PQstatus(conn) != CONNECTION_OK) return simba__refuse(err, cap, SIMBA_ESTATE, "%s: conn is not connected", fn);
+    /* outside a transaction the row lock would end with the statement, before the write */
+    switch (PQtransactionStatus(conn)) {
+    case PQTRANS_INTRANS: break;
+    case PQTRANS_INERROR:
+        return simba__refuse(err, cap, SIMBA_ESTATE, "%s: the transaction has failed already: ROLLBACK, then BEGIN again", fn);
+    default:
+        return simba__refuse(err, cap, SIMBA_ESTATE,
+                             "%s: conn is not inside a transaction: BEGIN first, then check, write and COMMIT", fn);
+    }
+    if (!simba__pg_quote(qf, sizeof qf, schema, simba__pg_fence_fn(table, fname, sizeof fname), ""))
+        return simba__refuse(err, cap, SIMBA_EINVAL, "%s: table name too long", fn);
+    snprintf(sql, sizeof sql, "SELECT %s($1, $2)", qf);
+    snprintf(fs, sizeof fs, "%llu", (unsigned long long)fence);
+    vals[0] = name;
+    vals[1] = fs;
+    res = PQexecParams(conn, sql, 2, NULL, vals, NULL, NULL, 0);
+    if (res && PQresultStatus(res) == PGRES_TUPLES_OK) {
+        PQclear(res);
+        return SIMBA_OK;
+    }
+    state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    if (!state) state = "";
+    if (strcmp(state, SIMBA__PG_FENCE_REFUSED) == 0 || strcmp(state, "22023") == 0) {
+        const char *m = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+        snprintf(err, cap, "%s", m ? m : "refused");
+        rc = state[0] == 'S' ? SIMBA_EFENCE : SIMBA_EINVAL;
+    } else if (strcmp(state, "42883") == 0 || strcmp(state, "3F000") == 0) { /* undefined function, schema */
+        snprintf(err, cap, "%s: no fence check %.200s in this database: is \"%.48s\" a simba table there "
+                 "(simba_pg_open creates the function with it)?", fn, qf, table);
+        rc = SIMBA_EINVAL;
+    } else {
+        size_t n;
+        snprintf(err, cap, "%s: %s", fn, res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
+        n = strlen(err);
+        while (n > 0 && (err[n - 1] == '\n' || err[n - 1] == ' ')) err[--n] = 0;
+        rc = SIMBA_EBACKEND;
+    }
+    PQclear(res);
+    return rc;
+}
+
+SIMBA_API simba_result simba_pg_check_fence(struct pg_conn *conn, const char *schema, const char *table, const char *name,
+                                            uint64_t fence, char *errbuf, size_t errbuf_cap) {
+    char err[512];
+    simba_result rc;
+    err[0] = 0;
+    rc = simba__pg_check_fence(conn, schema, table, name, fence, err, sizeof err);
+    if (errbuf && errbuf_cap > 0) simba__copy(errbuf, errbuf_cap, rc == SIMBA_OK ? "" : err);
+    return rc;
 }
 
 #endif /* SIMBA_PG_IMPLEMENTATION */

@@ -2214,7 +2214,7 @@ static simba_result simba__redis_req_check(const simba_req *req) {
     if (req->op == SIMBA_OP_LIST) return SIMBA_OK; /* no mutex */
     /* The core checks names too; braces would also move the cluster hash tag. */
     if (simba_name_check(req->mutex) != SIMBA_OK || strpbrk(req->mutex, "{}")) return SIMBA_EINVAL;
-    if ((req->op < SIMBA_OP_READ || req->op >= SIMBA_OP_SET_VALUE) &&
+    if ((req->op < SIMBA_OP_READ || req->op == SIMBA_OP_SET_VALUE || req->op == SIMBA_OP_YIELD) &&
         (!req->contender || simba_id_check(req->contender) != SIMBA_OK))
         return SIMBA_EINVAL;
     /* the core refuses a longer value before any backend sees it; this guards the vt */

@@ -222,6 +222,7 @@
  *   >>process  the work of one poll   >>close  teardown
  *   >>wake  wake-up datagrams   >>queue  the fairness rule   >>kept  a waiter's ask
  *   >>batch  one write transaction for many requests   >>holders  semaphores, readers
+ *   >>fence  simba_sql_check_fence
  *   >>inspect  simba_inspect, simba_list, simba_force_release
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
@@ -309,6 +310,24 @@ SIMBA_API simba_result simba_sql_checkpoint(const char *path, int *wal_frames, i
    owner_buf, "" when nobody; out->value points into the backend, valid until its next
    request). SIMBA_EBUSY when the database is locked right now. */
 SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simba_reply *out, char *owner_buf, size_t cap);
+
+/* FENCED WRITES: the check of the application's write in the same database file. Call it
+   inside the application's own write transaction (BEGIN IMMEDIATE) on db, a connection of
+   the application's, before the write it guards:
+       BEGIN IMMEDIATE;  simba_sql_check_fence(db, NULL, "orders", fence, err, sizeof err);
+       UPDATE orders ...;  COMMIT;            (ROLLBACK when the check refused)
+   The write lock it finds held keeps every grant out until the COMMIT, and the fence holds
+   while it is the stored owner's and its lease has not passed its transition end by the
+   clock the backend's grants use (the wall clock julianday('now') reads): the write lands
+   before any later owner's grant, or not at all. table: NULL or "" -> "simba_mutex".
+   SIMBA_OK: the fence holds; SIMBA_EFENCE: refused, errbuf says why (the fence moved on,
+   never handed out, released, the lease is over); SIMBA_EINVAL: db NULL, a bad or unknown
+   table, an empty or bad name, fence 0; SIMBA_ESTATE: db is not in a write transaction, or
+   its rows are in a test clock (test_clock); SIMBA_EBACKEND: SQLite failed (errbuf).
+   Nothing is written. errbuf may be NULL. */
+struct sqlite3; /* sqlite3.h's sqlite3: this header's declarations need no sqlite3.h */
+SIMBA_API simba_result simba_sql_check_fence(struct sqlite3 *db, const char *table, const char *name, uint64_t fence,
+                                             char *errbuf, size_t errbuf_cap);
 
 #ifdef __cplusplus
 }
@@ -3121,6 +3140,78 @@ SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simb
     if (n >= cap) return simba__fail(s->loop, SIMBA_EINVAL, "simba_sql_read: owner id needs %zu bytes, cap is %zu", n + 1, cap);
     memcpy(owner_buf, s->owner, n + 1);
     return SIMBA_OK;
+}
+
+/* >>fence  simba_sql_check_fence: read the row under the caller's write lock, judge it by
+   the backend's clock and rule (simba__fence_judge). */
+static simba_result simba__sql_check_fence(sqlite3 *db, const char *table, const char *name, uint64_t fence, char *err,
+                                           size_t cap) {
+    static const char fn[] = "simba_sql_check_fence";
+    sqlite3_stmt *st = NULL;
+    char sql[SIMBA_SQL_TABLE_MAX + 96];
+    int rc, found = 0, has_owner = 0;
+    uint64_t stored = 0;
+    int64_t transition_at = 0, now;
+    struct timespec ts;
+    simba_result res;
+    if (!db) return simba__refuse(err, cap, SIMBA_EINVAL, "%s: db is NULL", fn);
+    if (!table || !table[0]) table = "simba_mutex";
+    if (!simba__sql_table_ok(table))
+        return simba__refuse(err, cap, SIMBA_EINVAL,
+                             "%s: table \"%.80s\" is not a simba table name ([A-Za-z_][A-Za-z0-9_]{0,%d}, not sqlite_)",
+                             fn, table, SIMBA_SQL_TABLE_MAX - 1);
+    if ((res = simba__fence_args(fn, name, fence, err, cap)) != SIMBA_OK) return res;
+    /* a read outside the write lock would let a grant commit between check and write */
+    if (sqlite3_txn_state(db, "main") != SQLITE_TXN_WRITE)
+        return simba__refuse(err, cap, SIMBA_ESTATE,
+                             "%s: db holds no write transaction: call it inside your BEGIN IMMEDIATE, before the write it "
+                             "guards", fn);
+    rc = sqlite3_prepare_v2(db, "SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = ?1", -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) found = 1;
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return simba__refuse(err, cap, SIMBA_EBACKEND, "%s: %s", fn, sqlite3_errmsg(db));
+    if (!found)
+        return simba__refuse(err, cap, SIMBA_EINVAL,
+                             "%s: no table \"%s\" in this database: give the table simba_sql_open uses here", fn, table);
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+        sqlite3_column_int64(st, 0) == SIMBA__SQL_CLOCK_LOOP) {
+        sqlite3_finalize(st);
+        return simba__refuse(err, cap, SIMBA_ESTATE,
+                             "%s: the rows are in a loop's test clock (test_clock): the wall clock cannot judge them", fn);
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    snprintf(sql, sizeof sql, "SELECT owner_id, fence, transition_at FROM \"%s\" WHERE mutex = ?1", table);
+    rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const unsigned char *o = sqlite3_column_text(st, 0);
+        has_owner = o && o[0];
+        stored = (uint64_t)sqlite3_column_int64(st, 1);
+        transition_at = sqlite3_column_int64(st, 2);
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        snprintf(err, cap, "%s: %s", fn, sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+        return SIMBA_EBACKEND;
+    }
+    sqlite3_finalize(st);
+    /* the clock of the backend's statements (simba__sql_now without test_clock) */
+    clock_gettime(CLOCK_REALTIME, &ts);
+    now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return simba__fence_judge(fn, name, fence, has_owner, stored, transition_at - now, err, cap);
+}
+
+SIMBA_API simba_result simba_sql_check_fence(struct sqlite3 *db, const char *table, const char *name, uint64_t fence,
+                                             char *errbuf, size_t errbuf_cap) {
+    char err[320];
+    simba_result rc;
+    err[0] = 0;
+    rc = simba__sql_check_fence(db, table, name, fence, err, sizeof err);
+    if (errbuf && errbuf_cap > 0) simba__copy(errbuf, errbuf_cap, rc == SIMBA_OK ? "" : err);
+    return rc;
 }
 
 #endif /* SIMBA_SQL_IMPLEMENTATION */

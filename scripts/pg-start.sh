@@ -6,6 +6,9 @@
 # anywhere works, a 0700 home included; DIR (the caller's) holds only the pointer DIR/datadir,
 # DIR/postgres.pid and logs. Superuser "postgres", password "simba" over TCP (scram-sha-256);
 # the socket trusts. A data directory left by pg-stop.sh --keep is reused (a restart keeps its rows).
+# With SIMBA_PG_TLS_DIR (server.crt, server.key, optional ca.crt and pg_hba.conf) the server
+# takes TLS connections with that certificate (ssl=on; ca.crt verifies client certificates),
+# and that pg_hba.conf replaces initdb's.
 set -eu
 if [ $# -ne 2 ]; then
     echo "usage: $0 PORT DIR" >&2
@@ -72,9 +75,20 @@ if [ ! -s "$PD/data/PG_VERSION" ]; then
     fi
     rm -f "$PD/pwfile"
 fi
+# TLS: the files are copied into the data directory by this (the caller's) user and owned by
+# the server's, since the server refuses a key that others may read.
+TLS_OPTS=""
+if [ -n "${SIMBA_PG_TLS_DIR:-}" ]; then
+    for f in server.crt server.key ca.crt pg_hba.conf; do
+        [ -f "$SIMBA_PG_TLS_DIR/$f" ] || continue
+        as_pg sh -c 'umask 077; cat >"$1"' _ "$PD/data/$f" <"$SIMBA_PG_TLS_DIR/$f" || fail
+    done
+    TLS_OPTS="-c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key"
+    [ -f "$SIMBA_PG_TLS_DIR/ca.crt" ] && TLS_OPTS="$TLS_OPTS -c ssl_ca_file=ca.crt"
+fi
 # pg_ctl returns once the postmaster answers; its PID is the first line of postmaster.pid.
 if ! as_pg "$BIN/pg_ctl" -D "$PD/data" -l "$PD/postgres.log" -w -t 30 start \
-    -o "-p $PORT -c listen_addresses=127.0.0.1 -k $PD -c max_connections=200" >/dev/null; then
+    -o "-p $PORT -c listen_addresses=127.0.0.1 -k $PD -c max_connections=200 $TLS_OPTS" >/dev/null; then
     echo "pg-start: postgres (user $PGUSER_RUN, data $PD/data) did not start on port $PORT; its log:" >&2
     tail -n 20 "$PD/postgres.log" >&2
     fail

@@ -575,6 +575,52 @@ static int loop_desc_rows(void) {
     return bad;
 }
 
+/* The fenced writes' checks: bad input is refused with its code, and a check that holds writes
+   nothing of its own (the healthy owner's fence). */
+static int fence_check_rows(void) {
+    simba_sql_desc d = sqld();
+    simba_loop *l2;
+    simba_backend *b2;
+    sqlite3 *db = NULL;
+    char err[256];
+    int bad = 0, n = 0;
+    bad += simba_memory_check_fence(NULL, "x", 1, NULL, NULL, err, sizeof err) != SIMBA_EINVAL;
+    bad += simba_memory_check_fence(st, NULL, 1, NULL, NULL, err, sizeof err) != SIMBA_EINVAL;
+    bad += simba_memory_check_fence(st, "", 1, NULL, NULL, err, sizeof err) != SIMBA_EINVAL;
+    bad += simba_memory_check_fence(st, longname, 1, NULL, NULL, err, sizeof err) != SIMBA_EINVAL;
+    bad += simba_memory_check_fence(st, "a b", 1, NULL, NULL, err, sizeof err) != SIMBA_EINVAL;
+    bad += simba_memory_check_fence(st, "healthy", 0, NULL, NULL, NULL, 0) != SIMBA_EINVAL;
+    bad += simba_memory_check_fence(st, "healthy", UINT64_MAX, NULL, NULL, err, 1) != SIMBA_EFENCE;
+    bad += simba_memory_check_fence(st, "healthy", healthy_fence, NULL, NULL, NULL, 0) != SIMBA_OK;
+    bad += simba_sql_check_fence(NULL, NULL, "x", 1, err, sizeof err) != SIMBA_EINVAL;
+    bad += simba_pg_check_fence(NULL, NULL, NULL, "x", 1, err, sizeof err) != SIMBA_EINVAL;
+    if (simba_loop_new(NULL, &l2) != SIMBA_OK || simba_sql_open(l2, &d, &b2) != SIMBA_OK) return -999;
+    if (sqlite3_open(d.path, &db) != SQLITE_OK) bad++;
+    bad += simba_sql_check_fence(db, NULL, "x", 1, err, sizeof err) != SIMBA_ESTATE; /* no transaction */
+    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) bad++;
+    bad += simba_sql_check_fence(db, "a-b", "x", 1, err, sizeof err) != SIMBA_EINVAL;
+    bad += simba_sql_check_fence(db, "sqlite_master", "x", 1, err, sizeof err) != SIMBA_EINVAL;
+    bad += simba_sql_check_fence(db, "nosuchtable", "x", 1, err, sizeof err) != SIMBA_EINVAL;
+    bad += simba_sql_check_fence(db, NULL, "", 1, err, sizeof err) != SIMBA_EINVAL;
+    bad += simba_sql_check_fence(db, NULL, longname, 1, err, sizeof err) != SIMBA_EINVAL;
+    bad += simba_sql_check_fence(db, NULL, "x", 0, err, sizeof err) != SIMBA_EINVAL;
+    bad += simba_sql_check_fence(db, NULL, "x", 1, NULL, 0) != SIMBA_EFENCE; /* no such row */
+    if (sqlite3_exec(db, "SELECT count(*) FROM simba_mutex", NULL, NULL, NULL) != SQLITE_OK) bad++;
+    n = sqlite3_total_changes(db);
+    bad += n != 0; /* nothing written */
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(db);
+    simba_loop_free(l2);
+    return bad;
+}
+static simba_pg_desc pgd_tls(const char *mode, const char *root, const char *name, const char *hostaddr) {
+    simba_pg_desc d = pgd(NULL, hostaddr, NULL);
+    d.sslmode = mode;
+    d.sslrootcert = root;
+    d.tls_name = name;
+    return d;
+}
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 /* X(name, expression, expected): EX_ERR any negative code, EX_TRUE non-zero, EX_ANY no check */
@@ -820,6 +866,13 @@ static int loop_desc_rows(void) {
     X(pg_open_table_quotes_ok, pg_with(pgd(NULL, "127.0.0.1", "a\"b'c")), SIMBA_OK)                       \
     X(pg_open_closed_port_ok, pg_with(pgd(NULL, "127.0.0.1", NULL)), SIMBA_OK)                           \
     X(pg_open_socket_dir_ok, pg_with(pgd("host=/nonexistent/dir", NULL, NULL)), SIMBA_OK)                \
+    X(pg_open_sslmode_bad, pg_with(pgd_tls("verify", NULL, NULL, "127.0.0.1")), SIMBA_EINVAL)          \
+    X(pg_open_sslrootcert_empty, pg_with(pgd_tls(NULL, "", NULL, "127.0.0.1")), SIMBA_EINVAL)         \
+    X(pg_open_tls_name_no_hostaddr, pg_with(pgd_tls("verify-full", NULL, "db.example.com", NULL)), SIMBA_EINVAL) \
+    X(pg_open_tls_name_space, pg_with(pgd_tls("verify-full", NULL, "a b", "127.0.0.1")), SIMBA_EINVAL) \
+    X(pg_open_table_simba, pg_with(pgd(NULL, "127.0.0.1", "simba")), SIMBA_EINVAL)                      \
+    X(pg_open_tls_ok, pg_with(pgd_tls("verify-full", "/nonexistent/ca.crt", "db.example.com", "127.0.0.1")), SIMBA_OK) \
+    X(fence_checks, fence_check_rows(), 0)                                                              \
     X(zk_open_root_trailing, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/a/", NULL, NULL, 0, NULL}), SIMBA_EINVAL) \
     X(zk_open_root_dotdot, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/a/..", NULL, NULL, 0, NULL}), SIMBA_EINVAL) \
     X(zk_open_root_zookeeper, zk_with((simba_zk_desc){"127.0.0.1:1", 0, "/zookeeper/x", NULL, NULL, 0, NULL}), SIMBA_EINVAL) \

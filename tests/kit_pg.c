@@ -6,6 +6,8 @@
  * never interfere. A server that cannot be reached makes the cases fail (checked first).
  * mute: another session holds the table's ACCESS EXCLUSIVE lock in a transaction that does
  * not end: every statement of the backends waits for it, unanswered.
+ * The fenced write is the application's own connection: BEGIN, simba_pg_check_fence, an
+ * upsert into a table of its own in the same database, COMMIT (ROLLBACK when refused).
  */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_pg.h"
@@ -20,6 +22,7 @@
 typedef struct kit_pg_cfg {
     int port;
     char table[64];
+    PGconn *app; /* the application's connection (fenced writes) */
 } kit_pg_cfg;
 
 static simba_result open_pg(simba_loop *loop, void *ctx, simba_backend **out) {
@@ -85,10 +88,85 @@ static void between(void *ctx) {
     PQfinish(c);
 }
 
+/* One statement on the application's connection: 0, or -1 with err. */
+static int app_exec(PGconn *c, const char *sql, int n, const char *const *vals, char *out, size_t cap, char *err,
+                    size_t errcap) {
+    PGresult *r = PQexecParams(c, sql, n, NULL, vals, NULL, NULL, 0);
+    int ok = r && (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK);
+    if (!ok) snprintf(err, errcap, "%s: %s", sql, PQerrorMessage(c));
+    if (ok && out) snprintf(out, cap, "%s", PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "");
+    PQclear(r);
+    return ok ? 0 : -1;
+}
+
+/* The application's connection, made once (blocking: test side), with its data table. */
+static PGconn *app_conn(kit_pg_cfg *cfg, char *err, size_t errcap) {
+    char ci[160], sql[200];
+    if (cfg->app) return cfg->app;
+    snprintf(ci, sizeof ci, "hostaddr=127.0.0.1 port=%d user=postgres password=simba dbname=postgres connect_timeout=2",
+             cfg->port);
+    cfg->app = PQconnectdb(ci);
+    snprintf(sql, sizeof sql, "CREATE TABLE IF NOT EXISTS \"%s_app\" (name text, key text, value text, fence bigint,"
+             " PRIMARY KEY (name, key))", cfg->table);
+    if (PQstatus(cfg->app) != CONNECTION_OK || app_exec(cfg->app, "SET client_min_messages = warning", 0, NULL, NULL, 0, err, errcap) ||
+        app_exec(cfg->app, sql, 0, NULL, NULL, 0, err, errcap)) {
+        if (PQstatus(cfg->app) != CONNECTION_OK) snprintf(err, errcap, "app connection: %s", PQerrorMessage(cfg->app));
+        PQfinish(cfg->app);
+        cfg->app = NULL;
+    }
+    return cfg->app;
+}
+
+static simba_result fenced_write(simba_loop *loop, simba_backend *be, void *ctx, const char *name, uint64_t fence,
+                                 const char *key, const char *value, char *err, size_t errcap) {
+    kit_pg_cfg *cfg = (kit_pg_cfg *)ctx;
+    PGconn *c = app_conn(cfg, err, errcap);
+    char sql[240], fs[24];
+    const char *vals[4];
+    simba_result rc;
+    char e2[200];
+    (void)loop;
+    (void)be;
+    if (!c) return SIMBA_EBACKEND;
+    if (app_exec(c, "BEGIN", 0, NULL, NULL, 0, err, errcap)) return SIMBA_EBACKEND;
+    rc = simba_pg_check_fence(c, NULL, cfg->table, name, fence, err, errcap);
+    if (rc == SIMBA_OK) {
+        snprintf(sql, sizeof sql, "INSERT INTO \"%s_app\" VALUES ($1, $2, $3, $4) ON CONFLICT (name, key) DO UPDATE"
+                 " SET value = EXCLUDED.value, fence = EXCLUDED.fence", cfg->table);
+        snprintf(fs, sizeof fs, "%llu", (unsigned long long)fence);
+        vals[0] = name;
+        vals[1] = key;
+        vals[2] = value;
+        vals[3] = fs;
+        if (app_exec(c, sql, 4, vals, NULL, 0, err, errcap)) rc = SIMBA_EBACKEND;
+    }
+    if (app_exec(c, rc == SIMBA_OK ? "COMMIT" : "ROLLBACK", 0, NULL, NULL, 0, e2, sizeof e2) && rc == SIMBA_OK) {
+        snprintf(err, errcap, "%s", e2);
+        rc = SIMBA_EBACKEND;
+    }
+    return rc;
+}
+
+static int fenced_read(simba_loop *loop, simba_backend *be, void *ctx, const char *name, const char *key, char *out,
+                       size_t cap, char *err, size_t errcap) {
+    kit_pg_cfg *cfg = (kit_pg_cfg *)ctx;
+    PGconn *c = app_conn(cfg, err, errcap);
+    char sql[160];
+    const char *vals[2];
+    (void)loop;
+    (void)be;
+    if (!c) return -1;
+    snprintf(sql, sizeof sql, "SELECT value FROM \"%s_app\" WHERE name = $1 AND key = $2", cfg->table);
+    vals[0] = name;
+    vals[1] = key;
+    return app_exec(c, sql, 2, vals, out, cap, err, errcap);
+}
+
 int main(int argc, char **argv) {
     kit_pg_cfg cfg;
     kit_backend kb;
     struct timespec ts;
+    int rc;
     const char *e = getenv("SIMBA_PG_PORT");
     memset(&cfg, 0, sizeof cfg);
     cfg.port = e && *e ? atoi(e) : 5440;
@@ -104,5 +182,9 @@ int main(int argc, char **argv) {
     kb.between = between;
     kb.mute = mute_pg;
     cfg_now = &cfg;
-    return kit_run(&kb, argc, argv);
+    kb.fenced_write = fenced_write;
+    kb.fenced_read = fenced_read;
+    rc = kit_run(&kb, argc, argv);
+    PQfinish(cfg.app);
+    return rc;
 }

@@ -82,6 +82,11 @@ if want sql; then
     run kit_sql_memory env SIMBA_KIT_SQL_MEMORY=1 $B/kit_sql
     run test_with_simba $B/test_with_simba
     run multiprocess_sql env MP_WORKER=$B/mp_worker MP_CHECK=$B/mp_check sh tests/mp_test.sh
+    # fenced writes: an owner SIGSTOPped past its lease writes nothing after a later owner
+    run fault_fence_sql $B/fault_fence sql
+    rm -f $B/fenced-example.db*
+    run fenced_sqlite $B/fenced_sqlite $B/fenced-example.db
+    run fenced_sqlite_cxx $B/fenced_sqlite_cxx $B/fenced-example.db
 fi
 if want redis; then
     if sh scripts/redis-start.sh "$SIMBA_REDIS_PORT" "$SIMBA_REDIS_DIR" >"$LOGS/redis-server.log" 2>&1; then
@@ -127,6 +132,11 @@ if want pg && [ -n "${SIMBA_TEST_ONLY:-}" ]; then
         run pg $B/test_pg
         run asan_pg env SIMBA_POLL_LIMIT_US=30000 $B/asan/test_pg
         run kit_pg $B/kit_pg
+        run fault_fence_pg $B/fault_fence pg
+        run fenced_pg $B/fenced_pg "hostaddr=127.0.0.1 port=$SIMBA_PG_PORT user=postgres password=simba dbname=postgres"
+        run fenced_pg_cxx $B/fenced_pg_cxx "hostaddr=127.0.0.1 port=$SIMBA_PG_PORT user=postgres password=simba dbname=postgres"
+        # TLS: a server of its own with a throwaway CA, on SIMBA_PG_TLS_PORT (default port + 20)
+        run pg_tls env SIMBA_PG_TLS_PORT=${SIMBA_PG_TLS_PORT:-$((SIMBA_PG_PORT + 20))} sh tests/test_pg_tls.sh
         sh scripts/pg-stop.sh "$SIMBA_PG_DIR" >/dev/null 2>&1
     else
         echo "== pg: could not start PostgreSQL (see $LOGS/pg-server.log)"
@@ -174,7 +184,7 @@ if want reliability && [ -f tests/test_reliability.sh ]; then
 fi
 
 # the PostgreSQL suites (the pg group) from a copy of the tree under a mode-0700 directory
-# (ports SIMBA_PRIVATE_PG_PORT 5456..5457, SIMBA_PRIVATE_FAULT_PG_PORT 5458): servers that
+# (ports SIMBA_PRIVATE_PG_PORT 5456..5457 and +20 for TLS, SIMBA_PRIVATE_FAULT_PG_PORT 5458): servers that
 # run as another user must not depend on where the checkout lives
 if want private_checkout || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
     run private_checkout bash tests/test_private_checkout.sh

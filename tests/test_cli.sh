@@ -475,8 +475,10 @@ if want pg; then
         expect_rc "pg: host name refused (no resolver in the loop)" 64 "$SIMBA" -u "postgres://localhost:$PGPORT_CLI" get x
         check "  says numeric" err_has numeric
         expect_rc "pg: port out of range" 64 "$SIMBA" -u "postgresql://127.0.0.1:70000" get x
-        expect_rc "pg: unknown parameter" 64 "$SIMBA" -u "postgres://127.0.0.1:$PGPORT_CLI/postgres?sslmode=x" get x
-        check "  names table=" err_has "table=NAME"
+        expect_rc "pg: unknown parameter" 64 "$SIMBA" -u "postgres://127.0.0.1:$PGPORT_CLI/postgres?sslmod=x" get x
+        check "  names the known ones" err_has "table, hostaddr, sslmode"
+        expect_rc "pg: a bad sslmode" 64 "$SIMBA" -u "postgres://127.0.0.1:$PGPORT_CLI/postgres?table=t&sslmode=x" get x
+        check "  names the modes" err_has "verify-full"
         expect_rc "pg: get before the table exists exits 1" 1 "$SIMBA" -u "$PGU" get x
         expect_rc "pg: wrong password is a backend error" 69 env PGPASSWORD=wrong "$SIMBA" -u "$PGU" get x
         expect_rc "pg: unreachable server is a backend error" 69 "$SIMBA" -u "postgres://127.0.0.1:$DEAD" get x

@@ -887,6 +887,49 @@ TEST(reacquire_after_local_step_down_gets_new_fence) {
     store_free();
 }
 
+/* simba_memory_check_fence judges by the store's clock to the millisecond, as a grant does:
+   the fence holds through the last ms of the transition window and not one ms more; its
+   write runs only when it holds. */
+static void count_write(void *u) { (*(int *)u)++; }
+TEST(memory_fence_check_ends_with_the_lease_by_the_store_clock) {
+    proc p;
+    rec c = {0};
+    simba_service *s;
+    simba_reply r;
+    char owner[SIMBA_ID_MAX + 1], err[256];
+    int writes = 0;
+    uint64_t f;
+    store_new();
+    proc_open(&p);
+    s = contender(&p, "fenced", "a", 1000, 600, &c);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    REQUIRE(c.acquired == 1);
+    f = c.last_fence;
+    CHECK_RC(simba_memory_check_fence(store, "fenced", f, count_write, &writes, err, sizeof err), SIMBA_OK);
+    CHECK_EQ(writes, 1);
+    CHECK_STR(err, "");
+    /* the process stands still: its lease runs out on the store's clock */
+    CHECK_RC(simba_memstore_read(store, "fenced", &r, owner, sizeof owner), SIMBA_OK);
+    fake_now += r.transition_left_ms;
+    CHECK_RC(simba_memory_check_fence(store, "fenced", f, count_write, &writes, err, sizeof err), SIMBA_OK);
+    CHECK_EQ(writes, 2);
+    fake_now += 1;
+    CHECK_RC(simba_memory_check_fence(store, "fenced", f, count_write, &writes, err, sizeof err), SIMBA_EFENCE);
+    CHECK_EQ(writes, 2);
+    CHECK(strstr(err, "is over (ended 1 ms ago") != NULL);
+    /* the process wakes: the core steps down, asks again and gets a new tenure */
+    advance(&p, 1, 100, 5);
+    CHECK_EQ(c.acquired, 2);
+    CHECK(c.last_fence > f);
+    CHECK_RC(simba_memory_check_fence(store, "fenced", f, count_write, &writes, err, sizeof err), SIMBA_EFENCE);
+    CHECK(strstr(err, "moved on") != NULL);
+    CHECK_RC(simba_memory_check_fence(store, "fenced", c.last_fence, NULL, NULL, NULL, 0), SIMBA_OK);
+    CHECK_EQ(writes, 2);
+    proc_close(&p);
+    store_free();
+}
+
 /* A store that forgot its records grants nobody until the leases it gave before the loss
    have ended: the owner steps down inside its own ttl first, and the next owner's fence is
    above every earlier one even though the records (and their fences) are gone. */
@@ -3715,6 +3758,7 @@ int main(int argc, char **argv) {
     RUN(stale_acquire_after_stop_is_released);
     RUN(hung_backend_owner_steps_down_before_anyone_wins);
     RUN(is_owner_checks_time_even_without_poll);
+    RUN(memory_fence_check_ends_with_the_lease_by_the_store_clock);
     RUN(store_data_loss_quarantines_grants_and_keeps_fences_growing);
     RUN(renewal_answered_with_an_older_fence_is_not_ownership);
     RUN(late_grant_after_local_lapse_is_not_ownership);

@@ -260,6 +260,179 @@ static int ensure_table(void) {
     return ok;
 }
 
+/* ---- the fenced write's check (simba_pg_check_fence, <table>_check_fence) ---------------- */
+
+/* One statement on c; the SQLSTATE of its error ("" when it succeeded). */
+static const char *sql_state(PGconn *c, const char *sql) {
+    static char st[8];
+    PGresult *r = PQexec(c, sql);
+    const char *e = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : "?????";
+    snprintf(st, sizeof st, "%s", e ? e : "");
+    PQclear(r);
+    return st;
+}
+
+/* The C helper and the SQL function: the live owner's fence holds inside a transaction, every
+   other fence is refused with SQLSTATE SF001 and words, bad input says what is wrong. */
+TEST(fence_check_rules_and_refusals) {
+    char acq[300], sql[300], err[512];
+    long long f;
+    PGconn *c;
+    REQUIRE(ensure_table());
+    snprintf(acq, sizeof acq, "SELECT o_fence FROM \"%s_acq\"($1, $2, 5000, 1000, 5000, false, 'none')", table);
+    f = raw_val(port1, acq, "fc", "A", NULL);
+    REQUIRE(f > 0);
+    c = raw_connect(port1);
+    REQUIRE(c);
+    CHECK_RC(simba_pg_check_fence(NULL, NULL, table, "fc", (uint64_t)f, err, sizeof err), SIMBA_EINVAL);
+    /* outside a transaction the row lock would end before the write */
+    CHECK_RC(simba_pg_check_fence(c, NULL, table, "fc", (uint64_t)f, err, sizeof err), SIMBA_ESTATE);
+    CHECK(strstr(err, "BEGIN first") != NULL);
+    CHECK_STR(sql_state(c, "BEGIN"), "");
+    CHECK_RC(simba_pg_check_fence(c, NULL, table, "fc", (uint64_t)f, err, sizeof err), SIMBA_OK);
+    CHECK_STR(err, "");
+    CHECK_RC(simba_pg_check_fence(c, NULL, table, "", (uint64_t)f, err, sizeof err), SIMBA_EINVAL);
+    CHECK(strstr(err, "name is empty") != NULL);
+    CHECK_RC(simba_pg_check_fence(c, NULL, table, "fc", 0, err, sizeof err), SIMBA_EINVAL);
+    CHECK(strstr(err, "fence 0") != NULL);
+    CHECK_RC(simba_pg_check_fence(c, NULL, "simba", "fc", (uint64_t)f, err, sizeof err), SIMBA_EINVAL);
+    CHECK_RC(simba_pg_check_fence(c, "bad$schema", table, "fc", (uint64_t)f, err, sizeof err), SIMBA_EINVAL);
+    CHECK(strstr(err, "schema") != NULL);
+    /* still inside the good transaction: a fence never handed out is refused, and the
+       transaction is then aborted */
+    CHECK_RC(simba_pg_check_fence(c, NULL, table, "fc", (uint64_t)f + 1, err, sizeof err), SIMBA_EFENCE);
+    CHECK(strstr(err, "never handed out") != NULL);
+    CHECK_RC(simba_pg_check_fence(c, NULL, table, "fc", (uint64_t)f, err, sizeof err), SIMBA_ESTATE);
+    CHECK(strstr(err, "ROLLBACK") != NULL);
+    CHECK_STR(sql_state(c, "ROLLBACK"), "");
+    /* an unknown table has no check function */
+    CHECK_STR(sql_state(c, "BEGIN"), "");
+    CHECK_RC(simba_pg_check_fence(c, NULL, "no_such_simba_table", "fc", (uint64_t)f, err, sizeof err), SIMBA_EINVAL);
+    CHECK(strstr(err, "no fence check") != NULL);
+    CHECK_STR(sql_state(c, "ROLLBACK"), "");
+    /* the SQL function alone, as psql or any language calls it */
+    snprintf(sql, sizeof sql, "SELECT \"%s_check_fence\"('', 1)", table);
+    CHECK_STR(sql_state(c, sql), "22023");
+    snprintf(sql, sizeof sql, "SELECT \"%s_check_fence\"('fc', 0)", table);
+    CHECK_STR(sql_state(c, sql), "22023");
+    snprintf(sql, sizeof sql, "SELECT \"%s_check_fence\"('fc', %lld)", table, f + 5);
+    CHECK_STR(sql_state(c, sql), "SF001");
+    snprintf(sql, sizeof sql, "SELECT \"%s_check_fence\"('fc', %lld)", table, f);
+    CHECK_STR(sql_state(c, sql), "");
+    /* released: no owner; a later owner: the fence moved on */
+    snprintf(sql, sizeof sql, "SELECT o_fence FROM \"%s_rel\"($1, $2)", table);
+    CHECK_EQ(raw_val(port1, sql, "fc", "A", NULL), 0);
+    CHECK_STR(sql_state(c, "BEGIN"), "");
+    CHECK_RC(simba_pg_check_fence(c, NULL, table, "fc", (uint64_t)f, err, sizeof err), SIMBA_EFENCE);
+    CHECK(strstr(err, "no owner") != NULL);
+    CHECK_STR(sql_state(c, "ROLLBACK"), "");
+    CHECK_EQ(raw_val(port1, acq, "fc", "B", NULL), f + 1);
+    CHECK_STR(sql_state(c, "BEGIN"), "");
+    CHECK_RC(simba_pg_check_fence(c, NULL, table, "fc", (uint64_t)f, err, sizeof err), SIMBA_EFENCE);
+    CHECK(strstr(err, "moved on") != NULL);
+    CHECK_STR(sql_state(c, "ROLLBACK"), "");
+    PQfinish(c);
+}
+
+/* A grant waits for the transaction that checked the fence: the owner's lease ends while the
+   application's transaction holds the row, a takeover is asked, and it is granted only after
+   the application's write has committed. */
+TEST(fence_check_holds_grants_until_commit) {
+    char sql[300], err[512];
+    long long f;
+    PGconn *app, *other;
+    PGresult *r;
+    REQUIRE(ensure_table());
+    app = raw_connect(port1);
+    other = raw_connect(port1);
+    if (!app || !other) {
+        PQfinish(app);
+        PQfinish(other);
+        REQUIRE(0);
+    }
+    snprintf(sql, sizeof sql, "CREATE TABLE IF NOT EXISTS \"%s_app\" (k text PRIMARY KEY, v bigint)", table);
+    CHECK_STR(sql_state(app, sql), "");
+    /* A's lease is 500 + 200 ms from here; the check comes right after it */
+    snprintf(sql, sizeof sql, "SELECT o_fence FROM \"%s_acq\"('fw-wait', 'A', 500, 200, 5000, false, 'none')", table);
+    r = PQexec(other, sql);
+    f = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 ? atoll(PQgetvalue(r, 0, 0)) : -1;
+    PQclear(r);
+    CHECK(f > 0);
+    CHECK_STR(sql_state(app, "BEGIN"), "");
+    CHECK_RC(simba_pg_check_fence(app, NULL, table, "fw-wait", (uint64_t)f, err, sizeof err), SIMBA_OK);
+    /* B asks while the row is share-locked, and still when A's lease is over */
+    snprintf(sql, sizeof sql, "SELECT o_owner, o_fence FROM \"%s_acq\"('fw-wait', 'B', 5000, 1000, 5000, false, 'none')", table);
+    CHECK(PQsendQuery(other, sql) == 1);
+    idle_until(mono_ms() + 1000);
+    CHECK(PQconsumeInput(other) == 1);
+    CHECK(PQisBusy(other) == 1); /* waiting for the row */
+    snprintf(sql, sizeof sql, "INSERT INTO \"%s_app\" VALUES ('x', %lld) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v", table, f);
+    CHECK_STR(sql_state(app, sql), "");
+    CHECK_STR(sql_state(app, "COMMIT"), "");
+    r = PQgetResult(other);
+    CHECK(r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1);
+    if (r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+        CHECK_STR(PQgetvalue(r, 0, 0), "B");
+        CHECK_EQ(atoll(PQgetvalue(r, 0, 1)), f + 1);
+    }
+    PQclear(r);
+    while ((r = PQgetResult(other))) PQclear(r);
+    /* A's fence is now refused: its write would come after B's grant */
+    CHECK_STR(sql_state(app, "BEGIN"), "");
+    CHECK_RC(simba_pg_check_fence(app, NULL, table, "fw-wait", (uint64_t)f, err, sizeof err), SIMBA_EFENCE);
+    CHECK_STR(sql_state(app, "ROLLBACK"), "");
+    PQfinish(app);
+    PQfinish(other);
+}
+
+/* One check function per table: simba_check_fence for the default table, <table>_check_fence
+   for another in the same schema; the table "simba" would collide and is refused. */
+TEST(fence_check_function_per_table) {
+    char schema[80], sql[300];
+    const char *tables[2] = {NULL, "other"};
+    simba_pg_desc pd;
+    simba_loop *loop;
+    simba_backend *be;
+    drv d;
+    int i;
+    snprintf(schema, sizeof schema, "fs_%s", table);
+    snprintf(sql, sizeof sql, "CREATE SCHEMA \"%s\"", schema);
+    CHECK_EQ(raw_val(port1, sql, NULL, NULL, NULL), 0);
+    for (i = 0; i < 2; i++) {
+        memset(&d, 0, sizeof d);
+        REQUIRE(drv_add(&d));
+        memset(&pd, 0, sizeof pd);
+        pd.hostaddr = "127.0.0.1";
+        pd.port = port1;
+        pd.user = "postgres";
+        pd.password = "simba";
+        pd.schema = schema;
+        pd.table = tables[i];
+        REQUIRE(simba_pg_open(d.l[0], &pd, &be) == SIMBA_OK);
+        WAIT_FOR(&d, ((simba__pg *)simba_backend_impl(be))->state == SIMBA__PG_READY, 3000);
+        CHECK(((simba__pg *)simba_backend_impl(be))->state == SIMBA__PG_READY);
+        drv_free(&d);
+    }
+    CHECK_EQ(raw_val(port1, "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                            "WHERE n.nspname = $1 AND proname IN ('simba_check_fence', 'other_check_fence')",
+                     schema, NULL, NULL), 2);
+    {
+        PGconn *c = raw_connect(port1);
+        REQUIRE(c);
+        CHECK_STR(sql_state(c, "SET client_min_messages = warning"), "");
+        snprintf(sql, sizeof sql, "DROP SCHEMA \"%s\" CASCADE", schema);
+        CHECK_STR(sql_state(c, sql), "");
+        PQfinish(c);
+    }
+    REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK);
+    pd.schema = NULL;
+    pd.table = "simba";
+    CHECK_RC(simba_pg_open(loop, &pd, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "simba_check_fence") != NULL);
+    simba_loop_free(loop);
+}
+
+
 /* The queue in storage: a release grants the mutex to the oldest waiter whose place is
    still live (live_ms from its last request), skipping one that lapsed; the grant takes
    the waiter's own ttl and a fence above the last; the releaser asking again joins the back
@@ -1775,6 +1948,9 @@ int main(int argc, char **argv) {
     RUN(acquire_read_observe);
     RUN(names_with_quotes);
     RUN(fence_rules_in_storage);
+    RUN(fence_check_rules_and_refusals);
+    RUN(fence_check_holds_grants_until_commit);
+    RUN(fence_check_function_per_table);
     RUN(queue_liveness_in_storage);
     RUN(quarantine_after_lost_marker);
     RUN(rows_deleted_under_live_owner);

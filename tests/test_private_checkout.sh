@@ -5,7 +5,7 @@
 # Copies the tracked files (git ls-files; the whole tree but build/ outside git) and the
 # binaries make built, then runs there the pg group of tests/run.sh and a short fault
 # harness on pg, and checks that no data directory, socket or server of theirs is left.
-#   SIMBA_PRIVATE_PG_PORT (5456; its test's private server on +1), SIMBA_PRIVATE_FAULT_PG_PORT
+#   SIMBA_PRIVATE_PG_PORT (5456; its test's private server on +1, the TLS one on +20), SIMBA_PRIVATE_FAULT_PG_PORT
 #   (5458), SIMBA_PRIVATE_FAULT_SECONDS (15). Prints "N passed, N failed" last.
 set -u
 cd "$(dirname "$0")/.."
@@ -19,7 +19,7 @@ FAIL=0
 ok() { PASS=$((PASS + 1)); echo "ok   $*"; }
 bad() { FAIL=$((FAIL + 1)); echo "FAIL $*"; }
 
-BINS="test_pg kit_pg asan/test_pg fault_proxy mp_worker mp_check fault_sqlhold"
+BINS="test_pg kit_pg asan/test_pg fault_proxy mp_worker mp_check fault_sqlhold fault_fence fenced_pg fenced_pg_cxx test_pg_tls simba"
 make --no-print-directory $(for b in $BINS; do printf '%s/%s ' "$B" "$b"; done) >/dev/null || { echo "0 passed, 1 failed"; exit 1; }
 for b in $BINS; do
     [ -x "$B/$b" ] || { echo "private_checkout: $B/$b missing (make all rel-bins)" >&2; echo "0 passed, 1 failed"; exit 1; }

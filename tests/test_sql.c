@@ -761,6 +761,79 @@ static int wait_no_owner(simba_backend *be, const char *m, int64_t max_ms) {
     }
 }
 
+/* simba_sql_check_fence inside the application's BEGIN IMMEDIATE on its own connection: the
+   fence holds only for the live owner's fence, bad input is refused with words, and no grant
+   commits while the application's transaction holds the write lock. */
+TEST(check_fence_in_the_callers_write_transaction) {
+    char path[300], owner[SIMBA_ID_MAX + 1], err[320];
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_reply rep;
+    sqlite3 *app;
+    uint64_t fa, fb;
+    REQUIRE(loop != NULL);
+    REQUIRE(open_be(loop, newdb(path, sizeof path), NULL, &be) == SIMBA_OK);
+    app = raw_open(path);
+    REQUIRE(app != NULL);
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "m", "A", 3000, 2000, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "A");
+    fa = rep.fence;
+
+    /* outside a write transaction: refused, whatever the fence */
+    CHECK_RC(simba_sql_check_fence(app, NULL, "m", fa, err, sizeof err), SIMBA_ESTATE);
+    CHECK(strstr(err, "BEGIN IMMEDIATE") != NULL);
+    CHECK(sqlite3_exec(app, "BEGIN", NULL, NULL, NULL) == SQLITE_OK); /* deferred: no lock yet */
+    CHECK_RC(simba_sql_check_fence(app, NULL, "m", fa, err, sizeof err), SIMBA_ESTATE);
+    CHECK(sqlite3_exec(app, "ROLLBACK", NULL, NULL, NULL) == SQLITE_OK);
+
+    CHECK(sqlite3_exec(app, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK);
+    /* bad input: words naming what is wrong */
+    CHECK_RC(simba_sql_check_fence(NULL, NULL, "m", fa, err, sizeof err), SIMBA_EINVAL);
+    CHECK(strstr(err, "db") != NULL);
+    CHECK_RC(simba_sql_check_fence(app, "no such", "m", fa, err, sizeof err), SIMBA_EINVAL);
+    CHECK(strstr(err, "table") != NULL);
+    CHECK_RC(simba_sql_check_fence(app, "orders", "m", fa, err, sizeof err), SIMBA_EINVAL);
+    CHECK(strstr(err, "no table \"orders\"") != NULL);
+    CHECK_RC(simba_sql_check_fence(app, NULL, "", fa, err, sizeof err), SIMBA_EINVAL);
+    CHECK(strstr(err, "name") != NULL);
+    CHECK_RC(simba_sql_check_fence(app, NULL, "m", 0, err, sizeof err), SIMBA_EINVAL);
+    CHECK(strstr(err, "fence 0") != NULL);
+    /* the owner's fence holds; one never handed out does not */
+    CHECK_RC(simba_sql_check_fence(app, "", "m", fa, err, sizeof err), SIMBA_OK);
+    CHECK_STR(err, "");
+    CHECK_RC(simba_sql_check_fence(app, NULL, "m", fa + 1, err, sizeof err), SIMBA_EFENCE);
+    CHECK(strstr(err, "never handed out") != NULL);
+    CHECK_RC(simba_sql_check_fence(app, NULL, "other", fa, err, sizeof err), SIMBA_EFENCE);
+    /* the application's transaction holds the write lock: no renewal, release or grant
+       commits before it ends */
+    CHECK_EQ(simba__sql_exec(impl_of(be), SIMBA_OP_RELEASE, "m", "A", 0, 0, 0, &rep), SIMBA__SQL_BUSY);
+    CHECK(sqlite3_exec(app, "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
+
+    /* released: no owner; a later owner: the fence moved on */
+    CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "m", "A", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK(sqlite3_exec(app, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK);
+    CHECK_RC(simba_sql_check_fence(app, NULL, "m", fa, err, sizeof err), SIMBA_EFENCE);
+    CHECK(strstr(err, "no owner") != NULL);
+    CHECK(sqlite3_exec(app, "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
+    CHECK_RC(exec_op(be, SIMBA_OP_ACQUIRE, "m", "B", 100, 100, &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_STR(owner, "B");
+    fb = rep.fence;
+    CHECK(fb > fa);
+    CHECK(sqlite3_exec(app, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK);
+    CHECK_RC(simba_sql_check_fence(app, NULL, "m", fa, err, sizeof err), SIMBA_EFENCE);
+    CHECK(strstr(err, "moved on") != NULL);
+    CHECK_RC(simba_sql_check_fence(app, NULL, "m", fb, err, sizeof err), SIMBA_OK);
+    CHECK(sqlite3_exec(app, "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
+    /* B's lease (100 + 100 ms) ends by the database's clock: refused, with no later owner */
+    poll(NULL, 0, 260);
+    CHECK(sqlite3_exec(app, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK);
+    CHECK_RC(simba_sql_check_fence(app, NULL, "m", fb, err, sizeof err), SIMBA_EFENCE);
+    CHECK(strstr(err, "lease") != NULL && strstr(err, "is over") != NULL);
+    CHECK(sqlite3_exec(app, "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(app);
+    simba_loop_free(loop);
+}
+
 TEST(acquire_renew_release_fence) {
     char path[300], owner[SIMBA_ID_MAX + 1];
     simba_loop *loop = newloop();
@@ -3437,6 +3510,7 @@ int main(int argc, char **argv) {
     RUN(tables_are_separate);
     RUN(bad_names_rejected_table_unaffected);
     RUN(acquire_renew_release_fence);
+    RUN(check_fence_in_the_callers_write_transaction);
     RUN(rows_deleted_under_live_owner);
     RUN(service_lifecycle);
     RUN(two_connections_one_process);

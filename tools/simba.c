@@ -114,6 +114,8 @@ static void usage(FILE *f) {
         "  postgres://[USER@]HOST[:PORT][/DB][?table=NAME]   HOST numeric (IPv4, [IPv6]); port\n"
         "                                 5432, table simba_mutex; password from $PGPASSWORD\n"
         "                                 (or ~/.pgpass), never from the URL; postgresql:// too\n"
+        "      TLS: &sslmode=verify-full&sslrootcert=CA.crt (also sslcert=, sslkey=); a HOST\n"
+        "      name with &hostaddr=IP is what verify-full checks (never resolved)\n"
         "\n");
     fprintf(f, /* in parts: C99 promises string literals of 4095 bytes only */
         "options:\n"
@@ -360,7 +362,45 @@ typedef struct url_t {
     char hosts[1024]; /* zk */
     char root[300];
     char user[64], dbname[64], table[64]; /* postgres (host and port above) */
+    /* postgres TLS: URL parameters; tls_name = HOST when HOST is a name (hostaddr=IP given) */
+    char sslmode[16], sslrootcert[1024], sslcert[1024], sslkey[1024], tls_name[256];
 } url_t;
+
+/* postgres URL parameters, KEY=VALUE joined by '&' (no %-decoding): table, hostaddr and the
+   TLS ones, which go to libpq as they are. */
+static int parse_pg_params(const char *u, const char *p, url_t *out, char *hostaddr, size_t hcap) {
+    while (*p) {
+        size_t n = strcspn(p, "&"), k = strcspn(p, "=");
+        char *dst = NULL;
+        size_t cap = 0;
+        unsigned char addr[16];
+        if (k >= n) { errorf("URL '%s': postgres: parameter '%.*s' is not KEY=VALUE", u, (int)n, p); return -1; }
+        if (k == 5 && strncmp(p, "table", 5) == 0) dst = out->table, cap = sizeof out->table;
+        else if (k == 8 && strncmp(p, "hostaddr", 8) == 0) dst = hostaddr, cap = hcap;
+        else if (k == 7 && strncmp(p, "sslmode", 7) == 0) dst = out->sslmode, cap = sizeof out->sslmode;
+        else if (k == 11 && strncmp(p, "sslrootcert", 11) == 0) dst = out->sslrootcert, cap = sizeof out->sslrootcert;
+        else if (k == 7 && strncmp(p, "sslcert", 7) == 0) dst = out->sslcert, cap = sizeof out->sslcert;
+        else if (k == 6 && strncmp(p, "sslkey", 6) == 0) dst = out->sslkey, cap = sizeof out->sslkey;
+        if (!dst) {
+            errorf("URL '%s': postgres: unknown parameter '%.*s' (table, hostaddr, sslmode, sslrootcert, sslcert, sslkey)", u,
+                   (int)k, p);
+            return -1;
+        }
+        if (n - k - 1 == 0 || n - k - 1 >= cap) {
+            errorf("URL '%s': postgres: %.*s must be 1..%d bytes", u, (int)k, p, (int)cap - 1);
+            return -1;
+        }
+        memcpy(dst, p + k + 1, n - k - 1);
+        dst[n - k - 1] = 0;
+        if (dst == hostaddr && inet_pton(AF_INET, hostaddr, addr) != 1 && inet_pton(AF_INET6, hostaddr, addr) != 1) {
+            errorf("URL '%s': postgres: hostaddr '%s' must be a numeric address", u, hostaddr);
+            return -1;
+        }
+        p += n;
+        if (*p == '&') p++;
+    }
+    return 0;
+}
 
 static int parse_port(const char *what, const char *s, size_t n, int *out) {
     int v = 0;
@@ -438,6 +478,7 @@ static int parse_url(const char *u, url_t *out) {
     if (strncmp(u, "postgres://", 11) == 0 || strncmp(u, "postgresql://", 13) == 0) {
         const char *p = strchr(u, ':') + 3, *at, *end, *hend, *q;
         unsigned char addr[16];
+        char hostaddr[64] = "";
         size_t hn;
         out->kind = BE_PG;
         out->port = 5432;
@@ -469,10 +510,6 @@ static int parse_url(const char *u, url_t *out) {
             memcpy(out->host, p, hn);
         }
         out->host[hn] = 0;
-        if (inet_pton(AF_INET, out->host, addr) != 1 && inet_pton(AF_INET6, out->host, addr) != 1) {
-            errorf("URL '%s': postgres: HOST '%s' must be a numeric address (the backend never resolves names)", u, out->host);
-            return -1;
-        }
         if (*q == ':') {
             if (parse_port("postgres", q + 1, (size_t)(end - q - 1), &out->port)) return -1;
         } else if (q != end) { errorf("URL '%s': postgres: unexpected '%.*s' after the HOST", u, (int)(end - q), q); return -1; }
@@ -484,12 +521,19 @@ static int parse_url(const char *u, url_t *out) {
             out->dbname[n] = 0;
             p += 1 + n;
         }
-        if (*p == '?') {
-            if (strncmp(p + 1, "table=", 6) != 0 || !p[7] || strlen(p + 7) >= sizeof out->table || strpbrk(p + 7, "&=")) {
-                errorf("URL '%s': postgres: the only parameter is table=NAME (1..48 bytes)", u);
+        if (*p == '?' && parse_pg_params(u, p + 1, out, hostaddr, sizeof hostaddr) != 0) return -1;
+        /* a HOST name needs hostaddr=IP: the backend never resolves, the name is for verify-full */
+        if (inet_pton(AF_INET, out->host, addr) != 1 && inet_pton(AF_INET6, out->host, addr) != 1) {
+            if (!hostaddr[0]) {
+                errorf("URL '%s': postgres: HOST '%s' is a name and the backend never resolves names: give a numeric "
+                       "HOST, or add hostaddr=IP (the name is then what sslmode=verify-full checks)", u, out->host);
                 return -1;
             }
-            snprintf(out->table, sizeof out->table, "%s", p + 7);
+            snprintf(out->tls_name, sizeof out->tls_name, "%s", out->host);
+            snprintf(out->host, sizeof out->host, "%s", hostaddr);
+        } else if (hostaddr[0]) {
+            errorf("URL '%s': postgres: hostaddr= goes with a HOST name, not with the address '%s'", u, out->host);
+            return -1;
         }
         return 0;
     }
@@ -771,6 +815,11 @@ static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, int r
         d.user = u->user[0] ? u->user : NULL;     /* else PGUSER, else the login name (libpq) */
         d.dbname = u->dbname[0] ? u->dbname : NULL;
         d.table = u->table;                        /* the password: PGPASSWORD or ~/.pgpass (libpq) */
+        d.sslmode = u->sslmode[0] ? u->sslmode : NULL; /* NULL: PGSSLMODE etc., else libpq's default */
+        d.sslrootcert = u->sslrootcert[0] ? u->sslrootcert : NULL;
+        d.sslcert = u->sslcert[0] ? u->sslcert : NULL;
+        d.sslkey = u->sslkey[0] ? u->sslkey : NULL;
+        d.tls_name = u->tls_name[0] ? u->tls_name : NULL;
         rc = simba_pg_open(*loop, &d, be);
         if (rc != SIMBA_OK) { errorf("postgres://%s:%d: %s (%s)", u->host, u->port, simba_loop_errmsg(*loop), simba_strerror(rc)); return open_lib_fail(loop, rc); }
     } else {
