@@ -1927,7 +1927,7 @@ static int64_t simba__sql_now(simba__sql *s) {
 
 /* RELEASE: the owner row's (pushed to the head, or the readers it frees), else a holding of
    the set's (pushed to whom it frees), else a place in line left. SQLITE_OK with rep. */
-static int simba__sql_release(simba__sql *s, const char *mutex, const char *contender, simba_reply *rep) {
+static int simba__sql_release_req(simba__sql *s, const char *mutex, const char *contender, simba_reply *rep) {
     sqlite3_stmt *st = s->st[SIMBA__SQL_RELEASE_ST];
     int64_t waiters = 0;
     int released = 0, rc;
@@ -2044,7 +2044,7 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
         }
         if (!got && (rc = simba__sql_contend(s, mutex, contender, ttl_ms, transition_ms, renew, live_ms, rep)) != SQLITE_OK)
             goto fail;
-    } else if ((rc = simba__sql_release(s, mutex, contender, rep)) != SQLITE_OK) {
+    } else if ((rc = simba__sql_release_req(s, mutex, contender, rep)) != SQLITE_OK) {
         goto fail;
     }
 done:
