@@ -101,6 +101,16 @@
  *   <table>_q   the wait queue: name, contender, channel, seq (arrival), expires_ms, and
  *               the waiter's ttl_ms / tr_ms / value (what a release grants it; added to a
  *               queue of an earlier version at setup)
+ *   <table>_hold  the holders set (SEMAPHORES AND READ-WRITE LOCKS in simba.h): one row per
+ *               reader or semaphore permit (name, contender, shared, fence, acquired_ms,
+ *               ttl_ms, transition_ms, value), each its own lease; its grant takes the next
+ *               fence of the name's row, which records the permits (column permits) while
+ *               anyone holds or waits; the queue's rows say who reads (column shared).
+ *               <table>_sacq asks for a holding under the row lock: another N is refused
+ *               (SIMBA_EINVAL), else the rule grants or queues; a release of a holding (or
+ *               of the owner row before readers) NOTIFYs a hint to each waiter it frees. The
+ *               owner row's grant also needs no live holding (one index probe, at asks and
+ *               not renewals). Tables of an earlier version get the columns at setup.
  *   <table>_acq / _rel / _read / _val / _yield   PL/pgSQL functions: one statement = one
  *               round trip each;
  *               acquire and release lock the mutex's row (FOR UPDATE), so one mutex's queue
@@ -415,15 +425,22 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     "PREPARE simba_inspect (text) AS SELECT " SIMBA__PG_VIEW_COLS ",\n"                          \
     "  (SELECT count(*) FROM {Q} WHERE name = $1 AND expires_ms >= n.ms),\n"                     \
     "  (SELECT coalesce(string_agg(contender, ' ' ORDER BY seq), '') FROM (SELECT contender, seq FROM {Q}\n" \
-    "    WHERE name = $1 AND expires_ms >= n.ms ORDER BY seq LIMIT 8) w)\n"                       \
+    "    WHERE name = $1 AND expires_ms >= n.ms ORDER BY seq LIMIT 8) w),\n"                      \
+    "  (SELECT coalesce(string_agg(contender || ' ' || fence || ' ' || shared::int || ' ' || acquired_ms || ' '\n" \
+    "    || (n.ms - acquired_ms) || ' ' || (ttl_ms - n.ms) || ' ' || (transition_ms - n.ms), ' ' ORDER BY fence), '')\n" \
+    "    FROM {S} WHERE name = $1 AND transition_ms >= n.ms), permits\n"                          \
     SIMBA__PG_VIEW_FROM " WHERE name = $1;\n"                                                    \
     "PREPARE simba_list AS SELECT " SIMBA__PG_VIEW_COLS SIMBA__PG_VIEW_FROM ";\n"                \
     "PREPARE simba_force (text, bigint) AS WITH n AS (SELECT " SIMBA__PG_NOW_EXPR " AS ms),\n"     \
     "  c AS (UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0, value = '' WHERE name = $1 AND fence = $2\n" \
     "    AND owner <> '' AND transition_ms >= (SELECT ms FROM n) RETURNING name),\n"             \
+    "  s AS (DELETE FROM {S} WHERE name = $1 AND fence = $2 AND transition_ms >= (SELECT ms FROM n) RETURNING name),\n" \
     "  w AS (SELECT pg_notify(channel, contender || ' ' || $1) FROM (SELECT channel, contender FROM {Q}\n" \
-    "    WHERE name = $1 AND expires_ms >= (SELECT ms FROM n) AND EXISTS (SELECT 1 FROM c) ORDER BY seq LIMIT 1) h)\n" \
-    "  SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM w);\n"
+    "    WHERE name = $1 AND expires_ms >= (SELECT ms FROM n) AND EXISTS (SELECT 1 FROM c) ORDER BY seq LIMIT 1) h),\n" \
+    /* a holding of the set: a hint to the first waiters (each asks; the rule decides) */     \
+    "  x AS (SELECT pg_notify(channel, contender || ' ' || $1) FROM (SELECT channel, contender FROM {Q}\n" \
+    "    WHERE name = $1 AND expires_ms >= (SELECT ms FROM n) AND EXISTS (SELECT 1 FROM s) ORDER BY seq LIMIT 8) h)\n" \
+    "  SELECT (SELECT count(*) FROM c) + (SELECT count(*) FROM s), (SELECT count(*) FROM w) + (SELECT count(*) FROM x);\n"
 
 /* A release's hand-over (the owner's row r locked FOR UPDATE, now_ms read): the oldest live
    waiter is granted the mutex with its own ttl, transition and value (kept with its place)
@@ -431,12 +448,12 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
    quarantine clears the row instead, and the head gets a hint. hd IS NULL: nobody waits,
    nothing changed. Shared by release ({R}) and yield ({E}). */
 #define SIMBA__PG_HAND_OVER                                                                       \
-    "    SELECT contender, channel, ttl_ms, tr_ms, value INTO hd, ch, h_ttl, h_tr, h_val FROM {Q}\n" \
+    "    SELECT contender, channel, ttl_ms, tr_ms, value, shared INTO hd, ch, h_ttl, h_tr, h_val, h_sh FROM {Q}\n" \
     "      WHERE name = p_name AND expires_ms >= now_ms ORDER BY seq LIMIT 1;\n"                   \
     "    IF hd IS NOT NULL AND h_ttl > 0 THEN\n"                                                  \
     SIMBA__PG_GUARD_LOAD("h_ttl", "h_tr")                                                         \
     "    END IF;\n"                                                                               \
-    "    IF hd IS NOT NULL AND h_ttl > 0 AND now_ms >= b_until THEN\n"                            \
+    "    IF hd IS NOT NULL AND h_ttl > 0 AND NOT h_sh AND now_ms >= b_until THEN\n"               \
     "      UPDATE {T} SET owner = hd, fence = greatest(fence + 1, b_floor), acquired_ms = now_ms,\n" \
     "        ttl_ms = now_ms + h_ttl, transition_ms = now_ms + h_ttl + h_tr, value = h_val\n"     \
     "        WHERE name = p_name RETURNING * INTO r;\n"                                           \
@@ -447,8 +464,130 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     "    ELSIF hd IS NOT NULL THEN\n"                                                             \
     "      UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0, value = '' WHERE name = p_name;\n" \
     "      r.owner := '';\n"                                                                      \
-    "      PERFORM pg_notify(ch, hd || ' ' || p_name);\n"                                        \
+    "      IF h_sh THEN\n" /* readers at the head: each one before the first writer */           \
+    SIMBA__PG_WAKE_SET                                                                            \
+    "      ELSE\n"                                                                                \
+    "        PERFORM pg_notify(ch, hd || ' ' || p_name);\n"                                      \
+    "      END IF;\n"                                                                             \
     "    END IF;\n"
+
+/* SEMAPHORES AND READ-WRITE LOCKS: the holders set {S} (<table>_hold) beside the owner row,
+   one row per reader or permit with its own lease and a fence from the row's counter. The
+   answer for a waiter while the owner row is free and the set holds: the holding that
+   frees first (h: a {S}%ROWTYPE). */
+#define SIMBA__PG_FIRST_HOLDER                                                                    \
+    "    SELECT * INTO h FROM {S} WHERE name = p_name AND transition_ms >= now_ms ORDER BY transition_ms LIMIT 1;\n" \
+    "    IF FOUND THEN\n"                                                                          \
+    "      o_owner := h.contender; o_ttl := h.ttl_ms - now_ms; o_tr := h.transition_ms - now_ms;\n"   \
+    "      o_held := now_ms - h.acquired_ms; o_fence := h.fence; o_val := h.value;\n"              \
+    "      RETURN;\n"                                                                               \
+    "    END IF;\n"
+/* A holding or the owner row freed (r the row as it is now): a hint to each live waiter the
+   rule would grant now (semaphore: the first N - holders; else the writer at the head when
+   nobody holds, or the readers before the first writer). Each asks itself. */
+#define SIMBA__PG_WAKE_SET                                                                        \
+    "      PERFORM pg_notify(w.channel, w.contender || ' ' || p_name) FROM (SELECT channel, contender, shared,\n" \
+    "        row_number() OVER (ORDER BY seq) AS i, count(*) FILTER (WHERE NOT shared) OVER (ORDER BY seq) AS ex\n" \
+    "        FROM {Q} WHERE name = p_name AND expires_ms >= now_ms) w,\n"                         \
+    "        (SELECT count(*) AS n FROM {S} WHERE name = p_name AND transition_ms >= now_ms) c\n"  \
+    "        WHERE NOT (r.owner <> '' AND r.transition_ms >= now_ms) AND CASE WHEN r.permits > 1\n" \
+    "          THEN w.i <= r.permits - c.n ELSE (w.shared AND w.ex = 0) OR (NOT w.shared AND w.i = 1 AND c.n = 0) END;\n"
+/* The set's tables: the row's recorded permits (0: none yet), the queue's readers, and
+   {S}; all added to the tables of an earlier version (the catalog asked first). */
+#define SIMBA__PG_SET_SETUP                                                                       \
+    "DO $simba$ BEGIN\n"                                                                          \
+    "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($n${T}$n$)\n"      \
+    "                 AND attname = 'permits' AND NOT attisdropped) THEN\n"                       \
+    "    ALTER TABLE {T} ADD COLUMN permits int NOT NULL DEFAULT 0;\n"                            \
+    "  END IF;\n"                                                                                 \
+    "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($n${Q}$n$)\n"      \
+    "                 AND attname = 'shared' AND NOT attisdropped) THEN\n"                        \
+    "    ALTER TABLE {Q} ADD COLUMN shared boolean NOT NULL DEFAULT false;\n"                     \
+    "  END IF;\n"                                                                                 \
+    "END $simba$;\n"                                                                              \
+    "CREATE TABLE IF NOT EXISTS {S} (name text NOT NULL, contender text NOT NULL,\n"             \
+    "  shared boolean NOT NULL DEFAULT false, fence bigint NOT NULL, acquired_ms bigint NOT NULL,\n" \
+    "  ttl_ms bigint NOT NULL, transition_ms bigint NOT NULL, value bytea NOT NULL DEFAULT '',\n" \
+    "  PRIMARY KEY (name, contender));\n"
+/* {P}: a reader's or a permit's ask, under the row lock: dead holdings and waiters dropped,
+   another N while anyone holds or waits refused (o_first 6: the name's N in o_ttl, the
+   asked one in o_tr), a renewal kept, else the rule of simba.h grants (fence + 1 from the
+   row) or queues it. */
+#define SIMBA__PG_SET_FN_A                                                                        \
+    "CREATE OR REPLACE FUNCTION {P}(p_name text, p_id text, p_ttl bigint, p_tr bigint, p_live bigint,\n" \
+    "  p_renew boolean, p_chan text, p_val bytea, p_permits int, p_shared boolean, " SIMBA__PG_OUT ")\n" \
+    "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"                                          \
+    "DECLARE r {T}%ROWTYPE; h {S}%ROWTYPE; now_ms bigint; live boolean; held boolean := false; ok boolean;\n" \
+    "  nh bigint; nq bigint; pos bigint; ahead bigint; my_seq bigint; rec int;\n"                \
+    "  b_since bigint; b_floor bigint; b_until bigint; b_bound bigint; my_bound bigint;\n"        \
+    "BEGIN\n"                                                                                     \
+    "  SELECT * INTO r FROM {T} WHERE name = p_name FOR UPDATE;\n"                                \
+    "  IF NOT FOUND THEN\n"                                                                       \
+    "    INSERT INTO {T} (name) VALUES (p_name) ON CONFLICT (name) DO NOTHING;\n"                 \
+    "    SELECT * INTO r FROM {T} WHERE name = p_name FOR UPDATE;\n"                              \
+    "  END IF;\n"                                                                                 \
+    "  " SIMBA__PG_NOW                                                                            \
+    "  DELETE FROM {Q} WHERE name = p_name AND expires_ms < now_ms;\n"                            \
+    "  DELETE FROM {S} WHERE name = p_name AND transition_ms < now_ms;\n"                         \
+    "  live := r.owner <> '' AND r.transition_ms >= now_ms;\n"                                    \
+    "  o_first := 0;\n"                                                                           \
+    "  SELECT count(*) INTO nh FROM {S} WHERE name = p_name;\n"                                   \
+    "  SELECT seq INTO my_seq FROM {Q} WHERE name = p_name AND contender = p_id;\n"               \
+    "  SELECT count(*) INTO nq FROM {Q} WHERE name = p_name AND contender <> p_id;\n"             \
+    "  rec := CASE WHEN live THEN 1 ELSE r.permits END;\n"                                        \
+    "  IF rec > 0 AND rec <> p_permits AND (live OR nh > 0 OR nq > 0) THEN\n"                     \
+    "    o_owner := ''; o_ttl := rec; o_tr := p_permits; o_held := -1; o_fence := 0; o_first := 6; o_val := '';\n" \
+    "    RETURN;\n"                                                                               \
+    "  END IF;\n"                                                                                 \
+    /* the owner's id back as a reader (a new incarnation): its ownership ends */               \
+    "  IF live AND r.owner = p_id THEN\n"                                                         \
+    "    UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0, value = '' WHERE name = p_name RETURNING * INTO r;\n" \
+    "    live := false;\n"                                                                        \
+    "  END IF;\n"
+#define SIMBA__PG_SET_FN_B                                                                        \
+    "  SELECT * INTO h FROM {S} WHERE name = p_name AND contender = p_id;\n"                      \
+    "  IF FOUND AND p_renew THEN\n"                                                               \
+    "    UPDATE {S} SET ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr\n"         \
+    "      WHERE name = p_name AND contender = p_id RETURNING * INTO h;\n"                         \
+    "    held := true;\n"                                                                         \
+    "  ELSE\n"                                                                                    \
+    "    IF FOUND THEN\n" /* the holder asking anew: a new grant, with a new fence */            \
+    "      DELETE FROM {S} WHERE name = p_name AND contender = p_id;\n"                           \
+    "      nh := nh - 1; ok := true;\n"                                                           \
+    "    END IF;\n"                                                                               \
+    "    SELECT count(*), count(*) FILTER (WHERE NOT shared) INTO pos, ahead FROM {Q}\n"          \
+    "      WHERE name = p_name AND contender <> p_id AND (my_seq IS NULL OR seq < my_seq);\n"     \
+    "    IF ok IS NULL THEN\n"                                                                    \
+    "      ok := CASE WHEN p_permits > 1 THEN pos < p_permits - nh ELSE NOT live AND ahead = 0 END;\n" \
+    "    END IF;\n"                                                                               \
+    "    IF ok THEN\n"                                                                            \
+    SIMBA__PG_GUARD                                                                               \
+    "      UPDATE {T} SET fence = greatest(fence + 1, b_floor), permits = p_permits WHERE name = p_name\n" \
+    "        RETURNING * INTO r;\n"                                                               \
+    "      INSERT INTO {S} VALUES (p_name, p_id, p_shared, r.fence, now_ms, now_ms + p_ttl,\n"     \
+    "        now_ms + p_ttl + p_tr, p_val) RETURNING * INTO h;\n"                                 \
+    "      DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"                           \
+    "      held := true;\n"                                                                       \
+    "    ELSE\n"                                                                                  \
+    "      INSERT INTO {Q} (name, contender, channel, expires_ms, ttl_ms, tr_ms, value, shared)\n" \
+    "        VALUES (p_name, p_id, p_chan, now_ms + p_live, p_ttl, p_tr, p_val, p_shared)\n"      \
+    "        ON CONFLICT (name, contender) DO UPDATE SET channel = EXCLUDED.channel,\n"           \
+    "          expires_ms = EXCLUDED.expires_ms, ttl_ms = EXCLUDED.ttl_ms, tr_ms = EXCLUDED.tr_ms,\n" \
+    "          value = EXCLUDED.value, shared = EXCLUDED.shared;\n"                              \
+    "      IF r.permits <> p_permits THEN UPDATE {T} SET permits = p_permits WHERE name = p_name; END IF;\n" \
+    "      o_first := CASE WHEN pos <= CASE WHEN p_permits > 1 THEN p_permits - nh ELSE 0 END THEN 1 ELSE 0 END;\n" \
+    "    END IF;\n"                                                                               \
+    "  END IF;\n"                                                                                 \
+    "  IF held THEN\n"                                                                            \
+    "    o_owner := p_id; o_ttl := h.ttl_ms - now_ms; o_tr := h.transition_ms - now_ms;\n"       \
+    "    o_held := now_ms - h.acquired_ms; o_fence := h.fence; o_val := h.value;\n"              \
+    "    RETURN;\n"                                                                               \
+    "  END IF;\n"                                                                                 \
+    "  IF NOT live THEN\n"                                                                        \
+    SIMBA__PG_FIRST_HOLDER                                                                        \
+    "  END IF;\n"                                                                                 \
+    SIMBA__PG_ANSWER                                                                              \
+    "END $simba$;\n"
 
 /* An answer of {V} or {E} whose fence no longer holds (o_first = 4: the contender does not
    hold the mutex with p_fence and a live lease; the row as it is follows), and of a yield
@@ -488,11 +627,19 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     "CREATE OR REPLACE FUNCTION {V}(p_name text, p_id text, p_fence bigint, p_val bytea,\n"       \
     "  " SIMBA__PG_OUT ")\n"                                                                      \
     "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"                                          \
-    "DECLARE r {T}%ROWTYPE; now_ms bigint;\n"                                                     \
+    "DECLARE r {T}%ROWTYPE; h {S}%ROWTYPE; now_ms bigint;\n"                                      \
     "BEGIN\n"                                                                                     \
     "  SELECT * INTO r FROM {T} WHERE name = p_name FOR UPDATE;\n"                                \
     "  IF NOT FOUND THEN r.owner := ''; END IF;\n"                                                \
     "  " SIMBA__PG_NOW                                                                            \
+    /* a holding of the set: its own value */                                                   \
+    "  UPDATE {S} SET value = p_val WHERE name = p_name AND contender = p_id AND fence = p_fence\n" \
+    "    AND transition_ms >= now_ms RETURNING * INTO h;\n"                                       \
+    "  IF FOUND THEN\n"                                                                           \
+    "    o_owner := h.contender; o_ttl := h.ttl_ms - now_ms; o_tr := h.transition_ms - now_ms;\n" \
+    "    o_held := now_ms - h.acquired_ms; o_fence := h.fence; o_val := h.value; o_first := 0;\n" \
+    "    RETURN;\n"                                                                               \
+    "  END IF;\n"                                                                                 \
     "  IF r.owner = p_id AND r.fence = p_fence AND r.transition_ms >= now_ms THEN\n"              \
     "    UPDATE {T} SET value = p_val WHERE name = p_name RETURNING * INTO r;\n"                  \
     "    o_first := 0;\n"                                                                         \
@@ -514,7 +661,7 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     "  p_chan text, p_ttl bigint, p_tr bigint, " SIMBA__PG_OUT ")\n"                              \
     "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"                                          \
     "DECLARE r {T}%ROWTYPE; now_ms bigint; hd text; ch text; h_ttl bigint; h_tr bigint; h_val bytea;\n" \
-    "  b_since bigint; b_floor bigint; b_until bigint; my_bound bigint; y_val bytea;\n"           \
+    "  b_since bigint; b_floor bigint; b_until bigint; my_bound bigint; y_val bytea; h_sh boolean;\n" \
     "BEGIN\n"                                                                                     \
     "  SELECT * INTO r FROM {T} WHERE name = p_name FOR UPDATE;\n"                                \
     "  IF NOT FOUND THEN r.owner := ''; END IF;\n"                                                \
@@ -668,15 +815,18 @@ static const char *const simba__pg_setup_sql[] = {
     "    CREATE TRIGGER {H} BEFORE TRUNCATE ON {T} FOR EACH STATEMENT EXECUTE PROCEDURE {X}();\n"
     "  END IF;\n"
     "END $simba$;\n",
+    SIMBA__PG_SET_SETUP,
     SIMBA__PG_VALUE_SETUP,
     SIMBA__PG_YIELD_FN,
+    SIMBA__PG_SET_FN_A,
+    SIMBA__PG_SET_FN_B,
     /* acquire: p_renew = the core believes it owns it (renewal keeps fence, acquired and
        value); a new tenure stores p_val, and a waiter's place keeps it for a release's grant
        (SQL of an application's own may leave it out: no value) */
     "CREATE OR REPLACE FUNCTION {A}(p_name text, p_id text, p_ttl bigint, p_tr bigint,\n"
     "  p_live bigint, p_renew boolean, p_chan text, p_val bytea DEFAULT '', " SIMBA__PG_OUT ")\n"
     "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"
-    "DECLARE r {T}%ROWTYPE; now_ms bigint; head text; live boolean;\n"
+    "DECLARE r {T}%ROWTYPE; h {S}%ROWTYPE; now_ms bigint; head text; live boolean; nh bigint := 0;\n"
     "  b_since bigint; b_floor bigint; b_until bigint; b_bound bigint; my_bound bigint;\n"
     "BEGIN\n"
     /* A renewal of a live lease, the common case, is one statement (each statement of a
@@ -699,16 +849,24 @@ static const char *const simba__pg_setup_sql[] = {
     "  " SIMBA__PG_NOW
     "  DELETE FROM {Q} WHERE name = p_name AND expires_ms < now_ms;\n"
     "  live := r.owner <> '' AND r.transition_ms >= now_ms;\n"
-    "  o_first := 0;\n"
+    "  o_first := 0;\n",
+    /* (the function, cut in two for C99's longest string) */
     "  IF live AND r.owner = p_id AND p_renew THEN\n"
     "    UPDATE {T} SET ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr\n"
     "      WHERE name = p_name RETURNING * INTO r;\n"
     "  ELSE\n"
+    /* readers or permits hold (the set): an exclusive grant waits for them; a semaphore's
+       name refuses a mutex's ask while anyone holds or waits */
+    "    SELECT count(*) INTO nh FROM {S} WHERE name = p_name AND transition_ms >= now_ms;\n"
+    "    IF r.permits > 1 AND (nh > 0 OR EXISTS (SELECT 1 FROM {Q} WHERE name = p_name AND contender <> p_id)) THEN\n"
+    "      o_owner := ''; o_ttl := r.permits; o_tr := 1; o_held := -1; o_fence := 0; o_first := 6; o_val := '';\n"
+    "      RETURN;\n"
+    "    END IF;\n"
     "    SELECT contender INTO head FROM {Q} WHERE name = p_name ORDER BY seq LIMIT 1;\n"
     /* a stored owner re-acquiring after a local step-down (or a pushed grant it never
        heard of) starts a new tenure; a free mutex goes to the head of the line (or anyone
        when nobody waits) */
-    "    IF (live AND r.owner = p_id) OR (NOT live AND (head IS NULL OR head = p_id)) THEN\n"
+    "    IF (live AND r.owner = p_id) OR (NOT live AND nh = 0 AND (head IS NULL OR head = p_id)) THEN\n"
     SIMBA__PG_GUARD
     "      UPDATE {T} SET owner = p_id, fence = greatest(fence + 1, b_floor), acquired_ms = now_ms,\n"
     "        ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr, value = p_val\n"
@@ -723,6 +881,10 @@ static const char *const simba__pg_setup_sql[] = {
     "            ttl_ms = EXCLUDED.ttl_ms, tr_ms = EXCLUDED.tr_ms, value = EXCLUDED.value;\n"
     /* first in line: the line was empty, or we led it */
     "      o_first := CASE WHEN head IS NULL OR head = p_id THEN 1 ELSE 0 END;\n"
+    "      IF r.permits <> 1 THEN UPDATE {T} SET permits = 1 WHERE name = p_name; END IF;\n"
+    "      IF nh > 0 AND NOT live THEN\n"
+    SIMBA__PG_FIRST_HOLDER
+    "      END IF;\n"
     "    END IF;\n"
     "  END IF;\n"
     SIMBA__PG_ANSWER
@@ -734,7 +896,7 @@ static const char *const simba__pg_setup_sql[] = {
     "CREATE OR REPLACE FUNCTION {R}(p_name text, p_id text, " SIMBA__PG_OUT ")\n"
     "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"
     "DECLARE r {T}%ROWTYPE; now_ms bigint; hd text; ch text; h_ttl bigint; h_tr bigint; h_val bytea;\n"
-    "  b_since bigint; b_floor bigint; b_until bigint; my_bound bigint;\n"
+    "  b_since bigint; b_floor bigint; b_until bigint; my_bound bigint; h_sh boolean;\n"
     "BEGIN\n"
     "  SELECT * INTO r FROM {T} WHERE name = p_name FOR UPDATE;\n"
     "  IF NOT FOUND THEN\n"
@@ -750,6 +912,11 @@ static const char *const simba__pg_setup_sql[] = {
     "      r.owner := '';\n"
     "    END IF;\n"
     "  ELSE\n"
+    /* a holding of the set: freed, and pushed to the waiters it frees */
+    "    DELETE FROM {S} WHERE name = p_name AND contender = p_id;\n"
+    "    IF FOUND THEN\n"
+    SIMBA__PG_WAKE_SET
+    "    END IF;\n"
     "    DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"
     "  END IF;\n"
     SIMBA__PG_ANSWER
@@ -771,6 +938,8 @@ static const char *const simba__pg_setup_sql[] = {
     "SELECT set_config('simba.max_lease_ms', '{L}', false);\n"
     "PREPARE simba_acq (text, text, bigint, bigint, bigint, boolean, text, text) AS\n"
     "  SELECT " SIMBA__PG_COLS " FROM {A}($1, $2, $3, $4, $5, $6, $7, decode($8, 'hex'));\n"
+    "PREPARE simba_sacq (text, text, bigint, bigint, bigint, boolean, text, text, int, boolean) AS\n"
+    "  SELECT " SIMBA__PG_COLS " FROM {P}($1, $2, $3, $4, $5, $6, $7, decode($8, 'hex'), $9, $10);\n"
     "PREPARE simba_val (text, text, bigint, text) AS\n"
     "  SELECT " SIMBA__PG_COLS " FROM {V}($1, $2, $3, decode($4, 'hex'));\n"
     "PREPARE simba_yield (text, text, bigint, bigint, text, bigint, bigint) AS\n"
@@ -928,7 +1097,13 @@ static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply
         out->errmsg = err;
         return 0;
     }
-    if (n[4] != 0 && n[4] != 1 && n[4] != 4 && n[4] != 5) { snprintf(err, errcap, "postgres: first_in_line must be 0 to 5"); return -1; }
+    if (n[4] == 6) { /* another N than the name's while anyone holds or waits ({P}, {A}) */
+        snprintf(err, errcap, "permits %lld asked, the name has %lld while held", (long long)n[1], (long long)n[0]);
+        out->rc = SIMBA_EINVAL;
+        out->errmsg = err;
+        return 0;
+    }
+    if (n[4] != 0 && n[4] != 1 && n[4] != 4 && n[4] != 5) { snprintf(err, errcap, "postgres: first_in_line must be 0 to 6"); return -1; }
     out->first_in_line = n[4] == 1;
     out->yielded = n[4] == 5;
     /* the fence of a SET_VALUE or YIELD no longer holds: the row as it is says who holds it */
@@ -1154,7 +1329,7 @@ static void simba__pg_flush(simba__pg *p, int64_t now) {
 
 /* Puts one request's statement (and, in pipeline mode, its sync) into the output buffer. */
 static int simba__pg_send_one(simba__pg *p, simba_req *r) {
-    const char *v[8];
+    const char *v[10];
     const char *stmt;
     int n;
     v[0] = r->mutex;
@@ -1171,6 +1346,13 @@ static int simba__pg_send_one(simba__pg *p, simba_req *r) {
         v[7] = simba__pg_hex(p->val_hex, r->value, r->value ? r->value_len : 0);
         stmt = "simba_acq";
         n = 8;
+        if (r->permits > 1 || r->shared) { /* a reader or a permit: the holders set ({P}) */
+            snprintf(p->num[3], sizeof p->num[3], "%d", r->permits > 1 ? r->permits : 1);
+            v[8] = p->num[3];
+            v[9] = r->shared ? "t" : "f";
+            stmt = "simba_sacq";
+            n = 10;
+        }
     } else if (r->op == SIMBA_OP_SET_VALUE) {
         snprintf(p->num[0], sizeof p->num[0], "%llu", (unsigned long long)r->fence);
         v[2] = p->num[0];
@@ -1515,6 +1697,82 @@ static int simba__pg_view_row(PGresult *res, int row, simba_view *v, unsigned ch
     return 0;
 }
 
+/* One mutex's holders of the set (column 11: "id fence shared acquired held ttl tr" each,
+   oldest grant first) and its permits (column 12) into v, after the owner row's holder;
+   *out (allocated here, NULL: none) keeps them until the caller frees it. -1: unreadable,
+   -3: out of memory. With no live owner the view shows the holding that frees first. */
+static int simba__pg_view_holders(simba__pg *p, PGresult *res, int row, simba_view *v, simba_view_holder **out) {
+    const char *w = PQgetvalue(res, row, 10);
+    int n = 0, cap = v->owner[0] ? 1 : 0, first = -1, i;
+    int64_t permits;
+    simba_view_holder *hs;
+    *out = NULL;
+    for (i = 0; w[i]; i++) cap += w[i] == ' ';
+    cap = cap / 7 + 2;
+    if (simba__pg_int(PQgetvalue(res, row, 11), &permits) != 0) return -1;
+    if (!(hs = (simba_view_holder *)simba_alloc(p->loop, (size_t)cap * sizeof *hs))) return -3;
+    if (v->owner[0]) { /* the owner row's holder: a mutex's owner or a writer */
+        memset(&hs[0], 0, sizeof hs[0]);
+        simba__copy(hs[0].id, sizeof hs[0].id, v->owner);
+        hs[0].fence = v->fence;
+        hs[0].acquired_unix_ms = v->acquired_unix_ms;
+        hs[0].held_ms = v->held_ms;
+        hs[0].ttl_left_ms = v->ttl_left_ms;
+        hs[0].transition_left_ms = v->transition_left_ms;
+        hs[0].value = v->value;
+        hs[0].value_len = v->value_len;
+        n = 1;
+    }
+    while (*w && n < cap) {
+        simba_view_holder *h = &hs[n];
+        int64_t f[6];
+        size_t len = strcspn(w, " ");
+        char num[24];
+        memset(h, 0, sizeof *h);
+        if (len == 0 || len > SIMBA_ID_MAX) goto bad;
+        memcpy(h->id, w, len);
+        h->id[len] = 0;
+        w += len;
+        for (i = 0; i < 6; i++) {
+            if (*w != ' ') goto bad;
+            w++;
+            len = strcspn(w, " ");
+            if (len == 0 || len >= sizeof num) goto bad;
+            memcpy(num, w, len);
+            num[len] = 0;
+            if (simba__pg_int(num, &f[i]) != 0) goto bad;
+            w += len;
+        }
+        if (*w == ' ') w++;
+        h->fence = (uint64_t)f[0];
+        h->shared = f[1] != 0;
+        h->acquired_unix_ms = f[2];
+        h->held_ms = f[3];
+        h->ttl_left_ms = f[4];
+        h->transition_left_ms = f[5];
+        if (!v->owner[0] && (first < 0 || h->transition_left_ms < hs[first].transition_left_ms)) first = n;
+        n++;
+    }
+    if (first >= 0) {
+        simba__copy(v->owner, sizeof v->owner, hs[first].id);
+        v->fence = hs[first].fence;
+        v->acquired_unix_ms = hs[first].acquired_unix_ms;
+        v->held_ms = hs[first].held_ms;
+        v->ttl_left_ms = hs[first].ttl_left_ms;
+        v->transition_left_ms = hs[first].transition_left_ms;
+        v->value = NULL; /* a holding's value is not in the inspection's row */
+        v->value_len = 0;
+    }
+    v->holders = n;
+    v->holder = n ? hs : NULL;
+    v->permits = n ? (v->owner[0] && first < 0 ? 1 : (int)permits) : 0;
+    *out = hs;
+    return 0;
+bad:
+    simba_free(p->loop, hs);
+    return -1;
+}
+
 static void simba__pg_view_result(simba__pg *p, simba_req *r, PGresult *res) {
     int i, rows = PQntuples(res);
     p->rep_server_ms = 0;
@@ -1532,7 +1790,15 @@ static void simba__pg_view_result(simba__pg *p, simba_req *r, PGresult *res) {
     }
     for (i = 0; i < rows; i++) {
         simba_view v;
+        simba_view_holder *hs = NULL;
         int bad = PQnfields(res) < 8 ? -1 : simba__pg_view_row(res, i, &v, p->view_val, p->err, sizeof p->err);
+        if (bad == 0 && PQnfields(res) >= 12) bad = simba__pg_view_holders(p, res, i, &v, &hs);
+        if (bad == -3) {
+            snprintf(p->err, sizeof p->err, "postgres: out of memory listing holders");
+            p->rep.rc = SIMBA_ENOMEM;
+            p->rep.errmsg = p->err;
+            return;
+        }
         if (bad != 0) {
             if (bad == -1) snprintf(p->err, sizeof p->err, "postgres: unreadable row %d of an inspection", i);
             p->rep.rc = SIMBA_EBACKEND;
@@ -1540,6 +1806,7 @@ static void simba__pg_view_result(simba__pg *p, simba_req *r, PGresult *res) {
             return;
         }
         simba_req_view(r, &v);
+        simba_free(p->loop, hs);
     }
 }
 
@@ -2007,7 +2274,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qb[SIMBA__PG_QNAME_MAX], qx[SIMBA__PG_QNAME_MAX],
         qg[SIMBA__PG_QNAME_MAX], qh[SIMBA__PG_QNAME_MAX], qy[SIMBA__PG_QNAME_MAX], qk[SIMBA__PG_QNAME_MAX],
         qw[SIMBA__PG_QNAME_MAX], qv[SIMBA__PG_QNAME_MAX], qe[SIMBA__PG_QNAME_MAX], qf[SIMBA__PG_QNAME_MAX], qc[64],
-        fname[SIMBA__PG_TABLE_MAX + 16], rnd[40], ml[24];
+        qs[SIMBA__PG_QNAME_MAX], qp[SIMBA__PG_QNAME_MAX], fname[SIMBA__PG_TABLE_MAX + 16], rnd[40], ml[24];
     int ok;
     if (out) *out = NULL;
     if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: NULL argument");
@@ -2040,6 +2307,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
          simba__pg_quote(qh, sizeof qh, NULL, table, "_lost_t") && simba__pg_quote(qy, sizeof qy, desc->schema, table, "_boot_kept") &&
          simba__pg_quote(qk, sizeof qk, NULL, table, "_boot_kept") && simba__pg_quote(qw, sizeof qw, desc->schema, table, "_up") &&
          simba__pg_quote(qv, sizeof qv, desc->schema, table, "_val") && simba__pg_quote(qe, sizeof qe, desc->schema, table, "_yield") &&
+         simba__pg_quote(qs, sizeof qs, desc->schema, table, "_hold") && simba__pg_quote(qp, sizeof qp, desc->schema, table, "_sacq") &&
          simba__pg_quote(qf, sizeof qf, desc->schema, simba__pg_fence_fn(table, fname, sizeof fname), "");
     snprintf(ml, sizeof ml, "%lld", (long long)(desc->max_lease_ms ? desc->max_lease_ms : SIMBA_MAX_LEASE_DEFAULT_MS));
     if (ok) {
@@ -2055,11 +2323,10 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         subst['X' - 'A'] = qx;
         subst['G' - 'A'] = qg;
         subst['H' - 'A'] = qh;
-        subst['Y' - 'A'] = qy;
-        subst['K' - 'A'] = qk;
+        subst['Y' - 'A'] = qy, subst['K' - 'A'] = qk;
         subst['W' - 'A'] = qw;
-        subst['V' - 'A'] = qv;
-        subst['E' - 'A'] = qe;
+        subst['V' - 'A'] = qv, subst['E' - 'A'] = qe;
+        subst['S' - 'A'] = qs, subst['P' - 'A'] = qp; /* the holders set */
         subst['F' - 'A'] = qf, subst['U' - 'A'] = fname; /* {U} raw, inside $n$ quotes only */
         subst['N' - 'A'] = table; /* raw, inside $n$ quotes only: it holds no '$' */
         p->setup = simba__pg_fill(loop, simba__pg_setup_sql, subst);

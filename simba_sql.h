@@ -21,7 +21,7 @@
  * HOW IT WORKS
  *   One row per mutex in one table (default "simba_mutex"):
  *       mutex (primary key), acquired_at, ttl_at, transition_at, owner_id, fence, version,
- *       waiters, value
+ *       waiters, value, holders, permits
  *   Times are the database's clock in ms since the epoch, so every process on the file shares
  *   one clock; replies carry only remaining durations computed by the database. (The wall
  *   clock that SQLite's julianday('now') reads, read once per request and bound as NOW.)
@@ -50,6 +50,19 @@
  *   reads such a table as is, with no values. A value longer than this build's
  *   SIMBA_VALUE_MAX (a program built with a larger one wrote it) is an error, never cut:
  *   build every program on a file with the same SIMBA_VALUE_MAX.
+ *
+ * SEMAPHORES AND READ-WRITE LOCKS (same file, table "<table>_hold")
+ *   The row above is the exclusive holder (a mutex's owner, a read-write lock's writer).
+ *   Readers and a semaphore's permits are rows of "<table>_hold" (mutex, contender, shared,
+ *   acquired_at, ttl_at, transition_at, fence, value), each a lease of its own that frees at
+ *   its transition_at. The mutex row keeps the name's one fence counter (a holding's grant
+ *   takes fence + 1 from it), the recorded permits (N) and how many holding rows it has
+ *   (holders): a free row is taken by the hot path only with holders = 0, so a mutex nobody
+ *   shares never reads the set. A reader or a permit asks in one write transaction (>>holders):
+ *   dead holdings and waiters are dropped, another N while anyone holds or waits is refused
+ *   (SIMBA_EINVAL), and the rule of simba.h grants or queues it (the queue's rows say who
+ *   reads, column shared). A release of a holding pushes to every waiter the rule would grant
+ *   then. A table or queue of an earlier version gets the columns at open (ALTER TABLE).
  *
  * FAIRNESS: THE WAIT QUEUE (same file, table "<table>_wait")
  *   mutex, contender, seq (arrival order), expires_at (liveness), wake (datagram address)
@@ -208,7 +221,7 @@
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
  *   >>process  the work of one poll   >>close  teardown
  *   >>wake  wake-up datagrams   >>queue  the fairness rule   >>kept  a waiter's ask
- *   >>batch  one write transaction for many requests
+ *   >>batch  one write transaction for many requests   >>holders  semaphores, readers
  *   >>fence  simba_sql_check_fence
  *   >>inspect  simba_inspect, simba_list, simba_force_release
  *
@@ -364,7 +377,7 @@ SIMBA_API simba_result simba_sql_check_fence(struct sqlite3 *db, const char *tab
 
 typedef struct simba__sql_text {
     const char *dialect;
-    const char *setup[8]; /* once per connection, in order; NULL ends the list */
+    const char *setup[10]; /* once per connection, in order; NULL ends the list */
     const char *create_row; /* ?1: the row of a mutex, if it does not exist yet */
     const char *acquire;    /* ?1 ?2 ?3 ?4 ?5 -> the row as READ gives it, if we won or renewed
                                and nobody waits (the hot path) */
@@ -383,7 +396,7 @@ typedef struct simba__sql_text {
 #define SIMBA__SQL_OWNS(NOW) "(owner_id = ?2 AND transition_at >= " NOW ")"
 /* A row as READ gives it, and as every write that answers with the row returns it. */
 #define SIMBA__SQL_ROW_COLS(NOW) \
-    "owner_id, ttl_at - " NOW ", transition_at - " NOW ", " NOW " - acquired_at, fence, waiters, value"
+    "owner_id, ttl_at - " NOW ", transition_at - " NOW ", " NOW " - acquired_at, fence, waiters, value, holders, permits"
 
 #define SIMBA__SQL_SETUP                                                                        \
     {/* [sqlite] WAL: readers never block the writer and the writer never blocks them (an      \
@@ -404,13 +417,23 @@ typedef struct simba__sql_text {
      " fence INTEGER NOT NULL DEFAULT 0,"                                                      \
      " version INTEGER NOT NULL DEFAULT 0,"                                                    \
      " waiters INTEGER NOT NULL DEFAULT 0,"                                                    \
-     " value BLOB NOT NULL DEFAULT x''"                                                        \
+     " value BLOB NOT NULL DEFAULT x'',"                                                       \
+     " holders INTEGER NOT NULL DEFAULT 0,"                                                    \
+     " permits INTEGER NOT NULL DEFAULT 0"                                                     \
      ") WITHOUT ROWID",                                                                        \
      /* The wait queue: seq orders arrivals per mutex; wake is the waiter's datagram address   \
         ("" = none), expires_at its liveness (now + simba_req.live_ms at its last request). */ \
      "CREATE TABLE IF NOT EXISTS {Q} ("                                                        \
      " mutex TEXT NOT NULL, contender TEXT NOT NULL, seq INTEGER NOT NULL,"                    \
      " expires_at INTEGER NOT NULL, wake TEXT NOT NULL DEFAULT '',"                            \
+     " shared INTEGER NOT NULL DEFAULT 0,"                                                     \
+     " PRIMARY KEY (mutex, contender)) WITHOUT ROWID",                                         \
+     /* The holders set beside the owner row: readers and a semaphore's permits, each with     \
+        its own lease, fence (from the row's counter) and value. holders counts them in {T}.  */ \
+     "CREATE TABLE IF NOT EXISTS {H} ("                                                        \
+     " mutex TEXT NOT NULL, contender TEXT NOT NULL, shared INTEGER NOT NULL DEFAULT 0,"       \
+     " acquired_at INTEGER NOT NULL, ttl_at INTEGER NOT NULL, transition_at INTEGER NOT NULL,"\
+     " fence INTEGER NOT NULL, value BLOB NOT NULL DEFAULT x'',"                               \
      " PRIMARY KEY (mutex, contender)) WITHOUT ROWID",                                         \
      "CREATE INDEX IF NOT EXISTS {O} ON {Q} (mutex, seq)",                                     \
      /* Rows deleted by another program take their fences and maybe a live lease with them:   \
@@ -444,7 +467,7 @@ typedef struct simba__sql_text {
     " version = version + 1"                                                                    \
     " WHERE mutex = ?1 AND (" FREE " OR " SIMBA__SQL_OWNS(NOW) ")"                              \
     " RETURNING " SIMBA__SQL_ROW_COLS(NOW)
-#define SIMBA__SQL_ACQUIRE_TEXT(NOW) SIMBA__SQL_TAKE_TEXT(NOW, "(transition_at < " NOW " AND waiters = 0)")
+#define SIMBA__SQL_ACQUIRE_TEXT(NOW) SIMBA__SQL_TAKE_TEXT(NOW, "(transition_at < " NOW " AND waiters = 0 AND holders = 0)")
 #define SIMBA__SQL_GRANT_TEXT(NOW) SIMBA__SQL_TAKE_TEXT(NOW, "transition_at < " NOW)
 
 #define SIMBA__SQL_READ_TEXT(NOW) "SELECT " SIMBA__SQL_ROW_COLS(NOW) " FROM {T} WHERE mutex = ?1"
@@ -464,14 +487,15 @@ typedef struct simba__sql_text {
     " AND typeof(wake) = 'text' AND (wake = '' OR (wake GLOB 'u:*' AND length(wake) < 112)))"
 #define SIMBA__SQL_Q_PURGE_TEXT(NOW) "DELETE FROM {Q} WHERE mutex = ?1 AND NOT " SIMBA__SQL_Q_WELL_FORMED(NOW)
 #define SIMBA__SQL_Q_HEAD_TEXT(NOW)                                                                  \
-    "SELECT contender, wake FROM {Q} WHERE mutex = ?1 AND " SIMBA__SQL_Q_WELL_FORMED(NOW)        \
+    "SELECT contender, wake, shared FROM {Q} WHERE mutex = ?1 AND " SIMBA__SQL_Q_WELL_FORMED(NOW) \
     " ORDER BY seq LIMIT 1"
 /* [sqlite] UPSERT (3.24+; PostgreSQL ON CONFLICT too): a waiter that asks again keeps its
    place (seq) and pushes its liveness on. */
 #define SIMBA__SQL_Q_JOIN_TEXT(NOW)                                                                  \
-    "INSERT INTO {Q} (mutex, contender, seq, expires_at, wake) VALUES (?1, ?2,"                 \
-    " (SELECT coalesce(max(seq), 0) + 1 FROM {Q} WHERE mutex = ?1), " NOW " + ?3, ?7)"          \
-    " ON CONFLICT (mutex, contender) DO UPDATE SET expires_at = excluded.expires_at, wake = excluded.wake"
+    "INSERT INTO {Q} (mutex, contender, seq, expires_at, wake, shared) VALUES (?1, ?2,"         \
+    " (SELECT coalesce(max(seq), 0) + 1 FROM {Q} WHERE mutex = ?1), " NOW " + ?3, ?7, coalesce(?5, 0))" \
+    " ON CONFLICT (mutex, contender) DO UPDATE SET expires_at = excluded.expires_at, wake = excluded.wake," \
+    " shared = excluded.shared"
 #define SIMBA__SQL_Q_LEAVE_TEXT "DELETE FROM {Q} WHERE mutex = ?1 AND contender = ?2"
 #define SIMBA__SQL_Q_SELF_TEXT(NOW)                                                                  \
     "SELECT expires_at - " NOW " FROM {Q} WHERE mutex = ?1 AND contender = ?2 AND " SIMBA__SQL_Q_WELL_FORMED(NOW)
@@ -479,6 +503,33 @@ typedef struct simba__sql_text {
 #define SIMBA__SQL_Q_REFRESH_TEXT(NOW)                                                               \
     "UPDATE {Q} SET expires_at = " NOW " + ?3, wake = ?7"                                       \
     " WHERE mutex = ?1 AND contender = ?2 AND expires_at >= " NOW
+/* The holders set (SEMAPHORES AND READ-WRITE LOCKS in simba.h), ?6 now: ?3 ttl_ms (FENCE_NEXT,
+   SET_PERMITS: the permits), ?4 ttl + transition, ?5 shared, ?8 value, ?9 fence. A holding is
+   live until its transition_at, as the owner row's lease; dead ones are purged when met. A
+   grant takes the next fence of the name's one counter (the owner row's fence column). */
+#define SIMBA__SQL_HROW "contender, ttl_at - ?6, transition_at - ?6, ?6 - acquired_at, fence, value"
+#define SIMBA__SQL_H_PURGE_TEXT "DELETE FROM {H} WHERE mutex = ?1 AND transition_at < ?6"
+#define SIMBA__SQL_H_COUNT_TEXT "UPDATE {T} SET holders = (SELECT count(*) FROM {H} WHERE mutex = ?1) WHERE mutex = ?1"
+#define SIMBA__SQL_H_NUM_TEXT "SELECT count(*) FROM {H} WHERE mutex = ?1 AND transition_at >= ?6"
+#define SIMBA__SQL_H_SELF_TEXT "SELECT fence FROM {H} WHERE mutex = ?1 AND contender = ?2 AND transition_at >= ?6"
+#define SIMBA__SQL_H_RENEW_TEXT "UPDATE {H} SET ttl_at = ?6 + ?3, transition_at = ?6 + ?4 WHERE mutex = ?1 AND contender = ?2"
+#define SIMBA__SQL_H_LEAVE_TEXT "DELETE FROM {H} WHERE mutex = ?1 AND contender = ?2"
+#define SIMBA__SQL_H_GRANT_TEXT                                                                      \
+    "INSERT OR REPLACE INTO {H} (mutex, contender, shared, acquired_at, ttl_at, transition_at, fence, value)" \
+    " VALUES (?1, ?2, ?5, ?6, ?6 + ?3, ?6 + ?4, ?9, ?8)"
+#define SIMBA__SQL_H_MINE_TEXT "SELECT " SIMBA__SQL_HROW " FROM {H} WHERE mutex = ?1 AND contender = ?2"
+#define SIMBA__SQL_H_FIRST_TEXT                                                                      \
+    "SELECT " SIMBA__SQL_HROW " FROM {H} WHERE mutex = ?1 AND transition_at >= ?6 ORDER BY transition_at LIMIT 1"
+#define SIMBA__SQL_H_SET_VALUE_TEXT                                                                  \
+    "UPDATE {H} SET value = ?8 WHERE mutex = ?1 AND contender = ?2 AND fence = ?9 AND transition_at >= ?6" \
+    " RETURNING " SIMBA__SQL_HROW
+#define SIMBA__SQL_H_FORCE_TEXT "DELETE FROM {H} WHERE mutex = ?1 AND fence = ?9 AND transition_at >= ?6"
+#define SIMBA__SQL_FENCE_NEXT_TEXT                                                                   \
+    "UPDATE {T} SET fence = fence + 1, permits = ?3, version = version + 1 WHERE mutex = ?1 RETURNING fence"
+#define SIMBA__SQL_SET_PERMITS_TEXT "UPDATE {T} SET permits = ?3 WHERE mutex = ?1"
+#define SIMBA__SQL_Q_NUM_TEXT "SELECT count(*) FROM {Q} WHERE mutex = ?1 AND contender <> ?2 AND " SIMBA__SQL_Q_WELL_FORMED("?6")
+#define SIMBA__SQL_Q_LIST_TEXT                                                                       \
+    "SELECT contender, shared, wake FROM {Q} WHERE mutex = ?1 AND " SIMBA__SQL_Q_WELL_FORMED("?6") " ORDER BY seq"
 #define SIMBA__SQL_Q_COUNT_TEXT "UPDATE {T} SET waiters = (SELECT count(*) FROM {Q} WHERE mutex = ?1) WHERE mutex = ?1"
 
 /* Inspection (simba_inspect, simba_list, simba_force_release): ?1 mutex, ?2 fence, ?6 now.
@@ -529,7 +580,11 @@ static const simba__sql_text simba__sqlite_text = {"sqlite", SIMBA__SQL_TEXTS(SI
 enum { SIMBA__SQL_CREATE_ROW, SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_GRANT_ST, SIMBA__SQL_RELEASE_ST, SIMBA__SQL_RELEASE_QUEUED,
        SIMBA__SQL_READ_ST, SIMBA__SQL_Q_PURGE, SIMBA__SQL_Q_HEAD, SIMBA__SQL_Q_JOIN, SIMBA__SQL_Q_LEAVE, SIMBA__SQL_Q_COUNT, SIMBA__SQL_BEGIN,
        SIMBA__SQL_COMMIT, SIMBA__SQL_ROLLBACK, SIMBA__SQL_DATA_VERSION, SIMBA__SQL_SAVEPOINT, SIMBA__SQL_SP_RELEASE,
-       SIMBA__SQL_SP_ROLLBACK, SIMBA__SQL_Q_SELF, SIMBA__SQL_Q_REFRESH, SIMBA__SQL_SET_VALUE, SIMBA__SQL_NSTMT };
+       SIMBA__SQL_SP_ROLLBACK, SIMBA__SQL_Q_SELF, SIMBA__SQL_Q_REFRESH, SIMBA__SQL_SET_VALUE,
+       /* the holders set: */
+       SIMBA__SQL_H_PURGE, SIMBA__SQL_H_COUNT, SIMBA__SQL_H_NUM, SIMBA__SQL_H_SELF, SIMBA__SQL_H_RENEW, SIMBA__SQL_H_LEAVE,
+       SIMBA__SQL_H_GRANT, SIMBA__SQL_H_MINE, SIMBA__SQL_H_FIRST, SIMBA__SQL_H_SET_VALUE, SIMBA__SQL_H_FORCE,
+       SIMBA__SQL_FENCE_NEXT, SIMBA__SQL_SET_PERMITS, SIMBA__SQL_Q_NUM, SIMBA__SQL_Q_LIST, SIMBA__SQL_NSTMT };
 
 /* ":memory:" names this database: SQLite's memdb VFS shares a name that starts with "/"
    between the connections of one process, without shared-cache mode. */
@@ -569,7 +624,7 @@ static void (*simba_sql_test_after_checkpoint)(void);
 /* A request executed in a batch, its answer kept until the batch commits. */
 typedef struct simba__sql_done {
     simba_reply rep;
-    int wake; /* a release with waiters: wake the head once it is committed */
+    int wake; /* a release with waiters: wake the head (1) or whom the set frees (2) once it is committed */
     char owner[SIMBA_ID_MAX + 1];
     char err[320];
     unsigned char value[SIMBA_VALUE_MAX];
@@ -603,6 +658,8 @@ typedef struct simba__sql {
     size_t value_len;
     const simba_req *cur; /* the request being executed (NULL: a tool's simba__sql_exec) */
     int64_t waiters; /* the waiters column of the last row read or written */
+    int64_t holders, permits_col; /* its holders and permits columns (the holders set) */
+    int qhead_shared;             /* the last queue head read is a reader */
     int64_t lost_left; /* the last row read has no owner but is closed this many ms more (rows
                           deleted under a live lease, see SIMBA__SQL_CREATE_ROW_TEXT); -1: not */
     /* Host-local wake-ups: this backend's datagram socket (-1: none) and its address as
@@ -646,9 +703,9 @@ static int simba__sql_table_ok(const char *t) {
 static int simba__sql_expand(const simba__sql *s, const char *src, char *dst, size_t cap) {
     size_t o = 0, tl = strlen(s->table);
     while (*src) {
-        if (src[0] == '{' && src[1] && strchr("TQOFG", src[1]) && src[2] == '}') {
+        if (src[0] == '{' && src[1] && strchr("TQOFGH", src[1]) && src[2] == '}') {
             const char *suffix = src[1] == 'T' ? "" : src[1] == 'Q' ? "_wait" : src[1] == 'O' ? "_wait_order"
-                               : src[1] == 'F' ? "_floor" : "_lost";
+                               : src[1] == 'F' ? "_floor" : src[1] == 'H' ? "_hold" : "_lost";
             size_t sl = strlen(suffix);
             if (o + tl + sl + 2 >= cap) return 0;
             dst[o++] = '"';
@@ -755,19 +812,19 @@ static int simba__sql_check_table(simba__sql *s) {
 /* A table made by an earlier version gets the columns it lacks: waiters (0: nobody
    queued) and value (empty: a lease granted before it carries none). Two processes may both
    try: the loser's "duplicate column" is checked away. */
-static int simba__sql_add_column(simba__sql *s, const char *name, const char *decl) {
+static int simba__sql_add_column(simba__sql *s, const char *tbl, const char *name, const char *decl) {
     char sql[256], text[160];
     sqlite3_stmt *st = NULL;
     int rc, tries;
     for (tries = 0; tries < 2; tries++) {
-        snprintf(text, sizeof text, "SELECT %s FROM {T} LIMIT 0", name);
+        snprintf(text, sizeof text, "SELECT %s FROM %s LIMIT 0", name, tbl);
         if (!simba__sql_expand(s, text, sql, sizeof sql)) return SQLITE_ERROR;
         rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
         sqlite3_finalize(st);
         st = NULL;
         if (rc == SQLITE_OK) return SQLITE_OK;
         if (simba__sql_is_busy(rc)) return rc;
-        snprintf(text, sizeof text, "ALTER TABLE {T} ADD COLUMN %s %s", name, decl);
+        snprintf(text, sizeof text, "ALTER TABLE %s ADD COLUMN %s %s", tbl, name, decl);
         if (!simba__sql_expand(s, text, sql, sizeof sql)) return SQLITE_ERROR;
         rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
         if (simba__sql_is_busy(rc)) return rc;
@@ -801,8 +858,11 @@ static int simba__sql_setup(simba__sql *s) {
         return SQLITE_READONLY;
     }
     if ((rc = simba__sql_check_table(s)) != SQLITE_OK) return rc;
-    if ((rc = simba__sql_add_column(s, "waiters", "INTEGER NOT NULL DEFAULT 0")) != SQLITE_OK) return rc;
-    if ((rc = simba__sql_add_column(s, "value", "BLOB NOT NULL DEFAULT x''")) != SQLITE_OK) return rc;
+    if ((rc = simba__sql_add_column(s, "{T}", "waiters", "INTEGER NOT NULL DEFAULT 0")) != SQLITE_OK) return rc;
+    if ((rc = simba__sql_add_column(s, "{T}", "value", "BLOB NOT NULL DEFAULT x''")) != SQLITE_OK) return rc;
+    if ((rc = simba__sql_add_column(s, "{T}", "holders", "INTEGER NOT NULL DEFAULT 0")) != SQLITE_OK) return rc;
+    if ((rc = simba__sql_add_column(s, "{T}", "permits", "INTEGER NOT NULL DEFAULT 0")) != SQLITE_OK) return rc;
+    if ((rc = simba__sql_add_column(s, "{Q}", "shared", "INTEGER NOT NULL DEFAULT 0")) != SQLITE_OK) return rc;
     src[SIMBA__SQL_CREATE_ROW] = s->text->create_row;
     src[SIMBA__SQL_ACQUIRE_ST] = s->text->acquire;
     src[SIMBA__SQL_GRANT_ST] = s->text->grant;
@@ -824,6 +884,21 @@ static int simba__sql_setup(simba__sql *s) {
     src[SIMBA__SQL_Q_SELF] = s->text->q_self;
     src[SIMBA__SQL_Q_REFRESH] = s->text->q_refresh;
     src[SIMBA__SQL_SET_VALUE] = s->text->set_value;
+    src[SIMBA__SQL_H_PURGE] = SIMBA__SQL_H_PURGE_TEXT;
+    src[SIMBA__SQL_H_COUNT] = SIMBA__SQL_H_COUNT_TEXT;
+    src[SIMBA__SQL_H_NUM] = SIMBA__SQL_H_NUM_TEXT;
+    src[SIMBA__SQL_H_SELF] = SIMBA__SQL_H_SELF_TEXT;
+    src[SIMBA__SQL_H_RENEW] = SIMBA__SQL_H_RENEW_TEXT;
+    src[SIMBA__SQL_H_LEAVE] = SIMBA__SQL_H_LEAVE_TEXT;
+    src[SIMBA__SQL_H_GRANT] = SIMBA__SQL_H_GRANT_TEXT;
+    src[SIMBA__SQL_H_MINE] = SIMBA__SQL_H_MINE_TEXT;
+    src[SIMBA__SQL_H_FIRST] = SIMBA__SQL_H_FIRST_TEXT;
+    src[SIMBA__SQL_H_SET_VALUE] = SIMBA__SQL_H_SET_VALUE_TEXT;
+    src[SIMBA__SQL_H_FORCE] = SIMBA__SQL_H_FORCE_TEXT;
+    src[SIMBA__SQL_FENCE_NEXT] = SIMBA__SQL_FENCE_NEXT_TEXT;
+    src[SIMBA__SQL_SET_PERMITS] = SIMBA__SQL_SET_PERMITS_TEXT;
+    src[SIMBA__SQL_Q_NUM] = SIMBA__SQL_Q_NUM_TEXT;
+    src[SIMBA__SQL_Q_LIST] = SIMBA__SQL_Q_LIST_TEXT;
     for (i = 0; i < SIMBA__SQL_NSTMT; i++) {
         if (s->st[i]) continue;
         if (!simba__sql_expand(s, src[i], sql, sizeof sql)) {
@@ -880,10 +955,14 @@ static int simba__sql_row(simba__sql *s, int which, simba_reply *rep, int *got) 
     rep->held_ms = -1;
     rep->fence = 0;
     s->waiters = 0;
+    s->holders = 0;
+    s->permits_col = 0;
     s->lost_left = -1;
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         s->waiters = sqlite3_column_int64(st, 5);
+        s->holders = sqlite3_column_int64(st, 7);
+        s->permits_col = sqlite3_column_int64(st, 8);
         const unsigned char *o = sqlite3_column_text(st, 0);
         int olen = sqlite3_column_bytes(st, 0);
         int64_t tr_left = sqlite3_column_int64(st, 2);
@@ -1087,6 +1166,7 @@ static int simba__sql_head(simba__sql *s, const char *mutex, int *changed) {
             memcpy(s->qhead_wake, w, (size_t)wl);
             s->qhead_wake[wl] = 0;
         }
+        s->qhead_shared = sqlite3_column_int(st, 2) != 0;
         if (s->qhead[0] && simba_id_check(s->qhead) == SIMBA_OK) {
             sqlite3_reset(st);
             return SQLITE_OK;
@@ -1146,6 +1226,127 @@ static void simba__sql_tx_abort(simba__sql *s) {
     }
 }
 
+/* >>holders The holders set beside the owner row (SEMAPHORES AND READ-WRITE LOCKS in
+   simba.h): readers and a semaphore's permits, table "<table>_hold", one row per holding.
+   The owner row keeps the name's fence counter, its recorded permits and the count of
+   holding rows (holders), so that a mutex nobody shares never reads the set: its hot path
+   only requires holders = 0. Every decision is one write transaction (a savepoint in a
+   batch), as the queue's rule is:
+     request                 grant when (after dropping dead holdings and waiters)
+     semaphore N             among the first N - holders live waiters (one not queued: at
+                             the back)
+     reader                  no owner (writer) holds and only readers are ahead in line
+     writer (the owner row)  nobody holds (owner or set) and it heads the line
+   Another N while anyone holds or waits is refused (SIMBA_EINVAL, with both numbers). */
+
+static void simba__sql_bind2(sqlite3_stmt *st, const char *mutex, const char *contender) {
+    sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
+    if (contender) sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
+}
+
+/* Steps a statement that yields at most one integer (0 when no row), and resets it. */
+static int simba__sql_int(simba__sql *s, int which, int64_t *out) {
+    sqlite3_stmt *st = s->st[which];
+    int rc = sqlite3_step(st);
+    *out = 0;
+    if (rc == SQLITE_ROW) {
+        *out = sqlite3_column_int64(st, 0);
+        rc = sqlite3_step(st);
+    }
+    sqlite3_reset(st);
+    if (rc == SQLITE_ROW) rc = SQLITE_DONE; /* a count or a fence: the first row is the answer */
+    if (rc != SQLITE_DONE) {
+        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "holders", rc);
+        return rc;
+    }
+    return SQLITE_OK;
+}
+
+/* One holding (SIMBA__SQL_HROW) from a bound statement into rep (s->owner, s->value). */
+static int simba__sql_hrow(simba__sql *s, int which, simba_reply *rep, int *got) {
+    sqlite3_stmt *st = s->st[which];
+    int rc = sqlite3_step(st);
+    *got = 0;
+    if (rc == SQLITE_ROW) {
+        const unsigned char *o = sqlite3_column_text(st, 0);
+        int olen = sqlite3_column_bytes(st, 0);
+        if (!o || olen <= 0 || olen > SIMBA_ID_MAX) {
+            sqlite3_reset(st);
+            snprintf(s->err, sizeof s->err, "sqlite read: a holder id in table %s_hold is empty or longer than %d bytes",
+                     s->table, SIMBA_ID_MAX);
+            return SQLITE_MISMATCH;
+        }
+        memcpy(s->owner, o, (size_t)olen);
+        s->owner[olen] = 0;
+        if ((rc = simba__sql_value_col(s, st, 5)) != SQLITE_OK) {
+            s->owner[0] = 0;
+            sqlite3_reset(st);
+            return rc;
+        }
+        rep->owner = s->owner;
+        rep->value = s->value_len ? s->value : NULL;
+        rep->value_len = s->value_len;
+        rep->ttl_left_ms = sqlite3_column_int64(st, 1);
+        rep->transition_left_ms = sqlite3_column_int64(st, 2);
+        rep->held_ms = sqlite3_column_int64(st, 3);
+        rep->fence = (uint64_t)sqlite3_column_int64(st, 4);
+        *got = 1;
+        rc = sqlite3_step(st);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "holders", rc);
+        return rc;
+    }
+    return SQLITE_OK;
+}
+
+/* The answer for a waiter when the owner row is free: the holding that frees first. */
+static int simba__sql_first_holder(simba__sql *s, const char *mutex, simba_reply *rep) {
+    int got;
+    simba__sql_bind2(s->st[SIMBA__SQL_H_FIRST], mutex, NULL);
+    s->owner[0] = 0;
+    rep->owner = s->owner;
+    return simba__sql_hrow(s, SIMBA__SQL_H_FIRST, rep, &got);
+}
+
+/* SIMBA_EINVAL for a request whose permits differ from the name's while anyone holds or
+   waits: refused, never obeyed (nothing was written). */
+static void simba__sql_mismatch(simba__sql *s, int asked, int64_t has, simba_reply *rep) {
+    snprintf(s->err, sizeof s->err, "permits %d asked, the name has %lld while held", asked, (long long)has);
+    memset(rep, 0, sizeof *rep);
+    rep->held_ms = -1;
+    rep->rc = SIMBA_EINVAL;
+    rep->errmsg = s->err;
+}
+
+/* An exclusive ask's look at the set (in its transaction, the row just read): live holdings
+   (*nh; a holder's id back as a writer, a new incarnation, ends its holding) and *refused
+   when the name is a semaphore's that anyone holds or waits on. */
+static int simba__sql_writer_check(simba__sql *s, const char *mutex, const char *contender, int renew, int64_t *nh,
+                                   int *hchanged, int *refused) {
+    int64_t nq = 0;
+    int rc;
+    if (s->holders != 0) { /* readers or permits hold: an exclusive grant waits for them */
+        sqlite3_bind_text(s->st[SIMBA__SQL_H_PURGE], 1, mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_PURGE, "holders purge")) != SQLITE_OK) return rc;
+        if (sqlite3_changes(s->db) > 0) *hchanged = 1;
+        if (!renew) {
+            simba__sql_bind2(s->st[SIMBA__SQL_H_LEAVE], mutex, contender);
+            if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_LEAVE, "holders leave")) != SQLITE_OK) return rc;
+            if (sqlite3_changes(s->db) > 0) *hchanged = 1;
+        }
+        simba__sql_bind2(s->st[SIMBA__SQL_H_NUM], mutex, NULL);
+        if ((rc = simba__sql_int(s, SIMBA__SQL_H_NUM, nh)) != SQLITE_OK) return rc;
+    }
+    if (s->permits_col > 1) {
+        simba__sql_bind2(s->st[SIMBA__SQL_Q_NUM], mutex, contender);
+        if ((rc = simba__sql_int(s, SIMBA__SQL_Q_NUM, &nq)) != SQLITE_OK) return rc;
+        *refused = *nh > 0 || nq > 0;
+    }
+    return SQLITE_OK;
+}
+
 /* >>queue The fairness rule, in one write transaction (BEGIN IMMEDIATE: nobody else can
    change the row or the queue between our reads and our writes):
      owner asks           -> renew (or a new ownership, without simba_req.renew)
@@ -1158,7 +1359,8 @@ static void simba__sql_tx_abort(simba__sql *s) {
    recomputed whenever the queue changed. */
 static int simba__sql_contend(simba__sql *s, const char *mutex, const char *contender, int64_t ttl_ms,
                               int64_t transition_ms, int renew, int64_t live_ms, simba_reply *rep) {
-    int rc, exists = 0, got = 0, changed = 0, first = 0;
+    int rc, exists = 0, got = 0, changed = 0, first = 0, hchanged = 0, refused = 0;
+    int64_t nh = 0;
     rc = simba__sql_tx_begin(s);
     if (rc != SQLITE_DONE) {
         if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
@@ -1180,7 +1382,13 @@ static int simba__sql_contend(simba__sql *s, const char *mutex, const char *cont
     } else {
         s->qhead[0] = 0;
     }
-    if (strcmp(s->owner, contender) == 0 || (!s->owner[0] && (!s->qhead[0] || strcmp(s->qhead, contender) == 0))) {
+    if ((rc = simba__sql_writer_check(s, mutex, contender, renew, &nh, &hchanged, &refused)) != SQLITE_OK) goto fail;
+    if (refused) { /* a semaphore's name: refused while anyone holds or waits */
+        simba__sql_tx_abort(s);
+        simba__sql_mismatch(s, 1, s->permits_col, rep);
+        return SQLITE_OK;
+    }
+    if (strcmp(s->owner, contender) == 0 || (!s->owner[0] && nh == 0 && (!s->qhead[0] || strcmp(s->qhead, contender) == 0))) {
         rc = simba__sql_acquire_row(s, SIMBA__SQL_GRANT_ST, mutex, contender, ttl_ms, transition_ms, renew, rep, &got);
         if (rc != SQLITE_OK) goto fail;
         /* not granted (a row closed after a DELETE, see SIMBA__SQL_CREATE_ROW_TEXT): the head keeps its place */
@@ -1191,19 +1399,33 @@ static int simba__sql_contend(simba__sql *s, const char *mutex, const char *cont
         sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 3, live_ms);
+        sqlite3_bind_int(st, 5, 0);
         sqlite3_bind_text(st, 7, s->wake_addr, -1, SQLITE_STATIC);
         if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_JOIN, "queue join")) != SQLITE_OK) goto fail;
         changed = 1;
         s->queued_until = simba__max(s->queued_until, simba__add(simba_now(s->loop), live_ms));
         first = !s->qhead[0] || strcmp(s->qhead, contender) == 0;
+        if (s->permits_col != 1) { /* the name's mode while a writer waits: one holder */
+            st = s->st[SIMBA__SQL_SET_PERMITS];
+            simba__sql_bind2(st, mutex, NULL);
+            sqlite3_bind_int64(st, 3, 1);
+            if ((rc = simba__sql_step_simple(s, SIMBA__SQL_SET_PERMITS, "permits")) != SQLITE_OK) goto fail;
+        }
     }
     if (changed) {
         sqlite3_bind_text(s->st[SIMBA__SQL_Q_COUNT], 1, mutex, -1, SQLITE_STATIC);
         if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_COUNT, "queue count")) != SQLITE_OK) goto fail;
     }
+    if (hchanged) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_H_COUNT], 1, mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_COUNT, "holders count")) != SQLITE_OK) goto fail;
+    }
     if (!got) {
         sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
         if ((rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists)) != SQLITE_OK) goto fail;
+        /* readers or permits hold: the waiter times its next ask by the first to end */
+        if (!s->owner[0] && nh > 0 && (rc = simba__sql_first_holder(s, mutex, rep)) != SQLITE_OK) goto fail;
+        rep->holders = (int)simba__min(nh, SIMBA_PERMITS_MAX);
     }
     rc = simba__sql_tx_commit(s);
     if (rc != SQLITE_DONE) {
@@ -1217,13 +1439,18 @@ fail:
     return rc;
 }
 
+static void simba__sql_wake_set(simba__sql *s, const char *mutex);
+
 /* After a release committed: wake the oldest live waiter. The usual case is one read and
    one datagram; a head whose process is gone is dropped in a transaction and the next one
    woken (when the database is busy right now, the next contender's attempt drops it). */
 static void simba__sql_wake_head(simba__sql *s, const char *mutex) {
     int changed = 0, rc;
     if (simba__sql_head(s, mutex, &changed) != SQLITE_OK || !s->qhead[0]) return;
-    if (simba__sql_wake_send(s, s->qhead_wake, mutex, s->qhead) >= 0) return;
+    if (simba__sql_wake_send(s, s->qhead_wake, mutex, s->qhead) >= 0) {
+        if (s->qhead_shared) simba__sql_wake_set(s, mutex); /* the readers behind it go together */
+        return;
+    }
     if (simba__sql_tx_begin(s) != SQLITE_DONE) return;
     rc = simba__sql_live_head(s, mutex, NULL, 1, &changed);
     if (rc == SQLITE_OK && changed) {
@@ -1254,6 +1481,249 @@ static int simba__sql_quit_line(simba__sql *s, const char *mutex, const char *co
         if (rc != SQLITE_OK && !simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
     }
     if (rc != SQLITE_OK) simba__sql_tx_abort(s);
+    return rc;
+}
+
+/* After a holding or the owner row was freed, committed: push to each waiter the rule
+   would grant now (each asks the database itself; a datagram never grants). */
+static void simba__sql_wake_set(simba__sql *s, const char *mutex) {
+    simba_reply rep;
+    sqlite3_stmt *st;
+    int64_t nh = 0, n, i = 0;
+    char c[SIMBA_ID_MAX + 1], w[SIMBA__SQL_WAKE_MAX];
+    if (simba__sql_read_row(s, mutex, &rep) != SQLITE_OK || s->owner[0]) return; /* a writer holds */
+    n = s->permits_col > 1 ? s->permits_col : 1;
+    simba__sql_bind2(s->st[SIMBA__SQL_H_NUM], mutex, NULL);
+    if (simba__sql_int(s, SIMBA__SQL_H_NUM, &nh) != SQLITE_OK) return;
+    st = s->st[SIMBA__SQL_Q_LIST];
+    simba__sql_bind2(st, mutex, NULL);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int sh = sqlite3_column_int(st, 1) != 0;
+        if (n > 1 ? i >= n - nh : (sh ? 0 : (i > 0 || nh > 0))) break;
+        simba__copy(c, sizeof c, (const char *)sqlite3_column_text(st, 0));
+        simba__copy(w, sizeof w, (const char *)sqlite3_column_text(st, 2));
+        if (c[0] && simba_id_check(c) == SIMBA_OK) simba__sql_wake_send(s, w, mutex, c);
+        if (n == 1 && !sh) break; /* a writer goes alone */
+        i++;
+    }
+    sqlite3_reset(st);
+}
+
+/* What a reader's or a permit's ask reads in its transaction: live holdings of the set,
+   waiters other than it, its place in line (-1: none) and the writers ahead of it. */
+typedef struct simba__sql_setq {
+    int64_t nh, nq, p, excl_ahead;
+    int mainlive, qchanged, hchanged, freed_owner, first, granted;
+} simba__sql_setq;
+
+/* The row (made when missing), dead waiters and holdings dropped, then the counts. */
+static int simba__sql_set_read(simba__sql *s, const char *mutex, const char *me, simba_reply *rep, simba__sql_setq *q) {
+    sqlite3_stmt *st;
+    int rc, exists = 0;
+    sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
+    if ((rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists)) != SQLITE_OK) return rc;
+    if (!exists) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_CREATE_ROW], 1, mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_CREATE_ROW, "insert")) != SQLITE_OK) return rc;
+        sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists)) != SQLITE_OK) return rc;
+    }
+    if (s->waiters != 0) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_Q_PURGE], 1, mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_PURGE, "queue purge")) != SQLITE_OK) return rc;
+        if (sqlite3_changes(s->db) > 0) q->qchanged = 1;
+    }
+    if (s->holders != 0) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_H_PURGE], 1, mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_PURGE, "holders purge")) != SQLITE_OK) return rc;
+        if (sqlite3_changes(s->db) > 0) q->hchanged = 1;
+    }
+    q->mainlive = s->owner[0] != 0;
+    simba__sql_bind2(s->st[SIMBA__SQL_H_NUM], mutex, NULL);
+    if ((rc = simba__sql_int(s, SIMBA__SQL_H_NUM, &q->nh)) != SQLITE_OK) return rc;
+    st = s->st[SIMBA__SQL_Q_LIST];
+    simba__sql_bind2(st, mutex, NULL);
+    q->p = -1;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *c = (const char *)sqlite3_column_text(st, 0);
+        if (q->p < 0 && c && strcmp(c, me) == 0) q->p = q->nq;
+        else if (q->p < 0 && !sqlite3_column_int(st, 1)) q->excl_ahead++;
+        if (!c || strcmp(c, me) != 0) q->nq++;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) simba__sql_seterr(s, "queue list", rc);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* The owner's id back as a reader (a new incarnation): its ownership ends, and it asks as
+   anyone does. */
+static int simba__sql_set_owner_back(simba__sql *s, const char *mutex, const char *me, simba__sql_setq *q) {
+    sqlite3_stmt *st = s->st[SIMBA__SQL_RELEASE_QUEUED];
+    int rc;
+    simba__sql_bind2(st, mutex, me);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) q->freed_owner = 1;
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        simba__sql_seterr(s, "release", rc);
+        return rc;
+    }
+    q->mainlive = 0;
+    return SQLITE_OK;
+}
+
+/* A new holding: the name's next fence, the row in the set, its place in line left. */
+static int simba__sql_set_take(simba__sql *s, const simba_req *r, int n, simba__sql_setq *q) {
+    sqlite3_stmt *st = s->st[SIMBA__SQL_FENCE_NEXT];
+    int64_t fence = 0;
+    int rc;
+    simba__sql_bind2(st, r->mutex, NULL);
+    sqlite3_bind_int64(st, 3, n);
+    if ((rc = simba__sql_int(s, SIMBA__SQL_FENCE_NEXT, &fence)) != SQLITE_OK) return rc;
+    st = s->st[SIMBA__SQL_H_GRANT];
+    simba__sql_bind2(st, r->mutex, r->contender);
+    sqlite3_bind_int64(st, 3, r->ttl_ms);
+    sqlite3_bind_int64(st, 4, r->ttl_ms + r->transition_ms);
+    sqlite3_bind_int(st, 5, r->shared != 0);
+    simba__sql_bind_value(s, st);
+    sqlite3_bind_int64(st, 9, fence);
+    if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_GRANT, "holders grant")) != SQLITE_OK) return rc;
+    q->hchanged = 1;
+    q->nh++;
+    return q->p >= 0 ? simba__sql_leave(s, r->mutex, r->contender, &q->qchanged) : SQLITE_OK;
+}
+
+/* Not granted: a place in line (a reader's marked shared) and the name's permits recorded. */
+static int simba__sql_set_queue(simba__sql *s, const simba_req *r, int n, int64_t live_ms, simba__sql_setq *q) {
+    sqlite3_stmt *st = s->st[SIMBA__SQL_Q_JOIN];
+    int64_t pos = q->p >= 0 ? q->p : q->nq;
+    int rc;
+    simba__sql_bind2(st, r->mutex, r->contender);
+    sqlite3_bind_int64(st, 3, live_ms);
+    sqlite3_bind_int(st, 5, r->shared != 0);
+    sqlite3_bind_text(st, 7, s->wake_addr, -1, SQLITE_STATIC);
+    if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_JOIN, "queue join")) != SQLITE_OK) return rc;
+    q->qchanged = 1;
+    s->queued_until = simba__max(s->queued_until, simba__add(simba_now(s->loop), live_ms));
+    if (s->permits_col != n) {
+        st = s->st[SIMBA__SQL_SET_PERMITS];
+        simba__sql_bind2(st, r->mutex, NULL);
+        sqlite3_bind_int64(st, 3, n);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_SET_PERMITS, "permits")) != SQLITE_OK) return rc;
+    }
+    /* the next to be granted when a holding ends tries at its end exactly */
+    q->first = pos <= (n > 1 ? n - q->nh : 0);
+    return SQLITE_OK;
+}
+
+/* The rule (simba.h) for an ask of the set: a holder renews or asks anew (a new grant at
+   the end), anyone else is granted or queued. */
+static int simba__sql_set_decide(simba__sql *s, const simba_req *r, int n, int64_t live_ms, simba__sql_setq *q) {
+    int64_t mine = 0, pos = q->p >= 0 ? q->p : q->nq;
+    int rc;
+    simba__sql_bind2(s->st[SIMBA__SQL_H_SELF], r->mutex, r->contender);
+    if ((rc = simba__sql_int(s, SIMBA__SQL_H_SELF, &mine)) != SQLITE_OK) return rc;
+    if (mine && r->renew) { /* a renewal: fence and acquired_at stay */
+        sqlite3_stmt *st = s->st[SIMBA__SQL_H_RENEW];
+        simba__sql_bind2(st, r->mutex, r->contender);
+        sqlite3_bind_int64(st, 3, r->ttl_ms);
+        sqlite3_bind_int64(st, 4, r->ttl_ms + r->transition_ms);
+        q->granted = 1;
+        return simba__sql_step_simple(s, SIMBA__SQL_H_RENEW, "holders renew");
+    }
+    if (mine) { /* the holder asking anew: a new grant, with a new fence */
+        simba__sql_bind2(s->st[SIMBA__SQL_H_LEAVE], r->mutex, r->contender);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_LEAVE, "holders leave")) != SQLITE_OK) return rc;
+        q->nh--;
+        q->granted = 1;
+    } else {
+        q->granted = n > 1 ? pos < n - q->nh : (!q->mainlive && q->excl_ahead == 0);
+    }
+    return q->granted ? simba__sql_set_take(s, r, n, q) : simba__sql_set_queue(s, r, n, live_ms, q);
+}
+
+/* ACQUIRE by a reader or for a permit of a semaphore, in one write transaction. */
+static int simba__sql_contend_set(simba__sql *s, const simba_req *r, int64_t live_ms, simba_reply *rep) {
+    int n = r->permits > 1 ? r->permits : 1, rc, got;
+    int64_t recorded;
+    simba__sql_setq q;
+    memset(&q, 0, sizeof q);
+    rc = simba__sql_tx_begin(s);
+    if (rc != SQLITE_DONE) {
+        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
+        return rc;
+    }
+    if ((rc = simba__sql_set_read(s, r->mutex, r->contender, rep, &q)) != SQLITE_OK) goto fail;
+    if (s->lost_left >= 0) { /* a row closed after a DELETE: no grant; the caller says why */
+        simba__sql_tx_abort(s);
+        s->owner[0] = 0;
+        return SQLITE_OK;
+    }
+    recorded = q.mainlive ? 1 : s->permits_col;
+    if (recorded > 0 && recorded != n && (q.mainlive || q.nh > 0 || q.nq > 0)) {
+        simba__sql_tx_abort(s);
+        simba__sql_mismatch(s, n, recorded, rep);
+        return SQLITE_OK;
+    }
+    if (q.mainlive && strcmp(s->owner, r->contender) == 0 && (rc = simba__sql_set_owner_back(s, r->mutex, r->contender, &q)) != SQLITE_OK)
+        goto fail;
+    if ((rc = simba__sql_set_decide(s, r, n, live_ms, &q)) != SQLITE_OK) goto fail;
+    if (q.qchanged) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_Q_COUNT], 1, r->mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_COUNT, "queue count")) != SQLITE_OK) goto fail;
+    }
+    if (q.hchanged) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_H_COUNT], 1, r->mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_COUNT, "holders count")) != SQLITE_OK) goto fail;
+    }
+    if (q.granted) {
+        simba__sql_bind2(s->st[SIMBA__SQL_H_MINE], r->mutex, r->contender);
+        if ((rc = simba__sql_hrow(s, SIMBA__SQL_H_MINE, rep, &got)) != SQLITE_OK) goto fail;
+    } else if (!q.mainlive && (rc = simba__sql_first_holder(s, r->mutex, rep)) != SQLITE_OK) {
+        goto fail;
+    }
+    rc = simba__sql_tx_commit(s);
+    if (rc != SQLITE_DONE) {
+        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
+        goto fail;
+    }
+    rep->holders = (int)simba__min(q.nh + q.mainlive, SIMBA_PERMITS_MAX);
+    rep->first_in_line = q.first;
+    if (q.freed_owner) {
+        if (s->batch) s->batch_wake = 1;
+        else simba__sql_wake_head(s, r->mutex);
+    }
+    return SQLITE_OK;
+fail:
+    simba__sql_tx_abort(s);
+    return rc;
+}
+
+/* RELEASE of a holding of the set, in one write transaction; *released says whether the
+   contender held one. */
+static int simba__sql_release_hold(simba__sql *s, const char *mutex, const char *contender, int *released) {
+    int rc;
+    *released = 0;
+    rc = simba__sql_tx_begin(s);
+    if (rc != SQLITE_DONE) {
+        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
+        return rc;
+    }
+    simba__sql_bind2(s->st[SIMBA__SQL_H_LEAVE], mutex, contender);
+    if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_LEAVE, "holders release")) != SQLITE_OK) goto fail;
+    *released = sqlite3_changes(s->db) > 0;
+    if (*released) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_H_COUNT], 1, mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_COUNT, "holders count")) != SQLITE_OK) goto fail;
+    }
+    rc = simba__sql_tx_commit(s);
+    if (rc != SQLITE_DONE) {
+        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
+        goto fail;
+    }
+    return SQLITE_OK;
+fail:
+    *released = 0;
+    simba__sql_tx_abort(s);
     return rc;
 }
 
@@ -1318,7 +1788,7 @@ static int simba__sql_ask_kept(simba__sql *s, const char *mutex, const char *con
     sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
     if ((rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists)) != SQLITE_OK) return rc;
     *held = exists && s->owner[0] && strcmp(s->owner, contender) != 0;
-    if (s->next_ask_ms > 0 && !renew && exists && s->waiters > 0 && (*held || !s->owner[0]))
+    if (s->next_ask_ms > 0 && !renew && exists && s->waiters > 0 && s->holders == 0 && (*held || !s->owner[0]))
         return simba__sql_kept_place(s, mutex, contender, live_ms, rep, kept);
     return SQLITE_OK;
 }
@@ -1352,6 +1822,17 @@ static int simba__sql_set_value(simba__sql *s, const simba_req *r, simba_reply *
     if (got && strcmp(s->owner, r->contender) == 0) {
         rep->rc = SIMBA_OK;
         return SQLITE_OK;
+    }
+    if (r->permits > 1 || r->shared) { /* a holding of the set: its own value */
+        st = s->st[SIMBA__SQL_H_SET_VALUE];
+        simba__sql_bind2(st, r->mutex, r->contender);
+        simba__sql_bind_value(s, st);
+        sqlite3_bind_int64(st, 9, (sqlite3_int64)r->fence);
+        if ((rc = simba__sql_hrow(s, SIMBA__SQL_H_SET_VALUE, rep, &got)) != SQLITE_OK) return rc;
+        if (got) {
+            rep->rc = SIMBA_OK;
+            return SQLITE_OK;
+        }
     }
     if ((rc = simba__sql_read_row(s, r->mutex, rep)) != SQLITE_OK) return rc;
     simba__sql_not_held(s, r, rep, "set_value");
@@ -1402,6 +1883,7 @@ static int simba__sql_yield(simba__sql *s, const simba_req *r, int64_t live_ms, 
         sqlite3_bind_text(st, 1, r->mutex, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, r->contender, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 3, live_ms);
+        sqlite3_bind_int(st, 5, 0);
         sqlite3_bind_text(st, 7, s->wake_addr, -1, SQLITE_STATIC);
         if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_JOIN, "queue join")) != SQLITE_OK) goto fail;
         changed = 1;
@@ -1443,17 +1925,12 @@ static int64_t simba__sql_now(simba__sql *s) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Executes one request. renew: the contender owns the mutex locally (simba_req.renew);
-   live_ms: how long its place in the wait queue lasts (simba_req.live_ms).
-   Returns SIMBA__SQL_BUSY when the database was locked (nothing changed: try again later);
-   otherwise 0 with *rep filled (rep->owner, rep->errmsg point into s until the next call). */
-/* A RELEASE: the row cleared if it is ours (the oldest waiter hears of it at once), else
-   the owner said and our place in line left. SQLITE_OK, or the error (s->err says it). */
+/* RELEASE: the owner row's (pushed to the head, or the readers it frees), else a holding of
+   the set's (pushed to whom it frees), else a place in line left. SQLITE_OK with rep. */
 static int simba__sql_release_req(simba__sql *s, const char *mutex, const char *contender, simba_reply *rep) {
-    int rc;
     sqlite3_stmt *st = s->st[SIMBA__SQL_RELEASE_ST];
     int64_t waiters = 0;
-    int released = 0;
+    int released = 0, rc;
     sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
     rc = sqlite3_step(st);
@@ -1486,9 +1963,20 @@ static int simba__sql_release_req(simba__sql *s, const char *mutex, const char *
            PRAGMA data_version in process()). */
         if (s->memory && s->be) simba_backend_event(s->be, SIMBA_EV_RELEASED, mutex, NULL, NULL);
     } else {
-        /* Not ours: say who owns it, and leave the line if we stood in it. */
+        /* Not ours: a holding of the set, or say who owns it and leave the line if we
+           stood in it. */
+        int held = 0;
         if ((rc = simba__sql_read_row(s, mutex, rep)) != SQLITE_OK) return rc;
-        if (s->waiters > 0) {
+        if (s->holders > 0 && (rc = simba__sql_release_hold(s, mutex, contender, &held)) != SQLITE_OK) return rc;
+        if (held) {
+            memset(rep, 0, sizeof *rep);
+            rep->held_ms = -1;
+            s->owner[0] = 0;
+            rep->owner = s->owner;
+            if (s->batch) s->batch_wake = 2;
+            else simba__sql_wake_set(s, mutex);
+            if (s->memory && s->be) simba_backend_event(s->be, SIMBA_EV_RELEASED, mutex, NULL, NULL);
+        } else if (s->waiters > 0) {
             char owner[SIMBA_ID_MAX + 1];
             memcpy(owner, s->owner, sizeof owner);
             if ((rc = simba__sql_quit_line(s, mutex, contender)) != SQLITE_OK) return rc;
@@ -1498,6 +1986,10 @@ static int simba__sql_release_req(simba__sql *s, const char *mutex, const char *
     return SQLITE_OK;
 }
 
+/* Executes one request. renew: the contender owns the mutex locally (simba_req.renew);
+   live_ms: how long its place in the wait queue lasts (simba_req.live_ms).
+   Returns SIMBA__SQL_BUSY when the database was locked (nothing changed: try again later);
+   otherwise 0 with *rep filled (rep->owner, rep->errmsg point into s until the next call). */
 static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, const char *contender, int64_t ttl_ms,
                                int64_t transition_ms, int expect_win, int renew, int64_t live_ms, simba_reply *rep) {
     int rc;
@@ -1509,7 +2001,10 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
         int64_t now = simba__sql_now(s);
         static const int with_now[] = {SIMBA__SQL_CREATE_ROW, SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_GRANT_ST, SIMBA__SQL_READ_ST,
                                        SIMBA__SQL_Q_PURGE,    SIMBA__SQL_Q_HEAD,   SIMBA__SQL_Q_JOIN,
-                                       SIMBA__SQL_Q_SELF,     SIMBA__SQL_Q_REFRESH, SIMBA__SQL_SET_VALUE};
+                                       SIMBA__SQL_Q_SELF,     SIMBA__SQL_Q_REFRESH, SIMBA__SQL_SET_VALUE,
+                                       SIMBA__SQL_H_PURGE,    SIMBA__SQL_H_NUM,    SIMBA__SQL_H_SELF, SIMBA__SQL_H_RENEW,
+                                       SIMBA__SQL_H_GRANT,    SIMBA__SQL_H_MINE,   SIMBA__SQL_H_FIRST,
+                                       SIMBA__SQL_H_SET_VALUE, SIMBA__SQL_H_FORCE, SIMBA__SQL_Q_NUM, SIMBA__SQL_Q_LIST};
         size_t i;
         for (i = 0; i < sizeof with_now / sizeof with_now[0]; i++) sqlite3_bind_int64(s->st[with_now[i]], 6, now);
     }
@@ -1535,6 +2030,10 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
            succeed. Everything else (a queue, another's lease, no row yet) is decided by
            simba__sql_contend in one transaction. */
         int got = 0, held = 0, kept = 0;
+        if (s->cur && (s->cur->permits > 1 || s->cur->shared)) {
+            if ((rc = simba__sql_contend_set(s, s->cur, live_ms, rep)) != SQLITE_OK) goto fail;
+            goto done;
+        }
         if (!expect_win) {
             if ((rc = simba__sql_ask_kept(s, mutex, contender, renew, live_ms, rep, &held, &kept)) != SQLITE_OK) goto fail;
             if (kept) goto done;
@@ -1549,6 +2048,7 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
         goto fail;
     }
 done:
+    if (rep->rc != SIMBA_OK) return 0; /* refused by the store, in words (the permits) */
     if (op == SIMBA_OP_ACQUIRE && !s->owner[0] && s->lost_left >= 0) goto lost;
     rep->rc = SIMBA_OK;
     return 0;
@@ -1727,6 +2227,129 @@ static int simba__sql_waiters(simba__sql *s, const char *mutex, int64_t now, sim
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* The holders of a view's name into v (the owner row's first, then the set's, oldest grant
+   first); *buf and *arr, allocated here, keep them and their values until the caller frees
+   them (simba__sql_view_holders_free). A
+   table of an earlier version without the set has no holders there. */
+typedef struct simba__sql_vh {
+    simba_view_holder h;
+    unsigned char value[SIMBA_VALUE_MAX];
+} simba__sql_vh;
+#define SIMBA__SQL_HOLDERS_TEXT                                                                      \
+    "SELECT h.contender, h.fence, h.shared, h.acquired_at, ?6 - h.acquired_at, h.ttl_at - ?6,"      \
+    " h.transition_at - ?6, h.value, t.permits FROM {H} h JOIN {T} t ON t.mutex = h.mutex"          \
+    " WHERE h.mutex = ?1 AND h.transition_at >= ?6 ORDER BY h.fence"
+/* The owner row's holder of view v into e. */
+static void simba__sql_vh_owner(const simba_view *v, simba__sql_vh *e) {
+    memset(&e->h, 0, sizeof e->h);
+    simba__copy(e->h.id, sizeof e->h.id, v->owner);
+    e->h.fence = v->fence;
+    e->h.acquired_unix_ms = v->acquired_unix_ms;
+    e->h.held_ms = v->held_ms;
+    e->h.ttl_left_ms = v->ttl_left_ms;
+    e->h.transition_left_ms = v->transition_left_ms;
+    if (v->value_len) memcpy(e->value, v->value, v->value_len);
+    e->h.value_len = v->value_len;
+}
+/* One holding row of SIMBA__SQL_HOLDERS_TEXT into e; SQLITE_MISMATCH (s->err says) when
+   its value is over SIMBA_VALUE_MAX. */
+static int simba__sql_vh_row(simba__sql *s, sqlite3_stmt *st, const char *mutex, simba__sql_vh *e) {
+    int vl = sqlite3_column_bytes(st, 7);
+    memset(&e->h, 0, sizeof e->h);
+    simba__copy(e->h.id, sizeof e->h.id, (const char *)sqlite3_column_text(st, 0));
+    e->h.fence = (uint64_t)sqlite3_column_int64(st, 1);
+    e->h.shared = sqlite3_column_int(st, 2) != 0;
+    e->h.acquired_unix_ms = sqlite3_column_int64(st, 3);
+    e->h.held_ms = sqlite3_column_int64(st, 4);
+    e->h.ttl_left_ms = sqlite3_column_int64(st, 5);
+    e->h.transition_left_ms = sqlite3_column_int64(st, 6);
+    if (vl > SIMBA_VALUE_MAX) {
+        snprintf(s->err, sizeof s->err, "sqlite inspect: a holder's value of %s in table %s_hold is %d bytes, over "
+                 "SIMBA_VALUE_MAX %d of this build", mutex, s->table, vl, SIMBA_VALUE_MAX);
+        return SQLITE_MISMATCH;
+    }
+    if (vl > 0) memcpy(e->value, sqlite3_column_blob(st, 7), (size_t)vl);
+    e->h.value_len = vl > 0 ? (size_t)vl : 0;
+    return SQLITE_OK;
+}
+static int simba__sql_view_holders(simba__sql *s, int64_t now, simba_view *v, simba__sql_vh **buf, simba_view_holder **arr_out) {
+    sqlite3_stmt *st;
+    int absent, n = 0, cap = 0, first = -1, rc;
+    simba__sql_vh *b = NULL;
+    *buf = NULL;
+    *arr_out = NULL;
+    if (v->owner[0]) { /* the owner row's holder: a mutex's owner or a writer */
+        if (!(b = (simba__sql_vh *)simba_alloc(s->loop, 4 * sizeof *b))) return SQLITE_NOMEM;
+        cap = 4;
+        simba__sql_vh_owner(v, &b[0]);
+        n = 1;
+        v->permits = 1;
+    }
+    rc = simba__sql_prepare_view(s, SIMBA__SQL_HOLDERS_TEXT, &st, &absent);
+    if (rc == SQLITE_ERROR && strstr(sqlite3_errmsg(s->db), "no such column")) { rc = SQLITE_OK; absent = 1; }
+    if (rc != SQLITE_OK || absent) goto out;
+    sqlite3_bind_text(st, 1, v->mutex, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, now);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n == cap) {
+            int nc = cap ? cap * 2 : 4;
+            simba__sql_vh *nb = (simba__sql_vh *)simba_alloc(s->loop, (size_t)nc * sizeof *nb);
+            if (!nb) { rc = SQLITE_NOMEM; break; }
+            if (n) memcpy(nb, b, (size_t)n * sizeof *b);
+            simba_free(s->loop, b);
+            b = nb;
+            cap = nc;
+        }
+        if ((rc = simba__sql_vh_row(s, st, v->mutex, &b[n])) != SQLITE_OK) break;
+        if (!v->owner[0] && (first < 0 || b[n].h.transition_left_ms < b[first].h.transition_left_ms)) first = n;
+        v->permits = (int)sqlite3_column_int64(st, 8);
+        n++;
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    else if (rc != SQLITE_MISMATCH && rc != SQLITE_NOMEM) simba__sql_seterr(s, "inspect (holders)", rc);
+out:
+    if (rc != SQLITE_OK) {
+        simba_free(s->loop, b);
+        if (rc == SQLITE_NOMEM) snprintf(s->err, sizeof s->err, "sqlite inspect: out of memory listing holders");
+        return rc;
+    }
+    if (first >= 0) { /* no owner row's holder: the view shows the one whose permit frees first */
+        const simba_view_holder *h = &b[first].h;
+        simba__copy(v->owner, sizeof v->owner, h->id);
+        v->fence = h->fence;
+        v->acquired_unix_ms = h->acquired_unix_ms;
+        v->held_ms = h->held_ms;
+        v->ttl_left_ms = h->ttl_left_ms;
+        v->transition_left_ms = h->transition_left_ms;
+        v->value = h->value_len ? b[first].value : NULL;
+        v->value_len = h->value_len;
+    }
+    if (n > 0) {
+        /* the view's holder array, values pointing into b */
+        simba_view_holder *arr = (simba_view_holder *)simba_alloc(s->loop, (size_t)n * sizeof *arr);
+        int i;
+        if (!arr) {
+            simba_free(s->loop, b);
+            snprintf(s->err, sizeof s->err, "sqlite inspect: out of memory listing holders");
+            return SQLITE_NOMEM;
+        }
+        for (i = 0; i < n; i++) {
+            arr[i] = b[i].h;
+            arr[i].value = b[i].h.value_len ? b[i].value : NULL;
+        }
+        v->holder = arr;
+        v->holders = n;
+        *arr_out = arr;
+    }
+    *buf = b;
+    return SQLITE_OK;
+}
+static void simba__sql_view_holders_free(simba__sql *s, simba__sql_vh *b, simba_view_holder *arr) {
+    simba_free(s->loop, arr);
+    simba_free(s->loop, b);
+}
+
 static int simba__sql_force(simba__sql *s, simba_req *r, int64_t now, simba_reply *rep) {
     sqlite3_stmt *st;
     int absent, rc = simba__sql_setup(s); /* a write, and the head's wake-up needs the statements */
@@ -1746,6 +2369,39 @@ static int simba__sql_force(simba__sql *s, simba_req *r, int64_t now, simba_repl
     if (rc != SQLITE_DONE) simba__sql_seterr(s, "force release", rc);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) return rc;
+    if (rep->rc != SIMBA_OK) { /* a holding of the set with that fence, in one transaction */
+        static const int with_now[] = {SIMBA__SQL_READ_ST, SIMBA__SQL_H_NUM, SIMBA__SQL_Q_LIST, SIMBA__SQL_H_FORCE, SIMBA__SQL_Q_HEAD};
+        size_t i;
+        int freed = 0;
+        for (i = 0; i < sizeof with_now / sizeof with_now[0]; i++) sqlite3_bind_int64(s->st[with_now[i]], 6, now);
+        if ((rc = simba__sql_tx_begin(s)) != SQLITE_DONE) {
+            if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
+            return rc;
+        }
+        simba__sql_bind2(s->st[SIMBA__SQL_H_FORCE], r->mutex, NULL);
+        sqlite3_bind_int64(s->st[SIMBA__SQL_H_FORCE], 9, (sqlite3_int64)r->fence);
+        rc = simba__sql_step_simple(s, SIMBA__SQL_H_FORCE, "force release");
+        freed = rc == SQLITE_OK && sqlite3_changes(s->db) > 0;
+        if (freed) {
+            sqlite3_bind_text(s->st[SIMBA__SQL_H_COUNT], 1, r->mutex, -1, SQLITE_STATIC);
+            rc = simba__sql_step_simple(s, SIMBA__SQL_H_COUNT, "holders count");
+        }
+        if (rc == SQLITE_OK) {
+            rc = simba__sql_tx_commit(s);
+            rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+            if (rc != SQLITE_OK && !simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
+        }
+        if (rc != SQLITE_OK) {
+            simba__sql_tx_abort(s);
+            return rc;
+        }
+        if (freed) {
+            rep->rc = SIMBA_OK;
+            simba__sql_wake_set(s, r->mutex);
+            if (s->memory && s->be) simba_backend_event(s->be, SIMBA_EV_RELEASED, r->mutex, NULL, NULL);
+        }
+        return SQLITE_OK;
+    }
     if (rep->rc == SIMBA_OK && waiters > 0) simba__sql_wake_head(s, r->mutex);
     if (rep->rc == SIMBA_OK && s->memory && s->be) simba_backend_event(s->be, SIMBA_EV_RELEASED, r->mutex, NULL, NULL);
     return SQLITE_OK;
@@ -1775,7 +2431,13 @@ static int simba__sql_inspect_one(simba__sql *s, simba_req *r, simba_reply *rep)
                     break;
                 }
                 if (r->op == SIMBA_OP_INSPECT && (rc = simba__sql_waiters(s, r->mutex, now, &v)) != SQLITE_OK) break;
-                simba_req_view(r, &v);
+                {
+                    simba__sql_vh *hb;
+                    simba_view_holder *ha;
+                    if ((rc = simba__sql_view_holders(s, now, &v, &hb, &ha)) != SQLITE_OK) break;
+                    simba_req_view(r, &v);
+                    simba__sql_view_holders_free(s, hb, ha);
+                }
             }
             if (rc != SQLITE_DONE && rc != SQLITE_OK && rc != SQLITE_MISMATCH) simba__sql_seterr(s, "inspect", rc);
             sqlite3_finalize(st);
@@ -1856,7 +2518,8 @@ static int simba__sql_batch(simba__sql *s) {
     s->batched += (uint64_t)n;
     for (i = 0; i < n; i++) {
         r = simba__sql_pop(s);
-        if (s->done[i].wake) simba__sql_wake_head(s, r->mutex);
+        if (s->done[i].wake == 2) simba__sql_wake_set(s, r->mutex);
+        else if (s->done[i].wake) simba__sql_wake_head(s, r->mutex);
         simba_req_done(r, &s->done[i].rep);
     }
     return 0;

@@ -43,11 +43,20 @@ static simba_result open_pg(simba_loop *loop, void *ctx, simba_backend **out) {
 
 static kit_pg_cfg *cfg_now;
 static PGconn *mute_conn;
+static int muted_pid; /* the server session of the backend muted, 0: none known */
 
+/* The whole table is locked (every backend's statements wait). mute(NULL, 0): the muted
+   backend's process is gone; its statements already sent (a release) die with its server
+   session, as a killed client's would once the server noticed, before the others go on. */
 static void mute_pg(simba_backend *be, int on) {
     char ci[160], sql[160];
     PGresult *r = NULL;
-    (void)be;
+    if (on && be && be->impl && ((simba__pg *)be->impl)->conn) muted_pid = PQbackendPID(((simba__pg *)be->impl)->conn);
+    if (!on && !be && mute_conn && muted_pid > 0) {
+        snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%d, 5000)", muted_pid);
+        PQclear(PQexec(mute_conn, sql));
+    }
+    if (!on) muted_pid = 0;
     if (on && !mute_conn) {
         snprintf(ci, sizeof ci, "hostaddr=127.0.0.1 port=%d user=postgres password=simba dbname=postgres connect_timeout=2",
                  cfg_now->port);

@@ -1833,6 +1833,95 @@ TEST(table_of_an_earlier_version_upgrades) {
     raw_script(port1, sql);
 }
 
+/* The holders set in storage: two permits granted with increasing fences, a third queued
+   and told the holding that frees first, another N refused with both numbers (o_first 6),
+   a mutex's ask on the name refused too, and a released permit taken by the waiter with a
+   greater fence. */
+TEST(holders_in_storage) {
+    char sacq[400], acq[300], rel[200], cnt[200], got[96], name[64];
+    long long fa, fb, fc;
+    snprintf(name, sizeof name, "sem");
+    snprintf(sacq, sizeof sacq, "SELECT o_first || ' ' || o_owner || ' ' || o_fence || ' ' || o_ttl || ' ' || o_tr FROM"
+             " \"%s_sacq\"($1, $2, 5000, 1000, 60000, false, 'none', decode('61', 'hex'), $3::int, false)", table);
+    snprintf(acq, sizeof acq, "SELECT o_first || ' ' || o_ttl || ' ' || o_tr FROM \"%s_acq\"($1, $2, 5000, 1000, 60000,"
+             " false, 'none', '')", table);
+    snprintf(rel, sizeof rel, "SELECT o_owner FROM \"%s_rel\"($1, $2)", table);
+    REQUIRE(ensure_table());
+    REQUIRE(raw_text(port1, sacq, name, "A", "2", got, sizeof got) == 0);
+    CHECK(strncmp(got, "0 A ", 4) == 0);
+    fa = atoll(got + 4);
+    REQUIRE(raw_text(port1, sacq, name, "B", "2", got, sizeof got) == 0);
+    CHECK(strncmp(got, "0 B ", 4) == 0);
+    fb = atoll(got + 4);
+    CHECK(fb > fa && fa > 0);
+    REQUIRE(raw_text(port1, sacq, name, "C", "2", got, sizeof got) == 0);
+    CHECK(strncmp(got, "1 A ", 4) == 0 || strncmp(got, "1 B ", 4) == 0); /* queued, next in line */
+    snprintf(cnt, sizeof cnt, "SELECT count(*) FROM \"%s_hold\" WHERE name = $1", table);
+    CHECK_EQ(raw_val(port1, cnt, name, NULL, NULL), 2);
+    snprintf(cnt, sizeof cnt, "SELECT permits FROM \"%s\" WHERE name = $1", table);
+    CHECK_EQ(raw_val(port1, cnt, name, NULL, NULL), 2);
+    REQUIRE(raw_text(port1, sacq, name, "D", "3", got, sizeof got) == 0);
+    CHECK_STR(got, "6  0 2 3");
+    REQUIRE(raw_text(port1, acq, name, "E", NULL, got, sizeof got) == 0);
+    CHECK_STR(got, "6 2 1");
+    REQUIRE(raw_text(port1, rel, name, "B", NULL, got, sizeof got) == 0);
+    REQUIRE(raw_text(port1, sacq, name, "C", "2", got, sizeof got) == 0);
+    CHECK(strncmp(got, "0 C ", 4) == 0);
+    fc = atoll(got + 4);
+    CHECK(fc > fb);
+    snprintf(cnt, sizeof cnt, "SELECT count(*) FROM \"%s_hold\" WHERE name = $1", table);
+    CHECK_EQ(raw_val(port1, cnt, name, NULL, NULL), 2);
+}
+
+/* A table of the previous version: value columns, but no permits, no readers in the queue
+   and no holders table. The setup adds them; the live owner keeps its lease and fence, a
+   reader queues behind it and, once the owner released, holds with the next fence. */
+TEST(table_of_an_earlier_version_gains_the_holders_table) {
+    drv d;
+    simba_backend *be;
+    simba__pg *p;
+    char tbl[80], sql[1200], got[96];
+    snprintf(tbl, sizeof tbl, "%s_prev", table);
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE \"%s\" (name text PRIMARY KEY, owner text NOT NULL DEFAULT '', fence bigint NOT NULL DEFAULT 0,"
+             " acquired_ms bigint NOT NULL DEFAULT 0, ttl_ms bigint NOT NULL DEFAULT 0, transition_ms bigint NOT NULL DEFAULT 0,"
+             " value bytea NOT NULL DEFAULT '');"
+             "CREATE TABLE \"%s_q\" (name text NOT NULL, contender text NOT NULL, channel text NOT NULL, seq bigserial,"
+             " expires_ms bigint NOT NULL, ttl_ms bigint NOT NULL DEFAULT 0, tr_ms bigint NOT NULL DEFAULT 0,"
+             " value bytea NOT NULL DEFAULT '', PRIMARY KEY (name, contender));"
+             "INSERT INTO \"%s\" SELECT 'm', 'A', 5, n, n + 60000, n + 61000, '\\x61'"
+             " FROM (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS n) t",
+             tbl, tbl, tbl);
+    REQUIRE(raw_script(port1, sql) == 0);
+    memset(&d, 0, sizeof d);
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_pg(d.l[0], port1, tbl, &be) == SIMBA_OK);
+    p = (simba__pg *)simba_backend_impl(be);
+    WAIT_FOR(&d, p->state == SIMBA__PG_READY, 3000);
+    CHECK_EQ(p->state, SIMBA__PG_READY);
+    if (p->state != SIMBA__PG_READY) fprintf(stderr, "  setup: %s\n", simba_backend_errmsg(be));
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_attribute WHERE NOT attisdropped AND ((attname = 'permits'"
+             " AND attrelid = '\"%s\"'::regclass) OR (attname = 'shared' AND attrelid = '\"%s_q\"'::regclass))", tbl, tbl);
+    CHECK_EQ(raw_val(port1, sql, NULL, NULL, NULL), 2);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_class WHERE relname = '%s_hold'", tbl);
+    CHECK_EQ(raw_val(port1, sql, NULL, NULL, NULL), 1);
+    snprintf(sql, sizeof sql, "SELECT o_first || ' ' || o_owner || ' ' || o_fence FROM \"%s_sacq\"($1, $2, 5000, 1000, 60000,"
+             " false, 'none', '', 1, true)", tbl);
+    REQUIRE(raw_text(port1, sql, "m", "R", NULL, got, sizeof got) == 0);
+    CHECK_STR(got, "1 A 5"); /* a writer holds: the reader waits, first in line */
+    {
+        char rel[200];
+        snprintf(rel, sizeof rel, "SELECT o_owner FROM \"%s_rel\"($1, $2)", tbl);
+        REQUIRE(raw_text(port1, rel, "m", "A", NULL, got, sizeof got) == 0);
+        CHECK_STR(got, ""); /* the reader at the head is not handed the owner row */
+    }
+    REQUIRE(raw_text(port1, sql, "m", "R", NULL, got, sizeof got) == 0);
+    CHECK_STR(got, "0 R 6");
+    drv_free(&d);
+    snprintf(sql, sizeof sql, "DROP TABLE \"%s\", \"%s_q\", \"%s_hold\", \"%s_boot\" CASCADE", tbl, tbl, tbl, tbl);
+    raw_script(port1, sql);
+}
+
 int main(int argc, char **argv) {
     const char *e;
     struct timespec ts;
@@ -1891,6 +1980,8 @@ int main(int argc, char **argv) {
     RUN(batch_of_renewals_rolls_back_together);
     RUN(value_and_yield_in_storage);
     RUN(table_of_an_earlier_version_upgrades);
+    RUN(holders_in_storage);
+    RUN(table_of_an_earlier_version_gains_the_holders_table);
     if (started2) server2_stop();
     return check_report("test_pg");
 }

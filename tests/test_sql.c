@@ -3143,11 +3143,11 @@ TEST(forged_datagram_and_garbage_row_grant_nothing) {
     /* garbage ahead of W: malformed ids, a text expiry, a blob; and a well-formed row of a
        process that does not exist (no socket at its address) */
     CHECK_EQ(sqlite3_exec(raw,
-                          "INSERT INTO simba_mutex_wait VALUES ('f', 'bad id!', -5, 99999999999999, 'u:00');"
-                          "INSERT INTO simba_mutex_wait VALUES ('f', '', -4, 99999999999999, '');"
-                          "INSERT INTO simba_mutex_wait VALUES ('f', 'T', -3, 'soon', 'u:41');"
-                          "INSERT INTO simba_mutex_wait VALUES ('f', x'00ff', -2, 99999999999999, 'zz');"
-                          "INSERT INTO simba_mutex_wait VALUES ('f', 'ghost', -1, 99999999999999, 'u:6e6f626f6479');"
+                          "INSERT INTO simba_mutex_wait (mutex, contender, seq, expires_at, wake) VALUES ('f', 'bad id!', -5, 99999999999999, 'u:00');"
+                          "INSERT INTO simba_mutex_wait (mutex, contender, seq, expires_at, wake) VALUES ('f', '', -4, 99999999999999, '');"
+                          "INSERT INTO simba_mutex_wait (mutex, contender, seq, expires_at, wake) VALUES ('f', 'T', -3, 'soon', 'u:41');"
+                          "INSERT INTO simba_mutex_wait (mutex, contender, seq, expires_at, wake) VALUES ('f', x'00ff', -2, 99999999999999, 'zz');"
+                          "INSERT INTO simba_mutex_wait (mutex, contender, seq, expires_at, wake) VALUES ('f', 'ghost', -1, 99999999999999, 'u:6e6f626f6479');"
                           "UPDATE simba_mutex SET waiters = 6 WHERE mutex = 'f'",
                           NULL, NULL, NULL),
              SQLITE_OK);
@@ -3346,6 +3346,142 @@ TEST(table_of_an_earlier_version_gains_the_value_column) {
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
 
+/* ---- semaphores and read-write locks: the holders table ---------------------------------- */
+
+/* One request of a semaphore of permits or a reader (shared), executed at once. */
+static simba_result sem_op(simba_backend *be, simba_op op, const char *mutex, const char *who, int permits, int shared,
+                           int renew, const char *value, simba_reply *rep) {
+    simba_req r;
+    int64_t until = mono_ms() + 2000;
+    memset(&r, 0, sizeof r);
+    r.op = op;
+    r.mutex = mutex;
+    r.contender = who;
+    r.ttl_ms = 5000;
+    r.transition_ms = 1000;
+    r.renew = renew;
+    r.live_ms = 10000;
+    r.permits = permits;
+    r.shared = shared;
+    r.value = (const unsigned char *)value;
+    r.value_len = value ? strlen(value) : 0;
+    r.sent_at = simba_now(impl_of(be)->loop);
+    while (simba__sql_exec_one(impl_of(be), &r, rep) == SIMBA__SQL_BUSY) {
+        if (mono_ms() > until) return SIMBA_EBUSY;
+        poll(NULL, 0, 1);
+    }
+    return rep->rc;
+}
+
+/* Two permits with their values, fences and leases through the file: a third waits and is
+   told the holder that frees first, inspection lists both, a forced release by fence frees
+   exactly one holder and the waiter takes its permit with a greater fence. */
+TEST(holders_round_trip_through_the_file) {
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_reply rep;
+    simba_view v;
+    sqlite3 *raw;
+    char path[300];
+    uint64_t fa, fb;
+    int i, seen = 0;
+    REQUIRE(loop != NULL);
+    REQUIRE(open_be(loop, newdb(path, sizeof path), NULL, &be) == SIMBA_OK);
+    REQUIRE((raw = raw_open(path)) != NULL);
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "s", "A", 2, 0, 0, "a", &rep), SIMBA_OK);
+    CHECK_STR(rep.owner, "A");
+    CHECK(value_is(&rep, "a", 1));
+    fa = rep.fence;
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "s", "B", 2, 0, 0, "bb", &rep), SIMBA_OK);
+    CHECK_STR(rep.owner, "B");
+    CHECK_EQ(rep.holders, 2);
+    fb = rep.fence;
+    CHECK(fb > fa);
+    poll(NULL, 0, 5); /* A's renewed lease ends after B's */
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "s", "A", 2, 0, 1, "a", &rep), SIMBA_OK); /* renewal keeps the fence */
+    CHECK_STR(rep.owner, "A");
+    CHECK_EQ(rep.fence, fa);
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "s", "C", 2, 0, 0, "c", &rep), SIMBA_OK);
+    CHECK_STR(rep.owner, "B"); /* A renewed: B's permit frees first */
+    CHECK_EQ(rep.holders, 2);
+    CHECK_EQ(raw_int(raw, "SELECT count(*) FROM simba_mutex_hold WHERE mutex = 's'"), 2);
+    CHECK_EQ(raw_int(raw, "SELECT holders FROM simba_mutex WHERE mutex = 's'"), 2);
+    CHECK_EQ(raw_int(raw, "SELECT permits FROM simba_mutex WHERE mutex = 's'"), 2);
+    CHECK_EQ(raw_int(raw, "SELECT count(*) FROM simba_mutex_wait WHERE mutex = 's'"), 1);
+    CHECK_RC(simba_inspect_wait(be, "s", &v, 5000), SIMBA_OK);
+    CHECK_EQ(v.holders, 2);
+    CHECK_EQ(v.permits, 2);
+    CHECK_EQ(v.waiters, 1);
+    CHECK_STR(v.owner, "B");
+    for (i = 0; i < v.holders && v.holder; i++) {
+        const simba_view_holder *h = &v.holder[i];
+        if (strcmp(h->id, "A") == 0 && h->fence == fa && h->value_len == 1 && memcmp(h->value, "a", 1) == 0) seen |= 1;
+        if (strcmp(h->id, "B") == 0 && h->fence == fb && h->value_len == 2 && memcmp(h->value, "bb", 2) == 0) seen |= 2;
+        CHECK(h->ttl_left_ms > 0 && h->transition_left_ms > h->ttl_left_ms && !h->shared);
+    }
+    CHECK_EQ(seen, 3);
+    CHECK_RC(simba_force_release_wait(be, "s", fb, 5000), SIMBA_OK);
+    CHECK_RC(simba_force_release_wait(be, "s", fb, 5000), SIMBA_ESTATE);
+    CHECK_EQ(raw_int(raw, "SELECT count(*) FROM simba_mutex_hold WHERE mutex = 's' AND contender = 'A'"), 1);
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "s", "C", 2, 0, 0, "c", &rep), SIMBA_OK);
+    CHECK_STR(rep.owner, "C");
+    CHECK(rep.fence > fb);
+    CHECK_RC(sem_op(be, SIMBA_OP_RELEASE, "s", "A", 2, 0, 0, NULL, &rep), SIMBA_OK);
+    CHECK_EQ(raw_int(raw, "SELECT holders FROM simba_mutex WHERE mutex = 's'"), 1);
+    CHECK_EQ(raw_int(raw, "SELECT count(*) FROM simba_mutex_wait WHERE mutex = 's'"), 0);
+    sqlite3_close(raw);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
+/* A file of the previous version: no holders table, no holders or permits column, a queue
+   without shared. The backend adds them at open; the live owner keeps its lease and fence,
+   a reader waits for it and then holds with the next fence, and a semaphore's N is refused
+   while the reader holds. */
+TEST(table_of_an_earlier_version_gains_the_holders_table) {
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_reply rep;
+    sqlite3 *raw;
+    char path[300], sql[1024];
+    REQUIRE(loop != NULL);
+    REQUIRE((raw = raw_open(newdb(path, sizeof path))) != NULL);
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE simba_mutex (mutex TEXT NOT NULL PRIMARY KEY, acquired_at INTEGER NOT NULL DEFAULT 0,"
+             " ttl_at INTEGER NOT NULL DEFAULT 0, transition_at INTEGER NOT NULL DEFAULT 0,"
+             " owner_id TEXT NOT NULL DEFAULT '', fence INTEGER NOT NULL DEFAULT 0,"
+             " version INTEGER NOT NULL DEFAULT 0, waiters INTEGER NOT NULL DEFAULT 0,"
+             " value BLOB NOT NULL DEFAULT x'') WITHOUT ROWID;"
+             "CREATE TABLE simba_mutex_wait (mutex TEXT NOT NULL, contender TEXT NOT NULL, seq INTEGER NOT NULL,"
+             " expires_at INTEGER NOT NULL, wake TEXT NOT NULL DEFAULT '', PRIMARY KEY (mutex, contender)) WITHOUT ROWID;"
+             "INSERT INTO simba_mutex VALUES ('m', %lld, %lld, %lld, 'A', 5, 1, 0, x'61')",
+             (long long)wall_ms(), (long long)wall_ms() + 60000, (long long)wall_ms() + 61000);
+    REQUIRE(sqlite3_exec(raw, sql, NULL, NULL, NULL) == SQLITE_OK);
+    REQUIRE(open_be(loop, path, NULL, &be) == SIMBA_OK);
+    CHECK_EQ(raw_int(raw, "SELECT count(*) FROM pragma_table_info('simba_mutex') WHERE name IN ('holders', 'permits')"), 2);
+    CHECK_EQ(raw_int(raw, "SELECT count(*) FROM pragma_table_info('simba_mutex_wait') WHERE name = 'shared'"), 1);
+    CHECK_EQ(raw_int(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'simba_mutex_hold'"), 1);
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "m", "R", 1, 1, 0, NULL, &rep), SIMBA_OK);
+    CHECK_STR(rep.owner, "A"); /* a writer holds: the reader waits */
+    CHECK_EQ(rep.fence, 5);
+    CHECK(value_is(&rep, "a", 1));
+    CHECK_EQ(raw_int(raw, "SELECT shared FROM simba_mutex_wait WHERE contender = 'R'"), 1);
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "m", "A", 1, 0, 1, NULL, &rep), SIMBA_OK);
+    CHECK_STR(rep.owner, "A");
+    CHECK_EQ(rep.fence, 5);
+    CHECK_RC(sem_op(be, SIMBA_OP_RELEASE, "m", "A", 1, 0, 0, NULL, &rep), SIMBA_OK);
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "m", "R", 1, 1, 0, NULL, &rep), SIMBA_OK);
+    CHECK_STR(rep.owner, "R");
+    CHECK_EQ(rep.fence, 6);
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "m", "S", 2, 0, 0, NULL, &rep), SIMBA_EINVAL);
+    CHECK(rep.errmsg && strstr(rep.errmsg, "permits 2 asked, the name has 1 while held") != NULL);
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "m", "W", 1, 0, 0, NULL, &rep), SIMBA_OK); /* a writer waits for the reader */
+    CHECK_STR(rep.owner, "R");
+    CHECK_EQ(rep.holders, 1);
+    CHECK_EQ(raw_int(raw, "SELECT count(*) FROM simba_mutex_hold WHERE contender = 'S'"), 0);
+    sqlite3_close(raw);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
 static void rm_tmpdir(void) {
     char cmd[600];
     if (!tmpdir[0] || getenv("SIMBA_KEEP_TMP")) return;
@@ -3414,6 +3550,8 @@ int main(int argc, char **argv) {
     RUN(value_bytes_round_trip_through_the_file);
     RUN(yield_passes_to_the_head_and_queues_the_yielder_behind);
     RUN(table_of_an_earlier_version_gains_the_value_column);
+    RUN(holders_round_trip_through_the_file);
+    RUN(table_of_an_earlier_version_gains_the_holders_table);
     rc = check_report("test_sql");
     rm_tmpdir();
     return rc;
