@@ -179,5 +179,6 @@ int main(int argc, char **argv) {
     kb.fenced_read = fenced_read;
     /* the lease is the session, which the client library's thread keeps while the loop stands still */
     kb.lease_is_session = 1;
+    kb.no_shared = 1; /* permits > 1 and readers are refused (test_zk checks the words) */
     return kit_run(&kb, argc, argv);
 }
