@@ -1228,6 +1228,15 @@ static uint32_t simba__strhash(const char *s) {
     return h;
 }
 
+/* The same hash over n bytes (a value may hold NUL): backends' checksums use it. */
+static SIMBA__KIT uint32_t simba__memhash(const void *p, size_t n) {
+    const unsigned char *b = (const unsigned char *)p;
+    uint32_t h = 2166136261u;
+    size_t i;
+    for (i = 0; i < n; i++) { h ^= b[i]; h *= 16777619u; }
+    return h;
+}
+
 static int64_t simba__sys_now(void *user) {
     struct timespec ts;
     (void)user;

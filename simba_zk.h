@@ -1512,12 +1512,10 @@ static void simba__zk_owner_reply(simba_reply *r, const char *owner, int64_t tim
     r->value_len = value_len;
 }
 
-/* A checksum of a value (FNV-1a): an observer is told when the owner's value changed. */
+/* A checksum of a value (the core's hash): an observer is told when the owner's value
+   changed. */
 static uint64_t simba__zk_vsum(const unsigned char *v, size_t n) {
-    uint64_t h = 14695981039346656037ull;
-    size_t i;
-    for (i = 0; i < n; i++) h = (h ^ v[i]) * 1099511628211ull;
-    return h ^ n;
+    return ((uint64_t)simba__memhash(v, n) << 32) ^ n;
 }
 
 static void simba__zk_retry(simba__zk *zk, simba__zk_job *job) {

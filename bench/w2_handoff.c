@@ -2,7 +2,7 @@
  * releases it, then contends again.
  *
  *   w2_handoff --backend sqlite|redis|redis-cluster|zk [--secs 6] [--procs 4] [--hold-ms 5] [--rest-ms 0]
- *              [--ttl-ms 10000] [--transition-ms 6000] [--part contend|locker|advisory|notify|notify-write]
+ *              [--ttl-ms 10000] [--transition-ms 6000] [--part contend|locker|yield|advisory|notify|notify-write]
  *              [--label TEXT] [backend options as in bench.h]
  *
  * Figures printed for every run: acquisitions/s against the ideal
@@ -26,6 +26,14 @@
  * writes the grant to a table before it wakes the waiter, with nothing else to do. Both are
  * prepared statements, as simba_pg's are: sent as text, parsing and planning would dominate
  * the reference (a bare pg_notify() also takes a transaction id and writes a commit record).
+ *
+ * --part yield: the same contenders, but a holder whose hold is over calls simba_yield()
+ * instead of simba_stop() (it stays queued, behind the others; --rest-ms does not apply);
+ * the gap runs from the yield call ("R") to another process's on_acquired. A yield that finds
+ * nobody waiting keeps the mutex: logged as an acquisition by the yielder ("kept"), it holds
+ * again. The run is followed by its reference, the same processes and timing releasing
+ * (--part contend with --rest-ms 0): the row gives the yield p50 over the release p50, and the
+ * target is the issue's bar, the yield p50 within the release's spread (<= its p99).
  *
  * The parent spawns --procs copies of itself (worker mode), each with its own loop, backend
  * and connection, all contending for one mutex from one common start time for --secs. A
@@ -112,16 +120,18 @@ static simba_result w2_open(simba_loop *loop, const char *backend, simba_memstor
 }
 
 static double acq_us;
-static int owner;
+static int owner, yielding; /* yielding: simba_yield called, outcome not known yet */
 static void on_acq(simba_service *s, const simba_state *st, void *u) {
     (void)s; (void)st; (void)u;
     acq_us = b_now_us();
     owner = 1;
+    yielding = 0;
     log_ev('A', acq_us);
 }
 static void on_rel(simba_service *s, const simba_state *st, void *u) {
     (void)s; (void)st; (void)u;
     owner = 0;
+    yielding = 0;
 }
 
 /* Locker mode: lock (blocking), hold, unlock and wait for the confirmation, rest, again. */
@@ -265,7 +275,7 @@ static int worker_notify(int write) {
     return 0;
 }
 
-static int worker(void) {
+static int worker(int yield) {
     const char *backend = b_opt("backend", "redis");
     double start = b_optf("start-us", 0), end = b_optf("end-us", 0), hold_us = b_optf("hold-ms", 5) * 1000;
     double rest_us = b_optf("rest-ms", 0) * 1000, rest_until = 0;
@@ -293,11 +303,23 @@ static int worker(void) {
     for (;;) {
         double now = b_now_us(), wait_ms;
         if (now >= end) break;
+        if (yielding && simba_is_owner(svc)) { /* kept (nobody waited), or a failed yield settled */
+            acq_us = b_now_us();
+            owner = 1;
+            yielding = 0;
+            log_ev('A', acq_us);
+        }
         if (owner && now - acq_us >= hold_us) {
             log_ev('R', b_now_us());
             owner = 0;
-            simba_stop(svc);
-            restart = 1;
+            if (yield) {
+                log_ev('S', b_now_us()); /* the yielder queues again in the same operation */
+                yielding = 1;
+                if ((rc = simba_yield(svc)) != SIMBA_OK) b_die(PROG, "simba_yield: %s", simba_loop_errmsg(loop));
+            } else {
+                simba_stop(svc);
+                restart = 1;
+            }
         }
         if (restart == 1 && simba_service_status(svc) == SIMBA_INITIAL) {
             restart = 2;
@@ -321,7 +343,7 @@ static int worker(void) {
         if ((rc = simba_wait(loop, (int64_t)(wait_ms + 0.999))) != SIMBA_OK) b_die(PROG, "simba_wait: %s", simba_strerror(rc));
     }
     if (simba_service_status(svc) == SIMBA_RUNNING) simba_stop(svc);
-    if (owner) log_ev('R', b_now_us());
+    if (owner || yielding) log_ev('R', b_now_us());
     b_wait_until(loop, b_is_initial, svc, b_now_us() + 3e6);
     print_events();
     simba_loop_free(loop);
@@ -418,14 +440,16 @@ static void run_workers(int argc, char **argv, int procs, const char *mutex, dou
     qsort(evs, (size_t)nev, sizeof *evs, ev_cmp);
 }
 
-/* The references for PostgreSQL's Locker handoff: the same processes and timing on
+/* The references: for PostgreSQL's Locker handoff, the same processes and timing on
    pg_advisory_lock (part "advisory", see worker_advisory) or on a bare pg_notify (part
-   "notify", worker_notify). Returns the release -> other's acquire p50 in us, or -1. */
-static double ref_p50(int argc, char **argv, int procs, double secs, const char *part, long *n) {
+   "notify", worker_notify); for the yield, a release (part "contend"). Returns the release ->
+   other's acquire p50 in us (p99 in *p99 if not NULL), or -1. */
+static double ref_pct(int argc, char **argv, int procs, double secs, const char *part, const char *mutex, long *n,
+                      double *p99) {
     double start = b_now_us() + 1.0e6, end = start + secs * 1e6, p50;
     b_samples g = {0};
     long k;
-    run_workers(argc, argv, procs, part, start, end, part);
+    run_workers(argc, argv, procs, mutex, start, end, part);
     for (k = 1; k < nev; k++) {
         long q = k - 1;
         if (evs[k].kind != 'A') continue;
@@ -436,6 +460,7 @@ static double ref_p50(int argc, char **argv, int procs, double secs, const char 
     if (!g.n) return -1;
     b_sort(&g);
     p50 = b_pct(&g, 0.5);
+    if (p99) *p99 = b_pct(&g, 0.99);
     free(g.v);
     return p50;
 }
@@ -455,7 +480,8 @@ int main(int argc, char **argv) {
                : strcmp(b_opt("part", "contend"), "advisory") == 0 ? worker_advisory()
                : strcmp(b_opt("part", "contend"), "notify") == 0   ? worker_notify(0)
                : strcmp(b_opt("part", "contend"), "notify-write") == 0 ? worker_notify(1)
-                                                                   : worker();
+               : strcmp(b_opt("part", "contend"), "yield") == 0    ? worker(1)
+                                                                   : worker(0);
     backend = b_opt("backend", "redis");
     secs = b_optf("secs", 6);
     procs = (int)b_optf("procs", 4);
@@ -499,7 +525,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s %s: %ld acquisitions, %ld handoffs to another process, %ld re-acquired by the releaser, %d overlaps\n",
             PROG, backend, acqs, gaps.n, self, overlaps);
     {
-        int locker = strcmp(b_opt("part", "contend"), "locker") == 0;
+        int locker = strcmp(b_opt("part", "contend"), "locker") == 0, yield = strcmp(b_opt("part", "contend"), "yield") == 0;
         int sq = strcmp(backend, "sqlite") == 0, rd = strncmp(backend, "redis", 5) == 0;
         int pg = strcmp(backend, "pg") == 0; /* the targets as on Redis */
         double hold = b_optf("hold-ms", 5), rest = b_optf("rest-ms", 0);
@@ -512,17 +538,36 @@ int main(int argc, char **argv) {
         char counts[256];
         int off = 0;
         if (per < ideal) ideal = per;
-        if (!w) w = b_fmt("W2 %s (%d procs, hold %.0f ms, %s %.0f ms)", locker ? "Locker handoff" : "handoff", procs, hold,
-                          "pause", rest);
+        if (!w) w = yield ? b_fmt("W2 yield (%d procs, hold %.0f ms)", procs, hold)
+                          : b_fmt("W2 %s (%d procs, hold %.0f ms, %s %.0f ms)", locker ? "Locker handoff" : "handoff", procs,
+                                  hold, "pause", rest);
         counts[0] = 0;
         for (i = 0; i < procs && off < (int)sizeof counts - 16; i++)
             off += snprintf(counts + off, sizeof counts - (size_t)off, "%s%ld", i ? " / " : "", count[i]);
-        if (locker) {
+        if (yield) {
+            /* the reference: the same processes and timing, each releasing and asking again at once */
+            char *rargv[48];
+            int ra;
+            long nrel = 0;
+            double rp99 = -1, rp50;
+            for (ra = 0; ra < argc && ra < 44; ra++) rargv[ra] = argv[ra];
+            rargv[ra++] = (char *)"--rest-ms"; /* b_opt takes the first: only if argv has none */
+            rargv[ra++] = (char *)"0";
+            rargv[ra] = NULL;
+            rp50 = ref_pct(ra, rargv, procs, secs, "contend", b_fmt("%s-release", mutex), &nrel, &rp99);
+            b_row(w, backend, "yield → other's on_acquired p50 / p99",
+                  gaps.n ? b_fmt("%.3f / %.3f ms", p50, p99) : "n/a (no handoff to another process)",
+                  b_fmt("%ld handoffs, %ld kept by the yielder, %d overlaps; %s; same processes and timing, release → "
+                        "next acquire p50 / p99 %s (%ld handoffs)",
+                        gaps.n, self, overlaps, timing, rp50 >= 0 ? b_fmt("%.3f / %.3f ms", rp50 / 1000, rp99 / 1000) : "n/a", nrel),
+                  rp50 > 0 && gaps.n ? b_fmt("%.2f × release", p50 * 1000 / rp50) : "", "p50 ≤ release p99",
+                  gaps.n && rp50 >= 0 ? b_verdict_max(p50, rp99 / 1000, "ms") : "**missed**: no handoff");
+        } else if (locker) {
             double tgt = rd || pg ? 0.5 : sq ? 1 : 0, adv = -1, ntf = -1, ntw = -1;
             long nadv = 0, nntf = 0, nntw = 0;
-            if (pg) adv = ref_p50(argc, argv, procs, secs, "advisory", &nadv);
-            if (pg) ntf = ref_p50(argc, argv, procs, secs, "notify", &nntf);
-            if (pg) ntw = ref_p50(argc, argv, procs, secs, "notify-write", &nntw);
+            if (pg) adv = ref_pct(argc, argv, procs, secs, "advisory", "advisory", &nadv, NULL);
+            if (pg) ntf = ref_pct(argc, argv, procs, secs, "notify", "notify", &nntf, NULL);
+            if (pg) ntw = ref_pct(argc, argv, procs, secs, "notify-write", "notify-write", &nntw, NULL);
             b_row(w, backend, "Locker handoff unlock → other's lock returns p50 / p99",
                   gaps.n ? b_fmt("%.3f / %.3f ms", p50, p99) : "n/a (no handoff to another process)",
                   adv >= 0 ? b_fmt("%ld handoffs; %s; same processes and timing: pg_advisory_lock p50 %.3f ms (%ld handoffs), "

@@ -165,7 +165,8 @@ if want w2; then
     # user runs it. No pause: 4 processes re-contend at once after each 5 ms hold (fairness:
     # Jain, longest wait). Pause: 8 processes, hold 50 ms, 310 ms after each unlock (ideal
     # 20 acquisitions/s). Locker: 2 processes blocked in simba_locker_lock(), hold 100 ms,
-    # 20 ms after each confirmed unlock: unlock -> the other's lock returns.
+    # 20 ms after each confirmed unlock: unlock -> the other's lock returns. Yield: 2 processes,
+    # hold 20 ms, then simba_yield(), 6 s; then the same releasing, 6 s, its reference.
     # (The memory store lives inside one process: no cross-process W2 for it.)
     for be in redis redis-cluster sqlite zk pg; do
         case $be in redis) O=$RP ;; redis-cluster) O=$CP ;; sqlite) O="--sql $SQL_DIR/w2-%s.db" ;; zk) O=$ZP ;; pg) O=$PP ;; esac
@@ -175,6 +176,8 @@ if want w2; then
             --label "W2 pause (8 procs, hold 50 ms, pause 310 ms)" ${O//%s/pause}
         run w2_${be}_locker $BIN/w2_handoff --backend $be --part locker --secs 6 --procs 2 --hold-ms 100 --rest-ms 20 \
             --label "Locker handoff (2 procs, default timing)" ${O//%s/locker}
+        run w2_${be}_yield $BIN/w2_handoff --backend $be --part yield --secs 6 --procs 2 --hold-ms 20 \
+            --label "Yield handoff (2 procs, hold 20 ms, default timing)" ${O//%s/yield}
     done
 fi
 if want w2 || want w2s; then
