@@ -42,12 +42,13 @@
    against a hung server); the margin is for ASan on a loaded machine (3.6 s seen once) */
 #define FREE_BOUND_MS 6000
 /* libzookeeper_mt reads an HTTP reply's text as a packet length and callocs it (up to 2 GB,
-   1.8 GB for our fake): free with lazy zero pages, but ThreadSanitizer fills and frees that
-   memory's shadow, which takes seconds inside the join. */
-#if defined(__SANITIZE_THREAD__)
+   1.8 GB for our fake): free with lazy zero pages, but ThreadSanitizer and AddressSanitizer
+   fill and free that memory's shadow, which takes seconds inside the join on a loaded
+   machine. */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define GARBAGE_FREE_BOUND_MS 30000
 #elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
 #define GARBAGE_FREE_BOUND_MS 30000
 #endif
 #endif
