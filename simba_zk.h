@@ -1482,8 +1482,8 @@ static int simba__zk_parse(const char *data, int len, simba__zk_data *d) {
     if (p < end) { /* " <keep> <value>" */
         const char *q = p + 1;
         for (; q < end && *q >= '0' && *q <= '9'; q++) {
+            if (k > ((long long)1 << 62) / 10) return 0; /* before it could overflow */
             k = k * 10 + (*q - '0');
-            if (k > (long long)1 << 62) return 0;
         }
         if (q == p + 1 || q >= end || *q != ' ' || (size_t)(end - q - 1) > SIMBA_VALUE_MAX) return 0;
         d->keep = k;
