@@ -79,7 +79,9 @@
  *   YIELD lists the children; with another's node behind ours, one zoo_amulti checks that node
  *   still exists, deletes ours (its watcher, the head waiter, hears the release as after a
  *   RELEASE) and makes ours again at the back with the same data; with none it keeps the
- *   mutex. Waiters' nodes are ephemeral, so a node that exists is a live waiter.
+ *   mutex. Waiters' nodes are ephemeral, so a node that exists is a live waiter. A yield
+ *   that passed then watches the node just before our new one, as a waiter does, so the
+ *   next release is pushed to us (the core asks again only after min_retry).
  *
  * LEASE
  *   The lease is the ZooKeeper session. Only the leader expires a session, no earlier than
@@ -136,7 +138,9 @@
  *     RELEASE ──► DELETE (our node) ──(more of ours may exist)──► SWEEP ──► DELETE ──► end
  *     SET_VALUE ──(holds the fence)──► VALUE (our node, keep = fence) ──► answered
  *     YIELD ──(holds the fence)──► LIST ──(nobody behind)──► answered (kept)
- *                                        └─(a waiter behind)─► REQUEUE (multi) ──► answered
+ *                                        └─(a waiter behind)─► REQUEUE (multi) ──► answered ──►
+ *                                                              │   LIST ──► EXISTS (watch the node
+ *                                                              │            just before ours) ──► end
  *                                                              └─(that waiter left)─► LIST
  *     READ, refresh ──► LIST ──(nobody)──► answered;  ──► GET (the lowest) ──► answered
  *
@@ -1264,7 +1268,7 @@ static void simba__zk_not_held(simba__zk *zk, simba__zk_job *job) {
 static int simba__zk_job_route(simba__zk *zk, simba__zk_job *job) {
     simba__zk_cont *c = job->cont;
     if (job->step != SIMBA__ZK_S_LIST) return 1;
-    if ((job->kind == SIMBA_OP_SET_VALUE || job->kind == SIMBA_OP_YIELD) &&
+    if ((job->kind == SIMBA_OP_SET_VALUE || (job->kind == SIMBA_OP_YIELD && !job->internal)) &&
         (!job->req || !c->node[0] || c->fence <= 0 || (uint64_t)c->fence != job->req->fence)) {
         simba__zk_not_held(zk, job);
         return 0;
@@ -1478,8 +1482,8 @@ static int simba__zk_parse(const char *data, int len, simba__zk_data *d) {
     if (p < end) { /* " <keep> <value>" */
         const char *q = p + 1;
         for (; q < end && *q >= '0' && *q <= '9'; q++) {
+            if (k > ((long long)1 << 62) / 10) return 0; /* before it could overflow */
             k = k * 10 + (*q - '0');
-            if (k > (long long)1 << 62) return 0;
         }
         if (q == p + 1 || q >= end || *q != ' ' || (size_t)(end - q - 1) > SIMBA_VALUE_MAX) return 0;
         d->keep = k;
@@ -1704,6 +1708,22 @@ static void simba__zk_own(simba__zk *zk, simba__zk_job *job) {
     }
 }
 
+/* A yield passed: our node is at the back, and the node just before it is watched now, as
+   a waiter's, so its release is pushed to us (the core asks again only after min_retry). */
+static void simba__zk_yield_watch(simba__zk *zk, simba__zk_job *job, simba__zk_op *op) {
+    simba__zk_cont *c = job->cont;
+    if (op->rc != ZOK || !op->mine[0] || strcmp(op->mine, c->node) != 0 ||
+        (c->watch_pred[0] && strcmp(c->watch_pred, op->pred) == 0)) {
+        simba__zk_job_end(zk, job); /* ours went, or is watched already: nothing to set */
+    } else if (!op->pred[0]) { /* the waiter left already: ours is lowest, ask now */
+        simba__zk_event(zk, SIMBA_EV_RELEASED, c->mtx->name, SIMBA__ZK_CID(c), NULL);
+        simba__zk_job_end(zk, job);
+    } else {
+        simba__copy(job->pred, sizeof job->pred, op->pred);
+        simba__zk_job_go(zk, job, SIMBA__ZK_S_EXISTS);
+    }
+}
+
 static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *op) {
     simba__zk_cont *c = job->cont;
     if (job->step == SIMBA__ZK_S_SWEEP) { /* RELEASE: whatever of ours is left goes */
@@ -1715,6 +1735,10 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
         memset(&r, 0, sizeof r);
         simba__zk_reply(zk, job, &r);
         simba__zk_job_end(zk, job);
+        return;
+    }
+    if (job->kind == SIMBA_OP_YIELD && job->internal) {
+        simba__zk_yield_watch(zk, job, op);
         return;
     }
     if (job->kind == SIMBA_OP_YIELD) {
@@ -1879,7 +1903,8 @@ static void simba__zk_on_requeue(simba__zk *zk, simba__zk_job *job, simba__zk_op
         memset(&r, 0, sizeof r);
         r.yielded = 1;
         simba__zk_reply(zk, job, &r);
-        simba__zk_job_end(zk, job);
+        job->internal = 1; /* on to watch the node now just before ours */
+        simba__zk_job_go(zk, job, SIMBA__ZK_S_LIST);
     } else if (op->multi->res[1].err == ZNONODE) { /* ours went: the tenure is over */
         simba__zk_not_held(zk, job);
     } else if (op->multi->res[0].err == ZNONODE) { /* that waiter left: look again */

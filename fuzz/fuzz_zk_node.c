@@ -49,16 +49,16 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     unqueue();
     assert(strlen(op->data) <= SIMBA__ZK_DATA_MAX);
     {
-        char id[SIMBA_ID_MAX + 1];
-        int64_t timeout = -1;
-        if (simba__zk_parse(op->data, id, sizeof id, &timeout)) {
-            assert(simba_id_check(id) == SIMBA_OK);
-            assert(timeout >= 0 && timeout <= 10000000000LL);
+        simba__zk_data d;
+        if (simba__zk_parse(op->data, op->datalen, &d)) {
+            assert(simba_id_check(d.id) == SIMBA_OK);
+            assert(d.timeout >= 0 && d.timeout <= 10000000000LL);
+            assert(d.value_len <= SIMBA_VALUE_MAX);
             {
                 simba_reply rep;
-                memset(&rep, 0, sizeof rep);
-                simba__zk_owner_reply(&rep, id, timeout, 1);
+                simba__zk_owner_reply(&rep, d.id, d.timeout, 1, d.value, d.value_len);
                 assert(rep.transition_left_ms >= rep.ttl_left_ms);
+                assert(rep.value_len == d.value_len);
             }
         }
     }

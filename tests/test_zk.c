@@ -42,12 +42,13 @@
    against a hung server); the margin is for ASan on a loaded machine (3.6 s seen once) */
 #define FREE_BOUND_MS 6000
 /* libzookeeper_mt reads an HTTP reply's text as a packet length and callocs it (up to 2 GB,
-   1.8 GB for our fake): free with lazy zero pages, but ThreadSanitizer fills and frees that
-   memory's shadow, which takes seconds inside the join. */
-#if defined(__SANITIZE_THREAD__)
+   1.8 GB for our fake): free with lazy zero pages, but ThreadSanitizer and AddressSanitizer
+   fill and free that memory's shadow, which takes seconds inside the join on a loaded
+   machine. */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define GARBAGE_FREE_BOUND_MS 30000
 #elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
 #define GARBAGE_FREE_BOUND_MS 30000
 #endif
 #endif
@@ -1897,6 +1898,48 @@ TEST(yield_requeues_node_behind_waiter) {
     zookeeper_close(zh);
 }
 
+/* A yield that passes watches the node now just before the yielder's, as a waiter does: a
+   release of the new owner is pushed to the yielder, which takes the mutex back at once and
+   not when its own next try (min_retry_ms, long here) comes. */
+TEST(yield_watches_the_new_owner) {
+    proc *a = proc_open(), *b = proc_open();
+    char m[64];
+    rec ra, rb;
+    simba_contend_desc d;
+    simba_service *sa = NULL, *sb;
+    double t0;
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    REQUIRE(a && b);
+    mname(m, sizeof m, "yield-watch");
+    memset(&d, 0, sizeof d);
+    d.mutex = m;
+    d.contender_id = "A";
+    d.ttl_ms = SESSION_MS;
+    d.transition_ms = 1000;
+    d.min_retry_ms = 4000;
+    d.on_acquired = on_acq;
+    d.on_released = on_rel;
+    d.on_owner = on_own;
+    d.user_data = &ra;
+    REQUIRE(simba_contend(a->loop, a->be, &d, &sa) == SIMBA_OK && simba_start(sa) == SIMBA_OK);
+    WAIT_FOR(ra.acquired == 1, 10000);
+    REQUIRE(ra.acquired == 1);
+    sb = contend(b, m, "B", &rb);
+    REQUIRE(sb);
+    WAIT_FOR(strcmp(rb.owner, "A") == 0, 5000);
+    CHECK_RC(simba_yield(sa), SIMBA_OK);
+    WAIT_FOR(rb.acquired == 1 && ra.released == 1, 3000);
+    REQUIRE(rb.acquired == 1 && ra.released == 1);
+    t0 = now_ms();
+    CHECK_RC(simba_yield(sb), SIMBA_OK);
+    WAIT_FOR(ra.acquired == 2, 3000);
+    CHECK_EQ(ra.acquired, 2);
+    CHECK(now_ms() - t0 < 1500); /* pushed, not A's next try 4 s after its yield */
+    proc_close(a);
+    proc_close(b);
+}
+
 /* The waiter the listing named is gone when the transaction runs: the transaction changes
    nothing (our node stays, the owner is still the owner), the yield lists again and passes
    to the waiter that is there. Had the failed transaction deleted our node, the second one
@@ -2020,6 +2063,7 @@ int main(int argc, char **argv) {
     RUN(yield_requeues_node_behind_waiter);
     RUN(yield_lists_again_when_the_waiter_left);
     RUN(permits_and_readers_refused);
+    RUN(yield_watches_the_new_owner);
     RUN(server_restart); /* last: it bounces the server */
     if (g_twice) {
         fprintf(stderr, "a request was completed twice (%d)\n", g_twice);
