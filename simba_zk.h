@@ -371,13 +371,19 @@ SIMBA_API simba_result simba_zk_fenced_multi(simba_backend *be, const char *name
 /* A node's data: "<tag> <timeout> <id> <keep> " and the value (see VALUE) */
 #define SIMBA__ZK_DATA_MAX (SIMBA_ID_MAX + 96 + SIMBA_VALUE_MAX)
 #define SIMBA__ZK_TAG_LEN 24
-/* A node name kept in a per-contender or per-mutex record: ours are "n-" + tag + "-" + the
-   sequence (10 digits, 11 once ZooKeeper's counter wraps negative) = 38 bytes at most.
+/* A node name kept in a per-contender or per-mutex record: ours are the mode ("n", "r" or
+   "s<N>", N <= 1024: see SEMAPHORES AND READERS), "-", the tag, "-" and the sequence (10
+   digits, 11 once ZooKeeper's counter wraps negative) = 42 bytes at most.
    Others' names that do not fit are not kept (simba__zk_keep): only pushes for them are
    then missed, and the timers cover those. At 10,000 mutexes every byte counts twice. */
-#define SIMBA__ZK_KEEP_MAX 40
+#define SIMBA__ZK_KEEP_MAX 44
 /* our longest node name fits (a negative array size fails the build otherwise) */
-typedef char simba__zk_keep_fits[2 + SIMBA__ZK_TAG_LEN + 1 + 11 < SIMBA__ZK_KEEP_MAX ? 1 : -1];
+typedef char simba__zk_keep_fits[6 + SIMBA__ZK_TAG_LEN + 1 + 11 < SIMBA__ZK_KEEP_MAX && SIMBA_PERMITS_MAX < 10000 ? 1 : -1];
+/* A contender's or a node's mode (see SEMAPHORES AND READERS): exclusive (a mutex owner, a
+   writer), a reader, or N > 1: one of N permits. Readers and writers have N = 1. */
+#define SIMBA__ZK_EXCL 0
+#define SIMBA__ZK_READER (-1)
+#define SIMBA__ZK_N(mode) ((mode) > 1 ? (mode) : 1)
 #define SIMBA__ZK_EXTRA_MAX 4
 #define SIMBA__ZK_RING 256 /* pushed events not yet processed; more make every service re-check */
 #define SIMBA__ZK_TRIES 8
@@ -428,11 +434,20 @@ typedef struct simba__zk_op {
     char tag[SIMBA__ZK_TAG_LEN + 1]; /* LIST: whose nodes to find */
     char mutex[SIMBA_NAME_MAX + 1];  /* PARENT: whose parent is watched */
     int rc;
-    int count;                                        /* LIST: n- children */
+    int count;                                        /* LIST: contender children */
+    int mode;                                         /* LIST: the requester's (input) */
+    int mine_mode;                                    /* LIST: our node's, as named */
+    int granted, first;                               /* LIST: ours holds / waits first in line */
+    int holders;                                      /* LIST: nodes that hold */
+    int waiters;                                      /* LIST: nodes that wait (do not hold) */
+    int mismatch;                                     /* LIST: another N ahead of ours, 0 none */
     char lowest[SIMBA__ZK_NODE_MAX];                  /* LIST */
     char mine[SIMBA__ZK_NODE_MAX];                    /* LIST: our lowest */
-    char pred[SIMBA__ZK_NODE_MAX];                    /* LIST: the node just before mine */
+    char pred[SIMBA__ZK_NODE_MAX];                    /* LIST: the node ours waits for (see
+                                                         SEMAPHORES AND READERS; a mutex's: the
+                                                         node just before mine) */
     char succ[SIMBA__ZK_NODE_MAX];                    /* LIST: another's node just after mine */
+    char last[SIMBA__ZK_NODE_MAX];                    /* LIST: another's highest node */
     int nextra;                                       /* LIST: our other nodes */
     char extra[SIMBA__ZK_EXTRA_MAX][SIMBA__ZK_NODE_MAX];
     char name[SIMBA__ZK_NODE_MAX]; /* CREATE: the node made */
@@ -479,6 +494,7 @@ typedef struct simba__zk_evt {
 struct simba__zk_mtx {
     simba__hnode h;             /* first: zk->mtab by name (key = name) */
     int watchers;               /* vt watch count */
+    int holders;                /* nodes that held at the last listing (replies' holders) */
     simba__zk_mtx *next, *prev; /* zk->mtxs */
     int64_t own_fence, own_timeout; /* own_*: the lowest node as last read, valid while own_valid */
     char own_node[SIMBA__ZK_KEEP_MAX];
@@ -507,6 +523,8 @@ struct simba__zk_cont {
     unsigned char self_watch; /* 1: an exists watch on node is on its way, 2: it is set */
     unsigned char dirty;      /* a node of ours may exist that we do not know of */
     unsigned char want_gone;  /* released: any node of ours must go */
+    unsigned char child_watch; /* a semaphore waiter's child watch on the name is set */
+    int mode;                 /* SIMBA__ZK_EXCL, _READER or N (its last ACQUIRE's) */
     char node[SIMBA__ZK_KEEP_MAX]; /* our node in this session, "" = none known */
     int64_t czxid;                 /* of node, 0 = unknown */
     int64_t mzxid;                 /* of node as last read or written */
@@ -544,7 +562,11 @@ struct simba__zk_job {
     int full;      /* no session-only confirmation: list and read */
     int started;   /* a call of it was answered: it goes before new ones */
     simba__zk_job *pnext, *pprev;
-    int count;     /* n- children in the last listing */
+    int count;     /* contender children in the last listing */
+    int first, holders; /* the last listing's (replies) */
+    int alone;     /* the last listing: nobody waits behind ours (a re-grant rewrites) */
+    int self_get;  /* GET reads our own node (a holder that is not the lowest) */
+    int refuse_n;  /* the N of the nodes ahead: ours goes, then SIMBA_EINVAL */
     int64_t deadline;
     simba__zk_op *op; /* the call in flight */
     char lowest[SIMBA__ZK_NODE_MAX], pred[SIMBA__ZK_NODE_MAX];
@@ -700,61 +722,125 @@ static void simba__zk_cb_kids(int rc, const struct String_vector *sv, const void
     simba__zk_post(op, rc);
 }
 
-/* "n-<tag>-<seq>": the sequence, or -1 when the child is not one of ours (any client's). */
-static long long simba__zk_seq(const char *name, const char **tag, size_t *tag_len) {
-    const char *dash;
+/* "<mode>-<tag>-<seq>", mode "n" (exclusive), "r" (a reader) or "s<N>" (one of N permits,
+   2..SIMBA_PERMITS_MAX): the sequence and *mode, or -1 when the child is not one of ours (any
+   client's). */
+static long long simba__zk_seqm(const char *name, const char **tag, size_t *tag_len, int *mode) {
+    const char *dash, *p = name + 1;
     long long v = 0;
-    const char *p;
-    if (strncmp(name, "n-", 2) != 0) return -1;
-    dash = strrchr(name, '-');
-    if (!dash || dash < name + 2 || !dash[1]) return -1;
+    int n = 0;
+    if (name[0] == 'n' || name[0] == 'r') {
+        *mode = name[0] == 'n' ? SIMBA__ZK_EXCL : SIMBA__ZK_READER;
+    } else if (name[0] == 's' && name[1] >= '1' && name[1] <= '9') {
+        for (; *p >= '0' && *p <= '9' && n <= SIMBA_PERMITS_MAX; p++) n = n * 10 + (*p - '0');
+        if (n < 2 || n > SIMBA_PERMITS_MAX) return -1;
+        *mode = n;
+    } else {
+        return -1;
+    }
+    if (*p != '-') return -1;
+    p++;
+    dash = strrchr(p, '-');
+    if (!dash || !dash[1]) return -1;
+    *tag = p;
+    *tag_len = (size_t)(dash - p);
     for (p = dash + 1; *p; p++) {
         if (*p < '0' || *p > '9' || v > (LLONG_MAX - 9) / 10) return -1;
         v = v * 10 + (*p - '0');
     }
-    *tag = name + 2;
-    *tag_len = (size_t)(dash - (name + 2));
     return v;
+}
+
+static long long simba__zk_seq(const char *name, const char **tag, size_t *tag_len) {
+    int mode;
+    return simba__zk_seqm(name, tag, tag_len, &mode);
+}
+
+/* A node's mode as its name's prefix. */
+static void simba__zk_prefix(int mode, char out[16]) {
+    if (mode > 1) snprintf(out, 16, "s%d", mode);
+    else snprintf(out, 16, "%s", mode == SIMBA__ZK_READER ? "r" : "n");
+}
+
+/* A listing's first pass: the lowest node, ours (the lowest with our tag), the lowest
+   exclusive one, another's highest; *lowmode: the lowest's mode. */
+static void simba__zk_list_ends(simba__zk_op *op, const struct String_vector *sv, long long *mine, long long *minw,
+                                int *lowmode) {
+    long long low = -1, last = -1;
+    size_t taglen = strlen(op->tag);
+    int32_t i;
+    for (i = 0; i < sv->count; i++) {
+        const char *t;
+        size_t tl;
+        int md;
+        long long s = simba__zk_seqm(sv->data[i], &t, &tl, &md);
+        int ours = taglen && tl == taglen && memcmp(t, op->tag, tl) == 0;
+        if (s < 0) continue;
+        op->count++;
+        if (low < 0 || s < low) {
+            low = s;
+            *lowmode = md;
+            simba__copy(op->lowest, sizeof op->lowest, sv->data[i]);
+        }
+        if (ours && (*mine < 0 || s < *mine)) {
+            *mine = s;
+            op->mine_mode = md;
+            simba__copy(op->mine, sizeof op->mine, sv->data[i]);
+        }
+        if (md == SIMBA__ZK_EXCL && (*minw < 0 || s < *minw)) *minw = s;
+        if (!ours && s > last) {
+            last = s;
+            simba__copy(op->last, sizeof op->last, sv->data[i]);
+        }
+    }
+}
+
+/* The grant rule (see SEMAPHORES AND READERS), for the requester's mode op->mode: which
+   nodes hold, whether ours does or waits first, the node it waits for, another N ahead. */
+static void simba__zk_list_scan(simba__zk_op *op, const struct String_vector *sv) {
+    long long mine = -1, minw = -1, pred = -1, predw = -1, succ = -1;
+    int lowmode = 0, ahead = 0, hr = 0, n = SIMBA__ZK_N(op->mode);
+    size_t taglen = strlen(op->tag);
+    int32_t i, ip = -1, iw = -1;
+    simba__zk_list_ends(op, sv, &mine, &minw, &lowmode);
+    for (i = 0; i < sv->count; i++) {
+        const char *t;
+        size_t tl;
+        int md;
+        long long s = simba__zk_seqm(sv->data[i], &t, &tl, &md);
+        int ours = taglen && tl == taglen && memcmp(t, op->tag, tl) == 0;
+        if (s < 0) continue;
+        if (lowmode == SIMBA__ZK_READER && md == SIMBA__ZK_READER && (minw < 0 || s < minw)) hr++;
+        if (mine < 0) continue;
+        if (s < mine) {
+            ahead++;
+            if (SIMBA__ZK_N(md) != n && !op->mismatch) op->mismatch = SIMBA__ZK_N(md);
+            if (s > pred) { pred = s; ip = i; }
+            if (md == SIMBA__ZK_EXCL && s > predw) { predw = s; iw = i; }
+        }
+        if (s > mine && (succ < 0 || s < succ) && !ours) {
+            succ = s;
+            simba__copy(op->succ, sizeof op->succ, sv->data[i]);
+        }
+        if (s != mine && ours && op->nextra < SIMBA__ZK_EXTRA_MAX)
+            simba__copy(op->extra[op->nextra++], SIMBA__ZK_NODE_MAX, sv->data[i]);
+    }
+    op->holders = !op->count ? 0 : lowmode > 1 ? (int)simba__min(op->count, lowmode) : lowmode == SIMBA__ZK_EXCL ? 1 : hr;
+    op->waiters = op->count - op->holders;
+    if (mine < 0) return;
+    if (op->mode > 1) op->granted = !op->mismatch && ahead < n;
+    else if (op->mode == SIMBA__ZK_READER) op->granted = !op->mismatch && (minw < 0 || minw > mine);
+    else op->granted = ahead == 0;
+    op->first = !op->granted && !op->mismatch && ahead == op->holders;
+    /* a writer waits for the node just before it, a reader for the writer nearest ahead; a
+       semaphore's waiter for any node ahead (its listing's child watch) */
+    if (op->mode == SIMBA__ZK_READER) ip = iw;
+    if (op->mode <= 1 && ip >= 0) simba__copy(op->pred, sizeof op->pred, sv->data[ip]);
 }
 
 static void simba__zk_cb_list(int rc, const struct String_vector *sv, const void *data) {
     simba__zk_op *op = (simba__zk_op *)data;
-    if (rc == ZOK && sv) {
-        long long low = -1, mine = -1, pred = -1, succ = -1;
-        size_t taglen = strlen(op->tag);
-        int32_t i;
-        for (i = 0; i < sv->count; i++) {
-            const char *t;
-            size_t tl;
-            long long s = simba__zk_seq(sv->data[i], &t, &tl);
-            if (s < 0) continue;
-            op->count++;
-            if (low < 0 || s < low) {
-                low = s;
-                simba__copy(op->lowest, sizeof op->lowest, sv->data[i]);
-            }
-            if (taglen && tl == taglen && memcmp(t, op->tag, tl) == 0 && (mine < 0 || s < mine)) {
-                mine = s;
-                simba__copy(op->mine, sizeof op->mine, sv->data[i]);
-            }
-        }
-        for (i = 0; mine >= 0 && i < sv->count; i++) {
-            const char *t;
-            size_t tl;
-            long long s = simba__zk_seq(sv->data[i], &t, &tl);
-            if (s < 0) continue;
-            if (s < mine && s > pred) {
-                pred = s;
-                simba__copy(op->pred, sizeof op->pred, sv->data[i]);
-            }
-            if (s > mine && (succ < 0 || s < succ) && (tl != taglen || memcmp(t, op->tag, tl) != 0)) {
-                succ = s;
-                simba__copy(op->succ, sizeof op->succ, sv->data[i]);
-            }
-            if (s != mine && tl == taglen && memcmp(t, op->tag, tl) == 0 && op->nextra < SIMBA__ZK_EXTRA_MAX)
-                simba__copy(op->extra[op->nextra++], SIMBA__ZK_NODE_MAX, sv->data[i]);
-        }
-    }
+    if (rc == ZOK && sv) simba__zk_list_scan(op, sv);
     simba__zk_post(op, rc);
 }
 
@@ -1306,10 +1392,11 @@ static int simba__zk_grant_data(simba__zk *zk, simba__zk_job *job, zhandle_t *zh
 static int simba__zk_call_create(simba__zk *zk, simba__zk_job *job, zhandle_t *zh, simba__zk_op **op) {
     char path[SIMBA__ZK_PATH_MAX], data[SIMBA__ZK_DATA_MAX + 1];
     const struct ACL_vector *acl = zk->creator_only ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
-    char node[SIMBA__ZK_NODE_MAX], tag[SIMBA__ZK_TAG_LEN + 1];
+    char node[SIMBA__ZK_NODE_MAX], tag[SIMBA__ZK_TAG_LEN + 1], mode[16];
     simba__zk_cont *c = job->cont;
     int n = simba__zk_grant_data(zk, job, zh, data, tag);
-    snprintf(node, sizeof node, "n-%s-", tag);
+    simba__zk_prefix(c->mode, mode);
+    snprintf(node, sizeof node, "%s-%s-", mode, tag);
     if (!n || !simba__zk_path(zk, path, job->mtx->name, node)) return ZOK;
     if (!job->mtx->made && !job->mkdirs && zk->sess->connected) { /* the parents first, in session order */
         job->mtx->made = 1;
@@ -1327,14 +1414,15 @@ static int simba__zk_call_create(simba__zk *zk, simba__zk_job *job, zhandle_t *z
 static int simba__zk_call_requeue(simba__zk *zk, simba__zk_job *job, zhandle_t *zh) {
     simba__zk_cont *c = job->cont;
     const struct ACL_vector *acl = zk->creator_only ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
-    char node[SIMBA__ZK_NODE_MAX], tag[SIMBA__ZK_TAG_LEN + 1];
+    char node[SIMBA__ZK_NODE_MAX], tag[SIMBA__ZK_TAG_LEN + 1], mode[16];
     struct simba__zk_multi *mu;
     simba__zk_op *op;
     int n;
     if (!(mu = (struct simba__zk_multi *)simba_alloc(zk->loop, sizeof *mu))) return SIMBA__ZK_NOMEM;
     memset(mu, 0, sizeof *mu);
     n = simba__zk_node_data(zk, c, zh, mu->data, tag, 0, c->value, c->value_len);
-    snprintf(node, sizeof node, "n-%s-", tag);
+    simba__zk_prefix(c->mode, mode);
+    snprintf(node, sizeof node, "%s-%s-", mode, tag);
     if (!n || !simba__zk_path(zk, mu->waiter, job->mtx->name, job->pred) || !simba__zk_path(zk, mu->ours, job->mtx->name, c->node) ||
         !simba__zk_path(zk, mu->made, job->mtx->name, node)) {
         simba_free(zk->loop, mu);
@@ -1366,7 +1454,7 @@ static int simba__zk_call(simba__zk *zk, simba__zk_job *job, zhandle_t *zh) {
     simba__zk_cont *c = job->cont;
     simba__zk_op *op = NULL;
     int s = job->step, observed = !c && job->mtx->watchers > 0, n = 0;
-    const char *node = s == SIMBA__ZK_S_GET ? job->lowest : s == SIMBA__ZK_S_EXISTS ? job->pred
+    const char *node = s == SIMBA__ZK_S_GET ? (job->self_get ? c->node : job->lowest) : s == SIMBA__ZK_S_EXISTS ? job->pred
                        : s == SIMBA__ZK_S_SET || s == SIMBA__ZK_S_DELETE || s == SIMBA__ZK_S_VALUE ? c->node : NULL;
     if (s == SIMBA__ZK_S_CREATE) return simba__zk_call_create(zk, job, zh, &op);
     if (s == SIMBA__ZK_S_REQUEUE) return simba__zk_call_requeue(zk, job, zh);
@@ -1381,6 +1469,12 @@ static int simba__zk_call(simba__zk *zk, simba__zk_job *job, zhandle_t *zh) {
     case SIMBA__ZK_S_LIST:
     case SIMBA__ZK_S_SWEEP:
         if (c) simba__zk_tag(zk, c, op->tag);
+        op->mode = c ? c->mode : SIMBA__ZK_EXCL;
+        if (c && c->mode > 1 && s == SIMBA__ZK_S_LIST) { /* a waiter learns of any node ahead going */
+            int zrc = simba__zk_op_issued(zk, op, zoo_awget_children(zh, path, simba__zk_node_watcher, zk->sess, simba__zk_cb_list, op));
+            if (zrc == ZOK) c->child_watch = 1;
+            return zrc;
+        }
         if (observed) return simba__zk_op_issued(zk, op, zoo_awget_children(zh, path, simba__zk_node_watcher, zk->sess, simba__zk_cb_list, op));
         return simba__zk_op_issued(zk, op, zoo_aget_children(zh, path, 0, simba__zk_cb_list, op));
     case SIMBA__ZK_S_GET: /* observed: a new tenure's write to the owner node is pushed */
@@ -1590,6 +1684,7 @@ static void simba__zk_reply_self(simba__zk *zk, simba__zk_job *job) {
     if (c->fence > c->granted_max) c->granted_max = c->fence;
     c->watch_pred[0] = 0;
     simba__zk_owner_reply(&r, SIMBA__ZK_CID(c), simba__zk_timeout(zk), (uint64_t)c->fence, c->value, c->value_len);
+    r.holders = job->mtx->holders > 0 ? job->mtx->holders : 1;
     simba__zk_reply(zk, job, &r);
     simba__zk_job_end(zk, job);
 }
@@ -1602,7 +1697,8 @@ static int simba__zk_cheap(const simba__zk *zk, const simba__zk_job *job) {
     const simba__zk_mtx *m = job->mtx;
     if (job->kind != SIMBA_OP_ACQUIRE || !job->req || !c || !c->node[0] || !zk->sess || !zk->sess->connected) return 0;
     if (job->req->renew && c->fence > 0 && c->self_watch == 2 && c->self_czxid == c->czxid) return 1;
-    if (!job->req->renew && c->fence == 0 && c->watch_pred[0] && m->own_valid && strcmp(m->own_node, c->watch_pred) == 0)
+    if (!job->req->renew && c->fence == 0 && c->mode == SIMBA__ZK_EXCL && c->watch_pred[0] && m->own_valid &&
+        strcmp(m->own_node, c->watch_pred) == 0)
         return 2;
     return 0;
 }
@@ -1704,7 +1800,7 @@ static void simba__zk_own(simba__zk *zk, simba__zk_job *job) {
         c->fence = c->mzxid;
         simba__zk_reply_self(zk, job);
     } else {
-        simba__zk_job_go(zk, job, job->count <= 1 ? SIMBA__ZK_S_SET : SIMBA__ZK_S_DELETE);
+        simba__zk_job_go(zk, job, job->alone ? SIMBA__ZK_S_SET : SIMBA__ZK_S_DELETE);
     }
 }
 
@@ -1715,12 +1811,30 @@ static void simba__zk_yield_watch(simba__zk *zk, simba__zk_job *job, simba__zk_o
     if (op->rc != ZOK || !op->mine[0] || strcmp(op->mine, c->node) != 0 ||
         (c->watch_pred[0] && strcmp(c->watch_pred, op->pred) == 0)) {
         simba__zk_job_end(zk, job); /* ours went, or is watched already: nothing to set */
-    } else if (!op->pred[0]) { /* the waiter left already: ours is lowest, ask now */
+    } else if (op->granted) { /* the waiters left already: ours holds, ask now */
         simba__zk_event(zk, SIMBA_EV_RELEASED, c->mtx->name, SIMBA__ZK_CID(c), NULL);
+        simba__zk_job_end(zk, job);
+    } else if (!op->pred[0]) { /* a semaphore's waiter: this listing left its child watch */
         simba__zk_job_end(zk, job);
     } else {
         simba__copy(job->pred, sizeof job->pred, op->pred);
         simba__zk_job_go(zk, job, SIMBA__ZK_S_EXISTS);
+    }
+}
+
+/* An ACQUIRE's listing that grants nothing yet: no node of ours (made now), ours refused
+   (another N ahead: it goes, then SIMBA_EINVAL), or ours in another mode than asked (it
+   goes to the back: a new request). */
+static void simba__zk_acquire_route(simba__zk *zk, simba__zk_job *job, simba__zk_op *op) {
+    simba__zk_cont *c = job->cont;
+    if (!op->mine[0] && job->created) { /* made it, and it is gone already: the session is in trouble */
+        simba__zk_fail(zk, job, SIMBA_ECONN, "zookeeper: our node vanished");
+    } else if (!op->mine[0]) {
+        simba__zk_job_go(zk, job, SIMBA__ZK_S_CREATE);
+    } else {
+        job->refuse_n = op->mismatch;
+        if (c->mode != op->mine_mode) job->refuse_n = 0;
+        simba__zk_job_go(zk, job, SIMBA__ZK_S_DELETE);
     }
 }
 
@@ -1742,22 +1856,21 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
         return;
     }
     if (job->kind == SIMBA_OP_YIELD) {
-        if (!op->mine[0] || strcmp(op->mine, op->lowest) != 0 || strcmp(op->mine, c->node) != 0) {
+        /* a mutex's waiter is the node after ours; with several holders, another's last node
+           waits iff anybody does */
+        const char *w = c->mode == SIMBA__ZK_EXCL && op->mode == SIMBA__ZK_EXCL ? op->succ : op->waiters ? op->last : "";
+        if (!op->mine[0] || !op->granted || strcmp(op->mine, c->node) != 0) {
             simba__zk_not_held(zk, job);
-        } else if (!op->succ[0]) { /* nobody waits: it keeps the mutex */
+        } else if (!w[0]) { /* nobody waits: it keeps its holding */
             simba__zk_reply_self(zk, job);
         } else {
-            simba__copy(job->pred, sizeof job->pred, op->succ); /* the waiter the transaction checks */
+            simba__copy(job->pred, sizeof job->pred, w); /* the waiter the transaction checks */
             simba__zk_job_go(zk, job, SIMBA__ZK_S_REQUEUE);
         }
         return;
     }
-    if (job->kind == SIMBA_OP_ACQUIRE && !op->mine[0]) {
-        if (job->created) { /* made it, and it is gone already: the session is in trouble */
-            simba__zk_fail(zk, job, SIMBA_ECONN, "zookeeper: our node vanished");
-            return;
-        }
-        simba__zk_job_go(zk, job, SIMBA__ZK_S_CREATE);
+    if (job->kind == SIMBA_OP_ACQUIRE && (!op->mine[0] || op->mismatch || op->mine_mode != c->mode)) {
+        simba__zk_acquire_route(zk, job, op);
         return;
     }
     if (op->rc == ZNONODE || !op->lowest[0]) { /* READ / refresh: nobody owns it */
@@ -1768,11 +1881,18 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
     simba__copy(job->lowest, sizeof job->lowest, op->lowest);
     simba__copy(job->pred, sizeof job->pred, op->pred);
     job->count = op->count;
-    if (job->kind == SIMBA_OP_ACQUIRE && strcmp(op->mine, op->lowest) == 0 && c->czxid > 0) {
+    job->first = op->first;
+    job->holders = op->holders;
+    job->alone = op->mode == SIMBA__ZK_EXCL ? op->count <= 1 : !op->waiters;
+    job->mtx->holders = op->holders;
+    if (job->kind == SIMBA_OP_ACQUIRE && op->granted && c->czxid > 0) {
         simba__zk_own(zk, job);
         return;
     }
-    simba__zk_job_go(zk, job, SIMBA__ZK_S_GET); /* read the owner's id and creation zxid */
+    /* read the owner's id and creation zxid; a holder that is not the lowest and does not
+       know its node's reads its own */
+    job->self_get = job->kind == SIMBA_OP_ACQUIRE && op->granted && strcmp(op->mine, op->lowest) != 0;
+    simba__zk_job_go(zk, job, SIMBA__ZK_S_GET);
 }
 
 static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op) {
@@ -1790,6 +1910,14 @@ static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op
     }
     if (d.timeout <= 0) d.timeout = simba__zk_timeout(zk);
     fence = d.keep > 0 ? d.keep : op->mzxid; /* see VALUE */
+    if (job->self_get) { /* our own node, which holds: its zxids */
+        job->self_get = 0;
+        if (c->czxid != op->czxid) c->fence = 0;
+        c->czxid = op->czxid;
+        c->mzxid = fence;
+        simba__zk_own(zk, job);
+        return;
+    }
     {
         simba__zk_mtx *lm = job->mtx;
         int kept = simba__zk_keep(lm->own_node, job->lowest);
@@ -1807,6 +1935,7 @@ static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op
         return;
     }
     simba__zk_owner_reply(&r, d.id, d.timeout, (uint64_t)fence, d.value, d.value_len);
+    r.holders = job->holders;
     if (job->kind == SIMBA__ZK_J_REFRESH) {
         simba__zk_mtx *m = job->mtx;
         uint64_t vs = simba__zk_vsum(d.value, d.value_len);
@@ -1824,12 +1953,13 @@ static void simba__zk_on_get(simba__zk *zk, simba__zk_job *job, simba__zk_op *op
         simba__zk_job_end(zk, job);
         return;
     }
-    /* A waiter: answer now, then watch the predecessor (only it: no herd). A predecessor
-       that goes in between is caught by the exists call (ZNONODE -> SIMBA_EV_RELEASED). */
-    r.first_in_line = strcmp(job->pred, job->lowest) == 0;
+    /* A waiter: answer now, then watch the node it waits for (only it: no herd; a
+       semaphore's waiter has its listing's child watch). A node that goes in between is
+       caught by the exists call (ZNONODE -> SIMBA_EV_RELEASED). */
+    r.first_in_line = job->first;
     simba__zk_reply(zk, job, &r);
     job->internal = 1;
-    if (strcmp(c->watch_pred, job->pred) == 0 && c->watch_pred[0]) {
+    if (!job->pred[0] || (strcmp(c->watch_pred, job->pred) == 0 && c->watch_pred[0])) {
         /* already watched in this session: the watch stays until the node goes */
         simba__zk_job_end(zk, job);
         return;
@@ -1915,6 +2045,14 @@ static void simba__zk_on_requeue(simba__zk *zk, simba__zk_job *job, simba__zk_op
     }
 }
 
+/* Another N ahead of ours, whose node is gone now: refused in words, never obeyed. */
+static void simba__zk_refuse(simba__zk *zk, simba__zk_job *job) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "zookeeper: permits %d asked, the name has %d while held or waited on",
+             SIMBA__ZK_N(job->cont->mode), job->refuse_n);
+    simba__zk_fail(zk, job, SIMBA_EINVAL, msg);
+}
+
 /* A job's call answered (ZOK or ZNONODE, on the live session): its next step. */
 static void simba__zk_job_answer(simba__zk *zk, simba__zk_job *job, simba__zk_op *op) {
     simba__zk_cont *c = job->cont;
@@ -1959,6 +2097,8 @@ static void simba__zk_job_answer(simba__zk *zk, simba__zk_job *job, simba__zk_op
             if (strcmp(job->pred, c->mtx->own_node) == 0 && op->mzxid != c->mtx->own_mzxid) c->mtx->own_valid = 0;
         }
         simba__zk_job_end(zk, job);
+    } else if (op->kind == SIMBA__ZK_DELETE && job->kind == SIMBA_OP_ACQUIRE && job->refuse_n) {
+        simba__zk_refuse(zk, job);
     } else if (op->kind == SIMBA__ZK_DELETE && job->kind == SIMBA_OP_ACQUIRE) { /* re-queued: list again */
         simba__zk_retry(zk, job);
     } else if (op->kind == SIMBA__ZK_DELETE && job->kind == SIMBA_OP_RELEASE && c->dirty) {
@@ -2021,13 +2161,15 @@ struct simba__zk_ins {
     simba_req *req;
     int step;
     simba_view v;
-    char node[1 + SIMBA_VIEW_WAITERS][SIMBA__ZK_NODE_MAX]; /* a mutex's nodes, oldest first */
-    int nnodes, at;
+    char (*node)[SIMBA__ZK_NODE_MAX]; /* a mutex's nodes, oldest first: its holders, then the
+                                         first waiters (SIMBA_MALLOC) */
+    int nnodes, at, nhold, mode;      /* nhold: holders in node[]; mode: the lowest's */
+    simba_view_holder *hold;          /* the holders read (SIMBA_MALLOC, with their values) */
+    unsigned char (*hval)[SIMBA_VALUE_MAX];
     char *names; /* LIST: the root's children (SIMBA_MALLOC), next the one to read */
     int nnames;
     const char *name_at;
     char mutex[SIMBA_NAME_MAX + 1]; /* the mutex being read */
-    unsigned char value[SIMBA_VALUE_MAX]; /* the owner's value, v.value points here */
     struct simba__zkfw *fw;         /* SIMBA_OP_CALL: the fenced multi */
     int owner_version;              /* SIMBA_OP_CALL: the owner node's, as read */
 };
@@ -2044,6 +2186,8 @@ static void simba__zk_ins_end(simba__zk *zk, simba__zk_ins *in, simba_result rc,
     if (in->prev) in->prev->next = in->next; else zk->inss = in->next;
     if (in->next) in->next->prev = in->prev;
     SIMBA_FREE(in->names);
+    SIMBA_FREE(in->node);
+    SIMBA_FREE(in->hold);
     simba_req_done(in->req, &r);
     simba_free(zk->loop, in);
 }
@@ -2069,23 +2213,40 @@ static void simba__zk_ins_call(simba__zk *zk, simba__zk_ins *in) {
     if (zrc != ZOK) simba__zk_ins_end(zk, in, simba__zk_rc(zrc), zerror(zrc));
 }
 
-/* A mutex's n- nodes into in->node, oldest first (the first 1 + SIMBA_VIEW_WAITERS); the
-   count of them all. */
+/* Whether the node at place k (oldest first) of mode md holds, all before it holding: see
+   SEMAPHORES AND READERS. */
+static int simba__zk_ins_holds(const simba__zk_ins *in, int k, int md) {
+    if (k != in->nhold) return 0;
+    if (in->mode > 1) return md == in->mode && k < in->mode;
+    return in->mode == SIMBA__ZK_EXCL ? k == 0 : md == SIMBA__ZK_READER;
+}
+
+/* A mutex's contender nodes into in->node, oldest first: its holders, then (INSPECT) the
+   first SIMBA_VIEW_WAITERS waiters; the count of them all, -1 when out of memory. */
 static int simba__zk_ins_order(simba__zk_ins *in, const char *kids, int n) {
     long long last = -1;
-    int count = 0, i, k;
+    int count = 0, i, k, md, cap;
     const char *p, *t;
     size_t tl;
     for (p = kids, i = 0; i < n; i++, p += strlen(p) + 1) count += simba__zk_seq(p, &t, &tl) >= 0;
-    for (in->nnodes = 0; in->nnodes < 1 + SIMBA_VIEW_WAITERS; in->nnodes++) {
+    cap = count < SIMBA_PERMITS_MAX + SIMBA_VIEW_WAITERS ? count : SIMBA_PERMITS_MAX + SIMBA_VIEW_WAITERS;
+    SIMBA_FREE(in->node);
+    in->node = NULL;
+    in->nnodes = in->nhold = 0;
+    if (cap && !(in->node = (char (*)[SIMBA__ZK_NODE_MAX])SIMBA_MALLOC((size_t)cap * SIMBA__ZK_NODE_MAX))) return -1;
+    while (in->nnodes < cap) {
         long long best = -1;
         const char *bp = NULL;
+        int bm = 0;
         for (p = kids, k = 0; k < n; k++, p += strlen(p) + 1) {
-            long long s = simba__zk_seq(p, &t, &tl);
-            if (s > last && (best < 0 || s < best) && strlen(p) < SIMBA__ZK_NODE_MAX) { best = s; bp = p; }
+            long long s = simba__zk_seqm(p, &t, &tl, &md);
+            if (s > last && (best < 0 || s < best) && strlen(p) < SIMBA__ZK_NODE_MAX) { best = s; bp = p; bm = md; }
         }
         if (!bp) break;
-        simba__copy(in->node[in->nnodes], SIMBA__ZK_NODE_MAX, bp);
+        if (in->nnodes == 0) in->mode = bm;
+        if (simba__zk_ins_holds(in, in->nnodes, bm)) in->nhold++;
+        else if (in->req->op != SIMBA_OP_INSPECT || in->nnodes >= in->nhold + SIMBA_VIEW_WAITERS) break;
+        simba__copy(in->node[in->nnodes++], SIMBA__ZK_NODE_MAX, bp);
         last = best;
     }
     return count;
@@ -2109,8 +2270,10 @@ static void simba__zk_ins_next(simba__zk *zk, simba__zk_ins *in) {
 /* The mutex's view is complete (or it has no nodes): hand it over, go on. */
 static void simba__zk_ins_view(simba__zk *zk, simba__zk_ins *in) {
     simba__copy(in->v.mutex, sizeof in->v.mutex, in->mutex);
-    if (in->req->op == SIMBA_OP_CALL) { simba__zkfw_refuse(zk, in, 0, 0); return; } /* nobody owns it */
+    /* no holder has the fence asked for */
+    if (in->req->op == SIMBA_OP_CALL) { simba__zkfw_refuse(zk, in, in->v.owner[0] != 0, in->v.fence); return; }
     if (in->req->op == SIMBA_OP_FORCE_RELEASE) { simba__zk_ins_end(zk, in, SIMBA_ESTATE, NULL); return; }
+    in->v.holder = in->v.holders ? in->hold : NULL;
     simba_req_view(in->req, &in->v);
     if (in->req->op == SIMBA_OP_LIST) simba__zk_ins_next(zk, in);
     else simba__zk_ins_end(zk, in, SIMBA_OK, NULL);
@@ -2118,10 +2281,19 @@ static void simba__zk_ins_view(simba__zk *zk, simba__zk_ins *in) {
 
 static void simba__zk_ins_kids(simba__zk *zk, simba__zk_ins *in, simba__zk_op *op) {
     int count = op->rc == ZOK ? simba__zk_ins_order(in, op->kids, op->nkids) : 0;
+    size_t each = sizeof(simba_view_holder) + SIMBA_VALUE_MAX;
+    SIMBA_FREE(in->hold);
+    in->hold = NULL;
+    if (count < 0 || (in->nhold && !(in->hold = (simba_view_holder *)SIMBA_MALLOC((size_t)in->nhold * each)))) {
+        simba__zk_ins_end(zk, in, SIMBA_ENOMEM, "zookeeper: out of memory");
+        return;
+    }
+    in->hval = (unsigned char (*)[SIMBA_VALUE_MAX])(void *)(in->hold + in->nhold);
     memset(&in->v, 0, sizeof in->v);
     in->v.acquired_unix_ms = in->v.held_ms = in->v.ttl_left_ms = in->v.transition_left_ms = SIMBA_UNKNOWN_MS;
     in->v.session_ms = SIMBA_UNKNOWN_MS;
-    in->v.waiters = in->req->op == SIMBA_OP_INSPECT ? (count > 0 ? count - 1 : 0) : -1;
+    in->v.permits = count > 0 ? SIMBA__ZK_N(in->mode) : 0;
+    in->v.waiters = in->req->op == SIMBA_OP_INSPECT ? count - in->nhold : -1;
     if (op->rc == ZNONODE && in->req->op == SIMBA_OP_INSPECT) { simba__zk_ins_end(zk, in, SIMBA_OK, NULL); return; }
     if (in->nnodes == 0) { simba__zk_ins_view(zk, in); return; }
     in->at = 0;
@@ -2129,41 +2301,52 @@ static void simba__zk_ins_kids(simba__zk *zk, simba__zk_ins *in, simba__zk_op *o
     simba__zk_ins_call(zk, in);
 }
 
+/* A holder's node read: into the view's holders (the first one read also into its owner
+   fields); 1 when a fenced multi or a force release found the holder it asks for and went on. */
+static int simba__zk_ins_holder(simba__zk *zk, simba__zk_ins *in, simba__zk_op *op, const simba__zk_data *d) {
+    simba_view_holder *h = &in->hold[in->v.holders];
+    uint64_t fence = (uint64_t)(d->keep > 0 ? d->keep : op->mzxid);
+    memset(h, 0, sizeof *h);
+    simba__copy(h->id, sizeof h->id, d->id);
+    h->fence = fence;
+    h->shared = in->mode == SIMBA__ZK_READER;
+    h->acquired_unix_ms = h->held_ms = h->ttl_left_ms = h->transition_left_ms = SIMBA_UNKNOWN_MS;
+    h->value_len = d->value_len;
+    if (d->value_len) memcpy(in->hval[in->v.holders], d->value, d->value_len);
+    h->value = d->value_len ? in->hval[in->v.holders] : NULL;
+    in->v.holders++;
+    if (!in->v.owner[0]) {
+        simba__copy(in->v.owner, sizeof in->v.owner, d->id);
+        in->v.fence = fence;
+        in->v.session_ms = d->timeout;
+        in->v.value_len = h->value_len;
+        in->v.value = h->value;
+    }
+    if (fence != in->req->fence || (in->req->op != SIMBA_OP_CALL && in->req->op != SIMBA_OP_FORCE_RELEASE)) return 0;
+    if (in->req->op == SIMBA_OP_CALL) {
+        in->owner_version = op->version; /* the multi checks this very write */
+        in->step = SIMBA__ZK_I_MULTI;
+        simba__zkfw_multi(zk, in);
+        return 1;
+    }
+    in->v.fence = (uint64_t)op->version; /* the delete is conditional on this very write */
+    in->step = SIMBA__ZK_I_DELETE;
+    simba__zk_ins_call(zk, in);
+    return 1;
+}
+
 static void simba__zk_ins_get(simba__zk *zk, simba__zk_ins *in, simba__zk_op *op) {
     simba__zk_data d;
     int ok = op->rc == ZOK && simba__zk_parse(op->data, op->datalen, &d);
-    if (in->at == 0 && !ok) { /* the owner's node went while we looked, or is not one of ours */
-        simba__zk_ins_view(zk, in);
-        return;
-    }
-    if (in->at == 0) {
-        simba__copy(in->v.owner, sizeof in->v.owner, d.id);
-        in->v.fence = (uint64_t)(d.keep > 0 ? d.keep : op->mzxid);
-        in->v.session_ms = d.timeout;
-        in->v.value_len = d.value_len;
-        if (d.value_len) memcpy(in->value, d.value, d.value_len);
-        in->v.value = d.value_len ? in->value : NULL;
-        if (in->req->op == SIMBA_OP_CALL) {
-            if (in->v.fence != in->req->fence) { simba__zkfw_refuse(zk, in, 1, in->v.fence); return; }
-            in->owner_version = op->version; /* the multi checks this very write */
-            in->step = SIMBA__ZK_I_MULTI;
-            simba__zkfw_multi(zk, in);
-            return;
-        }
-        if (in->req->op == SIMBA_OP_FORCE_RELEASE) {
-            if (in->v.fence != in->req->fence) { simba__zk_ins_end(zk, in, SIMBA_ESTATE, NULL); return; }
-            in->v.fence = (uint64_t)op->version; /* the delete is conditional on this very write */
-            in->step = SIMBA__ZK_I_DELETE;
-            simba__zk_ins_call(zk, in);
-            return;
-        }
+    if (ok && in->at < in->nhold) { /* a holder; one that went while we looked is not one */
+        if (simba__zk_ins_holder(zk, in, op, &d)) return;
     } else if (ok) {
         int w = 0;
         while (w < SIMBA_VIEW_WAITERS && in->v.waiter[w][0]) w++;
         if (w < SIMBA_VIEW_WAITERS) simba__copy(in->v.waiter[w], sizeof in->v.waiter[w], d.id);
     }
-    if (in->req->op == SIMBA_OP_INSPECT && ++in->at < in->nnodes) {
-        simba__zk_ins_call(zk, in); /* the next waiter's id */
+    if (++in->at < in->nnodes) {
+        simba__zk_ins_call(zk, in); /* the next holder, or waiter's id */
         return;
     }
     simba__zk_ins_view(zk, in);
@@ -2270,7 +2453,7 @@ static void simba__zkfw_multi(simba__zk *zk, simba__zk_ins *in) {
     c->res = (zoo_op_result_t *)(void *)(c->ops + k);
     c->stats = (struct Stat *)(void *)(c->res + k);
     c->bufs = (char (*)[SIMBA__ZKFW_PATH])(void *)(c->stats + k);
-    if (!simba__zk_path(zk, c->check, in->mutex, in->node[0])) {
+    if (!simba__zk_path(zk, c->check, in->mutex, in->node[in->at])) {
         SIMBA_FREE(c);
         simba__zk_ins_end(zk, in, SIMBA_EINVAL, "zookeeper: path too long");
         return;
@@ -2594,6 +2777,7 @@ static int simba__zk_session_close(simba__zk *zk, int async, simba__zk_sess *nex
             c->fence = 0;
             c->watch_pred[0] = 0;
             c->self_watch = 0;
+            c->child_watch = 0;
             c->dirty = 0;
         }
     }
@@ -2760,8 +2944,14 @@ static void simba__zk_on_path(simba__zk *zk, int type, const char *path) {
     simba__copy(name, (size_t)(slash ? slash - rest : (ptrdiff_t)strlen(rest)) + 1, rest);
     m = simba__zk_mtx_find(zk, name, 0);
     if (!m) return;
-    if (!slash) { /* child list changed, or the mutex node appeared: observers' watches */
+    if (!slash) { /* child list changed, or the mutex node appeared: observers' and semaphore waiters' watches */
+        simba__zk_cont *c;
         if ((type == ZOO_CHILD_EVENT || type == ZOO_CREATED_EVENT) && m->watchers > 0) simba__zk_refresh(zk, m);
+        for (c = m->conts; type == ZOO_CHILD_EVENT && c; c = c->next) {
+            if (!c->child_watch) continue;
+            c->child_watch = 0;
+            if (c->fence == 0) simba__zk_event(zk, SIMBA_EV_RELEASED, m->name, SIMBA__ZK_CID(c), NULL);
+        }
         return;
     }
     if (type == ZOO_CHANGED_EVENT || type == ZOO_DELETED_EVENT) { /* watches on that node are spent */
@@ -2931,12 +3121,8 @@ static simba_result simba__zk_submit(void *impl, simba_req *req) {
         return SIMBA_EINVAL;
     if (req->op != SIMBA_OP_READ && simba_id_check(req->contender) != SIMBA_OK) return SIMBA_EINVAL;
     zk->stats.requests++;
-    if (req->op == SIMBA_OP_ACQUIRE && (req->permits > 1 || req->shared)) {
-        /* Never obeyed as a mutex: the recipe here has one holder per name. */
-        simba_req_fail(req, SIMBA_EINVAL, req->shared ? "zookeeper: readers (shared 1) are not supported by simba_zk: one holder per name"
-                                                      : "zookeeper: permits > 1 is not supported by simba_zk: one holder per name");
-        return SIMBA_OK;
-    }
+    if (req->op == SIMBA_OP_ACQUIRE && (req->permits > SIMBA_PERMITS_MAX || (req->shared && req->permits > 1)))
+        return SIMBA_EINVAL; /* the core checks these */
     if (!simba__zk_usable(zk)) {
         simba_req_fail(req, SIMBA_ECONN, zk->sess && zk->sess->readonly ? SIMBA__ZK_RO_MSG : "no usable zookeeper session (reopening)");
         return SIMBA_OK;
@@ -2965,6 +3151,7 @@ static simba_result simba__zk_submit(void *impl, simba_req *req) {
     }
     if (c) {
         if (req->op == SIMBA_OP_ACQUIRE || req->op == SIMBA_OP_RELEASE) c->want_gone = req->op == SIMBA_OP_RELEASE;
+        if (req->op == SIMBA_OP_ACQUIRE) c->mode = req->shared ? SIMBA__ZK_READER : req->permits > 1 ? req->permits : SIMBA__ZK_EXCL;
         if (c->q_tail) { /* one job per contender at a time; this one waits its turn */
             c->q_tail->cnext = job;
             c->q_tail = job;
@@ -3130,6 +3317,28 @@ static void simba__zk_settle(simba__zk *zk) {
     }
 }
 
+#ifdef SIMBA_ZK_TEST_FAULTS
+#include <sys/time.h>
+/* declared by the client library's header only without THREADED; the library has it */
+extern int zookeeper_interest(zhandle_t *zh, int *fd, int *interest, struct timeval *tv);
+#endif
+
+/* Test builds: a muted backend freed is a killed process. Its connection is shut down and
+   the handle closed at once, so the close request never reaches the server, and our nodes
+   are not deleted: the server ends the session after its timeout, as after a kill -9. */
+static void simba__zk_test_killed(simba__zk *zk) {
+#ifdef SIMBA_ZK_TEST_FAULTS
+    int fd = -1, interest = 0;
+    struct timeval tv;
+    if (!zk->test_mute || !zk->sess || !zk->sess->zh) return;
+    if (zookeeper_interest(zk->sess->zh, &fd, &interest, &tv) == ZOK && fd >= 0) shutdown(fd, SHUT_RDWR);
+    zookeeper_close(zk->sess->zh);
+    zk->sess->zh = NULL;
+#else
+    (void)zk;
+#endif
+}
+
 /* >>close */
 static void simba__zk_destroy(void *impl) {
     simba__zk *zk = (simba__zk *)impl;
@@ -3138,7 +3347,8 @@ static void simba__zk_destroy(void *impl) {
     zk->closing = 1;
     simba__zk_reap(zk, 1); /* a closer thread may still be making the next handle */
     simba__zk_adopt(zk, simba_now(zk->loop));
-    if (zk->sess && zk->sess->connected && !zk->sess->dead) simba__zk_settle(zk);
+    simba__zk_test_killed(zk);
+    if (zk->sess && zk->sess->zh && zk->sess->connected && !zk->sess->dead) simba__zk_settle(zk);
     /* closing the session deletes our ephemeral nodes on the server at once */
     simba__zk_session_close(zk, 0, NULL);
     simba__zk_reap(zk, 1); /* joins closers still running */
