@@ -524,6 +524,8 @@ struct simba__zk_cont {
     unsigned char dirty;      /* a node of ours may exist that we do not know of */
     unsigned char want_gone;  /* released: any node of ours must go */
     unsigned char child_watch; /* a semaphore waiter's child watch on the name is set */
+    unsigned char refused;    /* its last ACQUIRE was refused (another N): the next lists
+                                 before it makes a node */
     int mode;                 /* SIMBA__ZK_EXCL, _READER or N (its last ACQUIRE's) */
     char node[SIMBA__ZK_KEEP_MAX]; /* our node in this session, "" = none known */
     int64_t czxid;                 /* of node, 0 = unknown */
@@ -811,6 +813,7 @@ static void simba__zk_list_scan(simba__zk_op *op, const struct String_vector *sv
         int ours = taglen && tl == taglen && memcmp(t, op->tag, tl) == 0;
         if (s < 0) continue;
         if (lowmode == SIMBA__ZK_READER && md == SIMBA__ZK_READER && (minw < 0 || s < minw)) hr++;
+        if (mine < 0 && SIMBA__ZK_N(md) != n && !op->mismatch) op->mismatch = SIMBA__ZK_N(md); /* none of ours: any */
         if (mine < 0) continue;
         if (s < mine) {
             ahead++;
@@ -1361,7 +1364,7 @@ static int simba__zk_job_route(simba__zk *zk, simba__zk_job *job) {
     }
     if (job->kind == SIMBA_OP_SET_VALUE)
         simba__zk_job_step(zk, job, SIMBA__ZK_S_VALUE);
-    else if (job->kind == SIMBA_OP_ACQUIRE && !c->node[0] && !c->dirty && !job->tries)
+    else if (job->kind == SIMBA_OP_ACQUIRE && !c->node[0] && !c->dirty && !job->tries && !c->refused)
         simba__zk_job_step(zk, job, SIMBA__ZK_S_CREATE); /* we know we have no node: nothing to list yet */
     else if (job->kind == SIMBA_OP_ACQUIRE && !job->created && !job->synced)
         simba__zk_job_step(zk, job, SIMBA__ZK_S_SYNC); /* a listing that may grant is only as fresh as its server: see LEASE */
@@ -1822,6 +1825,8 @@ static void simba__zk_yield_watch(simba__zk *zk, simba__zk_job *job, simba__zk_o
     }
 }
 
+static void simba__zk_refuse(simba__zk *zk, simba__zk_job *job);
+
 /* An ACQUIRE's listing that grants nothing yet: no node of ours (made now), ours refused
    (another N ahead: it goes, then SIMBA_EINVAL), or ours in another mode than asked (it
    goes to the back: a new request). */
@@ -1829,6 +1834,9 @@ static void simba__zk_acquire_route(simba__zk *zk, simba__zk_job *job, simba__zk
     simba__zk_cont *c = job->cont;
     if (!op->mine[0] && job->created) { /* made it, and it is gone already: the session is in trouble */
         simba__zk_fail(zk, job, SIMBA_ECONN, "zookeeper: our node vanished");
+    } else if (!op->mine[0] && op->mismatch) { /* refused before a node of ours is there */
+        job->refuse_n = op->mismatch;
+        simba__zk_refuse(zk, job);
     } else if (!op->mine[0]) {
         simba__zk_job_go(zk, job, SIMBA__ZK_S_CREATE);
     } else {
@@ -1977,6 +1985,7 @@ static void simba__zk_op_effects(simba__zk *zk, simba__zk_op *op, simba__zk_cont
         c->czxid = op->czxid;
         c->mzxid = op->mzxid;
         c->fence = 0;
+        c->refused = 0;
     } else if (op->kind == SIMBA__ZK_MULTI && rc == ZOK) { /* YIELD: ours is made again at the back */
         const char *base = strrchr(op->multi->created, '/');
         c->dirty = (unsigned char)!(base && simba__zk_keep(c->node, base + 1));
@@ -2050,6 +2059,7 @@ static void simba__zk_refuse(simba__zk *zk, simba__zk_job *job) {
     char msg[200];
     snprintf(msg, sizeof msg, "zookeeper: permits %d asked, the name has %d while held or waited on",
              SIMBA__ZK_N(job->cont->mode), job->refuse_n);
+    job->cont->refused = 1;
     simba__zk_fail(zk, job, SIMBA_EINVAL, msg);
 }
 

@@ -1970,45 +1970,170 @@ TEST(yield_lists_again_when_the_waiter_left) {
     proc_close(b);
 }
 
-/* permits > 1 and readers are refused in words, never obeyed as a mutex: the recipe here
-   has one holder per name. */
-TEST(permits_and_readers_refused) {
-    proc *a = proc_open();
-    char m[64];
+/* ---- semaphores and read-write locks (simba_zk.h SEMAPHORES AND READERS) ---------------- */
+
+static simba_service *contend_mode(proc *p, const char *mutex, const char *id, rec *r, int permits, int shared) {
+    simba_contend_desc d;
+    simba_service *s = NULL;
+    memset(&d, 0, sizeof d);
+    d.mutex = mutex;
+    d.contender_id = id;
+    d.ttl_ms = SESSION_MS;
+    d.transition_ms = 1000;
+    d.on_acquired = on_acq;
+    d.on_released = on_rel;
+    d.on_owner = on_own;
+    d.user_data = r;
+    d.permits = permits;
+    d.shared = shared;
+    if (simba_contend(p->loop, p->be, &d, &s) != SIMBA_OK) return NULL;
+    if (simba_start(s) != SIMBA_OK) return NULL;
+    return s;
+}
+
+/* The fence a holder's node gives: its last write's zxid (its creation's, unwritten since). */
+static uint64_t raw_mzxid(zhandle_t *zh, const char *m, const char *node) {
+    char path[256];
+    struct Stat st;
+    snprintf(path, sizeof path, "/simba-test/%s/%s", m, node);
+    return zoo_exists(zh, path, 0, &st) == ZOK ? (uint64_t)st.mzxid : 0;
+}
+
+/* A semaphore's nodes say its N ("s2-"); holders are the first N in sequence order, each
+   fenced by its own node; every grant's fence is above every earlier one's, also the grant
+   a yield passes on (the yielder's node made again at the back); the store lists each holder
+   and clears one by its fence. */
+TEST(semaphore_nodes_and_fences) {
+    proc *p[4];
+    rec r[4];
+    simba_service *s[4];
+    char m[64], names[6][64];
+    zhandle_t *zh = raw_zk();
+    simba_view v;
+    int i;
+    memset(r, 0, sizeof r);
+    REQUIRE(zh);
+    mname(m, sizeof m, "sem");
+    for (i = 0; i < 4; i++) REQUIRE((p[i] = proc_open()) != NULL);
+    for (i = 0; i < 3; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "S%d", i);
+        REQUIRE((s[i] = contend_mode(p[i], m, id, &r[i], 2, 0)) != NULL);
+        WAIT_FOR(r[i].acquired == 1 || (i == 2 && r[i].owner[0]), 5000);
+    }
+    CHECK(r[0].acquired == 1 && r[1].acquired == 1 && r[2].acquired == 0);
+    REQUIRE(raw_nodes(zh, m, names, 6) == 3);
+    for (i = 0; i < 3; i++) CHECK(strncmp(names[i], "s2-", 3) == 0);
+    CHECK(r[0].fence == raw_mzxid(zh, m, names[0]) && r[1].fence == raw_mzxid(zh, m, names[1]));
+    CHECK(r[1].fence > r[0].fence);
+    memset(&v, 0, sizeof v);
+    CHECK_RC(simba_inspect_wait(p[3]->be, m, &v, 5000), SIMBA_OK);
+    CHECK_EQ(v.holders, 2);
+    CHECK_EQ(v.permits, 2);
+    CHECK_EQ(v.waiters, 1);
+    CHECK(v.holders == 2 && v.holder[0].fence == r[0].fence && v.holder[1].fence == r[1].fence);
+    CHECK(v.holders == 2 && strcmp(v.holder[1].id, "S1") == 0 && strcmp(v.waiter[0], "S2") == 0);
+    /* a release frees one permit: the waiter is pushed and granted above both */
+    CHECK_RC(simba_stop(s[0]), SIMBA_OK);
+    WAIT_FOR(r[2].acquired == 1, 3000);
+    CHECK(r[2].acquired == 1 && r[2].fence > r[1].fence);
+    /* a yield of a permit holder with a waiter: its node goes to the back, the waiter holds */
+    REQUIRE((s[3] = contend_mode(p[3], m, "S3", &r[3], 2, 0)) != NULL);
+    WAIT_FOR(r[3].owner[0] != 0, 5000);
+    CHECK_RC(simba_yield(s[1]), SIMBA_OK);
+    WAIT_FOR(r[3].acquired == 1 && r[1].released == 1, 3000);
+    CHECK(r[3].acquired == 1 && r[3].fence > r[2].fence);
+    CHECK_EQ(r[1].reason, SIMBA_REASON_YIELDED);
+    REQUIRE(raw_nodes(zh, m, names, 6) == 3);
+    CHECK(strstr(names[2], "s2-") == names[2] && !simba_is_owner(s[1]));
+    /* an operator clears one holder by its fence: its permit goes to the yielder */
+    CHECK_RC(simba_force_release_wait(p[0]->be, m, r[2].fence, 5000), SIMBA_OK);
+    WAIT_FOR(r[1].acquired == 2 && r[2].released == 1, 5000);
+    CHECK(r[1].acquired == 2 && r[1].fence > r[3].fence);
+    CHECK_RC(simba_force_release_wait(p[0]->be, m, r[2].fence, 5000), SIMBA_ESTATE);
+    for (i = 0; i < 4; i++) proc_close(p[i]);
+    zookeeper_close(zh);
+}
+
+/* Readers' nodes are "r-", a writer's "n-" (a mutex's): readers at the head hold together,
+   a waiting writer holds back a reader that comes after it, and each grant's fence is above
+   the ones before. */
+TEST(readers_and_writer_nodes_and_fences) {
+    proc *p[4];
+    rec r[4];
+    simba_service *s[4];
+    char m[64], names[6][64];
+    zhandle_t *zh = raw_zk();
+    simba_view v;
+    int i;
+    memset(r, 0, sizeof r);
+    REQUIRE(zh);
+    mname(m, sizeof m, "rw");
+    for (i = 0; i < 4; i++) REQUIRE((p[i] = proc_open()) != NULL);
+    REQUIRE((s[0] = contend_mode(p[0], m, "R0", &r[0], 0, 1)) != NULL);
+    REQUIRE((s[1] = contend_mode(p[1], m, "R1", &r[1], 0, 1)) != NULL);
+    WAIT_FOR(r[0].acquired == 1 && r[1].acquired == 1, 5000);
+    REQUIRE(r[0].acquired == 1 && r[1].acquired == 1);
+    REQUIRE((s[2] = contend_mode(p[2], m, "W", &r[2], 0, 0)) != NULL);
+    WAIT_FOR(r[2].owner[0] != 0, 5000);
+    REQUIRE((s[3] = contend_mode(p[3], m, "R3", &r[3], 0, 1)) != NULL);
+    WAIT_FOR(r[3].owner[0] != 0, 5000);
+    WAIT_FOR(r[2].acquired || r[3].acquired, 300);
+    CHECK(r[2].acquired == 0 && r[3].acquired == 0);
+    REQUIRE(raw_nodes(zh, m, names, 6) == 4);
+    CHECK(names[0][0] == 'r' && names[1][0] == 'r' && strncmp(names[2], "n-", 2) == 0 && names[3][0] == 'r');
+    memset(&v, 0, sizeof v);
+    CHECK_RC(simba_inspect_wait(p[0]->be, m, &v, 5000), SIMBA_OK);
+    CHECK(v.holders == 2 && v.holder[0].shared == 1 && v.holder[1].shared == 1 && v.permits == 1 && v.waiters == 2);
+    CHECK_RC(simba_stop(s[0]), SIMBA_OK);
+    WAIT_FOR(r[2].acquired, 300);
+    CHECK_EQ(r[2].acquired, 0); /* a reader still holds */
+    CHECK_RC(simba_stop(s[1]), SIMBA_OK);
+    WAIT_FOR(r[2].acquired == 1, 3000);
+    CHECK(r[2].acquired == 1 && r[2].fence > r[0].fence && r[2].fence > r[1].fence);
+    CHECK_EQ(r[3].acquired, 0);
+    CHECK_RC(simba_stop(s[2]), SIMBA_OK);
+    WAIT_FOR(r[3].acquired == 1, 3000);
+    CHECK(r[3].acquired == 1 && r[3].fence > r[2].fence);
+    for (i = 0; i < 4; i++) proc_close(p[i]);
+    zookeeper_close(zh);
+}
+
+/* Another N than the nodes ahead have is refused in words naming both; the refused node goes,
+   nothing is granted, the holder keeps its permit. A mutex asks N = 1. */
+TEST(permits_mismatch_refused_in_words) {
+    proc *a = proc_open(), *b = proc_open();
+    char m[64], names[4][64];
+    rec ra, rb;
+    simba_service *sa, *sb;
+    zhandle_t *zh = raw_zk();
     int k;
-    memset(m, 0, sizeof m);
-    REQUIRE(a != NULL);
-    mname(m, sizeof m, "sem-refused");
+    memset(&ra, 0, sizeof ra);
+    REQUIRE(a && b && zh);
+    mname(m, sizeof m, "sem-mismatch");
+    REQUIRE((sa = contend_mode(a, m, "A", &ra, 2, 0)) != NULL);
+    WAIT_FOR(ra.acquired == 1, 5000);
+    REQUIRE(ra.acquired == 1);
     for (k = 0; k < 2; k++) {
-        simba_contend_desc d;
-        simba_service *s = NULL;
         simba_stats st;
-        rec r;
-        memset(&r, 0, sizeof r);
-        memset(&d, 0, sizeof d);
-        d.mutex = m;
-        d.contender_id = k ? "R" : "S";
-        d.ttl_ms = SESSION_MS;
-        d.transition_ms = 1000;
-        d.on_acquired = on_acq;
-        d.on_released = on_rel;
-        d.user_data = &r;
-        d.permits = k ? 0 : 2;
-        d.shared = k;
-        CHECK_RC(simba_contend(a->loop, a->be, &d, &s), SIMBA_OK);
-        REQUIRE(s != NULL);
-        CHECK_RC(simba_start(s), SIMBA_OK);
+        memset(&rb, 0, sizeof rb);
+        REQUIRE((sb = contend_mode(b, m, "B", &rb, k ? 0 : 3, 0)) != NULL);
         memset(&st, 0, sizeof st);
         st.size = sizeof st;
-        WAIT_FOR(simba_service_stats(s, &st) == SIMBA_OK && st.last_error == SIMBA_EINVAL, 5000);
-        CHECK_RC(simba_service_stats(s, &st), SIMBA_OK);
+        WAIT_FOR(simba_service_stats(sb, &st) == SIMBA_OK && st.last_error == SIMBA_EINVAL, 5000);
         CHECK_EQ(st.last_error, SIMBA_EINVAL);
-        CHECK(strstr(st.last_error_msg, k ? "readers" : "permits") != NULL);
-        CHECK_EQ(r.acquired, 0);
-        CHECK_RC(simba_stop(s), SIMBA_OK);
-        WAIT_FOR(simba_service_status(s) == SIMBA_INITIAL, 5000);
+        CHECK(strstr(st.last_error_msg, k ? "permits 1 asked, the name has 2 while held" : "permits 3 asked, the name has 2 while held") != NULL);
+        if (!strstr(st.last_error_msg, "asked")) fprintf(stderr, "  errmsg: %s\n", st.last_error_msg);
+        WAIT_FOR(raw_nodes(zh, m, names, 4) > 1 || rb.acquired, 500);
+        CHECK_EQ(raw_nodes(zh, m, names, 4), 1); /* the refused node is gone, and asking again makes none */
+        CHECK(rb.acquired == 0 && simba_is_owner(sa));
+        CHECK_RC(simba_stop(sb), SIMBA_OK);
+        WAIT_FOR(simba_service_status(sb) == SIMBA_INITIAL, 5000);
+        simba_service_free(sb);
     }
     proc_close(a);
+    proc_close(b);
+    zookeeper_close(zh);
 }
 
 int main(int argc, char **argv) {
@@ -2062,7 +2187,9 @@ int main(int argc, char **argv) {
     RUN(older_node_data_read_as_owner_without_value);
     RUN(yield_requeues_node_behind_waiter);
     RUN(yield_lists_again_when_the_waiter_left);
-    RUN(permits_and_readers_refused);
+    RUN(semaphore_nodes_and_fences);
+    RUN(readers_and_writer_nodes_and_fences);
+    RUN(permits_mismatch_refused_in_words);
     RUN(yield_watches_the_new_owner);
     RUN(server_restart); /* last: it bounces the server */
     if (g_twice) {
