@@ -32,7 +32,43 @@
  *   waiter watches only its predecessor: when that node goes, exactly that waiter gets
  *   SIMBA_EV_RELEASED (no herd), and the waiter whose predecessor is the owner is reported
  *   first_in_line. The core re-sends ACQUIRE periodically: for the owner that is the
- *   renewal, and it re-checks that the node still exists and is still the lowest.
+ *   renewal, and it re-checks that the node still exists and is still the lowest. "n-" is a
+ *   mutex owner's or a writer's node; semaphores and readers name theirs otherwise (below).
+ *
+ * SEMAPHORES AND READERS (docs/semaphores.md)
+ *   The node's name carries its mode, so one listing shows every contender's:
+ *       n-<tag>-<seq>     exclusive: a mutex owner, a read-write lock's writer (N = 1)
+ *       r-<tag>-<seq>     a reader (N = 1: readers and writers mix with a mutex's owners)
+ *       s<N>-<tag>-<seq>  one of N permits, 2 <= N <= SIMBA_PERMITS_MAX
+ *   Holding is a place in sequence order, decided from one listing (synced, as a mutex's):
+ *     semaphore N  among the first N nodes
+ *     writer       the first node (a mutex's rule)
+ *     reader       no n- node ahead of it (a waiting writer holds back later readers)
+ *   A node with another node of another N ahead of it is refused: the store says SIMBA_EINVAL
+ *   "permits 3 asked, the name has 2 while held or waited on", deletes that node first, and
+ *   the contender's next ACQUIRE lists before it makes one (none is made while the other N
+ *   is there). Nodes ahead only ever go, so a node that holds keeps holding until it goes:
+ *   never more than N holders, never a writer with anyone, and a holder's renewal is
+ *   answered by a session check as an owner's is (SCALE). While a refused node lives
+ *   (create, listing, delete: three calls) a newcomer of the name's N behind it is refused
+ *   too; the rule cannot skip it, as that node may hold if the nodes ahead go first.
+ *     A writer watches the node just before it, a reader the n- node nearest ahead (a
+ *   release of a reader wakes no reader). A semaphore's waiter may hold once any of the N
+ *   nodes just ahead of it goes; its listing leaves a child watch on <root>/M instead of N
+ *   exists watches: one watch per backend and name, no extra call per look, at the cost of
+ *   waking this backend's waiters of the name on any change of the queue (each lists
+ *   again: a sync, a listing, a read).
+ *     Fences: a holder's node's zxid as for a mutex (FENCE). Holders are granted in
+ *   sequence order, so each grant's node is younger than every earlier grant's (a waiter
+ *   granted after a later one only while its own push is on its way). A holder asking anew
+ *   after a local step-down rewrites its node when nobody waits, else its node goes to the
+ *   back, as an owner's does. A yield passes when any node waits: ours goes to the back in
+ *   one transaction that checks another's last node still exists, and the waiters that frees
+ *   are granted. simba_inspect lists every holder (holder[], each with its fence), and
+ *   simba_force_release and simba_zk_fenced_multi take any holder's fence. Costs: a
+ *   listing is a scan of the children (two passes, on the client library's thread, no
+ *   allocation); a grant or a wait is the mutex's calls (create, sync, list, read) plus a
+ *   reader's one exists; inspection reads one node per holder and per listed waiter.
  *
  * SCALE (10,000 mutexes on one handle)
  *   An owner also watches its own node, so its node cannot go unnoticed; its renewal then
@@ -130,11 +166,12 @@
  *     ACQUIRE ──► LIST ──(no node known)──────────────► CREATE ──(made)──► LIST
  *                  │  ──(may grant, not synced)──────► SYNC ──(synced)───► LIST
  *                  │  ──(a session check answers it)─► [BATCH] ──► answered, or LIST
- *                  ├─(ours is lowest)─► answered (a renewal); SET (alone: a new fence)
- *                  │                    or DELETE (waiters: to the back) ──► LIST
- *                  └─(another's is lowest)─► GET ──► answered ──► EXISTS (watch the node
- *                                             │                  just before ours) ──► end
- *                                             └─(ours after all)─► as "ours is lowest"
+ *                  ├─(ours holds)─► answered (a renewal); SET (alone: a new fence)
+ *                  │                or DELETE (waiters: to the back) ──► LIST
+ *                  ├─(another N ahead)─► DELETE ──► refused;  (ours in another mode)─► DELETE ──► LIST
+ *                  └─(ours waits)─► GET (the lowest) ──► answered ──► EXISTS (watch the node
+ *                                    │                               ours waits for) ──► end
+ *                                    └─(ours after all)─► as "ours holds"
  *     RELEASE ──► DELETE (our node) ──(more of ours may exist)──► SWEEP ──► DELETE ──► end
  *     SET_VALUE ──(holds the fence)──► VALUE (our node, keep = fence) ──► answered
  *     YIELD ──(holds the fence)──► LIST ──(nobody behind)──► answered (kept)
@@ -214,13 +251,14 @@
  *
  * FENCED WRITES (simba_zk_fenced_multi)
  *   Nodes outside the root can be created, set and deleted so that a stale owner cannot:
- *   the backend lists <root>/M, reads the lowest node (the owner) and, when its mzxid is
+ *   the backend lists <root>/M, reads the lowest node (the owner; with several holders,
+ *   each holder's node until one has the fence) and, when its mzxid is
  *   the given fence, sends the caller's operations in one zoo_amulti behind check(owner
  *   node, its version). ZooKeeper's leader applies the multi only while that node exists
  *   unwritten since the read: the tenure has not ended (a release deletes the node, the
  *   leader deletes it when the owner's session expires, a new tenure rewrites it) and
  *   nobody else can have been granted (only a lowest node owns, and no lower node can
- *   appear). The listing and the read may be stale; the check is not. While the owner's
+ *   appear; a holder keeps holding while its node exists). The listing and the read may be stale; the check is not. While the owner's
  *   session lives, its writes are accepted, also when its own loop stands still (the
  *   client library keeps the session): the lease is the session (see LEASE).
  *     owner node with this fence, unchanged -----------> applied: SIMBA_OK, each op's result
@@ -2157,12 +2195,13 @@ static void simba__zk_on_op(simba__zk *zk, simba__zk_op *op) {
 
 /* ---- >>inspect: simba_inspect, simba_list, simba_force_release -----------------------------
  *
- *   INSPECT  KIDS(/root/m) --> GET(owner node) --> GET(each of the first waiters) --> done
- *   LIST     KIDS(/root) --> for each mutex: KIDS(/root/m) --> GET(owner node) --> done
- *   FORCE    KIDS(/root/m) --> GET(owner node) --(its fence)--> DELETE(node, version) --> done
+ *   INSPECT  KIDS(/root/m) --> GET(each holder's node) --> GET(each of the first waiters) --> done
+ *   LIST     KIDS(/root) --> for each mutex: KIDS(/root/m) --> GET(each holder's node) --> done
+ *   FORCE    KIDS(/root/m) --> GET(holders' nodes until the fence) --> DELETE(node, version) --> done
  *
- * The owner is the lowest n- node; its fence is the node's mzxid (a tenure's write), its data
- * "tag timeout id". One call at a time per inspection; caller's thread only. */
+ * The holders are the nodes that hold by SEMAPHORES AND READERS (a mutex's: the lowest); a
+ * holder's fence is its node's mzxid (a tenure's write) or keep, its data "tag timeout id
+ * keep value". One call at a time per inspection; caller's thread only. */
 enum { SIMBA__ZK_I_ROOT, SIMBA__ZK_I_KIDS, SIMBA__ZK_I_GET, SIMBA__ZK_I_DELETE, SIMBA__ZK_I_MULTI };
 struct simba__zkfw;
 
