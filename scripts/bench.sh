@@ -7,8 +7,7 @@
 # build/bench-results.md and, after a full run (no BENCH_ONLY), written into the end of
 # bench/README.md. See bench/README.md for what each figure means.
 #   BENCH_ONLY="w1 w3"      run only some workloads (w1 w2 w2s w3 w4 w5; w2 includes w2s)
-#   BENCH_BACKENDS="sqlite redis"   W2 shared's backends (default: sqlite redis pg; ZooKeeper
-#                             refuses permits and readers with SIMBA_EINVAL)
+#   BENCH_BACKENDS="sqlite redis"   W2 shared's backends (default: sqlite redis zk pg)
 #   BENCH_REDIS_PORT=6395 BENCH_ZK_PORT=2195 BENCH_PG_PORT=5445   the servers' ports
 #   BENCH_CLUSTER_PORT=6680   W1/W2's Redis Cluster (3 primaries + 3 replicas on
 #                             ..+5, scripts/redis-cluster-start.sh), next to the single node
@@ -92,7 +91,7 @@ need_pg=0
 if want w1 || want w2 || want w2s || want w3 || want w4 || want w5; then need_redis=1; need_zk=1; need_pg=1; fi
 if [ "$ONLY" = w2s ]; then # W2 shared alone: only its backends' servers
     need_redis=0 need_zk=0 need_pg=0
-    for be in ${BENCH_BACKENDS:-sqlite redis pg}; do
+    for be in ${BENCH_BACKENDS:-sqlite redis zk pg}; do
         case $be in redis) need_redis=1 ;; zk) need_zk=1 ;; pg) need_pg=1 ;; esac
     done
 fi
@@ -184,7 +183,7 @@ if want w2 || want w2s; then
     # A semaphore of 2 and a read-write lock (6 readers, 2 writers) with 8 processes that
     # hold 5 ms and ask again at once, after the mutex with the same processes: the figures
     # are read as ratios against that mutex, measured on the same backend in the same run.
-    for be in ${BENCH_BACKENDS:-sqlite redis pg}; do
+    for be in ${BENCH_BACKENDS:-sqlite redis zk pg}; do
         case $be in redis) O=$RP ;; sqlite) O="--sql $SQL_DIR/w2-shared.db" ;; zk) O=$ZP ;; pg) O=$PP ;; esac
         run w2_${be}_shared $BIN/w2_shared --backend $be --secs 6 --procs 8 --permits 2 --writers 2 --hold-ms 5 --rest-ms 0 \
             --label "W2 shared (8 procs, hold 5 ms)" $O
