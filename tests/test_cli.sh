@@ -428,6 +428,7 @@ fi
 
 want redis && backend_suite redis "$RED"
 want zk && backend_suite zk "$ZK"
+want permits && permits_suite zk "$ZK"
 
 # ---- a new Redis server: the quarantine said in words, init, the lease bound ---------------
 if want fresh; then
