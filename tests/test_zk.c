@@ -2016,7 +2016,7 @@ TEST(semaphore_nodes_and_fences) {
     mname(m, sizeof m, "sem");
     for (i = 0; i < 4; i++) REQUIRE((p[i] = proc_open()) != NULL);
     for (i = 0; i < 3; i++) {
-        char id[8];
+        char id[16];
         snprintf(id, sizeof id, "S%d", i);
         REQUIRE((s[i] = contend_mode(p[i], m, id, &r[i], 2, 0)) != NULL);
         WAIT_FOR(r[i].acquired == 1 || (i == 2 && r[i].owner[0]), 5000);
