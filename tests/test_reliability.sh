@@ -6,7 +6,7 @@
 #      own server on its own loopback port -- redis 6392, ZooKeeper 2193, PostgreSQL 5442 -- under
 #      build/rel-*, and stops it by PID)
 #   3. the fault harness on a semaphore (8 workers, 2 permits) and a read-write lock (6 readers,
-#      2 writers) on sql, short (FAULT_MODE=sem|rw; the other backends by hand: see the
+#      2 writers) on sql and zk, short (FAULT_MODE=sem|rw; the other backends by hand: see the
 #      header of tests/fault_run.sh), after tests/mp_check_test.sh has shown that mp_check
 #      fails each planted violation
 #   4. a short fuzz run of every libFuzzer target (clang, installed by scripts/install-deps.sh)
@@ -77,6 +77,8 @@ fi
 step mp_check_test 30 bash tests/mp_check_test.sh $B/mp_check
 FAULT_MODE=sem step fault_sql_sem $((${REL_SEM_SECONDS:-20} + 60)) bash tests/fault_run.sh sql "${REL_SEM_SECONDS:-20}"
 FAULT_MODE=rw step fault_sql_rw $((${REL_SEM_SECONDS:-20} + 60)) bash tests/fault_run.sh sql "${REL_SEM_SECONDS:-20}"
+FAULT_MODE=sem step fault_zk_sem $((${REL_SEM_SECONDS:-20} + 150)) bash tests/fault_run.sh zk "${REL_SEM_SECONDS:-20}"
+FAULT_MODE=rw step fault_zk_rw $((${REL_SEM_SECONDS:-20} + 150)) bash tests/fault_run.sh zk "${REL_SEM_SECONDS:-20}"
 if [ "$HAVE_FUZZ" = 1 ]; then
     for t in fuzz_names fuzz_redis_reply fuzz_redis_msg fuzz_zk_node fuzz_sql_row fuzz_pg_row; do
         step "$t" $((${REL_FUZZ_SECONDS:-8} + 70)) sh fuzz/run.sh "$B/fuzz/$t" "fuzz/corpus/$t" "${REL_FUZZ_SECONDS:-8}"
