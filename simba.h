@@ -1394,11 +1394,26 @@ typedef struct simba__behind {
 
 /* A simba_owner whose id is not copied in: it points to the service's own id, "" or the
    service's view_other (a fixed SIMBA_ID_MAX buffer would be a seventh of a service). */
+typedef struct simba__tprof simba__tprof;
 typedef struct simba__view {
     const char *id;
     int64_t acquired_at, ttl_at, transition_at;
     uint64_t fence;
 } simba__view;
+
+/* A service's timing as its desc fixed it. Services of the same timing share one copy (a
+   loop of 10,000 services made from one desc keeps one, not 10,000 copies of 96 bytes): the
+   loop reuses an equal profile among its most recently used ones (simba__tprof_get). */
+typedef struct simba__tvals {
+    int64_t ttl, transition, renew_margin, jmin, jmax, min_retry, bmin, bmax, refresh;
+    int64_t at_risk; /* on_at_risk's threshold, ms of local lease left */
+    void (*on_at_risk)(simba_service *, int64_t, void *);
+} simba__tvals;
+struct simba__tprof {
+    simba__tvals v;
+    simba__tprof *next, *prev; /* the loop's tprofs, most recently used first */
+    int refs;
+};
 
 struct simba_service {
     simba__timer tm;
@@ -1413,7 +1428,7 @@ struct simba_service {
     unsigned flags;
     simba_result release_rc; /* answer to the last release (simba_locker_unlock_wait) */
     uint64_t gen;
-    int64_t ttl, transition, renew_margin, jmin, jmax, min_retry, bmin, bmax, refresh;
+    simba__tprof *tp;     /* its timing, shared with the loop's services of the same timing */
     int64_t backoff;     /* current error backoff, 0 after a success */
     int64_t free_retry;  /* interval while a free mutex is kept for the queue's head */
     int64_t asked_at;    /* when the latest answered acquire was sent (its place's refresh) */
@@ -1425,8 +1440,6 @@ struct simba_service {
                              push sent before a stop may arrive after the next start */
     simba_state_fn on_acquired, on_released, on_owner;
     simba_event_fn on_event;
-    void (*on_at_risk)(simba_service *, int64_t, void *);
-    int64_t at_risk;      /* on_at_risk's threshold, ms of local lease left */
     simba__vals *vals;    /* NULL until a value is met */
     simba__counters cnt;  /* statistics (simba_service_stats) */
     int64_t held_since;   /* loop time of the current ownership's on_acquired */
@@ -1498,6 +1511,7 @@ struct simba_loop {
     int64_t armed_at;
     uint64_t id_counter;
     unsigned char view_value[SIMBA_VALUE_MAX]; /* the value of the last inspection handed out */
+    simba__tprof *tprofs; /* the services' timing profiles, most recently used first */
     int host_done;
     char host[64];
     char errmsg[256];
@@ -2039,11 +2053,11 @@ static void simba__fire(simba_service *s, simba_state_fn fn, const simba_owner *
 /* When on_at_risk is due: a tenure not yet warned whose renewal is failing (one failed, or
    one in flight or due, unconfirmed) warns at_risk before its local lease ends. */
 static int64_t simba__at_risk_at(const simba_service *s) {
-    if (!s->on_at_risk ||
+    if (!s->tp->v.on_at_risk ||
         (s->flags & (SIMBA__F_OWNER | SIMBA__F_TOLD | SIMBA__F_AT_RISK | SIMBA__F_YIELDING)) != (SIMBA__F_OWNER | SIMBA__F_TOLD))
         return SIMBA__NEVER;
     if (!(s->flags & (SIMBA__F_RENEW_FAILED | SIMBA__F_INFLIGHT)) && s->next_try > s->loop->now) return SIMBA__NEVER;
-    return simba__add(s->lease_end, -s->at_risk);
+    return simba__add(s->lease_end, -s->tp->v.at_risk);
 }
 
 static void simba__arm(simba_service *s) {
@@ -2173,8 +2187,8 @@ static void simba__submit_on(simba_service *s, simba_req *r, simba_op op) {
         r->value_len = s->vals ? s->vals->own_len : 0;
     }
     if (op == SIMBA_OP_SET_VALUE || op == SIMBA_OP_YIELD) r->fence = s->own_fence;
-    r->ttl_ms = s->ttl;
-    r->transition_ms = s->transition;
+    r->ttl_ms = s->tp->v.ttl;
+    r->transition_ms = s->tp->v.transition;
     /* The poll's cached time is never later than the real send time: the lease we count
        from it can only end earlier than the server's. */
     r->sent_at = s->loop->now;
@@ -2193,10 +2207,10 @@ static void simba__submit_on(simba_service *s, simba_req *r, simba_op op) {
     s->flags &= ~SIMBA__F_WOKEN;
     /* A waiter asks again by ttl + transition + jitter max at the latest (simba__contender_next);
        a second of slack covers a loaded host's scheduling. */
-    r->live_ms = op == SIMBA_OP_ACQUIRE || op == SIMBA_OP_YIELD ? simba__min(simba__add(s->ttl + s->transition + simba__max(s->jmax, 0), 1000), SIMBA_MAX_MS) : 0;
+    r->live_ms = op == SIMBA_OP_ACQUIRE || op == SIMBA_OP_YIELD ? simba__min(simba__add(s->tp->v.ttl + s->tp->v.transition + simba__max(s->tp->v.jmax, 0), 1000), SIMBA_MAX_MS) : 0;
     /* simba__contender_next never waits longer than this after an answered ask. */
     r->next_ask_ms = op == SIMBA_OP_ACQUIRE && !(s->flags & SIMBA__F_OWNER) && s->kind == SIMBA__KIND_CONTEND
-                         ? simba__min(simba__add(s->ttl + s->transition, simba__max(s->jmax, 0)), SIMBA_MAX_MS)
+                         ? simba__min(simba__add(s->tp->v.ttl + s->tp->v.transition, simba__max(s->tp->v.jmax, 0)), SIMBA_MAX_MS)
                          : 0;
     r->step_down_on_disconnect = op == SIMBA_OP_ACQUIRE && (s->flags & SIMBA__F_DISC_DOWN) != 0;
     r->hold_ms = op != SIMBA_OP_ACQUIRE ? 0
@@ -2218,7 +2232,7 @@ static void simba__submit(simba_service *s, simba_op op) { simba__submit_on(s, &
 
 static void simba__attempt_failed(simba_service *s) {
     int64_t now = s->loop->now, delay;
-    delay = simba__backoff(s->loop, &s->backoff, s->bmin, s->bmax);
+    delay = simba__backoff(s->loop, &s->backoff, s->tp->v.bmin, s->tp->v.bmax);
     /* An owner keeps trying while its lease lasts, at least twice before it ends. */
     if (s->flags & SIMBA__F_OWNER) delay = simba__min(delay, simba__max(1, (s->lease_end - now) / 2));
     s->next_try = simba__add(now, simba__max(delay, 1));
@@ -2234,7 +2248,7 @@ static void simba__quarantined(simba_service *s, int64_t ms) {
     int first = s->quar_until == 0;
     if (s->flags & SIMBA__F_OWNER) { simba__attempt_failed(s); return; } /* renewals never wait on it */
     s->quar_until = until;
-    s->next_try = simba__add(until, 1 + simba__uniform(l, 0, simba__max(s->min_retry, 1)));
+    s->next_try = simba__add(until, 1 + simba__uniform(l, 0, simba__max(s->tp->v.min_retry, 1)));
     s->flags &= ~SIMBA__F_IMMEDIATE;
     if (!first) return;
     s->cnt.quarantines++;
@@ -2276,8 +2290,8 @@ static int64_t simba__contender_next(simba_service *s, int first_in_line) {
            head of the backend's queue: ask again at doubling intervals until the head takes
            it or its place lapses (live_ms), never in a tight loop. */
         if (s->flags & SIMBA__F_IMMEDIATE) {
-            s->free_retry = s->free_retry ? simba__min(s->free_retry * 2, SIMBA__FREE_RETRY_MAX) : s->min_retry;
-            return simba__add(now, simba__max(s->free_retry, s->min_retry));
+            s->free_retry = s->free_retry ? simba__min(s->free_retry * 2, SIMBA__FREE_RETRY_MAX) : s->tp->v.min_retry;
+            return simba__add(now, simba__max(s->free_retry, s->tp->v.min_retry));
         }
         s->flags |= SIMBA__F_IMMEDIATE;
         s->free_retry = 0;
@@ -2285,14 +2299,14 @@ static int64_t simba__contender_next(simba_service *s, int first_in_line) {
     }
     s->flags &= ~SIMBA__F_IMMEDIATE;
     /* The head of the line has no herd to spread: it tries right at lease end. */
-    target = simba__add(s->view.transition_at, first_in_line ? 1 : simba__uniform(s->loop, s->jmin, s->jmax));
+    target = simba__add(s->view.transition_at, first_in_line ? 1 : simba__uniform(s->loop, s->tp->v.jmin, s->tp->v.jmax));
     /* Never wait longer than our own lease and jitter since we last asked: an announcement
        with a forged or mistaken lease must not keep a crashed owner's waiters asleep for days,
        and a waiter's place in the queue (live_ms from its last ask) must not lapse while it
        sleeps through other owners' tenures. */
     target = simba__min(target, simba__add((s->flags & SIMBA__F_ASKED) ? simba__min(s->asked_at, now) : now,
-                                           s->ttl + s->transition + s->jmax));
-    return simba__max(target, simba__add(now, s->min_retry));
+                                           s->tp->v.ttl + s->tp->v.transition + s->tp->v.jmax));
+    return simba__max(target, simba__add(now, s->tp->v.min_retry));
 }
 
 /* When an owner renews: renew_margin before its local ttl_at, never in the past, and with
@@ -2300,13 +2314,13 @@ static int64_t simba__contender_next(simba_service *s, int first_in_line) {
 static int64_t simba__renew_at(const simba_service *s, int64_t now, int64_t granted, int gained) {
     /* A session lease may be shorter than ttl_ms: the margin never exceeds half of it, or
        the owner would renew continuously. An asked lease is ttl_ms, the margin below it. */
-    int64_t margin = s->be->vt->lease == SIMBA_LEASE_SESSION ? simba__min(s->renew_margin, simba__max(0, granted / 2))
-                                                               : s->renew_margin;
+    int64_t margin = s->be->vt->lease == SIMBA_LEASE_SESSION ? simba__min(s->tp->v.renew_margin, simba__max(0, granted / 2))
+                                                               : s->tp->v.renew_margin;
     /* Earlier, at random, never later: the first renewal of an ownership by up to half the
        margin, so owners that started together spread their renewals over a sixth of the ttl
        at once; later ones by up to an eighth, so the phases keep drifting apart. */
     int64_t at = simba__add(s->lease_end, -margin - simba__uniform(s->loop, 0, (gained ? margin / 2 : margin / 8) + 1));
-    int64_t floor = simba__add(now, simba__max(1, simba__min(s->min_retry, (s->lease_end - now) / 2)));
+    int64_t floor = simba__add(now, simba__max(1, simba__min(s->tp->v.min_retry, (s->lease_end - now) / 2)));
     /* Then earlier still, down to a grid of the loop clock (a power of two of ms, at most
        margin / 16 and SIMBA__RENEW_GRID_MS): owners whose renewals fall in the same step
        renew in one poll, so 10,000 owners wake the process a few times a second instead of
@@ -2329,8 +2343,8 @@ static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t se
     /* A backend that honours the request grants no more than was asked: a longer lease (a
        clock or script fault) must not keep us owner past what every waiter expects. */
     if (mine && s->be->vt->lease != SIMBA_LEASE_SESSION) {
-        clamped.ttl_left_ms = simba__min(clamped.ttl_left_ms, s->ttl);
-        clamped.transition_left_ms = simba__min(clamped.transition_left_ms, simba__add(s->ttl, s->transition));
+        clamped.ttl_left_ms = simba__min(clamped.ttl_left_ms, s->tp->v.ttl);
+        clamped.transition_left_ms = simba__min(clamped.transition_left_ms, simba__add(s->tp->v.ttl, s->tp->v.transition));
     }
     simba__owner_from_reply(&nv, rep, mine ? sent_at : now, now);
     if (mine && nv.ttl_at > now && (s->flags & SIMBA__F_OWNER) && rep->fence < s->own_fence) {
@@ -2373,14 +2387,14 @@ static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t se
     if (s->flags & SIMBA__F_OWNER) simba__step_down(s, mine ? &none : &nv, mine ? SIMBA_REASON_LAPSED : SIMBA_REASON_REFUSED);
     if (mine) { /* our grant arrived after our own lease had lapsed locally: not owned */
         simba__set_view(s, &none);
-        s->next_try = simba__add(now, s->min_retry);
+        s->next_try = simba__add(now, s->tp->v.min_retry);
         return;
     }
     simba__set_view(s, &nv);
     if (s->kind == SIMBA__KIND_OBSERVE) {
-        int64_t next = simba__add(now, s->refresh);
+        int64_t next = simba__add(now, s->tp->v.refresh);
         if (nv.id[0]) next = simba__min(next, simba__add(nv.transition_at, 1));
-        s->next_try = simba__max(next, simba__add(now, s->min_retry));
+        s->next_try = simba__max(next, simba__add(now, s->tp->v.min_retry));
     } else {
         if (rep->first_in_line) s->flags |= SIMBA__F_FIRST; else s->flags &= ~SIMBA__F_FIRST;
         s->flags |= SIMBA__F_ASKED;
@@ -2652,7 +2666,7 @@ static void simba__svc_step(simba_service *s) {
         simba_log(l, SIMBA_LOG_WARN, "mutex %s: renewal not confirmed, %lld ms of the lease left", s->mx->name,
                   (long long)(s->lease_end - now));
         l->in_cb++;
-        s->on_at_risk(s, s->lease_end - now, s->user);
+        s->tp->v.on_at_risk(s, s->lease_end - now, s->user);
         l->in_cb--;
         if (s->status != SIMBA_RUNNING || (s->flags & SIMBA__F_ZOMBIE)) { simba__arm(s); return; } /* stopped from it */
     }
@@ -2769,11 +2783,52 @@ static simba_result simba__value_check(simba_loop *l, const char *fn, const char
     return SIMBA_OK;
 }
 
+/* How many of the loop's most recently used timing profiles a new service compares with its
+   own: enough for the few descs a program uses, and a bounded cost for one that gives every
+   service timing of its own (an equal profile not found is a new copy, never an error). */
+#define SIMBA__TPROF_SCAN 8
+
+/* A shared profile equal to *v (reference taken), a new one, or NULL when out of memory. */
+static simba__tprof *simba__tprof_get(simba_loop *l, const simba__tvals *v) {
+    simba__tprof *p = l->tprofs;
+    int i;
+    for (i = 0; p && i < SIMBA__TPROF_SCAN; i++, p = p->next)
+        if (memcmp(&p->v, v, sizeof *v) == 0) break;
+    if (p && i < SIMBA__TPROF_SCAN) {
+        if (p->prev) { /* to the front: the next service of the same desc finds it first */
+            p->prev->next = p->next;
+            if (p->next) p->next->prev = p->prev;
+            p->next = l->tprofs;
+            p->prev = NULL;
+            l->tprofs->prev = p;
+            l->tprofs = p;
+        }
+    } else {
+        if (!(p = (simba__tprof *)simba_alloc(l, sizeof *p))) return NULL;
+        p->v = *v;
+        p->refs = 0;
+        p->prev = NULL;
+        p->next = l->tprofs;
+        if (l->tprofs) l->tprofs->prev = p;
+        l->tprofs = p;
+    }
+    p->refs++;
+    return p;
+}
+
+static void simba__tprof_put(simba_loop *l, simba__tprof *p) {
+    if (!p || --p->refs > 0) return;
+    if (p->prev) p->prev->next = p->next; else l->tprofs = p->next;
+    if (p->next) p->next->prev = p->prev;
+    simba_free(l, p);
+}
+
 static void simba__svc_finalize(simba_service *s);
 /* simba_contend, and the contender of a Locker or Scheduler: what names the caller's call. */
 static simba_result simba__contend_as(simba_loop *loop, simba_backend *be, const simba_contend_desc *d, simba_service **out,
                                       const char *what) {
     int64_t ttl, tr, margin, jmin, jmax, retry, bmin, bmax;
+    simba__tvals tv;
     simba_service *s;
     simba_result rc;
     if (out) *out = NULL;
@@ -2812,16 +2867,21 @@ static simba_result simba__contend_as(simba_loop *loop, simba_backend *be, const
         memcpy(s->vals->own, d->value, d->value_len);
         s->vals->own_len = d->value_len;
     }
-    s->on_at_risk = d->on_at_risk;
-    s->at_risk = d->at_risk_ms ? d->at_risk_ms : margin / 2;
-    s->ttl = ttl;
-    s->transition = tr;
-    s->renew_margin = margin;
-    s->jmin = jmin;
-    s->jmax = jmax;
-    s->min_retry = retry;
-    s->bmin = simba__max(bmin, 1);
-    s->bmax = simba__max(bmax, 1);
+    memset(&tv, 0, sizeof tv);
+    tv.on_at_risk = d->on_at_risk;
+    tv.at_risk = d->at_risk_ms ? d->at_risk_ms : margin / 2;
+    tv.ttl = ttl;
+    tv.transition = tr;
+    tv.renew_margin = margin;
+    tv.jmin = jmin;
+    tv.jmax = jmax;
+    tv.min_retry = retry;
+    tv.bmin = simba__max(bmin, 1);
+    tv.bmax = simba__max(bmax, 1);
+    if (!(s->tp = simba__tprof_get(loop, &tv))) {
+        simba__svc_finalize(s);
+        return simba__fail(loop, SIMBA_ENOMEM, "%s: out of memory", what);
+    }
     s->on_acquired = d->on_acquired;
     s->on_released = d->on_released;
     s->on_owner = d->on_owner;
@@ -2838,18 +2898,24 @@ SIMBA_API simba_result simba_contend(simba_loop *loop, simba_backend *be, const 
 
 SIMBA_API simba_result simba_observe(simba_loop *loop, simba_backend *be, const simba_observe_desc *d, simba_service **out) {
     simba_service *s;
+    simba__tvals tv;
     simba_result rc;
     if (out) *out = NULL;
     if (!loop || !be || !d || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_observe: NULL argument");
     if ((rc = simba__ms_check(loop, "simba_observe", "refresh_ms", d->refresh_ms, 0)) != SIMBA_OK) return rc;
     if ((rc = simba__svc_new(loop, be, "simba_observe", d->mutex, NULL, SIMBA__KIND_OBSERVE, &s)) != SIMBA_OK) return rc;
-    s->ttl = SIMBA__DEFAULT_TTL;
-    s->refresh = d->refresh_ms ? d->refresh_ms : SIMBA__DEFAULT_REFRESH;
-    s->min_retry = SIMBA__DEFAULT_MIN_RETRY;
-    s->bmin = SIMBA__DEFAULT_BACKOFF_MIN;
-    s->bmax = SIMBA__DEFAULT_BACKOFF_MAX;
-    s->jmin = 0;
-    s->jmax = 1;
+    memset(&tv, 0, sizeof tv);
+    tv.ttl = SIMBA__DEFAULT_TTL;
+    tv.refresh = d->refresh_ms ? d->refresh_ms : SIMBA__DEFAULT_REFRESH;
+    tv.min_retry = SIMBA__DEFAULT_MIN_RETRY;
+    tv.bmin = SIMBA__DEFAULT_BACKOFF_MIN;
+    tv.bmax = SIMBA__DEFAULT_BACKOFF_MAX;
+    tv.jmin = 0;
+    tv.jmax = 1;
+    if (!(s->tp = simba__tprof_get(loop, &tv))) {
+        simba__svc_finalize(s);
+        return simba__fail(loop, SIMBA_ENOMEM, "simba_observe: out of memory");
+    }
     s->on_owner = d->on_owner;
     s->user = d->user_data;
     *out = s;
@@ -2952,6 +3018,7 @@ static void simba__svc_finalize(simba_service *s) {
     simba_free(l, s->rep_other);
     simba_free(l, s->view_other);
     simba_free(l, s->vals);
+    simba__tprof_put(l, s->tp);
     simba_free(l, s);
     if (be->free_requested && be->users == 0) simba__backend_destroy(be);
 }
@@ -3537,6 +3604,11 @@ static void simba__loop_destroy(simba_loop *l) {
     }
     while (l->asks) simba__ask_free(l->asks);
     for (s = l->services; s; s = sn) { sn = s->all_next; s->loop = NULL; simba_free(l, s->cnt.last_error_msg); simba_free(l, s->rep_other); simba_free(l, s->view_other); simba_free(l, s->vals); simba_free(l, s); }
+    while (l->tprofs) { /* the services above held them */
+        simba__tprof *p = l->tprofs;
+        l->tprofs = p->next;
+        simba_free(l, p);
+    }
     for (ev = l->ev_head; ev; ev = en) { en = ev->next; simba_free(l, ev); }
     for (ev = l->ev_free; ev; ev = en) { en = ev->next; simba_free(l, ev); }
     simba_free(l, l->heap);
@@ -3779,7 +3851,7 @@ SIMBA_API simba_result simba_locker_lock(simba_locker *lk, int64_t timeout_ms) {
     /* The timeout bounds the wait for another owner, not the backend's first answer: that
        is awaited on every backend (timeout 0 = one attempt), at most one ttl, after which
        no answer could grant a lease anyway. */
-    answer_by = simba__add(start, lk->svc->ttl);
+    answer_by = simba__add(start, lk->svc->tp->v.ttl);
     lk->seen_owner = 0;
     lk->in_lock = 1;
     for (;;) {
