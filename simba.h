@@ -1408,6 +1408,9 @@ typedef struct simba__tvals {
     int64_t ttl, transition, renew_margin, jmin, jmax, min_retry, bmin, bmax, refresh;
     int64_t at_risk; /* on_at_risk's threshold, ms of local lease left */
     void (*on_at_risk)(simba_service *, int64_t, void *);
+    /* its callbacks: a freed service (SIMBA__F_ZOMBIE) never calls them */
+    simba_state_fn on_acquired, on_released, on_owner;
+    simba_event_fn on_event;
 } simba__tvals;
 struct simba__tprof {
     simba__tvals v;
@@ -1438,8 +1441,6 @@ struct simba_service {
     uint64_t own_fence;
     uint64_t seen_fence;  /* the greatest fence of an owner it has shown, over its runs: a
                              push sent before a stop may arrive after the next start */
-    simba_state_fn on_acquired, on_released, on_owner;
-    simba_event_fn on_event;
     simba__vals *vals;    /* NULL until a value is met */
     simba__counters cnt;  /* statistics (simba_service_stats) */
     int64_t held_since;   /* loop time of the current ownership's on_acquired */
@@ -2142,7 +2143,7 @@ static void simba__set_view(simba_service *s, const simba_owner *nv) {
         return;
     }
     if (nv->id[0] && nv->fence > s->seen_fence) s->seen_fence = nv->fence;
-    if ((strcmp(s->view.id, nv->id) == 0 && s->view.fence == nv->fence && simba__view_value_is(s, nv)) || !s->on_owner ||
+    if ((strcmp(s->view.id, nv->id) == 0 && s->view.fence == nv->fence && simba__view_value_is(s, nv)) || !s->tp->v.on_owner ||
         (s->flags & SIMBA__F_ZOMBIE)) {
         simba__view_put(s, nv);
         return;
@@ -2150,7 +2151,7 @@ static void simba__set_view(simba_service *s, const simba_owner *nv) {
     simba__view_get(s, &before);
     simba__view_put(s, nv);
     simba__view_get(s, &after);
-    simba__fire(s, s->on_owner, &before, &after);
+    simba__fire(s, s->tp->v.on_owner, &before, &after);
 }
 
 /* Ownership leaves this contender: local belief ends now, the user hears once. */
@@ -2165,7 +2166,7 @@ static void simba__step_down(simba_service *s, const simba_owner *after, simba_r
             before.fence = s->own_fence;
         }
         simba__stat_released(s, why);
-        simba__fire_why(s, s->on_released, &before, after, why);
+        simba__fire_why(s, s->tp->v.on_released, &before, after, why);
     }
 }
 
@@ -2255,14 +2256,14 @@ static void simba__quarantined(simba_service *s, int64_t ms) {
     l->cnt.quarantines++;
     simba_log(l, SIMBA_LOG_WARN, "%s: mutex %s: no grant for %lld ms (until loop time %lld), then it asks again: %s",
               s->be->vt->name, s->mx->name, (long long)ms, (long long)until, s->be->errmsg);
-    if (s->on_event) {
+    if (s->tp->v.on_event && !(s->flags & SIMBA__F_ZOMBIE)) {
         simba_service_event ev;
         ev.type = SIMBA_EVENT_QUARANTINE;
         ev.until = until;
         ev.left_ms = ms;
         ev.msg = s->be->errmsg;
         l->in_cb++;
-        s->on_event(s, &ev, s->user);
+        s->tp->v.on_event(s, &ev, s->user);
         l->in_cb--;
     }
 }
@@ -2376,7 +2377,7 @@ static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t se
                 s->flags |= SIMBA__F_TOLD;
                 simba__stat_acquired(s);
                 simba__view_get(s, &after);
-                simba__fire(s, s->on_acquired, &before, &after);
+                simba__fire(s, s->tp->v.on_acquired, &before, &after);
             }
         }
         /* Renew inside the TTL, never in the past; keep a retry before the lease ends. */
@@ -2433,12 +2434,12 @@ static void simba__behind_done(simba_service *s, simba__behind *b) {
 
 static void simba__svc_event(simba_service *s, simba_service_event_type type, const char *msg) {
     simba_service_event ev;
-    if (!s->on_event || (s->flags & SIMBA__F_ZOMBIE)) return;
+    if (!s->tp->v.on_event || (s->flags & SIMBA__F_ZOMBIE)) return;
     memset(&ev, 0, sizeof ev);
     ev.type = type;
     ev.msg = msg;
     s->loop->in_cb++;
-    s->on_event(s, &ev, s->user);
+    s->tp->v.on_event(s, &ev, s->user);
     s->loop->in_cb--;
 }
 
@@ -2869,6 +2870,10 @@ static simba_result simba__contend_as(simba_loop *loop, simba_backend *be, const
     }
     memset(&tv, 0, sizeof tv);
     tv.on_at_risk = d->on_at_risk;
+    tv.on_acquired = d->on_acquired;
+    tv.on_released = d->on_released;
+    tv.on_owner = d->on_owner;
+    tv.on_event = d->on_event;
     tv.at_risk = d->at_risk_ms ? d->at_risk_ms : margin / 2;
     tv.ttl = ttl;
     tv.transition = tr;
@@ -2882,10 +2887,6 @@ static simba_result simba__contend_as(simba_loop *loop, simba_backend *be, const
         simba__svc_finalize(s);
         return simba__fail(loop, SIMBA_ENOMEM, "%s: out of memory", what);
     }
-    s->on_acquired = d->on_acquired;
-    s->on_released = d->on_released;
-    s->on_owner = d->on_owner;
-    s->on_event = d->on_event;
     s->user = d->user_data;
     if (d->step_down_on_disconnect) s->flags |= SIMBA__F_DISC_DOWN;
     *out = s;
@@ -2912,11 +2913,11 @@ SIMBA_API simba_result simba_observe(simba_loop *loop, simba_backend *be, const 
     tv.bmax = SIMBA__DEFAULT_BACKOFF_MAX;
     tv.jmin = 0;
     tv.jmax = 1;
+    tv.on_owner = d->on_owner;
     if (!(s->tp = simba__tprof_get(loop, &tv))) {
         simba__svc_finalize(s);
         return simba__fail(loop, SIMBA_ENOMEM, "simba_observe: out of memory");
     }
-    s->on_owner = d->on_owner;
     s->user = d->user_data;
     *out = s;
     return SIMBA_OK;
@@ -3048,7 +3049,6 @@ SIMBA_API simba_result simba_service_free(simba_service *s) {
     if (s->status == SIMBA_RUNNING) simba_stop(s);
     /* No callback reaches a freed handle; the release still goes out. */
     s->flags |= SIMBA__F_ZOMBIE;
-    s->on_acquired = s->on_released = s->on_owner = NULL;
     if (s->status == SIMBA_INITIAL && !(s->flags & SIMBA__F_INFLIGHT)) {
         if (l->in_poll) simba__gc_add(s); else simba__svc_finalize(s);
     }
