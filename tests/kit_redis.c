@@ -51,8 +51,10 @@ static simba_result open_redis(simba_loop *loop, void *ctx, simba_backend **out)
 /* The store stops answering this backend: its command traffic is held, as a hung server
    holds it (each Cluster node's alike); the requests time out, nothing fails at once. */
 static void mute_redis(simba_backend *be, int on) {
-    void *impl = simba_backend_impl(be);
+    void *impl;
     int i;
+    if (!be) return; /* "the store as a whole": only a muted handle, freed with its process */
+    impl = simba_backend_impl(be);
     if (simba_backend_vt_get(be) == &simba__redis_vt) {
         ((simba__redis *)impl)->test_mute = on;
         return;
