@@ -198,11 +198,14 @@
  *   observers read it at their next refresh). Yield, with a live waiter other than the owner
  *   in line, hands the mutex over exactly as a release does (the grant pushed to the head)
  *   and queues the yielder at the back with its lease and value; with nobody in line it
- *   changes nothing. A table of an earlier version is upgraded by the setup: the value
- *   columns are added, and its functions are dropped and made anew (their answers lack the
- *   value); an earlier version's setup then fails on this one's functions ("cannot change
- *   return type"), and its processes already connected fail their next statement: upgrade
- *   every process of a table together. A value longer than this build's SIMBA_VALUE_MAX (a
+ *   changes nothing. A reader's or a permit's yield, when its permit once free goes to a
+ *   waiter the rule does not grant now, frees its holding as its release does and queues
+ *   it at the back (a reader's place marked shared); else it changes nothing. A table of
+ *   an earlier version is upgraded by the setup: the value columns are added, and its
+ *   functions are dropped and made anew (their answers lack the value); an earlier
+ *   version's setup then fails on this one's functions ("cannot change return type"), and
+ *   its processes already connected fail their next statement: upgrade every process of a
+ *   table together. A value longer than this build's SIMBA_VALUE_MAX (a
  *   program built with a larger one wrote it) is an error, never cut.
  *
  * FENCED WRITES (the protected data in the same database)
@@ -651,23 +654,57 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     SIMBA__PG_ANSWER                                                                              \
     "END $simba$;\n"
 
+/* Yield of a holding of the set h (under the row lock): when its permit, once free, goes to
+   a live waiter the rule does not grant now (the next permit's, or a writer no other reader
+   holds back), the holding goes, the waiters it frees are pushed as by its release, and the
+   contender joins the back of the line (a reader's place marked shared); else nothing
+   changes and the answer is its own holding. */
+#define SIMBA__PG_YIELD_HOLDING                                                                   \
+    "    SELECT count(*) INTO nh FROM {S} WHERE name = p_name AND transition_ms >= now_ms;\n"     \
+    "    SELECT count(*) INTO nq FROM {Q} WHERE name = p_name AND contender <> p_id AND expires_ms >= now_ms;\n" \
+    "    frees := nq > 0 AND CASE WHEN r.permits > 1 THEN nq > r.permits - nh\n"                 \
+    "      ELSE NOT (r.owner <> '' AND r.transition_ms >= now_ms) AND nh = 1 END;\n"               \
+    "    IF frees THEN\n"                                                                         \
+    "      DELETE FROM {S} WHERE name = p_name AND contender = p_id;\n"                           \
+    "      DELETE FROM {Q} WHERE name = p_name AND (contender = p_id OR expires_ms < now_ms);\n"  \
+    SIMBA__PG_WAKE_SET                                                                            \
+    "      INSERT INTO {Q} (name, contender, channel, expires_ms, ttl_ms, tr_ms, value, shared)\n" \
+    "        VALUES (p_name, p_id, p_chan, now_ms + p_live, p_ttl, p_tr, h.value, h.shared);\n"   \
+    "      o_first := " SIMBA__PG_YIELDED ";\n"                                                   \
+    SIMBA__PG_FIRST_HOLDER                                                                        \
+    "      o_owner := ''; o_ttl := 0; o_tr := 0; o_held := -1; o_fence := 0; o_val := '';\n"      \
+    "      RETURN;\n"                                                                             \
+    "    END IF;\n"                                                                               \
+    "    o_owner := p_id; o_ttl := h.ttl_ms - now_ms; o_tr := h.transition_ms - now_ms;\n"        \
+    "    o_held := now_ms - h.acquired_ms; o_fence := h.fence; o_val := h.value;\n"               \
+    "    RETURN;\n"
+
 /* Yield {E}: while the contender holds the mutex with p_fence and a live lease, and a live
    waiter other than it stands in line, the mutex is handed over as a release hands it over
    and the contender joins the back of the line (its place with p_live, and p_ttl, p_tr and
    the value it held: what a later release grants it); with nobody live in line nothing
-   changes. */
+   changes. A reader or a permit yields its holding (SIMBA__PG_YIELD_HOLDING). */
 #define SIMBA__PG_YIELD_FN                                                                        \
     "CREATE OR REPLACE FUNCTION {E}(p_name text, p_id text, p_fence bigint, p_live bigint,\n"     \
     "  p_chan text, p_ttl bigint, p_tr bigint, " SIMBA__PG_OUT ")\n"                              \
     "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"                                          \
-    "DECLARE r {T}%ROWTYPE; now_ms bigint; hd text; ch text; h_ttl bigint; h_tr bigint; h_val bytea;\n" \
-    "  b_since bigint; b_floor bigint; b_until bigint; my_bound bigint; y_val bytea; h_sh boolean;\n" \
+    "DECLARE r {T}%ROWTYPE; h {S}%ROWTYPE; now_ms bigint; hd text; ch text; h_ttl bigint; h_tr bigint;\n" \
+    "  h_val bytea; b_since bigint; b_floor bigint; b_until bigint; my_bound bigint; y_val bytea; h_sh boolean;\n" \
+    "  nh bigint; nq bigint; frees boolean;\n"                                                   \
     "BEGIN\n"                                                                                     \
     "  SELECT * INTO r FROM {T} WHERE name = p_name FOR UPDATE;\n"                                \
     "  IF NOT FOUND THEN r.owner := ''; END IF;\n"                                                \
     "  " SIMBA__PG_NOW                                                                            \
     "  o_first := 0;\n"                                                                           \
     "  y_val := r.value;\n"                                                                       \
+    "  SELECT * INTO h FROM {S} WHERE name = p_name AND contender = p_id AND fence = p_fence\n"    \
+    "    AND transition_ms >= now_ms;\n"                                                          \
+    "  IF FOUND THEN\n"
+/* (the function, cut in two for C99's longest string) */
+#define SIMBA__PG_YIELD_FN_B                                                                      \
+    SIMBA__PG_YIELD_HOLDING                                                                       \
+    "  END IF;\n"
+#define SIMBA__PG_YIELD_FN_C                                                                      \
     "  IF r.owner <> p_id OR r.fence <> p_fence OR r.transition_ms < now_ms THEN\n"               \
     "    o_first := " SIMBA__PG_REFUSED ";\n"                                                     \
     "  ELSE\n"                                                                                    \
@@ -818,6 +855,8 @@ static const char *const simba__pg_setup_sql[] = {
     SIMBA__PG_SET_SETUP,
     SIMBA__PG_VALUE_SETUP,
     SIMBA__PG_YIELD_FN,
+    SIMBA__PG_YIELD_FN_B,
+    SIMBA__PG_YIELD_FN_C,
     SIMBA__PG_SET_FN_A,
     SIMBA__PG_SET_FN_B,
     /* acquire: p_renew = the core believes it owns it (renewal keeps fence, acquired and

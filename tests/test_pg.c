@@ -1873,6 +1873,62 @@ TEST(holders_in_storage) {
     CHECK_EQ(raw_val(port1, cnt, name, NULL, NULL), 2);
 }
 
+/* A holding's yield in storage: a reader's is kept (o_first 0, its own holding) while
+   another reader holds back the waiting writer, and passes (o_first 5) once it alone does,
+   the reader queued behind the writer, marked a reader; a permit's passes to the next
+   waiter and the answer names the holding that frees first. */
+TEST(holding_yield_in_storage) {
+    char rd[400], sem[400], acq[300], yld[300], rel[200], q[200], got[96], fs[32];
+    long long f1, fa, fb, fw;
+    snprintf(rd, sizeof rd, "SELECT o_first || ' ' || o_owner || ' ' || o_fence FROM \"%s_sacq\"($1, $2, 5000, 1000, 60000,"
+             " false, 'none', '', 1, true)", table);
+    snprintf(sem, sizeof sem, "SELECT o_first || ' ' || o_owner || ' ' || o_fence FROM \"%s_sacq\"($1, $2, 5000, 1000,"
+             " 60000, false, 'none', '', 2, false)", table);
+    snprintf(acq, sizeof acq, "SELECT o_first || ' ' || o_owner || ' ' || o_fence FROM \"%s_acq\"($1, $2, 5000, 1000, 60000,"
+             " false, 'none', '')", table);
+    snprintf(yld, sizeof yld, "SELECT o_first || ' ' || o_owner || ' ' || o_fence FROM \"%s_yield\"($1, $2, $3::bigint,"
+             " 60000, 'none', 5000, 1000)", table);
+    snprintf(rel, sizeof rel, "SELECT o_owner FROM \"%s_rel\"($1, $2)", table);
+    snprintf(q, sizeof q, "SELECT string_agg(contender || shared::int, ',' ORDER BY seq) FROM \"%s_q\" WHERE name = $1", table);
+    REQUIRE(ensure_table());
+    REQUIRE(raw_text(port1, rd, "ry", "R1", NULL, got, sizeof got) == 0);
+    CHECK(strncmp(got, "0 R1 ", 5) == 0);
+    f1 = atoll(got + 5);
+    REQUIRE(raw_text(port1, rd, "ry", "R2", NULL, got, sizeof got) == 0);
+    CHECK(strncmp(got, "0 R2 ", 5) == 0);
+    REQUIRE(raw_text(port1, acq, "ry", "W", NULL, got, sizeof got) == 0);
+    CHECK(strncmp(got, "1 ", 2) == 0); /* queued, first in line */
+    snprintf(fs, sizeof fs, "%lld", f1);
+    REQUIRE(raw_text(port1, yld, "ry", "R1", fs, got, sizeof got) == 0);
+    CHECK(strncmp(got, "0 R1 ", 5) == 0 && atoll(got + 5) == f1); /* R2 still holds W back: kept */
+    REQUIRE(raw_text(port1, rel, "ry", "R2", NULL, got, sizeof got) == 0);
+    REQUIRE(raw_text(port1, yld, "ry", "R1", fs, got, sizeof got) == 0);
+    CHECK(strncmp(got, "5 ", 2) == 0);
+    REQUIRE(raw_text(port1, q, "ry", NULL, NULL, got, sizeof got) == 0);
+    CHECK_STR(got, "W0,R11");
+    REQUIRE(raw_text(port1, yld, "ry", "R1", fs, got, sizeof got) == 0); /* no longer its holding */
+    CHECK(strncmp(got, "4 ", 2) == 0);
+    REQUIRE(raw_text(port1, acq, "ry", "W", NULL, got, sizeof got) == 0);
+    CHECK(strncmp(got, "0 W ", 4) == 0);
+    fw = atoll(got + 4);
+    CHECK(fw > f1);
+    /* two permits: A's yield passes to C, and A waits behind it */
+    REQUIRE(raw_text(port1, sem, "sy", "A", NULL, got, sizeof got) == 0);
+    fa = atoll(got + 4);
+    REQUIRE(raw_text(port1, sem, "sy", "B", NULL, got, sizeof got) == 0);
+    fb = atoll(got + 4);
+    REQUIRE(raw_text(port1, sem, "sy", "C", NULL, got, sizeof got) == 0);
+    CHECK(strncmp(got, "1 ", 2) == 0);
+    snprintf(fs, sizeof fs, "%lld", fa);
+    REQUIRE(raw_text(port1, yld, "sy", "A", fs, got, sizeof got) == 0);
+    CHECK(strncmp(got, "5 B ", 4) == 0 && atoll(got + 4) == fb);
+    REQUIRE(raw_text(port1, q, "sy", NULL, NULL, got, sizeof got) == 0);
+    CHECK_STR(got, "C0,A0");
+    REQUIRE(raw_text(port1, sem, "sy", "C", NULL, got, sizeof got) == 0);
+    CHECK(strncmp(got, "0 C ", 4) == 0);
+    CHECK(atoll(got + 4) > fb);
+}
+
 /* A table of the previous version: value columns, but no permits, no readers in the queue
    and no holders table. The setup adds them; the live owner keeps its lease and fence, a
    reader queues behind it and, once the owner released, holds with the next fence. */
@@ -1981,6 +2037,7 @@ int main(int argc, char **argv) {
     RUN(value_and_yield_in_storage);
     RUN(table_of_an_earlier_version_upgrades);
     RUN(holders_in_storage);
+    RUN(holding_yield_in_storage);
     RUN(table_of_an_earlier_version_gains_the_holders_table);
     if (started2) server2_stop();
     return check_report("test_pg");
