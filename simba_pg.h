@@ -424,16 +424,22 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
 #define SIMBA__PG_VIEW_COLS                                                                       \
     "name, owner, fence, acquired_ms, n.ms - acquired_ms, ttl_ms - n.ms, transition_ms - n.ms, encode(value, 'hex')"
 #define SIMBA__PG_VIEW_FROM " FROM {T}, (SELECT " SIMBA__PG_NOW_EXPR " AS ms) n"
+/* A mutex's holdings of the set, oldest grant first, each "id fence shared acquired held ttl
+   tr x<value in hex>" (ids and hex hold no space); then its permits. */
+#define SIMBA__PG_HOLDINGS                                                                        \
+    "  (SELECT coalesce(string_agg(contender || ' ' || fence || ' ' || shared::int || ' ' || acquired_ms || ' '\n" \
+    "    || (n.ms - acquired_ms) || ' ' || (ttl_ms - n.ms) || ' ' || (transition_ms - n.ms) || ' x'\n" \
+    "    || encode(value, 'hex'), ' ' ORDER BY fence), '')\n"                                       \
+    "    FROM {S} WHERE {S}.name = {T}.name AND transition_ms >= n.ms), permits\n"
 #define SIMBA__PG_INSPECTION                                                                      \
     "PREPARE simba_inspect (text) AS SELECT " SIMBA__PG_VIEW_COLS ",\n"                          \
     "  (SELECT count(*) FROM {Q} WHERE name = $1 AND expires_ms >= n.ms),\n"                     \
     "  (SELECT coalesce(string_agg(contender, ' ' ORDER BY seq), '') FROM (SELECT contender, seq FROM {Q}\n" \
     "    WHERE name = $1 AND expires_ms >= n.ms ORDER BY seq LIMIT 8) w),\n"                      \
-    "  (SELECT coalesce(string_agg(contender || ' ' || fence || ' ' || shared::int || ' ' || acquired_ms || ' '\n" \
-    "    || (n.ms - acquired_ms) || ' ' || (ttl_ms - n.ms) || ' ' || (transition_ms - n.ms), ' ' ORDER BY fence), '')\n" \
-    "    FROM {S} WHERE name = $1 AND transition_ms >= n.ms), permits\n"                          \
+    SIMBA__PG_HOLDINGS                                                                            \
     SIMBA__PG_VIEW_FROM " WHERE name = $1;\n"                                                    \
-    "PREPARE simba_list AS SELECT " SIMBA__PG_VIEW_COLS SIMBA__PG_VIEW_FROM ";\n"                \
+    /* no queue read: -1 waiters (unknown), none listed */                                      \
+    "PREPARE simba_list AS SELECT " SIMBA__PG_VIEW_COLS ", -1, '',\n" SIMBA__PG_HOLDINGS SIMBA__PG_VIEW_FROM ";\n" \
     "PREPARE simba_force (text, bigint) AS WITH n AS (SELECT " SIMBA__PG_NOW_EXPR " AS ms),\n"     \
     "  c AS (UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0, value = '' WHERE name = $1 AND fence = $2\n" \
     "    AND owner <> '' AND transition_ms >= (SELECT ms FROM n) RETURNING name),\n"             \
@@ -1079,8 +1085,9 @@ static int simba__pg_nibble(char c) {
 
 /* A value column (hex, NULL = none) into out; -1 with err set when it is not hex or is over
    SIMBA_VALUE_MAX (a program built with a larger one wrote it: an error, never cut). */
-static int simba__pg_unhex(const char *hex, unsigned char *out, size_t *len, char *err, size_t errcap) {
-    size_t n = hex ? strlen(hex) : 0, i;
+/* n hex digits at hex into out (SIMBA_VALUE_MAX bytes), *len bytes. */
+static int simba__pg_unhex_n(const char *hex, size_t n, unsigned char *out, size_t *len, char *err, size_t errcap) {
+    size_t i;
     *len = 0;
     if (n % 2) { snprintf(err, errcap, "postgres: the owner's value is not hex"); return -1; }
     if (n / 2 > SIMBA_VALUE_MAX) {
@@ -1095,6 +1102,9 @@ static int simba__pg_unhex(const char *hex, unsigned char *out, size_t *len, cha
     }
     *len = n / 2;
     return 0;
+}
+static int simba__pg_unhex(const char *hex, unsigned char *out, size_t *len, char *err, size_t errcap) {
+    return simba__pg_unhex_n(hex, hex ? strlen(hex) : 0, out, len, err, errcap);
 }
 
 static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply *out, int64_t *server_ms, char *owner_buf,
@@ -1736,20 +1746,64 @@ static int simba__pg_view_row(PGresult *res, int row, simba_view *v, unsigned ch
     return 0;
 }
 
-/* One mutex's holders of the set (column 11: "id fence shared acquired held ttl tr" each,
-   oldest grant first) and its permits (column 12) into v, after the owner row's holder;
-   *out (allocated here, NULL: none) keeps them until the caller frees it. -1: unreadable,
-   -3: out of memory. With no live owner the view shows the holding that frees first. */
+/* One holding of the set from *w ("id fence shared acquired held ttl tr x<value in hex>",
+   then a space or the end) into h, its value into vals; *w moves past it. -1: unreadable,
+   -2: a bad value (err says). */
+static int simba__pg_view_holding(const char **w, simba_view_holder *h, unsigned char *vals, char *err, size_t errcap) {
+    const char *c = *w;
+    int64_t f[6];
+    size_t len = strcspn(c, " ");
+    char num[24];
+    int i;
+    memset(h, 0, sizeof *h);
+    if (len == 0 || len > SIMBA_ID_MAX) return -1;
+    memcpy(h->id, c, len);
+    h->id[len] = 0;
+    c += len;
+    for (i = 0; i < 6; i++) {
+        if (*c != ' ') return -1;
+        c++;
+        len = strcspn(c, " ");
+        if (len == 0 || len >= sizeof num) return -1;
+        memcpy(num, c, len);
+        num[len] = 0;
+        if (simba__pg_int(num, &f[i]) != 0) return -1;
+        c += len;
+    }
+    if (c[0] != ' ' || c[1] != 'x') return -1;
+    c += 2;
+    len = strcspn(c, " ");
+    if (simba__pg_unhex_n(c, len, vals, &h->value_len, err, errcap) != 0) return -2;
+    h->value = h->value_len > 0 ? vals : NULL;
+    c += len;
+    *w = c + (*c == ' ');
+    h->fence = (uint64_t)f[0];
+    h->shared = f[1] != 0;
+    h->acquired_unix_ms = f[2];
+    h->held_ms = f[3];
+    h->ttl_left_ms = f[4];
+    h->transition_left_ms = f[5];
+    return 0;
+}
+
+/* One mutex's holders of the set (column 11: SIMBA__PG_HOLDING each, oldest grant first)
+   and its permits (column 12) into v, after the owner row's holder; *out (allocated here
+   with their values after them, NULL: none) keeps them until the caller frees it. -1:
+   unreadable, -2: a bad value (p->err), -3: out of memory. With no live owner the view
+   shows the holding that frees first. */
 static int simba__pg_view_holders(simba__pg *p, PGresult *res, int row, simba_view *v, simba_view_holder **out) {
     const char *w = PQgetvalue(res, row, 10);
-    int n = 0, cap = v->owner[0] ? 1 : 0, first = -1, i;
+    int n = 0, cap = v->owner[0] ? 1 : 0, first = -1, i, bad;
+    size_t used = 0, wl = strlen(w);
     int64_t permits;
     simba_view_holder *hs;
+    unsigned char *vals;
     *out = NULL;
     for (i = 0; w[i]; i++) cap += w[i] == ' ';
     cap = cap / 7 + 2;
     if (simba__pg_int(PQgetvalue(res, row, 11), &permits) != 0) return -1;
-    if (!(hs = (simba_view_holder *)simba_alloc(p->loop, (size_t)cap * sizeof *hs))) return -3;
+    if (!(hs = (simba_view_holder *)simba_alloc(p->loop, (size_t)cap * sizeof *hs + wl / 2 + 1))) return -3;
+    vals = (unsigned char *)(hs + cap); /* every value's bytes: at most half the text's */
     if (v->owner[0]) { /* the owner row's holder: a mutex's owner or a writer */
         memset(&hs[0], 0, sizeof hs[0]);
         simba__copy(hs[0].id, sizeof hs[0].id, v->owner);
@@ -1763,33 +1817,9 @@ static int simba__pg_view_holders(simba__pg *p, PGresult *res, int row, simba_vi
         n = 1;
     }
     while (*w && n < cap) {
-        simba_view_holder *h = &hs[n];
-        int64_t f[6];
-        size_t len = strcspn(w, " ");
-        char num[24];
-        memset(h, 0, sizeof *h);
-        if (len == 0 || len > SIMBA_ID_MAX) goto bad;
-        memcpy(h->id, w, len);
-        h->id[len] = 0;
-        w += len;
-        for (i = 0; i < 6; i++) {
-            if (*w != ' ') goto bad;
-            w++;
-            len = strcspn(w, " ");
-            if (len == 0 || len >= sizeof num) goto bad;
-            memcpy(num, w, len);
-            num[len] = 0;
-            if (simba__pg_int(num, &f[i]) != 0) goto bad;
-            w += len;
-        }
-        if (*w == ' ') w++;
-        h->fence = (uint64_t)f[0];
-        h->shared = f[1] != 0;
-        h->acquired_unix_ms = f[2];
-        h->held_ms = f[3];
-        h->ttl_left_ms = f[4];
-        h->transition_left_ms = f[5];
-        if (!v->owner[0] && (first < 0 || h->transition_left_ms < hs[first].transition_left_ms)) first = n;
+        if ((bad = simba__pg_view_holding(&w, &hs[n], vals + used, p->err, sizeof p->err)) != 0) goto bad;
+        used += hs[n].value_len;
+        if (!v->owner[0] && (first < 0 || hs[n].transition_left_ms < hs[first].transition_left_ms)) first = n;
         n++;
     }
     if (first >= 0) {
@@ -1799,8 +1829,8 @@ static int simba__pg_view_holders(simba__pg *p, PGresult *res, int row, simba_vi
         v->held_ms = hs[first].held_ms;
         v->ttl_left_ms = hs[first].ttl_left_ms;
         v->transition_left_ms = hs[first].transition_left_ms;
-        v->value = NULL; /* a holding's value is not in the inspection's row */
-        v->value_len = 0;
+        v->value = hs[first].value;
+        v->value_len = hs[first].value_len;
     }
     v->holders = n;
     v->holder = n ? hs : NULL;
@@ -1809,7 +1839,7 @@ static int simba__pg_view_holders(simba__pg *p, PGresult *res, int row, simba_vi
     return 0;
 bad:
     simba_free(p->loop, hs);
-    return -1;
+    return bad;
 }
 
 static void simba__pg_view_result(simba__pg *p, simba_req *r, PGresult *res) {

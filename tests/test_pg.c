@@ -1929,6 +1929,65 @@ TEST(holding_yield_in_storage) {
     CHECK(atoll(got + 4) > fb);
 }
 
+/* simba_list's callback: the holders of mutex "iv" and each one's value, as "id=hex;". */
+static char listed_iv[256];
+static void list_iv(const simba_view *v, simba_result rc, void *u) {
+    int i;
+    size_t k;
+    (void)u;
+    if (rc != SIMBA_OK || !v || strcmp(v->mutex, "iv") != 0) return;
+    for (i = 0; i < v->holders; i++) {
+        size_t o = strlen(listed_iv);
+        snprintf(listed_iv + o, sizeof listed_iv - o, "%s=", v->holder[i].id);
+        for (k = 0; k < v->holder[i].value_len; k++) {
+            o = strlen(listed_iv);
+            snprintf(listed_iv + o, sizeof listed_iv - o, "%02x", v->holder[i].value[k]);
+        }
+        o = strlen(listed_iv);
+        snprintf(listed_iv + o, sizeof listed_iv - o, ";");
+    }
+}
+
+/* Inspection and listing show each holding of the set with its own value (any bytes, none
+   included), and the view's owner (the holding that frees first) with that holding's. */
+TEST(inspection_lists_holders_with_their_values) {
+    char sacq[400], got[96];
+    drv d;
+    simba_backend *be;
+    simba__pg *p;
+    simba_view v;
+    int i, seen = 0;
+    snprintf(sacq, sizeof sacq, "SELECT o_first || ' ' || o_owner FROM \"%s_sacq\"($1, $2, $3::bigint, 1000, 60000, false,"
+             " 'none', decode('00ff61', 'hex'), 3, false)", table);
+    REQUIRE(ensure_table());
+    REQUIRE(raw_text(port1, sacq, "iv", "A", "9000", got, sizeof got) == 0);
+    CHECK_STR(got, "0 A");
+    snprintf(sacq, sizeof sacq, "SELECT o_first || ' ' || o_owner FROM \"%s_sacq\"($1, $2, $3::bigint, 1000, 60000, false,"
+             " 'none', '', 3, false)", table);
+    REQUIRE(raw_text(port1, sacq, "iv", "B", "5000", got, sizeof got) == 0); /* B's permit frees first */
+    CHECK_STR(got, "0 B");
+    memset(&d, 0, sizeof d);
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_pg(d.l[0], port1, NULL, &be) == SIMBA_OK);
+    p = (simba__pg *)simba_backend_impl(be);
+    WAIT_FOR(&d, p->state == SIMBA__PG_READY, 3000);
+    CHECK_RC(simba_inspect_wait(be, "iv", &v, 5000), SIMBA_OK);
+    CHECK_EQ(v.holders, 2);
+    CHECK_EQ(v.permits, 3);
+    CHECK_STR(v.owner, "B");
+    CHECK_EQ(v.value_len, 0);
+    for (i = 0; i < v.holders && v.holder; i++) {
+        const simba_view_holder *h = &v.holder[i];
+        if (strcmp(h->id, "A") == 0 && h->value_len == 3 && memcmp(h->value, "\0\xff" "a", 3) == 0) seen |= 1;
+        if (strcmp(h->id, "B") == 0 && h->value_len == 0) seen |= 2;
+    }
+    CHECK_EQ(seen, 3);
+    listed_iv[0] = 0;
+    CHECK_RC(simba_list_wait(be, list_iv, NULL, 5000), SIMBA_OK);
+    CHECK_STR(listed_iv, "A=00ff61;B=;");
+    drv_free(&d);
+}
+
 /* A table of the previous version: value columns, but no permits, no readers in the queue
    and no holders table. The setup adds them; the live owner keeps its lease and fence, a
    reader queues behind it and, once the owner released, holds with the next fence. */
@@ -2038,6 +2097,7 @@ int main(int argc, char **argv) {
     RUN(table_of_an_earlier_version_upgrades);
     RUN(holders_in_storage);
     RUN(holding_yield_in_storage);
+    RUN(inspection_lists_holders_with_their_values);
     RUN(table_of_an_earlier_version_gains_the_holders_table);
     if (started2) server2_stop();
     return check_report("test_pg");
