@@ -107,12 +107,14 @@
  *               fence of the name's row, which records the permits (column permits) while
  *               anyone holds or waits; the queue's rows say who reads (column shared).
  *               <table>_sacq asks for a holding under the row lock: another N is refused
- *               (SIMBA_EINVAL), else the rule grants or queues; a release of a holding (or
- *               of the owner row before readers) NOTIFYs a hint to each waiter it frees. The
- *               owner row's grant also needs no live holding (one index probe, at asks and
- *               not renewals). Tables of an earlier version get the columns at setup.
- *   <table>_acq / _rel / _read / _val / _yield   PL/pgSQL functions: one statement = one
- *               round trip each;
+ *               (SIMBA_EINVAL), else the rule grants or queues; a release or yield of a
+ *               holding (or of the owner row before readers) grants, in its transaction,
+ *               each waiter it frees (<table>_grant) and NOTIFYs it the grant, as PUSH
+ *               does for a mutex: one hop. The owner row's grant also needs no live
+ *               holding (one index probe, at asks and not renewals). Tables of an earlier
+ *               version get the columns at setup.
+ *   <table>_acq / _rel / _read / _val / _yield / _sacq / _grant   PL/pgSQL functions:
+ *               one statement = one round trip each (_grant is called by the others);
  *               acquire and release lock the mutex's row (FOR UPDATE), so one mutex's queue
  *               changes are serialised; replies carry remaining durations only (and
  *               the server's clock, see PUSH).
@@ -474,7 +476,7 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     "      UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0, value = '' WHERE name = p_name;\n" \
     "      r.owner := '';\n"                                                                      \
     "      IF h_sh THEN\n" /* readers at the head: each one before the first writer */           \
-    SIMBA__PG_WAKE_SET                                                                            \
+    SIMBA__PG_GRANT_SET                                                                            \
     "      ELSE\n"                                                                                \
     "        PERFORM pg_notify(ch, hd || ' ' || p_name);\n"                                      \
     "      END IF;\n"                                                                             \
@@ -491,16 +493,54 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     "      o_held := now_ms - h.acquired_ms; o_fence := h.fence; o_val := h.value;\n"              \
     "      RETURN;\n"                                                                               \
     "    END IF;\n"
-/* A holding or the owner row freed (r the row as it is now): a hint to each live waiter the
-   rule would grant now (semaphore: the first N - holders; else the writer at the head when
-   nobody holds, or the readers before the first writer). Each asks itself. */
-#define SIMBA__PG_WAKE_SET                                                                        \
-    "      PERFORM pg_notify(w.channel, w.contender || ' ' || p_name) FROM (SELECT channel, contender, shared,\n" \
-    "        row_number() OVER (ORDER BY seq) AS i, count(*) FILTER (WHERE NOT shared) OVER (ORDER BY seq) AS ex\n" \
-    "        FROM {Q} WHERE name = p_name AND expires_ms >= now_ms) w,\n"                         \
-    "        (SELECT count(*) AS n FROM {S} WHERE name = p_name AND transition_ms >= now_ms) c\n"  \
-    "        WHERE NOT (r.owner <> '' AND r.transition_ms >= now_ms) AND CASE WHEN r.permits > 1\n" \
-    "          THEN w.i <= r.permits - c.n ELSE (w.shared AND w.ex = 0) OR (NOT w.shared AND w.i = 1 AND c.n = 0) END;\n"
+/* {Z}: a holding or the owner row freed (p_free: the owner row holds no live lease;
+   p_permits: the row's), under the caller's row lock: each live waiter the rule grants now
+   (semaphore: the first N - holders; else the writer at the head when nobody holds, or the
+   readers before the first writer) is granted in this transaction with its own ttl,
+   transition and value (kept with its place), a permit or a reader into {S}, a writer the
+   owner row, and the NOTIFY to its channel carries the grant as the mutex's hand-over does:
+   one hop, no ask of its own. A place of v0.1.0 (no lease) or the crash quarantine gets a
+   hint instead, and asks. (A live waiter that also has a dead holding: replaced.) */
+#define SIMBA__PG_GRANT_FN                                                                        \
+    "CREATE OR REPLACE FUNCTION {Z}(p_name text, p_free boolean, p_permits int, now_ms bigint) RETURNS void\n" \
+    "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"                                          \
+    "DECLARE w record; g_f bigint; b_since bigint; b_floor bigint; b_until bigint; my_bound bigint;\n" \
+    "BEGIN\n"                                                                                     \
+    "  IF NOT p_free THEN RETURN; END IF;\n"                                                      \
+    "  FOR w IN SELECT q.contender, q.channel, q.ttl_ms, q.tr_ms, q.value, q.shared FROM (SELECT contender,\n" \
+    "      channel, ttl_ms, tr_ms, value, shared, seq, row_number() OVER (ORDER BY seq) AS i,\n"    \
+    "      count(*) FILTER (WHERE NOT shared) OVER (ORDER BY seq) AS ex\n"                        \
+    "      FROM {Q} WHERE name = p_name AND expires_ms >= now_ms) q,\n"                            \
+    "      (SELECT count(*) AS n FROM {S} WHERE name = p_name AND transition_ms >= now_ms) c\n"    \
+    "      WHERE CASE WHEN p_permits > 1 THEN q.i <= p_permits - c.n\n"                            \
+    "        ELSE (q.shared AND q.ex = 0) OR (NOT q.shared AND q.i = 1 AND c.n = 0) END\n"         \
+    "      ORDER BY q.seq LOOP\n"                                                                 \
+    "    IF w.ttl_ms > 0 THEN\n"                                                                  \
+    SIMBA__PG_GUARD_LOAD("w.ttl_ms", "w.tr_ms")                                                   \
+    "    END IF;\n"                                                                               \
+    "    IF w.ttl_ms <= 0 OR now_ms < b_until THEN\n"                                             \
+    "      PERFORM pg_notify(w.channel, w.contender || ' ' || p_name);\n"                          \
+    "      CONTINUE;\n"                                                                           \
+    "    END IF;\n"                                                                               \
+    "    IF p_permits > 1 OR w.shared THEN\n"                                                     \
+    "      UPDATE {T} SET fence = greatest(fence + 1, b_floor) WHERE name = p_name RETURNING fence INTO g_f;\n" \
+    "      INSERT INTO {S} VALUES (p_name, w.contender, w.shared, g_f, now_ms, now_ms + w.ttl_ms,\n" \
+    "        now_ms + w.ttl_ms + w.tr_ms, w.value) ON CONFLICT (name, contender) DO UPDATE\n"      \
+    "        SET shared = EXCLUDED.shared, fence = EXCLUDED.fence, acquired_ms = EXCLUDED.acquired_ms,\n" \
+    "          ttl_ms = EXCLUDED.ttl_ms, transition_ms = EXCLUDED.transition_ms, value = EXCLUDED.value;\n" \
+    "    ELSE\n"                                                                                  \
+    "      UPDATE {T} SET owner = w.contender, fence = greatest(fence + 1, b_floor), acquired_ms = now_ms,\n" \
+    "        ttl_ms = now_ms + w.ttl_ms, transition_ms = now_ms + w.ttl_ms + w.tr_ms, value = w.value\n" \
+    "        WHERE name = p_name RETURNING fence INTO g_f;\n"                                     \
+    "    END IF;\n"                                                                               \
+    "    DELETE FROM {Q} WHERE name = p_name AND contender = w.contender;\n"                      \
+    "    PERFORM pg_notify(w.channel, 'G ' || g_f || ' ' || w.ttl_ms || ' ' || w.tr_ms || ' ' || now_ms\n" \
+    "      || ' ' || w.contender || ' ' || p_name);\n"                                             \
+    "  END LOOP;\n"                                                                               \
+    "END $simba$;\n"
+/* The owner row freed or a holding gone (r the row as it is now): {Z} grants whom it frees. */
+#define SIMBA__PG_GRANT_SET                                                                       \
+    "      PERFORM {Z}(p_name, NOT (r.owner <> '' AND r.transition_ms >= now_ms), r.permits, now_ms);\n"
 /* The set's tables: the row's recorded permits (0: none yet), the queue's readers, and
    {S}; all added to the tables of an earlier version (the catalog asked first). */
 #define SIMBA__PG_SET_SETUP                                                                       \
@@ -673,7 +713,7 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     "    IF frees THEN\n"                                                                         \
     "      DELETE FROM {S} WHERE name = p_name AND contender = p_id;\n"                           \
     "      DELETE FROM {Q} WHERE name = p_name AND (contender = p_id OR expires_ms < now_ms);\n"  \
-    SIMBA__PG_WAKE_SET                                                                            \
+    SIMBA__PG_GRANT_SET                                                                            \
     "      INSERT INTO {Q} (name, contender, channel, expires_ms, ttl_ms, tr_ms, value, shared)\n" \
     "        VALUES (p_name, p_id, p_chan, now_ms + p_live, p_ttl, p_tr, h.value, h.shared);\n"   \
     "      o_first := " SIMBA__PG_YIELDED ";\n"                                                   \
@@ -860,6 +900,7 @@ static const char *const simba__pg_setup_sql[] = {
     "END $simba$;\n",
     SIMBA__PG_SET_SETUP,
     SIMBA__PG_VALUE_SETUP,
+    SIMBA__PG_GRANT_FN,
     SIMBA__PG_YIELD_FN,
     SIMBA__PG_YIELD_FN_B,
     SIMBA__PG_YIELD_FN_C,
@@ -941,7 +982,7 @@ static const char *const simba__pg_setup_sql[] = {
     "CREATE OR REPLACE FUNCTION {R}(p_name text, p_id text, " SIMBA__PG_OUT ")\n"
     "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"
     "DECLARE r {T}%ROWTYPE; now_ms bigint; hd text; ch text; h_ttl bigint; h_tr bigint; h_val bytea;\n"
-    "  b_since bigint; b_floor bigint; b_until bigint; my_bound bigint; h_sh boolean;\n"
+    "  b_since bigint; b_floor bigint; b_until bigint; my_bound bigint; h_sh boolean; freed boolean;\n"
     "BEGIN\n"
     "  SELECT * INTO r FROM {T} WHERE name = p_name FOR UPDATE;\n"
     "  IF NOT FOUND THEN\n"
@@ -959,10 +1000,11 @@ static const char *const simba__pg_setup_sql[] = {
     "  ELSE\n"
     /* a holding of the set: freed, and pushed to the waiters it frees */
     "    DELETE FROM {S} WHERE name = p_name AND contender = p_id;\n"
-    "    IF FOUND THEN\n"
-    SIMBA__PG_WAKE_SET
-    "    END IF;\n"
+    "    freed := FOUND;\n"
     "    DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"
+    "    IF freed THEN\n"
+    SIMBA__PG_GRANT_SET
+    "    END IF;\n"
     "  END IF;\n"
     SIMBA__PG_ANSWER
     "END $simba$;\n",
@@ -2343,7 +2385,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qb[SIMBA__PG_QNAME_MAX], qx[SIMBA__PG_QNAME_MAX],
         qg[SIMBA__PG_QNAME_MAX], qh[SIMBA__PG_QNAME_MAX], qy[SIMBA__PG_QNAME_MAX], qk[SIMBA__PG_QNAME_MAX],
         qw[SIMBA__PG_QNAME_MAX], qv[SIMBA__PG_QNAME_MAX], qe[SIMBA__PG_QNAME_MAX], qf[SIMBA__PG_QNAME_MAX], qc[64],
-        qs[SIMBA__PG_QNAME_MAX], qp[SIMBA__PG_QNAME_MAX], fname[SIMBA__PG_TABLE_MAX + 16], rnd[40], ml[24];
+        qs[SIMBA__PG_QNAME_MAX], qp[SIMBA__PG_QNAME_MAX], qz[SIMBA__PG_QNAME_MAX], fname[SIMBA__PG_TABLE_MAX + 16], rnd[40], ml[24];
     int ok;
     if (out) *out = NULL;
     if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: NULL argument");
@@ -2377,11 +2419,11 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
          simba__pg_quote(qk, sizeof qk, NULL, table, "_boot_kept") && simba__pg_quote(qw, sizeof qw, desc->schema, table, "_up") &&
          simba__pg_quote(qv, sizeof qv, desc->schema, table, "_val") && simba__pg_quote(qe, sizeof qe, desc->schema, table, "_yield") &&
          simba__pg_quote(qs, sizeof qs, desc->schema, table, "_hold") && simba__pg_quote(qp, sizeof qp, desc->schema, table, "_sacq") &&
+         simba__pg_quote(qz, sizeof qz, desc->schema, table, "_grant") &&
          simba__pg_quote(qf, sizeof qf, desc->schema, simba__pg_fence_fn(table, fname, sizeof fname), "");
     snprintf(ml, sizeof ml, "%lld", (long long)(desc->max_lease_ms ? desc->max_lease_ms : SIMBA_MAX_LEASE_DEFAULT_MS));
     if (ok) {
-        subst['T' - 'A'] = qt;
-        subst['Q' - 'A'] = qq;
+        subst['T' - 'A'] = qt, subst['Q' - 'A'] = qq;
         subst['A' - 'A'] = qa;
         subst['R' - 'A'] = qr;
         subst['D' - 'A'] = qd;
@@ -2395,7 +2437,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         subst['Y' - 'A'] = qy, subst['K' - 'A'] = qk;
         subst['W' - 'A'] = qw;
         subst['V' - 'A'] = qv, subst['E' - 'A'] = qe;
-        subst['S' - 'A'] = qs, subst['P' - 'A'] = qp; /* the holders set */
+        subst['S' - 'A'] = qs, subst['P' - 'A'] = qp, subst['Z' - 'A'] = qz; /* the holders set */
         subst['F' - 'A'] = qf, subst['U' - 'A'] = fname; /* {U} raw, inside $n$ quotes only */
         subst['N' - 'A'] = table; /* raw, inside $n$ quotes only: it holds no '$' */
         p->setup = simba__pg_fill(loop, simba__pg_setup_sql, subst);
