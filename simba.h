@@ -1470,11 +1470,30 @@ typedef struct simba__behind {
 
 /* A simba_owner whose id is not copied in: it points to the service's own id, "" or the
    service's view_other (a fixed SIMBA_ID_MAX buffer would be a seventh of a service). */
+typedef struct simba__tprof simba__tprof;
 typedef struct simba__view {
     const char *id;
     int64_t acquired_at, ttl_at, transition_at;
     uint64_t fence;
 } simba__view;
+
+/* A service's timing as its desc fixed it. Services of the same timing share one copy (a
+   loop of 10,000 services made from one desc keeps one, not 10,000 copies of 96 bytes): the
+   loop reuses an equal profile among its most recently used ones (simba__tprof_get). */
+typedef struct simba__tvals {
+    int64_t ttl, transition, renew_margin, jmin, jmax, min_retry, bmin, bmax, refresh;
+    int64_t at_risk; /* on_at_risk's threshold, ms of local lease left */
+    int permits, shared; /* SEMAPHORES AND READ-WRITE LOCKS: the requests', 1 and 0 for a mutex */
+    void (*on_at_risk)(simba_service *, int64_t, void *);
+    /* its callbacks: a freed service (SIMBA__F_ZOMBIE) never calls them */
+    simba_state_fn on_acquired, on_released, on_owner;
+    simba_event_fn on_event;
+} simba__tvals;
+struct simba__tprof {
+    simba__tvals v;
+    simba__tprof *next, *prev; /* the loop's tprofs, most recently used first */
+    int refs;
+};
 
 struct simba_service {
     simba__timer tm;
@@ -1489,7 +1508,7 @@ struct simba_service {
     unsigned flags;
     simba_result release_rc; /* answer to the last release (simba_locker_unlock_wait) */
     uint64_t gen;
-    int64_t ttl, transition, renew_margin, jmin, jmax, min_retry, bmin, bmax, refresh;
+    simba__tprof *tp;     /* its timing, shared with the loop's services of the same timing */
     int64_t backoff;     /* current error backoff, 0 after a success */
     int64_t free_retry;  /* interval while a free mutex is kept for the queue's head */
     int64_t asked_at;    /* when the latest answered acquire was sent (its place's refresh) */
@@ -1497,13 +1516,8 @@ struct simba_service {
     int64_t lease_end;   /* local end of our own lease: step down here without renewal */
     int64_t quar_until;  /* end of the store's data-loss quarantine as last told, 0 = none */
     uint64_t own_fence;
-    int permits, shared;  /* SEMAPHORES AND READ-WRITE LOCKS: the request's, 1 and 0 for a mutex */
     uint64_t seen_fence;  /* the greatest fence of an owner it has shown, over its runs: a
                              push sent before a stop may arrive after the next start */
-    simba_state_fn on_acquired, on_released, on_owner;
-    simba_event_fn on_event;
-    void (*on_at_risk)(simba_service *, int64_t, void *);
-    int64_t at_risk;      /* on_at_risk's threshold, ms of local lease left */
     simba__vals *vals;    /* NULL until a value is met */
     simba__counters cnt;  /* statistics (simba_service_stats) */
     int64_t held_since;   /* loop time of the current ownership's on_acquired */
@@ -1577,6 +1591,7 @@ struct simba_loop {
     uint64_t id_counter;
     unsigned char view_value[SIMBA_VALUE_MAX]; /* the value of the last inspection handed out */
     simba_view_holder *view_holders; /* its holders and their values (simba__holders_copy) */
+    simba__tprof *tprofs; /* the services' timing profiles, most recently used first */
     int host_done;
     char host[64];
     char errmsg[256];
@@ -2119,11 +2134,11 @@ static void simba__fire(simba_service *s, simba_state_fn fn, const simba_owner *
 /* When on_at_risk is due: a tenure not yet warned whose renewal is failing (one failed, or
    one in flight or due, unconfirmed) warns at_risk before its local lease ends. */
 static int64_t simba__at_risk_at(const simba_service *s) {
-    if (!s->on_at_risk ||
+    if (!s->tp->v.on_at_risk ||
         (s->flags & (SIMBA__F_OWNER | SIMBA__F_TOLD | SIMBA__F_AT_RISK | SIMBA__F_YIELDING)) != (SIMBA__F_OWNER | SIMBA__F_TOLD))
         return SIMBA__NEVER;
     if (!(s->flags & (SIMBA__F_RENEW_FAILED | SIMBA__F_INFLIGHT)) && s->next_try > s->loop->now) return SIMBA__NEVER;
-    return simba__add(s->lease_end, -s->at_risk);
+    return simba__add(s->lease_end, -s->tp->v.at_risk);
 }
 
 static void simba__arm(simba_service *s) {
@@ -2208,7 +2223,7 @@ static void simba__set_view(simba_service *s, const simba_owner *nv) {
         return;
     }
     if (nv->id[0] && nv->fence > s->seen_fence) s->seen_fence = nv->fence;
-    if ((strcmp(s->view.id, nv->id) == 0 && s->view.fence == nv->fence && simba__view_value_is(s, nv)) || !s->on_owner ||
+    if ((strcmp(s->view.id, nv->id) == 0 && s->view.fence == nv->fence && simba__view_value_is(s, nv)) || !s->tp->v.on_owner ||
         (s->flags & SIMBA__F_ZOMBIE)) {
         simba__view_put(s, nv);
         return;
@@ -2216,7 +2231,7 @@ static void simba__set_view(simba_service *s, const simba_owner *nv) {
     simba__view_get(s, &before);
     simba__view_put(s, nv);
     simba__view_get(s, &after);
-    simba__fire(s, s->on_owner, &before, &after);
+    simba__fire(s, s->tp->v.on_owner, &before, &after);
 }
 
 /* Ownership leaves this contender: local belief ends now, the user hears once. */
@@ -2231,7 +2246,7 @@ static void simba__step_down(simba_service *s, const simba_owner *after, simba_r
             before.fence = s->own_fence;
         }
         simba__stat_released(s, why);
-        simba__fire_why(s, s->on_released, &before, after, why);
+        simba__fire_why(s, s->tp->v.on_released, &before, after, why);
     }
 }
 
@@ -2253,10 +2268,10 @@ static void simba__submit_on(simba_service *s, simba_req *r, simba_op op) {
         r->value_len = s->vals ? s->vals->own_len : 0;
     }
     if (op == SIMBA_OP_SET_VALUE || op == SIMBA_OP_YIELD) r->fence = s->own_fence;
-    r->ttl_ms = s->ttl;
-    r->transition_ms = s->transition;
-    r->permits = s->permits ? s->permits : 1;
-    r->shared = s->shared;
+    r->ttl_ms = s->tp->v.ttl;
+    r->transition_ms = s->tp->v.transition;
+    r->permits = s->tp->v.permits;
+    r->shared = s->tp->v.shared;
     /* The poll's cached time is never later than the real send time: the lease we count
        from it can only end earlier than the server's. */
     r->sent_at = s->loop->now;
@@ -2275,10 +2290,10 @@ static void simba__submit_on(simba_service *s, simba_req *r, simba_op op) {
     s->flags &= ~SIMBA__F_WOKEN;
     /* A waiter asks again by ttl + transition + jitter max at the latest (simba__contender_next);
        a second of slack covers a loaded host's scheduling. */
-    r->live_ms = op == SIMBA_OP_ACQUIRE || op == SIMBA_OP_YIELD ? simba__min(simba__add(s->ttl + s->transition + simba__max(s->jmax, 0), 1000), SIMBA_MAX_MS) : 0;
+    r->live_ms = op == SIMBA_OP_ACQUIRE || op == SIMBA_OP_YIELD ? simba__min(simba__add(s->tp->v.ttl + s->tp->v.transition + simba__max(s->tp->v.jmax, 0), 1000), SIMBA_MAX_MS) : 0;
     /* simba__contender_next never waits longer than this after an answered ask. */
     r->next_ask_ms = op == SIMBA_OP_ACQUIRE && !(s->flags & SIMBA__F_OWNER) && s->kind == SIMBA__KIND_CONTEND
-                         ? simba__min(simba__add(s->ttl + s->transition, simba__max(s->jmax, 0)), SIMBA_MAX_MS)
+                         ? simba__min(simba__add(s->tp->v.ttl + s->tp->v.transition, simba__max(s->tp->v.jmax, 0)), SIMBA_MAX_MS)
                          : 0;
     r->step_down_on_disconnect = op == SIMBA_OP_ACQUIRE && (s->flags & SIMBA__F_DISC_DOWN) != 0;
     r->hold_ms = op != SIMBA_OP_ACQUIRE ? 0
@@ -2300,7 +2315,7 @@ static void simba__submit(simba_service *s, simba_op op) { simba__submit_on(s, &
 
 static void simba__attempt_failed(simba_service *s) {
     int64_t now = s->loop->now, delay;
-    delay = simba__backoff(s->loop, &s->backoff, s->bmin, s->bmax);
+    delay = simba__backoff(s->loop, &s->backoff, s->tp->v.bmin, s->tp->v.bmax);
     /* An owner keeps trying while its lease lasts, at least twice before it ends. */
     if (s->flags & SIMBA__F_OWNER) delay = simba__min(delay, simba__max(1, (s->lease_end - now) / 2));
     s->next_try = simba__add(now, simba__max(delay, 1));
@@ -2316,21 +2331,21 @@ static void simba__quarantined(simba_service *s, int64_t ms) {
     int first = s->quar_until == 0;
     if (s->flags & SIMBA__F_OWNER) { simba__attempt_failed(s); return; } /* renewals never wait on it */
     s->quar_until = until;
-    s->next_try = simba__add(until, 1 + simba__uniform(l, 0, simba__max(s->min_retry, 1)));
+    s->next_try = simba__add(until, 1 + simba__uniform(l, 0, simba__max(s->tp->v.min_retry, 1)));
     s->flags &= ~SIMBA__F_IMMEDIATE;
     if (!first) return;
     s->cnt.quarantines++;
     l->cnt.quarantines++;
     simba_log(l, SIMBA_LOG_WARN, "%s: mutex %s: no grant for %lld ms (until loop time %lld), then it asks again: %s",
               s->be->vt->name, s->mx->name, (long long)ms, (long long)until, s->be->errmsg);
-    if (s->on_event) {
+    if (s->tp->v.on_event && !(s->flags & SIMBA__F_ZOMBIE)) {
         simba_service_event ev;
         ev.type = SIMBA_EVENT_QUARANTINE;
         ev.until = until;
         ev.left_ms = ms;
         ev.msg = s->be->errmsg;
         l->in_cb++;
-        s->on_event(s, &ev, s->user);
+        s->tp->v.on_event(s, &ev, s->user);
         l->in_cb--;
     }
 }
@@ -2358,8 +2373,8 @@ static int64_t simba__contender_next(simba_service *s, int first_in_line) {
            head of the backend's queue: ask again at doubling intervals until the head takes
            it or its place lapses (live_ms), never in a tight loop. */
         if (s->flags & SIMBA__F_IMMEDIATE) {
-            s->free_retry = s->free_retry ? simba__min(s->free_retry * 2, SIMBA__FREE_RETRY_MAX) : s->min_retry;
-            return simba__add(now, simba__max(s->free_retry, s->min_retry));
+            s->free_retry = s->free_retry ? simba__min(s->free_retry * 2, SIMBA__FREE_RETRY_MAX) : s->tp->v.min_retry;
+            return simba__add(now, simba__max(s->free_retry, s->tp->v.min_retry));
         }
         s->flags |= SIMBA__F_IMMEDIATE;
         s->free_retry = 0;
@@ -2367,14 +2382,14 @@ static int64_t simba__contender_next(simba_service *s, int first_in_line) {
     }
     s->flags &= ~SIMBA__F_IMMEDIATE;
     /* The head of the line has no herd to spread: it tries right at lease end. */
-    target = simba__add(s->view.transition_at, first_in_line ? 1 : simba__uniform(s->loop, s->jmin, s->jmax));
+    target = simba__add(s->view.transition_at, first_in_line ? 1 : simba__uniform(s->loop, s->tp->v.jmin, s->tp->v.jmax));
     /* Never wait longer than our own lease and jitter since we last asked: an announcement
        with a forged or mistaken lease must not keep a crashed owner's waiters asleep for days,
        and a waiter's place in the queue (live_ms from its last ask) must not lapse while it
        sleeps through other owners' tenures. */
     target = simba__min(target, simba__add((s->flags & SIMBA__F_ASKED) ? simba__min(s->asked_at, now) : now,
-                                           s->ttl + s->transition + s->jmax));
-    return simba__max(target, simba__add(now, s->min_retry));
+                                           s->tp->v.ttl + s->tp->v.transition + s->tp->v.jmax));
+    return simba__max(target, simba__add(now, s->tp->v.min_retry));
 }
 
 /* When an owner renews: renew_margin before its local ttl_at, never in the past, and with
@@ -2382,13 +2397,13 @@ static int64_t simba__contender_next(simba_service *s, int first_in_line) {
 static int64_t simba__renew_at(const simba_service *s, int64_t now, int64_t granted, int gained) {
     /* A session lease may be shorter than ttl_ms: the margin never exceeds half of it, or
        the owner would renew continuously. An asked lease is ttl_ms, the margin below it. */
-    int64_t margin = s->be->vt->lease == SIMBA_LEASE_SESSION ? simba__min(s->renew_margin, simba__max(0, granted / 2))
-                                                               : s->renew_margin;
+    int64_t margin = s->be->vt->lease == SIMBA_LEASE_SESSION ? simba__min(s->tp->v.renew_margin, simba__max(0, granted / 2))
+                                                               : s->tp->v.renew_margin;
     /* Earlier, at random, never later: the first renewal of an ownership by up to half the
        margin, so owners that started together spread their renewals over a sixth of the ttl
        at once; later ones by up to an eighth, so the phases keep drifting apart. */
     int64_t at = simba__add(s->lease_end, -margin - simba__uniform(s->loop, 0, (gained ? margin / 2 : margin / 8) + 1));
-    int64_t floor = simba__add(now, simba__max(1, simba__min(s->min_retry, (s->lease_end - now) / 2)));
+    int64_t floor = simba__add(now, simba__max(1, simba__min(s->tp->v.min_retry, (s->lease_end - now) / 2)));
     /* Then earlier still, down to a grid of the loop clock (a power of two of ms, at most
        margin / 16 and SIMBA__RENEW_GRID_MS): owners whose renewals fall in the same step
        renew in one poll, so 10,000 owners wake the process a few times a second instead of
@@ -2412,8 +2427,8 @@ static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t se
     /* A backend that honours the request grants no more than was asked: a longer lease (a
        clock or script fault) must not keep us owner past what every waiter expects. */
     if (mine && s->be->vt->lease != SIMBA_LEASE_SESSION) {
-        clamped.ttl_left_ms = simba__min(clamped.ttl_left_ms, s->ttl);
-        clamped.transition_left_ms = simba__min(clamped.transition_left_ms, simba__add(s->ttl, s->transition));
+        clamped.ttl_left_ms = simba__min(clamped.ttl_left_ms, s->tp->v.ttl);
+        clamped.transition_left_ms = simba__min(clamped.transition_left_ms, simba__add(s->tp->v.ttl, s->tp->v.transition));
     }
     simba__owner_from_reply(&nv, rep, mine ? sent_at : now, now);
     if (mine && nv.ttl_at > now && (s->flags & SIMBA__F_OWNER) && rep->fence < s->own_fence) {
@@ -2445,7 +2460,7 @@ static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t se
                 s->flags |= SIMBA__F_TOLD;
                 simba__stat_acquired(s);
                 simba__view_get(s, &after);
-                simba__fire(s, s->on_acquired, &before, &after);
+                simba__fire(s, s->tp->v.on_acquired, &before, &after);
             }
         }
         /* Renew inside the TTL, never in the past; keep a retry before the lease ends. */
@@ -2456,14 +2471,14 @@ static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t se
     if (s->flags & SIMBA__F_OWNER) simba__step_down(s, mine ? &none : &nv, mine ? SIMBA_REASON_LAPSED : SIMBA_REASON_REFUSED);
     if (mine) { /* our grant arrived after our own lease had lapsed locally: not owned */
         simba__set_view(s, &none);
-        s->next_try = simba__add(now, s->min_retry);
+        s->next_try = simba__add(now, s->tp->v.min_retry);
         return;
     }
     simba__set_view(s, &nv);
     if (s->kind == SIMBA__KIND_OBSERVE) {
-        int64_t next = simba__add(now, s->refresh);
+        int64_t next = simba__add(now, s->tp->v.refresh);
         if (nv.id[0]) next = simba__min(next, simba__add(nv.transition_at, 1));
-        s->next_try = simba__max(next, simba__add(now, s->min_retry));
+        s->next_try = simba__max(next, simba__add(now, s->tp->v.min_retry));
     } else {
         if (rep->first_in_line) s->flags |= SIMBA__F_FIRST; else s->flags &= ~SIMBA__F_FIRST;
         s->flags |= SIMBA__F_ASKED;
@@ -2502,12 +2517,12 @@ static void simba__behind_done(simba_service *s, simba__behind *b) {
 
 static void simba__svc_event(simba_service *s, simba_service_event_type type, const char *msg) {
     simba_service_event ev;
-    if (!s->on_event || (s->flags & SIMBA__F_ZOMBIE)) return;
+    if (!s->tp->v.on_event || (s->flags & SIMBA__F_ZOMBIE)) return;
     memset(&ev, 0, sizeof ev);
     ev.type = type;
     ev.msg = msg;
     s->loop->in_cb++;
-    s->on_event(s, &ev, s->user);
+    s->tp->v.on_event(s, &ev, s->user);
     s->loop->in_cb--;
 }
 
@@ -2739,7 +2754,7 @@ static void simba__svc_step(simba_service *s) {
         simba_log(l, SIMBA_LOG_WARN, "mutex %s: renewal not confirmed, %lld ms of the lease left", s->mx->name,
                   (long long)(s->lease_end - now));
         l->in_cb++;
-        s->on_at_risk(s, s->lease_end - now, s->user);
+        s->tp->v.on_at_risk(s, s->lease_end - now, s->user);
         l->in_cb--;
         if (s->status != SIMBA_RUNNING || (s->flags & SIMBA__F_ZOMBIE)) { simba__arm(s); return; } /* stopped from it */
     }
@@ -2868,11 +2883,52 @@ static simba_result simba__permits_check(simba_loop *l, const char *fn, int perm
     return SIMBA_OK;
 }
 
+/* How many of the loop's most recently used timing profiles a new service compares with its
+   own: enough for the few descs a program uses, and a bounded cost for one that gives every
+   service timing of its own (an equal profile not found is a new copy, never an error). */
+#define SIMBA__TPROF_SCAN 8
+
+/* A shared profile equal to *v (reference taken), a new one, or NULL when out of memory. */
+static simba__tprof *simba__tprof_get(simba_loop *l, const simba__tvals *v) {
+    simba__tprof *p = l->tprofs;
+    int i;
+    for (i = 0; p && i < SIMBA__TPROF_SCAN; i++, p = p->next)
+        if (memcmp(&p->v, v, sizeof *v) == 0) break;
+    if (p && i < SIMBA__TPROF_SCAN) {
+        if (p->prev) { /* to the front: the next service of the same desc finds it first */
+            p->prev->next = p->next;
+            if (p->next) p->next->prev = p->prev;
+            p->next = l->tprofs;
+            p->prev = NULL;
+            l->tprofs->prev = p;
+            l->tprofs = p;
+        }
+    } else {
+        if (!(p = (simba__tprof *)simba_alloc(l, sizeof *p))) return NULL;
+        p->v = *v;
+        p->refs = 0;
+        p->prev = NULL;
+        p->next = l->tprofs;
+        if (l->tprofs) l->tprofs->prev = p;
+        l->tprofs = p;
+    }
+    p->refs++;
+    return p;
+}
+
+static void simba__tprof_put(simba_loop *l, simba__tprof *p) {
+    if (!p || --p->refs > 0) return;
+    if (p->prev) p->prev->next = p->next; else l->tprofs = p->next;
+    if (p->next) p->next->prev = p->prev;
+    simba_free(l, p);
+}
+
 static void simba__svc_finalize(simba_service *s);
 /* simba_contend, and the contender of a Locker or Scheduler: what names the caller's call. */
 static simba_result simba__contend_as(simba_loop *loop, simba_backend *be, const simba_contend_desc *d, simba_service **out,
                                       const char *what) {
     int64_t ttl, tr, margin, jmin, jmax, retry, bmin, bmax;
+    simba__tvals tv;
     simba_service *s;
     simba_result rc;
     if (out) *out = NULL;
@@ -2912,23 +2968,28 @@ static simba_result simba__contend_as(simba_loop *loop, simba_backend *be, const
         memcpy(s->vals->own, d->value, d->value_len);
         s->vals->own_len = d->value_len;
     }
-    s->on_at_risk = d->on_at_risk;
-    s->at_risk = d->at_risk_ms ? d->at_risk_ms : margin / 2;
-    s->permits = d->permits > 1 ? d->permits : 1;
-    s->shared = d->shared;
-    if (s->permits > 1 || s->shared) s->flags |= SIMBA__F_MANY;
-    s->ttl = ttl;
-    s->transition = tr;
-    s->renew_margin = margin;
-    s->jmin = jmin;
-    s->jmax = jmax;
-    s->min_retry = retry;
-    s->bmin = simba__max(bmin, 1);
-    s->bmax = simba__max(bmax, 1);
-    s->on_acquired = d->on_acquired;
-    s->on_released = d->on_released;
-    s->on_owner = d->on_owner;
-    s->on_event = d->on_event;
+    memset(&tv, 0, sizeof tv);
+    tv.on_at_risk = d->on_at_risk;
+    tv.on_acquired = d->on_acquired;
+    tv.on_released = d->on_released;
+    tv.on_owner = d->on_owner;
+    tv.on_event = d->on_event;
+    tv.at_risk = d->at_risk_ms ? d->at_risk_ms : margin / 2;
+    tv.ttl = ttl;
+    tv.transition = tr;
+    tv.renew_margin = margin;
+    tv.jmin = jmin;
+    tv.jmax = jmax;
+    tv.min_retry = retry;
+    tv.bmin = simba__max(bmin, 1);
+    tv.bmax = simba__max(bmax, 1);
+    tv.permits = d->permits > 1 ? d->permits : 1;
+    tv.shared = d->shared;
+    if (!(s->tp = simba__tprof_get(loop, &tv))) {
+        simba__svc_finalize(s);
+        return simba__fail(loop, SIMBA_ENOMEM, "%s: out of memory", what);
+    }
+    if (tv.permits > 1 || tv.shared) s->flags |= SIMBA__F_MANY;
     s->user = d->user_data;
     if (d->step_down_on_disconnect) s->flags |= SIMBA__F_DISC_DOWN;
     *out = s;
@@ -2941,19 +3002,26 @@ SIMBA_API simba_result simba_contend(simba_loop *loop, simba_backend *be, const 
 
 SIMBA_API simba_result simba_observe(simba_loop *loop, simba_backend *be, const simba_observe_desc *d, simba_service **out) {
     simba_service *s;
+    simba__tvals tv;
     simba_result rc;
     if (out) *out = NULL;
     if (!loop || !be || !d || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_observe: NULL argument");
     if ((rc = simba__ms_check(loop, "simba_observe", "refresh_ms", d->refresh_ms, 0)) != SIMBA_OK) return rc;
     if ((rc = simba__svc_new(loop, be, "simba_observe", d->mutex, NULL, SIMBA__KIND_OBSERVE, &s)) != SIMBA_OK) return rc;
-    s->ttl = SIMBA__DEFAULT_TTL;
-    s->refresh = d->refresh_ms ? d->refresh_ms : SIMBA__DEFAULT_REFRESH;
-    s->min_retry = SIMBA__DEFAULT_MIN_RETRY;
-    s->bmin = SIMBA__DEFAULT_BACKOFF_MIN;
-    s->bmax = SIMBA__DEFAULT_BACKOFF_MAX;
-    s->jmin = 0;
-    s->jmax = 1;
-    s->on_owner = d->on_owner;
+    memset(&tv, 0, sizeof tv);
+    tv.ttl = SIMBA__DEFAULT_TTL;
+    tv.refresh = d->refresh_ms ? d->refresh_ms : SIMBA__DEFAULT_REFRESH;
+    tv.min_retry = SIMBA__DEFAULT_MIN_RETRY;
+    tv.bmin = SIMBA__DEFAULT_BACKOFF_MIN;
+    tv.bmax = SIMBA__DEFAULT_BACKOFF_MAX;
+    tv.jmin = 0;
+    tv.jmax = 1;
+    tv.on_owner = d->on_owner;
+    tv.permits = 1;
+    if (!(s->tp = simba__tprof_get(loop, &tv))) {
+        simba__svc_finalize(s);
+        return simba__fail(loop, SIMBA_ENOMEM, "simba_observe: out of memory");
+    }
     s->user = d->user_data;
     *out = s;
     return SIMBA_OK;
@@ -3055,6 +3123,7 @@ static void simba__svc_finalize(simba_service *s) {
     simba_free(l, s->rep_other);
     simba_free(l, s->view_other);
     simba_free(l, s->vals);
+    simba__tprof_put(l, s->tp);
     simba_free(l, s);
     if (be->free_requested && be->users == 0) simba__backend_destroy(be);
 }
@@ -3084,7 +3153,6 @@ SIMBA_API simba_result simba_service_free(simba_service *s) {
     if (s->status == SIMBA_RUNNING) simba_stop(s);
     /* No callback reaches a freed handle; the release still goes out. */
     s->flags |= SIMBA__F_ZOMBIE;
-    s->on_acquired = s->on_released = s->on_owner = NULL;
     if (s->status == SIMBA_INITIAL && !(s->flags & SIMBA__F_INFLIGHT)) {
         if (l->in_poll) simba__gc_add(s); else simba__svc_finalize(s);
     }
@@ -3640,6 +3708,11 @@ static void simba__loop_destroy(simba_loop *l) {
     }
     while (l->asks) simba__ask_free(l->asks);
     for (s = l->services; s; s = sn) { sn = s->all_next; s->loop = NULL; simba_free(l, s->cnt.last_error_msg); simba_free(l, s->rep_other); simba_free(l, s->view_other); simba_free(l, s->vals); simba_free(l, s); }
+    while (l->tprofs) { /* the services above held them */
+        simba__tprof *p = l->tprofs;
+        l->tprofs = p->next;
+        simba_free(l, p);
+    }
     for (ev = l->ev_head; ev; ev = en) { en = ev->next; simba_free(l, ev); }
     for (ev = l->ev_free; ev; ev = en) { en = ev->next; simba_free(l, ev); }
     simba_free(l, l->heap);
@@ -3886,7 +3959,7 @@ SIMBA_API simba_result simba_locker_lock(simba_locker *lk, int64_t timeout_ms) {
     /* The timeout bounds the wait for another owner, not the backend's first answer: that
        is awaited on every backend (timeout 0 = one attempt), at most one ttl, after which
        no answer could grant a lease anyway. */
-    answer_by = simba__add(start, lk->svc->ttl);
+    answer_by = simba__add(start, lk->svc->tp->v.ttl);
     lk->seen_owner = 0;
     lk->in_lock = 1;
     for (;;) {

@@ -6,8 +6,8 @@
 # expires A's session at once (it last heard of A before the freeze) and waiter B (or A on a
 # new session) takes the mutex. A must stop believing by freeze + T/2 (+ a little): its renewals must be confirmed
 # through the leader, never by C's own view. Then mp_check checks both logs (overlaps,
-# acts while not owner). Before the fix A renewed through C during the freeze and owned
-# until 3.5 s or more after it.
+# acts while not owner). A client that trusted C's own view would renew through C during
+# the freeze and own until 3.5 s or more after it.
 # Ports: FAULT_ZK_ISOLATED_BASE (default 2290: 2290..2298). Builds nothing (make rel-bins).
 # Starts and stops its own ensemble and workers, by PID. Ends with "N passed, N failed".
 if [ -z "${BASH_VERSION:-}" ]; then exec bash "$0" "$@"; fi

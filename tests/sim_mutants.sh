@@ -75,7 +75,7 @@ mutate dead-waiters-never-dropped simba_memory.h \
     'if (e->w[i].expires < now) simba__mwait_remove(e, i); else i++;' \
     'i++;'
 mutate waiter-stops-asking simba.h \
-    'return simba__add(now, simba__max(s->free_retry, s->min_retry));' \
+    'return simba__add(now, simba__max(s->free_retry, s->tp->v.min_retry));' \
     'return SIMBA__NEVER;'
 
 mutate lapse-unreported-by-unlock simba.h \

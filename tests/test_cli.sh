@@ -56,28 +56,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-ok() { PASS=$((PASS + 1)); echo "ok   $*"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL $*"; }
-check() { # check DESC COND...: passes when the command succeeds
-    local d=$1; shift
-    if "$@"; then ok "$d"; else bad "$d"; fi
-}
-# expect_rc DESC WANT CMD...: runs CMD (stderr to $W/err), checks its exit status
-expect_rc() {
-    local d=$1 want=$2 rc; shift 2
-    "$@" >"$W/out" 2>"$W/err"; rc=$?
-    if [ "$rc" -eq "$want" ]; then ok "$d (exit $rc)"; else bad "$d: exit $rc, want $want; stderr: $(head -c 300 "$W/err")"; fi
-}
-err_has() { grep -q -- "$1" "$W/err"; }
+. tests/cli_lib.sh
 now_ns() { date +%s%N; }
-# wait_for DEADLINE_S CMD...: polls CMD until it succeeds or the deadline passes
-wait_for() {
-    local end=$((SECONDS + $1)); shift
-    while ! "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.05; done
-    return 0
-}
 json_fence() { sed -n 's/.*"fence":\([0-9]*\).*/\1/p' "$1"; }
-alive() { kill -0 "$1" 2>/dev/null; }
 # wait_exit PID DEADLINE_S: waits for a background job, sets RC (124 when it did not end)
 wait_exit() {
     if wait_for "$2" eval "! alive $1"; then wait "$1"; RC=$?; else RC=124; kill -KILL "$1" 2>/dev/null; wait "$1" 2>/dev/null; fi

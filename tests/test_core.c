@@ -380,8 +380,8 @@ TEST(transition_zero_jitter_and_no_owner_at_once) {
     store_new();
     proc_open(&p);
     s = contender(&p, "tz", "a", 1000, 0, &c);
-    CHECK_EQ(s->jmin, 0);
-    CHECK_EQ(s->jmax, 1000);
+    CHECK_EQ(s->tp->v.jmin, 0);
+    CHECK_EQ(s->tp->v.jmax, 1000);
     CHECK_RC(simba_start(s), SIMBA_OK);
     CHECK_EQ(s->next_try, fake_now); /* nobody known: at once */
     fake_rand_value = 0;
@@ -709,12 +709,12 @@ TEST(defaults_and_zero_desc) {
     proc_open(&p);
     d.mutex = "defaults";
     CHECK_RC(simba_contend(p.loop, p.be, &d, &s), SIMBA_OK);
-    CHECK_EQ(s->ttl, 10000);
-    CHECK_EQ(s->transition, 6000);
-    CHECK_EQ(s->renew_margin, 3333);
-    CHECK_EQ(s->jmin, -200);
-    CHECK_EQ(s->jmax, 1000);
-    CHECK_EQ(s->min_retry, 50);
+    CHECK_EQ(s->tp->v.ttl, 10000);
+    CHECK_EQ(s->tp->v.transition, 6000);
+    CHECK_EQ(s->tp->v.renew_margin, 3333);
+    CHECK_EQ(s->tp->v.jmin, -200);
+    CHECK_EQ(s->tp->v.jmax, 1000);
+    CHECK_EQ(s->tp->v.min_retry, 50);
     CHECK(simba_id_check(simba_service_contender_id(s)) == SIMBA_OK);
     CHECK(strchr(simba_service_contender_id(s), '@') != NULL);
     proc_close(&p);
@@ -1963,7 +1963,7 @@ static simba_result spread_submit(void *impl, simba_req *r) {
         int64_t k = (fake_now - spread_t0) / SPREAD_GRID;
         if (k >= 0 && k < 2000) spread_slot[k]++;
         if (fake_now % SPREAD_GRID != 0) spread_off_grid++;
-        if (fake_now > sv->lease_end - sv->renew_margin) spread_late++;
+        if (fake_now > sv->lease_end - sv->tp->v.renew_margin) spread_late++;
     }
     return mem_submit(impl, r);
 }
