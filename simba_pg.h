@@ -107,12 +107,14 @@
  *               fence of the name's row, which records the permits (column permits) while
  *               anyone holds or waits; the queue's rows say who reads (column shared).
  *               <table>_sacq asks for a holding under the row lock: another N is refused
- *               (SIMBA_EINVAL), else the rule grants or queues; a release of a holding (or
- *               of the owner row before readers) NOTIFYs a hint to each waiter it frees. The
- *               owner row's grant also needs no live holding (one index probe, at asks and
- *               not renewals). Tables of an earlier version get the columns at setup.
- *   <table>_acq / _rel / _read / _val / _yield   PL/pgSQL functions: one statement = one
- *               round trip each;
+ *               (SIMBA_EINVAL), else the rule grants or queues; a release or yield of a
+ *               holding (or of the owner row before readers) grants, in its transaction,
+ *               each waiter it frees (<table>_grant) and NOTIFYs it the grant, as PUSH
+ *               does for a mutex: one hop. The owner row's grant also needs no live
+ *               holding (one index probe, at asks and not renewals). Tables of an earlier
+ *               version get the columns at setup.
+ *   <table>_acq / _rel / _read / _val / _yield / _sacq / _grant   PL/pgSQL functions:
+ *               one statement = one round trip each (_grant is called by the others);
  *               acquire and release lock the mutex's row (FOR UPDATE), so one mutex's queue
  *               changes are serialised; replies carry remaining durations only (and
  *               the server's clock, see PUSH).
@@ -198,11 +200,14 @@
  *   observers read it at their next refresh). Yield, with a live waiter other than the owner
  *   in line, hands the mutex over exactly as a release does (the grant pushed to the head)
  *   and queues the yielder at the back with its lease and value; with nobody in line it
- *   changes nothing. A table of an earlier version is upgraded by the setup: the value
- *   columns are added, and its functions are dropped and made anew (their answers lack the
- *   value); an earlier version's setup then fails on this one's functions ("cannot change
- *   return type"), and its processes already connected fail their next statement: upgrade
- *   every process of a table together. A value longer than this build's SIMBA_VALUE_MAX (a
+ *   changes nothing. A reader's or a permit's yield, when its permit once free goes to a
+ *   waiter the rule does not grant now, frees its holding as its release does and queues
+ *   it at the back (a reader's place marked shared); else it changes nothing. A table of
+ *   an earlier version is upgraded by the setup: the value columns are added, and its
+ *   functions are dropped and made anew (their answers lack the value); an earlier
+ *   version's setup then fails on this one's functions ("cannot change return type"), and
+ *   its processes already connected fail their next statement: upgrade every process of a
+ *   table together. A value longer than this build's SIMBA_VALUE_MAX (a
  *   program built with a larger one wrote it) is an error, never cut.
  *
  * FENCED WRITES (the protected data in the same database)
@@ -421,16 +426,22 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
 #define SIMBA__PG_VIEW_COLS                                                                       \
     "name, owner, fence, acquired_ms, n.ms - acquired_ms, ttl_ms - n.ms, transition_ms - n.ms, encode(value, 'hex')"
 #define SIMBA__PG_VIEW_FROM " FROM {T}, (SELECT " SIMBA__PG_NOW_EXPR " AS ms) n"
+/* A mutex's holdings of the set, oldest grant first, each "id fence shared acquired held ttl
+   tr x<value in hex>" (ids and hex hold no space); then its permits. */
+#define SIMBA__PG_HOLDINGS                                                                        \
+    "  (SELECT coalesce(string_agg(contender || ' ' || fence || ' ' || shared::int || ' ' || acquired_ms || ' '\n" \
+    "    || (n.ms - acquired_ms) || ' ' || (ttl_ms - n.ms) || ' ' || (transition_ms - n.ms) || ' x'\n" \
+    "    || encode(value, 'hex'), ' ' ORDER BY fence), '')\n"                                       \
+    "    FROM {S} WHERE {S}.name = {T}.name AND transition_ms >= n.ms), permits\n"
 #define SIMBA__PG_INSPECTION                                                                      \
     "PREPARE simba_inspect (text) AS SELECT " SIMBA__PG_VIEW_COLS ",\n"                          \
     "  (SELECT count(*) FROM {Q} WHERE name = $1 AND expires_ms >= n.ms),\n"                     \
     "  (SELECT coalesce(string_agg(contender, ' ' ORDER BY seq), '') FROM (SELECT contender, seq FROM {Q}\n" \
     "    WHERE name = $1 AND expires_ms >= n.ms ORDER BY seq LIMIT 8) w),\n"                      \
-    "  (SELECT coalesce(string_agg(contender || ' ' || fence || ' ' || shared::int || ' ' || acquired_ms || ' '\n" \
-    "    || (n.ms - acquired_ms) || ' ' || (ttl_ms - n.ms) || ' ' || (transition_ms - n.ms), ' ' ORDER BY fence), '')\n" \
-    "    FROM {S} WHERE name = $1 AND transition_ms >= n.ms), permits\n"                          \
+    SIMBA__PG_HOLDINGS                                                                            \
     SIMBA__PG_VIEW_FROM " WHERE name = $1;\n"                                                    \
-    "PREPARE simba_list AS SELECT " SIMBA__PG_VIEW_COLS SIMBA__PG_VIEW_FROM ";\n"                \
+    /* no queue read: -1 waiters (unknown), none listed */                                      \
+    "PREPARE simba_list AS SELECT " SIMBA__PG_VIEW_COLS ", -1, '',\n" SIMBA__PG_HOLDINGS SIMBA__PG_VIEW_FROM ";\n" \
     "PREPARE simba_force (text, bigint) AS WITH n AS (SELECT " SIMBA__PG_NOW_EXPR " AS ms),\n"     \
     "  c AS (UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0, value = '' WHERE name = $1 AND fence = $2\n" \
     "    AND owner <> '' AND transition_ms >= (SELECT ms FROM n) RETURNING name),\n"             \
@@ -465,7 +476,7 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     "      UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0, value = '' WHERE name = p_name;\n" \
     "      r.owner := '';\n"                                                                      \
     "      IF h_sh THEN\n" /* readers at the head: each one before the first writer */           \
-    SIMBA__PG_WAKE_SET                                                                            \
+    SIMBA__PG_GRANT_SET                                                                            \
     "      ELSE\n"                                                                                \
     "        PERFORM pg_notify(ch, hd || ' ' || p_name);\n"                                      \
     "      END IF;\n"                                                                             \
@@ -482,16 +493,54 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     "      o_held := now_ms - h.acquired_ms; o_fence := h.fence; o_val := h.value;\n"              \
     "      RETURN;\n"                                                                               \
     "    END IF;\n"
-/* A holding or the owner row freed (r the row as it is now): a hint to each live waiter the
-   rule would grant now (semaphore: the first N - holders; else the writer at the head when
-   nobody holds, or the readers before the first writer). Each asks itself. */
-#define SIMBA__PG_WAKE_SET                                                                        \
-    "      PERFORM pg_notify(w.channel, w.contender || ' ' || p_name) FROM (SELECT channel, contender, shared,\n" \
-    "        row_number() OVER (ORDER BY seq) AS i, count(*) FILTER (WHERE NOT shared) OVER (ORDER BY seq) AS ex\n" \
-    "        FROM {Q} WHERE name = p_name AND expires_ms >= now_ms) w,\n"                         \
-    "        (SELECT count(*) AS n FROM {S} WHERE name = p_name AND transition_ms >= now_ms) c\n"  \
-    "        WHERE NOT (r.owner <> '' AND r.transition_ms >= now_ms) AND CASE WHEN r.permits > 1\n" \
-    "          THEN w.i <= r.permits - c.n ELSE (w.shared AND w.ex = 0) OR (NOT w.shared AND w.i = 1 AND c.n = 0) END;\n"
+/* {Z}: a holding or the owner row freed (p_free: the owner row holds no live lease;
+   p_permits: the row's), under the caller's row lock: each live waiter the rule grants now
+   (semaphore: the first N - holders; else the writer at the head when nobody holds, or the
+   readers before the first writer) is granted in this transaction with its own ttl,
+   transition and value (kept with its place), a permit or a reader into {S}, a writer the
+   owner row, and the NOTIFY to its channel carries the grant as the mutex's hand-over does:
+   one hop, no ask of its own. A place of v0.1.0 (no lease) or the crash quarantine gets a
+   hint instead, and asks. (A live waiter that also has a dead holding: replaced.) */
+#define SIMBA__PG_GRANT_FN                                                                        \
+    "CREATE OR REPLACE FUNCTION {Z}(p_name text, p_free boolean, p_permits int, now_ms bigint) RETURNS void\n" \
+    "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"                                          \
+    "DECLARE w record; g_f bigint; b_since bigint; b_floor bigint; b_until bigint; my_bound bigint;\n" \
+    "BEGIN\n"                                                                                     \
+    "  IF NOT p_free THEN RETURN; END IF;\n"                                                      \
+    "  FOR w IN SELECT q.contender, q.channel, q.ttl_ms, q.tr_ms, q.value, q.shared FROM (SELECT contender,\n" \
+    "      channel, ttl_ms, tr_ms, value, shared, seq, row_number() OVER (ORDER BY seq) AS i,\n"    \
+    "      count(*) FILTER (WHERE NOT shared) OVER (ORDER BY seq) AS ex\n"                        \
+    "      FROM {Q} WHERE name = p_name AND expires_ms >= now_ms) q,\n"                            \
+    "      (SELECT count(*) AS n FROM {S} WHERE name = p_name AND transition_ms >= now_ms) c\n"    \
+    "      WHERE CASE WHEN p_permits > 1 THEN q.i <= p_permits - c.n\n"                            \
+    "        ELSE (q.shared AND q.ex = 0) OR (NOT q.shared AND q.i = 1 AND c.n = 0) END\n"         \
+    "      ORDER BY q.seq LOOP\n"                                                                 \
+    "    IF w.ttl_ms > 0 THEN\n"                                                                  \
+    SIMBA__PG_GUARD_LOAD("w.ttl_ms", "w.tr_ms")                                                   \
+    "    END IF;\n"                                                                               \
+    "    IF w.ttl_ms <= 0 OR now_ms < b_until THEN\n"                                             \
+    "      PERFORM pg_notify(w.channel, w.contender || ' ' || p_name);\n"                          \
+    "      CONTINUE;\n"                                                                           \
+    "    END IF;\n"                                                                               \
+    "    IF p_permits > 1 OR w.shared THEN\n"                                                     \
+    "      UPDATE {T} SET fence = greatest(fence + 1, b_floor) WHERE name = p_name RETURNING fence INTO g_f;\n" \
+    "      INSERT INTO {S} VALUES (p_name, w.contender, w.shared, g_f, now_ms, now_ms + w.ttl_ms,\n" \
+    "        now_ms + w.ttl_ms + w.tr_ms, w.value) ON CONFLICT (name, contender) DO UPDATE\n"      \
+    "        SET shared = EXCLUDED.shared, fence = EXCLUDED.fence, acquired_ms = EXCLUDED.acquired_ms,\n" \
+    "          ttl_ms = EXCLUDED.ttl_ms, transition_ms = EXCLUDED.transition_ms, value = EXCLUDED.value;\n" \
+    "    ELSE\n"                                                                                  \
+    "      UPDATE {T} SET owner = w.contender, fence = greatest(fence + 1, b_floor), acquired_ms = now_ms,\n" \
+    "        ttl_ms = now_ms + w.ttl_ms, transition_ms = now_ms + w.ttl_ms + w.tr_ms, value = w.value\n" \
+    "        WHERE name = p_name RETURNING fence INTO g_f;\n"                                     \
+    "    END IF;\n"                                                                               \
+    "    DELETE FROM {Q} WHERE name = p_name AND contender = w.contender;\n"                      \
+    "    PERFORM pg_notify(w.channel, 'G ' || g_f || ' ' || w.ttl_ms || ' ' || w.tr_ms || ' ' || now_ms\n" \
+    "      || ' ' || w.contender || ' ' || p_name);\n"                                             \
+    "  END LOOP;\n"                                                                               \
+    "END $simba$;\n"
+/* The owner row freed or a holding gone (r the row as it is now): {Z} grants whom it frees. */
+#define SIMBA__PG_GRANT_SET                                                                       \
+    "      PERFORM {Z}(p_name, NOT (r.owner <> '' AND r.transition_ms >= now_ms), r.permits, now_ms);\n"
 /* The set's tables: the row's recorded permits (0: none yet), the queue's readers, and
    {S}; all added to the tables of an earlier version (the catalog asked first). */
 #define SIMBA__PG_SET_SETUP                                                                       \
@@ -651,23 +700,57 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     SIMBA__PG_ANSWER                                                                              \
     "END $simba$;\n"
 
+/* Yield of a holding of the set h (under the row lock): when its permit, once free, goes to
+   a live waiter the rule does not grant now (the next permit's, or a writer no other reader
+   holds back), the holding goes, the waiters it frees are pushed as by its release, and the
+   contender joins the back of the line (a reader's place marked shared); else nothing
+   changes and the answer is its own holding. */
+#define SIMBA__PG_YIELD_HOLDING                                                                   \
+    "    SELECT count(*) INTO nh FROM {S} WHERE name = p_name AND transition_ms >= now_ms;\n"     \
+    "    SELECT count(*) INTO nq FROM {Q} WHERE name = p_name AND contender <> p_id AND expires_ms >= now_ms;\n" \
+    "    frees := nq > 0 AND CASE WHEN r.permits > 1 THEN nq > r.permits - nh\n"                 \
+    "      ELSE NOT (r.owner <> '' AND r.transition_ms >= now_ms) AND nh = 1 END;\n"               \
+    "    IF frees THEN\n"                                                                         \
+    "      DELETE FROM {S} WHERE name = p_name AND contender = p_id;\n"                           \
+    "      DELETE FROM {Q} WHERE name = p_name AND (contender = p_id OR expires_ms < now_ms);\n"  \
+    SIMBA__PG_GRANT_SET                                                                            \
+    "      INSERT INTO {Q} (name, contender, channel, expires_ms, ttl_ms, tr_ms, value, shared)\n" \
+    "        VALUES (p_name, p_id, p_chan, now_ms + p_live, p_ttl, p_tr, h.value, h.shared);\n"   \
+    "      o_first := " SIMBA__PG_YIELDED ";\n"                                                   \
+    SIMBA__PG_FIRST_HOLDER                                                                        \
+    "      o_owner := ''; o_ttl := 0; o_tr := 0; o_held := -1; o_fence := 0; o_val := '';\n"      \
+    "      RETURN;\n"                                                                             \
+    "    END IF;\n"                                                                               \
+    "    o_owner := p_id; o_ttl := h.ttl_ms - now_ms; o_tr := h.transition_ms - now_ms;\n"        \
+    "    o_held := now_ms - h.acquired_ms; o_fence := h.fence; o_val := h.value;\n"               \
+    "    RETURN;\n"
+
 /* Yield {E}: while the contender holds the mutex with p_fence and a live lease, and a live
    waiter other than it stands in line, the mutex is handed over as a release hands it over
    and the contender joins the back of the line (its place with p_live, and p_ttl, p_tr and
    the value it held: what a later release grants it); with nobody live in line nothing
-   changes. */
+   changes. A reader or a permit yields its holding (SIMBA__PG_YIELD_HOLDING). */
 #define SIMBA__PG_YIELD_FN                                                                        \
     "CREATE OR REPLACE FUNCTION {E}(p_name text, p_id text, p_fence bigint, p_live bigint,\n"     \
     "  p_chan text, p_ttl bigint, p_tr bigint, " SIMBA__PG_OUT ")\n"                              \
     "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"                                          \
-    "DECLARE r {T}%ROWTYPE; now_ms bigint; hd text; ch text; h_ttl bigint; h_tr bigint; h_val bytea;\n" \
-    "  b_since bigint; b_floor bigint; b_until bigint; my_bound bigint; y_val bytea; h_sh boolean;\n" \
+    "DECLARE r {T}%ROWTYPE; h {S}%ROWTYPE; now_ms bigint; hd text; ch text; h_ttl bigint; h_tr bigint;\n" \
+    "  h_val bytea; b_since bigint; b_floor bigint; b_until bigint; my_bound bigint; y_val bytea; h_sh boolean;\n" \
+    "  nh bigint; nq bigint; frees boolean;\n"                                                   \
     "BEGIN\n"                                                                                     \
     "  SELECT * INTO r FROM {T} WHERE name = p_name FOR UPDATE;\n"                                \
     "  IF NOT FOUND THEN r.owner := ''; END IF;\n"                                                \
     "  " SIMBA__PG_NOW                                                                            \
     "  o_first := 0;\n"                                                                           \
     "  y_val := r.value;\n"                                                                       \
+    "  SELECT * INTO h FROM {S} WHERE name = p_name AND contender = p_id AND fence = p_fence\n"    \
+    "    AND transition_ms >= now_ms;\n"                                                          \
+    "  IF FOUND THEN\n"
+/* (the function, cut in two for C99's longest string) */
+#define SIMBA__PG_YIELD_FN_B                                                                      \
+    SIMBA__PG_YIELD_HOLDING                                                                       \
+    "  END IF;\n"
+#define SIMBA__PG_YIELD_FN_C                                                                      \
     "  IF r.owner <> p_id OR r.fence <> p_fence OR r.transition_ms < now_ms THEN\n"               \
     "    o_first := " SIMBA__PG_REFUSED ";\n"                                                     \
     "  ELSE\n"                                                                                    \
@@ -817,7 +900,10 @@ static const char *const simba__pg_setup_sql[] = {
     "END $simba$;\n",
     SIMBA__PG_SET_SETUP,
     SIMBA__PG_VALUE_SETUP,
+    SIMBA__PG_GRANT_FN,
     SIMBA__PG_YIELD_FN,
+    SIMBA__PG_YIELD_FN_B,
+    SIMBA__PG_YIELD_FN_C,
     SIMBA__PG_SET_FN_A,
     SIMBA__PG_SET_FN_B,
     /* acquire: p_renew = the core believes it owns it (renewal keeps fence, acquired and
@@ -896,7 +982,7 @@ static const char *const simba__pg_setup_sql[] = {
     "CREATE OR REPLACE FUNCTION {R}(p_name text, p_id text, " SIMBA__PG_OUT ")\n"
     "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"
     "DECLARE r {T}%ROWTYPE; now_ms bigint; hd text; ch text; h_ttl bigint; h_tr bigint; h_val bytea;\n"
-    "  b_since bigint; b_floor bigint; b_until bigint; my_bound bigint; h_sh boolean;\n"
+    "  b_since bigint; b_floor bigint; b_until bigint; my_bound bigint; h_sh boolean; freed boolean;\n"
     "BEGIN\n"
     "  SELECT * INTO r FROM {T} WHERE name = p_name FOR UPDATE;\n"
     "  IF NOT FOUND THEN\n"
@@ -914,10 +1000,11 @@ static const char *const simba__pg_setup_sql[] = {
     "  ELSE\n"
     /* a holding of the set: freed, and pushed to the waiters it frees */
     "    DELETE FROM {S} WHERE name = p_name AND contender = p_id;\n"
-    "    IF FOUND THEN\n"
-    SIMBA__PG_WAKE_SET
-    "    END IF;\n"
+    "    freed := FOUND;\n"
     "    DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"
+    "    IF freed THEN\n"
+    SIMBA__PG_GRANT_SET
+    "    END IF;\n"
     "  END IF;\n"
     SIMBA__PG_ANSWER
     "END $simba$;\n",
@@ -1040,8 +1127,9 @@ static int simba__pg_nibble(char c) {
 
 /* A value column (hex, NULL = none) into out; -1 with err set when it is not hex or is over
    SIMBA_VALUE_MAX (a program built with a larger one wrote it: an error, never cut). */
-static int simba__pg_unhex(const char *hex, unsigned char *out, size_t *len, char *err, size_t errcap) {
-    size_t n = hex ? strlen(hex) : 0, i;
+/* n hex digits at hex into out (SIMBA_VALUE_MAX bytes), *len bytes. */
+static int simba__pg_unhex_n(const char *hex, size_t n, unsigned char *out, size_t *len, char *err, size_t errcap) {
+    size_t i;
     *len = 0;
     if (n % 2) { snprintf(err, errcap, "postgres: the owner's value is not hex"); return -1; }
     if (n / 2 > SIMBA_VALUE_MAX) {
@@ -1056,6 +1144,9 @@ static int simba__pg_unhex(const char *hex, unsigned char *out, size_t *len, cha
     }
     *len = n / 2;
     return 0;
+}
+static int simba__pg_unhex(const char *hex, unsigned char *out, size_t *len, char *err, size_t errcap) {
+    return simba__pg_unhex_n(hex, hex ? strlen(hex) : 0, out, len, err, errcap);
 }
 
 static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply *out, int64_t *server_ms, char *owner_buf,
@@ -1697,20 +1788,64 @@ static int simba__pg_view_row(PGresult *res, int row, simba_view *v, unsigned ch
     return 0;
 }
 
-/* One mutex's holders of the set (column 11: "id fence shared acquired held ttl tr" each,
-   oldest grant first) and its permits (column 12) into v, after the owner row's holder;
-   *out (allocated here, NULL: none) keeps them until the caller frees it. -1: unreadable,
-   -3: out of memory. With no live owner the view shows the holding that frees first. */
+/* One holding of the set from *w ("id fence shared acquired held ttl tr x<value in hex>",
+   then a space or the end) into h, its value into vals; *w moves past it. -1: unreadable,
+   -2: a bad value (err says). */
+static int simba__pg_view_holding(const char **w, simba_view_holder *h, unsigned char *vals, char *err, size_t errcap) {
+    const char *c = *w;
+    int64_t f[6];
+    size_t len = strcspn(c, " ");
+    char num[24];
+    int i;
+    memset(h, 0, sizeof *h);
+    if (len == 0 || len > SIMBA_ID_MAX) return -1;
+    memcpy(h->id, c, len);
+    h->id[len] = 0;
+    c += len;
+    for (i = 0; i < 6; i++) {
+        if (*c != ' ') return -1;
+        c++;
+        len = strcspn(c, " ");
+        if (len == 0 || len >= sizeof num) return -1;
+        memcpy(num, c, len);
+        num[len] = 0;
+        if (simba__pg_int(num, &f[i]) != 0) return -1;
+        c += len;
+    }
+    if (c[0] != ' ' || c[1] != 'x') return -1;
+    c += 2;
+    len = strcspn(c, " ");
+    if (simba__pg_unhex_n(c, len, vals, &h->value_len, err, errcap) != 0) return -2;
+    h->value = h->value_len > 0 ? vals : NULL;
+    c += len;
+    *w = c + (*c == ' ');
+    h->fence = (uint64_t)f[0];
+    h->shared = f[1] != 0;
+    h->acquired_unix_ms = f[2];
+    h->held_ms = f[3];
+    h->ttl_left_ms = f[4];
+    h->transition_left_ms = f[5];
+    return 0;
+}
+
+/* One mutex's holders of the set (column 11: SIMBA__PG_HOLDING each, oldest grant first)
+   and its permits (column 12) into v, after the owner row's holder; *out (allocated here
+   with their values after them, NULL: none) keeps them until the caller frees it. -1:
+   unreadable, -2: a bad value (p->err), -3: out of memory. With no live owner the view
+   shows the holding that frees first. */
 static int simba__pg_view_holders(simba__pg *p, PGresult *res, int row, simba_view *v, simba_view_holder **out) {
     const char *w = PQgetvalue(res, row, 10);
-    int n = 0, cap = v->owner[0] ? 1 : 0, first = -1, i;
+    int n = 0, cap = v->owner[0] ? 1 : 0, first = -1, i, bad;
+    size_t used = 0, wl = strlen(w);
     int64_t permits;
     simba_view_holder *hs;
+    unsigned char *vals;
     *out = NULL;
     for (i = 0; w[i]; i++) cap += w[i] == ' ';
     cap = cap / 7 + 2;
     if (simba__pg_int(PQgetvalue(res, row, 11), &permits) != 0) return -1;
-    if (!(hs = (simba_view_holder *)simba_alloc(p->loop, (size_t)cap * sizeof *hs))) return -3;
+    if (!(hs = (simba_view_holder *)simba_alloc(p->loop, (size_t)cap * sizeof *hs + wl / 2 + 1))) return -3;
+    vals = (unsigned char *)(hs + cap); /* every value's bytes: at most half the text's */
     if (v->owner[0]) { /* the owner row's holder: a mutex's owner or a writer */
         memset(&hs[0], 0, sizeof hs[0]);
         simba__copy(hs[0].id, sizeof hs[0].id, v->owner);
@@ -1724,33 +1859,9 @@ static int simba__pg_view_holders(simba__pg *p, PGresult *res, int row, simba_vi
         n = 1;
     }
     while (*w && n < cap) {
-        simba_view_holder *h = &hs[n];
-        int64_t f[6];
-        size_t len = strcspn(w, " ");
-        char num[24];
-        memset(h, 0, sizeof *h);
-        if (len == 0 || len > SIMBA_ID_MAX) goto bad;
-        memcpy(h->id, w, len);
-        h->id[len] = 0;
-        w += len;
-        for (i = 0; i < 6; i++) {
-            if (*w != ' ') goto bad;
-            w++;
-            len = strcspn(w, " ");
-            if (len == 0 || len >= sizeof num) goto bad;
-            memcpy(num, w, len);
-            num[len] = 0;
-            if (simba__pg_int(num, &f[i]) != 0) goto bad;
-            w += len;
-        }
-        if (*w == ' ') w++;
-        h->fence = (uint64_t)f[0];
-        h->shared = f[1] != 0;
-        h->acquired_unix_ms = f[2];
-        h->held_ms = f[3];
-        h->ttl_left_ms = f[4];
-        h->transition_left_ms = f[5];
-        if (!v->owner[0] && (first < 0 || h->transition_left_ms < hs[first].transition_left_ms)) first = n;
+        if ((bad = simba__pg_view_holding(&w, &hs[n], vals + used, p->err, sizeof p->err)) != 0) goto bad;
+        used += hs[n].value_len;
+        if (!v->owner[0] && (first < 0 || hs[n].transition_left_ms < hs[first].transition_left_ms)) first = n;
         n++;
     }
     if (first >= 0) {
@@ -1760,8 +1871,8 @@ static int simba__pg_view_holders(simba__pg *p, PGresult *res, int row, simba_vi
         v->held_ms = hs[first].held_ms;
         v->ttl_left_ms = hs[first].ttl_left_ms;
         v->transition_left_ms = hs[first].transition_left_ms;
-        v->value = NULL; /* a holding's value is not in the inspection's row */
-        v->value_len = 0;
+        v->value = hs[first].value;
+        v->value_len = hs[first].value_len;
     }
     v->holders = n;
     v->holder = n ? hs : NULL;
@@ -1770,7 +1881,7 @@ static int simba__pg_view_holders(simba__pg *p, PGresult *res, int row, simba_vi
     return 0;
 bad:
     simba_free(p->loop, hs);
-    return -1;
+    return bad;
 }
 
 static void simba__pg_view_result(simba__pg *p, simba_req *r, PGresult *res) {
@@ -2274,7 +2385,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qb[SIMBA__PG_QNAME_MAX], qx[SIMBA__PG_QNAME_MAX],
         qg[SIMBA__PG_QNAME_MAX], qh[SIMBA__PG_QNAME_MAX], qy[SIMBA__PG_QNAME_MAX], qk[SIMBA__PG_QNAME_MAX],
         qw[SIMBA__PG_QNAME_MAX], qv[SIMBA__PG_QNAME_MAX], qe[SIMBA__PG_QNAME_MAX], qf[SIMBA__PG_QNAME_MAX], qc[64],
-        qs[SIMBA__PG_QNAME_MAX], qp[SIMBA__PG_QNAME_MAX], fname[SIMBA__PG_TABLE_MAX + 16], rnd[40], ml[24];
+        qs[SIMBA__PG_QNAME_MAX], qp[SIMBA__PG_QNAME_MAX], qz[SIMBA__PG_QNAME_MAX], fname[SIMBA__PG_TABLE_MAX + 16], rnd[40], ml[24];
     int ok;
     if (out) *out = NULL;
     if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: NULL argument");
@@ -2308,11 +2419,11 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
          simba__pg_quote(qk, sizeof qk, NULL, table, "_boot_kept") && simba__pg_quote(qw, sizeof qw, desc->schema, table, "_up") &&
          simba__pg_quote(qv, sizeof qv, desc->schema, table, "_val") && simba__pg_quote(qe, sizeof qe, desc->schema, table, "_yield") &&
          simba__pg_quote(qs, sizeof qs, desc->schema, table, "_hold") && simba__pg_quote(qp, sizeof qp, desc->schema, table, "_sacq") &&
+         simba__pg_quote(qz, sizeof qz, desc->schema, table, "_grant") &&
          simba__pg_quote(qf, sizeof qf, desc->schema, simba__pg_fence_fn(table, fname, sizeof fname), "");
     snprintf(ml, sizeof ml, "%lld", (long long)(desc->max_lease_ms ? desc->max_lease_ms : SIMBA_MAX_LEASE_DEFAULT_MS));
     if (ok) {
-        subst['T' - 'A'] = qt;
-        subst['Q' - 'A'] = qq;
+        subst['T' - 'A'] = qt, subst['Q' - 'A'] = qq;
         subst['A' - 'A'] = qa;
         subst['R' - 'A'] = qr;
         subst['D' - 'A'] = qd;
@@ -2326,7 +2437,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         subst['Y' - 'A'] = qy, subst['K' - 'A'] = qk;
         subst['W' - 'A'] = qw;
         subst['V' - 'A'] = qv, subst['E' - 'A'] = qe;
-        subst['S' - 'A'] = qs, subst['P' - 'A'] = qp; /* the holders set */
+        subst['S' - 'A'] = qs, subst['P' - 'A'] = qp, subst['Z' - 'A'] = qz; /* the holders set */
         subst['F' - 'A'] = qf, subst['U' - 'A'] = fname; /* {U} raw, inside $n$ quotes only */
         subst['N' - 'A'] = table; /* raw, inside $n$ quotes only: it holds no '$' */
         p->setup = simba__pg_fill(loop, simba__pg_setup_sql, subst);

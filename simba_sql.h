@@ -62,7 +62,10 @@
  *   dead holdings and waiters are dropped, another N while anyone holds or waits is refused
  *   (SIMBA_EINVAL), and the rule of simba.h grants or queues it (the queue's rows say who
  *   reads, column shared). A release of a holding pushes to every waiter the rule would grant
- *   then. A table or queue of an earlier version gets the columns at open (ALTER TABLE).
+ *   then. A holding's YIELD is one such transaction: when its permit, once free, goes to a
+ *   waiter the rule does not grant now, the holding goes, the holder joins the back of the
+ *   line and those it frees are pushed; else nothing changes (kept). A table or queue of an
+ *   earlier version gets the columns at open (ALTER TABLE).
  *
  * FAIRNESS: THE WAIT QUEUE (same file, table "<table>_wait")
  *   mutex, contender, seq (arrival order), expires_at (liveness), wake (datagram address)
@@ -1839,6 +1842,90 @@ static int simba__sql_set_value(simba__sql *s, const simba_req *r, simba_reply *
     return SQLITE_OK;
 }
 
+/* A holding's yield that passes (in its transaction): the holding goes, the contender joins
+   the back of the line (a reader's place marked shared), and the answer names the holding
+   that frees first, as a waiter's does. */
+static int simba__sql_yield_pass(simba__sql *s, const simba_req *r, int64_t live_ms, simba__sql_setq *q, simba_reply *rep) {
+    sqlite3_stmt *st = s->st[SIMBA__SQL_Q_JOIN];
+    int rc;
+    simba__sql_bind2(s->st[SIMBA__SQL_H_LEAVE], r->mutex, r->contender);
+    if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_LEAVE, "holders yield")) != SQLITE_OK) return rc;
+    q->hchanged = 1;
+    q->nh--;
+    if (q->p >= 0 && (rc = simba__sql_leave(s, r->mutex, r->contender, &q->qchanged)) != SQLITE_OK) return rc;
+    simba__sql_bind2(st, r->mutex, r->contender);
+    sqlite3_bind_int64(st, 3, live_ms);
+    sqlite3_bind_int(st, 5, r->shared != 0);
+    sqlite3_bind_text(st, 7, s->wake_addr, -1, SQLITE_STATIC);
+    if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_JOIN, "queue join")) != SQLITE_OK) return rc;
+    q->qchanged = 1;
+    memset(rep, 0, sizeof *rep);
+    rep->held_ms = -1;
+    rep->yielded = 1;
+    return simba__sql_first_holder(s, r->mutex, rep);
+}
+
+/* Yield of a reader or a permit, in one write transaction (a savepoint in a batch): while
+   the contender holds its holding with req->fence and the permit, once free, goes to a live
+   waiter the rule does not grant now (the next permit's, or a writer no other reader holds
+   back), the holding passes (simba__sql_yield_pass) and the waiters it frees are pushed
+   after the commit; else nothing changes (yielded 0, the answer is its own holding). */
+static int simba__sql_yield_set(simba__sql *s, const simba_req *r, int64_t live_ms, simba_reply *rep) {
+    int n = r->permits > 1 ? r->permits : 1, rc, got = 0, frees;
+    int64_t fence = 0;
+    simba__sql_setq q;
+    memset(&q, 0, sizeof q);
+    rc = simba__sql_tx_begin(s);
+    if (rc != SQLITE_DONE) {
+        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
+        return rc;
+    }
+    if ((rc = simba__sql_set_read(s, r->mutex, r->contender, rep, &q)) != SQLITE_OK) goto fail;
+    simba__sql_bind2(s->st[SIMBA__SQL_H_SELF], r->mutex, r->contender);
+    if ((rc = simba__sql_int(s, SIMBA__SQL_H_SELF, &fence)) != SQLITE_OK) goto fail;
+    if (fence <= 0 || (uint64_t)fence != r->fence) {
+        simba__sql_tx_abort(s); /* nothing was written */
+        simba__sql_not_held(s, r, rep, "yield");
+        return SQLITE_OK;
+    }
+    frees = q.nq > 0 && (n > 1 ? q.nq > n - q.nh : !q.mainlive && q.nh == 1);
+    if (frees) {
+        if ((rc = simba__sql_yield_pass(s, r, live_ms, &q, rep)) != SQLITE_OK) goto fail;
+    } else {
+        simba__sql_bind2(s->st[SIMBA__SQL_H_MINE], r->mutex, r->contender);
+        if ((rc = simba__sql_hrow(s, SIMBA__SQL_H_MINE, rep, &got)) != SQLITE_OK) goto fail;
+    }
+    if (q.qchanged) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_Q_COUNT], 1, r->mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_COUNT, "queue count")) != SQLITE_OK) goto fail;
+    }
+    if (q.hchanged) {
+        sqlite3_bind_text(s->st[SIMBA__SQL_H_COUNT], 1, r->mutex, -1, SQLITE_STATIC);
+        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_COUNT, "holders count")) != SQLITE_OK) goto fail;
+    }
+    rc = simba__sql_tx_commit(s);
+    if (rc != SQLITE_DONE) {
+        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
+        goto fail;
+    }
+    rep->holders = (int)simba__min(q.nh, SIMBA_PERMITS_MAX);
+    rep->rc = SIMBA_OK;
+    if (frees) {
+        s->queued_until = simba__max(s->queued_until, simba__add(simba_now(s->loop), live_ms));
+        if (s->batch) {
+            s->batch_wake = 2;
+        } else { /* the push reads the name's row into s->owner and s->value: the answer's holder again */
+            simba__sql_wake_set(s, r->mutex);
+            if (simba__sql_first_holder(s, r->mutex, rep) != SQLITE_OK) s->owner[0] = 0;
+        }
+        if (s->memory && s->be) simba_backend_event(s->be, SIMBA_EV_RELEASED, r->mutex, NULL, NULL);
+    }
+    return SQLITE_OK;
+fail:
+    simba__sql_tx_abort(s);
+    return rc;
+}
+
 /* Yield, in one write transaction (a savepoint in a batch): while the contender holds the
    mutex with req->fence and a live waiter other than it stands in line, the row is cleared
    as a release clears it and the contender joins the back of the line (liveness live_ms);
@@ -1847,6 +1934,7 @@ static int simba__sql_set_value(simba__sql *s, const simba_req *r, simba_reply *
 static int simba__sql_yield(simba__sql *s, const simba_req *r, int64_t live_ms, simba_reply *rep) {
     sqlite3_stmt *st;
     int rc, exists = 0, changed = 0, passed = 0;
+    if (r->permits > 1 || r->shared) return simba__sql_yield_set(s, r, live_ms, rep);
     rc = simba__sql_tx_begin(s);
     if (rc != SQLITE_DONE) {
         if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);

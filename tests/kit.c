@@ -1138,7 +1138,7 @@ TEST(kit_at_risk) {
 /* A holder's record: the rec of fixture.h, plus the order of its grants over the case. */
 typedef struct srec {
     rec r;
-    int shared;
+    int shared, kept;
 } srec;
 /* Grants the case makes one after another (each awaited before the next can be granted)
    come in fence order: sem_fence_back counts those that did not. Grants made together
@@ -1152,6 +1152,10 @@ static void sem_acq(simba_service *s, const simba_state *st, void *u) {
     else sem_fence_max = st->after->fence;
 }
 static void sem_rel(simba_service *s, const simba_state *st, void *u) { on_rel(s, st, &((srec *)u)->r); }
+static void sem_event(simba_service *s, const simba_service_event *ev, void *u) {
+    (void)s;
+    if (ev->type == SIMBA_EVENT_YIELD_KEPT) ((srec *)u)->kept++;
+}
 static simba_service *kit_sem(kit_proc *p, const char *mutex, int permits, int shared, srec *h) {
     simba_contend_desc d;
     simba_service *s = NULL;
@@ -1161,6 +1165,7 @@ static simba_service *kit_sem(kit_proc *p, const char *mutex, int permits, int s
     d.transition_ms = TR;
     d.on_acquired = sem_acq;
     d.on_released = sem_rel;
+    d.on_event = sem_event;
     d.user_data = h;
     d.permits = permits;
     d.shared = shared;
@@ -1269,6 +1274,98 @@ TEST(kit_sem_holder_killed) {
     CHECK(kit_now() - t0 >= TTL / 2);
     KIT_HOLD(sem_holding(s, 3) == 2, 300);
     for (i = 1; i < 3; i++) simba_stop(s[i]);
+    kit_close_all();
+}
+
+/* A permit holder's yield with nobody in line keeps its permit, same fence; with a waiter
+   it frees, the permit passes to it at once (pushed) and the yielder waits at the back,
+   to be granted later with a greater fence. */
+TEST(kit_sem_yield) {
+    kit_proc *p[3];
+    srec h[3];
+    simba_service *s[3];
+    const char *m = kit_name("sem-yield");
+    uint64_t f;
+    int64_t t0;
+    int i;
+    memset(h, 0, sizeof h);
+    sem_fence_max = 0;
+    sem_fence_back = 0;
+    for (i = 0; i < 3; i++) {
+        p[i] = kit_open();
+        REQUIRE(p[i]);
+        s[i] = kit_sem(p[i], m, 2, 0, &h[i]);
+        REQUIRE(s[i]);
+    }
+    for (i = 0; i < 2; i++) {
+        CHECK_RC(simba_start(s[i]), SIMBA_OK);
+        REQUIRE_UNTIL(sem_holding(s, 2) == i + 1, ACQ_MS);
+    }
+    f = simba_fence(s[0]);
+    CHECK_RC(simba_yield(s[0]), SIMBA_OK);
+    CHECK_UNTIL(h[0].kept == 1, 5000);
+    CHECK(simba_is_owner(s[0]));
+    CHECK_EQ(simba_fence(s[0]), f);
+    CHECK_RC(simba_start(s[2]), SIMBA_OK);
+    REQUIRE_UNTIL(sem_queued(s[2]), ACQ_MS);
+    KIT_HOLD(!simba_is_owner(s[2]), 300);
+    t0 = kit_now();
+    CHECK_RC(simba_yield(s[0]), SIMBA_OK);
+    CHECK_UNTIL(h[2].r.acquired == 1, TTL);
+    CHECK(kit_now() - t0 < TTL);
+    CHECK_UNTIL(h[0].r.released == 1, TTL);
+    CHECK_EQ(h[0].r.released_reason, SIMBA_REASON_YIELDED);
+    CHECK_EQ(h[0].kept, 1);
+    CHECK(h[2].r.last_fence > f && h[2].r.last_fence > h[1].r.last_fence);
+    /* the yielder waits while the two holders renew */
+    KIT_HOLD(sem_holding(s, 3) == 2 && !simba_is_owner(s[0]), TTL);
+    CHECK_EQ(simba_service_status(s[0]), SIMBA_RUNNING);
+    CHECK_RC(simba_stop(s[1]), SIMBA_OK);
+    CHECK_UNTIL(h[0].r.acquired == 2, ACQ_MS);
+    CHECK(h[0].r.last_fence > h[2].r.last_fence);
+    CHECK_EQ(sem_fence_back, 0);
+    for (i = 0; i < 3; i++) simba_stop(s[i]);
+    kit_close_all();
+}
+
+/* A reader's yield frees a waiting writer when no other reader holds: the writer is granted
+   at once, the reader waits behind it and reads again after it, with a greater fence. */
+TEST(kit_rw_yield) {
+    kit_proc *p[2];
+    srec h[2];
+    simba_service *s[2];
+    const char *m = kit_name("rw-yield");
+    uint64_t f;
+    int64_t t0;
+    int i;
+    memset(h, 0, sizeof h);
+    sem_fence_max = 0;
+    sem_fence_back = 0;
+    for (i = 0; i < 2; i++) {
+        p[i] = kit_open();
+        REQUIRE(p[i]);
+        s[i] = kit_sem(p[i], m, 0, i == 0, &h[i]); /* s[0] reads, s[1] writes */
+        REQUIRE(s[i]);
+    }
+    CHECK_RC(simba_start(s[0]), SIMBA_OK);
+    REQUIRE_UNTIL(h[0].r.acquired == 1, ACQ_MS);
+    f = simba_fence(s[0]);
+    CHECK_RC(simba_start(s[1]), SIMBA_OK);
+    REQUIRE_UNTIL(sem_queued(s[1]), ACQ_MS);
+    KIT_HOLD(!simba_is_owner(s[1]), 300);
+    t0 = kit_now();
+    CHECK_RC(simba_yield(s[0]), SIMBA_OK);
+    CHECK_UNTIL(h[1].r.acquired == 1, TTL);
+    CHECK(kit_now() - t0 < TTL);
+    CHECK_UNTIL(h[0].r.released == 1, TTL);
+    CHECK_EQ(h[0].r.released_reason, SIMBA_REASON_YIELDED);
+    CHECK(h[1].r.last_fence > f);
+    KIT_HOLD(simba_is_owner(s[1]) && !simba_is_owner(s[0]), TTL);
+    CHECK_RC(simba_stop(s[1]), SIMBA_OK);
+    CHECK_UNTIL(h[0].r.acquired == 2, ACQ_MS);
+    CHECK(h[0].r.last_fence > h[1].r.last_fence);
+    CHECK_EQ(sem_fence_back, 0);
+    for (i = 0; i < 2; i++) simba_stop(s[i]);
     kit_close_all();
 }
 
@@ -1604,6 +1701,8 @@ int kit_run(const kit_backend *kb, int argc, char **argv) {
         RUN(kit_rw_readers_then_writer);
         RUN(kit_rw_writer_not_starved);
         RUN(kit_sem_locker);
+        RUN(kit_sem_yield);
+        RUN(kit_rw_yield);
     } else {
         fprintf(stderr, "  (%s: no semaphores or read-write locks: those cases are not run)\n", kb->name);
     }

@@ -1874,6 +1874,194 @@ TEST(holders_in_storage) {
     CHECK_EQ(raw_val(port1, cnt, name, NULL, NULL), 2);
 }
 
+/* A holding's yield in storage: a reader's is kept (o_first 0, its own holding) while
+   another reader holds back the waiting writer, and passes (o_first 5) once it alone does,
+   the reader queued behind the writer, marked a reader; a permit's passes to the next
+   waiter and the answer names the holding that frees first. */
+TEST(holding_yield_in_storage) {
+    char rd[400], sem[400], acq[300], yld[300], rel[200], q[200], read[200], got[96], fs[200];
+    long long f1, fa, fb, fw;
+    snprintf(rd, sizeof rd, "SELECT o_first || ' ' || o_owner || ' ' || o_fence FROM \"%s_sacq\"($1, $2, 5000, 1000, 60000,"
+             " false, 'none', '', 1, true)", table);
+    snprintf(sem, sizeof sem, "SELECT o_first || ' ' || o_owner || ' ' || o_fence FROM \"%s_sacq\"($1, $2, 5000, 1000,"
+             " 60000, false, 'none', '', 2, false)", table);
+    snprintf(acq, sizeof acq, "SELECT o_first || ' ' || o_owner || ' ' || o_fence FROM \"%s_acq\"($1, $2, 5000, 1000, 60000,"
+             " false, 'none', '')", table);
+    snprintf(yld, sizeof yld, "SELECT o_first || ' ' || o_owner || ' ' || o_fence FROM \"%s_yield\"($1, $2, $3::bigint,"
+             " 60000, 'none', 5000, 1000)", table);
+    snprintf(rel, sizeof rel, "SELECT o_owner FROM \"%s_rel\"($1, $2)", table);
+    snprintf(q, sizeof q, "SELECT string_agg(contender || shared::int, ',' ORDER BY seq) FROM \"%s_q\" WHERE name = $1", table);
+    snprintf(read, sizeof read, "SELECT o_first || ' ' || o_owner || ' ' || o_fence FROM \"%s_read\"($1)", table);
+    REQUIRE(ensure_table());
+    REQUIRE(raw_text(port1, rd, "ry", "R1", NULL, got, sizeof got) == 0);
+    CHECK(strncmp(got, "0 R1 ", 5) == 0);
+    f1 = atoll(got + 5);
+    REQUIRE(raw_text(port1, rd, "ry", "R2", NULL, got, sizeof got) == 0);
+    CHECK(strncmp(got, "0 R2 ", 5) == 0);
+    REQUIRE(raw_text(port1, acq, "ry", "W", NULL, got, sizeof got) == 0);
+    CHECK(strncmp(got, "1 ", 2) == 0); /* queued, first in line */
+    snprintf(fs, sizeof fs, "%lld", f1);
+    REQUIRE(raw_text(port1, yld, "ry", "R1", fs, got, sizeof got) == 0);
+    CHECK(strncmp(got, "0 R1 ", 5) == 0 && atoll(got + 5) == f1); /* R2 still holds W back: kept */
+    REQUIRE(raw_text(port1, rel, "ry", "R2", NULL, got, sizeof got) == 0);
+    REQUIRE(raw_text(port1, yld, "ry", "R1", fs, got, sizeof got) == 0);
+    CHECK(strncmp(got, "5 ", 2) == 0);
+    /* the writer is granted by the yield itself (its grant pushed), the reader waits behind */
+    REQUIRE(raw_text(port1, read, "ry", NULL, NULL, got, sizeof got) == 0);
+    CHECK(strncmp(got, "0 W ", 4) == 0);
+    fw = atoll(got + 4);
+    CHECK(fw > f1);
+    REQUIRE(raw_text(port1, q, "ry", NULL, NULL, got, sizeof got) == 0);
+    CHECK_STR(got, "R11");
+    REQUIRE(raw_text(port1, yld, "ry", "R1", fs, got, sizeof got) == 0); /* no longer its holding */
+    CHECK(strncmp(got, "4 ", 2) == 0);
+    /* two permits: A's yield passes to C, and A waits behind it */
+    REQUIRE(raw_text(port1, sem, "sy", "A", NULL, got, sizeof got) == 0);
+    fa = atoll(got + 4);
+    REQUIRE(raw_text(port1, sem, "sy", "B", NULL, got, sizeof got) == 0);
+    fb = atoll(got + 4);
+    REQUIRE(raw_text(port1, sem, "sy", "C", NULL, got, sizeof got) == 0);
+    CHECK(strncmp(got, "1 ", 2) == 0);
+    snprintf(fs, sizeof fs, "%lld", fa);
+    REQUIRE(raw_text(port1, yld, "sy", "A", fs, got, sizeof got) == 0);
+    CHECK(strncmp(got, "5 B ", 4) == 0 && atoll(got + 4) == fb);
+    REQUIRE(raw_text(port1, q, "sy", NULL, NULL, got, sizeof got) == 0);
+    CHECK_STR(got, "A0"); /* C was granted A's permit by the yield */
+    snprintf(fs, sizeof fs, "SELECT fence FROM \"%s_hold\" WHERE name = $1 AND contender = $2", table);
+    CHECK(raw_val(port1, fs, "sy", "C", NULL) > fb);
+}
+
+/* simba_list's callback: the holders of mutex "iv" and each one's value, as "id=hex;". */
+static char listed_iv[256];
+static void list_iv(const simba_view *v, simba_result rc, void *u) {
+    int i;
+    size_t k;
+    (void)u;
+    if (rc != SIMBA_OK || !v || strcmp(v->mutex, "iv") != 0) return;
+    for (i = 0; i < v->holders; i++) {
+        size_t o = strlen(listed_iv);
+        snprintf(listed_iv + o, sizeof listed_iv - o, "%s=", v->holder[i].id);
+        for (k = 0; k < v->holder[i].value_len; k++) {
+            o = strlen(listed_iv);
+            snprintf(listed_iv + o, sizeof listed_iv - o, "%02x", v->holder[i].value[k]);
+        }
+        o = strlen(listed_iv);
+        snprintf(listed_iv + o, sizeof listed_iv - o, ";");
+    }
+}
+
+/* Inspection and listing show each holding of the set with its own value (any bytes, none
+   included), and the view's owner (the holding that frees first) with that holding's. */
+TEST(inspection_lists_holders_with_their_values) {
+    char sacq[400], got[96];
+    drv d;
+    simba_backend *be;
+    simba__pg *p;
+    simba_view v;
+    int i, seen = 0;
+    snprintf(sacq, sizeof sacq, "SELECT o_first || ' ' || o_owner FROM \"%s_sacq\"($1, $2, $3::bigint, 1000, 60000, false,"
+             " 'none', decode('00ff61', 'hex'), 3, false)", table);
+    REQUIRE(ensure_table());
+    REQUIRE(raw_text(port1, sacq, "iv", "A", "9000", got, sizeof got) == 0);
+    CHECK_STR(got, "0 A");
+    snprintf(sacq, sizeof sacq, "SELECT o_first || ' ' || o_owner FROM \"%s_sacq\"($1, $2, $3::bigint, 1000, 60000, false,"
+             " 'none', '', 3, false)", table);
+    REQUIRE(raw_text(port1, sacq, "iv", "B", "5000", got, sizeof got) == 0); /* B's permit frees first */
+    CHECK_STR(got, "0 B");
+    memset(&d, 0, sizeof d);
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_pg(d.l[0], port1, NULL, &be) == SIMBA_OK);
+    p = (simba__pg *)simba_backend_impl(be);
+    WAIT_FOR(&d, p->state == SIMBA__PG_READY, 3000);
+    CHECK_RC(simba_inspect_wait(be, "iv", &v, 5000), SIMBA_OK);
+    CHECK_EQ(v.holders, 2);
+    CHECK_EQ(v.permits, 3);
+    CHECK_STR(v.owner, "B");
+    CHECK_EQ(v.value_len, 0);
+    for (i = 0; i < v.holders && v.holder; i++) {
+        const simba_view_holder *h = &v.holder[i];
+        if (strcmp(h->id, "A") == 0 && h->value_len == 3 && memcmp(h->value, "\0\xff" "a", 3) == 0) seen |= 1;
+        if (strcmp(h->id, "B") == 0 && h->value_len == 0) seen |= 2;
+    }
+    CHECK_EQ(seen, 3);
+    listed_iv[0] = 0;
+    CHECK_RC(simba_list_wait(be, list_iv, NULL, 5000), SIMBA_OK);
+    CHECK_STR(listed_iv, "A=00ff61;B=;");
+    drv_free(&d);
+}
+
+static simba_service *contend_set(simba_loop *l, simba_backend *be, const char *mutex, const char *id, int permits,
+                                  int shared, rec *r) {
+    simba_contend_desc cd;
+    simba_service *s = NULL;
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = mutex;
+    cd.contender_id = id;
+    cd.ttl_ms = 5000;
+    cd.transition_ms = 1000;
+    cd.on_acquired = on_acq;
+    cd.on_released = on_rel;
+    cd.user_data = r;
+    cd.permits = permits;
+    cd.shared = shared;
+    if (simba_contend(l, be, &cd, &s) != SIMBA_OK || simba_start(s) != SIMBA_OK) return NULL;
+    return s;
+}
+
+/* One hop for the set too: a permit's release grants it to the waiter it frees, and a
+   writer's release grants every reader at the head, each NOTIFY carrying its grant, so the
+   waiters' asks are answered from it with no statement of their own. */
+TEST(pushed_grant_one_hop_for_permits_and_readers) {
+    drv da, db;
+    simba_backend *bea, *beb;
+    simba_service *a, *b, *c, *w, *r1, *r2;
+    rec ra, rb, rc, rw, rr1, rr2;
+    uint64_t fb;
+    memset(&da, 0, sizeof da);
+    memset(&db, 0, sizeof db);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    memset(&rc, 0, sizeof rc);
+    memset(&rw, 0, sizeof rw);
+    memset(&rr1, 0, sizeof rr1);
+    memset(&rr2, 0, sizeof rr2);
+    REQUIRE(drv_add(&da) && drv_add(&db));
+    REQUIRE(open_pg(da.l[0], port1, NULL, &bea) == SIMBA_OK && open_pg(db.l[0], port1, NULL, &beb) == SIMBA_OK);
+    a = contend_set(da.l[0], bea, "push-sem", "A", 2, 0, &ra);
+    b = contend_set(da.l[0], bea, "push-sem", "B", 2, 0, &rb);
+    REQUIRE(a && b);
+    WAIT_FOR(&da, simba_is_owner(a) && simba_is_owner(b), 3000);
+    REQUIRE(simba_is_owner(a) && simba_is_owner(b));
+    fb = simba_fence(a) > simba_fence(b) ? simba_fence(a) : simba_fence(b);
+    c = contend_set(db.l[0], beb, "push-sem", "C", 2, 0, &rc);
+    REQUIRE(c);
+    WAIT_FOR(&db, viewed_owner(c)[0] != 0, 3000); /* C asked: in line */
+    REQUIRE(viewed_owner(c)[0] != 0 && !simba_is_owner(c));
+    CHECK_EQ(pushed(beb), 0);
+    REQUIRE(simba_stop(a) == SIMBA_OK);
+    WAIT_FOR(&da, simba_service_status(a) == SIMBA_INITIAL, 3000);
+    WAIT_FOR(&db, simba_is_owner(c), 3000);
+    REQUIRE(simba_is_owner(c));
+    CHECK_EQ(pushed(beb), 1);
+    CHECK(simba_fence(c) > fb);
+    /* a writer, then two readers in line: its release grants both */
+    w = contend_set(da.l[0], bea, "push-rw", "W", 0, 0, &rw);
+    REQUIRE(w);
+    WAIT_FOR(&da, simba_is_owner(w), 3000);
+    r1 = contend_set(db.l[0], beb, "push-rw", "R1", 0, 1, &rr1);
+    r2 = contend_set(db.l[0], beb, "push-rw", "R2", 0, 1, &rr2);
+    REQUIRE(r1 && r2);
+    WAIT_FOR(&db, strcmp(viewed_owner(r1), "W") == 0 && strcmp(viewed_owner(r2), "W") == 0, 3000);
+    REQUIRE(strcmp(viewed_owner(r1), "W") == 0 && strcmp(viewed_owner(r2), "W") == 0);
+    REQUIRE(simba_stop(w) == SIMBA_OK);
+    WAIT_FOR(&da, simba_service_status(w) == SIMBA_INITIAL, 3000);
+    WAIT_FOR(&db, simba_is_owner(r1) && simba_is_owner(r2), 3000);
+    CHECK(simba_is_owner(r1) && simba_is_owner(r2));
+    CHECK_EQ(pushed(beb), 3);
+    drv_free(&da);
+    drv_free(&db);
+}
+
 /* A table of the previous version: value columns, but no permits, no readers in the queue
    and no holders table. The setup adds them; the live owner keeps its lease and fence, a
    reader queues behind it and, once the owner released, holds with the next fence. */
@@ -1916,6 +2104,9 @@ TEST(table_of_an_earlier_version_gains_the_holders_table) {
         REQUIRE(raw_text(port1, rel, "m", "A", NULL, got, sizeof got) == 0);
         CHECK_STR(got, ""); /* the reader at the head is not handed the owner row */
     }
+    /* it was granted a holding by the release, with the next fence: its renewal keeps it */
+    snprintf(sql, sizeof sql, "SELECT o_first || ' ' || o_owner || ' ' || o_fence FROM \"%s_sacq\"($1, $2, 5000, 1000, 60000,"
+             " true, 'none', '', 1, true)", tbl);
     REQUIRE(raw_text(port1, sql, "m", "R", NULL, got, sizeof got) == 0);
     CHECK_STR(got, "0 R 6");
     drv_free(&d);
@@ -1982,6 +2173,9 @@ int main(int argc, char **argv) {
     RUN(value_and_yield_in_storage);
     RUN(table_of_an_earlier_version_upgrades);
     RUN(holders_in_storage);
+    RUN(holding_yield_in_storage);
+    RUN(inspection_lists_holders_with_their_values);
+    RUN(pushed_grant_one_hop_for_permits_and_readers);
     RUN(table_of_an_earlier_version_gains_the_holders_table);
     if (started2) server2_stop();
     return check_report("test_pg");

@@ -3433,6 +3433,92 @@ TEST(holders_round_trip_through_the_file) {
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
 
+/* A holding's YIELD through the executor (the fence it must still hold). */
+static simba_result sem_yield(simba_backend *be, const char *mutex, const char *who, int permits, int shared, uint64_t fence,
+                              simba_reply *rep) {
+    simba_req r;
+    int64_t until = mono_ms() + 2000;
+    memset(&r, 0, sizeof r);
+    r.op = SIMBA_OP_YIELD;
+    r.mutex = mutex;
+    r.contender = who;
+    r.ttl_ms = 5000;
+    r.transition_ms = 1000;
+    r.live_ms = 10000;
+    r.permits = permits;
+    r.shared = shared;
+    r.fence = fence;
+    r.sent_at = simba_now(impl_of(be)->loop);
+    while (simba__sql_exec_one(impl_of(be), &r, rep) == SIMBA__SQL_BUSY) {
+        if (mono_ms() > until) return SIMBA_EBUSY;
+        poll(NULL, 0, 1);
+    }
+    return rep->rc;
+}
+static void wait_line_is(sqlite3 *raw, const char *mutex, const char *want) {
+    sqlite3_stmt *st = NULL;
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT group_concat(contender || shared, ',') FROM (SELECT contender, shared FROM"
+             " simba_mutex_wait WHERE mutex = '%s' ORDER BY seq)", mutex);
+    REQUIRE(sqlite3_prepare_v2(raw, sql, -1, &st, NULL) == SQLITE_OK);
+    REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+    CHECK_STR((const char *)sqlite3_column_text(st, 0), want);
+    sqlite3_finalize(st);
+}
+
+/* A reader's yield passes only when it frees someone: with another reader holding, the
+   waiting writer stays blocked and the yield is kept; alone, the writer is freed and the
+   reader waits behind it (marked a reader). A permit's yield passes to the next waiter. */
+TEST(holding_yield_passes_to_whom_it_frees) {
+    simba_loop *loop = newloop();
+    simba_backend *be = NULL;
+    simba_reply rep;
+    sqlite3 *raw;
+    char path[300];
+    uint64_t f1, f2, fb;
+    REQUIRE(loop != NULL);
+    REQUIRE(open_be(loop, newdb(path, sizeof path), NULL, &be) == SIMBA_OK);
+    REQUIRE((raw = raw_open(path)) != NULL);
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "rw", "R1", 0, 1, 0, NULL, &rep), SIMBA_OK);
+    f1 = rep.fence;
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "rw", "R2", 0, 1, 0, NULL, &rep), SIMBA_OK);
+    f2 = rep.fence;
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "rw", "W", 0, 0, 0, NULL, &rep), SIMBA_OK);
+    CHECK(!rep.owner || strcmp(rep.owner, "W") != 0);
+    CHECK_RC(sem_yield(be, "rw", "R1", 0, 1, f1, &rep), SIMBA_OK);
+    CHECK_EQ(rep.yielded, 0);
+    CHECK_STR(rep.owner, "R1");
+    CHECK_EQ(rep.fence, f1);
+    CHECK_RC(sem_yield(be, "rw", "R1", 0, 1, f2, &rep), SIMBA_ESTATE);
+    CHECK(rep.errmsg && strstr(rep.errmsg, "no longer holds"));
+    CHECK_RC(sem_op(be, SIMBA_OP_RELEASE, "rw", "R2", 0, 1, 0, NULL, &rep), SIMBA_OK);
+    CHECK_RC(sem_yield(be, "rw", "R1", 0, 1, f1, &rep), SIMBA_OK);
+    CHECK_EQ(rep.yielded, 1);
+    CHECK_EQ(raw_int(raw, "SELECT holders + 10 * waiters FROM simba_mutex WHERE mutex = 'rw'"), 20);
+    wait_line_is(raw, "rw", "W0,R11");
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "rw", "R1", 0, 1, 0, NULL, &rep), SIMBA_OK);
+    CHECK(!rep.owner || strcmp(rep.owner, "R1") != 0); /* no jumping the line */
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "rw", "W", 0, 0, 0, NULL, &rep), SIMBA_OK);
+    CHECK_STR(rep.owner, "W");
+    CHECK(rep.fence > f2);
+    /* two permits: A's yield passes to C, and A waits behind it */
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "s", "A", 2, 0, 0, NULL, &rep), SIMBA_OK);
+    f1 = rep.fence;
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "s", "B", 2, 0, 0, NULL, &rep), SIMBA_OK);
+    fb = rep.fence;
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "s", "C", 2, 0, 0, NULL, &rep), SIMBA_OK);
+    CHECK_EQ(rep.holders, 2);
+    CHECK_RC(sem_yield(be, "s", "A", 2, 0, f1, &rep), SIMBA_OK);
+    CHECK_EQ(rep.yielded, 1);
+    CHECK_STR(rep.owner, "B"); /* the holder whose permit frees first */
+    wait_line_is(raw, "s", "C0,A0");
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "s", "C", 2, 0, 0, NULL, &rep), SIMBA_OK);
+    CHECK_STR(rep.owner, "C");
+    CHECK(rep.fence > fb);
+    sqlite3_close(raw);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+
 /* A file of the previous version: no holders table, no holders or permits column, a queue
    without shared. The backend adds them at open; the live owner keeps its lease and fence,
    a reader waits for it and then holds with the next fence, and a semaphore's N is refused
@@ -3549,6 +3635,7 @@ int main(int argc, char **argv) {
     RUN(forged_datagram_and_garbage_row_grant_nothing);
     RUN(value_bytes_round_trip_through_the_file);
     RUN(yield_passes_to_the_head_and_queues_the_yielder_behind);
+    RUN(holding_yield_passes_to_whom_it_frees);
     RUN(table_of_an_earlier_version_gains_the_value_column);
     RUN(holders_round_trip_through_the_file);
     RUN(table_of_an_earlier_version_gains_the_holders_table);
