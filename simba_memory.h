@@ -403,6 +403,21 @@ static void simba__mhold_free(simba_memstore *st, simba__mentry *e, int i, int64
     simba__mpush_freed(st, e, now);
 }
 
+/* A holding's yield passes only when its permit frees a waiter the holders held back: the
+   first other waiter is granted once the holding is gone (a semaphore's next waiter; for a
+   reader, the last one, the writer at the head). Giving it up otherwise would only cost
+   the holder its place. */
+static int simba__mhold_frees(simba__mentry *e, const char *self, int64_t now) {
+    int i, ok;
+    for (i = 0; i < e->nw && strcmp(e->w[i].id, self) == 0; i++) {
+    }
+    if (i == e->nw) return 0;
+    e->nh--; /* as if the holding were gone */
+    ok = simba__mgrantable(e, 0, e->w[i].shared, now);
+    e->nh++;
+    return ok;
+}
+
 /* SET_VALUE and YIELD (store locked): only for the owner that still holds r->fence. 1 when
    a yield passed it on, 0 when done otherwise; -1 with rep failed (SIMBA_ESTATE) when the
    fence does not hold. */
@@ -417,9 +432,7 @@ static int simba__mowner_op(simba_memstore *st, simba__mclient *c, simba__mentry
             simba__mbroadcast(st, e, now);
             return 0;
         }
-        for (i = 0; i < e->nw && strcmp(e->w[i].id, r->contender) == 0; i++) {
-        }
-        if (i == e->nw) return 0;
+        if (!simba__mhold_frees(e, r->contender, now)) return 0; /* kept: it would free nobody */
         i = simba__mwait_find(e, r->contender);
         if (i >= 0) simba__mwait_remove(e, i);
         simba__mhold_free(st, e, k, now);

@@ -1903,11 +1903,13 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
     }
     if (job->kind == SIMBA_OP_YIELD) {
         /* a mutex's waiter is the node after ours; with several holders, another's last node
-           waits iff anybody does */
-        const char *w = c->mode == SIMBA__ZK_EXCL && op->mode == SIMBA__ZK_EXCL ? op->succ : op->waiters ? op->last : "";
+           waits iff anybody does, and ours going frees one unless another reader still
+           holds the writer back (a reader then keeps its holding, as on every store) */
+        int frees = op->waiters && (c->mode != SIMBA__ZK_READER || op->holders == 1);
+        const char *w = c->mode == SIMBA__ZK_EXCL && op->mode == SIMBA__ZK_EXCL ? op->succ : frees ? op->last : "";
         if (!op->mine[0] || !op->granted || strcmp(op->mine, c->node) != 0) {
             simba__zk_not_held(zk, job);
-        } else if (!w[0]) { /* nobody waits: it keeps its holding */
+        } else if (!w[0]) { /* nobody it would free waits: it keeps its holding */
             simba__zk_reply_self(zk, job);
         } else {
             simba__copy(job->pred, sizeof job->pred, w); /* the waiter the transaction checks */

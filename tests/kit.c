@@ -1369,6 +1369,50 @@ TEST(kit_rw_yield) {
     kit_close_all();
 }
 
+/* A reader's yield that would free nobody (another reader still holds the waiting writer
+   back) keeps its permit, same fence, on every store: giving it up would only cost the
+   reader its place. */
+TEST(kit_rw_yield_kept_while_readers_hold) {
+    kit_proc *p[3];
+    srec h[3];
+    simba_service *s[3];
+    const char *m = kit_name("rw-yield-kept");
+    uint64_t f;
+    int i;
+    memset(h, 0, sizeof h);
+    sem_fence_max = 0;
+    sem_fence_back = 0;
+    for (i = 0; i < 3; i++) {
+        p[i] = kit_open();
+        REQUIRE(p[i]);
+        s[i] = kit_sem(p[i], m, 0, i < 2, &h[i]); /* s[0] and s[1] read, s[2] writes */
+        REQUIRE(s[i]);
+    }
+    for (i = 0; i < 2; i++) {
+        CHECK_RC(simba_start(s[i]), SIMBA_OK);
+        REQUIRE_UNTIL(h[i].r.acquired == 1, ACQ_MS);
+    }
+    f = simba_fence(s[0]);
+    CHECK_RC(simba_start(s[2]), SIMBA_OK);
+    REQUIRE_UNTIL(sem_queued(s[2]), ACQ_MS);
+    CHECK_RC(simba_yield(s[0]), SIMBA_OK);
+    CHECK_UNTIL(h[0].kept == 1, 5000);
+    CHECK(simba_is_owner(s[0]));
+    CHECK_EQ(simba_fence(s[0]), f);
+    CHECK_EQ(h[0].r.released, 0);
+    KIT_HOLD(simba_is_owner(s[0]) && simba_is_owner(s[1]) && !simba_is_owner(s[2]), 300);
+    /* the last reader's yield frees the writer */
+    CHECK_RC(simba_stop(s[1]), SIMBA_OK);
+    REQUIRE_UNTIL(simba_service_status(s[1]) == SIMBA_INITIAL, ACQ_MS); /* its release confirmed */
+    CHECK_RC(simba_yield(s[0]), SIMBA_OK);
+    CHECK_UNTIL(h[2].r.acquired == 1, TTL);
+    CHECK_UNTIL(h[0].r.released == 1, TTL);
+    CHECK_EQ(h[0].r.released_reason, SIMBA_REASON_YIELDED);
+    CHECK_EQ(sem_fence_back, 0);
+    for (i = 0; i < 3; i++) simba_stop(s[i]);
+    kit_close_all();
+}
+
 /* Every holder of a name asks for the same N: another N is refused by the store, in words
    that name both, and never obeyed. */
 TEST(kit_sem_mismatch) {
@@ -1703,6 +1747,7 @@ int kit_run(const kit_backend *kb, int argc, char **argv) {
         RUN(kit_sem_locker);
         RUN(kit_sem_yield);
         RUN(kit_rw_yield);
+        RUN(kit_rw_yield_kept_while_readers_hold);
     } else {
         fprintf(stderr, "  (%s: no semaphores or read-write locks: those cases are not run)\n", kb->name);
     }
