@@ -84,7 +84,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
 
     /* a queue row ahead of "me" (seq and expiry fuzzed), and a fuzzed waiters count */
     sqlite3_exec(db, "DELETE FROM simba_mutex_wait", NULL, NULL, NULL);
-    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO simba_mutex_wait VALUES ('m', ?1, ?2, ?3, ?4)", -1, &st, NULL) !=
+    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO simba_mutex_wait (mutex, contender, seq, expires_at, wake)"
+                                   " VALUES ('m', ?1, ?2, ?3, ?4)", -1, &st, NULL) !=
         SQLITE_OK)
         abort();
     olen = left ? *p % 140 : 0;
