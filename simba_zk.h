@@ -814,8 +814,9 @@ static void simba__zk_list_ends(simba__zk_op *op, const struct String_vector *sv
         size_t tl;
         int md;
         long long s = simba__zk_seqm(sv->data[i], &t, &tl, &md);
-        int ours = taglen && tl == taglen && memcmp(t, op->tag, tl) == 0;
-        if (s < 0) continue;
+        int ours;
+        if (s < 0) continue; /* not a contender's node: t and tl are not set */
+        ours = taglen && tl == taglen && memcmp(t, op->tag, tl) == 0;
         op->count++;
         if (low < 0 || s < low) {
             low = s;
@@ -848,8 +849,9 @@ static void simba__zk_list_scan(simba__zk_op *op, const struct String_vector *sv
         size_t tl;
         int md;
         long long s = simba__zk_seqm(sv->data[i], &t, &tl, &md);
-        int ours = taglen && tl == taglen && memcmp(t, op->tag, tl) == 0;
-        if (s < 0) continue;
+        int ours;
+        if (s < 0) continue; /* not a contender's node: t and tl are not set */
+        ours = taglen && tl == taglen && memcmp(t, op->tag, tl) == 0;
         if (lowmode == SIMBA__ZK_READER && md == SIMBA__ZK_READER && (minw < 0 || s < minw)) hr++;
         if (mine < 0 && SIMBA__ZK_N(md) != n && !op->mismatch) op->mismatch = SIMBA__ZK_N(md); /* none of ours: any */
         if (mine < 0) continue;
