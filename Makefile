@@ -144,7 +144,7 @@ CLANG_BINS = $(B)/clang/test_core $(B)/clang/cxx_check
 # The whole suite: unit tests, the kit on every backend, the multi-process test, the
 # sanitizer run. Servers are started and stopped by tests/run.sh.
 test: deps
-	$(MAKE) --no-print-directory all $(ASAN_BINS) $(CLANG_BINS)
+	$(MAKE) --no-print-directory -j$$(nproc) all $(ASAN_BINS) $(CLANG_BINS)
 	@sh tests/run.sh
 
 # One group of tests/run.sh each, with what it runs (servers started and stopped as in make

@@ -49,14 +49,14 @@ step() {
 }
 
 echo "== build: make rel-bins"
-if ! make --no-print-directory rel-bins >"$LOGS/rel_build.log" 2>&1; then
+if ! make --no-print-directory -j"$(nproc)" rel-bins >"$LOGS/rel_build.log" 2>&1; then
     echo "   build failed, see $LOGS/rel_build.log"
     tail -20 "$LOGS/rel_build.log"
     echo "reliability: 0 passed, 1 failed"
     exit 1
 fi
 HAVE_FUZZ=0
-if make --no-print-directory fuzz-bins >"$LOGS/rel_fuzz_build.log" 2>&1; then
+if make --no-print-directory -j"$(nproc)" fuzz-bins >"$LOGS/rel_fuzz_build.log" 2>&1; then
     HAVE_FUZZ=1
 else # clang comes with scripts/install-deps.sh: a fuzz build that fails is a failure
     echo "   fuzz build failed, see $LOGS/rel_fuzz_build.log"
