@@ -1738,19 +1738,15 @@ int kit_run(const kit_backend *kb, int argc, char **argv) {
     RUN(kit_yield);
     RUN(kit_yield_alone);
     RUN(kit_at_risk);
-    if (!kb->no_shared) {
-        RUN(kit_sem_permits);
-        RUN(kit_sem_holder_killed);
-        RUN(kit_sem_mismatch);
-        RUN(kit_rw_readers_then_writer);
-        RUN(kit_rw_writer_not_starved);
-        RUN(kit_sem_locker);
-        RUN(kit_sem_yield);
-        RUN(kit_rw_yield);
-        RUN(kit_rw_yield_kept_while_readers_hold);
-    } else {
-        fprintf(stderr, "  (%s: no semaphores or read-write locks: those cases are not run)\n", kb->name);
-    }
+    RUN(kit_sem_permits);
+    RUN(kit_sem_holder_killed);
+    RUN(kit_sem_mismatch);
+    RUN(kit_rw_readers_then_writer);
+    RUN(kit_rw_writer_not_starved);
+    RUN(kit_sem_locker);
+    RUN(kit_sem_yield);
+    RUN(kit_rw_yield);
+    RUN(kit_rw_yield_kept_while_readers_hold);
     if (kb->fenced_write && kb->fenced_read) {
         RUN(kit_fenced_owner_writes_until_release);
         RUN(kit_fenced_later_owner_refuses_earlier_fence);

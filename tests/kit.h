@@ -51,9 +51,6 @@ typedef struct kit_backend {
        still (ZooKeeper): an owner whose loop is not polled still holds it, so the
        lease-over case does not apply (a paused process is the fault tests' case). */
     int lease_is_session;
-    /* 1: the store has no semaphores or read-write locks yet and refuses permits > 1 and
-       readers (SIMBA_EINVAL, its own test checks the words): those cases are not run. */
-    int no_shared;
 } kit_backend;
 
 /* Runs every case (argv[1] = optional name filter), prints the closing
