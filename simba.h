@@ -641,10 +641,18 @@ SIMBA_API const simba_service *simba_locker_service(const simba_locker *lk);
 
 /* ---- locker ------------------------------------------------------------------------ */
 
+/* The Locker and the Scheduler are contenders underneath: their descs carry every lease
+   setting of simba_contend_desc under the same names and meanings (mutex, contender_id,
+   ttl_ms ... backoff_max_ms, step_down_on_disconnect, value, at_risk_ms), and their own
+   forms of on_event and on_at_risk. */
 typedef struct simba_locker_desc {
     const char *mutex;
     const char *contender_id; /* NULL = host id */
     int64_t ttl_ms, transition_ms; /* see TIMING DEFAULTS */
+    int64_t renew_margin_ms;       /* as in simba_contend_desc, 0 = default */
+    int64_t jitter_min_ms, jitter_max_ms;
+    int64_t min_retry_ms;
+    int64_t backoff_min_ms, backoff_max_ms;
     /* optional: the lock was lost while held (lease not renewed in time); also, from the
        next poll, when an unlock finds that the lease had already lapsed (SIMBA_ELOST) */
     void (*on_lost)(simba_locker *lk, void *user_data);
@@ -663,6 +671,9 @@ typedef struct simba_locker_desc {
        shared 1 = a reader of a read-write lock, 0 = a writer (or a mutex's owner) */
     int permits;
     int shared;
+    /* optional: as simba_contend_desc.on_event (quarantine, yield kept or failed, value
+       failed), from the poll */
+    void (*on_event)(simba_locker *lk, const simba_service_event *event, void *user_data);
 } simba_locker_desc;
 
 SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, const simba_locker_desc *desc, simba_locker **out);
@@ -696,6 +707,14 @@ SIMBA_API simba_result simba_locker_unlock(simba_locker *lk);
 SIMBA_API simba_result simba_locker_unlock_wait(simba_locker *lk, int64_t timeout_ms);
 SIMBA_API int simba_locker_held(const simba_locker *lk);
 SIMBA_API uint64_t simba_locker_fence(const simba_locker *lk);
+/* simba_yield for a held lock: if a live waiter is queued the lock passes to it
+   (simba_locker_held() turns 0; on_lost does not fire, simba_locker_last_reason() says
+   "yielded") and the locker waits in line again, as a pending simba_locker_try() does:
+   on_locked fires when it holds again, simba_locker_unlock() gives the wait up. Otherwise
+   it keeps the lock (on_event SIMBA_EVENT_YIELD_KEPT). SIMBA_ESTATE when not held. */
+SIMBA_API simba_result simba_locker_yield(simba_locker *lk);
+/* simba_set_value for a held lock (LEADERSHIP VALUE); SIMBA_ESTATE when not held. */
+SIMBA_API simba_result simba_locker_set_value(simba_locker *lk, const void *value, size_t len);
 /* Unlocks if needed and frees. From a callback while simba_locker_lock() blocks on this
    locker, the memory goes when that call returns (SIMBA_ECLOSED). */
 SIMBA_API simba_result simba_locker_free(simba_locker *lk);
@@ -712,6 +731,10 @@ typedef struct simba_scheduler_desc {
     const char *mutex;
     const char *contender_id; /* NULL = host id */
     int64_t ttl_ms, transition_ms; /* see TIMING DEFAULTS */
+    int64_t renew_margin_ms;       /* as in simba_contend_desc, 0 = default */
+    int64_t jitter_min_ms, jitter_max_ms;
+    int64_t min_retry_ms;
+    int64_t backoff_min_ms, backoff_max_ms;
     simba_schedule_strategy strategy;
     int64_t initial_delay_ms; /* from the moment leadership is gained, >= 0 */
     int64_t period_ms;        /* > 0 */
@@ -720,6 +743,12 @@ typedef struct simba_scheduler_desc {
     int step_down_on_disconnect; /* as in simba_contend_desc */
     const void *value; /* as in simba_contend_desc: the leader's value */
     size_t value_len;
+    /* optional: as simba_contend_desc.on_event, from the poll */
+    void (*on_event)(simba_scheduler *s, const simba_service_event *event, void *user_data);
+    /* optional: as simba_contend_desc.on_at_risk: the leader's renewals are failing and its
+       lease has at_risk_ms left; work stops if it lapses */
+    void (*on_at_risk)(simba_scheduler *s, int64_t left_ms, void *user_data);
+    int64_t at_risk_ms;
 } simba_scheduler_desc;
 
 SIMBA_API simba_result simba_scheduler_new(simba_loop *loop, simba_backend *be, const simba_scheduler_desc *desc, simba_scheduler **out);
@@ -730,6 +759,12 @@ SIMBA_API int simba_scheduler_is_leader(const simba_scheduler *s);
 /* The fence of the current tenure (0 when not leader): work hands it to what it writes, so
    that a store can reject a former leader's late writes. */
 SIMBA_API uint64_t simba_scheduler_fence(const simba_scheduler *s);
+/* simba_yield for the leader: leadership passes to the oldest live waiter, if any (work stops
+   here and starts there), and this scheduler waits in line to lead again; otherwise it keeps
+   leading (on_event SIMBA_EVENT_YIELD_KEPT). SIMBA_ESTATE when not the leader. */
+SIMBA_API simba_result simba_scheduler_yield(simba_scheduler *s);
+/* simba_set_value for the leader (LEADERSHIP VALUE); SIMBA_ESTATE when not the leader. */
+SIMBA_API simba_result simba_scheduler_set_value(simba_scheduler *s, const void *value, size_t len);
 SIMBA_API simba_result simba_scheduler_free(simba_scheduler *s);
 
 /* ---- contender ids and names ------------------------------------------------------- */
@@ -3798,6 +3833,7 @@ struct simba_locker {
     void (*on_lost)(simba_locker *, void *);
     void (*on_locked)(simba_locker *, void *);
     void (*on_at_risk)(simba_locker *, int64_t, void *);
+    void (*on_event)(simba_locker *, const simba_service_event *, void *);
     void *user;
 };
 
@@ -3837,10 +3873,17 @@ static void simba__lk_at_risk(simba_service *svc, int64_t left_ms, void *u) {
     if (lk->state == SIMBA__LK_HELD && lk->on_at_risk) lk->on_at_risk(lk, left_ms, lk->user);
 }
 
+static void simba__lk_event(simba_service *svc, const simba_service_event *ev, void *u) {
+    simba_locker *lk = (simba_locker *)u;
+    (void)svc;
+    if (lk->on_event) lk->on_event(lk, ev, lk->user);
+}
+
 static void simba__lk_released(simba_service *svc, const simba_state *st, void *u) {
     simba_locker *lk = (simba_locker *)u;
-    (void)st;
     if (lk->state != SIMBA__LK_HELD) return;
+    /* Passed on by a yield: the contender is in line again, as a pending try is. */
+    if (st->reason == SIMBA_REASON_YIELDED) { lk->state = SIMBA__LK_PENDING; return; }
     /* The holder's critical section is no longer protected: stop contending (a lock is not
        re-taken behind the holder's back) and say so. */
     lk->state = SIMBA__LK_LOST;
@@ -3848,33 +3891,29 @@ static void simba__lk_released(simba_service *svc, const simba_state *st, void *
     if (lk->on_lost) lk->on_lost(lk, lk->user);
 }
 
-/* Lockers and schedulers are built on a contender of their own. */
-static simba_result simba__inner_contender(simba_loop *loop, simba_backend *be, const char *what, const char *mutex, const char *id,
-                                           int64_t ttl, int64_t tr, simba_state_fn acq, simba_state_fn rel, simba_state_fn own,
-                                           void *user, int disc_down, const void *value, size_t value_len,
-                                           void (*at_risk)(simba_service *, int64_t, void *), int64_t at_risk_ms, int permits,
-                                           int shared, simba_service **out) {
-    simba_contend_desc cd;
-    memset(&cd, 0, sizeof cd);
-    cd.permits = permits;
-    cd.shared = shared;
-    cd.value = value;
-    cd.value_len = value_len;
-    cd.on_at_risk = at_risk;
-    cd.at_risk_ms = at_risk_ms;
-    cd.mutex = mutex;
-    cd.contender_id = id;
-    cd.ttl_ms = ttl;
-    cd.transition_ms = tr;
-    cd.on_acquired = acq;
-    cd.on_released = rel;
-    cd.user_data = user;
-    cd.on_owner = own;
-    cd.step_down_on_disconnect = disc_down;
-    return simba__contend_as(loop, be, &cd, out, what);
-}
+/* Lockers and schedulers are built on a contender of their own: their descs name every
+   lease setting as simba_contend_desc does, so one copy serves both. */
+#define SIMBA__LEASE_FROM(cd, d)                                                              \
+    do {                                                                                      \
+        memset(&(cd), 0, sizeof(cd));                                                         \
+        (cd).mutex = (d)->mutex;                                                              \
+        (cd).contender_id = (d)->contender_id;                                                \
+        (cd).ttl_ms = (d)->ttl_ms;                                                            \
+        (cd).transition_ms = (d)->transition_ms;                                              \
+        (cd).renew_margin_ms = (d)->renew_margin_ms;                                          \
+        (cd).jitter_min_ms = (d)->jitter_min_ms;                                              \
+        (cd).jitter_max_ms = (d)->jitter_max_ms;                                              \
+        (cd).min_retry_ms = (d)->min_retry_ms;                                                \
+        (cd).backoff_min_ms = (d)->backoff_min_ms;                                            \
+        (cd).backoff_max_ms = (d)->backoff_max_ms;                                            \
+        (cd).step_down_on_disconnect = (d)->step_down_on_disconnect;                          \
+        (cd).value = (d)->value;                                                              \
+        (cd).value_len = (d)->value_len;                                                      \
+        (cd).at_risk_ms = (d)->at_risk_ms;                                                    \
+    } while (0)
 
 SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, const simba_locker_desc *d, simba_locker **out) {
+    simba_contend_desc cd;
     simba_locker *lk;
     simba_result rc;
     if (out) *out = NULL;
@@ -3883,9 +3922,16 @@ SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, con
     if (!lk) return simba__fail(loop, SIMBA_ENOMEM, "simba_locker_new: out of memory");
     memset(lk, 0, sizeof *lk);
     if (!simba__timer_init(loop, &lk->tm, SIMBA__T_LOCKER)) { simba_free(loop, lk); return simba__fail(loop, SIMBA_ENOMEM, "simba_locker_new: out of memory"); }
-    rc = simba__inner_contender(loop, be, "simba_locker_new", d->mutex, d->contender_id, d->ttl_ms, d->transition_ms, simba__lk_acquired,
-                                simba__lk_released, simba__lk_owner, lk, d->step_down_on_disconnect, d->value, d->value_len,
-                                d->on_at_risk ? simba__lk_at_risk : NULL, d->at_risk_ms, d->permits, d->shared, &lk->svc);
+    SIMBA__LEASE_FROM(cd, d);
+    cd.permits = d->permits;
+    cd.shared = d->shared;
+    cd.on_acquired = simba__lk_acquired;
+    cd.on_released = simba__lk_released;
+    cd.on_owner = simba__lk_owner;
+    cd.on_at_risk = d->on_at_risk ? simba__lk_at_risk : NULL;
+    cd.on_event = d->on_event ? simba__lk_event : NULL;
+    cd.user_data = lk;
+    rc = simba__contend_as(loop, be, &cd, &lk->svc, "simba_locker_new");
     if (rc != SIMBA_OK) {
         simba__timer_fini(loop, &lk->tm);
         simba_free(loop, lk);
@@ -3895,6 +3941,7 @@ SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, con
     lk->on_lost = d->on_lost;
     lk->on_locked = d->on_locked;
     lk->on_at_risk = d->on_at_risk;
+    lk->on_event = d->on_event;
     lk->user = d->user_data;
     lk->next = loop->lockers;
     if (loop->lockers) loop->lockers->prev = lk;
@@ -3998,7 +4045,8 @@ SIMBA_API simba_result simba_locker_unlock(simba_locker *lk) {
     l = lk->loop;
     if (lk->state == SIMBA__LK_IDLE) return simba__fail(l, SIMBA_ESTATE, "simba_locker_unlock: not locked");
     was = lk->state;
-    lapsed = was == SIMBA__LK_HELD && !simba_locker_held(lk);
+    /* a yield in flight is not a lapse: ownership is only unknown until the store answers */
+    lapsed = was == SIMBA__LK_HELD && !simba_locker_held(lk) && !(lk->svc->flags & SIMBA__F_YIELDING);
     lk->state = SIMBA__LK_IDLE;
     /* What its on_released and last_reason say. Held by name only: the lease ran out before
        the step-down was dispatched (a frozen or busy process); the critical section outlived
@@ -4055,6 +4103,16 @@ SIMBA_API simba_result simba_locker_unlock_wait(simba_locker *lk, int64_t timeou
 }
 SIMBA_API int simba_locker_held(const simba_locker *lk) { return simba__lk_ok(lk) && lk->state == SIMBA__LK_HELD && simba_is_owner(lk->svc); }
 SIMBA_API uint64_t simba_locker_fence(const simba_locker *lk) { return simba_locker_held(lk) ? simba_fence(lk->svc) : 0; }
+SIMBA_API simba_result simba_locker_yield(simba_locker *lk) {
+    if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
+    if (!simba_locker_held(lk)) return simba__fail(lk->loop, SIMBA_ESTATE, "simba_locker_yield: not held");
+    return simba_yield(lk->svc);
+}
+SIMBA_API simba_result simba_locker_set_value(simba_locker *lk, const void *value, size_t len) {
+    if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
+    if (!simba_locker_held(lk)) return simba__fail(lk->loop, SIMBA_ESTATE, "simba_locker_set_value: not held");
+    return simba_set_value(lk->svc, value, len);
+}
 
 SIMBA_API simba_result simba_locker_free(simba_locker *lk) {
     if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
@@ -4103,6 +4161,8 @@ struct simba_scheduler {
     simba_schedule_strategy strategy;
     int64_t initial_delay, period, next_run;
     void (*work)(simba_scheduler *, void *);
+    void (*on_event)(simba_scheduler *, const simba_service_event *, void *);
+    void (*on_at_risk)(simba_scheduler *, int64_t, void *);
     void *user;
     int running, leader, in_work, free_after;
 };
@@ -4124,7 +4184,19 @@ static void simba__sc_released(simba_service *svc, const simba_state *st, void *
     simba__timer_set(sc->loop, &sc->tm, SIMBA__NEVER);
 }
 
+static void simba__sc_event(simba_service *svc, const simba_service_event *ev, void *u) {
+    simba_scheduler *sc = (simba_scheduler *)u;
+    (void)svc;
+    if (sc->on_event) sc->on_event(sc, ev, sc->user);
+}
+static void simba__sc_at_risk(simba_service *svc, int64_t left_ms, void *u) {
+    simba_scheduler *sc = (simba_scheduler *)u;
+    (void)svc;
+    if (sc->leader && sc->on_at_risk) sc->on_at_risk(sc, left_ms, sc->user);
+}
+
 SIMBA_API simba_result simba_scheduler_new(simba_loop *loop, simba_backend *be, const simba_scheduler_desc *d, simba_scheduler **out) {
+    simba_contend_desc cd;
     simba_scheduler *sc;
     simba_result rc;
     if (out) *out = NULL;
@@ -4139,8 +4211,13 @@ SIMBA_API simba_result simba_scheduler_new(simba_loop *loop, simba_backend *be, 
     if (!sc) return simba__fail(loop, SIMBA_ENOMEM, "simba_scheduler_new: out of memory");
     memset(sc, 0, sizeof *sc);
     if (!simba__timer_init(loop, &sc->tm, SIMBA__T_SCHED)) { simba_free(loop, sc); return SIMBA_ENOMEM; }
-    rc = simba__inner_contender(loop, be, "simba_scheduler_new", d->mutex, d->contender_id, d->ttl_ms, d->transition_ms, simba__sc_acquired,
-                                simba__sc_released, NULL, sc, d->step_down_on_disconnect, d->value, d->value_len, NULL, 0, 1, 0, &sc->svc);
+    SIMBA__LEASE_FROM(cd, d);
+    cd.on_acquired = simba__sc_acquired;
+    cd.on_released = simba__sc_released;
+    cd.on_at_risk = d->on_at_risk ? simba__sc_at_risk : NULL;
+    cd.on_event = d->on_event ? simba__sc_event : NULL;
+    cd.user_data = sc;
+    rc = simba__contend_as(loop, be, &cd, &sc->svc, "simba_scheduler_new");
     if (rc != SIMBA_OK) {
         simba__timer_fini(loop, &sc->tm);
         simba_free(loop, sc);
@@ -4151,6 +4228,8 @@ SIMBA_API simba_result simba_scheduler_new(simba_loop *loop, simba_backend *be, 
     sc->initial_delay = d->initial_delay_ms;
     sc->period = d->period_ms;
     sc->work = d->work;
+    sc->on_event = d->on_event;
+    sc->on_at_risk = d->on_at_risk;
     sc->user = d->user_data;
     sc->next = loop->scheds;
     if (loop->scheds) loop->scheds->prev = sc;
@@ -4179,6 +4258,16 @@ SIMBA_API simba_result simba_scheduler_stop(simba_scheduler *sc) {
 SIMBA_API int simba_scheduler_running(const simba_scheduler *sc) { return sc && sc->loop && sc->running; }
 SIMBA_API int simba_scheduler_is_leader(const simba_scheduler *sc) { return sc && sc->loop && sc->running && sc->leader && simba_is_owner(sc->svc); }
 SIMBA_API uint64_t simba_scheduler_fence(const simba_scheduler *sc) { return simba_scheduler_is_leader(sc) ? simba_fence(sc->svc) : 0; }
+SIMBA_API simba_result simba_scheduler_yield(simba_scheduler *sc) {
+    if (!sc || !sc->loop || sc->free_after) return SIMBA_EINVAL;
+    if (!simba_scheduler_is_leader(sc)) return simba__fail(sc->loop, SIMBA_ESTATE, "simba_scheduler_yield: not the leader");
+    return simba_yield(sc->svc);
+}
+SIMBA_API simba_result simba_scheduler_set_value(simba_scheduler *sc, const void *value, size_t len) {
+    if (!sc || !sc->loop || sc->free_after) return SIMBA_EINVAL;
+    if (!simba_scheduler_is_leader(sc)) return simba__fail(sc->loop, SIMBA_ESTATE, "simba_scheduler_set_value: not the leader");
+    return simba_set_value(sc->svc, value, len);
+}
 
 static void simba__sched_destroy(simba_scheduler *sc) {
     simba_loop *l = sc->loop;
@@ -4202,6 +4291,11 @@ SIMBA_API simba_result simba_scheduler_free(simba_scheduler *sc) {
 static void simba__sched_step(simba_scheduler *sc) {
     simba_loop *l = sc->loop;
     if (!sc->running || !sc->leader) return;
+    if (sc->svc->flags & SIMBA__F_YIELDING) { /* the store decides who leads: skip this run */
+        sc->next_run = simba__add(simba_now(l), sc->period);
+        simba__timer_set(l, &sc->tm, sc->next_run);
+        return;
+    }
     if (!simba_is_owner(sc->svc)) return; /* lease lapsed; the step-down is on its way */
     sc->in_work = 1;
     l->in_cb++;

@@ -1031,6 +1031,163 @@ TEST(kit_value_max) {
 
 /* With a waiter queued the yield passes the mutex to it at once (pushed, as a release is)
    and the yielder waits behind; it does not win it back while the new owner renews. */
+/* The Locker and the Scheduler as first-class contenders: their own on_event, yield and
+   value; a yield passes the lock to the one in line and leaves the yielder waiting again. */
+typedef struct lkrec {
+    int locked, lost, kept;
+} lkrec;
+static void lk_on_locked(simba_locker *lk, void *u) {
+    (void)lk;
+    ((lkrec *)u)->locked++;
+}
+static void lk_on_lost(simba_locker *lk, void *u) {
+    (void)lk;
+    ((lkrec *)u)->lost++;
+}
+static void lk_on_event(simba_locker *lk, const simba_service_event *ev, void *u) {
+    (void)lk;
+    if (ev->type == SIMBA_EVENT_YIELD_KEPT) ((lkrec *)u)->kept++;
+}
+static simba_result kit_locker_of(kit_proc *p, const char *m, const char *value, lkrec *r, simba_locker **out) {
+    simba_locker_desc d;
+    memset(&d, 0, sizeof d);
+    d.mutex = m;
+    d.ttl_ms = TTL;
+    d.transition_ms = TR;
+    d.renew_margin_ms = TTL / 4;
+    d.jitter_min_ms = 0;
+    d.jitter_max_ms = 100;
+    d.min_retry_ms = 50;
+    d.backoff_min_ms = 50;
+    d.backoff_max_ms = 500;
+    d.on_locked = lk_on_locked;
+    d.on_lost = lk_on_lost;
+    d.on_event = lk_on_event;
+    d.user_data = r;
+    d.value = value;
+    d.value_len = strlen(value);
+    return simba_locker_new(p->loop, p->be, &d, out);
+}
+
+TEST(kit_locker_yield_and_value) {
+    kit_proc *p = kit_open(), *q = kit_open(), *o = kit_open();
+    simba_locker *a, *b;
+    simba_service *obs;
+    lkrec ra, rb;
+    uint64_t f;
+    const char *m = kit_name("lkyield");
+    REQUIRE(p && q && o);
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    CHECK_RC(kit_locker_of(p, m, "A", &ra, &a), SIMBA_OK);
+    CHECK_RC(kit_locker_of(q, m, "B", &rb, &b), SIMBA_OK);
+    obs = kit_watch(o, m);
+    REQUIRE(obs);
+    CHECK_RC(simba_locker_yield(a), SIMBA_ESTATE);  /* not held */
+    CHECK_RC(simba_locker_set_value(a, "x", 1), SIMBA_ESTATE);
+    CHECK_RC(simba_locker_lock(a, ACQ_MS), SIMBA_OK);
+    f = simba_locker_fence(a);
+    CHECK_UNTIL(obs_last.fence == f && kit_value_is(&obs_last, "A", 1), 5000);
+    CHECK_RC(simba_locker_set_value(a, "A2", 2), SIMBA_OK);
+    CHECK_UNTIL(kit_value_is(&obs_last, "A2", 2), 5000);
+    CHECK_EQ(obs_last.fence, f); /* a proclaim keeps the fence */
+    /* alone: the yield is kept, with on_event saying so */
+    CHECK_RC(simba_locker_yield(a), SIMBA_OK);
+    CHECK_UNTIL(ra.kept == 1, 5000);
+    CHECK_UNTIL(simba_locker_held(a), 5000);
+    CHECK_EQ(simba_locker_fence(a), f);
+    /* b in line: the yield passes the lock to b; a waits in line again, nothing lost */
+    CHECK_RC(simba_locker_try(b), SIMBA_EAGAIN);
+    KIT_HOLD(rb.locked == 0, 300);
+    CHECK_RC(simba_locker_yield(a), SIMBA_OK);
+    CHECK_UNTIL(rb.locked == 1, TTL);
+    CHECK(simba_locker_held(b));
+    CHECK(simba_locker_fence(b) > f);
+    CHECK_UNTIL(!simba_locker_held(a) && simba_locker_last_reason(a) == SIMBA_REASON_YIELDED, TTL);
+    CHECK_RC(simba_locker_try(a), SIMBA_EAGAIN);
+    CHECK_EQ(ra.lost, 0);
+    CHECK_UNTIL(kit_value_is(&obs_last, "B", 1), 5000);
+    /* b yields back: a, in line, gets it (on_locked: a waits through try, not lock) */
+    CHECK_RC(simba_locker_yield(b), SIMBA_OK);
+    CHECK_UNTIL(ra.locked == 1 && simba_locker_held(a), TTL);
+    CHECK(simba_locker_fence(a) > f);
+    CHECK_EQ(ra.lost + rb.lost, 0);
+    CHECK_RC(simba_locker_unlock(a), SIMBA_OK);
+    CHECK_UNTIL(rb.locked == 2, TTL);
+    CHECK_RC(simba_locker_unlock(b), SIMBA_OK);
+    CHECK_RC(simba_locker_free(a), SIMBA_OK);
+    CHECK_RC(simba_locker_free(b), SIMBA_OK);
+    kit_close_all();
+}
+
+static int sy_runs[2], sy_kept;
+static void sy_work(simba_scheduler *sc, void *u) {
+    (void)sc;
+    sy_runs[*(int *)u]++;
+}
+static void sy_event(simba_scheduler *sc, const simba_service_event *ev, void *u) {
+    (void)sc;
+    (void)u;
+    if (ev->type == SIMBA_EVENT_YIELD_KEPT) sy_kept++;
+}
+
+TEST(kit_scheduler_yield_and_value) {
+    kit_proc *p = kit_open(), *q = kit_open(), *o = kit_open();
+    simba_scheduler *a, *b;
+    simba_scheduler_desc d;
+    simba_service *obs;
+    static int ia = 0, ib = 1;
+    int runs;
+    const char *m = kit_name("scyield");
+    REQUIRE(p && q && o);
+    sy_runs[0] = sy_runs[1] = sy_kept = 0;
+    memset(&d, 0, sizeof d);
+    d.mutex = m;
+    d.ttl_ms = TTL;
+    d.transition_ms = TR;
+    d.renew_margin_ms = TTL / 4;
+    d.strategy = SIMBA_FIXED_RATE;
+    d.period_ms = 100;
+    d.work = sy_work;
+    d.on_event = sy_event;
+    d.value = "a";
+    d.value_len = 1;
+    d.user_data = &ia;
+    CHECK_RC(simba_scheduler_new(p->loop, p->be, &d, &a), SIMBA_OK);
+    d.value = "b";
+    d.user_data = &ib;
+    CHECK_RC(simba_scheduler_new(q->loop, q->be, &d, &b), SIMBA_OK);
+    obs = kit_watch(o, m);
+    REQUIRE(obs);
+    CHECK_RC(simba_scheduler_yield(a), SIMBA_ESTATE); /* not running, not the leader */
+    CHECK_RC(simba_scheduler_start(a), SIMBA_OK);
+    CHECK_UNTIL(simba_scheduler_is_leader(a) && sy_runs[0] >= 2, ACQ_MS);
+    CHECK_RC(simba_scheduler_set_value(a, "a2", 2), SIMBA_OK);
+    CHECK_UNTIL(kit_value_is(&obs_last, "a2", 2), 5000);
+    /* alone: kept, and the work goes on */
+    CHECK_RC(simba_scheduler_yield(a), SIMBA_OK);
+    CHECK_UNTIL(sy_kept == 1, 5000);
+    runs = sy_runs[0];
+    CHECK_UNTIL(sy_runs[0] >= runs + 2, 5000);
+    /* b in line: leadership and the work move to b; a waits in line */
+    CHECK_RC(simba_scheduler_start(b), SIMBA_OK);
+    KIT_HOLD(!simba_scheduler_is_leader(b), 300);
+    CHECK_RC(simba_scheduler_set_value(b, "x", 1), SIMBA_ESTATE);
+    CHECK_RC(simba_scheduler_yield(a), SIMBA_OK);
+    CHECK_UNTIL(simba_scheduler_is_leader(b) && sy_runs[1] >= 2, TTL);
+    CHECK(!simba_scheduler_is_leader(a));
+    CHECK(simba_scheduler_running(a));
+    runs = sy_runs[0];
+    KIT_HOLD(sy_runs[0] == runs, 400);
+    CHECK_UNTIL(kit_value_is(&obs_last, "b", 1), 5000);
+    /* and back */
+    CHECK_RC(simba_scheduler_yield(b), SIMBA_OK);
+    CHECK_UNTIL(simba_scheduler_is_leader(a) && sy_runs[0] >= runs + 2, TTL);
+    CHECK_RC(simba_scheduler_free(a), SIMBA_OK);
+    CHECK_RC(simba_scheduler_free(b), SIMBA_OK);
+    kit_close_all();
+}
+
 TEST(kit_yield) {
     kit_proc *p = kit_open(), *q = kit_open();
     vrec ra, rb;
@@ -1722,6 +1879,8 @@ int kit_run(const kit_backend *kb, int argc, char **argv) {
     RUN(kit_fencing);
     RUN(kit_locker);
     RUN(kit_locker_timeout_zero);
+    RUN(kit_locker_yield_and_value);
+    RUN(kit_scheduler_yield_and_value);
     RUN(kit_observer);
     RUN(kit_schedule);
     RUN(kit_multi_contend);
