@@ -58,6 +58,7 @@ if want core; then
     run readme_blocks sh tests/readme_blocks.sh $B
     run doc_links sh tests/doc_links.sh
     run fn_length sh tests/fn_length.sh
+    run api_doc sh tests/api_doc.sh
     run clang_core $B/clang/test_core
     run clang_cxx_check $B/clang/cxx_check
     run valgrind_core valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite $B/test_core
