@@ -11,7 +11,7 @@ for h in simba*.h; do
     awk '/^#if defined\(SIMBA_[A-Z_]*IMPLEMENTATION\) && !defined\(SIMBA__[A-Z_]*_IMPLEMENTED\)/ { exit } { print }' "$h" |
         awk -v h="$h" '
         /^SIMBA_API/ { api = 1; sig = "" }
-        api { sig = sig " " $0; if (sig ~ /\(/) { s = sig; sub(/\(.*/, "", s); n = split(s, w, /[ *]+/); print w[n] " " h; api = 0 } }
+        api { sig = sig " " $0; if (sig ~ /\(/) { s = sig; sub(/\(.*/, "", s); n = split(s, w, /[ *]+/); if (w[n] !~ /^simba__/) print w[n] " " h; api = 0 } }
         /^(typedef .*[ *]|} )simba_[a-z0-9_]+;/ { s = $0; sub(/;.*/, "", s); n = split(s, w, /[ *}]+/); if (w[n] !~ /^simba__/) print w[n] " " h }
         /^ *SIMBA_(OK|E[A-Z]+) = / { s = $0; sub(/^ */, "", s); sub(/ .*/, "", s); print s " " h }'
 done | sort -u >"$tmp.names"
