@@ -390,8 +390,7 @@ static int lock_negative_timeout_free(void) { /* < 0 = no limit, on a free mutex
 static int sched_lifecycle(void) {
     simba_scheduler *s;
     int bad = 0;
-    if (simba_scheduler_new(L, be, &(simba_scheduler_desc){"sch-life", NULL, 1000, 500, SIMBA_FIXED_RATE, 0, 100,
-                                                           noop_work, NULL, 0},
+    if (simba_scheduler_new(L, be, &(simba_scheduler_desc){.mutex = "sch-life", .contender_id = NULL, .ttl_ms = 1000, .transition_ms = 500, .strategy = SIMBA_FIXED_RATE, .initial_delay_ms = 0, .period_ms = 100, .work = noop_work},
                             &s) != SIMBA_OK)
         return -999;
     bad += simba_scheduler_stop(s) != SIMBA_ESTATE;
@@ -719,12 +718,12 @@ static simba_pg_desc pgd_tls(const char *mode, const char *root, const char *nam
     X(mutex_null, simba_service_mutex(NULL) == NULL, EX_TRUE)                                             \
     X(user_data_null, simba_service_user_data(NULL) == NULL, EX_TRUE)                                     \
     X(locker_new_null_desc, simba_locker_new(L, be, NULL, &(simba_locker *){0}), SIMBA_EINVAL)            \
-    X(locker_new_null_out, simba_locker_new(L, be, &(simba_locker_desc){"m", NULL, 0, 0, NULL, NULL, 0}, NULL), SIMBA_EINVAL) \
-    X(locker_new_bad_name, locker_with((simba_locker_desc){"a b", NULL, 0, 0, NULL, NULL, 0}), SIMBA_EINVAL) \
-    X(locker_new_bad_id, locker_with((simba_locker_desc){"m", "", 0, 0, NULL, NULL, 0}), SIMBA_EINVAL)       \
-    X(locker_new_ttl_negative, locker_with((simba_locker_desc){"m", NULL, -1, 0, NULL, NULL, 0}), SIMBA_EINVAL) \
-    X(locker_new_transition_negative, locker_with((simba_locker_desc){"m", NULL, 100, -1, NULL, NULL, 0}), SIMBA_EINVAL) \
-    X(locker_new_ttl_int64_max, locker_with((simba_locker_desc){"m", NULL, INT64_MAX, 0, NULL, NULL, 0}), SIMBA_EINVAL) \
+    X(locker_new_null_out, simba_locker_new(L, be, &(simba_locker_desc){.mutex = "m", .contender_id = NULL, .ttl_ms = 0, .transition_ms = 0}, NULL), SIMBA_EINVAL) \
+    X(locker_new_bad_name, locker_with((simba_locker_desc){.mutex = "a b", .contender_id = NULL, .ttl_ms = 0, .transition_ms = 0}), SIMBA_EINVAL) \
+    X(locker_new_bad_id, locker_with((simba_locker_desc){.mutex = "m", .contender_id = "", .ttl_ms = 0, .transition_ms = 0}), SIMBA_EINVAL)       \
+    X(locker_new_ttl_negative, locker_with((simba_locker_desc){.mutex = "m", .contender_id = NULL, .ttl_ms = -1, .transition_ms = 0}), SIMBA_EINVAL) \
+    X(locker_new_transition_negative, locker_with((simba_locker_desc){.mutex = "m", .contender_id = NULL, .ttl_ms = 100, .transition_ms = -1}), SIMBA_EINVAL) \
+    X(locker_new_ttl_int64_max, locker_with((simba_locker_desc){.mutex = "m", .contender_id = NULL, .ttl_ms = INT64_MAX, .transition_ms = 0}), SIMBA_EINVAL) \
     X(locker_lock_null, simba_locker_lock(NULL, 0), SIMBA_EINVAL)                                         \
     X(locker_try_null, simba_locker_try(NULL), SIMBA_EINVAL)                                              \
     X(locker_unlock_null, simba_locker_unlock(NULL), SIMBA_EINVAL)                                        \
@@ -741,16 +740,16 @@ static simba_pg_desc pgd_tls(const char *mode, const char *root, const char *nam
     X(lock_negative_timeout, lock_negative_timeout_free(), SIMBA_OK)                                      \
     X(unlock_null, simba_unlock_free(NULL), SIMBA_EINVAL)                                                      \
     X(sched_null_desc, simba_scheduler_new(L, be, NULL, &(simba_scheduler *){0}), SIMBA_EINVAL)           \
-    X(sched_null_out, simba_scheduler_new(L, be, &(simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, 0, 100, noop_work, NULL, 0}, NULL), SIMBA_EINVAL) \
-    X(sched_no_work, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, 0, 100, NULL, NULL, 0}), SIMBA_EINVAL) \
-    X(sched_period_zero, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, 0, 0, noop_work, NULL, 0}), SIMBA_EINVAL) \
-    X(sched_period_negative, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, 0, -100, noop_work, NULL, 0}), SIMBA_EINVAL) \
-    X(sched_period_int64_max, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, 0, INT64_MAX, noop_work, NULL, 0}), SIMBA_EINVAL) \
-    X(sched_delay_negative, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, -1, 100, noop_work, NULL, 0}), SIMBA_EINVAL) \
-    X(sched_delay_int64_max, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, SIMBA_FIXED_RATE, INT64_MAX, 100, noop_work, NULL, 0}), SIMBA_EINVAL) \
-    X(sched_bad_strategy, sched_with((simba_scheduler_desc){"m", NULL, 0, 0, (simba_schedule_strategy)7, 0, 100, noop_work, NULL, 0}), SIMBA_EINVAL) \
-    X(sched_bad_name, sched_with((simba_scheduler_desc){"", NULL, 0, 0, SIMBA_FIXED_RATE, 0, 100, noop_work, NULL, 0}), SIMBA_EINVAL) \
-    X(sched_ttl_negative, sched_with((simba_scheduler_desc){"m", NULL, -5, 0, SIMBA_FIXED_RATE, 0, 100, noop_work, NULL, 0}), SIMBA_EINVAL) \
+    X(sched_null_out, simba_scheduler_new(L, be, &(simba_scheduler_desc){.mutex = "m", .contender_id = NULL, .ttl_ms = 0, .transition_ms = 0, .strategy = SIMBA_FIXED_RATE, .initial_delay_ms = 0, .period_ms = 100, .work = noop_work}, NULL), SIMBA_EINVAL) \
+    X(sched_no_work, sched_with((simba_scheduler_desc){.mutex = "m", .contender_id = NULL, .ttl_ms = 0, .transition_ms = 0, .strategy = SIMBA_FIXED_RATE, .initial_delay_ms = 0, .period_ms = 100, .work = NULL}), SIMBA_EINVAL) \
+    X(sched_period_zero, sched_with((simba_scheduler_desc){.mutex = "m", .contender_id = NULL, .ttl_ms = 0, .transition_ms = 0, .strategy = SIMBA_FIXED_RATE, .initial_delay_ms = 0, .period_ms = 0, .work = noop_work}), SIMBA_EINVAL) \
+    X(sched_period_negative, sched_with((simba_scheduler_desc){.mutex = "m", .contender_id = NULL, .ttl_ms = 0, .transition_ms = 0, .strategy = SIMBA_FIXED_RATE, .initial_delay_ms = 0, .period_ms = -100, .work = noop_work}), SIMBA_EINVAL) \
+    X(sched_period_int64_max, sched_with((simba_scheduler_desc){.mutex = "m", .contender_id = NULL, .ttl_ms = 0, .transition_ms = 0, .strategy = SIMBA_FIXED_RATE, .initial_delay_ms = 0, .period_ms = INT64_MAX, .work = noop_work}), SIMBA_EINVAL) \
+    X(sched_delay_negative, sched_with((simba_scheduler_desc){.mutex = "m", .contender_id = NULL, .ttl_ms = 0, .transition_ms = 0, .strategy = SIMBA_FIXED_RATE, .initial_delay_ms = -1, .period_ms = 100, .work = noop_work}), SIMBA_EINVAL) \
+    X(sched_delay_int64_max, sched_with((simba_scheduler_desc){.mutex = "m", .contender_id = NULL, .ttl_ms = 0, .transition_ms = 0, .strategy = SIMBA_FIXED_RATE, .initial_delay_ms = INT64_MAX, .period_ms = 100, .work = noop_work}), SIMBA_EINVAL) \
+    X(sched_bad_strategy, sched_with((simba_scheduler_desc){.mutex = "m", .contender_id = NULL, .ttl_ms = 0, .transition_ms = 0, .strategy = (simba_schedule_strategy)7, .initial_delay_ms = 0, .period_ms = 100, .work = noop_work}), SIMBA_EINVAL) \
+    X(sched_bad_name, sched_with((simba_scheduler_desc){.mutex = "", .contender_id = NULL, .ttl_ms = 0, .transition_ms = 0, .strategy = SIMBA_FIXED_RATE, .initial_delay_ms = 0, .period_ms = 100, .work = noop_work}), SIMBA_EINVAL) \
+    X(sched_ttl_negative, sched_with((simba_scheduler_desc){.mutex = "m", .contender_id = NULL, .ttl_ms = -5, .transition_ms = 0, .strategy = SIMBA_FIXED_RATE, .initial_delay_ms = 0, .period_ms = 100, .work = noop_work}), SIMBA_EINVAL) \
     X(sched_ok, sched_with(sdesc()), SIMBA_OK)                                                            \
     X(sched_start_null, simba_scheduler_start(NULL), SIMBA_EINVAL)                                        \
     X(sched_stop_null, simba_scheduler_stop(NULL), SIMBA_EINVAL)                                          \
