@@ -153,6 +153,8 @@
  *   simba_poll() never blocks. simba_fds() gives the descriptors worth waiting on so that an
  *   existing poll(2) loop or tick can wake on a push instead of a timer. simba_wait() is the
  *   blocking convenience: poll(2) on those fds up to the next deadline, then simba_poll().
+ *   With an injected clock, simba_loop_desc.sleep stands in for that poll(2)'s wait, so a
+ *   unit test runs simba_locker_lock() and every blocking call in simulated time.
  *   Callback-driven loops (epoll, io_uring, libuv, libev, libevent) use the hooks instead:
  *   simba_loop_desc.fd_hook hears each descriptor start, change and stop (before its close),
  *   timer_hook hears when a call outside the poll needs a poll sooner; adapters/ has libuv,
@@ -387,6 +389,13 @@ typedef struct simba_loop_desc {
     /* Monotonic clock in ms; default CLOCK_MONOTONIC. Inject for exact tests. */
     int64_t (*now_ms)(void *user);
     void *clock_user;
+    /* Optional, with an injected clock: where a blocking call (simba_wait and every call
+       built on it: simba_locker_lock, simba_lock, simba_stop_wait, simba_loop_close, the
+       _wait forms) would block in poll(2) for ms > 0, the descriptors are checked without
+       waiting and, when none is ready, sleep is called instead, so a test advances its
+       clock there and blocking calls run in simulated time. It must not call simba. */
+    void (*sleep)(void *user, int64_t ms);
+    void *sleep_user;
     /* Uniform 32-bit random numbers; default a per-loop xorshift seeded from the clock,
        pid and address. Inject for exact tests. */
     uint32_t (*random)(void *user);
@@ -464,7 +473,8 @@ SIMBA_API int simba_fds(simba_loop *loop, struct pollfd *out, int cap);
 SIMBA_API simba_result simba_loop_set_hooks(simba_loop *loop, void (*fd_hook)(void *user, int fd, short events), void *fd_user,
                                             void (*timer_hook)(void *user, int64_t wait_ms), void *timer_user);
 /* Blocking convenience: poll(2) on simba_fds() until the next deadline or max_ms
-   (negative = no cap), then simba_poll(). Passes SIMBA_ECLOSED through (loop freed). */
+   (negative = no cap), then simba_poll(); with simba_loop_desc.sleep, a zero-timeout check
+   of the fds and, if none is ready, sleep(ms) instead. Passes SIMBA_ECLOSED through. */
 SIMBA_API simba_result simba_wait(simba_loop *loop, int64_t max_ms);
 /* For backends that do synchronous work inside simba_poll (SQLite statements): call it
    before each unit of work (one request executed). Returns 1 when the poll's budget
@@ -1551,6 +1561,8 @@ typedef struct simba__watched { simba_backend *be; int fd; short events; short s
 struct simba_loop {
     int64_t (*now_fn)(void *);
     void *clock_user;
+    void (*sleep_fn)(void *, int64_t);
+    void *sleep_user;
     uint32_t (*rand_fn)(void *);
     void *rand_user;
     uint64_t rng;
@@ -3591,10 +3603,12 @@ SIMBA_API simba_result simba_wait(simba_loop *l, int64_t max_ms) {
     n = simba__gather(l);
     if (n < 0) return SIMBA_ENOMEM;
     if (n > 0) {
-        if (poll(l->pfd, (nfds_t)n, (int)wait) < 0) {
-            int i;
+        int i, ready = poll(l->pfd, (nfds_t)n, l->sleep_fn ? 0 : (int)wait);
+        if (ready < 0)
             for (i = 0; i < n; i++) l->pfd[i].revents = 0;
-        }
+        if (ready <= 0 && l->sleep_fn && wait > 0) l->sleep_fn(l->sleep_user, wait);
+    } else if (l->sleep_fn) {
+        if (wait > 0) l->sleep_fn(l->sleep_user, wait);
     } else if (wait > 0) {
         struct timespec ts;
         ts.tv_sec = (time_t)(wait / 1000);
@@ -3631,6 +3645,8 @@ SIMBA_API simba_result simba_loop_new(const simba_loop_desc *d, simba_loop **out
     l->alloc_user = d->alloc_user;
     l->now_fn = d->now_ms ? d->now_ms : simba__sys_now;
     l->clock_user = d->clock_user;
+    l->sleep_fn = d->sleep;
+    l->sleep_user = d->sleep_user;
     l->rand_fn = d->random;
     l->rand_user = d->random_user;
     l->log_fn = d->log;
