@@ -1524,6 +1524,7 @@ struct simba_service {
     int64_t asked_at;    /* when the latest answered acquire was sent (its place's refresh) */
     int64_t next_try;    /* next attempt (loop time) */
     int64_t lease_end;   /* local end of our own lease: step down here without renewal */
+    int64_t stepped_at;  /* loop time of the latest run of its timer's step */
     int64_t quar_until;  /* end of the store's data-loss quarantine as last told, 0 = none */
     uint64_t own_fence;
     uint64_t seen_fence;  /* the greatest fence of an owner it has shown, over its runs: a
@@ -2153,6 +2154,13 @@ static int64_t simba__at_risk_at(const simba_service *s) {
     return simba__add(s->lease_end, -s->tp->v.at_risk);
 }
 
+/* A deadline of the lease itself (its end, at-risk) that the step run at this very instant
+   left due is not armed again at this instant: running the step again before time moves
+   cannot change its outcome, and the loop would ask to be polled at once, forever. */
+static int64_t simba__unacted(const simba_service *s, int64_t at) {
+    return at <= s->stepped_at && s->stepped_at == s->loop->now ? SIMBA__NEVER : at;
+}
+
 static void simba__arm(simba_service *s) {
     simba_loop *l = s->loop;
     int64_t at = SIMBA__NEVER;
@@ -2160,10 +2168,10 @@ static void simba__arm(simba_service *s) {
         if ((s->flags & SIMBA__F_TOLD) || !(s->flags & (SIMBA__F_INFLIGHT | SIMBA__F_RELEASE_SENT))) at = l->now;
     } else if (s->status == SIMBA_RUNNING) {
         if (!(s->flags & SIMBA__F_INFLIGHT)) at = s->next_try;
-        if (s->flags & SIMBA__F_OWNER) at = simba__min(at, s->lease_end);
+        if (s->flags & SIMBA__F_OWNER) at = simba__min(at, simba__unacted(s, s->lease_end));
         if ((s->flags & SIMBA__F_OWNER) && !(s->flags & SIMBA__F_INFLIGHT) && (s->flags & (SIMBA__F_SETVAL | SIMBA__F_YIELD)))
             at = l->now;
-        at = simba__min(at, simba__at_risk_at(s));
+        at = simba__min(at, simba__unacted(s, simba__at_risk_at(s)));
     }
     simba__timer_set(l, &s->tm, at);
 }
@@ -2748,6 +2756,7 @@ static void simba__svc_step(simba_service *s) {
     int64_t now = l->now;
     simba_owner none;
     simba__owner_none(&none);
+    s->stepped_at = now;
     if (s->status == SIMBA_STOPPING) {
         if (s->flags & SIMBA__F_TOLD) simba__step_down(s, &none, s->why_stop ? s->why_stop : SIMBA_REASON_STOPPED); /* stop: the one on_released */
         if (s->status == SIMBA_STOPPING && s->kind == SIMBA__KIND_CONTEND) {
@@ -3055,6 +3064,7 @@ SIMBA_API simba_result simba_start(simba_service *s) {
     s->release_rc = SIMBA_OK;
     s->own_fence = 0;
     s->lease_end = 0;
+    s->stepped_at = INT64_MIN;
     s->quar_until = 0;
     if (!l->in_poll) l->now = simba_now(l);
     s->next_try = l->now;
