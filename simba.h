@@ -31,8 +31,8 @@
  *   SIMBA_HOLD_MS (50), SIMBA_HOLD_TAKEOVER_MS (10)   the longest a renewal or a waiter's
  *                              routine re-ask, and an ask at a lease end, may wait for
  *                              company in a batching backend (simba_req.hold_ms; 0: never)
- *   SIMBA_VALUE_MAX (1024)     the largest value stored with an ownership, bytes (every
- *                              process on one store should use the same)
+ *   (SIMBA_VALUE_MAX, 1024 bytes, the largest value stored with an ownership, is fixed: it
+ *   sizes simba_owner.value, so a file that defines it to another value does not build)
  *
  * WHAT IT DOES
  *   For each mutex name, at most one contender owns it at a time. Ownership is a lease:
@@ -300,11 +300,14 @@ extern "C" {
 #define SIMBA_MAX_LEASE_DEFAULT_MS 60000
 /* simba_poll() never asks to be called later than this. */
 #define SIMBA_MAX_WAIT_MS 60000
-/* Largest value stored with an ownership, bytes (see LEADERSHIP VALUE). Every process that
-   shares a store should agree on it: a store holds what the largest one allows. */
-#ifndef SIMBA_VALUE_MAX
-#define SIMBA_VALUE_MAX 1024
+/* Largest value stored with an ownership, bytes (see LEADERSHIP VALUE). Fixed, not an
+   option: it sizes simba_owner.value, so every file of a program and every process on a
+   store must agree; a file that defines it to another value does not build. */
+#if defined(SIMBA_VALUE_MAX) && SIMBA_VALUE_MAX != 1024
+#error "SIMBA_VALUE_MAX is fixed at 1024 (it sizes simba_owner.value): do not define it"
 #endif
+#undef SIMBA_VALUE_MAX
+#define SIMBA_VALUE_MAX 1024
 /* Most permits a semaphore name may have (simba_contend_desc.permits; see SEMAPHORES AND
    READ-WRITE LOCKS): every holder is a lease the store keeps and lists. */
 #define SIMBA_PERMITS_MAX 1024
