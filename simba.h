@@ -248,7 +248,8 @@
  * MEMORY AND LOGGING
  *   Define SIMBA_MALLOC / SIMBA_FREE before the implementation to replace malloc/free, or
  *   give an allocator in simba_loop_desc. Steady-state polling allocates nothing. Logging
- *   goes through simba_loop_desc.log (silent by default).
+ *   goes through simba_loop_desc.log; without it, WARN and ERROR messages go to stderr,
+ *   each cause once per loop (a hook silences that).
  *
  * BACKENDS
  *   A backend is a simba_backend_vt plus an opaque impl pointer, registered on a loop with
@@ -407,7 +408,9 @@ typedef struct simba_loop_desc {
     void *(*alloc)(void *user, size_t size);
     void (*free)(void *user, void *ptr);
     void *alloc_user;
-    /* Log hook; default silent. */
+    /* Log hook. Without one, WARN and ERROR messages go to stderr, each cause once per loop
+       (the message without its numbers), but for a call's own failure, which its result
+       and simba_loop_errmsg() carry; installing a hook silences that default. */
     void (*log)(void *user, simba_log_level level, const char *msg);
     void *log_user;
     simba_log_level log_level; /* lowest level passed to log (default DEBUG when log set) */
@@ -1119,6 +1122,7 @@ SIMBA_API void simba_log(simba_loop *loop, simba_log_level level, const char *fm
 #define SIMBA__RENEW_GRID_MS 128 /* renewals are aligned down to this step at most */
 #define SIMBA__EV_FREE_MAX 64     /* recycled event nodes kept */
 #define SIMBA__ERRMSG_MAX 128     /* simba_stats.last_error_msg */
+#define SIMBA__TOLD_MAX 32        /* causes a loop without a log hook writes to stderr */
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
@@ -1576,6 +1580,8 @@ struct simba_loop {
     void (*log_fn)(void *, simba_log_level, const char *);
     void *log_user;
     simba_log_level log_level;
+    uint64_t told[SIMBA__TOLD_MAX]; /* without a log hook: the causes written to stderr */
+    int told_n;
     simba__counters cnt; /* totals of every service the loop has had */
     char last_error_buf[SIMBA__ERRMSG_MAX];
     int64_t now; /* cached during a poll */
@@ -1637,11 +1643,31 @@ SIMBA_API void simba_free(simba_loop *loop, void *ptr) {
 static void *simba__lalloc(void *u, size_t n) { return simba_alloc((simba_loop *)u, n); }
 static void simba__lfree(void *u, void *p) { simba_free((simba_loop *)u, p); }
 
+/* Without a log hook, WARN and ERROR go to stderr once per cause, as libpq's default notice
+   processor does: a program that hooks nothing still hears why nobody is granted. A cause
+   is the message without its numbers (a quarantine's ms left change, its words do not). */
+static void simba__log_default(simba_loop *loop, simba_log_level level, const char *msg) {
+    uint64_t h = 14695981039346656037ull;
+    const char *c;
+    int i;
+    if (level < SIMBA_LOG_WARN) return;
+    for (c = msg; *c; c++)
+        if (*c < '0' || *c > '9') h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    for (i = 0; i < loop->told_n; i++)
+        if (loop->told[i] == h) return;
+    if (loop->told_n == SIMBA__TOLD_MAX) return;
+    loop->told[loop->told_n++] = h;
+    fprintf(stderr, "simba: %s: %s\n", level == SIMBA_LOG_WARN ? "warning" : "error", msg);
+    if (loop->told_n == SIMBA__TOLD_MAX)
+        fprintf(stderr, "simba: further warnings are not shown (simba_loop_desc.log hears them all)\n");
+}
+
 static void simba__vlog(simba_loop *loop, simba_log_level level, const char *fmt, va_list ap) {
     char buf[512];
-    if (!loop || !loop->log_fn || level < loop->log_level) return;
+    if (!loop || level < loop->log_level) return;
     vsnprintf(buf, sizeof buf, fmt, ap);
-    loop->log_fn(loop->log_user, level, buf);
+    if (loop->log_fn) loop->log_fn(loop->log_user, level, buf);
+    else simba__log_default(loop, level, buf);
 }
 SIMBA_API void simba_log(simba_loop *loop, simba_log_level level, const char *fmt, ...) {
     va_list ap;
@@ -1663,7 +1689,8 @@ static simba_result simba__fail(simba_loop *loop, simba_result rc, const char *f
     va_start(ap, fmt);
     vsnprintf(loop->errmsg, sizeof loop->errmsg, fmt, ap);
     va_end(ap);
-    simba_log(loop, SIMBA_LOG_WARN, "%s: %s", simba_strerror(rc), loop->errmsg);
+    /* the caller has rc and simba_loop_errmsg: stderr by default would only repeat them */
+    if (loop->log_fn) simba_log(loop, SIMBA_LOG_WARN, "%s: %s", simba_strerror(rc), loop->errmsg);
     return rc;
 }
 
@@ -1999,6 +2026,7 @@ static int simba__grow_other(simba_service *s, size_t n) {
 static void simba__req_failed(simba_service *s, const simba_req *req, const simba_reply *reply) {
     simba__copy(s->be->errmsg, sizeof s->be->errmsg, reply->errmsg ? reply->errmsg : simba_strerror(reply->rc));
     simba__stat_error(s, reply->rc, s->be->errmsg);
+    if (reply->quarantine_ms > 0) return; /* simba__quarantined says it, with when it asks again */
     simba_log(s->loop, SIMBA_LOG_WARN, "%s: %s on mutex %s: %s", s->be->vt->name,
               req->op == SIMBA_OP_RELEASE ? "release" : req->op == SIMBA_OP_READ ? "read" : "acquire", req->mutex,
               s->be->errmsg);

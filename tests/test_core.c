@@ -2800,6 +2800,71 @@ TEST(blocking_calls_run_in_simulated_time_with_a_sleep_hook) {
     store_free();
 }
 
+/* Without a log hook, WARN goes to stderr once per cause (a data-loss quarantine refuses
+   every attempt: one line; the lapse: one line); a loop with a hook hears every one of them
+   and writes nothing to stderr. */
+static int hooked_warns;
+static void count_warns(void *u, simba_log_level lv, const char *msg) {
+    (void)u;
+    (void)msg;
+    hooked_warns += lv >= SIMBA_LOG_WARN;
+}
+static int lines_with(const char *text, const char *what) {
+    int n = 0;
+    const char *c;
+    for (c = strstr(text, what); c; c = strstr(c + 1, what)) n++;
+    return n;
+}
+static void lose_and_lapse(proc *p, const char *mutex) {
+    rec r = {0};
+    simba_service *s = contender(p, mutex, "a", 1000, 600, &r);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(p, 1);
+    CHECK_EQ(r.acquired, 1);
+    CHECK_RC(simba_memstore_lose(store), SIMBA_OK);
+    advance(p, 1, 4000, 5);
+    CHECK_EQ(r.released, 1);
+    CHECK_EQ(r.acquired, 2); /* granted again once the quarantine is over */
+}
+TEST(warnings_go_to_stderr_once_per_cause_without_a_log_hook) {
+    proc p;
+    simba_loop_desc d;
+    char out[4096];
+    size_t n;
+    FILE *cap = tmpfile();
+    int saved = dup(2);
+    REQUIRE(cap && saved >= 0);
+    fflush(stderr);
+    dup2(fileno(cap), 2);
+    store_new();
+    proc_open(&p);
+    lose_and_lapse(&p, "loud");
+    proc_close(&p);
+    memset(&d, 0, sizeof d);
+    d.now_ms = fake_clock;
+    d.random = fake_rand;
+    d.log = count_warns;
+    CHECK_RC(simba_loop_new(&d, &p.loop), SIMBA_OK);
+    CHECK_RC(simba_memory_open(p.loop, store, &p.be), SIMBA_OK);
+    hooked_warns = 0;
+    lose_and_lapse(&p, "hooked");
+    proc_close(&p);
+    store_free();
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(cap);
+    n = fread(out, 1, sizeof out - 1, cap);
+    out[n] = 0;
+    fclose(cap);
+    CHECK_EQ(lines_with(out, "simba: warning: memory: acquire on mutex loud: memory store: data-loss quarantine"), 1);
+    CHECK_EQ(lines_with(out, "simba: warning: mutex loud: lease not renewed in time, stepping down"), 1);
+    CHECK_EQ(lines_with(out, "simba: "), 2);
+    CHECK(strstr(out, "hooked") == NULL);
+    CHECK(hooked_warns >= 3); /* the hook hears every attempt the quarantine refused */
+    if (check__cur_failed) fprintf(stderr, "  stderr was:\n%s", out);
+}
+
 /* A Locker frozen past its lease and unlocked before the next poll learns it: the unlock
    says SIMBA_ELOST, the reason is "lapsed", and on_lost fires from the next poll, once. */
 TEST(unlock_after_lapse_reports_lost) {
@@ -3881,6 +3946,7 @@ int main(int argc, char **argv) {
     RUN(stop_wait_confirms_the_release);
     RUN(loop_close_releases_everything_then_frees);
     RUN(blocking_calls_run_in_simulated_time_with_a_sleep_hook);
+    RUN(warnings_go_to_stderr_once_per_cause_without_a_log_hook);
     RUN(unlock_after_lapse_reports_lost);
     RUN(locker_on_locked_from_the_poll);
     RUN(value_goes_with_the_grant_and_proclaim_keeps_fence_and_lease);
