@@ -1295,6 +1295,8 @@ static void svc_free(proc *p, int slot) {
     s->gen++;
 }
 
+static void proc_log(void *u, simba_log_level level, const char *msg) { (void)u; (void)level; (void)msg; }
+
 static void proc_start(proc *p) {
     simba_loop_desc d;
     simba_result rc;
@@ -1317,6 +1319,7 @@ static void proc_start(proc *p) {
     d.poll_max_steps = p->max_steps;
     d.timer_hook = proc_timer_hook;
     d.timer_user = p;
+    d.log = proc_log; /* the faults make warnings by the thousand: the trace says what happened */
     if ((rc = simba_loop_new(&d, &p->loop)) != SIMBA_OK) { fprintf(stderr, "sim: loop: %s\n", simba_strerror(rc)); exit(2); }
     p->cl = client_new(p);
     rc = simba_backend_new(p->loop, W->pers == PERS_ZK ? &sim_vt_session : &sim_vt_asked, p->cl, &p->cl->be);
