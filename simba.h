@@ -31,8 +31,8 @@
  *   SIMBA_HOLD_MS (50), SIMBA_HOLD_TAKEOVER_MS (10)   the longest a renewal or a waiter's
  *                              routine re-ask, and an ask at a lease end, may wait for
  *                              company in a batching backend (simba_req.hold_ms; 0: never)
- *   SIMBA_VALUE_MAX (1024)     the largest value stored with an ownership, bytes (every
- *                              process on one store should use the same)
+ *   (SIMBA_VALUE_MAX, 1024 bytes, the largest value stored with an ownership, is fixed: it
+ *   sizes simba_owner.value, so a file that defines it to another value does not build)
  *
  * WHAT IT DOES
  *   For each mutex name, at most one contender owns it at a time. Ownership is a lease:
@@ -153,6 +153,8 @@
  *   simba_poll() never blocks. simba_fds() gives the descriptors worth waiting on so that an
  *   existing poll(2) loop or tick can wake on a push instead of a timer. simba_wait() is the
  *   blocking convenience: poll(2) on those fds up to the next deadline, then simba_poll().
+ *   With an injected clock, simba_loop_desc.sleep stands in for that poll(2)'s wait, so a
+ *   unit test runs simba_locker_lock() and every blocking call in simulated time.
  *   Callback-driven loops (epoll, io_uring, libuv, libev, libevent) use the hooks instead:
  *   simba_loop_desc.fd_hook hears each descriptor start, change and stop (before its close),
  *   timer_hook hears when a call outside the poll needs a poll sooner; adapters/ has libuv,
@@ -246,7 +248,8 @@
  * MEMORY AND LOGGING
  *   Define SIMBA_MALLOC / SIMBA_FREE before the implementation to replace malloc/free, or
  *   give an allocator in simba_loop_desc. Steady-state polling allocates nothing. Logging
- *   goes through simba_loop_desc.log (silent by default).
+ *   goes through simba_loop_desc.log; without it, WARN and ERROR messages go to stderr,
+ *   each cause once per loop (a hook silences that).
  *
  * BACKENDS
  *   A backend is a simba_backend_vt plus an opaque impl pointer, registered on a loop with
@@ -298,11 +301,14 @@ extern "C" {
 #define SIMBA_MAX_LEASE_DEFAULT_MS 60000
 /* simba_poll() never asks to be called later than this. */
 #define SIMBA_MAX_WAIT_MS 60000
-/* Largest value stored with an ownership, bytes (see LEADERSHIP VALUE). Every process that
-   shares a store should agree on it: a store holds what the largest one allows. */
-#ifndef SIMBA_VALUE_MAX
-#define SIMBA_VALUE_MAX 1024
+/* Largest value stored with an ownership, bytes (see LEADERSHIP VALUE). Fixed, not an
+   option: it sizes simba_owner.value, so every file of a program and every process on a
+   store must agree; a file that defines it to another value does not build. */
+#if defined(SIMBA_VALUE_MAX) && SIMBA_VALUE_MAX != 1024
+#error "SIMBA_VALUE_MAX is fixed at 1024 (it sizes simba_owner.value): do not define it"
 #endif
+#undef SIMBA_VALUE_MAX
+#define SIMBA_VALUE_MAX 1024
 /* Most permits a semaphore name may have (simba_contend_desc.permits; see SEMAPHORES AND
    READ-WRITE LOCKS): every holder is a lease the store keeps and lists. */
 #define SIMBA_PERMITS_MAX 1024
@@ -387,6 +393,13 @@ typedef struct simba_loop_desc {
     /* Monotonic clock in ms; default CLOCK_MONOTONIC. Inject for exact tests. */
     int64_t (*now_ms)(void *user);
     void *clock_user;
+    /* Optional, with an injected clock: where a blocking call (simba_wait and every call
+       built on it: simba_locker_lock, simba_lock, simba_stop_wait, simba_loop_close, the
+       _wait forms) would block in poll(2) for ms > 0, the descriptors are checked without
+       waiting and, when none is ready, sleep is called instead, so a test advances its
+       clock there and blocking calls run in simulated time. It must not call simba. */
+    void (*sleep)(void *user, int64_t ms);
+    void *sleep_user;
     /* Uniform 32-bit random numbers; default a per-loop xorshift seeded from the clock,
        pid and address. Inject for exact tests. */
     uint32_t (*random)(void *user);
@@ -395,7 +408,9 @@ typedef struct simba_loop_desc {
     void *(*alloc)(void *user, size_t size);
     void (*free)(void *user, void *ptr);
     void *alloc_user;
-    /* Log hook; default silent. */
+    /* Log hook. Without one, WARN and ERROR messages go to stderr, each cause once per loop
+       (the message without its numbers), but for a call's own failure, which its result
+       and simba_loop_errmsg() carry; installing a hook silences that default. */
     void (*log)(void *user, simba_log_level level, const char *msg);
     void *log_user;
     simba_log_level log_level; /* lowest level passed to log (default DEBUG when log set) */
@@ -464,7 +479,8 @@ SIMBA_API int simba_fds(simba_loop *loop, struct pollfd *out, int cap);
 SIMBA_API simba_result simba_loop_set_hooks(simba_loop *loop, void (*fd_hook)(void *user, int fd, short events), void *fd_user,
                                             void (*timer_hook)(void *user, int64_t wait_ms), void *timer_user);
 /* Blocking convenience: poll(2) on simba_fds() until the next deadline or max_ms
-   (negative = no cap), then simba_poll(). Passes SIMBA_ECLOSED through (loop freed). */
+   (negative = no cap), then simba_poll(); with simba_loop_desc.sleep, a zero-timeout check
+   of the fds and, if none is ready, sleep(ms) instead. Passes SIMBA_ECLOSED through. */
 SIMBA_API simba_result simba_wait(simba_loop *loop, int64_t max_ms);
 /* For backends that do synchronous work inside simba_poll (SQLite statements): call it
    before each unit of work (one request executed). Returns 1 when the poll's budget
@@ -1141,6 +1157,7 @@ SIMBA_API void simba_log(simba_loop *loop, simba_log_level level, const char *fm
 #define SIMBA__RENEW_GRID_MS 128 /* renewals are aligned down to this step at most */
 #define SIMBA__EV_FREE_MAX 64     /* recycled event nodes kept */
 #define SIMBA__ERRMSG_MAX 128     /* simba_stats.last_error_msg */
+#define SIMBA__TOLD_MAX 32        /* causes a loop without a log hook writes to stderr */
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
@@ -1549,6 +1566,7 @@ struct simba_service {
     int64_t asked_at;    /* when the latest answered acquire was sent (its place's refresh) */
     int64_t next_try;    /* next attempt (loop time) */
     int64_t lease_end;   /* local end of our own lease: step down here without renewal */
+    int64_t stepped_at;  /* loop time of the latest run of its timer's step */
     int64_t quar_until;  /* end of the store's data-loss quarantine as last told, 0 = none */
     uint64_t own_fence;
     uint64_t seen_fence;  /* the greatest fence of an owner it has shown, over its runs: a
@@ -1586,6 +1604,8 @@ typedef struct simba__watched { simba_backend *be; int fd; short events; short s
 struct simba_loop {
     int64_t (*now_fn)(void *);
     void *clock_user;
+    void (*sleep_fn)(void *, int64_t);
+    void *sleep_user;
     uint32_t (*rand_fn)(void *);
     void *rand_user;
     uint64_t rng;
@@ -1595,6 +1615,8 @@ struct simba_loop {
     void (*log_fn)(void *, simba_log_level, const char *);
     void *log_user;
     simba_log_level log_level;
+    uint64_t told[SIMBA__TOLD_MAX]; /* without a log hook: the causes written to stderr */
+    int told_n;
     simba__counters cnt; /* totals of every service the loop has had */
     char last_error_buf[SIMBA__ERRMSG_MAX];
     int64_t now; /* cached during a poll */
@@ -1656,11 +1678,31 @@ SIMBA_API void simba_free(simba_loop *loop, void *ptr) {
 static void *simba__lalloc(void *u, size_t n) { return simba_alloc((simba_loop *)u, n); }
 static void simba__lfree(void *u, void *p) { simba_free((simba_loop *)u, p); }
 
+/* Without a log hook, WARN and ERROR go to stderr once per cause, as libpq's default notice
+   processor does: a program that hooks nothing still hears why nobody is granted. A cause
+   is the message without its numbers (a quarantine's ms left change, its words do not). */
+static void simba__log_default(simba_loop *loop, simba_log_level level, const char *msg) {
+    uint64_t h = 14695981039346656037ull;
+    const char *c;
+    int i;
+    if (level < SIMBA_LOG_WARN) return;
+    for (c = msg; *c; c++)
+        if (*c < '0' || *c > '9') h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    for (i = 0; i < loop->told_n; i++)
+        if (loop->told[i] == h) return;
+    if (loop->told_n == SIMBA__TOLD_MAX) return;
+    loop->told[loop->told_n++] = h;
+    fprintf(stderr, "simba: %s: %s\n", level == SIMBA_LOG_WARN ? "warning" : "error", msg);
+    if (loop->told_n == SIMBA__TOLD_MAX)
+        fprintf(stderr, "simba: further warnings are not shown (simba_loop_desc.log hears them all)\n");
+}
+
 static void simba__vlog(simba_loop *loop, simba_log_level level, const char *fmt, va_list ap) {
     char buf[512];
-    if (!loop || !loop->log_fn || level < loop->log_level) return;
+    if (!loop || level < loop->log_level) return;
     vsnprintf(buf, sizeof buf, fmt, ap);
-    loop->log_fn(loop->log_user, level, buf);
+    if (loop->log_fn) loop->log_fn(loop->log_user, level, buf);
+    else simba__log_default(loop, level, buf);
 }
 SIMBA_API void simba_log(simba_loop *loop, simba_log_level level, const char *fmt, ...) {
     va_list ap;
@@ -1682,7 +1724,8 @@ static simba_result simba__fail(simba_loop *loop, simba_result rc, const char *f
     va_start(ap, fmt);
     vsnprintf(loop->errmsg, sizeof loop->errmsg, fmt, ap);
     va_end(ap);
-    simba_log(loop, SIMBA_LOG_WARN, "%s: %s", simba_strerror(rc), loop->errmsg);
+    /* the caller has rc and simba_loop_errmsg: stderr by default would only repeat them */
+    if (loop->log_fn) simba_log(loop, SIMBA_LOG_WARN, "%s: %s", simba_strerror(rc), loop->errmsg);
     return rc;
 }
 
@@ -2018,6 +2061,7 @@ static int simba__grow_other(simba_service *s, size_t n) {
 static void simba__req_failed(simba_service *s, const simba_req *req, const simba_reply *reply) {
     simba__copy(s->be->errmsg, sizeof s->be->errmsg, reply->errmsg ? reply->errmsg : simba_strerror(reply->rc));
     simba__stat_error(s, reply->rc, s->be->errmsg);
+    if (reply->quarantine_ms > 0) return; /* simba__quarantined says it, with when it asks again */
     simba_log(s->loop, SIMBA_LOG_WARN, "%s: %s on mutex %s: %s", s->be->vt->name,
               req->op == SIMBA_OP_RELEASE ? "release" : req->op == SIMBA_OP_READ ? "read" : "acquire", req->mutex,
               s->be->errmsg);
@@ -2176,6 +2220,13 @@ static int64_t simba__at_risk_at(const simba_service *s) {
     return simba__add(s->lease_end, -s->tp->v.at_risk);
 }
 
+/* A deadline of the lease itself (its end, at-risk) that the step run at this very instant
+   left due is not armed again at this instant: running the step again before time moves
+   cannot change its outcome, and the loop would ask to be polled at once, forever. */
+static int64_t simba__unacted(const simba_service *s, int64_t at) {
+    return at <= s->stepped_at && s->stepped_at == s->loop->now ? SIMBA__NEVER : at;
+}
+
 static void simba__arm(simba_service *s) {
     simba_loop *l = s->loop;
     int64_t at = SIMBA__NEVER;
@@ -2183,10 +2234,10 @@ static void simba__arm(simba_service *s) {
         if ((s->flags & SIMBA__F_TOLD) || !(s->flags & (SIMBA__F_INFLIGHT | SIMBA__F_RELEASE_SENT))) at = l->now;
     } else if (s->status == SIMBA_RUNNING) {
         if (!(s->flags & SIMBA__F_INFLIGHT)) at = s->next_try;
-        if (s->flags & SIMBA__F_OWNER) at = simba__min(at, s->lease_end);
+        if (s->flags & SIMBA__F_OWNER) at = simba__min(at, simba__unacted(s, s->lease_end));
         if ((s->flags & SIMBA__F_OWNER) && !(s->flags & SIMBA__F_INFLIGHT) && (s->flags & (SIMBA__F_SETVAL | SIMBA__F_YIELD)))
             at = l->now;
-        at = simba__min(at, simba__at_risk_at(s));
+        at = simba__min(at, simba__unacted(s, simba__at_risk_at(s)));
     }
     simba__timer_set(l, &s->tm, at);
 }
@@ -2771,6 +2822,7 @@ static void simba__svc_step(simba_service *s) {
     int64_t now = l->now;
     simba_owner none;
     simba__owner_none(&none);
+    s->stepped_at = now;
     if (s->status == SIMBA_STOPPING) {
         if (s->flags & SIMBA__F_TOLD) simba__step_down(s, &none, s->why_stop ? s->why_stop : SIMBA_REASON_STOPPED); /* stop: the one on_released */
         if (s->status == SIMBA_STOPPING && s->kind == SIMBA__KIND_CONTEND) {
@@ -3078,6 +3130,7 @@ SIMBA_API simba_result simba_start(simba_service *s) {
     s->release_rc = SIMBA_OK;
     s->own_fence = 0;
     s->lease_end = 0;
+    s->stepped_at = INT64_MIN;
     s->quar_until = 0;
     if (!l->in_poll) l->now = simba_now(l);
     s->next_try = l->now;
@@ -3626,10 +3679,12 @@ SIMBA_API simba_result simba_wait(simba_loop *l, int64_t max_ms) {
     n = simba__gather(l);
     if (n < 0) return SIMBA_ENOMEM;
     if (n > 0) {
-        if (poll(l->pfd, (nfds_t)n, (int)wait) < 0) {
-            int i;
+        int i, ready = poll(l->pfd, (nfds_t)n, l->sleep_fn ? 0 : (int)wait);
+        if (ready < 0)
             for (i = 0; i < n; i++) l->pfd[i].revents = 0;
-        }
+        if (ready <= 0 && l->sleep_fn && wait > 0) l->sleep_fn(l->sleep_user, wait);
+    } else if (l->sleep_fn) {
+        if (wait > 0) l->sleep_fn(l->sleep_user, wait);
     } else if (wait > 0) {
         struct timespec ts;
         ts.tv_sec = (time_t)(wait / 1000);
@@ -3666,6 +3721,8 @@ SIMBA_API simba_result simba_loop_new(const simba_loop_desc *d, simba_loop **out
     l->alloc_user = d->alloc_user;
     l->now_fn = d->now_ms ? d->now_ms : simba__sys_now;
     l->clock_user = d->clock_user;
+    l->sleep_fn = d->sleep;
+    l->sleep_user = d->sleep_user;
     l->rand_fn = d->random;
     l->rand_user = d->random_user;
     l->log_fn = d->log;

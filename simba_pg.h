@@ -207,8 +207,8 @@
  *   functions are dropped and made anew (their answers lack the value); an earlier
  *   version's setup then fails on this one's functions ("cannot change return type"), and
  *   its processes already connected fail their next statement: upgrade every process of a
- *   table together. A value longer than this build's SIMBA_VALUE_MAX (a
- *   program built with a larger one wrote it) is an error, never cut.
+ *   table together. A value longer than SIMBA_VALUE_MAX (not written by
+ *   simba) is an error, never cut.
  *
  * FENCED WRITES (the protected data in the same database)
  *   Setup creates, with the table, the function simba_check_fence(name text, fence bigint)
@@ -1126,15 +1126,15 @@ static int simba__pg_nibble(char c) {
 }
 
 /* A value column (hex, NULL = none) into out; -1 with err set when it is not hex or is over
-   SIMBA_VALUE_MAX (a program built with a larger one wrote it: an error, never cut). */
+   SIMBA_VALUE_MAX (not written by simba: an error, never cut). */
 /* n hex digits at hex into out (SIMBA_VALUE_MAX bytes), *len bytes. */
 static int simba__pg_unhex_n(const char *hex, size_t n, unsigned char *out, size_t *len, char *err, size_t errcap) {
     size_t i;
     *len = 0;
     if (n % 2) { snprintf(err, errcap, "postgres: the owner's value is not hex"); return -1; }
     if (n / 2 > SIMBA_VALUE_MAX) {
-        snprintf(err, errcap, "postgres: the owner's value is %zu bytes, over SIMBA_VALUE_MAX %d of this build: build every "
-                 "program on the table with the same SIMBA_VALUE_MAX", n / 2, SIMBA_VALUE_MAX);
+        snprintf(err, errcap, "postgres: the owner's value is %zu bytes, over SIMBA_VALUE_MAX (%d)", n / 2,
+                 SIMBA_VALUE_MAX);
         return -1;
     }
     for (i = 0; i < n; i += 2) {

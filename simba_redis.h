@@ -104,7 +104,8 @@
  *   is told "nobody", and steps down within its own ttl, before anyone else can win. Refused
  *   acquisitions fail with SIMBA_EBACKEND ("data-loss quarantine: no grant for N ms ..."
  *   with its reasons) and quarantine_ms: the contender hears SIMBA_EVENT_QUARANTINE and asks
- *   again when it ends. Renewals of a record that exists never consult the marker: the
+ *   again when it ends; it has joined the line meanwhile (its place kept until the quarantine
+ *   ends and live ms more), so the first to arrive is the first granted. Renewals of a record that exists never consult the marker: the
  *   steady state costs no round trip and no extra key.
  *     first use of a prefix    one quarantine (the server may have restarted a moment ago),
  *                              unless the server was declared empty: simba:fresh = run_id
@@ -647,6 +648,8 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     /* The owner whose record is gone learns it at once and steps down. */                  \
     "    if ARGV[6] == '1' then return {'', 0, 0, -1, '0', 0, ''} end\n"                    \
     "    if other then return redis.error_reply('simba: bound ' .. other) end\n"            \
+    /* Refused for the quarantine, it keeps its place in line until it ends: arrival order. */ \
+    "    enqueue(c, now, ms, us, q + tonumber(ARGV[5]))\n"                                   \
     "    return redis.error_reply('simba: quarantine ' .. q)\n"                             \
     "  end\n"                                                                               \
     "  local f = us\n"                                                                      \

@@ -47,9 +47,8 @@
  *   changes. On a file observers are not pushed a new value: they read it at their next
  *   refresh, as they learn a new owner (OBSERVERS). A table of an earlier version gets its
  *   value column at open (ALTER TABLE, empty for the lease it holds); a read_only backend
- *   reads such a table as is, with no values. A value longer than this build's
- *   SIMBA_VALUE_MAX (a program built with a larger one wrote it) is an error, never cut:
- *   build every program on a file with the same SIMBA_VALUE_MAX.
+ *   reads such a table as is, with no values. A value longer than SIMBA_VALUE_MAX (not
+ *   written by simba) is an error, never cut.
  *
  * SEMAPHORES AND READ-WRITE LOCKS (same file, table "<table>_hold")
  *   The row above is the exclusive holder (a mutex's owner, a read-write lock's writer).
@@ -926,15 +925,15 @@ static int simba__sql_run(simba__sql *s, int which) {
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* The value column of the row at st into s->value. A value longer than this build's
-   SIMBA_VALUE_MAX (written by a program built with a larger one) is an error, never cut. */
+/* The value column of the row at st into s->value. A value longer than SIMBA_VALUE_MAX
+   (not written by simba) is an error, never cut. */
 static int simba__sql_value_col(simba__sql *s, sqlite3_stmt *st, int col) {
     const void *v = sqlite3_column_blob(st, col);
     int n = sqlite3_column_bytes(st, col);
     s->value_len = 0;
     if (n > SIMBA_VALUE_MAX) {
-        snprintf(s->err, sizeof s->err, "sqlite read: the owner's value in table %s is %d bytes, over SIMBA_VALUE_MAX %d "
-                 "of this build: build every program on the table with the same SIMBA_VALUE_MAX", s->table, n, SIMBA_VALUE_MAX);
+        snprintf(s->err, sizeof s->err, "sqlite read: the owner's value in table %s is %d bytes, over SIMBA_VALUE_MAX (%d)",
+                 s->table, n, SIMBA_VALUE_MAX);
         return SQLITE_MISMATCH;
     }
     if (v && n > 0) memcpy(s->value, v, (size_t)n);
@@ -2292,7 +2291,7 @@ static int simba__sql_view_row(simba__sql *s, sqlite3_stmt *st, simba_view *v) {
         v->value = v->value_len > 0 ? (const unsigned char *)sqlite3_column_blob(st, 7) : NULL;
         if (v->value_len > SIMBA_VALUE_MAX) {
             snprintf(s->err, sizeof s->err, "sqlite inspect: the owner's value of %s in table %s is %zu bytes, over "
-                     "SIMBA_VALUE_MAX %d of this build", v->mutex, s->table, v->value_len, SIMBA_VALUE_MAX);
+                     "SIMBA_VALUE_MAX (%d)", v->mutex, s->table, v->value_len, SIMBA_VALUE_MAX);
             return -1;
         }
     }
@@ -2353,7 +2352,7 @@ static int simba__sql_vh_row(simba__sql *s, sqlite3_stmt *st, const char *mutex,
     e->h.transition_left_ms = sqlite3_column_int64(st, 6);
     if (vl > SIMBA_VALUE_MAX) {
         snprintf(s->err, sizeof s->err, "sqlite inspect: a holder's value of %s in table %s_hold is %d bytes, over "
-                 "SIMBA_VALUE_MAX %d of this build", mutex, s->table, vl, SIMBA_VALUE_MAX);
+                 "SIMBA_VALUE_MAX (%d)", mutex, s->table, vl, SIMBA_VALUE_MAX);
         return SQLITE_MISMATCH;
     }
     if (vl > 0) memcpy(e->value, sqlite3_column_blob(st, 7), (size_t)vl);

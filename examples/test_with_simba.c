@@ -9,7 +9,9 @@
  *     counted in that injected clock, exactly;
  *   - one loop and one backend per instance of the application, as separate processes would
  *     have, all on the one clock;
- *   - simba_sql_simulate_crash() for "this instance died without releasing".
+ *   - simba_sql_simulate_crash() for "this instance died without releasing";
+ *   - a sleep hook (simba_loop_desc.sleep) that moves the injected clock where a blocking
+ *     call would wait, so simba_locker_lock() runs in test time too.
  *
  * The application under test is tiny: each instance contends for "report-job" and, on every
  * tick while it leads, writes one record, with its fence, to a store that rejects a fence
@@ -71,6 +73,10 @@ static int64_t now_ms = 1000000; /* the injected clock, shared by every instance
 static int64_t test_clock(void *user) {
     (void)user;
     return now_ms;
+}
+static void test_sleep(void *user, int64_t ms) { /* a blocking call waits: time passes */
+    (void)user;
+    now_ms += ms;
 }
 static uint32_t seed = 12345; /* the injected random source: the same jitter in every run */
 static uint32_t test_random(void *user) {
@@ -222,6 +228,42 @@ int main(void) {
                third->id, (long long)(now_ms - start), (unsigned long long)simba_fence(third->svc));
     }
     EXPECT(out.stale_rejected == 0);
+
+    /* 4. A blocking Locker in test time: its holder crashes, and simba_locker_lock(30 s) of
+          another instance returns when the lease in the database ends, in milliseconds. */
+    {
+        simba_loop *hl, *wl;
+        simba_backend *hb, *wb;
+        simba_locker *holder, *waiter;
+        simba_loop_desc ld;
+        simba_sql_desc sd;
+        simba_locker_desc kd;
+        int64_t asked;
+        memset(&ld, 0, sizeof ld);
+        ld.now_ms = test_clock;
+        ld.random = test_random;
+        ld.sleep = test_sleep;
+        memset(&sd, 0, sizeof sd);
+        sd.path = ":memory:";
+        sd.test_clock = 1;
+        memset(&kd, 0, sizeof kd);
+        kd.mutex = "nightly-export";
+        kd.ttl_ms = TTL;
+        kd.transition_ms = TRANSITION;
+        EXPECT(simba_loop_new(&ld, &hl) == SIMBA_OK && simba_sql_open(hl, &sd, &hb) == SIMBA_OK);
+        EXPECT(simba_loop_new(&ld, &wl) == SIMBA_OK && simba_sql_open(wl, &sd, &wb) == SIMBA_OK);
+        EXPECT(simba_locker_new(hl, hb, &kd, &holder) == SIMBA_OK && simba_locker_new(wl, wb, &kd, &waiter) == SIMBA_OK);
+        EXPECT(simba_locker_lock(holder, 0) == SIMBA_OK);
+        EXPECT(simba_sql_simulate_crash(hb) == SIMBA_OK);
+        asked = now_ms;
+        EXPECT(simba_locker_lock(waiter, 30000) == SIMBA_OK);
+        EXPECT(now_ms - asked >= TTL + TRANSITION && now_ms - asked < 30000);
+        printf("a holder crashed: another's simba_locker_lock(30 s) returned after %lld ms of test time\n",
+               (long long)(now_ms - asked));
+        EXPECT(simba_locker_unlock_wait(waiter, 1000) == SIMBA_OK);
+        EXPECT(simba_loop_free(wl) == SIMBA_OK);
+        EXPECT(simba_loop_free(hl) == SIMBA_OK);
+    }
 
     for (i = 0; i < N; i++)
         if (apps[i].alive) EXPECT(simba_loop_free(apps[i].loop) == SIMBA_OK);

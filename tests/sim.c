@@ -94,6 +94,9 @@
  *                once a service has shown an owner, it never shows one of an older tenure
  *                (never the value of a contender that no longer leads after the new one's;
  *                on a name with several holders the one shown may be an older grant)
+ *   busy         time moves: at most SIM_BUSY_MAX events and polls in one simulated second,
+ *                and SIM_SEED_REAL_S real seconds for the whole seed (a poll that never
+ *                returns is caught by SIGALRM); either ends the seed, named like any other
  *
  * ASSUMPTIONS (what the documented guarantees rest on; outside them a violation is expected)
  *   - clocks within the drift bound below, never stepped;
@@ -137,12 +140,18 @@ static void sim_free(void *p) {
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define SIM_DRIFT_PPM 20000 /* 2 % */
+/* A seed's bounds: events and polls in one simulated second (the busiest second of any
+   healthy seed has far fewer: `sim` prints it), and real seconds for the whole seed (a
+   healthy seed takes milliseconds). Past either, time has stopped moving for some loop. */
+#define SIM_BUSY_MAX 20000
+#define SIM_SEED_REAL_S 10
 #define MAXP 8              /* processes */
 #define MAXS 3              /* services per process */
 #define MAXM 3              /* mutexes */
@@ -197,8 +206,8 @@ static const unsigned pers_faults[PERS_N] = {
 enum { K_CONTEND, K_LOCKER, K_SCHED, K_OBSERVE };
 static const char *const kind_name[] = {"contender", "locker", "scheduler", "observer"};
 
-enum { INV_ONE_OWNER, INV_FENCE, INV_LIVENESS, INV_FIFO, INV_TENURE, INV_ON_LOST, INV_CALLBACK, INV_LEAK, INV_POLL, INV_VALUE, INV_N };
-static const char *const inv_name[INV_N] = {"one-owner", "fence", "liveness", "fifo", "tenure", "on-lost", "callbacks", "leak", "poll", "value"};
+enum { INV_ONE_OWNER, INV_FENCE, INV_LIVENESS, INV_FIFO, INV_TENURE, INV_ON_LOST, INV_CALLBACK, INV_LEAK, INV_POLL, INV_VALUE, INV_BUSY, INV_N };
+static const char *const inv_name[INV_N] = {"one-owner", "fence", "liveness", "fifo", "tenure", "on-lost", "callbacks", "leak", "poll", "value", "busy"};
 
 /* ---- the world ---------------------------------------------------------------------- */
 
@@ -318,6 +327,7 @@ typedef struct stats {
     uint64_t work_runs, min_faults, min_procs, min_ms;
     uint64_t value_sets, yields, yields_passed;
     uint64_t sem_grants, reader_grants, writer_grants; /* grants on semaphores, read-write locks */
+    uint64_t busiest; /* the most events and polls in one simulated second of any seed */
 } stats;
 
 typedef struct world {
@@ -326,6 +336,9 @@ typedef struct world {
     int64_t dur, timeout, zk_T, fault_clear_at;
     int run_faults;
     int64_t G;
+    int64_t busy_sec; /* the simulated second busy_n counts events and polls of */
+    uint64_t busy_n;
+    int busy;         /* over SIM_BUSY_MAX: time no longer moves, the seed ends */
     rng r_net, r_fault, r_store;
     ev *heap;
     int nheap, capheap;
@@ -441,6 +454,23 @@ static void violation_on(int inv, int mx, const char *fmt, ...) {
     va_start(ap, fmt);
     violation_mx(inv, 0, mx, fmt, ap);
     va_end(ap);
+}
+
+/* n more events or polls (by the processes in mask) at the global time G: past SIM_BUSY_MAX in
+   one simulated second, a violation that ends the seed. */
+static void busy_count(unsigned mask, uint64_t n) {
+    if (W->G / 1000 != W->busy_sec) {
+        W->busy_sec = W->G / 1000;
+        W->busy_n = 0;
+    }
+    W->busy_n += n;
+    if (W->busy_n > W->sx->busiest) W->sx->busiest = W->busy_n;
+    W->sx->checks[INV_BUSY]++;
+    if (W->busy_n > SIM_BUSY_MAX && !W->busy) {
+        W->busy = 1;
+        violation(INV_BUSY, mask, "%llu events and polls within simulated second %lld (bound %d): a loop asks to be polled at once, forever",
+                  (unsigned long long)W->busy_n, (long long)W->busy_sec, SIM_BUSY_MAX);
+    }
 }
 
 /* ---- the event heap --------------------------------------------------------------------- */
@@ -1265,6 +1295,8 @@ static void svc_free(proc *p, int slot) {
     s->gen++;
 }
 
+static void proc_log(void *u, simba_log_level level, const char *msg) { (void)u; (void)level; (void)msg; }
+
 static void proc_start(proc *p) {
     simba_loop_desc d;
     simba_result rc;
@@ -1287,6 +1319,7 @@ static void proc_start(proc *p) {
     d.poll_max_steps = p->max_steps;
     d.timer_hook = proc_timer_hook;
     d.timer_user = p;
+    d.log = proc_log; /* the faults make warnings by the thousand: the trace says what happened */
     if ((rc = simba_loop_new(&d, &p->loop)) != SIMBA_OK) { fprintf(stderr, "sim: loop: %s\n", simba_strerror(rc)); exit(2); }
     p->cl = client_new(p);
     rc = simba_backend_new(p->loop, W->pers == PERS_ZK ? &sim_vt_session : &sim_vt_asked, p->cl, &p->cl->be);
@@ -1350,6 +1383,7 @@ static void poll_proc(proc *p) {
         w = simba_poll(p->loop);
         if (w != 0) break;
     }
+    busy_count(1u << p->idx, (uint64_t)i + 1);
     if (w < 0) { violation(INV_POLL, 1u << p->idx, "simba_poll returned %lld", (long long)w); return; }
     if (i == 2000) { violation(INV_POLL, 1u << p->idx, "simba_poll asks to be called again at once, 2000 times"); w = 1; }
     after_poll_checks(p);
@@ -1794,6 +1828,9 @@ static void run_seed(uint64_t seed) {
     int i;
     world_setup(seed);
     W->violated = 0;
+    W->busy = 0;
+    W->busy_sec = -1;
+    W->busy_n = 0;
     W->ntrace = 0;
     W->nhandles = 0;
     W->nvals = 0;
@@ -1830,6 +1867,7 @@ static void run_seed(uint64_t seed) {
                       : NULL;
         W->G = e.at;
         if (e.type == E_END) break;
+        busy_count(0, 1);
         switch (e.type) {
         case E_POLL:
             poll_proc(p);
@@ -1892,7 +1930,7 @@ static void run_seed(uint64_t seed) {
            process); time only ends beliefs. Checking after each such step therefore sees
            every instant at which two could overlap. */
         if (e.type != E_STORE && e.type != E_COMMIT && e.type != E_PROC && e.type != E_SNAPSHOT && e.type != E_UNSTALL) check_world();
-        if (W->violated && W->stop_first) break;
+        if ((W->violated && W->stop_first) || W->busy) break;
     }
     if (W->sx->seeds == 0 || (uint64_t)W->run_faults < W->sx->min_faults) W->sx->min_faults = (uint64_t)W->run_faults;
     if (W->sx->seeds == 0 || (uint64_t)W->np < W->sx->min_procs) W->sx->min_procs = (uint64_t)W->np;
@@ -1903,6 +1941,37 @@ static void run_seed(uint64_t seed) {
 }
 
 /* ---- driver --------------------------------------------------------------------------- */
+
+/* The real-time bound of a seed: a poll that never returns cannot be counted from inside,
+   so SIGALRM reports the seed as a violation, hands this worker's figures to the parent
+   and ends the worker (its remaining seeds are not run). Only async-signal-safe calls. */
+static char alarm_msg[400];
+static size_t alarm_len;
+static int alarm_fd = -1; /* a worker's pipe to the parent, -1 when not forked */
+static stats *alarm_sx;
+static uint64_t alarm_seed;
+static volatile int *stop_flag;
+static void seed_alarm(int sig) {
+    uint64_t f = alarm_seed + 1;
+    (void)sig;
+    if (write(2, alarm_msg, alarm_len) < 0) _exit(1);
+    if (stop_flag) *stop_flag = 1;
+    if (alarm_fd < 0) _exit(1);
+    alarm_sx->violations++;
+    if (write(alarm_fd, alarm_sx, sizeof *alarm_sx) != (ssize_t)sizeof *alarm_sx || write(alarm_fd, &f, sizeof f) != (ssize_t)sizeof f)
+        _exit(3);
+    _exit(0);
+}
+static void seed_alarm_arm(uint64_t seed) {
+    int n = snprintf(alarm_msg, sizeof alarm_msg,
+                     "VIOLATION seed %llu: busy: the seed still runs after %d s of real time (a simba_poll that never returns?)\n"
+                     "  replay: make sim SEED=%llu\n",
+                     (unsigned long long)seed, SIM_SEED_REAL_S, (unsigned long long)seed);
+    alarm_len = n > 0 && (size_t)n < sizeof alarm_msg ? (size_t)n : 0;
+    alarm_seed = seed;
+    signal(SIGALRM, seed_alarm);
+    alarm(SIM_SEED_REAL_S);
+}
 
 static void stats_add(stats *a, const stats *b) {
     int i;
@@ -1926,6 +1995,7 @@ static void stats_add(stats *a, const stats *b) {
     a->sem_grants += b->sem_grants;
     a->reader_grants += b->reader_grants;
     a->writer_grants += b->writer_grants;
+    if (b->busiest > a->busiest) a->busiest = b->busiest;
 }
 
 static double now_s(void) {
@@ -1934,8 +2004,8 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* With --stop, the first worker to fail tells the others (memory shared across fork). */
-static volatile int *stop_flag;
+/* With --stop, the first worker to fail tells the others (memory shared across fork):
+   stop_flag, above. */
 
 /* Runs seeds from + w, from + w + workers, ...; returns the first failing seed + 1 or 0. */
 static uint64_t run_range(uint64_t from, uint64_t count, int w, int workers, int progress, stats *sx, int stop_first, int trace_all,
@@ -1951,8 +2021,11 @@ static uint64_t run_range(uint64_t from, uint64_t count, int w, int workers, int
     W->caphandles = 4096;
     W->handles = (handle *)malloc((size_t)W->caphandles * sizeof *W->handles);
     if (!W->handles) abort();
+    alarm_sx = sx;
     for (i = (uint64_t)w; i < count; i += (uint64_t)workers) {
+        seed_alarm_arm(from + i);
         run_seed(from + i);
+        alarm(0);
         if (W->violated && !failed) failed = from + i + 1;
         if (failed && stop_first) {
             if (stop_flag) *stop_flag = 1;
@@ -2027,6 +2100,7 @@ int main(int argc, char **argv) {
                 uint64_t f;
                 memset(&sx, 0, sizeof sx);
                 close(pfd[0]);
+                alarm_fd = pfd[1];
                 f = run_range(from, count, k, workers, progress, &sx, stop_first, trace_all, old_requests);
                 if (write(pfd[1], &sx, sizeof sx) != (ssize_t)sizeof sx || write(pfd[1], &f, sizeof f) != (ssize_t)sizeof f) _exit(3);
                 _exit(0);
@@ -2079,6 +2153,7 @@ int main(int argc, char **argv) {
                (unsigned long long)total.yields, (unsigned long long)total.yields_passed);
         printf("  semaphore grants %llu, read-write grants %llu readers, %llu writers\n", (unsigned long long)total.sem_grants,
                (unsigned long long)total.reader_grants, (unsigned long long)total.writer_grants);
+        printf("  busiest simulated second: %llu events and polls (bound %d)\n", (unsigned long long)total.busiest, SIM_BUSY_MAX);
         printf("  violations: %llu\n", (unsigned long long)total.violations);
         if (total.violations) printf("  first failing seed: %llu (make sim SEED=%llu)\n", (unsigned long long)first_failed, (unsigned long long)first_failed);
     }

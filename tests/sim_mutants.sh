@@ -15,16 +15,21 @@ mkdir -p "$T/tests"
 cp tests/sim.c "$T/tests/"
 FAILED=0
 
-# mutate NAME FILE FROM TO: FROM (literal text) must occur exactly once in FILE.
+# mutate NAME FILE FROM TO [FROM TO ...]: each FROM (literal text) must occur exactly once in
+# FILE; the pairs make one mutant together.
 mutate() {
     name=$1 file=$2
+    shift 2
     rm -f "$T/simba.h" "$T/simba_memory.h" "$T/sim"
     cp simba.h simba_memory.h "$T/"
-    if ! FROM=$3 TO=$4 perl -0pi -e '$n = s/\Q$ENV{FROM}\E/$ENV{TO}/g; END { exit($n == 1 ? 0 : 1) }' "$T/$file"; then
-        echo "mutant $name: its text is not (exactly once) in $file: update tests/sim_mutants.sh"
-        FAILED=$((FAILED + 1))
-        return
-    fi
+    while [ $# -ge 2 ]; do
+        if ! FROM=$1 TO=$2 perl -0pi -e '$n = s/\Q$ENV{FROM}\E/$ENV{TO}/g; END { exit($n == 1 ? 0 : 1) }' "$T/$file"; then
+            echo "mutant $name: its text is not (exactly once) in $file: update tests/sim_mutants.sh"
+            FAILED=$((FAILED + 1))
+            return
+        fi
+        shift 2
+    done
     if ! $CC -std=c99 -D_POSIX_C_SOURCE=200809L -O2 -o "$T/sim" "$T/tests/sim.c" -lpthread 2>"$T/cc.log"; then
         echo "mutant $name: does not compile:"; cat "$T/cc.log"
         FAILED=$((FAILED + 1))
@@ -61,6 +66,21 @@ mutate fair-queue-ignored simba_memory.h \
 mutate no-data-loss-quarantine simba_memory.h \
     'return now < simba__add(st->lost_at,' \
     'return 0 && now < simba__add(st->lost_at,'
+# An owner that believes 2 s past its local lease end (simba_is_owner and the lapse check);
+# then the same with the step's guard gone, so that its loop asks to be polled at once,
+# forever: the seed's bounds must name it.
+mutate late-step-down simba.h \
+    'simba_now(s->loop) < s->lease_end;' \
+    'simba_now(s->loop) < s->lease_end + 2000;' \
+    '(s->flags & SIMBA__F_OWNER) && now >= s->lease_end) {' \
+    '(s->flags & SIMBA__F_OWNER) && now >= s->lease_end + 2000) {'
+mutate late-step-down-polled-at-once simba.h \
+    'simba_now(s->loop) < s->lease_end;' \
+    'simba_now(s->loop) < s->lease_end + 2000;' \
+    '(s->flags & SIMBA__F_OWNER) && now >= s->lease_end) {' \
+    '(s->flags & SIMBA__F_OWNER) && now >= s->lease_end + 2000) {' \
+    'return at <= s->stepped_at && s->stepped_at == s->loop->now ? SIMBA__NEVER : at;' \
+    'return at;'
 mutate is-owner-ignores-the-clock simba.h \
     '== SIMBA__F_OWNER &&
            simba_now(s->loop) < s->lease_end;' \

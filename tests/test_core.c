@@ -2721,6 +2721,150 @@ TEST(loop_close_releases_everything_then_frees) {
     store_free();
 }
 
+/* A test clock that blocking calls advance: simba_loop_desc.sleep stands where poll(2)
+   would wait, so every blocking form runs in simulated time. */
+static int64_t sleeps, slept_ms;
+static void fake_sleep(void *u, int64_t ms) {
+    (void)u;
+    sleeps++;
+    slept_ms += ms;
+    fake_now += ms;
+}
+static void proc_open_sleeping(proc *p) {
+    simba_loop_desc d;
+    memset(&d, 0, sizeof d);
+    d.now_ms = fake_clock;
+    d.random = fake_rand;
+    d.sleep = fake_sleep;
+    d.poll_budget_us = 3600000000;
+    CHECK_RC(simba_loop_new(&d, &p->loop), SIMBA_OK);
+    CHECK_RC(simba_memory_open(p->loop, store, &p->be), SIMBA_OK);
+}
+static int64_t real_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* With a sleep hook, simba_locker_lock(30 s) behind a holder that dies returns when the
+   holder's lease ends by the test clock, in milliseconds of real time; the _wait forms and
+   simba_loop_close against a store that does not answer time out by the same clock. */
+TEST(blocking_calls_run_in_simulated_time_with_a_sleep_hook) {
+    proc p[2];
+    simba_locker *holder, *lk;
+    simba_locker_desc ld = {0};
+    simba_memory_fault f = {0};
+    simba_view v;
+    rec cr = {0};
+    simba_service *s;
+    int64_t real0, sim0;
+    store_new();
+    proc_open(&p[0]);
+    proc_open_sleeping(&p[1]);
+    ld.mutex = "sleep-l";
+    ld.ttl_ms = 10000;
+    ld.transition_ms = 6000;
+    CHECK_RC(simba_locker_new(p[0].loop, p[0].be, &ld, &holder), SIMBA_OK);
+    CHECK_RC(simba_locker_new(p[1].loop, p[1].be, &ld, &lk), SIMBA_OK);
+    CHECK_RC(simba_locker_lock(holder, 0), SIMBA_OK);
+    /* the holder's process dies: its loop is never polled again */
+    sleeps = slept_ms = 0;
+    real0 = real_ms();
+    sim0 = fake_now;
+    CHECK_RC(simba_locker_lock(lk, 30000), SIMBA_OK);
+    CHECK(real_ms() - real0 < 1000);
+    CHECK(fake_now - sim0 >= 16000); /* ttl + transition of the dead holder */
+    CHECK(fake_now - sim0 < 30000);
+    CHECK(sleeps > 0 && slept_ms == fake_now - sim0);
+    CHECK(simba_locker_held(lk));
+    CHECK_RC(simba_locker_unlock_wait(lk, 1000), SIMBA_OK);
+    /* a store that does not answer: every _wait form times out by the test clock */
+    s = contender(&p[1], "sleep-c", "c", 2000, 1000, &cr);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(p + 1, 1);
+    CHECK_EQ(cr.acquired, 1);
+    f.hang = 1;
+    CHECK_RC(simba_memory_fault_set(p[1].be, &f), SIMBA_OK);
+    sim0 = fake_now;
+    CHECK_RC(simba_inspect_wait(p[1].be, "sleep-c", &v, 500), SIMBA_ETIMEDOUT);
+    CHECK(fake_now - sim0 >= 500 && fake_now - sim0 < 600);
+    sim0 = fake_now;
+    CHECK_RC(simba_stop_wait(s, 700), SIMBA_ETIMEDOUT);
+    CHECK(fake_now - sim0 >= 700 && fake_now - sim0 < 800);
+    sim0 = fake_now;
+    CHECK_RC(simba_loop_close(p[1].loop, 1000), SIMBA_ETIMEDOUT);
+    CHECK(fake_now - sim0 >= 1000 && fake_now - sim0 < 1100);
+    CHECK(real_ms() - real0 < 1000);
+    CHECK_RC(simba_locker_free(holder), SIMBA_OK);
+    proc_close(&p[0]);
+    store_free();
+}
+
+/* Without a log hook, WARN goes to stderr once per cause (a data-loss quarantine refuses
+   every attempt: one line; the lapse: one line); a loop with a hook hears every one of them
+   and writes nothing to stderr. */
+static int hooked_warns;
+static void count_warns(void *u, simba_log_level lv, const char *msg) {
+    (void)u;
+    (void)msg;
+    hooked_warns += lv >= SIMBA_LOG_WARN;
+}
+static int lines_with(const char *text, const char *what) {
+    int n = 0;
+    const char *c;
+    for (c = strstr(text, what); c; c = strstr(c + 1, what)) n++;
+    return n;
+}
+static void lose_and_lapse(proc *p, const char *mutex) {
+    rec r = {0};
+    simba_service *s = contender(p, mutex, "a", 1000, 600, &r);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(p, 1);
+    CHECK_EQ(r.acquired, 1);
+    CHECK_RC(simba_memstore_lose(store), SIMBA_OK);
+    advance(p, 1, 4000, 5);
+    CHECK_EQ(r.released, 1);
+    CHECK_EQ(r.acquired, 2); /* granted again once the quarantine is over */
+}
+TEST(warnings_go_to_stderr_once_per_cause_without_a_log_hook) {
+    proc p;
+    simba_loop_desc d;
+    char out[4096];
+    size_t n;
+    FILE *cap = tmpfile();
+    int saved = dup(2);
+    REQUIRE(cap && saved >= 0);
+    fflush(stderr);
+    dup2(fileno(cap), 2);
+    store_new();
+    proc_open(&p);
+    lose_and_lapse(&p, "loud");
+    proc_close(&p);
+    memset(&d, 0, sizeof d);
+    d.now_ms = fake_clock;
+    d.random = fake_rand;
+    d.log = count_warns;
+    CHECK_RC(simba_loop_new(&d, &p.loop), SIMBA_OK);
+    CHECK_RC(simba_memory_open(p.loop, store, &p.be), SIMBA_OK);
+    hooked_warns = 0;
+    lose_and_lapse(&p, "hooked");
+    proc_close(&p);
+    store_free();
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(cap);
+    n = fread(out, 1, sizeof out - 1, cap);
+    out[n] = 0;
+    fclose(cap);
+    CHECK_EQ(lines_with(out, "simba: warning: memory: acquire on mutex loud: memory store: data-loss quarantine"), 1);
+    CHECK_EQ(lines_with(out, "simba: warning: mutex loud: lease not renewed in time, stepping down"), 1);
+    CHECK_EQ(lines_with(out, "simba: "), 2);
+    CHECK(strstr(out, "hooked") == NULL);
+    CHECK(hooked_warns >= 3); /* the hook hears every attempt the quarantine refused */
+    if (check__cur_failed) fprintf(stderr, "  stderr was:\n%s", out);
+}
+
 /* A Locker frozen past its lease and unlocked before the next poll learns it: the unlock
    says SIMBA_ELOST, the reason is "lapsed", and on_lost fires from the next poll, once. */
 TEST(unlock_after_lapse_reports_lost) {
@@ -3801,6 +3945,8 @@ int main(int argc, char **argv) {
     RUN(stop_sends_release_behind_a_renewal_in_flight);
     RUN(stop_wait_confirms_the_release);
     RUN(loop_close_releases_everything_then_frees);
+    RUN(blocking_calls_run_in_simulated_time_with_a_sleep_hook);
+    RUN(warnings_go_to_stderr_once_per_cause_without_a_log_hook);
     RUN(unlock_after_lapse_reports_lost);
     RUN(locker_on_locked_from_the_poll);
     RUN(value_goes_with_the_grant_and_proclaim_keeps_fence_and_lease);

@@ -1719,6 +1719,76 @@ TEST(lease_bound_refused_and_quarantine_ends_on_time) {
     drv_free(&d);
 }
 
+/* The contender's first ask has been answered (refused for the quarantine, or queued). */
+static int asked(const simba_service *s) {
+    simba_stats st;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    return simba_service_stats(s, &st) == SIMBA_OK && st.attempts >= 1 && st.in_flight == 0;
+}
+/* Contenders that arrive during a data-loss quarantine keep their arrival order: C3, A1, B2
+   ask in that order and are refused; C3's process then stalls past the quarantine's end while
+   the others ask at once, and still C3 is granted first (its place waited for it), then A1,
+   then B2, each at the previous one's release. */
+TEST(quarantine_keeps_arrival_order) {
+    drv dfirst, drest;
+    simba_backend *be[3];
+    simba_service *s[3];
+    rec r[3];
+    static const char *id[3] = {"C3", "A1", "B2"};
+    int64_t t0;
+    int i;
+    memset(&dfirst, 0, sizeof dfirst);
+    memset(&drest, 0, sizeof drest);
+    memset(r, 0, sizeof r);
+    REQUIRE(drv_add(&dfirst) && drv_add(&drest) && drv_add(&drest));
+    REQUIRE(raw_cmd(port2, "FLUSHALL") == 1); /* a server nobody declared empty */
+    t0 = mono_ms();
+    for (i = 0; i < 3; i++) {
+        drv *d = i == 0 ? &dfirst : &drest;
+        REQUIRE(open_redis_bound(i == 0 ? dfirst.l[0] : drest.l[i - 1], port2, 2000, &be[i]) == SIMBA_OK);
+        s[i] = contend(i == 0 ? dfirst.l[0] : drest.l[i - 1], be[i], "quar-order", id[i], 1000, 500, &r[i]);
+        REQUIRE(s[i]);
+        drv_kick(d);
+        WAIT_FOR(d, asked(s[i]), 1500);
+        REQUIRE(asked(s[i]));
+    }
+    {
+        redisContext *rc = raw_connect(port2);
+        redisReply *x = rc ? (redisReply *)redisCommand(rc, "ZRANGE %s{quar-order}:queue 0 -1", prefix_for(2000)) : NULL;
+        CHECK(x && x->type == REDIS_REPLY_ARRAY && x->elements == 3 && !strcmp(x->element[0]->str, "C3") &&
+              !strcmp(x->element[1]->str, "A1") && !strcmp(x->element[2]->str, "B2"));
+        if (x) freeReplyObject(x);
+        if (rc) redisFree(rc);
+    }
+    /* C3's process is not polled until well after the quarantine ends */
+    while (mono_ms() < t0 + 2000 + 700) drv_once(&drest, 20);
+    CHECK(!simba_is_owner(s[1]) && !simba_is_owner(s[2]));
+    for (i = 0; i < 2000 && !simba_is_owner(s[0]); i += 20) {
+        drv_once(&dfirst, 10);
+        drv_once(&drest, 10);
+    }
+    fprintf(stderr, "  first grant %lld ms after the first ask (quarantine 2000 ms)\n", (long long)(r[0].acq_us / 1000 - t0));
+    CHECK(simba_is_owner(s[0]));
+    CHECK(!simba_is_owner(s[1]) && !simba_is_owner(s[2]));
+    CHECK_RC(simba_stop(s[0]), SIMBA_OK);
+    drv_kick(&dfirst);
+    drv_kick(&drest);
+    for (i = 0; i < 3000 && !simba_is_owner(s[1]) && !simba_is_owner(s[2]); i += 20) {
+        drv_once(&dfirst, 10);
+        drv_once(&drest, 10);
+    }
+    CHECK(simba_is_owner(s[1]));
+    CHECK(!simba_is_owner(s[2]));
+    CHECK_RC(simba_stop(s[1]), SIMBA_OK);
+    drv_kick(&drest);
+    WAIT_FOR(&drest, simba_is_owner(s[2]), 3000);
+    CHECK(simba_is_owner(s[2]));
+    CHECK(r[0].order < r[1].order && r[1].order < r[2].order);
+    drv_free(&dfirst);
+    drv_free(&drest);
+}
+
 /* Runs last: over every case above, nothing was completed twice (or logged as an error). */
 TEST(no_error_logs) { CHECK_EQ(error_logs, 0); }
 
@@ -2233,6 +2303,7 @@ int main(int argc, char **argv) {
     RUN(reacquire_after_local_step_down_new_fence);
     RUN(open_refusals_say_why);
     RUN(lease_bound_refused_and_quarantine_ends_on_time);
+    RUN(quarantine_keeps_arrival_order);
     RUN(reconnect_backoff_huge);
     RUN(reconnect_backoff_exact_under_injected_random);
     RUN(crashed_waiter_killed);
