@@ -415,7 +415,11 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
    analyzed the grown tables (W4 on a fresh table: 64,000 scans of the mutex table, 41 s to
    own 10,000 mutexes instead of 6). Planned without sequential scans, the plans stay index
    scans whatever the statistics say. */
-#define SIMBA__PG_FN_SET "SET enable_seqscan = off"
+#define SIMBA__PG_FN_SET SIMBA__PG_DEFINER " SET enable_seqscan = off"
+/* Every function runs with its owner's rights and the search_path of its setup (the table's
+   schema, then pg_temp: nobody else's objects shadow simba's), so that an application role
+   needs only EXECUTE on it (see PRIVILEGES); the setup revokes EXECUTE from PUBLIC. */
+#define SIMBA__PG_DEFINER "SECURITY DEFINER SET search_path FROM CURRENT"
 
 /* Inspection (simba_inspect, simba_list, simba_force_release), one statement each. A view
    row: name, owner, fence, acquired, held, ttl left, transition left, then for one mutex its
@@ -541,19 +545,9 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
 /* The owner row freed or a holding gone (r the row as it is now): {Z} grants whom it frees. */
 #define SIMBA__PG_GRANT_SET                                                                       \
     "      PERFORM {Z}(p_name, NOT (r.owner <> '' AND r.transition_ms >= now_ms), r.permits, now_ms);\n"
-/* The set's tables: the row's recorded permits (0: none yet), the queue's readers, and
-   {S}; all added to the tables of an earlier version (the catalog asked first). */
+/* The holders set {S} (the row's recorded permits and the queue's readers are columns of
+   {T} and {Q}). */
 #define SIMBA__PG_SET_SETUP                                                                       \
-    "DO $simba$ BEGIN\n"                                                                          \
-    "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($n${T}$n$)\n"      \
-    "                 AND attname = 'permits' AND NOT attisdropped) THEN\n"                       \
-    "    ALTER TABLE {T} ADD COLUMN permits int NOT NULL DEFAULT 0;\n"                            \
-    "  END IF;\n"                                                                                 \
-    "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($n${Q}$n$)\n"      \
-    "                 AND attname = 'shared' AND NOT attisdropped) THEN\n"                        \
-    "    ALTER TABLE {Q} ADD COLUMN shared boolean NOT NULL DEFAULT false;\n"                     \
-    "  END IF;\n"                                                                                 \
-    "END $simba$;\n"                                                                              \
     "CREATE TABLE IF NOT EXISTS {S} (name text NOT NULL, contender text NOT NULL,\n"             \
     "  shared boolean NOT NULL DEFAULT false, fence bigint NOT NULL, acquired_ms bigint NOT NULL,\n" \
     "  ttl_ms bigint NOT NULL, transition_ms bigint NOT NULL, value bytea NOT NULL DEFAULT '',\n" \
@@ -644,35 +638,9 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
 #define SIMBA__PG_REFUSED "4"
 #define SIMBA__PG_YIELDED "5"
 
-/* Tables of an earlier version get the value columns ('' for what they hold). Functions of
-   an earlier version are dropped: CREATE OR REPLACE cannot give {R} and {D} their value
-   column, and {A} without p_val would be another function beside the new one. An earlier
-   version's setup then fails on these functions (cannot change return type): every process
-   on a table runs this version. Then the owner's proclaim {V}: the value replaced under the
-   same fence while the lease lives, and every live waiter hinted (as by a release) so that
-   it reads the new value at once. */
+/* The owner's proclaim {V}: the value replaced under the same fence while the lease lives,
+   and every live waiter hinted (as by a release) so that it reads the new value at once. */
 #define SIMBA__PG_VALUE_SETUP                                                                     \
-    "DO $simba$ BEGIN\n"                                                                          \
-    "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($n${T}$n$)\n"      \
-    "                 AND attname = 'value' AND NOT attisdropped) THEN\n"                         \
-    "    ALTER TABLE {T} ADD COLUMN value bytea NOT NULL DEFAULT '';\n"                            \
-    "  END IF;\n"                                                                                 \
-    "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($n${Q}$n$)\n"      \
-    "                 AND attname = 'value' AND NOT attisdropped) THEN\n"                         \
-    "    ALTER TABLE {Q} ADD COLUMN value bytea NOT NULL DEFAULT '';\n"                            \
-    "  END IF;\n"                                                                                 \
-    "  IF to_regprocedure($n${A}(text, text, bigint, bigint, bigint, boolean, text)$n$) IS NOT NULL THEN\n" \
-    "    DROP FUNCTION {A}(text, text, bigint, bigint, bigint, boolean, text);\n"                 \
-    "  END IF;\n"                                                                                 \
-    "  IF EXISTS (SELECT 1 FROM pg_proc WHERE oid = to_regprocedure($n${R}(text, text)$n$)\n"     \
-    "             AND NOT ('o_val' = ANY (proargnames))) THEN\n"                                  \
-    "    DROP FUNCTION {R}(text, text);\n"                                                        \
-    "  END IF;\n"                                                                                 \
-    "  IF EXISTS (SELECT 1 FROM pg_proc WHERE oid = to_regprocedure($n${D}(text)$n$)\n"           \
-    "             AND NOT ('o_val' = ANY (proargnames))) THEN\n"                                  \
-    "    DROP FUNCTION {D}(text);\n"                                                              \
-    "  END IF;\n"                                                                                 \
-    "END $simba$;\n"                                                                              \
     "CREATE OR REPLACE FUNCTION {V}(p_name text, p_id text, p_fence bigint, p_val bytea,\n"       \
     "  " SIMBA__PG_OUT ")\n"                                                                      \
     "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"                                          \
@@ -772,7 +740,7 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
    not passed. A refusal raises SQLSTATE SF001, bad input 22023 (invalid_parameter_value). */
 #define SIMBA__PG_FENCE_REFUSED "SF001"
 #define SIMBA__PG_CHECK_FENCE                                                                     \
-    "CREATE OR REPLACE FUNCTION {F}(p_name text, p_fence bigint) RETURNS void\n"                  \
+    "CREATE OR REPLACE FUNCTION {F}(p_name text, p_fence bigint) RETURNS boolean\n"                  \
     "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"                                          \
     "DECLARE r record; now_ms bigint; got boolean; fn text := $n${U}$n$;\n"                       \
     "BEGIN\n"                                                                                     \
@@ -801,11 +769,36 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     "    RAISE EXCEPTION '%: the lease of fence % on % is over (ended % ms ago by the server''s clock)',\n" \
     "      fn, p_fence, p_name, now_ms - r.transition_ms USING ERRCODE = '" SIMBA__PG_FENCE_REFUSED "';\n" \
     "  END IF;\n"                                                                                 \
+    "  RETURN true;\n"                                                                            \
     "END $simba$;\n"
 
+/* >>version  The layout's version, in the mutex table's COMMENT ({M}: "simba schema version
+   N"), which the setup writes last, in its transaction: a connection reads it, and whether
+   every object is there, in one cheap query ({O}: the schema as a literal, or NULL), and runs
+   the setup only when something is missing. Another version is refused (SIMBA_EDENIED). */
+#define SIMBA__PG_SCHEMA_VERSION 1
+#define SIMBA__PG_VERSION_TAG "simba schema version "
+static const char *const simba__pg_check_sql[] = {
+    "SELECT obj_description(to_regclass($n${T}$n$), 'pg_class'), to_regclass($n${T}$n$) IS NOT NULL,\n"
+    "  to_regclass($n${Q}$n$) IS NOT NULL AND to_regclass($n${S}$n$) IS NOT NULL AND to_regclass($n${B}$n$) IS NOT NULL\n"
+    "  AND to_regproc($n${A}$n$) IS NOT NULL AND to_regproc($n${R}$n$) IS NOT NULL AND to_regproc($n${D}$n$) IS NOT NULL\n"
+    "  AND to_regproc($n${V}$n$) IS NOT NULL AND to_regproc($n${E}$n$) IS NOT NULL AND to_regproc($n${P}$n$) IS NOT NULL\n"
+    "  AND to_regproc($n${Z}$n$) IS NOT NULL AND to_regproc($n${F}$n$) IS NOT NULL AND to_regproc($n${W}$n$) IS NOT NULL\n"
+    "  AND to_regproc($n${X}$n$) IS NOT NULL AND to_regproc($n${Y}$n$) IS NOT NULL",
+    NULL};
+
+/* The setup (the objects' owner, once; see PRIVILEGES): every function's search_path is the
+   table's schema, then pg_temp; a table of another version found under the lock is refused. */
 static const char *const simba__pg_setup_sql[] = {
     "BEGIN;\n"
     "SELECT pg_advisory_xact_lock(" SIMBA__PG_LOCK_KEY ");\n"
+    "SELECT set_config('search_path', quote_ident(coalesce({O}, current_schema())) || ', pg_temp', true);\n"
+    "DO $simba$ DECLARE c text := obj_description(to_regclass($n${T}$n$), 'pg_class'); BEGIN\n"
+    "  IF to_regclass($n${T}$n$) IS NOT NULL AND c IS DISTINCT FROM $n${M}$n$ THEN\n"
+    "    RAISE EXCEPTION 'table % carries %, not %: it is not this simba''s', $n${T}$n$,\n"
+    "      coalesce('the comment ' || quote_literal(c), 'no comment'), $n${M}$n$ USING ERRCODE = '55000';\n"
+    "  END IF;\n"
+    "END $simba$;\n"
     /* a mutex table gone where simba was set up before (DROP TABLE: no trigger sees it) took
        its rows, fences and leases with it: the marker then restarts (below) */
     "SELECT set_config('simba.table_lost', CASE WHEN to_regclass($n${T}$n$) IS NULL\n"
@@ -813,20 +806,12 @@ static const char *const simba__pg_setup_sql[] = {
     "CREATE TABLE IF NOT EXISTS {T} (name text PRIMARY KEY, owner text NOT NULL DEFAULT '',\n"
     "  fence bigint NOT NULL DEFAULT 0, acquired_ms bigint NOT NULL DEFAULT 0,\n"
     "  ttl_ms bigint NOT NULL DEFAULT 0, transition_ms bigint NOT NULL DEFAULT 0,\n"
-    "  value bytea NOT NULL DEFAULT '');\n"
+    "  value bytea NOT NULL DEFAULT '', permits int NOT NULL DEFAULT 0);\n"
     "CREATE TABLE IF NOT EXISTS {Q} (name text NOT NULL, contender text NOT NULL,\n"
     "  channel text NOT NULL, seq bigserial, expires_ms bigint NOT NULL,\n"
     "  ttl_ms bigint NOT NULL DEFAULT 0, tr_ms bigint NOT NULL DEFAULT 0,\n"
-    "  value bytea NOT NULL DEFAULT '', PRIMARY KEY (name, contender));\n"
-    /* a queue made by v0.1.0 lacks the waiter's lease (the release's grant needs it); the
-       catalog is asked first, so that no setup takes the table's exclusive lock for nothing */
-    "DO $simba$ BEGIN\n"
-    "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($n${Q}$n$)\n"
-    "                 AND attname = 'ttl_ms' AND NOT attisdropped) THEN\n"
-    "    ALTER TABLE {Q} ADD COLUMN ttl_ms bigint NOT NULL DEFAULT 0,\n"
-    "      ADD COLUMN tr_ms bigint NOT NULL DEFAULT 0;\n"
-    "  END IF;\n"
-    "END $simba$;\n"
+    "  value bytea NOT NULL DEFAULT '', shared boolean NOT NULL DEFAULT false,\n"
+    "  PRIMARY KEY (name, contender));\n"
     "CREATE INDEX IF NOT EXISTS {I} ON {Q} (name, seq);\n"
     /* created with its row; a crash empties it (see SIMBA__PG_GUARD) */
     "DO $simba$ BEGIN\n"
@@ -835,17 +820,9 @@ static const char *const simba__pg_setup_sql[] = {
     "  INSERT INTO {B} VALUES (1, 0, 0);\n"
     "EXCEPTION WHEN duplicate_table THEN NULL;\n"
     "END $simba$;\n",
-    /* (one script, cut in two for C99's longest string) a marker made before it kept the
-       bound (0: the next grant records it) */
-    "DO $simba$ BEGIN\n"
-    "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($n${B}$n$)\n"
-    "                 AND attname = 'max_lease_ms' AND NOT attisdropped) THEN\n"
-    "    ALTER TABLE {B} ADD COLUMN max_lease_ms bigint NOT NULL DEFAULT 0;\n"
-    "  END IF;\n"
-    "END $simba$;\n"
-    /* Only the server empties the marker (crash recovery, promotion, a restored backup: see
+    /* (one script, cut in two for C99's longest string) Only the server empties the marker (crash recovery, promotion, a restored backup: see
        SIMBA__PG_GUARD_LOAD); a statement that empties it starts the quarantine there. */
-    "CREATE OR REPLACE FUNCTION {Y}() RETURNS trigger LANGUAGE plpgsql AS $simba$\n"
+    "CREATE OR REPLACE FUNCTION {Y}() RETURNS trigger LANGUAGE plpgsql " SIMBA__PG_DEFINER " AS $simba$\n"
     "BEGIN\n"
     "  " SIMBA__PG_MARKER_RESTART
     "  RETURN NULL;\n"
@@ -861,7 +838,7 @@ static const char *const simba__pg_setup_sql[] = {
     "END $simba$;\n"
     /* When the server began taking writes (its WAL writer's start: after crash recovery, a
        promotion or a restore), NULL where this role may not see it (pg_read_all_stats may). */
-    "CREATE OR REPLACE FUNCTION {W}() RETURNS bigint LANGUAGE plpgsql STABLE AS $simba$\n"
+    "CREATE OR REPLACE FUNCTION {W}() RETURNS bigint LANGUAGE plpgsql STABLE " SIMBA__PG_DEFINER " AS $simba$\n"
     "BEGIN\n"
     "  RETURN (SELECT floor(extract(epoch FROM backend_start) * 1000)::bigint FROM pg_stat_activity\n"
     "          WHERE backend_type = 'walwriter' LIMIT 1);\n"
@@ -870,7 +847,7 @@ static const char *const simba__pg_setup_sql[] = {
     /* Rows that vanish (DELETE, TRUNCATE) take their fences and maybe a live lease with them:
        the floor rises above every fence they held, so a row made again never repeats one,
        and a live lease among them starts the quarantine now, as a lost marker does. */
-    "CREATE OR REPLACE FUNCTION {X}() RETURNS trigger LANGUAGE plpgsql AS $simba$\n"
+    "CREATE OR REPLACE FUNCTION {X}() RETURNS trigger LANGUAGE plpgsql " SIMBA__PG_DEFINER " AS $simba$\n"
     "DECLARE now_ms bigint; f bigint; live boolean;\n"
     "BEGIN\n"
     "  " SIMBA__PG_NOW
@@ -1019,7 +996,13 @@ static const char *const simba__pg_setup_sql[] = {
     SIMBA__PG_ANSWER
     "END $simba$;\n",
     SIMBA__PG_CHECK_FENCE,
-    "COMMIT;\n"
+    "REVOKE EXECUTE ON FUNCTION {A}, {R}, {D}, {V}, {E}, {P}, {Z}, {F}, {W} FROM PUBLIC;\n"
+    "COMMENT ON TABLE {T} IS $n${M}$n$;\n"
+    "COMMIT;\n",
+    NULL};
+
+/* Every connection, in one round trip: its settings, its statements, its channel. */
+static const char *const simba__pg_session_sql[] = {
     /* no commit waits for the WAL flush (see SIMBA__PG_GUARD); the quarantine's lower bound */
     "SET synchronous_commit = off;\n"
     "SELECT set_config('simba.max_lease_ms', '{L}', false);\n"
@@ -1054,7 +1037,11 @@ typedef struct simba__pg {
     int expand;
     char *strs[16]; /* owned copies behind vals */
     char port_s[16], opts[64];
-    char *setup;   /* setup script with the names filled in */
+    char *check, *setup, *session; /* the statements of SETUP, names filled in (>>version) */
+    int phase;     /* SETUP: 0 the version check, 1 the setup, 2 the session's statements */
+    int need;      /* SETUP: what the check found: 0 all there, 1 the setup must run */
+    simba_result down_rc; /* DOWN: what requests fail with (SIMBA_ECONN, or SIMBA_EDENIED) */
+    char tname[SIMBA__PG_QNAME_MAX]; /* the quoted table, for the words */
     char chan[48];
     PGconn *conn;
     int state, fd;
@@ -1066,7 +1053,7 @@ typedef struct simba__pg {
     int rescap;     /* slots in res[] (grows to the most statements ever in flight) */
     int await_null; /* READY: a statement's result came, its terminating NULL not yet */
     int nsync;      /* READY (pipeline): batches sent whose sync has not come back */
-    int batch_err;  /* READY: a statement of the current batch failed (its message in err) */
+    int batch_err;  /* READY: a statement of the current batch failed: its simba_result (words in err) */
     PGresult **res; /* results of the current batch, answered only once it has committed */
     int more;       /* READY: answers wait in libpq's buffer for the next poll (time budget) */
     int was_up;     /* a setup has completed before: the next one raises SIMBA_EV_RESET */
@@ -1364,6 +1351,94 @@ static void simba__pg_set_err(simba__pg *p, const char *what, const char *detail
     simba__copy(p->be->errmsg, sizeof p->be->errmsg, p->err);
 }
 
+/* >>errors  A failure that asking again cannot mend until an operator acts: a login refused
+   (SQLSTATE class 28), a database, schema or privilege missing (3D000, 3F000, 42501).
+   Requests fail with SIMBA_EDENIED at once, with the server's words and the privilege. */
+static int simba__pg_denied_state(const char *st) {
+    return st && (strncmp(st, "28", 2) == 0 || !strcmp(st, "3D000") || !strcmp(st, "3F000") || !strcmp(st, "42501"));
+}
+
+/* What this role lacks, from the server's words and the request (op, -1: none). */
+static const char *simba__pg_privilege(const char *msg, int op) {
+    if (strstr(msg, "for function ")) return "EXECUTE on that function";
+    if (strstr(msg, "for schema ")) return "USAGE on that schema";
+    if (strstr(msg, "for database ")) return "CONNECT on that database";
+    if (strstr(msg, "must be owner")) return "the objects' ownership: run the setup as their owner once";
+    if (strstr(msg, "for table ") || strstr(msg, "for sequence "))
+        return op == SIMBA_OP_FORCE_RELEASE ? "UPDATE on the mutex table and DELETE on its _hold table"
+                                            : "SELECT on that table (inspection: get, ls)";
+    return NULL;
+}
+
+/* p->err from a failed result (what: the step); SIMBA_EDENIED or SIMBA_EBACKEND. */
+static simba_result simba__pg_res_err(simba__pg *p, const char *what, const PGresult *res, int op) {
+    const char *st = PQresultErrorField(res, PG_DIAG_SQLSTATE), *m = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    const char *priv;
+    char w[768];
+    int setup = p->state == SIMBA__PG_SETUP && p->phase == 1;
+    if (!m || !(simba__pg_denied_state(st) || (setup && st && !strcmp(st, "55000")))) {
+        simba__pg_set_err(p, what, PQresultErrorMessage(res));
+        return SIMBA_EBACKEND;
+    }
+    priv = simba__pg_privilege(m, op);
+    if (setup)
+        snprintf(w, sizeof w, "simba's objects for table %s are missing or incomplete, and this role may not make them: "
+                 "%s (run the setup once as the role that owns them; docs/postgresql.md, Privileges)", p->tname, m);
+    else snprintf(w, sizeof w, "%s%s%s (docs/postgresql.md, Privileges)", m, priv ? ": this role needs " : "", priv ? priv : "");
+    simba__pg_set_err(p, what, w);
+    return SIMBA_EDENIED;
+}
+
+/* A failed connect: libpq's words (verbose: "FATAL:  28P01: ..." and a LOCATION line, cut
+   here), SIMBA_EDENIED for a refused login or a missing role, database or privilege. */
+static simba_result simba__pg_conn_err(simba__pg *p) {
+    const char *m = PQerrorMessage(p->conn), *f = strstr(m, "FATAL:  ");
+    char w[768], code[6] = "";
+    size_t o = 0;
+    const char *c;
+    if (f && strlen(f) > 15 && f[13] == ':' && f[14] == ' ') memcpy(code, f + 8, 5);
+    for (c = m; *c && o + 1 < sizeof w; c++) {
+        if (code[0] && c == f + 8) c += 7; /* the SQLSTATE and its ": " */
+        if (strncmp(c, "\nLOCATION:", 10) == 0) break;
+        w[o++] = *c;
+    }
+    w[o] = 0;
+    simba__pg_set_err(p, "connect failed", w);
+    return simba__pg_denied_state(code) ? SIMBA_EDENIED : SIMBA_ECONN;
+}
+
+/* The version check's row (>>version): p->need, or SIMBA_EDENIED with words for a table of
+   another version or one simba did not make. */
+static simba_result simba__pg_version(simba__pg *p, const PGresult *res) {
+    const char *c = PQntuples(res) == 1 && PQnfields(res) == 3 && !PQgetisnull(res, 0, 0) ? PQgetvalue(res, 0, 0) : NULL;
+    size_t tag = strlen(SIMBA__PG_VERSION_TAG);
+    char w[768];
+    int found = PQntuples(res) == 1 && PQnfields(res) == 3 && strcmp(PQgetvalue(res, 0, 1), "t") == 0;
+    long v = -1;
+    if (c && strncmp(c, SIMBA__PG_VERSION_TAG, tag) == 0 && c[tag] >= '0' && c[tag] <= '9') v = strtol(c + tag, NULL, 10);
+    if (v == SIMBA__PG_SCHEMA_VERSION || !found) {
+        p->need = !found || strcmp(PQgetvalue(res, 0, 2), "t") != 0;
+        return SIMBA_OK;
+    }
+    if (v >= 0)
+        snprintf(w, sizeof w, "found simba schema version %ld on table %s, this simba uses %d: run one simba version on "
+                 "a table, or give this one another table (simba_pg_desc.table, ?table= in its URL)", v, p->tname,
+                 SIMBA__PG_SCHEMA_VERSION);
+    else
+        snprintf(w, sizeof w, "table %s carries %s%.80s%s, not a simba schema version: simba's setup did not make it; "
+                 "give simba another table (simba_pg_desc.table, ?table= in its URL) or drop this one", p->tname,
+                 c ? "the comment \"" : "no comment", c ? c : "", c ? "\"" : "");
+    simba__pg_set_err(p, "connection setup", w);
+    return SIMBA_EDENIED;
+}
+
+/* The op of the n-th statement in flight (-1: none). */
+static int simba__pg_nth_op(const simba__pg *p, int n) {
+    const simba_req *r = p->fhead;
+    while (r && n-- > 0) r = r->next_;
+    return r ? (int)r->op : -1;
+}
+
 static void simba__pg_grants_clear(simba__pg *p);
 
 /* Closes the connection, fails what is in flight or queued, schedules the next attempt. */
@@ -1380,6 +1455,7 @@ static void simba__pg_drop(simba__pg *p, int64_t now, simba_result rc) {
     p->more = 0;
     p->send_at = INT64_MAX;
     p->state = SIMBA__PG_DOWN;
+    p->down_rc = rc == SIMBA_EDENIED ? SIMBA_EDENIED : SIMBA_ECONN;
     simba__pg_grants_clear(p); /* a new connection may reach another server and clock */
     p->retry_at = simba__add(now, simba__backoff(p->loop, &p->backoff, p->rmin, p->rmax));
     simba_log(p->loop, SIMBA_LOG_WARN, "%s (next attempt in %lld ms)", p->err, (long long)(p->retry_at - now));
@@ -1403,6 +1479,7 @@ static void simba__pg_start(simba__pg *p, int64_t now) {
         return;
     }
     PQsetNoticeProcessor(p->conn, simba__pg_notice, NULL); /* libpq prints notices to stderr */
+    PQsetErrorVerbosity(p->conn, PQERRORS_VERBOSE); /* a refused login's SQLSTATE (see >>errors) */
     p->state = SIMBA__PG_CONNECTING;
     p->fd = PQsocket(p->conn);
     p->want_write = 1; /* libpq: begin as if PQconnectPoll returned PGRES_POLLING_WRITING */
@@ -1596,17 +1673,31 @@ static void simba__pg_send_next(simba__pg *p, int64_t now) {
     if (!flushed) simba__pg_flush(p, now);
 }
 
+/* Sends one step of SETUP (phase: see simba__pg.phase). */
+static void simba__pg_setup_step(simba__pg *p, int64_t now, int phase) {
+    const char *sql = phase == 0 ? p->check : phase == 1 ? p->setup : p->session;
+    if (!PQsendQuery(p->conn, sql)) {
+        simba__pg_set_err(p, "setup failed", PQerrorMessage(p->conn));
+        simba__pg_drop(p, now, SIMBA_ECONN);
+        return;
+    }
+    p->phase = phase;
+    p->busy = 1;
+    p->rep.rc = SIMBA_OK;
+    simba__pg_flush(p, now);
+}
+
 static void simba__pg_connected(simba__pg *p, int64_t now) {
-    if (PQsetnonblocking(p->conn, 1) != 0 || !PQsendQuery(p->conn, p->setup)) {
+    PQsetErrorVerbosity(p->conn, PQERRORS_DEFAULT);
+    if (PQsetnonblocking(p->conn, 1) != 0) {
         simba__pg_set_err(p, "setup failed", PQerrorMessage(p->conn));
         simba__pg_drop(p, now, SIMBA_ECONN);
         return;
     }
     p->state = SIMBA__PG_SETUP;
-    p->busy = 1;
-    p->rep.rc = SIMBA_OK;
+    p->need = 0;
     p->stmt_deadline = p->conn_deadline; /* connect + setup share connect_timeout_ms */
-    simba__pg_flush(p, now);
+    simba__pg_setup_step(p, now, 0);
 }
 
 /* One result of the setup, or of the oldest statement in flight (into p->rep). */
@@ -1614,10 +1705,9 @@ static void simba__pg_result(simba__pg *p, PGresult *res) {
     ExecStatusType st = PQresultStatus(res);
     p->rep_server_ms = 0;
     if (p->state == SIMBA__PG_SETUP) {
-        if (st == PGRES_FATAL_ERROR || st == PGRES_BAD_RESPONSE) {
-            simba__pg_set_err(p, "setup failed", PQresultErrorMessage(res));
-            p->rep.rc = SIMBA_EBACKEND; /* remembered until the setup's last result */
-        }
+        if ((st == PGRES_FATAL_ERROR || st == PGRES_BAD_RESPONSE) && p->rep.rc == SIMBA_OK)
+            p->rep.rc = simba__pg_res_err(p, p->phase == 1 ? "setup" : "connection setup", res, -1); /* kept to the last result */
+        else if (p->phase == 0 && st == PGRES_TUPLES_OK) p->rep.rc = simba__pg_version(p, res);
         return;
     }
     memset(&p->rep, 0, sizeof p->rep);
@@ -1637,9 +1727,9 @@ static void simba__pg_result(simba__pg *p, PGresult *res) {
         p->rep.rc = SIMBA_EBACKEND;
         p->rep.errmsg = p->err;
     } else {
-        simba__pg_set_err(p, "statement failed", PQresultErrorMessage(res));
+        simba_result rc = simba__pg_res_err(p, "statement failed", res, -1);
         memset(&p->rep, 0, sizeof p->rep);
-        p->rep.rc = SIMBA_EBACKEND;
+        p->rep.rc = rc;
         p->rep.errmsg = p->err;
     }
 }
@@ -1647,7 +1737,8 @@ static void simba__pg_result(simba__pg *p, PGresult *res) {
 /* The setup script is complete (PQgetResult returned NULL). */
 static void simba__pg_setup_done(simba__pg *p, int64_t now) {
     p->busy = 0;
-    if (p->rep.rc == SIMBA_EBACKEND) { simba__pg_drop(p, now, SIMBA_ECONN); return; }
+    if (p->rep.rc != SIMBA_OK) { simba__pg_drop(p, now, p->rep.rc == SIMBA_EDENIED ? SIMBA_EDENIED : SIMBA_ECONN); return; }
+    if (p->phase < 2) { simba__pg_setup_step(p, now, p->phase == 0 && p->need ? 1 : 2); return; }
 #ifdef LIBPQ_HAS_PIPELINING
     p->pipeline = PQenterPipelineMode(p->conn) == 1;
 #endif
@@ -1890,8 +1981,7 @@ static void simba__pg_view_result(simba__pg *p, simba_req *r, PGresult *res) {
     memset(&p->rep, 0, sizeof p->rep);
     p->rep.held_ms = -1;
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        simba__pg_set_err(p, "inspection failed", PQresultErrorMessage(res));
-        p->rep.rc = SIMBA_EBACKEND;
+        p->rep.rc = simba__pg_res_err(p, "inspection failed", res, (int)r->op);
         p->rep.errmsg = p->err;
         return;
     }
@@ -1954,7 +2044,7 @@ static void simba__pg_batch_done(simba__pg *p, int64_t now) {
         if (p->batch_err) {
             p->rep_server_ms = 0;
             memset(&p->rep, 0, sizeof p->rep);
-            p->rep.rc = SIMBA_EBACKEND;
+            p->rep.rc = (simba_result)p->batch_err;
             p->rep.errmsg = p->err;
             p->rep.held_ms = -1;
         } else if (simba__pg_inspection(r->op)) {
@@ -2003,8 +2093,7 @@ static void simba__pg_results(simba__pg *p, int64_t now) {
         }
         if (st != PGRES_TUPLES_OK && !p->batch_err) {
             /* the first failure of the batch says why; the others were aborted with it */
-            simba__pg_set_err(p, "statement failed", PQresultErrorMessage(res));
-            p->batch_err = 1;
+            p->batch_err = simba__pg_res_err(p, "statement failed", res, simba__pg_nth_op(p, p->ngot));
         }
         if (p->await_null || p->ngot >= p->nfl) { /* an error at commit, not a statement's */
             PQclear(res);
@@ -2126,10 +2215,7 @@ static void simba__pg_process(void *impl, const struct pollfd *ready, int n, int
             PostgresPollingStatusType st = PQconnectPoll(p->conn);
             p->fd = PQsocket(p->conn); /* may change: libpq tries addresses in turn */
             if (st == PGRES_POLLING_OK) simba__pg_connected(p, now);
-            else if (st == PGRES_POLLING_FAILED) {
-                simba__pg_set_err(p, "connect failed", PQerrorMessage(p->conn));
-                simba__pg_drop(p, now, SIMBA_ECONN);
-            } else p->want_write = st == PGRES_POLLING_WRITING;
+            else if (st == PGRES_POLLING_FAILED) simba__pg_drop(p, now, simba__pg_conn_err(p)); else p->want_write = st == PGRES_POLLING_WRITING;
         }
         if (p->state == SIMBA__PG_CONNECTING && now >= p->conn_deadline) {
             snprintf(p->err, sizeof p->err, "postgres: connect not done within %lld ms", (long long)p->conn_to);
@@ -2190,7 +2276,7 @@ static simba_result simba__pg_submit(void *impl, simba_req *req) {
     int64_t hold;
     if (req->op < SIMBA_OP_ACQUIRE || req->op > SIMBA_OP_YIELD || req->value_len > SIMBA_VALUE_MAX) return SIMBA_EINVAL;
     if (p->state == SIMBA__PG_DOWN || p->state == SIMBA__PG_STALLED) {
-        simba_req_fail(req, SIMBA_ECONN, p->err[0] ? p->err : "postgres: not connected");
+        simba_req_fail(req, p->state == SIMBA__PG_DOWN ? p->down_rc : SIMBA_ECONN, p->err[0] ? p->err : "postgres: not connected");
         return SIMBA_OK;
     }
     if (simba__pg_grant_take(p, req)) return SIMBA_OK;
@@ -2215,7 +2301,9 @@ static void simba__pg_destroy(void *impl) {
     if (p->conn) PQfinish(p->conn);
     for (i = 0; i < 16; i++) simba_free(p->loop, p->strs[i]);
     simba_free(p->loop, p->res);
+    simba_free(p->loop, p->check);
     simba_free(p->loop, p->setup);
+    simba_free(p->loop, p->session);
     simba_free(p->loop, p);
 }
 
@@ -2385,7 +2473,8 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qb[SIMBA__PG_QNAME_MAX], qx[SIMBA__PG_QNAME_MAX],
         qg[SIMBA__PG_QNAME_MAX], qh[SIMBA__PG_QNAME_MAX], qy[SIMBA__PG_QNAME_MAX], qk[SIMBA__PG_QNAME_MAX],
         qw[SIMBA__PG_QNAME_MAX], qv[SIMBA__PG_QNAME_MAX], qe[SIMBA__PG_QNAME_MAX], qf[SIMBA__PG_QNAME_MAX], qc[64],
-        qs[SIMBA__PG_QNAME_MAX], qp[SIMBA__PG_QNAME_MAX], qz[SIMBA__PG_QNAME_MAX], fname[SIMBA__PG_TABLE_MAX + 16], rnd[40], ml[24];
+        qs[SIMBA__PG_QNAME_MAX], qp[SIMBA__PG_QNAME_MAX], qz[SIMBA__PG_QNAME_MAX], fname[SIMBA__PG_TABLE_MAX + 16], rnd[40], ml[24],
+        version[48], schema_lit[SIMBA__PG_TABLE_MAX + 8];
     int ok;
     if (out) *out = NULL;
     if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: NULL argument");
@@ -2422,6 +2511,9 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
          simba__pg_quote(qz, sizeof qz, desc->schema, table, "_grant") &&
          simba__pg_quote(qf, sizeof qf, desc->schema, simba__pg_fence_fn(table, fname, sizeof fname), "");
     snprintf(ml, sizeof ml, "%lld", (long long)(desc->max_lease_ms ? desc->max_lease_ms : SIMBA_MAX_LEASE_DEFAULT_MS));
+    snprintf(version, sizeof version, SIMBA__PG_VERSION_TAG "%d", SIMBA__PG_SCHEMA_VERSION);
+    if (desc->schema) snprintf(schema_lit, sizeof schema_lit, "$n$%s$n$", desc->schema); /* it holds no '$' */
+    else snprintf(schema_lit, sizeof schema_lit, "NULL");
     if (ok) {
         subst['T' - 'A'] = qt, subst['Q' - 'A'] = qq;
         subst['A' - 'A'] = qa;
@@ -2440,9 +2532,13 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         subst['S' - 'A'] = qs, subst['P' - 'A'] = qp, subst['Z' - 'A'] = qz; /* the holders set */
         subst['F' - 'A'] = qf, subst['U' - 'A'] = fname; /* {U} raw, inside $n$ quotes only */
         subst['N' - 'A'] = table; /* raw, inside $n$ quotes only: it holds no '$' */
+        subst['M' - 'A'] = version, subst['O' - 'A'] = schema_lit;
+        p->check = simba__pg_fill(loop, simba__pg_check_sql, subst);
         p->setup = simba__pg_fill(loop, simba__pg_setup_sql, subst);
+        p->session = simba__pg_fill(loop, simba__pg_session_sql, subst);
+        simba__copy(p->tname, sizeof p->tname, qt);
     }
-    if (!ok || !p->setup) {
+    if (!ok || !p->check || !p->setup || !p->session) {
         simba__pg_destroy(p);
         return simba__fail(loop, SIMBA_ENOMEM, "simba_pg_open: out of memory");
     }
