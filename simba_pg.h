@@ -70,9 +70,11 @@
  *   No commit waits for the WAL flush (the connection sets synchronous_commit = off), so a
  *   handoff waits for no disk; what a crash can lose is covered by the quarantine (CRASHES).
  *
- *   SETUP runs once per connection, in one round trip: under a transaction-level advisory
- *   lock (so that two creators never race) it creates the tables and the three functions
- *   if needed, then LISTENs on the backend's own channel. After a reconnect (not the first
+ *   SETUP runs once per connection: one query reads the schema version and whether every
+ *   object is there (SCHEMA VERSION AND PRIVILEGES); only when something is missing the
+ *   setup script makes it, under a transaction-level advisory lock (so that two creators
+ *   never race); then one round trip prepares the statements and LISTENs on the backend's
+ *   own channel. After a reconnect (not the first
  *   connect) SIMBA_EV_RESET is raised for every mutex, since pushes may have been missed;
  *   a lost connection raises SIMBA_EV_DISCONNECTED: owners whose desc asks for
  *   step_down_on_disconnect step down at once (reason "connection"), others at their local
@@ -99,8 +101,7 @@
  *               a floor after a crash or lost rows (see CRASHES, LOST ROWS)
  *   <table>_boot  UNLOGGED, one row (since_ms, fence_floor, max_lease_ms): the crash marker
  *   <table>_q   the wait queue: name, contender, channel, seq (arrival), expires_ms, and
- *               the waiter's ttl_ms / tr_ms / value (what a release grants it; added to a
- *               queue of an earlier version at setup)
+ *               the waiter's ttl_ms / tr_ms / value (what a release grants it)
  *   <table>_hold  the holders set (SEMAPHORES AND READ-WRITE LOCKS in simba.h): one row per
  *               reader or semaphore permit (name, contender, shared, fence, acquired_ms,
  *               ttl_ms, transition_ms, value), each its own lease; its grant takes the next
@@ -111,8 +112,7 @@
  *               holding (or of the owner row before readers) grants, in its transaction,
  *               each waiter it frees (<table>_grant) and NOTIFYs it the grant, as PUSH
  *               does for a mutex: one hop. The owner row's grant also needs no live
- *               holding (one index probe, at asks and not renewals). Tables of an earlier
- *               version get the columns at setup.
+ *               holding (one index probe, at asks and not renewals).
  *   <table>_acq / _rel / _read / _val / _yield / _sacq / _grant   PL/pgSQL functions:
  *               one statement = one round trip each (_grant is called by the others);
  *               acquire and release lock the mutex's row (FOR UPDATE), so one mutex's queue
@@ -183,8 +183,6 @@
  *   its place's liveness (ttl + transition + jitter + 1 s) before.
  *   LISTEN/NOTIFY does not survive a transaction-mode pooler (PgBouncer pool_mode =
  *   transaction): there the push is lost and handoffs wait for the timers.
- *   All contenders of a table must run this version: an older one's functions (set up on
- *   each connect) would replace these.
  *   Every lease here is timed by the server's clock (clock_timestamp()): a step of it
  *   forward ends leases early on the server, while their owners still count them, and
  *   moves a pushed grant's start as far. Keep the server's clock slewed (NTP), not stepped.
@@ -202,23 +200,22 @@
  *   and queues the yielder at the back with its lease and value; with nobody in line it
  *   changes nothing. A reader's or a permit's yield, when its permit once free goes to a
  *   waiter the rule does not grant now, frees its holding as its release does and queues
- *   it at the back (a reader's place marked shared); else it changes nothing. A table of
- *   an earlier version is upgraded by the setup: the value columns are added, and its
- *   functions are dropped and made anew (their answers lack the value); an earlier
- *   version's setup then fails on this one's functions ("cannot change return type"), and
- *   its processes already connected fail their next statement: upgrade every process of a
- *   table together. A value longer than this build's SIMBA_VALUE_MAX (a
- *   program built with a larger one wrote it) is an error, never cut.
+ *   it at the back (a reader's place marked shared); else it changes nothing. A value
+ *   longer than this build's SIMBA_VALUE_MAX (a program built with a larger one wrote it)
+ *   is an error, never cut.
  *
  * FENCED WRITES (the protected data in the same database)
  *   Setup creates, with the table, the function simba_check_fence(name text, fence bigint)
- *   in the table's schema (CREATE OR REPLACE at every connection's setup, as the others);
- *   for a table other than the default "simba_mutex" it is <table>_check_fence, so that
- *   several simba tables in one schema keep one each (the table "simba" is refused: its
- *   function would be the default's). Called inside the application's own transaction,
- *   before the write it guards, from any language:
+ *   RETURNS boolean in the table's schema; for a table other than the default
+ *   "simba_mutex" it is <table>_check_fence, so that several simba tables in one schema
+ *   keep one each (the table "simba" is refused: its function would be the default's).
+ *   It protects the writes of the transaction it runs in, from any language: inside the
+ *   write's own statement (safe in autocommit too), or before it in one transaction:
+ *       UPDATE orders SET ... WHERE id = 42 AND simba_check_fence('orders', 42);
  *       BEGIN; SELECT simba_check_fence('orders', 42); UPDATE orders ...; COMMIT;
- *   it share-locks the mutex row (FOR SHARE), so every grant, renewal and release, which
+ *   A SELECT of it alone in autocommit protects nothing (its lock ends with that statement,
+ *   before the write): the function cannot tell (a statement inside BEGIN looks the same).
+ *   It share-locks the mutex row (FOR SHARE), so every grant, renewal and release, which
  *   lock it FOR UPDATE, waits for that transaction to end, and then judges by the server's
  *   clock read under the lock: the fence holds while it is the stored owner's and its
  *   transition end has not passed (the rule of a grant: nobody else is granted before).
@@ -227,14 +224,36 @@
  *   the transaction: the write never commits. Bad input (an empty name, a fence below 1)
  *   raises 22023. So a write lands before any later owner's grant, or not at all. Keep such
  *   transactions short: the owner's renewals wait for them too (statement_timeout_ms). The
- *   role needs EXECUTE on the function and the row lock's privilege (UPDATE) on the table.
- *   simba_pg_check_fence() is the C call of it on a PGconn of the application's.
+ *   role needs EXECUTE on the function only (it runs with its owner's rights). It returns
+ *   true, so a WHERE clause can hold it. simba_pg_check_fence() is the C call of it on a
+ *   PGconn of the application's, inside a transaction (BEGIN first).
+ *
+ * SCHEMA VERSION AND PRIVILEGES
+ *   The layout's version is the mutex table's COMMENT, "simba schema version 1" (psql \dt+
+ *   shows it), written last by the setup's transaction. Each connection reads it, and
+ *   whether every table and function is there, in one catalog query that needs no
+ *   privilege; the setup (CREATE ...) runs only when something is missing, so only the role
+ *   that makes the objects, once, needs CREATE on the schema. A table of another version,
+ *   or one without the comment, is refused and nothing is altered: requests fail with
+ *   SIMBA_EDENIED, "found simba schema version N on table ..., this simba uses 1: ...".
+ *   Every function runs with its owner's rights (SECURITY DEFINER) and a search_path fixed
+ *   at setup (the table's schema, then pg_temp); EXECUTE on them is revoked from PUBLIC.
+ *   An application role needs EXECUTE on <table>_acq, _rel, _read, _val, _yield, _sacq and
+ *   the fence check, and SELECT on <table>, _q and _hold to inspect (get, ls); a forced
+ *   release (release --fence) UPDATE on <table> and DELETE on _hold; a read-only role
+ *   EXECUTE on <table>_read (watch) and the SELECTs. LISTEN needs nothing.
+ *   A refused login, a missing role, database, schema or privilege (SQLSTATE class 28,
+ *   3D000, 3F000, 42501) fails requests at once with SIMBA_EDENIED and the server's words,
+ *   with the privilege this role needs ("permission denied for function simba_mutex_acq:
+ *   this role needs EXECUTE on that function"); the connection is still tried again with
+ *   its backoff, so grants given later take effect without a restart.
  *
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
  *   >>process  the work of one poll   >>close  teardown
  *   >>sql  the statements   >>row  answer rows   >>names  quoting   >>conn  the connection
  *   >>push  NOTIFY   >>stall  a statement not answered   >>fence  fenced writes
+ *   >>version  the schema version   >>errors  failures asking again cannot mend
  *   >>inspect  simba_inspect, simba_list, simba_force_release
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
@@ -348,7 +367,8 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
    marker, {K} its trigger (unqualified), {W} = quoted function: when the server began taking
    writes, {N} = the table name unquoted (in $n$ only), {V} = quoted set-value function,
    {E} = quoted yield function, {F} = quoted fence check function, {U} = its name unquoted
-   (in $n$ only). Every function but {F} returns one row: owner ('' = nobody),
+   (in $n$ only), {M} = the version comment, {O} = the schema as a literal (NULL: the
+   search_path's). Every function but {F} returns one row: owner ('' = nobody),
    ttl_left, transition_left, held (-1 unknown), fence, first_in_line (or what the answer
    is, see SIMBA__PG_GUARD and SIMBA__PG_REFUSED), the owner's value. */
 #define SIMBA__PG_OUT \
