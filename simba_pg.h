@@ -129,9 +129,9 @@
  *   restart, crash recovery, promotion and restore comes before), and for
  *   desc.max_lease_ms (default SIMBA_MAX_LEASE_DEFAULT_MS, one minute; simba_contend refuses
  *   a longer ttl + transition) after that nobody is granted a new ownership: a mutex first
- *   asked for long after a crash waits for nothing. A role that
- *   may not see the WAL writer (neither superuser nor pg_read_all_stats) records the
- *   grant's own time instead: safe, and up to a whole quarantine later. pg_postmaster_start_time()
+ *   asked for long after a crash waits for nothing. The function that reads it runs as
+ *   the objects' owner: an owner that may not see the WAL writer (neither superuser nor
+ *   pg_read_all_stats) records the grant's own time instead: safe, and up to a whole quarantine later. pg_postmaster_start_time()
  *   would not do: a backend's crash empties the marker without restarting the postmaster.
  *   Refused asks fail with SIMBA_EBACKEND ("crash quarantine ... ms"); the contender hears
  *   SIMBA_EVENT_QUARANTINE and asks again when it ends; a lost owner steps down within its
@@ -857,7 +857,7 @@ static const char *const simba__pg_setup_sql[] = {
     "  END IF;\n"
     "END $simba$;\n"
     /* When the server began taking writes (its WAL writer's start: after crash recovery, a
-       promotion or a restore), NULL where this role may not see it (pg_read_all_stats may). */
+       promotion or a restore), NULL where its owner may not see it (pg_read_all_stats may). */
     "CREATE OR REPLACE FUNCTION {W}() RETURNS bigint LANGUAGE plpgsql STABLE " SIMBA__PG_DEFINER " AS $simba$\n"
     "BEGIN\n"
     "  RETURN (SELECT floor(extract(epoch FROM backend_start) * 1000)::bigint FROM pg_stat_activity\n"
@@ -2485,17 +2485,46 @@ static simba_result simba__pg_desc_check(simba_loop *loop, const simba_pg_desc *
     return simba__pg_host_check(loop, desc);
 }
 
+/* The statements of SETUP with every name filled in (see >>sql for the letters); 0 when out
+   of memory or a name does not fit. */
+static int simba__pg_scripts(simba__pg *p, const simba_pg_desc *desc, const char *table) {
+    /* letter, schema-qualified, suffix of the table's name */
+    static const struct { char letter; char qualified; const char *suffix; } names[] = {
+        {'T', 1, ""}, {'Q', 1, "_q"}, {'A', 1, "_acq"}, {'R', 1, "_rel"}, {'D', 1, "_read"}, {'I', 0, "_qi"},
+        {'B', 1, "_boot"}, {'X', 1, "_lost"}, {'G', 0, "_lost"}, {'H', 0, "_lost_t"}, {'Y', 1, "_boot_kept"},
+        {'K', 0, "_boot_kept"}, {'W', 1, "_up"}, {'V', 1, "_val"}, {'E', 1, "_yield"}, {'S', 1, "_hold"},
+        {'P', 1, "_sacq"}, {'Z', 1, "_grant"}};
+    char q[26][SIMBA__PG_QNAME_MAX], fname[SIMBA__PG_TABLE_MAX + 16], ml[24], version[48], schema_lit[SIMBA__PG_TABLE_MAX + 8];
+    const char *subst[26];
+    size_t i;
+    memset((void *)subst, 0, sizeof subst);
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+        int k = names[i].letter - 'A';
+        if (!simba__pg_quote(q[k], sizeof q[k], names[i].qualified ? desc->schema : NULL, table, names[i].suffix)) return 0;
+        subst[k] = q[k];
+    }
+    if (!simba__pg_quote(q['C' - 'A'], sizeof q[0], NULL, p->chan, "") ||
+        !simba__pg_quote(q['F' - 'A'], sizeof q[0], desc->schema, simba__pg_fence_fn(table, fname, sizeof fname), ""))
+        return 0;
+    subst['C' - 'A'] = q['C' - 'A'], subst['F' - 'A'] = q['F' - 'A'];
+    snprintf(ml, sizeof ml, "%lld", (long long)(desc->max_lease_ms ? desc->max_lease_ms : SIMBA_MAX_LEASE_DEFAULT_MS));
+    snprintf(version, sizeof version, SIMBA__PG_VERSION_TAG "%d", SIMBA__PG_SCHEMA_VERSION);
+    if (desc->schema) snprintf(schema_lit, sizeof schema_lit, "$n$%s$n$", desc->schema); /* it holds no '$' */
+    else snprintf(schema_lit, sizeof schema_lit, "NULL");
+    subst['L' - 'A'] = ml, subst['M' - 'A'] = version, subst['O' - 'A'] = schema_lit;
+    subst['U' - 'A'] = fname, subst['N' - 'A'] = table; /* raw, inside $n$ quotes only: no '$' in them */
+    p->check = simba__pg_fill(p->loop, simba__pg_check_sql, subst);
+    p->setup = simba__pg_fill(p->loop, simba__pg_setup_sql, subst);
+    p->session = simba__pg_fill(p->loop, simba__pg_session_sql, subst);
+    simba__copy(p->tname, sizeof p->tname, q['T' - 'A']);
+    return p->check && p->setup && p->session;
+}
+
 SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc, simba_backend **out) {
     simba__pg *p;
     simba_result rc;
-    const char *table, *subst[26];
-    char qt[SIMBA__PG_QNAME_MAX], qq[SIMBA__PG_QNAME_MAX], qa[SIMBA__PG_QNAME_MAX], qr[SIMBA__PG_QNAME_MAX],
-        qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qb[SIMBA__PG_QNAME_MAX], qx[SIMBA__PG_QNAME_MAX],
-        qg[SIMBA__PG_QNAME_MAX], qh[SIMBA__PG_QNAME_MAX], qy[SIMBA__PG_QNAME_MAX], qk[SIMBA__PG_QNAME_MAX],
-        qw[SIMBA__PG_QNAME_MAX], qv[SIMBA__PG_QNAME_MAX], qe[SIMBA__PG_QNAME_MAX], qf[SIMBA__PG_QNAME_MAX], qc[64],
-        qs[SIMBA__PG_QNAME_MAX], qp[SIMBA__PG_QNAME_MAX], qz[SIMBA__PG_QNAME_MAX], fname[SIMBA__PG_TABLE_MAX + 16], rnd[40], ml[24],
-        version[48], schema_lit[SIMBA__PG_TABLE_MAX + 8];
-    int ok;
+    const char *table;
+    char rnd[40];
     if (out) *out = NULL;
     if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: NULL argument");
     if ((rc = simba__pg_desc_check(loop, desc)) != SIMBA_OK) return rc;
@@ -2517,48 +2546,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     snprintf(p->chan, sizeof p->chan, "simba_%.32s", rnd);
     /* the server gives up on a statement when we do: its row locks are not held for nothing */
     snprintf(p->opts, sizeof p->opts, "-c statement_timeout=%lld", (long long)p->stmt_to);
-    ok = simba__pg_conninfo(p, desc);
-    memset((void *)subst, 0, sizeof subst);
-    ok = ok && simba__pg_quote(qt, sizeof qt, desc->schema, table, "") && simba__pg_quote(qq, sizeof qq, desc->schema, table, "_q") &&
-         simba__pg_quote(qa, sizeof qa, desc->schema, table, "_acq") && simba__pg_quote(qr, sizeof qr, desc->schema, table, "_rel") &&
-         simba__pg_quote(qd, sizeof qd, desc->schema, table, "_read") && simba__pg_quote(qi, sizeof qi, NULL, table, "_qi") &&
-         simba__pg_quote(qb, sizeof qb, desc->schema, table, "_boot") && simba__pg_quote(qc, sizeof qc, NULL, p->chan, "") &&
-         simba__pg_quote(qx, sizeof qx, desc->schema, table, "_lost") && simba__pg_quote(qg, sizeof qg, NULL, table, "_lost") &&
-         simba__pg_quote(qh, sizeof qh, NULL, table, "_lost_t") && simba__pg_quote(qy, sizeof qy, desc->schema, table, "_boot_kept") &&
-         simba__pg_quote(qk, sizeof qk, NULL, table, "_boot_kept") && simba__pg_quote(qw, sizeof qw, desc->schema, table, "_up") &&
-         simba__pg_quote(qv, sizeof qv, desc->schema, table, "_val") && simba__pg_quote(qe, sizeof qe, desc->schema, table, "_yield") &&
-         simba__pg_quote(qs, sizeof qs, desc->schema, table, "_hold") && simba__pg_quote(qp, sizeof qp, desc->schema, table, "_sacq") &&
-         simba__pg_quote(qz, sizeof qz, desc->schema, table, "_grant") &&
-         simba__pg_quote(qf, sizeof qf, desc->schema, simba__pg_fence_fn(table, fname, sizeof fname), "");
-    snprintf(ml, sizeof ml, "%lld", (long long)(desc->max_lease_ms ? desc->max_lease_ms : SIMBA_MAX_LEASE_DEFAULT_MS));
-    snprintf(version, sizeof version, SIMBA__PG_VERSION_TAG "%d", SIMBA__PG_SCHEMA_VERSION);
-    if (desc->schema) snprintf(schema_lit, sizeof schema_lit, "$n$%s$n$", desc->schema); /* it holds no '$' */
-    else snprintf(schema_lit, sizeof schema_lit, "NULL");
-    if (ok) {
-        subst['T' - 'A'] = qt, subst['Q' - 'A'] = qq;
-        subst['A' - 'A'] = qa;
-        subst['R' - 'A'] = qr;
-        subst['D' - 'A'] = qd;
-        subst['I' - 'A'] = qi;
-        subst['C' - 'A'] = qc;
-        subst['B' - 'A'] = qb;
-        subst['L' - 'A'] = ml;
-        subst['X' - 'A'] = qx;
-        subst['G' - 'A'] = qg;
-        subst['H' - 'A'] = qh;
-        subst['Y' - 'A'] = qy, subst['K' - 'A'] = qk;
-        subst['W' - 'A'] = qw;
-        subst['V' - 'A'] = qv, subst['E' - 'A'] = qe;
-        subst['S' - 'A'] = qs, subst['P' - 'A'] = qp, subst['Z' - 'A'] = qz; /* the holders set */
-        subst['F' - 'A'] = qf, subst['U' - 'A'] = fname; /* {U} raw, inside $n$ quotes only */
-        subst['N' - 'A'] = table; /* raw, inside $n$ quotes only: it holds no '$' */
-        subst['M' - 'A'] = version, subst['O' - 'A'] = schema_lit;
-        p->check = simba__pg_fill(loop, simba__pg_check_sql, subst);
-        p->setup = simba__pg_fill(loop, simba__pg_setup_sql, subst);
-        p->session = simba__pg_fill(loop, simba__pg_session_sql, subst);
-        simba__copy(p->tname, sizeof p->tname, qt);
-    }
-    if (!ok || !p->check || !p->setup || !p->session) {
+    if (!simba__pg_conninfo(p, desc) || !simba__pg_scripts(p, desc, table)) {
         simba__pg_destroy(p);
         return simba__fail(loop, SIMBA_ENOMEM, "simba_pg_open: out of memory");
     }
