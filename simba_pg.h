@@ -131,8 +131,9 @@
  *   a longer ttl + transition) after that nobody is granted a new ownership: a mutex first
  *   asked for long after a crash waits for nothing. The function that reads it runs as
  *   the objects' owner: an owner that may not see the WAL writer (neither superuser nor
- *   pg_read_all_stats) records the grant's own time instead: safe, and up to a whole quarantine later. pg_postmaster_start_time()
- *   would not do: a backend's crash empties the marker without restarting the postmaster.
+ *   pg_read_all_stats) records the grant's own time instead: safe, and up to a whole
+ *   quarantine later. pg_postmaster_start_time() would not do: a backend's crash empties
+ *   the marker without restarting the postmaster.
  *   Refused asks fail with SIMBA_EBACKEND ("crash quarantine ... ms"); the contender hears
  *   SIMBA_EVENT_QUARANTINE and asks again when it ends; a lost owner steps down within its
  *   own ttl before anyone else can win. Renewals of a row that still names its owner go on. Every later grant's fence
@@ -840,8 +841,9 @@ static const char *const simba__pg_setup_sql[] = {
     "  INSERT INTO {B} VALUES (1, 0, 0);\n"
     "EXCEPTION WHEN duplicate_table THEN NULL;\n"
     "END $simba$;\n",
-    /* (one script, cut in two for C99's longest string) Only the server empties the marker (crash recovery, promotion, a restored backup: see
-       SIMBA__PG_GUARD_LOAD); a statement that empties it starts the quarantine there. */
+    /* (one script, cut in two for C99's longest string) Only the server empties the
+       marker (crash recovery, promotion, a restored backup: see SIMBA__PG_GUARD_LOAD); a
+       statement that empties it starts the quarantine there. */
     "CREATE OR REPLACE FUNCTION {Y}() RETURNS trigger LANGUAGE plpgsql " SIMBA__PG_DEFINER " AS $simba$\n"
     "BEGIN\n"
     "  " SIMBA__PG_MARKER_RESTART
@@ -1401,7 +1403,7 @@ static simba_result simba__pg_res_err(simba__pg *p, const char *what, const PGre
         return SIMBA_EBACKEND;
     }
     priv = simba__pg_privilege(m, op);
-    if (setup)
+    if (setup && strcmp(st, "55000") != 0)
         snprintf(w, sizeof w, "simba's objects for table %s are missing or incomplete, and this role may not make them: "
                  "%s (run the setup once as the role that owns them; docs/postgresql.md, Privileges)", p->tname, m);
     else snprintf(w, sizeof w, "%s%s%s (docs/postgresql.md, Privileges)", m, priv ? ": this role needs " : "", priv ? priv : "");
