@@ -1447,7 +1447,7 @@ static simba_result simba__pg_version(simba__pg *p, const PGresult *res) {
                  "a table, or give this one another table (simba_pg_desc.table, ?table= in its URL)", v, p->tname,
                  SIMBA__PG_SCHEMA_VERSION);
     else
-        snprintf(w, sizeof w, "table %s carries %s%.80s%s, not a simba schema version: simba's setup did not make it; "
+        snprintf(w, sizeof w, "table %s carries %s%.80s%s, not a simba schema version: this simba's setup did not make it; "
                  "give simba another table (simba_pg_desc.table, ?table= in its URL) or drop this one", p->tname,
                  c ? "the comment \"" : "no comment", c ? c : "", c ? "\"" : "");
     simba__pg_set_err(p, "connection setup", w);
