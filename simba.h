@@ -329,7 +329,10 @@ typedef enum simba_result {
     SIMBA_ECONN = -11,     /* connection to the server lost or not established */
     SIMBA_ESYS = -12,      /* a system call failed (errno kept in the message) */
     SIMBA_ELOST = -13,     /* the lease had lapsed before the unlock (simba_locker_unlock) */
-    SIMBA_EFENCE = -14     /* a fenced write refused: that fence holds no live lease any more */
+    SIMBA_EFENCE = -14,    /* a fenced write refused: that fence holds no live lease any more */
+    SIMBA_EDENIED = -15    /* the store refuses this login or role (authentication, a missing
+                              privilege, role or database, another schema version): asking
+                              again does not help until an operator acts; the words say what */
 } simba_result;
 
 SIMBA_API const char *simba_strerror(int rc);
@@ -1313,6 +1316,7 @@ SIMBA_API const char *simba_strerror(int rc) {
     case SIMBA_ESYS: return "system call failed";
     case SIMBA_ELOST: return "the lease had lapsed before the unlock";
     case SIMBA_EFENCE: return "the fence no longer holds a live lease";
+    case SIMBA_EDENIED: return "denied by the store (login, privilege or schema version)";
     default: return "unknown error";
     }
 }

@@ -70,9 +70,11 @@
  *   No commit waits for the WAL flush (the connection sets synchronous_commit = off), so a
  *   handoff waits for no disk; what a crash can lose is covered by the quarantine (CRASHES).
  *
- *   SETUP runs once per connection, in one round trip: under a transaction-level advisory
- *   lock (so that two creators never race) it creates the tables and the three functions
- *   if needed, then LISTENs on the backend's own channel. After a reconnect (not the first
+ *   SETUP runs once per connection: one query reads the schema version and whether every
+ *   object is there (SCHEMA VERSION AND PRIVILEGES); only when something is missing the
+ *   setup script makes it, under a transaction-level advisory lock (so that two creators
+ *   never race); then one round trip prepares the statements and LISTENs on the backend's
+ *   own channel. After a reconnect (not the first
  *   connect) SIMBA_EV_RESET is raised for every mutex, since pushes may have been missed;
  *   a lost connection raises SIMBA_EV_DISCONNECTED: owners whose desc asks for
  *   step_down_on_disconnect step down at once (reason "connection"), others at their local
@@ -99,8 +101,7 @@
  *               a floor after a crash or lost rows (see CRASHES, LOST ROWS)
  *   <table>_boot  UNLOGGED, one row (since_ms, fence_floor, max_lease_ms): the crash marker
  *   <table>_q   the wait queue: name, contender, channel, seq (arrival), expires_ms, and
- *               the waiter's ttl_ms / tr_ms / value (what a release grants it; added to a
- *               queue of an earlier version at setup)
+ *               the waiter's ttl_ms / tr_ms / value (what a release grants it)
  *   <table>_hold  the holders set (SEMAPHORES AND READ-WRITE LOCKS in simba.h): one row per
  *               reader or semaphore permit (name, contender, shared, fence, acquired_ms,
  *               ttl_ms, transition_ms, value), each its own lease; its grant takes the next
@@ -111,8 +112,7 @@
  *               holding (or of the owner row before readers) grants, in its transaction,
  *               each waiter it frees (<table>_grant) and NOTIFYs it the grant, as PUSH
  *               does for a mutex: one hop. The owner row's grant also needs no live
- *               holding (one index probe, at asks and not renewals). Tables of an earlier
- *               version get the columns at setup.
+ *               holding (one index probe, at asks and not renewals).
  *   <table>_acq / _rel / _read / _val / _yield / _sacq / _grant   PL/pgSQL functions:
  *               one statement = one round trip each (_grant is called by the others);
  *               acquire and release lock the mutex's row (FOR UPDATE), so one mutex's queue
@@ -129,10 +129,11 @@
  *   restart, crash recovery, promotion and restore comes before), and for
  *   desc.max_lease_ms (default SIMBA_MAX_LEASE_DEFAULT_MS, one minute; simba_contend refuses
  *   a longer ttl + transition) after that nobody is granted a new ownership: a mutex first
- *   asked for long after a crash waits for nothing. A role that
- *   may not see the WAL writer (neither superuser nor pg_read_all_stats) records the
- *   grant's own time instead: safe, and up to a whole quarantine later. pg_postmaster_start_time()
- *   would not do: a backend's crash empties the marker without restarting the postmaster.
+ *   asked for long after a crash waits for nothing. The function that reads it runs as
+ *   the objects' owner: an owner that may not see the WAL writer (neither superuser nor
+ *   pg_read_all_stats) records the grant's own time instead: safe, and up to a whole
+ *   quarantine later. pg_postmaster_start_time() would not do: a backend's crash empties
+ *   the marker without restarting the postmaster.
  *   Refused asks fail with SIMBA_EBACKEND ("crash quarantine ... ms"); the contender hears
  *   SIMBA_EVENT_QUARANTINE and asks again when it ends; a lost owner steps down within its
  *   own ttl before anyone else can win. Renewals of a row that still names its owner go on. Every later grant's fence
@@ -183,8 +184,6 @@
  *   its place's liveness (ttl + transition + jitter + 1 s) before.
  *   LISTEN/NOTIFY does not survive a transaction-mode pooler (PgBouncer pool_mode =
  *   transaction): there the push is lost and handoffs wait for the timers.
- *   All contenders of a table must run this version: an older one's functions (set up on
- *   each connect) would replace these.
  *   Every lease here is timed by the server's clock (clock_timestamp()): a step of it
  *   forward ends leases early on the server, while their owners still count them, and
  *   moves a pushed grant's start as far. Keep the server's clock slewed (NTP), not stepped.
@@ -202,23 +201,21 @@
  *   and queues the yielder at the back with its lease and value; with nobody in line it
  *   changes nothing. A reader's or a permit's yield, when its permit once free goes to a
  *   waiter the rule does not grant now, frees its holding as its release does and queues
- *   it at the back (a reader's place marked shared); else it changes nothing. A table of
- *   an earlier version is upgraded by the setup: the value columns are added, and its
- *   functions are dropped and made anew (their answers lack the value); an earlier
- *   version's setup then fails on this one's functions ("cannot change return type"), and
- *   its processes already connected fail their next statement: upgrade every process of a
- *   table together. A value longer than SIMBA_VALUE_MAX (not written by
- *   simba) is an error, never cut.
+ *   it at the back (a reader's place marked shared); else it changes nothing. A value
+ *   longer than SIMBA_VALUE_MAX (not written by simba) is an error, never cut.
  *
  * FENCED WRITES (the protected data in the same database)
  *   Setup creates, with the table, the function simba_check_fence(name text, fence bigint)
- *   in the table's schema (CREATE OR REPLACE at every connection's setup, as the others);
- *   for a table other than the default "simba_mutex" it is <table>_check_fence, so that
- *   several simba tables in one schema keep one each (the table "simba" is refused: its
- *   function would be the default's). Called inside the application's own transaction,
- *   before the write it guards, from any language:
+ *   RETURNS boolean in the table's schema; for a table other than the default
+ *   "simba_mutex" it is <table>_check_fence, so that several simba tables in one schema
+ *   keep one each (the table "simba" is refused: its function would be the default's).
+ *   It protects the writes of the transaction it runs in, from any language: inside the
+ *   write's own statement (safe in autocommit too), or before it in one transaction:
+ *       UPDATE orders SET ... WHERE id = 42 AND simba_check_fence('orders', 42);
  *       BEGIN; SELECT simba_check_fence('orders', 42); UPDATE orders ...; COMMIT;
- *   it share-locks the mutex row (FOR SHARE), so every grant, renewal and release, which
+ *   A SELECT of it alone in autocommit protects nothing (its lock ends with that statement,
+ *   before the write): the function cannot tell (a statement inside BEGIN looks the same).
+ *   It share-locks the mutex row (FOR SHARE), so every grant, renewal and release, which
  *   lock it FOR UPDATE, waits for that transaction to end, and then judges by the server's
  *   clock read under the lock: the fence holds while it is the stored owner's and its
  *   transition end has not passed (the rule of a grant: nobody else is granted before).
@@ -227,14 +224,36 @@
  *   the transaction: the write never commits. Bad input (an empty name, a fence below 1)
  *   raises 22023. So a write lands before any later owner's grant, or not at all. Keep such
  *   transactions short: the owner's renewals wait for them too (statement_timeout_ms). The
- *   role needs EXECUTE on the function and the row lock's privilege (UPDATE) on the table.
- *   simba_pg_check_fence() is the C call of it on a PGconn of the application's.
+ *   role needs EXECUTE on the function only (it runs with its owner's rights). It returns
+ *   true, so a WHERE clause can hold it. simba_pg_check_fence() is the C call of it on a
+ *   PGconn of the application's, inside a transaction (BEGIN first).
+ *
+ * SCHEMA VERSION AND PRIVILEGES
+ *   The layout's version is the mutex table's COMMENT, "simba schema version 1" (psql \dt+
+ *   shows it), written last by the setup's transaction. Each connection reads it, and
+ *   whether every table and function is there, in one catalog query that needs no
+ *   privilege; the setup (CREATE ...) runs only when something is missing, so only the role
+ *   that makes the objects, once, needs CREATE on the schema. A table of another version,
+ *   or one without the comment, is refused and nothing is altered: requests fail with
+ *   SIMBA_EDENIED, "found simba schema version N on table ..., this simba uses 1: ...".
+ *   Every function runs with its owner's rights (SECURITY DEFINER) and a search_path fixed
+ *   at setup (the table's schema, then pg_temp); EXECUTE on them is revoked from PUBLIC.
+ *   An application role needs EXECUTE on <table>_acq, _rel, _read, _val, _yield, _sacq and
+ *   the fence check, and SELECT on <table>, _q and _hold to inspect (get, ls); a forced
+ *   release (release --fence) UPDATE on <table> and DELETE on _hold; a read-only role
+ *   EXECUTE on <table>_read (watch) and the SELECTs. LISTEN needs nothing.
+ *   A refused login, a missing role, database, schema or privilege (SQLSTATE class 28,
+ *   3D000, 3F000, 42501) fails requests at once with SIMBA_EDENIED and the server's words,
+ *   with the privilege this role needs ("permission denied for function simba_mutex_acq:
+ *   this role needs EXECUTE on that function"); the connection is still tried again with
+ *   its backoff, so grants given later take effect without a restart.
  *
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
  *   >>process  the work of one poll   >>close  teardown
  *   >>sql  the statements   >>row  answer rows   >>names  quoting   >>conn  the connection
  *   >>push  NOTIFY   >>stall  a statement not answered   >>fence  fenced writes
+ *   >>version  the schema version   >>errors  failures asking again cannot mend
  *   >>inspect  simba_inspect, simba_list, simba_force_release
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
@@ -348,7 +367,8 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
    marker, {K} its trigger (unqualified), {W} = quoted function: when the server began taking
    writes, {N} = the table name unquoted (in $n$ only), {V} = quoted set-value function,
    {E} = quoted yield function, {F} = quoted fence check function, {U} = its name unquoted
-   (in $n$ only). Every function but {F} returns one row: owner ('' = nobody),
+   (in $n$ only), {M} = the version comment, {O} = the schema as a literal (NULL: the
+   search_path's). Every function but {F} returns one row: owner ('' = nobody),
    ttl_left, transition_left, held (-1 unknown), fence, first_in_line (or what the answer
    is, see SIMBA__PG_GUARD and SIMBA__PG_REFUSED), the owner's value. */
 #define SIMBA__PG_OUT \
@@ -415,7 +435,11 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
    analyzed the grown tables (W4 on a fresh table: 64,000 scans of the mutex table, 41 s to
    own 10,000 mutexes instead of 6). Planned without sequential scans, the plans stay index
    scans whatever the statistics say. */
-#define SIMBA__PG_FN_SET "SET enable_seqscan = off"
+#define SIMBA__PG_FN_SET SIMBA__PG_DEFINER " SET enable_seqscan = off"
+/* Every function runs with its owner's rights and the search_path of its setup (the table's
+   schema, then pg_temp: nobody else's objects shadow simba's), so that an application role
+   needs only EXECUTE on it (see PRIVILEGES); the setup revokes EXECUTE from PUBLIC. */
+#define SIMBA__PG_DEFINER "SECURITY DEFINER SET search_path FROM CURRENT"
 
 /* Inspection (simba_inspect, simba_list, simba_force_release), one statement each. A view
    row: name, owner, fence, acquired, held, ttl left, transition left, then for one mutex its
@@ -541,19 +565,9 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
 /* The owner row freed or a holding gone (r the row as it is now): {Z} grants whom it frees. */
 #define SIMBA__PG_GRANT_SET                                                                       \
     "      PERFORM {Z}(p_name, NOT (r.owner <> '' AND r.transition_ms >= now_ms), r.permits, now_ms);\n"
-/* The set's tables: the row's recorded permits (0: none yet), the queue's readers, and
-   {S}; all added to the tables of an earlier version (the catalog asked first). */
+/* The holders set {S} (the row's recorded permits and the queue's readers are columns of
+   {T} and {Q}). */
 #define SIMBA__PG_SET_SETUP                                                                       \
-    "DO $simba$ BEGIN\n"                                                                          \
-    "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($n${T}$n$)\n"      \
-    "                 AND attname = 'permits' AND NOT attisdropped) THEN\n"                       \
-    "    ALTER TABLE {T} ADD COLUMN permits int NOT NULL DEFAULT 0;\n"                            \
-    "  END IF;\n"                                                                                 \
-    "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($n${Q}$n$)\n"      \
-    "                 AND attname = 'shared' AND NOT attisdropped) THEN\n"                        \
-    "    ALTER TABLE {Q} ADD COLUMN shared boolean NOT NULL DEFAULT false;\n"                     \
-    "  END IF;\n"                                                                                 \
-    "END $simba$;\n"                                                                              \
     "CREATE TABLE IF NOT EXISTS {S} (name text NOT NULL, contender text NOT NULL,\n"             \
     "  shared boolean NOT NULL DEFAULT false, fence bigint NOT NULL, acquired_ms bigint NOT NULL,\n" \
     "  ttl_ms bigint NOT NULL, transition_ms bigint NOT NULL, value bytea NOT NULL DEFAULT '',\n" \
@@ -644,35 +658,9 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
 #define SIMBA__PG_REFUSED "4"
 #define SIMBA__PG_YIELDED "5"
 
-/* Tables of an earlier version get the value columns ('' for what they hold). Functions of
-   an earlier version are dropped: CREATE OR REPLACE cannot give {R} and {D} their value
-   column, and {A} without p_val would be another function beside the new one. An earlier
-   version's setup then fails on these functions (cannot change return type): every process
-   on a table runs this version. Then the owner's proclaim {V}: the value replaced under the
-   same fence while the lease lives, and every live waiter hinted (as by a release) so that
-   it reads the new value at once. */
+/* The owner's proclaim {V}: the value replaced under the same fence while the lease lives,
+   and every live waiter hinted (as by a release) so that it reads the new value at once. */
 #define SIMBA__PG_VALUE_SETUP                                                                     \
-    "DO $simba$ BEGIN\n"                                                                          \
-    "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($n${T}$n$)\n"      \
-    "                 AND attname = 'value' AND NOT attisdropped) THEN\n"                         \
-    "    ALTER TABLE {T} ADD COLUMN value bytea NOT NULL DEFAULT '';\n"                            \
-    "  END IF;\n"                                                                                 \
-    "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($n${Q}$n$)\n"      \
-    "                 AND attname = 'value' AND NOT attisdropped) THEN\n"                         \
-    "    ALTER TABLE {Q} ADD COLUMN value bytea NOT NULL DEFAULT '';\n"                            \
-    "  END IF;\n"                                                                                 \
-    "  IF to_regprocedure($n${A}(text, text, bigint, bigint, bigint, boolean, text)$n$) IS NOT NULL THEN\n" \
-    "    DROP FUNCTION {A}(text, text, bigint, bigint, bigint, boolean, text);\n"                 \
-    "  END IF;\n"                                                                                 \
-    "  IF EXISTS (SELECT 1 FROM pg_proc WHERE oid = to_regprocedure($n${R}(text, text)$n$)\n"     \
-    "             AND NOT ('o_val' = ANY (proargnames))) THEN\n"                                  \
-    "    DROP FUNCTION {R}(text, text);\n"                                                        \
-    "  END IF;\n"                                                                                 \
-    "  IF EXISTS (SELECT 1 FROM pg_proc WHERE oid = to_regprocedure($n${D}(text)$n$)\n"           \
-    "             AND NOT ('o_val' = ANY (proargnames))) THEN\n"                                  \
-    "    DROP FUNCTION {D}(text);\n"                                                              \
-    "  END IF;\n"                                                                                 \
-    "END $simba$;\n"                                                                              \
     "CREATE OR REPLACE FUNCTION {V}(p_name text, p_id text, p_fence bigint, p_val bytea,\n"       \
     "  " SIMBA__PG_OUT ")\n"                                                                      \
     "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"                                          \
@@ -772,7 +760,7 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
    not passed. A refusal raises SQLSTATE SF001, bad input 22023 (invalid_parameter_value). */
 #define SIMBA__PG_FENCE_REFUSED "SF001"
 #define SIMBA__PG_CHECK_FENCE                                                                     \
-    "CREATE OR REPLACE FUNCTION {F}(p_name text, p_fence bigint) RETURNS void\n"                  \
+    "CREATE OR REPLACE FUNCTION {F}(p_name text, p_fence bigint) RETURNS boolean\n"                  \
     "LANGUAGE plpgsql " SIMBA__PG_FN_SET " AS $simba$\n"                                          \
     "DECLARE r record; now_ms bigint; got boolean; fn text := $n${U}$n$;\n"                       \
     "BEGIN\n"                                                                                     \
@@ -801,11 +789,36 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     "    RAISE EXCEPTION '%: the lease of fence % on % is over (ended % ms ago by the server''s clock)',\n" \
     "      fn, p_fence, p_name, now_ms - r.transition_ms USING ERRCODE = '" SIMBA__PG_FENCE_REFUSED "';\n" \
     "  END IF;\n"                                                                                 \
+    "  RETURN true;\n"                                                                            \
     "END $simba$;\n"
 
+/* >>version  The layout's version, in the mutex table's COMMENT ({M}: "simba schema version
+   N"), which the setup writes last, in its transaction: a connection reads it, and whether
+   every object is there, in one cheap query ({O}: the schema as a literal, or NULL), and runs
+   the setup only when something is missing. Another version is refused (SIMBA_EDENIED). */
+#define SIMBA__PG_SCHEMA_VERSION 1
+#define SIMBA__PG_VERSION_TAG "simba schema version "
+static const char *const simba__pg_check_sql[] = {
+    "SELECT obj_description(to_regclass($n${T}$n$), 'pg_class'), to_regclass($n${T}$n$) IS NOT NULL,\n"
+    "  to_regclass($n${Q}$n$) IS NOT NULL AND to_regclass($n${S}$n$) IS NOT NULL AND to_regclass($n${B}$n$) IS NOT NULL\n"
+    "  AND to_regproc($n${A}$n$) IS NOT NULL AND to_regproc($n${R}$n$) IS NOT NULL AND to_regproc($n${D}$n$) IS NOT NULL\n"
+    "  AND to_regproc($n${V}$n$) IS NOT NULL AND to_regproc($n${E}$n$) IS NOT NULL AND to_regproc($n${P}$n$) IS NOT NULL\n"
+    "  AND to_regproc($n${Z}$n$) IS NOT NULL AND to_regproc($n${F}$n$) IS NOT NULL AND to_regproc($n${W}$n$) IS NOT NULL\n"
+    "  AND to_regproc($n${X}$n$) IS NOT NULL AND to_regproc($n${Y}$n$) IS NOT NULL",
+    NULL};
+
+/* The setup (the objects' owner, once; see PRIVILEGES): every function's search_path is the
+   table's schema, then pg_temp; a table of another version found under the lock is refused. */
 static const char *const simba__pg_setup_sql[] = {
     "BEGIN;\n"
     "SELECT pg_advisory_xact_lock(" SIMBA__PG_LOCK_KEY ");\n"
+    "SELECT set_config('search_path', quote_ident(coalesce({O}, current_schema())) || ', pg_temp', true);\n"
+    "DO $simba$ DECLARE c text := obj_description(to_regclass($n${T}$n$), 'pg_class'); BEGIN\n"
+    "  IF to_regclass($n${T}$n$) IS NOT NULL AND c IS DISTINCT FROM $n${M}$n$ THEN\n"
+    "    RAISE EXCEPTION 'table % carries %, not %: it is not this simba''s', $n${T}$n$,\n"
+    "      coalesce('the comment ' || quote_literal(c), 'no comment'), $n${M}$n$ USING ERRCODE = '55000';\n"
+    "  END IF;\n"
+    "END $simba$;\n"
     /* a mutex table gone where simba was set up before (DROP TABLE: no trigger sees it) took
        its rows, fences and leases with it: the marker then restarts (below) */
     "SELECT set_config('simba.table_lost', CASE WHEN to_regclass($n${T}$n$) IS NULL\n"
@@ -813,20 +826,12 @@ static const char *const simba__pg_setup_sql[] = {
     "CREATE TABLE IF NOT EXISTS {T} (name text PRIMARY KEY, owner text NOT NULL DEFAULT '',\n"
     "  fence bigint NOT NULL DEFAULT 0, acquired_ms bigint NOT NULL DEFAULT 0,\n"
     "  ttl_ms bigint NOT NULL DEFAULT 0, transition_ms bigint NOT NULL DEFAULT 0,\n"
-    "  value bytea NOT NULL DEFAULT '');\n"
+    "  value bytea NOT NULL DEFAULT '', permits int NOT NULL DEFAULT 0);\n"
     "CREATE TABLE IF NOT EXISTS {Q} (name text NOT NULL, contender text NOT NULL,\n"
     "  channel text NOT NULL, seq bigserial, expires_ms bigint NOT NULL,\n"
     "  ttl_ms bigint NOT NULL DEFAULT 0, tr_ms bigint NOT NULL DEFAULT 0,\n"
-    "  value bytea NOT NULL DEFAULT '', PRIMARY KEY (name, contender));\n"
-    /* a queue made by v0.1.0 lacks the waiter's lease (the release's grant needs it); the
-       catalog is asked first, so that no setup takes the table's exclusive lock for nothing */
-    "DO $simba$ BEGIN\n"
-    "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($n${Q}$n$)\n"
-    "                 AND attname = 'ttl_ms' AND NOT attisdropped) THEN\n"
-    "    ALTER TABLE {Q} ADD COLUMN ttl_ms bigint NOT NULL DEFAULT 0,\n"
-    "      ADD COLUMN tr_ms bigint NOT NULL DEFAULT 0;\n"
-    "  END IF;\n"
-    "END $simba$;\n"
+    "  value bytea NOT NULL DEFAULT '', shared boolean NOT NULL DEFAULT false,\n"
+    "  PRIMARY KEY (name, contender));\n"
     "CREATE INDEX IF NOT EXISTS {I} ON {Q} (name, seq);\n"
     /* created with its row; a crash empties it (see SIMBA__PG_GUARD) */
     "DO $simba$ BEGIN\n"
@@ -835,17 +840,10 @@ static const char *const simba__pg_setup_sql[] = {
     "  INSERT INTO {B} VALUES (1, 0, 0);\n"
     "EXCEPTION WHEN duplicate_table THEN NULL;\n"
     "END $simba$;\n",
-    /* (one script, cut in two for C99's longest string) a marker made before it kept the
-       bound (0: the next grant records it) */
-    "DO $simba$ BEGIN\n"
-    "  IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($n${B}$n$)\n"
-    "                 AND attname = 'max_lease_ms' AND NOT attisdropped) THEN\n"
-    "    ALTER TABLE {B} ADD COLUMN max_lease_ms bigint NOT NULL DEFAULT 0;\n"
-    "  END IF;\n"
-    "END $simba$;\n"
-    /* Only the server empties the marker (crash recovery, promotion, a restored backup: see
-       SIMBA__PG_GUARD_LOAD); a statement that empties it starts the quarantine there. */
-    "CREATE OR REPLACE FUNCTION {Y}() RETURNS trigger LANGUAGE plpgsql AS $simba$\n"
+    /* (one script, cut in two for C99's longest string) Only the server empties the
+       marker (crash recovery, promotion, a restored backup: see SIMBA__PG_GUARD_LOAD); a
+       statement that empties it starts the quarantine there. */
+    "CREATE OR REPLACE FUNCTION {Y}() RETURNS trigger LANGUAGE plpgsql " SIMBA__PG_DEFINER " AS $simba$\n"
     "BEGIN\n"
     "  " SIMBA__PG_MARKER_RESTART
     "  RETURN NULL;\n"
@@ -860,8 +858,8 @@ static const char *const simba__pg_setup_sql[] = {
     "  END IF;\n"
     "END $simba$;\n"
     /* When the server began taking writes (its WAL writer's start: after crash recovery, a
-       promotion or a restore), NULL where this role may not see it (pg_read_all_stats may). */
-    "CREATE OR REPLACE FUNCTION {W}() RETURNS bigint LANGUAGE plpgsql STABLE AS $simba$\n"
+       promotion or a restore), NULL where its owner may not see it (pg_read_all_stats may). */
+    "CREATE OR REPLACE FUNCTION {W}() RETURNS bigint LANGUAGE plpgsql STABLE " SIMBA__PG_DEFINER " AS $simba$\n"
     "BEGIN\n"
     "  RETURN (SELECT floor(extract(epoch FROM backend_start) * 1000)::bigint FROM pg_stat_activity\n"
     "          WHERE backend_type = 'walwriter' LIMIT 1);\n"
@@ -870,7 +868,7 @@ static const char *const simba__pg_setup_sql[] = {
     /* Rows that vanish (DELETE, TRUNCATE) take their fences and maybe a live lease with them:
        the floor rises above every fence they held, so a row made again never repeats one,
        and a live lease among them starts the quarantine now, as a lost marker does. */
-    "CREATE OR REPLACE FUNCTION {X}() RETURNS trigger LANGUAGE plpgsql AS $simba$\n"
+    "CREATE OR REPLACE FUNCTION {X}() RETURNS trigger LANGUAGE plpgsql " SIMBA__PG_DEFINER " AS $simba$\n"
     "DECLARE now_ms bigint; f bigint; live boolean;\n"
     "BEGIN\n"
     "  " SIMBA__PG_NOW
@@ -1019,7 +1017,13 @@ static const char *const simba__pg_setup_sql[] = {
     SIMBA__PG_ANSWER
     "END $simba$;\n",
     SIMBA__PG_CHECK_FENCE,
-    "COMMIT;\n"
+    "REVOKE EXECUTE ON FUNCTION {A}, {R}, {D}, {V}, {E}, {P}, {Z}, {F}, {W} FROM PUBLIC;\n"
+    "COMMENT ON TABLE {T} IS $n${M}$n$;\n"
+    "COMMIT;\n",
+    NULL};
+
+/* Every connection, in one round trip: its settings, its statements, its channel. */
+static const char *const simba__pg_session_sql[] = {
     /* no commit waits for the WAL flush (see SIMBA__PG_GUARD); the quarantine's lower bound */
     "SET synchronous_commit = off;\n"
     "SELECT set_config('simba.max_lease_ms', '{L}', false);\n"
@@ -1054,7 +1058,11 @@ typedef struct simba__pg {
     int expand;
     char *strs[16]; /* owned copies behind vals */
     char port_s[16], opts[64];
-    char *setup;   /* setup script with the names filled in */
+    char *check, *setup, *session; /* the statements of SETUP, names filled in (>>version) */
+    int phase;     /* SETUP: 0 the version check, 1 the setup, 2 the session's statements */
+    int need;      /* SETUP: what the check found: 0 all there, 1 the setup must run */
+    simba_result down_rc; /* DOWN: what requests fail with (SIMBA_ECONN, or SIMBA_EDENIED) */
+    char tname[SIMBA__PG_QNAME_MAX]; /* the quoted table, for the words */
     char chan[48];
     PGconn *conn;
     int state, fd;
@@ -1066,7 +1074,7 @@ typedef struct simba__pg {
     int rescap;     /* slots in res[] (grows to the most statements ever in flight) */
     int await_null; /* READY: a statement's result came, its terminating NULL not yet */
     int nsync;      /* READY (pipeline): batches sent whose sync has not come back */
-    int batch_err;  /* READY: a statement of the current batch failed (its message in err) */
+    int batch_err;  /* READY: a statement of the current batch failed: its simba_result (words in err) */
     PGresult **res; /* results of the current batch, answered only once it has committed */
     int more;       /* READY: answers wait in libpq's buffer for the next poll (time budget) */
     int was_up;     /* a setup has completed before: the next one raises SIMBA_EV_RESET */
@@ -1364,6 +1372,94 @@ static void simba__pg_set_err(simba__pg *p, const char *what, const char *detail
     simba__copy(p->be->errmsg, sizeof p->be->errmsg, p->err);
 }
 
+/* >>errors  A failure that asking again cannot mend until an operator acts: a login refused
+   (SQLSTATE class 28), a database, schema or privilege missing (3D000, 3F000, 42501).
+   Requests fail with SIMBA_EDENIED at once, with the server's words and the privilege. */
+static int simba__pg_denied_state(const char *st) {
+    return st && (strncmp(st, "28", 2) == 0 || !strcmp(st, "3D000") || !strcmp(st, "3F000") || !strcmp(st, "42501"));
+}
+
+/* What this role lacks, from the server's words and the request (op, -1: none). */
+static const char *simba__pg_privilege(const char *msg, int op) {
+    if (strstr(msg, "for function ")) return "EXECUTE on that function";
+    if (strstr(msg, "for schema ")) return "USAGE on that schema";
+    if (strstr(msg, "for database ")) return "CONNECT on that database";
+    if (strstr(msg, "must be owner")) return "the objects' ownership: run the setup as their owner once";
+    if (strstr(msg, "for table ") || strstr(msg, "for sequence "))
+        return op == SIMBA_OP_FORCE_RELEASE ? "UPDATE on the mutex table and DELETE on its _hold table"
+                                            : "SELECT on that table (inspection: get, ls)";
+    return NULL;
+}
+
+/* p->err from a failed result (what: the step); SIMBA_EDENIED or SIMBA_EBACKEND. */
+static simba_result simba__pg_res_err(simba__pg *p, const char *what, const PGresult *res, int op) {
+    const char *st = PQresultErrorField(res, PG_DIAG_SQLSTATE), *m = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    const char *priv;
+    char w[768];
+    int setup = p->state == SIMBA__PG_SETUP && p->phase == 1;
+    if (!m || !(simba__pg_denied_state(st) || (setup && st && !strcmp(st, "55000")))) {
+        simba__pg_set_err(p, what, PQresultErrorMessage(res));
+        return SIMBA_EBACKEND;
+    }
+    priv = simba__pg_privilege(m, op);
+    if (setup && strcmp(st, "55000") != 0)
+        snprintf(w, sizeof w, "simba's objects for table %s are missing or incomplete, and this role may not make them: "
+                 "%s (run the setup once as the role that owns them; docs/postgresql.md, Privileges)", p->tname, m);
+    else snprintf(w, sizeof w, "%s%s%s (docs/postgresql.md, Privileges)", m, priv ? ": this role needs " : "", priv ? priv : "");
+    simba__pg_set_err(p, what, w);
+    return SIMBA_EDENIED;
+}
+
+/* A failed connect: libpq's words (verbose: "FATAL:  28P01: ..." and a LOCATION line, cut
+   here), SIMBA_EDENIED for a refused login or a missing role, database or privilege. */
+static simba_result simba__pg_conn_err(simba__pg *p) {
+    const char *m = PQerrorMessage(p->conn), *f = strstr(m, "FATAL:  ");
+    char w[768], code[6] = "";
+    size_t o = 0;
+    const char *c;
+    if (f && strlen(f) > 15 && f[13] == ':' && f[14] == ' ') memcpy(code, f + 8, 5);
+    for (c = m; *c && o + 1 < sizeof w; c++) {
+        if (code[0] && c == f + 8) c += 7; /* the SQLSTATE and its ": " */
+        if (strncmp(c, "\nLOCATION:", 10) == 0) break;
+        w[o++] = *c;
+    }
+    w[o] = 0;
+    simba__pg_set_err(p, "connect failed", w);
+    return simba__pg_denied_state(code) ? SIMBA_EDENIED : SIMBA_ECONN;
+}
+
+/* The version check's row (>>version): p->need, or SIMBA_EDENIED with words for a table of
+   another version or one simba did not make. */
+static simba_result simba__pg_version(simba__pg *p, const PGresult *res) {
+    const char *c = PQntuples(res) == 1 && PQnfields(res) == 3 && !PQgetisnull(res, 0, 0) ? PQgetvalue(res, 0, 0) : NULL;
+    size_t tag = strlen(SIMBA__PG_VERSION_TAG);
+    char w[768];
+    int found = PQntuples(res) == 1 && PQnfields(res) == 3 && strcmp(PQgetvalue(res, 0, 1), "t") == 0;
+    long v = -1;
+    if (c && strncmp(c, SIMBA__PG_VERSION_TAG, tag) == 0 && c[tag] >= '0' && c[tag] <= '9') v = strtol(c + tag, NULL, 10);
+    if (v == SIMBA__PG_SCHEMA_VERSION || !found) {
+        p->need = !found || strcmp(PQgetvalue(res, 0, 2), "t") != 0;
+        return SIMBA_OK;
+    }
+    if (v >= 0)
+        snprintf(w, sizeof w, "found simba schema version %ld on table %s, this simba uses %d: run one simba version on "
+                 "a table, or give this one another table (simba_pg_desc.table, ?table= in its URL)", v, p->tname,
+                 SIMBA__PG_SCHEMA_VERSION);
+    else
+        snprintf(w, sizeof w, "table %s carries %s%.80s%s, not a simba schema version: this simba's setup did not make it; "
+                 "give simba another table (simba_pg_desc.table, ?table= in its URL) or drop this one", p->tname,
+                 c ? "the comment \"" : "no comment", c ? c : "", c ? "\"" : "");
+    simba__pg_set_err(p, "connection setup", w);
+    return SIMBA_EDENIED;
+}
+
+/* The op of the n-th statement in flight (-1: none). */
+static int simba__pg_nth_op(const simba__pg *p, int n) {
+    const simba_req *r = p->fhead;
+    while (r && n-- > 0) r = r->next_;
+    return r ? (int)r->op : -1;
+}
+
 static void simba__pg_grants_clear(simba__pg *p);
 
 /* Closes the connection, fails what is in flight or queued, schedules the next attempt. */
@@ -1380,6 +1476,7 @@ static void simba__pg_drop(simba__pg *p, int64_t now, simba_result rc) {
     p->more = 0;
     p->send_at = INT64_MAX;
     p->state = SIMBA__PG_DOWN;
+    p->down_rc = rc == SIMBA_EDENIED ? SIMBA_EDENIED : SIMBA_ECONN;
     simba__pg_grants_clear(p); /* a new connection may reach another server and clock */
     p->retry_at = simba__add(now, simba__backoff(p->loop, &p->backoff, p->rmin, p->rmax));
     simba_log(p->loop, SIMBA_LOG_WARN, "%s (next attempt in %lld ms)", p->err, (long long)(p->retry_at - now));
@@ -1403,6 +1500,7 @@ static void simba__pg_start(simba__pg *p, int64_t now) {
         return;
     }
     PQsetNoticeProcessor(p->conn, simba__pg_notice, NULL); /* libpq prints notices to stderr */
+    PQsetErrorVerbosity(p->conn, PQERRORS_VERBOSE); /* a refused login's SQLSTATE (see >>errors) */
     p->state = SIMBA__PG_CONNECTING;
     p->fd = PQsocket(p->conn);
     p->want_write = 1; /* libpq: begin as if PQconnectPoll returned PGRES_POLLING_WRITING */
@@ -1596,17 +1694,31 @@ static void simba__pg_send_next(simba__pg *p, int64_t now) {
     if (!flushed) simba__pg_flush(p, now);
 }
 
+/* Sends one step of SETUP (phase: see simba__pg.phase). */
+static void simba__pg_setup_step(simba__pg *p, int64_t now, int phase) {
+    const char *sql = phase == 0 ? p->check : phase == 1 ? p->setup : p->session;
+    if (!PQsendQuery(p->conn, sql)) {
+        simba__pg_set_err(p, "setup failed", PQerrorMessage(p->conn));
+        simba__pg_drop(p, now, SIMBA_ECONN);
+        return;
+    }
+    p->phase = phase;
+    p->busy = 1;
+    p->rep.rc = SIMBA_OK;
+    simba__pg_flush(p, now);
+}
+
 static void simba__pg_connected(simba__pg *p, int64_t now) {
-    if (PQsetnonblocking(p->conn, 1) != 0 || !PQsendQuery(p->conn, p->setup)) {
+    PQsetErrorVerbosity(p->conn, PQERRORS_DEFAULT);
+    if (PQsetnonblocking(p->conn, 1) != 0) {
         simba__pg_set_err(p, "setup failed", PQerrorMessage(p->conn));
         simba__pg_drop(p, now, SIMBA_ECONN);
         return;
     }
     p->state = SIMBA__PG_SETUP;
-    p->busy = 1;
-    p->rep.rc = SIMBA_OK;
+    p->need = 0;
     p->stmt_deadline = p->conn_deadline; /* connect + setup share connect_timeout_ms */
-    simba__pg_flush(p, now);
+    simba__pg_setup_step(p, now, 0);
 }
 
 /* One result of the setup, or of the oldest statement in flight (into p->rep). */
@@ -1614,10 +1726,9 @@ static void simba__pg_result(simba__pg *p, PGresult *res) {
     ExecStatusType st = PQresultStatus(res);
     p->rep_server_ms = 0;
     if (p->state == SIMBA__PG_SETUP) {
-        if (st == PGRES_FATAL_ERROR || st == PGRES_BAD_RESPONSE) {
-            simba__pg_set_err(p, "setup failed", PQresultErrorMessage(res));
-            p->rep.rc = SIMBA_EBACKEND; /* remembered until the setup's last result */
-        }
+        if ((st == PGRES_FATAL_ERROR || st == PGRES_BAD_RESPONSE) && p->rep.rc == SIMBA_OK)
+            p->rep.rc = simba__pg_res_err(p, p->phase == 1 ? "setup" : "connection setup", res, -1); /* kept to the last result */
+        else if (p->phase == 0 && st == PGRES_TUPLES_OK) p->rep.rc = simba__pg_version(p, res);
         return;
     }
     memset(&p->rep, 0, sizeof p->rep);
@@ -1637,9 +1748,9 @@ static void simba__pg_result(simba__pg *p, PGresult *res) {
         p->rep.rc = SIMBA_EBACKEND;
         p->rep.errmsg = p->err;
     } else {
-        simba__pg_set_err(p, "statement failed", PQresultErrorMessage(res));
+        simba_result rc = simba__pg_res_err(p, "statement failed", res, -1);
         memset(&p->rep, 0, sizeof p->rep);
-        p->rep.rc = SIMBA_EBACKEND;
+        p->rep.rc = rc;
         p->rep.errmsg = p->err;
     }
 }
@@ -1647,7 +1758,8 @@ static void simba__pg_result(simba__pg *p, PGresult *res) {
 /* The setup script is complete (PQgetResult returned NULL). */
 static void simba__pg_setup_done(simba__pg *p, int64_t now) {
     p->busy = 0;
-    if (p->rep.rc == SIMBA_EBACKEND) { simba__pg_drop(p, now, SIMBA_ECONN); return; }
+    if (p->rep.rc != SIMBA_OK) { simba__pg_drop(p, now, p->rep.rc == SIMBA_EDENIED ? SIMBA_EDENIED : SIMBA_ECONN); return; }
+    if (p->phase < 2) { simba__pg_setup_step(p, now, p->phase == 0 && p->need ? 1 : 2); return; }
 #ifdef LIBPQ_HAS_PIPELINING
     p->pipeline = PQenterPipelineMode(p->conn) == 1;
 #endif
@@ -1890,8 +2002,7 @@ static void simba__pg_view_result(simba__pg *p, simba_req *r, PGresult *res) {
     memset(&p->rep, 0, sizeof p->rep);
     p->rep.held_ms = -1;
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        simba__pg_set_err(p, "inspection failed", PQresultErrorMessage(res));
-        p->rep.rc = SIMBA_EBACKEND;
+        p->rep.rc = simba__pg_res_err(p, "inspection failed", res, (int)r->op);
         p->rep.errmsg = p->err;
         return;
     }
@@ -1954,7 +2065,7 @@ static void simba__pg_batch_done(simba__pg *p, int64_t now) {
         if (p->batch_err) {
             p->rep_server_ms = 0;
             memset(&p->rep, 0, sizeof p->rep);
-            p->rep.rc = SIMBA_EBACKEND;
+            p->rep.rc = (simba_result)p->batch_err;
             p->rep.errmsg = p->err;
             p->rep.held_ms = -1;
         } else if (simba__pg_inspection(r->op)) {
@@ -2003,8 +2114,7 @@ static void simba__pg_results(simba__pg *p, int64_t now) {
         }
         if (st != PGRES_TUPLES_OK && !p->batch_err) {
             /* the first failure of the batch says why; the others were aborted with it */
-            simba__pg_set_err(p, "statement failed", PQresultErrorMessage(res));
-            p->batch_err = 1;
+            p->batch_err = simba__pg_res_err(p, "statement failed", res, simba__pg_nth_op(p, p->ngot));
         }
         if (p->await_null || p->ngot >= p->nfl) { /* an error at commit, not a statement's */
             PQclear(res);
@@ -2126,10 +2236,7 @@ static void simba__pg_process(void *impl, const struct pollfd *ready, int n, int
             PostgresPollingStatusType st = PQconnectPoll(p->conn);
             p->fd = PQsocket(p->conn); /* may change: libpq tries addresses in turn */
             if (st == PGRES_POLLING_OK) simba__pg_connected(p, now);
-            else if (st == PGRES_POLLING_FAILED) {
-                simba__pg_set_err(p, "connect failed", PQerrorMessage(p->conn));
-                simba__pg_drop(p, now, SIMBA_ECONN);
-            } else p->want_write = st == PGRES_POLLING_WRITING;
+            else if (st == PGRES_POLLING_FAILED) simba__pg_drop(p, now, simba__pg_conn_err(p)); else p->want_write = st == PGRES_POLLING_WRITING;
         }
         if (p->state == SIMBA__PG_CONNECTING && now >= p->conn_deadline) {
             snprintf(p->err, sizeof p->err, "postgres: connect not done within %lld ms", (long long)p->conn_to);
@@ -2190,7 +2297,7 @@ static simba_result simba__pg_submit(void *impl, simba_req *req) {
     int64_t hold;
     if (req->op < SIMBA_OP_ACQUIRE || req->op > SIMBA_OP_YIELD || req->value_len > SIMBA_VALUE_MAX) return SIMBA_EINVAL;
     if (p->state == SIMBA__PG_DOWN || p->state == SIMBA__PG_STALLED) {
-        simba_req_fail(req, SIMBA_ECONN, p->err[0] ? p->err : "postgres: not connected");
+        simba_req_fail(req, p->state == SIMBA__PG_DOWN ? p->down_rc : SIMBA_ECONN, p->err[0] ? p->err : "postgres: not connected");
         return SIMBA_OK;
     }
     if (simba__pg_grant_take(p, req)) return SIMBA_OK;
@@ -2215,7 +2322,9 @@ static void simba__pg_destroy(void *impl) {
     if (p->conn) PQfinish(p->conn);
     for (i = 0; i < 16; i++) simba_free(p->loop, p->strs[i]);
     simba_free(p->loop, p->res);
+    simba_free(p->loop, p->check);
     simba_free(p->loop, p->setup);
+    simba_free(p->loop, p->session);
     simba_free(p->loop, p);
 }
 
@@ -2377,16 +2486,46 @@ static simba_result simba__pg_desc_check(simba_loop *loop, const simba_pg_desc *
     return simba__pg_host_check(loop, desc);
 }
 
+/* The statements of SETUP with every name filled in (see >>sql for the letters); 0 when out
+   of memory or a name does not fit. */
+static int simba__pg_scripts(simba__pg *p, const simba_pg_desc *desc, const char *table) {
+    /* letter, schema-qualified, suffix of the table's name */
+    static const struct { char letter; char qualified; const char *suffix; } names[] = {
+        {'T', 1, ""}, {'Q', 1, "_q"}, {'A', 1, "_acq"}, {'R', 1, "_rel"}, {'D', 1, "_read"}, {'I', 0, "_qi"},
+        {'B', 1, "_boot"}, {'X', 1, "_lost"}, {'G', 0, "_lost"}, {'H', 0, "_lost_t"}, {'Y', 1, "_boot_kept"},
+        {'K', 0, "_boot_kept"}, {'W', 1, "_up"}, {'V', 1, "_val"}, {'E', 1, "_yield"}, {'S', 1, "_hold"},
+        {'P', 1, "_sacq"}, {'Z', 1, "_grant"}};
+    char q[26][SIMBA__PG_QNAME_MAX], fname[SIMBA__PG_TABLE_MAX + 16], ml[24], version[48], schema_lit[SIMBA__PG_TABLE_MAX + 8];
+    const char *subst[26];
+    size_t i;
+    memset((void *)subst, 0, sizeof subst);
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+        int k = names[i].letter - 'A';
+        if (!simba__pg_quote(q[k], sizeof q[k], names[i].qualified ? desc->schema : NULL, table, names[i].suffix)) return 0;
+        subst[k] = q[k];
+    }
+    if (!simba__pg_quote(q['C' - 'A'], sizeof q[0], NULL, p->chan, "") ||
+        !simba__pg_quote(q['F' - 'A'], sizeof q[0], desc->schema, simba__pg_fence_fn(table, fname, sizeof fname), ""))
+        return 0;
+    subst['C' - 'A'] = q['C' - 'A'], subst['F' - 'A'] = q['F' - 'A'];
+    snprintf(ml, sizeof ml, "%lld", (long long)(desc->max_lease_ms ? desc->max_lease_ms : SIMBA_MAX_LEASE_DEFAULT_MS));
+    snprintf(version, sizeof version, SIMBA__PG_VERSION_TAG "%d", SIMBA__PG_SCHEMA_VERSION);
+    if (desc->schema) snprintf(schema_lit, sizeof schema_lit, "$n$%s$n$", desc->schema); /* it holds no '$' */
+    else snprintf(schema_lit, sizeof schema_lit, "NULL");
+    subst['L' - 'A'] = ml, subst['M' - 'A'] = version, subst['O' - 'A'] = schema_lit;
+    subst['U' - 'A'] = fname, subst['N' - 'A'] = table; /* raw, inside $n$ quotes only: no '$' in them */
+    p->check = simba__pg_fill(p->loop, simba__pg_check_sql, subst);
+    p->setup = simba__pg_fill(p->loop, simba__pg_setup_sql, subst);
+    p->session = simba__pg_fill(p->loop, simba__pg_session_sql, subst);
+    simba__copy(p->tname, sizeof p->tname, q['T' - 'A']);
+    return p->check && p->setup && p->session;
+}
+
 SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc, simba_backend **out) {
     simba__pg *p;
     simba_result rc;
-    const char *table, *subst[26];
-    char qt[SIMBA__PG_QNAME_MAX], qq[SIMBA__PG_QNAME_MAX], qa[SIMBA__PG_QNAME_MAX], qr[SIMBA__PG_QNAME_MAX],
-        qd[SIMBA__PG_QNAME_MAX], qi[SIMBA__PG_QNAME_MAX], qb[SIMBA__PG_QNAME_MAX], qx[SIMBA__PG_QNAME_MAX],
-        qg[SIMBA__PG_QNAME_MAX], qh[SIMBA__PG_QNAME_MAX], qy[SIMBA__PG_QNAME_MAX], qk[SIMBA__PG_QNAME_MAX],
-        qw[SIMBA__PG_QNAME_MAX], qv[SIMBA__PG_QNAME_MAX], qe[SIMBA__PG_QNAME_MAX], qf[SIMBA__PG_QNAME_MAX], qc[64],
-        qs[SIMBA__PG_QNAME_MAX], qp[SIMBA__PG_QNAME_MAX], qz[SIMBA__PG_QNAME_MAX], fname[SIMBA__PG_TABLE_MAX + 16], rnd[40], ml[24];
-    int ok;
+    const char *table;
+    char rnd[40];
     if (out) *out = NULL;
     if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_pg_open: NULL argument");
     if ((rc = simba__pg_desc_check(loop, desc)) != SIMBA_OK) return rc;
@@ -2408,41 +2547,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     snprintf(p->chan, sizeof p->chan, "simba_%.32s", rnd);
     /* the server gives up on a statement when we do: its row locks are not held for nothing */
     snprintf(p->opts, sizeof p->opts, "-c statement_timeout=%lld", (long long)p->stmt_to);
-    ok = simba__pg_conninfo(p, desc);
-    memset((void *)subst, 0, sizeof subst);
-    ok = ok && simba__pg_quote(qt, sizeof qt, desc->schema, table, "") && simba__pg_quote(qq, sizeof qq, desc->schema, table, "_q") &&
-         simba__pg_quote(qa, sizeof qa, desc->schema, table, "_acq") && simba__pg_quote(qr, sizeof qr, desc->schema, table, "_rel") &&
-         simba__pg_quote(qd, sizeof qd, desc->schema, table, "_read") && simba__pg_quote(qi, sizeof qi, NULL, table, "_qi") &&
-         simba__pg_quote(qb, sizeof qb, desc->schema, table, "_boot") && simba__pg_quote(qc, sizeof qc, NULL, p->chan, "") &&
-         simba__pg_quote(qx, sizeof qx, desc->schema, table, "_lost") && simba__pg_quote(qg, sizeof qg, NULL, table, "_lost") &&
-         simba__pg_quote(qh, sizeof qh, NULL, table, "_lost_t") && simba__pg_quote(qy, sizeof qy, desc->schema, table, "_boot_kept") &&
-         simba__pg_quote(qk, sizeof qk, NULL, table, "_boot_kept") && simba__pg_quote(qw, sizeof qw, desc->schema, table, "_up") &&
-         simba__pg_quote(qv, sizeof qv, desc->schema, table, "_val") && simba__pg_quote(qe, sizeof qe, desc->schema, table, "_yield") &&
-         simba__pg_quote(qs, sizeof qs, desc->schema, table, "_hold") && simba__pg_quote(qp, sizeof qp, desc->schema, table, "_sacq") &&
-         simba__pg_quote(qz, sizeof qz, desc->schema, table, "_grant") &&
-         simba__pg_quote(qf, sizeof qf, desc->schema, simba__pg_fence_fn(table, fname, sizeof fname), "");
-    snprintf(ml, sizeof ml, "%lld", (long long)(desc->max_lease_ms ? desc->max_lease_ms : SIMBA_MAX_LEASE_DEFAULT_MS));
-    if (ok) {
-        subst['T' - 'A'] = qt, subst['Q' - 'A'] = qq;
-        subst['A' - 'A'] = qa;
-        subst['R' - 'A'] = qr;
-        subst['D' - 'A'] = qd;
-        subst['I' - 'A'] = qi;
-        subst['C' - 'A'] = qc;
-        subst['B' - 'A'] = qb;
-        subst['L' - 'A'] = ml;
-        subst['X' - 'A'] = qx;
-        subst['G' - 'A'] = qg;
-        subst['H' - 'A'] = qh;
-        subst['Y' - 'A'] = qy, subst['K' - 'A'] = qk;
-        subst['W' - 'A'] = qw;
-        subst['V' - 'A'] = qv, subst['E' - 'A'] = qe;
-        subst['S' - 'A'] = qs, subst['P' - 'A'] = qp, subst['Z' - 'A'] = qz; /* the holders set */
-        subst['F' - 'A'] = qf, subst['U' - 'A'] = fname; /* {U} raw, inside $n$ quotes only */
-        subst['N' - 'A'] = table; /* raw, inside $n$ quotes only: it holds no '$' */
-        p->setup = simba__pg_fill(loop, simba__pg_setup_sql, subst);
-    }
-    if (!ok || !p->setup) {
+    if (!simba__pg_conninfo(p, desc) || !simba__pg_scripts(p, desc, table)) {
         simba__pg_destroy(p);
         return simba__fail(loop, SIMBA_ENOMEM, "simba_pg_open: out of memory");
     }

@@ -10,6 +10,9 @@
  * (SIMBA_EFENCE, the server's words in errbuf; the transaction is rolled back) and nothing
  * is written. The same from a shell:
  *     psql -c "BEGIN; SELECT simba_check_fence('orders', $SIMBA_FENCE); INSERT ...; COMMIT"
+ * or, in autocommit, with the check inside the write's own statement (never a SELECT of it
+ * alone before a separate write: its lock would end with that statement):
+ *     psql -c "INSERT INTO orders SELECT ... WHERE simba_check_fence('orders', $SIMBA_FENCE)"
  * Exit 0 when all of that held. The backend needs a numeric hostaddr (it never resolves).
  */
 #define SIMBA_IMPLEMENTATION

@@ -136,6 +136,8 @@ if want pg && [ -n "${SIMBA_TEST_ONLY:-}" ]; then
         run fault_fence_pg $B/fault_fence pg
         run fenced_pg $B/fenced_pg "hostaddr=127.0.0.1 port=$SIMBA_PG_PORT user=postgres password=simba dbname=postgres"
         run fenced_pg_cxx $B/fenced_pg_cxx "hostaddr=127.0.0.1 port=$SIMBA_PG_PORT user=postgres password=simba dbname=postgres"
+        # least privilege: an owner, an application and a read-only role, through the CLI
+        run pg_roles bash tests/test_pg_roles.sh
         # TLS: a server of its own with a throwaway CA, on SIMBA_PG_TLS_PORT (default port + 20)
         run pg_tls env SIMBA_PG_TLS_PORT=${SIMBA_PG_TLS_PORT:-$((SIMBA_PG_PORT + 20))} sh tests/test_pg_tls.sh
         sh scripts/pg-stop.sh "$SIMBA_PG_DIR" >/dev/null 2>&1

@@ -1781,57 +1781,213 @@ TEST(value_and_yield_in_storage) {
     }
 }
 
-/* A table set up by an earlier version: no value columns, functions whose answers carry no
-   value (CREATE OR REPLACE cannot change that) and an acquire without p_val. The setup
-   upgrades it in place: the columns are added, the old functions replaced, and the live
-   owner keeps its lease and fence. */
-TEST(table_of_an_earlier_version_upgrades) {
+/* A backend as user on tbl (NULL: the run's table). */
+static simba_result open_as(simba_loop *loop, const char *user, const char *password, const char *tbl, simba_backend **out) {
+    simba_pg_desc pd;
+    memset(&pd, 0, sizeof pd);
+    pd.hostaddr = "127.0.0.1";
+    pd.port = port1;
+    pd.user = user;
+    pd.password = password;
+    pd.dbname = "postgres";
+    pd.table = tbl ? tbl : table;
+    pd.connect_timeout_ms = 5000; /* a slow login (SCRAM on a loaded machine) is no refusal */
+    pd.statement_timeout_ms = 1000;
+    pd.reconnect_min_ms = 50;
+    pd.reconnect_max_ms = 400;
+    return simba_pg_open(loop, &pd, out);
+}
+
+/* The schema version (the mutex table's COMMENT) decides at connect: a table of another
+   version, or one simba's setup did not make, is refused with both versions (or what the
+   table carries) in the words, at once (SIMBA_EDENIED), and nothing of it is altered. */
+static void version_refused(const char *tbl, const char *want1, const char *want2) {
+    drv d;
+    simba_backend *be;
+    simba_service *a;
+    simba_stats st;
+    rec ra;
+    int64_t t0, limit;
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    REQUIRE(drv_add(&d));
+    REQUIRE(open_as(d.l[0], "postgres", "simba", tbl, &be) == SIMBA_OK);
+    t0 = mono_ms();
+    limit = poll_limit_us > 10000 ? 6000 : 2000;
+    a = contend(d.l[0], be, "v", "A", 2000, 1000, &ra);
+    REQUIRE(a);
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    WAIT_FOR(&d, simba_service_stats(a, &st) == SIMBA_OK && st.last_error == SIMBA_EDENIED, limit);
+    CHECK_EQ(st.last_error, SIMBA_EDENIED);
+    CHECK(mono_ms() - t0 < limit);
+    CHECK(strstr(simba_backend_errmsg(be), want1) != NULL);
+    CHECK(strstr(simba_backend_errmsg(be), want2) != NULL);
+    fprintf(stderr, "  %s\n", simba_backend_errmsg(be));
+    CHECK(!simba_is_owner(a));
+    drv_free(&d);
+}
+
+TEST(another_schema_version_refused) {
     drv d;
     simba_backend *be;
     simba__pg *p;
-    char tbl[80], sql[1200], got[64];
-    const char *out6 = "OUT o_owner text, OUT o_ttl bigint, OUT o_tr bigint, OUT o_held bigint, OUT o_fence bigint, OUT o_first int";
-    const char *body = "LANGUAGE sql AS $$ SELECT ''::text, 0::bigint, 0::bigint, -1::bigint, 0::bigint, 0 $$";
-    snprintf(tbl, sizeof tbl, "%s_old", table);
-    snprintf(sql, sizeof sql,
-             "CREATE TABLE \"%s\" (name text PRIMARY KEY, owner text NOT NULL DEFAULT '', fence bigint NOT NULL DEFAULT 0,"
-             " acquired_ms bigint NOT NULL DEFAULT 0, ttl_ms bigint NOT NULL DEFAULT 0, transition_ms bigint NOT NULL DEFAULT 0);"
-             "CREATE TABLE \"%s_q\" (name text NOT NULL, contender text NOT NULL, channel text NOT NULL, seq bigserial,"
-             " expires_ms bigint NOT NULL, ttl_ms bigint NOT NULL DEFAULT 0, tr_ms bigint NOT NULL DEFAULT 0,"
-             " PRIMARY KEY (name, contender));"
-             "INSERT INTO \"%s\" SELECT 'm', 'A', 5, n, n + 60000, n + 61000"
-             " FROM (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS n) t",
-             tbl, tbl, tbl);
-    REQUIRE(raw_script(port1, sql) == 0);
-    snprintf(sql, sizeof sql,
-             "CREATE FUNCTION \"%s_acq\"(p_name text, p_id text, p_ttl bigint, p_tr bigint, p_live bigint, p_renew boolean,"
-             " p_chan text, %s) %s;"
-             "CREATE FUNCTION \"%s_rel\"(p_name text, p_id text, %s) %s;"
-             "CREATE FUNCTION \"%s_read\"(p_name text, %s) %s",
-             tbl, out6, body, tbl, out6, body, tbl, out6, body);
-    REQUIRE(raw_script(port1, sql) == 0);
+    char tbl[80], sql[600];
+    snprintf(tbl, sizeof tbl, "%s_ver", table);
     memset(&d, 0, sizeof d);
     REQUIRE(drv_add(&d));
     REQUIRE(open_pg(d.l[0], port1, tbl, &be) == SIMBA_OK);
     p = (simba__pg *)simba_backend_impl(be);
     WAIT_FOR(&d, p->state == SIMBA__PG_READY, 3000);
-    CHECK_EQ(p->state, SIMBA__PG_READY);
-    if (p->state != SIMBA__PG_READY) fprintf(stderr, "  setup: %s\n", simba_backend_errmsg(be));
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_attribute WHERE attname = 'value' AND NOT attisdropped"
-             " AND attrelid IN ('\"%s\"'::regclass, '\"%s_q\"'::regclass)", tbl, tbl);
-    CHECK_EQ(raw_val(port1, sql, NULL, NULL, NULL), 2);
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_proc WHERE proname IN ('%s_acq', '%s_rel', '%s_read')", tbl, tbl, tbl);
-    CHECK_EQ(raw_val(port1, sql, NULL, NULL, NULL), 3); /* one of each: the old acquire is gone */
-    snprintf(sql, sizeof sql, "SELECT o_owner || ' ' || o_fence || ' ' || encode(o_val, 'hex') FROM \"%s_read\"($1)", tbl);
-    REQUIRE(raw_text(port1, sql, "m", NULL, NULL, got, sizeof got) == 0);
-    CHECK_STR(got, "A 5 ");
-    snprintf(sql, sizeof sql, "SELECT o_first || ' ' || o_fence || ' ' || encode(o_val, 'hex') FROM \"%s_val\"($1, $2, 5,"
-             " decode('61', 'hex'))", tbl);
-    REQUIRE(raw_text(port1, sql, "m", "A", NULL, got, sizeof got) == 0);
-    CHECK_STR(got, "0 5 61");
+    REQUIRE(p->state == SIMBA__PG_READY);
     drv_free(&d);
-    snprintf(sql, sizeof sql, "DROP TABLE \"%s\", \"%s_q\", \"%s_boot\" CASCADE", tbl, tbl, tbl);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_description WHERE objoid = '\"%s\"'::regclass"
+             " AND description = 'simba schema version 1'", tbl);
+    CHECK_EQ(raw_val(port1, sql, NULL, NULL, NULL), 1);
+    snprintf(sql, sizeof sql, "COMMENT ON TABLE \"%s\" IS 'simba schema version 2'", tbl);
+    REQUIRE(raw_script(port1, sql) == 0);
+    version_refused(tbl, "found simba schema version 2 on table", "this simba uses 1");
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_description WHERE objoid = '\"%s\"'::regclass"
+             " AND description = 'simba schema version 2'", tbl);
+    CHECK_EQ(raw_val(port1, sql, NULL, NULL, NULL), 1); /* nothing altered */
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\"", tbl);
+    CHECK_EQ(raw_val(port1, sql, NULL, NULL, NULL), 0); /* no row made for the refused ask */
+    snprintf(sql, sizeof sql, "DROP TABLE \"%s\", \"%s_q\", \"%s_hold\", \"%s_boot\" CASCADE", tbl, tbl, tbl, tbl);
     raw_script(port1, sql);
+    /* a table of the same name that simba did not make: refused, its columns untouched */
+    snprintf(tbl, sizeof tbl, "%s_foreign", table);
+    snprintf(sql, sizeof sql, "CREATE TABLE \"%s\" (name text PRIMARY KEY, owner text)", tbl);
+    REQUIRE(raw_script(port1, sql) == 0);
+    version_refused(tbl, "carries no comment, not a simba schema version", tbl);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_attribute WHERE attrelid = '\"%s\"'::regclass AND attnum > 0", tbl);
+    CHECK_EQ(raw_val(port1, sql, NULL, NULL, NULL), 2);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_class WHERE relname = '%s_q'", tbl);
+    CHECK_EQ(raw_val(port1, sql, NULL, NULL, NULL), 0);
+    snprintf(sql, sizeof sql, "DROP TABLE \"%s\"", tbl);
+    raw_script(port1, sql);
+}
+
+/* A contender on be: SIMBA_EDENIED within 2 s (three times that where polls may take 30 ms:
+   ASan), its words holding want. */
+static void denied_at_once(drv *d, simba_loop *l, simba_backend *be, const char *want) {
+    simba_service *a;
+    simba_stats st;
+    rec ra;
+    int64_t t0 = mono_ms(), limit = poll_limit_us > 10000 ? 6000 : 2000;
+    memset(&ra, 0, sizeof ra);
+    a = contend(l, be, "priv", "N", 2000, 1000, &ra);
+    REQUIRE(a);
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    WAIT_FOR(d, simba_service_stats(a, &st) == SIMBA_OK && st.last_error == SIMBA_EDENIED, limit);
+    CHECK_EQ(st.last_error, SIMBA_EDENIED);
+    CHECK(mono_ms() - t0 < limit);
+    CHECK(strstr(st.last_error_msg, want) != NULL || strstr(simba_backend_errmsg(be), want) != NULL);
+    fprintf(stderr, "  after %lld ms: %s\n", (long long)(mono_ms() - t0), simba_backend_errmsg(be));
+    CHECK(!simba_is_owner(a));
+}
+
+/* A connection whose objects are all there at this version runs no setup: a role that may
+   not create anything, with only EXECUTE on the functions, contends (see test_pg_roles.sh for
+   every grant); a role without it is refused at once with the privilege named. */
+TEST(least_privilege_role) {
+    drv d;
+    simba_backend *be_ok, *be_no;
+    simba_service *a;
+    rec ra;
+    char sql[900], ok_role[80], no_role[80];
+    REQUIRE(ensure_table());
+    snprintf(ok_role, sizeof ok_role, "%s_app", table);
+    snprintf(no_role, sizeof no_role, "%s_none", table);
+    snprintf(sql, sizeof sql, "CREATE ROLE \"%s\" LOGIN PASSWORD 'app'; CREATE ROLE \"%s\" LOGIN PASSWORD 'none';"
+             " GRANT EXECUTE ON FUNCTION \"%s_acq\", \"%s_rel\", \"%s_read\" TO \"%s\"",
+             ok_role, no_role, table, table, table, ok_role);
+    REQUIRE(raw_script(port1, sql) == 0);
+    memset(&d, 0, sizeof d);
+    memset(&ra, 0, sizeof ra);
+    REQUIRE(drv_add(&d) && drv_add(&d));
+    REQUIRE(open_as(d.l[0], ok_role, "app", NULL, &be_ok) == SIMBA_OK);
+    a = contend(d.l[0], be_ok, "priv-ok", "A", 5000, 1000, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d, simba_is_owner(a), 3000);
+    CHECK(simba_is_owner(a));
+    if (!simba_is_owner(a)) fprintf(stderr, "  %s\n", simba_backend_errmsg(be_ok));
+    REQUIRE(open_as(d.l[1], no_role, "none", NULL, &be_no) == SIMBA_OK);
+    denied_at_once(&d, d.l[1], be_no, "permission denied for function");
+    CHECK(strstr(simba_backend_errmsg(be_no), "EXECUTE") != NULL);
+    drv_free(&d);
+    snprintf(sql, sizeof sql, "REVOKE ALL ON FUNCTION \"%s_acq\", \"%s_rel\", \"%s_read\" FROM \"%s\";"
+             " DROP ROLE \"%s\"; DROP ROLE \"%s\"", table, table, table, ok_role, ok_role, no_role);
+    CHECK(raw_script(port1, sql) == 0);
+}
+
+/* A refused login (wrong password, a role or database that does not exist) is no outage:
+   requests fail at once with SIMBA_EDENIED and the server's words, not SIMBA_ECONN retried
+   until a timeout. */
+TEST(refused_login_denied_at_once) {
+    drv d;
+    simba_backend *be;
+    simba_pg_desc pd;
+    memset(&d, 0, sizeof d);
+    REQUIRE(drv_add(&d) && drv_add(&d) && drv_add(&d));
+    REQUIRE(open_as(d.l[0], "postgres", "wrong", NULL, &be) == SIMBA_OK);
+    denied_at_once(&d, d.l[0], be, "password authentication failed");
+    REQUIRE(open_as(d.l[1], "no_such_simba_role", "x", NULL, &be) == SIMBA_OK);
+    denied_at_once(&d, d.l[1], be, "no_such_simba_role");
+    memset(&pd, 0, sizeof pd);
+    pd.hostaddr = "127.0.0.1";
+    pd.port = port1;
+    pd.user = "postgres";
+    pd.password = "simba";
+    pd.dbname = "no_such_simba_db";
+    REQUIRE(simba_pg_open(d.l[2], &pd, &be) == SIMBA_OK);
+    denied_at_once(&d, d.l[2], be, "no_such_simba_db");
+    CHECK(strstr(simba_backend_errmsg(be), "LOCATION") == NULL);
+    drv_free(&d);
+}
+
+/* In autocommit the check goes inside the write's own statement: a stale fence aborts the
+   statement and writes nothing; the owner's fence writes. (A SELECT of it alone in
+   autocommit would end its lock before a separate write: the docs show this form.) */
+TEST(fence_check_in_the_write_statement) {
+    char acq[300], sql[400];
+    long long f, g;
+    PGconn *c;
+    REQUIRE(ensure_table());
+    c = raw_connect(port1);
+    REQUIRE(c);
+    snprintf(sql, sizeof sql, "CREATE TABLE \"%s_orders\" (id int PRIMARY KEY, state text);"
+             " INSERT INTO \"%s_orders\" VALUES (42, 'new')", table, table);
+    REQUIRE(raw_script(port1, sql) == 0);
+    snprintf(acq, sizeof acq, "SELECT o_fence FROM \"%s_acq\"($1, $2, 5000, 1000, 5000, false, 'none')", table);
+    f = raw_val(port1, acq, "fw-stmt", "A", NULL);
+    REQUIRE(f > 0);
+    snprintf(sql, sizeof sql, "UPDATE \"%s_orders\" SET state = 'A' WHERE id = 42 AND \"%s_check_fence\"('fw-stmt', %lld)",
+             table, table, f);
+    CHECK_STR(sql_state(c, sql), "");
+    snprintf(sql, sizeof sql, "SELECT o_fence FROM \"%s_rel\"($1, $2)", table);
+    CHECK_EQ(raw_val(port1, sql, "fw-stmt", "A", NULL), 0);
+    g = raw_val(port1, acq, "fw-stmt", "B", NULL);
+    CHECK_EQ(g, f + 1);
+    /* A's stale fence: refused, the row keeps B's world */
+    snprintf(sql, sizeof sql, "UPDATE \"%s_orders\" SET state = 'A-late' WHERE id = 42 AND \"%s_check_fence\"('fw-stmt', %lld)",
+             table, table, f);
+    CHECK_STR(sql_state(c, sql), "SF001");
+    snprintf(sql, sizeof sql, "INSERT INTO \"%s_orders\" SELECT 43, 'A-late' WHERE \"%s_check_fence\"('fw-stmt', %lld)",
+             table, table, f);
+    CHECK_STR(sql_state(c, sql), "SF001");
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s_orders\" WHERE state = 'A-late'", table);
+    CHECK_EQ(raw_val(port1, sql, NULL, NULL, NULL), 0);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s_orders\" WHERE id = 42 AND state = 'A'", table);
+    CHECK_EQ(raw_val(port1, sql, NULL, NULL, NULL), 1);
+    snprintf(sql, sizeof sql, "UPDATE \"%s_orders\" SET state = 'B' WHERE id = 42 AND \"%s_check_fence\"('fw-stmt', %lld)",
+             table, table, g);
+    CHECK_STR(sql_state(c, sql), "");
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s_orders\" WHERE id = 42 AND state = 'B'", table);
+    CHECK_EQ(raw_val(port1, sql, NULL, NULL, NULL), 1);
+    snprintf(sql, sizeof sql, "DROP TABLE \"%s_orders\"", table);
+    raw_script(port1, sql);
+    PQfinish(c);
 }
 
 /* The holders set in storage: two permits granted with increasing fences, a third queued
@@ -2062,58 +2218,6 @@ TEST(pushed_grant_one_hop_for_permits_and_readers) {
     drv_free(&db);
 }
 
-/* A table of the previous version: value columns, but no permits, no readers in the queue
-   and no holders table. The setup adds them; the live owner keeps its lease and fence, a
-   reader queues behind it and, once the owner released, holds with the next fence. */
-TEST(table_of_an_earlier_version_gains_the_holders_table) {
-    drv d;
-    simba_backend *be;
-    simba__pg *p;
-    char tbl[80], sql[1200], got[96];
-    snprintf(tbl, sizeof tbl, "%s_prev", table);
-    snprintf(sql, sizeof sql,
-             "CREATE TABLE \"%s\" (name text PRIMARY KEY, owner text NOT NULL DEFAULT '', fence bigint NOT NULL DEFAULT 0,"
-             " acquired_ms bigint NOT NULL DEFAULT 0, ttl_ms bigint NOT NULL DEFAULT 0, transition_ms bigint NOT NULL DEFAULT 0,"
-             " value bytea NOT NULL DEFAULT '');"
-             "CREATE TABLE \"%s_q\" (name text NOT NULL, contender text NOT NULL, channel text NOT NULL, seq bigserial,"
-             " expires_ms bigint NOT NULL, ttl_ms bigint NOT NULL DEFAULT 0, tr_ms bigint NOT NULL DEFAULT 0,"
-             " value bytea NOT NULL DEFAULT '', PRIMARY KEY (name, contender));"
-             "INSERT INTO \"%s\" SELECT 'm', 'A', 5, n, n + 60000, n + 61000, '\\x61'"
-             " FROM (SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS n) t",
-             tbl, tbl, tbl);
-    REQUIRE(raw_script(port1, sql) == 0);
-    memset(&d, 0, sizeof d);
-    REQUIRE(drv_add(&d));
-    REQUIRE(open_pg(d.l[0], port1, tbl, &be) == SIMBA_OK);
-    p = (simba__pg *)simba_backend_impl(be);
-    WAIT_FOR(&d, p->state == SIMBA__PG_READY, 3000);
-    CHECK_EQ(p->state, SIMBA__PG_READY);
-    if (p->state != SIMBA__PG_READY) fprintf(stderr, "  setup: %s\n", simba_backend_errmsg(be));
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_attribute WHERE NOT attisdropped AND ((attname = 'permits'"
-             " AND attrelid = '\"%s\"'::regclass) OR (attname = 'shared' AND attrelid = '\"%s_q\"'::regclass))", tbl, tbl);
-    CHECK_EQ(raw_val(port1, sql, NULL, NULL, NULL), 2);
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_class WHERE relname = '%s_hold'", tbl);
-    CHECK_EQ(raw_val(port1, sql, NULL, NULL, NULL), 1);
-    snprintf(sql, sizeof sql, "SELECT o_first || ' ' || o_owner || ' ' || o_fence FROM \"%s_sacq\"($1, $2, 5000, 1000, 60000,"
-             " false, 'none', '', 1, true)", tbl);
-    REQUIRE(raw_text(port1, sql, "m", "R", NULL, got, sizeof got) == 0);
-    CHECK_STR(got, "1 A 5"); /* a writer holds: the reader waits, first in line */
-    {
-        char rel[200];
-        snprintf(rel, sizeof rel, "SELECT o_owner FROM \"%s_rel\"($1, $2)", tbl);
-        REQUIRE(raw_text(port1, rel, "m", "A", NULL, got, sizeof got) == 0);
-        CHECK_STR(got, ""); /* the reader at the head is not handed the owner row */
-    }
-    /* it was granted a holding by the release, with the next fence: its renewal keeps it */
-    snprintf(sql, sizeof sql, "SELECT o_first || ' ' || o_owner || ' ' || o_fence FROM \"%s_sacq\"($1, $2, 5000, 1000, 60000,"
-             " true, 'none', '', 1, true)", tbl);
-    REQUIRE(raw_text(port1, sql, "m", "R", NULL, got, sizeof got) == 0);
-    CHECK_STR(got, "0 R 6");
-    drv_free(&d);
-    snprintf(sql, sizeof sql, "DROP TABLE \"%s\", \"%s_q\", \"%s_hold\", \"%s_boot\" CASCADE", tbl, tbl, tbl, tbl);
-    raw_script(port1, sql);
-}
-
 int main(int argc, char **argv) {
     const char *e;
     struct timespec ts;
@@ -2171,12 +2275,14 @@ int main(int argc, char **argv) {
     RUN(batch_failure_grants_nothing);
     RUN(batch_of_renewals_rolls_back_together);
     RUN(value_and_yield_in_storage);
-    RUN(table_of_an_earlier_version_upgrades);
+    RUN(another_schema_version_refused);
+    RUN(least_privilege_role);
+    RUN(refused_login_denied_at_once);
+    RUN(fence_check_in_the_write_statement);
     RUN(holders_in_storage);
     RUN(holding_yield_in_storage);
     RUN(inspection_lists_holders_with_their_values);
     RUN(pushed_grant_one_hop_for_permits_and_readers);
-    RUN(table_of_an_earlier_version_gains_the_holders_table);
     if (started2) server2_stop();
     return check_report("test_pg");
 }
