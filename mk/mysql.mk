@@ -14,3 +14,15 @@ SRC_kit_mysql  = tests/kit_mysql.c tests/kit.c
 DEP_kit_mysql  = $(HDR_MYSQL) $(KIT)
 FLG_kit_mysql  = $(MYINC)
 LIB_kit_mysql  = $(MYLIB) -lpthread
+# the header alone, as C99 and C++11, gcc and clang (as mk/compile.mk does for the others)
+MYSQL_COMPILE = $(B)/compile/simba_mysql.c.o $(B)/compile/simba_mysql.cc.o \
+                $(B)/compile/clang/simba_mysql.c.o $(B)/compile/clang/simba_mysql.cc.o
+all: $(MYSQL_COMPILE)
+$(B)/compile/simba_mysql.c.o: tests/compile/simba_mysql.c $(HDR_MYSQL) | $(B)/compile
+	$(CC) $(CFLAGS) $(MYINC) -I. -c -o $@ $<
+$(B)/compile/simba_mysql.cc.o: tests/compile/simba_mysql.cc $(HDR_MYSQL) | $(B)/compile
+	$(CXX) $(COMPILE_CXX) $(MYINC) -I. -c -o $@ $<
+$(B)/compile/clang/simba_mysql.c.o: tests/compile/simba_mysql.c $(HDR_MYSQL) | $(B)/compile/clang
+	clang $(CFLAGS) $(MYINC) -I. -c -o $@ $<
+$(B)/compile/clang/simba_mysql.cc.o: tests/compile/simba_mysql.cc $(HDR_MYSQL) | $(B)/compile/clang
+	clang++ $(COMPILE_CXX) $(MYINC) -I. -c -o $@ $<
