@@ -198,6 +198,7 @@ SIMBA_API simba_result simba_mysql_check_fence(struct st_mysql *conn, const char
 #define SIMBA__MY_ROWBUF (2 * SIMBA_VALUE_MAX + 4 * SIMBA_ID_MAX + 256)
 
 enum { SIMBA__MY_DOWN, SIMBA__MY_CONNECTING, SIMBA__MY_SETUP, SIMBA__MY_READY };
+enum { SIMBA__MY_B_DOWN, SIMBA__MY_B_CONNECTING, SIMBA__MY_B_PARKED };
 enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NEXT };
 
 /* >>sql  {T} {Q} {B} {M} = the tables (backquoted), {A} {R} {D} {V} {E} {G} = the
@@ -218,6 +219,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  DECLARE b_until BIGINT DEFAULT 0; DECLARE my_bound BIGINT DEFAULT 0;\n"                    \
     "  DECLARE hd VARCHAR(255) DEFAULT NULL; DECLARE h_ttl BIGINT DEFAULT 0; DECLARE h_tr BIGINT DEFAULT 0;\n" \
     "  DECLARE h_val BLOB DEFAULT ''; DECLARE y_val BLOB DEFAULT '';\n"                           \
+    "  DECLARE h_bell VARCHAR(80) DEFAULT ''; DECLARE ring VARCHAR(80) DEFAULT '';\n"             \
     "  DECLARE CONTINUE HANDLER FOR NOT FOUND SET nf = 1;\n"                                      \
     "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
 #define SIMBA__MY_ROW_COLS "owner, fence, acquired_ms, ttl_ms, transition_ms, value, seq"
@@ -237,6 +239,20 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  SET now_ms = " SIMBA__MY_NOW ";\n"
 #define SIMBA__MY_RELOAD                                                                          \
     "  SELECT " SIMBA__MY_ROW_COLS SIMBA__MY_ROW_INTO " FROM {T} WHERE name = p_name;\n"
+/* The doorbell (see PUSH): after the commit, the waiter's parked SLEEP ("<connection id>:
+   <token>" in ring) is interrupted only while the processlist shows that connection running
+   the statement tagged with that token, so a reused connection id interrupts nobody else's
+   query. A failure (no privilege to see or kill it) only leaves the waiter to its timer. */
+#define SIMBA__MY_RING                                                                            \
+    "  IF ring <> '' THEN BEGIN\n"                                                               \
+    "    DECLARE bid BIGINT UNSIGNED;\n"                                                          \
+    "    DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;\n"                                  \
+    "    SET bid = CAST(SUBSTRING_INDEX(ring, ':', 1) AS UNSIGNED);\n"                            \
+    "    IF EXISTS (SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = bid\n"                \
+    "        AND INFO LIKE CONCAT('SELECT SLEEP(%simba-bell:', SUBSTRING_INDEX(ring, ':', -1), '%')) THEN\n" \
+    "      KILL QUERY bid;\n"                                                                     \
+    "    END IF;\n"                                                                               \
+    "  END; END IF;\n"
 #define SIMBA__MY_ANSWER                                                                          \
     "  IF NOT done THEN\n"                                                                        \
     "    IF r_owner <> '' AND r_tr >= now_ms THEN\n"                                              \
@@ -246,7 +262,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "      SET o_owner = '', o_ttl = 0, o_tr = 0, o_held = -1, o_fence = 0, o_val = '';\n"       \
     "    END IF;\n"                                                                               \
     "  END IF;\n"                                                                                 \
-    "  COMMIT;\n"                                                                                 \
+    "  COMMIT;\n" SIMBA__MY_RING                                                                 \
     "  SELECT o_owner, o_ttl, o_tr, o_held, o_fence, o_first, now_ms, HEX(o_val);\n"
 /* The loss marker (see LOSSES): a MEMORY table that every server start empties. The first
    grant that finds it empty records the server's start; no new owner is granted for
@@ -280,9 +296,10 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
    instead. hd IS NULL: nobody waits, nothing changed. Shared by release and yield. */
 #define SIMBA__MY_HAND_OVER                                                                       \
     "    SET nf = 0, hd = NULL;\n"                                                                \
-    "    SELECT contender, ttl_ms, tr_ms, value INTO hd, h_ttl, h_tr, h_val FROM {Q}\n"           \
+    "    SELECT contender, ttl_ms, tr_ms, value, bell INTO hd, h_ttl, h_tr, h_val, h_bell FROM {Q}\n" \
     "      WHERE name = p_name AND expires_ms >= now_ms ORDER BY seq LIMIT 1;\n"                  \
     "    IF hd IS NOT NULL THEN\n"                                                                \
+    "      SET ring = h_bell;\n"                                                                  \
     SIMBA__MY_GUARD_LOAD("h_ttl", "h_tr")                                                         \
     "      IF now_ms >= b_until THEN\n"                                                           \
     "        UPDATE {T} SET owner = hd, fence = GREATEST(fence + 1, b_floor), acquired_ms = now_ms,\n" \
@@ -299,7 +316,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
 #define SIMBA__MY_REFUSED "4"
 #define SIMBA__MY_YIELDED "5"
 #define SIMBA__MY_ARGS_ACQ                                                                       \
-    "p_name VARCHAR(255), p_id VARCHAR(255), p_ttl BIGINT, p_tr BIGINT, p_live BIGINT, p_renew INT, p_val BLOB"
+    "p_name VARCHAR(255), p_id VARCHAR(255), p_ttl BIGINT, p_tr BIGINT, p_live BIGINT, p_renew INT, p_bell VARCHAR(80),\n  p_val BLOB"
 
 /* acquire: p_renew = the core believes it owns it. A renewal of a live lease keeps fence,
    acquired and value; a renewal whose lease has ended at the store is refused (answered
@@ -328,11 +345,12 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  " SIMBA__MY_RELOAD                                                                         \
     "  ELSE\n"                                                                                    \
     /* the waiter's lease goes with its place; its seq is the name's counter's next */         \
-    "    UPDATE {Q} SET expires_ms = now_ms + p_live, ttl_ms = p_ttl, tr_ms = p_tr, value = p_val\n" \
+    "    UPDATE {Q} SET expires_ms = now_ms + p_live, ttl_ms = p_ttl, tr_ms = p_tr, value = p_val, bell = p_bell\n" \
     "      WHERE name = p_name AND contender = p_id;\n"                                           \
     "    IF ROW_COUNT() = 0 THEN\n"                                                               \
     "      UPDATE {T} SET seq = seq + 1 WHERE name = p_name;\n"                                   \
-    "      INSERT INTO {Q} VALUES (p_name, p_id, r_seq + 1, now_ms + p_live, p_ttl, p_tr, p_val);\n" \
+    "      INSERT INTO {Q} (name, contender, seq, expires_ms, ttl_ms, tr_ms, value, bell)\n"       \
+    "        VALUES (p_name, p_id, r_seq + 1, now_ms + p_live, p_ttl, p_tr, p_val, p_bell);\n"    \
     "    END IF;\n"                                                                               \
     "    SET o_first = IF(hd IS NULL OR hd = p_id, 1, 0);\n"                                      \
     "  END IF;\n"                                                                                 \
@@ -386,7 +404,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
    and the yielder queued at the back with its lease and value; else nothing changes. */
 #define SIMBA__MY_YIELD_HEAD                                                                           \
     "CREATE PROCEDURE IF NOT EXISTS {E}(p_name VARCHAR(255), p_id VARCHAR(255), p_fence BIGINT, p_live BIGINT,\n" \
-    "  p_ttl BIGINT, p_tr BIGINT)\n"                                                              \
+    "  p_ttl BIGINT, p_tr BIGINT, p_bell VARCHAR(80))\n"                                                              \
     "MODIFIES SQL DATA BEGIN\n"
 #define SIMBA__MY_YIELD                                                                          \
     "  body: BEGIN\n" SIMBA__MY_LOCK                                                              \
@@ -399,7 +417,8 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     SIMBA__MY_HAND_OVER                                                                           \
     "  IF hd IS NOT NULL THEN\n"                                                                  \
     "    UPDATE {T} SET seq = seq + 1 WHERE name = p_name;\n"                                     \
-    "    INSERT INTO {Q} VALUES (p_name, p_id, r_seq + 1, now_ms + p_live, p_ttl, p_tr, y_val);\n" \
+    "    INSERT INTO {Q} (name, contender, seq, expires_ms, ttl_ms, tr_ms, value, bell)\n"         \
+    "      VALUES (p_name, p_id, r_seq + 1, now_ms + p_live, p_ttl, p_tr, y_val, p_bell);\n"       \
     "    SET o_first = " SIMBA__MY_YIELDED ";\n"                                                  \
     "  END IF;\n"                                                                                 \
     "  END body;\n" SIMBA__MY_ANSWER "END"
@@ -409,7 +428,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
 #define SIMBA__MY_FORCE                                                                           \
     "CREATE PROCEDURE IF NOT EXISTS {G}(p_name VARCHAR(255), p_fence BIGINT)\n"                      \
     "MODIFIES SQL DATA BEGIN\n"                                                                   \
-    "  DECLARE now_ms BIGINT; DECLARE n INT;\n"                                                   \
+    "  DECLARE now_ms BIGINT; DECLARE n INT; DECLARE ring VARCHAR(80) DEFAULT '';\n"             \
     "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"                    \
     "  START TRANSACTION;\n"                                                                      \
     "  SELECT COUNT(*) INTO n FROM {T} WHERE name = p_name FOR UPDATE;\n"                         \
@@ -417,7 +436,11 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0, value = '' WHERE name = p_name\n" \
     "    AND fence = p_fence AND owner <> '' AND transition_ms >= now_ms;\n"                     \
     "  SET n = ROW_COUNT();\n"                                                                    \
-    "  COMMIT;\n"                                                                                 \
+    "  IF n = 1 THEN\n"                                                                           \
+    "    SELECT COALESCE(MAX(bell), '') INTO ring FROM (SELECT bell FROM {Q} WHERE name = p_name\n" \
+    "      AND expires_ms >= now_ms ORDER BY seq LIMIT 1) h;\n"                                    \
+    "  END IF;\n"                                                                                 \
+    "  COMMIT;\n" SIMBA__MY_RING                                                                 \
     "  SELECT n;\n"                                                                               \
     "END"
 
@@ -490,6 +513,7 @@ static const char *const simba__my_setup_sql[] = {
     "CREATE TABLE IF NOT EXISTS {Q} (name VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,\n"
     "  contender VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, seq BIGINT NOT NULL,\n"
     "  expires_ms BIGINT NOT NULL, ttl_ms BIGINT NOT NULL, tr_ms BIGINT NOT NULL, value BLOB NOT NULL,\n"
+    "  bell VARCHAR(80) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',\n"
     "  PRIMARY KEY (name, contender), KEY (name, seq)) ENGINE=InnoDB;\n"
     /* rows that vanish take their fences and maybe a live lease: the floor rises, and a
        live lease among them starts the quarantine now */
@@ -541,6 +565,14 @@ typedef struct simba__my {
     char owner_buf[SIMBA_ID_MAX + 1];
     char err[512];
     unsigned char val[SIMBA_VALUE_MAX];
+    /* the doorbell connection (see PUSH): parked in a tagged SELECT SLEEP */
+    MYSQL *bmy, *bret_my;
+    MYSQL_RES *bret_res;
+    int bstate, bstep, bfd, bwait, bret_int;
+    int64_t buntil, bdeadline, bretry, bbackoff;
+    uint64_t wakes;        /* doorbell rings heard (tests) */
+    char bell[96];         /* "<connection id>:<token>" while parked, else "" */
+    char token[40], bq[96];
 } simba__my;
 
 /* >>row  Helpers: integers, hex. */
@@ -747,6 +779,9 @@ static void simba__my_hex(char *out, const unsigned char *v, size_t n) {
     out[2 * n] = 0;
 }
 
+/* The doorbell a waiter's place carries: "" while it is not parked (timers only). */
+static const char *simba__my_bell(const simba__my *p) { return p->bstate == SIMBA__MY_B_PARKED ? p->bell : ""; }
+
 /* The text of r into p->q; 0 when out of memory. */
 static int simba__my_command(simba__my *p, simba_req *r) {
     char name[2 * SIMBA_NAME_MAX + 1], id[2 * SIMBA_ID_MAX + 1], hex[2 * SIMBA_VALUE_MAX + 1];
@@ -757,8 +792,8 @@ static int simba__my_command(simba__my *p, simba_req *r) {
     simba__my_hex(hex, r->value ? r->value : (const unsigned char *)"", r->value ? r->value_len : 0);
     switch (r->op) {
     case SIMBA_OP_ACQUIRE:
-        snprintf(p->q, p->qcap, "CALL `%s_acq`('%s', '%s', %lld, %lld, %lld, %d, X'%s')", t, name, id, (long long)r->ttl_ms,
-                 (long long)r->transition_ms, (long long)r->live_ms, r->renew ? 1 : 0, hex);
+        snprintf(p->q, p->qcap, "CALL `%s_acq`('%s', '%s', %lld, %lld, %lld, %d, '%s', X'%s')", t, name, id,
+                 (long long)r->ttl_ms, (long long)r->transition_ms, (long long)r->live_ms, r->renew ? 1 : 0, simba__my_bell(p), hex);
         break;
     case SIMBA_OP_RELEASE: snprintf(p->q, p->qcap, "CALL `%s_rel`('%s', '%s')", t, name, id); break;
     case SIMBA_OP_READ: snprintf(p->q, p->qcap, "CALL `%s_read`('%s')", t, name); break;
@@ -766,8 +801,9 @@ static int simba__my_command(simba__my *p, simba_req *r) {
         snprintf(p->q, p->qcap, "CALL `%s_val`('%s', '%s', %llu, X'%s')", t, name, id, (unsigned long long)r->fence, hex);
         break;
     case SIMBA_OP_YIELD:
-        snprintf(p->q, p->qcap, "CALL `%s_yield`('%s', '%s', %llu, %lld, %lld, %lld)", t, name, id,
-                 (unsigned long long)r->fence, (long long)r->live_ms, (long long)r->ttl_ms, (long long)r->transition_ms);
+        snprintf(p->q, p->qcap, "CALL `%s_yield`('%s', '%s', %llu, %lld, %lld, %lld, '%s')", t, name, id,
+                 (unsigned long long)r->fence, (long long)r->live_ms, (long long)r->ttl_ms, (long long)r->transition_ms,
+                 simba__my_bell(p));
         break;
     case SIMBA_OP_FORCE_RELEASE:
         snprintf(p->q, p->qcap, "CALL `%s_force`('%s', %llu)", t, name, (unsigned long long)r->fence);
@@ -1001,22 +1037,108 @@ static void simba__my_run(simba__my *p, int64_t now, int ready) {
     }
 }
 
+/* >>bell  The doorbell connection (see PUSH): connect, park in the tagged SLEEP, and when a
+   release interrupts it (or it ends) wake every waiter of this backend, then park again. */
+static void simba__my_bell_close(simba__my *p, int64_t now) {
+    if (p->bfd >= 0) simba_backend_fd(p->be, p->bfd, 0);
+    p->bfd = -1;
+    if (p->bmy) mysql_close(p->bmy);
+    p->bmy = NULL;
+    p->bwait = 0;
+    p->bell[0] = 0;
+    p->bstate = SIMBA__MY_B_DOWN;
+    p->bretry = simba__add(now, simba__backoff(p->loop, &p->bbackoff, p->rmin, p->rmax));
+}
+
+static int simba__my_bell_call(simba__my *p, int ready) {
+    if (p->bstep == SIMBA__MY_S_CONNECT)
+        return ready ? mysql_real_connect_cont(&p->bret_my, p->bmy, ready)
+                     : mysql_real_connect_start(&p->bret_my, p->bmy, p->host, p->user, p->pass, p->db, (unsigned)p->port,
+                                                p->sock, 0);
+    if (p->bstep == SIMBA__MY_S_QUERY)
+        return ready ? mysql_real_query_cont(&p->bret_int, p->bmy, ready)
+                     : mysql_real_query_start(&p->bret_int, p->bmy, p->bq, (unsigned long)strlen(p->bq));
+    return ready ? mysql_store_result_cont(&p->bret_res, p->bmy, ready) : mysql_store_result_start(&p->bret_res, p->bmy);
+}
+
+/* A finished step of the doorbell: 1 to go on, 0 when it closed. */
+static int simba__my_bell_after(simba__my *p, int64_t now) {
+    if (p->bstep == SIMBA__MY_S_CONNECT) {
+        if (!p->bret_my) { simba__my_bell_close(p, now); return 0; }
+        snprintf(p->bell, sizeof p->bell, "%lu:%s", (unsigned long)mysql_thread_id(p->bmy), p->token);
+        p->bbackoff = 0;
+        p->bstep = SIMBA__MY_S_QUERY;
+        return 1;
+    }
+    if (p->bstep == SIMBA__MY_S_QUERY && p->bret_int == 0) {
+        p->bstep = SIMBA__MY_S_STORE;
+        return 1;
+    }
+    if (p->bstep == SIMBA__MY_S_QUERY && mysql_errno(p->bmy) != 1317) { /* not "interrupted": the link */
+        simba__my_bell_close(p, now);
+        return 0;
+    }
+    if (p->bret_res) mysql_free_result(p->bret_res);
+    p->bret_res = NULL;
+    p->wakes++;
+    simba_backend_event(p->be, SIMBA_EV_RELEASED, NULL, NULL, NULL); /* a hint: each waiter asks */
+    p->bstep = SIMBA__MY_S_QUERY;
+    return 1;
+}
+
+static void simba__my_bell_run(simba__my *p, int64_t now, int ready) {
+    for (;;) {
+        int st = simba__my_bell_call(p, ready);
+        int fd = (int)mysql_get_socket(p->bmy);
+        if (fd != p->bfd && p->bfd >= 0) simba_backend_fd(p->be, p->bfd, 0);
+        p->bfd = fd;
+        if (st) {
+            int fresh = p->bstate == SIMBA__MY_B_CONNECTING && p->bstep != SIMBA__MY_S_CONNECT;
+            p->bwait = st;
+            p->bstate = p->bstep == SIMBA__MY_S_CONNECT ? SIMBA__MY_B_CONNECTING : SIMBA__MY_B_PARKED;
+            /* waiters queued without a doorbell ask once more, so that their places carry it */
+            if (fresh) simba_backend_event(p->be, SIMBA_EV_RELEASED, NULL, NULL, NULL);
+            p->buntil = (st & MYSQL_WAIT_TIMEOUT) ? simba__add(now, (int64_t)mysql_get_timeout_value_ms(p->bmy)) : INT64_MAX;
+            return;
+        }
+        ready = 0;
+        if (!simba__my_bell_after(p, now)) return;
+    }
+}
+
+static void simba__my_bell_start(simba__my *p, int64_t now) {
+    my_bool off = 0;
+    p->bmy = mysql_init(NULL);
+    if (!p->bmy || mysql_options(p->bmy, MYSQL_OPT_NONBLOCK, 0) != 0 ||
+        simba_contender_id_random(p->loop, p->token, sizeof p->token) != SIMBA_OK) {
+        simba__my_bell_close(p, now);
+        return;
+    }
+    mysql_options(p->bmy, MYSQL_OPT_RECONNECT, &off);
+    snprintf(p->bq, sizeof p->bq, "SELECT SLEEP(3600), 'simba-bell:%.32s'", p->token);
+    p->bdeadline = simba__add(now, p->conn_to);
+    p->bstep = SIMBA__MY_S_CONNECT;
+    p->bstate = SIMBA__MY_B_CONNECTING;
+    simba__my_bell_run(p, now, 0);
+}
+
 /* >>process */
 static short simba__my_events(int wait) {
     return (short)(((wait & MYSQL_WAIT_READ) ? POLLIN : 0) | ((wait & MYSQL_WAIT_WRITE) ? POLLOUT : 0) |
                    ((wait & MYSQL_WAIT_EXCEPT) ? POLLPRI : 0));
 }
 
-/* The MYSQL_WAIT_* bits that happened: from the poll's ready set, else a zero-timeout poll. */
-static int simba__my_ready(const simba__my *p, const struct pollfd *ready, int n, int64_t now) {
+/* The MYSQL_WAIT_* bits that happened on fd (waiting for wait, its timer until): from the
+   poll's ready set, else a zero-timeout poll. */
+static int simba__my_ready(int fd, int wait, int64_t until, const struct pollfd *ready, int n, int64_t now) {
     struct pollfd pf;
     int i, bits = 0;
-    short rv = 0, ev = simba__my_events(p->wait);
-    if (p->fd >= 0 && ev) {
+    short rv = 0, ev = simba__my_events(wait);
+    if (fd >= 0 && ev) {
         for (i = 0; ready && i < n; i++)
-            if (ready[i].fd == p->fd) rv = ready[i].revents;
+            if (ready[i].fd == fd) rv = ready[i].revents;
         if (!rv) {
-            pf.fd = p->fd;
+            pf.fd = fd;
             pf.events = ev;
             pf.revents = 0;
             if (poll(&pf, 1, 0) > 0) rv = pf.revents;
@@ -1025,9 +1147,19 @@ static int simba__my_ready(const simba__my *p, const struct pollfd *ready, int n
     if (rv & (POLLIN | POLLHUP | POLLERR)) bits |= MYSQL_WAIT_READ;
     if (rv & (POLLOUT | POLLHUP | POLLERR)) bits |= MYSQL_WAIT_WRITE;
     if (rv & POLLPRI) bits |= MYSQL_WAIT_EXCEPT;
-    bits &= p->wait;
-    if ((p->wait & MYSQL_WAIT_TIMEOUT) && now >= p->wait_until) bits |= MYSQL_WAIT_TIMEOUT;
+    bits &= wait;
+    if ((wait & MYSQL_WAIT_TIMEOUT) && now >= until) bits |= MYSQL_WAIT_TIMEOUT;
     return bits;
+}
+
+static void simba__my_bell_process(simba__my *p, const struct pollfd *ready, int n, int64_t now) {
+    int bits;
+    if (p->bstate == SIMBA__MY_B_DOWN) {
+        if (now >= p->bretry && p->state == SIMBA__MY_READY) simba__my_bell_start(p, now); /* after the setup */
+        return;
+    }
+    if (p->bwait && (bits = simba__my_ready(p->bfd, p->bwait, p->buntil, ready, n, now)) != 0) simba__my_bell_run(p, now, bits);
+    if (p->bstate == SIMBA__MY_B_CONNECTING && now >= p->bdeadline) simba__my_bell_close(p, now);
 }
 
 static void simba__my_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
@@ -1035,8 +1167,9 @@ static void simba__my_process(void *impl, const struct pollfd *ready, int n, int
     int bits;
     (void)flags;
     if (p->state == SIMBA__MY_DOWN && now >= p->retry_at) simba__my_start(p, now);
+    simba__my_bell_process(p, ready, n, now);
     if (p->state == SIMBA__MY_DOWN) return;
-    if (p->wait && (bits = simba__my_ready(p, ready, n, now)) != 0) simba__my_run(p, now, bits);
+    if (p->wait && (bits = simba__my_ready(p->fd, p->wait, p->wait_until, ready, n, now)) != 0) simba__my_run(p, now, bits);
     if (p->state != SIMBA__MY_DOWN && p->wait && now >= p->deadline) {
         int setup = p->state != SIMBA__MY_READY;
         snprintf(p->err, sizeof p->err, "mysql: %s not answered within %lld ms, connection recycled",
@@ -1048,20 +1181,25 @@ static void simba__my_process(void *impl, const struct pollfd *ready, int n, int
 
 static int simba__my_fds(void *impl, struct pollfd *out, int cap) {
     simba__my *p = (simba__my *)impl;
-    if (p->fd < 0 || !simba__my_events(p->wait)) return 0;
-    if (cap >= 1) {
-        out[0].fd = p->fd;
-        out[0].events = simba__my_events(p->wait);
-        out[0].revents = 0;
+    int k = 0;
+    if (p->fd >= 0 && simba__my_events(p->wait)) {
+        if (k < cap) out[k].fd = p->fd, out[k].events = simba__my_events(p->wait), out[k].revents = 0;
+        k++;
     }
-    return 1;
+    if (p->bmy && p->bfd >= 0 && simba__my_events(p->bwait)) {
+        if (k < cap) out[k].fd = p->bfd, out[k].events = simba__my_events(p->bwait), out[k].revents = 0;
+        k++;
+    }
+    return k;
 }
 
 static int64_t simba__my_deadline(void *impl) {
     simba__my *p = (simba__my *)impl;
-    if (p->state == SIMBA__MY_DOWN) return p->retry_at;
-    if (!p->wait) return INT64_MAX;
-    return simba__min(p->deadline, p->wait_until);
+    int64_t b = p->bstate == SIMBA__MY_B_DOWN ? (p->state == SIMBA__MY_READY ? p->bretry : INT64_MAX)
+              : p->bstate == SIMBA__MY_B_CONNECTING ? simba__min(p->bdeadline, p->buntil) : p->buntil;
+    if (p->state == SIMBA__MY_DOWN) return simba__min(p->retry_at, b);
+    if (!p->wait) return b;
+    return simba__min(simba__min(p->deadline, p->wait_until), b);
 }
 
 static simba_result simba__my_submit(void *impl, simba_req *req) {
@@ -1082,12 +1220,16 @@ static simba_result simba__my_submit(void *impl, simba_req *req) {
     return SIMBA_OK;
 }
 
-/* >>close */
+/* >>close  A release queued behind the command in flight when the loop is freed is lost
+   with the connection (the server drops a connection's unread commands once it cannot
+   write to it): the waiter takes over at the lease's end. simba_loop_close waits for it. */
 static void simba__my_destroy(void *impl) {
     simba__my *p = (simba__my *)impl;
     if (p->be) simba__my_fail_all(p, SIMBA_ECLOSED, "mysql: backend closed");
     if (p->be) simba__my_close(p);
     else if (p->my) mysql_close(p->my);
+    if (p->bfd >= 0 && p->be) simba_backend_fd(p->be, p->bfd, 0);
+    if (p->bmy) mysql_close(p->bmy);
     simba_free(p->loop, p->setup);
     simba_free(p->loop, p->q);
     simba_free(p->loop, p->host);
@@ -1115,7 +1257,7 @@ static const simba_backend_vt simba__my_vt = {
 
 SIMBA_API const char *simba_mysql_push(const simba_backend *be) {
     if (!be || simba_backend_vt_get(be) != &simba__my_vt) return NULL;
-    return "timers";
+    return ((const simba__my *)simba_backend_impl(be))->bstate == SIMBA__MY_B_PARKED ? "doorbell" : "timers";
 }
 
 /* >>open */
@@ -1223,6 +1365,7 @@ SIMBA_API simba_result simba_mysql_open(simba_loop *loop, const simba_mysql_desc
     memset(p, 0, sizeof *p);
     p->loop = loop;
     p->fd = -1;
+    p->bfd = -1;
     simba__copy(p->table, sizeof p->table, desc->table ? desc->table : "simba_mutex");
     simba__my_fence_fn(p->table, p->fn, sizeof p->fn);
     p->port = desc->port ? desc->port : 3306;

@@ -139,11 +139,12 @@ TEST(killed_connection_reconnects_and_owner_keeps_the_fence) {
     uint64_t f;
     REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK);
     REQUIRE(open_be(loop, table, 0, &be) == SIMBA_OK);
-    CHECK_STR(simba_mysql_push(be), "timers");
     s = contend(loop, be, "kill-me", "a", &r);
     REQUIRE(s);
     UNTIL(r.acquired == 1, 5000, loop);
     REQUIRE(r.acquired == 1);
+    UNTIL(strcmp(simba_mysql_push(be), "doorbell") == 0, 2000, loop);
+    CHECK_STR(simba_mysql_push(be), "doorbell");
     f = simba_fence(s);
     CHECK(sql("KILL CONNECTION %lu", mysql_thread_id(((simba__my *)be->impl)->my)) == 0);
     UNTIL(0, 2500, loop); /* two renewals' worth */
@@ -242,6 +243,43 @@ TEST(another_schema_version_is_refused_naming_both) {
     simba_loop_free(loop);
 }
 
+/* A release reaches the waiter by its doorbell: it owns within a round trip or two, not at
+   its timer (the lease's end, over a second away). Then its doorbell is killed (KILL
+   CONNECTION): the backend says "timers" until it has parked a new one. */
+TEST(release_rings_the_waiters_doorbell_and_a_killed_one_comes_back) {
+    simba_loop *la, *lb;
+    simba_backend *ba, *bb;
+    simba_service *a, *b;
+    rec ra = {0}, rb = {0};
+    int64_t t;
+    REQUIRE(simba_loop_new(NULL, &la) == SIMBA_OK && simba_loop_new(NULL, &lb) == SIMBA_OK);
+    REQUIRE(open_be(la, table, 0, &ba) == SIMBA_OK && open_be(lb, table, 0, &bb) == SIMBA_OK);
+    a = contend(la, ba, "bell", "a", &ra);
+    REQUIRE(a);
+    UNTIL(ra.acquired == 1, 5000, la);
+    REQUIRE(ra.acquired == 1);
+    b = contend(lb, bb, "bell", "b", &rb);
+    REQUIRE(b);
+    UNTIL(0, 300, la, lb); /* b in line, with its doorbell parked */
+    CHECK_STR(simba_mysql_push(bb), "doorbell");
+    t = now_ms();
+    CHECK(simba_stop(a) == SIMBA_OK);
+    UNTIL(rb.acquired == 1, 3000, la, lb);
+    CHECK(rb.acquired == 1);
+    fprintf(stderr, "  (the waiter owned %lld ms after the release was asked, %llu doorbell rings heard)\n",
+            (long long)(now_ms() - t), (unsigned long long)((simba__my *)bb->impl)->wakes);
+    CHECK(now_ms() - t < 400);
+    CHECK(((simba__my *)bb->impl)->wakes >= 1);
+    CHECK(sql("KILL CONNECTION %lu", (unsigned long)mysql_thread_id(((simba__my *)bb->impl)->bmy)) == 0);
+    UNTIL(strcmp(simba_mysql_push(bb), "timers") == 0, 1000, lb);
+    CHECK_STR(simba_mysql_push(bb), "timers");
+    UNTIL(strcmp(simba_mysql_push(bb), "doorbell") == 0, 6000, lb);
+    CHECK_STR(simba_mysql_push(bb), "doorbell");
+    CHECK(simba_is_owner(b));
+    simba_loop_free(la);
+    simba_loop_free(lb);
+}
+
 int main(int argc, char **argv) {
     const char *e = getenv("SIMBA_MYSQL_PORT");
     port = e && *e ? atoi(e) : 3390;
@@ -249,6 +287,7 @@ int main(int argc, char **argv) {
     CHECK_INIT(argc, argv);
     RUN(bad_input_is_refused_in_words);
     RUN(killed_connection_reconnects_and_owner_keeps_the_fence);
+    RUN(release_rings_the_waiters_doorbell_and_a_killed_one_comes_back);
     RUN(deleted_rows_quarantine_and_fences_go_on);
     RUN(dropped_table_is_made_anew_with_higher_fences);
     RUN(another_schema_version_is_refused_naming_both);
