@@ -4,8 +4,8 @@ MYINC ?= $(shell pkg-config --cflags libmariadb 2>/dev/null || echo -I/usr/inclu
 MYLIB ?= $(shell pkg-config --libs libmariadb 2>/dev/null || echo -lmariadb)
 HDR_MYSQL = simba.h simba_mysql.h
 # test_mysql, kit_mysql: VARIANT_PROGS in the Makefile
-all: $(B)/kit_mysql $(B)/test_mysql
-test-mysql: $(B)/kit_mysql $(B)/test_mysql
+all: $(B)/kit_mysql $(B)/test_mysql $(B)/asan/test_mysql
+test-mysql: $(B)/kit_mysql $(B)/test_mysql $(B)/asan/test_mysql
 SRC_test_mysql = tests/test_mysql.c
 DEP_test_mysql = $(HDR_MYSQL) tests/check.h tests/fixture.h
 FLG_test_mysql = $(MYINC)

@@ -152,6 +152,7 @@ fi
 if want mysql; then
     if sh scripts/mysql-start.sh "$SIMBA_MYSQL_PORT" "$SIMBA_MYSQL_DIR" >"$LOGS/mysql-server.log" 2>&1; then
         run mysql $B/test_mysql
+        run asan_mysql $B/asan/test_mysql
         for c in kit_start kit_restart kit_guard kit_fencing kit_locker kit_observer kit_schedule kit_fair_queue \
             kit_stop_wait kit_loop_close_during kit_inspect kit_list kit_force_release kit_value kit_yield kit_at_risk \
             kit_fenced; do
