@@ -67,7 +67,9 @@
  *                 order per name), expires_ms, and the waiter's ttl_ms, tr_ms, value
  *   <table>_boot  ENGINE=MEMORY, one row (since_ms, fence_floor, max_lease_ms): the loss marker
  *   <table>_meta  the schema version row ('version', 1); another version is refused
- *   <table>_acq / _rel / _read / _val / _yield / _force   stored procedures, one CALL =
+ *   <table>_hold  the holders of a semaphore or read-write lock (see below)
+ *   <table>_acq / _rel / _read / _val / _yield / _force / _sacq / _grant / _bell   stored
+ *                 procedures, one CALL =
  *                 one round trip; each locks the mutex's row first (FOR UPDATE) in a
  *                 transaction of its own, so one mutex's queue changes are serialised.
  *
@@ -99,8 +101,13 @@
  *
  * LEADERSHIP VALUE, PROCLAIM, YIELD: as in simba_pg.h (the value in hex on the wire).
  *
- * SEMAPHORES AND READ-WRITE LOCKS: not in this version: an ask with permits > 1 or shared
- *   fails with SIMBA_EINVAL, saying so.
+ * SEMAPHORES AND READ-WRITE LOCKS (as in simba_pg.h)
+ *   <table>_hold holds one row per reader or semaphore permit, each its own lease, its fence
+ *   the next of the name's row, which records the permits while anyone holds or waits; the
+ *   queue's rows say who reads (column shared). <table>_sacq asks for a holding under the
+ *   row lock (another N is refused, SIMBA_EINVAL); a release or yield of a holding, or of the
+ *   owner row before readers, grants in its transaction each waiter it frees (<table>_grant)
+ *   and rings its doorbell.
  *
  * FENCED WRITES (the protected data in the same database)
  *   Setup creates the SQL function simba_check_fence(name, fence) (for a table other than
@@ -195,6 +202,7 @@ SIMBA_API simba_result simba_mysql_check_fence(struct st_mysql *conn, const char
 #define SIMBA__MY_TABLE_MAX 48
 #define SIMBA__MY_VERSION "1"
 #define SIMBA__MY_RETRIES 8
+#define SIMBA__MY_VIEW_HOLDERS 64 /* holders an inspection shows per mutex */
 #define SIMBA__MY_ROWBUF (2 * SIMBA_VALUE_MAX + 4 * SIMBA_ID_MAX + 256)
 
 enum { SIMBA__MY_DOWN, SIMBA__MY_CONNECTING, SIMBA__MY_SETUP, SIMBA__MY_READY };
@@ -219,11 +227,16 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  DECLARE b_until BIGINT DEFAULT 0; DECLARE my_bound BIGINT DEFAULT 0;\n"                    \
     "  DECLARE hd VARCHAR(255) DEFAULT NULL; DECLARE h_ttl BIGINT DEFAULT 0; DECLARE h_tr BIGINT DEFAULT 0;\n" \
     "  DECLARE h_val BLOB DEFAULT ''; DECLARE y_val BLOB DEFAULT '';\n"                           \
-    "  DECLARE h_bell VARCHAR(80) DEFAULT ''; DECLARE ring VARCHAR(80) DEFAULT '';\n"             \
+    "  DECLARE h_bell VARCHAR(80) DEFAULT ''; DECLARE ring VARCHAR(80) DEFAULT ''; DECLARE h_sh INT DEFAULT 0;\n" \
+    "  DECLARE r_permits INT DEFAULT 0; DECLARE nh BIGINT DEFAULT 0; DECLARE nq BIGINT DEFAULT 0;\n" \
+    "  DECLARE my_seq BIGINT DEFAULT NULL; DECLARE pos BIGINT DEFAULT 0; DECLARE ahead BIGINT DEFAULT 0;\n" \
+    "  DECLARE ok INT DEFAULT NULL; DECLARE rec INT DEFAULT 0; DECLARE live INT DEFAULT 0;\n"      \
+    "  DECLARE hs_id VARCHAR(255) DEFAULT NULL; DECLARE hs_fence BIGINT DEFAULT 0; DECLARE hs_acq BIGINT DEFAULT 0;\n" \
+    "  DECLARE hs_ttl BIGINT DEFAULT 0; DECLARE hs_tr BIGINT DEFAULT 0; DECLARE hs_val BLOB DEFAULT ''; DECLARE hs_sh INT DEFAULT 0;\n" \
     "  DECLARE CONTINUE HANDLER FOR NOT FOUND SET nf = 1;\n"                                      \
     "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
-#define SIMBA__MY_ROW_COLS "owner, fence, acquired_ms, ttl_ms, transition_ms, value, seq"
-#define SIMBA__MY_ROW_INTO " INTO r_owner, r_fence, r_acq, r_ttl, r_tr, r_val, r_seq"
+#define SIMBA__MY_ROW_COLS "owner, fence, acquired_ms, ttl_ms, transition_ms, value, seq, permits"
+#define SIMBA__MY_ROW_INTO " INTO r_owner, r_fence, r_acq, r_ttl, r_tr, r_val, r_seq, r_permits"
 /* The mutex row, locked first (one lock order per name: the row, then its queue). */
 #define SIMBA__MY_LOCK                                                                            \
     "  START TRANSACTION;\n"                                                                      \
@@ -243,16 +256,41 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
    <token>" in ring) is interrupted only while the processlist shows that connection running
    the statement tagged with that token, so a reused connection id interrupts nobody else's
    query. A failure (no privilege to see or kill it) only leaves the waiter to its timer. */
-#define SIMBA__MY_RING                                                                            \
-    "  IF ring <> '' THEN BEGIN\n"                                                               \
-    "    DECLARE bid BIGINT UNSIGNED;\n"                                                          \
-    "    DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;\n"                                  \
+#define SIMBA__MY_RING "  IF ring <> '' THEN CALL {W}(ring); END IF;\n"
+#define SIMBA__MY_BELL_FN                                                                         \
+    "CREATE PROCEDURE IF NOT EXISTS {W}(ring VARCHAR(80))\n"                                      \
+    "MODIFIES SQL DATA BEGIN\n"                                                                   \
+    "  DECLARE bid BIGINT UNSIGNED;\n"                                                            \
+    "  DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;\n"                                    \
+    "  IF ring IS NULL OR ring = '' THEN SET ring = ''; ELSE\n"                                   \
     "    SET bid = CAST(SUBSTRING_INDEX(ring, ':', 1) AS UNSIGNED);\n"                            \
     "    IF EXISTS (SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = bid\n"                \
     "        AND INFO LIKE CONCAT('SELECT SLEEP(%simba-bell:', SUBSTRING_INDEX(ring, ':', -1), '%')) THEN\n" \
     "      KILL QUERY bid;\n"                                                                     \
     "    END IF;\n"                                                                               \
-    "  END; END IF;\n"
+    "  END IF;\n"                                                                                 \
+    "END"
+/* The holding of the set that frees first answers a waiter while the owner row is free. */
+#define SIMBA__MY_FIRST_HOLDER                                                                    \
+    "    SET nf = 0, hs_id = NULL;\n"                                                             \
+    "    SELECT contender, fence, acquired_ms, ttl_ms, transition_ms, value INTO hs_id, hs_fence, hs_acq, hs_ttl, hs_tr, hs_val\n" \
+    "      FROM {S} WHERE name = p_name AND transition_ms >= now_ms ORDER BY transition_ms LIMIT 1;\n" \
+    "    IF hs_id IS NOT NULL THEN\n"                                                             \
+    "      SET o_owner = hs_id, o_ttl = hs_ttl - now_ms, o_tr = hs_tr - now_ms, o_held = now_ms - hs_acq,\n" \
+    "        o_fence = hs_fence, o_val = hs_val, done = 1;\n"                                     \
+    "      LEAVE body;\n"                                                                         \
+    "    END IF;\n"
+/* A waiter's place: kept (with its seq) when it has one, else the next of the name's counter. */
+#define SIMBA__MY_QUEUE(val, sh)                                                                  \
+    "    IF EXISTS (SELECT 1 FROM {Q} WHERE name = p_name AND contender = p_id) THEN\n"           \
+    "      UPDATE {Q} SET expires_ms = now_ms + p_live, ttl_ms = p_ttl, tr_ms = p_tr, value = " val ", bell = p_bell,\n" \
+    "        shared = " sh " WHERE name = p_name AND contender = p_id;\n"                        \
+    "    ELSE\n"                                                                                  \
+    "      UPDATE {T} SET seq = seq + 1 WHERE name = p_name;\n"                                   \
+    "      SELECT seq INTO r_seq FROM {T} WHERE name = p_name;\n"                                 \
+    "      INSERT INTO {Q} (name, contender, seq, expires_ms, ttl_ms, tr_ms, value, bell, shared)\n" \
+    "        VALUES (p_name, p_id, r_seq, now_ms + p_live, p_ttl, p_tr, " val ", p_bell, " sh ");\n" \
+    "    END IF;\n"
 #define SIMBA__MY_ANSWER                                                                          \
     "  IF NOT done THEN\n"                                                                        \
     "    IF r_owner <> '' AND r_tr >= now_ms THEN\n"                                              \
@@ -296,17 +334,19 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
    instead. hd IS NULL: nobody waits, nothing changed. Shared by release and yield. */
 #define SIMBA__MY_HAND_OVER                                                                       \
     "    SET nf = 0, hd = NULL;\n"                                                                \
-    "    SELECT contender, ttl_ms, tr_ms, value, bell INTO hd, h_ttl, h_tr, h_val, h_bell FROM {Q}\n" \
+    "    SELECT contender, ttl_ms, tr_ms, value, bell, shared INTO hd, h_ttl, h_tr, h_val, h_bell, h_sh FROM {Q}\n" \
     "      WHERE name = p_name AND expires_ms >= now_ms ORDER BY seq LIMIT 1;\n"                  \
     "    IF hd IS NOT NULL THEN\n"                                                                \
     "      SET ring = h_bell;\n"                                                                  \
     SIMBA__MY_GUARD_LOAD("h_ttl", "h_tr")                                                         \
-    "      IF now_ms >= b_until THEN\n"                                                           \
+    "      IF now_ms >= b_until AND NOT h_sh THEN\n"                                              \
     "        UPDATE {T} SET owner = hd, fence = GREATEST(fence + 1, b_floor), acquired_ms = now_ms,\n" \
     "          ttl_ms = now_ms + h_ttl, transition_ms = now_ms + h_ttl + h_tr, value = h_val WHERE name = p_name;\n" \
     "        DELETE FROM {Q} WHERE name = p_name AND (contender = hd OR expires_ms < now_ms);\n"   \
     "      ELSE\n"                                                                                \
     "        UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0, value = '' WHERE name = p_name;\n" \
+    /* readers at the head: each one before the first writer, granted by {Z} */               \
+    "        IF h_sh THEN SET ring = ''; CALL {Z}(p_name, 1, r_permits, now_ms); END IF;\n"       \
     "      END IF;\n"                                                                             \
     "      " SIMBA__MY_RELOAD                                                                     \
     "    END IF;\n"
@@ -317,6 +357,139 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
 #define SIMBA__MY_YIELDED "5"
 #define SIMBA__MY_ARGS_ACQ                                                                       \
     "p_name VARCHAR(255), p_id VARCHAR(255), p_ttl BIGINT, p_tr BIGINT, p_live BIGINT, p_renew INT, p_bell VARCHAR(80),\n  p_val BLOB"
+
+/* Yield of a holding of the set (row locked): when its permit, once free, goes to a live
+   waiter the rule does not grant now, the holding goes, {Z} grants whom it frees, and the
+   contender joins the back of the line; else nothing changes. */
+#define SIMBA__MY_YIELD_HOLDING                                                                   \
+    "  SET nf = 0, hs_id = NULL;\n"                                                               \
+    "  SELECT contender, fence, acquired_ms, ttl_ms, transition_ms, value, shared INTO hs_id, hs_fence, hs_acq, hs_ttl,\n" \
+    "    hs_tr, hs_val, hs_sh FROM {S} WHERE name = p_name AND contender = p_id AND fence = p_fence AND transition_ms >= now_ms;\n" \
+    "  IF hs_id IS NOT NULL THEN\n"                                                               \
+    "    SELECT COUNT(*) INTO nh FROM {S} WHERE name = p_name AND transition_ms >= now_ms;\n"     \
+    "    SELECT COUNT(*) INTO nq FROM {Q} WHERE name = p_name AND contender <> p_id AND expires_ms >= now_ms;\n" \
+    "    IF nq > 0 AND IF(r_permits > 1, nq > r_permits - nh, NOT (r_owner <> '' AND r_tr >= now_ms) AND nh = 1) THEN\n" \
+    "      DELETE FROM {S} WHERE name = p_name AND contender = p_id;\n"                           \
+    "      DELETE FROM {Q} WHERE name = p_name AND (contender = p_id OR expires_ms < now_ms);\n"  \
+    "      CALL {Z}(p_name, NOT (r_owner <> '' AND r_tr >= now_ms), r_permits, now_ms);\n"        \
+    SIMBA__MY_QUEUE("hs_val", "hs_sh")                                                            \
+    "      SET o_first = " SIMBA__MY_YIELDED ";\n"                                                \
+    SIMBA__MY_FIRST_HOLDER                                                                        \
+    "      SET done = 1;\n"                                                                       \
+    "      LEAVE body;\n"                                                                         \
+    "    END IF;\n"                                                                               \
+    "    SET o_owner = p_id, o_ttl = hs_ttl - now_ms, o_tr = hs_tr - now_ms, o_held = now_ms - hs_acq,\n" \
+    "      o_fence = hs_fence, o_val = hs_val, done = 1;\n"                                       \
+    "    LEAVE body;\n"                                                                           \
+    "  END IF;\n"
+
+/* {Z}: the owner row freed (p_free) or a holding gone, under the caller's row lock: each live
+   waiter the rule grants now (semaphore: the first N - holders; else the writer at the head
+   when nobody holds, or the readers before the first writer) is granted in this transaction
+   with its own ttl, transition and value, and its doorbell rung: its ask waits for the
+   commit on the row lock, and finds the grant. In the quarantine: only the bell. */
+#define SIMBA__MY_GRANT_FN_HEAD                                                                   \
+    "CREATE PROCEDURE IF NOT EXISTS {Z}(p_name VARCHAR(255), p_free INT, p_permits INT, now_ms BIGINT)\n" \
+    "MODIFIES SQL DATA BEGIN\n"                                                                   \
+    "  DECLARE w_id VARCHAR(255); DECLARE w_ttl BIGINT; DECLARE w_tr BIGINT; DECLARE w_val BLOB; DECLARE w_sh INT;\n" \
+    "  DECLARE w_bell VARCHAR(80); DECLARE g_f BIGINT; DECLARE b_since BIGINT DEFAULT 0; DECLARE b_floor BIGINT DEFAULT 0;\n" \
+    "  DECLARE b_bound BIGINT DEFAULT 0; DECLARE b_until BIGINT DEFAULT 0; DECLARE my_bound BIGINT DEFAULT 0; DECLARE nf INT DEFAULT 0;\n" \
+    "  DECLARE c CURSOR FOR SELECT q.contender, q.ttl_ms, q.tr_ms, q.value, q.shared, q.bell FROM (SELECT contender, ttl_ms,\n" \
+    "      tr_ms, value, shared, bell, seq, ROW_NUMBER() OVER (ORDER BY seq) AS i, SUM(1 - shared) OVER (ORDER BY seq) AS ex\n" \
+    "      FROM {Q} WHERE name = p_name AND expires_ms >= now_ms) q,\n"                           \
+    "      (SELECT COUNT(*) AS n FROM {S} WHERE name = p_name AND transition_ms >= now_ms) h\n"    \
+    "    WHERE CASE WHEN p_permits > 1 THEN q.i <= p_permits - h.n\n"                             \
+    "      ELSE (q.shared = 1 AND q.ex = 0) OR (q.shared = 0 AND q.i = 1 AND h.n = 0) END ORDER BY q.seq;\n" \
+    "  DECLARE CONTINUE HANDLER FOR NOT FOUND SET nf = 1;\n"
+#define SIMBA__MY_GRANT_FN                                                                        \
+    "  IF p_free THEN\n"                                                                          \
+    "  OPEN c;\n"                                                                                 \
+    "  lp: LOOP\n"                                                                                \
+    "    SET nf = 0;\n"                                                                           \
+    "    FETCH c INTO w_id, w_ttl, w_tr, w_val, w_sh, w_bell;\n"                                  \
+    "    IF nf THEN LEAVE lp; END IF;\n"                                                          \
+    SIMBA__MY_GUARD_LOAD("w_ttl", "w_tr")                                                         \
+    "    IF now_ms < b_until THEN CALL {W}(w_bell); ITERATE lp; END IF;\n"                        \
+    "    UPDATE {T} SET fence = GREATEST(fence + 1, b_floor) WHERE name = p_name;\n"              \
+    "    SELECT fence INTO g_f FROM {T} WHERE name = p_name;\n"                                   \
+    "    IF p_permits > 1 OR w_sh THEN\n"                                                         \
+    "      INSERT INTO {S} VALUES (p_name, w_id, w_sh, g_f, now_ms, now_ms + w_ttl, now_ms + w_ttl + w_tr, w_val)\n" \
+    "        ON DUPLICATE KEY UPDATE shared = VALUES(shared), fence = VALUES(fence), acquired_ms = VALUES(acquired_ms),\n" \
+    "        ttl_ms = VALUES(ttl_ms), transition_ms = VALUES(transition_ms), value = VALUES(value);\n" \
+    "    ELSE\n"                                                                                  \
+    "      UPDATE {T} SET owner = w_id, acquired_ms = now_ms, ttl_ms = now_ms + w_ttl,\n"         \
+    "        transition_ms = now_ms + w_ttl + w_tr, value = w_val WHERE name = p_name;\n"         \
+    "    END IF;\n"                                                                               \
+    "    DELETE FROM {Q} WHERE name = p_name AND contender = w_id;\n"                             \
+    "    CALL {W}(w_bell);\n"                                                                     \
+    "  END LOOP;\n"                                                                               \
+    "  CLOSE c;\n"                                                                                \
+    "  END IF;\n"                                                                                 \
+    "END"
+
+/* {P}: a reader's or a permit's ask, under the row lock: dead holdings and waiters dropped,
+   another N while anyone holds or waits refused (o_first 6: the name's N in o_ttl, the asked
+   one in o_tr), a renewal kept (one whose holding has ended is refused), else the rule of
+   simba.h grants (fence + 1 from the row) or queues it. */
+#define SIMBA__MY_SET_HEAD                                                                        \
+    "CREATE PROCEDURE IF NOT EXISTS {P}(" SIMBA__MY_ARGS_ACQ ", p_permits INT, p_shared INT)\n"   \
+    "MODIFIES SQL DATA BEGIN\n"
+#define SIMBA__MY_SET_A                                                                           \
+    "  body: BEGIN\n" SIMBA__MY_LOCK_MAKE                                                         \
+    "  DELETE FROM {Q} WHERE name = p_name AND expires_ms < now_ms;\n"                            \
+    "  DELETE FROM {S} WHERE name = p_name AND transition_ms < now_ms;\n"                         \
+    "  SET live = r_owner <> '' AND r_tr >= now_ms;\n"                                            \
+    "  SELECT COUNT(*) INTO nh FROM {S} WHERE name = p_name;\n"                                   \
+    "  SET nf = 0;\n"                                                                             \
+    "  SELECT seq INTO my_seq FROM {Q} WHERE name = p_name AND contender = p_id;\n"               \
+    "  SELECT COUNT(*) INTO nq FROM {Q} WHERE name = p_name AND contender <> p_id;\n"             \
+    "  SET rec = IF(live, 1, r_permits);\n"                                                       \
+    "  IF rec > 0 AND rec <> p_permits AND (live OR nh > 0 OR nq > 0) THEN\n"                     \
+    "    SET o_ttl = rec, o_tr = p_permits, o_first = 6, done = 1;\n"                             \
+    "    LEAVE body;\n"                                                                           \
+    "  END IF;\n"                                                                                 \
+    /* the owner's id back as a reader (a new incarnation): its ownership ends */               \
+    "  IF live AND r_owner = p_id THEN\n"                                                         \
+    "    UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0, value = '' WHERE name = p_name;\n" \
+    "    SET r_owner = '', live = 0;\n"                                                           \
+    "  END IF;\n"                                                                                 \
+    "  SET nf = 0, hs_id = NULL;\n"                                                               \
+    "  SELECT contender, fence, acquired_ms, value INTO hs_id, hs_fence, hs_acq, hs_val FROM {S}\n" \
+    "    WHERE name = p_name AND contender = p_id;\n"
+#define SIMBA__MY_SET_B                                                                           \
+    "  IF p_renew THEN\n"                                                                         \
+    "    IF hs_id IS NOT NULL THEN\n"                                                             \
+    "      UPDATE {S} SET ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr WHERE name = p_name AND contender = p_id;\n" \
+    "      SET o_owner = p_id, o_ttl = p_ttl, o_tr = p_ttl + p_tr, o_held = now_ms - hs_acq, o_fence = hs_fence,\n" \
+    "        o_val = hs_val, done = 1;\n"                                                         \
+    "      LEAVE body;\n"                                                                         \
+    "    END IF;\n"                                                                               \
+    "    IF NOT live THEN\n" SIMBA__MY_FIRST_HOLDER "    END IF;\n"                              \
+    "    LEAVE body;\n"                                                                           \
+    "  END IF;\n"                                                                                 \
+    "  IF hs_id IS NOT NULL THEN\n" /* the holder asking anew: a new grant, with a new fence */ \
+    "    DELETE FROM {S} WHERE name = p_name AND contender = p_id;\n"                             \
+    "    SET nh = nh - 1, ok = 1;\n"                                                              \
+    "  END IF;\n"                                                                                 \
+    "  SELECT COUNT(*), COALESCE(SUM(1 - shared), 0) INTO pos, ahead FROM {Q}\n"                  \
+    "    WHERE name = p_name AND contender <> p_id AND (my_seq IS NULL OR seq < my_seq);\n"       \
+    "  IF ok IS NULL THEN SET ok = IF(p_permits > 1, pos < p_permits - nh, NOT live AND ahead = 0); END IF;\n"
+/* (cut for C99's longest string) */
+#define SIMBA__MY_SET_C \
+    "  IF ok THEN\n"                                                                              \
+    SIMBA__MY_GUARD                                                                               \
+    "    UPDATE {T} SET fence = GREATEST(fence + 1, b_floor), permits = p_permits WHERE name = p_name;\n" \
+    "  " SIMBA__MY_RELOAD                                                                         \
+    "    INSERT INTO {S} VALUES (p_name, p_id, p_shared, r_fence, now_ms, now_ms + p_ttl, now_ms + p_ttl + p_tr, p_val);\n" \
+    "    DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"                             \
+    "    SET o_owner = p_id, o_ttl = p_ttl, o_tr = p_ttl + p_tr, o_held = 0, o_fence = r_fence, o_val = p_val, done = 1;\n" \
+    "    LEAVE body;\n"                                                                           \
+    "  END IF;\n"                                                                                 \
+    SIMBA__MY_QUEUE("p_val", "p_shared")                                                          \
+    "  IF r_permits <> p_permits THEN UPDATE {T} SET permits = p_permits WHERE name = p_name; END IF;\n" \
+    "  SET o_first = IF(pos <= IF(p_permits > 1, p_permits - nh, 0), 1, 0);\n"                    \
+    "  IF NOT live THEN\n" SIMBA__MY_FIRST_HOLDER "  END IF;\n"                                  \
+    "  END body;\n" SIMBA__MY_ANSWER "END"
 
 /* acquire: p_renew = the core believes it owns it. A renewal of a live lease keeps fence,
    acquired and value; a renewal whose lease has ended at the store is refused (answered
@@ -333,11 +506,20 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "      SET r_ttl = now_ms + p_ttl, r_tr = now_ms + p_ttl + p_tr;\n"                          \
     "    END IF;\n"                                                                               \
     "    LEAVE body;\n"                                                                           \
+    "  END IF;\n"
+/* (cut for C99's longest string) */
+#define SIMBA__MY_ACQ_B \
+    /* readers or permits hold (the set): an exclusive grant waits for them; a semaphore's
+       name refuses a mutex's ask while anyone holds or waits */                               \
+    "  SELECT COUNT(*) INTO nh FROM {S} WHERE name = p_name AND transition_ms >= now_ms;\n"       \
+    "  IF r_permits > 1 AND (nh > 0 OR EXISTS (SELECT 1 FROM {Q} WHERE name = p_name AND contender <> p_id)) THEN\n" \
+    "    SET o_ttl = r_permits, o_tr = 1, o_first = 6, done = 1;\n"                               \
+    "    LEAVE body;\n"                                                                           \
     "  END IF;\n"                                                                                 \
     "  SET nf = 0, hd = NULL;\n"                                                                  \
     "  SELECT contender INTO hd FROM {Q} WHERE name = p_name ORDER BY seq LIMIT 1;\n"             \
     /* a stored owner asking anew starts a new tenure; a free mutex goes to the head */         \
-    "  IF (r_owner = p_id AND r_tr >= now_ms) OR (NOT (r_owner <> '' AND r_tr >= now_ms) AND (hd IS NULL OR hd = p_id)) THEN\n" \
+    "  IF (r_owner = p_id AND r_tr >= now_ms) OR (NOT (r_owner <> '' AND r_tr >= now_ms) AND nh = 0 AND (hd IS NULL OR hd = p_id)) THEN\n" \
     SIMBA__MY_GUARD                                                                               \
     "    UPDATE {T} SET owner = p_id, fence = GREATEST(fence + 1, b_floor), acquired_ms = now_ms,\n" \
     "      ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr, value = p_val WHERE name = p_name;\n" \
@@ -345,14 +527,10 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  " SIMBA__MY_RELOAD                                                                         \
     "  ELSE\n"                                                                                    \
     /* the waiter's lease goes with its place; its seq is the name's counter's next */         \
-    "    UPDATE {Q} SET expires_ms = now_ms + p_live, ttl_ms = p_ttl, tr_ms = p_tr, value = p_val, bell = p_bell\n" \
-    "      WHERE name = p_name AND contender = p_id;\n"                                           \
-    "    IF ROW_COUNT() = 0 THEN\n"                                                               \
-    "      UPDATE {T} SET seq = seq + 1 WHERE name = p_name;\n"                                   \
-    "      INSERT INTO {Q} (name, contender, seq, expires_ms, ttl_ms, tr_ms, value, bell)\n"       \
-    "        VALUES (p_name, p_id, r_seq + 1, now_ms + p_live, p_ttl, p_tr, p_val, p_bell);\n"    \
-    "    END IF;\n"                                                                               \
+    SIMBA__MY_QUEUE("p_val", "0")                                                                 \
     "    SET o_first = IF(hd IS NULL OR hd = p_id, 1, 0);\n"                                      \
+    "    IF r_permits <> 1 THEN UPDATE {T} SET permits = 1 WHERE name = p_name; END IF;\n"        \
+    "    IF nh > 0 AND NOT (r_owner <> '' AND r_tr >= now_ms) THEN\n" SIMBA__MY_FIRST_HOLDER "    END IF;\n" \
     "  END IF;\n"                                                                                 \
     "  END body;\n" SIMBA__MY_ANSWER "END"
 
@@ -371,7 +549,14 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "      SET r_owner = '';\n"                                                                   \
     "    END IF;\n"                                                                               \
     "  ELSE\n"                                                                                    \
+    /* a holding of the set: freed, and granted to the waiters it frees */                     \
+    "    DELETE FROM {S} WHERE name = p_name AND contender = p_id;\n"                             \
+    "    SET nh = ROW_COUNT();\n"                                                                 \
     "    DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"                             \
+    "    IF nh > 0 THEN\n"                                                                        \
+    "      CALL {Z}(p_name, NOT (r_owner <> '' AND r_tr >= now_ms), r_permits, now_ms);\n"        \
+    "      " SIMBA__MY_RELOAD                                                                     \
+    "    END IF;\n"                                                                               \
     "  END IF;\n"                                                                                 \
     "  END body;\n" SIMBA__MY_ANSWER "END"
 
@@ -383,6 +568,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  START TRANSACTION;\n"                                                                      \
     "  SELECT " SIMBA__MY_ROW_COLS SIMBA__MY_ROW_INTO " FROM {T} WHERE name = p_name;\n"          \
     "  SET now_ms = " SIMBA__MY_NOW ";\n"                                                         \
+    "  IF NOT (r_owner <> '' AND r_tr >= now_ms) THEN\n" SIMBA__MY_FIRST_HOLDER "  END IF;\n"    \
     "  END body;\n" SIMBA__MY_ANSWER "END"
 
 /* proclaim: the value replaced while the contender holds p_fence and a live lease. */
@@ -392,7 +578,16 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
 #define SIMBA__MY_VAL                                                                          \
     "  body: BEGIN\n" SIMBA__MY_LOCK                                                              \
     "  SET now_ms = " SIMBA__MY_NOW ";\n"                                                         \
-    "  IF NOT nf AND r_owner = p_id AND r_fence = p_fence AND r_tr >= now_ms THEN\n"              \
+    "  SET nf = 0, hs_id = NULL;\n"                                                               \
+    "  SELECT contender, acquired_ms, ttl_ms, transition_ms INTO hs_id, hs_acq, hs_ttl, hs_tr FROM {S}\n" \
+    "    WHERE name = p_name AND contender = p_id AND fence = p_fence AND transition_ms >= now_ms;\n" \
+    "  IF hs_id IS NOT NULL THEN\n"                                                               \
+    "    UPDATE {S} SET value = p_val WHERE name = p_name AND contender = p_id;\n"                \
+    "    SET o_owner = hs_id, o_ttl = hs_ttl - now_ms, o_tr = hs_tr - now_ms, o_held = now_ms - hs_acq,\n" \
+    "      o_fence = p_fence, o_val = p_val, done = 1;\n"                                         \
+    "    LEAVE body;\n"                                                                           \
+    "  END IF;\n"                                                                                 \
+    "  IF r_owner = p_id AND r_fence = p_fence AND r_tr >= now_ms THEN\n"                  \
     "    UPDATE {T} SET value = p_val WHERE name = p_name;\n"                                     \
     "    SET r_val = p_val;\n"                                                                    \
     "  ELSE\n"                                                                                    \
@@ -409,16 +604,16 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
 #define SIMBA__MY_YIELD                                                                          \
     "  body: BEGIN\n" SIMBA__MY_LOCK                                                              \
     "  SET now_ms = " SIMBA__MY_NOW ", y_val = r_val;\n"                                          \
-    "  IF nf OR r_owner <> p_id OR r_fence <> p_fence OR r_tr < now_ms THEN\n"                    \
+    SIMBA__MY_YIELD_HOLDING                                                                       \
+    "  IF r_owner <> p_id OR r_fence <> p_fence OR r_tr < now_ms THEN\n"                           \
     "    SET o_first = " SIMBA__MY_REFUSED ";\n"                                                  \
     "    LEAVE body;\n"                                                                           \
-    "  END IF;\n"                                                                                 \
+    "  END IF;\n"
+/* (cut for C99's longest string) */
+#define SIMBA__MY_YIELD_B \
     "  DELETE FROM {Q} WHERE name = p_name AND (contender = p_id OR expires_ms < now_ms);\n"      \
     SIMBA__MY_HAND_OVER                                                                           \
-    "  IF hd IS NOT NULL THEN\n"                                                                  \
-    "    UPDATE {T} SET seq = seq + 1 WHERE name = p_name;\n"                                     \
-    "    INSERT INTO {Q} (name, contender, seq, expires_ms, ttl_ms, tr_ms, value, bell)\n"         \
-    "      VALUES (p_name, p_id, r_seq + 1, now_ms + p_live, p_ttl, p_tr, y_val, p_bell);\n"       \
+    "  IF hd IS NOT NULL THEN\n" SIMBA__MY_QUEUE("y_val", "0")                                   \
     "    SET o_first = " SIMBA__MY_YIELDED ";\n"                                                  \
     "  END IF;\n"                                                                                 \
     "  END body;\n" SIMBA__MY_ANSWER "END"
@@ -478,7 +673,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
    which the script separates with ";\n" too: the server parses each whole). */
 static const char *const simba__my_setup_sql[] = {
     "SET SESSION time_zone = '+00:00', SESSION tx_isolation = 'READ-COMMITTED', @simba_max_lease_ms = {L},\n"
-    "  SESSION max_statement_time = {S}, SESSION innodb_lock_wait_timeout = {W}, SESSION sql_mode = 'STRICT_ALL_TABLES';\n"
+    "  SESSION max_statement_time = {X}, SESSION innodb_lock_wait_timeout = {Y}, SESSION sql_mode = 'STRICT_ALL_TABLES';\n"
     "DO GET_LOCK('simba_setup_{N}', 10);\n"
     "CREATE TABLE IF NOT EXISTS {M} (k VARCHAR(32) PRIMARY KEY, v BIGINT NOT NULL) ENGINE=InnoDB;\n"
     /* the version row first: another version is refused before anything is touched; a
@@ -509,23 +704,31 @@ static const char *const simba__my_setup_sql[] = {
     "CREATE TABLE IF NOT EXISTS {T} (name VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin PRIMARY KEY,\n"
     "  owner VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',\n"
     "  fence BIGINT NOT NULL DEFAULT 0, acquired_ms BIGINT NOT NULL DEFAULT 0, ttl_ms BIGINT NOT NULL DEFAULT 0,\n"
-    "  transition_ms BIGINT NOT NULL DEFAULT 0, value BLOB NOT NULL DEFAULT '', seq BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB;\n"
+    "  transition_ms BIGINT NOT NULL DEFAULT 0, value BLOB NOT NULL DEFAULT '', seq BIGINT NOT NULL DEFAULT 0,\n"
+    "  permits INT NOT NULL DEFAULT 0) ENGINE=InnoDB;\n"
     "CREATE TABLE IF NOT EXISTS {Q} (name VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,\n"
     "  contender VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, seq BIGINT NOT NULL,\n"
     "  expires_ms BIGINT NOT NULL, ttl_ms BIGINT NOT NULL, tr_ms BIGINT NOT NULL, value BLOB NOT NULL,\n"
-    "  bell VARCHAR(80) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',\n"
+    "  bell VARCHAR(80) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '', shared TINYINT NOT NULL DEFAULT 0,\n"
     "  PRIMARY KEY (name, contender), KEY (name, seq)) ENGINE=InnoDB;\n"
     /* rows that vanish take their fences and maybe a live lease: the floor rises, and a
        live lease among them starts the quarantine now */
+    "CREATE TABLE IF NOT EXISTS {S} (name VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,\n"
+    "  contender VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, shared TINYINT NOT NULL DEFAULT 0,\n"
+    "  fence BIGINT NOT NULL, acquired_ms BIGINT NOT NULL, ttl_ms BIGINT NOT NULL, transition_ms BIGINT NOT NULL,\n"
+    "  value BLOB NOT NULL, PRIMARY KEY (name, contender)) ENGINE=InnoDB;\n"
     "CREATE TRIGGER IF NOT EXISTS {K} AFTER DELETE ON {T} FOR EACH ROW\n"
     "  UPDATE {B} SET fence_floor = GREATEST(fence_floor, OLD.fence + 1), since_ms = IF(OLD.owner <> ''\n"
     "    AND OLD.transition_ms >= " SIMBA__MY_NOW ", GREATEST(since_ms, " SIMBA__MY_NOW "), since_ms) WHERE id = 1;\n",
-    SIMBA__MY_ACQ_HEAD, SIMBA__MY_DECL, SIMBA__MY_ACQ ";\n",
+    SIMBA__MY_ACQ_HEAD, SIMBA__MY_DECL, SIMBA__MY_ACQ, SIMBA__MY_ACQ_B ";\n",
     SIMBA__MY_REL_HEAD, SIMBA__MY_DECL, SIMBA__MY_REL ";\n",
     SIMBA__MY_READ_HEAD, SIMBA__MY_DECL, SIMBA__MY_READ ";\n",
     SIMBA__MY_VAL_HEAD, SIMBA__MY_DECL, SIMBA__MY_VAL ";\n",
-    SIMBA__MY_YIELD_HEAD, SIMBA__MY_DECL, SIMBA__MY_YIELD ";\n",
+    SIMBA__MY_YIELD_HEAD, SIMBA__MY_DECL, SIMBA__MY_YIELD, SIMBA__MY_YIELD_B ";\n",
     SIMBA__MY_FORCE ";\n",
+    SIMBA__MY_BELL_FN ";\n",
+    SIMBA__MY_GRANT_FN_HEAD, SIMBA__MY_GRANT_FN ";\n",
+    SIMBA__MY_SET_HEAD, SIMBA__MY_DECL, SIMBA__MY_SET_A, SIMBA__MY_SET_B, SIMBA__MY_SET_C ";\n",
     SIMBA__MY_CHECK_FENCE ";\n",
     "INSERT IGNORE INTO {M} VALUES ('version', " SIMBA__MY_VERSION ");\n"
     "DO RELEASE_LOCK('simba_setup_{N}')",
@@ -535,7 +738,12 @@ static const char *const simba__my_setup_sql[] = {
    then for one mutex its live waiters' count and the first SIMBA_VIEW_WAITERS ids. */
 #define SIMBA__MY_VIEW_COLS                                                                       \
     "SELECT name, owner, fence, acquired_ms, n.ms - acquired_ms, ttl_ms - n.ms, transition_ms - n.ms, HEX(value)"
-#define SIMBA__MY_VIEW_FROM " FROM {T} t, (SELECT " SIMBA__MY_NOW " AS ms) n"
+/* A mutex's holdings of the set, oldest grant first, each "id fence shared acquired held ttl
+   tr x<value in hex>" (ids and hex hold no space); then its permits. */
+#define SIMBA__MY_HOLDINGS                                                                        \
+    ", (SELECT COALESCE(GROUP_CONCAT(CONCAT(contender, ' ', fence, ' ', shared, ' ', acquired_ms, ' ', n.ms - acquired_ms,"    \
+    " ' ', ttl_ms - n.ms, ' ', transition_ms - n.ms, ' x', HEX(value)) ORDER BY fence SEPARATOR ' '), '') FROM `%s_hold` s"  \
+    " WHERE s.name = t.name AND s.transition_ms >= n.ms), permits"
 
 typedef struct simba__my {
     simba_loop *loop;
@@ -565,6 +773,8 @@ typedef struct simba__my {
     char owner_buf[SIMBA_ID_MAX + 1];
     char err[512];
     unsigned char val[SIMBA_VALUE_MAX];
+    simba_view_holder hs[SIMBA__MY_VIEW_HOLDERS];            /* an inspection's holders */
+    unsigned char hs_vals[SIMBA__MY_VIEW_HOLDERS * SIMBA_VALUE_MAX]; /* ... and their values */
     /* the doorbell connection (see PUSH): parked in a tagged SELECT SLEEP */
     MYSQL *bmy, *bret_my;
     MYSQL_RES *bret_res;
@@ -647,7 +857,13 @@ static int simba__my_parse_row(unsigned nf, char **vals, simba_reply *out, char 
         simba__my_refusal(n[4], n, out, err, errcap);
         return 0;
     }
-    if (n[4] < 0 || n[4] > 5) { snprintf(err, errcap, "mysql: first_in_line must be 0 to 5"); return -1; }
+    if (n[4] == 6) { /* another N than the name's while anyone holds or waits */
+        snprintf(err, errcap, "permits %lld asked, the name has %lld while held", (long long)n[1], (long long)n[0]);
+        out->rc = SIMBA_EINVAL;
+        out->errmsg = err;
+        return 0;
+    }
+    if (n[4] < 0 || n[4] > 5) { snprintf(err, errcap, "mysql: first_in_line must be 0 to 6"); return -1; }
     out->first_in_line = n[4] == 1;
     out->yielded = n[4] == 5;
     if (n[4] == 4) out->rc = SIMBA_ESTATE; /* the fence no longer holds: the row says who holds it */
@@ -708,6 +924,82 @@ static int simba__my_view_row(unsigned nf, char **c, simba_view *v, unsigned cha
     return 0;
 }
 
+/* One holding of the set from *w ("id fence shared acquired held ttl tr x<hex>", then a space
+   or the end) into h, its value into vals; *w moves past it. -1: unreadable. */
+static int simba__my_view_holding(const char **w, simba_view_holder *h, unsigned char *vals, char *err, size_t errcap) {
+    const char *c = *w;
+    int64_t f[6];
+    size_t len = strcspn(c, " ");
+    char num[24], hex[2 * SIMBA_VALUE_MAX + 1];
+    int i;
+    memset(h, 0, sizeof *h);
+    if (len == 0 || len > SIMBA_ID_MAX) return -1;
+    memcpy(h->id, c, len);
+    c += len;
+    for (i = 0; i < 6; i++) {
+        if (*c++ != ' ' || (len = strcspn(c, " ")) == 0 || len >= sizeof num) return -1;
+        memcpy(num, c, len);
+        num[len] = 0;
+        if (simba__my_int(num, &f[i]) != 0) return -1;
+        c += len;
+    }
+    if (c[0] != ' ' || c[1] != 'x' || (len = strcspn(c + 2, " ")) >= sizeof hex) return -1;
+    memcpy(hex, c + 2, len);
+    hex[len] = 0;
+    if (simba__my_unhex(hex, vals, &h->value_len, err, errcap) != 0) return -1;
+    h->value = h->value_len > 0 ? vals : NULL;
+    c += 2 + len;
+    *w = c + (*c == ' ');
+    h->fence = (uint64_t)f[0];
+    h->shared = f[1] != 0;
+    h->acquired_unix_ms = f[2];
+    h->held_ms = f[3];
+    h->ttl_left_ms = f[4];
+    h->transition_left_ms = f[5];
+    return 0;
+}
+
+/* A view's holders: the owner row's holder, then the set's (column 11), and the permits
+   (column 12); with no live owner the view shows the holding that frees first. hs has
+   room for SIMBA__MY_VIEW_HOLDERS, vals for their values. */
+static int simba__my_view_holders(char **c, simba_view *v, simba_view_holder *hs, unsigned char *vals, char *err, size_t errcap) {
+    const char *w = c[10] ? c[10] : "";
+    int n = 0, first = -1;
+    int64_t permits;
+    if (!c[11] || simba__my_int(c[11], &permits) != 0) return -1;
+    if (v->owner[0]) {
+        memset(&hs[0], 0, sizeof hs[0]);
+        simba__copy(hs[0].id, sizeof hs[0].id, v->owner);
+        hs[0].fence = v->fence;
+        hs[0].acquired_unix_ms = v->acquired_unix_ms;
+        hs[0].held_ms = v->held_ms;
+        hs[0].ttl_left_ms = v->ttl_left_ms;
+        hs[0].transition_left_ms = v->transition_left_ms;
+        hs[0].value = v->value;
+        hs[0].value_len = v->value_len;
+        n = 1;
+    }
+    while (*w && n < SIMBA__MY_VIEW_HOLDERS) {
+        if (simba__my_view_holding(&w, &hs[n], vals + (size_t)n * SIMBA_VALUE_MAX, err, errcap) != 0) return -1;
+        if (!v->owner[0] && (first < 0 || hs[n].transition_left_ms < hs[first].transition_left_ms)) first = n;
+        n++;
+    }
+    if (first >= 0) {
+        simba__copy(v->owner, sizeof v->owner, hs[first].id);
+        v->fence = hs[first].fence;
+        v->acquired_unix_ms = hs[first].acquired_unix_ms;
+        v->held_ms = hs[first].held_ms;
+        v->ttl_left_ms = hs[first].ttl_left_ms;
+        v->transition_left_ms = hs[first].transition_left_ms;
+        v->value = hs[first].value;
+        v->value_len = hs[first].value_len;
+    }
+    v->holders = n;
+    v->holder = n ? hs : NULL;
+    v->permits = n ? (v->owner[0] && first < 0 ? 1 : (int)permits) : 0;
+    return 0;
+}
+
 static int simba__my_inspection(simba_op op) {
     return op == SIMBA_OP_INSPECT || op == SIMBA_OP_LIST || op == SIMBA_OP_FORCE_RELEASE;
 }
@@ -729,7 +1021,8 @@ static void simba__my_take(simba__my *p, MYSQL_RES *res) {
         while ((row = mysql_fetch_row(res)) != NULL) {
             simba_view v;
             unsigned char vb[SIMBA_VALUE_MAX];
-            if (simba__my_view_row(nf, row, &v, vb, p->err, sizeof p->err) != 0) {
+            if (simba__my_view_row(nf, row, &v, vb, p->err, sizeof p->err) != 0 ||
+                (nf >= 12 && simba__my_view_holders(row, &v, p->hs, p->hs_vals, p->err, sizeof p->err) != 0)) {
                 snprintf(p->err, sizeof p->err, "mysql: unreadable row of an inspection");
                 p->rep.rc = SIMBA_EBACKEND;
                 p->rep.errmsg = p->err;
@@ -792,6 +1085,12 @@ static int simba__my_command(simba__my *p, simba_req *r) {
     simba__my_hex(hex, r->value ? r->value : (const unsigned char *)"", r->value ? r->value_len : 0);
     switch (r->op) {
     case SIMBA_OP_ACQUIRE:
+        if (r->permits > 1 || r->shared) {
+            snprintf(p->q, p->qcap, "CALL `%s_sacq`('%s', '%s', %lld, %lld, %lld, %d, '%s', X'%s', %d, %d)", t, name, id,
+                     (long long)r->ttl_ms, (long long)r->transition_ms, (long long)r->live_ms, r->renew ? 1 : 0,
+                     simba__my_bell(p), hex, r->permits, r->shared ? 1 : 0);
+            break;
+        }
         snprintf(p->q, p->qcap, "CALL `%s_acq`('%s', '%s', %lld, %lld, %lld, %d, '%s', X'%s')", t, name, id,
                  (long long)r->ttl_ms, (long long)r->transition_ms, (long long)r->live_ms, r->renew ? 1 : 0, simba__my_bell(p), hex);
         break;
@@ -811,12 +1110,13 @@ static int simba__my_command(simba__my *p, simba_req *r) {
     case SIMBA_OP_INSPECT:
         snprintf(p->q, p->qcap, SIMBA__MY_VIEW_COLS ", (SELECT COUNT(*) FROM `%s_q` WHERE name = '%s' AND expires_ms >= n.ms),"
                  " (SELECT GROUP_CONCAT(contender ORDER BY seq SEPARATOR ' ') FROM (SELECT contender, seq FROM `%s_q`"
-                 " WHERE name = '%s' AND expires_ms >= (" SIMBA__MY_NOW ") ORDER BY seq LIMIT %d) w)"
+                 " WHERE name = '%s' AND expires_ms >= (" SIMBA__MY_NOW ") ORDER BY seq LIMIT %d) w)" SIMBA__MY_HOLDINGS
                  " FROM `%s` t, (SELECT " SIMBA__MY_NOW " AS ms) n WHERE name = '%s'",
-                 t, name, t, name, SIMBA_VIEW_WAITERS, t, name);
+                 t, name, t, name, SIMBA_VIEW_WAITERS, t, t, name);
         break;
     default: /* LIST: no queue read */
-        snprintf(p->q, p->qcap, SIMBA__MY_VIEW_COLS " FROM `%s` t, (SELECT " SIMBA__MY_NOW " AS ms) n ORDER BY name", t);
+        snprintf(p->q, p->qcap, SIMBA__MY_VIEW_COLS ", -1, ''" SIMBA__MY_HOLDINGS " FROM `%s` t, (SELECT " SIMBA__MY_NOW
+                 " AS ms) n ORDER BY name", t, t);
         break;
     }
     return 1;
@@ -1205,10 +1505,6 @@ static int64_t simba__my_deadline(void *impl) {
 static simba_result simba__my_submit(void *impl, simba_req *req) {
     simba__my *p = (simba__my *)impl;
     if (req->op < SIMBA_OP_ACQUIRE || req->op > SIMBA_OP_YIELD || req->value_len > SIMBA_VALUE_MAX) return SIMBA_EINVAL;
-    if ((req->permits > 1 || req->shared) && !simba__my_inspection(req->op)) {
-        simba_req_fail(req, SIMBA_EINVAL, "mysql: semaphores and read-write locks are not in this version of simba_mysql.h");
-        return SIMBA_OK;
-    }
     if (p->state == SIMBA__MY_DOWN) {
         simba_req_fail(req, SIMBA_ECONN, p->err[0] ? p->err : "mysql: not connected");
         return SIMBA_OK;
@@ -1330,26 +1626,27 @@ static simba_result simba__my_desc_check(simba_loop *loop, const simba_mysql_des
 
 /* The setup script with this table's names. */
 static char *simba__my_script(simba__my *p, int64_t max_lease) {
-    char n[13][SIMBA__MY_TABLE_MAX + 24], ml[24], st[24], lw[24];
-    static const char *const sfx[] = {"", "_q", "_boot", "_meta", "_acq", "_rel", "_read", "_val", "_yield", "_force", "_lost"};
-    static const char letter[] = "TQBMARDVEGK";
+    char n[17][SIMBA__MY_TABLE_MAX + 24], ml[24], st[24], lw[24];
+    static const char *const sfx[] = {"", "_q", "_boot", "_meta", "_acq", "_rel", "_read", "_val", "_yield", "_force", "_lost",
+                                      "_hold", "_sacq", "_grant", "_bell"};
+    static const char letter[] = "TQBMARDVEGKSPZW";
     const char *subst[26];
     int i;
     memset((void *)subst, 0, sizeof subst);
-    for (i = 0; i < 11; i++) {
+    for (i = 0; i < 15; i++) {
         snprintf(n[i], sizeof n[i], "`%s%s`", p->table, sfx[i]);
         subst[letter[i] - 'A'] = n[i];
     }
-    snprintf(n[11], sizeof n[11], "`%s`", p->fn);
-    subst['F' - 'A'] = n[11];
+    snprintf(n[15], sizeof n[15], "`%s`", p->fn);
+    subst['F' - 'A'] = n[15];
     subst['U' - 'A'] = p->fn;
     subst['N' - 'A'] = p->table;
     snprintf(ml, sizeof ml, "%lld", (long long)max_lease);
     snprintf(st, sizeof st, "%.3f", (double)p->stmt_to / 1000.0);
     snprintf(lw, sizeof lw, "%lld", (long long)simba__max(1, (p->stmt_to + 999) / 1000));
     subst['L' - 'A'] = ml;
-    subst['S' - 'A'] = st;
-    subst['W' - 'A'] = lw;
+    subst['X' - 'A'] = st;
+    subst['Y' - 'A'] = lw;
     return simba__my_fill(p->loop, simba__my_setup_sql, subst);
 }
 

@@ -29,6 +29,7 @@ typedef struct kit_my_cfg {
 
 static kit_my_cfg *cfg_now;
 static MYSQL *mute_conn;
+static unsigned long muted_id; /* the server session of the backend muted, 0: none known */
 
 static simba_result open_my(simba_loop *loop, void *ctx, simba_backend **out) {
     kit_my_cfg *cfg = (kit_my_cfg *)ctx;
@@ -60,10 +61,18 @@ static MYSQL *test_conn(int port) {
     return c;
 }
 
-/* The whole table is write-locked by another session: every backend's statement waits. */
+/* The whole table is write-locked by another session: every backend's statement waits.
+   mute(NULL, 0): the muted backend's process is gone; its statements already sent (a
+   release) die with its server session, as a killed client's would once the server
+   noticed, before the others go on. */
 static void mute_my(simba_backend *be, int on) {
     char sql[200];
-    (void)be;
+    if (on && be && be->impl && ((simba__my *)be->impl)->my) muted_id = mysql_thread_id(((simba__my *)be->impl)->my);
+    if (!on && !be && mute_conn && muted_id) {
+        snprintf(sql, sizeof sql, "KILL CONNECTION %lu", muted_id);
+        if (mysql_query(mute_conn, sql)) fprintf(stderr, "kit_mysql: %s: %s\n", sql, mysql_error(mute_conn));
+    }
+    if (!on) muted_id = 0;
     if (on && !mute_conn) {
         mute_conn = test_conn(cfg_now->port);
         snprintf(sql, sizeof sql, "LOCK TABLES `%s` WRITE, `%s_q` WRITE", cfg_now->table, cfg_now->table);
