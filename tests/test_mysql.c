@@ -280,6 +280,67 @@ TEST(release_rings_the_waiters_doorbell_and_a_killed_one_comes_back) {
     simba_loop_free(lb);
 }
 
+/* The first row of a statement on a blocking connection of the test's own into out ("" none). */
+static int sql_row(char *out, size_t cap, const char *q) {
+    MYSQL *c = mysql_init(NULL);
+    int rc = -1;
+    out[0] = 0;
+    if (c && mysql_real_connect(c, "127.0.0.1", "root", "simba", "simba", (unsigned)port, NULL, CLIENT_MULTI_RESULTS) &&
+        mysql_query(c, q) == 0) {
+        MYSQL_RES *r = mysql_store_result(c);
+        MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
+        unsigned i, n = r ? mysql_num_fields(r) : 0;
+        size_t o = 0;
+        for (i = 0; row && i < n && o + 1 < cap; i++)
+            o += (size_t)snprintf(out + o, cap - o, "%s%s", i ? "|" : "", row[i] ? row[i] : "NULL");
+        if (r) mysql_free_result(r);
+        while (mysql_next_result(c) == 0) {}
+        rc = 0;
+    } else fprintf(stderr, "  sql: %s: %s\n", q, c ? mysql_error(c) : "no memory");
+    if (c) mysql_close(c);
+    return rc;
+}
+
+/* A renewal (p_renew 1) whose lease has ended at the store is refused: the answer names
+   nobody and the row is not granted anew; the same ask as a new acquisition (p_renew 0) is
+   granted with the next fence. The procedure called as any program would. */
+TEST(renewal_of_an_ended_lease_is_refused_not_granted) {
+    char q[400], out[400];
+    char t5[80];
+    simba_loop *loop;
+    simba_backend *be;
+    simba_service *s;
+    rec r = {0};
+    snprintf(t5, sizeof t5, "%s_r", table);
+    REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK);
+    REQUIRE(open_be(loop, t5, 0, &be) == SIMBA_OK);
+    s = contend(loop, be, "made", "a", &r); /* the setup makes the table and procedures */
+    REQUIRE(s);
+    UNTIL(r.acquired == 1, 5000, loop);
+    REQUIRE(r.acquired == 1);
+    simba_loop_free(loop);
+    snprintf(q, sizeof q, "CALL `%s_acq`('ended', 'x', 100, 0, 1000, 0, '', X'')", t5);
+    CHECK(sql_row(out, sizeof out, q) == 0);
+    CHECK(strncmp(out, "x|", 2) == 0);
+    {
+        struct timespec sl = {0, 300000000}; /* the 100 ms lease ends at the store */
+        nanosleep(&sl, NULL);
+    }
+    snprintf(q, sizeof q, "CALL `%s_acq`('ended', 'x', 100, 0, 1000, 1, '', X'')", t5);
+    CHECK(sql_row(out, sizeof out, q) == 0);
+    fprintf(stderr, "  (a renewal after the lease's end answers: %s)\n", out);
+    CHECK(strncmp(out, "|0|0|-1|0|", 10) == 0);
+    snprintf(q, sizeof q, "SELECT owner, fence FROM `%s` WHERE name = 'ended'", t5);
+    CHECK(sql_row(out, sizeof out, q) == 0);
+    CHECK_STR(out, "x|1"); /* the row as the ended lease left it: not granted anew */
+    snprintf(q, sizeof q, "CALL `%s_acq`('ended', 'x', 100, 0, 1000, 0, '', X'')", t5);
+    CHECK(sql_row(out, sizeof out, q) == 0);
+    CHECK(strncmp(out, "x|", 2) == 0);
+    snprintf(q, sizeof q, "SELECT owner, fence FROM `%s` WHERE name = 'ended'", t5);
+    CHECK(sql_row(out, sizeof out, q) == 0);
+    CHECK_STR(out, "x|2");
+}
+
 int main(int argc, char **argv) {
     const char *e = getenv("SIMBA_MYSQL_PORT");
     port = e && *e ? atoi(e) : 3390;
@@ -288,6 +349,7 @@ int main(int argc, char **argv) {
     RUN(bad_input_is_refused_in_words);
     RUN(killed_connection_reconnects_and_owner_keeps_the_fence);
     RUN(release_rings_the_waiters_doorbell_and_a_killed_one_comes_back);
+    RUN(renewal_of_an_ended_lease_is_refused_not_granted);
     RUN(deleted_rows_quarantine_and_fences_go_on);
     RUN(dropped_table_is_made_anew_with_higher_fences);
     RUN(another_schema_version_is_refused_naming_both);
