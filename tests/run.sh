@@ -20,6 +20,7 @@ export SIMBA_PG_DIR=${SIMBA_PG_DIR:-$PWD/$B/pg}
 export SIMBA_PG_DIR2=${SIMBA_PG_DIR2:-$PWD/$B/pg-test-$((SIMBA_PG_PORT + 1))}
 export SIMBA_MYSQL_PORT=${SIMBA_MYSQL_PORT:-3390}
 export SIMBA_MYSQL_DIR=${SIMBA_MYSQL_DIR:-$PWD/$B/mysql}
+export SIMBA_MYSQL_DIR2=${SIMBA_MYSQL_DIR2:-$PWD/$B/mysql-test}
 ONLY=${SIMBA_TEST_ONLY:-core asan sql redis zk pg mysql reliability}
 [ -z "${SIMBA_TEST_ONLY:-}" ] && export SIMBA_FULL_RUN=1
 PASS=0
@@ -34,6 +35,7 @@ cleanup() {
     [ -s "$SIMBA_PG_DIR/datadir" ] && sh scripts/pg-stop.sh "$SIMBA_PG_DIR" >/dev/null 2>&1
     [ -s "$SIMBA_PG_DIR2/datadir" ] && sh scripts/pg-stop.sh "$SIMBA_PG_DIR2" >/dev/null 2>&1
     [ -f "$SIMBA_MYSQL_DIR/mysql.pid" ] && sh scripts/mysql-stop.sh "$SIMBA_MYSQL_DIR" >/dev/null 2>&1
+    [ -f "$SIMBA_MYSQL_DIR2/mysql.pid" ] && sh scripts/mysql-stop.sh "$SIMBA_MYSQL_DIR2" >/dev/null 2>&1
     [ -f "$PWD/$B/redis-scale/redis.pid" ] && sh scripts/redis-stop.sh "$PWD/$B/redis-scale" >/dev/null 2>&1
 }
 trap cleanup EXIT
@@ -146,7 +148,8 @@ if want pg && [ -n "${SIMBA_TEST_ONLY:-}" ]; then
         FAIL=$((FAIL + 1)); FAILED="$FAILED pg-server"
     fi
 fi
-# MariaDB (simba_mysql.h): a private server on SIMBA_MYSQL_PORT, its data under $B/mysql.
+# MariaDB (simba_mysql.h): a private server on SIMBA_MYSQL_PORT, its data under $B/mysql;
+# test_mysql restarts one of its own on SIMBA_MYSQL_PORT + 1 (data in SIMBA_MYSQL_DIR2).
 # The kit runs one process per group of cases; not in it: kit_multi_contend (30 s) and the two
 # hand-overs by simba_loop_free with a renewal in flight (see docs/mysql.md).
 if want mysql; then

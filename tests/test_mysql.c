@@ -4,6 +4,8 @@
  * simba), started beforehand with scripts/mysql-start.sh. A test that cannot reach it fails;
  * nothing is skipped. The test's own statements (KILL, DELETE, DROP TABLE, the version row)
  * go through a blocking connection of its own, as an operator's or another program's would.
+ * The restart case starts, stops and restarts a private server on $SIMBA_MYSQL_PORT + 1 (data
+ * in $SIMBA_MYSQL_DIR2, default build/mysql-test) with scripts/mysql-start.sh / mysql-stop.sh.
  */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_mysql.h"
@@ -15,7 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static int port;
+static int port, port2; /* the shared server; a private one this program starts and restarts */
+static char dir2[300];
 static char table[64]; /* unique per run: leftovers never interfere */
 
 typedef struct rec {
@@ -54,17 +57,20 @@ static int64_t now_ms(void) {
             for (i_ = 0; i_ < sizeof ls_ / sizeof ls_[0]; i_++) simba_wait(ls_[i_], 5);          \
     } while (0)
 
-static simba_result open_be(simba_loop *loop, const char *tbl, int64_t max_lease, simba_backend **be) {
+static simba_result open_on(int on_port, simba_loop *loop, const char *tbl, int64_t max_lease, simba_backend **be) {
     simba_mysql_desc d;
     memset(&d, 0, sizeof d);
     d.host = "127.0.0.1";
-    d.port = port;
+    d.port = on_port;
     d.user = "root";
     d.password = "simba";
     d.db = "simba";
     d.table = tbl;
     d.max_lease_ms = max_lease;
     return simba_mysql_open(loop, &d, be);
+}
+static simba_result open_be(simba_loop *loop, const char *tbl, int64_t max_lease, simba_backend **be) {
+    return open_on(port, loop, tbl, max_lease, be);
 }
 
 static simba_service *contend(simba_loop *loop, simba_backend *be, const char *mutex, const char *id, rec *r) {
@@ -341,9 +347,56 @@ TEST(renewal_of_an_ended_lease_is_refused_not_granted) {
     CHECK_STR(out, "x|2");
 }
 
+static int script(const char *fmt, ...) {
+    char cmd[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* The server restarts (a clean stop, its data kept): the owner loses its connection and
+   steps down within its ttl; the backends connect anew by themselves; the loss marker is
+   gone with the restart, so nobody is granted until max_lease_ms after the server's start,
+   and the next fence is above the old one. */
+TEST(server_restart_reconnects_and_quarantines) {
+    simba_loop *la, *lb;
+    simba_backend *ba, *bb;
+    simba_service *a, *b;
+    rec ra = {0}, rb = {0};
+    int64_t t_up;
+    REQUIRE(script("sh scripts/mysql-start.sh %d %s >/dev/null", port2, dir2) == 0);
+    REQUIRE(simba_loop_new(NULL, &la) == SIMBA_OK && simba_loop_new(NULL, &lb) == SIMBA_OK);
+    REQUIRE(open_on(port2, la, "restarted", 3000, &ba) == SIMBA_OK && open_on(port2, lb, "restarted", 3000, &bb) == SIMBA_OK);
+    a = contend(la, ba, "restart", "a", &ra);
+    REQUIRE(a);
+    UNTIL(ra.acquired == 1, 5000, la);
+    REQUIRE(ra.acquired == 1);
+    CHECK(script("sh scripts/mysql-stop.sh %s --keep >/dev/null", dir2) == 0);
+    UNTIL(ra.released == 1, 3000, la);
+    CHECK(ra.released == 1);
+    CHECK(simba_stop(a) == SIMBA_OK);
+    CHECK(script("sh scripts/mysql-start.sh %d %s >/dev/null", port2, dir2) == 0);
+    t_up = now_ms();
+    b = contend(lb, bb, "restart", "b", &rb);
+    REQUIRE(b);
+    UNTIL(rb.acquired == 1, 12000, la, lb);
+    CHECK(rb.acquired == 1);
+    fprintf(stderr, "  (b owned %lld ms after the server was up again, %d quarantine event(s))\n", (long long)(now_ms() - t_up),
+            rb.quarantines);
+    CHECK(rb.quarantines >= 1);
+    CHECK(rb.fence > ra.fence);
+    simba_loop_free(la);
+    simba_loop_free(lb);
+    CHECK(script("sh scripts/mysql-stop.sh %s >/dev/null", dir2) == 0);
+}
+
 int main(int argc, char **argv) {
     const char *e = getenv("SIMBA_MYSQL_PORT");
     port = e && *e ? atoi(e) : 3390;
+    port2 = port + 1;
+    snprintf(dir2, sizeof dir2, "%s", getenv("SIMBA_MYSQL_DIR2") ? getenv("SIMBA_MYSQL_DIR2") : "build/mysql-test");
     snprintf(table, sizeof table, "tm_%d_%ld", (int)getpid(), (long)(now_ms() % 100000));
     CHECK_INIT(argc, argv);
     RUN(bad_input_is_refused_in_words);
@@ -353,5 +406,6 @@ int main(int argc, char **argv) {
     RUN(deleted_rows_quarantine_and_fences_go_on);
     RUN(dropped_table_is_made_anew_with_higher_fences);
     RUN(another_schema_version_is_refused_naming_both);
+    RUN(server_restart_reconnects_and_quarantines);
     return check_report("mysql");
 }
