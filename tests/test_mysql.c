@@ -73,14 +73,16 @@ static simba_result open_be(simba_loop *loop, const char *tbl, int64_t max_lease
     return open_on(port, loop, tbl, max_lease, be);
 }
 
+static int64_t lease_ms = 1000; /* the contenders' ttl (transition: half of it) */
+
 static simba_service *contend(simba_loop *loop, simba_backend *be, const char *mutex, const char *id, rec *r) {
     simba_contend_desc d;
     simba_service *s = NULL;
     memset(&d, 0, sizeof d);
     d.mutex = mutex;
     d.contender_id = id;
-    d.ttl_ms = 1000;
-    d.transition_ms = 500;
+    d.ttl_ms = lease_ms;
+    d.transition_ms = lease_ms / 2;
     d.on_acquired = on_acq;
     d.on_released = on_rel;
     d.on_event = on_ev;
@@ -145,7 +147,9 @@ TEST(killed_connection_reconnects_and_owner_keeps_the_fence) {
     uint64_t f;
     REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK);
     REQUIRE(open_be(loop, table, 0, &be) == SIMBA_OK);
+    lease_ms = 4000; /* room for a reconnect and setup on a loaded machine before the local ttl */
     s = contend(loop, be, "kill-me", "a", &r);
+    lease_ms = 1000;
     REQUIRE(s);
     UNTIL(r.acquired == 1, 5000, loop);
     REQUIRE(r.acquired == 1);
@@ -153,7 +157,7 @@ TEST(killed_connection_reconnects_and_owner_keeps_the_fence) {
     CHECK_STR(simba_mysql_push(be), "doorbell");
     f = simba_fence(s);
     CHECK(sql("KILL CONNECTION %lu", mysql_thread_id(((simba__my *)be->impl)->my)) == 0);
-    UNTIL(0, 2500, loop); /* two renewals' worth */
+    UNTIL(0, 6000, loop); /* two renewals' worth */
     CHECK(simba_is_owner(s));
     CHECK(simba_fence(s) == f);
     CHECK(r.released == 0);
