@@ -64,7 +64,8 @@ $(B)/leader_demo: examples/leader_demo.c $(HDR_SQL) | $(B)
 # One table (sources, headers they depend on, flags, libraries) and one pattern rule per
 # variant: $(B)/NAME, $(B)/clang/NAME, $(B)/asan/NAME, $(B)/tsan/NAME.
 VARIANT_PROGS  = test_core kit_memory test_stats test_sql kit_sql test_redis kit_redis test_zk kit_zk \
-                 test_pg kit_pg test_redis_cluster test_redis_sentinel test_hooks badinput simba test_fenced
+                 test_pg kit_pg test_redis_cluster test_redis_sentinel test_hooks badinput simba test_fenced \
+                 test_mysql kit_mysql
 SRC_test_core  = tests/test_core.c
 DEP_test_core  = $(HDR_CORE) tests/check.h tests/fixture.h
 LIB_test_core  = -lpthread
@@ -149,7 +150,7 @@ test: deps
 
 # One group of tests/run.sh each, with what it runs (servers started and stopped as in make
 # test): core, asan and sql need no server, redis / zk / pg start their own.
-TEST_GROUPS = core asan sql redis zk pg
+TEST_GROUPS = core asan sql redis zk pg mysql
 .PHONY: $(TEST_GROUPS:%=test-%)
 test-core: $(CORE_BINS) $(CLANG_BINS) $(B)/leader_demo $(B)/test_stats $(B)/clang/test_stats $(B)/stats_prometheus $(B)/simba
 test-asan: $(B)/asan/test_core $(B)/asan/kit_memory $(B)/asan/test_stats $(B)/asan/test_sql

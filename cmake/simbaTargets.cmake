@@ -1,4 +1,4 @@
-# simbaTargets.cmake -- the simba::core, simba::sqlite, simba::redis, simba::zk and simba::pg targets,
+# simbaTargets.cmake -- the simba::core, simba::sqlite, simba::redis, simba::zk, simba::pg and simba::mysql targets,
 # and the adapters' simba::libuv, simba::libev and simba::libevent.
 # Shared by the source tree's CMakeLists.txt (add_subdirectory / FetchContent) and by the
 # installed simbaConfig.cmake (find_package). simba is header-only: each target is an
@@ -8,13 +8,13 @@
 #   simba__define_targets(<dir holding simba.h> <IMPORTED|""> [<dir holding simba/adapters/>])
 #
 # A backend or adapter target exists only when its dependency is found; SIMBA_<COMP>_FOUND
-# says which (core, sqlite, redis, zk, pg, libuv, libev, libevent). The adapter targets
+# says which (core, sqlite, redis, zk, pg, mysql, libuv, libev, libevent). The adapter targets
 # exist only when the third argument is given: they add that directory, so that a program
 # writes #include <simba/adapters/simba_libuv.h> after <simba.h>.
 
 function(simba__define_targets inc imported)
   if(TARGET simba::core) # defined already in this directory: just report what exists
-    foreach(t core sqlite redis zk pg libuv libev libevent)
+    foreach(t core sqlite redis zk pg mysql libuv libev libevent)
       string(TOUPPER "${t}" T)
       if(TARGET simba::${t})
         set(SIMBA_${T}_FOUND TRUE PARENT_SCOPE)
@@ -86,6 +86,18 @@ function(simba__define_targets inc imported)
     set(SIMBA_PG_FOUND FALSE PARENT_SCOPE)
   endif()
 
+  # mysql: MariaDB Connector/C (Debian: mysql.h under /usr/include/mariadb, libmariadb)
+  find_path(SIMBA_MYSQL_INCLUDE_DIR mysql.h PATH_SUFFIXES mariadb)
+  find_library(SIMBA_MYSQL_LIBRARY mariadb)
+  if(SIMBA_MYSQL_INCLUDE_DIR AND SIMBA_MYSQL_LIBRARY)
+    add_library(${p}mysql ${kind})
+    target_include_directories(${p}mysql INTERFACE "${SIMBA_MYSQL_INCLUDE_DIR}")
+    target_link_libraries(${p}mysql INTERFACE ${p}core "${SIMBA_MYSQL_LIBRARY}")
+    set(SIMBA_MYSQL_FOUND TRUE PARENT_SCOPE)
+  else()
+    set(SIMBA_MYSQL_FOUND FALSE PARENT_SCOPE)
+  endif()
+
   # adapters: the event library's headers and library, found as Debian installs them
   set(_adapters libuv libev libevent)
   set(_hdr_libuv uv.h)
@@ -110,7 +122,7 @@ function(simba__define_targets inc imported)
   endforeach()
 
   if(NOT imported)
-    foreach(t core sqlite redis zk pg libuv libev libevent)
+    foreach(t core sqlite redis zk pg mysql libuv libev libevent)
       if(TARGET simba_${t})
         add_library(simba::${t} ALIAS simba_${t})
       endif()

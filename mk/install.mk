@@ -7,10 +7,10 @@
 #   make uninstall [PREFIX=/usr/local] [DESTDIR=]   removes exactly those files
 #
 # Layout under $(DESTDIR)$(PREFIX):
-#   include/simba/simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h simba_pg.h
+#   include/simba/simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h simba_pg.h simba_mysql.h
 #   include/simba/adapters/simba_libuv.h simba_libev.h simba_libevent.h
 #                           (#include <simba/adapters/simba_libuv.h>: -I include, not include/simba)
-#   share/pkgconfig/simba.pc simba-sqlite.pc simba-redis.pc simba-zk.pc simba-pg.pc
+#   share/pkgconfig/simba.pc simba-sqlite.pc simba-redis.pc simba-zk.pc simba-pg.pc simba-mysql.pc
 #                   simba-libuv.pc simba-libev.pc simba-libevent.pc
 #   share/cmake/simba/simbaConfig.cmake simbaConfigVersion.cmake simbaTargets.cmake
 #   bin/simba  share/man/man1/simba.1
@@ -32,9 +32,9 @@ INSTALL       ?= install
 # The one version, from simba.h; the pkg-config and CMake files are stamped with it.
 SIMBA_VERSION := $(shell sed -n 's/^\#define SIMBA_VERSION "\(.*\)"/\1/p' simba.h)
 
-SIMBA_HEADERS  = simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h simba_pg.h
+SIMBA_HEADERS  = simba.h simba_memory.h simba_sql.h simba_redis.h simba_zk.h simba_pg.h simba_mysql.h
 SIMBA_ADAPTERS = adapters/simba_libuv.h adapters/simba_libev.h adapters/simba_libevent.h
-SIMBA_PCS      = simba simba-sqlite simba-redis simba-zk simba-pg simba-libuv simba-libev simba-libevent
+SIMBA_PCS      = simba simba-sqlite simba-redis simba-zk simba-pg simba-mysql simba-libuv simba-libev simba-libevent
 SIMBA_PC_OUT   = $(SIMBA_PCS:%=$(B)/pkgconfig/%.pc)
 SIMBA_CMAKE_OUT = $(B)/cmake/simbaConfig.cmake $(B)/cmake/simbaConfigVersion.cmake
 # The command-line tool is built by mk/cli.mk; installed when its source is there.

@@ -5,6 +5,7 @@ set -eu
 PKGS="build-essential clang valgrind libsqlite3-dev libhiredis-dev redis-server redis-tools libzookeeper-mt-dev zookeeper default-jre-headless"
 PKGS="$PKGS cmake pkgconf man-db" # tests/test_install.sh builds consumers with both, renders simba(1)
 PKGS="$PKGS postgresql libpq-dev" # simba_pg.h and its tests (scripts/pg-start.sh)
+PKGS="$PKGS mariadb-server libmariadb-dev" # simba_mysql.h and its tests (scripts/mysql-start.sh)
 PKGS="$PKGS libuv1-dev libev-dev libevent-dev liburing-dev" # adapters/ and the loop examples (tests/test_loops.sh)
 missing=""
 for p in $PKGS; do

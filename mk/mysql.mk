@@ -1,0 +1,32 @@
+# mysql.mk -- the MySQL / MariaDB backend (simba_mysql.h): its tests and kit. Uses CC, CFLAGS,
+# SAN and B. MYINC / MYLIB: Connector/C's (pkg-config libmariadb).
+MYINC ?= $(shell pkg-config --cflags libmariadb 2>/dev/null || echo -I/usr/include/mariadb)
+MYLIB ?= $(shell pkg-config --libs libmariadb 2>/dev/null || echo -lmariadb)
+HDR_MYSQL = simba.h simba_mysql.h
+# test_mysql, kit_mysql: VARIANT_PROGS in the Makefile
+all: $(B)/kit_mysql $(B)/test_mysql $(B)/asan/test_mysql
+test-mysql: $(B)/kit_mysql $(B)/test_mysql $(B)/asan/test_mysql
+SRC_test_mysql = tests/test_mysql.c
+DEP_test_mysql = $(HDR_MYSQL) tests/check.h tests/fixture.h
+FLG_test_mysql = $(MYINC)
+LIB_test_mysql = $(MYLIB) -lpthread
+SRC_kit_mysql  = tests/kit_mysql.c tests/kit.c
+DEP_kit_mysql  = $(HDR_MYSQL) $(KIT)
+FLG_kit_mysql  = $(MYINC)
+LIB_kit_mysql  = $(MYLIB) -lpthread
+# the header alone, as C99 and C++11, gcc and clang (as mk/compile.mk does for the others)
+MYSQL_COMPILE = $(B)/compile/simba_mysql.c.o $(B)/compile/simba_mysql.cc.o \
+                $(B)/compile/clang/simba_mysql.c.o $(B)/compile/clang/simba_mysql.cc.o
+all: $(MYSQL_COMPILE)
+$(B)/compile/simba_mysql.c.o: tests/compile/simba_mysql.c $(HDR_MYSQL) | $(B)/compile
+	$(CC) $(CFLAGS) $(MYINC) -I. -c -o $@ $<
+$(B)/compile/simba_mysql.cc.o: tests/compile/simba_mysql.cc $(HDR_MYSQL) | $(B)/compile
+	$(CXX) $(COMPILE_CXX) $(MYINC) -I. -c -o $@ $<
+$(B)/compile/clang/simba_mysql.c.o: tests/compile/simba_mysql.c $(HDR_MYSQL) | $(B)/compile/clang
+	clang $(CFLAGS) $(MYINC) -I. -c -o $@ $<
+$(B)/compile/clang/simba_mysql.cc.o: tests/compile/simba_mysql.cc $(HDR_MYSQL) | $(B)/compile/clang
+	clang++ $(COMPILE_CXX) $(MYINC) -I. -c -o $@ $<
+# the MySQL rows of the bench, next to the same server's references (bench/mysql_bench.c):
+# build/mysql_bench --port P after scripts/mysql-start.sh P DIR
+$(B)/mysql_bench: bench/mysql_bench.c $(HDR_MYSQL) | $(B)
+	$(CC) $(CFLAGS) -O2 $(MYINC) -o $@ bench/mysql_bench.c $(MYLIB) -lpthread

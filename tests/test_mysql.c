@@ -1,0 +1,416 @@
+/* test_mysql.c -- MySQL/MariaDB-specific tests of simba_mysql.h against a real MariaDB server.
+ *
+ * The server: 127.0.0.1:$SIMBA_MYSQL_PORT (default 3390, user root, password simba, database
+ * simba), started beforehand with scripts/mysql-start.sh. A test that cannot reach it fails;
+ * nothing is skipped. The test's own statements (KILL, DELETE, DROP TABLE, the version row)
+ * go through a blocking connection of its own, as an operator's or another program's would.
+ * The restart case starts, stops and restarts a private server on $SIMBA_MYSQL_PORT + 1 (data
+ * in $SIMBA_MYSQL_DIR2, default build/mysql-test) with scripts/mysql-start.sh / mysql-stop.sh.
+ */
+#define SIMBA_IMPLEMENTATION
+#include "../simba_mysql.h"
+#include "check.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int port, port2; /* the shared server; a private one this program starts and restarts */
+static char dir2[300];
+static char table[64]; /* unique per run: leftovers never interfere */
+
+typedef struct rec {
+    int acquired, released, quarantines;
+    uint64_t fence;
+} rec;
+
+static void on_acq(simba_service *s, const simba_state *st, void *u) {
+    (void)st;
+    ((rec *)u)->acquired++;
+    ((rec *)u)->fence = simba_fence(s);
+}
+static void on_rel(simba_service *s, const simba_state *st, void *u) {
+    (void)s;
+    (void)st;
+    ((rec *)u)->released++;
+}
+static void on_ev(simba_service *s, const simba_service_event *ev, void *u) {
+    (void)s;
+    if (ev->type == SIMBA_EVENT_QUARANTINE) ((rec *)u)->quarantines++;
+}
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Drives the loops until cond or ms pass; the value of cond. */
+#define UNTIL(cond, ms, ...)                                                                      \
+    do {                                                                                          \
+        simba_loop *ls_[] = {__VA_ARGS__};                                                        \
+        int64_t end_ = now_ms() + (ms);                                                           \
+        size_t i_;                                                                                \
+        while (!(cond) && now_ms() < end_)                                                        \
+            for (i_ = 0; i_ < sizeof ls_ / sizeof ls_[0]; i_++) simba_wait(ls_[i_], 5);          \
+    } while (0)
+
+static simba_result open_on(int on_port, simba_loop *loop, const char *tbl, int64_t max_lease, simba_backend **be) {
+    simba_mysql_desc d;
+    memset(&d, 0, sizeof d);
+    d.host = "127.0.0.1";
+    d.port = on_port;
+    d.user = "root";
+    d.password = "simba";
+    d.db = "simba";
+    d.table = tbl;
+    d.max_lease_ms = max_lease;
+    return simba_mysql_open(loop, &d, be);
+}
+static simba_result open_be(simba_loop *loop, const char *tbl, int64_t max_lease, simba_backend **be) {
+    return open_on(port, loop, tbl, max_lease, be);
+}
+
+static int64_t lease_ms = 1000; /* the contenders' ttl (transition: half of it) */
+
+static simba_service *contend(simba_loop *loop, simba_backend *be, const char *mutex, const char *id, rec *r) {
+    simba_contend_desc d;
+    simba_service *s = NULL;
+    memset(&d, 0, sizeof d);
+    d.mutex = mutex;
+    d.contender_id = id;
+    d.ttl_ms = lease_ms;
+    d.transition_ms = lease_ms / 2;
+    d.on_acquired = on_acq;
+    d.on_released = on_rel;
+    d.on_event = on_ev;
+    d.user_data = r;
+    if (simba_contend(loop, be, &d, &s) != SIMBA_OK || simba_start(s) != SIMBA_OK) return NULL;
+    return s;
+}
+
+/* One statement on a blocking connection of the test's own; 0, or -1 (printed). */
+static int sql(const char *fmt, ...) {
+    char q[600];
+    va_list ap;
+    MYSQL *c = mysql_init(NULL);
+    int rc = -1;
+    va_start(ap, fmt);
+    vsnprintf(q, sizeof q, fmt, ap);
+    va_end(ap);
+    if (c && mysql_real_connect(c, "127.0.0.1", "root", "simba", "simba", (unsigned)port, NULL, 0) && mysql_query(c, q) == 0) {
+        MYSQL_RES *r = mysql_store_result(c);
+        if (r) mysql_free_result(r);
+        rc = 0;
+    } else fprintf(stderr, "  sql: %s: %s\n", q, c ? mysql_error(c) : "no memory");
+    if (c) mysql_close(c);
+    return rc;
+}
+
+TEST(bad_input_is_refused_in_words) {
+    simba_loop *loop;
+    simba_backend *be = NULL;
+    simba_mysql_desc d;
+    REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK);
+    memset(&d, 0, sizeof d);
+    d.host = "localhost";
+    d.db = "simba";
+    CHECK_RC(simba_mysql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "numeric") != NULL);
+    d.host = "127.0.0.1";
+    d.db = NULL;
+    CHECK_RC(simba_mysql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "db") != NULL);
+    d.db = "simba";
+    d.table = "bad`name";
+    CHECK_RC(simba_mysql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "table") != NULL);
+    d.table = NULL;
+    d.unix_socket = "relative/sock";
+    d.host = NULL;
+    CHECK_RC(simba_mysql_open(loop, &d, &be), SIMBA_EINVAL);
+    CHECK_RC(simba_mysql_open(NULL, &d, &be), SIMBA_EINVAL);
+    CHECK(be == NULL);
+    CHECK_RC(simba_mysql_check_fence(NULL, NULL, "x", 1, NULL, 0), SIMBA_EINVAL);
+    simba_loop_free(loop);
+}
+
+/* The server kills the backend's connection (KILL): the backend connects anew and the owner's
+   next renewal finds its row: it keeps the mutex and its fence. */
+TEST(killed_connection_reconnects_and_owner_keeps_the_fence) {
+    simba_loop *loop;
+    simba_backend *be;
+    simba_service *s;
+    rec r = {0};
+    uint64_t f;
+    REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK);
+    REQUIRE(open_be(loop, table, 0, &be) == SIMBA_OK);
+    lease_ms = 4000; /* room for a reconnect and setup on a loaded machine before the local ttl */
+    s = contend(loop, be, "kill-me", "a", &r);
+    lease_ms = 1000;
+    REQUIRE(s);
+    UNTIL(r.acquired == 1, 5000, loop);
+    REQUIRE(r.acquired == 1);
+    UNTIL(strcmp(simba_mysql_push(be), "doorbell") == 0, 2000, loop);
+    CHECK_STR(simba_mysql_push(be), "doorbell");
+    f = simba_fence(s);
+    CHECK(sql("KILL CONNECTION %lu", mysql_thread_id(((simba__my *)be->impl)->my)) == 0);
+    UNTIL(0, 6000, loop); /* two renewals' worth */
+    CHECK(simba_is_owner(s));
+    CHECK(simba_fence(s) == f);
+    CHECK(r.released == 0);
+    simba_loop_free(loop);
+}
+
+/* Rows deleted under a live lease: the owner finds its row gone at its next renewal and steps
+   down; nobody is granted until max_lease_ms has passed; the next fence is above the old. */
+TEST(deleted_rows_quarantine_and_fences_go_on) {
+    simba_loop *la, *lb;
+    simba_backend *ba, *bb;
+    simba_service *a, *b;
+    rec ra = {0}, rb = {0};
+    int64_t t;
+    char t4[80];
+    snprintf(t4, sizeof t4, "%s_x", table); /* a table of its own: its max_lease_ms */
+    REQUIRE(simba_loop_new(NULL, &la) == SIMBA_OK && simba_loop_new(NULL, &lb) == SIMBA_OK);
+    REQUIRE(open_be(la, t4, 3000, &ba) == SIMBA_OK && open_be(lb, t4, 3000, &bb) == SIMBA_OK);
+    a = contend(la, ba, "deleted", "a", &ra);
+    REQUIRE(a);
+    UNTIL(ra.acquired == 1, 5000, la);
+    REQUIRE(ra.acquired == 1);
+    CHECK(sql("DELETE FROM `%s` WHERE name = 'deleted'", t4) == 0);
+    t = now_ms();
+    UNTIL(ra.released == 1, 3000, la);
+    CHECK(ra.released == 1);
+    CHECK(simba_stop(a) == SIMBA_OK);
+    b = contend(lb, bb, "deleted", "b", &rb);
+    REQUIRE(b);
+    UNTIL(rb.acquired == 1, 8000, la, lb);
+    CHECK(rb.acquired == 1);
+    CHECK(rb.quarantines >= 1);
+    CHECK(now_ms() - t >= 2500); /* the quarantine: max_lease_ms from the delete */
+    CHECK(rb.fence > ra.fence);
+    simba_loop_free(la);
+    simba_loop_free(lb);
+}
+
+/* A dropped table: the next setup makes it anew and restarts the marker; fences go on above
+   every earlier one. */
+TEST(dropped_table_is_made_anew_with_higher_fences) {
+    simba_loop *loop;
+    simba_backend *be;
+    simba_service *s;
+    rec r1 = {0}, r2 = {0};
+    char t2[80];
+    snprintf(t2, sizeof t2, "%s_d", table);
+    REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK);
+    REQUIRE(open_be(loop, t2, 2000, &be) == SIMBA_OK);
+    s = contend(loop, be, "dropped", "a", &r1);
+    REQUIRE(s);
+    UNTIL(r1.acquired == 1, 5000, loop);
+    REQUIRE(r1.acquired == 1);
+    CHECK(simba_stop(s) == SIMBA_OK);
+    UNTIL(r1.released == 1, 3000, loop);
+    simba_loop_free(loop);
+    CHECK(sql("DROP TABLE `%s`", t2) == 0);
+    REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK);
+    REQUIRE(open_be(loop, t2, 2000, &be) == SIMBA_OK);
+    s = contend(loop, be, "dropped", "a", &r2);
+    REQUIRE(s);
+    UNTIL(r2.acquired == 1, 8000, loop);
+    CHECK(r2.acquired == 1);
+    CHECK(r2.fence > r1.fence);
+    simba_loop_free(loop);
+}
+
+/* Another schema version in the version row: the setup refuses it, naming both versions. */
+TEST(another_schema_version_is_refused_naming_both) {
+    simba_loop *loop;
+    simba_backend *be;
+    simba_service *s;
+    rec r = {0};
+    char t3[80];
+    const char *msg;
+    snprintf(t3, sizeof t3, "%s_v", table);
+    REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK);
+    REQUIRE(open_be(loop, t3, 0, &be) == SIMBA_OK);
+    s = contend(loop, be, "versioned", "a", &r);
+    UNTIL(r.acquired == 1, 5000, loop);
+    REQUIRE(r.acquired == 1);
+    simba_loop_free(loop);
+    CHECK(sql("UPDATE `%s_meta` SET v = 7 WHERE k = 'version'", t3) == 0);
+    REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK);
+    REQUIRE(open_be(loop, t3, 0, &be) == SIMBA_OK);
+    s = contend(loop, be, "versioned", "a", &r);
+    UNTIL(strstr(simba_backend_errmsg(be), "version") != NULL, 3000, loop);
+    msg = simba_backend_errmsg(be);
+    fprintf(stderr, "  (%s)\n", msg);
+    CHECK(strstr(msg, "schema version 7") != NULL);
+    CHECK(strstr(msg, "version 1") != NULL);
+    CHECK(r.acquired == 1 && !simba_is_owner(s));
+    simba_loop_free(loop);
+}
+
+/* A release reaches the waiter by its doorbell: it owns within a round trip or two, not at
+   its timer (the lease's end, over a second away). Then its doorbell is killed (KILL
+   CONNECTION): the backend says "timers" until it has parked a new one. */
+TEST(release_rings_the_waiters_doorbell_and_a_killed_one_comes_back) {
+    simba_loop *la, *lb;
+    simba_backend *ba, *bb;
+    simba_service *a, *b;
+    rec ra = {0}, rb = {0};
+    int64_t t;
+    REQUIRE(simba_loop_new(NULL, &la) == SIMBA_OK && simba_loop_new(NULL, &lb) == SIMBA_OK);
+    REQUIRE(open_be(la, table, 0, &ba) == SIMBA_OK && open_be(lb, table, 0, &bb) == SIMBA_OK);
+    a = contend(la, ba, "bell", "a", &ra);
+    REQUIRE(a);
+    UNTIL(ra.acquired == 1, 5000, la);
+    REQUIRE(ra.acquired == 1);
+    b = contend(lb, bb, "bell", "b", &rb);
+    REQUIRE(b);
+    UNTIL(0, 300, la, lb); /* b in line, with its doorbell parked */
+    CHECK_STR(simba_mysql_push(bb), "doorbell");
+    t = now_ms();
+    CHECK(simba_stop(a) == SIMBA_OK);
+    UNTIL(rb.acquired == 1, 3000, la, lb);
+    CHECK(rb.acquired == 1);
+    fprintf(stderr, "  (the waiter owned %lld ms after the release was asked, %llu doorbell rings heard)\n",
+            (long long)(now_ms() - t), (unsigned long long)((simba__my *)bb->impl)->wakes);
+    CHECK(now_ms() - t < 400);
+    CHECK(((simba__my *)bb->impl)->wakes >= 1);
+    CHECK(sql("KILL CONNECTION %lu", (unsigned long)mysql_thread_id(((simba__my *)bb->impl)->bmy)) == 0);
+    UNTIL(strcmp(simba_mysql_push(bb), "timers") == 0, 1000, lb);
+    CHECK_STR(simba_mysql_push(bb), "timers");
+    UNTIL(strcmp(simba_mysql_push(bb), "doorbell") == 0, 6000, lb);
+    CHECK_STR(simba_mysql_push(bb), "doorbell");
+    CHECK(simba_is_owner(b));
+    simba_loop_free(la);
+    simba_loop_free(lb);
+}
+
+/* The first row of a statement on a blocking connection of the test's own into out ("" none). */
+static int sql_row(char *out, size_t cap, const char *q) {
+    MYSQL *c = mysql_init(NULL);
+    int rc = -1;
+    out[0] = 0;
+    if (c && mysql_real_connect(c, "127.0.0.1", "root", "simba", "simba", (unsigned)port, NULL, CLIENT_MULTI_RESULTS) &&
+        mysql_query(c, q) == 0) {
+        MYSQL_RES *r = mysql_store_result(c);
+        MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
+        unsigned i, n = r ? mysql_num_fields(r) : 0;
+        size_t o = 0;
+        for (i = 0; row && i < n && o + 1 < cap; i++)
+            o += (size_t)snprintf(out + o, cap - o, "%s%s", i ? "|" : "", row[i] ? row[i] : "NULL");
+        if (r) mysql_free_result(r);
+        while (mysql_next_result(c) == 0) {}
+        rc = 0;
+    } else fprintf(stderr, "  sql: %s: %s\n", q, c ? mysql_error(c) : "no memory");
+    if (c) mysql_close(c);
+    return rc;
+}
+
+/* A renewal (p_renew 1) whose lease has ended at the store is refused: the answer names
+   nobody and the row is not granted anew; the same ask as a new acquisition (p_renew 0) is
+   granted with the next fence. The procedure called as any program would. */
+TEST(renewal_of_an_ended_lease_is_refused_not_granted) {
+    char q[400], out[400];
+    char t5[80];
+    simba_loop *loop;
+    simba_backend *be;
+    simba_service *s;
+    rec r = {0};
+    snprintf(t5, sizeof t5, "%s_r", table);
+    REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK);
+    REQUIRE(open_be(loop, t5, 0, &be) == SIMBA_OK);
+    s = contend(loop, be, "made", "a", &r); /* the setup makes the table and procedures */
+    REQUIRE(s);
+    UNTIL(r.acquired == 1, 5000, loop);
+    REQUIRE(r.acquired == 1);
+    simba_loop_free(loop);
+    snprintf(q, sizeof q, "CALL `%s_acq`('ended', 'x', 100, 0, 1000, 0, '', X'')", t5);
+    CHECK(sql_row(out, sizeof out, q) == 0);
+    CHECK(strncmp(out, "x|", 2) == 0);
+    {
+        struct timespec sl = {0, 300000000}; /* the 100 ms lease ends at the store */
+        nanosleep(&sl, NULL);
+    }
+    snprintf(q, sizeof q, "CALL `%s_acq`('ended', 'x', 100, 0, 1000, 1, '', X'')", t5);
+    CHECK(sql_row(out, sizeof out, q) == 0);
+    fprintf(stderr, "  (a renewal after the lease's end answers: %s)\n", out);
+    CHECK(strncmp(out, "|0|0|-1|0|", 10) == 0);
+    snprintf(q, sizeof q, "SELECT owner, fence FROM `%s` WHERE name = 'ended'", t5);
+    CHECK(sql_row(out, sizeof out, q) == 0);
+    CHECK_STR(out, "x|1"); /* the row as the ended lease left it: not granted anew */
+    snprintf(q, sizeof q, "CALL `%s_acq`('ended', 'x', 100, 0, 1000, 0, '', X'')", t5);
+    CHECK(sql_row(out, sizeof out, q) == 0);
+    CHECK(strncmp(out, "x|", 2) == 0);
+    snprintf(q, sizeof q, "SELECT owner, fence FROM `%s` WHERE name = 'ended'", t5);
+    CHECK(sql_row(out, sizeof out, q) == 0);
+    CHECK_STR(out, "x|2");
+}
+
+static int script(const char *fmt, ...) {
+    char cmd[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* The server restarts (a clean stop, its data kept): the owner loses its connection and
+   steps down within its ttl; the backends connect anew by themselves; the loss marker is
+   gone with the restart, so nobody is granted until max_lease_ms after the server's start,
+   and the next fence is above the old one. */
+TEST(server_restart_reconnects_and_quarantines) {
+    simba_loop *la, *lb;
+    simba_backend *ba, *bb;
+    simba_service *a, *b;
+    rec ra = {0}, rb = {0};
+    int64_t t_up;
+    REQUIRE(script("sh scripts/mysql-start.sh %d %s >/dev/null", port2, dir2) == 0);
+    REQUIRE(simba_loop_new(NULL, &la) == SIMBA_OK && simba_loop_new(NULL, &lb) == SIMBA_OK);
+    /* a quarantine longer than a loaded machine's server start (from its process's start) */
+    REQUIRE(open_on(port2, la, "restarted", 8000, &ba) == SIMBA_OK && open_on(port2, lb, "restarted", 8000, &bb) == SIMBA_OK);
+    a = contend(la, ba, "restart", "a", &ra);
+    REQUIRE(a);
+    UNTIL(ra.acquired == 1, 5000, la);
+    REQUIRE(ra.acquired == 1);
+    CHECK(script("sh scripts/mysql-stop.sh %s --keep >/dev/null", dir2) == 0);
+    UNTIL(ra.released == 1, 3000, la);
+    CHECK(ra.released == 1);
+    CHECK(simba_stop(a) == SIMBA_OK);
+    CHECK(script("sh scripts/mysql-start.sh %d %s >/dev/null", port2, dir2) == 0);
+    t_up = now_ms();
+    b = contend(lb, bb, "restart", "b", &rb);
+    REQUIRE(b);
+    UNTIL(rb.acquired == 1, 15000, la, lb);
+    CHECK(rb.acquired == 1);
+    fprintf(stderr, "  (b owned %lld ms after the server was up again, %d quarantine event(s))\n", (long long)(now_ms() - t_up),
+            rb.quarantines);
+    CHECK(rb.quarantines >= 1);
+    CHECK(rb.fence > ra.fence);
+    simba_loop_free(la);
+    simba_loop_free(lb);
+    CHECK(script("sh scripts/mysql-stop.sh %s >/dev/null", dir2) == 0);
+}
+
+int main(int argc, char **argv) {
+    const char *e = getenv("SIMBA_MYSQL_PORT");
+    port = e && *e ? atoi(e) : 3390;
+    port2 = port + 1;
+    snprintf(dir2, sizeof dir2, "%s", getenv("SIMBA_MYSQL_DIR2") ? getenv("SIMBA_MYSQL_DIR2") : "build/mysql-test");
+    snprintf(table, sizeof table, "tm_%d_%ld", (int)getpid(), (long)(now_ms() % 100000));
+    CHECK_INIT(argc, argv);
+    RUN(bad_input_is_refused_in_words);
+    RUN(killed_connection_reconnects_and_owner_keeps_the_fence);
+    RUN(release_rings_the_waiters_doorbell_and_a_killed_one_comes_back);
+    RUN(renewal_of_an_ended_lease_is_refused_not_granted);
+    RUN(deleted_rows_quarantine_and_fences_go_on);
+    RUN(dropped_table_is_made_anew_with_higher_fences);
+    RUN(another_schema_version_is_refused_naming_both);
+    RUN(server_restart_reconnects_and_quarantines);
+    return check_report("mysql");
+}
