@@ -62,6 +62,7 @@ typedef struct side {
     int64_t off[NC + 1];       /* each loop's clock: the real one plus off */
     uint64_t rnd[NC + 1];      /* each loop's random source */
     simba_service *svc[NC];
+    int news[NC]; /* callbacks each contender has had (an outcome arrived) */
     uint64_t fence[MAXG]; /* fences seen on the current name, ascending */
     int grank[MAXG];      /* fence[i]'s rank: the step that first showed it, counted */
     int nf, nrank;
@@ -114,6 +115,9 @@ static simba_result open_store(side *s, simba_loop *loop, simba_backend **out) {
     d.port = e && *e ? atoi(e) : 6390;
     snprintf(prefix, sizeof prefix, "diff.%s:", tag);
     d.prefix = prefix;
+    d.max_lease_ms = 2 * TTL_MS;
+    d.connect_timeout_ms = 30000; /* deadlines the clock's jumps do not reach (QUIET_MS) */
+    d.command_timeout_ms = 30000;
     (void)s;
     return simba_redis_open(loop, &d, out);
 #elif defined(DIFF_ZK)
@@ -139,6 +143,8 @@ static simba_result open_store(side *s, simba_loop *loop, simba_backend **out) {
     d.dbname = "postgres";
     snprintf(table, sizeof table, "diff_%s", tag);
     d.table = table;
+    d.max_lease_ms = 2 * TTL_MS;
+    d.connect_timeout_ms = d.statement_timeout_ms = 30000; /* beyond the clock's jumps */
     (void)s;
     return simba_pg_open(loop, &d, out);
 #else
@@ -187,6 +193,23 @@ static void pump(side *s, int ms) {
     for (i = 0; i <= NC; i++) simba_poll(s->loop[i]);
 }
 
+/* A descriptor waiting to be writable is a connect (or a send) under way: its deadline is
+   on the loop's clock, so the clock does not jump until it is done. */
+static int writing(simba_loop *loop) {
+    struct pollfd fds[16];
+    int i, n = simba_fds(loop, fds, 16);
+    for (i = 0; i < n && i < 16; i++)
+        if (fds[i].events & POLLOUT) return 1;
+    return 0;
+}
+
+/* Moves loop i's clock on by w ms, once what it is writing is written. */
+static void jump(side *s, int i, int64_t w) {
+    int k;
+    for (k = 0; k < 1000 && writing(s->loop[i]); k++) pump(s, 1);
+    if (w > 0) s->off[i] += w;
+}
+
 static simba_stats stats_of(simba_service *svc) {
     simba_stats st;
     memset(&st, 0, sizeof st);
@@ -198,7 +221,7 @@ static simba_stats stats_of(simba_service *svc) {
 /* Until contender i's requests are all answered (and, with after, one more was sent) and
    nothing is due on its loop within QUIET_MS: a batching hold, a retry at once or after
    the minimum interval (a refused value's or a yield's follow-up) is moved to at once. */
-#define QUIET_MS 5000
+#define QUIET_MS 1000
 static int settle_one(side *s, int i, uint64_t after) {
     int64_t end = wall() + WAIT_MS;
     int jumps = 0;
@@ -208,9 +231,11 @@ static int settle_one(side *s, int i, uint64_t after) {
         if (st.attempts > after && st.in_flight == 0) {
             if (w > QUIET_MS || jumps >= 20) return 0;
             jumps++;
-            s->off[i] += w;
+            jump(s, i, w);
+            pump(s, 1); /* what the jump sent is answered before the next look */
+            continue;
         } else if (st.in_flight && w > 0 && w <= SIMBA_HOLD_MS + 10) {
-            s->off[i] += w;
+            jump(s, i, w);
         }
         pump(s, st.in_flight ? 1 : 0);
     }
@@ -231,14 +256,35 @@ static int tick(side *s, int i) {
     if (settle_one(s, i, 0) < 0) return -1;
     before = stats_of(s->svc[i]).attempts;
     for (k = 0; k < 200 && stats_of(s->svc[i]).attempts == before; k++) {
-        int64_t w = simba_poll(s->loop[i]);
-        if (w > 0) s->off[i] += w;
+        jump(s, i, simba_poll(s->loop[i]));
         simba_poll(s->loop[i]);
     }
     return settle_one(s, i, before);
 }
 
 /* A yield's outcome: the ownership kept (simba_is_owner again) or passed (on_released). */
+static void on_news(simba_service *svc, const simba_state *st, void *user) {
+    (void)svc;
+    (void)st;
+    (*(int *)user)++;
+}
+static void on_news_event(simba_service *svc, const simba_service_event *ev, void *user) {
+    (void)svc;
+    (void)ev;
+    (*(int *)user)++;
+}
+
+/* A value change's outcome: on_owner (stored), on_released (refused) or on_event (failed). */
+static int value_outcome(side *s, int i, int news) {
+    int64_t end = wall() + WAIT_MS;
+    while (wall() < end) {
+        if (s->news[i] > news) return settle_one(s, i, 0);
+        pump(s, 1);
+    }
+    fprintf(stderr, "kit_diff: %s: c%d's value change got no outcome in %d ms\n", s->what, i, WAIT_MS);
+    return -1;
+}
+
 static int yield_outcome(side *s, int i) {
     uint64_t released = stats_of(s->svc[i]).releases;
     int64_t end = wall() + WAIT_MS;
@@ -271,13 +317,6 @@ static int settle_all(side *s) {
             if (simba_service_status(s->svc[i]) != SIMBA_RUNNING || simba_is_owner(s->svc[i])) continue;
             was = simba_is_owner(s->svc[i]);
             if (tick(s, i) < 0) return -1;
-            if (getenv("SIMBA_DIFF_DEBUG")) {
-                simba_stats st = stats_of(s->svc[i]);
-                simba_owner o;
-                simba_owner_get(s->svc[i], &o);
-                fprintf(stderr, "  %s settle round %d c%d: attempts %llu owner %d (sees '%s' fence %llu)\n", s->what, round, i,
-                        (unsigned long long)st.attempts, simba_is_owner(s->svc[i]), o.id, (unsigned long long)o.fence);
-            }
             if (simba_is_owner(s->svc[i]) != was) changed = 1;
         }
         if (!changed) break;
@@ -350,7 +389,7 @@ static int view_words(side *s, simba_backend *be, uint64_t *f, const int *run, i
     int k, n;
     simba_result rc = simba_inspect_wait(be, s->name, &v, WAIT_MS);
     if (rc != SIMBA_OK) {
-        snprintf(out, cap, "inspect failed: %s", simba_strerror(rc));
+        snprintf(out, cap, "inspect failed: %s (%s)", simba_strerror(rc), simba_loop_errmsg(simba_backend_loop(be)));
         return -1;
     }
     n = v.holders < SIMBA_PERMITS_MAX ? v.holders : SIMBA_PERMITS_MAX;
@@ -375,13 +414,28 @@ static int view_words(side *s, simba_backend *be, uint64_t *f, const int *run, i
     return 0;
 }
 
+/* The holder at place k in rank order (grants of one step by id): the same on both sides
+   whatever order the pushes gave them. */
+static uint64_t holder_at(side *s, const simba_view *v, int k) {
+    hword hw[SIMBA_PERMITS_MAX + 1];
+    int j, n = v->holders < SIMBA_PERMITS_MAX ? v->holders : SIMBA_PERMITS_MAX;
+    for (j = 0; j < n; j++) {
+        hw[j].rank = rank_of(s, v->holder[j].fence);
+        snprintf(hw[j].text, sizeof hw[j].text, "%s", v->holder[j].id);
+    }
+    qsort(hw, (size_t)n, sizeof hw[0], hword_cmp);
+    for (j = 0; j < n; j++)
+        if (!strcmp(v->holder[j].id, hw[k].text)) return v->holder[j].fence;
+    return 0;
+}
+
 /* Runs one step on a side and writes its outcome. */
 static int run_step(side *s, const step *p, char *out, size_t cap) {
     simba_result rc = SIMBA_OK;
     char words[2048];
     uint64_t f[64];
     int run[NC];
-    int i = p->who, failed = 0, frees = 0;
+    int i = p->who, failed = 0, frees = 0, news;
     simba_service *svc = s->svc[i];
     switch (p->op) {
     case OP_TICK: failed = tick(s, i); break;
@@ -392,8 +446,9 @@ static int run_step(side *s, const step *p, char *out, size_t cap) {
         frees = 1;
         break;
     case OP_SET_VALUE:
+        news = s->news[i];
         rc = simba_set_value(svc, p->value, strlen(p->value));
-        if (rc == SIMBA_OK) failed = settle_one(s, i, 0);
+        if (rc == SIMBA_OK) failed = value_outcome(s, i, news);
         frees = 1; /* a refused one ends a holding the store had ended already */
         break;
     case OP_FORCE: {
@@ -401,7 +456,7 @@ static int run_step(side *s, const step *p, char *out, size_t cap) {
         uint64_t fx = 0;
         simba_view v;
         if (p->pick > 0 && simba_inspect_wait(s->be[NC], s->name, &v, WAIT_MS) == SIMBA_OK && p->pick <= v.holders)
-            fx = v.holder[p->pick - 1].fence;
+            fx = holder_at(s, &v, p->pick - 1);
         else if (p->pick < 0 && s->nf)
             fx = s->fence[(-p->pick - 1) % s->nf];
         rc = fx ? simba_force_release_wait(s->be[NC], s->name, fx, WAIT_MS) : SIMBA_ESTATE;
@@ -449,6 +504,9 @@ static int block_begin(side *s, int b, const char *prefix) {
         d.transition_ms = TTL_MS;
         d.permits = kind == 1 ? 2 : kind == 2 ? 3 : 1;
         d.shared = kind == 3 && (i == 1 || i == 2 || i == 4); /* c0 and c3 write */
+        d.on_acquired = d.on_released = d.on_owner = on_news;
+        d.on_event = on_news_event;
+        d.user_data = &s->news[i];
         if (simba_contend(s->loop[i], s->be[i], &d, &s->svc[i]) != SIMBA_OK) {
             fprintf(stderr, "kit_diff: %s: contend: %s\n", s->what, simba_loop_errmsg(s->loop[i]));
             return -1;
