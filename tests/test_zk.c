@@ -1709,6 +1709,59 @@ static zhandle_t *raw_zk(void) {
     return zh;
 }
 
+/* The root's data names the layout ("simba schema <N>"): a new root is made with this one,
+   and a backend on a root of another refuses inspections and contenders in words that name
+   both versions; the root keeps its data and gains no node. */
+TEST(root_of_another_schema_version_refused) {
+    zhandle_t *zh = raw_zk();
+    simba_loop *loop = NULL;
+    simba_backend *be = NULL;
+    simba_service *svc = NULL;
+    simba_zk_desc zd;
+    simba_contend_desc cd;
+    simba_view v;
+    struct String_vector sv;
+    char root[64], data[64];
+    int len = sizeof data - 1, i;
+    simba_result rc = SIMBA_OK;
+    REQUIRE(zh != NULL);
+    /* the suite's own root, made by the backend: this layout's mark */
+    CHECK_RC(zoo_get(zh, "/simba-test", 0, data, &len, NULL), ZOK);
+    data[len > 0 ? len : 0] = 0;
+    CHECK_STR(data, "simba schema 1");
+    snprintf(root, sizeof root, "/simba-schema-%d", (int)getpid());
+    CHECK_RC(zoo_create(zh, root, "simba schema 2", 14, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK); /* its ERROR log is the point here */
+    memset(&zd, 0, sizeof zd);
+    zd.hosts = g_hosts;
+    zd.root = root;
+    REQUIRE(simba_zk_open(loop, &zd, &be) == SIMBA_OK);
+    for (i = 0; i < 100 && (rc = simba_inspect_wait(be, "sv", &v, 3000)) != SIMBA_EBACKEND; i++) simba_wait(loop, 50);
+    CHECK_RC(rc, SIMBA_EBACKEND);
+    fprintf(stderr, "  %s\n", simba_loop_errmsg(loop));
+    CHECK(strstr(simba_loop_errmsg(loop), "found simba schema version 2") != NULL);
+    CHECK(strstr(simba_loop_errmsg(loop), "this simba uses 1") != NULL);
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = "sv";
+    cd.contender_id = "A";
+    REQUIRE(simba_contend(loop, be, &cd, &svc) == SIMBA_OK);
+    CHECK_RC(simba_start(svc), SIMBA_OK);
+    for (i = 0; i < 20; i++) simba_wait(loop, 50);
+    CHECK(!simba_is_owner(svc));
+    CHECK(strstr(simba_backend_errmsg(be), "found simba schema version 2") != NULL);
+    len = sizeof data - 1;
+    CHECK_RC(zoo_get(zh, root, 0, data, &len, NULL), ZOK);
+    data[len > 0 ? len : 0] = 0;
+    CHECK_STR(data, "simba schema 2");
+    memset(&sv, 0, sizeof sv);
+    CHECK_RC(zoo_get_children(zh, root, 0, &sv), ZOK);
+    CHECK_EQ(sv.count, 0);
+    deallocate_String_vector(&sv);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+    CHECK_RC(zoo_delete(zh, root, -1), ZOK);
+    zookeeper_close(zh);
+}
+
 /* The n- children of mutex m, sorted by sequence (node names into names[i]); their count. */
 static int raw_nodes(zhandle_t *zh, const char *m, char names[][64], int cap) {
     char dir[160];
@@ -2191,6 +2244,7 @@ int main(int argc, char **argv) {
     RUN(readers_and_writer_nodes_and_fences);
     RUN(permits_mismatch_refused_in_words);
     RUN(yield_watches_the_new_owner);
+    RUN(root_of_another_schema_version_refused);
     RUN(server_restart); /* last: it bounces the server */
     if (g_twice) {
         fprintf(stderr, "a request was completed twice (%d)\n", g_twice);
