@@ -1675,6 +1675,8 @@ static int simba__redis_holders(simba__redis *r, simba_req *req, simba_view *v, 
     }
     v->holders = (int)n;
     v->holder = h;
+    /* the hash outlives its last holder by its lease (keep): nobody holds or waits now */
+    if (!n && !v->owner[0] && v->waiters == 0) v->permits = 0;
     simba_req_view(req, v);
     simba_free(r->loop, h);
     return 0;
