@@ -307,6 +307,20 @@ static int stop(side *s, int i) {
     return 0;
 }
 
+/* 1 when the store lists a running contender as a holder that has not heard of it yet (its
+   answer lost a race with a push's ask): one more round lets it hear. */
+static int granted_unheard(side *s) {
+    simba_view v;
+    int i, k;
+    if (simba_inspect_wait(s->be[NC], s->name, &v, WAIT_MS) != SIMBA_OK) return 0;
+    for (i = 0; i < ncont; i++)
+        for (k = 0; k < v.holders; k++)
+            if (simba_service_status(s->svc[i]) == SIMBA_RUNNING && !simba_is_owner(s->svc[i]) &&
+                !strcmp(v.holder[k].id, simba_service_contender_id(s->svc[i])))
+                return 1;
+    return 0;
+}
+
 /* After a step that may free a permit: every waiter asks until nobody more is granted. */
 static int settle_all(side *s) {
     int round, i;
@@ -319,7 +333,7 @@ static int settle_all(side *s) {
             if (tick(s, i) < 0) return -1;
             if (simba_is_owner(s->svc[i]) != was) changed = 1;
         }
-        if (!changed) break;
+        if (!changed && !granted_unheard(s)) break;
     }
     pump(s, 0);
     return 0;
