@@ -7,11 +7,13 @@
  * lock run step by step on both sides: the store under test (SQLite, Redis, ZooKeeper,
  * PostgreSQL; the memory store itself with --plant) and a memory store (simba_memory.h).
  * After every step each side's outcome is written as one line (the request's result, each
- * contender's "do I hold it" with its fence's rank, the store's holders in order with their
- * values and fence ranks, the wait queue, the permits) and the two lines must be equal.
- * Fences are compared by rank (the order in which each side handed them out), never by
- * number: every new fence must rank above all earlier ones. A divergence prints the seed,
- * the step and both lines; `--seed S --steps N` replays it.
+ * contender's "do I hold it" with its fence's rank, the store's holders in fence order with
+ * their values and ranks, the wait queue, the permits) and the two lines must be equal.
+ * Fences are compared by rank, never by number: the rank of the step that first showed
+ * them, and a fence first shown must lie above every earlier one. A divergence prints the
+ * seed, the step and both lines; `--seed S --steps N` replays it (SIMBA_DIFF_TRACE=1 prints
+ * every step's line). make test runs 2,000 steps per store (about 1 s on memory, 4 s on
+ * SQLite, 3 s on Redis, 10 s on PostgreSQL, 14 s on ZooKeeper); make diff-long 100,000.
  *
  * Why the public API and not the backend vtable: a reply reaches only the core
  * (simba_req_done), so only the core's services see grants, fences and values. The steps are
