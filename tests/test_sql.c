@@ -2376,7 +2376,8 @@ TEST(sql_batches_leave_room_for_their_commit) {
     for (k = 0; k < 3; k++) CHECK(slow_round(loop, &polls));
     /* another connection commits: the next batch is cold */
     REQUIRE(sqlite3_open_v2(path, &other, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, NULL) == SQLITE_OK);
-    REQUIRE(sqlite3_exec(other, "PRAGMA user_version = 7", NULL, NULL, NULL) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(other, "CREATE TABLE IF NOT EXISTS other_data (x); INSERT INTO other_data VALUES (1)", NULL, NULL,
+                         NULL) == SQLITE_OK);
     sqlite3_close(other);
     slow_watch = 1;
     slow_after_other = 0;
