@@ -1459,7 +1459,7 @@ static int simba__rfw_answer(const simba_req *req, const redisReply *x, simba_re
 /* The words for a marker of another layout ("schema=<N>" as found). */
 static void simba__redis_schema_words(const simba__redis *r, const char *found, char *out, size_t cap) {
     size_t n = strcspn(found, " \r\n");
-    const char *eq = memchr(found, '=', n);
+    const char *eq = (const char *)memchr(found, '=', n);
     if (eq) {
         n -= (size_t)(eq + 1 - found);
         found = eq + 1;
