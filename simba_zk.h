@@ -1606,7 +1606,7 @@ typedef struct simba__zk_data {
 /* "<tag> <timeout> <id> <keep> <value>"; len bytes (value may hold NUL). 0 when it is not
    one of ours. */
 static int simba__zk_parse(const char *data, int len, simba__zk_data *d) {
-    const char *end = data + (len > 0 ? len : 0), *a, *b, *p;
+    const char *end = data + (len > 0 ? len : 0), *a, *b, *p, *q;
     long long t = 0, k = 0;
     size_t idn;
     if (len < 0 || !(a = (const char *)memchr(data, ' ', (size_t)(end - data)))) return 0;
@@ -1627,17 +1627,14 @@ static int simba__zk_parse(const char *data, int len, simba__zk_data *d) {
     memcpy(d->id, b + 1, idn);
     d->id[idn] = 0;
     if (p >= end) return 0;
-    { /* " <keep> <value>" */
-        const char *q = p + 1;
-        for (; q < end && *q >= '0' && *q <= '9'; q++) {
-            if (k > ((long long)1 << 62) / 10) return 0; /* before it could overflow */
-            k = k * 10 + (*q - '0');
-        }
-        if (q == p + 1 || q >= end || *q != ' ' || (size_t)(end - q - 1) > SIMBA_VALUE_MAX) return 0;
-        d->keep = k;
-        d->value_len = (size_t)(end - q - 1);
-        d->value = d->value_len ? (const unsigned char *)q + 1 : NULL;
+    for (q = p + 1; q < end && *q >= '0' && *q <= '9'; q++) { /* " <keep> <value>" */
+        if (k > ((long long)1 << 62) / 10) return 0; /* before it could overflow */
+        k = k * 10 + (*q - '0');
     }
+    if (q == p + 1 || q >= end || *q != ' ' || (size_t)(end - q - 1) > SIMBA_VALUE_MAX) return 0;
+    d->keep = k;
+    d->value_len = (size_t)(end - q - 1);
+    d->value = d->value_len ? (const unsigned char *)q + 1 : NULL;
     return simba_id_check(d->id) == SIMBA_OK;
 }
 
