@@ -491,7 +491,7 @@ TEST(foreign_long_named_owner_is_waited_out) {
     (void)zoo_create(zh, "/simba-test", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
     CHECK_RC(zoo_create(zh, dir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
     snprintf(node, sizeof node, "%s/n-%s-", dir, tag);
-    len = snprintf(data, sizeof data, "%s %d foreign-owner", tag, SESSION_MS);
+    len = snprintf(data, sizeof data, "%s %d foreign-owner 0 ", tag, SESSION_MS); /* keep 0, no value */
     CHECK_RC(zoo_create(zh, node, data, len, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL | ZOO_SEQUENCE, made, sizeof made), ZOK);
     CHECK(strlen(strrchr(made, '/') + 1) >= SIMBA__ZK_KEEP_MAX); /* too long to keep */
     sb = contend(b, m, "waiter-B", &rb);
@@ -1872,45 +1872,6 @@ TEST(value_keeps_fence_and_is_pushed) {
     zookeeper_close(zh);
 }
 
-/* A node whose data has no value (made by a version without values: "<tag> <timeout> <id>")
-   reads as that owner with no value and its mzxid as the fence. */
-TEST(older_node_data_read_as_owner_without_value) {
-    proc *b = proc_open();
-    char m[64], dir[160], node[256], made[256];
-    const char data[] = "oldtag0123456789 2000 OLD-1";
-    rec rb;
-    simba_service *sb;
-    simba_view v;
-    struct Stat st;
-    zhandle_t *zh = raw_zk();
-    memset(&rb, 0, sizeof rb);
-    REQUIRE(b && zh);
-    mname(m, sizeof m, "oldnode");
-    snprintf(dir, sizeof dir, "/simba-test/%s", m);
-    (void)zoo_create(zh, "/simba-test", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-    CHECK_RC(zoo_create(zh, dir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
-    snprintf(node, sizeof node, "%s/n-oldtag0123456789-", dir);
-    CHECK_RC(zoo_create(zh, node, data, (int)sizeof data - 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL | ZOO_SEQUENCE, made,
-                        sizeof made), ZOK);
-    CHECK_RC(zoo_exists(zh, made, 0, &st), ZOK);
-    memset(&v, 0, sizeof v);
-    CHECK_RC(simba_inspect_wait(b->be, m, &v, 5000), SIMBA_OK);
-    CHECK_STR(v.owner, "OLD-1");
-    CHECK(v.fence == (uint64_t)st.mzxid);
-    CHECK(v.value == NULL && v.value_len == 0);
-    sb = contend(b, m, "B", &rb);
-    REQUIRE(sb);
-    WAIT_FOR(strcmp(rb.owner, "OLD-1") == 0, 5000);
-    CHECK_STR(rb.owner, "OLD-1");
-    CHECK(zk_owner_value_is(sb, "OLD-1", "", 0, (uint64_t)st.mzxid));
-    CHECK_EQ(rb.acquired, 0);
-    CHECK_RC(zoo_delete(zh, made, -1), ZOK);
-    WAIT_FOR(rb.acquired == 1, 5000);
-    CHECK(rb.acquired == 1 && rb.fence > (uint64_t)st.mzxid);
-    proc_close(b);
-    zookeeper_close(zh);
-}
-
 /* A yield that passes makes the yielder's node again behind the waiter's, in one
    transaction: its old node is gone, the new one is the last. */
 TEST(yield_requeues_node_behind_waiter) {
@@ -2237,7 +2198,6 @@ int main(int argc, char **argv) {
     RUN(foreign_server_silent);
     RUN(foreign_server_readonly);
     RUN(value_keeps_fence_and_is_pushed);
-    RUN(older_node_data_read_as_owner_without_value);
     RUN(yield_requeues_node_behind_waiter);
     RUN(yield_lists_again_when_the_waiter_left);
     RUN(semaphore_nodes_and_fences);
