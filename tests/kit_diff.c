@@ -55,6 +55,9 @@
 #define MAXG 4096   /* fences a side remembers per name */
 #define TTL_MS 600000
 #define WAIT_MS 15000 /* a request unanswered this long is a failure */
+/* a store's own timeouts (connect, statement, command): beyond any jump of the clocks, which
+   would otherwise reach one while a statement is under way (WAIT_MS bounds them in real time) */
+#define FAR_MS 1000000000
 
 typedef struct side {
     const char *what;
@@ -118,8 +121,7 @@ static simba_result open_store(side *s, simba_loop *loop, simba_backend **out) {
     snprintf(prefix, sizeof prefix, "diff.%s:", tag);
     d.prefix = prefix;
     d.max_lease_ms = 2 * TTL_MS;
-    d.connect_timeout_ms = 30000; /* deadlines the clock's jumps do not reach (QUIET_MS) */
-    d.command_timeout_ms = 30000;
+    d.connect_timeout_ms = d.command_timeout_ms = FAR_MS;
     (void)s;
     return simba_redis_open(loop, &d, out);
 #elif defined(DIFF_ZK)
@@ -146,7 +148,7 @@ static simba_result open_store(side *s, simba_loop *loop, simba_backend **out) {
     snprintf(table, sizeof table, "diff_%s", tag);
     d.table = table;
     d.max_lease_ms = 2 * TTL_MS;
-    d.connect_timeout_ms = d.statement_timeout_ms = 30000; /* beyond the clock's jumps */
+    d.connect_timeout_ms = d.statement_timeout_ms = d.stall_timeout_ms = FAR_MS;
     (void)s;
     return simba_pg_open(loop, &d, out);
 #else
