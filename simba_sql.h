@@ -807,27 +807,34 @@ static int simba__sql_check_table(simba__sql *s) {
     return rc;
 }
 
-/* The layout version (PRAGMA user_version): 0 on a database simba has not set up yet, which
-   gets this one; another is refused, and nothing in the file is touched. In one write
-   transaction, so that two processes setting up at once agree. */
-static int simba__sql_schema(simba__sql *s) {
+/* PRAGMA user_version into *out. */
+static int simba__sql_user_version(simba__sql *s, sqlite3_int64 *out) {
     sqlite3_stmt *st = NULL;
-    sqlite3_int64 have = -1;
-    int rc = s->read_only ? SQLITE_OK : sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-    if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
     if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        have = sqlite3_column_int64(st, 0);
+        *out = sqlite3_column_int64(st, 0);
         rc = SQLITE_OK;
     }
     sqlite3_finalize(st);
+    return rc;
+}
+
+/* The layout version (PRAGMA user_version): 0 on a database simba has not set up yet, which
+   gets this one (in a write transaction, so that two processes setting up at once agree);
+   another is refused, and nothing in the file is touched. */
+static int simba__sql_schema(simba__sql *s) {
+    sqlite3_int64 have = -1;
+    int rc = simba__sql_user_version(s, &have);
     if (rc == SQLITE_OK && have == 0 && !s->read_only) {
         char sql[48];
         snprintf(sql, sizeof sql, "PRAGMA user_version = %d", SIMBA__SQL_SCHEMA_VERSION);
-        rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+        rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        if (rc == SQLITE_OK) rc = simba__sql_user_version(s, &have);
+        if (rc == SQLITE_OK && have == 0) rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+        if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+        if (rc != SQLITE_OK && !sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     }
-    if (rc == SQLITE_OK && !s->read_only) rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
-        if (!sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "setup (schema version)", rc);
         return rc;
     }
