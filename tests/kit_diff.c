@@ -311,33 +311,41 @@ static int stop(side *s, int i) {
     return 0;
 }
 
-/* 1 when the store lists a running contender as a holder that has not heard of it yet (its
-   answer lost a race with a push's ask): one more round lets it hear. */
-static int granted_unheard(side *s) {
+/* Which running contenders' beliefs the store contradicts (bit i): a holder the store lists
+   that has not heard of it (its answer lost a race with a push's ask), or an owner the store
+   no longer lists (a forced release, which some stores push to it and others let it find at
+   its renewal). -1 when the store cannot be read. */
+static int unsettled(side *s) {
     simba_view v;
-    int i, k;
-    if (simba_inspect_wait(s->be[NC], s->name, &v, WAIT_MS) != SIMBA_OK) return 0;
-    for (i = 0; i < ncont; i++)
+    int i, k, out = 0;
+    if (simba_inspect_wait(s->be[NC], s->name, &v, WAIT_MS) != SIMBA_OK) return -1;
+    for (i = 0; i < ncont; i++) {
+        int listed = 0;
+        if (simba_service_status(s->svc[i]) != SIMBA_RUNNING) continue;
         for (k = 0; k < v.holders; k++)
-            if (simba_service_status(s->svc[i]) == SIMBA_RUNNING && !simba_is_owner(s->svc[i]) &&
-                !strcmp(v.holder[k].id, simba_service_contender_id(s->svc[i])))
-                return 1;
-    return 0;
+            if (!strcmp(v.holder[k].id, simba_service_contender_id(s->svc[i])) &&
+                (!simba_is_owner(s->svc[i]) || v.holder[k].fence == simba_fence(s->svc[i])))
+                listed = 1;
+        if (listed != simba_is_owner(s->svc[i])) out |= 1 << i;
+    }
+    return out;
 }
 
-/* After a step that may free a permit: every waiter asks until nobody more is granted. */
+/* After a step that may free a permit: every waiter asks, and every contender the store
+   contradicts, until nobody more is granted and every belief matches the store. */
 static int settle_all(side *s) {
-    int round, i;
-    for (round = 0; round < 4; round++) {
+    int round, i, odd = 0;
+    for (round = 0; round < 6; round++) {
         int changed = 0;
         for (i = 0; i < ncont; i++) {
             int was;
-            if (simba_service_status(s->svc[i]) != SIMBA_RUNNING || simba_is_owner(s->svc[i])) continue;
+            if (simba_service_status(s->svc[i]) != SIMBA_RUNNING || (simba_is_owner(s->svc[i]) && !(odd & 1 << i))) continue;
             was = simba_is_owner(s->svc[i]);
             if (tick(s, i) < 0) return -1;
             if (simba_is_owner(s->svc[i]) != was) changed = 1;
         }
-        if (!changed && !granted_unheard(s)) break;
+        if ((odd = unsettled(s)) < 0) return -1;
+        if (!changed && !odd) break;
     }
     pump(s, 0);
     return 0;
