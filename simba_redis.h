@@ -49,18 +49,17 @@
  *   <prefix>{<name>}:owner  string "v<fence> <acquired> <granted> <ttl> <lease> <idlen>
  *                           <id><value>" (server ms; ttl, lease = ttl+transition as
  *                           durations; the value's bytes as they are), expiring after the
- *                           lease. A record without the 'v' (written by a version without
- *                           values) reads as one with no value; such a version finds a 'v'
- *                           record unreadable and refuses to grant ("unreadable owner
- *                           record"), so two versions on one prefix never both grant
+ *                           lease
  *   <prefix>{<name>}:fence  never expires: fence = max(previous + 1, server time in us), so
  *                           fences keep increasing even after the server lost its data
  *                           (provided its clock does not step back)
  *   <prefix>{<name>}:queue  waiters by arrival (zset, score = arrival time in us)
  *   <prefix>{<name>}:qexp   per-waiter expiry (zset): a waiter that does not come back
  *                           within its req->live_ms (sent by the core) is considered gone
- *   <prefix>alive           the data-loss marker "<since ms> <run_id> <max_lease_ms>", never
- *                           expires
+ *   <prefix>alive           the data-loss marker "<since ms> <run_id> <max_lease_ms>
+ *                           schema=<N>", never expires; N is the layout of these keys
+ *                           (SIMBA__REDIS_SCHEMA): a process of another layout is refused
+ *                           at connect and at every grant ("found simba schema version")
  *   simba:fresh             optional: the run_id of a server declared empty (per db; see
  *                           simba_redis_declare_fresh, simba init)
  *   All times come from the server (TIME); replies carry remaining durations only.
@@ -88,8 +87,8 @@
  *   connection is down at that moment loses its place too: it asks again after the
  *   reconnect's SIMBA_EV_RESET and joins the back). A waiter told "nobody" asks again
  *   at the core's doubling interval; the head is told first_in_line and tries at lease end.
- *   Costs: an uncontended acquire looks at the empty queue once (one EXISTS, in place of the
- *   ZREM it needed before); only a contended free mutex pays for the head check.
+ *   Costs: an uncontended acquire looks at the empty queue once (one EXISTS); only a
+ *   contended free mutex pays for the head check.
  *
  * DATA LOSS (a restart without persistence, FLUSHALL/FLUSHDB, eviction, a promoted replica)
  *   The owner record can vanish while its owner still holds the lease. The acquire script
@@ -360,9 +359,7 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
  * length, so that id and value are any bytes) set with PX = the lease, so that a grant or a
  * renewal is one SET and a read one GET. It is built from strings only (TIME's digits, ARGV,
  * the record's own fields): in Redis' Lua a number-to-string conversion costs about as much
- * as a redis.call. A record without the leading 'v' is the layout before values
- * ("<fence> <acquired> <granted> <ttl> <lease> <id>"), read as one with an empty value; a
- * process that knows only that layout finds a 'v' record unreadable and grants nothing.
+ * as a redis.call.
  * The hot paths touch the queue only when it exists: queue and qexp always hold the same
  * members, so a ZREM that found nothing in one needs no ZREM in the other.
  * Each script is joined from the pieces below when it is loaded (simba__redis_lua_text):
@@ -375,10 +372,6 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "    local e = p + tonumber(n)\n"                                                       \
     "    id, val = string.sub(v, p, e - 1), string.sub(v, e)\n"                             \
     "    if #id + p ~= e then id = nil end\n"                                               \
-    "  else\n"                                                                              \
-    "    f, acq, at, ttl, lease, id = string.match(v, '^(%d+) (%d+) (%d+) (%d+) (%d+) (.+)$')\n" \
-    "    val = ''\n"                                                                        \
-    "    if id then n = tostring(#id) end\n"                                                \
     "  end\n"                                                                               \
     "  if not id or id == '' then return redis.error_reply('simba: unreadable owner record') end\n" \
     "  at = tonumber(at)\n"                                                                 \
@@ -422,21 +415,29 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "  return redis.call('ZRANGE', KEYS[3], 0, 0)[1] == c\n"                                \
     "end\n"
 
-/* The data-loss marker (KEYS[5], "<since ms> <run_id> <max_lease_ms>", never expires) is
+/* The layout of this header's keys and records, in the data-loss marker: another is refused. */
+#define SIMBA__REDIS_SCHEMA 1
+#define SIMBA__REDIS_SCHEMA_STR_(n) #n
+#define SIMBA__REDIS_SCHEMA_STR(n) SIMBA__REDIS_SCHEMA_STR_(n)
+#define SIMBA__REDIS_SCHEMA_FIELD "schema=" SIMBA__REDIS_SCHEMA_STR(SIMBA__REDIS_SCHEMA)
+
+/* The data-loss marker (KEYS[5], "<since ms> <run_id> <max_lease_ms> schema=<N>", never expires) is
    missing after a restart without persistence, FLUSHALL/FLUSHDB or eviction, and names
    another server process after a restart or failover. Then no lease granted before can be
    ruled out: no grant until the quarantine (ARGV[7]: desc.max_lease_ms, the longest lease
    any contender may hold) has passed since the marker was (re)installed. Written back only
    when it changes. KEYS[6] holds the run_id of a server declared empty at its start: nothing
    it could have granted is live. Returns the ms of quarantine left (<= 0: none), or 0 and
-   the marker's bound when it differs from ARGV[7]. */
+   "bound <the marker's>" when it differs from ARGV[7], or "schema <the marker's>" when the
+   marker names another layout (nothing is written then). */
 #define SIMBA__REDIS_LUA_QUARANTINE                                                         \
     "local function quarantine(now, ms)\n"                                                  \
     "  local m = redis.call('GET', KEYS[5])\n"                                              \
-    "  local at, rid, b\n"                                                                  \
-    "  if m then at, rid, b = string.match(m, '^(%d+) ?(%S*) ?(%d*)$') end\n"              \
+    "  local at, rid, b, sv\n"                                                              \
+    "  if m then at, rid, b, sv = string.match(m, '^(%d+) ?(%S*) ?(%d*) ?(%S*)$') end\n"   \
+    "  if sv and sv ~= '' and sv ~= '" SIMBA__REDIS_SCHEMA_FIELD "' then return 0, 'schema ' .. sv end\n" \
     /* Every process on a prefix uses one lease bound: the quarantine must outlast them all. */ \
-    "  if b and b ~= '' and b ~= ARGV[7] then return 0, b end\n"                          \
+    "  if b and b ~= '' and b ~= ARGV[7] then return 0, 'bound ' .. b end\n"              \
     "  local keep = at ~= nil\n"                                                            \
     "  if keep and rid ~= ARGV[8] and rid ~= '' and ARGV[8] ~= '' and ARGV[9] ~= '1' then\n" \
     "    keep = false\n"                                                                    \
@@ -446,7 +447,9 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "  if not keep then\n"                                                                  \
     "    if ARGV[8] ~= '' and redis.call('GET', KEYS[6]) == ARGV[8] then at = '0' else at = ms end\n" \
     "  end\n"                                                                               \
-    "  if not keep or rid ~= sid or b ~= ARGV[7] then redis.call('SET', KEYS[5], at..' '..sid..' '..ARGV[7]) end\n" \
+    "  if not keep or rid ~= sid or b ~= ARGV[7] or sv ~= '" SIMBA__REDIS_SCHEMA_FIELD "' then\n" \
+    "    redis.call('SET', KEYS[5], at..' '..sid..' '..ARGV[7]..' " SIMBA__REDIS_SCHEMA_FIELD "')\n" \
+    "  end\n"                                                                               \
     "  return tonumber(at) + tonumber(ARGV[7]) - now\n"                                     \
     "end\n"
 
@@ -540,7 +543,7 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "    local q, other = quarantine(now, ms)\n"                                            \
     "    if other or q > 0 then\n"                                                          \
     "      if ARGV[6] == '1' then return {'', 0, 0, -1, '0', 0, '', 0, nh} end\n"           \
-    "      if other then return redis.error_reply('simba: bound ' .. other) end\n"          \
+    "      if other then return redis.error_reply('simba: ' .. other) end\n"                \
     "      return redis.error_reply('simba: quarantine ' .. q)\n"                           \
     "    end\n"                                                                             \
     "    local f = us\n"                                                                    \
@@ -647,7 +650,7 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "  if other or q > 0 then\n"                                                            \
     /* The owner whose record is gone learns it at once and steps down. */                  \
     "    if ARGV[6] == '1' then return {'', 0, 0, -1, '0', 0, ''} end\n"                    \
-    "    if other then return redis.error_reply('simba: bound ' .. other) end\n"            \
+    "    if other then return redis.error_reply('simba: ' .. other) end\n"                  \
     /* Refused for the quarantine, it keeps its place in line until it ends: arrival order. */ \
     "    enqueue(c, now, ms, us, q + tonumber(ARGV[5]))\n"                                   \
     "    return redis.error_reply('simba: quarantine ' .. q)\n"                             \
@@ -1041,7 +1044,7 @@ typedef struct simba__rop {
 enum { SIMBA__RC_DOWN, SIMBA__RC_CONNECTING, SIMBA__RC_READY };
 /* Handshake steps that are not scripts. The probes (INFO, CONFIG GET) may be refused by a
    server that renamed them or an ACL: that is noted, never a reason to drop the connection. */
-enum { SIMBA__RHS_PLAIN = -1, SIMBA__RHS_INFO = -2, SIMBA__RHS_FSYNC = -3, SIMBA__RHS_ROLE = -4 };
+enum { SIMBA__RHS_PLAIN = -1, SIMBA__RHS_INFO = -2, SIMBA__RHS_FSYNC = -3, SIMBA__RHS_ROLE = -4, SIMBA__RHS_MARKER = -5 };
 #define SIMBA__REDIS_SENTINELS_MAX 8
 
 struct simba__rconn;
@@ -1064,7 +1067,7 @@ typedef struct simba__rconn {
     int64_t deadline; /* CONNECTING: connect deadline; DOWN: next attempt */
     int64_t backoff;
     uint64_t writes; /* times buffered commands were written (tests: batching is one write) */
-    struct simba__rhs hs[SIMBA__RS_N + 5]; /* AUTH, SELECT, scripts, INFO, CONFIG GET, ROLE */
+    struct simba__rhs hs[SIMBA__RS_N + 6]; /* AUTH, SELECT, scripts, INFO, CONFIG GET, ROLE, GET alive */
 } simba__rconn;
 
 struct simba__rcluster;
@@ -1456,6 +1459,19 @@ static int simba__redis_inspection(simba_op op) {
 }
 static int simba__rfw_answer(const simba_req *req, const redisReply *x, simba_reply *rep, char *words, size_t cap);
 
+/* The words for a marker of another layout ("schema=<N>" as found). */
+static void simba__redis_schema_words(const simba__redis *r, const char *found, char *out, size_t cap) {
+    size_t n = strcspn(found, " \r\n");
+    const char *eq = (const char *)memchr(found, '=', n);
+    if (eq) {
+        n -= (size_t)(eq + 1 - found);
+        found = eq + 1;
+    }
+    snprintf(out, cap, "redis: found simba schema version %.*s (the marker %salive), this simba uses %d: run one simba "
+             "version on a prefix, or give this one a prefix of its own", (int)(n < 20 ? n : 20), found, r->prefix,
+             SIMBA__REDIS_SCHEMA);
+}
+
 /* A script's reply (not a redirection) into the request's answer. 1 when the request is
    not answered yet: a listing's next page went out. An error in words goes to words. */
 static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply *x, simba_reply *rep, char *words,
@@ -1479,11 +1495,14 @@ static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply
     }
     if (x->type == REDIS_REPLY_ERROR) {
         static const char qs[] = "simba: quarantine ", ms[] = "simba: bound ", hs[] = "simba: not held ",
-                          ps[] = "simba: permits ";
+                          ps[] = "simba: permits ", ss[] = "simba: schema ";
         const char *q = strstr(x->str, qs), *m = strstr(x->str, ms), *h = strstr(x->str, hs), *pm = strstr(x->str, ps);
         rep->rc = SIMBA_EBACKEND;
         rep->errmsg = x->str;
-        if (pm) { /* another permits than the name's while anyone holds or waits */
+        if (strstr(x->str, ss)) {
+            simba__redis_schema_words(r, strstr(x->str, ss) + sizeof ss - 1, words, cap);
+            rep->errmsg = words;
+        } else if (pm) { /* another permits than the name's while anyone holds or waits */
             long asked = 0, has = 0;
             rep->rc = SIMBA_EINVAL;
             if (sscanf(pm + sizeof ps - 1, "%ld %ld", &asked, &has) == 2)
@@ -1659,6 +1678,8 @@ static int simba__redis_holders(simba__redis *r, simba_req *req, simba_view *v, 
     }
     v->holders = (int)n;
     v->holder = h;
+    /* the hash outlives its last holder by its lease (keep): nobody holds or waits now */
+    if (!n && !v->owner[0] && v->waiters == 0) v->permits = 0;
     simba_req_view(req, v);
     simba_free(r->loop, h);
     return 0;
@@ -2195,6 +2216,20 @@ static void simba__redis_probe_refused(simba__redis *r, int bit, const char *wha
     simba__copy(r->be->errmsg, sizeof(r->be->errmsg), r->err);
 }
 
+/* GET <prefix>alive at connect: 1 (r->err says) when the marker names another layout. */
+static int simba__redis_marker_schema(simba__redis *r, const redisReply *x) {
+    const char *sv;
+    char words[300];
+    if (x->type != REDIS_REPLY_STRING || !(sv = strstr(x->str, " schema=")) ||
+        strncmp(sv + 1, SIMBA__REDIS_SCHEMA_FIELD, sizeof SIMBA__REDIS_SCHEMA_FIELD - 1) == 0)
+        return 0;
+    if (sv[sizeof SIMBA__REDIS_SCHEMA_FIELD] == 0) return 0;
+    simba__redis_schema_words(r, sv + 1, words, sizeof words);
+    simba__copy(r->err, sizeof r->err, words);
+    simba_log(r->loop, SIMBA_LOG_ERROR, "%s", words);
+    return 1;
+}
+
 /* INFO and CONFIG GET appendfsync answers: what the data-loss and eviction checks need. */
 static void simba__redis_on_probe(simba__redis *r, int kind, const redisReply *x) {
     char v[48];
@@ -2234,6 +2269,8 @@ static void simba__redis_on_hs(redisAsyncContext *ac, void *reply, void *priv) {
             c->r->addr_ok = 0;
             if (c->r->sen.ac) simba__rconn_drop(&c->r->sen, simba_now(c->r->loop));
         }
+    } else if (h->script == SIMBA__RHS_MARKER) {
+        if (!c->hs_failed && simba__redis_marker_schema(c->r, x)) c->hs_failed = 1;
     } else if (h->script <= SIMBA__RHS_INFO) {
         if (!c->hs_failed) simba__redis_on_probe(c->r, h->script, x);
     } else if (c->hs_failed) {
@@ -2385,6 +2422,12 @@ static void simba__rconn_start(simba__rconn *c, int64_t now) {
         c->hs[4 + SIMBA__RS_N].c = c;
         c->hs[4 + SIMBA__RS_N].script = SIMBA__RHS_ROLE;
         if (r->nsen && redisAsyncCommand(ac, simba__redis_on_hs, &c->hs[4 + SIMBA__RS_N], "ROLE") == REDIS_OK)
+            c->hs_left++;
+        /* The layout the prefix's keys are in, at first contact (a Cluster's markers are per
+           slot: there the grants find it). */
+        c->hs[5 + SIMBA__RS_N].c = c;
+        c->hs[5 + SIMBA__RS_N].script = SIMBA__RHS_MARKER;
+        if (!r->cluster && redisAsyncCommand(ac, simba__redis_on_hs, &c->hs[5 + SIMBA__RS_N], "GET %salive", r->prefix) == REDIS_OK)
             c->hs_left++;
     }
 }

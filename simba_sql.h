@@ -45,10 +45,8 @@
  *   line, the row is cleared as a release clears it, the owner joins the back of the line and
  *   the head gets the release's datagram after the commit; with nobody live in line nothing
  *   changes. On a file observers are not pushed a new value: they read it at their next
- *   refresh, as they learn a new owner (OBSERVERS). A table of an earlier version gets its
- *   value column at open (ALTER TABLE, empty for the lease it holds); a read_only backend
- *   reads such a table as is, with no values. A value longer than SIMBA_VALUE_MAX (not
- *   written by simba) is an error, never cut.
+ *   refresh, as they learn a new owner (OBSERVERS). A value longer than SIMBA_VALUE_MAX
+ *   (not written by simba) is an error, never cut.
  *
  * SEMAPHORES AND READ-WRITE LOCKS (same file, table "<table>_hold")
  *   The row above is the exclusive holder (a mutex's owner, a read-write lock's writer).
@@ -63,8 +61,7 @@
  *   reads, column shared). A release of a holding pushes to every waiter the rule would grant
  *   then. A holding's YIELD is one such transaction: when its permit, once free, goes to a
  *   waiter the rule does not grant now, the holding goes, the holder joins the back of the
- *   line and those it frees are pushed; else nothing changes (kept). A table or queue of an
- *   earlier version gets the columns at open (ALTER TABLE).
+ *   line and those it frees are pushed; else nothing changes (kept).
  *
  * FAIRNESS: THE WAIT QUEUE (same file, table "<table>_wait")
  *   mutex, contender, seq (arrival order), expires_at (liveness), wake (datagram address)
@@ -91,9 +88,7 @@
  *   dropped when met and never stand in line, let alone own. A releaser that asks again at
  *   once finds the row free but another at the head, and joins the back. A head that does
  *   not come (SIGSTOPped, hung) keeps the mutex reserved until its liveness passes; others
- *   then retry every min_retry_ms and the oldest live one wins. Processes of a version
- *   without the queue ignore it (nor do they write values): run one version per file. A
- *   table made before the queue gets its waiters column at open (ALTER TABLE).
+ *   then retry every min_retry_ms and the oldest live one wins.
  *
  * WAKE-UPS (host-local push)
  *   Every process on a SQLite file shares a host, so each backend binds a datagram socket of
@@ -536,12 +531,10 @@ typedef struct simba__sql_text {
 
 /* Inspection (simba_inspect, simba_list, simba_force_release): ?1 mutex, ?2 fence, ?6 now.
    A listing reads no queue. A forced release clears the owner only while it still holds
-   the fence and its lease lives, as one statement; the waiters column says whom to wake.
-   A table of an earlier version that a read_only backend may not upgrade has no value
-   column: its views are read with an empty one (VALUE x''). */
-#define SIMBA__SQL_VIEW_COLS(VALUE) "mutex, owner_id, fence, acquired_at, ?6 - acquired_at, ttl_at - ?6, transition_at - ?6, " VALUE
-#define SIMBA__SQL_INSPECT_TEXT(VALUE) "SELECT " SIMBA__SQL_VIEW_COLS(VALUE) " FROM {T} WHERE mutex = ?1"
-#define SIMBA__SQL_LIST_TEXT(VALUE) "SELECT " SIMBA__SQL_VIEW_COLS(VALUE) " FROM {T}"
+   the fence and its lease lives, as one statement; the waiters column says whom to wake. */
+#define SIMBA__SQL_VIEW_COLS "mutex, owner_id, fence, acquired_at, ?6 - acquired_at, ttl_at - ?6, transition_at - ?6, value"
+#define SIMBA__SQL_INSPECT_TEXT "SELECT " SIMBA__SQL_VIEW_COLS " FROM {T} WHERE mutex = ?1"
+#define SIMBA__SQL_LIST_TEXT "SELECT " SIMBA__SQL_VIEW_COLS " FROM {T}"
 #define SIMBA__SQL_WAITERS_TEXT "SELECT contender FROM {Q} WHERE mutex = ?1 AND " SIMBA__SQL_Q_WELL_FORMED("?6") " ORDER BY seq"
 #define SIMBA__SQL_FORCE_TEXT                                                                      \
     "UPDATE {T} SET owner_id = '', acquired_at = 0, ttl_at = 0, transition_at = 0, value = x'',"      \
@@ -591,7 +584,9 @@ enum { SIMBA__SQL_CREATE_ROW, SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_GRANT_ST, SIMBA_
 /* ":memory:" names this database: SQLite's memdb VFS shares a name that starts with "/"
    between the connections of one process, without shared-cache mode. */
 #define SIMBA__SQL_MEMORY_URI "file:/simba-memory?vfs=memdb"
-/* PRAGMA user_version of an in-memory database: which clock its rows are written in. */
+/* PRAGMA user_version: the layout of simba's tables in this database (SCHEMA VERSION). */
+#define SIMBA__SQL_SCHEMA_VERSION 1
+/* PRAGMA application_id of an in-memory database: which clock its rows are written in. */
 enum { SIMBA__SQL_CLOCK_WALL = 0x53570001, SIMBA__SQL_CLOCK_LOOP = 0x53570002 };
 
 #define SIMBA__SQL_MAGIC 0x53514c31u /* "SQL1": simba_sql_read() checks it */
@@ -811,28 +806,42 @@ static int simba__sql_check_table(simba__sql *s) {
     return rc;
 }
 
-/* A table made by an earlier version gets the columns it lacks: waiters (0: nobody
-   queued) and value (empty: a lease granted before it carries none). Two processes may both
-   try: the loser's "duplicate column" is checked away. */
-static int simba__sql_add_column(simba__sql *s, const char *tbl, const char *name, const char *decl) {
-    char sql[256], text[160];
+/* PRAGMA user_version into *out. */
+static int simba__sql_user_version(simba__sql *s, sqlite3_int64 *out) {
     sqlite3_stmt *st = NULL;
-    int rc, tries;
-    for (tries = 0; tries < 2; tries++) {
-        snprintf(text, sizeof text, "SELECT %s FROM %s LIMIT 0", name, tbl);
-        if (!simba__sql_expand(s, text, sql, sizeof sql)) return SQLITE_ERROR;
-        rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-        sqlite3_finalize(st);
-        st = NULL;
-        if (rc == SQLITE_OK) return SQLITE_OK;
-        if (simba__sql_is_busy(rc)) return rc;
-        snprintf(text, sizeof text, "ALTER TABLE %s ADD COLUMN %s %s", tbl, name, decl);
-        if (!simba__sql_expand(s, text, sql, sizeof sql)) return SQLITE_ERROR;
-        rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-        if (simba__sql_is_busy(rc)) return rc;
+    int rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        *out = sqlite3_column_int64(st, 0);
+        rc = SQLITE_OK;
     }
-    simba__sql_seterr(s, "setup (adding a column to a table of an earlier version)", rc);
-    return rc == SQLITE_OK ? SQLITE_ERROR : rc;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The layout version (PRAGMA user_version): 0 on a database simba has not set up yet, which
+   gets this one (in a write transaction, so that two processes setting up at once agree);
+   another is refused, and nothing in the file is touched. */
+static int simba__sql_schema(simba__sql *s) {
+    sqlite3_int64 have = -1;
+    int rc = simba__sql_user_version(s, &have);
+    if (rc == SQLITE_OK && have == 0 && !s->read_only) {
+        char sql[48];
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", SIMBA__SQL_SCHEMA_VERSION);
+        rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        if (rc == SQLITE_OK) rc = simba__sql_user_version(s, &have);
+        if (rc == SQLITE_OK && have == 0) rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+        if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+        if (rc != SQLITE_OK && !sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    if (rc != SQLITE_OK) {
+        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "setup (schema version)", rc);
+        return rc;
+    }
+    if (have == 0 || have == SIMBA__SQL_SCHEMA_VERSION) return SQLITE_OK;
+    snprintf(s->err, sizeof s->err, "sqlite setup: found simba schema version %lld (PRAGMA user_version), this simba "
+             "uses %d: run one simba version on a database, or give this one a database of its own (another program's "
+             "user_version there means the file is not simba's alone)", (long long)have, SIMBA__SQL_SCHEMA_VERSION);
+    return SQLITE_MISMATCH;
 }
 
 /* Setup statements and prepared statements; once per connection. Returns SQLITE_OK,
@@ -842,6 +851,7 @@ static int simba__sql_setup(simba__sql *s) {
     int i, rc;
     const char *src[SIMBA__SQL_NSTMT];
     if (s->ready) return SQLITE_OK;
+    if ((rc = simba__sql_schema(s)) != SQLITE_OK) return rc;
     for (i = 0; i < 8 && s->text->setup[i]; i++) {
         if (!simba__sql_expand(s, s->text->setup[i], sql, sizeof sql)) {
             snprintf(s->err, sizeof s->err, "sqlite setup: statement too long");
@@ -860,11 +870,6 @@ static int simba__sql_setup(simba__sql *s) {
         return SQLITE_READONLY;
     }
     if ((rc = simba__sql_check_table(s)) != SQLITE_OK) return rc;
-    if ((rc = simba__sql_add_column(s, "{T}", "waiters", "INTEGER NOT NULL DEFAULT 0")) != SQLITE_OK) return rc;
-    if ((rc = simba__sql_add_column(s, "{T}", "value", "BLOB NOT NULL DEFAULT x''")) != SQLITE_OK) return rc;
-    if ((rc = simba__sql_add_column(s, "{T}", "holders", "INTEGER NOT NULL DEFAULT 0")) != SQLITE_OK) return rc;
-    if ((rc = simba__sql_add_column(s, "{T}", "permits", "INTEGER NOT NULL DEFAULT 0")) != SQLITE_OK) return rc;
-    if ((rc = simba__sql_add_column(s, "{Q}", "shared", "INTEGER NOT NULL DEFAULT 0")) != SQLITE_OK) return rc;
     src[SIMBA__SQL_CREATE_ROW] = s->text->create_row;
     src[SIMBA__SQL_ACQUIRE_ST] = s->text->acquire;
     src[SIMBA__SQL_GRANT_ST] = s->text->grant;
@@ -2316,8 +2321,7 @@ static int simba__sql_waiters(simba__sql *s, const char *mutex, int64_t now, sim
 
 /* The holders of a view's name into v (the owner row's first, then the set's, oldest grant
    first); *buf and *arr, allocated here, keep them and their values until the caller frees
-   them (simba__sql_view_holders_free). A
-   table of an earlier version without the set has no holders there. */
+   them (simba__sql_view_holders_free). */
 typedef struct simba__sql_vh {
     simba_view_holder h;
     unsigned char value[SIMBA_VALUE_MAX];
@@ -2503,11 +2507,7 @@ static int simba__sql_inspect_one(simba__sql *s, simba_req *r, simba_reply *rep)
     if (r->op == SIMBA_OP_FORCE_RELEASE) {
         rc = simba__sql_force(s, r, now, rep);
     } else {
-        rc = simba__sql_prepare_view(s, r->op == SIMBA_OP_LIST ? SIMBA__SQL_LIST_TEXT("value") : SIMBA__SQL_INSPECT_TEXT("value"),
-                                     &st, &absent);
-        if (rc == SQLITE_ERROR && strncmp(sqlite3_errmsg(s->db), "no such column: value", 21) == 0)
-            rc = simba__sql_prepare_view(s, r->op == SIMBA_OP_LIST ? SIMBA__SQL_LIST_TEXT("x''") : SIMBA__SQL_INSPECT_TEXT("x''"),
-                                         &st, &absent);
+        rc = simba__sql_prepare_view(s, r->op == SIMBA_OP_LIST ? SIMBA__SQL_LIST_TEXT : SIMBA__SQL_INSPECT_TEXT, &st, &absent);
         if (rc == SQLITE_OK && !absent) {
             simba_view v;
             if (r->op == SIMBA_OP_INSPECT) sqlite3_bind_text(st, 1, r->mutex, -1, SQLITE_STATIC);
@@ -2889,7 +2889,7 @@ static int simba__sql_clock_mark(simba__sql *s, int *clash) {
     /* One write transaction: two backends opening at once on two threads cannot both find
        no mark and each write their own. */
     rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-    if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(s->db, "PRAGMA application_id", -1, &st, NULL);
     if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         have = sqlite3_column_int64(st, 0);
         rc = SQLITE_OK;
@@ -2898,7 +2898,7 @@ static int simba__sql_clock_mark(simba__sql *s, int *clash) {
     if (rc == SQLITE_OK && have != want && have != 0) *clash = 1;
     if (rc == SQLITE_OK && have == 0) {
         char sql[64];
-        snprintf(sql, sizeof sql, "PRAGMA user_version = %lld", (long long)want);
+        snprintf(sql, sizeof sql, "PRAGMA application_id = %lld", (long long)want);
         rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
     }
     if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
@@ -3079,7 +3079,9 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
     }
     if (rc == SQLITE_OK && !s->read_only) {
         rc = simba__sql_setup_at_open(s, &clash);
-    } else if (rc != SQLITE_OK) {
+    } else if (rc == SQLITE_OK) {
+        rc = simba__sql_schema(s); /* a reader of another layout would misread it */
+    } else {
         simba__sql_seterr(s, "open", rc);
     }
     if (rc == SQLITE_OK && clash) {
@@ -3262,7 +3264,7 @@ static simba_result simba__sql_check_fence(sqlite3 *db, const char *table, const
     if (!found)
         return simba__refuse(err, cap, SIMBA_EINVAL,
                              "%s: no table \"%s\" in this database: give the table simba_sql_open uses here", fn, table);
-    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+    if (sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
         sqlite3_column_int64(st, 0) == SIMBA__SQL_CLOCK_LOOP) {
         sqlite3_finalize(st);
         return simba__refuse(err, cap, SIMBA_ESTATE,

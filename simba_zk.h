@@ -21,6 +21,9 @@
  *
  * RECIPE
  *   Mutex M lives at <root>/M (persistent, created on demand; root defaults to "/simba").
+ *   The root's data names the layout below, "simba schema <N>" (SIMBA__ZK_SCHEMA): a backend
+ *   whose first look at it (each session's first call) finds another refuses every request
+ *   in words that name both; an empty root gets this one, a missing root is made with it.
  *   A contender C that acquires creates one EPHEMERAL|SEQUENTIAL child
  *       <root>/M/n-<tag>-<10-digit sequence>
  *   whose data is "<tag> <session timeout ms> <C> <keep> <value>" (see VALUE). The tag is
@@ -438,7 +441,10 @@ typedef char simba__zk_keep_fits[6 + SIMBA__ZK_TAG_LEN + 1 + 11 < SIMBA__ZK_KEEP
 
 enum { SIMBA__ZK_CREATE, SIMBA__ZK_LIST, SIMBA__ZK_GET, SIMBA__ZK_EXISTS, SIMBA__ZK_DELETE,
        SIMBA__ZK_MKDIR, SIMBA__ZK_AUTH, SIMBA__ZK_PARENT, SIMBA__ZK_SET, SIMBA__ZK_REWATCH,
-       SIMBA__ZK_SELF, SIMBA__ZK_PING, SIMBA__ZK_SYNC, SIMBA__ZK_VALUE, SIMBA__ZK_MULTI };
+       SIMBA__ZK_SELF, SIMBA__ZK_PING, SIMBA__ZK_SYNC, SIMBA__ZK_VALUE, SIMBA__ZK_MULTI, SIMBA__ZK_SCHEMA };
+/* The layout of the nodes (RECIPE, VALUE), as the root's data says it. */
+#define SIMBA__ZK_SCHEMA 1
+#define SIMBA__ZK_SCHEMA_WORD "simba schema "
 /* job kinds beyond simba_op */
 enum { SIMBA__ZK_J_REFRESH = 100 };
 /* job steps (see JOBS): each is one ZooKeeper call */
@@ -650,6 +656,8 @@ struct simba__zk {
     simba__zk_job *park_head[2], *park_tail[2]; /* [0]: started jobs and renewals, [1]: new */
     int nfly;                        /* job calls in flight on the current session */
     int root_made;                   /* the root's parents were asked for in this session */
+    int schema_bad;                  /* the root names another layout: every request refused */
+    char schema_err[512];            /* ... in these words */
     int64_t ping_at;                 /* the next check no sooner than this */
     int64_t sent_at;                 /* the last call issued on the current session */
     int64_t idle_at;                 /* released contenders' refused clean-up: tried again then */
@@ -1575,8 +1583,10 @@ static void simba__zk_mkdirs(simba__zk *zk, const char *mutex) {
             simba__zk_op *op = simba__zk_op_new(zk, NULL, SIMBA__ZK_MKDIR);
             char save = path[i];
             if (!op) return;
+            char mark[32];
+            int ml = i == strlen(zk->root) ? snprintf(mark, sizeof mark, SIMBA__ZK_SCHEMA_WORD "%d", SIMBA__ZK_SCHEMA) : 0;
             path[i] = 0;
-            simba__zk_op_issued(zk, op, zoo_acreate(zk->sess->zh, path, "", 0, acl, ZOO_PERSISTENT,
+            simba__zk_op_issued(zk, op, zoo_acreate(zk->sess->zh, path, ml ? mark : "", ml, acl, ZOO_PERSISTENT,
                                                     simba__zk_cb_string, op));
             path[i] = save;
         }
@@ -1593,10 +1603,10 @@ typedef struct simba__zk_data {
     size_t value_len;
 } simba__zk_data;
 
-/* "<tag> <timeout> <id> <keep> <value>", or "<tag> <timeout> <id>" (a node made before values:
-   no value, keep 0); len bytes (value may hold NUL). 0 when it is not one of ours. */
+/* "<tag> <timeout> <id> <keep> <value>"; len bytes (value may hold NUL). 0 when it is not
+   one of ours. */
 static int simba__zk_parse(const char *data, int len, simba__zk_data *d) {
-    const char *end = data + (len > 0 ? len : 0), *a, *b, *p;
+    const char *end = data + (len > 0 ? len : 0), *a, *b, *p, *q;
     long long t = 0, k = 0;
     size_t idn;
     if (len < 0 || !(a = (const char *)memchr(data, ' ', (size_t)(end - data)))) return 0;
@@ -1616,17 +1626,15 @@ static int simba__zk_parse(const char *data, int len, simba__zk_data *d) {
     if (!idn || idn > SIMBA_ID_MAX) return 0;
     memcpy(d->id, b + 1, idn);
     d->id[idn] = 0;
-    if (p < end) { /* " <keep> <value>" */
-        const char *q = p + 1;
-        for (; q < end && *q >= '0' && *q <= '9'; q++) {
-            if (k > ((long long)1 << 62) / 10) return 0; /* before it could overflow */
-            k = k * 10 + (*q - '0');
-        }
-        if (q == p + 1 || q >= end || *q != ' ' || (size_t)(end - q - 1) > SIMBA_VALUE_MAX) return 0;
-        d->keep = k;
-        d->value_len = (size_t)(end - q - 1);
-        d->value = d->value_len ? (const unsigned char *)q + 1 : NULL;
+    if (p >= end) return 0;
+    for (q = p + 1; q < end && *q >= '0' && *q <= '9'; q++) { /* " <keep> <value>" */
+        if (k > ((long long)1 << 62) / 10) return 0; /* before it could overflow */
+        k = k * 10 + (*q - '0');
     }
+    if (q == p + 1 || q >= end || *q != ' ' || (size_t)(end - q - 1) > SIMBA_VALUE_MAX) return 0;
+    d->keep = k;
+    d->value_len = (size_t)(end - q - 1);
+    d->value = d->value_len ? (const unsigned char *)q + 1 : NULL;
     return simba_id_check(d->id) == SIMBA_OK;
 }
 
@@ -2059,6 +2067,26 @@ static void simba__zk_op_effects(simba__zk *zk, simba__zk_op *op, simba__zk_cont
 
 /* The answer of a call no job waits for: a parent that appeared, a session check, an
    owner's watch on its own node, a waiter's watch set again. */
+/* The root's data, read at each session's start: empty gets this layout's mark (only while
+   nobody has written it: version 0), another layout's refuses the backend. */
+static void simba__zk_schema_seen(simba__zk *zk, const simba__zk_op *op) {
+    char mark[32];
+    int ml = snprintf(mark, sizeof mark, SIMBA__ZK_SCHEMA_WORD "%d", SIMBA__ZK_SCHEMA);
+    if (op->datalen == 0 && op->version == 0) {
+        simba__zk_op *set = simba__zk_op_new(zk, NULL, SIMBA__ZK_SET);
+        if (set) simba__zk_op_issued(zk, set, zoo_aset(zk->sess->zh, zk->root, mark, ml, 0, simba__zk_cb_stat, set));
+        return;
+    }
+    if (op->datalen == ml && memcmp(op->data, mark, (size_t)ml) == 0) return;
+    snprintf(zk->schema_err, sizeof zk->schema_err, "zookeeper: found simba schema version %.40s (the data of %s), this "
+             "simba uses %d: run one simba version on a root, or give this one a root of its own",
+             strncmp(op->data, SIMBA__ZK_SCHEMA_WORD, sizeof SIMBA__ZK_SCHEMA_WORD - 1) == 0
+                 ? op->data + sizeof SIMBA__ZK_SCHEMA_WORD - 1 : "(not simba's)",
+             zk->root, SIMBA__ZK_SCHEMA);
+    if (!zk->schema_bad) simba_log(zk->loop, SIMBA_LOG_ERROR, "%s", zk->schema_err);
+    zk->schema_bad = 1;
+}
+
 static void simba__zk_op_loose(simba__zk *zk, simba__zk_op *op, int live) {
     int named = op->kind == SIMBA__ZK_PARENT || op->kind == SIMBA__ZK_SELF || op->kind == SIMBA__ZK_REWATCH;
     simba__zk_mtx *m = live && named ? simba__zk_mtx_find(zk, op->mutex, 0) : NULL;
@@ -2068,6 +2096,7 @@ static void simba__zk_op_loose(simba__zk *zk, simba__zk_op *op, int live) {
         zk->ping_op = NULL;
         simba__zk_batch_done(zk, live, op->rc);
     }
+    if (op->kind == SIMBA__ZK_SCHEMA && live && op->rc == ZOK) simba__zk_schema_seen(zk, op);
     if (op->kind == SIMBA__ZK_SELF && wc && wc->self_watch == 1 && wc->self_czxid == op->czxid && strcmp(wc->node, op->name) == 0)
         wc->self_watch = op->rc == ZOK ? 2 : 0;
     if (op->kind == SIMBA__ZK_REWATCH && wc && op->rc == ZNONODE && strcmp(wc->watch_pred, op->name) == 0) {
@@ -2431,6 +2460,10 @@ static simba_result simba__zk_inspect(void *impl, simba_req *req) {
     simba__zk *zk = (simba__zk *)impl;
     simba__zk_ins *in;
     if (req->op != SIMBA_OP_LIST && simba_name_check(req->mutex) != SIMBA_OK) return SIMBA_EINVAL;
+    if (zk->schema_bad) { /* another layout would be misread */
+        simba_req_fail(req, SIMBA_EBACKEND, zk->schema_err);
+        return SIMBA_OK;
+    }
     if (!(in = (simba__zk_ins *)simba_alloc(zk->loop, sizeof *in))) return SIMBA_ENOMEM;
     memset(in, 0, sizeof *in);
     in->req = req;
@@ -2974,6 +3007,10 @@ static void simba__zk_on_session(simba__zk *zk, int state, int64_t now) {
         id = zoo_client_id(s->zh);
         if (id) zk->stats.session_id = id->client_id;
         simba__zk_idle_all(zk); /* released contenders whose delete could not go out: now it can */
+        {
+            simba__zk_op *op = simba__zk_op_new(zk, NULL, SIMBA__ZK_SCHEMA);
+            if (op) simba__zk_op_issued(zk, op, zoo_aget(s->zh, zk->root, 0, simba__zk_cb_get, op));
+        }
         if (!first) simba__zk_event(zk, SIMBA_EV_RESET, NULL, NULL, NULL);
     } else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE) {
         if (!s->connected) return;
@@ -3178,6 +3215,10 @@ static simba_result simba__zk_submit(void *impl, simba_req *req) {
         return SIMBA_EINVAL; /* the core checks these */
     if (!simba__zk_usable(zk)) {
         simba_req_fail(req, SIMBA_ECONN, zk->sess && zk->sess->readonly ? SIMBA__ZK_RO_MSG : "no usable zookeeper session (reopening)");
+        return SIMBA_OK;
+    }
+    if (zk->schema_bad) {
+        simba_req_fail(req, SIMBA_EBACKEND, zk->schema_err);
         return SIMBA_OK;
     }
     m = simba__zk_mtx_find(zk, req->mutex, req->op == SIMBA_OP_ACQUIRE || req->op == SIMBA_OP_READ);

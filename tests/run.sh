@@ -60,6 +60,8 @@ if want core; then
     run tick_loop $B/tick_loop 2
     run poll_loop $B/poll_loop 2 </dev/null
     run kit_memory $B/kit_memory
+    # the differential test's own proof: a store granting a reader beside a waiting writer diverges
+    run kit_diff_plant $B/kit_diff_memory --plant --seed 1 --steps 2000
     run readme_blocks sh tests/readme_blocks.sh $B
     run doc_links sh tests/doc_links.sh
     run fn_length sh tests/fn_length.sh
@@ -85,6 +87,8 @@ fi
 if want sql; then
     run sql $B/test_sql
     run kit_sql $B/kit_sql
+    # the differential test on a fixed seed (make diff-long explores random ones)
+    run kit_diff_sql $B/kit_diff_sql --seed 1 --steps 2000
     run kit_sql_memory env SIMBA_KIT_SQL_MEMORY=1 $B/kit_sql
     run test_with_simba $B/test_with_simba
     run multiprocess_sql env MP_WORKER=$B/mp_worker MP_CHECK=$B/mp_check sh tests/mp_test.sh
@@ -101,6 +105,7 @@ if want redis; then
         # kernel" (no voluntary context switch) is checked the same
         run asan_redis env SIMBA_POLL_LIMIT_US=30000 $B/asan/test_redis
         run kit_redis $B/kit_redis
+        run kit_diff_redis $B/kit_diff_redis --seed 1 --steps 2000
         # fenced writes: the API's own cases, then a paused owner resumed after a takeover
         run fenced_redis $B/test_fenced redis
         run asan_fenced_redis $B/asan/test_fenced redis
@@ -118,6 +123,7 @@ if want zk; then
         run zk $B/test_zk
         run asan_zk $B/asan/test_zk
         run kit_zk $B/kit_zk
+        run kit_diff_zk $B/kit_diff_zk --seed 1 --steps 2000
         run fenced_zk $B/test_fenced zk
         run asan_fenced_zk $B/asan/test_fenced zk
         EXTRA_GREP='^fault ' run fault_fenced_zk $B/test_fenced fault zk
@@ -138,6 +144,7 @@ if want pg && [ -n "${SIMBA_TEST_ONLY:-}" ]; then
         run pg $B/test_pg
         run asan_pg env SIMBA_POLL_LIMIT_US=30000 $B/asan/test_pg
         run kit_pg $B/kit_pg
+        run kit_diff_pg $B/kit_diff_pg --seed 1 --steps 2000
         run fault_fence_pg $B/fault_fence pg
         run fenced_pg $B/fenced_pg "hostaddr=127.0.0.1 port=$SIMBA_PG_PORT user=postgres password=simba dbname=postgres"
         run fenced_pg_cxx $B/fenced_pg_cxx "hostaddr=127.0.0.1 port=$SIMBA_PG_PORT user=postgres password=simba dbname=postgres"

@@ -19,7 +19,7 @@ FAIL=0
 ok() { PASS=$((PASS + 1)); echo "ok   $*"; }
 bad() { FAIL=$((FAIL + 1)); echo "FAIL $*"; }
 
-BINS="test_pg kit_pg asan/test_pg fault_proxy mp_worker mp_check fault_sqlhold fault_fence fenced_pg fenced_pg_cxx test_pg_tls simba"
+BINS="test_pg kit_pg kit_diff_pg asan/test_pg fault_proxy mp_worker mp_check fault_sqlhold fault_fence fenced_pg fenced_pg_cxx test_pg_tls simba"
 make --no-print-directory $(for b in $BINS; do printf '%s/%s ' "$B" "$b"; done) >/dev/null || { echo "0 passed, 1 failed"; exit 1; }
 for b in $BINS; do
     [ -x "$B/$b" ] || { echo "private_checkout: $B/$b missing (make all rel-bins)" >&2; echo "0 passed, 1 failed"; exit 1; }

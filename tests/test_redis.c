@@ -1892,41 +1892,60 @@ TEST(value_in_record_pushed_to_observer) {
     drv_free(&d);
 }
 
-/* A record in the layout before values ("<fence> <acquired> <granted> <ttl> <lease> <id>")
-   reads as that owner with no value and grants nobody else; a record that is neither is
-   refused, never read as an owner. */
-TEST(older_record_layout_read_as_owner_without_value) {
-    const char *m = "old-layout";
-    drv d;
-    simba_backend *be;
-    simba_service *b;
-    simba_view v;
-    rec rb;
-    char key[256], raw[512];
-    long n;
-    memset(&d, 0, sizeof d);
-    memset(&rb, 0, sizeof rb);
-    qkey(key, sizeof key, m, "owner");
-    CHECK_EQ(raw_cmd(port1, "SET %s %s PX 3000", key, "1234567 1700000000000 1700000000000 10000 16000 OLD-1"), 1);
-    REQUIRE(drv_add(&d));
-    REQUIRE(open_redis(d.l[0], port1, &be) == SIMBA_OK);
-    memset(&v, 0, sizeof v);
-    CHECK_RC(simba_inspect_wait(be, m, &v, 3000), SIMBA_OK);
-    CHECK_STR(v.owner, "OLD-1");
-    CHECK(v.fence == 1234567);
-    CHECK(v.value == NULL && v.value_len == 0);
-    b = contend(d.l[0], be, m, "B", 2000, 1000, &rb);
-    REQUIRE(b);
-    drv_run(&d, 500);
-    CHECK(!simba_is_owner(b));
-    CHECK_STR(viewed_owner(b), "OLD-1");
-    /* the old owner's lease ends: B wins and writes the new layout */
-    WAIT_FOR(&d, simba_is_owner(b), 6000);
-    CHECK(simba_is_owner(b));
-    CHECK(simba_fence(b) > 1234567);
-    n = raw_record(m, raw, sizeof raw);
-    CHECK(n > 0 && raw[0] == 'v');
-    drv_free(&d);
+/* The marker <prefix>alive names the layout of the prefix's keys ("schema=<N>"): a backend
+   that finds another refuses at connect (its requests fail, its errmsg names both versions),
+   and a grant checks it again in the script (a marker changed under a connected backend);
+   the marker and the keys stay as they are. */
+static void schema_refused(const char *pfx, const char *mutex, int connected_first) {
+    simba_loop *loop = NULL;
+    simba_backend *be = NULL;
+    simba_service *svc = NULL;
+    simba_redis_desc rd;
+    simba_contend_desc cd;
+    simba_stats st;
+    char marker[128], key[256];
+    int64_t end;
+    snprintf(marker, sizeof marker, "%salive", pfx);
+    if (connected_first) REQUIRE(raw_cmd(port1, "SET %s 0", marker) == 1);
+    else REQUIRE(raw_cmd(port1, "SET %s %s", marker, "0  60000 schema=2") == 1);
+    REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK); /* its ERROR logs are the point here */
+    memset(&rd, 0, sizeof rd);
+    rd.port = port1;
+    rd.prefix = pfx;
+    REQUIRE(simba_redis_open(loop, &rd, &be) == SIMBA_OK);
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = mutex;
+    cd.contender_id = "A";
+    REQUIRE(simba_contend(loop, be, &cd, &svc) == SIMBA_OK);
+    if (connected_first) {
+        CHECK_RC(simba_start(svc), SIMBA_OK);
+        for (end = mono_us() / 1000 + 3000; mono_us() / 1000 < end && !simba_is_owner(svc);) simba_wait(loop, 50);
+        CHECK(simba_is_owner(svc)); /* then another version's process writes its marker */
+        CHECK(simba_stop_wait(svc, 3000) == SIMBA_OK);
+        REQUIRE(raw_cmd(port1, "SET %s %s", marker, "0  60000 schema=2") == 1);
+    }
+    CHECK_RC(simba_start(svc), SIMBA_OK);
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    for (end = mono_us() / 1000 + 3000; mono_us() / 1000 < end && !strstr(simba_backend_errmsg(be), "schema version 2");)
+        simba_wait(loop, 50);
+    simba_service_stats(svc, &st);
+    fprintf(stderr, "  %s\n", simba_backend_errmsg(be));
+    CHECK(!simba_is_owner(svc));
+    CHECK(strstr(simba_backend_errmsg(be), "found simba schema version 2") != NULL);
+    CHECK(strstr(simba_backend_errmsg(be), "this simba uses 1") != NULL);
+    CHECK(st.errors > 0);
+    snprintf(key, sizeof key, "%s{%s}:owner", pfx, mutex);
+    CHECK_EQ(raw_cmd(port1, "EXISTS %s", key), 0);
+    CHECK_EQ(raw_cmd(port1, "EXISTS %s", marker), 1);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+}
+TEST(marker_of_another_schema_version_refused) {
+    char p1[96], p2[96];
+    snprintf(p1, sizeof p1, "%sschema1:", prefix);
+    snprintf(p2, sizeof p2, "%sschema2:", prefix);
+    schema_refused(p1, "sv", 0);
+    schema_refused(p2, "sv", 1);
 }
 
 /* The scripts are joined from pieces (acquire alone is past C99's 4095-character literal);
@@ -2316,7 +2335,7 @@ int main(int argc, char **argv) {
     RUN(auth_and_db);
     RUN(destroy_with_pending);
     RUN(value_in_record_pushed_to_observer);
-    RUN(older_record_layout_read_as_owner_without_value);
+    RUN(marker_of_another_schema_version_refused);
     RUN(scripts_joined_and_reloaded_after_flush);
     RUN(yield_keeps_when_the_queued_waiter_is_gone);
     RUN(holders_set_only_while_shared_force_by_fence);

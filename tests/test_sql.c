@@ -139,8 +139,7 @@ TEST(now_is_stable_within_a_step) {
 }
 
 /* The statements bind NOW from C (simba__sql_now): it must be the instant SQLite's own
-   expression gives, so that rows written by another program with it, or by an older
-   version of this backend, compare the same. Checked both ways round, 200 times. */
+   expression gives, so that rows written by another program with it compare the same. Checked both ways round, 200 times. */
 TEST(bound_now_is_sqlite_now) {
     char path[300];
     simba_loop *loop = newloop();
@@ -2377,7 +2376,8 @@ TEST(sql_batches_leave_room_for_their_commit) {
     for (k = 0; k < 3; k++) CHECK(slow_round(loop, &polls));
     /* another connection commits: the next batch is cold */
     REQUIRE(sqlite3_open_v2(path, &other, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, NULL) == SQLITE_OK);
-    REQUIRE(sqlite3_exec(other, "PRAGMA user_version = 7", NULL, NULL, NULL) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(other, "CREATE TABLE IF NOT EXISTS other_data (x); INSERT INTO other_data VALUES (1)", NULL, NULL,
+                         NULL) == SQLITE_OK);
     sqlite3_close(other);
     slow_watch = 1;
     slow_after_other = 0;
@@ -3297,51 +3297,40 @@ TEST(yield_passes_to_the_head_and_queues_the_yielder_behind) {
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
 
-/* A file written by an earlier version: its table lacks the waiters and value columns. A
-   read_only backend reads it as is (no value); a writer adds them, and the live owner's row
-   keeps its lease and fence. */
-TEST(table_of_an_earlier_version_gains_the_value_column) {
+/* The layout version lives in PRAGMA user_version: a new file gets this simba's, and a file
+   marked with another is refused at open, by a writer and a reader alike, in words that
+   name both versions; nothing in it is touched. */
+TEST(file_of_another_schema_version_is_refused_at_open) {
     simba_loop *loop = newloop();
-    simba_backend *be = NULL, *ro = NULL;
+    simba_backend *be = NULL;
     simba_sql_desc d;
-    simba_view v;
-    simba_reply rep;
     sqlite3 *raw;
-    char path[300], sql[512];
+    char path[300], fresh[300], err[512];
+    int ro;
     REQUIRE(loop != NULL);
+    REQUIRE(open_be(loop, newdb(fresh, sizeof fresh), NULL, &be) == SIMBA_OK);
+    REQUIRE((raw = raw_open(fresh)) != NULL);
+    CHECK_EQ(raw_int(raw, "PRAGMA user_version"), SIMBA__SQL_SCHEMA_VERSION);
+    sqlite3_close(raw);
+    CHECK_RC(simba_backend_free(be), SIMBA_OK);
     REQUIRE((raw = raw_open(newdb(path, sizeof path))) != NULL);
-    snprintf(sql, sizeof sql,
-             "CREATE TABLE simba_mutex (mutex TEXT NOT NULL PRIMARY KEY, acquired_at INTEGER NOT NULL DEFAULT 0,"
-             " ttl_at INTEGER NOT NULL DEFAULT 0, transition_at INTEGER NOT NULL DEFAULT 0,"
-             " owner_id TEXT NOT NULL DEFAULT '', fence INTEGER NOT NULL DEFAULT 0,"
-             " version INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
-             "INSERT INTO simba_mutex VALUES ('m', %lld, %lld, %lld, 'A', 5, 1)",
-             (long long)wall_ms(), (long long)wall_ms() + 60000, (long long)wall_ms() + 61000);
-    REQUIRE(sqlite3_exec(raw, sql, NULL, NULL, NULL) == SQLITE_OK);
-    memset(&d, 0, sizeof d);
-    d.path = path;
-    d.read_only = 1;
-    CHECK_RC(simba_sql_open(loop, &d, &ro), SIMBA_OK);
-    CHECK_RC(simba_inspect_wait(ro, "m", &v, 5000), SIMBA_OK);
-    CHECK_STR(v.owner, "A");
-    CHECK_EQ(v.fence, 5);
-    CHECK_EQ(v.value_len, 0);
-    CHECK_RC(simba_backend_free(ro), SIMBA_OK);
-    CHECK_EQ(raw_int(raw, "SELECT count(*) FROM pragma_table_info('simba_mutex') WHERE name = 'value'"), 0);
-    REQUIRE(open_be(loop, path, NULL, &be) == SIMBA_OK);
-    CHECK_EQ(raw_int(raw, "SELECT count(*) FROM pragma_table_info('simba_mutex') WHERE name IN ('value', 'waiters')"), 2);
-    CHECK_RC(value_op(be, SIMBA_OP_ACQUIRE, "m", "B", 0, 0, "b", 1, &rep), SIMBA_OK);
-    CHECK_STR(rep.owner, "A");
-    CHECK_EQ(rep.fence, 5);
-    CHECK(value_is(&rep, NULL, 0));
-    CHECK_RC(value_op(be, SIMBA_OP_ACQUIRE, "m", "A", 1, 0, "a", 1, &rep), SIMBA_OK);
-    CHECK_EQ(rep.fence, 5);
-    CHECK_RC(value_op(be, SIMBA_OP_SET_VALUE, "m", "A", 0, 5, "a", 1, &rep), SIMBA_OK);
-    CHECK(value_is(&rep, "a", 1));
-    CHECK_RC(value_op(be, SIMBA_OP_RELEASE, "m", "A", 0, 0, NULL, 0, &rep), SIMBA_OK);
-    CHECK_RC(value_op(be, SIMBA_OP_ACQUIRE, "m", "B", 0, 0, "b", 1, &rep), SIMBA_OK);
-    CHECK_STR(rep.owner, "B");
-    CHECK(value_is(&rep, "b", 1));
+    REQUIRE(sqlite3_exec(raw, "PRAGMA user_version = 7", NULL, NULL, NULL) == SQLITE_OK);
+    for (ro = 0; ro < 2; ro++) {
+        memset(&d, 0, sizeof d);
+        d.path = path;
+        d.read_only = ro;
+        d.errbuf = err;
+        d.errbuf_cap = sizeof err;
+        be = NULL;
+        CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_EBACKEND);
+        CHECK(be == NULL);
+        CHECK(strstr(err, "found simba schema version 7") != NULL);
+        CHECK(strstr(err, "this simba uses 1") != NULL);
+        CHECK(strstr(simba_loop_errmsg(loop), "found simba schema version 7") != NULL);
+        if (ro == 0) fprintf(stderr, "  %s\n", err);
+    }
+    CHECK_EQ(raw_int(raw, "PRAGMA user_version"), 7);
+    CHECK_EQ(raw_int(raw, "SELECT count(*) FROM sqlite_master"), 0); /* no table made */
     sqlite3_close(raw);
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
@@ -3519,55 +3508,6 @@ TEST(holding_yield_passes_to_whom_it_frees) {
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
 
-/* A file of the previous version: no holders table, no holders or permits column, a queue
-   without shared. The backend adds them at open; the live owner keeps its lease and fence,
-   a reader waits for it and then holds with the next fence, and a semaphore's N is refused
-   while the reader holds. */
-TEST(table_of_an_earlier_version_gains_the_holders_table) {
-    simba_loop *loop = newloop();
-    simba_backend *be = NULL;
-    simba_reply rep;
-    sqlite3 *raw;
-    char path[300], sql[1024];
-    REQUIRE(loop != NULL);
-    REQUIRE((raw = raw_open(newdb(path, sizeof path))) != NULL);
-    snprintf(sql, sizeof sql,
-             "CREATE TABLE simba_mutex (mutex TEXT NOT NULL PRIMARY KEY, acquired_at INTEGER NOT NULL DEFAULT 0,"
-             " ttl_at INTEGER NOT NULL DEFAULT 0, transition_at INTEGER NOT NULL DEFAULT 0,"
-             " owner_id TEXT NOT NULL DEFAULT '', fence INTEGER NOT NULL DEFAULT 0,"
-             " version INTEGER NOT NULL DEFAULT 0, waiters INTEGER NOT NULL DEFAULT 0,"
-             " value BLOB NOT NULL DEFAULT x'') WITHOUT ROWID;"
-             "CREATE TABLE simba_mutex_wait (mutex TEXT NOT NULL, contender TEXT NOT NULL, seq INTEGER NOT NULL,"
-             " expires_at INTEGER NOT NULL, wake TEXT NOT NULL DEFAULT '', PRIMARY KEY (mutex, contender)) WITHOUT ROWID;"
-             "INSERT INTO simba_mutex VALUES ('m', %lld, %lld, %lld, 'A', 5, 1, 0, x'61')",
-             (long long)wall_ms(), (long long)wall_ms() + 60000, (long long)wall_ms() + 61000);
-    REQUIRE(sqlite3_exec(raw, sql, NULL, NULL, NULL) == SQLITE_OK);
-    REQUIRE(open_be(loop, path, NULL, &be) == SIMBA_OK);
-    CHECK_EQ(raw_int(raw, "SELECT count(*) FROM pragma_table_info('simba_mutex') WHERE name IN ('holders', 'permits')"), 2);
-    CHECK_EQ(raw_int(raw, "SELECT count(*) FROM pragma_table_info('simba_mutex_wait') WHERE name = 'shared'"), 1);
-    CHECK_EQ(raw_int(raw, "SELECT count(*) FROM sqlite_master WHERE name = 'simba_mutex_hold'"), 1);
-    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "m", "R", 1, 1, 0, NULL, &rep), SIMBA_OK);
-    CHECK_STR(rep.owner, "A"); /* a writer holds: the reader waits */
-    CHECK_EQ(rep.fence, 5);
-    CHECK(value_is(&rep, "a", 1));
-    CHECK_EQ(raw_int(raw, "SELECT shared FROM simba_mutex_wait WHERE contender = 'R'"), 1);
-    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "m", "A", 1, 0, 1, NULL, &rep), SIMBA_OK);
-    CHECK_STR(rep.owner, "A");
-    CHECK_EQ(rep.fence, 5);
-    CHECK_RC(sem_op(be, SIMBA_OP_RELEASE, "m", "A", 1, 0, 0, NULL, &rep), SIMBA_OK);
-    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "m", "R", 1, 1, 0, NULL, &rep), SIMBA_OK);
-    CHECK_STR(rep.owner, "R");
-    CHECK_EQ(rep.fence, 6);
-    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "m", "S", 2, 0, 0, NULL, &rep), SIMBA_EINVAL);
-    CHECK(rep.errmsg && strstr(rep.errmsg, "permits 2 asked, the name has 1 while held") != NULL);
-    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "m", "W", 1, 0, 0, NULL, &rep), SIMBA_OK); /* a writer waits for the reader */
-    CHECK_STR(rep.owner, "R");
-    CHECK_EQ(rep.holders, 1);
-    CHECK_EQ(raw_int(raw, "SELECT count(*) FROM simba_mutex_hold WHERE contender = 'S'"), 0);
-    sqlite3_close(raw);
-    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
-}
-
 static void rm_tmpdir(void) {
     char cmd[600];
     if (!tmpdir[0] || getenv("SIMBA_KEEP_TMP")) return;
@@ -3636,9 +3576,8 @@ int main(int argc, char **argv) {
     RUN(value_bytes_round_trip_through_the_file);
     RUN(yield_passes_to_the_head_and_queues_the_yielder_behind);
     RUN(holding_yield_passes_to_whom_it_frees);
-    RUN(table_of_an_earlier_version_gains_the_value_column);
+    RUN(file_of_another_schema_version_is_refused_at_open);
     RUN(holders_round_trip_through_the_file);
-    RUN(table_of_an_earlier_version_gains_the_holders_table);
     rc = check_report("test_sql");
     rm_tmpdir();
     return rc;

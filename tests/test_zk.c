@@ -491,7 +491,7 @@ TEST(foreign_long_named_owner_is_waited_out) {
     (void)zoo_create(zh, "/simba-test", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
     CHECK_RC(zoo_create(zh, dir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
     snprintf(node, sizeof node, "%s/n-%s-", dir, tag);
-    len = snprintf(data, sizeof data, "%s %d foreign-owner", tag, SESSION_MS);
+    len = snprintf(data, sizeof data, "%s %d foreign-owner 0 ", tag, SESSION_MS); /* keep 0, no value */
     CHECK_RC(zoo_create(zh, node, data, len, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL | ZOO_SEQUENCE, made, sizeof made), ZOK);
     CHECK(strlen(strrchr(made, '/') + 1) >= SIMBA__ZK_KEEP_MAX); /* too long to keep */
     sb = contend(b, m, "waiter-B", &rb);
@@ -1709,6 +1709,59 @@ static zhandle_t *raw_zk(void) {
     return zh;
 }
 
+/* The root's data names the layout ("simba schema <N>"): a new root is made with this one,
+   and a backend on a root of another refuses inspections and contenders in words that name
+   both versions; the root keeps its data and gains no node. */
+TEST(root_of_another_schema_version_refused) {
+    zhandle_t *zh = raw_zk();
+    simba_loop *loop = NULL;
+    simba_backend *be = NULL;
+    simba_service *svc = NULL;
+    simba_zk_desc zd;
+    simba_contend_desc cd;
+    simba_view v;
+    struct String_vector sv;
+    char root[64], data[64];
+    int len = sizeof data - 1, i;
+    simba_result rc = SIMBA_OK;
+    REQUIRE(zh != NULL);
+    /* the suite's own root, made by the backend: this layout's mark */
+    CHECK_RC(zoo_get(zh, "/simba-test", 0, data, &len, NULL), ZOK);
+    data[len > 0 ? len : 0] = 0;
+    CHECK_STR(data, "simba schema 1");
+    snprintf(root, sizeof root, "/simba-schema-%d", (int)getpid());
+    CHECK_RC(zoo_create(zh, root, "simba schema 2", 14, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK); /* its ERROR log is the point here */
+    memset(&zd, 0, sizeof zd);
+    zd.hosts = g_hosts;
+    zd.root = root;
+    REQUIRE(simba_zk_open(loop, &zd, &be) == SIMBA_OK);
+    for (i = 0; i < 100 && (rc = simba_inspect_wait(be, "sv", &v, 3000)) != SIMBA_EBACKEND; i++) simba_wait(loop, 50);
+    CHECK_RC(rc, SIMBA_EBACKEND);
+    fprintf(stderr, "  %s\n", simba_loop_errmsg(loop));
+    CHECK(strstr(simba_loop_errmsg(loop), "found simba schema version 2") != NULL);
+    CHECK(strstr(simba_loop_errmsg(loop), "this simba uses 1") != NULL);
+    memset(&cd, 0, sizeof cd);
+    cd.mutex = "sv";
+    cd.contender_id = "A";
+    REQUIRE(simba_contend(loop, be, &cd, &svc) == SIMBA_OK);
+    CHECK_RC(simba_start(svc), SIMBA_OK);
+    for (i = 0; i < 20; i++) simba_wait(loop, 50);
+    CHECK(!simba_is_owner(svc));
+    CHECK(strstr(simba_backend_errmsg(be), "found simba schema version 2") != NULL);
+    len = sizeof data - 1;
+    CHECK_RC(zoo_get(zh, root, 0, data, &len, NULL), ZOK);
+    data[len > 0 ? len : 0] = 0;
+    CHECK_STR(data, "simba schema 2");
+    memset(&sv, 0, sizeof sv);
+    CHECK_RC(zoo_get_children(zh, root, 0, &sv), ZOK);
+    CHECK_EQ(sv.count, 0);
+    deallocate_String_vector(&sv);
+    CHECK_RC(simba_loop_free(loop), SIMBA_OK);
+    CHECK_RC(zoo_delete(zh, root, -1), ZOK);
+    zookeeper_close(zh);
+}
+
 /* The n- children of mutex m, sorted by sequence (node names into names[i]); their count. */
 static int raw_nodes(zhandle_t *zh, const char *m, char names[][64], int cap) {
     char dir[160];
@@ -1815,45 +1868,6 @@ TEST(value_keeps_fence_and_is_pushed) {
     CHECK(zk_owner_value_is(so, "B", "", 0, rb.fence));
     proc_close(a);
     proc_close(o);
-    proc_close(b);
-    zookeeper_close(zh);
-}
-
-/* A node whose data has no value (made by a version without values: "<tag> <timeout> <id>")
-   reads as that owner with no value and its mzxid as the fence. */
-TEST(older_node_data_read_as_owner_without_value) {
-    proc *b = proc_open();
-    char m[64], dir[160], node[256], made[256];
-    const char data[] = "oldtag0123456789 2000 OLD-1";
-    rec rb;
-    simba_service *sb;
-    simba_view v;
-    struct Stat st;
-    zhandle_t *zh = raw_zk();
-    memset(&rb, 0, sizeof rb);
-    REQUIRE(b && zh);
-    mname(m, sizeof m, "oldnode");
-    snprintf(dir, sizeof dir, "/simba-test/%s", m);
-    (void)zoo_create(zh, "/simba-test", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-    CHECK_RC(zoo_create(zh, dir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
-    snprintf(node, sizeof node, "%s/n-oldtag0123456789-", dir);
-    CHECK_RC(zoo_create(zh, node, data, (int)sizeof data - 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL | ZOO_SEQUENCE, made,
-                        sizeof made), ZOK);
-    CHECK_RC(zoo_exists(zh, made, 0, &st), ZOK);
-    memset(&v, 0, sizeof v);
-    CHECK_RC(simba_inspect_wait(b->be, m, &v, 5000), SIMBA_OK);
-    CHECK_STR(v.owner, "OLD-1");
-    CHECK(v.fence == (uint64_t)st.mzxid);
-    CHECK(v.value == NULL && v.value_len == 0);
-    sb = contend(b, m, "B", &rb);
-    REQUIRE(sb);
-    WAIT_FOR(strcmp(rb.owner, "OLD-1") == 0, 5000);
-    CHECK_STR(rb.owner, "OLD-1");
-    CHECK(zk_owner_value_is(sb, "OLD-1", "", 0, (uint64_t)st.mzxid));
-    CHECK_EQ(rb.acquired, 0);
-    CHECK_RC(zoo_delete(zh, made, -1), ZOK);
-    WAIT_FOR(rb.acquired == 1, 5000);
-    CHECK(rb.acquired == 1 && rb.fence > (uint64_t)st.mzxid);
     proc_close(b);
     zookeeper_close(zh);
 }
@@ -2184,13 +2198,13 @@ int main(int argc, char **argv) {
     RUN(foreign_server_silent);
     RUN(foreign_server_readonly);
     RUN(value_keeps_fence_and_is_pushed);
-    RUN(older_node_data_read_as_owner_without_value);
     RUN(yield_requeues_node_behind_waiter);
     RUN(yield_lists_again_when_the_waiter_left);
     RUN(semaphore_nodes_and_fences);
     RUN(readers_and_writer_nodes_and_fences);
     RUN(permits_mismatch_refused_in_words);
     RUN(yield_watches_the_new_owner);
+    RUN(root_of_another_schema_version_refused);
     RUN(server_restart); /* last: it bounces the server */
     if (g_twice) {
         fprintf(stderr, "a request was completed twice (%d)\n", g_twice);
