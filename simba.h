@@ -986,6 +986,12 @@ typedef struct simba_backend_vt {
     /* Optional: start an inspection (SIMBA_OP_INSPECT, _LIST, _FORCE_RELEASE) as submit
        starts a request. A vt that ends before this member has no inspection. */
     simba_result (*inspect)(void *impl, simba_req *req);
+    /* Optional: this process's contender of mutex was granted it, or changed its value
+       (owner: the record, as an answer carries it). Deliver it to every other process with
+       a waiter or an observer of mutex, which raises SIMBA_EV_OWNER with it: a hint, sent
+       once per change, never waited for. A backend whose store announces its own changes
+       (memory, Redis) leaves it NULL; so does a vt that ends before this member. */
+    void (*announce)(void *impl, const char *mutex, const simba_reply *owner);
 } simba_backend_vt;
 
 SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_vt *vt, void *impl, simba_backend **out);
@@ -1406,6 +1412,7 @@ struct simba_backend {
     int pfd_off, pfd_n;
     void (*hurry)(void *impl, simba_req *req); /* vt->hurry, NULL for a vt without it */
     simba_result (*inspect)(void *impl, simba_req *req); /* vt->inspect, likewise */
+    void (*announce)(void *impl, const char *mutex, const simba_reply *owner); /* likewise */
     int64_t max_lease; /* simba_backend_set_max_lease, 0 = none */
     char errmsg[256];
 };
@@ -1810,7 +1817,7 @@ SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_v
     if (!loop || !vt || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: NULL argument");
     /* The one layout this core knows; a vt built for another one would be misread. */
     if (vt->size != sizeof(simba_backend_vt) && vt->size != offsetof(simba_backend_vt, hurry) &&
-        vt->size != offsetof(simba_backend_vt, inspect))
+        vt->size != offsetof(simba_backend_vt, inspect) && vt->size != offsetof(simba_backend_vt, announce))
         return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: vt size %lu is not this core's (%lu): set .size = sizeof(simba_backend_vt)",
                            (unsigned long)vt->size, (unsigned long)sizeof(simba_backend_vt));
     if (!vt->submit || !vt->name) return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: vt needs name and submit");
@@ -1821,6 +1828,7 @@ SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_v
     be->vt = vt;
     be->hurry = vt->size > offsetof(simba_backend_vt, hurry) ? vt->hurry : NULL;
     be->inspect = vt->size > offsetof(simba_backend_vt, inspect) ? vt->inspect : NULL;
+    be->announce = vt->size > offsetof(simba_backend_vt, announce) ? vt->announce : NULL;
     be->impl = impl;
     be->next = loop->backends;
     if (loop->backends) loop->backends->prev = be;
@@ -2415,6 +2423,25 @@ static int64_t simba__renew_at(const simba_service *s, int64_t now, int64_t gran
     return simba__max(at, floor);
 }
 
+/* Our grant or our new value, told to every follower of the name in other processes (the
+   backend delivers it; each of them sets its view from it, no store read): a waiter or an
+   observer learns each owner and value with the head, not at its next timed ask. */
+static void simba__announce(simba_service *s, const simba_owner *o) {
+    simba_reply rep;
+    int64_t now = s->loop->now;
+    if (!s->be->announce) return;
+    memset(&rep, 0, sizeof rep);
+    rep.owner = o->id;
+    rep.fence = o->fence;
+    rep.ttl_left_ms = o->ttl_at - now;
+    rep.transition_left_ms = o->transition_at - now;
+    rep.held_ms = now - o->acquired_at;
+    rep.value = o->value_len ? o->value : NULL;
+    rep.value_len = o->value_len;
+    rep.holders = s->rep.holders;
+    s->be->announce(s->be->impl, s->mx->name, &rep);
+}
+
 static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t sent_at) {
     simba_loop *l = s->loop;
     int64_t now = l->now;
@@ -2456,6 +2483,7 @@ static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t se
             simba_owner before, after;
             simba__view_get(s, &before);
             simba__set_view(s, &nv);
+            if (gained) simba__announce(s, &nv);
             if (gained && !(s->flags & SIMBA__F_TOLD)) {
                 s->flags |= SIMBA__F_TOLD;
                 simba__stat_acquired(s);
@@ -2575,6 +2603,7 @@ static void simba__owner_op_done(simba_service *s, const simba_req *r, const sim
     nv.acquired_at = s->view.acquired_at;
     nv.ttl_at = s->view.ttl_at;
     nv.transition_at = s->view.transition_at;
+    if (!yield) simba__announce(s, &nv);
     simba__set_view(s, &nv); /* on_owner when the value changed */
     if (yield) {
         if (!(s->flags & SIMBA__F_YIELD)) s->flags &= ~SIMBA__F_YIELDING; /* the store says ours still */
