@@ -2834,6 +2834,7 @@ static const simba_backend_vt simba__redis_vt = {
     SIMBA_LEASE_ASKED,
     NULL, /* hurry: every request goes out at once */
     simba__redis_submit, /* inspect: scripts like the requests' */
+    NULL, /* announce: the scripts publish each grant and value on the owner channel */
 };
 
 /* One backend's state for host:port (a standalone server or one Cluster node); NULL when
@@ -3325,6 +3326,7 @@ static const simba_backend_vt simba__rcl_vt = {
     SIMBA_LEASE_ASKED,
     NULL, /* hurry: every request goes out at once */
     simba__rcl_submit, /* inspect: by slot; a listing asks every primary */
+    NULL, /* announce: the scripts publish (see simba__redis_vt) */
 };
 
 static simba_result simba__rcl_open(simba_loop *loop, const simba_redis_desc *desc, const char *host, simba_backend **out) {
