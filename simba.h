@@ -79,7 +79,9 @@
  *     within ttl + transition + jitter max of its last ask) leaves the queue: a dead head
  *     keeps the mutex from the others no longer than that.
  *   - A release is pushed to the head; the head also tries right at lease end
- *     (reply.first_in_line). The others keep their jittered timers; one that finds the
+ *     (reply.first_in_line). Every follower is pushed each new owner and value (the
+ *     granted process announces it, vt->announce) and only re-times its ask from it: it
+ *     never grants. The others keep their jittered timers; one that finds the
  *     mutex free but kept for the head asks again at doubling intervals from min_retry up
  *     to 1 s, until the head has taken it or its place has lapsed.
  *

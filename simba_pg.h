@@ -181,6 +181,9 @@
  *   server without knowing it until its next ask (at the latest its place's timer; after a
  *   reconnect at once, SIMBA_EV_RESET), as a dead head waiter holds the line for at most
  *   its place's liveness (ttl + transition + jitter + 1 s) before.
+ *   Every follower (waiter or observer) learns each owner and value: each connection also
+ *   LISTENs on the table's follow channel, where the process granted a mutex or changing its
+ *   value sends the owner record (>>follow); followers take it without a read.
  *   LISTEN/NOTIFY does not survive a transaction-mode pooler (PgBouncer pool_mode =
  *   transaction): there the push is lost and handoffs wait for the timers.
  *   All contenders of a table must run this version: an older one's functions (set up on
@@ -196,8 +199,8 @@
  *   and every answer that names the owner carries it (reads, simba_inspect). Proclaim
  *   (<table>_val) and yield (<table>_yield) are one statement each, under the row lock:
  *   proclaim replaces the value while the contender holds the fence and a live lease, and
- *   NOTIFYs every live waiter (the release's hint: each asks once and reads the new value;
- *   observers read it at their next refresh). Yield, with a live waiter other than the owner
+ *   NOTIFYs every live waiter (the release's hint: each asks once); every follower, observers
+ *   too, is also sent the new value by the proclaiming process (>>follow). Yield, with a live waiter other than the owner
  *   in line, hands the mutex over exactly as a release does (the grant pushed to the head)
  *   and queues the yielder at the back with its lease and value; with nobody in line it
  *   changes nothing. A reader's or a permit's yield, when its permit once free goes to a
@@ -2053,13 +2056,14 @@ static void simba__pg_notifies(simba__pg *p, int64_t now) {
    (simba__pg_announce, one statement of its own in the queue): 'O <fence> <ttl>
    <transition> <held> <holders> <contender> <mutex> x<hex value>'. Every other process
    raises SIMBA_EV_OWNER for a mutex it follows (the core drops the others): no read. */
-static void simba__pg_follow_chan(char *out, size_t cap, const char *schema, const char *table) {
+static char *simba__pg_follow_chan(char *out, size_t cap, const char *schema, const char *table) {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     const char *s;
     for (s = schema ? schema : ""; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
     h = (h ^ '.') * 1099511628211ull;
     for (s = table; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
     snprintf(out, cap, "simba_f_%016llx", (unsigned long long)h);
+    return out;
 }
 
 static void simba__pg_announce(void *impl, const char *mutex, const simba_reply *o) {
@@ -2531,7 +2535,7 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         subst['R' - 'A'] = qr;
         subst['D' - 'A'] = qd;
         subst['I' - 'A'] = qi;
-        subst['C' - 'A'] = qc;
+        subst['C' - 'A'] = qc, subst['M' - 'A'] = simba__pg_follow_chan(p->follow, sizeof p->follow, desc->schema, table);
         subst['B' - 'A'] = qb;
         subst['L' - 'A'] = ml;
         subst['X' - 'A'] = qx;
@@ -2543,8 +2547,6 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
         subst['S' - 'A'] = qs, subst['P' - 'A'] = qp, subst['Z' - 'A'] = qz; /* the holders set */
         subst['F' - 'A'] = qf, subst['U' - 'A'] = fname; /* {U} raw, inside $n$ quotes only */
         subst['N' - 'A'] = table; /* raw, inside $n$ quotes only: it holds no '$' */
-        simba__pg_follow_chan(p->follow, sizeof p->follow, desc->schema, table);
-        subst['M' - 'A'] = p->follow;
         p->setup = simba__pg_fill(loop, simba__pg_setup_sql, subst);
     }
     if (!ok || !p->setup) {

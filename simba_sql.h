@@ -112,11 +112,14 @@
  *   and a release drops such a waiter's row, which comes back at its next attempt; mutual
  *   exclusion is unaffected, only order and handoff speed are.
  *
- * OBSERVERS
- *   On a file, observers are not pushed: a registration would make each observer read a
- *   write and every release a fan-out, so they learn a release or a new owner at their
- *   own refresh (reads only). On ":memory:" they get SIMBA_EV_RELEASED through PRAGMA
- *   data_version (below) and read the new state at once.
+ * FOLLOWERS (waiters and observers, table "<table>_follow": mutex, wake)
+ *   A backend with services of a name writes its socket's address there once (the first
+ *   that may write the file makes the table); a process whose contender is granted the
+ *   name or changes its value sends the owner record to every other address there, one
+ *   datagram each (>>follow), and followers set their view from it without a read. A
+ *   follower on a file it may not write is not registered and learns at its own refresh.
+ *   On ":memory:" PRAGMA data_version (below) tells of a change, and the row read is
+ *   pushed (SIMBA_EV_RELEASED when free, SIMBA_EV_OWNER when held).
  *
  * NEVER BLOCKS THE POLL
  *   The connection runs with busy_timeout 0, WAL journal, synchronous=NORMAL. A request that

@@ -98,8 +98,9 @@
  *   backend rewrites the node (same bytes) and the write's zxid is the fence (any node made
  *   later is younger); with waiters, whose nodes are older than such a write, the node
  *   goes to the back of the queue (deleted and made again) and the head waiter owns next.
- *   Observers keep a data watch on the owner node, so a rewrite is pushed to them, and a
- *   waiter whose watched predecessor is rewritten sets its watch again.
+ *   A process with an observer or a waiter of the name keeps a data watch on the owner node
+ *   (and one on its children), so a rewrite or a new tenure is pushed to every follower,
+ *   and a waiter whose watched predecessor is rewritten sets its watch again.
  *
  * VALUE
  *   The value of a tenure is the tail of its node's data, written by the create (or the
