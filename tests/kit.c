@@ -1768,7 +1768,7 @@ TEST(kit_followers_learn_new_owner) {
     static const char *vals[FOLLOW_N] = {"A", "B", "C", "D"};
     const char *m = kit_name("follow"), *env = getenv("SIMBA_KIT_FOLLOW_REPEAT");
     int i, reps = env ? atoi(env) : 0;
-    int64_t t0, d[64];
+    int64_t t0, ty, d[64], e[64];
     REQUIRE(po);
     memset(fl_r, 0, sizeof fl_r);
     for (i = 0; i < FOLLOW_N; i++) {
@@ -1797,17 +1797,20 @@ TEST(kit_followers_learn_new_owner) {
     /* yield: the head owns it, the yielder goes to the back (then again, to measure) */
     for (i = 0; i <= reps && i < 64; i++) {
         KIT_HOLD(simba_is_owner(fl_s[fl_line[0]]), 100);
+        ty = kit_now();
         CHECK_RC(simba_yield(fl_s[fl_line[0]]), SIMBA_OK);
         t0 = kit_follow_next(1);
         d[i] = kit_followers_show(vals[fl_line[0]], 1, t0);
+        e[i] = d[i] + t0 - ty;
         if (i == 0) kit_follow_report("yield", d[0]);
         if (check__cur_failed) break;
     }
     if (reps > 0 && !check__cur_failed) {
         int n = i;
         qsort(d, (size_t)n, sizeof d[0], kit_ms_cmp);
-        fprintf(stderr, "  %s: %d yields, every follower showed the new owner after p50 %lld ms, max %lld ms\n", K->name, n,
-                (long long)d[n / 2], (long long)d[n - 1]);
+        qsort(e, (size_t)n, sizeof e[0], kit_ms_cmp);
+        fprintf(stderr, "  %s: %d yields, every follower showed the new owner %lld ms (p50), %lld ms (max) after its grant, %lld / %lld ms after simba_yield\n",
+                K->name, n, (long long)d[n / 2], (long long)d[n - 1], (long long)e[n / 2], (long long)e[n - 1]);
         CHECK(d[n - 1] <= FOLLOW_MS);
     }
 
