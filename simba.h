@@ -2431,7 +2431,9 @@ static int64_t simba__renew_at(const simba_service *s, int64_t now, int64_t gran
 static void simba__announce(simba_service *s, const simba_owner *o) {
     simba_reply rep;
     int64_t now = s->loop->now;
-    if (!s->be->announce) return;
+    /* A holder of a set is one of several: the view a waiter times its ask by is the holder
+       whose permit frees first, which only a read says. */
+    if (!s->be->announce || s->tp->v.permits > 1 || s->tp->v.shared) return;
     memset(&rep, 0, sizeof rep);
     rep.owner = o->id;
     rep.fence = o->fence;

@@ -2586,7 +2586,8 @@ static simba_result simba__redis_submit_ex(simba__redis *r, simba_req *req, int 
     else if (req->op == SIMBA_OP_RELEASE) op->seq = simba__redis_wake_seq(r, req->mutex, req->contender);
     /* An observer or a waiter: every follower hears each grant and new value, not only the
        head its wake-up (one subscription per mutex and process, whatever its followers). */
-    if (req->op == SIMBA_OP_READ || (req->op == SIMBA_OP_ACQUIRE && !req->renew)) simba__redis_owner_sub(r, req->mutex);
+    if (req->op == SIMBA_OP_READ || (req->op == SIMBA_OP_ACQUIRE && !req->renew && req->permits <= 1 && !req->shared))
+        simba__redis_owner_sub(r, req->mutex);
     op->cursor[0] = 0;
     now = simba_now(r->loop);
     if (r->cmd.state == SIMBA__RC_READY) {

@@ -3203,7 +3203,8 @@ static simba_result simba__zk_submit(void *impl, simba_req *req) {
     /* A waiter's process follows the owner as an observer's does (one refresh, whose watches
        push each new tenure and value to every service of the mutex here), not only the
        release to the head through its predecessor's watch. */
-    if (req->op == SIMBA_OP_ACQUIRE && !req->renew && !m->armed && m->watchers > 0) simba__zk_refresh(zk, m);
+    if (req->op == SIMBA_OP_ACQUIRE && !req->renew && req->permits <= 1 && !req->shared && !m->armed && m->watchers > 0)
+        simba__zk_refresh(zk, m);
     job = simba__zk_job_new(zk, req->op, req, c, m);
     if (!job) {
         if (c && !c->q_head) simba__zk_cont_idle(zk, c);
