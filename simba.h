@@ -2722,6 +2722,9 @@ static void simba__event_svc(simba_service *s, const simba__ev *ev) {
         if (s->flags & SIMBA__F_OWNER) return;
         if (s->kind == SIMBA__KIND_CONTEND && simba__view_is(s, s->id)) return;
         if (ev->rep.owner[0] && s->kind == SIMBA__KIND_CONTEND && strcmp(ev->rep.owner, s->id) == 0) return;
+        /* A reader or a permit waiter times its ask by the holder that frees first, which its
+           own asks and the release pushes tell: an announced writer's record is not that. */
+        if (s->kind == SIMBA__KIND_CONTEND && (s->tp->v.permits > 1 || s->tp->v.shared) && s->be->announce) return;
         /* a push is a hint: without room for its owner's id it is dropped */
         if (ev->rep.owner[0] && strlen(ev->rep.owner) + 1 > s->other_cap && !simba__grow_other(s, strlen(ev->rep.owner) + 1)) return;
         if (ev->rep.holders > 1) s->flags |= SIMBA__F_MANY;
