@@ -79,7 +79,9 @@
  *     within ttl + transition + jitter max of its last ask) leaves the queue: a dead head
  *     keeps the mutex from the others no longer than that.
  *   - A release is pushed to the head; the head also tries right at lease end
- *     (reply.first_in_line). The others keep their jittered timers; one that finds the
+ *     (reply.first_in_line). Every follower is pushed each new owner and value (the
+ *     granted process announces it, vt->announce) and only re-times its ask from it: it
+ *     never grants. The others keep their jittered timers; one that finds the
  *     mutex free but kept for the head asks again at doubling intervals from min_retry up
  *     to 1 s, until the head has taken it or its place has lapsed.
  *
@@ -1040,6 +1042,12 @@ typedef struct simba_backend_vt {
     /* Optional: start an inspection (SIMBA_OP_INSPECT, _LIST, _FORCE_RELEASE) as submit
        starts a request. A vt that ends before this member has no inspection. */
     simba_result (*inspect)(void *impl, simba_req *req);
+    /* Optional: this process's contender of mutex was granted it, or changed its value
+       (owner: the record, as an answer carries it). Deliver it to every other process with
+       a waiter or an observer of mutex, which raises SIMBA_EV_OWNER with it: a hint, sent
+       once per change, never waited for. A backend whose store announces its own changes
+       (memory, Redis) leaves it NULL; so does a vt that ends before this member. */
+    void (*announce)(void *impl, const char *mutex, const simba_reply *owner);
 } simba_backend_vt;
 
 SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_vt *vt, void *impl, simba_backend **out);
@@ -1462,6 +1470,7 @@ struct simba_backend {
     int pfd_off, pfd_n;
     void (*hurry)(void *impl, simba_req *req); /* vt->hurry, NULL for a vt without it */
     simba_result (*inspect)(void *impl, simba_req *req); /* vt->inspect, likewise */
+    void (*announce)(void *impl, const char *mutex, const simba_reply *owner); /* likewise */
     int64_t max_lease; /* simba_backend_set_max_lease, 0 = none */
     char errmsg[256];
 };
@@ -1892,7 +1901,7 @@ SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_v
     if (!loop || !vt || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: NULL argument");
     /* The one layout this core knows; a vt built for another one would be misread. */
     if (vt->size != sizeof(simba_backend_vt) && vt->size != offsetof(simba_backend_vt, hurry) &&
-        vt->size != offsetof(simba_backend_vt, inspect))
+        vt->size != offsetof(simba_backend_vt, inspect) && vt->size != offsetof(simba_backend_vt, announce))
         return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: vt size %lu is not this core's (%lu): set .size = sizeof(simba_backend_vt)",
                            (unsigned long)vt->size, (unsigned long)sizeof(simba_backend_vt));
     if (!vt->submit || !vt->name) return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: vt needs name and submit");
@@ -1903,6 +1912,7 @@ SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_v
     be->vt = vt;
     be->hurry = vt->size > offsetof(simba_backend_vt, hurry) ? vt->hurry : NULL;
     be->inspect = vt->size > offsetof(simba_backend_vt, inspect) ? vt->inspect : NULL;
+    be->announce = vt->size > offsetof(simba_backend_vt, announce) ? vt->announce : NULL;
     be->impl = impl;
     be->next = loop->backends;
     if (loop->backends) loop->backends->prev = be;
@@ -2505,6 +2515,27 @@ static int64_t simba__renew_at(const simba_service *s, int64_t now, int64_t gran
     return simba__max(at, floor);
 }
 
+/* Our grant or our new value, told to every follower of the name in other processes (the
+   backend delivers it; each of them sets its view from it, no store read): a waiter or an
+   observer learns each owner and value with the head, not at its next timed ask. */
+static void simba__announce(simba_service *s, const simba_owner *o) {
+    simba_reply rep;
+    int64_t now = s->loop->now;
+    /* A holder of a set is one of several: the view a waiter times its ask by is the holder
+       whose permit frees first, which only a read says. */
+    if (!s->be->announce || s->tp->v.permits > 1 || s->tp->v.shared) return;
+    memset(&rep, 0, sizeof rep);
+    rep.owner = o->id;
+    rep.fence = o->fence;
+    rep.ttl_left_ms = o->ttl_at - now;
+    rep.transition_left_ms = o->transition_at - now;
+    rep.held_ms = now - o->acquired_at;
+    rep.value = o->value_len ? o->value : NULL;
+    rep.value_len = o->value_len;
+    rep.holders = s->rep.holders;
+    s->be->announce(s->be->impl, s->mx->name, &rep);
+}
+
 static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t sent_at) {
     simba_loop *l = s->loop;
     int64_t now = l->now;
@@ -2546,6 +2577,7 @@ static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t se
             simba_owner before, after;
             simba__view_get(s, &before);
             simba__set_view(s, &nv);
+            if (gained) simba__announce(s, &nv);
             if (gained && !(s->flags & SIMBA__F_TOLD)) {
                 s->flags |= SIMBA__F_TOLD;
                 simba__stat_acquired(s);
@@ -2665,6 +2697,7 @@ static void simba__owner_op_done(simba_service *s, const simba_req *r, const sim
     nv.acquired_at = s->view.acquired_at;
     nv.ttl_at = s->view.ttl_at;
     nv.transition_at = s->view.transition_at;
+    if (!yield) simba__announce(s, &nv);
     simba__set_view(s, &nv); /* on_owner when the value changed */
     if (yield) {
         if (!(s->flags & SIMBA__F_YIELD)) s->flags &= ~SIMBA__F_YIELDING; /* the store says ours still */
@@ -2779,6 +2812,9 @@ static void simba__event_svc(simba_service *s, const simba__ev *ev) {
         if (s->flags & SIMBA__F_OWNER) return;
         if (s->kind == SIMBA__KIND_CONTEND && simba__view_is(s, s->id)) return;
         if (ev->rep.owner[0] && s->kind == SIMBA__KIND_CONTEND && strcmp(ev->rep.owner, s->id) == 0) return;
+        /* A reader or a permit waiter times its ask by the holder that frees first, which its
+           own asks and the release pushes tell: an announced writer's record is not that. */
+        if (s->kind == SIMBA__KIND_CONTEND && (s->tp->v.permits > 1 || s->tp->v.shared) && s->be->announce) return;
         /* a push is a hint: without room for its owner's id it is dropped */
         if (ev->rep.owner[0] && strlen(ev->rep.owner) + 1 > s->other_cap && !simba__grow_other(s, strlen(ev->rep.owner) + 1)) return;
         if (ev->rep.holders > 1) s->flags |= SIMBA__F_MANY;

@@ -906,6 +906,7 @@ static const simba_backend_vt simba__memory_vt = {
     SIMBA_LEASE_ASKED,
     NULL, /* hurry: nothing is held */
     simba__msubmit, /* inspect: queued with the requests, so faults delay it alike */
+    NULL, /* announce: the store tells every watching client itself */
 };
 
 /* >>open */

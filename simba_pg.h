@@ -182,6 +182,9 @@
  *   server without knowing it until its next ask (at the latest its place's timer; after a
  *   reconnect at once, SIMBA_EV_RESET), as a dead head waiter holds the line for at most
  *   its place's liveness (ttl + transition + jitter + 1 s) before.
+ *   Every follower (waiter or observer) learns each owner and value: each connection also
+ *   LISTENs on the table's follow channel, where the process granted a mutex or changing its
+ *   value sends the owner record (>>follow); followers take it without a read.
  *   LISTEN/NOTIFY does not survive a transaction-mode pooler (PgBouncer pool_mode =
  *   transaction): there the push is lost and handoffs wait for the timers.
  *   Every lease here is timed by the server's clock (clock_timestamp()): a step of it
@@ -195,8 +198,8 @@
  *   and every answer that names the owner carries it (reads, simba_inspect). Proclaim
  *   (<table>_val) and yield (<table>_yield) are one statement each, under the row lock:
  *   proclaim replaces the value while the contender holds the fence and a live lease, and
- *   NOTIFYs every live waiter (the release's hint: each asks once and reads the new value;
- *   observers read it at their next refresh). Yield, with a live waiter other than the owner
+ *   NOTIFYs every live waiter (the release's hint: each asks once); every follower, observers
+ *   too, is also sent the new value by the proclaiming process (>>follow). Yield, with a live waiter other than the owner
  *   in line, hands the mutex over exactly as a release does (the grant pushed to the head)
  *   and queues the yielder at the back with its lease and value; with nobody in line it
  *   changes nothing. A reader's or a permit's yield, when its permit once free goes to a
@@ -368,9 +371,10 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
    writes, {N} = the table name unquoted (in $n$ only), {V} = quoted set-value function,
    {E} = quoted yield function, {F} = quoted fence check function, {U} = its name unquoted
    (in $n$ only), {M} = the version comment, {O} = the schema as a literal (NULL: the
-   search_path's). Every function but {F} returns one row: owner ('' = nobody),
-   ttl_left, transition_left, held (-1 unknown), fence, first_in_line (or what the answer
-   is, see SIMBA__PG_GUARD and SIMBA__PG_REFUSED), the owner's value. */
+   search_path's), {J} = the follow channel (>>follow). Every function but {F} returns one
+   row: owner ('' = nobody), ttl_left, transition_left, held (-1 unknown), fence,
+   first_in_line (or what the answer is, see SIMBA__PG_GUARD and SIMBA__PG_REFUSED), the
+   owner's value. */
 #define SIMBA__PG_OUT \
     "OUT o_owner text, OUT o_ttl bigint, OUT o_tr bigint, OUT o_held bigint, OUT o_fence bigint, OUT o_first int," \
     " OUT o_val bytea"
@@ -1038,8 +1042,16 @@ static const char *const simba__pg_session_sql[] = {
     "PREPARE simba_rel (text, text) AS SELECT " SIMBA__PG_COLS " FROM {R}($1, $2);\n"
     "PREPARE simba_read (text) AS SELECT " SIMBA__PG_COLS " FROM {D}($1);\n"
     SIMBA__PG_INSPECTION
-    "LISTEN {C};\n",
+    "LISTEN {C};\n"
+    "LISTEN {J};\n",
     NULL};
+
+#define SIMBA__PG_NOTES 8 /* announcements in flight at once (see >>follow) */
+typedef struct simba__pg_note {
+    simba_req req; /* op SIMBA_OP_CALL, no service: simba_req_done only marks it done */
+    char mutex[SIMBA_NAME_MAX + 1];
+    char text[32 * 6 + SIMBA_ID_MAX + SIMBA_NAME_MAX + 2 * SIMBA_VALUE_MAX + 8];
+} simba__pg_note;
 
 /* A grant pushed by a release (see PUSH), kept until its contender's ask takes it. */
 #define SIMBA__PG_GRANTS 4
@@ -1098,6 +1110,8 @@ typedef struct simba__pg {
     int64_t off, off_at;
     int64_t rep_server_ms; /* the server's clock in the answer in rep (0: none) */
     simba__pg_grant grants[SIMBA__PG_GRANTS];
+    char follow[32]; /* the table's follow channel (see >>follow) */
+    struct simba__pg_note *notes[SIMBA__PG_NOTES]; /* announcements, reused once done */
 } simba__pg;
 
 /* >>row  One answer row (text format) into a reply; 0, or -1 with err set. Checks every
@@ -1569,6 +1583,10 @@ static int simba__pg_send_one(simba__pg *p, simba_req *r) {
     } else if (r->op == SIMBA_OP_INSPECT || r->op == SIMBA_OP_LIST) {
         stmt = r->op == SIMBA_OP_LIST ? "simba_list" : "simba_inspect";
         n = r->op == SIMBA_OP_LIST ? 0 : 1;
+    } else if (r->op == SIMBA_OP_CALL) { /* an announcement (>>follow) */
+        v[0] = p->follow;
+        v[1] = ((const simba__pg_note *)(const void *)r)->text;
+        return PQsendQueryParams(p->conn, "SELECT pg_notify($1, $2)", 2, NULL, v, NULL, NULL, 0);
     } else if (r->op == SIMBA_OP_FORCE_RELEASE) {
         snprintf(p->num[0], sizeof p->num[0], "%llu", (unsigned long long)r->fence);
         v[1] = p->num[0];
@@ -2068,6 +2086,8 @@ static void simba__pg_batch_done(simba__pg *p, int64_t now) {
             p->rep.rc = (simba_result)p->batch_err;
             p->rep.errmsg = p->err;
             p->rep.held_ms = -1;
+        } else if (r->op == SIMBA_OP_CALL) {
+            p->rep_server_ms = 0; /* an announcement: nothing to read */
         } else if (simba__pg_inspection(r->op)) {
             simba__pg_view_result(p, r, p->res[i]);
         } else {
@@ -2125,11 +2145,13 @@ static void simba__pg_results(simba__pg *p, int64_t now) {
     }
 }
 
+static void simba__pg_follow_recv(simba__pg *p, const char *s);
 static void simba__pg_notifies(simba__pg *p, int64_t now) {
     PGnotify *n;
     while ((n = PQnotifies(p->conn)) != NULL) {
         simba__pg_grant g;
-        int kind = simba__pg_parse_push(n->extra, &g);
+        int kind = strcmp(n->relname, p->follow) == 0 ? 0 : simba__pg_parse_push(n->extra, &g);
+        if (strcmp(n->relname, p->follow) == 0) simba__pg_follow_recv(p, n->extra);
         if (kind == 2) simba__pg_grant_push(p, &g, now);
         if (kind != 0) {
             p->send_at = 0; /* a waiter's ask held for company goes now: it is a handoff */
@@ -2137,6 +2159,90 @@ static void simba__pg_notifies(simba__pg *p, int64_t now) {
         }
         PQfreemem(n);
     }
+}
+
+/* >>follow Every follower learns each owner. Each connection LISTENs on the table's follow
+   channel ("simba_f_" and a hash of schema and table, so every process finds it alone); a
+   contender of this process granted a mutex or changing its value sends the record there
+   (simba__pg_announce, one statement of its own in the queue): 'O <fence> <ttl>
+   <transition> <held> <holders> <contender> <mutex> x<hex value>'. Every other process
+   raises SIMBA_EV_OWNER for a mutex it follows (the core drops the others): no read. */
+static char *simba__pg_follow_chan(char *out, size_t cap, const char *schema, const char *table) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    const char *s;
+    for (s = schema ? schema : ""; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    h = (h ^ '.') * 1099511628211ull;
+    for (s = table; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    snprintf(out, cap, "simba_f_%016llx", (unsigned long long)h);
+    return out;
+}
+
+static void simba__pg_announce(void *impl, const char *mutex, const simba_reply *o) {
+    simba__pg *p = (simba__pg *)impl;
+    simba__pg_note *nt = NULL;
+    char hex[2 * SIMBA_VALUE_MAX + 1];
+    int i;
+    if (p->state != SIMBA__PG_READY) return; /* a hint: a reconnect's reset makes everyone ask */
+    for (i = 0; i < SIMBA__PG_NOTES && !nt; i++) {
+        if (!p->notes[i]) p->notes[i] = (simba__pg_note *)simba_alloc(p->loop, sizeof *p->notes[i]);
+        else if (!p->notes[i]->req.done_) continue;
+        nt = p->notes[i];
+    }
+    if (!nt) return; /* every slot still in flight: dropped, timers remain */
+    memset(&nt->req, 0, sizeof nt->req);
+    simba__copy(nt->mutex, sizeof nt->mutex, mutex);
+    snprintf(nt->text, sizeof nt->text, "O %llu %lld %lld %lld %d %s %s x%s", (unsigned long long)o->fence,
+             (long long)o->ttl_left_ms, (long long)o->transition_left_ms, (long long)o->held_ms, o->holders, o->owner, mutex,
+             simba__pg_hex(hex, o->value, o->value ? o->value_len : 0));
+    nt->req.op = SIMBA_OP_CALL;
+    nt->req.mutex = nt->mutex;
+    nt->req.contender = "";
+    nt->req.sent_at = simba_now(p->loop);
+    nt->req.next_ = NULL;
+    if (p->tail) p->tail->next_ = &nt->req; else p->head = &nt->req;
+    p->tail = &nt->req;
+    p->send_at = 0;
+    if (!simba__in_poll(p->loop)) simba__pg_send_next(p, simba_now(p->loop));
+}
+
+/* An announcement on the follow channel: checked, then SIMBA_EV_OWNER (a hint). */
+static void simba__pg_follow_recv(simba__pg *p, const char *s) {
+    char f[8][SIMBA_NAME_MAX + 1];
+    unsigned char val[SIMBA_VALUE_MAX];
+    const char *hex;
+    int64_t v[5];
+    size_t i, n, len;
+    simba_reply rep;
+    if (s[0] != 'O' || s[1] != ' ') return;
+    s += 2;
+    for (i = 0; i < 7; i++) {
+        const char *sp = strchr(s, ' ');
+        if (!sp || (size_t)(sp - s) > SIMBA_NAME_MAX || sp == s) return;
+        memcpy(f[i], s, (size_t)(sp - s));
+        f[i][sp - s] = 0;
+        s = sp + 1;
+    }
+    for (i = 0; i < 5; i++)
+        if (simba__pg_int(f[i], &v[i]) != 0) return;
+    if (s[0] != 'x' || v[0] <= 0 || simba_id_check(f[5]) != SIMBA_OK || simba_name_check(f[6]) != SIMBA_OK) return;
+    hex = s + 1;
+    len = strlen(hex);
+    if (len % 2 || len / 2 > SIMBA_VALUE_MAX) return;
+    for (n = 0; n < len / 2; n++) {
+        unsigned x;
+        if (sscanf(hex + 2 * n, "%2x", &x) != 1) return;
+        val[n] = (unsigned char)x;
+    }
+    memset(&rep, 0, sizeof rep);
+    rep.owner = f[5];
+    rep.fence = (uint64_t)v[0];
+    rep.ttl_left_ms = v[1];
+    rep.transition_left_ms = v[2];
+    rep.held_ms = v[3];
+    rep.holders = v[4] > 0 && v[4] <= SIMBA_PERMITS_MAX ? (int)v[4] : 1;
+    rep.value = n ? val : NULL;
+    rep.value_len = n;
+    simba_backend_event(p->be, SIMBA_EV_OWNER, f[6], NULL, &rep);
 }
 
 /* >>stall A statement not answered within statement_timeout_ms on a pipelined connection:
@@ -2321,6 +2427,7 @@ static void simba__pg_destroy(void *impl) {
     if (p->conn && PQsocket(p->conn) >= 0) simba_backend_fd(p->be, PQsocket(p->conn), 0);
     if (p->conn) PQfinish(p->conn);
     for (i = 0; i < 16; i++) simba_free(p->loop, p->strs[i]);
+    for (i = 0; i < SIMBA__PG_NOTES; i++) simba_free(p->loop, p->notes[i]);
     simba_free(p->loop, p->res);
     simba_free(p->loop, p->check);
     simba_free(p->loop, p->setup);
@@ -2349,6 +2456,7 @@ static const simba_backend_vt simba__pg_vt = {
     SIMBA_LEASE_ASKED,
     simba__pg_hurry,
     simba__pg_submit, /* inspect: the same queue, each in a transaction of its own */
+    simba__pg_announce,
 };
 
 /* >>open */
@@ -2514,6 +2622,7 @@ static int simba__pg_scripts(simba__pg *p, const simba_pg_desc *desc, const char
     else snprintf(schema_lit, sizeof schema_lit, "NULL");
     subst['L' - 'A'] = ml, subst['M' - 'A'] = version, subst['O' - 'A'] = schema_lit;
     subst['U' - 'A'] = fname, subst['N' - 'A'] = table; /* raw, inside $n$ quotes only: no '$' in them */
+    subst['J' - 'A'] = simba__pg_follow_chan(p->follow, sizeof p->follow, desc->schema, table); /* >>follow */
     p->check = simba__pg_fill(p->loop, simba__pg_check_sql, subst);
     p->setup = simba__pg_fill(p->loop, simba__pg_setup_sql, subst);
     p->session = simba__pg_fill(p->loop, simba__pg_session_sql, subst);

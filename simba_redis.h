@@ -129,7 +129,7 @@
  * PUSH
  *   <prefix>{<name>}:ev:<db>         "released" broadcasts, to every watcher of the mutex
  *   <prefix>{<name>}:ow:<db>         "holder <fence> <ttl> <lease> <held> <idlen> <id><value>"
- *                                    for observers: each grant and each new value
+ *                                    for observers and waiters: each grant and each new value
  *   <prefix>{<name>}:wk:<db>:<id>    wake-up for one waiter
  *   A release wakes only the oldest live waiter, on its own channel, and the mutex is kept
  *   for it (see FAIRNESS); a waiter whose channel nobody listens to any more (its process
@@ -2106,7 +2106,7 @@ static void simba__redis_wake_released(simba__redis *r, const simba_req *req, ui
     if (oldest) simba__redis_wake_drop(r, oldest);
 }
 
-/* A read means an observer in this process: from now on it hears owner announcements. */
+/* An observer or a waiter in this process: from now on it hears owner announcements. */
 static void simba__redis_owner_sub(simba__redis *r, const char *mutex) {
     simba__rmutex *m = simba__redis_mutex(r, mutex);
     char chan[SIMBA__REDIS_KEY_MAX];
@@ -2630,7 +2630,10 @@ static simba_result simba__redis_submit_ex(simba__redis *r, simba_req *req, int 
     op->seq = 0;
     if (req->op == SIMBA_OP_ACQUIRE) simba__redis_wake_acquire(r, req->mutex, req->contender);
     else if (req->op == SIMBA_OP_RELEASE) op->seq = simba__redis_wake_seq(r, req->mutex, req->contender);
-    else if (req->op == SIMBA_OP_READ) simba__redis_owner_sub(r, req->mutex);
+    /* An observer or a waiter: every follower hears each grant and new value, not only the
+       head its wake-up (one subscription per mutex and process, whatever its followers). */
+    if (req->op == SIMBA_OP_READ || (req->op == SIMBA_OP_ACQUIRE && !req->renew && req->permits <= 1 && !req->shared))
+        simba__redis_owner_sub(r, req->mutex);
     op->cursor[0] = 0;
     now = simba_now(r->loop);
     if (r->cmd.state == SIMBA__RC_READY) {
@@ -2878,6 +2881,7 @@ static const simba_backend_vt simba__redis_vt = {
     SIMBA_LEASE_ASKED,
     NULL, /* hurry: every request goes out at once */
     simba__redis_submit, /* inspect: scripts like the requests' */
+    NULL, /* announce: the scripts publish each grant and value on the owner channel */
 };
 
 /* One backend's state for host:port (a standalone server or one Cluster node); NULL when
@@ -3369,6 +3373,7 @@ static const simba_backend_vt simba__rcl_vt = {
     SIMBA_LEASE_ASKED,
     NULL, /* hurry: every request goes out at once */
     simba__rcl_submit, /* inspect: by slot; a listing asks every primary */
+    NULL, /* announce: the scripts publish (see simba__redis_vt) */
 };
 
 static simba_result simba__rcl_open(simba_loop *loop, const simba_redis_desc *desc, const char *host, simba_backend **out) {

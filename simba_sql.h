@@ -106,11 +106,14 @@
  *   and a release drops such a waiter's row, which comes back at its next attempt; mutual
  *   exclusion is unaffected, only order and handoff speed are.
  *
- * OBSERVERS
- *   On a file, observers are not pushed: a registration would make each observer read a
- *   write and every release a fan-out, so they learn a release or a new owner at their
- *   own refresh (reads only). On ":memory:" they get SIMBA_EV_RELEASED through PRAGMA
- *   data_version (below) and read the new state at once.
+ * FOLLOWERS (waiters and observers, table "<table>_follow": mutex, wake)
+ *   A backend with services of a name writes its socket's address there once (the first
+ *   that may write the file makes the table); a process whose contender is granted the
+ *   name or changes its value sends the owner record to every other address there, one
+ *   datagram each (>>follow), and followers set their view from it without a read. A
+ *   follower on a file it may not write is not registered and learns at its own refresh.
+ *   On ":memory:" PRAGMA data_version (below) tells of a change, and the row read is
+ *   pushed (SIMBA_EV_RELEASED when free, SIMBA_EV_OWNER when held).
  *
  * NEVER BLOCKS THE POLL
  *   The connection runs with busy_timeout 0, WAL journal, synchronous=NORMAL. A request that
@@ -666,6 +669,8 @@ typedef struct simba__sql {
     char qhead[SIMBA_ID_MAX + 1]; /* the last queue head read */
     char qhead_wake[SIMBA__SQL_WAKE_MAX];
     int64_t queued_until; /* loop time until which a waiter row of ours may be live */
+    int follow_todo; /* watched names not yet in the followers table (see >>follow) */
+    int following;   /* our address is in the followers table: the socket is polled */
     /* Batching: inside one write transaction the queue's steps nest as savepoints, and a
        release's wake-up waits for the commit (a head woken earlier would find the lock). */
     int batch, batch_wake;
@@ -1039,6 +1044,9 @@ static int simba__sql_acquire_row(simba__sql *s, int which, const char *mutex, c
    timers (the head tries at lease end) carry the handoff. A datagram only wakes: the
    receiver raises SIMBA_EV_RELEASED for the named contender, which then asks the database. */
 #define SIMBA__SQL_WAKE_TAG "simba-sql-wake"
+/* An owner announcement (see >>follow): tag, mutex, 5 numbers, the id's length, id, value. */
+#define SIMBA__SQL_OWN_TAG "simba-sql-owner"
+#define SIMBA__SQL_OWN_MAX (sizeof SIMBA__SQL_OWN_TAG + SIMBA_NAME_MAX + 7 * 22 + SIMBA_ID_MAX + SIMBA_VALUE_MAX + 8)
 
 static void simba__sql_wake_open(simba__sql *s) {
     s->wake_fd = -1;
@@ -1079,12 +1087,17 @@ static void simba__sql_wake_open(simba__sql *s) {
 /* Sends one wake-up to the waiter at addr (as stored in its row). 1 sent (or its queue is
    full: it is alive and already has one), 0 no address or nothing to send with, -1 nobody
    listens there (the waiter's process is gone, or the row is garbage). */
+static int simba__sql_dgram_send(simba__sql *s, const char *addr, const char *msg, size_t len);
 static int simba__sql_wake_send(simba__sql *s, const char *addr, const char *mutex, const char *contender) {
+    char msg[sizeof SIMBA__SQL_WAKE_TAG + SIMBA_NAME_MAX + SIMBA_ID_MAX + 4];
+    int len = snprintf(msg, sizeof msg, "%s %s %s", SIMBA__SQL_WAKE_TAG, mutex, contender);
+    if (len <= 0 || (size_t)len >= sizeof msg) return 0;
+    return simba__sql_dgram_send(s, addr, msg, (size_t)len);
+}
+static int simba__sql_dgram_send(simba__sql *s, const char *addr, const char *msg, size_t len) {
 #if defined(__linux__)
     struct sockaddr_un a;
-    char msg[sizeof SIMBA__SQL_WAKE_TAG + SIMBA_NAME_MAX + SIMBA_ID_MAX + 4];
     size_t n, i;
-    int len;
     if (s->wake_fd < 0 || !addr || strncmp(addr, "u:", 2) != 0) return 0;
     n = strlen(addr + 2);
     if (n == 0 || n % 2 || n / 2 > sizeof a.sun_path - 1) return -1;
@@ -1095,14 +1108,12 @@ static int simba__sql_wake_send(simba__sql *s, const char *addr, const char *mut
         if (sscanf(addr + 2 + 2 * i, "%2x", &v) != 1) return -1;
         a.sun_path[1 + i] = (char)v;
     }
-    len = snprintf(msg, sizeof msg, "%s %s %s", SIMBA__SQL_WAKE_TAG, mutex, contender);
-    if (len <= 0 || (size_t)len >= sizeof msg) return 0;
-    if (sendto(s->wake_fd, msg, (size_t)len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a,
+    if (sendto(s->wake_fd, msg, len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a,
                (socklen_t)(sizeof(sa_family_t) + 1 + n / 2)) >= 0)
         return 1;
     return errno == ECONNREFUSED || errno == ENOENT ? -1 : 1;
 #else
-    (void)s, (void)addr, (void)mutex, (void)contender;
+    (void)s, (void)addr, (void)msg, (void)len;
     return 0;
 #endif
 }
@@ -1110,8 +1121,9 @@ static int simba__sql_wake_send(simba__sql *s, const char *addr, const char *mut
 /* Datagrams that arrived: each names a mutex and a contender of this process and becomes
    SIMBA_EV_RELEASED for that contender only. Anything else on the socket is dropped; a
    burst is bounded per poll, so forged traffic costs at most attempts, never a grant. */
+static void simba__sql_follow_recv(simba__sql *s, const char *buf, size_t len);
 static void simba__sql_wake_recv(simba__sql *s) {
-    char buf[sizeof SIMBA__SQL_WAKE_TAG + SIMBA_NAME_MAX + SIMBA_ID_MAX + 8];
+    char buf[SIMBA__SQL_OWN_MAX + 1];
     int k;
     if (s->wake_fd < 0) return;
     for (k = 0; k < 64; k++) {
@@ -1119,6 +1131,10 @@ static void simba__sql_wake_recv(simba__sql *s) {
         ssize_t got = recv(s->wake_fd, buf, sizeof buf - 1, MSG_DONTWAIT);
         if (got < 0) return;
         buf[got] = 0;
+        if (strncmp(buf, SIMBA__SQL_OWN_TAG " ", sizeof SIMBA__SQL_OWN_TAG) == 0) {
+            simba__sql_follow_recv(s, buf, (size_t)got);
+            continue;
+        }
         if (strncmp(buf, SIMBA__SQL_WAKE_TAG " ", sizeof SIMBA__SQL_WAKE_TAG) != 0) continue;
         mutex = buf + sizeof SIMBA__SQL_WAKE_TAG;
         contender = strchr(mutex, ' ');
@@ -1128,6 +1144,100 @@ static void simba__sql_wake_recv(simba__sql *s) {
         simba_backend_event(s->be, SIMBA_EV_RELEASED, mutex, contender, NULL);
         s->woken++;
     }
+}
+
+/* >>follow Every follower learns each owner. A backend with services of a mutex puts its
+   datagram address in "<table>_follow" (mutex, wake), made by the first follower that can
+   write the file (a read-only one keeps to its timers). A contender of this process that is
+   granted the mutex or changes its value sends the record (SIMBA__SQL_OWN_TAG) to every
+   other address there, so waiters and observers learn it without reading the database; an
+   address that refuses (its process is gone) is dropped. A datagram never grants. */
+static int simba__sql_follow_run(simba__sql *s, const char *fmt, const char *mutex, const char *wake, sqlite3_stmt **keep) {
+    char sql[160 + SIMBA_SQL_TABLE_MAX];
+    sqlite3_stmt *st = NULL;
+    int rc;
+    snprintf(sql, sizeof sql, fmt, s->table);
+    rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK) return rc;
+    if (mutex) sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
+    if (wake) sqlite3_bind_text(st, 2, wake, -1, SQLITE_STATIC);
+    if (keep) { *keep = st; return SQLITE_OK; }
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
+/* The watched names go into the followers table, when the database lets us write. */
+static void simba__sql_follow_register(simba__sql *s) {
+    int i, rc;
+    if (!s->follow_todo || !s->ready || s->read_only || s->memory || s->crashed || s->wake_fd < 0 || s->head) return;
+    rc = simba__sql_follow_run(s, "CREATE TABLE IF NOT EXISTS \"%s_follow\" (mutex TEXT NOT NULL, wake TEXT NOT NULL,"
+                                  " PRIMARY KEY (mutex, wake)) WITHOUT ROWID", NULL, NULL, NULL);
+    for (i = 0; rc == SQLITE_OK && i < s->nwatched; i++)
+        rc = simba__sql_follow_run(s, "INSERT OR IGNORE INTO \"%s_follow\" (mutex, wake) VALUES (?1, ?2)", s->watched[i], s->wake_addr, NULL);
+    if (rc == SQLITE_OK) {
+        s->follow_todo = 0;
+        s->following = s->nwatched > 0;
+    } else if (!simba__sql_is_busy(rc)) {
+        s->follow_todo = 0; /* a file we may not write: timers only */
+    }
+}
+
+static void simba__sql_announce(void *impl, const char *mutex, const simba_reply *o) {
+    simba__sql *s = (simba__sql *)impl;
+    char msg[SIMBA__SQL_OWN_MAX], gone[4][SIMBA__SQL_WAKE_MAX];
+    sqlite3_stmt *st = NULL;
+    size_t idlen = strlen(o->owner);
+    int len, ngone = 0, i;
+    if (!s->ready || s->memory || s->crashed || s->wake_fd < 0) return;
+    len = snprintf(msg, sizeof msg, "%s %s %llu %lld %lld %lld %d %lu %s", SIMBA__SQL_OWN_TAG, mutex, (unsigned long long)o->fence,
+                   (long long)o->ttl_left_ms, (long long)o->transition_left_ms, (long long)o->held_ms, o->holders,
+                   (unsigned long)idlen, o->owner);
+    if (len <= 0 || (size_t)len + o->value_len >= sizeof msg) return;
+    if (o->value_len) memcpy(msg + len, o->value, o->value_len);
+    if (simba__sql_follow_run(s, "SELECT wake FROM \"%s_follow\" WHERE mutex = ?1", mutex, NULL, &st) != SQLITE_OK) return;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *w = (const char *)sqlite3_column_text(st, 0);
+        if (!w || strcmp(w, s->wake_addr) == 0) continue;
+        if (simba__sql_dgram_send(s, w, msg, (size_t)len + o->value_len) < 0 && ngone < 4 && strlen(w) < sizeof gone[0])
+            memcpy(gone[ngone++], w, strlen(w) + 1);
+    }
+    sqlite3_finalize(st);
+    for (i = 0; i < ngone; i++) simba__sql_follow_run(s, "DELETE FROM \"%s_follow\" WHERE mutex = ?1 AND wake = ?2", mutex, gone[i], NULL);
+}
+
+/* An owner announcement: checked, then SIMBA_EV_OWNER (a hint: the core keeps fences
+   from going back and never lets it make anyone owner). */
+static void simba__sql_follow_recv(simba__sql *s, const char *buf, size_t len) {
+    char mutex[SIMBA_NAME_MAX + 1], id[SIMBA_ID_MAX + 1];
+    const char *p = buf + sizeof SIMBA__SQL_OWN_TAG, *stop = buf + len, *sp = (const char *)memchr(p, ' ', (size_t)(stop - p));
+    long long n[6];
+    char *end;
+    int i;
+    simba_reply rep;
+    if (!sp || sp - p > SIMBA_NAME_MAX) return;
+    memcpy(mutex, p, (size_t)(sp - p));
+    mutex[sp - p] = 0;
+    p = sp + 1;
+    for (i = 0; i < 6; i++) {
+        n[i] = strtoll(p, &end, 10);
+        if (end == p || end >= stop || *end != ' ') return;
+        p = end + 1;
+    }
+    if (n[0] <= 0 || n[5] <= 0 || n[5] > SIMBA_ID_MAX || n[5] > stop - p || stop - p - n[5] > SIMBA_VALUE_MAX) return;
+    memcpy(id, p, (size_t)n[5]);
+    id[n[5]] = 0;
+    if (simba_name_check(mutex) != SIMBA_OK || simba_id_check(id) != SIMBA_OK) return;
+    memset(&rep, 0, sizeof rep);
+    rep.owner = id;
+    rep.fence = (uint64_t)n[0];
+    rep.ttl_left_ms = n[1];
+    rep.transition_left_ms = n[2];
+    rep.held_ms = n[3];
+    rep.holders = (int)(n[4] > 0 && n[4] <= SIMBA_PERMITS_MAX ? n[4] : 1);
+    rep.value_len = (size_t)(stop - p - n[5]);
+    rep.value = rep.value_len ? (const unsigned char *)p + n[5] : NULL;
+    simba_backend_event(s->be, SIMBA_EV_OWNER, mutex, NULL, &rep);
 }
 
 static int simba__sql_leave(simba__sql *s, const char *mutex, const char *contender, int *changed) {
@@ -2708,7 +2818,7 @@ static simba_result simba__sql_enqueue(simba__sql *s, simba_req *req) {
 
 /* In-memory database: when another connection has committed since the last look, a watched
    mutex whose row is now free gets SIMBA_EV_RELEASED, so that waiters do not sit out the
-   old lease. A hint like every push; one in-memory PRAGMA per poll while mutexes are
+   old lease, and a held one SIMBA_EV_OWNER with the row's owner and value. A hint like every push; one in-memory PRAGMA per poll while mutexes are
    watched. */
 static void simba__sql_watch_check(simba__sql *s) {
     sqlite3_stmt *st = s->st[SIMBA__SQL_DATA_VERSION];
@@ -2725,8 +2835,11 @@ static void simba__sql_watch_check(simba__sql *s) {
     sqlite3_bind_int64(s->st[SIMBA__SQL_READ_ST], 6, simba__sql_now(s));
     for (i = 0; i < s->nwatched; i++) {
         simba_reply rep;
-        if (simba__sql_read_row(s, s->watched[i], &rep) == SQLITE_OK && !s->owner[0])
-            simba_backend_event(s->be, SIMBA_EV_RELEASED, s->watched[i], NULL, NULL);
+        memset(&rep, 0, sizeof rep);
+        if (simba__sql_read_row(s, s->watched[i], &rep) != SQLITE_OK) continue;
+        /* free: the waiters ask; held: every follower takes the owner and value read */
+        if (!s->owner[0]) simba_backend_event(s->be, SIMBA_EV_RELEASED, s->watched[i], NULL, NULL);
+        else simba_backend_event(s->be, SIMBA_EV_OWNER, s->watched[i], NULL, &rep);
     }
 }
 
@@ -2743,12 +2856,14 @@ static void simba__sql_process(void *impl, const struct pollfd *ready, int n, in
     if (s->head && now >= s->next_try && !simba__timer_due(s->loop, now))
         simba__sql_drain(s, now);
     if (s->memory && s->nwatched > 0 && s->ready && !s->head) simba__sql_watch_check(s);
+    simba__sql_follow_register(s);
 }
 
 static int simba__sql_fds(void *impl, struct pollfd *out, int cap) {
     simba__sql *s = (simba__sql *)impl;
-    /* Only while a waiter row of ours may live: an uncontended loop polls nothing. */
-    if (s->wake_fd < 0 || s->crashed || s->loop->now > s->queued_until) return 0;
+    /* Only while a waiter row of ours may live or we follow a mutex: an uncontended loop
+       polls nothing. */
+    if (s->wake_fd < 0 || s->crashed || (s->loop->now > s->queued_until && !s->following)) return 0;
     if (cap >= 1 && out) {
         out[0].fd = s->wake_fd;
         out[0].events = POLLIN;
@@ -2766,7 +2881,6 @@ static simba_result simba__sql_watch(void *impl, const char *mutex) {
     simba__sql *s = (simba__sql *)impl;
     size_t n;
     char *copy;
-    if (!s->memory) return SIMBA_OK;
     if (s->nwatched == s->capwatched) {
         int cap = s->capwatched ? s->capwatched * 2 : 8;
         char **w = (char **)simba_alloc(s->loop, (size_t)cap * sizeof *w);
@@ -2781,6 +2895,8 @@ static simba_result simba__sql_watch(void *impl, const char *mutex) {
     if (!copy) return SIMBA_ENOMEM;
     memcpy(copy, mutex, n + 1);
     s->watched[s->nwatched++] = copy;
+    s->follow_todo = 1;
+    simba__sql_follow_register(s);
     return SIMBA_OK;
 }
 
@@ -2789,6 +2905,9 @@ static void simba__sql_unwatch(void *impl, const char *mutex) {
     int i;
     for (i = 0; i < s->nwatched; i++) {
         if (strcmp(s->watched[i], mutex) == 0) {
+            /* best effort: a row left behind costs a datagram per change, dropped on receipt */
+            if (s->following && s->ready && !s->crashed && !s->head)
+                simba__sql_follow_run(s, "DELETE FROM \"%s_follow\" WHERE mutex = ?1 AND wake = ?2", mutex, s->wake_addr, NULL);
             simba_free(s->loop, s->watched[i]);
             s->watched[i] = s->watched[--s->nwatched];
             return;
@@ -2850,6 +2969,7 @@ static const simba_backend_vt simba__sql_vt = {
     SIMBA_LEASE_ASKED,
     simba__sql_hurry,
     simba__sql_inspect,
+    simba__sql_announce,
 };
 
 static void simba__sql_errout(const simba_sql_desc *desc, const char *msg) {

@@ -101,8 +101,9 @@
  *   backend rewrites the node (same bytes) and the write's zxid is the fence (any node made
  *   later is younger); with waiters, whose nodes are older than such a write, the node
  *   goes to the back of the queue (deleted and made again) and the head waiter owns next.
- *   Observers keep a data watch on the owner node, so a rewrite is pushed to them, and a
- *   waiter whose watched predecessor is rewritten sets its watch again.
+ *   A process with an observer or a waiter of the name keeps a data watch on the owner node
+ *   (and one on its children), so a rewrite or a new tenure is pushed to every follower,
+ *   and a waiter whose watched predecessor is rewritten sets its watch again.
  *
  * VALUE
  *   The value of a tenure is the tail of its node's data, written by the create (or the
@@ -547,6 +548,7 @@ struct simba__zk_mtx {
     unsigned char made;       /* its node was asked for (persistent) by this backend */
     unsigned char refresh_again;
     unsigned char pushed;     /* last_* hold what was pushed with SIMBA_EV_OWNER */
+    unsigned char armed;      /* a refresh ran in this session: its watches follow the owner */
     char *own_id;   /* allocated to size (memory per mutex counts at 10,000 mutexes) */
     char *name;     /* stored right after the record */
     char *last_owner; /* allocated to size; NULL = none */
@@ -1355,6 +1357,7 @@ static void simba__zk_refresh(simba__zk *zk, simba__zk_mtx *m) {
     if (!simba__zk_usable(zk)) return;
     if (!(job = simba__zk_job_new(zk, SIMBA__ZK_J_REFRESH, NULL, NULL, m))) return;
     m->refreshing = 1;
+    m->armed = 1;
     simba__zk_job_run(zk, job);
 }
 
@@ -2856,6 +2859,7 @@ static int simba__zk_session_close(simba__zk *zk, int async, simba__zk_sess *nex
     for (m = zk->mtxs; m; m = m->next) {
         simba__zk_cont *c;
         m->pushed = 0;
+        m->armed = 0;
         m->own_valid = 0;
         for (c = m->conts; c; c = c->next) { /* the session's nodes and watches are gone */
             c->node[0] = 0;
@@ -3237,6 +3241,11 @@ static simba_result simba__zk_submit(void *impl, simba_req *req) {
         if (m) simba__zk_mtx_gc(zk, m);
         return SIMBA_ENOMEM;
     }
+    /* A waiter's process follows the owner as an observer's does (one refresh, whose watches
+       push each new tenure and value to every service of the mutex here), not only the
+       release to the head through its predecessor's watch. */
+    if (req->op == SIMBA_OP_ACQUIRE && !req->renew && req->permits <= 1 && !req->shared && !m->armed && m->watchers > 0)
+        simba__zk_refresh(zk, m);
     job = simba__zk_job_new(zk, req->op, req, c, m);
     if (!job) {
         if (c && !c->q_head) simba__zk_cont_idle(zk, c);
@@ -3491,6 +3500,7 @@ static const simba_backend_vt simba__zk_vt = {
     SIMBA_LEASE_SESSION, /* the session is the lease */
     NULL, /* hurry: nothing is held */
     simba__zk_inspect,
+    NULL, /* announce: the owner node's data watch pushes each tenure and value */
 };
 
 /* ---- public ----------------------------------------------------------------------------- */

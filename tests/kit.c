@@ -1863,6 +1863,140 @@ TEST(kit_fenced_bad_input_writes_nothing) {
 }
 /* <<fenced */
 
+/* ---- every follower learns a new owner by push -------------------------------------------- */
+
+/* The bound within which every follower of a name (each waiter, the last in line included,
+   and an observer) shows a new owner and its value: the store's push latency and one read,
+   well below what the timers' fallback takes (the rest of the old lease). */
+#define FOLLOW_MS (K->push_ms > 0 ? K->push_ms : 300)
+#define FOLLOW_N 4 /* contenders: an owner and three waiters */
+
+static simba_service *fl_s[FOLLOW_N], *fl_obs;
+static vrec fl_r[FOLLOW_N];
+static int fl_line[FOLLOW_N], fl_n; /* indexes into fl_s: the owner, then the line in order */
+
+/* ms from since until every follower of fl_line[0] (the waiters in line and the observer)
+   shows it as owner with value v (len bytes), or -1 when that has not happened after
+   2 * (TTL + TR). */
+static int64_t kit_followers_show(const void *v, size_t len, int64_t since) {
+    int64_t end = kit_now() + 2 * (TTL + TR);
+    const char *id = simba_service_contender_id(fl_s[fl_line[0]]);
+    for (;;) {
+        int i, ok = 1;
+        simba_owner o;
+        for (i = 1; i < fl_n && ok; i++)
+            ok = simba_owner_get(fl_s[fl_line[i]], &o) == SIMBA_OK && strcmp(o.id, id) == 0 && kit_value_is(&o, v, len);
+        ok = ok && simba_owner_get(fl_obs, &o) == SIMBA_OK && strcmp(o.id, id) == 0 && kit_value_is(&o, v, len);
+        if (ok) return kit_now() - since;
+        if (kit_now() >= end) return -1;
+        kit_step(2);
+    }
+}
+
+/* The head of the line owns the name now (the line moves up): its grant's time. */
+static int64_t kit_follow_next(int requeue) {
+    int i, gone = fl_line[0];
+    for (i = 0; i + 1 < fl_n; i++) fl_line[i] = fl_line[i + 1];
+    if (requeue) fl_line[fl_n - 1] = gone; else fl_n--;
+    WAIT_UNTIL(simba_is_owner(fl_s[fl_line[0]]), 2 * (TTL + TR) + 5000);
+    CHECK(simba_is_owner(fl_s[fl_line[0]]));
+    return fl_r[fl_line[0]].r.acquired_at;
+}
+
+static void kit_follow_report(const char *what, int64_t ms) {
+    fprintf(stderr, "  %s %s: every follower (the last in line and the observer) showed it after %lld ms (bound %lld)\n",
+            K->name, what, (long long)ms, (long long)FOLLOW_MS);
+    CHECK(ms >= 0);
+    CHECK(ms <= FOLLOW_MS);
+}
+
+static int kit_ms_cmp(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Three waiters in line and an observer: after a yield, a set value, a release and a kill
+   (a process gone with its lease), every one of them (the last in line too, not only the
+   head) shows the new owner and its value within the store's push latency.
+   SIMBA_KIT_FOLLOW_REPEAT=N yields N more times and prints p50 and max of those delays. */
+TEST(kit_followers_learn_new_owner) {
+    kit_proc *p[FOLLOW_N], *po = kit_open();
+    simba_observe_desc od;
+    static const char *vals[FOLLOW_N] = {"A", "B", "C", "D"};
+    const char *m = kit_name("follow"), *env = getenv("SIMBA_KIT_FOLLOW_REPEAT");
+    int i, reps = env ? atoi(env) : 0;
+    int64_t t0, ty, d[64], e[64];
+    REQUIRE(po);
+    memset(fl_r, 0, sizeof fl_r);
+    for (i = 0; i < FOLLOW_N; i++) {
+        p[i] = kit_open();
+        REQUIRE(p[i]);
+        fl_s[i] = kit_valued(p[i], m, vals[i], 1, &fl_r[i]);
+        REQUIRE(fl_s[i]);
+        fl_line[i] = i;
+    }
+    fl_n = FOLLOW_N;
+    /* the owner, then each waiter once the one before it holds its place in line */
+    CHECK_RC(simba_start(fl_s[0]), SIMBA_OK);
+    REQUIRE_UNTIL(fl_r[0].r.acquired == 1, ACQ_MS);
+    for (i = 1; i < FOLLOW_N; i++) {
+        CHECK_RC(simba_start(fl_s[i]), SIMBA_OK);
+        REQUIRE_UNTIL(fq_queued(fl_s[i], fl_s[0]) && fq_in_flight(fl_s[i]) == 0, ACQ_MS);
+    }
+    /* an observer that reads on its own only at lease ends: what it learns sooner is pushed */
+    memset(&od, 0, sizeof od);
+    od.mutex = m;
+    od.refresh_ms = 10 * (TTL + TR);
+    CHECK_RC(simba_observe(po->loop, po->be, &od, &fl_obs), SIMBA_OK);
+    CHECK_RC(simba_start(fl_obs), SIMBA_OK);
+    REQUIRE(kit_followers_show("A", 1, kit_now()) >= 0);
+
+    /* yield: the head owns it, the yielder goes to the back (then again, to measure) */
+    for (i = 0; i <= reps && i < 64; i++) {
+        KIT_HOLD(simba_is_owner(fl_s[fl_line[0]]), 100);
+        ty = kit_now();
+        CHECK_RC(simba_yield(fl_s[fl_line[0]]), SIMBA_OK);
+        t0 = kit_follow_next(1);
+        d[i] = kit_followers_show(vals[fl_line[0]], 1, t0);
+        e[i] = d[i] + t0 - ty;
+        if (i == 0) kit_follow_report("yield", d[0]);
+        if (check__cur_failed) break;
+    }
+    if (reps > 0 && !check__cur_failed) {
+        int n = i;
+        qsort(d, (size_t)n, sizeof d[0], kit_ms_cmp);
+        qsort(e, (size_t)n, sizeof e[0], kit_ms_cmp);
+        fprintf(stderr, "  %s: %d yields, every follower showed the new owner %lld ms (p50), %lld ms (max) after its grant, %lld / %lld ms after simba_yield\n",
+                K->name, n, (long long)d[n / 2], (long long)d[n - 1], (long long)e[n / 2], (long long)e[n - 1]);
+        CHECK(d[n - 1] <= FOLLOW_MS);
+    }
+
+    /* a new value under the same owner */
+    KIT_HOLD(simba_is_owner(fl_s[fl_line[0]]), 300);
+    t0 = kit_now();
+    CHECK_RC(simba_set_value(fl_s[fl_line[0]], "new", 3), SIMBA_OK);
+    kit_follow_report("simba_set_value", kit_followers_show("new", 3, t0));
+
+    /* release: the owner stops, the head owns it */
+    KIT_HOLD(simba_is_owner(fl_s[fl_line[0]]), 300);
+    CHECK_RC(simba_stop(fl_s[fl_line[0]]), SIMBA_OK);
+    t0 = kit_follow_next(0);
+    kit_follow_report("release", kit_followers_show(vals[fl_line[0]], 1, t0));
+
+    /* kill: the owner's process is gone with its lease; the head takes over at its end */
+    KIT_HOLD(simba_is_owner(fl_s[fl_line[0]]), 300);
+    if (K->mute) K->mute(p[fl_line[0]]->be, 1);
+    CHECK_RC(simba_loop_free(p[fl_line[0]]->loop), SIMBA_OK);
+    kit_exited(p[fl_line[0]]);
+    if (K->mute) K->mute(NULL, 0);
+    t0 = kit_follow_next(0);
+    kit_follow_report("kill", kit_followers_show(vals[fl_line[0]], 1, t0));
+
+    for (i = 0; i < fl_n; i++) simba_stop(fl_s[fl_line[i]]);
+    simba_stop(fl_obs);
+    kit_close_all();
+}
+
 int kit_run(const kit_backend *kb, int argc, char **argv) {
     char title[64];
     struct timespec ts;
@@ -1906,6 +2040,7 @@ int kit_run(const kit_backend *kb, int argc, char **argv) {
     RUN(kit_sem_yield);
     RUN(kit_rw_yield);
     RUN(kit_rw_yield_kept_while_readers_hold);
+    RUN(kit_followers_learn_new_owner);
     if (kb->fenced_write && kb->fenced_read) {
         RUN(kit_fenced_owner_writes_until_release);
         RUN(kit_fenced_later_owner_refuses_earlier_fence);

@@ -51,6 +51,10 @@ typedef struct kit_backend {
        still (ZooKeeper): an owner whose loop is not polled still holds it, so the
        lease-over case does not apply (a paused process is the fault tests' case). */
     int lease_is_session;
+    /* The bound (ms) within which every follower of a name, waiters and observers, shows a
+       new owner or value (kit_followers_learn_new_owner): the store's push latency and one
+       read. 0 -> 300. */
+    int64_t push_ms;
 } kit_backend;
 
 /* Runs every case (argv[1] = optional name filter), prints the closing

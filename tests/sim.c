@@ -727,9 +727,9 @@ static void cl_destroy(void *impl) {
 }
 
 static const simba_backend_vt sim_vt_asked = {sizeof(simba_backend_vt), "sim", cl_submit, NULL, cl_process, cl_deadline,
-                                              cl_watch, cl_unwatch, cl_destroy, SIMBA_LEASE_ASKED, NULL, NULL};
+                                              cl_watch, cl_unwatch, cl_destroy, SIMBA_LEASE_ASKED, NULL, NULL, NULL};
 static const simba_backend_vt sim_vt_session = {sizeof(simba_backend_vt), "sim-zk", cl_submit, NULL, cl_process, cl_deadline,
-                                                cl_watch, cl_unwatch, cl_destroy, SIMBA_LEASE_SESSION, NULL, NULL};
+                                                cl_watch, cl_unwatch, cl_destroy, SIMBA_LEASE_SESSION, NULL, NULL, NULL};
 
 static client *client_new(proc *p) {
     client *c = (client *)calloc(1, sizeof *c);

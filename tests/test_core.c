@@ -3879,6 +3879,64 @@ TEST(backend_call_answers_from_the_poll) {
     store_free();
 }
 
+/* The core announces each grant and each new value of its contender once (vt->announce),
+   with the owner record, never a renewal nor a kept yield; the stores that push by
+   themselves leave the hook NULL. */
+static int ann_n;
+static char ann_owner[SIMBA_ID_MAX + 1], ann_value[16];
+static uint64_t ann_fence;
+static int64_t ann_ttl;
+static void ann_spy(void *impl, const char *mutex, const simba_reply *o) {
+    (void)impl;
+    CHECK_STR(mutex, "ann");
+    ann_n++;
+    snprintf(ann_owner, sizeof ann_owner, "%s", o->owner);
+    snprintf(ann_value, sizeof ann_value, "%.*s", (int)o->value_len, o->value ? (const char *)o->value : "");
+    ann_fence = o->fence;
+    ann_ttl = o->ttl_left_ms;
+}
+TEST(grant_and_value_announced_once_each) {
+    proc p;
+    simba_contend_desc d;
+    simba_service *s = NULL;
+    store_new();
+    proc_open(&p);
+    p.be->announce = ann_spy;
+    ann_n = 0;
+    memset(&d, 0, sizeof d);
+    d.mutex = "ann";
+    d.contender_id = "a";
+    d.ttl_ms = 3000;
+    d.transition_ms = 1000;
+    d.value = "v1";
+    d.value_len = 2;
+    CHECK_RC(simba_contend(p.loop, p.be, &d, &s), SIMBA_OK);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    settle(&p, 1);
+    CHECK(simba_is_owner(s));
+    CHECK_EQ(ann_n, 1);
+    CHECK_STR(ann_owner, "a");
+    CHECK_STR(ann_value, "v1");
+    CHECK_EQ(ann_fence, simba_fence(s));
+    CHECK(ann_ttl > 0 && ann_ttl <= 3000);
+    advance(&p, 1, 10000, 100); /* renewals */
+    CHECK(simba_is_owner(s));
+    CHECK_EQ(ann_n, 1);
+    CHECK_RC(simba_set_value(s, "v2", 2), SIMBA_OK);
+    settle(&p, 1);
+    CHECK_EQ(ann_n, 2);
+    CHECK_STR(ann_value, "v2");
+    CHECK_RC(simba_yield(s), SIMBA_OK); /* nobody waits: kept */
+    settle(&p, 1);
+    CHECK(simba_is_owner(s));
+    CHECK_EQ(ann_n, 2);
+    CHECK_RC(simba_stop(s), SIMBA_OK);
+    settle(&p, 1);
+    CHECK_EQ(ann_n, 2);
+    proc_close(&p);
+    store_free();
+}
+
 int main(int argc, char **argv) {
     CHECK_INIT(argc, argv);
     RUN(owner_predicates);
@@ -3966,5 +4024,6 @@ int main(int argc, char **argv) {
     RUN(semaphore_holder_proclaims_and_yields_its_own_permit);
     RUN(reader_id_back_as_writer_waits_for_the_readers);
     RUN(backend_call_answers_from_the_poll);
+    RUN(grant_and_value_announced_once_each);
     return check_report("core");
 }
