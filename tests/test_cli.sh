@@ -7,8 +7,9 @@
 #   listens there)  SIMBA_CLI_MUTE_PORT (6435, a listener that accepts and never answers)
 #   SIMBA_CLI_FRESH_PORT (RPORT + 6): an undeclared redis-server for section fresh (init)
 #   SIMBA_BIN (build/simba)  FAULT_PROXY (build/fault_proxy)
-#   SIMBA_CLI_ONLY="usage connect sqlite readonly redis fresh zk signals elect stats partition pg permits"
-#   runs some sections only.
+#   SIMBA_CLI_ONLY="usage connect sqlite readonly redis fresh zk signals elect stats partition pg permits matrix"
+#   runs some sections only (matrix: tests/cli_matrix.sh, every command on every primitive and
+#   backend under ASan; SIMBA_ASAN_BIN, default build/asan/simba).
 #   SIMBA_CLI_PG_PORT (5447): PostgreSQL for section pg (scripts/pg-start.sh; password simba).
 set -u
 cd "$(dirname "$0")/.."
@@ -18,7 +19,7 @@ RPORT=${SIMBA_CLI_REDIS_PORT:-6430}
 ZPORT=${SIMBA_CLI_ZK_PORT:-2221}
 DEAD=${SIMBA_CLI_DEAD_PORT:-6434}
 MUTE=${SIMBA_CLI_MUTE_PORT:-6435}
-ONLY=${SIMBA_CLI_ONLY:-usage connect sqlite readonly redis fresh zk signals elect stats partition pg permits}
+ONLY=${SIMBA_CLI_ONLY:-usage connect sqlite readonly redis fresh zk signals elect stats partition pg permits matrix}
 FPORT=${SIMBA_CLI_FRESH_PORT:-$((RPORT + 6))}
 PGPORT_CLI=${SIMBA_CLI_PG_PORT:-5447}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
@@ -446,11 +447,14 @@ if want fresh; then
 fi
 
 # ---- PostgreSQL: its URL, then the same suite ---------------------------------------------
+PGU="postgres://postgres@127.0.0.1:$PGPORT_CLI/postgres?table=cli_locks"
+pg_up() { # starts PostgreSQL once (sections pg and matrix)
+    [ -s "$W/pg/datadir" ] && return 0
+    sh scripts/pg-start.sh "$PGPORT_CLI" "$W/pg" >"$W/pg.log" 2>&1 && return 0
+    bad "PostgreSQL on $PGPORT_CLI: $(tail -3 "$W/pg.log")"; return 1
+}
 if want pg; then
-    if ! sh scripts/pg-start.sh "$PGPORT_CLI" "$W/pg" >"$W/pg.log" 2>&1; then
-        bad "PostgreSQL on $PGPORT_CLI: $(tail -3 "$W/pg.log")"
-    else
-        PGU="postgres://postgres@127.0.0.1:$PGPORT_CLI/postgres?table=cli_locks"
+    if pg_up; then
         export PGPASSWORD=simba
         expect_rc "pg: password in the URL refused" 64 "$SIMBA" -u "postgres://postgres:simba@127.0.0.1:$PGPORT_CLI" get x
         check "  points to PGPASSWORD" err_has PGPASSWORD
@@ -709,6 +713,15 @@ if want partition; then
     part zk "zk://127.0.0.1:PPORT/simba-cli" "$ZK" "$ZPORT"
     part_wait redis "redis://127.0.0.1:PPORT" "redis://127.0.0.1:$RPORT" "$RPORT"
     part_wait zk "zk://127.0.0.1:PPORT/simba-cli" "$ZK" "$ZPORT"
+fi
+
+# ---- every command on every primitive and backend, under ASan and valgrind ------------------
+if want matrix; then
+    . tests/cli_matrix.sh
+    matrix_suite sqlite "$SQL"
+    matrix_suite redis "$RED"
+    matrix_suite zk "$ZK"
+    if pg_up; then export PGPASSWORD=simba; matrix_suite pg "$PGU"; unset PGPASSWORD; fi
 fi
 
 echo "test_cli took $((SECONDS - T0)) s"

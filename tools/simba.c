@@ -2000,7 +2000,6 @@ static int cmd_get(const url_t *u, opts_t *o) {
     simba_loop *loop;
     simba_backend *be;
     simba_view v;
-    unsigned char value[SIMBA_VALUE_MAX];
     stats_reply *sr;
     int64_t max_lease;
     int rc = open_inspect(u, o, 0, &loop, &be), have;
@@ -2013,14 +2012,11 @@ static int cmd_get(const url_t *u, opts_t *o) {
     }
     /* the bound this backend enforces (Redis: the one every process on the prefix agreed on) */
     max_lease = simba_backend_max_lease(be);
-    if (v.value_len > sizeof value) v.value_len = sizeof value; /* the core keeps to the bound */
-    if (v.value_len) memcpy(value, v.value, v.value_len);       /* the loop holds the view's bytes */
-    v.value = value;
-    simba_loop_free(loop);
+    /* the loop holds the view's value and holders: it is freed once they are printed */
     sr = (stats_reply *)calloc(1, sizeof *sr);
-    if (!sr) { errorf("out of memory"); return EXIT_OSERR; }
+    if (!sr) { errorf("out of memory"); simba_loop_free(loop); return EXIT_OSERR; }
     have = stats_for_get(u, o, sr);
-    if (have < 0) { free(sr); return -have; }
+    if (have < 0) { free(sr); simba_loop_free(loop); return -have; }
     if (o->json) {
         printf("{");
         print_view_members(&v);
@@ -2037,6 +2033,7 @@ static int cmd_get(const url_t *u, opts_t *o) {
         if (have) stats_print_text(sr);
     }
     free(sr);
+    simba_loop_free(loop);
     return v.owner[0] ? EXIT_OK : EXIT_NO;
 }
 
