@@ -94,7 +94,8 @@ matrix_suite() {
     check "  the forced-out holder exits 76 (got $RC)" test "$RC" -eq 76
     check "  the store holds nobody" mx_store_is "$be" "$m" ""
     f=$fa; [ "$be" = zk ] && f=0
-    check "$be matrix: watch then shows it free with the stored fence ($f)" wait_for 10 grep -q " $m owner=- fence=$f$" "$W/mx-watch"
+    if wait_for 10 grep -q " $m owner=- fence=$f$" "$W/mx-watch"; then ok "$be matrix: watch then shows it free with the stored fence ($f)"
+    else bad "$be matrix: watch then shows it free with the stored fence ($f): $(tail -n 3 "$W/mx-watch" | tr '\n' '|')"; fi
     expect_rc "$be matrix: run on the freed mutex" 0 "$ASIMBA" run "$m" $MX_LEASE -- sh -c 'echo $SIMBA_FENCE > "$0"; sleep 1' "$W/mx-mb"
     fb=$(cat "$W/mx-mb" 2>/dev/null)
     check "  with a greater fence ($fb > $fa)" test "${fb:-0}" -gt "${fa:-0}"
@@ -189,6 +190,7 @@ matrix_suite() {
     check "  the store holds the same" mx_store_is "$be" "$v" "eb-$be $fb"
     check "$be matrix: watch --json saw both leaders with their values" wait_for 10 eval \
         'grep -q "\"owner\":\"ea-$be\",\"fence\":$fa,.*\"value\":\"10.0.0.1:80\"" "$W/mx-vwatch" && grep -q "\"owner\":\"eb-$be\",\"fence\":$fb,.*\"value\":\"10.0.0.2:80\"" "$W/mx-vwatch"'
+    check "$be matrix: watch --json began with the name nobody owned yet" eval 'head -n 1 "$W/mx-vwatch" | grep -q "\"mutex\":\"$v\",\"owner\":null,"'
     touch "$W/mx-ego"; wait_exit "$p2" 15
     check "  the leader's command ends, elect exits 0 (got $RC)" test "$RC" -eq 0
     kill -TERM "$pid"; wait_exit "$pid" 10
