@@ -84,7 +84,7 @@ matrix_suite() {
     check "  the mutex, its owner and fence" grep -q "{\"mutex\":\"$m\",\"owner\":\"ma-$be\",\"fence\":$fa," "$W/out"
     "$ASIMBA" watch "$m" --refresh 0.3 >"$W/mx-watch" 2>"$W/mx-watch.err" &
     pid=$!; PIDS+=("$pid")
-    check "$be matrix: watch shows the owner, fence and value" wait_for 10 grep -q " $m owner=ma-$be fence=$fa .*value=\"left:1\"" "$W/mx-watch"
+    check "$be matrix: watch shows the owner, fence and value" wait_for 10 grep -qs " $m owner=ma-$be fence=$fa .*value=\"left:1\"" "$W/mx-watch"
     expect_rc "$be matrix: run -n on a held mutex" 75 "$ASIMBA" run "$m" -n -- true
     check "  names the holder" err_has "ma-$be"
     expect_rc "$be matrix: release --fence of another fence" 1 "$ASIMBA" release "$m" --fence $((fa + 1))
@@ -94,12 +94,12 @@ matrix_suite() {
     check "  the forced-out holder exits 76 (got $RC)" test "$RC" -eq 76
     check "  the store holds nobody" mx_store_is "$be" "$m" ""
     f=$fa; [ "$be" = zk ] && f=0
-    if wait_for 10 grep -q " $m owner=- fence=$f$" "$W/mx-watch"; then ok "$be matrix: watch then shows it free with the stored fence ($f)"
+    if wait_for 10 grep -qs " $m owner=- fence=$f$" "$W/mx-watch"; then ok "$be matrix: watch then shows it free with the stored fence ($f)"
     else bad "$be matrix: watch then shows it free with the stored fence ($f): $(tail -n 3 "$W/mx-watch" | tr '\n' '|')"; fi
     expect_rc "$be matrix: run on the freed mutex" 0 "$ASIMBA" run "$m" $MX_LEASE -- sh -c 'echo $SIMBA_FENCE > "$0"; sleep 1' "$W/mx-mb"
     fb=$(cat "$W/mx-mb" 2>/dev/null)
     check "  with a greater fence ($fb > $fa)" test "${fb:-0}" -gt "${fa:-0}"
-    check "$be matrix: watch saw that run (fence $fb)" wait_for 10 grep -q " $m owner=.* fence=$fb " "$W/mx-watch"
+    check "$be matrix: watch saw that run (fence $fb)" wait_for 10 grep -qs " $m owner=.* fence=$fb " "$W/mx-watch"
     kill -TERM "$pid"; wait_exit "$pid" 10
     check "$be matrix: watch ends 0 on TERM (got $RC)" test "$RC" -eq 0
     # a free name's fence: the last one its store keeps (ZooKeeper keeps none: no owner node)
@@ -172,6 +172,7 @@ matrix_suite() {
     # a name with a value: elect, a second elector waiting, yield, watch of the handover
     "$ASIMBA" watch "$v" --json --refresh 0.3 >"$W/mx-vwatch" 2>>"$W/bg.log" &
     pid=$!; PIDS+=("$pid")
+    wait_for 10 test -s "$W/mx-vwatch" || true # its first line: the name nobody owns yet
     mx_hold "$v" "ea-$be" "$W/mx-ea" "$W/mx-ego" elect --value "10.0.0.1:80" --once; p1=$MX_PID
     wait_for 15 test -s "$W/mx-ea" || bad "$be: the first elector never led"
     mx_hold "$v" "eb-$be" "$W/mx-eb" "$W/mx-ego" elect --value "10.0.0.2:80"; p2=$MX_PID
