@@ -166,7 +166,10 @@ valgrind: $(B)/test_core $(B)/test_sql
 	valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite $(B)/test_sql
 
 # Three processes on a SQLite file; the leader is killed and another takes over.
-demo: deps $(B)/leader_demo
+# the demo needs a C compiler and SQLite only (scripts/demo.sh --deps), not the test servers
+demo:
+	@sh scripts/demo.sh --deps
+	@$(MAKE) --no-print-directory $(B)/leader_demo
 	@sh scripts/demo.sh $(B)/leader_demo
 
 clean:

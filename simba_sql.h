@@ -5,7 +5,7 @@
  *     #define SIMBA_IMPLEMENTATION
  * before you include this file in *one* C or C++ file; the same macro instantiates simba.h,
  * which this header includes itself. (SIMBA_SQL_IMPLEMENTATION instead: this header and the
- * core only.) Link with -lsqlite3.
+ * core only.) Link with -lsqlite3; SQLite 3.35 or later (RETURNING).
  *
  *     simba_backend *be;
  *     simba_sql_desc d = {0};

@@ -3,11 +3,34 @@
 # another takes over. Prints the merged timeline and the measured failover time.
 #
 #   scripts/demo.sh [LEADER_DEMO_BIN]     (default $DEMO_BIN or build/leader_demo)
+#   scripts/demo.sh --deps                what the demo needs to build: a C compiler ($CC,
+#                                         else cc) and SQLite's header and library; nothing
+#                                         when they work, else apt-get as root, else the
+#                                         packages to install and exit 1
 #
 # ttl 2000 ms, transition 1000 ms: a killed leader's lease ends at most ttl + transition
 # after its last renewal, and a follower tries within its jitter [-200, 1000) ms after that.
 # Exits by itself in well under 30 s and removes everything it created.
 set -u
+
+# demo_deps: compiles and links a one-line SQLite program, the demo's only need
+demo_deps() {
+    cc=${CC:-cc}
+    t=$(mktemp -d "${TMPDIR:-/tmp}/simba_deps.XXXXXX") || exit 1
+    printf '#include <sqlite3.h>\nint main(void) { return sqlite3_libversion_number() > 0 ? 0 : 1; }\n' >"$t/d.c"
+    if "$cc" -o "$t/d" "$t/d.c" -lsqlite3 >"$t/err" 2>&1; then rm -rf "$t"; return 0; fi
+    echo "demo: '$cc' cannot build a SQLite program: $(head -n 1 "$t/err")" >&2
+    rm -rf "$t"
+    pkgs="libsqlite3-dev"
+    command -v "$cc" >/dev/null 2>&1 || pkgs="gcc libc6-dev $pkgs"
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "demo: install these packages (as root: apt-get install $pkgs), then run make demo again" >&2
+        exit 1
+    fi
+    echo "demo: installing $pkgs"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $pkgs || exit 1
+}
+if [ "${1:-}" = --deps ]; then demo_deps; exit 0; fi
 
 DEMO=${1:-${DEMO_BIN:-build/leader_demo}}
 TTL=2000

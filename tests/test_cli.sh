@@ -7,8 +7,9 @@
 #   listens there)  SIMBA_CLI_MUTE_PORT (6435, a listener that accepts and never answers)
 #   SIMBA_CLI_FRESH_PORT (RPORT + 6): an undeclared redis-server for section fresh (init)
 #   SIMBA_BIN (build/simba)  FAULT_PROXY (build/fault_proxy)
-#   SIMBA_CLI_ONLY="usage connect sqlite readonly redis fresh zk signals elect stats partition pg permits"
-#   runs some sections only.
+#   SIMBA_CLI_ONLY="usage connect sqlite readonly redis fresh zk signals elect stats partition pg permits matrix"
+#   runs some sections only (matrix: tests/cli_matrix.sh, every command on every primitive and
+#   backend under ASan; SIMBA_ASAN_BIN, default build/asan/simba).
 #   SIMBA_CLI_PG_PORT (5447): PostgreSQL for section pg (scripts/pg-start.sh; password simba).
 set -u
 cd "$(dirname "$0")/.."
@@ -18,7 +19,7 @@ RPORT=${SIMBA_CLI_REDIS_PORT:-6430}
 ZPORT=${SIMBA_CLI_ZK_PORT:-2221}
 DEAD=${SIMBA_CLI_DEAD_PORT:-6434}
 MUTE=${SIMBA_CLI_MUTE_PORT:-6435}
-ONLY=${SIMBA_CLI_ONLY:-usage connect sqlite readonly redis fresh zk signals elect stats partition pg permits}
+ONLY=${SIMBA_CLI_ONLY:-usage connect sqlite readonly redis fresh zk signals elect stats partition pg permits matrix}
 FPORT=${SIMBA_CLI_FRESH_PORT:-$((RPORT + 6))}
 PGPORT_CLI=${SIMBA_CLI_PG_PORT:-5447}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
@@ -83,6 +84,12 @@ if want usage; then
 expect_rc "help lists exit statuses" 0 "$SIMBA" --help
 check "help documents 75 and 76" grep -q "76 lease lost" "$W/out"
 check "help lists --version" grep -q -- "--version" "$W/out"
+# every option --help lists has its entry in OPTIONS of the manual page
+"$SIMBA" --help | sed -n '/^options:/,/^[^ o]/p' | grep -oE '^  (-[a-z], )?--[a-z-]+' | sed 's/.*--//' > "$W/help-opts"
+sed -n '/^\.SH OPTIONS/,/^\.SH EXIT/p' docs/simba.1 | grep -A1 '^\.TP' | sed -n 's/^\.B[IR]* .*\\-\\-\([a-z\\-]*\).*/\1/p' | sed 's/\\//g' > "$W/man-opts"
+missing=$(grep -vxFf "$W/man-opts" "$W/help-opts" | tr '\n' ' ')
+check "every option of --help ($(wc -l < "$W/help-opts")) is in simba.1 OPTIONS${missing:+ (missing: $missing)}" \
+    eval '[ -z "$missing" ] && [ "$(wc -l < "$W/help-opts")" -ge 25 ]'
 expect_rc "--version" 0 "$SIMBA" --version
 check "  prints simba and simba.h's version" grep -qx "simba $(sed -n 's/^#define SIMBA_VERSION "\(.*\)"/\1/p' simba.h)" "$W/out"
 expect_rc "no URL is a usage error" 64 "$SIMBA" get x
@@ -121,7 +128,7 @@ expect_rc "--permits is for run and elect" 64 "$SIMBA" -u "$SQL" get x --permits
 check "  says so" err_has "are for run and elect"
 expect_rc "get: unreachable redis is a backend error" 69 "$SIMBA" -u redis://127.0.0.1:$DEAD get x
 expect_rc "run -w 1: unreachable redis is a backend error" 69 "$SIMBA" -u redis://127.0.0.1:$DEAD run x -w 1 -- true
-check "  and says what the backend reported" err_has "backend: .*refused"
+check "  and says the backend could not be reached, with its words" err_has "could not be reached: .*refused"
 expect_rc "get: missing sqlite file is a backend error" 69 "$SIMBA" -u "sqlite:$W/nonexistent.db" get x
 check "  the file was not created" test ! -e "$W/nonexistent.db"
 expect_rc "checkpoint: missing sqlite file is a backend error" 69 "$SIMBA" -u "sqlite:$W/nonexistent.db" checkpoint
@@ -389,6 +396,22 @@ check "  shows the stored fence ($f)" grep -q "^fence: $f$" "$W/out"
 expect_rc "readonly: ls on a file it may only read" 0 $OTHER "$W/ro/simba" -u "$RO" ls
 check "  lists it with its fence" grep -q "^ro .* $f " "$W/out"
 check "  and writes nothing there" test ! -e "$W/ro/db/locks.db-wal"
+# watch never contends: it follows the name on a file it may only read (read anew each --refresh)
+$OTHER "$W/ro/simba" -u "$RO" watch ro --refresh 0.2 >"$W/ro/watch" 2>"$W/ro/watch.err" &
+wp=$!; PIDS+=("$wp")
+check "readonly: watch prints the free name at start, with its stored fence ($f)" wait_for 5 grep -q " ro owner=- fence=$f$" "$W/ro/watch"
+if [ "$(id -u)" -eq 0 ]; then
+    chmod 644 "$W/ro/db/locks.db"
+    "$SIMBA" -u "$RO" run ro $FAST -- sh -c 'echo $SIMBA_FENCE > "$0"; sleep 1' "$W/ro/wfence" >>"$W/bg.log" 2>&1
+    chmod 444 "$W/ro/db/locks.db"
+    check "readonly: watch saw the owner a writer put there (fence $(cat "$W/ro/wfence" 2>/dev/null))" \
+        wait_for 5 grep -q " ro owner=.* fence=$(cat "$W/ro/wfence" 2>/dev/null) " "$W/ro/watch"
+    f=$(cat "$W/ro/wfence" 2>/dev/null)
+fi
+# TERM to simba itself (as nobody it runs under runuser, which would report the signal)
+wc=$(pgrep -P $wp -x simba | head -n 1)
+kill -TERM "${wc:-$wp}" 2>/dev/null; wait_exit $wp 5
+check "readonly: watch ends 0 on TERM (got $RC; $(head -c 200 "$W/ro/watch.err"))" test "$RC" -eq 0
 expect_rc "readonly: release on a file it may only read" 69 $OTHER "$W/ro/simba" -u "$RO" release ro --fence "${f:-0}"
 check "  says it is read-only and why" err_has "readonly database ([0-9]*): $W/ro/db/locks.db: no write access for uid"
 expect_rc "readonly: run on a file it may only read" 69 $OTHER "$W/ro/simba" -u "$RO" run ro -w 1 -- true
@@ -446,11 +469,14 @@ if want fresh; then
 fi
 
 # ---- PostgreSQL: its URL, then the same suite ---------------------------------------------
+PGU="postgres://postgres@127.0.0.1:$PGPORT_CLI/postgres?table=cli_locks"
+pg_up() { # starts PostgreSQL once (sections pg and matrix)
+    [ -s "$W/pg/datadir" ] && return 0
+    sh scripts/pg-start.sh "$PGPORT_CLI" "$W/pg" >"$W/pg.log" 2>&1 && return 0
+    bad "PostgreSQL on $PGPORT_CLI: $(tail -3 "$W/pg.log")"; return 1
+}
 if want pg; then
-    if ! sh scripts/pg-start.sh "$PGPORT_CLI" "$W/pg" >"$W/pg.log" 2>&1; then
-        bad "PostgreSQL on $PGPORT_CLI: $(tail -3 "$W/pg.log")"
-    else
-        PGU="postgres://postgres@127.0.0.1:$PGPORT_CLI/postgres?table=cli_locks"
+    if pg_up; then
         export PGPASSWORD=simba
         expect_rc "pg: password in the URL refused" 64 "$SIMBA" -u "postgres://postgres:simba@127.0.0.1:$PGPORT_CLI" get x
         check "  points to PGPASSWORD" err_has PGPASSWORD
@@ -463,6 +489,9 @@ if want pg; then
         check "  names the modes" err_has "verify-full"
         expect_rc "pg: get before the table exists exits 1" 1 "$SIMBA" -u "$PGU" get x
         expect_rc "pg: wrong password is a backend error" 69 env PGPASSWORD=wrong "$SIMBA" -u "$PGU" get x
+        check "  the error line names the user, not the password" eval 'err_has "postgres://postgres@127.0.0.1:$PGPORT_CLI/" && ! err_has wrong'
+        expect_rc "pg: run -n, nothing listens" 69 "$SIMBA" -u "postgres://127.0.0.1:$DEAD" run x -n -- true
+        check "  says the backend could not be reached, not a timeout" eval 'err_has "could not be reached" && ! err_has "timed out"' 
         expect_rc "pg: unreachable server is a backend error" 69 "$SIMBA" -u "postgres://127.0.0.1:$DEAD" get x
         backend_suite pg "$PGU"
         check "pg: the table of the URL holds the rows" test "$(PGPASSWORD=simba psql -h 127.0.0.1 -p "$PGPORT_CLI" -U postgres -Atc 'SELECT count(*) FROM cli_locks' postgres 2>/dev/null)" -ge 1
@@ -709,6 +738,15 @@ if want partition; then
     part zk "zk://127.0.0.1:PPORT/simba-cli" "$ZK" "$ZPORT"
     part_wait redis "redis://127.0.0.1:PPORT" "redis://127.0.0.1:$RPORT" "$RPORT"
     part_wait zk "zk://127.0.0.1:PPORT/simba-cli" "$ZK" "$ZPORT"
+fi
+
+# ---- every command on every primitive and backend, under ASan and valgrind ------------------
+if want matrix; then
+    . tests/cli_matrix.sh
+    matrix_suite sqlite "$SQL"
+    matrix_suite redis "$RED"
+    matrix_suite zk "$ZK"
+    if pg_up; then export PGPASSWORD=simba; matrix_suite pg "$PGU"; unset PGPASSWORD; fi
 fi
 
 echo "test_cli took $((SECONDS - T0)) s"

@@ -65,7 +65,9 @@ static void errorf(const char *fmt, ...) {
     fputc('\n', stderr);
 }
 
-static void usage(FILE *f) {
+static void usage_options(FILE *f);
+
+static void usage_commands(FILE *f) {
     fprintf(f,
         "usage: simba [-u URL] COMMAND [options] ...\n"
         "       simba --help | --version\n"
@@ -106,6 +108,12 @@ static void usage(FILE *f) {
         "      or TERM; for applications whose loops open SQLite with checkpoint = -1, so that\n"
         "      their polls never wait for the disk (simba_sql_checkpoint)\n"
         "\n"
+        );
+}
+
+static void usage(FILE *f) {
+    usage_commands(f);
+    fprintf(f,
         "backend URL (-u URL, else $SIMBA_URL):\n"
         "  sqlite:PATH                    SQLite file (table simba_mutex)\n"
         "  redis://HOST[:PORT][/DB]       password from $SIMBA_REDIS_PASSWORD (user from\n"
@@ -117,42 +125,8 @@ static void usage(FILE *f) {
         "      TLS: &sslmode=verify-full&sslrootcert=CA.crt (also sslcert=, sslkey=); a HOST\n"
         "      name with &hostaddr=IP is what verify-full checks (never resolved)\n"
         "\n");
+    usage_options(f);
     fprintf(f, /* in parts: C99 promises string literals of 4095 bytes only */
-        "options:\n"
-        "  -h, --help           this text\n"
-        "  --version            print \"simba VERSION\" and exit\n"
-        "  -n, --nonblock       run/elect: fail at once (status 75) if someone holds the lock\n"
-        "                       (waits up to 10 s for the backend's first answer, else 69)\n"
-        "  -w, --wait SEC       run/elect: give up after SEC seconds of waiting (status 75);\n"
-        "                       -w 0 is -n; bounds the whole wait, a silent backend included\n"
-        "  --connect-timeout SEC  run/elect: give up (status 69, with the backend's reason)\n"
-        "                       after SEC seconds in which no request was answered while\n"
-        "                       simba does not hold the lock (default 30; 0 = no limit)\n"
-        "  --ttl SEC            lease (default 10); the owner renews before it ends\n"
-        "  --transition SEC     window after the lease in which nobody else may win (default 6)\n"
-        "  -s, --signal SIG     signal for CMD's group when the lease is lost (default TERM)\n"
-        "  -g, --grace SEC      then SIGKILL after SEC (default transition/2); must be shorter\n"
-        "                       than the transition window (ZooKeeper: (ttl+transition)/3), so\n"
-        "                       that CMD is gone before another contender can win\n"
-        "  --id ID              contender id (default counter:pid@host)\n"
-        "  --permits N          run/elect: at most N holders of NAME (2..1024; 1 = a mutex);\n"
-        "                       every holder of NAME must give the same N\n"
-        "  --shared             run/elect: hold NAME as a reader (not with --permits N > 1)\n"
-        "  --once               elect: exit when leadership is lost (or yielded)\n"
-        "  --value STR          run/elect: the value stored with the ownership, in\n"
-        "                       SIMBA_VALUE for CMD (default HOST:PID; at most %d bytes)\n"
-        "  --yield-on SIG       elect: yield on signal SIG (HUP, USR1 or USR2; not forwarded)\n"
-        "  --json               get/watch/ls: JSON output (watch: one object per line)\n"
-        "  --refresh SEC        watch: longest time between reads (default 1)\n"
-        "  --every SEC          checkpoint: repeat every SEC seconds until INT or TERM\n"
-        "  --fence N            release: the fence the owner must still hold\n"
-        "  -v, --verbose        run/elect: report acquisitions and losses on stderr\n"
-        "  --stats-file FILE    run/elect: at exit, write the statistics and exit status to FILE\n"
-        "                       in the Prometheus text format (via FILE.tmp.PID, renamed)\n"
-        "  --no-stats-socket    run/elect: no statistics socket (and no SIMBA_STATS_SOCKET)\n"
-        "  --stats SOCKET       get: the statistics socket to ask (default $SIMBA_STATS_SOCKET,\n"
-        "                       used only when it serves NAME on the same backend); yield:\n"
-        "                       the holder to ask (default: found among this user's sockets)\n"
         "ZooKeeper: the lease is the session; simba asks for a session timeout of ttl+transition.\n"
         "get, ls and release --fence ask the library (simba_inspect, simba_list,\n"
         "simba_force_release); get on SQLite opens the file read-only. A forced release lets the\n"
@@ -163,7 +137,7 @@ static void usage(FILE *f) {
         "renewals, errors, current and total hold, waits, last error. simba yield asks on it.\n"
         "Values: get and watch print them quoted, non-printable bytes as \\xHH; in JSON,\n"
         "\"value\" is a string (null when nobody owns it), or null with \"value_base64\" when\n"
-        "the bytes are not UTF-8.\n"
+        "the bytes are not UTF-8. SIMBA_VALUE_MAX is %d bytes.\n"
         "\n", SIMBA_VALUE_MAX);
     fprintf(f,
         "exit status:\n"
@@ -415,169 +389,193 @@ static int parse_port(const char *what, const char *s, size_t n, int *out) {
     return 0;
 }
 
-static int parse_url(const char *u, url_t *out) {
-    memset(out, 0, sizeof *out);
-    if (!u || !*u) {
-        errorf("no backend: give -u URL or set SIMBA_URL (sqlite:PATH, redis://HOST:PORT[/DB], zk://HOST:PORT[/ROOT], postgres://HOST[:PORT][/DB])");
+static int parse_sqlite_url(const char *u, const char *p, url_t *out) {
+    if (strncmp(p, "//", 2) == 0) p += 2; /* sqlite:///abs/path */
+    if (!*p) { errorf("URL '%s': sqlite: the PATH is empty", u); return -1; }
+    if (strlen(p) >= sizeof out->path) { errorf("URL: sqlite: PATH is too long"); return -1; }
+    out->kind = BE_SQLITE;
+    strcpy(out->path, p);
+    return 0;
+}
+
+static int parse_redis_url(const char *u, const char *p, url_t *out) {
+    const char *hend, *rest;
+    size_t hn;
+    out->kind = BE_REDIS;
+    out->port = 6379;
+    if (strchr(p, '@')) {
+        errorf("URL '%s': credentials in the URL are refused (they would show in ps): set SIMBA_REDIS_PASSWORD (and SIMBA_REDIS_USERNAME)", u);
         return -1;
     }
-    if (strncmp(u, "sqlite:", 7) == 0) {
-        const char *p = u + 7;
-        if (strncmp(p, "//", 2) == 0) p += 2; /* sqlite:///abs/path */
-        if (!*p) { errorf("URL '%s': sqlite: the PATH is empty", u); return -1; }
-        if (strlen(p) >= sizeof out->path) { errorf("URL: sqlite: PATH is too long"); return -1; }
-        out->kind = BE_SQLITE;
-        strcpy(out->path, p);
-        return 0;
+    if (*p == '[') { /* [v6] */
+        hend = strchr(p, ']');
+        if (!hend) { errorf("URL '%s': redis: unterminated '[' in the host", u); return -1; }
+        hn = (size_t)(hend - p - 1);
+        if (hn == 0 || hn >= sizeof out->host) { errorf("URL '%s': redis: bad host", u); return -1; }
+        memcpy(out->host, p + 1, hn);
+        rest = hend + 1;
+    } else {
+        hn = strcspn(p, ":/?#");
+        if (hn == 0) { errorf("URL '%s': redis: the HOST is empty", u); return -1; }
+        if (hn >= sizeof out->host) { errorf("URL '%s': redis: the HOST is too long", u); return -1; }
+        memcpy(out->host, p, hn);
+        rest = p + hn;
     }
-    if (strncmp(u, "redis://", 8) == 0) {
-        const char *p = u + 8, *hend, *rest;
-        size_t hn;
-        out->kind = BE_REDIS;
-        out->port = 6379;
-        if (strchr(p, '@')) {
-            errorf("URL '%s': credentials in the URL are refused (they would show in ps): set SIMBA_REDIS_PASSWORD (and SIMBA_REDIS_USERNAME)", u);
+    if (*rest == ':') {
+        size_t n = strcspn(rest + 1, "/?#");
+        if (parse_port("redis", rest + 1, n, &out->port)) return -1;
+        rest += 1 + n;
+    }
+    if (*rest == '/') {
+        uint64_t db;
+        rest++;
+        if (*rest) {
+            size_t n = strcspn(rest, "?#");
+            char tmp[16];
+            if (n == 0 || n >= sizeof tmp) { errorf("URL '%s': redis: DB '%s' is not a number", u, rest); return -1; }
+            memcpy(tmp, rest, n);
+            tmp[n] = 0;
+            if (parse_u64("URL: redis: DB", tmp, &db) || db > 1000000) return -1;
+            out->db = (int)db;
+            rest += n;
+        }
+    }
+    if (*rest) { errorf("URL '%s': redis: unexpected '%s' after HOST:PORT/DB", u, rest); return -1; }
+    return 0;
+}
+
+/* A HOST name needs hostaddr=IP: the backend never resolves, the name is for verify-full. */
+static int pg_host_addr(const char *u, url_t *out, const char *hostaddr) {
+    unsigned char addr[16];
+    if (inet_pton(AF_INET, out->host, addr) != 1 && inet_pton(AF_INET6, out->host, addr) != 1) {
+        if (!hostaddr[0]) {
+            errorf("URL '%s': postgres: HOST '%s' is a name and the backend never resolves names: give a numeric "
+                   "HOST, or add hostaddr=IP (the name is then what sslmode=verify-full checks)", u, out->host);
             return -1;
         }
-        if (*p == '[') { /* [v6] */
-            hend = strchr(p, ']');
-            if (!hend) { errorf("URL '%s': redis: unterminated '[' in the host", u); return -1; }
-            hn = (size_t)(hend - p - 1);
-            if (hn == 0 || hn >= sizeof out->host) { errorf("URL '%s': redis: bad host", u); return -1; }
-            memcpy(out->host, p + 1, hn);
-            rest = hend + 1;
-        } else {
-            hn = strcspn(p, ":/?#");
-            if (hn == 0) { errorf("URL '%s': redis: the HOST is empty", u); return -1; }
-            if (hn >= sizeof out->host) { errorf("URL '%s': redis: the HOST is too long", u); return -1; }
-            memcpy(out->host, p, hn);
-            rest = p + hn;
-        }
-        if (*rest == ':') {
-            size_t n = strcspn(rest + 1, "/?#");
-            if (parse_port("redis", rest + 1, n, &out->port)) return -1;
-            rest += 1 + n;
-        }
-        if (*rest == '/') {
-            uint64_t db;
-            rest++;
-            if (*rest) {
-                size_t n = strcspn(rest, "?#");
-                char tmp[16];
-                if (n == 0 || n >= sizeof tmp) { errorf("URL '%s': redis: DB '%s' is not a number", u, rest); return -1; }
-                memcpy(tmp, rest, n);
-                tmp[n] = 0;
-                if (parse_u64("URL: redis: DB", tmp, &db) || db > 1000000) return -1;
-                out->db = (int)db;
-                rest += n;
-            }
-        }
-        if (*rest) { errorf("URL '%s': redis: unexpected '%s' after HOST:PORT/DB", u, rest); return -1; }
-        return 0;
+        snprintf(out->tls_name, sizeof out->tls_name, "%s", out->host);
+        snprintf(out->host, sizeof out->host, "%s", hostaddr);
+    } else if (hostaddr[0]) {
+        errorf("URL '%s': postgres: hostaddr= goes with a HOST name, not with the address '%s'", u, out->host);
+        return -1;
     }
-    if (strncmp(u, "postgres://", 11) == 0 || strncmp(u, "postgresql://", 13) == 0) {
-        const char *p = strchr(u, ':') + 3, *at, *end, *hend, *q;
-        unsigned char addr[16];
-        char hostaddr[64] = "";
-        size_t hn;
-        out->kind = BE_PG;
-        out->port = 5432;
-        snprintf(out->table, sizeof out->table, "simba_mutex");
-        end = p + strcspn(p, "/?");
-        at = memchr(p, '@', (size_t)(end - p));
-        if (at) {
-            if (memchr(p, ':', (size_t)(at - p))) {
-                errorf("URL '%s': credentials in the URL are refused (they would show in ps): set PGPASSWORD or use ~/.pgpass", u);
-                return -1;
-            }
-            if (at == p || (size_t)(at - p) >= sizeof out->user) { errorf("URL '%s': postgres: bad USER", u); return -1; }
-            memcpy(out->user, p, (size_t)(at - p));
-            p = at + 1;
-        }
-        if (*p == '[') {
-            hend = memchr(p, ']', (size_t)(end - p));
-            if (!hend) { errorf("URL '%s': postgres: unterminated '[' in the host", u); return -1; }
-            hn = (size_t)(hend - p - 1);
-            if (hn == 0 || hn >= sizeof out->host) { errorf("URL '%s': postgres: bad host", u); return -1; }
-            memcpy(out->host, p + 1, hn);
-            q = hend + 1;
-        } else {
-            hend = memchr(p, ':', (size_t)(end - p));
-            q = hend ? hend : end;
-            hn = (size_t)(q - p);
-            if (hn == 0) { errorf("URL '%s': postgres: the HOST is empty", u); return -1; }
-            if (hn >= sizeof out->host) { errorf("URL '%s': postgres: the HOST is too long", u); return -1; }
-            memcpy(out->host, p, hn);
-        }
-        out->host[hn] = 0;
-        if (*q == ':') {
-            if (parse_port("postgres", q + 1, (size_t)(end - q - 1), &out->port)) return -1;
-        } else if (q != end) { errorf("URL '%s': postgres: unexpected '%.*s' after the HOST", u, (int)(end - q), q); return -1; }
-        p = end;
-        if (*p == '/') {
-            size_t n = strcspn(p + 1, "?");
-            if (n >= sizeof out->dbname) { errorf("URL '%s': postgres: DB too long", u); return -1; }
-            memcpy(out->dbname, p + 1, n);
-            out->dbname[n] = 0;
-            p += 1 + n;
-        }
-        if (*p == '?' && parse_pg_params(u, p + 1, out, hostaddr, sizeof hostaddr) != 0) return -1;
-        /* a HOST name needs hostaddr=IP: the backend never resolves, the name is for verify-full */
-        if (inet_pton(AF_INET, out->host, addr) != 1 && inet_pton(AF_INET6, out->host, addr) != 1) {
-            if (!hostaddr[0]) {
-                errorf("URL '%s': postgres: HOST '%s' is a name and the backend never resolves names: give a numeric "
-                       "HOST, or add hostaddr=IP (the name is then what sslmode=verify-full checks)", u, out->host);
-                return -1;
-            }
-            snprintf(out->tls_name, sizeof out->tls_name, "%s", out->host);
-            snprintf(out->host, sizeof out->host, "%s", hostaddr);
-        } else if (hostaddr[0]) {
-            errorf("URL '%s': postgres: hostaddr= goes with a HOST name, not with the address '%s'", u, out->host);
+    return 0;
+}
+
+static int parse_pg_url(const char *u, const char *p, url_t *out) {
+    const char *at, *end, *hend, *q;
+    char hostaddr[64] = "";
+    size_t hn;
+    out->kind = BE_PG;
+    out->port = 5432;
+    snprintf(out->table, sizeof out->table, "simba_mutex");
+    end = p + strcspn(p, "/?");
+    at = memchr(p, '@', (size_t)(end - p));
+    if (at) {
+        if (memchr(p, ':', (size_t)(at - p))) {
+            errorf("URL '%s': credentials in the URL are refused (they would show in ps): set PGPASSWORD or use ~/.pgpass", u);
             return -1;
         }
-        return 0;
+        if (at == p || (size_t)(at - p) >= sizeof out->user) { errorf("URL '%s': postgres: bad USER", u); return -1; }
+        memcpy(out->user, p, (size_t)(at - p));
+        p = at + 1;
     }
-    if (strncmp(u, "zk://", 5) == 0) {
-        const char *p = u + 5, *slash = strchr(p, '/'), *q;
-        size_t hn = slash ? (size_t)(slash - p) : strlen(p);
-        out->kind = BE_ZK;
-        if (hn == 0) { errorf("URL '%s': zk: no HOST:PORT", u); return -1; }
-        if (hn >= sizeof out->hosts) { errorf("URL '%s': zk: host list too long", u); return -1; }
-        memcpy(out->hosts, p, hn);
-        /* every entry HOST:PORT */
-        for (q = out->hosts; *q;) {
-            size_t n = strcspn(q, ","), c;
-            const char *colon;
-            if (n == 0) { errorf("URL '%s': zk: empty entry in the host list", u); return -1; }
-            colon = NULL;
-            for (c = 0; c < n; c++) if (q[c] == ':') colon = q + c;
-            if (!colon || colon == q) { errorf("URL '%s': zk: '%.*s' is not HOST:PORT", u, (int)n, q); return -1; }
-            if (parse_port("zk", colon + 1, (size_t)(q + n - colon - 1), &out->port)) return -1;
-            q += n;
-            if (*q == ',') q++;
-        }
-        if (slash && slash[1]) {
-            const char *r = slash;
-            if (strlen(slash) >= sizeof out->root) { errorf("URL '%s': zk: ROOT too long", u); return -1; }
-            if (slash[strlen(slash) - 1] == '/') { errorf("URL '%s': zk: ROOT must not end with '/'", u); return -1; }
-            while (*r) { /* components: non-empty, not . or .. */
-                size_t n = strcspn(r + 1, "/");
-                if (n == 0 || (n == 1 && r[1] == '.') || (n == 2 && r[1] == '.' && r[2] == '.')) {
-                    errorf("URL '%s': zk: ROOT '%s' has an empty, '.' or '..' component", u, slash);
-                    return -1;
-                }
-                r += 1 + n;
+    if (*p == '[') {
+        hend = memchr(p, ']', (size_t)(end - p));
+        if (!hend) { errorf("URL '%s': postgres: unterminated '[' in the host", u); return -1; }
+        hn = (size_t)(hend - p - 1);
+        if (hn == 0 || hn >= sizeof out->host) { errorf("URL '%s': postgres: bad host", u); return -1; }
+        memcpy(out->host, p + 1, hn);
+        q = hend + 1;
+    } else {
+        hend = memchr(p, ':', (size_t)(end - p));
+        q = hend ? hend : end;
+        hn = (size_t)(q - p);
+        if (hn == 0) { errorf("URL '%s': postgres: the HOST is empty", u); return -1; }
+        if (hn >= sizeof out->host) { errorf("URL '%s': postgres: the HOST is too long", u); return -1; }
+        memcpy(out->host, p, hn);
+    }
+    out->host[hn] = 0;
+    if (*q == ':') {
+        if (parse_port("postgres", q + 1, (size_t)(end - q - 1), &out->port)) return -1;
+    } else if (q != end) { errorf("URL '%s': postgres: unexpected '%.*s' after the HOST", u, (int)(end - q), q); return -1; }
+    p = end;
+    if (*p == '/') {
+        size_t n = strcspn(p + 1, "?");
+        if (n >= sizeof out->dbname) { errorf("URL '%s': postgres: DB too long", u); return -1; }
+        memcpy(out->dbname, p + 1, n);
+        out->dbname[n] = 0;
+        p += 1 + n;
+    }
+    if (*p == '?' && parse_pg_params(u, p + 1, out, hostaddr, sizeof hostaddr) != 0) return -1;
+    return pg_host_addr(u, out, hostaddr);
+}
+
+/* ROOT: components non-empty, not . or ..; /simba when none is given. */
+static int zk_root(const char *u, const char *slash, url_t *out) {
+    if (slash && slash[1]) {
+        const char *r = slash;
+        if (strlen(slash) >= sizeof out->root) { errorf("URL '%s': zk: ROOT too long", u); return -1; }
+        if (slash[strlen(slash) - 1] == '/') { errorf("URL '%s': zk: ROOT must not end with '/'", u); return -1; }
+        while (*r) { /* components: non-empty, not . or .. */
+            size_t n = strcspn(r + 1, "/");
+            if (n == 0 || (n == 1 && r[1] == '.') || (n == 2 && r[1] == '.' && r[2] == '.')) {
+                errorf("URL '%s': zk: ROOT '%s' has an empty, '.' or '..' component", u, slash);
+                return -1;
             }
-            strcpy(out->root, slash);
-        } else {
-            strcpy(out->root, "/simba");
+            r += 1 + n;
         }
-        return 0;
+        strcpy(out->root, slash);
+    } else {
+        strcpy(out->root, "/simba");
     }
-    {
-        size_t n = strcspn(u, ":");
-        errorf("URL '%s': unknown scheme '%.*s' (sqlite:PATH, redis://HOST:PORT[/DB], zk://HOST:PORT[/ROOT], postgres://HOST[:PORT][/DB])", u, (int)n, u);
+    return 0;
+}
+
+static int parse_zk_url(const char *u, const char *p, url_t *out) {
+    const char *slash = strchr(p, '/'), *q;
+    size_t hn = slash ? (size_t)(slash - p) : strlen(p);
+    out->kind = BE_ZK;
+    if (hn == 0) { errorf("URL '%s': zk: no HOST:PORT", u); return -1; }
+    if (hn >= sizeof out->hosts) { errorf("URL '%s': zk: host list too long", u); return -1; }
+    memcpy(out->hosts, p, hn);
+    /* every entry HOST:PORT */
+    for (q = out->hosts; *q;) {
+        size_t n = strcspn(q, ","), c;
+        const char *colon;
+        if (n == 0) { errorf("URL '%s': zk: empty entry in the host list", u); return -1; }
+        colon = NULL;
+        for (c = 0; c < n; c++) if (q[c] == ':') colon = q + c;
+        if (!colon || colon == q) { errorf("URL '%s': zk: '%.*s' is not HOST:PORT", u, (int)n, q); return -1; }
+        if (parse_port("zk", colon + 1, (size_t)(q + n - colon - 1), &out->port)) return -1;
+        q += n;
+        if (*q == ',') q++;
     }
+    return zk_root(u, slash, out);
+}
+
+/* One parser per URL scheme: p is the URL after the prefix. A scheme is a row here. */
+typedef struct scheme_t {
+    const char *prefix;
+    int (*parse)(const char *u, const char *p, url_t *out);
+} scheme_t;
+static const scheme_t schemes[] = {
+    {"sqlite:", parse_sqlite_url},  {"redis://", parse_redis_url},      {"postgres://", parse_pg_url},
+    {"postgresql://", parse_pg_url}, {"zk://", parse_zk_url},
+};
+#define URL_FORMS "sqlite:PATH, redis://HOST:PORT[/DB], zk://HOST:PORT[/ROOT], postgres://HOST[:PORT][/DB]"
+
+static int parse_url(const char *u, url_t *out) {
+    size_t i, n;
+    memset(out, 0, sizeof *out);
+    if (!u || !*u) {
+        errorf("no backend: give -u URL or set SIMBA_URL (" URL_FORMS ")");
+        return -1;
+    }
+    for (i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
+        if (strncmp(u, schemes[i].prefix, strlen(schemes[i].prefix)) == 0) return schemes[i].parse(u, u + strlen(schemes[i].prefix), out);
+    n = strcspn(u, ":");
+    errorf("URL '%s': unknown scheme '%.*s' (" URL_FORMS ")", u, (int)n, u);
     return -1;
 }
 
@@ -604,7 +602,8 @@ static int resolve_redis_host(url_t *u) {
 }
 
 /* The backend in one string, so that `get --stats` can tell whether a stats socket speaks of
-   the same store as its URL: sqlite by real path, redis by resolved host, zk as given. */
+   the same store as its URL, and error lines name it: sqlite by real path, redis by resolved
+   host, postgres with its user, zk as given. */
 static void backend_id(const url_t *u, char *out, size_t cap) {
     if (u->kind == BE_SQLITE) {
         char *rp = realpath(u->path, NULL);
@@ -613,8 +612,8 @@ static void backend_id(const url_t *u, char *out, size_t cap) {
     } else if (u->kind == BE_REDIS) {
         snprintf(out, cap, strchr(u->host, ':') ? "redis://[%s]:%d/%d" : "redis://%s:%d/%d", u->host, u->port, u->db);
     } else if (u->kind == BE_PG) {
-        snprintf(out, cap, strchr(u->host, ':') ? "postgres://[%s]:%d/%s?table=%s" : "postgres://%s:%d/%s?table=%s", u->host, u->port,
-                 u->dbname, u->table);
+        snprintf(out, cap, strchr(u->host, ':') ? "postgres://%s%s[%s]:%d/%s?table=%s" : "postgres://%s%s%s:%d/%s?table=%s", u->user,
+                 u->user[0] ? "@" : "", u->host, u->port, u->dbname, u->table); /* the user, never a password */
     } else {
         snprintf(out, cap, "zk://%s%s", u->hosts, u->root);
     }
@@ -643,109 +642,160 @@ typedef struct opts_t {
     int yield_sig;          /* elect --yield-on SIGNAL, 0 = none */
 } opts_t;
 
+/* ---- the options: one table parses them and prints them in --help --------------------------- */
+
+static int opt_positive(const char *a, int64_t v) {
+    if (v > 0) return 0;
+    errorf("%s: must be above 0", a);
+    return -1;
+}
+static int opt_wait(opts_t *o, const char *a, const char *v) { o->have_wait = 1; return parse_sec(a, v, &o->wait_ms); }
+static int opt_connect(opts_t *o, const char *a, const char *v) { o->have_connect = 1; return parse_sec(a, v, &o->connect_ms); }
+static int opt_ttl(opts_t *o, const char *a, const char *v) { return parse_sec(a, v, &o->ttl_ms) || opt_positive(a, o->ttl_ms); }
+static int opt_transition(opts_t *o, const char *a, const char *v) { return parse_sec(a, v, &o->transition_ms); }
+static int opt_signal(opts_t *o, const char *a, const char *v) { return parse_signal(a, v, &o->sig); }
+static int opt_grace(opts_t *o, const char *a, const char *v) { o->have_grace = 1; return parse_sec(a, v, &o->grace_ms); }
+static int opt_refresh(opts_t *o, const char *a, const char *v) { return parse_sec(a, v, &o->refresh_ms) || opt_positive(a, o->refresh_ms); }
+static int opt_every(opts_t *o, const char *a, const char *v) { return parse_sec(a, v, &o->every_ms) || opt_positive(a, o->every_ms); }
+static int opt_fence(opts_t *o, const char *a, const char *v) { o->have_fence = 1; (void)a; return parse_u64("--fence", v, &o->fence); }
+static int opt_url(opts_t *o, const char *a, const char *v) { (void)a; o->url = v; return 0; }
+static int opt_id(opts_t *o, const char *a, const char *v) {
+    (void)a;
+    if (simba_id_check(v) != SIMBA_OK) { errorf("--id: '%s' is not a contender id (1..%d printable non-space bytes)", v, SIMBA_ID_MAX); return -1; }
+    o->id = v;
+    return 0;
+}
+static int opt_path(const char *a, const char *v, const char *what, const char **out) {
+    if (!*v) { errorf("%s: the %s path is empty", a, what); return -1; }
+    *out = v;
+    return 0;
+}
+static int opt_stats(opts_t *o, const char *a, const char *v) { return opt_path(a, v, "SOCKET", &o->stats_sock); }
+static int opt_stats_file(opts_t *o, const char *a, const char *v) { return opt_path(a, v, "FILE", &o->stats_file); }
+static int opt_permits(opts_t *o, const char *a, const char *v) {
+    uint64_t n;
+    if (parse_u64(a, v, &n)) return -1;
+    if (n < 1 || n > SIMBA_PERMITS_MAX) { errorf("--permits: %s is out of range (1..%d)", v, SIMBA_PERMITS_MAX); return -1; }
+    o->permits = (int)n;
+    return 0;
+}
+static int opt_value(opts_t *o, const char *a, const char *v) {
+    (void)a;
+    if (strlen(v) > SIMBA_VALUE_MAX) {
+        errorf("--value: %zu bytes is over the limit of %d (SIMBA_VALUE_MAX)", strlen(v), SIMBA_VALUE_MAX);
+        return -1;
+    }
+    o->value = v;
+    o->have_value = 1;
+    return 0;
+}
+static int opt_yield_on(opts_t *o, const char *a, const char *v) {
+    if (parse_signal(a, v, &o->yield_sig)) return -1;
+    if (o->yield_sig == SIGHUP || o->yield_sig == SIGUSR1 || o->yield_sig == SIGUSR2) return 0;
+    errorf("--yield-on: '%s': HUP, USR1 or USR2 (INT, TERM and QUIT stop simba)", v);
+    return -1;
+}
+
+/* A row: its names, ARG (NULL: a flag, set at flag), how to take the value, and its --help
+   text (continuation lines after '\n'). -h and --version are read by main. */
+typedef struct option_t {
+    const char *shortname, *name, *arg;
+    size_t flag; /* offsetof(opts_t, ...) of the int a flag sets */
+    int (*set)(opts_t *o, const char *a, const char *v);
+    const char *help;
+} option_t;
+#define FLAG(f) offsetof(opts_t, f), NULL
+static const option_t options[] = {
+    {"-h", "--help", NULL, 0, NULL, "this text"},
+    {NULL, "--version", NULL, 0, NULL, "print \"simba VERSION\" and exit"},
+    {"-u", "--url", "URL", 0, opt_url, "the backend (else $SIMBA_URL); before or after the command"},
+    {"-n", "--nonblock", NULL, FLAG(nonblock), "run/elect: fail at once (status 75) if someone holds the lock\n"
+                                               "(waits up to 10 s for the backend's first answer, else 69)"},
+    {"-w", "--wait", "SEC", 0, opt_wait, "run/elect: give up after SEC seconds of waiting (status 75);\n"
+                                         "-w 0 is -n; bounds the whole wait, a silent backend included"},
+    {NULL, "--connect-timeout", "SEC", 0, opt_connect, "run/elect: give up (status 69, with the backend's reason)\n"
+                                                       "after SEC seconds in which no request was answered while\n"
+                                                       "simba does not hold the lock (default 30; 0 = no limit)"},
+    {NULL, "--ttl", "SEC", 0, opt_ttl, "lease (default 10); the owner renews before it ends"},
+    {NULL, "--transition", "SEC", 0, opt_transition, "window after the lease in which nobody else may win (default 6)"},
+    {"-s", "--signal", "SIG", 0, opt_signal, "signal for CMD's group when the lease is lost (default TERM)"},
+    {"-g", "--grace", "SEC", 0, opt_grace, "then SIGKILL after SEC (default transition/2); must be shorter\n"
+                                           "than the transition window (ZooKeeper: (ttl+transition)/3), so\n"
+                                           "that CMD is gone before another contender can win"},
+    {NULL, "--id", "ID", 0, opt_id, "contender id (default counter:pid@host)"},
+    {NULL, "--permits", "N", 0, opt_permits, "run/elect: at most N holders of NAME (2..1024; 1 = a mutex);\n"
+                                             "every holder of NAME must give the same N"},
+    {NULL, "--shared", NULL, FLAG(shared), "run/elect: hold NAME as a reader (not with --permits N > 1)"},
+    {NULL, "--once", NULL, FLAG(once), "elect: exit when leadership is lost (or yielded)"},
+    {NULL, "--value", "STR", 0, opt_value, "run/elect: the value stored with the ownership, in\n"
+                                           "SIMBA_VALUE for CMD (default HOST:PID; at most SIMBA_VALUE_MAX bytes)"},
+    {NULL, "--yield-on", "SIG", 0, opt_yield_on, "elect: yield on signal SIG (HUP, USR1 or USR2; not forwarded)"},
+    {NULL, "--json", NULL, FLAG(json), "get/watch/ls: JSON output (watch: one object per line)"},
+    {NULL, "--refresh", "SEC", 0, opt_refresh, "watch: longest time between reads (default 1)"},
+    {NULL, "--every", "SEC", 0, opt_every, "checkpoint: repeat every SEC seconds until INT or TERM"},
+    {NULL, "--fence", "N", 0, opt_fence, "release: the fence the owner must still hold"},
+    {NULL, "--force", NULL, FLAG(force), "init: declare the server empty although it holds simba keys"},
+    {"-v", "--verbose", NULL, FLAG(verbose), "run/elect: report acquisitions and losses on stderr"},
+    {NULL, "--stats-file", "FILE", 0, opt_stats_file, "run/elect: at exit, write the statistics and exit status to FILE\n"
+                                                      "in the Prometheus text format (via FILE.tmp.PID, renamed)"},
+    {NULL, "--no-stats-socket", NULL, FLAG(no_stats_socket), "run/elect: no statistics socket (and no SIMBA_STATS_SOCKET)"},
+    {NULL, "--stats", "SOCKET", 0, opt_stats, "get: the statistics socket to ask (default $SIMBA_STATS_SOCKET,\n"
+                                              "used only when it serves NAME on the same backend); yield:\n"
+                                              "the holder to ask (default: found among this user's sockets)"},
+};
+#define N_OPTIONS (int)(sizeof options / sizeof options[0])
+
+static void usage_options(FILE *f) {
+    int i;
+    fprintf(f, "options:\n");
+    for (i = 0; i < N_OPTIONS; i++) {
+        const option_t *op = &options[i];
+        char col[64];
+        const char *h = op->help;
+        snprintf(col, sizeof col, "%s%s%s%s%s", op->shortname ? op->shortname : "", op->shortname ? ", " : "", op->name, op->arg ? " " : "",
+                 op->arg ? op->arg : "");
+        fprintf(f, "  %-20s %s", col, strlen(col) > 20 ? " " : "");
+        while (*h) { /* continuation lines under the text */
+            size_t n = strcspn(h, "\n");
+            fprintf(f, "%.*s\n", (int)n, h);
+            h += n;
+            if (*h) { h++; fprintf(f, "%23s", ""); }
+        }
+    }
+}
+
+static const option_t *find_option(const char *a) {
+    int i;
+    for (i = 0; i < N_OPTIONS; i++)
+        if ((options[i].shortname && strcmp(a, options[i].shortname) == 0) || strcmp(a, options[i].name) == 0) return &options[i];
+    return NULL;
+}
+
 /* Options may come before or after NAME; "--" ends them (run/elect: CMD follows). */
 static int parse_opts(const char *cmd, int argc, char **argv, opts_t *o) {
     int i, npos = 0;
     for (i = 0; i < argc; i++) {
         const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEEDV() do { if (!v) { errorf("%s %s: missing value", cmd, a); return -1; } i++; } while (0)
+        const option_t *op;
         if (strcmp(a, "--") == 0) {
-            o->cmd = argv + i + 1;
-            if (!o->cmd[0]) o->cmd = NULL;
+            o->cmd = argv[i + 1] ? argv + i + 1 : NULL;
             break;
-        } else if (strcmp(a, "-n") == 0 || strcmp(a, "--nonblock") == 0) {
-            o->nonblock = 1;
-        } else if (strcmp(a, "-w") == 0 || strcmp(a, "--wait") == 0) {
-            NEEDV();
-            if (parse_sec(a, v, &o->wait_ms)) return -1;
-            o->have_wait = 1;
-        } else if (strcmp(a, "--connect-timeout") == 0) {
-            NEEDV();
-            if (parse_sec(a, v, &o->connect_ms)) return -1;
-            o->have_connect = 1;
-        } else if (strcmp(a, "--ttl") == 0) {
-            NEEDV();
-            if (parse_sec(a, v, &o->ttl_ms)) return -1;
-            if (o->ttl_ms <= 0) { errorf("--ttl: must be above 0"); return -1; }
-        } else if (strcmp(a, "--transition") == 0) {
-            NEEDV();
-            if (parse_sec(a, v, &o->transition_ms)) return -1;
-        } else if (strcmp(a, "-s") == 0 || strcmp(a, "--signal") == 0) {
-            NEEDV();
-            if (parse_signal(a, v, &o->sig)) return -1;
-        } else if (strcmp(a, "-g") == 0 || strcmp(a, "--grace") == 0) {
-            NEEDV();
-            if (parse_sec(a, v, &o->grace_ms)) return -1;
-            o->have_grace = 1;
-        } else if (strcmp(a, "--refresh") == 0) {
-            NEEDV();
-            if (parse_sec(a, v, &o->refresh_ms)) return -1;
-            if (o->refresh_ms <= 0) { errorf("--refresh: must be above 0"); return -1; }
-        } else if (strcmp(a, "--every") == 0) {
-            NEEDV();
-            if (parse_sec(a, v, &o->every_ms)) return -1;
-            if (o->every_ms <= 0) { errorf("--every: must be above 0"); return -1; }
-        } else if (strcmp(a, "--fence") == 0) {
-            NEEDV();
-            if (parse_u64("--fence", v, &o->fence)) return -1;
-            o->have_fence = 1;
-        } else if (strcmp(a, "--id") == 0) {
-            NEEDV();
-            if (simba_id_check(v) != SIMBA_OK) { errorf("--id: '%s' is not a contender id (1..%d printable non-space bytes)", v, SIMBA_ID_MAX); return -1; }
-            o->id = v;
-        } else if (strcmp(a, "--stats") == 0) {
-            NEEDV();
-            if (!*v) { errorf("--stats: the SOCKET path is empty"); return -1; }
-            o->stats_sock = v;
-        } else if (strcmp(a, "--stats-file") == 0) {
-            NEEDV();
-            if (!*v) { errorf("--stats-file: the FILE path is empty"); return -1; }
-            o->stats_file = v;
-        } else if (strcmp(a, "--no-stats-socket") == 0) {
-            o->no_stats_socket = 1;
-        } else if (strcmp(a, "--permits") == 0) {
-            uint64_t n;
-            NEEDV();
-            if (parse_u64(a, v, &n)) return -1;
-            if (n < 1 || n > SIMBA_PERMITS_MAX) { errorf("--permits: %s is out of range (1..%d)", v, SIMBA_PERMITS_MAX); return -1; }
-            o->permits = (int)n;
-        } else if (strcmp(a, "--shared") == 0) {
-            o->shared = 1;
-        } else if (strcmp(a, "--value") == 0) {
-            NEEDV();
-            if (strlen(v) > SIMBA_VALUE_MAX) {
-                errorf("--value: %zu bytes is over the limit of %d (SIMBA_VALUE_MAX)", strlen(v), SIMBA_VALUE_MAX);
-                return -1;
-            }
-            o->value = v;
-            o->have_value = 1;
-        } else if (strcmp(a, "--yield-on") == 0) {
-            NEEDV();
-            if (parse_signal(a, v, &o->yield_sig)) return -1;
-            if (o->yield_sig != SIGHUP && o->yield_sig != SIGUSR1 && o->yield_sig != SIGUSR2) {
-                errorf("--yield-on: '%s': HUP, USR1 or USR2 (INT, TERM and QUIT stop simba)", v);
-                return -1;
-            }
-        } else if (strcmp(a, "--once") == 0) {
-            o->once = 1;
-        } else if (strcmp(a, "--force") == 0) {
-            o->force = 1;
-        } else if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-        } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
-            o->verbose = 1;
-        } else if (strcmp(a, "-u") == 0 || strcmp(a, "--url") == 0) {
-            NEEDV();
-            o->url = v;
+        }
+        op = a[0] == '-' && a[1] ? find_option(a) : NULL;
+        if (op && op->arg) {
+            if (i + 1 >= argc) { errorf("%s %s: missing value", cmd, a); return -1; }
+            if (op->set(o, a, argv[++i])) return -1;
+        } else if (op && op->set == NULL && op->flag) {
+            *(int *)(void *)((char *)o + op->flag) = 1;
         } else if (a[0] == '-' && a[1]) {
             errorf("%s: unknown option '%s' (see simba --help)", cmd, a);
             return -1;
+        } else if (npos++ == 0) {
+            o->name = a;
         } else {
-            if (npos++ == 0) o->name = a;
-            else { errorf("%s: unexpected argument '%s' (a command goes after --)", cmd, a); return -1; }
+            errorf("%s: unexpected argument '%s' (a command goes after --)", cmd, a);
+            return -1;
         }
-#undef NEEDV
     }
     return 0;
 }
@@ -1454,32 +1504,25 @@ static void reach_update(reach_t *rt, const simba_service *svc, int64_t now) {
     rt->errors = st.errors;
 }
 
-static int cmd_run(const url_t *u, opts_t *o, int elect) {
-    runner r;
+/* run / elect, phase 1: the value, signals, the backend and the contender. */
+static int run_start(runner *r, const url_t *u, opts_t *o, int elect, char *host_pid, size_t cap) {
     simba_contend_desc cd;
-    int rc, ret = EXIT_OK;
-    int64_t start = mono_ms();
-    int64_t decide_by = o->nonblock ? start + (o->have_wait ? o->wait_ms : 10000) : (o->have_wait ? start + o->wait_ms : 0);
-    int started_once = 0;
-    char said[256] = "", host_pid[300];
-    reach_t reach;
-    memset(&reach, 0, sizeof reach);
-    reach.down_since = start; /* nothing answered yet */
-    memset(&r, 0, sizeof r);
-    r.o = o;
+    int rc;
+    memset(r, 0, sizeof *r);
+    r->o = o;
     /* Run from a terminal as its foreground job: the command gets the terminal (it may read
        it, ^C reaches it directly) and simba takes it back when the command ends. */
-    r.tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp() ? STDIN_FILENO : -1;
-    r.elect = elect;
+    r->tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp() ? STDIN_FILENO : -1;
+    r->elect = elect;
     if (!o->have_value) { /* where the leader is: HOST:PID of this simba */
         char host[256];
         if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "localhost");
         host[sizeof host - 1] = 0;
-        snprintf(host_pid, sizeof host_pid, "%s:%ld", host, (long)getpid());
+        snprintf(host_pid, cap, "%s:%ld", host, (long)getpid());
         o->value = host_pid;
     }
     if (setup_signals(1)) return EXIT_OSERR;
-    rc = open_lib(u, o->ttl_ms, o->transition_ms, 0, &r.loop, &r.be);
+    rc = open_lib(u, o->ttl_ms, o->transition_ms, 0, &r->loop, &r->be);
     if (rc != EXIT_OK) return rc;
     memset(&cd, 0, sizeof cd);
     cd.mutex = o->name;
@@ -1492,104 +1535,138 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
     cd.on_event = on_ev;
     cd.value = o->value;
     cd.value_len = strlen(o->value);
-    cd.user_data = &r;
+    cd.user_data = r;
     cd.permits = o->permits;
     cd.shared = o->shared;
-    rc = simba_contend(r.loop, r.be, &cd, &r.svc);
-    if (rc == SIMBA_OK) rc = simba_start(r.svc);
+    rc = simba_contend(r->loop, r->be, &cd, &r->svc);
+    if (rc == SIMBA_OK) rc = simba_start(r->svc);
     if (rc != SIMBA_OK) {
-        errorf("contend %s: %s (%s)", o->name, simba_loop_errmsg(r.loop), simba_strerror(rc));
-        simba_loop_free(r.loop);
+        errorf("contend %s: %s (%s)", o->name, simba_loop_errmsg(r->loop), simba_strerror(rc));
+        simba_loop_free(r->loop);
         return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_SOFTWARE; /* a lease over the backend's max_lease_ms */
     }
-    if (!o->no_stats_socket) stats_open(&r, u); /* without it the lock still works */
+    if (!o->no_stats_socket) stats_open(r, u); /* without it the lock still works */
+    return EXIT_OK;
+}
+
+/* Phase 2, each turn: signals. -1 = go on, else simba exits with it (finished). */
+static int run_signals(runner *r) {
+    int sig;
+    while ((sig = next_signal()) != 0) {
+        if (sig == SIGCHLD) { reap(r); continue; }
+        if (r->o->yield_sig && sig == r->o->yield_sig) { yield_request(r, -1); continue; }
+        /* stopped while stopping the command to yield: simba ends with the command */
+        if (r->yield_state == YIELD_STOPPING && (sig == SIGINT || sig == SIGTERM || sig == SIGQUIT))
+            yield_end(r, "failed", "simba was stopped by a signal");
+        if (r->child > 0) { kill_group(r, sig); continue; }
+        if (sig == SIGUSR1 || sig == SIGUSR2) continue; /* nobody to forward to */
+        finish(r, 128 + sig);
+        return 128 + sig;
+    }
+    return -1;
+}
+
+/* Phase 2: the command and its lease. -1 = go on, -2 = next turn at once, else the exit
+   status (*finished: finish() was called); started: the command ran once. */
+static int run_command(runner *r, int *started, int *finished) {
+    const opts_t *o = r->o;
+    if (r->child == 0 && r->reaped) { /* the command has ended */
+        r->reaped = 0;
+        if (r->yield_state == YIELD_STOPPING) { yield_ask(r); return -2; }
+        if (r->lost) {
+            if (r->elect && !o->once) { r->lost = 0; return -2; } /* wait to lead again */
+            errorf("lease of %s lost while the command ran: it was signalled (exit %d)", o->name, EXIT_LOST);
+            finish(r, EXIT_LOST);
+            *finished = 1;
+            return EXIT_LOST;
+        }
+        return r->status;
+    }
+    if (r->yield_go) {
+        r->yield_go = 0;
+        yield_stop(r);
+    }
+    if (r->yield_ended && r->child == 0) { /* run: done; elect: leads again, or waits to */
+        r->yield_ended = 0;
+        if (!r->elect || (o->once && !r->owner)) {
+            errorf("%s: the command was stopped to yield (exit %d)", o->name, EXIT_LOST);
+            finish(r, EXIT_LOST);
+            *finished = 1;
+            return EXIT_LOST;
+        }
+    }
+    if (r->child > 0 && r->kill_at && mono_ms() >= r->kill_at) {
+        kill_group(r, SIGKILL);
+        r->kill_at = 0;
+    }
+    if (r->child == 0 && r->owner && r->yield_state == YIELD_NONE && simba_is_owner(r->svc) && (r->elect || !*started)) {
+        if (spawn(r)) return EXIT_OSERR;
+        *started = 1;
+        return -2;
+    }
+    return -1;
+}
+
+/* Phase 3, before the command first runs: held (-n), refused by the store, unreachable
+   (--connect-timeout), or out of time (-w, -n). -1 = go on waiting. */
+static int run_waiting(runner *r, reach_t *reach, int64_t now, int64_t decide_by) {
+    const opts_t *o = r->o;
+    simba_stats st;
+    const char *e = simba_backend_errmsg(r->be);
+    int idle = r->child == 0 && !r->owner;
+    if (idle && o->nonblock && r->other_seen) {
+        errorf("%s is held by %s (fence %llu)", o->name, r->other, (unsigned long long)r->other_fence);
+        return EXIT_BUSY;
+    }
+    /* the store refused the request itself (another --permits than the holders'): waiting
+       would not change that */
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    if (idle && simba_service_stats(r->svc, &st) == SIMBA_OK && st.last_error == SIMBA_EINVAL) {
+        errorf("%s: refused by the backend: %s", o->name, st.last_error_msg);
+        return EXIT_USAGE;
+    }
+    if (o->connect_ms && reach->down_since && now - reach->down_since >= o->connect_ms) {
+        errorf("%s: no answer from the backend for %.3g s (--connect-timeout %.3g): %s", o->name, (double)(now - reach->down_since) / 1000.0,
+               (double)o->connect_ms / 1000.0, e && *e ? e : "its requests were never answered");
+        r->unreachable = 1;
+        return EXIT_BACKEND;
+    }
+    if (!decide_by || now < decide_by) return -1;
+    if (r->other_seen) {
+        errorf("timed out waiting for %s (held by %s, fence %llu)", o->name, r->other, (unsigned long long)r->other_fence);
+        return EXIT_BUSY;
+    }
+    if (!(e && *e) && !reach->down_since) { errorf("timed out waiting for %s", o->name); return EXIT_BUSY; }
+    /* nobody was seen holding it: the store did not answer, which is no contention */
+    if (e && *e) errorf("%s: the backend could not be reached: %s", o->name, e);
+    else errorf("%s: the backend could not be reached: no answer for %.3g s", o->name, (double)(now - reach->down_since) / 1000.0);
+    r->unreachable = 1;
+    return EXIT_BACKEND;
+}
+
+static int cmd_run(const url_t *u, opts_t *o, int elect) {
+    runner r;
+    int ret, started = 0, finished = 0;
+    int64_t start = mono_ms();
+    int64_t decide_by = o->nonblock ? start + (o->have_wait ? o->wait_ms : 10000) : (o->have_wait ? start + o->wait_ms : 0);
+    char said[256] = "", host_pid[300];
+    reach_t reach;
+    memset(&reach, 0, sizeof reach);
+    reach.down_since = start; /* nothing answered yet */
+    if ((ret = run_start(&r, u, o, elect, host_pid, sizeof host_pid)) != EXIT_OK) return ret;
     for (;;) {
         int64_t now, d = simba_poll(r.loop);
-        int sig;
         if (d < 0) { errorf("poll: %s (%s)", simba_loop_errmsg(r.loop), simba_strerror((int)d)); ret = EXIT_SOFTWARE; break; }
-        while ((sig = next_signal()) != 0) {
-            if (sig == SIGCHLD) { reap(&r); continue; }
-            if (o->yield_sig && sig == o->yield_sig) { yield_request(&r, -1); continue; }
-            /* stopped while stopping the command to yield: simba ends with the command */
-            if (r.yield_state == YIELD_STOPPING && (sig == SIGINT || sig == SIGTERM || sig == SIGQUIT))
-                yield_end(&r, "failed", "simba was stopped by a signal");
-            if (r.child > 0) { kill_group(&r, sig); continue; }
-            if (sig == SIGUSR1 || sig == SIGUSR2) continue; /* nobody to forward to */
-            finish(&r, 128 + sig);
-            return 128 + sig;
-        }
+        if ((ret = run_signals(&r)) >= 0) return ret;
+        if ((ret = run_command(&r, &started, &finished)) == -2) continue;
+        if (finished) return ret;
+        if (ret >= 0) break;
         now = mono_ms();
-        if (r.child == 0 && r.reaped) { /* the command has ended */
-            r.reaped = 0;
-            if (r.yield_state == YIELD_STOPPING) { yield_ask(&r); continue; }
-            if (r.lost) {
-                if (elect && !o->once) { r.lost = 0; continue; } /* wait to lead again */
-                errorf("lease of %s lost while the command ran: it was signalled (exit %d)", o->name, EXIT_LOST);
-                finish(&r, EXIT_LOST);
-                return EXIT_LOST;
-            }
-            ret = r.status;
-            break;
-        }
-        if (r.yield_go) {
-            r.yield_go = 0;
-            yield_stop(&r);
-        }
-        if (r.yield_ended && r.child == 0) { /* run: done; elect: leads again, or waits to */
-            r.yield_ended = 0;
-            if (!elect || (o->once && !r.owner)) {
-                errorf("%s: the command was stopped to yield (exit %d)", o->name, EXIT_LOST);
-                finish(&r, EXIT_LOST);
-                return EXIT_LOST;
-            }
-        }
-        if (r.child > 0 && r.kill_at && now >= r.kill_at) {
-            kill_group(&r, SIGKILL);
-            r.kill_at = 0;
-        }
-        if (r.child == 0 && r.owner && r.yield_state == YIELD_NONE && simba_is_owner(r.svc) && (elect || !started_once)) {
-            if (spawn(&r)) { ret = EXIT_OSERR; break; }
-            started_once = 1;
-            decide_by = 0;
-            continue;
-        }
-        if (r.child == 0 && !r.owner && o->nonblock && r.other_seen && !started_once) {
-            errorf("%s is held by %s (fence %llu)", o->name, r.other, (unsigned long long)r.other_fence);
-            ret = EXIT_BUSY;
-            break;
-        }
-        if (r.child == 0 && !r.owner && !started_once) {
-            /* the store refused the request itself (another --permits than the holders'):
-               waiting would not change that */
-            simba_stats st;
-            memset(&st, 0, sizeof st);
-            st.size = sizeof st;
-            if (simba_service_stats(r.svc, &st) == SIMBA_OK && st.last_error == SIMBA_EINVAL) {
-                errorf("%s: refused by the backend: %s", o->name, st.last_error_msg);
-                ret = EXIT_USAGE;
-                break;
-            }
-        }
         reach_update(&reach, r.svc, now);
         if (r.child > 0 || r.owner) reach.down_since = 0; /* holding: a lost lease ends the command, not this */
-        if (o->connect_ms && reach.down_since && now - reach.down_since >= o->connect_ms) {
-            const char *e = simba_backend_errmsg(r.be);
-            errorf("%s: no answer from the backend for %.3g s (--connect-timeout %.3g): %s", o->name, (double)(now - reach.down_since) / 1000.0,
-                   (double)o->connect_ms / 1000.0, e && *e ? e : "its requests were never answered");
-            ret = EXIT_BACKEND;
-            r.unreachable = 1;
-            break;
-        }
-        if (decide_by && !started_once && now >= decide_by) {
-            const char *be_err = simba_backend_errmsg(r.be);
-            if (r.other_seen) errorf("timed out waiting for %s (held by %s, fence %llu)", o->name, r.other, (unsigned long long)r.other_fence);
-            else if (reach.down_since && !(be_err && *be_err)) errorf("timed out waiting for %s (backend: no answer for %.3g s)", o->name, (double)(now - reach.down_since) / 1000.0);
-            else errorf("timed out waiting for %s%s%s%s", o->name, be_err && *be_err ? " (backend: " : "", be_err && *be_err ? be_err : "", be_err && *be_err ? ")" : "");
-            ret = r.other_seen || !((be_err && *be_err) || reach.down_since) ? EXIT_BUSY : EXIT_BACKEND;
-            r.unreachable = ret == EXIT_BACKEND;
-            break;
-        }
-        if (!decide_by && !started_once) { /* waiting without limit: say why, once per message */
+        if (!started && (ret = run_waiting(&r, &reach, now, decide_by)) >= 0) break;
+        if (!decide_by && !started) { /* waiting without limit: say why, once per message */
             const char *e = simba_backend_errmsg(r.be);
             if (e && *e && strcmp(e, said) != 0) {
                 errorf("waiting for %s: backend: %s", o->name, e);
@@ -1597,7 +1674,7 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
             }
         }
         if (r.child > 0 && r.kill_at && r.kill_at - now < d) d = r.kill_at - now;
-        if (decide_by && !started_once && decide_by - now < d) d = decide_by - now;
+        if (decide_by && !started && decide_by - now < d) d = decide_by - now;
         if (o->connect_ms && reach.down_since && reach.down_since + o->connect_ms - now < d) d = reach.down_since + o->connect_ms - now;
         if (wait_io(r.loop, d)) { ret = EXIT_OSERR; break; }
     }
@@ -1611,6 +1688,8 @@ static int cmd_run(const url_t *u, opts_t *o, int elect) {
 
 /* ---- watch ------------------------------------------------------------------------------------ */
 
+static int known(int64_t v) { return v != SIMBA_UNKNOWN_MS; }
+
 /* A free mutex is shown with the fence its store keeps, as get shows it (an observer hears
    of no fence when nobody owns it): asked with simba_inspect, the line printed when the
    answer comes, or at once if an owner is heard of first. */
@@ -1620,15 +1699,17 @@ typedef struct watcher {
     simba_backend *be;
     simba_view view;   /* the store's answer */
     int asking, stale; /* an inspection is out; its line was printed already */
+    int printed;       /* a line was printed: the answer to the first inspection is not needed */
     uint64_t free_fence;
     int64_t free_wall;
 } watcher;
 
 /* owner NULL: nobody owns it (value ignored). */
-static void watch_line(const watcher *w, const char *owner, uint64_t fence, int64_t ttl_left, int64_t wall, const unsigned char *value,
+static void watch_line(watcher *w, const char *owner, uint64_t fence, int64_t ttl_left, int64_t wall, const unsigned char *value,
                        size_t value_len) {
     char ts[40];
     iso_time(wall, ts, sizeof ts);
+    w->printed = 1;
     if (w->o->json) {
         printf("{\"time\":\"%s\",\"mutex\":", ts);
         json_str(stdout, w->o->name);
@@ -1654,11 +1735,20 @@ static void on_watch_store(const simba_view *v, simba_result rc, void *u) {
     watch_line(w, NULL, rc == SIMBA_OK && v && !v->owner[0] ? v->fence : w->free_fence, 0, w->free_wall, NULL, 0);
 }
 
+/* The first inspection: an observer hears of owners only, so a name nobody owns at the
+   start gets its line from the store. */
+static void on_watch_first(const simba_view *v, simba_result rc, void *u) {
+    watcher *w = (watcher *)u;
+    w->asking = 0;
+    if (w->printed || rc != SIMBA_OK || !v || v->owner[0]) return;
+    watch_line(w, NULL, v->fence, 0, wall_ms(), NULL, 0);
+}
+
 static void on_watch(simba_service *svc, const simba_state *st, void *u) {
     watcher *w = (watcher *)u;
     const simba_owner *a = st->after;
     (void)svc;
-    if (w->asking && !w->stale) { /* heard of an owner before the store answered */
+    if (w->asking && !w->stale && w->printed) { /* heard of an owner before the store answered */
         watch_line(w, NULL, w->free_fence, 0, w->free_wall, NULL, 0);
         w->stale = 1;
     }
@@ -1676,48 +1766,98 @@ static void on_watch(simba_service *svc, const simba_state *st, void *u) {
     watch_line(w, NULL, a->fence, 0, w->free_wall, NULL, 0);
 }
 
+static int open_inspect(const url_t *u, const opts_t *o, int write, simba_loop **loop, simba_backend **be);
+static int inspect_failed(const url_t *u, simba_loop *loop, const char *what, int rc);
+/* How long one inspection may take: a connect and a few round trips (a listing of many
+   mutexes on ZooKeeper reads each in turn). */
+#define INSPECT_MS 10000
+
+/* The file and its directory (for -wal and -shm) writable by this user. */
+static int sqlite_writable(const char *path) {
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path + (slash == path)) : 1, slash ? path : ".");
+    return access(path, W_OK) == 0 && access(dir, W_OK) == 0;
+}
+
+/* A SQLite file this user may only read: an observer's reads need the file's write side
+   (its -shm), and a read-only open without a -wal file reads a snapshot; so the file is
+   opened anew and read every --refresh, and a line printed when owner or fence changes. */
+static int watch_by_reads(const url_t *u, opts_t *o) {
+    watcher w;
+    char last[SIMBA_ID_MAX + 1] = "";
+    uint64_t last_fence = 0;
+    int printed = 0;
+    memset(&w, 0, sizeof w);
+    w.o = o;
+    for (;;) {
+        struct pollfd p;
+        simba_view v;
+        int sig, rc = open_inspect(u, o, 0, &w.loop, &w.be);
+        if (rc != EXIT_OK) return rc;
+        rc = simba_inspect_wait(w.be, o->name, &v, INSPECT_MS);
+        if (rc != SIMBA_OK) {
+            rc = inspect_failed(u, w.loop, "watch", rc);
+            simba_loop_free(w.loop);
+            return rc;
+        }
+        if (!printed || strcmp(v.owner, last) != 0 || v.fence != last_fence)
+            watch_line(&w, v.owner[0] ? v.owner : NULL, v.fence, known(v.ttl_left_ms) ? v.ttl_left_ms : 0, wall_ms(), v.value, v.value_len);
+        snprintf(last, sizeof last, "%s", v.owner);
+        last_fence = v.fence;
+        printed = 1;
+        simba_loop_free(w.loop);
+        p.fd = sigpipe_fd[0];
+        p.events = POLLIN;
+        poll(&p, 1, (int)(o->refresh_ms > 0 ? o->refresh_ms : 1000));
+        while ((sig = next_signal()) != 0)
+            if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) return EXIT_OK;
+    }
+}
+
+/* Polls until INT, TERM, HUP or QUIT. */
+static int watch_loop(watcher *w) {
+    for (;;) {
+        int64_t d = simba_poll(w->loop);
+        int sig, quit = 0;
+        if (d < 0) { errorf("poll: %s", simba_strerror((int)d)); return EXIT_SOFTWARE; }
+        while ((sig = next_signal()) != 0)
+            if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) quit = 1;
+        if (quit) return EXIT_OK;
+        if (wait_io(w->loop, d)) return EXIT_OK;
+    }
+}
+
 static int cmd_watch(const url_t *u, opts_t *o) {
     watcher w;
     simba_observe_desc od;
-    simba_backend *be;
     simba_service *svc;
     int rc;
     if (setup_signals(0)) return EXIT_OSERR;
+    if (u->kind == BE_SQLITE && access(u->path, F_OK) == 0 && !sqlite_writable(u->path)) return watch_by_reads(u, o);
     memset(&w, 0, sizeof w);
     w.o = o;
-    rc = open_lib(u, o->ttl_ms, o->transition_ms, 0, &w.loop, &be);
-    w.be = be;
+    rc = open_lib(u, o->ttl_ms, o->transition_ms, 0, &w.loop, &w.be);
     if (rc != EXIT_OK) return rc;
     memset(&od, 0, sizeof od);
     od.mutex = o->name;
     od.on_owner = on_watch;
     od.refresh_ms = o->refresh_ms;
     od.user_data = &w;
-    rc = simba_observe(w.loop, be, &od, &svc);
+    rc = simba_observe(w.loop, w.be, &od, &svc);
     if (rc == SIMBA_OK) rc = simba_start(svc);
+    if (rc == SIMBA_OK && simba_inspect(w.be, o->name, &w.view, on_watch_first, &w) == SIMBA_OK) w.asking = 1;
     if (rc != SIMBA_OK) {
         errorf("observe %s: %s (%s)", o->name, simba_loop_errmsg(w.loop), simba_strerror(rc));
         simba_loop_free(w.loop);
         return EXIT_SOFTWARE;
     }
-    for (;;) {
-        int64_t d = simba_poll(w.loop);
-        int sig, quit = 0;
-        if (d < 0) { errorf("poll: %s", simba_strerror((int)d)); simba_loop_free(w.loop); return EXIT_SOFTWARE; }
-        while ((sig = next_signal()) != 0)
-            if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) quit = 1;
-        if (quit) break;
-        if (wait_io(w.loop, d)) break;
-    }
+    rc = watch_loop(&w);
     simba_loop_free(w.loop);
-    return EXIT_OK;
+    return rc;
 }
 
 /* ---- get / ls / release: the library's inspection ------------------------------------------ */
-
-/* How long one inspection may take: a connect and a few round trips (a listing of many
-   mutexes on ZooKeeper reads each in turn). */
-#define INSPECT_MS 10000
 
 /* A backend for inspection: SQLite read-only unless it writes (release), and the file must
    exist (inspection creates nothing). */
@@ -1738,7 +1878,6 @@ static int inspect_failed(const url_t *u, simba_loop *loop, const char *what, in
     return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND;
 }
 
-static int known(int64_t v) { return v != SIMBA_UNKNOWN_MS; }
 
 /* The members of get's JSON object, without its braces. */
 static void print_view_members(const simba_view *v) {
@@ -2000,7 +2139,6 @@ static int cmd_get(const url_t *u, opts_t *o) {
     simba_loop *loop;
     simba_backend *be;
     simba_view v;
-    unsigned char value[SIMBA_VALUE_MAX];
     stats_reply *sr;
     int64_t max_lease;
     int rc = open_inspect(u, o, 0, &loop, &be), have;
@@ -2013,14 +2151,11 @@ static int cmd_get(const url_t *u, opts_t *o) {
     }
     /* the bound this backend enforces (Redis: the one every process on the prefix agreed on) */
     max_lease = simba_backend_max_lease(be);
-    if (v.value_len > sizeof value) v.value_len = sizeof value; /* the core keeps to the bound */
-    if (v.value_len) memcpy(value, v.value, v.value_len);       /* the loop holds the view's bytes */
-    v.value = value;
-    simba_loop_free(loop);
+    /* the loop holds the view's value and holders: it is freed once they are printed */
     sr = (stats_reply *)calloc(1, sizeof *sr);
-    if (!sr) { errorf("out of memory"); return EXIT_OSERR; }
+    if (!sr) { errorf("out of memory"); simba_loop_free(loop); return EXIT_OSERR; }
     have = stats_for_get(u, o, sr);
-    if (have < 0) { free(sr); return -have; }
+    if (have < 0) { free(sr); simba_loop_free(loop); return -have; }
     if (o->json) {
         printf("{");
         print_view_members(&v);
@@ -2037,6 +2172,7 @@ static int cmd_get(const url_t *u, opts_t *o) {
         if (have) stats_print_text(sr);
     }
     free(sr);
+    simba_loop_free(loop);
     return v.owner[0] ? EXIT_OK : EXIT_NO;
 }
 
@@ -2310,87 +2446,113 @@ static int cmd_init(const url_t *u, opts_t *o) {
     return rc == SIMBA_EEXIST ? EXIT_NO : rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND;
 }
 
+/* Each option's command, checked once NAME and the options are read. */
+static int check_opts_for(const char *cmd, const opts_t *o) {
+    int run = !strcmp(cmd, "run") || !strcmp(cmd, "elect");
+    if (o->force && strcmp(cmd, "init")) { errorf("%s: --force is for init", cmd); return -1; }
+    if (o->every_ms && strcmp(cmd, "checkpoint")) { errorf("%s: --every is for checkpoint", cmd); return -1; }
+    if (o->have_connect && !run) { errorf("%s: --connect-timeout is for run and elect", cmd); return -1; }
+    if (o->have_fence && strcmp(cmd, "release") != 0) { errorf("%s: --fence is for release", cmd); return -1; }
+    if ((o->permits || o->shared) && !run) { errorf("%s: --permits and --shared are for run and elect", cmd); return -1; }
+    if ((o->stats_file || o->no_stats_socket) && !run) { errorf("%s: --stats-file and --no-stats-socket are for run and elect", cmd); return -1; }
+    if (o->stats_sock && strcmp(cmd, "get") && strcmp(cmd, "yield")) { errorf("%s: --stats is for get and yield", cmd); return -1; }
+    if (o->have_value && !run) { errorf("%s: --value is for run and elect", cmd); return -1; }
+    if (o->yield_sig && strcmp(cmd, "elect")) { errorf("%s: --yield-on is for elect", cmd); return -1; }
+    return 0;
+}
+
+/* run and elect: the command after --, -n / -w, and a grace shorter than the window. */
+static int check_run_opts(const char *cmd, opts_t *o, const url_t *u) {
+    int64_t window;
+    if (!o->cmd) { errorf("%s: missing the command: simba %s NAME -- CMD [ARG...]", cmd, cmd); return -1; }
+    if (o->nonblock && o->have_wait) { errorf("%s: -n and -w exclude each other", cmd); return -1; }
+    if (o->have_wait && o->wait_ms == 0) { o->nonblock = 1; o->have_wait = 0; } /* as flock -w 0 */
+    if (o->once && strcmp(cmd, "elect")) { errorf("run: --once is for elect"); return -1; }
+    if (o->shared && o->permits > 1) { errorf("%s: --shared with --permits %d: a reader holds a read-write lock, not a semaphore", cmd, o->permits); return -1; }
+    if (!o->have_grace) o->grace_ms = o->transition_ms / 2;
+    window = u->kind == BE_ZK ? (o->ttl_ms + o->transition_ms) / 3 : o->transition_ms;
+    if (o->grace_ms > 0 && o->grace_ms >= window) {
+        errorf("--grace %.3f s must be shorter than the transition window (%.3f s): the command must be gone before another contender can win",
+               (double)o->grace_ms / 1000.0, (double)window / 1000.0);
+        return -1;
+    }
+    return 0;
+}
+
+/* --stats-file: said now, not after the command has run. */
+static int check_stats_file(const char *file) {
+    char dir[4096];
+    const char *sl = strrchr(file, '/');
+    if (strlen(file) >= sizeof dir - 32) { errorf("--stats-file: the path is too long"); return -1; }
+    if (!sl) snprintf(dir, sizeof dir, ".");
+    else if (sl == file) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(sl - file), file);
+    if (sl && !sl[1]) { errorf("--stats-file '%s': names a directory, not a file", file); return -1; }
+    if (access(dir, W_OK | X_OK) != 0) { errorf("--stats-file '%s': cannot write in directory '%s': %s", file, dir, strerror(errno)); return -1; }
+    return 0;
+}
+
+static int cmd_run_lock(const url_t *u, opts_t *o) { return cmd_run(u, o, 0); }
+static int cmd_elect(const url_t *u, opts_t *o) { return cmd_run(u, o, 1); }
+
+/* The commands: NAME required (1) or refused (0). */
+static const struct command_t {
+    const char *name;
+    int (*run)(const url_t *u, opts_t *o);
+    int named;
+} commands[] = {
+    {"run", cmd_run_lock, 1},   {"elect", cmd_elect, 1}, {"yield", cmd_yield, 1},           {"get", cmd_get, 1},   {"watch", cmd_watch, 1},
+    {"ls", cmd_ls, 0},          {"release", cmd_release, 1}, {"checkpoint", cmd_checkpoint, 0}, {"init", cmd_init, 0},
+};
+
+/* Options before the command: -h, --version, -u URL. Returns the index of the command, or
+   -1 - the exit status. */
+static int global_opts(int argc, char **argv, opts_t *o) {
+    int i = 1;
+    while (i < argc && argv[i][0] == '-') {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { usage(stdout); return -1 - EXIT_OK; }
+        if (strcmp(argv[i], "--version") == 0) { printf("simba %s\n", SIMBA_VERSION); return -1 - EXIT_OK; }
+        if ((strcmp(argv[i], "-u") == 0 || strcmp(argv[i], "--url") == 0) && i + 1 < argc) { o->url = argv[i + 1]; i += 2; continue; }
+        if (strcmp(argv[i], "-u") == 0 || strcmp(argv[i], "--url") == 0) { errorf("-u: missing URL"); return -1 - EXIT_USAGE; }
+        errorf("unknown option '%s' before the command (see simba --help)", argv[i]);
+        return -1 - EXIT_USAGE;
+    }
+    if (i >= argc) { usage(stderr); return -1 - EXIT_USAGE; }
+    return i;
+}
+
 int main(int argc, char **argv) {
     opts_t o;
     url_t u;
-    const char *cmd;
-    int i = 1, j;
+    const struct command_t *c = NULL;
+    int i, j;
+    size_t k;
     memset(&o, 0, sizeof o);
     o.sig = SIGTERM;
     o.ttl_ms = 10000;
     o.transition_ms = 6000;
     o.connect_ms = 30000;
+    o.refresh_ms = 1000;
     o.url = getenv("SIMBA_URL");
-    /* global options before the command */
-    while (i < argc && argv[i][0] == '-') {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { usage(stdout); return EXIT_OK; }
-        if (strcmp(argv[i], "--version") == 0) { printf("simba %s\n", SIMBA_VERSION); return EXIT_OK; }
-        if ((strcmp(argv[i], "-u") == 0 || strcmp(argv[i], "--url") == 0) && i + 1 < argc) { o.url = argv[i + 1]; i += 2; continue; }
-        if (strcmp(argv[i], "-u") == 0 || strcmp(argv[i], "--url") == 0) { errorf("-u: missing URL"); return EXIT_USAGE; }
-        errorf("unknown option '%s' before the command (see simba --help)", argv[i]);
+    if ((i = global_opts(argc, argv, &o)) < 0) return -1 - i;
+    if (strcmp(argv[i], "help") == 0) { usage(stdout); return EXIT_OK; }
+    for (k = 0; k < sizeof commands / sizeof commands[0]; k++) if (strcmp(argv[i], commands[k].name) == 0) c = &commands[k];
+    if (!c) {
+        errorf("unknown command '%s' (run, elect, yield, get, watch, ls, release, checkpoint, init; see simba --help)", argv[i]);
         return EXIT_USAGE;
     }
-    if (i >= argc) { usage(stderr); return EXIT_USAGE; }
-    cmd = argv[i++];
-    if (strcmp(cmd, "help") == 0) { usage(stdout); return EXIT_OK; }
-    if (strcmp(cmd, "run") && strcmp(cmd, "elect") && strcmp(cmd, "get") && strcmp(cmd, "watch") && strcmp(cmd, "ls") && strcmp(cmd, "release") &&
-        strcmp(cmd, "checkpoint") && strcmp(cmd, "init") && strcmp(cmd, "yield")) {
-        errorf("unknown command '%s' (run, elect, yield, get, watch, ls, release, checkpoint, init; see simba --help)", cmd);
-        return EXIT_USAGE;
-    }
+    i++;
     for (j = i; j < argc && strcmp(argv[j], "--"); j++) /* help anywhere before the command */
         if (strcmp(argv[j], "-h") == 0 || strcmp(argv[j], "--help") == 0) { usage(stdout); return EXIT_OK; }
-    if (parse_opts(cmd, argc - i, argv + i, &o)) return EXIT_USAGE;
-    if (strcmp(cmd, "ls") != 0 && strcmp(cmd, "checkpoint") != 0 && strcmp(cmd, "init") != 0 && check_name(cmd, o.name)) return EXIT_USAGE;
-    if ((strcmp(cmd, "ls") == 0 || strcmp(cmd, "checkpoint") == 0 || strcmp(cmd, "init") == 0) && o.name) { errorf("%s: unexpected argument '%s'", cmd, o.name); return EXIT_USAGE; }
-    if (o.force && strcmp(cmd, "init")) { errorf("%s: --force is for init", cmd); return EXIT_USAGE; }
-    if (o.every_ms && strcmp(cmd, "checkpoint")) { errorf("%s: --every is for checkpoint", cmd); return EXIT_USAGE; }
-    if (o.have_connect && strcmp(cmd, "run") && strcmp(cmd, "elect")) { errorf("%s: --connect-timeout is for run and elect", cmd); return EXIT_USAGE; }
-    if (!strcmp(cmd, "run") || !strcmp(cmd, "elect")) {
-        int64_t window;
-        if (!o.cmd) { errorf("%s: missing the command: simba %s NAME -- CMD [ARG...]", cmd, cmd); return EXIT_USAGE; }
-        if (o.nonblock && o.have_wait) { errorf("%s: -n and -w exclude each other", cmd); return EXIT_USAGE; }
-        if (o.have_wait && o.wait_ms == 0) { o.nonblock = 1; o.have_wait = 0; } /* as flock -w 0 */
-        if (o.once && strcmp(cmd, "elect")) { errorf("run: --once is for elect"); return EXIT_USAGE; }
-        if (o.shared && o.permits > 1) { errorf("%s: --shared with --permits %d: a reader holds a read-write lock, not a semaphore", cmd, o.permits); return EXIT_USAGE; }
-        if (!o.have_grace) o.grace_ms = o.transition_ms / 2;
-        if (parse_url(o.url, &u)) return EXIT_USAGE;
-        window = u.kind == BE_ZK ? (o.ttl_ms + o.transition_ms) / 3 : o.transition_ms;
-        if (o.grace_ms > 0 && o.grace_ms >= window) {
-            errorf("--grace %.3f s must be shorter than the transition window (%.3f s): the command must be gone before another contender can win",
-                    (double)o.grace_ms / 1000.0, (double)window / 1000.0);
-            return EXIT_USAGE;
-        }
-    } else {
-        if (o.cmd) { errorf("%s: takes no command after --", cmd); return EXIT_USAGE; }
-        if (parse_url(o.url, &u)) return EXIT_USAGE;
-    }
-    if (strcmp(cmd, "release") != 0 && o.have_fence) { errorf("%s: --fence is for release", cmd); return EXIT_USAGE; }
-    if ((o.permits || o.shared) && strcmp(cmd, "run") && strcmp(cmd, "elect")) { errorf("%s: --permits and --shared are for run and elect", cmd); return EXIT_USAGE; }
-    if ((o.stats_file || o.no_stats_socket) && strcmp(cmd, "run") && strcmp(cmd, "elect")) { errorf("%s: --stats-file and --no-stats-socket are for run and elect", cmd); return EXIT_USAGE; }
-    if (o.stats_sock && strcmp(cmd, "get") && strcmp(cmd, "yield")) { errorf("%s: --stats is for get and yield", cmd); return EXIT_USAGE; }
-    if (o.have_value && strcmp(cmd, "run") && strcmp(cmd, "elect")) { errorf("%s: --value is for run and elect", cmd); return EXIT_USAGE; }
-    if (o.yield_sig && strcmp(cmd, "elect")) { errorf("%s: --yield-on is for elect", cmd); return EXIT_USAGE; }
-    if (o.stats_file) { /* said now, not after the command has run */
-        char dir[4096];
-        const char *sl = strrchr(o.stats_file, '/');
-        if (strlen(o.stats_file) >= sizeof dir - 32) { errorf("--stats-file: the path is too long"); return EXIT_USAGE; }
-        if (!sl) snprintf(dir, sizeof dir, ".");
-        else if (sl == o.stats_file) snprintf(dir, sizeof dir, "/");
-        else snprintf(dir, sizeof dir, "%.*s", (int)(sl - o.stats_file), o.stats_file);
-        if (sl && !sl[1]) { errorf("--stats-file '%s': names a directory, not a file", o.stats_file); return EXIT_USAGE; }
-        if (access(dir, W_OK | X_OK) != 0) { errorf("--stats-file '%s': cannot write in directory '%s': %s", o.stats_file, dir, strerror(errno)); return EXIT_USAGE; }
-    }
+    if (parse_opts(c->name, argc - i, argv + i, &o)) return EXIT_USAGE;
+    if (c->named && check_name(c->name, o.name)) return EXIT_USAGE;
+    if (!c->named && o.name) { errorf("%s: unexpected argument '%s'", c->name, o.name); return EXIT_USAGE; }
+    if (check_opts_for(c->name, &o)) return EXIT_USAGE;
+    if (c->run != cmd_run_lock && c->run != cmd_elect && o.cmd) { errorf("%s: takes no command after --", c->name); return EXIT_USAGE; }
+    if (parse_url(o.url, &u)) return EXIT_USAGE;
+    if ((c->run == cmd_run_lock || c->run == cmd_elect) && check_run_opts(c->name, &o, &u)) return EXIT_USAGE;
+    if (o.stats_file && check_stats_file(o.stats_file)) return EXIT_USAGE;
     if (u.kind == BE_REDIS && resolve_redis_host(&u)) return EXIT_USAGE;
     verbose_log = getenv("SIMBA_DEBUG") != NULL;
-    if (!o.refresh_ms) o.refresh_ms = 1000;
-    if (!strcmp(cmd, "run")) return cmd_run(&u, &o, 0);
-    if (!strcmp(cmd, "elect")) return cmd_run(&u, &o, 1);
-    if (!strcmp(cmd, "get")) return cmd_get(&u, &o);
-    if (!strcmp(cmd, "yield")) return cmd_yield(&u, &o);
-    if (!strcmp(cmd, "watch")) return cmd_watch(&u, &o);
-    if (!strcmp(cmd, "ls")) return cmd_ls(&u, &o);
-    if (!strcmp(cmd, "checkpoint")) return cmd_checkpoint(&u, &o);
-    if (!strcmp(cmd, "init")) return cmd_init(&u, &o);
-    return cmd_release(&u, &o);
+    return c->run(&u, &o);
 }
