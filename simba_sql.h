@@ -107,8 +107,8 @@
  *   exclusion is unaffected, only order and handoff speed are.
  *
  * FOLLOWERS (waiters and observers, table "<table>_follow": mutex, wake)
- *   A backend with services of a name writes its socket's address there once (the first
- *   that may write the file makes the table); a process whose contender is granted the
+ *   A backend with services of a name writes its socket's address there once (the table
+ *   is made with the others at open); a process whose contender is granted the
  *   name or changes its value sends the owner record to every other address there, one
  *   datagram each (>>follow), and followers set their view from it without a read. A
  *   follower on a file it may not write is not registered and learns at its own refresh.
@@ -361,7 +361,7 @@ SIMBA_API simba_result simba_sql_check_fence(struct sqlite3 *db, const char *tab
  *   ?5 renew (0/1)   ?6 now: the loop's clock, only in the test-clock text   ?7 wake address
  *   ?8 value (a BLOB)   ?9 fence
  * {Q} is the wait queue "<table>_wait", {O} its index "<table>_wait_order", {F} the floor of
- * lost rows "<table>_floor", {G} its trigger "<table>_lost".
+ * lost rows "<table>_floor", {G} its trigger "<table>_lost", {W} the followers "<table>_follow".
  * A networked SQL engine would add a second simba__sql_text; the places where SQLite's
  * dialect is used are marked [sqlite]. */
 
@@ -436,6 +436,9 @@ typedef struct simba__sql_text {
      " fence INTEGER NOT NULL, value BLOB NOT NULL DEFAULT x'',"                               \
      " PRIMARY KEY (mutex, contender)) WITHOUT ROWID",                                         \
      "CREATE INDEX IF NOT EXISTS {O} ON {Q} (mutex, seq)",                                     \
+     /* Every process with a follower of a name: its datagram address (FOLLOWERS). */          \
+     "CREATE TABLE IF NOT EXISTS {W} (mutex TEXT NOT NULL, wake TEXT NOT NULL,"                \
+     " PRIMARY KEY (mutex, wake)) WITHOUT ROWID",                                              \
      /* Rows deleted by another program take their fences and maybe a live lease with them:   \
         the trigger, stored in the file, runs in that program's transaction and keeps the     \
         highest fence and the latest lease end they held (see SIMBA__SQL_CREATE_ROW_TEXT). */ \
@@ -705,9 +708,9 @@ static int simba__sql_table_ok(const char *t) {
 static int simba__sql_expand(const simba__sql *s, const char *src, char *dst, size_t cap) {
     size_t o = 0, tl = strlen(s->table);
     while (*src) {
-        if (src[0] == '{' && src[1] && strchr("TQOFGH", src[1]) && src[2] == '}') {
+        if (src[0] == '{' && src[1] && strchr("TQOFGHW", src[1]) && src[2] == '}') {
             const char *suffix = src[1] == 'T' ? "" : src[1] == 'Q' ? "_wait" : src[1] == 'O' ? "_wait_order"
-                               : src[1] == 'F' ? "_floor" : src[1] == 'H' ? "_hold" : "_lost";
+                               : src[1] == 'F' ? "_floor" : src[1] == 'H' ? "_hold" : src[1] == 'W' ? "_follow" : "_lost";
             size_t sl = strlen(suffix);
             if (o + tl + sl + 2 >= cap) return 0;
             dst[o++] = '"';
@@ -857,7 +860,7 @@ static int simba__sql_setup(simba__sql *s) {
     const char *src[SIMBA__SQL_NSTMT];
     if (s->ready) return SQLITE_OK;
     if ((rc = simba__sql_schema(s)) != SQLITE_OK) return rc;
-    for (i = 0; i < 8 && s->text->setup[i]; i++) {
+    for (i = 0; i < (int)(sizeof s->text->setup / sizeof s->text->setup[0]) && s->text->setup[i]; i++) {
         if (!simba__sql_expand(s, s->text->setup[i], sql, sizeof sql)) {
             snprintf(s->err, sizeof s->err, "sqlite setup: statement too long");
             return SQLITE_ERROR;
@@ -1147,8 +1150,8 @@ static void simba__sql_wake_recv(simba__sql *s) {
 }
 
 /* >>follow Every follower learns each owner. A backend with services of a mutex puts its
-   datagram address in "<table>_follow" (mutex, wake), made by the first follower that can
-   write the file (a read-only one keeps to its timers). A contender of this process that is
+   datagram address in "<table>_follow" (mutex, wake), when it may write the file (a
+   read-only one keeps to its timers). A contender of this process that is
    granted the mutex or changes its value sends the record (SIMBA__SQL_OWN_TAG) to every
    other address there, so waiters and observers learn it without reading the database; an
    address that refuses (its process is gone) is dropped. A datagram never grants. */
@@ -1171,9 +1174,7 @@ static int simba__sql_follow_run(simba__sql *s, const char *fmt, const char *mut
 static void simba__sql_follow_register(simba__sql *s) {
     int i, rc;
     if (!s->follow_todo || !s->ready || s->read_only || s->memory || s->crashed || s->wake_fd < 0 || s->head) return;
-    rc = simba__sql_follow_run(s, "CREATE TABLE IF NOT EXISTS \"%s_follow\" (mutex TEXT NOT NULL, wake TEXT NOT NULL,"
-                                  " PRIMARY KEY (mutex, wake)) WITHOUT ROWID", NULL, NULL, NULL);
-    for (i = 0; rc == SQLITE_OK && i < s->nwatched; i++)
+    for (i = 0, rc = SQLITE_OK; rc == SQLITE_OK && i < s->nwatched; i++)
         rc = simba__sql_follow_run(s, "INSERT OR IGNORE INTO \"%s_follow\" (mutex, wake) VALUES (?1, ?2)", s->watched[i], s->wake_addr, NULL);
     if (rc == SQLITE_OK) {
         s->follow_todo = 0;
