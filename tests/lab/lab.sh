@@ -410,6 +410,7 @@ run_backend() {
     for f in ${ROWS[$be]}; do
         wanted "$be:$f" || continue
         echo "lab: == $be $f ($RUNS runs)"
+        RANDOM=$SEED # each row's timing from the seed alone: --only replays it
         for k in $(seq "$RUNS"); do run_row "$be" "$f" "$k"; done
         report_row "$be" "$f"
     done
