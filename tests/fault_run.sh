@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fault_run.sh -- the fault harness: several mp_worker processes contend for one mutex on one
 # backend while faults are injected; then an inspector checks that the mutex is free, and
-# mp_check checks every log (overlaps, fences, acting while not owner, leaks).
+# mp_check checks every log (overlaps, fences, acting while not owner, leaks) and writes the
+# history in Porcupine's JSON shape to $FAULT_DIR/history.json.
 # FAULT_MODE=sem or rw runs the same faults on a semaphore or a read-write lock (below).
 #
 #   tests/fault_run.sh sql|redis|zk|pg|redis-cluster|redis-sentinel SECONDS
@@ -493,7 +494,7 @@ mutex) CARGS=() ;;
 sem) CARGS=(--permits "$PERMITS" --min-concurrent "$PERMITS" --order-window-ms "$LEASE") ;;
 rw) CARGS=(--min-concurrent 2 --min-exclusive "$WRITERS" --order-window-ms "$LEASE") ;;
 esac
-"$CHECK" --min-ownerships 5 --min-contenders 2 --need-inspect "${CARGS[@]}" "$DIR"/w*-*.log "$DIR/inspect.log" "$FAULTS"
+"$CHECK" --porcupine "$DIR/history.json" --min-ownerships 5 --min-contenders 2 --need-inspect "${CARGS[@]}" "$DIR"/w*-*.log "$DIR/inspect.log" "$FAULTS"
 RC=$?
 [ "$UNEXPECTED" = 1 ] && { echo "fault_run: unexpected worker exits:"; cat "$DIR/unexpected"; RC=1; }
 [ "$STUCK" = 1 ] && RC=1

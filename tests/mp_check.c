@@ -2,7 +2,7 @@
  *
  *   mp_check [--min-ownerships N] [--min-contenders K] [--need-inspect] [--quiet-figures]
  *            [--permits N] [--order-window-ms W] [--min-concurrent K] [--min-exclusive K]
- *            LOG... (or - / nothing for stdin)
+ *            [--porcupine FILE] LOG... (or - / nothing for stdin)
  *   mp_check --now        prints CLOCK_MONOTONIC in ms (3 decimals), for scripts
  *
  * Each line: <pid> <contender> <fence> <what> <monotonic ms> [<ms>], what one of
@@ -12,6 +12,9 @@
  *                         ends at the earlier of the two (a process frozen past its lease
  *                         writes its "released" late, but could not act after the lease)
  *   work                  the worker acted as owner (simba_is_owner() said yes)
+ *   wrote / refused       a real fenced resource (mp_worker --fenced-file) accepted / refused
+ *                         the write of that work line; logged under the resource's lock, so
+ *                         these lines are in the resource's order
  *   violation:<kind>      the worker caught simba_is_owner() and the callbacks disagreeing
  *   killed                (from the harness; contender "-") the process <pid> was killed
  *                         at or before this time: its open ownership ends here
@@ -45,6 +48,13 @@
  * ownership had begun, and whether a fenced resource (it keeps the highest fence written and
  * refuses lower ones) refuses them: "let through" counts those accepted although a later
  * ownership had a fence not above theirs (a fence that did not catch them).
+ * A real fenced resource's log (wrote / refused, a mutex) is checked too: "stale writes
+ * accepted" counts writes it accepted with a fence below one it accepted before, or made
+ * after another contender's later ownership began whose fence is not above theirs (each
+ * reported with both ownerships). Those and the "let through" above fail the check.
+ * Also printed: the longest time without an owner. --porcupine FILE writes the history in
+ * Porcupine's JSON shape (operations with ClientId, Input, Call, Output, Return; acquire with
+ * its fence, release, write with its answer; microseconds) for an offline cross-check.
  * --min-concurrent K: some moment must show K holders at once (a semaphore of K, readers
  * together: a store that grants one at a time fails); --min-exclusive K: at least K
  * exclusive ownerships (a read-write lock's writers are not starved).
@@ -62,7 +72,7 @@
 #define ID_MAX 160
 #define WORK_SLACK_MS 5.0 /* work is logged just after simba_is_owner() said yes */
 
-enum { E_ACQ, E_REL, E_WORK, E_VIOL, E_KILLED, E_FAULT, E_FREE, E_LEAKED };
+enum { E_ACQ, E_REL, E_WORK, E_VIOL, E_KILLED, E_FAULT, E_FREE, E_LEAKED, E_WROTE, E_REFUSED };
 
 typedef struct ev {
     long pid;
@@ -112,6 +122,8 @@ static int kind_of(const char *w) {
     if (strncmp(w, "fault:", 6) == 0) return E_FAULT;
     if (strcmp(w, "inspect-free") == 0) return E_FREE;
     if (strcmp(w, "inspect-leaked") == 0) return E_LEAKED;
+    if (strcmp(w, "wrote") == 0) return E_WROTE;
+    if (strcmp(w, "refused") == 0) return E_REFUSED;
     return -1;
 }
 
@@ -175,6 +187,129 @@ static void count_fault(const char *what) {
     }
 }
 
+static void key_of(const ev *e, char *key, size_t cap) { snprintf(key, cap, "%ld/%s", e->pid, e->who); }
+
+/* The ownership a line of this contender with this fence belongs to: the latest begun by t. */
+static const own *ownership_of(const ev *e) {
+    char key[ID_MAX + 24];
+    const own *o = NULL;
+    size_t j;
+    key_of(e, key, sizeof key);
+    for (j = 0; j < nown; j++)
+        if (strcmp(owns[j].who, key) == 0 && owns[j].fence == e->fence && owns[j].from <= e->t) o = &owns[j];
+    return o;
+}
+
+static void print_own(const char *label, const own *o) {
+    if (!o) fprintf(stderr, "%s (no ownership of that fence)", label);
+    else fprintf(stderr, "%s %s [%.3f, %.3f] fence %llu", label, o->who, o->from, o->to, o->fence);
+}
+
+/* A real fenced resource's answers ("wrote", "refused", in the resource's order): a write
+   accepted with a fence below one it accepted before, or made after a later ownership
+   began whose fence is not above it, is a stale write accepted. Returns how many. */
+static int check_fenced_writes(void) {
+    const ev *top = NULL;
+    int accepted = 0, refused = 0, stale = 0;
+    size_t i, j;
+    for (i = 0; i < nev; i++) {
+        const ev *e = &evs[i];
+        const own *mine, *later = NULL;
+        char key[ID_MAX + 24];
+        if (e->kind == E_REFUSED) refused++;
+        if (e->kind != E_WROTE) continue;
+        accepted++;
+        mine = ownership_of(e);
+        key_of(e, key, sizeof key);
+        for (j = 0; j < nown && !later; j++)
+            if (strcmp(owns[j].who, key) != 0 && owns[j].from > (mine ? mine->from : -1e300) && owns[j].from < e->t &&
+                owns[j].fence <= e->fence)
+                later = &owns[j];
+        if ((top && e->fence < top->fence) || later) {
+            if (stale < 10) {
+                fprintf(stderr, "mp_check: STALE write accepted: %s fence %llu at %.3f, ", key, e->fence, e->t);
+                print_own("its ownership", mine);
+                if (later) {
+                    print_own("; begun after it:", later);
+                } else {
+                    fprintf(stderr, "; after fence %llu written at %.3f, ", top->fence, top->t);
+                    print_own("by", ownership_of(top));
+                }
+                fprintf(stderr, "\n");
+            }
+            stale++;
+        }
+        if (!top || e->fence >= top->fence) top = e;
+    }
+    if (accepted || refused)
+        printf("mp_check: fenced resource: %d writes accepted, %d refused, stale writes accepted %d\n", accepted,
+               refused, stale);
+    return stale;
+}
+
+/* The longest stretch of [first, last] that no ownership covers (first, last: the workers'
+   first and last lines; a fault's line after the workers stopped does not count). */
+static double longest_without_owner(double first, double last) {
+    double end = first, worst = 0;
+    size_t i;
+    for (i = 0; i < nown; i++) { /* owns sorted by from */
+        if (owns[i].from - end > worst) worst = owns[i].from - end;
+        if (owns[i].to > end) end = owns[i].to;
+    }
+    if (end < last && last - end > worst) worst = last - end;
+    return worst;
+}
+
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static int client_of(const char *key) {
+    size_t j;
+    for (j = 0; j < nown; j++)
+        if (strcmp(owns[j].who, key) == 0) return (int)j;
+    return (int)nown;
+}
+
+/* The history in Porcupine's JSON shape (a list of operations: ClientId, Input, Call, Output,
+   Return; times in microseconds from the first line): acquire (output: the fence), release,
+   and the fenced resource's writes (output: accepted or not). */
+static int write_porcupine(const char *path, double first) {
+    FILE *f = fopen(path, "w");
+    size_t i;
+    int n = 0;
+    if (!f) {
+        perror(path);
+        return 0;
+    }
+    fprintf(f, "[");
+    for (i = 0; i < nown; i++) {
+        long long a = (long long)((owns[i].from - first) * 1000), r = (long long)((owns[i].to - first) * 1000);
+        fprintf(f, "%s\n {\"ClientId\": %d, \"Input\": {\"op\": \"acquire\", \"contender\": ", n++ ? "," : "", client_of(owns[i].who));
+        json_str(f, owns[i].who);
+        fprintf(f, "%s}, \"Call\": %lld, \"Output\": {\"fence\": %llu}, \"Return\": %lld}", owns[i].shared ? ", \"shared\": true" : "",
+                a, owns[i].fence, a);
+        if (owns[i].to < 1e299)
+            fprintf(f, ",\n {\"ClientId\": %d, \"Input\": {\"op\": \"release\", \"fence\": %llu}, \"Call\": %lld, \"Output\": {}, \"Return\": %lld}",
+                    client_of(owns[i].who), owns[i].fence, r, r);
+    }
+    for (i = 0; i < nev; i++) {
+        char key[ID_MAX + 24];
+        long long t = (long long)((evs[i].t - first) * 1000);
+        if (evs[i].kind != E_WROTE && evs[i].kind != E_REFUSED) continue;
+        key_of(&evs[i], key, sizeof key);
+        fprintf(f, "%s\n {\"ClientId\": %d, \"Input\": {\"op\": \"write\", \"fence\": %llu}, \"Call\": %lld, \"Output\": {\"ok\": %s}, \"Return\": %lld}",
+                n++ ? "," : "", client_of(key), evs[i].fence, t, evs[i].kind == E_WROTE ? "true" : "false", t);
+    }
+    fprintf(f, "\n]\n");
+    return fclose(f) == 0;
+}
+
 int main(int argc, char **argv) {
     long min_own = 1, min_contenders = 1, permits = 1, min_concurrent = 0, min_exclusive = 0;
     double order_window = 0;
@@ -182,9 +317,13 @@ int main(int argc, char **argv) {
     size_t i, j;
     int nfiles = 0, need_inspect = 0, overlaps = 0, fence_viol = 0, handoffs = 0, contenders = 0, reacquired = 0;
     int repeated = 0, acts = 0, worker_viol = 0, leaked = 0, inspected = 0, late_notices = 0, nwork = 0, nkilled = 0;
+    double wfirst = -1, wlast = 0; /* the workers' own lines: the span the mutex was wanted */
     double first = 0, last = 0, held = 0, gap_min = 0, gap_max = 0, gap_sum = 0, margin_min = -1;
     int ngaps = 0;
     unsigned long long max_fence = 0;
+    size_t imax = 0; /* the ownership with max_fence */
+    const char *porcupine = NULL;
+    int stale_accepted = 0;
 
     for (i = 1; i < (size_t)argc; i++) {
         if (strcmp(argv[i], "--now") == 0) {
@@ -205,6 +344,8 @@ int main(int argc, char **argv) {
             min_concurrent = atol(argv[++i]);
         } else if (strcmp(argv[i], "--min-exclusive") == 0 && i + 1 < (size_t)argc) {
             min_exclusive = atol(argv[++i]);
+        } else if (strcmp(argv[i], "--porcupine") == 0 && i + 1 < (size_t)argc) {
+            porcupine = argv[++i];
         } else if (strcmp(argv[i], "--need-inspect") == 0) {
             need_inspect = 1;
         } else if (strcmp(argv[i], "-") == 0) {
@@ -232,6 +373,10 @@ int main(int argc, char **argv) {
         snprintf(key, sizeof key, "%ld/%s", e->pid, e->who);
         if (i == 0 || e->t < first) first = e->t;
         if (e->t > last) last = e->t;
+        if (e->kind != E_FAULT && e->kind != E_KILLED) {
+            if (wfirst < 0) wfirst = e->t;
+            if (e->t > wlast) wlast = e->t;
+        }
         switch (e->kind) {
         case E_FAULT: count_fault(e->what); continue;
         case E_FREE: inspected++; continue;
@@ -245,6 +390,8 @@ int main(int argc, char **argv) {
             if (worker_viol <= 10) fprintf(stderr, "mp_check: WORKER %s at %.3f: %s (fence %llu)\n", key, e->t, e->what, e->fence);
             continue;
         case E_WORK: nwork++; continue; /* checked against the ownerships below */
+        case E_WROTE:
+        case E_REFUSED: continue; /* the fenced resource's answers: checked below */
         case E_KILLED:
             nkilled++;
             /* every open ownership of that process ends here */
@@ -362,11 +509,15 @@ int main(int argc, char **argv) {
                 }
             if (owns[i].fence == max_fence && strcmp(owns[i - 1].who, owns[i].who) == 0) reacquired++;
             if (fence_viol < 10)
-                fprintf(stderr, "mp_check: FENCE %s at %.3f has fence %llu, not above %llu seen before\n",
-                        owns[i].who, owns[i].from, owns[i].fence, max_fence);
+                fprintf(stderr, "mp_check: FENCE %s [%.3f, %.3f] fence %llu, not above %s [%.3f, %.3f] fence %llu begun before it\n",
+                        owns[i].who, owns[i].from, owns[i].to, owns[i].fence, owns[imax].who, owns[imax].from,
+                        owns[imax].to, max_fence);
             fence_viol++;
         }
-        if (owns[i].fence > max_fence) max_fence = owns[i].fence;
+        if (owns[i].fence > max_fence) {
+            max_fence = owns[i].fence;
+            imax = i;
+        }
         if (i > 0) {
             double gap = owns[i].from - owns[i - 1].to;
             if (strcmp(owns[i].who, owns[i - 1].who) != 0) handoffs++;
@@ -444,6 +595,8 @@ int main(int argc, char **argv) {
         printf("mp_check: stale writes %d: refused by the fence %d, accepted before the later owner's first write %d, "
                "let through %d\n",
                stale, refused, before, through);
+        stale_accepted += through;
+        stale_accepted += check_fenced_writes();
     }
     if (need_inspect && !inspected) {
         fprintf(stderr, "mp_check: LEAKED: no inspector line (the final check did not run)\n");
@@ -456,6 +609,8 @@ int main(int argc, char **argv) {
     printf("mp_check: span %.0f ms, owned %.1f%% of it; gap between ownerships min %.1f / avg %.1f / max %.1f ms\n",
            last - first, last > first ? 100.0 * held / (last - first) : 0.0, gap_min, ngaps ? gap_sum / ngaps : 0.0,
            gap_max);
+    printf("mp_check: longest time without an owner %.1f ms\n", longest_without_owner(wfirst < 0 ? first : wfirst, wfirst < 0 ? last : wlast));
+    if (porcupine && !write_porcupine(porcupine, first)) errors++;
     printf("mp_check: %d work lines, %d processes killed, %d late release notices (frozen owners, harmless), "
            "smallest handoff margin %.1f ms\n",
            nwork, nkilled, late_notices, margin_min);
@@ -465,9 +620,9 @@ int main(int argc, char **argv) {
     if (modes)
         printf("mp_check: permits %ld, %d exclusive ownerships, at most %d holders at once (%d readers)\n", permits,
                nexclusive, max_concurrent, max_readers);
-    printf("mp_check: ownerships %zu, overlaps %d, fence violations %d (repeated fences %d), leaked locks %d, "
-           "acts while not owner %d, protocol errors %d\n",
-           nown, overlaps, fence_viol, repeated, leaked, acts + worker_viol, errors);
+    printf("mp_check: ownerships %zu, overlaps %d, fence violations %d (repeated fences %d), stale writes accepted %d, "
+           "leaked locks %d, acts while not owner %d, protocol errors %d\n",
+           nown, overlaps, fence_viol, repeated, stale_accepted, leaked, acts + worker_viol, errors);
     if ((long)nown < min_own) printf("mp_check: FAIL: %zu ownerships, wanted at least %ld\n", nown, min_own);
     if (contenders < min_contenders)
         printf("mp_check: FAIL: %d contenders owned, wanted at least %ld\n", contenders, min_contenders);
@@ -477,7 +632,7 @@ int main(int argc, char **argv) {
         printf("mp_check: FAIL: %d exclusive ownerships, wanted at least %ld\n", nexclusive, min_exclusive);
     free(evs);
     free(owns);
-    if (overlaps || fence_viol || errors || leaked || acts || worker_viol || (long)nown < min_own ||
+    if (overlaps || fence_viol || stale_accepted || errors || leaked || acts || worker_viol || (long)nown < min_own ||
         contenders < min_contenders || max_concurrent < min_concurrent || nexclusive < min_exclusive) {
         printf("mp_check: FAIL\n");
         return 1;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# mp_check_test.sh -- mp_check on small hand-written logs of semaphores and read-write locks:
-# every rule it enforces must pass a good log and fail the same log with one violation planted.
+# mp_check_test.sh -- mp_check on small hand-written logs of mutexes (with a fenced resource's
+# answers), semaphores and read-write locks: every rule it enforces must pass a good log and
+# fail the same log with one violation planted; the Porcupine history must be valid JSON.
 #
 #   tests/mp_check_test.sh [CHECK_BIN]     (default build/mp_check)
 #
@@ -22,13 +23,71 @@ expect() {
     if [ "$got" = "$want" ]; then
         PASS=$((PASS + 1))
         echo "ok   $name ($want)"
-        [ "$want" = fail ] && echo "$out" | grep -E -m1 "OVERLAP|FENCE|ACTS|FAIL:" | sed 's/^/     /'
+        [ "$want" = fail ] && echo "$out" | grep -E -m1 "OVERLAP|FENCE|STALE|ACTS|FAIL:" | sed 's/^/     /'
     else
         FAIL=$((FAIL + 1))
         echo "FAIL $name: wanted $want, mp_check said $got:"
         echo "$out" | sed 's/^/     /'
     fi
 }
+
+# A mutex with a fenced resource: a, then b, then c; each writes while it owns.
+MUTEX='1 a 10 acquired 1000
+1 a 10 work 1100
+1 a 10 wrote 1100
+1 a 10 released 1500
+2 b 11 acquired 1501
+2 b 11 work 1600
+2 b 11 wrote 1600
+2 b 11 released 2000
+3 c 12 acquired 2001
+3 c 12 work 2100
+3 c 12 wrote 2100
+3 c 12 released 2500'
+expect ok mutex_one_holder_at_a_time --min-contenders 3 <<<"$MUTEX"
+expect fail mutex_two_holders_overlap <<<"$MUTEX
+4 d 13 acquired 1700
+4 d 13 released 1800"
+expect fail mutex_fence_goes_backwards <<<"$MUTEX
+4 d 9 acquired 2600
+4 d 9 released 2700"
+expect fail mutex_fence_repeated <<<"$MUTEX
+4 d 12 acquired 2600
+4 d 12 released 2700"
+# a resumed a (paused past its lease) writes with fence 10 after b wrote 11: refused is safe,
+# accepted is the stale write the fence exists to stop
+PAUSED='1 a 10 acquired 1000
+1 a 10 work 1100
+1 a 10 wrote 1100
+1 a 10 released 1500 1500
+2 b 11 acquired 1501
+2 b 11 work 1600
+2 b 11 wrote 1600
+2 b 11 released 2000'
+expect ok mutex_stale_write_refused <<<"$PAUSED
+1 a 10 refused 1700"
+expect fail mutex_stale_write_accepted <<<"$PAUSED
+1 a 10 wrote 1700"
+# a write after b's grant but before b's first write is accepted (the resource orders it
+# before b's): no violation
+expect ok mutex_stale_write_before_the_next_write <<<"$PAUSED
+1 a 10 wrote 1550"
+# b was granted the same fence as a: the resource cannot tell them apart
+expect fail mutex_fence_not_above_lets_a_stale_write_through <<<'1 a 10 acquired 1000
+1 a 10 wrote 1100
+1 a 10 released 1500 1500
+2 b 10 acquired 1501
+1 a 10 wrote 1550
+2 b 10 wrote 1600
+2 b 10 released 2000'
+PJ=$(mktemp)
+if "$CHECK" --porcupine "$PJ" - <<<"$PAUSED" >/dev/null 2>&1 &&
+    python3 -c 'import json,sys; h=json.load(open(sys.argv[1])); assert len(h)==6 and {"ClientId","Input","Call","Output","Return"} <= set(h[0]); assert [o["Output"]["fence"] for o in h if o["Input"]["op"]=="acquire"]==[10,11]' "$PJ"; then
+    PASS=$((PASS + 1)); echo "ok   porcupine_history_is_json (ok)"
+else
+    FAIL=$((FAIL + 1)); echo "FAIL porcupine_history_is_json:"; sed 's/^/     /' "$PJ"
+fi
+rm -f "$PJ"
 
 # A semaphore of 2: a and b hold together, c after a, d after b; fences in grant order.
 SEM='1 a 10 acquired 1000

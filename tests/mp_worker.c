@@ -30,6 +30,12 @@
  * ownership cannot have been used after it, since simba_is_owner() checks the time); for
  * a process frozen past its lease, that is when its ownership really ended.
  *
+ * With --fenced-file F every work line is followed by a write of the fence to F, a fenced
+ * resource shared by every worker: it keeps the highest fence written and refuses a lower
+ * one; the worker logs "wrote" (accepted) or "refused". The log's times come from the
+ * CLOCK_MONOTONIC system call, not libc's, so a worker whose clocks libfaketime runs fast or
+ * slow still logs on the common clock (a "released" line's lease end is converted to it).
+ *
  * Semaphores and read-write locks: --permits N (N > 1: one of at most N holders) and
  * --shared 1 (a reader) go to the contend desc; a reader writes "acquired:shared" instead of
  * "acquired", so that mp_check knows which holders may share.
@@ -46,6 +52,7 @@
  * -DSIMBA_HAVE_PG (-I/usr/include/postgresql -lpq), each with its own
  * options (see the backends[] table; a new backend is one more row).
  */
+#define _DEFAULT_SOURCE /* syscall(2), flock(2) */
 #define SIMBA_IMPLEMENTATION
 #include "../simba_sql.h"
 #ifdef SIMBA_HAVE_REDIS
@@ -66,12 +73,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/file.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* ---- options ------------------------------------------------------------------------ */
 
 static struct {
     const char *backend, *mutex, *log, *id;
+    const char *fenced_file; /* --fenced-file: every work line is also a write there */
     int64_t duration_ms, ttl_ms, transition_ms, hold_ms, rest_ms, work_ms, inspect_ms;
     int64_t permits, shared;
     /* sql */
@@ -268,11 +278,20 @@ static int told;              /* on_acquired seen, on_released not yet */
 static uint64_t told_fence;   /* fence of the told ownership */
 static int64_t lease_end = -1; /* local lease end of the told ownership, as last seen */
 
+/* The log's clock: CLOCK_MONOTONIC read by the system call itself, so that a worker run
+   under libfaketime (its loop's clock fast or slow) still logs on the machine's common clock. */
 static int64_t mono_ms(double *frac) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
     if (frac) *frac = (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The loop's clock minus the log's (0 unless libfaketime shifts or scales the loop's). */
+static int64_t loop_skew_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - mono_ms(NULL);
 }
 
 /* extra < 0: no sixth field */
@@ -281,6 +300,7 @@ static void log_event2(uint64_t fence, const char *what, int64_t extra) {
     char line[SIMBA_ID_MAX + 160];
     int n;
     mono_ms(&t);
+    if (extra >= 0) extra -= loop_skew_ms(); /* a lease end on the loop's clock, logged on the log's */
     if (extra >= 0)
         n = snprintf(line, sizeof line, "%ld %s %llu %s %.3f %lld\n", (long)getpid(), contender,
                      (unsigned long long)fence, what, t, (long long)extra);
@@ -291,6 +311,32 @@ static void log_event2(uint64_t fence, const char *what, int64_t extra) {
     if (write(logfd, line, (size_t)n) != n) perror("mp_worker: log write");
 }
 static void log_event(uint64_t fence, const char *what) { log_event2(fence, what, -1); }
+
+/* The fenced resource (--fenced-file): a file holding the highest fence written, shared by
+   every worker; a write with a lower fence is refused. The line is logged under the file's
+   lock, so the log's order of "wrote"/"refused" is the resource's order. */
+static void fenced_write(uint64_t fence) {
+    char buf[32];
+    unsigned long long top = 0;
+    ssize_t n;
+    int fd = open(opt.fenced_file, O_RDWR | O_CREAT, 0644);
+    if (fd < 0 || flock(fd, LOCK_EX) != 0) {
+        perror("mp_worker: fenced file");
+        if (fd >= 0) close(fd);
+        return;
+    }
+    n = pread(fd, buf, sizeof buf - 1, 0);
+    buf[n > 0 ? n : 0] = 0;
+    if (n > 0) top = strtoull(buf, NULL, 10);
+    if (fence < top) {
+        log_event(fence, "refused");
+    } else {
+        n = snprintf(buf, sizeof buf, "%llu\n", (unsigned long long)fence);
+        if (ftruncate(fd, 0) != 0 || pwrite(fd, buf, (size_t)n, 0) != n) perror("mp_worker: fenced write");
+        log_event(fence, "wrote");
+    }
+    close(fd); /* drops the lock */
+}
 
 static void on_acquired(simba_service *svc, const simba_state *st, void *u) {
     uint64_t f = st->after ? st->after->fence : simba_fence(svc);
@@ -322,7 +368,8 @@ static void usage(void) {
     fprintf(stderr,
             "usage: mp_worker --backend NAME --mutex M --duration-ms N --ttl-ms T --transition-ms X\n"
             "                 --log FILE [--hold-ms H] [--rest-ms R] [--id ID] [--work-ms W]\n"
-            "                 [--inspect-ms N] [--permits N] [--shared 0|1] BACKEND-OPTIONS\n");
+            "                 [--inspect-ms N] [--permits N] [--shared 0|1] [--fenced-file F]\n"
+            "                 BACKEND-OPTIONS\n");
     for (i = 0; i < NBACKENDS; i++) fprintf(stderr, "  --backend %s %s\n", backends[i].name, backends[i].usage);
 }
 
@@ -357,6 +404,7 @@ static void after_poll(simba_service *svc, int64_t poll_began, int64_t gap) {
         }
         if (opt.work_ms > 0 && (last_work < 0 || now - last_work >= opt.work_ms || gap > 100)) {
             log_event(f, "work");
+            if (opt.fenced_file) fenced_write(f);
             last_work = now;
             n_work++;
         }
@@ -483,6 +531,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "rest-ms") == 0) ok = parse_ms(v, &opt.rest_ms);
         else if (strcmp(a, "work-ms") == 0) ok = parse_ms(v, &opt.work_ms);
         else if (strcmp(a, "inspect-ms") == 0) ok = parse_ms(v, &opt.inspect_ms);
+        else if (strcmp(a, "fenced-file") == 0) opt.fenced_file = v;
         else if (strcmp(a, "permits") == 0) ok = parse_ms(v, &opt.permits) && opt.permits <= SIMBA_PERMITS_MAX;
         else if (strcmp(a, "shared") == 0) ok = parse_ms(v, &opt.shared) && opt.shared <= 1;
         else {

@@ -3,7 +3,7 @@
 # ZooKeeper on loopback ports of its own, stops them (by PID) on exit, prints each suite's
 # result and a closing "total: N passed, N failed" line. Exit status 0 only if all passed.
 #   SIMBA_TEST_ONLY="core sql" limits the run to some groups (core asan sql redis zk pg mysql
-#   reliability; cli loops scale cluster ensemble private_checkout run in a full run, which runs
+#   reliability; cli loops scale cluster ensemble lab private_checkout run in a full run, which runs
 #   the pg group from the private copy only); make
 #   test-GROUP too.
 set -u
@@ -211,6 +211,10 @@ fi
 # leader, kill the clients' follower, lose quorum) for 30 s; three JVMs on 2272..2289, stopped by PID
 if want ensemble || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
     run ensemble env ZK_ENSEMBLE_FAULT_SECONDS=${ZK_ENSEMBLE_FAULT_SECONDS:-30} bash tests/test_zk_ensemble.sh
+fi
+# the network-namespace fault lab, short form (5 rows, 1 run each): needs root, fails without it
+if want lab || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
+    run lab env LAB_DIR=$B/lab-short bash tests/lab/lab.sh --short
 fi
 if want reliability && [ -f tests/test_reliability.sh ]; then
     # fault harness, bad-input table, short fuzz run: starts its own servers on its own ports
