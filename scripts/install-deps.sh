@@ -7,6 +7,7 @@ PKGS="$PKGS cmake pkgconf man-db" # tests/test_install.sh builds consumers with 
 PKGS="$PKGS postgresql libpq-dev" # simba_pg.h and its tests (scripts/pg-start.sh)
 PKGS="$PKGS mariadb-server libmariadb-dev" # simba_mysql.h and its tests (scripts/mysql-start.sh)
 PKGS="$PKGS libuv1-dev libev-dev libevent-dev liburing-dev" # adapters/ and the loop examples (tests/test_loops.sh)
+PKGS="$PKGS nftables faketime iproute2" # the network-namespace fault lab (tests/lab/lab.sh)
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
