@@ -607,7 +607,7 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     "    SELECT count(*), count(*) FILTER (WHERE NOT shared) INTO pos, ahead FROM {Q}\n"          \
     "      WHERE name = p_name AND contender <> p_id AND (my_seq IS NULL OR seq < my_seq);\n"     \
     "    IF ok IS NULL THEN\n"                                                                    \
-    "      ok := CASE WHEN p_permits > 1 THEN pos < p_permits - nh ELSE NOT live AND ahead = 0 END;\n" \
+    "      ok := NOT p_renew AND CASE WHEN p_permits > 1 THEN pos < p_permits - nh ELSE NOT live AND ahead = 0 END;\n" \
     "    END IF;\n"                                                                               \
     "    IF ok THEN\n"                                                                            \
     SIMBA__PG_GUARD                                                                               \
@@ -951,8 +951,8 @@ static const char *const simba__pg_setup_sql[] = {
     "    SELECT contender INTO head FROM {Q} WHERE name = p_name ORDER BY seq LIMIT 1;\n"
     /* a stored owner re-acquiring after a local step-down (or a pushed grant it never
        heard of) starts a new tenure; a free mutex goes to the head of the line (or anyone
-       when nobody waits) */
-    "    IF (live AND r.owner = p_id) OR (NOT live AND nh = 0 AND (head IS NULL OR head = p_id)) THEN\n"
+       when nobody waits); a renewal whose lease has ended is no new grant: it queues */
+    "    IF NOT p_renew AND ((live AND r.owner = p_id) OR (NOT live AND nh = 0 AND (head IS NULL OR head = p_id))) THEN\n"
     SIMBA__PG_GUARD
     "      UPDATE {T} SET owner = p_id, fence = greatest(fence + 1, b_floor), acquired_ms = now_ms,\n"
     "        ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr, value = p_val\n"

@@ -535,6 +535,8 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "  if o and o[6] == c then o = nil; again = true end\n"                                 \
     "  local can, first = again, false\n"                                                   \
     "  if not again then can, first = walk(K, c, sh, N, nh, o ~= nil, rd, now, ARGV[10]) end\n" \
+    /* a renewal whose holding has ended is no new grant: it queues */                     \
+    "  if ARGV[6] == '1' then can = false end\n"                                            \
     "  if can then\n"                                                                       \
     "    local q, other = quarantine(now, ms)\n"                                            \
     "    if other or q > 0 then\n"                                                          \
@@ -641,7 +643,8 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "  end\n"                                                                               \
     "  inq = h == c\n"                                                                      \
     "end\n"                                                                                 \
-    "if not o or o[6] == c then\n"                                                          \
+    /* A renewal whose record is gone (its lease ended) is no new grant: it queues. */     \
+    "if (not o or o[6] == c) and ARGV[6] ~= '1' then\n"                                     \
     "  local q, other = quarantine(now, ms)\n"                                              \
     "  if other or q > 0 then\n"                                                            \
     /* The owner whose record is gone learns it at once and steps down. */                  \
@@ -661,10 +664,11 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "  redis.call(PUB, ARGV[4], 'holder ' .. f .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' 0 ' .. who)\n" \
     "  return {c, ttl, lease, 0, f, 0, ARGV[12]}\n"                                         \
     "end\n"                                                                                 \
-    "local p = o[5] - now\n"                                                                \
-    "if p < 0 then p = 0 end\n"                                                             \
     "local first = 0\n"                                                                     \
     "if enqueue(c, now, ms, us, ARGV[5]) then first = 1 end\n"                              \
+    "if not o then return {'', 0, 0, -1, '0', first, ''} end\n"                             \
+    "local p = o[5] - now\n"                                                                \
+    "if p < 0 then p = 0 end\n"                                                             \
     "return {o[6], o[4] - now, p, now - o[3], o[1], first, o[7]}\n"
 
 /* The head of the line hears of a release on its wake channel ('released <releaser>'); a

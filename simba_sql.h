@@ -455,7 +455,8 @@ typedef struct simba__sql_text {
    row nobody waits for) is a single write transaction. SET expressions see the row as it
    was before the UPDATE; RETURNING sees it after, at the same NOW. Only a renewal (?5) keeps
    fence, acquired_at and value: the stored owner asking anew (it stepped down locally, or
-   lost an answer) starts a new ownership, with the value it asks with (?8). Fairness: with
+   lost an answer) starts a new ownership, with the value it asks with (?8); a renewal whose
+   lease has ended takes nothing (a late renewal is no new grant). Fairness: with
    waiters queued a free row is not taken here; the queue decides in a transaction
    (simba__sql_contend). [sqlite] RETURNING (3.35+; PostgreSQL has it too, MySQL would read
    the row back in the same transaction). */
@@ -468,7 +469,7 @@ typedef struct simba__sql_text {
     " ttl_at = " NOW " + ?3,"                                                                   \
     " transition_at = " NOW " + ?4,"                                                            \
     " version = version + 1"                                                                    \
-    " WHERE mutex = ?1 AND (" FREE " OR " SIMBA__SQL_OWNS(NOW) ")"                              \
+    " WHERE mutex = ?1 AND ((NOT ?5 AND " FREE ") OR " SIMBA__SQL_OWNS(NOW) ")"                 \
     " RETURNING " SIMBA__SQL_ROW_COLS(NOW)
 #define SIMBA__SQL_ACQUIRE_TEXT(NOW) SIMBA__SQL_TAKE_TEXT(NOW, "(transition_at < " NOW " AND waiters = 0 AND holders = 0)")
 #define SIMBA__SQL_GRANT_TEXT(NOW) SIMBA__SQL_TAKE_TEXT(NOW, "transition_at < " NOW)
@@ -1639,7 +1640,8 @@ static int simba__sql_set_decide(simba__sql *s, const simba_req *r, int n, int64
         q->nh--;
         q->granted = 1;
     } else {
-        q->granted = n > 1 ? pos < n - q->nh : (!q->mainlive && q->excl_ahead == 0);
+        /* a renewal whose holding has ended is no new grant: it queues */
+        q->granted = !r->renew && (n > 1 ? pos < n - q->nh : (!q->mainlive && q->excl_ahead == 0));
     }
     return q->granted ? simba__sql_set_take(s, r, n, q) : simba__sql_set_queue(s, r, n, live_ms, q);
 }

@@ -1133,6 +1133,89 @@ TEST(kit_at_risk) {
     kit_close_all();
 }
 
+/* >>late-renewal A late renewal is not a new grant: a renewal that reaches the store after
+   the lease ended there (a paused process's) is refused (the owner steps down locally),
+   takes no fence and never takes the name ahead of the head waiter. A session lease
+   (ZooKeeper) outlives a loop that stands still: the case does not apply there. */
+static simba_result kit_fw(kit_proc *p, const char *name, uint64_t fence, const char *key, const char *value, char *err,
+                           size_t cap);
+static void kit_late_renewal(kit_proc *pa, simba_service *a, rec *ca) {
+    struct timespec ts;
+    simba_owner o;
+    int64_t pause_ms;
+    /* the owner's process stops (no loop is polled) while its renewal is on its way (held
+       for company, or sent), past the whole lease; the store's clock runs on */
+    if (K->slow) K->mute(pa->be, 1); /* answers inside its poll: held instead */
+    WAIT_ONE_UNTIL(pa, fq_in_flight(a) > 0, TTL);
+    CHECK(fq_in_flight(a) > 0);
+    CHECK_RC(simba_owner_get(a, &o), SIMBA_OK);
+    pause_ms = o.transition_at - simba_now(pa->loop) + 500; /* the store's lease ends too */
+    if (pause_ms < 0) pause_ms = 0;
+    ts.tv_sec = (time_t)(pause_ms / 1000);
+    ts.tv_nsec = (long)(pause_ms % 1000) * 1000000L;
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+    if (K->slow) K->mute(pa->be, 0);
+    WAIT_ONE_UNTIL(pa, ca->released == 1 && fq_in_flight(a) == 0, 5000);
+    CHECK_EQ(ca->released, 1);
+    CHECK(ca->released_reason == SIMBA_REASON_LAPSED || ca->released_reason == SIMBA_REASON_REFUSED);
+}
+
+TEST(kit_late_renewal_alone) {
+    kit_proc *pa = kit_open();
+    rec ca = {0};
+    simba_service *a;
+    uint64_t fa;
+    REQUIRE(pa);
+    a = kit_contender(pa, kit_name("late-alone"), &ca);
+    REQUIRE(a);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    REQUIRE_UNTIL(ca.acquired == 1, ACQ_MS);
+    fa = simba_fence(a);
+    kit_late_renewal(pa, a, &ca);
+    /* still contending, alone: its next grant is a new ownership with the next fence */
+    CHECK_UNTIL(ca.acquired == 2, ACQ_MS);
+    CHECK(ca.last_fence > fa);
+    if (!K->fence_by_time) CHECK_EQ(ca.last_fence, fa + 1);
+    CHECK_RC(simba_stop(a), SIMBA_OK);
+    CHECK_UNTIL(ca.released == 2, 5000);
+    kit_close_all();
+}
+
+TEST(kit_late_renewal_behind_waiter) {
+    kit_proc *pa = kit_open(), *pb = kit_open();
+    rec ca = {0}, cb = {0};
+    simba_service *a, *b;
+    const char *name = kit_name("late-waiter");
+    char err[512], want[64];
+    uint64_t fa;
+    REQUIRE(pa && pb);
+    a = kit_contender(pa, name, &ca);
+    REQUIRE(a);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    REQUIRE_UNTIL(ca.acquired == 1, ACQ_MS);
+    fa = simba_fence(a);
+    b = kit_contender(pb, name, &cb);
+    REQUIRE(b);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    REQUIRE_UNTIL(fq_queued(b, a), ACQ_MS);
+    kit_late_renewal(pa, a, &ca);
+    /* the head waiter is next; the lapsed owner gets nothing ahead of it */
+    CHECK_UNTIL(cb.acquired == 1, ACQ_MS);
+    CHECK_EQ(ca.acquired, 1);
+    CHECK(cb.last_fence > fa);
+    if (!K->fence_by_time) CHECK_EQ(cb.last_fence, fa + 1);
+    if (K->fenced_write) { /* the lapsed owner's refusal names the real later owner */
+        snprintf(want, sizeof want, "%llu", (unsigned long long)cb.last_fence);
+        CHECK_RC(kit_fw(pa, name, fa, "k", "late", err, sizeof err), SIMBA_EFENCE);
+        CHECK(strstr(err, want) != NULL);
+    }
+    CHECK_RC(simba_stop(b), SIMBA_OK);
+    CHECK_UNTIL(cb.released == 1, 5000);
+    kit_close_all();
+}
+/* <<late-renewal */
+
 /* ---- semaphores and read-write locks ------------------------------------------------------ */
 
 /* A holder's record: the rec of fixture.h, plus the order of its grants over the case. */
@@ -1738,6 +1821,8 @@ int kit_run(const kit_backend *kb, int argc, char **argv) {
     RUN(kit_yield);
     RUN(kit_yield_alone);
     RUN(kit_at_risk);
+    if (!kb->lease_is_session) RUN(kit_late_renewal_alone);
+    if (!kb->lease_is_session) RUN(kit_late_renewal_behind_waiter);
     RUN(kit_sem_permits);
     RUN(kit_sem_holder_killed);
     RUN(kit_sem_mismatch);

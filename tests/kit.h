@@ -51,6 +51,8 @@ typedef struct kit_backend {
        still (ZooKeeper): an owner whose loop is not polled still holds it, so the
        lease-over case does not apply (a paused process is the fault tests' case). */
     int lease_is_session;
+    /* 1: fences follow the store's clock (Redis), 0: they count one by one from a floor */
+    int fence_by_time;
 } kit_backend;
 
 /* Runs every case (argv[1] = optional name filter), prints the closing
