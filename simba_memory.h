@@ -419,7 +419,7 @@ static int simba__mhold_frees(simba__mentry *e, const char *self, int64_t now) {
 }
 
 /* SET_VALUE and YIELD (store locked): only for the owner that still holds r->fence. 1 when
-   a yield passed it on, 0 when done otherwise; -1 with rep failed (SIMBA_ESTATE) when the
+   a yield passed it on, 0 when done otherwise; -1 with rep failed (SIMBA_EFENCE) when the
    fence does not hold. */
 static int simba__mowner_op(simba_memstore *st, simba__mclient *c, simba__mentry *e, const simba_req *r, int64_t now,
                             simba_reply *rep) {
@@ -441,7 +441,7 @@ static int simba__mowner_op(simba_memstore *st, simba__mclient *c, simba__mentry
     }
     if (!e || !simba__mlive(e, now) || strcmp(e->owner, r->contender) != 0 || e->fence != r->fence) {
         memset(rep, 0, sizeof *rep);
-        rep->rc = SIMBA_ESTATE;
+        rep->rc = SIMBA_EFENCE;
         rep->errmsg = r->op == SIMBA_OP_YIELD ? "memory store: yield refused: the contender no longer holds the mutex with that fence"
                                               : "memory store: value refused: the contender no longer holds the mutex with that fence";
         return -1;
@@ -598,7 +598,7 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
         if ((simba__mholders(e, now) > 0 || e->nw > 0) && e->permits && e->permits != permits) {
             pthread_mutex_unlock(&st->lock);
             memset(rep, 0, sizeof *rep);
-            rep->rc = SIMBA_EINVAL;
+            rep->rc = SIMBA_ECONFLICT;
             snprintf(owner_buf, SIMBA_ID_MAX + 1, "permits %d asked, the name has %d while held", permits, e->permits);
             rep->errmsg = owner_buf;
             return;
@@ -732,7 +732,7 @@ static void simba__minspect(simba__mclient *c, simba_req *r, simba_reply *rep) {
         }
     } else if (r->op == SIMBA_OP_FORCE_RELEASE) {
         int k;
-        rep->rc = SIMBA_ESTATE;
+        rep->rc = SIMBA_EFENCE;
         if (e && simba__mlive(e, now) && e->fence == r->fence) {
             simba__mfree(st, e, now);
             rep->rc = SIMBA_OK;

@@ -1190,7 +1190,7 @@ static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply
     }
     if (n[4] == 6) { /* another N than the name's while anyone holds or waits ({P}, {A}) */
         snprintf(err, errcap, "permits %lld asked, the name has %lld while held", (long long)n[1], (long long)n[0]);
-        out->rc = SIMBA_EINVAL;
+        out->rc = SIMBA_ECONFLICT;
         out->errmsg = err;
         return 0;
     }
@@ -1199,7 +1199,7 @@ static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply
     out->yielded = n[4] == 5;
     /* the fence of a SET_VALUE or YIELD no longer holds: the row as it is says who holds it */
     refused = n[4] == 4;
-    if (refused) out->rc = SIMBA_ESTATE;
+    if (refused) out->rc = SIMBA_EFENCE;
     if (!vals[0][0]) return 0; /* nobody: the durations mean nothing */
     if (simba_id_check(vals[0]) != SIMBA_OK) { snprintf(err, errcap, "postgres: stored owner id is not a valid contender id"); return -1; }
     if (n[0] > SIMBA_MAX_MS || n[1] > SIMBA_MAX_MS || n[0] < -SIMBA_MAX_MS || n[1] < 0 || n[1] < n[0] || n[2] < 0 ||
@@ -1896,7 +1896,7 @@ static void simba__pg_view_result(simba__pg *p, simba_req *r, PGresult *res) {
         return;
     }
     if (r->op == SIMBA_OP_FORCE_RELEASE) {
-        p->rep.rc = rows == 1 && strcmp(PQgetvalue(res, 0, 0), "1") == 0 ? SIMBA_OK : SIMBA_ESTATE;
+        p->rep.rc = rows == 1 && strcmp(PQgetvalue(res, 0, 0), "1") == 0 ? SIMBA_OK : SIMBA_EFENCE;
         return;
     }
     for (i = 0; i < rows; i++) {
@@ -1925,7 +1925,7 @@ static int simba__pg_inspection(simba_op op) {
     return op == SIMBA_OP_INSPECT || op == SIMBA_OP_LIST || op == SIMBA_OP_FORCE_RELEASE;
 }
 
-/* A SET_VALUE or YIELD whose fence no longer holds: SIMBA_ESTATE, saying who holds the mutex
+/* A SET_VALUE or YIELD whose fence no longer holds: SIMBA_EFENCE, saying who holds the mutex
    now (the answer's owner fields, which go no further). */
 static void simba__pg_not_held(simba__pg *p, const simba_req *r) {
     if (p->rep.owner && p->rep.owner[0])
@@ -1936,7 +1936,7 @@ static void simba__pg_not_held(simba__pg *p, const simba_req *r) {
         snprintf(p->err, sizeof p->err, "postgres %s: %.128s no longer holds mutex %.128s with fence %llu: nobody holds it",
                  r->op == SIMBA_OP_YIELD ? "yield" : "set_value", r->contender, r->mutex, (unsigned long long)r->fence);
     memset(&p->rep, 0, sizeof p->rep);
-    p->rep.rc = SIMBA_ESTATE;
+    p->rep.rc = SIMBA_EFENCE;
     p->rep.errmsg = p->err;
     p->rep.held_ms = -1;
 }
@@ -1961,7 +1961,7 @@ static void simba__pg_batch_done(simba__pg *p, int64_t now) {
             simba__pg_view_result(p, r, p->res[i]);
         } else {
             simba__pg_result(p, p->res[i]);
-            if (p->rep.rc == SIMBA_ESTATE) simba__pg_not_held(p, r);
+            if (p->rep.rc == SIMBA_EFENCE) simba__pg_not_held(p, r);
         }
         PQclear(p->res[i]);
         p->res[i] = NULL;

@@ -79,7 +79,7 @@
  *     YIELD by the owner with its fence, a live head queued -------> as RELEASE, then the
  *                                                                      yielder joins the back
  *     YIELD, nobody live queued -----------------------------------> nothing changes
- *     SET_VALUE / YIELD with another fence or no record -----------> SIMBA_ESTATE
+ *     SET_VALUE / YIELD with another fence or no record -----------> SIMBA_EFENCE
  *   The head keeps a free mutex reserved while it is live: its expiry (the last request +
  *   req->live_ms) is ahead and somebody listens on its wake channel (PUBSUB NUMSUB; a process
  *   that died has closed its connection). A dead head, or a garbage entry (no expiry, no
@@ -159,7 +159,7 @@
  *   owner record of its own: fence, times, value). One fence key and one queue per name. An
  *   acquisition of a name with that hash (or asking permits > 1 or shared) takes the general
  *   path: holders past their lease end leave, the grant rule runs over the live line (dead
- *   waiters leave it), another permits while anyone holds or waits is SIMBA_EINVAL. A
+ *   waiters leave it), another permits while anyone holds or waits is SIMBA_ECONFLICT. A
  *   holder's release (or a forced one by fence) pushes each waiter it frees on its wake
  *   channel; a reader granted pushes the readers right behind it. Each renewal of a holder
  *   reads the whole hash: O(holders) per renewal.
@@ -1486,7 +1486,7 @@ static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply
         rep->errmsg = x->str;
         if (pm) { /* another permits than the name's while anyone holds or waits */
             long asked = 0, has = 0;
-            rep->rc = SIMBA_EINVAL;
+            rep->rc = SIMBA_ECONFLICT;
             if (sscanf(pm + sizeof ps - 1, "%ld %ld", &asked, &has) == 2)
                 snprintf(words, cap, "redis: permits %ld asked, the name %s has %ld while held or waited on", asked, op->req->mutex, has);
             else
@@ -1494,7 +1494,7 @@ static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply
             rep->errmsg = words;
         } else if (h) { /* SET_VALUE, YIELD: the store refused, the fence no longer holds */
             unsigned long long now_f = strtoull(h + sizeof hs - 1, NULL, 10);
-            rep->rc = SIMBA_ESTATE;
+            rep->rc = SIMBA_EFENCE;
             if (now_f)
                 snprintf(words, cap, "redis: %s does not hold %s with fence %llu any more (the record holds fence %llu)",
                          op->req->contender, op->req->mutex, (unsigned long long)op->req->fence, now_f);
@@ -1675,7 +1675,7 @@ static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply 
     rep->held_ms = -1;
     if (req->op == SIMBA_OP_FORCE_RELEASE) {
         if (x->type != REDIS_REPLY_INTEGER) return -1;
-        rep->rc = x->integer == 1 ? SIMBA_OK : SIMBA_ESTATE;
+        rep->rc = x->integer == 1 ? SIMBA_OK : SIMBA_EFENCE;
         return 0;
     }
     if (x->type != REDIS_REPLY_ARRAY) return -1;

@@ -1314,13 +1314,13 @@ static int simba__sql_first_holder(simba__sql *s, const char *mutex, simba_reply
     return simba__sql_hrow(s, SIMBA__SQL_H_FIRST, rep, &got);
 }
 
-/* SIMBA_EINVAL for a request whose permits differ from the name's while anyone holds or
+/* SIMBA_ECONFLICT for a request whose permits differ from the name's while anyone holds or
    waits: refused, never obeyed (nothing was written). */
 static void simba__sql_mismatch(simba__sql *s, int asked, int64_t has, simba_reply *rep) {
     snprintf(s->err, sizeof s->err, "permits %d asked, the name has %lld while held", asked, (long long)has);
     memset(rep, 0, sizeof *rep);
     rep->held_ms = -1;
-    rep->rc = SIMBA_EINVAL;
+    rep->rc = SIMBA_ECONFLICT;
     rep->errmsg = s->err;
 }
 
@@ -1798,7 +1798,7 @@ static int simba__sql_ask_kept(simba__sql *s, const char *mutex, const char *con
     return SQLITE_OK;
 }
 
-/* SIMBA_ESTATE for a SET_VALUE or YIELD whose fence no longer holds (the row just read
+/* SIMBA_EFENCE for a SET_VALUE or YIELD whose fence no longer holds (the row just read
    says who holds it now). */
 static void simba__sql_not_held(simba__sql *s, const simba_req *r, simba_reply *rep, const char *what) {
     if (s->owner[0])
@@ -1809,7 +1809,7 @@ static void simba__sql_not_held(simba__sql *s, const simba_req *r, simba_reply *
                  r->contender, r->mutex, (unsigned long long)r->fence);
     memset(rep, 0, sizeof *rep);
     rep->held_ms = -1;
-    rep->rc = SIMBA_ESTATE;
+    rep->rc = SIMBA_EFENCE;
     rep->errmsg = s->err;
 }
 
@@ -2444,7 +2444,7 @@ static int simba__sql_force(simba__sql *s, simba_req *r, int64_t now, simba_repl
     sqlite3_stmt *st;
     int absent, rc = simba__sql_setup(s); /* a write, and the head's wake-up needs the statements */
     int64_t waiters = 0;
-    rep->rc = SIMBA_ESTATE;
+    rep->rc = SIMBA_EFENCE;
     if (rc == SQLITE_OK) rc = simba__sql_prepare_view(s, SIMBA__SQL_FORCE_TEXT, &st, &absent);
     if (rc != SQLITE_OK || absent) return rc;
     sqlite3_bind_text(st, 1, r->mutex, -1, SQLITE_STATIC);

@@ -44,7 +44,7 @@
  *     semaphore N  among the first N nodes
  *     writer       the first node (a mutex's rule)
  *     reader       no n- node ahead of it (a waiting writer holds back later readers)
- *   A node with another node of another N ahead of it is refused: the store says SIMBA_EINVAL
+ *   A node with another node of another N ahead of it is refused: the store says SIMBA_ECONFLICT
  *   "permits 3 asked, the name has 2 while held or waited on", deletes that node first, and
  *   the contender's next ACQUIRE lists before it makes one (none is made while the other N
  *   is there). Nodes ahead only ever go, so a node that holds keeps holding until it goes:
@@ -105,7 +105,7 @@
  *   The value of a tenure is the tail of its node's data, written by the create (or the
  *   rewrite) that starts the tenure; renewals do not touch it. SET_VALUE rewrites the
  *   owner's own node (only its owner writes it, and it exists only while the session does:
- *   ZNONODE is SIMBA_ESTATE). Such a write moves the node's mzxid, so it also writes
+ *   ZNONODE is SIMBA_EFENCE). Such a write moves the node's mzxid, so it also writes
  *   keep = the tenure's fence, and every reader takes keep as the fence when it is not 0
  *   (a tenure's own write has keep 0: its mzxid is the new fence). Observers' data watch on
  *   the owner node pushes the change (SIMBA_EV_OWNER when owner, fence or value differ from
@@ -606,7 +606,7 @@ struct simba__zk_job {
     int first, holders; /* the last listing's (replies) */
     int alone;     /* the last listing: nobody waits behind ours (a re-grant rewrites) */
     int self_get;  /* GET reads our own node (a holder that is not the lowest) */
-    int refuse_n;  /* the N of the nodes ahead: ours goes, then SIMBA_EINVAL */
+    int refuse_n;  /* the N of the nodes ahead: ours goes, then SIMBA_ECONFLICT */
     int64_t deadline;
     simba__zk_op *op; /* the call in flight */
     char lowest[SIMBA__ZK_NODE_MAX], pred[SIMBA__ZK_NODE_MAX];
@@ -1388,7 +1388,7 @@ static void simba__zk_not_held(simba__zk *zk, simba__zk_job *job) {
     char msg[224];
     snprintf(msg, sizeof msg, "zookeeper: %.64s does not hold %.64s with fence %llu any more", SIMBA__ZK_CID(job->cont),
              job->mtx->name, job->req ? (unsigned long long)job->req->fence : 0ull);
-    simba__zk_fail(zk, job, SIMBA_ESTATE, msg);
+    simba__zk_fail(zk, job, SIMBA_EFENCE, msg);
 }
 
 /* A listing that need not be made: an ACQUIRE that knows it has no node creates one; one
@@ -1868,7 +1868,7 @@ static void simba__zk_yield_watch(simba__zk *zk, simba__zk_job *job, simba__zk_o
 static void simba__zk_refuse(simba__zk *zk, simba__zk_job *job);
 
 /* An ACQUIRE's listing that grants nothing yet: no node of ours (made now), ours refused
-   (another N ahead: it goes, then SIMBA_EINVAL), or ours in another mode than asked (it
+   (another N ahead: it goes, then SIMBA_ECONFLICT), or ours in another mode than asked (it
    goes to the back: a new request). */
 static void simba__zk_acquire_route(simba__zk *zk, simba__zk_job *job, simba__zk_op *op) {
     simba__zk_cont *c = job->cont;
@@ -2102,7 +2102,7 @@ static void simba__zk_refuse(simba__zk *zk, simba__zk_job *job) {
     snprintf(msg, sizeof msg, "zookeeper: permits %d asked, the name has %d while held or waited on",
              SIMBA__ZK_N(job->cont->mode), job->refuse_n);
     job->cont->refused = 1;
-    simba__zk_fail(zk, job, SIMBA_EINVAL, msg);
+    simba__zk_fail(zk, job, SIMBA_ECONFLICT, msg);
 }
 
 /* A job's call answered (ZOK or ZNONODE, on the live session): its next step. */
@@ -2325,7 +2325,7 @@ static void simba__zk_ins_view(simba__zk *zk, simba__zk_ins *in) {
     simba__copy(in->v.mutex, sizeof in->v.mutex, in->mutex);
     /* no holder has the fence asked for */
     if (in->req->op == SIMBA_OP_CALL) { simba__zkfw_refuse(zk, in, in->v.owner[0] != 0, in->v.fence); return; }
-    if (in->req->op == SIMBA_OP_FORCE_RELEASE) { simba__zk_ins_end(zk, in, SIMBA_ESTATE, NULL); return; }
+    if (in->req->op == SIMBA_OP_FORCE_RELEASE) { simba__zk_ins_end(zk, in, SIMBA_EFENCE, NULL); return; }
     in->v.holder = in->v.holders ? in->hold : NULL;
     simba_req_view(in->req, &in->v);
     if (in->req->op == SIMBA_OP_LIST) simba__zk_ins_next(zk, in);
@@ -2423,7 +2423,7 @@ static void simba__zk_ins_on_op(simba__zk *zk, simba__zk_op *op) {
         break;
     case SIMBA__ZK_I_KIDS: simba__zk_ins_kids(zk, in, op); break;
     case SIMBA__ZK_I_GET: simba__zk_ins_get(zk, in, op); break;
-    default: simba__zk_ins_end(zk, in, op->rc == ZOK ? SIMBA_OK : SIMBA_ESTATE, NULL); break;
+    default: simba__zk_ins_end(zk, in, op->rc == ZOK ? SIMBA_OK : SIMBA_EFENCE, NULL); break;
     }
 }
 
@@ -3189,7 +3189,7 @@ static simba_result simba__zk_submit(void *impl, simba_req *req) {
         return SIMBA_OK;
     }
     if ((req->op == SIMBA_OP_SET_VALUE || req->op == SIMBA_OP_YIELD) && !c) {
-        simba_req_fail(req, SIMBA_ESTATE, "zookeeper: the contender holds no node of this mutex");
+        simba_req_fail(req, SIMBA_EFENCE, "zookeeper: the contender holds no node of this mutex");
         return SIMBA_OK;
     }
     if (!m || (req->op == SIMBA_OP_ACQUIRE && !c)) {
