@@ -623,6 +623,17 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "if ARGV[13] ~= '1' or ARGV[14] == '1' or redis.call('EXISTS', KEYS[7]) == 1 then\n"    \
     "  return sem_acquire(c, o, now, ms, us)\n"                                             \
     "end\n"                                                                                 \
+    /* A renewal whose record is gone (its lease ended) or another's is no new grant: it     \
+       queues (the owner whose record the store lost learns it at once, as below). */      \
+    "if ARGV[6] == '1' then\n"                                                              \
+    "  if not o then\n"                                                                     \
+    "    local q, other = quarantine(now, ms)\n"                                            \
+    "    if other or q > 0 then return {'', 0, 0, -1, '0', 0, ''} end\n"                    \
+    "  end\n"                                                                               \
+    "  local first = enqueue(c, now, ms, us, ARGV[5]) and 1 or 0\n"                         \
+    "  if not o then return {'', 0, 0, -1, '0', first, ''} end\n"                           \
+    "  return {o[6], o[4] - now, math.max(o[5] - now, 0), now - o[3], o[1], first, o[7]}\n"  \
+    "end\n"                                                                                 \
     "local inq\n"                                                                           \
     "if not o then\n"                                                                       \
     /* Free: it is the head's, if the head is alive (its place not lapsed and its process   \
@@ -643,8 +654,7 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "  end\n"                                                                               \
     "  inq = h == c\n"                                                                      \
     "end\n"                                                                                 \
-    /* A renewal whose record is gone (its lease ended) is no new grant: it queues. */     \
-    "if (not o or o[6] == c) and ARGV[6] ~= '1' then\n"                                     \
+    "if not o or o[6] == c then\n"                                                          \
     "  local q, other = quarantine(now, ms)\n"                                              \
     "  if other or q > 0 then\n"                                                            \
     /* The owner whose record is gone learns it at once and steps down. */                  \
@@ -664,11 +674,10 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "  redis.call(PUB, ARGV[4], 'holder ' .. f .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' 0 ' .. who)\n" \
     "  return {c, ttl, lease, 0, f, 0, ARGV[12]}\n"                                         \
     "end\n"                                                                                 \
-    "local first = 0\n"                                                                     \
-    "if enqueue(c, now, ms, us, ARGV[5]) then first = 1 end\n"                              \
-    "if not o then return {'', 0, 0, -1, '0', first, ''} end\n"                             \
     "local p = o[5] - now\n"                                                                \
     "if p < 0 then p = 0 end\n"                                                             \
+    "local first = 0\n"                                                                     \
+    "if enqueue(c, now, ms, us, ARGV[5]) then first = 1 end\n"                              \
     "return {o[6], o[4] - now, p, now - o[3], o[1], first, o[7]}\n"
 
 /* The head of the line hears of a release on its wake channel ('released <releaser>'); a

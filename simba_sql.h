@@ -2162,11 +2162,17 @@ fail:
     return 0;
 }
 
-/* The same, renewing when the stored owner is the contender (tools, benchmarks, tests);
-   a queued place lasts as long as the core would keep it for this timing. */
+/* The same, renewing when the stored owner is the contender with a live lease (tools,
+   benchmarks, tests); a queued place lasts as long as the core would keep it for this timing. */
 static int simba__sql_exec(simba__sql *s, simba_op op, const char *mutex, const char *contender, int64_t ttl_ms,
                            int64_t transition_ms, int expect_win, simba_reply *rep) {
-    return simba__sql_exec_req(s, op, mutex, contender, ttl_ms, transition_ms, expect_win, 1,
+    int rc, renew = 0;
+    if (op == SIMBA_OP_ACQUIRE) {
+        rc = simba__sql_exec_req(s, SIMBA_OP_READ, mutex, "", 0, 0, 0, 0, 0, rep);
+        if (rc != 0) return rc;
+        renew = rep->owner && strcmp(rep->owner, contender) == 0 && rep->transition_left_ms >= 0;
+    }
+    return simba__sql_exec_req(s, op, mutex, contender, ttl_ms, transition_ms, expect_win, renew,
                                simba__add(simba__add(ttl_ms, transition_ms), 2000), rep);
 }
 

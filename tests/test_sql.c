@@ -3224,16 +3224,16 @@ TEST(value_bytes_round_trip_through_the_file) {
     CHECK_STR(rep.owner, "A");
     CHECK_EQ(rep.fence, fence);
     CHECK(value_is(&rep, v2, sizeof v2));
-    CHECK_RC(value_op(be, SIMBA_OP_SET_VALUE, "m", "A", 0, fence + 1, v1, sizeof v1, &rep), SIMBA_ESTATE);
+    CHECK_RC(value_op(be, SIMBA_OP_SET_VALUE, "m", "A", 0, fence + 1, v1, sizeof v1, &rep), SIMBA_EFENCE);
     CHECK(rep.errmsg && strstr(rep.errmsg, "no longer holds mutex m") && strstr(rep.errmsg, "A holds it"));
-    CHECK_RC(value_op(be, SIMBA_OP_SET_VALUE, "m", "B", 0, fence, v1, sizeof v1, &rep), SIMBA_ESTATE);
+    CHECK_RC(value_op(be, SIMBA_OP_SET_VALUE, "m", "B", 0, fence, v1, sizeof v1, &rep), SIMBA_EFENCE);
     CHECK_RC(simba_sql_read(be, "m", &out, owner, sizeof owner), SIMBA_OK);
     CHECK(value_is(&out, v2, sizeof v2));
     CHECK_EQ(out.fence, fence);
     /* a release clears it; the next owner's value, of the largest size, comes with its grant */
     CHECK_RC(value_op(be, SIMBA_OP_RELEASE, "m", "A", 0, 0, NULL, 0, &rep), SIMBA_OK);
     CHECK_EQ(raw_int(raw, "SELECT length(value) FROM simba_mutex WHERE mutex = 'm'"), 0);
-    CHECK_RC(value_op(be, SIMBA_OP_SET_VALUE, "m", "A", 0, fence, v1, sizeof v1, &rep), SIMBA_ESTATE);
+    CHECK_RC(value_op(be, SIMBA_OP_SET_VALUE, "m", "A", 0, fence, v1, sizeof v1, &rep), SIMBA_EFENCE);
     CHECK(rep.errmsg && strstr(rep.errmsg, "nobody holds it"));
     CHECK_RC(value_op(be, SIMBA_OP_ACQUIRE, "m", "B", 0, 0, big, sizeof big, &rep), SIMBA_OK);
     CHECK(value_is(&rep, big, sizeof big));
@@ -3269,9 +3269,9 @@ TEST(yield_passes_to_the_head_and_queues_the_yielder_behind) {
     CHECK(value_is(&rep, "a", 1)); /* a waiter learns the owner's value with the owner */
     CHECK_RC(value_op(be, SIMBA_OP_ACQUIRE, "y", "C", 0, 0, "c", 1, &rep), SIMBA_OK);
     CHECK_EQ(raw_int(raw, "SELECT waiters FROM simba_mutex WHERE mutex = 'y'"), 2);
-    CHECK_RC(value_op(be, SIMBA_OP_YIELD, "y", "A", 0, fence + 1, NULL, 0, &rep), SIMBA_ESTATE);
+    CHECK_RC(value_op(be, SIMBA_OP_YIELD, "y", "A", 0, fence + 1, NULL, 0, &rep), SIMBA_EFENCE);
     CHECK(rep.errmsg && strstr(rep.errmsg, "yield") && strstr(rep.errmsg, "no longer holds"));
-    CHECK_RC(value_op(be, SIMBA_OP_YIELD, "y", "B", 0, fence, NULL, 0, &rep), SIMBA_ESTATE);
+    CHECK_RC(value_op(be, SIMBA_OP_YIELD, "y", "B", 0, fence, NULL, 0, &rep), SIMBA_EFENCE);
     /* passed: the row is free (value cleared), the line is B, C, then A */
     CHECK_RC(value_op(be, SIMBA_OP_YIELD, "y", "A", 0, fence, NULL, 0, &rep), SIMBA_OK);
     CHECK_EQ(rep.yielded, 1);
@@ -3421,7 +3421,7 @@ TEST(holders_round_trip_through_the_file) {
     }
     CHECK_EQ(seen, 3);
     CHECK_RC(simba_force_release_wait(be, "s", fb, 5000), SIMBA_OK);
-    CHECK_RC(simba_force_release_wait(be, "s", fb, 5000), SIMBA_ESTATE);
+    CHECK_RC(simba_force_release_wait(be, "s", fb, 5000), SIMBA_EFENCE);
     CHECK_EQ(raw_int(raw, "SELECT count(*) FROM simba_mutex_hold WHERE mutex = 's' AND contender = 'A'"), 1);
     CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "s", "C", 2, 0, 0, "c", &rep), SIMBA_OK);
     CHECK_STR(rep.owner, "C");
@@ -3489,7 +3489,7 @@ TEST(holding_yield_passes_to_whom_it_frees) {
     CHECK_EQ(rep.yielded, 0);
     CHECK_STR(rep.owner, "R1");
     CHECK_EQ(rep.fence, f1);
-    CHECK_RC(sem_yield(be, "rw", "R1", 0, 1, f2, &rep), SIMBA_ESTATE);
+    CHECK_RC(sem_yield(be, "rw", "R1", 0, 1, f2, &rep), SIMBA_EFENCE);
     CHECK(rep.errmsg && strstr(rep.errmsg, "no longer holds"));
     CHECK_RC(sem_op(be, SIMBA_OP_RELEASE, "rw", "R2", 0, 1, 0, NULL, &rep), SIMBA_OK);
     CHECK_RC(sem_yield(be, "rw", "R1", 0, 1, f1, &rep), SIMBA_OK);
@@ -3558,7 +3558,7 @@ TEST(table_of_an_earlier_version_gains_the_holders_table) {
     CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "m", "R", 1, 1, 0, NULL, &rep), SIMBA_OK);
     CHECK_STR(rep.owner, "R");
     CHECK_EQ(rep.fence, 6);
-    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "m", "S", 2, 0, 0, NULL, &rep), SIMBA_EINVAL);
+    CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "m", "S", 2, 0, 0, NULL, &rep), SIMBA_ECONFLICT);
     CHECK(rep.errmsg && strstr(rep.errmsg, "permits 2 asked, the name has 1 while held") != NULL);
     CHECK_RC(sem_op(be, SIMBA_OP_ACQUIRE, "m", "W", 1, 0, 0, NULL, &rep), SIMBA_OK); /* a writer waits for the reader */
     CHECK_STR(rep.owner, "R");
