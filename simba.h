@@ -862,10 +862,14 @@ struct simba_req {
     int64_t ttl_ms, transition_ms;
     int64_t sent_at;    /* loop clock when submitted */
     int renew;          /* ACQUIRE by a contender that owns the mutex locally (a renewal).
-                           0 = a new acquisition: if storage still names this contender as
-                           owner (a local step-down the server never saw, or a lost answer),
-                           the backend starts a new ownership (new fence, acquired now), so
-                           every on_acquired carries a fence above any seen before */
+                           1: granted only as a renewal of its live holding; one whose lease
+                           has ended by the store's clock (a late one: the owner has stepped
+                           down locally) is no new grant, takes no fence and queues behind
+                           every waiter. 0 = a new acquisition: if storage still names this
+                           contender as owner (a local step-down the server never saw, or a
+                           lost answer), the backend starts a new ownership (new fence,
+                           acquired now), so every on_acquired carries a fence above any
+                           seen before */
     int deferrable;     /* ACQUIRE by a waiter on its own timer (answered before: it holds its
                            place in line; not woken by a push or an event), so a backend may
                            hold it briefly to send it with others: SIMBA_DEFER_ROUTINE when it

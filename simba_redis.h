@@ -73,6 +73,7 @@
  *                                                                      place refreshed
  *     ACQUIRE renew=1 by the recorded owner -----------------------> renewal (same fence,
  *                                                                      value kept)
+ *     ACQUIRE renew=1, no record of its own (its lease ended) -----> no grant: it queues
  *     RELEASE by the owner -> record deleted, "released" pushed to the head's wake channel
  *     SET_VALUE by the owner with its fence, lease not over -------> value replaced (fields
  *                                                                      and expiry kept)

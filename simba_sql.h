@@ -77,6 +77,7 @@
  *
  *     request              row                     queue              result
  *     owner renews         held by us              -                  renewed (fence kept)
+ *     owner renews         lease over              -                  we join (no grant)
  *     acquire              free (or lease over)    empty or we head   granted, we leave it
  *     acquire              free                    another heads      we join / keep our
  *                                                                     place; head woken
@@ -1354,6 +1355,7 @@ static int simba__sql_writer_check(simba__sql *s, const char *mutex, const char 
 /* >>queue The fairness rule, in one write transaction (BEGIN IMMEDIATE: nobody else can
    change the row or the queue between our reads and our writes):
      owner asks           -> renew (or a new ownership, without simba_req.renew)
+     a renewal, lease over -> no grant: we join (a late renewal takes no fence)
      free, nobody queued  -> granted
      free, we are head    -> granted, we leave the queue
      free, another heads  -> we join (or keep our place); the head is woken (a dead one,
