@@ -475,13 +475,10 @@ static int simba__macquire_set(simba__mclient *c, simba__mentry *e, const simba_
     simba_memstore *st = c->st;
     int fresh = k >= 0 ? !r->renew : simba__mgrantable(e, i >= 0 ? i : e->nw, r->shared != 0, now);
     simba__mhold *h;
-    /* a renewal whose holding has ended (late, or lost with the store) is no new grant: it
-       queues, refused as a grant is while a quarantine lasts */
-    if (r->renew && k < 0) {
-        if (simba__mquarantined(st, r, now)) return -1;
-        simba__mwait_join(c, e, r, now);
-        return 0;
-    }
+    /* a renewal whose holding has ended (late, or lost with the store) is no new grant and
+       takes no place: the owner steps down and asks anew (refused as a grant is in a
+       quarantine) */
+    if (r->renew && k < 0) return simba__mquarantined(st, r, now) ? -1 : 0;
     if (fresh && simba__mquarantined(st, r, now)) return -1;
     if (fresh || k >= 0) st->max_lease = simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms));
     if (!fresh && k < 0) {
@@ -541,12 +538,9 @@ static int simba__macquire(simba__mclient *c, simba__mentry *e, const simba_req 
        also needs the holders set empty (no reader holds). */
     turn = e->nw == 0 || i == 0;
     /* A renewal is granted only as one: one whose lease has ended (late, or lost with the
-       store) queues, refused as a grant is while a quarantine lasts. */
-    if (r->renew && !mine) {
-        if (simba__mquarantined(st, r, now)) return -1;
-        simba__mwait_join(c, e, r, now);
-        return 0;
-    }
+       store) takes nothing and no place: the owner steps down and asks anew (refused as a
+       grant is in a quarantine). */
+    if (r->renew && !mine) return simba__mquarantined(st, r, now) ? -1 : 0;
     fresh = !r->renew && (mine || (!simba__mlive(e, now) && turn && e->nh == 0));
     if (fresh && simba__mquarantined(st, r, now)) return -1;
     if (fresh || (mine && r->renew)) st->max_lease = simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms));

@@ -618,11 +618,13 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     "      DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"                           \
     "      held := true;\n"                                                                       \
     "    ELSE\n"                                                                                  \
+    "      IF NOT p_renew THEN\n"                                                                \
     "      INSERT INTO {Q} (name, contender, channel, expires_ms, ttl_ms, tr_ms, value, shared)\n" \
     "        VALUES (p_name, p_id, p_chan, now_ms + p_live, p_ttl, p_tr, p_val, p_shared)\n"      \
     "        ON CONFLICT (name, contender) DO UPDATE SET channel = EXCLUDED.channel,\n"           \
     "          expires_ms = EXCLUDED.expires_ms, ttl_ms = EXCLUDED.ttl_ms, tr_ms = EXCLUDED.tr_ms,\n" \
-    "          value = EXCLUDED.value, shared = EXCLUDED.shared;\n"                              \
+    "          value = EXCLUDED.value, shared = EXCLUDED.shared;\n"                               \
+    "      END IF;\n"                                                                           \
     "      IF r.permits <> p_permits THEN UPDATE {T} SET permits = p_permits WHERE name = p_name; END IF;\n" \
     "      o_first := CASE WHEN pos <= CASE WHEN p_permits > 1 THEN p_permits - nh ELSE 0 END THEN 1 ELSE 0 END;\n" \
     "    END IF;\n"                                                                               \
@@ -951,7 +953,7 @@ static const char *const simba__pg_setup_sql[] = {
     "    SELECT contender INTO head FROM {Q} WHERE name = p_name ORDER BY seq LIMIT 1;\n"
     /* a stored owner re-acquiring after a local step-down (or a pushed grant it never
        heard of) starts a new tenure; a free mutex goes to the head of the line (or anyone
-       when nobody waits); a renewal whose lease has ended is no new grant: it queues */
+       when nobody waits); a renewal whose lease has ended is no new grant and takes no place */
     "    IF NOT p_renew AND ((live AND r.owner = p_id) OR (NOT live AND nh = 0 AND (head IS NULL OR head = p_id))) THEN\n"
     SIMBA__PG_GUARD
     "      UPDATE {T} SET owner = p_id, fence = greatest(fence + 1, b_floor), acquired_ms = now_ms,\n"
@@ -960,11 +962,13 @@ static const char *const simba__pg_setup_sql[] = {
     "      DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"
     "    ELSE\n"
     /* the waiter's lease goes with its place: a release grants it to the head at once */
+    "      IF NOT p_renew THEN\n"
     "      INSERT INTO {Q} (name, contender, channel, expires_ms, ttl_ms, tr_ms, value)\n"
     "        VALUES (p_name, p_id, p_chan, now_ms + p_live, p_ttl, p_tr, p_val)\n"
     "        ON CONFLICT (name, contender) DO UPDATE\n"
     "        SET channel = EXCLUDED.channel, expires_ms = EXCLUDED.expires_ms,\n"
     "            ttl_ms = EXCLUDED.ttl_ms, tr_ms = EXCLUDED.tr_ms, value = EXCLUDED.value;\n"
+    "      END IF;\n"
     /* first in line: the line was empty, or we led it */
     "      o_first := CASE WHEN head IS NULL OR head = p_id THEN 1 ELSE 0 END;\n"
     "      IF r.permits <> 1 THEN UPDATE {T} SET permits = 1 WHERE name = p_name; END IF;\n"

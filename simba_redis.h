@@ -73,7 +73,7 @@
  *                                                                      place refreshed
  *     ACQUIRE renew=1 by the recorded owner -----------------------> renewal (same fence,
  *                                                                      value kept)
- *     ACQUIRE renew=1, no record of its own (its lease ended) -----> no grant: it queues
+ *     ACQUIRE renew=1, no record of its own (its lease ended) -----> no grant, no place
  *     RELEASE by the owner -> record deleted, "released" pushed to the head's wake channel
  *     SET_VALUE by the owner with its fence, lease not over -------> value replaced (fields
  *                                                                      and expiry kept)
@@ -536,8 +536,8 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "  if o and o[6] == c then o = nil; again = true end\n"                                 \
     "  local can, first = again, false\n"                                                   \
     "  if not again then can, first = walk(K, c, sh, N, nh, o ~= nil, rd, now, ARGV[10]) end\n" \
-    /* a renewal whose holding has ended is no new grant: it queues */                     \
-    "  if ARGV[6] == '1' then can = false end\n"                                            \
+    /* a renewal whose holding has ended is no new grant and takes no place */             \
+    "  if ARGV[6] == '1' and not again then return {'', 0, 0, -1, '0', 0, '', 0, nh} end\n" \
     "  if can then\n"                                                                       \
     "    local q, other = quarantine(now, ms)\n"                                            \
     "    if other or q > 0 then\n"                                                          \
@@ -624,16 +624,11 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "if ARGV[13] ~= '1' or ARGV[14] == '1' or redis.call('EXISTS', KEYS[7]) == 1 then\n"    \
     "  return sem_acquire(c, o, now, ms, us)\n"                                             \
     "end\n"                                                                                 \
-    /* A renewal whose record is gone (its lease ended) or another's is no new grant: it     \
-       queues (the owner whose record the store lost learns it at once, as below). */      \
+    /* A renewal whose record is gone (its lease ended, or the store lost it) or another's   \
+       is no new grant and takes no place: the owner steps down and asks anew. */          \
     "if ARGV[6] == '1' then\n"                                                              \
-    "  if not o then\n"                                                                     \
-    "    local q, other = quarantine(now, ms)\n"                                            \
-    "    if other or q > 0 then return {'', 0, 0, -1, '0', 0, ''} end\n"                    \
-    "  end\n"                                                                               \
-    "  local first = enqueue(c, now, ms, us, ARGV[5]) and 1 or 0\n"                         \
-    "  if not o then return {'', 0, 0, -1, '0', first, ''} end\n"                           \
-    "  return {o[6], o[4] - now, math.max(o[5] - now, 0), now - o[3], o[1], first, o[7]}\n"  \
+    "  if not o then return {'', 0, 0, -1, '0', 0, ''} end\n"                               \
+    "  return {o[6], o[4] - now, math.max(o[5] - now, 0), now - o[3], o[1], 0, o[7]}\n"      \
     "end\n"                                                                                 \
     "local inq\n"                                                                           \
     "if not o then\n"                                                                       \

@@ -77,7 +77,8 @@
  *
  *     request              row                     queue              result
  *     owner renews         held by us              -                  renewed (fence kept)
- *     owner renews         lease over              -                  we join (no grant)
+ *     owner renews         lease over              -                  nothing (no grant,
+ *                                                                     no place)
  *     acquire              free (or lease over)    empty or we head   granted, we leave it
  *     acquire              free                    another heads      we join / keep our
  *                                                                     place; head woken
@@ -457,7 +458,7 @@ typedef struct simba__sql_text {
    was before the UPDATE; RETURNING sees it after, at the same NOW. Only a renewal (?5) keeps
    fence, acquired_at and value: the stored owner asking anew (it stepped down locally, or
    lost an answer) starts a new ownership, with the value it asks with (?8); a renewal whose
-   lease has ended takes nothing (a late renewal is no new grant). Fairness: with
+   lease has ended takes nothing and no place (a late renewal is no new grant). Fairness: with
    waiters queued a free row is not taken here; the queue decides in a transaction
    (simba__sql_contend). [sqlite] RETURNING (3.35+; PostgreSQL has it too, MySQL would read
    the row back in the same transaction). */
@@ -1355,7 +1356,7 @@ static int simba__sql_writer_check(simba__sql *s, const char *mutex, const char 
 /* >>queue The fairness rule, in one write transaction (BEGIN IMMEDIATE: nobody else can
    change the row or the queue between our reads and our writes):
      owner asks           -> renew (or a new ownership, without simba_req.renew)
-     a renewal, lease over -> no grant: we join (a late renewal takes no fence)
+     a renewal, lease over -> no grant, no place (a late renewal takes no fence)
      free, nobody queued  -> granted
      free, we are head    -> granted, we leave the queue
      free, another heads  -> we join (or keep our place); the head is woken (a dead one,
@@ -1400,7 +1401,7 @@ static int simba__sql_contend(simba__sql *s, const char *mutex, const char *cont
         /* not granted (a row closed after a DELETE, see SIMBA__SQL_CREATE_ROW_TEXT): the head keeps its place */
         if (got && s->qhead[0] && (rc = simba__sql_leave(s, mutex, contender, &changed)) != SQLITE_OK) goto fail;
     }
-    if (!got) {
+    if (!got && !renew) { /* a renewal whose lease has ended takes no place: it asks anew */
         sqlite3_stmt *st = s->st[SIMBA__SQL_Q_JOIN];
         sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
@@ -1642,9 +1643,9 @@ static int simba__sql_set_decide(simba__sql *s, const simba_req *r, int n, int64
         q->nh--;
         q->granted = 1;
     } else {
-        /* a renewal whose holding has ended is no new grant: it queues */
-        q->granted = !r->renew && (n > 1 ? pos < n - q->nh : (!q->mainlive && q->excl_ahead == 0));
+        q->granted = n > 1 ? pos < n - q->nh : (!q->mainlive && q->excl_ahead == 0);
     }
+    if (r->renew && !mine) return SQLITE_OK; /* its holding has ended: no grant, no place */
     return q->granted ? simba__sql_set_take(s, r, n, q) : simba__sql_set_queue(s, r, n, live_ms, q);
 }
 

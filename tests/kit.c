@@ -1177,23 +1177,27 @@ TEST(kit_at_risk) {
    (ZooKeeper) outlives a loop that stands still: the case does not apply there. */
 static simba_result kit_fw(kit_proc *p, const char *name, uint64_t fence, const char *key, const char *value, char *err,
                            size_t cap);
-static void kit_late_renewal(kit_proc *pa, simba_service *a, rec *ca) {
-    struct timespec ts;
+static void kit_late_renewal(kit_proc *pa, kit_proc *pb, simba_service *a, rec *ca) {
     simba_owner o;
-    int64_t pause_ms;
-    /* the owner's process stops (no loop is polled) while its renewal is on its way (held
-       for company, or sent), past the whole lease; the store's clock runs on */
-    K->mute(pa->be, 1); /* and the store does not see it until the pause is over */
+    int64_t end;
+    /* the owner's process stops (its loop is not polled) while its renewal is on its way
+       (held for company, or sent), past the whole lease; the store's clock runs on, and
+       so does any other process. A renewal sent at once is held in the client (a mute of
+       this client only) until the pause is over. */
+    if (!K->mute_all) K->mute(pa->be, 1);
     WAIT_ONE_UNTIL(pa, fq_in_flight(a) > 0, TTL);
     CHECK(fq_in_flight(a) > 0);
     CHECK_RC(simba_owner_get(a, &o), SIMBA_OK);
-    pause_ms = o.transition_at - simba_now(pa->loop) + 200; /* the store's lease ends too */
-    if (pause_ms < 0) pause_ms = 0;
-    ts.tv_sec = (time_t)(pause_ms / 1000);
-    ts.tv_nsec = (long)(pause_ms % 1000) * 1000000L;
-    while (nanosleep(&ts, &ts) != 0) {
+    end = kit_now() + (o.transition_at - simba_now(pa->loop)) + 200; /* the store's lease ends too */
+    while (kit_now() < end) {
+        if (pb) {
+            kit_step_one(pb, 20);
+        } else {
+            struct timespec ts = {0, 20000000L};
+            nanosleep(&ts, NULL);
+        }
     }
-    K->mute(pa->be, 0);
+    if (!K->mute_all) K->mute(pa->be, 0);
     WAIT_ONE_UNTIL(pa, ca->released == 1 && fq_in_flight(a) == 0, 5000);
     CHECK_EQ(ca->released, 1);
     CHECK(ca->released_reason == SIMBA_REASON_LAPSED || ca->released_reason == SIMBA_REASON_REFUSED);
@@ -1210,7 +1214,7 @@ TEST(kit_late_renewal_alone) {
     CHECK_RC(simba_start(a), SIMBA_OK);
     REQUIRE_UNTIL(ca.acquired == 1, ACQ_MS);
     fa = simba_fence(a);
-    kit_late_renewal(pa, a, &ca);
+    kit_late_renewal(pa, NULL, a, &ca);
     /* still contending, alone: its next grant is a new ownership with the next fence */
     CHECK_UNTIL(ca.acquired == 2, ACQ_MS);
     CHECK(ca.last_fence > fa);
@@ -1237,7 +1241,7 @@ TEST(kit_late_renewal_behind_waiter) {
     REQUIRE(b);
     CHECK_RC(simba_start(b), SIMBA_OK);
     REQUIRE_UNTIL(fq_queued(b, a), ACQ_MS);
-    kit_late_renewal(pa, a, &ca);
+    kit_late_renewal(pa, pb, a, &ca);
     /* the head waiter is next; the lapsed owner gets nothing ahead of it */
     CHECK_UNTIL(cb.acquired == 1, ACQ_MS);
     CHECK_EQ(ca.acquired, 1);

@@ -53,6 +53,8 @@ typedef struct kit_backend {
     int lease_is_session;
     /* 1: fences follow the store's clock (Redis), 0: they count one by one from a floor */
     int fence_by_time;
+    /* 1: mute stops the whole store, every client's requests (SQLite, PostgreSQL) */
+    int mute_all;
 } kit_backend;
 
 /* Runs every case (argv[1] = optional name filter), prints the closing
