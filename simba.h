@@ -864,8 +864,8 @@ struct simba_req {
     int renew;          /* ACQUIRE by a contender that owns the mutex locally (a renewal).
                            1: granted only as a renewal of its live holding; one whose lease
                            has ended by the store's clock (a late one: the owner has stepped
-                           down locally) is no new grant, takes no fence and queues behind
-                           every waiter. 0 = a new acquisition: if storage still names this
+                           down locally) is no new grant: it takes no fence and no place (the
+                           contender asks anew, behind every waiter). 0 = a new acquisition: if storage still names this
                            contender as owner (a local step-down the server never saw, or a
                            lost answer), the backend starts a new ownership (new fence,
                            acquired now), so every on_acquired carries a fence above any
