@@ -2267,8 +2267,8 @@ static int budget_open(const char *path, int64_t budget_us, int max_steps, simba
     return simba_sql_open(*loop, &sd, be) == SIMBA_OK;
 }
 /* ... and n services on mutexes prefix0..prefix<n-1>, started at once. */
-static int budget_services(simba_loop *loop, simba_backend *be, const char *prefix, int64_t ttl_ms, int n,
-                           simba_service **sv) {
+static int budget_services(simba_loop *loop, simba_backend *be, const char *prefix, int64_t ttl_ms, int64_t tr_ms,
+                           int n, simba_service **sv) {
     int i;
     for (i = 0; i < n; i++) {
         simba_contend_desc d;
@@ -2277,7 +2277,7 @@ static int budget_services(simba_loop *loop, simba_backend *be, const char *pref
         snprintf(name, sizeof name, "%s%d", prefix, i);
         d.mutex = name;
         d.ttl_ms = ttl_ms;
-        d.transition_ms = 500;
+        d.transition_ms = tr_ms;
         if (simba_contend(loop, be, &d, &sv[i]) != SIMBA_OK || simba_start(sv[i]) != SIMBA_OK) return 0;
     }
     return 1;
@@ -2294,7 +2294,7 @@ TEST(sql_statements_count_against_the_poll_budget) {
     uint64_t most = 0;
     fake_now = 9000000;
     REQUIRE(budget_open("file:/budget?vfs=memdb", 3600000000, MAX, &loop, &be));
-    REQUIRE(budget_services(loop, be, "budget", 1000, N, sv));
+    REQUIRE(budget_services(loop, be, "budget", 1000, 500, N, sv));
     while (owners < N && polls < 10000) {
         uint64_t before = impl_of(be)->executed, did;
         int64_t w = simba_poll(loop);
@@ -2348,7 +2348,8 @@ static int slow_commit(void *u) {
 }
 /* Polls until the loop asks to wait (its work done), then moves the test clock 2.1 s on:
    past a renewal (every ttl - ttl/3 = 2 s at ttl 3 s), and past the wait for company of
-   the renewals just queued, which the next round then sends. */
+   the renewals just queued, which the next round then sends (4.2 s after the grant: inside
+   the transition of 2 s, since a renewal after the lease is no grant). */
 static int slow_round(simba_loop *loop, int *polls) {
     int64_t w;
     do {
@@ -2372,7 +2373,7 @@ TEST(sql_batches_leave_room_for_their_commit) {
     slow_changes = sqlite3_total_changes(impl_of(be)->db);
     slow_commits = slow_late = slow_most_early = slow_most_late = 0;
     sqlite3_commit_hook(impl_of(be)->db, slow_commit, impl_of(be)->db);
-    REQUIRE(budget_services(loop, be, "room", 3000, N, sv));
+    REQUIRE(budget_services(loop, be, "room", 3000, 2000, N, sv)); /* renewals sent a round late land in the lease */
     /* the first acquisitions, then two rounds of renewals */
     for (k = 0; k < 3; k++) CHECK(slow_round(loop, &polls));
     /* another connection commits: the next batch is cold */
