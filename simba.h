@@ -123,7 +123,7 @@
  *                   holds and every live waiter ahead of it is a reader (a waiting writer
  *                   holds back the readers behind it; readers at the head go together)
  *   Every contender of a name asks for the same N: another N while anyone holds or waits is
- *   refused by the store (SIMBA_EINVAL, "permits 3 asked, the name has 2 while held"). A
+ *   refused by the store (SIMBA_ECONFLICT, "permits 3 asked, the name has 2 while held"). A
  *   waiter times its next ask by the holder whose permit frees first (simba_owner_get and
  *   on_owner show that one); simba_inspect lists every holder (simba_view.holder).
  *   permits < 0, above SIMBA_PERMITS_MAX, or shared with permits > 1 is SIMBA_EINVAL.
@@ -331,8 +331,10 @@ typedef enum simba_result {
     SIMBA_ECONN = -11,     /* connection to the server lost or not established */
     SIMBA_ESYS = -12,      /* a system call failed (errno kept in the message) */
     SIMBA_ELOST = -13,     /* the lease had lapsed before the unlock (simba_locker_unlock) */
-    SIMBA_EFENCE = -14,    /* a fenced write refused: that fence holds no live lease any more */
-    SIMBA_EDENIED = -15    /* the store refuses this login or role (authentication, a missing
+    SIMBA_EFENCE = -14,    /* the caller's fence holds no live lease any more: a fenced write,
+                              simba_set_value, simba_yield, simba_force_release refused */
+    SIMBA_ECONFLICT = -15, /* the store holds the name with other permits or another mode */
+    SIMBA_EDENIED = -16    /* the store refuses this login or role (authentication, a missing
                               privilege, role or database, another schema version): asking
                               again does not help until an operator acts; the words say what */
 } simba_result;
@@ -595,11 +597,11 @@ SIMBA_API const char *simba_service_mutex(const simba_service *svc);
 SIMBA_API void *simba_service_user_data(const simba_service *svc);
 /* Proclaim: the owner replaces the value stored with its ownership, same fence, same lease
    (LEADERSHIP VALUE). Non-blocking: the store answers in a later poll; on_owner then fires
-   (observers learn it at their next read or push). SIMBA_ESTATE when this contender does not
-   own the mutex; SIMBA_EINVAL when len > SIMBA_VALUE_MAX or value is NULL with len > 0 (the
+   (observers learn it at their next read or push). SIMBA_EFENCE when this contender does not
+   own the mutex (SIMBA_ESTATE for an observer); SIMBA_EINVAL when len > SIMBA_VALUE_MAX or value is NULL with len > 0 (the
    errmsg names the field, the length and the limit). The value is also the one the next
    ownership stores. If the store finds the fence gone, ownership ends as a refused renewal
-   ends it (on_released, reason "refused"). */
+   ends it (on_released, reason "refused"; simba_stats.last_error SIMBA_EFENCE). */
 SIMBA_API simba_result simba_set_value(simba_service *svc, const void *value, size_t len);
 /* Hand over on purpose (YIELD): in one store operation, if a live waiter is queued, the
    mutex passes to the oldest one (pushed to it, as a release is) and this contender joins
@@ -609,7 +611,8 @@ SIMBA_API simba_result simba_set_value(simba_service *svc, const void *value, si
    simba_is_owner() is 0 and simba_fence() 0, with no callback: the store may have passed it
    on already. A yield the backend fails (SIMBA_EVENT_YIELD_FAILED) is settled by the next
    renewal (asked for at once): ownership back, or on_released (refused) if it had passed.
-   SIMBA_ESTATE when not the owner, or a yield is under way. */
+   SIMBA_EFENCE when not the owner (its fence holds no lease), SIMBA_ESTATE when a yield is
+   under way. A store that finds the fence gone ends ownership as for simba_set_value. */
 SIMBA_API simba_result simba_yield(simba_service *svc);
 
 /* ---- statistics ---------------------------------------------------------------------- */
@@ -852,7 +855,7 @@ typedef struct simba_view {
 /* simba_inspect: once, with the view (rc SIMBA_OK) or the error. simba_list: once per mutex
    (rc SIMBA_OK), in name order, then once with view NULL and the result of the whole
    listing. simba_force_release: once, view NULL, rc SIMBA_OK when the holder was cleared,
-   SIMBA_ESTATE when nobody holds the mutex with that fence. Called from simba_poll only. */
+   SIMBA_EFENCE when nobody holds the mutex with that fence. Called from simba_poll only. */
 typedef void (*simba_view_fn)(const simba_view *view, simba_result rc, void *user_data);
 
 /* Non-blocking, through the loop like any request: the answer comes from a later
@@ -886,19 +889,19 @@ typedef enum simba_op {
     SIMBA_OP_FORCE_RELEASE = 6, /* end the holding of mutex's holder (owner, reader or permit)
                                    whose fence is req->fence, in one store operation, waking
                                    the waiters it frees as a release does; done with SIMBA_OK
-                                   when cleared, SIMBA_ESTATE when nobody holds that fence */
+                                   when cleared, SIMBA_EFENCE when nobody holds that fence */
     /* Through vt->submit, as ACQUIRE and RELEASE: */
     SIMBA_OP_SET_VALUE = 7, /* replace the stored value with req->value only if contender owns
                                mutex with req->fence and its lease is live by the store's
                                clock; fence and times unchanged. SIMBA_OK with the owner fields
-                               and the new value; SIMBA_ESTATE with words when the fence no
+                               and the new value; SIMBA_EFENCE with words when the fence no
                                longer holds */
     SIMBA_OP_YIELD = 8,     /* only if contender owns it with req->fence: with a live waiter
                                other than contender queued, end the ownership as RELEASE does
                                (value cleared, release pushed to the waiters) and queue
                                contender at the BACK as a live waiter (req->live_ms), reply
                                yielded = 1; with none, change nothing, yielded = 0 and the owner
-                               fields as a renewal's answer. SIMBA_ESTATE when the fence no
+                               fields as a renewal's answer. SIMBA_EFENCE when the fence no
                                longer holds. One atomic store operation */
     SIMBA_OP_CALL = 16 /* a backend's own call (simba_backend_call): only it knows what
                           simba_req_call_user(req) carries */
@@ -915,10 +918,14 @@ struct simba_req {
     int64_t ttl_ms, transition_ms;
     int64_t sent_at;    /* loop clock when submitted */
     int renew;          /* ACQUIRE by a contender that owns the mutex locally (a renewal).
-                           0 = a new acquisition: if storage still names this contender as
-                           owner (a local step-down the server never saw, or a lost answer),
-                           the backend starts a new ownership (new fence, acquired now), so
-                           every on_acquired carries a fence above any seen before */
+                           1: granted only as a renewal of its live holding; one whose lease
+                           has ended by the store's clock (a late one: the owner has stepped
+                           down locally) is no new grant: it takes no fence and no place (the
+                           contender asks anew, behind every waiter). 0 = a new acquisition: if storage still names this
+                           contender as owner (a local step-down the server never saw, or a
+                           lost answer), the backend starts a new ownership (new fence,
+                           acquired now), so every on_acquired carries a fence above any
+                           seen before */
     int deferrable;     /* ACQUIRE by a waiter on its own timer (answered before: it holds its
                            place in line; not woken by a push or an event), so a backend may
                            hold it briefly to send it with others: SIMBA_DEFER_ROUTINE when it
@@ -952,7 +959,7 @@ struct simba_req {
        (the core sends 1 for a desc's 0): 1 = one exclusive holder at a time, or readers
        together; N > 1 = at most N holders, never shared. shared 1 = a reader (permits is 1
        then), 0 = exclusive (a mutex's owner is a writer). The store records N with the name
-       while anyone holds or waits and refuses an ACQUIRE with another N (SIMBA_EINVAL, errmsg
+       while anyone holds or waits and refuses an ACQUIRE with another N (SIMBA_ECONFLICT, errmsg
        "permits 3 asked, the name has 2 while held"). Owner, RELEASE, SET_VALUE, YIELD and the
        fence then refer to this contender's own holding. */
     int permits;
@@ -1325,6 +1332,7 @@ SIMBA_API const char *simba_strerror(int rc) {
     case SIMBA_ELOST: return "the lease had lapsed before the unlock";
     case SIMBA_EFENCE: return "the fence no longer holds a live lease";
     case SIMBA_EDENIED: return "denied by the store (login, privilege or schema version)";
+    case SIMBA_ECONFLICT: return "the name is held with other permits or another mode";
     default: return "unknown error";
     }
 }
@@ -2653,7 +2661,7 @@ static void simba__owner_op_done(simba_service *s, const simba_req *r, const sim
     simba_loop *l = s->loop;
     int yield = r->op == SIMBA_OP_YIELD;
     simba_owner nv;
-    if (rep->rc == SIMBA_ESTATE) {
+    if (rep->rc == SIMBA_EFENCE) {
         /* The store no longer holds our fence: the tenure is over, as a refused renewal says. */
         simba_log(l, SIMBA_LOG_WARN, "mutex %s: the store refused a %s: %s", s->mx->name, yield ? "yield" : "value change",
                   s->be->errmsg);
@@ -3350,8 +3358,10 @@ SIMBA_API void *simba_service_user_data(const simba_service *s) { return simba__
    in flight is answered), so that one request per service is ever in flight. */
 static simba_result simba__owner_op(simba_service *s, const char *fn) {
     simba_loop *l = s->loop;
-    if (s->kind != SIMBA__KIND_CONTEND || !simba_is_owner(s))
-        return simba__fail(l, SIMBA_ESTATE, "%s: contender %s does not own mutex %s", fn, s->id[0] ? s->id : "(observer)", s->mx->name);
+    if (s->kind != SIMBA__KIND_CONTEND)
+        return simba__fail(l, SIMBA_ESTATE, "%s: an observer of mutex %s owns nothing", fn, s->mx->name);
+    if (!simba_is_owner(s)) /* no fence of ours holds a live lease */
+        return simba__fail(l, SIMBA_EFENCE, "%s: contender %s does not own mutex %s", fn, s->id, s->mx->name);
     if (!l->in_poll) l->now = simba_now(l);
     return SIMBA_OK;
 }
@@ -4478,7 +4488,7 @@ typedef struct simba__item {
 /* A view's holders in one block: the array, then each holder's value. A backend that lists
    none while an owner is set has one holder, the owner. NULL with *n 0 when nobody holds;
    NULL with *n -1 when the list is malformed (err says why) or memory ran out. */
-static simba_view_holder *simba__holders_copy(simba_loop *l, const simba_view *v, int *n, const char **err) {
+static simba_view_holder *simba__holders_copy(simba_loop *l, const simba_view *v, int *n, const char **err, simba_result *rc) {
     simba_view_holder one, *out;
     const simba_view_holder *in = v->holder;
     size_t bytes, at;
@@ -4499,6 +4509,7 @@ static simba_view_holder *simba__holders_copy(simba_loop *l, const simba_view *v
         k = 1;
     }
     *n = -1;
+    *rc = SIMBA_EBACKEND;
     if (k > SIMBA_PERMITS_MAX || !in) { *err = "backend reported more holders than SIMBA_PERMITS_MAX, or none listed"; return NULL; }
     bytes = (size_t)k * sizeof *out;
     for (i = 0; i < k; i++) {
@@ -4510,7 +4521,11 @@ static simba_view_holder *simba__holders_copy(simba_loop *l, const simba_view *v
         bytes += in[i].value_len;
     }
     out = (simba_view_holder *)simba_alloc(l, bytes);
-    if (!out) { *err = "out of memory keeping a view's holders"; return NULL; }
+    if (!out) {
+        *rc = SIMBA_ENOMEM;
+        *err = "out of memory keeping a view's holders";
+        return NULL;
+    }
     at = (size_t)k * sizeof *out;
     for (i = 0; i < k; i++) {
         out[i] = in[i];
@@ -4589,10 +4604,11 @@ SIMBA_API void simba_req_view(simba_req *req, const simba_view *view) {
     }
     if (req->op == SIMBA_OP_INSPECT || req->op == SIMBA_OP_LIST) {
         const char *err = NULL;
+        simba_result why = SIMBA_EBACKEND;
         int n;
-        simba_view_holder *h = simba__holders_copy(a->loop, view, &n, &err);
+        simba_view_holder *h = simba__holders_copy(a->loop, view, &n, &err, &why);
         if (n < 0) {
-            a->rc = strncmp(err, "out of memory", 13) == 0 ? SIMBA_ENOMEM : SIMBA_EBACKEND;
+            a->rc = why;
             simba__copy(a->err, sizeof a->err, err);
             return;
         }
@@ -4854,7 +4870,7 @@ static simba_result simba__ask_wait_run(simba_backend *be, simba_op op, const ch
         if (rc == SIMBA_ECLOSED) return rc; /* a callback freed the loop: touch nothing */
         if (rc != SIMBA_OK) return rc;
     }
-    if (w.rc == SIMBA_ESTATE) return simba__fail(l, w.rc, "simba_force_release_wait: nobody holds '%s' with fence %llu", mutex,
+    if (w.rc == SIMBA_EFENCE) return simba__fail(l, w.rc, "simba_force_release_wait: nobody holds '%s' with fence %llu", mutex,
                                                  (unsigned long long)fence);
     if (w.rc != SIMBA_OK) return simba__fail(l, w.rc, "%s", w.err);
     return SIMBA_OK;

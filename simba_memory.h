@@ -426,7 +426,7 @@ static int simba__mhold_frees(simba__mentry *e, const char *self, int64_t now) {
 }
 
 /* SET_VALUE and YIELD (store locked): only for the owner that still holds r->fence. 1 when
-   a yield passed it on, 0 when done otherwise; -1 with rep failed (SIMBA_ESTATE) when the
+   a yield passed it on, 0 when done otherwise; -1 with rep failed (SIMBA_EFENCE) when the
    fence does not hold. */
 static int simba__mowner_op(simba_memstore *st, simba__mclient *c, simba__mentry *e, const simba_req *r, int64_t now,
                             simba_reply *rep) {
@@ -448,7 +448,7 @@ static int simba__mowner_op(simba_memstore *st, simba__mclient *c, simba__mentry
     }
     if (!e || !simba__mlive(e, now) || strcmp(e->owner, r->contender) != 0 || e->fence != r->fence) {
         memset(rep, 0, sizeof *rep);
-        rep->rc = SIMBA_ESTATE;
+        rep->rc = SIMBA_EFENCE;
         rep->errmsg = r->op == SIMBA_OP_YIELD ? "memory store: yield refused: the contender no longer holds the mutex with that fence"
                                               : "memory store: value refused: the contender no longer holds the mutex with that fence";
         return -1;
@@ -482,6 +482,10 @@ static int simba__macquire_set(simba__mclient *c, simba__mentry *e, const simba_
     simba_memstore *st = c->st;
     int fresh = k >= 0 ? !r->renew : simba__mgrantable(e, i >= 0 ? i : e->nw, r->shared != 0, now);
     simba__mhold *h;
+    /* a renewal whose holding has ended (late, or lost with the store) is no new grant and
+       takes no place: the owner steps down and asks anew (refused as a grant is in a
+       quarantine) */
+    if (r->renew && k < 0) return simba__mquarantined(st, r, now) ? -1 : 0;
     if (fresh && simba__mquarantined(st, r, now)) return -1;
     if (fresh || k >= 0) st->max_lease = simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms));
     if (!fresh && k < 0) {
@@ -540,7 +544,11 @@ static int simba__macquire(simba__mclient *c, simba__mentry *e, const simba_req 
        (a releaser asking again at once included), so nobody overtakes a waiter. A writer
        also needs the holders set empty (no reader holds). */
     turn = e->nw == 0 || i == 0;
-    fresh = !(mine && r->renew) && (mine || (!simba__mlive(e, now) && turn && e->nh == 0));
+    /* A renewal is granted only as one: one whose lease has ended (late, or lost with the
+       store) takes nothing and no place: the owner steps down and asks anew (refused as a
+       grant is in a quarantine). */
+    if (r->renew && !mine) return simba__mquarantined(st, r, now) ? -1 : 0;
+    fresh = !r->renew && (mine || (!simba__mlive(e, now) && turn && e->nh == 0));
     if (fresh && simba__mquarantined(st, r, now)) return -1;
     if (fresh || (mine && r->renew)) st->max_lease = simba__max(st->max_lease, simba__add(r->ttl_ms, r->transition_ms));
     if (mine && r->renew) {
@@ -603,7 +611,7 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
         if ((simba__mholders(e, now) > 0 || e->nw > 0) && e->permits && e->permits != permits) {
             pthread_mutex_unlock(&st->lock);
             memset(rep, 0, sizeof *rep);
-            rep->rc = SIMBA_EINVAL;
+            rep->rc = SIMBA_ECONFLICT;
             snprintf(owner_buf, SIMBA_ID_MAX + 1, "permits %d asked, the name has %d while held", permits, e->permits);
             rep->errmsg = owner_buf;
             return;
@@ -737,7 +745,7 @@ static void simba__minspect(simba__mclient *c, simba_req *r, simba_reply *rep) {
         }
     } else if (r->op == SIMBA_OP_FORCE_RELEASE) {
         int k;
-        rep->rc = SIMBA_ESTATE;
+        rep->rc = SIMBA_EFENCE;
         if (e && simba__mlive(e, now) && e->fence == r->fence) {
             simba__mfree(st, e, now);
             rep->rc = SIMBA_OK;

@@ -625,7 +625,7 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     "    SELECT count(*), count(*) FILTER (WHERE NOT shared) INTO pos, ahead FROM {Q}\n"          \
     "      WHERE name = p_name AND contender <> p_id AND (my_seq IS NULL OR seq < my_seq);\n"     \
     "    IF ok IS NULL THEN\n"                                                                    \
-    "      ok := CASE WHEN p_permits > 1 THEN pos < p_permits - nh ELSE NOT live AND ahead = 0 END;\n" \
+    "      ok := NOT p_renew AND CASE WHEN p_permits > 1 THEN pos < p_permits - nh ELSE NOT live AND ahead = 0 END;\n" \
     "    END IF;\n"                                                                               \
     "    IF ok THEN\n"                                                                            \
     SIMBA__PG_GUARD                                                                               \
@@ -636,11 +636,13 @@ enum { SIMBA__PG_DOWN, SIMBA__PG_CONNECTING, SIMBA__PG_SETUP, SIMBA__PG_READY, S
     "      DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"                           \
     "      held := true;\n"                                                                       \
     "    ELSE\n"                                                                                  \
+    "      IF NOT p_renew THEN\n"                                                                \
     "      INSERT INTO {Q} (name, contender, channel, expires_ms, ttl_ms, tr_ms, value, shared)\n" \
     "        VALUES (p_name, p_id, p_chan, now_ms + p_live, p_ttl, p_tr, p_val, p_shared)\n"      \
     "        ON CONFLICT (name, contender) DO UPDATE SET channel = EXCLUDED.channel,\n"           \
     "          expires_ms = EXCLUDED.expires_ms, ttl_ms = EXCLUDED.ttl_ms, tr_ms = EXCLUDED.tr_ms,\n" \
-    "          value = EXCLUDED.value, shared = EXCLUDED.shared;\n"                              \
+    "          value = EXCLUDED.value, shared = EXCLUDED.shared;\n"                               \
+    "      END IF;\n"                                                                           \
     "      IF r.permits <> p_permits THEN UPDATE {T} SET permits = p_permits WHERE name = p_name; END IF;\n" \
     "      o_first := CASE WHEN pos <= CASE WHEN p_permits > 1 THEN p_permits - nh ELSE 0 END THEN 1 ELSE 0 END;\n" \
     "    END IF;\n"                                                                               \
@@ -953,8 +955,8 @@ static const char *const simba__pg_setup_sql[] = {
     "    SELECT contender INTO head FROM {Q} WHERE name = p_name ORDER BY seq LIMIT 1;\n"
     /* a stored owner re-acquiring after a local step-down (or a pushed grant it never
        heard of) starts a new tenure; a free mutex goes to the head of the line (or anyone
-       when nobody waits) */
-    "    IF (live AND r.owner = p_id) OR (NOT live AND nh = 0 AND (head IS NULL OR head = p_id)) THEN\n"
+       when nobody waits); a renewal whose lease has ended is no new grant and takes no place */
+    "    IF NOT p_renew AND ((live AND r.owner = p_id) OR (NOT live AND nh = 0 AND (head IS NULL OR head = p_id))) THEN\n"
     SIMBA__PG_GUARD
     "      UPDATE {T} SET owner = p_id, fence = greatest(fence + 1, b_floor), acquired_ms = now_ms,\n"
     "        ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr, value = p_val\n"
@@ -962,11 +964,13 @@ static const char *const simba__pg_setup_sql[] = {
     "      DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"
     "    ELSE\n"
     /* the waiter's lease goes with its place: a release grants it to the head at once */
+    "      IF NOT p_renew THEN\n"
     "      INSERT INTO {Q} (name, contender, channel, expires_ms, ttl_ms, tr_ms, value)\n"
     "        VALUES (p_name, p_id, p_chan, now_ms + p_live, p_ttl, p_tr, p_val)\n"
     "        ON CONFLICT (name, contender) DO UPDATE\n"
     "        SET channel = EXCLUDED.channel, expires_ms = EXCLUDED.expires_ms,\n"
     "            ttl_ms = EXCLUDED.ttl_ms, tr_ms = EXCLUDED.tr_ms, value = EXCLUDED.value;\n"
+    "      END IF;\n"
     /* first in line: the line was empty, or we led it */
     "      o_first := CASE WHEN head IS NULL OR head = p_id THEN 1 ELSE 0 END;\n"
     "      IF r.permits <> 1 THEN UPDATE {T} SET permits = 1 WHERE name = p_name; END IF;\n"
@@ -1212,7 +1216,7 @@ static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply
     }
     if (n[4] == 6) { /* another N than the name's while anyone holds or waits ({P}, {A}) */
         snprintf(err, errcap, "permits %lld asked, the name has %lld while held", (long long)n[1], (long long)n[0]);
-        out->rc = SIMBA_EINVAL;
+        out->rc = SIMBA_ECONFLICT;
         out->errmsg = err;
         return 0;
     }
@@ -1221,7 +1225,7 @@ static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply
     out->yielded = n[4] == 5;
     /* the fence of a SET_VALUE or YIELD no longer holds: the row as it is says who holds it */
     refused = n[4] == 4;
-    if (refused) out->rc = SIMBA_ESTATE;
+    if (refused) out->rc = SIMBA_EFENCE;
     if (!vals[0][0]) return 0; /* nobody: the durations mean nothing */
     if (simba_id_check(vals[0]) != SIMBA_OK) { snprintf(err, errcap, "postgres: stored owner id is not a valid contender id"); return -1; }
     if (n[0] > SIMBA_MAX_MS || n[1] > SIMBA_MAX_MS || n[0] < -SIMBA_MAX_MS || n[1] < 0 || n[1] < n[0] || n[2] < 0 ||
@@ -2025,7 +2029,7 @@ static void simba__pg_view_result(simba__pg *p, simba_req *r, PGresult *res) {
         return;
     }
     if (r->op == SIMBA_OP_FORCE_RELEASE) {
-        p->rep.rc = rows == 1 && strcmp(PQgetvalue(res, 0, 0), "1") == 0 ? SIMBA_OK : SIMBA_ESTATE;
+        p->rep.rc = rows == 1 && strcmp(PQgetvalue(res, 0, 0), "1") == 0 ? SIMBA_OK : SIMBA_EFENCE;
         return;
     }
     for (i = 0; i < rows; i++) {
@@ -2054,7 +2058,7 @@ static int simba__pg_inspection(simba_op op) {
     return op == SIMBA_OP_INSPECT || op == SIMBA_OP_LIST || op == SIMBA_OP_FORCE_RELEASE;
 }
 
-/* A SET_VALUE or YIELD whose fence no longer holds: SIMBA_ESTATE, saying who holds the mutex
+/* A SET_VALUE or YIELD whose fence no longer holds: SIMBA_EFENCE, saying who holds the mutex
    now (the answer's owner fields, which go no further). */
 static void simba__pg_not_held(simba__pg *p, const simba_req *r) {
     if (p->rep.owner && p->rep.owner[0])
@@ -2065,7 +2069,7 @@ static void simba__pg_not_held(simba__pg *p, const simba_req *r) {
         snprintf(p->err, sizeof p->err, "postgres %s: %.128s no longer holds mutex %.128s with fence %llu: nobody holds it",
                  r->op == SIMBA_OP_YIELD ? "yield" : "set_value", r->contender, r->mutex, (unsigned long long)r->fence);
     memset(&p->rep, 0, sizeof p->rep);
-    p->rep.rc = SIMBA_ESTATE;
+    p->rep.rc = SIMBA_EFENCE;
     p->rep.errmsg = p->err;
     p->rep.held_ms = -1;
 }
@@ -2092,7 +2096,7 @@ static void simba__pg_batch_done(simba__pg *p, int64_t now) {
             simba__pg_view_result(p, r, p->res[i]);
         } else {
             simba__pg_result(p, p->res[i]);
-            if (p->rep.rc == SIMBA_ESTATE) simba__pg_not_held(p, r);
+            if (p->rep.rc == SIMBA_EFENCE) simba__pg_not_held(p, r);
         }
         PQclear(p->res[i]);
         p->res[i] = NULL;

@@ -72,13 +72,14 @@
  *                                                                      place refreshed
  *     ACQUIRE renew=1 by the recorded owner -----------------------> renewal (same fence,
  *                                                                      value kept)
+ *     ACQUIRE renew=1, no record of its own (its lease ended) -----> no grant, no place
  *     RELEASE by the owner -> record deleted, "released" pushed to the head's wake channel
  *     SET_VALUE by the owner with its fence, lease not over -------> value replaced (fields
  *                                                                      and expiry kept)
  *     YIELD by the owner with its fence, a live head queued -------> as RELEASE, then the
  *                                                                      yielder joins the back
  *     YIELD, nobody live queued -----------------------------------> nothing changes
- *     SET_VALUE / YIELD with another fence or no record -----------> SIMBA_ESTATE
+ *     SET_VALUE / YIELD with another fence or no record -----------> SIMBA_EFENCE
  *   The head keeps a free mutex reserved while it is live: its expiry (the last request +
  *   req->live_ms) is ahead and somebody listens on its wake channel (PUBSUB NUMSUB; a process
  *   that died has closed its connection). A dead head, or a garbage entry (no expiry, no
@@ -159,7 +160,7 @@
  *   owner record of its own: fence, times, value). One fence key and one queue per name. An
  *   acquisition of a name with that hash (or asking permits > 1 or shared) takes the general
  *   path: holders past their lease end leave, the grant rule runs over the live line (dead
- *   waiters leave it), another permits while anyone holds or waits is SIMBA_EINVAL. A
+ *   waiters leave it), another permits while anyone holds or waits is SIMBA_ECONFLICT. A
  *   holder's release (or a forced one by fence) pushes each waiter it frees on its wake
  *   channel; a reader granted pushes the readers right behind it. Each renewal of a holder
  *   reads the whole hash: O(holders) per renewal.
@@ -539,6 +540,8 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "  if o and o[6] == c then o = nil; again = true end\n"                                 \
     "  local can, first = again, false\n"                                                   \
     "  if not again then can, first = walk(K, c, sh, N, nh, o ~= nil, rd, now, ARGV[10]) end\n" \
+    /* a renewal whose holding has ended is no new grant and takes no place */             \
+    "  if ARGV[6] == '1' and not again then return {'', 0, 0, -1, '0', 0, '', 0, nh} end\n" \
     "  if can then\n"                                                                       \
     "    local q, other = quarantine(now, ms)\n"                                            \
     "    if other or q > 0 then\n"                                                          \
@@ -624,6 +627,12 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     /* A name shared or counted, or with a holders set: SEMAPHORES AND READ-WRITE LOCKS. */ \
     "if ARGV[13] ~= '1' or ARGV[14] == '1' or redis.call('EXISTS', KEYS[7]) == 1 then\n"    \
     "  return sem_acquire(c, o, now, ms, us)\n"                                             \
+    "end\n"                                                                                 \
+    /* A renewal whose record is gone (its lease ended, or the store lost it) or another's   \
+       is no new grant and takes no place: the owner steps down and asks anew. */          \
+    "if ARGV[6] == '1' then\n"                                                              \
+    "  if not o then return {'', 0, 0, -1, '0', 0, ''} end\n"                               \
+    "  return {o[6], o[4] - now, math.max(o[5] - now, 0), now - o[3], o[1], 0, o[7]}\n"      \
     "end\n"                                                                                 \
     "local inq\n"                                                                           \
     "if not o then\n"                                                                       \
@@ -1504,7 +1513,7 @@ static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply
             rep->errmsg = words;
         } else if (pm) { /* another permits than the name's while anyone holds or waits */
             long asked = 0, has = 0;
-            rep->rc = SIMBA_EINVAL;
+            rep->rc = SIMBA_ECONFLICT;
             if (sscanf(pm + sizeof ps - 1, "%ld %ld", &asked, &has) == 2)
                 snprintf(words, cap, "redis: permits %ld asked, the name %s has %ld while held or waited on", asked, op->req->mutex, has);
             else
@@ -1512,7 +1521,7 @@ static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply
             rep->errmsg = words;
         } else if (h) { /* SET_VALUE, YIELD: the store refused, the fence no longer holds */
             unsigned long long now_f = strtoull(h + sizeof hs - 1, NULL, 10);
-            rep->rc = SIMBA_ESTATE;
+            rep->rc = SIMBA_EFENCE;
             if (now_f)
                 snprintf(words, cap, "redis: %s does not hold %s with fence %llu any more (the record holds fence %llu)",
                          op->req->contender, op->req->mutex, (unsigned long long)op->req->fence, now_f);
@@ -1695,7 +1704,7 @@ static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply 
     rep->held_ms = -1;
     if (req->op == SIMBA_OP_FORCE_RELEASE) {
         if (x->type != REDIS_REPLY_INTEGER) return -1;
-        rep->rc = x->integer == 1 ? SIMBA_OK : SIMBA_ESTATE;
+        rep->rc = x->integer == 1 ? SIMBA_OK : SIMBA_EFENCE;
         return 0;
     }
     if (x->type != REDIS_REPLY_ARRAY) return -1;

@@ -73,6 +73,8 @@
  *
  *     request              row                     queue              result
  *     owner renews         held by us              -                  renewed (fence kept)
+ *     owner renews         lease over              -                  nothing (no grant,
+ *                                                                     no place)
  *     acquire              free (or lease over)    empty or we head   granted, we leave it
  *     acquire              free                    another heads      we join / keep our
  *                                                                     place; head woken
@@ -455,7 +457,8 @@ typedef struct simba__sql_text {
    row nobody waits for) is a single write transaction. SET expressions see the row as it
    was before the UPDATE; RETURNING sees it after, at the same NOW. Only a renewal (?5) keeps
    fence, acquired_at and value: the stored owner asking anew (it stepped down locally, or
-   lost an answer) starts a new ownership, with the value it asks with (?8). Fairness: with
+   lost an answer) starts a new ownership, with the value it asks with (?8); a renewal whose
+   lease has ended takes nothing and no place (a late renewal is no new grant). Fairness: with
    waiters queued a free row is not taken here; the queue decides in a transaction
    (simba__sql_contend). [sqlite] RETURNING (3.35+; PostgreSQL has it too, MySQL would read
    the row back in the same transaction). */
@@ -468,7 +471,7 @@ typedef struct simba__sql_text {
     " ttl_at = " NOW " + ?3,"                                                                   \
     " transition_at = " NOW " + ?4,"                                                            \
     " version = version + 1"                                                                    \
-    " WHERE mutex = ?1 AND (" FREE " OR " SIMBA__SQL_OWNS(NOW) ")"                              \
+    " WHERE mutex = ?1 AND ((NOT ?5 AND " FREE ") OR " SIMBA__SQL_OWNS(NOW) ")"                 \
     " RETURNING " SIMBA__SQL_ROW_COLS(NOW)
 #define SIMBA__SQL_ACQUIRE_TEXT(NOW) SIMBA__SQL_TAKE_TEXT(NOW, "(transition_at < " NOW " AND waiters = 0 AND holders = 0)")
 #define SIMBA__SQL_GRANT_TEXT(NOW) SIMBA__SQL_TAKE_TEXT(NOW, "transition_at < " NOW)
@@ -1428,13 +1431,13 @@ static int simba__sql_first_holder(simba__sql *s, const char *mutex, simba_reply
     return simba__sql_hrow(s, SIMBA__SQL_H_FIRST, rep, &got);
 }
 
-/* SIMBA_EINVAL for a request whose permits differ from the name's while anyone holds or
+/* SIMBA_ECONFLICT for a request whose permits differ from the name's while anyone holds or
    waits: refused, never obeyed (nothing was written). */
 static void simba__sql_mismatch(simba__sql *s, int asked, int64_t has, simba_reply *rep) {
     snprintf(s->err, sizeof s->err, "permits %d asked, the name has %lld while held", asked, (long long)has);
     memset(rep, 0, sizeof *rep);
     rep->held_ms = -1;
-    rep->rc = SIMBA_EINVAL;
+    rep->rc = SIMBA_ECONFLICT;
     rep->errmsg = s->err;
 }
 
@@ -1468,6 +1471,7 @@ static int simba__sql_writer_check(simba__sql *s, const char *mutex, const char 
 /* >>queue The fairness rule, in one write transaction (BEGIN IMMEDIATE: nobody else can
    change the row or the queue between our reads and our writes):
      owner asks           -> renew (or a new ownership, without simba_req.renew)
+     a renewal, lease over -> no grant, no place (a late renewal takes no fence)
      free, nobody queued  -> granted
      free, we are head    -> granted, we leave the queue
      free, another heads  -> we join (or keep our place); the head is woken (a dead one,
@@ -1512,7 +1516,7 @@ static int simba__sql_contend(simba__sql *s, const char *mutex, const char *cont
         /* not granted (a row closed after a DELETE, see SIMBA__SQL_CREATE_ROW_TEXT): the head keeps its place */
         if (got && s->qhead[0] && (rc = simba__sql_leave(s, mutex, contender, &changed)) != SQLITE_OK) goto fail;
     }
-    if (!got) {
+    if (!got && !renew) { /* a renewal whose lease has ended takes no place: it asks anew */
         sqlite3_stmt *st = s->st[SIMBA__SQL_Q_JOIN];
         sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
@@ -1756,6 +1760,7 @@ static int simba__sql_set_decide(simba__sql *s, const simba_req *r, int n, int64
     } else {
         q->granted = n > 1 ? pos < n - q->nh : (!q->mainlive && q->excl_ahead == 0);
     }
+    if (r->renew && !mine) return SQLITE_OK; /* its holding has ended: no grant, no place */
     return q->granted ? simba__sql_set_take(s, r, n, q) : simba__sql_set_queue(s, r, n, live_ms, q);
 }
 
@@ -1911,7 +1916,7 @@ static int simba__sql_ask_kept(simba__sql *s, const char *mutex, const char *con
     return SQLITE_OK;
 }
 
-/* SIMBA_ESTATE for a SET_VALUE or YIELD whose fence no longer holds (the row just read
+/* SIMBA_EFENCE for a SET_VALUE or YIELD whose fence no longer holds (the row just read
    says who holds it now). */
 static void simba__sql_not_held(simba__sql *s, const simba_req *r, simba_reply *rep, const char *what) {
     if (s->owner[0])
@@ -1922,7 +1927,7 @@ static void simba__sql_not_held(simba__sql *s, const simba_req *r, simba_reply *
                  r->contender, r->mutex, (unsigned long long)r->fence);
     memset(rep, 0, sizeof *rep);
     rep->held_ms = -1;
-    rep->rc = SIMBA_ESTATE;
+    rep->rc = SIMBA_EFENCE;
     rep->errmsg = s->err;
 }
 
@@ -2275,11 +2280,17 @@ fail:
     return 0;
 }
 
-/* The same, renewing when the stored owner is the contender (tools, benchmarks, tests);
-   a queued place lasts as long as the core would keep it for this timing. */
+/* The same, renewing when the stored owner is the contender with a live lease (tools,
+   benchmarks, tests); a queued place lasts as long as the core would keep it for this timing. */
 static int simba__sql_exec(simba__sql *s, simba_op op, const char *mutex, const char *contender, int64_t ttl_ms,
                            int64_t transition_ms, int expect_win, simba_reply *rep) {
-    return simba__sql_exec_req(s, op, mutex, contender, ttl_ms, transition_ms, expect_win, 1,
+    int rc, renew = 0;
+    if (op == SIMBA_OP_ACQUIRE) {
+        rc = simba__sql_exec_req(s, SIMBA_OP_READ, mutex, "", 0, 0, 0, 0, 0, rep);
+        if (rc != 0) return rc;
+        renew = rep->owner && strcmp(rep->owner, contender) == 0 && rep->transition_left_ms >= 0;
+    }
+    return simba__sql_exec_req(s, op, mutex, contender, ttl_ms, transition_ms, expect_win, renew,
                                simba__add(simba__add(ttl_ms, transition_ms), 2000), rep);
 }
 
@@ -2556,7 +2567,7 @@ static int simba__sql_force(simba__sql *s, simba_req *r, int64_t now, simba_repl
     sqlite3_stmt *st;
     int absent, rc = simba__sql_setup(s); /* a write, and the head's wake-up needs the statements */
     int64_t waiters = 0;
-    rep->rc = SIMBA_ESTATE;
+    rep->rc = SIMBA_EFENCE;
     if (rc == SQLITE_OK) rc = simba__sql_prepare_view(s, SIMBA__SQL_FORCE_TEXT, &st, &absent);
     if (rc != SQLITE_OK || absent) return rc;
     sqlite3_bind_text(st, 1, r->mutex, -1, SQLITE_STATIC);

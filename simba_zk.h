@@ -47,7 +47,7 @@
  *     semaphore N  among the first N nodes
  *     writer       the first node (a mutex's rule)
  *     reader       no n- node ahead of it (a waiting writer holds back later readers)
- *   A node with another node of another N ahead of it is refused: the store says SIMBA_EINVAL
+ *   A node with another node of another N ahead of it is refused: the store says SIMBA_ECONFLICT
  *   "permits 3 asked, the name has 2 while held or waited on", deletes that node first, and
  *   the contender's next ACQUIRE lists before it makes one (none is made while the other N
  *   is there). Nodes ahead only ever go, so a node that holds keeps holding until it goes:
@@ -109,7 +109,7 @@
  *   The value of a tenure is the tail of its node's data, written by the create (or the
  *   rewrite) that starts the tenure; renewals do not touch it. SET_VALUE rewrites the
  *   owner's own node (only its owner writes it, and it exists only while the session does:
- *   ZNONODE is SIMBA_ESTATE). Such a write moves the node's mzxid, so it also writes
+ *   ZNONODE is SIMBA_EFENCE). Such a write moves the node's mzxid, so it also writes
  *   keep = the tenure's fence, and every reader takes keep as the fence when it is not 0
  *   (a tenure's own write has keep 0: its mzxid is the new fence). Observers' data watch on
  *   the owner node pushes the change (SIMBA_EV_OWNER when owner, fence or value differ from
@@ -271,7 +271,14 @@
  *     the owner node went or changed before the multi --> SIMBA_EFENCE
  *     an operation fails (ZNODEEXISTS, ZBADVERSION ...) > SIMBA_EBACKEND, results say which,
  *                                                         nothing applied
- *     the answer lost (connection, session) ------------> SIMBA_ECONN: unknown
+ *     not sent, or "session expired" (never sent on a
+ *       live session), the fence's session expired -----> SIMBA_EFENCE: nothing written
+ *     the connection went before the multi was sent ---> SIMBA_ECONN "nothing was written"
+ *     the answer lost (connection) ---------------------> SIMBA_ECONN: unknown
+ *   Unknown means the multi went out before the connection did and may have been applied
+ *   while the fence still held; ZooKeeper keeps no trace of a multi's outcome. The
+ *   application learns it from its own data: read the nodes back (a CREATE's node, a SET's
+ *   data or version); a resend is refused (SIMBA_EFENCE) once the fence holds no lease.
  *
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
@@ -359,10 +366,12 @@ typedef struct simba_zk_fenced_result {
 } simba_zk_fenced_result;
 
 /* rc SIMBA_OK: every operation is done, results[0..n). SIMBA_EFENCE: refused, nothing done,
-   results NULL, errmsg says why (the fence moved on, released, the owner's session ended).
+   results NULL, errmsg says why (the fence moved on, released, the owner's session ended;
+   also a multi not sent, or never sent on a live session, under a fence whose session expired).
    SIMBA_EBACKEND: an operation failed (results say which and why), nothing done.
    SIMBA_ECONN, SIMBA_ECLOSED: the answer was lost; the multi may or may not have been
-   applied (results NULL). Called from simba_poll only. */
+   applied (results NULL): read its nodes back to learn (FENCED WRITES). Called from
+   simba_poll only. */
 typedef void (*simba_zk_fenced_fn)(simba_result rc, const simba_zk_fenced_result *results, int n, const char *errmsg,
                                    void *user);
 
@@ -614,7 +623,7 @@ struct simba__zk_job {
     int first, holders; /* the last listing's (replies) */
     int alone;     /* the last listing: nobody waits behind ours (a re-grant rewrites) */
     int self_get;  /* GET reads our own node (a holder that is not the lowest) */
-    int refuse_n;  /* the N of the nodes ahead: ours goes, then SIMBA_EINVAL */
+    int refuse_n;  /* the N of the nodes ahead: ours goes, then SIMBA_ECONFLICT */
     int64_t deadline;
     simba__zk_op *op; /* the call in flight */
     char lowest[SIMBA__ZK_NODE_MAX], pred[SIMBA__ZK_NODE_MAX];
@@ -665,6 +674,10 @@ struct simba__zk {
     int64_t idle_at;                 /* released contenders' refused clean-up: tried again then */
     int64_t reopen_backoff, idle_backoff; /* simba__backoff of reopen_at and idle_at */
     simba__zk_mtx *mtxs;
+    /* fences our contenders held under a session that expired (their nodes went with it):
+       a fenced write with one of them, not sent or not applied, is SIMBA_EFENCE */
+    int64_t dead_fence[8];
+    int dead_next;
     simba__htab mtab; /* mtxs by name */
     size_t nmtx;
     simba_zk_stats stats;
@@ -1399,7 +1412,7 @@ static void simba__zk_not_held(simba__zk *zk, simba__zk_job *job) {
     char msg[224];
     snprintf(msg, sizeof msg, "zookeeper: %.64s does not hold %.64s with fence %llu any more", SIMBA__ZK_CID(job->cont),
              job->mtx->name, job->req ? (unsigned long long)job->req->fence : 0ull);
-    simba__zk_fail(zk, job, SIMBA_ESTATE, msg);
+    simba__zk_fail(zk, job, SIMBA_EFENCE, msg);
 }
 
 /* A listing that need not be made: an ACQUIRE that knows it has no node creates one; one
@@ -1879,7 +1892,7 @@ static void simba__zk_yield_watch(simba__zk *zk, simba__zk_job *job, simba__zk_o
 static void simba__zk_refuse(simba__zk *zk, simba__zk_job *job);
 
 /* An ACQUIRE's listing that grants nothing yet: no node of ours (made now), ours refused
-   (another N ahead: it goes, then SIMBA_EINVAL), or ours in another mode than asked (it
+   (another N ahead: it goes, then SIMBA_ECONFLICT), or ours in another mode than asked (it
    goes to the back: a new request). */
 static void simba__zk_acquire_route(simba__zk *zk, simba__zk_job *job, simba__zk_op *op) {
     simba__zk_cont *c = job->cont;
@@ -2134,7 +2147,7 @@ static void simba__zk_refuse(simba__zk *zk, simba__zk_job *job) {
     snprintf(msg, sizeof msg, "zookeeper: permits %d asked, the name has %d while held or waited on",
              SIMBA__ZK_N(job->cont->mode), job->refuse_n);
     job->cont->refused = 1;
-    simba__zk_fail(zk, job, SIMBA_EINVAL, msg);
+    simba__zk_fail(zk, job, SIMBA_ECONFLICT, msg);
 }
 
 /* A job's call answered (ZOK or ZNONODE, on the live session): its next step. */
@@ -2257,6 +2270,9 @@ struct simba__zk_ins {
     char mutex[SIMBA_NAME_MAX + 1]; /* the mutex being read */
     struct simba__zkfw *fw;         /* SIMBA_OP_CALL: the fenced multi */
     int owner_version;              /* SIMBA_OP_CALL: the owner node's, as read */
+    int fw_unknown;                 /* SIMBA_OP_CALL: the multi went out, its answer was lost */
+    int parked;                     /* SIMBA_OP_CALL: 1 waits for a session, 2 asked again */
+    int64_t parked_until;
 };
 static void simba__zkfw_refuse(simba__zk *zk, simba__zk_ins *in, int has_owner, uint64_t stored);
 static void simba__zkfw_multi(simba__zk *zk, simba__zk_ins *in);
@@ -2264,6 +2280,37 @@ static void simba__zkfw_on_multi(simba__zk *zk, simba__zk_ins *in, simba__zk_op 
 
 static void simba__zk_ins_end(simba__zk *zk, simba__zk_ins *in, simba_result rc, const char *msg) {
     simba_reply r;
+    char words[224];
+    int i;
+    if (in->fw && !in->fw_unknown && rc == SIMBA_ECONN && !in->parked && !zk->closing) {
+        /* Nothing was sent: it asks again once the session is known (back: the fence is
+           checked as before; expired: its node is gone, the fence refused), within a
+           session timeout (simba__zk_ins_resume). */
+        SIMBA_FREE(in->names);
+        SIMBA_FREE(in->node);
+        SIMBA_FREE(in->hold);
+        memset(&in->v, 0, sizeof in->v);
+        in->names = NULL;
+        in->node = NULL;
+        in->hold = NULL;
+        in->hval = NULL;
+        in->nnames = in->nnodes = in->at = in->nhold = in->mode = 0;
+        in->name_at = NULL;
+        in->step = SIMBA__ZK_I_KIDS;
+        in->parked = 1;
+        in->parked_until = simba__add(simba_now(zk->loop), simba__add(zk->timeout_ms, 1000));
+        return;
+    }
+    /* A fenced multi not sent, or answered "session expired" (never sent on a live one),
+       under a fence whose session has expired: nothing was written, and nothing can be. */
+    for (i = 0; in->fw && !in->fw_unknown && (rc == SIMBA_ECONN || rc == SIMBA_ECLOSED) && i < 8; i++) {
+        if (zk->dead_fence[i] <= 0 || (uint64_t)zk->dead_fence[i] != in->req->fence) continue;
+        snprintf(words, sizeof words, "simba_zk_fenced_multi: fence %llu of %.64s was held by a session that expired "
+                 "(its node went with it): it holds no lease; nothing was written", (unsigned long long)in->req->fence, in->mutex);
+        rc = SIMBA_EFENCE;
+        msg = words;
+        break;
+    }
     memset(&r, 0, sizeof r);
     r.rc = rc;
     r.errmsg = msg;
@@ -2283,7 +2330,11 @@ static void simba__zk_ins_call(simba__zk *zk, simba__zk_ins *in) {
     simba__zk_op *op;
     int zrc, kind = in->step == SIMBA__ZK_I_GET ? SIMBA__ZK_GET : in->step == SIMBA__ZK_I_DELETE ? SIMBA__ZK_DELETE : SIMBA__ZK_LIST;
     const char *node = in->step == SIMBA__ZK_I_GET || in->step == SIMBA__ZK_I_DELETE ? in->node[in->at] : NULL;
-    if (!simba__zk_usable(zk)) { simba__zk_ins_end(zk, in, SIMBA_ECONN, simba__zk_unusable_msg(zk)); return; }
+    if (!simba__zk_usable(zk)) {
+        simba__zk_ins_end(zk, in, SIMBA_ECONN, in->fw ? "no usable zookeeper session: the fenced multi was not sent, nothing "
+                                                         "was written" : simba__zk_unusable_msg(zk));
+        return;
+    }
     if (!simba__zk_path(zk, path, in->step == SIMBA__ZK_I_ROOT ? NULL : in->mutex, node)) {
         simba__zk_ins_end(zk, in, SIMBA_EINVAL, "zookeeper: path too long");
         return;
@@ -2357,7 +2408,7 @@ static void simba__zk_ins_view(simba__zk *zk, simba__zk_ins *in) {
     simba__copy(in->v.mutex, sizeof in->v.mutex, in->mutex);
     /* no holder has the fence asked for */
     if (in->req->op == SIMBA_OP_CALL) { simba__zkfw_refuse(zk, in, in->v.owner[0] != 0, in->v.fence); return; }
-    if (in->req->op == SIMBA_OP_FORCE_RELEASE) { simba__zk_ins_end(zk, in, SIMBA_ESTATE, NULL); return; }
+    if (in->req->op == SIMBA_OP_FORCE_RELEASE) { simba__zk_ins_end(zk, in, SIMBA_EFENCE, NULL); return; }
     in->v.holder = in->v.holders ? in->hold : NULL;
     simba_req_view(in->req, &in->v);
     if (in->req->op == SIMBA_OP_LIST) simba__zk_ins_next(zk, in);
@@ -2442,7 +2493,9 @@ static void simba__zk_ins_on_op(simba__zk *zk, simba__zk_op *op) {
     int same = zk->sess && op->sess == zk->sess && !zk->sess->dead && !zk->closing;
     if (in->step == SIMBA__ZK_I_MULTI) { simba__zkfw_on_multi(zk, in, op, same); return; }
     if (!same || (op->rc != ZOK && op->rc != ZNONODE && op->rc != ZBADVERSION)) {
-        simba__zk_ins_end(zk, in, same ? simba__zk_rc(op->rc) : SIMBA_ECONN, zerror(op->rc));
+        char words[160];
+        snprintf(words, sizeof words, "%s%s", zerror(op->rc), in->fw ? ": the fenced multi was not sent, nothing was written" : "");
+        simba__zk_ins_end(zk, in, same ? simba__zk_rc(op->rc) : SIMBA_ECONN, words);
         return;
     }
     switch (in->step) {
@@ -2455,7 +2508,7 @@ static void simba__zk_ins_on_op(simba__zk *zk, simba__zk_op *op) {
         break;
     case SIMBA__ZK_I_KIDS: simba__zk_ins_kids(zk, in, op); break;
     case SIMBA__ZK_I_GET: simba__zk_ins_get(zk, in, op); break;
-    default: simba__zk_ins_end(zk, in, op->rc == ZOK ? SIMBA_OK : SIMBA_ESTATE, NULL); break;
+    default: simba__zk_ins_end(zk, in, op->rc == ZOK ? SIMBA_OK : SIMBA_EFENCE, NULL); break;
     }
 }
 
@@ -2579,8 +2632,12 @@ static void simba__zkfw_on_multi(simba__zk *zk, simba__zk_ins *in, simba__zk_op 
     char words[320];
     int i, bad = -1;
     if (!same || simba__zk_rc(op->rc) == SIMBA_ECONN || simba__zk_rc(op->rc) == SIMBA_ECLOSED) {
+        /* "session expired": the library never sent it on a live session; otherwise it may
+           have been applied before the connection went (see FENCED WRITES) */
+        in->fw_unknown = op->rc != ZSESSIONEXPIRED;
         snprintf(words, sizeof words, "simba_zk_fenced_multi: %s: the answer was lost, the multi may or may not have been "
-                 "applied", zerror(same ? op->rc : ZCONNECTIONLOSS));
+                 "applied: read the data back to learn (a resend gets SIMBA_EFENCE once the fence holds no lease)",
+                 zerror(same ? op->rc : ZCONNECTIONLOSS));
         simba__zk_ins_end(zk, in, same ? simba__zk_rc(op->rc) : SIMBA_ECONN, words);
         return;
     }
@@ -2963,6 +3020,15 @@ static void simba__zk_on_readonly(simba__zk *zk) {
 
 /* The session is gone (expired, or its credentials refused): owners step down; a new
    session is made off the poll (the closer thread makes the new handle too). */
+/* The session expired: the tenures of its nodes are over for good. */
+static void simba__zk_note_dead(simba__zk *zk) {
+    simba__zk_mtx *m;
+    simba__zk_cont *c;
+    for (m = zk->mtxs; m; m = m->next)
+        for (c = m->conts; c; c = c->next)
+            if (c->fence > 0) zk->dead_fence[zk->dead_next++ % 8] = c->fence;
+}
+
 static void simba__zk_on_expired(simba__zk *zk, int state, int64_t now) {
     simba__zk_sess *s = zk->sess, *ns;
     simba_log(zk->loop, SIMBA_LOG_WARN, "simba_zk: session %s; opening a new one",
@@ -2970,6 +3036,7 @@ static void simba__zk_on_expired(simba__zk *zk, int state, int64_t now) {
     s->dead = 1;
     s->connected = 0;
     zk->stats.connected = 0;
+    if (state == ZOO_EXPIRED_SESSION_STATE) simba__zk_note_dead(zk);
     simba__zk_event(zk, SIMBA_EV_LOST, NULL, NULL, NULL);
     if (state == ZOO_AUTH_FAILED_STATE) {
         simba__zk_session_close(zk, 1, NULL);
@@ -3185,6 +3252,23 @@ static void simba__zk_events(simba__zk *zk, int64_t now) {
 
 /* ---- the vtable ------------------------------------------------------------------------ */
 
+/* Fenced writes that waited for a session (simba__zk_ins_end): asked again once one is
+   usable, ended when their time is up. */
+static void simba__zk_ins_resume(simba__zk *zk, int64_t now) {
+    simba__zk_ins *in, *next;
+    for (in = zk->inss; in; in = next) {
+        next = in->next;
+        if (in->parked != 1) continue;
+        if (simba__zk_usable(zk) && zk->sess->connected) {
+            in->parked = 2;
+            simba__zk_ins_call(zk, in);
+        } else if (now >= in->parked_until) {
+            in->parked = 2;
+            simba__zk_ins_end(zk, in, SIMBA_ECONN, "no usable zookeeper session: the fenced multi was not sent, nothing was written");
+        }
+    }
+}
+
 /* Starts parked jobs while there is room, started ones and renewals first, and while the
    poll's budget lasts (each start is a call into the client library: W4 spent 0.5 ms of
    one poll here after its budget was gone); the rest start in the next poll. */
@@ -3234,7 +3318,7 @@ static simba_result simba__zk_submit(void *impl, simba_req *req) {
         return SIMBA_OK;
     }
     if ((req->op == SIMBA_OP_SET_VALUE || req->op == SIMBA_OP_YIELD) && !c) {
-        simba_req_fail(req, SIMBA_ESTATE, "zookeeper: the contender holds no node of this mutex");
+        simba_req_fail(req, SIMBA_EFENCE, "zookeeper: the contender holds no node of this mutex");
         return SIMBA_OK;
     }
     if (!m || (req->op == SIMBA_OP_ACQUIRE && !c)) {
@@ -3321,6 +3405,7 @@ static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int
     simba__zk_events(zk, now);
     simba__zk_handle(zk, ops, overflow, 1);
     simba__zk_unpark(zk);
+    simba__zk_ins_resume(zk, now);
     if (zk->idle_at <= now && !simba_poll_budget_spent(zk->loop)) {
         zk->idle_at = INT64_MAX;
         simba__zk_idle_all(zk);

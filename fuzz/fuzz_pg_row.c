@@ -48,10 +48,10 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
         return 0;
     }
     assert(server_ms > 0);
-    /* SIMBA_ESTATE: a proclaim or yield whose fence no longer holds; the row says who holds it */
+    /* SIMBA_EFENCE: a proclaim or yield whose fence no longer holds; the row says who holds it */
     /* a refusal (the crash quarantine, another max_lease_ms, another N of permits): nobody, and a message */
-    if (rep.rc != SIMBA_OK && rep.rc != SIMBA_ESTATE) {
-        assert((rep.rc == SIMBA_EBACKEND || rep.rc == SIMBA_EINVAL) && rep.errmsg == err && err[0] && memchr(err, 0, sizeof err));
+    if (rep.rc != SIMBA_OK && rep.rc != SIMBA_EFENCE) {
+        assert((rep.rc == SIMBA_EBACKEND || rep.rc == SIMBA_ECONFLICT) && rep.errmsg == err && err[0] && memchr(err, 0, sizeof err));
         assert(!rep.owner && rep.fence == 0 && rep.held_ms == -1);
         return 0;
     }

@@ -827,13 +827,13 @@ TEST(kit_force_release) {
     sa = kit_contender(a, m, &ca);
     sb = kit_contender(b, m, &cb_);
     REQUIRE(sa && sb);
-    CHECK_RC(simba_force_release_wait(adm->be, m, 1, 10000), SIMBA_ESTATE); /* nobody holds it */
+    CHECK_RC(simba_force_release_wait(adm->be, m, 1, 10000), SIMBA_EFENCE); /* nobody holds it */
     CHECK_RC(simba_start(sa), SIMBA_OK);
     REQUIRE_UNTIL(ca.acquired == 1, ACQ_MS);
     f = simba_fence(sa);
     CHECK_RC(simba_start(sb), SIMBA_OK);
     KIT_HOLD(cb_.acquired == 0, 500);
-    CHECK_RC(simba_force_release_wait(adm->be, m, f + 1, 10000), SIMBA_ESTATE);
+    CHECK_RC(simba_force_release_wait(adm->be, m, f + 1, 10000), SIMBA_EFENCE);
     CHECK_RC(simba_inspect_wait(adm->be, m, &v, 10000), SIMBA_OK);
     CHECK_STR(v.owner, simba_service_contender_id(sa));
     CHECK_RC(simba_force_release_wait(adm->be, m, f, 10000), SIMBA_OK);
@@ -845,6 +845,44 @@ TEST(kit_force_release) {
     CHECK_RC(simba_stop(sa), SIMBA_OK);
     CHECK_RC(simba_stop(sb), SIMBA_OK);
     CHECK_UNTIL(cb_.released == 1, 5000);
+    kit_close_all();
+}
+
+/* A fence that no longer holds is SIMBA_EFENCE wherever the caller uses it: a value change
+   or a yield the store refuses (an operator cleared the holder by its fence), the same calls
+   once the owner has stepped down, and a forced release by that fence. */
+static void kit_stale_op(kit_proc *p, kit_proc *adm, simba_service *s, rec *c, int yield) {
+    simba_result rc;
+    REQUIRE_UNTIL(c->acquired == 1 + yield, ACQ_MS);
+    CHECK_RC(simba_force_release_wait(adm->be, simba_service_mutex(s), simba_fence(s), 10000), SIMBA_OK);
+    rc = yield ? simba_yield(s) : simba_set_value(s, "x", 1); /* before its next renewal */
+    if (rc == SIMBA_OK) { /* the store refuses it: the owner steps down, refused */
+        WAIT_ONE_UNTIL(p, c->released == 1 + yield, 5000);
+        CHECK_EQ(c->released, 1 + yield);
+        CHECK_EQ(fq_stats(s).last_error, SIMBA_EFENCE);
+    } else { /* a push told it first: refused at once */
+        CHECK_RC(rc, SIMBA_EFENCE);
+    }
+    CHECK_EQ(c->released_reason, SIMBA_REASON_REFUSED);
+}
+
+TEST(kit_stale_fence_refused) {
+    kit_proc *p = kit_open(), *adm = kit_open();
+    const char *m = kit_name("staleFence");
+    rec c = {0};
+    simba_service *s;
+    uint64_t f;
+    REQUIRE(p && adm);
+    s = kit_contender(p, m, &c);
+    REQUIRE(s);
+    CHECK_RC(simba_start(s), SIMBA_OK);
+    kit_stale_op(p, adm, s, &c, 0);
+    f = c.last_fence;
+    kit_stale_op(p, adm, s, &c, 1); /* it contends on: its next tenure */
+    CHECK_RC(simba_force_release_wait(adm->be, m, f, 10000), SIMBA_EFENCE);
+    CHECK_RC(simba_stop(s), SIMBA_OK);
+    CHECK_RC(simba_set_value(s, "y", 1), SIMBA_EFENCE); /* holds no fence at all */
+    CHECK_RC(simba_yield(s), SIMBA_EFENCE);
     kit_close_all();
 }
 
@@ -1290,6 +1328,93 @@ TEST(kit_at_risk) {
     kit_close_all();
 }
 
+/* >>late-renewal A late renewal is not a new grant: a renewal that reaches the store after
+   the lease ended there (a paused process's) is refused (the owner steps down locally),
+   takes no fence and never takes the name ahead of the head waiter. A session lease
+   (ZooKeeper) outlives a loop that stands still: the case does not apply there. */
+static simba_result kit_fw(kit_proc *p, const char *name, uint64_t fence, const char *key, const char *value, char *err,
+                           size_t cap);
+static void kit_late_renewal(kit_proc *pa, kit_proc *pb, simba_service *a, rec *ca) {
+    simba_owner o;
+    int64_t end;
+    /* the owner's process stops (its loop is not polled) while its renewal is on its way
+       (held for company, or sent), past the whole lease; the store's clock runs on, and
+       so does any other process. A renewal sent at once is held in the client (a mute of
+       this client only) until the pause is over. */
+    if (!K->mute_all) K->mute(pa->be, 1);
+    WAIT_ONE_UNTIL(pa, fq_in_flight(a) > 0, TTL);
+    CHECK(fq_in_flight(a) > 0);
+    CHECK_RC(simba_owner_get(a, &o), SIMBA_OK);
+    end = kit_now() + (o.transition_at - simba_now(pa->loop)) + 200; /* the store's lease ends too */
+    while (kit_now() < end) {
+        if (pb) {
+            kit_step_one(pb, 20);
+        } else {
+            struct timespec ts = {0, 20000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (!K->mute_all) K->mute(pa->be, 0);
+    WAIT_ONE_UNTIL(pa, ca->released == 1 && fq_in_flight(a) == 0, 5000);
+    CHECK_EQ(ca->released, 1);
+    CHECK(ca->released_reason == SIMBA_REASON_LAPSED || ca->released_reason == SIMBA_REASON_REFUSED);
+}
+
+TEST(kit_late_renewal_alone) {
+    kit_proc *pa = kit_open();
+    rec ca = {0};
+    simba_service *a;
+    uint64_t fa;
+    REQUIRE(pa);
+    a = kit_contender(pa, kit_name("late-alone"), &ca);
+    REQUIRE(a);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    REQUIRE_UNTIL(ca.acquired == 1, ACQ_MS);
+    fa = simba_fence(a);
+    kit_late_renewal(pa, NULL, a, &ca);
+    /* still contending, alone: its next grant is a new ownership with the next fence */
+    CHECK_UNTIL(ca.acquired == 2, ACQ_MS);
+    CHECK(ca.last_fence > fa);
+    if (!K->fence_by_time) CHECK_EQ(ca.last_fence, fa + 1);
+    CHECK_RC(simba_stop(a), SIMBA_OK);
+    CHECK_UNTIL(ca.released == 2, 5000);
+    kit_close_all();
+}
+
+TEST(kit_late_renewal_behind_waiter) {
+    kit_proc *pa = kit_open(), *pb = kit_open();
+    rec ca = {0}, cb = {0};
+    simba_service *a, *b;
+    const char *name = kit_name("late-waiter");
+    char err[512], want[64];
+    uint64_t fa;
+    REQUIRE(pa && pb);
+    a = kit_contender(pa, name, &ca);
+    REQUIRE(a);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    REQUIRE_UNTIL(ca.acquired == 1, ACQ_MS);
+    fa = simba_fence(a);
+    b = kit_contender(pb, name, &cb);
+    REQUIRE(b);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    REQUIRE_UNTIL(fq_queued(b, a), ACQ_MS);
+    kit_late_renewal(pa, pb, a, &ca);
+    /* the head waiter is next; the lapsed owner gets nothing ahead of it */
+    CHECK_UNTIL(cb.acquired == 1, ACQ_MS);
+    CHECK_EQ(ca.acquired, 1);
+    CHECK(cb.last_fence > fa);
+    if (!K->fence_by_time) CHECK_EQ(cb.last_fence, fa + 1);
+    if (K->fenced_write) { /* the lapsed owner's refusal names the real later owner */
+        snprintf(want, sizeof want, "%llu", (unsigned long long)cb.last_fence);
+        CHECK_RC(kit_fw(pa, name, fa, "k", "late", err, sizeof err), SIMBA_EFENCE);
+        CHECK(strstr(err, want) != NULL);
+    }
+    CHECK_RC(simba_stop(b), SIMBA_OK);
+    CHECK_UNTIL(cb.released == 1, 5000);
+    kit_close_all();
+}
+/* <<late-renewal */
+
 /* ---- semaphores and read-write locks ------------------------------------------------------ */
 
 /* A holder's record: the rec of fixture.h, plus the order of its grants over the case. */
@@ -1590,9 +1715,9 @@ TEST(kit_sem_mismatch) {
     /* a backend still connecting (behind Sentinel: the primary not found yet) answers ECONN first */
     WAIT_UNTIL((st = fq_stats(sb)).last_error != SIMBA_OK && st.last_error != SIMBA_ECONN, ACQ_MS);
     st = fq_stats(sb);
-    CHECK_EQ(st.last_error, SIMBA_EINVAL);
+    CHECK_EQ(st.last_error, SIMBA_ECONFLICT);
     CHECK(strstr(st.last_error_msg, "3") != NULL && strstr(st.last_error_msg, "2") != NULL);
-    if (st.last_error != SIMBA_EINVAL) fprintf(stderr, "  kit: mismatch answered %d: %s\n", st.last_error, st.last_error_msg);
+    if (st.last_error != SIMBA_ECONFLICT) fprintf(stderr, "  kit: mismatch answered %d: %s\n", st.last_error, st.last_error_msg);
     KIT_HOLD(hb.r.acquired == 0 && simba_is_owner(sa), 500);
     /* a mutex contender (permits 0) on the name is refused the same way */
     {
@@ -1605,7 +1730,7 @@ TEST(kit_sem_mismatch) {
         REQUIRE(sc);
         CHECK_RC(simba_start(sc), SIMBA_OK);
         WAIT_UNTIL(fq_stats(sc).last_error != SIMBA_OK && fq_stats(sc).last_error != SIMBA_ECONN, ACQ_MS);
-        CHECK_EQ(fq_stats(sc).last_error, SIMBA_EINVAL);
+        CHECK_EQ(fq_stats(sc).last_error, SIMBA_ECONFLICT);
         KIT_HOLD(hc.r.acquired == 0 && simba_is_owner(sa), 300);
         simba_stop(sc);
     }
@@ -2026,11 +2151,14 @@ int kit_run(const kit_backend *kb, int argc, char **argv) {
     RUN(kit_inspect);
     RUN(kit_list);
     RUN(kit_force_release);
+    RUN(kit_stale_fence_refused);
     RUN(kit_value);
     RUN(kit_value_max);
     RUN(kit_yield);
     RUN(kit_yield_alone);
     RUN(kit_at_risk);
+    if (kb->mute && !kb->lease_is_session) RUN(kit_late_renewal_alone);
+    if (kb->mute && !kb->lease_is_session) RUN(kit_late_renewal_behind_waiter);
     RUN(kit_sem_permits);
     RUN(kit_sem_holder_killed);
     RUN(kit_sem_mismatch);

@@ -55,6 +55,10 @@ typedef struct kit_backend {
        new owner or value (kit_followers_learn_new_owner): the store's push latency and one
        read. 0 -> 300. */
     int64_t push_ms;
+    /* 1: fences follow the store's clock (Redis), 0: they count one by one from a floor */
+    int fence_by_time;
+    /* 1: mute stops the whole store, every client's requests (SQLite, PostgreSQL) */
+    int mute_all;
 } kit_backend;
 
 /* Runs every case (argv[1] = optional name filter), prints the closing

@@ -181,6 +181,7 @@ int main(int argc, char **argv) {
     kb.transition_ms = 1000;
     kb.between = between;
     kb.mute = mute_pg;
+    kb.mute_all = 1;
     cfg_now = &cfg;
     kb.fenced_write = fenced_write;
     kb.fenced_read = fenced_read;

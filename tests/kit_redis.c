@@ -264,6 +264,7 @@ int main(int argc, char **argv) {
     kb.transition_ms = 1000;
     kb.between = between;
     kb.mute = mute_redis;
+    kb.fence_by_time = 1;
     kb.fenced_write = fenced_write;
     kb.fenced_read = fenced_read;
     return kit_run(&kb, argc, argv);

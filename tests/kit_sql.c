@@ -145,6 +145,7 @@ int main(int argc, char **argv) {
     kb.open = open_sql;
     kb.ctx = &cfg;
     kb.mute = mute_sql;
+    kb.mute_all = 1;
     cfg_now = &cfg;
     kb.ttl_ms = 2000;
     kb.transition_ms = 1000;

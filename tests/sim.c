@@ -954,7 +954,7 @@ static void store_exec(client *c, simba_op op, const char *mutex, const char *co
             else if (mi->rw) W->sx->writer_grants++;
             value_stored(value, value_len, rep->fence);
         } else if (op == SIMBA_OP_ACQUIRE) {
-            if (!(pre_own && renew)) q_join(mi, contender, shared, simba__add(now, live));
+            if (!renew) q_join(mi, contender, shared, simba__add(now, live)); /* a refused renewal takes no place */
         } else if (!pre_own) {
             int i = q_find(mi, contender);
             if (i >= 0) q_remove(mi, i);

@@ -3068,17 +3068,17 @@ TEST(set_value_and_yield_refused_with_words) {
     proc_open(&p);
     a = valued(&p, "val", "a", NULL, 0, 3000, 1000, &ca);
     b = valued(&p, "val", "b", NULL, 0, 3000, 1000, &cb);
-    /* not running, then not the owner */
-    CHECK_RC(simba_set_value(a, "x", 1), SIMBA_ESTATE);
+    /* not running, then not the owner: no fence of its own holds */
+    CHECK_RC(simba_set_value(a, "x", 1), SIMBA_EFENCE);
     CHECK(strstr(simba_loop_errmsg(p.loop), "does not own mutex val") != NULL);
-    CHECK_RC(simba_yield(a), SIMBA_ESTATE);
+    CHECK_RC(simba_yield(a), SIMBA_EFENCE);
     CHECK_RC(simba_start(a), SIMBA_OK);
     settle(&p, 1);
     CHECK_RC(simba_start(b), SIMBA_OK);
     settle(&p, 1);
     REQUIRE(simba_is_owner(a));
-    CHECK_RC(simba_set_value(b, "x", 1), SIMBA_ESTATE);
-    CHECK_RC(simba_yield(b), SIMBA_ESTATE);
+    CHECK_RC(simba_set_value(b, "x", 1), SIMBA_EFENCE);
+    CHECK_RC(simba_yield(b), SIMBA_EFENCE);
     /* the size limit, named with the length */
     CHECK_RC(simba_set_value(a, big, SIMBA_VALUE_MAX + 1), SIMBA_EINVAL);
     CHECK(strstr(simba_loop_errmsg(p.loop), "len 1025 is above SIMBA_VALUE_MAX (1024 bytes)") != NULL);
@@ -3728,7 +3728,7 @@ TEST(holders_listed_each_with_its_value_and_one_force_released) {
     sem_view_rc = SIMBA_EAGAIN;
     CHECK_RC(simba_force_release(p[3].be, "pool", cb.last_fence, sem_view_cb, NULL), SIMBA_OK);
     settle(p, 4);
-    CHECK_RC(sem_view_rc, SIMBA_ESTATE);
+    CHECK_RC(sem_view_rc, SIMBA_EFENCE);
     for (i = 0; i < 4; i++) proc_close(&p[i]);
     store_free();
 }

@@ -2107,7 +2107,7 @@ TEST(holders_set_only_while_shared_force_by_fence) {
     /* an operator frees A's permit by its fence: C is told at once, not at A's lease end */
     t0 = mono_us();
     CHECK_RC(simba_force_release_wait(be[3], sn, ra.fence, 3000), SIMBA_OK);
-    CHECK_RC(simba_force_release_wait(be[3], sn, ra.fence, 3000), SIMBA_ESTATE);
+    CHECK_RC(simba_force_release_wait(be[3], sn, ra.fence, 3000), SIMBA_EFENCE);
     drv_kick(&d);
     WAIT_FOR(&d, simba_is_owner(c), 3000);
     CHECK(simba_is_owner(c) && rc.acq_us - t0 < 2000000);

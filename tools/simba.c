@@ -1312,7 +1312,7 @@ static void yield_end(runner *r, const char *result, const char *msg) {
 /* The command is gone (or there was none): ask the store. */
 static void yield_ask(runner *r) {
     int rc = simba_yield(r->svc);
-    if (rc != SIMBA_OK) { yield_end(r, rc == SIMBA_ESTATE ? "lost" : "failed", simba_loop_errmsg(r->loop)); return; }
+    if (rc != SIMBA_OK) { yield_end(r, rc == SIMBA_EFENCE ? "lost" : "failed", simba_loop_errmsg(r->loop)); return; }
     r->yield_state = YIELD_ASKED;
 }
 
@@ -1622,7 +1622,7 @@ static int run_waiting(runner *r, reach_t *reach, int64_t now, int64_t decide_by
        would not change that */
     memset(&st, 0, sizeof st);
     st.size = sizeof st;
-    if (idle && simba_service_stats(r->svc, &st) == SIMBA_OK && st.last_error == SIMBA_EINVAL) {
+    if (idle && simba_service_stats(r->svc, &st) == SIMBA_OK && st.last_error == SIMBA_ECONFLICT) {
         errorf("%s: refused by the backend: %s", o->name, st.last_error_msg);
         return EXIT_USAGE;
     }
@@ -2411,7 +2411,7 @@ static int cmd_release(const url_t *u, opts_t *o) {
         simba_loop_free(loop);
         return EXIT_OK;
     }
-    if (rc != SIMBA_ESTATE) {
+    if (rc != SIMBA_EFENCE) {
         rc = inspect_failed(u, loop, "release", rc);
         simba_loop_free(loop);
         return rc;
