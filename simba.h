@@ -30,7 +30,7 @@
  *   _POSIX_C_SOURCE            set to 200809L by the implementation when nothing was chosen
  *   SIMBA_HOLD_MS (50), SIMBA_HOLD_TAKEOVER_MS (10)   the longest a renewal or a waiter's
  *                              routine re-ask, and an ask at a lease end, may wait for
- *                              company in a batching backend (simba_req.hold_ms; 0: never)
+ *                              company in a batching backend (simba_req.company_ms; 0: never)
  *   (SIMBA_VALUE_MAX, 1024 bytes, the largest value stored with an ownership, is fixed: it
  *   sizes simba_owner.value, so a file that defines it to another value does not build)
  *
@@ -365,7 +365,7 @@ typedef struct simba_owner {
 typedef enum simba_reason {
     SIMBA_REASON_NONE = 0,   /* not a release (on_acquired, on_owner) */
     SIMBA_REASON_STOPPED,    /* the user stopped or freed the service (simba_stop, ..._free) */
-    SIMBA_REASON_UNLOCKED,   /* a Locker's owner unlocked (simba_locker_unlock, simba_unlock_free) */
+    SIMBA_REASON_UNLOCKED,   /* a Locker's owner unlocked (simba_locker_unlock, simba_unlock) */
     SIMBA_REASON_LAPSED,     /* no renewal confirmed by the local ttl_at (server hung or failing,
                                 answer too late) */
     SIMBA_REASON_REFUSED,    /* the server answered a renewal with another owner or none */
@@ -390,7 +390,7 @@ typedef struct simba_state {
 SIMBA_API int simba_owner_is(const simba_owner *o, const char *id); /* id equal and non-empty */
 SIMBA_API int simba_owner_in_ttl(const simba_owner *o, int64_t now);        /* ttl_at > now */
 SIMBA_API int simba_owner_in_transition(const simba_owner *o, int64_t now); /* ttl_at <= now <= transition_at */
-SIMBA_API int simba_owner_has_owner(const simba_owner *o, int64_t now);     /* id set and transition_at >= now */
+SIMBA_API int simba_owner_in_lease(const simba_owner *o, int64_t now);     /* id set and transition_at >= now */
 
 /* ---- the loop ---------------------------------------------------------------------- */
 
@@ -489,17 +489,6 @@ SIMBA_API simba_result simba_loop_set_hooks(simba_loop *loop, void (*fd_hook)(vo
    (negative = no cap), then simba_poll(); with simba_loop_desc.sleep, a zero-timeout check
    of the fds and, if none is ready, sleep(ms) instead. Passes SIMBA_ECLOSED through. */
 SIMBA_API simba_result simba_wait(simba_loop *loop, int64_t max_ms);
-/* For backends that do synchronous work inside simba_poll (SQLite statements): call it
-   before each unit of work (one request executed). Returns 1 when the poll's budget
-   (simba_loop_desc.poll_budget_us / poll_max_steps) is spent: stop, keep the rest, and
-   report a deadline of now so the next poll, asked for at once, continues. Otherwise counts
-   the unit as a step and returns 0. Outside simba_poll it always returns 0. */
-SIMBA_API int simba_poll_budget_spent(simba_loop *loop);
-/* What is left of the poll's time budget in µs (0 once spent), counting no step; INT64_MAX
-   outside simba_poll and before the poll's first step (which always runs). For a backend whose unit of work ends in a step it cannot stop half
-   way (SQLite's COMMIT after a batch of statements): it stops adding to the unit while the
-   closing step's expected cost no longer fits, so that the poll still ends in its budget. */
-SIMBA_API int64_t simba_poll_budget_left_us(simba_loop *loop);
 
 /* ---- contenders and observers -------------------------------------------------------- */
 
@@ -637,8 +626,8 @@ typedef struct simba_stats {
     uint64_t renewals;     /* renewals the server confirmed in time */
     uint64_t renewals_failed; /* renewals answered with an error, refused, or confirmed late */
     uint64_t errors;       /* requests of any kind answered with an error */
-    int64_t hold_ms;       /* how long the current ownership has lasted (loop: the sum) */
-    int64_t hold_total_ms; /* all ownerships, the current one included */
+    int64_t held_ms;       /* how long the current ownership has lasted (loop: the sum) */
+    int64_t held_total_ms; /* all ownerships, the current one included */
     uint64_t waits;        /* completed waits: from start (or the last release) to acquisition */
     int64_t wait_total_ms;
     int64_t wait_max_ms;
@@ -729,10 +718,10 @@ SIMBA_API simba_result simba_locker_unlock(simba_locker *lk);
    the wait) as for simba_locker_unlock(). From a callback: SIMBA_ECALLBACK. SIMBA_ECLOSED
    as for simba_locker_lock(). */
 SIMBA_API simba_result simba_locker_unlock_wait(simba_locker *lk, int64_t timeout_ms);
-SIMBA_API int simba_locker_held(const simba_locker *lk);
+SIMBA_API int simba_locker_is_owner(const simba_locker *lk);
 SIMBA_API uint64_t simba_locker_fence(const simba_locker *lk);
 /* simba_yield for a held lock: if a live waiter is queued the lock passes to it
-   (simba_locker_held() turns 0; on_lost does not fire, simba_locker_last_reason() says
+   (simba_locker_is_owner() turns 0; on_lost does not fire, simba_locker_last_reason() says
    "yielded") and the locker waits in line again, as a pending simba_locker_try() does:
    on_locked fires when it holds again, simba_locker_unlock() gives the wait up. Otherwise
    it keeps the lock (on_event SIMBA_EVENT_YIELD_KEPT). SIMBA_ESTATE when not held. */
@@ -745,7 +734,7 @@ SIMBA_API simba_result simba_locker_free(simba_locker *lk);
 /* Shorthands: new + lock with default timing; unlock + free (the handle is gone after it,
    unlike simba_locker_unlock's). */
 SIMBA_API simba_result simba_lock(simba_loop *loop, simba_backend *be, const char *mutex, int64_t timeout_ms, simba_locker **out);
-SIMBA_API simba_result simba_unlock_free(simba_locker *lk);
+SIMBA_API simba_result simba_unlock(simba_locker *lk);
 
 /* ---- scheduler --------------------------------------------------------------------- */
 
@@ -779,7 +768,7 @@ SIMBA_API simba_result simba_scheduler_new(simba_loop *loop, simba_backend *be, 
 SIMBA_API simba_result simba_scheduler_start(simba_scheduler *s);
 SIMBA_API simba_result simba_scheduler_stop(simba_scheduler *s);
 SIMBA_API int simba_scheduler_running(const simba_scheduler *s);
-SIMBA_API int simba_scheduler_is_leader(const simba_scheduler *s);
+SIMBA_API int simba_scheduler_is_owner(const simba_scheduler *s);
 /* The fence of the current tenure (0 when not leader): work hands it to what it writes, so
    that a store can reject a former leader's late writes. */
 SIMBA_API uint64_t simba_scheduler_fence(const simba_scheduler *s);
@@ -829,8 +818,9 @@ typedef struct simba_view {
     int64_t held_ms;              /* how long the owner has held it; SIMBA_UNKNOWN_MS */
     int64_t ttl_left_ms;          /* the owner's exclusive lease left (<= 0 in transition) */
     int64_t transition_left_ms;   /* until anyone may take it; SIMBA_UNKNOWN_MS */
-    int64_t session_ms;           /* ZooKeeper: the owner's session timeout, its lease; else
-                                     SIMBA_UNKNOWN_MS */
+    int64_t lease_ms;             /* the lease as granted when the store grants one of its own
+                                     making (ZooKeeper: the owner's session timeout); else
+                                     SIMBA_UNKNOWN_MS (the lease is as asked) */
     int waiters;                  /* contenders in the store's wait queue, -1 when not known
                                      (simba_list does not read queues) */
     char waiter[SIMBA_VIEW_WAITERS][SIMBA_ID_MAX + 1]; /* the first of them, oldest first */
@@ -944,7 +934,7 @@ struct simba_req {
     simba_req *next_;   /* free for the backend's use as a list link while in flight */
     int step_down_on_disconnect; /* ACQUIRE: the contender steps down on SIMBA_EV_DISCONNECTED,
                                     so a backend that knows it is disconnected grants nothing */
-    int64_t hold_ms;    /* ACQUIRE: how long the backend may hold it to send it with others
+    int64_t company_ms;    /* ACQUIRE: how long the backend may hold it to send it with others
                            (one round trip or commit for many), the core's rule: a renewal or
                            a waiter's routine re-ask min(ttl/64, SIMBA_HOLD_MS), an ask at a
                            lease end min(ttl/256, SIMBA_HOLD_TAKEOVER_MS); else 0 */
@@ -1103,6 +1093,18 @@ SIMBA_API void simba_backend_fd(simba_backend *be, int fd, short events);
 /* Push an event. mutex NULL = every mutex of this backend; contender NULL = every service
    of the mutex; owner used by SIMBA_EV_OWNER. */
 SIMBA_API void simba_backend_event(simba_backend *be, simba_event_kind kind, const char *mutex, const char *contender, const simba_reply *owner);
+/* For backends that do synchronous work inside simba_poll (SQLite statements): call it
+   before each unit of work (one request executed). Returns 1 when the poll's budget
+   (simba_loop_desc.poll_budget_us / poll_max_steps) is spent: stop, keep the rest, and
+   report a deadline of now so the next poll, asked for at once, continues. Otherwise counts
+   the unit as a step and returns 0. Outside simba_poll it always returns 0. */
+SIMBA_API int simba_poll_budget_spent(simba_loop *loop);
+/* What is left of the poll's time budget in µs (0 once spent), counting no step; INT64_MAX
+   outside simba_poll and before the poll's first step (which always runs). For a backend
+   whose unit of work ends in a step it cannot stop half way (SQLite's COMMIT after a batch
+   of statements): it stops adding to the unit while the closing step's expected cost no
+   longer fits, so that the poll still ends in its budget. */
+SIMBA_API int64_t simba_poll_budget_left_us(simba_loop *loop);
 /* The loop's allocator and log, for backends. */
 SIMBA_API void *simba_alloc(simba_loop *loop, size_t size);
 SIMBA_API void simba_free(simba_loop *loop, void *ptr);
@@ -1161,7 +1163,7 @@ SIMBA_API void simba_log(simba_loop *loop, simba_log_level level, const char *fm
 #define SIMBA__DEFAULT_BACKOFF_MAX 5000
 #define SIMBA__DEFAULT_REFRESH 1000
 #define SIMBA__NEVER INT64_MAX
-/* Waits for company (simba_req.hold_ms): owners renew long before their lease ends and the
+/* Waits for company (simba_req.company_ms): owners renew long before their lease ends and the
    lease counts from the send, so ttl/64 costs nothing; a takeover after a crash comes at
    most ttl/256 later. */
 #ifndef SIMBA_HOLD_MS
@@ -1373,7 +1375,7 @@ SIMBA_API int simba_owner_in_ttl(const simba_owner *o, int64_t now) { return o &
 SIMBA_API int simba_owner_in_transition(const simba_owner *o, int64_t now) {
     return o && o->id[0] && o->ttl_at <= now && now <= o->transition_at;
 }
-SIMBA_API int simba_owner_has_owner(const simba_owner *o, int64_t now) {
+SIMBA_API int simba_owner_in_lease(const simba_owner *o, int64_t now) {
     return o && o->id[0] && o->transition_at >= now;
 }
 
@@ -1488,7 +1490,7 @@ typedef struct simba__counters {
     /* reasons that exist, not the public struct's room for later ones: 72 bytes a service */
     uint64_t acquisitions, releases, by_reason[SIMBA_REASON_COUNT_], attempts, renewals, renewals_failed, errors, waits,
         quarantines;
-    int64_t hold_total_ms, wait_total_ms, wait_max_ms, last_error_at;
+    int64_t held_total_ms, wait_total_ms, wait_max_ms, last_error_at;
     int last_error;
     /* the loop's own buffer; a service's is allocated at its first error (most never fail,
        and 128 bytes each would be a tenth of a service) */
@@ -2031,8 +2033,8 @@ static void simba__stat_released(simba_service *s, simba_reason why) {
     l->cnt.releases++;
     s->cnt.by_reason[why]++;
     l->cnt.by_reason[why]++;
-    s->cnt.hold_total_ms = simba__add(s->cnt.hold_total_ms, held);
-    l->cnt.hold_total_ms = simba__add(l->cnt.hold_total_ms, held);
+    s->cnt.held_total_ms = simba__add(s->cnt.held_total_ms, held);
+    l->cnt.held_total_ms = simba__add(l->cnt.held_total_ms, held);
     s->last_reason = why;
     /* A contender still running waits for its next tenure from now on. */
     if (s->status == SIMBA_RUNNING) s->wait_since = l->now;
@@ -2404,7 +2406,7 @@ static void simba__submit_on(simba_service *s, simba_req *r, simba_op op) {
                          ? simba__min(simba__add(s->tp->v.ttl + s->tp->v.transition, simba__max(s->tp->v.jmax, 0)), SIMBA_MAX_MS)
                          : 0;
     r->step_down_on_disconnect = op == SIMBA_OP_ACQUIRE && (s->flags & SIMBA__F_DISC_DOWN) != 0;
-    r->hold_ms = op != SIMBA_OP_ACQUIRE ? 0
+    r->company_ms = op != SIMBA_OP_ACQUIRE ? 0
                  : r->renew || r->deferrable == SIMBA_DEFER_ROUTINE ? simba__min(r->ttl_ms / 64, SIMBA_HOLD_MS)
                  : r->deferrable == SIMBA_DEFER_TAKEOVER ? simba__min(r->ttl_ms / 256, SIMBA_HOLD_TAKEOVER_MS)
                                                           : 0;
@@ -4067,7 +4069,7 @@ static void simba__lk_start(simba_locker *lk) {
 SIMBA_API simba_result simba_locker_try(simba_locker *lk) {
     if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
     switch (lk->state) {
-    case SIMBA__LK_HELD: return simba_locker_held(lk) ? SIMBA_OK : SIMBA_EAGAIN;
+    case SIMBA__LK_HELD: return simba_locker_is_owner(lk) ? SIMBA_OK : SIMBA_EAGAIN;
     case SIMBA__LK_LOST: return simba__fail(lk->loop, SIMBA_ESTATE, "simba_locker_try: the lock was lost; unlock first");
     default: break;
     }
@@ -4128,7 +4130,7 @@ SIMBA_API simba_result simba_locker_lock(simba_locker *lk, int64_t timeout_ms) {
         if (rc == SIMBA_ECLOSED) return rc;
         if (lk->free_after) { simba__lk_destroy(lk); return SIMBA_ECLOSED; }
         if (rc != SIMBA_OK) break;
-        if (lk->state == SIMBA__LK_HELD && simba_locker_held(lk)) { rc = SIMBA_OK; break; }
+        if (lk->state == SIMBA__LK_HELD && simba_locker_is_owner(lk)) { rc = SIMBA_OK; break; }
         if (lk->state == SIMBA__LK_IDLE) { /* unlocked from a callback: the wait is over */
             lk->in_lock = 0;
             return simba__fail(l, SIMBA_ESTATE, "simba_locker_lock: unlocked from a callback while it waited");
@@ -4153,7 +4155,7 @@ SIMBA_API simba_result simba_locker_unlock(simba_locker *lk) {
     if (lk->state == SIMBA__LK_IDLE) return simba__fail(l, SIMBA_ESTATE, "simba_locker_unlock: not locked");
     was = lk->state;
     /* a yield in flight is not a lapse: ownership is only unknown until the store answers */
-    lapsed = was == SIMBA__LK_HELD && !simba_locker_held(lk) && !(lk->svc->flags & SIMBA__F_YIELDING);
+    lapsed = was == SIMBA__LK_HELD && !simba_locker_is_owner(lk) && !(lk->svc->flags & SIMBA__F_YIELDING);
     lk->state = SIMBA__LK_IDLE;
     /* What its on_released and last_reason say. Held by name only: the lease ran out before
        the step-down was dispatched (a frozen or busy process); the critical section outlived
@@ -4208,16 +4210,16 @@ SIMBA_API simba_result simba_locker_unlock_wait(simba_locker *lk, int64_t timeou
                            simba_service_mutex(lk->svc), simba_reason_str(lk->svc->last_reason));
     return SIMBA_OK;
 }
-SIMBA_API int simba_locker_held(const simba_locker *lk) { return simba__lk_ok(lk) && lk->state == SIMBA__LK_HELD && simba_is_owner(lk->svc); }
-SIMBA_API uint64_t simba_locker_fence(const simba_locker *lk) { return simba_locker_held(lk) ? simba_fence(lk->svc) : 0; }
+SIMBA_API int simba_locker_is_owner(const simba_locker *lk) { return simba__lk_ok(lk) && lk->state == SIMBA__LK_HELD && simba_is_owner(lk->svc); }
+SIMBA_API uint64_t simba_locker_fence(const simba_locker *lk) { return simba_locker_is_owner(lk) ? simba_fence(lk->svc) : 0; }
 SIMBA_API simba_result simba_locker_yield(simba_locker *lk) {
     if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
-    if (!simba_locker_held(lk)) return simba__fail(lk->loop, SIMBA_ESTATE, "simba_locker_yield: not held");
+    if (!simba_locker_is_owner(lk)) return simba__fail(lk->loop, SIMBA_ESTATE, "simba_locker_yield: not held");
     return simba_yield(lk->svc);
 }
 SIMBA_API simba_result simba_locker_set_value(simba_locker *lk, const void *value, size_t len) {
     if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
-    if (!simba_locker_held(lk)) return simba__fail(lk->loop, SIMBA_ESTATE, "simba_locker_set_value: not held");
+    if (!simba_locker_is_owner(lk)) return simba__fail(lk->loop, SIMBA_ESTATE, "simba_locker_set_value: not held");
     return simba_set_value(lk->svc, value, len);
 }
 
@@ -4244,7 +4246,7 @@ SIMBA_API simba_result simba_lock(simba_loop *loop, simba_backend *be, const cha
     }
     return rc;
 }
-SIMBA_API simba_result simba_unlock_free(simba_locker *lk) {
+SIMBA_API simba_result simba_unlock(simba_locker *lk) {
     if (!simba__lk_ok(lk)) return SIMBA_EINVAL;
     if (lk->state != SIMBA__LK_IDLE) simba_locker_unlock(lk);
     return simba_locker_free(lk);
@@ -4363,16 +4365,16 @@ SIMBA_API simba_result simba_scheduler_stop(simba_scheduler *sc) {
     return SIMBA_OK;
 }
 SIMBA_API int simba_scheduler_running(const simba_scheduler *sc) { return sc && sc->loop && sc->running; }
-SIMBA_API int simba_scheduler_is_leader(const simba_scheduler *sc) { return sc && sc->loop && sc->running && sc->leader && simba_is_owner(sc->svc); }
-SIMBA_API uint64_t simba_scheduler_fence(const simba_scheduler *sc) { return simba_scheduler_is_leader(sc) ? simba_fence(sc->svc) : 0; }
+SIMBA_API int simba_scheduler_is_owner(const simba_scheduler *sc) { return sc && sc->loop && sc->running && sc->leader && simba_is_owner(sc->svc); }
+SIMBA_API uint64_t simba_scheduler_fence(const simba_scheduler *sc) { return simba_scheduler_is_owner(sc) ? simba_fence(sc->svc) : 0; }
 SIMBA_API simba_result simba_scheduler_yield(simba_scheduler *sc) {
     if (!sc || !sc->loop || sc->free_after) return SIMBA_EINVAL;
-    if (!simba_scheduler_is_leader(sc)) return simba__fail(sc->loop, SIMBA_ESTATE, "simba_scheduler_yield: not the leader");
+    if (!simba_scheduler_is_owner(sc)) return simba__fail(sc->loop, SIMBA_ESTATE, "simba_scheduler_yield: not the leader");
     return simba_yield(sc->svc);
 }
 SIMBA_API simba_result simba_scheduler_set_value(simba_scheduler *sc, const void *value, size_t len) {
     if (!sc || !sc->loop || sc->free_after) return SIMBA_EINVAL;
-    if (!simba_scheduler_is_leader(sc)) return simba__fail(sc->loop, SIMBA_ESTATE, "simba_scheduler_set_value: not the leader");
+    if (!simba_scheduler_is_owner(sc)) return simba__fail(sc->loop, SIMBA_ESTATE, "simba_scheduler_set_value: not the leader");
     return simba_set_value(sc->svc, value, len);
 }
 
@@ -4583,7 +4585,7 @@ static void simba__ask_free(simba__ask *a) {
 static void simba__view_unknown(simba_view *v, const char *mutex) {
     memset(v, 0, sizeof *v);
     simba__copy(v->mutex, sizeof v->mutex, mutex);
-    v->acquired_unix_ms = v->held_ms = v->ttl_left_ms = v->transition_left_ms = v->session_ms = SIMBA_UNKNOWN_MS;
+    v->acquired_unix_ms = v->held_ms = v->ttl_left_ms = v->transition_left_ms = v->lease_ms = SIMBA_UNKNOWN_MS;
 }
 
 SIMBA_API void simba_req_view(simba_req *req, const simba_view *view) {
@@ -4926,7 +4928,7 @@ static simba_result simba__stats_out(const simba__counters *c, const simba_stats
     t.renewals = c->renewals;
     t.renewals_failed = c->renewals_failed;
     t.errors = c->errors;
-    t.hold_total_ms = simba__add(c->hold_total_ms, t.hold_ms);
+    t.held_total_ms = simba__add(c->held_total_ms, t.held_ms);
     t.waits = c->waits;
     t.wait_total_ms = c->wait_total_ms;
     t.wait_max_ms = c->wait_max_ms;
@@ -4943,7 +4945,7 @@ static simba_result simba__stats_out(const simba__counters *c, const simba_stats
 static void simba__stats_live(const simba_service *s, int64_t now, simba_stats *t) {
     if (s->status == SIMBA_RUNNING && (s->flags & SIMBA__F_OWNER) && now < s->lease_end) {
         t->owned++;
-        t->hold_ms = simba__add(t->hold_ms, simba__max(0, now - s->held_since));
+        t->held_ms = simba__add(t->held_ms, simba__max(0, now - s->held_since));
     }
     if (s->flags & SIMBA__F_INFLIGHT) t->in_flight++;
     if (s->status == SIMBA_RUNNING && s->quar_until > now) t->quarantine_left_ms = simba__max(t->quarantine_left_ms, s->quar_until - now);

@@ -68,8 +68,6 @@ typedef struct simba_memstore_desc {
 SIMBA_API simba_result simba_memstore_new(const simba_memstore_desc *desc, simba_memstore **out);
 /* SIMBA_EBUSY while backends are open on it. */
 SIMBA_API simba_result simba_memstore_free(simba_memstore *st);
-/* Inspect the stored owner of a mutex (store clock: remaining durations in the reply). */
-SIMBA_API simba_result simba_memstore_read(simba_memstore *st, const char *mutex, simba_reply *out, char *owner_buf, size_t cap);
 /* Data loss (a restart without persistence, FLUSHALL, a promoted replica): every owner
    record and wait queue is forgotten; see DATA LOSS for what the store does after it. */
 SIMBA_API simba_result simba_memstore_lose(simba_memstore *st);
@@ -662,7 +660,7 @@ static void simba__mview(const simba__mentry *e, int64_t now, int with_waiters, 
     memset(v, 0, sizeof *v);
     simba__copy(v->mutex, sizeof v->mutex, e->name);
     v->fence = e->fence;
-    v->acquired_unix_ms = v->session_ms = SIMBA_UNKNOWN_MS; /* the store keeps no wall clock */
+    v->acquired_unix_ms = v->lease_ms = SIMBA_UNKNOWN_MS; /* the store keeps no wall clock */
     v->held_ms = v->ttl_left_ms = v->transition_left_ms = SIMBA_UNKNOWN_MS;
     simba__mreply(e, now, NULL, &first); /* the holder whose permit frees first */
     if (first.owner) {
@@ -956,7 +954,9 @@ SIMBA_API simba_result simba_memory_fault_set(simba_backend *be, const simba_mem
     return SIMBA_OK;
 }
 
-SIMBA_API simba_result simba_memstore_read(simba_memstore *st, const char *mutex, simba_reply *out, char *owner_buf, size_t cap) {
+/* Test support, not API (simba_inspect is the reader): the stored owner of a mutex, store
+   clock. */
+SIMBA_API simba_result simba__memstore_read(simba_memstore *st, const char *mutex, simba_reply *out, char *owner_buf, size_t cap) {
     simba__mentry *e;
     int64_t now;
     if (!st || !out || simba_name_check(mutex) != SIMBA_OK || (owner_buf && cap == 0)) return SIMBA_EINVAL;

@@ -161,8 +161,9 @@ typedef struct simba_mysql_desc {
 
 SIMBA_API simba_result simba_mysql_open(simba_loop *loop, const simba_mysql_desc *desc, simba_backend **out);
 
-/* How a release reaches the next waiter: "timers" (this version), NULL for a backend that
-   is not this header's. */
+/* How a release reaches the next waiter now: "doorbell" while the backend's doorbell
+   connection is parked, "timers" while it is not (connecting, killed, refused), NULL for a
+   backend that is not this header's. */
 SIMBA_API const char *simba_mysql_push(const simba_backend *be);
 
 /* The fenced write's check (FENCED WRITES) on conn, the application's own connection, inside
@@ -897,7 +898,7 @@ static int simba__my_view_row(unsigned nf, char **c, simba_view *v, unsigned cha
     if (strlen(c[0]) > SIMBA_NAME_MAX || strlen(c[1]) > SIMBA_ID_MAX) return -1;
     simba__copy(v->mutex, sizeof v->mutex, c[0]);
     v->fence = (uint64_t)n[0];
-    v->acquired_unix_ms = v->held_ms = v->ttl_left_ms = v->transition_left_ms = v->session_ms = SIMBA_UNKNOWN_MS;
+    v->acquired_unix_ms = v->held_ms = v->ttl_left_ms = v->transition_left_ms = v->lease_ms = SIMBA_UNKNOWN_MS;
     v->waiters = -1;
     if (c[1][0] && n[4] >= 0) { /* a lease fully over is nobody's */
         simba__copy(v->owner, sizeof v->owner, c[1]);
@@ -1549,6 +1550,7 @@ static const simba_backend_vt simba__my_vt = {
     SIMBA_LEASE_ASKED,
     NULL,
     simba__my_submit, /* inspect: the same queue */
+    NULL,             /* announce: followers other than the next waiter learn at their next ask */
 };
 
 SIMBA_API const char *simba_mysql_push(const simba_backend *be) {

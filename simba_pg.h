@@ -17,7 +17,7 @@
  *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE   as in simba.h
  *   SIMBA_PG_IMPLEMENTATION                this header and the core only
  *   SIMBA_PG_BATCH_MAX (64): see CONNECTION. How long a request waits for company is the
- *                                          core's (simba_req.hold_ms: SIMBA_HOLD_MS and
+ *                                          core's (simba_req.company_ms: SIMBA_HOLD_MS and
  *                                          SIMBA_HOLD_TAKEOVER_MS in simba.h)
  *
  * CONNECTION (one per backend, never blocks the poll)
@@ -63,7 +63,7 @@
  *   deadlock, one commit for all, and answered only after it: a rolled-back renewal never
  *   reaches the core); anything else has a transaction of its own. A renewal or a routine
  *   re-ask (no win expected) and an ask at a lease end wait for company as long as the core
- *   says (simba_req.hold_ms); other requests (a first ask, a pushed
+ *   says (simba_req.company_ms); other requests (a first ask, a pushed
  *   waiter's, a release) go at once and take them along. One poll sends and answers at most
  *   2 * SIMBA_PG_BATCH_MAX statements. Older libpq sends one at a time.
  *   The statement deadline restarts at every answer: a server that answers is alive.
@@ -1643,9 +1643,9 @@ static int simba__pg_batchable(const simba_req *r) {
     return r->op == SIMBA_OP_ACQUIRE && (r->renew || r->deferrable != SIMBA_DEFER_NO);
 }
 
-/* How long a request may wait for company: the core's word (simba_req.hold_ms). At 10,000
+/* How long a request may wait for company: the core's word (simba_req.company_ms). At 10,000
    mutexes the asks at lease ends, which lose while owners renew, would cost a commit each. */
-static int64_t simba__pg_hold(const simba_req *r) { return r->op == SIMBA_OP_ACQUIRE ? r->hold_ms : 0; }
+static int64_t simba__pg_hold(const simba_req *r) { return r->op == SIMBA_OP_ACQUIRE ? r->company_ms : 0; }
 
 /* Sends what is queued: in pipeline mode all of it as one batch, one transaction closed by
    one sync (renewals due in one poll share one round trip and one commit), sorted by name;
@@ -1894,7 +1894,7 @@ static int simba__pg_view_row(PGresult *res, int row, simba_view *v, unsigned ch
     if (strlen(name) > SIMBA_NAME_MAX || strlen(owner) > SIMBA_ID_MAX) return -1;
     simba__copy(v->mutex, sizeof v->mutex, name);
     v->fence = (uint64_t)n[0];
-    v->acquired_unix_ms = v->held_ms = v->ttl_left_ms = v->transition_left_ms = v->session_ms = SIMBA_UNKNOWN_MS;
+    v->acquired_unix_ms = v->held_ms = v->ttl_left_ms = v->transition_left_ms = v->lease_ms = SIMBA_UNKNOWN_MS;
     v->waiters = -1;
     if (owner[0] && n[4] >= 0) { /* a lease fully over is nobody's */
         simba__copy(v->owner, sizeof v->owner, owner);

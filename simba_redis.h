@@ -1629,7 +1629,7 @@ static int simba__redis_view(const redisReply *const *e, simba_view *v) {
     v->value = v->owner[0] && e[6]->len ? (const unsigned char *)e[6]->str : NULL;
     v->value_len = v->value ? (size_t)e[6]->len : 0;
     v->fence = (uint64_t)n[0];
-    v->session_ms = SIMBA_UNKNOWN_MS;
+    v->lease_ms = SIMBA_UNKNOWN_MS;
     v->waiters = -1;
     v->acquired_unix_ms = v->owner[0] ? n[1] : SIMBA_UNKNOWN_MS;
     v->held_ms = v->owner[0] ? n[2] : SIMBA_UNKNOWN_MS;

@@ -149,7 +149,7 @@
  *   while its place outlives its next ask (simba_req.next_ask_ms), else with one UPDATE of
  *   its own place's liveness: never the queue's transaction on a timer's ask.
  *   A renewal, and a waiter's ask on its own timer, may wait for company as long as the core
- *   says (simba_req.hold_ms: SIMBA_HOLD_MS, SIMBA_HOLD_TAKEOVER_MS in simba.h). Anything
+ *   says (simba_req.company_ms: SIMBA_HOLD_MS, SIMBA_HOLD_TAKEOVER_MS in simba.h). Anything
  *   else (a release, a handoff after a pushed release, a first ask) runs in the next poll
  *   and takes the held ones along. With batch_max 1 nothing is held.
  *
@@ -290,7 +290,7 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
    its ttl_at, as with a hung server) and the release that a stop or a free would send never
    arrives, so its leases end on their own. Its wake-up socket closes, as a dead process's
    does, so its places in wait queues are dropped at the next release. Free the loop or the
-   backend as usual; simba_sql_read() on it returns SIMBA_ESTATE. */
+   backend as usual; simba__sql_read() on it returns SIMBA_ESTATE. */
 SIMBA_API simba_result simba_sql_simulate_crash(simba_backend *be);
 
 /* One WAL checkpoint of the database file at path (PRAGMA wal_checkpoint(PASSIVE)), on a
@@ -307,11 +307,6 @@ SIMBA_API simba_result simba_sql_simulate_crash(simba_backend *be);
    checkpoint or a recovery runs right now: call again later). */
 SIMBA_API simba_result simba_sql_checkpoint(const char *path, int *wal_frames, int *copied, char *errbuf, size_t errbuf_cap);
 
-/* Synchronous, non-blocking inspection of one mutex as the database sees it (tools, tests).
-   be must come from simba_sql_open(). Fills *out like a READ reply (owner copied into
-   owner_buf, "" when nobody; out->value points into the backend, valid until its next
-   request). SIMBA_EBUSY when the database is locked right now. */
-SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simba_reply *out, char *owner_buf, size_t cap);
 
 /* FENCED WRITES: the check of the application's write in the same database file. Call it
    inside the application's own write transaction (BEGIN IMMEDIATE) on db, a connection of
@@ -598,7 +593,7 @@ enum { SIMBA__SQL_CREATE_ROW, SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_GRANT_ST, SIMBA_
 /* PRAGMA application_id of an in-memory database: which clock its rows are written in. */
 enum { SIMBA__SQL_CLOCK_WALL = 0x53570001, SIMBA__SQL_CLOCK_LOOP = 0x53570002 };
 
-#define SIMBA__SQL_MAGIC 0x53514c31u /* "SQL1": simba_sql_read() checks it */
+#define SIMBA__SQL_MAGIC 0x53514c31u /* "SQL1": simba__sql_read() checks it */
 #define SIMBA__SQL_BUSY 1            /* internal: database locked, nothing changed */
 #define SIMBA__SQL_WAKE_MAX 112      /* a wake address as text: "u:" + hex of an abstract name */
 /* Requests one write transaction carries by default: enough to make a renewal burst cost a
@@ -2406,7 +2401,7 @@ static int simba__sql_view_row(simba__sql *s, sqlite3_stmt *st, simba_view *v) {
     memset(v, 0, sizeof *v);
     simba__copy(v->mutex, sizeof v->mutex, m);
     v->fence = (uint64_t)sqlite3_column_int64(st, 2);
-    v->acquired_unix_ms = v->held_ms = v->ttl_left_ms = v->transition_left_ms = v->session_ms = SIMBA_UNKNOWN_MS;
+    v->acquired_unix_ms = v->held_ms = v->ttl_left_ms = v->transition_left_ms = v->lease_ms = SIMBA_UNKNOWN_MS;
     v->waiters = -1;
     if (o && o[0] && sqlite3_column_int64(st, 6) >= 0) {
         simba__copy(v->owner, sizeof v->owner, o);
@@ -2820,8 +2815,8 @@ static simba_result simba__sql_enqueue(simba__sql *s, simba_req *req) {
            goes now, and takes the held ones along. */
         if (req->op == SIMBA_OP_ACQUIRE && !req->renew && !req->expect_win && s->woken > 0) s->woken--;
         /* (":memory:" pushes a release to every watcher, uncounted: its waiters are not held) */
-        else if (req->hold_ms > 0 && (req->renew || !s->memory) && s->done)
-            at = simba__add(now, req->hold_ms);
+        else if (req->company_ms > 0 && (req->renew || !s->memory) && s->done)
+            at = simba__add(now, req->company_ms);
         if (s->head == req || at < s->next_try) s->next_try = at;
         if (s->head == req && !simba__in_poll(s->loop) && s->next_try <= now) simba__sql_drain(s, now);
     }
@@ -3340,25 +3335,27 @@ SIMBA_API simba_result simba_sql_checkpoint(const char *path, int *wal_frames, i
     return res;
 }
 
-SIMBA_API simba_result simba_sql_read(simba_backend *be, const char *mutex, simba_reply *out, char *owner_buf, size_t cap) {
+/* Test support, not API (simba_inspect is the reader): one mutex as the database sees it,
+   synchronously. */
+SIMBA_API simba_result simba__sql_read(simba_backend *be, const char *mutex, simba_reply *out, char *owner_buf, size_t cap) {
     simba__sql *s;
     simba_reply rep;
     size_t n;
     if (!be) return SIMBA_EINVAL;
-    if (!(s = simba__sql_of(be, "simba_sql_read"))) return SIMBA_EINVAL;
+    if (!(s = simba__sql_of(be, "simba__sql_read"))) return SIMBA_EINVAL;
     if (!out || !owner_buf || cap == 0)
-        return simba__fail(s->loop, SIMBA_EINVAL, "simba_sql_read: out and owner_buf are required, cap > 0");
+        return simba__fail(s->loop, SIMBA_EINVAL, "simba__sql_read: out and owner_buf are required, cap > 0");
     if (!mutex || simba_name_check(mutex) != SIMBA_OK)
-        return simba__fail(s->loop, SIMBA_EINVAL, "simba_sql_read: bad mutex name (1..%d of [A-Za-z0-9-_.:@+=,])",
+        return simba__fail(s->loop, SIMBA_EINVAL, "simba__sql_read: bad mutex name (1..%d of [A-Za-z0-9-_.:@+=,])",
                            SIMBA_NAME_MAX);
-    if (s->crashed) return simba__fail(s->loop, SIMBA_ESTATE, "simba_sql_read: the backend simulates a crashed process");
+    if (s->crashed) return simba__fail(s->loop, SIMBA_ESTATE, "simba__sql_read: the backend simulates a crashed process");
     if (simba__sql_exec(s, SIMBA_OP_READ, mutex, "", 0, 0, 0, &rep) == SIMBA__SQL_BUSY) return SIMBA_EBUSY;
     *out = rep;
     owner_buf[0] = 0;
     out->owner = owner_buf;
     if (rep.rc != SIMBA_OK) return rep.rc;
     n = strlen(s->owner);
-    if (n >= cap) return simba__fail(s->loop, SIMBA_EINVAL, "simba_sql_read: owner id needs %zu bytes, cap is %zu", n + 1, cap);
+    if (n >= cap) return simba__fail(s->loop, SIMBA_EINVAL, "simba__sql_read: owner id needs %zu bytes, cap is %zu", n + 1, cap);
     memcpy(owner_buf, s->owner, n + 1);
     return SIMBA_OK;
 }

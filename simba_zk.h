@@ -2427,7 +2427,7 @@ static void simba__zk_ins_kids(simba__zk *zk, simba__zk_ins *in, simba__zk_op *o
     in->hval = (unsigned char (*)[SIMBA_VALUE_MAX])(void *)(in->hold + in->nhold);
     memset(&in->v, 0, sizeof in->v);
     in->v.acquired_unix_ms = in->v.held_ms = in->v.ttl_left_ms = in->v.transition_left_ms = SIMBA_UNKNOWN_MS;
-    in->v.session_ms = SIMBA_UNKNOWN_MS;
+    in->v.lease_ms = SIMBA_UNKNOWN_MS;
     in->v.permits = count > 0 ? SIMBA__ZK_N(in->mode) : 0;
     in->v.waiters = in->req->op == SIMBA_OP_INSPECT ? count - in->nhold : -1;
     if (op->rc == ZNONODE && in->req->op == SIMBA_OP_INSPECT) { simba__zk_ins_end(zk, in, SIMBA_OK, NULL); return; }
@@ -2454,7 +2454,7 @@ static int simba__zk_ins_holder(simba__zk *zk, simba__zk_ins *in, simba__zk_op *
     if (!in->v.owner[0]) {
         simba__copy(in->v.owner, sizeof in->v.owner, d->id);
         in->v.fence = fence;
-        in->v.session_ms = d->timeout;
+        in->v.lease_ms = d->timeout;
         in->v.value_len = h->value_len;
         in->v.value = h->value;
     }

@@ -697,7 +697,7 @@ static void poll_cost(long n, double *idle_p50, double *idle_p99, double *per_ev
         char name[32], ob[SIMBA_ID_MAX + 1];
         simba_reply rep;
         snprintf(name, sizeof name, "p%07ld", i);
-        if (simba_memstore_read(store, name, &rep, ob, sizeof ob) != SIMBA_OK || rep.ttl_left_ms < TTL - (TTL - TTL / 3) - W)
+        if (simba__memstore_read(store, name, &rep, ob, sizeof ob) != SIMBA_OK || rep.ttl_left_ms < TTL - (TTL - TTL / 3) - W)
             b_die(PROG, "poll: %s was not renewed in the window", name);
     }
     renewed = n;

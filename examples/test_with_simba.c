@@ -166,8 +166,7 @@ int main(void) {
     int64_t start = now_ms, crash_at, lease_end, stop_at;
     app *first, *second, *third;
     uint64_t fence1, fence2;
-    simba_reply row;
-    char owner[SIMBA_ID_MAX + 1];
+    simba_view row;
     int i, jobs_before;
     setvbuf(stdout, NULL, _IOLBF, 0);
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -191,7 +190,7 @@ int main(void) {
     /* 2. The leader crashes: no release. Another takes over exactly when the lease in the
           database ends (its last renewal + ttl + transition), within the jitter, and not
           one millisecond sooner. */
-    EXPECT(simba_sql_read(apps[first == &apps[0] ? 1 : 0].be, "report-job", &row, owner, sizeof owner) == SIMBA_OK);
+    EXPECT(simba_inspect_wait(apps[first == &apps[0] ? 1 : 0].be, "report-job", &row, 1000) == SIMBA_OK);
     crash_at = now_ms;
     lease_end = crash_at + row.transition_left_ms;
     EXPECT(simba_sql_simulate_crash(first->be) == SIMBA_OK);

@@ -1,6 +1,6 @@
 /* fuzz_sql_row.c -- whatever is stored in the mutex table: the row of mutex "m" gets
  * fuzzed values (owner_id as text or blob of any bytes and length, times and fence as
- * integers or text or real), then simba_sql_read() reads it and a contender and an
+ * integers or text or real), then simba__sql_read() reads it and a contender and an
  * observer on the same backend try to acquire / read it (the conditional UPDATE runs over
  * the odd values). Another process, an older version or a hand edit could leave such a row.
  * A row of the wait queue gets fuzzed values too (contender, seq, expiry, wake address) and
@@ -113,7 +113,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     sqlite3_finalize(st);
 
     memset(owner, 'x', sizeof owner);
-    if (simba_sql_read(be, "m", &rep, owner, sizeof owner) == SIMBA_OK) {
+    if (simba__sql_read(be, "m", &rep, owner, sizeof owner) == SIMBA_OK) {
         assert(memchr(owner, 0, sizeof owner) != NULL);
     }
     for (i = 0; i < 3; i++) simba_poll(loop);

@@ -363,7 +363,7 @@ static int locker_lifecycle(void) {
     bad += simba_locker_lock(lk, INT64_MAX) != SIMBA_EINVAL; /* over SIMBA_MAX_MS */
     bad += simba_locker_lock(lk, SIMBA_MAX_MS) != SIMBA_OK;  /* the largest, free mutex */
     bad += simba_locker_lock(lk, 10) != SIMBA_ESTATE;    /* already held */
-    bad += simba_locker_held(lk) != 1;
+    bad += simba_locker_is_owner(lk) != 1;
     bad += simba_locker_fence(lk) == 0;
     bad += simba_locker_unlock(lk) != SIMBA_OK;
     bad += simba_locker_unlock(lk) != SIMBA_ESTATE;      /* twice */
@@ -374,16 +374,16 @@ static int locker_lifecycle(void) {
 static int lock_held_mutex(void) { /* held by the healthy owner: times out, touches nothing */
     simba_locker *lk = NULL;
     int rc = simba_lock(L, be, "healthy", 50, &lk), rc0;
-    if (rc == SIMBA_OK) simba_unlock_free(lk);
+    if (rc == SIMBA_OK) simba_unlock(lk);
     rc0 = simba_lock(L, be, "healthy", 0, &lk);
-    if (rc0 == SIMBA_OK) simba_unlock_free(lk);
+    if (rc0 == SIMBA_OK) simba_unlock(lk);
     return rc == SIMBA_ETIMEDOUT && rc0 == SIMBA_ETIMEDOUT ? SIMBA_ETIMEDOUT : (rc != SIMBA_ETIMEDOUT ? rc : rc0);
 }
 
 static int lock_negative_timeout_free(void) { /* < 0 = no limit, on a free mutex: OK */
     simba_locker *lk = NULL;
     int rc = simba_lock(L, be, "neg-timeout", -5, &lk);
-    if (rc == SIMBA_OK) return simba_unlock_free(lk);
+    if (rc == SIMBA_OK) return simba_unlock(lk);
     return rc;
 }
 
@@ -454,15 +454,15 @@ static int memstore_read_rows(void) {
     simba_reply r;
     char buf[SIMBA_ID_MAX + 1];
     int bad = 0;
-    bad += simba_memstore_read(NULL, "x", &r, buf, sizeof buf) != SIMBA_EINVAL;
-    bad += simba_memstore_read(st, NULL, &r, buf, sizeof buf) != SIMBA_EINVAL;
-    bad += simba_memstore_read(st, longname, &r, buf, sizeof buf) != SIMBA_EINVAL;
-    bad += simba_memstore_read(st, "a b", &r, buf, sizeof buf) != SIMBA_EINVAL;
-    bad += simba_memstore_read(st, "x", NULL, buf, sizeof buf) != SIMBA_EINVAL;
-    bad += simba_memstore_read(st, "healthy", &r, NULL, 10) >= 0 && 0; /* any, no crash */
-    bad += simba_memstore_read(st, "healthy", &r, buf, 0) == SIMBA_OK && 0;
-    bad += simba_memstore_read(st, "healthy", &r, buf, 1) < -100; /* truncating: no overflow */
-    bad += simba_memstore_read(st, "healthy", &r, buf, sizeof buf) != SIMBA_OK;
+    bad += simba__memstore_read(NULL, "x", &r, buf, sizeof buf) != SIMBA_EINVAL;
+    bad += simba__memstore_read(st, NULL, &r, buf, sizeof buf) != SIMBA_EINVAL;
+    bad += simba__memstore_read(st, longname, &r, buf, sizeof buf) != SIMBA_EINVAL;
+    bad += simba__memstore_read(st, "a b", &r, buf, sizeof buf) != SIMBA_EINVAL;
+    bad += simba__memstore_read(st, "x", NULL, buf, sizeof buf) != SIMBA_EINVAL;
+    bad += simba__memstore_read(st, "healthy", &r, NULL, 10) >= 0 && 0; /* any, no crash */
+    bad += simba__memstore_read(st, "healthy", &r, buf, 0) == SIMBA_OK && 0;
+    bad += simba__memstore_read(st, "healthy", &r, buf, 1) < -100; /* truncating: no overflow */
+    bad += simba__memstore_read(st, "healthy", &r, buf, sizeof buf) != SIMBA_OK;
     return bad;
 }
 
@@ -474,16 +474,16 @@ static int sql_read_rows(void) {
     char buf[SIMBA_ID_MAX + 1];
     int bad = 0;
     if (simba_loop_new(NULL, &l2) != SIMBA_OK || simba_sql_open(l2, &d, &b2) != SIMBA_OK) return -999;
-    bad += simba_sql_read(NULL, "x", &r, buf, sizeof buf) != SIMBA_EINVAL;
-    bad += simba_sql_read(be, "x", &r, buf, sizeof buf) != SIMBA_EINVAL; /* a memory backend */
-    bad += simba_sql_read(b2, NULL, &r, buf, sizeof buf) != SIMBA_EINVAL;
-    bad += simba_sql_read(b2, "", &r, buf, sizeof buf) != SIMBA_EINVAL;
-    bad += simba_sql_read(b2, longname, &r, buf, sizeof buf) != SIMBA_EINVAL;
-    bad += simba_sql_read(b2, "x';DROP TABLE simba_mutex;--", &r, buf, sizeof buf) != SIMBA_EINVAL;
-    bad += simba_sql_read(b2, "x", NULL, buf, sizeof buf) != SIMBA_EINVAL;
-    bad += simba_sql_read(b2, "x", &r, NULL, 10) != SIMBA_EINVAL;
-    bad += simba_sql_read(b2, "x", &r, buf, 0) != SIMBA_EINVAL;
-    bad += simba_sql_read(b2, "x", &r, buf, sizeof buf) != SIMBA_OK; /* a good one still works */
+    bad += simba__sql_read(NULL, "x", &r, buf, sizeof buf) != SIMBA_EINVAL;
+    bad += simba__sql_read(be, "x", &r, buf, sizeof buf) != SIMBA_EINVAL; /* a memory backend */
+    bad += simba__sql_read(b2, NULL, &r, buf, sizeof buf) != SIMBA_EINVAL;
+    bad += simba__sql_read(b2, "", &r, buf, sizeof buf) != SIMBA_EINVAL;
+    bad += simba__sql_read(b2, longname, &r, buf, sizeof buf) != SIMBA_EINVAL;
+    bad += simba__sql_read(b2, "x';DROP TABLE simba_mutex;--", &r, buf, sizeof buf) != SIMBA_EINVAL;
+    bad += simba__sql_read(b2, "x", NULL, buf, sizeof buf) != SIMBA_EINVAL;
+    bad += simba__sql_read(b2, "x", &r, NULL, 10) != SIMBA_EINVAL;
+    bad += simba__sql_read(b2, "x", &r, buf, 0) != SIMBA_EINVAL;
+    bad += simba__sql_read(b2, "x", &r, buf, sizeof buf) != SIMBA_OK; /* a good one still works */
     simba_loop_free(l2);
     return bad;
 }
@@ -632,8 +632,8 @@ static simba_pg_desc pgd_tls(const char *mode, const char *root, const char *nam
     X(owner_in_ttl_null, simba_owner_in_ttl(NULL, INT64_MIN), 0)                                         \
     X(owner_in_ttl_max, simba_owner_in_ttl(&(simba_owner){"a", 0, INT64_MAX, INT64_MAX, 1}, INT64_MAX), 0) \
     X(owner_in_transition_null, simba_owner_in_transition(NULL, 0), 0)                                   \
-    X(owner_has_owner_null, simba_owner_has_owner(NULL, 0), 0)                                           \
-    X(owner_has_owner_min, simba_owner_has_owner(&(simba_owner){"a", 0, 0, INT64_MIN, 1}, INT64_MIN + 1), 0) \
+    X(owner_has_owner_null, simba_owner_in_lease(NULL, 0), 0)                                           \
+    X(owner_has_owner_min, simba_owner_in_lease(&(simba_owner){"a", 0, 0, INT64_MIN, 1}, INT64_MIN + 1), 0) \
     X(loop_desc, loop_desc_rows(), 0)                                                                    \
     X(loop_free_null, simba_loop_free(NULL), SIMBA_EINVAL)                                               \
     X(now_null, simba_now(NULL), 0)                                                                      \
@@ -727,7 +727,7 @@ static simba_pg_desc pgd_tls(const char *mode, const char *root, const char *nam
     X(locker_lock_null, simba_locker_lock(NULL, 0), SIMBA_EINVAL)                                         \
     X(locker_try_null, simba_locker_try(NULL), SIMBA_EINVAL)                                              \
     X(locker_unlock_null, simba_locker_unlock(NULL), SIMBA_EINVAL)                                        \
-    X(locker_held_null, simba_locker_held(NULL), 0)                                                       \
+    X(locker_held_null, simba_locker_is_owner(NULL), 0)                                                       \
     X(locker_fence_null, simba_locker_fence(NULL), 0)                                                     \
     X(locker_free_null, simba_locker_free(NULL), SIMBA_EINVAL)                                            \
     X(locker_lifecycle, locker_lifecycle(), 0)                                                            \
@@ -738,7 +738,7 @@ static simba_pg_desc pgd_tls(const char *mode, const char *root, const char *nam
     X(lock_null_out, simba_lock(L, be, "m", 0, NULL), SIMBA_EINVAL)                                       \
     X(lock_held_by_healthy, lock_held_mutex(), SIMBA_ETIMEDOUT)                                           \
     X(lock_negative_timeout, lock_negative_timeout_free(), SIMBA_OK)                                      \
-    X(unlock_null, simba_unlock_free(NULL), SIMBA_EINVAL)                                                      \
+    X(unlock_null, simba_unlock(NULL), SIMBA_EINVAL)                                                      \
     X(sched_null_desc, simba_scheduler_new(L, be, NULL, &(simba_scheduler *){0}), SIMBA_EINVAL)           \
     X(sched_null_out, simba_scheduler_new(L, be, &(simba_scheduler_desc){.mutex = "m", .contender_id = NULL, .ttl_ms = 0, .transition_ms = 0, .strategy = SIMBA_FIXED_RATE, .initial_delay_ms = 0, .period_ms = 100, .work = noop_work}, NULL), SIMBA_EINVAL) \
     X(sched_no_work, sched_with((simba_scheduler_desc){.mutex = "m", .contender_id = NULL, .ttl_ms = 0, .transition_ms = 0, .strategy = SIMBA_FIXED_RATE, .initial_delay_ms = 0, .period_ms = 100, .work = NULL}), SIMBA_EINVAL) \
@@ -754,7 +754,7 @@ static simba_pg_desc pgd_tls(const char *mode, const char *root, const char *nam
     X(sched_start_null, simba_scheduler_start(NULL), SIMBA_EINVAL)                                        \
     X(sched_stop_null, simba_scheduler_stop(NULL), SIMBA_EINVAL)                                          \
     X(sched_running_null, simba_scheduler_running(NULL), 0)                                               \
-    X(sched_is_leader_null, simba_scheduler_is_leader(NULL), 0)                                           \
+    X(sched_is_leader_null, simba_scheduler_is_owner(NULL), 0)                                           \
     X(sched_free_null, simba_scheduler_free(NULL), SIMBA_EINVAL)                                          \
     X(sched_lifecycle, sched_lifecycle(), 0)                                                              \
     X(id_host_null_loop, simba_contender_id_host(NULL, (char[64]){0}, 64), SIMBA_EINVAL)                  \

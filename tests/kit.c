@@ -307,7 +307,7 @@ static uint64_t sched_fence[2]; /* the fence the work saw on a (0) and on b (1) 
 static void sched_work(simba_scheduler *sc, void *u) {
     uint64_t f = simba_scheduler_fence(sc), *seen = (uint64_t *)u;
     sched_runs++;
-    if (!simba_scheduler_is_leader(sc)) sched_bad++;
+    if (!simba_scheduler_is_owner(sc)) sched_bad++;
     /* one tenure, one fence: never 0, never changing while it lasts */
     if (f == 0 || (*seen && *seen != f)) sched_bad++;
     *seen = f;
@@ -338,12 +338,12 @@ TEST(kit_schedule) {
     CHECK_UNTIL(sched_runs >= 1, ACQ_MS);
     CHECK_RC(simba_scheduler_start(b), SIMBA_OK);
     CHECK_UNTIL(sched_runs >= 5, 5000);
-    CHECK(simba_scheduler_is_leader(a));
-    CHECK(!simba_scheduler_is_leader(b));
+    CHECK(simba_scheduler_is_owner(a));
+    CHECK(!simba_scheduler_is_owner(b));
     CHECK_RC(simba_scheduler_stop(a), SIMBA_OK);
     CHECK(!simba_scheduler_running(a));
     /* leadership moves to b; work goes on there only */
-    CHECK_UNTIL(simba_scheduler_is_leader(b), ACQ_MS);
+    CHECK_UNTIL(simba_scheduler_is_owner(b), ACQ_MS);
     runs = sched_runs;
     CHECK_UNTIL(sched_runs >= runs + 3, 5000);
     CHECK(sched_fence[0] > 0);
@@ -371,7 +371,7 @@ TEST(kit_locker) {
     CHECK_RC(simba_locker_new(p->loop, p->be, &d, &a), SIMBA_OK);
     CHECK_RC(simba_locker_new(q->loop, q->be, &d, &b), SIMBA_OK);
     CHECK_RC(simba_locker_lock(a, ACQ_MS), SIMBA_OK);
-    CHECK(simba_locker_held(a));
+    CHECK(simba_locker_is_owner(a));
     CHECK_RC(simba_locker_lock(a, 0), SIMBA_ESTATE);
     /* b times out while a holds (b's loop is driven by its lock; a's renewals are due
        later than that) */
@@ -379,13 +379,13 @@ TEST(kit_locker) {
     CHECK_RC(simba_locker_lock(b, 500), SIMBA_ETIMEDOUT);
     CHECK(kit_now() - t >= 500);
     CHECK(kit_now() - t < 3000);
-    CHECK(!simba_locker_held(b));
+    CHECK(!simba_locker_is_owner(b));
     /* handoff after unlock */
     CHECK_RC(simba_locker_try(b), SIMBA_EAGAIN);
     CHECK_RC(simba_locker_unlock(a), SIMBA_OK);
     CHECK_UNTIL(simba_locker_try(b) == SIMBA_OK, ACQ_MS);
-    CHECK(simba_locker_held(b));
-    CHECK(!simba_locker_held(a));
+    CHECK(simba_locker_is_owner(b));
+    CHECK(!simba_locker_is_owner(a));
     CHECK_RC(simba_locker_unlock(b), SIMBA_OK);
     CHECK_RC(simba_locker_free(a), SIMBA_OK);
     CHECK_RC(simba_locker_free(b), SIMBA_OK);
@@ -408,13 +408,13 @@ TEST(kit_locker_timeout_zero) {
     CHECK_RC(simba_locker_new(q->loop, q->be, &d, &b), SIMBA_OK);
     t = kit_now();
     CHECK_RC(simba_locker_lock(a, 0), SIMBA_OK); /* free: the first answer grants it */
-    CHECK(simba_locker_held(a));
+    CHECK(simba_locker_is_owner(a));
     CHECK(simba_locker_fence(a) > 0);
     CHECK(kit_now() - t <= TTL);
     t = kit_now();
     CHECK_RC(simba_locker_lock(b, 0), SIMBA_ETIMEDOUT); /* held: one answer names a */
     CHECK(kit_now() - t < TTL);
-    CHECK(!simba_locker_held(b));
+    CHECK(!simba_locker_is_owner(b));
     /* the pending state after a timed-out lock: try says pending, unlock gives it up */
     CHECK_RC(simba_locker_try(b), SIMBA_EAGAIN);
     CHECK_RC(simba_locker_unlock(b), SIMBA_OK);
@@ -425,7 +425,7 @@ TEST(kit_locker_timeout_zero) {
     /* that pending try takes the lock once a gives it up */
     CHECK_RC(simba_locker_unlock(a), SIMBA_OK);
     CHECK_UNTIL(simba_locker_try(b) == SIMBA_OK, ACQ_MS);
-    CHECK(simba_locker_held(b));
+    CHECK(simba_locker_is_owner(b));
     CHECK(simba_locker_fence(b) > 0);
     CHECK_RC(simba_locker_unlock(b), SIMBA_OK);
     CHECK_RC(simba_locker_free(a), SIMBA_OK);
@@ -759,7 +759,7 @@ TEST(kit_inspect) {
         CHECK(v.ttl_left_ms > 0 && v.ttl_left_ms <= TTL);
         CHECK(v.transition_left_ms >= v.ttl_left_ms && v.transition_left_ms <= TTL + TR);
     } else {
-        CHECK(v.session_ms > 0); /* a session's lease instead */
+        CHECK(v.lease_ms > 0); /* a session's lease instead */
     }
     /* the store's line, where it keeps one: b is its head */
     CHECK(v.waiters == -1 || v.waiters >= 1);
@@ -1132,22 +1132,22 @@ TEST(kit_locker_yield_and_value) {
     /* alone: the yield is kept, with on_event saying so */
     CHECK_RC(simba_locker_yield(a), SIMBA_OK);
     CHECK_UNTIL(ra.kept == 1, 5000);
-    CHECK_UNTIL(simba_locker_held(a), 5000);
+    CHECK_UNTIL(simba_locker_is_owner(a), 5000);
     CHECK_EQ(simba_locker_fence(a), f);
     /* b in line: the yield passes the lock to b; a waits in line again, nothing lost */
     CHECK_RC(simba_locker_try(b), SIMBA_EAGAIN);
     KIT_HOLD(rb.locked == 0, 300);
     CHECK_RC(simba_locker_yield(a), SIMBA_OK);
     CHECK_UNTIL(rb.locked == 1, TTL);
-    CHECK(simba_locker_held(b));
+    CHECK(simba_locker_is_owner(b));
     CHECK(simba_locker_fence(b) > f);
-    CHECK_UNTIL(!simba_locker_held(a) && simba_locker_last_reason(a) == SIMBA_REASON_YIELDED, TTL);
+    CHECK_UNTIL(!simba_locker_is_owner(a) && simba_locker_last_reason(a) == SIMBA_REASON_YIELDED, TTL);
     CHECK_RC(simba_locker_try(a), SIMBA_EAGAIN);
     CHECK_EQ(ra.lost, 0);
     CHECK_UNTIL(kit_value_is(&obs_last, "B", 1), 5000);
     /* b yields back: a, in line, gets it (on_locked: a waits through try, not lock) */
     CHECK_RC(simba_locker_yield(b), SIMBA_OK);
-    CHECK_UNTIL(ra.locked == 1 && simba_locker_held(a), TTL);
+    CHECK_UNTIL(ra.locked == 1 && simba_locker_is_owner(a), TTL);
     CHECK(simba_locker_fence(a) > f);
     CHECK_EQ(ra.lost + rb.lost, 0);
     CHECK_RC(simba_locker_unlock(a), SIMBA_OK);
@@ -1199,7 +1199,7 @@ TEST(kit_scheduler_yield_and_value) {
     REQUIRE(obs);
     CHECK_RC(simba_scheduler_yield(a), SIMBA_ESTATE); /* not running, not the leader */
     CHECK_RC(simba_scheduler_start(a), SIMBA_OK);
-    CHECK_UNTIL(simba_scheduler_is_leader(a) && sy_runs[0] >= 2, ACQ_MS);
+    CHECK_UNTIL(simba_scheduler_is_owner(a) && sy_runs[0] >= 2, ACQ_MS);
     CHECK_RC(simba_scheduler_set_value(a, "a2", 2), SIMBA_OK);
     CHECK_UNTIL(kit_value_is(&obs_last, "a2", 2), 5000);
     /* alone: kept, and the work goes on */
@@ -1209,18 +1209,18 @@ TEST(kit_scheduler_yield_and_value) {
     CHECK_UNTIL(sy_runs[0] >= runs + 2, 5000);
     /* b in line: leadership and the work move to b; a waits in line */
     CHECK_RC(simba_scheduler_start(b), SIMBA_OK);
-    KIT_HOLD(!simba_scheduler_is_leader(b), 300);
+    KIT_HOLD(!simba_scheduler_is_owner(b), 300);
     CHECK_RC(simba_scheduler_set_value(b, "x", 1), SIMBA_ESTATE);
     CHECK_RC(simba_scheduler_yield(a), SIMBA_OK);
-    CHECK_UNTIL(simba_scheduler_is_leader(b) && sy_runs[1] >= 2, TTL);
-    CHECK(!simba_scheduler_is_leader(a));
+    CHECK_UNTIL(simba_scheduler_is_owner(b) && sy_runs[1] >= 2, TTL);
+    CHECK(!simba_scheduler_is_owner(a));
     CHECK(simba_scheduler_running(a));
     runs = sy_runs[0];
     KIT_HOLD(sy_runs[0] == runs, 400);
     CHECK_UNTIL(kit_value_is(&obs_last, "b", 1), 5000);
     /* and back */
     CHECK_RC(simba_scheduler_yield(b), SIMBA_OK);
-    CHECK_UNTIL(simba_scheduler_is_leader(a) && sy_runs[0] >= runs + 2, TTL);
+    CHECK_UNTIL(simba_scheduler_is_owner(a) && sy_runs[0] >= runs + 2, TTL);
     CHECK_RC(simba_scheduler_free(a), SIMBA_OK);
     CHECK_RC(simba_scheduler_free(b), SIMBA_OK);
     kit_close_all();
@@ -1843,7 +1843,7 @@ TEST(kit_sem_locker) {
     CHECK_RC(simba_locker_unlock_wait(lk[0], 10000), SIMBA_OK);
     CHECK_RC(simba_locker_lock(lk[2], ACQ_MS), SIMBA_OK);
     CHECK(simba_locker_fence(lk[2]) > simba_locker_fence(lk[1]));
-    CHECK(simba_locker_held(lk[1]) && simba_locker_held(lk[2]));
+    CHECK(simba_locker_is_owner(lk[1]) && simba_locker_is_owner(lk[2]));
     for (i = 0; i < 3; i++) simba_locker_free(lk[i]);
     kit_close_all();
 }

@@ -73,7 +73,7 @@
  * a belief begins only there and time only ends beliefs, so no overlap goes unseen)
  *   one-owner    at most N believers per name (1 for a mutex or a read-write lock's
  *                writer; never a writer with anyone): simba_is_owner() of contenders,
- *                simba_locker_held(), simba_scheduler_is_leader(), over all live processes
+ *                simba_locker_is_owner(), simba_scheduler_is_owner(), over all live processes
  *   fence        a new ownership's fence is above every fence of that mutex before it; on
  *                a name with several holders, above every earlier grant's at the store
  *   liveness     with no believer, a live waiter and no store-wide fault, someone believes
@@ -1163,7 +1163,7 @@ static void work(simba_scheduler *sc, void *u) {
     f = simba_scheduler_fence(sc);
     trace_mx(h->p->idx, T_CB, h->mutex, 3, (int64_t)f, h->id);
     if (!h->sched_on) violation(INV_TENURE, 1u << h->p->idx, "%s: work after simba_scheduler_stop", h->id);
-    else if (!simba_scheduler_is_leader(sc) || believers(h->mutex, &who) != 1 || who != h || f < W->m[h->mutex].max_fence)
+    else if (!simba_scheduler_is_owner(sc) || believers(h->mutex, &who) != 1 || who != h || f < W->m[h->mutex].max_fence)
         violation(INV_TENURE, 1u << h->p->idx | (who ? 1u << who->p->idx : 0), "%s: work outside its tenure (fence %llu, %s believes)", h->id,
                   (unsigned long long)f, who ? who->id : "nobody");
     if (rng_chance(&h->p->r_app, 0.01)) { h->sched_on = 0; simba_scheduler_stop(sc); }
@@ -1361,7 +1361,7 @@ static void proc_stop(proc *p) {
 static void after_poll_checks(proc *p);
 /* An unlock says SIMBA_ELOST exactly when the lease had lapsed: the lapse is never lost. */
 static simba_result locker_unlock(proc *p, svcslot *s) {
-    int held = simba_locker_held(s->lk);
+    int held = simba_locker_is_owner(s->lk);
     int was_held = s->h->lk_state == LK_HELD;
     simba_result rc = simba_locker_unlock(s->lk);
     W->sx->checks[INV_ON_LOST]++;
@@ -1487,8 +1487,8 @@ static void svc_action(proc *p, int slot) {
 static int svc_believes(const svcslot *s, uint64_t *fence) {
     switch (s->kind) {
     case K_CONTEND: return simba_is_owner(s->svc) && (*fence = simba_fence(s->svc), 1);
-    case K_LOCKER: return simba_locker_held(s->lk) && (*fence = simba_locker_fence(s->lk), 1);
-    case K_SCHED: return simba_scheduler_is_leader(s->sc) && (*fence = simba_scheduler_fence(s->sc), 1);
+    case K_LOCKER: return simba_locker_is_owner(s->lk) && (*fence = simba_locker_fence(s->lk), 1);
+    case K_SCHED: return simba_scheduler_is_owner(s->sc) && (*fence = simba_scheduler_fence(s->sc), 1);
     default: return 0;
     }
 }
@@ -1511,9 +1511,9 @@ static void after_poll_checks(proc *p) {
     for (k = 0; k < p->nsvc; k++) {
         svcslot *s = &p->s[k];
         if (s->kind != K_LOCKER || !s->h) continue;
-        if (s->h->lk_state == LK_WANT && simba_locker_held(s->lk) && simba_locker_try(s->lk) == SIMBA_OK) locker_gained(p, s);
+        if (s->h->lk_state == LK_WANT && simba_locker_is_owner(s->lk) && simba_locker_try(s->lk) == SIMBA_OK) locker_gained(p, s);
         W->sx->checks[INV_ON_LOST]++;
-        if (s->h->lk_state == LK_HELD && !simba_locker_held(s->lk))
+        if (s->h->lk_state == LK_HELD && !simba_locker_is_owner(s->lk))
             violation(INV_ON_LOST, 1u << p->idx, "%s: the lock lapsed and a whole poll passed without on_lost", s->h->id);
         if (s->h->lk_state == LK_LAPSED)
             violation(INV_ON_LOST, 1u << p->idx, "%s: unlocked after a lapse and a whole poll passed without on_lost", s->h->id);

@@ -99,7 +99,7 @@ mutate waiter-stops-asking simba.h \
     'return SIMBA__NEVER;'
 
 mutate lapse-unreported-by-unlock simba.h \
-    'lapsed = was == SIMBA__LK_HELD && !simba_locker_held(lk);' \
+    'lapsed = was == SIMBA__LK_HELD && !simba_locker_is_owner(lk);' \
     'lapsed = 0;'
 mutate owner-while-yielding simba.h \
     's->flags |= SIMBA__F_YIELD | SIMBA__F_YIELDING;' \

@@ -603,7 +603,7 @@ check "stats:   owner true, releases 0" grep -q '"owner":true,.*"releases":0' "$
 f=$(cat "$W/st-fence" 2>/dev/null)
 check "stats:   the holder's fence is SIMBA_FENCE ($f) and the stored one" \
     test -n "$f" -a "$(json_num "$W/st-j1" fence)" = "$f" -a "$(stored_fence "$W/st-j1")" = "$f"
-h1=$(json_num "$W/st-j1" hold_ms); h2=$(json_num "$W/st-j2" hold_ms)
+h1=$(json_num "$W/st-j1" held_ms); h2=$(json_num "$W/st-j2" held_ms)
 check "stats:   the hold time grows ($h1 ms, then $h2 ms; 0.3 s apart)" test -n "$h1" -a -n "$h2" -a "${h2:-0}" -ge $(( ${h1:-0} + 250 ))
 check "stats: plain get shows them too" grep -q "^  acquisitions: 1$" "$W/st-text"
 check "stats: get of another mutex leaves them out (exit 1, no stats)" \

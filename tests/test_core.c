@@ -60,7 +60,7 @@ TEST(timer_heap_keeps_time_order_under_moves_and_removals) {
 TEST(owner_predicates) {
     simba_owner o;
     memset(&o, 0, sizeof o);
-    CHECK(!simba_owner_has_owner(&o, 0));
+    CHECK(!simba_owner_in_lease(&o, 0));
     CHECK(!simba_owner_in_ttl(&o, 0));
     strcpy(o.id, "a");
     o.ttl_at = 100;
@@ -70,15 +70,15 @@ TEST(owner_predicates) {
     CHECK(!simba_owner_in_transition(&o, 99));
     CHECK(simba_owner_in_transition(&o, 100));
     CHECK(simba_owner_in_transition(&o, 200)); /* inclusive */
-    CHECK(simba_owner_has_owner(&o, 200));
-    CHECK(!simba_owner_has_owner(&o, 201));
+    CHECK(simba_owner_in_lease(&o, 200));
+    CHECK(!simba_owner_in_lease(&o, 201));
     CHECK(simba_owner_is(&o, "a"));
     CHECK(!simba_owner_is(&o, "b"));
     CHECK(!simba_owner_is(&o, NULL));
     o.id[0] = 0; /* a blank id with a future window is nobody */
-    CHECK(!simba_owner_has_owner(&o, 150));
+    CHECK(!simba_owner_in_lease(&o, 150));
     CHECK(!simba_owner_is(&o, ""));
-    CHECK(!simba_owner_has_owner(NULL, 0));
+    CHECK(!simba_owner_in_lease(NULL, 0));
 }
 
 TEST(names_and_ids) {
@@ -162,11 +162,11 @@ TEST(owner_renews_at_ttl_minus_margin) {
     CHECK(at > t0 + 900 - 300 - 16);
     fake_now = at - 1;
     settle(&p, 1);
-    CHECK_RC(simba_memstore_read(store, "renew", &r, NULL, 0), SIMBA_OK);
+    CHECK_RC(simba__memstore_read(store, "renew", &r, NULL, 0), SIMBA_OK);
     CHECK_EQ(r.ttl_left_ms, 900 - (at - 1 - t0)); /* not renewed yet */
     fake_now = at;
     settle(&p, 1);
-    CHECK_RC(simba_memstore_read(store, "renew", &r, NULL, 0), SIMBA_OK);
+    CHECK_RC(simba__memstore_read(store, "renew", &r, NULL, 0), SIMBA_OK);
     CHECK_EQ(r.ttl_left_ms, 900); /* renewed exactly then */
     CHECK_EQ(r.held_ms, at - t0); /* acquired_at kept */
     CHECK_EQ(s->lease_end, at + 900);
@@ -274,7 +274,7 @@ TEST(disconnect_steps_down_only_owners_that_ask) {
     CHECK_RC(simba_scheduler_start(sc), SIMBA_OK);
     CHECK_RC(simba_locker_lock(lk, 0), SIMBA_OK);
     settle(&p, 1);
-    CHECK(simba_is_owner(k) && simba_is_owner(d) && simba_scheduler_is_leader(sc));
+    CHECK(simba_is_owner(k) && simba_is_owner(d) && simba_scheduler_is_owner(sc));
     t0 = fake_now;
     lk_lost_calls = 0;
     f.fail = 1; /* the server is out of reach: nobody gets it back at once */
@@ -286,8 +286,8 @@ TEST(disconnect_steps_down_only_owners_that_ask) {
     CHECK_EQ(drop.reason, SIMBA_REASON_CONNECTION);
     CHECK(!simba_is_owner(d));
     CHECK_EQ(lk_lost_calls, 1);
-    CHECK(!simba_locker_held(lk));
-    CHECK(!simba_scheduler_is_leader(sc));
+    CHECK(!simba_locker_is_owner(lk));
+    CHECK(!simba_scheduler_is_owner(sc));
     CHECK_EQ(keep.released, 0); /* keeps its lease: the server may still hold it */
     CHECK(simba_is_owner(k));
     f.fail = 0;
@@ -694,7 +694,7 @@ TEST(illegal_lifecycle_calls) {
     settle(&p, 1);
     {
         simba_reply r;
-        CHECK_RC(simba_memstore_read(store, "life", &r, NULL, 0), SIMBA_OK);
+        CHECK_RC(simba__memstore_read(store, "life", &r, NULL, 0), SIMBA_OK);
         CHECK(r.owner == NULL); /* free released it */
     }
     proc_close(&p);
@@ -780,7 +780,7 @@ TEST(free_from_callback_deferred) {
     CHECK_RC(simba_start(s), SIMBA_OK);
     settle(&p, 1);
     CHECK_EQ(n, 1);
-    CHECK_RC(simba_memstore_read(store, "cbfree", &r, NULL, 0), SIMBA_OK);
+    CHECK_RC(simba__memstore_read(store, "cbfree", &r, NULL, 0), SIMBA_OK);
     CHECK(r.owner == NULL);
     CHECK(p.loop->services == NULL);
     proc_close(&p);
@@ -805,7 +805,7 @@ TEST(stale_acquire_after_stop_is_released) {
     CHECK_EQ(c.acquired, 0); /* the late grant never reached the user */
     CHECK_EQ(c.released, 0);
     CHECK_EQ(simba_service_status(s), SIMBA_INITIAL);
-    CHECK_RC(simba_memstore_read(store, "stale", &r, NULL, 0), SIMBA_OK);
+    CHECK_RC(simba__memstore_read(store, "stale", &r, NULL, 0), SIMBA_OK);
     CHECK(r.owner == NULL); /* and was released */
     proc_close(&p);
     store_free();
@@ -910,7 +910,7 @@ TEST(memory_fence_check_ends_with_the_lease_by_the_store_clock) {
     CHECK_EQ(writes, 1);
     CHECK_STR(err, "");
     /* the process stands still: its lease runs out on the store's clock */
-    CHECK_RC(simba_memstore_read(store, "fenced", &r, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(simba__memstore_read(store, "fenced", &r, owner, sizeof owner), SIMBA_OK);
     fake_now += r.transition_left_ms;
     CHECK_RC(simba_memory_check_fence(store, "fenced", f, count_write, &writes, err, sizeof err), SIMBA_OK);
     CHECK_EQ(writes, 2);
@@ -1306,7 +1306,7 @@ TEST(ten_contenders_thirty_seconds) {
         if (simba_service_status(s[i]) == SIMBA_INITIAL) CHECK_RC(simba_start(s[i]), SIMBA_OK);
     advance(p, 10, 3000, 7);
     CHECK_EQ(owners_now, 1);
-    CHECK_RC(simba_memstore_read(store, "multi", &r, who, sizeof who), SIMBA_OK);
+    CHECK_RC(simba__memstore_read(store, "multi", &r, who, sizeof who), SIMBA_OK);
     for (k = 0, i = 0; i < 10; i++) {
         if (simba_is_owner(s[i])) {
             k++;
@@ -1505,11 +1505,11 @@ TEST(locker_lock_timeout_try_unlock) {
     CHECK_RC(simba_locker_new(p[0].loop, p[0].be, &d, &a), SIMBA_OK);
     CHECK_RC(simba_locker_new(p[1].loop, p[1].be, &d, &b), SIMBA_OK);
     CHECK_RC(simba_locker_lock(a, 0), SIMBA_OK); /* the memory backend answers at once */
-    CHECK(simba_locker_held(a));
+    CHECK(simba_locker_is_owner(a));
     CHECK(simba_locker_fence(a) > 0);
     CHECK_RC(simba_locker_lock(a, 0), SIMBA_ESTATE); /* not reentrant */
     CHECK_RC(simba_locker_lock(b, 0), SIMBA_ETIMEDOUT);
-    CHECK(!simba_locker_held(b));
+    CHECK(!simba_locker_is_owner(b));
     CHECK_RC(simba_locker_try(b), SIMBA_EAGAIN);
     settle(p, 2);
     CHECK_RC(simba_locker_try(b), SIMBA_EAGAIN);
@@ -1517,7 +1517,7 @@ TEST(locker_lock_timeout_try_unlock) {
     CHECK_RC(simba_locker_unlock(a), SIMBA_ESTATE);
     settle(p, 2); /* the release is pushed to b, first in line */
     CHECK_RC(simba_locker_try(b), SIMBA_OK);
-    CHECK(simba_locker_held(b));
+    CHECK(simba_locker_is_owner(b));
     CHECK(simba_locker_fence(b) > 0);
     CHECK_RC(simba_locker_free(b), SIMBA_OK);
     CHECK_RC(simba_locker_free(a), SIMBA_OK);
@@ -1526,7 +1526,7 @@ TEST(locker_lock_timeout_try_unlock) {
     {
         simba_locker *lk;
         CHECK_RC(simba_lock(p[0].loop, p[0].be, "shorthand", 100, &lk), SIMBA_OK);
-        CHECK_RC(simba_unlock_free(lk), SIMBA_OK);
+        CHECK_RC(simba_unlock(lk), SIMBA_OK);
         CHECK_RC(simba_lock(p[0].loop, p[0].be, "bad name", 100, &lk), SIMBA_EINVAL);
         CHECK(lk == NULL);
     }
@@ -1555,9 +1555,9 @@ TEST(locker_unlock_sends_release_at_once) {
     settle(p + 1, 1); /* b is queued behind a */
     CHECK_RC(simba_locker_unlock(a), SIMBA_OK);
     /* no poll of a's loop: the store already has the release */
-    CHECK_RC(simba_memstore_read(store, "unlock-now", &r, who, sizeof who), SIMBA_OK);
+    CHECK_RC(simba__memstore_read(store, "unlock-now", &r, who, sizeof who), SIMBA_OK);
     CHECK(r.owner == NULL || r.owner[0] == 0);
-    CHECK(!simba_locker_held(a));
+    CHECK(!simba_locker_is_owner(a));
     CHECK_EQ(simba_locker_last_reason(a), SIMBA_REASON_UNLOCKED);
     settle(p + 1, 1); /* the push reaches b, the head of the line */
     CHECK_RC(simba_locker_try(b), SIMBA_OK);
@@ -1570,7 +1570,7 @@ TEST(locker_unlock_sends_release_at_once) {
     f.hang = 1;
     CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
     CHECK_RC(simba_locker_unlock_wait(a, 0), SIMBA_ETIMEDOUT);
-    CHECK(!simba_locker_held(a));
+    CHECK(!simba_locker_is_owner(a));
     f.hang = 0;
     CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
     CHECK_RC(simba_locker_unlock_wait(a, -1), SIMBA_OK); /* the pending release is answered */
@@ -1645,7 +1645,7 @@ TEST(locker_unlock_wait_refused_from_callback) {
     CHECK_RC(simba_start(obs), SIMBA_OK);
     settle(&p, 1);
     CHECK_EQ(unlock_wait_rc, SIMBA_ECALLBACK);
-    CHECK(simba_locker_held(unlock_wait_lk)); /* refused: nothing changed */
+    CHECK(simba_locker_is_owner(unlock_wait_lk)); /* refused: nothing changed */
     CHECK_RC(simba_locker_free(unlock_wait_lk), SIMBA_OK);
     proc_close(&p);
     store_free();
@@ -1655,7 +1655,7 @@ static int lost_calls;
 static void lk_lost(simba_locker *lk, void *u) {
     (void)u;
     lost_calls++;
-    CHECK(!simba_locker_held(lk));
+    CHECK(!simba_locker_is_owner(lk));
 }
 
 TEST(locker_reports_lost_lock) {
@@ -1675,7 +1675,7 @@ TEST(locker_reports_lost_lock) {
     CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
     advance(&p, 1, 1100, 10);
     CHECK_EQ(lost_calls, 1);
-    CHECK(!simba_locker_held(a));
+    CHECK(!simba_locker_is_owner(a));
     CHECK_RC(simba_locker_try(a), SIMBA_ESTATE);
     CHECK_RC(simba_locker_unlock(a), SIMBA_ELOST); /* lost before the unlock: it says so */
     CHECK_EQ(simba_locker_last_reason(a), SIMBA_REASON_LAPSED);
@@ -1695,7 +1695,7 @@ typedef struct work_log {
 } work_log;
 static void work_fn(simba_scheduler *sc, void *u) {
     work_log *w = (work_log *)u;
-    if (!simba_scheduler_is_leader(sc)) w->runs_not_leader++;
+    if (!simba_scheduler_is_owner(sc)) w->runs_not_leader++;
     if (w->runs < 64) w->at[w->runs] = fake_now;
     if (w->runs < 64) w->fence[w->runs] = simba_scheduler_fence(sc);
     w->runs++;
@@ -1737,7 +1737,7 @@ TEST(scheduler_runs_only_while_owner) {
     CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
     advance(p, 2, 4000, 5);
     runs = wa.runs;
-    CHECK(simba_scheduler_is_leader(sb));
+    CHECK(simba_scheduler_is_owner(sb));
     CHECK(wb.runs > 0);
     advance(p, 2, 1000, 5);
     CHECK_EQ(wa.runs, runs); /* no work without ownership */
@@ -1746,7 +1746,7 @@ TEST(scheduler_runs_only_while_owner) {
     /* Work sees its tenure's fence; the next leader's is greater */
     {
         simba_reply r;
-        CHECK_RC(simba_memstore_read(store, "sched", &r, NULL, 0), SIMBA_OK);
+        CHECK_RC(simba__memstore_read(store, "sched", &r, NULL, 0), SIMBA_OK);
         CHECK(wa.fence[0] > 0);
         CHECK_EQ(wa.fence[4], wa.fence[0]);
         CHECK(wb.fence[0] > wa.fence[0]);
@@ -2272,7 +2272,7 @@ TEST(backend_free_after_last_service_free_is_deferred) {
     CHECK(strstr(simba_loop_errmsg(p.loop), "freed") != NULL);
     settle(&p, 1);
     CHECK(p.loop->backends == NULL);
-    CHECK_RC(simba_memstore_read(store, "bf", &r, NULL, 0), SIMBA_OK);
+    CHECK_RC(simba__memstore_read(store, "bf", &r, NULL, 0), SIMBA_OK);
     CHECK(r.owner == NULL); /* released before the backend went */
     CHECK_RC(simba_memstore_free(store), SIMBA_OK); /* its client is closed */
     store = NULL;
@@ -2440,7 +2440,7 @@ TEST(locker_freed_from_callback_while_it_blocks) {
     /* the loop lives on: x owns "x"; the freed locker's contender leaves "m" alone */
     CHECK(simba_is_owner(x));
     for (i = 0; i < 20; i++) simba_wait(l[0], 5);
-    CHECK_RC(simba_memstore_read(st, "m", &r, who, sizeof who), SIMBA_OK);
+    CHECK_RC(simba__memstore_read(st, "m", &r, who, sizeof who), SIMBA_OK);
     CHECK_STR(who, "other");
     CHECK_RC(simba_loop_free(l[0]), SIMBA_OK);
     CHECK_RC(simba_loop_free(l[1]), SIMBA_OK);
@@ -2518,7 +2518,7 @@ static const char *stored_owner(const char *mutex) {
     static char who[SIMBA_ID_MAX + 1];
     simba_reply r;
     who[0] = 0;
-    CHECK_RC(simba_memstore_read(store, mutex, &r, who, sizeof who), SIMBA_OK);
+    CHECK_RC(simba__memstore_read(store, mutex, &r, who, sizeof who), SIMBA_OK);
     return who;
 }
 
@@ -2694,7 +2694,7 @@ TEST(loop_close_releases_everything_then_frees) {
     CHECK_RC(simba_locker_lock(lk, 0), SIMBA_OK);
     settle(p, 1);
     CHECK_EQ(ca.acquired, 1);
-    CHECK(simba_scheduler_is_leader(sc));
+    CHECK(simba_scheduler_is_owner(sc));
     CHECK_RC(simba_start(b), SIMBA_OK);
     CHECK_RC(simba_start(s2), SIMBA_OK);
     CHECK_RC(simba_locker_try(lk2), SIMBA_EAGAIN);
@@ -2705,7 +2705,7 @@ TEST(loop_close_releases_everything_then_frees) {
     settle(p + 1, 1);
     CHECK_EQ(cb.acquired, 1);
     CHECK_EQ(cs.acquired, 1);
-    CHECK(simba_locker_held(lk2));
+    CHECK(simba_locker_is_owner(lk2));
     CHECK_EQ(locked, 1); /* on_locked: the pending try became held, from the poll */
     /* a hung backend: ETIMEDOUT, and the loop is freed all the same */
     proc_open(&p[0]);
@@ -2776,7 +2776,7 @@ TEST(blocking_calls_run_in_simulated_time_with_a_sleep_hook) {
     CHECK(fake_now - sim0 >= 16000); /* ttl + transition of the dead holder */
     CHECK(fake_now - sim0 < 30000);
     CHECK(sleeps > 0 && slept_ms == fake_now - sim0);
-    CHECK(simba_locker_held(lk));
+    CHECK(simba_locker_is_owner(lk));
     CHECK_RC(simba_locker_unlock_wait(lk, 1000), SIMBA_OK);
     /* a store that does not answer: every _wait form times out by the test clock */
     s = contender(&p[1], "sleep-c", "c", 2000, 1000, &cr);
@@ -2935,7 +2935,7 @@ TEST(locker_on_locked_from_the_poll) {
     CHECK_EQ(locked, 0);
     settle(p + 1, 1); /* the push reaches b: its try becomes held */
     CHECK_EQ(locked, 1);
-    CHECK(simba_locker_held(b));
+    CHECK(simba_locker_is_owner(b));
     CHECK_RC(simba_locker_try(b), SIMBA_OK);
     settle(p + 1, 1);
     CHECK_EQ(locked, 1); /* once per acquisition */
@@ -3421,7 +3421,7 @@ static int lk_risk_calls;
 static int64_t lk_risk_left;
 static void lk_at_risk(simba_locker *lk, int64_t left, void *u) {
     (void)u;
-    CHECK(simba_locker_held(lk));
+    CHECK(simba_locker_is_owner(lk));
     lk_risk_calls++;
     lk_risk_left = left;
 }
@@ -3464,7 +3464,7 @@ TEST(locker_and_scheduler_take_a_value_and_the_locker_warns) {
     advance(p, 2, 4000, 10);
     CHECK_EQ(lk_risk_calls, 1);
     CHECK_EQ(lk_risk_left, 500);
-    CHECK(!simba_locker_held(lk));
+    CHECK(!simba_locker_is_owner(lk));
     CHECK_RC(simba_locker_free(lk), SIMBA_OK);
     memset(&sd, 0, sizeof sd);
     sd.mutex = "sc";
@@ -3476,7 +3476,7 @@ TEST(locker_and_scheduler_take_a_value_and_the_locker_warns) {
     CHECK_RC(simba_scheduler_new(p[1].loop, p[1].be, &sd, &sc), SIMBA_OK);
     CHECK_RC(simba_scheduler_start(sc), SIMBA_OK);
     settle(p, 2);
-    CHECK(simba_scheduler_is_leader(sc));
+    CHECK(simba_scheduler_is_owner(sc));
     {
         simba_view v;
         CHECK_RC(simba_inspect_wait(p[1].be, "sc", &v, 1000), SIMBA_OK);

@@ -159,10 +159,10 @@ TEST(wait_replicas_counts_grants) {
     CHECK(lock_try(l, be, "sen-wait-b", 1500, &b) != SIMBA_OK);
     fprintf(stderr, "  replica frozen: %s\n", simba_backend_errmsg(be));
     CHECK(strstr(simba_backend_errmsg(be), "acknowledged by 0 of 1 replicas") != NULL);
-    CHECK(!simba_locker_held(b));
+    CHECK(!simba_locker_is_owner(b));
     kill((pid_t)rpid, SIGCONT);
     CHECK_RC(simba_locker_lock(b, 8000), SIMBA_OK);
-    CHECK(simba_locker_held(a) && simba_locker_held(b));
+    CHECK(simba_locker_is_owner(a) && simba_locker_is_owner(b));
     simba_locker_free(a);
     simba_locker_free(b);
     CHECK_RC(simba_backend_free(be), SIMBA_OK);

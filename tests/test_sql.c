@@ -716,13 +716,13 @@ TEST(bad_names_rejected_table_unaffected) {
     /* the backend's own checks, below the core */
     {
         char ob[8];
-        CHECK_RC(simba_sql_read(be, "a'b", &rep, ob, sizeof ob), SIMBA_EINVAL);
-        CHECK_RC(simba_sql_read(be, longname, &rep, ob, sizeof ob), SIMBA_EINVAL);
-        CHECK_RC(simba_sql_read(be, NULL, &rep, ob, sizeof ob), SIMBA_EINVAL);
-        CHECK_RC(simba_sql_read(NULL, "ok", &rep, ob, sizeof ob), SIMBA_EINVAL);
-        CHECK_RC(simba_sql_read(be, "ok", NULL, ob, sizeof ob), SIMBA_EINVAL);
-        CHECK_RC(simba_sql_read(be, "ok", &rep, NULL, 0), SIMBA_EINVAL);
-        CHECK_RC(simba_sql_read(be, "keep", &rep, ob, 1), SIMBA_EINVAL); /* "A" does not fit */
+        CHECK_RC(simba__sql_read(be, "a'b", &rep, ob, sizeof ob), SIMBA_EINVAL);
+        CHECK_RC(simba__sql_read(be, longname, &rep, ob, sizeof ob), SIMBA_EINVAL);
+        CHECK_RC(simba__sql_read(be, NULL, &rep, ob, sizeof ob), SIMBA_EINVAL);
+        CHECK_RC(simba__sql_read(NULL, "ok", &rep, ob, sizeof ob), SIMBA_EINVAL);
+        CHECK_RC(simba__sql_read(be, "ok", NULL, ob, sizeof ob), SIMBA_EINVAL);
+        CHECK_RC(simba__sql_read(be, "ok", &rep, NULL, 0), SIMBA_EINVAL);
+        CHECK_RC(simba__sql_read(be, "keep", &rep, ob, 1), SIMBA_EINVAL); /* "A" does not fit */
     }
 
     /* legal names with SQL-ish characters are data, nothing else */
@@ -1180,14 +1180,14 @@ TEST(service_lifecycle) {
     f1 = simba_fence(svc);
     CHECK(f1 >= 1);
     CHECK_EQ(c.fence, f1);
-    CHECK_RC(simba_sql_read(be, "life", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(simba__sql_read(be, "life", &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "A");
     CHECK_EQ(rep.fence, f1);
     /* stop: released locally and in the database */
     CHECK_RC(simba_stop(svc), SIMBA_OK);
     CHECK(drive(&loop, 1, 2000, is_initial_cond, svc));
     CHECK_EQ(c.released, 1);
-    CHECK_RC(simba_sql_read(be, "life", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(simba__sql_read(be, "life", &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "");
     /* restart: a new ownership with a greater fence */
     CHECK_RC(simba_start(svc), SIMBA_OK);
@@ -1221,7 +1221,7 @@ TEST(two_connections_one_process) {
     CHECK(!simba_is_owner(pair[1 - winner]));
     f1 = simba_fence(pair[winner]);
     /* both connections see the same row */
-    CHECK_RC(simba_sql_read(be[1 - winner], "two", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(simba__sql_read(be[1 - winner], "two", &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, winner ? "B" : "A");
     CHECK_EQ(rep.fence, f1);
     /* keep driving for a few renewals: ownership must not move, nor be doubled */
@@ -1284,7 +1284,7 @@ TEST(busy_database_does_not_block_poll) {
     CHECK(drive(&loop, 1, 2000, is_owner_cond, svc));
     fprintf(stderr, "  acquired %lld ms after the lock was released\n", (long long)(mono_ms() - t0));
     CHECK_EQ(c.acquired, 1);
-    CHECK_RC(simba_sql_read(be, "busy", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(simba__sql_read(be, "busy", &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "A");
     sqlite3_close(db);
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
@@ -1344,7 +1344,7 @@ TEST(open_while_locked) {
     CHECK_RC(open_be(loop, path, NULL, &be), SIMBA_OK);
     REQUIRE(be != NULL);
     CHECK(!impl_of(be)->ready);
-    CHECK_RC(simba_sql_read(be, "m", &rep, owner, sizeof owner), SIMBA_EBUSY);
+    CHECK_RC(simba__sql_read(be, "m", &rep, owner, sizeof owner), SIMBA_EBUSY);
     REQUIRE(contend(loop, be, "m", "A", 2000, 1000, &c, &svc) == SIMBA_OK);
     CHECK_RC(simba_start(svc), SIMBA_OK);
     longest_poll_ms = 0;
@@ -1418,7 +1418,7 @@ TEST(row_creation_race) {
     sqlite3_close(db);
 }
 
-/* simba_sql_read() refuses a backend that is not an SQL one. */
+/* simba__sql_read() refuses a backend that is not an SQL one. */
 TEST(read_needs_sql_backend) {
     simba_loop *loop = newloop();
     simba_memstore *st = NULL;
@@ -1430,7 +1430,7 @@ TEST(read_needs_sql_backend) {
     memset(&md, 0, sizeof md);
     REQUIRE(simba_memstore_new(&md, &st) == SIMBA_OK);
     REQUIRE(simba_memory_open(loop, st, &mem) == SIMBA_OK);
-    CHECK_RC(simba_sql_read(mem, "m", &rep, owner, sizeof owner), SIMBA_EINVAL);
+    CHECK_RC(simba__sql_read(mem, "m", &rep, owner, sizeof owner), SIMBA_EINVAL);
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
     CHECK_RC(simba_memstore_free(st), SIMBA_OK);
 }
@@ -1722,8 +1722,8 @@ TEST(open_desc_ranges_have_words) {
     d.errbuf = err;
     d.errbuf_cap = sizeof err;
     CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_OK); /* a short errbuf is fine */
-    CHECK_RC(simba_sql_read(be, "bad name", NULL, NULL, 0), SIMBA_EINVAL);
-    CHECK(strstr(simba_loop_errmsg(loop), "simba_sql_read") != NULL);
+    CHECK_RC(simba__sql_read(be, "bad name", NULL, NULL, 0), SIMBA_EINVAL);
+    CHECK(strstr(simba_loop_errmsg(loop), "simba__sql_read") != NULL);
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 }
 
@@ -1755,7 +1755,7 @@ TEST(reacquire_after_local_step_down_gets_new_fence) {
     CHECK_EQ(fl.released, 1);
     CHECK_EQ(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
     /* the row still names A inside its transition window */
-    CHECK_RC(simba_sql_read(be, "stepdown", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(simba__sql_read(be, "stepdown", &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "A");
     CHECK_EQ(rep.fence, fl.fence[0]);
     CHECK(drive(&loop, 1, 2000, is_owner_cond, svc));
@@ -1763,7 +1763,7 @@ TEST(reacquire_after_local_step_down_gets_new_fence) {
             (unsigned long long)(fl.n > 1 ? fl.fence[1] : 0));
     CHECK_EQ(fl.n, 2);
     CHECK(fl.fence[1] > fl.fence[0]);
-    CHECK_RC(simba_sql_read(be, "stepdown", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(simba__sql_read(be, "stepdown", &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_EQ(rep.fence, fl.fence[1]);
     CHECK(rep.held_ms >= 0 && rep.held_ms < 1000); /* acquired_at is the new tenure's */
     sqlite3_close(db);
@@ -1832,12 +1832,12 @@ TEST(memory_private_databases_refused) {
     REQUIRE(simba_sql_open(loop, &d, &be) == SIMBA_OK);
     REQUIRE(simba_sql_open(loop, &d, &be2) == SIMBA_OK);
     CHECK_RC(simba__sql_exec(impl_of(be), SIMBA_OP_ACQUIRE, "shared", "A", 5000, 1000, 1, &rep), 0);
-    CHECK_RC(simba_sql_read(be2, "shared", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(simba__sql_read(be2, "shared", &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "A");
     /* and is not the one ":memory:" names */
     d.path = ":memory:";
     CHECK_RC(simba_sql_open(loop, &d, &be), SIMBA_OK);
-    CHECK_RC(simba_sql_read(be, "shared", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(simba__sql_read(be, "shared", &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "");
     /* shared-cache in-memory databases are shared too, so they stay allowed */
     d.path = "file:simba_sc?mode=memory&cache=shared";
@@ -2647,7 +2647,7 @@ TEST(simulated_crash_keeps_lease_until_it_ends) {
     run_fake(loop, fake_now + 2500, 10, NULL, NULL); /* a few renewals */
     REQUIRE(simba_is_owner(pair[0]) && !simba_is_owner(pair[1]));
     f1 = simba_fence(pair[0]);
-    CHECK_RC(simba_sql_read(be[1], "job", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(simba__sql_read(be[1], "job", &rep, owner, sizeof owner), SIMBA_OK);
     crash_at = fake_now;
     lease_end = crash_at + rep.transition_left_ms; /* the last renewal's transition end */
     CHECK_RC(simba_sql_simulate_crash(be[0]), SIMBA_OK);
@@ -2660,9 +2660,9 @@ TEST(simulated_crash_keeps_lease_until_it_ends) {
     CHECK_EQ(c[0].released, 1); /* A stepped down locally before B could win */
     CHECK(simba_fence(pair[1]) > f1);
     /* B stops: its release arrives, and A's crashed backend never writes again */
-    CHECK_RC(simba_sql_read(be[1], "job", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(simba__sql_read(be[1], "job", &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "B");
-    CHECK_RC(simba_sql_read(be[0], "job", &rep, owner, sizeof owner), SIMBA_ESTATE);
+    CHECK_RC(simba__sql_read(be[0], "job", &rep, owner, sizeof owner), SIMBA_ESTATE);
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
 
     /* control: the same without the crash, the stop releases and B takes over at once */
@@ -2701,7 +2701,7 @@ TEST(simulated_crash_keeps_lease_until_it_ends) {
         CHECK_RC(simba_sql_simulate_crash(dead), SIMBA_OK);
         CHECK_RC(simba_loop_free(l2), SIMBA_OK);
     }
-    CHECK_RC(simba_sql_read(be[0], "job2", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(simba__sql_read(be[0], "job2", &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "D");
     CHECK_RC(simba_sql_simulate_crash(NULL), SIMBA_EINVAL);
     CHECK_RC(simba_loop_free(loop), SIMBA_OK);
@@ -2988,7 +2988,7 @@ static void head_waiter_case(int sig) {
     t0 = mono_ms();
     CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "h", "A", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
     while (mono_ms() - t0 < 10000) {
-        CHECK_RC(simba_sql_read(be, "h", &rep, owner, sizeof owner), SIMBA_OK);
+        CHECK_RC(simba__sql_read(be, "h", &rep, owner, sizeof owner), SIMBA_OK);
         if (strcmp(owner, "W2") == 0) {
             took = mono_ms() - t0;
             break;
@@ -3139,7 +3139,7 @@ TEST(forged_datagram_and_garbage_row_grant_nothing) {
             (unsigned long long)(st.attempts - before));
     CHECK(st.attempts - before <= 1);
     CHECK(!simba_is_owner(w));
-    CHECK_RC(simba_sql_read(be, "f", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(simba__sql_read(be, "f", &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "A");
     /* garbage ahead of W: malformed ids, a text expiry, a blob; and a well-formed row of a
        process that does not exist (no socket at its address) */
@@ -3154,7 +3154,7 @@ TEST(forged_datagram_and_garbage_row_grant_nothing) {
              SQLITE_OK);
     CHECK_RC(exec_op(be, SIMBA_OP_RELEASE, "f", "A", 0, 0, &rep, owner, sizeof owner), SIMBA_OK);
     CHECK(drive(&loop, 1, 3000, is_owner_cond, w));
-    CHECK_RC(simba_sql_read(be, "f", &rep, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(simba__sql_read(be, "f", &rep, owner, sizeof owner), SIMBA_OK);
     CHECK_STR(owner, "W");
     CHECK_EQ(raw_waiters(raw, "f"), 0);
     CHECK_EQ(raw_int(raw, "SELECT waiters FROM simba_mutex WHERE mutex = 'f'"), 0);
@@ -3218,7 +3218,7 @@ TEST(value_bytes_round_trip_through_the_file) {
     CHECK_RC(value_op(be, SIMBA_OP_ACQUIRE, "m", "A", 1, 0, v2, sizeof v2, &rep), SIMBA_OK);
     CHECK_EQ(rep.fence, fence);
     CHECK(value_is(&rep, v1, sizeof v1));
-    CHECK_RC(simba_sql_read(be, "m", &out, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(simba__sql_read(be, "m", &out, owner, sizeof owner), SIMBA_OK);
     CHECK(value_is(&out, v1, sizeof v1));
     /* proclaim: same fence, new value; a fence that moved on or another contender is refused */
     CHECK_RC(value_op(be, SIMBA_OP_SET_VALUE, "m", "A", 0, fence, v2, sizeof v2, &rep), SIMBA_OK);
@@ -3228,7 +3228,7 @@ TEST(value_bytes_round_trip_through_the_file) {
     CHECK_RC(value_op(be, SIMBA_OP_SET_VALUE, "m", "A", 0, fence + 1, v1, sizeof v1, &rep), SIMBA_EFENCE);
     CHECK(rep.errmsg && strstr(rep.errmsg, "no longer holds mutex m") && strstr(rep.errmsg, "A holds it"));
     CHECK_RC(value_op(be, SIMBA_OP_SET_VALUE, "m", "B", 0, fence, v1, sizeof v1, &rep), SIMBA_EFENCE);
-    CHECK_RC(simba_sql_read(be, "m", &out, owner, sizeof owner), SIMBA_OK);
+    CHECK_RC(simba__sql_read(be, "m", &out, owner, sizeof owner), SIMBA_OK);
     CHECK(value_is(&out, v2, sizeof v2));
     CHECK_EQ(out.fence, fence);
     /* a release clears it; the next owner's value, of the largest size, comes with its grant */

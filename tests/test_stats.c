@@ -145,7 +145,7 @@ TEST(reason_lapsed_when_the_server_hangs) {
     CHECK_RC(simba_start(s), SIMBA_OK);
     CHECK_RC(simba_locker_try(lk), SIMBA_EAGAIN);
     settle(&p, 1);
-    REQUIRE(r.acquired == 1 && simba_locker_held(lk));
+    REQUIRE(r.acquired == 1 && simba_locker_is_owner(lk));
     lease_end = fake_now + 1000;
     f.hang = 1;
     CHECK_RC(simba_memory_fault_set(p.be, &f), SIMBA_OK);
@@ -332,8 +332,8 @@ TEST(stats_count_acquisitions_renewals_and_hold_time) {
     st = stats_of(s);
     CHECK_EQ(st.acquisitions, 1);
     CHECK_EQ(st.owned, 1);
-    CHECK_EQ(st.hold_ms, fake_now - t0);
-    CHECK_EQ(st.hold_total_ms, fake_now - t0);
+    CHECK_EQ(st.held_ms, fake_now - t0);
+    CHECK_EQ(st.held_total_ms, fake_now - t0);
     CHECK(st.renewals >= 13); /* every ~667 ms for 10 s */
     CHECK_EQ(st.renewals, st.attempts - 1); /* all but the first attempt renewed */
     CHECK_EQ(st.renewals_failed, 0);
@@ -346,8 +346,8 @@ TEST(stats_count_acquisitions_renewals_and_hold_time) {
     fake_now += 500;
     st = stats_of(s);
     CHECK_EQ(st.owned, 0);
-    CHECK_EQ(st.hold_ms, 0);
-    CHECK_EQ(st.hold_total_ms, 10000);
+    CHECK_EQ(st.held_ms, 0);
+    CHECK_EQ(st.held_total_ms, 10000);
     CHECK_EQ(st.waiting_ms, 0); /* a stopped service waits for nothing */
     proc_close(&p);
     store_free();
@@ -421,7 +421,7 @@ TEST(loop_stats_total_every_service_freed_ones_included) {
     CHECK_EQ(st.services, 3);
     CHECK_EQ(st.owned, 2);
     CHECK_EQ(st.acquisitions, 2);
-    CHECK_EQ(st.hold_ms, 4000);
+    CHECK_EQ(st.held_ms, 4000);
     s1st = stats_of(s1);
     CHECK_EQ(stats_of(obs).acquisitions, 0);
     CHECK(stats_of(obs).attempts >= 2); /* an observer's reads */
@@ -435,9 +435,9 @@ TEST(loop_stats_total_every_service_freed_ones_included) {
     CHECK_EQ(st.acquisitions, 2);
     CHECK_EQ(st.releases, 1); /* counted though a freed service hears no callback */
     CHECK_EQ(st.releases_by_reason[SIMBA_REASON_STOPPED], 1);
-    CHECK_EQ(st.hold_total_ms, 4000);
+    CHECK_EQ(st.held_total_ms, 4000);
     CHECK(st.attempts >= s1st.attempts);
-    CHECK_EQ(st.hold_ms, 2000);
+    CHECK_EQ(st.held_ms, 2000);
     proc_close(&p);
     store_free();
 }

@@ -1028,7 +1028,7 @@ enum { YIELD_NONE = 0, YIELD_CHECKING, YIELD_STOPPING, YIELD_ASKED };
    renewal. The reply is text, a header line then "key value" lines:
        simba-stats 1 / mutex / backend / contender / pid / command_pid / owner / fence /
        acquisitions / releases / release.<reason> ... / step_downs / attempts / renewals /
-       renewals_failed / errors / hold_ms / hold_total_ms / waits / wait_total_ms /
+       renewals_failed / errors / held_ms / held_total_ms / waits / wait_total_ms /
        wait_max_ms / waiting_ms / last_error [/ last_error_name / last_error_ago_ms /
        last_error_msg]
    "yield\n" asks the holder to yield (see YIELD_*); the connection stays open until the
@@ -1123,8 +1123,8 @@ static size_t stats_format(const runner *r, char *buf, size_t cap) {
     put(buf, cap, &n, "step_downs %llu\nattempts %llu\nrenewals %llu\nrenewals_failed %llu\nerrors %llu\n",
         (unsigned long long)st.step_downs, (unsigned long long)st.attempts, (unsigned long long)st.renewals,
         (unsigned long long)st.renewals_failed, (unsigned long long)st.errors);
-    put(buf, cap, &n, "hold_ms %lld\nhold_total_ms %lld\nwaits %llu\nwait_total_ms %lld\nwait_max_ms %lld\nwaiting_ms %lld\nlast_error %d\n",
-        (long long)st.hold_ms, (long long)st.hold_total_ms, (unsigned long long)st.waits, (long long)st.wait_total_ms,
+    put(buf, cap, &n, "held_ms %lld\nheld_total_ms %lld\nwaits %llu\nwait_total_ms %lld\nwait_max_ms %lld\nwaiting_ms %lld\nlast_error %d\n",
+        (long long)st.held_ms, (long long)st.held_total_ms, (unsigned long long)st.waits, (long long)st.wait_total_ms,
         (long long)st.wait_max_ms, (long long)st.waiting_ms, st.last_error);
     if (st.last_error != SIMBA_OK) {
         char msg[sizeof st.last_error_msg];
@@ -1230,7 +1230,7 @@ static void stats_file_write(const runner *r, const simba_stats *st, int status)
     PC("renewals_total", "counter", "Renewals confirmed in time.", st->renewals);
     PC("renewals_failed_total", "counter", "Renewals failed, refused or confirmed late.", st->renewals_failed);
     PC("errors_total", "counter", "Requests answered with an error.", st->errors);
-    PS("hold_seconds_total", "counter", "Time spent owning, all ownerships.", st->hold_total_ms);
+    PS("hold_seconds_total", "counter", "Time spent owning, all ownerships.", st->held_total_ms);
     PC("waits_total", "counter", "Completed waits to acquire.", st->waits);
     PS("wait_seconds_total", "counter", "Time spent waiting to acquire.", st->wait_total_ms);
     PS("wait_seconds_max", "gauge", "Longest wait to acquire.", st->wait_max_ms);
@@ -1893,7 +1893,7 @@ static void print_view_members(const simba_view *v) {
     else printf(",\"acquired\":null,\"held_ms\":null");
     if (v->owner[0] && known(v->ttl_left_ms)) printf(",\"ttl_left_ms\":%lld,\"transition_left_ms\":%lld", (long long)v->ttl_left_ms, (long long)v->transition_left_ms);
     else printf(",\"ttl_left_ms\":null,\"transition_left_ms\":null");
-    if (v->owner[0] && known(v->session_ms)) printf(",\"session_timeout_ms\":%lld", (long long)v->session_ms);
+    if (v->owner[0] && known(v->lease_ms)) printf(",\"session_timeout_ms\":%lld", (long long)v->lease_ms);
     if (v->holders > 1 || (v->holders == 1 && v->holder && v->holder[0].shared) || v->permits > 1) {
         printf(",\"permits\":%d,\"holders\":[", v->permits);
         for (i = 0; i < v->holders && v->holder; i++) {
@@ -1949,8 +1949,8 @@ static void print_view(const simba_view *v, int json, int with_name_col) {
         if (known(v->ttl_left_ms)) {
             printf("ttl_left_ms: %lld\n", (long long)v->ttl_left_ms);
             printf("transition_left_ms: %lld\n", (long long)v->transition_left_ms);
-        } else if (known(v->session_ms)) {
-            printf("lease: the owner's ZooKeeper session (timeout %lld ms)\n", (long long)v->session_ms);
+        } else if (known(v->lease_ms)) {
+            printf("lease: the owner's ZooKeeper session (timeout %lld ms)\n", (long long)v->lease_ms);
         }
     }
     if (v->holders > 1 || (v->holders == 1 && v->holder && v->holder[0].shared) || v->permits > 1) {

@@ -25,7 +25,7 @@ int main(int argc, char **argv) {
     }
     fence = simba_locker_fence(lk);
     printf("app: simba %s, lock held with fence %llu\n", SIMBA_VERSION, (unsigned long long)fence);
-    simba_unlock_free(lk);
+    simba_unlock(lk);
     simba_loop_free(loop);
     return fence > 0 ? 0 : 1;
 }

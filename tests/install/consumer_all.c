@@ -30,7 +30,7 @@ int main(int argc, char **argv) {
     if (simba_sql_open(loop, &sd, &sql) != SIMBA_OK) return 1;
     if (simba_lock(loop, sql, "consumer", 5000, &lk) != SIMBA_OK) return 1;
     fence = simba_locker_fence(lk);
-    simba_unlock_free(lk);
+    simba_unlock(lk);
     memset(&rd, 0, sizeof rd);
     rd.host = "127.0.0.1";
     rd.port = 1; /* nobody listens: the connect fails later, asynchronously */
