@@ -621,8 +621,8 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  END IF;\n"                                                                                 \
     "  END body;\n" SIMBA__MY_ANSWER "END"
 
-/* force release: clears the row only while the owner holds that fence and its lease lives;
-   the head waiter then asks at its timer. One row: 1 cleared, 0 not. */
+/* force release: clears the row, or deletes the holding of the set, only while that fence's
+   lease lives; the head waiter then asks at its timer. One row: 1 cleared, 0 not. */
 #define SIMBA__MY_FORCE                                                                           \
     "CREATE PROCEDURE IF NOT EXISTS {G}(p_name VARCHAR(255), p_fence BIGINT)\n"                      \
     "MODIFIES SQL DATA BEGIN\n"                                                                   \
@@ -634,6 +634,10 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0, value = '' WHERE name = p_name\n" \
     "    AND fence = p_fence AND owner <> '' AND transition_ms >= now_ms;\n"                     \
     "  SET n = ROW_COUNT();\n"                                                                    \
+    "  IF n = 0 THEN\n"                                                                           \
+    "    DELETE FROM {S} WHERE name = p_name AND fence = p_fence AND transition_ms >= now_ms;\n"   \
+    "    SET n = ROW_COUNT();\n"                                                                  \
+    "  END IF;\n"                                                                                 \
     "  IF n = 1 THEN\n"                                                                           \
     "    SELECT COALESCE(MAX(bell), '') INTO ring FROM (SELECT bell FROM {Q} WHERE name = p_name\n" \
     "      AND expires_ms >= now_ms ORDER BY seq LIMIT 1) h;\n"                                    \

@@ -9,7 +9,8 @@
 #   SIMBA_BIN (build/simba)  FAULT_PROXY (build/fault_proxy)
 #   SIMBA_CLI_ONLY="usage connect sqlite readonly redis fresh zk signals elect stats partition pg mysql permits matrix"
 #   runs some sections only (matrix: tests/cli_matrix.sh, every command on every primitive and
-#   backend under ASan; SIMBA_ASAN_BIN, default build/asan/simba).
+#   backend under ASan; SIMBA_ASAN_BIN, default build/asan/simba; SIMBA_CLI_MATRIX="sqlite redis
+#   zk pg mysql" runs it on some backends only).
 #   SIMBA_CLI_PG_PORT (5447): PostgreSQL for section pg (scripts/pg-start.sh; password simba).
 #   SIMBA_CLI_MYSQL_PORT (3447): MariaDB for section mysql and the matrix (scripts/mysql-start.sh).
 set -u
@@ -805,11 +806,12 @@ fi
 # ---- every command on every primitive and backend, under ASan and valgrind ------------------
 if want matrix; then
     . tests/cli_matrix.sh
-    matrix_suite sqlite "$SQL"
-    matrix_suite redis "$RED"
-    matrix_suite zk "$ZK"
-    if pg_up; then export PGPASSWORD=simba; matrix_suite pg "$PGU"; unset PGPASSWORD; fi
-    if my_up; then export MYSQL_PWD=simba; matrix_suite mysql "$MYU"; unset MYSQL_PWD; fi
+    mx_want() { case " ${SIMBA_CLI_MATRIX:-sqlite redis zk pg mysql} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+    mx_want sqlite && matrix_suite sqlite "$SQL"
+    mx_want redis && matrix_suite redis "$RED"
+    mx_want zk && matrix_suite zk "$ZK"
+    if mx_want pg && pg_up; then export PGPASSWORD=simba; matrix_suite pg "$PGU"; unset PGPASSWORD; fi
+    if mx_want mysql && my_up; then export MYSQL_PWD=simba; matrix_suite mysql "$MYU"; unset MYSQL_PWD; fi
 fi
 
 echo "test_cli took $((SECONDS - T0)) s"
