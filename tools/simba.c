@@ -126,6 +126,9 @@ static void usage(FILE *f) {
         "                                 (or ~/.pgpass), never from the URL; postgresql:// too\n"
         "      TLS: &sslmode=verify-full&sslrootcert=CA.crt (also sslcert=, sslkey=); a HOST\n"
         "      name with &hostaddr=IP is what verify-full checks (never resolved)\n"
+        "  mysql://[USER[:PASSWORD]@]HOST[:PORT]/DB[?table=NAME]   MySQL/MariaDB, HOST numeric;\n"
+        "                                 port 3306, table simba_mutex; password from $MYSQL_PWD\n"
+        "                                 unless in the URL (where ps shows it)\n"
         "\n");
     usage_options(f);
     fprintf(f, /* in parts: C99 promises string literals of 4095 bytes only */
@@ -152,7 +155,8 @@ static void usage(FILE *f) {
         "  get --stats: 64 the socket serves another mutex or backend, 69 it does not answer\n"
         "  run/elect: 69 no answer from the backend for --connect-timeout seconds\n"
         "  all: 64 bad usage or URL, 69 backend failed or unreachable, 70 internal error,\n"
-        "       71 system call failed\n");
+        "       71 system call failed, 77 the store refused the login, role, database or a\n"
+        "       privilege (at once, also run/elect)\n");
 }
 
 /* ---- small utilities ------------------------------------------------------------------ */
