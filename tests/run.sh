@@ -171,6 +171,7 @@ if want mysql; then
             kit_sem kit_rw kit_fenced; do
             run "mysql_$c" $B/kit_mysql "$c"
         done
+        run kit_diff_mysql $B/kit_diff_mysql --seed 1 --steps 2000
         sh scripts/mysql-stop.sh "$SIMBA_MYSQL_DIR" >/dev/null 2>&1
     else
         echo "== mysql: could not start MariaDB (see $LOGS/mysql-server.log)"
