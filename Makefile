@@ -122,9 +122,9 @@ FLG_test_fenced = $(ZKINC)
 LIB_test_fenced = -lhiredis -lzookeeper_mt -lpthread
 # the command-line tool: one file on the public headers
 SRC_simba      = tools/simba.c
-DEP_simba      = $(HDR_ALL)
-FLG_simba      = $(ZKINC) $(PGINC)
-LIB_simba      = -lsqlite3 -lhiredis -lzookeeper_mt -lpq -lpthread
+DEP_simba      = $(HDR_ALL) simba_mysql.h
+FLG_simba      = $(ZKINC) $(PGINC) $(MYINC)
+LIB_simba      = -lsqlite3 -lhiredis -lzookeeper_mt -lpq $(MYLIB) -lpthread
 
 .SECONDEXPANSION:
 $(VARIANT_PROGS:%=$(B)/%): $(B)/%: $$(SRC_$$*) $$(DEP_$$*) | $(B)

@@ -18,6 +18,7 @@
  *   simba_redis.h    Redis, on hiredis's async API (-lhiredis)
  *   simba_zk.h       ZooKeeper (-lzookeeper_mt, -DTHREADED)
  *   simba_pg.h       PostgreSQL (-lpq)
+ *   simba_mysql.h    MySQL and MariaDB, on MariaDB Connector/C (pkg-config libmariadb)
  *   adapters/simba_libuv.h, simba_libev.h, simba_libevent.h   drive a loop from libuv, libev
  *                    or libevent; installed as <simba/adapters/simba_libuv.h> and so on
  *

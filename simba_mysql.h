@@ -31,7 +31,10 @@
  *   the connection is closed and made anew (the server also gets max_statement_time so it
  *   gives up on its side); lost connections are re-made with randomised doubling backoff
  *   [reconnect_min_ms, reconnect_max_ms], and requests submitted between attempts fail at
- *   once with SIMBA_ECONN so that the core backs off.
+ *   once with SIMBA_ECONN so that the core backs off. A refused login or a missing
+ *   database or privilege (1044, 1045, 1049, 1142, 1143, 1227, 1370, 1698, 1862) is
+ *   SIMBA_EDENIED, with the server's words: at once, and for every request until a
+ *   connection is set up again.
  *   Deadlocks (1213) and lock-wait timeouts (1205) roll the procedure's transaction back:
  *   the same CALL is sent again, up to SIMBA__MY_RETRIES times.
  *
@@ -619,8 +622,8 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  END IF;\n"                                                                                 \
     "  END body;\n" SIMBA__MY_ANSWER "END"
 
-/* force release: clears the row only while the owner holds that fence and its lease lives;
-   the head waiter then asks at its timer. One row: 1 cleared, 0 not. */
+/* force release: clears the row, or deletes the holding of the set, only while that fence's
+   lease lives; the head waiter then asks at its timer. One row: 1 cleared, 0 not. */
 #define SIMBA__MY_FORCE                                                                           \
     "CREATE PROCEDURE IF NOT EXISTS {G}(p_name VARCHAR(255), p_fence BIGINT)\n"                      \
     "MODIFIES SQL DATA BEGIN\n"                                                                   \
@@ -632,6 +635,10 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0, value = '' WHERE name = p_name\n" \
     "    AND fence = p_fence AND owner <> '' AND transition_ms >= now_ms;\n"                     \
     "  SET n = ROW_COUNT();\n"                                                                    \
+    "  IF n = 0 THEN\n"                                                                           \
+    "    DELETE FROM {S} WHERE name = p_name AND fence = p_fence AND transition_ms >= now_ms;\n"   \
+    "    SET n = ROW_COUNT();\n"                                                                  \
+    "  END IF;\n"                                                                                 \
     "  IF n = 1 THEN\n"                                                                           \
     "    SELECT COALESCE(MAX(bell), '') INTO ring FROM (SELECT bell FROM {Q} WHERE name = p_name\n" \
     "      AND expires_ms >= now_ms ORDER BY seq LIMIT 1) h;\n"                                    \
@@ -773,6 +780,7 @@ typedef struct simba__my {
     simba_reply rep;
     char owner_buf[SIMBA_ID_MAX + 1];
     char err[512];
+    simba_result down_rc; /* DOWN: what requests fail with (SIMBA_ECONN, or SIMBA_EDENIED) */
     unsigned char val[SIMBA_VALUE_MAX];
     simba_view_holder hs[SIMBA__MY_VIEW_HOLDERS];            /* an inspection's holders */
     unsigned char hs_vals[SIMBA__MY_VIEW_HOLDERS * SIMBA_VALUE_MAX]; /* ... and their values */
@@ -1158,9 +1166,16 @@ static void simba__my_close(simba__my *p) {
     p->ret_res = NULL;
 }
 
+/* A refusal that no retry mends: access denied, an unknown database, a missing privilege,
+   an expired password. */
+static int simba__my_denied(unsigned e) {
+    return e == 1044 || e == 1045 || e == 1049 || e == 1142 || e == 1143 || e == 1227 || e == 1370 || e == 1698 || e == 1862;
+}
+
 /* Closes the connection, fails what is in flight or queued, schedules the next attempt. */
 static void simba__my_drop(simba__my *p, int64_t now, simba_result rc) {
     int was_ready = p->state == SIMBA__MY_READY;
+    p->down_rc = rc == SIMBA_EDENIED ? SIMBA_EDENIED : SIMBA_ECONN;
     simba__my_close(p);
     p->state = SIMBA__MY_DOWN;
     p->retry_at = simba__add(now, simba__backoff(p->loop, &p->backoff, p->rmin, p->rmax));
@@ -1256,11 +1271,11 @@ static void simba__my_error(simba__my *p, int64_t now) {
         return;
     }
     if (p->state != SIMBA__MY_READY || e >= 2000 || mysql_more_results(p->my)) { /* CR_* client errors: the link */
-        simba__my_drop(p, now, p->state == SIMBA__MY_READY ? SIMBA_EBACKEND : SIMBA_ECONN);
+        simba__my_drop(p, now, simba__my_denied(e) ? SIMBA_EDENIED : p->state == SIMBA__MY_READY ? SIMBA_EBACKEND : SIMBA_ECONN);
         return;
     }
     memset(&p->rep, 0, sizeof p->rep);
-    p->rep.rc = SIMBA_EBACKEND;
+    p->rep.rc = simba__my_denied(e) ? SIMBA_EDENIED : SIMBA_EBACKEND;
     p->rep.errmsg = p->err;
     p->rep.held_ms = -1;
     p->got = 1;
@@ -1294,7 +1309,7 @@ static int simba__my_after(simba__my *p, int64_t now) {
     case SIMBA__MY_S_CONNECT:
         if (!p->ret_my) {
             simba__my_set_err(p, "connect failed");
-            simba__my_drop(p, now, SIMBA_ECONN);
+            simba__my_drop(p, now, simba__my_denied(mysql_errno(p->my)) ? SIMBA_EDENIED : SIMBA_ECONN);
             return 0;
         }
         p->state = SIMBA__MY_SETUP;
@@ -1507,7 +1522,7 @@ static simba_result simba__my_submit(void *impl, simba_req *req) {
     simba__my *p = (simba__my *)impl;
     if (req->op < SIMBA_OP_ACQUIRE || req->op > SIMBA_OP_YIELD || req->value_len > SIMBA_VALUE_MAX) return SIMBA_EINVAL;
     if (p->state == SIMBA__MY_DOWN) {
-        simba_req_fail(req, SIMBA_ECONN, p->err[0] ? p->err : "mysql: not connected");
+        simba_req_fail(req, p->down_rc ? p->down_rc : SIMBA_ECONN, p->err[0] ? p->err : "mysql: not connected");
         return SIMBA_OK;
     }
     req->next_ = NULL;

@@ -1,7 +1,7 @@
 # cli.mk -- the simba command-line tool and its test. Uses B.
 #   make build/simba         the tool (tools/simba.c: VARIANT_PROGS in the Makefile)
-#   make test-cli            tests/test_cli.sh: starts its own redis-server, ZooKeeper and
-#                            PostgreSQL, runs every command under ASan too ($(B)/asan/simba),
+#   make test-cli            tests/test_cli.sh: starts its own redis-server, ZooKeeper,
+#                            PostgreSQL and MariaDB, runs every command under ASan too ($(B)/asan/simba),
 #                            then tests/test_elect.sh (values, yield; every backend)
 all: $(B)/simba $(B)/asan/simba
 

@@ -1,9 +1,9 @@
 # cli_matrix.sh -- every command of the tool on every primitive, under AddressSanitizer, each
-# printed field checked against the holders' own SIMBA_FENCE and ids and, on SQLite and
-# PostgreSQL, against the rows the store holds. SIMBA_CLI_VALGRIND=1 runs get and get --json
+# printed field checked against the holders' own SIMBA_FENCE and ids and, on SQLite,
+# PostgreSQL and MySQL, against the rows the store holds. SIMBA_CLI_VALGRIND=1 runs get and get --json
 # under valgrind too (build/simba; about 10 s a run on a loaded VM). Sourced by
 # tests/test_cli.sh (section matrix): uses its W, PIDS, ok/bad/check/expect_rc, wait_for,
-# wait_exit.   matrix_suite BE URL     BE: sqlite redis zk pg
+# wait_exit.   matrix_suite BE URL     BE: sqlite redis zk pg mysql
 ASIMBA=${SIMBA_ASAN_BIN:-build/asan/simba}
 # every ASan or UBSan report lands in a file of its own: a report in any process fails the run
 export ASAN_OPTIONS="log_path=$W/asan:exitcode=86:detect_leaks=1"
@@ -23,7 +23,7 @@ mx_hold() {
     MX_PID=$!; PIDS+=("$MX_PID")
 }
 # mx_store BE NAME: "ID FENCE" per live holding of NAME as the store keeps it, sorted by ID
-# (SQLite and PostgreSQL: their rows; other stores print nothing and are checked through
+# (SQLite, PostgreSQL and MySQL: their rows; other stores print nothing and are checked through
 # the holders' own SIMBA_FENCE)
 mx_store() {
     case $1 in
@@ -31,12 +31,14 @@ mx_store() {
                  UNION ALL SELECT contender, fence FROM simba_mutex_hold WHERE mutex = '$2'" 2>/dev/null ;;
         pg) psql -h 127.0.0.1 -p "$PGPORT_CLI" -U postgres -XAtF' ' -c "SELECT owner, fence FROM cli_locks WHERE name = '$2' AND owner <> ''
                  UNION ALL SELECT contender, fence FROM cli_locks_hold WHERE name = '$2'" postgres 2>/dev/null ;;
+        mysql) my_sql "SELECT owner, fence FROM cli_locks WHERE name = '$2' AND owner <> '' AND transition_ms >= FLOOR(UNIX_TIMESTAMP(SYSDATE(3)) * 1000)
+                 UNION ALL SELECT contender, fence FROM cli_locks_hold WHERE name = '$2' AND transition_ms >= FLOOR(UNIX_TIMESTAMP(SYSDATE(3)) * 1000)" | tr '\t' ' ' ;;
     esac | tr '|' ' ' | sort
 }
 # mx_store_is BE NAME "ID FENCE;ID FENCE": the store holds exactly these (where it can be read)
 mx_store_is() {
     local got want
-    case $1 in sqlite|pg) ;; *) return 0 ;; esac
+    case $1 in sqlite|pg|mysql) ;; *) return 0 ;; esac
     got=$(mx_store "$1" "$2" | tr '\n' ';')
     want=$(printf '%s' "$3" | tr ';' '\n' | sort | tr '\n' ';')
     [ "$got" = "$want" ] || { echo "  store: '$got', want '$want'"; return 1; }

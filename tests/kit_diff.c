@@ -5,7 +5,7 @@
  * Seeded random requests from several contenders (acquire or renew, release, yield,
  * set_value, force_release, inspect) on a mutex, a semaphore of 2, one of 3 and a read-write
  * lock run step by step on both sides: the store under test (SQLite, Redis, ZooKeeper,
- * PostgreSQL; the memory store itself with --plant) and a memory store (simba_memory.h).
+ * PostgreSQL, MySQL; the memory store itself with --plant) and a memory store (simba_memory.h).
  * After every step each side's outcome is written as one line (the request's result, each
  * contender's "do I hold it" with its fence's rank, the store's holders in fence order with
  * their values and ranks, the wait queue, the permits) and the two lines must be equal.
@@ -40,6 +40,8 @@
 #include "../simba_zk.h"
 #elif defined(DIFF_PG)
 #include "../simba_pg.h"
+#elif defined(DIFF_MYSQL)
+#include "../simba_mysql.h"
 #endif
 
 #include <poll.h>
@@ -151,6 +153,22 @@ static simba_result open_store(side *s, simba_loop *loop, simba_backend **out) {
     d.connect_timeout_ms = d.statement_timeout_ms = d.stall_timeout_ms = FAR_MS;
     (void)s;
     return simba_pg_open(loop, &d, out);
+#elif defined(DIFF_MYSQL)
+    simba_mysql_desc d;
+    static char table[48];
+    const char *e = getenv("SIMBA_MYSQL_PORT");
+    memset(&d, 0, sizeof d);
+    d.host = "127.0.0.1";
+    d.port = e && *e ? atoi(e) : 3390;
+    d.user = "root";
+    d.password = "simba";
+    d.db = "simba";
+    snprintf(table, sizeof table, "diff_%s", tag);
+    d.table = table;
+    d.max_lease_ms = 2 * TTL_MS;
+    d.connect_timeout_ms = d.statement_timeout_ms = FAR_MS;
+    (void)s;
+    return simba_mysql_open(loop, &d, out);
 #else
     return simba_memory_open(loop, s->st, out);
 #endif
@@ -568,6 +586,8 @@ int main(int argc, char **argv) {
     zoo_set_debug_level((ZooLogLevel)0);
 #elif defined(DIFF_PG)
     store = "postgres";
+#elif defined(DIFF_MYSQL)
+    store = "mysql";
 #endif
     for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atol(argv[++i]);

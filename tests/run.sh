@@ -171,14 +171,16 @@ if want mysql; then
             kit_sem kit_rw kit_fenced; do
             run "mysql_$c" $B/kit_mysql "$c"
         done
+        run kit_diff_mysql $B/kit_diff_mysql --seed 1 --steps 2000
         sh scripts/mysql-stop.sh "$SIMBA_MYSQL_DIR" >/dev/null 2>&1
     else
         echo "== mysql: could not start MariaDB (see $LOGS/mysql-server.log)"
         FAIL=$((FAIL + 1)); FAILED="$FAILED mysql-server"
     fi
 fi
-# the simba command-line tool: tests/test_cli.sh starts its own redis-server and ZooKeeper
-# (SIMBA_CLI_REDIS_PORT 6430, SIMBA_CLI_ZK_PORT 2221) and stops them by PID; tests/test_elect.sh
+# the simba command-line tool: tests/test_cli.sh starts its own redis-server, ZooKeeper,
+# PostgreSQL and MariaDB (SIMBA_CLI_REDIS_PORT 6430, SIMBA_CLI_ZK_PORT 2221, SIMBA_CLI_PG_PORT
+# 5447, SIMBA_CLI_MYSQL_PORT 3447) and stops them by PID; tests/test_elect.sh
 # (leadership values, yield, three elect processes and an observer on every backend) its own
 # redis-server, ZooKeeper and PostgreSQL on those ports + 2 (and SIMBA_CLI_PG_PORT 5447 + 2)
 if want cli || [ -z "${SIMBA_TEST_ONLY:-}" ]; then

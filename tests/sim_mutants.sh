@@ -99,7 +99,7 @@ mutate waiter-stops-asking simba.h \
     'return SIMBA__NEVER;'
 
 mutate lapse-unreported-by-unlock simba.h \
-    'lapsed = was == SIMBA__LK_HELD && !simba_locker_is_owner(lk);' \
+    'lapsed = was == SIMBA__LK_HELD && !simba_locker_is_owner(lk) && !(lk->svc->flags & SIMBA__F_YIELDING);' \
     'lapsed = 0;'
 mutate owner-while-yielding simba.h \
     's->flags |= SIMBA__F_YIELD | SIMBA__F_YIELDING;' \
@@ -113,7 +113,7 @@ mutate grant-keeps-old-value simba_memory.h \
         if (r->value_len) memcpy(e->value, r->value, r->value_len);' \
     '(a renewal keeps it) */'
 mutate readers-overtake-a-waiting-writer simba_memory.h \
-    'if (!e->w[i].shared) return 0;' \
+    'if (!e->w[i].shared && !SIMBA__MPLANT(e)) return 0;' \
     'if (0) return 0;'
 mutate semaphore-ignores-its-holders simba_memory.h \
     'if (e->permits > 1) return p < e->permits - e->nh;' \

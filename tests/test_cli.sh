@@ -7,10 +7,12 @@
 #   listens there)  SIMBA_CLI_MUTE_PORT (6435, a listener that accepts and never answers)
 #   SIMBA_CLI_FRESH_PORT (RPORT + 6): an undeclared redis-server for section fresh (init)
 #   SIMBA_BIN (build/simba)  FAULT_PROXY (build/fault_proxy)
-#   SIMBA_CLI_ONLY="usage connect sqlite readonly redis fresh zk signals elect stats partition pg permits matrix"
+#   SIMBA_CLI_ONLY="usage connect sqlite readonly redis fresh zk signals elect stats partition pg mysql permits matrix"
 #   runs some sections only (matrix: tests/cli_matrix.sh, every command on every primitive and
-#   backend under ASan; SIMBA_ASAN_BIN, default build/asan/simba).
+#   backend under ASan; SIMBA_ASAN_BIN, default build/asan/simba; SIMBA_CLI_MATRIX="sqlite redis
+#   zk pg mysql" runs it on some backends only).
 #   SIMBA_CLI_PG_PORT (5447): PostgreSQL for section pg (scripts/pg-start.sh; password simba).
+#   SIMBA_CLI_MYSQL_PORT (3447): MariaDB for section mysql and the matrix (scripts/mysql-start.sh).
 set -u
 cd "$(dirname "$0")/.."
 SIMBA=${SIMBA_BIN:-build/simba}
@@ -19,9 +21,10 @@ RPORT=${SIMBA_CLI_REDIS_PORT:-6430}
 ZPORT=${SIMBA_CLI_ZK_PORT:-2221}
 DEAD=${SIMBA_CLI_DEAD_PORT:-6434}
 MUTE=${SIMBA_CLI_MUTE_PORT:-6435}
-ONLY=${SIMBA_CLI_ONLY:-usage connect sqlite readonly redis fresh zk signals elect stats partition pg permits matrix}
+ONLY=${SIMBA_CLI_ONLY:-usage connect sqlite readonly redis fresh zk signals elect stats partition pg mysql permits matrix}
 FPORT=${SIMBA_CLI_FRESH_PORT:-$((RPORT + 6))}
 PGPORT_CLI=${SIMBA_CLI_PG_PORT:-5447}
+MYPORT_CLI=${SIMBA_CLI_MYSQL_PORT:-3447}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 W=$(mktemp -d "${TMPDIR:-/tmp}/simba-cli.XXXXXX")
 PASS=0
@@ -52,6 +55,7 @@ cleanup() {
     [ -f "$W/redis-fresh/redis.pid" ] && sh scripts/redis-stop.sh "$W/redis-fresh" >/dev/null 2>&1
     [ -f "$W/zk/zk.pid" ] && bash scripts/zk-stop.sh "$W/zk" >/dev/null 2>&1
     [ -s "$W/pg/datadir" ] && sh scripts/pg-stop.sh "$W/pg" >/dev/null 2>&1
+    [ -s "$W/mysql/mysql.pid" ] && sh scripts/mysql-stop.sh "$W/mysql" >/dev/null 2>&1
     rm -rf "$W"
 }
 trap cleanup EXIT
@@ -206,6 +210,19 @@ no_overlap() {
         $1 == "E" { if (!open || $4 != opid) { print "OVERLAP: end of " $4 " while " opid " holds"; bad = 1 }
                     open = 0; lastend = $2 }
         END { if (n != want) { print "holds: " n ", want " want; bad = 1 } exit bad }'
+}
+
+# denied_suite BE URL VAR: with a wrong password in VAR, every command exits 77 at once with
+# the server's words; run and elect do not wait for --connect-timeout
+denied_suite() {
+    local be=$1 url=$2 var=$3 c t1 t2
+    for c in "get x" "get x --json" "ls" "ls --json" "watch x" "release x --fence 1" "run x -- true" "run x -n -- true" \
+        "elect x -- true"; do
+        t1=$(now_ns)
+        expect_rc "$be: $c with a wrong password" 77 env "$var=wrong" timeout 20 "$SIMBA" -u "$url" $c
+        t2=$(( ($(now_ns) - t1) / 1000000 ))
+        check "  at once ($t2 ms), and says it was denied" eval 'elapsed_ok $t2 0 3000 && err_has "denied"'
+    done
 }
 
 HOLD='echo "S $(date +%s%N) $SIMBA_FENCE $$" >> "$0"; sleep 0.15; echo "E $(date +%s%N) $SIMBA_FENCE $$" >> "$0"'
@@ -488,14 +505,60 @@ if want pg; then
         expect_rc "pg: a bad sslmode" 64 "$SIMBA" -u "postgres://127.0.0.1:$PGPORT_CLI/postgres?table=t&sslmode=x" get x
         check "  names the modes" err_has "verify-full"
         expect_rc "pg: get before the table exists exits 1" 1 "$SIMBA" -u "$PGU" get x
-        expect_rc "pg: wrong password is a backend error" 69 env PGPASSWORD=wrong "$SIMBA" -u "$PGU" get x
+        expect_rc "pg: wrong password is a refusal" 77 env PGPASSWORD=wrong "$SIMBA" -u "$PGU" get x
         check "  the error line names the user, not the password" eval 'err_has "postgres://postgres@127.0.0.1:$PGPORT_CLI/" && ! err_has wrong'
+        denied_suite pg "$PGU" PGPASSWORD
         expect_rc "pg: run -n, nothing listens" 69 "$SIMBA" -u "postgres://127.0.0.1:$DEAD" run x -n -- true
         check "  says the backend could not be reached, not a timeout" eval 'err_has "could not be reached" && ! err_has "timed out"' 
         expect_rc "pg: unreachable server is a backend error" 69 "$SIMBA" -u "postgres://127.0.0.1:$DEAD" get x
         backend_suite pg "$PGU"
+        PGPASSWORD=simba psql -h 127.0.0.1 -p "$PGPORT_CLI" -U postgres -qXc "CREATE ROLE cli_nogrant LOGIN PASSWORD 'nogrant'" postgres >/dev/null 2>&1
+        expect_rc "pg: get as a role without grants on the table" 77 env PGPASSWORD=nogrant "$SIMBA" -u "postgres://cli_nogrant@127.0.0.1:$PGPORT_CLI/postgres?table=cli_locks" get x
+        check "  says the server's words" err_has "permission denied"
+        t1=$(now_ns)
+        expect_rc "pg: run as a role that may not create its tables" 77 env PGPASSWORD=nogrant "$SIMBA" -u "postgres://cli_nogrant@127.0.0.1:$PGPORT_CLI/postgres?table=cli_nogrant" run x -- true
+        t2=$(( ($(now_ns) - t1) / 1000000 ))
+        check "  at once ($t2 ms), with the server's words" eval 'elapsed_ok $t2 0 3000 && err_has "permission denied"'
         check "pg: the table of the URL holds the rows" test "$(PGPASSWORD=simba psql -h 127.0.0.1 -p "$PGPORT_CLI" -U postgres -Atc 'SELECT count(*) FROM cli_locks' postgres 2>/dev/null)" -ge 1
         unset PGPASSWORD
+    fi
+fi
+
+# ---- MySQL / MariaDB: its URL, a refusal at once, then the same suite -------------------------
+MYU="mysql://root@127.0.0.1:$MYPORT_CLI/simba?table=cli_locks"
+my_up() { # starts MariaDB once (sections mysql and matrix)
+    [ -s "$W/mysql/mysql.pid" ] && return 0
+    sh scripts/mysql-start.sh "$MYPORT_CLI" "$W/mysql" >"$W/mysql.log" 2>&1 && return 0
+    bad "MariaDB on $MYPORT_CLI: $(tail -3 "$W/mysql.log")"; return 1
+}
+my_sql() { mariadb --no-defaults -h 127.0.0.1 -P "$MYPORT_CLI" -uroot -psimba -N -B -e "$1" simba 2>/dev/null; }
+if want mysql; then
+    if my_up; then
+        export MYSQL_PWD=simba
+        expect_rc "mysql: host name refused (no resolver in the loop)" 64 "$SIMBA" -u "mysql://root@localhost:$MYPORT_CLI/simba" get x
+        check "  says numeric" err_has numeric
+        expect_rc "mysql: no /DB" 64 "$SIMBA" -u "mysql://root@127.0.0.1:$MYPORT_CLI" get x
+        expect_rc "mysql: port out of range" 64 "$SIMBA" -u "mysql://127.0.0.1:70000/simba" get x
+        expect_rc "mysql: unknown parameter" 64 "$SIMBA" -u "mysql://127.0.0.1:$MYPORT_CLI/simba?tabel=x" get x
+        expect_rc "mysql: a bad table name" 64 "$SIMBA" -u "mysql://root@127.0.0.1:$MYPORT_CLI/simba?table=a-b" get x
+        expect_rc "mysql: init is for Redis" 64 "$SIMBA" -u "$MYU" init
+        check "  says MySQL needs no declaration" err_has "MySQL"
+        expect_rc "mysql: get before the table exists exits 1" 1 "$SIMBA" -u "$MYU" get x
+        expect_rc "mysql: the password in the URL" 1 env -u MYSQL_PWD "$SIMBA" -u "mysql://root:simba@127.0.0.1:$MYPORT_CLI/simba?table=cli_locks" get x
+        expect_rc "mysql: wrong password is a refusal" 77 env MYSQL_PWD=wrong "$SIMBA" -u "$MYU" get x
+        check "  the error line names the user, not the password" eval 'err_has "mysql://root@127.0.0.1:$MYPORT_CLI/" && err_has "Access denied" && ! err_has wrong'
+        denied_suite mysql "$MYU" MYSQL_PWD
+        expect_rc "mysql: an unknown database is a refusal" 77 "$SIMBA" -u "mysql://root@127.0.0.1:$MYPORT_CLI/nodb" get x
+        check "  says the server's words" err_has "Unknown database"
+        expect_rc "mysql: run -n, nothing listens" 69 "$SIMBA" -u "mysql://127.0.0.1:$DEAD/simba" run x -n -- true
+        expect_rc "mysql: run with the password from MYSQL_PWD" 0 "$SIMBA" -u "$MYU" run x -- true
+        my_sql "CREATE USER IF NOT EXISTS cli_nogrant@'%' IDENTIFIED BY 'nogrant'" >/dev/null
+        t1=$(now_ns)
+        expect_rc "mysql: run as a user without grants" 77 env MYSQL_PWD=nogrant "$SIMBA" -u "mysql://cli_nogrant@127.0.0.1:$MYPORT_CLI/simba" run x -- true
+        t2=$(( ($(now_ns) - t1) / 1000000 ))
+        check "  at once ($t2 ms), with the server's words" eval 'elapsed_ok $t2 0 3000 && err_has "Access denied"'
+        check "mysql: the table of the URL holds the rows" test "$(my_sql 'SELECT COUNT(*) FROM cli_locks')" -ge 1
+        unset MYSQL_PWD
     fi
 fi
 
@@ -743,10 +806,12 @@ fi
 # ---- every command on every primitive and backend, under ASan and valgrind ------------------
 if want matrix; then
     . tests/cli_matrix.sh
-    matrix_suite sqlite "$SQL"
-    matrix_suite redis "$RED"
-    matrix_suite zk "$ZK"
-    if pg_up; then export PGPASSWORD=simba; matrix_suite pg "$PGU"; unset PGPASSWORD; fi
+    mx_want() { case " ${SIMBA_CLI_MATRIX:-sqlite redis zk pg mysql} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+    mx_want sqlite && matrix_suite sqlite "$SQL"
+    mx_want redis && matrix_suite redis "$RED"
+    mx_want zk && matrix_suite zk "$ZK"
+    if mx_want pg && pg_up; then export PGPASSWORD=simba; matrix_suite pg "$PGU"; unset PGPASSWORD; fi
+    if mx_want mysql && my_up; then export MYSQL_PWD=simba; matrix_suite mysql "$MYU"; unset MYSQL_PWD; fi
 fi
 
 echo "test_cli took $((SECONDS - T0)) s"

@@ -253,6 +253,66 @@ TEST(another_schema_version_is_refused_naming_both) {
     simba_loop_free(loop);
 }
 
+/* A wrong password and a database that does not exist are refusals, not outages: requests
+   fail at once with SIMBA_EDENIED and the server's words. */
+TEST(refused_login_and_unknown_database_are_denied_at_once) {
+    static const char *const pw[] = {"wrong", "simba"}, *const db[] = {"simba", "simba_no_such_db"}, *const words[] = {"Access denied", "Unknown database"};
+    int i;
+    for (i = 0; i < 2; i++) {
+        simba_loop *loop;
+        simba_backend *be;
+        simba_mysql_desc d;
+        simba_view v;
+        int64_t t = now_ms();
+        REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK);
+        memset(&d, 0, sizeof d);
+        d.host = "127.0.0.1";
+        d.port = port;
+        d.user = "root";
+        d.password = pw[i];
+        d.db = db[i];
+        d.table = table;
+        REQUIRE(simba_mysql_open(loop, &d, &be) == SIMBA_OK);
+        CHECK_RC(simba_inspect_wait(be, "denied", &v, 5000), SIMBA_EDENIED);
+        CHECK(strstr(simba_backend_errmsg(be), words[i]) != NULL);
+        CHECK(now_ms() - t < 2000);
+        fprintf(stderr, "  (%s, %lld ms)\n", simba_backend_errmsg(be), (long long)(now_ms() - t));
+        simba_loop_free(loop);
+    }
+}
+
+/* simba_force_release of a holding of a semaphore frees that holding, not the others. */
+TEST(force_release_frees_one_holding_of_a_semaphore) {
+    simba_loop *loop;
+    simba_backend *be;
+    simba_service *s[2] = {NULL, NULL};
+    rec r[2];
+    simba_view v;
+    int i;
+    memset(r, 0, sizeof r);
+    REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK);
+    REQUIRE(open_be(loop, table, 0, &be) == SIMBA_OK);
+    for (i = 0; i < 2; i++) {
+        simba_contend_desc d;
+        memset(&d, 0, sizeof d);
+        d.mutex = "forced-sem";
+        d.contender_id = i ? "b" : "a";
+        d.ttl_ms = 5000;
+        d.transition_ms = 2000;
+        d.permits = 2;
+        d.on_acquired = on_acq;
+        d.on_released = on_rel;
+        d.user_data = &r[i];
+        REQUIRE(simba_contend(loop, be, &d, &s[i]) == SIMBA_OK && simba_start(s[i]) == SIMBA_OK);
+    }
+    UNTIL(r[0].acquired && r[1].acquired, 5000, loop);
+    REQUIRE(r[0].acquired && r[1].acquired);
+    CHECK_RC(simba_force_release_wait(be, "forced-sem", r[1].fence, 5000), SIMBA_OK);
+    CHECK_RC(simba_inspect_wait(be, "forced-sem", &v, 5000), SIMBA_OK);
+    CHECK(v.holders == 1 && v.holder && v.holder[0].fence == r[0].fence);
+    simba_loop_free(loop);
+}
+
 /* A release reaches the waiter by its doorbell: it owns within a round trip or two, not at
    its timer (the lease's end, over a second away). Then its doorbell is killed (KILL
    CONNECTION): the backend says "timers" until it has parked a new one. */
@@ -411,6 +471,8 @@ int main(int argc, char **argv) {
     RUN(deleted_rows_quarantine_and_fences_go_on);
     RUN(dropped_table_is_made_anew_with_higher_fences);
     RUN(another_schema_version_is_refused_naming_both);
+    RUN(refused_login_and_unknown_database_are_denied_at_once);
+    RUN(force_release_frees_one_holding_of_a_semaphore);
     RUN(server_restart_reconnects_and_quarantines);
     return check_report("mysql");
 }

@@ -1,7 +1,7 @@
 /*
  * simba -- command-line tool for simba locks: run a command under a lock or as the elected
  * leader, inspect, watch, list and force-release mutexes. One C file on the public API of
- * simba.h, simba_sql.h, simba_redis.h and simba_zk.h. `simba --help` lists commands, options
+ * simba.h, simba_sql.h, simba_redis.h, simba_zk.h, simba_pg.h and simba_mysql.h. `simba --help` lists commands, options
  * and exit statuses.
  *
  * run / elect / watch drive the library (simba_contend / simba_observe) from one poll(2) loop
@@ -19,6 +19,7 @@
 #include "../simba_redis.h"
 #include "../simba_zk.h"
 #include "../simba_pg.h"
+#include "../simba_mysql.h"
 
 #include <zookeeper/zookeeper.h>
 
@@ -51,7 +52,8 @@ enum {
     EXIT_SOFTWARE = 70, /* library call failed unexpectedly */
     EXIT_OSERR = 71,    /* a system call failed (fork, pipe, poll) */
     EXIT_BUSY = 75,     /* run/elect: not acquired (-n and held, or -w timed out) */
-    EXIT_LOST = 76      /* run/elect: the lease was lost while the command ran; it was signalled */
+    EXIT_LOST = 76,     /* run/elect: the lease was lost while the command ran; it was signalled */
+    EXIT_NOPERM = 77    /* the store refused the login, the role, the database or a privilege */
 };
 
 static const char *prog = "simba";
@@ -124,6 +126,9 @@ static void usage(FILE *f) {
         "                                 (or ~/.pgpass), never from the URL; postgresql:// too\n"
         "      TLS: &sslmode=verify-full&sslrootcert=CA.crt (also sslcert=, sslkey=); a HOST\n"
         "      name with &hostaddr=IP is what verify-full checks (never resolved)\n"
+        "  mysql://[USER[:PASSWORD]@]HOST[:PORT]/DB[?table=NAME]   MySQL/MariaDB, HOST numeric;\n"
+        "                                 port 3306, table simba_mutex; password from $MYSQL_PWD\n"
+        "                                 unless in the URL (where ps shows it)\n"
         "\n");
     usage_options(f);
     fprintf(f, /* in parts: C99 promises string literals of 4095 bytes only */
@@ -150,7 +155,8 @@ static void usage(FILE *f) {
         "  get --stats: 64 the socket serves another mutex or backend, 69 it does not answer\n"
         "  run/elect: 69 no answer from the backend for --connect-timeout seconds\n"
         "  all: 64 bad usage or URL, 69 backend failed or unreachable, 70 internal error,\n"
-        "       71 system call failed\n");
+        "       71 system call failed, 77 the store refused the login, role, database or a\n"
+        "       privilege (at once, also run/elect)\n");
 }
 
 /* ---- small utilities ------------------------------------------------------------------ */
@@ -325,7 +331,7 @@ static void json_value(FILE *f, const unsigned char *v, size_t n, int owned) {
 
 /* ---- backend URL ------------------------------------------------------------------------ */
 
-enum { BE_SQLITE = 1, BE_REDIS, BE_ZK, BE_PG };
+enum { BE_SQLITE = 1, BE_REDIS, BE_ZK, BE_PG, BE_MYSQL };
 
 typedef struct url_t {
     int kind;
@@ -335,7 +341,8 @@ typedef struct url_t {
     int db;
     char hosts[1024]; /* zk */
     char root[300];
-    char user[64], dbname[64], table[64]; /* postgres (host and port above) */
+    char user[64], dbname[66], table[64]; /* postgres, mysql (host and port above) */
+    char password[160];                   /* mysql: from the URL, else $MYSQL_PWD */
     /* postgres TLS: URL parameters; tls_name = HOST when HOST is a name (hostaddr=IP given) */
     char sslmode[16], sslrootcert[1024], sslcert[1024], sslkey[1024], tls_name[256];
 } url_t;
@@ -511,6 +518,60 @@ static int parse_pg_url(const char *u, const char *p, url_t *out) {
     return pg_host_addr(u, out, hostaddr);
 }
 
+/* mysql://[USER[:PASSWORD]@]HOST[:PORT]/DB[?table=NAME], HOST numeric (the backend never
+   resolves names). Without :PASSWORD, $MYSQL_PWD (a password in the URL shows in ps). */
+static int parse_mysql_url(const char *u, const char *p, url_t *out) {
+    const char *end = p + strcspn(p, "/?"), *at = memchr(p, '@', (size_t)(end - p)), *q, *hend;
+    size_t n;
+    unsigned char addr[16];
+    out->kind = BE_MYSQL;
+    out->port = 3306;
+    snprintf(out->table, sizeof out->table, "simba_mutex");
+    if (at) {
+        const char *colon = memchr(p, ':', (size_t)(at - p));
+        size_t un = (size_t)((colon ? colon : at) - p);
+        if (un == 0 || un >= sizeof out->user) { errorf("URL '%s': mysql: USER must be 1..%d bytes", u, (int)sizeof out->user - 1); return -1; }
+        memcpy(out->user, p, un);
+        n = colon ? (size_t)(at - colon - 1) : 0;
+        if (n >= sizeof out->password) { errorf("URL '%s': mysql: PASSWORD too long", u); return -1; }
+        if (colon) memcpy(out->password, colon + 1, n);
+        p = at + 1;
+    }
+    if (!out->password[0] && getenv("MYSQL_PWD")) snprintf(out->password, sizeof out->password, "%s", getenv("MYSQL_PWD"));
+    if (*p == '[') {
+        hend = memchr(p, ']', (size_t)(end - p));
+        if (!hend) { errorf("URL '%s': mysql: unterminated '[' in the host", u); return -1; }
+        n = (size_t)(hend - p - 1);
+        q = hend + 1;
+        p++;
+    } else {
+        hend = memchr(p, ':', (size_t)(end - p));
+        q = hend ? hend : end;
+        n = (size_t)(q - p);
+    }
+    if (n == 0 || n >= 64) { errorf("URL '%s': mysql: the HOST is empty or too long", u); return -1; }
+    memcpy(out->host, p, n);
+    if (inet_pton(AF_INET, out->host, addr) != 1 && inet_pton(AF_INET6, out->host, addr) != 1) {
+        errorf("URL '%s': mysql: HOST '%s' is a name and the backend never resolves names: give its numeric address", u, out->host);
+        return -1;
+    }
+    if (*q == ':') {
+        if (parse_port("mysql", q + 1, (size_t)(end - q - 1), &out->port)) return -1;
+    } else if (q != end) { errorf("URL '%s': mysql: unexpected '%.*s' after the HOST", u, (int)(end - q), q); return -1; }
+    n = *end == '/' ? strcspn(end + 1, "?") : 0;
+    if (n == 0 || n > 64) { errorf("URL '%s': mysql: /DB (the database of the tables) is required, 1..64 bytes", u); return -1; }
+    memcpy(out->dbname, end + 1, n);
+    p = end + 1 + n;
+    if (*p == '?') {
+        p++;
+        if (strncmp(p, "table=", 6) != 0 || strchr(p, '&')) { errorf("URL '%s': mysql: unknown parameter '%s' (table=NAME only)", u, p); return -1; }
+        n = strlen(p + 6);
+        if (n == 0 || n > 48) { errorf("URL '%s': mysql: table must be 1..48 bytes", u); return -1; }
+        memcpy(out->table, p + 6, n + 1);
+    }
+    return 0;
+}
+
 /* ROOT: components non-empty, not . or ..; /simba when none is given. */
 static int zk_root(const char *u, const char *slash, url_t *out) {
     if (slash && slash[1]) {
@@ -561,9 +622,9 @@ typedef struct scheme_t {
 } scheme_t;
 static const scheme_t schemes[] = {
     {"sqlite:", parse_sqlite_url},  {"redis://", parse_redis_url},      {"postgres://", parse_pg_url},
-    {"postgresql://", parse_pg_url}, {"zk://", parse_zk_url},
+    {"postgresql://", parse_pg_url}, {"zk://", parse_zk_url},          {"mysql://", parse_mysql_url},
 };
-#define URL_FORMS "sqlite:PATH, redis://HOST:PORT[/DB], zk://HOST:PORT[/ROOT], postgres://HOST[:PORT][/DB]"
+#define URL_FORMS "sqlite:PATH, redis://HOST:PORT[/DB], zk://HOST:PORT[/ROOT], postgres://HOST[:PORT][/DB], mysql://HOST[:PORT]/DB"
 
 static int parse_url(const char *u, url_t *out) {
     size_t i, n;
@@ -614,6 +675,9 @@ static void backend_id(const url_t *u, char *out, size_t cap) {
     } else if (u->kind == BE_PG) {
         snprintf(out, cap, strchr(u->host, ':') ? "postgres://%s%s[%s]:%d/%s?table=%s" : "postgres://%s%s%s:%d/%s?table=%s", u->user,
                  u->user[0] ? "@" : "", u->host, u->port, u->dbname, u->table); /* the user, never a password */
+    } else if (u->kind == BE_MYSQL) {
+        snprintf(out, cap, strchr(u->host, ':') ? "mysql://%s%s[%s]:%d/%s?table=%s" : "mysql://%s%s%s:%d/%s?table=%s", u->user,
+                 u->user[0] ? "@" : "", u->host, u->port, u->dbname, u->table);
     } else {
         snprintf(out, cap, "zk://%s%s", u->hosts, u->root);
     }
@@ -824,7 +888,20 @@ static void log_hook(void *u, simba_log_level lv, const char *msg) {
 static int open_lib_fail(simba_loop **loop, int rc) {
     simba_loop_free(*loop);
     *loop = NULL;
-    return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND;
+    return rc == SIMBA_EINVAL ? EXIT_USAGE : rc == SIMBA_EDENIED ? EXIT_NOPERM : EXIT_BACKEND;
+}
+
+/* MySQL: the connection is made in the loop; read_only has no meaning there (no file). */
+static int open_mysql(const url_t *u, simba_loop *loop, simba_backend **be) {
+    simba_mysql_desc d;
+    memset(&d, 0, sizeof d);
+    d.host = u->host;
+    d.port = u->port;
+    d.user = u->user[0] ? u->user : NULL;
+    d.password = u->password[0] ? u->password : NULL;
+    d.db = u->dbname;
+    d.table = u->table;
+    return simba_mysql_open(loop, &d, be);
 }
 
 static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, int read_only, simba_loop **loop, simba_backend **be) {
@@ -872,6 +949,9 @@ static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, int r
         d.tls_name = u->tls_name[0] ? u->tls_name : NULL;
         rc = simba_pg_open(*loop, &d, be);
         if (rc != SIMBA_OK) { errorf("postgres://%s:%d: %s (%s)", u->host, u->port, simba_loop_errmsg(*loop), simba_strerror(rc)); return open_lib_fail(loop, rc); }
+    } else if (u->kind == BE_MYSQL) {
+        rc = open_mysql(u, *loop, be);
+        if (rc != SIMBA_OK) { errorf("mysql://%s:%d: %s (%s)", u->host, u->port, simba_loop_errmsg(*loop), simba_strerror(rc)); return open_lib_fail(loop, rc); }
     } else {
         simba_zk_desc d;
         int64_t t = ttl_ms + transition_ms;
@@ -1622,9 +1702,9 @@ static int run_waiting(runner *r, reach_t *reach, int64_t now, int64_t decide_by
        would not change that */
     memset(&st, 0, sizeof st);
     st.size = sizeof st;
-    if (idle && simba_service_stats(r->svc, &st) == SIMBA_OK && st.last_error == SIMBA_ECONFLICT) {
-        errorf("%s: refused by the backend: %s", o->name, st.last_error_msg);
-        return EXIT_USAGE;
+    if (idle && simba_service_stats(r->svc, &st) == SIMBA_OK && (st.last_error == SIMBA_ECONFLICT || st.last_error == SIMBA_EDENIED)) {
+        errorf("%s: refused by the backend: %s (%s)", o->name, st.last_error_msg, simba_strerror(st.last_error));
+        return st.last_error == SIMBA_EDENIED ? EXIT_NOPERM : EXIT_USAGE;
     }
     if (o->connect_ms && reach->down_since && now - reach->down_since >= o->connect_ms) {
         errorf("%s: no answer from the backend for %.3g s (--connect-timeout %.3g): %s", o->name, (double)(now - reach->down_since) / 1000.0,
@@ -1700,6 +1780,7 @@ typedef struct watcher {
     simba_view view;   /* the store's answer */
     int asking, stale; /* an inspection is out; its line was printed already */
     int printed;       /* a line was printed: the answer to the first inspection is not needed */
+    int denied;        /* the store refused the login or a privilege: watching cannot begin */
     uint64_t free_fence;
     int64_t free_wall;
 } watcher;
@@ -1740,6 +1821,10 @@ static void on_watch_store(const simba_view *v, simba_result rc, void *u) {
 static void on_watch_first(const simba_view *v, simba_result rc, void *u) {
     watcher *w = (watcher *)u;
     w->asking = 0;
+    if (rc == SIMBA_EDENIED) {
+        errorf("%s: refused by the backend: %s (%s)", w->o->name, simba_backend_errmsg(w->be), simba_strerror(rc));
+        w->denied = 1;
+    }
     if (w->printed || rc != SIMBA_OK || !v || v->owner[0]) return;
     watch_line(w, NULL, v->fence, 0, wall_ms(), NULL, 0);
 }
@@ -1824,6 +1909,7 @@ static int watch_loop(watcher *w) {
         while ((sig = next_signal()) != 0)
             if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) quit = 1;
         if (quit) return EXIT_OK;
+        if (w->denied) return EXIT_NOPERM;
         if (wait_io(w->loop, d)) return EXIT_OK;
     }
 }
@@ -1875,7 +1961,7 @@ static int inspect_failed(const url_t *u, simba_loop *loop, const char *what, in
     char id[600];
     backend_id(u, id, sizeof id);
     errorf("%s: %s: %s (%s)", id, what, simba_loop_errmsg(loop), simba_strerror(rc));
-    return rc == SIMBA_EINVAL ? EXIT_USAGE : EXIT_BACKEND;
+    return rc == SIMBA_EINVAL ? EXIT_USAGE : rc == SIMBA_EDENIED ? EXIT_NOPERM : EXIT_BACKEND;
 }
 
 
@@ -2432,7 +2518,11 @@ static int cmd_init(const url_t *u, opts_t *o) {
     simba_redis_desc d;
     char msg[512];
     int rc;
-    if (u->kind != BE_REDIS) { errorf("init: for Redis only (redis://HOST[:PORT]): the other stores need no declaration"); return EXIT_USAGE; }
+    if (u->kind != BE_REDIS) {
+        errorf("init: for Redis only (redis://HOST[:PORT]): the other stores (SQLite, ZooKeeper, PostgreSQL, MySQL) keep their data "
+               "durably and need no declaration");
+        return EXIT_USAGE;
+    }
     memset(&d, 0, sizeof d);
     d.host = u->host;
     d.port = u->port;
