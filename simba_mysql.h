@@ -108,7 +108,7 @@
  *   <table>_hold holds one row per reader or semaphore permit, each its own lease, its fence
  *   the next of the name's row, which records the permits while anyone holds or waits; the
  *   queue's rows say who reads (column shared). <table>_sacq asks for a holding under the
- *   row lock (another N is refused, SIMBA_EINVAL); a release or yield of a holding, or of the
+ *   row lock (another N is refused, SIMBA_ECONFLICT); a release or yield of a holding, or of the
  *   owner row before readers, grants in its transaction each waiter it frees (<table>_grant)
  *   and rings its doorbell.
  *
@@ -868,14 +868,14 @@ static int simba__my_parse_row(unsigned nf, char **vals, simba_reply *out, char 
     }
     if (n[4] == 6) { /* another N than the name's while anyone holds or waits */
         snprintf(err, errcap, "permits %lld asked, the name has %lld while held", (long long)n[1], (long long)n[0]);
-        out->rc = SIMBA_EINVAL;
+        out->rc = SIMBA_ECONFLICT;
         out->errmsg = err;
         return 0;
     }
     if (n[4] < 0 || n[4] > 5) { snprintf(err, errcap, "mysql: first_in_line must be 0 to 6"); return -1; }
     out->first_in_line = n[4] == 1;
     out->yielded = n[4] == 5;
-    if (n[4] == 4) out->rc = SIMBA_ESTATE; /* the fence no longer holds: the row says who holds it */
+    if (n[4] == 4) out->rc = SIMBA_EFENCE; /* the fence no longer holds: the row says who holds it */
     if (!vals[0][0]) return 0;
     if (simba_id_check(vals[0]) != SIMBA_OK) { snprintf(err, errcap, "mysql: stored owner id is not a valid contender id"); return -1; }
     if (n[0] > SIMBA_MAX_MS || n[1] > SIMBA_MAX_MS || n[0] < -SIMBA_MAX_MS || n[1] < 0 || n[1] < n[0] || n[2] < 0 ||
@@ -1023,7 +1023,7 @@ static void simba__my_take(simba__my *p, MYSQL_RES *res) {
     p->got = 1;
     if (r->op == SIMBA_OP_FORCE_RELEASE) {
         row = mysql_fetch_row(res);
-        p->rep.rc = row && row[0] && strcmp(row[0], "1") == 0 ? SIMBA_OK : SIMBA_ESTATE;
+        p->rep.rc = row && row[0] && strcmp(row[0], "1") == 0 ? SIMBA_OK : SIMBA_EFENCE;
         return;
     }
     if (simba__my_inspection(r->op)) {
@@ -1244,11 +1244,11 @@ static void simba__my_done(simba__my *p, int64_t now) {
             p->rep.rc = SIMBA_EBACKEND;
             p->rep.errmsg = p->err;
         }
-        if (p->rep.rc == SIMBA_ESTATE && !simba__my_inspection(r->op)) {
+        if (p->rep.rc == SIMBA_EFENCE && !simba__my_inspection(r->op)) {
             snprintf(p->err, sizeof p->err, "mysql %s: %.128s no longer holds mutex %.128s with fence %llu",
                      r->op == SIMBA_OP_YIELD ? "yield" : "set_value", r->contender, r->mutex, (unsigned long long)r->fence);
             memset(&p->rep, 0, sizeof p->rep);
-            p->rep.rc = SIMBA_ESTATE;
+            p->rep.rc = SIMBA_EFENCE;
             p->rep.errmsg = p->err;
             p->rep.held_ms = -1;
         }

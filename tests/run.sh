@@ -160,15 +160,16 @@ if want pg && [ -n "${SIMBA_TEST_ONLY:-}" ]; then
 fi
 # MariaDB (simba_mysql.h): a private server on SIMBA_MYSQL_PORT, its data under $B/mysql;
 # test_mysql restarts one of its own on SIMBA_MYSQL_PORT + 1 (data in SIMBA_MYSQL_DIR2).
-# The kit runs one process per group of cases; not in it: kit_multi_contend (30 s) and the two
-# hand-overs by simba_loop_free with a renewal in flight (see docs/mysql.md).
+# The kit runs one process per group of cases; not in it: kit_multi_contend (30 s), the two
+# hand-overs by simba_loop_free with a renewal in flight, and every follower learning each
+# owner by push (the doorbell rings the next waiter only; see docs/mysql.md).
 if want mysql; then
     if sh scripts/mysql-start.sh "$SIMBA_MYSQL_PORT" "$SIMBA_MYSQL_DIR" >"$LOGS/mysql-server.log" 2>&1; then
         run mysql $B/test_mysql
         run asan_mysql $B/asan/test_mysql
         for c in kit_start kit_restart kit_guard kit_fencing kit_locker kit_observer kit_schedule kit_fair_queue \
             kit_stop_wait kit_loop_close_during kit_inspect kit_list kit_force_release kit_value kit_yield kit_at_risk \
-            kit_sem kit_rw kit_fenced; do
+            kit_sem kit_rw kit_fenced kit_late_renewal kit_stale_fence; do
             run "mysql_$c" $B/kit_mysql "$c"
         done
         run kit_diff_mysql $B/kit_diff_mysql --seed 1 --steps 2000
