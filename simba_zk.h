@@ -21,9 +21,10 @@
  *
  * RECIPE
  *   Mutex M lives at <root>/M (persistent, created on demand; root defaults to "/simba").
- *   The root's data names the layout below, "simba schema <N>" (SIMBA__ZK_SCHEMA): a backend
- *   whose first look at it (each session's first call) finds another refuses every request
- *   in words that name both; an empty root gets this one, a missing root is made with it.
+ *   The root's data names the layout below, "simba schema <N>" (SIMBA__ZK_SCHEMA_VERSION): a
+ *   backend whose first look at it (each session's first call) finds another refuses every
+ *   request in words that name both; an empty root gets this one, a missing root is made
+ *   with it.
  *   A contender C that acquires creates one EPHEMERAL|SEQUENTIAL child
  *       <root>/M/n-<tag>-<10-digit sequence>
  *   whose data is "<tag> <session timeout ms> <C> <keep> <value>" (see VALUE). The tag is
@@ -453,7 +454,7 @@ enum { SIMBA__ZK_CREATE, SIMBA__ZK_LIST, SIMBA__ZK_GET, SIMBA__ZK_EXISTS, SIMBA_
        SIMBA__ZK_MKDIR, SIMBA__ZK_AUTH, SIMBA__ZK_PARENT, SIMBA__ZK_SET, SIMBA__ZK_REWATCH,
        SIMBA__ZK_SELF, SIMBA__ZK_PING, SIMBA__ZK_SYNC, SIMBA__ZK_VALUE, SIMBA__ZK_MULTI, SIMBA__ZK_SCHEMA };
 /* The layout of the nodes (RECIPE, VALUE), as the root's data says it. */
-#define SIMBA__ZK_SCHEMA 1
+#define SIMBA__ZK_SCHEMA_VERSION 1
 #define SIMBA__ZK_SCHEMA_WORD "simba schema "
 /* job kinds beyond simba_op */
 enum { SIMBA__ZK_J_REFRESH = 100 };
@@ -1600,7 +1601,7 @@ static void simba__zk_mkdirs(simba__zk *zk, const char *mutex) {
             char save = path[i];
             if (!op) return;
             char mark[32];
-            int ml = i == strlen(zk->root) ? snprintf(mark, sizeof mark, SIMBA__ZK_SCHEMA_WORD "%d", SIMBA__ZK_SCHEMA) : 0;
+            int ml = i == strlen(zk->root) ? snprintf(mark, sizeof mark, SIMBA__ZK_SCHEMA_WORD "%d", SIMBA__ZK_SCHEMA_VERSION) : 0;
             path[i] = 0;
             simba__zk_op_issued(zk, op, zoo_acreate(zk->sess->zh, path, ml ? mark : "", ml, acl, ZOO_PERSISTENT,
                                                     simba__zk_cb_string, op));
@@ -2087,7 +2088,7 @@ static void simba__zk_op_effects(simba__zk *zk, simba__zk_op *op, simba__zk_cont
    nobody has written it: version 0), another layout's refuses the backend. */
 static void simba__zk_schema_seen(simba__zk *zk, const simba__zk_op *op) {
     char mark[32];
-    int ml = snprintf(mark, sizeof mark, SIMBA__ZK_SCHEMA_WORD "%d", SIMBA__ZK_SCHEMA);
+    int ml = snprintf(mark, sizeof mark, SIMBA__ZK_SCHEMA_WORD "%d", SIMBA__ZK_SCHEMA_VERSION);
     if (op->datalen == 0 && op->version == 0) {
         simba__zk_op *set = simba__zk_op_new(zk, NULL, SIMBA__ZK_SET);
         if (set) simba__zk_op_issued(zk, set, zoo_aset(zk->sess->zh, zk->root, mark, ml, 0, simba__zk_cb_stat, set));
@@ -2098,7 +2099,7 @@ static void simba__zk_schema_seen(simba__zk *zk, const simba__zk_op *op) {
              "simba uses %d: run one simba version on a root, or give this one a root of its own",
              strncmp(op->data, SIMBA__ZK_SCHEMA_WORD, sizeof SIMBA__ZK_SCHEMA_WORD - 1) == 0
                  ? op->data + sizeof SIMBA__ZK_SCHEMA_WORD - 1 : "(not simba's)",
-             zk->root, SIMBA__ZK_SCHEMA);
+             zk->root, SIMBA__ZK_SCHEMA_VERSION);
     if (!zk->schema_bad) simba_log(zk->loop, SIMBA_LOG_ERROR, "%s", zk->schema_err);
     zk->schema_bad = 1;
 }
