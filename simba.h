@@ -1250,6 +1250,28 @@ static SIMBA__KIT simba_result simba__refuse(char *err, size_t cap, simba_result
     return rc;
 }
 
+/* A view's holders as a store hands them over (hs[0..n)): when the view names no owner it
+   shows the holder whose lease ends first, the one a waiter waits for; permits is what the
+   store keeps (a holder beside an owner: 1; nobody holds: 0). */
+static SIMBA__KIT void simba__view_holders(simba_view *v, simba_view_holder *hs, int n, int permits) {
+    int i, first = -1;
+    for (i = 0; !v->owner[0] && i < n; i++)
+        if (first < 0 || hs[i].transition_left_ms < hs[first].transition_left_ms) first = i;
+    if (first >= 0) {
+        simba__copy(v->owner, sizeof v->owner, hs[first].id);
+        v->fence = hs[first].fence;
+        v->acquired_unix_ms = hs[first].acquired_unix_ms;
+        v->held_ms = hs[first].held_ms;
+        v->ttl_left_ms = hs[first].ttl_left_ms;
+        v->transition_left_ms = hs[first].transition_left_ms;
+        v->value = hs[first].value;
+        v->value_len = hs[first].value_len;
+    }
+    v->holders = n;
+    v->holder = n ? hs : NULL;
+    v->permits = n ? (v->owner[0] && first < 0 ? 1 : permits) : 0;
+}
+
 /* >>fence  The fenced write's rule, one for every store that judges it in C. The arguments
    first: a mutex name and a fence a grant could have handed out (fences start at 1). */
 static SIMBA__KIT simba_result simba__fence_args(const char *fn, const char *name, uint64_t fence, char *err, size_t cap) {

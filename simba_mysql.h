@@ -973,7 +973,7 @@ static int simba__my_view_holding(const char **w, simba_view_holder *h, unsigned
    room for SIMBA__MY_VIEW_HOLDERS, vals for their values. */
 static int simba__my_view_holders(char **c, simba_view *v, simba_view_holder *hs, unsigned char *vals, char *err, size_t errcap) {
     const char *w = c[10] ? c[10] : "";
-    int n = 0, first = -1;
+    int n = 0;
     int64_t permits;
     if (!c[11] || simba__my_int(c[11], &permits) != 0) return -1;
     if (v->owner[0]) {
@@ -990,22 +990,9 @@ static int simba__my_view_holders(char **c, simba_view *v, simba_view_holder *hs
     }
     while (*w && n < SIMBA__MY_VIEW_HOLDERS) {
         if (simba__my_view_holding(&w, &hs[n], vals + (size_t)n * SIMBA_VALUE_MAX, err, errcap) != 0) return -1;
-        if (!v->owner[0] && (first < 0 || hs[n].transition_left_ms < hs[first].transition_left_ms)) first = n;
         n++;
     }
-    if (first >= 0) {
-        simba__copy(v->owner, sizeof v->owner, hs[first].id);
-        v->fence = hs[first].fence;
-        v->acquired_unix_ms = hs[first].acquired_unix_ms;
-        v->held_ms = hs[first].held_ms;
-        v->ttl_left_ms = hs[first].ttl_left_ms;
-        v->transition_left_ms = hs[first].transition_left_ms;
-        v->value = hs[first].value;
-        v->value_len = hs[first].value_len;
-    }
-    v->holders = n;
-    v->holder = n ? hs : NULL;
-    v->permits = n ? (v->owner[0] && first < 0 ? 1 : (int)permits) : 0;
+    simba__view_holders(v, hs, n, (int)permits);
     return 0;
 }
 

@@ -1969,7 +1969,7 @@ static int simba__pg_view_holding(const char **w, simba_view_holder *h, unsigned
    shows the holding that frees first. */
 static int simba__pg_view_holders(simba__pg *p, PGresult *res, int row, simba_view *v, simba_view_holder **out) {
     const char *w = PQgetvalue(res, row, 10);
-    int n = 0, cap = v->owner[0] ? 1 : 0, first = -1, i, bad;
+    int n = 0, cap = v->owner[0] ? 1 : 0, i, bad;
     size_t used = 0, wl = strlen(w);
     int64_t permits;
     simba_view_holder *hs;
@@ -1995,22 +1995,9 @@ static int simba__pg_view_holders(simba__pg *p, PGresult *res, int row, simba_vi
     while (*w && n < cap) {
         if ((bad = simba__pg_view_holding(&w, &hs[n], vals + used, p->err, sizeof p->err)) != 0) goto bad;
         used += hs[n].value_len;
-        if (!v->owner[0] && (first < 0 || hs[n].transition_left_ms < hs[first].transition_left_ms)) first = n;
         n++;
     }
-    if (first >= 0) {
-        simba__copy(v->owner, sizeof v->owner, hs[first].id);
-        v->fence = hs[first].fence;
-        v->acquired_unix_ms = hs[first].acquired_unix_ms;
-        v->held_ms = hs[first].held_ms;
-        v->ttl_left_ms = hs[first].ttl_left_ms;
-        v->transition_left_ms = hs[first].transition_left_ms;
-        v->value = hs[first].value;
-        v->value_len = hs[first].value_len;
-    }
-    v->holders = n;
-    v->holder = n ? hs : NULL;
-    v->permits = n ? (v->owner[0] && first < 0 ? 1 : (int)permits) : 0;
+    simba__view_holders(v, hs, n, (int)permits);
     *out = hs;
     return 0;
 bad:
