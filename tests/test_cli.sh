@@ -595,6 +595,20 @@ wait_exit $pid 5
 check "INT while waiting: simba exits 130 (got $RC)" test "$RC" -eq 130
 check "  and never ran the command" test ! -e "$W/nope"
 touch "$W/go"; wait_exit $hp 10
+# a run forced out by release --fence while its command takes its grace to end: it leaves,
+# and never takes the name again on the way out (the store keeps the forced-out fence)
+rm -f "$W/fo" "$W/fo.out"
+"$SIMBA" run forced --ttl 1 --transition 3 --grace 2 -- sh -c 'echo $$ > $0.pg; trap "sleep 1.5; exit 0" TERM; echo $SIMBA_FENCE > $0; while :; do sleep 0.05; done' "$W/fo" >>"$W/bg.log" 2>&1 &
+pid=$!; PIDS+=("$pid")
+wait_for 10 test -s "$W/fo" || true
+f=$(cat "$W/fo" 2>/dev/null)
+expect_rc "release --fence of a running command" 0 "$SIMBA" release forced --fence "${f:-0}"
+for i in 1 2 3 4 5 6 7 8; do "$SIMBA" get forced --json >>"$W/fo.out" 2>&1; sleep 0.2; done
+wait_exit $pid 10
+check "  the forced-out run exits 76 (got $RC)" test "$RC" -eq 76
+"$SIMBA" get forced --json >>"$W/fo.out" 2>&1
+check "  it never took the name again while its command ended (fence stays $f)" \
+    eval '! grep -q "\"fence\":$((f + 1))" "$W/fo.out" && tail -n 1 "$W/fo.out" | grep -q "\"owner\":null,\"fence\":$f,"'
 # from a terminal (script(1) gives one): the command is the foreground job and may read it
 printf 'hello\n' | timeout 20 script -qec "$SIMBA -u $SQL run tty $FAST -- sh -c 'echo \$\$ > $W/tty.pg; read x; echo got:\$x; exit 5'; echo simba-rc=\$?" /dev/null > "$W/tty" 2>&1
 check "a command run from a terminal reads it" grep -q "got:hello" "$W/tty"

@@ -1445,7 +1445,6 @@ static void on_ev(simba_service *svc, const simba_service_event *ev, void *u) {
 
 static void on_rel(simba_service *svc, const simba_state *st, void *u) {
     runner *r = (runner *)u;
-    (void)svc;
     r->owner = 0;
     if (r->stopping) return;
     if (st->reason == SIMBA_REASON_YIELDED) { /* the command was stopped before the yield */
@@ -1458,6 +1457,13 @@ static void on_rel(simba_service *svc, const simba_state *st, void *u) {
         /* Signal at once, from the dispatch: the grace period must end inside the
            transition window, before anyone else can win. */
         r->lost = 1;
+        /* run (and elect --once) leaves when the command has ended: it stops contending
+           now, or it could win the name again during the grace and leave it with a new
+           fence */
+        if (!r->elect || r->o->once) {
+            r->stopping = 1;
+            simba_stop(svc);
+        }
         kill_group(r, r->o->sig);
         r->kill_at = mono_ms() + r->o->grace_ms;
         if (r->o->grace_ms == 0) { kill_group(r, SIGKILL); r->kill_at = 0; }
