@@ -148,10 +148,16 @@ test: deps
 	$(MAKE) --no-print-directory -j$$(nproc) all $(ASAN_BINS) $(CLANG_BINS)
 	@sh tests/run.sh
 
+# The same suite with the timed parts at their long lengths (about 10 minutes more): the
+# kit's ten-contender run 30 s per store, each fault harness a minute, the ensemble's 60 s.
+test-long:
+	@SIMBA_KIT_MULTI_MS=30000 REL_SQL_SECONDS=60 REL_REDIS_SECONDS=60 REL_ZK_SECONDS=60 \
+	    REL_SEM_SECONDS=60 SIMBA_PRIVATE_FAULT_SECONDS=60 ZK_ENSEMBLE_FAULT_SECONDS=60 $(MAKE) --no-print-directory test
+
 # One group of tests/run.sh each, with what it runs (servers started and stopped as in make
 # test): core, asan and sql need no server, redis / zk / pg start their own.
 TEST_GROUPS = core asan sql redis zk pg mysql
-.PHONY: $(TEST_GROUPS:%=test-%)
+.PHONY: test-long $(TEST_GROUPS:%=test-%)
 test-core: $(CORE_BINS) $(CLANG_BINS) $(B)/leader_demo $(B)/test_stats $(B)/clang/test_stats $(B)/stats_prometheus $(B)/simba
 test-asan: $(B)/asan/test_core $(B)/asan/kit_memory $(B)/asan/test_stats $(B)/asan/test_sql
 test-sql: $(SQL_BINS) $(B)/test_with_simba

@@ -6,7 +6,8 @@
  * A failed CHECK prints file:line and the expression and marks the current test failed; the
  * test goes on (so one run shows every failure). check_report() prints the closing line
  * "suite: N passed, N failed" that CI reads, and returns the exit status.
- * argv[1], when given, is a substring filter on test names.
+ * argv[1], when given, filters the tests by name: a comma-separated list of substrings, a test
+ * runs when its name contains one of them.
  */
 #ifndef SIMBA_CHECK_H
 #define SIMBA_CHECK_H
@@ -69,9 +70,24 @@ static double check__wall(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* the filter's comma-separated parts: does name contain one of them? */
+static int check__wanted(const char *name) {
+    const char *p = check__filter;
+    if (!p) return 1;
+    for (;;) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p), k;
+        for (k = 0; n && name[k]; k++)
+            if (strncmp(name + k, p, n) == 0) return 1;
+        if (!e) return 0;
+        p = e + 1;
+    }
+}
+
 static void check__run(const char *name, void (*fn)(void)) {
-    if (check__filter && !strstr(name, check__filter)) return;
-    double t0 = check__wall();
+    double t0;
+    if (!check__wanted(name)) return;
+    t0 = check__wall();
     check__cur_failed = 0;
     fprintf(stderr, "- %s\n", name);
     fn();

@@ -23,7 +23,7 @@ typedef struct kit_backend {
     simba_result (*open)(simba_loop *loop, void *ctx, simba_backend **out);
     void *ctx;
     int64_t ttl_ms, transition_ms; /* timing the cases use; 0/0 -> 2000/1000 */
-    int64_t multi_ms;              /* length of multiContend; 0 -> 30000 */
+    int64_t multi_ms;              /* length of multiContend; 0 -> 10000 (SIMBA_KIT_MULTI_MS wins) */
     /* Optional: called between cases (e.g. to check the server is still up). */
     void (*between)(void *ctx);
     /* Optional, for a backend that answers inside the poll that asks (memory): from now on

@@ -89,7 +89,8 @@ if want sql; then
     run kit_sql $B/kit_sql
     # the differential test on a fixed seed (make diff-long explores random ones)
     run kit_diff_sql $B/kit_diff_sql --seed 1 --steps 2000
-    run kit_sql_memory env SIMBA_KIT_SQL_MEMORY=1 $B/kit_sql
+    # the kit on a shared in-memory database: the cases that touch the store's own state
+    run kit_sql_memory env SIMBA_KIT_SQL_MEMORY=1 $B/kit_sql kit_start,kit_restart,kit_guard,kit_fencing,kit_fair_queue,kit_inspect,kit_force_release,kit_value,kit_yield,kit_sem_permits,kit_rw_readers,kit_followers,kit_fenced
     run test_with_simba $B/test_with_simba
     run multiprocess_sql env MP_WORKER=$B/mp_worker MP_CHECK=$B/mp_check sh tests/mp_test.sh
     # fenced writes: an owner SIGSTOPped past its lease writes nothing after a later owner
@@ -161,7 +162,7 @@ if want pg && [ -n "${SIMBA_TEST_ONLY:-}" ]; then
 fi
 # MariaDB (simba_mysql.h): a private server on SIMBA_MYSQL_PORT, its data under $B/mysql;
 # test_mysql restarts one of its own on SIMBA_MYSQL_PORT + 1 (data in SIMBA_MYSQL_DIR2).
-# The kit runs one process per group of cases; not in it: kit_multi_contend (30 s), the two
+# The kit runs one process per group of cases; not in it: kit_multi_contend, the two
 # hand-overs by simba_loop_free with a renewal in flight, and every follower learning each
 # owner by push (the doorbell rings the next waiter only; see docs/mysql.md).
 if want mysql; then
@@ -212,9 +213,9 @@ if want cluster || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
     run cluster sh tests/test_redis_ha.sh
 fi
 # a 3-node ZooKeeper ensemble: the shared kit on it, then the fault harness (kill the
-# leader, kill the clients' follower, lose quorum) for 30 s; three JVMs on 2272..2289, stopped by PID
+# leader, kill the clients' follower, lose quorum) for 20 s; three JVMs on 2272..2289, stopped by PID
 if want ensemble || [ -z "${SIMBA_TEST_ONLY:-}" ]; then
-    run ensemble env ZK_ENSEMBLE_FAULT_SECONDS=${ZK_ENSEMBLE_FAULT_SECONDS:-30} bash tests/test_zk_ensemble.sh
+    run ensemble env ZK_ENSEMBLE_FAULT_SECONDS=${ZK_ENSEMBLE_FAULT_SECONDS:-20} bash tests/test_zk_ensemble.sh
 fi
 # the network-namespace fault lab, short form (5 rows, 1 run each): needs root, fails without it
 if want lab || [ -z "${SIMBA_TEST_ONLY:-}" ]; then

@@ -11,7 +11,7 @@
 #      fails each planted violation
 #   4. a short fuzz run of every libFuzzer target (clang, installed by scripts/install-deps.sh)
 # Builds only through make targets of mk/reliability.mk. Prints "N passed, N failed" last.
-# Tunables: REL_SQL_SECONDS=20 REL_REDIS_SECONDS=25 REL_ZK_SECONDS=30 REL_PG_SECONDS=25 (not in a full run: the private copy runs it) REL_SEM_SECONDS=20 REL_FUZZ_SECONDS=8
+# Tunables: REL_SQL_SECONDS=20 REL_REDIS_SECONDS=25 REL_ZK_SECONDS=20 REL_PG_SECONDS=25 (not in a full run: the private copy runs it) REL_SEM_SECONDS=12 REL_FUZZ_SECONDS=8
 set -u
 cd "$(dirname "$0")/.."
 . tests/suite_lib.sh
@@ -69,16 +69,16 @@ step asan_badinput 300 $B/asan/badinput
 step fault_sql $((${REL_SQL_SECONDS:-20} + 60)) bash tests/fault_run.sh sql "${REL_SQL_SECONDS:-20}"
 step fault_redis $((${REL_REDIS_SECONDS:-25} + 90)) bash tests/fault_run.sh redis "${REL_REDIS_SECONDS:-25}"
 step fault_forged 60 make --no-print-directory fault-forged
-step fault_zk $((${REL_ZK_SECONDS:-30} + 150)) bash tests/fault_run.sh zk "${REL_ZK_SECONDS:-30}"
+step fault_zk $((${REL_ZK_SECONDS:-20} + 150)) bash tests/fault_run.sh zk "${REL_ZK_SECONDS:-20}"
 # a full run (tests/run.sh, SIMBA_FULL_RUN=1) runs the pg fault harness from the private copy
 if [ "${SIMBA_FULL_RUN:-0}" != 1 ]; then
     step fault_pg $((${REL_PG_SECONDS:-25} + 90)) bash tests/fault_run.sh pg "${REL_PG_SECONDS:-25}"
 fi
 step mp_check_test 30 bash tests/mp_check_test.sh $B/mp_check
-FAULT_MODE=sem step fault_sql_sem $((${REL_SEM_SECONDS:-20} + 60)) bash tests/fault_run.sh sql "${REL_SEM_SECONDS:-20}"
-FAULT_MODE=rw step fault_sql_rw $((${REL_SEM_SECONDS:-20} + 60)) bash tests/fault_run.sh sql "${REL_SEM_SECONDS:-20}"
-FAULT_MODE=sem step fault_zk_sem $((${REL_SEM_SECONDS:-20} + 150)) bash tests/fault_run.sh zk "${REL_SEM_SECONDS:-20}"
-FAULT_MODE=rw step fault_zk_rw $((${REL_SEM_SECONDS:-20} + 150)) bash tests/fault_run.sh zk "${REL_SEM_SECONDS:-20}"
+FAULT_MODE=sem step fault_sql_sem $((${REL_SEM_SECONDS:-12} + 60)) bash tests/fault_run.sh sql "${REL_SEM_SECONDS:-12}"
+FAULT_MODE=rw step fault_sql_rw $((${REL_SEM_SECONDS:-12} + 60)) bash tests/fault_run.sh sql "${REL_SEM_SECONDS:-12}"
+FAULT_MODE=sem step fault_zk_sem $((${REL_SEM_SECONDS:-12} + 150)) bash tests/fault_run.sh zk "${REL_SEM_SECONDS:-12}"
+FAULT_MODE=rw step fault_zk_rw $((${REL_SEM_SECONDS:-12} + 150)) bash tests/fault_run.sh zk "${REL_SEM_SECONDS:-12}"
 if [ "$HAVE_FUZZ" = 1 ]; then
     for t in fuzz_names fuzz_redis_reply fuzz_redis_msg fuzz_zk_node fuzz_sql_row fuzz_pg_row; do
         step "$t" $((${REL_FUZZ_SECONDS:-8} + 70)) sh fuzz/run.sh "$B/fuzz/$t" "fuzz/corpus/$t" "${REL_FUZZ_SECONDS:-8}"
