@@ -243,6 +243,18 @@
  *   same rule holds on every backend so a name never works on one and fails on another.
  *   Contender ids: 1..SIMBA_ID_MAX printable non-space ASCII bytes.
  *
+ * FUNCTION NAMES (one pattern for the three handles that hold a name)
+ *   constructor   simba_contend / simba_observe, simba_locker_new, simba_scheduler_new
+ *   destructor    simba_service_free, simba_locker_free, simba_scheduler_free
+ *   verbs         simba_start / simba_stop / simba_yield / simba_set_value, and the same
+ *                 verbs after the handle's prefix: simba_locker_yield, simba_scheduler_yield
+ *   do I hold it  simba_is_owner, simba_locker_is_owner, simba_scheduler_is_owner
+ *   my fence      simba_fence, simba_locker_fence, simba_scheduler_fence
+ *   accessors     simba_service_<field>: status, contender_id, mutex, user_data, stats
+ *   The blocking twin of a non-blocking call ends in _wait (simba_stop_wait,
+ *   simba_inspect_wait, simba_locker_unlock_wait); simba_lock and simba_locker_lock block
+ *   by nature, simba_locker_try is their non-blocking form.
+ *
  * ERRORS
  *   Every public function checks its arguments and returns a simba_result (or, where it
  *   returns a count or a delay, a negative simba_result). simba_strerror() names a code;
