@@ -57,9 +57,19 @@
  *   lost connection raises SIMBA_EV_DISCONNECTED. Grants are the requested ttl
  *   (SIMBA_LEASE_ASKED).
  *
- * TLS
- *   Not in this version: Connector/C's TLS handshake runs inside mysql_real_connect_start
- *   and blocks there. Use a unix socket or a private network.
+ * TLS (ssl_mode, ssl_ca, ssl_cert, ssl_key; both connections)
+ *   "required" refuses a server without TLS; "verify_ca" also checks the chain against
+ *   ssl_ca; "verify_identity" also that the certificate names host (an IP address in its
+ *   subjectAltName: the host is numeric). A failed check is SIMBA_ECONN with Connector/C's
+ *   words, retried with the backoff like any failed connect.
+ *   THE ONE BLOCKING STEP: Connector/C runs the TLS handshake inside
+ *   mysql_real_connect_cont with its own poll(2), so one simba_poll can wait there: on a
+ *   healthy server for the handshake's round trips (about a millisecond on a LAN), on a
+ *   server that stops answering mid-handshake for at most connect_timeout_ms rounded up to
+ *   whole seconds (Connector/C's unit; 1 s at least), per connect. Everything after the
+ *   handshake (queries, results, the doorbell) is non-blocking again (simba sets the socket
+ *   back to O_NONBLOCK: Connector/C leaves it blocking). Where that pause is
+ *   too long, set connect_timeout_ms to 1000, or use a unix socket or a private network.
  *
  * DATA (the table name is checked; names and ids reach SQL only escaped by
  * mysql_real_escape_string, values only as hex literals)
@@ -160,6 +170,12 @@ typedef struct simba_mysql_desc {
     int64_t max_lease_ms;    /* 0 -> SIMBA_MAX_LEASE_DEFAULT_MS (60000): the longest lease (ttl +
                                 transition) a contender may ask for, and the quarantine after a
                                 loss; give every process on a table the same */
+    /* TLS (see TLS), for both connections of the backend */
+    const char *ssl_mode;    /* NULL or "disabled": plain; "required": TLS, any certificate;
+                                "verify_ca": signed by ssl_ca; "verify_identity": also naming
+                                host (an IP address in its subjectAltName) */
+    const char *ssl_ca;      /* file of the CA certificates (required by verify_ca / _identity) */
+    const char *ssl_cert, *ssl_key; /* this client's certificate and key, when the server asks */
 } simba_mysql_desc;
 
 SIMBA_API simba_result simba_mysql_open(simba_loop *loop, const simba_mysql_desc *desc, simba_backend **out);
@@ -212,6 +228,7 @@ SIMBA_API simba_result simba_mysql_check_fence(struct st_mysql *conn, const char
 enum { SIMBA__MY_DOWN, SIMBA__MY_CONNECTING, SIMBA__MY_SETUP, SIMBA__MY_READY };
 enum { SIMBA__MY_B_DOWN, SIMBA__MY_B_CONNECTING, SIMBA__MY_B_PARKED };
 enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NEXT };
+enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA__MY_SSL_VERIFY_IDENTITY };
 
 /* >>sql  {T} {Q} {B} {M} = the tables (backquoted), {A} {R} {D} {V} {E} {G} = the
    procedures, {F} = the fence check function, {N} = the table name unquoted (in strings),
@@ -759,6 +776,8 @@ typedef struct simba__my {
     MYSQL *my;
     char *setup;                 /* the setup script with the names filled in */
     char *host, *sock, *user, *pass, *db;
+    char *ssl_ca, *ssl_cert, *ssl_key;
+    int ssl_mode; /* SIMBA__MY_SSL_* */
     char table[SIMBA__MY_TABLE_MAX + 1];
     char fn[SIMBA__MY_TABLE_MAX + 16]; /* the fence check function */
     int port;
@@ -1165,6 +1184,8 @@ static void simba__my_drop(simba__my *p, int64_t now, simba_result rc) {
     p->down_rc = rc == SIMBA_EDENIED ? SIMBA_EDENIED : SIMBA_ECONN;
     simba__my_close(p);
     p->state = SIMBA__MY_DOWN;
+    /* from the clock, not the poll's start: a TLS handshake may have held this poll (TLS) */
+    now = simba__max(now, simba_now(p->loop));
     p->retry_at = simba__add(now, simba__backoff(p->loop, &p->backoff, p->rmin, p->rmax));
     simba_log(p->loop, SIMBA_LOG_WARN, "%s (next attempt in %lld ms)", p->err, (long long)(p->retry_at - now));
     simba__my_fail_all(p, rc, p->err);
@@ -1173,6 +1194,17 @@ static void simba__my_drop(simba__my *p, int64_t now, simba_result rc) {
 }
 
 static void simba__my_run(simba__my *p, int64_t now, int ready);
+
+/* TLS options of one connection (both: the requests' and the doorbell's). */
+static void simba__my_tls(const simba__my *p, MYSQL *m) {
+    my_bool on = 1;
+    if (p->ssl_mode == SIMBA__MY_SSL_OFF) return;
+    mysql_options(m, MYSQL_OPT_SSL_ENFORCE, &on);
+    if (p->ssl_ca) mysql_options(m, MYSQL_OPT_SSL_CA, p->ssl_ca);
+    if (p->ssl_cert) mysql_options(m, MYSQL_OPT_SSL_CERT, p->ssl_cert);
+    if (p->ssl_key) mysql_options(m, MYSQL_OPT_SSL_KEY, p->ssl_key);
+    if (p->ssl_mode == SIMBA__MY_SSL_VERIFY_IDENTITY) mysql_options(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &on);
+}
 
 static void simba__my_start(simba__my *p, int64_t now) {
     unsigned int zero = 0, to = (unsigned int)((p->conn_to + 999) / 1000);
@@ -1188,6 +1220,7 @@ static void simba__my_start(simba__my *p, int64_t now) {
     mysql_options(p->my, MYSQL_OPT_CONNECT_TIMEOUT, &to);
     mysql_options(p->my, MYSQL_OPT_LOCAL_INFILE, &zero);
     mysql_options(p->my, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    simba__my_tls(p, p->my);
     p->state = SIMBA__MY_CONNECTING;
     p->step = SIMBA__MY_S_CONNECT;
     simba__my_run(p, now, 0);
@@ -1269,6 +1302,13 @@ static void simba__my_error(simba__my *p, int64_t now) {
     simba__my_done(p, now);
 }
 
+/* Connector/C leaves the socket blocking after a TLS handshake, and its TLS reads then wait
+   in read(2) inside a poll: the socket goes back to non-blocking once connected. */
+static void simba__my_nonblock(MYSQL *m) {
+    int fd = (int)mysql_get_socket(m), fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+    if (fl >= 0 && !(fl & O_NONBLOCK)) (void)fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
 /* >>step  One non-blocking call of the current step: 0 when it finished, else the
    MYSQL_WAIT_* bits it waits for. */
 static int simba__my_call(simba__my *p, int ready) {
@@ -1299,6 +1339,7 @@ static int simba__my_after(simba__my *p, int64_t now) {
             simba__my_drop(p, now, simba__my_denied(mysql_errno(p->my)) ? SIMBA_EDENIED : SIMBA_ECONN);
             return 0;
         }
+        simba__my_nonblock(p->my);
         p->state = SIMBA__MY_SETUP;
         p->step = SIMBA__MY_S_QUERY;
         return 1;
@@ -1368,6 +1409,7 @@ static int simba__my_bell_call(simba__my *p, int ready) {
 static int simba__my_bell_after(simba__my *p, int64_t now) {
     if (p->bstep == SIMBA__MY_S_CONNECT) {
         if (!p->bret_my) { simba__my_bell_close(p, now); return 0; }
+        simba__my_nonblock(p->bmy);
         snprintf(p->bell, sizeof p->bell, "%lu:%s", (unsigned long)mysql_thread_id(p->bmy), p->token);
         p->bbackoff = 0;
         p->bstep = SIMBA__MY_S_QUERY;
@@ -1410,6 +1452,7 @@ static void simba__my_bell_run(simba__my *p, int64_t now, int ready) {
 }
 
 static void simba__my_bell_start(simba__my *p, int64_t now) {
+    unsigned int to = (unsigned int)((p->conn_to + 999) / 1000);
     my_bool off = 0;
     p->bmy = mysql_init(NULL);
     if (!p->bmy || mysql_options(p->bmy, MYSQL_OPT_NONBLOCK, 0) != 0 ||
@@ -1418,6 +1461,8 @@ static void simba__my_bell_start(simba__my *p, int64_t now) {
         return;
     }
     mysql_options(p->bmy, MYSQL_OPT_RECONNECT, &off);
+    mysql_options(p->bmy, MYSQL_OPT_CONNECT_TIMEOUT, &to);
+    simba__my_tls(p, p->bmy);
     snprintf(p->bq, sizeof p->bq, "SELECT SLEEP(3600), 'simba-bell:%.32s'", p->token);
     p->bdeadline = simba__add(now, p->conn_to);
     p->bstep = SIMBA__MY_S_CONNECT;
@@ -1536,6 +1581,9 @@ static void simba__my_destroy(void *impl) {
     simba_free(p->loop, p->user);
     simba_free(p->loop, p->pass);
     simba_free(p->loop, p->db);
+    simba_free(p->loop, p->ssl_ca);
+    simba_free(p->loop, p->ssl_cert);
+    simba_free(p->loop, p->ssl_key);
     simba_free(p->loop, p);
 }
 
@@ -1601,6 +1649,16 @@ static char *simba__my_fill(simba_loop *loop, const char *const *parts, const ch
     return out;
 }
 
+/* ssl_mode's word as SIMBA__MY_SSL_*, -1 for none of them */
+static int simba__my_ssl_mode(const char *m) {
+    static const char *const words[] = {"disabled", "required", "verify_ca", "verify_identity"};
+    int i;
+    if (!m) return SIMBA__MY_SSL_OFF;
+    for (i = 0; i < 4; i++)
+        if (strcmp(m, words[i]) == 0) return i;
+    return -1;
+}
+
 static simba_result simba__my_desc_check(simba_loop *loop, const simba_mysql_desc *d) {
     unsigned char b[16];
     simba_result rc;
@@ -1620,6 +1678,14 @@ static simba_result simba__my_desc_check(simba_loop *loop, const simba_mysql_des
         return simba__fail(loop, SIMBA_EINVAL, "simba_mysql_open: unix_socket must be an absolute path");
     if (d->port < 0 || d->port > 65535)
         return simba__fail(loop, SIMBA_EINVAL, "simba_mysql_open: port must be in 0..65535 (got %d)", d->port);
+    if (simba__my_ssl_mode(d->ssl_mode) < 0)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_mysql_open: ssl_mode \"%.32s\" is none of disabled, required, verify_ca, "
+                           "verify_identity", d->ssl_mode);
+    if (simba__my_ssl_mode(d->ssl_mode) >= SIMBA__MY_SSL_VERIFY_CA && !d->ssl_ca)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_mysql_open: ssl_mode %s needs ssl_ca (the CA certificates to verify with)",
+                           d->ssl_mode);
+    if (!d->ssl_cert != !d->ssl_key)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_mysql_open: give ssl_cert and ssl_key together");
     if ((rc = simba__desc_ms(loop, "simba_mysql_open", "connect_timeout_ms", d->connect_timeout_ms)) != SIMBA_OK ||
         (rc = simba__desc_ms(loop, "simba_mysql_open", "statement_timeout_ms", d->statement_timeout_ms)) != SIMBA_OK ||
         (rc = simba__desc_reconnect(loop, "simba_mysql_open", d->reconnect_min_ms, d->reconnect_max_ms)) != SIMBA_OK ||
@@ -1680,8 +1746,13 @@ SIMBA_API simba_result simba_mysql_open(simba_loop *loop, const simba_mysql_desc
     p->user = simba__strdup(loop, desc->user ? desc->user : "");
     p->pass = simba__strdup(loop, desc->password ? desc->password : "");
     p->db = simba__strdup(loop, desc->db);
+    p->ssl_mode = simba__my_ssl_mode(desc->ssl_mode);
+    p->ssl_ca = simba__strdup(loop, desc->ssl_ca);
+    p->ssl_cert = simba__strdup(loop, desc->ssl_cert);
+    p->ssl_key = simba__strdup(loop, desc->ssl_key);
     p->setup = simba__my_script(p, ml);
-    if (!p->setup || !p->user || !p->pass || !p->db || (desc->host && !p->host) || (desc->unix_socket && !p->sock)) {
+    if (!p->setup || !p->user || !p->pass || !p->db || (desc->host && !p->host) || (desc->unix_socket && !p->sock) ||
+        (desc->ssl_ca && !p->ssl_ca) || (desc->ssl_cert && !p->ssl_cert) || (desc->ssl_key && !p->ssl_key)) {
         simba__my_destroy(p);
         return simba__fail(loop, SIMBA_ENOMEM, "simba_mysql_open: out of memory");
     }

@@ -30,3 +30,8 @@ $(B)/compile/clang/simba_mysql.cc.o: tests/compile/simba_mysql.cc $(HDR_MYSQL) |
 # build/mysql_bench --port P after scripts/mysql-start.sh P DIR
 $(B)/mysql_bench: bench/mysql_bench.c $(HDR_MYSQL) | $(B)
 	$(CC) $(CFLAGS) -O2 $(MYINC) -o $@ bench/mysql_bench.c $(MYLIB) -lpthread
+# TLS: tests/test_mysql_tls.sh makes a throwaway CA and a server with its certificate, then runs it
+all: $(B)/test_mysql_tls
+test-mysql: $(B)/test_mysql_tls $(B)/simba
+$(B)/test_mysql_tls: tests/test_mysql_tls.c $(HDR_MYSQL) tests/check.h | $(B)
+	$(CC) $(CFLAGS) $(MYINC) -o $@ tests/test_mysql_tls.c $(MYLIB) -lpthread

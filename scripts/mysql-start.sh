@@ -2,7 +2,7 @@
 # mysql-start.sh PORT DIR -- start a throwaway MariaDB server on 127.0.0.1:PORT, its data in
 # DIR/data, and wait until it answers. Stop it with mysql-stop.sh DIR (which removes its data;
 # --keep for a restart). As root it runs as root (--user=root), as CI does. User root, password
-# "simba" over TCP. A data directory left by mysql-stop.sh --keep is reused (a restart keeps its rows).
+# "simba" over TCP. SIMBA_MYSQL_TLS_DIR (below) adds TLS. A data directory left by mysql-stop.sh --keep is reused (a restart keeps its rows).
 set -eu
 if [ $# -ne 2 ]; then
     echo "usage: $0 PORT DIR" >&2
@@ -38,6 +38,12 @@ if [ ! -d "$DIR/data/mysql" ]; then
         exit 1
     fi
 fi
+# SIMBA_MYSQL_TLS_DIR: ca.crt, server.crt and server.key there make the server take TLS too
+TLS=
+if [ -n "${SIMBA_MYSQL_TLS_DIR:-}" ]; then
+    T=$SIMBA_MYSQL_TLS_DIR
+    TLS="--ssl-ca=$T/ca.crt --ssl-cert=$T/server.crt --ssl-key=$T/server.key"
+fi
 # A failed start leaves nothing running and, for a new server, nothing on disk.
 fail() {
     [ -s "$DIR/mysql.pid" ] && kill -KILL "$(cat "$DIR/mysql.pid")" 2>/dev/null
@@ -47,7 +53,7 @@ fail() {
 }
 mariadbd --no-defaults --datadir="$DIR/data" --user="$(id -un)" --bind-address=127.0.0.1 --port="$PORT" \
     --socket="$DIR/sock" --pid-file="$DIR/data/mariadbd.pid" --skip-log-bin --max-connections=300 \
-    --innodb-buffer-pool-size=32M --innodb-log-file-size=16M --log-error="$DIR/mysql.log" </dev/null >/dev/null 2>&1 &
+    --innodb-buffer-pool-size=32M --innodb-log-file-size=16M --log-error="$DIR/mysql.log" $TLS </dev/null >/dev/null 2>&1 &
 echo $! >"$DIR/mysql.pid"
 i=0
 while [ $i -lt 300 ]; do   # 300 x 0.05 s = 15 s deadline

@@ -129,6 +129,8 @@ static void usage(FILE *f) {
         "  mysql://[USER[:PASSWORD]@]HOST[:PORT]/DB[?table=NAME]   MySQL/MariaDB, HOST numeric;\n"
         "                                 port 3306, table simba_mutex; password from $MYSQL_PWD\n"
         "                                 unless in the URL (where ps shows it)\n"
+        "      TLS: &ssl-mode=verify_identity&ssl-ca=CA.crt (also ssl-cert=, ssl-key=;\n"
+        "      ssl-mode disabled, required, verify_ca, verify_identity)\n"
         "\n");
     usage_options(f);
     fprintf(f, /* in parts: C99 promises string literals of 4095 bytes only */
@@ -343,7 +345,8 @@ typedef struct url_t {
     char root[300];
     char user[64], dbname[66], table[64]; /* postgres, mysql (host and port above) */
     char password[160];                   /* mysql: from the URL, else $MYSQL_PWD */
-    /* postgres TLS: URL parameters; tls_name = HOST when HOST is a name (hostaddr=IP given) */
+    /* TLS URL parameters: postgres's (tls_name = HOST when HOST is a name, hostaddr=IP given);
+       mysql's ssl-mode, ssl-ca, ssl-cert and ssl-key in sslmode, sslrootcert, sslcert, sslkey */
     char sslmode[16], sslrootcert[1024], sslcert[1024], sslkey[1024], tls_name[256];
 } url_t;
 
@@ -518,6 +521,34 @@ static int parse_pg_url(const char *u, const char *p, url_t *out) {
     return pg_host_addr(u, out, hostaddr);
 }
 
+/* mysql URL parameters, KEY=VALUE joined by '&' (no %-decoding): table and the TLS ones. */
+static int parse_mysql_params(const char *u, const char *p, url_t *out) {
+    static const char *const modes[] = {"disabled", "required", "verify_ca", "verify_identity"};
+    int i;
+    while (*p) {
+        size_t n = strcspn(p, "&"), k = strcspn(p, "=");
+        char *dst = NULL;
+        size_t cap = 0;
+        if (k >= n) { errorf("URL '%s': mysql: parameter '%.*s' is not KEY=VALUE", u, (int)n, p); return -1; }
+        if (k == 5 && strncmp(p, "table", 5) == 0) dst = out->table, cap = 49;
+        else if (k == 8 && strncmp(p, "ssl-mode", 8) == 0) dst = out->sslmode, cap = sizeof out->sslmode;
+        else if (k == 6 && strncmp(p, "ssl-ca", 6) == 0) dst = out->sslrootcert, cap = sizeof out->sslrootcert;
+        else if (k == 8 && strncmp(p, "ssl-cert", 8) == 0) dst = out->sslcert, cap = sizeof out->sslcert;
+        else if (k == 7 && strncmp(p, "ssl-key", 7) == 0) dst = out->sslkey, cap = sizeof out->sslkey;
+        else {
+            errorf("URL '%s': mysql: unknown parameter '%.*s' (table, ssl-mode, ssl-ca, ssl-cert, ssl-key)", u, (int)k, p);
+            return -1;
+        }
+        if (n - k - 1 == 0 || n - k - 1 >= cap) { errorf("URL '%s': mysql: %.*s must be 1..%d bytes", u, (int)k, p, (int)cap - 1); return -1; }
+        memcpy(dst, p + k + 1, n - k - 1);
+        dst[n - k - 1] = 0;
+        p += n + (p[n] == '&');
+    }
+    for (i = 0; out->sslmode[0] && i < 4 && strcmp(out->sslmode, modes[i]) != 0; i++) {}
+    if (i == 4) { errorf("URL '%s': mysql: ssl-mode must be disabled, required, verify_ca or verify_identity", u); return -1; }
+    return 0;
+}
+
 /* mysql://[USER[:PASSWORD]@]HOST[:PORT]/DB[?table=NAME], HOST numeric (the backend never
    resolves names). Without :PASSWORD, $MYSQL_PWD (a password in the URL shows in ps). */
 static int parse_mysql_url(const char *u, const char *p, url_t *out) {
@@ -562,14 +593,7 @@ static int parse_mysql_url(const char *u, const char *p, url_t *out) {
     if (n == 0 || n > 64) { errorf("URL '%s': mysql: /DB (the database of the tables) is required, 1..64 bytes", u); return -1; }
     memcpy(out->dbname, end + 1, n);
     p = end + 1 + n;
-    if (*p == '?') {
-        p++;
-        if (strncmp(p, "table=", 6) != 0 || strchr(p, '&')) { errorf("URL '%s': mysql: unknown parameter '%s' (table=NAME only)", u, p); return -1; }
-        n = strlen(p + 6);
-        if (n == 0 || n > 48) { errorf("URL '%s': mysql: table must be 1..48 bytes", u); return -1; }
-        memcpy(out->table, p + 6, n + 1);
-    }
-    return 0;
+    return *p == '?' ? parse_mysql_params(u, p + 1, out) : 0;
 }
 
 /* ROOT: components non-empty, not . or ..; /simba when none is given. */
@@ -901,6 +925,10 @@ static int open_mysql(const url_t *u, simba_loop *loop, simba_backend **be) {
     d.password = u->password[0] ? u->password : NULL;
     d.db = u->dbname;
     d.table = u->table;
+    d.ssl_mode = u->sslmode[0] ? u->sslmode : NULL;
+    d.ssl_ca = u->sslrootcert[0] ? u->sslrootcert : NULL;
+    d.ssl_cert = u->sslcert[0] ? u->sslcert : NULL;
+    d.ssl_key = u->sslkey[0] ? u->sslkey : NULL;
     return simba_mysql_open(loop, &d, be);
 }
 
