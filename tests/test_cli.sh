@@ -146,6 +146,40 @@ fi
 # ---- a backend that does not answer: run and elect end (--connect-timeout) -------------------
 # elapsed_ok MS LO HI: MS within [LO, HI]
 elapsed_ok() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
+# takeover_suite BE URL: two processes on one name, a second one waiting: a released owner is
+# followed within a round trip and the wake-up; a SIGKILLed one after its lease (ttl 1 s,
+# transition 0.8 s), never before its transition window
+takeover_suite() {
+    local be=$1 m="takeover-$1" hp wp t1 t2
+    export SIMBA_URL=$2
+    rm -f "$W/to-go" "$W/to-held" "$W/to-ran"
+    "$SIMBA" run "$m" --ttl 1 --transition 0.8 -- sh -c 'echo $$ > "$0.pg"; touch "$0"; while [ ! -e "$1" ]; do sleep 0.02; done' \
+        "$W/to-held" "$W/to-go" >>"$W/bg.log" 2>&1 &
+    hp=$!; PIDS+=("$hp")
+    wait_for 10 test -e "$W/to-held" || true
+    "$SIMBA" run "$m" --ttl 1 --transition 0.8 -w 20 -- sh -c 'date +%s%N > "$0"' "$W/to-ran" >>"$W/bg.log" 2>&1 &
+    wp=$!; PIDS+=("$wp")
+    sleep 1.5 # the waiter in line, the holder renewing
+    t1=$(now_ns); touch "$W/to-go"
+    wait_exit "$wp" 10
+    t2=$(( ($(cat "$W/to-ran" 2>/dev/null || echo 0) - t1) / 1000000 ))
+    check "$be: a released lock reaches the waiting process in $t2 ms (a round trip and the wake-up)" elapsed_ok "$t2" 0 700
+    wait_exit "$hp" 10
+    rm -f "$W/to-go" "$W/to-held" "$W/to-ran"
+    "$SIMBA" run "$m" --ttl 1 --transition 0.8 -- sh -c 'echo $$ > "$0.pg"; touch "$0"; while [ ! -e "$1" ]; do sleep 0.02; done' \
+        "$W/to-held" "$W/to-go" >>"$W/bg.log" 2>&1 &
+    hp=$!; PIDS+=("$hp")
+    wait_for 10 test -e "$W/to-held" || true
+    "$SIMBA" run "$m" --ttl 1 --transition 0.8 -w 20 -- sh -c 'date +%s%N > "$0"' "$W/to-ran" >>"$W/bg.log" 2>&1 &
+    wp=$!; PIDS+=("$wp")
+    sleep 1.5
+    t1=$(now_ns); kill -KILL "$hp"; kill -KILL "$(cat "$W/to-held.pg" 2>/dev/null)" 2>/dev/null
+    wait_exit "$wp" 15
+    t2=$(( ($(cat "$W/to-ran" 2>/dev/null || echo 0) - t1) / 1000000 ))
+    check "$be: a SIGKILLed owner is followed after its lease, in $t2 ms (not before the 0.8 s window; at most ttl + transition + jitter)" \
+        elapsed_ok "$t2" 800 4500
+    touch "$W/to-go"
+}
 if want connect; then
 echo "== connect"
 # a listener that accepts every connection and never writes a byte (nor closes)
@@ -374,7 +408,7 @@ permits_suite() {
     unset SIMBA_URL
 }
 
-want sqlite && backend_suite sqlite "$SQL"
+if want sqlite; then backend_suite sqlite "$SQL"; takeover_suite sqlite "$SQL"; fi
 want permits && permits_suite sqlite "$SQL"
 if want sqlite; then
     # a loop that never checkpoints (checkpoint = -1) leaves it to this command
@@ -512,6 +546,7 @@ if want pg; then
         check "  says the backend could not be reached, not a timeout" eval 'err_has "could not be reached" && ! err_has "timed out"' 
         expect_rc "pg: unreachable server is a backend error" 69 "$SIMBA" -u "postgres://127.0.0.1:$DEAD" get x
         backend_suite pg "$PGU"
+        takeover_suite pg "$PGU"
         PGPASSWORD=simba psql -h 127.0.0.1 -p "$PGPORT_CLI" -U postgres -qXc "CREATE ROLE cli_nogrant LOGIN PASSWORD 'nogrant'" postgres >/dev/null 2>&1
         expect_rc "pg: get as a role without grants on the table" 77 env PGPASSWORD=nogrant "$SIMBA" -u "postgres://cli_nogrant@127.0.0.1:$PGPORT_CLI/postgres?table=cli_locks" get x
         check "  says the server's words" err_has "permission denied"
@@ -558,6 +593,8 @@ if want mysql; then
         t2=$(( ($(now_ns) - t1) / 1000000 ))
         check "  at once ($t2 ms), with the server's words" eval 'elapsed_ok $t2 0 3000 && err_has "Access denied"'
         check "mysql: the table of the URL holds the rows" test "$(my_sql 'SELECT COUNT(*) FROM cli_locks')" -ge 1
+        takeover_suite mysql "$MYU"
+        unset SIMBA_URL
         unset MYSQL_PWD
     fi
 fi
