@@ -1250,6 +1250,60 @@ static SIMBA__KIT simba_result simba__refuse(char *err, size_t cap, simba_result
     return rc;
 }
 
+/* A zeroed block of the loop's memory (NULL: no memory). */
+static SIMBA__KIT void *simba__zalloc(simba_loop *loop, size_t size) {
+    void *p = simba_alloc(loop, size);
+    if (p) memset(p, 0, size);
+    return p;
+}
+
+/* >>reply  A store's answer, built here: nobody owns (held unknown), ... */
+static SIMBA__KIT simba_reply *simba__reply_none(simba_reply *rep) {
+    memset(rep, 0, sizeof *rep);
+    rep->held_ms = -1;
+    return rep;
+}
+/* ... or the request failed with rc and words (msg optional; simba_req_done copies it). */
+static SIMBA__KIT simba_reply *simba__reply_fail(simba_reply *rep, simba_result rc, const char *msg) {
+    simba__reply_none(rep)->rc = rc;
+    rep->errmsg = msg;
+    return rep;
+}
+/* The words of SIMBA_ECONFLICT, one wording for every store: an ask with asked permits on a
+   name the store records with has while anyone holds or waits (into buf, cap bytes). */
+static SIMBA__KIT const char *simba__conflict_words(char *buf, size_t cap, long long asked, long long has) {
+    snprintf(buf, cap, "permits %lld asked, the name has %lld while held or waited on", asked, has);
+    return buf;
+}
+static SIMBA__KIT simba_reply *simba__reply_conflict(simba_reply *rep, char *buf, size_t cap, long long asked, long long has) {
+    return simba__reply_fail(rep, SIMBA_ECONFLICT, simba__conflict_words(buf, cap, asked, has));
+}
+
+/* >>grant  The grant rule (SEMAPHORES AND READ-WRITE LOCKS), for a requester that holds
+   nothing of the name, from the store's facts: the name's permits, its live holders,
+   writer_holds (an exclusive holder among them), the requester's place in line (0: the
+   head; the line's length: it would join the back), shared (a reader) and writer_ahead (an
+   exclusive waiter ahead of it). */
+static SIMBA__KIT int simba__grantable(int permits, int holders, int writer_holds, int place, int shared, int writer_ahead) {
+    if (permits > 1) return place < permits - holders; /* among the first N - holders */
+    if (writer_holds) return 0;
+    if (!shared) return holders == 0 && place == 0; /* a writer: nobody holds, the head */
+    return !writer_ahead;                           /* a reader: only readers ahead */
+}
+
+/* >>view  The owner row's holder of view v (a mutex's owner or a writer) into h. */
+static SIMBA__KIT void simba__view_owner_holder(const simba_view *v, simba_view_holder *h) {
+    memset(h, 0, sizeof *h);
+    simba__copy(h->id, sizeof h->id, v->owner);
+    h->fence = v->fence;
+    h->acquired_unix_ms = v->acquired_unix_ms;
+    h->held_ms = v->held_ms;
+    h->ttl_left_ms = v->ttl_left_ms;
+    h->transition_left_ms = v->transition_left_ms;
+    h->value = v->value;
+    h->value_len = v->value_len;
+}
+
 /* A view's holders as a store hands them over (hs[0..n)): when the view names no owner it
    shows the holder whose lease ends first, the one a waiter waits for; permits is what the
    store keeps (a holder beside an owner: 1; nobody holds: 0). */
@@ -2124,6 +2178,7 @@ static void simba__ask_done(simba_req *req, const simba_reply *reply);
 SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     simba_service *s;
     simba_loop *l;
+    simba_reply own; /* the core's own failure, when the answer cannot be kept */
     if (!req || !reply) return;
     s = req->svc_;
     if (req->done_) {
@@ -2143,16 +2198,13 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     }
     if (reply->rc == SIMBA_OK && reply->owner && reply->owner[0] && simba_id_check(reply->owner) != SIMBA_OK) {
         /* Whatever the store holds, users only ever see well-formed ids. */
-        static const simba_reply bad = {SIMBA_EBACKEND, "backend reported a malformed owner id", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0, 0};
-        reply = &bad;
+        reply = simba__reply_fail(&own, SIMBA_EBACKEND, "backend reported a malformed owner id");
     }
     if (reply->rc == SIMBA_OK && (reply->value_len > SIMBA_VALUE_MAX || (reply->value_len && !reply->value))) {
-        static const simba_reply bad = {SIMBA_EBACKEND, "backend reported a value longer than SIMBA_VALUE_MAX", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0, 0};
-        reply = &bad;
+        reply = simba__reply_fail(&own, SIMBA_EBACKEND, "backend reported a value longer than SIMBA_VALUE_MAX");
     }
     if (reply->rc == SIMBA_OK && reply->owner && reply->owner[0] && reply->value_len && !simba__vals_get(s)) {
-        static const simba_reply oom = {SIMBA_ENOMEM, "out of memory keeping a backend's answer", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0, 0};
-        reply = &oom;
+        reply = simba__reply_fail(&own, SIMBA_ENOMEM, "out of memory keeping a backend's answer");
     }
     if (s->vals) {
         /* the value belongs to the owner: none without one */
@@ -2178,8 +2230,7 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
             s->rep_owner = s->rep_other;
         } else {
             /* The answer cannot be kept: like a request that failed, the core backs off. */
-            static const simba_reply oom = {SIMBA_ENOMEM, "out of memory keeping a backend's answer", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0, 0};
-            reply = &oom;
+            reply = simba__reply_fail(&own, SIMBA_ENOMEM, "out of memory keeping a backend's answer");
             s->rep.rc = reply->rc;
             s->rep.held_ms = reply->held_ms;
         }
@@ -2190,11 +2241,7 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
 
 SIMBA_API void simba_req_fail(simba_req *req, simba_result rc, const char *errmsg) {
     simba_reply rep;
-    memset(&rep, 0, sizeof rep);
-    rep.rc = rc;
-    rep.errmsg = errmsg && errmsg[0] ? errmsg : NULL;
-    rep.held_ms = -1;
-    simba_req_done(req, &rep);
+    simba_req_done(req, simba__reply_fail(&rep, rc, errmsg && errmsg[0] ? errmsg : NULL));
 }
 
 SIMBA_API void simba_backend_event(simba_backend *be, simba_event_kind kind, const char *mutex, const char *contender, const simba_reply *owner) {
