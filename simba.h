@@ -1992,9 +1992,8 @@ SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_v
         return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: vt size %lu is not this core's (%lu): set .size = sizeof(simba_backend_vt)",
                            (unsigned long)vt->size, (unsigned long)sizeof(simba_backend_vt));
     if (!vt->submit || !vt->name) return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: vt needs name and submit");
-    be = (simba_backend *)simba_alloc(loop, sizeof *be);
+    be = (simba_backend *)simba__zalloc(loop, sizeof *be);
     if (!be) return simba__fail(loop, SIMBA_ENOMEM, "simba_backend_new: out of memory");
-    memset(be, 0, sizeof *be);
     be->loop = loop;
     be->vt = vt;
     be->hurry = vt->size > offsetof(simba_backend_vt, hurry) ? vt->hurry : NULL;
@@ -2061,9 +2060,8 @@ static simba__mx *simba__mx_get(simba_backend *be, const char *name, simba_resul
     simba__mx *mx = (simba__mx *)simba__hfind(&be->mxs, name);
     *rc = SIMBA_OK;
     if (mx) return mx;
-    mx = (simba__mx *)simba_alloc(l, sizeof *mx + strlen(name) + 1);
+    mx = (simba__mx *)simba__zalloc(l, sizeof *mx + strlen(name) + 1);
     if (!mx) { *rc = SIMBA_ENOMEM; return NULL; }
-    memset(mx, 0, sizeof *mx);
     mx->name = (char *)(mx + 1);
     memcpy(mx->name, name, strlen(name) + 1);
     mx->h.key = mx->name;
@@ -3027,9 +3025,8 @@ static simba_result simba__svc_new(simba_loop *l, simba_backend *be, const char 
             else if ((rc = simba_contender_id_host(l, idbuf, sizeof idbuf)) != SIMBA_OK) return rc;
         }
         n = strlen(idbuf) + 1;
-        s = (simba_service *)simba_alloc(l, sizeof *s + n);
+        s = (simba_service *)simba__zalloc(l, sizeof *s + n);
         if (!s) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory", what);
-        memset(s, 0, sizeof *s);
         s->id = (char *)(s + 1);
         memcpy(s->id, idbuf, n);
         s->view.id = "";
@@ -4097,9 +4094,8 @@ SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, con
     simba_result rc;
     if (out) *out = NULL;
     if (!loop || !be || !d || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_locker_new: NULL argument");
-    lk = (simba_locker *)simba_alloc(loop, sizeof *lk);
+    lk = (simba_locker *)simba__zalloc(loop, sizeof *lk);
     if (!lk) return simba__fail(loop, SIMBA_ENOMEM, "simba_locker_new: out of memory");
-    memset(lk, 0, sizeof *lk);
     if (!simba__timer_init(loop, &lk->tm, SIMBA__T_LOCKER)) { simba_free(loop, lk); return simba__fail(loop, SIMBA_ENOMEM, "simba_locker_new: out of memory"); }
     SIMBA__LEASE_FROM(cd, d);
     cd.permits = d->permits;
@@ -4386,9 +4382,8 @@ SIMBA_API simba_result simba_scheduler_new(simba_loop *loop, simba_backend *be, 
         return rc;
     if (d->strategy != SIMBA_FIXED_DELAY && d->strategy != SIMBA_FIXED_RATE)
         return simba__fail(loop, SIMBA_EINVAL, "simba_scheduler_new: unknown strategy");
-    sc = (simba_scheduler *)simba_alloc(loop, sizeof *sc);
+    sc = (simba_scheduler *)simba__zalloc(loop, sizeof *sc);
     if (!sc) return simba__fail(loop, SIMBA_ENOMEM, "simba_scheduler_new: out of memory");
-    memset(sc, 0, sizeof *sc);
     if (!simba__timer_init(loop, &sc->tm, SIMBA__T_SCHED)) { simba_free(loop, sc); return SIMBA_ENOMEM; }
     SIMBA__LEASE_FROM(cd, d);
     cd.on_acquired = simba__sc_acquired;
@@ -4822,9 +4817,8 @@ static simba_result simba__ask_start(simba_backend *be, simba_op op, const char 
     if (!cb && !made) return simba__fail(l, SIMBA_EINVAL, "%s: no callback", fn);
     if (op == SIMBA_OP_INSPECT && !out) return simba__fail(l, SIMBA_EINVAL, "%s: no view to fill", fn);
     if (!be->inspect) return simba__fail(l, SIMBA_EINVAL, "%s: backend '%s' has no inspection", fn, be->vt->name);
-    a = (simba__ask *)simba_alloc(l, sizeof *a);
+    a = (simba__ask *)simba__zalloc(l, sizeof *a);
     if (!a) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory", fn);
-    memset(a, 0, sizeof *a);
     a->loop = l;
     a->out = out;
     a->cb = cb;
@@ -4859,9 +4853,8 @@ SIMBA_API simba_result simba_backend_call(simba_backend *be, const char *mutex, 
     if (simba_name_check(mutex) != SIMBA_OK)
         return simba__fail(l, SIMBA_EINVAL, "%s: mutex name '%.140s' is not valid (1..%d bytes of letters, digits, - _ . : @ + = ,)",
                            be->vt->name, mutex ? mutex : "(null)", SIMBA_NAME_MAX);
-    a = (simba__ask *)simba_alloc(l, sizeof *a);
+    a = (simba__ask *)simba__zalloc(l, sizeof *a);
     if (!a) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory for a call", be->vt->name);
-    memset(a, 0, sizeof *a);
     a->loop = l;
     a->call = fn;
     a->user = user;
