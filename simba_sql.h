@@ -1323,16 +1323,20 @@ static int simba__sql_live_head(simba__sql *s, const char *mutex, const char *se
 }
 
 
-/* A step of the queue's rule is one write transaction, or a savepoint inside a batch's. */
-static int simba__sql_tx_begin(simba__sql *s) {
-    int rc = sqlite3_step(s->st[s->batch ? SIMBA__SQL_SAVEPOINT : SIMBA__SQL_BEGIN]);
-    sqlite3_reset(s->st[s->batch ? SIMBA__SQL_SAVEPOINT : SIMBA__SQL_BEGIN]);
+/* A step of the queue's rule is one write transaction, or a savepoint inside a batch's.
+   Begin and commit: SQLITE_OK, or the error (s->err says, unless the database is busy). */
+static int simba__sql_tx_step(simba__sql *s, int which, const char *what) {
+    int rc = sqlite3_step(s->st[which]);
+    sqlite3_reset(s->st[which]);
+    if (rc == SQLITE_DONE) return SQLITE_OK;
+    if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, what, rc);
     return rc;
 }
+static int simba__sql_tx_begin(simba__sql *s) {
+    return simba__sql_tx_step(s, s->batch ? SIMBA__SQL_SAVEPOINT : SIMBA__SQL_BEGIN, "begin");
+}
 static int simba__sql_tx_commit(simba__sql *s) {
-    int rc = sqlite3_step(s->st[s->batch ? SIMBA__SQL_SP_RELEASE : SIMBA__SQL_COMMIT]);
-    sqlite3_reset(s->st[s->batch ? SIMBA__SQL_SP_RELEASE : SIMBA__SQL_COMMIT]);
-    return rc;
+    return simba__sql_tx_step(s, s->batch ? SIMBA__SQL_SP_RELEASE : SIMBA__SQL_COMMIT, "commit");
 }
 /* Undoes the step after a failed begin, statement or commit (nothing when none is open). */
 static void simba__sql_tx_abort(simba__sql *s) {
@@ -1501,11 +1505,7 @@ static int simba__sql_contend(simba__sql *s, const char *mutex, const char *cont
                               int64_t transition_ms, int renew, int64_t live_ms, simba_reply *rep) {
     int rc, exists = 0, got = 0, changed = 0, first = 0, hchanged = 0, refused = 0;
     int64_t nh = 0;
-    rc = simba__sql_tx_begin(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
-        return rc;
-    }
+    if ((rc = simba__sql_tx_begin(s)) != SQLITE_OK) return rc;
     rc = simba__sql_read_row(s, mutex, rep, &exists);
     if (rc != SQLITE_OK) goto fail;
     if (!exists) {
@@ -1543,11 +1543,7 @@ static int simba__sql_contend(simba__sql *s, const char *mutex, const char *cont
         if (!s->owner[0] && nh > 0 && (rc = simba__sql_first_holder(s, mutex, rep)) != SQLITE_OK) goto fail;
         rep->holders = (int)simba__min(nh, SIMBA_PERMITS_MAX);
     }
-    rc = simba__sql_tx_commit(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
-        goto fail;
-    }
+    if ((rc = simba__sql_tx_commit(s)) != SQLITE_OK) goto fail;
     rep->first_in_line = !got && !renew && first;
     return SQLITE_OK;
 fail:
@@ -1567,24 +1563,20 @@ static void simba__sql_wake_head(simba__sql *s, const char *mutex) {
         if (s->qhead_shared) simba__sql_wake_set(s, mutex); /* the readers behind it go together */
         return;
     }
-    if (simba__sql_tx_begin(s) != SQLITE_DONE) return;
+    if (simba__sql_tx_begin(s) != SQLITE_OK) return;
     rc = simba__sql_live_head(s, mutex, NULL, 1, &changed);
     if (rc == SQLITE_OK && changed) {
         sqlite3_bind_text(s->st[SIMBA__SQL_Q_COUNT], 1, mutex, -1, SQLITE_STATIC);
         rc = simba__sql_run(s, SIMBA__SQL_Q_COUNT);
     }
-    if (rc != SQLITE_OK || simba__sql_tx_commit(s) != SQLITE_DONE) simba__sql_tx_abort(s);
+    if (rc != SQLITE_OK || simba__sql_tx_commit(s) != SQLITE_OK) simba__sql_tx_abort(s);
 }
 
 /* A contender that stops while waiting leaves the line; when it headed the line of a free
    mutex, the next waiter is woken. */
 static int simba__sql_quit_line(simba__sql *s, const char *mutex, const char *contender) {
     int rc, changed = 0;
-    rc = simba__sql_tx_begin(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
-        return rc;
-    }
+    if ((rc = simba__sql_tx_begin(s)) != SQLITE_OK) return rc;
     rc = simba__sql_leave(s, mutex, contender, &changed);
     if (rc == SQLITE_OK && changed && !s->owner[0]) rc = simba__sql_live_head(s, mutex, NULL, 1, &changed);
     if (rc == SQLITE_OK && changed) {
@@ -1592,8 +1584,6 @@ static int simba__sql_quit_line(simba__sql *s, const char *mutex, const char *co
     }
     if (rc == SQLITE_OK) {
         rc = simba__sql_tx_commit(s);
-        rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
-        if (rc != SQLITE_OK && !simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
     }
     if (rc != SQLITE_OK) simba__sql_tx_abort(s);
     return rc;
@@ -1754,11 +1744,7 @@ static int simba__sql_contend_set(simba__sql *s, const simba_req *r, int64_t liv
     int64_t recorded;
     simba__sql_setq q;
     memset(&q, 0, sizeof q);
-    rc = simba__sql_tx_begin(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
-        return rc;
-    }
+    if ((rc = simba__sql_tx_begin(s)) != SQLITE_OK) return rc;
     if ((rc = simba__sql_set_read(s, r->mutex, r->contender, rep, &q)) != SQLITE_OK) goto fail;
     if (s->lost_left >= 0) { /* a row closed after a DELETE: no grant; the caller says why */
         simba__sql_tx_abort(s);
@@ -1781,11 +1767,7 @@ static int simba__sql_contend_set(simba__sql *s, const simba_req *r, int64_t liv
     } else if (!q.mainlive && (rc = simba__sql_first_holder(s, r->mutex, rep)) != SQLITE_OK) {
         goto fail;
     }
-    rc = simba__sql_tx_commit(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
-        goto fail;
-    }
+    if ((rc = simba__sql_tx_commit(s)) != SQLITE_OK) goto fail;
     rep->holders = (int)simba__min(q.nh + q.mainlive, SIMBA_PERMITS_MAX);
     rep->first_in_line = q.first;
     if (q.freed_owner) {
@@ -1803,21 +1785,13 @@ fail:
 static int simba__sql_release_hold(simba__sql *s, const char *mutex, const char *contender, int *released) {
     int rc;
     *released = 0;
-    rc = simba__sql_tx_begin(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
-        return rc;
-    }
+    if ((rc = simba__sql_tx_begin(s)) != SQLITE_OK) return rc;
     if ((rc = simba__sql_step_on(s, SIMBA__SQL_H_LEAVE, mutex, contender, "holders release")) != SQLITE_OK) goto fail;
     *released = sqlite3_changes(s->db) > 0;
     if (*released) {
         if ((rc = simba__sql_step_on(s, SIMBA__SQL_H_COUNT, mutex, NULL, "holders count")) != SQLITE_OK) goto fail;
     }
-    rc = simba__sql_tx_commit(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
-        goto fail;
-    }
+    if ((rc = simba__sql_tx_commit(s)) != SQLITE_OK) goto fail;
     return SQLITE_OK;
 fail:
     *released = 0;
@@ -1963,11 +1937,7 @@ static int simba__sql_yield_set(simba__sql *s, const simba_req *r, int64_t live_
     int64_t fence = 0;
     simba__sql_setq q;
     memset(&q, 0, sizeof q);
-    rc = simba__sql_tx_begin(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
-        return rc;
-    }
+    if ((rc = simba__sql_tx_begin(s)) != SQLITE_OK) return rc;
     if ((rc = simba__sql_set_read(s, r->mutex, r->contender, rep, &q)) != SQLITE_OK) goto fail;
     if ((rc = simba__sql_int_on(s, SIMBA__SQL_H_SELF, r->mutex, r->contender, &fence)) != SQLITE_OK) goto fail;
     if (fence <= 0 || (uint64_t)fence != r->fence) {
@@ -1983,11 +1953,7 @@ static int simba__sql_yield_set(simba__sql *s, const simba_req *r, int64_t live_
         if ((rc = simba__sql_hrow(s, SIMBA__SQL_H_MINE, rep, &got)) != SQLITE_OK) goto fail;
     }
     if ((rc = simba__sql_recount(s, r->mutex, q.qchanged, q.hchanged)) != SQLITE_OK) goto fail;
-    rc = simba__sql_tx_commit(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
-        goto fail;
-    }
+    if ((rc = simba__sql_tx_commit(s)) != SQLITE_OK) goto fail;
     rep->holders = (int)simba__min(q.nh, SIMBA_PERMITS_MAX);
     rep->rc = SIMBA_OK;
     if (frees) {
@@ -2015,11 +1981,7 @@ static int simba__sql_yield(simba__sql *s, const simba_req *r, int64_t live_ms, 
     sqlite3_stmt *st;
     int rc, exists = 0, changed = 0, passed = 0;
     if (r->permits > 1 || r->shared) return simba__sql_yield_set(s, r, live_ms, rep);
-    rc = simba__sql_tx_begin(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
-        return rc;
-    }
+    if ((rc = simba__sql_tx_begin(s)) != SQLITE_OK) return rc;
     if ((rc = simba__sql_read_row(s, r->mutex, rep, &exists)) != SQLITE_OK) goto fail;
     if (strcmp(s->owner, r->contender) != 0 || rep->fence != r->fence) {
         simba__sql_tx_abort(s); /* nothing was written */
@@ -2057,11 +2019,7 @@ static int simba__sql_yield(simba__sql *s, const simba_req *r, int64_t live_ms, 
     if (changed) {
         if ((rc = simba__sql_step_on(s, SIMBA__SQL_Q_COUNT, r->mutex, NULL, "queue count")) != SQLITE_OK) goto fail;
     }
-    rc = simba__sql_tx_commit(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
-        goto fail;
-    }
+    if ((rc = simba__sql_tx_commit(s)) != SQLITE_OK) goto fail;
     if (passed) {
         s->queued_until = simba__max(s->queued_until, simba__add(simba_now(s->loop), live_ms));
         simba__reply_none(rep)->yielded = 1;
@@ -2513,10 +2471,7 @@ static int simba__sql_force(simba__sql *s, simba_req *r, int64_t now, simba_repl
         size_t i;
         int freed = 0;
         for (i = 0; i < sizeof with_now / sizeof with_now[0]; i++) sqlite3_bind_int64(s->st[with_now[i]], 6, now);
-        if ((rc = simba__sql_tx_begin(s)) != SQLITE_DONE) {
-            if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
-            return rc;
-        }
+        if ((rc = simba__sql_tx_begin(s)) != SQLITE_OK) return rc;
         simba__sql_bind2(s->st[SIMBA__SQL_H_FORCE], r->mutex, NULL);
         sqlite3_bind_int64(s->st[SIMBA__SQL_H_FORCE], 9, (sqlite3_int64)r->fence);
         rc = simba__sql_step_simple(s, SIMBA__SQL_H_FORCE, "force release");
@@ -2526,8 +2481,6 @@ static int simba__sql_force(simba__sql *s, simba_req *r, int64_t now, simba_repl
         }
         if (rc == SQLITE_OK) {
             rc = simba__sql_tx_commit(s);
-            rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
-            if (rc != SQLITE_OK && !simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
         }
         if (rc != SQLITE_OK) {
             simba__sql_tx_abort(s);
@@ -2579,8 +2532,7 @@ static int simba__sql_inspect_one(simba__sql *s, simba_req *r, simba_reply *rep)
     }
     if (rc == SQLITE_OK) return 0;
     if (simba__sql_is_busy(rc)) return SIMBA__SQL_BUSY;
-    rep->rc = SIMBA_EBACKEND;
-    rep->errmsg = s->err;
+    simba__reply_fail(rep, SIMBA_EBACKEND, s->err);
     return 0;
 }
 
