@@ -1488,8 +1488,7 @@ static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply
            marker is in another slot than the mutex (CROSSSLOT). Retrying cannot help. */
         snprintf(r->cfg_msg, sizeof(r->cfg_msg), "redis: the server answered %.*s: it is a Redis Cluster node, and "
                  "this backend was opened without simba_redis_desc.cluster = 1", (int)strcspn(x->str, " "), x->str);
-        rep->rc = SIMBA_EBACKEND;
-        rep->errmsg = r->cfg_msg;
+        simba__reply_fail(rep, SIMBA_EBACKEND, r->cfg_msg);
         if (!r->moved_noted) {
             r->moved_noted = 1;
             simba_log(r->loop, SIMBA_LOG_ERROR, "%s (%s)", rep->errmsg, x->str);
@@ -1635,6 +1634,7 @@ static int simba__redis_holders(simba__redis *r, simba_req *req, simba_view *v, 
     simba_view_holder *h = NULL;
     size_t i, j, n = (x->elements - at - 1) / 8;
     int64_t k[5];
+    int permits;
     if (x->element[at]->len && (simba__redis_int(x->element[at], &k[0]) != 0 || k[0] < 1 || k[0] > SIMBA_PERMITS_MAX)) return -1;
     v->permits = x->element[at]->len ? (int)k[0] : 0;
     if (n > SIMBA_PERMITS_MAX) return -1;
@@ -1661,23 +1661,11 @@ static int simba__redis_holders(simba__redis *r, simba_req *req, simba_view *v, 
         for (j = i; j > 0 && h[j - 1].fence > t.fence; j--) h[j] = h[j - 1]; /* oldest grant first */
         h[j] = t;
     }
-    if (n && !v->owner[0]) {
-        const simba_view_holder *b = &h[0];
-        for (i = 1; i < n; i++)
-            if (h[i].transition_left_ms < b->transition_left_ms) b = &h[i];
-        simba__copy(v->owner, sizeof v->owner, b->id);
-        v->fence = b->fence;
-        v->acquired_unix_ms = b->acquired_unix_ms;
-        v->held_ms = b->held_ms;
-        v->ttl_left_ms = b->ttl_left_ms;
-        v->transition_left_ms = b->transition_left_ms;
-        v->value = b->value;
-        v->value_len = b->value_len;
-    }
-    v->holders = (int)n;
-    v->holder = h;
-    /* the hash outlives its last holder by its lease (keep): nobody holds or waits now */
-    if (!n && !v->owner[0] && v->waiters == 0) v->permits = 0;
+    permits = v->permits;
+    simba__view_holders(v, h, (int)n, permits);
+    /* the recorded permits; the hash outlives its last holder by its lease (keep): nobody
+       holds or waits now */
+    v->permits = !n && !v->owner[0] && v->waiters == 0 ? 0 : permits;
     simba_req_view(req, v);
     simba_free(r->loop, h);
     return 0;
@@ -3717,8 +3705,7 @@ static int simba__rfw_answer(const simba_req *req, const redisReply *x, simba_re
         simba_free(fw->loop, fw->val);
         fw->val = (simba_redis_value *)simba_alloc(fw->loop, nv * sizeof(simba_redis_value) + nb);
         if (!fw->val) {
-            rep->rc = SIMBA_ENOMEM;
-            rep->errmsg = "simba_redis_fenced: the write was done, but out of memory keeping its reply";
+            simba__reply_fail(rep, SIMBA_ENOMEM, "simba_redis_fenced: the write was done, but out of memory keeping its reply");
             return 0;
         }
         free_v = fw->val + 1;
