@@ -124,9 +124,10 @@
  *                   holds and every live waiter ahead of it is a reader (a waiting writer
  *                   holds back the readers behind it; readers at the head go together)
  *   Every contender of a name asks for the same N: another N while anyone holds or waits is
- *   refused by the store (SIMBA_ECONFLICT, "permits 3 asked, the name has 2 while held"). A
- *   waiter times its next ask by the holder whose permit frees first (simba_owner_get and
- *   on_owner show that one); simba_inspect lists every holder (simba_view.holder).
+ *   refused by the store (SIMBA_ECONFLICT, "permits 3 asked, the name has 2 while held or
+ *   waited on"). A waiter times its next ask by the holder whose permit frees first
+ *   (simba_owner_get and on_owner show that one); simba_inspect lists every holder
+ *   (simba_view.holder).
  *   permits < 0, above SIMBA_PERMITS_MAX, or shared with permits > 1 is SIMBA_EINVAL.
  *   A Scheduler is a single leader (permits 1).
  *
@@ -951,8 +952,8 @@ struct simba_req {
        together; N > 1 = at most N holders, never shared. shared 1 = a reader (permits is 1
        then), 0 = exclusive (a mutex's owner is a writer). The store records N with the name
        while anyone holds or waits and refuses an ACQUIRE with another N (SIMBA_ECONFLICT, errmsg
-       "permits 3 asked, the name has 2 while held"). Owner, RELEASE, SET_VALUE, YIELD and the
-       fence then refer to this contender's own holding. */
+       "permits 3 asked, the name has 2 while held or waited on"). Owner, RELEASE, SET_VALUE,
+       YIELD and the fence then refer to this contender's own holding. */
     int permits;
     int shared;
     /* private to the core (done_ fills the last int's padding) */
