@@ -1251,9 +1251,10 @@ static SIMBA__KIT simba_result simba__refuse(char *err, size_t cap, simba_result
     return rc;
 }
 
-/* A zeroed block of the loop's memory (NULL: no memory). */
+/* A zeroed block of the loop's memory, or with loop NULL of SIMBA_MALLOC's (a store shared
+   by loops; free it with SIMBA_FREE). NULL: no memory. */
 static SIMBA__KIT void *simba__zalloc(simba_loop *loop, size_t size) {
-    void *p = simba_alloc(loop, size);
+    void *p = loop ? simba_alloc(loop, size) : size ? SIMBA_MALLOC(size) : NULL;
     if (p) memset(p, 0, size);
     return p;
 }

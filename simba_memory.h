@@ -201,9 +201,8 @@ SIMBA_API simba_result simba_memstore_new(const simba_memstore_desc *d, simba_me
     simba_memstore *st;
     if (!out) return SIMBA_EINVAL;
     *out = NULL;
-    st = (simba_memstore *)SIMBA_MALLOC(sizeof *st);
+    st = (simba_memstore *)simba__zalloc(NULL, sizeof *st);
     if (!st) return SIMBA_ENOMEM;
-    memset(st, 0, sizeof *st);
     if (pthread_mutex_init(&st->lock, NULL) != 0) { SIMBA_FREE(st); return SIMBA_ESYS; }
     st->now_fn = d && d->now_ms ? d->now_ms : simba__sys_now;
     st->clock_user = d ? d->clock_user : NULL;
@@ -577,9 +576,8 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
     now = st->now_fn(st->clock_user);
     e = (simba__mentry *)simba__hfind(&st->entries, r->mutex);
     if (!e && r->op == SIMBA_OP_ACQUIRE) {
-        e = (simba__mentry *)SIMBA_MALLOC(sizeof *e);
+        e = (simba__mentry *)simba__zalloc(NULL, sizeof *e);
         if (e) {
-            memset(e, 0, sizeof *e);
             simba__copy(e->name, sizeof e->name, r->mutex);
             e->h.key = e->name;
             if (!simba__hinsert(&st->entries, &e->h, simba__malloc_u, simba__free_u, NULL)) { SIMBA_FREE(e); e = NULL; }
@@ -812,8 +810,7 @@ static simba_result simba__mem_watch(void *impl, const char *mutex) {
     w = (simba__mwatch *)simba__hfind(&c->watched, mutex);
     if (w) {
         w->count++;
-    } else if ((w = (simba__mwatch *)SIMBA_MALLOC(sizeof *w)) != NULL) {
-        memset(w, 0, sizeof *w);
+    } else if ((w = (simba__mwatch *)simba__zalloc(NULL, sizeof *w)) != NULL) {
         simba__copy(w->name, sizeof w->name, mutex);
         w->h.key = w->name;
         w->count = 1;
@@ -897,9 +894,8 @@ SIMBA_API simba_result simba_memory_open(simba_loop *loop, simba_memstore *st, s
     simba_result rc;
     if (out) *out = NULL;
     if (!loop || !st || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_memory_open: NULL argument");
-    c = (simba__mclient *)simba_alloc(loop, sizeof *c);
+    c = (simba__mclient *)simba__zalloc(loop, sizeof *c);
     if (!c) return simba__fail(loop, SIMBA_ENOMEM, "simba_memory_open: out of memory");
-    memset(c, 0, sizeof *c);
     if (simba__pipe(c->pipefd) != 0) {
         simba_free(loop, c);
         return simba__fail(loop, SIMBA_ESYS, "simba_memory_open: pipe: %s", strerror(errno));

@@ -2566,8 +2566,7 @@ static void simba__zkfw_multi(simba__zk *zk, simba__zk_ins *in) {
     simba__zk_op *op;
     int i, zrc;
     if (!simba__zk_usable(zk)) { simba__zk_ins_end(zk, in, SIMBA_ECONN, simba__zk_unusable_msg(zk)); return; }
-    if (!(c = (simba__zkfw_call *)SIMBA_MALLOC(size))) { simba__zk_ins_end(zk, in, SIMBA_ENOMEM, "zookeeper: out of memory"); return; }
-    memset(c, 0, size);
+    if (!(c = (simba__zkfw_call *)simba__zalloc(NULL, size))) { simba__zk_ins_end(zk, in, SIMBA_ENOMEM, "zookeeper: out of memory"); return; }
     c->count = (int)k;
     c->ops = (zoo_op_t *)(void *)(c + 1);
     c->res = (zoo_op_result_t *)(void *)(c->ops + k);
