@@ -850,32 +850,8 @@ static int simba__sql_schema(simba__sql *s) {
     return SQLITE_MISMATCH;
 }
 
-/* Setup statements and prepared statements; once per connection. Returns SQLITE_OK,
-   a busy code (try later) or another error (message in s->err). */
-static int simba__sql_setup(simba__sql *s) {
-    char sql[2048];
-    int i, rc;
-    const char *src[SIMBA__SQL_NSTMT];
-    if (s->ready) return SQLITE_OK;
-    if ((rc = simba__sql_schema(s)) != SQLITE_OK) return rc;
-    for (i = 0; i < (int)(sizeof s->text->setup / sizeof s->text->setup[0]) && s->text->setup[i]; i++) {
-        if (!simba__sql_expand(s, s->text->setup[i], sql, sizeof sql)) {
-            snprintf(s->err, sizeof s->err, "sqlite setup: statement too long");
-            return SQLITE_ERROR;
-        }
-        rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-        if (rc != SQLITE_OK) {
-            simba__sql_seterr(s, "setup", rc);
-            return rc;
-        }
-    }
-    /* A file that cannot work is refused here, not found out by every later request. */
-    if (sqlite3_db_readonly(s->db, "main") == 1) {
-        snprintf(s->err, sizeof s->err, "sqlite setup: the database is read-only (file or directory permissions, "
-                                        "a read-only medium or mode=ro): simba writes its rows there");
-        return SQLITE_READONLY;
-    }
-    if ((rc = simba__sql_check_table(s)) != SQLITE_OK) return rc;
+/* The text of every prepared statement, by its index. */
+static void simba__sql_sources(const simba__sql *s, const char **src) {
     src[SIMBA__SQL_CREATE_ROW] = s->text->create_row;
     src[SIMBA__SQL_ACQUIRE_ST] = s->text->acquire;
     src[SIMBA__SQL_GRANT_ST] = s->text->grant;
@@ -912,6 +888,35 @@ static int simba__sql_setup(simba__sql *s) {
     src[SIMBA__SQL_SET_PERMITS] = SIMBA__SQL_SET_PERMITS_TEXT;
     src[SIMBA__SQL_Q_NUM] = SIMBA__SQL_Q_NUM_TEXT;
     src[SIMBA__SQL_Q_LIST] = SIMBA__SQL_Q_LIST_TEXT;
+}
+
+/* Setup statements and prepared statements; once per connection. Returns SQLITE_OK,
+   a busy code (try later) or another error (message in s->err). */
+static int simba__sql_setup(simba__sql *s) {
+    char sql[2048];
+    int i, rc;
+    const char *src[SIMBA__SQL_NSTMT];
+    if (s->ready) return SQLITE_OK;
+    if ((rc = simba__sql_schema(s)) != SQLITE_OK) return rc;
+    for (i = 0; i < (int)(sizeof s->text->setup / sizeof s->text->setup[0]) && s->text->setup[i]; i++) {
+        if (!simba__sql_expand(s, s->text->setup[i], sql, sizeof sql)) {
+            snprintf(s->err, sizeof s->err, "sqlite setup: statement too long");
+            return SQLITE_ERROR;
+        }
+        rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+        if (rc != SQLITE_OK) {
+            simba__sql_seterr(s, "setup", rc);
+            return rc;
+        }
+    }
+    /* A file that cannot work is refused here, not found out by every later request. */
+    if (sqlite3_db_readonly(s->db, "main") == 1) {
+        snprintf(s->err, sizeof s->err, "sqlite setup: the database is read-only (file or directory permissions, "
+                                        "a read-only medium or mode=ro): simba writes its rows there");
+        return SQLITE_READONLY;
+    }
+    if ((rc = simba__sql_check_table(s)) != SQLITE_OK) return rc;
+    simba__sql_sources(s, src);
     for (i = 0; i < SIMBA__SQL_NSTMT; i++) {
         if (s->st[i]) continue;
         if (!simba__sql_expand(s, src[i], sql, sizeof sql)) {
