@@ -124,9 +124,10 @@
  *                   holds and every live waiter ahead of it is a reader (a waiting writer
  *                   holds back the readers behind it; readers at the head go together)
  *   Every contender of a name asks for the same N: another N while anyone holds or waits is
- *   refused by the store (SIMBA_ECONFLICT, "permits 3 asked, the name has 2 while held"). A
- *   waiter times its next ask by the holder whose permit frees first (simba_owner_get and
- *   on_owner show that one); simba_inspect lists every holder (simba_view.holder).
+ *   refused by the store (SIMBA_ECONFLICT, "permits 3 asked, the name has 2 while held or
+ *   waited on"). A waiter times its next ask by the holder whose permit frees first
+ *   (simba_owner_get and on_owner show that one); simba_inspect lists every holder
+ *   (simba_view.holder).
  *   permits < 0, above SIMBA_PERMITS_MAX, or shared with permits > 1 is SIMBA_EINVAL.
  *   A Scheduler is a single leader (permits 1).
  *
@@ -963,8 +964,8 @@ struct simba_req {
        together; N > 1 = at most N holders, never shared. shared 1 = a reader (permits is 1
        then), 0 = exclusive (a mutex's owner is a writer). The store records N with the name
        while anyone holds or waits and refuses an ACQUIRE with another N (SIMBA_ECONFLICT, errmsg
-       "permits 3 asked, the name has 2 while held"). Owner, RELEASE, SET_VALUE, YIELD and the
-       fence then refer to this contender's own holding. */
+       "permits 3 asked, the name has 2 while held or waited on"). Owner, RELEASE, SET_VALUE,
+       YIELD and the fence then refer to this contender's own holding. */
     int permits;
     int shared;
     /* private to the core (done_ fills the last int's padding) */
@@ -1260,6 +1261,61 @@ static SIMBA__KIT simba_result simba__refuse(char *err, size_t cap, simba_result
     vsnprintf(err, cap, fmt, ap);
     va_end(ap);
     return rc;
+}
+
+/* A zeroed block of the loop's memory, or with loop NULL of SIMBA_MALLOC's (a store shared
+   by loops; free it with SIMBA_FREE). NULL: no memory. */
+static SIMBA__KIT void *simba__zalloc(simba_loop *loop, size_t size) {
+    void *p = loop ? simba_alloc(loop, size) : size ? SIMBA_MALLOC(size) : NULL;
+    if (p) memset(p, 0, size);
+    return p;
+}
+
+/* >>reply  A store's answer, built here: nobody owns (held unknown), ... */
+static SIMBA__KIT simba_reply *simba__reply_none(simba_reply *rep) {
+    memset(rep, 0, sizeof *rep);
+    rep->held_ms = -1;
+    return rep;
+}
+/* ... or the request failed with rc and words (msg optional; simba_req_done copies it). */
+static SIMBA__KIT simba_reply *simba__reply_fail(simba_reply *rep, simba_result rc, const char *msg) {
+    simba__reply_none(rep)->rc = rc;
+    rep->errmsg = msg;
+    return rep;
+}
+/* The words of SIMBA_ECONFLICT, one wording for every store: an ask with asked permits on a
+   name the store records with has while anyone holds or waits (into buf, cap bytes). */
+static SIMBA__KIT const char *simba__conflict_words(char *buf, size_t cap, long long asked, long long has) {
+    snprintf(buf, cap, "permits %lld asked, the name has %lld while held or waited on", asked, has);
+    return buf;
+}
+static SIMBA__KIT simba_reply *simba__reply_conflict(simba_reply *rep, char *buf, size_t cap, long long asked, long long has) {
+    return simba__reply_fail(rep, SIMBA_ECONFLICT, simba__conflict_words(buf, cap, asked, has));
+}
+
+/* >>grant  The grant rule (SEMAPHORES AND READ-WRITE LOCKS), for a requester that holds
+   nothing of the name, from the store's facts: the name's permits, its live holders,
+   writer_holds (an exclusive holder among them), the requester's place in line (0: the
+   head; the line's length: it would join the back), shared (a reader) and writer_ahead (an
+   exclusive waiter ahead of it). */
+static SIMBA__KIT int simba__grantable(int permits, int holders, int writer_holds, int place, int shared, int writer_ahead) {
+    if (permits > 1) return place < permits - holders; /* among the first N - holders */
+    if (writer_holds) return 0;
+    if (!shared) return holders == 0 && place == 0; /* a writer: nobody holds, the head */
+    return !writer_ahead;                           /* a reader: only readers ahead */
+}
+
+/* >>view  The owner row's holder of view v (a mutex's owner or a writer) into h. */
+static SIMBA__KIT void simba__view_owner_holder(const simba_view *v, simba_view_holder *h) {
+    memset(h, 0, sizeof *h);
+    simba__copy(h->id, sizeof h->id, v->owner);
+    h->fence = v->fence;
+    h->acquired_unix_ms = v->acquired_unix_ms;
+    h->held_ms = v->held_ms;
+    h->ttl_left_ms = v->ttl_left_ms;
+    h->transition_left_ms = v->transition_left_ms;
+    h->value = v->value;
+    h->value_len = v->value_len;
 }
 
 /* A view's holders as a store hands them over (hs[0..n)): when the view names no owner it
@@ -1950,9 +2006,8 @@ SIMBA_API simba_result simba_backend_new(simba_loop *loop, const simba_backend_v
         return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: vt size %lu is not this core's (%lu): set .size = sizeof(simba_backend_vt)",
                            (unsigned long)vt->size, (unsigned long)sizeof(simba_backend_vt));
     if (!vt->submit || !vt->name) return simba__fail(loop, SIMBA_EINVAL, "simba_backend_new: vt needs name and submit");
-    be = (simba_backend *)simba_alloc(loop, sizeof *be);
+    be = (simba_backend *)simba__zalloc(loop, sizeof *be);
     if (!be) return simba__fail(loop, SIMBA_ENOMEM, "simba_backend_new: out of memory");
-    memset(be, 0, sizeof *be);
     be->loop = loop;
     be->vt = vt;
     be->hurry = vt->size > offsetof(simba_backend_vt, hurry) ? vt->hurry : NULL;
@@ -2019,9 +2074,8 @@ static simba__mx *simba__mx_get(simba_backend *be, const char *name, simba_resul
     simba__mx *mx = (simba__mx *)simba__hfind(&be->mxs, name);
     *rc = SIMBA_OK;
     if (mx) return mx;
-    mx = (simba__mx *)simba_alloc(l, sizeof *mx + strlen(name) + 1);
+    mx = (simba__mx *)simba__zalloc(l, sizeof *mx + strlen(name) + 1);
     if (!mx) { *rc = SIMBA_ENOMEM; return NULL; }
-    memset(mx, 0, sizeof *mx);
     mx->name = (char *)(mx + 1);
     memcpy(mx->name, name, strlen(name) + 1);
     mx->h.key = mx->name;
@@ -2136,6 +2190,7 @@ static void simba__ask_done(simba_req *req, const simba_reply *reply);
 SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     simba_service *s;
     simba_loop *l;
+    simba_reply own; /* the core's own failure, when the answer cannot be kept */
     if (!req || !reply) return;
     s = req->svc_;
     if (req->done_) {
@@ -2155,16 +2210,13 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
     }
     if (reply->rc == SIMBA_OK && reply->owner && reply->owner[0] && simba_id_check(reply->owner) != SIMBA_OK) {
         /* Whatever the store holds, users only ever see well-formed ids. */
-        static const simba_reply bad = {SIMBA_EBACKEND, "backend reported a malformed owner id", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0, 0};
-        reply = &bad;
+        reply = simba__reply_fail(&own, SIMBA_EBACKEND, "backend reported a malformed owner id");
     }
     if (reply->rc == SIMBA_OK && (reply->value_len > SIMBA_VALUE_MAX || (reply->value_len && !reply->value))) {
-        static const simba_reply bad = {SIMBA_EBACKEND, "backend reported a value longer than SIMBA_VALUE_MAX", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0, 0};
-        reply = &bad;
+        reply = simba__reply_fail(&own, SIMBA_EBACKEND, "backend reported a value longer than SIMBA_VALUE_MAX");
     }
     if (reply->rc == SIMBA_OK && reply->owner && reply->owner[0] && reply->value_len && !simba__vals_get(s)) {
-        static const simba_reply oom = {SIMBA_ENOMEM, "out of memory keeping a backend's answer", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0, 0};
-        reply = &oom;
+        reply = simba__reply_fail(&own, SIMBA_ENOMEM, "out of memory keeping a backend's answer");
     }
     if (s->vals) {
         /* the value belongs to the owner: none without one */
@@ -2190,8 +2242,7 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
             s->rep_owner = s->rep_other;
         } else {
             /* The answer cannot be kept: like a request that failed, the core backs off. */
-            static const simba_reply oom = {SIMBA_ENOMEM, "out of memory keeping a backend's answer", NULL, 0, 0, -1, 0, 0, 0, NULL, 0, 0, 0};
-            reply = &oom;
+            reply = simba__reply_fail(&own, SIMBA_ENOMEM, "out of memory keeping a backend's answer");
             s->rep.rc = reply->rc;
             s->rep.held_ms = reply->held_ms;
         }
@@ -2202,11 +2253,7 @@ SIMBA_API void simba_req_done(simba_req *req, const simba_reply *reply) {
 
 SIMBA_API void simba_req_fail(simba_req *req, simba_result rc, const char *errmsg) {
     simba_reply rep;
-    memset(&rep, 0, sizeof rep);
-    rep.rc = rc;
-    rep.errmsg = errmsg && errmsg[0] ? errmsg : NULL;
-    rep.held_ms = -1;
-    simba_req_done(req, &rep);
+    simba_req_done(req, simba__reply_fail(&rep, rc, errmsg && errmsg[0] ? errmsg : NULL));
 }
 
 SIMBA_API void simba_backend_event(simba_backend *be, simba_event_kind kind, const char *mutex, const char *contender, const simba_reply *owner) {
@@ -2992,9 +3039,8 @@ static simba_result simba__svc_new(simba_loop *l, simba_backend *be, const char 
             else if ((rc = simba_contender_id_host(l, idbuf, sizeof idbuf)) != SIMBA_OK) return rc;
         }
         n = strlen(idbuf) + 1;
-        s = (simba_service *)simba_alloc(l, sizeof *s + n);
+        s = (simba_service *)simba__zalloc(l, sizeof *s + n);
         if (!s) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory", what);
-        memset(s, 0, sizeof *s);
         s->id = (char *)(s + 1);
         memcpy(s->id, idbuf, n);
         s->view.id = "";
@@ -4062,9 +4108,8 @@ SIMBA_API simba_result simba_locker_new(simba_loop *loop, simba_backend *be, con
     simba_result rc;
     if (out) *out = NULL;
     if (!loop || !be || !d || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_locker_new: NULL argument");
-    lk = (simba_locker *)simba_alloc(loop, sizeof *lk);
+    lk = (simba_locker *)simba__zalloc(loop, sizeof *lk);
     if (!lk) return simba__fail(loop, SIMBA_ENOMEM, "simba_locker_new: out of memory");
-    memset(lk, 0, sizeof *lk);
     if (!simba__timer_init(loop, &lk->tm, SIMBA__T_LOCKER)) { simba_free(loop, lk); return simba__fail(loop, SIMBA_ENOMEM, "simba_locker_new: out of memory"); }
     SIMBA__LEASE_FROM(cd, d);
     cd.permits = d->permits;
@@ -4351,9 +4396,8 @@ SIMBA_API simba_result simba_scheduler_new(simba_loop *loop, simba_backend *be, 
         return rc;
     if (d->strategy != SIMBA_FIXED_DELAY && d->strategy != SIMBA_FIXED_RATE)
         return simba__fail(loop, SIMBA_EINVAL, "simba_scheduler_new: unknown strategy");
-    sc = (simba_scheduler *)simba_alloc(loop, sizeof *sc);
+    sc = (simba_scheduler *)simba__zalloc(loop, sizeof *sc);
     if (!sc) return simba__fail(loop, SIMBA_ENOMEM, "simba_scheduler_new: out of memory");
-    memset(sc, 0, sizeof *sc);
     if (!simba__timer_init(loop, &sc->tm, SIMBA__T_SCHED)) { simba_free(loop, sc); return SIMBA_ENOMEM; }
     SIMBA__LEASE_FROM(cd, d);
     cd.on_acquired = simba__sc_acquired;
@@ -4787,9 +4831,8 @@ static simba_result simba__ask_start(simba_backend *be, simba_op op, const char 
     if (!cb && !made) return simba__fail(l, SIMBA_EINVAL, "%s: no callback", fn);
     if (op == SIMBA_OP_INSPECT && !out) return simba__fail(l, SIMBA_EINVAL, "%s: no view to fill", fn);
     if (!be->inspect) return simba__fail(l, SIMBA_EINVAL, "%s: backend '%s' has no inspection", fn, be->vt->name);
-    a = (simba__ask *)simba_alloc(l, sizeof *a);
+    a = (simba__ask *)simba__zalloc(l, sizeof *a);
     if (!a) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory", fn);
-    memset(a, 0, sizeof *a);
     a->loop = l;
     a->out = out;
     a->cb = cb;
@@ -4824,9 +4867,8 @@ SIMBA_API simba_result simba_backend_call(simba_backend *be, const char *mutex, 
     if (simba_name_check(mutex) != SIMBA_OK)
         return simba__fail(l, SIMBA_EINVAL, "%s: mutex name '%.140s' is not valid (1..%d bytes of letters, digits, - _ . : @ + = ,)",
                            be->vt->name, mutex ? mutex : "(null)", SIMBA_NAME_MAX);
-    a = (simba__ask *)simba_alloc(l, sizeof *a);
+    a = (simba__ask *)simba__zalloc(l, sizeof *a);
     if (!a) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory for a call", be->vt->name);
-    memset(a, 0, sizeof *a);
     a->loop = l;
     a->call = fn;
     a->user = user;

@@ -201,9 +201,8 @@ SIMBA_API simba_result simba_memstore_new(const simba_memstore_desc *d, simba_me
     simba_memstore *st;
     if (!out) return SIMBA_EINVAL;
     *out = NULL;
-    st = (simba_memstore *)SIMBA_MALLOC(sizeof *st);
+    st = (simba_memstore *)simba__zalloc(NULL, sizeof *st);
     if (!st) return SIMBA_ENOMEM;
-    memset(st, 0, sizeof *st);
     if (pthread_mutex_init(&st->lock, NULL) != 0) { SIMBA_FREE(st); return SIMBA_ESYS; }
     st->now_fn = d && d->now_ms ? d->now_ms : simba__sys_now;
     st->clock_user = d ? d->clock_user : NULL;
@@ -259,9 +258,7 @@ static int simba__mholders(const simba__mentry *e, int64_t now) { return e->nh +
 static void simba__mreply(const simba__mentry *e, int64_t now, const char *contender, simba_reply *rep) {
     const simba__mhold *h = NULL;
     int i;
-    memset(rep, 0, sizeof *rep);
-    rep->rc = SIMBA_OK;
-    rep->held_ms = -1;
+    simba__reply_none(rep);
     if (!e) return;
     rep->holders = simba__mholders(e, now);
     if (!(simba__mlive(e, now) && contender && strcmp(e->owner, contender) == 0)) {
@@ -378,13 +375,9 @@ static void simba__mwait_join(simba__mclient *c, simba__mentry *e, const simba_r
 /* The grant rule (SEMAPHORES AND READ-WRITE LOCKS in simba.h), for a requester that is not
    a holder, at place p of the queue (p = nw: it would join the back), after the purges. */
 static int simba__mgrantable(const simba__mentry *e, int p, int shared, int64_t now) {
-    int i;
-    if (e->permits > 1) return p < e->permits - e->nh; /* among the first N - holders */
-    if (simba__mlive(e, now)) return 0;                /* a writer (or a mutex's owner) holds */
-    if (!shared) return e->nh == 0 && p == 0;          /* a writer: nobody holds, the head */
-    for (i = 0; i < p && i < e->nw; i++)               /* a reader: only readers ahead */
-        if (!e->w[i].shared && !SIMBA__MPLANT(e)) return 0;
-    return 1;
+    int i, writer_ahead = 0;
+    for (i = 0; i < p && i < e->nw; i++) writer_ahead |= !e->w[i].shared && !SIMBA__MPLANT(e);
+    return simba__grantable(e->permits, simba__mholders(e, now), simba__mlive(e, now), p, shared, writer_ahead);
 }
 
 /* A holding ended (store locked): push to each waiter it frees (they stay in line until
@@ -445,10 +438,9 @@ static int simba__mowner_op(simba_memstore *st, simba__mclient *c, simba__mentry
         return 1;
     }
     if (!e || !simba__mlive(e, now) || strcmp(e->owner, r->contender) != 0 || e->fence != r->fence) {
-        memset(rep, 0, sizeof *rep);
-        rep->rc = SIMBA_EFENCE;
-        rep->errmsg = r->op == SIMBA_OP_YIELD ? "memory store: yield refused: the contender no longer holds the mutex with that fence"
-                                              : "memory store: value refused: the contender no longer holds the mutex with that fence";
+        simba__reply_fail(rep, SIMBA_EFENCE, r->op == SIMBA_OP_YIELD
+                                                 ? "memory store: yield refused: the contender no longer holds the mutex with that fence"
+                                                 : "memory store: value refused: the contender no longer holds the mutex with that fence");
         return -1;
     }
     if (r->op == SIMBA_OP_SET_VALUE) { /* fence and times stay */
@@ -584,18 +576,15 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
     now = st->now_fn(st->clock_user);
     e = (simba__mentry *)simba__hfind(&st->entries, r->mutex);
     if (!e && r->op == SIMBA_OP_ACQUIRE) {
-        e = (simba__mentry *)SIMBA_MALLOC(sizeof *e);
+        e = (simba__mentry *)simba__zalloc(NULL, sizeof *e);
         if (e) {
-            memset(e, 0, sizeof *e);
             simba__copy(e->name, sizeof e->name, r->mutex);
             e->h.key = e->name;
             if (!simba__hinsert(&st->entries, &e->h, simba__malloc_u, simba__free_u, NULL)) { SIMBA_FREE(e); e = NULL; }
         }
         if (!e) {
             pthread_mutex_unlock(&st->lock);
-            memset(rep, 0, sizeof *rep);
-            rep->rc = SIMBA_ENOMEM;
-            rep->errmsg = "memory store: out of memory";
+            simba__reply_fail(rep, SIMBA_ENOMEM, "memory store: out of memory");
             return;
         }
     }
@@ -608,18 +597,14 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
         /* One mode per name while anyone holds or waits: another N is refused, never obeyed. */
         if ((simba__mholders(e, now) > 0 || e->nw > 0) && e->permits && e->permits != permits) {
             pthread_mutex_unlock(&st->lock);
-            memset(rep, 0, sizeof *rep);
-            rep->rc = SIMBA_ECONFLICT;
-            snprintf(owner_buf, SIMBA_ID_MAX + 1, "permits %d asked, the name has %d while held", permits, e->permits);
-            rep->errmsg = owner_buf;
+            simba__reply_conflict(rep, owner_buf, SIMBA_ID_MAX + 1, permits, e->permits);
             return;
         }
         e->permits = permits;
         if ((got = simba__macquire(c, e, r, now)) != 0) {
             pthread_mutex_unlock(&st->lock);
-            memset(rep, 0, sizeof *rep);
-            rep->rc = got == -2 ? SIMBA_ENOMEM : SIMBA_EBACKEND;
-            rep->errmsg = got == -2 ? "memory store: out of memory" : "memory store: data-loss quarantine";
+            simba__reply_fail(rep, got == -2 ? SIMBA_ENOMEM : SIMBA_EBACKEND,
+                              got == -2 ? "memory store: out of memory" : "memory store: data-loss quarantine");
             return;
         }
     } else if (e && r->op == SIMBA_OP_RELEASE) {
@@ -653,25 +638,15 @@ static void simba__mexec(simba__mclient *c, const simba_req *r, simba_reply *rep
     pthread_mutex_unlock(&st->lock);
 }
 
-/* A view of e; hold (room for nh + 1) receives the holders, oldest grant first. */
+/* A view of e; hold (room for nh + 1) receives the holders, oldest grant first (values
+   copied by simba_req_view, under the lock); the core picks the one the view shows. */
 static void simba__mview(const simba__mentry *e, int64_t now, int with_waiters, simba_view *v, simba_view_holder *hold) {
-    simba_reply first;
     int i, n = 0;
     memset(v, 0, sizeof *v);
     simba__copy(v->mutex, sizeof v->mutex, e->name);
     v->fence = e->fence;
     v->acquired_unix_ms = v->lease_ms = SIMBA_UNKNOWN_MS; /* the store keeps no wall clock */
     v->held_ms = v->ttl_left_ms = v->transition_left_ms = SIMBA_UNKNOWN_MS;
-    simba__mreply(e, now, NULL, &first); /* the holder whose permit frees first */
-    if (first.owner) {
-        simba__copy(v->owner, sizeof v->owner, first.owner);
-        v->value = first.value; /* copied by simba_req_view, under the lock */
-        v->value_len = first.value_len;
-        v->fence = first.fence;
-        v->held_ms = first.held_ms;
-        v->ttl_left_ms = first.ttl_left_ms;
-        v->transition_left_ms = first.transition_left_ms;
-    }
     if (simba__mlive(e, now)) {
         memset(&hold[n], 0, sizeof hold[n]);
         simba__copy(hold[n].id, sizeof hold[n].id, e->owner);
@@ -697,8 +672,7 @@ static void simba__mview(const simba__mentry *e, int64_t now, int with_waiters, 
         hold[n].value = h->value_len ? h->value : NULL;
         hold[n].value_len = h->value_len;
     }
-    v->holders = n;
-    v->holder = n ? hold : NULL;
+    simba__view_holders(v, hold, n, e->permits);
     v->permits = n || e->nw ? e->permits : 0;
     v->waiters = with_waiters ? e->nw : -1;
     for (i = 0; with_waiters && i < e->nw && i < SIMBA_VIEW_WAITERS; i++) simba__copy(v->waiter[i], sizeof v->waiter[i], e->w[i].id);
@@ -711,7 +685,7 @@ static void simba__minspect(simba__mclient *c, simba_req *r, simba_reply *rep) {
     simba_view v;
     int64_t now;
     size_t i;
-    memset(rep, 0, sizeof *rep);
+    simba__reply_none(rep);
     pthread_mutex_lock(&st->lock);
     now = st->now_fn(st->clock_user);
     e = (simba__mentry *)simba__hfind(&st->entries, r->mutex);
@@ -721,7 +695,7 @@ static void simba__minspect(simba__mclient *c, simba_req *r, simba_reply *rep) {
     }
     if (r->op == SIMBA_OP_INSPECT && e) {
         simba_view_holder *hold = (simba_view_holder *)SIMBA_MALLOC((size_t)(e->nh + 1) * sizeof *hold);
-        if (!hold) { rep->rc = SIMBA_ENOMEM; rep->errmsg = "memory store: out of memory"; }
+        if (!hold) simba__reply_fail(rep, SIMBA_ENOMEM, "memory store: out of memory");
         else {
             simba__mview(e, now, 1, &v, hold);
             simba_req_view(r, &v);
@@ -735,7 +709,7 @@ static void simba__minspect(simba__mclient *c, simba_req *r, simba_reply *rep) {
                 simba_view_holder *hold;
                 simba__mhold_purge(le, now);
                 hold = (simba_view_holder *)SIMBA_MALLOC((size_t)(le->nh + 1) * sizeof *hold);
-                if (!hold) { rep->rc = SIMBA_ENOMEM; rep->errmsg = "memory store: out of memory"; break; }
+                if (!hold) { simba__reply_fail(rep, SIMBA_ENOMEM, "memory store: out of memory"); break; }
                 simba__mview(le, now, 0, &v, hold);
                 simba_req_view(r, &v);
                 SIMBA_FREE(hold);
@@ -836,8 +810,7 @@ static simba_result simba__mem_watch(void *impl, const char *mutex) {
     w = (simba__mwatch *)simba__hfind(&c->watched, mutex);
     if (w) {
         w->count++;
-    } else if ((w = (simba__mwatch *)SIMBA_MALLOC(sizeof *w)) != NULL) {
-        memset(w, 0, sizeof *w);
+    } else if ((w = (simba__mwatch *)simba__zalloc(NULL, sizeof *w)) != NULL) {
         simba__copy(w->name, sizeof w->name, mutex);
         w->h.key = w->name;
         w->count = 1;
@@ -921,9 +894,8 @@ SIMBA_API simba_result simba_memory_open(simba_loop *loop, simba_memstore *st, s
     simba_result rc;
     if (out) *out = NULL;
     if (!loop || !st || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_memory_open: NULL argument");
-    c = (simba__mclient *)simba_alloc(loop, sizeof *c);
+    c = (simba__mclient *)simba__zalloc(loop, sizeof *c);
     if (!c) return simba__fail(loop, SIMBA_ENOMEM, "simba_memory_open: out of memory");
-    memset(c, 0, sizeof *c);
     if (simba__pipe(c->pipefd) != 0) {
         simba_free(loop, c);
         return simba__fail(loop, SIMBA_ESYS, "simba_memory_open: pipe: %s", strerror(errno));

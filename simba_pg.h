@@ -1179,9 +1179,7 @@ static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply
                                unsigned char *val_buf, char *err, size_t errcap) {
     int64_t n[6];
     int i, refused;
-    memset(out, 0, sizeof *out);
-    out->rc = SIMBA_OK;
-    out->held_ms = -1;
+    simba__reply_none(out);
     *server_ms = 0;
     if (nfields != 8) { snprintf(err, errcap, "postgres: answer has %d columns, expected 8", nfields); return -1; }
     for (i = 0; i < 7; i++) /* (the value, column 8, may be NULL: none) */
@@ -1202,22 +1200,18 @@ static int simba__pg_parse_row(int nfields, const char *const *vals, simba_reply
                  "standby or a restored backup) or rows were deleted under a live lease, so an owner may not know it "
                  "lost: no new owner for %lld ms more",
                  (long long)n[0]);
-        out->rc = SIMBA_EBACKEND;
-        out->errmsg = err;
-        out->quarantine_ms = n[0]; /* the core asks again when it ends, and tells the application */
+        /* the core asks again when it ends, and tells the application */
+        simba__reply_fail(out, SIMBA_EBACKEND, err)->quarantine_ms = n[0];
         return 0;
     }
     if (n[4] == 3) { /* a grant refused: the table's marker keeps another max_lease_ms (SIMBA__PG_GUARD) */
         snprintf(err, errcap, "postgres: max_lease_ms mismatch: the table's crash marker holds %lld ms, this process uses "
                  "%lld ms; every process on a table must use the same max_lease_ms", (long long)n[0], (long long)n[1]);
-        out->rc = SIMBA_EBACKEND;
-        out->errmsg = err;
+        simba__reply_fail(out, SIMBA_EBACKEND, err);
         return 0;
     }
     if (n[4] == 6) { /* another N than the name's while anyone holds or waits ({P}, {A}) */
-        snprintf(err, errcap, "permits %lld asked, the name has %lld while held", (long long)n[1], (long long)n[0]);
-        out->rc = SIMBA_ECONFLICT;
-        out->errmsg = err;
+        simba__reply_conflict(out, err, errcap, n[1], n[0]);
         return 0;
     }
     if (n[4] != 0 && n[4] != 1 && n[4] != 4 && n[4] != 5) { snprintf(err, errcap, "postgres: first_in_line must be 0 to 6"); return -1; }
@@ -1760,20 +1754,14 @@ static void simba__pg_result(simba__pg *p, PGresult *res) {
         for (i = 0; i < 8 && i < nf; i++) v[i] = PQgetisnull(res, 0, i) ? NULL : PQgetvalue(res, 0, i);
         if (simba__pg_parse_row(nf, v, &p->rep, &p->rep_server_ms, p->owner_buf, p->val, p->err, sizeof p->err) != 0) {
             p->rep_server_ms = 0; /* an answer that does not parse tells nothing, not even the time */
-            memset(&p->rep, 0, sizeof p->rep);
-            p->rep.rc = SIMBA_EBACKEND;
-            p->rep.errmsg = p->err;
+            simba__reply_fail(&p->rep, SIMBA_EBACKEND, p->err);
         }
     } else if (st == PGRES_TUPLES_OK) {
         snprintf(p->err, sizeof p->err, "postgres: statement returned %d rows, expected 1", PQntuples(res));
         simba__copy(p->be->errmsg, sizeof p->be->errmsg, p->err);
-        p->rep.rc = SIMBA_EBACKEND;
-        p->rep.errmsg = p->err;
+        simba__reply_fail(&p->rep, SIMBA_EBACKEND, p->err);
     } else {
-        simba_result rc = simba__pg_res_err(p, "statement failed", res, -1);
-        memset(&p->rep, 0, sizeof p->rep);
-        p->rep.rc = rc;
-        p->rep.errmsg = p->err;
+        simba__reply_fail(&p->rep, simba__pg_res_err(p, "statement failed", res, -1), p->err);
     }
 }
 
@@ -1980,18 +1968,7 @@ static int simba__pg_view_holders(simba__pg *p, PGresult *res, int row, simba_vi
     if (simba__pg_int(PQgetvalue(res, row, 11), &permits) != 0) return -1;
     if (!(hs = (simba_view_holder *)simba_alloc(p->loop, (size_t)cap * sizeof *hs + wl / 2 + 1))) return -3;
     vals = (unsigned char *)(hs + cap); /* every value's bytes: at most half the text's */
-    if (v->owner[0]) { /* the owner row's holder: a mutex's owner or a writer */
-        memset(&hs[0], 0, sizeof hs[0]);
-        simba__copy(hs[0].id, sizeof hs[0].id, v->owner);
-        hs[0].fence = v->fence;
-        hs[0].acquired_unix_ms = v->acquired_unix_ms;
-        hs[0].held_ms = v->held_ms;
-        hs[0].ttl_left_ms = v->ttl_left_ms;
-        hs[0].transition_left_ms = v->transition_left_ms;
-        hs[0].value = v->value;
-        hs[0].value_len = v->value_len;
-        n = 1;
-    }
+    if (v->owner[0]) simba__view_owner_holder(v, &hs[n++]); /* a mutex's owner or a writer */
     while (*w && n < cap) {
         if ((bad = simba__pg_view_holding(&w, &hs[n], vals + used, p->err, sizeof p->err)) != 0) goto bad;
         used += hs[n].value_len;
@@ -2008,11 +1985,9 @@ bad:
 static void simba__pg_view_result(simba__pg *p, simba_req *r, PGresult *res) {
     int i, rows = PQntuples(res);
     p->rep_server_ms = 0;
-    memset(&p->rep, 0, sizeof p->rep);
-    p->rep.held_ms = -1;
+    simba__reply_none(&p->rep);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        p->rep.rc = simba__pg_res_err(p, "inspection failed", res, (int)r->op);
-        p->rep.errmsg = p->err;
+        simba__reply_fail(&p->rep, simba__pg_res_err(p, "inspection failed", res, (int)r->op), p->err);
         return;
     }
     if (r->op == SIMBA_OP_FORCE_RELEASE) {
@@ -2026,14 +2001,12 @@ static void simba__pg_view_result(simba__pg *p, simba_req *r, PGresult *res) {
         if (bad == 0 && PQnfields(res) >= 12) bad = simba__pg_view_holders(p, res, i, &v, &hs);
         if (bad == -3) {
             snprintf(p->err, sizeof p->err, "postgres: out of memory listing holders");
-            p->rep.rc = SIMBA_ENOMEM;
-            p->rep.errmsg = p->err;
+            simba__reply_fail(&p->rep, SIMBA_ENOMEM, p->err);
             return;
         }
         if (bad != 0) {
             if (bad == -1) snprintf(p->err, sizeof p->err, "postgres: unreadable row %d of an inspection", i);
-            p->rep.rc = SIMBA_EBACKEND;
-            p->rep.errmsg = p->err;
+            simba__reply_fail(&p->rep, SIMBA_EBACKEND, p->err);
             return;
         }
         simba_req_view(r, &v);
@@ -2055,10 +2028,7 @@ static void simba__pg_not_held(simba__pg *p, const simba_req *r) {
     else
         snprintf(p->err, sizeof p->err, "postgres %s: %.128s no longer holds mutex %.128s with fence %llu: nobody holds it",
                  r->op == SIMBA_OP_YIELD ? "yield" : "set_value", r->contender, r->mutex, (unsigned long long)r->fence);
-    memset(&p->rep, 0, sizeof p->rep);
-    p->rep.rc = SIMBA_EFENCE;
-    p->rep.errmsg = p->err;
-    p->rep.held_ms = -1;
+    simba__reply_fail(&p->rep, SIMBA_EFENCE, p->err);
 }
 
 /* A batch is over (its sync came back: committed, or rolled back if a statement failed):
@@ -2073,10 +2043,7 @@ static void simba__pg_batch_done(simba__pg *p, int64_t now) {
         p->nfl--;
         if (p->batch_err) {
             p->rep_server_ms = 0;
-            memset(&p->rep, 0, sizeof p->rep);
-            p->rep.rc = (simba_result)p->batch_err;
-            p->rep.errmsg = p->err;
-            p->rep.held_ms = -1;
+            simba__reply_fail(&p->rep, (simba_result)p->batch_err, p->err);
         } else if (r->op == SIMBA_OP_CALL) {
             p->rep_server_ms = 0; /* an announcement: nothing to read */
         } else if (simba__pg_inspection(r->op)) {
@@ -2631,9 +2598,8 @@ SIMBA_API simba_result simba_pg_open(simba_loop *loop, const simba_pg_desc *desc
     if ((rc = simba__pg_desc_check(loop, desc)) != SIMBA_OK) return rc;
     table = desc->table ? desc->table : "simba_mutex";
     if (simba_contender_id_random(loop, rnd, sizeof rnd) != SIMBA_OK) return simba__fail(loop, SIMBA_ESYS, "simba_pg_open: no random channel name");
-    p = (simba__pg *)simba_alloc(loop, sizeof *p);
+    p = (simba__pg *)simba__zalloc(loop, sizeof *p);
     if (!p) return simba__fail(loop, SIMBA_ENOMEM, "simba_pg_open: out of memory");
-    memset(p, 0, sizeof *p);
     p->loop = loop;
     p->fd = -1;
     p->conn_to = desc->connect_timeout_ms ? desc->connect_timeout_ms : 2000;

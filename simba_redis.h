@@ -440,7 +440,7 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     /* Every process on a prefix uses one lease bound: the quarantine must outlast them all. */ \
     "  if b and b ~= '' and b ~= ARGV[7] then return 0, 'bound ' .. b end\n"              \
     "  local keep = at ~= nil\n"                                                            \
-    "  if keep and rid ~= ARGV[8] and rid ~= '' and ARGV[8] ~= '' and ARGV[9] ~= '1' then\n" \
+    "  if keep and rid ~= ARGV[8] and rid ~= '' and ARGV[8] ~= '' and ARGV[9] ~= '1' then\n"\
     "    keep = false\n"                                                                    \
     "  end\n"                                                                               \
     "  local sid = ARGV[8]\n"                                                               \
@@ -452,6 +452,22 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "    redis.call('SET', KEYS[5], at..' '..sid..' '..ARGV[7]..' " SIMBA__REDIS_SCHEMA_FIELD "')\n" \
     "  end\n"                                                                               \
     "  return tonumber(at) + tonumber(ARGV[7]) - now\n"                                     \
+    "end\n"
+
+/* A new grant (c's, ARGV as the acquire script's): the name's next fence, max(last + 1,
+   server time in us), both well below 2^53, is stored; store(r) writes the holding's record
+   r; the owner channel hears of it (observers' processes listen there, nobody else does,
+   so a handoff wakes no waiter). Returns the fence. */
+#define SIMBA__REDIS_LUA_GRANT                                                              \
+    "local function grant(c, ms, us, store)\n"                                              \
+    "  local f = us\n"                                                                      \
+    "  local last = redis.call('GET', KEYS[2])\n"                                           \
+    "  if last and tonumber(last) >= tonumber(us) then f = string.format('%.0f', tonumber(last) + 1) end\n" \
+    "  redis.call('SET', KEYS[2], f)\n"                                                     \
+    "  local who = ARGV[11] .. ' ' .. c .. ARGV[12]\n"                                      \
+    "  store('v' .. f .. ' ' .. ms .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. who)\n" \
+    "  redis.call(PUB, ARGV[4], 'holder ' .. f .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' 0 ' .. who)\n" \
+    "  return f\n"                                                                          \
     "end\n"
 
 /* SEMAPHORES AND READ-WRITE LOCKS. Beside the owner record (a mutex's owner, a read-write
@@ -549,24 +565,19 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "      if other then return redis.error_reply('simba: ' .. other) end\n"                \
     "      return redis.error_reply('simba: quarantine ' .. q)\n"                           \
     "    end\n"                                                                             \
-    "    local f = us\n"                                                                    \
-    "    local last = redis.call('GET', KEYS[2])\n"                                         \
-    "    if last and tonumber(last) >= tonumber(us) then f = string.format('%.0f', tonumber(last) + 1) end\n" \
-    "    redis.call('SET', KEYS[2], f)\n"                                                   \
-    "    local who = ARGV[11] .. ' ' .. c .. ARGV[12]\n"                                    \
-    "    local r = 'v' .. f .. ' ' .. ms .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. who\n" \
-    "    if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n"   \
-    "    redis.call('HDEL', K, '?' .. c)\n"                                                 \
-    "    if N == 1 and not sh then\n"                                                       \
-    "      redis.call('SET', KEYS[1], r, 'PX', ARGV[3])\n"                                  \
-    "    else\n"                                                                            \
-    "      redis.call('HSET', K, '=' .. c, ARGV[14] .. r, '#n', ARGV[13])\n"                \
-    "      nh = nh + 1\n"                                                                   \
-    "      keep(K, ARGV[3])\n"                                                              \
+    "    local f = grant(c, ms, us, function(r)\n"                                          \
+    "      if redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n" \
+    "      redis.call('HDEL', K, '?' .. c)\n"                                               \
+    "      if N == 1 and not sh then\n"                                                     \
+    "        redis.call('SET', KEYS[1], r, 'PX', ARGV[3])\n"                                \
+    "      else\n"                                                                          \
+    "        redis.call('HSET', K, '=' .. c, ARGV[14] .. r, '#n', ARGV[13])\n"              \
+    "        nh = nh + 1\n"                                                                 \
+    "        keep(K, ARGV[3])\n"                                                            \
     /* readers behind it at the head of the line go too */                                  \
-    "      if sh then push(K, c, N, nh, false, rd, now, ARGV[10]) end\n"                    \
-    "    end\n"                                                                             \
-    "    redis.call(PUB, ARGV[4], 'holder ' .. f .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' 0 ' .. who)\n" \
+    "        if sh then push(K, c, N, nh, false, rd, now, ARGV[10]) end\n"                  \
+    "      end\n"                                                                           \
+    "    end)\n"                                                                            \
     "    return {c, tonumber(ARGV[2]), tonumber(ARGV[3]), 0, f, 0, ARGV[12], 0, nh + ((N == 1 and not sh) and 1 or 0)}\n" \
     "  end\n"                                                                               \
     "  enqueue(c, now, ms, us, ARGV[5])\n"                                                  \
@@ -597,7 +608,7 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "    if not push(KEYS[5], c, tonumber(rn or '1'), nh, o ~= nil, rd, now, ARGV[3]) then tell_watchers(own) end\n" \
     "  end\n"                                                                               \
     "  if nh == 0 and redis.call('EXISTS', KEYS[3]) == 0 then redis.call('DEL', KEYS[5]) end\n" \
-    "  return {'', 0, 0, -1, '0', 0, '', 0, nh + (o and 1 or 0)}\n"                          \
+    "  return {'', 0, 0, -1, '0', 0, '', 0, nh + (o and 1 or 0)}\n"                         \
     "end\n"
 /* ARGV: contender, ttl, lease (ttl + transition), owner channel, live ms (how long this
    waiter keeps its place without asking again, from the core), renew (1: the contender
@@ -632,7 +643,7 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
        is no new grant and takes no place: the owner steps down and asks anew. */          \
     "if ARGV[6] == '1' then\n"                                                              \
     "  if not o then return {'', 0, 0, -1, '0', 0, ''} end\n"                               \
-    "  return {o[6], o[4] - now, math.max(o[5] - now, 0), now - o[3], o[1], 0, o[7]}\n"      \
+    "  return {o[6], o[4] - now, math.max(o[5] - now, 0), now - o[3], o[1], 0, o[7]}\n"     \
     "end\n"                                                                                 \
     "local inq\n"                                                                           \
     "if not o then\n"                                                                       \
@@ -661,19 +672,13 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "    if ARGV[6] == '1' then return {'', 0, 0, -1, '0', 0, ''} end\n"                    \
     "    if other then return redis.error_reply('simba: ' .. other) end\n"                  \
     /* Refused for the quarantine, it keeps its place in line until it ends: arrival order. */ \
-    "    enqueue(c, now, ms, us, q + tonumber(ARGV[5]))\n"                                   \
+    "    enqueue(c, now, ms, us, q + tonumber(ARGV[5]))\n"                                  \
     "    return redis.error_reply('simba: quarantine ' .. q)\n"                             \
     "  end\n"                                                                               \
-    "  local f = us\n"                                                                      \
-    "  local last = redis.call('GET', KEYS[2])\n"                                           \
-    /* fence = max(last + 1, server time in us); both well below 2^53 */                    \
-    "  if last and tonumber(last) >= tonumber(us) then f = string.format('%.0f', tonumber(last) + 1) end\n" \
-    "  redis.call('SET', KEYS[2], f)\n"                                                     \
-    "  local who = ARGV[11] .. ' ' .. c .. ARGV[12]\n"                                      \
-    "  redis.call('SET', KEYS[1], 'v' .. f .. ' ' .. ms .. ' ' .. ms .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. who, 'PX', ARGV[3])\n" \
-    "  if inq ~= false and redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n" \
-    /* Observers' processes listen here; nobody else does, so a handoff wakes no waiter. */ \
-    "  redis.call(PUB, ARGV[4], 'holder ' .. f .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' 0 ' .. who)\n" \
+    "  local f = grant(c, ms, us, function(r)\n"                                            \
+    "    redis.call('SET', KEYS[1], r, 'PX', ARGV[3])\n"                                    \
+    "    if inq ~= false and redis.call('ZREM', KEYS[3], c) > 0 then redis.call('ZREM', KEYS[4], c) end\n" \
+    "  end)\n"                                                                              \
     "  return {c, ttl, lease, 0, f, 0, ARGV[12]}\n"                                         \
     "end\n"                                                                                 \
     "local p = o[5] - now\n"                                                                \
@@ -747,7 +752,7 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
 /* SET_VALUE of a reader or a permit (KEYS[2]: the holders set): its entry, as the owner's
    record below. */
 #define SIMBA__REDIS_LUA_SETVAL_HOLDER                                                      \
-    "local hv = redis.call('HGET', KEYS[2], '=' .. ARGV[1])\n"                               \
+    "local hv = redis.call('HGET', KEYS[2], '=' .. ARGV[1])\n"                              \
     "if hv then\n"                                                                          \
     "  local now = clock()\n"                                                               \
     "  local o = rec(string.sub(hv, 2))\n"                                                  \
@@ -781,7 +786,7 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
    to a live waiter, in one step its entry goes, the waiters it frees hear it and it joins
    the back of the line; else nothing changes and the answer is its own holding. */
 #define SIMBA__REDIS_LUA_YIELD_HOLDER                                                       \
-    "local hv = redis.call('HGET', KEYS[5], '=' .. ARGV[1])\n"                               \
+    "local hv = redis.call('HGET', KEYS[5], '=' .. ARGV[1])\n"                              \
     "if hv then\n"                                                                          \
     "  local now, ms, us = clock()\n"                                                       \
     "  local o = rec(string.sub(hv, 2))\n"                                                  \
@@ -877,7 +882,7 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "  local name = string.match(string.sub(k, n + 1), '^{([^{}]+)}:fence$')\n"             \
     "  if name then\n"                                                                      \
     "    r[#r + 1] = name\n"                                                                \
-    "    local b = string.sub(k, 1, -6)\n"                                                   \
+    "    local b = string.sub(k, 1, -6)\n"                                                  \
     "    for _, x in ipairs(first_holder(b .. 'hold', now, view(b .. 'owner', k, now))) do r[#r + 1] = x end\n" \
     "  end\n"                                                                               \
     "end\n"                                                                                 \
@@ -929,8 +934,8 @@ enum { SIMBA__RS_ACQUIRE, SIMBA__RS_RELEASE, SIMBA__RS_READ, SIMBA__RS_INSPECT, 
 /* The pieces of each script, in order, after the PUB/NSUB line. */
 #define SIMBA__REDIS_LUA_PIECES 8
 static const char *const simba__redis_lua[SIMBA__RS_N][SIMBA__REDIS_LUA_PIECES] = {
-    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_PURGE, SIMBA__REDIS_LUA_QUARANTINE, SIMBA__REDIS_LUA_SEM, SIMBA__REDIS_LUA_SEMACQ,
-     SIMBA__REDIS_LUA_ACQUIRE, NULL, NULL},
+    {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_PURGE, SIMBA__REDIS_LUA_QUARANTINE, SIMBA__REDIS_LUA_GRANT, SIMBA__REDIS_LUA_SEM,
+     SIMBA__REDIS_LUA_SEMACQ, SIMBA__REDIS_LUA_ACQUIRE, NULL},
     {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_WAKE_HEAD, SIMBA__REDIS_LUA_SEM, SIMBA__REDIS_LUA_SEMREL, SIMBA__REDIS_LUA_RELEASE, NULL,
      NULL, NULL},
     {SIMBA__REDIS_LUA_REC, SIMBA__REDIS_LUA_READ, NULL, NULL, NULL, NULL, NULL, NULL},
@@ -982,9 +987,8 @@ static int simba__redis_script(simba_op op) {
 /* A zeroed record of size bytes that starts with its node, keyed by a copy of name and put
    in map; NULL when out of memory (nothing kept). */
 static simba__hnode *simba__redis_node_new(simba_loop *loop, simba__htab *map, size_t size, const char *name) {
-    simba__hnode *n = (simba__hnode *)simba_alloc(loop, size);
+    simba__hnode *n = (simba__hnode *)simba__zalloc(loop, size);
     if (!n) return NULL;
-    memset(n, 0, size);
     n->key = simba__strdup(loop, name);
     if (!n->key || !simba__hinsert(map, n, simba__lalloc, simba__lfree, loop)) {
         simba_free(loop, (void *)n->key);
@@ -1317,10 +1321,7 @@ static void simba__rop_fail(simba__redis *r, simba__rop *op, simba_result rc, co
     simba_reply rep;
     simba_req *req = op->req;
     if (req->op == SIMBA_OP_RELEASE) simba__redis_wake_released(r, req, op->seq, 0);
-    memset(&rep, 0, sizeof(rep));
-    rep.rc = rc;
-    rep.errmsg = msg && *msg ? msg : NULL;
-    rep.held_ms = -1;
+    simba__reply_fail(&rep, rc, msg && *msg ? msg : NULL);
     simba__rop_release(r, op);
     simba__redis_done(r, req, &rep);
 }
@@ -1422,10 +1423,7 @@ static void simba__redis_keep(simba__rop *op, const redisReply *x) {
         rep->value_len = op->req->value_len;
         return;
     }
-    memset(rep, 0, sizeof(*rep));
-    rep->rc = SIMBA_EBACKEND;
-    rep->held_ms = -1;
-    rep->errmsg = "redis: unexpected script reply";
+    simba__reply_fail(rep, SIMBA_EBACKEND, "redis: unexpected script reply");
 }
 
 static void simba__redis_on_wait(redisAsyncContext *ac, void *reply, void *priv) {
@@ -1452,10 +1450,7 @@ static void simba__redis_on_wait(redisAsyncContext *ac, void *reply, void *priv)
         /* simba_req_done copies the message before anything can write here again */
         snprintf(r->werr, sizeof(r->werr), "redis: grant acknowledged by %lld of %d replicas within %lld ms (wait_replicas)",
                  op->acked, r->wait_replicas, (long long)r->wait_to);
-        memset(&rep, 0, sizeof(rep));
-        rep.rc = SIMBA_EBACKEND;
-        rep.errmsg = r->werr;
-        rep.held_ms = -1;
+        simba__reply_fail(&rep, SIMBA_EBACKEND, r->werr);
     }
     simba__rop_release(r, op);
     simba__redis_done(r, req, &rep);
@@ -1486,16 +1481,14 @@ static void simba__redis_schema_words(const simba__redis *r, const char *found, 
 static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply *x, simba_reply *rep, char *words,
                                size_t cap) {
     int v = 0;
-    memset(rep, 0, sizeof(*rep));
-    rep->held_ms = -1;
+    simba__reply_none(rep);
     if (x->type == REDIS_REPLY_ERROR && !r->router &&
         (strncmp(x->str, "MOVED ", 6) == 0 || strncmp(x->str, "CROSSSLOT", 9) == 0)) {
         /* A Cluster node: the keys live elsewhere (MOVED), or the prefix-wide data-loss
            marker is in another slot than the mutex (CROSSSLOT). Retrying cannot help. */
         snprintf(r->cfg_msg, sizeof(r->cfg_msg), "redis: the server answered %.*s: it is a Redis Cluster node, and "
                  "this backend was opened without simba_redis_desc.cluster = 1", (int)strcspn(x->str, " "), x->str);
-        rep->rc = SIMBA_EBACKEND;
-        rep->errmsg = r->cfg_msg;
+        simba__reply_fail(rep, SIMBA_EBACKEND, r->cfg_msg);
         if (!r->moved_noted) {
             r->moved_noted = 1;
             simba_log(r->loop, SIMBA_LOG_ERROR, "%s (%s)", rep->errmsg, x->str);
@@ -1512,13 +1505,13 @@ static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply
             simba__redis_schema_words(r, strstr(x->str, ss) + sizeof ss - 1, words, cap);
             rep->errmsg = words;
         } else if (pm) { /* another permits than the name's while anyone holds or waits */
-            long asked = 0, has = 0;
-            rep->rc = SIMBA_ECONFLICT;
-            if (sscanf(pm + sizeof ps - 1, "%ld %ld", &asked, &has) == 2)
-                snprintf(words, cap, "redis: permits %ld asked, the name %s has %ld while held or waited on", asked, op->req->mutex, has);
-            else
+            long long asked = 0, has = 0;
+            if (sscanf(pm + sizeof ps - 1, "%lld %lld", &asked, &has) == 2) {
+                simba__reply_conflict(rep, words, cap, asked, has);
+            } else {
                 snprintf(words, cap, "redis: permits refused: %s", x->str);
-            rep->errmsg = words;
+                simba__reply_fail(rep, SIMBA_ECONFLICT, words);
+            }
         } else if (h) { /* SET_VALUE, YIELD: the store refused, the fence no longer holds */
             unsigned long long now_f = strtoull(h + sizeof hs - 1, NULL, 10);
             rep->rc = SIMBA_EFENCE;
@@ -1548,14 +1541,10 @@ static int simba__redis_answer(simba__redis *r, simba__rop *op, const redisReply
     else if (simba__redis_parse(x, rep) == 0) return 0;
     else v = -1;
     if (v == 1) return 1;
-    if (v < 0) {
-        memset(rep, 0, sizeof(*rep));
-        rep->rc = SIMBA_EBACKEND;
-        rep->errmsg = op->req->op == SIMBA_OP_CALL      ? "redis: unexpected fenced write reply"
-                      : simba__redis_inspection(op->req->op) ? "redis: unexpected inspection reply"
-                                                        : "redis: unexpected script reply";
-        rep->held_ms = -1;
-    }
+    if (v < 0)
+        simba__reply_fail(rep, SIMBA_EBACKEND, op->req->op == SIMBA_OP_CALL ? "redis: unexpected fenced write reply"
+                                               : simba__redis_inspection(op->req->op) ? "redis: unexpected inspection reply"
+                                                                                      : "redis: unexpected script reply");
     return 0;
 }
 
@@ -1645,13 +1634,13 @@ static int simba__redis_holders(simba__redis *r, simba_req *req, simba_view *v, 
     simba_view_holder *h = NULL;
     size_t i, j, n = (x->elements - at - 1) / 8;
     int64_t k[5];
+    int permits;
     if (x->element[at]->len && (simba__redis_int(x->element[at], &k[0]) != 0 || k[0] < 1 || k[0] > SIMBA_PERMITS_MAX)) return -1;
     v->permits = x->element[at]->len ? (int)k[0] : 0;
     if (n > SIMBA_PERMITS_MAX) return -1;
     if (n) {
-        h = (simba_view_holder *)simba_alloc(r->loop, n * sizeof *h);
+        h = (simba_view_holder *)simba__zalloc(r->loop, n * sizeof *h);
         if (!h) return -1;
-        memset(h, 0, n * sizeof *h);
     }
     for (i = 0; i < n; i++) {
         const redisReply *const *e = (const redisReply *const *)x->element + at + 1 + 8 * i;
@@ -1672,23 +1661,11 @@ static int simba__redis_holders(simba__redis *r, simba_req *req, simba_view *v, 
         for (j = i; j > 0 && h[j - 1].fence > t.fence; j--) h[j] = h[j - 1]; /* oldest grant first */
         h[j] = t;
     }
-    if (n && !v->owner[0]) {
-        const simba_view_holder *b = &h[0];
-        for (i = 1; i < n; i++)
-            if (h[i].transition_left_ms < b->transition_left_ms) b = &h[i];
-        simba__copy(v->owner, sizeof v->owner, b->id);
-        v->fence = b->fence;
-        v->acquired_unix_ms = b->acquired_unix_ms;
-        v->held_ms = b->held_ms;
-        v->ttl_left_ms = b->ttl_left_ms;
-        v->transition_left_ms = b->transition_left_ms;
-        v->value = b->value;
-        v->value_len = b->value_len;
-    }
-    v->holders = (int)n;
-    v->holder = h;
-    /* the hash outlives its last holder by its lease (keep): nobody holds or waits now */
-    if (!n && !v->owner[0] && v->waiters == 0) v->permits = 0;
+    permits = v->permits;
+    simba__view_holders(v, h, (int)n, permits);
+    /* the recorded permits; the hash outlives its last holder by its lease (keep): nobody
+       holds or waits now */
+    v->permits = !n && !v->owner[0] && v->waiters == 0 ? 0 : permits;
     simba_req_view(req, v);
     simba_free(r->loop, h);
     return 0;
@@ -1700,8 +1677,7 @@ static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply 
     simba_req *req = op->req;
     simba_view v;
     size_t i, k;
-    memset(rep, 0, sizeof(*rep));
-    rep->held_ms = -1;
+    simba__reply_none(rep);
     if (req->op == SIMBA_OP_FORCE_RELEASE) {
         if (x->type != REDIS_REPLY_INTEGER) return -1;
         rep->rc = x->integer == 1 ? SIMBA_OK : SIMBA_EFENCE;
@@ -2023,9 +1999,8 @@ static void simba__redis_sub_free(simba__redis *r, simba__rsub *s) {
 
 static simba__rsub *simba__redis_sub_new(simba__redis *r, simba__rmutex *m, const char *chan,
                                          const char *contender, int kind) {
-    simba__rsub *s = (simba__rsub *)simba_alloc(r->loop, sizeof(*s));
+    simba__rsub *s = (simba__rsub *)simba__zalloc(r->loop, sizeof(*s));
     if (!s) return NULL;
-    memset(s, 0, sizeof(*s));
     s->m = m;
     s->kind = kind;
     s->node.key = simba__strdup(r->loop, chan);
@@ -2619,9 +2594,8 @@ static simba_result simba__redis_submit_ex(simba__redis *r, simba_req *req, int 
         r->free_ops = op->next;
         r->nfree_ops--;
     } else {
-        op = (simba__rop *)simba_alloc(r->loop, sizeof(*op));
+        op = (simba__rop *)simba__zalloc(r->loop, sizeof(*op));
         if (!op) return SIMBA_ENOMEM;
-        memset(op, 0, sizeof(*op));
         op->r = r;
         op->all_next = r->all_ops;
         op->all_prev = NULL;
@@ -2896,9 +2870,8 @@ static const simba_backend_vt simba__redis_vt = {
 /* One backend's state for host:port (a standalone server or one Cluster node); NULL when
    out of memory. Its connections start later. */
 static simba__redis *simba__redis_make(simba_loop *loop, const simba_redis_desc *desc, const char *host, int port) {
-    simba__redis *r = (simba__redis *)simba_alloc(loop, sizeof(*r));
+    simba__redis *r = (simba__redis *)simba__zalloc(loop, sizeof(*r));
     if (!r) return NULL;
-    memset(r, 0, sizeof(*r));
     r->loop = loop;
     r->port = port;
     r->db = desc->db;
@@ -3055,11 +3028,7 @@ static void simba__rcl_list_note(simba__rcl_list *L, const simba_reply *rep) {
     if (--L->left > 0) return;
     {
         simba_reply out;
-        memset(&out, 0, sizeof out);
-        out.rc = L->rc;
-        out.errmsg = L->rc != SIMBA_OK ? L->err : NULL;
-        out.held_ms = -1;
-        simba_req_done(L->whole, &out);
+        simba_req_done(L->whole, simba__reply_fail(&out, L->rc, L->rc != SIMBA_OK ? L->err : NULL));
         simba_free(L->loop, L);
     }
 }
@@ -3726,8 +3695,7 @@ static void simba__rfw_fill(const redisReply *x, simba_redis_value *v, simba_red
 static int simba__rfw_answer(const simba_req *req, const redisReply *x, simba_reply *rep, char *words, size_t cap) {
     simba__rfw *fw = (simba__rfw *)simba_req_call_user(req);
     int64_t ok, has, left;
-    memset(rep, 0, sizeof(*rep));
-    rep->held_ms = -1;
+    simba__reply_none(rep);
     if (!fw || x->type != REDIS_REPLY_ARRAY || x->elements < 2 || simba__redis_int(x->element[0], &ok) != 0) return -1;
     if (ok == 1 && x->elements == 2) {
         size_t nv = 0, nb = 0;
@@ -3737,8 +3705,7 @@ static int simba__rfw_answer(const simba_req *req, const redisReply *x, simba_re
         simba_free(fw->loop, fw->val);
         fw->val = (simba_redis_value *)simba_alloc(fw->loop, nv * sizeof(simba_redis_value) + nb);
         if (!fw->val) {
-            rep->rc = SIMBA_ENOMEM;
-            rep->errmsg = "simba_redis_fenced: the write was done, but out of memory keeping its reply";
+            simba__reply_fail(rep, SIMBA_ENOMEM, "simba_redis_fenced: the write was done, but out of memory keeping its reply");
             return 0;
         }
         free_v = fw->val + 1;
@@ -3840,9 +3807,8 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     bytes = sizeof *fw + (size_t)total * (sizeof(char *) + sizeof(size_t)) + strlen(nkeys_s) + 1 + 3 * (own_len + 7) +
             strlen(fence_s) + 1;
     for (k = 0; k < argc; k++) bytes += (strlen(argv[k]) + 1) * (keys_at[k] ? 2 : 1);
-    fw = (simba__rfw *)simba_alloc(l, bytes);
+    fw = (simba__rfw *)simba__zalloc(l, bytes);
     if (!fw) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory", fn);
-    memset(fw, 0, sizeof *fw);
     fw->loop = l;
     fw->cb = cb;
     fw->user = user;

@@ -850,32 +850,8 @@ static int simba__sql_schema(simba__sql *s) {
     return SQLITE_MISMATCH;
 }
 
-/* Setup statements and prepared statements; once per connection. Returns SQLITE_OK,
-   a busy code (try later) or another error (message in s->err). */
-static int simba__sql_setup(simba__sql *s) {
-    char sql[2048];
-    int i, rc;
-    const char *src[SIMBA__SQL_NSTMT];
-    if (s->ready) return SQLITE_OK;
-    if ((rc = simba__sql_schema(s)) != SQLITE_OK) return rc;
-    for (i = 0; i < (int)(sizeof s->text->setup / sizeof s->text->setup[0]) && s->text->setup[i]; i++) {
-        if (!simba__sql_expand(s, s->text->setup[i], sql, sizeof sql)) {
-            snprintf(s->err, sizeof s->err, "sqlite setup: statement too long");
-            return SQLITE_ERROR;
-        }
-        rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-        if (rc != SQLITE_OK) {
-            simba__sql_seterr(s, "setup", rc);
-            return rc;
-        }
-    }
-    /* A file that cannot work is refused here, not found out by every later request. */
-    if (sqlite3_db_readonly(s->db, "main") == 1) {
-        snprintf(s->err, sizeof s->err, "sqlite setup: the database is read-only (file or directory permissions, "
-                                        "a read-only medium or mode=ro): simba writes its rows there");
-        return SQLITE_READONLY;
-    }
-    if ((rc = simba__sql_check_table(s)) != SQLITE_OK) return rc;
+/* The text of every prepared statement, by its index. */
+static void simba__sql_sources(const simba__sql *s, const char **src) {
     src[SIMBA__SQL_CREATE_ROW] = s->text->create_row;
     src[SIMBA__SQL_ACQUIRE_ST] = s->text->acquire;
     src[SIMBA__SQL_GRANT_ST] = s->text->grant;
@@ -912,6 +888,35 @@ static int simba__sql_setup(simba__sql *s) {
     src[SIMBA__SQL_SET_PERMITS] = SIMBA__SQL_SET_PERMITS_TEXT;
     src[SIMBA__SQL_Q_NUM] = SIMBA__SQL_Q_NUM_TEXT;
     src[SIMBA__SQL_Q_LIST] = SIMBA__SQL_Q_LIST_TEXT;
+}
+
+/* Setup statements and prepared statements; once per connection. Returns SQLITE_OK,
+   a busy code (try later) or another error (message in s->err). */
+static int simba__sql_setup(simba__sql *s) {
+    char sql[2048];
+    int i, rc;
+    const char *src[SIMBA__SQL_NSTMT];
+    if (s->ready) return SQLITE_OK;
+    if ((rc = simba__sql_schema(s)) != SQLITE_OK) return rc;
+    for (i = 0; i < (int)(sizeof s->text->setup / sizeof s->text->setup[0]) && s->text->setup[i]; i++) {
+        if (!simba__sql_expand(s, s->text->setup[i], sql, sizeof sql)) {
+            snprintf(s->err, sizeof s->err, "sqlite setup: statement too long");
+            return SQLITE_ERROR;
+        }
+        rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+        if (rc != SQLITE_OK) {
+            simba__sql_seterr(s, "setup", rc);
+            return rc;
+        }
+    }
+    /* A file that cannot work is refused here, not found out by every later request. */
+    if (sqlite3_db_readonly(s->db, "main") == 1) {
+        snprintf(s->err, sizeof s->err, "sqlite setup: the database is read-only (file or directory permissions, "
+                                        "a read-only medium or mode=ro): simba writes its rows there");
+        return SQLITE_READONLY;
+    }
+    if ((rc = simba__sql_check_table(s)) != SQLITE_OK) return rc;
+    simba__sql_sources(s, src);
     for (i = 0; i < SIMBA__SQL_NSTMT; i++) {
         if (s->st[i]) continue;
         if (!simba__sql_expand(s, src[i], sql, sizeof sql)) {
@@ -952,6 +957,34 @@ static int simba__sql_value_col(simba__sql *s, sqlite3_stmt *st, int col) {
     return SQLITE_OK;
 }
 
+/* The holding columns an owner row (SIMBA__SQL_ROW_COLS) and a holder row (SIMBA__SQL_HROW)
+   share: 0 id, 1 ttl left, 2 transition left, 3 held, 4 fence, the value in column vcol;
+   into rep, the id into s->owner, the value into s->value. SQLITE_MISMATCH (s->err says)
+   for an id or a value simba never writes. */
+static int simba__sql_holding_cols(simba__sql *s, sqlite3_stmt *st, int vcol, simba_reply *rep) {
+    const unsigned char *o = sqlite3_column_text(st, 0);
+    int olen = sqlite3_column_bytes(st, 0), rc;
+    if (!o || olen <= 0 || olen > SIMBA_ID_MAX) {
+        snprintf(s->err, sizeof s->err, "sqlite read: a holder id in table %s%s is empty or longer than %d bytes", s->table,
+                 vcol == 6 ? "" : "_hold", SIMBA_ID_MAX);
+        return SQLITE_MISMATCH;
+    }
+    memcpy(s->owner, o, (size_t)olen);
+    s->owner[olen] = 0;
+    if ((rc = simba__sql_value_col(s, st, vcol)) != SQLITE_OK) {
+        s->owner[0] = 0;
+        return rc;
+    }
+    rep->owner = s->owner;
+    rep->value = s->value_len ? s->value : NULL;
+    rep->value_len = s->value_len;
+    rep->ttl_left_ms = sqlite3_column_int64(st, 1);
+    rep->transition_left_ms = sqlite3_column_int64(st, 2);
+    rep->held_ms = sqlite3_column_int64(st, 3);
+    rep->fence = (uint64_t)sqlite3_column_int64(st, 4);
+    return SQLITE_OK;
+}
+
 /* Steps a bound statement that yields at most one row (SIMBA__SQL_ROW_COLS) into rep (owner
    into s->owner, value into s->value), and resets it; *got says whether a row came. */
 static int simba__sql_row(simba__sql *s, int which, simba_reply *rep, int *got) {
@@ -980,25 +1013,9 @@ static int simba__sql_row(simba__sql *s, int which, simba_reply *rep, int *got) 
         int olen = sqlite3_column_bytes(st, 0);
         int64_t tr_left = sqlite3_column_int64(st, 2);
         if ((!o || olen == 0) && tr_left >= 0) s->lost_left = tr_left; /* a release sets transition_at 0 */
-        if (o && olen > 0 && tr_left >= 0) {
-            if (olen > SIMBA_ID_MAX) {
-                sqlite3_reset(st);
-                snprintf(s->err, sizeof s->err, "sqlite read: owner id in the table is longer than %d bytes", SIMBA_ID_MAX);
-                return SQLITE_MISMATCH;
-            }
-            memcpy(s->owner, o, (size_t)olen);
-            s->owner[olen] = 0;
-            if ((rc = simba__sql_value_col(s, st, 6)) != SQLITE_OK) {
-                s->owner[0] = 0;
-                sqlite3_reset(st);
-                return rc;
-            }
-            rep->value = s->value;
-            rep->value_len = s->value_len;
-            rep->ttl_left_ms = sqlite3_column_int64(st, 1);
-            rep->transition_left_ms = tr_left;
-            rep->held_ms = sqlite3_column_int64(st, 3);
-            rep->fence = (uint64_t)sqlite3_column_int64(st, 4);
+        if (o && olen > 0 && tr_left >= 0 && (rc = simba__sql_holding_cols(s, st, 6, rep)) != SQLITE_OK) {
+            sqlite3_reset(st);
+            return rc;
         }
         *got = 1;
         rc = sqlite3_step(st); /* primary key: no second row */
@@ -1012,10 +1029,11 @@ static int simba__sql_row(simba__sql *s, int which, simba_reply *rep, int *got) 
     return SQLITE_OK;
 }
 
-static int simba__sql_read_row(simba__sql *s, const char *mutex, simba_reply *rep) {
-    int got;
+/* The owner row of mutex into rep (simba__sql_row); *got (NULL: not wanted) whether it exists. */
+static int simba__sql_read_row(simba__sql *s, const char *mutex, simba_reply *rep, int *got) {
+    int g;
     sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
-    return simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &got);
+    return simba__sql_row(s, SIMBA__SQL_READ_ST, rep, got ? got : &g);
 }
 
 /* ?8: the request's value, a BLOB (empty, not NULL, when it has none). */
@@ -1309,22 +1327,21 @@ static int simba__sql_live_head(simba__sql *s, const char *mutex, const char *se
     return SQLITE_OK;
 }
 
-static int simba__sql_step_simple(simba__sql *s, int which, const char *what) {
-    int rc = simba__sql_run(s, which);
-    if (rc != SQLITE_OK && !simba__sql_is_busy(rc)) simba__sql_seterr(s, what, rc);
+
+/* A step of the queue's rule is one write transaction, or a savepoint inside a batch's.
+   Begin and commit: SQLITE_OK, or the error (s->err says, unless the database is busy). */
+static int simba__sql_tx_step(simba__sql *s, int which, const char *what) {
+    int rc = sqlite3_step(s->st[which]);
+    sqlite3_reset(s->st[which]);
+    if (rc == SQLITE_DONE) return SQLITE_OK;
+    if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, what, rc);
     return rc;
 }
-
-/* A step of the queue's rule is one write transaction, or a savepoint inside a batch's. */
 static int simba__sql_tx_begin(simba__sql *s) {
-    int rc = sqlite3_step(s->st[s->batch ? SIMBA__SQL_SAVEPOINT : SIMBA__SQL_BEGIN]);
-    sqlite3_reset(s->st[s->batch ? SIMBA__SQL_SAVEPOINT : SIMBA__SQL_BEGIN]);
-    return rc;
+    return simba__sql_tx_step(s, s->batch ? SIMBA__SQL_SAVEPOINT : SIMBA__SQL_BEGIN, "begin");
 }
 static int simba__sql_tx_commit(simba__sql *s) {
-    int rc = sqlite3_step(s->st[s->batch ? SIMBA__SQL_SP_RELEASE : SIMBA__SQL_COMMIT]);
-    sqlite3_reset(s->st[s->batch ? SIMBA__SQL_SP_RELEASE : SIMBA__SQL_COMMIT]);
-    return rc;
+    return simba__sql_tx_step(s, s->batch ? SIMBA__SQL_SP_RELEASE : SIMBA__SQL_COMMIT, "commit");
 }
 /* Undoes the step after a failed begin, statement or commit (nothing when none is open). */
 static void simba__sql_tx_abort(simba__sql *s) {
@@ -1360,6 +1377,18 @@ static void simba__sql_bind2(sqlite3_stmt *st, const char *mutex, const char *co
     if (contender) sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
 }
 
+static int simba__sql_step_simple(simba__sql *s, int which, const char *what) {
+    int rc = simba__sql_run(s, which);
+    if (rc != SQLITE_OK && !simba__sql_is_busy(rc)) simba__sql_seterr(s, what, rc);
+    return rc;
+}
+/* Binds ?1 mutex (and ?2 contender unless NULL), steps a statement that returns no row,
+   resets it; what names it in the error. */
+static int simba__sql_step_on(simba__sql *s, int which, const char *mutex, const char *contender, const char *what) {
+    simba__sql_bind2(s->st[which], mutex, contender);
+    return simba__sql_step_simple(s, which, what);
+}
+
 /* Steps a statement that yields at most one integer (0 when no row), and resets it. */
 static int simba__sql_int(simba__sql *s, int which, int64_t *out) {
     sqlite3_stmt *st = s->st[which];
@@ -1377,6 +1406,10 @@ static int simba__sql_int(simba__sql *s, int which, int64_t *out) {
     }
     return SQLITE_OK;
 }
+static int simba__sql_int_on(simba__sql *s, int which, const char *mutex, const char *contender, int64_t *out) {
+    simba__sql_bind2(s->st[which], mutex, contender);
+    return simba__sql_int(s, which, out);
+}
 
 /* One holding (SIMBA__SQL_HROW) from a bound statement into rep (s->owner, s->value). */
 static int simba__sql_hrow(simba__sql *s, int which, simba_reply *rep, int *got) {
@@ -1384,28 +1417,10 @@ static int simba__sql_hrow(simba__sql *s, int which, simba_reply *rep, int *got)
     int rc = sqlite3_step(st);
     *got = 0;
     if (rc == SQLITE_ROW) {
-        const unsigned char *o = sqlite3_column_text(st, 0);
-        int olen = sqlite3_column_bytes(st, 0);
-        if (!o || olen <= 0 || olen > SIMBA_ID_MAX) {
-            sqlite3_reset(st);
-            snprintf(s->err, sizeof s->err, "sqlite read: a holder id in table %s_hold is empty or longer than %d bytes",
-                     s->table, SIMBA_ID_MAX);
-            return SQLITE_MISMATCH;
-        }
-        memcpy(s->owner, o, (size_t)olen);
-        s->owner[olen] = 0;
-        if ((rc = simba__sql_value_col(s, st, 5)) != SQLITE_OK) {
-            s->owner[0] = 0;
+        if ((rc = simba__sql_holding_cols(s, st, 5, rep)) != SQLITE_OK) {
             sqlite3_reset(st);
             return rc;
         }
-        rep->owner = s->owner;
-        rep->value = s->value_len ? s->value : NULL;
-        rep->value_len = s->value_len;
-        rep->ttl_left_ms = sqlite3_column_int64(st, 1);
-        rep->transition_left_ms = sqlite3_column_int64(st, 2);
-        rep->held_ms = sqlite3_column_int64(st, 3);
-        rep->fence = (uint64_t)sqlite3_column_int64(st, 4);
         *got = 1;
         rc = sqlite3_step(st);
     }
@@ -1429,11 +1444,7 @@ static int simba__sql_first_holder(simba__sql *s, const char *mutex, simba_reply
 /* SIMBA_ECONFLICT for a request whose permits differ from the name's while anyone holds or
    waits: refused, never obeyed (nothing was written). */
 static void simba__sql_mismatch(simba__sql *s, int asked, int64_t has, simba_reply *rep) {
-    snprintf(s->err, sizeof s->err, "permits %d asked, the name has %lld while held", asked, (long long)has);
-    memset(rep, 0, sizeof *rep);
-    rep->held_ms = -1;
-    rep->rc = SIMBA_ECONFLICT;
-    rep->errmsg = s->err;
+    simba__reply_conflict(rep, s->err, sizeof s->err, asked, has);
 }
 
 /* An exclusive ask's look at the set (in its transaction, the row just read): live holdings
@@ -1444,20 +1455,16 @@ static int simba__sql_writer_check(simba__sql *s, const char *mutex, const char 
     int64_t nq = 0;
     int rc;
     if (s->holders != 0) { /* readers or permits hold: an exclusive grant waits for them */
-        sqlite3_bind_text(s->st[SIMBA__SQL_H_PURGE], 1, mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_PURGE, "holders purge")) != SQLITE_OK) return rc;
+        if ((rc = simba__sql_step_on(s, SIMBA__SQL_H_PURGE, mutex, NULL, "holders purge")) != SQLITE_OK) return rc;
         if (sqlite3_changes(s->db) > 0) *hchanged = 1;
         if (!renew) {
-            simba__sql_bind2(s->st[SIMBA__SQL_H_LEAVE], mutex, contender);
-            if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_LEAVE, "holders leave")) != SQLITE_OK) return rc;
+            if ((rc = simba__sql_step_on(s, SIMBA__SQL_H_LEAVE, mutex, contender, "holders leave")) != SQLITE_OK) return rc;
             if (sqlite3_changes(s->db) > 0) *hchanged = 1;
         }
-        simba__sql_bind2(s->st[SIMBA__SQL_H_NUM], mutex, NULL);
-        if ((rc = simba__sql_int(s, SIMBA__SQL_H_NUM, nh)) != SQLITE_OK) return rc;
+        if ((rc = simba__sql_int_on(s, SIMBA__SQL_H_NUM, mutex, NULL, nh)) != SQLITE_OK) return rc;
     }
     if (s->permits_col > 1) {
-        simba__sql_bind2(s->st[SIMBA__SQL_Q_NUM], mutex, contender);
-        if ((rc = simba__sql_int(s, SIMBA__SQL_Q_NUM, &nq)) != SQLITE_OK) return rc;
+        if ((rc = simba__sql_int_on(s, SIMBA__SQL_Q_NUM, mutex, contender, &nq)) != SQLITE_OK) return rc;
         *refused = *nh > 0 || nq > 0;
     }
     return SQLITE_OK;
@@ -1474,25 +1481,43 @@ static int simba__sql_writer_check(simba__sql *s, const char *mutex, const char 
      held by another      -> we join (or refresh our place), first_in_line when we head
    Dead (liveness passed) and malformed rows are dropped first; the waiters count is
    recomputed whenever the queue changed. */
+/* A writer not granted takes its place in line (refreshed when it has one); the name's mode
+   while a writer waits is one holder. */
+static int simba__sql_writer_queue(simba__sql *s, const char *mutex, const char *contender, int64_t live_ms) {
+    sqlite3_stmt *st = s->st[SIMBA__SQL_Q_JOIN];
+    int rc;
+    simba__sql_bind2(st, mutex, contender);
+    sqlite3_bind_int64(st, 3, live_ms);
+    sqlite3_bind_int(st, 5, 0);
+    sqlite3_bind_text(st, 7, s->wake_addr, -1, SQLITE_STATIC);
+    if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_JOIN, "queue join")) != SQLITE_OK) return rc;
+    s->queued_until = simba__max(s->queued_until, simba__add(simba_now(s->loop), live_ms));
+    if (s->permits_col == 1) return SQLITE_OK;
+    st = s->st[SIMBA__SQL_SET_PERMITS];
+    simba__sql_bind2(st, mutex, NULL);
+    sqlite3_bind_int64(st, 3, 1);
+    return simba__sql_step_simple(s, SIMBA__SQL_SET_PERMITS, "permits");
+}
+
+/* The waiters and holders counts of the row, recomputed after the queue or the set changed. */
+static int simba__sql_recount(simba__sql *s, const char *mutex, int qchanged, int hchanged) {
+    int rc;
+    if (qchanged && (rc = simba__sql_step_on(s, SIMBA__SQL_Q_COUNT, mutex, NULL, "queue count")) != SQLITE_OK) return rc;
+    return hchanged ? simba__sql_step_on(s, SIMBA__SQL_H_COUNT, mutex, NULL, "holders count") : SQLITE_OK;
+}
+
 static int simba__sql_contend(simba__sql *s, const char *mutex, const char *contender, int64_t ttl_ms,
                               int64_t transition_ms, int renew, int64_t live_ms, simba_reply *rep) {
     int rc, exists = 0, got = 0, changed = 0, first = 0, hchanged = 0, refused = 0;
     int64_t nh = 0;
-    rc = simba__sql_tx_begin(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
-        return rc;
-    }
-    sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
-    rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists);
+    if ((rc = simba__sql_tx_begin(s)) != SQLITE_OK) return rc;
+    rc = simba__sql_read_row(s, mutex, rep, &exists);
     if (rc != SQLITE_OK) goto fail;
     if (!exists) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_CREATE_ROW], 1, mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_CREATE_ROW, "insert")) != SQLITE_OK) goto fail;
+        if ((rc = simba__sql_step_on(s, SIMBA__SQL_CREATE_ROW, mutex, NULL, "insert")) != SQLITE_OK) goto fail;
     }
     if (s->waiters != 0) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_Q_PURGE], 1, mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_PURGE, "queue purge")) != SQLITE_OK) goto fail;
+        if ((rc = simba__sql_step_on(s, SIMBA__SQL_Q_PURGE, mutex, NULL, "queue purge")) != SQLITE_OK) goto fail;
         if (sqlite3_changes(s->db) > 0) changed = 1;
         rc = simba__sql_live_head(s, mutex, contender, !s->owner[0], &changed);
         if (rc != SQLITE_OK) goto fail;
@@ -1505,51 +1530,26 @@ static int simba__sql_contend(simba__sql *s, const char *mutex, const char *cont
         simba__sql_mismatch(s, 1, s->permits_col, rep);
         return SQLITE_OK;
     }
-    if (strcmp(s->owner, contender) == 0 || (!s->owner[0] && nh == 0 && (!s->qhead[0] || strcmp(s->qhead, contender) == 0))) {
+    first = !s->qhead[0] || strcmp(s->qhead, contender) == 0; /* the head of the line, or nobody waits */
+    if (strcmp(s->owner, contender) == 0 || simba__grantable(1, (int)nh + (s->owner[0] != 0), s->owner[0] != 0, !first, 0, 0)) {
         rc = simba__sql_acquire_row(s, SIMBA__SQL_GRANT_ST, mutex, contender, ttl_ms, transition_ms, renew, rep, &got);
         if (rc != SQLITE_OK) goto fail;
         /* not granted (a row closed after a DELETE, see SIMBA__SQL_CREATE_ROW_TEXT): the head keeps its place */
         if (got && s->qhead[0] && (rc = simba__sql_leave(s, mutex, contender, &changed)) != SQLITE_OK) goto fail;
     }
     if (!got && !renew) { /* a renewal whose lease has ended takes no place: it asks anew */
-        sqlite3_stmt *st = s->st[SIMBA__SQL_Q_JOIN];
-        sqlite3_bind_text(st, 1, mutex, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, contender, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, live_ms);
-        sqlite3_bind_int(st, 5, 0);
-        sqlite3_bind_text(st, 7, s->wake_addr, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_JOIN, "queue join")) != SQLITE_OK) goto fail;
+        if ((rc = simba__sql_writer_queue(s, mutex, contender, live_ms)) != SQLITE_OK) goto fail;
         changed = 1;
-        s->queued_until = simba__max(s->queued_until, simba__add(simba_now(s->loop), live_ms));
-        first = !s->qhead[0] || strcmp(s->qhead, contender) == 0;
-        if (s->permits_col != 1) { /* the name's mode while a writer waits: one holder */
-            st = s->st[SIMBA__SQL_SET_PERMITS];
-            simba__sql_bind2(st, mutex, NULL);
-            sqlite3_bind_int64(st, 3, 1);
-            if ((rc = simba__sql_step_simple(s, SIMBA__SQL_SET_PERMITS, "permits")) != SQLITE_OK) goto fail;
-        }
     }
-    if (changed) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_Q_COUNT], 1, mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_COUNT, "queue count")) != SQLITE_OK) goto fail;
-    }
-    if (hchanged) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_H_COUNT], 1, mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_COUNT, "holders count")) != SQLITE_OK) goto fail;
-    }
+    if ((rc = simba__sql_recount(s, mutex, changed, hchanged)) != SQLITE_OK) goto fail;
     if (!got) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists)) != SQLITE_OK) goto fail;
+        if ((rc = simba__sql_read_row(s, mutex, rep, &exists)) != SQLITE_OK) goto fail;
         /* readers or permits hold: the waiter times its next ask by the first to end */
         if (!s->owner[0] && nh > 0 && (rc = simba__sql_first_holder(s, mutex, rep)) != SQLITE_OK) goto fail;
         rep->holders = (int)simba__min(nh, SIMBA_PERMITS_MAX);
     }
-    rc = simba__sql_tx_commit(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
-        goto fail;
-    }
-    rep->first_in_line = first;
+    if ((rc = simba__sql_tx_commit(s)) != SQLITE_OK) goto fail;
+    rep->first_in_line = !got && !renew && first;
     return SQLITE_OK;
 fail:
     simba__sql_tx_abort(s);
@@ -1568,34 +1568,27 @@ static void simba__sql_wake_head(simba__sql *s, const char *mutex) {
         if (s->qhead_shared) simba__sql_wake_set(s, mutex); /* the readers behind it go together */
         return;
     }
-    if (simba__sql_tx_begin(s) != SQLITE_DONE) return;
+    if (simba__sql_tx_begin(s) != SQLITE_OK) return;
     rc = simba__sql_live_head(s, mutex, NULL, 1, &changed);
     if (rc == SQLITE_OK && changed) {
         sqlite3_bind_text(s->st[SIMBA__SQL_Q_COUNT], 1, mutex, -1, SQLITE_STATIC);
         rc = simba__sql_run(s, SIMBA__SQL_Q_COUNT);
     }
-    if (rc != SQLITE_OK || simba__sql_tx_commit(s) != SQLITE_DONE) simba__sql_tx_abort(s);
+    if (rc != SQLITE_OK || simba__sql_tx_commit(s) != SQLITE_OK) simba__sql_tx_abort(s);
 }
 
 /* A contender that stops while waiting leaves the line; when it headed the line of a free
    mutex, the next waiter is woken. */
 static int simba__sql_quit_line(simba__sql *s, const char *mutex, const char *contender) {
     int rc, changed = 0;
-    rc = simba__sql_tx_begin(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
-        return rc;
-    }
+    if ((rc = simba__sql_tx_begin(s)) != SQLITE_OK) return rc;
     rc = simba__sql_leave(s, mutex, contender, &changed);
     if (rc == SQLITE_OK && changed && !s->owner[0]) rc = simba__sql_live_head(s, mutex, NULL, 1, &changed);
     if (rc == SQLITE_OK && changed) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_Q_COUNT], 1, mutex, -1, SQLITE_STATIC);
-        rc = simba__sql_step_simple(s, SIMBA__SQL_Q_COUNT, "queue count");
+        rc = simba__sql_step_on(s, SIMBA__SQL_Q_COUNT, mutex, NULL, "queue count");
     }
     if (rc == SQLITE_OK) {
         rc = simba__sql_tx_commit(s);
-        rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
-        if (rc != SQLITE_OK && !simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
     }
     if (rc != SQLITE_OK) simba__sql_tx_abort(s);
     return rc;
@@ -1608,10 +1601,9 @@ static void simba__sql_wake_set(simba__sql *s, const char *mutex) {
     sqlite3_stmt *st;
     int64_t nh = 0, n, i = 0;
     char c[SIMBA_ID_MAX + 1], w[SIMBA__SQL_WAKE_MAX];
-    if (simba__sql_read_row(s, mutex, &rep) != SQLITE_OK || s->owner[0]) return; /* a writer holds */
+    if (simba__sql_read_row(s, mutex, &rep, NULL) != SQLITE_OK || s->owner[0]) return; /* a writer holds */
     n = s->permits_col > 1 ? s->permits_col : 1;
-    simba__sql_bind2(s->st[SIMBA__SQL_H_NUM], mutex, NULL);
-    if (simba__sql_int(s, SIMBA__SQL_H_NUM, &nh) != SQLITE_OK) return;
+    if (simba__sql_int_on(s, SIMBA__SQL_H_NUM, mutex, NULL, &nh) != SQLITE_OK) return;
     st = s->st[SIMBA__SQL_Q_LIST];
     simba__sql_bind2(st, mutex, NULL);
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -1637,27 +1629,21 @@ typedef struct simba__sql_setq {
 static int simba__sql_set_read(simba__sql *s, const char *mutex, const char *me, simba_reply *rep, simba__sql_setq *q) {
     sqlite3_stmt *st;
     int rc, exists = 0;
-    sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
-    if ((rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists)) != SQLITE_OK) return rc;
+    if ((rc = simba__sql_read_row(s, mutex, rep, &exists)) != SQLITE_OK) return rc;
     if (!exists) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_CREATE_ROW], 1, mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_CREATE_ROW, "insert")) != SQLITE_OK) return rc;
-        sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists)) != SQLITE_OK) return rc;
+        if ((rc = simba__sql_step_on(s, SIMBA__SQL_CREATE_ROW, mutex, NULL, "insert")) != SQLITE_OK) return rc;
+        if ((rc = simba__sql_read_row(s, mutex, rep, &exists)) != SQLITE_OK) return rc;
     }
     if (s->waiters != 0) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_Q_PURGE], 1, mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_PURGE, "queue purge")) != SQLITE_OK) return rc;
+        if ((rc = simba__sql_step_on(s, SIMBA__SQL_Q_PURGE, mutex, NULL, "queue purge")) != SQLITE_OK) return rc;
         if (sqlite3_changes(s->db) > 0) q->qchanged = 1;
     }
     if (s->holders != 0) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_H_PURGE], 1, mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_PURGE, "holders purge")) != SQLITE_OK) return rc;
+        if ((rc = simba__sql_step_on(s, SIMBA__SQL_H_PURGE, mutex, NULL, "holders purge")) != SQLITE_OK) return rc;
         if (sqlite3_changes(s->db) > 0) q->hchanged = 1;
     }
     q->mainlive = s->owner[0] != 0;
-    simba__sql_bind2(s->st[SIMBA__SQL_H_NUM], mutex, NULL);
-    if ((rc = simba__sql_int(s, SIMBA__SQL_H_NUM, &q->nh)) != SQLITE_OK) return rc;
+    if ((rc = simba__sql_int_on(s, SIMBA__SQL_H_NUM, mutex, NULL, &q->nh)) != SQLITE_OK) return rc;
     st = s->st[SIMBA__SQL_Q_LIST];
     simba__sql_bind2(st, mutex, NULL);
     q->p = -1;
@@ -1737,8 +1723,7 @@ static int simba__sql_set_queue(simba__sql *s, const simba_req *r, int n, int64_
 static int simba__sql_set_decide(simba__sql *s, const simba_req *r, int n, int64_t live_ms, simba__sql_setq *q) {
     int64_t mine = 0, pos = q->p >= 0 ? q->p : q->nq;
     int rc;
-    simba__sql_bind2(s->st[SIMBA__SQL_H_SELF], r->mutex, r->contender);
-    if ((rc = simba__sql_int(s, SIMBA__SQL_H_SELF, &mine)) != SQLITE_OK) return rc;
+    if ((rc = simba__sql_int_on(s, SIMBA__SQL_H_SELF, r->mutex, r->contender, &mine)) != SQLITE_OK) return rc;
     if (mine && r->renew) { /* a renewal: fence and acquired_at stay */
         sqlite3_stmt *st = s->st[SIMBA__SQL_H_RENEW];
         simba__sql_bind2(st, r->mutex, r->contender);
@@ -1748,12 +1733,11 @@ static int simba__sql_set_decide(simba__sql *s, const simba_req *r, int n, int64
         return simba__sql_step_simple(s, SIMBA__SQL_H_RENEW, "holders renew");
     }
     if (mine) { /* the holder asking anew: a new grant, with a new fence */
-        simba__sql_bind2(s->st[SIMBA__SQL_H_LEAVE], r->mutex, r->contender);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_LEAVE, "holders leave")) != SQLITE_OK) return rc;
+        if ((rc = simba__sql_step_on(s, SIMBA__SQL_H_LEAVE, r->mutex, r->contender, "holders leave")) != SQLITE_OK) return rc;
         q->nh--;
         q->granted = 1;
     } else {
-        q->granted = n > 1 ? pos < n - q->nh : (!q->mainlive && q->excl_ahead == 0);
+        q->granted = simba__grantable(n, (int)q->nh, q->mainlive, (int)simba__min(pos, INT32_MAX), r->shared != 0, q->excl_ahead > 0);
     }
     if (r->renew && !mine) return SQLITE_OK; /* its holding has ended: no grant, no place */
     return q->granted ? simba__sql_set_take(s, r, n, q) : simba__sql_set_queue(s, r, n, live_ms, q);
@@ -1765,11 +1749,7 @@ static int simba__sql_contend_set(simba__sql *s, const simba_req *r, int64_t liv
     int64_t recorded;
     simba__sql_setq q;
     memset(&q, 0, sizeof q);
-    rc = simba__sql_tx_begin(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
-        return rc;
-    }
+    if ((rc = simba__sql_tx_begin(s)) != SQLITE_OK) return rc;
     if ((rc = simba__sql_set_read(s, r->mutex, r->contender, rep, &q)) != SQLITE_OK) goto fail;
     if (s->lost_left >= 0) { /* a row closed after a DELETE: no grant; the caller says why */
         simba__sql_tx_abort(s);
@@ -1785,25 +1765,14 @@ static int simba__sql_contend_set(simba__sql *s, const simba_req *r, int64_t liv
     if (q.mainlive && strcmp(s->owner, r->contender) == 0 && (rc = simba__sql_set_owner_back(s, r->mutex, r->contender, &q)) != SQLITE_OK)
         goto fail;
     if ((rc = simba__sql_set_decide(s, r, n, live_ms, &q)) != SQLITE_OK) goto fail;
-    if (q.qchanged) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_Q_COUNT], 1, r->mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_COUNT, "queue count")) != SQLITE_OK) goto fail;
-    }
-    if (q.hchanged) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_H_COUNT], 1, r->mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_COUNT, "holders count")) != SQLITE_OK) goto fail;
-    }
+    if ((rc = simba__sql_recount(s, r->mutex, q.qchanged, q.hchanged)) != SQLITE_OK) goto fail;
     if (q.granted) {
         simba__sql_bind2(s->st[SIMBA__SQL_H_MINE], r->mutex, r->contender);
         if ((rc = simba__sql_hrow(s, SIMBA__SQL_H_MINE, rep, &got)) != SQLITE_OK) goto fail;
     } else if (!q.mainlive && (rc = simba__sql_first_holder(s, r->mutex, rep)) != SQLITE_OK) {
         goto fail;
     }
-    rc = simba__sql_tx_commit(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
-        goto fail;
-    }
+    if ((rc = simba__sql_tx_commit(s)) != SQLITE_OK) goto fail;
     rep->holders = (int)simba__min(q.nh + q.mainlive, SIMBA_PERMITS_MAX);
     rep->first_in_line = q.first;
     if (q.freed_owner) {
@@ -1821,23 +1790,13 @@ fail:
 static int simba__sql_release_hold(simba__sql *s, const char *mutex, const char *contender, int *released) {
     int rc;
     *released = 0;
-    rc = simba__sql_tx_begin(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
-        return rc;
-    }
-    simba__sql_bind2(s->st[SIMBA__SQL_H_LEAVE], mutex, contender);
-    if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_LEAVE, "holders release")) != SQLITE_OK) goto fail;
+    if ((rc = simba__sql_tx_begin(s)) != SQLITE_OK) return rc;
+    if ((rc = simba__sql_step_on(s, SIMBA__SQL_H_LEAVE, mutex, contender, "holders release")) != SQLITE_OK) goto fail;
     *released = sqlite3_changes(s->db) > 0;
     if (*released) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_H_COUNT], 1, mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_COUNT, "holders count")) != SQLITE_OK) goto fail;
+        if ((rc = simba__sql_step_on(s, SIMBA__SQL_H_COUNT, mutex, NULL, "holders count")) != SQLITE_OK) goto fail;
     }
-    rc = simba__sql_tx_commit(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
-        goto fail;
-    }
+    if ((rc = simba__sql_tx_commit(s)) != SQLITE_OK) goto fail;
     return SQLITE_OK;
 fail:
     *released = 0;
@@ -1903,8 +1862,7 @@ static int simba__sql_ask_kept(simba__sql *s, const char *mutex, const char *con
                                simba_reply *rep, int *held, int *kept) {
     int exists, rc;
     *kept = 0;
-    sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, mutex, -1, SQLITE_STATIC);
-    if ((rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists)) != SQLITE_OK) return rc;
+    if ((rc = simba__sql_read_row(s, mutex, rep, &exists)) != SQLITE_OK) return rc;
     *held = exists && s->owner[0] && strcmp(s->owner, contender) != 0;
     if (s->next_ask_ms > 0 && !renew && exists && s->waiters > 0 && s->holders == 0 && (*held || !s->owner[0]))
         return simba__sql_kept_place(s, mutex, contender, live_ms, rep, kept);
@@ -1920,10 +1878,7 @@ static void simba__sql_not_held(simba__sql *s, const simba_req *r, simba_reply *
     else
         snprintf(s->err, sizeof s->err, "sqlite %s: %s no longer holds mutex %s with fence %llu: nobody holds it", what,
                  r->contender, r->mutex, (unsigned long long)r->fence);
-    memset(rep, 0, sizeof *rep);
-    rep->held_ms = -1;
-    rep->rc = SIMBA_EFENCE;
-    rep->errmsg = s->err;
+    simba__reply_fail(rep, SIMBA_EFENCE, s->err);
 }
 
 /* Proclaim: one UPDATE replaces the value while the contender holds the fence and its lease
@@ -1952,7 +1907,7 @@ static int simba__sql_set_value(simba__sql *s, const simba_req *r, simba_reply *
             return SQLITE_OK;
         }
     }
-    if ((rc = simba__sql_read_row(s, r->mutex, rep)) != SQLITE_OK) return rc;
+    if ((rc = simba__sql_read_row(s, r->mutex, rep, NULL)) != SQLITE_OK) return rc;
     simba__sql_not_held(s, r, rep, "set_value");
     return SQLITE_OK;
 }
@@ -1963,8 +1918,7 @@ static int simba__sql_set_value(simba__sql *s, const simba_req *r, simba_reply *
 static int simba__sql_yield_pass(simba__sql *s, const simba_req *r, int64_t live_ms, simba__sql_setq *q, simba_reply *rep) {
     sqlite3_stmt *st = s->st[SIMBA__SQL_Q_JOIN];
     int rc;
-    simba__sql_bind2(s->st[SIMBA__SQL_H_LEAVE], r->mutex, r->contender);
-    if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_LEAVE, "holders yield")) != SQLITE_OK) return rc;
+    if ((rc = simba__sql_step_on(s, SIMBA__SQL_H_LEAVE, r->mutex, r->contender, "holders yield")) != SQLITE_OK) return rc;
     q->hchanged = 1;
     q->nh--;
     if (q->p >= 0 && (rc = simba__sql_leave(s, r->mutex, r->contender, &q->qchanged)) != SQLITE_OK) return rc;
@@ -1974,9 +1928,7 @@ static int simba__sql_yield_pass(simba__sql *s, const simba_req *r, int64_t live
     sqlite3_bind_text(st, 7, s->wake_addr, -1, SQLITE_STATIC);
     if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_JOIN, "queue join")) != SQLITE_OK) return rc;
     q->qchanged = 1;
-    memset(rep, 0, sizeof *rep);
-    rep->held_ms = -1;
-    rep->yielded = 1;
+    simba__reply_none(rep)->yielded = 1;
     return simba__sql_first_holder(s, r->mutex, rep);
 }
 
@@ -1990,14 +1942,9 @@ static int simba__sql_yield_set(simba__sql *s, const simba_req *r, int64_t live_
     int64_t fence = 0;
     simba__sql_setq q;
     memset(&q, 0, sizeof q);
-    rc = simba__sql_tx_begin(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
-        return rc;
-    }
+    if ((rc = simba__sql_tx_begin(s)) != SQLITE_OK) return rc;
     if ((rc = simba__sql_set_read(s, r->mutex, r->contender, rep, &q)) != SQLITE_OK) goto fail;
-    simba__sql_bind2(s->st[SIMBA__SQL_H_SELF], r->mutex, r->contender);
-    if ((rc = simba__sql_int(s, SIMBA__SQL_H_SELF, &fence)) != SQLITE_OK) goto fail;
+    if ((rc = simba__sql_int_on(s, SIMBA__SQL_H_SELF, r->mutex, r->contender, &fence)) != SQLITE_OK) goto fail;
     if (fence <= 0 || (uint64_t)fence != r->fence) {
         simba__sql_tx_abort(s); /* nothing was written */
         simba__sql_not_held(s, r, rep, "yield");
@@ -2010,19 +1957,8 @@ static int simba__sql_yield_set(simba__sql *s, const simba_req *r, int64_t live_
         simba__sql_bind2(s->st[SIMBA__SQL_H_MINE], r->mutex, r->contender);
         if ((rc = simba__sql_hrow(s, SIMBA__SQL_H_MINE, rep, &got)) != SQLITE_OK) goto fail;
     }
-    if (q.qchanged) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_Q_COUNT], 1, r->mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_COUNT, "queue count")) != SQLITE_OK) goto fail;
-    }
-    if (q.hchanged) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_H_COUNT], 1, r->mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_H_COUNT, "holders count")) != SQLITE_OK) goto fail;
-    }
-    rc = simba__sql_tx_commit(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
-        goto fail;
-    }
+    if ((rc = simba__sql_recount(s, r->mutex, q.qchanged, q.hchanged)) != SQLITE_OK) goto fail;
+    if ((rc = simba__sql_tx_commit(s)) != SQLITE_OK) goto fail;
     rep->holders = (int)simba__min(q.nh, SIMBA_PERMITS_MAX);
     rep->rc = SIMBA_OK;
     if (frees) {
@@ -2050,21 +1986,15 @@ static int simba__sql_yield(simba__sql *s, const simba_req *r, int64_t live_ms, 
     sqlite3_stmt *st;
     int rc, exists = 0, changed = 0, passed = 0;
     if (r->permits > 1 || r->shared) return simba__sql_yield_set(s, r, live_ms, rep);
-    rc = simba__sql_tx_begin(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
-        return rc;
-    }
-    sqlite3_bind_text(s->st[SIMBA__SQL_READ_ST], 1, r->mutex, -1, SQLITE_STATIC);
-    if ((rc = simba__sql_row(s, SIMBA__SQL_READ_ST, rep, &exists)) != SQLITE_OK) goto fail;
+    if ((rc = simba__sql_tx_begin(s)) != SQLITE_OK) return rc;
+    if ((rc = simba__sql_read_row(s, r->mutex, rep, &exists)) != SQLITE_OK) goto fail;
     if (strcmp(s->owner, r->contender) != 0 || rep->fence != r->fence) {
         simba__sql_tx_abort(s); /* nothing was written */
         simba__sql_not_held(s, r, rep, "yield");
         return SQLITE_OK;
     }
     if (s->waiters > 0) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_Q_PURGE], 1, r->mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_PURGE, "queue purge")) != SQLITE_OK) goto fail;
+        if ((rc = simba__sql_step_on(s, SIMBA__SQL_Q_PURGE, r->mutex, NULL, "queue purge")) != SQLITE_OK) goto fail;
         if (sqlite3_changes(s->db) > 0) changed = 1;
         if ((rc = simba__sql_leave(s, r->mutex, r->contender, &changed)) != SQLITE_OK) goto fail;
         if ((rc = simba__sql_head(s, r->mutex, &changed)) != SQLITE_OK) goto fail;
@@ -2092,21 +2022,14 @@ static int simba__sql_yield(simba__sql *s, const simba_req *r, int64_t live_ms, 
         changed = 1;
     }
     if (changed) {
-        sqlite3_bind_text(s->st[SIMBA__SQL_Q_COUNT], 1, r->mutex, -1, SQLITE_STATIC);
-        if ((rc = simba__sql_step_simple(s, SIMBA__SQL_Q_COUNT, "queue count")) != SQLITE_OK) goto fail;
+        if ((rc = simba__sql_step_on(s, SIMBA__SQL_Q_COUNT, r->mutex, NULL, "queue count")) != SQLITE_OK) goto fail;
     }
-    rc = simba__sql_tx_commit(s);
-    if (rc != SQLITE_DONE) {
-        if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
-        goto fail;
-    }
+    if ((rc = simba__sql_tx_commit(s)) != SQLITE_OK) goto fail;
     if (passed) {
         s->queued_until = simba__max(s->queued_until, simba__add(simba_now(s->loop), live_ms));
-        memset(rep, 0, sizeof *rep);
-        rep->held_ms = -1;
+        simba__reply_none(rep)->yielded = 1;
         s->owner[0] = 0;
         rep->owner = s->owner;
-        rep->yielded = 1;
         if (s->batch) s->batch_wake = 1;
         else simba__sql_wake_head(s, r->mutex);
         if (s->memory && s->be) simba_backend_event(s->be, SIMBA_EV_RELEASED, r->mutex, NULL, NULL);
@@ -2169,13 +2092,11 @@ static int simba__sql_release_req(simba__sql *s, const char *mutex, const char *
         /* Not ours: a holding of the set, or say who owns it and leave the line if we
            stood in it. */
         int held = 0;
-        if ((rc = simba__sql_read_row(s, mutex, rep)) != SQLITE_OK) return rc;
+        if ((rc = simba__sql_read_row(s, mutex, rep, NULL)) != SQLITE_OK) return rc;
         if (s->holders > 0 && (rc = simba__sql_release_hold(s, mutex, contender, &held)) != SQLITE_OK) return rc;
         if (held) {
-            memset(rep, 0, sizeof *rep);
-            rep->held_ms = -1;
+            simba__reply_none(rep)->owner = s->owner;
             s->owner[0] = 0;
-            rep->owner = s->owner;
             if (s->batch) s->batch_wake = 2;
             else simba__sql_wake_set(s, mutex);
             if (s->memory && s->be) simba_backend_event(s->be, SIMBA_EV_RELEASED, mutex, NULL, NULL);
@@ -2193,26 +2114,47 @@ static int simba__sql_release_req(simba__sql *s, const char *mutex, const char *
    live_ms: how long its place in the wait queue lasts (simba_req.live_ms).
    Returns SIMBA__SQL_BUSY when the database was locked (nothing changed: try again later);
    otherwise 0 with *rep filled (rep->owner, rep->errmsg point into s until the next call). */
+/* One instant for the whole request, as the database clock gives: ?6 of every statement
+   that reads the clock. */
+static void simba__sql_bind_now(simba__sql *s) {
+    static const int with_now[] = {SIMBA__SQL_CREATE_ROW, SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_GRANT_ST, SIMBA__SQL_READ_ST,
+                                   SIMBA__SQL_Q_PURGE,    SIMBA__SQL_Q_HEAD,   SIMBA__SQL_Q_JOIN,
+                                   SIMBA__SQL_Q_SELF,     SIMBA__SQL_Q_REFRESH, SIMBA__SQL_SET_VALUE,
+                                   SIMBA__SQL_H_PURGE,    SIMBA__SQL_H_NUM,    SIMBA__SQL_H_SELF, SIMBA__SQL_H_RENEW,
+                                   SIMBA__SQL_H_GRANT,    SIMBA__SQL_H_MINE,   SIMBA__SQL_H_FIRST,
+                                   SIMBA__SQL_H_SET_VALUE, SIMBA__SQL_H_FORCE, SIMBA__SQL_Q_NUM, SIMBA__SQL_Q_LIST};
+    int64_t now = simba__sql_now(s);
+    size_t i;
+    for (i = 0; i < sizeof with_now / sizeof with_now[0]; i++) sqlite3_bind_int64(s->st[with_now[i]], 6, now);
+}
+
+/* ACQUIRE. Hot path: one UPDATE ... RETURNING (renewal, or a free row nobody waits for). A
+   waiter reads first: while someone else's lease lasts the UPDATE could not succeed.
+   Everything else (a queue, another's lease, no row yet) is decided by simba__sql_contend
+   in one transaction; a reader's or a permit's by simba__sql_contend_set. */
+static int simba__sql_acquire_req(simba__sql *s, const char *mutex, const char *contender, int64_t ttl_ms,
+                                  int64_t transition_ms, int expect_win, int renew, int64_t live_ms, simba_reply *rep) {
+    int got = 0, held = 0, kept = 0, rc;
+    if (s->cur && (s->cur->permits > 1 || s->cur->shared)) return simba__sql_contend_set(s, s->cur, live_ms, rep);
+    if (!expect_win) {
+        if ((rc = simba__sql_ask_kept(s, mutex, contender, renew, live_ms, rep, &held, &kept)) != SQLITE_OK || kept) return rc;
+    }
+    if (!held) {
+        rc = simba__sql_acquire_row(s, SIMBA__SQL_ACQUIRE_ST, mutex, contender, ttl_ms, transition_ms, renew, rep, &got);
+        if (rc != SQLITE_OK) return rc;
+    }
+    return got ? SQLITE_OK : simba__sql_contend(s, mutex, contender, ttl_ms, transition_ms, renew, live_ms, rep);
+}
+
 static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, const char *contender, int64_t ttl_ms,
                                int64_t transition_ms, int expect_win, int renew, int64_t live_ms, simba_reply *rep) {
     int rc;
-    memset(rep, 0, sizeof *rep);
-    rep->held_ms = -1;
+    simba__reply_none(rep);
     rc = simba__sql_setup(s);
     if (rc != SQLITE_OK) goto fail;
-    { /* one instant for the whole request, as the database clock gives */
-        int64_t now = simba__sql_now(s);
-        static const int with_now[] = {SIMBA__SQL_CREATE_ROW, SIMBA__SQL_ACQUIRE_ST, SIMBA__SQL_GRANT_ST, SIMBA__SQL_READ_ST,
-                                       SIMBA__SQL_Q_PURGE,    SIMBA__SQL_Q_HEAD,   SIMBA__SQL_Q_JOIN,
-                                       SIMBA__SQL_Q_SELF,     SIMBA__SQL_Q_REFRESH, SIMBA__SQL_SET_VALUE,
-                                       SIMBA__SQL_H_PURGE,    SIMBA__SQL_H_NUM,    SIMBA__SQL_H_SELF, SIMBA__SQL_H_RENEW,
-                                       SIMBA__SQL_H_GRANT,    SIMBA__SQL_H_MINE,   SIMBA__SQL_H_FIRST,
-                                       SIMBA__SQL_H_SET_VALUE, SIMBA__SQL_H_FORCE, SIMBA__SQL_Q_NUM, SIMBA__SQL_Q_LIST};
-        size_t i;
-        for (i = 0; i < sizeof with_now / sizeof with_now[0]; i++) sqlite3_bind_int64(s->st[with_now[i]], 6, now);
-    }
+    simba__sql_bind_now(s);
     if (op == SIMBA_OP_READ) {
-        rc = simba__sql_read_row(s, mutex, rep);
+        rc = simba__sql_read_row(s, mutex, rep, NULL);
         if (rc != SQLITE_OK) goto fail;
         rep->rc = SIMBA_OK;
         return 0;
@@ -2227,30 +2169,9 @@ static int simba__sql_exec_req(simba__sql *s, simba_op op, const char *mutex, co
         if (rc != SQLITE_OK) goto fail;
         return 0;
     }
-    if (op == SIMBA_OP_ACQUIRE) {
-        /* Hot path: one UPDATE ... RETURNING (renewal, or a free row nobody waits for). A
-           waiter reads first: while someone else's lease lasts the UPDATE could not
-           succeed. Everything else (a queue, another's lease, no row yet) is decided by
-           simba__sql_contend in one transaction. */
-        int got = 0, held = 0, kept = 0;
-        if (s->cur && (s->cur->permits > 1 || s->cur->shared)) {
-            if ((rc = simba__sql_contend_set(s, s->cur, live_ms, rep)) != SQLITE_OK) goto fail;
-            goto done;
-        }
-        if (!expect_win) {
-            if ((rc = simba__sql_ask_kept(s, mutex, contender, renew, live_ms, rep, &held, &kept)) != SQLITE_OK) goto fail;
-            if (kept) goto done;
-        }
-        if (!held) {
-            rc = simba__sql_acquire_row(s, SIMBA__SQL_ACQUIRE_ST, mutex, contender, ttl_ms, transition_ms, renew, rep, &got);
-            if (rc != SQLITE_OK) goto fail;
-        }
-        if (!got && (rc = simba__sql_contend(s, mutex, contender, ttl_ms, transition_ms, renew, live_ms, rep)) != SQLITE_OK)
-            goto fail;
-    } else if ((rc = simba__sql_release_req(s, mutex, contender, rep)) != SQLITE_OK) {
-        goto fail;
-    }
-done:
+    rc = op == SIMBA_OP_ACQUIRE ? simba__sql_acquire_req(s, mutex, contender, ttl_ms, transition_ms, expect_win, renew, live_ms, rep)
+                                : simba__sql_release_req(s, mutex, contender, rep);
+    if (rc != SQLITE_OK) goto fail;
     if (rep->rc != SIMBA_OK) return 0; /* refused by the store, in words (the permits) */
     if (op == SIMBA_OP_ACQUIRE && !s->owner[0] && s->lost_left >= 0) goto lost;
     rep->rc = SIMBA_OK;
@@ -2258,20 +2179,14 @@ done:
 lost: /* an error, as a store that lost its data answers: the core backs off and asks again */
     {
         int64_t left = s->lost_left;
-        memset(rep, 0, sizeof *rep);
-        rep->held_ms = -1;
-        rep->rc = SIMBA_EBACKEND;
         snprintf(s->err, sizeof s->err, "sqlite: rows of table %s were deleted under a live lease, whose owner may not "
                  "know it lost: no new owner for %lld ms more", s->table, (long long)left);
-        rep->errmsg = s->err;
+        simba__reply_fail(rep, SIMBA_EBACKEND, s->err);
         return 0;
     }
 fail:
     if (simba__sql_is_busy(rc)) return SIMBA__SQL_BUSY;
-    memset(rep, 0, sizeof *rep);
-    rep->held_ms = -1;
-    rep->rc = SIMBA_EBACKEND;
-    rep->errmsg = s->err;
+    simba__reply_fail(rep, SIMBA_EBACKEND, s->err);
     return 0;
 }
 
@@ -2449,15 +2364,8 @@ typedef struct simba__sql_vh {
     " WHERE h.mutex = ?1 AND h.transition_at >= ?6 ORDER BY h.fence"
 /* The owner row's holder of view v into e. */
 static void simba__sql_vh_owner(const simba_view *v, simba__sql_vh *e) {
-    memset(&e->h, 0, sizeof e->h);
-    simba__copy(e->h.id, sizeof e->h.id, v->owner);
-    e->h.fence = v->fence;
-    e->h.acquired_unix_ms = v->acquired_unix_ms;
-    e->h.held_ms = v->held_ms;
-    e->h.ttl_left_ms = v->ttl_left_ms;
-    e->h.transition_left_ms = v->transition_left_ms;
+    simba__view_owner_holder(v, &e->h);
     if (v->value_len) memcpy(e->value, v->value, v->value_len);
-    e->h.value_len = v->value_len;
 }
 /* One holding row of SIMBA__SQL_HOLDERS_TEXT into e; SQLITE_MISMATCH (s->err says) when
    its value is over SIMBA_VALUE_MAX. */
@@ -2482,7 +2390,7 @@ static int simba__sql_vh_row(simba__sql *s, sqlite3_stmt *st, const char *mutex,
 }
 static int simba__sql_view_holders(simba__sql *s, int64_t now, simba_view *v, simba__sql_vh **buf, simba_view_holder **arr_out) {
     sqlite3_stmt *st;
-    int absent, n = 0, cap = 0, first = -1, rc;
+    int absent, n = 0, cap = 0, permits = 1, rc;
     simba__sql_vh *b = NULL;
     *buf = NULL;
     *arr_out = NULL;
@@ -2491,7 +2399,6 @@ static int simba__sql_view_holders(simba__sql *s, int64_t now, simba_view *v, si
         cap = 4;
         simba__sql_vh_owner(v, &b[0]);
         n = 1;
-        v->permits = 1;
     }
     rc = simba__sql_prepare_view(s, SIMBA__SQL_HOLDERS_TEXT, &st, &absent);
     if (rc == SQLITE_ERROR && strstr(sqlite3_errmsg(s->db), "no such column")) { rc = SQLITE_OK; absent = 1; }
@@ -2509,8 +2416,7 @@ static int simba__sql_view_holders(simba__sql *s, int64_t now, simba_view *v, si
             cap = nc;
         }
         if ((rc = simba__sql_vh_row(s, st, v->mutex, &b[n])) != SQLITE_OK) break;
-        if (!v->owner[0] && (first < 0 || b[n].h.transition_left_ms < b[first].h.transition_left_ms)) first = n;
-        v->permits = (int)sqlite3_column_int64(st, 8);
+        permits = (int)sqlite3_column_int64(st, 8);
         n++;
     }
     sqlite3_finalize(st);
@@ -2521,17 +2427,6 @@ out:
         simba_free(s->loop, b);
         if (rc == SQLITE_NOMEM) snprintf(s->err, sizeof s->err, "sqlite inspect: out of memory listing holders");
         return rc;
-    }
-    if (first >= 0) { /* no owner row's holder: the view shows the one whose permit frees first */
-        const simba_view_holder *h = &b[first].h;
-        simba__copy(v->owner, sizeof v->owner, h->id);
-        v->fence = h->fence;
-        v->acquired_unix_ms = h->acquired_unix_ms;
-        v->held_ms = h->held_ms;
-        v->ttl_left_ms = h->ttl_left_ms;
-        v->transition_left_ms = h->transition_left_ms;
-        v->value = h->value_len ? b[first].value : NULL;
-        v->value_len = h->value_len;
     }
     if (n > 0) {
         /* the view's holder array, values pointing into b */
@@ -2546,8 +2441,7 @@ out:
             arr[i] = b[i].h;
             arr[i].value = b[i].h.value_len ? b[i].value : NULL;
         }
-        v->holder = arr;
-        v->holders = n;
+        simba__view_holders(v, arr, n, permits); /* with no owner row's, the one that frees first */
         *arr_out = arr;
     }
     *buf = b;
@@ -2582,22 +2476,16 @@ static int simba__sql_force(simba__sql *s, simba_req *r, int64_t now, simba_repl
         size_t i;
         int freed = 0;
         for (i = 0; i < sizeof with_now / sizeof with_now[0]; i++) sqlite3_bind_int64(s->st[with_now[i]], 6, now);
-        if ((rc = simba__sql_tx_begin(s)) != SQLITE_DONE) {
-            if (!simba__sql_is_busy(rc)) simba__sql_seterr(s, "begin", rc);
-            return rc;
-        }
+        if ((rc = simba__sql_tx_begin(s)) != SQLITE_OK) return rc;
         simba__sql_bind2(s->st[SIMBA__SQL_H_FORCE], r->mutex, NULL);
         sqlite3_bind_int64(s->st[SIMBA__SQL_H_FORCE], 9, (sqlite3_int64)r->fence);
         rc = simba__sql_step_simple(s, SIMBA__SQL_H_FORCE, "force release");
         freed = rc == SQLITE_OK && sqlite3_changes(s->db) > 0;
         if (freed) {
-            sqlite3_bind_text(s->st[SIMBA__SQL_H_COUNT], 1, r->mutex, -1, SQLITE_STATIC);
-            rc = simba__sql_step_simple(s, SIMBA__SQL_H_COUNT, "holders count");
+            rc = simba__sql_step_on(s, SIMBA__SQL_H_COUNT, r->mutex, NULL, "holders count");
         }
         if (rc == SQLITE_OK) {
             rc = simba__sql_tx_commit(s);
-            rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
-            if (rc != SQLITE_OK && !simba__sql_is_busy(rc)) simba__sql_seterr(s, "commit", rc);
         }
         if (rc != SQLITE_OK) {
             simba__sql_tx_abort(s);
@@ -2619,8 +2507,7 @@ static int simba__sql_inspect_one(simba__sql *s, simba_req *r, simba_reply *rep)
     sqlite3_stmt *st;
     int absent = 0, rc;
     int64_t now = simba__sql_now(s);
-    memset(rep, 0, sizeof *rep);
-    rep->held_ms = -1;
+    simba__reply_none(rep);
     if (r->op == SIMBA_OP_FORCE_RELEASE) {
         rc = simba__sql_force(s, r, now, rep);
     } else {
@@ -2650,8 +2537,7 @@ static int simba__sql_inspect_one(simba__sql *s, simba_req *r, simba_reply *rep)
     }
     if (rc == SQLITE_OK) return 0;
     if (simba__sql_is_busy(rc)) return SIMBA__SQL_BUSY;
-    rep->rc = SIMBA_EBACKEND;
-    rep->errmsg = s->err;
+    simba__reply_fail(rep, SIMBA_EBACKEND, s->err);
     return 0;
 }
 
@@ -2843,7 +2729,7 @@ static void simba__sql_watch_check(simba__sql *s) {
     for (i = 0; i < s->nwatched; i++) {
         simba_reply rep;
         memset(&rep, 0, sizeof rep);
-        if (simba__sql_read_row(s, s->watched[i], &rep) != SQLITE_OK) continue;
+        if (simba__sql_read_row(s, s->watched[i], &rep, NULL) != SQLITE_OK) continue;
         /* free: the waiters ask; held: every follower takes the owner and value read */
         if (!s->owner[0]) simba_backend_event(s->be, SIMBA_EV_RELEASED, s->watched[i], NULL, NULL);
         else simba_backend_event(s->be, SIMBA_EV_OWNER, s->watched[i], NULL, &rep);
@@ -3177,9 +3063,8 @@ SIMBA_API simba_result simba_sql_open(simba_loop *loop, const simba_sql_desc *de
     if (desc->test_clock && !(is_uri && strncmp(path, "file:/", 6) == 0 && strstr(path, "vfs=memdb")))
         return simba__sql_refuse(loop, desc, "simba_sql_open: test_clock needs path \":memory:\" (or file:/NAME?vfs=memdb), "
                                              "not \"%.200s\": other processes may open a file with the wall clock", desc->path);
-    s = (simba__sql *)simba_alloc(loop, sizeof *s);
+    s = (simba__sql *)simba__zalloc(loop, sizeof *s);
     if (!s) return simba__fail(loop, SIMBA_ENOMEM, "simba_sql_open: out of memory");
-    memset(s, 0, sizeof *s);
     s->magic = SIMBA__SQL_MAGIC;
     /* Without room for a batch's answers every request runs alone, as correct, only slower. */
     s->batch_max = desc->batch_max > 0 ? desc->batch_max : SIMBA__SQL_BATCH_DEFAULT;

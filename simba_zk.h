@@ -988,9 +988,8 @@ static void simba__zk_op_free(simba__zk *zk, simba__zk_op *op) {
 }
 
 static simba__zk_op *simba__zk_op_new(simba__zk *zk, simba__zk_job *job, int kind) {
-    simba__zk_op *op = (simba__zk_op *)simba_alloc(zk->loop, sizeof *op);
+    simba__zk_op *op = (simba__zk_op *)simba__zalloc(zk->loop, sizeof *op);
     if (!op) return NULL;
-    memset(op, 0, sizeof *op);
     op->zk = zk;
     op->sess = zk->sess;
     op->job = job;
@@ -1079,9 +1078,8 @@ static void simba__zk_delete_node(simba__zk *zk, const char *mutex, const char *
 static simba__zk_mtx *simba__zk_mtx_find(simba__zk *zk, const char *name, int create) {
     simba__zk_mtx *m = (simba__zk_mtx *)simba__hfind(&zk->mtab, name);
     if (m || !create) return m;
-    m = (simba__zk_mtx *)simba_alloc(zk->loop, sizeof *m + strlen(name) + 1);
+    m = (simba__zk_mtx *)simba__zalloc(zk->loop, sizeof *m + strlen(name) + 1);
     if (!m) return NULL;
-    memset(m, 0, sizeof *m);
     m->name = (char *)(m + 1);
     memcpy(m->name, name, strlen(name) + 1);
     m->h.key = m->name;
@@ -1142,9 +1140,8 @@ static simba__zk_cont *simba__zk_cont_find(simba__zk *zk, simba__zk_mtx *m, cons
     for (c = m->conts; c; c = c->next)
         if (strcmp(SIMBA__ZK_CID(c), id) == 0) return c;
     if (!create) return NULL;
-    c = (simba__zk_cont *)simba_alloc(zk->loop, sizeof *c + strlen(id) + 1);
+    c = (simba__zk_cont *)simba__zalloc(zk->loop, sizeof *c + strlen(id) + 1);
     if (!c) return NULL;
-    memset(c, 0, sizeof *c);
     c->mtx = m;
     memcpy(SIMBA__ZK_CID(c), id, strlen(id) + 1);
     c->tagno = (uint32_t)++zk->counter;
@@ -1190,9 +1187,8 @@ static void simba__zk_job_end(simba__zk *zk, simba__zk_job *job);
    (deadlines grow with submission). A job without a request is internal (a clean-up, an
    observer's refresh) and has no deadline. */
 static simba__zk_job *simba__zk_job_new(simba__zk *zk, int kind, simba_req *req, simba__zk_cont *c, simba__zk_mtx *m) {
-    simba__zk_job *job = (simba__zk_job *)simba_alloc(zk->loop, sizeof *job);
+    simba__zk_job *job = (simba__zk_job *)simba__zalloc(zk->loop, sizeof *job);
     if (!job) return NULL;
-    memset(job, 0, sizeof *job);
     job->kind = kind;
     job->req = req;
     job->cont = c;
@@ -1314,9 +1310,7 @@ static void simba__zk_job_end(simba__zk *zk, simba__zk_job *job) {
     int refused = job->refused;
     if (job->req) { /* never leave a request unanswered */
         simba_reply r;
-        memset(&r, 0, sizeof r);
-        r.rc = zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN;
-        simba__zk_reply(zk, job, &r);
+        simba__zk_reply(zk, job, simba__reply_fail(&r, zk->closing ? SIMBA_ECLOSED : SIMBA_ECONN, NULL));
     }
     if (job->op) job->op->job = NULL; /* its result is still processed for side effects */
     simba__zk_tq_del(zk, job);
@@ -1437,8 +1431,7 @@ static int simba__zk_job_route(simba__zk *zk, simba__zk_job *job) {
         simba__zk_job_step(zk, job, c->node[0] ? SIMBA__ZK_S_DELETE : SIMBA__ZK_S_SWEEP);
     else if (job->kind == SIMBA_OP_RELEASE) {
         simba_reply r;
-        memset(&r, 0, sizeof r);
-        simba__zk_reply(zk, job, &r);
+        simba__zk_reply(zk, job, simba__reply_none(&r));
         simba__zk_job_end(zk, job);
         return 0;
     }
@@ -1667,12 +1660,9 @@ static int64_t simba__zk_reopen_in(simba__zk *zk) {
 
 static void simba__zk_owner_reply(simba_reply *r, const char *owner, int64_t timeout, uint64_t fence,
                                   const unsigned char *value, size_t value_len) {
-    memset(r, 0, sizeof *r);
-    r->rc = SIMBA_OK;
-    r->owner = owner;
+    simba__reply_none(r)->owner = owner;
     r->ttl_left_ms = timeout / 2; /* see LEASE */
     r->transition_left_ms = timeout;
-    r->held_ms = -1;
     r->fence = fence;
     r->value = value_len ? value : NULL;
     r->value_len = value_len;
@@ -1707,7 +1697,7 @@ static void simba__zk_watch_parent(simba__zk *zk, const char *mutex) {
 
 static void simba__zk_reply_none(simba__zk *zk, simba__zk_job *job) {
     simba_reply r;
-    memset(&r, 0, sizeof r);
+    simba__reply_none(&r);
     if (job->kind == SIMBA__ZK_J_REFRESH) {
         simba__zk_mtx *m = job->mtx;
         if (!m->pushed || m->last_owner) {
@@ -1919,8 +1909,7 @@ static void simba__zk_on_list(simba__zk *zk, simba__zk_job *job, simba__zk_op *o
             simba__zk_job_go(zk, job, SIMBA__ZK_S_DELETE);
             return;
         }
-        memset(&r, 0, sizeof r);
-        simba__zk_reply(zk, job, &r);
+        simba__zk_reply(zk, job, simba__reply_none(&r));
         simba__zk_job_end(zk, job);
         return;
     }
@@ -2127,8 +2116,7 @@ static void simba__zk_on_requeue(simba__zk *zk, simba__zk_job *job, simba__zk_op
     simba_reply r;
     char msg[96];
     if (op->rc == ZOK) {
-        memset(&r, 0, sizeof r);
-        r.yielded = 1;
+        simba__reply_none(&r)->yielded = 1;
         simba__zk_reply(zk, job, &r);
         job->internal = 1; /* on to watch the node now just before ours */
         simba__zk_job_go(zk, job, SIMBA__ZK_S_LIST);
@@ -2145,10 +2133,8 @@ static void simba__zk_on_requeue(simba__zk *zk, simba__zk_job *job, simba__zk_op
 /* Another N ahead of ours, whose node is gone now: refused in words, never obeyed. */
 static void simba__zk_refuse(simba__zk *zk, simba__zk_job *job) {
     char msg[200];
-    snprintf(msg, sizeof msg, "zookeeper: permits %d asked, the name has %d while held or waited on",
-             SIMBA__ZK_N(job->cont->mode), job->refuse_n);
     job->cont->refused = 1;
-    simba__zk_fail(zk, job, SIMBA_ECONFLICT, msg);
+    simba__zk_fail(zk, job, SIMBA_ECONFLICT, simba__conflict_words(msg, sizeof msg, SIMBA__ZK_N(job->cont->mode), job->refuse_n));
 }
 
 /* A job's call answered (ZOK or ZNONODE, on the live session): its next step. */
@@ -2203,8 +2189,7 @@ static void simba__zk_job_answer(simba__zk *zk, simba__zk_job *job, simba__zk_op
         simba__zk_job_go(zk, job, SIMBA__ZK_S_SWEEP);
     } else {
         simba_reply r;
-        memset(&r, 0, sizeof r);
-        simba__zk_reply(zk, job, &r);
+        simba__zk_reply(zk, job, simba__reply_none(&r));
         simba__zk_job_end(zk, job);
     }
 }
@@ -2312,10 +2297,7 @@ static void simba__zk_ins_end(simba__zk *zk, simba__zk_ins *in, simba_result rc,
         msg = words;
         break;
     }
-    memset(&r, 0, sizeof r);
-    r.rc = rc;
-    r.errmsg = msg;
-    r.held_ms = -1;
+    simba__reply_fail(&r, rc, msg);
     if (in->prev) in->prev->next = in->next; else zk->inss = in->next;
     if (in->next) in->next->prev = in->prev;
     SIMBA_FREE(in->names);
@@ -2406,11 +2388,14 @@ static void simba__zk_ins_next(simba__zk *zk, simba__zk_ins *in) {
 
 /* The mutex's view is complete (or it has no nodes): hand it over, go on. */
 static void simba__zk_ins_view(simba__zk *zk, simba__zk_ins *in) {
+    int permits = in->v.permits; /* known from the nodes, waiters' included */
     simba__copy(in->v.mutex, sizeof in->v.mutex, in->mutex);
+    /* the view shows the holder whose lease ends first; no lease end is known here: the oldest */
+    simba__view_holders(&in->v, in->hold, in->v.holders, permits);
+    in->v.permits = permits;
     /* no holder has the fence asked for */
     if (in->req->op == SIMBA_OP_CALL) { simba__zkfw_refuse(zk, in, in->v.owner[0] != 0, in->v.fence); return; }
     if (in->req->op == SIMBA_OP_FORCE_RELEASE) { simba__zk_ins_end(zk, in, SIMBA_EFENCE, NULL); return; }
-    in->v.holder = in->v.holders ? in->hold : NULL;
     simba_req_view(in->req, &in->v);
     if (in->req->op == SIMBA_OP_LIST) simba__zk_ins_next(zk, in);
     else simba__zk_ins_end(zk, in, SIMBA_OK, NULL);
@@ -2438,8 +2423,8 @@ static void simba__zk_ins_kids(simba__zk *zk, simba__zk_ins *in, simba__zk_op *o
     simba__zk_ins_call(zk, in);
 }
 
-/* A holder's node read: into the view's holders (the first one read also into its owner
-   fields); 1 when a fenced multi or a force release found the holder it asks for and went on. */
+/* A holder's node read: into the view's holders (the first one's session timeout is the
+   view's lease); 1 when a fenced multi or a force release found the holder it asks for and went on. */
 static int simba__zk_ins_holder(simba__zk *zk, simba__zk_ins *in, simba__zk_op *op, const simba__zk_data *d) {
     simba_view_holder *h = &in->hold[in->v.holders];
     uint64_t fence = (uint64_t)(d->keep > 0 ? d->keep : op->mzxid);
@@ -2451,14 +2436,7 @@ static int simba__zk_ins_holder(simba__zk *zk, simba__zk_ins *in, simba__zk_op *
     h->value_len = d->value_len;
     if (d->value_len) memcpy(in->hval[in->v.holders], d->value, d->value_len);
     h->value = d->value_len ? in->hval[in->v.holders] : NULL;
-    in->v.holders++;
-    if (!in->v.owner[0]) {
-        simba__copy(in->v.owner, sizeof in->v.owner, d->id);
-        in->v.fence = fence;
-        in->v.lease_ms = d->timeout;
-        in->v.value_len = h->value_len;
-        in->v.value = h->value;
-    }
+    if (++in->v.holders == 1) in->v.lease_ms = d->timeout;
     if (fence != in->req->fence || (in->req->op != SIMBA_OP_CALL && in->req->op != SIMBA_OP_FORCE_RELEASE)) return 0;
     if (in->req->op == SIMBA_OP_CALL) {
         in->owner_version = op->version; /* the multi checks this very write */
@@ -2521,8 +2499,7 @@ static simba_result simba__zk_inspect(void *impl, simba_req *req) {
         simba_req_fail(req, SIMBA_EBACKEND, zk->schema_err);
         return SIMBA_OK;
     }
-    if (!(in = (simba__zk_ins *)simba_alloc(zk->loop, sizeof *in))) return SIMBA_ENOMEM;
-    memset(in, 0, sizeof *in);
+    if (!(in = (simba__zk_ins *)simba__zalloc(zk->loop, sizeof *in))) return SIMBA_ENOMEM;
     in->req = req;
     simba__copy(in->mutex, sizeof in->mutex, req->mutex);
     in->step = req->op == SIMBA_OP_LIST ? SIMBA__ZK_I_ROOT : SIMBA__ZK_I_KIDS;
@@ -2589,8 +2566,7 @@ static void simba__zkfw_multi(simba__zk *zk, simba__zk_ins *in) {
     simba__zk_op *op;
     int i, zrc;
     if (!simba__zk_usable(zk)) { simba__zk_ins_end(zk, in, SIMBA_ECONN, simba__zk_unusable_msg(zk)); return; }
-    if (!(c = (simba__zkfw_call *)SIMBA_MALLOC(size))) { simba__zk_ins_end(zk, in, SIMBA_ENOMEM, "zookeeper: out of memory"); return; }
-    memset(c, 0, size);
+    if (!(c = (simba__zkfw_call *)simba__zalloc(NULL, size))) { simba__zk_ins_end(zk, in, SIMBA_ENOMEM, "zookeeper: out of memory"); return; }
     c->count = (int)k;
     c->ops = (zoo_op_t *)(void *)(c + 1);
     c->res = (zoo_op_result_t *)(void *)(c->ops + k);
@@ -2673,8 +2649,7 @@ static void simba__zkfw_on_multi(simba__zk *zk, simba__zk_ins *in, simba__zk_op 
 static simba_result simba__zkfw_start(void *impl, simba_req *req) {
     simba__zk *zk = (simba__zk *)impl;
     simba__zk_ins *in;
-    if (!(in = (simba__zk_ins *)simba_alloc(zk->loop, sizeof *in))) return SIMBA_ENOMEM;
-    memset(in, 0, sizeof *in);
+    if (!(in = (simba__zk_ins *)simba__zalloc(zk->loop, sizeof *in))) return SIMBA_ENOMEM;
     in->req = req;
     in->fw = (simba__zkfw *)simba_req_call_user(req);
     simba__copy(in->mutex, sizeof in->mutex, req->mutex);
@@ -2725,9 +2700,8 @@ static void simba__zk_no_routine_lookup(zhandle_t *zh) {
 }
 
 static int simba__zk_session_open(simba__zk *zk) {
-    simba__zk_sess *s = (simba__zk_sess *)simba_alloc(zk->loop, sizeof *s);
+    simba__zk_sess *s = (simba__zk_sess *)simba__zalloc(zk->loop, sizeof *s);
     if (!s) return SIMBA_ENOMEM;
-    memset(s, 0, sizeof *s);
     s->zk = zk;
     s->gen = ++zk->gen;
     s->zh = zookeeper_init2(zk->hosts, simba__zk_session_watcher, zk->timeout_ms, NULL, s, 0,
@@ -3007,10 +2981,7 @@ static void simba__zk_on_readonly(simba__zk *zk) {
         next = job->next;
         if (job->req) {
             simba_reply r;
-            memset(&r, 0, sizeof r);
-            r.rc = SIMBA_ECONN;
-            r.errmsg = SIMBA__ZK_RO_MSG;
-            simba__zk_reply(zk, job, &r);
+            simba__zk_reply(zk, job, simba__reply_fail(&r, SIMBA_ECONN, SIMBA__ZK_RO_MSG));
             if (!job->op) {
                 simba__zk_job_end(zk, job);
                 next = zk->jobs;
@@ -3314,8 +3285,7 @@ static simba_result simba__zk_submit(void *impl, simba_req *req) {
     if (m && req->op != SIMBA_OP_READ) c = simba__zk_cont_find(zk, m, req->contender, req->op == SIMBA_OP_ACQUIRE);
     if (req->op == SIMBA_OP_RELEASE && !c) { /* nothing of ours there */
         simba_reply r;
-        memset(&r, 0, sizeof r);
-        simba_req_done(req, &r);
+        simba_req_done(req, simba__reply_none(&r));
         return SIMBA_OK;
     }
     if ((req->op == SIMBA_OP_SET_VALUE || req->op == SIMBA_OP_YIELD) && !c) {
@@ -3417,10 +3387,8 @@ static void simba__zk_process(void *impl, const struct pollfd *ready, int n, int
     }
     while ((job = zk->thead) != NULL && job->deadline <= now) {
         simba_reply r;
-        memset(&r, 0, sizeof r);
-        r.rc = SIMBA_ETIMEDOUT;
-        r.errmsg = "zookeeper did not answer in time";
-        simba__zk_reply(zk, job, &r); /* leaves the FIFO */
+        /* leaves the FIFO */
+        simba__zk_reply(zk, job, simba__reply_fail(&r, SIMBA_ETIMEDOUT, "zookeeper did not answer in time"));
         if (!job->op) simba__zk_job_end(zk, job); /* still waiting for its turn: nothing in flight */
     }
     simba__zk_ping(zk, now);
@@ -3718,9 +3686,8 @@ SIMBA_API simba_result simba_zk_open(simba_loop *loop, const simba_zk_desc *desc
     root = desc->root ? desc->root : "/simba";
     rc = simba_contender_id_random(loop, rnd, sizeof rnd);
     if (rc != SIMBA_OK) return (simba_result)rc;
-    zk = (simba__zk *)simba_alloc(loop, sizeof *zk);
+    zk = (simba__zk *)simba__zalloc(loop, sizeof *zk);
     if (!zk) return simba__fail(loop, SIMBA_ENOMEM, "simba_zk_open: out of memory");
-    memset(zk, 0, sizeof *zk);
     if (!simba__zk_hosts_parse(zk, desc->hosts, why, sizeof why)) {
         simba_free(loop, zk);
         return simba__fail(loop, SIMBA_EINVAL, "simba_zk_open: hosts \"%.64s\": %s", desc->hosts, why);
@@ -3814,8 +3781,7 @@ SIMBA_API simba_result simba_zk_fenced_multi(simba_backend *be, const char *name
             return simba__fail(l, SIMBA_EINVAL, "%s: more than %d bytes of data in one multi", fn, SIMBA__ZKFW_BYTES);
         bytes += strlen(o->path) + 1 + len + 1;
     }
-    if (!(fw = (simba__zkfw *)simba_alloc(l, bytes))) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory", fn);
-    memset(fw, 0, sizeof *fw);
+    if (!(fw = (simba__zkfw *)simba__zalloc(l, bytes))) return simba__fail(l, SIMBA_ENOMEM, "%s: out of memory", fn);
     fw->loop = l;
     fw->cb = cb;
     fw->user = user;

@@ -7,6 +7,13 @@ DIFF       ?= sql redis zk pg mysql
 DIFF_STEPS ?= 100000
 DIFF_BINS  = $(B)/kit_diff_memory $(B)/kit_diff_sql $(B)/kit_diff_redis $(B)/kit_diff_zk $(B)/kit_diff_pg $(B)/kit_diff_mysql
 all: $(DIFF_BINS)
+# make test-<group> builds its store's differential test (tests/run.sh runs it there)
+test-core: $(B)/kit_diff_memory
+test-sql: $(B)/kit_diff_sql
+test-redis: $(B)/kit_diff_redis
+test-zk: $(B)/kit_diff_zk
+test-pg: $(B)/kit_diff_pg
+test-mysql: $(B)/kit_diff_mysql
 $(B)/kit_diff_memory: tests/kit_diff.c $(HDR_CORE) | $(B)
 	$(CC) $(CFLAGS) -o $@ tests/kit_diff.c -lpthread
 $(B)/kit_diff_sql: tests/kit_diff.c $(HDR_SQL) | $(B)

@@ -10,6 +10,7 @@ FROM  ?= 1
 $(B)/sim: tests/sim.c $(HDR_CORE) | $(B)
 	$(CC) $(CFLAGS) -O2 -o $@ tests/sim.c -lpthread
 all: $(B)/sim
+test-core: $(B)/sim
 sim: $(B)/sim
 ifdef SEED
 	$(B)/sim --seed $(SEED) $(if $(TRACE),--trace)

@@ -929,17 +929,11 @@ static void store_exec(client *c, simba_op op, const char *mutex, const char *co
         granted = op == SIMBA_OP_ACQUIRE && rep->owner && strcmp(rep->owner, contender) == 0 && (!pre_own || rep->fence != pre_fence);
         W->sx->checks[INV_FIFO]++;
         if (granted) {
-            int i = q_find(mi, contender), p = i >= 0 ? i : mi->nq, ok = 1, j;
-            if (pre_own) { /* the holder itself, anew: it held a permit already */
-            } else if (mi->permits > 1) {
-                ok = p < mi->permits - pre_holders;
-            } else if (!shared) {
-                ok = pre_holders == 0 && p == 0;
-            } else {
-                ok = !pre_writer;
-                for (j = 0; j < p; j++) ok &= mi->q[j].shared;
-            }
-            if (!ok)
+            int i = q_find(mi, contender), p = i >= 0 ? i : mi->nq, writer_ahead = 0, j;
+            for (j = 0; j < p; j++) writer_ahead |= !mi->q[j].shared;
+            /* the holder itself, anew: it held a permit already; anyone else by the rule,
+               from the sim's own model of holders and line */
+            if (!pre_own && !simba__grantable(mi->permits, pre_holders, pre_writer, p, shared, writer_ahead))
                 violation(INV_FIFO, 1u << c->p->idx, "%s granted %s to %s%s at place %d of the line, %d holding, %s first", op_name(op),
                           mi->name, contender, shared ? " (a reader)" : "", p, pre_holders, mi->nq ? mi->q[0].id : "nobody");
             W->sx->checks[INV_FENCE]++;
