@@ -860,8 +860,7 @@ static void simba__my_refusal(int64_t kind, const int64_t *n, simba_reply *out, 
     else
         snprintf(err, errcap, "mysql: max_lease_ms mismatch: the table's loss marker holds %lld ms, this process uses "
                  "%lld ms; every process on a table must use the same max_lease_ms", (long long)n[0], (long long)n[1]);
-    out->rc = SIMBA_EBACKEND;
-    out->errmsg = err;
+    simba__reply_fail(out, SIMBA_EBACKEND, err);
     if (kind == 2) out->quarantine_ms = n[0]; /* the core asks again when it ends */
 }
 
@@ -871,8 +870,7 @@ static int simba__my_parse_row(unsigned nf, char **vals, simba_reply *out, char 
                                size_t errcap) {
     int64_t n[6];
     int i;
-    memset(out, 0, sizeof *out);
-    out->held_ms = -1;
+    simba__reply_none(out);
     if (nf != 8) { snprintf(err, errcap, "mysql: answer has %u columns, expected 8", nf); return -1; }
     for (i = 0; i < 6; i++)
         if (!vals[i + 1] || simba__my_int(vals[i + 1], &n[i]) != 0) {
@@ -886,9 +884,7 @@ static int simba__my_parse_row(unsigned nf, char **vals, simba_reply *out, char 
         return 0;
     }
     if (n[4] == 6) { /* another N than the name's while anyone holds or waits */
-        snprintf(err, errcap, "permits %lld asked, the name has %lld while held", (long long)n[1], (long long)n[0]);
-        out->rc = SIMBA_ECONFLICT;
-        out->errmsg = err;
+        simba__reply_conflict(out, err, errcap, n[1], n[0]);
         return 0;
     }
     if (n[4] < 0 || n[4] > 5) { snprintf(err, errcap, "mysql: first_in_line must be 0 to 6"); return -1; }
@@ -995,18 +991,7 @@ static int simba__my_view_holders(char **c, simba_view *v, simba_view_holder *hs
     int n = 0;
     int64_t permits;
     if (!c[11] || simba__my_int(c[11], &permits) != 0) return -1;
-    if (v->owner[0]) {
-        memset(&hs[0], 0, sizeof hs[0]);
-        simba__copy(hs[0].id, sizeof hs[0].id, v->owner);
-        hs[0].fence = v->fence;
-        hs[0].acquired_unix_ms = v->acquired_unix_ms;
-        hs[0].held_ms = v->held_ms;
-        hs[0].ttl_left_ms = v->ttl_left_ms;
-        hs[0].transition_left_ms = v->transition_left_ms;
-        hs[0].value = v->value;
-        hs[0].value_len = v->value_len;
-        n = 1;
-    }
+    if (v->owner[0]) simba__view_owner_holder(v, &hs[n++]); /* a mutex's owner or a writer */
     while (*w && n < SIMBA__MY_VIEW_HOLDERS) {
         if (simba__my_view_holding(&w, &hs[n], vals + (size_t)n * SIMBA_VALUE_MAX, err, errcap) != 0) return -1;
         n++;
@@ -1039,8 +1024,7 @@ static void simba__my_take(simba__my *p, MYSQL_RES *res) {
             if (simba__my_view_row(nf, row, &v, vb, p->err, sizeof p->err) != 0 ||
                 (nf >= 12 && simba__my_view_holders(row, &v, p->hs, p->hs_vals, p->err, sizeof p->err) != 0)) {
                 snprintf(p->err, sizeof p->err, "mysql: unreadable row of an inspection");
-                p->rep.rc = SIMBA_EBACKEND;
-                p->rep.errmsg = p->err;
+                simba__reply_fail(&p->rep, SIMBA_EBACKEND, p->err);
                 return;
             }
             simba_req_view(r, &v);
@@ -1049,16 +1033,11 @@ static void simba__my_take(simba__my *p, MYSQL_RES *res) {
     }
     if (mysql_num_rows(res) != 1 || (row = mysql_fetch_row(res)) == NULL) {
         snprintf(p->err, sizeof p->err, "mysql: statement returned %llu rows, expected 1", (unsigned long long)mysql_num_rows(res));
-        p->rep.rc = SIMBA_EBACKEND;
-        p->rep.errmsg = p->err;
+        simba__reply_fail(&p->rep, SIMBA_EBACKEND, p->err);
         return;
     }
-    if (simba__my_parse_row(nf, row, &p->rep, p->owner_buf, p->val, p->err, sizeof p->err) != 0) {
-        memset(&p->rep, 0, sizeof p->rep);
-        p->rep.rc = SIMBA_EBACKEND;
-        p->rep.errmsg = p->err;
-        p->rep.held_ms = -1;
-    }
+    if (simba__my_parse_row(nf, row, &p->rep, p->owner_buf, p->val, p->err, sizeof p->err) != 0)
+        simba__reply_fail(&p->rep, SIMBA_EBACKEND, p->err);
 }
 
 /* >>sql  A command's text: the CALL of a request, names escaped, values as hex literals. */
@@ -1261,16 +1240,12 @@ static void simba__my_done(simba__my *p, int64_t now) {
         p->cur = NULL;
         if (!p->got && p->rep.rc == SIMBA_OK) {
             snprintf(p->err, sizeof p->err, "mysql: command gave no answer row");
-            p->rep.rc = SIMBA_EBACKEND;
-            p->rep.errmsg = p->err;
+            simba__reply_fail(&p->rep, SIMBA_EBACKEND, p->err);
         }
         if (p->rep.rc == SIMBA_EFENCE && !simba__my_inspection(r->op)) {
             snprintf(p->err, sizeof p->err, "mysql %s: %.128s no longer holds mutex %.128s with fence %llu",
                      r->op == SIMBA_OP_YIELD ? "yield" : "set_value", r->contender, r->mutex, (unsigned long long)r->fence);
-            memset(&p->rep, 0, sizeof p->rep);
-            p->rep.rc = SIMBA_EFENCE;
-            p->rep.errmsg = p->err;
-            p->rep.held_ms = -1;
+            simba__reply_fail(&p->rep, SIMBA_EFENCE, p->err);
         }
         simba_req_done(r, &p->rep);
     }
@@ -1294,10 +1269,7 @@ static void simba__my_error(simba__my *p, int64_t now) {
         simba__my_drop(p, now, simba__my_denied(e) ? SIMBA_EDENIED : p->state == SIMBA__MY_READY ? SIMBA_EBACKEND : SIMBA_ECONN);
         return;
     }
-    memset(&p->rep, 0, sizeof p->rep);
-    p->rep.rc = simba__my_denied(e) ? SIMBA_EDENIED : SIMBA_EBACKEND;
-    p->rep.errmsg = p->err;
-    p->rep.held_ms = -1;
+    simba__reply_fail(&p->rep, simba__my_denied(e) ? SIMBA_EDENIED : SIMBA_EBACKEND, p->err);
     p->got = 1;
     simba__my_done(p, now);
 }
@@ -1727,9 +1699,8 @@ SIMBA_API simba_result simba_mysql_open(simba_loop *loop, const simba_mysql_desc
     if (out) *out = NULL;
     if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_mysql_open: NULL argument");
     if ((rc = simba__my_desc_check(loop, desc)) != SIMBA_OK) return rc;
-    p = (simba__my *)simba_alloc(loop, sizeof *p);
+    p = (simba__my *)simba__zalloc(loop, sizeof *p);
     if (!p) return simba__fail(loop, SIMBA_ENOMEM, "simba_mysql_open: out of memory");
-    memset(p, 0, sizeof *p);
     p->loop = loop;
     p->fd = -1;
     p->bfd = -1;
