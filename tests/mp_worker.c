@@ -388,11 +388,12 @@ static void wait_fds(simba_loop *loop, int64_t ms) {
    callbacks. */
 static void after_poll(simba_service *svc, int64_t poll_began, int64_t gap) {
     static int64_t last_work = -1;
-    int own = simba_is_owner(svc);
+    /* one read: the fence is 0 once the lease has ended, which may fall between two calls */
+    uint64_t f = simba_fence(svc);
+    int own = f != 0;
     int64_t now = mono_ms(NULL);
     if (own) {
         simba_owner o;
-        uint64_t f = simba_fence(svc);
         if (simba_owner_get(svc, &o) == SIMBA_OK && strcmp(o.id, contender) == 0 && o.ttl_at > lease_end)
             lease_end = o.ttl_at;
         if (!told) {

@@ -46,9 +46,10 @@
 # printed seed: --seed replays the timing). One results line per row in $LAB_DIR/results.tsv
 # and a table at the end: runs, overlaps, fence violations, stale writes accepted (by the
 # fenced resource), the longest time without an owner. The lab fails when a row that the
-# docs call safe shows an overlap, a fence violation or an accepted stale write, when any
-# row shows a fence violation or an accepted stale write, or when a row has fewer than four
-# ownerships a run (it measured nothing); rows marked "reported" (a
+# docs call safe shows an overlap, a fence violation, an accepted stale write or any other
+# finding of mp_check (acts while not owner, a leaked lock), when any row shows a fence
+# violation or an accepted stale write, when a clock fault was not the size asked, or when a
+# row has fewer than four ownerships a run (it measured nothing); rows marked "reported" (a
 # configuration docs/operations.md says can break exclusion) only report.
 # Environment: LAB_DIR (work dir, default build/lab, wiped first), LAB_NS (the namespaces'
 # prefix, default simbalab: two labs with different prefixes can run side by side).
@@ -465,6 +466,8 @@ report_row() { # one line of results.tsv; a failure for a safe row with a violat
     # a row in which the mutex hardly changed hands measured nothing
     [ "$(echo "$line" | cut -f6)" -ge $((4 * RUNS)) ] || verdict=FAIL
     if [ $verdict = ok ] && [ "$(echo "$line" | cut -f2-4)" != "$(printf '0\t0\t0')" ]; then verdict=FAIL; fi
+    # and any other finding of the checker (acts while not owner, leaked locks, protocol errors)
+    if [ $verdict = ok ] && awk '$6 != 0 {bad = 1} END {exit !bad}' "$LAB_DIR/figures.$be.$f"; then verdict=FAIL; fi
     if [ "$(echo "$line" | cut -f3-4)" != "$(printf '0\t0')" ]; then verdict=FAIL; fi
     printf '%s\t%s\t%s\t%s\t%s\n' "$be" "$f" "$line" "$verdict" "tests/lab/lab.sh --seed $SEED --runs $RUNS --only $be:$f" >>"$LAB_DIR/results.tsv"
     [ $verdict = FAIL ] && FAILED="$FAILED $be:$f"
