@@ -377,7 +377,7 @@ run_row() {
     mkdir -p "$RD"
     : >"$RD/faults.log"
     inj=$([ $SHORT = 1 ] && echo 2 || echo 3)
-    dur=$(( (inj * 12 + 8) * 1000 ))
+    dur=$(( (inj * 12 + (SHORT ? 4 : 8)) * 1000 )) # the short form keeps make test under 180 s
     for c in $CLIENTS; do
         env=() hold=1500
         # c1's clocks (monotonic too) at the row's rate; it holds three leases, so that the
@@ -425,7 +425,8 @@ declare -A ROWS=(
     [redis-clock]="server-clock-step")
 SHORT_ROWS="pg:cut-long pg:loss30 redis-minrep:sentinel-split zk:zk-split zk:clock-slow2"
 # configurations docs/operations.md says can break exclusion: measured, reported, not failed
-UNSAFE=" redis:sentinel-split pg-clock:server-clock-step redis-clock:server-clock-step redis:clock-slow10 zk:clock-slow10 pg:clock-slow10 "
+# (ZooKeeper's lease is half its session: a client's clock 10 % slow is inside that margin)
+UNSAFE=" redis:sentinel-split pg-clock:server-clock-step redis-clock:server-clock-step redis:clock-slow10 pg:clock-slow10 "
 wanted() { # wanted BACKEND:FAULT
     if [ -n "$ONLY" ]; then case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; fi
     [ $SHORT = 1 ] || return 0
