@@ -388,11 +388,12 @@ static void wait_fds(simba_loop *loop, int64_t ms) {
    callbacks. */
 static void after_poll(simba_service *svc, int64_t poll_began, int64_t gap) {
     static int64_t last_work = -1;
-    int own = simba_is_owner(svc);
+    /* one read: the fence is 0 once the lease has ended, which may fall between two calls */
+    uint64_t f = simba_fence(svc);
+    int own = f != 0;
     int64_t now = mono_ms(NULL);
     if (own) {
         simba_owner o;
-        uint64_t f = simba_fence(svc);
         if (simba_owner_get(svc, &o) == SIMBA_OK && strcmp(o.id, contender) == 0 && o.ttl_at > lease_end)
             lease_end = o.ttl_at;
         if (!told) {
@@ -505,7 +506,7 @@ int main(int argc, char **argv) {
     simba_contend_desc cd;
     char err[512];
     int i, rc = 1, stopping = 0;
-    int64_t t_end, rest_until = -1, last_poll;
+    int64_t t_end, rest_until = -1, last_poll, t0_loop, t0_log;
     size_t k;
 
     opt.rest_ms = 1000;
@@ -597,7 +598,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "mp_worker: contend %s failed\n", opt.mutex);
         goto out;
     }
-    t_end = simba_now(loop) + opt.duration_ms;
+    t0_loop = simba_now(loop);
+    t0_log = mono_ms(NULL);
+    t_end = t0_loop + opt.duration_ms;
     last_poll = simba_now(loop);
     for (;;) {
         int64_t now = simba_now(loop), wake = t_end, w, began;
@@ -646,6 +649,11 @@ int main(int argc, char **argv) {
     rc = simba_service_status(svc) == SIMBA_INITIAL ? 0 : 1;
     fprintf(stderr, "mp_worker %ld (%s): %d acquired, %d released, %d work, %d violations%s\n", (long)getpid(),
             contender, n_acquired, n_released, n_work, n_violations, rc ? ", did not stop cleanly" : "");
+    /* the loop's clock against the machine's: how fast libfaketime really ran it (x1.000 unfaked) */
+    t0_loop = simba_now(loop) - t0_loop;
+    t0_log = mono_ms(NULL) - t0_log;
+    fprintf(stderr, "mp_worker %ld (%s): loop clock %lld ms in %lld ms of the machine's, x%.3f\n", (long)getpid(),
+            contender, (long long)t0_loop, (long long)t0_log, t0_log > 0 ? (double)t0_loop / (double)t0_log : 1.0);
 out:
     if (loop) simba_loop_free(loop);
     if (logfd >= 0) close(logfd);

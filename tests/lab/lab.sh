@@ -21,15 +21,20 @@
 #                            (nftables numgen), for four leases, during renewals
 #   clock-fast2 / clock-slow2 / clock-fast10 / clock-slow10   c1's clocks (all of them, the
 #                            monotonic one too) run 2 % or 10 % fast or slow for the whole run,
-#                            and c1 is cut off (two leases) each time it owns; these rows use
+#                            c1 holds three leases, and is cut off (two leases) each time it
+#                            owns, so that its lease lapses on its own clock; these rows use
 #                            transition = ttl/20, so 2 % slow is inside the drift bound of
-#                            docs/testing.md and 10 % slow outside it
-#   server-clock-step        (pg-clock: a server of its own, run under libfaketime, whose
-#                            clock the other rows must not share) the server's wall clock (clock_timestamp(), libfaketime's
-#                            offset file) is set three leases ahead while an owner holds, and
-#                            back at the heal; the step the server shows is measured and printed
-#                            Not on Redis: libfaketime cannot run Debian's redis-server (its
-#                            jemalloc calls clock_gettime inside libfaketime's initialisation)
+#                            docs/testing.md and 10 % slow outside it; the rate c1's loop clock
+#                            really ran at (mp_worker's last line) is checked each run
+#   server-clock-step        (pg-clock, redis-clock: a server of its own whose clock the other
+#                            rows must not share) the server's wall clock is stepped three leases
+#                            ahead while an owner holds, and back at the heal; PostgreSQL runs
+#                            under libfaketime (clock_timestamp()), the Redis primary under
+#                            tests/lab/clockstep.c (TIME: libfaketime cannot run Debian's
+#                            redis-server, its jemalloc calls clock_gettime inside libfaketime's
+#                            initialisation); both reread an offset file the lab rewrites, and
+#                            leave the monotonic clock true. The step the server shows is
+#                            measured each time, and a step not the size asked fails the row
 #   sentinel-split           (redis) the primary and the owner on one side, the replicas, the
 #                            Sentinels and the other clients on the other, for 8 s: a replica
 #                            is promoted; then healed. redis = Redis defaults; redis-minrep =
@@ -41,9 +46,10 @@
 # printed seed: --seed replays the timing). One results line per row in $LAB_DIR/results.tsv
 # and a table at the end: runs, overlaps, fence violations, stale writes accepted (by the
 # fenced resource), the longest time without an owner. The lab fails when a row that the
-# docs call safe shows an overlap, a fence violation or an accepted stale write, when any
-# row shows a fence violation or an accepted stale write, or when a row has fewer than four
-# ownerships a run (it measured nothing); rows marked "reported" (a
+# docs call safe shows an overlap, a fence violation, an accepted stale write or any other
+# finding of mp_check (acts while not owner, a leaked lock), when any row shows a fence
+# violation or an accepted stale write, when a clock fault was not the size asked, or when a
+# row has fewer than four ownerships a run (it measured nothing); rows marked "reported" (a
 # configuration docs/operations.md says can break exclusion) only report.
 # Environment: LAB_DIR (work dir, default build/lab, wiped first), LAB_NS (the namespaces'
 # prefix, default simbalab: two labs with different prefixes can run side by side).
@@ -58,6 +64,7 @@ LAB_DIR=${LAB_DIR:-$B/lab}
 P=${LAB_NS:-simbalab} # the namespaces' prefix: a second lab may run beside with another
 NET=10.231.0
 FT=$(ls /usr/lib/*/faketime/libfaketimeMT.so.1 2>/dev/null | head -1)
+CS=$B/clockstep.so # steps a Redis server's wall clock (tests/lab/clockstep.c)
 SHORT=0
 RUNS=""
 ONLY=""
@@ -176,9 +183,11 @@ redis_up() { # redis_up EXTRA-PRIMARY-OPTIONS...
     local n i
     for n in r1 r2 r3; do
         mkdir -p "$LAB_DIR/$n"
-        local rep=()
+        local rep=() env=()
         [ $n != r1 ] && rep=(--replicaof "${IP[r1]}" 6379)
-        bg "$n" "$n" redis-server --bind "${IP[$n]}" --port 6379 --save '' --appendonly no --dir "$LAB_DIR/$n" \
+        echo "+0" >"$LAB_DIR/$n/clock"
+        [ "${CLOCKED:-0}" = 1 ] && [ $n = r1 ] && env=(env LD_PRELOAD="$(pwd)/$CS" CLOCKSTEP_FILE="$LAB_DIR/$n/clock")
+        bg "$n" "$n" "${env[@]}" redis-server --bind "${IP[$n]}" --port 6379 --save '' --appendonly no --dir "$LAB_DIR/$n" \
             --repl-diskless-sync-delay 0 --protected-mode no "$@" "${rep[@]}"
     done
     for n in s1 s2 s3; do
@@ -229,9 +238,10 @@ zk_up() {
 }
 pg_up() {
     local env=() i
+    PGDATA=$(runuser -u postgres -- mktemp -d /tmp/simbalab-pg.XXXXXX) || die "mktemp as postgres"
+    # libfaketime rereads the offset file at every call; the monotonic clock stays true
     [ "${CLOCKED:-0}" = 1 ] && env=(LD_PRELOAD="$FT" FAKETIME_TIMESTAMP_FILE="$PGDATA/clock" FAKETIME_NO_CACHE=1
         FAKETIME_DONT_FAKE_MONOTONIC=1)
-    PGDATA=$(runuser -u postgres -- mktemp -d /tmp/simbalab-pg.XXXXXX) || die "mktemp as postgres"
     echo "+0" >"$PGDATA/clock" # read by the server (libfaketime), written by server-clock-step
     chmod 644 "$PGDATA/clock"
     printf 'simba\n' | runuser -u postgres -- sh -c 'umask 077; cat >"$1"' _ "$PGDATA/pw"
@@ -273,6 +283,38 @@ others() { local n x=""; for n in $2; do [ "$n" = "$1" ] || x="$x $n"; done; ech
 rnd() { echo $(($1 + RANDOM % ($2 - $1 + 1))); } # rnd LO HI (ms or s)
 nap() { sleep "$(awk -v m="$1" 'BEGIN{printf "%.3f", m/1000}')"; }
 
+# the server's wall clock: its offset file (libfaketime's for PostgreSQL, clockstep's for the
+# Redis primary) and the offset it shows (s, one decimal: measured, not assumed)
+clock_file() { case $1 in redis*) echo "$LAB_DIR/r1/clock" ;; pg*) echo "$PGDATA/clock" ;; esac; }
+server_offset() {
+    case $1 in
+    redis*) in_ns r1 redis-cli -h "${IP[r1]}" TIME | tr -d '\r' | tr '\n' ' ' |
+        awk -v t="$(date +%s.%N)" '{printf "%.1f", $1 + $2 / 1e6 - t}' ;;
+    pg*) runuser -u postgres -- psql -h "$PGDATA" -p 5432 -U postgres -Atc \
+        "select round(extract(epoch from clock_timestamp()) - $(date +%s.%N), 1)" ;;
+    esac
+}
+CLOCKFAIL=0 # set when a clock fault was not the size asked: the row fails
+step_clock() { # step_clock BACKEND S: the server's wall clock set S s (>= 0) ahead of the real one
+    local before after
+    before=$(server_offset "$1")
+    echo "+$2" >"$(clock_file "$1")"
+    nap 50
+    after=$(server_offset "$1")
+    echo "lab:   the server's clock stepped from $before to $after s ahead (asked $2)"
+    awk -v a="$after" -v s="$2" 'BEGIN {exit !(a - s > -0.5 && a - s < 0.5)}' ||
+        { echo "lab:   FAIL: the server's clock is $after s ahead, not $2"; CLOCKFAIL=1; }
+}
+rate_of() { case $1 in clock-fast2) echo 1.02 ;; clock-slow2) echo 0.98 ;; clock-fast10) echo 1.10 ;; clock-slow10) echo 0.90 ;; esac; }
+check_rate() { # check_rate FAULT WORKER-OUTPUT: c1's loop clock ran at the rate asked
+    local r want
+    want=$(rate_of "$1")
+    r=$(sed -n 's/.*loop clock .* x\([0-9.]*\)$/\1/p' "$2" | tail -1)
+    echo "lab:   c1's loop clock (CLOCK_MONOTONIC) ran x${r:-?} of the machine's (asked x$want)"
+    awk -v r="${r:-0}" -v w="$want" 'BEGIN {exit !(r - w > -0.005 && r - w < 0.005)}' ||
+        { echo "lab:   FAIL: c1's clock did not run at x$want"; CLOCKFAIL=1; }
+}
+
 # inject BACKEND FAULT: one injection, healed before it returns
 inject() {
     local be=$1 f=$2 o srv t prim minority majority
@@ -296,12 +338,7 @@ inject() {
     drop-requests) block "$o" out "$(ips_of $srv)" ;;
     loss5 | loss30) for c in $CLIENTS; do block "$c" both "$(ips_of $srv)" "${f#loss}"; done ;;
     server-cuts-owner) block pg both "${IP[$o]}" ;;
-    server-clock-step)
-        echo "+$((3 * LEASE / 1000))" >"$PGDATA/clock"
-        # the step as the server sees it: measured, not assumed
-        echo "lab:   the server's clock_timestamp() is $(runuser -u postgres -- psql -h "$PGDATA" -p 5432 -U postgres -Atc \
-            "select round(extract(epoch from clock_timestamp()) - $(date +%s.%N), 1)") s ahead"
-        ;;
+    server-clock-step) step_clock "$be" $((3 * LEASE / 1000)) ;;
     sentinel-split)
         prim=$(redis_primary)
         minority="$prim $o"
@@ -316,7 +353,7 @@ inject() {
     esac
     nap $t
     heal_all
-    [ "$f" = server-clock-step ] && echo "+0" >"$PGDATA/clock" # stepped back: a second step
+    [ "$f" = server-clock-step ] && step_clock "$be" 0 # stepped back: a second step
     mark heal "$f"
 }
 
@@ -330,7 +367,7 @@ worker_args() { # worker_args BACKEND CLIENT
 
 # run_row BACKEND FAULT K: one run of a row; appends its checker figures to $LAB_DIR/figures
 run_row() {
-    local be=$1 f=$2 k=$3 c env inj i pids="" rc dur tr=$TR prefix=()
+    local be=$1 f=$2 k=$3 c env hold inj i pids="" rc dur tr=$TR prefix=()
     # the clock rows take the drift bound's own transition, ttl/20: 2 % slow is inside
     # ttl * r / (1 - r) < transition, 10 % is outside (docs/testing.md)
     case $f in clock-*) tr=$((TTL / 20)) ;; esac
@@ -340,18 +377,15 @@ run_row() {
     mkdir -p "$RD"
     : >"$RD/faults.log"
     inj=$([ $SHORT = 1 ] && echo 2 || echo 3)
-    dur=$(( (inj * 12 + 8) * 1000 ))
+    dur=$(( (inj * 12 + (SHORT ? 4 : 8)) * 1000 )) # the short form keeps make test under 180 s
     for c in $CLIENTS; do
-        env=()
-        case "$c:$f" in
-        c1:clock-fast2) env=(env LD_PRELOAD="$FT" FAKETIME="+0 x1.02") ;;
-        c1:clock-slow2) env=(env LD_PRELOAD="$FT" FAKETIME="+0 x0.98") ;;
-        c1:clock-fast10) env=(env LD_PRELOAD="$FT" FAKETIME="+0 x1.10") ;;
-        c1:clock-slow10) env=(env LD_PRELOAD="$FT" FAKETIME="+0 x0.90") ;;
-        esac
+        env=() hold=1500
+        # c1's clocks (monotonic too) at the row's rate; it holds three leases, so that the
+        # cut reaches it while it holds and its lease lapses on its own clock
+        case "$c:$f" in c1:clock-*) env=(env LD_PRELOAD="$FT" FAKETIME="+0 x$(rate_of "$f")") hold=$((3 * LEASE)) ;; esac
         # shellcheck disable=SC2046 # worker_args is a list of options
         bg "$be-$f-$k-$c" "$c" "${env[@]}" "$WORKER" $(worker_args "$be" "$c") --mutex "lab-$f-$k-$SEED" \
-            "${prefix[@]}" --id "$c" --duration-ms $dur --ttl-ms $TTL --transition-ms $tr --hold-ms 1500 --rest-ms 300 \
+            "${prefix[@]}" --id "$c" --duration-ms $dur --ttl-ms $TTL --transition-ms $tr --hold-ms $hold --rest-ms 300 \
             --fenced-file "$RD/resource" --log "$RD/w-$c.log"
         pids="$pids $LAST_PID"
     done
@@ -367,6 +401,7 @@ run_row() {
     done
     for c in $pids; do ours "$c" && kill -KILL "$c" 2>/dev/null && echo "lab:   worker $c did not end: killed"; done
     wait $pids 2>/dev/null
+    case $f in clock-*) check_rate "$f" "$LAB_DIR/$be-$f-$k-c1.out" ;; esac
     "$CHECK" --porcupine "$RD/history.json" --min-contenders 2 "$RD"/w-*.log "$RD/faults.log" >"$RD/check.out" 2>&1
     rc=$?
     grep -E '^mp_check: (OVERLAP|FENCE|STALE)' "$RD/check.out" | head -3 | sed 's/^/lab:   /'
@@ -386,10 +421,12 @@ declare -A ROWS=(
     [redis-minrep]="sentinel-split"
     [zk]="$COMMON zk-split $CLOCKS"
     [pg]="$COMMON server-cuts-owner $CLOCKS"
-    [pg-clock]="server-clock-step")
+    [pg-clock]="server-clock-step"
+    [redis-clock]="server-clock-step")
 SHORT_ROWS="pg:cut-long pg:loss30 redis-minrep:sentinel-split zk:zk-split zk:clock-slow2"
 # configurations docs/operations.md says can break exclusion: measured, reported, not failed
-UNSAFE=" redis:sentinel-split pg-clock:server-clock-step redis:clock-slow10 zk:clock-slow10 pg:clock-slow10 "
+# (ZooKeeper's lease is half its session: a client's clock 10 % slow is inside that margin)
+UNSAFE=" redis:sentinel-split pg-clock:server-clock-step redis-clock:server-clock-step redis:clock-slow10 pg:clock-slow10 "
 wanted() { # wanted BACKEND:FAULT
     if [ -n "$ONLY" ]; then case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; fi
     [ $SHORT = 1 ] || return 0
@@ -407,6 +444,10 @@ run_backend() {
     zk) zk_up ;;
     pg) pg_up ;;
     pg-clock) CLOCKED=1 pg_up "(under libfaketime)" ;;
+    redis-clock)
+        [ -f "$CS" ] || die "$CS missing (make $CS)"
+        CLOCKED=1 redis_up
+        ;;
     esac
     for f in ${ROWS[$be]}; do
         wanted "$be:$f" || continue
@@ -421,9 +462,13 @@ report_row() { # one line of results.tsv; a failure for a safe row with a violat
     local be=$1 f=$2 line verdict=ok
     line=$(awk -v runs="$RUNS" '{n += $1; o += $2; fv += $3; st += $4; if ($5 > g) g = $5} END {printf "%d\t%d\t%d\t%d\t%.1f\t%d", runs, o, fv, st, g / 1000, n}' "$LAB_DIR/figures.$be.$f")
     case "$UNSAFE" in *" $be:$f "*) verdict=reported ;; esac
+    [ $CLOCKFAIL = 1 ] && verdict=FAIL
+    CLOCKFAIL=0
     # a row in which the mutex hardly changed hands measured nothing
     [ "$(echo "$line" | cut -f6)" -ge $((4 * RUNS)) ] || verdict=FAIL
     if [ $verdict = ok ] && [ "$(echo "$line" | cut -f2-4)" != "$(printf '0\t0\t0')" ]; then verdict=FAIL; fi
+    # and any other finding of the checker (acts while not owner, leaked locks, protocol errors)
+    if [ $verdict = ok ] && awk '$6 != 0 {bad = 1} END {exit !bad}' "$LAB_DIR/figures.$be.$f"; then verdict=FAIL; fi
     if [ "$(echo "$line" | cut -f3-4)" != "$(printf '0\t0')" ]; then verdict=FAIL; fi
     printf '%s\t%s\t%s\t%s\t%s\n' "$be" "$f" "$line" "$verdict" "tests/lab/lab.sh --seed $SEED --runs $RUNS --only $be:$f" >>"$LAB_DIR/results.tsv"
     [ $verdict = FAIL ] && FAILED="$FAILED $be:$f"
@@ -433,7 +478,7 @@ report_row() { # one line of results.tsv; a failure for a safe row with a violat
 T0=$(date +%s)
 echo "lab: seed $SEED, $RUNS run(s) per row$([ $SHORT = 1 ] && echo ", short form"), work in $LAB_DIR"
 build_net
-for be in pg pg-clock redis redis-minrep zk; do run_backend $be; done
+for be in pg pg-clock redis redis-minrep redis-clock zk; do run_backend $be; done
 echo "lab: results (overlaps, fence violations, stale writes accepted, longest without an owner: over every run)"
 printf '%-13s %-18s %4s %8s %6s %6s %9s %6s  %s\n' backend fault runs overlaps fences stale no-owner-s owns verdict
 sort "$LAB_DIR/results.tsv" | awk -F'\t' '{printf "%-13s %-18s %4s %8s %6s %6s %9s %6s  %s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9}'
