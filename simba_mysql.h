@@ -226,7 +226,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  DECLARE r_val BLOB DEFAULT ''; DECLARE r_seq BIGINT DEFAULT 0;\n"                          \
     "  DECLARE o_owner VARCHAR(255) DEFAULT ''; DECLARE o_ttl BIGINT DEFAULT 0; DECLARE o_tr BIGINT DEFAULT 0;\n" \
     "  DECLARE o_held BIGINT DEFAULT -1; DECLARE o_fence BIGINT DEFAULT 0; DECLARE o_first INT DEFAULT 0;\n" \
-    "  DECLARE o_val BLOB DEFAULT '';\n"                                                          \
+    "  DECLARE o_val BLOB DEFAULT ''; DECLARE fan INT DEFAULT 0;\n"                                                          \
     "  DECLARE b_since BIGINT DEFAULT 0; DECLARE b_floor BIGINT DEFAULT 0; DECLARE b_bound BIGINT DEFAULT 0;\n" \
     "  DECLARE b_until BIGINT DEFAULT 0; DECLARE my_bound BIGINT DEFAULT 0;\n"                    \
     "  DECLARE hd VARCHAR(255) DEFAULT NULL; DECLARE h_ttl BIGINT DEFAULT 0; DECLARE h_tr BIGINT DEFAULT 0;\n" \
@@ -274,6 +274,27 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "    END IF;\n"                                                                               \
     "  END IF;\n"                                                                                 \
     "END"
+/* Every follower learns a new owner or value (see PUSH): after the commit, {J} rings the
+   doorbell of every process with a live waiter of the name (its queue rows) or an observer
+   (its registration in {O}), but the head's, which ring already holds. A ring is a hint;
+   a failure leaves the followers to their timers. */
+#define SIMBA__MY_FAN "  IF fan THEN CALL {J}(p_name, ring); END IF;\n"
+#define SIMBA__MY_FAN_FN                                                                          \
+    "CREATE PROCEDURE IF NOT EXISTS {J}(p_name VARCHAR(255), p_skip VARCHAR(80))\n"                \
+    "MODIFIES SQL DATA BEGIN\n"                                                                   \
+    "  DECLARE b VARCHAR(80); DECLARE fin INT DEFAULT 0; DECLARE now_ms BIGINT DEFAULT " SIMBA__MY_NOW ";\n" \
+    "  DECLARE c CURSOR FOR SELECT bell FROM {Q} WHERE name = p_name AND bell <> '' AND expires_ms >= now_ms\n" \
+    "    UNION SELECT bell FROM {O} WHERE name = p_name AND expires_ms >= now_ms;\n"               \
+    "  DECLARE CONTINUE HANDLER FOR NOT FOUND SET fin = 1;\n"                                     \
+    "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN END;\n"                                        \
+    "  OPEN c;\n"                                                                                 \
+    "  lp: LOOP\n"                                                                                \
+    "    FETCH c INTO b;\n"                                                                       \
+    "    IF fin THEN LEAVE lp; END IF;\n"                                                         \
+    "    IF b <> COALESCE(p_skip, '') THEN CALL {W}(b); END IF;\n"                                \
+    "  END LOOP;\n"                                                                               \
+    "  CLOSE c;\n"                                                                                \
+    "END"
 /* The holding of the set that frees first answers a waiter while the owner row is free. */
 #define SIMBA__MY_FIRST_HOLDER                                                                    \
     "    SET nf = 0, hs_id = NULL;\n"                                                             \
@@ -304,7 +325,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "      SET o_owner = '', o_ttl = 0, o_tr = 0, o_held = -1, o_fence = 0, o_val = '';\n"       \
     "    END IF;\n"                                                                               \
     "  END IF;\n"                                                                                 \
-    "  COMMIT;\n" SIMBA__MY_RING                                                                 \
+    "  COMMIT;\n" SIMBA__MY_RING SIMBA__MY_FAN                                                  \
     "  SELECT o_owner, o_ttl, o_tr, o_held, o_fence, o_first, now_ms, HEX(o_val);\n"
 /* The loss marker (see LOSSES): a MEMORY table that every server start empties. The first
    grant that finds it empty records the server's start; no new owner is granted for
@@ -341,7 +362,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "    SELECT contender, ttl_ms, tr_ms, value, bell, shared INTO hd, h_ttl, h_tr, h_val, h_bell, h_sh FROM {Q}\n" \
     "      WHERE name = p_name AND expires_ms >= now_ms ORDER BY seq LIMIT 1;\n"                  \
     "    IF hd IS NOT NULL THEN\n"                                                                \
-    "      SET ring = h_bell;\n"                                                                  \
+    "      SET ring = h_bell, fan = 1;\n"                                                                  \
     SIMBA__MY_GUARD_LOAD("h_ttl", "h_tr")                                                         \
     "      IF now_ms >= b_until AND NOT h_sh THEN\n"                                              \
     "        UPDATE {T} SET owner = hd, fence = GREATEST(fence + 1, b_floor), acquired_ms = now_ms,\n" \
@@ -528,6 +549,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "    UPDATE {T} SET owner = p_id, fence = GREATEST(fence + 1, b_floor), acquired_ms = now_ms,\n" \
     "      ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr, value = p_val WHERE name = p_name;\n" \
     "    DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"                             \
+    "    SET fan = 1;\n"                                                                          \
     "  " SIMBA__MY_RELOAD                                                                         \
     "  ELSE\n"                                                                                    \
     /* the waiter's lease goes with its place; its seq is the name's counter's next */         \
@@ -550,7 +572,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  IF r_owner = p_id AND r_tr >= now_ms THEN\n" SIMBA__MY_HAND_OVER                           \
     "    IF hd IS NULL THEN\n"                                                                    \
     "      UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0, value = '' WHERE name = p_name;\n" \
-    "      SET r_owner = '';\n"                                                                   \
+    "      SET r_owner = '', fan = 1;\n"                                                                   \
     "    END IF;\n"                                                                               \
     "  ELSE\n"                                                                                    \
     /* a holding of the set: freed, and granted to the waiters it frees */                     \
@@ -565,13 +587,20 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  END body;\n" SIMBA__MY_ANSWER "END"
 
 #define SIMBA__MY_READ_HEAD                                                                            \
-    "CREATE PROCEDURE IF NOT EXISTS {D}(p_name VARCHAR(255))\n"                                      \
-    "READS SQL DATA BEGIN\n"
+    "CREATE PROCEDURE IF NOT EXISTS {D}(p_name VARCHAR(255), p_bell VARCHAR(80))\n"                 \
+    "MODIFIES SQL DATA BEGIN\n"
 #define SIMBA__MY_READ                                                                          \
     "  body: BEGIN\n"                                                                             \
     "  START TRANSACTION;\n"                                                                      \
     "  SELECT " SIMBA__MY_ROW_COLS SIMBA__MY_ROW_INTO " FROM {T} WHERE name = p_name;\n"          \
     "  SET now_ms = " SIMBA__MY_NOW ";\n"                                                         \
+    /* the reader's doorbell follows the name for max_lease_ms (renewed past half of it) */    \
+    "  SET my_bound = GREATEST(COALESCE(@simba_max_lease_ms, 0), 1000);\n"                         \
+    "  IF p_bell <> '' AND NOT EXISTS (SELECT 1 FROM {O} WHERE name = p_name AND bell = p_bell\n" \
+    "      AND expires_ms >= now_ms + my_bound / 2) THEN\n"                                       \
+    "    DELETE FROM {O} WHERE name = p_name AND expires_ms < now_ms;\n"                          \
+    "    INSERT INTO {O} VALUES (p_name, p_bell, now_ms + my_bound) ON DUPLICATE KEY UPDATE expires_ms = VALUES(expires_ms);\n" \
+    "  END IF;\n"                                                                                 \
     "  IF NOT (r_owner <> '' AND r_tr >= now_ms) THEN\n" SIMBA__MY_FIRST_HOLDER "  END IF;\n"    \
     "  END body;\n" SIMBA__MY_ANSWER "END"
 
@@ -593,7 +622,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  END IF;\n"                                                                                 \
     "  IF r_owner = p_id AND r_fence = p_fence AND r_tr >= now_ms THEN\n"                  \
     "    UPDATE {T} SET value = p_val WHERE name = p_name;\n"                                     \
-    "    SET r_val = p_val;\n"                                                                    \
+    "    SET r_val = p_val, fan = 1;\n"                                                                    \
     "  ELSE\n"                                                                                    \
     "    SET o_first = " SIMBA__MY_REFUSED ";\n"                                                  \
     "  END IF;\n"                                                                                 \
@@ -644,6 +673,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "      AND expires_ms >= now_ms ORDER BY seq LIMIT 1) h;\n"                                    \
     "  END IF;\n"                                                                                 \
     "  COMMIT;\n" SIMBA__MY_RING                                                                 \
+    "  IF n = 1 THEN CALL {J}(p_name, ring); END IF;\n"                                           \
     "  SELECT n;\n"                                                                               \
     "END"
 
@@ -725,6 +755,9 @@ static const char *const simba__my_setup_sql[] = {
     "  contender VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, shared TINYINT NOT NULL DEFAULT 0,\n"
     "  fence BIGINT NOT NULL, acquired_ms BIGINT NOT NULL, ttl_ms BIGINT NOT NULL, transition_ms BIGINT NOT NULL,\n"
     "  value BLOB NOT NULL, PRIMARY KEY (name, contender)) ENGINE=InnoDB;\n"
+    "CREATE TABLE IF NOT EXISTS {O} (name VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,\n"
+    "  bell VARCHAR(80) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, expires_ms BIGINT NOT NULL,\n"
+    "  PRIMARY KEY (name, bell)) ENGINE=InnoDB;\n"
     "CREATE TRIGGER IF NOT EXISTS {K} AFTER DELETE ON {T} FOR EACH ROW\n"
     "  UPDATE {B} SET fence_floor = GREATEST(fence_floor, OLD.fence + 1), since_ms = IF(OLD.owner <> ''\n"
     "    AND OLD.transition_ms >= " SIMBA__MY_NOW ", GREATEST(since_ms, " SIMBA__MY_NOW "), since_ms) WHERE id = 1;\n",
@@ -735,6 +768,7 @@ static const char *const simba__my_setup_sql[] = {
     SIMBA__MY_YIELD_HEAD, SIMBA__MY_DECL, SIMBA__MY_YIELD, SIMBA__MY_YIELD_B ";\n",
     SIMBA__MY_FORCE ";\n",
     SIMBA__MY_BELL_FN ";\n",
+    SIMBA__MY_FAN_FN ";\n",
     SIMBA__MY_GRANT_FN_HEAD, SIMBA__MY_GRANT_FN ";\n",
     SIMBA__MY_SET_HEAD, SIMBA__MY_DECL, SIMBA__MY_SET_A, SIMBA__MY_SET_B, SIMBA__MY_SET_C ";\n",
     SIMBA__MY_CHECK_FENCE ";\n",
@@ -1091,7 +1125,7 @@ static int simba__my_command(simba__my *p, simba_req *r) {
                  (long long)r->ttl_ms, (long long)r->transition_ms, (long long)r->live_ms, r->renew ? 1 : 0, simba__my_bell(p), hex);
         break;
     case SIMBA_OP_RELEASE: snprintf(p->q, p->qcap, "CALL `%s_rel`('%s', '%s')", t, name, id); break;
-    case SIMBA_OP_READ: snprintf(p->q, p->qcap, "CALL `%s_read`('%s')", t, name); break;
+    case SIMBA_OP_READ: snprintf(p->q, p->qcap, "CALL `%s_read`('%s', '%s')", t, name, simba__my_bell(p)); break;
     case SIMBA_OP_SET_VALUE:
         snprintf(p->q, p->qcap, "CALL `%s_val`('%s', '%s', %llu, X'%s')", t, name, id, (unsigned long long)r->fence, hex);
         break;
@@ -1552,7 +1586,7 @@ static const simba_backend_vt simba__my_vt = {
     SIMBA_LEASE_ASKED,
     NULL,
     simba__my_submit, /* inspect: the same queue */
-    NULL,             /* announce: followers other than the next waiter learn at their next ask */
+    NULL,             /* announce: the procedures ring every follower's doorbell (see PUSH) */
 };
 
 SIMBA_API const char *simba_mysql_push(const simba_backend *be) {
@@ -1630,19 +1664,19 @@ static simba_result simba__my_desc_check(simba_loop *loop, const simba_mysql_des
 
 /* The setup script with this table's names. */
 static char *simba__my_script(simba__my *p, int64_t max_lease) {
-    char n[17][SIMBA__MY_TABLE_MAX + 24], ml[24], st[24], lw[24];
+    char n[19][SIMBA__MY_TABLE_MAX + 24], ml[24], st[24], lw[24];
     static const char *const sfx[] = {"", "_q", "_boot", "_meta", "_acq", "_rel", "_read", "_val", "_yield", "_force", "_lost",
-                                      "_hold", "_sacq", "_grant", "_bell"};
-    static const char letter[] = "TQBMARDVEGKSPZW";
+                                      "_hold", "_sacq", "_grant", "_bell", "_follow", "_fan"};
+    static const char letter[] = "TQBMARDVEGKSPZWOJ";
     const char *subst[26];
     int i;
     memset((void *)subst, 0, sizeof subst);
-    for (i = 0; i < 15; i++) {
+    for (i = 0; i < 17; i++) {
         snprintf(n[i], sizeof n[i], "`%s%s`", p->table, sfx[i]);
         subst[letter[i] - 'A'] = n[i];
     }
-    snprintf(n[15], sizeof n[15], "`%s`", p->fn);
-    subst['F' - 'A'] = n[15];
+    snprintf(n[17], sizeof n[17], "`%s`", p->fn);
+    subst['F' - 'A'] = n[17];
     subst['U' - 'A'] = p->fn;
     subst['N' - 'A'] = p->table;
     snprintf(ml, sizeof ml, "%lld", (long long)max_lease);
