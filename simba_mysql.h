@@ -226,7 +226,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  DECLARE r_val BLOB DEFAULT ''; DECLARE r_seq BIGINT DEFAULT 0;\n"                          \
     "  DECLARE o_owner VARCHAR(255) DEFAULT ''; DECLARE o_ttl BIGINT DEFAULT 0; DECLARE o_tr BIGINT DEFAULT 0;\n" \
     "  DECLARE o_held BIGINT DEFAULT -1; DECLARE o_fence BIGINT DEFAULT 0; DECLARE o_first INT DEFAULT 0;\n" \
-    "  DECLARE o_val BLOB DEFAULT ''; DECLARE fan INT DEFAULT 0;\n"                                                          \
+    "  DECLARE o_val BLOB DEFAULT ''; DECLARE fan INT DEFAULT 0; DECLARE fan_skip VARCHAR(80) DEFAULT '';\n"                                                          \
     "  DECLARE b_since BIGINT DEFAULT 0; DECLARE b_floor BIGINT DEFAULT 0; DECLARE b_bound BIGINT DEFAULT 0;\n" \
     "  DECLARE b_until BIGINT DEFAULT 0; DECLARE my_bound BIGINT DEFAULT 0;\n"                    \
     "  DECLARE hd VARCHAR(255) DEFAULT NULL; DECLARE h_ttl BIGINT DEFAULT 0; DECLARE h_tr BIGINT DEFAULT 0;\n" \
@@ -276,11 +276,12 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "END"
 /* Every follower learns a new owner or value (see PUSH): after the commit, {J} rings the
    doorbell of every process with a live waiter of the name (its queue rows) or an observer
-   (its registration in {O}), but the head's, which ring already holds. A ring is a hint;
-   a failure leaves the followers to their timers. */
-#define SIMBA__MY_FAN "  IF fan THEN CALL {J}(p_name, ring); END IF;\n"
+   (its registration in {O}), but the head's, which ring already holds, and the asker's own
+   (fan_skip: its answer tells it). A ring is a hint; a failure leaves the followers to
+   their timers. */
+#define SIMBA__MY_FAN "  IF fan THEN CALL {J}(p_name, ring, fan_skip); END IF;\n"
 #define SIMBA__MY_FAN_FN                                                                          \
-    "CREATE PROCEDURE IF NOT EXISTS {J}(p_name VARCHAR(255), p_skip VARCHAR(80))\n"                \
+    "CREATE PROCEDURE IF NOT EXISTS {J}(p_name VARCHAR(255), p_skip VARCHAR(80), p_skip2 VARCHAR(80))\n" \
     "MODIFIES SQL DATA BEGIN\n"                                                                   \
     "  DECLARE b VARCHAR(80); DECLARE fin INT DEFAULT 0; DECLARE now_ms BIGINT DEFAULT " SIMBA__MY_NOW ";\n" \
     "  DECLARE c CURSOR FOR SELECT bell FROM {Q} WHERE name = p_name AND bell <> '' AND expires_ms >= now_ms\n" \
@@ -291,7 +292,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  lp: LOOP\n"                                                                                \
     "    FETCH c INTO b;\n"                                                                       \
     "    IF fin THEN LEAVE lp; END IF;\n"                                                         \
-    "    IF b <> COALESCE(p_skip, '') THEN CALL {W}(b); END IF;\n"                                \
+    "    IF b <> COALESCE(p_skip, '') AND b <> COALESCE(p_skip2, '') THEN CALL {W}(b); END IF;\n"  \
     "  END LOOP;\n"                                                                               \
     "  CLOSE c;\n"                                                                                \
     "END"
@@ -549,7 +550,8 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "    UPDATE {T} SET owner = p_id, fence = GREATEST(fence + 1, b_floor), acquired_ms = now_ms,\n" \
     "      ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr, value = p_val WHERE name = p_name;\n" \
     "    DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"                             \
-    "    SET fan = 1;\n"                                                                          \
+    /* a hand-over's grantee asking anew: the hand-over rang the followers already */         \
+    "    SET fan = NOT (r_owner = p_id AND r_tr >= now_ms), fan_skip = p_bell;\n"                 \
     "  " SIMBA__MY_RELOAD                                                                         \
     "  ELSE\n"                                                                                    \
     /* the waiter's lease goes with its place; its seq is the name's counter's next */         \
@@ -646,6 +648,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
 #define SIMBA__MY_YIELD_B \
     "  DELETE FROM {Q} WHERE name = p_name AND (contender = p_id OR expires_ms < now_ms);\n"      \
     SIMBA__MY_HAND_OVER                                                                           \
+    "  SET fan_skip = p_bell;\n"                                                                   \
     "  IF hd IS NOT NULL THEN\n" SIMBA__MY_QUEUE("y_val", "0")                                   \
     "    SET o_first = " SIMBA__MY_YIELDED ";\n"                                                  \
     "  END IF;\n"                                                                                 \
@@ -673,7 +676,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "      AND expires_ms >= now_ms ORDER BY seq LIMIT 1) h;\n"                                    \
     "  END IF;\n"                                                                                 \
     "  COMMIT;\n" SIMBA__MY_RING                                                                 \
-    "  IF n = 1 THEN CALL {J}(p_name, ring); END IF;\n"                                           \
+    "  IF n = 1 THEN CALL {J}(p_name, ring, ''); END IF;\n"                                       \
     "  SELECT n;\n"                                                                               \
     "END"
 
@@ -1400,6 +1403,7 @@ static int simba__my_bell_call(simba__my *p, int ready) {
 
 /* A finished step of the doorbell: 1 to go on, 0 when it closed. */
 static int simba__my_bell_after(simba__my *p, int64_t now) {
+    int rung = 1;
     if (p->bstep == SIMBA__MY_S_CONNECT) {
         if (!p->bret_my) { simba__my_bell_close(p, now); return 0; }
         snprintf(p->bell, sizeof p->bell, "%lu:%s", (unsigned long)mysql_thread_id(p->bmy), p->token);
@@ -1415,10 +1419,16 @@ static int simba__my_bell_after(simba__my *p, int64_t now) {
         simba__my_bell_close(p, now);
         return 0;
     }
-    if (p->bret_res) mysql_free_result(p->bret_res);
+    if (p->bret_res) { /* a stored result: no I/O. SLEEP gives 0 when it ran its whole time */
+        MYSQL_ROW row = mysql_fetch_row(p->bret_res);
+        rung = !(row && row[0] && strcmp(row[0], "0") == 0);
+        mysql_free_result(p->bret_res);
+    }
     p->bret_res = NULL;
-    p->wakes++;
-    simba_backend_event(p->be, SIMBA_EV_RELEASED, NULL, NULL, NULL); /* a hint: each waiter asks */
+    if (rung) {
+        p->wakes++;
+        simba_backend_event(p->be, SIMBA_EV_RELEASED, NULL, NULL, NULL); /* a hint: each waiter asks */
+    }
     p->bstep = SIMBA__MY_S_QUERY;
     return 1;
 }
@@ -1452,7 +1462,8 @@ static void simba__my_bell_start(simba__my *p, int64_t now) {
         return;
     }
     mysql_options(p->bmy, MYSQL_OPT_RECONNECT, &off);
-    snprintf(p->bq, sizeof p->bq, "SELECT SLEEP(3600), 'simba-bell:%.32s'", p->token);
+    /* parked a minute at a time: the server notices a closed client only when the SLEEP ends */
+    snprintf(p->bq, sizeof p->bq, "SELECT SLEEP(60), 'simba-bell:%.32s'", p->token);
     p->bdeadline = simba__add(now, p->conn_to);
     p->bstep = SIMBA__MY_S_CONNECT;
     p->bstate = SIMBA__MY_B_CONNECTING;

@@ -4,6 +4,7 @@ MYINC ?= $(shell pkg-config --cflags libmariadb 2>/dev/null || echo -I/usr/inclu
 MYLIB ?= $(shell pkg-config --libs libmariadb 2>/dev/null || echo -lmariadb)
 HDR_MYSQL = simba.h simba_mysql.h
 # test_mysql, kit_mysql: VARIANT_PROGS in the Makefile
+$(B)/mp_worker: simba_mysql.h
 all: $(B)/kit_mysql $(B)/test_mysql $(B)/asan/test_mysql
 test-mysql: $(B)/kit_mysql $(B)/test_mysql $(B)/asan/test_mysql
 SRC_test_mysql = tests/test_mysql.c
