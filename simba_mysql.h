@@ -71,7 +71,8 @@
  *   <table>_boot  ENGINE=MEMORY, one row (since_ms, fence_floor, max_lease_ms): the loss marker
  *   <table>_meta  the schema version row ('version', 1); another version is refused
  *   <table>_hold  the holders of a semaphore or read-write lock (see below)
- *   <table>_acq / _rel / _read / _val / _yield / _force / _sacq / _grant / _bell   stored
+ *   <table>_follow  the doorbells of processes that read a name (see PUSH), each for max_lease_ms
+ *   <table>_acq / _rel / _read / _val / _yield / _force / _sacq / _grant / _bell / _fan   stored
  *                 procedures, one CALL =
  *                 one round trip; each locks the mutex's row first (FOR UPDATE) in a
  *                 transaction of its own, so one mutex's queue changes are serialised.
@@ -86,7 +87,9 @@
  *   1970) << 10, so a fence handed out by a lost commit is never handed out again. A
  *   trigger AFTER DELETE on <table> raises the floor above every fence a deleted row held,
  *   and starts the quarantine when it held a live lease; a <table> gone where simba was set
- *   up (DROP TABLE) restarts the marker at the next setup. Renewals of a row that still
+ *   up (DROP TABLE) restarts the marker at the next setup. <table> keeps a sentinel row
+ *   (name ''): a setup or a name's first row that finds it gone (TRUNCATE, which fires no
+ *   trigger, or every row deleted) restarts the marker then. Renewals of a row that still
  *   names its owner go on. Every process on a table must use the same max_lease_ms.
  *
  * FAIRNESS (the rule of every backend)
@@ -98,9 +101,13 @@
  *
  * PUSH
  *   A release by the live owner grants the mutex, in its transaction, to the oldest live
- *   waiter with that waiter's ttl, transition and value. MySQL has no LISTEN/NOTIFY: this
- *   version runs on timers (the waiter finds itself owner at its next ask, at the latest
- *   its timer's bound). simba_mysql_push() says which mode a backend runs.
+ *   waiter with that waiter's ttl, transition and value. MySQL has no LISTEN/NOTIFY: each
+ *   backend parks a doorbell connection in a tagged SELECT SLEEP(60), which the procedure
+ *   interrupts after its commit (KILL QUERY, only while the processlist shows that tag).
+ *   The head's doorbell rings at a hand-over; every follower's (the queue's bells and the
+ *   readers registered in <table>_follow) rings through <table>_fan at each new owner or
+ *   value. A rung backend makes each of its waiters and observers ask once. Timers remain
+ *   the fallback; simba_mysql_push() says which mode a backend runs (docs/mysql.md).
  *
  * LEADERSHIP VALUE, PROCLAIM, YIELD: as in simba_pg.h (the value in hex on the wire).
  *
@@ -246,9 +253,16 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  START TRANSACTION;\n"                                                                      \
     "  SET nf = 0;\n"                                                                             \
     "  SELECT " SIMBA__MY_ROW_COLS SIMBA__MY_ROW_INTO " FROM {T} WHERE name = p_name FOR UPDATE;\n"
+/* A name's first row: the sentinel row ('') gone means the table was emptied (TRUNCATE fires
+   no trigger): the loss marker restarts now, as rows deleted under a lease start it. */
 #define SIMBA__MY_LOCK_MAKE                                                                       \
     SIMBA__MY_LOCK                                                                                \
     "  IF nf THEN\n"                                                                              \
+    "    IF NOT EXISTS (SELECT 1 FROM {T} WHERE name = '') THEN\n"                                \
+    "      INSERT INTO {B} VALUES (1, " SIMBA__MY_NOW ", " SIMBA__MY_NOW " * 1024, 0) ON DUPLICATE KEY UPDATE\n" \
+    "        since_ms = GREATEST(since_ms, VALUES(since_ms)), fence_floor = GREATEST(fence_floor, VALUES(fence_floor));\n" \
+    "      INSERT IGNORE INTO {T} (name) VALUES ('');\n"                                          \
+    "    END IF;\n"                                                                               \
     "    INSERT IGNORE INTO {T} (name) VALUES (p_name);\n"                                        \
     "    SET nf = 0;\n"                                                                           \
     "    SELECT " SIMBA__MY_ROW_COLS SIMBA__MY_ROW_INTO " FROM {T} WHERE name = p_name FOR UPDATE;\n" \
@@ -747,6 +761,11 @@ static const char *const simba__my_setup_sql[] = {
     "  fence BIGINT NOT NULL DEFAULT 0, acquired_ms BIGINT NOT NULL DEFAULT 0, ttl_ms BIGINT NOT NULL DEFAULT 0,\n"
     "  transition_ms BIGINT NOT NULL DEFAULT 0, value BLOB NOT NULL DEFAULT '', seq BIGINT NOT NULL DEFAULT 0,\n"
     "  permits INT NOT NULL DEFAULT 0) ENGINE=InnoDB;\n"
+    /* the sentinel row (''): a table set up before and found without it was emptied */
+    "INSERT INTO {B} SELECT 1, " SIMBA__MY_NOW ", " SIMBA__MY_NOW " * 1024, 0 FROM DUAL WHERE EXISTS (SELECT 1 FROM {M}\n"
+    "  WHERE k = 'version') AND NOT EXISTS (SELECT 1 FROM {T} WHERE name = '') ON DUPLICATE KEY UPDATE\n"
+    "  since_ms = GREATEST(since_ms, VALUES(since_ms)), fence_floor = GREATEST(fence_floor, VALUES(fence_floor));\n"
+    "INSERT IGNORE INTO {T} (name) VALUES ('');\n"
     "CREATE TABLE IF NOT EXISTS {Q} (name VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,\n"
     "  contender VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, seq BIGINT NOT NULL,\n"
     "  expires_ms BIGINT NOT NULL, ttl_ms BIGINT NOT NULL, tr_ms BIGINT NOT NULL, value BLOB NOT NULL,\n"
@@ -1149,7 +1168,7 @@ static int simba__my_command(simba__my *p, simba_req *r) {
         break;
     default: /* LIST: no queue read */
         snprintf(p->q, p->qcap, SIMBA__MY_VIEW_COLS ", -1, ''" SIMBA__MY_HOLDINGS " FROM `%s` t, (SELECT " SIMBA__MY_NOW
-                 " AS ms) n ORDER BY name", t, t);
+                 " AS ms) n WHERE name <> '' ORDER BY name", t, t); /* '': the sentinel (see LOSSES) */
         break;
     }
     return 1;

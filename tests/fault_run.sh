@@ -49,7 +49,7 @@
 #          recovery, the MEMORY loss marker empty: the crash quarantine)
 #   sql, pg, mysql (not in the default lists; FAULT_LIST=delete_rows): delete-rows (another
 #          program deletes every row of the mutex and queue tables while an owner holds, every
-#          half second for 3-5 s: DELETE, on pg TRUNCATE one time in three)
+#          half second for 3-5 s: DELETE, on pg and mysql TRUNCATE one time in three)
 #   redis-cluster (3 primaries + 3 replicas on FAULT_CLUSTER_PORT..+5, default
 #          6620, workers seeded at its first port): kill-primary (the mutex's primary is
 #          SIGKILLed, a replica takes over, the old one rejoins as a replica), move-slot (the
@@ -287,7 +287,9 @@ f_delete_rows() {
             [ $((RANDOM % 3)) = 0 ] && sqlq="TRUNCATE rel_mutex, rel_mutex_q"
             PGPASSWORD=simba psql -q -h 127.0.0.1 -p "$PPORT" -U postgres -d postgres -c "$sqlq" >/dev/null 2>>"$DIR/delete.err"
         elif [ "$BACKEND" = mysql ]; then
-            MYSQL -e "DELETE FROM rel_mutex; DELETE FROM rel_mutex_q" >/dev/null 2>>"$DIR/delete.err"
+            sqlq="DELETE FROM rel_mutex; DELETE FROM rel_mutex_q"
+            [ $((RANDOM % 3)) = 0 ] && sqlq="TRUNCATE rel_mutex; TRUNCATE rel_mutex_q"
+            MYSQL -e "$sqlq" >/dev/null 2>>"$DIR/delete.err"
         else
             sqlite3 -cmd ".timeout 2000" "$DIR/locks.db" "DELETE FROM simba_mutex; DELETE FROM simba_mutex_wait" >/dev/null 2>>"$DIR/delete.err"
         fi
