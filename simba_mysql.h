@@ -293,7 +293,11 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
    (its registration in {O}), but the head's, which ring already holds, and the asker's own
    (fan_skip: its answer tells it). A ring is a hint; a failure leaves the followers to
    their timers. */
-#define SIMBA__MY_FAN "  IF fan THEN CALL {J}(p_name, ring, fan_skip); END IF;\n"
+/* (the lookups first: a name nobody follows costs no call) */
+#define SIMBA__MY_FAN_ANY                                                                         \
+    "(EXISTS (SELECT 1 FROM {O} WHERE name = p_name AND expires_ms >= now_ms) OR EXISTS (SELECT 1 FROM {Q} WHERE name = p_name\n" \
+    "    AND bell <> '' AND bell <> ring AND bell <> fan_skip))"
+#define SIMBA__MY_FAN "  IF fan AND " SIMBA__MY_FAN_ANY " THEN CALL {J}(p_name, ring, fan_skip); END IF;\n"
 #define SIMBA__MY_FAN_FN                                                                          \
     "CREATE PROCEDURE IF NOT EXISTS {J}(p_name VARCHAR(255), p_skip VARCHAR(80), p_skip2 VARCHAR(80))\n" \
     "MODIFIES SQL DATA BEGIN\n"                                                                   \
