@@ -51,7 +51,7 @@ $(B)/poll_loop: examples/poll_loop.c $(HDR_CORE) | $(B)
 # ---- sqlite -------------------------------------------------------------------------------
 # test_sql, kit_sql: see VARIANT_PROGS below
 $(B)/mp_worker: tests/mp_worker.c $(HDR_SQL) simba_redis.h simba_zk.h | $(B)
-	$(CC) $(CFLAGS) -DSIMBA_HAVE_REDIS -DSIMBA_HAVE_ZK -DSIMBA_HAVE_PG $(ZKINC) $(PGINC) -o $@ tests/mp_worker.c -lsqlite3 -lhiredis -lzookeeper_mt -lpq -lpthread
+	$(CC) $(CFLAGS) -DSIMBA_HAVE_REDIS -DSIMBA_HAVE_ZK -DSIMBA_HAVE_PG -DSIMBA_HAVE_MYSQL $(ZKINC) $(PGINC) $(MYINC) -o $@ tests/mp_worker.c -lsqlite3 -lhiredis -lzookeeper_mt -lpq $(MYLIB) -lpthread
 $(B)/mp_check: tests/mp_check.c | $(B)
 	$(CC) $(CFLAGS) -o $@ tests/mp_check.c
 $(B)/leader_demo: examples/leader_demo.c $(HDR_SQL) | $(B)

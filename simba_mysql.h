@@ -81,7 +81,8 @@
  *   <table>_boot  ENGINE=MEMORY, one row (since_ms, fence_floor, max_lease_ms): the loss marker
  *   <table>_meta  the schema version row ('version', 1); another version is refused
  *   <table>_hold  the holders of a semaphore or read-write lock (see below)
- *   <table>_acq / _rel / _read / _val / _yield / _force / _sacq / _grant / _bell   stored
+ *   <table>_follow  the doorbells of processes that read a name (see PUSH), each for max_lease_ms
+ *   <table>_acq / _rel / _read / _val / _yield / _force / _sacq / _grant / _bell / _fan   stored
  *                 procedures, one CALL =
  *                 one round trip; each locks the mutex's row first (FOR UPDATE) in a
  *                 transaction of its own, so one mutex's queue changes are serialised.
@@ -96,7 +97,9 @@
  *   1970) << 10, so a fence handed out by a lost commit is never handed out again. A
  *   trigger AFTER DELETE on <table> raises the floor above every fence a deleted row held,
  *   and starts the quarantine when it held a live lease; a <table> gone where simba was set
- *   up (DROP TABLE) restarts the marker at the next setup. Renewals of a row that still
+ *   up (DROP TABLE) restarts the marker at the next setup. <table> keeps a sentinel row
+ *   (name ''): a setup or a name's first row that finds it gone (TRUNCATE, which fires no
+ *   trigger, or every row deleted) restarts the marker then. Renewals of a row that still
  *   names its owner go on. Every process on a table must use the same max_lease_ms.
  *
  * FAIRNESS (the rule of every backend)
@@ -108,9 +111,13 @@
  *
  * PUSH
  *   A release by the live owner grants the mutex, in its transaction, to the oldest live
- *   waiter with that waiter's ttl, transition and value. MySQL has no LISTEN/NOTIFY: this
- *   version runs on timers (the waiter finds itself owner at its next ask, at the latest
- *   its timer's bound). simba_mysql_push() says which mode a backend runs.
+ *   waiter with that waiter's ttl, transition and value. MySQL has no LISTEN/NOTIFY: each
+ *   backend parks a doorbell connection in a tagged SELECT SLEEP(60), which the procedure
+ *   interrupts after its commit (KILL QUERY, only while the processlist shows that tag).
+ *   The head's doorbell rings at a hand-over; every follower's (the queue's bells and the
+ *   readers registered in <table>_follow) rings through <table>_fan at each new owner or
+ *   value. A rung backend makes each of its waiters and observers ask once. Timers remain
+ *   the fallback; simba_mysql_push() says which mode a backend runs (docs/mysql.md).
  *
  * LEADERSHIP VALUE, PROCLAIM, YIELD: as in simba_pg.h (the value in hex on the wire).
  *
@@ -243,7 +250,7 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "  DECLARE r_val BLOB DEFAULT ''; DECLARE r_seq BIGINT DEFAULT 0;\n"                          \
     "  DECLARE o_owner VARCHAR(255) DEFAULT ''; DECLARE o_ttl BIGINT DEFAULT 0; DECLARE o_tr BIGINT DEFAULT 0;\n" \
     "  DECLARE o_held BIGINT DEFAULT -1; DECLARE o_fence BIGINT DEFAULT 0; DECLARE o_first INT DEFAULT 0;\n" \
-    "  DECLARE o_val BLOB DEFAULT '';\n"                                                          \
+    "  DECLARE o_val BLOB DEFAULT ''; DECLARE fan INT DEFAULT 0; DECLARE fan_skip VARCHAR(80) DEFAULT '';\n"                                                          \
     "  DECLARE b_since BIGINT DEFAULT 0; DECLARE b_floor BIGINT DEFAULT 0; DECLARE b_bound BIGINT DEFAULT 0;\n" \
     "  DECLARE b_until BIGINT DEFAULT 0; DECLARE my_bound BIGINT DEFAULT 0;\n"                    \
     "  DECLARE hd VARCHAR(255) DEFAULT NULL; DECLARE h_ttl BIGINT DEFAULT 0; DECLARE h_tr BIGINT DEFAULT 0;\n" \
@@ -263,9 +270,16 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "  START TRANSACTION;\n"                                                                      \
     "  SET nf = 0;\n"                                                                             \
     "  SELECT " SIMBA__MY_ROW_COLS SIMBA__MY_ROW_INTO " FROM {T} WHERE name = p_name FOR UPDATE;\n"
+/* A name's first row: the sentinel row ('') gone means the table was emptied (TRUNCATE fires
+   no trigger): the loss marker restarts now, as rows deleted under a lease start it. */
 #define SIMBA__MY_LOCK_MAKE                                                                       \
     SIMBA__MY_LOCK                                                                                \
     "  IF nf THEN\n"                                                                              \
+    "    IF NOT EXISTS (SELECT 1 FROM {T} WHERE name = '') THEN\n"                                \
+    "      INSERT INTO {B} VALUES (1, " SIMBA__MY_NOW ", " SIMBA__MY_NOW " * 1024, 0) ON DUPLICATE KEY UPDATE\n" \
+    "        since_ms = GREATEST(since_ms, VALUES(since_ms)), fence_floor = GREATEST(fence_floor, VALUES(fence_floor));\n" \
+    "      INSERT IGNORE INTO {T} (name) VALUES ('');\n"                                          \
+    "    END IF;\n"                                                                               \
     "    INSERT IGNORE INTO {T} (name) VALUES (p_name);\n"                                        \
     "    SET nf = 0;\n"                                                                           \
     "    SELECT " SIMBA__MY_ROW_COLS SIMBA__MY_ROW_INTO " FROM {T} WHERE name = p_name FOR UPDATE;\n" \
@@ -290,6 +304,32 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "      KILL QUERY bid;\n"                                                                     \
     "    END IF;\n"                                                                               \
     "  END IF;\n"                                                                                 \
+    "END"
+/* Every follower learns a new owner or value (see PUSH): after the commit, {J} rings the
+   doorbell of every process with a live waiter of the name (its queue rows) or an observer
+   (its registration in {O}), but the head's, which ring already holds, and the asker's own
+   (fan_skip: its answer tells it). A ring is a hint; a failure leaves the followers to
+   their timers. */
+/* (the lookups first: a name nobody follows costs no call) */
+#define SIMBA__MY_FAN_ANY                                                                         \
+    "(EXISTS (SELECT 1 FROM {O} WHERE name = p_name AND expires_ms >= now_ms) OR EXISTS (SELECT 1 FROM {Q} WHERE name = p_name\n" \
+    "    AND bell <> '' AND bell <> ring AND bell <> fan_skip))"
+#define SIMBA__MY_FAN "  IF fan AND " SIMBA__MY_FAN_ANY " THEN CALL {J}(p_name, ring, fan_skip); END IF;\n"
+#define SIMBA__MY_FAN_FN                                                                          \
+    "CREATE PROCEDURE IF NOT EXISTS {J}(p_name VARCHAR(255), p_skip VARCHAR(80), p_skip2 VARCHAR(80))\n" \
+    "MODIFIES SQL DATA BEGIN\n"                                                                   \
+    "  DECLARE b VARCHAR(80); DECLARE fin INT DEFAULT 0; DECLARE now_ms BIGINT DEFAULT " SIMBA__MY_NOW ";\n" \
+    "  DECLARE c CURSOR FOR SELECT bell FROM {Q} WHERE name = p_name AND bell <> '' AND expires_ms >= now_ms\n" \
+    "    UNION SELECT bell FROM {O} WHERE name = p_name AND expires_ms >= now_ms;\n"               \
+    "  DECLARE CONTINUE HANDLER FOR NOT FOUND SET fin = 1;\n"                                     \
+    "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN END;\n"                                        \
+    "  OPEN c;\n"                                                                                 \
+    "  lp: LOOP\n"                                                                                \
+    "    FETCH c INTO b;\n"                                                                       \
+    "    IF fin THEN LEAVE lp; END IF;\n"                                                         \
+    "    IF b <> COALESCE(p_skip, '') AND b <> COALESCE(p_skip2, '') THEN CALL {W}(b); END IF;\n"  \
+    "  END LOOP;\n"                                                                               \
+    "  CLOSE c;\n"                                                                                \
     "END"
 /* The holding of the set that frees first answers a waiter while the owner row is free. */
 #define SIMBA__MY_FIRST_HOLDER                                                                    \
@@ -321,7 +361,7 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "      SET o_owner = '', o_ttl = 0, o_tr = 0, o_held = -1, o_fence = 0, o_val = '';\n"       \
     "    END IF;\n"                                                                               \
     "  END IF;\n"                                                                                 \
-    "  COMMIT;\n" SIMBA__MY_RING                                                                 \
+    "  COMMIT;\n" SIMBA__MY_RING SIMBA__MY_FAN                                                  \
     "  SELECT o_owner, o_ttl, o_tr, o_held, o_fence, o_first, now_ms, HEX(o_val);\n"
 /* The loss marker (see LOSSES): a MEMORY table that every server start empties. The first
    grant that finds it empty records the server's start; no new owner is granted for
@@ -358,7 +398,7 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "    SELECT contender, ttl_ms, tr_ms, value, bell, shared INTO hd, h_ttl, h_tr, h_val, h_bell, h_sh FROM {Q}\n" \
     "      WHERE name = p_name AND expires_ms >= now_ms ORDER BY seq LIMIT 1;\n"                  \
     "    IF hd IS NOT NULL THEN\n"                                                                \
-    "      SET ring = h_bell;\n"                                                                  \
+    "      SET ring = h_bell, fan = 1;\n"                                                                  \
     SIMBA__MY_GUARD_LOAD("h_ttl", "h_tr")                                                         \
     "      IF now_ms >= b_until AND NOT h_sh THEN\n"                                              \
     "        UPDATE {T} SET owner = hd, fence = GREATEST(fence + 1, b_floor), acquired_ms = now_ms,\n" \
@@ -545,6 +585,8 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "    UPDATE {T} SET owner = p_id, fence = GREATEST(fence + 1, b_floor), acquired_ms = now_ms,\n" \
     "      ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr, value = p_val WHERE name = p_name;\n" \
     "    DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"                             \
+    /* a hand-over's grantee asking anew: the hand-over rang the followers already */         \
+    "    SET fan = NOT (r_owner = p_id AND r_tr >= now_ms), fan_skip = p_bell;\n"                 \
     "  " SIMBA__MY_RELOAD                                                                         \
     "  ELSE\n"                                                                                    \
     /* the waiter's lease goes with its place; its seq is the name's counter's next */         \
@@ -567,7 +609,7 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "  IF r_owner = p_id AND r_tr >= now_ms THEN\n" SIMBA__MY_HAND_OVER                           \
     "    IF hd IS NULL THEN\n"                                                                    \
     "      UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0, value = '' WHERE name = p_name;\n" \
-    "      SET r_owner = '';\n"                                                                   \
+    "      SET r_owner = '', fan = 1;\n"                                                                   \
     "    END IF;\n"                                                                               \
     "  ELSE\n"                                                                                    \
     /* a holding of the set: freed, and granted to the waiters it frees */                     \
@@ -582,13 +624,20 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "  END body;\n" SIMBA__MY_ANSWER "END"
 
 #define SIMBA__MY_READ_HEAD                                                                            \
-    "CREATE PROCEDURE IF NOT EXISTS {D}(p_name VARCHAR(255))\n"                                      \
-    "READS SQL DATA BEGIN\n"
+    "CREATE PROCEDURE IF NOT EXISTS {D}(p_name VARCHAR(255), p_bell VARCHAR(80))\n"                 \
+    "MODIFIES SQL DATA BEGIN\n"
 #define SIMBA__MY_READ                                                                          \
     "  body: BEGIN\n"                                                                             \
     "  START TRANSACTION;\n"                                                                      \
     "  SELECT " SIMBA__MY_ROW_COLS SIMBA__MY_ROW_INTO " FROM {T} WHERE name = p_name;\n"          \
     "  SET now_ms = " SIMBA__MY_NOW ";\n"                                                         \
+    /* the reader's doorbell follows the name for max_lease_ms (renewed past half of it) */    \
+    "  SET my_bound = GREATEST(COALESCE(@simba_max_lease_ms, 0), 1000);\n"                         \
+    "  IF p_bell <> '' AND NOT EXISTS (SELECT 1 FROM {O} WHERE name = p_name AND bell = p_bell\n" \
+    "      AND expires_ms >= now_ms + my_bound / 2) THEN\n"                                       \
+    "    DELETE FROM {O} WHERE name = p_name AND expires_ms < now_ms;\n"                          \
+    "    INSERT INTO {O} VALUES (p_name, p_bell, now_ms + my_bound) ON DUPLICATE KEY UPDATE expires_ms = VALUES(expires_ms);\n" \
+    "  END IF;\n"                                                                                 \
     "  IF NOT (r_owner <> '' AND r_tr >= now_ms) THEN\n" SIMBA__MY_FIRST_HOLDER "  END IF;\n"    \
     "  END body;\n" SIMBA__MY_ANSWER "END"
 
@@ -610,7 +659,7 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "  END IF;\n"                                                                                 \
     "  IF r_owner = p_id AND r_fence = p_fence AND r_tr >= now_ms THEN\n"                  \
     "    UPDATE {T} SET value = p_val WHERE name = p_name;\n"                                     \
-    "    SET r_val = p_val;\n"                                                                    \
+    "    SET r_val = p_val, fan = 1;\n"                                                                    \
     "  ELSE\n"                                                                                    \
     "    SET o_first = " SIMBA__MY_REFUSED ";\n"                                                  \
     "  END IF;\n"                                                                                 \
@@ -634,6 +683,7 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
 #define SIMBA__MY_YIELD_B \
     "  DELETE FROM {Q} WHERE name = p_name AND (contender = p_id OR expires_ms < now_ms);\n"      \
     SIMBA__MY_HAND_OVER                                                                           \
+    "  SET fan_skip = p_bell;\n"                                                                   \
     "  IF hd IS NOT NULL THEN\n" SIMBA__MY_QUEUE("y_val", "0")                                   \
     "    SET o_first = " SIMBA__MY_YIELDED ";\n"                                                  \
     "  END IF;\n"                                                                                 \
@@ -661,6 +711,7 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "      AND expires_ms >= now_ms ORDER BY seq LIMIT 1) h;\n"                                    \
     "  END IF;\n"                                                                                 \
     "  COMMIT;\n" SIMBA__MY_RING                                                                 \
+    "  IF n = 1 THEN CALL {J}(p_name, ring, ''); END IF;\n"                                       \
     "  SELECT n;\n"                                                                               \
     "END"
 
@@ -731,6 +782,11 @@ static const char *const simba__my_setup_sql[] = {
     "  fence BIGINT NOT NULL DEFAULT 0, acquired_ms BIGINT NOT NULL DEFAULT 0, ttl_ms BIGINT NOT NULL DEFAULT 0,\n"
     "  transition_ms BIGINT NOT NULL DEFAULT 0, value BLOB NOT NULL DEFAULT '', seq BIGINT NOT NULL DEFAULT 0,\n"
     "  permits INT NOT NULL DEFAULT 0) ENGINE=InnoDB;\n"
+    /* the sentinel row (''): a table set up before and found without it was emptied */
+    "INSERT INTO {B} SELECT 1, " SIMBA__MY_NOW ", " SIMBA__MY_NOW " * 1024, 0 FROM DUAL WHERE EXISTS (SELECT 1 FROM {M}\n"
+    "  WHERE k = 'version') AND NOT EXISTS (SELECT 1 FROM {T} WHERE name = '') ON DUPLICATE KEY UPDATE\n"
+    "  since_ms = GREATEST(since_ms, VALUES(since_ms)), fence_floor = GREATEST(fence_floor, VALUES(fence_floor));\n"
+    "INSERT IGNORE INTO {T} (name) VALUES ('');\n"
     "CREATE TABLE IF NOT EXISTS {Q} (name VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,\n"
     "  contender VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, seq BIGINT NOT NULL,\n"
     "  expires_ms BIGINT NOT NULL, ttl_ms BIGINT NOT NULL, tr_ms BIGINT NOT NULL, value BLOB NOT NULL,\n"
@@ -742,6 +798,9 @@ static const char *const simba__my_setup_sql[] = {
     "  contender VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, shared TINYINT NOT NULL DEFAULT 0,\n"
     "  fence BIGINT NOT NULL, acquired_ms BIGINT NOT NULL, ttl_ms BIGINT NOT NULL, transition_ms BIGINT NOT NULL,\n"
     "  value BLOB NOT NULL, PRIMARY KEY (name, contender)) ENGINE=InnoDB;\n"
+    "CREATE TABLE IF NOT EXISTS {O} (name VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,\n"
+    "  bell VARCHAR(80) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, expires_ms BIGINT NOT NULL,\n"
+    "  PRIMARY KEY (name, bell)) ENGINE=InnoDB;\n"
     "CREATE TRIGGER IF NOT EXISTS {K} AFTER DELETE ON {T} FOR EACH ROW\n"
     "  UPDATE {B} SET fence_floor = GREATEST(fence_floor, OLD.fence + 1), since_ms = IF(OLD.owner <> ''\n"
     "    AND OLD.transition_ms >= " SIMBA__MY_NOW ", GREATEST(since_ms, " SIMBA__MY_NOW "), since_ms) WHERE id = 1;\n",
@@ -752,6 +811,7 @@ static const char *const simba__my_setup_sql[] = {
     SIMBA__MY_YIELD_HEAD, SIMBA__MY_DECL, SIMBA__MY_YIELD, SIMBA__MY_YIELD_B ";\n",
     SIMBA__MY_FORCE ";\n",
     SIMBA__MY_BELL_FN ";\n",
+    SIMBA__MY_FAN_FN ";\n",
     SIMBA__MY_GRANT_FN_HEAD, SIMBA__MY_GRANT_FN ";\n",
     SIMBA__MY_SET_HEAD, SIMBA__MY_DECL, SIMBA__MY_SET_A, SIMBA__MY_SET_B, SIMBA__MY_SET_C ";\n",
     SIMBA__MY_CHECK_FENCE ";\n",
@@ -1089,7 +1149,7 @@ static int simba__my_command(simba__my *p, simba_req *r) {
                  (long long)r->ttl_ms, (long long)r->transition_ms, (long long)r->live_ms, r->renew ? 1 : 0, simba__my_bell(p), hex);
         break;
     case SIMBA_OP_RELEASE: snprintf(p->q, p->qcap, "CALL `%s_rel`('%s', '%s')", t, name, id); break;
-    case SIMBA_OP_READ: snprintf(p->q, p->qcap, "CALL `%s_read`('%s')", t, name); break;
+    case SIMBA_OP_READ: snprintf(p->q, p->qcap, "CALL `%s_read`('%s', '%s')", t, name, simba__my_bell(p)); break;
     case SIMBA_OP_SET_VALUE:
         snprintf(p->q, p->qcap, "CALL `%s_val`('%s', '%s', %llu, X'%s')", t, name, id, (unsigned long long)r->fence, hex);
         break;
@@ -1110,7 +1170,7 @@ static int simba__my_command(simba__my *p, simba_req *r) {
         break;
     default: /* LIST: no queue read */
         snprintf(p->q, p->qcap, SIMBA__MY_VIEW_COLS ", -1, ''" SIMBA__MY_HOLDINGS " FROM `%s` t, (SELECT " SIMBA__MY_NOW
-                 " AS ms) n ORDER BY name", t, t);
+                 " AS ms) n WHERE name <> '' ORDER BY name", t, t); /* '': the sentinel (see LOSSES) */
         break;
     }
     return 1;
@@ -1379,6 +1439,7 @@ static int simba__my_bell_call(simba__my *p, int ready) {
 
 /* A finished step of the doorbell: 1 to go on, 0 when it closed. */
 static int simba__my_bell_after(simba__my *p, int64_t now) {
+    int rung = 1;
     if (p->bstep == SIMBA__MY_S_CONNECT) {
         if (!p->bret_my) { simba__my_bell_close(p, now); return 0; }
         simba__my_nonblock(p->bmy);
@@ -1395,10 +1456,16 @@ static int simba__my_bell_after(simba__my *p, int64_t now) {
         simba__my_bell_close(p, now);
         return 0;
     }
-    if (p->bret_res) mysql_free_result(p->bret_res);
+    if (p->bret_res) { /* a stored result: no I/O. SLEEP gives 0 when it ran its whole time */
+        MYSQL_ROW row = mysql_fetch_row(p->bret_res);
+        rung = !(row && row[0] && strcmp(row[0], "0") == 0);
+        mysql_free_result(p->bret_res);
+    }
     p->bret_res = NULL;
-    p->wakes++;
-    simba_backend_event(p->be, SIMBA_EV_RELEASED, NULL, NULL, NULL); /* a hint: each waiter asks */
+    if (rung) {
+        p->wakes++;
+        simba_backend_event(p->be, SIMBA_EV_RELEASED, NULL, NULL, NULL); /* a hint: each waiter asks */
+    }
     p->bstep = SIMBA__MY_S_QUERY;
     return 1;
 }
@@ -1435,7 +1502,8 @@ static void simba__my_bell_start(simba__my *p, int64_t now) {
     mysql_options(p->bmy, MYSQL_OPT_RECONNECT, &off);
     mysql_options(p->bmy, MYSQL_OPT_CONNECT_TIMEOUT, &to);
     simba__my_tls(p, p->bmy);
-    snprintf(p->bq, sizeof p->bq, "SELECT SLEEP(3600), 'simba-bell:%.32s'", p->token);
+    /* parked a minute at a time: the server notices a closed client only when the SLEEP ends */
+    snprintf(p->bq, sizeof p->bq, "SELECT SLEEP(60), 'simba-bell:%.32s'", p->token);
     p->bdeadline = simba__add(now, p->conn_to);
     p->bstep = SIMBA__MY_S_CONNECT;
     p->bstate = SIMBA__MY_B_CONNECTING;
@@ -1572,7 +1640,7 @@ static const simba_backend_vt simba__my_vt = {
     SIMBA_LEASE_ASKED,
     NULL,
     simba__my_submit, /* inspect: the same queue */
-    NULL,             /* announce: followers other than the next waiter learn at their next ask */
+    NULL,             /* announce: the procedures ring every follower's doorbell (see PUSH) */
 };
 
 SIMBA_API const char *simba_mysql_push(const simba_backend *be) {
@@ -1668,19 +1736,19 @@ static simba_result simba__my_desc_check(simba_loop *loop, const simba_mysql_des
 
 /* The setup script with this table's names. */
 static char *simba__my_script(simba__my *p, int64_t max_lease) {
-    char n[17][SIMBA__MY_TABLE_MAX + 24], ml[24], st[24], lw[24];
+    char n[19][SIMBA__MY_TABLE_MAX + 24], ml[24], st[24], lw[24];
     static const char *const sfx[] = {"", "_q", "_boot", "_meta", "_acq", "_rel", "_read", "_val", "_yield", "_force", "_lost",
-                                      "_hold", "_sacq", "_grant", "_bell"};
-    static const char letter[] = "TQBMARDVEGKSPZW";
+                                      "_hold", "_sacq", "_grant", "_bell", "_follow", "_fan"};
+    static const char letter[] = "TQBMARDVEGKSPZWOJ";
     const char *subst[26];
     int i;
     memset((void *)subst, 0, sizeof subst);
-    for (i = 0; i < 15; i++) {
+    for (i = 0; i < 17; i++) {
         snprintf(n[i], sizeof n[i], "`%s%s`", p->table, sfx[i]);
         subst[letter[i] - 'A'] = n[i];
     }
-    snprintf(n[15], sizeof n[15], "`%s`", p->fn);
-    subst['F' - 'A'] = n[15];
+    snprintf(n[17], sizeof n[17], "`%s`", p->fn);
+    subst['F' - 'A'] = n[17];
     subst['U' - 'A'] = p->fn;
     subst['N' - 'A'] = p->table;
     snprintf(ml, sizeof ml, "%lld", (long long)max_lease);

@@ -1,19 +1,21 @@
 /* fault_fence.c -- the fenced write against a paused owner, several processes, one store.
  *
- *   fault_fence pg|sql [rounds]      (pg: the server on 127.0.0.1:$SIMBA_PG_PORT, default 5440)
+ *   fault_fence pg|mysql|sql [rounds]   (pg: the server on 127.0.0.1:$SIMBA_PG_PORT, default 5440;
+ *                                       mysql: MariaDB on 127.0.0.1:$SIMBA_MYSQL_PORT, default 3390)
  *
  * Each round forks two writer processes, A and B, that contend for one mutex and, whenever
  * they have been granted a fence, write rows (writer, fence) into a log table of the
  * application's in the lock's own database, each write through the fenced write (PostgreSQL:
- * BEGIN, simba_pg_check_fence, INSERT, COMMIT; SQLite: BEGIN IMMEDIATE, simba_sql_check_fence,
+ * BEGIN, simba_pg_check_fence, INSERT, COMMIT; MySQL: START TRANSACTION,
+ * simba_mysql_check_fence, INSERT, COMMIT; SQLite: BEGIN IMMEDIATE, simba_sql_check_fence,
  * INSERT, COMMIT). A writer keeps writing with the last fence it was granted whatever its
  * loop has told it since: it is the owner that believes it still owns.
  *   1. A owns and writes; B waits in line.
  *   2. A is SIGSTOPped past its lease: on a request (SIGUSR1) it stops itself between two
  *      writes, after checking nothing, as an owner paused between "I am the owner" and its
- *      write; in the external rounds (PostgreSQL) the driver SIGSTOPs it wherever it is, in
- *      a transaction too, whose row lock the server's idle_in_transaction_session_timeout
- *      then ends.
+ *      write; in the external rounds (PostgreSQL, MySQL) the driver SIGSTOPs it wherever it
+ *      is, in a transaction too, whose row lock the server's idle_in_transaction_session_timeout
+ *      (MariaDB: idle_transaction_timeout) then ends.
  *   3. B is granted and writes. 4. A is resumed (SIGCONT) and at once writes again, with
  *      its old fence, for a second: every one of those writes must be refused.
  * Then the stored rows are read in commit order (a serial key taken inside the write's
@@ -25,10 +27,12 @@
 #define SIMBA_IMPLEMENTATION
 #include "../simba_sql.h"
 #include "../simba_pg.h"
+#include "../simba_mysql.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <libpq-fe.h>
+#include <mysql.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -43,9 +47,9 @@
 #define TTL 600
 #define TR 300
 
-static int use_pg;
+static int use_pg, use_my; /* neither: sql */
 static int unchecked; /* FAULT_FENCE_UNCHECKED=1: the control, the same writes without the check */
-static int pg_port;
+static int pg_port, my_port;
 static char db_path[300];  /* sql */
 static char table[64];     /* pg: the simba table of this run; sql: the default */
 static char log_table[80]; /* the application's rows */
@@ -60,8 +64,57 @@ static int64_t mono_ms(void) {
 
 typedef struct app {
     PGconn *pg;
+    MYSQL *my;
     sqlite3 *sq;
 } app;
+
+/* MySQL: a connection to the test server's database simba (NULL and a message when not) */
+static MYSQL *my_connect(void) {
+    MYSQL *c = mysql_init(NULL);
+    unsigned int to = 3;
+    if (!c) return NULL;
+    mysql_options(c, MYSQL_OPT_CONNECT_TIMEOUT, &to);
+    if (!mysql_real_connect(c, "127.0.0.1", "root", "simba", "simba", (unsigned)my_port, NULL, 0)) {
+        fprintf(stderr, "fault_fence: server on port %d: %s\n", my_port, mysql_error(c));
+        mysql_close(c);
+        return NULL;
+    }
+    return c;
+}
+
+static int my_ok(MYSQL *c, const char *sql) {
+    MYSQL_RES *r;
+    if (mysql_query(c, sql) != 0) return 0;
+    r = mysql_store_result(c);
+    if (r) mysql_free_result(r);
+    return 1;
+}
+
+/* One fenced write on MySQL (see fenced_write). */
+static simba_result my_fenced_write(app *a, const char *name, const char *writer, uint64_t fence, int round, char *err,
+                                    size_t cap) {
+    char sql[200];
+    simba_result rc;
+    if (!my_ok(a->my, "START TRANSACTION")) {
+        snprintf(err, cap, "START TRANSACTION: %s", mysql_error(a->my));
+        mysql_close(a->my); /* the server may have ended the session: a new one next time */
+        a->my = NULL;
+        return SIMBA_ECONN;
+    }
+    rc = unchecked ? SIMBA_OK : simba_mysql_check_fence(a->my, table, name, fence, err, cap);
+    snprintf(sql, sizeof sql, "INSERT INTO `%s` (writer, fence, round) VALUES ('%c', %llu, %d)", log_table, writer[0],
+             (unsigned long long)fence, round);
+    if (rc == SIMBA_OK && !my_ok(a->my, sql)) rc = SIMBA_EBACKEND;
+    if (rc == SIMBA_OK && !my_ok(a->my, "COMMIT")) rc = SIMBA_EBACKEND;
+    if (rc != SIMBA_OK) {
+        if (rc == SIMBA_EBACKEND) snprintf(err, cap, "%s", mysql_error(a->my));
+        if (!my_ok(a->my, "ROLLBACK")) {
+            mysql_close(a->my);
+            a->my = NULL;
+        }
+    }
+    return rc;
+}
 
 static int pg_ok(PGconn *c, const char *sql, int n, const char *const *v) {
     PGresult *r = PQexecParams(c, sql, n, NULL, v, NULL, NULL, 0);
@@ -86,6 +139,16 @@ static int app_open(app *a) {
         }
         return 0;
     }
+    if (use_my) {
+        a->my = my_connect();
+        /* a writer stopped inside its transaction holds the mutex row: the server ends it */
+        if (a->my && !my_ok(a->my, "SET SESSION idle_transaction_timeout = 1")) {
+            fprintf(stderr, "fault_fence: app connection: %s\n", mysql_error(a->my));
+            mysql_close(a->my);
+            a->my = NULL;
+        }
+        return a->my ? 0 : -1;
+    }
     if (sqlite3_open_v2(db_path, &a->sq, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
         fprintf(stderr, "fault_fence: open %s: %s\n", db_path, sqlite3_errmsg(a->sq));
         sqlite3_close(a->sq);
@@ -98,6 +161,7 @@ static int app_open(app *a) {
 
 static void app_close(app *a) {
     if (a->pg) PQfinish(a->pg);
+    if (a->my) mysql_close(a->my);
     if (a->sq) sqlite3_close(a->sq);
     memset(a, 0, sizeof *a);
 }
@@ -130,6 +194,10 @@ static simba_result fenced_write(app *a, const char *name, const char *writer, u
             if (!pg_ok(a->pg, "ROLLBACK", 0, NULL) || PQstatus(a->pg) != CONNECTION_OK) app_close(a);
         }
         return rc;
+    }
+    if (use_my) {
+        if (!a->my && app_open(a) != 0) return SIMBA_ECONN;
+        return my_fenced_write(a, name, writer, fence, round, err, cap);
     }
     if (sqlite3_exec(a->sq, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
         snprintf(err, cap, "BEGIN IMMEDIATE: %s", sqlite3_errmsg(a->sq));
@@ -192,6 +260,16 @@ static simba_result open_backend(simba_loop *loop, simba_backend **be) {
         d.password = "simba";
         d.table = table;
         return simba_pg_open(loop, &d, be);
+    } else if (use_my) {
+        simba_mysql_desc d;
+        memset(&d, 0, sizeof d);
+        d.host = "127.0.0.1";
+        d.port = my_port;
+        d.user = "root";
+        d.password = "simba";
+        d.db = "simba";
+        d.table = table;
+        return simba_mysql_open(loop, &d, be);
     } else {
         simba_sql_desc d;
         memset(&d, 0, sizeof d);
@@ -364,6 +442,32 @@ static void check_pg_rows(int round, uint64_t fa, rows *rs) {
     PQfinish(c);
 }
 
+static void check_my_rows(int round, uint64_t fa, rows *rs) {
+    char sql[200];
+    MYSQL *c = my_connect();
+    MYSQL_RES *r = NULL;
+    MYSQL_ROW row;
+    long long maxf = 0;
+    memset(rs, 0, sizeof *rs);
+    rs->n = -1;
+    snprintf(sql, sizeof sql, "SELECT writer, fence FROM `%s` WHERE round = %d ORDER BY seq", log_table, round);
+    if (c && mysql_query(c, sql) == 0 && (r = mysql_store_result(c)) != NULL) {
+        rs->n = 0;
+        while ((row = mysql_fetch_row(r)) != NULL) {
+            long long f = atoll(row[1]);
+            rs->n++;
+            if (f < maxf) rs->out_of_order++;
+            if ((uint64_t)f == fa && (uint64_t)maxf > fa) rs->stale_after_later++;
+            if (f > maxf) maxf = f;
+            if (row[0][0] == 'A') rs->a_rows++; else rs->b_rows++;
+        }
+    } else if (c) {
+        fprintf(stderr, "fault_fence: reading rows: %s\n", mysql_error(c));
+    }
+    if (r) mysql_free_result(r);
+    if (c) mysql_close(c);
+}
+
 static void check_sql_rows(int round, uint64_t fa, rows *rs) {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
@@ -449,6 +553,7 @@ static int round_run(int round, int external, long tot[5]) {
         return 1;
     }
     if (use_pg) check_pg_rows(round, fa, &rs);
+    else if (use_my) check_my_rows(round, fa, &rs);
     else check_sql_rows(round, fa, &rs);
     resumed = strstr(cs[0].buf, "resumed-write ");
     printf("round %d (%s stop): A fence %llu, B fence %llu\n", round, external ? "external" : "self",
@@ -490,6 +595,15 @@ static int setup(void) {
         if (!ok) fprintf(stderr, "fault_fence: server on port %d: %s", pg_port, PQerrorMessage(c));
         PQfinish(c);
         return ok ? 0 : -1;
+    } else if (use_my) {
+        MYSQL *c = my_connect();
+        int ok;
+        snprintf(sql, sizeof sql, "CREATE TABLE `%s` (seq BIGINT AUTO_INCREMENT PRIMARY KEY, writer VARCHAR(8), fence BIGINT,"
+                 " round INT) ENGINE=InnoDB", log_table);
+        ok = c && my_ok(c, sql);
+        if (c && !ok) fprintf(stderr, "fault_fence: %s: %s\n", sql, mysql_error(c));
+        if (c) mysql_close(c);
+        return ok ? 0 : -1;
     } else {
         sqlite3 *db = NULL;
         int rc;
@@ -510,18 +624,23 @@ int main(int argc, char **argv) {
     int rounds, r, fails = 0;
     long tot[5] = {0, 0, 0, 0, 0};
     int64_t t0 = mono_ms();
-    if (argc < 2 || (strcmp(argv[1], "pg") != 0 && strcmp(argv[1], "sql") != 0)) {
-        fprintf(stderr, "usage: %s pg|sql [rounds]\n", argv[0]);
+    if (argc < 2 || (strcmp(argv[1], "pg") != 0 && strcmp(argv[1], "mysql") != 0 && strcmp(argv[1], "sql") != 0)) {
+        fprintf(stderr, "usage: %s pg|mysql|sql [rounds]\n", argv[0]);
         return 2;
     }
     use_pg = strcmp(argv[1], "pg") == 0;
+    use_my = strcmp(argv[1], "mysql") == 0;
     unchecked = getenv("FAULT_FENCE_UNCHECKED") && strcmp(getenv("FAULT_FENCE_UNCHECKED"), "1") == 0;
-    rounds = argc > 2 ? atoi(argv[2]) : use_pg ? 4 : 3;
+    rounds = argc > 2 ? atoi(argv[2]) : use_pg || use_my ? 4 : 3;
     if (rounds < 1) rounds = 1;
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (use_pg) {
         e = getenv("SIMBA_PG_PORT");
         pg_port = e && *e ? atoi(e) : 5440;
+        snprintf(table, sizeof table, "fence_%d", (int)getpid());
+    } else if (use_my) {
+        e = getenv("SIMBA_MYSQL_PORT");
+        my_port = e && *e ? atoi(e) : 3390;
         snprintf(table, sizeof table, "fence_%d", (int)getpid());
     } else {
         snprintf(dir, sizeof dir, "%s/simba_fence_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -529,14 +648,14 @@ int main(int argc, char **argv) {
         snprintf(db_path, sizeof db_path, "%s/fence.db", dir);
         snprintf(table, sizeof table, "simba_mutex");
     }
-    snprintf(log_table, sizeof log_table, "%s_app_log", use_pg ? table : "app");
+    snprintf(log_table, sizeof log_table, "%s_app_log", use_pg || use_my ? table : "app");
     if (setup() != 0) return 1;
     for (r = 1; r <= rounds; r++)
-        fails += round_run(r, use_pg && r % 2 == 0, tot);
+        fails += round_run(r, (use_pg || use_my) && r % 2 == 0, tot);
     printf("fault_fence %s: rounds %d passed, %d failed; writes attempted %ld, accepted %ld, refused by the fence %ld, failed "
            "otherwise %ld; stale writes accepted %ld (%.1f s)\n", argv[1], rounds - fails, fails, tot[0], tot[1], tot[2], tot[4],
            tot[3], (mono_ms() - t0) / 1000.0);
-    if (!use_pg && !getenv("SIMBA_KEEP_TMP")) {
+    if (!use_pg && !use_my && !getenv("SIMBA_KEEP_TMP")) {
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
         if (system(cmd) != 0) fprintf(stderr, "fault_fence: could not remove %s\n", dir);

@@ -5,15 +5,17 @@
 # history in Porcupine's JSON shape to $FAULT_DIR/history.json.
 # FAULT_MODE=sem or rw runs the same faults on a semaphore or a read-write lock (below).
 #
-#   tests/fault_run.sh sql|redis|zk|pg|redis-cluster|redis-sentinel SECONDS
+#   tests/fault_run.sh sql|redis|zk|pg|mysql|redis-cluster|redis-sentinel SECONDS
 #
 # Starts its own server (redis-server / ZooKeeper, on its own loopback port, data under
-# $FAULT_DIR; PostgreSQL's in a private directory under /tmp, see scripts/pg-start.sh) and
+# $FAULT_DIR; PostgreSQL's in a private directory under /tmp, see scripts/pg-start.sh; MariaDB's
+# under $FAULT_DIR/mysql, see scripts/mysql-start.sh) and
 # stops it, and every process it started, by PID on exit. Builds nothing: the binaries come
 # from build/ (make rel-bins). Environment:
 #   FAULT_DIR        work dir (default build/rel-<backend>), wiped first
 #   FAULT_WORKERS    contenders (default 4; 8 with FAULT_MODE sem or rw)
 #   FAULT_REDIS_PORT (default 6392)   FAULT_ZK_PORT (default 2193)   FAULT_PG_PORT (default 5442)
+#   FAULT_MYSQL_PORT (default 3395)
 #   FAULT_SEED       seed of bash's $RANDOM (default: the pid)
 #   FAULT_TTL=600 FAULT_TRANSITION=400 (sql, redis)   FAULT_ZK_SESSION=2000 (zk, >= 1000)
 #   FAULT_LIST       the faults to inject instead of the backend's list (names below, with _
@@ -41,9 +43,13 @@
 #          (data kept), client-kill (pg_terminate_backend of every simba connection),
 #          partition, conn-reset, server-crash (SIGQUIT while an owner holds, restarted at
 #          once: crash recovery, the crash quarantine)
-#   sql, pg (not in the default lists; FAULT_LIST=delete_rows): delete-rows (another program
-#          deletes every row of the mutex and queue tables while an owner holds, every
-#          half second for 3-5 s: DELETE, on pg TRUNCATE one time in three)
+#   mysql: as pg: server-stop (mariadbd SIGSTOPped), server-restart, client-kill (KILL of
+#          every connection to the database simba, doorbells included), partition,
+#          conn-reset, server-crash (SIGKILL while an owner holds, restarted at once: InnoDB
+#          recovery, the MEMORY loss marker empty: the crash quarantine)
+#   sql, pg, mysql (not in the default lists; FAULT_LIST=delete_rows): delete-rows (another
+#          program deletes every row of the mutex and queue tables while an owner holds, every
+#          half second for 3-5 s: DELETE, on pg and mysql TRUNCATE one time in three)
 #   redis-cluster (3 primaries + 3 replicas on FAULT_CLUSTER_PORT..+5, default
 #          6620, workers seeded at its first port): kill-primary (the mutex's primary is
 #          SIGKILLed, a replica takes over, the old one rejoins as a replica), move-slot (the
@@ -61,8 +67,8 @@ set -u
 cd "$(dirname "$0")/.."
 BACKEND=${1:-}
 SECS=${2:-}
-case "$BACKEND" in sql|redis|zk|pg|redis-cluster|redis-sentinel) ;; *) echo "usage: $0 sql|redis|zk|pg|redis-cluster|redis-sentinel SECONDS" >&2; exit 2 ;; esac
-case "$SECS" in ''|*[!0-9]*) echo "usage: $0 sql|redis|zk|pg|redis-cluster|redis-sentinel SECONDS" >&2; exit 2 ;; esac
+case "$BACKEND" in sql|redis|zk|pg|mysql|redis-cluster|redis-sentinel) ;; *) echo "usage: $0 sql|redis|zk|pg|mysql|redis-cluster|redis-sentinel SECONDS" >&2; exit 2 ;; esac
+case "$SECS" in ''|*[!0-9]*) echo "usage: $0 sql|redis|zk|pg|mysql|redis-cluster|redis-sentinel SECONDS" >&2; exit 2 ;; esac
 WB=$BACKEND # mp_worker's backend
 [ "$BACKEND" = redis-cluster ] && WB=redis
 [ "$BACKEND" = redis-sentinel ] && WB=redis
@@ -94,9 +100,12 @@ fi
 RPORT=${FAULT_REDIS_PORT:-6392}
 ZPORT=${FAULT_ZK_PORT:-2193}
 PPORT=${FAULT_PG_PORT:-5442}
+MPORT=${FAULT_MYSQL_PORT:-3395}
+MYSQL() { mariadb --no-defaults -h 127.0.0.1 -P "$MPORT" -uroot -psimba simba "$@"; }
 RANDOM=${FAULT_SEED:-$$}
 # a PostgreSQL cluster an interrupted run left behind is removed with its pointer
 [ -s "$DIR/pg/datadir" ] && sh scripts/pg-stop.sh "$DIR/pg" >/dev/null 2>&1
+[ -s "$DIR/mysql/mysql.pid" ] && sh scripts/mysql-stop.sh "$DIR/mysql" >/dev/null 2>&1
 rm -rf "$DIR"
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
@@ -138,6 +147,9 @@ server_start() {
     pg)
         sh scripts/pg-start.sh "$PPORT" "$DIR/pg" >>"$DIR/server.log" 2>&1 || return 1
         SERVER_PID=$(cat "$DIR/pg/postgres.pid") ;;
+    mysql)
+        sh scripts/mysql-start.sh "$MPORT" "$DIR/mysql" >>"$DIR/server.log" 2>&1 || return 1
+        SERVER_PID=$(cat "$DIR/mysql/mysql.pid") ;;
     redis-cluster)
         SIMBA_CLUSTER_PORT=$CPORT sh scripts/redis-cluster-start.sh "$DIR/cluster" >>"$DIR/server.log" 2>&1 || return 1 ;;
     redis-sentinel)
@@ -158,6 +170,7 @@ server_stop() {
     redis) [ -f "$DIR/redis/redis.pid" ] && sh scripts/redis-stop.sh "$DIR/redis" >>"$DIR/server.log" 2>&1 ;;
     zk) [ -f "$DIR/zk/zk.pid" ] && { kill -CONT "$SERVER_PID" 2>/dev/null; bash scripts/zk-stop.sh "$DIR/zk" >>"$DIR/server.log" 2>&1; } ;;
     pg) [ -s "$DIR/pg/datadir" ] && { pg_signal CONT; sh scripts/pg-stop.sh "$DIR/pg" ${1:-} >>"$DIR/server.log" 2>&1; } ;;
+    mysql) [ -s "$DIR/mysql/mysql.pid" ] && sh scripts/mysql-stop.sh "$DIR/mysql" ${1:-} >>"$DIR/server.log" 2>&1 ;;
     redis-cluster) [ -d "$DIR/cluster" ] && sh scripts/redis-cluster-stop.sh "$DIR/cluster" >>"$DIR/server.log" 2>&1 ;;
     redis-sentinel) [ -d "$DIR/sentinel" ] && { for f in "$DIR"/sentinel/p*/redis.pid; do [ -s "$f" ] && kill -CONT "$(cat "$f")" 2>/dev/null; done
         sh scripts/redis-sentinel-stop.sh "$DIR/sentinel" >>"$DIR/server.log" 2>&1; } ;;
@@ -202,6 +215,7 @@ worker_start() { # worker_start SLOT
     redis) args=(--port "${P_PORT[$i]}" --prefix "rel:") ;;
     zk) args=(--hosts "127.0.0.1:${P_PORT[$i]}" --root /simba-rel --session-ms "$ZK_SESSION") ;;
     pg) args=(--pg-port "${P_PORT[$i]}" --pg-table rel_mutex --pg-user postgres --pg-password simba) ;;
+    mysql) args=(--my-port "${P_PORT[$i]}" --my-table rel_mutex --my-user root --my-password simba) ;;
     redis-cluster) args=(--port "$CPORT" --prefix "rel:" --cluster 1) ;;
     redis-sentinel) args=(--sentinels "$SENS" --master-name simba --prefix "rel:" --wait-replicas "$SWAIT") ;;
     esac
@@ -241,12 +255,18 @@ f_server_restart() {
 f_server_crash() {
     # pg: immediate shutdown (SIGQUIT: no shutdown checkpoint, crash recovery at the next
     # start) while an owner holds, and back at once: asynchronous commits of the last moments
-    # may be lost, and the crash quarantine must keep a second owner out
+    # may be lost, and the crash quarantine must keep a second owner out (mysql: SIGKILL)
     local s t0 t
     s=$(wait_owner 4000) || { echo "fault_run: no owner for server-crash"; return; }
-    note server-crash "owner slot $s holds; postmaster SIGQUIT, restarted at once"
-    pg_signal CONT
-    kill -QUIT "$SERVER_PID" 2>/dev/null
+    if [ "$BACKEND" = mysql ]; then
+        note server-crash "owner slot $s holds; mariadbd SIGKILL, restarted at once"
+        kill -CONT "$SERVER_PID" 2>/dev/null
+        kill -KILL "$SERVER_PID" 2>/dev/null
+    else
+        note server-crash "owner slot $s holds; postmaster SIGQUIT, restarted at once"
+        pg_signal CONT
+        kill -QUIT "$SERVER_PID" 2>/dev/null
+    fi
     t0=$(now_ms)
     t0=${t0%.*}
     while kill -0 "$SERVER_PID" 2>/dev/null; do
@@ -266,6 +286,10 @@ f_delete_rows() {
             sqlq="DELETE FROM rel_mutex; DELETE FROM rel_mutex_q"
             [ $((RANDOM % 3)) = 0 ] && sqlq="TRUNCATE rel_mutex, rel_mutex_q"
             PGPASSWORD=simba psql -q -h 127.0.0.1 -p "$PPORT" -U postgres -d postgres -c "$sqlq" >/dev/null 2>>"$DIR/delete.err"
+        elif [ "$BACKEND" = mysql ]; then
+            sqlq="DELETE FROM rel_mutex; DELETE FROM rel_mutex_q"
+            [ $((RANDOM % 3)) = 0 ] && sqlq="TRUNCATE rel_mutex; TRUNCATE rel_mutex_q"
+            MYSQL -e "$sqlq" >/dev/null 2>>"$DIR/delete.err"
         else
             sqlite3 -cmd ".timeout 2000" "$DIR/locks.db" "DELETE FROM simba_mutex; DELETE FROM simba_mutex_wait" >/dev/null 2>>"$DIR/delete.err"
         fi
@@ -301,6 +325,12 @@ f_client_kill() {
         PGPASSWORD=simba psql -q -h 127.0.0.1 -p "$PPORT" -U postgres -d postgres -Atc \
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'simba'" >/dev/null 2>&1
         note client-kill "pg_terminate_backend of every simba connection"
+        return
+    fi
+    if [ "$BACKEND" = mysql ]; then
+        MYSQL -N -e "SELECT CONCAT('KILL ', ID, ';') FROM information_schema.PROCESSLIST WHERE DB = 'simba'
+            AND ID <> CONNECTION_ID()" 2>/dev/null | MYSQL >/dev/null 2>&1
+        note client-kill "KILL of every connection to the database simba"
         return
     fi
     [ $((RANDOM % 3)) = 0 ] && t=pubsub
@@ -443,6 +473,7 @@ redis) LIST=(flushall gc_pause restart_nopersist server_stop client_kill kill_ow
     restart_nopersist conn_reset forged_wake) ;;
 zk) LIST=(gc_pause partition server_stop kill_owner conn_reset server_restart) ;;
 pg) LIST=(gc_pause server_stop client_kill kill_owner partition server_restart conn_reset server_crash) ;;
+mysql) LIST=(gc_pause server_stop client_kill kill_owner partition server_restart conn_reset server_crash) ;;
 esac
 if [ -n "${FAULT_LIST:-}" ]; then # to hunt one fault's bug: e.g. FAULT_LIST="gc_pause kill_owner"
     read -r -a LIST <<<"$FAULT_LIST"
@@ -458,6 +489,7 @@ for ((i = 0; i < N; i++)); do
     redis) proxy_start "$i" "$RPORT" || exit 1 ;;
     zk) proxy_start "$i" "$ZPORT" || exit 1 ;;
     pg) proxy_start "$i" "$PPORT" || exit 1 ;;
+    mysql) proxy_start "$i" "$MPORT" || exit 1 ;;
     esac
     worker_start "$i"
 done
@@ -475,6 +507,7 @@ sql) IARGS=(--path "$DIR/locks.db") ;;
 redis) IARGS=(--port "$RPORT" --prefix "rel:") ;;
 zk) IARGS=(--hosts "127.0.0.1:$ZPORT" --root /simba-rel --session-ms "$ZK_SESSION") ;;
 pg) IARGS=(--pg-port "$PPORT" --pg-table rel_mutex --pg-user postgres --pg-password simba) ;;
+mysql) IARGS=(--my-port "$MPORT" --my-table rel_mutex --my-user root --my-password simba) ;;
 redis-cluster) IARGS=(--port "$CPORT" --prefix "rel:" --cluster 1) ;;
 redis-sentinel) IARGS=(--sentinels "$SENS" --master-name simba --prefix "rel:") ;;
 esac

@@ -49,7 +49,8 @@
  *
  * Backends: "sql" always; "redis" when built with -DSIMBA_HAVE_REDIS (-lhiredis), "zk" with
  * -DSIMBA_HAVE_ZK (-I/usr/include/zookeeper -DTHREADED -lzookeeper_mt), "pg" with
- * -DSIMBA_HAVE_PG (-I/usr/include/postgresql -lpq), each with its own
+ * -DSIMBA_HAVE_PG (-I/usr/include/postgresql -lpq), "mysql" with -DSIMBA_HAVE_MYSQL
+ * (pkg-config libmariadb), each with its own
  * options (see the backends[] table; a new backend is one more row).
  */
 #define _DEFAULT_SOURCE /* syscall(2), flock(2) */
@@ -63,6 +64,9 @@
 #endif
 #ifdef SIMBA_HAVE_PG
 #include "../simba_pg.h"
+#endif
+#ifdef SIMBA_HAVE_MYSQL
+#include "../simba_mysql.h"
 #endif
 
 #include <errno.h>
@@ -102,6 +106,10 @@ static struct {
 #ifdef SIMBA_HAVE_PG
     const char *pg_host, *pg_table, *pg_user, *pg_password;
     int64_t pg_port;
+#endif
+#ifdef SIMBA_HAVE_MYSQL
+    const char *my_host, *my_table, *my_user, *my_password, *my_db;
+    int64_t my_port;
 #endif
 } opt;
 
@@ -251,6 +259,35 @@ static simba_result pg_open(simba_loop *loop, simba_backend **out, char *err, si
 }
 #endif
 
+#ifdef SIMBA_HAVE_MYSQL
+static int my_option(const char *key, const char *val) {
+    if (strcmp(key, "my-host") == 0) opt.my_host = val;
+    else if (strcmp(key, "my-table") == 0) opt.my_table = val;
+    else if (strcmp(key, "my-user") == 0) opt.my_user = val;
+    else if (strcmp(key, "my-password") == 0) opt.my_password = val;
+    else if (strcmp(key, "my-db") == 0) opt.my_db = val;
+    else if (strcmp(key, "my-port") == 0) return parse_ms(val, &opt.my_port) && opt.my_port < 65536 ? 1 : -1;
+    else return 0;
+    return 1;
+}
+
+static simba_result my_open(simba_loop *loop, simba_backend **out, char *err, size_t cap) {
+    simba_mysql_desc d;
+    simba_result rc;
+    memset(&d, 0, sizeof d);
+    d.host = opt.my_host ? opt.my_host : "127.0.0.1";
+    d.port = (int)opt.my_port;
+    d.table = opt.my_table;
+    d.user = opt.my_user;
+    d.password = opt.my_password;
+    d.db = opt.my_db ? opt.my_db : "simba";
+    d.max_lease_ms = opt.ttl_ms + opt.transition_ms; /* the quarantine after a crash: one lease */
+    rc = simba_mysql_open(loop, &d, out);
+    if (rc != SIMBA_OK) snprintf(err, cap, "%s: %s", simba_strerror(rc), simba_loop_errmsg(loop));
+    return rc;
+}
+#endif
+
 static const worker_backend backends[] = {
     {"sql", "--path FILE [--table NAME]", sql_option, sql_open},
 #ifdef SIMBA_HAVE_REDIS
@@ -261,6 +298,10 @@ static const worker_backend backends[] = {
 #endif
 #ifdef SIMBA_HAVE_PG
     {"pg", "[--pg-host 127.0.0.1] [--pg-port 5432] [--pg-table simba_mutex] [--pg-user U] [--pg-password P]", pg_option, pg_open},
+#endif
+#ifdef SIMBA_HAVE_MYSQL
+    {"mysql", "[--my-host 127.0.0.1] [--my-port 3306] [--my-table simba_mutex] [--my-user U] [--my-password P] [--my-db simba]",
+     my_option, my_open},
 #endif
 };
 #define NBACKENDS (sizeof backends / sizeof backends[0])

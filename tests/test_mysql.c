@@ -196,6 +196,38 @@ TEST(deleted_rows_quarantine_and_fences_go_on) {
     simba_loop_free(lb);
 }
 
+/* The table truncated under a live lease (TRUNCATE fires no trigger): the first grant that
+   finds the table's sentinel row gone quarantines and raises the floor, as rows deleted do. */
+TEST(truncated_table_quarantines_and_fences_go_on) {
+    simba_loop *la, *lb;
+    simba_backend *ba, *bb;
+    simba_service *a, *b;
+    rec ra = {0}, rb = {0};
+    int64_t t;
+    char t5[80];
+    snprintf(t5, sizeof t5, "%s_t", table);
+    REQUIRE(simba_loop_new(NULL, &la) == SIMBA_OK && simba_loop_new(NULL, &lb) == SIMBA_OK);
+    REQUIRE(open_be(la, t5, 3000, &ba) == SIMBA_OK && open_be(lb, t5, 3000, &bb) == SIMBA_OK);
+    a = contend(la, ba, "truncated", "a", &ra);
+    REQUIRE(a);
+    UNTIL(ra.acquired == 1, 5000, la);
+    REQUIRE(ra.acquired == 1);
+    CHECK(sql("TRUNCATE TABLE `%s`", t5) == 0);
+    t = now_ms();
+    UNTIL(ra.released == 1, 3000, la);
+    CHECK(ra.released == 1);
+    CHECK(simba_stop(a) == SIMBA_OK);
+    b = contend(lb, bb, "truncated", "b", &rb);
+    REQUIRE(b);
+    UNTIL(rb.acquired == 1, 8000, la, lb);
+    CHECK(rb.acquired == 1);
+    CHECK(rb.quarantines >= 1);
+    CHECK(now_ms() - t >= 2500); /* the quarantine: max_lease_ms from the truncation */
+    CHECK(rb.fence > ra.fence);
+    simba_loop_free(la);
+    simba_loop_free(lb);
+}
+
 /* A dropped table: the next setup makes it anew and restarts the marker; fences go on above
    every earlier one. */
 TEST(dropped_table_is_made_anew_with_higher_fences) {
@@ -469,6 +501,7 @@ int main(int argc, char **argv) {
     RUN(release_rings_the_waiters_doorbell_and_a_killed_one_comes_back);
     RUN(renewal_of_an_ended_lease_is_refused_not_granted);
     RUN(deleted_rows_quarantine_and_fences_go_on);
+    RUN(truncated_table_quarantines_and_fences_go_on);
     RUN(dropped_table_is_made_anew_with_higher_fences);
     RUN(another_schema_version_is_refused_naming_both);
     RUN(refused_login_and_unknown_database_are_denied_at_once);

@@ -2,8 +2,9 @@
 # test_reliability.sh -- the reliability suite, run by tests/run.sh as its last
 # group, or alone: bash tests/test_reliability.sh
 #   1. bad input: build/badinput and its ASan+UBSan build
-#   2. the fault harness, short: tests/fault_run.sh on sql, redis, zk and pg (each starts its
-#      own server on its own loopback port -- redis 6392, ZooKeeper 2193, PostgreSQL 5442 -- under
+#   2. the fault harness, short: tests/fault_run.sh on sql, redis, zk, pg and mysql (each starts
+#      its own server on its own loopback port -- redis 6392, ZooKeeper 2193, PostgreSQL 5442,
+#      MariaDB 3395 (FAULT_MYSQL_PORT) -- under
 #      build/rel-*, and stops it by PID)
 #   3. the fault harness on a semaphore (8 workers, 2 permits) and a read-write lock (6 readers,
 #      2 writers) on sql and zk, short (FAULT_MODE=sem|rw; the other backends by hand: see the
@@ -11,7 +12,7 @@
 #      fails each planted violation
 #   4. a short fuzz run of every libFuzzer target (clang, installed by scripts/install-deps.sh)
 # Builds only through make targets of mk/reliability.mk. Prints "N passed, N failed" last.
-# Tunables: REL_SQL_SECONDS=20 REL_REDIS_SECONDS=25 REL_ZK_SECONDS=20 REL_PG_SECONDS=25 (not in a full run: the private copy runs it) REL_SEM_SECONDS=12 REL_FUZZ_SECONDS=8
+# Tunables: REL_SQL_SECONDS=20 REL_REDIS_SECONDS=25 REL_ZK_SECONDS=20 REL_PG_SECONDS=25 (not in a full run: the private copy runs it) REL_MYSQL_SECONDS=20 REL_SEM_SECONDS=12 REL_FUZZ_SECONDS=8
 set -u
 cd "$(dirname "$0")/.."
 . tests/suite_lib.sh
@@ -74,6 +75,7 @@ step fault_zk $((${REL_ZK_SECONDS:-20} + 150)) bash tests/fault_run.sh zk "${REL
 if [ "${SIMBA_FULL_RUN:-0}" != 1 ]; then
     step fault_pg $((${REL_PG_SECONDS:-25} + 90)) bash tests/fault_run.sh pg "${REL_PG_SECONDS:-25}"
 fi
+step fault_mysql $((${REL_MYSQL_SECONDS:-20} + 60)) bash tests/fault_run.sh mysql "${REL_MYSQL_SECONDS:-20}"
 step mp_check_test 30 bash tests/mp_check_test.sh $B/mp_check
 FAULT_MODE=sem step fault_sql_sem $((${REL_SEM_SECONDS:-12} + 60)) bash tests/fault_run.sh sql "${REL_SEM_SECONDS:-12}"
 FAULT_MODE=rw step fault_sql_rw $((${REL_SEM_SECONDS:-12} + 60)) bash tests/fault_run.sh sql "${REL_SEM_SECONDS:-12}"
