@@ -51,8 +51,9 @@
  *
  *   SETUP runs once per connection, in one round trip (a multi-statement script): the
  *   session's time_zone '+00:00', READ COMMITTED (so gap locks never deadlock two first
- *   acquisitions), max_statement_time; then under GET_LOCK (two creators never race) the
- *   version row is checked, the tables, triggers and procedures are created if missing.
+ *   acquisitions), max_statement_time, then CALL <table>_version() (PRIVILEGES). Only when
+ *   that routine is missing or finds an object missing, a second round trip, under GET_LOCK
+ *   (two creators never race), checks the version row and creates what is missing.
  *   After a reconnect (not the first connect) SIMBA_EV_RESET is raised for every mutex; a
  *   lost connection raises SIMBA_EV_DISCONNECTED. Grants are the requested ttl
  *   (SIMBA_LEASE_ASKED).
@@ -71,6 +72,7 @@
  *   <table>_boot  ENGINE=MEMORY, one row (since_ms, fence_floor, max_lease_ms): the loss marker
  *   <table>_meta  the schema version row ('version', 1); another version is refused
  *   <table>_hold  the holders of a semaphore or read-write lock (see below)
+ *   <table>_version  the check every connection makes (PRIVILEGES)
  *   <table>_acq / _rel / _read / _val / _yield / _force / _sacq / _grant / _bell   stored
  *                 procedures, one CALL =
  *                 one round trip; each locks the mutex's row first (FOR UPDATE) in a
@@ -123,11 +125,23 @@
  *   handed out, released, the lease is over); roll back. simba_mysql_check_fence() is the C
  *   call of it on a MYSQL connection of the application's.
  *
+ * PRIVILEGES
+ *   Every routine runs with its definer's rights (SQL SECURITY DEFINER): only the role that
+ *   makes the objects, once, needs CREATE, TRIGGER and CREATE ROUTINE. <table>_version
+ *   answers, for any caller with EXECUTE on it, the version row, whether every object is
+ *   there, and whether the definer may ring this user's doorbell (the same user, or PROCESS
+ *   and CONNECTION ADMIN or SUPER); when it may not, no doorbell is parked (timers, logged
+ *   once, simba_mysql_push() "timers"). An application role needs EXECUTE on the routines it
+ *   calls and SELECT on <table>, _q and _hold to inspect; docs/mysql.md lists the grants.
+ *   A refusal (error 1044, 1142, 1370, ...) fails requests at once with SIMBA_EDENIED and
+ *   the server's words, with the privilege this role needs.
+ *
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
  *   >>process  the work of one poll   >>close  teardown   >>sql  the statements
  *   >>row  answer rows   >>conn  the connection   >>step  the non-blocking steps
  *   >>fence  fenced writes   >>inspect  simba_inspect, simba_list, simba_force_release
+ *   >>version  the schema check of every connection
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
@@ -205,6 +219,7 @@ SIMBA_API simba_result simba_mysql_check_fence(struct st_mysql *conn, const char
 
 #define SIMBA__MY_TABLE_MAX 48
 #define SIMBA__MY_VERSION "1"
+#define SIMBA__MY_SCHEMA_VERSION 1 /* the same, as a number */
 #define SIMBA__MY_RETRIES 8
 #define SIMBA__MY_VIEW_HOLDERS 64 /* holders an inspection shows per mutex */
 #define SIMBA__MY_ROWBUF (2 * SIMBA_VALUE_MAX + 4 * SIMBA_ID_MAX + 256)
@@ -677,11 +692,41 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  RETURN 1;\n"                                                                               \
     "END"
 
-/* The setup script (one round trip; statements end with ";\n" except the routines' "END",
-   which the script separates with ";\n" too: the server parses each whole). */
-static const char *const simba__my_setup_sql[] = {
+/* >>version  {O}: one row, with its definer's rights: the version row's number (0 when it
+   cannot be read), whether every table, routine and the trigger is there, and whether the
+   definer can ring this user's doorbell (see PUSH): the same user, or PROCESS and CONNECTION
+   ADMIN (or SUPER). The definer's name last, for the log. */
+#define SIMBA__MY_VERSION_FN                                                                      \
+    "CREATE PROCEDURE IF NOT EXISTS {O}()\n"                                                      \
+    "READS SQL DATA BEGIN\n"                                                                      \
+    "  DECLARE v BIGINT DEFAULT 0; DECLARE nt INT DEFAULT 0; DECLARE nr INT DEFAULT 0; DECLARE ng INT DEFAULT 0;\n" \
+    "  DECLARE CONTINUE HANDLER FOR SQLEXCEPTION, NOT FOUND SET v = v;\n"                         \
+    "  SELECT m.v INTO v FROM {M} m WHERE k = 'version';\n"                                       \
+    "  SELECT COUNT(*) INTO nt FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()\n"   \
+    "    AND TABLE_NAME IN ('{N}', '{N}_q', '{N}_boot', '{N}_meta', '{N}_hold');\n"                 \
+    "  SELECT COUNT(*) INTO nr FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME IN\n" \
+    "    ('{N}_acq', '{N}_rel', '{N}_read', '{N}_val', '{N}_yield', '{N}_force', '{N}_sacq', '{N}_grant', '{N}_bell',\n" \
+    "     '{N}_version', '{U}');\n"                                                               \
+    "  SELECT COUNT(*) INTO ng FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = '{N}_lost';\n" \
+    "  SELECT v, nt = 5 AND nr = 11 AND ng = 1,\n"                                                \
+    "    SUBSTRING_INDEX(USER(), '@', 1) = SUBSTRING_INDEX(CURRENT_USER(), '@', 1) OR\n"           \
+    "      (EXISTS (SELECT 1 FROM information_schema.USER_PRIVILEGES WHERE PRIVILEGE_TYPE = 'PROCESS') AND\n" \
+    "       EXISTS (SELECT 1 FROM information_schema.USER_PRIVILEGES WHERE PRIVILEGE_TYPE IN\n"      \
+    "         ('CONNECTION ADMIN', 'CONNECTION_ADMIN', 'SUPER'))), CURRENT_USER();\n"              \
+    "END"
+
+/* Every connection: the session, then the check (the application role needs EXECUTE on {O}
+   only); the setup below runs only when {O} is missing or finds something missing. */
+static const char *const simba__my_check_sql[] = {
     "SET SESSION time_zone = '+00:00', SESSION tx_isolation = 'READ-COMMITTED', @simba_max_lease_ms = {L},\n"
     "  SESSION max_statement_time = {X}, SESSION innodb_lock_wait_timeout = {Y}, SESSION sql_mode = 'STRICT_ALL_TABLES';\n"
+    "CALL {O}()",
+    NULL};
+
+/* The setup script, the objects' owner's, once (one round trip; statements end with ";\n"
+   except the routines' "END", which the script separates with ";\n" too: the server parses
+   each whole); it ends with the check's row. */
+static const char *const simba__my_setup_sql[] = {
     "DO GET_LOCK('simba_setup_{N}', 10);\n"
     "CREATE TABLE IF NOT EXISTS {M} (k VARCHAR(32) PRIMARY KEY, v BIGINT NOT NULL) ENGINE=InnoDB;\n"
     /* the version row first: another version is refused before anything is touched; a
@@ -738,8 +783,10 @@ static const char *const simba__my_setup_sql[] = {
     SIMBA__MY_GRANT_FN_HEAD, SIMBA__MY_GRANT_FN ";\n",
     SIMBA__MY_SET_HEAD, SIMBA__MY_DECL, SIMBA__MY_SET_A, SIMBA__MY_SET_B, SIMBA__MY_SET_C ";\n",
     SIMBA__MY_CHECK_FENCE ";\n",
+    SIMBA__MY_VERSION_FN ";\n",
     "INSERT IGNORE INTO {M} VALUES ('version', " SIMBA__MY_VERSION ");\n"
-    "DO RELEASE_LOCK('simba_setup_{N}')",
+    "DO RELEASE_LOCK('simba_setup_{N}');\n"
+    "CALL {O}()",
     NULL};
 
 /* Inspection: name, owner, fence, acquired, held, ttl left, transition left, value (hex),
@@ -757,7 +804,10 @@ typedef struct simba__my {
     simba_loop *loop;
     simba_backend *be;
     MYSQL *my;
-    char *setup;                 /* the setup script with the names filled in */
+    char *check, *setup;         /* SETUP's scripts with the names filled in (>>version) */
+    int phase;                   /* SETUP: 0 the session and the check, 1 the setup */
+    int need;                    /* the check found objects missing: the setup runs */
+    int bell_ok;                 /* the procedures' definer can ring this user's doorbell */
     char *host, *sock, *user, *pass, *db;
     char table[SIMBA__MY_TABLE_MAX + 1];
     char fn[SIMBA__MY_TABLE_MAX + 16]; /* the fence check function */
@@ -1042,6 +1092,30 @@ static void simba__my_take(simba__my *p, MYSQL_RES *res) {
     }
 }
 
+/* >>version  The check's row ({O}): the version, whether everything is there, whether the
+   doorbell can ring. Another version is refused in words (SIMBA_EDENIED in p->rep.rc). */
+static void simba__my_version(simba__my *p, MYSQL_RES *res) {
+    MYSQL_ROW row = mysql_num_fields(res) == 4 ? mysql_fetch_row(res) : NULL;
+    int64_t v = -1;
+    if (!row || !row[0] || !row[1] || !row[2] || simba__my_int(row[0], &v) != 0) {
+        snprintf(p->err, sizeof p->err, "mysql: the schema check of table %s answered no readable row", p->table);
+        p->rep.rc = SIMBA_EBACKEND;
+    } else if (v != 0 && v != SIMBA__MY_SCHEMA_VERSION) {
+        snprintf(p->err, sizeof p->err, "mysql: found simba schema version %lld on table %s, this simba_mysql.h uses version %d: "
+                 "run one version of simba on a table, or give this one another table (simba_mysql_desc.table, ?table= in "
+                 "its URL)", (long long)v, p->table, SIMBA__MY_SCHEMA_VERSION);
+        p->rep.rc = SIMBA_EDENIED;
+    } else if (strcmp(row[1], "1") != 0 || v == 0) {
+        if (p->phase == 0) p->need = 1;
+        else {
+            snprintf(p->err, sizeof p->err, "mysql: the setup of table %s left objects missing", p->table);
+            p->rep.rc = SIMBA_EBACKEND;
+        }
+    }
+    if (p->rep.rc != SIMBA_OK) simba__copy(p->be->errmsg, sizeof p->be->errmsg, p->err);
+    p->bell_ok = row && row[2] && strcmp(row[2], "1") == 0;
+}
+
 /* >>sql  A command's text: the CALL of a request, names escaped, values as hex literals. */
 static int simba__my_reserve(simba__my *p, size_t need) {
     char *q;
@@ -1118,10 +1192,25 @@ static int simba__my_command(simba__my *p, simba_req *r) {
     return 1;
 }
 
-/* >>conn */
+/* >>conn  What this role lacks, from the server's error (see PRIVILEGES); NULL: the words say it. */
+static const char *simba__my_privilege(unsigned e, const char *msg) {
+    if (e == 1370) return "EXECUTE on that routine";
+    if (e == 1044) return "EXECUTE on simba's procedures in that database (docs/mysql.md, Privileges)";
+    if ((e == 1142 || e == 1143) && strncmp(msg, "SELECT", 6) == 0) return "SELECT on that table (inspection: get, ls)";
+    return NULL;
+}
+
 static void simba__my_set_err(simba__my *p, const char *what) {
-    snprintf(p->err, sizeof p->err, "mysql: %s: %s (%u)", what, p->my ? mysql_error(p->my) : "out of memory",
-             p->my ? mysql_errno(p->my) : 0);
+    unsigned e = p->my ? mysql_errno(p->my) : 0;
+    const char *m = p->my ? mysql_error(p->my) : "out of memory", *priv = simba__my_privilege(e, m);
+    /* the server says "denied" before it says "does not exist" */
+    if (p->state == SIMBA__MY_SETUP && p->phase == 0 && e == 1370)
+        priv = "EXECUTE on it (docs/mysql.md, Privileges), or simba was never set up on this table: run the setup once as "
+               "the role that owns the objects";
+    if (p->state == SIMBA__MY_SETUP && p->phase == 1 && (e == 1044 || e == 1142 || e == 1370 || e == 1227))
+        snprintf(p->err, sizeof p->err, "mysql: simba's objects for table %s are missing or incomplete, and this role may not "
+                 "make them: %s (%u) (run the setup once as the role that owns them; docs/mysql.md, Privileges)", p->table, m, e);
+    else snprintf(p->err, sizeof p->err, "mysql: %s: %s (%u)%s%s", what, m, e, priv ? ": this role needs " : "", priv ? priv : "");
     simba__copy(p->be->errmsg, sizeof p->be->errmsg, p->err);
 }
 
@@ -1218,6 +1307,17 @@ static void simba__my_send_next(simba__my *p, int64_t now) {
 static void simba__my_done(simba__my *p, int64_t now) {
     simba_req *r = p->cur;
     if (p->state == SIMBA__MY_SETUP) {
+        if (p->rep.rc != SIMBA_OK) { simba__my_drop(p, now, p->rep.rc); return; }
+        if (p->need) { /* objects missing: the setup, once, as their owner */
+            p->phase = 1;
+            p->need = 0;
+            p->step = SIMBA__MY_S_QUERY;
+            simba__my_run(p, now, 0);
+            return;
+        }
+        simba_log(p->loop, p->bell_ok ? SIMBA_LOG_INFO : SIMBA_LOG_WARN, "mysql: push by %s%s", p->bell_ok ? "doorbell" : "timers",
+                  p->bell_ok ? "" : ": the procedures' definer may not see or interrupt this user's queries (PROCESS and "
+                  "CONNECTION ADMIN or SUPER; docs/mysql.md, Privileges)");
         p->state = SIMBA__MY_READY;
         p->backoff = 0;
         p->err[0] = 0;
@@ -1248,7 +1348,16 @@ static void simba__my_done(simba__my *p, int64_t now) {
    connection is dropped; anything else fails the request and the connection goes on. */
 static void simba__my_error(simba__my *p, int64_t now) {
     unsigned e = mysql_errno(p->my);
+    if (p->state == SIMBA__MY_SETUP && p->phase == 0 && e == 1305) { /* no {O}: simba was never set up here */
+        p->need = 1;
+        simba__my_done(p, now);
+        return;
+    }
     simba__my_set_err(p, p->state == SIMBA__MY_SETUP ? "setup failed" : "statement failed");
+    if (p->state == SIMBA__MY_SETUP && e == 1644) { /* the setup's refusal of another version */
+        simba__my_drop(p, now, SIMBA_EDENIED);
+        return;
+    }
     if (p->state == SIMBA__MY_READY && p->cur && (e == 1213 || e == 1205) && ++p->retries <= SIMBA__MY_RETRIES &&
         !mysql_more_results(p->my)) {
         p->step = SIMBA__MY_S_QUERY;
@@ -1278,7 +1387,7 @@ static int simba__my_call(simba__my *p, int ready) {
                      : mysql_real_connect_start(&p->ret_my, p->my, p->host, p->user, p->pass, p->db, (unsigned)p->port,
                                                 p->sock, CLIENT_MULTI_STATEMENTS | CLIENT_MULTI_RESULTS);
     case SIMBA__MY_S_QUERY: {
-        const char *q = p->state == SIMBA__MY_SETUP ? p->setup : p->q;
+        const char *q = p->state != SIMBA__MY_SETUP ? p->q : p->phase ? p->setup : p->check;
         return ready ? mysql_real_query_cont(&p->ret_int, p->my, ready)
                      : mysql_real_query_start(&p->ret_int, p->my, q, (unsigned long)strlen(q));
     }
@@ -1300,6 +1409,8 @@ static int simba__my_after(simba__my *p, int64_t now) {
             return 0;
         }
         p->state = SIMBA__MY_SETUP;
+        p->phase = p->need = 0;
+        memset(&p->rep, 0, sizeof p->rep);
         p->step = SIMBA__MY_S_QUERY;
         return 1;
     case SIMBA__MY_S_QUERY:
@@ -1311,6 +1422,7 @@ static int simba__my_after(simba__my *p, int64_t now) {
     default:
         if (p->ret_res) {
             if (p->state == SIMBA__MY_READY) simba__my_take(p, p->ret_res);
+            else simba__my_version(p, p->ret_res);
             mysql_free_result(p->ret_res); /* a stored result: no I/O */
             p->ret_res = NULL;
         } else if (mysql_field_count(p->my) != 0) {
@@ -1458,7 +1570,7 @@ static int simba__my_ready(int fd, int wait, int64_t until, const struct pollfd 
 static void simba__my_bell_process(simba__my *p, const struct pollfd *ready, int n, int64_t now) {
     int bits;
     if (p->bstate == SIMBA__MY_B_DOWN) {
-        if (now >= p->bretry && p->state == SIMBA__MY_READY) simba__my_bell_start(p, now); /* after the setup */
+        if (now >= p->bretry && p->state == SIMBA__MY_READY && p->bell_ok) simba__my_bell_start(p, now); /* after the setup */
         return;
     }
     if (p->bwait && (bits = simba__my_ready(p->bfd, p->bwait, p->buntil, ready, n, now)) != 0) simba__my_bell_run(p, now, bits);
@@ -1530,6 +1642,7 @@ static void simba__my_destroy(void *impl) {
     if (p->bfd >= 0 && p->be) simba_backend_fd(p->be, p->bfd, 0);
     if (p->bmy) mysql_close(p->bmy);
     simba_free(p->loop, p->setup);
+    simba_free(p->loop, p->check);
     simba_free(p->loop, p->q);
     simba_free(p->loop, p->host);
     simba_free(p->loop, p->sock);
@@ -1628,21 +1741,21 @@ static simba_result simba__my_desc_check(simba_loop *loop, const simba_mysql_des
     return SIMBA_OK;
 }
 
-/* The setup script with this table's names. */
-static char *simba__my_script(simba__my *p, int64_t max_lease) {
+/* The check (p->check) and the setup (p->setup) with this table's names; 0 when out of memory. */
+static int simba__my_script(simba__my *p, int64_t max_lease) {
     char n[17][SIMBA__MY_TABLE_MAX + 24], ml[24], st[24], lw[24];
     static const char *const sfx[] = {"", "_q", "_boot", "_meta", "_acq", "_rel", "_read", "_val", "_yield", "_force", "_lost",
-                                      "_hold", "_sacq", "_grant", "_bell"};
-    static const char letter[] = "TQBMARDVEGKSPZW";
+                                      "_hold", "_sacq", "_grant", "_bell", "_version"};
+    static const char letter[] = "TQBMARDVEGKSPZWO";
     const char *subst[26];
     int i;
     memset((void *)subst, 0, sizeof subst);
-    for (i = 0; i < 15; i++) {
+    for (i = 0; i < 16; i++) {
         snprintf(n[i], sizeof n[i], "`%s%s`", p->table, sfx[i]);
         subst[letter[i] - 'A'] = n[i];
     }
-    snprintf(n[15], sizeof n[15], "`%s`", p->fn);
-    subst['F' - 'A'] = n[15];
+    snprintf(n[16], sizeof n[16], "`%s`", p->fn);
+    subst['F' - 'A'] = n[16];
     subst['U' - 'A'] = p->fn;
     subst['N' - 'A'] = p->table;
     snprintf(ml, sizeof ml, "%lld", (long long)max_lease);
@@ -1651,7 +1764,9 @@ static char *simba__my_script(simba__my *p, int64_t max_lease) {
     subst['L' - 'A'] = ml;
     subst['X' - 'A'] = st;
     subst['Y' - 'A'] = lw;
-    return simba__my_fill(p->loop, simba__my_setup_sql, subst);
+    p->check = simba__my_fill(p->loop, simba__my_check_sql, subst);
+    p->setup = simba__my_fill(p->loop, simba__my_setup_sql, subst);
+    return p->check && p->setup;
 }
 
 SIMBA_API simba_result simba_mysql_open(simba_loop *loop, const simba_mysql_desc *desc, simba_backend **out) {
@@ -1680,8 +1795,7 @@ SIMBA_API simba_result simba_mysql_open(simba_loop *loop, const simba_mysql_desc
     p->user = simba__strdup(loop, desc->user ? desc->user : "");
     p->pass = simba__strdup(loop, desc->password ? desc->password : "");
     p->db = simba__strdup(loop, desc->db);
-    p->setup = simba__my_script(p, ml);
-    if (!p->setup || !p->user || !p->pass || !p->db || (desc->host && !p->host) || (desc->unix_socket && !p->sock)) {
+    if (!simba__my_script(p, ml) || !p->user || !p->pass || !p->db || (desc->host && !p->host) || (desc->unix_socket && !p->sock)) {
         simba__my_destroy(p);
         return simba__fail(loop, SIMBA_ENOMEM, "simba_mysql_open: out of memory");
     }

@@ -175,6 +175,8 @@ if want mysql; then
             run "mysql_$c" $B/kit_mysql "$c"
         done
         run kit_diff_mysql $B/kit_diff_mysql --seed 1 --steps 2000
+        # least privilege: an owner, an application and a read-only role, through the CLI
+        run mysql_roles bash tests/test_mysql_roles.sh
         sh scripts/mysql-stop.sh "$SIMBA_MYSQL_DIR" >/dev/null 2>&1
     else
         echo "== mysql: could not start MariaDB (see $LOGS/mysql-server.log)"
