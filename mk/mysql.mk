@@ -26,7 +26,3 @@ $(B)/compile/clang/simba_mysql.c.o: tests/compile/simba_mysql.c $(HDR_MYSQL) | $
 	clang $(CFLAGS) $(MYINC) -I. -c -o $@ $<
 $(B)/compile/clang/simba_mysql.cc.o: tests/compile/simba_mysql.cc $(HDR_MYSQL) | $(B)/compile/clang
 	clang++ $(COMPILE_CXX) $(MYINC) -I. -c -o $@ $<
-# the MySQL rows of the bench, next to the same server's references (bench/mysql_bench.c):
-# build/mysql_bench --port P after scripts/mysql-start.sh P DIR
-$(B)/mysql_bench: bench/mysql_bench.c $(HDR_MYSQL) | $(B)
-	$(CC) $(CFLAGS) -O2 $(MYINC) -o $@ bench/mysql_bench.c $(MYLIB) -lpthread
