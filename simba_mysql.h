@@ -234,23 +234,26 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
    ttl_left, transition_left, held (-1 unknown), fence, first_in_line (or what the answer
    is, see SIMBA__MY_GUARD and SIMBA__MY_REFUSED), the server's ms, the owner's value in hex. */
 #define SIMBA__MY_NOW "FLOOR(UNIX_TIMESTAMP(SYSDATE(3)) * 1000)"
+/* Names and ids in routines as in the tables: a parameter or variable of the database's
+   default character set would make every lookup by name a scan of the whole table. */
+#define SIMBA__MY_ASCII "CHARACTER SET ascii COLLATE ascii_bin"
 #define SIMBA__MY_DECL                                                                            \
     "  DECLARE now_ms BIGINT DEFAULT 0; DECLARE nf INT DEFAULT 0; DECLARE done INT DEFAULT 0;\n"   \
-    "  DECLARE r_owner VARCHAR(255) DEFAULT ''; DECLARE r_fence BIGINT DEFAULT 0;\n"              \
+    "  DECLARE r_owner VARCHAR(255) " SIMBA__MY_ASCII " DEFAULT ''; DECLARE r_fence BIGINT DEFAULT 0;\n"              \
     "  DECLARE r_acq BIGINT DEFAULT 0; DECLARE r_ttl BIGINT DEFAULT 0; DECLARE r_tr BIGINT DEFAULT 0;\n" \
     "  DECLARE r_val BLOB DEFAULT ''; DECLARE r_seq BIGINT DEFAULT 0;\n"                          \
-    "  DECLARE o_owner VARCHAR(255) DEFAULT ''; DECLARE o_ttl BIGINT DEFAULT 0; DECLARE o_tr BIGINT DEFAULT 0;\n" \
+    "  DECLARE o_owner VARCHAR(255) " SIMBA__MY_ASCII " DEFAULT ''; DECLARE o_ttl BIGINT DEFAULT 0; DECLARE o_tr BIGINT DEFAULT 0;\n" \
     "  DECLARE o_held BIGINT DEFAULT -1; DECLARE o_fence BIGINT DEFAULT 0; DECLARE o_first INT DEFAULT 0;\n" \
     "  DECLARE o_val BLOB DEFAULT '';\n"                                                          \
     "  DECLARE b_since BIGINT DEFAULT 0; DECLARE b_floor BIGINT DEFAULT 0; DECLARE b_bound BIGINT DEFAULT 0;\n" \
     "  DECLARE b_until BIGINT DEFAULT 0; DECLARE my_bound BIGINT DEFAULT 0;\n"                    \
-    "  DECLARE hd VARCHAR(255) DEFAULT NULL; DECLARE h_ttl BIGINT DEFAULT 0; DECLARE h_tr BIGINT DEFAULT 0;\n" \
+    "  DECLARE hd VARCHAR(255) " SIMBA__MY_ASCII " DEFAULT NULL; DECLARE h_ttl BIGINT DEFAULT 0; DECLARE h_tr BIGINT DEFAULT 0;\n" \
     "  DECLARE h_val BLOB DEFAULT ''; DECLARE y_val BLOB DEFAULT '';\n"                           \
-    "  DECLARE h_bell VARCHAR(80) DEFAULT ''; DECLARE ring VARCHAR(80) DEFAULT ''; DECLARE h_sh INT DEFAULT 0;\n" \
+    "  DECLARE h_bell VARCHAR(80) " SIMBA__MY_ASCII " DEFAULT ''; DECLARE ring VARCHAR(80) " SIMBA__MY_ASCII " DEFAULT ''; DECLARE h_sh INT DEFAULT 0;\n" \
     "  DECLARE r_permits INT DEFAULT 0; DECLARE nh BIGINT DEFAULT 0; DECLARE nq BIGINT DEFAULT 0;\n" \
     "  DECLARE my_seq BIGINT DEFAULT NULL; DECLARE pos BIGINT DEFAULT 0; DECLARE ahead BIGINT DEFAULT 0;\n" \
     "  DECLARE ok INT DEFAULT NULL; DECLARE rec INT DEFAULT 0; DECLARE live INT DEFAULT 0;\n"      \
-    "  DECLARE hs_id VARCHAR(255) DEFAULT NULL; DECLARE hs_fence BIGINT DEFAULT 0; DECLARE hs_acq BIGINT DEFAULT 0;\n" \
+    "  DECLARE hs_id VARCHAR(255) " SIMBA__MY_ASCII " DEFAULT NULL; DECLARE hs_fence BIGINT DEFAULT 0; DECLARE hs_acq BIGINT DEFAULT 0;\n" \
     "  DECLARE hs_ttl BIGINT DEFAULT 0; DECLARE hs_tr BIGINT DEFAULT 0; DECLARE hs_val BLOB DEFAULT ''; DECLARE hs_sh INT DEFAULT 0;\n" \
     "  DECLARE CONTINUE HANDLER FOR NOT FOUND SET nf = 1;\n"                                      \
     "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
@@ -277,7 +280,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
    query. A failure (no privilege to see or kill it) only leaves the waiter to its timer. */
 #define SIMBA__MY_RING "  IF ring <> '' THEN CALL {W}(ring); END IF;\n"
 #define SIMBA__MY_BELL_FN                                                                         \
-    "CREATE PROCEDURE IF NOT EXISTS {W}(ring VARCHAR(80))\n"                                      \
+    "CREATE PROCEDURE IF NOT EXISTS {W}(ring VARCHAR(80) " SIMBA__MY_ASCII ")\n"                                      \
     "MODIFIES SQL DATA BEGIN\n"                                                                   \
     "  DECLARE bid BIGINT UNSIGNED;\n"                                                            \
     "  DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;\n"                                    \
@@ -375,7 +378,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
 #define SIMBA__MY_REFUSED "4"
 #define SIMBA__MY_YIELDED "5"
 #define SIMBA__MY_ARGS_ACQ                                                                       \
-    "p_name VARCHAR(255), p_id VARCHAR(255), p_ttl BIGINT, p_tr BIGINT, p_live BIGINT, p_renew INT, p_bell VARCHAR(80),\n  p_val BLOB"
+    "p_name VARCHAR(255) " SIMBA__MY_ASCII ", p_id VARCHAR(255) " SIMBA__MY_ASCII ", p_ttl BIGINT, p_tr BIGINT, p_live BIGINT, p_renew INT, p_bell VARCHAR(80) " SIMBA__MY_ASCII ",\n  p_val BLOB"
 
 /* Yield of a holding of the set (row locked): when its permit, once free, goes to a live
    waiter the rule does not grant now, the holding goes, {Z} grants whom it frees, and the
@@ -408,10 +411,10 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
    with its own ttl, transition and value, and its doorbell rung: its ask waits for the
    commit on the row lock, and finds the grant. In the quarantine: only the bell. */
 #define SIMBA__MY_GRANT_FN_HEAD                                                                   \
-    "CREATE PROCEDURE IF NOT EXISTS {Z}(p_name VARCHAR(255), p_free INT, p_permits INT, now_ms BIGINT)\n" \
+    "CREATE PROCEDURE IF NOT EXISTS {Z}(p_name VARCHAR(255) " SIMBA__MY_ASCII ", p_free INT, p_permits INT, now_ms BIGINT)\n" \
     "MODIFIES SQL DATA BEGIN\n"                                                                   \
-    "  DECLARE w_id VARCHAR(255); DECLARE w_ttl BIGINT; DECLARE w_tr BIGINT; DECLARE w_val BLOB; DECLARE w_sh INT;\n" \
-    "  DECLARE w_bell VARCHAR(80); DECLARE g_f BIGINT; DECLARE b_since BIGINT DEFAULT 0; DECLARE b_floor BIGINT DEFAULT 0;\n" \
+    "  DECLARE w_id VARCHAR(255) " SIMBA__MY_ASCII "; DECLARE w_ttl BIGINT; DECLARE w_tr BIGINT; DECLARE w_val BLOB; DECLARE w_sh INT;\n" \
+    "  DECLARE w_bell VARCHAR(80) " SIMBA__MY_ASCII "; DECLARE g_f BIGINT; DECLARE b_since BIGINT DEFAULT 0; DECLARE b_floor BIGINT DEFAULT 0;\n" \
     "  DECLARE b_bound BIGINT DEFAULT 0; DECLARE b_until BIGINT DEFAULT 0; DECLARE my_bound BIGINT DEFAULT 0; DECLARE nf INT DEFAULT 0;\n" \
     "  DECLARE c CURSOR FOR SELECT q.contender, q.ttl_ms, q.tr_ms, q.value, q.shared, q.bell FROM (SELECT contender, ttl_ms,\n" \
     "      tr_ms, value, shared, bell, seq, ROW_NUMBER() OVER (ORDER BY seq) AS i, SUM(1 - shared) OVER (ORDER BY seq) AS ex\n" \
@@ -597,7 +600,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
 /* release by the live owner: the mutex goes at once to the oldest live waiter; with
    nobody waiting the row is cleared. A release by anyone else leaves the line. */
 #define SIMBA__MY_REL_HEAD                                                                             \
-    "CREATE PROCEDURE IF NOT EXISTS {R}(p_name VARCHAR(255), p_id VARCHAR(255))\n"                   \
+    "CREATE PROCEDURE IF NOT EXISTS {R}(p_name VARCHAR(255) " SIMBA__MY_ASCII ", p_id VARCHAR(255) " SIMBA__MY_ASCII ")\n"                   \
     "MODIFIES SQL DATA BEGIN\n"
 #define SIMBA__MY_REL                                                                          \
     "  body: BEGIN\n" SIMBA__MY_LOCK                                                              \
@@ -621,7 +624,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  END body;\n" SIMBA__MY_ANSWER "END"
 
 #define SIMBA__MY_READ_HEAD                                                                            \
-    "CREATE PROCEDURE IF NOT EXISTS {D}(p_name VARCHAR(255))\n"                                      \
+    "CREATE PROCEDURE IF NOT EXISTS {D}(p_name VARCHAR(255) " SIMBA__MY_ASCII ")\n"                                      \
     "READS SQL DATA BEGIN\n"
 #define SIMBA__MY_READ                                                                          \
     "  body: BEGIN\n"                                                                             \
@@ -633,7 +636,7 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
 
 /* proclaim: the value replaced while the contender holds p_fence and a live lease. */
 #define SIMBA__MY_VAL_HEAD                                                                             \
-    "CREATE PROCEDURE IF NOT EXISTS {V}(p_name VARCHAR(255), p_id VARCHAR(255), p_fence BIGINT, p_val BLOB)\n" \
+    "CREATE PROCEDURE IF NOT EXISTS {V}(p_name VARCHAR(255) " SIMBA__MY_ASCII ", p_id VARCHAR(255) " SIMBA__MY_ASCII ", p_fence BIGINT, p_val BLOB)\n" \
     "MODIFIES SQL DATA BEGIN\n"
 #define SIMBA__MY_VAL                                                                          \
     "  body: BEGIN\n" SIMBA__MY_LOCK                                                              \
@@ -658,8 +661,8 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
 /* yield: with a live waiter other than the owner in line, handed over as a release does,
    and the yielder queued at the back with its lease and value; else nothing changes. */
 #define SIMBA__MY_YIELD_HEAD                                                                           \
-    "CREATE PROCEDURE IF NOT EXISTS {E}(p_name VARCHAR(255), p_id VARCHAR(255), p_fence BIGINT, p_live BIGINT,\n" \
-    "  p_ttl BIGINT, p_tr BIGINT, p_bell VARCHAR(80))\n"                                                              \
+    "CREATE PROCEDURE IF NOT EXISTS {E}(p_name VARCHAR(255) " SIMBA__MY_ASCII ", p_id VARCHAR(255) " SIMBA__MY_ASCII ", p_fence BIGINT, p_live BIGINT,\n" \
+    "  p_ttl BIGINT, p_tr BIGINT, p_bell VARCHAR(80) " SIMBA__MY_ASCII ")\n"                                                              \
     "MODIFIES SQL DATA BEGIN\n"
 #define SIMBA__MY_YIELD                                                                          \
     "  body: BEGIN\n" SIMBA__MY_LOCK                                                              \
@@ -681,9 +684,9 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
 /* force release: clears the row, or deletes the holding of the set, only while that fence's
    lease lives; the head waiter then asks at its timer. One row: 1 cleared, 0 not. */
 #define SIMBA__MY_FORCE                                                                           \
-    "CREATE PROCEDURE IF NOT EXISTS {G}(p_name VARCHAR(255), p_fence BIGINT)\n"                      \
+    "CREATE PROCEDURE IF NOT EXISTS {G}(p_name VARCHAR(255) " SIMBA__MY_ASCII ", p_fence BIGINT)\n"                      \
     "MODIFIES SQL DATA BEGIN\n"                                                                   \
-    "  DECLARE now_ms BIGINT; DECLARE n INT; DECLARE ring VARCHAR(80) DEFAULT '';\n"             \
+    "  DECLARE now_ms BIGINT; DECLARE n INT; DECLARE ring VARCHAR(80) " SIMBA__MY_ASCII " DEFAULT '';\n"             \
     "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"                    \
     "  START TRANSACTION;\n"                                                                      \
     "  SELECT COUNT(*) INTO n FROM {T} WHERE name = p_name FOR UPDATE;\n"                         \
@@ -706,9 +709,9 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
 /* >>fence  The fenced write's check (see FENCED WRITES): the share lock on the mutex row
    keeps every grant, renewal and release out until the caller's transaction ends. */
 #define SIMBA__MY_CHECK_FENCE                                                                     \
-    "CREATE FUNCTION IF NOT EXISTS {F}(p_name VARCHAR(255), p_fence BIGINT) RETURNS INT\n"           \
+    "CREATE FUNCTION IF NOT EXISTS {F}(p_name VARCHAR(255) " SIMBA__MY_ASCII ", p_fence BIGINT) RETURNS INT\n"           \
     "READS SQL DATA BEGIN\n"                                                                      \
-    "  DECLARE r_owner VARCHAR(255) DEFAULT ''; DECLARE r_fence BIGINT DEFAULT 0;\n"              \
+    "  DECLARE r_owner VARCHAR(255) " SIMBA__MY_ASCII " DEFAULT ''; DECLARE r_fence BIGINT DEFAULT 0;\n"              \
     "  DECLARE r_tr BIGINT DEFAULT 0; DECLARE now_ms BIGINT; DECLARE msg VARCHAR(400);\n"         \
     "  DECLARE CONTINUE HANDLER FOR NOT FOUND SET r_owner = '';\n"                                \
     "  IF p_name IS NULL OR p_name = '' THEN\n"                                                   \
