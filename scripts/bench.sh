@@ -277,6 +277,9 @@ if want w4; then
         --server-pid "$(cat "$PG_DIR/postgres.pid")" --with-children 1 --own-timeout-s 180
     run w4_mysql $PIN $BIN/w4_scale --part steady --backend mysql --mutexes 10000 --secs 20 --ttl-ms 10000 $MP \
         --server-pid "$(cat "$MYSQL_DIR/mysql.pid")" --own-timeout-s 180
+    # one command at a time per connection: the scale where the first burst fits in a ttl
+    run w4_mysql_1k $PIN $BIN/w4_scale --part steady --backend mysql --mutexes 1000 --secs 20 --ttl-ms 10000 $MP \
+        --server-pid "$(cat "$MYSQL_DIR/mysql.pid")" --own-timeout-s 60
 fi
 if want w5; then
     run w5_redis $PIN $BIN/w5_stall --backend redis --server-pid "$(cat "$REDIS_DIR/redis.pid")" --stop-s 5 $RP
