@@ -515,47 +515,6 @@ enum { SIMBA__MY_S_CONNECT, SIMBA__MY_S_QUERY, SIMBA__MY_S_STORE, SIMBA__MY_S_NE
     "  IF NOT live THEN\n" SIMBA__MY_FIRST_HOLDER "  END IF;\n"                                  \
     "  END body;\n" SIMBA__MY_ANSWER "END"
 
-/* The common cases in one autocommit UPDATE each, before the general path (which runs only
-   when it changed no row): a renewal of a live lease; a first ask of a free mutex with no
-   queue, no holding, the same max_lease_ms in the marker and no quarantine; a release by the
-   live owner with nobody in line. The row is locked by the UPDATE and judged by the server's
-   clock read under that lock (SYSDATE), as the general path judges it. The answer is the
-   row as it is after the commit. */
-#define SIMBA__MY_ANSWER_ROW                                                                      \
-    "    SET f_now = " SIMBA__MY_NOW ";\n"                                                        \
-    "    SELECT IF(owner <> '' AND transition_ms >= f_now, owner, ''), IF(owner <> '' AND transition_ms >= f_now,\n" \
-    "      ttl_ms - f_now, 0), IF(owner <> '' AND transition_ms >= f_now, transition_ms - f_now, 0),\n" \
-    "      IF(owner <> '' AND transition_ms >= f_now, f_now - acquired_ms, -1), IF(owner <> '' AND transition_ms >= f_now,\n" \
-    "      fence, 0), 0, f_now, IF(owner <> '' AND transition_ms >= f_now, HEX(value), '') FROM {T} WHERE name = p_name;\n"
-#define SIMBA__MY_ACQ_FAST                                                                        \
-    "  DECLARE f_since BIGINT DEFAULT NULL; DECLARE f_floor BIGINT DEFAULT 0; DECLARE f_bound BIGINT DEFAULT 0;\n" \
-    "  DECLARE f_ml BIGINT DEFAULT 0; DECLARE f_n INT DEFAULT 0; DECLARE f_now BIGINT DEFAULT 0;\n" \
-    "  DECLARE CONTINUE HANDLER FOR NOT FOUND SET f_since = NULL;\n"                              \
-    "  IF p_renew THEN\n"                                                                         \
-    "    UPDATE {T} SET ttl_ms = " SIMBA__MY_NOW " + p_ttl, transition_ms = " SIMBA__MY_NOW " + p_ttl + p_tr\n" \
-    "      WHERE name = p_name AND owner = p_id AND transition_ms >= " SIMBA__MY_NOW ";\n"        \
-    "    SET f_n = ROW_COUNT();\n"                                                                \
-    "  ELSE\n"                                                                                    \
-    "    SET f_ml = COALESCE(@simba_max_lease_ms, 0);\n"                                          \
-    "    SELECT since_ms, fence_floor, max_lease_ms INTO f_since, f_floor, f_bound FROM {B} WHERE id = 1;\n" \
-    "    IF f_since IS NOT NULL AND f_ml > 0 AND f_bound = f_ml AND " SIMBA__MY_NOW " >= f_since + GREATEST(p_ttl + p_tr, f_ml) THEN\n" \
-    "      UPDATE {T} SET owner = p_id, fence = GREATEST(fence + 1, f_floor), acquired_ms = " SIMBA__MY_NOW ",\n" \
-    "        ttl_ms = " SIMBA__MY_NOW " + p_ttl, transition_ms = " SIMBA__MY_NOW " + p_ttl + p_tr, value = p_val\n" \
-    "        WHERE name = p_name AND permits <= 1 AND (owner = '' OR owner = p_id OR transition_ms < " SIMBA__MY_NOW ")\n" \
-    "        AND NOT EXISTS (SELECT 1 FROM {Q} WHERE name = p_name)\n"                             \
-    "        AND NOT EXISTS (SELECT 1 FROM {S} WHERE name = p_name AND transition_ms >= " SIMBA__MY_NOW ");\n" \
-    "      SET f_n = ROW_COUNT();\n"                                                              \
-    "    END IF;\n"                                                                               \
-    "  END IF;\n"                                                                                 \
-    "  IF f_n = 1 THEN\n" SIMBA__MY_ANSWER_ROW "  ELSE BEGIN\n"
-#define SIMBA__MY_REL_FAST                                                                        \
-    "  DECLARE f_now BIGINT DEFAULT 0;\n"                                                         \
-    "  UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0, value = '' WHERE name = p_name AND owner = p_id\n" \
-    "    AND transition_ms >= " SIMBA__MY_NOW " AND NOT EXISTS (SELECT 1 FROM {Q} WHERE name = p_name);\n" \
-    "  IF ROW_COUNT() = 1 THEN\n" SIMBA__MY_ANSWER_ROW "  ELSE BEGIN\n"
-/* the general path's block closed, and the procedure */
-#define SIMBA__MY_FAST_END ";\n  END IF;\nEND;\n"
-
 /* acquire: p_renew = the core believes it owns it. A renewal of a live lease keeps fence,
    acquired and value; a renewal whose lease has ended at the store is refused (answered
    with the row as it is), never granted as a new ownership. */
@@ -819,8 +778,8 @@ static const char *const simba__my_setup_sql[] = {
     "CREATE TRIGGER IF NOT EXISTS {K} AFTER DELETE ON {T} FOR EACH ROW\n"
     "  UPDATE {B} SET fence_floor = GREATEST(fence_floor, OLD.fence + 1), since_ms = IF(OLD.owner <> ''\n"
     "    AND OLD.transition_ms >= " SIMBA__MY_NOW ", GREATEST(since_ms, " SIMBA__MY_NOW "), since_ms) WHERE id = 1;\n",
-    SIMBA__MY_ACQ_HEAD SIMBA__MY_ACQ_FAST, SIMBA__MY_DECL, SIMBA__MY_ACQ, SIMBA__MY_ACQ_B SIMBA__MY_FAST_END,
-    SIMBA__MY_REL_HEAD SIMBA__MY_REL_FAST, SIMBA__MY_DECL, SIMBA__MY_REL SIMBA__MY_FAST_END,
+    SIMBA__MY_ACQ_HEAD, SIMBA__MY_DECL, SIMBA__MY_ACQ, SIMBA__MY_ACQ_B ";\n",
+    SIMBA__MY_REL_HEAD, SIMBA__MY_DECL, SIMBA__MY_REL ";\n",
     SIMBA__MY_READ_HEAD, SIMBA__MY_DECL, SIMBA__MY_READ ";\n",
     SIMBA__MY_VAL_HEAD, SIMBA__MY_DECL, SIMBA__MY_VAL ";\n",
     SIMBA__MY_YIELD_HEAD, SIMBA__MY_DECL, SIMBA__MY_YIELD, SIMBA__MY_YIELD_B ";\n",
