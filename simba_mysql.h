@@ -76,9 +76,7 @@
  *   <table>_acq / _rel / _read / _val / _yield / _force / _sacq / _grant / _bell   stored
  *                 procedures, one CALL =
  *                 one round trip; each locks the mutex's row first (FOR UPDATE) in a
- *                 transaction of its own, so one mutex's queue changes are serialised;
- *                 _acq and _rel first try their common cases as one autocommit UPDATE
- *                 of that row (SIMBA__MY_ACQ_FAST), which locks it first too.
+ *                 transaction of its own, so one mutex's queue changes are serialised.
  *
  * LOSSES (a restart, a failover to a replica that missed writes, a restored backup, rows
  * deleted)
