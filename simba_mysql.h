@@ -51,8 +51,9 @@
  *
  *   SETUP runs once per connection, in one round trip (a multi-statement script): the
  *   session's time_zone '+00:00', READ COMMITTED (so gap locks never deadlock two first
- *   acquisitions), max_statement_time; then under GET_LOCK (two creators never race) the
- *   version row is checked, the tables, triggers and procedures are created if missing.
+ *   acquisitions), max_statement_time, then CALL <table>_version() (PRIVILEGES). Only when
+ *   that routine is missing or finds an object missing, a second round trip, under GET_LOCK
+ *   (two creators never race), checks the version row and creates what is missing.
  *   After a reconnect (not the first connect) SIMBA_EV_RESET is raised for every mutex; a
  *   lost connection raises SIMBA_EV_DISCONNECTED. Grants are the requested ttl
  *   (SIMBA_LEASE_ASKED).
@@ -82,6 +83,7 @@
  *   <table>_meta  the schema version row ('version', 1); another version is refused
  *   <table>_hold  the holders of a semaphore or read-write lock (see below)
  *   <table>_follow  the doorbells of processes that read a name (see PUSH), each for max_lease_ms
+ *   <table>_version  the check every connection makes (PRIVILEGES)
  *   <table>_acq / _rel / _read / _val / _yield / _force / _sacq / _grant / _bell / _fan   stored
  *                 procedures, one CALL =
  *                 one round trip; each locks the mutex's row first (FOR UPDATE) in a
@@ -140,11 +142,23 @@
  *   handed out, released, the lease is over); roll back. simba_mysql_check_fence() is the C
  *   call of it on a MYSQL connection of the application's.
  *
+ * PRIVILEGES
+ *   Every routine runs with its definer's rights (SQL SECURITY DEFINER): only the role that
+ *   makes the objects, once, needs CREATE, TRIGGER and CREATE ROUTINE. <table>_version
+ *   answers, for any caller with EXECUTE on it, the version row, whether every object is
+ *   there, and whether the definer may ring this user's doorbell (the same user, or PROCESS
+ *   and CONNECTION ADMIN or SUPER); when it may not, no doorbell is parked (timers, logged
+ *   once, simba_mysql_push() "timers"). An application role needs EXECUTE on the routines it
+ *   calls and SELECT on <table>, _q and _hold to inspect; docs/mysql.md lists the grants.
+ *   A refusal (error 1044, 1142, 1370, ...) fails requests at once with SIMBA_EDENIED and
+ *   the server's words, with the privilege this role needs.
+ *
  * SECTIONS (grep the tag in this file)
  *   >>api  public declarations   >>impl  the implementation   >>open  the constructor
  *   >>process  the work of one poll   >>close  teardown   >>sql  the statements
  *   >>row  answer rows   >>conn  the connection   >>step  the non-blocking steps
  *   >>fence  fenced writes   >>inspect  simba_inspect, simba_list, simba_force_release
+ *   >>version  the schema check of every connection
  *
  * LICENSE: MIT, the full text at the end of simba.h (the headers ship together).
  */
@@ -228,6 +242,7 @@ SIMBA_API simba_result simba_mysql_check_fence(struct st_mysql *conn, const char
 
 #define SIMBA__MY_TABLE_MAX 48
 #define SIMBA__MY_VERSION "1"
+#define SIMBA__MY_SCHEMA_VERSION 1 /* the same, as a number */
 #define SIMBA__MY_RETRIES 8
 #define SIMBA__MY_VIEW_HOLDERS 64 /* holders an inspection shows per mutex */
 #define SIMBA__MY_ROWBUF (2 * SIMBA_VALUE_MAX + 4 * SIMBA_ID_MAX + 256)
@@ -243,23 +258,26 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
    ttl_left, transition_left, held (-1 unknown), fence, first_in_line (or what the answer
    is, see SIMBA__MY_GUARD and SIMBA__MY_REFUSED), the server's ms, the owner's value in hex. */
 #define SIMBA__MY_NOW "FLOOR(UNIX_TIMESTAMP(SYSDATE(3)) * 1000)"
+/* Names and ids in routines as in the tables: a parameter or variable of the database's
+   default character set would make every lookup by name a scan of the whole table. */
+#define SIMBA__MY_ASCII "CHARACTER SET ascii COLLATE ascii_bin"
 #define SIMBA__MY_DECL                                                                            \
     "  DECLARE now_ms BIGINT DEFAULT 0; DECLARE nf INT DEFAULT 0; DECLARE done INT DEFAULT 0;\n"   \
-    "  DECLARE r_owner VARCHAR(255) DEFAULT ''; DECLARE r_fence BIGINT DEFAULT 0;\n"              \
+    "  DECLARE r_owner VARCHAR(255) " SIMBA__MY_ASCII " DEFAULT ''; DECLARE r_fence BIGINT DEFAULT 0;\n"              \
     "  DECLARE r_acq BIGINT DEFAULT 0; DECLARE r_ttl BIGINT DEFAULT 0; DECLARE r_tr BIGINT DEFAULT 0;\n" \
     "  DECLARE r_val BLOB DEFAULT ''; DECLARE r_seq BIGINT DEFAULT 0;\n"                          \
-    "  DECLARE o_owner VARCHAR(255) DEFAULT ''; DECLARE o_ttl BIGINT DEFAULT 0; DECLARE o_tr BIGINT DEFAULT 0;\n" \
+    "  DECLARE o_owner VARCHAR(255) " SIMBA__MY_ASCII " DEFAULT ''; DECLARE o_ttl BIGINT DEFAULT 0; DECLARE o_tr BIGINT DEFAULT 0;\n" \
     "  DECLARE o_held BIGINT DEFAULT -1; DECLARE o_fence BIGINT DEFAULT 0; DECLARE o_first INT DEFAULT 0;\n" \
-    "  DECLARE o_val BLOB DEFAULT ''; DECLARE fan INT DEFAULT 0; DECLARE fan_skip VARCHAR(80) DEFAULT '';\n"                                                          \
+    "  DECLARE o_val BLOB DEFAULT ''; DECLARE fan INT DEFAULT 0; DECLARE fan_skip VARCHAR(80) " SIMBA__MY_ASCII " DEFAULT '';\n"                                                          \
     "  DECLARE b_since BIGINT DEFAULT 0; DECLARE b_floor BIGINT DEFAULT 0; DECLARE b_bound BIGINT DEFAULT 0;\n" \
     "  DECLARE b_until BIGINT DEFAULT 0; DECLARE my_bound BIGINT DEFAULT 0;\n"                    \
-    "  DECLARE hd VARCHAR(255) DEFAULT NULL; DECLARE h_ttl BIGINT DEFAULT 0; DECLARE h_tr BIGINT DEFAULT 0;\n" \
+    "  DECLARE hd VARCHAR(255) " SIMBA__MY_ASCII " DEFAULT NULL; DECLARE h_ttl BIGINT DEFAULT 0; DECLARE h_tr BIGINT DEFAULT 0;\n" \
     "  DECLARE h_val BLOB DEFAULT ''; DECLARE y_val BLOB DEFAULT '';\n"                           \
-    "  DECLARE h_bell VARCHAR(80) DEFAULT ''; DECLARE ring VARCHAR(80) DEFAULT ''; DECLARE h_sh INT DEFAULT 0;\n" \
+    "  DECLARE h_bell VARCHAR(80) " SIMBA__MY_ASCII " DEFAULT ''; DECLARE ring VARCHAR(80) " SIMBA__MY_ASCII " DEFAULT ''; DECLARE h_sh INT DEFAULT 0;\n" \
     "  DECLARE r_permits INT DEFAULT 0; DECLARE nh BIGINT DEFAULT 0; DECLARE nq BIGINT DEFAULT 0;\n" \
     "  DECLARE my_seq BIGINT DEFAULT NULL; DECLARE pos BIGINT DEFAULT 0; DECLARE ahead BIGINT DEFAULT 0;\n" \
     "  DECLARE ok INT DEFAULT NULL; DECLARE rec INT DEFAULT 0; DECLARE live INT DEFAULT 0;\n"      \
-    "  DECLARE hs_id VARCHAR(255) DEFAULT NULL; DECLARE hs_fence BIGINT DEFAULT 0; DECLARE hs_acq BIGINT DEFAULT 0;\n" \
+    "  DECLARE hs_id VARCHAR(255) " SIMBA__MY_ASCII " DEFAULT NULL; DECLARE hs_fence BIGINT DEFAULT 0; DECLARE hs_acq BIGINT DEFAULT 0;\n" \
     "  DECLARE hs_ttl BIGINT DEFAULT 0; DECLARE hs_tr BIGINT DEFAULT 0; DECLARE hs_val BLOB DEFAULT ''; DECLARE hs_sh INT DEFAULT 0;\n" \
     "  DECLARE CONTINUE HANDLER FOR NOT FOUND SET nf = 1;\n"                                      \
     "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
@@ -293,7 +311,7 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
    query. A failure (no privilege to see or kill it) only leaves the waiter to its timer. */
 #define SIMBA__MY_RING "  IF ring <> '' THEN CALL {W}(ring); END IF;\n"
 #define SIMBA__MY_BELL_FN                                                                         \
-    "CREATE PROCEDURE IF NOT EXISTS {W}(ring VARCHAR(80))\n"                                      \
+    "CREATE PROCEDURE IF NOT EXISTS {W}(ring VARCHAR(80) " SIMBA__MY_ASCII ")\n"                                      \
     "MODIFIES SQL DATA BEGIN\n"                                                                   \
     "  DECLARE bid BIGINT UNSIGNED;\n"                                                            \
     "  DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;\n"                                    \
@@ -316,9 +334,10 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "    AND bell <> '' AND bell <> ring AND bell <> fan_skip))"
 #define SIMBA__MY_FAN "  IF fan AND " SIMBA__MY_FAN_ANY " THEN CALL {J}(p_name, ring, fan_skip); END IF;\n"
 #define SIMBA__MY_FAN_FN                                                                          \
-    "CREATE PROCEDURE IF NOT EXISTS {J}(p_name VARCHAR(255), p_skip VARCHAR(80), p_skip2 VARCHAR(80))\n" \
+    "CREATE PROCEDURE IF NOT EXISTS {J}(p_name VARCHAR(255) " SIMBA__MY_ASCII ", p_skip VARCHAR(80) " SIMBA__MY_ASCII ",\n" \
+    "  p_skip2 VARCHAR(80) " SIMBA__MY_ASCII ")\n" \
     "MODIFIES SQL DATA BEGIN\n"                                                                   \
-    "  DECLARE b VARCHAR(80); DECLARE fin INT DEFAULT 0; DECLARE now_ms BIGINT DEFAULT " SIMBA__MY_NOW ";\n" \
+    "  DECLARE b VARCHAR(80) " SIMBA__MY_ASCII "; DECLARE fin INT DEFAULT 0; DECLARE now_ms BIGINT DEFAULT " SIMBA__MY_NOW ";\n" \
     "  DECLARE c CURSOR FOR SELECT bell FROM {Q} WHERE name = p_name AND bell <> '' AND expires_ms >= now_ms\n" \
     "    UNION SELECT bell FROM {O} WHERE name = p_name AND expires_ms >= now_ms;\n"               \
     "  DECLARE CONTINUE HANDLER FOR NOT FOUND SET fin = 1;\n"                                     \
@@ -417,7 +436,7 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
 #define SIMBA__MY_REFUSED "4"
 #define SIMBA__MY_YIELDED "5"
 #define SIMBA__MY_ARGS_ACQ                                                                       \
-    "p_name VARCHAR(255), p_id VARCHAR(255), p_ttl BIGINT, p_tr BIGINT, p_live BIGINT, p_renew INT, p_bell VARCHAR(80),\n  p_val BLOB"
+    "p_name VARCHAR(255) " SIMBA__MY_ASCII ", p_id VARCHAR(255) " SIMBA__MY_ASCII ", p_ttl BIGINT, p_tr BIGINT, p_live BIGINT, p_renew INT, p_bell VARCHAR(80) " SIMBA__MY_ASCII ",\n  p_val BLOB"
 
 /* Yield of a holding of the set (row locked): when its permit, once free, goes to a live
    waiter the rule does not grant now, the holding goes, {Z} grants whom it frees, and the
@@ -450,10 +469,10 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
    with its own ttl, transition and value, and its doorbell rung: its ask waits for the
    commit on the row lock, and finds the grant. In the quarantine: only the bell. */
 #define SIMBA__MY_GRANT_FN_HEAD                                                                   \
-    "CREATE PROCEDURE IF NOT EXISTS {Z}(p_name VARCHAR(255), p_free INT, p_permits INT, now_ms BIGINT)\n" \
+    "CREATE PROCEDURE IF NOT EXISTS {Z}(p_name VARCHAR(255) " SIMBA__MY_ASCII ", p_free INT, p_permits INT, now_ms BIGINT)\n" \
     "MODIFIES SQL DATA BEGIN\n"                                                                   \
-    "  DECLARE w_id VARCHAR(255); DECLARE w_ttl BIGINT; DECLARE w_tr BIGINT; DECLARE w_val BLOB; DECLARE w_sh INT;\n" \
-    "  DECLARE w_bell VARCHAR(80); DECLARE g_f BIGINT; DECLARE b_since BIGINT DEFAULT 0; DECLARE b_floor BIGINT DEFAULT 0;\n" \
+    "  DECLARE w_id VARCHAR(255) " SIMBA__MY_ASCII "; DECLARE w_ttl BIGINT; DECLARE w_tr BIGINT; DECLARE w_val BLOB; DECLARE w_sh INT;\n" \
+    "  DECLARE w_bell VARCHAR(80) " SIMBA__MY_ASCII "; DECLARE g_f BIGINT; DECLARE b_since BIGINT DEFAULT 0; DECLARE b_floor BIGINT DEFAULT 0;\n" \
     "  DECLARE b_bound BIGINT DEFAULT 0; DECLARE b_until BIGINT DEFAULT 0; DECLARE my_bound BIGINT DEFAULT 0; DECLARE nf INT DEFAULT 0;\n" \
     "  DECLARE c CURSOR FOR SELECT q.contender, q.ttl_ms, q.tr_ms, q.value, q.shared, q.bell FROM (SELECT contender, ttl_ms,\n" \
     "      tr_ms, value, shared, bell, seq, ROW_NUMBER() OVER (ORDER BY seq) AS i, SUM(1 - shared) OVER (ORDER BY seq) AS ex\n" \
@@ -600,7 +619,7 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
 /* release by the live owner: the mutex goes at once to the oldest live waiter; with
    nobody waiting the row is cleared. A release by anyone else leaves the line. */
 #define SIMBA__MY_REL_HEAD                                                                             \
-    "CREATE PROCEDURE IF NOT EXISTS {R}(p_name VARCHAR(255), p_id VARCHAR(255))\n"                   \
+    "CREATE PROCEDURE IF NOT EXISTS {R}(p_name VARCHAR(255) " SIMBA__MY_ASCII ", p_id VARCHAR(255) " SIMBA__MY_ASCII ")\n"                   \
     "MODIFIES SQL DATA BEGIN\n"
 #define SIMBA__MY_REL                                                                          \
     "  body: BEGIN\n" SIMBA__MY_LOCK                                                              \
@@ -624,7 +643,7 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "  END body;\n" SIMBA__MY_ANSWER "END"
 
 #define SIMBA__MY_READ_HEAD                                                                            \
-    "CREATE PROCEDURE IF NOT EXISTS {D}(p_name VARCHAR(255), p_bell VARCHAR(80))\n"                 \
+    "CREATE PROCEDURE IF NOT EXISTS {D}(p_name VARCHAR(255) " SIMBA__MY_ASCII ", p_bell VARCHAR(80) " SIMBA__MY_ASCII ")\n" \
     "MODIFIES SQL DATA BEGIN\n"
 #define SIMBA__MY_READ                                                                          \
     "  body: BEGIN\n"                                                                             \
@@ -643,7 +662,7 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
 
 /* proclaim: the value replaced while the contender holds p_fence and a live lease. */
 #define SIMBA__MY_VAL_HEAD                                                                             \
-    "CREATE PROCEDURE IF NOT EXISTS {V}(p_name VARCHAR(255), p_id VARCHAR(255), p_fence BIGINT, p_val BLOB)\n" \
+    "CREATE PROCEDURE IF NOT EXISTS {V}(p_name VARCHAR(255) " SIMBA__MY_ASCII ", p_id VARCHAR(255) " SIMBA__MY_ASCII ", p_fence BIGINT, p_val BLOB)\n" \
     "MODIFIES SQL DATA BEGIN\n"
 #define SIMBA__MY_VAL                                                                          \
     "  body: BEGIN\n" SIMBA__MY_LOCK                                                              \
@@ -668,8 +687,8 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
 /* yield: with a live waiter other than the owner in line, handed over as a release does,
    and the yielder queued at the back with its lease and value; else nothing changes. */
 #define SIMBA__MY_YIELD_HEAD                                                                           \
-    "CREATE PROCEDURE IF NOT EXISTS {E}(p_name VARCHAR(255), p_id VARCHAR(255), p_fence BIGINT, p_live BIGINT,\n" \
-    "  p_ttl BIGINT, p_tr BIGINT, p_bell VARCHAR(80))\n"                                                              \
+    "CREATE PROCEDURE IF NOT EXISTS {E}(p_name VARCHAR(255) " SIMBA__MY_ASCII ", p_id VARCHAR(255) " SIMBA__MY_ASCII ", p_fence BIGINT, p_live BIGINT,\n" \
+    "  p_ttl BIGINT, p_tr BIGINT, p_bell VARCHAR(80) " SIMBA__MY_ASCII ")\n"                                                              \
     "MODIFIES SQL DATA BEGIN\n"
 #define SIMBA__MY_YIELD                                                                          \
     "  body: BEGIN\n" SIMBA__MY_LOCK                                                              \
@@ -692,9 +711,9 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
 /* force release: clears the row, or deletes the holding of the set, only while that fence's
    lease lives; the head waiter then asks at its timer. One row: 1 cleared, 0 not. */
 #define SIMBA__MY_FORCE                                                                           \
-    "CREATE PROCEDURE IF NOT EXISTS {G}(p_name VARCHAR(255), p_fence BIGINT)\n"                      \
+    "CREATE PROCEDURE IF NOT EXISTS {G}(p_name VARCHAR(255) " SIMBA__MY_ASCII ", p_fence BIGINT)\n"                      \
     "MODIFIES SQL DATA BEGIN\n"                                                                   \
-    "  DECLARE now_ms BIGINT; DECLARE n INT; DECLARE ring VARCHAR(80) DEFAULT '';\n"             \
+    "  DECLARE now_ms BIGINT; DECLARE n INT; DECLARE ring VARCHAR(80) " SIMBA__MY_ASCII " DEFAULT '';\n"             \
     "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"                    \
     "  START TRANSACTION;\n"                                                                      \
     "  SELECT COUNT(*) INTO n FROM {T} WHERE name = p_name FOR UPDATE;\n"                         \
@@ -718,9 +737,9 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
 /* >>fence  The fenced write's check (see FENCED WRITES): the share lock on the mutex row
    keeps every grant, renewal and release out until the caller's transaction ends. */
 #define SIMBA__MY_CHECK_FENCE                                                                     \
-    "CREATE FUNCTION IF NOT EXISTS {F}(p_name VARCHAR(255), p_fence BIGINT) RETURNS INT\n"           \
+    "CREATE FUNCTION IF NOT EXISTS {F}(p_name VARCHAR(255) " SIMBA__MY_ASCII ", p_fence BIGINT) RETURNS INT\n"           \
     "READS SQL DATA BEGIN\n"                                                                      \
-    "  DECLARE r_owner VARCHAR(255) DEFAULT ''; DECLARE r_fence BIGINT DEFAULT 0;\n"              \
+    "  DECLARE r_owner VARCHAR(255) " SIMBA__MY_ASCII " DEFAULT ''; DECLARE r_fence BIGINT DEFAULT 0;\n"              \
     "  DECLARE r_tr BIGINT DEFAULT 0; DECLARE now_ms BIGINT; DECLARE msg VARCHAR(400);\n"         \
     "  DECLARE CONTINUE HANDLER FOR NOT FOUND SET r_owner = '';\n"                                \
     "  IF p_name IS NULL OR p_name = '' THEN\n"                                                   \
@@ -745,11 +764,41 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "  RETURN 1;\n"                                                                               \
     "END"
 
-/* The setup script (one round trip; statements end with ";\n" except the routines' "END",
-   which the script separates with ";\n" too: the server parses each whole). */
-static const char *const simba__my_setup_sql[] = {
+/* >>version  {C}: one row, with its definer's rights: the version row's number (0 when it
+   cannot be read), whether every table, routine and the trigger is there, and whether the
+   definer can ring this user's doorbell (see PUSH): the same user, or PROCESS and CONNECTION
+   ADMIN (or SUPER). The definer's name last, for the log. */
+#define SIMBA__MY_VERSION_FN                                                                      \
+    "CREATE PROCEDURE IF NOT EXISTS {C}()\n"                                                      \
+    "READS SQL DATA BEGIN\n"                                                                      \
+    "  DECLARE v BIGINT DEFAULT 0; DECLARE nt INT DEFAULT 0; DECLARE nr INT DEFAULT 0; DECLARE ng INT DEFAULT 0;\n" \
+    "  DECLARE CONTINUE HANDLER FOR SQLEXCEPTION, NOT FOUND SET v = v;\n"                         \
+    "  SELECT m.v INTO v FROM {M} m WHERE k = 'version';\n"                                       \
+    "  SELECT COUNT(*) INTO nt FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()\n"   \
+    "    AND TABLE_NAME IN ('{N}', '{N}_q', '{N}_boot', '{N}_meta', '{N}_hold', '{N}_follow');\n"    \
+    "  SELECT COUNT(*) INTO nr FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME IN\n" \
+    "    ('{N}_acq', '{N}_rel', '{N}_read', '{N}_val', '{N}_yield', '{N}_force', '{N}_sacq', '{N}_grant', '{N}_bell',\n" \
+    "     '{N}_fan', '{N}_version', '{U}');\n"                                                               \
+    "  SELECT COUNT(*) INTO ng FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = '{N}_lost';\n" \
+    "  SELECT v, nt = 6 AND nr = 12 AND ng = 1,\n"                                                \
+    "    SUBSTRING_INDEX(USER(), '@', 1) = SUBSTRING_INDEX(CURRENT_USER(), '@', 1) OR\n"           \
+    "      (EXISTS (SELECT 1 FROM information_schema.USER_PRIVILEGES WHERE PRIVILEGE_TYPE = 'PROCESS') AND\n" \
+    "       EXISTS (SELECT 1 FROM information_schema.USER_PRIVILEGES WHERE PRIVILEGE_TYPE IN\n"      \
+    "         ('CONNECTION ADMIN', 'CONNECTION_ADMIN', 'SUPER'))), CURRENT_USER();\n"              \
+    "END"
+
+/* Every connection: the session, then the check (the application role needs EXECUTE on {C}
+   only); the setup below runs only when {C} is missing or finds something missing. */
+static const char *const simba__my_check_sql[] = {
     "SET SESSION time_zone = '+00:00', SESSION tx_isolation = 'READ-COMMITTED', @simba_max_lease_ms = {L},\n"
     "  SESSION max_statement_time = {X}, SESSION innodb_lock_wait_timeout = {Y}, SESSION sql_mode = 'STRICT_ALL_TABLES';\n"
+    "CALL {C}()",
+    NULL};
+
+/* The setup script, the objects' owner's, once (one round trip; statements end with ";\n"
+   except the routines' "END", which the script separates with ";\n" too: the server parses
+   each whole); it ends with the check's row. */
+static const char *const simba__my_setup_sql[] = {
     "DO GET_LOCK('simba_setup_{N}', 10);\n"
     "CREATE TABLE IF NOT EXISTS {M} (k VARCHAR(32) PRIMARY KEY, v BIGINT NOT NULL) ENGINE=InnoDB;\n"
     /* the version row first: another version is refused before anything is touched; a
@@ -815,8 +864,10 @@ static const char *const simba__my_setup_sql[] = {
     SIMBA__MY_GRANT_FN_HEAD, SIMBA__MY_GRANT_FN ";\n",
     SIMBA__MY_SET_HEAD, SIMBA__MY_DECL, SIMBA__MY_SET_A, SIMBA__MY_SET_B, SIMBA__MY_SET_C ";\n",
     SIMBA__MY_CHECK_FENCE ";\n",
+    SIMBA__MY_VERSION_FN ";\n",
     "INSERT IGNORE INTO {M} VALUES ('version', " SIMBA__MY_VERSION ");\n"
-    "DO RELEASE_LOCK('simba_setup_{N}')",
+    "DO RELEASE_LOCK('simba_setup_{N}');\n"
+    "CALL {C}()",
     NULL};
 
 /* Inspection: name, owner, fence, acquired, held, ttl left, transition left, value (hex),
@@ -834,7 +885,10 @@ typedef struct simba__my {
     simba_loop *loop;
     simba_backend *be;
     MYSQL *my;
-    char *setup;                 /* the setup script with the names filled in */
+    char *check, *setup;         /* SETUP's scripts with the names filled in (>>version) */
+    int phase;                   /* SETUP: 0 the session and the check, 1 the setup */
+    int need;                    /* the check found objects missing: the setup runs */
+    int bell_ok;                 /* the procedures' definer can ring this user's doorbell */
     char *host, *sock, *user, *pass, *db;
     char *ssl_ca, *ssl_cert, *ssl_key;
     int ssl_mode; /* SIMBA__MY_SSL_* */
@@ -1100,6 +1154,30 @@ static void simba__my_take(simba__my *p, MYSQL_RES *res) {
         simba__reply_fail(&p->rep, SIMBA_EBACKEND, p->err);
 }
 
+/* >>version  The check's row ({C}): the version, whether everything is there, whether the
+   doorbell can ring. Another version is refused in words (SIMBA_EDENIED in p->rep.rc). */
+static void simba__my_version(simba__my *p, MYSQL_RES *res) {
+    MYSQL_ROW row = mysql_num_fields(res) == 4 ? mysql_fetch_row(res) : NULL;
+    int64_t v = -1;
+    if (!row || !row[0] || !row[1] || !row[2] || simba__my_int(row[0], &v) != 0) {
+        snprintf(p->err, sizeof p->err, "mysql: the schema check of table %s answered no readable row", p->table);
+        p->rep.rc = SIMBA_EBACKEND;
+    } else if (v != 0 && v != SIMBA__MY_SCHEMA_VERSION) {
+        snprintf(p->err, sizeof p->err, "mysql: found simba schema version %lld on table %s, this simba_mysql.h uses version %d: "
+                 "run one version of simba on a table, or give this one another table (simba_mysql_desc.table, ?table= in "
+                 "its URL)", (long long)v, p->table, SIMBA__MY_SCHEMA_VERSION);
+        p->rep.rc = SIMBA_EDENIED;
+    } else if (strcmp(row[1], "1") != 0 || v == 0) {
+        if (p->phase == 0) p->need = 1;
+        else {
+            snprintf(p->err, sizeof p->err, "mysql: the setup of table %s left objects missing", p->table);
+            p->rep.rc = SIMBA_EBACKEND;
+        }
+    }
+    if (p->rep.rc != SIMBA_OK) simba__copy(p->be->errmsg, sizeof p->be->errmsg, p->err);
+    p->bell_ok = row && row[2] && strcmp(row[2], "1") == 0;
+}
+
 /* >>sql  A command's text: the CALL of a request, names escaped, values as hex literals. */
 static int simba__my_reserve(simba__my *p, size_t need) {
     char *q;
@@ -1176,10 +1254,25 @@ static int simba__my_command(simba__my *p, simba_req *r) {
     return 1;
 }
 
-/* >>conn */
+/* >>conn  What this role lacks, from the server's error (see PRIVILEGES); NULL: the words say it. */
+static const char *simba__my_privilege(unsigned e, const char *msg) {
+    if (e == 1370) return "EXECUTE on that routine";
+    if (e == 1044) return "EXECUTE on simba's procedures in that database (docs/mysql.md, Privileges)";
+    if ((e == 1142 || e == 1143) && strncmp(msg, "SELECT", 6) == 0) return "SELECT on that table (inspection: get, ls)";
+    return NULL;
+}
+
 static void simba__my_set_err(simba__my *p, const char *what) {
-    snprintf(p->err, sizeof p->err, "mysql: %s: %s (%u)", what, p->my ? mysql_error(p->my) : "out of memory",
-             p->my ? mysql_errno(p->my) : 0);
+    unsigned e = p->my ? mysql_errno(p->my) : 0;
+    const char *m = p->my ? mysql_error(p->my) : "out of memory", *priv = simba__my_privilege(e, m);
+    /* the server says "denied" before it says "does not exist" */
+    if (p->state == SIMBA__MY_SETUP && p->phase == 0 && e == 1370)
+        priv = "EXECUTE on it (docs/mysql.md, Privileges), or simba was never set up on this table: run the setup once as "
+               "the role that owns the objects";
+    if (p->state == SIMBA__MY_SETUP && p->phase == 1 && (e == 1044 || e == 1142 || e == 1370 || e == 1227))
+        snprintf(p->err, sizeof p->err, "mysql: simba's objects for table %s are missing or incomplete, and this role may not "
+                 "make them: %s (%u) (run the setup once as the role that owns them; docs/mysql.md, Privileges)", p->table, m, e);
+    else snprintf(p->err, sizeof p->err, "mysql: %s: %s (%u)%s%s", what, m, e, priv ? ": this role needs " : "", priv ? priv : "");
     simba__copy(p->be->errmsg, sizeof p->be->errmsg, p->err);
 }
 
@@ -1290,6 +1383,17 @@ static void simba__my_send_next(simba__my *p, int64_t now) {
 static void simba__my_done(simba__my *p, int64_t now) {
     simba_req *r = p->cur;
     if (p->state == SIMBA__MY_SETUP) {
+        if (p->rep.rc != SIMBA_OK) { simba__my_drop(p, now, p->rep.rc); return; }
+        if (p->need) { /* objects missing: the setup, once, as their owner */
+            p->phase = 1;
+            p->need = 0;
+            p->step = SIMBA__MY_S_QUERY;
+            simba__my_run(p, now, 0);
+            return;
+        }
+        simba_log(p->loop, p->bell_ok ? SIMBA_LOG_INFO : SIMBA_LOG_WARN, "mysql: push by %s%s", p->bell_ok ? "doorbell" : "timers",
+                  p->bell_ok ? "" : ": the procedures' definer may not see or interrupt this user's queries (PROCESS and "
+                  "CONNECTION ADMIN or SUPER; docs/mysql.md, Privileges)");
         p->state = SIMBA__MY_READY;
         p->backoff = 0;
         p->err[0] = 0;
@@ -1316,7 +1420,16 @@ static void simba__my_done(simba__my *p, int64_t now) {
    connection is dropped; anything else fails the request and the connection goes on. */
 static void simba__my_error(simba__my *p, int64_t now) {
     unsigned e = mysql_errno(p->my);
+    if (p->state == SIMBA__MY_SETUP && p->phase == 0 && e == 1305) { /* no {C}: simba was never set up here */
+        p->need = 1;
+        simba__my_done(p, now);
+        return;
+    }
     simba__my_set_err(p, p->state == SIMBA__MY_SETUP ? "setup failed" : "statement failed");
+    if (p->state == SIMBA__MY_SETUP && e == 1644) { /* the setup's refusal of another version */
+        simba__my_drop(p, now, SIMBA_EDENIED);
+        return;
+    }
     if (p->state == SIMBA__MY_READY && p->cur && (e == 1213 || e == 1205) && ++p->retries <= SIMBA__MY_RETRIES &&
         !mysql_more_results(p->my)) {
         p->step = SIMBA__MY_S_QUERY;
@@ -1350,7 +1463,7 @@ static int simba__my_call(simba__my *p, int ready) {
                      : mysql_real_connect_start(&p->ret_my, p->my, p->host, p->user, p->pass, p->db, (unsigned)p->port,
                                                 p->sock, CLIENT_MULTI_STATEMENTS | CLIENT_MULTI_RESULTS);
     case SIMBA__MY_S_QUERY: {
-        const char *q = p->state == SIMBA__MY_SETUP ? p->setup : p->q;
+        const char *q = p->state != SIMBA__MY_SETUP ? p->q : p->phase ? p->setup : p->check;
         return ready ? mysql_real_query_cont(&p->ret_int, p->my, ready)
                      : mysql_real_query_start(&p->ret_int, p->my, q, (unsigned long)strlen(q));
     }
@@ -1373,6 +1486,8 @@ static int simba__my_after(simba__my *p, int64_t now) {
         }
         simba__my_nonblock(p->my);
         p->state = SIMBA__MY_SETUP;
+        p->phase = p->need = 0;
+        memset(&p->rep, 0, sizeof p->rep);
         p->step = SIMBA__MY_S_QUERY;
         return 1;
     case SIMBA__MY_S_QUERY:
@@ -1384,6 +1499,7 @@ static int simba__my_after(simba__my *p, int64_t now) {
     default:
         if (p->ret_res) {
             if (p->state == SIMBA__MY_READY) simba__my_take(p, p->ret_res);
+            else simba__my_version(p, p->ret_res);
             mysql_free_result(p->ret_res); /* a stored result: no I/O */
             p->ret_res = NULL;
         } else if (mysql_field_count(p->my) != 0) {
@@ -1543,7 +1659,7 @@ static int simba__my_ready(int fd, int wait, int64_t until, const struct pollfd 
 static void simba__my_bell_process(simba__my *p, const struct pollfd *ready, int n, int64_t now) {
     int bits;
     if (p->bstate == SIMBA__MY_B_DOWN) {
-        if (now >= p->bretry && p->state == SIMBA__MY_READY) simba__my_bell_start(p, now); /* after the setup */
+        if (now >= p->bretry && p->state == SIMBA__MY_READY && p->bell_ok) simba__my_bell_start(p, now); /* after the setup */
         return;
     }
     if (p->bwait && (bits = simba__my_ready(p->bfd, p->bwait, p->buntil, ready, n, now)) != 0) simba__my_bell_run(p, now, bits);
@@ -1615,6 +1731,7 @@ static void simba__my_destroy(void *impl) {
     if (p->bfd >= 0 && p->be) simba_backend_fd(p->be, p->bfd, 0);
     if (p->bmy) mysql_close(p->bmy);
     simba_free(p->loop, p->setup);
+    simba_free(p->loop, p->check);
     simba_free(p->loop, p->q);
     simba_free(p->loop, p->host);
     simba_free(p->loop, p->sock);
@@ -1734,21 +1851,21 @@ static simba_result simba__my_desc_check(simba_loop *loop, const simba_mysql_des
     return SIMBA_OK;
 }
 
-/* The setup script with this table's names. */
-static char *simba__my_script(simba__my *p, int64_t max_lease) {
+/* The check (p->check) and the setup (p->setup) with this table's names; 0 when out of memory. */
+static int simba__my_script(simba__my *p, int64_t max_lease) {
     char n[19][SIMBA__MY_TABLE_MAX + 24], ml[24], st[24], lw[24];
     static const char *const sfx[] = {"", "_q", "_boot", "_meta", "_acq", "_rel", "_read", "_val", "_yield", "_force", "_lost",
-                                      "_hold", "_sacq", "_grant", "_bell", "_follow", "_fan"};
-    static const char letter[] = "TQBMARDVEGKSPZWOJ";
+                                      "_hold", "_sacq", "_grant", "_bell", "_follow", "_fan", "_version"};
+    static const char letter[] = "TQBMARDVEGKSPZWOJC";
     const char *subst[26];
     int i;
     memset((void *)subst, 0, sizeof subst);
-    for (i = 0; i < 17; i++) {
+    for (i = 0; i < 18; i++) {
         snprintf(n[i], sizeof n[i], "`%s%s`", p->table, sfx[i]);
         subst[letter[i] - 'A'] = n[i];
     }
-    snprintf(n[17], sizeof n[17], "`%s`", p->fn);
-    subst['F' - 'A'] = n[17];
+    snprintf(n[18], sizeof n[18], "`%s`", p->fn);
+    subst['F' - 'A'] = n[18];
     subst['U' - 'A'] = p->fn;
     subst['N' - 'A'] = p->table;
     snprintf(ml, sizeof ml, "%lld", (long long)max_lease);
@@ -1757,7 +1874,9 @@ static char *simba__my_script(simba__my *p, int64_t max_lease) {
     subst['L' - 'A'] = ml;
     subst['X' - 'A'] = st;
     subst['Y' - 'A'] = lw;
-    return simba__my_fill(p->loop, simba__my_setup_sql, subst);
+    p->check = simba__my_fill(p->loop, simba__my_check_sql, subst);
+    p->setup = simba__my_fill(p->loop, simba__my_setup_sql, subst);
+    return p->check && p->setup;
 }
 
 SIMBA_API simba_result simba_mysql_open(simba_loop *loop, const simba_mysql_desc *desc, simba_backend **out) {
@@ -1789,9 +1908,9 @@ SIMBA_API simba_result simba_mysql_open(simba_loop *loop, const simba_mysql_desc
     p->ssl_ca = simba__strdup(loop, desc->ssl_ca);
     p->ssl_cert = simba__strdup(loop, desc->ssl_cert);
     p->ssl_key = simba__strdup(loop, desc->ssl_key);
-    p->setup = simba__my_script(p, ml);
-    if (!p->setup || !p->user || !p->pass || !p->db || (desc->host && !p->host) || (desc->unix_socket && !p->sock) ||
-        (desc->ssl_ca && !p->ssl_ca) || (desc->ssl_cert && !p->ssl_cert) || (desc->ssl_key && !p->ssl_key)) {
+    if (!simba__my_script(p, ml) || !p->user || !p->pass || !p->db || (desc->host && !p->host) ||
+        (desc->unix_socket && !p->sock) || (desc->ssl_ca && !p->ssl_ca) || (desc->ssl_cert && !p->ssl_cert) ||
+        (desc->ssl_key && !p->ssl_key)) {
         simba__my_destroy(p);
         return simba__fail(loop, SIMBA_ENOMEM, "simba_mysql_open: out of memory");
     }

@@ -16,6 +16,7 @@
 #include "../simba_redis.h"
 #include "../simba_zk.h"
 #include "../simba_pg.h"
+#include "../simba_mysql.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -190,9 +191,10 @@ B_FN double b_optf(const char *key, double def) {
 
 /* ---- backends ------------------------------------------------------------------------ */
 
-/* Opens the backend named by --backend (memory, sqlite, redis, zk, pg) with the options
+/* Opens the backend named by --backend (memory, sqlite, redis, zk, pg, mysql) with the options
    --sql PATH, --redis-port P, --zk HOST:PORT, --zk-session-ms T, --pg-port P (127.0.0.1,
-   user postgres, password simba: scripts/pg-start.sh). A memory backend needs a store:
+   user postgres, password simba: scripts/pg-start.sh), --mysql-port P (127.0.0.1, user root,
+   password simba, database simba: scripts/mysql-start.sh). A memory backend needs a store:
    *store is created on first use and shared by later calls. */
 B_FN simba_result b_open(simba_loop *loop, const char *name, simba_memstore **store, simba_backend **out) {
     if (strcmp(name, "memory") == 0) {
@@ -236,6 +238,17 @@ B_FN simba_result b_open(simba_loop *loop, const char *name, simba_memstore **st
         d.dbname = "postgres";
         d.table = "simba_bench";
         return simba_pg_open(loop, &d, out);
+    }
+    if (strcmp(name, "mysql") == 0) {
+        simba_mysql_desc d;
+        memset(&d, 0, sizeof d);
+        d.host = "127.0.0.1";
+        d.port = atoi(b_opt("mysql-port", "3395"));
+        d.user = "root";
+        d.password = "simba";
+        d.db = "simba";
+        d.table = "simba_bench";
+        return simba_mysql_open(loop, &d, out);
     }
     return SIMBA_EINVAL;
 }

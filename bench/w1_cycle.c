@@ -1,8 +1,9 @@
 /* w1_cycle.c -- W1, uncontended cycle: one contender acquires and releases one mutex in a
  * loop, next to the raw limit of the same server measured in the same run.
  *
- *   w1_cycle --backend memory|sqlite|redis|redis-cluster|zk|pg [--secs 6] [--rounds 5]
+ *   w1_cycle --backend memory|sqlite|redis|redis-cluster|zk|pg|mysql [--secs 6] [--rounds 5]
  *            [--sql FILE] [--redis-port P] [--cluster-port P] [--zk HOST:PORT] [--zk-session-ms T] [--pg-port P]
+ *            [--mysql-port P]
  *   w1_cycle --versions      (the library versions it was built with, for the table header)
  *
  * One simba cycle, through the public API and nothing else:
@@ -22,6 +23,10 @@
  *   pg      one blocking libpq client (PQexecParams) running the backend's own acquire
  *           statement as a renewal of a row of its own: one statement round trip. A cycle
  *           is two statements: target >= 0.85 of half that rate
+ *   mysql   one blocking Connector/C client running autocommit conditional UPDATEs (owner,
+ *           ttl and transition from the server's clock, WHERE the lease is over or ours, the
+ *           fence + 1 so that each one writes) on a row of the backend's table: one write
+ *           transaction. A cycle is two requests: target >= 0.5 of the UPDATE rate
  *   redis-cluster (a cluster seeded at 127.0.0.1:--cluster-port, its prefix declared
  *           with bench/redis_cluster_declare): as redis, against the primary that serves
  *           the mutex's slot, on a key of that slot
@@ -207,6 +212,33 @@ static double pg_raw(double slice_s, b_samples *lat) {
     return (double)n / ((t - t0) / 1e6);
 }
 
+/* MySQL: one blocking client runs autocommit conditional UPDATEs of a row of its own. */
+static MYSQL *my_raw_c;
+static void my_raw_setup(void) {
+    my_raw_c = mysql_init(NULL);
+    if (!my_raw_c || !mysql_real_connect(my_raw_c, "127.0.0.1", "root", "simba", "simba",
+                                         (unsigned)atoi(b_opt("mysql-port", "3395")), NULL, 0))
+        b_die(PROG, "mysql raw connect: %s", my_raw_c ? mysql_error(my_raw_c) : "out of memory");
+    if (mysql_query(my_raw_c, "INSERT IGNORE INTO simba_bench (name) VALUES ('w1-raw')"))
+        b_die(PROG, "mysql raw insert: %s", mysql_error(my_raw_c));
+}
+
+static double my_raw(double slice_s, b_samples *lat) {
+#define NOW "FLOOR(UNIX_TIMESTAMP(SYSDATE(3)) * 1000)"
+    static const char *sql = "UPDATE simba_bench SET owner = 'w1-raw-me', ttl_ms = " NOW " + 10000, transition_ms = " NOW
+                             " + 16000, fence = fence + 1 WHERE name = 'w1-raw' AND (transition_ms < " NOW " OR owner = 'w1-raw-me')";
+#undef NOW
+    double t0 = b_now_us(), t = t0, end = t0 + slice_s * 1e6;
+    long n;
+    for (n = 0; t < end; n++) {
+        double a = t;
+        if (mysql_query(my_raw_c, sql) || mysql_affected_rows(my_raw_c) != 1) b_die(PROG, "mysql raw UPDATE: %s", mysql_error(my_raw_c));
+        t = b_now_us();
+        b_add(lat, t - a);
+    }
+    return (double)n / ((t - t0) / 1e6);
+}
+
 /* ---- simba cycles ----------------------------------------------------------------------- */
 
 static double simba_cycles(simba_loop *loop, simba_service *svc, double slice_s, b_samples *lat) {
@@ -238,8 +270,9 @@ int main(int argc, char **argv) {
     b_argc = argc;
     b_argv = argv;
     if (argc == 2 && strcmp(argv[1], "--versions") == 0) { /* for the table's header */
-        printf("simba %s, sqlite %s, hiredis %d.%d.%d, zookeeper C client %s, libpq %d\n", SIMBA_VERSION,
-               sqlite3_libversion(), HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH, ZOO_VERSION, PQlibVersion());
+        printf("simba %s, sqlite %s, hiredis %d.%d.%d, zookeeper C client %s, libpq %d, MariaDB Connector/C %s\n", SIMBA_VERSION,
+               sqlite3_libversion(), HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH, ZOO_VERSION, PQlibVersion(),
+               mysql_get_client_info());
         return 0;
     }
     backend = b_opt("backend", "memory");
@@ -268,6 +301,7 @@ int main(int argc, char **argv) {
     if (strcmp(backend, "sqlite") == 0) sql_raw_setup();
     if (strcmp(backend, "zk") == 0) zk_raw_setup();
     if (strcmp(backend, "pg") == 0) pg_raw_setup();
+    if (strcmp(backend, "mysql") == 0) my_raw_setup();
 
     for (r = 0; r < rounds; r++) {
         rb_p50[r] = 0;
@@ -275,6 +309,7 @@ int main(int argc, char **argv) {
         else if (strcmp(backend, "sqlite") == 0) raw[r] = sql_raw(slice, &rlat);
         else if (strcmp(backend, "zk") == 0) raw[r] = zk_raw(slice, &rlat);
         else if (strcmp(backend, "pg") == 0) raw[r] = pg_raw(slice, &rlat);
+        else if (strcmp(backend, "mysql") == 0) raw[r] = my_raw(slice, &rlat);
         else raw[r] = 0;
         rate[r] = simba_cycles(loop, svc, slice, &lat);
         fprintf(stderr, "%s round %d: raw %.0f /s, simba %.0f cycles/s\n", backend, r, raw[r], rate[r]);
@@ -315,6 +350,13 @@ int main(int argc, char **argv) {
             target = "≥ 42.5 % (0.85 × raw / 2)";
             verdict = b_verdict_min(pct, 42.5, "pts");
             llat = b_fmt("%.0f / %.0f µs per statement", b_pct(&rlat, 0.5), b_pct(&rlat, 0.99));
+        } else if (strcmp(backend, "mysql") == 0) {
+            /* a cycle is two requests, each one write transaction as the raw UPDATE is */
+            limit = b_fmt("%s UPDATE/s (autocommit conditional UPDATE)", b_num(raw_rate));
+            ratio = b_fmt("%.1f %%", pct);
+            target = "≥ 50 %";
+            verdict = b_verdict_min(pct, 50, "pts");
+            llat = b_fmt("%.0f / %.0f µs per UPDATE", b_pct(&rlat, 0.5), b_pct(&rlat, 0.99));
         } else {
             limit = "(reference: in-process store)";
         }
@@ -328,6 +370,7 @@ int main(int argc, char **argv) {
     if (raw_st) sqlite3_finalize(raw_st);
     if (raw_db) sqlite3_close(raw_db);
     if (pg_raw_c) PQfinish(pg_raw_c);
+    if (my_raw_c) mysql_close(my_raw_c);
     if (zh) zookeeper_close(zh);
     free(lat.v);
     free(rlat.v);

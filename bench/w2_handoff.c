@@ -1,8 +1,8 @@
 /* w2_handoff.c -- W2, handoff: 4 contender processes on one mutex, each holds it 5 ms and
  * releases it, then contends again.
  *
- *   w2_handoff --backend sqlite|redis|redis-cluster|zk [--secs 6] [--procs 4] [--hold-ms 5] [--rest-ms 0]
- *              [--ttl-ms 10000] [--transition-ms 6000] [--part contend|locker|yield|advisory|notify|notify-write]
+ *   w2_handoff --backend sqlite|redis|redis-cluster|zk|pg|mysql [--secs 6] [--procs 4] [--hold-ms 5] [--rest-ms 0]
+ *              [--ttl-ms 10000] [--transition-ms 6000] [--part contend|locker|yield|advisory|notify|notify-write|getlock]
  *              [--label TEXT] [backend options as in bench.h]
  *
  * Figures printed for every run: acquisitions/s against the ideal
@@ -26,6 +26,9 @@
  * writes the grant to a table before it wakes the waiter, with nothing else to do. Both are
  * prepared statements, as simba_pg's are: sent as text, parsing and planning would dominate
  * the reference (a bare pg_notify() also takes a transaction id and writes a commit record).
+ * On MySQL the Locker run is followed by the same processes and timing on GET_LOCK() /
+ * RELEASE_LOCK() (--part getlock, a blocking Connector/C client, the waiter blocked inside
+ * the server). Target: simba's p50 within 3x GET_LOCK's.
  *
  * --part yield: the same contenders, but a holder whose hold is over calls simba_yield()
  * instead of simba_stop() (it stays queued, behind the others; --rest-ms does not apply);
@@ -206,6 +209,40 @@ static int worker_advisory(void) {
         b_sleep_ms(rest_ms);
     }
     PQfinish(c);
+    print_events();
+    return 0;
+}
+
+/* GET_LOCK mode (mysql, the Locker run's reference): the same loop on the server's named lock,
+   with a blocking Connector/C connection: GET_LOCK() waits inside the server and the
+   RELEASE_LOCK() of one process lets the other's statement return. */
+static int worker_getlock(void) {
+    double start = b_optf("start-us", 0), end = b_optf("end-us", 0), hold_ms = b_optf("hold-ms", 5);
+    double rest_ms = b_optf("rest-ms", 0);
+    MYSQL *c = mysql_init(NULL);
+    if (!c || !mysql_real_connect(c, "127.0.0.1", "root", "simba", "simba", (unsigned)atoi(b_opt("mysql-port", "3395")), NULL, 0))
+        b_die(PROG, "getlock: %s", c ? mysql_error(c) : "out of memory");
+    while (b_now_us() < start) b_sleep_ms((start - b_now_us()) / 1000 + 1);
+    while (b_now_us() < end) {
+        char q[96];
+        MYSQL_RES *res;
+        MYSQL_ROW row;
+        int got;
+        log_ev('S', b_now_us());
+        /* give up at the end of the run: the last waiter is not left blocked */
+        snprintf(q, sizeof q, "SELECT GET_LOCK('simba-bench-getlock', %.3f)", (end - b_now_us()) / 1e6 + 0.001);
+        if (mysql_query(c, q) || !(res = mysql_store_result(c))) b_die(PROG, "getlock: %s", mysql_error(c));
+        row = mysql_fetch_row(res);
+        got = row && row[0] && strcmp(row[0], "1") == 0;
+        mysql_free_result(res);
+        if (!got) break;
+        log_ev('A', b_now_us());
+        b_sleep_ms(hold_ms);
+        log_ev('R', b_now_us());
+        if (mysql_query(c, "DO RELEASE_LOCK('simba-bench-getlock')")) b_die(PROG, "release_lock: %s", mysql_error(c));
+        b_sleep_ms(rest_ms);
+    }
+    mysql_close(c);
     print_events();
     return 0;
 }
@@ -480,6 +517,7 @@ int main(int argc, char **argv) {
                : strcmp(b_opt("part", "contend"), "advisory") == 0 ? worker_advisory()
                : strcmp(b_opt("part", "contend"), "notify") == 0   ? worker_notify(0)
                : strcmp(b_opt("part", "contend"), "notify-write") == 0 ? worker_notify(1)
+               : strcmp(b_opt("part", "contend"), "getlock") == 0 ? worker_getlock()
                : strcmp(b_opt("part", "contend"), "yield") == 0    ? worker(1)
                                                                    : worker(0);
     backend = b_opt("backend", "redis");
@@ -528,6 +566,7 @@ int main(int argc, char **argv) {
         int locker = strcmp(b_opt("part", "contend"), "locker") == 0, yield = strcmp(b_opt("part", "contend"), "yield") == 0;
         int sq = strcmp(backend, "sqlite") == 0, rd = strncmp(backend, "redis", 5) == 0;
         int pg = strcmp(backend, "pg") == 0; /* the targets as on Redis */
+        int my = strcmp(backend, "mysql") == 0;
         double hold = b_optf("hold-ms", 5), rest = b_optf("rest-ms", 0);
         double ideal = 1000.0 / hold, per = procs * 1000.0 / (hold + rest);
         double p50 = b_pct(&gaps, 0.5) / 1000, p99 = b_pct(&gaps, 0.99) / 1000, rate = (double)acqs / secs;
@@ -568,7 +607,16 @@ int main(int argc, char **argv) {
             if (pg) adv = ref_pct(argc, argv, procs, secs, "advisory", "advisory", &nadv, NULL);
             if (pg) ntf = ref_pct(argc, argv, procs, secs, "notify", "notify", &nntf, NULL);
             if (pg) ntw = ref_pct(argc, argv, procs, secs, "notify-write", "notify-write", &nntw, NULL);
-            b_row(w, backend, "Locker handoff unlock → other's lock returns p50 / p99",
+            if (my) {
+                double glp99 = -1, gl = ref_pct(argc, argv, procs, secs, "getlock", "getlock", &nadv, &glp99);
+                b_row(w, backend, "Locker handoff unlock → other's lock returns p50 / p99",
+                      gaps.n ? b_fmt("%.3f / %.3f ms", p50, p99) : "n/a (no handoff to another process)",
+                      gl >= 0 ? b_fmt("%ld handoffs; %s; same processes and timing: GET_LOCK p50 / p99 %.3f / %.3f ms (%ld handoffs)",
+                                      gaps.n, timing, gl / 1000, glp99 / 1000, nadv)
+                              : b_fmt("%ld handoffs; %s; GET_LOCK: no handoff", gaps.n, timing),
+                      gl > 0 && gaps.n ? b_fmt("%.1f × GET_LOCK", p50 * 1000 / gl) : "", "p50 ≤ 3 × GET_LOCK",
+                      gl > 0 && gaps.n ? b_verdict_max(p50, 3 * gl / 1000, "ms") : "**missed**: no handoff");
+            } else            b_row(w, backend, "Locker handoff unlock → other's lock returns p50 / p99",
                   gaps.n ? b_fmt("%.3f / %.3f ms", p50, p99) : "n/a (no handoff to another process)",
                   adv >= 0 ? b_fmt("%ld handoffs; %s; same processes and timing: pg_advisory_lock p50 %.3f ms (%ld handoffs), "
                                    "a bare pg_notify to a listener p50 %.3f ms (%ld), the same in one statement with "
@@ -582,9 +630,9 @@ int main(int argc, char **argv) {
             b_row(w, backend, "acquisitions/s", b_fmt("%.1f", rate), b_fmt("ideal %.1f", ideal), b_fmt("%.0f %%", 100 * rate / ideal),
                   pause ? "≥ 19.5" : "", pause ? b_verdict_min(rate, 19.5, "/s") : "");
             b_row(w, backend, "Jain fairness over per-process acquisitions", b_fmt("%.3f", jain), b_fmt("counts %s", counts), "",
-                  !pause && (rd || sq || pg) ? "≥ 0.99" : "", !pause && (rd || sq || pg) ? b_verdict_min(jain, 0.99, "") : "");
+                  !pause && (rd || sq || pg || my) ? "≥ 0.99" : "", !pause && (rd || sq || pg || my) ? b_verdict_min(jain, 0.99, "") : "");
             b_row(w, backend, "longest wait (ask → acquire, or → end of run)", b_fmt("%.1f ms", longest / 1000), timing, "",
-                  !pause && (rd || sq || pg) ? "≤ 40 ms" : "", !pause && (rd || sq || pg) ? b_verdict_max(longest / 1000, 40, "ms") : "");
+                  !pause && (rd || sq || pg || my) ? "≤ 40 ms" : "", !pause && (rd || sq || pg || my) ? b_verdict_max(longest / 1000, 40, "ms") : "");
             if (rd) {
                 double hot = 0, cold = 0;
                 int ok = ping_rtt(&hot, &cold) == 0;

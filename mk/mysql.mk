@@ -27,10 +27,6 @@ $(B)/compile/clang/simba_mysql.c.o: tests/compile/simba_mysql.c $(HDR_MYSQL) | $
 	clang $(CFLAGS) $(MYINC) -I. -c -o $@ $<
 $(B)/compile/clang/simba_mysql.cc.o: tests/compile/simba_mysql.cc $(HDR_MYSQL) | $(B)/compile/clang
 	clang++ $(COMPILE_CXX) $(MYINC) -I. -c -o $@ $<
-# the MySQL rows of the bench, next to the same server's references (bench/mysql_bench.c):
-# build/mysql_bench --port P after scripts/mysql-start.sh P DIR
-$(B)/mysql_bench: bench/mysql_bench.c $(HDR_MYSQL) | $(B)
-	$(CC) $(CFLAGS) -O2 $(MYINC) -o $@ bench/mysql_bench.c $(MYLIB) -lpthread
 # TLS: tests/test_mysql_tls.sh makes a throwaway CA and a server with its certificate, then runs it
 all: $(B)/test_mysql_tls
 test-mysql: $(B)/test_mysql_tls $(B)/simba

@@ -1,14 +1,14 @@
 #!/bin/bash
 # bench.sh -- run every benchmark workload (called by `make bench` after the build) and print
 # ONE markdown table, with the machine and versions on top. Starts its own redis-server,
-# ZooKeeper and PostgreSQL on loopback ports of its own, stops them (by PID) on exit, whatever
-# happens.
+# ZooKeeper, PostgreSQL and MariaDB on loopback ports of its own, stops them (by PID) on exit,
+# whatever happens.
 # Programs' diagnostics go to build/bench-logs/; the table is also saved to
 # build/bench-results.md and, after a full run (no BENCH_ONLY), written into the end of
 # bench/README.md. See bench/README.md for what each figure means.
 #   BENCH_ONLY="w1 w3"      run only some workloads (w1 w2 w2s w3 w4 w5; w2 includes w2s)
 #   BENCH_BACKENDS="sqlite redis"   W2 shared's backends (default: sqlite redis zk pg)
-#   BENCH_REDIS_PORT=6395 BENCH_ZK_PORT=2195 BENCH_PG_PORT=5445   the servers' ports
+#   BENCH_REDIS_PORT=6395 BENCH_ZK_PORT=2195 BENCH_PG_PORT=5445 BENCH_MYSQL_PORT=3395   the servers' ports
 #   BENCH_CLUSTER_PORT=6680   W1/W2's Redis Cluster (3 primaries + 3 replicas on
 #                             ..+5, scripts/redis-cluster-start.sh), next to the single node
 set -u
@@ -21,6 +21,8 @@ OUT=$B/bench-results.md
 REDIS_PORT=${BENCH_REDIS_PORT:-6395}
 ZK_PORT=${BENCH_ZK_PORT:-2195}
 PG_PORT=${BENCH_PG_PORT:-5445}
+MYSQL_PORT=${BENCH_MYSQL_PORT:-3395}
+MYSQL_DIR=$PWD/$B/bench-mysql
 CLUSTER_PORT=${BENCH_CLUSTER_PORT:-6680}
 CLUSTER_DIR=$PWD/$B/bench-cluster
 CLUSTER_STARTED=0
@@ -60,6 +62,7 @@ cleanup() {
         [ -s "$PG_DIR/postgres.pid" ] && cont_tree "$(cat "$PG_DIR/postgres.pid")"
         sh scripts/pg-stop.sh "$PG_DIR" >>"$LOGS/servers.log" 2>&1
     fi
+    if [ -s "$MYSQL_DIR/mysql.pid" ]; then sh scripts/mysql-stop.sh "$MYSQL_DIR" >>"$LOGS/servers.log" 2>&1; fi
     if [ -n "$TMPFS_DIR" ]; then rm -rf "$TMPFS_DIR"; fi
 }
 TMPFS_DIR=""
@@ -88,9 +91,11 @@ run() {
 need_redis=0
 need_zk=0
 need_pg=0
+need_mysql=0
 if want w1 || want w2 || want w2s || want w3 || want w4 || want w5; then need_redis=1; need_zk=1; need_pg=1; fi
+if want w1 || want w2 || want w3 || want w4; then need_mysql=1; fi
 if [ "$ONLY" = w2s ]; then # W2 shared alone: only its backends' servers
-    need_redis=0 need_zk=0 need_pg=0
+    need_redis=0 need_zk=0 need_pg=0 need_mysql=0
     for be in ${BENCH_BACKENDS:-sqlite redis zk pg}; do
         case $be in redis) need_redis=1 ;; zk) need_zk=1 ;; pg) need_pg=1 ;; esac
     done
@@ -120,6 +125,17 @@ if [ $need_pg = 1 ]; then
     fi
 fi
 
+if [ $need_mysql = 1 ]; then
+    # a fresh server each run (its data directory is removed when it stops)
+    if [ -s "$MYSQL_DIR/mysql.pid" ]; then sh scripts/mysql-stop.sh "$MYSQL_DIR" >>"$LOGS/servers.log" 2>&1; fi
+    rm -rf "$MYSQL_DIR"
+    if ! sh scripts/mysql-start.sh "$MYSQL_PORT" "$MYSQL_DIR" >"$LOGS/mysql-start.log" 2>&1; then
+        echo "bench: could not start MariaDB on $MYSQL_PORT:" >&2
+        cat "$LOGS/mysql-start.log" >&2
+        exit 1
+    fi
+fi
+
 # W1/W2 on a Redis Cluster next to the single node (a new prefix declared on every slot)
 if want w1 || want w2; then
     rm -rf "$CLUSTER_DIR"
@@ -136,6 +152,7 @@ CP="--cluster-port $CLUSTER_PORT"
 ZP="--zk 127.0.0.1:$ZK_PORT --zk-session-ms 2000"
 SP="--sql $SQL_DIR/bench.db"
 PP="--pg-port $PG_PORT"
+MP="--mysql-port $MYSQL_PORT"
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # Wait for ZooKeeper before measuring anything: a starting JVM eats CPU.
@@ -158,6 +175,7 @@ if want w1; then
     run w1_redis_cluster $BIN/w1_cycle --backend redis-cluster --secs 6 $CP
     run w1_zk $BIN/w1_cycle --backend zk --secs 6 $ZP
     run w1_pg $BIN/w1_cycle --backend pg --secs 6 $PP
+    run w1_mysql $BIN/w1_cycle --backend mysql --secs 6 $MP
 fi
 if want w2; then
     # Default timing (ttl 10 s / transition 6 s; a 2 s ZooKeeper session) as a new
@@ -167,8 +185,8 @@ if want w2; then
     # 20 ms after each confirmed unlock: unlock -> the other's lock returns. Yield: 2 processes,
     # hold 20 ms, then simba_yield(), 6 s; then the same releasing, 6 s, its reference.
     # (The memory store lives inside one process: no cross-process W2 for it.)
-    for be in redis redis-cluster sqlite zk pg; do
-        case $be in redis) O=$RP ;; redis-cluster) O=$CP ;; sqlite) O="--sql $SQL_DIR/w2-%s.db" ;; zk) O=$ZP ;; pg) O=$PP ;; esac
+    for be in redis redis-cluster sqlite zk pg mysql; do
+        case $be in redis) O=$RP ;; redis-cluster) O=$CP ;; sqlite) O="--sql $SQL_DIR/w2-%s.db" ;; zk) O=$ZP ;; pg) O=$PP ;; mysql) O=$MP ;; esac
         run w2_${be}_nopause $BIN/w2_handoff --backend $be --secs 10 --procs 4 --hold-ms 5 --rest-ms 0 \
             --label "W2 no pause (4 procs, hold 5 ms)" ${O//%s/nopause}
         run w2_${be}_pause $BIN/w2_handoff --backend $be --secs 10 --procs 8 --hold-ms 50 --rest-ms 310 \
@@ -194,6 +212,7 @@ if want w3; then
     run w3_sqlite $BIN/w3_failover --backend sqlite --runs 5 --ttl-ms 2000 --transition-ms 1000 $SP
     run w3_zk $BIN/w3_failover --backend zk --runs 5 $ZP
     run w3_pg $BIN/w3_failover --backend pg --runs 5 --ttl-ms 2000 --transition-ms 1000 $PP
+    run w3_mysql $BIN/w3_failover --backend mysql --runs 5 --ttl-ms 2000 --transition-ms 1000 $MP
 fi
 # W4 and W5 measure how long one simba_poll takes. On a 2-core machine the server shares the
 # cores with the bench, and a poll that the scheduler interrupts to run the server reads as a
@@ -203,7 +222,7 @@ fi
 PIN=""
 server_pids() {
     local f p
-    for f in "$REDIS_DIR/redis.pid" "$ZK_DIR/zk.pid" "$CLUSTER_DIR"/*/redis.pid; do
+    for f in "$REDIS_DIR/redis.pid" "$ZK_DIR/zk.pid" "$CLUSTER_DIR"/*/redis.pid "$MYSQL_DIR/mysql.pid"; do
         [ -s "$f" ] && cat "$f"
     done
     if [ -s "$PG_DIR/postgres.pid" ]; then
@@ -256,6 +275,11 @@ if want w4; then
         --server-pid "$(cat "$ZK_DIR/zk.pid")" --own-timeout-s 60
     run w4_pg $PIN $BIN/w4_scale --part steady --backend pg --mutexes 10000 --secs 20 --ttl-ms 10000 $PP \
         --server-pid "$(cat "$PG_DIR/postgres.pid")" --with-children 1 --own-timeout-s 180
+    run w4_mysql $PIN $BIN/w4_scale --part steady --backend mysql --mutexes 10000 --secs 20 --ttl-ms 10000 $MP \
+        --server-pid "$(cat "$MYSQL_DIR/mysql.pid")" --own-timeout-s 180
+    # one command at a time per connection: the scale where the first burst fits in a ttl
+    run w4_mysql_1k $PIN $BIN/w4_scale --part steady --backend mysql --mutexes 1000 --secs 20 --ttl-ms 10000 $MP \
+        --server-pid "$(cat "$MYSQL_DIR/mysql.pid")" --own-timeout-s 60
 fi
 if want w5; then
     run w5_redis $PIN $BIN/w5_stall --backend redis --server-pid "$(cat "$REDIS_DIR/redis.pid")" --stop-s 5 $RP
@@ -275,6 +299,7 @@ redisv=$(redis-server --version 2>/dev/null | grep -o 'v=[0-9.]*' | cut -d= -f2)
 zkv=$(dpkg-query -W -f='${Version}' zookeeper 2>/dev/null)
 pgv=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 pgv=$("$pgv/postgres" --version 2>/dev/null | grep -o '[0-9][0-9.]*' | head -n 1)
+myv=$(PATH=$PATH:/usr/sbin mariadbd --version 2>/dev/null | grep -o 'Ver [0-9][0-9.]*' | cut -d' ' -f2)
 {
     echo "### simba benchmarks ($(date -u '+%Y-%m-%d'), \`make bench\`, $(( $(date +%s) - T0 )) s)"
     echo
@@ -283,7 +308,7 @@ pgv=$("$pgv/postgres" --version 2>/dev/null | grep -o '[0-9][0-9.]*' | head -n 1
     echo "- compiler: $gccv, -O2"
     echo "- libraries: $libs"
     echo "- servers (loopback, started by this run): redis-server $redisv (port $REDIS_PORT, no persistence)," \
-         "ZooKeeper $zkv standalone (port $ZK_PORT, tickTime 500 ms), PostgreSQL $pgv (port $PG_PORT, default durability); SQLite files under $B/bench-sql (WAL, synchronous=NORMAL)"
+         "ZooKeeper $zkv standalone (port $ZK_PORT, tickTime 500 ms), PostgreSQL $pgv (port $PG_PORT, default durability), MariaDB $myv (port $MYSQL_PORT, default durability); SQLite files under $B/bench-sql (WAL, synchronous=NORMAL)"
     if [ -n "$PINNED" ]; then
         echo "- W4 and W5 ran with every server on CPU $(($(nproc) - 1)) and the bench on the others (\`$PINNED\`); W1-W3 unpinned"
     else

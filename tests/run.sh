@@ -177,6 +177,8 @@ if want mysql; then
         run kit_diff_mysql $B/kit_diff_mysql --seed 1 --steps 2000
         # TLS: a server of its own with a throwaway CA, on SIMBA_MYSQL_TLS_PORT (default port + 20)
         run mysql_tls env SIMBA_MYSQL_TLS_PORT=${SIMBA_MYSQL_TLS_PORT:-$((SIMBA_MYSQL_PORT + 20))} sh tests/test_mysql_tls.sh
+        # least privilege: an owner, an application and a read-only role, through the CLI
+        run mysql_roles bash tests/test_mysql_roles.sh
         sh scripts/mysql-stop.sh "$SIMBA_MYSQL_DIR" >/dev/null 2>&1
     else
         echo "== mysql: could not start MariaDB (see $LOGS/mysql-server.log)"

@@ -1737,7 +1737,9 @@ static int run_waiting(runner *r, reach_t *reach, int64_t now, int64_t decide_by
     memset(&st, 0, sizeof st);
     st.size = sizeof st;
     if (idle && simba_service_stats(r->svc, &st) == SIMBA_OK && (st.last_error == SIMBA_ECONFLICT || st.last_error == SIMBA_EDENIED)) {
-        errorf("%s: refused by the backend: %s (%s)", o->name, st.last_error_msg, simba_strerror(st.last_error));
+        /* the backend's own words are the longer copy (the privilege a role lacks) */
+        errorf("%s: refused by the backend: %s (%s)", o->name, st.last_error == SIMBA_EDENIED && e && *e ? e : st.last_error_msg,
+               simba_strerror(st.last_error));
         return st.last_error == SIMBA_EDENIED ? EXIT_NOPERM : EXIT_USAGE;
     }
     if (o->connect_ms && reach->down_since && now - reach->down_since >= o->connect_ms) {
