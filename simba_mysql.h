@@ -186,7 +186,7 @@ typedef struct simba_mysql_desc {
     const char *user, *password, *db; /* db: the database of the tables (required) */
     const char *table;       /* NULL -> "simba_mutex"; 1..48 of [A-Za-z0-9_] */
     int64_t connect_timeout_ms;   /* 0 -> 2000: connect + setup */
-    int64_t statement_timeout_ms; /* 0 -> 2000 */
+    int64_t statement_timeout_ms; /* 0 -> 5000: a ring (KILL QUERY) may take MariaDB 2 s (PUSH) */
     int64_t reconnect_min_ms, reconnect_max_ms; /* 0 -> 100 / max(5000, reconnect_min_ms) */
     int64_t max_lease_ms;    /* 0 -> SIMBA_MAX_LEASE_DEFAULT_MS (60000): the longest lease (ttl +
                                 transition) a contender may ask for, and the quarantine after a
@@ -1895,7 +1895,7 @@ SIMBA_API simba_result simba_mysql_open(simba_loop *loop, const simba_mysql_desc
     simba__my_fence_fn(p->table, p->fn, sizeof p->fn);
     p->port = desc->port ? desc->port : 3306;
     p->conn_to = desc->connect_timeout_ms ? desc->connect_timeout_ms : 2000;
-    p->stmt_to = desc->statement_timeout_ms ? desc->statement_timeout_ms : 2000;
+    p->stmt_to = desc->statement_timeout_ms ? desc->statement_timeout_ms : 5000;
     p->rmin = desc->reconnect_min_ms ? desc->reconnect_min_ms : 100;
     p->rmax = desc->reconnect_max_ms ? desc->reconnect_max_ms : (p->rmin > 5000 ? p->rmin : 5000);
     ml = desc->max_lease_ms ? desc->max_lease_ms : SIMBA_MAX_LEASE_DEFAULT_MS;
