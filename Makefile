@@ -149,10 +149,12 @@ test: deps
 	@sh tests/run.sh
 
 # The same suite with the timed parts at their long lengths (about 10 minutes more): the
-# kit's ten-contender run 30 s per store, each fault harness a minute, the ensemble's 60 s.
+# kit's ten-contender run 30 s per store, each fault harness a minute, the ensemble's 60 s;
+# then make test-scale (10,000 services on one loop, and the ensemble).
 test-long:
 	@SIMBA_KIT_MULTI_MS=30000 REL_SQL_SECONDS=60 REL_REDIS_SECONDS=60 REL_ZK_SECONDS=60 \
 	    REL_SEM_SECONDS=60 SIMBA_PRIVATE_FAULT_SECONDS=60 ZK_ENSEMBLE_FAULT_SECONDS=60 $(MAKE) --no-print-directory test
+	@$(MAKE) --no-print-directory test-scale
 
 # One group of tests/run.sh each, with what it runs (servers started and stopped as in make
 # test): core, asan and sql need no server, redis / zk / pg start their own.

@@ -12,7 +12,7 @@
 #      fails each planted violation
 #   4. a short fuzz run of every libFuzzer target (clang, installed by scripts/install-deps.sh)
 # Builds only through make targets of mk/reliability.mk. Prints "N passed, N failed" last.
-# Tunables: REL_SQL_SECONDS=20 REL_REDIS_SECONDS=25 REL_ZK_SECONDS=20 REL_PG_SECONDS=25 (not in a full run: the private copy runs it) REL_MYSQL_SECONDS=20 REL_SEM_SECONDS=12 REL_FUZZ_SECONDS=8
+# Tunables: REL_SQL_SECONDS=20 REL_REDIS_SECONDS=25 REL_ZK_SECONDS=20 REL_PG_SECONDS=25 (not in a full run: the private copy runs it) REL_MYSQL_SECONDS=20 REL_SEM_SECONDS=12 REL_FUZZ_SECONDS=5
 set -u
 cd "$(dirname "$0")/.."
 . tests/suite_lib.sh
@@ -83,7 +83,7 @@ FAULT_MODE=sem step fault_zk_sem $((${REL_SEM_SECONDS:-12} + 150)) bash tests/fa
 FAULT_MODE=rw step fault_zk_rw $((${REL_SEM_SECONDS:-12} + 150)) bash tests/fault_run.sh zk "${REL_SEM_SECONDS:-12}"
 if [ "$HAVE_FUZZ" = 1 ]; then
     for t in fuzz_names fuzz_redis_reply fuzz_redis_msg fuzz_zk_node fuzz_sql_row fuzz_pg_row; do
-        step "$t" $((${REL_FUZZ_SECONDS:-8} + 70)) sh fuzz/run.sh "$B/fuzz/$t" "fuzz/corpus/$t" "${REL_FUZZ_SECONDS:-8}"
+        step "$t" $((${REL_FUZZ_SECONDS:-5} + 70)) sh fuzz/run.sh "$B/fuzz/$t" "fuzz/corpus/$t" "${REL_FUZZ_SECONDS:-5}"
     done
 else
     echo "== fuzz: not run: the fuzz build failed (counted above), see $LOGS/rel_fuzz_build.log"
