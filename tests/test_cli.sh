@@ -149,32 +149,28 @@ elapsed_ok() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
 # takeover_suite BE URL: two processes on one name, a second one waiting: a released owner is
 # followed within a round trip and the wake-up; a SIGKILLed one after its lease (ttl 1 s,
 # transition 0.8 s), never before its transition window
-takeover_suite() {
-    local be=$1 m="takeover-$1" hp wp t1 t2
-    export SIMBA_URL=$2
+to_pair() { # M: a holder that waits for $W/to-go, and a waiter that writes when it ran; TO_HP, TO_WP
     rm -f "$W/to-go" "$W/to-held" "$W/to-ran"
-    "$SIMBA" run "$m" --ttl 1 --transition 0.8 -- sh -c 'echo $$ > "$0.pg"; touch "$0"; while [ ! -e "$1" ]; do sleep 0.02; done' \
+    "$SIMBA" run "$1" --ttl 1 --transition 0.8 -- sh -c 'echo $$ > "$0.pg"; touch "$0"; while [ ! -e "$1" ]; do sleep 0.02; done' \
         "$W/to-held" "$W/to-go" >>"$W/bg.log" 2>&1 &
-    hp=$!; PIDS+=("$hp")
+    TO_HP=$!; PIDS+=("$TO_HP")
     wait_for 10 test -e "$W/to-held" || true
-    "$SIMBA" run "$m" --ttl 1 --transition 0.8 -w 20 -- sh -c 'date +%s%N > "$0"' "$W/to-ran" >>"$W/bg.log" 2>&1 &
-    wp=$!; PIDS+=("$wp")
+    "$SIMBA" run "$1" --ttl 1 --transition 0.8 -w 20 -- sh -c 'date +%s%N > "$0"' "$W/to-ran" >>"$W/bg.log" 2>&1 &
+    TO_WP=$!; PIDS+=("$TO_WP")
     sleep 1.5 # the waiter in line, the holder renewing
+}
+takeover_suite() {
+    local be=$1 m="takeover-$1" t1 t2
+    export SIMBA_URL=$2
+    to_pair "$m"
     t1=$(now_ns); touch "$W/to-go"
-    wait_exit "$wp" 10
+    wait_exit "$TO_WP" 10
     t2=$(( ($(cat "$W/to-ran" 2>/dev/null || echo 0) - t1) / 1000000 ))
     check "$be: a released lock reaches the waiting process in $t2 ms (a round trip and the wake-up)" elapsed_ok "$t2" 0 700
-    wait_exit "$hp" 10
-    rm -f "$W/to-go" "$W/to-held" "$W/to-ran"
-    "$SIMBA" run "$m" --ttl 1 --transition 0.8 -- sh -c 'echo $$ > "$0.pg"; touch "$0"; while [ ! -e "$1" ]; do sleep 0.02; done' \
-        "$W/to-held" "$W/to-go" >>"$W/bg.log" 2>&1 &
-    hp=$!; PIDS+=("$hp")
-    wait_for 10 test -e "$W/to-held" || true
-    "$SIMBA" run "$m" --ttl 1 --transition 0.8 -w 20 -- sh -c 'date +%s%N > "$0"' "$W/to-ran" >>"$W/bg.log" 2>&1 &
-    wp=$!; PIDS+=("$wp")
-    sleep 1.5
-    t1=$(now_ns); kill -KILL "$hp"; kill -KILL "$(cat "$W/to-held.pg" 2>/dev/null)" 2>/dev/null
-    wait_exit "$wp" 15
+    wait_exit "$TO_HP" 10
+    to_pair "$m"
+    t1=$(now_ns); kill -KILL "$TO_HP"; kill -KILL "$(cat "$W/to-held.pg" 2>/dev/null)" 2>/dev/null
+    wait_exit "$TO_WP" 15
     t2=$(( ($(cat "$W/to-ran" 2>/dev/null || echo 0) - t1) / 1000000 ))
     check "$be: a SIGKILLed owner is followed after its lease, in $t2 ms (not before the 0.8 s window; at most ttl + transition + jitter)" \
         elapsed_ok "$t2" 800 4500
