@@ -114,8 +114,11 @@
  * PUSH
  *   A release by the live owner grants the mutex, in its transaction, to the oldest live
  *   waiter with that waiter's ttl, transition and value. MySQL has no LISTEN/NOTIFY: each
- *   backend parks a doorbell connection in a tagged SELECT SLEEP(60), which the procedure
+ *   backend's request connection holds a user lock named by a random token, and a second
+ *   connection, the doorbell, parks in a tagged GET_LOCK(60) on it, which the procedure
  *   interrupts after its commit (KILL QUERY, only while the processlist shows that tag).
+ *   Not SLEEP: every SLEEP waits on one server mutex, and a KILL of one at times took
+ *   MariaDB two seconds; a lock wait is interrupted at once.
  *   The head's doorbell rings at a hand-over; every follower's (the queue's bells and the
  *   readers registered in <table>_follow) rings through <table>_fan at each new owner or
  *   value. A rung backend makes each of its waiters and observers ask once. Timers remain
@@ -186,7 +189,7 @@ typedef struct simba_mysql_desc {
     const char *user, *password, *db; /* db: the database of the tables (required) */
     const char *table;       /* NULL -> "simba_mutex"; 1..48 of [A-Za-z0-9_] */
     int64_t connect_timeout_ms;   /* 0 -> 2000: connect + setup */
-    int64_t statement_timeout_ms; /* 0 -> 5000: a ring (KILL QUERY) may take MariaDB 2 s (PUSH) */
+    int64_t statement_timeout_ms; /* 0 -> 5000: the server's max_statement_time too */
     int64_t reconnect_min_ms, reconnect_max_ms; /* 0 -> 100 / max(5000, reconnect_min_ms) */
     int64_t max_lease_ms;    /* 0 -> SIMBA_MAX_LEASE_DEFAULT_MS (60000): the longest lease (ttl +
                                 transition) a contender may ask for, and the quarantine after a
@@ -305,7 +308,7 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "  SET now_ms = " SIMBA__MY_NOW ";\n"
 #define SIMBA__MY_RELOAD                                                                          \
     "  SELECT " SIMBA__MY_ROW_COLS SIMBA__MY_ROW_INTO " FROM {T} WHERE name = p_name;\n"
-/* The doorbell (see PUSH): after the commit, the waiter's parked SLEEP ("<connection id>:
+/* The doorbell (see PUSH): after the commit, the waiter's parked GET_LOCK ("<connection id>:
    <token>" in ring) is interrupted only while the processlist shows that connection running
    the statement tagged with that token, so a reused connection id interrupts nobody else's
    query. A failure (no privilege to see or kill it) only leaves the waiter to its timer. */
@@ -318,7 +321,7 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "  IF ring IS NULL OR ring = '' THEN SET ring = ''; ELSE\n"                                   \
     "    SET bid = CAST(SUBSTRING_INDEX(ring, ':', 1) AS UNSIGNED);\n"                            \
     "    IF EXISTS (SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = bid\n"                \
-    "        AND INFO LIKE CONCAT('SELECT SLEEP(%simba-bell:', SUBSTRING_INDEX(ring, ':', -1), '%')) THEN\n" \
+    "        AND INFO LIKE CONCAT('SELECT GET_LOCK(%simba-bell:', SUBSTRING_INDEX(ring, ':', -1), '%')) THEN\n" \
     "      KILL QUERY bid;\n"                                                                     \
     "    END IF;\n"                                                                               \
     "  END IF;\n"                                                                                 \
@@ -791,7 +794,8 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
    only); the setup below runs only when {C} is missing or finds something missing. */
 static const char *const simba__my_check_sql[] = {
     "SET SESSION time_zone = '+00:00', SESSION tx_isolation = 'READ-COMMITTED', @simba_max_lease_ms = {L},\n"
-    "  SESSION max_statement_time = {X}, SESSION innodb_lock_wait_timeout = {Y}, SESSION sql_mode = 'STRICT_ALL_TABLES';\n"
+    "  SESSION max_statement_time = {X}, SESSION innodb_lock_wait_timeout = {Y}, SESSION sql_mode = 'STRICT_ALL_TABLES',\n"
+    "  @simba_bell = GET_LOCK('simba-bell:{H}', 1);\n"
     "CALL {C}()",
     NULL};
 
@@ -917,14 +921,15 @@ typedef struct simba__my {
     unsigned char val[SIMBA_VALUE_MAX];
     simba_view_holder hs[SIMBA__MY_VIEW_HOLDERS];            /* an inspection's holders */
     unsigned char hs_vals[SIMBA__MY_VIEW_HOLDERS * SIMBA_VALUE_MAX]; /* ... and their values */
-    /* the doorbell connection (see PUSH): parked in a tagged SELECT SLEEP */
+    /* the doorbell connection (see PUSH): parked in a tagged GET_LOCK on this session's lock */
     MYSQL *bmy, *bret_my;
     MYSQL_RES *bret_res;
     int bstate, bstep, bfd, bwait, bret_int;
     int64_t buntil, bdeadline, bretry, bbackoff;
     uint64_t wakes;        /* doorbell rings heard (tests) */
     char bell[96];         /* "<connection id>:<token>" while parked, else "" */
-    char token[40], bq[96];
+    char token[40], bq[160];
+    int relock; /* the doorbell's lock is not this session's: the next command takes it */
 } simba__my;
 
 /* >>row  Helpers: integers, hex. */
@@ -1211,43 +1216,50 @@ static const char *simba__my_bell(const simba__my *p) { return p->bstate == SIMB
 static int simba__my_command(simba__my *p, simba_req *r) {
     char name[2 * SIMBA_NAME_MAX + 1], id[2 * SIMBA_ID_MAX + 1], hex[2 * SIMBA_VALUE_MAX + 1];
     const char *t = p->table;
+    char *q;
+    size_t cap, o = 0;
     if (!simba__my_reserve(p, 3 * SIMBA_VALUE_MAX + 2048)) return 0;
+    if (p->relock) /* the doorbell found this session's lock free (PUSH): take it again */
+        o = (size_t)snprintf(p->q, p->qcap, "DO GET_LOCK('simba-bell:%s', 1); ", p->token);
+    p->relock = 0;
+    q = p->q + o;
+    cap = p->qcap - o;
     simba__my_esc(p, name, r->mutex ? r->mutex : "");
     simba__my_esc(p, id, r->contender ? r->contender : "");
     simba__my_hex(hex, r->value ? r->value : (const unsigned char *)"", r->value ? r->value_len : 0);
     switch (r->op) {
     case SIMBA_OP_ACQUIRE:
         if (r->permits > 1 || r->shared) {
-            snprintf(p->q, p->qcap, "CALL `%s_sacq`('%s', '%s', %lld, %lld, %lld, %d, '%s', X'%s', %d, %d)", t, name, id,
+            snprintf(q, cap, "CALL `%s_sacq`('%s', '%s', %lld, %lld, %lld, %d, '%s', X'%s', %d, %d)", t, name, id,
                      (long long)r->ttl_ms, (long long)r->transition_ms, (long long)r->live_ms, r->renew ? 1 : 0,
                      simba__my_bell(p), hex, r->permits, r->shared ? 1 : 0);
             break;
         }
-        snprintf(p->q, p->qcap, "CALL `%s_acq`('%s', '%s', %lld, %lld, %lld, %d, '%s', X'%s')", t, name, id,
+        snprintf(q, cap, "CALL `%s_acq`('%s', '%s', %lld, %lld, %lld, %d, '%s', X'%s')", t, name, id,
                  (long long)r->ttl_ms, (long long)r->transition_ms, (long long)r->live_ms, r->renew ? 1 : 0, simba__my_bell(p), hex);
         break;
-    case SIMBA_OP_RELEASE: snprintf(p->q, p->qcap, "CALL `%s_rel`('%s', '%s')", t, name, id); break;
-    case SIMBA_OP_READ: snprintf(p->q, p->qcap, "CALL `%s_read`('%s', '%s')", t, name, simba__my_bell(p)); break;
+    case SIMBA_OP_RELEASE: snprintf(q, cap, "CALL `%s_rel`('%s', '%s')", t, name, id); break;
+    case SIMBA_OP_READ: snprintf(q, cap, "CALL `%s_read`('%s', '%s')", t, name, simba__my_bell(p)); break;
     case SIMBA_OP_SET_VALUE:
-        snprintf(p->q, p->qcap, "CALL `%s_val`('%s', '%s', %llu, X'%s')", t, name, id, (unsigned long long)r->fence, hex);
+        snprintf(q, cap, "CALL `%s_val`('%s', '%s', %llu, X'%s')", t, name, id, (unsigned long long)r->fence, hex);
         break;
     case SIMBA_OP_YIELD:
-        snprintf(p->q, p->qcap, "CALL `%s_yield`('%s', '%s', %llu, %lld, %lld, %lld, '%s')", t, name, id,
+        snprintf(q, cap, "CALL `%s_yield`('%s', '%s', %llu, %lld, %lld, %lld, '%s')", t, name, id,
                  (unsigned long long)r->fence, (long long)r->live_ms, (long long)r->ttl_ms, (long long)r->transition_ms,
                  simba__my_bell(p));
         break;
     case SIMBA_OP_FORCE_RELEASE:
-        snprintf(p->q, p->qcap, "CALL `%s_force`('%s', %llu)", t, name, (unsigned long long)r->fence);
+        snprintf(q, cap, "CALL `%s_force`('%s', %llu)", t, name, (unsigned long long)r->fence);
         break;
     case SIMBA_OP_INSPECT:
-        snprintf(p->q, p->qcap, SIMBA__MY_VIEW_COLS ", (SELECT COUNT(*) FROM `%s_q` WHERE name = '%s' AND expires_ms >= n.ms),"
+        snprintf(q, cap, SIMBA__MY_VIEW_COLS ", (SELECT COUNT(*) FROM `%s_q` WHERE name = '%s' AND expires_ms >= n.ms),"
                  " (SELECT GROUP_CONCAT(contender ORDER BY seq SEPARATOR ' ') FROM (SELECT contender, seq FROM `%s_q`"
                  " WHERE name = '%s' AND expires_ms >= (" SIMBA__MY_NOW ") ORDER BY seq LIMIT %d) w)" SIMBA__MY_HOLDINGS
                  " FROM `%s` t, (SELECT " SIMBA__MY_NOW " AS ms) n WHERE name = '%s'",
                  t, name, t, name, SIMBA_VIEW_WAITERS, t, t, name);
         break;
     default: /* LIST: no queue read */
-        snprintf(p->q, p->qcap, SIMBA__MY_VIEW_COLS ", -1, ''" SIMBA__MY_HOLDINGS " FROM `%s` t, (SELECT " SIMBA__MY_NOW
+        snprintf(q, cap, SIMBA__MY_VIEW_COLS ", -1, ''" SIMBA__MY_HOLDINGS " FROM `%s` t, (SELECT " SIMBA__MY_NOW
                  " AS ms) n WHERE name <> '' ORDER BY name", t, t); /* '': the sentinel (see LOSSES) */
         break;
     }
@@ -1395,6 +1407,7 @@ static void simba__my_done(simba__my *p, int64_t now) {
                   p->bell_ok ? "" : ": the procedures' definer may not see or interrupt this user's queries (PROCESS and "
                   "CONNECTION ADMIN or SUPER; docs/mysql.md, Privileges)");
         p->state = SIMBA__MY_READY;
+        p->relock = 0; /* the check took the doorbell's lock */
         p->backoff = 0;
         p->err[0] = 0;
         simba_log(p->loop, SIMBA_LOG_INFO, "mysql: connected, set up table %s", p->table);
@@ -1529,7 +1542,7 @@ static void simba__my_run(simba__my *p, int64_t now, int ready) {
     }
 }
 
-/* >>bell  The doorbell connection (see PUSH): connect, park in the tagged SLEEP, and when a
+/* >>bell  The doorbell connection (see PUSH): connect, park in the tagged GET_LOCK, and when a
    release interrupts it (or it ends) wake every waiter of this backend, then park again. */
 static void simba__my_bell_close(simba__my *p, int64_t now) {
     if (p->bfd >= 0) simba_backend_fd(p->be, p->bfd, 0);
@@ -1555,7 +1568,7 @@ static int simba__my_bell_call(simba__my *p, int ready) {
 
 /* A finished step of the doorbell: 1 to go on, 0 when it closed. */
 static int simba__my_bell_after(simba__my *p, int64_t now) {
-    int rung = 1;
+    int rung = 1, lost = 0;
     if (p->bstep == SIMBA__MY_S_CONNECT) {
         if (!p->bret_my) { simba__my_bell_close(p, now); return 0; }
         simba__my_nonblock(p->bmy);
@@ -1572,12 +1585,18 @@ static int simba__my_bell_after(simba__my *p, int64_t now) {
         simba__my_bell_close(p, now);
         return 0;
     }
-    if (p->bret_res) { /* a stored result: no I/O. SLEEP gives 0 when it ran its whole time */
+    if (p->bret_res) { /* a stored result: no I/O. NULL: interrupted, 0: its whole time, 1: free */
         MYSQL_ROW row = mysql_fetch_row(p->bret_res);
+        lost = row && row[0] && strcmp(row[0], "1") == 0;
         rung = !(row && row[0] && strcmp(row[0], "0") == 0);
         mysql_free_result(p->bret_res);
     }
     p->bret_res = NULL;
+    if (lost) { /* the request connection's session lost the lock: it takes it again first */
+        p->relock = 1;
+        simba__my_bell_close(p, now);
+        return 0;
+    }
     if (rung) {
         p->wakes++;
         simba_backend_event(p->be, SIMBA_EV_RELEASED, NULL, NULL, NULL); /* a hint: each waiter asks */
@@ -1610,16 +1629,16 @@ static void simba__my_bell_start(simba__my *p, int64_t now) {
     unsigned int to = (unsigned int)((p->conn_to + 999) / 1000);
     my_bool off = 0;
     p->bmy = mysql_init(NULL);
-    if (!p->bmy || mysql_options(p->bmy, MYSQL_OPT_NONBLOCK, 0) != 0 ||
-        simba_contender_id_random(p->loop, p->token, sizeof p->token) != SIMBA_OK) {
+    if (!p->bmy || mysql_options(p->bmy, MYSQL_OPT_NONBLOCK, 0) != 0) {
         simba__my_bell_close(p, now);
         return;
     }
     mysql_options(p->bmy, MYSQL_OPT_RECONNECT, &off);
     mysql_options(p->bmy, MYSQL_OPT_CONNECT_TIMEOUT, &to);
     simba__my_tls(p, p->bmy);
-    /* parked a minute at a time: the server notices a closed client only when the SLEEP ends */
-    snprintf(p->bq, sizeof p->bq, "SELECT SLEEP(60), 'simba-bell:%.32s'", p->token);
+    /* parked a minute at a time on the lock the request connection holds (it takes it in its
+       session statement); got at once means that session lost it: released, and retaken */
+    snprintf(p->bq, sizeof p->bq, "SELECT GET_LOCK('simba-bell:%.32s', 60), RELEASE_LOCK('simba-bell:%.32s')", p->token, p->token);
     p->bdeadline = simba__add(now, p->conn_to);
     p->bstep = SIMBA__MY_S_CONNECT;
     p->bstate = SIMBA__MY_B_CONNECTING;
@@ -1659,7 +1678,8 @@ static int simba__my_ready(int fd, int wait, int64_t until, const struct pollfd 
 static void simba__my_bell_process(simba__my *p, const struct pollfd *ready, int n, int64_t now) {
     int bits;
     if (p->bstate == SIMBA__MY_B_DOWN) {
-        if (now >= p->bretry && p->state == SIMBA__MY_READY && p->bell_ok) simba__my_bell_start(p, now); /* after the setup */
+        if (now >= p->bretry && p->state == SIMBA__MY_READY && p->bell_ok && !p->relock)
+            simba__my_bell_start(p, now); /* after the setup, while this session holds the lock */
         return;
     }
     if (p->bwait && (bits = simba__my_ready(p->bfd, p->bwait, p->buntil, ready, n, now)) != 0) simba__my_bell_run(p, now, bits);
@@ -1874,6 +1894,7 @@ static int simba__my_script(simba__my *p, int64_t max_lease) {
     subst['L' - 'A'] = ml;
     subst['X' - 'A'] = st;
     subst['Y' - 'A'] = lw;
+    subst['H' - 'A'] = p->token;
     p->check = simba__my_fill(p->loop, simba__my_check_sql, subst);
     p->setup = simba__my_fill(p->loop, simba__my_setup_sql, subst);
     return p->check && p->setup;
@@ -1893,6 +1914,7 @@ SIMBA_API simba_result simba_mysql_open(simba_loop *loop, const simba_mysql_desc
     p->bfd = -1;
     simba__copy(p->table, sizeof p->table, desc->table ? desc->table : "simba_mutex");
     simba__my_fence_fn(p->table, p->fn, sizeof p->fn);
+    (void)simba_contender_id_random(loop, p->token, sizeof p->token);
     p->port = desc->port ? desc->port : 3306;
     p->conn_to = desc->connect_timeout_ms ? desc->connect_timeout_ms : 2000;
     p->stmt_to = desc->statement_timeout_ms ? desc->statement_timeout_ms : 5000;

@@ -165,17 +165,14 @@ fi
 # The kit runs in three processes, each a group of cases (about 75 s in all), then the fenced
 # write against a paused owner (tests/fault_fence.c, about 10 s). Not in the kit run: the
 # two exits by simba_loop_free with a renewal in flight (the release queued behind it dies
-# with the connection: the waiter takes over at the lease's end, see docs/mysql.md), and
-# kit_fair_queue, which polls one process at a time for seconds: a ring that MariaDB's
-# KILL QUERY holds for ~2 s lets the unpolled waiters' places lapse (1 run in 6 fails;
-# `build/kit_mysql kit_fair_queue` runs it; docs/mysql.md, Push).
+# with the connection: the waiter takes over at the lease's end, see docs/mysql.md).
 if want mysql; then
     if sh scripts/mysql-start.sh "$SIMBA_MYSQL_PORT" "$SIMBA_MYSQL_DIR" >"$LOGS/mysql-server.log" 2>&1; then
         run mysql $B/test_mysql
         run asan_mysql $B/asan/test_mysql
         run mysql_kit_a $B/kit_mysql kit_start,kit_restart,kit_guard,kit_fencing,kit_locker,kit_scheduler,kit_observer,kit_schedule,kit_multi,kit_stop_wait,kit_loop_close
         run mysql_kit_b $B/kit_mysql kit_inspect,kit_list,kit_force,kit_stale,kit_value,kit_yield,kit_at_risk,kit_late
-        run mysql_kit_c $B/kit_mysql kit_sem,kit_rw,kit_followers,kit_fenced
+        run mysql_kit_c $B/kit_mysql kit_fair_queue,kit_sem,kit_rw,kit_followers,kit_fenced
         run fault_fence_mysql $B/fault_fence mysql
         run kit_diff_mysql $B/kit_diff_mysql --seed 1 --steps 2000
         # TLS: a server of its own with a throwaway CA, on SIMBA_MYSQL_TLS_PORT (default port + 20)

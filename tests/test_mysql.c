@@ -382,6 +382,54 @@ TEST(release_rings_the_waiters_doorbell_and_a_killed_one_comes_back) {
     simba_loop_free(lb);
 }
 
+/* The doorbell waits on a lock its backend's request connection holds: when that session is
+   killed the lock comes free, the doorbell closes ("timers"), the backend reconnects and takes
+   the lock again, and the doorbell parks anew; so when the session lives but lets the lock
+   go. Then it rings at the next release. */
+TEST(doorbell_parks_again_after_its_request_session_is_killed) {
+    simba_loop *la, *lb;
+    simba_backend *ba, *bb;
+    simba_service *a, *b;
+    rec ra = {0}, rb = {0};
+    int64_t t;
+    char q[128];
+    REQUIRE(simba_loop_new(NULL, &la) == SIMBA_OK && simba_loop_new(NULL, &lb) == SIMBA_OK);
+    REQUIRE(open_be(la, table, 0, &ba) == SIMBA_OK && open_be(lb, table, 0, &bb) == SIMBA_OK);
+    lease_ms = 3000; /* the waiter's timed ask comes long after a ring */
+    a = contend(la, ba, "bell-relock", "a", &ra);
+    REQUIRE(a);
+    UNTIL(ra.acquired == 1, 5000, la);
+    REQUIRE(ra.acquired == 1);
+    b = contend(lb, bb, "bell-relock", "b", &rb);
+    lease_ms = 1000;
+    REQUIRE(b);
+    UNTIL(strcmp(simba_mysql_push(bb), "doorbell") == 0, 3000, la, lb);
+    CHECK_STR(simba_mysql_push(bb), "doorbell");
+    CHECK(sql("KILL CONNECTION %lu", (unsigned long)mysql_thread_id(((simba__my *)bb->impl)->my)) == 0);
+    UNTIL(strcmp(simba_mysql_push(bb), "timers") == 0, 2000, la, lb);
+    CHECK_STR(simba_mysql_push(bb), "timers"); /* its lock came free: the doorbell closed */
+    UNTIL(strcmp(simba_mysql_push(bb), "doorbell") == 0, 8000, la, lb);
+    CHECK_STR(simba_mysql_push(bb), "doorbell");
+    /* the session lives but lets the lock go (as a session that reconnected past a stale one
+       would never have had it): its next command takes it again */
+    UNTIL(((simba__my *)bb->impl)->cur == NULL && ((simba__my *)bb->impl)->wait == 0, 2000, la, lb);
+    snprintf(q, sizeof q, "DO RELEASE_LOCK('simba-bell:%s')", ((simba__my *)bb->impl)->token);
+    CHECK(mysql_query(((simba__my *)bb->impl)->my, q) == 0);
+    UNTIL(strcmp(simba_mysql_push(bb), "timers") == 0, 2000, la, lb);
+    CHECK_STR(simba_mysql_push(bb), "timers");
+    UNTIL(strcmp(simba_mysql_push(bb), "doorbell") == 0, 8000, la, lb);
+    CHECK_STR(simba_mysql_push(bb), "doorbell");
+    UNTIL(0, 200, la, lb);
+    t = now_ms();
+    CHECK(simba_stop(a) == SIMBA_OK);
+    UNTIL(rb.acquired == 1, 3000, la, lb);
+    CHECK(rb.acquired == 1);
+    fprintf(stderr, "  (after the reconnect the waiter owned %lld ms after the release was asked)\n", (long long)(now_ms() - t));
+    CHECK(now_ms() - t < 400);
+    simba_loop_free(la);
+    simba_loop_free(lb);
+}
+
 /* The first row of a statement on a blocking connection of the test's own into out ("" none). */
 static int sql_row(char *out, size_t cap, const char *q) {
     MYSQL *c = mysql_init(NULL);
@@ -499,6 +547,7 @@ int main(int argc, char **argv) {
     RUN(bad_input_is_refused_in_words);
     RUN(killed_connection_reconnects_and_owner_keeps_the_fence);
     RUN(release_rings_the_waiters_doorbell_and_a_killed_one_comes_back);
+    RUN(doorbell_parks_again_after_its_request_session_is_killed);
     RUN(renewal_of_an_ended_lease_is_refused_not_granted);
     RUN(deleted_rows_quarantine_and_fences_go_on);
     RUN(truncated_table_quarantines_and_fences_go_on);
