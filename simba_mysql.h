@@ -76,7 +76,8 @@
  * mysql_real_escape_string, values only as hex literals)
  *   <table>       name PK, owner ('' = nobody), fence, acquired_ms, ttl_ms, transition_ms
  *                 (absolute server ms), value (the owner's bytes), seq (the name's wait
- *                 queue counter); simba never deletes a row
+ *                 queue counter), pending (1: granted by a hand-over, the grantee has not
+ *                 asked yet: its ask is answered that grant); simba never deletes a row
  *   <table>_q     the wait queue: name, contender, seq (from the row's counter: arrival
  *                 order per name), expires_ms, and the waiter's ttl_ms, tr_ms, value
  *   <table>_boot  ENGINE=MEMORY, one row (since_ms, fence_floor, max_lease_ms): the loss marker
@@ -277,15 +278,16 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "  DECLARE hd VARCHAR(255) " SIMBA__MY_ASCII " DEFAULT NULL; DECLARE h_ttl BIGINT DEFAULT 0; DECLARE h_tr BIGINT DEFAULT 0;\n" \
     "  DECLARE h_val BLOB DEFAULT ''; DECLARE y_val BLOB DEFAULT '';\n"                           \
     "  DECLARE h_bell VARCHAR(80) " SIMBA__MY_ASCII " DEFAULT ''; DECLARE ring VARCHAR(80) " SIMBA__MY_ASCII " DEFAULT ''; DECLARE h_sh INT DEFAULT 0;\n" \
-    "  DECLARE r_permits INT DEFAULT 0; DECLARE nh BIGINT DEFAULT 0; DECLARE nq BIGINT DEFAULT 0;\n" \
+    "  DECLARE r_permits INT DEFAULT 0; DECLARE r_pending INT DEFAULT 0; DECLARE nh BIGINT DEFAULT 0;\n" \
+    "  DECLARE nq BIGINT DEFAULT 0;\n" \
     "  DECLARE my_seq BIGINT DEFAULT NULL; DECLARE pos BIGINT DEFAULT 0; DECLARE ahead BIGINT DEFAULT 0;\n" \
     "  DECLARE ok INT DEFAULT NULL; DECLARE rec INT DEFAULT 0; DECLARE live INT DEFAULT 0;\n"      \
     "  DECLARE hs_id VARCHAR(255) " SIMBA__MY_ASCII " DEFAULT NULL; DECLARE hs_fence BIGINT DEFAULT 0; DECLARE hs_acq BIGINT DEFAULT 0;\n" \
     "  DECLARE hs_ttl BIGINT DEFAULT 0; DECLARE hs_tr BIGINT DEFAULT 0; DECLARE hs_val BLOB DEFAULT ''; DECLARE hs_sh INT DEFAULT 0;\n" \
     "  DECLARE CONTINUE HANDLER FOR NOT FOUND SET nf = 1;\n"                                      \
     "  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;\n"
-#define SIMBA__MY_ROW_COLS "owner, fence, acquired_ms, ttl_ms, transition_ms, value, seq, permits"
-#define SIMBA__MY_ROW_INTO " INTO r_owner, r_fence, r_acq, r_ttl, r_tr, r_val, r_seq, r_permits"
+#define SIMBA__MY_ROW_COLS "owner, fence, acquired_ms, ttl_ms, transition_ms, value, seq, permits, pending"
+#define SIMBA__MY_ROW_INTO " INTO r_owner, r_fence, r_acq, r_ttl, r_tr, r_val, r_seq, r_permits, r_pending"
 /* The mutex row, locked first (one lock order per name: the row, then its queue). */
 #define SIMBA__MY_LOCK                                                                            \
     "  START TRANSACTION;\n"                                                                      \
@@ -423,7 +425,7 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "      SET ring = h_bell, fan = 1;\n"                                                                  \
     SIMBA__MY_GUARD_LOAD("h_ttl", "h_tr")                                                         \
     "      IF now_ms >= b_until AND NOT h_sh THEN\n"                                              \
-    "        UPDATE {T} SET owner = hd, fence = GREATEST(fence + 1, b_floor), acquired_ms = now_ms,\n" \
+    "        UPDATE {T} SET owner = hd, fence = GREATEST(fence + 1, b_floor), acquired_ms = now_ms, pending = 1,\n" \
     "          ttl_ms = now_ms + h_ttl, transition_ms = now_ms + h_ttl + h_tr, value = h_val WHERE name = p_name;\n" \
     "        DELETE FROM {Q} WHERE name = p_name AND (contender = hd OR expires_ms < now_ms);\n"   \
     "      ELSE\n"                                                                                \
@@ -585,11 +587,13 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "  DELETE FROM {Q} WHERE name = p_name AND expires_ms < now_ms;\n"                            \
     "  IF p_renew THEN\n"                                                                         \
     "    IF r_owner = p_id AND r_tr >= now_ms THEN\n"                                             \
-    "      UPDATE {T} SET ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr WHERE name = p_name;\n" \
+    "      UPDATE {T} SET ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr, pending = 0 WHERE name = p_name;\n" \
     "      SET r_ttl = now_ms + p_ttl, r_tr = now_ms + p_ttl + p_tr;\n"                          \
     "    END IF;\n"                                                                               \
     "    LEAVE body;\n"                                                                           \
-    "  END IF;\n"
+    "  END IF;\n"                                                                                 \
+    /* a hand-over's grantee asking: answered its grant, read only (the hand-over rang) */     \
+    "  IF r_owner = p_id AND r_tr >= now_ms AND r_pending THEN LEAVE body; END IF;\n"
 /* (cut for C99's longest string) */
 #define SIMBA__MY_ACQ_B \
     /* readers or permits hold (the set): an exclusive grant waits for them; a semaphore's
@@ -604,11 +608,10 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     /* a stored owner asking anew starts a new tenure; a free mutex goes to the head */         \
     "  IF (r_owner = p_id AND r_tr >= now_ms) OR (NOT (r_owner <> '' AND r_tr >= now_ms) AND nh = 0 AND (hd IS NULL OR hd = p_id)) THEN\n" \
     SIMBA__MY_GUARD                                                                               \
-    "    UPDATE {T} SET owner = p_id, fence = GREATEST(fence + 1, b_floor), acquired_ms = now_ms,\n" \
+    "    UPDATE {T} SET owner = p_id, fence = GREATEST(fence + 1, b_floor), acquired_ms = now_ms, pending = 0,\n" \
     "      ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr, value = p_val WHERE name = p_name;\n" \
     "    DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"                             \
-    /* a hand-over's grantee asking anew: the hand-over rang the followers already */         \
-    "    SET fan = NOT (r_owner = p_id AND r_tr >= now_ms), fan_skip = p_bell;\n"                 \
+    "    SET fan = 1, fan_skip = p_bell;\n"                                                      \
     "  " SIMBA__MY_RELOAD                                                                         \
     "  ELSE\n"                                                                                    \
     /* the waiter's lease goes with its place; its seq is the name's counter's next */         \
@@ -834,7 +837,7 @@ static const char *const simba__my_setup_sql[] = {
     "  owner VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',\n"
     "  fence BIGINT NOT NULL DEFAULT 0, acquired_ms BIGINT NOT NULL DEFAULT 0, ttl_ms BIGINT NOT NULL DEFAULT 0,\n"
     "  transition_ms BIGINT NOT NULL DEFAULT 0, value BLOB NOT NULL DEFAULT '', seq BIGINT NOT NULL DEFAULT 0,\n"
-    "  permits INT NOT NULL DEFAULT 0) ENGINE=InnoDB;\n"
+    "  permits INT NOT NULL DEFAULT 0, pending TINYINT NOT NULL DEFAULT 0) ENGINE=InnoDB;\n"
     /* the sentinel row (''): a table set up before and found without it was emptied */
     "INSERT INTO {B} SELECT 1, " SIMBA__MY_NOW ", " SIMBA__MY_NOW " * 1024, 0 FROM DUAL WHERE EXISTS (SELECT 1 FROM {M}\n"
     "  WHERE k = 'version') AND NOT EXISTS (SELECT 1 FROM {T} WHERE name = '') ON DUPLICATE KEY UPDATE\n"

@@ -382,6 +382,36 @@ TEST(release_rings_the_waiters_doorbell_and_a_killed_one_comes_back) {
     simba_loop_free(lb);
 }
 
+/* A hand-over grants the head waiter the next fence; the waiter, rung, asks and is answered
+   that grant: the fence it owns is the releaser's + 1 (no second tenure), and the store's
+   row says the same. */
+TEST(hand_over_grant_is_the_fence_the_waiter_owns) {
+    simba_loop *la, *lb;
+    simba_backend *ba, *bb;
+    simba_service *a, *b;
+    rec ra = {0}, rb = {0};
+    simba_view v;
+    REQUIRE(simba_loop_new(NULL, &la) == SIMBA_OK && simba_loop_new(NULL, &lb) == SIMBA_OK);
+    REQUIRE(open_be(la, table, 0, &ba) == SIMBA_OK && open_be(lb, table, 0, &bb) == SIMBA_OK);
+    a = contend(la, ba, "handover-fence", "a", &ra);
+    REQUIRE(a);
+    UNTIL(ra.acquired == 1, 5000, la);
+    REQUIRE(ra.acquired == 1);
+    b = contend(lb, bb, "handover-fence", "b", &rb);
+    REQUIRE(b);
+    UNTIL(strcmp(simba_mysql_push(bb), "doorbell") == 0, 3000, la, lb);
+    UNTIL(0, 200, la, lb); /* b in line */
+    CHECK(simba_stop(a) == SIMBA_OK);
+    UNTIL(rb.acquired == 1, 3000, la, lb);
+    REQUIRE(rb.acquired == 1);
+    CHECK_EQ(rb.fence, ra.fence + 1);
+    CHECK_RC(simba_inspect_wait(bb, "handover-fence", &v, 5000), SIMBA_OK);
+    CHECK_STR(v.owner, "b");
+    CHECK_EQ(v.fence, rb.fence);
+    simba_loop_free(la);
+    simba_loop_free(lb);
+}
+
 /* The doorbell waits on a lock its backend's request connection holds: when that session is
    killed the lock comes free, the doorbell closes ("timers"), the backend reconnects and takes
    the lock again, and the doorbell parks anew; so when the session lives but lets the lock
@@ -548,6 +578,7 @@ int main(int argc, char **argv) {
     RUN(killed_connection_reconnects_and_owner_keeps_the_fence);
     RUN(release_rings_the_waiters_doorbell_and_a_killed_one_comes_back);
     RUN(doorbell_parks_again_after_its_request_session_is_killed);
+    RUN(hand_over_grant_is_the_fence_the_waiter_owns);
     RUN(renewal_of_an_ended_lease_is_refused_not_granted);
     RUN(deleted_rows_quarantine_and_fences_go_on);
     RUN(truncated_table_quarantines_and_fences_go_on);
