@@ -589,6 +589,13 @@ if want mysql; then
         t2=$(( ($(now_ns) - t1) / 1000000 ))
         check "  at once ($t2 ms), with the server's words" eval 'elapsed_ok $t2 0 3000 && err_has "Access denied"'
         check "mysql: the table of the URL holds the rows" test "$(my_sql 'SELECT COUNT(*) FROM cli_locks')" -ge 1
+        MYS="mysql://root@localhost/simba?table=cli_locks&socket=$(cd "$W/mysql" && pwd)/sock"
+        expect_rc "mysql: run over the unix socket" 0 "$SIMBA" -u "$MYS" run sock -- true
+        expect_rc "mysql: get over the unix socket" 1 "$SIMBA" -u "$MYS" get sock
+        check "  shows the stored fence of that run" eval 'out_has "owner: -" && out_has "fence: [1-9]"'
+        expect_rc "mysql: a relative socket path refused" 64 "$SIMBA" -u "mysql://root@localhost/simba?socket=sock" get x
+        expect_rc "mysql: socket= with a numeric HOST refused" 64 "$SIMBA" -u "mysql://root@127.0.0.1/simba?socket=/tmp/s" get x
+        check "  says localhost" err_has localhost
         takeover_suite mysql "$MYU"
         unset SIMBA_URL
         unset MYSQL_PWD

@@ -382,6 +382,54 @@ TEST(release_rings_the_waiters_doorbell_and_a_killed_one_comes_back) {
     simba_loop_free(lb);
 }
 
+/* Over the server's unix socket (SIMBA_MYSQL_DIR/sock, as scripts/mysql-start.sh makes it):
+   the backend sets up, owns, parks its doorbell there, and is rung at a release by a backend
+   on TCP, and the other way round. */
+TEST(unix_socket_contends_and_is_rung) {
+    simba_loop *la, *lb;
+    simba_backend *ba, *bb;
+    simba_service *a, *b;
+    rec ra = {0}, rb = {0};
+    simba_mysql_desc d;
+    const char *dir = getenv("SIMBA_MYSQL_DIR") ? getenv("SIMBA_MYSQL_DIR") : "build/mysql";
+    char cwd[300], path[700];
+    int64_t t;
+    cwd[0] = 0;
+    REQUIRE(dir[0] == '/' || getcwd(cwd, sizeof cwd) != NULL); /* the backend takes an absolute path */
+    snprintf(path, sizeof path, "%s%s%s/sock", cwd, cwd[0] ? "/" : "", dir);
+    memset(&d, 0, sizeof d);
+    d.unix_socket = path;
+    d.user = "root";
+    d.password = "simba";
+    d.db = "simba";
+    d.table = table;
+    REQUIRE(simba_loop_new(NULL, &la) == SIMBA_OK && simba_loop_new(NULL, &lb) == SIMBA_OK);
+    REQUIRE(simba_mysql_open(la, &d, &ba) == SIMBA_OK && open_be(lb, table, 0, &bb) == SIMBA_OK);
+    a = contend(la, ba, "unix-socket", "a", &ra);
+    REQUIRE(a);
+    UNTIL(ra.acquired == 1, 5000, la);
+    REQUIRE(ra.acquired == 1);
+    b = contend(lb, bb, "unix-socket", "b", &rb);
+    REQUIRE(b);
+    UNTIL(strcmp(simba_mysql_push(ba), "doorbell") == 0 && strcmp(simba_mysql_push(bb), "doorbell") == 0, 3000, la, lb);
+    CHECK_STR(simba_mysql_push(ba), "doorbell");
+    UNTIL(0, 200, la, lb); /* b in line */
+    t = now_ms();
+    CHECK(simba_stop(a) == SIMBA_OK);
+    UNTIL(rb.acquired == 1, 3000, la, lb);
+    CHECK(rb.acquired == 1 && now_ms() - t < 400);
+    CHECK(simba_start(a) == SIMBA_OK);
+    UNTIL(0, 300, la, lb); /* a in line, over the socket */
+    t = now_ms();
+    CHECK(simba_stop(b) == SIMBA_OK);
+    UNTIL(ra.acquired == 2, 3000, la, lb);
+    CHECK(ra.acquired == 2 && now_ms() - t < 400);
+    fprintf(stderr, "  (the waiter on the unix socket owned %lld ms after the release was asked)\n", (long long)(now_ms() - t));
+    CHECK_EQ(ra.fence, rb.fence + 1);
+    simba_loop_free(la);
+    simba_loop_free(lb);
+}
+
 /* A hand-over grants the head waiter the next fence; the waiter, rung, asks and is answered
    that grant: the fence it owns is the releaser's + 1 (no second tenure), and the store's
    row says the same. */
@@ -579,6 +627,7 @@ int main(int argc, char **argv) {
     RUN(release_rings_the_waiters_doorbell_and_a_killed_one_comes_back);
     RUN(doorbell_parks_again_after_its_request_session_is_killed);
     RUN(hand_over_grant_is_the_fence_the_waiter_owns);
+    RUN(unix_socket_contends_and_is_rung);
     RUN(renewal_of_an_ended_lease_is_refused_not_granted);
     RUN(deleted_rows_quarantine_and_fences_go_on);
     RUN(truncated_table_quarantines_and_fences_go_on);

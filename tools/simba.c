@@ -129,6 +129,7 @@ static void usage(FILE *f) {
         "  mysql://[USER[:PASSWORD]@]HOST[:PORT]/DB[?table=NAME]   MySQL/MariaDB, HOST numeric;\n"
         "                                 port 3306, table simba_mutex; password from $MYSQL_PWD\n"
         "                                 unless in the URL (where ps shows it)\n"
+        "      unix socket: mysql://USER@localhost/DB?socket=/run/mysqld/mysqld.sock\n"
         "      TLS: &ssl-mode=verify_identity&ssl-ca=CA.crt (also ssl-cert=, ssl-key=;\n"
         "      ssl-mode disabled, required, verify_ca, verify_identity)\n"
         "\n");
@@ -345,6 +346,7 @@ typedef struct url_t {
     char root[300];
     char user[64], dbname[66], table[64]; /* postgres, mysql (host and port above) */
     char password[160];                   /* mysql: from the URL, else $MYSQL_PWD */
+    char socket[108];                     /* mysql: the server's unix socket (HOST localhost) */
     /* TLS URL parameters: postgres's (tls_name = HOST when HOST is a name, hostaddr=IP given);
        mysql's ssl-mode, ssl-ca, ssl-cert and ssl-key in sslmode, sslrootcert, sslcert, sslkey */
     char sslmode[16], sslrootcert[1024], sslcert[1024], sslkey[1024], tls_name[256];
@@ -535,8 +537,9 @@ static int parse_mysql_params(const char *u, const char *p, url_t *out) {
         else if (k == 6 && strncmp(p, "ssl-ca", 6) == 0) dst = out->sslrootcert, cap = sizeof out->sslrootcert;
         else if (k == 8 && strncmp(p, "ssl-cert", 8) == 0) dst = out->sslcert, cap = sizeof out->sslcert;
         else if (k == 7 && strncmp(p, "ssl-key", 7) == 0) dst = out->sslkey, cap = sizeof out->sslkey;
+        else if (k == 6 && strncmp(p, "socket", 6) == 0) dst = out->socket, cap = sizeof out->socket;
         else {
-            errorf("URL '%s': mysql: unknown parameter '%.*s' (table, ssl-mode, ssl-ca, ssl-cert, ssl-key)", u, (int)k, p);
+            errorf("URL '%s': mysql: unknown parameter '%.*s' (table, socket, ssl-mode, ssl-ca, ssl-cert, ssl-key)", u, (int)k, p);
             return -1;
         }
         if (n - k - 1 == 0 || n - k - 1 >= cap) { errorf("URL '%s': mysql: %.*s must be 1..%d bytes", u, (int)k, p, (int)cap - 1); return -1; }
@@ -546,11 +549,13 @@ static int parse_mysql_params(const char *u, const char *p, url_t *out) {
     }
     for (i = 0; out->sslmode[0] && i < 4 && strcmp(out->sslmode, modes[i]) != 0; i++) {}
     if (i == 4) { errorf("URL '%s': mysql: ssl-mode must be disabled, required, verify_ca or verify_identity", u); return -1; }
+    if (out->socket[0] && out->socket[0] != '/') { errorf("URL '%s': mysql: socket must be an absolute path", u); return -1; }
     return 0;
 }
 
 /* mysql://[USER[:PASSWORD]@]HOST[:PORT]/DB[?table=NAME], HOST numeric (the backend never
-   resolves names). Without :PASSWORD, $MYSQL_PWD (a password in the URL shows in ps). */
+   resolves names), or localhost with ?socket=PATH. Without :PASSWORD, $MYSQL_PWD (a password
+   in the URL shows in ps). */
 static int parse_mysql_url(const char *u, const char *p, url_t *out) {
     const char *end = p + strcspn(p, "/?"), *at = memchr(p, '@', (size_t)(end - p)), *q, *hend;
     size_t n;
@@ -582,10 +587,6 @@ static int parse_mysql_url(const char *u, const char *p, url_t *out) {
     }
     if (n == 0 || n >= 64) { errorf("URL '%s': mysql: the HOST is empty or too long", u); return -1; }
     memcpy(out->host, p, n);
-    if (inet_pton(AF_INET, out->host, addr) != 1 && inet_pton(AF_INET6, out->host, addr) != 1) {
-        errorf("URL '%s': mysql: HOST '%s' is a name and the backend never resolves names: give its numeric address", u, out->host);
-        return -1;
-    }
     if (*q == ':') {
         if (parse_port("mysql", q + 1, (size_t)(end - q - 1), &out->port)) return -1;
     } else if (q != end) { errorf("URL '%s': mysql: unexpected '%.*s' after the HOST", u, (int)(end - q), q); return -1; }
@@ -593,7 +594,17 @@ static int parse_mysql_url(const char *u, const char *p, url_t *out) {
     if (n == 0 || n > 64) { errorf("URL '%s': mysql: /DB (the database of the tables) is required, 1..64 bytes", u); return -1; }
     memcpy(out->dbname, end + 1, n);
     p = end + 1 + n;
-    return *p == '?' ? parse_mysql_params(u, p + 1, out) : 0;
+    if (*p == '?' && parse_mysql_params(u, p + 1, out) != 0) return -1;
+    if (out->socket[0] && strcmp(out->host, "localhost") != 0) {
+        errorf("URL '%s': mysql: with socket=, the HOST is localhost", u);
+        return -1;
+    }
+    if (!out->socket[0] && inet_pton(AF_INET, out->host, addr) != 1 && inet_pton(AF_INET6, out->host, addr) != 1) {
+        errorf("URL '%s': mysql: HOST '%s' is a name and the backend never resolves names: give its numeric address "
+               "(or localhost with ?socket=PATH)", u, out->host);
+        return -1;
+    }
+    return 0;
 }
 
 /* ROOT: components non-empty, not . or ..; /simba when none is given. */
@@ -699,6 +710,9 @@ static void backend_id(const url_t *u, char *out, size_t cap) {
     } else if (u->kind == BE_PG) {
         snprintf(out, cap, strchr(u->host, ':') ? "postgres://%s%s[%s]:%d/%s?table=%s" : "postgres://%s%s%s:%d/%s?table=%s", u->user,
                  u->user[0] ? "@" : "", u->host, u->port, u->dbname, u->table); /* the user, never a password */
+    } else if (u->kind == BE_MYSQL && u->socket[0]) {
+        snprintf(out, cap, "mysql://%s%slocalhost/%s?table=%s&socket=%s", u->user, u->user[0] ? "@" : "", u->dbname, u->table,
+                 u->socket);
     } else if (u->kind == BE_MYSQL) {
         snprintf(out, cap, strchr(u->host, ':') ? "mysql://%s%s[%s]:%d/%s?table=%s" : "mysql://%s%s%s:%d/%s?table=%s", u->user,
                  u->user[0] ? "@" : "", u->host, u->port, u->dbname, u->table);
@@ -919,7 +933,8 @@ static int open_lib_fail(simba_loop **loop, int rc) {
 static int open_mysql(const url_t *u, simba_loop *loop, simba_backend **be) {
     simba_mysql_desc d;
     memset(&d, 0, sizeof d);
-    d.host = u->host;
+    d.host = u->socket[0] ? NULL : u->host;
+    d.unix_socket = u->socket[0] ? u->socket : NULL;
     d.port = u->port;
     d.user = u->user[0] ? u->user : NULL;
     d.password = u->password[0] ? u->password : NULL;
@@ -979,7 +994,9 @@ static int open_lib(const url_t *u, int64_t ttl_ms, int64_t transition_ms, int r
         if (rc != SIMBA_OK) { errorf("postgres://%s:%d: %s (%s)", u->host, u->port, simba_loop_errmsg(*loop), simba_strerror(rc)); return open_lib_fail(loop, rc); }
     } else if (u->kind == BE_MYSQL) {
         rc = open_mysql(u, *loop, be);
-        if (rc != SIMBA_OK) { errorf("mysql://%s:%d: %s (%s)", u->host, u->port, simba_loop_errmsg(*loop), simba_strerror(rc)); return open_lib_fail(loop, rc); }
+        if (rc != SIMBA_OK && u->socket[0]) errorf("mysql socket %s: %s (%s)", u->socket, simba_loop_errmsg(*loop), simba_strerror(rc));
+        else if (rc != SIMBA_OK) errorf("mysql://%s:%d: %s (%s)", u->host, u->port, simba_loop_errmsg(*loop), simba_strerror(rc));
+        if (rc != SIMBA_OK) return open_lib_fail(loop, rc);
     } else {
         simba_zk_desc d;
         int64_t t = ttl_ms + transition_ms;
