@@ -22,21 +22,8 @@ die() { echo "test_pg_tls: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
 
 # the CA, a CA that signed nothing of the server's, the server's and a client's certificate
 C=$T/certs
-mkdir -p "$C"
-key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "$1" 2>/dev/null; }
-ca() {
-    key "$C/$1.key" && openssl req -x509 -new -key "$C/$1.key" -days 2 -subj "/CN=$2" -out "$C/$1.crt" 2>/dev/null
-}
-signed() { # NAME CN SAN
-    key "$C/$1.key" && openssl req -new -key "$C/$1.key" -subj "/CN=$2" -out "$C/$1.csr" 2>/dev/null &&
-        printf '%s\n' "$3" >"$C/$1.ext" &&
-        openssl x509 -req -in "$C/$1.csr" -CA "$C/ca.crt" -CAkey "$C/ca.key" -CAcreateserial -days 2 \
-            -extfile "$C/$1.ext" -out "$C/$1.crt" 2>/dev/null
-}
-ca ca "simba test CA" && ca other-ca "another CA" &&
-    signed server simba-tls.test "subjectAltName=DNS:simba-tls.test" &&
-    signed client certuser "extendedKeyUsage=clientAuth" || die "openssl could not make the certificates"
-chmod 600 "$C"/*.key
+. tests/tls_certs.sh
+tls_certs "$C" "subjectAltName=DNS:simba-tls.test" || die "openssl could not make the certificates"
 
 S=$T/server
 mkdir -p "$S"
