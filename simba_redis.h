@@ -15,7 +15,8 @@
  *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE   as in simba.h
  *   SIMBA_REDIS_IMPLEMENTATION             this header and the core only
  *   SIMBA_REDIS_TEST_FAULTS                test builds: a backend's command traffic can be
- *                                          held (simba__redis.test_mute), as a hung server
+ *                                          held (simba__redis.test_mute), as a hung server,
+ *                                          or its replies left unread (test_slow)
  *
  * CONNECTIONS
  *   Each backend has one command connection and, once a mutex is watched, one subscriber
@@ -139,10 +140,13 @@
  *   With no waiter to wake, "released" goes to every watcher of the mutex,
  *   unless PUBSUB NUMSUB shows that the only one is the releasing process itself (its
  *   subscription counted only once the server confirmed it), so an uncontended release
- *   sends nothing back to its own process. A backend subscribes a mutex's owner channel once it has read that mutex (which only
- *   observers do), so a new owner's grant wakes observers' processes and nobody else:
- *   contenders learn the owner from their own attempts, and a handoff does not wake every
- *   waiting process just when the new owner needs the CPU. A contender's wake channel stays
+ *   sends nothing back to its own process. A backend subscribes a mutex's owner channel once
+ *   one of its observers has read the mutex or one of its contenders (not of a set) has asked
+ *   for it, so every follower learns each grant and new value by push. A push comes on the
+ *   subscriber connection and an answer on the command connection: an ask answered just
+ *   before a grant may arrive after that grant's push, and such an answer (nobody, or an
+ *   earlier fence) makes its follower ask again, not hide the new owner until its next timed
+ *   ask. A contender's wake channel stays
  *   subscribed after its release (at most 8 such idle channels per mutex, the least recently
  *   used go first; all of them when the mutex is unwatched), so acquiring again costs no
  *   SUBSCRIBE; a release that failed unsubscribes at once, since the waiter may still be
@@ -456,8 +460,8 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
 
 /* A new grant (c's, ARGV as the acquire script's): the name's next fence, max(last + 1,
    server time in us), both well below 2^53, is stored; store(r) writes the holding's record
-   r; the owner channel hears of it (observers' processes listen there, nobody else does,
-   so a handoff wakes no waiter). Returns the fence. */
+   r; the owner channel hears of it (every follower's process listens there). Returns the
+   fence. */
 #define SIMBA__REDIS_LUA_GRANT                                                              \
     "local function grant(c, ms, us, store)\n"                                              \
     "  local f = us\n"                                                                      \
@@ -1027,7 +1031,9 @@ typedef struct simba__rmutex {
     int refs;
     int nidle;
     simba__rsub *ev;
-    simba__rsub *ow;    /* once this backend has read the mutex (an observer) */
+    simba__rsub *ow;    /* once this backend has followed the mutex (an observer, a waiter) */
+    uint32_t pushes;    /* grants and values heard on ow: an answer sent before one may be older */
+    uint64_t pushed;    /* the latest fence heard there */
     simba__rsub *wakes; /* most recently acquired first */
 } simba__rmutex;
 
@@ -1047,6 +1053,7 @@ typedef struct simba__rop {
     int hops;     /* Cluster: MOVED/ASK redirections followed so far */
     int asking;   /* Cluster: send ASKING first (an ASK redirection) */
     uint32_t seq; /* RELEASE: its contender's acq_seq when submitted */
+    uint32_t pushes; /* a follower's READ or ACQUIRE: its mutex's pushes when submitted */
     char cursor[24]; /* LIST: the SCAN cursor of the next page */
     /* desc.wait_replicas: the script's answer, kept until the WAIT after it answers */
     int waits, have;
@@ -1125,14 +1132,18 @@ typedef struct simba__redis {
     char err[256];
 #ifdef SIMBA_REDIS_TEST_FAULTS
     int test_mute; /* 1: nothing is written on the command connection, as to a hung server */
+    int test_slow; /* 1: the command connection's replies are left unread, as a slow path delays them */
 #endif
 } simba__redis;
 
-/* Test builds: the command connection's writes are held (simba__redis.test_mute). */
+/* Test builds: the command connection's writes are held (simba__redis.test_mute), or its
+   replies left unread (test_slow). */
 #ifdef SIMBA_REDIS_TEST_FAULTS
 #define SIMBA__RCONN_HELD(c) ((c)->r->test_mute && (c) == &(c)->r->cmd)
+#define SIMBA__RCONN_SLOW(c) ((c)->r->test_slow && (c) == &(c)->r->cmd)
 #else
 #define SIMBA__RCONN_HELD(c) 0
+#define SIMBA__RCONN_SLOW(c) 0
 #endif
 
 /* ---- helpers --------------------------------------------------------------------------- */
@@ -1457,6 +1468,26 @@ static void simba__redis_on_wait(redisAsyncContext *ac, void *reply, void *priv)
 }
 
 static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply *x, simba_reply *rep);
+static simba__rmutex *simba__redis_mutex(simba__redis *r, const char *mutex);
+
+/* An observer's read or a mutex waiter's ask: it follows the owner channel. */
+static int simba__redis_follows(const simba_req *req) {
+    return req->op == SIMBA_OP_READ || (req->op == SIMBA_OP_ACQUIRE && !req->renew && req->permits <= 1 && !req->shared);
+}
+
+/* A follower's answer and the owner channel's pushes come on two connections: a push that
+   arrived while the ask was in flight may announce a grant made after the store answered
+   (the answer then shows nobody, or an earlier fence). That answer, taken last, would hide
+   the new owner until the next timed ask (an observer's refresh_ms): the follower asks again. */
+static void simba__redis_overtaken(simba__redis *r, const simba__rop *op, const simba_reply *rep) {
+    const simba_req *req = op->req;
+    simba__rmutex *m;
+    if (rep->rc != SIMBA_OK || !simba__redis_follows(req) || !(m = simba__redis_mutex(r, req->mutex)) ||
+        m->pushes == op->pushes || (rep->owner && rep->owner[0] && rep->fence >= m->pushed))
+        return;
+    simba_backend_event(r->be, SIMBA_EV_RELEASED, req->mutex, req->op == SIMBA_OP_ACQUIRE ? req->contender : NULL, NULL);
+}
+
 /* The ops answered with views (simba_inspect, simba_list, simba_force_release). */
 static int simba__redis_inspection(simba_op op) {
     return op == SIMBA_OP_INSPECT || op == SIMBA_OP_LIST || op == SIMBA_OP_FORCE_RELEASE;
@@ -1600,6 +1631,7 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
         return;
     }
     if (req->op == SIMBA_OP_RELEASE) simba__redis_wake_released(r, req, op->seq, rep.rc == SIMBA_OK);
+    simba__redis_overtaken(r, op, &rep);
     simba__rop_release(r, op);
     simba__redis_done(r, req, &rep);
 }
@@ -1709,8 +1741,6 @@ static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply 
     simba__redis_send(r, op, simba_now(r->loop));
     return 1;
 }
-
-static simba__rmutex *simba__redis_mutex(simba__redis *r, const char *mutex);
 
 /* One script call's arguments, built without printf (see simba__rb) into its own buffers. */
 typedef struct simba__rargs {
@@ -2163,6 +2193,8 @@ static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv) 
         rep.held_ms = n[3];
         rep.value_len = (size_t)(stop - p - n[4]);
         rep.value = rep.value_len ? (const unsigned char *)p + n[4] : NULL;
+        s->m->pushes++;
+        if (rep.fence > s->m->pushed) s->m->pushed = rep.fence;
         simba_backend_event(r->be, SIMBA_EV_OWNER, s->m->node.key, NULL, &rep);
     }
 }
@@ -2541,7 +2573,7 @@ static void simba__rconn_write(simba__rconn *c) {
 }
 
 static void simba__rconn_io(simba__rconn *c, short revents, int64_t now) {
-    if (c->ac && (revents & (POLLIN | POLLERR | POLLHUP))) redisAsyncHandleRead(c->ac);
+    if (c->ac && (revents & (POLLIN | POLLERR | POLLHUP)) && !SIMBA__RCONN_SLOW(c)) redisAsyncHandleRead(c->ac);
     if (c->ac && c->wr && (revents & (POLLOUT | POLLERR | POLLHUP))) simba__rconn_write(c);
     simba__rconn_settle(c, now);
 }
@@ -2610,13 +2642,16 @@ static simba_result simba__redis_submit_ex(simba__redis *r, simba_req *req, int 
     op->waits = op->have = 0;
     op->acked = 0;
     op->deadline = INT64_MAX;
-    op->seq = 0;
+    op->seq = op->pushes = 0;
     if (req->op == SIMBA_OP_ACQUIRE) simba__redis_wake_acquire(r, req->mutex, req->contender);
     else if (req->op == SIMBA_OP_RELEASE) op->seq = simba__redis_wake_seq(r, req->mutex, req->contender);
     /* An observer or a waiter: every follower hears each grant and new value, not only the
        head its wake-up (one subscription per mutex and process, whatever its followers). */
-    if (req->op == SIMBA_OP_READ || (req->op == SIMBA_OP_ACQUIRE && !req->renew && req->permits <= 1 && !req->shared))
+    if (simba__redis_follows(req)) {
+        simba__rmutex *m = simba__redis_mutex(r, req->mutex);
         simba__redis_owner_sub(r, req->mutex);
+        op->pushes = m ? m->pushes : 0;
+    }
     op->cursor[0] = 0;
     now = simba_now(r->loop);
     if (r->cmd.state == SIMBA__RC_READY) {
@@ -2669,7 +2704,7 @@ static int simba__redis_fds(void *impl, struct pollfd *out, int cap) {
     cs[2] = &r->sen;
     for (i = 0; i < 3; i++) {
         simba__rconn *c = cs[i];
-        short ev = (short)((c->rd ? POLLIN : 0) | (c->wr && !SIMBA__RCONN_HELD(c) ? POLLOUT : 0));
+        short ev = (short)((c->rd && !SIMBA__RCONN_SLOW(c) ? POLLIN : 0) | (c->wr && !SIMBA__RCONN_HELD(c) ? POLLOUT : 0));
         if (!c->ac || c->fd < 0 || !ev) continue;
         if (out && n < cap) {
             out[n].fd = c->fd;

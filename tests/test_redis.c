@@ -15,6 +15,7 @@
  * are driven from one poll(2) over their descriptors, and every simba_poll call is timed.
  */
 #define SIMBA_IMPLEMENTATION
+#define SIMBA_REDIS_TEST_FAULTS /* test_slow: a command connection's replies left unread */
 #include "../simba_redis.h"
 #include "check.h"
 #define FIXTURE_DRIVER
@@ -1892,6 +1893,60 @@ TEST(value_in_record_pushed_to_observer) {
     drv_free(&d);
 }
 
+/* An observer's read and the owner channel's push travel on two connections. The store
+   answers a read "nobody", then grants A; the push of that grant reaches the observer before
+   the read's answer (its replies left unread meanwhile, test_slow). The older answer, taken
+   last, must not hide A until the next timed read (refresh_ms): the observer shows A within
+   the push bound (300 ms, as the kit's). */
+TEST(answer_overtaken_by_push_hides_no_owner) {
+    const char *m = "overtaken";
+    drv d0, d1;
+    simba_backend *b1, *b2;
+    simba_service *a, *obs;
+    simba_observe_desc od;
+    simba__redis *r;
+    simba__rmutex *mx = NULL;
+    struct pollfd pf;
+    rec ra;
+    memset(&d0, 0, sizeof d0);
+    memset(&d1, 0, sizeof d1);
+    memset(&ra, 0, sizeof ra);
+    REQUIRE(drv_add(&d0) && drv_add(&d1));
+    REQUIRE(open_redis(d0.l[0], port1, &b1) == SIMBA_OK);
+    REQUIRE(open_redis(d1.l[0], port1, &b2) == SIMBA_OK);
+    r = (simba__redis *)simba_backend_impl(b2);
+    memset(&od, 0, sizeof od);
+    od.mutex = m;
+    od.refresh_ms = 1500; /* its own reads while nobody holds the name */
+    REQUIRE(simba_observe(d1.l[0], b2, &od, &obs) == SIMBA_OK);
+    REQUIRE(simba_start(obs) == SIMBA_OK);
+    /* its first read answered ("nobody"), its owner channel subscribed */
+    WAIT_FOR(&d1, (mx = simba__redis_mutex(r, m)) && mx->ow && mx->ow->confirmed && r->cmd.state == SIMBA__RC_READY &&
+                      !r->pending && !r->inflight, 3000);
+    REQUIRE(mx && mx->ow && mx->ow->confirmed && !r->inflight && strcmp(viewed_owner(obs), "") == 0);
+    /* its next read goes out and is answered "nobody"; the answer waits unread */
+    r->test_slow = 1;
+    WAIT_FOR(&d1, r->inflight && !r->cmd.wr, 3000);
+    REQUIRE(r->inflight);
+    pf.fd = r->cmd.fd;
+    pf.events = POLLIN;
+    pf.revents = 0;
+    REQUIRE(poll(&pf, 1, 1000) == 1);
+    /* then A is granted, and only the push reaches the observer */
+    a = contend(d0.l[0], b1, m, "A", 2000, 1000, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d0, simba_is_owner(a), 3000);
+    REQUIRE(simba_is_owner(a));
+    WAIT_FOR(&d1, strcmp(viewed_owner(obs), "A") == 0, 1000);
+    CHECK_STR(viewed_owner(obs), "A");
+    /* the read's answer arrives last */
+    r->test_slow = 0;
+    drv_run(&d1, 300);
+    CHECK_STR(viewed_owner(obs), "A");
+    drv_free(&d0);
+    drv_free(&d1);
+}
+
 /* The marker <prefix>alive names the layout of the prefix's keys ("schema=<N>"): a backend
    that finds another refuses at connect (its requests fail, its errmsg names both versions),
    and a grant checks it again in the script (a marker changed under a connected backend);
@@ -2335,6 +2390,7 @@ int main(int argc, char **argv) {
     RUN(auth_and_db);
     RUN(destroy_with_pending);
     RUN(value_in_record_pushed_to_observer);
+    RUN(answer_overtaken_by_push_hides_no_owner);
     RUN(marker_of_another_schema_version_refused);
     RUN(scripts_joined_and_reloaded_after_flush);
     RUN(yield_keeps_when_the_queued_waiter_is_gone);
