@@ -2165,11 +2165,10 @@ static void simba__pg_announce(void *impl, const char *mutex, const simba_reply 
 
 /* An announcement on the follow channel: checked, then SIMBA_EV_OWNER (a hint). */
 static void simba__pg_follow_recv(simba__pg *p, const char *s) {
-    char f[8][SIMBA_NAME_MAX + 1];
+    char f[8][SIMBA_NAME_MAX + 1], err[96];
     unsigned char val[SIMBA_VALUE_MAX];
-    const char *hex;
     int64_t v[5];
-    size_t i, n, len;
+    size_t i, n;
     simba_reply rep;
     if (s[0] != 'O' || s[1] != ' ') return;
     s += 2;
@@ -2183,14 +2182,7 @@ static void simba__pg_follow_recv(simba__pg *p, const char *s) {
     for (i = 0; i < 5; i++)
         if (simba__pg_int(f[i], &v[i]) != 0) return;
     if (s[0] != 'x' || v[0] <= 0 || simba_id_check(f[5]) != SIMBA_OK || simba_name_check(f[6]) != SIMBA_OK) return;
-    hex = s + 1;
-    len = strlen(hex);
-    if (len % 2 || len / 2 > SIMBA_VALUE_MAX) return;
-    for (n = 0; n < len / 2; n++) {
-        unsigned x;
-        if (sscanf(hex + 2 * n, "%2x", &x) != 1) return;
-        val[n] = (unsigned char)x;
-    }
+    if (simba__pg_unhex(s + 1, val, &n, err, sizeof err) != 0) return; /* strict: two hex digits a byte */
     memset(&rep, 0, sizeof rep);
     rep.owner = f[5];
     rep.fence = (uint64_t)v[0];

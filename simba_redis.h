@@ -863,20 +863,29 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "return r\n"
 
 /* One page of a listing (no keys: the node it runs on). ARGV: SCAN cursor, the fence keys'
-   pattern, the prefix. Returns {next cursor, then per mutex its name and view}; a name
-   without an owner record shows the holder of its holders set whose permit frees first. */
+   pattern, the prefix. Returns {next cursor, then per mutex its name, its view, the number
+   of live holders of its holders set, and INSPECT's tail: the recorded permits, each holder's
+   8 strings}. Read-only: holders past their lease end are skipped, left for a write. */
 #define SIMBA__REDIS_LUA_LIST                                                               \
-    "local function first_holder(k, now, r)\n"                                              \
-    "  if r[1] ~= '' then return r end\n"                                                   \
-    "  local hs, b = redis.call('HGETALL', k), nil\n"                                       \
+    "local function set_of(k, now, r, owner)\n"                                             \
+    "  local hs, pn, h, nh = redis.call('HGETALL', k), '', {}, 0\n"                         \
     "  for i = 1, #hs, 2 do\n"                                                              \
-    "    if string.sub(hs[i], 1, 1) == '=' then\n"                                          \
+    "    local t = string.sub(hs[i], 1, 1)\n"                                               \
+    "    if t == '#' then pn = hs[i + 1]\n"                                                 \
+    "    elseif t == '=' then\n"                                                            \
     "      local o = rec(string.sub(hs[i + 1], 2))\n"                                       \
-    "      if not o.err and o[5] > now and (not b or o[5] < b[5]) then b = o end\n"         \
+    "      if not o.err and o[5] > now then\n"                                              \
+    "        nh = nh + 1\n"                                                                 \
+    "        for _, x in ipairs({string.sub(hs[i], 2), o[1], o[2], tostring(now - o[3]), tostring(o[4] - now), tostring(o[5] - now), o[7], string.sub(hs[i + 1], 1, 1)}) do h[#h + 1] = x end\n" \
+    "      end\n"                                                                           \
     "    end\n"                                                                             \
     "  end\n"                                                                               \
-    "  if not b then return r end\n"                                                        \
-    "  return {b[6], b[1], b[2], tostring(now - b[3]), tostring(b[4] - now), tostring(b[5] - now), b[7]}\n" \
+    /* as INSPECT: an owner alone holds 1 permit; nobody holding, none */                   \
+    "  if pn == '' and owner ~= '' then pn = '1' end\n"                                     \
+    "  if nh == 0 and owner == '' then pn = '' end\n"                                       \
+    "  r[#r + 1] = tostring(nh)\n"                                                          \
+    "  r[#r + 1] = pn\n"                                                                    \
+    "  for _, x in ipairs(h) do r[#r + 1] = x end\n"                                        \
     "end\n"                                                                                 \
     "local now = clock()\n"                                                                 \
     "local page = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[2], 'COUNT', 1000)\n"           \
@@ -886,8 +895,9 @@ SIMBA_API simba_result simba_redis_fenced(simba_backend *be, const char *name, u
     "  local name = string.match(string.sub(k, n + 1), '^{([^{}]+)}:fence$')\n"             \
     "  if name then\n"                                                                      \
     "    r[#r + 1] = name\n"                                                                \
-    "    local b = string.sub(k, 1, -6)\n"                                                  \
-    "    for _, x in ipairs(first_holder(b .. 'hold', now, view(b .. 'owner', k, now))) do r[#r + 1] = x end\n" \
+    "    local b, at = string.sub(k, 1, -6), #r\n"                                          \
+    "    for _, x in ipairs(view(b .. 'owner', k, now)) do r[#r + 1] = x end\n"             \
+    "    set_of(b .. 'hold', now, r, r[at + 1])\n"                                          \
     "  end\n"                                                                               \
     "end\n"                                                                                 \
     "return r\n"
@@ -1659,23 +1669,23 @@ static int simba__redis_view(const redisReply *const *e, simba_view *v) {
     return 0;
 }
 
-/* INSPECT's tail from element at: the recorded permits, then the holders set's entries (8
-   strings each), lowest fence first; with no owner record, the view's owner is the holder
-   whose permit frees first. The view goes to the core. */
-static int simba__redis_holders(simba__redis *r, simba_req *req, simba_view *v, const redisReply *x, size_t at) {
+/* INSPECT's tail (and each name's in a listing) from e: the recorded permits, then the
+   holders set's n entries (8 strings each), lowest fence first; with no owner record, the
+   view's owner is the holder whose permit frees first. The view goes to the core. */
+static int simba__redis_holders(simba__redis *r, simba_req *req, simba_view *v, const redisReply *const *x, size_t n) {
     simba_view_holder *h = NULL;
-    size_t i, j, n = (x->elements - at - 1) / 8;
+    size_t i, j;
     int64_t k[5];
     int permits;
-    if (x->element[at]->len && (simba__redis_int(x->element[at], &k[0]) != 0 || k[0] < 1 || k[0] > SIMBA_PERMITS_MAX)) return -1;
-    v->permits = x->element[at]->len ? (int)k[0] : 0;
+    if (x[0]->len && (simba__redis_int(x[0], &k[0]) != 0 || k[0] < 1 || k[0] > SIMBA_PERMITS_MAX)) return -1;
+    v->permits = x[0]->len ? (int)k[0] : 0;
     if (n > SIMBA_PERMITS_MAX) return -1;
     if (n) {
         h = (simba_view_holder *)simba__zalloc(r->loop, n * sizeof *h);
         if (!h) return -1;
     }
     for (i = 0; i < n; i++) {
-        const redisReply *const *e = (const redisReply *const *)x->element + at + 1 + 8 * i;
+        const redisReply *const *e = x + 1 + 8 * i;
         simba_view_holder t;
         memset(&t, 0, sizeof t);
         if (e[0]->len > SIMBA_ID_MAX || e[6]->len > SIMBA_VALUE_MAX) { simba_free(r->loop, h); return -1; }
@@ -1728,13 +1738,18 @@ static int simba__redis_views(simba__redis *r, simba__rop *op, const redisReply 
         k = n < 0 ? 0 : n > SIMBA_VIEW_WAITERS ? SIMBA_VIEW_WAITERS : (size_t)n;
         if (x->elements < 9 + k || (x->elements - 9 - k) % 8 != 0) return -1;
         for (i = 8; i < 8 + k; i++) simba__copy(v.waiter[i - 8], sizeof v.waiter[0], x->element[i]->str);
-        return simba__redis_holders(r, req, &v, x, 8 + k);
+        return simba__redis_holders(r, req, &v, (const redisReply *const *)x->element + 8 + k, (x->elements - 9 - k) / 8);
     }
-    if (x->elements < 1 || x->element[0]->len >= sizeof op->cursor || (x->elements - 1) % 8 != 0) return -1;
-    for (i = 1; i + 8 <= x->elements; i += 8) {
-        if (x->element[i]->len > SIMBA_NAME_MAX || simba__redis_view((const redisReply *const *)x->element + i + 1, &v) != 0) return -1;
-        memcpy(v.mutex, x->element[i]->str, x->element[i]->len);
-        simba_req_view(req, &v);
+    if (x->elements < 1 || x->element[0]->len >= sizeof op->cursor) return -1;
+    for (i = 1; i < x->elements; i += 10 + 8 * k) { /* name, view, holders' count, INSPECT's tail */
+        const redisReply *const *e = (const redisReply *const *)x->element + i;
+        int64_t n;
+        if (x->elements - i < 10 || e[0]->len > SIMBA_NAME_MAX || simba__redis_view(e + 1, &v) != 0 ||
+            simba__redis_int(e[8], &n) != 0 || n < 0 || n > SIMBA_PERMITS_MAX || (size_t)n > (x->elements - i - 10) / 8)
+            return -1;
+        k = (size_t)n;
+        memcpy(v.mutex, e[0]->str, e[0]->len);
+        if (simba__redis_holders(r, req, &v, e + 9, k) != 0) return -1;
     }
     if (strcmp(x->element[0]->str, "0") == 0) return 0;
     memcpy(op->cursor, x->element[0]->str, x->element[0]->len + 1);

@@ -1,4 +1,4 @@
-# pg.mk -- the PostgreSQL backend (simba_pg.h): its tests, kit and fuzz target. Uses CC,
+# pg.mk -- the PostgreSQL backend (simba_pg.h): its tests, kit and fuzz targets. Uses CC,
 # CFLAGS, SAN and B. PGINC: where libpq-fe.h lives (Debian: /usr/include/postgresql).
 PGINC ?= $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
 # test_pg, kit_pg: VARIANT_PROGS in the Makefile
@@ -14,6 +14,10 @@ $(B)/mp_worker: simba_pg.h
 # the row parser's libFuzzer target (FUZZ_CC, FUZZ_FLAGS from mk/reliability.mk)
 $(B)/fuzz/fuzz_pg_row: fuzz/fuzz_pg_row.c simba.h simba_pg.h | $(B)/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(PGINC) -o $@ fuzz/fuzz_pg_row.c -lpq -lpthread
-fuzz-pg: $(B)/fuzz/fuzz_pg_row
-	sh fuzz/run.sh $(B)/fuzz/fuzz_pg_row fuzz/corpus/fuzz_pg_row $${FUZZ_SECONDS:-60}
+# the follow channel's announcements (see >>follow in simba_pg.h)
+$(B)/fuzz/fuzz_pg_follow: fuzz/fuzz_pg_follow.c fuzz/fuzz_common.h simba.h simba_pg.h | $(B)/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(PGINC) -o $@ fuzz/fuzz_pg_follow.c -lpq -lpthread
+fuzz-pg: $(B)/fuzz/fuzz_pg_row $(B)/fuzz/fuzz_pg_follow
+	sh fuzz/run.sh $(B)/fuzz/fuzz_pg_row fuzz/corpus/fuzz_pg_row $${FUZZ_SECONDS:-60} && \
+	  sh fuzz/run.sh $(B)/fuzz/fuzz_pg_follow fuzz/corpus/fuzz_pg_follow $${FUZZ_SECONDS:-60}
 .PHONY: fuzz-pg

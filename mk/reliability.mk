@@ -11,7 +11,7 @@ FUZZ_FLAGS    = -std=c99 -D_POSIX_C_SOURCE=200809L -g -O1 -fsanitize=fuzzer,addr
 TSAN          = -fsanitize=thread -fno-omit-frame-pointer
 CHAOS_SECONDS ?= 180
 FUZZ_SECONDS  ?= 300
-FUZZ_TARGETS  = fuzz_names fuzz_redis_reply fuzz_redis_msg fuzz_zk_node fuzz_sql_row fuzz_pg_row
+FUZZ_TARGETS  = fuzz_names fuzz_redis_reply fuzz_redis_msg fuzz_zk_node fuzz_sql_row fuzz_sql_push fuzz_pg_row fuzz_pg_follow
 FUZZ_BINS     = $(FUZZ_TARGETS:%=$(B)/fuzz/%)
 REL_BINS      = $(B)/mp_worker $(B)/mp_check $(B)/fault_sqlhold $(B)/fault_proxy $(B)/badinput $(B)/asan/badinput
 
@@ -52,6 +52,8 @@ $(B)/fuzz/fuzz_zk_node: fuzz/fuzz_zk_node.c simba.h simba_zk.h | $(B)/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(ZKINC) -o $@ fuzz/fuzz_zk_node.c -lzookeeper_mt -lpthread
 $(B)/fuzz/fuzz_sql_row: fuzz/fuzz_sql_row.c simba.h simba_sql.h | $(B)/fuzz
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_sql_row.c -lsqlite3 -lpthread
+$(B)/fuzz/fuzz_sql_push: fuzz/fuzz_sql_push.c simba.h simba_sql.h | $(B)/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ fuzz/fuzz_sql_push.c -lsqlite3 -lpthread
 
 # Runs each target on a scratch copy of its corpus (fuzz/corpus/<target> stays small and
 # is only read); crashes land in $(B)/fuzz/<target>-crash-*.

@@ -2175,10 +2175,20 @@ TEST(holders_set_only_while_shared_force_by_fence) {
     drv_free(&d);
 }
 
-/* simba_list's callback: user is {name, owner seen}; the owner shown for that name. */
+/* simba_list's callback: user is {name, owner seen}; the owner shown for that name, and in
+   list_held the holders listed with it as "id=value;" in grant order. */
+static char list_held[128];
 static void list_find(const simba_view *v, simba_result rc, void *u) {
     char **f = (char **)u;
-    if (rc == SIMBA_OK && v && strcmp(v->mutex, f[0]) == 0) snprintf(f[1], SIMBA_ID_MAX + 1, "%s", v->owner);
+    int i;
+    if (rc != SIMBA_OK || !v || strcmp(v->mutex, f[0]) != 0) return;
+    snprintf(f[1], SIMBA_ID_MAX + 1, "%s", v->owner);
+    for (i = 0; i < v->holders && v->holder; i++) {
+        size_t o = strlen(list_held);
+        if (snprintf(list_held + o, sizeof list_held - o, "%s=%.*s;", v->holder[i].id, (int)v->holder[i].value_len,
+                     v->holder[i].value ? (const char *)v->holder[i].value : "") < 0)
+            return;
+    }
 }
 
 /* Each reader keeps its own value in its entry of the holders set: set under its own fence,
@@ -2217,14 +2227,16 @@ TEST(holder_values_own) {
         if (strcmp(h->id, "B") == 0 && h->value_len == 1 && memcmp(h->value, "b", 1) == 0 && h->fence == rb.fence) seen++;
     }
     CHECK_EQ(seen, 2);
-    /* a listing shows a holder of the name, though it has no owner record */
+    /* a listing shows a holder of the name, though it has no owner record, and each holder */
     {
         char shown[SIMBA_ID_MAX + 1] = "";
         char *f[2];
         f[0] = m;
         f[1] = shown;
+        list_held[0] = 0;
         CHECK_RC(simba_list_wait(be[2], list_find, f, 5000), SIMBA_OK);
         CHECK(strcmp(shown, "A") == 0 || strcmp(shown, "B") == 0);
+        CHECK_STR(list_held, ra.fence < rb.fence ? "A=from-a;B=b;" : "B=b;A=from-a;"); /* each holder, as inspect lists it */
     }
     CHECK(simba_is_owner(a) && simba_is_owner(b)); /* a refused SET_VALUE would have ended the holding */
     CHECK(simba_stop(a) == SIMBA_OK && simba_stop(b) == SIMBA_OK);
