@@ -88,7 +88,7 @@ else bad "the doorbell's grants: $(cat "$W/err")"; fi
 SIMBA_DEBUG=1 simba_as "$APP" pw run -n orders -- sleep 1 >"$W/out" 2>"$W/err" &
 RUN=$!
 if wait_for 5 sh -c "mariadb --no-defaults -h 127.0.0.1 -P $P -uroot -psimba -N -e \"SELECT 1 FROM information_schema.PROCESSLIST
-    WHERE USER = '$APP' AND INFO LIKE 'SELECT SLEEP(%simba-bell:%'\" | grep -q 1"; then ok "app: its doorbell is parked"
+    WHERE USER = '$APP' AND INFO LIKE 'SELECT GET_LOCK(%simba-bell:%'\" | grep -q 1"; then ok "app: its doorbell is parked"
 else bad "app: no parked doorbell"; fi
 wait "$RUN"
 if ! err_has "push by timers"; then ok "app: no word of timers"; else bad "app: still on timers: $(cat "$W/err")"; fi
