@@ -394,7 +394,8 @@ run_row() {
     # ttl * r / (1 - r) < transition, 10 % is outside (docs/testing.md)
     case $f in clock-*) tr=$((TTL / 20)) ;; esac
     # each Redis run its own prefix: the prefix's marker binds one max_lease_ms (ttl + transition)
-    case $be in redis*) prefix=(--prefix "lab$k-$f:") ;; esac
+    # (MariaDB: each row its own table, whose loss marker binds one max_lease_ms)
+    case $be in redis*) prefix=(--prefix "lab$k-$f:") ;; mysql*) prefix=(--my-table "lab_${f//-/_}") ;; esac
     RD=$LAB_DIR/$be-$f-$k
     mkdir -p "$RD"
     : >"$RD/faults.log"
