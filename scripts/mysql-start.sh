@@ -3,6 +3,8 @@
 # DIR/data, and wait until it answers. Stop it with mysql-stop.sh DIR (which removes its data;
 # --keep for a restart). As root it runs as root (--user=root), as CI does. User root, password
 # "simba" over TCP. SIMBA_MYSQL_TLS_DIR (below) adds TLS. A data directory left by mysql-stop.sh --keep is reused (a restart keeps its rows).
+# SIMBA_MYSQL_BIND (default 127.0.0.1) is the address it listens on; on any other (the fault
+# lab's node), root may connect over TCP from any host too (root@'%').
 set -eu
 if [ $# -ne 2 ]; then
     echo "usage: $0 PORT DIR" >&2
@@ -20,9 +22,12 @@ if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
         { apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y mariadb-server libmariadb-dev >&2; }
 fi
 PATH=$PATH:/usr/sbin
+BIND=${SIMBA_MYSQL_BIND:-127.0.0.1}
+ROOTS="root@'127.0.0.1'"
+[ "$BIND" = 127.0.0.1 ] || ROOTS="$ROOTS root@'%'"
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
-ask() { mariadb --no-defaults -h 127.0.0.1 -P "$PORT" -uroot -psimba -N -e "$1" 2>/dev/null; }
+ask() { mariadb --no-defaults -h "$BIND" -P "$PORT" -uroot -psimba -N -e "$1" 2>/dev/null; }
 if ask "SELECT 1" >/dev/null; then
     echo "mysql-start: something already answers on port $PORT" >&2
     exit 1
@@ -51,7 +56,7 @@ fail() {
     [ $FRESH = 1 ] && rm -rf "$DIR/data"
     exit 1
 }
-mariadbd --no-defaults --datadir="$DIR/data" --user="$(id -un)" --bind-address=127.0.0.1 --port="$PORT" \
+mariadbd --no-defaults --datadir="$DIR/data" --user="$(id -un)" --bind-address="$BIND" --port="$PORT" \
     --socket="$DIR/sock" --pid-file="$DIR/data/mariadbd.pid" --skip-log-bin --max-connections=300 \
     --innodb-buffer-pool-size=32M --innodb-log-file-size=16M --log-error="$DIR/mysql.log" $TLS </dev/null >/dev/null 2>&1 &
 echo $! >"$DIR/mysql.pid"
@@ -64,12 +69,13 @@ while [ $i -lt 300 ]; do   # 300 x 0.05 s = 15 s deadline
     fi
     # a new server's root has no password over the socket yet: set it once
     if [ $FRESH = 1 ] && mariadb --no-defaults -S "$DIR/sock" -uroot -e \
-        "ALTER USER root@localhost IDENTIFIED BY 'simba'; CREATE USER IF NOT EXISTS root@'127.0.0.1' IDENTIFIED BY 'simba';
-         GRANT ALL ON *.* TO root@'127.0.0.1' WITH GRANT OPTION; CREATE DATABASE IF NOT EXISTS simba" 2>/dev/null; then
+        "ALTER USER root@localhost IDENTIFIED BY 'simba'; $(for r in $ROOTS; do
+            printf "CREATE USER IF NOT EXISTS %s IDENTIFIED BY 'simba'; GRANT ALL ON *.* TO %s WITH GRANT OPTION; " "$r" "$r"; done)
+         CREATE DATABASE IF NOT EXISTS simba" 2>/dev/null; then
         FRESH=2
     fi
     if [ $FRESH != 1 ] && ask "SELECT 1" >/dev/null; then
-        echo "mysql-start: mariadbd pid $(cat "$DIR/mysql.pid") ready on 127.0.0.1:$PORT, data in $DIR/data"
+        echo "mysql-start: mariadbd pid $(cat "$DIR/mysql.pid") ready on $BIND:$PORT, data in $DIR/data"
         exit 0
     fi
     sleep 0.05

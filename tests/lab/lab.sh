@@ -8,6 +8,7 @@
 # leaves this machine) and one namespace per node, each on 10.231.0.0/24 with its own address:
 #   r1 r2 r3   Redis primary and two replicas (.11-.13)   s1 s2 s3  Sentinels (.21-.23)
 #   z1 z2 z3   a ZooKeeper ensemble (.31-.33)              pg        PostgreSQL (.41)
+#   my         MariaDB (.61, scripts/mysql-start.sh)
 #   c1 .. c4   clients (.51-.54), one mp_worker each, all writing through one fenced resource
 #              (mp_worker --fenced-file: a file that keeps the highest fence and refuses lower)
 # Faults are nftables rules in a node's own namespace (table inet simbalab), added and then
@@ -26,10 +27,11 @@
 #                            transition = ttl/20, so 2 % slow is inside the drift bound of
 #                            docs/testing.md and 10 % slow outside it; the rate c1's loop clock
 #                            really ran at (mp_worker's last line) is checked each run
-#   server-clock-step        (pg-clock, redis-clock: a server of its own whose clock the other
-#                            rows must not share) the server's wall clock is stepped three leases
-#                            ahead while an owner holds, and back at the heal; PostgreSQL runs
-#                            under libfaketime (clock_timestamp()), the Redis primary under
+#   server-clock-step        (pg-clock, redis-clock, mysql-clock: a server of its own whose clock
+#                            the other rows must not share) the server's wall clock is stepped
+#                            three leases ahead while an owner holds, and back at the heal;
+#                            PostgreSQL and MariaDB run under libfaketime (clock_timestamp(),
+#                            SYSDATE(3)), the Redis primary under
 #                            tests/lab/clockstep.c (TIME: libfaketime cannot run Debian's
 #                            redis-server, its jemalloc calls clock_gettime inside libfaketime's
 #                            initialisation); both reread an offset file the lab rewrites, and
@@ -41,7 +43,7 @@
 #                            min-replicas-to-write 1, min-replicas-max-lag 1 (docs/redis.md)
 #   zk-split                 (zk) 2|1: z1, the owner and one waiter against z2, z3 and the
 #                            other waiters, for two sessions
-#   server-cuts-owner        (pg) the server drops the owner's packets both ways, two leases
+#   server-cuts-owner        (pg, mysql) the server drops the owner's packets both ways, two leases
 # Each run injects its fault several times at random moments (bash $RANDOM, seeded with the
 # printed seed: --seed replays the timing). One results line per row in $LAB_DIR/results.tsv
 # and a table at the end: runs, overlaps, fence violations, stale writes accepted (by the
@@ -87,10 +89,11 @@ TTL=2000 TR=1000 LEASE=3000 SESSION=2000
 die() { echo "lab: FAIL: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root: network namespaces and nftables (run as root; the lab does not skip)"
 for b in "$WORKER" "$CHECK"; do [ -x "$b" ] || die "$b missing (make $b)"; done
-for t in ip nft redis-server redis-cli java; do command -v $t >/dev/null || die "$t not installed"; done
+for t in ip nft redis-server redis-cli java mariadb; do command -v $t >/dev/null || die "$t not installed"; done
 [ -n "$FT" ] || die "libfaketime not installed (Debian package faketime)"
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 [ -x "$PGBIN/initdb" ] || die "PostgreSQL not installed"
+[ -x /usr/sbin/mariadbd ] || command -v mariadbd >/dev/null || die "MariaDB not installed (Debian package mariadb-server)"
 ip netns list | grep -q "^$P-" && die "namespaces $P-* exist already (another lab running?): $(ip netns list | grep "^$P-" | tr '\n' ' ')"
 ip netns add $P-probe 2>/dev/null || die "cannot create a network namespace (no CAP_SYS_ADMIN here?)"
 ip netns del $P-probe
@@ -102,6 +105,7 @@ PIDS=$LAB_DIR/pids
 
 # ---- cleanup: every PID we started, then whatever is left in our namespaces, then them ----
 PGDATA=""
+MYDIR="" # the MariaDB node's directory (scripts/mysql-start.sh PORT DIR) while it runs
 ours() { ip netns identify "$1" 2>/dev/null | grep -q "^$P-"; } # a PID reused elsewhere is left alone
 alive() { local pid; while read -r pid; do ours "$pid" && kill -0 "$pid" 2>/dev/null && return 0; done <"$PIDS"; return 1; }
 stop_pids() { # TERM, then KILL, every recorded PID still in one of our namespaces; empties the list
@@ -115,6 +119,7 @@ cleanup() {
     local pid ns left
     trap '' INT TERM
     [ -n "$PGDATA" ] && [ -d "$PGDATA/data" ] && runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDATA/data" -m immediate stop >/dev/null 2>&1
+    [ -n "$MYDIR" ] && sh scripts/mysql-stop.sh "$MYDIR" >/dev/null 2>&1
     stop_pids
     for ns in $(ip netns list | awk -v p="^$P-" '$1 ~ p {print $1}'); do
         for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
@@ -131,7 +136,7 @@ trap 'echo "lab: interrupted" >&2; exit 130' INT TERM
 
 # ---- topology ----
 declare -A IP=([r1]=$NET.11 [r2]=$NET.12 [r3]=$NET.13 [s1]=$NET.21 [s2]=$NET.22 [s3]=$NET.23
-    [z1]=$NET.31 [z2]=$NET.32 [z3]=$NET.33 [pg]=$NET.41 [c1]=$NET.51 [c2]=$NET.52 [c3]=$NET.53 [c4]=$NET.54)
+    [z1]=$NET.31 [z2]=$NET.32 [z3]=$NET.33 [pg]=$NET.41 [my]=$NET.61 [c1]=$NET.51 [c2]=$NET.52 [c3]=$NET.53 [c4]=$NET.54)
 CLIENTS="c1 c2 c3 c4"
 in_ns() { local n=$1; shift; ip netns exec "$P-$n" "$@"; }
 # bg LABEL NODE CMD...: starts CMD in NODE's namespace, records its PID
@@ -253,8 +258,22 @@ pg_up() {
     head -1 "$PGDATA/data/postmaster.pid" >>"$PIDS"
     echo "lab: PostgreSQL up on ${IP[pg]} $*"
 }
+my_up() { # MariaDB on my's own address, root allowed from the clients (SIMBA_MYSQL_BIND)
+    local env=()
+    MYDIR=$LAB_DIR/my
+    mkdir -p "$MYDIR"
+    echo "+0" >"$MYDIR/clock" # read by the server (libfaketime), written by server-clock-step
+    [ "${CLOCKED:-0}" = 1 ] && env=(LD_PRELOAD="$FT" FAKETIME_TIMESTAMP_FILE="$MYDIR/clock" FAKETIME_NO_CACHE=1
+        FAKETIME_DONT_FAKE_MONOTONIC=1)
+    in_ns my env "${env[@]}" SIMBA_MYSQL_BIND="${IP[my]}" sh scripts/mysql-start.sh 3306 "$MYDIR" >"$LAB_DIR/my.out" 2>&1 ||
+        { cat "$LAB_DIR/my.out" >&2; die "MariaDB did not start"; }
+    cat "$MYDIR/mysql.pid" >>"$PIDS"
+    echo "lab: MariaDB up on ${IP[my]} $*"
+}
 servers_down() { # stops every server (their PIDs stay in the list: killing a dead PID is harmless)
     local pid
+    [ -n "$MYDIR" ] && sh scripts/mysql-stop.sh "$MYDIR" >/dev/null 2>&1
+    MYDIR=""
     [ -n "$PGDATA" ] && runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDATA/data" -m immediate stop >/dev/null 2>&1
     [ -n "$PGDATA" ] && rm -rf "$PGDATA"
     PGDATA=""
@@ -278,20 +297,22 @@ wait_owner() { # wait_owner [CLIENT]: up to 15 s for an owner (that client), pri
     done
     return 1
 }
-servers_of() { case $1 in redis*) echo r1 r2 r3 s1 s2 s3 ;; zk) echo z1 z2 z3 ;; pg*) echo pg ;; esac; }
+servers_of() { case $1 in redis*) echo r1 r2 r3 s1 s2 s3 ;; zk) echo z1 z2 z3 ;; pg*) echo pg ;; mysql*) echo my ;; esac; }
 others() { local n x=""; for n in $2; do [ "$n" = "$1" ] || x="$x $n"; done; echo $x; }
 rnd() { echo $(($1 + RANDOM % ($2 - $1 + 1))); } # rnd LO HI (ms or s)
 nap() { sleep "$(awk -v m="$1" 'BEGIN{printf "%.3f", m/1000}')"; }
 
 # the server's wall clock: its offset file (libfaketime's for PostgreSQL, clockstep's for the
 # Redis primary) and the offset it shows (s, one decimal: measured, not assumed)
-clock_file() { case $1 in redis*) echo "$LAB_DIR/r1/clock" ;; pg*) echo "$PGDATA/clock" ;; esac; }
+clock_file() { case $1 in redis*) echo "$LAB_DIR/r1/clock" ;; pg*) echo "$PGDATA/clock" ;; mysql*) echo "$MYDIR/clock" ;; esac; }
 server_offset() {
     case $1 in
     redis*) in_ns r1 redis-cli -h "${IP[r1]}" TIME | tr -d '\r' | tr '\n' ' ' |
         awk -v t="$(date +%s.%N)" '{printf "%.1f", $1 + $2 / 1e6 - t}' ;;
     pg*) runuser -u postgres -- psql -h "$PGDATA" -p 5432 -U postgres -Atc \
         "select round(extract(epoch from clock_timestamp()) - $(date +%s.%N), 1)" ;;
+    mysql*) mariadb --no-defaults -S "$MYDIR/sock" -uroot -psimba -N -e \
+        "select round(unix_timestamp(sysdate(3)) - $(date +%s.%N), 1)" ;;
     esac
 }
 CLOCKFAIL=0 # set when a clock fault was not the size asked: the row fails
@@ -337,7 +358,7 @@ inject() {
     drop-answers) block "$o" in "$(ips_of $srv)" ;;
     drop-requests) block "$o" out "$(ips_of $srv)" ;;
     loss5 | loss30) for c in $CLIENTS; do block "$c" both "$(ips_of $srv)" "${f#loss}"; done ;;
-    server-cuts-owner) block pg both "${IP[$o]}" ;;
+    server-cuts-owner) block "$srv" both "${IP[$o]}" ;;
     server-clock-step) step_clock "$be" $((3 * LEASE / 1000)) ;;
     sentinel-split)
         prim=$(redis_primary)
@@ -362,6 +383,7 @@ worker_args() { # worker_args BACKEND CLIENT
     redis*) echo --backend redis --sentinels "${IP[s1]}:26379,${IP[s2]}:26379,${IP[s3]}:26379" --master-name simba ;;
     zk) echo --backend zk --hosts "${IP[z1]}:2181,${IP[z2]}:2181,${IP[z3]}:2181" --session-ms $SESSION ;;
     pg*) echo --backend pg --pg-host "${IP[pg]}" --pg-port 5432 --pg-user postgres --pg-password simba ;;
+    mysql*) echo --backend mysql --my-host "${IP[my]}" --my-port 3306 --my-user root --my-password simba ;;
     esac
 }
 
@@ -372,7 +394,8 @@ run_row() {
     # ttl * r / (1 - r) < transition, 10 % is outside (docs/testing.md)
     case $f in clock-*) tr=$((TTL / 20)) ;; esac
     # each Redis run its own prefix: the prefix's marker binds one max_lease_ms (ttl + transition)
-    case $be in redis*) prefix=(--prefix "lab$k-$f:") ;; esac
+    # (MariaDB: each row its own table, whose loss marker binds one max_lease_ms)
+    case $be in redis*) prefix=(--prefix "lab$k-$f:") ;; mysql*) prefix=(--my-table "lab_${f//-/_}") ;; esac
     RD=$LAB_DIR/$be-$f-$k
     mkdir -p "$RD"
     : >"$RD/faults.log"
@@ -422,11 +445,14 @@ declare -A ROWS=(
     [zk]="$COMMON zk-split $CLOCKS"
     [pg]="$COMMON server-cuts-owner $CLOCKS"
     [pg-clock]="server-clock-step"
+    [mysql]="$COMMON server-cuts-owner $CLOCKS"
+    [mysql-clock]="server-clock-step"
     [redis-clock]="server-clock-step")
 SHORT_ROWS="pg:cut-long pg:loss30 redis-minrep:sentinel-split zk:zk-split zk:clock-slow2"
 # configurations docs/operations.md says can break exclusion: measured, reported, not failed
 # (ZooKeeper's lease is half its session: a client's clock 10 % slow is inside that margin)
-UNSAFE=" redis:sentinel-split pg-clock:server-clock-step redis-clock:server-clock-step redis:clock-slow10 pg:clock-slow10 "
+UNSAFE=" redis:sentinel-split pg-clock:server-clock-step redis-clock:server-clock-step mysql-clock:server-clock-step "
+UNSAFE="$UNSAFE redis:clock-slow10 pg:clock-slow10 mysql:clock-slow10 "
 wanted() { # wanted BACKEND:FAULT
     if [ -n "$ONLY" ]; then case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; fi
     [ $SHORT = 1 ] || return 0
@@ -444,6 +470,8 @@ run_backend() {
     zk) zk_up ;;
     pg) pg_up ;;
     pg-clock) CLOCKED=1 pg_up "(under libfaketime)" ;;
+    mysql) my_up ;;
+    mysql-clock) CLOCKED=1 my_up "(under libfaketime)" ;;
     redis-clock)
         [ -f "$CS" ] || die "$CS missing (make $CS)"
         CLOCKED=1 redis_up
@@ -478,7 +506,7 @@ report_row() { # one line of results.tsv; a failure for a safe row with a violat
 T0=$(date +%s)
 echo "lab: seed $SEED, $RUNS run(s) per row$([ $SHORT = 1 ] && echo ", short form"), work in $LAB_DIR"
 build_net
-for be in pg pg-clock redis redis-minrep redis-clock zk; do run_backend $be; done
+for be in pg pg-clock redis redis-minrep redis-clock zk mysql mysql-clock; do run_backend $be; done
 echo "lab: results (overlaps, fence violations, stale writes accepted, longest without an owner: over every run)"
 printf '%-13s %-18s %4s %8s %6s %6s %9s %6s  %s\n' backend fault runs overlaps fences stale no-owner-s owns verdict
 sort "$LAB_DIR/results.tsv" | awk -F'\t' '{printf "%-13s %-18s %4s %8s %6s %6s %9s %6s  %s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9}'
