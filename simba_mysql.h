@@ -1917,7 +1917,7 @@ SIMBA_API simba_result simba_mysql_open(simba_loop *loop, const simba_mysql_desc
     p->bfd = -1;
     simba__copy(p->table, sizeof p->table, desc->table ? desc->table : "simba_mutex");
     simba__my_fence_fn(p->table, p->fn, sizeof p->fn);
-    (void)simba_contender_id_random(loop, p->token, sizeof p->token);
+    (void)simba_contender_id_random(loop, p->token, sizeof p->token); /* 40 bytes: cannot fail */
     p->port = desc->port ? desc->port : 3306;
     p->conn_to = desc->connect_timeout_ms ? desc->connect_timeout_ms : 2000;
     p->stmt_to = desc->statement_timeout_ms ? desc->statement_timeout_ms : 5000;
