@@ -460,7 +460,9 @@ typedef struct simba_loop_desc {
 SIMBA_API simba_result simba_loop_new(const simba_loop_desc *desc, simba_loop **out);
 /* Frees every service, locker, scheduler and backend of the loop at once, best effort:
    every contender sends its release (behind an acquire or renewal in flight, which the
-   backend sends first), the backends put it on the wire, and nothing waits for an answer.
+   backend sends first), the backends put it on the wire, and nothing waits for an answer
+   beyond what a backend's header states (1 s at most: ZooKeeper lets its deletes be answered,
+   MySQL, one command at a time, waits for the one in flight to send the release behind it).
    A release still unsent when a backend closes (a server not connected, a busy SQLite
    file) is lost: the mutex is then free when its lease ends. To wait for the releases, use
    simba_loop_close(). From inside a callback it is deferred until dispatch returns: the

@@ -248,6 +248,7 @@ SIMBA_API simba_result simba_mysql_check_fence(struct st_mysql *conn, const char
 #define SIMBA__MY_VERSION "1"
 #define SIMBA__MY_SCHEMA_VERSION 1 /* the same, as a number */
 #define SIMBA__MY_RETRIES 8
+#define SIMBA__MY_SETTLE_MS 1000 /* destroy waits this long at most to send the releases queued */
 #define SIMBA__MY_VIEW_HOLDERS 64 /* holders an inspection shows per mutex */
 #define SIMBA__MY_ROWBUF (2 * SIMBA_VALUE_MAX + 4 * SIMBA_ID_MAX + 256)
 
@@ -1743,11 +1744,38 @@ static simba_result simba__my_submit(void *impl, simba_req *req) {
     return SIMBA_OK;
 }
 
-/* >>close  A release queued behind the command in flight when the loop is freed is lost
-   with the connection (the server drops a connection's unread commands once it cannot
-   write to it): the waiter takes over at the lease's end. simba_loop_close waits for it. */
+/* >>close  Destroy (simba_loop_free) sends the releases still queued before it closes: one
+   command is outstanding at a time, so a release queued behind a renewal in flight would
+   die with the connection and the waiter would take over only at the lease's end. It waits
+   for the command in flight and the ones queued before the last release, SIMBA__MY_SETTLE_MS
+   at most in real time (a hung server costs that, no more); their answers are not reported. */
+static int simba__my_releasing(const simba__my *p) {
+    const simba_req *r;
+    if (p->state != SIMBA__MY_READY) return 0;
+    if (p->cur && p->cur->op == SIMBA_OP_RELEASE) return 1;
+    for (r = p->head; r; r = r->next_)
+        if (r->op == SIMBA_OP_RELEASE) return 1;
+    return 0;
+}
+
+static void simba__my_settle(simba__my *p) {
+    int64_t end = simba__real_us() + SIMBA__MY_SETTLE_MS * 1000, left;
+    while (simba__my_releasing(p) && (left = end - simba__real_us()) > 0) {
+        struct pollfd pf;
+        int64_t now = simba_now(p->loop), w = (left + 999) / 1000;
+        if (p->fd < 0 || !p->wait) break;
+        if ((p->wait & MYSQL_WAIT_TIMEOUT) && p->wait_until - now < w) w = simba__max(p->wait_until - now, 0);
+        pf.fd = p->fd;
+        pf.events = simba__my_events(p->wait);
+        pf.revents = 0;
+        if (poll(&pf, 1, (int)w) < 0 && errno != EINTR) break;
+        simba__my_process(p, &pf, 1, simba_now(p->loop), 0);
+    }
+}
+
 static void simba__my_destroy(void *impl) {
     simba__my *p = (simba__my *)impl;
+    if (p->be) simba__my_settle(p);
     if (p->be) simba__my_fail_all(p, SIMBA_ECLOSED, "mysql: backend closed");
     if (p->be) simba__my_close(p);
     else if (p->my) mysql_close(p->my);

@@ -163,14 +163,12 @@ fi
 # MariaDB (simba_mysql.h): a private server on SIMBA_MYSQL_PORT, its data under $B/mysql;
 # test_mysql restarts one of its own on SIMBA_MYSQL_PORT + 1 (data in SIMBA_MYSQL_DIR2).
 # The kit runs in three processes, each a group of cases (about 75 s in all), then the fenced
-# write against a paused owner (tests/fault_fence.c, about 10 s). Not in the kit run: the
-# two exits by simba_loop_free with a renewal in flight (the release queued behind it dies
-# with the connection: the waiter takes over at the lease's end, see docs/mysql.md).
+# write against a paused owner (tests/fault_fence.c, about 10 s).
 if want mysql; then
     if sh scripts/mysql-start.sh "$SIMBA_MYSQL_PORT" "$SIMBA_MYSQL_DIR" >"$LOGS/mysql-server.log" 2>&1; then
         run mysql $B/test_mysql
         run asan_mysql $B/asan/test_mysql
-        run mysql_kit_a $B/kit_mysql kit_start,kit_restart,kit_guard,kit_fencing,kit_locker,kit_scheduler,kit_observer,kit_schedule,kit_multi,kit_stop_wait,kit_loop_close
+        run mysql_kit_a $B/kit_mysql kit_start,kit_restart,kit_guard,kit_fencing,kit_locker,kit_scheduler,kit_observer,kit_schedule,kit_multi,kit_stop_wait,kit_loop_close,kit_loop_free_during,kit_stop_and_free
         run mysql_kit_b $B/kit_mysql kit_inspect,kit_list,kit_force,kit_stale,kit_value,kit_yield,kit_at_risk,kit_late
         run mysql_kit_c $B/kit_mysql kit_fair_queue,kit_sem,kit_rw,kit_followers,kit_fenced
         run fault_fence_mysql $B/fault_fence mysql

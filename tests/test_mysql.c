@@ -446,6 +446,41 @@ TEST(hand_over_grant_is_the_fence_the_waiter_owns) {
     pair_free(&p);
 }
 
+/* simba_loop_free sends a release queued behind a statement in flight, but waits
+   SIMBA__MY_SETTLE_MS (1 s) at most: here the table is write-locked by another session, so the
+   owner's renewal and the release behind it are never answered. */
+TEST(free_behind_a_hung_statement_keeps_its_bound) {
+    simba_loop *loop;
+    simba_backend *be;
+    simba_service *s;
+    simba__my *bm;
+    rec r;
+    MYSQL *c = mysql_init(NULL);
+    char q[200];
+    int64_t t;
+    memset(&r, 0, sizeof r);
+    REQUIRE(c && mysql_real_connect(c, "127.0.0.1", "root", "simba", "simba", (unsigned)port, NULL, 0));
+    REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK && open_be(loop, table, 0, &be) == SIMBA_OK);
+    REQUIRE((s = contend(loop, be, "hung-free", "a", &r)) != NULL);
+    UNTIL(r.acquired == 1, 5000, loop);
+    REQUIRE(r.acquired == 1);
+    snprintf(q, sizeof q, "LOCK TABLES `%s` WRITE, `%s_q` WRITE", table, table);
+    REQUIRE(mysql_query(c, q) == 0);
+    bm = (simba__my *)be->impl;
+    UNTIL(bm->cur != NULL, 3000, loop); /* the renewal, stuck behind the lock */
+    CHECK(bm->cur != NULL);
+    CHECK_RC(simba_stop(s), SIMBA_OK);
+    simba_poll(loop);
+    t = now_ms();
+    simba_loop_free(loop);
+    t = now_ms() - t;
+    fprintf(stderr, "  simba_loop_free behind a hung renewal took %lld ms\n", (long long)t);
+    CHECK(t >= SIMBA__MY_SETTLE_MS - 50); /* it did wait for the answer */
+    CHECK(t < SIMBA__MY_SETTLE_MS + 1000);
+    CHECK(mysql_query(c, "UNLOCK TABLES") == 0);
+    mysql_close(c);
+}
+
 /* The doorbell waits on a lock its backend's request connection holds: when that session is
    killed the lock comes free, the doorbell closes ("timers"), the backend reconnects and takes
    the lock again, and the doorbell parks anew; so when the session lives but lets the lock
@@ -602,6 +637,7 @@ int main(int argc, char **argv) {
     RUN(doorbell_parks_again_after_its_request_session_is_killed);
     RUN(hand_over_grant_is_the_fence_the_waiter_owns);
     RUN(unix_socket_contends_and_is_rung);
+    RUN(free_behind_a_hung_statement_keeps_its_bound);
     RUN(renewal_of_an_ended_lease_is_refused_not_granted);
     RUN(deleted_rows_quarantine_and_fences_go_on);
     RUN(truncated_table_quarantines_and_fences_go_on);
