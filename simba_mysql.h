@@ -874,8 +874,10 @@ static const char *const simba__my_setup_sql[] = {
     SIMBA__MY_CHECK_FENCE ";\n",
     SIMBA__MY_VERSION_FN ";\n",
     "INSERT IGNORE INTO {M} VALUES ('version', " SIMBA__MY_VERSION ");\n"
-    "DO RELEASE_LOCK('simba_setup_{N}');\n"
-    "CALL {C}()",
+    /* the check before the lock goes: information_schema skips a table that another
+       creator's DDL holds (CREATE TRIGGER IF NOT EXISTS locks it even when it exists) */
+    "CALL {C}();\n"
+    "DO RELEASE_LOCK('simba_setup_{N}')",
     NULL};
 
 /* Inspection: name, owner, fence, acquired, held, ttl left, transition left, value (hex),
