@@ -32,3 +32,9 @@ all: $(B)/test_mysql_tls
 test-mysql: $(B)/test_mysql_tls $(B)/simba
 $(B)/test_mysql_tls: tests/test_mysql_tls.c $(HDR_MYSQL) tests/check.h | $(B)
 	$(CC) $(CFLAGS) $(MYINC) -o $@ tests/test_mysql_tls.c $(MYLIB) -lpthread
+# the answer and inspection rows' libFuzzer target (FUZZ_CC, FUZZ_FLAGS from mk/reliability.mk)
+$(B)/fuzz/fuzz_mysql_row: fuzz/fuzz_mysql_row.c $(HDR_MYSQL) | $(B)/fuzz
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(MYINC) -o $@ fuzz/fuzz_mysql_row.c $(MYLIB) -lpthread
+fuzz-mysql: $(B)/fuzz/fuzz_mysql_row
+	sh fuzz/run.sh $(B)/fuzz/fuzz_mysql_row fuzz/corpus/fuzz_mysql_row $${FUZZ_SECONDS:-60}
+.PHONY: fuzz-mysql

@@ -11,7 +11,7 @@ FUZZ_FLAGS    = -std=c99 -D_POSIX_C_SOURCE=200809L -g -O1 -fsanitize=fuzzer,addr
 TSAN          = -fsanitize=thread -fno-omit-frame-pointer
 CHAOS_SECONDS ?= 180
 FUZZ_SECONDS  ?= 300
-FUZZ_TARGETS  = fuzz_names fuzz_redis_reply fuzz_redis_msg fuzz_zk_node fuzz_sql_row fuzz_sql_push fuzz_pg_row fuzz_pg_follow
+FUZZ_TARGETS  = fuzz_names fuzz_redis_reply fuzz_redis_msg fuzz_zk_node fuzz_sql_row fuzz_sql_push fuzz_pg_row fuzz_pg_follow fuzz_mysql_row
 FUZZ_BINS     = $(FUZZ_TARGETS:%=$(B)/fuzz/%)
 REL_BINS      = $(B)/mp_worker $(B)/mp_check $(B)/fault_sqlhold $(B)/fault_proxy $(B)/badinput $(B)/asan/badinput
 

@@ -82,7 +82,7 @@ FAULT_MODE=rw step fault_sql_rw $((${REL_SEM_SECONDS:-12} + 60)) bash tests/faul
 FAULT_MODE=sem step fault_zk_sem $((${REL_SEM_SECONDS:-12} + 150)) bash tests/fault_run.sh zk "${REL_SEM_SECONDS:-12}"
 FAULT_MODE=rw step fault_zk_rw $((${REL_SEM_SECONDS:-12} + 150)) bash tests/fault_run.sh zk "${REL_SEM_SECONDS:-12}"
 if [ "$HAVE_FUZZ" = 1 ]; then
-    for t in fuzz_names fuzz_redis_reply fuzz_redis_msg fuzz_zk_node fuzz_sql_row fuzz_sql_push fuzz_pg_row fuzz_pg_follow; do
+    for t in fuzz_names fuzz_redis_reply fuzz_redis_msg fuzz_zk_node fuzz_sql_row fuzz_sql_push fuzz_pg_row fuzz_pg_follow fuzz_mysql_row; do
         step "$t" $((${REL_FUZZ_SECONDS:-5} + 70)) sh fuzz/run.sh "$B/fuzz/$t" "fuzz/corpus/$t" "${REL_FUZZ_SECONDS:-5}"
     done
 else
