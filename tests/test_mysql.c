@@ -408,12 +408,16 @@ static void pair_free(pair *p) {
     simba_loop_free(p->lb);
 }
 
-/* from stops; ms until to (its n-th acquisition) owns, -1 not within 3 s */
+/* from stops; ms until to (its n-th acquisition) owns, -1 not within 3 s. Then until from's
+   release is answered (INITIAL, so it may start again): the ring can make to the owner before
+   from's loop has read that answer. */
 static int64_t pair_hand_over(pair *p, simba_service *from, rec *to, int n) {
-    int64_t t = now_ms();
+    int64_t t = now_ms(), ms;
     if (simba_stop(from) != SIMBA_OK) return -1;
     UNTIL(to->acquired == n, 3000, p->la, p->lb);
-    return to->acquired == n ? now_ms() - t : -1;
+    ms = now_ms() - t;
+    UNTIL(simba_service_status(from) == SIMBA_INITIAL, 3000, p->la, p->lb);
+    return to->acquired == n && simba_service_status(from) == SIMBA_INITIAL ? ms : -1;
 }
 
 /* A release reaches the waiter by its doorbell: it owns within a round trip or two, not at
