@@ -17,7 +17,8 @@
  *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE   as in simba.h
  *   SIMBA_ZK_IMPLEMENTATION                this header and the core only
  *   SIMBA_ZK_TEST_FAULTS                   test builds: fault injection into the client calls,
- *                                          and a backend whose jobs call nothing (test_mute)
+ *                                          a late zookeeper_close, and a backend whose jobs
+ *                                          call nothing (test_mute)
  *
  * RECIPE
  *   Mutex M lives at <root>/M (persistent, created on demand; root defaults to "/simba").
@@ -219,25 +220,31 @@
  *   Destroy (simba_backend_free / simba_loop_free) deletes our nodes (a prompt hand-over)
  *   and waits up to 1 s for the calls in flight to be answered (libzookeeper_mt 3.8 leaks
  *   the completion of a call still pending at zookeeper_close); while answers keep coming
- *   (thousands of deletes) it waits on, 10 s at most in all. Then it calls zookeeper_close,
- *   which sends the close and joins the library's threads. Against a connected server that
- *   hangs it blocks 2.5 s (1 s + the library's 1.5 s wait for the close's answer), at most
- *   5.5 s when the send itself stalls; against an unreachable one it does not wait.
+ *   (thousands of deletes) it waits on, 10 s at most in all. Then a closer thread (below)
+ *   calls zookeeper_close, which sends the close and joins the library's threads, while
+ *   destroy waits for it. Against a connected server that hangs it blocks 2.5 s (1 s + the
+ *   library's 1.5 s wait for the close's answer), at most 5.5 s when the send itself
+ *   stalls; against an unreachable one it does not wait.
  *     A session expiry does not close the dead handle inside simba_poll: zookeeper_close
  *   joins the library's threads and zookeeper_init2 starts new ones (1-10 ms on a loaded
- *   machine), so a short-lived closer thread, started for that expiry only, makes the new
- *   handle and then closes the old one; it touches only the two handles and the pipe and
- *   queue above, and simba_poll picks the new handle up when the thread says so. The thread
- *   is detached (a join would wait in the poll until it is scheduled again); it touches
- *   nothing of ours after saying so. This is the one thread simba itself starts, only on
- *   an expiry; destroy waits until it has said so.
+ *   machine), so a short-lived closer thread, started for that expiry, makes the new handle
+ *   and then closes the old one; it touches only the two handles and the pipe and queue
+ *   above, and simba_poll picks the new handle up when the thread says so. The thread is
+ *   detached (a join would wait in the poll until it is scheduled again); it touches
+ *   nothing of ours after saying so. Destroy closes its session through such a thread too
+ *   (it makes no new handle), so that it can act while the close waits (read-only probes,
+ *   below). These are the only threads simba itself starts; destroy waits until each has
+ *   said so.
  *     Read-only sessions are refused: a server that grants one (an ensemble member without
  *   quorum, or a foreign service whose reply happens to parse as a read-only handshake)
  *   gets no request; they fail with SIMBA_ECONN and simba_backend_errmsg() says why, the
  *   owner steps down as on a disconnect, and the client library keeps looking for a
  *   read-write server. Its read-only probe reads with a blocking recv whose timeout
- *   libzookeeper_mt 3.8 sets from an uninitialised field (often no timeout at all); destroy
- *   shuts that probe's socket down first, so the bound above holds whatever listens there.
+ *   libzookeeper_mt 3.8 sets from an uninitialised field (often no timeout at all), and the
+ *   library starts one whenever it is due until its I/O thread sees the close. Destroy
+ *   shuts down the probe sockets (blocking, TCP_NODELAY, connected to one of the backend's
+ *   servers) when it closes a session that went read-only, and again every 100 ms while it
+ *   waits for a close, so the bound above holds whatever listens there (+0.1 s).
  *     A poll's budget (simba_loop_desc.poll_budget_us) bounds the answers it handles and
  *   the parked calls it starts; the rest wait for the next poll. What it cannot bound is
  *   one zoo_a* call, which allocates with malloc: the client library's I/O thread frees
@@ -406,6 +413,8 @@ SIMBA_API simba_result simba_zk_fenced_multi(simba_backend *be, const char *name
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -1008,6 +1017,9 @@ static int simba_zk_test_refuse_delete;
 /* ... and the next N YIELD transactions check a waiter's node that is gone, as when the
    waiter leaves between the listing and the transaction. */
 static int simba_zk_test_stale_waiter;
+/* ... and every zookeeper_close starts this many ms late, as on a machine that does not
+   schedule the closing thread for a while: the library's I/O thread runs on meanwhile. */
+static int simba_zk_test_close_delay_ms;
 #else
 #define SIMBA__ZK_JOB_DELETE(call) (call)
 #endif
@@ -2729,15 +2741,19 @@ static int simba__zk_session_open(simba__zk *zk) {
     return SIMBA_OK;
 }
 
-/* 1 when fd is a blocking stream socket connected to one of our servers. */
+/* 1 when fd is a blocking stream socket with TCP_NODELAY (the library sets it on its probe;
+   a program's own blocking connection to the server, such as a proxy's, seldom has it)
+   connected to one of our servers. */
 static int simba__zk_is_probe(const simba__zk *zk, int fd) {
     struct sockaddr_storage peer;
     socklen_t pl = sizeof peer, tl;
-    int type = 0, flags, i;
+    int type = 0, nodelay = 0, flags, i;
     flags = fcntl(fd, F_GETFL);
     if (flags < 0 || (flags & O_NONBLOCK)) return 0;
     tl = sizeof type;
     if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM) return 0;
+    tl = sizeof nodelay;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, &tl) != 0 || !nodelay) return 0;
     memset(&peer, 0, sizeof peer);
     if (getpeername(fd, (struct sockaddr *)&peer, &pl) != 0) return 0;
     for (i = 0; i < zk->naddrs; i++) {
@@ -2759,8 +2775,9 @@ static int simba__zk_is_probe(const simba__zk *zk, int fd) {
 /* libzookeeper_mt 3.8 in read-only mode probes the server for a read-write one with a
    blocking recv whose SO_RCVTIMEO it sets from an uninitialised timeval (EDOM: no timeout),
    so its I/O thread, and zookeeper_close joining it, can wait as long as a foreign or hung
-   server stays silent. Shutting down the probe socket (the only blocking stream socket
-   connected to one of our servers: the session's own is non-blocking) ends that recv.
+   server stays silent. Shutting down the probe socket (the session's own is non-blocking)
+   ends that recv. The I/O thread starts a probe whenever it is due until it sees the
+   close, so while destroy waits for a zookeeper_close it shuts probes down every 100 ms.
    The socket is local to the library's I/O thread and its API names no descriptor but the
    session's, so we look among the open ones: poll(2) with no events tells them from closed
    ones, a batch a call, without touching a descriptor the library may be closing. */
@@ -2784,6 +2801,19 @@ static void simba__zk_unblock_probe(const simba__zk *zk) {
     }
 }
 
+/* zookeeper_close, late in test builds that ask for it */
+static void simba__zk_close_handle(zhandle_t *zh) {
+#ifdef SIMBA_ZK_TEST_FAULTS
+    if (simba_zk_test_close_delay_ms > 0) {
+        struct timespec ts;
+        ts.tv_sec = simba_zk_test_close_delay_ms / 1000;
+        ts.tv_nsec = (long)(simba_zk_test_close_delay_ms % 1000) * 1000000L;
+        nanosleep(&ts, NULL);
+    }
+#endif
+    zookeeper_close(zh);
+}
+
 /* A closer thread: zookeeper_init2 (its threads, an address lookup) and zookeeper_close
    (joining the old handle's threads) take milliseconds that the caller's poll must not wait
    for. It makes the next session's handle first, then closes the old one, and reports each. */
@@ -2803,7 +2833,7 @@ static void *simba__zk_closer_main(void *arg) {
         simba__zk_signal_locked(zk);
         pthread_mutex_unlock(&zk->mu);
     }
-    zookeeper_close(s->zh);
+    simba__zk_close_handle(s->zh);
     pthread_mutex_lock(&zk->mu);
     s->closed = 1;
     simba__zk_signal_locked(zk);
@@ -2819,7 +2849,7 @@ static void simba__zk_reap(simba__zk *zk, int wait) {
     while (*pp) {
         simba__zk_sess *s = *pp;
         simba__zk_op *op, *next;
-        int closed, left = 0;
+        int closed, left = 0, waits = 0;
         pthread_mutex_lock(&zk->mu);
         closed = s->closed;
         pthread_mutex_unlock(&zk->mu);
@@ -2834,6 +2864,9 @@ static void simba__zk_reap(simba__zk *zk, int wait) {
             pfd.revents = 0;
             poll(&pfd, 1, 10);
             simba__zk_ack(zk);
+            /* a read-only probe started after the last shutdown (or before the read-only
+               event reached ro_seen) blocks the close's join: every tenth wait, about 100 ms */
+            if (++waits % 10 == 0) simba__zk_unblock_probe(zk);
             pthread_mutex_lock(&zk->mu);
             closed = s->closed;
             pthread_mutex_unlock(&zk->mu);
@@ -2861,8 +2894,8 @@ static void simba__zk_reap(simba__zk *zk, int wait) {
 }
 
 /* Closes the current session: its requests fail now, and its handle is closed by a closer
-   thread (async) or here (destroy), joining the library's threads. A closer thread also
-   makes next_sess's handle; returns 1 when it took next_sess. */
+   thread (async) or here (no thread could be started), joining the library's threads. A
+   closer thread also makes next_sess's handle; returns 1 when it took next_sess. */
 static int simba__zk_session_close(simba__zk *zk, int async, simba__zk_sess *next_sess) {
     simba__zk_sess *s = zk->sess;
     simba__zk_op *op, *next;
@@ -2913,7 +2946,7 @@ static int simba__zk_session_close(simba__zk *zk, int async, simba__zk_sess *nex
         return next_sess != NULL;
     }
     s->next_sess = NULL;
-    if (s->zh) zookeeper_close(s->zh);
+    if (s->zh) simba__zk_close_handle(s->zh);
     pthread_mutex_lock(&zk->mu);
     s->closed = 1;
     pthread_mutex_unlock(&zk->mu);
@@ -3506,9 +3539,10 @@ static void simba__zk_destroy(void *impl) {
     simba__zk_adopt(zk, simba_now(zk->loop));
     simba__zk_test_killed(zk);
     if (zk->sess && zk->sess->zh && zk->sess->connected && !zk->sess->dead) simba__zk_settle(zk);
-    /* closing the session deletes our ephemeral nodes on the server at once */
-    simba__zk_session_close(zk, 0, NULL);
-    simba__zk_reap(zk, 1); /* joins closers still running */
+    /* closing the session deletes our ephemeral nodes on the server at once; a closer thread
+       closes it, so that the wait below can end a read-only probe that blocks the close */
+    simba__zk_session_close(zk, 1, NULL);
+    simba__zk_reap(zk, 1); /* waits for closers still running */
     simba__zk_drain(zk);
     simba__zk_reap(zk, 1);
     while (zk->outstanding) { /* e.g. calls of sessions closed earlier: none expected */
