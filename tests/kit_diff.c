@@ -248,8 +248,8 @@ static int settle_one(side *s, int i, uint64_t after) {
     int64_t end = wall() + WAIT_MS;
     int jumps = 0;
     while (wall() < end) {
-        simba_stats st = stats_of(s->svc[i]);
         int64_t w = simba_poll(s->loop[i]);
+        simba_stats st = stats_of(s->svc[i]); /* after the poll: what it sent (a push's ask) is in flight */
         if (st.attempts > after && st.in_flight == 0) {
             if (w > QUIET_MS || jumps >= 20) return 0;
             jumps++;
@@ -266,7 +266,9 @@ static int settle_one(side *s, int i, uint64_t after) {
 }
 
 /* Contender i asks now: started if it was not, else its clock moves to its next deadline
-   (an owner's renewal, a waiter's next ask) until it has sent an ACQUIRE. */
+   (an owner's renewal, a waiter's next ask) until it has sent an ACQUIRE. Never while one
+   is in flight: its answer's lease counts from the send, and a clock moved on meanwhile
+   would find that grant lapsed on arrival (the contender then asks anew, at the back). */
 static int tick(side *s, int i) {
     simba_stats st = stats_of(s->svc[i]);
     uint64_t before = st.attempts;
@@ -277,9 +279,10 @@ static int tick(side *s, int i) {
     }
     if (settle_one(s, i, 0) < 0) return -1;
     before = stats_of(s->svc[i]).attempts;
-    for (k = 0; k < 200 && stats_of(s->svc[i]).attempts == before; k++) {
-        jump(s, i, simba_poll(s->loop[i]));
-        simba_poll(s->loop[i]);
+    for (k = 0; k < 200; k++) {
+        int64_t w = simba_poll(s->loop[i]);
+        if (stats_of(s->svc[i]).attempts != before) break;
+        jump(s, i, w);
     }
     return settle_one(s, i, before);
 }
