@@ -1893,11 +1893,22 @@ TEST(value_in_record_pushed_to_observer) {
     drv_free(&d);
 }
 
+/* Each owner an observer shows, in order ("-" for nobody). */
+static void log_owner(simba_service *s, const simba_state *st, void *u) {
+    char *log = (char *)u;
+    (void)s;
+    if (strlen(log) + strlen(st->after->id) + 3 <= 256) {
+        strcat(log, st->after->id[0] ? st->after->id : "-");
+        strcat(log, "|");
+    }
+}
+
 /* An observer's read and the owner channel's push travel on two connections. The store
    answers a read "nobody", then grants A; the push of that grant reaches the observer before
    the read's answer (its replies left unread meanwhile, test_slow). The older answer, taken
-   last, must not hide A until the next timed read (refresh_ms): the observer shows A within
-   the push bound (300 ms, as the kit's). */
+   last, must not hide A, not even for a moment (on_owner: A, never nobody after it), nor until
+   the next timed read (refresh_ms): the observer shows A within the push bound (300 ms, as
+   the kit's). */
 TEST(answer_overtaken_by_push_hides_no_owner) {
     const char *m = "overtaken";
     drv d0, d1;
@@ -1908,6 +1919,7 @@ TEST(answer_overtaken_by_push_hides_no_owner) {
     simba__rmutex *mx = NULL;
     struct pollfd pf;
     rec ra;
+    char shown[256] = "";
     memset(&d0, 0, sizeof d0);
     memset(&d1, 0, sizeof d1);
     memset(&ra, 0, sizeof ra);
@@ -1918,6 +1930,8 @@ TEST(answer_overtaken_by_push_hides_no_owner) {
     memset(&od, 0, sizeof od);
     od.mutex = m;
     od.refresh_ms = 1500; /* its own reads while nobody holds the name */
+    od.on_owner = log_owner;
+    od.user_data = shown;
     REQUIRE(simba_observe(d1.l[0], b2, &od, &obs) == SIMBA_OK);
     REQUIRE(simba_start(obs) == SIMBA_OK);
     /* its first read answered ("nobody"), its owner channel subscribed */
@@ -1943,6 +1957,7 @@ TEST(answer_overtaken_by_push_hides_no_owner) {
     r->test_slow = 0;
     drv_run(&d1, 300);
     CHECK_STR(viewed_owner(obs), "A");
+    CHECK_STR(shown, "A|");
     drv_free(&d0);
     drv_free(&d1);
 }
