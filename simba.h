@@ -106,10 +106,11 @@
  *                       lease is left, with the time left: finish or checkpoint; on_released
  *                       ("lapsed") follows if no renewal is confirmed in time
  *   A service never shows an owner with a fence below one it has shown (fences only grow),
- *   so an observer never goes back to a contender that no longer leads (on a name with
- *   several holders the owner shown is one of them: see SEMAPHORES AND READ-WRITE LOCKS).
- *   An answer that shows nobody or a lower fence than a push heard while its ask was in
- *   flight may predate that grant: the pushed owner stays shown and the service asks again.
+ *   nor one whose tenure the store has since answered over (nobody), so an observer never
+ *   goes back to a contender that no longer leads (on a name with several holders the owner
+ *   shown is one of them: see SEMAPHORES AND READ-WRITE LOCKS). An answer that shows nobody
+ *   or a lower fence than a push heard while its ask was in flight may predate that grant:
+ *   the pushed owner stays shown and the service asks again.
  *
  * SEMAPHORES AND READ-WRITE LOCKS (docs/semaphores.md)
  *   A name has one mode while anyone holds or waits on it: a mutex (one holder), a
@@ -1688,6 +1689,8 @@ struct simba_service {
     uint64_t seen_fence;  /* the greatest fence of an owner it has shown, over its runs: a
                              push sent before a stop may arrive after the next start */
     uint64_t push_fence;  /* the greatest fence pushed since req was sent, 0 = none */
+    uint64_t ended_fence; /* the greatest fence of an owner an answer showed gone (nobody): that
+                             tenure is over, a push of it still on its way is old news */
     simba__vals *vals;    /* NULL until a value is met */
     simba__counters cnt;  /* statistics (simba_service_stats) */
     int64_t held_since;   /* loop time of the current ownership's on_acquired */
@@ -2405,11 +2408,12 @@ static void simba__view_put(simba_service *s, const simba_owner *nv) {
 /* A new view of the owner; on_owner fires when the owner id, fence or value changed. */
 static void simba__set_view(simba_service *s, const simba_owner *nv) {
     simba_owner before, after;
-    /* Fences only grow: another owner with a fence below one already shown is old news (a
-       push overtaken by an answer, or the reverse; a store failed over to a replica that
-       missed the latest grant), and showing it would bring back a contender that no longer
-       leads. Our own tenure that just ended then shows as nobody. */
-    if (nv->id[0] && nv->fence < s->seen_fence && strcmp(nv->id, s->id) != 0 && !(s->flags & SIMBA__F_MANY)) {
+    /* Fences only grow: another owner with a fence below one already shown, or of a tenure
+       shown over, is old news (a push overtaken by an answer, or the reverse; a store failed
+       over to a replica that missed the latest grant), and showing it would bring back a
+       contender that no longer leads. Our own tenure that just ended then shows as nobody. */
+    if (nv->id[0] && (nv->fence < s->seen_fence || (s->ended_fence && nv->fence <= s->ended_fence)) &&
+        strcmp(nv->id, s->id) != 0 && !(s->flags & SIMBA__F_MANY)) {
         if (s->view.id == s->id && !(s->flags & SIMBA__F_OWNER)) {
             simba_owner none;
             simba__owner_none(&none);
@@ -2692,6 +2696,10 @@ static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t se
         s->next_try = simba__add(now, s->tp->v.min_retry);
         return;
     }
+    /* The store says nobody: the tenure shown has ended, its fence never comes back (a store
+       read; a push of nobody may be older than what is shown). */
+    if (!nv.id[0] && s->view.id[0] && !simba__view_is(s, s->id) && s->view.fence > s->ended_fence)
+        s->ended_fence = s->view.fence;
     simba__set_view(s, &nv);
     if (s->kind == SIMBA__KIND_OBSERVE) {
         int64_t next = simba__add(now, s->tp->v.refresh);

@@ -16,7 +16,7 @@
  *   SIMBA_REDIS_IMPLEMENTATION             this header and the core only
  *   SIMBA_REDIS_TEST_FAULTS                test builds: a backend's command traffic can be
  *                                          held (simba__redis.test_mute), as a hung server,
- *                                          or its replies left unread (test_slow)
+ *                                          or its replies or pushes left unread (test_slow)
  *
  * CONNECTIONS
  *   Each backend has one command connection and, once a mutex is watched, one subscriber
@@ -1138,15 +1138,17 @@ typedef struct simba__redis {
     char err[256];
 #ifdef SIMBA_REDIS_TEST_FAULTS
     int test_mute; /* 1: nothing is written on the command connection, as to a hung server */
-    int test_slow; /* 1: the command connection's replies are left unread, as a slow path delays them */
+    int test_slow; /* left unread, as a slow path delays them: 1 the command connection's
+                      replies, 2 the subscriber connection's pushes */
 #endif
 } simba__redis;
 
 /* Test builds: the command connection's writes are held (simba__redis.test_mute), or its
-   replies left unread (test_slow). */
+   replies or the subscriber's pushes left unread (test_slow). */
 #ifdef SIMBA_REDIS_TEST_FAULTS
 #define SIMBA__RCONN_HELD(c) ((c)->r->test_mute && (c) == &(c)->r->cmd)
-#define SIMBA__RCONN_SLOW(c) ((c)->r->test_slow && (c) == &(c)->r->cmd)
+#define SIMBA__RCONN_SLOW(c) \
+    ((((c)->r->test_slow & 1) && (c) == &(c)->r->cmd) || (((c)->r->test_slow & 2) && (c) == &(c)->r->sub))
 #else
 #define SIMBA__RCONN_HELD(c) 0
 #define SIMBA__RCONN_SLOW(c) 0
