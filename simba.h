@@ -106,8 +106,11 @@
  *                       lease is left, with the time left: finish or checkpoint; on_released
  *                       ("lapsed") follows if no renewal is confirmed in time
  *   A service never shows an owner with a fence below one it has shown (fences only grow),
- *   so an observer never goes back to a contender that no longer leads (on a name with
- *   several holders the owner shown is one of them: see SEMAPHORES AND READ-WRITE LOCKS).
+ *   nor one whose tenure the store has since answered over (nobody), so an observer never
+ *   goes back to a contender that no longer leads (on a name with several holders the owner
+ *   shown is one of them: see SEMAPHORES AND READ-WRITE LOCKS). An answer that shows nobody
+ *   or a lower fence than a push heard while its ask was in flight may predate that grant:
+ *   the pushed owner stays shown and the service asks again.
  *
  * SEMAPHORES AND READ-WRITE LOCKS (docs/semaphores.md)
  *   A name has one mode while anyone holds or waits on it: a mutex (one holder), a
@@ -1687,6 +1690,9 @@ struct simba_service {
     uint64_t own_fence;
     uint64_t seen_fence;  /* the greatest fence of an owner it has shown, over its runs: a
                              push sent before a stop may arrive after the next start */
+    uint64_t push_fence;  /* the greatest fence pushed since req was sent, 0 = none */
+    uint64_t ended_fence; /* the greatest fence of an owner an answer showed gone (nobody): that
+                             tenure is over, a push of it still on its way is old news */
     simba__vals *vals;    /* NULL until a value is met */
     simba__counters cnt;  /* statistics (simba_service_stats) */
     int64_t held_since;   /* loop time of the current ownership's on_acquired */
@@ -2404,11 +2410,12 @@ static void simba__view_put(simba_service *s, const simba_owner *nv) {
 /* A new view of the owner; on_owner fires when the owner id, fence or value changed. */
 static void simba__set_view(simba_service *s, const simba_owner *nv) {
     simba_owner before, after;
-    /* Fences only grow: another owner with a fence below one already shown is old news (a
-       push overtaken by an answer, or the reverse; a store failed over to a replica that
-       missed the latest grant), and showing it would bring back a contender that no longer
-       leads. Our own tenure that just ended then shows as nobody. */
-    if (nv->id[0] && nv->fence < s->seen_fence && strcmp(nv->id, s->id) != 0 && !(s->flags & SIMBA__F_MANY)) {
+    /* Fences only grow: another owner with a fence below one already shown, or of a tenure
+       shown over, is old news (a push overtaken by an answer, or the reverse; a store failed
+       over to a replica that missed the latest grant), and showing it would bring back a
+       contender that no longer leads. Our own tenure that just ended then shows as nobody. */
+    if (nv->id[0] && (nv->fence < s->seen_fence || (s->ended_fence && nv->fence <= s->ended_fence)) &&
+        strcmp(nv->id, s->id) != 0 && !(s->flags & SIMBA__F_MANY)) {
         if (s->view.id == s->id && !(s->flags & SIMBA__F_OWNER)) {
             simba_owner none;
             simba__owner_none(&none);
@@ -2496,6 +2503,7 @@ static void simba__submit_on(simba_service *s, simba_req *r, simba_op op) {
                                                           : 0;
     r->svc_ = s;
     r->gen_ = s->gen;
+    if (r == &s->req) s->push_fence = 0;
     if (op == SIMBA_OP_ACQUIRE || op == SIMBA_OP_READ) { s->cnt.attempts++; s->loop->cnt.attempts++; }
     s->flags |= r == &s->req ? SIMBA__F_INFLIGHT : SIMBA__F_BEHIND;
     if (op == SIMBA_OP_RELEASE) s->flags |= SIMBA__F_RELEASE_SENT;
@@ -2690,6 +2698,10 @@ static void simba__learn(simba_service *s, const simba_reply *rep_in, int64_t se
         s->next_try = simba__add(now, s->tp->v.min_retry);
         return;
     }
+    /* The store says nobody: the tenure shown has ended, its fence never comes back (a store
+       read; a push of nobody may be older than what is shown). */
+    if (!nv.id[0] && s->view.id[0] && !simba__view_is(s, s->id) && s->view.fence > s->ended_fence)
+        s->ended_fence = s->view.fence;
     simba__set_view(s, &nv);
     if (s->kind == SIMBA__KIND_OBSERVE) {
         int64_t next = simba__add(now, s->tp->v.refresh);
@@ -2799,6 +2811,16 @@ static void simba__owner_op_done(simba_service *s, const simba_req *r, const sim
     }
 }
 
+/* Pushes and answers may travel apart (two connections): a push heard while a follower's ask
+   was in flight may announce a grant made after the store answered, and the answer then shows
+   nobody or an older fence. Shown, it would take back the owner the push brought (and the
+   next answer would bring that owner back): the follower keeps its view and asks again. */
+static int simba__overtaken(const simba_service *s, const simba_req *r, const simba_reply *rep) {
+    if (!s->push_fence || r->renew || (r->op != SIMBA_OP_READ && r->op != SIMBA_OP_ACQUIRE)) return 0;
+    if ((s->flags & SIMBA__F_MANY) || rep->holders > 1 || s->tp->v.permits > 1 || s->tp->v.shared) return 0;
+    return !rep->owner[0] || (strcmp(rep->owner, s->id) != 0 && rep->fence < s->push_fence);
+}
+
 /* A request of s was answered. */
 static void simba__complete(simba_service *s) {
     simba_loop *l = s->loop;
@@ -2841,6 +2863,9 @@ static void simba__complete(simba_service *s) {
         simba__quarantined(s, s->rep.quarantine_ms);
     } else if (rep.rc != SIMBA_OK) {
         simba__attempt_failed(s);
+    } else if (simba__overtaken(s, r, &rep)) {
+        s->backoff = 0;
+        s->next_try = l->now;
     } else if (r->renew && !(s->flags & SIMBA__F_OWNER) && strcmp(rep.owner, s->id) == 0) {
         /* A renewal confirmed after the local step-down: the tenure the user was told had
            ended stays ended. Ask again at once as a new acquisition, which gets a new fence. */
@@ -2912,6 +2937,7 @@ static void simba__event_svc(simba_service *s, const simba__ev *ev) {
         /* a push is a hint: without room for its owner's id it is dropped */
         if (ev->rep.owner[0] && strlen(ev->rep.owner) + 1 > s->other_cap && !simba__grow_other(s, strlen(ev->rep.owner) + 1)) return;
         if (ev->rep.holders > 1) s->flags |= SIMBA__F_MANY;
+        if (ev->rep.owner[0] && ev->rep.fence > s->push_fence) s->push_fence = ev->rep.fence;
         simba__owner_from_reply(&nv, &ev->rep, l->now, l->now);
         simba__set_view(s, &nv);
         /* A contender that has not asked yet still asks now: the fairness queue knows only

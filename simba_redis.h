@@ -16,7 +16,7 @@
  *   SIMBA_REDIS_IMPLEMENTATION             this header and the core only
  *   SIMBA_REDIS_TEST_FAULTS                test builds: a backend's command traffic can be
  *                                          held (simba__redis.test_mute), as a hung server,
- *                                          or its replies left unread (test_slow)
+ *                                          or its replies or pushes left unread (test_slow)
  *
  * CONNECTIONS
  *   Each backend has one command connection and, once a mutex is watched, one subscriber
@@ -144,13 +144,12 @@
  *   one of its observers has read the mutex or one of its contenders (not of a set) has asked
  *   for it, so every follower learns each grant and new value by push. A push comes on the
  *   subscriber connection and an answer on the command connection: an ask answered just
- *   before a grant may arrive after that grant's push, and such an answer (nobody, or an
- *   earlier fence) makes its follower ask again, not hide the new owner until its next timed
- *   ask. A contender's wake channel stays
- *   subscribed after its release (at most 8 such idle channels per mutex, the least recently
- *   used go first; all of them when the mutex is unwatched), so acquiring again costs no
- *   SUBSCRIBE; a release that failed unsubscribes at once, since the waiter may still be
- *   queued and must not take wake-ups it will not act on.
+ *   before a grant may arrive after that grant's push; such an answer (nobody, or an earlier
+ *   fence) is not shown: the core keeps the pushed owner and asks again (simba.h). A
+ *   contender's wake channel stays subscribed after its release (at most 8 such idle
+ *   channels per mutex, the least recently used go first; all of them when the mutex is
+ *   unwatched), so acquiring again costs no SUBSCRIBE; a release that failed unsubscribes at
+ *   once, since the waiter may still be queued and must not take wake-ups it will not act on.
  *   After a reconnect every channel is subscribed again and SIMBA_EV_RESET is raised for all
  *   mutexes (messages may have been missed). Messages are hints; timers stay the fallback.
  *   In Redis Cluster the same channels are sharded (SSUBSCRIBE on the mutex's primary,
@@ -1042,8 +1041,6 @@ typedef struct simba__rmutex {
     int nidle;
     simba__rsub *ev;
     simba__rsub *ow;    /* once this backend has followed the mutex (an observer, a waiter) */
-    uint32_t pushes;    /* grants and values heard on ow: an answer sent before one may be older */
-    uint64_t pushed;    /* the latest fence heard there */
     simba__rsub *wakes; /* most recently acquired first */
 } simba__rmutex;
 
@@ -1063,7 +1060,6 @@ typedef struct simba__rop {
     int hops;     /* Cluster: MOVED/ASK redirections followed so far */
     int asking;   /* Cluster: send ASKING first (an ASK redirection) */
     uint32_t seq; /* RELEASE: its contender's acq_seq when submitted */
-    uint32_t pushes; /* a follower's READ or ACQUIRE: its mutex's pushes when submitted */
     char cursor[24]; /* LIST: the SCAN cursor of the next page */
     /* desc.wait_replicas: the script's answer, kept until the WAIT after it answers */
     int waits, have;
@@ -1142,15 +1138,17 @@ typedef struct simba__redis {
     char err[256];
 #ifdef SIMBA_REDIS_TEST_FAULTS
     int test_mute; /* 1: nothing is written on the command connection, as to a hung server */
-    int test_slow; /* 1: the command connection's replies are left unread, as a slow path delays them */
+    int test_slow; /* left unread, as a slow path delays them: 1 the command connection's
+                      replies, 2 the subscriber connection's pushes */
 #endif
 } simba__redis;
 
 /* Test builds: the command connection's writes are held (simba__redis.test_mute), or its
-   replies left unread (test_slow). */
+   replies or the subscriber's pushes left unread (test_slow). */
 #ifdef SIMBA_REDIS_TEST_FAULTS
 #define SIMBA__RCONN_HELD(c) ((c)->r->test_mute && (c) == &(c)->r->cmd)
-#define SIMBA__RCONN_SLOW(c) ((c)->r->test_slow && (c) == &(c)->r->cmd)
+#define SIMBA__RCONN_SLOW(c) \
+    ((((c)->r->test_slow & 1) && (c) == &(c)->r->cmd) || (((c)->r->test_slow & 2) && (c) == &(c)->r->sub))
 #else
 #define SIMBA__RCONN_HELD(c) 0
 #define SIMBA__RCONN_SLOW(c) 0
@@ -1485,19 +1483,6 @@ static int simba__redis_follows(const simba_req *req) {
     return req->op == SIMBA_OP_READ || (req->op == SIMBA_OP_ACQUIRE && !req->renew && req->permits <= 1 && !req->shared);
 }
 
-/* A follower's answer and the owner channel's pushes come on two connections: a push that
-   arrived while the ask was in flight may announce a grant made after the store answered
-   (the answer then shows nobody, or an earlier fence). That answer, taken last, would hide
-   the new owner until the next timed ask (an observer's refresh_ms): the follower asks again. */
-static void simba__redis_overtaken(simba__redis *r, const simba__rop *op, const simba_reply *rep) {
-    const simba_req *req = op->req;
-    simba__rmutex *m;
-    if (rep->rc != SIMBA_OK || !simba__redis_follows(req) || !(m = simba__redis_mutex(r, req->mutex)) ||
-        m->pushes == op->pushes || (rep->owner && rep->owner[0] && rep->fence >= m->pushed))
-        return;
-    simba_backend_event(r->be, SIMBA_EV_RELEASED, req->mutex, req->op == SIMBA_OP_ACQUIRE ? req->contender : NULL, NULL);
-}
-
 /* The ops answered with views (simba_inspect, simba_list, simba_force_release). */
 static int simba__redis_inspection(simba_op op) {
     return op == SIMBA_OP_INSPECT || op == SIMBA_OP_LIST || op == SIMBA_OP_FORCE_RELEASE;
@@ -1641,7 +1626,6 @@ static void simba__redis_on_reply(redisAsyncContext *ac, void *reply, void *priv
         return;
     }
     if (req->op == SIMBA_OP_RELEASE) simba__redis_wake_released(r, req, op->seq, rep.rc == SIMBA_OK);
-    simba__redis_overtaken(r, op, &rep);
     simba__rop_release(r, op);
     simba__redis_done(r, req, &rep);
 }
@@ -2208,8 +2192,6 @@ static void simba__redis_on_msg(redisAsyncContext *ac, void *reply, void *priv) 
         rep.held_ms = n[3];
         rep.value_len = (size_t)(stop - p - n[4]);
         rep.value = rep.value_len ? (const unsigned char *)p + n[4] : NULL;
-        s->m->pushes++;
-        if (rep.fence > s->m->pushed) s->m->pushed = rep.fence;
         simba_backend_event(r->be, SIMBA_EV_OWNER, s->m->node.key, NULL, &rep);
     }
 }
@@ -2657,16 +2639,12 @@ static simba_result simba__redis_submit_ex(simba__redis *r, simba_req *req, int 
     op->waits = op->have = 0;
     op->acked = 0;
     op->deadline = INT64_MAX;
-    op->seq = op->pushes = 0;
+    op->seq = 0;
     if (req->op == SIMBA_OP_ACQUIRE) simba__redis_wake_acquire(r, req->mutex, req->contender);
     else if (req->op == SIMBA_OP_RELEASE) op->seq = simba__redis_wake_seq(r, req->mutex, req->contender);
     /* An observer or a waiter: every follower hears each grant and new value, not only the
        head its wake-up (one subscription per mutex and process, whatever its followers). */
-    if (simba__redis_follows(req)) {
-        simba__rmutex *m = simba__redis_mutex(r, req->mutex);
-        simba__redis_owner_sub(r, req->mutex);
-        op->pushes = m ? m->pushes : 0;
-    }
+    if (simba__redis_follows(req)) simba__redis_owner_sub(r, req->mutex);
     op->cursor[0] = 0;
     now = simba_now(r->loop);
     if (r->cmd.state == SIMBA__RC_READY) {

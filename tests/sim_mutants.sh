@@ -105,7 +105,8 @@ mutate owner-while-yielding simba.h \
     's->flags |= SIMBA__F_YIELD | SIMBA__F_YIELDING;' \
     's->flags |= SIMBA__F_YIELD;'
 mutate view-goes-back-a-fence simba.h \
-    'if (nv->id[0] && nv->fence < s->seen_fence && strcmp(nv->id, s->id) != 0 && !(s->flags & SIMBA__F_MANY)) {' \
+    'if (nv->id[0] && (nv->fence < s->seen_fence || (s->ended_fence && nv->fence <= s->ended_fence)) &&
+        strcmp(nv->id, s->id) != 0 && !(s->flags & SIMBA__F_MANY)) {' \
     'if (0) {'
 mutate grant-keeps-old-value simba_memory.h \
     '(a renewal keeps it) */

@@ -15,7 +15,7 @@
  * are driven from one poll(2) over their descriptors, and every simba_poll call is timed.
  */
 #define SIMBA_IMPLEMENTATION
-#define SIMBA_REDIS_TEST_FAULTS /* test_slow: a command connection's replies left unread */
+#define SIMBA_REDIS_TEST_FAULTS /* test_slow: a connection's replies or pushes left unread */
 #include "../simba_redis.h"
 #include "check.h"
 #define FIXTURE_DRIVER
@@ -1893,11 +1893,22 @@ TEST(value_in_record_pushed_to_observer) {
     drv_free(&d);
 }
 
+/* Each owner an observer shows, in order ("-" for nobody). */
+static void log_owner(simba_service *s, const simba_state *st, void *u) {
+    char *log = (char *)u;
+    (void)s;
+    if (strlen(log) + strlen(st->after->id) + 3 <= 256) {
+        strcat(log, st->after->id[0] ? st->after->id : "-");
+        strcat(log, "|");
+    }
+}
+
 /* An observer's read and the owner channel's push travel on two connections. The store
    answers a read "nobody", then grants A; the push of that grant reaches the observer before
    the read's answer (its replies left unread meanwhile, test_slow). The older answer, taken
-   last, must not hide A until the next timed read (refresh_ms): the observer shows A within
-   the push bound (300 ms, as the kit's). */
+   last, must not hide A, not even for a moment (on_owner: A, never nobody after it), nor until
+   the next timed read (refresh_ms): the observer shows A within the push bound (300 ms, as
+   the kit's). */
 TEST(answer_overtaken_by_push_hides_no_owner) {
     const char *m = "overtaken";
     drv d0, d1;
@@ -1908,6 +1919,7 @@ TEST(answer_overtaken_by_push_hides_no_owner) {
     simba__rmutex *mx = NULL;
     struct pollfd pf;
     rec ra;
+    char shown[256] = "";
     memset(&d0, 0, sizeof d0);
     memset(&d1, 0, sizeof d1);
     memset(&ra, 0, sizeof ra);
@@ -1918,6 +1930,8 @@ TEST(answer_overtaken_by_push_hides_no_owner) {
     memset(&od, 0, sizeof od);
     od.mutex = m;
     od.refresh_ms = 1500; /* its own reads while nobody holds the name */
+    od.on_owner = log_owner;
+    od.user_data = shown;
     REQUIRE(simba_observe(d1.l[0], b2, &od, &obs) == SIMBA_OK);
     REQUIRE(simba_start(obs) == SIMBA_OK);
     /* its first read answered ("nobody"), its owner channel subscribed */
@@ -1943,6 +1957,57 @@ TEST(answer_overtaken_by_push_hides_no_owner) {
     r->test_slow = 0;
     drv_run(&d1, 300);
     CHECK_STR(viewed_owner(obs), "A");
+    CHECK_STR(shown, "A|");
+    drv_free(&d0);
+    drv_free(&d1);
+}
+
+/* The reverse crossing: the observer reads A from the store while the push of A's grant waits
+   unread on the subscriber connection (test_slow 2); A releases and the next read answers
+   nobody; only then the late push arrives. A's tenure was shown over: the push is old news,
+   and the observer never shows A again (on_owner: A, nobody). */
+TEST(late_push_after_release_does_not_bring_owner_back) {
+    const char *m = "latepush";
+    drv d0, d1;
+    simba_backend *b1, *b2;
+    simba_service *a, *obs;
+    simba_observe_desc od;
+    simba__redis *r;
+    simba__rmutex *mx = NULL;
+    rec ra;
+    char shown[256] = "";
+    memset(&d0, 0, sizeof d0);
+    memset(&d1, 0, sizeof d1);
+    memset(&ra, 0, sizeof ra);
+    REQUIRE(drv_add(&d0) && drv_add(&d1));
+    REQUIRE(open_redis(d0.l[0], port1, &b1) == SIMBA_OK);
+    REQUIRE(open_redis(d1.l[0], port1, &b2) == SIMBA_OK);
+    r = (simba__redis *)simba_backend_impl(b2);
+    memset(&od, 0, sizeof od);
+    od.mutex = m;
+    od.refresh_ms = 200; /* its reads bring A, then nobody */
+    od.on_owner = log_owner;
+    od.user_data = shown;
+    REQUIRE(simba_observe(d1.l[0], b2, &od, &obs) == SIMBA_OK);
+    REQUIRE(simba_start(obs) == SIMBA_OK);
+    WAIT_FOR(&d1, (mx = simba__redis_mutex(r, m)) && mx->ow && mx->ow->confirmed && !r->inflight, 3000);
+    REQUIRE(mx && mx->ow && mx->ow->confirmed && strcmp(viewed_owner(obs), "") == 0);
+    r->test_slow = 2; /* the owner channel's pushes wait unread from here */
+    a = contend(d0.l[0], b1, m, "A", 2000, 1000, &ra);
+    REQUIRE(a);
+    WAIT_FOR(&d0, simba_is_owner(a), 3000);
+    REQUIRE(simba_is_owner(a));
+    WAIT_FOR(&d1, strcmp(viewed_owner(obs), "A") == 0, 1000);
+    REQUIRE(strcmp(viewed_owner(obs), "A") == 0);
+    CHECK_RC(simba_stop(a), SIMBA_OK);
+    WAIT_FOR(&d0, simba_service_status(a) == SIMBA_INITIAL, 3000);
+    WAIT_FOR(&d1, strcmp(viewed_owner(obs), "") == 0, 1000);
+    CHECK_STR(viewed_owner(obs), "");
+    /* the grant's push, then "released", arrive last */
+    r->test_slow = 0;
+    drv_run(&d1, 300);
+    CHECK_STR(viewed_owner(obs), "");
+    CHECK_STR(shown, "A|-|");
     drv_free(&d0);
     drv_free(&d1);
 }
@@ -2403,6 +2468,7 @@ int main(int argc, char **argv) {
     RUN(destroy_with_pending);
     RUN(value_in_record_pushed_to_observer);
     RUN(answer_overtaken_by_push_hides_no_owner);
+    RUN(late_push_after_release_does_not_bring_owner_back);
     RUN(marker_of_another_schema_version_refused);
     RUN(scripts_joined_and_reloaded_after_flush);
     RUN(yield_keeps_when_the_queued_waiter_is_gone);
