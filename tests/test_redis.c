@@ -1903,6 +1903,31 @@ static void log_owner(simba_service *s, const simba_state *st, void *u) {
     }
 }
 
+/* Two processes (d0 contends, d1 observes m with refresh_ms, logging on_owner into shown);
+   returns d1's backend, its owner channel subscribed and confirmed, nothing in flight. */
+static simba__redis *observed_pair(drv *d0, drv *d1, const char *m, int64_t refresh_ms, char *shown,
+                                   simba_backend **b1, simba_service **obs) {
+    simba_backend *b2;
+    simba_observe_desc od;
+    simba__redis *r;
+    simba__rmutex *mx = NULL;
+    memset(d0, 0, sizeof *d0);
+    memset(d1, 0, sizeof *d1);
+    if (!drv_add(d0) || !drv_add(d1) || open_redis(d0->l[0], port1, b1) != SIMBA_OK ||
+        open_redis(d1->l[0], port1, &b2) != SIMBA_OK)
+        return NULL;
+    r = (simba__redis *)simba_backend_impl(b2);
+    memset(&od, 0, sizeof od);
+    od.mutex = m;
+    od.refresh_ms = refresh_ms;
+    od.on_owner = log_owner;
+    od.user_data = shown;
+    if (simba_observe(d1->l[0], b2, &od, obs) != SIMBA_OK || simba_start(*obs) != SIMBA_OK) return NULL;
+    WAIT_FOR(d1, (mx = simba__redis_mutex(r, m)) && mx->ow && mx->ow->confirmed && r->cmd.state == SIMBA__RC_READY &&
+                     !r->pending && !r->inflight, 3000);
+    return mx && mx->ow && mx->ow->confirmed && !r->inflight && strcmp(viewed_owner(*obs), "") == 0 ? r : NULL;
+}
+
 /* An observer's read and the owner channel's push travel on two connections. The store
    answers a read "nobody", then grants A; the push of that grant reaches the observer before
    the read's answer (its replies left unread meanwhile, test_slow). The older answer, taken
@@ -1912,32 +1937,16 @@ static void log_owner(simba_service *s, const simba_state *st, void *u) {
 TEST(answer_overtaken_by_push_hides_no_owner) {
     const char *m = "overtaken";
     drv d0, d1;
-    simba_backend *b1, *b2;
+    simba_backend *b1;
     simba_service *a, *obs;
-    simba_observe_desc od;
     simba__redis *r;
-    simba__rmutex *mx = NULL;
     struct pollfd pf;
     rec ra;
     char shown[256] = "";
-    memset(&d0, 0, sizeof d0);
-    memset(&d1, 0, sizeof d1);
     memset(&ra, 0, sizeof ra);
-    REQUIRE(drv_add(&d0) && drv_add(&d1));
-    REQUIRE(open_redis(d0.l[0], port1, &b1) == SIMBA_OK);
-    REQUIRE(open_redis(d1.l[0], port1, &b2) == SIMBA_OK);
-    r = (simba__redis *)simba_backend_impl(b2);
-    memset(&od, 0, sizeof od);
-    od.mutex = m;
-    od.refresh_ms = 1500; /* its own reads while nobody holds the name */
-    od.on_owner = log_owner;
-    od.user_data = shown;
-    REQUIRE(simba_observe(d1.l[0], b2, &od, &obs) == SIMBA_OK);
-    REQUIRE(simba_start(obs) == SIMBA_OK);
-    /* its first read answered ("nobody"), its owner channel subscribed */
-    WAIT_FOR(&d1, (mx = simba__redis_mutex(r, m)) && mx->ow && mx->ow->confirmed && r->cmd.state == SIMBA__RC_READY &&
-                      !r->pending && !r->inflight, 3000);
-    REQUIRE(mx && mx->ow && mx->ow->confirmed && !r->inflight && strcmp(viewed_owner(obs), "") == 0);
+    /* its first read answered ("nobody"; it reads on its own every 1.5 s while nobody holds
+       the name), its owner channel subscribed */
+    REQUIRE((r = observed_pair(&d0, &d1, m, 1500, shown, &b1, &obs)) != NULL);
     /* its next read goes out and is answered "nobody"; the answer waits unread */
     r->test_slow = 1;
     WAIT_FOR(&d1, r->inflight && !r->cmd.wr, 3000);
@@ -1969,29 +1978,14 @@ TEST(answer_overtaken_by_push_hides_no_owner) {
 TEST(late_push_after_release_does_not_bring_owner_back) {
     const char *m = "latepush";
     drv d0, d1;
-    simba_backend *b1, *b2;
+    simba_backend *b1;
     simba_service *a, *obs;
-    simba_observe_desc od;
     simba__redis *r;
-    simba__rmutex *mx = NULL;
     rec ra;
     char shown[256] = "";
-    memset(&d0, 0, sizeof d0);
-    memset(&d1, 0, sizeof d1);
     memset(&ra, 0, sizeof ra);
-    REQUIRE(drv_add(&d0) && drv_add(&d1));
-    REQUIRE(open_redis(d0.l[0], port1, &b1) == SIMBA_OK);
-    REQUIRE(open_redis(d1.l[0], port1, &b2) == SIMBA_OK);
-    r = (simba__redis *)simba_backend_impl(b2);
-    memset(&od, 0, sizeof od);
-    od.mutex = m;
-    od.refresh_ms = 200; /* its reads bring A, then nobody */
-    od.on_owner = log_owner;
-    od.user_data = shown;
-    REQUIRE(simba_observe(d1.l[0], b2, &od, &obs) == SIMBA_OK);
-    REQUIRE(simba_start(obs) == SIMBA_OK);
-    WAIT_FOR(&d1, (mx = simba__redis_mutex(r, m)) && mx->ow && mx->ow->confirmed && !r->inflight, 3000);
-    REQUIRE(mx && mx->ow && mx->ow->confirmed && strcmp(viewed_owner(obs), "") == 0);
+    /* its reads (every 200 ms) bring A, then nobody */
+    REQUIRE((r = observed_pair(&d0, &d1, m, 200, shown, &b1, &obs)) != NULL);
     r->test_slow = 2; /* the owner channel's pushes wait unread from here */
     a = contend(d0.l[0], b1, m, "A", 2000, 1000, &ra);
     REQUIRE(a);
