@@ -116,8 +116,9 @@
  *   A release by the live owner grants the mutex, in its transaction, to the oldest live
  *   waiter with that waiter's ttl, transition and value. MySQL has no LISTEN/NOTIFY: each
  *   backend's request connection holds a user lock named by a random token, and a second
- *   connection, the doorbell, parks in a tagged GET_LOCK(60) on it, which the procedure
- *   interrupts after its commit (KILL QUERY, only while the processlist shows that tag).
+ *   connection, the doorbell, parks in a tagged GET_LOCK(60) on it and holds the lock
+ *   'simba-door:<token>', by which the procedure finds it (IS_USED_LOCK) and interrupts it
+ *   (KILL QUERY) as soon as it knows the head: the head's ask waits for the commit.
  *   Not SLEEP: every SLEEP waits on one server mutex, and a KILL of one at times took
  *   MariaDB two seconds; a lock wait is interrupted at once.
  *   The head's doorbell rings at a hand-over; every follower's (the queue's bells and the
@@ -150,8 +151,8 @@
  *   Every routine runs with its definer's rights (SQL SECURITY DEFINER): only the role that
  *   makes the objects, once, needs CREATE, TRIGGER and CREATE ROUTINE. <table>_version
  *   answers, for any caller with EXECUTE on it, the version row, whether every object is
- *   there, and whether the definer may ring this user's doorbell (the same user, or PROCESS
- *   and CONNECTION ADMIN or SUPER); when it may not, no doorbell is parked (timers, logged
+ *   there, and whether the definer may ring this user's doorbell (the same user, or
+ *   CONNECTION ADMIN or SUPER); when it may not, no doorbell is parked (timers, logged
  *   once, simba_mysql_push() "timers"). An application role needs EXECUTE on the routines it
  *   calls and SELECT on <table>, _q and _hold to inspect; docs/mysql.md lists the grants.
  *   A refusal (error 1044, 1142, 1370, ...) fails requests at once with SIMBA_EDENIED and
@@ -311,22 +312,20 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "  SET now_ms = " SIMBA__MY_NOW ";\n"
 #define SIMBA__MY_RELOAD                                                                          \
     "  SELECT " SIMBA__MY_ROW_COLS SIMBA__MY_ROW_INTO " FROM {T} WHERE name = p_name;\n"
-/* The doorbell (see PUSH): after the commit, the waiter's parked GET_LOCK ("<connection id>:
-   <token>" in ring) is interrupted only while the processlist shows that connection running
-   the statement tagged with that token, so a reused connection id interrupts nobody else's
-   query. A failure (no privilege to see or kill it) only leaves the waiter to its timer. */
+/* The doorbell (see PUSH): the waiter's parked GET_LOCK ("<connection id>:<token>" in ring)
+   is interrupted on the connection that holds the user lock 'simba-door:<token>': only that
+   process's doorbell takes it, and it goes with its session, so a connection id the server
+   reused is never interrupted (and the lookup is a hash probe, not a processlist scan). A
+   failure (no privilege to kill it) only leaves the waiter to its timer. */
 #define SIMBA__MY_RING "  IF ring <> '' THEN CALL {W}(ring); END IF;\n"
 #define SIMBA__MY_BELL_FN                                                                         \
     "CREATE PROCEDURE IF NOT EXISTS {W}(ring VARCHAR(80) " SIMBA__MY_ASCII ")\n"                                      \
     "MODIFIES SQL DATA BEGIN\n"                                                                   \
     "  DECLARE bid BIGINT UNSIGNED;\n"                                                            \
     "  DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;\n"                                    \
-    "  IF ring IS NULL OR ring = '' THEN SET ring = ''; ELSE\n"                                   \
-    "    SET bid = CAST(SUBSTRING_INDEX(ring, ':', 1) AS UNSIGNED);\n"                            \
-    "    IF EXISTS (SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = bid\n"                \
-    "        AND INFO LIKE CONCAT('SELECT GET_LOCK(%simba-bell:', SUBSTRING_INDEX(ring, ':', -1), '%')) THEN\n" \
-    "      KILL QUERY bid;\n"                                                                     \
-    "    END IF;\n"                                                                               \
+    "  IF ring IS NOT NULL AND ring <> '' THEN\n"                                                \
+    "    SET bid = IS_USED_LOCK(CONCAT('simba-door:', SUBSTRING_INDEX(ring, ':', -1)));\n"        \
+    "    IF bid IS NOT NULL THEN KILL QUERY bid; END IF;\n"                                        \
     "  END IF;\n"                                                                                 \
     "END"
 /* Every follower learns a new owner or value (see PUSH): after the commit, {J} rings the
@@ -337,7 +336,7 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
 /* (the lookups first: a name nobody follows costs no call) */
 #define SIMBA__MY_FAN_ANY                                                                         \
     "(EXISTS (SELECT 1 FROM {O} WHERE name = p_name AND expires_ms >= now_ms) OR EXISTS (SELECT 1 FROM {Q} WHERE name = p_name\n" \
-    "    AND bell <> '' AND bell <> ring AND bell <> fan_skip))"
+    "    AND bell <> '' AND bell <> ring AND bell <> fan_skip AND expires_ms >= now_ms))"
 #define SIMBA__MY_FAN "  IF fan AND " SIMBA__MY_FAN_ANY " THEN CALL {J}(p_name, ring, fan_skip); END IF;\n"
 #define SIMBA__MY_FAN_FN                                                                          \
     "CREATE PROCEDURE IF NOT EXISTS {J}(p_name VARCHAR(255) " SIMBA__MY_ASCII ", p_skip VARCHAR(80) " SIMBA__MY_ASCII ",\n" \
@@ -386,7 +385,7 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "      SET o_owner = '', o_ttl = 0, o_tr = 0, o_held = -1, o_fence = 0, o_val = '';\n"       \
     "    END IF;\n"                                                                               \
     "  END IF;\n"                                                                                 \
-    "  COMMIT;\n" SIMBA__MY_RING SIMBA__MY_FAN                                                  \
+    "  COMMIT;\n" SIMBA__MY_FAN                                                                  \
     "  SELECT o_owner, o_ttl, o_tr, o_held, o_fence, o_first, now_ms, HEX(o_val);\n"
 /* The loss marker (see LOSSES): a MEMORY table that every server start empties. The first
    grant that finds it empty records the server's start; no new owner is granted for
@@ -417,24 +416,29 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
 
 /* A release's hand-over (row locked, now_ms read): the oldest live waiter is granted the
    mutex with its own ttl, transition and value; in the quarantine the row is cleared
-   instead. hd IS NULL: nobody waits, nothing changed. Shared by release and yield. */
+   instead. hd IS NULL: nobody waits, nothing changed. Shared by release and yield. The
+   head's doorbell rings as soon as the head is known: its ask waits on the row lock for
+   this commit and finds the grant, so the wake-up overlaps the writes and the log flush. */
 #define SIMBA__MY_HAND_OVER                                                                       \
     "    SET nf = 0, hd = NULL;\n"                                                                \
     "    SELECT contender, ttl_ms, tr_ms, value, bell, shared INTO hd, h_ttl, h_tr, h_val, h_bell, h_sh FROM {Q}\n" \
     "      WHERE name = p_name AND expires_ms >= now_ms ORDER BY seq LIMIT 1;\n"                  \
     "    IF hd IS NOT NULL THEN\n"                                                                \
-    "      SET ring = h_bell, fan = 1;\n"                                                                  \
+    "      SET ring = h_bell, fan = 1;\n"                                                         \
+    "      IF NOT h_sh THEN CALL {W}(ring); END IF;\n"                                            \
     SIMBA__MY_GUARD_LOAD("h_ttl", "h_tr")                                                         \
     "      IF now_ms >= b_until AND NOT h_sh THEN\n"                                              \
     "        UPDATE {T} SET owner = hd, fence = GREATEST(fence + 1, b_floor), acquired_ms = now_ms, pending = 1,\n" \
     "          ttl_ms = now_ms + h_ttl, transition_ms = now_ms + h_ttl + h_tr, value = h_val WHERE name = p_name;\n" \
     "        DELETE FROM {Q} WHERE name = p_name AND (contender = hd OR expires_ms < now_ms);\n"   \
+    "        SET r_owner = hd, r_fence = GREATEST(r_fence + 1, b_floor), r_acq = now_ms, r_pending = 1,\n" \
+    "          r_ttl = now_ms + h_ttl, r_tr = now_ms + h_ttl + h_tr, r_val = h_val;\n"              \
     "      ELSE\n"                                                                                \
     "        UPDATE {T} SET owner = '', ttl_ms = 0, transition_ms = 0, value = '' WHERE name = p_name;\n" \
     /* readers at the head: each one before the first writer, granted by {Z} */               \
     "        IF h_sh THEN SET ring = ''; CALL {Z}(p_name, 1, r_permits, now_ms); END IF;\n"       \
+    "        " SIMBA__MY_RELOAD                                                                   \
     "      END IF;\n"                                                                             \
-    "      " SIMBA__MY_RELOAD                                                                     \
     "    END IF;\n"
 
 /* o_first of an answer whose fence no longer holds (set_value, yield), and of a yield that
@@ -585,7 +589,7 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "MODIFIES SQL DATA BEGIN\n"
 #define SIMBA__MY_ACQ                                                                          \
     "  body: BEGIN\n" SIMBA__MY_LOCK_MAKE                                                         \
-    "  DELETE FROM {Q} WHERE name = p_name AND expires_ms < now_ms;\n"                            \
+    /* (a renewal and a pending grant read no queue: the dead waiters go at the next ask) */    \
     "  IF p_renew THEN\n"                                                                         \
     "    IF r_owner = p_id AND r_tr >= now_ms THEN\n"                                             \
     "      UPDATE {T} SET ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr, pending = 0 WHERE name = p_name;\n" \
@@ -599,23 +603,27 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
 #define SIMBA__MY_ACQ_B \
     /* readers or permits hold (the set): an exclusive grant waits for them; a semaphore's
        name refuses a mutex's ask while anyone holds or waits */                               \
-    "  SELECT COUNT(*) INTO nh FROM {S} WHERE name = p_name AND transition_ms >= now_ms;\n"       \
-    "  IF r_permits > 1 AND (nh > 0 OR EXISTS (SELECT 1 FROM {Q} WHERE name = p_name AND contender <> p_id)) THEN\n" \
+    /* (the holdings, the live head and whether others wait, in one statement) */              \
+    "  SELECT (SELECT COUNT(*) FROM {S} WHERE name = p_name AND transition_ms >= now_ms),\n"        \
+    "    (SELECT contender FROM {Q} WHERE name = p_name AND expires_ms >= now_ms ORDER BY seq LIMIT 1),\n" \
+    "    EXISTS (SELECT 1 FROM {Q} WHERE name = p_name AND contender <> p_id AND expires_ms >= now_ms) INTO nh, hd, nq;\n" \
+    "  IF r_permits > 1 AND (nh > 0 OR nq) THEN\n"                                                \
     "    SET o_ttl = r_permits, o_tr = 1, o_first = 6, done = 1;\n"                               \
     "    LEAVE body;\n"                                                                           \
     "  END IF;\n"                                                                                 \
-    "  SET nf = 0, hd = NULL;\n"                                                                  \
-    "  SELECT contender INTO hd FROM {Q} WHERE name = p_name ORDER BY seq LIMIT 1;\n"             \
     /* a stored owner asking anew starts a new tenure; a free mutex goes to the head */         \
     "  IF (r_owner = p_id AND r_tr >= now_ms) OR (NOT (r_owner <> '' AND r_tr >= now_ms) AND nh = 0 AND (hd IS NULL OR hd = p_id)) THEN\n" \
     SIMBA__MY_GUARD                                                                               \
     "    UPDATE {T} SET owner = p_id, fence = GREATEST(fence + 1, b_floor), acquired_ms = now_ms, pending = 0,\n" \
     "      ttl_ms = now_ms + p_ttl, transition_ms = now_ms + p_ttl + p_tr, value = p_val WHERE name = p_name;\n" \
-    "    DELETE FROM {Q} WHERE name = p_name AND contender = p_id;\n"                             \
-    "    SET fan = 1, fan_skip = p_bell;\n"                                                      \
-    "  " SIMBA__MY_RELOAD                                                                         \
+    /* (hd NULL: nobody is in line; the row as written, read under its lock) */               \
+    "    IF hd IS NOT NULL THEN DELETE FROM {Q} WHERE name = p_name AND contender = p_id; END IF;\n" \
+    "    SET fan = 1, fan_skip = p_bell, r_owner = p_id, r_fence = GREATEST(r_fence + 1, b_floor), r_acq = now_ms,\n" \
+    "      r_pending = 0, r_ttl = now_ms + p_ttl, r_tr = now_ms + p_ttl + p_tr, r_val = p_val;\n"   \
     "  ELSE\n"                                                                                    \
-    /* the waiter's lease goes with its place; its seq is the name's counter's next */         \
+    /* the waiter's lease goes with its place (a dead one's place goes first); its seq is the
+       name's counter's next */                                                                  \
+    "    DELETE FROM {Q} WHERE name = p_name AND expires_ms < now_ms;\n"                           \
     SIMBA__MY_QUEUE("p_val", "0")                                                                 \
     "    SET o_first = IF(hd IS NULL OR hd = p_id, 1, 0);\n"                                      \
     "    IF r_permits <> 1 THEN UPDATE {T} SET permits = 1 WHERE name = p_name; END IF;\n"        \
@@ -773,8 +781,8 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
 
 /* >>version  {C}: one row, with its definer's rights: the version row's number (0 when it
    cannot be read), whether every table, routine and the trigger is there, and whether the
-   definer can ring this user's doorbell (see PUSH): the same user, or PROCESS and CONNECTION
-   ADMIN (or SUPER). The definer's name last, for the log. */
+   definer can ring this user's doorbell (see PUSH): the same user, or CONNECTION ADMIN (or
+   SUPER). The definer's name last, for the log. */
 #define SIMBA__MY_VERSION_FN                                                                      \
     "CREATE PROCEDURE IF NOT EXISTS {C}()\n"                                                      \
     "READS SQL DATA BEGIN\n"                                                                      \
@@ -789,9 +797,8 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
     "  SELECT COUNT(*) INTO ng FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = '{N}_lost';\n" \
     "  SELECT v, nt = 6 AND nr = 12 AND ng = 1,\n"                                                \
     "    SUBSTRING_INDEX(USER(), '@', 1) = SUBSTRING_INDEX(CURRENT_USER(), '@', 1) OR\n"           \
-    "      (EXISTS (SELECT 1 FROM information_schema.USER_PRIVILEGES WHERE PRIVILEGE_TYPE = 'PROCESS') AND\n" \
-    "       EXISTS (SELECT 1 FROM information_schema.USER_PRIVILEGES WHERE PRIVILEGE_TYPE IN\n"      \
-    "         ('CONNECTION ADMIN', 'CONNECTION_ADMIN', 'SUPER'))), CURRENT_USER();\n"              \
+    "      EXISTS (SELECT 1 FROM information_schema.USER_PRIVILEGES WHERE PRIVILEGE_TYPE IN\n"       \
+    "        ('CONNECTION ADMIN', 'CONNECTION_ADMIN', 'SUPER')), CURRENT_USER();\n"                \
     "END"
 
 /* Every connection: the session, then the check (the application role needs EXECUTE on {C}
@@ -934,7 +941,8 @@ typedef struct simba__my {
     int64_t buntil, bdeadline, bretry, bbackoff;
     uint64_t wakes;        /* doorbell rings heard (tests) */
     char bell[96];         /* "<connection id>:<token>" while parked, else "" */
-    char token[40], bq[160];
+    char token[40], bq[160], bdq[80];
+    int bdoor; /* the doorbell's session holds 'simba-door:<token>' (rings find it by it) */
     int relock; /* the doorbell's lock is not this session's: the next command takes it */
 } simba__my;
 
@@ -1410,8 +1418,8 @@ static void simba__my_done(simba__my *p, int64_t now) {
             return;
         }
         simba_log(p->loop, p->bell_ok ? SIMBA_LOG_INFO : SIMBA_LOG_WARN, "mysql: push by %s%s", p->bell_ok ? "doorbell" : "timers",
-                  p->bell_ok ? "" : ": the procedures' definer may not see or interrupt this user's queries (PROCESS and "
-                  "CONNECTION ADMIN or SUPER; docs/mysql.md, Privileges)");
+                  p->bell_ok ? "" : ": the procedures' definer may not interrupt this user's queries (CONNECTION ADMIN "
+                  "or SUPER; docs/mysql.md, Privileges)");
         p->state = SIMBA__MY_READY;
         p->relock = 0; /* the check took the doorbell's lock */
         p->backoff = 0;
@@ -1566,9 +1574,11 @@ static int simba__my_bell_call(simba__my *p, int ready) {
         return ready ? mysql_real_connect_cont(&p->bret_my, p->bmy, ready)
                      : mysql_real_connect_start(&p->bret_my, p->bmy, p->host, p->user, p->pass, p->db, (unsigned)p->port,
                                                 p->sock, 0);
-    if (p->bstep == SIMBA__MY_S_QUERY)
+    if (p->bstep == SIMBA__MY_S_QUERY) {
+        const char *q = p->bdoor ? p->bq : p->bdq;
         return ready ? mysql_real_query_cont(&p->bret_int, p->bmy, ready)
-                     : mysql_real_query_start(&p->bret_int, p->bmy, p->bq, (unsigned long)strlen(p->bq));
+                     : mysql_real_query_start(&p->bret_int, p->bmy, q, (unsigned long)strlen(q));
+    }
     return ready ? mysql_store_result_cont(&p->bret_res, p->bmy, ready) : mysql_store_result_start(&p->bret_res, p->bmy);
 }
 
@@ -1580,6 +1590,7 @@ static int simba__my_bell_after(simba__my *p, int64_t now) {
         simba__my_nonblock(p->bmy);
         snprintf(p->bell, sizeof p->bell, "%lu:%s", (unsigned long)mysql_thread_id(p->bmy), p->token);
         p->bbackoff = 0;
+        p->bdoor = 0;
         p->bstep = SIMBA__MY_S_QUERY;
         return 1;
     }
@@ -1590,6 +1601,18 @@ static int simba__my_bell_after(simba__my *p, int64_t now) {
     if (p->bstep == SIMBA__MY_S_QUERY && mysql_errno(p->bmy) != 1317) { /* not "interrupted": the link */
         simba__my_bell_close(p, now);
         return 0;
+    }
+    if (!p->bdoor) { /* the door lock: 1, or a stale session of ours still holds it */
+        MYSQL_ROW row = p->bret_res ? mysql_fetch_row(p->bret_res) : NULL;
+        p->bdoor = row && row[0] && strcmp(row[0], "1") == 0;
+        if (p->bret_res) mysql_free_result(p->bret_res);
+        p->bret_res = NULL;
+        if (!p->bdoor) {
+            simba__my_bell_close(p, now);
+            return 0;
+        }
+        p->bstep = SIMBA__MY_S_QUERY;
+        return 1;
     }
     if (p->bret_res) { /* a stored result: no I/O. NULL: interrupted, 0: its whole time, 1: free */
         MYSQL_ROW row = mysql_fetch_row(p->bret_res);
@@ -1618,9 +1641,10 @@ static void simba__my_bell_run(simba__my *p, int64_t now, int ready) {
         if (fd != p->bfd && p->bfd >= 0) simba_backend_fd(p->be, p->bfd, 0);
         p->bfd = fd;
         if (st) {
-            int fresh = p->bstate == SIMBA__MY_B_CONNECTING && p->bstep != SIMBA__MY_S_CONNECT;
+            int parked = p->bstep != SIMBA__MY_S_CONNECT && p->bdoor;
+            int fresh = p->bstate == SIMBA__MY_B_CONNECTING && parked;
             p->bwait = st;
-            p->bstate = p->bstep == SIMBA__MY_S_CONNECT ? SIMBA__MY_B_CONNECTING : SIMBA__MY_B_PARKED;
+            p->bstate = parked ? SIMBA__MY_B_PARKED : SIMBA__MY_B_CONNECTING;
             /* waiters queued without a doorbell ask once more, so that their places carry it */
             if (fresh) simba_backend_event(p->be, SIMBA_EV_RELEASED, NULL, NULL, NULL);
             p->buntil = (st & MYSQL_WAIT_TIMEOUT) ? simba__add(now, (int64_t)mysql_get_timeout_value_ms(p->bmy)) : INT64_MAX;
@@ -1645,6 +1669,9 @@ static void simba__my_bell_start(simba__my *p, int64_t now) {
     /* parked a minute at a time on the lock the request connection holds (it takes it in its
        session statement); got at once means that session lost it: released, and retaken */
     snprintf(p->bq, sizeof p->bq, "SELECT GET_LOCK('simba-bell:%.32s', 60), RELEASE_LOCK('simba-bell:%.32s')", p->token, p->token);
+    /* first the door lock, which rings look up (a stale session of ours may hold it a moment) */
+    snprintf(p->bdq, sizeof p->bdq, "SELECT GET_LOCK('simba-door:%.32s', 1)", p->token);
+    p->bdoor = 0;
     p->bdeadline = simba__add(now, p->conn_to);
     p->bstep = SIMBA__MY_S_CONNECT;
     p->bstate = SIMBA__MY_B_CONNECTING;

@@ -522,6 +522,55 @@ TEST(free_behind_a_hung_statement_keeps_its_bound) {
     mysql_close(c);
 }
 
+/* A ring finds the doorbell by the lock its session holds ('simba-door:<token>'), never by the
+   connection id alone: a ring that names another connection's id (as a reused id would) with
+   a token no doorbell holds interrupts nothing, and a ring with a live doorbell's token
+   interrupts that doorbell whatever id it names. */
+static MYSQL *side(void) {
+    MYSQL *c = mysql_init(NULL);
+    if (c && !mysql_real_connect(c, "127.0.0.1", "root", "simba", "simba", (unsigned)port, NULL, 0)) {
+        fprintf(stderr, "  side: %s\n", mysql_error(c));
+        mysql_close(c);
+        return NULL;
+    }
+    return c;
+}
+
+TEST(ring_interrupts_only_the_doorbell_that_holds_its_token) {
+    pair p;
+    MYSQL *holder = side(), *blocked = side();
+    const char *q = "SELECT GET_LOCK('simba-test-unrelated', 10)";
+    uint64_t wakes;
+    int64_t t;
+    MYSQL_RES *res;
+    MYSQL_ROW row;
+    REQUIRE(holder && blocked);
+    REQUIRE(mysql_query(holder, "DO GET_LOCK('simba-test-unrelated', 1)") == 0);
+    REQUIRE(pair_open(&p, NULL, "ring-token"));
+    REQUIRE(mysql_send_query(blocked, q, (unsigned long)strlen(q)) == 0); /* parked, as a doorbell is */
+    UNTIL(0, 200, p.la, p.lb);
+    wakes = ((simba__my *)p.bb->impl)->wakes;
+    /* another connection's id with a token nobody holds: nothing is interrupted */
+    CHECK(sql("CALL `%s_bell`('%lu:00000000000000000000000000000000')", table, mysql_thread_id(blocked)) == 0);
+    UNTIL(0, 300, p.la, p.lb);
+    CHECK(mysql_query(holder, "DO RELEASE_LOCK('simba-test-unrelated')") == 0);
+    t = now_ms();
+    CHECK(mysql_read_query_result(blocked) == 0); /* not 1317, "interrupted" */
+    res = mysql_store_result(blocked);
+    row = res ? mysql_fetch_row(res) : NULL;
+    CHECK(row && row[0] && strcmp(row[0], "1") == 0); /* it waited, and got the lock at its release */
+    if (res) mysql_free_result(res);
+    CHECK(now_ms() - t < 2000);
+    CHECK(((simba__my *)p.bb->impl)->wakes == wakes);
+    /* that same id with the waiter's token: the waiter's doorbell rings */
+    CHECK(sql("CALL `%s_bell`('%lu:%s')", table, mysql_thread_id(blocked), ((simba__my *)p.bb->impl)->token) == 0);
+    UNTIL(((simba__my *)p.bb->impl)->wakes > wakes, 2000, p.la, p.lb);
+    CHECK(((simba__my *)p.bb->impl)->wakes > wakes);
+    mysql_close(holder);
+    mysql_close(blocked);
+    pair_free(&p);
+}
+
 /* The doorbell waits on a lock its backend's request connection holds: when that session is
    killed the lock comes free, the doorbell closes ("timers"), the backend reconnects and takes
    the lock again, and the doorbell parks anew; so when the session lives but lets the lock
@@ -676,6 +725,7 @@ int main(int argc, char **argv) {
     RUN(killed_connection_reconnects_and_owner_keeps_the_fence);
     RUN(release_rings_the_waiters_doorbell_and_a_killed_one_comes_back);
     RUN(doorbell_parks_again_after_its_request_session_is_killed);
+    RUN(ring_interrupts_only_the_doorbell_that_holds_its_token);
     RUN(hand_over_grant_is_the_fence_the_waiter_owns);
     RUN(unix_socket_contends_and_is_rung);
     RUN(free_behind_a_hung_statement_keeps_its_bound);

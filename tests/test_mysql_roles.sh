@@ -81,7 +81,7 @@ if out_has "fence: 2"; then ok "app: get shows fence 2"; else bad "app: get prin
 expect_rc "app: ls" 0 simba_as "$APP" pw ls
 if out_has "^orders "; then ok "app: ls lists orders"; else bad "app: ls printed $(cat "$W/out")"; fi
 
-# the doorbell of another user's process: the owner's PROCESS and CONNECTION ADMIN
+# the doorbell of another user's process: the owner's CONNECTION ADMIN
 doc_block "The doorbell (see Push)" >"$W/bell.sql"
 if grep -q GRANT "$W/bell.sql" && my root simba <"$W/bell.sql" >"$W/err" 2>&1; then ok "the doorbell's grants of docs/mysql.md run as root"
 else bad "the doorbell's grants: $(cat "$W/err")"; fi
