@@ -17,7 +17,7 @@
  *   SIMBA_API, SIMBA_MALLOC / SIMBA_FREE   as in simba.h
  *   SIMBA_MYSQL_IMPLEMENTATION             this header and the core only
  *
- * CONNECTION (one per backend, never blocks the poll)
+ * CONNECTION (desc.connections per backend, default 1, and the doorbell's; never blocks the poll)
  *   MYSQL_OPT_NONBLOCK, then mysql_real_connect_start/_cont, mysql_real_query_start/_cont,
  *   mysql_store_result_start/_cont and mysql_next_result_start/_cont. After every step the
  *   socket is read again (mysql_get_socket) and goes to the loop through simba_fds() with
@@ -25,8 +25,8 @@
  *   deadline of the loop (mysql_get_timeout_value_ms). The server is named by a numeric
  *   address (IPv4/IPv6) or a unix socket path: a host name would need a blocking resolver
  *   inside mysql_real_connect_start. Connector/C's own reconnect is off: simba reconnects and
- *   sets the session up again itself. One command is outstanding at a time (the protocol
- *   has no pipelining); the others wait in a queue, in order.
+ *   sets the session up again itself. One command is outstanding at a time on a connection
+ *   (the protocol has no pipelining); the others wait in its queue, in order.
  *   A statement not answered within statement_timeout_ms completes with SIMBA_ETIMEDOUT and
  *   the connection is closed and made anew (the server also gets max_statement_time so it
  *   gives up on its side); lost connections are re-made with randomised doubling backoff
@@ -57,6 +57,18 @@
  *   After a reconnect (not the first connect) SIMBA_EV_RESET is raised for every mutex; a
  *   lost connection raises SIMBA_EV_DISCONNECTED. Grants are the requested ttl
  *   (SIMBA_LEASE_ASKED).
+ *
+ * POOL
+ *   Each request waits for the server's answer, and a write's answer waits for its commit's
+ *   log flush: one connection carries about one request per round trip and flush (about
+ *   1,300/s on loopback, the server's CPU mostly idle). desc.connections request
+ *   connections carry that many at once, and the server flushes their commits together.
+ *   Every request on one name goes on the connection its name hashes to (FNV-1a), in
+ *   order, so each name sees exactly what one connection would give it; a list goes on the
+ *   first. Each connection has its own session, setup, state and backoff; a request whose
+ *   connection is down fails at once (SIMBA_ECONN) while the others go on. The first one's
+ *   session holds the doorbell's lock (PUSH). A process that follows thousands of names
+ *   needs several (bench/README.md, W4); one is enough for a few hundred.
  *
  * TLS (ssl_mode, ssl_ca, ssl_cert, ssl_key; both connections)
  *   "required" refuses a server without TLS; "verify_ca" also checks the chain against
@@ -184,6 +196,7 @@ extern "C" {
 #endif
 
 /* >>api */
+#define SIMBA_MYSQL_CONNECTIONS_MAX 64 /* simba_mysql_desc.connections at most */
 typedef struct simba_mysql_desc {
     const char *host;        /* numeric IPv4/IPv6 address of the server */
     const char *unix_socket; /* or: the server's socket path (absolute) */
@@ -202,6 +215,8 @@ typedef struct simba_mysql_desc {
                                 host (an IP address in its subjectAltName) */
     const char *ssl_ca;      /* file of the CA certificates (required by verify_ca / _identity) */
     const char *ssl_cert, *ssl_key; /* this client's certificate and key, when the server asks */
+    int connections;         /* 0 -> 1: request connections, 1..SIMBA_MYSQL_CONNECTIONS_MAX; each
+                                name's requests go on one of them, in order (see POOL) */
 } simba_mysql_desc;
 
 SIMBA_API simba_result simba_mysql_open(simba_loop *loop, const simba_mysql_desc *desc, simba_backend **out);
@@ -803,12 +818,13 @@ enum { SIMBA__MY_SSL_OFF, SIMBA__MY_SSL_REQUIRED, SIMBA__MY_SSL_VERIFY_CA, SIMBA
 
 /* Every connection: the session, then the check (the application role needs EXECUTE on {C}
    only); the setup below runs only when {C} is missing or finds something missing. */
+#define SIMBA__MY_SESSION                                                                         \
+    "SET SESSION time_zone = '+00:00', SESSION tx_isolation = 'READ-COMMITTED', @simba_max_lease_ms = {L},\n" \
+    "  SESSION max_statement_time = {X}, SESSION innodb_lock_wait_timeout = {Y}, SESSION sql_mode = 'STRICT_ALL_TABLES'"
 static const char *const simba__my_check_sql[] = {
-    "SET SESSION time_zone = '+00:00', SESSION tx_isolation = 'READ-COMMITTED', @simba_max_lease_ms = {L},\n"
-    "  SESSION max_statement_time = {X}, SESSION innodb_lock_wait_timeout = {Y}, SESSION sql_mode = 'STRICT_ALL_TABLES',\n"
-    "  @simba_bell = GET_LOCK('simba-bell:{H}', 1);\n"
-    "CALL {C}()",
-    NULL};
+    SIMBA__MY_SESSION ",\n  @simba_bell = GET_LOCK('simba-bell:{H}', 1);\nCALL {C}()", NULL};
+/* (the other request connections: the first one holds the doorbell's lock) */
+static const char *const simba__my_check_more_sql[] = {SIMBA__MY_SESSION ";\nCALL {C}()", NULL};
 
 /* The setup script, the objects' owner's, once (one round trip; statements end with ";\n"
    except the routines' "END", which the script separates with ";\n" too: the server parses
@@ -898,20 +914,15 @@ static const char *const simba__my_setup_sql[] = {
     " ' ', ttl_ms - n.ms, ' ', transition_ms - n.ms, ' x', HEX(value)) ORDER BY fence SEPARATOR ' '), '') FROM `%s_hold` s"  \
     " WHERE s.name = t.name AND s.transition_ms >= n.ms), permits"
 
-typedef struct simba__my {
-    simba_loop *loop;
-    simba_backend *be;
+typedef struct simba__my simba__my;
+
+/* One request connection (see POOL): its session, its command in flight and its queue. */
+typedef struct simba__myc {
+    simba__my *p;
     MYSQL *my;
-    char *check, *setup;         /* SETUP's scripts with the names filled in (>>version) */
+    const char *check;           /* its session and the check: the first one's takes the bell's lock */
     int phase;                   /* SETUP: 0 the session and the check, 1 the setup */
     int need;                    /* the check found objects missing: the setup runs */
-    int bell_ok;                 /* the procedures' definer can ring this user's doorbell */
-    char *host, *sock, *user, *pass, *db;
-    char *ssl_ca, *ssl_cert, *ssl_key;
-    int ssl_mode; /* SIMBA__MY_SSL_* */
-    char table[SIMBA__MY_TABLE_MAX + 1];
-    char fn[SIMBA__MY_TABLE_MAX + 16]; /* the fence check function */
-    int port;
     int state, step, fd;
     int wait;                    /* MYSQL_WAIT_* bits the current step waits for, 0 none */
     int64_t wait_until;          /* MYSQL_WAIT_TIMEOUT: the step's own deadline */
@@ -922,7 +933,7 @@ typedef struct simba__my {
     int retries;                 /* deadlock retries of the current request */
     int was_up;
     simba_result step_rc;        /* the current command's failure (0 none) */
-    int64_t conn_to, stmt_to, rmin, rmax, backoff, deadline, retry_at;
+    int64_t backoff, deadline, retry_at;
     simba_req *cur;              /* the request in flight */
     simba_req *head, *tail;      /* queued */
     char *q;                     /* the current command's text */
@@ -932,7 +943,23 @@ typedef struct simba__my {
     char err[512];
     simba_result down_rc; /* DOWN: what requests fail with (SIMBA_ECONN, or SIMBA_EDENIED) */
     unsigned char val[SIMBA_VALUE_MAX];
-    simba_view_holder hs[SIMBA__MY_VIEW_HOLDERS];            /* an inspection's holders */
+} simba__myc;
+
+struct simba__my {
+    simba_loop *loop;
+    simba_backend *be;
+    simba__myc *c;               /* the request connections; c[0] holds the doorbell's lock */
+    int nc;
+    char *check, *check_more, *setup; /* SETUP's scripts with the names filled in (>>version) */
+    int bell_ok;                 /* the procedures' definer can ring this user's doorbell */
+    char *host, *sock, *user, *pass, *db;
+    char *ssl_ca, *ssl_cert, *ssl_key;
+    int ssl_mode; /* SIMBA__MY_SSL_* */
+    char table[SIMBA__MY_TABLE_MAX + 1];
+    char fn[SIMBA__MY_TABLE_MAX + 16]; /* the fence check function */
+    int port;
+    int64_t conn_to, stmt_to, rmin, rmax;
+    simba_view_holder hs[SIMBA__MY_VIEW_HOLDERS];            /* an inspection's holders (delivered in take) */
     unsigned char hs_vals[SIMBA__MY_VIEW_HOLDERS * SIMBA_VALUE_MAX]; /* ... and their values */
     /* the doorbell connection (see PUSH): parked in a tagged GET_LOCK on this session's lock */
     MYSQL *bmy, *bret_my;
@@ -943,8 +970,8 @@ typedef struct simba__my {
     char bell[96];         /* "<connection id>:<token>" while parked, else "" */
     char token[40], bq[160], bdq[80];
     int bdoor; /* the doorbell's session holds 'simba-door:<token>' (rings find it by it) */
-    int relock; /* the doorbell's lock is not this session's: the next command takes it */
-} simba__my;
+    int relock; /* the doorbell's lock is not c[0]'s session's: its next command takes it */
+};
 
 /* >>row  Helpers: integers, hex. */
 static int simba__my_int(const char *s, int64_t *out) {
@@ -1139,25 +1166,26 @@ static int simba__my_inspection(simba_op op) {
 
 /* A stored result of the current command: the answer row (or, for an inspection, each row
    as a view). Only the first result with rows counts: a CALL's status result has none. */
-static void simba__my_take(simba__my *p, MYSQL_RES *res) {
-    simba_req *r = p->cur;
+static void simba__my_take(simba__myc *c, MYSQL_RES *res) {
+    simba__my *p = c->p;
+    simba_req *r = c->cur;
     unsigned nf = mysql_num_fields(res);
     MYSQL_ROW row;
-    if (p->got || !r) return;
-    p->got = 1;
+    if (c->got || !r) return;
+    c->got = 1;
     if (r->op == SIMBA_OP_FORCE_RELEASE) {
         row = mysql_fetch_row(res);
-        p->rep.rc = row && row[0] && strcmp(row[0], "1") == 0 ? SIMBA_OK : SIMBA_EFENCE;
+        c->rep.rc = row && row[0] && strcmp(row[0], "1") == 0 ? SIMBA_OK : SIMBA_EFENCE;
         return;
     }
     if (simba__my_inspection(r->op)) {
         while ((row = mysql_fetch_row(res)) != NULL) {
             simba_view v;
             unsigned char vb[SIMBA_VALUE_MAX];
-            if (simba__my_view_row(nf, row, &v, vb, p->err, sizeof p->err) != 0 ||
-                (nf >= 12 && simba__my_view_holders(row, &v, p->hs, p->hs_vals, p->err, sizeof p->err) != 0)) {
-                snprintf(p->err, sizeof p->err, "mysql: unreadable row of an inspection");
-                simba__reply_fail(&p->rep, SIMBA_EBACKEND, p->err);
+            if (simba__my_view_row(nf, row, &v, vb, c->err, sizeof c->err) != 0 ||
+                (nf >= 12 && simba__my_view_holders(row, &v, p->hs, p->hs_vals, c->err, sizeof c->err) != 0)) {
+                snprintf(c->err, sizeof c->err, "mysql: unreadable row of an inspection");
+                simba__reply_fail(&c->rep, SIMBA_EBACKEND, c->err);
                 return;
             }
             simba_req_view(r, &v);
@@ -1165,52 +1193,54 @@ static void simba__my_take(simba__my *p, MYSQL_RES *res) {
         return;
     }
     if (mysql_num_rows(res) != 1 || (row = mysql_fetch_row(res)) == NULL) {
-        snprintf(p->err, sizeof p->err, "mysql: statement returned %llu rows, expected 1", (unsigned long long)mysql_num_rows(res));
-        simba__reply_fail(&p->rep, SIMBA_EBACKEND, p->err);
+        snprintf(c->err, sizeof c->err, "mysql: statement returned %llu rows, expected 1", (unsigned long long)mysql_num_rows(res));
+        simba__reply_fail(&c->rep, SIMBA_EBACKEND, c->err);
         return;
     }
-    if (simba__my_parse_row(nf, row, &p->rep, p->owner_buf, p->val, p->err, sizeof p->err) != 0)
-        simba__reply_fail(&p->rep, SIMBA_EBACKEND, p->err);
+    if (simba__my_parse_row(nf, row, &c->rep, c->owner_buf, c->val, c->err, sizeof c->err) != 0)
+        simba__reply_fail(&c->rep, SIMBA_EBACKEND, c->err);
 }
 
 /* >>version  The check's row ({C}): the version, whether everything is there, whether the
    doorbell can ring. Another version is refused in words (SIMBA_EDENIED in p->rep.rc). */
-static void simba__my_version(simba__my *p, MYSQL_RES *res) {
+static void simba__my_version(simba__myc *c, MYSQL_RES *res) {
+    simba__my *p = c->p;
     MYSQL_ROW row = mysql_num_fields(res) == 4 ? mysql_fetch_row(res) : NULL;
     int64_t v = -1;
     if (!row || !row[0] || !row[1] || !row[2] || simba__my_int(row[0], &v) != 0) {
-        snprintf(p->err, sizeof p->err, "mysql: the schema check of table %s answered no readable row", p->table);
-        p->rep.rc = SIMBA_EBACKEND;
+        snprintf(c->err, sizeof c->err, "mysql: the schema check of table %s answered no readable row", p->table);
+        c->rep.rc = SIMBA_EBACKEND;
     } else if (v != 0 && v != SIMBA__MY_SCHEMA_VERSION) {
-        snprintf(p->err, sizeof p->err, "mysql: found simba schema version %lld on table %s, this simba_mysql.h uses version %d: "
+        snprintf(c->err, sizeof c->err, "mysql: found simba schema version %lld on table %s, this simba_mysql.h uses version %d: "
                  "run one version of simba on a table, or give this one another table (simba_mysql_desc.table, ?table= in "
                  "its URL)", (long long)v, p->table, SIMBA__MY_SCHEMA_VERSION);
-        p->rep.rc = SIMBA_EDENIED;
+        c->rep.rc = SIMBA_EDENIED;
     } else if (strcmp(row[1], "1") != 0 || v == 0) {
-        if (p->phase == 0) p->need = 1;
+        if (c->phase == 0) c->need = 1;
         else {
-            snprintf(p->err, sizeof p->err, "mysql: the setup of table %s left objects missing", p->table);
-            p->rep.rc = SIMBA_EBACKEND;
+            snprintf(c->err, sizeof c->err, "mysql: the setup of table %s left objects missing", p->table);
+            c->rep.rc = SIMBA_EBACKEND;
         }
     }
-    if (p->rep.rc != SIMBA_OK) simba__copy(p->be->errmsg, sizeof p->be->errmsg, p->err);
+    if (c->rep.rc != SIMBA_OK) simba__copy(p->be->errmsg, sizeof p->be->errmsg, c->err);
     p->bell_ok = row && row[2] && strcmp(row[2], "1") == 0;
 }
 
 /* >>sql  A command's text: the CALL of a request, names escaped, values as hex literals. */
-static int simba__my_reserve(simba__my *p, size_t need) {
+static int simba__my_reserve(simba__myc *c, size_t need) {
+    simba__my *p = c->p;
     char *q;
-    if (need <= p->qcap) return 1;
+    if (need <= c->qcap) return 1;
     q = (char *)simba_alloc(p->loop, need);
     if (!q) return 0;
-    simba_free(p->loop, p->q);
-    p->q = q;
-    p->qcap = need;
+    simba_free(p->loop, c->q);
+    c->q = q;
+    c->qcap = need;
     return 1;
 }
 
-static void simba__my_esc(simba__my *p, char *dst, const char *s) {
-    mysql_real_escape_string(p->my, dst, s, (unsigned long)strlen(s));
+static void simba__my_esc(simba__myc *c, char *dst, const char *s) {
+    mysql_real_escape_string(c->my, dst, s, (unsigned long)strlen(s));
 }
 
 static void simba__my_hex(char *out, const unsigned char *v, size_t n) {
@@ -1227,19 +1257,20 @@ static void simba__my_hex(char *out, const unsigned char *v, size_t n) {
 static const char *simba__my_bell(const simba__my *p) { return p->bstate == SIMBA__MY_B_PARKED ? p->bell : ""; }
 
 /* The text of r into p->q; 0 when out of memory. */
-static int simba__my_command(simba__my *p, simba_req *r) {
+static int simba__my_command(simba__myc *c, simba_req *r) {
+    simba__my *p = c->p;
     char name[2 * SIMBA_NAME_MAX + 1], id[2 * SIMBA_ID_MAX + 1], hex[2 * SIMBA_VALUE_MAX + 1];
     const char *t = p->table;
     char *q;
     size_t cap, o = 0;
-    if (!simba__my_reserve(p, 3 * SIMBA_VALUE_MAX + 2048)) return 0;
-    if (p->relock) /* the doorbell found this session's lock free (PUSH): take it again */
-        o = (size_t)snprintf(p->q, p->qcap, "DO GET_LOCK('simba-bell:%s', 1); ", p->token);
-    p->relock = 0;
-    q = p->q + o;
-    cap = p->qcap - o;
-    simba__my_esc(p, name, r->mutex ? r->mutex : "");
-    simba__my_esc(p, id, r->contender ? r->contender : "");
+    if (!simba__my_reserve(c, 3 * SIMBA_VALUE_MAX + 2048)) return 0;
+    if (c == p->c && p->relock) /* the doorbell found this session's lock free (PUSH): take it again */
+        o = (size_t)snprintf(c->q, c->qcap, "DO GET_LOCK('simba-bell:%s', 1); ", p->token);
+    if (c == p->c) p->relock = 0;
+    q = c->q + o;
+    cap = c->qcap - o;
+    simba__my_esc(c, name, r->mutex ? r->mutex : "");
+    simba__my_esc(c, id, r->contender ? r->contender : "");
     simba__my_hex(hex, r->value ? r->value : (const unsigned char *)"", r->value ? r->value_len : 0);
     switch (r->op) {
     case SIMBA_OP_ACQUIRE:
@@ -1288,46 +1319,49 @@ static const char *simba__my_privilege(unsigned e, const char *msg) {
     return NULL;
 }
 
-static void simba__my_set_err(simba__my *p, const char *what) {
-    unsigned e = p->my ? mysql_errno(p->my) : 0;
-    const char *m = p->my ? mysql_error(p->my) : "out of memory", *priv = simba__my_privilege(e, m);
+static void simba__my_set_err(simba__myc *c, const char *what) {
+    simba__my *p = c->p;
+    unsigned e = c->my ? mysql_errno(c->my) : 0;
+    const char *m = c->my ? mysql_error(c->my) : "out of memory", *priv = simba__my_privilege(e, m);
     /* the server says "denied" before it says "does not exist" */
-    if (p->state == SIMBA__MY_SETUP && p->phase == 0 && e == 1370)
+    if (c->state == SIMBA__MY_SETUP && c->phase == 0 && e == 1370)
         priv = "EXECUTE on it (docs/mysql.md, Privileges), or simba was never set up on this table: run the setup once as "
                "the role that owns the objects";
-    if (p->state == SIMBA__MY_SETUP && p->phase == 1 && (e == 1044 || e == 1142 || e == 1370 || e == 1227))
-        snprintf(p->err, sizeof p->err, "mysql: simba's objects for table %s are missing or incomplete, and this role may not "
+    if (c->state == SIMBA__MY_SETUP && c->phase == 1 && (e == 1044 || e == 1142 || e == 1370 || e == 1227))
+        snprintf(c->err, sizeof c->err, "mysql: simba's objects for table %s are missing or incomplete, and this role may not "
                  "make them: %s (%u) (run the setup once as the role that owns them; docs/mysql.md, Privileges)", p->table, m, e);
-    else snprintf(p->err, sizeof p->err, "mysql: %s: %s (%u)%s%s", what, m, e, priv ? ": this role needs " : "", priv ? priv : "");
-    simba__copy(p->be->errmsg, sizeof p->be->errmsg, p->err);
+    else snprintf(c->err, sizeof c->err, "mysql: %s: %s (%u)%s%s", what, m, e, priv ? ": this role needs " : "", priv ? priv : "");
+    simba__copy(p->be->errmsg, sizeof p->be->errmsg, c->err);
 }
 
-static void simba__my_fail_all(simba__my *p, simba_result rc, const char *msg) {
-    simba_req *r = p->cur;
-    p->cur = NULL;
+static void simba__my_fail_all(simba__myc *c, simba_result rc, const char *msg) {
+    simba_req *r = c->cur;
+    c->cur = NULL;
     if (r) simba_req_fail(r, rc, msg);
-    while (p->head) {
-        r = p->head;
-        p->head = r->next_;
-        if (!p->head) p->tail = NULL;
+    while (c->head) {
+        r = c->head;
+        c->head = r->next_;
+        if (!c->head) c->tail = NULL;
         simba_req_fail(r, rc, msg);
     }
 }
 
 /* The loop's watcher follows the socket, which may change at any step of the connect. */
-static void simba__my_fd(simba__my *p) {
-    int fd = p->my ? (int)mysql_get_socket(p->my) : -1;
-    if (fd != p->fd && p->fd >= 0) simba_backend_fd(p->be, p->fd, 0);
-    p->fd = fd;
+static void simba__my_fd(simba__myc *c) {
+    simba__my *p = c->p;
+    int fd = c->my ? (int)mysql_get_socket(c->my) : -1;
+    if (fd != c->fd && c->fd >= 0) simba_backend_fd(p->be, c->fd, 0);
+    c->fd = fd;
 }
 
-static void simba__my_close(simba__my *p) {
-    if (p->fd >= 0) simba_backend_fd(p->be, p->fd, 0);
-    p->fd = -1;
-    if (p->my) mysql_close(p->my); /* a QUIT packet into the socket's buffer: never waits */
-    p->my = NULL;
-    p->wait = 0;
-    p->ret_res = NULL;
+static void simba__my_close(simba__myc *c) {
+    simba__my *p = c->p;
+    if (c->fd >= 0) simba_backend_fd(p->be, c->fd, 0);
+    c->fd = -1;
+    if (c->my) mysql_close(c->my); /* a QUIT packet into the socket's buffer: never waits */
+    c->my = NULL;
+    c->wait = 0;
+    c->ret_res = NULL;
 }
 
 /* A refusal that no retry mends: access denied, an unknown database, a missing privilege,
@@ -1337,21 +1371,22 @@ static int simba__my_denied(unsigned e) {
 }
 
 /* Closes the connection, fails what is in flight or queued, schedules the next attempt. */
-static void simba__my_drop(simba__my *p, int64_t now, simba_result rc) {
-    int was_ready = p->state == SIMBA__MY_READY;
-    p->down_rc = rc == SIMBA_EDENIED ? SIMBA_EDENIED : SIMBA_ECONN;
-    simba__my_close(p);
-    p->state = SIMBA__MY_DOWN;
+static void simba__my_drop(simba__myc *c, int64_t now, simba_result rc) {
+    simba__my *p = c->p;
+    int was_ready = c->state == SIMBA__MY_READY;
+    c->down_rc = rc == SIMBA_EDENIED ? SIMBA_EDENIED : SIMBA_ECONN;
+    simba__my_close(c);
+    c->state = SIMBA__MY_DOWN;
     /* from the clock, not the poll's start: a TLS handshake may have held this poll (TLS) */
     now = simba__max(now, simba_now(p->loop));
-    p->retry_at = simba__add(now, simba__backoff(p->loop, &p->backoff, p->rmin, p->rmax));
-    simba_log(p->loop, SIMBA_LOG_WARN, "%s (next attempt in %lld ms)", p->err, (long long)(p->retry_at - now));
-    simba__my_fail_all(p, rc, p->err);
+    c->retry_at = simba__add(now, simba__backoff(p->loop, &c->backoff, p->rmin, p->rmax));
+    simba_log(p->loop, SIMBA_LOG_WARN, "%s (next attempt in %lld ms)", c->err, (long long)(c->retry_at - now));
+    simba__my_fail_all(c, rc, c->err);
     /* Losing the connection is losing the server: the core's policy decides. */
     if (was_ready) simba_backend_event(p->be, SIMBA_EV_DISCONNECTED, NULL, NULL, NULL);
 }
 
-static void simba__my_run(simba__my *p, int64_t now, int ready);
+static void simba__my_run(simba__myc *c, int64_t now, int ready);
 
 /* TLS options of one connection (both: the requests' and the doorbell's). */
 static void simba__my_tls(const simba__my *p, MYSQL *m) {
@@ -1364,114 +1399,119 @@ static void simba__my_tls(const simba__my *p, MYSQL *m) {
     if (p->ssl_mode == SIMBA__MY_SSL_VERIFY_IDENTITY) mysql_options(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &on);
 }
 
-static void simba__my_start(simba__my *p, int64_t now) {
+static void simba__my_start(simba__myc *c, int64_t now) {
+    simba__my *p = c->p;
     unsigned int zero = 0, to = (unsigned int)((p->conn_to + 999) / 1000);
     my_bool off = 0;
-    p->my = mysql_init(NULL);
-    p->deadline = simba__add(now, p->conn_to);
-    if (!p->my || mysql_options(p->my, MYSQL_OPT_NONBLOCK, 0) != 0) {
-        snprintf(p->err, sizeof p->err, "mysql: no non-blocking connection (out of memory)");
-        simba__my_drop(p, now, SIMBA_ECONN);
+    c->my = mysql_init(NULL);
+    c->deadline = simba__add(now, p->conn_to);
+    if (!c->my || mysql_options(c->my, MYSQL_OPT_NONBLOCK, 0) != 0) {
+        snprintf(c->err, sizeof c->err, "mysql: no non-blocking connection (out of memory)");
+        simba__my_drop(c, now, SIMBA_ECONN);
         return;
     }
-    mysql_options(p->my, MYSQL_OPT_RECONNECT, &off); /* simba reconnects, and sets the session up again */
-    mysql_options(p->my, MYSQL_OPT_CONNECT_TIMEOUT, &to);
-    mysql_options(p->my, MYSQL_OPT_LOCAL_INFILE, &zero);
-    mysql_options(p->my, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-    simba__my_tls(p, p->my);
-    p->state = SIMBA__MY_CONNECTING;
-    p->step = SIMBA__MY_S_CONNECT;
-    simba__my_run(p, now, 0);
+    mysql_options(c->my, MYSQL_OPT_RECONNECT, &off); /* simba reconnects, and sets the session up again */
+    mysql_options(c->my, MYSQL_OPT_CONNECT_TIMEOUT, &to);
+    mysql_options(c->my, MYSQL_OPT_LOCAL_INFILE, &zero);
+    mysql_options(c->my, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    simba__my_tls(p, c->my);
+    c->state = SIMBA__MY_CONNECTING;
+    c->step = SIMBA__MY_S_CONNECT;
+    simba__my_run(c, now, 0);
 }
 
 /* The next queued request goes out (READY, nothing in flight). */
-static void simba__my_send_next(simba__my *p, int64_t now) {
+static void simba__my_send_next(simba__myc *c, int64_t now) {
+    simba__my *p = c->p;
     simba_req *r;
-    if (p->state != SIMBA__MY_READY || p->cur || !p->head) return;
-    r = p->head;
-    p->head = r->next_;
-    if (!p->head) p->tail = NULL;
-    if (!simba__my_command(p, r)) {
+    if (c->state != SIMBA__MY_READY || c->cur || !c->head) return;
+    r = c->head;
+    c->head = r->next_;
+    if (!c->head) c->tail = NULL;
+    if (!simba__my_command(c, r)) {
         simba_req_fail(r, SIMBA_ENOMEM, "mysql: out of memory");
         return;
     }
-    p->cur = r;
-    p->retries = 0;
-    p->deadline = simba__add(now, p->stmt_to);
-    p->step = SIMBA__MY_S_QUERY;
-    memset(&p->rep, 0, sizeof p->rep);
-    p->got = 0;
-    p->step_rc = SIMBA_OK;
-    simba__my_run(p, now, 0);
+    c->cur = r;
+    c->retries = 0;
+    c->deadline = simba__add(now, p->stmt_to);
+    c->step = SIMBA__MY_S_QUERY;
+    memset(&c->rep, 0, sizeof c->rep);
+    c->got = 0;
+    c->step_rc = SIMBA_OK;
+    simba__my_run(c, now, 0);
 }
 
 /* A command is over (every result read): answer it, or set up, then send the next. */
-static void simba__my_done(simba__my *p, int64_t now) {
-    simba_req *r = p->cur;
-    if (p->state == SIMBA__MY_SETUP) {
-        if (p->rep.rc != SIMBA_OK) { simba__my_drop(p, now, p->rep.rc); return; }
-        if (p->need) { /* objects missing: the setup, once, as their owner */
-            p->phase = 1;
-            p->need = 0;
-            p->step = SIMBA__MY_S_QUERY;
-            simba__my_run(p, now, 0);
+static void simba__my_done(simba__myc *c, int64_t now) {
+    simba__my *p = c->p;
+    simba_req *r = c->cur;
+    if (c->state == SIMBA__MY_SETUP) {
+        if (c->rep.rc != SIMBA_OK) { simba__my_drop(c, now, c->rep.rc); return; }
+        if (c->need) { /* objects missing: the setup, once, as their owner */
+            c->phase = 1;
+            c->need = 0;
+            c->step = SIMBA__MY_S_QUERY;
+            simba__my_run(c, now, 0);
             return;
         }
-        simba_log(p->loop, p->bell_ok ? SIMBA_LOG_INFO : SIMBA_LOG_WARN, "mysql: push by %s%s", p->bell_ok ? "doorbell" : "timers",
-                  p->bell_ok ? "" : ": the procedures' definer may not interrupt this user's queries (CONNECTION ADMIN "
-                  "or SUPER; docs/mysql.md, Privileges)");
-        p->state = SIMBA__MY_READY;
-        p->relock = 0; /* the check took the doorbell's lock */
-        p->backoff = 0;
-        p->err[0] = 0;
-        simba_log(p->loop, SIMBA_LOG_INFO, "mysql: connected, set up table %s", p->table);
-        if (p->was_up) simba_backend_event(p->be, SIMBA_EV_RESET, NULL, NULL, NULL);
-        p->was_up = 1;
+        c->state = SIMBA__MY_READY;
+        c->backoff = 0;
+        c->err[0] = 0;
+        if (c == p->c) { /* the first connection speaks for all */
+            simba_log(p->loop, p->bell_ok ? SIMBA_LOG_INFO : SIMBA_LOG_WARN, "mysql: push by %s%s", p->bell_ok ? "doorbell" : "timers",
+                      p->bell_ok ? "" : ": the procedures' definer may not interrupt this user's queries (CONNECTION ADMIN "
+                      "or SUPER; docs/mysql.md, Privileges)");
+            p->relock = 0; /* the check took the doorbell's lock */
+            simba_log(p->loop, SIMBA_LOG_INFO, "mysql: connected, set up table %s", p->table);
+        }
+        if (c->was_up) simba_backend_event(p->be, SIMBA_EV_RESET, NULL, NULL, NULL);
+        c->was_up = 1;
     } else if (r) {
-        p->cur = NULL;
-        if (!p->got && p->rep.rc == SIMBA_OK) {
-            snprintf(p->err, sizeof p->err, "mysql: command gave no answer row");
-            simba__reply_fail(&p->rep, SIMBA_EBACKEND, p->err);
+        c->cur = NULL;
+        if (!c->got && c->rep.rc == SIMBA_OK) {
+            snprintf(c->err, sizeof c->err, "mysql: command gave no answer row");
+            simba__reply_fail(&c->rep, SIMBA_EBACKEND, c->err);
         }
-        if (p->rep.rc == SIMBA_EFENCE && !simba__my_inspection(r->op)) {
-            snprintf(p->err, sizeof p->err, "mysql %s: %.128s no longer holds mutex %.128s with fence %llu",
+        if (c->rep.rc == SIMBA_EFENCE && !simba__my_inspection(r->op)) {
+            snprintf(c->err, sizeof c->err, "mysql %s: %.128s no longer holds mutex %.128s with fence %llu",
                      r->op == SIMBA_OP_YIELD ? "yield" : "set_value", r->contender, r->mutex, (unsigned long long)r->fence);
-            simba__reply_fail(&p->rep, SIMBA_EFENCE, p->err);
+            simba__reply_fail(&c->rep, SIMBA_EFENCE, c->err);
         }
-        simba_req_done(r, &p->rep);
+        simba_req_done(r, &c->rep);
     }
-    simba__my_send_next(p, now);
+    simba__my_send_next(c, now);
 }
 
 /* A server error of the current command: a deadlock or lock wait is sent again; a lost
    connection is dropped; anything else fails the request and the connection goes on. */
-static void simba__my_error(simba__my *p, int64_t now) {
-    unsigned e = mysql_errno(p->my);
-    if (p->state == SIMBA__MY_SETUP && p->phase == 0 && e == 1305) { /* no {C}: simba was never set up here */
-        p->need = 1;
-        simba__my_done(p, now);
+static void simba__my_error(simba__myc *c, int64_t now) {
+    unsigned e = mysql_errno(c->my);
+    if (c->state == SIMBA__MY_SETUP && c->phase == 0 && e == 1305) { /* no {C}: simba was never set up here */
+        c->need = 1;
+        simba__my_done(c, now);
         return;
     }
-    simba__my_set_err(p, p->state == SIMBA__MY_SETUP ? "setup failed" : "statement failed");
-    if (p->state == SIMBA__MY_SETUP && e == 1644) { /* the setup's refusal of another version */
-        simba__my_drop(p, now, SIMBA_EDENIED);
+    simba__my_set_err(c, c->state == SIMBA__MY_SETUP ? "setup failed" : "statement failed");
+    if (c->state == SIMBA__MY_SETUP && e == 1644) { /* the setup's refusal of another version */
+        simba__my_drop(c, now, SIMBA_EDENIED);
         return;
     }
-    if (p->state == SIMBA__MY_READY && p->cur && (e == 1213 || e == 1205) && ++p->retries <= SIMBA__MY_RETRIES &&
-        !mysql_more_results(p->my)) {
-        p->step = SIMBA__MY_S_QUERY;
-        p->got = 0;
-        memset(&p->rep, 0, sizeof p->rep);
-        simba__my_run(p, now, 0);
+    if (c->state == SIMBA__MY_READY && c->cur && (e == 1213 || e == 1205) && ++c->retries <= SIMBA__MY_RETRIES &&
+        !mysql_more_results(c->my)) {
+        c->step = SIMBA__MY_S_QUERY;
+        c->got = 0;
+        memset(&c->rep, 0, sizeof c->rep);
+        simba__my_run(c, now, 0);
         return;
     }
-    if (p->state != SIMBA__MY_READY || e >= 2000 || mysql_more_results(p->my)) { /* CR_* client errors: the link */
-        simba__my_drop(p, now, simba__my_denied(e) ? SIMBA_EDENIED : p->state == SIMBA__MY_READY ? SIMBA_EBACKEND : SIMBA_ECONN);
+    if (c->state != SIMBA__MY_READY || e >= 2000 || mysql_more_results(c->my)) { /* CR_* client errors: the link */
+        simba__my_drop(c, now, simba__my_denied(e) ? SIMBA_EDENIED : c->state == SIMBA__MY_READY ? SIMBA_EBACKEND : SIMBA_ECONN);
         return;
     }
-    simba__reply_fail(&p->rep, simba__my_denied(e) ? SIMBA_EDENIED : SIMBA_EBACKEND, p->err);
-    p->got = 1;
-    simba__my_done(p, now);
+    simba__reply_fail(&c->rep, simba__my_denied(e) ? SIMBA_EDENIED : SIMBA_EBACKEND, c->err);
+    c->got = 1;
+    simba__my_done(c, now);
 }
 
 /* Connector/C leaves the socket blocking after a TLS handshake, and its TLS reads then wait
@@ -1483,76 +1523,77 @@ static void simba__my_nonblock(MYSQL *m) {
 
 /* >>step  One non-blocking call of the current step: 0 when it finished, else the
    MYSQL_WAIT_* bits it waits for. */
-static int simba__my_call(simba__my *p, int ready) {
-    switch (p->step) {
+static int simba__my_call(simba__myc *c, int ready) {
+    simba__my *p = c->p;
+    switch (c->step) {
     case SIMBA__MY_S_CONNECT:
-        return ready ? mysql_real_connect_cont(&p->ret_my, p->my, ready)
-                     : mysql_real_connect_start(&p->ret_my, p->my, p->host, p->user, p->pass, p->db, (unsigned)p->port,
+        return ready ? mysql_real_connect_cont(&c->ret_my, c->my, ready)
+                     : mysql_real_connect_start(&c->ret_my, c->my, p->host, p->user, p->pass, p->db, (unsigned)p->port,
                                                 p->sock, CLIENT_MULTI_STATEMENTS | CLIENT_MULTI_RESULTS);
     case SIMBA__MY_S_QUERY: {
-        const char *q = p->state != SIMBA__MY_SETUP ? p->q : p->phase ? p->setup : p->check;
-        return ready ? mysql_real_query_cont(&p->ret_int, p->my, ready)
-                     : mysql_real_query_start(&p->ret_int, p->my, q, (unsigned long)strlen(q));
+        const char *q = c->state != SIMBA__MY_SETUP ? c->q : c->phase ? p->setup : c->check;
+        return ready ? mysql_real_query_cont(&c->ret_int, c->my, ready)
+                     : mysql_real_query_start(&c->ret_int, c->my, q, (unsigned long)strlen(q));
     }
     case SIMBA__MY_S_STORE:
-        return ready ? mysql_store_result_cont(&p->ret_res, p->my, ready) : mysql_store_result_start(&p->ret_res, p->my);
+        return ready ? mysql_store_result_cont(&c->ret_res, c->my, ready) : mysql_store_result_start(&c->ret_res, c->my);
     default:
-        return ready ? mysql_next_result_cont(&p->ret_int, p->my, ready) : mysql_next_result_start(&p->ret_int, p->my);
+        return ready ? mysql_next_result_cont(&c->ret_int, c->my, ready) : mysql_next_result_start(&c->ret_int, c->my);
     }
 }
 
 /* What follows a finished step: 1 to go on with the next step, 0 when the command is over
    or failed (answered, dropped). */
-static int simba__my_after(simba__my *p, int64_t now) {
-    switch (p->step) {
+static int simba__my_after(simba__myc *c, int64_t now) {
+    switch (c->step) {
     case SIMBA__MY_S_CONNECT:
-        if (!p->ret_my) {
-            simba__my_set_err(p, "connect failed");
-            simba__my_drop(p, now, simba__my_denied(mysql_errno(p->my)) ? SIMBA_EDENIED : SIMBA_ECONN);
+        if (!c->ret_my) {
+            simba__my_set_err(c, "connect failed");
+            simba__my_drop(c, now, simba__my_denied(mysql_errno(c->my)) ? SIMBA_EDENIED : SIMBA_ECONN);
             return 0;
         }
-        simba__my_nonblock(p->my);
-        p->state = SIMBA__MY_SETUP;
-        p->phase = p->need = 0;
-        memset(&p->rep, 0, sizeof p->rep);
-        p->step = SIMBA__MY_S_QUERY;
+        simba__my_nonblock(c->my);
+        c->state = SIMBA__MY_SETUP;
+        c->phase = c->need = 0;
+        memset(&c->rep, 0, sizeof c->rep);
+        c->step = SIMBA__MY_S_QUERY;
         return 1;
     case SIMBA__MY_S_QUERY:
     case SIMBA__MY_S_NEXT:
-        if (p->step == SIMBA__MY_S_NEXT && p->ret_int < 0) { simba__my_done(p, now); return 0; }
-        if (p->ret_int != 0) { simba__my_error(p, now); return 0; }
-        p->step = SIMBA__MY_S_STORE;
+        if (c->step == SIMBA__MY_S_NEXT && c->ret_int < 0) { simba__my_done(c, now); return 0; }
+        if (c->ret_int != 0) { simba__my_error(c, now); return 0; }
+        c->step = SIMBA__MY_S_STORE;
         return 1;
     default:
-        if (p->ret_res) {
-            if (p->state == SIMBA__MY_READY) simba__my_take(p, p->ret_res);
-            else simba__my_version(p, p->ret_res);
-            mysql_free_result(p->ret_res); /* a stored result: no I/O */
-            p->ret_res = NULL;
-        } else if (mysql_field_count(p->my) != 0) {
-            simba__my_error(p, now);
+        if (c->ret_res) {
+            if (c->state == SIMBA__MY_READY) simba__my_take(c, c->ret_res);
+            else simba__my_version(c, c->ret_res);
+            mysql_free_result(c->ret_res); /* a stored result: no I/O */
+            c->ret_res = NULL;
+        } else if (mysql_field_count(c->my) != 0) {
+            simba__my_error(c, now);
             return 0;
         }
-        if (!mysql_more_results(p->my)) { simba__my_done(p, now); return 0; }
-        p->step = SIMBA__MY_S_NEXT;
+        if (!mysql_more_results(c->my)) { simba__my_done(c, now); return 0; }
+        c->step = SIMBA__MY_S_NEXT;
         return 1;
     }
 }
 
 /* Runs the steps of the current command until one waits (its socket events and timer go
    to the loop) or the command is over. ready: the MYSQL_WAIT_* bits seen, 0 to start. */
-static void simba__my_run(simba__my *p, int64_t now, int ready) {
+static void simba__my_run(simba__myc *c, int64_t now, int ready) {
     for (;;) {
-        int st = simba__my_call(p, ready);
-        simba__my_fd(p);
+        int st = simba__my_call(c, ready);
+        simba__my_fd(c);
         if (st) {
-            p->wait = st;
-            p->wait_until = (st & MYSQL_WAIT_TIMEOUT) ? simba__add(now, (int64_t)mysql_get_timeout_value_ms(p->my)) : INT64_MAX;
+            c->wait = st;
+            c->wait_until = (st & MYSQL_WAIT_TIMEOUT) ? simba__add(now, (int64_t)mysql_get_timeout_value_ms(c->my)) : INT64_MAX;
             return;
         }
-        p->wait = 0;
+        c->wait = 0;
         ready = 0;
-        if (!simba__my_after(p, now)) return;
+        if (!simba__my_after(c, now)) return;
     }
 }
 
@@ -1711,7 +1752,7 @@ static int simba__my_ready(int fd, int wait, int64_t until, const struct pollfd 
 static void simba__my_bell_process(simba__my *p, const struct pollfd *ready, int n, int64_t now) {
     int bits;
     if (p->bstate == SIMBA__MY_B_DOWN) {
-        if (now >= p->bretry && p->state == SIMBA__MY_READY && p->bell_ok && !p->relock)
+        if (now >= p->bretry && p->c[0].state == SIMBA__MY_READY && p->bell_ok && !p->relock)
             simba__my_bell_start(p, now); /* after the setup, while this session holds the lock */
         return;
     }
@@ -1719,29 +1760,39 @@ static void simba__my_bell_process(simba__my *p, const struct pollfd *ready, int
     if (p->bstate == SIMBA__MY_B_CONNECTING && now >= p->bdeadline) simba__my_bell_close(p, now);
 }
 
+static void simba__my_conn_process(simba__myc *c, const struct pollfd *ready, int n, int64_t now) {
+    simba__my *p = c->p;
+    int bits;
+    if (c->state == SIMBA__MY_DOWN && now >= c->retry_at) simba__my_start(c, now);
+    if (c->state == SIMBA__MY_DOWN) return;
+    if (c->wait && (bits = simba__my_ready(c->fd, c->wait, c->wait_until, ready, n, now)) != 0) simba__my_run(c, now, bits);
+    if (c->state != SIMBA__MY_DOWN && c->wait && now >= c->deadline) {
+        int setup = c->state != SIMBA__MY_READY;
+        snprintf(c->err, sizeof c->err, "mysql: %s not answered within %lld ms, connection recycled",
+                 setup ? "connect and setup" : "statement", (long long)(setup ? p->conn_to : p->stmt_to));
+        simba__copy(p->be->errmsg, sizeof p->be->errmsg, c->err);
+        simba__my_drop(c, now, setup ? SIMBA_ECONN : SIMBA_ETIMEDOUT);
+    }
+}
+
 static void simba__my_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__my *p = (simba__my *)impl;
-    int bits;
+    int i;
     (void)flags;
-    if (p->state == SIMBA__MY_DOWN && now >= p->retry_at) simba__my_start(p, now);
+    if (p->c[0].state == SIMBA__MY_DOWN && now >= p->c[0].retry_at) simba__my_start(p->c, now);
     simba__my_bell_process(p, ready, n, now);
-    if (p->state == SIMBA__MY_DOWN) return;
-    if (p->wait && (bits = simba__my_ready(p->fd, p->wait, p->wait_until, ready, n, now)) != 0) simba__my_run(p, now, bits);
-    if (p->state != SIMBA__MY_DOWN && p->wait && now >= p->deadline) {
-        int setup = p->state != SIMBA__MY_READY;
-        snprintf(p->err, sizeof p->err, "mysql: %s not answered within %lld ms, connection recycled",
-                 setup ? "connect and setup" : "statement", (long long)(setup ? p->conn_to : p->stmt_to));
-        simba__copy(p->be->errmsg, sizeof p->be->errmsg, p->err);
-        simba__my_drop(p, now, setup ? SIMBA_ECONN : SIMBA_ETIMEDOUT);
-    }
+    for (i = 0; i < p->nc; i++) simba__my_conn_process(&p->c[i], ready, n, now);
 }
 
 static int simba__my_fds(void *impl, struct pollfd *out, int cap) {
     simba__my *p = (simba__my *)impl;
-    int k = 0;
-    if (p->fd >= 0 && simba__my_events(p->wait)) {
-        if (k < cap) out[k].fd = p->fd, out[k].events = simba__my_events(p->wait), out[k].revents = 0;
-        k++;
+    int k = 0, i;
+    for (i = 0; i < p->nc; i++) {
+        const simba__myc *c = &p->c[i];
+        if (c->fd >= 0 && simba__my_events(c->wait)) {
+            if (k < cap) out[k].fd = c->fd, out[k].events = simba__my_events(c->wait), out[k].revents = 0;
+            k++;
+        }
     }
     if (p->bmy && p->bfd >= 0 && simba__my_events(p->bwait)) {
         if (k < cap) out[k].fd = p->bfd, out[k].events = simba__my_events(p->bwait), out[k].revents = 0;
@@ -1752,24 +1803,39 @@ static int simba__my_fds(void *impl, struct pollfd *out, int cap) {
 
 static int64_t simba__my_deadline(void *impl) {
     simba__my *p = (simba__my *)impl;
-    int64_t b = p->bstate == SIMBA__MY_B_DOWN ? (p->state == SIMBA__MY_READY ? p->bretry : INT64_MAX)
+    int64_t d = p->bstate == SIMBA__MY_B_DOWN ? (p->c[0].state == SIMBA__MY_READY ? p->bretry : INT64_MAX)
               : p->bstate == SIMBA__MY_B_CONNECTING ? simba__min(p->bdeadline, p->buntil) : p->buntil;
-    if (p->state == SIMBA__MY_DOWN) return simba__min(p->retry_at, b);
-    if (!p->wait) return b;
-    return simba__min(simba__min(p->deadline, p->wait_until), b);
+    int i;
+    for (i = 0; i < p->nc; i++) {
+        const simba__myc *c = &p->c[i];
+        if (c->state == SIMBA__MY_DOWN) d = simba__min(d, c->retry_at);
+        else if (c->wait) d = simba__min(d, simba__min(c->deadline, c->wait_until));
+    }
+    return d;
+}
+
+/* The connection of a name (see POOL): every request on one name goes on one connection, in
+   order; a list goes on the first. */
+static simba__myc *simba__my_route(simba__my *p, const char *name) {
+    uint32_t h = 2166136261u;
+    if (p->nc == 1 || !name) return p->c;
+    while (*name) h = (h ^ (unsigned char)*name++) * 16777619u;
+    return &p->c[h % (uint32_t)p->nc];
 }
 
 static simba_result simba__my_submit(void *impl, simba_req *req) {
     simba__my *p = (simba__my *)impl;
+    simba__myc *c;
     if (req->op < SIMBA_OP_ACQUIRE || req->op > SIMBA_OP_YIELD || req->value_len > SIMBA_VALUE_MAX) return SIMBA_EINVAL;
-    if (p->state == SIMBA__MY_DOWN) {
-        simba_req_fail(req, p->down_rc ? p->down_rc : SIMBA_ECONN, p->err[0] ? p->err : "mysql: not connected");
+    c = simba__my_route(p, req->op == SIMBA_OP_LIST ? NULL : req->mutex);
+    if (c->state == SIMBA__MY_DOWN) {
+        simba_req_fail(req, c->down_rc ? c->down_rc : SIMBA_ECONN, c->err[0] ? c->err : "mysql: not connected");
         return SIMBA_OK;
     }
     req->next_ = NULL;
-    if (p->tail) p->tail->next_ = req; else p->head = req;
-    p->tail = req;
-    simba__my_send_next(p, simba_now(p->loop));
+    if (c->tail) c->tail->next_ = req; else c->head = req;
+    c->tail = req;
+    simba__my_send_next(c, simba_now(p->loop));
     return SIMBA_OK;
 }
 
@@ -1780,39 +1846,57 @@ static simba_result simba__my_submit(void *impl, simba_req *req) {
    at most in real time (a hung server costs that, no more); their answers are not reported. */
 static int simba__my_releasing(const simba__my *p) {
     const simba_req *r;
-    if (p->state != SIMBA__MY_READY) return 0;
-    if (p->cur && p->cur->op == SIMBA_OP_RELEASE) return 1;
-    for (r = p->head; r; r = r->next_)
-        if (r->op == SIMBA_OP_RELEASE) return 1;
+    int i;
+    for (i = 0; i < p->nc; i++) {
+        const simba__myc *c = &p->c[i];
+        if (c->state != SIMBA__MY_READY) continue;
+        if (c->cur && c->cur->op == SIMBA_OP_RELEASE) return 1;
+        for (r = c->head; r; r = r->next_)
+            if (r->op == SIMBA_OP_RELEASE) return 1;
+    }
     return 0;
 }
 
 static void simba__my_settle(simba__my *p) {
     int64_t end = simba__real_us() + SIMBA__MY_SETTLE_MS * 1000, left;
+    struct pollfd pf[SIMBA_MYSQL_CONNECTIONS_MAX];
     while (simba__my_releasing(p) && (left = end - simba__real_us()) > 0) {
-        struct pollfd pf;
         int64_t now = simba_now(p->loop), w = (left + 999) / 1000;
-        if (p->fd < 0 || !p->wait) break;
-        if ((p->wait & MYSQL_WAIT_TIMEOUT) && p->wait_until - now < w) w = simba__max(p->wait_until - now, 0);
-        pf.fd = p->fd;
-        pf.events = simba__my_events(p->wait);
-        pf.revents = 0;
-        if (poll(&pf, 1, (int)w) < 0 && errno != EINTR) break;
-        simba__my_process(p, &pf, 1, simba_now(p->loop), 0);
+        int i, k = 0;
+        for (i = 0; i < p->nc; i++) {
+            const simba__myc *c = &p->c[i];
+            if (c->fd < 0 || !c->wait) continue;
+            if ((c->wait & MYSQL_WAIT_TIMEOUT) && c->wait_until - now < w) w = simba__max(c->wait_until - now, 0);
+            pf[k].fd = c->fd;
+            pf[k].events = simba__my_events(c->wait);
+            pf[k].revents = 0;
+            k++;
+        }
+        if (k == 0) break;
+        if (poll(pf, (nfds_t)k, (int)w) < 0 && errno != EINTR) break;
+        now = simba_now(p->loop);
+        for (i = 0; i < p->nc; i++) simba__my_conn_process(&p->c[i], pf, k, now);
     }
 }
 
 static void simba__my_destroy(void *impl) {
     simba__my *p = (simba__my *)impl;
-    if (p->be) simba__my_settle(p);
-    if (p->be) simba__my_fail_all(p, SIMBA_ECLOSED, "mysql: backend closed");
-    if (p->be) simba__my_close(p);
-    else if (p->my) mysql_close(p->my);
+    int i;
+    if (p->be && p->c) simba__my_settle(p);
+    for (i = 0; p->c && i < p->nc; i++) {
+        simba__myc *c = &p->c[i];
+        if (p->be) {
+            simba__my_fail_all(c, SIMBA_ECLOSED, "mysql: backend closed");
+            simba__my_close(c);
+        } else if (c->my) mysql_close(c->my);
+        simba_free(p->loop, c->q);
+    }
     if (p->bfd >= 0 && p->be) simba_backend_fd(p->be, p->bfd, 0);
     if (p->bmy) mysql_close(p->bmy);
+    simba_free(p->loop, p->c);
     simba_free(p->loop, p->setup);
     simba_free(p->loop, p->check);
-    simba_free(p->loop, p->q);
+    simba_free(p->loop, p->check_more);
     simba_free(p->loop, p->host);
     simba_free(p->loop, p->sock);
     simba_free(p->loop, p->user);
@@ -1923,6 +2007,9 @@ static simba_result simba__my_desc_check(simba_loop *loop, const simba_mysql_des
                            d->ssl_mode);
     if (!d->ssl_cert != !d->ssl_key)
         return simba__fail(loop, SIMBA_EINVAL, "simba_mysql_open: give ssl_cert and ssl_key together");
+    if (d->connections < 0 || d->connections > SIMBA_MYSQL_CONNECTIONS_MAX)
+        return simba__fail(loop, SIMBA_EINVAL, "simba_mysql_open: connections must be in 0..%d (got %d)",
+                           SIMBA_MYSQL_CONNECTIONS_MAX, d->connections);
     if ((rc = simba__desc_ms(loop, "simba_mysql_open", "connect_timeout_ms", d->connect_timeout_ms)) != SIMBA_OK ||
         (rc = simba__desc_ms(loop, "simba_mysql_open", "statement_timeout_ms", d->statement_timeout_ms)) != SIMBA_OK ||
         (rc = simba__desc_reconnect(loop, "simba_mysql_open", d->reconnect_min_ms, d->reconnect_max_ms)) != SIMBA_OK ||
@@ -1956,22 +2043,29 @@ static int simba__my_script(simba__my *p, int64_t max_lease) {
     subst['Y' - 'A'] = lw;
     subst['H' - 'A'] = p->token;
     p->check = simba__my_fill(p->loop, simba__my_check_sql, subst);
+    p->check_more = simba__my_fill(p->loop, simba__my_check_more_sql, subst);
     p->setup = simba__my_fill(p->loop, simba__my_setup_sql, subst);
-    return p->check && p->setup;
+    return p->check && p->check_more && p->setup;
 }
 
 SIMBA_API simba_result simba_mysql_open(simba_loop *loop, const simba_mysql_desc *desc, simba_backend **out) {
     simba__my *p;
     simba_result rc;
     int64_t ml;
+    int i;
     if (out) *out = NULL;
     if (!loop || !desc || !out) return simba__fail(loop, SIMBA_EINVAL, "simba_mysql_open: NULL argument");
     if ((rc = simba__my_desc_check(loop, desc)) != SIMBA_OK) return rc;
     p = (simba__my *)simba__zalloc(loop, sizeof *p);
     if (!p) return simba__fail(loop, SIMBA_ENOMEM, "simba_mysql_open: out of memory");
     p->loop = loop;
-    p->fd = -1;
     p->bfd = -1;
+    p->nc = desc->connections ? desc->connections : 1;
+    p->c = (simba__myc *)simba__zalloc(loop, (size_t)p->nc * sizeof *p->c);
+    if (!p->c) {
+        simba__my_destroy(p);
+        return simba__fail(loop, SIMBA_ENOMEM, "simba_mysql_open: out of memory");
+    }
     simba__copy(p->table, sizeof p->table, desc->table ? desc->table : "simba_mutex");
     simba__my_fence_fn(p->table, p->fn, sizeof p->fn);
     (void)simba_contender_id_random(loop, p->token, sizeof p->token); /* 40 bytes: cannot fail */
@@ -1996,13 +2090,18 @@ SIMBA_API simba_result simba_mysql_open(simba_loop *loop, const simba_mysql_desc
         simba__my_destroy(p);
         return simba__fail(loop, SIMBA_ENOMEM, "simba_mysql_open: out of memory");
     }
+    for (i = 0; i < p->nc; i++) {
+        p->c[i].p = p;
+        p->c[i].fd = -1;
+        p->c[i].check = i == 0 ? p->check : p->check_more;
+    }
     rc = simba_backend_new(loop, &simba__my_vt, p, &p->be);
     if (rc != SIMBA_OK) {
         simba__my_destroy(p);
         return rc;
     }
     (void)simba_backend_set_max_lease(p->be, ml); /* checked above: cannot fail */
-    simba__my_start(p, simba_now(loop));
+    for (i = 0; i < p->nc; i++) simba__my_start(&p->c[i], simba_now(loop));
     *out = p->be;
     return SIMBA_OK;
 }

@@ -194,7 +194,8 @@ B_FN double b_optf(const char *key, double def) {
 /* Opens the backend named by --backend (memory, sqlite, redis, zk, pg, mysql) with the options
    --sql PATH, --redis-port P, --zk HOST:PORT, --zk-session-ms T, --pg-port P (127.0.0.1,
    user postgres, password simba: scripts/pg-start.sh), --mysql-port P (127.0.0.1, user root,
-   password simba, database simba: scripts/mysql-start.sh). A memory backend needs a store:
+   password simba, database simba: scripts/mysql-start.sh; --mysql-connections N, its request
+   connections). A memory backend needs a store:
    *store is created on first use and shared by later calls. */
 B_FN simba_result b_open(simba_loop *loop, const char *name, simba_memstore **store, simba_backend **out) {
     if (strcmp(name, "memory") == 0) {
@@ -248,6 +249,7 @@ B_FN simba_result b_open(simba_loop *loop, const char *name, simba_memstore **st
         d.password = "simba";
         d.db = "simba";
         d.table = "simba_bench";
+        d.connections = atoi(b_opt("mysql-connections", "0"));
         return simba_mysql_open(loop, &d, out);
     }
     return SIMBA_EINVAL;

@@ -1,8 +1,9 @@
 /* w4_scale.c -- W4, scale: many mutexes in one process and one loop.
  *
- *   w4_scale --part steady --backend memory|sqlite|redis|zk|pg [--mutexes 10000] [--secs 20]
+ *   w4_scale --part steady --backend memory|sqlite|redis|zk|pg|mysql [--mutexes 10000] [--secs 20]
  *            [--ttl-ms 10000] [--transition-ms 6000] [--sql FILE] [--redis-port P]
- *            [--zk HOST:PORT] [--pg-port P] [--server-pid PID [--with-children 1]]
+ *            [--zk HOST:PORT] [--pg-port P] [--mysql-port P [--mysql-connections N]]
+ *            [--server-pid PID [--with-children 1]] [--label TEXT]   (the backend column)
  *            [--sql-checkpoint -1]   (SQLite: no automatic WAL checkpoint in the loop)
  *            [--sql-checkpointer-ms MS]   (SQLite: a thread runs simba_sql_checkpoint every MS)
  *            [--sql-checkpointer-cpu other|same]   (that thread: on a CPU the loop is not
@@ -416,7 +417,7 @@ static void on_rel(simba_service *s, const simba_state *st, void *u) {
 }
 
 static int steady(void) {
-    const char *backend = b_opt("backend", "memory"), *label = backend;
+    const char *backend = b_opt("backend", "memory"), *label = b_opt("label", backend);
     long nm = (long)b_optf("mutexes", 10000), i, nsvc = 2 * nm, polls = 0, waited = 0;
     double own_s = b_optf("own-timeout-s", 120); /* every mutex owned within this, or the run fails */
     double secs = b_optf("secs", 20), ttl = b_optf("ttl-ms", 10000), transition = b_optf("transition-ms", 6000);

@@ -275,9 +275,10 @@ if want w4; then
         --server-pid "$(cat "$ZK_DIR/zk.pid")" --own-timeout-s 60
     run w4_pg $PIN $BIN/w4_scale --part steady --backend pg --mutexes 10000 --secs 20 --ttl-ms 10000 $PP \
         --server-pid "$(cat "$PG_DIR/postgres.pid")" --with-children 1 --own-timeout-s 180
+    # one command at a time per connection: 10,000 names on 8 request connections, 1,000 on one
     run w4_mysql $PIN $BIN/w4_scale --part steady --backend mysql --mutexes 10000 --secs 20 --ttl-ms 10000 $MP \
+        --mysql-connections 8 --label "mysql, 8 connections" \
         --server-pid "$(cat "$MYSQL_DIR/mysql.pid")" --own-timeout-s 180
-    # one command at a time per connection: the scale where the first burst fits in a ttl
     run w4_mysql_1k $PIN $BIN/w4_scale --part steady --backend mysql --mutexes 1000 --secs 20 --ttl-ms 10000 $MP \
         --server-pid "$(cat "$MYSQL_DIR/mysql.pid")" --own-timeout-s 60
 fi

@@ -2,7 +2,8 @@
  *
  * Every open() is a new backend with its own connection to the server on
  * 127.0.0.1:$SIMBA_MYSQL_PORT (default 3390, started by scripts/mysql-start.sh), as separate
- * processes would have. The table carries a per-run name so that leftovers of earlier runs
+ * processes would have ($SIMBA_KIT_MYSQL_CONNECTIONS request connections each, default 1:
+ * see POOL in simba_mysql.h). The table carries a per-run name so that leftovers of earlier runs
  * never interfere. A server that cannot be reached makes the cases fail (checked first).
  * mute: another session holds the table's write lock (LOCK TABLES ... WRITE) that it does not
  * release: every statement of the backends waits for it, unanswered.
@@ -29,7 +30,8 @@ typedef struct kit_my_cfg {
 
 static kit_my_cfg *cfg_now;
 static MYSQL *mute_conn;
-static unsigned long muted_id; /* the server session of the backend muted, 0: none known */
+static unsigned long muted_ids[SIMBA_MYSQL_CONNECTIONS_MAX]; /* the muted backend's sessions */
+static int n_muted;
 
 static simba_result open_my(simba_loop *loop, void *ctx, simba_backend **out) {
     kit_my_cfg *cfg = (kit_my_cfg *)ctx;
@@ -42,6 +44,7 @@ static simba_result open_my(simba_loop *loop, void *ctx, simba_backend **out) {
     d.password = "simba";
     d.db = "simba";
     d.table = cfg->table;
+    d.connections = getenv("SIMBA_KIT_MYSQL_CONNECTIONS") ? atoi(getenv("SIMBA_KIT_MYSQL_CONNECTIONS")) : 0;
     rc = simba_mysql_open(loop, &d, out);
     if (rc != SIMBA_OK) fprintf(stderr, "kit_mysql: open port %d: %s\n", cfg->port, simba_strerror(rc));
     return rc;
@@ -67,12 +70,17 @@ static MYSQL *test_conn(int port) {
    noticed, before the others go on. */
 static void mute_my(simba_backend *be, int on) {
     char sql[200];
-    if (on && be && be->impl && ((simba__my *)be->impl)->my) muted_id = mysql_thread_id(((simba__my *)be->impl)->my);
-    if (!on && !be && mute_conn && muted_id) {
-        snprintf(sql, sizeof sql, "KILL CONNECTION %lu", muted_id);
+    int i;
+    if (on && be && be->impl) {
+        const simba__my *p = (const simba__my *)be->impl;
+        for (n_muted = i = 0; i < p->nc; i++)
+            if (p->c[i].my) muted_ids[n_muted++] = mysql_thread_id(p->c[i].my);
+    }
+    for (i = 0; !on && !be && mute_conn && i < n_muted; i++) {
+        snprintf(sql, sizeof sql, "KILL CONNECTION %lu", muted_ids[i]);
         if (mysql_query(mute_conn, sql)) fprintf(stderr, "kit_mysql: %s: %s\n", sql, mysql_error(mute_conn));
     }
-    if (!on) muted_id = 0;
+    if (!on) n_muted = 0;
     if (on && !mute_conn) {
         mute_conn = test_conn(cfg_now->port);
         snprintf(sql, sizeof sql, "LOCK TABLES `%s` WRITE, `%s_q` WRITE", cfg_now->table, cfg_now->table);

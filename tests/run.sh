@@ -171,6 +171,8 @@ if want mysql; then
         run mysql_kit_a $B/kit_mysql kit_start,kit_restart,kit_guard,kit_fencing,kit_locker,kit_scheduler,kit_observer,kit_schedule,kit_multi,kit_stop_wait,kit_loop_close,kit_loop_free_during,kit_stop_and_free
         run mysql_kit_b $B/kit_mysql kit_inspect,kit_list,kit_force,kit_stale,kit_value,kit_yield,kit_at_risk,kit_late
         run mysql_kit_c $B/kit_mysql kit_fair_queue,kit_sem,kit_rw,kit_followers,kit_fenced
+        # the same kit on backends of three request connections each (POOL in simba_mysql.h)
+        run mysql_kit_pool env SIMBA_KIT_MYSQL_CONNECTIONS=3 $B/kit_mysql kit_start,kit_fencing,kit_locker,kit_observer,kit_fair_queue,kit_loop_free_during,kit_stop_and_free,kit_sem,kit_rw,kit_followers,kit_fenced
         run fault_fence_mysql $B/fault_fence mysql
         run kit_diff_mysql $B/kit_diff_mysql --seed 1 --steps 2000
         # TLS: a server of its own with a throwaway CA, on SIMBA_MYSQL_TLS_PORT (default port + 20)

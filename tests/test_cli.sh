@@ -596,6 +596,13 @@ if want mysql; then
         expect_rc "mysql: a relative socket path refused" 64 "$SIMBA" -u "mysql://root@localhost/simba?socket=sock" get x
         expect_rc "mysql: socket= with a numeric HOST refused" 64 "$SIMBA" -u "mysql://root@127.0.0.1/simba?socket=/tmp/s" get x
         check "  says localhost" err_has localhost
+        expect_rc "mysql: run on three request connections" 0 "$SIMBA" -u "$MYU&connections=3" run pool -- true
+        expect_rc "mysql: get on three request connections" 1 "$SIMBA" -u "$MYU&connections=3" get pool
+        check "  shows the stored fence of that run" eval 'out_has "owner: -" && out_has "fence: [1-9]"'
+        expect_rc "mysql: connections=0 refused" 64 "$SIMBA" -u "$MYU&connections=0" get x
+        check "  names the range" err_has "connections must be 1..64"
+        expect_rc "mysql: connections=65 refused" 64 "$SIMBA" -u "$MYU&connections=65" get x
+        expect_rc "mysql: connections=x refused" 64 "$SIMBA" -u "$MYU&connections=x" get x
         takeover_suite mysql "$MYU"
         unset SIMBA_URL
         unset MYSQL_PWD

@@ -57,9 +57,12 @@ static int64_t now_ms(void) {
             for (i_ = 0; i_ < sizeof ls_ / sizeof ls_[0]; i_++) simba_wait(ls_[i_], 5);          \
     } while (0)
 
+static int pool; /* the backends' request connections (0: the default, one) */
+
 static simba_result open_on(int on_port, simba_loop *loop, const char *tbl, int64_t max_lease, simba_backend **be) {
     simba_mysql_desc d;
     memset(&d, 0, sizeof d);
+    d.connections = pool;
     d.host = "127.0.0.1";
     d.port = on_port;
     d.user = "root";
@@ -156,12 +159,76 @@ TEST(killed_connection_reconnects_and_owner_keeps_the_fence) {
     UNTIL(strcmp(simba_mysql_push(be), "doorbell") == 0, 2000, loop);
     CHECK_STR(simba_mysql_push(be), "doorbell");
     f = simba_fence(s);
-    CHECK(sql("KILL CONNECTION %lu", mysql_thread_id(((simba__my *)be->impl)->my)) == 0);
+    CHECK(sql("KILL CONNECTION %lu", mysql_thread_id(((simba__my *)be->impl)->c[0].my)) == 0);
     UNTIL(0, 6000, loop); /* two renewals' worth */
     CHECK(simba_is_owner(s));
     CHECK(simba_fence(s) == f);
     CHECK(r.released == 0);
     simba_loop_free(loop);
+}
+
+/* A backend of three request connections: names spread over them, each name on one; one
+   connection killed reconnects alone while the owners on it and on the others keep their
+   mutexes and fences; a release reaches a waiter of another pooled backend by its doorbell. */
+TEST(pool_spreads_names_and_one_killed_connection_reconnects_alone) {
+    enum { N = 12 };
+    simba_loop *loop, *lb;
+    simba_backend *be, *bb;
+    simba_service *s[N], *w;
+    rec r[N], rw;
+    uint64_t f[N];
+    char name[N][32];
+    int i, used[3] = {0, 0, 0}, ok;
+    int64_t t;
+    simba__my *p;
+    memset(r, 0, sizeof r);
+    memset(&rw, 0, sizeof rw);
+    REQUIRE(simba_loop_new(NULL, &loop) == SIMBA_OK && simba_loop_new(NULL, &lb) == SIMBA_OK);
+    pool = 3;
+    ok = open_be(loop, table, 0, &be) == SIMBA_OK && open_be(lb, table, 0, &bb) == SIMBA_OK;
+    pool = 0;
+    REQUIRE(ok);
+    p = (simba__my *)be->impl;
+    CHECK(p->nc == 3);
+    lease_ms = 4000; /* room for a reconnect and setup on a loaded machine before the local ttl */
+    for (i = 0, ok = 1; i < N; i++) {
+        snprintf(name[i], sizeof name[i], "pool-%d", i);
+        used[simba__my_route(p, name[i]) - p->c]++;
+        ok = ok && (s[i] = contend(loop, be, name[i], "a", &r[i])) != NULL;
+    }
+    lease_ms = 1000;
+    REQUIRE(ok);
+    CHECK(used[0] > 0 && used[1] > 0 && used[2] > 0); /* FNV-1a of these twelve names */
+    UNTIL(r[0].acquired && r[1].acquired && r[2].acquired && r[3].acquired && r[4].acquired && r[5].acquired &&
+          r[6].acquired && r[7].acquired && r[8].acquired && r[9].acquired && r[10].acquired && r[11].acquired, 8000, loop);
+    for (i = 0; i < N; i++) {
+        CHECK(r[i].acquired == 1);
+        f[i] = simba_fence(s[i]);
+    }
+    for (i = 0; i < 3; i++) CHECK(p->c[i].state == SIMBA__MY_READY && p->c[i].my != NULL);
+    CHECK(mysql_thread_id(p->c[0].my) != mysql_thread_id(p->c[1].my) && mysql_thread_id(p->c[1].my) != mysql_thread_id(p->c[2].my));
+    CHECK(sql("KILL CONNECTION %lu", mysql_thread_id(p->c[1].my)) == 0);
+    UNTIL(p->c[1].state != SIMBA__MY_READY, 2000, loop);
+    CHECK(p->c[0].state == SIMBA__MY_READY && p->c[2].state == SIMBA__MY_READY); /* the others go on */
+    UNTIL(0, 6000, loop); /* two renewals' worth */
+    for (i = 0; i < N; i++) {
+        CHECK(simba_is_owner(s[i]));
+        CHECK(simba_fence(s[i]) == f[i]);
+        CHECK(r[i].released == 0);
+    }
+    CHECK(p->c[1].state == SIMBA__MY_READY);
+    /* a waiter in another pooled process, rung at the release */
+    REQUIRE((w = contend(lb, bb, name[5], "b", &rw)) != NULL);
+    UNTIL(strcmp(simba_mysql_push(bb), "doorbell") == 0, 3000, loop, lb);
+    UNTIL(0, 300, loop, lb); /* b in line */
+    t = now_ms();
+    CHECK(simba_stop(s[5]) == SIMBA_OK);
+    UNTIL(rw.acquired == 1, 3000, loop, lb);
+    fprintf(stderr, "  (the pooled waiter owned %lld ms after the release was asked)\n", (long long)(now_ms() - t));
+    CHECK(rw.acquired == 1 && now_ms() - t < 400);
+    CHECK(simba_fence(w) == f[5] + 1);
+    simba_loop_free(loop);
+    simba_loop_free(lb);
 }
 
 /* Rows deleted under a live lease: the owner finds its row gone at its next renewal and steps
@@ -285,7 +352,7 @@ TEST(first_setup_by_several_processes_at_once) {
         do {
             for (i = 0, ready = 0; i < 4; i++) {
                 simba_wait(l[i], 5);
-                ready += ((simba__my *)b[i]->impl)->state == SIMBA__MY_READY;
+                ready += ((simba__my *)b[i]->impl)->c[0].state == SIMBA__MY_READY;
             }
         } while (ready < 4 && now_ms() < end);
         CHECK_EQ(ready, 4);
@@ -508,8 +575,8 @@ TEST(free_behind_a_hung_statement_keeps_its_bound) {
     snprintf(q, sizeof q, "LOCK TABLES `%s` WRITE, `%s_q` WRITE", table, table);
     REQUIRE(mysql_query(c, q) == 0);
     bm = (simba__my *)be->impl;
-    UNTIL(bm->cur != NULL, 3000, loop); /* the renewal, stuck behind the lock */
-    CHECK(bm->cur != NULL);
+    UNTIL(bm->c[0].cur != NULL, 3000, loop); /* the renewal, stuck behind the lock */
+    CHECK(bm->c[0].cur != NULL);
     CHECK_RC(simba_stop(s), SIMBA_OK);
     simba_poll(loop);
     t = now_ms();
@@ -588,12 +655,12 @@ TEST(doorbell_parks_again_after_its_request_session_is_killed) {
     bm = (simba__my *)p.bb->impl;
     for (i = 0; i < 2; i++) {
         if (i == 0) {
-            CHECK(sql("KILL CONNECTION %lu", (unsigned long)mysql_thread_id(bm->my)) == 0);
+            CHECK(sql("KILL CONNECTION %lu", (unsigned long)mysql_thread_id(bm->c[0].my)) == 0);
         } else { /* the session lives but lets the lock go (as one that reconnected past a stale
                     one would never have had it): its next command takes it again */
-            UNTIL(bm->cur == NULL && bm->wait == 0, 2000, p.la, p.lb);
+            UNTIL(bm->c[0].cur == NULL && bm->c[0].wait == 0, 2000, p.la, p.lb);
             snprintf(q, sizeof q, "DO RELEASE_LOCK('simba-bell:%s')", bm->token);
-            CHECK(mysql_query(bm->my, q) == 0);
+            CHECK(mysql_query(bm->c[0].my, q) == 0);
         }
         UNTIL(strcmp(simba_mysql_push(p.bb), "timers") == 0, 2000, p.la, p.lb);
         CHECK_STR(simba_mysql_push(p.bb), "timers"); /* its lock came free: the doorbell closed */
@@ -726,6 +793,7 @@ int main(int argc, char **argv) {
     RUN(release_rings_the_waiters_doorbell_and_a_killed_one_comes_back);
     RUN(doorbell_parks_again_after_its_request_session_is_killed);
     RUN(ring_interrupts_only_the_doorbell_that_holds_its_token);
+    RUN(pool_spreads_names_and_one_killed_connection_reconnects_alone);
     RUN(hand_over_grant_is_the_fence_the_waiter_owns);
     RUN(unix_socket_contends_and_is_rung);
     RUN(free_behind_a_hung_statement_keeps_its_bound);

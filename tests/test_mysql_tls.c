@@ -80,7 +80,7 @@ static simba_result lock_once(const simba_mysql_desc *d, const char *mutex, int6
     if (rc == SIMBA_EAGAIN) rc = SIMBA_ETIMEDOUT;
     if (rc == SIMBA_OK) {
         simba__my *p = (simba__my *)simba_backend_impl(be);
-        const char *c = p->my ? mysql_get_ssl_cipher(p->my) : NULL;
+        const char *c = p->c[0].my ? mysql_get_ssl_cipher(p->c[0].my) : NULL;
         snprintf(cipher, 64, "%s", c ? c : "");
         simba_locker_unlock_wait(lk, 2000);
     }

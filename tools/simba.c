@@ -131,7 +131,8 @@ static void usage(FILE *f) {
         "                                 unless in the URL (where ps shows it)\n"
         "      unix socket: mysql://USER@localhost/DB?socket=/run/mysqld/mysqld.sock\n"
         "      TLS: &ssl-mode=verify_identity&ssl-ca=CA.crt (also ssl-cert=, ssl-key=;\n"
-        "      ssl-mode disabled, required, verify_ca, verify_identity)\n"
+        "      ssl-mode disabled, required, verify_ca, verify_identity); &connections=N: N request\n"
+        "      connections (1..64, default 1; for thousands of names)\n"
         "\n");
     usage_options(f);
     fprintf(f, /* in parts: C99 promises string literals of 4095 bytes only */
@@ -350,6 +351,7 @@ typedef struct url_t {
     /* TLS URL parameters: postgres's (tls_name = HOST when HOST is a name, hostaddr=IP given);
        mysql's ssl-mode, ssl-ca, ssl-cert and ssl-key in sslmode, sslrootcert, sslcert, sslkey */
     char sslmode[16], sslrootcert[1024], sslcert[1024], sslkey[1024], tls_name[256];
+    char connections[4]; /* mysql: ?connections=N, its request connections */
 } url_t;
 
 /* postgres URL parameters, KEY=VALUE joined by '&' (no %-decoding): table, hostaddr and the
@@ -538,8 +540,10 @@ static int parse_mysql_params(const char *u, const char *p, url_t *out) {
         else if (k == 8 && strncmp(p, "ssl-cert", 8) == 0) dst = out->sslcert, cap = sizeof out->sslcert;
         else if (k == 7 && strncmp(p, "ssl-key", 7) == 0) dst = out->sslkey, cap = sizeof out->sslkey;
         else if (k == 6 && strncmp(p, "socket", 6) == 0) dst = out->socket, cap = sizeof out->socket;
+        else if (k == 11 && strncmp(p, "connections", 11) == 0) dst = out->connections, cap = sizeof out->connections;
         else {
-            errorf("URL '%s': mysql: unknown parameter '%.*s' (table, socket, ssl-mode, ssl-ca, ssl-cert, ssl-key)", u, (int)k, p);
+            errorf("URL '%s': mysql: unknown parameter '%.*s' (table, socket, connections, ssl-mode, ssl-ca, ssl-cert, ssl-key)", u,
+                   (int)k, p);
             return -1;
         }
         if (n - k - 1 == 0 || n - k - 1 >= cap) { errorf("URL '%s': mysql: %.*s must be 1..%d bytes", u, (int)k, p, (int)cap - 1); return -1; }
@@ -550,6 +554,11 @@ static int parse_mysql_params(const char *u, const char *p, url_t *out) {
     for (i = 0; out->sslmode[0] && i < 4 && strcmp(out->sslmode, modes[i]) != 0; i++) {}
     if (i == 4) { errorf("URL '%s': mysql: ssl-mode must be disabled, required, verify_ca or verify_identity", u); return -1; }
     if (out->socket[0] && out->socket[0] != '/') { errorf("URL '%s': mysql: socket must be an absolute path", u); return -1; }
+    if (out->connections[0] && (strspn(out->connections, "0123456789") != strlen(out->connections) ||
+                                atoi(out->connections) < 1 || atoi(out->connections) > SIMBA_MYSQL_CONNECTIONS_MAX)) {
+        errorf("URL '%s': mysql: connections must be 1..%d", u, SIMBA_MYSQL_CONNECTIONS_MAX);
+        return -1;
+    }
     return 0;
 }
 
@@ -944,6 +953,7 @@ static int open_mysql(const url_t *u, simba_loop *loop, simba_backend **be) {
     d.ssl_ca = u->sslrootcert[0] ? u->sslrootcert : NULL;
     d.ssl_cert = u->sslcert[0] ? u->sslcert : NULL;
     d.ssl_key = u->sslkey[0] ? u->sslkey : NULL;
+    d.connections = u->connections[0] ? atoi(u->connections) : 0;
     return simba_mysql_open(loop, &d, be);
 }
 
