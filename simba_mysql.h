@@ -66,7 +66,9 @@
  *   Every request on one name goes on the connection its name hashes to (FNV-1a), in
  *   order, so each name sees exactly what one connection would give it; a list goes on the
  *   first. Each connection has its own session, setup, state and backoff; a request whose
- *   connection is down fails at once (SIMBA_ECONN) while the others go on. The first one's
+ *   connection is down fails at once (SIMBA_ECONN) while the others go on. A lost one raises
+ *   SIMBA_EV_DISCONNECTED (and its reconnect SIMBA_EV_RESET) for every mutex of the backend,
+ *   as the loss of the server would: the events name no connection. The first one's
  *   session holds the doorbell's lock (PUSH). A process that follows thousands of names
  *   needs several (bench/README.md, W4); one is enough for a few hundred.
  *
