@@ -46,7 +46,8 @@
 #   mysql: as pg: server-stop (mariadbd SIGSTOPped), server-restart, client-kill (KILL of
 #          every connection to the database simba, doorbells included), partition,
 #          conn-reset, server-crash (SIGKILL while an owner holds, restarted at once: InnoDB
-#          recovery, the MEMORY loss marker empty: the crash quarantine)
+#          recovery, the MEMORY loss marker empty: the crash quarantine); every other
+#          worker on two request connections (simba_mysql_desc.connections)
 #   sql, pg, mysql (not in the default lists; FAULT_LIST=delete_rows): delete-rows (another
 #          program deletes every row of the mutex and queue tables while an owner holds, every
 #          half second for 3-5 s: DELETE, on pg and mysql TRUNCATE one time in three)
@@ -215,7 +216,7 @@ worker_start() { # worker_start SLOT
     redis) args=(--port "${P_PORT[$i]}" --prefix "rel:") ;;
     zk) args=(--hosts "127.0.0.1:${P_PORT[$i]}" --root /simba-rel --session-ms "$ZK_SESSION") ;;
     pg) args=(--pg-port "${P_PORT[$i]}" --pg-table rel_mutex --pg-user postgres --pg-password simba) ;;
-    mysql) args=(--my-port "${P_PORT[$i]}" --my-table rel_mutex --my-user root --my-password simba) ;;
+    mysql) args=(--my-port "${P_PORT[$i]}" --my-table rel_mutex --my-user root --my-password simba --my-connections $((1 + i % 2))) ;;
     redis-cluster) args=(--port "$CPORT" --prefix "rel:" --cluster 1) ;;
     redis-sentinel) args=(--sentinels "$SENS" --master-name simba --prefix "rel:" --wait-replicas "$SWAIT") ;;
     esac

@@ -110,7 +110,7 @@ static struct {
 #endif
 #ifdef SIMBA_HAVE_MYSQL
     const char *my_host, *my_table, *my_user, *my_password, *my_db;
-    int64_t my_port;
+    int64_t my_port, my_connections;
 #endif
 } opt;
 
@@ -268,6 +268,8 @@ static int my_option(const char *key, const char *val) {
     else if (strcmp(key, "my-password") == 0) opt.my_password = val;
     else if (strcmp(key, "my-db") == 0) opt.my_db = val;
     else if (strcmp(key, "my-port") == 0) return parse_ms(val, &opt.my_port) && opt.my_port < 65536 ? 1 : -1;
+    else if (strcmp(key, "my-connections") == 0)
+        return parse_ms(val, &opt.my_connections) && opt.my_connections <= SIMBA_MYSQL_CONNECTIONS_MAX ? 1 : -1;
     else return 0;
     return 1;
 }
@@ -278,6 +280,7 @@ static simba_result my_open(simba_loop *loop, simba_backend **out, char *err, si
     memset(&d, 0, sizeof d);
     d.host = opt.my_host ? opt.my_host : "127.0.0.1";
     d.port = (int)opt.my_port;
+    d.connections = (int)opt.my_connections;
     d.table = opt.my_table;
     d.user = opt.my_user;
     d.password = opt.my_password;
@@ -301,7 +304,7 @@ static const worker_backend backends[] = {
     {"pg", "[--pg-host 127.0.0.1] [--pg-port 5432] [--pg-table simba_mutex] [--pg-user U] [--pg-password P]", pg_option, pg_open},
 #endif
 #ifdef SIMBA_HAVE_MYSQL
-    {"mysql", "[--my-host 127.0.0.1] [--my-port 3306] [--my-table simba_mutex] [--my-user U] [--my-password P] [--my-db simba]",
+    {"mysql", "[--my-host 127.0.0.1] [--my-port 3306] [--my-table simba_mutex] [--my-user U] [--my-password P] [--my-db simba] [--my-connections N]",
      my_option, my_open},
 #endif
 };
