@@ -60,8 +60,8 @@
  *
  * POOL
  *   Each request waits for the server's answer, and a write's answer waits for its commit's
- *   log flush: one connection carries about one request per round trip and flush (about
- *   1,300/s on loopback, the server's CPU mostly idle). desc.connections request
+ *   log flush: one connection carries one request per round trip and flush, the server's
+ *   CPU mostly idle (bench/README.md, W4). desc.connections request
  *   connections carry that many at once, and the server flushes their commits together.
  *   Every request on one name goes on the connection its name hashes to (FNV-1a), in
  *   order, so each name sees exactly what one connection would give it; a list goes on the
@@ -925,7 +925,6 @@ typedef struct simba__my simba__my;
 typedef struct simba__myc {
     simba__my *p;
     MYSQL *my;
-    const char *check;           /* its session and the check: the first one's takes the bell's lock */
     int phase;                   /* SETUP: 0 the session and the check, 1 the setup */
     int need;                    /* the check found objects missing: the setup runs */
     int state, step, fd;
@@ -1538,7 +1537,8 @@ static int simba__my_call(simba__myc *c, int ready) {
                      : mysql_real_connect_start(&c->ret_my, c->my, p->host, p->user, p->pass, p->db, (unsigned)p->port,
                                                 p->sock, CLIENT_MULTI_STATEMENTS | CLIENT_MULTI_RESULTS);
     case SIMBA__MY_S_QUERY: {
-        const char *q = c->state != SIMBA__MY_SETUP ? c->q : c->phase ? p->setup : c->check;
+        /* the first connection's check also takes the doorbell's lock */
+        const char *q = c->state != SIMBA__MY_SETUP ? c->q : c->phase ? p->setup : c == p->c ? p->check : p->check_more;
         return ready ? mysql_real_query_cont(&c->ret_int, c->my, ready)
                      : mysql_real_query_start(&c->ret_int, c->my, q, (unsigned long)strlen(q));
     }
@@ -1786,7 +1786,6 @@ static void simba__my_process(void *impl, const struct pollfd *ready, int n, int
     simba__my *p = (simba__my *)impl;
     int i;
     (void)flags;
-    if (p->c[0].state == SIMBA__MY_DOWN && now >= p->c[0].retry_at) simba__my_start(p->c, now);
     simba__my_bell_process(p, ready, n, now);
     for (i = 0; i < p->nc; i++) simba__my_conn_process(&p->c[i], ready, n, now);
 }
@@ -2102,7 +2101,6 @@ SIMBA_API simba_result simba_mysql_open(simba_loop *loop, const simba_mysql_desc
     for (i = 0; i < p->nc; i++) {
         p->c[i].p = p;
         p->c[i].fd = -1;
-        p->c[i].check = i == 0 ? p->check : p->check_more;
     }
     rc = simba_backend_new(loop, &simba__my_vt, p, &p->be);
     if (rc != SIMBA_OK) {

@@ -163,6 +163,8 @@ static simba_result open_store(side *s, simba_loop *loop, simba_backend **out) {
     d.user = "root";
     d.password = "simba";
     d.db = "simba";
+    e = getenv("SIMBA_KIT_MYSQL_CONNECTIONS"); /* request connections (POOL in simba_mysql.h) */
+    d.connections = e && *e ? atoi(e) : 0;
     snprintf(table, sizeof table, "diff_%s", tag);
     d.table = table;
     d.max_lease_ms = 2 * TTL_MS;

@@ -175,6 +175,7 @@ if want mysql; then
         run mysql_kit_pool env SIMBA_KIT_MYSQL_CONNECTIONS=3 $B/kit_mysql kit_start,kit_fencing,kit_locker,kit_observer,kit_fair_queue,kit_loop_free_during,kit_stop_and_free,kit_sem,kit_rw,kit_followers,kit_fenced
         run fault_fence_mysql $B/fault_fence mysql
         run kit_diff_mysql $B/kit_diff_mysql --seed 1 --steps 2000
+        run kit_diff_mysql_pool env SIMBA_KIT_MYSQL_CONNECTIONS=3 $B/kit_diff_mysql --seed 2 --steps 1000
         # TLS: a server of its own with a throwaway CA, on SIMBA_MYSQL_TLS_PORT (default port + 20)
         run mysql_tls env SIMBA_MYSQL_TLS_PORT=${SIMBA_MYSQL_TLS_PORT:-$((SIMBA_MYSQL_PORT + 20))} sh tests/test_mysql_tls.sh
         # least privilege: an owner, an application and a read-only role, through the CLI
