@@ -112,6 +112,16 @@ static int sql(const char *fmt, ...) {
     return rc;
 }
 
+static int sql_row(char *out, size_t cap, const char *q);
+
+/* id waits in line for name on tbl with be's doorbell in its queue row: a release rings it. */
+static int in_line(simba_backend *be, const char *tbl, const char *name, const char *id) {
+    const simba__my *m = (const simba__my *)be->impl;
+    char q[400], out[160];
+    snprintf(q, sizeof q, "SELECT bell FROM `%s_q` WHERE name = '%s' AND contender = '%s'", tbl, name, id);
+    return m->bell[0] && sql_row(out, sizeof out, q) == 0 && strcmp(out, m->bell) == 0;
+}
+
 TEST(bad_input_is_refused_in_words) {
     simba_loop *loop;
     simba_backend *be = NULL;
@@ -220,7 +230,8 @@ TEST(pool_spreads_names_and_one_killed_connection_reconnects_alone) {
     /* a waiter in another pooled process, rung at the release */
     REQUIRE((w = contend(lb, bb, name[5], "b", &rw)) != NULL);
     UNTIL(strcmp(simba_mysql_push(bb), "doorbell") == 0, 3000, loop, lb);
-    UNTIL(0, 300, loop, lb); /* b in line */
+    UNTIL(in_line(bb, table, name[5], "b"), 3000, loop, lb);
+    CHECK(in_line(bb, table, name[5], "b"));
     t = now_ms();
     CHECK(simba_stop(s[5]) == SIMBA_OK);
     UNTIL(rw.acquired == 1, 3000, loop, lb);
@@ -466,8 +477,8 @@ static int pair_open(pair *p, const simba_mysql_desc *da, const char *name) {
     UNTIL(p->ra.acquired == 1, 5000, p->la);
     if (p->ra.acquired != 1 || !(p->b = contend(p->lb, p->bb, name, "b", &p->rb))) return 0;
     UNTIL(strcmp(simba_mysql_push(p->bb), "doorbell") == 0, 3000, p->la, p->lb);
-    UNTIL(0, 200, p->la, p->lb); /* b's first ask answered: in line */
-    return strcmp(simba_mysql_push(p->bb), "doorbell") == 0;
+    UNTIL(in_line(p->bb, table, name, "b"), 3000, p->la, p->lb);
+    return in_line(p->bb, table, name, "b");
 }
 
 static void pair_free(pair *p) {
@@ -531,7 +542,8 @@ TEST(unix_socket_contends_and_is_rung) {
     CHECK(simba_start(p.a) == SIMBA_OK);
     UNTIL(strcmp(simba_mysql_push(p.ba), "doorbell") == 0, 3000, p.la, p.lb);
     CHECK_STR(simba_mysql_push(p.ba), "doorbell");
-    UNTIL(0, 300, p.la, p.lb); /* a in line, over the socket */
+    UNTIL(in_line(p.ba, table, "unix-socket", "a"), 3000, p.la, p.lb);
+    CHECK(in_line(p.ba, table, "unix-socket", "a"));
     ms = pair_hand_over(&p, p.b, &p.ra, 2);
     fprintf(stderr, "  (the waiter on the unix socket owned %lld ms after the release was asked)\n", (long long)ms);
     CHECK(ms >= 0 && ms < 400);
@@ -607,6 +619,7 @@ TEST(ring_interrupts_only_the_doorbell_that_holds_its_token) {
     pair p;
     MYSQL *holder = side(), *blocked = side();
     const char *q = "SELECT GET_LOCK('simba-test-unrelated', 10)";
+    char pq[200], out[40];
     uint64_t wakes;
     int64_t t;
     MYSQL_RES *res;
@@ -615,7 +628,10 @@ TEST(ring_interrupts_only_the_doorbell_that_holds_its_token) {
     REQUIRE(mysql_query(holder, "DO GET_LOCK('simba-test-unrelated', 1)") == 0);
     REQUIRE(pair_open(&p, NULL, "ring-token"));
     REQUIRE(mysql_send_query(blocked, q, (unsigned long)strlen(q)) == 0); /* parked, as a doorbell is */
-    UNTIL(0, 200, p.la, p.lb);
+    snprintf(pq, sizeof pq, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %lu AND INFO LIKE 'SELECT GET_LOCK%%'",
+             mysql_thread_id(blocked));
+    UNTIL(sql_row(out, sizeof out, pq) == 0 && strcmp(out, "1") == 0, 3000, p.la, p.lb);
+    CHECK_STR(out, "1");
     wakes = ((simba__my *)p.bb->impl)->wakes;
     /* another connection's id with a token nobody holds: nothing is interrupted */
     CHECK(sql("CALL `%s_bell`('%lu:00000000000000000000000000000000')", table, mysql_thread_id(blocked)) == 0);
@@ -667,7 +683,8 @@ TEST(doorbell_parks_again_after_its_request_session_is_killed) {
         UNTIL(strcmp(simba_mysql_push(p.bb), "doorbell") == 0, 8000, p.la, p.lb);
         CHECK_STR(simba_mysql_push(p.bb), "doorbell");
     }
-    UNTIL(0, 200, p.la, p.lb);
+    UNTIL(in_line(p.bb, table, "bell-relock", "b"), 3000, p.la, p.lb); /* its place carries the new doorbell */
+    CHECK(in_line(p.bb, table, "bell-relock", "b"));
     ms = pair_hand_over(&p, p.a, &p.rb, 1);
     fprintf(stderr, "  (after both the waiter owned %lld ms after the release was asked)\n", (long long)ms);
     CHECK(ms >= 0 && ms < 400);
