@@ -2905,7 +2905,13 @@ static void simba__event_svc(simba_service *s, const simba__ev *ev) {
     simba__owner_none(&none);
     switch (ev->kind) {
     case SIMBA_EV_RELEASED:
-        if (s->flags & SIMBA__F_OWNER) return;
+        if (s->flags & SIMBA__F_OWNER) {
+            /* Its yield (or a renewal that fails) in flight may make it a waiter: a release
+               pushed meanwhile stands for then (a doorbell can ring before the yield's own
+               answer is read), else the push is lost and it waits for a lease's end. */
+            if (s->flags & SIMBA__F_INFLIGHT) s->flags |= SIMBA__F_WAKE;
+            return;
+        }
         s->flags &= ~SIMBA__F_IMMEDIATE;
         simba__wake(s);
         break;

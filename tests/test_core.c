@@ -3195,6 +3195,55 @@ TEST(yield_passes_to_the_head_waiter_which_is_pushed) {
     store_free();
 }
 
+/* A release pushed while the owner's yield is in flight is not lost: once the yield's
+   answer makes it a waiter, the push makes it ask at once, not at the new owner's lease end
+   (on MySQL the next owner's release can ring before the yield's answer is read). */
+static uint64_t attempts_of(const simba_service *s) {
+    simba_stats st;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    return simba_service_stats(s, &st) == SIMBA_OK ? st.attempts : 0;
+}
+TEST(release_pushed_while_a_yield_is_in_flight_wakes_the_yielder) {
+    proc p[2];
+    rec ca = {0}, cb = {0};
+    simba_service *a, *b;
+    simba_memory_fault f;
+    uint64_t asked;
+    int64_t t0;
+    store_new();
+    proc_open(&p[0]);
+    proc_open(&p[1]);
+    a = contender(&p[0], "yield-push", "a", 3000, 1000, &ca);
+    b = contender(&p[1], "yield-push", "b", 3000, 1000, &cb);
+    CHECK_RC(simba_start(a), SIMBA_OK);
+    settle(p, 2);
+    CHECK_RC(simba_start(b), SIMBA_OK);
+    settle(p, 2);
+    REQUIRE(simba_is_owner(a) && !simba_is_owner(b));
+    memset(&f, 0, sizeof f);
+    f.hang = 1; /* a's yield stays in flight */
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    CHECK_RC(simba_yield(a), SIMBA_OK);
+    settle(p, 2);
+    CHECK(!simba_is_owner(b));
+    simba_backend_event(p[0].be, SIMBA_EV_RELEASED, "yield-push", NULL, NULL);
+    settle(p, 2);
+    asked = attempts_of(a);
+    t0 = fake_now;
+    f.hang = 0;
+    CHECK_RC(simba_memory_fault_set(p[0].be, &f), SIMBA_OK);
+    settle(p, 2); /* no time passes */
+    CHECK_EQ(fake_now, t0);
+    CHECK(simba_is_owner(b));
+    CHECK(!simba_is_owner(a));
+    CHECK_EQ(ca.released_reason, SIMBA_REASON_YIELDED);
+    CHECK(attempts_of(a) > asked); /* woken by the push it got while it still owned */
+    proc_close(&p[0]);
+    proc_close(&p[1]);
+    store_free();
+}
+
 TEST(yield_without_waiter_keeps_fence_and_lease) {
     proc p;
     rec ca = {0};
@@ -4011,6 +4060,7 @@ int main(int argc, char **argv) {
     RUN(set_value_and_yield_refused_with_words);
     RUN(set_value_refused_by_the_store_ends_the_tenure);
     RUN(yield_passes_to_the_head_waiter_which_is_pushed);
+    RUN(release_pushed_while_a_yield_is_in_flight_wakes_the_yielder);
     RUN(yield_without_waiter_keeps_fence_and_lease);
     RUN(at_risk_fires_once_before_a_hung_lease_lapses);
     RUN(at_risk_once_per_tenure_when_renewals_fail);
