@@ -1733,18 +1733,15 @@ static short simba__my_events(int wait) {
 }
 
 /* The MYSQL_WAIT_* bits that happened on fd (waiting for wait, its timer until): from the
-   poll's ready set when it covered fd for these events (nothing there is nothing: no
-   syscall per waiting connection per poll), else a zero-timeout poll (a tick, or fd changed
-   since simba_fds). A flush (n < 0) looks at no descriptor: what arrived meanwhile makes the
-   caller's next poll return at once. */
+   poll's ready set, else a zero-timeout poll. */
 static int simba__my_ready(int fd, int wait, int64_t until, const struct pollfd *ready, int n, int64_t now) {
     struct pollfd pf;
-    int i, bits = 0, covered = 0;
+    int i, bits = 0;
     short rv = 0, ev = simba__my_events(wait);
     if (fd >= 0 && ev) {
         for (i = 0; ready && i < n; i++)
-            if (ready[i].fd == fd && (ready[i].events & ev) == ev) rv = ready[i].revents, covered = 1;
-        if (!covered && n >= 0) {
+            if (ready[i].fd == fd) rv = ready[i].revents;
+        if (!rv) {
             pf.fd = fd;
             pf.events = ev;
             pf.revents = 0;
@@ -1788,7 +1785,7 @@ static void simba__my_conn_process(simba__myc *c, const struct pollfd *ready, in
 static void simba__my_process(void *impl, const struct pollfd *ready, int n, int64_t now, unsigned flags) {
     simba__my *p = (simba__my *)impl;
     int i;
-    if (flags & SIMBA_PROCESS_FLUSH) ready = NULL, n = -1;
+    (void)flags;
     simba__my_bell_process(p, ready, n, now);
     for (i = 0; i < p->nc; i++) simba__my_conn_process(&p->c[i], ready, n, now);
 }
